@@ -1,0 +1,31 @@
+"""Start the real page on 127.0.0.1 in this process, for gradio_client and browser tests."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import contextmanager
+from typing import Iterator
+
+import app
+from vizvit.workbench import Workbench
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running(vm, **build_kw) -> Iterator[str]:
+    """Serve build_demo() for `vm` with the production launch settings; yields the URL."""
+    wb = Workbench(cache_bytes=256 << 20, device="cpu")
+    wb.add_model(vm)
+    demo = app.configure_queue(app.build_demo(wb, vm.id, **build_kw))
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                **app.launch_kwargs())
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()

@@ -1,0 +1,73 @@
+"""Debian chromium driven by Playwright. Screenshots land in artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("VIZVIT_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+@contextmanager
+def page_at(url: str, width: int = 1400, height: int = 1100) -> Iterator:
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run must install Debian's chromium")
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(60_000)
+            # Nothing outside this machine: fail fast instead of waiting on the closed network.
+            page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost)"), lambda route: route.abort())
+            # "networkidle" never comes with Gradio 6.31 here (a long-lived request stays
+            # open), so wait for the page's own upload box instead.
+            page.goto(url, wait_until="load")
+            page.wait_for_selector("#upload input[type=file]", state="attached")
+            yield page
+        finally:
+            browser.close()
+
+
+def shot(page, name: str, full_page: bool = True) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def upload(page, path: str) -> None:
+    page.set_input_files("#upload input[type=file]", path)
+
+
+def image_src(page, elem_id: str) -> str | None:
+    """The src of the <img> inside a gr.Image with elem_id (changes when the image does)."""
+    loc = page.locator(f"#{elem_id} img")
+    return loc.first.get_attribute("src") if loc.count() else None
+
+
+def wait_image(page, elem_id: str, old: str | None = None, timeout_ms: int = 60_000) -> str:
+    """Wait until the gr.Image shows an image different from `old`; return its src."""
+    page.wait_for_function(
+        """([id, old]) => { const i = document.querySelector('#' + id + ' img');
+                             return i && i.src && i.complete && i.naturalWidth > 0 && i.src !== old; }""",
+        arg=[elem_id, old], timeout=timeout_ms)
+    return image_src(page, elem_id)
+
+
+def click_image_at(page, elem_id: str, fx: float, fy: float) -> None:
+    """Click at a fraction (fx, fy) of the displayed image's box."""
+    box = page.locator(f"#{elem_id} img").first.bounding_box()
+    page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])

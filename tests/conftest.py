@@ -1,0 +1,71 @@
+"""Tiny ViTs built from ViTConfig, saved with save_pretrained and loaded back through
+vizvit.load_model: the real code path, no network. Two geometries so nothing can
+hard-code a 14×14 grid."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # a test that reaches for the hub fails fast
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessorPil  # noqa: E402
+
+import vizvit  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "assets" / "examples"
+
+# name -> (image_size, patch_size): 224/16 gives a 14×14 grid, 224/32 a 7×7 one.
+GEOMETRIES = {"p16": (224, 16), "p32": (224, 32)}
+
+
+def make_tiny_vit(path: Path, image_size: int, patch_size: int, num_labels: int = 7,
+                  seed: int = 0) -> Path:
+    config = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                       intermediate_size=64, image_size=image_size, patch_size=patch_size,
+                       num_labels=num_labels,
+                       id2label={i: f"thing {i}" for i in range(num_labels)},
+                       label2id={f"thing {i}": i for i in range(num_labels)})
+    torch.manual_seed(seed)
+    model = ViTForImageClassification(config)
+    # Random init leaves position embeddings tiny; make every part matter in tests.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    model.save_pretrained(path)
+    ViTImageProcessorPil(size={"height": image_size, "width": image_size}).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("models")
+    return {k: make_tiny_vit(base / k, *v) for k, v in GEOMETRIES.items()}
+
+
+@pytest.fixture(scope="session", params=list(GEOMETRIES))
+def tiny(request, tiny_dirs) -> vizvit.VitModel:
+    """A tiny ViT in each test geometry, loaded on the CPU through load_model."""
+    return vizvit.load_model(str(tiny_dirs[request.param]), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny16(tiny_dirs) -> vizvit.VitModel:
+    return vizvit.load_model(str(tiny_dirs["p16"]), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def cat() -> Image.Image:
+    return vizvit.load_image(EXAMPLES / "chelsea.jpg")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)

@@ -1,0 +1,39 @@
+"""Command line: ``python -m vizvit export IMAGE [--model M] [--device D] --out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+# The thread policy is set by vizvit/__init__.py, which runs before this file.
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vizvit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="write figures (PNG), arrays.npz and summary.json for one photo")
+    ex.add_argument("image")
+    ex.add_argument("--model", default="google/vit-base-patch16-224",
+                    help="hub id, local save_pretrained directory, or random:vit-base-patch16-224")
+    ex.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda, ...")
+    ex.add_argument("--out", required=True, help="output directory")
+    ex.add_argument("--mask", default="", help="0-based row-major patch indices, e.g. 3,17,40")
+    ex.add_argument("--mask-mode", default="drop", choices=["drop", "black", "mean", "blur"])
+    args = parser.parse_args(argv)
+
+    from .export import export
+    from .images import View
+
+    try:
+        mask = tuple(int(i) for i in args.mask.split(",") if i.strip())
+        summary = export(args.image, args.out, model=args.model, device=args.device,
+                         view=View(mask=mask, mask_mode=args.mask_mode))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: summary[k] for k in ("model", "top5", "timings_s", "figures")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""Uploads in, model-input views out.
+
+``load_image`` turns whatever a user uploads into one RGB PIL image, or raises a
+ValueError that says what went wrong. ``model_input_view`` reproduces the
+checkpoint's image processor up to the uint8 stage, so overlays are drawn on
+exactly the pixels the model sees; ``apply_view`` then shifts or masks that view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Union
+
+import numpy as np
+import torch
+from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+
+from .models import Preprocess
+
+MAX_PIXELS = 40_000_000  # ~ a 7700×5200 photo; bigger is refused before decoding
+ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF", "MPO")
+ImageInput = Union[str, Path, bytes, Image.Image]
+# Magic numbers of the formats we read: a file that starts like one but does not
+# open is damaged, not "not an image".
+_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+
+# Never let PIL silently pad a truncated file with grey.
+ImageFile.LOAD_TRUNCATED_IMAGES = False
+
+
+def _open(src: ImageInput) -> Image.Image:
+    if isinstance(src, Image.Image):
+        return src
+    if isinstance(src, (bytes, bytearray)):
+        data = bytes(src)
+    else:
+        try:
+            data = Path(src).read_bytes()
+        except OSError as e:
+            raise ValueError("The file could not be read. Please upload it again.") from e
+    if not data:
+        raise ValueError("The file is empty. Please upload a photo (JPEG, PNG, WebP, GIF, BMP or TIFF).")
+    head = data[:256].lstrip().lower()
+    if head.startswith((b"<svg", b"<?xml")) or b"<svg" in head:
+        raise ValueError("SVG drawings are not supported: export it as PNG or JPEG first.")
+    if data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypmsf1", b"ftyphevc", b"ftypavif"):
+        raise ValueError("HEIC/AVIF photos are not supported: save it as JPEG or PNG first.")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we check the size ourselves
+            return Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as e:
+        raise ValueError(_too_big_message()) from e
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        if data.startswith(_SIGNATURES) or data[8:12] == b"WEBP":
+            raise ValueError("The image file is truncated or damaged. Please upload the complete file.") from e
+        raise ValueError(
+            "This file is not an image we can read. Please upload a JPEG, PNG, WebP, GIF, BMP or TIFF photo."
+        ) from e
+
+
+def _too_big_message(w: int | None = None, h: int | None = None) -> str:
+    size = f" ({w}×{h} = {w * h / 1e6:.0f} Mpx)" if w and h else ""
+    return f"The image is too large{size}; the limit is {MAX_PIXELS / 1e6:.0f} Mpx. Please downscale it."
+
+
+def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
+    """Any common photo -> one RGB PIL image.
+
+    EXIF orientation applied, alpha composited on white, palette/grayscale/CMYK/
+    16-bit converted, first frame of an animation. The pixel limit is checked on
+    the header, before decoding, so a decompression bomb never allocates.
+    Raises ValueError with a message meant for the user.
+    """
+    im = _open(src)
+    if im.format is not None and im.format not in ALLOWED_FORMATS:
+        raise ValueError(f"{im.format} images are not supported. Please upload a JPEG, PNG or WebP photo.")
+    w, h = im.size
+    if w * h > max_pixels:
+        raise ValueError(_too_big_message(w, h))
+    if w < 1 or h < 1:
+        raise ValueError("The image has no pixels.")
+    try:
+        im.seek(0)  # first frame of an animated GIF/WebP
+        im.load()
+        im = ImageOps.exif_transpose(im)
+        return _to_rgb(im)
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
+        raise ValueError("The image file is truncated or damaged. Please upload the complete file.") from e
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode == "RGB":
+        return im.copy()
+    if im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        # 16/32-bit grey: scale the actual range to 8 bits instead of clipping at 255.
+        a = np.asarray(im, dtype=np.float64)
+        lo, hi = float(a.min()), float(a.max())
+        a = (a - lo) / (hi - lo) * 255.0 if hi > lo else np.zeros_like(a)
+        return Image.fromarray(a.round().astype(np.uint8), "L").convert("RGB")
+    if im.mode == "P":
+        im = im.convert("RGBA")
+    if im.mode in ("RGBA", "LA", "PA", "La", "RGBa"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return im.convert("RGB")
+
+
+def image_sha1(image: Image.Image) -> str:
+    """Content key of a decoded image (size + pixels), for the analysis cache."""
+    h = hashlib.sha1(f"{image.size}{image.mode}".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def model_input_view(image: Image.Image, pp: Preprocess) -> np.ndarray:
+    """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop."""
+    w, h = image.size
+    if isinstance(pp.resize, int):  # shortest edge -> pp.resize, keep aspect
+        s = pp.resize / min(w, h)
+        size = (max(1, round(w * s)), max(1, round(h * s)))
+    else:
+        size = (pp.resize[1], pp.resize[0])
+    im = image.resize(size, resample=pp.resample)
+    if pp.crop is not None:
+        ch, cw = pp.crop
+        left = (im.width - cw) // 2
+        top = (im.height - ch) // 2
+        im = im.crop((left, top, left + cw, top + ch))
+    return np.asarray(im, dtype=np.uint8).copy()
+
+
+def to_pixel_values(view: np.ndarray, pp: Preprocess) -> torch.Tensor:
+    """(H, W, 3) uint8 -> (1, 3, H, W) float32, rescaled and normalised as the processor does."""
+    x = torch.from_numpy(np.ascontiguousarray(view)).permute(2, 0, 1).float() * pp.rescale
+    mean = torch.tensor(pp.mean, dtype=torch.float32).view(3, 1, 1)
+    std = torch.tensor(pp.std, dtype=torch.float32).view(3, 1, 1)
+    return ((x - mean) / std).unsqueeze(0)
+
+
+Fill = Literal["edge", "wrap", "constant"]
+MaskMode = Literal["black", "mean", "blur", "drop"]
+
+
+@dataclass(frozen=True)
+class View:
+    """A perturbation of the model-input view. Hashable: part of the cache key.
+
+    dx, dy: shift in model-input pixels (content moves right/down when positive).
+    fill: what enters at the border: repeat the edge, wrap around, or black.
+    mask: 0-based row-major patch indices; mask_mode says how they are removed.
+    """
+
+    dx: int = 0
+    dy: int = 0
+    fill: Fill = "edge"
+    mask: tuple[int, ...] = ()
+    mask_mode: MaskMode = "drop"
+
+    def __post_init__(self) -> None:
+        if self.fill not in ("edge", "wrap", "constant"):
+            raise ValueError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
+        if self.mask_mode not in ("black", "mean", "blur", "drop"):
+            raise ValueError(f"Unknown mask mode {self.mask_mode!r}: use drop, black, mean or blur.")
+        # Normalise so equal masks give equal cache keys.
+        object.__setattr__(self, "mask", tuple(sorted({int(i) for i in self.mask})))
+
+    @property
+    def is_identity(self) -> bool:
+        return self.dx == 0 and self.dy == 0 and not self.mask
+
+
+def shift_view(view: np.ndarray, dx: int, dy: int, fill: Fill = "edge") -> np.ndarray:
+    """Move the picture by (dx, dy) pixels inside a frame of the same size.
+
+    (H, W, 3) -> (H, W, 3). Pixel (y, x) of the result is pixel (y - dy, x - dx) of
+    the input; the strip that enters is filled per ``fill``.
+    """
+    if dx == 0 and dy == 0:
+        return view.copy()
+    h, w = view.shape[:2]
+    if abs(dx) >= w or abs(dy) >= h:
+        raise ValueError(f"A shift of ({dx}, {dy}) moves the photo out of the {w}×{h} frame.")
+    if fill == "wrap":
+        return np.roll(view, shift=(dy, dx), axis=(0, 1))
+    pad = ((max(dy, 0), max(-dy, 0)), (max(dx, 0), max(-dx, 0)), (0, 0))
+    mode = "edge" if fill == "edge" else "constant"
+    padded = np.pad(view, pad, mode=mode)
+    y0, x0 = max(-dy, 0), max(-dx, 0)
+    return padded[y0:y0 + h, x0:x0 + w].copy()
+
+
+def mask_pixels(view: np.ndarray, mask: tuple[int, ...], patch: int, grid_w: int,
+                mode: MaskMode) -> np.ndarray:
+    """Fill the masked patches' pixels: black, the image mean, or a strong blur.
+
+    Only the pixels of the masked patches change. 'drop' leaves pixels alone: the
+    tokens are removed later, in the forward pass.
+    """
+    out = view.copy()
+    if not mask or mode == "drop":
+        return out
+    if mode == "blur":
+        import cv2
+
+        k = 2 * patch + 1
+        filler = cv2.GaussianBlur(view, (k, k), sigmaX=patch / 2)
+    elif mode == "mean":
+        filler = np.broadcast_to(view.reshape(-1, 3).mean(0).round().astype(np.uint8), view.shape)
+    else:
+        filler = np.zeros_like(view)
+    for i in mask:
+        r, c = divmod(i, grid_w)
+        ys, xs = slice(r * patch, (r + 1) * patch), slice(c * patch, (c + 1) * patch)
+        out[ys, xs] = filler[ys, xs]
+    return out
+
+
+def apply_view(base: np.ndarray, view: View, patch: int, grid_w: int) -> np.ndarray:
+    """Shift, then pixel-mask, the model-input view. (H, W, 3) uint8 -> same."""
+    out = shift_view(base, view.dx, view.dy, view.fill)
+    return mask_pixels(out, view.mask, patch, grid_w, view.mask_mode)

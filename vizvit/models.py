@@ -1,0 +1,262 @@
+"""Load a ViT checkpoint (hub id, local directory or ``random:<arch>``) once.
+
+Everything the rest of vizvit needs to know about the model's shape lives in
+``Geometry``, read from the config, so nothing downstream hard-codes 14 or 197.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from PIL import Image
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForImageClassification,
+    PretrainedConfig,
+    PreTrainedModel,
+    ViTConfig,
+    ViTForImageClassification,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "google/vit-base-patch16-224"
+RANDOM_PREFIX = "random:"
+SUPPORTED_MODEL_TYPES = ("vit",)
+_LABELS_FILE = Path(__file__).resolve().parent.parent / "assets" / "imagenet1k_labels.txt"
+
+# Architectures offered with seeded random weights, for offline use and as the
+# "untrained" baseline. Numbers are those of the published checkpoints.
+RANDOM_ARCHS: dict[str, dict[str, int]] = {
+    "vit-base-patch16-224": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                 intermediate_size=3072, image_size=224, patch_size=16),
+    "vit-base-patch32-384": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                 intermediate_size=3072, image_size=384, patch_size=32),
+    "vit-large-patch16-224": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                  intermediate_size=4096, image_size=224, patch_size=16),
+    "vit-large-patch16-384": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                  intermediate_size=4096, image_size=384, patch_size=16),
+}
+RANDOM_SEED = 0
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Shape facts of one ViT, all read from its config."""
+
+    image_size: tuple[int, int]  # (H, W) of the model input, pixels
+    patch_size: int  # P: patches are P×P pixels
+    grid: tuple[int, int]  # (gh, gw) patches per column / per row
+    num_prefix_tokens: int  # tokens before the patches ([CLS], maybe distillation)
+    num_layers: int  # L
+    num_heads: int  # H
+    hidden_size: int  # D
+
+    @property
+    def num_patches(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
+    def seq_len(self) -> int:
+        """N = prefix tokens + patches."""
+        return self.num_prefix_tokens + self.num_patches
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """How the checkpoint's image processor turns a photo into pixels."""
+
+    resize: tuple[int, int] | int  # (H, W) exact, or int = shortest edge
+    crop: tuple[int, int] | None  # centre crop (H, W) after resizing, or None
+    resample: int  # PIL resampling filter
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    rescale: float = 1 / 255
+
+
+@dataclass(frozen=True)
+class VitModel:
+    """A loaded model, shared read-only by every request of the process."""
+
+    id: str  # what the user asked for: hub id, local path or random:<arch>
+    model: PreTrainedModel  # eval mode, eager attention, on `device`
+    geometry: Geometry
+    preprocess: Preprocess
+    labels: tuple[str, ...]  # empty when the checkpoint has no classifier
+    device: torch.device
+    is_pretrained: bool  # False for random:<arch>: flag it wherever it is shown
+
+    @property
+    def has_classifier(self) -> bool:
+        return len(self.labels) > 0
+
+    @property
+    def vit(self) -> torch.nn.Module:
+        """The ViTModel backbone (embeddings, layers, final layernorm)."""
+        return self.model.base_model
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def display_name(self) -> str:
+        return self.id if self.is_pretrained else f"{self.id} (UNTRAINED random weights)"
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    """'auto' -> cuda, then mps, then cpu; anything else is passed to torch."""
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:0 or mps.") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("CUDA was asked for but is not available here: use --device cpu or auto.")
+    return dev
+
+
+def geometry_of(config: PretrainedConfig) -> Geometry:
+    def pair(v: int | tuple[int, int] | list[int]) -> tuple[int, int]:
+        return (int(v[0]), int(v[1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
+
+    image_size = pair(config.image_size)
+    ph, pw = pair(config.patch_size)
+    if ph != pw:
+        raise ValueError(f"Non-square patches ({ph}×{pw}) are not supported.")
+    return Geometry(
+        image_size=image_size,
+        patch_size=ph,
+        grid=(image_size[0] // ph, image_size[1] // pw),
+        num_prefix_tokens=1,  # ViT: [CLS] only
+        num_layers=int(config.num_hidden_layers),
+        num_heads=int(config.num_attention_heads),
+        hidden_size=int(config.hidden_size),
+    )
+
+
+def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
+    """Read preprocessor_config.json when the checkpoint has one, else ViT's defaults."""
+    h, w = geometry_of(config).image_size
+    default = Preprocess(resize=(h, w), crop=None, resample=Image.Resampling.BILINEAR,
+                         mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
+    if name.startswith(RANDOM_PREFIX):
+        return default
+    try:
+        from transformers.image_processing_utils import ImageProcessingMixin
+
+        cfg, _ = ImageProcessingMixin.get_image_processor_dict(name)
+    except (OSError, ValueError):
+        return default
+    size = cfg.get("size", {"height": h, "width": w})
+    if isinstance(size, int):
+        size = {"height": size, "width": size}
+    resize: tuple[int, int] | int = (
+        (int(size["height"]), int(size["width"])) if "height" in size else int(size["shortest_edge"])
+    )
+    crop = None
+    if cfg.get("do_center_crop"):
+        cs = cfg.get("crop_size", {"height": h, "width": w})
+        crop = (int(cs["height"]), int(cs["width"])) if isinstance(cs, dict) else (int(cs), int(cs))
+    do_norm = cfg.get("do_normalize", True)
+    return Preprocess(
+        resize=resize,
+        crop=crop,
+        resample=int(cfg.get("resample", Image.Resampling.BILINEAR)),
+        mean=tuple(cfg.get("image_mean", default.mean)) if do_norm else (0.0, 0.0, 0.0),
+        std=tuple(cfg.get("image_std", default.std)) if do_norm else (1.0, 1.0, 1.0),
+        rescale=float(cfg.get("rescale_factor", 1 / 255)) if cfg.get("do_rescale", True) else 1.0,
+    )
+
+
+def _labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
+    if not has_head:
+        return ()
+    id2label = getattr(config, "id2label", None) or {}
+    n = int(config.num_labels)
+    labels = [str(id2label.get(i, id2label.get(str(i), f"class {i}"))) for i in range(n)]
+    # Configs built without labels say "LABEL_3"; ImageNet-1k heads get real names.
+    if n == 1000 and all(lab.startswith("LABEL_") for lab in labels) and _LABELS_FILE.exists():
+        labels = _LABELS_FILE.read_text().splitlines()[:1000]
+    return tuple(labels)
+
+
+def _random_model(arch: str) -> PreTrainedModel:
+    if arch not in RANDOM_ARCHS:
+        raise ValueError(
+            f"Unknown random architecture {arch!r}. Choose one of: "
+            + ", ".join(RANDOM_PREFIX + a for a in RANDOM_ARCHS)
+        )
+    config = ViTConfig(num_labels=1000, **RANDOM_ARCHS[arch])
+    # Seeded so that every process (and every test) sees the same "untrained" model.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_SEED)
+        model = ViTForImageClassification(config)
+    model.set_attn_implementation("eager")
+    return model
+
+
+def _pretrained_model(name: str) -> PreTrainedModel:
+    hint = (
+        "Check the hub id or the directory (it must hold a ViT saved with save_pretrained), "
+        f"or run offline with --model {RANDOM_PREFIX}vit-base-patch16-224."
+    )
+    try:
+        config = AutoConfig.from_pretrained(name)  # never trust_remote_code
+    except Exception as e:  # hub errors come as many types; all mean "cannot load"
+        raise ValueError(f"Cannot load model {name!r}: {type(e).__name__}. {hint}") from e
+    if config.model_type not in SUPPORTED_MODEL_TYPES:
+        raise ValueError(
+            f"{name!r} is a {config.model_type!r} model, not a ViT. vizvit shows ViTs "
+            f"(model_type {', '.join(SUPPORTED_MODEL_TYPES)}), e.g. {DEFAULT_MODEL}."
+        )
+    archs = getattr(config, "architectures", None) or []
+    auto = AutoModelForImageClassification if any("ImageClassification" in a for a in archs) else AutoModel
+    try:
+        kwargs = {"attn_implementation": "eager"}
+        if auto is AutoModel:
+            kwargs["add_pooling_layer"] = False
+        return auto.from_pretrained(name, **kwargs)
+    except Exception as e:
+        raise ValueError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
+
+
+def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
+    """Load a ViT for analysis.
+
+    name: a hub id (``google/vit-base-patch16-224``), a local ``save_pretrained``
+    directory, or ``random:<arch>`` (seeded random weights, offline). Raises
+    ValueError with what to do when it cannot be loaded.
+    """
+    name = str(name).strip()
+    dev = pick_device(device)
+    if name.startswith(RANDOM_PREFIX):
+        model = _random_model(name[len(RANDOM_PREFIX):])
+        is_pretrained = False
+    else:
+        model = _pretrained_model(name)
+        is_pretrained = True
+    model.eval().to(dev)
+    for p in model.parameters():
+        p.requires_grad_(False)  # shared read-only; gradients w.r.t. activations still work
+    config = model.config
+    has_head = hasattr(model, "classifier")
+    return VitModel(
+        id=name,
+        model=model,
+        geometry=geometry_of(config),
+        preprocess=_preprocess_of(name, config),
+        labels=_labels_of(config, has_head),
+        device=dev,
+        is_pretrained=is_pretrained,
+    )

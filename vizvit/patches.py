@@ -1,0 +1,61 @@
+"""Grid geometry: token index <-> (row, col) <-> pixel box. Row-major, prefix tokens first."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .models import Geometry
+
+
+def token_index(row: int, col: int, g: Geometry) -> int:
+    """Sequence position of patch (row, col): num_prefix_tokens + row·gw + col."""
+    gh, gw = g.grid
+    if not (0 <= row < gh and 0 <= col < gw):
+        raise ValueError(f"Patch ({row}, {col}) is outside the {gh}×{gw} grid.")
+    return g.num_prefix_tokens + row * gw + col
+
+
+def patch_of_token(token: int, g: Geometry) -> tuple[int, int]:
+    """Inverse of token_index. Raises for prefix tokens ([CLS] has no place on the grid)."""
+    i = token - g.num_prefix_tokens
+    if not (0 <= i < g.num_patches):
+        raise ValueError(f"Token {token} is not a patch token (prefix tokens: {g.num_prefix_tokens}).")
+    return divmod(i, g.grid[1])
+
+
+def patch_box(row: int, col: int, g: Geometry) -> tuple[int, int, int, int]:
+    """Pixel box (x0, y0, x1, y1) of patch (row, col) in the model-input view, x1/y1 exclusive."""
+    token_index(row, col, g)  # validates
+    p = g.patch_size
+    return col * p, row * p, (col + 1) * p, (row + 1) * p
+
+
+def patch_at(x: float, y: float, g: Geometry, scale: float = 1.0) -> tuple[int, int]:
+    """Patch (row, col) under pixel (x, y) of a view displayed `scale` times enlarged."""
+    p = g.patch_size * scale
+    gh, gw = g.grid
+    row, col = int(y // p), int(x // p)
+    if not (0 <= row < gh and 0 <= col < gw):
+        raise ValueError(f"Pixel ({x:.0f}, {y:.0f}) is outside the patch grid.")
+    return row, col
+
+
+def to_grid(values: torch.Tensor | np.ndarray, g: Geometry) -> torch.Tensor | np.ndarray:
+    """(..., num_patches) -> (..., gh, gw), row-major. Patch tokens only: slice prefixes first."""
+    if values.shape[-1] != g.num_patches:
+        raise ValueError(f"Expected {g.num_patches} patch values, got {values.shape[-1]}.")
+    return values.reshape(*values.shape[:-1], *g.grid)
+
+
+def patch_tokens(x: torch.Tensor, g: Geometry) -> torch.Tensor:
+    """Drop the prefix tokens along the sequence axis: (..., N, D) -> (..., num_patches, D)."""
+    return x[..., g.num_prefix_tokens:, :]
+
+
+def describe_patch(row: int, col: int, g: Geometry) -> str:
+    """One line for a clicked patch: its place, token index and pixel box."""
+    x0, y0, x1, y1 = patch_box(row, col, g)
+    t = token_index(row, col, g)
+    return (f"Patch (row {row}, col {col}) · patch #{t - g.num_prefix_tokens} of {g.num_patches} · "
+            f"token index {t} of {g.seq_len} · pixels x {x0}–{x1 - 1}, y {y0}–{y1 - 1}")
