@@ -59,7 +59,20 @@ class Ctx:
 
     wb: Workbench
     key: gr.State  # PhotoKey | None: the session's photo, never tensors
-    tab: gr.State  # name of the visible tab, so hidden tabs don't compute
+    tab: gr.State  # id of the visible tab, so hidden tabs don't compute
+
+    def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
+        """Run fn(*inputs) -> outputs when the tab is opened, and when the photo or model
+        changes while it is open. Hidden tabs compute nothing on upload (lazy tabs)."""
+        tab_id = tab.id
+
+        def if_visible(current: str, *args: Any) -> Any:
+            if current != tab_id:
+                return tuple(gr.skip() for _ in outputs) if len(outputs) > 1 else gr.skip()
+            return fn(*args)
+
+        self.key.change(if_visible, [self.tab, *inputs], outputs, show_progress="minimal")
+        tab.select(fn, inputs, outputs, show_progress="minimal")
 
 
 def safe(fn: Callable) -> Callable:
@@ -123,6 +136,26 @@ def patches_tab(ctx: Ctx) -> None:
     grid_img.select(click, [ctx.key], clicked).then(show, ins, outs, show_progress="hidden")
 
 
+# ---------------------------------------------------------------- Embeddings tab
+def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
+    gr.Markdown("*(being built: issue 4)*")
+
+
+# ---------------------------------------------------------------- Attention tab
+def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
+    gr.Markdown("*(being built: issues 3 and 10)*")
+
+
+# ---------------------------------------------------------------- Positions tab
+def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
+    gr.Markdown("*(being built: issue 5)*")
+
+
+# ---------------------------------------------------------------- Experiments tab
+def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
+    gr.Markdown("*(being built: issue 6)*")
+
+
 # ---------------------------------------------------------------- the page
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = "",
                extra_models: tuple[str, ...] = ()) -> gr.Blocks:
@@ -130,7 +163,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
     choices = list(dict.fromkeys([*extra_models, default_model, *CURATED_MODELS]))
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo") as demo:
         key = gr.State(None, time_to_live=SESSION_TTL_S)
-        tab = gr.State("Patches")
+        tab = gr.State("patches")
         ctx = Ctx(wb=wb, key=key, tab=tab)
         gr.Markdown(panels.HEADER_TEXT)
         notice_md = gr.Markdown(notice, elem_id="notice", visible=bool(notice))
@@ -143,9 +176,19 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                 status = gr.Markdown(elem_id="status")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
-        with gr.Tabs():
-            with gr.Tab("Patches", id="patches"):
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("Patches", id="patches") as t_patches:
                 patches_tab(ctx)
+            with gr.Tab("Embeddings", id="embeddings") as t_embeddings:
+                embeddings_tab(ctx, t_embeddings)
+            with gr.Tab("Attention", id="attention") as t_attention:
+                attention_tab(ctx, t_attention)
+            with gr.Tab("Positions", id="positions") as t_positions:
+                positions_tab(ctx, t_positions)
+            with gr.Tab("Experiments", id="experiments") as t_experiments:
+                experiments_tab(ctx, t_experiments)
+        for t in (t_patches, t_embeddings, t_attention, t_positions, t_experiments):
+            t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
 
         @safe
         def new_photo(path: str | None, model_id: str):

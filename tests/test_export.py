@@ -1,0 +1,40 @@
+"""`python -m vizvit export` writes summary.json, arrays.npz and the figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from conftest import EXAMPLES, ROOT
+
+
+def run_export(model_dir, out, *extra):
+    cmd = [sys.executable, "-m", "vizvit", "export", str(EXAMPLES / "coffee.jpg"), "--model", str(model_dir),
+           "--device", "cpu", "--out", str(out), *extra]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+
+
+def test_export_cli_writes_everything(tiny_dirs, tmp_path):
+    r = run_export(tiny_dirs["p32"], tmp_path, "--mask", "3,17,40", "--mask-mode", "black")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["geometry"]["grid"] == [7, 7] and summary["num_parameters"] > 0
+    assert len(summary["top5"]) == 5 and summary["timings_s"]["forward"] > 0
+    arrays = np.load(tmp_path / "arrays.npz")
+    assert arrays["input_view"].shape == (224, 224, 3) and arrays["input_view"].dtype == np.uint8
+    assert arrays["probs"].shape == (7,) and arrays["probs"].dtype == np.float32
+    assert abs(arrays["probs"].sum() - 1) < 1e-5
+    assert arrays["masked_probs"].shape == (7,)
+    assert not np.allclose(arrays["masked_probs"], arrays["probs"])
+    for name in summary["figures"]:
+        assert (tmp_path / name).stat().st_size > 100
+    assert set(summary["arrays"]) == set(arrays.files)
+
+
+def test_export_cli_bad_model_is_a_clean_error(tmp_path):
+    r = run_export(tmp_path / "nothing-here", tmp_path / "out")
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
