@@ -26,7 +26,7 @@ import gradio as gr  # noqa: E402
 
 import vizvit  # noqa: E402
 from vizvit import panels  # noqa: E402
-from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX  # noqa: E402
+from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
@@ -160,7 +160,8 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = "",
                extra_models: tuple[str, ...] = ()) -> gr.Blocks:
     """The whole page. `wb` must already hold (or be able to load) `default_model`."""
-    choices = list(dict.fromkeys([*extra_models, default_model, *CURATED_MODELS]))
+    ids = list(dict.fromkeys([*extra_models, default_model, *CURATED_MODELS]))
+    choices = [(short_name(m), m) for m in ids]
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo") as demo:
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
@@ -201,14 +202,20 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
 
         @safe
         def new_model(model_id: str, k: PhotoKey | None):
-            wb.model(model_id)  # load (or fail with a message) before anything else
+            if model_id not in ids:
+                raise ValueError("Choose a model from the list.")
+            try:
+                vm = wb.model(model_id)
+            except ValueError as e:  # offline or unknown: keep the current model, say why
+                gr.Warning(str(e))
+                return gr.skip(), f"⚠️ {e}", (k.model_id if k else default_model)
             if k is None:
-                return gr.skip(), panels.model_line(wb.model(model_id))
+                return gr.skip(), panels.model_line(vm), gr.skip()
             k = PhotoKey(model_id, k.sha1)
-            return k, panels.status_line(wb.model(model_id), wb.analysis(k))
+            return k, panels.status_line(vm, wb.analysis(k)), gr.skip()
 
         upload.change(new_photo, [upload, model], [key, status], api_name="upload")
-        model.change(new_model, [model, key], [key, status], api_name="model")
+        model.input(new_model, [model, key], [key, status, model], api_name="model")
     return demo
 
 

@@ -105,7 +105,16 @@ class VitModel:
 
     @property
     def display_name(self) -> str:
-        return self.id if self.is_pretrained else f"{self.id} (UNTRAINED random weights)"
+        """Name for the page: never a server path, always flags untrained weights."""
+        if not self.is_pretrained:
+            return f"{self.id} (UNTRAINED random weights)"
+        return short_name(self.id)
+
+
+def short_name(model_id: str) -> str:
+    """A hub id as is; a local directory by its last component only (no server paths)."""
+    p = Path(model_id)
+    return f"local: {p.name}" if p.is_absolute() or model_id.startswith(".") or p.is_dir() else model_id
 
 
 def pick_device(device: str = "auto") -> torch.device:

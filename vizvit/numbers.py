@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .models import VitModel
 
 
@@ -30,3 +32,56 @@ def model_numbers(vm: VitModel) -> list[tuple[str, str]]:
         ("device", str(vm.device)),
     ]
     return rows
+
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """Cost of ONE attention table (one head, one layer) for a square-ish image."""
+
+    pixel_tokens: int  # one token per pixel: H·W
+    pixel_weights: int  # (H·W)²
+    pixel_bytes: int  # float32
+    patch_tokens: int  # prefix + (H/P)·(W/P)
+    patch_weights: int  # N²
+    patch_bytes: int
+    ratio: float  # pixel_weights / patch_weights
+
+
+def attention_cost(height: int, width: int, patch: int, num_prefix_tokens: int = 1,
+                   bytes_per_weight: int = 4) -> AttentionCost:
+    """Tokens and n² weights of one attention table: pixels as tokens vs P×P patches.
+
+    At 224×224 with P=16: 50,176 pixel tokens -> 2,517,630,976 weights (~10 GB float32)
+    versus 197 patch tokens -> 38,809 weights (~155 kB): about 64,872× fewer.
+    """
+    if min(height, width, patch) < 1:
+        raise ValueError("Resolution and patch size must be positive.")
+    if height % patch or width % patch:
+        raise ValueError(f"{height}×{width} is not a whole number of {patch}-pixel patches.")
+    n_pix = height * width
+    n_tok = num_prefix_tokens + (height // patch) * (width // patch)
+    return AttentionCost(
+        pixel_tokens=n_pix, pixel_weights=n_pix ** 2, pixel_bytes=n_pix ** 2 * bytes_per_weight,
+        patch_tokens=n_tok, patch_weights=n_tok ** 2, patch_bytes=n_tok ** 2 * bytes_per_weight,
+        ratio=n_pix ** 2 / n_tok ** 2,
+    )
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units, as a lecturer says them: 155 kB, 10.1 GB."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit in ("B", "kB") else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def attention_cost_table(c: AttentionCost) -> list[list[str]]:
+    """Rows for the calculator panel."""
+    return [
+        ["", "pixels as tokens", "patches as tokens"],
+        ["tokens n", f"{c.pixel_tokens:,}", f"{c.patch_tokens:,}"],
+        ["weights n²", f"{c.pixel_weights:,}", f"{c.patch_weights:,}"],
+        ["one table, float32", human_bytes(c.pixel_bytes), human_bytes(c.patch_bytes)],
+        ["ratio", f"{c.ratio:,.0f}×", "1×"],
+    ]

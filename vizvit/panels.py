@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from . import figures, render
 from .forward import Analysis
-from .models import Geometry, VitModel
+from .models import Geometry, VitModel, short_name
 from .numbers import model_numbers
 from .patches import describe_patch, patch_at
 
@@ -66,7 +66,7 @@ def model_line(vm: VitModel) -> str:
     g = vm.geometry
     flag = "" if vm.is_pretrained else " ⚠️ **untrained random weights**"
     head = "" if vm.has_classifier else " · no classifier: predictions hidden"
-    return (f"**{vm.id}**{flag} · {g.image_size[0]}×{g.image_size[1]} px · {g.grid[0]}×{g.grid[1]} "
+    return (f"**{short_name(vm.id)}**{flag} · {g.image_size[0]}×{g.image_size[1]} px · {g.grid[0]}×{g.grid[1]} "
             f"patches of {g.patch_size}px · {g.num_layers} layers × {g.num_heads} heads{head} · {vm.device}")
 
 

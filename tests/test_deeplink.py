@@ -1,0 +1,50 @@
+"""Deep-link parsing: good links select the view, bad values fall back with a notice."""
+
+from __future__ import annotations
+
+from vizvit.deeplink import DeepLink, fit, parse, to_query
+from vizvit.models import Geometry
+
+EXAMPLES = ["/x/assets/examples/astronaut.jpg", "/x/assets/examples/chelsea.jpg"]
+MODELS = ["google/vit-base-patch16-224", "random:vit-base-patch16-224"]
+TABS = ["patches", "embeddings", "attention", "positions", "experiments"]
+B16 = Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=12,
+               num_heads=12, hidden_size=768)
+
+
+def go(**params):
+    link, notes = parse(params, EXAMPLES, MODELS, TABS)
+    link, more = fit(link, B16)
+    return link, notes + more
+
+
+def test_lecturer_link_layer6_head3_of_the_cat():
+    link, notes = go(example="chelsea", tab="attention", layer="6", head="3")
+    assert notes == []
+    assert link == DeepLink(example=EXAMPLES[1], tab="attention", layer=6, head=3)
+
+
+def test_shift_mask_model_and_fusion():
+    link, notes = go(model="random:vit-base-patch16-224", dx="-8", dy="32", mask="40,3,17,3", head="max")
+    assert notes == [] and (link.dx, link.dy, link.mask, link.head) == (-8, 32, (3, 17, 40), "max")
+
+
+def test_bad_values_fall_back_with_notices():
+    link, notes = go(example="dog", model="evil/remote", tab="nope", layer="13", head="99", dx="33",
+                     dy="abc", mask="1,x", colour="red")
+    assert link == DeepLink()
+    assert len(notes) == 9, notes
+    assert any("Layer 13" in n for n in notes) and any("Head 99" in n for n in notes)
+    link, notes = go(mask="5,196,200")
+    assert link.mask == (5,) and "196" in notes[0]
+    link, notes = go(layer="0")
+    assert link.layer is None and notes
+
+
+def test_round_trip():
+    link = DeepLink(example=EXAMPLES[1], model=MODELS[1], tab="attention", layer=6, head=3, dx=4, mask=(1, 2))
+    q = to_query(link)
+    assert q.startswith("?example=chelsea&model=random:vit-base-patch16-224&tab=attention&layer=6&head=3")
+    params = dict(kv.split("=") for kv in q[1:].split("&"))
+    assert go(**params) == (link, [])
+    assert to_query(DeepLink()) == ""

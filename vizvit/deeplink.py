@@ -1,0 +1,133 @@
+"""Deep links: URL query parameters <-> a view of the page.
+
+    ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
+    &dx=8&dy=-4&mask=3,17,40
+
+Parsing never fails: an unknown or out-of-range value falls back to the default and
+adds a notice, so a lecturer's typo never produces an error page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+from urllib.parse import urlencode
+
+from .models import Geometry
+
+HEAD_FUSIONS = ("mean", "max", "min")
+
+
+@dataclass(frozen=True)
+class DeepLink:
+    """A view of the page. None means "the default". Layer and head are 1-based, as shown."""
+
+    example: str | None = None
+    model: str | None = None
+    tab: str | None = None
+    layer: int | None = None
+    head: int | str | None = None  # 1..H, or a fusion: mean, max, min
+    dx: int = 0
+    dy: int = 0
+    mask: tuple[int, ...] = ()
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value.strip())
+    except (ValueError, AttributeError):
+        return None
+
+
+def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[str],
+          tabs: Sequence[str]) -> tuple[DeepLink, list[str]]:
+    """Query parameters -> (DeepLink, notices). Geometry-free checks only; see `fit`."""
+    notices: list[str] = []
+    link = DeepLink()
+    known = {"example", "model", "tab", "layer", "head", "dx", "dy", "mask"}
+    for k in params:
+        if k not in known and k != "__theme":
+            notices.append(f"Unknown link parameter '{k}' ignored.")
+
+    def choice(name: str, allowed: Sequence[str]) -> str | None:
+        v = params.get(name)
+        if v is None or v == "":
+            return None
+        if v in allowed:
+            return v
+        notices.append(f"'{name}={v}' is not one of {', '.join(allowed)}; using the default.")
+        return None
+
+    ex = params.get("example")
+    stems = {e.rsplit("/", 1)[-1].rsplit(".", 1)[0]: e for e in examples}
+    if ex:
+        if ex in stems:
+            link = replace(link, example=stems[ex])
+        else:
+            notices.append(f"Unknown example '{ex}'; choose one of {', '.join(stems)}.")
+    link = replace(link, model=choice("model", models), tab=choice("tab", tabs))
+    for name in ("layer", "dx", "dy"):
+        v = params.get(name)
+        if v is None or v == "":
+            continue
+        i = _int(v)
+        if i is None:
+            notices.append(f"'{name}={v}' is not a whole number; using the default.")
+        else:
+            link = replace(link, **{name: i})
+    head = params.get("head")
+    if head:
+        if head in HEAD_FUSIONS:
+            link = replace(link, head=head)
+        elif _int(head) is not None:
+            link = replace(link, head=_int(head))
+        else:
+            notices.append(f"'head={head}' is neither a head number nor one of {', '.join(HEAD_FUSIONS)}.")
+    mask = params.get("mask")
+    if mask:
+        items = [_int(s) for s in mask.split(",") if s.strip()]
+        if any(i is None for i in items):
+            notices.append(f"'mask={mask}' must be patch numbers separated by commas; ignored.")
+        else:
+            link = replace(link, mask=tuple(sorted(set(items))))
+    return link, notices
+
+
+def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
+    """Drop the values that do not exist on this model (layer 13 of 12, ...), with notices."""
+    notices: list[str] = []
+    if link.layer is not None and not 1 <= link.layer <= g.num_layers:
+        notices.append(f"Layer {link.layer} does not exist (1–{g.num_layers}); showing the last layer.")
+        link = replace(link, layer=None)
+    if isinstance(link.head, int) and not 1 <= link.head <= g.num_heads:
+        notices.append(f"Head {link.head} does not exist (1–{g.num_heads}); showing the mean of the heads.")
+        link = replace(link, head=None)
+    lim = 2 * g.patch_size
+    for name in ("dx", "dy"):
+        v = getattr(link, name)
+        if not -lim <= v <= lim:
+            notices.append(f"{name}={v} is outside ±{lim} pixels; no shift used.")
+            link = replace(link, **{name: 0})
+    bad = [i for i in link.mask if not 0 <= i < g.num_patches]
+    if bad:
+        notices.append(f"Mask patches {bad} are outside 0–{g.num_patches - 1}; they were left out.")
+        link = replace(link, mask=tuple(i for i in link.mask if 0 <= i < g.num_patches))
+    return link, notices
+
+
+def to_query(link: DeepLink) -> str:
+    """DeepLink -> '?example=chelsea&tab=attention&layer=6&head=3' (defaults left out)."""
+    q: dict[str, str] = {}
+    if link.example:
+        q["example"] = link.example.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    for name in ("model", "tab", "layer", "head"):
+        v = getattr(link, name)
+        if v is not None:
+            q[name] = str(v)
+    if link.dx:
+        q["dx"] = str(link.dx)
+    if link.dy:
+        q["dy"] = str(link.dy)
+    if link.mask:
+        q["mask"] = ",".join(map(str, link.mask))
+    return "?" + urlencode(q, safe=",/:") if q else ""
