@@ -14,6 +14,7 @@ import argparse
 import functools
 import logging
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +24,7 @@ from vizvit.threads import configure_threads
 configure_threads()  # OMP_WAIT_POLICY=PASSIVE and the thread count, before torch loads
 
 import gradio as gr  # noqa: E402
+from gradio import processing_utils  # noqa: E402
 
 import vizvit  # noqa: E402
 from vizvit import panels  # noqa: E402
@@ -51,6 +53,25 @@ SESSION_TTL_S = 3600
 # (a lecture hall without internet) and in tests.
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                           font_mono=["ui-monospace", "monospace"])
+
+
+def _atomic_save_pil_to_cache(img: Any, cache_dir: str, name: str = "image", format: str = "webp") -> str:
+    """Gradio 6.31 writes a cached output image in place, at a path named by its content
+    hash: two sessions producing the same picture at once could serve a half-written
+    file. Write under a temporary name and rename, as Gradio already does for files."""
+    data = processing_utils.encode_pil_to_bytes(img, format)
+    folder = Path(cache_dir) / processing_utils.hash_bytes(data)
+    folder.mkdir(exist_ok=True, parents=True)
+    target = (folder / f"{name}.{format}").resolve()
+    if not target.exists():
+        fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(staging, target)
+    return str(target)
+
+
+processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
 
 
 @dataclass(frozen=True)
@@ -131,7 +152,7 @@ def patches_tab(ctx: Ctx) -> None:
     outs = [grid_img, strip, top5, numbers, patch_info]
     ins = [ctx.key, lines, indices, clicked]
     ctx.key.change(show, ins, outs)
-    lines.change(show, ins, outs, show_progress="hidden")
+    lines.change(show, ins, outs, show_progress="hidden", api_name="patches_view")
     indices.change(show, ins, outs, show_progress="hidden")
     grid_img.select(click, [ctx.key], clicked).then(show, ins, outs, show_progress="hidden")
 
@@ -162,7 +183,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
     """The whole page. `wb` must already hold (or be able to load) `default_model`."""
     ids = list(dict.fromkeys([*extra_models, default_model, *CURATED_MODELS]))
     choices = [(short_name(m), m) for m in ids]
-    with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo") as demo:
+    # delete_cache: uploads and rendered outputs older than an hour are removed every
+    # 10 minutes, so a public server's disk does not fill up.
+    with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
+                   delete_cache=(600, 3600)) as demo:
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
         ctx = Ctx(wb=wb, key=key, tab=tab)
@@ -260,13 +284,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--share", action="store_true")
-    parser.add_argument("--cache-mb", type=int, default=int(os.environ.get("VIZVIT_CACHE_MB", 1024)))
+    parser.add_argument("--cache-mb", type=int, default=int(os.environ.get("VIZVIT_CACHE_MB", 1024)),
+                        help="memory budget of the analysis cache")
+    parser.add_argument("--photo-mb", type=int, default=int(os.environ.get("VIZVIT_PHOTO_MB", 256)),
+                        help="memory budget of decoded uploads kept for re-analysis")
+    parser.add_argument("--queue-size", type=int, default=32, help="requests waiting; more get 'queue full'")
+    parser.add_argument("--concurrency", type=int, default=2, help="events computed at once")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    wb = Workbench(cache_bytes=args.cache_mb << 20, device=args.device)
+    wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device)
     model_id, notice = start_model(wb, args.model)
     extra = (args.model,) if args.model not in CURATED_MODELS and model_id == args.model else ()
-    demo = configure_queue(build_demo(wb, model_id, notice, extra_models=extra))
+    demo = configure_queue(build_demo(wb, model_id, notice, extra_models=extra), args.queue_size, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
 
 
