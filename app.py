@@ -120,7 +120,7 @@ def patches_tab(ctx: Ctx) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             grid_img = gr.Image(label="What the model sees: the patch grid (click a patch)",
-                                interactive=False, format="png", elem_id="patch-grid")
+                                interactive=False, format="jpeg", elem_id="patch-grid")
             with gr.Row():
                 lines = gr.Checkbox(value=True, label="grid lines")
                 indices = gr.Checkbox(value=False, label="patch numbers")
@@ -138,10 +138,16 @@ def patches_tab(ctx: Ctx) -> None:
     def show(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
             return None, None, None, None, ""
-        a = ctx.wb.analysis(key)
-        vm = ctx.wb.model(key.model_id)
-        p = panels.patches_panel(vm, a, lines_on, idx_on, rc)
+        p = panels.patches_panel(ctx.wb.model(key.model_id), ctx.wb.analysis(key), lines_on, idx_on, rc)
         return p.grid, p.strip, p.top5, p.numbers, p.patch_text
+
+    @safe
+    def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
+        if key is None:
+            return gr.skip(), gr.skip()
+        vm = ctx.wb.model(key.model_id)
+        return panels.patch_grid(vm, ctx.wb.analysis(key), lines_on, idx_on, rc), \
+            panels.patch_text(vm.geometry, rc)
 
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData):
@@ -149,12 +155,12 @@ def patches_tab(ctx: Ctx) -> None:
             return None
         return panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
 
-    outs = [grid_img, strip, top5, numbers, patch_info]
     ins = [ctx.key, lines, indices, clicked]
-    ctx.key.change(show, ins, outs)
-    lines.change(show, ins, outs, show_progress="hidden", api_name="patches_view")
-    indices.change(show, ins, outs, show_progress="hidden")
-    grid_img.select(click, [ctx.key], clicked).then(show, ins, outs, show_progress="hidden")
+    ctx.key.change(show, ins, [grid_img, strip, top5, numbers, patch_info])
+    # Controls redraw only the grid: no forward, no re-encoding of the other panels.
+    lines.change(redraw, ins, [grid_img, patch_info], show_progress="hidden", api_name="patches_view")
+    indices.change(redraw, ins, [grid_img, patch_info], show_progress="hidden")
+    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, [grid_img, patch_info], show_progress="hidden")
 
 
 # ---------------------------------------------------------------- Embeddings tab

@@ -35,15 +35,27 @@ class PatchesPanel:
 
 def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
                   clicked: tuple[int, int] | None = None) -> PatchesPanel:
+    """Everything on the Patches tab, for a new photo or model."""
     g = vm.geometry
-    big = render.enlarge(a.input_view, render.display_scale(g))
     return PatchesPanel(
-        grid=render.draw_grid(big, g, lines=lines, indices=indices, highlight=clicked),
+        grid=patch_grid(vm, a, lines, indices, clicked),
         strip=render.sequence_strip(a.input_view, g),
         top5=top5_figure(vm, a),
         numbers=[[k, v] for k, v in model_numbers(vm)],
-        patch_text=describe_patch(*clicked, g) if clicked else "*Click a patch in the grid.*",
+        patch_text=patch_text(g, clicked),
     )
+
+
+def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
+               clicked: tuple[int, int] | None = None) -> np.ndarray:
+    """The enlarged model-input view with grid lines, numbers and the clicked patch."""
+    g = vm.geometry
+    big = render.enlarge(a.input_view, render.display_scale(g))
+    return render.draw_grid(big, g, lines=lines, indices=indices, highlight=clicked)
+
+
+def patch_text(g: Geometry, clicked: tuple[int, int] | None) -> str:
+    return describe_patch(*clicked, g) if clicked else "*Click a patch in the grid.*"
 
 
 def top5_figure(vm: VitModel, a: Analysis, baseline: Analysis | None = None) -> go.Figure | None:

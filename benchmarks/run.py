@@ -1,0 +1,231 @@
+"""vizvit speed and memory, as ratios to one bare forward measured in the same run.
+
+    python benchmarks/run.py                 # ViT-B/16 architecture (random weights), CPU
+    python benchmarks/run.py --device cuda   # on a GPU
+    python benchmarks/run.py --quick         # fewer repeats, skip ViT-L/16@384 and cold start
+
+Machines here are shared and noisy, so absolute seconds mean little; ratios measured in
+one run do. Every figure: median and spread (min–max) over repeats, and median / bare
+forward. Budgets (issue 8) are checked at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from vizvit.threads import configure_threads  # noqa: E402
+
+configure_threads()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+
+import vizvit  # noqa: E402
+from vizvit import panels  # noqa: E402
+from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+
+EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
+
+
+def timeit(fn: Callable[[], object], repeat: int, warmup: int = 1) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def encode(img: np.ndarray, fmt: str = "JPEG") -> bytes:
+    """What Gradio does with every returned image (gr.Image format="jpeg" for photos)."""
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, fmt)
+    return buf.getvalue()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+class Bench:
+    def __init__(self, repeat: int):
+        self.repeat = repeat
+        self.rows: list[tuple[str, list[float]]] = []
+        self.forward = float("nan")
+
+    def add(self, name: str, fn: Callable[[], object], repeat: int | None = None, warmup: int = 1) -> float:
+        ts = timeit(fn, repeat or self.repeat, warmup)
+        self.rows.append((name, ts))
+        return statistics.median(ts)
+
+    def report(self) -> list[dict]:
+        out = []
+        for name, ts in self.rows:
+            med = statistics.median(ts)
+            out.append({"what": name, "median_ms": 1000 * med, "min_ms": 1000 * min(ts), "max_ms": 1000 * max(ts),
+                        "ratio": med / self.forward, "n": len(ts)})
+        return out
+
+
+def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
+    """Every interactive event kind, through the panel functions the handlers call."""
+    vm = wb.model(key.model_id)
+    a = wb.analysis(key)
+    b.add("event: grid lines / patch numbers toggle / patch click",
+          lambda: encode(panels.patch_grid(vm, a, True, True, (3, 4))))
+    for name, fn in EXTRA_EVENTS:
+        b.add(f"event: {name}", lambda fn=fn: fn(wb, key))
+
+
+# Tabs register (name, fn(wb, key)) here; see their panel modules.
+EXTRA_EVENTS: list[tuple[str, Callable[[Workbench, PhotoKey], object]]] = []
+
+
+def cold_start(model: str) -> float:
+    """Process start -> the page answers, for `python app.py --model MODEL`."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--model", model, "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+                return time.perf_counter() - t0
+            except OSError:
+                if proc.poll() is not None or time.perf_counter() - t0 > 300:
+                    return float("nan")
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+LARGE_SNIPPET = """
+import resource, sys, time
+sys.path.insert(0, {root!r})
+import vizvit
+vm = vizvit.load_model("random:vit-large-patch16-384", device={device!r})
+img = vizvit.load_image({example!r})
+vizvit.analyze(vm, img)
+t0 = time.perf_counter(); a = vizvit.analyze(vm, img); dt = time.perf_counter() - t0
+print(dt, a.attentions.dtype, a.nbytes, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def large_model(device: str) -> dict:
+    """ViT-L/16 at 384 px in a fresh process: forward time and peak RSS."""
+    code = LARGE_SNIPPET.format(root=str(ROOT), device=device, example=str(EXAMPLE))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if r.returncode != 0:
+        return {"error": r.stderr[-500:]}
+    dt, dtype, nbytes, maxrss = r.stdout.split()[-4:]
+    return {"forward_s": float(dt), "attention_dtype": dtype, "analysis_mb": int(nbytes) / 2**20,
+            "peak_rss_gb": int(maxrss) / 2**20}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="random:vit-base-patch16-224")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    repeat = 3 if args.quick else args.repeat
+
+    wb = Workbench(device=args.device)
+    vm = wb.model(args.model)
+    dev = vm.device
+    image = vizvit.load_image(EXAMPLE)
+    photo_bytes = EXAMPLE.read_bytes()
+    pixels = vizvit.images.to_pixel_values(vizvit.model_input_view(image, vm.preprocess), vm.preprocess).to(dev)
+    b = Bench(repeat)
+
+    def bare() -> None:
+        with torch.inference_mode():
+            vm.model(pixels, output_attentions=True, output_hidden_states=True)
+        sync(dev)
+
+    b.forward = b.add("bare forward (eager, attentions + hidden states)", bare, warmup=2)
+
+    def upload() -> None:
+        wb.cache.clear()
+        sha1 = wb.add_photo(photo_bytes)
+        k = PhotoKey(vm.id, sha1)
+        a = wb.analysis(k)
+        p = panels.patches_panel(vm, a)
+        encode(p.grid), encode(p.strip, "PNG"), p.top5.to_json() if p.top5 else None
+
+    b.add("upload -> first tab (decode, forward, panels, PNG + plot encoding)", upload)
+    key = PhotoKey(vm.id, wb.add_photo(photo_bytes))
+    wb.analysis(key)
+    event_benchmarks(b, wb, key)
+
+    shifts = iter(range(1, 10_000))
+    b.add("shift that misses the cache (one forward)",
+          lambda: wb.analysis(key, vizvit.View(dx=next(shifts) % 32 - 16 or 1)), warmup=0)
+    results = {"model": vm.id, "device": str(dev), "threads": torch.get_num_threads(), "rows": b.report()}
+    if not args.quick:
+        results["cold_start_s"] = cold_start(args.model)
+        results["large"] = large_model(args.device)
+    results["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    results["cache_mb"] = wb.cache.nbytes / 2**20
+
+    print(f"{'what':<72} {'median ms':>10} {'min–max ms':>16} {'× forward':>10}")
+    for r in results["rows"]:
+        print(f"{r['what']:<72} {r['median_ms']:>10.1f} {r['min_ms']:>7.1f}–{r['max_ms']:<8.1f} {r['ratio']:>10.3f}")
+    for k in ("cold_start_s", "large", "peak_rss_gb", "cache_mb", "device", "threads"):
+        if k in results:
+            print(f"{k}: {results[k]}")
+    print(budgets(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def budgets(results: dict) -> str:
+    """Issue 8's budgets, as PASS/MISS lines."""
+    rows = {r["what"]: r for r in results["rows"]}
+    lines = ["budgets:"]
+    up = next(r for k, r in rows.items() if k.startswith("upload"))
+    lines.append(f"  upload -> first tab {up['ratio']:.2f}x forward (<= 1.3): {'PASS' if up['ratio'] <= 1.3 else 'MISS'}")
+    events = [r for k, r in rows.items() if k.startswith("event:")]
+    worst = max(events, key=lambda r: r["ratio"])
+    lines.append(f"  events without a forward: worst {worst['ratio']:.3f}x ({worst['what']}) (<= 0.05): "
+                 f"{'PASS' if worst['ratio'] <= 0.05 else 'MISS'}")
+    for k, r in rows.items():
+        if k.startswith("speedup:"):
+            lines.append(f"  {k} {r['ratio']:.0f}x")
+    if "large" in results and "peak_rss_gb" in results["large"]:
+        gb = results["large"]["peak_rss_gb"]
+        lines.append(f"  ViT-L/16@384 peak RSS {gb:.2f} GB (<= 3): {'PASS' if gb <= 3 else 'MISS'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
