@@ -159,8 +159,8 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
     text = gr.Markdown(elem_id="pos-text")
     with gr.Row():
         with gr.Column(scale=3):
-            compare = gr.Image(label="Same scale: learned vs 1-D sinusoidal vs 2-D sin-cos vs random init",
-                               interactive=False, format="png", elem_id="pos-compare")
+            gr.Markdown("**Same scale, same grid:** learned vs 1-D sinusoidal vs 2-D sin-cos vs random init")
+            compare = gr.Image(show_label=False, interactive=False, format="png", elem_id="pos-compare")
         with gr.Column(scale=2):
             numbers = gr.Dataframe(headers=positions_panel.CONTRAST_HEADERS, label="Neighbour contrast",
                                    interactive=False, elem_id="pos-numbers", wrap=True)
@@ -169,8 +169,8 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
                        elem_id="pos-size")
     with gr.Row():
         with gr.Column(scale=3):
-            res_img = gr.Image(label="Position similarity after interpolate_pos_encoding", interactive=False,
-                               format="png", elem_id="pos-res-grid")
+            gr.Markdown("**Position similarity after `interpolate_pos_encoding`** (same layout and scale)")
+            res_img = gr.Image(show_label=False, interactive=False, format="png", elem_id="pos-res-grid")
         with gr.Column(scale=2):
             res_top5 = gr.Plot(label="Predictions at that size", elem_id="pos-res-top5")
             res_text = gr.Markdown(elem_id="pos-res-text")

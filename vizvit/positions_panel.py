@@ -67,17 +67,22 @@ def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], 
 
 
 def similarity_heatmap(values: np.ndarray, title: str) -> go.Figure:
-    """(gh, gw) similarities as a plotly heatmap on the fixed −1..1 scale, exact values on hover."""
+    """(gh, gw) similarities as a plotly heatmap on the fixed −1..1 scale, exact values on hover.
+
+    Built from one dict: plotly's update_* calls validate again each time and cost ~5× more,
+    which matters on a click.
+    """
     gh, gw = values.shape
-    fig = go.Figure(go.Heatmap(
-        z=values, zmin=-1, zmax=1, colorscale=PLOTLY_CMAP, x=list(range(gw)), y=list(range(gh)),
-        hovertemplate="row %{y}, col %{x}<br>cos = %{z:.4f}<extra></extra>",
-        colorbar=dict(thickness=12, len=0.9)))
-    fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain", title="row")
-    fig.update_xaxes(constrain="domain", title="col", side="top")
-    fig.update_layout(title=dict(text=title, font=dict(size=13)), height=380,
-                      margin=dict(l=10, r=10, t=70, b=10))
-    return fig
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=values, zmin=-1, zmax=1, colorscale=PLOTLY_CMAP,
+                   x=list(range(gw)), y=list(range(gh)), colorbar=dict(thickness=12, len=0.9),
+                   hovertemplate="row %{y}, col %{x}<br>cos = %{z:.4f}<extra></extra>")],
+        layout=dict(title=dict(text=title, font=dict(size=13)), height=380,
+                    margin=dict(l=10, r=10, t=70, b=10),
+                    xaxis=dict(constrain="domain", title=dict(text="col"), side="top"),
+                    yaxis=dict(autorange="reversed", scaleanchor="x", constrain="domain",
+                               title=dict(text="row"))),
+    ))
 
 
 def tile_figure(sim: np.ndarray, grid: tuple[int, int], rc: tuple[int, int]) -> go.Figure:
@@ -201,12 +206,26 @@ class ResolutionPanel:
     text: str
 
 
+@dataclass(frozen=True)
+class PositionsAtSize:
+    """Per (model, input size): the interpolated table's similarity, drawn (cached)."""
+
+    grid: tuple[int, int]
+    sim: np.ndarray  # (P', P') float32
+    grid_img: np.ndarray  # uint8, with colour bar
+    contrast: positional.Contrast
+
+
+def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
+    new_grid, sim = positional.interpolated_similarity(vm, size)
+    img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid)), CMAP)
+    return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid))
+
+
 def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel:
     vm = wb.model(key.model_id)
     size = int(size)
-    new_grid, sim = wb.cache.get_or_compute(("positions-at", key.model_id, size),
-                                            lambda: positional.interpolated_similarity(vm, size))
-    img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid)), CMAP)
+    at = wb.cache.get_or_compute(("positions-at", key.model_id, size), lambda: positions_at_size(vm, size))
     pred = wb.derived(key, ("predict-at", size),
                       lambda: positional.predict_at_size(vm, wb.photo(key.sha1), size))
     native = wb.analysis(key)
@@ -219,8 +238,8 @@ def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel
         fig = figures.top5_bar(pred.top5, base, title)
     g = vm.geometry
     gh, gw = g.grid
-    nh, nw = new_grid
-    c = positional.neighbour_contrast(torch.from_numpy(sim), new_grid)
+    nh, nw = at.grid
+    c = at.contrast
     top = ""
     if pred.top5 and native.top5:
         top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
@@ -231,7 +250,7 @@ def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel
             f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
             f"one new step is {gh / nh:.2f} of a learned one, so neighbours look more alike.{top} "
             f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
-    return ResolutionPanel(grid_img=img, top5=fig, text=text)
+    return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
 
 def export_figures(vm: VitModel, _a: object) -> dict[str, np.ndarray]:

@@ -173,15 +173,15 @@ def sequence_strip(view: np.ndarray, g: Geometry, per_row: int = 25, tile: int =
 
 def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
              width: int = 14, ticks: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)) -> np.ndarray:
-    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+40, 3)."""
+    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+44, 3)."""
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
-    out = np.full((height, width + 40, 3), 255, np.uint8)
+    out = np.full((height, width + 44, 3), 255, np.uint8)
     out[:, :width] = colorize(values, cmap, vmin, vmax)
     for t in ticks:
         y = int(round((vmax - t) / (vmax - vmin) * (height - 1)))
         out[y, width:width + 4] = 0
         ty = min(max(y + 4, 9), height - 2)
-        cv2.putText(out, f"{t:g}", (width + 6, ty), cv2.FONT_HERSHEY_SIMPLEX, 0.33, (0, 0, 0), 1, cv2.LINE_AA)
+        cv2.putText(out, f"{t:g}", (width + 6, ty), cv2.FONT_HERSHEY_SIMPLEX, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
     return out
 
 
