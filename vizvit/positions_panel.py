@@ -138,7 +138,7 @@ def contrast_rows(r: positional.PositionReport) -> list[list[str]]:
     return rows
 
 
-CONTRAST_HEADERS = ["encoding", "mean cos to 4 neighbours", f"mean cos at ≥{positional.FAR} apart", "contrast"]
+CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} apart", "contrast"]
 
 
 def explanation(vm: VitModel, r: positional.PositionReport) -> str:
