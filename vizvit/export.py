@@ -43,6 +43,11 @@ def core_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
 ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays]
 FIGURE_BUILDERS: list[FigureBuilder] = [core_figures]
 
+from . import positional, positions_panel  # noqa: E402  (Positions tab)
+
+ARRAY_BUILDERS.append(positional.export_arrays)
+FIGURE_BUILDERS.append(positions_panel.export_figures)
+
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View()) -> dict:

@@ -169,3 +169,25 @@ def sequence_strip(view: np.ndarray, g: Geometry, per_row: int = 25, tile: int =
         tiles.append(cell)
     rows = -(-len(tiles) // per_row)
     return mosaic(np.stack(tiles), rows, per_row, sep=2)
+
+
+def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
+             width: int = 14, ticks: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)) -> np.ndarray:
+    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+44, 3)."""
+    values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
+    out = np.full((height, width + 44, 3), 255, np.uint8)
+    out[:, :width] = colorize(values, cmap, vmin, vmax)
+    for t in ticks:
+        y = int(round((vmax - t) / (vmax - vmin) * (height - 1)))
+        out[y, width:width + 4] = 0
+        ty = min(max(y + 4, 9), height - 2)
+        cv2.putText(out, f"{t:g}", (width + 6, ty), cv2.FONT_HERSHEY_SIMPLEX, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
+    return out
+
+
+def with_colorbar(img: np.ndarray, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
+                  gap: int = 8) -> np.ndarray:
+    """img with a colour bar of its height on the right; img keeps its pixel coordinates."""
+    bar = colorbar(img.shape[0], cmap, vmin, vmax)
+    pad = np.full((img.shape[0], gap, 3), 255, np.uint8)
+    return np.concatenate([img, pad, bar], axis=1)

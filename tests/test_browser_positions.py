@@ -1,0 +1,42 @@
+"""A real browser opens the Positions tab, sees the grid of similarity maps and clicks a tile."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import click_image_at, page_at, shot, upload, wait_image
+from conftest import EXAMPLES
+from vizvit import positions_panel
+
+
+@pytest.fixture(scope="module")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u
+
+
+def test_positions_tab_shows_the_grid_and_a_click_enlarges_the_tile(url, tiny16):
+    gh, gw = tiny16.geometry.grid
+    cell = positions_panel.tile_cell((gh, gw))
+    tile = gh * cell + positions_panel.SEP
+    with page_at(url) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Positions").click()
+        old = wait_image(page, "pos-grid")
+        wait_image(page, "pos-compare")
+        wait_image(page, "pos-res-grid")
+        page.wait_for_selector("#pos-tile .js-plotly-plot", timeout=60_000)
+        page.wait_for_selector("#pos-cls .js-plotly-plot", timeout=60_000)
+        assert "contrast" in page.inner_text("#pos-text")
+        shot(page, "positions_tab")
+        # Click the middle of tile (row 2, col 5); the image also holds the colour bar on its right.
+        w, h = page.evaluate("() => { const i = document.querySelector('#pos-grid img');"
+                             " return [i.naturalWidth, i.naturalHeight]; }")
+        click_image_at(page, "pos-grid", (5 * tile + tile / 2) / w, (2 * tile + tile / 2) / h)
+        page.wait_for_function(
+            "() => document.querySelector('#pos-tile').textContent.includes('Position (2, 5)')")
+        wait_image(page, "pos-grid", old)  # the clicked tile is outlined
+        page.locator("#pos-tile").scroll_into_view_if_needed()
+        shot(page, "positions_tab_clicked", full_page=False)

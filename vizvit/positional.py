@@ -1,0 +1,250 @@
+"""What the learned position embeddings encode (ViT paper, Fig. 7 centre).
+
+All pure tensor/array functions:
+- ``position_embeddings`` splits the model's table into prefix ([CLS]) and patch rows
+  using ``num_prefix_tokens`` (the snippet in google-research/vision_transformer#55
+  slices ``[:-1]`` and so keeps [CLS] and drops the last patch);
+- ``cosine_similarity_matrix``: the whole (P, P) similarity in ONE normalised matmul;
+- the baselines: 1-D sinusoidal (Vaswani et al.), 2-D sin-cos (MAE) and the
+  architecture's own seeded random init;
+- ``neighbour_contrast``: one number for "is the 2-D structure there?";
+- ``interpolate_patch_positions``: exactly what ``interpolate_pos_encoding`` does.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from .forward import Prediction
+from .images import model_input_view, to_pixel_values
+from .models import Geometry, Preprocess, VitModel
+
+# Positions at least this far apart (Chebyshev grid distance) count as "far".
+FAR = 5
+RANDOM_INIT_SEED = 0
+
+
+def position_embeddings(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's position-embedding table split into (prefix (T, D), patches (P, D)).
+
+    Patch rows are row-major over the (gh, gw) grid, exactly as the tokens are.
+    """
+    g = vm.geometry
+    table = vm.vit.embeddings.position_embeddings.detach()[0].float().cpu()  # (N, D)
+    if table.shape[0] != g.seq_len:
+        raise ValueError(f"The position table has {table.shape[0]} rows, expected {g.seq_len} "
+                         f"({g.num_prefix_tokens} prefix + {g.num_patches} patches).")
+    return table[: g.num_prefix_tokens], table[g.num_prefix_tokens:]
+
+
+def cosine_similarity_matrix(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """(M, D), (K, D) -> (M, K) cosine similarities in one matmul of unit rows.
+
+    b defaults to a (the (P, P) self-similarity). A zero row gives 0, not NaN.
+    """
+    an = F.normalize(a.float(), dim=-1)
+    bn = an if b is None else F.normalize(b.float(), dim=-1)
+    return an @ bn.T
+
+
+def sinusoidal_1d(n: int, d: int, base: float = 10000.0) -> torch.Tensor:
+    """Vaswani et al. (2017), for positions 0..n-1 of a sequence -> (n, d).
+
+    PE[pos, 2i] = sin(pos / base^(2i/d)),  PE[pos, 2i+1] = cos(pos / base^(2i/d)).
+    Here the sequence is the row-major patch order, so it knows nothing about rows.
+    """
+    if d % 2:
+        raise ValueError(f"Sinusoidal encodings need an even width, got {d}.")
+    pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1)
+    freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    pe = torch.empty(n, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe.float()
+
+
+def _sincos_1d_mae(d: int, pos: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """MAE's get_1d_sincos_pos_embed_from_grid: (M,) -> (M, d) = [sin(pos·ω) | cos(pos·ω)],
+    ω_i = 1 / base^(i / (d/2)), i = 0..d/2-1 (halves concatenated, not interleaved)."""
+    omega = 1.0 / base ** (torch.arange(d // 2, dtype=torch.float64) / (d / 2.0))
+    out = pos.double().reshape(-1)[:, None] * omega[None]  # (M, d/2)
+    return torch.cat([torch.sin(out), torch.cos(out)], dim=1)
+
+
+def sincos_2d(grid: tuple[int, int], d: int, base: float = 10000.0) -> torch.Tensor:
+    """MAE's get_2d_sincos_pos_embed for a (gh, gw) grid -> (gh·gw, d), row-major.
+
+    The first d/2 channels encode the column (x), the last d/2 the row (y), as in MAE,
+    whose meshgrid puts w first.
+    """
+    if d % 4:
+        raise ValueError(f"2-D sin-cos encodings need a width divisible by 4, got {d}.")
+    gh, gw = grid
+    rows, cols = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")  # (gh, gw)
+    emb = torch.cat([_sincos_1d_mae(d // 2, cols), _sincos_1d_mae(d // 2, rows)], dim=1)
+    return emb.float()
+
+
+def random_init_positions(vm: VitModel, seed: int = RANDOM_INIT_SEED) -> torch.Tensor:
+    """(P, D) patch position embeddings of the same architecture, untrained.
+
+    Builds only the embedding module of the model's config and applies the model's
+    own weight init (seeded), so nothing is downloaded and the 86 M other weights
+    are not built.
+    """
+    g = vm.geometry
+    emb_cls = type(vm.vit.embeddings)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        emb = emb_cls(vm.model.config)
+        vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
+    return emb.position_embeddings.detach()[0, g.num_prefix_tokens:].float()
+
+
+def grid_distances(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(P, P) Manhattan and Chebyshev distances between the grid cells, row-major."""
+    gh, gw = grid
+    r = torch.arange(gh).repeat_interleave(gw)  # (P,)
+    c = torch.arange(gw).repeat(gh)
+    dr = (r[:, None] - r[None]).abs()
+    dc = (c[:, None] - c[None]).abs()
+    return dr + dc, torch.maximum(dr, dc)
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """neighbour: mean similarity of each position to its 4-neighbours (Manhattan 1);
+    far: mean similarity over pairs at Chebyshev distance >= FAR (max(|Δrow|, |Δcol|));
+    contrast = neighbour - far (NaN when the grid has no far pairs)."""
+
+    neighbour: float
+    far: float
+
+    @property
+    def contrast(self) -> float:
+        return self.neighbour - self.far
+
+
+def neighbour_contrast(sim: torch.Tensor, grid: tuple[int, int], far: int = FAR) -> Contrast:
+    """sim: (P, P) -> the means over all ordered 4-neighbour pairs and all far pairs."""
+    manhattan, chebyshev = grid_distances(grid)
+    near_mask, far_mask = manhattan == 1, chebyshev >= far
+    near = float(sim[near_mask].mean()) if near_mask.any() else float("nan")
+    farv = float(sim[far_mask].mean()) if far_mask.any() else float("nan")
+    return Contrast(near, farv)
+
+
+def interpolate_patch_positions(patches: torch.Tensor, grid: tuple[int, int],
+                                new_grid: tuple[int, int]) -> torch.Tensor:
+    """(gh·gw, D) -> (nh·nw, D): bicubic, align_corners=False, as ViT's
+    ``interpolate_pos_encoding`` does for a larger input (e.g. 384 px -> 24×24)."""
+    gh, gw = grid
+    d = patches.shape[-1]
+    x = patches.reshape(1, gh, gw, d).permute(0, 3, 1, 2)  # (1, D, gh, gw)
+    x = F.interpolate(x, size=new_grid, mode="bicubic", align_corners=False)
+    return x.permute(0, 2, 3, 1).reshape(-1, d)
+
+
+def grid_at(g: Geometry, size: int) -> tuple[int, int]:
+    """The patch grid of a size×size input."""
+    if size < g.patch_size:
+        raise ValueError(f"{size} px is smaller than one {g.patch_size}-px patch.")
+    return size // g.patch_size, size // g.patch_size
+
+
+@dataclass(frozen=True)
+class PositionReport:
+    """Everything the Positions tab shows for one model (photo-independent)."""
+
+    grid: tuple[int, int]
+    sim: np.ndarray  # (P, P) float32: learned patch positions, row-major
+    cls_sim: np.ndarray  # (gh, gw) float32: [CLS] position vs every patch position
+    baselines: dict[str, np.ndarray]  # name -> (P, P) float32 (1-D sin, 2-D sin-cos, random)
+    contrasts: dict[str, Contrast]  # "learned" and each baseline
+
+
+BASELINES = ("1-D sinusoidal", "2-D sin-cos (MAE)", "random init")
+
+
+def position_report(vm: VitModel) -> PositionReport:
+    g = vm.geometry
+    prefix, patches = position_embeddings(vm)  # (T, D), (P, D)
+    d = patches.shape[-1]
+    sims = {
+        "learned": cosine_similarity_matrix(patches),
+        BASELINES[0]: cosine_similarity_matrix(sinusoidal_1d(g.num_patches, d)),
+        BASELINES[1]: cosine_similarity_matrix(sincos_2d(g.grid, d)),
+        BASELINES[2]: cosine_similarity_matrix(random_init_positions(vm)),
+    }
+    cls = cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid)  # [CLS] is prefix 0
+    return PositionReport(
+        grid=g.grid,
+        sim=sims["learned"].numpy().astype(np.float32),
+        cls_sim=cls.numpy().astype(np.float32),
+        baselines={k: sims[k].numpy().astype(np.float32) for k in BASELINES},
+        contrasts={k: neighbour_contrast(v, g.grid) for k, v in sims.items()},
+    )
+
+
+def interpolated_similarity(vm: VitModel, size: int) -> tuple[tuple[int, int], np.ndarray]:
+    """The (P', P') similarity of the patch positions interpolated for a size×size input."""
+    g = vm.geometry
+    new = grid_at(g, size)
+    _, patches = position_embeddings(vm)
+    sim = cosine_similarity_matrix(interpolate_patch_positions(patches, g.grid, new))
+    return new, sim.numpy().astype(np.float32)
+
+
+def export_arrays(vm: VitModel, _a: object) -> dict[str, np.ndarray]:
+    """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32."""
+    r = position_report(vm)
+    return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
+
+
+@dataclass(frozen=True)
+class ResolutionPrediction:
+    """One forward at another input size, with the position table interpolated."""
+
+    size: int  # input is size×size pixels
+    grid: tuple[int, int]
+    input_view: np.ndarray  # (size, size, 3) uint8
+    probs: np.ndarray | None  # (C,) float32; None without a classifier
+    top5: tuple[Prediction, ...]
+    seconds: float
+
+
+def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> np.ndarray:
+    """The processor's resize/crop, scaled from the native input size to size×size."""
+    if isinstance(pp.resize, int):  # shortest edge then centre crop: scale both
+        scaled = replace(pp, resize=round(pp.resize * size / native), crop=(size, size))
+    else:
+        scaled = replace(pp, resize=(size, size), crop=None)
+    return model_input_view(image, scaled)
+
+
+def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPrediction:
+    """ONE forward on a size×size view with ``interpolate_pos_encoding=True``.
+
+    Lives here rather than in forward.analyze because it needs none of the attentions
+    or hidden states (at 384 px they would be 3× larger) and only this tab uses it.
+    """
+    g = vm.geometry
+    grid = grid_at(g, size)
+    view = view_at_size(image, vm.preprocess, g.image_size[0], size)
+    pixels = to_pixel_values(view, vm.preprocess)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        out = vm.model(pixels.to(vm.device), interpolate_pos_encoding=True)
+    seconds = time.perf_counter() - t0
+    if not hasattr(out, "logits"):
+        return ResolutionPrediction(size, grid, view, None, (), seconds)
+    probs = out.logits[0].float().cpu().softmax(-1)
+    top = probs.topk(min(5, probs.numel()))
+    top5 = tuple(Prediction(int(k), vm.labels[int(k)], float(v)) for v, k in zip(*top))
+    return ResolutionPrediction(size, grid, view, probs.numpy(), top5, seconds)

@@ -1,0 +1,258 @@
+"""Panel functions of the Positions tab: position-embedding similarity as pictures,
+plotly heatmaps and text. No gradio; app.py only wires these.
+
+Position embeddings do not depend on the photo, so the per-model results are cached
+under ("positions", model_id) in the workbench's cache; only the predictions at
+another resolution are per photo (wb.derived).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from . import figures, positional, render
+from .models import VitModel
+from .workbench import PhotoKey, Workbench
+
+CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
+PLOTLY_CMAP = "RdBu_r"
+SEP = 1  # px between tiles
+SEP_COLOR = (70, 70, 70)  # dark: white would read as similarity 0 in RdBu
+RESOLUTIONS = (288, 384, 448, 512)
+
+
+def tile_cell(grid: tuple[int, int], target: int = 600) -> int:
+    """Integer enlargement of each map pixel so the grid of gh×gw maps is about target px."""
+    gh, gw = grid
+    return max(1, round(target / (max(gh, gw) ** 2)))
+
+
+def similarity_grid(sim: np.ndarray, grid: tuple[int, int], cell: int, sep: int = SEP) -> np.ndarray:
+    """(P, P) similarities -> ONE uint8 image of gh×gw tiles, each a (gh, gw) map.
+
+    Tile (r, c) is row r·gw + c of sim reshaped to the grid; its pixel (k, m), enlarged
+    cell×cell, is sim((r, c), (k, m)). Fixed scale −1..1.
+    """
+    gh, gw = grid
+    rgb = render.colorize(sim, CMAP, -1.0, 1.0).reshape(gh * gw, gh, gw, 3)  # (P, gh, gw, 3)
+    tiles = np.repeat(np.repeat(rgb, cell, axis=1), cell, axis=2)
+    return render.mosaic(tiles, gh, gw, sep=sep, sep_color=SEP_COLOR)
+
+
+def tile_at(x: float, y: float, grid: tuple[int, int], cell: int, sep: int = SEP) -> tuple[int, int] | None:
+    """A click at pixel (x, y) of similarity_grid's image -> tile (row, col); None off the grid
+    (e.g. on the colour bar). A click on a separator goes to the tile before it."""
+    gh, gw = grid
+    step = gh * cell + sep  # a tile is gh·cell px high (gw·cell wide) plus its separator
+    stepx = gw * cell + sep
+    r, c = int(y // step), int(x // stepx)
+    if x < 0 or y < 0 or r >= gh or c >= gw:
+        return None
+    return r, c
+
+
+def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], cell: int,
+                   sep: int = SEP) -> np.ndarray:
+    gh, gw = grid
+    r, c = rc
+    y0, x0 = r * (gh * cell + sep), c * (gw * cell + sep)
+    out = img.copy()
+    cv2.rectangle(out, (x0, y0), (x0 + gw * cell - 1, y0 + gh * cell - 1), (255, 215, 0), max(1, cell // 2 + 1))
+    return out
+
+
+def similarity_heatmap(values: np.ndarray, title: str) -> go.Figure:
+    """(gh, gw) similarities as a plotly heatmap on the fixed −1..1 scale, exact values on hover.
+
+    Built from one dict: plotly's update_* calls validate again each time and cost ~5× more,
+    which matters on a click.
+    """
+    gh, gw = values.shape
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=values, zmin=-1, zmax=1, colorscale=PLOTLY_CMAP,
+                   x=list(range(gw)), y=list(range(gh)), colorbar=dict(thickness=12, len=0.9),
+                   hovertemplate="row %{y}, col %{x}<br>cos = %{z:.4f}<extra></extra>")],
+        layout=dict(title=dict(text=title, font=dict(size=13)), height=380,
+                    margin=dict(l=10, r=10, t=70, b=10),
+                    xaxis=dict(constrain="domain", title=dict(text="col"), side="top"),
+                    yaxis=dict(autorange="reversed", scaleanchor="x", constrain="domain",
+                               title=dict(text="row"))),
+    ))
+
+
+def tile_figure(sim: np.ndarray, grid: tuple[int, int], rc: tuple[int, int]) -> go.Figure:
+    r, c = rc
+    return similarity_heatmap(sim[r * grid[1] + c].reshape(grid),
+                              f"Position ({r}, {c}) vs every patch position")
+
+
+def cls_figure(cls_sim: np.ndarray) -> go.Figure:
+    return similarity_heatmap(cls_sim, "[CLS] position embedding vs every patch position")
+
+
+@dataclass(frozen=True)
+class ModelPositions:
+    """Per-model results and pictures (cached; no photo involved)."""
+
+    report: positional.PositionReport
+    cell: int
+    grid_img: np.ndarray  # similarity_grid + colour bar, uint8
+    compare_img: np.ndarray  # 2×2 labelled grids on the same scale + colour bar
+    numbers: list[list[str]]
+    text: str
+
+
+def model_positions(vm: VitModel) -> ModelPositions:
+    r = positional.position_report(vm)
+    cell = tile_cell(r.grid)
+    grid_img = render.with_colorbar(similarity_grid(r.sim, r.grid, cell), CMAP)
+    return ModelPositions(report=r, cell=cell, grid_img=grid_img, compare_img=compare_image(r),
+                          numbers=contrast_rows(r), text=explanation(vm, r))
+
+
+def compare_image(r: positional.PositionReport) -> np.ndarray:
+    cell = tile_cell(r.grid, target=400)
+    named = {"learned (this model)": r.sim, **r.baselines}
+    keys = {"learned (this model)": "learned", **{k: k for k in r.baselines}}
+    tiles = [_titled(similarity_grid(s, r.grid, cell), f"{name}: contrast {r.contrasts[keys[name]].contrast:+.2f}")
+             for name, s in named.items()]
+    return render.with_colorbar(render.mosaic(np.stack(tiles), 2, 2, sep=12), CMAP)
+
+
+def _titled(img: np.ndarray, text: str, height: int = 22) -> np.ndarray:
+    """A white strip with the title above img (a label on top would hide the first tiles)."""
+    strip = np.full((height, img.shape[1], 3), 255, np.uint8)
+    cv2.putText(strip, text, (2, height - 7), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+    return np.concatenate([strip, img], axis=0)
+
+
+def contrast_rows(r: positional.PositionReport) -> list[list[str]]:
+    rows = []
+    for name, c in r.contrasts.items():
+        rows.append([name, f"{c.neighbour:+.3f}", f"{c.far:+.3f}", f"{c.contrast:+.3f}"])
+    return rows
+
+
+CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} apart", "contrast"]
+
+
+def explanation(vm: VitModel, r: positional.PositionReport) -> str:
+    c = r.contrasts
+    gh, gw = r.grid
+    learned = c["learned"]
+    cls = r.cls_sim
+    warn = ("\n\n⚠️ **This model has untrained random weights**: its \"learned\" embeddings are a random "
+            "init, so expect a contrast near 0 and no structure." if not vm.is_pretrained else "")
+    return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position (row-major,
+[CLS] excluded); its {gh}×{gw} pixels show the cosine similarity of that position's embedding to every
+patch position (red +1, white 0, blue −1). A position of **{vm.id}** is on average
+**{learned.neighbour:+.2f}** similar to its 4 neighbours and **{learned.far:+.2f}** to positions at least
+{positional.FAR} apart (Chebyshev distance: ≥ {positional.FAR} rows or ≥ {positional.FAR} columns away),
+a contrast of **{learned.contrast:+.2f}**. For comparison, on the same scale: 1-D sinusoidal
+encodings of the row-major sequence {c[positional.BASELINES[0]].contrast:+.2f}, 2-D sin-cos (MAE)
+{c[positional.BASELINES[1]].contrast:+.2f}, the same architecture's random init
+{c[positional.BASELINES[2]].contrast:+.2f}. Nothing tells a ViT that patches lie on a 2-D grid:
+a contrast well above the random init's means training put the grid into the embeddings (in the
+ViT paper's Fig. 7, tiles show a bright spot at their own place plus row and column stripes).
+
+The **[CLS] position** is not a place in the photo: its embedding's similarity to the patch positions
+ranges {float(cls.min()):+.2f} … {float(cls.max()):+.2f} (mean {float(cls.mean()):+.2f}).{warn}"""
+
+
+@dataclass(frozen=True)
+class PositionsPanel:
+    grid_img: np.ndarray
+    tile_fig: go.Figure
+    cls_fig: go.Figure
+    compare_img: np.ndarray
+    numbers: list[list[str]]
+    text: str
+
+
+def cached_model_positions(wb: Workbench, model_id: str) -> ModelPositions:
+    vm = wb.model(model_id)
+    return wb.cache.get_or_compute(("positions", model_id), lambda: model_positions(vm))
+
+
+def positions_panel(wb: Workbench, key: PhotoKey, rc: tuple[int, int] | None = None) -> PositionsPanel:
+    mp = cached_model_positions(wb, key.model_id)
+    r = mp.report
+    rc = rc or (r.grid[0] // 2, r.grid[1] // 2)
+    return PositionsPanel(grid_img=highlight_tile(mp.grid_img, rc, r.grid, mp.cell),
+                          tile_fig=tile_figure(r.sim, r.grid, rc), cls_fig=cls_figure(r.cls_sim),
+                          compare_img=mp.compare_img, numbers=mp.numbers, text=mp.text)
+
+
+def click_tile(wb: Workbench, key: PhotoKey, x: float, y: float) -> tuple[np.ndarray, go.Figure] | None:
+    """A click at (x, y) on the grid image -> (grid with the tile outlined, the tile large);
+    None when the click is off the tiles."""
+    mp = cached_model_positions(wb, key.model_id)
+    r = mp.report
+    rc = tile_at(x, y, r.grid, mp.cell)
+    if rc is None:
+        return None
+    return highlight_tile(mp.grid_img, rc, r.grid, mp.cell), tile_figure(r.sim, r.grid, rc)
+
+
+@dataclass(frozen=True)
+class ResolutionPanel:
+    grid_img: np.ndarray  # grid of maps at the new size + colour bar
+    top5: go.Figure | None
+    text: str
+
+
+@dataclass(frozen=True)
+class PositionsAtSize:
+    """Per (model, input size): the interpolated table's similarity, drawn (cached)."""
+
+    grid: tuple[int, int]
+    sim: np.ndarray  # (P', P') float32
+    grid_img: np.ndarray  # uint8, with colour bar
+    contrast: positional.Contrast
+
+
+def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
+    new_grid, sim = positional.interpolated_similarity(vm, size)
+    img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid)), CMAP)
+    return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid))
+
+
+def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel:
+    vm = wb.model(key.model_id)
+    size = int(size)
+    at = wb.cache.get_or_compute(("positions-at", key.model_id, size), lambda: positions_at_size(vm, size))
+    pred = wb.derived(key, ("predict-at", size),
+                      lambda: positional.predict_at_size(vm, wb.photo(key.sha1), size))
+    native = wb.analysis(key)
+    fig = None
+    if pred.probs is not None and native.probs is not None:
+        base = {p.index: float(native.probs[p.index]) for p in pred.top5}
+        title = f"Top-5 at {size}×{size} px (change vs {vm.geometry.image_size[0]} px)"
+        if not vm.is_pretrained:
+            title += " (UNTRAINED: meaningless)"
+        fig = figures.top5_bar(pred.top5, base, title)
+    g = vm.geometry
+    gh, gw = g.grid
+    nh, nw = at.grid
+    c = at.contrast
+    top = ""
+    if pred.top5 and native.top5:
+        top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
+               f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
+    text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches, but the model learned only "
+            f"{gh}×{gw} positions. `interpolate_pos_encoding` resizes the {gh}×{gw} table bicubically "
+            f"(align_corners=False) to {nh}×{nw}; [CLS] keeps its own. Contrast at this size: "
+            f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
+            f"one new step is {gh / nh:.2f} of a learned one, so neighbours look more alike.{top} "
+            f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
+    return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
+
+
+def export_figures(vm: VitModel, _a: object) -> dict[str, np.ndarray]:
+    mp = model_positions(vm)
+    return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img}
