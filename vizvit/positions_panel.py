@@ -150,7 +150,7 @@ def explanation(vm: VitModel, r: positional.PositionReport) -> str:
             "init, so expect a contrast near 0 and no structure." if not vm.is_pretrained else "")
     return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position (row-major,
 [CLS] excluded); its {gh}×{gw} pixels show the cosine similarity of that position's embedding to every
-patch position (red +1, white 0, blue −1). A position of **{vm.id}** is on average
+patch position (red +1, white 0, blue −1). A position of **{vm.display_name}** is on average
 **{learned.neighbour:+.2f}** similar to its 4 neighbours and **{learned.far:+.2f}** to positions at least
 {positional.FAR} apart (Chebyshev distance: ≥ {positional.FAR} rows or ≥ {positional.FAR} columns away),
 a contrast of **{learned.contrast:+.2f}**. For comparison, on the same scale: 1-D sinusoidal
