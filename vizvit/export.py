@@ -43,6 +43,10 @@ def core_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
 ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays]
 FIGURE_BUILDERS: list[FigureBuilder] = [core_figures]
 
+from .experiments import experiment_arrays  # noqa: E402  (Experiments tab: shift_sweep, deletion_curves)
+
+ARRAY_BUILDERS.append(experiment_arrays)
+
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View()) -> dict:
