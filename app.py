@@ -282,8 +282,10 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     shift_ins, shift_outs = [ctx.key, dx, dy, fill], [shift_img, cos_img, shift_info, shift_top5]
     ctx.on_show(tab, limits, [ctx.key], [dx, dy])
     ctx.on_show(tab, show_shift, shift_ins, shift_outs)
-    for ev in (dx.release, dy.release, fill.change):
-        ev(show_shift, shift_ins, shift_outs, show_progress="hidden")
+    # input (user moves or types), not change: on_show's range update must not re-run it.
+    # always_last: while dragging, one forward in flight, then the latest value.
+    for ev in (dx.input, dy.input, fill.input):
+        ev(show_shift, shift_ins, shift_outs, show_progress="hidden", trigger_mode="always_last")
 
     mask_ins, mask_outs = [ctx.key, mask, mode], [mask_grid, masked_img, mask_info, mask_top5]
     ctx.on_show(tab, show_mask, mask_ins, mask_outs)
