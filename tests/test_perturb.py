@@ -240,3 +240,21 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     assert list(arrays["deletion_curve_maps"]) == ["rollout", "last-layer [CLS] attention", "random"]
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)
+
+
+def test_concurrent_sweep_and_token_drop_do_not_share_hooks(tiny16, cat):
+    """Hooks sit on the one shared model: a token drop running during a batched sweep must
+    neither drop tokens from the sweep's batch nor read the sweep's patches."""
+    import threading
+
+    base = vizvit.analyze(tiny16, cat).input_view
+    want_sweep = perturb.shift_sweep(tiny16, base, chunk=2).array()
+    view = View(mask=(1, 2, 3), mask_mode="drop")
+    want = vizvit.analyze(tiny16, base, view)
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(perturb.shift_sweep(tiny16, base, chunk=2).array()))
+    t.start()
+    drops = [vizvit.analyze(tiny16, base, view) for _ in range(20)]
+    t.join()
+    assert np.allclose(got[0], want_sweep, atol=1e-5)
+    assert all(torch.allclose(d.logits, want.logits, atol=1e-5) for d in drops)

@@ -222,7 +222,12 @@ def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode:
 
 # ------------------------------------------------------------------ faithfulness
 def curve_maps(wb: Workbench, key: PhotoKey, seed: int = 0) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map for the curves. Add class-specific relevance here when available."""
+    """name -> (gh, gw) map for the curves, cached per photo.
+
+    Any (gh, gw) score map can join: to add class-specific relevance (vizvit.attention.relevance),
+    put it in the dict returned by perturb.ranking_maps, e.g. ``"relevance": relevance(...)``, and
+    the curves, their AUC table and the export pick it up (the cache key holds the map names).
+    """
     return dict(wb.derived(key, ("experiments_maps", seed), lambda: perturb.ranking_maps(wb.analysis(key), seed)))
 
 

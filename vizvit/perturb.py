@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .attention import cls_to_patches, fuse_heads, rollout_maps
-from .forward import Analysis
+from .forward import HOOKED_FORWARD_LOCK, Analysis
 from .images import MaskMode, mask_pixels, shift_view, to_pixel_values
 from .models import Geometry, VitModel
 
@@ -68,20 +68,25 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
         def grab(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> None:
             captured["patches"] = out  # (b, P, D)
 
-        hooks = [emb.patch_embeddings.register_forward_hook(grab)]
+        idx = None
         if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
             idx = torch.stack([k for k in keeps[start:stop]]).to(vm.device)  # (b, N')
 
-            def drop(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> torch.Tensor:
-                return out.gather(1, idx.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+        def drop(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> torch.Tensor:
+            # Token drop per view, after the embedding stage (each kept token keeps its position).
+            return out.gather(1, idx.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
 
-            hooks.append(emb.register_forward_hook(drop))
-        try:
-            with torch.inference_mode():
-                out = vm.model(pixels)
-        finally:
-            for h in hooks:
-                h.remove()
+        # Held per chunk only, so interactive single views can run between chunks.
+        with HOOKED_FORWARD_LOCK:
+            hooks = [emb.patch_embeddings.register_forward_hook(grab)]
+            if idx is not None:
+                hooks.append(emb.register_forward_hook(drop))
+            try:
+                with torch.inference_mode():
+                    out = vm.model(pixels)
+            finally:
+                for h in hooks:
+                    h.remove()
         probs = out.logits.float().softmax(-1).cpu() if vm.has_classifier and hasattr(out, "logits") else None
         yield start, BatchPrediction(probs, captured["patches"].float().cpu())
         start = stop
