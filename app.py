@@ -182,7 +182,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="png",
                              elem_id="shift-view")
-        cos_img = gr.Image(label="Patch-embedding cosine, original vs shifted (grey: no partner)",
+        cos_img = gr.Image(label="Patch cosine, original vs shifted",
                            interactive=False, format="png", elem_id="shift-cos")
         shift_top5 = gr.Plot(label="Top-5, Δ from the unshifted photo", elem_id="shift-top5")
     shift_info = gr.Markdown(elem_id="shift-info")

@@ -80,6 +80,12 @@ def _grid_image(view: np.ndarray, g: Geometry, marked: tuple[int, ...] = ()) -> 
 
 
 # ------------------------------------------------------------------ shift
+def _two_decimals(v: float) -> str:
+    """0.973 -> '.97', -0.41 -> '-.41', 0.9999 -> '1': short enough for a 42 px tile."""
+    t = f"{v:.2f}".replace("0.", ".", 1)
+    return "1" if t == "1.00" else "-1" if t == "-1.00" else t
+
+
 def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
     """(gh, gw) cosines in [-1, 1] -> an image the size of the grid view, values written in."""
     tile = g.patch_size * render.display_scale(g)
@@ -90,7 +96,7 @@ def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
 
         for (r, c), v in np.ndenumerate(cos):
             if np.isfinite(v):
-                cv2.putText(img, f"{v:.2f}"[1:] if 0 <= v < 1 else f"{v:.1f}", (c * tile + 3, r * tile + tile // 2 + 4),
+                cv2.putText(img, _two_decimals(v), (c * tile + 3, r * tile + tile // 2 + 4),
                             cv2.FONT_HERSHEY_SIMPLEX, tile / 110, (255, 255, 255) if abs(v) > 0.6 else (0, 0, 0),
                             1, cv2.LINE_AA)
     return img
@@ -115,7 +121,7 @@ def shift_panel(wb: Workbench, key: PhotoKey, dx: int, dy: int, fill: str = "edg
     n = int(np.isfinite(cos).sum())
     text = (f"Shift dx = {dx}, dy = {dy} px ({fill} fill) · grid moved back by ({dj}, {di}) whole patches "
             f"(columns, rows) · **mean cos {mean:.3f}**, **min cos {low:.3f}** over {n} of {g.num_patches} "
-            f"patches that have a partner")
+            f"patches that have a partner (red 1, white 0, blue −1, grey: no partner)")
     if a.top5 and base.top5:
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} "
                  f"(unshifted: {_short(base.top5[0].label)} {base.top5[0].prob:.1%})")
