@@ -47,6 +47,9 @@ from . import positional, positions_panel  # noqa: E402  (Positions tab)
 
 ARRAY_BUILDERS.append(positional.export_arrays)
 FIGURE_BUILDERS.append(positions_panel.export_figures)
+from .experiments import experiment_arrays  # noqa: E402  (Experiments tab: shift_sweep, deletion_curves)
+
+ARRAY_BUILDERS.append(experiment_arrays)
 
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",

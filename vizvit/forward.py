@@ -19,6 +19,10 @@ from .models import Geometry, VitModel
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB) attentions
 # are kept in float16; ViT-B/16's 22 MB stay float32.
 ATTENTION_FP32_LIMIT = 128 * 2**20
+# Forward hooks live on the shared model object: two concurrent hooked forwards (a token
+# drop and a batched sweep, say) would each run the other's hooks. Hold this around
+# register-forward-remove.
+HOOKED_FORWARD_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -108,18 +112,19 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View()) 
         # own position embedding: something only a transformer can do.
         return out[:, keep.to(out.device)]
 
-    hooks = [emb.patch_embeddings.register_forward_hook(grab_patches)]
-    if keep.numel() != g.seq_len:
-        hooks.append(emb.register_forward_hook(drop_tokens))
-    t0 = time.perf_counter()
-    try:
-        with torch.inference_mode():
-            out = vm.model(pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
-            if vm.device.type == "cuda":
-                torch.cuda.synchronize()
-    finally:
-        for h in hooks:
-            h.remove()
+    with HOOKED_FORWARD_LOCK:
+        hooks = [emb.patch_embeddings.register_forward_hook(grab_patches)]
+        if keep.numel() != g.seq_len:
+            hooks.append(emb.register_forward_hook(drop_tokens))
+        t0 = time.perf_counter()
+        try:
+            with torch.inference_mode():
+                out = vm.model(pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
+                if vm.device.type == "cuda":
+                    torch.cuda.synchronize()
+        finally:
+            for h in hooks:
+                h.remove()
     seconds = time.perf_counter() - t0
     if not out.attentions:
         raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")

@@ -101,3 +101,7 @@ class Workbench:
     def derived(self, key: PhotoKey, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything computed from a photo's analyses (rollout stacks, relevance...)."""
         return self.cache.get_or_compute(("derived", key.model_id, key.sha1, name), compute)
+
+    def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
+        """The cached derived result, or None: for streamed computations that store at the end."""
+        return self.cache.get(("derived", key.model_id, key.sha1, name))

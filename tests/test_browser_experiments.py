@@ -1,0 +1,90 @@
+"""The Experiments tab in a real browser: mask patches by clicking, shift, sweep, curves."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import click_image_at, image_src, page_at, shot, upload, wait_image
+from conftest import EXAMPLES
+
+
+@pytest.fixture(scope="module")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u
+
+
+def plot_text(page, elem_id: str) -> str:
+    loc = page.locator(f"#{elem_id} .js-plotly-plot")
+    return loc.first.inner_text() if loc.count() else ""
+
+
+def test_click_patches_to_mask_them_and_predictions_update(url):
+    with page_at(url, height=1400) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Experiments").click()
+        wait_image(page, "shift-view")
+        grid = wait_image(page, "mask-grid")
+        page.wait_for_selector("#mask-top5 .js-plotly-plot")
+        assert "0 of 196" in page.inner_text("#mask-info")
+        before_plot = plot_text(page, "mask-top5")
+        before_masked = image_src(page, "masked-view")
+        page.locator("#mask-grid").scroll_into_view_if_needed()  # mouse clicks need it on screen
+        # Mask patches (row 6, col 6) and (row 7, col 7) of the 14×14 grid.
+        click_image_at(page, "mask-grid", 6.5 / 14, 6.5 / 14)
+        page.wait_for_function("() => document.querySelector('#mask-info').innerText.includes('1 of 196')")
+        grid = wait_image(page, "mask-grid", grid)
+        click_image_at(page, "mask-grid", 7.5 / 14, 7.5 / 14)
+        page.wait_for_function("() => document.querySelector('#mask-info').innerText.includes('2 of 196')")
+        wait_image(page, "mask-grid", grid)
+        info = page.inner_text("#mask-info")
+        assert "195 tokens" in info and "Δ" in info  # drop mode: [CLS] + 194 patches
+        page.wait_for_function(
+            "([old]) => { const p = document.querySelector('#mask-top5 .js-plotly-plot');"
+            " return p && p.innerText !== old; }", arg=[before_plot])
+        assert "(" in plot_text(page, "mask-top5")  # the Δ in brackets next to each bar
+        wait_image(page, "masked-view", before_masked)
+        shot(page, "experiments_masks", full_page=False)
+        # Pixel fill: the model now gets all tokens, the pixels are black.
+        page.locator("#mask-mode").get_by_text("black").click()
+        page.wait_for_function("() => document.querySelector('#mask-info').innerText.includes('(black)')")
+        # A preset: top 25 % by rollout.
+        page.locator("#mask-top").click()
+        page.wait_for_function("() => document.querySelector('#mask-info').innerText.includes('49 of 196')")
+        wait_image(page, "masked-view")
+        shot(page, "experiments_masks_top25_black", full_page=False)
+
+
+def test_shift_sweep_and_curves(url):
+    with page_at(url, height=1400) as page:
+        upload(page, str(EXAMPLES / "coffee.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Experiments").click()
+        old = wait_image(page, "shift-cos")
+        box = page.locator("#shift-dx input[type=number]")
+        box.fill("16")
+        box.press("Enter")
+        page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dx = 16')")
+        wait_image(page, "shift-cos", old)
+        assert "mean cos 1.000" in page.inner_text("#shift-info")
+        page.locator("#shift-view").scroll_into_view_if_needed()
+        shot(page, "experiments_shift", full_page=False)
+        old = wait_image(page, "shift-cos")
+        box = page.locator("#shift-dy input[type=number]")
+        box.fill("-3")
+        box.press("Enter")
+        page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dy = -3')")
+        wait_image(page, "shift-cos", old)
+        assert "(1, -1) whole patches" in page.inner_text("#shift-info")  # ⌊-3/16⌋ = -1
+        shot(page, "experiments_shift_partial", full_page=False)
+        page.locator("#sweep-run").click()
+        page.wait_for_function("() => document.querySelector('#sweep-text').innerText.includes('Done')")
+        page.wait_for_selector("#sweep-plot .js-plotly-plot")
+        page.locator("#curves-run").click()
+        page.wait_for_function(
+            "() => document.querySelector('#curves-text').innerText.includes('distinct views')")
+        page.wait_for_selector("#deletion-plot .js-plotly-plot")
+        assert "AUC" in plot_text(page, "deletion-plot")
+        shot(page, "experiments_full")

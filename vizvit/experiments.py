@@ -1,0 +1,280 @@
+"""Panel functions of the Experiments tab: (workbench, photo key, UI params) -> what the
+components show. Every single perturbed view is one cached forward (``wb.analysis``);
+the sweep and the curves are batched (vizvit.perturb) and cached as derived results.
+No gradio here; app.py only wires these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import plotly.graph_objects as go
+
+from . import perturb, render
+from .forward import Analysis
+from .images import View
+from .models import Geometry, VitModel
+from .panels import top5_figure
+from .patches import patch_at
+from .workbench import PhotoKey, Workbench
+
+EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
+shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
+each original patch's embedding (before position embeddings) with the shifted photo's patch at
+(i + ⌊dy/P⌋, j + ⌊dx/P⌋): the grid moved back by the whole patches the photo moved. Grey = no partner.
+At a shift of exactly P (edge fill) every compared patch is identical: cosine 1."""
+
+MASKS_TEXT = """**Masks.** Click patches on the left grid to mask them. *black / mean / blur* replace the pixels,
+so the model still gets a token there; *drop* removes those tokens from the sequence after the embedding
+stage (each kept token keeps its own position embedding), which only a transformer allows."""
+
+CURVES_TEXT = """**Faithfulness** (Petsiuk et al. 2018, RISE): remove patches most-important-first as a map ranks
+them and follow the probability of the photo's top-1 class (deletion: a low area under the curve means
+the map found what matters); insertion starts from everything removed and adds patches back (a high area
+is better). A map that is no better than *random* should not be believed on this photo."""
+
+
+@dataclass(frozen=True)
+class ShiftPanel:
+    view: np.ndarray  # enlarged shifted view with the patch grid, uint8
+    cosine: np.ndarray  # enlarged (gh, gw) cosine heatmap, NaN tiles grey, uint8
+    cosine_text: str
+    top5: go.Figure | None
+
+
+@dataclass(frozen=True)
+class MaskPanel:
+    grid: np.ndarray  # clickable: unperturbed view, masked patches hatched
+    masked: np.ndarray  # what the model gets
+    text: str
+    top5: go.Figure | None
+
+
+@dataclass(frozen=True)
+class SweepPanel:
+    figure: go.Figure
+    table: list[list]
+    text: str
+
+
+@dataclass(frozen=True)
+class CurvesPanel:
+    deletion: go.Figure
+    insertion: go.Figure
+    table: list[list]
+    text: str
+
+
+SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min cos", "top-1 label",
+                 "top-1 prob", "p(unshifted top-1)"]
+CURVES_HEADERS = ["map", "deletion AUC (lower = better)", "insertion AUC (higher = better)"]
+
+
+def _short(label: str) -> str:
+    return label.split(",")[0]
+
+
+def _grid_image(view: np.ndarray, g: Geometry, marked: tuple[int, ...] = ()) -> np.ndarray:
+    return render.draw_grid(render.enlarge(view, render.display_scale(g)), g, marked=marked)
+
+
+# ------------------------------------------------------------------ shift
+def _two_decimals(v: float) -> str:
+    """0.973 -> '.97', -0.41 -> '-.41', 0.9999 -> '1': short enough for a 42 px tile."""
+    t = f"{v:.2f}".replace("0.", ".", 1)
+    return "1" if t == "1.00" else "-1" if t == "-1.00" else t
+
+
+def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
+    """(gh, gw) cosines in [-1, 1] -> an image the size of the grid view, values written in."""
+    tile = g.patch_size * render.display_scale(g)
+    img = render.enlarge(render.colorize(cos, "RdBu_r", vmin=-1.0, vmax=1.0), tile)
+    img = render.draw_grid(img, g)
+    if tile >= 36:  # room for two decimals
+        import cv2
+
+        for (r, c), v in np.ndenumerate(cos):
+            if np.isfinite(v):
+                cv2.putText(img, _two_decimals(v), (c * tile + 3, r * tile + tile // 2 + 4),
+                            cv2.FONT_HERSHEY_SIMPLEX, tile / 110, (255, 255, 255) if abs(v) > 0.6 else (0, 0, 0),
+                            1, cv2.LINE_AA)
+    return img
+
+
+def shift_limits(wb: Workbench, key: PhotoKey) -> tuple[int, int]:
+    """Slider range for this model: −2P..+2P pixels."""
+    p = wb.model(key.model_id).geometry.patch_size
+    return -2 * p, 2 * p
+
+
+def shift_panel(wb: Workbench, key: PhotoKey, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
+    vm = wb.model(key.model_id)
+    g = vm.geometry
+    limit = 2 * g.patch_size  # sliders may still hold another model's range: clamp, don't fail
+    dx, dy = int(np.clip(dx, -limit, limit)), int(np.clip(dy, -limit, limit))
+    base = wb.analysis(key)
+    a = wb.analysis(key, View(dx=int(dx), dy=int(dy), fill=fill))  # type: ignore[arg-type]
+    cos = perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, int(dx), int(dy), g)
+    mean, low = perturb.cos_summary(cos)
+    di, dj = perturb.patches_moved_back(int(dy), g.patch_size), perturb.patches_moved_back(int(dx), g.patch_size)
+    n = int(np.isfinite(cos).sum())
+    text = (f"Shift dx = {dx}, dy = {dy} px ({fill} fill) · grid moved back by ({dj}, {di}) whole patches "
+            f"(columns, rows) · **mean cos {mean:.3f}**, **min cos {low:.3f}** over {n} of {g.num_patches} "
+            f"patches that have a partner (red 1, white 0, blue −1, grey: no partner)")
+    if a.top5 and base.top5:
+        text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} "
+                 f"(unshifted: {_short(base.top5[0].label)} {base.top5[0].prob:.1%})")
+    return ShiftPanel(_grid_image(a.input_view, g), cosine_image(cos, g), text, top5_figure(vm, a, base))
+
+
+# ------------------------------------------------------------------ sweep
+def sweep_panel(vm: VitModel, s: perturb.ShiftSweep) -> SweepPanel:
+    p = vm.geometry.patch_size
+    ks = [r.k for r in s.rows]
+    fig = go.Figure()
+    fig.add_scatter(x=ks, y=[r.mean_cos for r in s.rows], name="mean patch cos", mode="lines+markers")
+    fig.add_scatter(x=ks, y=[r.min_cos for r in s.rows], name="min patch cos", mode="lines+markers")
+    if vm.has_classifier:
+        fig.add_scatter(x=ks, y=[r.base_class_prob for r in s.rows], name="p(unshifted top-1)",
+                        mode="lines+markers", yaxis="y2", line=dict(dash="dot"))
+    for k in range(p, 2 * p + 1, p):
+        fig.add_vline(x=k, line=dict(color="grey", dash="dash", width=1))
+    fig.update_layout(
+        title=f"Shift sweep, k = 0..{2 * p} px right, edge fill ({len(s.rows)}/{s.total} views)",
+        xaxis=dict(title="k (pixels shifted right)", range=[-0.5, 2 * p + 0.5]),
+        yaxis=dict(title="cosine", range=[-1.05, 1.05]),
+        yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%"),
+        legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=340)
+    table = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
+              round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
+    text = ("Done: " if s.done else "Running… ") + f"{len(s.rows)} of {s.total} shifted views (batched forwards)."
+    return SweepPanel(fig, table, text)
+
+
+def sweep_progress(wb: Workbench, key: PhotoKey, chunk: int = perturb.DEFAULT_CHUNK) -> Iterator[SweepPanel]:
+    """Yields the growing sweep after each batched chunk; cached once complete."""
+    vm = wb.model(key.model_id)
+    name = ("shift_sweep", "edge")
+    done = wb.peek_derived(key, name)
+    if done is not None:
+        yield sweep_panel(vm, done)
+        return
+    s = None
+    for s in perturb.shift_sweep_steps(vm, wb.analysis(key).input_view, "edge", chunk):
+        yield sweep_panel(vm, s)
+    final = s
+    wb.derived(key, name, lambda: final)
+
+
+# ------------------------------------------------------------------ masks
+def rollout_map(wb: Workbench, key: PhotoKey) -> np.ndarray:
+    """(gh, gw) rollout through all layers of the unmasked photo, cached."""
+    return wb.derived(key, ("experiments_maps", 0), lambda: perturb.ranking_maps(wb.analysis(key)))["rollout"]
+
+
+def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
+    """Keep valid patch ids only (a model change can shrink the grid)."""
+    return tuple(sorted({int(i) for i in (mask or ()) if 0 <= int(i) < g.num_patches}))
+
+
+def toggle_at(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, x: float, y: float) -> tuple[int, ...]:
+    """A click at (x, y) on the enlarged mask grid toggles that patch."""
+    g = wb.model(key.model_id).geometry
+    r, c = patch_at(x, y, g, render.display_scale(g))
+    return perturb.toggle(clean_mask(mask, g), r * g.grid[1] + c)
+
+
+def mask_action(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, action: str, percent: float,
+                seed: int = 0) -> tuple[int, ...]:
+    """clear | invert | random | top | bottom (by rollout) -> the new mask."""
+    g = wb.model(key.model_id).geometry
+    mask = clean_mask(mask, g)
+    f = float(percent) / 100.0
+    if action == "clear":
+        return ()
+    if action == "invert":
+        return perturb.invert(mask, g.num_patches)
+    if action == "random":
+        return perturb.random_mask(g.num_patches, f, seed)
+    if action in ("top", "bottom"):
+        return perturb.mask_by_map(rollout_map(wb, key), f, top=action == "top")
+    raise ValueError(f"Unknown mask action {action!r}.")
+
+
+def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:
+    vm = wb.model(key.model_id)
+    g = vm.geometry
+    mask = clean_mask(mask, g)
+    base = wb.analysis(key)
+    if len(mask) == g.num_patches and mode == "drop":
+        raise ValueError("Every patch is masked: leave at least one patch for the model to see.")
+    a = wb.analysis(key, View(mask=mask, mask_mode=mode)) if mask else base  # type: ignore[arg-type]
+    grid = _grid_image(base.input_view, g, marked=mask)
+    # Pixel fills show what replaced the patches; dropped tokens are hatched: the model never sees them.
+    masked = _grid_image(a.input_view, g, marked=mask if mode == "drop" else ())
+    if mode == "drop":
+        what = f"the model gets {a.kept_tokens.numel()} tokens ([CLS] + {g.num_patches - len(mask)} patches)"
+    else:
+        what = f"pixels filled with {mode}; the model still gets all {g.seq_len} tokens"
+    text = f"**{len(mask)} of {g.num_patches}** patches masked ({mode}): {what}"
+    if a.top5 and base.top5:
+        b0 = base.top5[0]
+        now = float(a.probs[b0.index])
+        text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} · unmasked top-1 "
+                 f"{_short(b0.label)}: {b0.prob:.1%} → {now:.1%} (Δ {now - b0.prob:+.1%})")
+    return MaskPanel(grid, masked, text, top5_figure(vm, a, base))
+
+
+# ------------------------------------------------------------------ faithfulness
+def curve_maps(wb: Workbench, key: PhotoKey, seed: int = 0) -> dict[str, np.ndarray]:
+    """name -> (gh, gw) map for the curves, cached per photo.
+
+    Any (gh, gw) score map can join: to add class-specific relevance (vizvit.attention.relevance),
+    put it in the dict returned by perturb.ranking_maps, e.g. ``"relevance": relevance(...)``, and
+    the curves, their AUC table and the export pick it up (the cache key holds the map names).
+    """
+    return dict(wb.derived(key, ("experiments_maps", seed), lambda: perturb.ranking_maps(wb.analysis(key), seed)))
+
+
+def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
+    ys, auc = (c.insertion, c.insertion_auc) if insertion else (c.deletion, c.deletion_auc)
+    fig = go.Figure()
+    for name, y, area in zip(c.names, ys, auc):
+        fig.add_scatter(x=c.fractions, y=y, name=f"{name} (AUC {area:.3f})", mode="lines+markers")
+    what = "added back" if insertion else "removed"
+    fig.update_layout(title=f"{'Insertion' if insertion else 'Deletion'}: p({_short(c.target_label)}) "
+                            f"as patches are {what} ({c.mode})",
+                      xaxis=dict(title=f"fraction of patches {what}", range=[0, 1], tickformat=".0%"),
+                      yaxis=dict(title="probability", rangemode="tozero"),
+                      legend=dict(orientation="h", y=-0.3), margin=dict(l=10, r=10, t=40, b=10), height=360)
+    return fig
+
+
+def compute_curves(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black",
+                   seed: int = 0) -> perturb.Curves:
+    vm = wb.model(key.model_id)
+    maps = curve_maps(wb, key, seed)
+    return wb.derived(key, ("curves", int(steps), mode, seed, tuple(maps)),
+                      lambda: perturb.faithfulness_curves(vm, wb.analysis(key).input_view, maps, int(steps),
+                                                          mode))  # type: ignore[arg-type]
+
+
+def curves_panel(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
+    c = compute_curves(wb, key, steps, mode, seed)
+    table = [[n, round(float(d), 4), round(float(i), 4)]
+             for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)]
+    text = (f"Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed by "
+            f"{c.mode} · {c.forwards} distinct views, batched.")
+    return CurvesPanel(curves_figure(c, False), curves_figure(c, True), table, text)
+
+
+# ------------------------------------------------------------------ export
+def experiment_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+    """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed view."""
+    out = {"shift_sweep": perturb.shift_sweep(vm, a.input_view).array()}
+    if vm.has_classifier:
+        c = perturb.faithfulness_curves(vm, a.input_view, perturb.ranking_maps(a), steps=10)
+        out["deletion_curves"] = c.deletion.astype(np.float32)
+        out["deletion_curve_maps"] = np.array(c.names)
+    return out

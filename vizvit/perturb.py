@@ -1,0 +1,313 @@
+"""Perturbation experiments: shifts, patch masks, shift sweeps and faithfulness curves.
+
+Single perturbed views go through the cached ``analyze`` (one forward each). The sweep
+and the deletion/insertion curves need dozens of views, so they run as BATCHED forwards
+(``predict_chunks``) that keep only what they need: probabilities and patch embeddings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from .attention import cls_to_patches, fuse_heads, rollout_maps
+from .forward import HOOKED_FORWARD_LOCK, Analysis
+from .images import MaskMode, mask_pixels, shift_view, to_pixel_values
+from .models import Geometry, VitModel
+
+DEFAULT_CHUNK = 8  # views per batched forward: ViT-B/16 needs ~0.6 GB of activations at 8
+
+
+# ------------------------------------------------------------------ batched forward
+@dataclass(frozen=True)
+class BatchPrediction:
+    """What a batched forward keeps of each view. CPU tensors."""
+
+    probs: torch.Tensor | None  # (B, C) softmax; None without a classifier
+    patch_embeddings: torch.Tensor  # (B, P, D) conv output, before [CLS] and position embeddings
+
+
+def keep_indices(mask: Sequence[int], g: Geometry) -> torch.Tensor:
+    """(N',) sequence positions that survive dropping the masked patches' tokens.
+
+    Unlike forward.kept_token_indices this allows dropping every patch (only the prefix
+    tokens remain): the 100 % point of a deletion curve.
+    """
+    masked = set(int(i) for i in mask)
+    patches = [g.num_prefix_tokens + i for i in range(g.num_patches) if i not in masked]
+    return torch.tensor([*range(g.num_prefix_tokens), *patches], dtype=torch.long)
+
+
+def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
+                   chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, BatchPrediction]]:
+    """Batched forwards over `views`, `chunk` at a time; yields (start index, predictions).
+
+    views: B arrays (H, W, 3) uint8 (already shifted / pixel-masked).
+    keeps: optional per-view (N'_b,) sequence positions to keep after the embedding stage
+    (token drop). A chunk is cut early where N'_b changes, so each batch is rectangular.
+    Yielding per chunk lets a caller stream progress and stop early.
+    """
+    if chunk < 1:
+        raise ValueError("The chunk size must be at least 1.")
+    n = len(views)
+    if keeps is not None and len(keeps) != n:
+        raise ValueError("Give one keep list per view.")
+    emb = vm.vit.embeddings
+    start = 0
+    while start < n:
+        stop = min(start + chunk, n)
+        if keeps is not None:  # same sequence length within one batch
+            length = keeps[start].numel()
+            stop = next((i for i in range(start + 1, stop) if keeps[i].numel() != length), stop)
+        pixels = torch.cat([to_pixel_values(v, vm.preprocess) for v in views[start:stop]]).to(vm.device)
+        captured: dict[str, torch.Tensor] = {}
+
+        def grab(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> None:
+            captured["patches"] = out  # (b, P, D)
+
+        idx = None
+        if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
+            idx = torch.stack([k for k in keeps[start:stop]]).to(vm.device)  # (b, N')
+
+        def drop(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> torch.Tensor:
+            # Token drop per view, after the embedding stage (each kept token keeps its position).
+            return out.gather(1, idx.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
+        # Held per chunk only, so interactive single views can run between chunks.
+        with HOOKED_FORWARD_LOCK:
+            hooks = [emb.patch_embeddings.register_forward_hook(grab)]
+            if idx is not None:
+                hooks.append(emb.register_forward_hook(drop))
+            try:
+                with torch.inference_mode():
+                    out = vm.model(pixels)
+            finally:
+                for h in hooks:
+                    h.remove()
+        probs = out.logits.float().softmax(-1).cpu() if vm.has_classifier and hasattr(out, "logits") else None
+        yield start, BatchPrediction(probs, captured["patches"].float().cpu())
+        start = stop
+
+
+def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
+                  chunk: int = DEFAULT_CHUNK) -> BatchPrediction:
+    """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D)."""
+    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk)]
+    probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
+    return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
+
+
+# ------------------------------------------------------------------ shift
+def patches_moved_back(d: int, patch: int) -> int:
+    """Whole patches the grid moves back for a shift of d pixels: ⌊d / P⌋ (floor, also below 0)."""
+    return d // patch
+
+
+def shift_cosine(base: torch.Tensor, shifted: torch.Tensor, dx: int, dy: int, g: Geometry) -> np.ndarray:
+    """Per-patch cosine of patch embeddings, original (i, j) vs shifted (i + ⌊dy/P⌋, j + ⌊dx/P⌋).
+
+    base, shifted: (P, D) embeddings before position embeddings. Returns (gh, gw) float
+    indexed by the ORIGINAL patch; NaN where the partner falls outside the grid.
+    """
+    gh, gw = g.grid
+    a = base.float().reshape(gh, gw, -1)
+    b = shifted.float().reshape(gh, gw, -1)
+    di, dj = patches_moved_back(dy, g.patch_size), patches_moved_back(dx, g.patch_size)
+    out = np.full((gh, gw), np.nan)
+    # Original rows i with 0 <= i + di < gh, columns likewise.
+    i0, i1 = max(0, -di), min(gh, gh - di)
+    j0, j1 = max(0, -dj), min(gw, gw - dj)
+    if i0 < i1 and j0 < j1:
+        cos = torch.nn.functional.cosine_similarity(a[i0:i1, j0:j1], b[i0 + di:i1 + di, j0 + dj:j1 + dj], dim=-1)
+        out[i0:i1, j0:j1] = cos.numpy()
+    return out
+
+
+def cos_summary(cos: np.ndarray) -> tuple[float, float]:
+    """(mean, min) over the patches that have a partner; NaN when none does."""
+    finite = cos[np.isfinite(cos)]
+    return (float(finite.mean()), float(finite.min())) if finite.size else (float("nan"), float("nan"))
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    k: int  # shift to the right, pixels
+    moved_back: int  # ⌊k / P⌋
+    mean_cos: float
+    min_cos: float
+    top1_index: int  # this view's own top-1 class (-1 without a classifier)
+    top1_label: str
+    top1_prob: float  # this view's top-1 probability
+    base_class_prob: float  # probability of the UNSHIFTED photo's top-1 class
+
+
+@dataclass(frozen=True)
+class ShiftSweep:
+    rows: tuple[SweepRow, ...]
+    total: int  # rows when complete (2P + 1)
+
+    @property
+    def done(self) -> bool:
+        return len(self.rows) == self.total
+
+    def array(self) -> np.ndarray:
+        """(rows, 4) float32: k, mean_cos, min_cos, probability of the unshifted top-1 class."""
+        return np.array([[r.k, r.mean_cos, r.min_cos, r.base_class_prob] for r in self.rows], np.float32)
+
+
+def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
+                      chunk: int = DEFAULT_CHUNK) -> Iterator[ShiftSweep]:
+    """Shift the photo k = 0..2P pixels right, batched; yields the growing sweep per chunk.
+
+    base_view: (H, W, 3) uint8 model-input view. k = 0 is in the first chunk and serves
+    as the reference for the cosines and the base class, so all rows share one numeric path.
+    """
+    g = vm.geometry
+    ks = list(range(2 * g.patch_size + 1))
+    views = [shift_view(base_view, k, 0, fill) for k in ks]  # type: ignore[arg-type]
+    rows: list[SweepRow] = []
+    ref: torch.Tensor | None = None
+    base_class = -1
+    for start, pred in predict_chunks(vm, views, chunk=chunk):
+        if ref is None:
+            ref = pred.patch_embeddings[0]
+            base_class = int(pred.probs[0].argmax()) if pred.probs is not None else -1
+        for b in range(pred.patch_embeddings.shape[0]):
+            k = ks[start + b]
+            mean, low = cos_summary(shift_cosine(ref, pred.patch_embeddings[b], k, 0, g))
+            if pred.probs is not None:
+                p = pred.probs[b]
+                top = int(p.argmax())
+                rows.append(SweepRow(k, patches_moved_back(k, g.patch_size), mean, low, top, vm.labels[top],
+                                     float(p[top]), float(p[base_class])))
+            else:
+                rows.append(SweepRow(k, patches_moved_back(k, g.patch_size), mean, low, -1, "", float("nan"),
+                                     float("nan")))
+        yield ShiftSweep(tuple(rows), len(ks))
+
+
+def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: str = "edge", chunk: int = DEFAULT_CHUNK) -> ShiftSweep:
+    """The complete sweep (see shift_sweep_steps)."""
+    *_, last = shift_sweep_steps(vm, base_view, fill, chunk)
+    return last
+
+
+# ------------------------------------------------------------------ masks
+def mask_by_map(values: np.ndarray | torch.Tensor, fraction: float, top: bool = True) -> tuple[int, ...]:
+    """The `fraction` of patches ranked highest (top) or lowest by a (gh, gw) map, row-major ids."""
+    if not 0 <= fraction <= 1:
+        raise ValueError("The fraction must be between 0 and 1 (0 % to 100 %).")
+    flat = np.asarray(values, dtype=np.float64).ravel()
+    n = int(round(fraction * flat.size))
+    order = np.argsort(-flat if top else flat, kind="stable")
+    return tuple(sorted(int(i) for i in order[:n]))
+
+
+def random_mask(num_patches: int, fraction: float, seed: int = 0) -> tuple[int, ...]:
+    """round(fraction · num_patches) distinct patches drawn with a seeded generator."""
+    if not 0 <= fraction <= 1:
+        raise ValueError("The fraction must be between 0 and 1 (0 % to 100 %).")
+    n = int(round(fraction * num_patches))
+    return tuple(sorted(int(i) for i in np.random.default_rng(seed).choice(num_patches, n, replace=False)))
+
+
+def toggle(mask: Sequence[int], patch: int) -> tuple[int, ...]:
+    s = set(mask)
+    s.symmetric_difference_update({int(patch)})
+    return tuple(sorted(s))
+
+
+def invert(mask: Sequence[int], num_patches: int) -> tuple[int, ...]:
+    s = set(mask)
+    return tuple(i for i in range(num_patches) if i not in s)
+
+
+# ------------------------------------------------------------------ faithfulness
+def ranking_maps(a: Analysis, seed: int = 0) -> dict[str, np.ndarray]:
+    """The maps whose faithfulness the curves compare, each (gh, gw): attention rollout
+    through all layers, raw last-layer [CLS] attention (mean over heads), and random."""
+    g = a.geometry
+    return {
+        "rollout": rollout_maps(a.attentions, g)[-1].numpy(),
+        "last-layer [CLS] attention": cls_to_patches(fuse_heads(a.attentions[-1]), g).numpy(),
+        "random": np.random.default_rng(seed).random(g.grid),
+    }
+
+
+@dataclass(frozen=True)
+class Curves:
+    """Deletion and insertion curves (Petsiuk et al. 2018) for several maps."""
+
+    names: tuple[str, ...]
+    fractions: np.ndarray  # (S+1,) fraction of patches removed (deletion) / added (insertion)
+    deletion: np.ndarray  # (M, S+1) probability of the target class
+    insertion: np.ndarray  # (M, S+1)
+    target: int  # class index tracked: the unmasked photo's top-1
+    target_label: str
+    mode: str  # how patches were removed: black, mean, blur or drop
+    forwards: int  # distinct views actually run
+
+    @property
+    def deletion_auc(self) -> np.ndarray:
+        """(M,) area under each deletion curve: lower = the map found what matters."""
+        return np.trapezoid(self.deletion, self.fractions, axis=1)
+
+    @property
+    def insertion_auc(self) -> np.ndarray:
+        """(M,) area under each insertion curve: higher is better."""
+        return np.trapezoid(self.insertion, self.fractions, axis=1)
+
+
+def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.ndarray], steps: int = 10,
+                        mode: MaskMode = "black", target: int | None = None,
+                        chunk: int = DEFAULT_CHUNK) -> Curves:
+    """Delete (insert) patches most-important-first by each map; track the target's probability.
+
+    base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
+    counts, ties broken by patch index). Step s removes round(s/steps · P) patches.
+    Identical masks (step 0, the last step, equal rankings) run once; all views run
+    batched. target: class to track, default the unmasked view's top-1.
+    """
+    if not vm.has_classifier:
+        raise ValueError("Deletion and insertion curves need a model with a classifier head.")
+    if steps < 1:
+        raise ValueError("Use at least one step.")
+    g = vm.geometry
+    names = tuple(maps)
+    fractions = np.linspace(0.0, 1.0, steps + 1)
+    counts = [int(round(f * g.num_patches)) for f in fractions]
+    orders = {}
+    for name in names:
+        m = np.asarray(maps[name], dtype=np.float64)
+        if m.shape != g.grid:
+            raise ValueError(f"Map {name!r} has shape {m.shape}; expected the patch grid {g.grid}.")
+        orders[name] = np.argsort(-m.ravel(), kind="stable")
+    unique: dict[tuple[int, ...], int] = {(): 0}
+    slots: dict[str, tuple[list[int], list[int]]] = {}
+    for name in names:
+        dele, ins = [], []
+        for n in counts:
+            for masked, out in ((orders[name][:n], dele), (orders[name][n:], ins)):
+                key = tuple(sorted(int(i) for i in masked))
+                out.append(unique.setdefault(key, len(unique)))
+        slots[name] = (dele, ins)
+    masks = list(unique)
+    if mode == "drop":
+        views = [base_view] * len(masks)
+        keeps = [keep_indices(m, g) for m in masks]
+        # Group equal sequence lengths so batches are rectangular.
+        order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
+        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk)
+        probs = torch.empty_like(pred.probs)
+        probs[torch.tensor(order)] = pred.probs
+    else:
+        views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode) for m in masks]
+        probs = predict_batch(vm, views, None, chunk).probs
+    tgt = int(probs[0].argmax()) if target is None else int(target)
+    p = probs[:, tgt].numpy()
+    deletion = np.stack([p[slots[n][0]] for n in names])
+    insertion = np.stack([p[slots[n][1]] for n in names])
+    return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(masks))
