@@ -142,22 +142,26 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown("### 1 · The embedding stage on this photo")
     with gr.Row():
         with gr.Column(scale=3):
-            steps = gr.Dataframe(headers=["step", "what happens", "shape"], label="Shapes, step by step",
-                                 interactive=False, wrap=True, elem_id="emb-steps")
+            steps = gr.Dataframe(headers=["step", "shape", "what happens"], label="Shapes, step by step",
+                                 interactive=False, wrap=True, column_widths=["22%", "22%", "56%"],
+                                 elem_id="emb-steps")
             check = gr.Markdown(elem_id="emb-check")
         with gr.Column(scale=2):
             params = gr.Dataframe(headers=["stage", "parameters", "share"], interactive=False,
                                   label="Parameters per stage and block", max_height=420, elem_id="emb-params")
+            params_total = gr.Markdown(elem_id="emb-params-total")
     gr.Markdown("### 2 · Tokens at depth l")
     gr.Markdown(embed_panels.DEPTH_TEXT)
     depth = gr.Slider(0, 12, value=0, step=1, label="depth l (0 = after the embedding stage; l = after block l)",
                       elem_id="emb-depth")
     depth_md = gr.Markdown(elem_id="emb-depth-info")
     with gr.Row():
+        # JPEG: these change on every slider move and click; PNG-encoding 672² px costs ~25 ms
+        # each, JPEG ~2 ms (measured in benchmarks/bench_embeddings.py).
         pca_img = gr.Image(label="Patch-token PCA as RGB over the photo (click a patch)", interactive=False,
-                           format="png", elem_id="emb-pca")
+                           format="jpeg", elem_id="emb-pca")
         sim_img = gr.Image(label="Cosine similarity of the clicked token to every patch (click a patch)",
-                           interactive=False, format="png", elem_id="emb-sim")
+                           interactive=False, format="jpeg", elem_id="emb-sim")
     sim_md = gr.Markdown(elem_id="emb-sim-info")
     maps_img = gr.Image(label="PCA map alone | token norms", interactive=False, format="png", elem_id="emb-maps")
     with gr.Row():
@@ -186,19 +190,19 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
             return None, None, None, "", "", None
         vm, a, d = data(key)
         p = embed_panels.depth_panel(vm, a, d, depth_l, rc)
-        s = embed_panels.similarity_panel(vm, a, depth_l, rc)
+        s = embed_panels.similarity_panel(vm, a, d, depth_l, rc)
         return p.pca_over_photo, p.maps, s.image, s.text, p.text, embed_panels.scatter_figure(vm, d, depth_l, color)
 
     @safe
     def show_all(key: PhotoKey | None, depth_l: int, rc: tuple[int, int] | None, color: str):
         if key is None:
-            return (None,) * 7 + ("",) * 3 + (None,) * 3 + (gr.skip(),)
+            return (None,) * 7 + ("",) * 3 + (None, "", None, None, gr.skip())
         vm, a, d = data(key)
         st = embed_panels.stage_panel(vm, d)
         top = vm.geometry.num_layers
         depth_l = min(int(depth_l), top)
         return (*show_depth(key, depth_l, rc, color), st.steps, st.check, embed_panels.cls_similarity_text(vm, d),
-                embed_panels.filters_text(vm, d), st.params,
+                embed_panels.filters_text(vm, d), st.params, st.total,
                 embed_panels.cls_similarity_image(vm, d), embed_panels.filters_image(d),
                 gr.Slider(maximum=top, value=depth_l))
 
@@ -214,8 +218,8 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return None, None, ""
         vm, a, d = data(key)
-        s = embed_panels.similarity_panel(vm, a, depth_l, rc)
-        return embed_panels.depth_panel(vm, a, d, depth_l, rc).pca_over_photo, s.image, s.text
+        s = embed_panels.similarity_panel(vm, a, d, depth_l, rc)
+        return embed_panels.pca_over_photo(vm, d, depth_l, rc), s.image, s.text
 
     @safe
     def show_scatter(key: PhotoKey | None, depth_l: int, color: str):
@@ -225,7 +229,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return embed_panels.scatter_figure(vm, d, depth_l, color)
 
     depth_outs = [pca_img, maps_img, sim_img, sim_md, depth_md, scatter]
-    all_outs = [*depth_outs, steps, check, cls_md, filters_md, params, cls_img,
+    all_outs = [*depth_outs, steps, check, cls_md, filters_md, params, params_total, cls_img,
                 filters_img, depth]
     ctx.on_show(tab, show_all, [ctx.key, depth, clicked, color_by], all_outs)
     depth.change(show_depth, [ctx.key, depth, clicked, color_by], depth_outs, show_progress="hidden")

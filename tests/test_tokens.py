@@ -207,7 +207,7 @@ def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
             a = wb.analysis(key)
             d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
             p = embed_panels.depth_panel(tiny, a, d, depth, (1, 2))
-            s = embed_panels.similarity_panel(tiny, a, depth, (g.grid[0] - 1, 0))
+            s = embed_panels.similarity_panel(tiny, a, d, depth, (g.grid[0] - 1, 0))
             for color in embed_panels.COLOR_CHOICES:
                 embed_panels.scatter_figure(tiny, d, depth, color)
             assert p.pca_over_photo.shape[:2] == tuple(v * render.display_scale(g) for v in g.image_size)
@@ -219,14 +219,15 @@ def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
 
 def test_similarity_panel_reports_the_clicked_token(tiny, cat):
     a = vizvit.analyze(tiny, cat)
+    d = embed_panels.prepare(tiny, a)
     g = tiny.geometry
     r, c = 1, 2
-    s = embed_panels.similarity_panel(tiny, a, 1, (r, c))
+    s = embed_panels.similarity_panel(tiny, a, d, 1, (r, c))
     t = g.num_prefix_tokens + r * g.grid[1] + c
     ref = float(torch.nn.functional.cosine_similarity(a.hidden_states[1, t], a.hidden_states[1, 0], dim=0))
     assert f"token {t}" in s.text and f"[CLS] = {ref:+.3f}" in s.text
     with pytest.raises(ValueError, match="Depth"):
-        embed_panels.similarity_panel(tiny, a, g.num_layers + 1, (r, c))
+        embed_panels.similarity_panel(tiny, a, d, g.num_layers + 1, (r, c))
 
 
 def test_scatter_carries_row_col_and_a_thumbnail_per_patch(tiny, cat):
