@@ -148,6 +148,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
             check = gr.Markdown(elem_id="emb-check")
         with gr.Column(scale=2):
             params = gr.Dataframe(headers=["stage", "parameters", "share"], interactive=False,
+                                  column_widths=["56%", "26%", "18%"],
                                   label="Parameters per stage and block", max_height=420, elem_id="emb-params")
             params_total = gr.Markdown(elem_id="emb-params-total")
     gr.Markdown("### 2 · Tokens at depth l")
