@@ -33,7 +33,7 @@ PHOTO = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelse
 
 def ship(*outs) -> None:
     """What Gradio does with a handler's outputs: encode images in the format app.py gives
-    their gr.Image (photo overlays "jpeg", `*_png` ones "png"), JSON-encode figures."""
+    their gr.Image (slider/click images "jpeg", per-photo ones "png"), JSON-encode figures."""
     for o in outs:
         if isinstance(o, tuple):  # (array, format)
             encode_pil_to_bytes(Image.fromarray(o[0]), o[1])
@@ -75,7 +75,7 @@ def main() -> None:
         st = ep.stage_panel(vm, d)
         p = ep.depth_panel(vm, a, d, 0, None)
         s = ep.similarity_panel(vm, a, d, 0, None)
-        ship(p.pca_over_photo, (p.maps, "png"), s.image, ep.scatter_figure(vm, d, 0, "row"),
+        ship(p.pca_over_photo, p.maps, s.image, ep.scatter_figure(vm, d, 0, "row"),
              (ep.cls_similarity_image(vm, d), "png"), (ep.filters_image(d), "png"))
         return st
 
@@ -84,12 +84,15 @@ def main() -> None:
     first_open = time.perf_counter() - t0
     depths = iter(range(10**6))
 
-    def depth_event():
+    def depth_event():  # app.py: show_depth, then show_scatter
         depth = next(depths) % (g.num_layers + 1)
         d = data()
         p = ep.depth_panel(vm, a, d, depth, (3, 4))
         s = ep.similarity_panel(vm, a, d, depth, (3, 4))
-        ship(p.pca_over_photo, (p.maps, "png"), s.image, ep.scatter_figure(vm, d, depth, "row"))
+        ship(p.pca_over_photo, p.maps, s.image)
+
+    def depth_scatter():
+        ship(ep.scatter_figure(vm, data(), next(depths) % (g.num_layers + 1), "row"))
 
     def click_event():
         r, c, _ = ep.clicked_token(g, 300, 200)
@@ -104,11 +107,13 @@ def main() -> None:
     hook = vm.model.register_forward_hook(lambda *_: forwards.append(1))
     rows = [("open tab (first: prepare + render)", first_open),
             ("open tab (cached)", median_time(open_tab, args.repeat)),
-            ("depth slider", median_time(depth_event, args.repeat)),
+            ("depth slider: pictures", median_time(depth_event, args.repeat)),
+            ("depth slider: then the scatter", median_time(depth_scatter, args.repeat)),
             ("click a patch", median_time(click_event, args.repeat)),
             ("colour the scatter", median_time(colour_event, args.repeat))]
     hook.remove()
-    print(f"model {vm.id} on {vm.device}; one forward pass: {forward * 1000:.0f} ms (median of {args.repeat})")
+    print(f"model {vm.id} on {vm.device}; one forward pass: {forward * 1000:.0f} ms "
+          f"(median of {args.repeat})")
     for name, t in rows:
         print(f"  {name:38s} {t * 1000:8.1f} ms   {t / forward:6.3f}× forward")
     print(f"forward passes during the events: {len(forwards)} (must be 0)")

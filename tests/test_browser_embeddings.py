@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import click_image_at, image_src, page_at, shot, upload, wait_image
+from browser import click_image_at, page_at, shot, upload, wait_image
 from conftest import EXAMPLES
 
 
@@ -41,7 +41,8 @@ def test_embeddings_tab_depth_click_hover(url, tiny16):
             box.press("Enter")
             src = wait_image(page, "emb-pca", src)
             page.wait_for_function(
-                f"() => document.querySelector('#emb-depth-info').innerText.includes('Depth l = {g.num_layers}')")
+                "() => document.querySelector('#emb-depth-info').innerText"
+                f".includes('Depth l = {g.num_layers}')")
 
             # Click patch (row 3, col 5): the similarity panel names its token.
             r, c = 3, 5
@@ -66,7 +67,8 @@ def test_embeddings_tab_depth_click_hover(url, tiny16):
             box = point.bounding_box()
             page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             page.wait_for_function(
-                "() => { const b = document.querySelector('#emb-thumb'); const i = b && b.querySelector('img');"
+                "() => { const b = document.querySelector('#emb-thumb');"
+                " const i = b && b.querySelector('img');"
                 " return b && b.style.display === 'block' && i.complete && i.naturalWidth > 0; }")
             assert page.locator("#emb-thumb img").get_attribute("src").startswith("data:image/png;base64,")
             assert "row" in page.inner_text("#emb-thumb")

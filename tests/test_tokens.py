@@ -44,8 +44,9 @@ def test_embedding_stage_shapes_and_checks_against_the_forward(tiny, cat):
     a = vizvit.analyze(tiny, cat)
     st = embedding_stage(tiny.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g)
     h, w = g.image_size
-    assert [s for _, s in st.shapes] == [(1, 3, h, w), (1, g.hidden_size, *g.grid), (1, g.num_patches, g.hidden_size),
-                                         (1, g.seq_len, g.hidden_size), (1, g.seq_len, g.hidden_size)]
+    d = g.hidden_size
+    assert [s for _, s in st.shapes] == [(1, 3, h, w), (1, d, *g.grid), (1, g.num_patches, d),
+                                         (1, g.seq_len, d), (1, g.seq_len, d)]
     assert st.conv_vs_linear < 1e-4
     assert st.conv_vs_forward < 1e-5 and st.embed_vs_forward < 1e-5
     assert st.patch_dim == 3 * g.patch_size**2
@@ -143,7 +144,8 @@ def test_token_pca_rgb_puts_a_row_pattern_on_rows(tiny16):
     gh, gw = g.grid
     rows = np.repeat(np.arange(gh), gw).astype(float)  # token i belongs to row i // gw
     rng = np.random.default_rng(0)
-    tokens = np.outer(rows, rng.normal(size=g.hidden_size)) + rng.normal(size=(g.num_patches, g.hidden_size)) * 1e-3
+    noise = rng.normal(size=(g.num_patches, g.hidden_size)) * 1e-3
+    tokens = np.outer(rows, rng.normal(size=g.hidden_size)) + noise
     rgb, fit = token_pca_rgb(tokens, g)
     assert rgb.shape == (gh, gw, 3) and rgb.min() >= 0 and rgb.max() <= 1
     assert fit.explained_ratio[0] > 0.999

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import weakref
 from dataclasses import dataclass
-from typing import Literal
 
 import cv2
 import numpy as np
@@ -24,7 +23,6 @@ from .patches import patch_at, token_index
 from .tokens import (EmbeddingStage, FilterPCA, ParamRow, TokenStats, cosine_to, embedding_filters_pca,
                      embedding_stage, parameter_table, token_stats)
 
-ColorBy = Literal["row", "column", "rollout"]
 COLOR_CHOICES: tuple[str, ...] = ("row", "column", "rollout")
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
 
@@ -96,7 +94,8 @@ def patch_thumbnails(view: np.ndarray, g: Geometry) -> list[str]:
     out = []
     for r in range(gh):
         for c in range(gw):
-            ok, buf = cv2.imencode(".png", np.ascontiguousarray(view[r * p:(r + 1) * p, c * p:(c + 1) * p, ::-1]))
+            tile = view[r * p:(r + 1) * p, c * p:(c + 1) * p, ::-1]  # RGB -> BGR for OpenCV
+            _, buf = cv2.imencode(".png", np.ascontiguousarray(tile))
             out.append("data:image/png;base64," + base64.b64encode(buf.tobytes()).decode())
     return out
 
@@ -195,7 +194,8 @@ def _blend_tiles(big: np.ndarray, tiles: np.ndarray, alpha: float) -> np.ndarray
     return cv2.addWeighted(_map_image(tiles, big.shape[1]), float(alpha), big, 1.0 - float(alpha), 0.0)
 
 
-def pca_over_photo(vm: VitModel, d: EmbeddingsData, depth: int, clicked: tuple[int, int] | None) -> np.ndarray:
+def pca_over_photo(vm: VitModel, d: EmbeddingsData, depth: int,
+                   clicked: tuple[int, int] | None) -> np.ndarray:
     """(s·H, s·W, 3) uint8: the patch-token PCA colours at `depth` over the photo, grid, clicked patch."""
     g = vm.geometry
     depth = _check_depth(g, depth)
@@ -219,7 +219,8 @@ def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     ratio = d.tokens.pca_ratio[depth]
     where = "the embedding stage ([CLS] + positions added)" if depth == 0 else f"block {depth}"
     text = (f"**Depth l = {depth}** of {g.num_layers}: output of {where}. The 3 PCA components explain "
-            f"{ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the {g.num_patches} patch tokens' variance "
+            f"{ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the {g.num_patches} patch tokens' "
+            "variance "
             f"(D = {g.hidden_size}). Token norms: {norms.min():.2f} … {norms.max():.2f} "
             f"(mean {norms.mean():.2f}); ‖[CLS]‖ = {d.tokens.cls_norms[depth]:.2f}.")
     return DepthPanel(pca_over_photo=pca_over_photo(vm, d, depth, clicked), maps=maps, text=text)
