@@ -354,8 +354,9 @@ SCATTER_HOVER_JS = """() => {
       img.src = pt.customdata[4];
       cap.textContent = 'row ' + pt.customdata[0] + ', col ' + pt.customdata[1];
       const e = ev.event || {clientX: 0, clientY: 0};
-      box.style.left = (e.clientX + 18) + 'px';
-      box.style.top = (e.clientY + 18) + 'px';
+      // Left of and above the cursor: plotly puts its own hover label on the right.
+      box.style.left = Math.max(4, e.clientX - 130) + 'px';
+      box.style.top = Math.max(4, e.clientY - 140) + 'px';
       box.style.display = 'block';
     });
     gd.on('plotly_unhover', () => { box.style.display = 'none'; });

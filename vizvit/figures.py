@@ -44,9 +44,9 @@ def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.
     xy (P, 2); color, rows, cols, tokens (P,). thumbs: one image URI per patch, carried in
     customdata[4] for the page's hover script (plotly's hover labels cannot show images).
     """
-    custom = np.empty((len(xy), 5), dtype=object)
-    custom[:, 0], custom[:, 1], custom[:, 2], custom[:, 3] = rows, cols, tokens, np.round(color, 4)
-    custom[:, 4] = list(thumbs)
+    # Plain lists: plotly validates and serialises them ~2× faster than an object array.
+    custom = [[int(r), int(c), int(t), round(float(v), 4), str(u)]
+              for r, c, t, v, u in zip(rows, cols, tokens, color, thumbs)]
     # SVG Scatter, not Scattergl: WebGL is often missing in headless or remote browsers.
     fig = go.Figure(go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom,
