@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 from PIL import Image
 
-from . import render
+from . import embed_panels, render
 from .forward import Analysis, analyze
 from .images import View, load_image
 from .models import VitModel, load_model
@@ -40,8 +40,8 @@ def core_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     }
 
 
-ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays]
-FIGURE_BUILDERS: list[FigureBuilder] = [core_figures]
+ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays, embed_panels.embedding_arrays]
+FIGURE_BUILDERS: list[FigureBuilder] = [core_figures, embed_panels.embedding_figures]
 
 from . import positional, positions_panel  # noqa: E402  (Positions tab)
 

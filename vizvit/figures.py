@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
 from .forward import Prediction
@@ -33,3 +34,28 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
 def _short(label: str, n: int = 32) -> str:
     first = label.split(",")[0]
     return first if len(first) <= n else first[: n - 1] + "…"
+
+
+def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.ndarray, cols: np.ndarray,
+                  tokens: np.ndarray, thumbs: Sequence[str], axis_titles: tuple[str, str], title: str,
+                  colorscale: str = "Viridis") -> go.Figure:
+    """2-D scatter of patch tokens (one point per patch).
+
+    xy (P, 2); color, rows, cols, tokens (P,). thumbs: one image URI per patch, carried in
+    customdata[4] for the page's hover script (plotly's hover labels cannot show images).
+    """
+    # Plain lists: plotly validates and serialises them ~2× faster than an object array.
+    custom = [[int(r), int(c), int(t), round(float(v), 4), str(u)]
+              for r, c, t, v, u in zip(rows, cols, tokens, color, thumbs)]
+    # SVG Scatter, not Scattergl: WebGL is often missing in headless or remote browsers.
+    fig = go.Figure(go.Scatter(
+        x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom,
+        marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
+                    colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
+        hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
+                       f"<br>{color_label}: " + "%{customdata[3]}<extra></extra>"),
+    ))
+    fig.update_layout(title=title, xaxis_title=axis_titles[0], yaxis_title=axis_titles[1],
+                      margin=dict(l=10, r=10, t=40, b=10), height=480, hovermode="closest",
+                      yaxis=dict(scaleanchor="x", scaleratio=1), uirevision="tokens")
+    return fig

@@ -1,0 +1,261 @@
+"""Embeddings tab backend: the embedding stage, parameter table, PCA, token views, filters.
+
+References are written here by hand (loops, numpy SVD), never with the code under test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from transformers import ViTConfig, ViTForImageClassification
+
+import vizvit
+from vizvit import embed_panels, render
+from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_matrix, cosine_to,
+                           embedding_filters_pca, embedding_stage, parameter_table, pca, token_norms,
+                           token_pca_rgb)
+from vizvit.workbench import PhotoKey, Workbench
+
+
+# ------------------------------------------------------------------ conv == unfold + linear
+def test_conv_equals_unfold_then_one_linear_layer(tiny):
+    g = tiny.geometry
+    conv = tiny.vit.embeddings.patch_embeddings.projection
+    x = torch.randn(1, 3, *g.image_size, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ours = conv_as_unfold_linear(x, conv)  # (1, P, D)
+        ref_conv = conv(x).flatten(2).transpose(1, 2)
+    p, (gh, gw), d = g.patch_size, g.grid, g.hidden_size
+    assert ours.shape == (1, gh * gw, d)
+    torch.testing.assert_close(ours, ref_conv, atol=1e-4, rtol=1e-4)
+    # Plain loop: cut out each patch, flatten channel-first, one matrix-vector product.
+    w = conv.weight.reshape(d, -1)
+    for r, c in [(0, 0), (0, gw - 1), (gh - 1, 0), (gh // 2, gw // 3), (gh - 1, gw - 1)]:
+        patch = x[0, :, r * p:(r + 1) * p, c * p:(c + 1) * p].reshape(-1)
+        torch.testing.assert_close(ours[0, r * gw + c], w @ patch + conv.bias, atol=1e-4, rtol=1e-4,
+                                   msg=f"patch ({r}, {c}) is token {r * gw + c} in row-major order")
+
+
+def test_embedding_stage_shapes_and_checks_against_the_forward(tiny, cat):
+    g = tiny.geometry
+    a = vizvit.analyze(tiny, cat)
+    st = embedding_stage(tiny.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g)
+    h, w = g.image_size
+    d = g.hidden_size
+    assert [s for _, s in st.shapes] == [(1, 3, h, w), (1, d, *g.grid), (1, g.num_patches, d),
+                                         (1, g.seq_len, d), (1, g.seq_len, d)]
+    assert st.conv_vs_linear < 1e-4
+    assert st.conv_vs_forward < 1e-5 and st.embed_vs_forward < 1e-5
+    assert st.patch_dim == 3 * g.patch_size**2
+
+
+# ------------------------------------------------------------------ parameter table
+def test_parameter_table_rows_sum_to_all_parameters(tiny):
+    rows = parameter_table(tiny.model)
+    assert sum(r.count for r in rows) == sum(p.numel() for p in tiny.model.parameters())
+    stages = [r.stage for r in rows]
+    assert len(stages) == len(set(stages))
+    for b in range(1, tiny.geometry.num_layers + 1):
+        assert f"block {b} · attention (q, k, v, o)" in stages and f"block {b} · MLP (fc1, fc2)" in stages
+    assert "other" not in stages and "classifier" in stages and "final norm" in stages
+
+
+def test_parameter_table_of_vit_b16_is_the_published_86_567_656():
+    with torch.device("meta"):  # the architecture without allocating 350 MB
+        model = ViTForImageClassification(ViTConfig(num_labels=1000))
+    rows = dict((r.stage, r.count) for r in parameter_table(model))
+    d, mlp = 768, 3072
+    assert rows["embedding conv (patch projection)"] == d * 3 * 16 * 16 + d
+    assert rows["[CLS] token"] == d and rows["position embeddings"] == 197 * d
+    assert rows["block 7 · attention (q, k, v, o)"] == 4 * (d * d + d)
+    assert rows["block 7 · MLP (fc1, fc2)"] == d * mlp + mlp + mlp * d + d
+    assert rows["block 7 · norms (before, after)"] == 4 * d
+    assert rows["final norm"] == 2 * d and rows["classifier"] == d * 1000 + 1000
+    assert len(rows) == 3 + 3 * 12 + 2
+    assert sum(rows.values()) == 86_567_656
+
+
+# ------------------------------------------------------------------ PCA
+@pytest.mark.parametrize("n,d", [(60, 12), (15, 40)])  # both Gram branches: n > d and n <= d
+def test_pca_matches_numpy_svd(n, d, rng):
+    x = rng.normal(size=(n, d)) * np.linspace(3, 0.2, d)  # distinct variances
+    k = 5
+    fit = pca(x, k)
+    xc = x - x.mean(0)
+    _, s, vt = np.linalg.svd(xc, full_matrices=False)
+    for i in range(k):
+        v = vt[i] * np.sign(vt[i][np.abs(vt[i]).argmax()])  # the documented sign rule
+        np.testing.assert_allclose(fit.components[i], v, atol=1e-8, err_msg=f"component {i}")
+    np.testing.assert_allclose(fit.explained_variance, s[:k] ** 2 / (n - 1), rtol=1e-8)
+    np.testing.assert_allclose(fit.explained_ratio, s[:k] ** 2 / (s**2).sum(), rtol=1e-8)
+    np.testing.assert_allclose(fit.scores, xc @ fit.components.T, atol=1e-8)
+    np.testing.assert_allclose(fit.mean, x.mean(0))
+
+
+def test_pca_sign_is_deterministic_and_finds_a_known_direction(rng):
+    direction = np.zeros(8)
+    direction[[2, 5]] = [-0.6, 0.8]  # largest |loading| is +0.8
+    x = rng.normal(size=(100, 1)) * 5 * direction + rng.normal(size=(100, 8)) * 0.01
+    for data in (x, -x):  # negating the data flips SVD signs; ours must not
+        fit = pca(data, 2)
+        np.testing.assert_allclose(fit.components[0], direction, atol=1e-3)
+        assert fit.explained_ratio[0] > 0.99
+        assert np.abs(fit.components).argmax(1).tolist() == [int(np.abs(c).argmax()) for c in fit.components]
+        assert all(c[np.abs(c).argmax()] > 0 for c in fit.components)
+
+
+def test_pca_refuses_too_many_components():
+    with pytest.raises(ValueError, match="principal components"):
+        pca(np.zeros((4, 3)), 5)
+
+
+# ------------------------------------------------------------------ similarity, norms, PCA maps
+def test_similarity_matrix_is_symmetric_with_unit_diagonal():
+    x = torch.randn(50, 16, generator=torch.Generator().manual_seed(3)) * torch.rand(50, 1) * 10
+    m = cosine_matrix(x)
+    torch.testing.assert_close(m, m.T)
+    torch.testing.assert_close(m.diagonal(), torch.ones(50))
+    for i, j in [(0, 1), (7, 30), (49, 2)]:
+        ref = float(x[i] @ x[j]) / (float(x[i].norm()) * float(x[j].norm()))
+        assert abs(float(m[i, j]) - ref) < 1e-5
+    torch.testing.assert_close(cosine_to(x, 7), m[7], atol=1e-5, rtol=0)
+
+
+def test_token_norms_and_cls_similarity_against_loops(tiny, cat):
+    g = tiny.geometry
+    a = vizvit.analyze(tiny, cat)
+    hs = a.hidden_states
+    norms, sims = token_norms(hs, g), cls_patch_similarity(hs, g)
+    gh, gw = g.grid
+    assert norms.shape == sims.shape == (g.num_layers + 1, gh, gw)
+    pre = g.num_prefix_tokens
+    for depth, r, c in [(0, 0, 0), (1, gh - 1, 1), (g.num_layers, 2, gw - 1)]:
+        tok = hs[depth, pre + r * gw + c]
+        assert abs(float(norms[depth, r, c]) - float(torch.sqrt((tok**2).sum()))) < 1e-4
+        cls = hs[depth, 0]
+        assert abs(float(sims[depth, r, c]) - float(tok @ cls / (tok.norm() * cls.norm()))) < 1e-5
+
+
+def test_token_pca_rgb_puts_a_row_pattern_on_rows(tiny16):
+    g = tiny16.geometry
+    gh, gw = g.grid
+    rows = np.repeat(np.arange(gh), gw).astype(float)  # token i belongs to row i // gw
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(g.num_patches, g.hidden_size)) * 1e-3
+    tokens = np.outer(rows, rng.normal(size=g.hidden_size)) + noise
+    rgb, fit = token_pca_rgb(tokens, g)
+    assert rgb.shape == (gh, gw, 3) and rgb.min() >= 0 and rgb.max() <= 1
+    assert fit.explained_ratio[0] > 0.999
+    # The first component is constant along each row and runs from one end to the other.
+    assert np.ptp(rgb[..., 0], axis=1).max() < 1e-2
+    assert {round(rgb[0, 0, 0], 3), round(rgb[-1, 0, 0], 3)} == {0.0, 1.0}
+
+
+# ------------------------------------------------------------------ filters
+def test_embedding_filters_pca_matches_svd_and_layout(tiny):
+    w = tiny.vit.embeddings.patch_embeddings.projection.weight  # (D, 3, p, p)
+    d, _, p, _ = w.shape
+    f = embedding_filters_pca(w)
+    k = min(28, d)
+    assert f.tiles.shape == (k, p, p, 3) and f.explained_ratio.shape == (k,)
+    flat = w.detach().numpy().reshape(d, -1).astype(np.float64)
+    _, s, vt = np.linalg.svd(flat - flat.mean(0), full_matrices=False)
+    np.testing.assert_allclose(f.explained_ratio, (s[:k] ** 2 / (s**2).sum()), rtol=1e-4)
+    for i in (0, 1, k - 1):
+        back = f.tiles[i].transpose(2, 0, 1).reshape(-1)  # (p, p, 3) -> channel-first, like the weight
+        assert abs(abs(float(back @ vt[i])) - 1) < 1e-4, f"tile {i} is not component {i} in RGB layout"
+
+
+def test_filter_pca_of_a_rank_one_bank_recovers_the_pattern():
+    p = 8
+    pattern = torch.zeros(3, p, p)
+    pattern[0, :, : p // 2] = 1.0  # red on the left half
+    pattern[2, :, p // 2:] = -1.0
+    pattern /= pattern.norm()
+    amp = torch.linspace(-2, 3, 40)[:, None, None, None]
+    w = amp * pattern + torch.randn(40, 3, p, p, generator=torch.Generator().manual_seed(0)) * 1e-4
+    f = embedding_filters_pca(w, k=5)
+    tile0 = torch.from_numpy(f.tiles[0]).permute(2, 0, 1)
+    assert f.explained_ratio[0] > 0.999
+    assert float((tile0 * pattern).sum()).__abs__() > 0.999
+
+
+# ------------------------------------------------------------------ clicks and the depth slider
+@pytest.mark.parametrize("prefix", [1, 2])
+def test_click_on_patch_maps_to_its_token(tiny, prefix):
+    g = dataclasses.replace(tiny.geometry, num_prefix_tokens=prefix)  # no magic 1
+    step = g.patch_size * render.display_scale(g)
+    gh, gw = g.grid
+    for r, c in [(0, 0), (2, 5 % gw), (gh - 1, gw - 1)]:
+        x, y = (c + 0.5) * step, (r + 0.5) * step
+        assert embed_panels.clicked_token(g, x, y) == (r, c, prefix + r * gw + c)
+
+
+def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    forwards = []
+    hook = tiny.model.register_forward_hook(lambda *_: forwards.append(1))
+    try:
+        a = wb.analysis(key)
+        d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
+        assert len(forwards) == 1
+        g = tiny.geometry
+        for depth in range(g.num_layers + 1):  # every slider position, as the app's handlers do
+            a = wb.analysis(key)
+            d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
+            p = embed_panels.depth_panel(tiny, a, d, depth, (1, 2))
+            s = embed_panels.similarity_panel(tiny, a, d, depth, (g.grid[0] - 1, 0))
+            for color in embed_panels.COLOR_CHOICES:
+                embed_panels.scatter_figure(tiny, d, depth, color)
+            assert p.pca_over_photo.shape[:2] == tuple(v * render.display_scale(g) for v in g.image_size)
+            assert s.image.shape == p.pca_over_photo.shape
+        assert len(forwards) == 1, "moving the depth slider or clicking must not run the model"
+    finally:
+        hook.remove()
+
+
+def test_similarity_panel_reports_the_clicked_token(tiny, cat):
+    a = vizvit.analyze(tiny, cat)
+    d = embed_panels.prepare(tiny, a)
+    g = tiny.geometry
+    r, c = 1, 2
+    s = embed_panels.similarity_panel(tiny, a, d, 1, (r, c))
+    t = g.num_prefix_tokens + r * g.grid[1] + c
+    ref = float(torch.nn.functional.cosine_similarity(a.hidden_states[1, t], a.hidden_states[1, 0], dim=0))
+    assert f"token {t}" in s.text and f"[CLS] = {ref:+.3f}" in s.text
+    with pytest.raises(ValueError, match="Depth"):
+        embed_panels.similarity_panel(tiny, a, d, g.num_layers + 1, (r, c))
+
+
+def test_scatter_carries_row_col_and_a_thumbnail_per_patch(tiny, cat):
+    a = vizvit.analyze(tiny, cat)
+    d = embed_panels.prepare(tiny, a)
+    g = tiny.geometry
+    fig = embed_panels.scatter_figure(tiny, d, g.num_layers, "rollout")
+    tr = fig.data[0]
+    assert len(tr.x) == g.num_patches
+    cd = np.asarray(tr.customdata, dtype=object)
+    i = g.num_patches - 2
+    assert (cd[i, 0], cd[i, 1]) == divmod(i, g.grid[1])
+    assert cd[i, 2] == g.num_prefix_tokens + i and str(cd[i, 4]).startswith("data:image/png;base64,")
+    np.testing.assert_allclose(np.asarray(tr.marker.color, float), d.rollout.reshape(-1), rtol=1e-6)
+    with pytest.raises(ValueError, match="Colour"):
+        embed_panels.scatter_figure(tiny, d, 0, "hue")
+
+
+def test_export_arrays_have_the_documented_shapes(tiny, cat):
+    a = vizvit.analyze(tiny, cat)
+    g = tiny.geometry
+    arr = embed_panels.embedding_arrays(tiny, a)
+    gh, gw = g.grid
+    n = g.num_layers + 1
+    assert arr["patch_embeddings"].shape == (g.num_patches, g.hidden_size)
+    assert arr["token_norms"].shape == (n, gh, gw)
+    assert arr["token_pca_rgb"].shape == (n, gh, gw, 3)
+    assert arr["embedding_filters_pca"].shape == (28, g.patch_size, g.patch_size, 3)
+    assert all(v.dtype == np.float32 for v in arr.values())

@@ -1,0 +1,365 @@
+"""Panel functions for the Embeddings tab: Analysis + UI params -> images, tables, figures.
+
+`prepare` does the per-photo work once (cached by the caller); the depth slider, a click
+and the colour choice only render from it, so none of them runs the model.
+"""
+
+from __future__ import annotations
+
+import base64
+import weakref
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from . import figures, render
+from .attention import rollout_maps
+from .forward import Analysis
+from .models import Geometry, VitModel
+from .patches import patch_at, token_index
+from .tokens import (EmbeddingStage, FilterPCA, ParamRow, TokenStats, cosine_to, embedding_filters_pca,
+                     embedding_stage, parameter_table, token_stats)
+
+COLOR_CHOICES: tuple[str, ...] = ("row", "column", "rollout")
+SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
+
+EMBED_TEXT = """**From pixels to tokens, and what the tokens become.** The model never sees the photo
+as a picture: a convolution with kernel = stride = P turns each P×P patch into one D-dimensional
+token, [CLS] is put in front, and learned position embeddings are added. Then L blocks rewrite
+every token. Below, the real tensors of this photo, then the tokens at any depth."""
+
+DEPTH_TEXT = """**Tokens at depth l.** l = 0 is the output of the embedding stage, l = k the output of
+block k. *Left*: the three main directions of variation (PCA) of the patch tokens as red, green and
+blue, blended over the photo: patches with similar colours have similar tokens. **Click a patch**
+(on either picture) to see how similar its token is (cosine) to every other token at this depth.
+Moving the slider re-uses the one forward pass already made."""
+
+FILTERS_TEXT = """**Patch-embedding filters** (ViT paper, Fig. 7 left). Each of the D rows of the
+embedding matrix is a filter of P×P×3 numbers; these are its first principal components shown as
+RGB patches (grey = 0), with the share of the filters' variance each explains. Trained models show
+smooth, Fourier-like patterns; random weights show noise."""
+
+
+@dataclass(frozen=True)
+class EmbeddingsData:
+    """Per-photo results the tab renders from (cached by the caller)."""
+
+    stage: EmbeddingStage
+    params: tuple[ParamRow, ...]
+    total_params: int
+    filters: FilterPCA
+    tokens: TokenStats
+    rollout: np.ndarray  # (gh, gw) float32: [CLS] rollout through all blocks
+    thumbs: np.ndarray  # (P,) str: each patch as a PNG data URI, for the scatter's hover
+    big: np.ndarray  # (s·H, s·W, 3) uint8: the model-input view enlarged for display
+
+
+def prepare(vm: VitModel, a: Analysis) -> EmbeddingsData:
+    """Everything the tab shows that depends on the photo but on no slider. No forward pass:
+    one conv for the demonstration, a few SVDs, a rollout."""
+    g = vm.geometry
+    if a.dropped:
+        raise ValueError("The Embeddings tab needs the full token sequence; remove the token drop.")
+    return EmbeddingsData(
+        stage=embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g),
+        params=parameter_table(vm.model),
+        total_params=vm.num_parameters,
+        filters=model_filters(vm.vit.embeddings.patch_embeddings.projection),
+        tokens=token_stats(a.hidden_states, g),
+        rollout=rollout_maps(a.attentions, g)[-1].numpy().astype(np.float32),
+        thumbs=np.array(patch_thumbnails(a.input_view, g)),
+        big=render.enlarge(a.input_view, render.display_scale(g)),
+    )
+
+
+_FILTERS: "weakref.WeakKeyDictionary[torch.nn.Module, FilterPCA]" = weakref.WeakKeyDictionary()
+
+
+def model_filters(conv: torch.nn.Conv2d) -> FilterPCA:
+    """The filter PCA of a model's embedding conv, computed once per loaded model (not per
+    photo: it is the slowest part of opening the tab). Weak keys: an unloaded model's entry goes."""
+    f = _FILTERS.get(conv)
+    if f is None:
+        f = _FILTERS[conv] = embedding_filters_pca(conv.weight)
+    return f
+
+
+def patch_thumbnails(view: np.ndarray, g: Geometry) -> list[str]:
+    """Each patch of the (H, W, 3) view as a PNG data URI, row-major."""
+    p = g.patch_size
+    gh, gw = g.grid
+    out = []
+    for r in range(gh):
+        for c in range(gw):
+            tile = view[r * p:(r + 1) * p, c * p:(c + 1) * p, ::-1]  # RGB -> BGR for OpenCV
+            _, buf = cv2.imencode(".png", np.ascontiguousarray(tile))
+            out.append("data:image/png;base64," + base64.b64encode(buf.tobytes()).decode())
+    return out
+
+
+# ------------------------------------------------------------------ section 1: the embedding stage
+@dataclass(frozen=True)
+class StagePanel:
+    steps: list[list[str]]  # [step, shape, what happens]
+    check: str  # markdown: conv == unfold + linear, with the max |difference|
+    params: list[list[str]]  # [stage, parameters, share]
+    total: str  # markdown: the rows' sum against the model's own count
+
+
+def _shape(s: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(v) for v in s) + ")"
+
+
+def stage_panel(vm: VitModel, d: EmbeddingsData) -> StagePanel:
+    g = vm.geometry
+    p, dim, (gh, gw) = g.patch_size, g.hidden_size, g.grid
+    sh = dict(d.stage.shapes)
+    ops = [
+        ("photo → pixels", f"resized to {g.image_size[0]}×{g.image_size[1]}, normalised per colour"),
+        ("patch conv", f"Conv2d(3 → {dim}, kernel = stride = {p}): one {dim}-vector per {p}×{p} patch"),
+        ("flatten", f"row-major: token i is patch (i // {gw}, i % {gw})"),
+        ("prepend [CLS]", f"{g.num_prefix_tokens} learned token in front"),
+        ("+ position embeddings", f"a learned {_shape(sh['add position embeddings'])} table, added"),
+    ]
+    steps = [[name, _shape(shape), op] for (name, op), (_, shape) in zip(ops, d.stage.shapes)]
+    pd = d.stage.patch_dim
+    check = (f"**The conv is one matrix.** `F.unfold` cuts the pixels into {g.num_patches} columns of "
+             f"3·{p}·{p} = {pd:,} numbers; multiplying them by the conv weight reshaped to a {dim}×{pd:,} "
+             f"matrix (plus the bias) gives the same tokens: **max |conv − unfold·W| = "
+             f"{d.stage.conv_vs_linear:.2e}** (float32 rounding). Checked against the forward pass: "
+             f"patch tokens differ by {d.stage.conv_vs_forward:.2e}, and [CLS] + positions from "
+             f"hidden state 0 by {d.stage.embed_vs_forward:.2e}.")
+    total = sum(r.count for r in d.params)
+    params = [[r.stage, f"{r.count:,}", f"{r.count / total:.2%}"] for r in d.params]
+    same = total == d.total_params
+    params.append(["total (sum of rows)", f"{total:,}", "100%"])
+    total_md = (f"**Total: {total:,} parameters** = sum of the {len(d.params)} rows "
+                + ("= `sum(p.numel() for p in model.parameters())` ✓" if same
+                   else f"≠ the model's {d.total_params:,} (a parameter was counted twice?)"))
+    return StagePanel(steps=steps, check=check, params=params, total=total_md)
+
+
+# ------------------------------------------------------------------ section 2: tokens at depth l
+@dataclass(frozen=True)
+class DepthPanel:
+    pca_over_photo: np.ndarray  # (s·H, s·W, 3) uint8, clickable
+    maps: np.ndarray  # PCA RGB map alone | token-norm heatmap, uint8
+    text: str
+
+
+@dataclass(frozen=True)
+class SimilarityPanel:
+    image: np.ndarray  # (s·H, s·W, 3) uint8, clickable: cos(clicked token, patch) over the photo
+    text: str
+
+
+def default_patch(g: Geometry) -> tuple[int, int]:
+    return g.grid[0] // 2, g.grid[1] // 2
+
+
+def _patch_or_default(g: Geometry, rc: tuple[int, int] | None) -> tuple[int, int]:
+    """The clicked patch, or the centre one when none was clicked or it lies outside this
+    model's grid (a click kept from a model with a bigger grid)."""
+    if rc is None or not (0 <= rc[0] < g.grid[0] and 0 <= rc[1] < g.grid[1]):
+        return default_patch(g)
+    return int(rc[0]), int(rc[1])
+
+
+def clicked_token(g: Geometry, x: float, y: float) -> tuple[int, int, int]:
+    """A click at (x, y) on one of the tab's enlarged images -> (row, col, token index)."""
+    r, c = patch_at(x, y, g, render.display_scale(g))
+    return r, c, token_index(r, c, g)
+
+
+def _check_depth(g: Geometry, depth: int) -> int:
+    depth = int(depth)
+    if not 0 <= depth <= g.num_layers:
+        raise ValueError(f"Depth must be 0..{g.num_layers} for this model.")
+    return depth
+
+
+def _map_image(values: np.ndarray, size: int) -> np.ndarray:
+    """(gh, gw) or (gh, gw, 3) -> (size·gh/gw..., 3) uint8 with one flat tile per patch."""
+    gh, gw = values.shape[:2]
+    return cv2.resize(values, (size, size * gh // gw), interpolation=cv2.INTER_NEAREST)
+
+
+def _blend_tiles(big: np.ndarray, tiles: np.ndarray, alpha: float) -> np.ndarray:
+    """Blend a (gh, gw, 3) uint8 map, one flat tile per patch, over the enlarged view.
+    Colouring the small map before enlarging is the same picture as render.overlay with
+    nearest upsampling, and ~10× cheaper at 672 px, which matters on every slider move."""
+    return cv2.addWeighted(_map_image(tiles, big.shape[1]), float(alpha), big, 1.0 - float(alpha), 0.0)
+
+
+def pca_over_photo(vm: VitModel, d: EmbeddingsData, depth: int,
+                   clicked: tuple[int, int] | None) -> np.ndarray:
+    """(s·H, s·W, 3) uint8: the patch-token PCA colours at `depth` over the photo, grid, clicked patch."""
+    g = vm.geometry
+    depth = _check_depth(g, depth)
+    rgb = (d.tokens.pca_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
+    return render.draw_grid(_blend_tiles(d.big, rgb, 0.65), g, highlight=_patch_or_default(g, clicked))
+
+
+def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
+                clicked: tuple[int, int] | None = None) -> DepthPanel:
+    g = vm.geometry
+    depth = _check_depth(g, depth)
+    rgb = (d.tokens.pca_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
+    norms = d.tokens.norms[depth]
+    side = 336
+    tiles = np.stack([
+        render.label(_map_image(rgb, side), f"PCA -> RGB, l={depth}"),
+        render.label(_map_image(render.colorize(norms, "viridis"), side),
+                     f"token norm {norms.min():.1f} (dark) - {norms.max():.1f} (yellow)"),
+    ])
+    maps = render.mosaic(tiles, 1, 2, sep=6)
+    ratio = d.tokens.pca_ratio[depth]
+    where = "the embedding stage ([CLS] + positions added)" if depth == 0 else f"block {depth}"
+    text = (f"**Depth l = {depth}** of {g.num_layers}: output of {where}. The 3 PCA components explain "
+            f"{ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the {g.num_patches} patch tokens' "
+            "variance "
+            f"(D = {g.hidden_size}). Token norms: {norms.min():.2f} … {norms.max():.2f} "
+            f"(mean {norms.mean():.2f}); ‖[CLS]‖ = {d.tokens.cls_norms[depth]:.2f}.")
+    return DepthPanel(pca_over_photo=pca_over_photo(vm, d, depth, clicked), maps=maps, text=text)
+
+
+def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
+                     clicked: tuple[int, int] | None) -> SimilarityPanel:
+    """Cosine similarity of the clicked patch's token to every patch token and to [CLS]."""
+    g = vm.geometry
+    depth = _check_depth(g, depth)
+    r, c = _patch_or_default(g, clicked)
+    t = token_index(r, c, g)
+    sims = cosine_to(a.hidden_states[depth], t).numpy()  # (N,)
+    pre = g.num_prefix_tokens
+    grid = sims[pre:].reshape(g.grid)
+    heat = render.colorize(grid, SIM_CMAP, -1.0, 1.0)  # (gh, gw, 3)
+    img = render.draw_grid(_blend_tiles(d.big, heat, 0.7), g, lines=False, highlight=(r, c))
+    others = np.delete(sims[pre:], t - pre)
+    best = [int(i) for i in np.argsort(-sims[pre:]) if i != t - pre][:3]
+    near = ", ".join(f"({i // g.grid[1]}, {i % g.grid[1]}) {sims[pre + i]:.2f}" for i in best)
+    text = (f"Patch (row {r}, col {c}) = token {t} at depth {depth}: cosine to **[CLS] = {sims[0]:+.3f}**; "
+            f"to the other patches {others.min():+.2f} … {others.max():+.2f} (mean {others.mean():+.2f}); "
+            f"most similar: {near}. Colours: blue −1, white 0, red +1.")
+    return SimilarityPanel(image=img, text=text)
+
+
+def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = "row") -> go.Figure:
+    """The patch tokens at `depth` on their first two principal components."""
+    g = vm.geometry
+    depth = _check_depth(g, depth)
+    gh, gw = g.grid
+    rows, cols = np.divmod(np.arange(g.num_patches), gw)
+    if color_by == "row":
+        color, label, scale = rows.astype(float), "row", "Viridis"
+    elif color_by == "column":
+        color, label, scale = cols.astype(float), "column", "Viridis"
+    elif color_by == "rollout":
+        color, label, scale = d.rollout.reshape(-1).astype(float), "rollout weight", "Inferno"
+    else:
+        raise ValueError(f"Colour by {color_by!r}? Use one of {', '.join(COLOR_CHOICES)}.")
+    ratio = d.tokens.pca_ratio[depth]
+    return figures.token_scatter(
+        d.tokens.pca_xy[depth], color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs,
+        (f"PC 1 ({ratio[0]:.1%})", f"PC 2 ({ratio[1]:.1%})"),
+        f"Patch tokens at depth {depth}: PCA (hover a point for its patch)", scale)
+
+
+# ------------------------------------------------------------------ per photo: [CLS] by layer, filters
+def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 140) -> np.ndarray:
+    """One tile per depth: cos([CLS], patch) on a shared −1..1 scale."""
+    sims = d.tokens.cls_sim  # (L+1, gh, gw)
+    tiles = np.stack([render.label(_map_image(render.colorize(m, SIM_CMAP, -1, 1), tile),
+                                   f"l={i} mean {m.mean():+.2f}", 0.38) for i, m in enumerate(sims)])
+    cols = min(len(tiles), 7)
+    return render.mosaic(tiles, -(-len(tiles) // cols), cols, sep=4)
+
+
+def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
+    means = ", ".join(f"{m:+.2f}" for m in d.tokens.cls_sim.reshape(len(d.tokens.cls_sim), -1).mean(1))
+    return (f"**How similar [CLS] is to each patch, layer by layer** (cosine; blue −1, white 0, red +1). "
+            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.")
+
+
+def filters_image(d: EmbeddingsData, scale: int | None = None) -> np.ndarray:
+    """The filter components as RGB P×P tiles, 4 rows of 7, each labelled with its variance share."""
+    tiles = d.filters.tiles  # (k, p, p, 3), signed
+    p = tiles.shape[1]
+    s = scale or max(1, round(112 / p))
+    out = []
+    for k, (t, share) in enumerate(zip(tiles, d.filters.explained_ratio)):
+        m = float(np.abs(t).max()) or 1.0
+        img = ((0.5 + 0.5 * t / m) * 255).round().astype(np.uint8)  # each tile on its own ±max scale
+        big = render.enlarge(img, s)
+        out.append(render.label(big, f"{k + 1}: {share:.1%}", 0.32))
+    cols = 7
+    return render.mosaic(np.stack(out), -(-len(out) // cols), cols, sep=3)
+
+
+def filters_text(vm: VitModel, d: EmbeddingsData) -> str:
+    k = len(d.filters.explained_ratio)
+    p = vm.geometry.patch_size
+    return (f"First {k} principal components of the {vm.geometry.hidden_size} filters "
+            f"({p}×{p}×3 = {3 * p * p:,} numbers each); together they explain "
+            f"{d.filters.explained_ratio.sum():.1%} of the variance.")
+
+
+# ------------------------------------------------------------------ export
+def embedding_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+    """arrays.npz keys of this tab (see README)."""
+    d = prepare(vm, a)
+    return {
+        "patch_embeddings": a.patch_embeddings.numpy().astype(np.float32),  # (P, D)
+        "token_norms": d.tokens.norms,  # (L+1, gh, gw)
+        "token_pca_rgb": d.tokens.pca_rgb,  # (L+1, gh, gw, 3)
+        "embedding_filters_pca": d.filters.tiles,  # (28, p, p, 3)
+    }
+
+
+def embedding_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+    d = prepare(vm, a)
+    return {
+        "embedding_filters_pca": filters_image(d),
+        "token_pca_last_layer": depth_panel(vm, a, d, vm.geometry.num_layers).pca_over_photo,
+        "cls_patch_similarity": cls_similarity_image(vm, d),
+    }
+
+
+# A hover thumbnail for the token scatter. plotly's hover labels render text only (no
+# <img>), and gr.Plot has no hover event; so a tiny script, installed once, listens to
+# plotly_hover on the plot and shows the point's customdata[4] image next to the cursor.
+# Gradio re-plots on every update (which drops plotly listeners), so it re-attaches.
+SCATTER_HOVER_JS = """() => {
+  if (window.__vizvitThumb) return;
+  window.__vizvitThumb = true;
+  const box = document.createElement('div');
+  box.id = 'emb-thumb';
+  box.style.cssText = 'position:fixed;display:none;pointer-events:none;z-index:10000;background:#fff;' +
+    'border:1px solid #444;border-radius:4px;padding:4px;font:12px sans-serif;color:#111;';
+  const img = document.createElement('img');
+  img.style.cssText = 'width:96px;height:96px;image-rendering:pixelated;display:block;';
+  const cap = document.createElement('div');
+  box.append(img, cap);
+  document.body.append(box);
+  const attach = () => {
+    const gd = document.querySelector('#emb-scatter .js-plotly-plot');
+    if (!gd || !gd.on || (gd._ev && gd.__vizvitEv === gd._ev)) return;
+    gd.__vizvitEv = gd._ev;
+    gd.on('plotly_hover', (ev) => {
+      const pt = ev.points && ev.points[0];
+      if (!pt || !pt.customdata) return;
+      img.src = pt.customdata[4];
+      cap.textContent = 'row ' + pt.customdata[0] + ', col ' + pt.customdata[1];
+      const e = ev.event || {clientX: 0, clientY: 0};
+      // Left of and above the cursor: plotly puts its own hover label on the right.
+      box.style.left = Math.max(4, e.clientX - 130) + 'px';
+      box.style.top = Math.max(4, e.clientY - 140) + 'px';
+      box.style.display = 'block';
+    });
+    gd.on('plotly_unhover', () => { box.style.display = 'none'; });
+  };
+  setInterval(attach, 300);
+}"""

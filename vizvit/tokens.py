@@ -1,0 +1,259 @@
+"""Token embeddings: how pixels become tokens, and what tokens look like layer by layer.
+
+Pure functions over tensors. Shapes: hidden states are (L+1, N, D) with [0] the output
+of the embedding stage and [l] the output of block l; N = num_prefix_tokens + gh·gw;
+P (patches) = gh·gw; p = patch size in pixels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .models import Geometry
+from .patches import patch_tokens, to_grid
+
+NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
+
+
+# ------------------------------------------------------------------ the embedding stage
+def conv_as_unfold_linear(pixels: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
+    """The patch-embedding conv written as "cut into patches, apply one matrix".
+
+    pixels (1, 3, H, W) -> (1, P, D). Each p×p patch is flattened channel-first
+    (F.unfold's order, the same as the conv weight's (D, 3, p, p) layout) and multiplied
+    by the conv weight reshaped to a (D, 3·p·p) matrix. Equal to
+    conv(pixels).flatten(2).transpose(1, 2) because kernel = stride = p: the windows
+    neither overlap nor leave gaps.
+    """
+    p = conv.kernel_size[0]
+    cols = F.unfold(pixels, kernel_size=p, stride=p)  # (1, 3·p·p, P)
+    weight = conv.weight.reshape(conv.out_channels, -1)  # (D, 3·p·p)
+    return F.linear(cols.transpose(1, 2), weight, conv.bias)  # (1, P, D)
+
+
+@dataclass(frozen=True)
+class EmbeddingStage:
+    """The embedding stage recomputed step by step from the model's own weights."""
+
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]  # (step name, tensor shape), in order
+    conv_vs_linear: float  # max |conv - unfold+linear|
+    conv_vs_forward: float  # max |our conv tokens - the patch embeddings the forward captured|
+    embed_vs_forward: float  # max |[CLS]+patches+positions - hidden_states[0]|
+    patch_dim: int  # 3·p·p numbers per patch
+
+
+@torch.inference_mode()
+def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_embeddings: torch.Tensor,
+                    hidden0: torch.Tensor, g: Geometry) -> EmbeddingStage:
+    """Run only the embedding stage by hand and check it against the cached forward.
+
+    embeddings: the ViT's embeddings module (patch_embeddings.projection, cls_token,
+    position_embeddings); pixels (1, 3, H, W); patch_embeddings (P, D) and hidden0 (N, D)
+    from the Analysis. Cheap (one conv), so it runs no transformer block.
+    """
+    conv: torch.nn.Conv2d = embeddings.patch_embeddings.projection
+    dev = conv.weight.device
+    x = pixels.to(dev, conv.weight.dtype)  # (1, 3, H, W)
+    fmap = conv(x)  # (1, D, gh, gw)
+    seq = fmap.flatten(2).transpose(1, 2)  # (1, P, D): row-major over the grid
+    lin = conv_as_unfold_linear(x, conv)  # (1, P, D)
+    prefix = embeddings.cls_token.expand(1, -1, -1)  # (1, num_prefix_tokens, D)
+    tokens = torch.cat([prefix, seq], dim=1)  # (1, N, D)
+    embedded = tokens + embeddings.position_embeddings  # (1, N, D)
+    seq_c, emb_c = seq[0].float().cpu(), embedded[0].float().cpu()
+    return EmbeddingStage(
+        shapes=(("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
+                ("flatten row-major", tuple(seq.shape)), ("prepend [CLS]", tuple(tokens.shape)),
+                ("add position embeddings", tuple(embedded.shape))),
+        conv_vs_linear=float((seq - lin).abs().max()),
+        conv_vs_forward=float((seq_c - patch_embeddings.float()).abs().max()),
+        embed_vs_forward=float((emb_c - hidden0.float()).abs().max()),
+        patch_dim=int(conv.weight[0].numel()),
+    )
+
+
+@dataclass(frozen=True)
+class ParamRow:
+    stage: str  # e.g. "block 3 · attention (q, k, v, o)"
+    count: int
+
+
+def _stage_of(name: str) -> str:
+    """Parameter name (HF ViT naming) -> the stage it belongs to."""
+    parts = name.split(".")
+    if "embeddings" in parts:
+        if "patch_embeddings" in parts:
+            return "embedding conv (patch projection)"
+        if "cls_token" in parts:
+            return "[CLS] token"
+        if "position_embeddings" in parts:
+            return "position embeddings"
+        return "embeddings · other"
+    if "layers" in parts or "layer" in parts:
+        i = parts.index("layers" if "layers" in parts else "layer")
+        block = f"block {int(parts[i + 1]) + 1}"
+        if "attention" in parts:
+            return f"{block} · attention (q, k, v, o)"
+        if "mlp" in parts or "intermediate" in parts or "output" in parts:
+            return f"{block} · MLP (fc1, fc2)"
+        if any(n.startswith("layernorm") for n in parts):
+            return f"{block} · norms (before, after)"
+        return f"{block} · other"
+    if "layernorm" in parts:
+        return "final norm"
+    if parts[0] == "classifier":
+        return "classifier"
+    if "pooler" in parts:
+        return "pooler"
+    return "other"
+
+
+def parameter_table(model: torch.nn.Module) -> tuple[ParamRow, ...]:
+    """Parameters per stage and per encoder block, in model order. Every parameter lands in
+    exactly one row (unknown ones in "other"), so the rows sum to sum(p.numel())."""
+    counts: dict[str, int] = {}
+    for name, p in model.named_parameters():
+        stage = _stage_of(name)
+        counts[stage] = counts.get(stage, 0) + p.numel()
+    return tuple(ParamRow(s, c) for s, c in counts.items())
+
+
+# ------------------------------------------------------------------ PCA
+@dataclass(frozen=True)
+class PCA:
+    """Principal components of n samples of dimension d."""
+
+    components: np.ndarray  # (k, d) unit rows, sign fixed: largest-|loading| entry positive
+    scores: np.ndarray  # (n, k) centred samples projected on the components
+    explained_variance: np.ndarray  # (k,) variance along each component (ddof = 1)
+    explained_ratio: np.ndarray  # (k,) share of the total variance
+    mean: np.ndarray  # (d,)
+
+
+def pca(x: np.ndarray | torch.Tensor, k: int) -> PCA:
+    """PCA of x (n, d), in float64.
+
+    Eigen-decomposes the smaller of the two Gram matrices of the centred data (n×n or
+    d×d) with torch: the same components as an SVD, and ~30× faster than numpy's SVD on
+    a busy shared CPU. SVD/eigh leave each component's sign arbitrary (it can flip
+    between BLAS builds or between two nearly identical photos); flipping so the
+    largest-|loading| entry is positive makes colours and scatter plots deterministic.
+    """
+    x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
+    n, d = x.shape
+    if not 1 <= k <= min(n, d):
+        raise ValueError(f"Cannot take {k} principal components of {n} samples of dimension {d}.")
+    mean = x.mean(0)
+    xc = x - mean  # (n, d)
+    if n <= d:
+        lam, u = torch.linalg.eigh(xc @ xc.T)  # ascending; lam = s²
+        lam, u = lam.flip(0)[:k].clamp_min(0), u.flip(1)[:, :k]
+        comps = (xc.T @ u / lam.sqrt().clamp_min(1e-300)).T  # (k, d) = V's first rows
+    else:
+        lam, v = torch.linalg.eigh(xc.T @ xc)
+        lam, comps = lam.flip(0)[:k].clamp_min(0), v.flip(1)[:, :k].T
+    comps = comps / comps.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    big = comps.abs().argmax(1)
+    signs = torch.sign(comps[torch.arange(k), big])
+    signs[signs == 0] = 1.0
+    comps = comps * signs[:, None]
+    var = lam / max(n - 1, 1)
+    total = float((xc**2).sum()) / max(n - 1, 1)
+    ratio = var / total if total > 0 else torch.zeros(k, dtype=torch.float64)
+    return PCA(components=comps.numpy(), scores=(xc @ comps.T).numpy(), explained_variance=var.numpy(),
+               explained_ratio=ratio.numpy(), mean=mean.numpy())
+
+
+def minmax(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Scale to [0, 1] along `axis` (a constant column becomes 0.5)."""
+    lo, hi = x.min(axis, keepdims=True), x.max(axis, keepdims=True)
+    span = hi - lo
+    return np.where(span > 0, (x - lo) / np.where(span > 0, span, 1), 0.5)
+
+
+# ------------------------------------------------------------------ tokens per depth
+@dataclass(frozen=True)
+class TokenStats:
+    """Everything per depth l = 0..L that the depth slider shows, computed once per photo."""
+
+    pca_rgb: np.ndarray  # (L+1, gh, gw, 3) float32 in [0, 1]: patch-token PCA, 3 components
+    pca_xy: np.ndarray  # (L+1, P, 2) float32: the first two PCA scores of each patch token
+    pca_ratio: np.ndarray  # (L+1, 3) float32: variance share of those components
+    norms: np.ndarray  # (L+1, gh, gw) float32: ‖token‖₂ of each patch
+    cls_norms: np.ndarray  # (L+1,) float32: ‖[CLS]‖₂
+    cls_sim: np.ndarray  # (L+1, gh, gw) float32: cos([CLS], patch)
+
+
+def token_norms(hidden: torch.Tensor, g: Geometry) -> torch.Tensor:
+    """(L+1, N, D) -> (L+1, gh, gw): the L2 norm of each patch token at each depth."""
+    return to_grid(patch_tokens(hidden, g).float().norm(dim=-1), g)
+
+
+def cosine_matrix(x: torch.Tensor) -> torch.Tensor:
+    """(n, D) -> (n, n) cosine similarity of every token with every token."""
+    u = F.normalize(x.float(), dim=-1)
+    return u @ u.T
+
+
+def cosine_to(x: torch.Tensor, i: int) -> torch.Tensor:
+    """(n, D) -> (n,): cosine similarity of token i to every token (one row of cosine_matrix)."""
+    return F.cosine_similarity(x.float(), x[i:i + 1].float(), dim=-1)
+
+
+def cls_patch_similarity(hidden: torch.Tensor, g: Geometry) -> torch.Tensor:
+    """(L+1, N, D) -> (L+1, gh, gw): cos([CLS], patch) at each depth. [CLS] is token 0."""
+    h = hidden.float()
+    return to_grid(F.cosine_similarity(patch_tokens(h, g), h[:, :1], dim=-1), g)
+
+
+def token_pca_rgb(patches: torch.Tensor | np.ndarray, g: Geometry) -> tuple[np.ndarray, PCA]:
+    """(P, D) patch tokens -> (gh, gw, 3) in [0, 1]: three PCA scores as R, G, B, each
+    min-max scaled over the patches; plus the PCA."""
+    fit = pca(np.asarray(patches, dtype=np.float64), 3)
+    rgb = minmax(fit.scores, 0).reshape(*g.grid, 3)
+    return rgb.astype(np.float32), fit
+
+
+def token_stats(hidden: torch.Tensor, g: Geometry) -> TokenStats:
+    """hidden (L+1, N, D) -> TokenStats. A few small SVDs; no forward pass."""
+    if hidden.shape[1] != g.seq_len:
+        raise ValueError("Token views need the full sequence: this analysis dropped tokens.")
+    patches = patch_tokens(hidden, g).float().numpy()  # (L+1, P, D)
+    rgbs, xys, ratios = [], [], []
+    for layer in patches:
+        rgb, fit = token_pca_rgb(layer, g)
+        rgbs.append(rgb)
+        xys.append(fit.scores[:, :2])
+        ratios.append(fit.explained_ratio)
+    return TokenStats(
+        pca_rgb=np.stack(rgbs).astype(np.float32),
+        pca_xy=np.stack(xys).astype(np.float32),
+        pca_ratio=np.stack(ratios).astype(np.float32),
+        norms=token_norms(hidden, g).numpy().astype(np.float32),
+        cls_norms=hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32),
+        cls_sim=cls_patch_similarity(hidden, g).numpy().astype(np.float32),
+    )
+
+
+# ------------------------------------------------------------------ patch-embedding filters
+@dataclass(frozen=True)
+class FilterPCA:
+    tiles: np.ndarray  # (k, p, p, 3) float32: components as RGB patches (unit norm overall)
+    explained_ratio: np.ndarray  # (k,) share of the filters' variance each explains
+
+
+def embedding_filters_pca(weight: torch.Tensor, k: int = NUM_FILTER_COMPONENTS) -> FilterPCA:
+    """Principal components of the D patch-embedding filters (ViT paper, Fig. 7 left).
+
+    weight: the conv weight (D, 3, p, p); each filter is one sample of dimension 3·p·p.
+    Returns the first min(k, D, 3·p·p) components reshaped to (p, p, 3) RGB patches.
+    """
+    d, c, p, _ = weight.shape
+    k = min(k, d, c * p * p)
+    fit = pca(weight.detach().float().cpu().reshape(d, -1).numpy(), k)
+    tiles = fit.components.reshape(k, c, p, p).transpose(0, 2, 3, 1)  # channel-last for display
+    return FilterPCA(tiles=tiles.astype(np.float32), explained_ratio=fit.explained_ratio.astype(np.float32))
