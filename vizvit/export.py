@@ -43,6 +43,11 @@ def core_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
 ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays]
 FIGURE_BUILDERS: list[FigureBuilder] = [core_figures]
 
+from .attention_panels import attention_arrays, attention_figures  # noqa: E402
+
+ARRAY_BUILDERS.append(attention_arrays)
+FIGURE_BUILDERS.append(attention_figures)
+
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View()) -> dict:
