@@ -147,7 +147,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
-                                format="png", elem_id="attn-main")
+                                format="jpeg", elem_id="attn-main")
             with gr.Row():
                 direction = gr.Radio(["row", "column"], value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
@@ -169,12 +169,12 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             readout = gr.Markdown(elem_id="attn-readout")
     gr.Markdown(ap.MAIN_TEXT)
     gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
-    strip = gr.Image(show_label=False, interactive=False, format="png", elem_id="attn-strip")
+    strip = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
     gr.Markdown(ap.ROLLOUT_TEXT)
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("### All layers × heads (click a cell to open it)")
-            grid = gr.Image(show_label=False, interactive=False, format="png", elem_id="attn-grid")
+            grid = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
         with gr.Column(scale=2):
             gr.Markdown(ap.GRID_TEXT)
     with gr.Row():
@@ -186,7 +186,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             with gr.Row():
                 cls = gr.Dropdown([], label="class (top-5)", elem_id="attn-class")
                 rel_btn = gr.Button("Compute class relevance", elem_id="attn-relevance-btn")
-            rel_img = gr.Image(label="Class-specific relevance", interactive=False, format="png",
+            rel_img = gr.Image(label="Class-specific relevance", interactive=False, format="jpeg",
                                elem_id="attn-relevance")
             rel_text = gr.Markdown()
             gr.Markdown(ap.RELEVANCE_TEXT)
