@@ -9,8 +9,11 @@ take directly. Nothing on the model is changed.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
+from . import forward
 from .attention import chefer_relevance
 from .forward import Analysis
 from .models import VitModel
@@ -29,7 +32,10 @@ def relevance_matrix(vm: VitModel, a: Analysis, class_index: int) -> torch.Tenso
     if a.dropped:
         raise ValueError("Relevance needs the full token sequence: turn token drop off.")
     pixels = a.pixel_values.detach().clone().to(vm.device).requires_grad_(True)
-    with torch.inference_mode(False), torch.enable_grad():
+    # Another request's forward hooks (token drop) must not run inside this forward: hold
+    # forward.py's hooked-forward lock where that module has one (added on another branch).
+    lock = getattr(forward, "HOOKED_FORWARD_LOCK", None) or contextlib.nullcontext()
+    with lock, torch.inference_mode(False), torch.enable_grad():
         out = vm.model(pixels, output_attentions=True)
         # Gradients w.r.t. the (1, H, N, N) tensors the model used, in layer order.
         grads = torch.autograd.grad(out.logits[0, class_index], out.attentions)
