@@ -328,3 +328,10 @@ def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
     assert z["relevance"].shape == g.grid and (z["relevance"] >= 0).all()
     for name in ("attention_cls_mean", "attention_heads_grid", "rollout_strip"):
         assert (tmp_path / f"{name}.png").stat().st_size > 100
+
+
+def test_half_precision_attentions_roll_out_in_half_precision(geom):
+    att = random_attention(geom, seed=4)
+    half = A.rollout_heads(att.half(), geom.num_prefix_tokens)
+    assert half.dtype == torch.float16  # big models keep fp16 attentions; the stack stays that size
+    torch.testing.assert_close(half.float(), A.rollout_heads(att, geom.num_prefix_tokens), atol=2e-3, rtol=1e-2)
