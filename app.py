@@ -27,7 +27,7 @@ import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
 
 import vizvit  # noqa: E402
-from vizvit import embed_panels, experiments, panels, positions_panel  # noqa: E402
+from vizvit import attention_panels, embed_panels, experiments, panels, positions_panel  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
@@ -276,7 +276,121 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
 # ---------------------------------------------------------------- Attention tab
 def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
-    gr.Markdown("*(being built: issues 3 and 10)*")
+    ap = attention_panels
+    with gr.Row():
+        with gr.Column(scale=3):
+            main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
+                                format="jpeg", elem_id="attn-main")
+            with gr.Row():
+                direction = gr.Radio(["row", "column"], value="row", elem_id="attn-direction",
+                                     label="clicked patch: its row (what it attends to) or its column (what attends to it)")
+                to_cls = gr.Button("Query: back to [CLS]", size="sm", elem_id="attn-to-cls")
+        with gr.Column(scale=2):
+            layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
+                              elem_id="attn-layer")
+            show = gr.Radio(list(ap.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
+                            elem_id="attn-show")
+            head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
+            mode = gr.Radio(list(ap.MODES), value="raw", label="attention", elem_id="attn-mode")
+            discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row")
+            with gr.Row():
+                alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
+                cmap = gr.Dropdown(list(ap.COLORMAPS), value="inferno", label="colour map")
+            with gr.Row():
+                tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)")
+                shared = gr.Checkbox(value=True, label="one shared colour scale (grid and strip)")
+            readout = gr.Markdown(elem_id="attn-readout")
+    gr.Markdown(ap.MAIN_TEXT)
+    gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
+    strip = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
+    gr.Markdown(ap.ROLLOUT_TEXT)
+    with gr.Row():
+        with gr.Column(scale=3):
+            gr.Markdown("### All layers × heads (click a cell to open it)")
+            grid = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
+        with gr.Column(scale=2):
+            gr.Markdown(ap.GRID_TEXT)
+    with gr.Row():
+        with gr.Column():
+            dist = gr.Plot(label="Mean attention distance", elem_id="attn-distance")
+            pick = gr.Dropdown([], label="open a head (nearest first)", elem_id="attn-pick")
+            gr.Markdown(ap.DISTANCE_TEXT)
+        with gr.Column():
+            with gr.Row():
+                cls = gr.Dropdown([], label="class (top-5)", elem_id="attn-class")
+                rel_btn = gr.Button("Compute class relevance", elem_id="attn-relevance-btn")
+            rel_img = gr.Image(label="Class-specific relevance", interactive=False, format="jpeg",
+                               elem_id="attn-relevance")
+            rel_text = gr.Markdown()
+            gr.Markdown(ap.RELEVANCE_TEXT)
+    query = gr.State(None)  # (row, col) or None for [CLS]
+    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
+
+    def params(*v: Any) -> attention_panels.AttnParams:
+        return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
+                             discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
+                             shared_scale=bool(v[10]))
+
+    @safe
+    def opened(key: PhotoKey | None, *v: Any):
+        if key is None:
+            return (gr.skip(),) * 12
+        vm = ctx.wb.model(key.model_id)
+        g = vm.geometry
+        p = ap.clip_params(params(*v), g)
+        page = ap.attention_page(vm, ctx.wb.analysis(key), p, functools.partial(ctx.wb.derived, key))
+        cls_val = page.classes[0][1] if page.classes else None
+        return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
+                p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
+                gr.Dropdown(choices=page.distance_choices, value=None),
+                gr.Dropdown(choices=page.classes, value=cls_val), None, "")
+
+    @safe
+    def redraw(key: PhotoKey | None, *v: Any):
+        if key is None:
+            return (gr.skip(),) * 4
+        vm = ctx.wb.model(key.model_id)
+        view = ap.attention_view(vm, ctx.wb.analysis(key), params(*v), functools.partial(ctx.wb.derived, key))
+        return view.main, view.readout, view.grid, view.strip
+
+    @safe
+    def click_main(key: PhotoKey | None, evt: gr.SelectData):
+        if key is None:
+            return gr.skip()
+        return ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+
+    @safe
+    def click_grid(key: PhotoKey | None, evt: gr.SelectData):
+        if key is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+        return lay, hd, ap.ONE_HEAD
+
+    @safe
+    def pick_head(choice: str | None):
+        if not choice:
+            return gr.skip(), gr.skip(), gr.skip()
+        lay, hd = ap.parse_choice(choice)
+        return lay, hd, ap.ONE_HEAD
+
+    @safe
+    def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
+        if key is None or class_index is None:
+            raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
+        vm = ctx.wb.model(key.model_id)
+        return ap.relevance_panel(vm, ctx.wb.analysis(key), int(class_index), params(*v),
+                                  functools.partial(ctx.wb.derived, key))
+
+    view_outs = [main_img, readout, grid, strip]
+    ins = [ctx.key, *controls]
+    ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
+    for c in (layer, head, show, mode, direction, discard, alpha, cmap, tau, shared):
+        c.input(redraw, ins, view_outs, show_progress="hidden")
+    main_img.select(click_main, [ctx.key], query).then(redraw, ins, view_outs, show_progress="hidden")
+    to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
+    grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
+    pick.input(pick_head, [pick], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
+    rel_btn.click(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
 
 
 # ---------------------------------------------------------------- Positions tab

@@ -236,8 +236,9 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     arrays = np.load(tmp_path / "arrays.npz")
     assert arrays["shift_sweep"].shape == (2 * 32 + 1, 4)
     assert np.array_equal(arrays["shift_sweep"][:, 0], np.arange(65))
-    assert arrays["deletion_curves"].shape == (3, 11)
-    assert list(arrays["deletion_curve_maps"]) == ["rollout", "last-layer [CLS] attention", "random"]
+    assert arrays["deletion_curves"].shape == (4, 11)
+    assert list(arrays["deletion_curve_maps"]) == ["rollout", "last-layer [CLS] attention", "random",
+                                                   "class relevance"]
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)
 

@@ -5,13 +5,14 @@ No gradio here; app.py only wires these."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import plotly.graph_objects as go
 
-from . import perturb, render
+from . import attention_panels, perturb, render
 from .forward import Analysis
 from .images import View
 from .models import Geometry, VitModel
@@ -228,13 +229,20 @@ def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode:
 
 # ------------------------------------------------------------------ faithfulness
 def curve_maps(wb: Workbench, key: PhotoKey, seed: int = 0) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map for the curves, cached per photo.
+    """name -> (gh, gw) map for the curves, cached per photo: rollout, last-layer [CLS]
+    attention, random, and (models with a classifier) Chefer relevance of the top-1 class,
+    shared with the Attention tab's cache so it is computed once."""
 
-    Any (gh, gw) score map can join: to add class-specific relevance (vizvit.attention.relevance),
-    put it in the dict returned by perturb.ranking_maps, e.g. ``"relevance": relevance(...)``, and
-    the curves, their AUC table and the export pick it up (the cache key holds the map names).
-    """
-    return dict(wb.derived(key, ("experiments_maps", seed), lambda: perturb.ranking_maps(wb.analysis(key), seed)))
+    def compute() -> dict[str, np.ndarray]:
+        a = wb.analysis(key)
+        maps = perturb.ranking_maps(a, seed)
+        vm = wb.model(key.model_id)
+        if vm.has_classifier and a.top5:
+            maps["class relevance"] = attention_panels.relevance_map(
+                vm, a, a.top5[0].index, functools.partial(wb.derived, key))
+        return maps
+
+    return dict(wb.derived(key, ("experiments_maps", seed), compute))
 
 
 def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
@@ -274,7 +282,9 @@ def experiment_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed view."""
     out = {"shift_sweep": perturb.shift_sweep(vm, a.input_view).array()}
     if vm.has_classifier:
-        c = perturb.faithfulness_curves(vm, a.input_view, perturb.ranking_maps(a), steps=10)
+        maps = perturb.ranking_maps(a)
+        maps["class relevance"] = attention_panels.relevance_map(vm, a, a.top5[0].index)
+        c = perturb.faithfulness_curves(vm, a.input_view, maps, steps=10)
         out["deletion_curves"] = c.deletion.astype(np.float32)
         out["deletion_curve_maps"] = np.array(c.names)
     return out

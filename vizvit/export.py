@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 from PIL import Image
 
-from . import embed_panels, render
+from . import attention_panels, embed_panels, experiments, positional, positions_panel, render
 from .forward import Analysis, analyze
 from .images import View, load_image
 from .models import VitModel, load_model
@@ -40,16 +40,11 @@ def core_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     }
 
 
-ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays, embed_panels.embedding_arrays]
-FIGURE_BUILDERS: list[FigureBuilder] = [core_figures, embed_panels.embedding_figures]
-
-from . import positional, positions_panel  # noqa: E402  (Positions tab)
-
-ARRAY_BUILDERS.append(positional.export_arrays)
-FIGURE_BUILDERS.append(positions_panel.export_figures)
-from .experiments import experiment_arrays  # noqa: E402  (Experiments tab: shift_sweep, deletion_curves)
-
-ARRAY_BUILDERS.append(experiment_arrays)
+# One builder per tab, in the page's order.
+ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays, embed_panels.embedding_arrays, attention_panels.attention_arrays,
+                                      positional.export_arrays, experiments.experiment_arrays]
+FIGURE_BUILDERS: list[FigureBuilder] = [core_figures, embed_panels.embedding_figures,
+                                        attention_panels.attention_figures, positions_panel.export_figures]
 
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",

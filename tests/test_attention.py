@@ -1,0 +1,337 @@
+"""Attention maps, rollout (per layer and per head), distance, relevance, the grid and export.
+
+References are plain loops written here; constructed attentions have known answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from vizvit import attention as A
+from vizvit import attention_panels as ap
+from vizvit import render
+from vizvit.models import Geometry
+from vizvit.workbench import PhotoKey, Workbench
+
+GEOMS = {"g14": Geometry((224, 224), 16, (14, 14), 1, 3, 4, 32),
+         "g7": Geometry((224, 224), 32, (7, 7), 1, 3, 4, 32)}
+
+
+@pytest.fixture(params=list(GEOMS))
+def geom(request) -> Geometry:
+    return GEOMS[request.param]
+
+
+def random_attention(g: Geometry, seed: int = 0) -> torch.Tensor:
+    """(L, H, N, N) softmax rows with sharp peaks, so fusions and discards differ."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(g.num_layers, g.num_heads, g.seq_len, g.seq_len, generator=gen) * 3
+    return logits.softmax(-1)
+
+
+def pointing_attention(g: Geometry, target: int, weight: float = 0.9) -> torch.Tensor:
+    """Every query puts `weight` on key `target` and spreads the rest uniformly."""
+    n = g.seq_len
+    att = torch.full((g.num_layers, g.num_heads, n, n), (1 - weight) / n)
+    att[..., target] += weight
+    return att
+
+
+# ------------------------------------------------------------------ plain references
+def ref_rollout(att: np.ndarray, fusion: str, discard: float, prefix: int) -> np.ndarray:
+    n_l, n_h, n, _ = att.shape
+    r = np.eye(n)
+    out = []
+    for l in range(n_l):
+        f = np.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                vals = [att[l, h, i, j] for h in range(n_h)]
+                f[i, j] = {"mean": np.mean, "max": np.max, "min": np.min}[fusion](vals)
+        k = int((n - prefix) * discard)
+        for i in range(n):
+            order = sorted(range(prefix, n), key=lambda j: f[i, j])
+            for j in order[:k]:
+                f[i, j] = 0.0
+        a_hat = 0.5 * f + 0.5 * np.eye(n)
+        for i in range(n):
+            a_hat[i] = a_hat[i] / a_hat[i].sum()
+        r = a_hat @ r
+        out.append(r.copy())
+    return np.stack(out)
+
+
+def ref_rollout_heads(att: np.ndarray, prefix: int) -> np.ndarray:
+    n_l, n_h, n, _ = att.shape
+    below = ref_rollout(att, "mean", 0.0, prefix)
+    out = np.zeros_like(att, dtype=np.float64)
+    for l in range(n_l):
+        r_prev = np.eye(n) if l == 0 else below[l - 1]
+        for h in range(n_h):
+            a_hat = 0.5 * att[l, h] + 0.5 * np.eye(n)
+            a_hat = a_hat / a_hat.sum(1)[:, None]
+            out[l, h] = a_hat @ r_prev
+    return out
+
+
+# ------------------------------------------------------------------ rollout
+@pytest.mark.parametrize("fusion", ["mean", "max", "min"])
+@pytest.mark.parametrize("discard", [0.0, 0.3, 0.9])
+def test_rollout_matches_a_plain_loop(fusion, discard):
+    g = GEOMS["g7"]  # the loop reference is O(N²·H) in Python: the 7×7 grid keeps it quick
+    att = random_attention(g, seed=1)
+    got = A.rollout_stack(att, fusion, discard, g.num_prefix_tokens).numpy()
+    want = ref_rollout(att.double().numpy(), fusion, discard, g.num_prefix_tokens)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=f"{fusion}, discard {discard}")
+    np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-5)  # rows stay distributions
+    maps = A.rollout_maps(att, g, fusion, discard).numpy()
+    np.testing.assert_allclose(maps, want[:, 0, 1:].reshape(g.num_layers, *g.grid), rtol=1e-4, atol=1e-7)
+
+
+def test_rollout_never_discards_the_cls_column(geom):
+    att = random_attention(geom)
+    fused = A.fuse_heads(att)
+    kept = A.discard_lowest(fused, 0.99, geom.num_prefix_tokens)
+    assert torch.equal(kept[..., 0], fused[..., 0])
+
+
+def test_identity_attention_gives_identity_rollout(geom):
+    n = geom.seq_len
+    att = torch.eye(n).expand(geom.num_layers, geom.num_heads, n, n).clone()
+    for fusion in ("mean", "max", "min"):
+        for discard in (0.0, 0.5):
+            r = A.rollout_stack(att, fusion, discard, geom.num_prefix_tokens)
+            assert torch.allclose(r, torch.eye(n).expand_as(r)), (fusion, discard)
+    assert torch.allclose(A.rollout_heads(att), torch.eye(n).expand_as(att))
+
+
+def test_head_rollout_matches_a_plain_loop_and_its_mean_is_the_layer_rollout(geom):
+    att = random_attention(geom, seed=2)
+    got = A.rollout_heads(att, geom.num_prefix_tokens)
+    if geom.grid == (7, 7):
+        np.testing.assert_allclose(got.numpy(), ref_rollout_heads(att.double().numpy(), 1), rtol=1e-4, atol=1e-6)
+    layer = A.rollout_stack(att, "mean", 0.0, geom.num_prefix_tokens)
+    torch.testing.assert_close(got.mean(1), layer, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ "points at (r, c)" in every view
+RC = {"g14": (3, 11), "g7": (5, 2)}
+
+
+def _params(**kw) -> ap.AttnParams:
+    return ap.AttnParams(**{"layer": 2, "head": 3, "alpha": 1.0, "cmap": "inferno", **kw})
+
+
+def _analysis(g: Geometry, att: torch.Tensor):
+    """A stand-in Analysis: only geometry, input view and attentions are read by these views."""
+    from vizvit.forward import Analysis
+    from vizvit.images import View
+
+    return Analysis(model_id="constructed", geometry=g, view=View(),
+                    input_view=np.full((*g.image_size, 3), 128, np.uint8), pixel_values=torch.zeros(1),
+                    logits=None, probs=None, top5=(), attentions=att, hidden_states=torch.zeros(1),
+                    patch_embeddings=torch.zeros(1), kept_tokens=torch.arange(g.seq_len), seconds=0.0)
+
+
+class _VM:
+    def __init__(self, g: Geometry):
+        self.geometry = g
+
+
+def _brightest_tile(img: np.ndarray, g: Geometry, x0: int = 0, y0: int = 0, tile: int | None = None):
+    """(row, col) of the tile whose centre pixel is the colour map's top colour."""
+    top = render.colorize(np.array([[1.0]]), "inferno", 0, 1)[0, 0]
+    size = tile or img.shape[0]
+    step = size / g.grid[0]
+    hits = [(r, c) for r in range(g.grid[0]) for c in range(g.grid[1])
+            if np.array_equal(img[int(y0 + (r + 0.5) * step), int(x0 + (c + 0.5) * step)], top)]
+    return hits
+
+
+def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, request):
+    g = geom
+    r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
+    t = g.num_prefix_tokens + r * g.grid[1] + c
+    att = pointing_attention(g, t)
+    a = _analysis(g, att)
+    vm = _VM(g)
+    for show in ap.SHOW_CHOICES:
+        for mode in ap.MODES:
+            p = _params(show=show, mode=mode)
+            main = ap.main_panel(vm, a, p)
+            assert main.values.shape == g.grid
+            assert np.unravel_index(main.values.argmax(), g.grid) == (r, c), (show, mode)
+            assert _brightest_tile(main.image, g) == [(r, c)], (show, mode)
+    # A clicked query patch's row points at (r, c) too.
+    p = _params(show=ap.ONE_HEAD, query=(0, 0))
+    assert np.unravel_index(ap.main_panel(vm, a, p).values.argmax(), g.grid) == (r, c)
+    # Column: only patch (r, c) attends to [CLS] -> the [CLS] column lights (r, c).
+    n = g.seq_len
+    col_att = torch.full((g.num_layers, g.num_heads, n, n), 1.0 / n)
+    col_att[..., t, :] = 0.1 / (n - 1)
+    col_att[..., t, 0] = 0.9
+    p = _params(show="mean", direction="column")
+    v = ap.main_panel(vm, _analysis(g, col_att), p).values
+    assert np.unravel_index(v.argmax(), g.grid) == (r, c)
+    # Rollout strip maps and the all-heads grid, raw and rolled out.
+    assert all(np.unravel_index(m.argmax(), g.grid) == (r, c) for m in ap.strip_maps(a, _params()).numpy())
+    for mode in ap.MODES:
+        img = ap.compose_grid(ap.grid_maps(a, _params(mode=mode)).numpy(), "inferno", shared=False)
+        tile = ap.grid_tile(g)
+        for l in range(g.num_layers):
+            for h in range(g.num_heads):
+                x0 = ap.GRID_LEFT + h * (tile + ap.GRID_SEP)
+                y0 = ap.GRID_TOP + l * (tile + ap.GRID_SEP)
+                assert _brightest_tile(img, g, x0, y0, tile) == [(r, c)], (mode, l, h)
+
+
+def test_only_one_head_pointing_lights_only_its_rolled_out_cell(geom):
+    g = geom
+    r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
+    t = g.num_prefix_tokens + r * g.grid[1] + c
+    n = g.seq_len
+    att = torch.full((g.num_layers, g.num_heads, n, n), 1.0 / n)
+    l0, h0 = g.num_layers - 1, 2
+    att[l0, h0] = 0.1 / n
+    att[l0, h0, :, t] += 0.9
+    maps = ap.grid_maps(_analysis(g, att), _params(mode="rolled out")).numpy()  # (L, H, gh, gw)
+    for l in range(g.num_layers):
+        for h in range(g.num_heads):
+            m = maps[l, h]
+            if (l, h) == (l0, h0):
+                assert np.unravel_index(m.argmax(), g.grid) == (r, c)
+                assert m[r, c] > 2 * np.delete(m.ravel(), r * g.grid[1] + c).max()
+            else:
+                assert np.ptp(m) < 1e-6, f"cell (layer {l + 1}, head {h + 1}) should be flat"
+
+
+def test_grid_click_maps_back_to_layer_and_head(geom):
+    g = geom
+    tile = ap.grid_tile(g)
+    for l in range(g.num_layers):
+        for h in range(g.num_heads):
+            x = ap.GRID_LEFT + h * (tile + ap.GRID_SEP) + tile - 1
+            y = ap.GRID_TOP + l * (tile + ap.GRID_SEP) + 1
+            assert ap.grid_cell_at(g, x, y) == (l + 1, h + 1)
+    img = ap.compose_grid(np.random.rand(g.num_layers, g.num_heads, *g.grid))
+    assert img.shape == (ap.GRID_TOP + g.num_layers * (tile + ap.GRID_SEP) - ap.GRID_SEP,
+                         ap.GRID_LEFT + g.num_heads * (tile + ap.GRID_SEP) - ap.GRID_SEP, 3)
+    with pytest.raises(ValueError):
+        ap.grid_cell_at(g, 3, 3)  # the label margin
+
+
+# ------------------------------------------------------------------ distance, threshold
+def test_attention_distance_self_is_zero_and_uniform_is_the_mean_pairwise_distance(geom):
+    g = geom
+    n = g.seq_len
+    eye = torch.eye(n).expand(g.num_layers, g.num_heads, n, n)
+    assert torch.allclose(A.attention_distance(eye, g), torch.zeros(g.num_layers, g.num_heads))
+    uniform = torch.full((g.num_layers, g.num_heads, n, n), 1.0 / n)  # [CLS] included, then left out
+    gh, gw = g.grid
+    cells = [(i, j) for i in range(gh) for j in range(gw)]
+    total = sum(np.hypot((a[0] - b[0]) * g.patch_size, (a[1] - b[1]) * g.patch_size) for a in cells for b in cells)
+    want = total / len(cells) ** 2
+    np.testing.assert_allclose(A.attention_distance(uniform, g).numpy(), want, rtol=1e-5)
+
+
+def test_mass_threshold_keeps_the_smallest_set():
+    v = torch.tensor([[0.05, 0.5], [0.3, 0.15]])
+    assert A.mass_threshold(v, 0.5).tolist() == [[False, True], [False, False]]
+    assert A.mass_threshold(v, 0.6).tolist() == [[False, True], [True, False]]
+    assert A.mass_threshold(v, 0.9).tolist() == [[False, True], [True, True]]
+    assert A.mass_threshold(v, 1.0).all()
+    with pytest.raises(ValueError):
+        A.mass_threshold(v, 0.0)
+
+
+# ------------------------------------------------------------------ relevance
+def ref_chefer(atts: list[np.ndarray], grads: list[np.ndarray]) -> np.ndarray:
+    n = atts[0].shape[-1]
+    r = np.eye(n)
+    for a, gr in zip(atts, grads):
+        cam = np.maximum(a * gr, 0).mean(0)
+        r = r + cam @ r
+    return r
+
+
+def test_chefer_rule_matches_a_plain_loop_in_layer_order():
+    gen = torch.Generator().manual_seed(3)
+    atts = [torch.rand(2, 10, 10, generator=gen) for _ in range(3)]
+    grads = [torch.randn(2, 10, 10, generator=gen) for _ in range(3)]
+    got = A.chefer_relevance(atts, grads).numpy()
+    np.testing.assert_allclose(got, ref_chefer([x.numpy() for x in atts], [x.numpy() for x in grads]), rtol=1e-5)
+    rev = ref_chefer([x.numpy() for x in atts[::-1]], [x.numpy() for x in grads[::-1]])
+    assert not np.allclose(got, rev), "layer order must matter for this check to mean anything"
+
+
+def test_relevance_on_a_tiny_model_is_finite_non_negative_and_cached(tiny, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    a = wb.analysis(key)
+    before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
+    cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
+    m = ap.relevance_map(tiny, a, a.top5[1].index, cache)
+    assert m.shape == tiny.geometry.grid
+    assert np.isfinite(m).all() and (m >= 0).all() and m.sum() > 0
+    misses = wb.cache.misses
+    img, text = ap.relevance_panel(tiny, a, a.top5[1].index, ap.AttnParams(), cache)
+    assert wb.cache.misses == misses, "the second request must come from the cache"
+    assert img.shape[2] == 3 and "Relevance" in text
+    assert all(not p.requires_grad for p in tiny.model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in tiny.model.state_dict().items())
+
+
+# ------------------------------------------------------------------ panels on a real tiny model
+def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    a = wb.analysis(key)
+    cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
+    page = ap.attention_page(tiny, a, ap.AttnParams(layer=2), cache)
+    g = tiny.geometry
+    s = render.display_scale(g)
+    assert page.view.main.shape == (g.image_size[0] * s, g.image_size[1] * s, 3)
+    assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == 5
+    forwards = sum(1 for k in wb.cache._items if k[0] == "analysis")
+    for p in (ap.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),
+              ap.AttnParams(show=ap.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):
+        v = ap.attention_view(tiny, wb.analysis(key), p, cache)
+        assert v.grid.ndim == 3 and v.strip.ndim == 3 and "Layer 1" in v.readout
+    assert sum(1 for k in wb.cache._items if k[0] == "analysis") == forwards
+    with pytest.raises(ValueError):
+        ap.attention_view(tiny, a, ap.AttnParams(layer=g.num_layers + 1))
+    assert ap.clip_params(ap.AttnParams(layer=99, head=99, query=(20, 20)), g) == \
+        ap.AttnParams(layer=g.num_layers, head=g.num_heads, query=None)
+
+
+def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
+    from vizvit.export import export
+    from conftest import EXAMPLES
+
+    export(EXAMPLES / "chelsea.jpg", tmp_path, model=tiny)
+    z = np.load(tmp_path / "arrays.npz")
+    g = tiny.geometry
+    n_l, n_h, n = g.num_layers, g.num_heads, g.seq_len
+    assert z["attentions"].shape == (n_l, n_h, n, n) and z["attentions"].dtype == np.float16
+    assert z["cls_attention"].shape == (n_l, n_h, *g.grid)
+    np.testing.assert_allclose(z["cls_attention"], z["attentions"][:, :, 0, 1:].reshape(n_l, n_h, *g.grid)
+                               .astype(np.float32), atol=1e-3)
+    assert z["rollout"].shape == (n_l, *g.grid) and z["attention_distance"].shape == (n_l, n_h)
+    assert z["rollout_heads"].shape == (n_l, n_h, *g.grid) and z["rollout_heads"].dtype == np.float32
+    np.testing.assert_allclose(z["rollout_heads"].mean(1), z["rollout"], rtol=1e-5, atol=1e-7)
+    assert z["relevance"].shape == g.grid and (z["relevance"] >= 0).all()
+    for name in ("attention_cls_mean", "attention_heads_grid", "rollout_strip"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 100
+
+
+def test_half_precision_attentions_roll_out_in_half_precision(geom):
+    att = random_attention(geom, seed=4)
+    half = A.rollout_heads(att.half(), geom.num_prefix_tokens)
+    assert half.dtype == torch.float16  # big models keep fp16 attentions; the stack stays that size
+    torch.testing.assert_close(half.float(), A.rollout_heads(att, geom.num_prefix_tokens), atol=2e-3, rtol=1e-2)

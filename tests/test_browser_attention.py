@@ -1,0 +1,68 @@
+"""The Attention tab in a real browser: open it, click a cell of the layers × heads grid,
+see the main map change; click a patch; switch to rolled out; ask for relevance."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import image_src, page_at, shot, upload, wait_image
+from conftest import EXAMPLES
+from vizvit import attention_panels as ap
+from vizvit import render
+
+
+@pytest.fixture(scope="module")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u
+
+
+def _click_pixel(page, elem_id: str, px: float, py: float) -> None:
+    """Click pixel (px, py) of the image's own pixels. A small image is drawn centred in a
+    wider <img> box (object-fit: contain), so box fractions would miss it."""
+    img = page.locator(f"#{elem_id} img").first
+    img.scroll_into_view_if_needed()  # clicks outside the viewport are lost
+    box = img.bounding_box()
+    nw, nh = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    s = min(box["width"] / nw, box["height"] / nh)
+    x0 = box["x"] + (box["width"] - nw * s) / 2
+    y0 = box["y"] + (box["height"] - nh * s) / 2
+    page.mouse.click(x0 + px * s, y0 + py * s)
+
+
+def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
+    with page_at(url) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Attention").click()
+        main = wait_image(page, "attn-main")
+        wait_image(page, "attn-grid")
+        wait_image(page, "attn-strip")
+        page.wait_for_selector("#attn-distance .js-plotly-plot")
+        assert "Layer 2 · mean of 2 heads" in page.inner_text("#attn-readout")
+        shot(page, "attention_tab")
+
+        # tiny16: 2 layers × 2 heads. Click the middle of cell (layer 1, head 2).
+        grid = image_src(page, "attn-grid")
+        t = ap.grid_tile(tiny16.geometry)
+        _click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
+        main = wait_image(page, "attn-main", main)
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 1 · head 2')")
+        assert wait_image(page, "attn-grid", grid) != grid  # the yellow outline moved
+        shot(page, "attention_grid_clicked")
+
+        # A patch of the main map becomes the query: (row 2, col 5) of the 14×14 grid.
+        px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
+        _click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
+        main = wait_image(page, "attn-main", main)
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('patch (row 2, col 5)')")
+        page.locator("#attn-mode").get_by_text("rolled out").click()
+        main = wait_image(page, "attn-main", main)
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('per-head rollout')")
+        shot(page, "attention_query_rolled_out", full_page=False)
+
+        page.get_by_role("button", name="Compute class relevance").click()
+        wait_image(page, "attn-relevance")
+        page.locator("#attn-relevance").scroll_into_view_if_needed()
+        shot(page, "attention_relevance", full_page=False)

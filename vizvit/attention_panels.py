@@ -1,0 +1,461 @@
+"""Panel functions for the Attention tab: cached Analysis + UI params -> pictures, text,
+figures. No gradio here; app.py only wires these.
+
+Nothing here runs the model except `relevance_panel` (one backward pass, on request).
+Heavy stacks (rollouts) go through `cache(name, compute)`, which the app binds to
+`Workbench.derived` for the photo, so moving a control reuses them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Hashable, Literal
+
+import cv2
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from . import attention as att_mod
+from . import render
+from .attention import Direction, Fusion
+from .forward import Analysis
+from .models import Geometry, VitModel
+from .patches import patch_at, token_index
+
+Cache = Callable[[Hashable, Callable[[], Any]], Any]
+Mode = Literal["raw", "rolled out"]
+FUSIONS = ("mean", "max", "min")
+ONE_HEAD = "one head"
+SHOW_CHOICES = (ONE_HEAD, *FUSIONS)
+MODES = ("raw", "rolled out")
+COLORMAPS = render.COLORMAPS
+
+
+def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
+    return compute()
+
+
+# ------------------------------------------------------------------ texts
+MAIN_TEXT = """**Main map.** By default: how much the **[CLS] token** attends to each patch, in the chosen layer
+and head (or the heads fused by mean / max / min), drawn over exactly the pixels the model saw. Each row
+of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside the map say how much
+went to [CLS] itself. **Click a patch** to use it as the query: *row* = what that patch attends to,
+*column* = how much every patch attends to it. **Rolled out**: instead of one layer's attention, the
+attention composed through all layers up to the chosen one (see the strip). Colours run from this map's
+minimum to its maximum; the table gives exact values."""
+
+GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
+to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
+to open that layer and head above. *Shared* scale: one colour range for every cell (compare heads);
+*per map*: each cell stretched to its own range (see each head's pattern). *Rolled out*: per-head
+rollout, R_{l,h} = Â_{l,h}·R_{l−1}: head h of layer l on top of the mean rollout of the layers below;
+its mean over the heads is exactly the layer's rollout."""
+
+ROLLOUT_TEXT = """**Attention rollout** (Abnar & Zuidema 2020), one map per layer. Each layer's heads are fused
+(mean, max or min), optionally the lowest fraction of each row's patch weights is discarded ([CLS]
+is never discarded), the residual connection is modelled by Â = ½F + ½I (rows renormalised), and
+the layers are multiplied in order, R = Â_l···Â_1. Tile *≤l* is the [CLS] row of R through layer l."""
+
+DISTANCE_TEXT = """**Mean attention distance** (ViT paper, Fig. 7), on this photo: for each head, the average over
+query patches of the attention-weighted distance (in model-input pixels) to the patches it attends to
+([CLS] left out). Low = local heads (like convolutions), high = global ones. Hover a dot for its head;
+**choose a head in the list** to open its map."""
+
+RELEVANCE_TEXT = """**Class-specific relevance** (Chefer et al. 2021). Unlike rollout, it depends on the class: one
+backward pass gives the gradient of that class's logit with respect to every attention map, and
+R ← R + mean_h[(∇A ⊙ A)⁺]·R (from R = I, layer by layer) keeps the attention that *raised* that
+class. The map is R's [CLS] row. It runs only when you press the button, then it is cached."""
+
+
+# ------------------------------------------------------------------ params
+@dataclass(frozen=True)
+class AttnParams:
+    """Everything a control on the tab sets. layer and head are 1-based, as shown."""
+
+    layer: int = 1
+    head: int = 1
+    show: str = "mean"  # ONE_HEAD or a fusion
+    mode: Mode = "raw"
+    query: tuple[int, int] | None = None  # clicked patch (row, col); None = [CLS]
+    direction: Direction = "row"
+    discard: float = 0.0  # rollout: lowest fraction of patch keys dropped per row
+    alpha: float = 0.6
+    cmap: str = "inferno"
+    tau: float = 0.0  # mass threshold; 0 = off
+    shared_scale: bool = True
+
+    def checked(self, g: Geometry) -> "AttnParams":
+        if not 1 <= self.layer <= g.num_layers:
+            raise ValueError(f"Layer must be 1..{g.num_layers}.")
+        if not 1 <= self.head <= g.num_heads:
+            raise ValueError(f"Head must be 1..{g.num_heads}.")
+        if self.show not in SHOW_CHOICES:
+            raise ValueError(f"Show one head or fuse by {', '.join(FUSIONS)}.")
+        if self.mode not in MODES:
+            raise ValueError("Mode must be raw or rolled out.")
+        if self.cmap not in render.COLORMAPS:
+            raise ValueError(f"Unknown colour map {self.cmap!r}.")
+        return self
+
+    @property
+    def head_or_fusion(self) -> int | Fusion:
+        """0-based head index, or the fusion name."""
+        return self.head - 1 if self.show == ONE_HEAD else self.show  # type: ignore[return-value]
+
+
+def _full_attentions(a: Analysis) -> torch.Tensor:
+    if a.dropped:
+        raise ValueError("Attention maps need the full token sequence: turn token drop off.")
+    return a.attentions
+
+
+# ------------------------------------------------------------------ cached stacks
+def layer_rollout(a: Analysis, fusion: Fusion, discard: float, cache: Cache = no_cache) -> torch.Tensor:
+    """(L, N, N) rollout after each layer, cached per (fusion, discard)."""
+    g = a.geometry
+    return cache(("rollout", fusion, round(float(discard), 4)),
+                 lambda: att_mod.rollout_stack(_full_attentions(a), fusion, discard, g.num_prefix_tokens))
+
+
+def head_rollout(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
+    """(L, H, N, N) per-head rollout (mean fusion below, no discard), cached per photo."""
+    return cache(("rollout_heads",),
+                 lambda: att_mod.rollout_heads(_full_attentions(a), a.geometry.num_prefix_tokens))
+
+
+def distances(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
+    """(L, H) mean attention distance in pixels, cached per photo."""
+    return cache(("attention_distance",), lambda: att_mod.attention_distance(_full_attentions(a), a.geometry))
+
+
+def main_matrix(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
+    """(N, N) float32 matrix behind the main map: one layer's attention (a head or fused),
+    or, rolled out, the per-head rollout R_{l,h} or the fused rollout through layer l."""
+    l, h = p.layer - 1, p.head_or_fusion
+    if p.mode == "raw":
+        return att_mod.select_matrix(_full_attentions(a), l, h)
+    if isinstance(h, int):
+        return head_rollout(a, cache)[l, h]
+    return layer_rollout(a, h, p.discard, cache)[l]
+
+
+def query_token(p: AttnParams, g: Geometry) -> int:
+    return 0 if p.query is None else token_index(*p.query, g)
+
+
+# ------------------------------------------------------------------ main map
+@dataclass(frozen=True)
+class MainPanel:
+    image: np.ndarray  # (s·H, s·W, 3) uint8
+    values: np.ndarray  # (gh, gw) float32: the map drawn
+    readout: str  # markdown with exact numbers
+
+
+def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Replace pixels of patches not in `keep` (gh, gw bool) by the darkened view."""
+    inside = render.upsample_map(keep.astype(np.float32), img.shape[:2]) > 0.5
+    out = img.copy()
+    out[~inside] = (view[~inside] * 0.3).astype(np.uint8)
+    return out
+
+
+def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
+              highlight: tuple[int, int] | None = None, vmax: float | None = None) -> np.ndarray:
+    """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch.
+
+    Colours run from the map's own min to max (vmax given: 0..vmax), because a near-uniform
+    map on 0..max would be one flat colour; the readout gives the exact numbers."""
+    img = render.overlay(view, values, p.alpha, p.cmap, vmin=None if vmax is None else 0.0, vmax=vmax)
+    if p.tau > 0:
+        keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
+        img = _dim_outside(img, view, keep)
+    big = render.enlarge(img, render.display_scale(g))
+    return render.draw_grid(big, g, lines=False, highlight=highlight)
+
+
+def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
+    i = int(fn(values))
+    r, c = divmod(i, values.shape[1])
+    return float(values.flat[i]), r, c
+
+
+def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> MainPanel:
+    g = vm.geometry
+    p = p.checked(g)
+    m = main_matrix(a, p, cache)  # (N, N)
+    t = query_token(p, g)
+    values = att_mod.query_map(m, t, p.direction, g).numpy().astype(np.float32)
+    pre = g.num_prefix_tokens
+    what = "head " + str(p.head) if p.show == ONE_HEAD else f"{p.show} of {g.num_heads} heads"
+    kind = ("attention" if p.mode == "raw" else
+            ("per-head rollout" if p.show == ONE_HEAD else f"rollout through layers 1–{p.layer}"))
+    who = "[CLS]" if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
+    sense = (f"what {who} attends to (its row)" if p.direction == "row"
+             else f"how much each patch attends to {who} (its column)")
+    vmax, rmax, cmax = _where(values, np.argmax)
+    vmin, rmin, cmin = _where(values, np.argmin)
+    lines = [
+        f"**Layer {p.layer} · {what} · {kind}** — {sense}.",
+        "",
+        "| number | value |", "|---|---|",
+        f"| [CLS]→[CLS] | {float(m[0, 0]):.4f} |",
+        f"| mean patch→[CLS] | {float(m[pre:, 0].mean()):.4f} |",
+    ]
+    if p.query is not None:
+        lines += [f"| this patch→[CLS] | {float(m[t, 0]):.4f} |",
+                  f"| [CLS]→this patch | {float(m[0, t]):.4f} |",
+                  f"| this patch→itself | {float(m[t, t]):.4f} |"]
+    lines += [
+        f"| map sum over patches | {float(values.sum()):.4f} |",
+        f"| max | {vmax:.4f} at (row {rmax}, col {cmax}) |",
+        f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
+    ]
+    if p.tau > 0:
+        k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
+        lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
+    return MainPanel(image=map_image(a.input_view, values, g, p, highlight=p.query), values=values,
+                     readout="\n".join(lines))
+
+
+# ------------------------------------------------------------------ layers × heads grid
+GRID_LEFT = 40  # px for the "L12" labels
+GRID_TOP = 18  # px for the "H12" labels
+GRID_SEP = 2
+GRID_TILE = 56  # target tile size; rounded to a multiple of the grid
+
+
+def grid_tile(g: Geometry) -> int:
+    """Tile edge in px: a whole number of pixels per patch."""
+    return max(g.grid) * max(1, round(GRID_TILE / max(g.grid)))
+
+
+def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
+    """(L, H, gh, gw): the main map's query and direction for every (layer, head), raw or
+    per-head rolled out."""
+    g = a.geometry
+    stack = _full_attentions(a) if p.mode == "raw" else head_rollout(a, cache)
+    return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
+
+
+def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
+                 selected: tuple[int, int] | None = None, vmax: float | None = None) -> np.ndarray:
+    """(L, H, gh, gw) maps -> ONE labelled image: row l = layer l+1, column h = head h+1.
+
+    Cell (l, h) (0-based) has its top-left pixel at (GRID_LEFT + h·(t+GRID_SEP),
+    GRID_TOP + l·(t+GRID_SEP)), t = tile edge; see grid_cell_at. selected: 0-based
+    (layer, head) outlined in yellow.
+    """
+    n_l, n_h, gh, gw = maps.shape
+    t = max(gh, gw) * max(1, round(GRID_TILE / max(gh, gw)))
+    s = t // max(gh, gw)
+    flat = maps.reshape(n_l * n_h, gh, gw).astype(np.float32)
+    if shared:  # one colorize call for all cells: 144 small calls cost ~10 ms
+        rgb = render.colorize(flat, cmap, 0.0, float(flat.max()) if vmax is None else vmax)
+    else:
+        lo = flat.min((1, 2), keepdims=True)
+        span = flat.max((1, 2), keepdims=True) - lo
+        rgb = render.colorize((flat - lo) / np.where(span > 0, span, 1.0), cmap, 0.0, 1.0)
+    # Enlarge and space the cells in one gather (render.mosaic + repeat cost ~10 ms here):
+    # every output pixel picks its source patch, or the white pixel appended at the end.
+    small = rgb.reshape(n_l, n_h, gh, gw, 3).transpose(0, 2, 1, 3, 4).reshape(n_l * gh, n_h * gw, 3)
+    small = np.pad(small, ((0, 1), (0, 1), (0, 0)), constant_values=255)
+    rows, cols = _gather_index(n_l, gh, s, GRID_TOP), _gather_index(n_h, gw, s, GRID_LEFT)
+    out = np.take(np.take(small, rows, axis=0), cols, axis=1)  # two 1-D takes beat a 2-D fancy index
+    step = t + GRID_SEP
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    for h in range(n_h):
+        cv2.putText(out, f"H{h + 1}", (GRID_LEFT + h * step + t // 2 - 10, GRID_TOP - 5), font, 0.38,
+                    (0, 0, 0), 1, cv2.LINE_AA)
+    for l in range(n_l):
+        cv2.putText(out, f"L{l + 1}", (3, GRID_TOP + l * step + t // 2 + 5), font, 0.42, (0, 0, 0), 1,
+                    cv2.LINE_AA)
+    if selected is not None:
+        l, h = selected
+        x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
+        cv2.rectangle(out, (x0 - 1, y0 - 1), (x0 + t, y0 + t), (255, 230, 0), 2)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _gather_index(cells: int, patches: int, scale: int, margin: int) -> np.ndarray:
+    """Source index along one axis of compose_grid's image: `margin` px of white, then
+    `cells` cells of patches·scale px separated by GRID_SEP px; -1 = the white pixel."""
+    t = patches * scale
+    idx = np.full(margin + cells * (t + GRID_SEP) - GRID_SEP, -1, np.intp)
+    for k in range(cells):
+        start = margin + k * (t + GRID_SEP)
+        idx[start:start + t] = k * patches + np.arange(t) // scale
+    return idx
+
+
+def grid_cell_at(g: Geometry, x: float, y: float) -> tuple[int, int]:
+    """A click at pixel (x, y) of compose_grid's image -> 1-based (layer, head)."""
+    step = grid_tile(g) + GRID_SEP
+    col, row = int((x - GRID_LEFT) // step), int((y - GRID_TOP) // step)
+    if not (0 <= row < g.num_layers and 0 <= col < g.num_heads) or x < GRID_LEFT or y < GRID_TOP:
+        raise ValueError("Click inside one of the small maps to open its layer and head.")
+    return row + 1, col + 1
+
+
+# ------------------------------------------------------------------ rollout strip
+STRIP_TILE = 96
+
+
+def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: int | None = None,
+                  vmax: float | None = None, per_row: int = 12) -> np.ndarray:
+    """(L, gh, gw) rollout maps -> one row of small overlays labelled ≤1, ≤2, ...; selected:
+    0-based layer outlined. vmax: a shared scale (None = each tile its own)."""
+    small = cv2.resize(view, (STRIP_TILE, STRIP_TILE), interpolation=cv2.INTER_AREA)
+    tiles = []
+    for l, m in enumerate(maps):
+        lo_hi = (None, None) if vmax is None else (0.0, vmax)
+        tile = render.label(render.overlay(small, m, p.alpha, p.cmap, *lo_hi), f"<={l + 1}")
+        if l == selected:
+            cv2.rectangle(tile, (0, 0), (STRIP_TILE - 1, STRIP_TILE - 1), (255, 230, 0), 3)
+        tiles.append(tile)
+    n = len(tiles)
+    cols = min(n, per_row)
+    return render.mosaic(np.stack(tiles), -(-n // cols), cols, sep=3)
+
+
+def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
+    """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
+    when a single head is shown."""
+    fusion = p.show if p.show in FUSIONS else "mean"
+    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache), a.geometry)
+
+
+# ------------------------------------------------------------------ everything a control changes
+@dataclass(frozen=True)
+class AttentionView:
+    main: np.ndarray
+    readout: str
+    grid: np.ndarray
+    strip: np.ndarray
+
+
+def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionView:
+    """Main map, readout, layers × heads grid and rollout strip for one set of controls."""
+    p = p.checked(vm.geometry)
+    main = main_panel(vm, a, p, cache)
+    gmaps = grid_maps(a, p, cache).numpy()
+    smaps = strip_maps(a, p, cache).numpy()
+    vmax = None
+    if p.shared_scale:  # strip and grid share one scale on request (issue 10)
+        vmax = float(gmaps.max()) if p.mode == "raw" else float(max(gmaps.max(), smaps.max()))
+    grid = compose_grid(gmaps, p.cmap, p.shared_scale, (p.layer - 1, p.head - 1), vmax)
+    strip = compose_strip(a.input_view, smaps, p, p.layer - 1,
+                          vmax if p.shared_scale and p.mode != "raw" else None)
+    return AttentionView(main.image, main.readout, grid, strip)
+
+
+def clicked_query(g: Geometry, x: float, y: float) -> tuple[int, int]:
+    """A click at (x, y) on the enlarged main map -> patch (row, col)."""
+    return patch_at(x, y, g, render.display_scale(g))
+
+
+# ------------------------------------------------------------------ attention distance
+def distance_figure(d: np.ndarray, model_id: str = "") -> go.Figure:
+    """(L, H) distances -> plotly scatter: x = layer, y = distance in px, hover = head."""
+    n_l, n_h = d.shape
+    layers = np.repeat(np.arange(1, n_l + 1), n_h)
+    heads = np.tile(np.arange(1, n_h + 1), n_l)
+    fig = go.Figure(go.Scatter(
+        x=layers, y=d.reshape(-1), mode="markers", customdata=heads,
+        marker=dict(size=8, color=heads, colorscale="Viridis", opacity=0.8,
+                    colorbar=dict(title="head", thickness=10)),
+        hovertemplate="layer %{x} · head %{customdata}<br>%{y:.1f} px<extra></extra>"))
+    short = model_id if len(model_id) <= 32 else "…" + model_id[-31:]
+    fig.update_layout(title="Mean attention distance per head" + (f" ({short})" if model_id else ""),
+                      xaxis=dict(title="layer", dtick=1), yaxis=dict(title="distance (model-input px)"),
+                      margin=dict(l=10, r=10, t=40, b=10), height=320)
+    return fig
+
+
+def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
+    """(label, "layer,head") pairs for the 'open a head' list, nearest-looking heads first."""
+    n_l, n_h = d.shape
+    order = sorted(((float(d[l, h]), l, h) for l in range(n_l) for h in range(n_h)))
+    return [(f"layer {l + 1} · head {h + 1} · {v:.1f} px", f"{l + 1},{h + 1}") for v, l, h in order]
+
+
+def parse_choice(value: str) -> tuple[int, int]:
+    """"layer,head" from distance_choices -> (layer, head), 1-based."""
+    try:
+        l, h = (int(x) for x in value.split(","))
+    except (AttributeError, ValueError):
+        raise ValueError("Choose a head from the list.") from None
+    return l, h
+
+
+# ------------------------------------------------------------------ class relevance
+def class_choices(a: Analysis) -> list[tuple[str, int]]:
+    return [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
+
+
+def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
+    """(gh, gw) float32 Chefer relevance of `class_index`, computed once per photo and class."""
+    from .relevance import relevance_matrix
+
+    r = cache(("relevance", int(class_index)), lambda: relevance_matrix(vm, a, int(class_index)))
+    return att_mod.cls_to_patches(r, vm.geometry).numpy().astype(np.float32)
+
+
+def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
+                    cache: Cache = no_cache) -> tuple[np.ndarray, str]:
+    g = vm.geometry
+    values = relevance_map(vm, a, class_index, cache)
+    name = vm.labels[int(class_index)].split(",")[0]
+    v, r, c = _where(values, np.argmax)
+    text = (f"Relevance for **{name}** (class {class_index}): sum over patches {values.sum():.4f}, "
+            f"max {v:.4f} at (row {r}, col {c}).")
+    return map_image(a.input_view, values, g, p), text
+
+
+# ------------------------------------------------------------------ export
+def attention_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+    """arrays.npz keys of the Attention tab (see README)."""
+    g = vm.geometry
+    att = _full_attentions(a)
+    out = {
+        "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
+        "cls_attention": att_mod.cls_to_patches(att.float(), g).numpy().astype(np.float32),  # (L, H, gh, gw)
+        "rollout": att_mod.rollout_maps(att, g).numpy().astype(np.float32),  # (L, gh, gw)
+        "rollout_heads": att_mod.cls_to_patches(head_rollout(a), g).numpy().astype(np.float32),
+        "attention_distance": distances(a).numpy().astype(np.float32),  # (L, H)
+    }
+    if vm.has_classifier and a.top5:
+        out["relevance"] = relevance_map(vm, a, a.top5[0].index)  # (gh, gw), top-1 class
+    return out
+
+
+def attention_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+    p = AttnParams()
+    v = attention_view(vm, a, p)
+    return {"attention_cls_mean": v.main, "attention_heads_grid": v.grid, "rollout_strip": v.strip}
+
+
+# ------------------------------------------------------------------ what opening the tab shows
+@dataclass(frozen=True)
+class AttentionPage:
+    view: AttentionView
+    distance: go.Figure
+    distance_choices: list[tuple[str, str]]
+    classes: list[tuple[str, int]]  # top-5 (label, class index); empty without a classifier
+
+
+def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionPage:
+    """Everything the tab shows when opened or when the photo/model changes."""
+    d = distances(a, cache).numpy()
+    return AttentionPage(attention_view(vm, a, p, cache), distance_figure(d, vm.id), distance_choices(d),
+                         class_choices(a))
+
+
+def clip_params(p: AttnParams, g: Geometry) -> AttnParams:
+    """The same controls, with layer/head/query pulled inside a (possibly new) model's range."""
+    from dataclasses import replace
+
+    q = p.query if p.query is not None and p.query[0] < g.grid[0] and p.query[1] < g.grid[1] else None
+    return replace(p, layer=min(max(1, p.layer), g.num_layers), head=min(max(1, p.head), g.num_heads), query=q)
