@@ -129,9 +129,11 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View()) 
     if not out.attentions:
         raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")
 
-    attentions = torch.cat(out.attentions).float()  # (L, H, N, N)
-    if attentions.numel() * 4 > ATTENTION_FP32_LIMIT:
-        attentions = attentions.half()
+    # Choose the dtype before concatenating, layer by layer: a float32 copy of all of
+    # ViT-L/16@384's attentions (511 MB) would otherwise exist next to the originals.
+    fp32_bytes = sum(t.numel() for t in out.attentions) * 4
+    dtype = torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
+    attentions = torch.cat([t.to(dtype) for t in out.attentions])  # (L, H, N, N)
     logits = out.logits[0].float().cpu() if hasattr(out, "logits") else None
     probs = logits.softmax(-1) if logits is not None else None
     return Analysis(
