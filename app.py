@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,7 +28,8 @@ import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
 
 import vizvit  # noqa: E402
-from vizvit import attention_panels, embed_panels, experiments, panels, positions_panel  # noqa: E402
+from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, panels, positions_panel  # noqa: E402
+from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
@@ -81,6 +83,8 @@ class Ctx:
     wb: Workbench
     key: gr.State  # PhotoKey | None: the session's photo, never tensors
     tab: gr.State  # id of the visible tab, so hidden tabs don't compute
+    links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
+    long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """Run fn(*inputs) -> outputs when the tab is opened, and when the photo or model
@@ -96,21 +100,35 @@ class Ctx:
         tab.select(fn, inputs, outputs, show_progress="minimal")
 
 
+def _user_error(fn: Callable, e: Exception) -> gr.Error:
+    if isinstance(e, gr.Error):
+        return e
+    if isinstance(e, ValueError):
+        return gr.Error(str(e))
+    log.exception("handler %s failed", fn.__name__)
+    return gr.Error("Something went wrong on the server with this request. "
+                    "Please try again or upload another photo.")
+
+
 def safe(fn: Callable) -> Callable:
-    """Turn a ValueError into a message in the page; hide anything else's details."""
+    """Turn a ValueError into a message in the page; hide anything else's details.
+    Works for plain handlers and for generators (streamed progress)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - every failure becomes a message
+                raise _user_error(fn, e) from None
+
+        return stream
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except ValueError as e:
-            raise gr.Error(str(e)) from None
-        except Exception:
-            log.exception("handler %s failed", fn.__name__)
-            raise gr.Error("Something went wrong on the server with this request. "
-                           "Please try again or upload another photo.") from None
+        except Exception as e:  # noqa: BLE001
+            raise _user_error(fn, e) from None
 
     return wrapper
 
@@ -325,6 +343,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
     controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
+    ctx.links.update(layer=layer, head=head, show=show)
 
     def params(*v: Any) -> attention_panels.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
@@ -449,25 +468,6 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
 
 # ---------------------------------------------------------------- Experiments tab
-def safe_stream(fn: Callable) -> Callable:
-    """`safe` for generator handlers (streamed progress): Gradio needs a generator function."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            yield from fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except ValueError as e:
-            raise gr.Error(str(e)) from None
-        except Exception:
-            log.exception("handler %s failed", fn.__name__)
-            raise gr.Error("Something went wrong on the server with this request. "
-                           "Please try again or upload another photo.") from None
-
-    return wrapper
-
-
 def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
     gr.Markdown(experiments.EXPERIMENTS_TEXT)
@@ -511,6 +511,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
         mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
     mask_info = gr.Markdown(elem_id="mask-info")
     mask = gr.State(())  # row-major patch ids
+    ctx.links.update(dx=dx, dy=dy, mask=mask)
     seed = gr.State(0)  # random-mask draws, one more per click
 
     gr.Markdown("### Faithfulness: deletion and insertion curves")
@@ -562,7 +563,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
         return run
 
-    @safe_stream
+    @safe
     def sweep(key: PhotoKey | None):
         if key is None:
             raise ValueError("Upload a photo first.")
@@ -595,7 +596,70 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
     running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text])
     stop_btn.click(None, None, None, cancels=[running])
-    curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
+    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
+    ctx.long_work.extend([running, curving])
+
+
+# ---------------------------------------------------------------- For lecturers
+def lecture_tab(ctx: Ctx) -> None:
+    gr.Markdown(panels.LECTURE_TEXT)
+    with gr.Row():
+        size = gr.Slider(16, 1024, value=224, step=16, label="image side (pixels)", elem_id="cost-size")
+        patch = gr.Slider(1, 64, value=16, step=1, label="patch size P", elem_id="cost-patch")
+    table, text = panels.attention_cost_panel(224, 16)
+    cost = gr.Dataframe(table, headers=["", "pixels as tokens", "patches as tokens"], interactive=False,
+                        elem_id="cost-table")
+    cost_text = gr.Markdown(text, elem_id="cost-text")
+
+    @safe
+    def calculate(side: int, p: int):
+        return panels.attention_cost_panel(int(side), int(p))
+
+    for c in (size, patch):
+        c.change(calculate, [size, patch], [cost, cost_text], show_progress="hidden")
+
+
+def charts_download(tab: gr.Tab) -> None:
+    """A button that saves every plotly chart of the tab as one standalone HTML file."""
+    plots = [b for b in _descendants(tab) if isinstance(b, gr.Plot)]
+    if not plots:
+        return
+    btn = gr.Button("Download this tab's charts (HTML)", size="sm")
+    out = gr.File(label="charts (HTML)", visible=False, interactive=False)
+    names = [p.label or f"chart {i + 1}" for i, p in enumerate(plots)]
+
+    @safe
+    def save(*values: Any):
+        charts = [(n, v.plot) for n, v in zip(names, values) if v is not None and v.type == "plotly"]
+        html = figures.charts_html(charts, f"vizvit: {tab.label}")
+        path = Path(tempfile.mkdtemp(prefix="vizvit-charts-")) / f"vizvit-{tab.id}-charts.html"
+        path.write_text(html)
+        return gr.File(str(path), visible=True)
+
+    btn.click(save, plots, out)
+
+
+def _descendants(block: gr.blocks.BlockContext) -> list:
+    out = []
+    for child in getattr(block, "children", []):
+        out.append(child)
+        out.extend(_descendants(child))
+    return out
+
+
+PROJECTOR_JS = "(on) => { document.body.classList.toggle('vizvit-projector', on); }"
+COPY_JS = "(url) => { if (url && navigator.clipboard) { navigator.clipboard.writeText(url).catch(() => {}); } }"
+# Projector mode: bigger type and pure black on white, through Gradio's theme variables.
+CSS = """
+.vizvit-projector .gradio-container { --text-xs: 16px; --text-sm: 18px; --text-md: 22px; --text-lg: 26px;
+  --text-xl: 30px; --text-xxl: 36px; --body-text-color: #000; --body-text-color-subdued: #111;
+  --block-label-text-color: #000; --block-title-text-color: #000; --background-fill-primary: #fff;
+  --border-color-primary: #000; --block-label-text-size: 18px; --block-title-text-size: 20px;
+  --block-info-text-size: 18px; --input-text-size: 20px; --button-large-text-size: 22px;
+  --button-small-text-size: 18px; --section-header-text-size: 22px; }
+.vizvit-projector .gradio-container button[role=tab] { font-size: 22px; }
+.vizvit-projector .gradio-container .prose { font-size: 22px; line-height: 1.45; color: #000; }
+"""
 
 
 # ---------------------------------------------------------------- the page
@@ -622,19 +686,33 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                 status = gr.Markdown(elem_id="status")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
-        with gr.Tabs(elem_id="tabs"):
+        with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Patches", id="patches") as t_patches:
                 patches_tab(ctx)
+                charts_download(t_patches)
             with gr.Tab("Embeddings", id="embeddings") as t_embeddings:
                 embeddings_tab(ctx, t_embeddings)
+                charts_download(t_embeddings)
             with gr.Tab("Attention", id="attention") as t_attention:
                 attention_tab(ctx, t_attention)
+                charts_download(t_attention)
             with gr.Tab("Positions", id="positions") as t_positions:
                 positions_tab(ctx, t_positions)
+                charts_download(t_positions)
             with gr.Tab("Experiments", id="experiments") as t_experiments:
                 experiments_tab(ctx, t_experiments)
-        for t in (t_patches, t_embeddings, t_attention, t_positions, t_experiments):
+                charts_download(t_experiments)
+            with gr.Tab("For lecturers", id="lecture") as t_lecture:
+                lecture_tab(ctx)
+        all_tabs = (t_patches, t_embeddings, t_attention, t_positions, t_experiments, t_lecture)
+        for t in all_tabs:
             t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
+        with gr.Row():
+            projector = gr.Checkbox(False, label="Projector mode (large text, high contrast)", elem_id="projector")
+            link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
+            link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
+                                  elem_id="link-box", scale=3)
+        projector.change(None, projector, None, js=PROJECTOR_JS)
 
         @safe
         def new_photo(path: str | None, model_id: str):
@@ -659,8 +737,39 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
             k = PhotoKey(model_id, k.sha1)
             return k, panels.status_line(vm, wb.analysis(k)), gr.skip()
 
-        upload.change(new_photo, [upload, model], [key, status], api_name="upload")
+        tab_ids = [t.id for t in all_tabs]
+        L = ctx.links
+
+        @safe
+        def open_link(request: gr.Request):
+            p = deeplink.plan(dict(request.query_params), EXAMPLES, ids, tab_ids, default_model,
+                              lambda m: wb.model(m).geometry)
+            k = p.link
+            g = wb.model(p.model).geometry
+            return (k.example or gr.skip(), p.model,
+                    gr.Tabs(selected=k.tab) if k.tab else gr.skip(), k.tab or gr.skip(),
+                    gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices else gr.skip(),
+                    gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
+                    gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
+                    p.show or gr.skip(), k.dx, k.dy, k.mask, k.projector)
+
+        @safe
+        def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
+                      dx: int, dy: int, mask: tuple[int, ...], proj: bool, request: gr.Request):
+            link = deeplink.DeepLink(
+                example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id,
+                tab=tab_id, layer=int(layer), head=int(head) if show == deeplink.ONE_HEAD else show,
+                dx=int(dx), dy=int(dy), mask=tuple(mask), projector=bool(proj))
+            page = (request.headers.get("referer") or str(request.url)).split("?")[0]
+            return page + deeplink.to_query(link)
+
+        examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
+        upload.change(new_photo, [upload, model], [key, status], api_name="upload", cancels=ctx.long_work)
         model.input(new_model, [model, key], [key, status, model], api_name="model")
+        demo.load(open_link, None, [upload, model, tabs, tab, notice_md, L["layer"], L["head"], L["show"],
+                                    L["dx"], L["dy"], L["mask"], projector])
+        link_btn.click(copy_link, [key, model, tab, L["layer"], L["head"], L["show"], L["dx"], L["dy"], L["mask"],
+                                   projector], link_box).then(None, link_box, None, js=COPY_JS)
     return demo
 
 
@@ -675,6 +784,7 @@ def launch_kwargs() -> dict[str, Any]:
         show_error=True,  # our gr.Error messages; never tracebacks (see `safe`)
         allowed_paths=[str(HERE / "assets" / "examples")],
         theme=THEME,
+        css=CSS,
     )
 
 

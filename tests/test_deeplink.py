@@ -48,3 +48,19 @@ def test_round_trip():
     params = dict(kv.split("=") for kv in q[1:].split("&"))
     assert go(**params) == (link, [])
     assert to_query(DeepLink()) == ""
+
+
+def test_plan_resolves_head_choice_and_falls_back_on_an_unloadable_model():
+    from vizvit.deeplink import ONE_HEAD, plan
+
+    def geometry_of(m):
+        if m.startswith("google/"):
+            raise ValueError("offline")
+        return B16
+
+    p = plan({"model": "google/vit-base-patch16-224", "layer": "6", "head": "3", "projector": "1"},
+             EXAMPLES, MODELS, TABS, "random:vit-base-patch16-224", geometry_of)
+    assert p.model == "random:vit-base-patch16-224" and "offline" in p.notice_text
+    assert (p.link.layer, p.link.head, p.show, p.link.projector) == (6, 3, ONE_HEAD, True)
+    p = plan({"head": "min"}, EXAMPLES, MODELS, TABS, "random:vit-base-patch16-224", geometry_of)
+    assert p.show == "min" and p.notices == ()

@@ -33,3 +33,18 @@ def test_calculator_other_sizes_and_bad_input():
     assert c.patch_tokens == 1 + 12 * 12
     with pytest.raises(ValueError):
         attention_cost(224, 224, 15)
+
+
+def test_charts_html_is_standalone_and_keeps_the_data():
+    import plotly.graph_objects as go
+
+    from vizvit.figures import charts_html
+
+    fig = go.Figure(go.Bar(x=[0.25, 0.75], y=["cat", "dog"]))
+    html = charts_html([("Top-5", fig.to_json()), ("again", fig.to_json())], "test")
+    assert html.count("<h2>") == 2 and "0.75" in html and "dog" in html
+    assert html.count("plotly.js v") <= 2 and len(html) > 1_000_000  # plotly.js embedded once
+    import pytest
+
+    with pytest.raises(ValueError, match="no charts"):
+        charts_html([])

@@ -10,12 +10,13 @@ adds a notice, so a lecturer's typo never produces an error page.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
+from .attention_panels import FUSIONS, ONE_HEAD
 from .models import Geometry
 
-HEAD_FUSIONS = ("mean", "max", "min")
+HEAD_FUSIONS = FUSIONS
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class DeepLink:
     dx: int = 0
     dy: int = 0
     mask: tuple[int, ...] = ()
+    projector: bool = False  # large fonts, high contrast
 
 
 def _int(value: str) -> int | None:
@@ -44,7 +46,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     """Query parameters -> (DeepLink, notices). Geometry-free checks only; see `fit`."""
     notices: list[str] = []
     link = DeepLink()
-    known = {"example", "model", "tab", "layer", "head", "dx", "dy", "mask"}
+    known = {"example", "model", "tab", "layer", "head", "dx", "dy", "mask", "projector"}
     for k in params:
         if k not in known and k != "__theme":
             notices.append(f"Unknown link parameter '{k}' ignored.")
@@ -90,6 +92,12 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
             notices.append(f"'mask={mask}' must be patch numbers separated by commas; ignored.")
         else:
             link = replace(link, mask=tuple(sorted(set(items))))
+    projector = params.get("projector")
+    if projector:
+        if projector.lower() in ("1", "true", "yes", "on"):
+            link = replace(link, projector=True)
+        elif projector.lower() not in ("0", "false", "no", "off"):
+            notices.append(f"'projector={projector}' should be 1 or 0; ignored.")
     return link, notices
 
 
@@ -130,4 +138,37 @@ def to_query(link: DeepLink) -> str:
         q["dy"] = str(link.dy)
     if link.mask:
         q["mask"] = ",".join(map(str, link.mask))
+    if link.projector:
+        q["projector"] = "1"
     return "?" + urlencode(q, safe=",/:") if q else ""
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    """What the page sets when it opens a deep link: every value resolved and checked."""
+
+    link: DeepLink
+    model: str  # the model to use (the link's, or the default when it cannot be loaded)
+    show: str | None  # attention tab's head choice: ONE_HEAD or a fusion; None = unchanged
+    notices: tuple[str, ...]
+
+    @property
+    def notice_text(self) -> str:
+        return "\n".join(f"- {n}" for n in self.notices)
+
+
+def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[str], tabs: Sequence[str],
+         default_model: str, geometry_of: Callable[[str], Geometry]) -> LinkPlan:
+    """Query parameters -> LinkPlan. geometry_of(model) may raise ValueError (offline):
+    the default model is then used, with a notice."""
+    link, notices = parse(params, examples, models, tabs)
+    model = link.model or default_model
+    try:
+        g = geometry_of(model)
+    except ValueError as e:
+        notices.append(f"Model '{model}' could not be loaded ({e}); using {default_model}.")
+        model = default_model
+        g = geometry_of(model)
+    link, more = fit(link, g)
+    show = ONE_HEAD if isinstance(link.head, int) else link.head
+    return LinkPlan(link=link, model=model, show=show, notices=tuple(notices + more))

@@ -59,3 +59,19 @@ def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.
                       margin=dict(l=10, r=10, t=40, b=10), height=480, hovermode="closest",
                       yaxis=dict(scaleanchor="x", scaleratio=1), uirevision="tokens")
     return fig
+
+
+def charts_html(charts: Sequence[tuple[str, str]], title: str = "vizvit charts") -> str:
+    """One standalone HTML page from plotly figures given as (name, figure JSON).
+
+    plotly.js is embedded once, so the file works offline (slides, a lecture hall)."""
+    import plotly.io as pio
+
+    parts = []
+    for i, (name, fig_json) in enumerate(charts):
+        fig = pio.from_json(fig_json)
+        parts.append(f"<h2>{name}</h2>" + fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
+    if not parts:
+        raise ValueError("There are no charts on this tab yet: upload a photo first.")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+            f"<body style='font-family:sans-serif'><h1>{title}</h1>{''.join(parts)}</body></html>")

@@ -1,0 +1,54 @@
+"""Lecture features in a real browser: a deep link selects the example, tab, layer and
+head; bad links fall back with a notice; projector mode; the calculator; copy link."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import page_at, shot, wait_image
+
+
+@pytest.fixture(scope="module")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u
+
+
+def slider_value(page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id} input[type=number]").first.input_value()
+
+
+def test_deep_link_opens_layer_and_head_of_the_cat(url):
+    with page_at(url + "?example=chelsea&tab=attention&layer=2&head=2") as page:
+        wait_image(page, "attn-main")
+        assert page.get_by_role("tab", name="Attention").get_attribute("aria-selected") == "true"
+        assert slider_value(page, "attn-layer") == "2" and slider_value(page, "attn-head") == "2"
+        assert page.locator("#attn-show input[value='one head']").is_checked()
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.length > 0")
+        shot(page, "deep_link_attention")
+        # The link back to this view carries the same settings.
+        page.click("#copy-link")
+        page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('layer=2')")
+        link = page.locator("#link-box textarea").input_value()
+        assert "example=chelsea" in link and "tab=attention" in link and "head=2" in link
+
+
+def test_bad_link_values_fall_back_with_a_notice(url):
+    with page_at(url + "?example=dog&tab=nowhere&layer=99&projector=1") as page:
+        page.wait_for_selector("#notice:has-text('Unknown example')", timeout=60_000)
+        text = page.inner_text("#notice")
+        assert "nowhere" in text and "Layer 99" in text
+        assert page.get_by_role("tab", name="Patches").get_attribute("aria-selected") == "true"
+        page.wait_for_function("() => document.body.classList.contains('vizvit-projector')")
+        size = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#notice li, #notice p')).fontSize)")
+        assert size >= 20, size
+        shot(page, "bad_link_projector", full_page=False)
+
+
+def test_attention_cost_calculator(url):
+    with page_at(url + "?tab=lecture") as page:
+        page.wait_for_selector("#cost-table:has-text('64,872×')", timeout=60_000)
+        table = page.inner_text("#cost-table")
+        assert "50,176" in table and "2,517,630,976" in table and "38,809" in table and "155 kB" in table
+        shot(page, "lecture_tab")
