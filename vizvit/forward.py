@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values
 from .models import Geometry, VitModel
 
@@ -87,11 +88,12 @@ def kept_token_indices(mask: tuple[int, ...], g: Geometry) -> torch.Tensor:
     return keep.nonzero().squeeze(1)
 
 
-def _top5(probs: torch.Tensor, labels: tuple[str, ...]) -> tuple[Prediction, ...]:
+def top_predictions(probs: torch.Tensor, labels: tuple[str, ...]) -> tuple[Prediction, ...]:
     p, i = probs.topk(min(5, probs.numel()))
     return tuple(Prediction(int(k), labels[int(k)], float(v)) for v, k in zip(p, i))
 
 
+@on_gpu
 def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View()) -> Analysis:
     """ONE forward pass of `vm` on `image` (a PIL photo, or an already-made (H, W, 3)
     uint8 model-input view), perturbed by `view`. Results moved to the CPU once."""
@@ -144,7 +146,7 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View()) 
         pixel_values=pixels,
         logits=logits,
         probs=probs,
-        top5=_top5(probs, vm.labels) if probs is not None else (),
+        top5=top_predictions(probs, vm.labels) if probs is not None else (),
         attentions=attentions.cpu(),
         hidden_states=torch.cat(out.hidden_states).float().cpu(),  # (L+1, N, D)
         patch_embeddings=captured["patches"][0].float().cpu(),  # (P, D)

@@ -15,6 +15,7 @@ import torch
 
 from .attention import cls_to_patches, fuse_heads, rollout_maps
 from .forward import HOOKED_FORWARD_LOCK, Analysis
+from .gpu import on_gpu
 from .images import MaskMode, mask_pixels, shift_view, to_pixel_values
 from .models import Geometry, VitModel
 
@@ -41,6 +42,7 @@ def keep_indices(mask: Sequence[int], g: Geometry) -> torch.Tensor:
     return torch.tensor([*range(g.num_prefix_tokens), *patches], dtype=torch.long)
 
 
+@on_gpu
 def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
                    chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, BatchPrediction]]:
     """Batched forwards over `views`, `chunk` at a time; yields (start index, predictions).

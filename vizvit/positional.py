@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from .forward import Prediction
+from .forward import HOOKED_FORWARD_LOCK, Prediction, top_predictions
+from .gpu import on_gpu
 from .images import model_input_view, to_pixel_values
 from .models import Geometry, Preprocess, VitModel
 
@@ -228,6 +229,7 @@ def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> 
     return model_input_view(image, scaled)
 
 
+@on_gpu
 def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPrediction:
     """ONE forward on a size×size view with ``interpolate_pos_encoding=True``.
 
@@ -239,12 +241,11 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     view = view_at_size(image, vm.preprocess, g.image_size[0], size)
     pixels = to_pixel_values(view, vm.preprocess)
     t0 = time.perf_counter()
-    with torch.inference_mode():
+    # Under the hooked-forward lock: another request's token-drop hook must not run here.
+    with HOOKED_FORWARD_LOCK, torch.inference_mode():
         out = vm.model(pixels.to(vm.device), interpolate_pos_encoding=True)
     seconds = time.perf_counter() - t0
     if not hasattr(out, "logits"):
         return ResolutionPrediction(size, grid, view, None, (), seconds)
     probs = out.logits[0].float().cpu().softmax(-1)
-    top = probs.topk(min(5, probs.numel()))
-    top5 = tuple(Prediction(int(k), vm.labels[int(k)], float(v)) for v, k in zip(*top))
-    return ResolutionPrediction(size, grid, view, probs.numpy(), top5, seconds)
+    return ResolutionPrediction(size, grid, view, probs.numpy(), top_predictions(probs, vm.labels), seconds)

@@ -13,9 +13,11 @@ import torch
 
 from .attention import chefer_relevance
 from .forward import HOOKED_FORWARD_LOCK, Analysis
+from .gpu import on_gpu
 from .models import VitModel
 
 
+@on_gpu
 def relevance_matrix(vm: VitModel, a: Analysis, class_index: int) -> torch.Tensor:
     """(N, N) float32 relevance R for class `class_index` of the photo behind `a`.
 
