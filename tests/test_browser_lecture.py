@@ -15,16 +15,13 @@ def url(tiny16):
         yield u
 
 
-def slider_value(page, elem_id: str) -> str:
-    return page.locator(f"#{elem_id} input[type=number]").first.input_value()
-
-
 def test_deep_link_opens_layer_and_head_of_the_cat(url):
     with page_at(url + "?example=chelsea&tab=attention&layer=2&head=2") as page:
         wait_image(page, "attn-main")
         assert page.get_by_role("tab", name="Attention").get_attribute("aria-selected") == "true"
-        assert slider_value(page, "attn-layer") == "2" and slider_value(page, "attn-head") == "2"
-        assert page.locator("#attn-show input[value='one head']").is_checked()
+        page.wait_for_function("""() => ['attn-layer', 'attn-head'].every(id =>
+            document.querySelector('#' + id + ' input[type=number]').value === '2')""")
+        page.wait_for_function("() => document.querySelector(\"#attn-show input[value='one head']\").checked")
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.length > 0")
         shot(page, "deep_link_attention")
         # The link back to this view carries the same settings.
