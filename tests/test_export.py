@@ -32,6 +32,13 @@ def test_export_cli_writes_everything(tiny_dirs, tmp_path):
     assert not np.allclose(arrays["masked_probs"], arrays["probs"])
     for name in summary["figures"]:
         assert (tmp_path / name).stat().st_size > 100
+    # Every tab's pictures and charts, ready for slides.
+    expect = {"patch_grid", "sequence_strip", "top5_chart", "embedding_filters_pca", "token_scatter_last_layer",
+              "attention_heads_grid", "rollout_strip", "attention_distance_chart", "relevance_top1",
+              "pos_similarity_grid", "cls_pos_similarity_chart", "shift_sweep_chart", "deletion_chart",
+              "insertion_chart"}
+    assert expect <= {n[:-4] for n in summary["figures"]}, expect - {n[:-4] for n in summary["figures"]}
+    assert summary["charts_as_png"] and "plotly" in (tmp_path / "charts.html").read_text()[:5_000_000]
     assert set(summary["arrays"]) == set(arrays.files)
 
 

@@ -431,10 +431,16 @@ def attention_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     return out
 
 
-def attention_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+def attention_figures(vm: VitModel, a: Analysis) -> dict[str, "np.ndarray | go.Figure"]:
     p = AttnParams()
     v = attention_view(vm, a, p)
-    return {"attention_cls_mean": v.main, "attention_heads_grid": v.grid, "rollout_strip": v.strip}
+    out: dict[str, np.ndarray | go.Figure] = {
+        "attention_cls_mean": v.main, "attention_heads_grid": v.grid, "rollout_strip": v.strip,
+        "attention_distance_chart": distance_figure(distances(a).numpy(), vm.display_name),
+    }
+    if vm.has_classifier and a.top5:
+        out["relevance_top1"] = relevance_panel(vm, a, a.top5[0].index, p)[0]
+    return out
 
 
 # ------------------------------------------------------------------ what opening the tab shows

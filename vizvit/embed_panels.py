@@ -325,6 +325,7 @@ def embedding_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
         "embedding_filters_pca": filters_image(d),
         "token_pca_last_layer": depth_panel(vm, a, d, vm.geometry.num_layers).pca_over_photo,
         "cls_patch_similarity": cls_similarity_image(vm, d),
+        "token_scatter_last_layer": scatter_figure(vm, d, vm.geometry.num_layers, "rollout"),
     }
 
 

@@ -278,13 +278,33 @@ def curves_panel(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "bla
 
 
 # ------------------------------------------------------------------ export
+@functools.lru_cache(maxsize=1)
+def _sweep_and_curves(vm: VitModel, a: Analysis) -> tuple[perturb.ShiftSweep, perturb.Curves | None]:
+    """The export's batched work, done once for both its arrays and its charts (the cache
+    holds `a`, so its identity cannot be reused while cached)."""
+    sweep = perturb.shift_sweep(vm, a.input_view)
+    if not vm.has_classifier:
+        return sweep, None
+    maps = perturb.ranking_maps(a)
+    maps["class relevance"] = attention_panels.relevance_map(vm, a, a.top5[0].index)
+    return sweep, perturb.faithfulness_curves(vm, a.input_view, maps, steps=10)
+
+
 def experiment_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed view."""
-    out = {"shift_sweep": perturb.shift_sweep(vm, a.input_view).array()}
-    if vm.has_classifier:
-        maps = perturb.ranking_maps(a)
-        maps["class relevance"] = attention_panels.relevance_map(vm, a, a.top5[0].index)
-        c = perturb.faithfulness_curves(vm, a.input_view, maps, steps=10)
+    sweep, c = _sweep_and_curves(vm, a)
+    out = {"shift_sweep": sweep.array()}
+    if c is not None:
         out["deletion_curves"] = c.deletion.astype(np.float32)
         out["deletion_curve_maps"] = np.array(c.names)
+    return out
+
+
+def experiment_figures(vm: VitModel, a: Analysis) -> dict[str, "np.ndarray | go.Figure"]:
+    """The sweep chart and the deletion / insertion charts, for `python -m vizvit export`."""
+    sweep, c = _sweep_and_curves(vm, a)
+    out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(vm, sweep).figure}
+    if c is not None:
+        out["deletion_chart"] = curves_figure(c, insertion=False)
+        out["insertion_chart"] = curves_figure(c, insertion=True)
     return out

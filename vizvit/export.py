@@ -12,16 +12,19 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import plotly.graph_objects as go
 from PIL import Image
 
-from . import attention_panels, embed_panels, experiments, positional, positions_panel, render
+from . import attention_panels, embed_panels, experiments, figures, panels, positional, positions_panel, render
 from .forward import Analysis, analyze
 from .images import View, load_image
 from .models import VitModel, load_model
 from .numbers import model_numbers
 
 ArrayBuilder = Callable[[VitModel, Analysis], dict[str, np.ndarray]]
-FigureBuilder = Callable[[VitModel, Analysis], dict[str, np.ndarray]]
+# A figure is a uint8 (H, W, 3) picture or a plotly chart; both become PNG files, and
+# the charts also go, interactive, into charts.html.
+FigureBuilder = Callable[[VitModel, Analysis], dict[str, "np.ndarray | go.Figure"]]
 
 
 def core_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
@@ -31,20 +34,25 @@ def core_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     return out
 
 
-def core_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+def core_figures(vm: VitModel, a: Analysis) -> dict[str, "np.ndarray | go.Figure"]:
     g = vm.geometry
     s = render.display_scale(g)
-    return {
+    out: dict[str, np.ndarray | go.Figure] = {
         "patch_grid": render.draw_grid(render.enlarge(a.input_view, s), g, indices=True),
         "sequence_strip": render.sequence_strip(a.input_view, g),
     }
+    top5 = panels.top5_figure(vm, a)
+    if top5 is not None:
+        out["top5_chart"] = top5
+    return out
 
 
 # One builder per tab, in the page's order.
 ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays, embed_panels.embedding_arrays, attention_panels.attention_arrays,
                                       positional.export_arrays, experiments.experiment_arrays]
 FIGURE_BUILDERS: list[FigureBuilder] = [core_figures, embed_panels.embedding_figures,
-                                        attention_panels.attention_figures, positions_panel.export_figures]
+                                        attention_panels.attention_figures, positions_panel.export_figures,
+                                        experiments.experiment_figures]
 
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
@@ -66,11 +74,19 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
     if not view.is_identity and a.probs is not None:
         arrays["masked_probs"] = a.probs.numpy().astype(np.float32)
     np.savez_compressed(out / "arrays.npz", **arrays)
-    figures: list[str] = []
+    written: list[str] = []
+    charts: dict[str, go.Figure] = {}
     for build in FIGURE_BUILDERS:
-        for name, img in build(vm, base).items():
-            Image.fromarray(img).save(out / f"{name}.png")
-            figures.append(f"{name}.png")
+        for name, fig in build(vm, base).items():
+            if isinstance(fig, go.Figure):
+                charts[name] = fig
+            else:
+                Image.fromarray(fig).save(out / f"{name}.png")
+                written.append(f"{name}.png")
+    if charts:
+        (out / "charts.html").write_text(figures.charts_html([(n, f.to_json()) for n, f in charts.items()],
+                                                             f"vizvit: {Path(image_path).name}"))
+        written += figures.charts_png(charts, out)
     g = vm.geometry
     summary = {
         "model": vm.id,
@@ -92,7 +108,8 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
                       "arrays_and_figures": time.perf_counter() - t1,
                       "total": time.perf_counter() - t0},
         "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()},
-        "figures": figures,
+        "figures": written,
+        "charts_as_png": all(f"{n}.png" in written for n in charts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -75,3 +76,17 @@ def charts_html(charts: Sequence[tuple[str, str]], title: str = "vizvit charts")
         raise ValueError("There are no charts on this tab yet: upload a photo first.")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
             f"<body style='font-family:sans-serif'><h1>{title}</h1>{''.join(parts)}</body></html>")
+
+
+def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:
+    """Render plotly charts to folder/<name>.png in one browser session (kaleido + a
+    Chrome/Chromium on the machine). Returns the file names written, [] if that is missing."""
+    try:
+        import kaleido  # noqa: F401
+        import plotly.io as pio
+
+        names = list(charts)
+        pio.write_images([charts[n] for n in names], [folder / f"{n}.png" for n in names])
+        return [f"{n}.png" for n in names]
+    except Exception:  # no kaleido or no browser: the HTML copy still has every chart
+        return []

@@ -253,6 +253,7 @@ def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel
     return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
 
-def export_figures(vm: VitModel, _a: object) -> dict[str, np.ndarray]:
+def export_figures(vm: VitModel, _a: object) -> dict[str, "np.ndarray | go.Figure"]:
     mp = model_positions(vm)
-    return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img}
+    return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img,
+            "cls_pos_similarity_chart": cls_figure(mp.report.cls_sim)}
