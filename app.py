@@ -147,7 +147,8 @@ def patches_tab(ctx: Ctx) -> None:
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
                                    elem_id="numbers", wrap=True)
-    strip = gr.Image(label="The sequence it becomes: [CLS], then patches 0, 1, 2, … row by row",
+    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
+                           "(numbers are token indices)",
                      interactive=False, format="png", elem_id="sequence-strip")
     gr.Markdown(panels.PATCHES_TEXT)
     clicked = gr.State(None)  # (row, col)
@@ -310,7 +311,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
             mode = gr.Radio(list(ap.MODES), value="raw", label="attention", elem_id="attn-mode")
-            discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row")
+            discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row (fused heads)")
             with gr.Row():
                 alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
                 cmap = gr.Dropdown(list(ap.COLORMAPS), value="inferno", label="colour map")
@@ -404,7 +405,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     ins = [ctx.key, *controls]
     ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
     for c in (layer, head, show, mode, direction, discard, alpha, cmap, tau, shared):
-        c.input(redraw, ins, view_outs, show_progress="hidden")
+        # always_last: while a slider is dragged, the last value is always drawn.
+        c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
     main_img.select(click_main, [ctx.key], query).then(redraw, ins, view_outs, show_progress="hidden")
     to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
     grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
@@ -649,8 +651,11 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 
 PROJECTOR_JS = "(on) => { document.body.classList.toggle('vizvit-projector', on); }"
 COPY_JS = "(url) => { if (url && navigator.clipboard) { navigator.clipboard.writeText(url).catch(() => {}); } }"
+# Image labels and the download/fullscreen buttons float over the top of a gr.Image and
+# would hide its first row of patches (and the [CLS] tile): start pictures below them.
 # Projector mode: bigger type and pure black on white, through Gradio's theme variables.
 CSS = """
+.gradio-container .image-container { padding-top: 34px; }
 .vizvit-projector .gradio-container { --text-xs: 16px; --text-sm: 18px; --text-md: 22px; --text-lg: 26px;
   --text-xl: 30px; --text-xxl: 36px; --body-text-color: #000; --body-text-color-subdued: #111;
   --block-label-text-color: #000; --block-title-text-color: #000; --background-fill-primary: #fff;
@@ -683,7 +688,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                                  file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
             with gr.Column(scale=2):
                 model = gr.Dropdown(choices, value=default_model, label="Model", elem_id="model")
-                status = gr.Markdown(elem_id="status")
+                status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
         with gr.Tabs(elem_id="tabs") as tabs:
@@ -721,7 +726,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
             sha1 = wb.add_photo(path)
             k = PhotoKey(model_id, sha1)
             a = wb.analysis(k)
-            return k, panels.status_line(wb.model(model_id), a)
+            return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size)
 
         @safe
         def new_model(model_id: str, k: PhotoKey | None):
@@ -730,12 +735,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
             try:
                 vm = wb.model(model_id)
             except ValueError as e:  # offline or unknown: keep the current model, say why
-                gr.Warning(str(e))
-                return gr.skip(), f"⚠️ {e}", (k.model_id if k else default_model)
+                log.warning("model %s: %s", model_id, e)
+                current = wb.model(k.model_id if k else default_model)
+                return gr.skip(), panels.model_unavailable(model_id, current), current.id
             if k is None:
                 return gr.skip(), panels.model_line(vm), gr.skip()
             k = PhotoKey(model_id, k.sha1)
-            return k, panels.status_line(vm, wb.analysis(k)), gr.skip()
+            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip()
 
         tab_ids = [t.id for t in all_tabs]
         L = ctx.links

@@ -17,7 +17,7 @@ def model_numbers(vm: VitModel) -> list[tuple[str, str]]:
     rows = [
         ("model", vm.display_name),
         ("input shape", f"(1, 3, {h}, {w})"),
-        ("patch size", f"{p}×{p} pixels = {p * p * 3:,} numbers (×3 colours)"),
+        ("patch size", f"{p}×{p} pixels × 3 colours = {p * p * 3:,} numbers"),
         ("patches per side", f"{g.grid[0]} × {g.grid[1]}"),
         ("patches", f"{g.num_patches:,}"),
         ("prefix tokens", f"{g.num_prefix_tokens} ([CLS])"),

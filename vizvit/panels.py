@@ -82,9 +82,26 @@ def model_line(vm: VitModel) -> str:
             f"patches of {g.patch_size}px · {g.num_layers} layers × {g.num_heads} heads{head} · {vm.device}")
 
 
-def status_line(vm: VitModel, a: Analysis) -> str:
+def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = None) -> str:
     best = f" · top-1: **{a.top5[0].label.split(',')[0]}** ({a.top5[0].prob:.1%})" if a.top5 else ""
-    return f"{model_line(vm)}{best} · forward {a.seconds * 1000:.0f} ms"
+    return f"{model_line(vm)}{best} · forward {a.seconds * 1000:.0f} ms{resize_note(vm, photo_size)}"
+
+
+def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
+    """Say how the upload became the model input, and when its shape was squashed."""
+    if photo_size is None:
+        return ""
+    w, h = photo_size
+    H, W = vm.geometry.image_size
+    note = f"  \nYour photo: {w}×{h} px → the model sees {W}×{H} px"
+    if abs(w / h - W / H) > 0.25 * (W / H) and vm.preprocess.crop is None:
+        note += " (its shape was squashed to a square, as the model's image processor does)"
+    return note
+
+
+def model_unavailable(requested: str, current: VitModel) -> str:
+    return (f"⚠️ **{short_name(requested)}** cannot be loaded here (no internet connection, or the weights "
+            f"are not on this server). Still showing {model_line(current)}.")
 
 
 LECTURE_TEXT = """## For lecturers
