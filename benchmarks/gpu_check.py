@@ -1,0 +1,79 @@
+"""On a CUDA machine: the same results as on the CPU, and the speed of each device.
+
+    python benchmarks/gpu_check.py
+
+Prints the largest |CUDA - CPU| difference of every Analysis field for a few views, the
+batched predictions, and median timings of analyze(), the shift sweep (batched and one by
+one) and the faithfulness curves, on both devices.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+import vizvit  # noqa: E402
+from vizvit import perturb  # noqa: E402
+from vizvit.images import View  # noqa: E402
+
+TOL = {"probs": 1e-4, "attentions": 1e-4, "hidden_states": 2e-3, "patch_embeddings": 1e-3}
+
+
+def median_s(fn, n: int, device: torch.device) -> float:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def main() -> int:
+    assert torch.cuda.is_available(), "no CUDA here"
+    print("torch", torch.__version__, "·", torch.cuda.get_device_name(0))
+    name = sys.argv[1] if len(sys.argv) > 1 else "random:vit-base-patch16-224"
+    cat = vizvit.load_image(ROOT / "assets" / "examples" / "chelsea.jpg")
+    cpu, gpu = vizvit.load_model(name, "cpu"), vizvit.load_model(name, "cuda")
+    assert vizvit.models.pick_device("auto").type == "cuda"
+    ok = True
+    for view in (View(), View(dx=5, dy=-3), View(mask=(3, 17, 40), mask_mode="drop"),
+                 View(mask=(3, 17, 40), mask_mode="blur")):
+        a, b = vizvit.analyze(cpu, cat, view), vizvit.analyze(gpu, cat, view)
+        diffs = {f: float((getattr(a, f).float() - getattr(b, f).float()).abs().max()) for f in TOL}
+        same_top = [p.index for p in a.top5] == [p.index for p in b.top5]
+        good = all(diffs[f] <= TOL[f] for f in TOL)
+        ok &= good
+        print(f"view {view}: max|cuda-cpu| " + ", ".join(f"{f} {d:.2e}" for f, d in diffs.items())
+              + f" · same top-5 order {same_top} · {'OK' if good else 'OVER TOLERANCE'}")
+    base = vizvit.analyze(cpu, cat).input_view
+    views = [vizvit.images.shift_view(base, k, 0, "edge") for k in range(33)]
+    pc, pg = perturb.predict_batch(cpu, views), perturb.predict_batch(gpu, views)
+    d = float((pc.probs - pg.probs).abs().max())
+    ok &= d <= 1e-4
+    print(f"batched predictions (33 shifted views): max|cuda-cpu| probs {d:.2e}")
+
+    for vm in (cpu, gpu):
+        dev = vm.device
+        one = median_s(lambda: vizvit.analyze(vm, base), 9, dev)
+        batched = median_s(lambda: perturb.shift_sweep(vm, base), 3, dev)
+        single = median_s(lambda: [vizvit.analyze(vm, base, View(dx=k)) for k in range(33)], 1, dev)
+        maps = perturb.ranking_maps(vizvit.analyze(vm, base))
+        curves = median_s(lambda: perturb.faithfulness_curves(vm, base, maps, steps=10), 1, dev)
+        print(f"{dev.type}: analyze {one * 1000:.1f} ms · sweep of 33 batched {batched * 1000:.0f} ms "
+              f"({batched / one:.1f}× one analyze) · one by one {single * 1000:.0f} ms ({single / one:.1f}×) "
+              f"· batched is {single / batched:.1f}× faster · curves {curves * 1000:.0f} ms")
+    print("RESULT:", "CUDA matches CPU within tolerance" if ok else "MISMATCH")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
