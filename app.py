@@ -149,7 +149,7 @@ def patches_tab(ctx: Ctx) -> None:
                                    elem_id="numbers", wrap=True)
     strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
                            "(numbers are token indices)",
-                     interactive=False, format="png", elem_id="sequence-strip")
+                     interactive=False, format="jpeg", elem_id="sequence-strip")
     gr.Markdown(panels.PATCHES_TEXT)
     clicked = gr.State(None)  # (row, col)
 
@@ -420,7 +420,7 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=3):
             grid_img = gr.Image(label="Cosine similarity of the learned position embeddings: tile (r, c) = "
                                 "position (r, c) vs every patch position ([CLS] excluded). Click a tile.",
-                                interactive=False, format="png", elem_id="pos-grid")
+                                interactive=False, format="jpeg", elem_id="pos-grid")
         with gr.Column(scale=2):
             tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
             cls_plot = gr.Plot(label="[CLS] position embedding vs patch positions", elem_id="pos-cls")
@@ -479,10 +479,10 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
         fill = gr.Radio(["edge", "wrap", "constant"], value="edge", label="what enters at the border",
                         elem_id="shift-fill")
     with gr.Row():
-        shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="png",
+        shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
                              elem_id="shift-view")
         cos_img = gr.Image(label="Patch cosine, original vs shifted",
-                           interactive=False, format="png", elem_id="shift-cos")
+                           interactive=False, format="jpeg", elem_id="shift-cos")
         shift_top5 = gr.Plot(label="Top-5, Δ from the unshifted photo", elem_id="shift-top5")
     shift_info = gr.Markdown(elem_id="shift-info")
 
@@ -506,10 +506,10 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
         b_top = gr.Button("top k % by rollout", size="sm", elem_id="mask-top")
         b_bottom = gr.Button("bottom k % by rollout", size="sm", elem_id="mask-bottom")
     with gr.Row():
-        mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="png",
+        mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
                              elem_id="mask-grid")
         masked_img = gr.Image(label="What the model gets (hatched = token dropped)", interactive=False,
-                              format="png", elem_id="masked-view")
+                              format="jpeg", elem_id="masked-view")
         mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
     mask_info = gr.Markdown(elem_id="mask-info")
     mask = gr.State(())  # row-major patch ids

@@ -258,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         k = PhotoKey(vm.id, sha1)
         a = wb.analysis(k)
         p = panels.patches_panel(vm, a)
-        encode(p.grid), encode(p.strip, "PNG"), p.top5.to_json() if p.top5 else None
+        encode(p.grid), encode(p.strip), p.top5.to_json() if p.top5 else None
 
-    b.add("upload -> first tab (decode, forward, panels, PNG + plot encoding)", upload)
+    b.add("upload -> first tab (decode, forward, panels, image + plot encoding)", upload)
     key = PhotoKey(vm.id, wb.add_photo(photo_bytes))
     wb.analysis(key)
     event_benchmarks(b, wb, key)

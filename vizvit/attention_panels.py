@@ -271,10 +271,18 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
     for l in range(n_l):
         cv2.putText(out, f"L{l + 1}", (3, GRID_TOP + l * step + t // 2 + 5), font, 0.42, (0, 0, 0), 1,
                     cv2.LINE_AA)
-    if selected is not None:
-        l, h = selected
-        x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
-        cv2.rectangle(out, (x0 - 1, y0 - 1), (x0 + t, y0 + t), (255, 230, 0), 2)
+    return out if selected is None else outline_grid_cell(out, maps.shape, selected)
+
+
+def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[int, int]) -> np.ndarray:
+    """A copy of a compose_grid image with the 0-based (layer, head) cell outlined in yellow."""
+    _, _, gh, gw = shape
+    t = max(gh, gw) * max(1, round(GRID_TILE / max(gh, gw)))
+    step = t + GRID_SEP
+    l, h = selected
+    x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
+    out = img.copy()
+    cv2.rectangle(out, (x0 - 1, y0 - 1), (x0 + t, y0 + t), (255, 230, 0), 2)
     return out
 
 
@@ -311,13 +319,21 @@ def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: i
     tiles = []
     for l, m in enumerate(maps):
         lo_hi = (None, None) if vmax is None else (0.0, vmax)
-        tile = render.label(render.overlay(small, m, p.alpha, p.cmap, *lo_hi), f"<={l + 1}")
-        if l == selected:
-            cv2.rectangle(tile, (0, 0), (STRIP_TILE - 1, STRIP_TILE - 1), (255, 230, 0), 3)
-        tiles.append(tile)
+        tiles.append(render.label(render.overlay(small, m, p.alpha, p.cmap, *lo_hi), f"<={l + 1}"))
     n = len(tiles)
     cols = min(n, per_row)
-    return render.mosaic(np.stack(tiles), -(-n // cols), cols, sep=3)
+    out = render.mosaic(np.stack(tiles), -(-n // cols), cols, sep=3)
+    return out if selected is None else outline_strip_tile(out, n, selected, per_row)
+
+
+def outline_strip_tile(img: np.ndarray, n: int, selected: int, per_row: int = 12) -> np.ndarray:
+    """A copy of a compose_strip image with the 0-based layer's tile outlined in yellow."""
+    cols = min(n, per_row)
+    r, c = divmod(selected, cols)
+    x0, y0 = c * (STRIP_TILE + 3), r * (STRIP_TILE + 3)
+    out = img.copy()
+    cv2.rectangle(out, (x0, y0), (x0 + STRIP_TILE - 1, y0 + STRIP_TILE - 1), (255, 230, 0), 3)
+    return out
 
 
 def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
@@ -345,10 +361,15 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     vmax = None
     if p.shared_scale:  # strip and grid share one scale on request (issue 10)
         vmax = float(gmaps.max()) if p.mode == "raw" else float(max(gmaps.max(), smaps.max()))
-    grid = compose_grid(gmaps, p.cmap, p.shared_scale, (p.layer - 1, p.head - 1), vmax)
-    strip = compose_strip(a.input_view, smaps, p, p.layer - 1,
-                          vmax if p.shared_scale and p.mode != "raw" else None)
-    return AttentionView(main.image, main.readout, grid, strip)
+    # The pictures without their yellow outline are cached per look (controls other than
+    # layer and head), so moving the layer or head slider only outlines a copy.
+    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax)
+    grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax))
+    strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
+    strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.alpha, p.cmap, strip_vmax)
+    strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
+    return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
+                         outline_strip_tile(strip, len(smaps), p.layer - 1))
 
 
 def clicked_query(g: Geometry, x: float, y: float) -> tuple[int, int]:

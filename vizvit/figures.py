@@ -24,12 +24,13 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
             d = p.prob - baseline.get(p.index, 0.0)
             t += f" ({d:+.1%})"
         text.append(t)
-    fig = go.Figure(go.Bar(x=probs, y=labels, orientation="h", text=text, textposition="auto",
-                           marker_color="#1f77b4",
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
-    fig.update_layout(title=title, xaxis=dict(range=[0, 1], tickformat=".0%"),
-                      margin=dict(l=10, r=10, t=40, b=10), height=260)
-    return fig
+    # One dict, unvalidated: plotly's validation is most of a small figure's cost, and
+    # these properties are fixed (the browser tests render them).
+    return go.Figure(dict(
+        data=[dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition="auto",
+                   marker=dict(color="#1f77b4"), hovertemplate="%{y}: %{x:.4f}<extra></extra>")],
+        layout=dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
+                    margin=dict(l=10, r=10, t=40, b=10), height=260)), _validate=False)
 
 
 def _short(label: str, n: int = 32) -> str:
@@ -49,17 +50,17 @@ def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.
     custom = [[int(r), int(c), int(t), round(float(v), 4), str(u)]
               for r, c, t, v, u in zip(rows, cols, tokens, color, thumbs)]
     # SVG Scatter, not Scattergl: WebGL is often missing in headless or remote browsers.
-    fig = go.Figure(go.Scatter(
-        x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom,
-        marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
-                    colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
-        hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
-                       f"<br>{color_label}: " + "%{customdata[3]}<extra></extra>"),
-    ))
-    fig.update_layout(title=title, xaxis_title=axis_titles[0], yaxis_title=axis_titles[1],
-                      margin=dict(l=10, r=10, t=40, b=10), height=480, hovermode="closest",
-                      yaxis=dict(scaleanchor="x", scaleratio=1), uirevision="tokens")
-    return fig
+    # One dict, unvalidated: validating 196 thumbnails is most of the cost of a depth move.
+    return go.Figure(dict(
+        data=[dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom,
+                   marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
+                               colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
+                   hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
+                                  f"<br>{color_label}: " + "%{customdata[3]}<extra></extra>"))],
+        layout=dict(title=dict(text=title), xaxis=dict(title=dict(text=axis_titles[0])),
+                    yaxis=dict(title=dict(text=axis_titles[1]), scaleanchor="x", scaleratio=1),
+                    margin=dict(l=10, r=10, t=40, b=10), height=480, hovermode="closest",
+                    uirevision="tokens")), _validate=False)
 
 
 def charts_html(charts: Sequence[tuple[str, str]], title: str = "vizvit charts") -> str:
