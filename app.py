@@ -27,7 +27,6 @@ configure_threads()  # OMP_WAIT_POLICY=PASSIVE and the thread count, before torc
 import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
 
-import vizvit  # noqa: E402
 from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, panels, positions_panel  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
@@ -134,7 +133,7 @@ def safe(fn: Callable) -> Callable:
 
 
 # ---------------------------------------------------------------- Patches tab
-def patches_tab(ctx: Ctx) -> None:
+def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             grid_img = gr.Image(label="What the model sees: the patch grid (click a patch)",
@@ -603,7 +602,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
 
 # ---------------------------------------------------------------- For lecturers
-def lecture_tab(ctx: Ctx) -> None:
+def lecture_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(panels.LECTURE_TEXT)
     with gr.Row():
         size = gr.Slider(16, 1024, value=224, step=16, label="image side (pixels)", elem_id="cost-size")
@@ -668,6 +667,11 @@ CSS = """
 
 
 # ---------------------------------------------------------------- the page
+TABS = [("Patches", "patches", patches_tab), ("Embeddings", "embeddings", embeddings_tab),
+        ("Attention", "attention", attention_tab), ("Positions", "positions", positions_tab),
+        ("Experiments", "experiments", experiments_tab), ("For lecturers", "lecture", lecture_tab)]
+
+
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = "",
                extra_models: tuple[str, ...] = ()) -> gr.Blocks:
     """The whole page. `wb` must already hold (or be able to load) `default_model`."""
@@ -691,25 +695,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
+        all_tabs = []
         with gr.Tabs(elem_id="tabs") as tabs:
-            with gr.Tab("Patches", id="patches") as t_patches:
-                patches_tab(ctx)
-                charts_download(t_patches)
-            with gr.Tab("Embeddings", id="embeddings") as t_embeddings:
-                embeddings_tab(ctx, t_embeddings)
-                charts_download(t_embeddings)
-            with gr.Tab("Attention", id="attention") as t_attention:
-                attention_tab(ctx, t_attention)
-                charts_download(t_attention)
-            with gr.Tab("Positions", id="positions") as t_positions:
-                positions_tab(ctx, t_positions)
-                charts_download(t_positions)
-            with gr.Tab("Experiments", id="experiments") as t_experiments:
-                experiments_tab(ctx, t_experiments)
-                charts_download(t_experiments)
-            with gr.Tab("For lecturers", id="lecture") as t_lecture:
-                lecture_tab(ctx)
-        all_tabs = (t_patches, t_embeddings, t_attention, t_positions, t_experiments, t_lecture)
+            for label, tab_id, build in TABS:
+                with gr.Tab(label, id=tab_id) as t:
+                    build(ctx, t)
+                    charts_download(t)
+                all_tabs.append(t)
         for t in all_tabs:
             t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
         with gr.Row():

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import argparse
 import io
-import statistics
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,23 +31,9 @@ from vizvit import attention_panels as ap  # noqa: E402
 from vizvit.forward import analyze  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
+from timing import median_s, once_s  # noqa: E402
+
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
-
-
-def median_s(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
-
-
-def once_s(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def encode_s(img: np.ndarray, fmt: str, repeat: int) -> float:
@@ -58,7 +41,7 @@ def encode_s(img: np.ndarray, fmt: str, repeat: int) -> float:
         buf = io.BytesIO()
         Image.fromarray(img).save(buf, fmt)
         return buf.getvalue()
-    return median_s(enc, repeat)
+    return median_s(enc, repeat, warmup=1)
 
 
 def main() -> None:
@@ -71,7 +54,7 @@ def main() -> None:
     vm = wb.model(args.model)
     key = PhotoKey(vm.id, wb.add_photo(EXAMPLE))
     image = wb.photo(key.sha1)
-    fwd = median_s(lambda: analyze(vm, image), args.repeat)
+    fwd = median_s(lambda: analyze(vm, image), args.repeat, warmup=1)
     a = wb.analysis(key)
     cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
     g = vm.geometry
@@ -79,7 +62,7 @@ def main() -> None:
     rows: list[tuple[str, float]] = []
 
     rows.append(("open tab, cold (distances, rollout stack)", once_s(lambda: ap.attention_page(vm, a, base, cache))))
-    rows.append(("open tab, warm", median_s(lambda: ap.attention_page(vm, a, base, cache), args.repeat)))
+    rows.append(("open tab, warm", median_s(lambda: ap.attention_page(vm, a, base, cache), args.repeat, warmup=1)))
     events = {
         "layer slider (raw, mean)": replace(base, layer=5),
         "one head": replace(base, show=ap.ONE_HEAD, head=4),
@@ -91,13 +74,13 @@ def main() -> None:
         "per-map colour scale": replace(base, shared_scale=False),
     }
     for name, p in events.items():
-        rows.append((name, median_s(lambda p=p: ap.attention_view(vm, a, p, cache), args.repeat)))
+        rows.append((name, median_s(lambda p=p: ap.attention_view(vm, a, p, cache), args.repeat, warmup=1)))
     rolled = replace(base, mode="rolled out", show=ap.ONE_HEAD, head=3)
     rows.append(("rolled out per head, cold (L×H rollout stack)", once_s(lambda: ap.attention_view(vm, a, rolled, cache))))
-    rows.append(("rolled out per head, warm", median_s(lambda: ap.attention_view(vm, a, rolled, cache), args.repeat)))
+    rows.append(("rolled out per head, warm", median_s(lambda: ap.attention_view(vm, a, rolled, cache), args.repeat, warmup=1)))
     disc = replace(base, mode="rolled out", discard=0.7)
     rows.append(("discard ratio, cold (new rollout stack)", once_s(lambda: ap.attention_view(vm, a, disc, cache))))
-    rows.append(("discard ratio, warm", median_s(lambda: ap.attention_view(vm, a, disc, cache), args.repeat)))
+    rows.append(("discard ratio, warm", median_s(lambda: ap.attention_view(vm, a, disc, cache), args.repeat, warmup=1)))
     tile = ap.grid_tile(g)
     rows.append(("grid cell click (cell lookup + redraw)", median_s(
         lambda: ap.attention_view(vm, a, replace(base, layer=ap.grid_cell_at(g, ap.GRID_LEFT + tile, ap.GRID_TOP + 5)[0]),
@@ -105,7 +88,7 @@ def main() -> None:
     if a.top5:
         top1 = a.top5[0].index
         rows.append(("class relevance, cold (forward + backward)", once_s(lambda: ap.relevance_panel(vm, a, top1, base, cache))))
-        rows.append(("class relevance, warm", median_s(lambda: ap.relevance_panel(vm, a, top1, base, cache), args.repeat)))
+        rows.append(("class relevance, warm", median_s(lambda: ap.relevance_panel(vm, a, top1, base, cache), args.repeat, warmup=1)))
     v = ap.attention_view(vm, a, base, cache)
     for name, img in (("main map", v.main), ("grid", v.grid), ("strip", v.strip)):
         for fmt in ("PNG", "JPEG"):

@@ -10,7 +10,6 @@ other than the first opening of the tab must run no forward pass (checked with a
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -43,13 +42,7 @@ def ship(*outs) -> None:
             o.to_json()
 
 
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from timing import median_s  # noqa: E402
 
 
 def main() -> None:
@@ -64,7 +57,7 @@ def main() -> None:
     wb.analysis(key)  # warm-up: first forward pays for lazy init
     from vizvit.forward import analyze
 
-    forward = median_time(lambda: analyze(vm, wb.photo(key.sha1)), args.repeat)
+    forward = median_s(lambda: analyze(vm, wb.photo(key.sha1)), args.repeat)
     a = wb.analysis(key)
 
     def data():
@@ -106,11 +99,11 @@ def main() -> None:
     forwards = []
     hook = vm.model.register_forward_hook(lambda *_: forwards.append(1))
     rows = [("open tab (first: prepare + render)", first_open),
-            ("open tab (cached)", median_time(open_tab, args.repeat)),
-            ("depth slider: pictures", median_time(depth_event, args.repeat)),
-            ("depth slider: then the scatter", median_time(depth_scatter, args.repeat)),
-            ("click a patch", median_time(click_event, args.repeat)),
-            ("colour the scatter", median_time(colour_event, args.repeat))]
+            ("open tab (cached)", median_s(open_tab, args.repeat)),
+            ("depth slider: pictures", median_s(depth_event, args.repeat)),
+            ("depth slider: then the scatter", median_s(depth_scatter, args.repeat)),
+            ("click a patch", median_s(click_event, args.repeat)),
+            ("colour the scatter", median_s(colour_event, args.repeat))]
     hook.remove()
     print(f"model {vm.id} on {vm.device}; one forward pass: {forward * 1000:.0f} ms "
           f"(median of {args.repeat})")

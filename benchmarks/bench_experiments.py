@@ -11,9 +11,7 @@ and a mask toggle that needs its one forward.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,14 +23,7 @@ from vizvit.images import View  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
 
-def timed(fn, repeat: int = 3) -> float:
-    """Median wall seconds of fn() over `repeat` runs."""
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+from timing import median_s  # noqa: E402
 
 
 def main() -> None:
@@ -48,30 +39,30 @@ def main() -> None:
     base = wb.analysis(key)
     view = base.input_view
     vizvit.analyze(vm, image)  # warm-up
-    one = timed(lambda: vizvit.analyze(vm, view, View(dx=1)), 5)
+    one = median_s(lambda: vizvit.analyze(vm, view, View(dx=1)), 5)
     print(f"device {vm.device} · one forward (analyze) {one * 1000:.0f} ms")
 
     n = 2 * vm.geometry.patch_size + 1
     perturb.shift_sweep(vm, view, chunk=args.chunk)  # warm-up of the batched path
-    batched = timed(lambda: perturb.shift_sweep(vm, view, chunk=args.chunk), 2)
-    single = timed(lambda: [vizvit.analyze(vm, view, View(dx=k)) for k in range(n)], 1)
+    batched = median_s(lambda: perturb.shift_sweep(vm, view, chunk=args.chunk), 2)
+    single = median_s(lambda: [vizvit.analyze(vm, view, View(dx=k)) for k in range(n)], 1)
     print(f"shift sweep, {n} views: batched {batched:.2f} s ({batched / one:.1f}× a forward) · "
           f"one by one {single:.2f} s ({single / one:.1f}×) · batched / one-by-one = {batched / single:.2f}")
 
     maps = perturb.ranking_maps(base)
-    t_curves = timed(lambda: perturb.faithfulness_curves(vm, view, maps, steps=10, chunk=args.chunk), 1)
+    t_curves = median_s(lambda: perturb.faithfulness_curves(vm, view, maps, steps=10, chunk=args.chunk), 1)
     c = perturb.faithfulness_curves(vm, view, maps, steps=10, chunk=args.chunk)
     print(f"deletion + insertion curves, {len(maps)} maps × 11 steps = {c.forwards} distinct views: "
           f"{t_curves:.2f} s ({t_curves / one:.1f}× a forward, {t_curves / c.forwards / one:.2f}× per view)")
 
     mask = (3, 17, 40)
     experiments.mask_panel(wb, key, mask, "drop")  # the toggle's forward, now cached
-    t_mask = timed(lambda: experiments.mask_panel(wb, key, mask, "drop"), 5)
+    t_mask = median_s(lambda: experiments.mask_panel(wb, key, mask, "drop"), 5)
     experiments.shift_panel(wb, key, 5, 0, "edge")
-    t_shift = timed(lambda: experiments.shift_panel(wb, key, 5, 0, "edge"), 5)
-    t_click = timed(lambda: experiments.toggle_at(wb, key, mask, 100.0, 100.0), 5)
+    t_shift = median_s(lambda: experiments.shift_panel(wb, key, 5, 0, "edge"), 5)
+    t_click = median_s(lambda: experiments.toggle_at(wb, key, mask, 100.0, 100.0), 5)
     fresh = iter(range(100, 200))
-    t_mask_new = timed(lambda: experiments.mask_panel(wb, key, (next(fresh),), "drop"), 3)
+    t_mask_new = median_s(lambda: experiments.mask_panel(wb, key, (next(fresh),), "drop"), 3)
     print(f"mask click (toggle) {t_click * 1000:.2f} ms ({t_click / one:.4f}×) · "
           f"mask panel, cached view {t_mask * 1000:.1f} ms ({t_mask / one:.3f}×) · "
           f"shift panel, cached view {t_shift * 1000:.1f} ms ({t_shift / one:.3f}×) · "

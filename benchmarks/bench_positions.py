@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,13 +32,7 @@ from vizvit import analyze, load_image, load_model, positional, positions_panel,
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
 
-def median_time(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from timing import median_s  # noqa: E402
 
 
 def grid_ours(vm) -> None:
@@ -85,10 +78,10 @@ def main() -> None:
     vm = load_model(args.model, "cpu")
     cat = load_image(ROOT / "assets" / "examples" / "chelsea.jpg")
     analyze(vm, cat)  # warm-up
-    t_fwd = median_time(lambda: analyze(vm, cat), 3)
+    t_fwd = median_s(lambda: analyze(vm, cat), 3)
     print(f"model {vm.id}: grid {vm.geometry.grid}, one forward {t_fwd * 1000:.0f} ms, threads {torch.get_num_threads()}")
 
-    t_ours = median_time(lambda: grid_ours(vm), 7)
+    t_ours = median_s(lambda: grid_ours(vm), 7)
     t0 = time.perf_counter()
     looped = sim_pair_loop(vm)
     t_loop = time.perf_counter() - t0
@@ -97,7 +90,7 @@ def main() -> None:
     print(f"per-pair cosine loop (sim only):  {t_loop * 1000:8.1f} ms   -> ours is {t_loop / t_ours:6.0f}x faster"
           f" (goal >= 100x; same numbers: {ok})")
     if not args.skip_matplotlib:
-        t_mpl = median_time(lambda: matplotlib_figure(vm), 1)
+        t_mpl = median_s(lambda: matplotlib_figure(vm), 1)
         print(f"matplotlib, {vm.geometry.num_patches} subplots:      {t_mpl * 1000:8.1f} ms"
               f"   -> ours is {t_mpl / t_ours:6.0f}x faster")
 
@@ -108,14 +101,14 @@ def main() -> None:
     t0 = time.perf_counter()
     positions_panel.positions_panel(wb, key)
     t_first = time.perf_counter() - t0
-    t_open = median_time(lambda: positions_panel.positions_panel(wb, key), 5)
+    t_open = median_s(lambda: positions_panel.positions_panel(wb, key), 5)
     mp = positions_panel.cached_model_positions(wb, vm.id)
     tile = vm.geometry.grid[0] * mp.cell + positions_panel.SEP
-    t_click = median_time(lambda: positions_panel.click_tile(wb, key, 5 * tile + 3, 2 * tile + 3), 20)
+    t_click = median_s(lambda: positions_panel.click_tile(wb, key, 5 * tile + 3, 2 * tile + 3), 20)
     t0 = time.perf_counter()
     positions_panel.resolution_panel(wb, key, 384)
     t_res = time.perf_counter() - t0
-    t_res_warm = median_time(lambda: positions_panel.resolution_panel(wb, key, 384), 5)
+    t_res_warm = median_s(lambda: positions_panel.resolution_panel(wb, key, 384), 5)
     print("event (server time)                       ms   x forward")
     for name, t in [("tile click", t_click), ("open tab, cache warm", t_open),
                     ("open tab, first time for this model", t_first),

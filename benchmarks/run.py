@@ -38,21 +38,11 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import vizvit  # noqa: E402
+from timing import times_s  # noqa: E402
 from vizvit import panels  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
-
-
-def timeit(fn: Callable[[], object], repeat: int, warmup: int = 1) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def encode(img: np.ndarray, fmt: str = "JPEG") -> bytes:
@@ -75,7 +65,7 @@ class Bench:
         self.speedups: dict[str, float] = {}
 
     def add(self, name: str, fn: Callable[[], object], repeat: int | None = None, warmup: int = 1) -> float:
-        ts = timeit(fn, repeat or self.repeat, warmup)
+        ts = times_s(fn, repeat or self.repeat, warmup)
         self.rows.append((name, ts))
         return statistics.median(ts)
 

@@ -71,3 +71,10 @@ def click_image_at(page, elem_id: str, fx: float, fy: float) -> None:
     """Click at a fraction (fx, fy) of the displayed image's box."""
     box = page.locator(f"#{elem_id} img").first.bounding_box()
     page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+
+
+def upload_and_open(page, photo: str, tab: str) -> None:
+    """Upload a photo, wait for the first tab to show it, then open `tab`."""
+    upload(page, photo)
+    wait_image(page, "patch-grid")
+    page.get_by_role("tab", name=tab).click()

@@ -5,7 +5,6 @@ References are plain loops written here; constructed attentions have known answe
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import numpy as np
 import pytest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import image_src, page_at, shot, upload, wait_image
+from browser import image_src, page_at, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 from vizvit import attention_panels as ap
 from vizvit import render
@@ -33,9 +33,7 @@ def _click_pixel(page, elem_id: str, px: float, py: float) -> None:
 
 def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
     with page_at(url) as page:
-        upload(page, str(EXAMPLES / "chelsea.jpg"))
-        wait_image(page, "patch-grid")
-        page.get_by_role("tab", name="Attention").click()
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")
         main = wait_image(page, "attn-main")
         wait_image(page, "attn-grid")
         wait_image(page, "attn-strip")

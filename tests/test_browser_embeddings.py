@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import click_image_at, page_at, shot, upload, wait_image
+from browser import click_image_at, page_at, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 
 
@@ -19,9 +19,7 @@ def url(tiny16):
 def test_embeddings_tab_depth_click_hover(url, tiny16):
     g = tiny16.geometry
     with page_at(url, height=1400) as page:
-        upload(page, str(EXAMPLES / "chelsea.jpg"))
-        wait_image(page, "patch-grid")
-        page.get_by_role("tab", name="Embeddings").click()
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Embeddings")
         src = wait_image(page, "emb-pca")
         wait_image(page, "emb-filters")
         wait_image(page, "emb-cls")

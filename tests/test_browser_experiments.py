@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import click_image_at, image_src, page_at, shot, upload, wait_image
+from browser import click_image_at, image_src, page_at, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 
 
@@ -22,9 +22,7 @@ def plot_text(page, elem_id: str) -> str:
 
 def test_click_patches_to_mask_them_and_predictions_update(url):
     with page_at(url, height=1400) as page:
-        upload(page, str(EXAMPLES / "chelsea.jpg"))
-        wait_image(page, "patch-grid")
-        page.get_by_role("tab", name="Experiments").click()
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Experiments")
         wait_image(page, "shift-view")
         grid = wait_image(page, "mask-grid")
         page.wait_for_selector("#mask-top5 .js-plotly-plot")
@@ -59,9 +57,7 @@ def test_click_patches_to_mask_them_and_predictions_update(url):
 
 def test_shift_sweep_and_curves(url):
     with page_at(url, height=1400) as page:
-        upload(page, str(EXAMPLES / "coffee.jpg"))
-        wait_image(page, "patch-grid")
-        page.get_by_role("tab", name="Experiments").click()
+        upload_and_open(page, str(EXAMPLES / "coffee.jpg"), "Experiments")
         old = wait_image(page, "shift-cos")
         box = page.locator("#shift-dx input[type=number]")
         box.fill("16")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import click_image_at, page_at, shot, upload, wait_image
+from browser import click_image_at, page_at, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 from vizvit import positions_panel
 
@@ -21,9 +21,7 @@ def test_positions_tab_shows_the_grid_and_a_click_enlarges_the_tile(url, tiny16)
     cell = positions_panel.tile_cell((gh, gw))
     tile = gh * cell + positions_panel.SEP
     with page_at(url) as page:
-        upload(page, str(EXAMPLES / "chelsea.jpg"))
-        wait_image(page, "patch-grid")
-        page.get_by_role("tab", name="Positions").click()
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Positions")
         old = wait_image(page, "pos-grid")
         wait_image(page, "pos-compare")
         wait_image(page, "pos-res-grid")

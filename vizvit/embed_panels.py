@@ -115,7 +115,7 @@ def _shape(s: tuple[int, ...]) -> str:
 
 def stage_panel(vm: VitModel, d: EmbeddingsData) -> StagePanel:
     g = vm.geometry
-    p, dim, (gh, gw) = g.patch_size, g.hidden_size, g.grid
+    p, dim, (_gh, gw) = g.patch_size, g.hidden_size, g.grid
     sh = dict(d.stage.shapes)
     ops = [
         ("photo → pixels", f"resized to {g.image_size[0]}×{g.image_size[1]}, normalised per colour"),
