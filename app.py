@@ -575,8 +575,8 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def curves(key: PhotoKey | None, n: int, md: str):
         if key is None:
             raise ValueError("Upload a photo first.")
-        p = experiments.curves_panel(wb, key, int(n), md)
-        return p.deletion, p.insertion, p.table, p.text
+        for p in experiments.curves_progress(wb, key, int(n), md):
+            yield p.deletion, p.insertion, p.table, p.text
 
     shift_ins, shift_outs = [ctx.key, dx, dy, fill], [shift_img, cos_img, shift_info, shift_top5]
     ctx.on_show(tab, limits, [ctx.key], [dx, dy])
@@ -596,8 +596,8 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
             show_mask, mask_ins, mask_outs, show_progress="hidden")
 
     running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text])
-    stop_btn.click(None, None, None, cancels=[running])
     curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
+    stop_btn.click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
 
 

@@ -62,3 +62,13 @@ def test_offline_curated_model_keeps_the_current_one(server, tiny16):
     assert "cannot be loaded here" in status and "Still showing" in status
     assert model == tiny16.id  # the dropdown goes back to the model that works
     assert "/tmp" not in status and "pytest" not in status
+
+
+def test_unreachable_default_model_falls_back_to_random_weights_and_says_so(caplog):
+    wb = Workbench(device="cpu")
+    model_id, notice = app.start_model(wb, "google/vit-base-patch16-224")  # HF_HUB_OFFLINE=1 here
+    assert model_id == "random:vit-base-patch16-224"
+    assert "Could not load" in notice and "UNTRAINED" in notice
+    assert any("Could not load" in r.message for r in caplog.records)
+    demo = app.build_demo(wb, model_id, notice)
+    assert any(getattr(b, "value", None) == notice for b in demo.blocks.values())

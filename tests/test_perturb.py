@@ -259,3 +259,19 @@ def test_concurrent_sweep_and_token_drop_do_not_share_hooks(tiny16, cat):
     t.join()
     assert np.allclose(got[0], want_sweep, atol=1e-5)
     assert all(torch.allclose(d.logits, want.logits, atol=1e-5) for d in drops)
+
+
+def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    key = PhotoKey(tiny16.id, wb.add_photo(cat))
+    panels_seen = list(experiments.curves_progress(wb, key, steps=4, mode="black"))
+    maps = experiments.curve_maps(wb, key)
+    assert len(panels_seen) == len(maps)  # one update per map, as they come
+    assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
+    whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
+    cached = experiments.compute_curves(wb, key, steps=4, mode="black")  # filled by the progress run
+    assert cached.names == whole.names
+    assert np.allclose(cached.deletion, whole.deletion, atol=1e-6)
+    assert np.allclose(cached.insertion, whole.insertion, atol=1e-6)
+    assert len(list(experiments.curves_progress(wb, key, steps=4, mode="black"))) == 1  # cached now

@@ -259,21 +259,52 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     return fig
 
 
+def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
+    return ("curves", int(steps), mode, seed, tuple(maps))
+
+
 def compute_curves(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black",
                    seed: int = 0) -> perturb.Curves:
+    """All maps' curves in one batched run, cached per photo."""
     vm = wb.model(key.model_id)
     maps = curve_maps(wb, key, seed)
-    return wb.derived(key, ("curves", int(steps), mode, seed, tuple(maps)),
+    return wb.derived(key, _curves_key(steps, mode, seed, maps),
                       lambda: perturb.faithfulness_curves(vm, wb.analysis(key).input_view, maps, int(steps),
                                                           mode))  # type: ignore[arg-type]
 
 
 def curves_panel(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
-    c = compute_curves(wb, key, steps, mode, seed)
+    return _curves_panel(compute_curves(wb, key, steps, mode, seed), steps)
+
+
+def curves_progress(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black",
+                    seed: int = 0) -> Iterator[CurvesPanel]:
+    """The curves map by map (each map's views batched), so the page shows them as they
+    come; the complete set is cached like compute_curves'."""
+    maps = curve_maps(wb, key, seed)
+    name = _curves_key(steps, mode, seed, maps)
+    done = wb.peek_derived(key, name)
+    if done is not None:
+        yield _curves_panel(done, steps)
+        return
+    vm = wb.model(key.model_id)
+    view = wb.analysis(key).input_view
+    parts: list[perturb.Curves] = []
+    for map_name, m in maps.items():
+        target = parts[0].target if parts else None
+        parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
+                                                 target=target))
+        yield _curves_panel(perturb.merge_curves(parts), steps, (len(parts), len(maps)))
+    final = perturb.merge_curves(parts)
+    wb.derived(key, name, lambda: final)
+
+
+def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None) -> CurvesPanel:
     table = [[n, round(float(d), 4), round(float(i), 4)]
              for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)]
-    text = (f"Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed by "
-            f"{c.mode} · {c.forwards} distinct views, batched.")
+    done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} maps so far · "
+    text = (f"{done}Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed "
+            f"by {c.mode} · {c.forwards} views, batched.")
     return CurvesPanel(curves_figure(c, False), curves_figure(c, True), table, text)
 
 

@@ -313,3 +313,14 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     deletion = np.stack([p[slots[n][0]] for n in names])
     insertion = np.stack([p[slots[n][1]] for n in names])
     return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(masks))
+
+
+def merge_curves(parts: Sequence[Curves]) -> Curves:
+    """Curves computed map by map (same steps, mode and target) -> one Curves."""
+    first = parts[0]
+    if any(p.target != first.target or p.mode != first.mode or len(p.fractions) != len(first.fractions)
+           for p in parts):
+        raise ValueError("Only curves of the same target, mode and steps can be merged.")
+    return Curves(tuple(n for p in parts for n in p.names), first.fractions,
+                  np.concatenate([p.deletion for p in parts]), np.concatenate([p.insertion for p in parts]),
+                  first.target, first.target_label, first.mode, sum(p.forwards for p in parts))
