@@ -80,7 +80,8 @@ def test_shift_sweep_and_curves(url):
         page.wait_for_selector("#sweep-plot .js-plotly-plot")
         page.locator("#curves-run").click()
         page.wait_for_function(
-            "() => document.querySelector('#curves-text').innerText.includes('distinct views')")
+            "() => { const t = document.querySelector('#curves-text').innerText;"
+            "        return t.includes('views, batched') && !t.includes('so far'); }")
         page.wait_for_selector("#deletion-plot .js-plotly-plot")
         assert "AUC" in plot_text(page, "deletion-plot")
         shot(page, "experiments_full")
