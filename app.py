@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from vizvit.threads import configure_threads
+from vizvit.threads import configure_malloc, configure_threads
 
 configure_threads()  # OMP_WAIT_POLICY=PASSIVE and the thread count, before torch loads
+configure_malloc()  # freed result tensors go back to the OS: RSS stays within the cache budget
 
 import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
@@ -150,14 +151,15 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
                            "(numbers are token indices)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
     gr.Markdown(panels.PATCHES_TEXT)
+    explanation = gr.Markdown(elem_id="patches-numbers")
     clicked = gr.State(None)  # (row, col)
 
     @safe
     def show(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
-            return None, None, None, None, ""
+            return None, None, None, None, "", ""
         p = panels.patches_panel(ctx.wb.model(key.model_id), ctx.wb.analysis(key), lines_on, idx_on, rc)
-        return p.grid, p.strip, p.top5, p.numbers, p.patch_text
+        return p.grid, p.strip, p.top5, p.numbers, p.patch_text, p.explanation
 
     @safe
     def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
@@ -174,7 +176,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
 
     ins = [ctx.key, lines, indices, clicked]
-    ctx.key.change(show, ins, [grid_img, strip, top5, numbers, patch_info])
+    ctx.key.change(show, ins, [grid_img, strip, top5, numbers, patch_info, explanation])
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
     lines.change(redraw, ins, [grid_img, patch_info], show_progress="hidden", api_name="patches_view")
     indices.change(redraw, ins, [grid_img, patch_info], show_progress="hidden")
@@ -817,11 +819,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="memory budget of the analysis cache")
     parser.add_argument("--photo-mb", type=int, default=int(os.environ.get("VIZVIT_PHOTO_MB", 256)),
                         help="memory budget of decoded uploads kept for re-analysis")
+    parser.add_argument("--cnn", default=os.environ.get("VIZVIT_CNN"),
+                        help="a CNN classifier to show beside the ViT in the shift sweep, e.g. microsoft/resnet-50")
     parser.add_argument("--queue-size", type=int, default=32, help="requests waiting; more get 'queue full'")
     parser.add_argument("--concurrency", type=int, default=2, help="events computed at once")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device)
+    try:
+        wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device,
+                       cnn=args.cnn)
+    except ValueError as e:  # the CNN is optional: say so and go on without it
+        log.warning("no CNN beside the ViT: %s", e)
+        wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device)
     model_id, notice = start_model(wb, args.model)
     extra = (args.model,) if args.model not in CURATED_MODELS and model_id == args.model else ()
     demo = configure_queue(build_demo(wb, model_id, notice, extra_models=extra), args.queue_size, args.concurrency)

@@ -68,3 +68,11 @@ def test_zero_gpu_wraps_model_calls_only_when_spaces_is_installed(monkeypatch):
     finally:
         monkeypatch.delitem(sys.modules, "spaces")
         importlib.reload(gpu)
+
+
+def test_patches_explanation_uses_the_model_numbers():
+    from vizvit.panels import patches_explanation
+
+    text = patches_explanation(vizvit.load_model("random:vit-base-patch16-224", device="cpu"))
+    assert "14×14 = **196 patches**" in text and "**768 numbers**" in text and "**197 tokens**" in text
+    assert "38,809-weight" in text

@@ -275,3 +275,36 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     assert np.allclose(cached.deletion, whole.deletion, atol=1e-6)
     assert np.allclose(cached.insertion, whole.insertion, atol=1e-6)
     assert len(list(experiments.curves_progress(wb, key, steps=4, mode="black"))) == 1  # cached now
+
+
+def test_cnn_beside_the_vit_in_the_sweep(tiny16, cat, tmp_path):
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    from vizvit.cnn import cnn_shift_probs, load_cnn
+
+    torch.manual_seed(0)
+    ResNetForImageClassification(ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                                              layer_type="basic", num_labels=5)).save_pretrained(tmp_path)
+    cnn = load_cnn(str(tmp_path), device="cpu")
+    view = vizvit.analyze(tiny16, cat).input_view
+    probs = cnn_shift_probs(cnn, view, [0, 3, 16])
+    # Reference: the CNN on each shifted view, one at a time, normalised by hand.
+    def p(v):
+        x = (torch.from_numpy(v).permute(2, 0, 1).float()[None] / 255 - torch.tensor(cnn.mean).view(1, 3, 1, 1)) \
+            / torch.tensor(cnn.std).view(1, 3, 1, 1)
+        with torch.no_grad():
+            return cnn.model(pixel_values=x).logits.softmax(-1)[0]
+    top1 = int(p(view).argmax())
+    ref = [float(p(shift_view(view, k, 0, "edge"))[top1]) for k in (0, 3, 16)]
+    assert np.allclose(probs, ref, atol=1e-5) and abs(probs[0] - float(p(view).max())) < 1e-5
+    # In the page's sweep: one more trace and one more column, only when a CNN is loaded.
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    key = PhotoKey(tiny16.id, wb.add_photo(cat))
+    plain = list(experiments.sweep_progress(wb, key))[-1]
+    wb.cnn = cnn
+    beside = list(experiments.sweep_progress(wb, key))[-1]
+    assert len(beside.figure.data) == len(plain.figure.data) + 1
+    assert beside.table["headers"][-1] == "CNN p(top-1)" and "CNN p(top-1)" not in plain.table["headers"]
+    with pytest.raises(ValueError, match="convolutional"):
+        load_cnn(tiny16.id, device="cpu")  # a ViT checkpoint directory

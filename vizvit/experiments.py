@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import attention_panels, perturb, render
+from .cnn import cnn_shift_probs
 from .forward import Analysis
 from .images import View
 from .models import Geometry, VitModel
@@ -55,7 +56,7 @@ class MaskPanel:
 @dataclass(frozen=True)
 class SweepPanel:
     figure: go.Figure
-    table: list[list]
+    table: dict  # {"data": rows, "headers": columns} for gr.Dataframe
     text: str
 
 
@@ -130,7 +131,8 @@ def shift_panel(wb: Workbench, key: PhotoKey, dx: int, dy: int, fill: str = "edg
 
 
 # ------------------------------------------------------------------ sweep
-def sweep_panel(vm: VitModel, s: perturb.ShiftSweep) -> SweepPanel:
+def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray] | None = None) -> SweepPanel:
+    """The sweep so far; cnn: (name, probability of its unshifted top-1 per k) beside the ViT."""
     p = vm.geometry.patch_size
     ks = [r.k for r in s.rows]
     fig = go.Figure()
@@ -139,6 +141,9 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep) -> SweepPanel:
     if vm.has_classifier:
         fig.add_scatter(x=ks, y=[r.base_class_prob for r in s.rows], name="p(unshifted top-1)",
                         mode="lines+markers", yaxis="y2", line=dict(dash="dot"))
+    if cnn is not None:
+        fig.add_scatter(x=ks, y=cnn[1][:len(ks)], name=f"CNN {_short(cnn[0])}: p(its unshifted top-1)",
+                        mode="lines+markers", yaxis="y2", line=dict(dash="dashdot"))
     for k in range(p, 2 * p + 1, p):
         fig.add_vline(x=k, line=dict(color="grey", dash="dash", width=1))
     fig.update_layout(
@@ -147,10 +152,14 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep) -> SweepPanel:
         yaxis=dict(title="cosine", range=[-1.05, 1.05]),
         yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%"),
         legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=340)
-    table = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
-              round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
+    rows = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
+             round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
+    headers = list(SWEEP_HEADERS)
+    if cnn is not None:
+        headers.append("CNN p(top-1)")
+        rows = [row + [round(float(c), 4)] for row, c in zip(rows, cnn[1])]
     text = ("Done: " if s.done else "Running… ") + f"{len(s.rows)} of {s.total} shifted views (batched forwards)."
-    return SweepPanel(fig, table, text)
+    return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
 def sweep_progress(wb: Workbench, key: PhotoKey, chunk: int = perturb.DEFAULT_CHUNK) -> Iterator[SweepPanel]:
@@ -158,14 +167,18 @@ def sweep_progress(wb: Workbench, key: PhotoKey, chunk: int = perturb.DEFAULT_CH
     vm = wb.model(key.model_id)
     name = ("shift_sweep", "edge")
     done = wb.peek_derived(key, name)
-    if done is not None:
+    if done is None:
+        for s in perturb.shift_sweep_steps(vm, wb.analysis(key).input_view, "edge", chunk):
+            yield sweep_panel(vm, s)
+        done = s
+        wb.derived(key, name, lambda: done)
+    if wb.cnn is None:
         yield sweep_panel(vm, done)
         return
-    s = None
-    for s in perturb.shift_sweep_steps(vm, wb.analysis(key).input_view, "edge", chunk):
-        yield sweep_panel(vm, s)
-    final = s
-    wb.derived(key, name, lambda: final)
+    ks = [r.k for r in done.rows]
+    probs = wb.derived(key, ("cnn_sweep", wb.cnn.id),
+                       lambda: cnn_shift_probs(wb.cnn, wb.analysis(key).input_view, ks, "edge"))
+    yield sweep_panel(vm, done, (wb.cnn.id, probs))
 
 
 # ------------------------------------------------------------------ masks

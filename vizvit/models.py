@@ -188,7 +188,7 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
     )
 
 
-def _labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
+def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     if not has_head:
         return ()
     id2label = getattr(config, "id2label", None) or {}
@@ -265,7 +265,7 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
         model=model,
         geometry=geometry_of(config),
         preprocess=_preprocess_of(name, config),
-        labels=_labels_of(config, has_head),
+        labels=labels_of(config, has_head),
         device=dev,
         is_pretrained=is_pretrained,
     )

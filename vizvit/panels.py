@@ -31,6 +31,7 @@ class PatchesPanel:
     top5: go.Figure | None  # None when the model has no classifier
     numbers: list[list[str]]
     patch_text: str
+    explanation: str  # what you see, with this model's numbers
 
 
 def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
@@ -43,7 +44,19 @@ def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool =
         top5=top5_figure(vm, a),
         numbers=[[k, v] for k, v in model_numbers(vm)],
         patch_text=patch_text(g, clicked),
+        explanation=patches_explanation(vm),
     )
+
+
+def patches_explanation(vm: VitModel) -> str:
+    """The Patches tab's text, with the numbers of the model on screen."""
+    g = vm.geometry
+    p, (gh, gw), (h, w) = g.patch_size, g.grid, g.image_size
+    return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
+            f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
+            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with [CLS] in front the sequence "
+            f"has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
+            f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table.")
 
 
 def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,

@@ -24,3 +24,24 @@ def configure_threads(num_threads: int | None = None) -> int:
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
     return n
+
+
+def configure_malloc() -> bool:
+    """Make glibc give freed large blocks back to the OS (a long-running server).
+
+    glibc raises its mmap threshold after large frees, so the 20-300 MB result tensors of
+    evicted analyses end up in heap arenas that never shrink: RSS grew by ~0.8 GB over 120
+    ViT-B/16 uploads with a 256 MB cache. A fixed 128 kB threshold and two arenas keep RSS
+    at the budget. Same as MALLOC_MMAP_THRESHOLD_=131072 MALLOC_ARENA_MAX=2, but settable
+    after start. Returns False where this is not glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_mmap_threshold, m_arena_max = -3, -8  # from glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, 128 * 1024)) and bool(mallopt(m_arena_max, 2))

@@ -15,6 +15,7 @@ from PIL import Image
 
 from .forward import Analysis, AnalysisCache, analyze
 from .images import ImageInput, View, image_sha1, load_image
+from .cnn import load_cnn
 from .models import VitModel, load_model
 
 
@@ -30,7 +31,7 @@ class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
-                 device: str = "auto"):
+                 device: str = "auto", cnn: str | None = None):
         self.cache = AnalysisCache(cache_bytes)
         self.device = device
         self.photo_bytes = photo_bytes  # decoded uploads kept (RGB, 3 bytes a pixel)
@@ -39,6 +40,7 @@ class Workbench:
         self._models: OrderedDict[str, VitModel] = OrderedDict()
         self._lock = threading.Lock()
         self._model_locks: dict[str, threading.Lock] = {}
+        self.cnn = load_cnn(cnn, device) if cnn else None  # optional, beside the ViT in the shift sweep
 
     # -- models ---------------------------------------------------------------
     def model(self, model_id: str) -> VitModel:
