@@ -146,7 +146,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=2):
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
-                                   elem_id="numbers", wrap=True)
+                                   elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
     strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
                            "(numbers are token indices)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
