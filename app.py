@@ -29,6 +29,7 @@ import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
 
 from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, panels, positions_panel  # noqa: E402
+from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
@@ -103,7 +104,7 @@ class Ctx:
 def _user_error(fn: Callable, e: Exception) -> gr.Error:
     if isinstance(e, gr.Error):
         return e
-    if isinstance(e, ValueError):
+    if isinstance(e, UserError):
         return gr.Error(str(e))
     log.exception("handler %s failed", fn.__name__)
     return gr.Error("Something went wrong on the server with this request. "
@@ -111,7 +112,7 @@ def _user_error(fn: Callable, e: Exception) -> gr.Error:
 
 
 def safe(fn: Callable) -> Callable:
-    """Turn a ValueError into a message in the page; hide anything else's details.
+    """Turn a UserError into a message in the page; log anything else, show a generic message.
     Works for plain handlers and for generators (streamed progress)."""
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
@@ -569,14 +570,14 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def sweep(key: PhotoKey | None):
         if key is None:
-            raise ValueError("Upload a photo first.")
+            raise UserError("Upload a photo first.")
         for p in experiments.sweep_progress(wb, key):
             yield p.figure, p.table, p.text
 
     @safe
     def curves(key: PhotoKey | None, n: int, md: str):
         if key is None:
-            raise ValueError("Upload a photo first.")
+            raise UserError("Upload a photo first.")
         for p in experiments.curves_progress(wb, key, int(n), md):
             yield p.deletion, p.insertion, p.table, p.text
 
@@ -634,9 +635,7 @@ def charts_download(tab: gr.Tab) -> None:
     @safe
     def save(*values: Any):
         charts = [(n, v.plot) for n, v in zip(names, values) if v is not None and v.type == "plotly"]
-        html = figures.charts_html(charts, f"vizvit: {tab.label}")
-        path = Path(tempfile.mkdtemp(prefix="vizvit-charts-")) / f"vizvit-{tab.id}-charts.html"
-        path.write_text(html)
+        path = figures.save_charts_html(charts, f"vizvit: {tab.label}", f"vizvit-{tab.id}-charts")
         return gr.File(str(path), visible=True)
 
     btn.click(save, plots, out)
@@ -693,7 +692,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                 upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
                                  file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
             with gr.Column(scale=2):
-                model = gr.Dropdown(choices, value=default_model, label="Model", elem_id="model")
+                # allow_custom_value: new_model checks the choice itself; Gradio's own check would
+                # answer an API caller with the whole list, local paths included.
+                model = gr.Dropdown(choices, value=default_model, label="Model", elem_id="model",
+                                    allow_custom_value=True)
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
@@ -725,7 +727,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
         @safe
         def new_model(model_id: str, k: PhotoKey | None):
             if model_id not in ids:
-                raise ValueError("Choose a model from the list.")
+                raise UserError("Choose a model from the list.")
             try:
                 vm = wb.model(model_id)
             except ValueError as e:  # offline or unknown: keep the current model, say why

@@ -10,6 +10,7 @@ from typing import Literal
 
 import torch
 
+from .errors import UserError
 from .models import Geometry
 
 Fusion = Literal["mean", "max", "min"]
@@ -24,7 +25,7 @@ def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
         return att.amax(-3)
     if fusion == "min":
         return att.amin(-3)
-    raise ValueError(f"Unknown head fusion {fusion!r}: use mean, max or min.")
+    raise UserError(f"Unknown head fusion {fusion!r}: use mean, max or min.")
 
 
 def cls_to_patches(att: torch.Tensor, g: Geometry) -> torch.Tensor:
@@ -40,7 +41,7 @@ def discard_lowest(fused: torch.Tensor, ratio: float, num_prefix_tokens: int) ->
     if ratio <= 0:
         return fused
     if not 0 <= ratio < 1:
-        raise ValueError("The discard ratio must be in [0, 1).")
+        raise UserError("The discard ratio must be in [0, 1).")
     patches = fused[..., num_prefix_tokens:]  # (L, N, P)
     k = int(patches.shape[-1] * ratio)
     if k == 0:
@@ -101,7 +102,7 @@ def query_map(m: torch.Tensor, token: int, direction: Direction, g: Geometry) ->
     elif direction == "column":
         v = m[..., p:, token]
     else:
-        raise ValueError(f"Unknown direction {direction!r}: use row or column.")
+        raise UserError(f"Unknown direction {direction!r}: use row or column.")
     return v.reshape(*v.shape[:-1], *g.grid)
 
 
@@ -165,7 +166,7 @@ def mass_threshold(values: torch.Tensor, tau: float) -> torch.Tensor:
     """(gh, gw) non-negative map -> bool mask of the smallest set of patches that holds
     at least a fraction `tau` of the total mass (DINO's attention threshold)."""
     if not 0 < tau <= 1:
-        raise ValueError("The mass threshold τ must be in (0, 1].")
+        raise UserError("The mass threshold τ must be in (0, 1].")
     flat = values.flatten().float().clamp_min(0)
     order = flat.argsort(descending=True)
     cum = flat[order].cumsum(0)

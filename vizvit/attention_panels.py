@@ -20,6 +20,7 @@ import torch
 from . import attention as att_mod
 from . import render
 from .attention import Direction, Fusion
+from .errors import UserError
 from .forward import Analysis
 from .models import Geometry, VitModel
 from .patches import patch_at, token_index
@@ -88,15 +89,15 @@ class AttnParams:
 
     def checked(self, g: Geometry) -> "AttnParams":
         if not 1 <= self.layer <= g.num_layers:
-            raise ValueError(f"Layer must be 1..{g.num_layers}.")
+            raise UserError(f"Layer must be 1..{g.num_layers}.")
         if not 1 <= self.head <= g.num_heads:
-            raise ValueError(f"Head must be 1..{g.num_heads}.")
+            raise UserError(f"Head must be 1..{g.num_heads}.")
         if self.show not in SHOW_CHOICES:
-            raise ValueError(f"Show one head or fuse by {', '.join(FUSIONS)}.")
+            raise UserError(f"Show one head or fuse by {', '.join(FUSIONS)}.")
         if self.mode not in MODES:
-            raise ValueError("Mode must be raw or rolled out.")
+            raise UserError("Mode must be raw or rolled out.")
         if self.cmap not in render.COLORMAPS:
-            raise ValueError(f"Unknown colour map {self.cmap!r}.")
+            raise UserError(f"Unknown colour map {self.cmap!r}.")
         return self
 
     @property
@@ -107,7 +108,7 @@ class AttnParams:
 
 def _full_attentions(a: Analysis) -> torch.Tensor:
     if a.dropped:
-        raise ValueError("Attention maps need the full token sequence: turn token drop off.")
+        raise UserError("Attention maps need the full token sequence: turn token drop off.")
     return a.attentions
 
 
@@ -303,7 +304,7 @@ def grid_cell_at(g: Geometry, x: float, y: float) -> tuple[int, int]:
     step = grid_tile(g) + GRID_SEP
     col, row = int((x - GRID_LEFT) // step), int((y - GRID_TOP) // step)
     if not (0 <= row < g.num_layers and 0 <= col < g.num_heads) or x < GRID_LEFT or y < GRID_TOP:
-        raise ValueError("Click inside one of the small maps to open its layer and head.")
+        raise UserError("Click inside one of the small maps to open its layer and head.")
     return row + 1, col + 1
 
 
@@ -407,7 +408,7 @@ def parse_choice(value: str) -> tuple[int, int]:
     try:
         l, h = (int(x) for x in value.split(","))
     except (AttributeError, ValueError):
-        raise ValueError("Choose a head from the list.") from None
+        raise UserError("Choose a head from the list.") from None
     return l, h
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForImageClassification, PreTrainedModel
 
+from .errors import UserError
 from .forward import HOOKED_FORWARD_LOCK
 from .gpu import on_gpu
 from .images import shift_view
@@ -38,12 +39,12 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     try:
         config = AutoConfig.from_pretrained(name)  # never trust_remote_code
         if config.model_type == "vit":
-            raise ValueError(f"{name!r} is a ViT; --cnn wants a convolutional network such as microsoft/resnet-50.")
+            raise UserError(f"{name!r} is a ViT; --cnn wants a convolutional network such as microsoft/resnet-50.")
         model = AutoModelForImageClassification.from_pretrained(name)
     except ValueError:
         raise
     except Exception as e:  # hub and file errors come in many types
-        raise ValueError(f"Cannot load the CNN {name!r} ({type(e).__name__}): check the id or directory.") from e
+        raise UserError(f"Cannot load the CNN {name!r} ({type(e).__name__}): check the id or directory.") from e
     dev = pick_device(device)
     model.eval().to(dev)
     try:

@@ -17,11 +17,21 @@ import torch
 
 from . import figures, render
 from .attention import rollout_maps
+from .errors import UserError
 from .forward import Analysis
 from .models import Geometry, VitModel
 from .patches import patch_at, token_index
-from .tokens import (EmbeddingStage, FilterPCA, ParamRow, TokenStats, cosine_to, embedding_filters_pca,
-                     embedding_stage, parameter_table, token_stats)
+from .tokens import (
+    EmbeddingStage,
+    FilterPCA,
+    ParamRow,
+    TokenStats,
+    cosine_to,
+    embedding_filters_pca,
+    embedding_stage,
+    parameter_table,
+    token_stats,
+)
 
 COLOR_CHOICES: tuple[str, ...] = ("row", "column", "rollout")
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
@@ -62,7 +72,7 @@ def prepare(vm: VitModel, a: Analysis) -> EmbeddingsData:
     one conv for the demonstration, a few SVDs, a rollout."""
     g = vm.geometry
     if a.dropped:
-        raise ValueError("The Embeddings tab needs the full token sequence; remove the token drop.")
+        raise UserError("The Embeddings tab needs the full token sequence; remove the token drop.")
     return EmbeddingsData(
         stage=embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g),
         params=parameter_table(vm.model),
@@ -177,7 +187,7 @@ def clicked_token(g: Geometry, x: float, y: float) -> tuple[int, int, int]:
 def _check_depth(g: Geometry, depth: int) -> int:
     depth = int(depth)
     if not 0 <= depth <= g.num_layers:
-        raise ValueError(f"Depth must be 0..{g.num_layers} for this model.")
+        raise UserError(f"Depth must be 0..{g.num_layers} for this model.")
     return depth
 
 
@@ -260,7 +270,7 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
     elif color_by == "rollout":
         color, label, scale = d.rollout.reshape(-1).astype(float), "rollout weight", "Inferno"
     else:
-        raise ValueError(f"Colour by {color_by!r}? Use one of {', '.join(COLOR_CHOICES)}.")
+        raise UserError(f"Colour by {color_by!r}? Use one of {', '.join(COLOR_CHOICES)}.")
     ratio = d.tokens.pca_ratio[depth]
     return figures.token_scatter(
         d.tokens.pca_xy[depth], color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs,

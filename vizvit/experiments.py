@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from . import attention_panels, perturb, render
 from .cnn import cnn_shift_probs
+from .errors import UserError
 from .forward import Analysis
 from .images import View
 from .models import Geometry, VitModel
@@ -184,7 +185,7 @@ def sweep_progress(wb: Workbench, key: PhotoKey, chunk: int = perturb.DEFAULT_CH
 # ------------------------------------------------------------------ masks
 def rollout_map(wb: Workbench, key: PhotoKey) -> np.ndarray:
     """(gh, gw) rollout through all layers of the unmasked photo, cached."""
-    return wb.derived(key, ("experiments_maps", 0), lambda: perturb.ranking_maps(wb.analysis(key)))["rollout"]
+    return wb.derived(key, ("experiments_rollout",), lambda: perturb.ranking_maps(wb.analysis(key))["rollout"])
 
 
 def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
@@ -213,7 +214,7 @@ def mask_action(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, acti
         return perturb.random_mask(g.num_patches, f, seed)
     if action in ("top", "bottom"):
         return perturb.mask_by_map(rollout_map(wb, key), f, top=action == "top")
-    raise ValueError(f"Unknown mask action {action!r}.")
+    raise UserError(f"Unknown mask action {action!r}.")
 
 
 def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:
@@ -222,7 +223,7 @@ def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode:
     mask = clean_mask(mask, g)
     base = wb.analysis(key)
     if len(mask) == g.num_patches and mode == "drop":
-        raise ValueError("Every patch is masked: leave at least one patch for the model to see.")
+        raise UserError("Every patch is masked: leave at least one patch for the model to see.")
     a = wb.analysis(key, View(mask=mask, mask_mode=mode)) if mask else base  # type: ignore[arg-type]
     grid = _grid_image(base.input_view, g, marked=mask)
     # Pixel fills show what replaced the patches; dropped tokens are hatched: the model never sees them.

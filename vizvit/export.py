@@ -15,7 +15,16 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
-from . import attention_panels, embed_panels, experiments, figures, panels, positional, positions_panel, render
+from . import (
+    attention_panels,
+    embed_panels,
+    experiments,
+    figures,
+    panels,
+    positional,
+    positions_panel,
+    render,
+)
 from .forward import Analysis, analyze
 from .images import View, load_image
 from .models import VitModel, load_model

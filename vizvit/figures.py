@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+import time
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
+from .errors import UserError
 from .forward import Prediction
 
 
@@ -74,9 +78,28 @@ def charts_html(charts: Sequence[tuple[str, str]], title: str = "vizvit charts")
         fig = pio.from_json(fig_json)
         parts.append(f"<h2>{name}</h2>" + fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
     if not parts:
-        raise ValueError("There are no charts on this tab yet: upload a photo first.")
+        raise UserError("There are no charts on this tab yet: upload a photo first.")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
             f"<body style='font-family:sans-serif'><h1>{title}</h1>{''.join(parts)}</body></html>")
+
+
+CHARTS_DIR = Path(tempfile.gettempdir()) / "vizvit-charts"
+CHARTS_MAX_AGE_S = 3600
+
+
+def save_charts_html(charts: Sequence[tuple[str, str]], title: str, stem: str) -> Path:
+    """charts_html written to a fresh file for download. Files older than an hour are
+    removed first, so a public server's disk does not fill up with them."""
+    CHARTS_DIR.mkdir(exist_ok=True)
+    now = time.time()
+    for old in CHARTS_DIR.glob("*.html"):
+        if now - old.stat().st_mtime > CHARTS_MAX_AGE_S:
+            old.unlink(missing_ok=True)
+    html = charts_html(charts, title)
+    fd, name = tempfile.mkstemp(dir=CHARTS_DIR, prefix=f"{stem}-", suffix=".html")
+    with os.fdopen(fd, "w") as f:
+        f.write(html)
+    return Path(name)
 
 
 def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:

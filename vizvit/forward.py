@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values
 from .models import Geometry, VitModel
@@ -76,15 +77,18 @@ def _nbytes(obj: Any) -> int:
     return 0
 
 
-def kept_token_indices(mask: tuple[int, ...], g: Geometry) -> torch.Tensor:
-    """(N',) sequence positions left after dropping the masked patches' tokens."""
+def kept_token_indices(mask: tuple[int, ...], g: Geometry, allow_empty: bool = False) -> torch.Tensor:
+    """(N',) sequence positions left after dropping the masked patches' tokens.
+
+    allow_empty: dropping every patch is allowed (only the prefix tokens remain), as the
+    100 % point of a deletion curve needs; a user's mask must leave one patch."""
     keep = torch.ones(g.seq_len, dtype=torch.bool)
     idx = torch.tensor(mask, dtype=torch.long) + g.num_prefix_tokens
     if idx.numel() and (idx.max() >= g.seq_len or idx.min() < g.num_prefix_tokens):
-        raise ValueError(f"Mask indices must be patch numbers 0..{g.num_patches - 1}.")
+        raise UserError(f"Mask indices must be patch numbers 0..{g.num_patches - 1}.")
     keep[idx] = False
-    if keep.sum() == g.num_prefix_tokens:
-        raise ValueError("Every patch is masked: leave at least one patch for the model to see.")
+    if keep.sum() == g.num_prefix_tokens and not allow_empty:
+        raise UserError("Every patch is masked: leave at least one patch for the model to see.")
     return keep.nonzero().squeeze(1)
 
 

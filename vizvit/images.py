@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
+from .errors import UserError
 from .models import Preprocess
 
 MAX_PIXELS = 40_000_000  # ~ a 7700×5200 photo; bigger is refused before decoding
@@ -41,24 +42,24 @@ def _open(src: ImageInput) -> Image.Image:
         try:
             data = Path(src).read_bytes()
         except OSError as e:
-            raise ValueError("The file could not be read. Please upload it again.") from e
+            raise UserError("The file could not be read. Please upload it again.") from e
     if not data:
-        raise ValueError("The file is empty. Please upload a photo (JPEG, PNG, WebP, GIF, BMP or TIFF).")
+        raise UserError("The file is empty. Please upload a photo (JPEG, PNG, WebP, GIF, BMP or TIFF).")
     head = data[:256].lstrip().lower()
     if head.startswith((b"<svg", b"<?xml")) or b"<svg" in head:
-        raise ValueError("SVG drawings are not supported: export it as PNG or JPEG first.")
+        raise UserError("SVG drawings are not supported: export it as PNG or JPEG first.")
     if data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypmsf1", b"ftyphevc", b"ftypavif"):
-        raise ValueError("HEIC/AVIF photos are not supported: save it as JPEG or PNG first.")
+        raise UserError("HEIC/AVIF photos are not supported: save it as JPEG or PNG first.")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we check the size ourselves
             return Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as e:
-        raise ValueError(_too_big_message()) from e
+        raise UserError(_too_big_message()) from e
     except (UnidentifiedImageError, OSError, SyntaxError) as e:
         if data.startswith(_SIGNATURES) or data[8:12] == b"WEBP":
-            raise ValueError("The image file is truncated or damaged. Please upload the complete file.") from e
-        raise ValueError(
+            raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
+        raise UserError(
             "This file is not an image we can read. Please upload a JPEG, PNG, WebP, GIF, BMP or TIFF photo."
         ) from e
 
@@ -78,19 +79,19 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """
     im = _open(src)
     if im.format is not None and im.format not in ALLOWED_FORMATS:
-        raise ValueError(f"{im.format} images are not supported. Please upload a JPEG, PNG or WebP photo.")
+        raise UserError(f"{im.format} images are not supported. Please upload a JPEG, PNG or WebP photo.")
     w, h = im.size
     if w * h > max_pixels:
-        raise ValueError(_too_big_message(w, h))
+        raise UserError(_too_big_message(w, h))
     if w < 1 or h < 1:
-        raise ValueError("The image has no pixels.")
+        raise UserError("The image has no pixels.")
     try:
         im.seek(0)  # first frame of an animated GIF/WebP
         im.load()
         im = ImageOps.exif_transpose(im)
         return _to_rgb(im)
     except (OSError, SyntaxError, ValueError, EOFError) as e:
-        raise ValueError("The image file is truncated or damaged. Please upload the complete file.") from e
+        raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
 
 
 def _to_rgb(im: Image.Image) -> Image.Image:
@@ -164,9 +165,9 @@ class View:
 
     def __post_init__(self) -> None:
         if self.fill not in ("edge", "wrap", "constant"):
-            raise ValueError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
+            raise UserError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
         if self.mask_mode not in ("black", "mean", "blur", "drop"):
-            raise ValueError(f"Unknown mask mode {self.mask_mode!r}: use drop, black, mean or blur.")
+            raise UserError(f"Unknown mask mode {self.mask_mode!r}: use drop, black, mean or blur.")
         # Normalise so equal masks give equal cache keys.
         object.__setattr__(self, "mask", tuple(sorted({int(i) for i in self.mask})))
 
@@ -185,7 +186,7 @@ def shift_view(view: np.ndarray, dx: int, dy: int, fill: Fill = "edge") -> np.nd
         return view.copy()
     h, w = view.shape[:2]
     if abs(dx) >= w or abs(dy) >= h:
-        raise ValueError(f"A shift of ({dx}, {dy}) moves the photo out of the {w}×{h} frame.")
+        raise UserError(f"A shift of ({dx}, {dy}) moves the photo out of the {w}×{h} frame.")
     if fill == "wrap":
         return np.roll(view, shift=(dy, dx), axis=(0, 1))
     pad = ((max(dy, 0), max(-dy, 0)), (max(dx, 0), max(-dx, 0)), (0, 0))

@@ -22,6 +22,8 @@ from transformers import (
     ViTForImageClassification,
 )
 
+from .errors import UserError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "google/vit-base-patch16-224"
@@ -129,9 +131,9 @@ def pick_device(device: str = "auto") -> torch.device:
     try:
         dev = torch.device(device)
     except RuntimeError as e:
-        raise ValueError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:0 or mps.") from e
+        raise UserError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:0 or mps.") from e
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("CUDA was asked for but is not available here: use --device cpu or auto.")
+        raise UserError("CUDA was asked for but is not available here: use --device cpu or auto.")
     return dev
 
 
@@ -142,7 +144,7 @@ def geometry_of(config: PretrainedConfig) -> Geometry:
     image_size = pair(config.image_size)
     ph, pw = pair(config.patch_size)
     if ph != pw:
-        raise ValueError(f"Non-square patches ({ph}×{pw}) are not supported.")
+        raise UserError(f"Non-square patches ({ph}×{pw}) are not supported.")
     return Geometry(
         image_size=image_size,
         patch_size=ph,
@@ -202,7 +204,7 @@ def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
 
 def _random_model(arch: str) -> PreTrainedModel:
     if arch not in RANDOM_ARCHS:
-        raise ValueError(
+        raise UserError(
             f"Unknown random architecture {arch!r}. Choose one of: "
             + ", ".join(RANDOM_PREFIX + a for a in RANDOM_ARCHS)
         )
@@ -223,9 +225,9 @@ def _pretrained_model(name: str) -> PreTrainedModel:
     try:
         config = AutoConfig.from_pretrained(name)  # never trust_remote_code
     except Exception as e:  # hub errors come as many types; all mean "cannot load"
-        raise ValueError(f"Cannot load model {name!r}: {type(e).__name__}. {hint}") from e
+        raise UserError(f"Cannot load model {name!r}: {type(e).__name__}. {hint}") from e
     if config.model_type not in SUPPORTED_MODEL_TYPES:
-        raise ValueError(
+        raise UserError(
             f"{name!r} is a {config.model_type!r} model, not a ViT. vizvit shows ViTs "
             f"(model_type {', '.join(SUPPORTED_MODEL_TYPES)}), e.g. {DEFAULT_MODEL}."
         )
@@ -237,7 +239,7 @@ def _pretrained_model(name: str) -> PreTrainedModel:
             kwargs["add_pooling_layer"] = False
         return auto.from_pretrained(name, **kwargs)
     except Exception as e:
-        raise ValueError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
+        raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
 
 
 def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:

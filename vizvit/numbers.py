@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import UserError
 from .models import VitModel
 
 
@@ -55,9 +56,9 @@ def attention_cost(height: int, width: int, patch: int, num_prefix_tokens: int =
     versus 197 patch tokens -> 38,809 weights (~155 kB): about 64,872× fewer.
     """
     if min(height, width, patch) < 1:
-        raise ValueError("Resolution and patch size must be positive.")
+        raise UserError("Resolution and patch size must be positive.")
     if height % patch or width % patch:
-        raise ValueError(f"{height}×{width} is not a whole number of {patch}-pixel patches.")
+        raise UserError(f"{height}×{width} is not a whole number of {patch}-pixel patches.")
     n_pix = height * width
     n_tok = num_prefix_tokens + (height // patch) * (width // patch)
     return AttentionCost(

@@ -59,15 +59,24 @@ def patches_explanation(vm: VitModel) -> str:
             f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table.")
 
 
+def on_grid(clicked: tuple[int, int] | None, g: Geometry) -> tuple[int, int] | None:
+    """The clicked patch if it exists on this grid (a model switch can shrink the grid)."""
+    if clicked is None or not (0 <= clicked[0] < g.grid[0] and 0 <= clicked[1] < g.grid[1]):
+        return None
+    return clicked
+
+
 def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
                clicked: tuple[int, int] | None = None) -> np.ndarray:
     """The enlarged model-input view with grid lines, numbers and the clicked patch."""
     g = vm.geometry
+    clicked = on_grid(clicked, g)
     big = render.enlarge(a.input_view, render.display_scale(g))
     return render.draw_grid(big, g, lines=lines, indices=indices, highlight=clicked)
 
 
 def patch_text(g: Geometry, clicked: tuple[int, int] | None) -> str:
+    clicked = on_grid(clicked, g)
     return describe_patch(*clicked, g) if clicked else "*Click a patch in the grid.*"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .errors import UserError
 from .models import Geometry
 
 
@@ -12,7 +13,7 @@ def token_index(row: int, col: int, g: Geometry) -> int:
     """Sequence position of patch (row, col): num_prefix_tokens + row·gw + col."""
     gh, gw = g.grid
     if not (0 <= row < gh and 0 <= col < gw):
-        raise ValueError(f"Patch ({row}, {col}) is outside the {gh}×{gw} grid.")
+        raise UserError(f"Patch ({row}, {col}) is outside the {gh}×{gw} grid.")
     return g.num_prefix_tokens + row * gw + col
 
 
@@ -20,7 +21,7 @@ def patch_of_token(token: int, g: Geometry) -> tuple[int, int]:
     """Inverse of token_index. Raises for prefix tokens ([CLS] has no place on the grid)."""
     i = token - g.num_prefix_tokens
     if not (0 <= i < g.num_patches):
-        raise ValueError(f"Token {token} is not a patch token (prefix tokens: {g.num_prefix_tokens}).")
+        raise UserError(f"Token {token} is not a patch token (prefix tokens: {g.num_prefix_tokens}).")
     return divmod(i, g.grid[1])
 
 
@@ -37,14 +38,14 @@ def patch_at(x: float, y: float, g: Geometry, scale: float = 1.0) -> tuple[int, 
     gh, gw = g.grid
     row, col = int(y // p), int(x // p)
     if not (0 <= row < gh and 0 <= col < gw):
-        raise ValueError(f"Pixel ({x:.0f}, {y:.0f}) is outside the patch grid.")
+        raise UserError(f"Pixel ({x:.0f}, {y:.0f}) is outside the patch grid.")
     return row, col
 
 
 def to_grid(values: torch.Tensor | np.ndarray, g: Geometry) -> torch.Tensor | np.ndarray:
     """(..., num_patches) -> (..., gh, gw), row-major. Patch tokens only: slice prefixes first."""
     if values.shape[-1] != g.num_patches:
-        raise ValueError(f"Expected {g.num_patches} patch values, got {values.shape[-1]}.")
+        raise UserError(f"Expected {g.num_patches} patch values, got {values.shape[-1]}.")
     return values.reshape(*values.shape[:-1], *g.grid)
 
 

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from .attention import cls_to_patches, fuse_heads, rollout_maps
-from .forward import HOOKED_FORWARD_LOCK, Analysis
+from .errors import UserError
+from .forward import HOOKED_FORWARD_LOCK, Analysis, kept_token_indices
 from .gpu import on_gpu
 from .images import MaskMode, mask_pixels, shift_view, to_pixel_values
 from .models import Geometry, VitModel
@@ -32,14 +33,8 @@ class BatchPrediction:
 
 
 def keep_indices(mask: Sequence[int], g: Geometry) -> torch.Tensor:
-    """(N',) sequence positions that survive dropping the masked patches' tokens.
-
-    Unlike forward.kept_token_indices this allows dropping every patch (only the prefix
-    tokens remain): the 100 % point of a deletion curve.
-    """
-    masked = set(int(i) for i in mask)
-    patches = [g.num_prefix_tokens + i for i in range(g.num_patches) if i not in masked]
-    return torch.tensor([*range(g.num_prefix_tokens), *patches], dtype=torch.long)
+    """(N',) tokens left after dropping the masked patches; dropping all of them is allowed."""
+    return kept_token_indices(tuple(int(i) for i in mask), g, allow_empty=True)
 
 
 @on_gpu
@@ -53,10 +48,10 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
     Yielding per chunk lets a caller stream progress and stop early.
     """
     if chunk < 1:
-        raise ValueError("The chunk size must be at least 1.")
+        raise UserError("The chunk size must be at least 1.")
     n = len(views)
     if keeps is not None and len(keeps) != n:
-        raise ValueError("Give one keep list per view.")
+        raise UserError("Give one keep list per view.")
     emb = vm.vit.embeddings
     start = 0
     while start < n:
@@ -201,7 +196,7 @@ def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: str = "edge", chunk: 
 def mask_by_map(values: np.ndarray | torch.Tensor, fraction: float, top: bool = True) -> tuple[int, ...]:
     """The `fraction` of patches ranked highest (top) or lowest by a (gh, gw) map, row-major ids."""
     if not 0 <= fraction <= 1:
-        raise ValueError("The fraction must be between 0 and 1 (0 % to 100 %).")
+        raise UserError("The fraction must be between 0 and 1 (0 % to 100 %).")
     flat = np.asarray(values, dtype=np.float64).ravel()
     n = int(round(fraction * flat.size))
     order = np.argsort(-flat if top else flat, kind="stable")
@@ -211,7 +206,7 @@ def mask_by_map(values: np.ndarray | torch.Tensor, fraction: float, top: bool = 
 def random_mask(num_patches: int, fraction: float, seed: int = 0) -> tuple[int, ...]:
     """round(fraction · num_patches) distinct patches drawn with a seeded generator."""
     if not 0 <= fraction <= 1:
-        raise ValueError("The fraction must be between 0 and 1 (0 % to 100 %).")
+        raise UserError("The fraction must be between 0 and 1 (0 % to 100 %).")
     n = int(round(fraction * num_patches))
     return tuple(sorted(int(i) for i in np.random.default_rng(seed).choice(num_patches, n, replace=False)))
 
@@ -274,9 +269,9 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     batched. target: class to track, default the unmasked view's top-1.
     """
     if not vm.has_classifier:
-        raise ValueError("Deletion and insertion curves need a model with a classifier head.")
+        raise UserError("Deletion and insertion curves need a model with a classifier head.")
     if steps < 1:
-        raise ValueError("Use at least one step.")
+        raise UserError("Use at least one step.")
     g = vm.geometry
     names = tuple(maps)
     fractions = np.linspace(0.0, 1.0, steps + 1)
@@ -285,7 +280,7 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     for name in names:
         m = np.asarray(maps[name], dtype=np.float64)
         if m.shape != g.grid:
-            raise ValueError(f"Map {name!r} has shape {m.shape}; expected the patch grid {g.grid}.")
+            raise UserError(f"Map {name!r} has shape {m.shape}; expected the patch grid {g.grid}.")
         orders[name] = np.argsort(-m.ravel(), kind="stable")
     unique: dict[tuple[int, ...], int] = {(): 0}
     slots: dict[str, tuple[list[int], list[int]]] = {}
@@ -320,7 +315,7 @@ def merge_curves(parts: Sequence[Curves]) -> Curves:
     first = parts[0]
     if any(p.target != first.target or p.mode != first.mode or len(p.fractions) != len(first.fractions)
            for p in parts):
-        raise ValueError("Only curves of the same target, mode and steps can be merged.")
+        raise UserError("Only curves of the same target, mode and steps can be merged.")
     return Curves(tuple(n for p in parts for n in p.names), first.fractions,
                   np.concatenate([p.deletion for p in parts]), np.concatenate([p.insertion for p in parts]),
                   first.target, first.target_label, first.mode, sum(p.forwards for p in parts))

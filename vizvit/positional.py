@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from .errors import UserError
 from .forward import HOOKED_FORWARD_LOCK, Prediction, top_predictions
 from .gpu import on_gpu
 from .images import model_input_view, to_pixel_values
@@ -39,7 +40,7 @@ def position_embeddings(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor]:
     g = vm.geometry
     table = vm.vit.embeddings.position_embeddings.detach()[0].float().cpu()  # (N, D)
     if table.shape[0] != g.seq_len:
-        raise ValueError(f"The position table has {table.shape[0]} rows, expected {g.seq_len} "
+        raise UserError(f"The position table has {table.shape[0]} rows, expected {g.seq_len} "
                          f"({g.num_prefix_tokens} prefix + {g.num_patches} patches).")
     return table[: g.num_prefix_tokens], table[g.num_prefix_tokens:]
 
@@ -61,7 +62,7 @@ def sinusoidal_1d(n: int, d: int, base: float = 10000.0) -> torch.Tensor:
     Here the sequence is the row-major patch order, so it knows nothing about rows.
     """
     if d % 2:
-        raise ValueError(f"Sinusoidal encodings need an even width, got {d}.")
+        raise UserError(f"Sinusoidal encodings need an even width, got {d}.")
     pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1)
     freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
     pe = torch.empty(n, d, dtype=torch.float64)
@@ -85,7 +86,7 @@ def sincos_2d(grid: tuple[int, int], d: int, base: float = 10000.0) -> torch.Ten
     whose meshgrid puts w first.
     """
     if d % 4:
-        raise ValueError(f"2-D sin-cos encodings need a width divisible by 4, got {d}.")
+        raise UserError(f"2-D sin-cos encodings need a width divisible by 4, got {d}.")
     gh, gw = grid
     rows, cols = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")  # (gh, gw)
     emb = torch.cat([_sincos_1d_mae(d // 2, cols), _sincos_1d_mae(d // 2, rows)], dim=1)
@@ -155,7 +156,7 @@ def interpolate_patch_positions(patches: torch.Tensor, grid: tuple[int, int],
 def grid_at(g: Geometry, size: int) -> tuple[int, int]:
     """The patch grid of a size×size input."""
     if size < g.patch_size:
-        raise ValueError(f"{size} px is smaller than one {g.patch_size}-px patch.")
+        raise UserError(f"{size} px is smaller than one {g.patch_size}-px patch.")
     return size // g.patch_size, size // g.patch_size
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from .attention import chefer_relevance
+from .errors import UserError
 from .forward import HOOKED_FORWARD_LOCK, Analysis
 from .gpu import on_gpu
 from .models import VitModel
@@ -25,11 +26,11 @@ def relevance_matrix(vm: VitModel, a: Analysis, class_index: int) -> torch.Tenso
     The map is R[0, num_prefix_tokens:] (see attention.cls_to_patches).
     """
     if not vm.has_classifier or a.logits is None:
-        raise ValueError("This model has no classifier, so there is no class to explain.")
+        raise UserError("This model has no classifier, so there is no class to explain.")
     if not 0 <= class_index < a.logits.numel():
-        raise ValueError(f"Class index {class_index} is outside 0..{a.logits.numel() - 1}.")
+        raise UserError(f"Class index {class_index} is outside 0..{a.logits.numel() - 1}.")
     if a.dropped:
-        raise ValueError("Relevance needs the full token sequence: turn token drop off.")
+        raise UserError("Relevance needs the full token sequence: turn token drop off.")
     pixels = a.pixel_values.detach().clone().to(vm.device).requires_grad_(True)
     # Another request's forward hooks (token drop) must not run inside this forward.
     with HOOKED_FORWARD_LOCK, torch.inference_mode(False), torch.enable_grad():

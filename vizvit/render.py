@@ -11,6 +11,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from .errors import UserError
 from .models import Geometry
 
 COLORMAPS = ("inferno", "viridis", "magma", "turbo", "jet", "gray", "RdBu_r")
@@ -31,7 +32,7 @@ def _lut(cmap: str) -> np.ndarray:
     try:
         cm = matplotlib.colormaps[cmap]
     except KeyError as e:
-        raise ValueError(f"Unknown colour map {cmap!r}: use one of {', '.join(COLORMAPS)}.") from e
+        raise UserError(f"Unknown colour map {cmap!r}: use one of {', '.join(COLORMAPS)}.") from e
     return (cm(np.linspace(0.0, 1.0, 256))[:, :3] * 255).round().astype(np.uint8)
 
 
@@ -133,7 +134,7 @@ def mosaic(tiles: np.ndarray, rows: int, cols: int, sep: int = 1,
     """
     n, h, w, _ = tiles.shape
     if n > rows * cols:
-        raise ValueError(f"{n} tiles do not fit a {rows}×{cols} mosaic.")
+        raise UserError(f"{n} tiles do not fit a {rows}×{cols} mosaic.")
     out = np.empty((rows * (h + sep) - sep, cols * (w + sep) - sep, 3), np.uint8)
     out[:] = sep_color
     for k in range(n):

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .errors import UserError
 from .models import Geometry
 from .patches import patch_tokens, to_grid
 
@@ -146,7 +147,7 @@ def pca(x: np.ndarray | torch.Tensor, k: int) -> PCA:
     x = torch.as_tensor(np.asarray(x), dtype=torch.float64)
     n, d = x.shape
     if not 1 <= k <= min(n, d):
-        raise ValueError(f"Cannot take {k} principal components of {n} samples of dimension {d}.")
+        raise UserError(f"Cannot take {k} principal components of {n} samples of dimension {d}.")
     mean = x.mean(0)
     xc = x - mean  # (n, d)
     if n <= d:
@@ -221,7 +222,7 @@ def token_pca_rgb(patches: torch.Tensor | np.ndarray, g: Geometry) -> tuple[np.n
 def token_stats(hidden: torch.Tensor, g: Geometry) -> TokenStats:
     """hidden (L+1, N, D) -> TokenStats. A few small SVDs; no forward pass."""
     if hidden.shape[1] != g.seq_len:
-        raise ValueError("Token views need the full sequence: this analysis dropped tokens.")
+        raise UserError("Token views need the full sequence: this analysis dropped tokens.")
     patches = patch_tokens(hidden, g).float().numpy()  # (L+1, P, D)
     rgbs, xys, ratios = [], [], []
     for layer in patches:

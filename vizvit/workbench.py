@@ -13,9 +13,10 @@ from typing import Any, Callable, Hashable
 
 from PIL import Image
 
+from .cnn import load_cnn
+from .errors import UserError
 from .forward import Analysis, AnalysisCache, analyze
 from .images import ImageInput, View, image_sha1, load_image
-from .cnn import load_cnn
 from .models import VitModel, load_model
 
 
@@ -87,7 +88,7 @@ class Workbench:
         with self._lock:
             image = self._photos.get(sha1)
         if image is None:
-            raise ValueError("This photo is no longer in memory (the server was restarted or busy). "
+            raise UserError("This photo is no longer in memory (the server was restarted or busy). "
                              "Please upload it again.")
         return image
 

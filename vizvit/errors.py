@@ -1,0 +1,10 @@
+"""The one exception type whose message is meant for the person using the page."""
+
+from __future__ import annotations
+
+
+class UserError(ValueError):
+    """Bad input or a request that cannot be done, with a message that says what to do.
+
+    The page shows this message as it is; any other exception is logged and the user
+    sees a generic message (a library's ValueError text is not written for users)."""
