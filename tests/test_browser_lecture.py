@@ -17,8 +17,8 @@ def url(tiny16):
 
 def test_deep_link_opens_layer_and_head_of_the_cat(url):
     with page_at(url + "?example=chelsea&tab=attention&layer=2&head=2") as page:
-        wait_image(page, "attn-main")
-        assert page.get_by_role("tab", name="Attention").get_attribute("aria-selected") == "true"
+        page.wait_for_selector("button[role=tab][aria-selected=true]:has-text('Attention')")
+        wait_image(page, "attn-main", timeout_ms=120_000)
         page.wait_for_function("""() => ['attn-layer', 'attn-head'].every(id =>
             document.querySelector('#' + id + ' input[type=number]').value === '2')""")
         page.wait_for_function("() => document.querySelector(\"#attn-show input[value='one head']\").checked")
@@ -26,7 +26,8 @@ def test_deep_link_opens_layer_and_head_of_the_cat(url):
         shot(page, "deep_link_attention")
         # The link back to this view carries the same settings.
         page.click("#copy-link")
-        page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('layer=2')")
+        page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('layer=2')",
+                               timeout=120_000)
         link = page.locator("#link-box textarea").input_value()
         assert "example=chelsea" in link and "tab=attention" in link and "head=2" in link
 
