@@ -229,7 +229,12 @@ GRID_TILE = 56  # target tile size; rounded to a multiple of the grid
 
 def grid_tile(g: Geometry) -> int:
     """Tile edge in px: a whole number of pixels per patch."""
-    return max(g.grid) * max(1, round(GRID_TILE / max(g.grid)))
+    return tile_edge(g.grid)
+
+
+def tile_edge(grid: tuple[int, int]) -> int:
+    """Edge of one cell of the layers × heads grid: a whole number of pixels per patch."""
+    return max(grid) * max(1, round(GRID_TILE / max(grid)))
 
 
 def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
@@ -249,7 +254,7 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
     (layer, head) outlined in yellow.
     """
     n_l, n_h, gh, gw = maps.shape
-    t = max(gh, gw) * max(1, round(GRID_TILE / max(gh, gw)))
+    t = tile_edge((gh, gw))
     s = t // max(gh, gw)
     flat = maps.reshape(n_l * n_h, gh, gw).astype(np.float32)
     if shared:  # one colorize call for all cells: 144 small calls cost ~10 ms
@@ -278,7 +283,7 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
 def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[int, int]) -> np.ndarray:
     """A copy of a compose_grid image with the 0-based (layer, head) cell outlined in yellow."""
     _, _, gh, gw = shape
-    t = max(gh, gw) * max(1, round(GRID_TILE / max(gh, gw)))
+    t = tile_edge((gh, gw))
     step = t + GRID_SEP
     l, h = selected
     x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
