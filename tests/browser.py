@@ -73,6 +73,13 @@ def click_image_at(page, elem_id: str, fx: float, fy: float) -> None:
     page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
 
 
+def set_slider(page, elem_id: str, value: float) -> None:
+    """Type a value into a gr.Slider's number box and press Enter, as a user would."""
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
 def upload_and_open(page, photo: str, tab: str) -> None:
     """Upload a photo, wait for the first tab to show it, then open `tab`."""
     upload(page, photo)

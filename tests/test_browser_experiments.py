@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import click_image_at, image_src, page_at, shot, upload_and_open, wait_image
+from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 
 
@@ -59,18 +59,14 @@ def test_shift_sweep_and_curves(url):
     with page_at(url, height=1400) as page:
         upload_and_open(page, str(EXAMPLES / "coffee.jpg"), "Experiments")
         old = wait_image(page, "shift-cos")
-        box = page.locator("#shift-dx input[type=number]")
-        box.fill("16")
-        box.press("Enter")
+        set_slider(page, "shift-dx", 16)
         page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dx = 16')")
         wait_image(page, "shift-cos", old)
         assert "mean cos 1.000" in page.inner_text("#shift-info")
         page.locator("#shift-view").scroll_into_view_if_needed()
         shot(page, "experiments_shift", full_page=False)
         old = wait_image(page, "shift-cos")
-        box = page.locator("#shift-dy input[type=number]")
-        box.fill("-3")
-        box.press("Enter")
+        set_slider(page, "shift-dy", -3)
         page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dy = -3')")
         wait_image(page, "shift-cos", old)
         assert "(1, -1) whole patches" in page.inner_text("#shift-info")  # ⌊-3/16⌋ = -1

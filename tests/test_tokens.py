@@ -14,7 +14,8 @@ from transformers import ViTConfig, ViTForImageClassification
 
 import vizvit
 from vizvit import embed_panels, render
-from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_matrix, cosine_to,
+from vizvit.positional import cosine_similarity_matrix
+from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_to,
                            embedding_filters_pca, embedding_stage, parameter_table, pca, token_norms,
                            token_pca_rgb)
 from vizvit.workbench import PhotoKey, Workbench
@@ -115,7 +116,7 @@ def test_pca_refuses_too_many_components():
 # ------------------------------------------------------------------ similarity, norms, PCA maps
 def test_similarity_matrix_is_symmetric_with_unit_diagonal():
     x = torch.randn(50, 16, generator=torch.Generator().manual_seed(3)) * torch.rand(50, 1) * 10
-    m = cosine_matrix(x)
+    m = cosine_similarity_matrix(x)
     torch.testing.assert_close(m, m.T)
     torch.testing.assert_close(m.diagonal(), torch.ones(50))
     for i, j in [(0, 1), (7, 30), (49, 2)]:

@@ -194,14 +194,8 @@ def token_norms(hidden: torch.Tensor, g: Geometry) -> torch.Tensor:
     return to_grid(patch_tokens(hidden, g).float().norm(dim=-1), g)
 
 
-def cosine_matrix(x: torch.Tensor) -> torch.Tensor:
-    """(n, D) -> (n, n) cosine similarity of every token with every token."""
-    u = F.normalize(x.float(), dim=-1)
-    return u @ u.T
-
-
 def cosine_to(x: torch.Tensor, i: int) -> torch.Tensor:
-    """(n, D) -> (n,): cosine similarity of token i to every token (one row of cosine_matrix)."""
+    """(n, D) -> (n,): cosine similarity of token i to every token (one row of positional.cosine_similarity_matrix)."""
     return F.cosine_similarity(x.float(), x[i:i + 1].float(), dim=-1)
 
 
