@@ -33,9 +33,11 @@ def page_at(url: str, width: int = 1400, height: int = 1100) -> Iterator:
             # Nothing outside this machine: fail fast instead of waiting on the closed network.
             page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost)"), lambda route: route.abort())
             # "networkidle" never comes with Gradio 6.31 here (a long-lived request stays
-            # open), so wait for the page's own upload box instead.
+            # open), so wait for the page's own upload box instead. Wait for the box, not its
+            # <input type=file>: a deep link to an example fills the box, and a filled gr.File
+            # has no file input, so on a fast machine the input may never be seen at all.
             page.goto(url, wait_until="load")
-            page.wait_for_selector("#upload input[type=file]", state="attached")
+            page.wait_for_selector("#upload", state="attached")
             yield page
         finally:
             browser.close()

@@ -19,6 +19,8 @@ def test_deep_link_opens_layer_and_head_of_the_cat(url):
     with page_at(url + "?example=chelsea&tab=attention&layer=2&head=2") as page:
         page.wait_for_selector("button[role=tab][aria-selected=true]:has-text('Attention')")
         wait_image(page, "attn-main", timeout_ms=120_000)
+        # The link filled the upload box with the example, as if the user had dropped it there.
+        page.wait_for_selector("#upload:has-text('chelsea')")
         page.wait_for_function("""() => ['attn-layer', 'attn-head'].every(id =>
             document.querySelector('#' + id + ' input[type=number]').value === '2')""")
         page.wait_for_function("() => document.querySelector(\"#attn-show input[value='one head']\").checked")
