@@ -151,6 +151,23 @@ def _brightest_tile(img: np.ndarray, g: Geometry, x0: int = 0, y0: int = 0, tile
     return hits
 
 
+def test_main_map_has_a_colour_bar_from_the_map_min_to_max_and_clicks_on_it_pick_no_patch(geom):
+    g = geom
+    r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
+    a = _analysis(g, pointing_attention(g, g.num_prefix_tokens + r * g.grid[1] + c, weight=0.5))
+    main = ap.main_panel(_VM(g), a, _params(show=ap.ONE_HEAD))
+    side = g.image_size[0] * render.display_scale(g)  # the enlarged map is side × side
+    assert main.image.shape[0] == side and main.image.shape[1] > side + 40
+    bar = main.image[:, side:]
+    lut = render.colorize(np.array([[0.0, 1.0]]), "inferno", 0, 1)[0]
+    bar_cols = [x for x in range(bar.shape[1]) if np.array_equal(bar[0, x], lut[1])]
+    assert bar_cols, "the bar's top is the colour of the map's max"
+    x = side + bar_cols[0]
+    assert np.array_equal(main.image[-1, x], lut[0]), "its bottom is the colour of the map's min"
+    with pytest.raises(ValueError, match="outside the patch grid"):
+        ap.clicked_query(g, x, side // 2)
+
+
 def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, request):
     g = geom
     r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
@@ -216,11 +233,18 @@ def test_grid_click_maps_back_to_layer_and_head(geom):
             x = ap.GRID_LEFT + h * (tile + ap.GRID_SEP) + tile - 1
             y = ap.GRID_TOP + l * (tile + ap.GRID_SEP) + 1
             assert ap.grid_cell_at(g, x, y) == (l + 1, h + 1)
-    img = ap.compose_grid(np.random.rand(g.num_layers, g.num_heads, *g.grid))
-    assert img.shape == (ap.GRID_TOP + g.num_layers * (tile + ap.GRID_SEP) - ap.GRID_SEP,
-                         ap.GRID_LEFT + g.num_heads * (tile + ap.GRID_SEP) - ap.GRID_SEP, 3)
+    maps = np.random.rand(g.num_layers, g.num_heads, *g.grid)
+    height = ap.GRID_TOP + g.num_layers * (tile + ap.GRID_SEP) - ap.GRID_SEP
+    width = ap.GRID_LEFT + g.num_heads * (tile + ap.GRID_SEP) - ap.GRID_SEP
+    assert ap.compose_grid(maps, shared=False).shape == (height, width, 3)
+    shared = ap.compose_grid(maps, shared=True)  # + a colour bar on the right, cells unmoved
+    assert shared.shape[0] == height and shared.shape[1] > width + 30
+    top = render.colorize(np.array([[1.0]]), "inferno", 0, 1)[0, 0]
+    assert any(np.array_equal(shared[0, x], top) for x in range(width, shared.shape[1]))
     with pytest.raises(ValueError):
         ap.grid_cell_at(g, 3, 3)  # the label margin
+    with pytest.raises(ValueError):
+        ap.grid_cell_at(g, width + 10, ap.GRID_TOP + 1)  # the colour bar
 
 
 # ------------------------------------------------------------------ distance, threshold
@@ -295,7 +319,8 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
     page = ap.attention_page(tiny, a, ap.AttnParams(layer=2), cache)
     g = tiny.geometry
     s = render.display_scale(g)
-    assert page.view.main.shape == (g.image_size[0] * s, g.image_size[1] * s, 3)
+    side = g.image_size[1] * s
+    assert page.view.main.shape[0] == g.image_size[0] * s and page.view.main.shape[1] > side  # + colour bar
     assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == 5
     forwards = sum(1 for k in wb.cache._items if k[0] == "analysis")
     for p in (ap.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),

@@ -31,6 +31,27 @@ def test_colorize_ends_and_nan():
         render.colorize(v, "no-such-map")
 
 
+def test_colorbar_runs_from_vmax_on_top_to_vmin_with_ticks_at_their_values():
+    # gray: value v is drawn as grey level 255·(v − vmin)/(vmax − vmin).
+    bar = render.colorbar(101, "gray", vmin=0.0, vmax=0.02, width=10)
+    assert bar.shape[0] == 101 and bar.shape[1] > 10 + 30  # room for labels like "0.015"
+    assert bar[0, :10].tolist() == [[255] * 3] * 10 and bar[-1, :10].tolist() == [[0] * 3] * 10
+    assert abs(int(bar[50, 0, 0]) - 128) <= 1
+    # Default ticks: five, evenly spaced, a black tick mark right of the bar at rows 0, 25, ..., 100.
+    marks = [y for y in range(101) if bar[y, 10:14].max() == 0]
+    assert marks == [0, 25, 50, 75, 100]
+    # A flat map (vmin == vmax) still gets a bar, not a division by zero.
+    flat = render.colorbar(40, "gray", 0.3, 0.3)
+    assert flat.shape[0] == 40 and np.isfinite(flat).all()
+
+
+def test_with_colorbar_keeps_the_image_pixels_where_they_were(rng):
+    img = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    out = render.with_colorbar(img, "inferno", 0.0, 1.0)
+    assert out.shape[0] == 60 and out.shape[1] > 80
+    assert np.array_equal(out[:, :80], img)
+
+
 def test_overlay_puts_patch_values_on_their_patches():
     g = geom()
     view = np.zeros((224, 224, 3), np.uint8)

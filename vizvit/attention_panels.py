@@ -45,11 +45,11 @@ of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside 
 went to [CLS] itself. **Click a patch** to use it as the query: *row* = what that patch attends to,
 *column* = how much every patch attends to it. **Rolled out**: instead of one layer's attention, the
 attention composed through all layers up to the chosen one (see the strip). Colours run from this map's
-minimum to its maximum; the table gives exact values."""
+minimum to its maximum, as the colour bar beside it says; the table gives exact values."""
 
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
 to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
-to open that layer and head above. *Shared* scale: one colour range for every cell (compare heads);
+to open that layer and head above. *Shared* scale: one colour range for every cell, from 0 to the bar's top (compare heads);
 *per map*: each cell stretched to its own range (see each head's pattern). *Rolled out*: per-head
 rollout, R_{l,h} = Â_{l,h}·R_{l−1}: head h of layer l on top of the mean rollout of the layers below;
 its mean over the heads is exactly the layer's rollout."""
@@ -164,16 +164,20 @@ def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndar
 
 def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
               highlight: tuple[int, int] | None = None, vmax: float | None = None) -> np.ndarray:
-    """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch.
+    """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch,
+    and add a colour bar on the right (the map keeps its pixel coordinates, so clicks map as
+    before and a click on the bar is outside the grid).
 
     Colours run from the map's own min to max (vmax given: 0..vmax), because a near-uniform
-    map on 0..max would be one flat colour; the readout gives the exact numbers."""
-    img = render.overlay(view, values, p.alpha, p.cmap, vmin=None if vmax is None else 0.0, vmax=vmax)
+    map on 0..max would be one flat colour; the colour bar says which numbers those are."""
+    lo = float(values.min()) if vmax is None else 0.0
+    hi = float(values.max()) if vmax is None else vmax
+    img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
         img = _dim_outside(img, view, keep)
     big = render.enlarge(img, render.display_scale(g))
-    return render.draw_grid(big, g, lines=False, highlight=highlight)
+    return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi)
 
 
 def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
@@ -249,6 +253,8 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
                  selected: tuple[int, int] | None = None, vmax: float | None = None) -> np.ndarray:
     """(L, H, gh, gw) maps -> ONE labelled image: row l = layer l+1, column h = head h+1.
 
+    shared: one colour scale 0..vmax (default: the maps' max), shown by a colour bar on the
+    right; otherwise each cell runs from its own min to max.
     Cell (l, h) (0-based) has its top-left pixel at (GRID_LEFT + h·(t+GRID_SEP),
     GRID_TOP + l·(t+GRID_SEP)), t = tile edge; see grid_cell_at. selected: 0-based
     (layer, head) outlined in yellow.
@@ -258,7 +264,8 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
     s = t // max(gh, gw)
     flat = maps.reshape(n_l * n_h, gh, gw).astype(np.float32)
     if shared:  # one colorize call for all cells: 144 small calls cost ~10 ms
-        rgb = render.colorize(flat, cmap, 0.0, float(flat.max()) if vmax is None else vmax)
+        vmax = float(flat.max()) if vmax is None else vmax
+        rgb = render.colorize(flat, cmap, 0.0, vmax)
     else:
         lo = flat.min((1, 2), keepdims=True)
         span = flat.max((1, 2), keepdims=True) - lo
@@ -277,6 +284,8 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
     for l in range(n_l):
         cv2.putText(out, f"L{l + 1}", (3, GRID_TOP + l * step + t // 2 + 5), font, 0.42, (0, 0, 0), 1,
                     cv2.LINE_AA)
+    if shared:  # one scale for every cell, so it can be read off one bar (cells keep their pixels)
+        out = render.with_colorbar(out, cmap, 0.0, vmax)
     return out if selected is None else outline_grid_cell(out, maps.shape, selected)
 
 

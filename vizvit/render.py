@@ -174,16 +174,26 @@ def sequence_strip(view: np.ndarray, g: Geometry, per_row: int = 25, tile: int =
 
 
 def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-             width: int = 14, ticks: tuple[float, ...] = (-1.0, -0.5, 0.0, 0.5, 1.0)) -> np.ndarray:
-    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+44, 3)."""
+             width: int = 14, ticks: tuple[float, ...] | None = None) -> np.ndarray:
+    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+labels, 3).
+
+    ticks: None = five, evenly spaced from vmin to vmax (−1, −0.5, 0, 0.5, 1 for ±1), each
+    labelled with three significant digits, so small attention weights stay readable."""
+    if ticks is None:
+        ticks = tuple(np.linspace(vmin, vmax, 5)) if vmax > vmin else (vmin,)
+    labels = [f"{t:.3g}" for t in ticks]
+    # Tall bars are shown shrunk to the page width: larger text keeps the labels readable.
+    font, size = cv2.FONT_HERSHEY_SIMPLEX, float(np.clip(height / 1100, 0.42, 0.6))
+    text_w, text_h = (max(d) for d in zip(*(cv2.getTextSize(t, font, size, 1)[0] for t in labels)))
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
-    out = np.full((height, width + 44, 3), 255, np.uint8)
+    out = np.full((height, width + 10 + text_w, 3), 255, np.uint8)
     out[:, :width] = colorize(values, cmap, vmin, vmax)
-    for t in ticks:
-        y = int(round((vmax - t) / (vmax - vmin) * (height - 1)))
+    span = vmax - vmin if vmax > vmin else 1.0
+    for t, text in zip(ticks, labels):
+        y = int(round((vmax - t) / span * (height - 1)))
         out[y, width:width + 4] = 0
-        ty = min(max(y + 4, 9), height - 2)
-        cv2.putText(out, f"{t:g}", (width + 6, ty), cv2.FONT_HERSHEY_SIMPLEX, 0.42, (0, 0, 0), 1, cv2.LINE_AA)
+        ty = min(max(y + 4, text_h + 2), height - 2)
+        cv2.putText(out, text, (width + 6, ty), font, size, (0, 0, 0), 1, cv2.LINE_AA)
     return out
 
 
