@@ -292,7 +292,6 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         img.select(click, [ctx.key], clicked).then(show_similarity, [ctx.key, depth, clicked],
                                                     [pca_img, sim_img, sim_md], show_progress="hidden")
     color_by.change(show_scatter, [ctx.key, depth, color_by], scatter, show_progress="hidden")
-    tab.select(None, None, None, js=embed_panels.SCATTER_HOVER_JS)
 
 
 # ---------------------------------------------------------------- Attention tab
@@ -335,6 +334,9 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column():
             dist = gr.Plot(label="Mean attention distance", elem_id="attn-distance")
             pick = gr.Dropdown([], label="open a head (nearest first)", elem_id="attn-pick")
+            # Filled by ap.DISTANCE_CLICK_JS when a dot of the chart is clicked (a value set from
+            # a script fires .change, not .input).
+            dist_click = gr.Textbox(visible="hidden", elem_id="attn-distance-click")
             gr.Markdown(ap.DISTANCE_TEXT)
         with gr.Column():
             with gr.Row():
@@ -413,6 +415,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
     grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
     pick.input(pick_head, [pick], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
+    dist_click.change(pick_head, [dist_click], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
     rel_btn.click(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
 
 
@@ -649,6 +652,8 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
     return out
 
 
+# Chart glue installed once per page (not on a tab's select: a deep link opens a tab without one).
+PAGE_JS = f"() => {{ ({embed_panels.SCATTER_HOVER_JS})(); ({attention_panels.DISTANCE_CLICK_JS})(); }}"
 PROJECTOR_JS = "(on) => { document.body.classList.toggle('vizvit-projector', on); }"
 COPY_JS = "(url) => { if (url && navigator.clipboard) { navigator.clipboard.writeText(url).catch(() => {}); } }"
 # Image labels and the download/fullscreen buttons float over the top of a gr.Image and
@@ -787,6 +792,7 @@ def launch_kwargs() -> dict[str, Any]:
         allowed_paths=[str(HERE / "assets" / "examples")],
         theme=THEME,
         css=CSS,
+        js=PAGE_JS,
     )
 
 

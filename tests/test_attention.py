@@ -247,6 +247,14 @@ def test_grid_click_maps_back_to_layer_and_head(geom):
         ap.grid_cell_at(g, width + 10, ap.GRID_TOP + 1)  # the colour bar
 
 
+def test_head_choices_and_chart_clicks_parse_to_layer_and_head():
+    assert ap.parse_choice("3,4") == (3, 4)
+    assert ap.parse_choice("3,4,17") == (3, 4)  # a chart click carries its click count
+    for bad in ("", "3", "3,x", "1,2,3,4", None):
+        with pytest.raises(ValueError, match="Choose a head"):
+            ap.parse_choice(bad)
+
+
 # ------------------------------------------------------------------ distance, threshold
 def test_attention_distance_self_is_zero_and_uniform_is_the_mean_pairwise_distance(geom):
     g = geom

@@ -64,3 +64,27 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         wait_image(page, "attn-relevance")
         page.locator("#attn-relevance").scroll_into_view_if_needed()
         shot(page, "attention_relevance", full_page=False)
+
+        # A click on a dot of the distance chart opens that head: points are in (layer, head)
+        # order, so point 2 of 2 layers × 2 heads is (layer 2, head 1).
+        def click_dot(k: int) -> None:
+            page.locator("#attn-distance").scroll_into_view_if_needed()
+            page.wait_for_timeout(700)  # the click script attaches within 300 ms of a (re)plot
+            box = page.locator("#attn-distance .scatterlayer .point").nth(k).bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.mouse.down()
+            page.mouse.up()
+
+        def shows(layer: int, head: int) -> None:
+            page.wait_for_function(
+                f"() => document.querySelector('#attn-readout').innerText.includes('Layer {layer} · head {head} ')")
+            page.wait_for_function(f"""() => document.querySelector('#attn-layer input[type=number]').value === '{layer}'
+                && document.querySelector('#attn-head input[type=number]').value === '{head}'""")
+
+        click_dot(2)
+        shows(2, 1)
+        # Elsewhere (a grid cell), then the same dot again: it must open (layer 2, head 1) again.
+        _click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
+        shows(1, 2)
+        click_dot(2)
+        shows(2, 1)

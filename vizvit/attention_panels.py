@@ -62,7 +62,29 @@ the layers are multiplied in order, R = Â_l···Â_1. Tile *≤l* is the [CLS]
 DISTANCE_TEXT = """**Mean attention distance** (ViT paper, Fig. 7), on this photo: for each head, the average over
 query patches of the attention-weighted distance (in model-input pixels) to the patches it attends to
 ([CLS] left out). Low = local heads (like convolutions), high = global ones. Hover a dot for its head;
-**choose a head in the list** to open its map."""
+**click a dot** (or choose a head in the list) to open its map."""
+
+# gr.Plot has no click event. This page script (installed once, at page load) listens to plotly's
+# own click on the distance chart and types "layer,head,click count" into a hidden textbox, whose
+# change event opens that head like the list does. It re-attaches when the chart is redrawn (a new photo).
+DISTANCE_CLICK_JS = """() => {
+  if (window.__vizvitDistance) return;
+  window.__vizvitDistance = true;
+  let clicks = 0;
+  const attach = () => {
+    const gd = document.querySelector('#attn-distance .js-plotly-plot');
+    if (!gd || !gd.on || (gd._ev && gd.__vizvitEv === gd._ev)) return;
+    gd.__vizvitEv = gd._ev;
+    gd.on('plotly_click', (ev) => {
+      const pt = ev.points && ev.points[0];
+      const box = document.querySelector('#attn-distance-click textarea, #attn-distance-click input');
+      if (!pt || !box) return;
+      box.value = pt.x + ',' + pt.customdata + ',' + (++clicks);
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+    });
+  };
+  setInterval(attach, 300);
+}"""
 
 RELEVANCE_TEXT = """**Class-specific relevance** (Chefer et al. 2021). Unlike rollout, it depends on the class: one
 backward pass gives the gradient of that class's logit with respect to every attention map, and
@@ -418,9 +440,12 @@ def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
 
 
 def parse_choice(value: str) -> tuple[int, int]:
-    """"layer,head" from distance_choices -> (layer, head), 1-based."""
+    """"layer,head" from distance_choices, or "layer,head,n" from a chart click -> (layer, head),
+    1-based. (n counts clicks, so clicking the same dot again is still a change.)"""
     try:
-        l, h = (int(x) for x in value.split(","))
+        l, h, *rest = (int(x) for x in value.split(","))
+        if len(rest) > 1:
+            raise ValueError(value)
     except (AttributeError, ValueError):
         raise UserError("Choose a head from the list.") from None
     return l, h
