@@ -88,6 +88,58 @@ def test_shortest_edge_and_centre_crop():
     assert np.array_equal(view, resized[16:240, 58:282])
 
 
+# Processor configs as checkpoints save them. The reference is the checkpoint's own processor,
+# loaded by transformers from the same folder; these sizes are where rounding the long side and
+# truncating it (what transformers does) disagree: 451·224/300 = 336.75.
+PROCESSOR_CONFIGS = {
+    "deit, class defaults only": {"feature_extractor_type": "DeiTFeatureExtractor"},  # 256² bicubic, crop 224²
+    "shortest edge + crop": {"image_processor_type": "ViTImageProcessor", "size": {"shortest_edge": 224},
+                             "do_center_crop": True, "crop_size": {"height": 224, "width": 224},
+                             "resample": 3, "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]},
+    "scalar mean and std": {"image_processor_type": "ViTImageProcessor", "image_mean": 0.4,
+                                       "image_std": 0.2},
+}
+
+
+@pytest.mark.parametrize("name", list(PROCESSOR_CONFIGS))
+def test_every_processor_config_gives_the_processors_own_pixels(name, tmp_path, rng):
+    import json
+
+    from conftest import make_tiny_vit
+    from transformers import AutoImageProcessor
+
+    from vizvit.positional import view_at_size
+
+    path = make_tiny_vit(tmp_path / "m", 224, 16)
+    (path / "preprocessor_config.json").write_text(json.dumps(PROCESSOR_CONFIGS[name]))
+    vm = vizvit.load_model(str(path), device="cpu")
+    proc = AutoImageProcessor.from_pretrained(str(path), backend="pil")
+    for h, w in [(300, 451), (451, 300), (224, 224), (97, 500)]:
+        im = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        ref = proc(im, return_tensors="pt")["pixel_values"]
+        view = model_input_view(im, vm.preprocess)
+        assert view.shape == (224, 224, 3), (name, h, w)
+        assert torch.allclose(to_pixel_values(view, vm.preprocess), ref, atol=1e-5), (name, h, w)
+        # The Positions tab's view at another size, asked for the native size, is this view.
+        assert np.array_equal(view_at_size(im, vm.preprocess, 224, 224), view), (name, h, w)
+
+
+def test_view_at_another_size_keeps_the_field_of_view_of_a_resize_then_crop():
+    # A horizontal ramp: the crop's left edge shows which part of the photo is in view.
+    ramp = np.tile(np.linspace(0, 255, 1000).round().astype(np.uint8)[None, :, None], (1000, 1, 3))
+    im = Image.fromarray(ramp)
+    pp = vizvit.models.Preprocess(resize=(256, 256), crop=(224, 224), resample=Image.Resampling.BILINEAR,
+                                  mean=(0.5,) * 3, std=(0.5,) * 3)
+    from vizvit.positional import view_at_size
+
+    native = model_input_view(im, pp).astype(float)
+    big = view_at_size(im, pp, 224, 384).astype(float)
+    assert big.shape == (384, 384, 3)
+    # Same field of view: the first and last columns show the same part of the ramp (±1 level).
+    assert abs(big[:, 0].mean() - native[:, 0].mean()) < 1.5
+    assert abs(big[:, -1].mean() - native[:, -1].mean()) < 1.5
+
+
 def test_shift_zero_is_identity(rng):
     v = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
     for fill in ("edge", "wrap", "constant"):

@@ -516,7 +516,7 @@ class AttentionPage:
 def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionPage:
     """Everything the tab shows when opened or when the photo/model changes."""
     d = distances(a, cache).numpy()
-    return AttentionPage(attention_view(vm, a, p, cache), distance_figure(d, vm.id), distance_choices(d),
+    return AttentionPage(attention_view(vm, a, p, cache), distance_figure(d, vm.display_name), distance_choices(d),
                          class_choices(a))
 
 

@@ -18,8 +18,10 @@ from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values
 from .models import Geometry, VitModel
 
-# Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB) attentions
-# are kept in float16; ViT-B/16's 22 MB stay float32.
+# Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
+# 192 MB) attentions are kept in float16, so a few analyses still fit the cache; ViT-B/16 at
+# 224 (22 MB) stays float32. float16 keeps 11 bits: a weight of 0.5 is off by at most 2.4e-4,
+# so the readout's 4th decimal can move by one (the README says so).
 ATTENTION_FP32_LIMIT = 128 * 2**20
 # Forward hooks live on the shared model object: two concurrent hooked forwards (a token
 # drop and a batched sweep, say) would each run the other's hooks. Hold this around

@@ -18,6 +18,8 @@ from typing import Literal, Union
 import numpy as np
 import torch
 from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+from transformers.image_transforms import get_resize_output_image_size
+from transformers.image_utils import ChannelDimension
 
 from .errors import UserError
 from .models import Preprocess
@@ -123,8 +125,12 @@ def model_input_view(image: Image.Image, pp: Preprocess) -> np.ndarray:
     """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop."""
     w, h = image.size
     if isinstance(pp.resize, int):  # shortest edge -> pp.resize, keep aspect
-        s = pp.resize / min(w, h)
-        size = (max(1, round(w * s)), max(1, round(h * s)))
+        # transformers' own size rule (it truncates the long side): a zero-copy stand-in image
+        # carries the shape, so the rule is the processor's, not a copy of it.
+        shape = np.broadcast_to(np.uint8(0), (3, h, w))
+        nh, nw = get_resize_output_image_size(shape, pp.resize, default_to_square=False,
+                                              input_data_format=ChannelDimension.FIRST)
+        size = (max(1, nw), max(1, nh))
     else:
         size = (pp.resize[1], pp.resize[0])
     im = image.resize(size, resample=pp.resample)

@@ -14,6 +14,7 @@ import torch
 from PIL import Image
 from transformers import (
     AutoConfig,
+    AutoImageProcessor,
     AutoModel,
     AutoModelForImageClassification,
     PretrainedConfig,
@@ -157,37 +158,56 @@ def geometry_of(config: PretrainedConfig) -> Geometry:
 
 
 def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
-    """Read preprocessor_config.json when the checkpoint has one, else ViT's defaults."""
+    """What the checkpoint's own (PIL) image processor does, read from the processor object, so
+    its class defaults count too (a bare {"feature_extractor_type": "DeiTFeatureExtractor"} means
+    256 bicubic, then a 224 crop). No processor saved with the checkpoint: ViT's defaults."""
     h, w = geometry_of(config).image_size
     default = Preprocess(resize=(h, w), crop=None, resample=Image.Resampling.BILINEAR,
                          mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
     if name.startswith(RANDOM_PREFIX):
         return default
     try:
-        from transformers.image_processing_utils import ImageProcessingMixin
-
-        cfg, _ = ImageProcessingMixin.get_image_processor_dict(name)
-    except (OSError, ValueError):
+        proc = AutoImageProcessor.from_pretrained(name, backend="pil")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        log.info("no usable image processor for %s (%s): ViT defaults", name, e)
         return default
-    size = cfg.get("size", {"height": h, "width": w})
-    if isinstance(size, int):
-        size = {"height": size, "width": size}
-    resize: tuple[int, int] | int = (
-        (int(size["height"]), int(size["width"])) if "height" in size else int(size["shortest_edge"])
-    )
+    size = getattr(proc, "size", None)
+    resize: tuple[int, int] | int = (h, w)
+    if not getattr(proc, "do_resize", True):
+        log.warning("%s: its processor does not resize, but the model needs %d×%d: resizing", name, h, w)
+    elif getattr(size, "height", None) and getattr(size, "width", None):
+        resize = (int(size.height), int(size.width))
+    elif getattr(size, "shortest_edge", None) and not getattr(size, "longest_edge", None):
+        resize = int(size.shortest_edge)
+    else:
+        log.warning("%s: unsupported processor size %s: resizing to %d×%d", name, size, h, w)
     crop = None
-    if cfg.get("do_center_crop"):
-        cs = cfg.get("crop_size", {"height": h, "width": w})
-        crop = (int(cs["height"]), int(cs["width"])) if isinstance(cs, dict) else (int(cs), int(cs))
-    do_norm = cfg.get("do_normalize", True)
+    cs = getattr(proc, "crop_size", None)
+    if getattr(proc, "do_center_crop", False) and getattr(cs, "height", None) and getattr(cs, "width", None):
+        crop = (int(cs.height), int(cs.width))
+    if getattr(proc, "do_normalize", True):
+        mean, std = (_three(getattr(proc, k, None), d) for k, d in (("image_mean", default.mean),
+                                                                     ("image_std", default.std)))
+    else:
+        mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+    resample = getattr(proc, "resample", None)
     return Preprocess(
         resize=resize,
         crop=crop,
-        resample=int(cfg.get("resample", Image.Resampling.BILINEAR)),
-        mean=tuple(cfg.get("image_mean", default.mean)) if do_norm else (0.0, 0.0, 0.0),
-        std=tuple(cfg.get("image_std", default.std)) if do_norm else (1.0, 1.0, 1.0),
-        rescale=float(cfg.get("rescale_factor", 1 / 255)) if cfg.get("do_rescale", True) else 1.0,
+        resample=int(resample) if resample is not None else Image.Resampling.BILINEAR,
+        mean=mean,
+        std=std,
+        rescale=float(getattr(proc, "rescale_factor", 1 / 255)) if getattr(proc, "do_rescale", True) else 1.0,
     )
+
+
+def _three(v: object, default: tuple[float, float, float]) -> tuple[float, float, float]:
+    """A processor's per-channel mean or std: a scalar means the same for R, G and B."""
+    if v is None:
+        return default
+    if isinstance(v, (int, float)):
+        return (float(v),) * 3
+    return tuple(float(x) for x in v)  # type: ignore[return-value]
 
 
 def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:

@@ -222,12 +222,19 @@ class ResolutionPrediction:
 
 
 def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> np.ndarray:
-    """The processor's resize/crop, scaled from the native input size to size×size."""
-    if isinstance(pp.resize, int):  # shortest edge then centre crop: scale both
-        scaled = replace(pp, resize=round(pp.resize * size / native), crop=(size, size))
+    """The processor's resize and crop, every length scaled by size/native, so the size×size view
+    shows the same field of view as the native one (at size == native: exactly model_input_view).
+    E.g. DeiT (resize 256², crop 224²) at 384: resize 439², crop 384²."""
+    k = size / native
+    if isinstance(pp.resize, int):
+        resize: tuple[int, int] | int = round(pp.resize * k)
     else:
-        scaled = replace(pp, resize=(size, size), crop=None)
-    return model_input_view(image, scaled)
+        resize = (round(pp.resize[0] * k), round(pp.resize[1] * k))
+    if pp.crop is not None:
+        crop: tuple[int, int] | None = (size, size)
+    else:  # the resize alone makes the input: it must be size×size
+        resize, crop = (resize if isinstance(resize, int) else (size, size)), None
+    return model_input_view(image, replace(pp, resize=resize, crop=crop))
 
 
 @on_gpu
