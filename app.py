@@ -104,8 +104,8 @@ class Ctx:
 def _user_error(fn: Callable, e: Exception) -> gr.Error:
     if isinstance(e, gr.Error):
         return e
-    if isinstance(e, UserError):
-        return gr.Error(str(e))
+    if isinstance(e, UserError):  # expected (a bad file, a wrong value): a message, no traceback
+        return gr.Error(str(e), print_exception=False)
     log.exception("handler %s failed", fn.__name__)
     return gr.Error("Something went wrong on the server with this request. "
                     "Please try again or upload another photo.")
@@ -721,13 +721,15 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
         projector.change(None, projector, None, js=PROJECTOR_JS)
 
         @safe
-        def new_photo(path: str | None, model_id: str):
-            if path is None:
-                return gr.skip(), gr.skip()
+        def new_photo(path: str | None, model_id: str, k: PhotoKey | None):
+            if path is None:  # the upload box was cleared
+                return gr.skip(), panels.upload_status(had_photo=k is not None, failed=False)
             sha1 = wb.add_photo(path)
             k = PhotoKey(model_id, sha1)
             a = wb.analysis(k)
             return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size)
+
+        unavailable: set[str] = set()  # failed to load here (offline): taken off every later list
 
         @safe
         def new_model(model_id: str, k: PhotoKey | None):
@@ -737,8 +739,18 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                 vm = wb.model(model_id)
             except ValueError as e:  # offline or unknown: keep the current model, say why
                 log.warning("model %s: %s", model_id, e)
+                unavailable.add(model_id)
+                alt = panels.random_twin(model_id)
+                if alt and alt not in ids:
+                    ids.append(alt)
                 current = wb.model(k.model_id if k else default_model)
-                return gr.skip(), panels.model_unavailable(model_id, current), current.id
+                text = panels.model_unavailable(model_id, current, alt)
+                if k is not None:
+                    text += "\n\n" + panels.status_line(current, wb.analysis(k), wb.photo(k.sha1).size)
+                # New choices, not just the old value: Gradio drops an update equal to the value
+                # it last sent, which left the failed name in the box on a second try.
+                return gr.skip(), text, gr.Dropdown(
+                    choices=[(short_name(m), m) for m in ids if m not in unavailable], value=current.id)
             if k is None:
                 return gr.skip(), panels.model_line(vm), gr.skip()
             k = PhotoKey(model_id, k.sha1)
@@ -771,7 +783,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
             return page + deeplink.to_query(link)
 
         examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
-        upload.change(new_photo, [upload, model], [key, status], api_name="upload", cancels=ctx.long_work)
+        upload.change(new_photo, [upload, model, key], [key, status], api_name="upload",
+                      cancels=ctx.long_work).failure(
+            lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
         model.input(new_model, [model, key], [key, status, model], api_name="model")
         demo.load(open_link, None, [upload, model, tabs, tab, notice_md, L["layer"], L["head"], L["show"],
                                     L["dx"], L["dy"], L["mask"], projector])

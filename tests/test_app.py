@@ -61,7 +61,8 @@ def test_offline_curated_model_keeps_the_current_one(server, tiny16):
     client = Client(server, verbose=False)
     status, model = client.predict("google/vit-base-patch16-224", None, api_name="/model")
     assert "cannot be loaded here" in status and "Still showing" in status
-    assert model == tiny16.id  # the dropdown goes back to the model that works
+    assert model["value"] == tiny16.id  # the dropdown goes back to the model that works
+    assert "google/vit-base-patch16-224" not in [v for _, v in model["choices"]]  # and drops the failed one
     assert "/tmp" not in status and "pytest" not in status
 
 

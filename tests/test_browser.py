@@ -30,10 +30,39 @@ def test_upload_shows_the_patch_grid_and_a_click_names_the_patch(url):
         shot(page, "patches_tab_clicked", full_page=False)
 
 
-def test_invalid_upload_shows_an_error(url, tmp_path):
+def test_invalid_upload_shows_an_error_and_says_the_old_photo_is_still_shown(url, tmp_path):
     bad = tmp_path / "notes.jpg"
     bad.write_text("not a photo at all")
     with page_at(url) as page:
         upload(page, str(bad))
         page.wait_for_selector("text=not an image we can read", timeout=60_000)
+        page.wait_for_selector("#status:has-text('could not be used')")
+        assert "Upload a photo or pick an example" in page.inner_text("#status")  # nothing to show yet
         shot(page, "invalid_upload", full_page=False)
+        # After a good photo, a bad file leaves the good photo's tabs: the status says so.
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        page.wait_for_selector("#status:has-text('The upload box is empty')")
+        assert "still show the previous photo" in page.inner_text("#status")
+        upload(page, str(bad))
+        page.wait_for_selector("#status:has-text('could not be used')")
+        assert "still show the previous photo" in page.inner_text("#status")
+
+
+def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_shown_model(url, tiny16):
+    with page_at(url) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_selector("#status:has-text('top-1')")
+        box = page.locator("#model input")
+        box.click()
+        page.get_by_role("option", name="google/vit-base-patch16-224", exact=True).click()  # offline here
+        page.wait_for_selector("#status:has-text('cannot be loaded here')")
+        assert "top-1" in page.inner_text("#status"), "the shown photo's status stays"
+        page.wait_for_function("([v]) => document.querySelector('#model input').value === v",
+                               arg=["local: p16"])
+        box.click()
+        names = page.get_by_role("option").all_inner_texts()
+        assert "google/vit-base-patch16-224" not in names and "random:vit-base-patch16-224" in " ".join(names)
+        shot(page, "model_unavailable", full_page=False)

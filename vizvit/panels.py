@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from . import figures, render
 from .forward import Analysis
-from .models import Geometry, VitModel, short_name
+from .models import RANDOM_ARCHS, RANDOM_PREFIX, Geometry, VitModel, short_name
 from .numbers import model_numbers
 from .patches import describe_patch, patch_at
 
@@ -121,9 +121,29 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     return note
 
 
-def model_unavailable(requested: str, current: VitModel) -> str:
-    return (f"⚠️ **{short_name(requested)}** cannot be loaded here (no internet connection, or the weights "
-            f"are not on this server). Still showing {model_line(current)}.")
+def upload_status(had_photo: bool, failed: bool) -> str:
+    """The status line after an upload that gave no new photo (a bad file, or the box cleared):
+    say what the tabs still show, so the old photo's numbers are not taken for the new file's."""
+    first = ("⚠️ That file could not be used (the message in the corner says why)." if failed
+             else "The upload box is empty.")
+    rest = (" The tabs still show the previous photo; upload another or pick an example." if had_photo
+            else " Upload a photo or pick an example to begin.")
+    return first + rest
+
+
+def random_twin(model_id: str) -> str | None:
+    """random:<arch> with the architecture a hub id names (google/vit-base-patch32-384 ->
+    random:vit-base-patch32-384), or None: what to offer when the weights cannot be had."""
+    arch = model_id.rsplit("/", 1)[-1]
+    return RANDOM_PREFIX + arch if arch in RANDOM_ARCHS and not model_id.startswith(RANDOM_PREFIX) else None
+
+
+def model_unavailable(requested: str, current: VitModel, alternative: str | None = None) -> str:
+    text = (f"⚠️ **{short_name(requested)}** cannot be loaded here (no internet connection, or the weights "
+            f"are not on this server), so it is gone from the list. Still showing {model_line(current)}.")
+    if alternative:
+        text += f" The same architecture with untrained weights is in the list: **{alternative}**."
+    return text
 
 
 LECTURE_TEXT = """## For lecturers
