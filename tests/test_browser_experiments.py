@@ -69,7 +69,7 @@ def test_shift_sweep_and_curves(url):
         set_slider(page, "shift-dy", -3)
         page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dy = -3')")
         wait_image(page, "shift-cos", old)
-        assert "(1, -1) whole patches" in page.inner_text("#shift-info")  # ⌊-3/16⌋ = -1
+        assert "(1, 0) whole patches" in page.inner_text("#shift-info")  # -3/16 rounded toward 0
         shot(page, "experiments_shift_partial", full_page=False)
         page.locator("#sweep-run").click()
         page.wait_for_function("() => document.querySelector('#sweep-text').innerText.includes('Done')")

@@ -6,7 +6,6 @@ code path from the batched forwards under test).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -22,13 +21,14 @@ from conftest import EXAMPLES
 
 
 def cos_reference(base: torch.Tensor, shifted: torch.Tensor, dx: int, dy: int, g) -> np.ndarray:
-    """Loops and math.floor: original (i, j) vs shifted (i + ⌊dy/P⌋, j + ⌊dx/P⌋), NaN without partner."""
+    """Loops: original (i, j) vs shifted (i + int(dy/P), j + int(dx/P)), int() rounding toward 0,
+    NaN without partner."""
     gh, gw = g.grid
     p = g.patch_size
     out = np.full((gh, gw), np.nan)
     for i in range(gh):
         for j in range(gw):
-            si, sj = i + math.floor(dy / p), j + math.floor(dx / p)
+            si, sj = i + int(dy / p), j + int(dx / p)
             if 0 <= si < gh and 0 <= sj < gw:
                 u = base[i * gw + j].double()
                 v = shifted[si * gw + sj].double()
@@ -67,7 +67,7 @@ def test_shift_of_whole_patches_with_edge_fill_gives_cosine_one(tiny, cat, dx, d
 
 
 @pytest.mark.parametrize("dx,dy", [(5, 0), (-5, 3), (-17, -33), (31, 16), (-1, -1)])
-def test_shift_cosine_matches_a_loop_with_floor_division(tiny, cat, dx, dy):
+def test_shift_cosine_matches_a_loop_rounding_toward_zero(tiny, cat, dx, dy):
     g = tiny.geometry
     if max(abs(dx), abs(dy)) > 2 * g.patch_size:
         pytest.skip("outside ±2P")
@@ -77,8 +77,11 @@ def test_shift_cosine_matches_a_loop_with_floor_division(tiny, cat, dx, dy):
     want = cos_reference(a.patch_embeddings, b.patch_embeddings, dx, dy, g)
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.allclose(got[~np.isnan(got)], want[~np.isnan(want)], atol=1e-5)
-    if dx < 0:  # ⌊-5/16⌋ = -1, not 0: the last column has no partner... the first one does not
-        assert np.isnan(got[:, 0]).all()
+    # Whole patches moved: −5 px and −1 px move none (every column has a partner); −17 px moves
+    # one, so the first column's partner left the grid.
+    p = g.patch_size
+    assert np.isnan(got[:, 0]).all() == (dx <= -p)
+    assert np.isnan(got[:, -1]).all() == (dx >= p)
 
 
 def test_batched_predictions_equal_one_by_one_analyze(tiny, cat):

@@ -25,7 +25,8 @@ from .workbench import PhotoKey, Workbench
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
 each original patch's embedding (before position embeddings) with the shifted photo's patch at
-(i + ⌊dy/P⌋, j + ⌊dx/P⌋): the grid moved back by the whole patches the photo moved. Grey = no partner.
+(i + dy/P, j + dx/P), each rounded toward 0: the grid moved back by the whole patches the photo moved
+(so −3 px and +3 px both compare a patch with itself). Grey = no partner.
 At a shift of exactly P (edge fill) every compared patch is identical: cosine 1."""
 
 MASKS_TEXT = """**Masks.** Click patches on the left grid to mask them. *black / mean / blur* replace the pixels,

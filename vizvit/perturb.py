@@ -99,12 +99,16 @@ def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[tor
 
 # ------------------------------------------------------------------ shift
 def patches_moved_back(d: int, patch: int) -> int:
-    """Whole patches the grid moves back for a shift of d pixels: ⌊d / P⌋ (floor, also below 0)."""
-    return d // patch
+    """Whole patches the photo moved for a shift of d pixels: d / P rounded toward 0, so that
+    −d and +d pair alike (−1 px: 0 patches, as +1 px; −16 px: −1). Flooring would pair a patch
+    shifted 1 px left with its left neighbour, which holds 1/P of its pixels. For the sweep's
+    k ≥ 0 this is ⌊k/P⌋."""
+    return -((-d) // patch) if d < 0 else d // patch
 
 
 def shift_cosine(base: torch.Tensor, shifted: torch.Tensor, dx: int, dy: int, g: Geometry) -> np.ndarray:
-    """Per-patch cosine of patch embeddings, original (i, j) vs shifted (i + ⌊dy/P⌋, j + ⌊dx/P⌋).
+    """Per-patch cosine of patch embeddings, original (i, j) vs shifted (i + mdy, j + mdx), where
+    mdx = patches_moved_back(dx, P): dx/P rounded toward 0, and likewise mdy.
 
     base, shifted: (P, D) embeddings before position embeddings. Returns (gh, gw) float
     indexed by the ORIGINAL patch; NaN where the partner falls outside the grid.
