@@ -344,7 +344,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                 rel_btn = gr.Button("Compute class relevance", elem_id="attn-relevance-btn")
             rel_img = gr.Image(label="Class-specific relevance", interactive=False, format="jpeg",
                                elem_id="attn-relevance")
-            rel_text = gr.Markdown()
+            rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
     controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
@@ -408,15 +408,20 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
     ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
-    for c in (layer, head, show, mode, direction, discard, alpha, cmap, tau, shared):
+    for c in (layer, show, mode, direction, discard, alpha, cmap, tau, shared):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
+    # Moving the head slider means "show me that head": leave a fusion (mean/max/min) first, in
+    # the browser, or the slider would seem to do nothing.
+    head.input(None, None, show, js=f"() => {ap.ONE_HEAD!r}", queue=False, trigger_mode="always_last").then(
+        redraw, ins, view_outs, show_progress="hidden")
     main_img.select(click_main, [ctx.key], query).then(redraw, ins, view_outs, show_progress="hidden")
     to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
     grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
     pick.input(pick_head, [pick], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
     dist_click.change(pick_head, [dist_click], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
-    rel_btn.click(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
+    for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale
+        trigger(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
 
 
 # ---------------------------------------------------------------- Positions tab

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import image_src, page_at, shot, upload_and_open, wait_image
+from browser import image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 from vizvit import attention_panels as ap
 from vizvit import render
@@ -41,6 +41,12 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         assert "Layer 2 · mean of 2 heads" in page.inner_text("#attn-readout")
         shot(page, "attention_tab")
 
+        # Moving the head slider while the heads are fused shows that one head.
+        set_slider(page, "attn-head", 2)
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 2 · head 2 ')")
+        assert page.locator("#attn-show input[value='one head']").is_checked()
+        main = wait_image(page, "attn-main", main)
+
         # tiny16: 2 layers × 2 heads. Click the middle of cell (layer 1, head 2).
         grid = image_src(page, "attn-grid")
         t = ap.grid_tile(tiny16.geometry)
@@ -61,7 +67,16 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         shot(page, "attention_query_rolled_out", full_page=False)
 
         page.get_by_role("button", name="Compute class relevance").click()
-        wait_image(page, "attn-relevance")
+        rel = wait_image(page, "attn-relevance")
+        first = page.inner_text("#attn-relevance-text")
+        # Another class in the list: its map and text come at once, never the old class's.
+        page.locator("#attn-class input").click()
+        page.get_by_role("option").nth(1).click()
+        page.wait_for_function("([old]) => document.querySelector('#attn-relevance-text').innerText !== old",
+                               arg=[first])
+        wait_image(page, "attn-relevance", rel)
+        chosen = page.locator("#attn-class input").input_value().split(" (")[0]
+        assert f"Relevance for {chosen}" in page.inner_text("#attn-relevance-text")
         page.locator("#attn-relevance").scroll_into_view_if_needed()
         shot(page, "attention_relevance", full_page=False)
 
