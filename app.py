@@ -616,7 +616,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def lecture_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(panels.LECTURE_TEXT)
     with gr.Row():
-        size = gr.Slider(16, 1024, value=224, step=16, label="image side (pixels)", elem_id="cost-size")
+        size = gr.Slider(16, 1024, value=224, step=1, label="image side (pixels)", elem_id="cost-size")
         patch = gr.Slider(1, 64, value=16, step=1, label="patch size P", elem_id="cost-patch")
     table, text = panels.attention_cost_panel(224, 16)
     cost = gr.Dataframe(table, headers=["", "pixels as tokens", "patches as tokens"], interactive=False,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import page_at, shot, wait_image
+from browser import page_at, set_slider, shot, wait_image
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +52,7 @@ def test_attention_cost_calculator(url):
         table = page.inner_text("#cost-table")
         assert "50,176" in table and "2,517,630,976" in table and "38,809" in table and "155 kB" in table
         shot(page, "lecture_tab")
+        # P = 10 does not divide 224: the numbers follow (22×22 patches, 4 px unread), no error.
+        set_slider(page, "cost-patch", 10)
+        page.wait_for_selector("#cost-text:has-text('22×22 patches')")
+        assert "485" in page.inner_text("#cost-text") and page.locator(".toast-body.error").count() == 0

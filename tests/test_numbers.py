@@ -30,9 +30,28 @@ def test_calculator_at_224_with_16px_patches():
 
 def test_calculator_other_sizes_and_bad_input():
     c = attention_cost(384, 384, 32)
-    assert c.patch_tokens == 1 + 12 * 12
+    assert c.patch_tokens == 1 + 12 * 12 and c.uncovered == (0, 0)
+    # Not a multiple of P: ⌊224/15⌋ = 14 patches a side, 224 − 14·15 = 14 px unread.
+    c = attention_cost(224, 224, 15)
+    assert c.patch_tokens == 1 + 14 * 14 and c.uncovered == (14, 14)
+    # P = 1: one token per pixel plus [CLS], a little MORE than pixels alone.
+    c = attention_cost(224, 224, 1)
+    assert c.patch_tokens == 50_177 and c.ratio < 1
     with pytest.raises(ValueError):
-        attention_cost(224, 224, 15)
+        attention_cost(224, 224, 300)
+    with pytest.raises(ValueError):
+        attention_cost(224, 224, 0)
+
+
+def test_calculator_text_says_no_saving_at_p1_and_names_unread_pixels():
+    from vizvit.panels import attention_cost_panel
+
+    assert "no saving" in attention_cost_panel(224, 1)[1]
+    text = attention_cost_panel(100, 16)[1]
+    assert "6×6 patches" in text and "last 4 px" in text and "38 tokens" not in text
+    assert "37 tokens" in text  # 1 + 6·6
+    table, text = attention_cost_panel(16, 64)  # a patch larger than the image: said, no table
+    assert table == [] and "does not fit" in text
 
 
 def test_charts_html_is_standalone_and_keeps_the_data():

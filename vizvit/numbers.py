@@ -42,10 +42,11 @@ class AttentionCost:
     pixel_tokens: int  # one token per pixel: H·W
     pixel_weights: int  # (H·W)²
     pixel_bytes: int  # float32
-    patch_tokens: int  # prefix + (H/P)·(W/P)
+    patch_tokens: int  # prefix + ⌊H/P⌋·⌊W/P⌋
     patch_weights: int  # N²
     patch_bytes: int
     ratio: float  # pixel_weights / patch_weights
+    uncovered: tuple[int, int] = (0, 0)  # (H mod P, W mod P): pixels a stride-P conv never reads
 
 
 def attention_cost(height: int, width: int, patch: int, num_prefix_tokens: int = 1,
@@ -54,17 +55,19 @@ def attention_cost(height: int, width: int, patch: int, num_prefix_tokens: int =
 
     At 224×224 with P=16: 50,176 pixel tokens -> 2,517,630,976 weights (~10 GB float32)
     versus 197 patch tokens -> 38,809 weights (~155 kB): about 64,872× fewer.
+    A side that is not a multiple of P is allowed: the stride-P patch conv covers ⌊side/P⌋
+    patches and never reads the last side mod P pixels (`uncovered`).
     """
     if min(height, width, patch) < 1:
         raise UserError("Resolution and patch size must be positive.")
-    if height % patch or width % patch:
-        raise UserError(f"{height}×{width} is not a whole number of {patch}-pixel patches.")
+    if patch > min(height, width):
+        raise UserError(f"A {patch}-pixel patch does not fit in {height}×{width} pixels.")
     n_pix = height * width
     n_tok = num_prefix_tokens + (height // patch) * (width // patch)
     return AttentionCost(
         pixel_tokens=n_pix, pixel_weights=n_pix ** 2, pixel_bytes=n_pix ** 2 * bytes_per_weight,
         patch_tokens=n_tok, patch_weights=n_tok ** 2, patch_bytes=n_tok ** 2 * bytes_per_weight,
-        ratio=n_pix ** 2 / n_tok ** 2,
+        ratio=n_pix ** 2 / n_tok ** 2, uncovered=(height % patch, width % patch),
     )
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import figures, render
+from .errors import UserError
 from .forward import Analysis
 from .models import RANDOM_ARCHS, RANDOM_PREFIX, Geometry, VitModel, short_name
 from .numbers import model_numbers
@@ -173,9 +174,18 @@ def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:
     """The calculator: a square image of `side` pixels, as pixel tokens vs P×P patches."""
     from .numbers import attention_cost, attention_cost_table, human_bytes
 
-    c = attention_cost(side, side, patch)
+    try:
+        c = attention_cost(side, side, patch)
+    except UserError as e:  # said where the numbers were, so no stale table stays up
+        return [], f"⚠️ {e}"
+    saving = (f"**{c.ratio:,.0f}× smaller**" if c.ratio >= 2 else
+              f"{c.ratio:.2f}× as large: **no saving**, P = 1 makes every pixel a token (plus [CLS])"
+              if c.ratio < 1 else f"only **{c.ratio:.2f}×** smaller")
     text = (f"At {side}×{side} px, one token per pixel gives **{c.pixel_tokens:,}** tokens and a table of "
             f"**{c.pixel_weights:,}** weights (**{human_bytes(c.pixel_bytes)}** in float32) for ONE head of ONE "
             f"layer. Cutting it into {patch}×{patch} patches gives {c.patch_tokens:,} tokens (with [CLS]), "
-            f"{c.patch_weights:,} weights, {human_bytes(c.patch_bytes)}: **{c.ratio:,.0f}× smaller**.")
+            f"{c.patch_weights:,} weights, {human_bytes(c.patch_bytes)}: {saving}.")
+    if c.uncovered[0]:
+        text += (f" {side} is not a multiple of {patch}: the {side // patch}×{side // patch} patches leave the last "
+                 f"{c.uncovered[0]} px of each row and column unread (a ViT needs a multiple of P).")
     return attention_cost_table(c)[1:], text  # the header row is the Dataframe's headers
