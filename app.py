@@ -348,7 +348,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
     controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
-    ctx.links.update(layer=layer, head=head, show=show)
+    ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
     def params(*v: Any) -> attention_panels.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
@@ -775,14 +775,17 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                     gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices else gr.skip(),
                     gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
                     gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
-                    p.show or gr.skip(), k.dx, k.dy, k.mask, k.projector)
+                    p.show or gr.skip(), k.query if k.query else gr.skip(), k.direction or gr.skip(),
+                    k.mode or gr.skip(), k.dx, k.dy, k.mask, k.projector)
 
         @safe
         def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
+                      query: tuple[int, int] | None, direction: str, mode: str,
                       dx: int, dy: int, mask: tuple[int, ...], proj: bool, request: gr.Request):
             link = deeplink.DeepLink(
                 example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id,
                 tab=tab_id, layer=int(layer), head=int(head) if show == deeplink.ONE_HEAD else show,
+                query=tuple(query) if query else None, direction=direction, mode=mode,
                 dx=int(dx), dy=int(dy), mask=tuple(mask), projector=bool(proj))
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
             return page + deeplink.to_query(link)
@@ -792,10 +795,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
         model.input(new_model, [model, key], [key, status, model], api_name="model")
-        demo.load(open_link, None, [upload, model, tabs, tab, notice_md, L["layer"], L["head"], L["show"],
-                                    L["dx"], L["dy"], L["mask"], projector])
-        link_btn.click(copy_link, [key, model, tab, L["layer"], L["head"], L["show"], L["dx"], L["dy"], L["mask"],
-                                   projector], link_box).then(None, link_box, None, js=COPY_JS)
+        link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask")]
+        demo.load(open_link, None, [upload, model, tabs, tab, notice_md, *link_parts, projector])
+        link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
+            None, link_box, None, js=COPY_JS)
     return demo
 
 

@@ -16,7 +16,7 @@ def url(tiny16):
 
 
 def test_deep_link_opens_layer_and_head_of_the_cat(url):
-    with page_at(url + "?example=chelsea&tab=attention&layer=2&head=2") as page:
+    with page_at(url + "?example=chelsea&tab=attention&layer=2&head=2&query=2,5&direction=column&mode=rollout") as page:
         page.wait_for_selector("button[role=tab][aria-selected=true]:has-text('Attention')")
         wait_image(page, "attn-main", timeout_ms=120_000)
         # The link filled the upload box with the example, as if the user had dropped it there.
@@ -25,6 +25,8 @@ def test_deep_link_opens_layer_and_head_of_the_cat(url):
             document.querySelector('#' + id + ' input[type=number]').value === '2')""")
         page.wait_for_function("() => document.querySelector(\"#attn-show input[value='one head']\").checked")
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.length > 0")
+        readout = page.inner_text("#attn-readout")
+        assert "Layer 2 · head 2 · per-head rollout" in readout and "attends to patch (row 2, col 5) (its column)" in readout
         shot(page, "deep_link_attention")
         # The link back to this view carries the same settings.
         page.click("#copy-link")
@@ -32,6 +34,7 @@ def test_deep_link_opens_layer_and_head_of_the_cat(url):
                                timeout=120_000)
         link = page.locator("#link-box textarea").input_value()
         assert "example=chelsea" in link and "tab=attention" in link and "head=2" in link
+        assert "query=2,5" in link and "direction=column" in link and "mode=rollout" in link
 
 
 def test_bad_link_values_fall_back_with_a_notice(url):

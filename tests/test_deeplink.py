@@ -41,13 +41,27 @@ def test_bad_values_fall_back_with_notices():
     assert link.layer is None and notes
 
 
+def test_query_patch_direction_and_mode():
+    link, notes = go(tab="attention", query="4,7", direction="column", mode="rollout")
+    assert notes == [] and (link.query, link.direction, link.mode) == ((4, 7), "column", "rolled out")
+    # Rows and columns count from 0, as the page shows them: (13, 13) is the last of 14×14.
+    assert go(query="13,13")[0].query == (13, 13)
+    for bad in ("14,0", "0,-1", "4", "4,x", "1,2,3"):
+        link, notes = go(query=bad)
+        assert link.query is None and len(notes) == 1 and "[CLS]" in notes[0], bad
+    link, notes = go(direction="diagonal", mode="cooked")
+    assert (link.direction, link.mode) == (None, None) and len(notes) == 2
+
+
 def test_round_trip():
-    link = DeepLink(example=EXAMPLES[1], model=MODELS[1], tab="attention", layer=6, head=3, dx=4, mask=(1, 2))
+    link = DeepLink(example=EXAMPLES[1], model=MODELS[1], tab="attention", layer=6, head=3, dx=4, mask=(1, 2),
+                    query=(4, 7), direction="column", mode="rolled out")
     q = to_query(link)
     assert q.startswith("?example=chelsea&model=random:vit-base-patch16-224&tab=attention&layer=6&head=3")
     params = dict(kv.split("=") for kv in q[1:].split("&"))
     assert go(**params) == (link, [])
     assert to_query(DeepLink()) == ""
+    assert to_query(DeepLink(direction="row", mode="raw")) == "", "defaults are left out"
 
 
 def test_plan_resolves_head_choice_and_falls_back_on_an_unloadable_model():

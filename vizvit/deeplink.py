@@ -1,7 +1,7 @@
 """Deep links: URL query parameters <-> a view of the page.
 
     ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
-    &dx=8&dy=-4&mask=3,17,40
+    &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&mask=3,17,40
 
 Parsing never fails: an unknown or out-of-range value falls back to the default and
 adds a notice, so a lecturer's typo never produces an error page.
@@ -13,10 +13,14 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from .attention_panels import FUSIONS, ONE_HEAD
+from .attention_panels import FUSIONS, MODES, ONE_HEAD
 from .models import Geometry
 
 HEAD_FUSIONS = FUSIONS
+DIRECTIONS = ("row", "column")
+# URL spellings of the attention modes (a space is awkward in a link).
+MODE_NAMES = {"raw": "raw", "rollout": "rolled out", "rolled": "rolled out", "rolled out": "rolled out"}
+assert set(MODE_NAMES.values()) == set(MODES)
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,9 @@ class DeepLink:
     tab: str | None = None
     layer: int | None = None
     head: int | str | None = None  # 1..H, or a fusion: mean, max, min
+    query: tuple[int, int] | None = None  # attention query patch (row, col), 0-based as shown; None = [CLS]
+    direction: str | None = None  # the query's row (what it attends to) or column
+    mode: str | None = None  # "raw" or "rolled out"
     dx: int = 0
     dy: int = 0
     mask: tuple[int, ...] = ()
@@ -46,7 +53,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     """Query parameters -> (DeepLink, notices). Geometry-free checks only; see `fit`."""
     notices: list[str] = []
     link = DeepLink()
-    known = {"example", "model", "tab", "layer", "head", "dx", "dy", "mask", "projector"}
+    known = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
+             "projector"}
     for k in params:
         if k not in known and k != "__theme":
             notices.append(f"Unknown link parameter '{k}' ignored.")
@@ -67,7 +75,21 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
             link = replace(link, example=stems[ex])
         else:
             notices.append(f"Unknown example '{ex}'; choose one of {', '.join(stems)}.")
-    link = replace(link, model=choice("model", models), tab=choice("tab", tabs))
+    link = replace(link, model=choice("model", models), tab=choice("tab", tabs),
+                   direction=choice("direction", DIRECTIONS))
+    mode = params.get("mode")
+    if mode:
+        if mode in MODE_NAMES:
+            link = replace(link, mode=MODE_NAMES[mode])
+        else:
+            notices.append(f"'mode={mode}' is not raw or rollout; using raw.")
+    query = params.get("query")
+    if query:
+        rc = [_int(s) for s in query.split(",")]
+        if len(rc) == 2 and None not in rc:
+            link = replace(link, query=(rc[0], rc[1]))
+        else:
+            notices.append(f"'query={query}' must be a patch's row,col (e.g. 4,7); using [CLS].")
     for name in ("layer", "dx", "dy"):
         v = params.get(name)
         if v is None or v == "":
@@ -110,6 +132,10 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
     if isinstance(link.head, int) and not 1 <= link.head <= g.num_heads:
         notices.append(f"Head {link.head} does not exist (1–{g.num_heads}); showing the mean of the heads.")
         link = replace(link, head=None)
+    if link.query is not None and not (0 <= link.query[0] < g.grid[0] and 0 <= link.query[1] < g.grid[1]):
+        notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the {g.grid[0]}×{g.grid[1]} "
+                       "grid (rows and columns count from 0); using [CLS].")
+        link = replace(link, query=None)
     lim = 2 * g.patch_size
     for name in ("dx", "dy"):
         v = getattr(link, name)
@@ -132,6 +158,12 @@ def to_query(link: DeepLink) -> str:
         v = getattr(link, name)
         if v is not None:
             q[name] = str(v)
+    if link.query is not None:
+        q["query"] = f"{link.query[0]},{link.query[1]}"
+    if link.direction not in (None, "row"):
+        q["direction"] = link.direction
+    if link.mode not in (None, "raw"):
+        q["mode"] = "rollout"
     if link.dx:
         q["dx"] = str(link.dx)
     if link.dy:
