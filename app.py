@@ -428,8 +428,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         with gr.Column(scale=3):
-            grid_img = gr.Image(label="Cosine similarity of the learned position embeddings: tile (r, c) = "
-                                "position (r, c) vs every patch position ([CLS] excluded). Click a tile.",
+            # Short: a long label wraps under the image's toolbar and covers row 0.
+            grid_img = gr.Image(label="Position-embedding cosine: tile (r, c) vs every patch (click a tile)",
                                 interactive=False, format="jpeg", elem_id="pos-grid")
         with gr.Column(scale=2):
             tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
@@ -636,8 +636,8 @@ def charts_download(tab: gr.Tab) -> None:
     plots = [b for b in _descendants(tab) if isinstance(b, gr.Plot)]
     if not plots:
         return
-    btn = gr.Button("Download this tab's charts (HTML)", size="sm")
-    out = gr.File(label="charts (HTML)", visible=False, interactive=False)
+    btn = gr.Button("Download this tab's charts (HTML)", size="sm", elem_id=f"charts-btn-{tab.id}")
+    out = gr.File(label="charts (HTML)", visible=False, interactive=False, elem_id=f"charts-file-{tab.id}")
     names = [p.label or f"chart {i + 1}" for i, p in enumerate(plots)]
 
     @safe
@@ -646,7 +646,9 @@ def charts_download(tab: gr.Tab) -> None:
         path = figures.save_charts_html(charts, f"vizvit: {tab.label}", f"vizvit-{tab.id}-charts")
         return gr.File(str(path), visible=True)
 
-    btn.click(save, plots, out)
+    # Then start the download, so one click downloads (the file box stays, to download again).
+    btn.click(save, plots, out).success(
+        None, None, None, js=f"() => setTimeout(() => document.querySelector('#charts-file-{tab.id} a')?.click(), 300)")
 
 
 def _descendants(block: gr.blocks.BlockContext) -> list:

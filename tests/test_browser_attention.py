@@ -103,3 +103,15 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         shows(1, 2)
         click_dot(2)
         shows(2, 1)
+
+
+def test_one_click_downloads_the_tabs_charts_as_html(url, tmp_path):
+    with page_at(url) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")
+        page.wait_for_selector("#attn-distance .js-plotly-plot")
+        with page.expect_download(timeout=60_000) as d:
+            page.locator("#charts-btn-attention").click()
+        path = tmp_path / d.value.suggested_filename
+        d.value.save_as(path)
+        html = path.read_text()
+        assert path.suffix == ".html" and "Mean attention distance" in html and "plotly" in html.lower()

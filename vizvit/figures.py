@@ -34,7 +34,8 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
         data=[dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition="auto",
                    marker=dict(color="#1f77b4"), hovertemplate="%{y}: %{x:.4f}<extra></extra>")],
         layout=dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
-                    margin=dict(l=10, r=10, t=40, b=10), height=260)), _validate=False)
+                    margin=dict(l=10, r=10, t=60 if "<br>" in title else 40, b=10), height=260)),
+        _validate=False)
 
 
 def _short(label: str, n: int = 32) -> str:

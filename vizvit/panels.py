@@ -85,7 +85,8 @@ def top5_figure(vm: VitModel, a: Analysis, baseline: Analysis | None = None) -> 
     """Top-5 bars; with `baseline`, each bar shows its change from the baseline's probability."""
     if not vm.has_classifier or a.probs is None:
         return None
-    title = "Top-5 predictions" + ("" if vm.is_pretrained else " (UNTRAINED weights: meaningless)")
+    # A second line, not a longer one: plotly cuts a title at the chart's width.
+    title = "Top-5 predictions" + ("" if vm.is_pretrained else "<br><sub>UNTRAINED weights: meaningless</sub>")
     base = None
     if baseline is not None and baseline.probs is not None:
         base = {p.index: float(baseline.probs[p.index]) for p in a.top5}

@@ -138,7 +138,7 @@ def contrast_rows(r: positional.PositionReport) -> list[list[str]]:
     return rows
 
 
-CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} apart", "contrast"]
+CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} apart", "near − far"]
 
 
 def explanation(vm: VitModel, r: positional.PositionReport) -> str:
@@ -232,9 +232,8 @@ def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel
     fig = None
     if pred.probs is not None and native.probs is not None:
         base = {p.index: float(native.probs[p.index]) for p in pred.top5}
-        title = f"Top-5 at {size}×{size} px (change vs {vm.geometry.image_size[0]} px)"
-        if not vm.is_pretrained:
-            title += " (UNTRAINED: meaningless)"
+        title = f"Top-5 at {size}×{size} px<br><sub>change vs {vm.geometry.image_size[0]} px"
+        title += ("; UNTRAINED weights: meaningless</sub>" if not vm.is_pretrained else "</sub>")
         fig = figures.top5_bar(pred.top5, base, title)
     g = vm.geometry
     gh, gw = g.grid
