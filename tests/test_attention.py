@@ -168,6 +168,25 @@ def test_main_map_has_a_colour_bar_from_the_map_min_to_max_and_clicks_on_it_pick
         ap.clicked_query(g, x, side // 2)
 
 
+def test_the_query_patch_attending_to_itself_does_not_set_the_colour_scale(geom):
+    g = geom
+    n, pre, gw = g.seq_len, g.num_prefix_tokens, g.grid[1]
+    q, u = (1, 1), (2, 3)  # query patch, and the patch it attends to most after itself
+    tq, tu = pre + q[0] * gw + q[1], pre + u[0] * gw + u[1]
+    att = torch.full((g.num_layers, g.num_heads, n, n), 0.01 / n)
+    att[..., tq, tq] = 0.9
+    att[..., tq, tu] = 0.05
+    att = att / att.sum(-1, keepdim=True)
+    main = ap.main_panel(_VM(g), _analysis(g, att), _params(show=ap.ONE_HEAD, query=q))
+    assert main.values[q] > 10 * main.values[u]
+    # u is the brightest of the others: it gets the top colour, as does the query (clipped).
+    assert sorted(_brightest_tile(main.image, g)) == sorted([q, u])
+    # The grid's shared scale ignores the query's own cell the same way.
+    v = ap.attention_view(_VM(g), _analysis(g, att), _params(show=ap.ONE_HEAD, query=q, shared_scale=True))
+    t = ap.grid_tile(g)
+    assert sorted(_brightest_tile(v.grid, g, ap.GRID_LEFT, ap.GRID_TOP, t)) == sorted([q, u])
+
+
 def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, request):
     g = geom
     r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]

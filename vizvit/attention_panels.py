@@ -45,7 +45,9 @@ of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside 
 went to [CLS] itself. **Click a patch** to use it as the query: *row* = what that patch attends to,
 *column* = how much every patch attends to it. **Rolled out**: instead of one layer's attention, the
 attention composed through all layers up to the chosen one (see the strip). Colours run from this map's
-minimum to its maximum, as the colour bar beside it says; the table gives exact values."""
+minimum to its maximum, as the colour bar beside it says; the table gives exact values. A clicked
+patch's weight on itself is left out of that range (in rollout it would make every other patch dark):
+it shows in the top colour, and the table gives it."""
 
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
 to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
@@ -185,15 +187,20 @@ def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndar
 
 
 def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
-              highlight: tuple[int, int] | None = None, vmax: float | None = None) -> np.ndarray:
+              highlight: tuple[int, int] | None = None) -> np.ndarray:
     """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch,
     and add a colour bar on the right (the map keeps its pixel coordinates, so clicks map as
     before and a click on the bar is outside the grid).
 
-    Colours run from the map's own min to max (vmax given: 0..vmax), because a near-uniform
-    map on 0..max would be one flat colour; the colour bar says which numbers those are."""
-    lo = float(values.min()) if vmax is None else 0.0
-    hi = float(values.max()) if vmax is None else vmax
+    Colours run from the map's own min to max, because a near-uniform map on 0..max would be
+    one flat colour; the colour bar says which numbers those are. The outlined patch (the
+    query) is left out of that range: its attention to itself often dwarfs every other patch
+    (rollout keeps half of each layer on the diagonal), so it takes the top colour and the
+    readout gives its value."""
+    others = values
+    if highlight is not None and values.size > 1:
+        others = np.delete(values.ravel(), highlight[0] * values.shape[1] + highlight[1])
+    lo, hi = float(others.min()), float(others.max())
     img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
@@ -397,7 +404,11 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     smaps = strip_maps(a, p, cache).numpy()
     vmax = None
     if p.shared_scale:  # strip and grid share one scale on request (issue 10)
-        vmax = float(gmaps.max()) if p.mode == "raw" else float(max(gmaps.max(), smaps.max()))
+        scale_maps = gmaps
+        if p.query is not None:  # the query's attention to itself would set the scale alone (see
+            scale_maps = gmaps.copy()  # map_image): it is drawn, in the top colour, but not counted
+            scale_maps[..., p.query[0], p.query[1]] = 0.0
+        vmax = float(scale_maps.max()) if p.mode == "raw" else float(max(scale_maps.max(), smaps.max()))
     # The pictures without their yellow outline are cached per look (controls other than
     # layer and head), so moving the layer or head slider only outlines a copy.
     grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax)
