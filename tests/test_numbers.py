@@ -95,3 +95,14 @@ def test_patches_explanation_uses_the_model_numbers():
     text = patches_explanation(vizvit.load_model("random:vit-base-patch16-224", device="cpu"))
     assert "14×14 = **196 patches**" in text and "**768 numbers**" in text and "**197 tokens**" in text
     assert "38,809-weight" in text
+
+
+def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
+    from vizvit.panels import resize_note
+
+    assert "squashed" not in resize_note(tiny16, (300, 280)) and "⚠️" not in resize_note(tiny16, (300, 280))
+    note = resize_note(tiny16, (451, 300))
+    assert "squashed to a square" in note and "⚠️" not in note  # 1.5:1, usual for photos
+    assert "Squashed 12:1" in resize_note(tiny16, (4800, 400))
+    assert "Enlarged 45×" in resize_note(tiny16, (5, 5))
+    assert "Enlarged" not in resize_note(tiny16, (100, 100))  # 2.24×: fine

@@ -118,8 +118,14 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     w, h = photo_size
     H, W = vm.geometry.image_size
     note = f"  \nYour photo: {w}×{h} px → the model sees {W}×{H} px"
-    if abs(w / h - W / H) > 0.25 * (W / H) and vm.preprocess.crop is None:
+    squash = max(w / h, h / w) / max(W / H, H / W)
+    if squash > 1.25 and vm.preprocess.crop is None:
         note += " (its shape was squashed to a square, as the model's image processor does)"
+    if squash > 3 and vm.preprocess.crop is None:
+        note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
+    if max(W / w, H / h) > 4:
+        note += (f". ⚠️ Enlarged {max(W / w, H / h):.0f}×: the model sees blurred pixels, each patch holds "
+                 "little of the photo")
     return note
 
 
