@@ -676,6 +676,8 @@ CSS = """
   --button-small-text-size: 18px; --section-header-text-size: 22px; }
 .vizvit-projector .gradio-container button[role=tab] { font-size: 22px; }
 .vizvit-projector .gradio-container .prose { font-size: 22px; line-height: 1.45; color: #000; }
+.vizvit-projector .js-plotly-plot .main-svg text { font-size: 15px !important; fill: #000 !important; }
+.vizvit-projector .js-plotly-plot .main-svg .gtitle { font-size: 20px !important; }
 """
 
 

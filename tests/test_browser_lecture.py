@@ -28,6 +28,13 @@ def test_deep_link_opens_layer_and_head_of_the_cat(url):
         readout = page.inner_text("#attn-readout")
         assert "Layer 2 · head 2 · per-head rollout" in readout and "attends to patch (row 2, col 5) (its column)" in readout
         shot(page, "deep_link_attention")
+        # Projector mode enlarges the charts' text too, not only the page's.
+        page.wait_for_selector("#attn-distance .xtick text")
+        page.locator("#projector input").check()
+        page.wait_for_function("() => document.body.classList.contains('vizvit-projector')")
+        tick = "() => parseFloat(getComputedStyle(document.querySelector('#attn-distance .xtick text')).fontSize)"
+        assert page.evaluate(tick) >= 15
+        page.locator("#projector input").uncheck()
         # The link back to this view carries the same settings.
         page.click("#copy-link")
         page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('layer=2')",
