@@ -195,7 +195,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                  elem_id="emb-steps")
             check = gr.Markdown(elem_id="emb-check")
         with gr.Column(scale=2):
-            params = gr.Dataframe(headers=["stage", "parameters", "share"], interactive=False,
+            params = gr.Dataframe(headers=["stage", "parameters", "share"], interactive=False, wrap=True,
                                   column_widths=["56%", "26%", "18%"],
                                   label="Parameters per stage and block", max_height=420,
                                   elem_id="emb-params")
@@ -418,8 +418,10 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     main_img.select(click_main, [ctx.key], query).then(redraw, ins, view_outs, show_progress="hidden")
     to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
     grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
-    pick.input(pick_head, [pick], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
-    dist_click.change(pick_head, [dist_click], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
+    # The chart and the list sit below the main map: bring the opened head's map into view.
+    for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
+        ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden").then(
+            None, None, None, js="() => document.querySelector('#attn-main').scrollIntoView({block: 'center'})")
     for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale
         trigger(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
 
