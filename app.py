@@ -589,7 +589,10 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             raise UserError("Upload a photo first.")
         for p in experiments.curves_progress(wb, key, int(n), md):
-            yield p.deletion, p.insertion, p.table, p.text
+            if p.deletion is None:  # only the news that work has started
+                yield gr.skip(), gr.skip(), gr.skip(), p.text
+            else:
+                yield p.deletion, p.insertion, p.table, p.text
 
     shift_ins, shift_outs = [ctx.key, dx, dy, fill], [shift_img, cos_img, shift_info, shift_top5]
     ctx.on_show(tab, limits, [ctx.key], [dx, dy])

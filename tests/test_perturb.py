@@ -268,9 +268,11 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     key = PhotoKey(tiny16.id, wb.add_photo(cat))
-    panels_seen = list(experiments.curves_progress(wb, key, steps=4, mode="black"))
+    started, *panels_seen = list(experiments.curves_progress(wb, key, steps=4, mode="black"))
     maps = experiments.curve_maps(wb, key)
-    assert len(panels_seen) == len(maps)  # one update per map, as they come
+    # First the news that work started (no figures yet), then one update per map, as they come.
+    assert started.deletion is None and "Computing" in started.text and f"{len(maps)} maps" in started.text
+    assert len(panels_seen) == len(maps)
     assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
     whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
     cached = experiments.compute_curves(wb, key, steps=4, mode="black")  # filled by the progress run

@@ -64,8 +64,8 @@ class SweepPanel:
 
 @dataclass(frozen=True)
 class CurvesPanel:
-    deletion: go.Figure
-    insertion: go.Figure
+    deletion: go.Figure | None  # None: nothing computed yet (only `text` is news)
+    insertion: go.Figure | None
     table: list[list]
     text: str
 
@@ -304,6 +304,9 @@ def curves_progress(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "
         return
     vm = wb.model(key.model_id)
     view = wb.analysis(key).input_view
+    # Say at once what is coming: the first map's views take seconds on a CPU.
+    yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {2 * (int(steps) + 1)} "
+                                      f"views each, batched. The curves appear map by map…")
     parts: list[perturb.Curves] = []
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
