@@ -378,6 +378,11 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return view.main, view.readout, view.grid, view.strip
 
     @safe
+    def redraw_one_head(key: PhotoKey | None, *v: Any):
+        v = (*v[:2], ap.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
+        return (ap.ONE_HEAD, *redraw(key, *v))
+
+    @safe
     def click_main(key: PhotoKey | None, evt: gr.SelectData):
         if key is None:
             return gr.skip()
@@ -411,10 +416,9 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     for c in (layer, show, mode, direction, discard, alpha, cmap, tau, shared):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
-    # Moving the head slider means "show me that head": leave a fusion (mean/max/min) first, in
-    # the browser, or the slider would seem to do nothing.
-    head.input(None, None, show, js=f"() => {ap.ONE_HEAD!r}", queue=False, trigger_mode="always_last").then(
-        redraw, ins, view_outs, show_progress="hidden")
+    # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
+    # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
+    head.input(redraw_one_head, ins, [show, *view_outs], show_progress="hidden", trigger_mode="always_last")
     main_img.select(click_main, [ctx.key], query).then(redraw, ins, view_outs, show_progress="hidden")
     to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
     grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
@@ -651,9 +655,9 @@ def charts_download(tab: gr.Tab) -> None:
         path = figures.save_charts_html(charts, f"vizvit: {tab.label}", f"vizvit-{tab.id}-charts")
         return gr.File(str(path), visible=True)
 
-    # Then start the download, so one click downloads (the file box stays, to download again).
-    btn.click(save, plots, out).success(
-        None, None, None, js=f"() => setTimeout(() => document.querySelector('#charts-file-{tab.id} a')?.click(), 300)")
+    # Then start the download, so one click downloads (the file box stays, to download again):
+    # wait until the box links the NEW file (each save has its own name), then click that link.
+    btn.click(save, plots, out).success(None, None, None, js=CLICK_NEW_FILE_JS.replace("BOX", f"#charts-file-{tab.id}"))
 
 
 def _descendants(block: gr.blocks.BlockContext) -> list:
@@ -666,6 +670,15 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 
 # Chart glue installed once per page (not on a tab's select: a deep link opens a tab without one).
 PAGE_JS = f"() => {{ ({embed_panels.SCATTER_HOVER_JS})(); ({attention_panels.DISTANCE_CLICK_JS})(); }}"
+CLICK_NEW_FILE_JS = """() => {
+  const last = (window.__vizvitLastFile = window.__vizvitLastFile || {});
+  let tries = 0;
+  const timer = setInterval(() => {
+    const a = document.querySelector('BOX a');
+    if (a && a.href && a.href !== last['BOX']) { clearInterval(timer); last['BOX'] = a.href; a.click(); }
+    else if (++tries > 100) clearInterval(timer);
+  }, 100);
+}"""
 PROJECTOR_JS = "(on) => { document.body.classList.toggle('vizvit-projector', on); }"
 COPY_JS = "(url) => { if (url && navigator.clipboard) { navigator.clipboard.writeText(url).catch(() => {}); } }"
 # Image labels and the download/fullscreen buttons float over the top of a gr.Image and
@@ -681,7 +694,8 @@ CSS = """
   --button-small-text-size: 18px; --section-header-text-size: 22px; }
 .vizvit-projector .gradio-container button[role=tab] { font-size: 22px; }
 .vizvit-projector .gradio-container .prose { font-size: 22px; line-height: 1.45; color: #000; }
-.vizvit-projector .js-plotly-plot .main-svg text { font-size: 15px !important; fill: #000 !important; }
+.vizvit-projector .js-plotly-plot .main-svg text { font-size: 15px !important; }
+.vizvit-projector .js-plotly-plot .main-svg text:not(.bartext) { fill: #000 !important; }
 .vizvit-projector .js-plotly-plot .main-svg .gtitle { font-size: 20px !important; }
 """
 
@@ -796,6 +810,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                 tab=tab_id, layer=int(layer), head=int(head) if show == deeplink.ONE_HEAD else show,
                 query=tuple(query) if query else None, direction=direction, mode=mode,
                 dx=int(dx), dy=int(dy), mask=tuple(mask), projector=bool(proj))
+            # Controls can still hold another model's values (a query on a bigger grid): the
+            # link carries only what exists on this model.
+            link, _ = deeplink.fit(link, wb.model(model_id).geometry)
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
             return page + deeplink.to_query(link)
 

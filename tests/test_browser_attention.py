@@ -84,7 +84,9 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         # order, so point 2 of 2 layers × 2 heads is (layer 2, head 1).
         def click_dot(k: int) -> None:
             page.locator("#attn-distance").scroll_into_view_if_needed()
-            page.wait_for_timeout(700)  # the click script attaches within 300 ms of a (re)plot
+            # The page script has attached its click listener to this very chart.
+            page.wait_for_function("""() => { const gd = document.querySelector('#attn-distance .js-plotly-plot');
+                                              return gd && gd._ev && gd.__vizvitEv === gd._ev; }""")
             box = page.locator("#attn-distance .scatterlayer .point").nth(k).bounding_box()
             page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             page.mouse.down()
@@ -115,3 +117,7 @@ def test_one_click_downloads_the_tabs_charts_as_html(url, tmp_path):
         d.value.save_as(path)
         html = path.read_text()
         assert path.suffix == ".html" and "Mean attention distance" in html and "plotly" in html.lower()
+        # A second click downloads a new file, not the first one again.
+        with page.expect_download(timeout=60_000) as d2:
+            page.locator("#charts-btn-attention").click()
+        assert d2.value.suggested_filename != d.value.suggested_filename

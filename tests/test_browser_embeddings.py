@@ -60,7 +60,9 @@ def test_embeddings_tab_depth_click_hover(url, tiny16):
                 "() => document.querySelector('#emb-scatter .colorbar') && "
                 "document.querySelector('#emb-scatter').innerText.includes('rollout weight')")
             page.locator("#emb-scatter").scroll_into_view_if_needed()
-            page.wait_for_timeout(700)  # the hover script re-attaches after a re-plot
+            # The hover script has (re-)attached to the re-plotted chart.
+            page.wait_for_function("""() => { const gd = document.querySelector('#emb-scatter .js-plotly-plot');
+                                              return gd && gd._ev && gd.__vizvitEv === gd._ev; }""")
             point = page.locator("#emb-scatter .scatterlayer .point").nth(20)
             box = point.bounding_box()
             page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

@@ -124,6 +124,25 @@ def test_every_processor_config_gives_the_processors_own_pixels(name, tmp_path, 
         assert np.array_equal(view_at_size(im, vm.preprocess, 224, 224), view), (name, h, w)
 
 
+def test_processors_we_cannot_use_fall_back_to_vit_defaults_and_never_run_checkpoint_code(tmp_path, capfd):
+    import json
+
+    from conftest import make_tiny_vit
+
+    path = make_tiny_vit(tmp_path / "m", 224, 16)
+    (path / "evil.py").write_text("print('REMOTE CODE RAN')\nfrom transformers import ViTImageProcessorPil as Evil\n")
+    import importlib.util
+
+    configs = [{"image_processor_type": "Evil", "auto_map": {"AutoImageProcessor": "evil.Evil"}}]
+    if importlib.util.find_spec("torchvision") is None:  # as in CI: this processor cannot load
+        configs.append({"image_processor_type": "DINOv3ViTImageProcessorFast"})
+    for cfg in configs:
+        (path / "preprocessor_config.json").write_text(json.dumps(cfg))
+        vm = vizvit.load_model(str(path), device="cpu")
+        assert vm.preprocess.resize == (224, 224) and vm.preprocess.mean == (0.5, 0.5, 0.5)
+    assert "REMOTE CODE RAN" not in capfd.readouterr().out
+
+
 def test_view_at_another_size_keeps_the_field_of_view_of_a_resize_then_crop():
     # A horizontal ramp: the crop's left edge shows which part of the photo is in view.
     ramp = np.tile(np.linspace(0, 255, 1000).round().astype(np.uint8)[None, :, None], (1000, 1, 3))

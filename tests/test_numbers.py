@@ -106,3 +106,13 @@ def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
     assert "Squashed 12:1" in resize_note(tiny16, (4800, 400))
     assert "Enlarged 45×" in resize_note(tiny16, (5, 5))
     assert "Enlarged" not in resize_note(tiny16, (100, 100))  # 2.24×: fine
+
+
+def test_squash_note_knows_the_orientation_of_a_non_square_input(tiny16):
+    from dataclasses import replace
+
+    from vizvit.panels import resize_note
+
+    wide = replace(tiny16, geometry=replace(tiny16.geometry, image_size=(224, 448)))  # H=224, W=448
+    assert "squashed" not in resize_note(wide, (896, 448))  # 2:1 photo into a 2:1 input
+    assert "Squashed 4:1" in resize_note(wide, (224, 448))  # a 1:2 portrait into a 2:1 input

@@ -40,9 +40,10 @@ def test_colorbar_runs_from_vmax_on_top_to_vmin_with_ticks_at_their_values():
     # Default ticks: five, evenly spaced, a black tick mark right of the bar at rows 0, 25, ..., 100.
     marks = [y for y in range(101) if bar[y, 10:14].max() == 0]
     assert marks == [0, 25, 50, 75, 100]
-    # A flat map (vmin == vmax) still gets a bar, not a division by zero.
-    flat = render.colorbar(40, "gray", 0.3, 0.3)
-    assert flat.shape[0] == 40 and np.isfinite(flat).all()
+    # A flat map (vmin == vmax) still gets a bar of one colour with one tick, not a division by zero.
+    flat = render.colorbar(40, "gray", 0.3, 0.3, width=10)
+    assert flat.shape[0] == 40 and (flat[:, :10] == flat[0, 0]).all()
+    assert [y for y in range(40) if flat[y, 10:14].max() == 0] == [0]
 
 
 def test_with_colorbar_keeps_the_image_pixels_where_they_were(rng):

@@ -200,7 +200,7 @@ def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
     others = values
     if highlight is not None and values.size > 1:
         others = np.delete(values.ravel(), highlight[0] * values.shape[1] + highlight[1])
-    lo, hi = float(others.min()), float(others.max())
+    lo, hi = float(np.nanmin(others)), float(np.nanmax(others))
     img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from PIL import Image
@@ -167,9 +168,10 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
     if name.startswith(RANDOM_PREFIX):
         return default
     try:
-        proc = AutoImageProcessor.from_pretrained(name, backend="pil")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        log.info("no usable image processor for %s (%s): ViT defaults", name, e)
+        proc = _image_processor(name)
+    except (OSError, ValueError, KeyError, TypeError, ImportError, AttributeError) as e:
+        # ImportError: a processor that exists only for the torchvision backend.
+        log.warning("no usable PIL image processor for %s (%s): ViT's defaults", name, e)
         return default
     size = getattr(proc, "size", None)
     resize: tuple[int, int] | int = (h, w)
@@ -199,6 +201,17 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
         std=std,
         rescale=float(getattr(proc, "rescale_factor", 1 / 255)) if getattr(proc, "do_rescale", True) else 1.0,
     )
+
+
+def _image_processor(name: str) -> Any:
+    """The checkpoint's PIL image processor, never running code from the checkpoint. The local
+    copy first: with the hub unreachable (and HF_HUB_OFFLINE unset) each online lookup waits
+    on retries, and the model's own load has just waited on them once."""
+    kw = dict(backend="pil", trust_remote_code=False)
+    try:
+        return AutoImageProcessor.from_pretrained(name, local_files_only=True, **kw)
+    except OSError:
+        return AutoImageProcessor.from_pretrained(name, **kw)
 
 
 def _three(v: object, default: tuple[float, float, float]) -> tuple[float, float, float]:

@@ -118,7 +118,8 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     w, h = photo_size
     H, W = vm.geometry.image_size
     note = f"  \nYour photo: {w}×{h} px → the model sees {W}×{H} px"
-    squash = max(w / h, h / w) / max(W / H, H / W)
+    r = (w / h) / (W / H)  # 1 when the photo has the input's shape, whatever the orientation
+    squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
         note += " (its shape was squashed to a square, as the model's image processor does)"
     if squash > 3 and vm.preprocess.crop is None:
