@@ -669,7 +669,8 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 
 
 # Chart glue installed once per page (not on a tab's select: a deep link opens a tab without one).
-PAGE_JS = f"() => {{ ({embed_panels.SCATTER_HOVER_JS})(); ({attention_panels.DISTANCE_CLICK_JS})(); }}"
+PAGE_JS = (f"() => {{ ({figures.ON_PLOT_JS})(); ({embed_panels.SCATTER_HOVER_JS})(); "
+           f"({attention_panels.DISTANCE_CLICK_JS})(); }}")
 CLICK_NEW_FILE_JS = """() => {
   const last = (window.__vizvitLastFile = window.__vizvitLastFile || {});
   let tries = 0;

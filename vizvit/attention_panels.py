@@ -66,26 +66,23 @@ query patches of the attention-weighted distance (in model-input pixels) to the 
 ([CLS] left out). Low = local heads (like convolutions), high = global ones. Hover a dot for its head;
 **click a dot** (or choose a head in the list) to open its map."""
 
-# gr.Plot has no click event. This page script (installed once, at page load) listens to plotly's
-# own click on the distance chart and types "layer,head,click count" into a hidden textbox, whose
-# change event opens that head like the list does. It re-attaches when the chart is redrawn (a new photo).
+# gr.Plot has no click event. This page script (installed once, at page load, after
+# figures.ON_PLOT_JS) listens to plotly's own click on the distance chart and types
+# "layer,head,click count" into a hidden textbox, whose change event opens that head like the
+# list does.
 DISTANCE_CLICK_JS = """() => {
   if (window.__vizvitDistance) return;
   window.__vizvitDistance = true;
   let clicks = 0;
-  const attach = () => {
-    const gd = document.querySelector('#attn-distance .js-plotly-plot');
-    if (!gd || !gd.on || (gd._ev && gd.__vizvitEv === gd._ev)) return;
-    gd.__vizvitEv = gd._ev;
-    gd.on('plotly_click', (ev) => {
+  window.__vizvitOnPlot('#attn-distance', {
+    plotly_click: (ev) => {
       const pt = ev.points && ev.points[0];
       const box = document.querySelector('#attn-distance-click textarea, #attn-distance-click input');
       if (!pt || !box) return;
       box.value = pt.x + ',' + pt.customdata + ',' + (++clicks);
       box.dispatchEvent(new Event('input', {bubbles: true}));
-    });
-  };
-  setInterval(attach, 300);
+    },
+  });
 }"""
 
 RELEVANCE_TEXT = """**Class-specific relevance** (Chefer et al. 2021). Unlike rollout, it depends on the class: one

@@ -340,9 +340,9 @@ def embedding_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
 
 
 # A hover thumbnail for the token scatter. plotly's hover labels render text only (no
-# <img>), and gr.Plot has no hover event; so a tiny script, installed once, listens to
-# plotly_hover on the plot and shows the point's customdata[4] image next to the cursor.
-# Gradio re-plots on every update (which drops plotly listeners), so it re-attaches.
+# <img>), and gr.Plot has no hover event; so a tiny script, installed once (after
+# figures.ON_PLOT_JS), listens to plotly_hover on the plot and shows the point's
+# customdata[4] image next to the cursor.
 SCATTER_HOVER_JS = """() => {
   if (window.__vizvitThumb) return;
   window.__vizvitThumb = true;
@@ -355,11 +355,8 @@ SCATTER_HOVER_JS = """() => {
   const cap = document.createElement('div');
   box.append(img, cap);
   document.body.append(box);
-  const attach = () => {
-    const gd = document.querySelector('#emb-scatter .js-plotly-plot');
-    if (!gd || !gd.on || (gd._ev && gd.__vizvitEv === gd._ev)) return;
-    gd.__vizvitEv = gd._ev;
-    gd.on('plotly_hover', (ev) => {
+  window.__vizvitOnPlot('#emb-scatter', {
+    plotly_hover: (ev) => {
       const pt = ev.points && ev.points[0];
       if (!pt || !pt.customdata) return;
       img.src = pt.customdata[4];
@@ -369,8 +366,7 @@ SCATTER_HOVER_JS = """() => {
       box.style.left = Math.max(4, e.clientX - 130) + 'px';
       box.style.top = Math.max(4, e.clientY - 140) + 'px';
       box.style.display = 'block';
-    });
-    gd.on('plotly_unhover', () => { box.style.display = 'none'; });
-  };
-  setInterval(attach, 300);
+    },
+    plotly_unhover: () => { box.style.display = 'none'; },
+  });
 }"""
