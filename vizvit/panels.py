@@ -124,8 +124,9 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
         note += " (its shape was squashed to a square, as the model's image processor does)"
     if squash > 3 and vm.preprocess.crop is None:
         note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
-    if max(W / w, H / h) > 4:
-        note += (f". ⚠️ Enlarged {max(W / w, H / h):.0f}×: the model sees blurred pixels, each patch holds "
+    enlarged = max(W / w, H / h)
+    if enlarged > 4:
+        note += (f". ⚠️ Enlarged {enlarged:.0f}×: the model sees blurred pixels, each patch holds "
                  "little of the photo")
     return note
 
@@ -162,8 +163,8 @@ head 3. Parameters: `example` (astronaut, chelsea, coffee), `model`, `tab` (patc
 attention, positions, experiments, lecture), `layer` and `head` (1-based; `head` may also be
 mean, max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`),
 `direction` (row or column), `mode` (raw or rollout), `dx` and `dy` (shift in pixels), `mask`
-(patch numbers, e.g. `3,17,40`) and `projector=1`. A wrong value falls back to the default with a note at the top. Or set the view
-up and press **Copy link to this view** at the bottom of the page.
+(patch numbers, e.g. `3,17,40`) and `projector=1`. A wrong value falls back to the default with a
+note at the top. Or set the view up and press **Copy link to this view** at the bottom of the page.
 
 **Projector mode** (bottom of the page, or `projector=1`) enlarges all text and uses black on white.
 Every picture has a download button; each tab's charts download as one HTML file that works offline.
