@@ -28,25 +28,20 @@ configure_malloc()  # freed result tensors go back to the OS: RSS stays within t
 import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
 
-from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, panels, positions_panel  # noqa: E402
+from gradio.data_classes import FileData  # noqa: E402
+
+from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, hub, panels, positions_panel  # noqa: E402
+from vizvit.api import PublicApi  # noqa: E402
+from vizvit.catalog import OFFLINE_FALLBACK, Catalog  # noqa: E402
 from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
-from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
+from vizvit.launch import server_address  # noqa: E402
+from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX  # noqa: E402
 from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
-OFFLINE_FALLBACK = RANDOM_PREFIX + "vit-base-patch16-224"
-# Hub ids a visitor may pick. Arbitrary ids or paths come only from the command line.
-CURATED_MODELS = [
-    "google/vit-base-patch16-224",
-    "google/vit-base-patch32-384",
-    "google/vit-large-patch16-224",
-    "facebook/deit-base-patch16-224",
-    "facebook/dino-vitb16",
-    OFFLINE_FALLBACK,
-]
 UPLOAD_TYPES = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff",
                 # accepted only so vizvit can say clearly why it refuses them
                 ".heic", ".heif", ".avif", ".svg"]
@@ -707,20 +702,24 @@ TABS = [("Patches", "patches", patches_tab), ("Embeddings", "embeddings", embedd
         ("Experiments", "experiments", experiments_tab), ("For lecturers", "lecture", lecture_tab)]
 
 
-def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = "",
-               extra_models: tuple[str, ...] = ()) -> gr.Blocks:
-    """The whole page. `wb` must already hold (or be able to load) `default_model`."""
-    ids = list(dict.fromkeys([*extra_models, default_model, *CURATED_MODELS]))
-    choices = [(short_name(m), m) for m in ids]
+def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
+               offline: bool = False) -> gr.Blocks:
+    """The whole page. `wb` must already hold (or be able to load) `default_model`. The catalog
+    (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
+    catalog = catalog or Catalog(default_model)
+    wb.catalog = catalog
     # delete_cache: uploads and rendered outputs older than an hour are removed every
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
                    delete_cache=(600, 3600)) as demo:
+        public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
         ctx = Ctx(wb=wb, key=key, tab=tab)
         gr.Markdown(panels.HEADER_TEXT)
-        notice_md = gr.Markdown(notice, elem_id="notice", visible=bool(notice))
+        start_banner = panels.banner(wb.model(default_model), offline)
+        banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
+        notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
         with gr.Row():
             with gr.Column(scale=2):
                 upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
@@ -728,7 +727,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
             with gr.Column(scale=2):
                 # allow_custom_value: new_model checks the choice itself; Gradio's own check would
                 # answer an API caller with the whole list, local paths included.
-                model = gr.Dropdown(choices, value=default_model, label="Model", elem_id="model",
+                model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
                                     allow_custom_value=True)
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
             with gr.Column(scale=3):
@@ -751,50 +750,59 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
 
         @safe
         def new_photo(path: str | None, model_id: str, k: PhotoKey | None):
-            if path is None:  # the upload box was cleared
-                return gr.skip(), panels.upload_status(had_photo=k is not None, failed=False)
-            sha1 = wb.add_photo(path)
+            if path is None:  # cleared by the user (see upload.clear) or by a refused file below
+                return gr.skip(), gr.skip(), gr.skip()
+            try:
+                sha1 = wb.add_photo(path)
+            except UserError as e:
+                # A toast, the same words kept in the status line, and the refused file's name
+                # out of the box: it must not look as if that file were shown.
+                gr.Warning(str(e))
+                return gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None
             k = PhotoKey(model_id, sha1)
             a = wb.analysis(k)
-            return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size)
+            return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size), gr.skip()
 
-        unavailable: set[str] = set()  # failed to load here (offline): taken off every later list
+        @safe
+        def loading(model_id: str):
+            catalog.check(model_id)
+            return catalog.loading_text(model_id)
 
         @safe
         def new_model(model_id: str, k: PhotoKey | None):
-            if model_id not in ids:
-                raise UserError("Choose a model from the list.")
+            catalog.check(model_id)
             try:
-                vm = wb.model(model_id)
-            except ValueError as e:  # offline or unknown: keep the current model, say why
-                log.warning("model %s: %s", model_id, e)
-                unavailable.add(model_id)
-                alt = panels.random_twin(model_id)
-                if alt and alt not in ids:
-                    ids.append(alt)
+                vm = wb.model(model_id)  # a model that fails leaves the catalog (see Workbench.model)
+            except ValueError:  # offline or broken: keep the current model, say why
+                twin = catalog.twin(model_id)
                 current = wb.model(k.model_id if k else default_model)
-                text = panels.model_unavailable(model_id, current, alt)
+                text = panels.model_unavailable(model_id, current, twin)
                 if k is not None:
                     text += "\n\n" + panels.status_line(current, wb.analysis(k), wb.photo(k.sha1).size)
                 # New choices, not just the old value: Gradio drops an update equal to the value
                 # it last sent, which left the failed name in the box on a second try.
-                return gr.skip(), text, gr.Dropdown(
-                    choices=[(short_name(m), m) for m in ids if m not in unavailable], value=current.id)
+                return gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip()
+            b = panels.banner(vm, offline)
+            shown = gr.Markdown(b, visible=bool(b))
             if k is None:
-                return gr.skip(), panels.model_line(vm), gr.skip()
+                return gr.skip(), panels.model_line(vm), gr.skip(), shown
             k = PhotoKey(model_id, k.sha1)
-            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip()
+            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown
 
         tab_ids = [t.id for t in all_tabs]
         L = ctx.links
 
         @safe
         def open_link(request: gr.Request):
-            p = deeplink.plan(dict(request.query_params), EXAMPLES, ids, tab_ids, default_model,
+            p = deeplink.plan(dict(request.query_params), EXAMPLES, catalog.ids, tab_ids, default_model,
                               lambda m: wb.model(m).geometry)
             k = p.link
-            g = wb.model(p.model).geometry
-            return (k.example or gr.skip(), p.model,
+            vm = wb.model(p.model)
+            g = vm.geometry
+            b = panels.banner(vm, offline)
+            # Choices too: this visitor sees the list as it is now, without models that failed for others.
+            return (k.example or gr.skip(), gr.Dropdown(choices=catalog.choices(), value=p.model),
+                    gr.Markdown(b, visible=bool(b)),
                     gr.Tabs(selected=k.tab) if k.tab else gr.skip(), k.tab or gr.skip(),
                     gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices else gr.skip(),
                     gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
@@ -818,15 +826,74 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
             return page + deeplink.to_query(link)
 
         examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
-        upload.change(new_photo, [upload, model, key], [key, status], api_name="upload",
+        upload.change(new_photo, [upload, model, key], [key, status, upload], api_name="upload",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
-        model.input(new_model, [model, key], [key, status, model], api_name="model")
+        upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,
+                     queue=False)
+        # Feedback at once (no queue), then the load, which may take a download's time.
+        model.input(loading, model, status, queue=False).success(
+            new_model, [model, key], [key, status, model, banner], api_name="model")
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask")]
-        demo.load(open_link, None, [upload, model, tabs, tab, notice_md, *link_parts, projector])
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector])
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=COPY_JS)
+        private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
+
+
+# ---------------------------------------------------------------- public API (gradio_client)
+PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance")
+
+
+def public_api(wb: Workbench, default_model: str) -> None:
+    """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
+    client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
+    (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
+    api = PublicApi(wb)
+
+    def analyze(photo: FileData, model: str = default_model) -> dict:
+        """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
+        return api.analyze(photo["path"], model)
+
+    def attention(photo: FileData, model: str = default_model, layer: int = 1, head: int | str = "mean",
+                  mode: str = "raw", query_row: int = -1, query_col: int = -1) -> dict:
+        """The attention map of one layer: head 1..H or a fusion (mean, max, min); mode raw or
+        'rolled out'; from [CLS] (query -1, -1) or from the patch at (query_row, query_col)."""
+        return api.attention(photo["path"], model, layer, head, mode, query_row, query_col)
+
+    def rollout(photo: FileData, model: str = default_model, fusion: str = "mean", discard: float = 0.0) -> dict:
+        """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
+        return api.rollout(photo["path"], model, fusion, discard)
+
+    def positions(model: str = default_model, row: int = 0, col: int = 0) -> dict:
+        """Cosine similarity of the position embedding of patch (row, col) with every patch's."""
+        return api.positions(model, row, col)
+
+    def predict(photo: FileData, model: str = default_model, dx: int = 0, dy: int = 0, fill: str = "edge",
+                mask: list[int] | None = None, mask_mode: str = "drop") -> dict:
+        """Top-5 under a shift (dx, dy within ±2P pixels; fill edge, wrap or constant) and/or
+        masked patches (0-based, row-major; mask_mode drop, black, mean or blur)."""
+        return api.predict(photo["path"], model, dx, dy, fill, mask or [], mask_mode)
+
+    def sweep(photo: FileData, model: str = default_model) -> dict:
+        """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
+        return api.sweep(photo["path"], model)
+
+    def relevance(photo: FileData, model: str = default_model, class_index: int = -1) -> dict:
+        """Class relevance (Chefer et al. 2021b, generic attention) of a class (-1: the top-1)."""
+        return api.relevance(photo["path"], model, class_index)
+
+    for fn in (analyze, attention, rollout, positions, predict, sweep, relevance):
+        gr.api(safe(fn), api_name=fn.__name__)
+
+
+def private_except(demo: gr.Blocks, public: tuple[str, ...]) -> None:
+    """Every page event stays callable by the page but hidden from /gradio_api/info and from
+    named-endpoint clients; only the documented endpoints are public."""
+    for fn in demo.fns.values():
+        if fn.api_name not in public:
+            fn.api_visibility = "private"
 
 
 def launch_kwargs() -> dict[str, Any]:
@@ -849,19 +916,19 @@ def configure_queue(demo: gr.Blocks, max_size: int = 32, concurrency: int = 2) -
     return demo.queue(max_size=max_size, default_concurrency_limit=concurrency)
 
 
-def start_model(wb: Workbench, name: str) -> tuple[str, str]:
-    """Load the requested model; offline or failing, fall back to random weights and say so."""
+def start_model(wb: Workbench, name: str) -> str:
+    """Load the requested model; when it cannot be had (offline, say), fall back to the same
+    architecture with random weights. The page's banner says so; the reason goes to the log."""
     try:
         wb.model(name)
-        return name, ""
+        return name
     except ValueError as e:
         if name.startswith(RANDOM_PREFIX):
             raise
-        msg = (f"⚠️ Could not load **{name}** ({e}). Showing **{OFFLINE_FALLBACK}** instead: the same "
-               "architecture with UNTRAINED random weights, so predictions are meaningless.")
-        log.warning(msg)
+        log.warning("Could not load %s (%s): showing %s (untrained random weights) instead. "
+                    "Run with --model PATH for a local checkpoint.", name, e, OFFLINE_FALLBACK)
         wb.model(OFFLINE_FALLBACK)
-        return OFFLINE_FALLBACK, msg
+        return OFFLINE_FALLBACK
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -869,8 +936,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=os.environ.get("VIZVIT_MODEL", DEFAULT_MODEL),
                         help="hub id, local save_pretrained directory, or random:vit-base-patch16-224")
     parser.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda, mps")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--host", default=None,
+                        help="address to bind (default: $GRADIO_SERVER_NAME, else 127.0.0.1; 0.0.0.0 on a Space)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="port (default: $GRADIO_SERVER_PORT, else 7860; 7860 on a Space)")
     parser.add_argument("--share", action="store_true")
     parser.add_argument("--cache-mb", type=int, default=int(os.environ.get("VIZVIT_CACHE_MB", 1024)),
                         help="memory budget of the analysis cache")
@@ -882,16 +951,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="events computed at once")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    host, port = server_address(args.host, args.port, os.environ)
+    online = hub.ensure_hub_or_offline()  # one short check, instead of the hub client's retry ladder per load
     try:
         wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device,
                        cnn=args.cnn)
     except ValueError as e:  # the CNN is optional: say so and go on without it
         log.warning("no CNN beside the ViT: %s", e)
         wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device)
-    model_id, notice = start_model(wb, args.model)
-    extra = (args.model,) if args.model not in CURATED_MODELS and model_id == args.model else ()
-    demo = configure_queue(build_demo(wb, model_id, notice, extra_models=extra), args.queue_size, args.concurrency)
-    demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
+    model_id = start_model(wb, args.model)
+    catalog = Catalog(model_id, extra=(args.model,) if model_id == args.model else ())
+    if not online:
+        dropped = catalog.keep_cached_only(keep=model_id)
+        if dropped:
+            log.info("offline: not in the list (no local copy): %s", ", ".join(dropped))
+    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online), args.queue_size,
+                           args.concurrency)
+    log.info("serving on http://%s:%d", host, port)
+    demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs())
 
 
 if __name__ == "__main__":

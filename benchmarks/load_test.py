@@ -96,10 +96,11 @@ def steady(url: str, model: str, clients: int, seconds: float, folder: Path) -> 
         n = 0
         while time.time() < stop:
             n += 1
-            calls = [("upload", lambda: c.predict(handle_file(photo(i * 10_000 + n, folder)), model,
-                                                    api_name="/upload"))]
-            calls += [("toggle_grid", lambda: c.predict(rnd.random() < 0.5, rnd.random() < 0.5,
-                                                          api_name="/patches_view"))] * 4
+            mine = handle_file(photo(i * 10_000 + n, folder))
+            calls = [("upload", lambda: c.predict(mine, model, api_name="/analyze"))]
+            # Controls on the cached analysis (no forward): the attention map of another head.
+            calls += [("attention", lambda: c.predict(mine, model, layer=1, head=rnd.choice([1, 2, "mean"]),
+                                                       api_name="/attention"))] * 4
             for kind, call in calls:
                 t0 = time.perf_counter()
                 try:
@@ -136,7 +137,7 @@ def burst(url: str, model: str, n: int, folder: Path) -> dict:
     def one(i: int) -> None:
         go.wait()
         try:
-            clients[i].predict(files[i], model, api_name="/upload")
+            clients[i].predict(files[i], model, api_name="/analyze")
             kind = "ok"
         except Exception as e:  # noqa: BLE001
             msg = str(e)
@@ -161,7 +162,7 @@ def uploads(url: str, model: str, n: int, folder: Path) -> float:
     c = Client(url, verbose=False)
     t0 = time.perf_counter()
     for i in range(n):
-        c.predict(handle_file(photo(500_000 + i, folder)), model, api_name="/upload")
+        c.predict(handle_file(photo(500_000 + i, folder)), model, api_name="/analyze")
     return time.perf_counter() - t0
 
 
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         report["burst"] = burst(url, model, args.burst, folder)
         from gradio_client import Client, handle_file
 
-        Client(url, verbose=False).predict(handle_file(photo(1, folder)), model, api_name="/upload")
+        Client(url, verbose=False).predict(handle_file(photo(1, folder)), model, api_name="/analyze")
         report["healthy_after_burst"] = True
         report["rss_before_uploads_mb"] = rss_mb(proc)
         report["uploads_seconds"] = uploads(url, model, args.uploads, folder)

@@ -17,8 +17,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(vm, **build_kw) -> Iterator[str]:
-    """Serve build_demo() for `vm` with the production launch settings; yields the URL."""
+def serving(vm, **build_kw) -> Iterator[tuple[str, Workbench]]:
+    """Serve build_demo() for `vm` with the production launch settings; yields (URL, Workbench)."""
     wb = Workbench(cache_bytes=256 << 20, device="cpu")
     wb.add_model(vm)
     demo = app.configure_queue(app.build_demo(wb, vm.id, **build_kw))
@@ -26,6 +26,13 @@ def running(vm, **build_kw) -> Iterator[str]:
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 **app.launch_kwargs())
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{port}/", wb
     finally:
         demo.close()
+
+
+@contextmanager
+def running(vm, **build_kw) -> Iterator[str]:
+    """As `serving`, yielding the URL only."""
+    with serving(vm, **build_kw) as (url, _):
+        yield url

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
+from browser_path import find_browser
+
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
-CHROMIUM = os.environ.get("VIZVIT_CHROMIUM", "/usr/bin/chromium")
+NO_BROWSER = "no Chromium/Chrome found"  # the skip reason conftest counts in the run's summary
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--no-first-run", "--disable-sync", "--disable-quic"]
 
 
 @contextmanager
 def page_at(url: str, width: int = 1400, height: int = 1100) -> Iterator:
-    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+    chromium = find_browser()
+    if chromium is None:
         if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing: .ci/run must install Debian's chromium")
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
+            pytest.fail(f"{NO_BROWSER}: .ci/run must install Debian's chromium")
+        pytest.skip(NO_BROWSER)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.set_default_timeout(60_000)

@@ -69,3 +69,13 @@ def cat() -> Image.Image:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line when browser tests were skipped for want of a browser, and how to get one."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "no Chromium/Chrome found" in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} browser tests were skipped: no Chromium/Chrome found. Install one "
+            "(sudo apt-get install chromium, or python -m playwright install chromium) or set VIZVIT_CHROMIUM.",
+            yellow=True)

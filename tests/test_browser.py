@@ -35,9 +35,14 @@ def test_invalid_upload_shows_an_error_and_says_the_old_photo_is_still_shown(url
     bad.write_text("not a photo at all")
     with page_at(url) as page:
         upload(page, str(bad))
-        page.wait_for_selector("text=not an image we can read", timeout=60_000)
-        page.wait_for_selector("#status:has-text('could not be used')")
-        assert "Upload a photo or pick an example" in page.inner_text("#status")  # nothing to show yet
+        page.wait_for_selector("text=not an image we can read", timeout=60_000)  # the toast
+        page.wait_for_selector("#status:has-text('was not used')")
+        status = page.inner_text("#status")
+        assert "not an image we can read" in status, "the refusal stays readable in the status line"
+        assert "Upload a photo or pick an example" in status  # nothing to show yet
+        # The refused file's name does not stay in the box as if it were shown.
+        page.wait_for_selector("#upload input[type=file]", state="attached")
+        assert "notes.jpg" not in page.inner_text("#upload")
         shot(page, "invalid_upload", full_page=False)
         # After a good photo, a bad file leaves the good photo's tabs: the status says so.
         page.locator("#upload button[aria-label='Clear']").first.click()
@@ -47,7 +52,7 @@ def test_invalid_upload_shows_an_error_and_says_the_old_photo_is_still_shown(url
         page.wait_for_selector("#status:has-text('The upload box is empty')")
         assert "still show the previous photo" in page.inner_text("#status")
         upload(page, str(bad))
-        page.wait_for_selector("#status:has-text('could not be used')")
+        page.wait_for_selector("#status:has-text('was not used')")
         assert "still show the previous photo" in page.inner_text("#status")
 
 
@@ -66,3 +71,10 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         names = page.get_by_role("option").all_inner_texts()
         assert "google/vit-base-patch16-224" not in names and "random:vit-base-patch16-224" in " ".join(names)
         shot(page, "model_unavailable", full_page=False)
+    # A second visitor never sees the model that failed for the first.
+    with page_at(url) as page:
+        page.wait_for_function("() => document.querySelector('#model input').value === 'local: p16'")
+        page.locator("#model input").click()
+        names = page.get_by_role("option").all_inner_texts()
+        assert names and "google/vit-base-patch16-224" not in names
+        assert "random:vit-base-patch16-224" in " ".join(names)

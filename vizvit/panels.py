@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from . import figures, render
 from .errors import UserError
 from .forward import Analysis
-from .models import RANDOM_ARCHS, RANDOM_PREFIX, Geometry, VitModel, short_name
+from .models import Geometry, VitModel, short_name
 from .numbers import model_numbers
 from .patches import describe_patch, patch_at
 
@@ -131,6 +131,12 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     return note
 
 
+def upload_refused(message: str, had_photo: bool) -> str:
+    """The status after a refused upload: the refusal itself stays readable until the next action."""
+    rest = ("The tabs still show the previous photo." if had_photo else "Upload a photo or pick an example to begin.")
+    return f"⚠️ **That file was not used:** {message} {rest}"
+
+
 def upload_status(had_photo: bool, failed: bool) -> str:
     """The status line after an upload that gave no new photo (a bad file, or the box cleared):
     say what the tabs still show, so the old photo's numbers are not taken for the new file's."""
@@ -141,11 +147,17 @@ def upload_status(had_photo: bool, failed: bool) -> str:
     return first + rest
 
 
-def random_twin(model_id: str) -> str | None:
-    """random:<arch> with the architecture a hub id names (google/vit-base-patch32-384 ->
-    random:vit-base-patch32-384), or None: what to offer when the weights cannot be had."""
-    arch = model_id.rsplit("/", 1)[-1]
-    return RANDOM_PREFIX + arch if arch in RANDOM_ARCHS and not model_id.startswith(RANDOM_PREFIX) else None
+def banner(vm: VitModel, offline: bool) -> str:
+    """The one plain-language line that stays on the page while its maps could mislead: untrained
+    weights, and why. Empty for a trained model online. No exception names, no command lines."""
+    g = vm.geometry
+    if not vm.is_pretrained:
+        why = "No internet connection here: showing" if offline else "Showing"
+        return (f"⚠️ {why} the {g.num_layers}-layer ViT architecture with **untrained random weights**. "
+                "The maps show the mathematics, not learned behaviour, and the predictions are meaningless.")
+    if offline:
+        return "ℹ️ No internet connection here: only the models stored on this server are in the list."
+    return ""
 
 
 def model_unavailable(requested: str, current: VitModel, alternative: str | None = None) -> str:

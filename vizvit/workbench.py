@@ -13,6 +13,7 @@ from typing import Any, Callable, Hashable
 
 from PIL import Image
 
+from .catalog import Catalog
 from .cnn import load_cnn
 from .errors import UserError
 from .forward import Analysis, AnalysisCache, analyze
@@ -32,7 +33,10 @@ class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
-                 device: str = "auto", cnn: str | None = None):
+                 device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None):
+        # catalog: the page's model list, the one gate every model id passes before anything
+        # loads; a model that fails to load leaves it. None in notebooks and scripts: any id loads.
+        self.catalog = catalog
         self.cache = AnalysisCache(cache_bytes)
         self.device = device
         self.photo_bytes = photo_bytes  # decoded uploads kept (RGB, 3 bytes a pixel)
@@ -45,7 +49,10 @@ class Workbench:
 
     # -- models ---------------------------------------------------------------
     def model(self, model_id: str) -> VitModel:
-        """The loaded model for model_id, loading it once (other models may be dropped)."""
+        """The loaded model for model_id, loading it once (other models may be dropped).
+        Raises UserError, before any loading, for an id the gate refuses."""
+        if self.catalog is not None:
+            model_id = self.catalog.check(model_id)
         with self._lock:
             if model_id in self._models:
                 self._models.move_to_end(model_id)
@@ -55,7 +62,12 @@ class Workbench:
             with self._lock:
                 if model_id in self._models:
                     return self._models[model_id]
-            vm = load_model(model_id, self.device)
+            try:
+                vm = load_model(model_id, self.device)
+            except ValueError:
+                if self.catalog is not None:
+                    self.catalog.drop(model_id)  # for every visitor, not only the one who tried
+                raise
             with self._lock:
                 self._models[model_id] = vm
                 while len(self._models) > self.max_models:

@@ -1,0 +1,159 @@
+"""The public API: a few calls a notebook or another app makes against a running page.
+
+Every call names a photo (a file path the server already holds) and a model id. The
+model id goes through the Workbench's gate (the page's list) before anything loads,
+and every other value is checked here, in the backend, so one request can never
+cost more than the page itself can make it cost. Results are plain JSON: numbers,
+lists and strings (maps as nested lists, row-major, rows = patch rows).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import attention as att_mod
+from . import attention_panels as ap
+from . import perturb, positions_panel
+from .errors import UserError
+from .forward import Analysis, Prediction
+from .images import View
+from .models import Geometry
+from .workbench import PhotoKey, Workbench
+
+MAX_DISCARD = 0.99
+
+
+def _int(name: str, value: object, low: int, high: int) -> int:
+    """An integer in [low, high], or a UserError that says so (floats with a fraction refused)."""
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be a whole number from {low} to {high}.") from None
+    if not math.isfinite(f) or f != int(f) or not low <= f <= high:
+        raise UserError(f"{name} must be a whole number from {low} to {high}.")
+    return int(f)
+
+
+def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise UserError(f"{name} must be one of: {', '.join(map(str, allowed))}.")
+    return str(value)
+
+
+def _top5(preds: Sequence[Prediction]) -> list[dict[str, Any]]:
+    return [{"index": p.index, "label": p.label, "prob": round(p.prob, 6)} for p in preds]
+
+
+def _grid(values: np.ndarray) -> list[list[float]]:
+    return np.round(np.asarray(values, dtype=np.float64), 7).tolist()
+
+
+def _num(v: float) -> float | None:
+    """JSON has no NaN: a value that does not exist (no classifier) is null."""
+    return round(float(v), 7) if math.isfinite(v) else None
+
+
+def geometry_json(g: Geometry) -> dict[str, Any]:
+    return {"image_size": list(g.image_size), "patch_size": g.patch_size, "grid": list(g.grid),
+            "num_prefix_tokens": g.num_prefix_tokens, "num_patches": g.num_patches, "seq_len": g.seq_len,
+            "num_layers": g.num_layers, "num_heads": g.num_heads, "hidden_size": g.hidden_size}
+
+
+class PublicApi:
+    """Bound to one Workbench. Each method is one endpoint; see app.py for the names."""
+
+    def __init__(self, wb: Workbench):
+        self.wb = wb
+
+    def _photo(self, path: str, model: str) -> tuple[PhotoKey, Analysis]:
+        vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
+        key = PhotoKey(vm.id, self.wb.add_photo(path))
+        return key, self.wb.analysis(key)
+
+    def analyze(self, path: str, model: str) -> dict[str, Any]:
+        key, a = self._photo(path, model)
+        vm = self.wb.model(key.model_id)
+        return {"model": vm.display_name, "untrained": not vm.is_pretrained, "has_classifier": vm.has_classifier,
+                "geometry": geometry_json(a.geometry), "top5": _top5(a.top5),
+                "timings": {"forward_ms": round(a.seconds * 1000, 2)}, "photo_sha1": key.sha1}
+
+    def attention(self, path: str, model: str, layer: int, head: int | str, mode: str = "raw",
+                  query_row: int = -1, query_col: int = -1) -> dict[str, Any]:
+        key, a = self._photo(path, model)
+        g = a.geometry
+        layer = _int("layer", layer, 1, g.num_layers)
+        mode = _choice("mode", mode, ap.MODES)
+        if isinstance(head, str) and head in ap.FUSIONS:
+            show, h = head, 1
+        else:
+            show, h = ap.ONE_HEAD, _int("head", head, 1, g.num_heads)
+        query = None
+        if (query_row, query_col) != (-1, -1):
+            query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
+        p = ap.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
+        m = ap.main_matrix(a, p, self._cache(key))
+        values = att_mod.query_map(m, ap.query_token(p, g), p.direction, g)
+        return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
+                "uniform_level": 1.0 / g.seq_len, "map": _grid(values.numpy())}
+
+    def rollout(self, path: str, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
+        key, a = self._photo(path, model)
+        fusion = _choice("fusion", fusion, ap.FUSIONS)
+        try:
+            discard = float(discard)
+        except (TypeError, ValueError):
+            discard = float("nan")
+        if not 0.0 <= discard <= MAX_DISCARD:
+            raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
+        stack = ap.layer_rollout(a, fusion, discard, self._cache(key))  # (L, N, N)
+        maps = att_mod.cls_to_patches(stack, a.geometry)  # (L, gh, gw)
+        return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
+
+    def positions(self, model: str, row: int, col: int) -> dict[str, Any]:
+        vm = self.wb.model(model)
+        g = vm.geometry
+        row, col = _int("row", row, 0, g.grid[0] - 1), _int("col", col, 0, g.grid[1] - 1)
+        r = positions_panel.cached_model_positions(self.wb, vm.id).report
+        k = row * g.grid[1] + col
+        return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
+                "cls_similarity": _grid(r.cls_sim)}
+
+    def predict(self, path: str, model: str, dx: int = 0, dy: int = 0, fill: str = "edge",
+                mask: Sequence[int] = (), mask_mode: str = "drop") -> dict[str, Any]:
+        key, base = self._photo(path, model)
+        g = base.geometry
+        lim = 2 * g.patch_size
+        dx, dy = _int("dx", dx, -lim, lim), _int("dy", dy, -lim, lim)
+        if not isinstance(mask, (list, tuple)) or len(mask) > g.num_patches:
+            raise UserError(f"mask must be a list of at most {g.num_patches} patch indices.")
+        mask = tuple(_int("mask index", i, 0, g.num_patches - 1) for i in mask)
+        if mask_mode == "drop" and len(set(mask)) == g.num_patches:
+            raise UserError("Token drop needs at least one patch left unmasked.")
+        a = self.wb.analysis(key, View(dx=dx, dy=dy, fill=fill, mask=mask, mask_mode=mask_mode))  # type: ignore[arg-type]
+        return {"dx": dx, "dy": dy, "fill": fill, "mask": list(a.view.mask), "mask_mode": mask_mode,
+                "top5": _top5(a.top5), "unperturbed_top5": _top5(base.top5)}
+
+    def sweep(self, path: str, model: str) -> dict[str, Any]:
+        key, a = self._photo(path, model)
+        vm = self.wb.model(key.model_id)
+        # The page's cache key, so the API and the Experiments tab share one sweep per photo.
+        s = self.wb.derived(key, ("shift_sweep", "edge"), lambda: perturb.shift_sweep(vm, a.input_view))
+        return {"rows": [{"k": r.k, "patches_moved_back": r.moved_back, "mean_cos": _num(r.mean_cos),
+                          "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
+                          "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
+
+    def relevance(self, path: str, model: str, class_index: int = -1) -> dict[str, Any]:
+        key, a = self._photo(path, model)
+        vm = self.wb.model(key.model_id)
+        if not vm.has_classifier:
+            raise UserError("This model has no classifier, so there is no class to explain.")
+        c = a.top5[0].index if class_index in (-1, None) else _int("class_index", class_index, 0, len(vm.labels) - 1)
+        values = ap.relevance_map(vm, a, c, self._cache(key))
+        return {"class_index": c, "label": vm.labels[c], "method": "Chefer et al. 2021b (generic attention)",
+                "map": _grid(values)}
+
+    def _cache(self, key: PhotoKey):
+        return lambda name, compute: self.wb.derived(key, name, compute)
