@@ -45,7 +45,6 @@ def test_invalid_upload_shows_an_error_and_says_the_old_photo_is_still_shown(url
         assert "notes.jpg" not in page.inner_text("#upload")
         shot(page, "invalid_upload", full_page=False)
         # After a good photo, a bad file leaves the good photo's tabs: the status says so.
-        page.locator("#upload button[aria-label='Clear']").first.click()
         upload(page, str(EXAMPLES / "chelsea.jpg"))
         page.wait_for_selector("#status:has-text('top-1')")
         page.locator("#upload button[aria-label='Clear']").first.click()
@@ -78,3 +77,18 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         names = page.get_by_role("option").all_inner_texts()
         assert names and "google/vit-base-patch16-224" not in names
         assert "random:vit-base-patch16-224" in " ".join(names)
+
+
+def test_untrained_banner_stays_beside_a_deep_link_notice():
+    """Offline with random weights: the plain-language banner is on the page, and a deep link with
+    bad values adds its own notice without replacing the banner."""
+    import vizvit
+
+    vm = vizvit.load_model("random:vit-base-patch16-224", device="cpu")
+    with running(vm, offline=True) as u, page_at(u + "?example=chelsea&layer=99&head=foo&tab=attention") as page:
+        page.wait_for_selector("#notice:has-text('About this link')")
+        banner = page.inner_text("#banner")
+        assert "No internet connection" in banner and "untrained random weights" in banner
+        assert "Error" not in banner and "--model" not in banner
+        assert page.locator("#banner").is_visible()
+        shot(page, "banner_and_deeplink_notice", full_page=False)
