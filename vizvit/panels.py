@@ -188,6 +188,13 @@ Attention (layer 1 heads look near, late heads look far: the distance plot) → 
 told the model about 2-D, yet the similarity grid shows rows and columns) → Experiments (shift by
 8 px and by 16 px: only whole-patch shifts leave the tokens unchanged).
 
+**Which claims need trained weights.** With the untrained architecture (the banner at the top says
+when) these still hold, because they are arithmetic: the patch grid and token counts, the embedding
+shapes, whole-patch shifts leaving tokens unchanged, rollout's and attention's sums, the cost
+calculator. These need a trained model and are *not* visible on random weights: near-then-far
+attention distance by depth, the rows-and-columns pattern of the position similarities, attention
+and relevance on the object, and the predictions themselves.
+
 ### Why patches? The attention-cost calculator
 Attention compares every token with every other: n tokens make an n×n table per head and layer."""
 
