@@ -70,6 +70,14 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         names = page.get_by_role("option").all_inner_texts()
         assert "google/vit-base-patch16-224" not in names and "random:vit-base-patch16-224" in " ".join(names)
         shot(page, "model_unavailable", full_page=False)
+        # The offered twin, once picked, stays picked, and the page says so at once.
+        page.get_by_role("option", name="random:vit-base-patch16-224", exact=True).click()
+        page.wait_for_selector("#status:has-text('random weights')", timeout=5_000)  # "Building … random weights"
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.wait_for_selector("#banner:has-text('untrained random weights')")
+        page.wait_for_timeout(1500)
+        assert page.locator("#model input").input_value() == "random:vit-base-patch16-224"
+        assert "random:vit-base-patch16-224" in page.inner_text("#status")
     # A second visitor never sees the model that failed for the first.
     with page_at(url) as page:
         page.wait_for_function("() => document.querySelector('#model input').value === 'local: p16'")
