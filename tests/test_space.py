@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSWER_WITHIN_S = 15.0
+# The target is 15 s (10.7 s measured here); the bound is looser because this machine's two
+# cores are shared, and what it must catch is the hub client's retry ladder, checked in the log.
+ANSWER_WITHIN_S = 45.0
 
 
 def netns_prefix() -> list[str]:
@@ -52,6 +54,7 @@ def test_listens_on_all_interfaces_port_7860(space):
 
 def test_answers_quickly_without_network(space):
     assert space["answered_s"] < ANSWER_WITHIN_S, space["log"]
+    assert "Retrying in" not in space["log"], "the hub client's retry ladder ran"
     assert space["log"].count("cannot be reached") == 1, "the hub is asked once and the log says so once"
 
 
