@@ -443,3 +443,25 @@ def test_labels_name_the_exact_methods():
         A.attention_distance(random_attention(GEOMS["g7"]), GEOMS["g7"], "halfway")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ap.AttnParams(discard_mode="sideways").checked(GEOMS["g7"])  # type: ignore[arg-type]
+
+
+def test_the_attention_tab_threads_the_discard_mode_and_distance_normalisation(geom):
+    from test_attention import _VM, _analysis
+    from vizvit import attention_panels as ap
+
+    att = random_attention(geom, seed=11)
+    a, vm = _analysis(geom, att), _VM(geom)
+    vm.display_name = "constructed"
+    p = ap.AttnParams(layer=geom.num_layers, show="max", mode="rolled out", discard=0.9,
+                      discard_mode="global (vit-explain)")
+    want = A.rollout_maps(att, geom, "max", 0.9, "global (vit-explain)")
+    np.testing.assert_allclose(ap.strip_maps(a, p).numpy(), want.numpy(), rtol=1e-6)
+    main = ap.main_panel(vm, a, p)
+    np.testing.assert_allclose(main.values, want[-1].numpy(), rtol=1e-6)
+    assert "global (vit-explain) discard 0.90" in main.readout
+    per_row = ap.strip_maps(a, ap.AttnParams(show="max", discard=0.9)).numpy()
+    assert np.abs(per_row - want.numpy()).max() > 1e-4
+    fig, choices = ap.distance_view(vm, a, "raw (probing-vits)")
+    assert "probing-vits" in fig.layout.title.text and len(choices) == geom.num_layers * geom.num_heads
+    np.testing.assert_allclose(np.array(fig.data[0].y), A.attention_distance(att, geom, "raw (probing-vits)")
+                               .numpy().ravel(), rtol=1e-6)
