@@ -40,7 +40,8 @@ def main() -> None:
     rel = (renorm - raw) / renorm
     cls_w = att[..., g.num_prefix_tokens:, 0].mean(-1)
     print(f"distance: renormalised / raw − 1: max {float((renorm / raw - 1).max()):.2%}, "
-          f"median {float((renorm / raw - 1).median()):.2%}; (renorm − raw)/renorm max {float(rel.max()):.2%}; "
+          f"median {float((renorm / raw - 1).median()):.2%}; "
+          f"(renorm − raw)/renorm max {float(rel.max()):.2%}; "
           f"mean patch→[CLS] weight max {float(cls_w.max()):.3f}")
 
     for fusion, d in (("max", 0.9), ("mean", 0.9)):

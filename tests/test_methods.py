@@ -118,7 +118,8 @@ def test_vit_explain_as_published_divides_columns_by_row_sums(geom):
 
 
 # ------------------------------------------------------------------ Chefer et al.
-def chefer_compute_rollout_attention(all_layer_matrices: list[torch.Tensor], start_layer: int = 0) -> torch.Tensor:
+def chefer_compute_rollout_attention(all_layer_matrices: list[torch.Tensor],
+                                     start_layer: int = 0) -> torch.Tensor:
     """Port of compute_rollout_attention in hila-chefer/Transformer-MM-Explainability
     lxmert/lxmert/src/ExplanationGenerator.py (commit 14e55eeff66d7081fddff0f8f8f59f3020ec5718).
     all_layer_matrices: per layer (B, N, N), heads already averaged."""
@@ -180,7 +181,8 @@ def test_relevance_on_a_tiny_model_equals_chefers_generate_relevance(tiny, cat):
         one_hot = torch.zeros(1, out.logits.size(-1))
         one_hot[0, index] = 1
         torch.sum(one_hot * out.logits).backward()
-        want = chefer_relevance_port([t[0].detach() for t in out.attentions], [t.grad[0] for t in out.attentions])
+        want = chefer_relevance_port([t[0].detach() for t in out.attentions],
+                                     [t.grad[0] for t in out.attentions])
     torch.testing.assert_close(relevance_matrix(tiny, a, index), want, rtol=1e-4, atol=1e-6)
 
 
@@ -216,7 +218,7 @@ def test_renormalised_distance_is_probing_vits_divided_by_one_minus_the_cls_weig
     """Per query: vizvit's term = probing-vits' term / (1 − the query's weight on [CLS])."""
     att = random_attention(geom, seed=8, sharp=1.0).double()
     rescaled = att.clone()
-    rescaled[..., 1:, 1:] = att[..., 1:, 1:] / (1 - att[..., 1:, :1])  # each patch query's row / (1 − A[i, CLS])
+    rescaled[..., 1:, 1:] = att[..., 1:, 1:] / (1 - att[..., 1:, :1])  # patch query i's row / (1 − A[i, CLS])
     want = probing_vits_mean_attention_dist(geom.patch_size, rescaled.numpy())
     got = A.attention_distance(att.float(), geom).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5)
@@ -227,8 +229,8 @@ def test_renormalised_distance_is_probing_vits_divided_by_one_minus_the_cls_weig
     const = att.clone()
     const[..., 1:, 1:] = att[..., 1:, 1:] / att[..., 1:, 1:].sum(-1, keepdim=True) * (1 - c)
     const[..., 1:, 0] = c
-    np.testing.assert_allclose(A.attention_distance(const.float(), geom).numpy(),
-                               probing_vits_mean_attention_dist(geom.patch_size, const.numpy()) / (1 - c), rtol=1e-5)
+    want_const = probing_vits_mean_attention_dist(geom.patch_size, const.numpy()) / (1 - c)
+    np.testing.assert_allclose(A.attention_distance(const.float(), geom).numpy(), want_const, rtol=1e-5)
 
 
 # ------------------------------------------------------------------ DINO: mass threshold
@@ -273,22 +275,23 @@ def mae_2d_sincos_pos_embed(embed_dim: int, grid_size: int) -> np.ndarray:
     return np.concatenate([get_1d(embed_dim // 2, grid[0]), get_1d(embed_dim // 2, grid[1])], axis=1)
 
 
-def timm_build_sincos2d_pos_embed(feat_shape: tuple[int, int], dim: int, temperature: float = 10000.) -> torch.Tensor:
+def timm_build_sincos2d_pos_embed(feat_shape: tuple[int, int], dim: int,
+                                  temperature: float = 10000.) -> torch.Tensor:
     """Port of build_sincos2d_pos_embed (defaults: reverse_coord=False, interleave_sin_cos=False)
     in huggingface/pytorch-image-models timm/layers/pos_embed_sincos.py (commit
     a383d77e3476911263bf23c3e8be3db8b8fcadb2)."""
     pos_dim = dim // 4
     bands = 1. / (temperature ** (torch.arange(0, pos_dim, 1, dtype=torch.int64).to(torch.float32) / pos_dim))
-    grid = torch.stack(torch.meshgrid([torch.arange(s, dtype=torch.int64).to(torch.float32) for s in feat_shape],
-                                      indexing="ij")).flatten(1).transpose(0, 1)
+    axes = [torch.arange(s, dtype=torch.int64).to(torch.float32) for s in feat_shape]
+    grid = torch.stack(torch.meshgrid(axes, indexing="ij")).flatten(1).transpose(0, 1)
     pos2 = grid.unsqueeze(-1) * bands.unsqueeze(0)  # (P, 2 = (h, w), pos_dim)
     return torch.stack([torch.sin(pos2), torch.cos(pos2)], dim=1).flatten(1)  # [sin h, sin w, cos h, cos w]
 
 
 @pytest.mark.parametrize("grid,d", [(14, 32), (7, 768), (24, 64)])
 def test_sincos_2d_equals_mae(grid, d):
-    np.testing.assert_allclose(positional.sincos_2d((grid, grid), d).numpy(), mae_2d_sincos_pos_embed(d, grid),
-                               atol=2e-5)
+    np.testing.assert_allclose(positional.sincos_2d((grid, grid), d).numpy(),
+                               mae_2d_sincos_pos_embed(d, grid), atol=2e-5)
 
 
 @pytest.mark.parametrize("grid,d", [((14, 14), 32), ((7, 9), 768)])
@@ -339,11 +342,12 @@ def test_interpolation_equals_hf_and_differs_from_timm_antialias_and_dino(tiny, 
     ours = positional.interpolate_patch_positions(patches, g.grid, new)  # (P', D)
     emb = tiny.vit.embeddings
     with torch.no_grad():
-        hf = emb.interpolate_pos_encoding(torch.zeros(1, 1 + new[0] * new[1], g.hidden_size), size, size)[0, 1:]
+        tokens_at_size = torch.zeros(1, 1 + new[0] * new[1], g.hidden_size)
+        hf = emb.interpolate_pos_encoding(tokens_at_size, size, size)[0, 1:]
     torch.testing.assert_close(ours, hf.float(), atol=1e-6, rtol=1e-5)
     table = emb.position_embeddings.detach().float()
     timm_plain = timm_resample_abs_pos_embed(table, list(new), antialias=False)[0, 1:]
-    torch.testing.assert_close(ours, timm_plain, atol=1e-6, rtol=1e-5)  # timm with antialias=False is the same
+    torch.testing.assert_close(ours, timm_plain, atol=1e-6, rtol=1e-5)  # timm, antialias=False: the same
     timm_default = timm_resample_abs_pos_embed(table, list(new))[0, 1:]
     dino = dino_interpolate_pos_encoding(table, g.patch_size, size, size)[0, 1:]
     assert (ours - timm_default).abs().max() > 1e-3, "timm's default antialias changes the table"
@@ -432,7 +436,8 @@ def test_labels_name_the_exact_methods():
     from vizvit.export import methods_used
 
     assert "2021b" in ap.RELEVANCE_TEXT and "generic attention" in A.RELEVANCE_METHOD
-    assert A.rollout_label("max", 0.9, "per row") == "rollout (Abnar & Zuidema 2020), max fusion, per-row discard 0.90"
+    assert A.rollout_label("max", 0.9, "per row") == \
+        "rollout (Abnar & Zuidema 2020), max fusion, per-row discard 0.90"
     assert "vit-explain" in A.rollout_label("max", 0.9, "global (vit-explain)")
     m = methods_used()
     assert "Chefer et al. 2021b" in m["relevance"] and m["discard_mode"] in A.DISCARD_MODES

@@ -88,10 +88,11 @@ DISTANCE_CLICK_JS = """() => {
   });
 }"""
 
-RELEVANCE_TEXT = """**Class-specific relevance**, Chefer et al. 2021b (generic attention; not their 2021a LRP method). Unlike rollout, it depends on the class: one
-backward pass gives the gradient of that class's logit with respect to every attention map, and
-R ← R + mean_h[(∇A ⊙ A)⁺]·R (from R = I, layer by layer) keeps the attention that *raised* that
-class. The map is R's [CLS] row. It runs only when you press the button, then it is cached."""
+RELEVANCE_TEXT = """**Class-specific relevance**, Chefer et al. 2021b (generic attention; not their 2021a LRP method).
+Unlike rollout, it depends on the class: one backward pass gives the gradient of that class's logit
+with respect to every attention map, and R ← R + mean_h[(∇A ⊙ A)⁺]·R (from R = I, layer by layer)
+keeps the attention that *raised* that class. The map is R's [CLS] row. It runs only when you press
+the button, then it is cached."""
 
 
 # ------------------------------------------------------------------ params
@@ -149,7 +150,8 @@ def layer_rollout(a: Analysis, fusion: Fusion, discard: float, cache: Cache = no
     g = a.geometry
     mode = discard_mode if discard > 0 else "per row"  # no discard: one stack for both modes
     return cache(("rollout", fusion, round(float(discard), 4)) + (() if mode == "per row" else (mode,)),
-                 lambda: att_mod.rollout_stack(_full_attentions(a), fusion, discard, g.num_prefix_tokens, mode))
+                 lambda: att_mod.rollout_stack(_full_attentions(a), fusion, discard, g.num_prefix_tokens,
+                                               mode))
 
 
 def head_rollout(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
@@ -424,8 +426,8 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax)
     grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
-    strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha, p.cmap,
-                 strip_vmax)
+    strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
+                 p.cmap, strip_vmax)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
     return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
@@ -503,8 +505,8 @@ def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
     values = relevance_map(vm, a, class_index, cache)
     name = vm.labels[int(class_index)].split(",")[0]
     v, r, c = _where(values, np.argmax)
-    text = (f"Relevance ({att_mod.RELEVANCE_METHOD}) for **{name}** (class {class_index}): sum over patches {values.sum():.4f}, "
-            f"max {v:.4f} at (row {r}, col {c}).")
+    text = (f"Relevance ({att_mod.RELEVANCE_METHOD}) for **{name}** (class {class_index}): "
+            f"sum over patches {values.sum():.4f}, max {v:.4f} at (row {r}, col {c}).")
     return map_image(a.input_view, values, g, p), text
 
 
@@ -549,8 +551,8 @@ class AttentionPage:
 def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionPage:
     """Everything the tab shows when opened or when the photo/model changes."""
     d = distances(a, cache, p.distance_norm).numpy()
-    return AttentionPage(attention_view(vm, a, p, cache), distance_figure(d, vm.display_name, p.distance_norm),
-                         distance_choices(d), class_choices(a))
+    fig = distance_figure(d, vm.display_name, p.distance_norm)
+    return AttentionPage(attention_view(vm, a, p, cache), fig, distance_choices(d), class_choices(a))
 
 
 def clip_params(p: AttnParams, g: Geometry) -> AttnParams:

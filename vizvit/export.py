@@ -69,13 +69,15 @@ def methods_used() -> dict[str, str]:
     """summary.json "methods": the exact method and convention behind each array (the defaults
     the export uses; docs/methods.md has the formulas and how peers' code differs)."""
     return {
-        "rollout": attention.rollout_label("mean", 0.0) + "; Â = ½A + ½I, rows renormalised; [CLS] row, not rescaled",
+        "rollout": attention.rollout_label("mean", 0.0)
+        + "; Â = ½A + ½I, rows renormalised; [CLS] row, not rescaled",
         "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
         "discard_mode": attention.DISCARD_MODES[0],
         "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),
         "relevance": attention.RELEVANCE_METHOD + ", top-1 class; R ← R + mean_h[(∇A ⊙ A)⁺]·R",
         "pos_similarity": "cosine similarity of the learned patch position embeddings",
-        "position_interpolation": "bicubic, align_corners=False, no antialias (HF ViT interpolate_pos_encoding)",
+        "position_interpolation": "bicubic, align_corners=False, no antialias "
+                                  "(HF ViT interpolate_pos_encoding)",
         "token_pca_rgb": "PCA per depth; sign: each component's largest-|loading| entry positive "
                          "(scikit-learn's svd_flip(u_based_decision=False))",
         "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
