@@ -40,6 +40,7 @@ def test_export_cli_writes_everything(tiny_dirs, tmp_path):
     assert expect <= {n[:-4] for n in summary["figures"]}, expect - {n[:-4] for n in summary["figures"]}
     assert summary["charts_as_png"] and "plotly" in (tmp_path / "charts.html").read_text()[:5_000_000]
     assert set(summary["arrays"]) == set(arrays.files)
+    assert summary["methods"]["discard_mode"] == "per row" and "2021b" in summary["methods"]["relevance"]
 
 
 def test_export_cli_bad_model_is_a_clean_error(tmp_path):

@@ -14,6 +14,33 @@ from .errors import UserError
 from .models import Geometry
 
 Fusion = Literal["mean", "max", "min"]
+DiscardMode = Literal["per row", "global (vit-explain)"]
+# per row: each query's lowest patch keys, prefix columns untouched (vizvit's default);
+# global: the lowest entries of the whole N×N matrix, only [CLS]→[CLS] kept, as
+# jacobgil/vit-explain's vit_rollout.py does (docs/methods.md, "Rollout").
+DISCARD_MODES: tuple[DiscardMode, ...] = ("per row", "global (vit-explain)")
+DistanceNorm = Literal["renormalised", "raw (probing-vits)"]
+# renormalised: each query's patch weights divided by their sum ([CLS] dropped, rest
+# rescaled to 1); raw: [CLS] dropped and not rescaled, as sayakpaul/probing-vits does.
+DISTANCE_NORMS: tuple[DistanceNorm, ...] = ("renormalised", "raw (probing-vits)")
+
+# Exact method names for titles, texts and export (docs/methods.md has the formulas).
+ROLLOUT_METHOD = "rollout (Abnar & Zuidema 2020)"
+PER_HEAD_ROLLOUT_METHOD = "per-head rollout (vizvit: Â_{l,h}·R_{l−1}, mean rollout below)"
+RELEVANCE_METHOD = "Chefer et al. 2021b (generic attention)"
+DISTANCE_METHOD = "mean attention distance (Dosovitskiy et al. 2021, Fig. 7)"
+MASS_THRESHOLD_METHOD = "mass threshold (DINO, Caron et al. 2021)"
+
+
+def rollout_label(fusion: str = "mean", discard: float = 0.0, mode: str = "per row") -> str:
+    """E.g. "rollout (Abnar & Zuidema 2020), max fusion, per-row discard 0.90"."""
+    tail = f", {mode.replace('per row', 'per-row')} discard {discard:.2f}" if discard > 0 else ", no discard"
+    return f"{ROLLOUT_METHOD}, {fusion} fusion{tail}"
+
+
+def distance_label(norm: str = "renormalised") -> str:
+    return DISTANCE_METHOD + (", [CLS] dropped, patches renormalised" if norm == "renormalised"
+                              else ", [CLS] dropped, not renormalised (probing-vits)")
 
 
 def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
@@ -33,16 +60,33 @@ def cls_to_patches(att: torch.Tensor, g: Geometry) -> torch.Tensor:
     return att[..., 0, g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
 
 
-def discard_lowest(fused: torch.Tensor, ratio: float, num_prefix_tokens: int) -> torch.Tensor:
-    """Zero the lowest `ratio` of each row's weights over the patch keys.
+def discard_lowest(fused: torch.Tensor, ratio: float, num_prefix_tokens: int,
+                   mode: DiscardMode = "per row") -> torch.Tensor:
+    """Zero the lowest `ratio` of the fused weights. (..., N, N) -> (..., N, N).
 
-    (L, N, N) -> (L, N, N). Prefix-token columns ([CLS]) are never discarded.
+    per row: in each row, the lowest ⌊ratio·P⌋ of the P patch keys; prefix-token
+    columns ([CLS]) are never discarded.
+    global (vit-explain): the lowest ⌊ratio·N²⌋ entries of the whole N×N matrix, any
+    row or column, except that [CLS]→[CLS] is put back if it was among them (so one
+    fewer is zeroed), exactly as jacobgil/vit-explain's rollout does.
     """
     if ratio <= 0:
         return fused
     if not 0 <= ratio < 1:
         raise UserError("The discard ratio must be in [0, 1).")
-    patches = fused[..., num_prefix_tokens:]  # (L, N, P)
+    if mode == "global (vit-explain)":
+        n = fused.shape[-1]
+        flat = fused.reshape(*fused.shape[:-2], n * n)  # (..., N²)
+        k = int(n * n * ratio)  # vit-explain: int(flat.size(-1) * discard_ratio)
+        if k == 0:
+            return fused
+        idx = flat.topk(k, dim=-1, largest=False).indices
+        out = flat.scatter(-1, idx, 0.0)
+        out[..., 0] = flat[..., 0]  # [CLS]→[CLS] is kept
+        return out.reshape(fused.shape)
+    if mode != "per row":
+        raise UserError(f"Unknown discard mode {mode!r}: use {' or '.join(DISCARD_MODES)}.")
+    patches = fused[..., num_prefix_tokens:]  # (..., N, P)
     k = int(patches.shape[-1] * ratio)
     if k == 0:
         return fused
@@ -53,14 +97,15 @@ def discard_lowest(fused: torch.Tensor, ratio: float, num_prefix_tokens: int) ->
 
 
 def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0.0,
-                  num_prefix_tokens: int = 1) -> torch.Tensor:
+                  num_prefix_tokens: int = 1, discard_mode: DiscardMode = "per row") -> torch.Tensor:
     """Attention rollout (Abnar & Zuidema 2020) after every layer.
 
     att: (L, H, N, N) -> (L, N, N) where [l] = Â_{l+1} ··· Â_1 (0-based: rollout through
     block l+1), with Â = 0.5·F + 0.5·I, rows renormalised to sum to 1, F the fused heads
-    with the lowest `discard` fraction of patch keys zeroed per row.
+    with the lowest `discard` fraction zeroed (per row of patch keys, or globally as
+    vit-explain does: see discard_lowest).
     """
-    fused = discard_lowest(fuse_heads(att, fusion), discard, num_prefix_tokens)  # (L, N, N)
+    fused = discard_lowest(fuse_heads(att, fusion), discard, num_prefix_tokens, discard_mode)  # (L, N, N)
     n = fused.shape[-1]
     eye = torch.eye(n, dtype=fused.dtype)
     a_hat = 0.5 * fused + 0.5 * eye
@@ -73,9 +118,10 @@ def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0
     return out
 
 
-def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0) -> torch.Tensor:
+def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0,
+                 discard_mode: DiscardMode = "per row") -> torch.Tensor:
     """(L, H, N, N) -> (L, gh, gw): the [CLS] row of the rollout after each layer."""
-    return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens), g)
+    return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g)
 
 
 Direction = Literal["row", "column"]
@@ -129,10 +175,12 @@ def rollout_heads(att: torch.Tensor, num_prefix_tokens: int = 1) -> torch.Tensor
 
 
 def chefer_relevance(att: list[torch.Tensor] | torch.Tensor, grads: list[torch.Tensor] | torch.Tensor) -> torch.Tensor:
-    """Chefer et al. 2021 ("generic attention-model explainability") relevance, (N, N).
+    """Chefer et al. 2021b ("Generic Attention-model Explainability", ICCV 2021) relevance, (N, N).
 
     att, grads: per layer (H, N, N), in layer order (vit-explain's issue #6 had them
-    reversed). R = I; for each layer R <- R + mean_h[(∇A ⊙ A)⁺] · R.
+    reversed). R = I; for each layer R <- R + mean_h[(∇A ⊙ A)⁺] · R (the paper's rules
+    5 and 6). Not Chefer et al. 2021a (LRP, "Transformer Interpretability Beyond
+    Attention Visualization"), a different method.
     """
     n = att[0].shape[-1]
     r = torch.eye(n, dtype=torch.float32)
@@ -150,15 +198,21 @@ def patch_distances(g: Geometry) -> torch.Tensor:
     return torch.cdist(centres, centres)
 
 
-def attention_distance(att: torch.Tensor, g: Geometry) -> torch.Tensor:
+def attention_distance(att: torch.Tensor, g: Geometry, norm: DistanceNorm = "renormalised") -> torch.Tensor:
     """Mean attention distance (ViT paper Fig. 7), (L, H, N, N) -> (L, H) pixels.
 
-    d = mean over patch queries i of Σ_j A[i,j]·dist(i,j) / Σ_j A[i,j], j over patches
-    only ([CLS] excluded, hence the renormalisation).
+    renormalised: d = mean over patch queries i of Σ_j A[i,j]·dist(i,j) / Σ_j A[i,j], j over
+    patches only ([CLS] excluded, the rest rescaled to sum to 1).
+    raw (probing-vits): d = mean_i Σ_j A[i,j]·dist(i,j), no rescaling, so each query's
+    term is the renormalised one times (1 − its weight on the prefix tokens).
     """
     p = g.num_prefix_tokens
     a = att[..., p:, p:].float()  # (L, H, P, P)
-    per_query = (a * patch_distances(g)).sum(-1) / a.sum(-1).clamp_min(1e-12)  # (L, H, P)
+    per_query = (a * patch_distances(g)).sum(-1)  # (L, H, P)
+    if norm == "renormalised":
+        per_query = per_query / a.sum(-1).clamp_min(1e-12)
+    elif norm != "raw (probing-vits)":
+        raise UserError(f"Unknown distance normalisation {norm!r}: use {' or '.join(DISTANCE_NORMS)}.")
     return per_query.mean(-1)
 
 

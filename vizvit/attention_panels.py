@@ -19,7 +19,7 @@ import torch
 
 from . import attention as att_mod
 from . import render
-from .attention import Direction, Fusion
+from .attention import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, Direction, DistanceNorm, Fusion
 from .errors import UserError
 from .forward import Analysis
 from .models import Geometry, VitModel
@@ -57,13 +57,16 @@ rollout, R_{l,h} = Â_{l,h}·R_{l−1}: head h of layer l on top of the mean rol
 its mean over the heads is exactly the layer's rollout."""
 
 ROLLOUT_TEXT = """**Attention rollout** (Abnar & Zuidema 2020), one map per layer. Each layer's heads are fused
-(mean, max or min), optionally the lowest fraction of each row's patch weights is discarded ([CLS]
-is never discarded), the residual connection is modelled by Â = ½F + ½I (rows renormalised), and
-the layers are multiplied in order, R = Â_l···Â_1. Tile *≤l* is the [CLS] row of R through layer l."""
+(mean, max or min), optionally the lowest fraction of the weights is discarded (*per row*: each row's
+lowest patch weights, [CLS] never discarded; *global (vit-explain)*: the lowest of the whole matrix,
+only [CLS]→[CLS] kept, as jacobgil/vit-explain does), the residual connection is modelled by
+Â = ½F + ½I (rows renormalised), and the layers are multiplied in order, R = Â_l···Â_1. Tile *≤l* is
+the [CLS] row of R through layer l. Formulas, sources and how peers differ: docs/methods.md."""
 
 DISTANCE_TEXT = """**Mean attention distance** (ViT paper, Fig. 7), on this photo: for each head, the average over
 query patches of the attention-weighted distance (in model-input pixels) to the patches it attends to
-([CLS] left out). Low = local heads (like convolutions), high = global ones. Hover a dot for its head;
+([CLS] left out, and by default the remaining weights renormalised to sum to 1; *raw (probing-vits)*
+leaves them as they are). Low = local heads (like convolutions), high = global ones. Hover a dot for its head;
 **click a dot** (or choose a head in the list) to open its map."""
 
 # gr.Plot has no click event. This page script (installed once, at page load, after
@@ -85,10 +88,11 @@ DISTANCE_CLICK_JS = """() => {
   });
 }"""
 
-RELEVANCE_TEXT = """**Class-specific relevance** (Chefer et al. 2021). Unlike rollout, it depends on the class: one
-backward pass gives the gradient of that class's logit with respect to every attention map, and
-R ← R + mean_h[(∇A ⊙ A)⁺]·R (from R = I, layer by layer) keeps the attention that *raised* that
-class. The map is R's [CLS] row. It runs only when you press the button, then it is cached."""
+RELEVANCE_TEXT = """**Class-specific relevance**, Chefer et al. 2021b (generic attention; not their 2021a LRP method).
+Unlike rollout, it depends on the class: one backward pass gives the gradient of that class's logit
+with respect to every attention map, and R ← R + mean_h[(∇A ⊙ A)⁺]·R (from R = I, layer by layer)
+keeps the attention that *raised* that class. The map is R's [CLS] row. It runs only when you press
+the button, then it is cached."""
 
 
 # ------------------------------------------------------------------ params
@@ -102,7 +106,9 @@ class AttnParams:
     mode: Mode = "raw"
     query: tuple[int, int] | None = None  # clicked patch (row, col); None = [CLS]
     direction: Direction = "row"
-    discard: float = 0.0  # rollout: lowest fraction of patch keys dropped per row
+    discard: float = 0.0  # rollout: lowest fraction of the fused weights dropped
+    discard_mode: DiscardMode = "per row"  # or "global (vit-explain)": see attention.discard_lowest
+    distance_norm: DistanceNorm = "renormalised"  # or "raw (probing-vits)": see attention.attention_distance
     alpha: float = 0.6
     cmap: str = "inferno"
     tau: float = 0.0  # mass threshold; 0 = off
@@ -119,6 +125,10 @@ class AttnParams:
             raise UserError("Mode must be raw or rolled out.")
         if self.cmap not in render.COLORMAPS:
             raise UserError(f"Unknown colour map {self.cmap!r}.")
+        if self.discard_mode not in DISCARD_MODES:
+            raise UserError(f"Discard mode must be {' or '.join(DISCARD_MODES)}.")
+        if self.distance_norm not in DISTANCE_NORMS:
+            raise UserError(f"Distance normalisation must be {' or '.join(DISTANCE_NORMS)}.")
         return self
 
     @property
@@ -134,11 +144,14 @@ def _full_attentions(a: Analysis) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------ cached stacks
-def layer_rollout(a: Analysis, fusion: Fusion, discard: float, cache: Cache = no_cache) -> torch.Tensor:
-    """(L, N, N) rollout after each layer, cached per (fusion, discard)."""
+def layer_rollout(a: Analysis, fusion: Fusion, discard: float, cache: Cache = no_cache,
+                  discard_mode: DiscardMode = "per row") -> torch.Tensor:
+    """(L, N, N) rollout after each layer, cached per (fusion, discard, discard mode)."""
     g = a.geometry
-    return cache(("rollout", fusion, round(float(discard), 4)),
-                 lambda: att_mod.rollout_stack(_full_attentions(a), fusion, discard, g.num_prefix_tokens))
+    mode = discard_mode if discard > 0 else "per row"  # no discard: one stack for both modes
+    return cache(("rollout", fusion, round(float(discard), 4)) + (() if mode == "per row" else (mode,)),
+                 lambda: att_mod.rollout_stack(_full_attentions(a), fusion, discard, g.num_prefix_tokens,
+                                               mode))
 
 
 def head_rollout(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
@@ -147,9 +160,10 @@ def head_rollout(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
                  lambda: att_mod.rollout_heads(_full_attentions(a), a.geometry.num_prefix_tokens))
 
 
-def distances(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
-    """(L, H) mean attention distance in pixels, cached per photo."""
-    return cache(("attention_distance",), lambda: att_mod.attention_distance(_full_attentions(a), a.geometry))
+def distances(a: Analysis, cache: Cache = no_cache, norm: DistanceNorm = "renormalised") -> torch.Tensor:
+    """(L, H) mean attention distance in pixels, cached per photo and normalisation."""
+    return cache(("attention_distance",) + (() if norm == "renormalised" else (norm,)),
+                 lambda: att_mod.attention_distance(_full_attentions(a), a.geometry, norm))
 
 
 def main_matrix(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
@@ -160,7 +174,7 @@ def main_matrix(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Te
         return att_mod.select_matrix(_full_attentions(a), l, h)
     if isinstance(h, int):
         return head_rollout(a, cache)[l, h]
-    return layer_rollout(a, h, p.discard, cache)[l]
+    return layer_rollout(a, h, p.discard, cache, p.discard_mode)[l]
 
 
 def query_token(p: AttnParams, g: Geometry) -> int:
@@ -221,7 +235,8 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     pre = g.num_prefix_tokens
     what = "head " + str(p.head) if p.show == ONE_HEAD else f"{p.show} of {g.num_heads} heads"
     kind = ("attention" if p.mode == "raw" else
-            ("per-head rollout" if p.show == ONE_HEAD else f"rollout through layers 1–{p.layer}"))
+            ("per-head rollout" if p.show == ONE_HEAD else
+             f"{att_mod.rollout_label(p.show, p.discard, p.discard_mode)} through layers 1–{p.layer}"))
     who = "[CLS]" if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
     sense = (f"what {who} attends to (its row)" if p.direction == "row"
              else f"how much each patch attends to {who} (its column)")
@@ -381,7 +396,7 @@ def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Ten
     """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
     when a single head is shown."""
     fusion = p.show if p.show in FUSIONS else "mean"
-    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache), a.geometry)
+    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry)
 
 
 # ------------------------------------------------------------------ everything a control changes
@@ -411,7 +426,8 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax)
     grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
-    strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.alpha, p.cmap, strip_vmax)
+    strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
+                 p.cmap, strip_vmax)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
     return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
@@ -423,7 +439,7 @@ def clicked_query(g: Geometry, x: float, y: float) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------ attention distance
-def distance_figure(d: np.ndarray, model_id: str = "") -> go.Figure:
+def distance_figure(d: np.ndarray, model_id: str = "", norm: DistanceNorm = "renormalised") -> go.Figure:
     """(L, H) distances -> plotly scatter: x = layer, y = distance in px, hover = head."""
     n_l, n_h = d.shape
     layers = np.repeat(np.arange(1, n_l + 1), n_h)
@@ -434,10 +450,20 @@ def distance_figure(d: np.ndarray, model_id: str = "") -> go.Figure:
                     colorbar=dict(title="head", thickness=10)),
         hovertemplate="layer %{x} · head %{customdata}<br>%{y:.1f} px<extra></extra>"))
     short = model_id if len(model_id) <= 32 else "…" + model_id[-31:]
-    fig.update_layout(title="Mean attention distance per head" + (f" ({short})" if model_id else ""),
+    how = "" if norm == "renormalised" else ", [CLS] weight not renormalised (probing-vits)"
+    fig.update_layout(title="Mean attention distance per head" + how + (f" ({short})" if model_id else ""),
                       xaxis=dict(title="layer", dtick=1), yaxis=dict(title="distance (model-input px)"),
                       margin=dict(l=10, r=10, t=40, b=10), height=320)
     return fig
+
+
+def distance_view(vm: VitModel, a: Analysis, norm: DistanceNorm = "renormalised",
+                  cache: Cache = no_cache) -> tuple[go.Figure, list[tuple[str, str]]]:
+    """The distance chart and the 'open a head' list for one normalisation (its control's change)."""
+    if norm not in DISTANCE_NORMS:
+        raise UserError(f"Distance normalisation must be {' or '.join(DISTANCE_NORMS)}.")
+    d = distances(a, cache, norm).numpy()
+    return distance_figure(d, vm.display_name, norm), distance_choices(d)
 
 
 def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
@@ -465,7 +491,8 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
 
 
 def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
-    """(gh, gw) float32 Chefer relevance of `class_index`, computed once per photo and class."""
+    """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
+    once per photo and class."""
     from .relevance import relevance_matrix
 
     r = cache(("relevance", int(class_index)), lambda: relevance_matrix(vm, a, int(class_index)))
@@ -478,8 +505,8 @@ def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
     values = relevance_map(vm, a, class_index, cache)
     name = vm.labels[int(class_index)].split(",")[0]
     v, r, c = _where(values, np.argmax)
-    text = (f"Relevance for **{name}** (class {class_index}): sum over patches {values.sum():.4f}, "
-            f"max {v:.4f} at (row {r}, col {c}).")
+    text = (f"Relevance ({att_mod.RELEVANCE_METHOD}) for **{name}** (class {class_index}): "
+            f"sum over patches {values.sum():.4f}, max {v:.4f} at (row {r}, col {c}).")
     return map_image(a.input_view, values, g, p), text
 
 
@@ -523,9 +550,9 @@ class AttentionPage:
 
 def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionPage:
     """Everything the tab shows when opened or when the photo/model changes."""
-    d = distances(a, cache).numpy()
-    return AttentionPage(attention_view(vm, a, p, cache), distance_figure(d, vm.display_name), distance_choices(d),
-                         class_choices(a))
+    d = distances(a, cache, p.distance_norm).numpy()
+    fig = distance_figure(d, vm.display_name, p.distance_norm)
+    return AttentionPage(attention_view(vm, a, p, cache), fig, distance_choices(d), class_choices(a))
 
 
 def clip_params(p: AttnParams, g: Geometry) -> AttnParams:

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from PIL import Image
 
 from . import (
+    attention,
     attention_panels,
     embed_panels,
     experiments,
@@ -62,6 +63,27 @@ ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays, embed_panels.embedding_arrays
 FIGURE_BUILDERS: list[FigureBuilder] = [core_figures, embed_panels.embedding_figures,
                                         attention_panels.attention_figures, positions_panel.export_figures,
                                         experiments.experiment_figures]
+
+
+def methods_used() -> dict[str, str]:
+    """summary.json "methods": the exact method and convention behind each array (the defaults
+    the export uses; docs/methods.md has the formulas and how peers' code differs)."""
+    return {
+        "rollout": attention.rollout_label("mean", 0.0)
+        + "; Â = ½A + ½I, rows renormalised; [CLS] row, not rescaled",
+        "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
+        "discard_mode": attention.DISCARD_MODES[0],
+        "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),
+        "relevance": attention.RELEVANCE_METHOD + ", top-1 class; R ← R + mean_h[(∇A ⊙ A)⁺]·R",
+        "pos_similarity": "cosine similarity of the learned patch position embeddings",
+        "position_interpolation": "bicubic, align_corners=False, no antialias "
+                                  "(HF ViT interpolate_pos_encoding)",
+        "token_pca_rgb": "PCA per depth; sign: each component's largest-|loading| entry positive "
+                         "(scikit-learn's svd_flip(u_based_decision=False))",
+        "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
+        "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
+        "docs": "docs/methods.md",
+    }
 
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
@@ -119,6 +141,7 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
         "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()},
         "figures": written,
         "charts_as_png": all(f"{n}.png" in written for n in charts),
+        "methods": methods_used(),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
