@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 import vizvit  # noqa: E402  (sets the thread policy before torch loads)
 from vizvit import experiments, perturb  # noqa: E402
 from vizvit.images import View  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 
 from timing import median_s  # noqa: E402

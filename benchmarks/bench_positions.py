@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from vizvit import analyze, load_image, load_model, positional, positions_panel, render  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 
 from timing import median_s  # noqa: E402

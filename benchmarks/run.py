@@ -40,7 +40,7 @@ from PIL import Image  # noqa: E402
 import vizvit  # noqa: E402
 from timing import times_s  # noqa: E402
 from vizvit import panels  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import experiments, perturb
+from vizvit import engine, experiments, perturb
 from vizvit.export import export
 from vizvit.images import View, shift_view
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit.session import PhotoKey, Workbench
 
 from conftest import EXAMPLES
 
@@ -89,7 +89,7 @@ def test_batched_predictions_equal_one_by_one_analyze(tiny, cat):
     base = vizvit.analyze(tiny, cat).input_view
     ks = [0, 3, g.patch_size, 2 * g.patch_size]
     views = [shift_view(base, k, 0, "edge") for k in ks]
-    pred = perturb.predict_batch(tiny, views, chunk=3)  # uneven chunks on purpose
+    pred = engine.predict_batch(tiny, views, chunk=3)  # uneven chunks on purpose
     for b, k in enumerate(ks):
         a = vizvit.analyze(tiny, base, View(dx=k, fill="edge"))
         assert torch.allclose(pred.probs[b], a.probs, atol=1e-5)
@@ -100,9 +100,9 @@ def test_batched_token_drop_equals_one_by_one_analyze(tiny, cat):
     g = tiny.geometry
     base = vizvit.analyze(tiny, cat).input_view
     masks = [(), (0, 5), (1, 2), (g.num_patches - 1,)]
-    keeps = [perturb.keep_indices(m, g) for m in masks]
+    keeps = [engine.keep_indices(m, g) for m in masks]
     assert torch.equal(keeps[0], torch.arange(g.seq_len))
-    pred = perturb.predict_batch(tiny, [base] * len(masks), keeps, chunk=8)
+    pred = engine.predict_batch(tiny, [base] * len(masks), keeps, chunk=8)
     for b, m in enumerate(masks):
         a = vizvit.analyze(tiny, base, View(mask=m, mask_mode="drop"))
         assert torch.allclose(pred.probs[b], a.probs, atol=1e-5), m

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from vizvit import positional, positions_panel, render
-from vizvit.forward import analyze
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit import engine
+from vizvit.engine import analyze
+from vizvit.session import PhotoKey, Workbench
 
 
 def table_of(vm) -> np.ndarray:
@@ -165,9 +166,9 @@ def test_interpolation_equals_the_models_own(tiny, size):
 
 def test_predict_at_native_size_equals_analyze_and_differs_at_384(tiny, cat):
     native = tiny.geometry.image_size[0]
-    same = positional.predict_at_size(tiny, cat, native)
+    same = engine.predict_at_size(tiny, cat, native)
     np.testing.assert_allclose(same.probs, analyze(tiny, cat).probs.numpy(), atol=1e-5)
-    big = positional.predict_at_size(tiny, cat, 384)
+    big = engine.predict_at_size(tiny, cat, 384)
     assert big.input_view.shape == (384, 384, 3) and big.grid == positional.grid_at(tiny.geometry, 384)
     assert abs(big.probs.sum() - 1) < 1e-5 and len(big.top5) == 5
     assert not np.allclose(big.probs, same.probs)

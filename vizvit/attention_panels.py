@@ -21,7 +21,7 @@ from . import attention as att_mod
 from . import render
 from .attention import Direction, Fusion
 from .errors import UserError
-from .forward import Analysis
+from .engine import Analysis
 from .models import Geometry, VitModel
 from .patches import patch_at, token_index
 

@@ -18,7 +18,7 @@ import torch
 from . import figures, render
 from .attention import rollout_maps
 from .errors import UserError
-from .forward import Analysis
+from .engine import Analysis
 from .models import Geometry, VitModel
 from .patches import patch_at, token_index
 from .tokens import (

@@ -15,12 +15,12 @@ import plotly.graph_objects as go
 from . import attention_panels, perturb, render
 from .cnn import cnn_shift_probs
 from .errors import UserError
-from .forward import Analysis
+from .engine import Analysis
 from .images import View
 from .models import Geometry, VitModel
 from .panels import top5_figure
 from .patches import patch_at
-from .workbench import PhotoKey, Workbench
+from .session import PhotoKey, Workbench
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares

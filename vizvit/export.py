@@ -25,7 +25,7 @@ from . import (
     positions_panel,
     render,
 )
-from .forward import Analysis, analyze
+from .engine import Analysis, analyze
 from .images import View, load_image
 from .models import VitModel, load_model
 from .numbers import model_numbers

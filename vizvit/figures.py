@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .errors import UserError
-from .forward import Prediction
+from .engine import Prediction
 
 
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Union
 
@@ -232,3 +232,19 @@ def apply_view(base: np.ndarray, view: View, patch: int, grid_w: int) -> np.ndar
     """Shift, then pixel-mask, the model-input view. (H, W, 3) uint8 -> same."""
     out = shift_view(base, view.dx, view.dy, view.fill)
     return mask_pixels(out, view.mask, patch, grid_w, view.mask_mode)
+
+
+def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> np.ndarray:
+    """The processor's resize and crop, every length scaled by size/native, so the size×size view
+    shows the same field of view as the native one (at size == native: exactly model_input_view).
+    E.g. DeiT (resize 256², crop 224²) at 384: resize 439², crop 384²."""
+    k = size / native
+    if isinstance(pp.resize, int):
+        resize: tuple[int, int] | int = round(pp.resize * k)
+    else:
+        resize = (round(pp.resize[0] * k), round(pp.resize[1] * k))
+    if pp.crop is not None:
+        crop: tuple[int, int] | None = (size, size)
+    else:  # the resize alone makes the input: it must be size×size
+        resize, crop = (resize if isinstance(resize, int) else (size, size)), None
+    return model_input_view(image, replace(pp, resize=resize, crop=crop))

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from . import figures, render
 from .errors import UserError
-from .forward import Analysis
+from .engine import Analysis
 from .models import RANDOM_ARCHS, RANDOM_PREFIX, Geometry, VitModel, short_name
 from .numbers import model_numbers
 from .patches import describe_patch, patch_at

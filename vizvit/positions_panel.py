@@ -15,9 +15,9 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import figures, positional, render
+from . import engine, figures, positional, render
 from .models import VitModel
-from .workbench import PhotoKey, Workbench
+from .session import PhotoKey, Workbench
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
 PLOTLY_CMAP = "RdBu_r"
@@ -227,7 +227,7 @@ def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel
     size = int(size)
     at = wb.cache.get_or_compute(("positions-at", key.model_id, size), lambda: positions_at_size(vm, size))
     pred = wb.derived(key, ("predict-at", size),
-                      lambda: positional.predict_at_size(vm, wb.photo(key.sha1), size))
+                      lambda: engine.predict_at_size(vm, wb.photo(key.sha1), size))
     native = wb.analysis(key)
     fig = None
     if pred.probs is not None and native.probs is not None:

@@ -15,9 +15,86 @@ from PIL import Image
 
 from .cnn import load_cnn
 from .errors import UserError
-from .forward import Analysis, AnalysisCache, analyze
+from .engine import Analysis, analyze, nbytes
 from .images import ImageInput, View, image_sha1, load_image
 from .models import VitModel, load_model
+
+
+class AnalysisCache:
+    """Thread-safe LRU of computed results, bounded in bytes.
+
+    Holds Analyses and anything derived from them (rollout stacks, relevance maps),
+    keyed by hashable tuples. Concurrent requests for the same missing key compute it
+    once; the others wait. Evicted entries are simply recomputed (forwards are
+    deterministic).
+    """
+
+    def __init__(self, max_bytes: int = 1 << 30):
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._inflight: dict[Hashable, threading.Lock] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[0]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        size = nbytes(value)
+        with self._lock:
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1]
+            if size > self.max_bytes:
+                return  # would evict everything and still not fit: don't keep it
+            self._items[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, s) = self._items.popitem(last=False)
+                self._bytes -= s
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        value = self.get(key)
+        if value is not None:
+            return value
+        with self._lock:
+            key_lock = self._inflight.setdefault(key, threading.Lock())
+        with key_lock:
+            value = self.get(key)  # someone else may have computed it meanwhile
+            if value is not None:
+                return value
+            with self._lock:
+                self.misses += 1
+            try:
+                value = compute()
+                self.put(key, value)
+            finally:
+                with self._lock:
+                    self._inflight.pop(key, None)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
 
 
 @dataclass(frozen=True)
