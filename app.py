@@ -28,11 +28,11 @@ configure_malloc()  # freed result tensors go back to the OS: RSS stays within t
 import gradio as gr  # noqa: E402
 from gradio import processing_utils  # noqa: E402
 
-from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, panels, positions_panel  # noqa: E402
+from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, panels, positions_panel, vocab  # noqa: E402
 from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX, short_name  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
@@ -219,7 +219,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=4):
             scatter = gr.Plot(label="Patch tokens, first two principal components", elem_id="emb-scatter")
         with gr.Column(scale=1):
-            color_by = gr.Radio(list(embed_panels.COLOR_CHOICES), value="row", label="colour points by",
+            color_by = gr.Radio(list(vocab.COLOR_CHOICES), value="row", label="colour points by",
                                 elem_id="emb-color")
     cls_md = gr.Markdown(elem_id="emb-cls-info")
     cls_img = gr.Image(label="cos([CLS], patch) at each depth", interactive=False, format="png",
@@ -302,20 +302,20 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main")
             with gr.Row():
-                direction = gr.Radio(["row", "column"], value="row", elem_id="attn-direction",
+                direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
                 to_cls = gr.Button("Query: back to [CLS]", size="sm", elem_id="attn-to-cls")
         with gr.Column(scale=2):
             layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
                               elem_id="attn-layer")
-            show = gr.Radio(list(ap.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
+            show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
-            mode = gr.Radio(list(ap.MODES), value="raw", label="attention", elem_id="attn-mode")
+            mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
             discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row (fused heads)")
             with gr.Row():
                 alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
-                cmap = gr.Dropdown(list(ap.COLORMAPS), value="inferno", label="colour map")
+                cmap = gr.Dropdown(list(vocab.COLORMAPS), value="inferno", label="colour map")
             with gr.Row():
                 tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)")
                 shared = gr.Checkbox(value=True, label="one shared colour scale (grid and strip)")
@@ -379,8 +379,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
     @safe
     def redraw_one_head(key: PhotoKey | None, *v: Any):
-        v = (*v[:2], ap.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
-        return (ap.ONE_HEAD, *redraw(key, *v))
+        v = (*v[:2], vocab.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
+        return (vocab.ONE_HEAD, *redraw(key, *v))
 
     @safe
     def click_main(key: PhotoKey | None, evt: gr.SelectData):
@@ -393,14 +393,14 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return gr.skip(), gr.skip(), gr.skip()
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return lay, hd, ap.ONE_HEAD
+        return lay, hd, vocab.ONE_HEAD
 
     @safe
     def pick_head(choice: str | None):
         if not choice:
             return gr.skip(), gr.skip(), gr.skip()
         lay, hd = ap.parse_choice(choice)
-        return lay, hd, ap.ONE_HEAD
+        return lay, hd, vocab.ONE_HEAD
 
     @safe
     def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
@@ -449,7 +449,7 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
             numbers = gr.Dataframe(headers=positions_panel.CONTRAST_HEADERS, label="Neighbour contrast",
                                    interactive=False, elem_id="pos-numbers", wrap=True)
     gr.Markdown("### Other resolutions")
-    size = gr.Dropdown([int(s) for s in positions_panel.RESOLUTIONS], value=384, label="input size (px)",
+    size = gr.Dropdown([int(s) for s in vocab.RESOLUTIONS], value=384, label="input size (px)",
                        elem_id="pos-size")
     with gr.Row():
         with gr.Column(scale=3):
@@ -492,7 +492,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
         dy = gr.Slider(-32, 32, value=0, step=1, label="dy: shift down (pixels)", elem_id="shift-dy")
-        fill = gr.Radio(["edge", "wrap", "constant"], value="edge", label="what enters at the border",
+        fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
                         elem_id="shift-fill")
     with gr.Row():
         shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
@@ -513,7 +513,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown("### Masks")
     gr.Markdown(experiments.MASKS_TEXT)
     with gr.Row():
-        mode = gr.Radio(["drop", "black", "mean", "blur"], value="drop", label="mask mode", elem_id="mask-mode")
+        mode = gr.Radio(list(vocab.MASK_MODES), value="drop", label="mask mode", elem_id="mask-mode")
         percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
     with gr.Row():
         b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
@@ -536,7 +536,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(experiments.CURVES_TEXT)
     with gr.Row():
         steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")
-        curve_mode = gr.Radio(["black", "mean", "blur", "drop"], value="black", label="remove patches by",
+        curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
                               elem_id="curves-mode")
         curves_btn = gr.Button("Compute the curves", variant="primary", elem_id="curves-run")
     curves_text = gr.Markdown(elem_id="curves-text")
@@ -808,7 +808,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, notice: str = 
                       dx: int, dy: int, mask: tuple[int, ...], proj: bool, request: gr.Request):
             link = deeplink.DeepLink(
                 example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id,
-                tab=tab_id, layer=int(layer), head=int(head) if show == deeplink.ONE_HEAD else show,
+                tab=tab_id, layer=int(layer), head=int(head) if show == vocab.ONE_HEAD else show,
                 query=tuple(query) if query else None, direction=direction, mode=mode,
                 dx=int(dx), dy=int(dy), mask=tuple(mask), projector=bool(proj))
             # Controls can still hold another model's values (a query on a bigger grid): the

@@ -6,14 +6,11 @@ sums to 1 over the keys); N = num_prefix_tokens + gh·gw.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
 from .errors import UserError
 from .models import Geometry
-
-Fusion = Literal["mean", "max", "min"]
+from .vocab import Direction, Fusion
 
 
 def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
@@ -78,7 +75,6 @@ def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discar
     return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens), g)
 
 
-Direction = Literal["row", "column"]
 
 
 def select_matrix(att: torch.Tensor, layer: int, head: int | Fusion) -> torch.Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Hashable, Literal
+from typing import Any, Callable, Hashable
 
 import cv2
 import numpy as np
@@ -19,19 +19,13 @@ import torch
 
 from . import attention as att_mod
 from . import render
-from .attention import Direction, Fusion
 from .errors import UserError
 from .engine import Analysis
 from .models import Geometry, VitModel
 from .patches import patch_at, token_index
+from .vocab import COLORMAPS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
-Mode = Literal["raw", "rolled out"]
-FUSIONS = ("mean", "max", "min")
-ONE_HEAD = "one head"
-SHOW_CHOICES = (ONE_HEAD, *FUSIONS)
-MODES = ("raw", "rolled out")
-COLORMAPS = render.COLORMAPS
 
 
 def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
@@ -117,7 +111,7 @@ class AttnParams:
             raise UserError(f"Show one head or fuse by {', '.join(FUSIONS)}.")
         if self.mode not in MODES:
             raise UserError("Mode must be raw or rolled out.")
-        if self.cmap not in render.COLORMAPS:
+        if self.cmap not in COLORMAPS:
             raise UserError(f"Unknown colour map {self.cmap!r}.")
         return self
 

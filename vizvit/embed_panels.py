@@ -32,8 +32,8 @@ from .tokens import (
     parameter_table,
     token_stats,
 )
+from .vocab import COLOR_CHOICES
 
-COLOR_CHOICES: tuple[str, ...] = ("row", "column", "rollout")
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
 
 EMBED_TEXT = """**From pixels to tokens, and what the tokens become.** The model never sees the photo

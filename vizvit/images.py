@@ -13,7 +13,7 @@ import io
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, Union
+from typing import Union
 
 import numpy as np
 import torch
@@ -23,6 +23,7 @@ from transformers.image_utils import ChannelDimension
 
 from .errors import UserError
 from .models import Preprocess
+from .vocab import FILLS, MASK_MODES, Fill, MaskMode
 
 MAX_PIXELS = 40_000_000  # ~ a 7700×5200 photo; bigger is refused before decoding
 ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF", "MPO")
@@ -150,8 +151,6 @@ def to_pixel_values(view: np.ndarray, pp: Preprocess) -> torch.Tensor:
     return ((x - mean) / std).unsqueeze(0)
 
 
-Fill = Literal["edge", "wrap", "constant"]
-MaskMode = Literal["black", "mean", "blur", "drop"]
 
 
 @dataclass(frozen=True)
@@ -170,9 +169,9 @@ class View:
     mask_mode: MaskMode = "drop"
 
     def __post_init__(self) -> None:
-        if self.fill not in ("edge", "wrap", "constant"):
+        if self.fill not in FILLS:
             raise UserError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
-        if self.mask_mode not in ("black", "mean", "blur", "drop"):
+        if self.mask_mode not in MASK_MODES:
             raise UserError(f"Unknown mask mode {self.mask_mode!r}: use drop, black, mean or blur.")
         # Normalise so equal masks give equal cache keys.
         object.__setattr__(self, "mask", tuple(sorted({int(i) for i in self.mask})))

@@ -18,12 +18,12 @@ import torch
 from . import engine, figures, positional, render
 from .models import VitModel
 from .session import PhotoKey, Workbench
+from .vocab import RESOLUTIONS
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
 PLOTLY_CMAP = "RdBu_r"
 SEP = 1  # px between tiles
 SEP_COLOR = (70, 70, 70)  # dark: white would read as similarity 0 in RdBu
-RESOLUTIONS = (288, 384, 448, 512)
 
 
 def tile_cell(grid: tuple[int, int], target: int = 600) -> int:
