@@ -27,7 +27,7 @@ configure_threads()
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vizvit import attention_panels as ap  # noqa: E402
+from vizvit.views import attention as ap  # noqa: E402
 from vizvit.engine import analyze  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 

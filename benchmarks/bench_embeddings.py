@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from gradio.processing_utils import encode_pil_to_bytes  # noqa: E402  (what gr.Image does)
 from PIL import Image  # noqa: E402
 
-from vizvit import embed_panels as ep  # noqa: E402
+from vizvit.views import embeddings as ep  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 PHOTO = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from vizvit import attention as A
-from vizvit import attention_panels as ap
+from vizvit.views import attention as ap
 from vizvit import render
 from vizvit.models import Geometry
 from vizvit.session import PhotoKey, Workbench

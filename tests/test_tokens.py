@@ -13,7 +13,8 @@ import torch
 from transformers import ViTConfig, ViTForImageClassification
 
 import vizvit
-from vizvit import embed_panels, render
+from vizvit import render
+from vizvit.views import embeddings as embed_panels
 from vizvit.positional import cosine_similarity_matrix
 from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_to,
                            embedding_filters_pca, embedding_stage, parameter_table, pca, token_norms,

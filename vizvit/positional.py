@@ -196,9 +196,3 @@ def interpolated_similarity(vm: VitModel, size: int) -> tuple[tuple[int, int], n
     _, patches = position_embeddings(vm)
     sim = cosine_similarity_matrix(interpolate_patch_positions(patches, g.grid, new))
     return new, sim.numpy().astype(np.float32)
-
-
-def export_arrays(vm: VitModel, _a: object) -> dict[str, np.ndarray]:
-    """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32."""
-    r = position_report(vm)
-    return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}

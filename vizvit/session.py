@@ -1,7 +1,10 @@
-"""Process-wide state behind the page: loaded models, uploaded photos, cached analyses.
+"""Process-wide state behind the page: loaded models, uploaded photos, ONE cache.
 
 Sessions hold only a small key, ``PhotoKey``; everything heavy lives here, bounded.
-This module is plain Python (no gradio), so the benchmark and tests drive it directly.
+Every cache key is made here (``analysis_key``, ``derived_key``, ``model_key``). Views
+never see keys: they get a ``Photo`` handle (one photo under one model) and ask it for
+analyses and derived results, which it computes once. ``python -m vizvit export`` uses
+the same handle, so it shares these caches. Plain Python (no gradio).
 """
 
 from __future__ import annotations
@@ -97,6 +100,21 @@ class AnalysisCache:
             self._bytes = 0
 
 
+# ------------------------------------------------------------------ every cache key
+def analysis_key(model_id: str, sha1: str, view: View) -> tuple:
+    return ("analysis", model_id, sha1, view)
+
+
+def derived_key(model_id: str, sha1: str, name: Hashable) -> tuple:
+    """Anything computed from one photo's analyses under one model (rollouts, relevance...)."""
+    return ("derived", model_id, sha1, name)
+
+
+def model_key(model_id: str, name: Hashable) -> tuple:
+    """Anything that depends on the model alone (position embeddings, filter PCA...)."""
+    return ("model", model_id, name)
+
+
 @dataclass(frozen=True)
 class PhotoKey:
     """What a browser session remembers: which model and which photo. No tensors."""
@@ -174,14 +192,51 @@ class Workbench:
         """The cached Analysis of (model, photo, view); one forward pass on a miss."""
         vm = self.model(key.model_id)
         return self.cache.get_or_compute(
-            ("analysis", key.model_id, key.sha1, view),
+            analysis_key(key.model_id, key.sha1, view),
             lambda: analyze(vm, self.photo(key.sha1), view),
         )
 
     def derived(self, key: PhotoKey, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything computed from a photo's analyses (rollout stacks, relevance...)."""
-        return self.cache.get_or_compute(("derived", key.model_id, key.sha1, name), compute)
+        return self.cache.get_or_compute(derived_key(key.model_id, key.sha1, name), compute)
 
     def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
         """The cached derived result, or None: for streamed computations that store at the end."""
-        return self.cache.get(("derived", key.model_id, key.sha1, name))
+        return self.cache.get(derived_key(key.model_id, key.sha1, name))
+
+    def per_model(self, model_id: str, name: Hashable, compute: Callable[[], Any]) -> Any:
+        """Cache anything that depends on the model alone."""
+        return self.cache.get_or_compute(model_key(model_id, name), compute)
+
+    def handle(self, key: PhotoKey) -> "Photo":
+        """The handle views use for this photo under this model."""
+        return Photo(self, key)
+
+
+@dataclass(frozen=True)
+class Photo:
+    """One photo under one model: what every view asks for its analyses and derived
+    results. Holds no tensors itself; everything lives in the workbench's cache."""
+
+    wb: Workbench
+    key: PhotoKey
+
+    @property
+    def vm(self) -> VitModel:
+        return self.wb.model(self.key.model_id)
+
+    @property
+    def image(self) -> Image.Image:
+        return self.wb.photo(self.key.sha1)
+
+    def analysis(self, view: View = View()) -> Analysis:
+        return self.wb.analysis(self.key, view)
+
+    def derived(self, name: Hashable, compute: Callable[[], Any]) -> Any:
+        return self.wb.derived(self.key, name, compute)
+
+    def peek(self, name: Hashable) -> Any | None:
+        return self.wb.peek_derived(self.key, name)
+
+    def per_model(self, name: Hashable, compute: Callable[[], Any]) -> Any:
+        return self.wb.per_model(self.key.model_id, name, compute)
