@@ -15,7 +15,6 @@ import functools
 import inspect
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -26,18 +25,21 @@ configure_threads()  # OMP_WAIT_POLICY=PASSIVE and the thread count, before torc
 configure_malloc()  # freed result tensors go back to the OS: RSS stays within the cache budget
 
 import gradio as gr  # noqa: E402
-from gradio import processing_utils  # noqa: E402
 
+import gradio_patch  # noqa: E402
 from gradio.data_classes import FileData  # noqa: E402
 
-from vizvit import attention_panels, deeplink, embed_panels, experiments, figures, hub, panels, positions_panel  # noqa: E402
+from vizvit import deeplink, figures, hub, vocab, web  # noqa: E402
 from vizvit.api import PublicApi  # noqa: E402
 from vizvit.catalog import OFFLINE_FALLBACK, Catalog  # noqa: E402
 from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.launch import server_address  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import attention as ap  # noqa: E402
+from vizvit.views import common as panels  # noqa: E402
+from vizvit.views import embeddings, experiments, lecture, patches, positions  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
@@ -53,23 +55,7 @@ THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                           font_mono=["ui-monospace", "monospace"])
 
 
-def _atomic_save_pil_to_cache(img: Any, cache_dir: str, name: str = "image", format: str = "webp") -> str:
-    """Gradio 6.31 writes a cached output image in place, at a path named by its content
-    hash: two sessions producing the same picture at once could serve a half-written
-    file. Write under a temporary name and rename, as Gradio already does for files."""
-    data = processing_utils.encode_pil_to_bytes(img, format)
-    folder = Path(cache_dir) / processing_utils.hash_bytes(data)
-    folder.mkdir(exist_ok=True, parents=True)
-    target = (folder / f"{name}.{format}").resolve()
-    if not target.exists():
-        fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(staging, target)
-    return str(target)
-
-
-processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
+gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
 
 
 @dataclass(frozen=True)
@@ -146,7 +132,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
                            "(numbers are token indices)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
-    gr.Markdown(panels.PATCHES_TEXT)
+    gr.Markdown(patches.PATCHES_TEXT)
     explanation = gr.Markdown(elem_id="patches-numbers")
     clicked = gr.State(None)  # (row, col)
 
@@ -154,16 +140,14 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def show(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
             return None, None, None, None, "", ""
-        p = panels.patches_panel(ctx.wb.model(key.model_id), ctx.wb.analysis(key), lines_on, idx_on, rc)
+        p = patches.show(ctx.wb.handle(key), lines_on, idx_on, rc)
         return p.grid, p.strip, p.top5, p.numbers, p.patch_text, p.explanation
 
     @safe
     def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
             return gr.skip(), gr.skip()
-        vm = ctx.wb.model(key.model_id)
-        return panels.patch_grid(vm, ctx.wb.analysis(key), lines_on, idx_on, rc), \
-            panels.patch_text(vm.geometry, rc)
+        return patches.change(ctx.wb.handle(key), lines_on, idx_on, rc)
 
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData):
@@ -181,7 +165,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
 # ---------------------------------------------------------------- Embeddings tab
 def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
-    gr.Markdown(embed_panels.EMBED_TEXT)
+    gr.Markdown(embeddings.EMBED_TEXT)
     gr.Markdown("### 1 · The embedding stage on this photo")
     with gr.Row():
         with gr.Column(scale=3):
@@ -196,7 +180,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                   elem_id="emb-params")
             params_total = gr.Markdown(elem_id="emb-params-total")
     gr.Markdown("### 2 · Tokens at depth l")
-    gr.Markdown(embed_panels.DEPTH_TEXT)
+    gr.Markdown(embeddings.DEPTH_TEXT)
     depth = gr.Slider(0, 12, value=0, step=1, elem_id="emb-depth",
                       label="depth l (0 = after the embedding stage; l = after block l)")
     depth_md = gr.Markdown(elem_id="emb-depth-info")
@@ -214,30 +198,29 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=4):
             scatter = gr.Plot(label="Patch tokens, first two principal components", elem_id="emb-scatter")
         with gr.Column(scale=1):
-            color_by = gr.Radio(list(embed_panels.COLOR_CHOICES), value="row", label="colour points by",
+            color_by = gr.Radio(list(vocab.COLOR_CHOICES), value="row", label="colour points by",
                                 elem_id="emb-color")
     cls_md = gr.Markdown(elem_id="emb-cls-info")
     cls_img = gr.Image(label="cos([CLS], patch) at each depth", interactive=False, format="png",
                        elem_id="emb-cls")
     gr.Markdown("### 3 · Patch-embedding filters")
-    gr.Markdown(embed_panels.FILTERS_TEXT)
+    gr.Markdown(embeddings.FILTERS_TEXT)
     filters_md = gr.Markdown(elem_id="emb-filters-info")
     filters_img = gr.Image(label="Principal components of the embedding filters", interactive=False,
                            format="png", elem_id="emb-filters")
     clicked = gr.State(None)  # (row, col)
 
     def data(key: PhotoKey):
-        vm = ctx.wb.model(key.model_id)
-        a = ctx.wb.analysis(key)
-        return vm, a, ctx.wb.derived(key, "embeddings", lambda: embed_panels.prepare(vm, a))
+        ph = ctx.wb.handle(key)
+        return ph.vm, ph.analysis(), embeddings.data(ph)
 
     @safe
     def show_depth(key: PhotoKey | None, depth_l: int, rc: tuple[int, int] | None):
         if key is None:
             return None, None, None, "", ""
         vm, a, d = data(key)
-        p = embed_panels.depth_panel(vm, a, d, depth_l, rc)
-        s = embed_panels.similarity_panel(vm, a, d, depth_l, rc)
+        p = embeddings.depth_panel(vm, a, d, depth_l, rc)
+        s = embeddings.similarity_panel(vm, a, d, depth_l, rc)
         return p.pca_over_photo, p.maps, s.image, s.text, p.text
 
     @safe
@@ -245,20 +228,20 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return (None, None, None, "", "", None, None, "", "", "", None, "", None, None, gr.skip())
         vm, a, d = data(key)
-        st = embed_panels.stage_panel(vm, d)
+        st = embeddings.stage_panel(vm, d)
         top = vm.geometry.num_layers
         depth_l = min(int(depth_l), top)
         return (*show_depth(key, depth_l, rc), show_scatter(key, depth_l, color), st.steps, st.check,
-                embed_panels.cls_similarity_text(vm, d), embed_panels.filters_text(vm, d),
+                embeddings.cls_similarity_text(vm, d), embeddings.filters_text(vm, d),
                 st.params, st.total,
-                embed_panels.cls_similarity_image(vm, d), embed_panels.filters_image(d),
+                embeddings.cls_similarity_image(vm, d), embeddings.filters_image(d),
                 gr.Slider(maximum=top, value=depth_l))
 
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData):
         if key is None:
             return None
-        r, c, _ = embed_panels.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+        r, c, _ = embeddings.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
         return r, c
 
     @safe
@@ -266,15 +249,15 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return None, None, ""
         vm, a, d = data(key)
-        s = embed_panels.similarity_panel(vm, a, d, depth_l, rc)
-        return embed_panels.pca_over_photo(vm, d, depth_l, rc), s.image, s.text
+        s = embeddings.similarity_panel(vm, a, d, depth_l, rc)
+        return embeddings.pca_over_photo(vm, d, depth_l, rc), s.image, s.text
 
     @safe
     def show_scatter(key: PhotoKey | None, depth_l: int, color: str):
         if key is None:
             return None
         vm, _, d = data(key)
-        return embed_panels.scatter_figure(vm, d, depth_l, color)
+        return embeddings.scatter_figure(vm, d, depth_l, color)
 
     depth_outs = [pca_img, maps_img, sim_img, sim_md, depth_md]
     all_outs = [*depth_outs, scatter, steps, check, cls_md, filters_md, params, params_total, cls_img,
@@ -291,26 +274,25 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
 # ---------------------------------------------------------------- Attention tab
 def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
-    ap = attention_panels
     with gr.Row():
         with gr.Column(scale=3):
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main")
             with gr.Row():
-                direction = gr.Radio(["row", "column"], value="row", elem_id="attn-direction",
+                direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
                 to_cls = gr.Button("Query: back to [CLS]", size="sm", elem_id="attn-to-cls")
         with gr.Column(scale=2):
             layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
                               elem_id="attn-layer")
-            show = gr.Radio(list(ap.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
+            show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
-            mode = gr.Radio(list(ap.MODES), value="raw", label="attention", elem_id="attn-mode")
+            mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
             discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row (fused heads)")
             with gr.Row():
                 alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
-                cmap = gr.Dropdown(list(ap.COLORMAPS), value="inferno", label="colour map")
+                cmap = gr.Dropdown(list(vocab.COLORMAPS), value="inferno", label="colour map")
             with gr.Row():
                 tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)")
                 shared = gr.Checkbox(value=True, label="one shared colour scale (grid and strip)")
@@ -329,7 +311,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column():
             dist = gr.Plot(label="Mean attention distance", elem_id="attn-distance")
             pick = gr.Dropdown([], label="open a head (nearest first)", elem_id="attn-pick")
-            # Filled by ap.DISTANCE_CLICK_JS when a dot of the chart is clicked (a value set from
+            # Filled by the page script (vizvit/web/page.js) when a dot of the chart is clicked (a value set from
             # a script fires .change, not .input).
             dist_click = gr.Textbox(visible="hidden", elem_id="attn-distance-click")
             gr.Markdown(ap.DISTANCE_TEXT)
@@ -345,7 +327,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
-    def params(*v: Any) -> attention_panels.AttnParams:
+    def params(*v: Any) -> ap.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
                              discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
                              shared_scale=bool(v[10]))
@@ -354,10 +336,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def opened(key: PhotoKey | None, *v: Any):
         if key is None:
             return (gr.skip(),) * 12
-        vm = ctx.wb.model(key.model_id)
-        g = vm.geometry
-        p = ap.clip_params(params(*v), g)
-        page = ap.attention_page(vm, ctx.wb.analysis(key), p, functools.partial(ctx.wb.derived, key))
+        p, page = ap.show(ctx.wb.handle(key), params(*v))
+        g = ctx.wb.model(key.model_id).geometry
         cls_val = page.classes[0][1] if page.classes else None
         return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
                 p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
@@ -368,14 +348,13 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def redraw(key: PhotoKey | None, *v: Any):
         if key is None:
             return (gr.skip(),) * 4
-        vm = ctx.wb.model(key.model_id)
-        view = ap.attention_view(vm, ctx.wb.analysis(key), params(*v), functools.partial(ctx.wb.derived, key))
+        view = ap.change(ctx.wb.handle(key), params(*v))
         return view.main, view.readout, view.grid, view.strip
 
     @safe
     def redraw_one_head(key: PhotoKey | None, *v: Any):
-        v = (*v[:2], ap.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
-        return (ap.ONE_HEAD, *redraw(key, *v))
+        v = (*v[:2], vocab.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
+        return (vocab.ONE_HEAD, *redraw(key, *v))
 
     @safe
     def click_main(key: PhotoKey | None, evt: gr.SelectData):
@@ -388,22 +367,20 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return gr.skip(), gr.skip(), gr.skip()
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return lay, hd, ap.ONE_HEAD
+        return lay, hd, vocab.ONE_HEAD
 
     @safe
     def pick_head(choice: str | None):
         if not choice:
             return gr.skip(), gr.skip(), gr.skip()
         lay, hd = ap.parse_choice(choice)
-        return lay, hd, ap.ONE_HEAD
+        return lay, hd, vocab.ONE_HEAD
 
     @safe
     def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
         if key is None or class_index is None:
             raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
-        vm = ctx.wb.model(key.model_id)
-        return ap.relevance_panel(vm, ctx.wb.analysis(key), int(class_index), params(*v),
-                                  functools.partial(ctx.wb.derived, key))
+        return ap.relevance(ctx.wb.handle(key), int(class_index), params(*v))
 
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
@@ -420,7 +397,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     # The chart and the list sit below the main map: bring the opened head's map into view.
     for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
         ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden").then(
-            None, None, None, js="() => document.querySelector('#attn-main').scrollIntoView({block: 'center'})")
+            None, None, None, js=web.asset("scroll_to_main.js"))
     for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale
         trigger(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
 
@@ -441,10 +418,10 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
             gr.Markdown("**Same scale, same grid:** learned vs 1-D sinusoidal vs 2-D sin-cos vs random init")
             compare = gr.Image(show_label=False, interactive=False, format="png", elem_id="pos-compare")
         with gr.Column(scale=2):
-            numbers = gr.Dataframe(headers=positions_panel.CONTRAST_HEADERS, label="Neighbour contrast",
+            numbers = gr.Dataframe(headers=positions.CONTRAST_HEADERS, label="Neighbour contrast",
                                    interactive=False, elem_id="pos-numbers", wrap=True)
     gr.Markdown("### Other resolutions")
-    size = gr.Dropdown([int(s) for s in positions_panel.RESOLUTIONS], value=384, label="input size (px)",
+    size = gr.Dropdown([int(s) for s in vocab.RESOLUTIONS], value=384, label="input size (px)",
                        elem_id="pos-size")
     with gr.Row():
         with gr.Column(scale=3):
@@ -458,20 +435,19 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def show(key: PhotoKey | None, px: int):
         if key is None:
             return (None,) * 9
-        p = positions_panel.positions_panel(ctx.wb, key)
-        r = positions_panel.resolution_panel(ctx.wb, key, px)
+        p, r = positions.show(ctx.wb.handle(key), px)
         return p.grid_img, p.tile_fig, p.cls_fig, p.text, p.compare_img, p.numbers, r.grid_img, r.top5, r.text
 
     @safe
     def resize(key: PhotoKey | None, px: int):
         if key is None:
             return None, None, ""
-        r = positions_panel.resolution_panel(ctx.wb, key, px)
+        r = positions.resolution_panel(ctx.wb.handle(key), px)
         return r.grid_img, r.top5, r.text
 
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData):
-        hit = None if key is None else positions_panel.click_tile(ctx.wb, key, evt.index[0], evt.index[1])
+        hit = None if key is None else positions.click_tile(ctx.wb.handle(key), evt.index[0], evt.index[1])
         return (gr.skip(), gr.skip()) if hit is None else hit
 
     ctx.on_show(tab, show, [ctx.key, size],
@@ -487,7 +463,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
         dy = gr.Slider(-32, 32, value=0, step=1, label="dy: shift down (pixels)", elem_id="shift-dy")
-        fill = gr.Radio(["edge", "wrap", "constant"], value="edge", label="what enters at the border",
+        fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
                         elem_id="shift-fill")
     with gr.Row():
         shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
@@ -508,7 +484,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown("### Masks")
     gr.Markdown(experiments.MASKS_TEXT)
     with gr.Row():
-        mode = gr.Radio(["drop", "black", "mean", "blur"], value="drop", label="mask mode", elem_id="mask-mode")
+        mode = gr.Radio(list(vocab.MASK_MODES), value="drop", label="mask mode", elem_id="mask-mode")
         percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
     with gr.Row():
         b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
@@ -531,7 +507,7 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(experiments.CURVES_TEXT)
     with gr.Row():
         steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")
-        curve_mode = gr.Radio(["black", "mean", "blur", "drop"], value="black", label="remove patches by",
+        curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
                               elem_id="curves-mode")
         curves_btn = gr.Button("Compute the curves", variant="primary", elem_id="curves-run")
     curves_text = gr.Markdown(elem_id="curves-text")
@@ -544,35 +520,35 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def show_shift(key: PhotoKey | None, x: int, y: int, f: str):
         if key is None:
             return None, None, "", None
-        p = experiments.shift_panel(wb, key, int(x), int(y), f)
+        p = experiments.shift_panel(wb.handle(key), int(x), int(y), f)
         return p.view, p.cosine, p.cosine_text, p.top5
 
     @safe
     def limits(key: PhotoKey | None):
         if key is None:
             return gr.skip(), gr.skip()
-        lo, hi = experiments.shift_limits(wb, key)
+        lo, hi = experiments.shift_limits(wb.handle(key))
         return gr.update(minimum=lo, maximum=hi), gr.update(minimum=lo, maximum=hi)
 
     @safe
     def show_mask(key: PhotoKey | None, m: tuple[int, ...], md: str):
         if key is None:
             return None, None, "", None
-        p = experiments.mask_panel(wb, key, m, md)
+        p = experiments.mask_panel(wb.handle(key), m, md)
         return p.grid, p.masked, p.text, p.top5
 
     @safe
     def click(key: PhotoKey | None, m: tuple[int, ...], evt: gr.SelectData):
         if key is None:
             return m
-        return experiments.toggle_at(wb, key, m, evt.index[0], evt.index[1])
+        return experiments.toggle_at(wb.handle(key), m, evt.index[0], evt.index[1])
 
     def action(name: str) -> Callable:
         @safe
         def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int):
             if key is None:
                 return m, s
-            return experiments.mask_action(wb, key, m, name, pct, s), s + (name == "random")
+            return experiments.mask_action(wb.handle(key), m, name, pct, s), s + (name == "random")
 
         return run
 
@@ -580,14 +556,14 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def sweep(key: PhotoKey | None):
         if key is None:
             raise UserError("Upload a photo first.")
-        for p in experiments.sweep_progress(wb, key):
+        for p in experiments.sweep_progress(wb.handle(key)):
             yield p.figure, p.table, p.text
 
     @safe
     def curves(key: PhotoKey | None, n: int, md: str):
         if key is None:
             raise UserError("Upload a photo first.")
-        for p in experiments.curves_progress(wb, key, int(n), md):
+        for p in experiments.curves_progress(wb.handle(key), int(n), md):
             if p.deletion is None:  # only the news that work has started
                 yield gr.skip(), gr.skip(), gr.skip(), p.text
             else:
@@ -618,18 +594,18 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
 # ---------------------------------------------------------------- For lecturers
 def lecture_tab(ctx: Ctx, tab: gr.Tab) -> None:
-    gr.Markdown(panels.LECTURE_TEXT)
+    gr.Markdown(lecture.LECTURE_TEXT)
     with gr.Row():
         size = gr.Slider(16, 1024, value=224, step=1, label="image side (pixels)", elem_id="cost-size")
         patch = gr.Slider(1, 64, value=16, step=1, label="patch size P", elem_id="cost-patch")
-    table, text = panels.attention_cost_panel(224, 16)
+    table, text = lecture.show(224, 16)
     cost = gr.Dataframe(table, headers=["", "pixels as tokens", "patches as tokens"], interactive=False,
                         elem_id="cost-table")
     cost_text = gr.Markdown(text, elem_id="cost-text")
 
     @safe
     def calculate(side: int, p: int):
-        return panels.attention_cost_panel(int(side), int(p))
+        return lecture.show(side, p)
 
     for c in (size, patch):
         c.change(calculate, [size, patch], [cost, cost_text], show_progress="hidden")
@@ -652,7 +628,7 @@ def charts_download(tab: gr.Tab) -> None:
 
     # Then start the download, so one click downloads (the file box stays, to download again):
     # wait until the box links the NEW file (each save has its own name), then click that link.
-    btn.click(save, plots, out).success(None, None, None, js=CLICK_NEW_FILE_JS.replace("BOX", f"#charts-file-{tab.id}"))
+    btn.click(save, plots, out).success(None, None, None, js=web.click_new_file(f"#charts-file-{tab.id}"))
 
 
 def _descendants(block: gr.blocks.BlockContext) -> list:
@@ -661,39 +637,6 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
         out.append(child)
         out.extend(_descendants(child))
     return out
-
-
-# Chart glue installed once per page (not on a tab's select: a deep link opens a tab without one).
-PAGE_JS = (f"() => {{ ({figures.ON_PLOT_JS})(); ({embed_panels.SCATTER_HOVER_JS})(); "
-           f"({attention_panels.DISTANCE_CLICK_JS})(); }}")
-CLICK_NEW_FILE_JS = """() => {
-  const last = (window.__vizvitLastFile = window.__vizvitLastFile || {});
-  let tries = 0;
-  const timer = setInterval(() => {
-    const a = document.querySelector('BOX a');
-    if (a && a.href && a.href !== last['BOX']) { clearInterval(timer); last['BOX'] = a.href; a.click(); }
-    else if (++tries > 100) clearInterval(timer);
-  }, 100);
-}"""
-PROJECTOR_JS = "(on) => { document.body.classList.toggle('vizvit-projector', on); }"
-COPY_JS = "(url) => { if (url && navigator.clipboard) { navigator.clipboard.writeText(url).catch(() => {}); } }"
-# Image labels and the download/fullscreen buttons float over the top of a gr.Image and
-# would hide its first row of patches (and the [CLS] tile): start pictures below them.
-# Projector mode: bigger type and pure black on white, through Gradio's theme variables.
-CSS = """
-.gradio-container .image-container { padding-top: 34px; }
-.vizvit-projector .gradio-container { --text-xs: 16px; --text-sm: 18px; --text-md: 22px; --text-lg: 26px;
-  --text-xl: 30px; --text-xxl: 36px; --body-text-color: #000; --body-text-color-subdued: #111;
-  --block-label-text-color: #000; --block-title-text-color: #000; --background-fill-primary: #fff;
-  --border-color-primary: #000; --block-label-text-size: 18px; --block-title-text-size: 20px;
-  --block-info-text-size: 18px; --input-text-size: 20px; --button-large-text-size: 22px;
-  --button-small-text-size: 18px; --section-header-text-size: 22px; }
-.vizvit-projector .gradio-container button[role=tab] { font-size: 22px; }
-.vizvit-projector .gradio-container .prose { font-size: 22px; line-height: 1.45; color: #000; }
-.vizvit-projector .js-plotly-plot .main-svg text { font-size: 15px !important; }
-.vizvit-projector .js-plotly-plot .main-svg text:not(.bartext) { fill: #000 !important; }
-.vizvit-projector .js-plotly-plot .main-svg .gtitle { font-size: 20px !important; }
-"""
 
 
 # ---------------------------------------------------------------- the page
@@ -746,7 +689,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
             link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
                                   elem_id="link-box", scale=3)
-        projector.change(None, projector, None, js=PROJECTOR_JS)
+        projector.change(None, projector, None, js=web.asset("projector.js"))
 
         @safe
         def new_photo(path: str | None, model_id: str, k: PhotoKey | None):
@@ -816,7 +759,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                       dx: int, dy: int, mask: tuple[int, ...], proj: bool, request: gr.Request):
             link = deeplink.DeepLink(
                 example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id,
-                tab=tab_id, layer=int(layer), head=int(head) if show == deeplink.ONE_HEAD else show,
+                tab=tab_id, layer=int(layer), head=int(head) if show == vocab.ONE_HEAD else show,
                 query=tuple(query) if query else None, direction=direction, mode=mode,
                 dx=int(dx), dy=int(dy), mask=tuple(mask), projector=bool(proj))
             # Controls can still hold another model's values (a query on a bigger grid): the
@@ -837,7 +780,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask")]
         demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector])
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
-            None, link_box, None, js=COPY_JS)
+            None, link_box, None, js=web.asset("copy_link.js"))
         private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 
@@ -907,8 +850,8 @@ def launch_kwargs() -> dict[str, Any]:
         show_error=True,  # our gr.Error messages; never tracebacks (see `safe`)
         allowed_paths=[str(HERE / "assets" / "examples")],
         theme=THEME,
-        css=CSS,
-        js=PAGE_JS,
+        css=web.asset("style.css"),
+        js=web.asset("page.js"),
     )
 
 

@@ -27,9 +27,9 @@ configure_threads()
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vizvit import attention_panels as ap  # noqa: E402
-from vizvit.forward import analyze  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import attention as ap  # noqa: E402
+from vizvit.engine import analyze  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 from timing import median_s, once_s  # noqa: E402
 

@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import vizvit  # noqa: E402  (sets the thread policy before torch loads)
-from vizvit import experiments, perturb  # noqa: E402
+from vizvit import perturb  # noqa: E402
+from vizvit.views import experiments  # noqa: E402
 from vizvit.images import View  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 
 from timing import median_s  # noqa: E402
@@ -56,13 +57,13 @@ def main() -> None:
           f"{t_curves:.2f} s ({t_curves / one:.1f}× a forward, {t_curves / c.forwards / one:.2f}× per view)")
 
     mask = (3, 17, 40)
-    experiments.mask_panel(wb, key, mask, "drop")  # the toggle's forward, now cached
-    t_mask = median_s(lambda: experiments.mask_panel(wb, key, mask, "drop"), 5)
-    experiments.shift_panel(wb, key, 5, 0, "edge")
-    t_shift = median_s(lambda: experiments.shift_panel(wb, key, 5, 0, "edge"), 5)
-    t_click = median_s(lambda: experiments.toggle_at(wb, key, mask, 100.0, 100.0), 5)
+    experiments.mask_panel(wb.handle(key), mask, "drop")  # the toggle's forward, now cached
+    t_mask = median_s(lambda: experiments.mask_panel(wb.handle(key), mask, "drop"), 5)
+    experiments.shift_panel(wb.handle(key), 5, 0, "edge")
+    t_shift = median_s(lambda: experiments.shift_panel(wb.handle(key), 5, 0, "edge"), 5)
+    t_click = median_s(lambda: experiments.toggle_at(wb.handle(key), mask, 100.0, 100.0), 5)
     fresh = iter(range(100, 200))
-    t_mask_new = median_s(lambda: experiments.mask_panel(wb, key, (next(fresh),), "drop"), 3)
+    t_mask_new = median_s(lambda: experiments.mask_panel(wb.handle(key), (next(fresh),), "drop"), 3)
     print(f"mask click (toggle) {t_click * 1000:.2f} ms ({t_click / one:.4f}×) · "
           f"mask panel, cached view {t_mask * 1000:.1f} ms ({t_mask / one:.3f}×) · "
           f"shift panel, cached view {t_shift * 1000:.1f} ms ({t_shift / one:.3f}×) · "

@@ -28,8 +28,9 @@ configure_threads()
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from vizvit import analyze, load_image, load_model, positional, positions_panel, render  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit import analyze, load_image, load_model, positional, render  # noqa: E402
+from vizvit.views import positions as positions_panel  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 
 from timing import median_s  # noqa: E402
@@ -99,16 +100,16 @@ def main() -> None:
     key = PhotoKey(vm.id, wb.add_photo(cat))
     wb.analysis(key)
     t0 = time.perf_counter()
-    positions_panel.positions_panel(wb, key)
+    positions_panel.positions_panel(wb.handle(key))
     t_first = time.perf_counter() - t0
-    t_open = median_s(lambda: positions_panel.positions_panel(wb, key), 5)
-    mp = positions_panel.cached_model_positions(wb, vm.id)
+    t_open = median_s(lambda: positions_panel.positions_panel(wb.handle(key)), 5)
+    mp = positions_panel.cached_model_positions(wb.handle(key))
     tile = vm.geometry.grid[0] * mp.cell + positions_panel.SEP
-    t_click = median_s(lambda: positions_panel.click_tile(wb, key, 5 * tile + 3, 2 * tile + 3), 20)
+    t_click = median_s(lambda: positions_panel.click_tile(wb.handle(key), 5 * tile + 3, 2 * tile + 3), 20)
     t0 = time.perf_counter()
-    positions_panel.resolution_panel(wb, key, 384)
+    positions_panel.resolution_panel(wb.handle(key), 384)
     t_res = time.perf_counter() - t0
-    t_res_warm = median_s(lambda: positions_panel.resolution_panel(wb, key, 384), 5)
+    t_res_warm = median_s(lambda: positions_panel.resolution_panel(wb.handle(key), 384), 5)
     print("event (server time)                       ms   x forward")
     for name, t in [("tile click", t_click), ("open tab, cache warm", t_open),
                     ("open tab, first time for this model", t_first),

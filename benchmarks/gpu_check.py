@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import vizvit  # noqa: E402
-from vizvit import perturb  # noqa: E402
+from vizvit import engine, perturb  # noqa: E402
 from vizvit.images import View  # noqa: E402
 
 TOL = {"probs": 1e-4, "attentions": 1e-4, "hidden_states": 2e-3, "patch_embeddings": 1e-3}
@@ -56,7 +56,7 @@ def main() -> int:
               + f" · same top-5 order {same_top} · {'OK' if good else 'OVER TOLERANCE'}")
     base = vizvit.analyze(cpu, cat).input_view
     views = [vizvit.images.shift_view(base, k, 0, "edge") for k in range(33)]
-    pc, pg = perturb.predict_batch(cpu, views), perturb.predict_batch(gpu, views)
+    pc, pg = engine.predict_batch(cpu, views), engine.predict_batch(gpu, views)
     d = float((pc.probs - pg.probs).abs().max())
     ok &= d <= 1e-4
     print(f"batched predictions (33 shifted views): max|cuda-cpu| probs {d:.2e}")

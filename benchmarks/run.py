@@ -39,8 +39,8 @@ from PIL import Image  # noqa: E402
 
 import vizvit  # noqa: E402
 from timing import times_s  # noqa: E402
-from vizvit import panels  # noqa: E402
-from vizvit.workbench import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import patches as panels  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 
@@ -85,9 +85,9 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     is reported separately as "first open"."""
     from dataclasses import replace
 
-    from vizvit import attention_panels as ap
-    from vizvit import embed_panels as ep
-    from vizvit import experiments, positions_panel
+    from vizvit.views import attention as ap
+    from vizvit.views import embeddings as ep
+    from vizvit.views import experiments, positions as positions_panel
 
     vm = wb.model(key.model_id)
     a = wb.analysis(key)
@@ -100,7 +100,7 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     b.add("first open: Embeddings tab (PCA per depth, filters)",
           lambda: wb.derived(key, "embeddings", lambda: ep.prepare(vm, a)), repeat=1, warmup=0)
     b.add("first open: Positions tab (per model)",
-          lambda: ship(positions_panel.positions_panel(wb, key)), repeat=1, warmup=0)
+          lambda: ship(positions_panel.positions_panel(wb.handle(key))), repeat=1, warmup=0)
     ap.attention_view(vm, a, replace(base, mode="rolled out", discard=0.5), cache)  # warm the rolled stacks
 
     b.add("event: grid lines / patch numbers toggle / patch click",
@@ -122,17 +122,17 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
         ep.similarity_panel(vm, a, d, l_, (3, 4))))
     b.add("event: embeddings depth slider, then the scatter",
           lambda: ship(ep.scatter_figure(vm, d, next(depths) % (g.num_layers + 1), "row")))
-    mp = positions_panel.cached_model_positions(wb, vm.id)
+    mp = positions_panel.cached_model_positions(wb.handle(key))
     tile = g.grid[1] * mp.cell + positions_panel.SEP
     b.add("event: position-tile click",
-          lambda: ship(positions_panel.click_tile(wb, key, 5 * tile + 3, 2 * tile + 3)))
+          lambda: ship(positions_panel.click_tile(wb.handle(key), 5 * tile + 3, 2 * tile + 3)))
     mask = (3, 17, 40)
-    experiments.mask_panel(wb, key, mask, "drop")
+    experiments.mask_panel(wb.handle(key), mask, "drop")
     b.add("event: mask toggle (view cached)",
-          lambda: (experiments.toggle_at(wb, key, mask, 100.0, 100.0),
-                   ship(experiments.mask_panel(wb, key, mask, "drop"))))
-    experiments.shift_panel(wb, key, 5, 0, "edge")
-    b.add("event: shift that hits the cache", lambda: ship(experiments.shift_panel(wb, key, 5, 0, "edge")))
+          lambda: (experiments.toggle_at(wb.handle(key), mask, 100.0, 100.0),
+                   ship(experiments.mask_panel(wb.handle(key), mask, "drop"))))
+    experiments.shift_panel(wb.handle(key), 5, 0, "edge")
+    b.add("event: shift that hits the cache", lambda: ship(experiments.shift_panel(wb.handle(key), 5, 0, "edge")))
 
 
 def ship(*outs: object) -> None:

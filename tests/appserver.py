@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import app
-from vizvit.workbench import Workbench
+from vizvit.session import Workbench
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ import app
 from appserver import running
 from conftest import EXAMPLES
 from make_inputs import CASES, write_all
-from vizvit.workbench import Workbench
+from vizvit.session import Workbench
 
 
 def test_build_demo_builds(tiny16):

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from vizvit import attention as A
-from vizvit import attention_panels as ap
+from vizvit.views import attention as ap
 from vizvit import render
 from vizvit.models import Geometry
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit.session import PhotoKey, Workbench
 
 GEOMS = {"g14": Geometry((224, 224), 16, (14, 14), 1, 3, 4, 32),
          "g7": Geometry((224, 224), 32, (7, 7), 1, 3, 4, 32)}
@@ -127,7 +127,7 @@ def _params(**kw) -> ap.AttnParams:
 
 def _analysis(g: Geometry, att: torch.Tensor):
     """A stand-in Analysis: only geometry, input view and attentions are read by these views."""
-    from vizvit.forward import Analysis
+    from vizvit.engine import Analysis
     from vizvit.images import View
 
     return Analysis(model_id="constructed", geometry=g, view=View(),

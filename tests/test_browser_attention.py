@@ -8,7 +8,7 @@ import pytest
 from appserver import running
 from browser import image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
-from vizvit import attention_panels as ap
+from vizvit.views import attention as ap
 from vizvit import render
 
 

@@ -7,7 +7,7 @@ import pytest
 from appserver import running
 from browser import click_image_at, page_at, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
-from vizvit import positions_panel
+from vizvit.views import positions as positions_panel
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import perturb
+from vizvit import engine, perturb
 from vizvit.images import View
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
@@ -28,5 +28,5 @@ def test_cuda_matches_cpu(name, cat):
             assert torch.allclose(x.float(), y.float(), atol=tol), (field, view, (x - y).abs().max())
         assert [p.index for p in a.top5[:3]] == [p.index for p in b.top5[:3]]
     views = [vizvit.analyze(cpu, cat).input_view] * 4
-    pc, pg = perturb.predict_batch(cpu, views), perturb.predict_batch(gpu, views)
+    pc, pg = engine.predict_batch(cpu, views), engine.predict_batch(gpu, views)
     assert torch.allclose(pc.probs, pg.probs, atol=1e-4)

@@ -65,7 +65,8 @@ def test_round_trip():
 
 
 def test_plan_resolves_head_choice_and_falls_back_on_an_unloadable_model():
-    from vizvit.deeplink import ONE_HEAD, plan
+    from vizvit.deeplink import plan
+    from vizvit.vocab import ONE_HEAD
 
     def geometry_of(m):
         if m.startswith("google/"):

@@ -108,7 +108,7 @@ def test_every_processor_config_gives_the_processors_own_pixels(name, tmp_path, 
     from conftest import make_tiny_vit
     from transformers import AutoImageProcessor
 
-    from vizvit.positional import view_at_size
+    from vizvit.images import view_at_size
 
     path = make_tiny_vit(tmp_path / "m", 224, 16)
     (path / "preprocessor_config.json").write_text(json.dumps(PROCESSOR_CONFIGS[name]))
@@ -149,7 +149,7 @@ def test_view_at_another_size_keeps_the_field_of_view_of_a_resize_then_crop():
     im = Image.fromarray(ramp)
     pp = vizvit.models.Preprocess(resize=(256, 256), crop=(224, 224), resample=Image.Resampling.BILINEAR,
                                   mean=(0.5,) * 3, std=(0.5,) * 3)
-    from vizvit.positional import view_at_size
+    from vizvit.images import view_at_size
 
     native = model_input_view(im, pp).astype(float)
     big = view_at_size(im, pp, 224, 384).astype(float)

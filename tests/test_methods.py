@@ -432,7 +432,7 @@ def test_curve_areas_equal_rises_auc(rng):
 
 # ------------------------------------------------------------------ labels
 def test_labels_name_the_exact_methods():
-    from vizvit import attention_panels as ap
+    from vizvit.views import attention as ap
     from vizvit.export import methods_used
 
     assert "2021b" in ap.RELEVANCE_TEXT and "generic attention" in A.RELEVANCE_METHOD
@@ -452,7 +452,7 @@ def test_labels_name_the_exact_methods():
 
 def test_the_attention_tab_threads_the_discard_mode_and_distance_normalisation(geom):
     from test_attention import _VM, _analysis
-    from vizvit import attention_panels as ap
+    from vizvit.views import attention as ap
 
     att = random_attention(geom, seed=11)
     a, vm = _analysis(geom, att), _VM(geom)

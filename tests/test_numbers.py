@@ -44,7 +44,7 @@ def test_calculator_other_sizes_and_bad_input():
 
 
 def test_calculator_text_says_no_saving_at_p1_and_names_unread_pixels():
-    from vizvit.panels import attention_cost_panel
+    from vizvit.views.lecture import attention_cost_panel
 
     assert "no saving" in attention_cost_panel(224, 1)[1]
     text = attention_cost_panel(100, 16)[1]
@@ -90,7 +90,7 @@ def test_zero_gpu_wraps_model_calls_only_when_spaces_is_installed(monkeypatch):
 
 
 def test_patches_explanation_uses_the_model_numbers():
-    from vizvit.panels import patches_explanation
+    from vizvit.views.patches import patches_explanation
 
     text = patches_explanation(vizvit.load_model("random:vit-base-patch16-224", device="cpu"))
     assert "14×14 = **196 patches**" in text and "**768 numbers**" in text and "**197 tokens**" in text
@@ -98,7 +98,7 @@ def test_patches_explanation_uses_the_model_numbers():
 
 
 def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
-    from vizvit.panels import resize_note
+    from vizvit.views.common import resize_note
 
     assert "squashed" not in resize_note(tiny16, (300, 280)) and "⚠️" not in resize_note(tiny16, (300, 280))
     note = resize_note(tiny16, (451, 300))
@@ -111,7 +111,7 @@ def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
 def test_squash_note_knows_the_orientation_of_a_non_square_input(tiny16):
     from dataclasses import replace
 
-    from vizvit.panels import resize_note
+    from vizvit.views.common import resize_note
 
     wide = replace(tiny16, geometry=replace(tiny16.geometry, image_size=(224, 448)))  # H=224, W=448
     assert "squashed" not in resize_note(wide, (896, 448))  # 2:1 photo into a 2:1 input

@@ -12,10 +12,11 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import experiments, perturb
+from vizvit import engine, perturb
+from vizvit.views import experiments
 from vizvit.export import export
 from vizvit.images import View, shift_view
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit.session import PhotoKey, Workbench
 
 from conftest import EXAMPLES
 
@@ -89,7 +90,7 @@ def test_batched_predictions_equal_one_by_one_analyze(tiny, cat):
     base = vizvit.analyze(tiny, cat).input_view
     ks = [0, 3, g.patch_size, 2 * g.patch_size]
     views = [shift_view(base, k, 0, "edge") for k in ks]
-    pred = perturb.predict_batch(tiny, views, chunk=3)  # uneven chunks on purpose
+    pred = engine.predict_batch(tiny, views, chunk=3)  # uneven chunks on purpose
     for b, k in enumerate(ks):
         a = vizvit.analyze(tiny, base, View(dx=k, fill="edge"))
         assert torch.allclose(pred.probs[b], a.probs, atol=1e-5)
@@ -100,9 +101,9 @@ def test_batched_token_drop_equals_one_by_one_analyze(tiny, cat):
     g = tiny.geometry
     base = vizvit.analyze(tiny, cat).input_view
     masks = [(), (0, 5), (1, 2), (g.num_patches - 1,)]
-    keeps = [perturb.keep_indices(m, g) for m in masks]
+    keeps = [engine.keep_indices(m, g) for m in masks]
     assert torch.equal(keeps[0], torch.arange(g.seq_len))
-    pred = perturb.predict_batch(tiny, [base] * len(masks), keeps, chunk=8)
+    pred = engine.predict_batch(tiny, [base] * len(masks), keeps, chunk=8)
     for b, m in enumerate(masks):
         a = vizvit.analyze(tiny, base, View(mask=m, mask_mode="drop"))
         assert torch.allclose(pred.probs[b], a.probs, atol=1e-5), m
@@ -143,7 +144,7 @@ def test_pixel_fill_changes_exactly_the_masked_patches(tiny, noise_view):
     key = PhotoKey(tiny.id, wb.add_photo(Image.fromarray(noise_view)))
     mask = (0, 7, g.num_patches - 2)
     for mode in ("black", "mean", "blur"):
-        panel = experiments.mask_panel(wb, key, mask, mode)
+        panel = experiments.mask_panel(wb.handle(key), mask, mode)
         a = wb.analysis(key, View(mask=mask, mask_mode=mode))
         changed = (a.input_view != noise_view).any(-1)  # (H, W)
         for r in range(g.grid[0]):
@@ -217,20 +218,20 @@ def test_workbench_panels_cache_their_forwards(tiny16, cat):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     key = PhotoKey(tiny16.id, wb.add_photo(cat))
-    experiments.shift_panel(wb, key, 5, -3, "wrap")
+    experiments.shift_panel(wb.handle(key), 5, -3, "wrap")
     misses = wb.cache.misses
-    experiments.shift_panel(wb, key, 5, -3, "wrap")
+    experiments.shift_panel(wb.handle(key), 5, -3, "wrap")
     assert wb.cache.misses == misses  # the second time: no forward
-    p1 = list(experiments.sweep_progress(wb, key))
-    p2 = list(experiments.sweep_progress(wb, key))
+    p1 = list(experiments.sweep_progress(wb.handle(key)))
+    p2 = list(experiments.sweep_progress(wb.handle(key)))
     assert len(p1) > 1 and len(p2) == 1 and p2[0].table == p1[-1].table
-    c1 = experiments.curves_panel(wb, key, 3, "black")
+    c1 = experiments.curves_panel(wb.handle(key), 3, "black")
     misses = wb.cache.misses
-    c2 = experiments.curves_panel(wb, key, 3, "black")
+    c2 = experiments.curves_panel(wb.handle(key), 3, "black")
     assert wb.cache.misses == misses and c1.table == c2.table
-    m = experiments.mask_action(wb, key, (), "top", 10)
+    m = experiments.mask_action(wb.handle(key), (), "top", 10)
     assert len(m) == round(0.1 * 196)
-    assert experiments.toggle_at(wb, key, m, 5.0, 5.0) == perturb.toggle(m, 0)
+    assert experiments.toggle_at(wb.handle(key), m, 5.0, 5.0) == perturb.toggle(m, 0)
 
 
 def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
@@ -268,18 +269,18 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     key = PhotoKey(tiny16.id, wb.add_photo(cat))
-    started, *panels_seen = list(experiments.curves_progress(wb, key, steps=4, mode="black"))
-    maps = experiments.curve_maps(wb, key)
+    started, *panels_seen = list(experiments.curves_progress(wb.handle(key), steps=4, mode="black"))
+    maps = experiments.curve_maps(wb.handle(key))
     # First the news that work started (no figures yet), then one update per map, as they come.
     assert started.deletion is None and "Computing" in started.text and f"{len(maps)} maps" in started.text
     assert len(panels_seen) == len(maps)
     assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
     whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
-    cached = experiments.compute_curves(wb, key, steps=4, mode="black")  # filled by the progress run
+    cached = experiments.compute_curves(wb.handle(key), steps=4, mode="black")  # filled by the progress run
     assert cached.names == whole.names
     assert np.allclose(cached.deletion, whole.deletion, atol=1e-6)
     assert np.allclose(cached.insertion, whole.insertion, atol=1e-6)
-    assert len(list(experiments.curves_progress(wb, key, steps=4, mode="black"))) == 1  # cached now
+    assert len(list(experiments.curves_progress(wb.handle(key), steps=4, mode="black"))) == 1  # cached now
 
 
 def test_cnn_beside_the_vit_in_the_sweep(tiny16, cat, tmp_path):
@@ -306,9 +307,9 @@ def test_cnn_beside_the_vit_in_the_sweep(tiny16, cat, tmp_path):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     key = PhotoKey(tiny16.id, wb.add_photo(cat))
-    plain = list(experiments.sweep_progress(wb, key))[-1]
+    plain = list(experiments.sweep_progress(wb.handle(key)))[-1]
     wb.cnn = cnn
-    beside = list(experiments.sweep_progress(wb, key))[-1]
+    beside = list(experiments.sweep_progress(wb.handle(key)))[-1]
     assert len(beside.figure.data) == len(plain.figure.data) + 1
     assert beside.table["headers"][-1] == "CNN p(top-1)" and "CNN p(top-1)" not in plain.table["headers"]
     with pytest.raises(ValueError, match="convolutional"):

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from vizvit import positional, positions_panel, render
-from vizvit.forward import analyze
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit import positional, render
+from vizvit.views import positions as positions_panel
+from vizvit import engine
+from vizvit.engine import analyze
+from vizvit.session import PhotoKey, Workbench
 
 
 def table_of(vm) -> np.ndarray:
@@ -32,7 +34,7 @@ def with_positions(vm, table: torch.Tensor):
     return dataclasses.replace(vm, model=model)
 
 
-def test_similarity_matches_a_per_pair_loop_and_excludes_cls(tiny):
+def test_similarity_matches_a_per_pair_loop_and_excludes_cls(tiny, cat):
     g = tiny.geometry
     t = table_of(tiny)
     r = positional.position_report(tiny)
@@ -42,7 +44,9 @@ def test_similarity_matches_a_per_pair_loop_and_excludes_cls(tiny):
     np.testing.assert_allclose(r.sim, ref, atol=1e-5, err_msg="(P, P) similarity differs from the pair loop")
     cls_ref = np.array([cos(t[0], t[1 + j]) for j in range(P)]).reshape(g.grid)
     np.testing.assert_allclose(r.cls_sim, cls_ref, atol=1e-5, err_msg="[CLS] map differs from the pair loop")
-    arrays = positional.export_arrays(tiny, None)
+    wb = Workbench()
+    wb.add_model(tiny)
+    arrays = positions_panel.export_arrays(wb.handle(PhotoKey(tiny.id, wb.add_photo(cat))))
     assert arrays["pos_similarity"].shape == (P, P) and arrays["pos_similarity"].dtype == np.float32
     assert arrays["cls_pos_similarity"].shape == g.grid
     np.testing.assert_allclose(arrays["pos_similarity"], ref, atol=1e-5)
@@ -165,9 +169,9 @@ def test_interpolation_equals_the_models_own(tiny, size):
 
 def test_predict_at_native_size_equals_analyze_and_differs_at_384(tiny, cat):
     native = tiny.geometry.image_size[0]
-    same = positional.predict_at_size(tiny, cat, native)
+    same = engine.predict_at_size(tiny, cat, native)
     np.testing.assert_allclose(same.probs, analyze(tiny, cat).probs.numpy(), atol=1e-5)
-    big = positional.predict_at_size(tiny, cat, 384)
+    big = engine.predict_at_size(tiny, cat, 384)
     assert big.input_view.shape == (384, 384, 3) and big.grid == positional.grid_at(tiny.geometry, 384)
     assert abs(big.probs.sum() - 1) < 1e-5 and len(big.top5) == 5
     assert not np.allclose(big.probs, same.probs)
@@ -179,22 +183,22 @@ def test_panels_click_and_resolution(tiny, cat):
     key = PhotoKey(tiny.id, wb.add_photo(cat))
     g = tiny.geometry
     gh, gw = g.grid
-    p = positions_panel.positions_panel(wb, key)
-    mp = positions_panel.cached_model_positions(wb, tiny.id)
+    p = positions_panel.positions_panel(wb.handle(key))
+    mp = positions_panel.cached_model_positions(wb.handle(key))
     assert p.grid_img.shape[0] == gh * (gh * mp.cell + 1) - 1
     tile_h, tile_w = gh * mp.cell + 1, gw * mp.cell + 1
-    hit = positions_panel.click_tile(wb, key, 1 * tile_w + 2, (gh - 1) * tile_h + 2)  # tile (gh-1, 1)
+    hit = positions_panel.click_tile(wb.handle(key), 1 * tile_w + 2, (gh - 1) * tile_h + 2)  # tile (gh-1, 1)
     assert hit is not None
     img, fig = hit
     np.testing.assert_allclose(np.asarray(fig.data[0].z), mp.report.sim[(gh - 1) * gw + 1].reshape(gh, gw))
     assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1
     assert not np.array_equal(img, mp.grid_img)  # the clicked tile is outlined
-    assert positions_panel.click_tile(wb, key, p.grid_img.shape[1] - 3, 3) is None
+    assert positions_panel.click_tile(wb.handle(key), p.grid_img.shape[1] - 3, 3) is None
     assert "[CLS]" in p.text and f"{mp.report.contrasts['learned'].contrast:+.2f}" in p.text
     assert [row[0] for row in p.numbers] == ["learned", *positional.BASELINES]
-    r = positions_panel.resolution_panel(wb, key, 384)
+    r = positions_panel.resolution_panel(wb.handle(key), 384)
     assert r.top5 is not None and "384" in r.text
     misses = wb.cache.misses
-    positions_panel.resolution_panel(wb, key, 384)
-    positions_panel.positions_panel(wb, key)
+    positions_panel.resolution_panel(wb.handle(key), 384)
+    positions_panel.positions_panel(wb.handle(key))
     assert wb.cache.misses == misses, "a second look must come from the cache"

@@ -13,12 +13,13 @@ import torch
 from transformers import ViTConfig, ViTForImageClassification
 
 import vizvit
-from vizvit import embed_panels, render
+from vizvit import render
+from vizvit.views import embeddings as embed_panels
 from vizvit.positional import cosine_similarity_matrix
 from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_to,
                            embedding_filters_pca, embedding_stage, parameter_table, pca, token_norms,
                            token_pca_rgb)
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit.session import PhotoKey, Workbench
 
 
 # ------------------------------------------------------------------ conv == unfold + linear

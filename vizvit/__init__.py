@@ -13,10 +13,11 @@ from .threads import configure_threads
 if "torch" not in _sys.modules:
     configure_threads()  # PASSIVE OpenMP waits must be set before torch loads (CLI, notebooks)
 
-from .forward import Analysis, AnalysisCache, Prediction, analyze
+from .engine import Analysis, Prediction, analyze
+from .session import AnalysisCache
 from .images import View, load_image, model_input_view
 from .models import DEFAULT_MODEL, Geometry, VitModel, load_model
-from .workbench import PhotoKey, Workbench
+from .session import PhotoKey, Workbench
 
 __all__ = [
     "Analysis", "AnalysisCache", "DEFAULT_MODEL", "Geometry", "PhotoKey", "Prediction", "View",

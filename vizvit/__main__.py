@@ -8,6 +8,9 @@ import sys
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
 
+from .vocab import MASK_MODES
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vizvit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -18,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda, ...")
     ex.add_argument("--out", required=True, help="output directory")
     ex.add_argument("--mask", default="", help="0-based row-major patch indices, e.g. 3,17,40")
-    ex.add_argument("--mask-mode", default="drop", choices=["drop", "black", "mean", "blur"])
+    ex.add_argument("--mask-mode", default="drop", choices=MASK_MODES)
     args = parser.parse_args(argv)
 
     from .export import export

@@ -15,13 +15,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import attention as att_mod
-from . import attention_panels as ap
-from . import perturb, positions_panel
+from . import vocab
+from .engine import Analysis, Prediction
 from .errors import UserError
-from .forward import Analysis, Prediction
 from .images import View
 from .models import Geometry
-from .workbench import PhotoKey, Workbench
+from .session import Photo, PhotoKey, Workbench
+from .views import attention as ap
+from .views import experiments, positions
 
 MAX_DISCARD = 0.99
 
@@ -68,47 +69,47 @@ class PublicApi:
     def __init__(self, wb: Workbench):
         self.wb = wb
 
-    def _photo(self, path: str, model: str) -> tuple[PhotoKey, Analysis]:
+    def _photo(self, path: str, model: str) -> tuple[Photo, Analysis]:
         vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
-        key = PhotoKey(vm.id, self.wb.add_photo(path))
-        return key, self.wb.analysis(key)
+        ph = self.wb.handle(PhotoKey(vm.id, self.wb.add_photo(path)))
+        return ph, ph.analysis()
 
     def analyze(self, path: str, model: str) -> dict[str, Any]:
-        key, a = self._photo(path, model)
-        vm = self.wb.model(key.model_id)
+        ph, a = self._photo(path, model)
+        vm = ph.vm
         return {"model": vm.display_name, "untrained": not vm.is_pretrained, "has_classifier": vm.has_classifier,
                 "geometry": geometry_json(a.geometry), "top5": _top5(a.top5),
-                "timings": {"forward_ms": round(a.seconds * 1000, 2)}, "photo_sha1": key.sha1}
+                "timings": {"forward_ms": round(a.seconds * 1000, 2)}, "photo_sha1": ph.key.sha1}
 
     def attention(self, path: str, model: str, layer: int, head: int | str, mode: str = "raw",
                   query_row: int = -1, query_col: int = -1) -> dict[str, Any]:
-        key, a = self._photo(path, model)
+        ph, a = self._photo(path, model)
         g = a.geometry
         layer = _int("layer", layer, 1, g.num_layers)
-        mode = _choice("mode", mode, ap.MODES)
-        if isinstance(head, str) and head in ap.FUSIONS:
+        mode = _choice("mode", mode, vocab.MODES)
+        if isinstance(head, str) and head in vocab.FUSIONS:
             show, h = head, 1
         else:
-            show, h = ap.ONE_HEAD, _int("head", head, 1, g.num_heads)
+            show, h = vocab.ONE_HEAD, _int("head", head, 1, g.num_heads)
         query = None
         if (query_row, query_col) != (-1, -1):
             query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
         p = ap.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
-        m = ap.main_matrix(a, p, self._cache(key))
+        m = ap.main_matrix(a, p, ph.derived)
         values = att_mod.query_map(m, ap.query_token(p, g), p.direction, g)
         return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
                 "uniform_level": 1.0 / g.seq_len, "map": _grid(values.numpy())}
 
     def rollout(self, path: str, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
-        key, a = self._photo(path, model)
-        fusion = _choice("fusion", fusion, ap.FUSIONS)
+        ph, a = self._photo(path, model)
+        fusion = _choice("fusion", fusion, vocab.FUSIONS)
         try:
             discard = float(discard)
         except (TypeError, ValueError):
             discard = float("nan")
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
-        stack = ap.layer_rollout(a, fusion, discard, self._cache(key))  # (L, N, N)
+        stack = ap.layer_rollout(a, fusion, discard, ph.derived)  # (L, N, N)
         maps = att_mod.cls_to_patches(stack, a.geometry)  # (L, gh, gw)
         return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
 
@@ -116,14 +117,14 @@ class PublicApi:
         vm = self.wb.model(model)
         g = vm.geometry
         row, col = _int("row", row, 0, g.grid[0] - 1), _int("col", col, 0, g.grid[1] - 1)
-        r = positions_panel.cached_model_positions(self.wb, vm.id).report
+        r = self.wb.per_model(vm.id, "positions", lambda: positions.model_positions(vm)).report
         k = row * g.grid[1] + col
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
                 "cls_similarity": _grid(r.cls_sim)}
 
     def predict(self, path: str, model: str, dx: int = 0, dy: int = 0, fill: str = "edge",
                 mask: Sequence[int] = (), mask_mode: str = "drop") -> dict[str, Any]:
-        key, base = self._photo(path, model)
+        ph, base = self._photo(path, model)
         g = base.geometry
         lim = 2 * g.patch_size
         dx, dy = _int("dx", dx, -lim, lim), _int("dy", dy, -lim, lim)
@@ -132,28 +133,23 @@ class PublicApi:
         mask = tuple(_int("mask index", i, 0, g.num_patches - 1) for i in mask)
         if mask_mode == "drop" and len(set(mask)) == g.num_patches:
             raise UserError("Token drop needs at least one patch left unmasked.")
-        a = self.wb.analysis(key, View(dx=dx, dy=dy, fill=fill, mask=mask, mask_mode=mask_mode))  # type: ignore[arg-type]
+        a = ph.analysis(View(dx=dx, dy=dy, fill=fill, mask=mask, mask_mode=mask_mode))  # type: ignore[arg-type]
         return {"dx": dx, "dy": dy, "fill": fill, "mask": list(a.view.mask), "mask_mode": mask_mode,
                 "top5": _top5(a.top5), "unperturbed_top5": _top5(base.top5)}
 
     def sweep(self, path: str, model: str) -> dict[str, Any]:
-        key, a = self._photo(path, model)
-        vm = self.wb.model(key.model_id)
-        # The page's cache key, so the API and the Experiments tab share one sweep per photo.
-        s = self.wb.derived(key, ("shift_sweep", "edge"), lambda: perturb.shift_sweep(vm, a.input_view))
+        ph, _ = self._photo(path, model)
+        s = experiments.full_sweep(ph)  # the Experiments tab's own cached sweep
         return {"rows": [{"k": r.k, "patches_moved_back": r.moved_back, "mean_cos": _num(r.mean_cos),
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
 
     def relevance(self, path: str, model: str, class_index: int = -1) -> dict[str, Any]:
-        key, a = self._photo(path, model)
-        vm = self.wb.model(key.model_id)
+        ph, a = self._photo(path, model)
+        vm = ph.vm
         if not vm.has_classifier:
             raise UserError("This model has no classifier, so there is no class to explain.")
         c = a.top5[0].index if class_index in (-1, None) else _int("class_index", class_index, 0, len(vm.labels) - 1)
-        values = ap.relevance_map(vm, a, c, self._cache(key))
+        values = ap.relevance_map(vm, a, c, ph.derived)
         return {"class_index": c, "label": vm.labels[c], "method": "Chefer et al. 2021b (generic attention)",
                 "map": _grid(values)}
-
-    def _cache(self, key: PhotoKey):
-        return lambda name, compute: self.wb.derived(key, name, compute)

@@ -6,23 +6,11 @@ sums to 1 over the keys); N = num_prefix_tokens + gh·gw.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
 from .errors import UserError
 from .models import Geometry
-
-Fusion = Literal["mean", "max", "min"]
-DiscardMode = Literal["per row", "global (vit-explain)"]
-# per row: each query's lowest patch keys, prefix columns untouched (vizvit's default);
-# global: the lowest entries of the whole N×N matrix, only [CLS]→[CLS] kept, as
-# jacobgil/vit-explain's vit_rollout.py does (docs/methods.md, "Rollout").
-DISCARD_MODES: tuple[DiscardMode, ...] = ("per row", "global (vit-explain)")
-DistanceNorm = Literal["renormalised", "raw (probing-vits)"]
-# renormalised: each query's patch weights divided by their sum ([CLS] dropped, rest
-# rescaled to 1); raw: [CLS] dropped and not rescaled, as sayakpaul/probing-vits does.
-DISTANCE_NORMS: tuple[DistanceNorm, ...] = ("renormalised", "raw (probing-vits)")
+from .vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, Direction, DistanceNorm, Fusion  # noqa: F401
 
 # Exact method names for titles, texts and export (docs/methods.md has the formulas).
 ROLLOUT_METHOD = "rollout (Abnar & Zuidema 2020)"
@@ -124,7 +112,6 @@ def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discar
     return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g)
 
 
-Direction = Literal["row", "column"]
 
 
 def select_matrix(att: torch.Tensor, layer: int, head: int | Fusion) -> torch.Tensor:

@@ -16,8 +16,7 @@ import torch
 from transformers import AutoConfig, AutoModelForImageClassification, PreTrainedModel
 
 from .errors import UserError
-from .forward import HOOKED_FORWARD_LOCK
-from .gpu import on_gpu
+from .engine import cnn_probs
 from .images import shift_view
 from .models import labels_of, pick_device
 
@@ -57,7 +56,6 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     return Cnn(name, model, mean, std, labels_of(config, True), dev)
 
 
-@on_gpu
 def cnn_shift_probs(cnn: Cnn, base_view: np.ndarray, shifts: list[int], fill: str = "edge") -> np.ndarray:
     """(len(shifts),) probability of the CNN's own unshifted top-1 class, the photo shifted
     k pixels right. base_view: (H, W, 3) uint8, the ViT's model-input view, so both models
@@ -65,7 +63,6 @@ def cnn_shift_probs(cnn: Cnn, base_view: np.ndarray, shifts: list[int], fill: st
     views = [shift_view(base_view, 0, 0, fill)] + [shift_view(base_view, k, 0, fill) for k in shifts]
     x = torch.from_numpy(np.stack(views)).permute(0, 3, 1, 2).float() / 255.0
     x = (x - torch.tensor(cnn.mean).view(1, 3, 1, 1)) / torch.tensor(cnn.std).view(1, 3, 1, 1)
-    with HOOKED_FORWARD_LOCK, torch.inference_mode():
-        probs = cnn.model(pixel_values=x.to(cnn.device)).logits.float().softmax(-1).cpu()
+    probs = cnn_probs(cnn.model, x, cnn.device)
     top1 = int(probs[0].argmax())
     return probs[1:, top1].numpy()

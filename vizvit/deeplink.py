@@ -13,14 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
-from .attention_panels import FUSIONS, MODES, ONE_HEAD
 from .models import Geometry
-
-HEAD_FUSIONS = FUSIONS
-DIRECTIONS = ("row", "column")
-# URL spellings of the attention modes (a space is awkward in a link).
-MODE_NAMES = {"raw": "raw", "rollout": "rolled out", "rolled": "rolled out", "rolled out": "rolled out"}
-assert set(MODE_NAMES.values()) == set(MODES)
+from .vocab import DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
 
 
 @dataclass(frozen=True)
@@ -79,8 +73,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
                    direction=choice("direction", DIRECTIONS))
     mode = params.get("mode")
     if mode:
-        if mode in MODE_NAMES:
-            link = replace(link, mode=MODE_NAMES[mode])
+        if mode in MODE_FROM_URL:
+            link = replace(link, mode=MODE_FROM_URL[mode])
         else:
             notices.append(f"'mode={mode}' is not raw or rollout; using raw.")
     query = params.get("query")
@@ -101,12 +95,12 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
             link = replace(link, **{name: i})
     head = params.get("head")
     if head:
-        if head in HEAD_FUSIONS:
+        if head in FUSIONS:
             link = replace(link, head=head)
         elif _int(head) is not None:
             link = replace(link, head=_int(head))
         else:
-            notices.append(f"'head={head}' is neither a head number nor one of {', '.join(HEAD_FUSIONS)}.")
+            notices.append(f"'head={head}' is neither a head number nor one of {', '.join(FUSIONS)}.")
     mask = params.get("mask")
     if mask:
         items = [_int(s) for s in mask.split(",") if s.strip()]
@@ -163,7 +157,7 @@ def to_query(link: DeepLink) -> str:
     if link.direction not in (None, "row"):
         q["direction"] = link.direction
     if link.mode not in (None, "raw"):
-        q["mode"] = "rollout"
+        q["mode"] = MODE_URL[link.mode]
     if link.dx:
         q["dx"] = str(link.dx)
     if link.dy:

@@ -1,7 +1,9 @@
 """Write every figure and number of one photo to a folder, no server needed.
 
-Each tab's module contributes arrays (``ARRAY_BUILDERS``) and PNG figures
-(``FIGURE_BUILDERS``); README.md documents every key of arrays.npz.
+Each tab's view module contributes arrays (``export_arrays``) and PNG figures
+(``export_figures``), through the same ``Photo`` handle and caches as the page, so shared
+work (rollouts, relevance, the sweep, the curves) is done once; README.md documents
+every key of arrays.npz.
 """
 
 from __future__ import annotations
@@ -9,82 +11,17 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
-from . import (
-    attention,
-    attention_panels,
-    embed_panels,
-    experiments,
-    figures,
-    panels,
-    positional,
-    positions_panel,
-    render,
-)
-from .forward import Analysis, analyze
-from .images import View, load_image
+from . import attention, figures
+from .images import View
 from .models import VitModel, load_model
 from .numbers import model_numbers
-
-ArrayBuilder = Callable[[VitModel, Analysis], dict[str, np.ndarray]]
-# A figure is a uint8 (H, W, 3) picture or a plotly chart; both become PNG files, and
-# the charts also go, interactive, into charts.html.
-FigureBuilder = Callable[[VitModel, Analysis], dict[str, "np.ndarray | go.Figure"]]
-
-
-def core_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
-    out = {"input_view": a.input_view}
-    if a.probs is not None:
-        out["probs"] = a.probs.numpy().astype(np.float32)
-    return out
-
-
-def core_figures(vm: VitModel, a: Analysis) -> dict[str, "np.ndarray | go.Figure"]:
-    g = vm.geometry
-    s = render.display_scale(g)
-    out: dict[str, np.ndarray | go.Figure] = {
-        "patch_grid": render.draw_grid(render.enlarge(a.input_view, s), g, indices=True),
-        "sequence_strip": render.sequence_strip(a.input_view, g),
-    }
-    top5 = panels.top5_figure(vm, a)
-    if top5 is not None:
-        out["top5_chart"] = top5
-    return out
-
-
-# One builder per tab, in the page's order.
-ARRAY_BUILDERS: list[ArrayBuilder] = [core_arrays, embed_panels.embedding_arrays, attention_panels.attention_arrays,
-                                      positional.export_arrays, experiments.experiment_arrays]
-FIGURE_BUILDERS: list[FigureBuilder] = [core_figures, embed_panels.embedding_figures,
-                                        attention_panels.attention_figures, positions_panel.export_figures,
-                                        experiments.experiment_figures]
-
-
-def methods_used() -> dict[str, str]:
-    """summary.json "methods": the exact method and convention behind each array (the defaults
-    the export uses; docs/methods.md has the formulas and how peers' code differs)."""
-    return {
-        "rollout": attention.rollout_label("mean", 0.0)
-        + "; Â = ½A + ½I, rows renormalised; [CLS] row, not rescaled",
-        "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
-        "discard_mode": attention.DISCARD_MODES[0],
-        "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),
-        "relevance": attention.RELEVANCE_METHOD + ", top-1 class; R ← R + mean_h[(∇A ⊙ A)⁺]·R",
-        "pos_similarity": "cosine similarity of the learned patch position embeddings",
-        "position_interpolation": "bicubic, align_corners=False, no antialias "
-                                  "(HF ViT interpolate_pos_encoding)",
-        "token_pca_rgb": "PCA per depth; sign: each component's largest-|loading| entry positive "
-                         "(scikit-learn's svd_flip(u_based_decision=False))",
-        "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
-        "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
-        "docs": "docs/methods.md",
-    }
-
+from .session import Photo, PhotoKey, Workbench
+from .views import VIEWS
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View()) -> dict:
@@ -92,23 +29,25 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
     t0 = time.perf_counter()
     vm = model if isinstance(model, VitModel) else load_model(model, device)
     t_load = time.perf_counter() - t0
-    image = load_image(image_path)
-    base = analyze(vm, image)
-    a = analyze(vm, image, view) if not view.is_identity else base
+    wb = Workbench(cache_bytes=1 << 40, photo_bytes=1 << 40)  # one photo: keep everything
+    wb.add_model(vm)
+    ph = Photo(wb, PhotoKey(vm.id, wb.add_photo(image_path)))
+    base = ph.analysis()
+    a = ph.analysis(view) if not view.is_identity else base
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     t1 = time.perf_counter()
     arrays: dict[str, np.ndarray] = {}
-    for build in ARRAY_BUILDERS:
-        arrays.update(build(vm, base))
+    for v in VIEWS:
+        arrays.update(v.export_arrays(ph))
     if not view.is_identity and a.probs is not None:
         arrays["masked_probs"] = a.probs.numpy().astype(np.float32)
     np.savez_compressed(out / "arrays.npz", **arrays)
     written: list[str] = []
     charts: dict[str, go.Figure] = {}
-    for build in FIGURE_BUILDERS:
-        for name, fig in build(vm, base).items():
+    for v in VIEWS:  # a picture (uint8) becomes a PNG; a chart a PNG and a part of charts.html
+        for name, fig in v.export_figures(ph).items():
             if isinstance(fig, go.Figure):
                 charts[name] = fig
             else:
@@ -140,8 +79,29 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
                       "total": time.perf_counter() - t0},
         "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()},
         "figures": written,
-        "charts_as_png": all(f"{n}.png" in written for n in charts),
         "methods": methods_used(),
+        "charts_as_png": all(f"{n}.png" in written for n in charts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def methods_used() -> dict[str, str]:
+    """summary.json "methods": the exact method and convention behind each array (the defaults
+    the export uses; docs/methods.md has the formulas and how peers' code differs)."""
+    return {
+        "rollout": attention.rollout_label("mean", 0.0)
+        + "; Â = ½A + ½I, rows renormalised; [CLS] row, not rescaled",
+        "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
+        "discard_mode": attention.DISCARD_MODES[0],
+        "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),
+        "relevance": attention.RELEVANCE_METHOD + ", top-1 class; R ← R + mean_h[(∇A ⊙ A)⁺]·R",
+        "pos_similarity": "cosine similarity of the learned patch position embeddings",
+        "position_interpolation": "bicubic, align_corners=False, no antialias "
+                                  "(HF ViT interpolate_pos_encoding)",
+        "token_pca_rgb": "PCA per depth; sign: each component's largest-|loading| entry positive "
+                         "(scikit-learn's svd_flip(u_based_decision=False))",
+        "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
+        "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
+        "docs": "docs/methods.md",
+    }

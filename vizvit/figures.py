@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .errors import UserError
-from .forward import Prediction
+from .engine import Prediction
 
 
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
@@ -115,19 +115,3 @@ def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:
         return [f"{n}.png" for n in names]
     except Exception:  # no kaleido or no browser: the HTML copy still has every chart
         return []
-
-
-# gr.Plot passes no plotly events to Python. Page scripts listen to plotly's own events instead,
-# through this helper (installed once, at page load): window.__vizvitOnPlot(selector, handlers)
-# attaches `handlers` ({event name: function}) to the chart under `selector`, and again after
-# every re-plot (Gradio re-plots on each update, which drops plotly listeners). A chart that
-# has its listeners carries gd.__vizvitEv === gd._ev (the browser tests wait for that).
-ON_PLOT_JS = """() => {
-  if (window.__vizvitOnPlot) return;
-  window.__vizvitOnPlot = (selector, handlers) => setInterval(() => {
-    const gd = document.querySelector(selector + ' .js-plotly-plot');
-    if (!gd || !gd.on || (gd._ev && gd.__vizvitEv === gd._ev)) return;
-    gd.__vizvitEv = gd._ev;
-    for (const [name, fn] of Object.entries(handlers)) gd.on(name, fn);
-  }, 300);
-}"""

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, Union
+from typing import Union
 
 import numpy as np
 import torch
@@ -23,6 +23,7 @@ from transformers.image_utils import ChannelDimension
 
 from .errors import UserError
 from .models import Preprocess
+from .vocab import FILLS, MASK_MODES, Fill, MaskMode
 
 MAX_PIXELS = 40_000_000  # ~ a 7700×5200 photo; bigger is refused before decoding
 ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF", "MPO")
@@ -150,8 +151,6 @@ def to_pixel_values(view: np.ndarray, pp: Preprocess) -> torch.Tensor:
     return ((x - mean) / std).unsqueeze(0)
 
 
-Fill = Literal["edge", "wrap", "constant"]
-MaskMode = Literal["black", "mean", "blur", "drop"]
 
 
 @dataclass(frozen=True)
@@ -170,9 +169,9 @@ class View:
     mask_mode: MaskMode = "drop"
 
     def __post_init__(self) -> None:
-        if self.fill not in ("edge", "wrap", "constant"):
+        if self.fill not in FILLS:
             raise UserError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
-        if self.mask_mode not in ("black", "mean", "blur", "drop"):
+        if self.mask_mode not in MASK_MODES:
             raise UserError(f"Unknown mask mode {self.mask_mode!r}: use drop, black, mean or blur.")
         # Normalise so equal masks give equal cache keys.
         object.__setattr__(self, "mask", tuple(sorted({int(i) for i in self.mask})))
@@ -232,3 +231,19 @@ def apply_view(base: np.ndarray, view: View, patch: int, grid_w: int) -> np.ndar
     """Shift, then pixel-mask, the model-input view. (H, W, 3) uint8 -> same."""
     out = shift_view(base, view.dx, view.dy, view.fill)
     return mask_pixels(out, view.mask, patch, grid_w, view.mask_mode)
+
+
+def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> np.ndarray:
+    """The processor's resize and crop, every length scaled by size/native, so the size×size view
+    shows the same field of view as the native one (at size == native: exactly model_input_view).
+    E.g. DeiT (resize 256², crop 224²) at 384: resize 439², crop 384²."""
+    k = size / native
+    if isinstance(pp.resize, int):
+        resize: tuple[int, int] | int = round(pp.resize * k)
+    else:
+        resize = (round(pp.resize[0] * k), round(pp.resize[1] * k))
+    if pp.crop is not None:
+        crop: tuple[int, int] | None = (size, size)
+    else:  # the resize alone makes the input: it must be size×size
+        resize, crop = (resize if isinstance(resize, int) else (size, size)), None
+    return model_input_view(image, replace(pp, resize=resize, crop=crop))

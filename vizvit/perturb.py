@@ -2,99 +2,22 @@
 
 Single perturbed views go through the cached ``analyze`` (one forward each). The sweep
 and the deletion/insertion curves need dozens of views, so they run as BATCHED forwards
-(``predict_chunks``) that keep only what they need: probabilities and patch embeddings.
+(``engine.predict_chunks``) that keep only what they need: probabilities and patch embeddings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
 from .attention import cls_to_patches, fuse_heads, rollout_maps
+from .engine import DEFAULT_CHUNK, Analysis, keep_indices, predict_batch, predict_chunks
 from .errors import UserError
-from .forward import HOOKED_FORWARD_LOCK, Analysis, kept_token_indices
-from .gpu import on_gpu
-from .images import MaskMode, mask_pixels, shift_view, to_pixel_values
+from .images import MaskMode, mask_pixels, shift_view
 from .models import Geometry, VitModel
-
-DEFAULT_CHUNK = 8  # views per batched forward: ViT-B/16 needs ~0.6 GB of activations at 8
-
-
-# ------------------------------------------------------------------ batched forward
-@dataclass(frozen=True)
-class BatchPrediction:
-    """What a batched forward keeps of each view. CPU tensors."""
-
-    probs: torch.Tensor | None  # (B, C) softmax; None without a classifier
-    patch_embeddings: torch.Tensor  # (B, P, D) conv output, before [CLS] and position embeddings
-
-
-def keep_indices(mask: Sequence[int], g: Geometry) -> torch.Tensor:
-    """(N',) tokens left after dropping the masked patches; dropping all of them is allowed."""
-    return kept_token_indices(tuple(int(i) for i in mask), g, allow_empty=True)
-
-
-@on_gpu
-def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                   chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, BatchPrediction]]:
-    """Batched forwards over `views`, `chunk` at a time; yields (start index, predictions).
-
-    views: B arrays (H, W, 3) uint8 (already shifted / pixel-masked).
-    keeps: optional per-view (N'_b,) sequence positions to keep after the embedding stage
-    (token drop). A chunk is cut early where N'_b changes, so each batch is rectangular.
-    Yielding per chunk lets a caller stream progress and stop early.
-    """
-    if chunk < 1:
-        raise UserError("The chunk size must be at least 1.")
-    n = len(views)
-    if keeps is not None and len(keeps) != n:
-        raise UserError("Give one keep list per view.")
-    emb = vm.vit.embeddings
-    start = 0
-    while start < n:
-        stop = min(start + chunk, n)
-        if keeps is not None:  # same sequence length within one batch
-            length = keeps[start].numel()
-            stop = next((i for i in range(start + 1, stop) if keeps[i].numel() != length), stop)
-        pixels = torch.cat([to_pixel_values(v, vm.preprocess) for v in views[start:stop]]).to(vm.device)
-        captured: dict[str, torch.Tensor] = {}
-
-        def grab(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> None:
-            captured["patches"] = out  # (b, P, D)
-
-        idx = None
-        if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
-            idx = torch.stack([k for k in keeps[start:stop]]).to(vm.device)  # (b, N')
-
-        def drop(_m: torch.nn.Module, _i: Any, out: torch.Tensor) -> torch.Tensor:
-            # Token drop per view, after the embedding stage (each kept token keeps its position).
-            return out.gather(1, idx.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
-
-        # Held per chunk only, so interactive single views can run between chunks.
-        with HOOKED_FORWARD_LOCK:
-            hooks = [emb.patch_embeddings.register_forward_hook(grab)]
-            if idx is not None:
-                hooks.append(emb.register_forward_hook(drop))
-            try:
-                with torch.inference_mode():
-                    out = vm.model(pixels)
-            finally:
-                for h in hooks:
-                    h.remove()
-        probs = out.logits.float().softmax(-1).cpu() if vm.has_classifier and hasattr(out, "logits") else None
-        yield start, BatchPrediction(probs, captured["patches"].float().cpu())
-        start = stop
-
-
-def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                  chunk: int = DEFAULT_CHUNK) -> BatchPrediction:
-    """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D)."""
-    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk)]
-    probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
-    return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
 
 
 # ------------------------------------------------------------------ shift

@@ -13,19 +13,14 @@ All pure tensor/array functions:
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 
 from .errors import UserError
-from .forward import HOOKED_FORWARD_LOCK, Prediction, top_predictions
-from .gpu import on_gpu
-from .images import model_input_view, to_pixel_values
-from .models import Geometry, Preprocess, VitModel
+from .models import Geometry, VitModel
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5
@@ -89,7 +84,7 @@ def sincos_2d(grid: tuple[int, int], d: int, base: float = 10000.0) -> torch.Ten
         raise UserError(f"2-D sin-cos encodings need a width divisible by 4, got {d}.")
     gh, gw = grid
     rows, cols = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")  # (gh, gw)
-    emb = torch.cat([_sincos_1d_mae(d // 2, cols), _sincos_1d_mae(d // 2, rows)], dim=1)
+    emb = torch.cat([_sincos_1d_mae(d // 2, cols, base), _sincos_1d_mae(d // 2, rows, base)], dim=1)
     return emb.float()
 
 
@@ -201,59 +196,3 @@ def interpolated_similarity(vm: VitModel, size: int) -> tuple[tuple[int, int], n
     _, patches = position_embeddings(vm)
     sim = cosine_similarity_matrix(interpolate_patch_positions(patches, g.grid, new))
     return new, sim.numpy().astype(np.float32)
-
-
-def export_arrays(vm: VitModel, _a: object) -> dict[str, np.ndarray]:
-    """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32."""
-    r = position_report(vm)
-    return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
-
-
-@dataclass(frozen=True)
-class ResolutionPrediction:
-    """One forward at another input size, with the position table interpolated."""
-
-    size: int  # input is size×size pixels
-    grid: tuple[int, int]
-    input_view: np.ndarray  # (size, size, 3) uint8
-    probs: np.ndarray | None  # (C,) float32; None without a classifier
-    top5: tuple[Prediction, ...]
-    seconds: float
-
-
-def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> np.ndarray:
-    """The processor's resize and crop, every length scaled by size/native, so the size×size view
-    shows the same field of view as the native one (at size == native: exactly model_input_view).
-    E.g. DeiT (resize 256², crop 224²) at 384: resize 439², crop 384²."""
-    k = size / native
-    if isinstance(pp.resize, int):
-        resize: tuple[int, int] | int = round(pp.resize * k)
-    else:
-        resize = (round(pp.resize[0] * k), round(pp.resize[1] * k))
-    if pp.crop is not None:
-        crop: tuple[int, int] | None = (size, size)
-    else:  # the resize alone makes the input: it must be size×size
-        resize, crop = (resize if isinstance(resize, int) else (size, size)), None
-    return model_input_view(image, replace(pp, resize=resize, crop=crop))
-
-
-@on_gpu
-def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPrediction:
-    """ONE forward on a size×size view with ``interpolate_pos_encoding=True``.
-
-    Lives here rather than in forward.analyze because it needs none of the attentions
-    or hidden states (at 384 px they would be 3× larger) and only this tab uses it.
-    """
-    g = vm.geometry
-    grid = grid_at(g, size)
-    view = view_at_size(image, vm.preprocess, g.image_size[0], size)
-    pixels = to_pixel_values(view, vm.preprocess)
-    t0 = time.perf_counter()
-    # Under the hooked-forward lock: another request's token-drop hook must not run here.
-    with HOOKED_FORWARD_LOCK, torch.inference_mode():
-        out = vm.model(pixels.to(vm.device), interpolate_pos_encoding=True)
-    seconds = time.perf_counter() - t0
-    if not hasattr(out, "logits"):
-        return ResolutionPrediction(size, grid, view, None, (), seconds)
-    probs = out.logits[0].float().cpu().softmax(-1)
-    return ResolutionPrediction(size, grid, view, probs.numpy(), top_predictions(probs, vm.labels), seconds)

@@ -13,8 +13,8 @@ import numpy as np
 
 from .errors import UserError
 from .models import Geometry
+from .vocab import COLORMAPS
 
-COLORMAPS = ("inferno", "viridis", "magma", "turbo", "jet", "gray", "RdBu_r")
 GRID_COLOR = (255, 255, 255)
 CLS_COLOR = (214, 39, 40)  # [CLS] is drawn in red everywhere
 

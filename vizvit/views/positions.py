@@ -2,8 +2,8 @@
 plotly heatmaps and text. No gradio; app.py only wires these.
 
 Position embeddings do not depend on the photo, so the per-model results are cached
-under ("positions", model_id) in the workbench's cache; only the predictions at
-another resolution are per photo (wb.derived).
+per model (Photo.per_model); only the predictions at another resolution are per
+photo (Photo.derived).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import figures, positional, render
-from .models import VitModel
-from .workbench import PhotoKey, Workbench
+from .. import engine, figures, positional, render
+from ..models import VitModel
+from ..session import Photo
+from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
 PLOTLY_CMAP = "RdBu_r"
 SEP = 1  # px between tiles
 SEP_COLOR = (70, 70, 70)  # dark: white would read as similarity 0 in RdBu
-RESOLUTIONS = (288, 384, 448, 512)
 
 
 def tile_cell(grid: tuple[int, int], target: int = 600) -> int:
@@ -174,13 +174,13 @@ class PositionsPanel:
     text: str
 
 
-def cached_model_positions(wb: Workbench, model_id: str) -> ModelPositions:
-    vm = wb.model(model_id)
-    return wb.cache.get_or_compute(("positions", model_id), lambda: model_positions(vm))
+def cached_model_positions(ph: Photo) -> ModelPositions:
+    """The model's position results, computed once per model (not per photo)."""
+    return ph.per_model("positions", lambda: model_positions(ph.vm))
 
 
-def positions_panel(wb: Workbench, key: PhotoKey, rc: tuple[int, int] | None = None) -> PositionsPanel:
-    mp = cached_model_positions(wb, key.model_id)
+def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPanel:
+    mp = cached_model_positions(ph)
     r = mp.report
     rc = rc or (r.grid[0] // 2, r.grid[1] // 2)
     return PositionsPanel(grid_img=highlight_tile(mp.grid_img, rc, r.grid, mp.cell),
@@ -188,10 +188,10 @@ def positions_panel(wb: Workbench, key: PhotoKey, rc: tuple[int, int] | None = N
                           compare_img=mp.compare_img, numbers=mp.numbers, text=mp.text)
 
 
-def click_tile(wb: Workbench, key: PhotoKey, x: float, y: float) -> tuple[np.ndarray, go.Figure] | None:
+def click_tile(ph: Photo, x: float, y: float) -> tuple[np.ndarray, go.Figure] | None:
     """A click at (x, y) on the grid image -> (grid with the tile outlined, the tile large);
     None when the click is off the tiles."""
-    mp = cached_model_positions(wb, key.model_id)
+    mp = cached_model_positions(ph)
     r = mp.report
     rc = tile_at(x, y, r.grid, mp.cell)
     if rc is None:
@@ -222,13 +222,13 @@ def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
     return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid))
 
 
-def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel:
-    vm = wb.model(key.model_id)
+def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
+    vm = ph.vm
     size = int(size)
-    at = wb.cache.get_or_compute(("positions-at", key.model_id, size), lambda: positions_at_size(vm, size))
-    pred = wb.derived(key, ("predict-at", size),
-                      lambda: positional.predict_at_size(vm, wb.photo(key.sha1), size))
-    native = wb.analysis(key)
+    at = ph.per_model(("positions-at", size), lambda: positions_at_size(vm, size))
+    pred = ph.derived(("predict-at", size),
+                      lambda: engine.predict_at_size(vm, ph.image, size))
+    native = ph.analysis()
     fig = None
     if pred.probs is not None and native.probs is not None:
         base = {p.index: float(native.probs[p.index]) for p in pred.top5}
@@ -252,7 +252,19 @@ def resolution_panel(wb: Workbench, key: PhotoKey, size: int) -> ResolutionPanel
     return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
 
-def export_figures(vm: VitModel, _a: object) -> dict[str, "np.ndarray | go.Figure"]:
-    mp = model_positions(vm)
+# ------------------------------------------------------------------ entry points
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32."""
+    r = cached_model_positions(ph).report
+    return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
+
+
+def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+    mp = cached_model_positions(ph)
     return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img,
             "cls_pos_similarity_chart": cls_figure(mp.report.cls_sim)}
+
+
+def show(ph: Photo, size: int) -> tuple[PositionsPanel, ResolutionPanel]:
+    """On open: the model's position similarity and the forward at another size."""
+    return positions_panel(ph), resolution_panel(ph, size)

@@ -1,26 +1,25 @@
-"""Panel functions of the Experiments tab: (workbench, photo key, UI params) -> what the
-components show. Every single perturbed view is one cached forward (``wb.analysis``);
+"""Panel functions of the Experiments tab: (photo handle, UI params) -> what the
+components show. Every single perturbed view is one cached forward (``Photo.analysis``);
 the sweep and the curves are batched (vizvit.perturb) and cached as derived results.
 No gradio here; app.py only wires these."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import plotly.graph_objects as go
 
-from . import attention_panels, perturb, render
-from .cnn import cnn_shift_probs
-from .errors import UserError
-from .forward import Analysis
-from .images import View
-from .models import Geometry, VitModel
-from .panels import top5_figure
-from .patches import patch_at
-from .workbench import PhotoKey, Workbench
+from .. import perturb, render
+from . import attention as attention_view
+from ..cnn import cnn_shift_probs
+from ..errors import UserError
+from ..images import View
+from ..models import Geometry, VitModel
+from .common import top5_figure
+from ..patches import patch_at
+from ..session import Photo
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
@@ -106,19 +105,19 @@ def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
     return img
 
 
-def shift_limits(wb: Workbench, key: PhotoKey) -> tuple[int, int]:
+def shift_limits(ph: Photo) -> tuple[int, int]:
     """Slider range for this model: −2P..+2P pixels."""
-    p = wb.model(key.model_id).geometry.patch_size
+    p = ph.vm.geometry.patch_size
     return -2 * p, 2 * p
 
 
-def shift_panel(wb: Workbench, key: PhotoKey, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
-    vm = wb.model(key.model_id)
+def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
+    vm = ph.vm
     g = vm.geometry
     limit = 2 * g.patch_size  # sliders may still hold another model's range: clamp, don't fail
     dx, dy = int(np.clip(dx, -limit, limit)), int(np.clip(dy, -limit, limit))
-    base = wb.analysis(key)
-    a = wb.analysis(key, View(dx=int(dx), dy=int(dy), fill=fill))  # type: ignore[arg-type]
+    base = ph.analysis()
+    a = ph.analysis(View(dx=int(dx), dy=int(dy), fill=fill))  # type: ignore[arg-type]
     cos = perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, int(dx), int(dy), g)
     mean, low = perturb.cos_summary(cos)
     di, dj = perturb.patches_moved_back(int(dy), g.patch_size), perturb.patches_moved_back(int(dx), g.patch_size)
@@ -133,6 +132,9 @@ def shift_panel(wb: Workbench, key: PhotoKey, dx: int, dy: int, fill: str = "edg
 
 
 # ------------------------------------------------------------------ sweep
+SWEEP_NAME = ("shift_sweep", "edge")
+
+
 def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray] | None = None) -> SweepPanel:
     """The sweep so far; cnn: (name, probability of its unshifted top-1 per k) beside the ViT."""
     p = vm.geometry.patch_size
@@ -164,29 +166,34 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
-def sweep_progress(wb: Workbench, key: PhotoKey, chunk: int = perturb.DEFAULT_CHUNK) -> Iterator[SweepPanel]:
+def full_sweep(ph: Photo) -> perturb.ShiftSweep:
+    """The complete sweep, cached under the same name as the streamed one."""
+    return ph.derived(SWEEP_NAME, lambda: perturb.shift_sweep(ph.vm, ph.analysis().input_view, "edge"))
+
+
+def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK) -> Iterator[SweepPanel]:
     """Yields the growing sweep after each batched chunk; cached once complete."""
-    vm = wb.model(key.model_id)
-    name = ("shift_sweep", "edge")
-    done = wb.peek_derived(key, name)
+    vm = ph.vm
+    name = SWEEP_NAME
+    done = ph.peek(name)
     if done is None:
-        for s in perturb.shift_sweep_steps(vm, wb.analysis(key).input_view, "edge", chunk):
+        for s in perturb.shift_sweep_steps(vm, ph.analysis().input_view, "edge", chunk):
             yield sweep_panel(vm, s)
         done = s
-        wb.derived(key, name, lambda: done)
-    if wb.cnn is None:
+        ph.derived(name, lambda: done)
+    if ph.wb.cnn is None:
         yield sweep_panel(vm, done)
         return
     ks = [r.k for r in done.rows]
-    probs = wb.derived(key, ("cnn_sweep", wb.cnn.id),
-                       lambda: cnn_shift_probs(wb.cnn, wb.analysis(key).input_view, ks, "edge"))
-    yield sweep_panel(vm, done, (wb.cnn.id, probs))
+    probs = ph.derived(("cnn_sweep", ph.wb.cnn.id),
+                       lambda: cnn_shift_probs(ph.wb.cnn, ph.analysis().input_view, ks, "edge"))
+    yield sweep_panel(vm, done, (ph.wb.cnn.id, probs))
 
 
 # ------------------------------------------------------------------ masks
-def rollout_map(wb: Workbench, key: PhotoKey) -> np.ndarray:
+def rollout_map(ph: Photo) -> np.ndarray:
     """(gh, gw) rollout through all layers of the unmasked photo, cached."""
-    return wb.derived(key, ("experiments_rollout",), lambda: perturb.ranking_maps(wb.analysis(key))["rollout"])
+    return ph.derived(("experiments_rollout",), lambda: perturb.ranking_maps(ph.analysis())["rollout"])
 
 
 def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
@@ -194,17 +201,17 @@ def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[i
     return tuple(sorted({int(i) for i in (mask or ()) if 0 <= int(i) < g.num_patches}))
 
 
-def toggle_at(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, x: float, y: float) -> tuple[int, ...]:
+def toggle_at(ph: Photo, mask: tuple[int, ...] | None, x: float, y: float) -> tuple[int, ...]:
     """A click at (x, y) on the enlarged mask grid toggles that patch."""
-    g = wb.model(key.model_id).geometry
+    g = ph.vm.geometry
     r, c = patch_at(x, y, g, render.display_scale(g))
     return perturb.toggle(clean_mask(mask, g), r * g.grid[1] + c)
 
 
-def mask_action(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, action: str, percent: float,
+def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: float,
                 seed: int = 0) -> tuple[int, ...]:
     """clear | invert | random | top | bottom (by rollout) -> the new mask."""
-    g = wb.model(key.model_id).geometry
+    g = ph.vm.geometry
     mask = clean_mask(mask, g)
     f = float(percent) / 100.0
     if action == "clear":
@@ -214,18 +221,18 @@ def mask_action(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, acti
     if action == "random":
         return perturb.random_mask(g.num_patches, f, seed)
     if action in ("top", "bottom"):
-        return perturb.mask_by_map(rollout_map(wb, key), f, top=action == "top")
+        return perturb.mask_by_map(rollout_map(ph), f, top=action == "top")
     raise UserError(f"Unknown mask action {action!r}.")
 
 
-def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:
-    vm = wb.model(key.model_id)
+def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:
+    vm = ph.vm
     g = vm.geometry
     mask = clean_mask(mask, g)
-    base = wb.analysis(key)
+    base = ph.analysis()
     if len(mask) == g.num_patches and mode == "drop":
         raise UserError("Every patch is masked: leave at least one patch for the model to see.")
-    a = wb.analysis(key, View(mask=mask, mask_mode=mode)) if mask else base  # type: ignore[arg-type]
+    a = ph.analysis(View(mask=mask, mask_mode=mode)) if mask else base  # type: ignore[arg-type]
     grid = _grid_image(base.input_view, g, marked=mask)
     # Pixel fills show what replaced the patches; dropped tokens are hatched: the model never sees them.
     masked = _grid_image(a.input_view, g, marked=mask if mode == "drop" else ())
@@ -243,21 +250,21 @@ def mask_panel(wb: Workbench, key: PhotoKey, mask: tuple[int, ...] | None, mode:
 
 
 # ------------------------------------------------------------------ faithfulness
-def curve_maps(wb: Workbench, key: PhotoKey, seed: int = 0) -> dict[str, np.ndarray]:
+def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
     """name -> (gh, gw) map for the curves, cached per photo: rollout, last-layer [CLS]
     attention, random, and (models with a classifier) Chefer relevance of the top-1 class,
     shared with the Attention tab's cache so it is computed once."""
 
     def compute() -> dict[str, np.ndarray]:
-        a = wb.analysis(key)
+        a = ph.analysis()
         maps = perturb.ranking_maps(a, seed)
-        vm = wb.model(key.model_id)
+        vm = ph.vm
         if vm.has_classifier and a.top5:
-            maps["class relevance"] = attention_panels.relevance_map(
-                vm, a, a.top5[0].index, functools.partial(wb.derived, key))
+            maps["class relevance"] = attention_view.relevance_map(
+                vm, a, a.top5[0].index, ph.derived)
         return maps
 
-    return dict(wb.derived(key, ("experiments_maps", seed), compute))
+    return dict(ph.derived(("experiments_maps", seed), compute))
 
 
 def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
@@ -278,32 +285,32 @@ def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -
     return ("curves", int(steps), mode, seed, tuple(maps))
 
 
-def compute_curves(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black",
+def compute_curves(ph: Photo, steps: int = 10, mode: str = "black",
                    seed: int = 0) -> perturb.Curves:
     """All maps' curves in one batched run, cached per photo."""
-    vm = wb.model(key.model_id)
-    maps = curve_maps(wb, key, seed)
-    return wb.derived(key, _curves_key(steps, mode, seed, maps),
-                      lambda: perturb.faithfulness_curves(vm, wb.analysis(key).input_view, maps, int(steps),
+    vm = ph.vm
+    maps = curve_maps(ph, seed)
+    return ph.derived(_curves_key(steps, mode, seed, maps),
+                      lambda: perturb.faithfulness_curves(vm, ph.analysis().input_view, maps, int(steps),
                                                           mode))  # type: ignore[arg-type]
 
 
-def curves_panel(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
-    return _curves_panel(compute_curves(wb, key, steps, mode, seed), steps)
+def curves_panel(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
+    return _curves_panel(compute_curves(ph, steps, mode, seed), steps)
 
 
-def curves_progress(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "black",
+def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
                     seed: int = 0) -> Iterator[CurvesPanel]:
     """The curves map by map (each map's views batched), so the page shows them as they
     come; the complete set is cached like compute_curves'."""
-    maps = curve_maps(wb, key, seed)
+    maps = curve_maps(ph, seed)
     name = _curves_key(steps, mode, seed, maps)
-    done = wb.peek_derived(key, name)
+    done = ph.peek(name)
     if done is not None:
         yield _curves_panel(done, steps)
         return
-    vm = wb.model(key.model_id)
-    view = wb.analysis(key).input_view
+    vm = ph.vm
+    view = ph.analysis().input_view
     # Say at once what is coming: the first map's views take seconds on a CPU.
     yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {2 * (int(steps) + 1)} "
                                       f"views each, batched. The curves appear map by map…")
@@ -314,7 +321,7 @@ def curves_progress(wb: Workbench, key: PhotoKey, steps: int = 10, mode: str = "
                                                  target=target))
         yield _curves_panel(perturb.merge_curves(parts), steps, (len(parts), len(maps)))
     final = perturb.merge_curves(parts)
-    wb.derived(key, name, lambda: final)
+    ph.derived(name, lambda: final)
 
 
 def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None) -> CurvesPanel:
@@ -327,33 +334,28 @@ def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | Non
 
 
 # ------------------------------------------------------------------ export
-@functools.lru_cache(maxsize=1)
-def _sweep_and_curves(vm: VitModel, a: Analysis) -> tuple[perturb.ShiftSweep, perturb.Curves | None]:
-    """The export's batched work, done once for both its arrays and its charts (the cache
-    holds `a`, so its identity cannot be reused while cached)."""
-    sweep = perturb.shift_sweep(vm, a.input_view)
-    if not vm.has_classifier:
-        return sweep, None
-    maps = perturb.ranking_maps(a)
-    maps["class relevance"] = attention_panels.relevance_map(vm, a, a.top5[0].index)
-    return sweep, perturb.faithfulness_curves(vm, a.input_view, maps, steps=10)
-
-
-def experiment_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
-    """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed view."""
-    sweep, c = _sweep_and_curves(vm, a)
-    out = {"shift_sweep": sweep.array()}
-    if c is not None:
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed
+    view; the same cached sweep and curves as the page's buttons."""
+    out = {"shift_sweep": full_sweep(ph).array()}
+    if ph.vm.has_classifier:
+        c = compute_curves(ph)
         out["deletion_curves"] = c.deletion.astype(np.float32)
         out["deletion_curve_maps"] = np.array(c.names)
     return out
 
 
-def experiment_figures(vm: VitModel, a: Analysis) -> dict[str, "np.ndarray | go.Figure"]:
+def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
     """The sweep chart and the deletion / insertion charts, for `python -m vizvit export`."""
-    sweep, c = _sweep_and_curves(vm, a)
-    out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(vm, sweep).figure}
-    if c is not None:
+    out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(ph.vm, full_sweep(ph)).figure}
+    if ph.vm.has_classifier:
+        c = compute_curves(ph)
         out["deletion_chart"] = curves_figure(c, insertion=False)
         out["insertion_chart"] = curves_figure(c, insertion=True)
     return out
+
+
+def show(ph: Photo, dx: int, dy: int, fill: str, mask: tuple[int, ...] | None,
+         mode: str) -> tuple[ShiftPanel, MaskPanel]:
+    """On open: the shifted view and the masked view (the sweep and curves run on request)."""
+    return shift_panel(ph, int(dx), int(dy), fill), mask_panel(ph, mask, mode)

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import vizvit
-from vizvit.forward import AnalysisCache
+from vizvit.session import AnalysisCache
 from vizvit.images import View
-from vizvit.workbench import PhotoKey, Workbench
+from vizvit.session import PhotoKey, Workbench
 
 
 def manual_forward(vm, pixels: torch.Tensor, keep: torch.Tensor | None = None):

@@ -10,28 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Hashable, Literal
+from typing import Any, Callable, Hashable
 
 import cv2
 import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import attention as att_mod
-from . import render
-from .attention import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, Direction, DistanceNorm, Fusion
-from .errors import UserError
-from .forward import Analysis
-from .models import Geometry, VitModel
-from .patches import patch_at, token_index
+from .. import attention as att_mod
+from .. import render
+from ..errors import UserError
+from ..engine import Analysis
+from ..models import Geometry, VitModel
+from ..patches import patch_at, token_index
+from ..session import Photo
+from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
+from ..vocab import COLORMAPS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
-Mode = Literal["raw", "rolled out"]
-FUSIONS = ("mean", "max", "min")
-ONE_HEAD = "one head"
-SHOW_CHOICES = (ONE_HEAD, *FUSIONS)
-MODES = ("raw", "rolled out")
-COLORMAPS = render.COLORMAPS
 
 
 def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
@@ -69,24 +65,6 @@ query patches of the attention-weighted distance (in model-input pixels) to the 
 leaves them as they are). Low = local heads (like convolutions), high = global ones. Hover a dot for its head;
 **click a dot** (or choose a head in the list) to open its map."""
 
-# gr.Plot has no click event. This page script (installed once, at page load, after
-# figures.ON_PLOT_JS) listens to plotly's own click on the distance chart and types
-# "layer,head,click count" into a hidden textbox, whose change event opens that head like the
-# list does.
-DISTANCE_CLICK_JS = """() => {
-  if (window.__vizvitDistance) return;
-  window.__vizvitDistance = true;
-  let clicks = 0;
-  window.__vizvitOnPlot('#attn-distance', {
-    plotly_click: (ev) => {
-      const pt = ev.points && ev.points[0];
-      const box = document.querySelector('#attn-distance-click textarea, #attn-distance-click input');
-      if (!pt || !box) return;
-      box.value = pt.x + ',' + pt.customdata + ',' + (++clicks);
-      box.dispatchEvent(new Event('input', {bubbles: true}));
-    },
-  });
-}"""
 
 RELEVANCE_TEXT = """**Class-specific relevance**, Chefer et al. 2021b (generic attention; not their 2021a LRP method).
 Unlike rollout, it depends on the class: one backward pass gives the gradient of that class's logit
@@ -123,7 +101,7 @@ class AttnParams:
             raise UserError(f"Show one head or fuse by {', '.join(FUSIONS)}.")
         if self.mode not in MODES:
             raise UserError("Mode must be raw or rolled out.")
-        if self.cmap not in render.COLORMAPS:
+        if self.cmap not in COLORMAPS:
             raise UserError(f"Unknown colour map {self.cmap!r}.")
         if self.discard_mode not in DISCARD_MODES:
             raise UserError(f"Discard mode must be {' or '.join(DISCARD_MODES)}.")
@@ -493,7 +471,7 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
 def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
     """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
     once per photo and class."""
-    from .relevance import relevance_matrix
+    from ..relevance import relevance_matrix
 
     r = cache(("relevance", int(class_index)), lambda: relevance_matrix(vm, a, int(class_index)))
     return att_mod.cls_to_patches(r, vm.geometry).numpy().astype(np.float32)
@@ -511,7 +489,7 @@ def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
 
 
 # ------------------------------------------------------------------ export
-def attention_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, np.ndarray]:
     """arrays.npz keys of the Attention tab (see README)."""
     g = vm.geometry
     att = _full_attentions(a)
@@ -519,23 +497,23 @@ def attention_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
         "cls_attention": att_mod.cls_to_patches(att.float(), g).numpy().astype(np.float32),  # (L, H, gh, gw)
         "rollout": att_mod.rollout_maps(att, g).numpy().astype(np.float32),  # (L, gh, gw)
-        "rollout_heads": att_mod.cls_to_patches(head_rollout(a), g).numpy().astype(np.float32),
-        "attention_distance": distances(a).numpy().astype(np.float32),  # (L, H)
+        "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g).numpy().astype(np.float32),
+        "attention_distance": distances(a, cache).numpy().astype(np.float32),  # (L, H)
     }
     if vm.has_classifier and a.top5:
-        out["relevance"] = relevance_map(vm, a, a.top5[0].index)  # (gh, gw), top-1 class
+        out["relevance"] = relevance_map(vm, a, a.top5[0].index, cache)  # (gh, gw), top-1 class
     return out
 
 
-def attention_figures(vm: VitModel, a: Analysis) -> dict[str, "np.ndarray | go.Figure"]:
+def attention_figures(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, "np.ndarray | go.Figure"]:
     p = AttnParams()
-    v = attention_view(vm, a, p)
+    v = attention_view(vm, a, p, cache)
     out: dict[str, np.ndarray | go.Figure] = {
         "attention_cls_mean": v.main, "attention_heads_grid": v.grid, "rollout_strip": v.strip,
-        "attention_distance_chart": distance_figure(distances(a).numpy(), vm.display_name),
+        "attention_distance_chart": distance_figure(distances(a, cache).numpy(), vm.display_name),
     }
     if vm.has_classifier and a.top5:
-        out["relevance_top1"] = relevance_panel(vm, a, a.top5[0].index, p)[0]
+        out["relevance_top1"] = relevance_panel(vm, a, a.top5[0].index, p, cache)[0]
     return out
 
 
@@ -561,3 +539,28 @@ def clip_params(p: AttnParams, g: Geometry) -> AttnParams:
 
     q = p.query if p.query is not None and p.query[0] < g.grid[0] and p.query[1] < g.grid[1] else None
     return replace(p, layer=min(max(1, p.layer), g.num_layers), head=min(max(1, p.head), g.num_heads), query=q)
+
+
+# ------------------------------------------------------------------ entry points
+def show(ph: Photo, p: AttnParams) -> tuple[AttnParams, AttentionPage]:
+    """On open (a new photo or model): the params clipped to this model, and the whole tab."""
+    p = clip_params(p, ph.vm.geometry)
+    return p, attention_page(ph.vm, ph.analysis(), p, ph.derived)
+
+
+def change(ph: Photo, p: AttnParams) -> AttentionView:
+    """On a control change: the main map, its readout, the layers × heads grid and the strip."""
+    return attention_view(ph.vm, ph.analysis(), p, ph.derived)
+
+
+def relevance(ph: Photo, class_index: int, p: AttnParams) -> tuple[np.ndarray, str]:
+    """On request: the class-specific relevance map (one backward pass, then cached)."""
+    return relevance_panel(ph.vm, ph.analysis(), int(class_index), p, ph.derived)
+
+
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    return attention_arrays(ph.vm, ph.analysis(), ph.derived)
+
+
+def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+    return attention_figures(ph.vm, ph.analysis(), ph.derived)

@@ -15,13 +15,14 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from . import figures, render
-from .attention import rollout_maps
-from .errors import UserError
-from .forward import Analysis
-from .models import Geometry, VitModel
-from .patches import patch_at, token_index
-from .tokens import (
+from .. import figures, render
+from ..attention import rollout_maps
+from ..errors import UserError
+from ..engine import Analysis
+from ..models import Geometry, VitModel
+from ..patches import patch_at, token_index
+from ..session import Photo
+from ..tokens import (
     EmbeddingStage,
     FilterPCA,
     ParamRow,
@@ -32,8 +33,8 @@ from .tokens import (
     parameter_table,
     token_stats,
 )
+from ..vocab import COLOR_CHOICES
 
-COLOR_CHOICES: tuple[str, ...] = ("row", "column", "rollout")
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
 
 EMBED_TEXT = """**From pixels to tokens, and what the tokens become.** The model never sees the photo
@@ -318,9 +319,9 @@ def filters_text(vm: VitModel, d: EmbeddingsData) -> str:
 
 
 # ------------------------------------------------------------------ export
-def embedding_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
+def embedding_arrays(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None) -> dict[str, np.ndarray]:
     """arrays.npz keys of this tab (see README)."""
-    d = prepare(vm, a)
+    d = d or prepare(vm, a)
     return {
         "patch_embeddings": a.patch_embeddings.numpy().astype(np.float32),  # (P, D)
         "token_norms": d.tokens.norms,  # (L+1, gh, gw)
@@ -329,8 +330,8 @@ def embedding_arrays(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     }
 
 
-def embedding_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
-    d = prepare(vm, a)
+def embedding_figures(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None) -> dict[str, np.ndarray]:
+    d = d or prepare(vm, a)
     return {
         "embedding_filters_pca": filters_image(d),
         "token_pca_last_layer": depth_panel(vm, a, d, vm.geometry.num_layers).pca_over_photo,
@@ -339,34 +340,15 @@ def embedding_figures(vm: VitModel, a: Analysis) -> dict[str, np.ndarray]:
     }
 
 
-# A hover thumbnail for the token scatter. plotly's hover labels render text only (no
-# <img>), and gr.Plot has no hover event; so a tiny script, installed once (after
-# figures.ON_PLOT_JS), listens to plotly_hover on the plot and shows the point's
-# customdata[4] image next to the cursor.
-SCATTER_HOVER_JS = """() => {
-  if (window.__vizvitThumb) return;
-  window.__vizvitThumb = true;
-  const box = document.createElement('div');
-  box.id = 'emb-thumb';
-  box.style.cssText = 'position:fixed;display:none;pointer-events:none;z-index:10000;background:#fff;' +
-    'border:1px solid #444;border-radius:4px;padding:4px;font:12px sans-serif;color:#111;';
-  const img = document.createElement('img');
-  img.style.cssText = 'width:96px;height:96px;image-rendering:pixelated;display:block;';
-  const cap = document.createElement('div');
-  box.append(img, cap);
-  document.body.append(box);
-  window.__vizvitOnPlot('#emb-scatter', {
-    plotly_hover: (ev) => {
-      const pt = ev.points && ev.points[0];
-      if (!pt || !pt.customdata) return;
-      img.src = pt.customdata[4];
-      cap.textContent = 'row ' + pt.customdata[0] + ', col ' + pt.customdata[1];
-      const e = ev.event || {clientX: 0, clientY: 0};
-      // Left of and above the cursor: plotly puts its own hover label on the right.
-      box.style.left = Math.max(4, e.clientX - 130) + 'px';
-      box.style.top = Math.max(4, e.clientY - 140) + 'px';
-      box.style.display = 'block';
-    },
-    plotly_unhover: () => { box.style.display = 'none'; },
-  });
-}"""
+# ------------------------------------------------------------------ entry points
+def data(ph: Photo) -> EmbeddingsData:
+    """The per-photo work of the tab, once per photo and model."""
+    return ph.derived("embeddings", lambda: prepare(ph.vm, ph.analysis()))
+
+
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    return embedding_arrays(ph.vm, ph.analysis(), data(ph))
+
+
+def export_figures(ph: Photo) -> dict[str, np.ndarray]:
+    return embedding_figures(ph.vm, ph.analysis(), data(ph))

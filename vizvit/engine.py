@@ -1,0 +1,365 @@
+"""The only place the model runs, and the only owner of hooks on it.
+
+Every forward (and the one backward) goes through here: ``analyze`` (one view, everything
+the tabs need), ``predict_chunks`` / ``predict_batch`` (many views, probabilities and patch
+embeddings only), ``predict_at_size`` (another input size) and ``attention_gradients``
+(Chefer relevance). ``cnn_probs`` runs the optional CNN under the same lock.
+
+The model object is shared by every request. Hooks are registered on it for exactly one
+run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
+pytorch-grad-cam's ``ActivationsAndGradients``). What differs between model families
+(where the patch embedding and the embedding stage live) is one ``Family`` entry in
+``FAMILIES``; extra hooks (e.g. one that zeroes a head's output before the output
+projection) are ``Hook`` values passed to a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .errors import UserError
+from .gpu import on_gpu
+from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
+from .models import Geometry, VitModel
+
+# Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
+# 192 MB) attentions are kept in float16, so a few analyses still fit the cache; ViT-B/16 at
+# 224 (22 MB) stays float32. float16 keeps 11 bits: a weight of 0.5 is off by at most 2.4e-4,
+# so the readout's 4th decimal can move by one (the README says so).
+ATTENTION_FP32_LIMIT = 128 * 2**20
+DEFAULT_CHUNK = 8  # views per batched forward: ViT-B/16 needs ~0.6 GB of activations at 8
+# Hooks live on the shared model object: two concurrent hooked forwards (a token drop and
+# a batched sweep, say) would each run the other's hooks. Every run holds this lock, so
+# no run ever sees another's hooks.
+_RUN_LOCK = threading.RLock()
+
+
+# ------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class Prediction:
+    index: int  # class index into the model's labels
+    label: str
+    prob: float
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """Everything one forward pass tells about one (model, photo, view). CPU tensors."""
+
+    model_id: str
+    geometry: Geometry
+    view: View
+    input_view: np.ndarray  # (H, W, 3) uint8: exactly what the model saw
+    pixel_values: torch.Tensor  # (1, 3, H, W) float32, normalised
+    logits: torch.Tensor | None  # (C,) or None without a classifier
+    probs: torch.Tensor | None  # (C,) softmax of logits
+    top5: tuple[Prediction, ...]  # best first; empty without a classifier
+    attentions: torch.Tensor  # (L, H, N, N), rows = queries, sum to 1 over keys
+    hidden_states: torch.Tensor  # (L+1, N, D): [0] after the embedding stage, [l] after block l
+    patch_embeddings: torch.Tensor  # (P, D): conv output before [CLS] and position embeddings
+    kept_tokens: torch.Tensor  # (N,) index of each kept token in the full sequence
+    seconds: float  # wall time of the forward pass
+
+    @property
+    def nbytes(self) -> int:
+        return nbytes(self)
+
+    @property
+    def dropped(self) -> bool:
+        """True when masked patch tokens were removed from the sequence (token drop)."""
+        return self.kept_tokens.numel() != self.geometry.seq_len
+
+
+@dataclass(frozen=True)
+class BatchPrediction:
+    """What a batched forward keeps of each view. CPU tensors."""
+
+    probs: torch.Tensor | None  # (B, C) softmax; None without a classifier
+    patch_embeddings: torch.Tensor  # (B, P, D) conv output, before [CLS] and position embeddings
+
+
+@dataclass(frozen=True)
+class ResolutionPrediction:
+    """One forward at another input size, with the position table interpolated."""
+
+    size: int  # input is size×size pixels
+    grid: tuple[int, int]
+    input_view: np.ndarray  # (size, size, 3) uint8
+    probs: np.ndarray | None  # (C,) float32; None without a classifier
+    top5: tuple[Prediction, ...]
+    seconds: float
+
+
+def nbytes(obj: Any) -> int:
+    """Bytes held by the tensors and arrays inside obj (dataclasses, tuples, dicts)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sum(nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    if isinstance(obj, (tuple, list)):
+        return sum(nbytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(nbytes(x) for x in obj.values())
+    return 0
+
+
+def kept_token_indices(mask: tuple[int, ...], g: Geometry, allow_empty: bool = False) -> torch.Tensor:
+    """(N',) sequence positions left after dropping the masked patches' tokens.
+
+    allow_empty: dropping every patch is allowed (only the prefix tokens remain), as the
+    100 % point of a deletion curve needs; a user's mask must leave one patch."""
+    keep = torch.ones(g.seq_len, dtype=torch.bool)
+    idx = torch.tensor(mask, dtype=torch.long) + g.num_prefix_tokens
+    if idx.numel() and (idx.max() >= g.seq_len or idx.min() < g.num_prefix_tokens):
+        raise UserError(f"Mask indices must be patch numbers 0..{g.num_patches - 1}.")
+    keep[idx] = False
+    if keep.sum() == g.num_prefix_tokens and not allow_empty:
+        raise UserError("Every patch is masked: leave at least one patch for the model to see.")
+    return keep.nonzero().squeeze(1)
+
+
+def keep_indices(mask: Sequence[int], g: Geometry) -> torch.Tensor:
+    """(N',) tokens left after dropping the masked patches; dropping all of them is allowed."""
+    return kept_token_indices(tuple(int(i) for i in mask), g, allow_empty=True)
+
+
+def top_predictions(probs: torch.Tensor, labels: tuple[str, ...]) -> tuple[Prediction, ...]:
+    p, i = probs.topk(min(5, probs.numel()))
+    return tuple(Prediction(int(k), labels[int(k)], float(v)) for v, k in zip(p, i))
+
+
+# ------------------------------------------------------------------ families and hooks
+@dataclass(frozen=True)
+class Family:
+    """Where a model family keeps the parts the hooks attach to. One entry per
+    ``config.model_type``; a new family (DeiT, DINOv2, BEiT, CLIP...) adds one here."""
+
+    name: str
+    embeddings: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the embedding stage
+    patch_embedding: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the patch projection
+
+
+FAMILIES: dict[str, Family] = {
+    "vit": Family("vit", lambda b: b.embeddings, lambda b: b.embeddings.patch_embeddings),
+}
+
+
+def family_of(vm: VitModel) -> Family:
+    kind = getattr(vm.model.config, "model_type", "vit")
+    if kind not in FAMILIES:
+        raise UserError(f"vizvit does not know how to run a {kind!r} model.")
+    return FAMILIES[kind]
+
+
+@dataclass(frozen=True)
+class Hook:
+    """An extra forward hook for one run: `where(backbone)` is the module, `fn` the hook
+    (as for ``register_forward_hook``; with pre=True, ``register_forward_pre_hook``)."""
+
+    where: Callable[[torch.nn.Module], torch.nn.Module]
+    fn: Callable[..., Any]
+    pre: bool = False
+
+
+class Hooked:
+    """One run of a shared model with its hooks: register on enter, remove on exit, and
+    hold the run lock in between, so no other run sees them.
+
+        with Hooked(vm, keep=idx) as run:
+            out = vm.model(pixels)
+        run.patches  # (B, P, D) patch embeddings before [CLS] and position embeddings
+
+    keep: tokens to keep after the embedding stage (token drop), (N',) for every view or
+    (B, N') per view; None keeps all. Each kept patch keeps its own position embedding:
+    something only a transformer can do.
+    """
+
+    def __init__(self, vm: VitModel | None, keep: torch.Tensor | None = None, capture_patches: bool = True,
+                 extra: Sequence[Hook] = ()):
+        self.vm = vm
+        self.keep = keep
+        self.capture_patches = capture_patches and vm is not None
+        self.extra = tuple(extra)
+        self.patches: torch.Tensor | None = None
+        self._handles: list[Any] = []
+
+    def _grab(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> None:
+        self.patches = out  # (B, P, D)
+
+    def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
+        keep = self.keep.to(out.device)  # type: ignore[union-attr]
+        if keep.dim() == 1:
+            return out[:, keep]
+        return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
+    def __enter__(self) -> "Hooked":
+        _RUN_LOCK.acquire()
+        try:
+            if self.vm is not None:
+                backbone = self.vm.vit
+                fam = family_of(self.vm)
+                if self.capture_patches:
+                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
+                if self.keep is not None:
+                    self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
+                for h in self.extra:
+                    m = h.where(backbone)
+                    self._handles.append(m.register_forward_pre_hook(h.fn) if h.pre else m.register_forward_hook(h.fn))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
+        finally:
+            _RUN_LOCK.release()
+
+
+# ------------------------------------------------------------------ one view, everything
+@on_gpu
+def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), extra: Sequence[Hook] = ()) -> Analysis:
+    """ONE forward pass of `vm` on `image` (a PIL photo, or an already-made (H, W, 3)
+    uint8 model-input view), perturbed by `view`. Results moved to the CPU once."""
+    g = vm.geometry
+    base = image if isinstance(image, np.ndarray) else model_input_view(image, vm.preprocess)
+    shown = apply_view(base, view, g.patch_size, g.grid[1])
+    pixels = to_pixel_values(shown, vm.preprocess)
+    keep = kept_token_indices(view.mask, g) if view.mask_mode == "drop" else torch.arange(g.seq_len)
+
+    with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=extra) as run:
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = vm.model(pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
+            if vm.device.type == "cuda":
+                torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    if not out.attentions:
+        raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")
+
+    # Choose the dtype before concatenating, layer by layer: a float32 copy of all of
+    # ViT-L/16@384's attentions (511 MB) would otherwise exist next to the originals.
+    fp32_bytes = sum(t.numel() for t in out.attentions) * 4
+    dtype = torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
+    attentions = torch.cat([t.to(dtype) for t in out.attentions])  # (L, H, N, N)
+    logits = out.logits[0].float().cpu() if hasattr(out, "logits") else None
+    probs = logits.softmax(-1) if logits is not None else None
+    return Analysis(
+        model_id=vm.id,
+        geometry=g,
+        view=view,
+        input_view=shown,
+        pixel_values=pixels,
+        logits=logits,
+        probs=probs,
+        top5=top_predictions(probs, vm.labels) if probs is not None else (),
+        attentions=attentions.cpu(),
+        hidden_states=torch.cat(out.hidden_states).float().cpu(),  # (L+1, N, D)
+        patch_embeddings=run.patches[0].float().cpu(),  # (P, D)
+        kept_tokens=keep,
+        seconds=seconds,
+    )
+
+
+# ------------------------------------------------------------------ many views, batched
+@on_gpu
+def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
+                   chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, BatchPrediction]]:
+    """Batched forwards over `views`, `chunk` at a time; yields (start index, predictions).
+
+    views: B arrays (H, W, 3) uint8 (already shifted / pixel-masked).
+    keeps: optional per-view (N'_b,) sequence positions to keep after the embedding stage
+    (token drop). A chunk is cut early where N'_b changes, so each batch is rectangular.
+    Yielding per chunk lets a caller stream progress and stop early.
+    """
+    if chunk < 1:
+        raise UserError("The chunk size must be at least 1.")
+    n = len(views)
+    if keeps is not None and len(keeps) != n:
+        raise UserError("Give one keep list per view.")
+    start = 0
+    while start < n:
+        stop = min(start + chunk, n)
+        if keeps is not None:  # same sequence length within one batch
+            length = keeps[start].numel()
+            stop = next((i for i in range(start + 1, stop) if keeps[i].numel() != length), stop)
+        pixels = torch.cat([to_pixel_values(v, vm.preprocess) for v in views[start:stop]]).to(vm.device)
+        idx = None
+        if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
+            idx = torch.stack([k for k in keeps[start:stop]])  # (b, N')
+        # One run per chunk, so interactive single views can run between chunks.
+        with Hooked(vm, keep=idx) as run, torch.inference_mode():
+            out = vm.model(pixels)
+        probs = out.logits.float().softmax(-1).cpu() if vm.has_classifier and hasattr(out, "logits") else None
+        yield start, BatchPrediction(probs, run.patches.float().cpu())
+        start = stop
+
+
+def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
+                  chunk: int = DEFAULT_CHUNK) -> BatchPrediction:
+    """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D)."""
+    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk)]
+    probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
+    return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
+
+
+# ------------------------------------------------------------------ another input size
+@on_gpu
+def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPrediction:
+    """ONE forward on a size×size view with ``interpolate_pos_encoding=True``.
+
+    Not through ``analyze``: it needs none of the attentions or hidden states (at 384 px
+    they would be 3× larger)."""
+    from .positional import grid_at
+
+    g = vm.geometry
+    grid = grid_at(g, size)
+    view = view_at_size(image, vm.preprocess, g.image_size[0], size)
+    pixels = to_pixel_values(view, vm.preprocess)
+    t0 = time.perf_counter()
+    with Hooked(vm, capture_patches=False), torch.inference_mode():
+        out = vm.model(pixels.to(vm.device), interpolate_pos_encoding=True)
+    seconds = time.perf_counter() - t0
+    if not hasattr(out, "logits"):
+        return ResolutionPrediction(size, grid, view, None, (), seconds)
+    probs = out.logits[0].float().cpu().softmax(-1)
+    return ResolutionPrediction(size, grid, view, probs.numpy(), top_predictions(probs, vm.labels), seconds)
+
+
+# ------------------------------------------------------------------ gradients
+@on_gpu
+def attention_gradients(vm: VitModel, pixel_values: torch.Tensor,
+                        class_index: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """One forward and one backward pass: the attentions (H, N, N) per layer and the
+    gradients of logit `class_index` with respect to them, in layer order, on the CPU.
+
+    The model is shared read-only and its parameters have requires_grad=False, so the
+    graph is rooted at a private copy of the pixel values that requires grad; the
+    attention probabilities the model returns are then graph tensors whose gradients we
+    take directly. Nothing on the model is changed."""
+    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
+    with Hooked(vm, capture_patches=False), torch.inference_mode(False), torch.enable_grad():
+        out = vm.model(pixels, output_attentions=True)
+        grads = torch.autograd.grad(out.logits[0, class_index], out.attentions)  # (1, H, N, N) each
+    return [t[0].detach().cpu() for t in out.attentions], [t[0].cpu() for t in grads]
+
+
+# ------------------------------------------------------------------ the optional CNN
+@on_gpu
+def cnn_probs(model: torch.nn.Module, pixel_values: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """(B, C) softmax of a CNN classifier on normalised (B, 3, H, W) pixels, under the run lock."""
+    with Hooked(None), torch.inference_mode():
+        return model(pixel_values=pixel_values.to(device)).logits.float().softmax(-1).cpu()

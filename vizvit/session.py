@@ -1,0 +1,254 @@
+"""Process-wide state behind the page: loaded models, uploaded photos, ONE cache.
+
+Sessions hold only a small key, ``PhotoKey``; everything heavy lives here, bounded.
+Every cache key is made here (``analysis_key``, ``derived_key``, ``model_key``). Views
+never see keys: they get a ``Photo`` handle (one photo under one model) and ask it for
+analyses and derived results, which it computes once. ``python -m vizvit export`` uses
+the same handle, so it shares these caches. Plain Python (no gradio).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable
+
+from PIL import Image
+
+from .catalog import Catalog
+from .cnn import load_cnn
+from .errors import UserError
+from .engine import Analysis, analyze, nbytes
+from .images import ImageInput, View, image_sha1, load_image
+from .models import VitModel, load_model
+
+
+class AnalysisCache:
+    """Thread-safe LRU of computed results, bounded in bytes.
+
+    Holds Analyses and anything derived from them (rollout stacks, relevance maps),
+    keyed by hashable tuples. Concurrent requests for the same missing key compute it
+    once; the others wait. Evicted entries are simply recomputed (forwards are
+    deterministic).
+    """
+
+    def __init__(self, max_bytes: int = 1 << 30):
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._inflight: dict[Hashable, threading.Lock] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[0]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        size = nbytes(value)
+        with self._lock:
+            if key in self._items:
+                self._bytes -= self._items.pop(key)[1]
+            if size > self.max_bytes:
+                return  # would evict everything and still not fit: don't keep it
+            self._items[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, s) = self._items.popitem(last=False)
+                self._bytes -= s
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        value = self.get(key)
+        if value is not None:
+            return value
+        with self._lock:
+            key_lock = self._inflight.setdefault(key, threading.Lock())
+        with key_lock:
+            value = self.get(key)  # someone else may have computed it meanwhile
+            if value is not None:
+                return value
+            with self._lock:
+                self.misses += 1
+            try:
+                value = compute()
+                self.put(key, value)
+            finally:
+                with self._lock:
+                    self._inflight.pop(key, None)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+# ------------------------------------------------------------------ every cache key
+def analysis_key(model_id: str, sha1: str, view: View) -> tuple:
+    return ("analysis", model_id, sha1, view)
+
+
+def derived_key(model_id: str, sha1: str, name: Hashable) -> tuple:
+    """Anything computed from one photo's analyses under one model (rollouts, relevance...)."""
+    return ("derived", model_id, sha1, name)
+
+
+def model_key(model_id: str, name: Hashable) -> tuple:
+    """Anything that depends on the model alone (position embeddings, filter PCA...)."""
+    return ("model", model_id, name)
+
+
+@dataclass(frozen=True)
+class PhotoKey:
+    """What a browser session remembers: which model and which photo. No tensors."""
+
+    model_id: str
+    sha1: str
+
+
+class Workbench:
+    """Loads models once, keeps recent photos, and caches analyses and derived results."""
+
+    def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
+                 device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None):
+        # catalog: the page's model list, the one gate every model id passes before anything
+        # loads; a model that fails to load leaves it. None in notebooks and scripts: any id loads.
+        self.catalog = catalog
+        self.cache = AnalysisCache(cache_bytes)
+        self.device = device
+        self.photo_bytes = photo_bytes  # decoded uploads kept (RGB, 3 bytes a pixel)
+        self.max_models = max_models
+        self._photos: OrderedDict[str, Image.Image] = OrderedDict()
+        self._models: OrderedDict[str, VitModel] = OrderedDict()
+        self._lock = threading.Lock()
+        self._model_locks: dict[str, threading.Lock] = {}
+        self.cnn = load_cnn(cnn, device) if cnn else None  # optional, beside the ViT in the shift sweep
+
+    # -- models ---------------------------------------------------------------
+    def model(self, model_id: str) -> VitModel:
+        """The loaded model for model_id, loading it once (other models may be dropped).
+        Raises UserError, before any loading, for an id the catalog refuses."""
+        if self.catalog is not None:
+            model_id = self.catalog.check(model_id)
+        with self._lock:
+            if model_id in self._models:
+                self._models.move_to_end(model_id)
+                return self._models[model_id]
+            lock = self._model_locks.setdefault(model_id, threading.Lock())
+        with lock:
+            with self._lock:
+                if model_id in self._models:
+                    return self._models[model_id]
+            try:
+                vm = load_model(model_id, self.device)
+            except ValueError:
+                if self.catalog is not None:
+                    self.catalog.drop(model_id)  # for every visitor, not only the one who tried
+                raise
+            with self._lock:
+                self._models[model_id] = vm
+                while len(self._models) > self.max_models:
+                    self._models.popitem(last=False)
+            return vm
+
+    def add_model(self, vm: VitModel) -> None:
+        """Register an already-loaded model (tests, notebooks)."""
+        with self._lock:
+            self._models[vm.id] = vm
+
+    # -- photos ---------------------------------------------------------------
+    def add_photo(self, src: ImageInput) -> str:
+        """Decode and keep a photo; returns its content hash. Raises ValueError for bad input."""
+        image = load_image(src)
+        sha1 = image_sha1(image)
+        with self._lock:
+            self._photos[sha1] = image
+            self._photos.move_to_end(sha1)
+            # Keep the full upload (the processor resizes from it), bounded in bytes.
+            while len(self._photos) > 1 and self.photos_nbytes > self.photo_bytes:
+                self._photos.popitem(last=False)
+        return sha1
+
+    @property
+    def photos_nbytes(self) -> int:
+        return sum(3 * im.width * im.height for im in self._photos.values())
+
+    def photo(self, sha1: str) -> Image.Image:
+        with self._lock:
+            image = self._photos.get(sha1)
+        if image is None:
+            raise UserError("This photo is no longer in memory (the server was restarted or busy). "
+                             "Please upload it again.")
+        return image
+
+    # -- analyses -------------------------------------------------------------
+    def analysis(self, key: PhotoKey, view: View = View()) -> Analysis:
+        """The cached Analysis of (model, photo, view); one forward pass on a miss."""
+        vm = self.model(key.model_id)
+        return self.cache.get_or_compute(
+            analysis_key(key.model_id, key.sha1, view),
+            lambda: analyze(vm, self.photo(key.sha1), view),
+        )
+
+    def derived(self, key: PhotoKey, name: Hashable, compute: Callable[[], Any]) -> Any:
+        """Cache anything computed from a photo's analyses (rollout stacks, relevance...)."""
+        return self.cache.get_or_compute(derived_key(key.model_id, key.sha1, name), compute)
+
+    def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
+        """The cached derived result, or None: for streamed computations that store at the end."""
+        return self.cache.get(derived_key(key.model_id, key.sha1, name))
+
+    def per_model(self, model_id: str, name: Hashable, compute: Callable[[], Any]) -> Any:
+        """Cache anything that depends on the model alone."""
+        return self.cache.get_or_compute(model_key(model_id, name), compute)
+
+    def handle(self, key: PhotoKey) -> "Photo":
+        """The handle views use for this photo under this model."""
+        return Photo(self, key)
+
+
+@dataclass(frozen=True)
+class Photo:
+    """One photo under one model: what every view asks for its analyses and derived
+    results. Holds no tensors itself; everything lives in the workbench's cache."""
+
+    wb: Workbench
+    key: PhotoKey
+
+    @property
+    def vm(self) -> VitModel:
+        return self.wb.model(self.key.model_id)
+
+    @property
+    def image(self) -> Image.Image:
+        return self.wb.photo(self.key.sha1)
+
+    def analysis(self, view: View = View()) -> Analysis:
+        return self.wb.analysis(self.key, view)
+
+    def derived(self, name: Hashable, compute: Callable[[], Any]) -> Any:
+        return self.wb.derived(self.key, name, compute)
+
+    def peek(self, name: Hashable) -> Any | None:
+        return self.wb.peek_derived(self.key, name)
+
+    def per_model(self, name: Hashable, compute: Callable[[], Any]) -> Any:
+        return self.wb.per_model(self.key.model_id, name, compute)

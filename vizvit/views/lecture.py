@@ -1,0 +1,73 @@
+"""The For-lecturers tab: deep links, projector mode, and the attention-cost calculator.
+Needs no photo."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UserError
+from ..numbers import attention_cost, attention_cost_table, human_bytes
+from ..session import Photo
+
+LECTURE_TEXT = """## For lecturers
+**Link straight to a view.** Add query parameters to the page address, e.g.
+`?example=chelsea&tab=attention&layer=6&head=3` opens the cat on the Attention tab at layer 6,
+head 3. Parameters: `example` (astronaut, chelsea, coffee), `model`, `tab` (patches, embeddings,
+attention, positions, experiments, lecture), `layer` and `head` (1-based; `head` may also be
+mean, max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`),
+`direction` (row or column), `mode` (raw or rollout), `dx` and `dy` (shift in pixels), `mask`
+(patch numbers, e.g. `3,17,40`) and `projector=1`. A wrong value falls back to the default with a
+note at the top. Or set the view up and press **Copy link to this view** at the bottom of the page.
+
+**Projector mode** (bottom of the page, or `projector=1`) enlarges all text and uses black on white.
+Every picture has a download button; each tab's charts download as one HTML file that works offline.
+`python -m vizvit export photo.jpg --out slides/` writes every figure as PNG, ready for slides.
+
+**A 15-minute walk through:** Patches (196 patches of 16×16×3 = 768 numbers; the sequence has
+197 tokens with [CLS]) → Embeddings (one linear map per patch; the conv is the same thing) →
+Attention (layer 1 heads look near, late heads look far: the distance plot) → Positions (nobody
+told the model about 2-D, yet the similarity grid shows rows and columns) → Experiments (shift by
+8 px and by 16 px: only whole-patch shifts leave the tokens unchanged).
+
+**Which claims need trained weights.** With the untrained architecture (the banner at the top says
+when) these still hold, because they are arithmetic: the patch grid and token counts, the embedding
+shapes, whole-patch shifts leaving tokens unchanged, rollout's and attention's sums, the cost
+calculator. These need a trained model and are *not* visible on random weights: near-then-far
+attention distance by depth, the rows-and-columns pattern of the position similarities, attention
+and relevance on the object, and the predictions themselves.
+
+### Why patches? The attention-cost calculator
+Attention compares every token with every other: n tokens make an n×n table per head and layer."""
+
+
+def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:
+    """The calculator: a square image of `side` pixels, as pixel tokens vs P×P patches."""
+    try:
+        c = attention_cost(side, side, patch)
+    except UserError as e:  # said where the numbers were, so no stale table stays up
+        return [], f"⚠️ {e}"
+    saving = (f"**{c.ratio:,.0f}× smaller**" if c.ratio >= 2 else
+              f"{c.ratio:.2f}× as large: **no saving**, P = 1 makes every pixel a token (plus [CLS])"
+              if c.ratio < 1 else f"only **{c.ratio:.2f}×** smaller")
+    text = (f"At {side}×{side} px, one token per pixel gives **{c.pixel_tokens:,}** tokens and a table of "
+            f"**{c.pixel_weights:,}** weights (**{human_bytes(c.pixel_bytes)}** in float32) for ONE head of ONE "
+            f"layer. Cutting it into {patch}×{patch} patches gives {c.patch_tokens:,} tokens (with [CLS]), "
+            f"{c.patch_weights:,} weights, {human_bytes(c.patch_bytes)}: {saving}.")
+    if c.uncovered[0]:
+        text += (f" {side} is not a multiple of {patch}: the {side // patch}×{side // patch} patches leave the last "
+                 f"{c.uncovered[0]} px of each row and column unread (a ViT needs a multiple of P).")
+    return attention_cost_table(c)[1:], text  # the header row is the Dataframe's headers
+
+
+# ------------------------------------------------------------------ entry points
+def show(side: int = 224, patch: int = 16) -> tuple[list[list[str]], str]:
+    """On open and on a control change: the calculator's table and text."""
+    return attention_cost_panel(int(side), int(patch))
+
+
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    return {}  # nothing photo-dependent
+
+
+def export_figures(ph: Photo) -> dict[str, np.ndarray]:
+    return {}

@@ -1,0 +1,107 @@
+"""The Patches tab: the model-input view cut into its grid, the token sequence, the top-5
+and the model's numbers. No gradio here; app.py only wires these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .. import render
+from ..engine import Analysis
+from ..models import Geometry, VitModel
+from ..numbers import model_numbers
+from ..patches import describe_patch
+from ..session import Photo
+from .common import on_grid, top5_figure
+
+PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
+cut into a grid of P×P patches. Each patch is flattened (P·P·3 numbers) and projected to one
+token; the grid is read row by row into a sequence, after a learned [CLS] token whose final state
+feeds the classifier. **Click a patch** to see its row, column, token index and pixel box."""
+
+
+@dataclass(frozen=True)
+class PatchesPanel:
+    grid: np.ndarray  # (s·H, s·W, 3) uint8: enlarged model-input view with the grid
+    strip: np.ndarray  # sequence strip, uint8
+    top5: go.Figure | None  # None when the model has no classifier
+    numbers: list[list[str]]
+    patch_text: str
+    explanation: str  # what you see, with this model's numbers
+
+
+def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
+                  clicked: tuple[int, int] | None = None) -> PatchesPanel:
+    """Everything on the Patches tab, for a new photo or model."""
+    g = vm.geometry
+    return PatchesPanel(
+        grid=patch_grid(vm, a, lines, indices, clicked),
+        strip=render.sequence_strip(a.input_view, g),
+        top5=top5_figure(vm, a),
+        numbers=[[k, v] for k, v in model_numbers(vm)],
+        patch_text=patch_text(g, clicked),
+        explanation=patches_explanation(vm),
+    )
+
+
+def patches_explanation(vm: VitModel) -> str:
+    """The Patches tab's text, with the numbers of the model on screen."""
+    g = vm.geometry
+    p, (gh, gw), (h, w) = g.patch_size, g.grid, g.image_size
+    return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
+            f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
+            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with [CLS] in front the sequence "
+            f"has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
+            f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table.")
+
+
+def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
+               clicked: tuple[int, int] | None = None) -> np.ndarray:
+    """The enlarged model-input view with grid lines, numbers and the clicked patch."""
+    g = vm.geometry
+    clicked = on_grid(clicked, g)
+    big = render.enlarge(a.input_view, render.display_scale(g))
+    return render.draw_grid(big, g, lines=lines, indices=indices, highlight=clicked)
+
+
+def patch_text(g: Geometry, clicked: tuple[int, int] | None) -> str:
+    clicked = on_grid(clicked, g)
+    return describe_patch(*clicked, g) if clicked else "*Click a patch in the grid.*"
+
+
+# ------------------------------------------------------------------ entry points
+def show(ph: Photo, lines: bool = True, indices: bool = False,
+         clicked: tuple[int, int] | None = None) -> PatchesPanel:
+    """On open (a new photo or model)."""
+    return patches_panel(ph.vm, ph.analysis(), lines, indices, clicked)
+
+
+def change(ph: Photo, lines: bool = True, indices: bool = False,
+           clicked: tuple[int, int] | None = None) -> tuple[np.ndarray, str]:
+    """On a control change (grid lines, numbers, a click): the grid and the patch text only."""
+    return patch_grid(ph.vm, ph.analysis(), lines, indices, clicked), patch_text(ph.vm.geometry, clicked)
+
+
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    """arrays.npz: input_view (H, W, 3) uint8 and probs (C,) float32."""
+    a = ph.analysis()
+    out = {"input_view": a.input_view}
+    if a.probs is not None:
+        out["probs"] = a.probs.numpy().astype(np.float32)
+    return out
+
+
+def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+    vm, a = ph.vm, ph.analysis()
+    g = vm.geometry
+    s = render.display_scale(g)
+    out: dict[str, np.ndarray | go.Figure] = {
+        "patch_grid": render.draw_grid(render.enlarge(a.input_view, s), g, indices=True),
+        "sequence_strip": render.sequence_strip(a.input_view, g),
+    }
+    top5 = top5_figure(vm, a)
+    if top5 is not None:
+        out["top5_chart"] = top5
+    return out

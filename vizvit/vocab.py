@@ -1,0 +1,51 @@
+"""Every choice a visitor (or a link, or the command line) can make, and its URL spelling,
+defined once. Types are Literals; the tuples the page shows are read from them."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# -- the tabs, in the page's order (ids double as URL values: ?tab=attention)
+TabId = Literal["patches", "embeddings", "attention", "positions", "experiments", "lecture"]
+TAB_IDS: tuple[str, ...] = get_args(TabId)
+
+# -- attention: how heads are fused, which way a clicked patch is read, raw or rolled out
+Fusion = Literal["mean", "max", "min"]
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+ONE_HEAD = "one head"
+SHOW_CHOICES: tuple[str, ...] = (ONE_HEAD, *FUSIONS)
+Direction = Literal["row", "column"]
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
+Mode = Literal["raw", "rolled out"]
+MODES: tuple[str, ...] = get_args(Mode)
+# URL spellings (a space is awkward in a link); every accepted spelling -> the mode.
+MODE_URL: dict[str, str] = {"raw": "raw", "rolled out": "rollout"}
+MODE_FROM_URL: dict[str, str] = {"raw": "raw", "rollout": "rolled out", "rolled": "rolled out",
+                                 "rolled out": "rolled out"}
+# rollout discard and attention-distance conventions (docs/methods.md says how peers differ)
+DiscardMode = Literal["per row", "global (vit-explain)"]
+# per row: each query's lowest patch keys, prefix columns untouched (vizvit's default);
+# global: the lowest entries of the whole N×N matrix, only [CLS]→[CLS] kept, as
+# jacobgil/vit-explain's vit_rollout.py does (docs/methods.md, "Rollout").
+DISCARD_MODES: tuple[str, ...] = get_args(DiscardMode)
+DistanceNorm = Literal["renormalised", "raw (probing-vits)"]
+# renormalised: each query's patch weights divided by their sum ([CLS] dropped, rest
+# rescaled to 1); raw: [CLS] dropped and not rescaled, as sayakpaul/probing-vits does.
+DISTANCE_NORMS: tuple[str, ...] = get_args(DistanceNorm)
+COLORMAPS: tuple[str, ...] = ("inferno", "viridis", "magma", "turbo", "jet", "gray", "RdBu_r")
+
+# -- embeddings: what colours the points of the PCA scatter
+COLOR_CHOICES: tuple[str, ...] = ("row", "column", "rollout")
+
+# -- positions: input sizes for the other-resolution forward (pixels, square)
+RESOLUTIONS: tuple[int, ...] = (288, 384, 448, 512)
+
+# -- experiments: what enters at the border of a shift; how a masked patch is removed
+Fill = Literal["edge", "wrap", "constant"]
+FILLS: tuple[str, ...] = get_args(Fill)
+MaskMode = Literal["drop", "black", "mean", "blur"]
+MASK_MODES: tuple[str, ...] = get_args(MaskMode)  # drop first: a transformer's own way
+PIXEL_FILLS: tuple[str, ...] = tuple(m for m in MASK_MODES if m != "drop")
+CURVE_MODES: tuple[str, ...] = (*PIXEL_FILLS, "drop")  # a pixel fill first: comparable with CNN papers
+MaskAction = Literal["clear", "invert", "random", "top", "bottom"]
+MASK_ACTIONS: tuple[str, ...] = get_args(MaskAction)

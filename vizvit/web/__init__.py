@@ -1,0 +1,29 @@
+"""The page's own JavaScript and CSS, as real files beside this module.
+
+Each ``.js`` file holds one JavaScript function (what Gradio's ``js=`` takes); its
+leading ``//`` lines document it and are left out when it is read.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=None)
+def asset(name: str) -> str:
+    """The text of web/<name>; for .js, without its leading comment lines."""
+    text = (HERE / name).read_text(encoding="utf-8")
+    if name.endswith(".js"):
+        lines = text.splitlines()
+        while lines and (lines[0].startswith("//") or not lines[0].strip()):
+            lines.pop(0)
+        text = "\n".join(lines).strip()
+    return text
+
+
+def click_new_file(box: str) -> str:
+    """The download script for the file box matching CSS selector `box`."""
+    return asset("click_new_file.js").replace("BOX", box)
