@@ -483,8 +483,8 @@ def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
     values = relevance_map(vm, a, class_index, cache)
     name = vm.labels[int(class_index)].split(",")[0]
     v, r, c = _where(values, np.argmax)
-    text = (f"Relevance ({att_mod.RELEVANCE_METHOD}) for **{name}** (class {class_index}): "
-            f"sum over patches {values.sum():.4f}, max {v:.4f} at (row {r}, col {c}).")
+    text = (f"Relevance for **{name}** (class {class_index}): sum over patches {values.sum():.4f}, "
+            f"max {v:.4f} at (row {r}, col {c}). Method: {att_mod.RELEVANCE_METHOD}.")
     return map_image(a.input_view, values, g, p), text
 
 
