@@ -36,10 +36,11 @@ from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.launch import server_address  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX  # noqa: E402
+from vizvit.ablation import Ablation, format_heads  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import attention as ap  # noqa: E402
 from vizvit.views import common as panels  # noqa: E402
-from vizvit.views import embeddings, experiments, lecture, patches, positions  # noqa: E402
+from vizvit.views import embeddings, experiments, inside, lecture, patches, positions  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
@@ -65,6 +66,7 @@ class Ctx:
     wb: Workbench
     key: gr.State  # PhotoKey | None: the session's photo, never tensors
     tab: gr.State  # id of the visible tab, so hidden tabs don't compute
+    status: gr.Markdown  # the one-line status under the model box
     links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
 
@@ -592,6 +594,91 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.long_work.extend([running, curving])
 
 
+# ---------------------------------------------------------------- Inside the model
+def inside_tab(ctx: Ctx, tab: gr.Tab) -> None:
+    wb = ctx.wb
+    gr.Markdown(inside.LENS_TEXT)
+    with gr.Row():
+        lens_table = gr.Dataframe(headers=inside.LENS_HEADERS, interactive=False, elem_id="lens-table", scale=3,
+                                  wrap=True)
+        depth_top5 = gr.Plot(label="Top-5 of the readout at the clicked depth", elem_id="lens-top5", scale=2)
+    lens_text = gr.Markdown(elem_id="lens-text")
+    lens_plot = gr.Plot(label="Logit lens: the final top-5 classes at each depth", elem_id="lens-plot")
+    gr.Markdown(inside.ABLATE_TEXT)
+    with gr.Row():
+        grid = gr.Image(label="Layers × heads: click to switch heads off", interactive=False, format="png",
+                        elem_id="ablate-grid")
+        with gr.Column():
+            with gr.Row():
+                mode = gr.Radio(list(vocab.ABLATE_MODES), value="zero", label="a switched-off head's output is set to",
+                                elem_id="ablate-mode")
+                clear = gr.Button("all heads on", size="sm", elem_id="ablate-clear")
+            heads = gr.Textbox(label="heads off, layer.head from 1 (Enter to apply)", placeholder="3.5, 7.1",
+                               elem_id="ablate-heads")
+            top5 = gr.Plot(label="Top-5 of the ablated model, Δ from the intact one", elem_id="ablate-top5")
+            ablate_text = gr.Markdown(elem_id="ablate-text")
+    gr.Markdown(inside.IMPORTANCE_TEXT)
+    with gr.Row():
+        run_btn = gr.Button("Which heads matter? (one forward per head)", variant="primary", elem_id="importance-run")
+        stop_btn = gr.Button("Stop", elem_id="importance-stop")
+    importance_text = gr.Markdown(elem_id="importance-text")
+    ctx.links.update(ablate=heads, ablate_mode=mode)
+
+    @safe
+    def show(key: PhotoKey | None):
+        if key is None:
+            return [], None, "", None, None, None, "", gr.skip(), gr.skip()
+        ph = wb.handle(key)
+        lp, ap_ = inside.show(ph)
+        lens_out = (lp.rows, lp.figure, lp.text) if lp else ([], None, inside.NO_LENS_TEXT)
+        return (*lens_out, None, ap_.grid, ap_.top5, ap_.text, inside.format_heads(key.ablation.heads),
+                key.ablation.mode)
+
+    def ablated(key: PhotoKey, ab: Ablation):
+        k = inside.with_ablation(key, ab)
+        return k, panels.status_line(wb.model(k.model_id), wb.analysis(k), wb.photo(k.sha1).size)
+
+    @safe
+    def click(key: PhotoKey | None, evt: gr.SelectData):
+        if key is None:
+            return gr.skip(), gr.skip()
+        cells, _ = inside.cell_at(wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+        return ablated(key, inside.toggle(key.ablation, cells)) if cells else (gr.skip(), gr.skip())
+
+    @safe
+    def typed(key: PhotoKey | None, text: str, m: str):
+        if key is None:
+            raise UserError("Upload a photo first.")
+        return ablated(key, inside.parse_ablation(text, m, wb.model(key.model_id).geometry))
+
+    @safe
+    def depth(key: PhotoKey | None, evt: gr.SelectData):
+        if key is None:
+            return None
+        return inside.depth_top5(wb.handle(key), int(evt.index[0]))
+
+    @safe
+    def importance(key: PhotoKey | None):
+        if key is None:
+            raise UserError("Upload a photo first.")
+        ph = wb.handle(key)
+        for imp, done, total in inside.importance_steps(ph):
+            yield inside.ablation_grid(ph.vm.geometry, key.ablation, imp), inside.importance_text(ph.vm, done, total)
+
+    outs = [lens_table, lens_plot, lens_text, depth_top5, grid, top5, ablate_text, heads, mode]
+    ctx.on_show(tab, show, [ctx.key], outs)
+    # Each change makes a new session key (the ablation is part of it); key.change redraws
+    # whichever tab is open, so every tab shows the ablated model.
+    grid.select(click, [ctx.key], [ctx.key, ctx.status], show_progress="hidden")
+    heads.submit(typed, [ctx.key, heads, mode], [ctx.key, ctx.status])
+    mode.input(typed, [ctx.key, heads, mode], [ctx.key, ctx.status])
+    clear.click(typed, [ctx.key, gr.State(""), mode], [ctx.key, ctx.status])
+    lens_table.select(depth, [ctx.key], depth_top5, show_progress="hidden")
+    running = run_btn.click(importance, [ctx.key], [grid, importance_text])
+    stop_btn.click(None, None, None, cancels=[running])
+    ctx.long_work.append(running)
+
+
 # ---------------------------------------------------------------- For lecturers
 def lecture_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(lecture.LECTURE_TEXT)
@@ -642,7 +729,8 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 # ---------------------------------------------------------------- the page
 TABS = [("Patches", "patches", patches_tab), ("Embeddings", "embeddings", embeddings_tab),
         ("Attention", "attention", attention_tab), ("Positions", "positions", positions_tab),
-        ("Experiments", "experiments", experiments_tab), ("For lecturers", "lecture", lecture_tab)]
+        ("Experiments", "experiments", experiments_tab), ("Inside", "inside", inside_tab),
+        ("For lecturers", "lecture", lecture_tab)]
 
 
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
@@ -658,7 +746,6 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
-        ctx = Ctx(wb=wb, key=key, tab=tab)
         gr.Markdown(panels.HEADER_TEXT)
         start_banner = panels.banner(wb.model(default_model), offline)
         banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
@@ -675,6 +762,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
+        ctx = Ctx(wb=wb, key=key, tab=tab, status=status)
         all_tabs = []
         with gr.Tabs(elem_id="tabs") as tabs:
             for label, tab_id, build in TABS:
@@ -692,7 +780,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         projector.change(None, projector, None, js=web.asset("projector.js"))
 
         @safe
-        def new_photo(path: str | None, model_id: str, k: PhotoKey | None):
+        def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str):
             if path is None:  # cleared by the user (see upload.clear) or by a refused file below
                 return gr.skip(), gr.skip(), gr.skip()
             try:
@@ -702,7 +790,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # out of the box: it must not look as if that file were shown.
                 gr.Warning(str(e))
                 return gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None
-            k = PhotoKey(model_id, sha1)
+            # The heads switched off (Inside tab, or a link's ablate=) stay off for the new photo.
+            k = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, wb.model(model_id).geometry))
             a = wb.analysis(k)
             return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size), gr.skip()
 
@@ -751,25 +840,24 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
                     gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                     p.show or gr.skip(), k.query if k.query else gr.skip(), k.direction or gr.skip(),
-                    k.mode or gr.skip(), k.dx, k.dy, k.mask, k.projector)
+                    k.mode or gr.skip(), k.dx, k.dy, k.mask, format_heads(k.ablate), k.ablate_mode or "zero",
+                    k.projector)
 
         @safe
         def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
                       query: tuple[int, int] | None, direction: str, mode: str,
-                      dx: int, dy: int, mask: tuple[int, ...], proj: bool, request: gr.Request):
-            link = deeplink.DeepLink(
-                example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id,
-                tab=tab_id, layer=int(layer), head=int(head) if show == vocab.ONE_HEAD else show,
-                query=tuple(query) if query else None, direction=direction, mode=mode,
-                dx=int(dx), dy=int(dy), mask=tuple(mask), projector=bool(proj))
-            # Controls can still hold another model's values (a query on a bigger grid): the
-            # link carries only what exists on this model.
-            link, _ = deeplink.fit(link, wb.model(model_id).geometry)
+                      dx: int, dy: int, mask: tuple[int, ...], _heads: str, _mode: str, proj: bool,
+                      request: gr.Request):
+            link = deeplink.of_view(
+                example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
+                layer=layer, head=head, show=show, query=query, direction=direction, mode=mode, dx=dx, dy=dy,
+                mask=mask, projector=proj, ablation=key_.ablation if key_ else None)
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
-            return page + deeplink.to_query(link)
+            return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 
         examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
-        upload.change(new_photo, [upload, model, key], [key, status, upload], api_name="upload",
+        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"]], [key, status, upload],
+                      api_name="upload",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
         upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,
@@ -777,7 +865,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         # Feedback at once (no queue), then the load, which may take a download's time.
         model.input(loading, model, status, queue=False).success(
             new_model, [model, key], [key, status, model, banner], api_name="model")
-        link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask")]
+        link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
+                                     "ablate", "ablate_mode")]
         demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector])
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))

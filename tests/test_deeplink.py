@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vizvit import deeplink
 from vizvit.deeplink import DeepLink, fit, parse, to_query
 from vizvit.models import Geometry
 
@@ -79,3 +80,20 @@ def test_plan_resolves_head_choice_and_falls_back_on_an_unloadable_model():
     assert (p.link.layer, p.link.head, p.show, p.link.projector) == (6, 3, ONE_HEAD, True)
     p = plan({"head": "min"}, EXAMPLES, MODELS, TABS, "random:vit-base-patch16-224", geometry_of)
     assert p.show == "min" and p.notices == ()
+
+
+def test_ablated_heads_travel_in_links_counted_from_one(tiny16):
+    from vizvit.ablation import Ablation
+
+    g = tiny16.geometry
+    link, notes = deeplink.parse({"ablate": "1.2,2.1", "ablate_mode": "mean"}, [], [], [])
+    assert link.ablate == ((0, 1), (1, 0)) and link.ablate_mode == "mean" and not notes
+    q = deeplink.to_query(deeplink.fit(link, g)[0])
+    assert "ablate=1.2,2.1" in q and "ablate_mode=mean" in q
+    far, notes = deeplink.fit(deeplink.parse({"ablate": "1.2,9.9"}, [], [], [])[0], g)
+    assert far.ablate == ((0, 1),) and "9.9" in notes[0]
+    bad, notes = deeplink.parse({"ablate": "three.five", "ablate_mode": "half"}, [], [], [])
+    assert bad.ablate == () and bad.ablate_mode is None and len(notes) == 2
+    v = deeplink.of_view(None, "m", "inside", 1, 1, "mean", None, "row", "raw", 0, 0, (), False,
+                         Ablation(((1, 1),), "zero"))
+    assert deeplink.to_query(v).endswith("ablate=2.2")

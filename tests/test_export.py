@@ -46,3 +46,18 @@ def test_export_cli_writes_everything(tiny_dirs, tmp_path):
 def test_export_cli_bad_model_is_a_clean_error(tmp_path):
     r = run_export(tmp_path / "nothing-here", tmp_path / "out")
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_export_inside_the_model_keys(tiny_dirs, tmp_path):
+    """logit_lens (L+1, C) whose last row is probs; head_importance (L, H); ablated_probs with --ablate."""
+    r = run_export(tiny_dirs["p32"], tmp_path, "--ablate", "2.1,1.2", "--ablate-mode", "mean")
+    assert r.returncode == 0, r.stderr
+    arrays = np.load(tmp_path / "arrays.npz")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert arrays["logit_lens"].shape == (3, 7) and arrays["logit_lens"].dtype == np.float32
+    np.testing.assert_array_equal(arrays["logit_lens"][-1], arrays["probs"])
+    assert arrays["head_importance"].shape == (2, 2) and arrays["head_importance"].dtype == np.float32
+    assert arrays["ablated_probs"].shape == (7,) and not np.allclose(arrays["ablated_probs"], arrays["probs"])
+    assert summary["ablation"]["heads"] == "1.2,2.1" and summary["ablation"]["mode"] == "mean"
+    r = run_export(tiny_dirs["p32"], tmp_path / "bad", "--ablate", "3.1")
+    assert r.returncode == 2 and "does not exist" in r.stderr

@@ -8,7 +8,7 @@ import sys
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
 
-from .vocab import MASK_MODES
+from .vocab import ABLATE_MODES, MASK_MODES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,15 +22,22 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--out", required=True, help="output directory")
     ex.add_argument("--mask", default="", help="0-based row-major patch indices, e.g. 3,17,40")
     ex.add_argument("--mask-mode", default="drop", choices=MASK_MODES)
+    ex.add_argument("--ablate", default="", help="heads to switch off, layer.head counted from 1, e.g. 3.5,7.1 "
+                                                 "(7 = every head of layer 7): adds ablated_probs")
+    ex.add_argument("--ablate-mode", default="zero", choices=ABLATE_MODES)
     args = parser.parse_args(argv)
 
+    from .ablation import Ablation, parse_heads
     from .export import export
     from .images import View
+    from .models import load_model
 
     try:
         mask = tuple(int(i) for i in args.mask.split(",") if i.strip())
-        summary = export(args.image, args.out, model=args.model, device=args.device,
-                         view=View(mask=mask, mask_mode=args.mask_mode))
+        vm = load_model(args.model, args.device)
+        ablation = Ablation(parse_heads(args.ablate, vm.geometry), args.ablate_mode)
+        summary = export(args.image, args.out, model=vm, view=View(mask=mask, mask_mode=args.mask_mode),
+                         ablation=ablation)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

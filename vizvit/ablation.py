@@ -18,8 +18,8 @@ import torch
 
 from .errors import UserError
 from .models import Geometry
+from .vocab import ABLATE_MODES
 
-ABLATE_MODES = ("zero", "mean")
 ABLATION_METHOD = ("head ablation: the head's output before the output projection set to 0 (zero) or to its "
                    "mean over the photo's tokens (mean)")
 

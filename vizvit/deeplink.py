@@ -1,7 +1,7 @@
 """Deep links: URL query parameters <-> a view of the page.
 
     ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
-    &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&mask=3,17,40
+    &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&mask=3,17,40&ablate=3.5,7.1&ablate_mode=mean
 
 Parsing never fails: an unknown or out-of-range value falls back to the default and
 adds a notice, so a lecturer's typo never produces an error page.
@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
+from .ablation import Ablation
 from .models import Geometry
-from .vocab import DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
+from .vocab import ABLATE_MODES, DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class DeepLink:
     dy: int = 0
     mask: tuple[int, ...] = ()
     projector: bool = False  # large fonts, high contrast
+    ablate: tuple[tuple[int, int], ...] = ()  # heads switched off, 0-based (layer, head); 1-based in the URL
+    ablate_mode: str | None = None  # "zero" or "mean"; None = zero
 
 
 def _int(value: str) -> int | None:
@@ -48,7 +51,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     notices: list[str] = []
     link = DeepLink()
     known = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
-             "projector"}
+             "projector", "ablate", "ablate_mode"}
     for k in params:
         if k not in known and k != "__theme":
             notices.append(f"Unknown link parameter '{k}' ignored.")
@@ -108,6 +111,14 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
             notices.append(f"'mask={mask}' must be patch numbers separated by commas; ignored.")
         else:
             link = replace(link, mask=tuple(sorted(set(items))))
+    link = replace(link, ablate_mode=choice("ablate_mode", ABLATE_MODES))
+    ablate = params.get("ablate")
+    if ablate:
+        cells = [tuple(_int(x) for x in part.split(".")) for part in ablate.split(",") if part.strip()]
+        if all(len(c) == 2 and None not in c for c in cells):
+            link = replace(link, ablate=tuple(sorted({(c[0] - 1, c[1] - 1) for c in cells})))
+        else:
+            notices.append(f"'ablate={ablate}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
     projector = params.get("projector")
     if projector:
         if projector.lower() in ("1", "true", "yes", "on"):
@@ -140,7 +151,23 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
     if bad:
         notices.append(f"Mask patches {bad} are outside 0–{g.num_patches - 1}; they were left out.")
         link = replace(link, mask=tuple(i for i in link.mask if 0 <= i < g.num_patches))
+    off = [(l, h) for l, h in link.ablate if not (0 <= l < g.num_layers and 0 <= h < g.num_heads)]
+    if off:
+        notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist ({g.num_layers} layers × "
+                       f"{g.num_heads} heads); they stay on.")
+        link = replace(link, ablate=tuple(c for c in link.ablate if c not in off))
     return link, notices
+
+
+def of_view(example: str | None, model: str, tab: str, layer: int, head: int, show: str,
+            query: Sequence[int] | None, direction: str, mode: str, dx: int, dy: int, mask: Sequence[int],
+            projector: bool, ablation: Ablation | None = None) -> DeepLink:
+    """The page's controls -> the DeepLink that reopens them ("Copy link to this view")."""
+    return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
+                    head=int(head) if show == ONE_HEAD else show, query=tuple(query) if query else None,
+                    direction=direction, mode=mode, dx=int(dx), dy=int(dy), mask=tuple(mask),
+                    projector=bool(projector), ablate=ablation.heads if ablation else (),
+                    ablate_mode=ablation.mode if ablation else None)
 
 
 def to_query(link: DeepLink) -> str:
@@ -166,6 +193,10 @@ def to_query(link: DeepLink) -> str:
         q["mask"] = ",".join(map(str, link.mask))
     if link.projector:
         q["projector"] = "1"
+    if link.ablate:
+        q["ablate"] = ",".join(f"{l + 1}.{h + 1}" for l, h in link.ablate)
+        if link.ablate_mode not in (None, "zero"):
+            q["ablate_mode"] = link.ablate_mode
     return "?" + urlencode(q, safe=",/:") if q else ""
 
 

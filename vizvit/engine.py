@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
 from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
@@ -67,6 +68,7 @@ class Analysis:
     patch_embeddings: torch.Tensor  # (P, D): conv output before [CLS] and position embeddings
     kept_tokens: torch.Tensor  # (N,) index of each kept token in the full sequence
     seconds: float  # wall time of the forward pass
+    ablation: Ablation = Ablation()  # heads switched off in this forward (none by default)
 
     @property
     def nbytes(self) -> int:
@@ -147,11 +149,27 @@ class Family:
     name: str
     embeddings: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the embedding stage
     patch_embedding: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the patch projection
+    blocks: Callable[[torch.nn.Module], Sequence[torch.nn.Module]]  # backbone -> the L transformer blocks
+
+    def head_output_projection(self, backbone: torch.nn.Module, layer: int) -> torch.nn.Module:
+        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
+        return self.blocks(backbone)[layer].attention.o_proj
 
 
 FAMILIES: dict[str, Family] = {
-    "vit": Family("vit", lambda b: b.embeddings, lambda b: b.embeddings.patch_embeddings),
+    "vit": Family("vit", lambda b: b.embeddings, lambda b: b.embeddings.patch_embeddings, lambda b: b.layers),
 }
+
+
+def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
+    """Pre-hooks on the output projections of the layers that have heads switched off."""
+    if not ablation:
+        return []
+    fam = family_of(vm)
+    ablation.checked(vm.geometry)
+    return [Hook(lambda b, l=l: fam.head_output_projection(b, l),
+                 ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
+            for l, heads in ablation.by_layer().items()]
 
 
 def family_of(vm: VitModel) -> Family:
@@ -231,16 +249,19 @@ class Hooked:
 
 # ------------------------------------------------------------------ one view, everything
 @on_gpu
-def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), extra: Sequence[Hook] = ()) -> Analysis:
+def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), extra: Sequence[Hook] = (),
+            ablation: Ablation = Ablation()) -> Analysis:
     """ONE forward pass of `vm` on `image` (a PIL photo, or an already-made (H, W, 3)
-    uint8 model-input view), perturbed by `view`. Results moved to the CPU once."""
+    uint8 model-input view), perturbed by `view`, with `ablation`'s heads switched off.
+    Results moved to the CPU once."""
     g = vm.geometry
     base = image if isinstance(image, np.ndarray) else model_input_view(image, vm.preprocess)
     shown = apply_view(base, view, g.patch_size, g.grid[1])
     pixels = to_pixel_values(shown, vm.preprocess)
     keep = kept_token_indices(view.mask, g) if view.mask_mode == "drop" else torch.arange(g.seq_len)
 
-    with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=extra) as run:
+    hooks = [*extra, *ablation_hooks(vm, ablation)]
+    with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=hooks) as run:
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = vm.model(pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
@@ -271,6 +292,7 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
         patch_embeddings=run.patches[0].float().cpu(),  # (P, D)
         kept_tokens=keep,
         seconds=seconds,
+        ablation=ablation,
     )
 
 
@@ -316,6 +338,30 @@ def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[tor
     return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
 
 
+# ------------------------------------------------------------------ which heads matter
+@on_gpu
+def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int, int]],
+                       chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, torch.Tensor]]:
+    """One forward per (layer, head) cell with that head alone zeroed, batched `chunk` cells at a
+    time (sample b of a batch zeroes cells[b]); yields (start index, (b, C) softmax on the CPU).
+
+    view: (H, W, 3) uint8 model-input view, the same for every sample."""
+    if not vm.has_classifier:
+        raise UserError("This model has no classifier: there is no prediction for a head to change.")
+    if chunk < 1:
+        raise UserError("The chunk size must be at least 1.")
+    fam = family_of(vm)
+    H = vm.geometry.num_heads
+    pixels = to_pixel_values(view, vm.preprocess).to(vm.device)  # (1, 3, H, W)
+    for start in range(0, len(cells), chunk):
+        part = torch.tensor(cells[start:start + chunk], dtype=torch.long)  # (b, 2)
+        hooks = [Hook(lambda bb, l=l: fam.head_output_projection(bb, l), per_sample_zero_hook(l, part, H), pre=True)
+                 for l in sorted({int(c[0]) for c in part})]
+        with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode():
+            out = vm.model(pixels.expand(len(part), -1, -1, -1))
+        yield start, out.logits.float().softmax(-1).cpu()
+
+
 # ------------------------------------------------------------------ another input size
 @on_gpu
 def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPrediction:
@@ -341,8 +387,8 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
 
 # ------------------------------------------------------------------ gradients
 @on_gpu
-def attention_gradients(vm: VitModel, pixel_values: torch.Tensor,
-                        class_index: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def attention_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
+                        ablation: Ablation = Ablation()) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """One forward and one backward pass: the attentions (H, N, N) per layer and the
     gradients of logit `class_index` with respect to them, in layer order, on the CPU.
 
@@ -351,7 +397,8 @@ def attention_gradients(vm: VitModel, pixel_values: torch.Tensor,
     attention probabilities the model returns are then graph tensors whose gradients we
     take directly. Nothing on the model is changed."""
     pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
-    with Hooked(vm, capture_patches=False), torch.inference_mode(False), torch.enable_grad():
+    with Hooked(vm, capture_patches=False, extra=ablation_hooks(vm, ablation)), \
+            torch.inference_mode(False), torch.enable_grad():
         out = vm.model(pixels, output_attentions=True)
         grads = torch.autograd.grad(out.logits[0, class_index], out.attentions)  # (1, H, N, N) each
     return [t[0].detach().cpu() for t in out.attentions], [t[0].cpu() for t in grads]

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from PIL import Image
 
 from . import attention, figures
+from .ablation import Ablation, format_heads
 from .images import View
 from .models import VitModel, load_model
 from .numbers import model_numbers
@@ -24,8 +25,9 @@ from .session import Photo, PhotoKey, Workbench
 from .views import VIEWS
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
-           device: str = "auto", view: View = View()) -> dict:
-    """Analyse one photo and write summary.json, arrays.npz and one PNG per figure."""
+           device: str = "auto", view: View = View(), ablation: Ablation = Ablation()) -> dict:
+    """Analyse one photo and write summary.json, arrays.npz and one PNG per figure. Every array is
+    of the intact model; with `ablation`, ``ablated_probs`` (C,) adds its heads-off prediction."""
     t0 = time.perf_counter()
     vm = model if isinstance(model, VitModel) else load_model(model, device)
     t_load = time.perf_counter() - t0
@@ -43,6 +45,9 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
         arrays.update(v.export_arrays(ph))
     if not view.is_identity and a.probs is not None:
         arrays["masked_probs"] = a.probs.numpy().astype(np.float32)
+    ablated = wb.analysis(PhotoKey(vm.id, ph.key.sha1, ablation.checked(vm.geometry)), view) if ablation else None
+    if ablated is not None and ablated.probs is not None:
+        arrays["ablated_probs"] = ablated.probs.numpy().astype(np.float32)
     np.savez_compressed(out / "arrays.npz", **arrays)
     written: list[str] = []
     charts: dict[str, go.Figure] = {}
@@ -74,6 +79,9 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
                  "mask_mode": view.mask_mode},
         "masked_top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in a.top5]
         if not view.is_identity else None,
+        "ablation": {"heads": format_heads(ablation.heads), "mode": ablation.mode,
+                     "top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in ablated.top5]}
+        if ablated is not None else None,
         "timings_s": {"load_model": t_load, "forward": base.seconds,
                       "arrays_and_figures": time.perf_counter() - t1,
                       "total": time.perf_counter() - t0},
@@ -103,5 +111,7 @@ def methods_used() -> dict[str, str]:
                          "(scikit-learn's svd_flip(u_based_decision=False))",
         "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
         "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
+        "logit_lens": "softmax(classifier(final layernorm([CLS] after block l))), l = 0..L",
+        "head_importance": "p_top1(intact) − p_top1(that head alone zeroed before the output projection)",
         "docs": "docs/methods.md",
     }

@@ -17,6 +17,7 @@ from typing import Any, Callable, Hashable
 from PIL import Image
 
 from .catalog import Catalog
+from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
 from .engine import Analysis, analyze, nbytes
@@ -102,13 +103,14 @@ class AnalysisCache:
 
 
 # ------------------------------------------------------------------ every cache key
-def analysis_key(model_id: str, sha1: str, view: View) -> tuple:
-    return ("analysis", model_id, sha1, view)
+def analysis_key(model_id: str, sha1: str, view: View, ablation: Ablation = Ablation()) -> tuple:
+    return ("analysis", model_id, sha1, view, ablation)
 
 
-def derived_key(model_id: str, sha1: str, name: Hashable) -> tuple:
-    """Anything computed from one photo's analyses under one model (rollouts, relevance...)."""
-    return ("derived", model_id, sha1, name)
+def derived_key(model_id: str, sha1: str, name: Hashable, ablation: Ablation = Ablation()) -> tuple:
+    """Anything computed from one photo's analyses under one model, with the same heads
+    switched off (rollouts, relevance...)."""
+    return ("derived", model_id, sha1, ablation, name)
 
 
 def model_key(model_id: str, name: Hashable) -> tuple:
@@ -122,6 +124,12 @@ class PhotoKey:
 
     model_id: str
     sha1: str
+    ablation: Ablation = Ablation()  # heads the session switched off: every view shows that model
+
+    @property
+    def intact(self) -> "PhotoKey":
+        """The same photo and model with every head on."""
+        return PhotoKey(self.model_id, self.sha1)
 
 
 class Workbench:
@@ -204,17 +212,17 @@ class Workbench:
         """The cached Analysis of (model, photo, view); one forward pass on a miss."""
         vm = self.model(key.model_id)
         return self.cache.get_or_compute(
-            analysis_key(key.model_id, key.sha1, view),
-            lambda: analyze(vm, self.photo(key.sha1), view),
+            analysis_key(key.model_id, key.sha1, view, key.ablation),
+            lambda: analyze(vm, self.photo(key.sha1), view, ablation=key.ablation),
         )
 
     def derived(self, key: PhotoKey, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything computed from a photo's analyses (rollout stacks, relevance...)."""
-        return self.cache.get_or_compute(derived_key(key.model_id, key.sha1, name), compute)
+        return self.cache.get_or_compute(derived_key(key.model_id, key.sha1, name, key.ablation), compute)
 
     def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
         """The cached derived result, or None: for streamed computations that store at the end."""
-        return self.cache.get(derived_key(key.model_id, key.sha1, name))
+        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation))
 
     def per_model(self, model_id: str, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything that depends on the model alone."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 # -- the tabs, in the page's order (ids double as URL values: ?tab=attention)
-TabId = Literal["patches", "embeddings", "attention", "positions", "experiments", "lecture"]
+TabId = Literal["patches", "embeddings", "attention", "positions", "experiments", "inside", "lecture"]
 TAB_IDS: tuple[str, ...] = get_args(TabId)
 
 # -- attention: how heads are fused, which way a clicked patch is read, raw or rolled out
@@ -49,3 +49,7 @@ PIXEL_FILLS: tuple[str, ...] = tuple(m for m in MASK_MODES if m != "drop")
 CURVE_MODES: tuple[str, ...] = (*PIXEL_FILLS, "drop")  # a pixel fill first: comparable with CNN papers
 MaskAction = Literal["clear", "invert", "random", "top", "bottom"]
 MASK_ACTIONS: tuple[str, ...] = get_args(MaskAction)
+
+# -- inside the model: how a switched-off head's output is replaced
+AblateMode = Literal["zero", "mean"]
+ABLATE_MODES: tuple[str, ...] = get_args(AblateMode)

@@ -10,7 +10,7 @@ figures, text. ``common`` holds what the tabs share.
 
 from __future__ import annotations
 
-from . import attention, embeddings, experiments, lecture, patches, positions
+from . import attention, embeddings, experiments, inside, lecture, patches, positions
 
 # In the page's order; module names are the tab ids (tests/test_views.py checks).
-VIEWS = (patches, embeddings, attention, positions, experiments, lecture)
+VIEWS = (patches, embeddings, attention, positions, experiments, inside, lecture)

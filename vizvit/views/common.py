@@ -6,6 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from .. import figures, render
+from ..ablation import format_heads
 from ..engine import Analysis
 from ..models import Geometry, VitModel, short_name
 from ..patches import patch_at
@@ -49,7 +50,9 @@ def model_line(vm: VitModel) -> str:
 
 def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = None) -> str:
     best = f" · top-1: **{a.top5[0].label.split(',')[0]}** ({a.top5[0].prob:.1%})" if a.top5 else ""
-    return f"{model_line(vm)}{best} · forward {a.seconds * 1000:.0f} ms{resize_note(vm, photo_size)}"
+    off = (f" · ⚠️ heads off ({a.ablation.mode}): **{format_heads(a.ablation.heads)}**, every tab shows that model"
+           if a.ablation else "")
+    return f"{model_line(vm)}{best}{off} · forward {a.seconds * 1000:.0f} ms{resize_note(vm, photo_size)}"
 
 
 def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:

@@ -1,0 +1,57 @@
+"""The Inside tab in a real browser: the logit lens table, a head switched off by a click with the
+top-5 showing a Δ, the attention tab showing the ablated model, and which heads matter."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import click_image_at, image_src, page_at, shot, upload_and_open, wait_image
+from conftest import EXAMPLES
+from vizvit.views import inside
+
+
+@pytest.fixture(scope="module")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u
+
+
+def test_switch_a_head_off_and_the_top5_shows_a_change(url, tiny16):
+    g = tiny16.geometry
+    with page_at(url, height=1500) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Inside")
+        page.wait_for_selector("#lens-table:has-text('(embedding)')")
+        assert f"\n{g.num_layers}\t" in page.inner_text("#lens-table") or str(g.num_layers) in page.inner_text("#lens-table")
+        grid = wait_image(page, "ablate-grid")
+        page.wait_for_selector("#ablate-top5 .js-plotly-plot")
+        assert "(+" not in page.inner_text("#ablate-top5") and "All heads on" in page.inner_text("#ablate-text")
+        # Click head 2 of layer 1 (the picture is shown at its own pixel size or scaled: use fractions).
+        h, w = inside.grid_size(g)
+        page.locator("#ablate-grid").scroll_into_view_if_needed()
+        click_image_at(page, "ablate-grid", (inside.LEFT + 1.5 * inside.CELL) / w, (inside.TOP + 0.5 * inside.CELL) / h)
+        page.wait_for_selector("#ablate-text:has-text('Switched off')")
+        assert "1.2" in page.inner_text("#ablate-text")
+        page.wait_for_function("() => /\\([+−-]\\d/.test(document.querySelector('#ablate-top5').innerText)")
+        assert page.locator("#ablate-heads input, #ablate-heads textarea").first.input_value() == "1.2"
+        assert "heads off" in page.inner_text("#status")
+        wait_image(page, "ablate-grid", grid)
+        shot(page, "inside_ablation", full_page=False)
+        # Which heads matter: 4 forwards for the tiny model, streamed into the grid.
+        page.click("#importance-run")
+        page.wait_for_selector("#importance-text:has-text('Done')")
+        shot(page, "inside_importance")
+        # Type a whole layer instead; then all heads on again.
+        box = page.locator("#ablate-heads input, #ablate-heads textarea").first
+        box.fill("2")
+        box.press("Enter")
+        page.wait_for_selector("#ablate-text:has-text('2.1,2.2')")
+        page.click("#ablate-clear")
+        page.wait_for_selector("#ablate-text:has-text('All heads on')")
+
+
+def test_a_deep_link_opens_with_heads_off(url):
+    with page_at(url + "?example=chelsea&tab=inside&ablate=2.2&ablate_mode=mean") as page:
+        page.wait_for_selector("#ablate-text:has-text('Switched off (mean)')", timeout=60_000)
+        assert "2.2" in page.inner_text("#ablate-text")
+        assert page.locator("#ablate-mode input[value='mean']").is_checked()

@@ -1,0 +1,256 @@
+"""The "Inside" tab: perturb the model itself while the top-5 moves.
+
+Logit lens: the summary token after every block read through the final layernorm and head
+(vizvit.lens; from the cached Analysis, no forward). Head ablation: switch heads off (the
+session's PhotoKey carries the Ablation, so every tab shows the ablated model; one forward
+per change, cached per ablation set). Which heads matter: the drop of the top-1 probability
+when one head alone is zeroed, L·H forwards batched, streamed and cached per photo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import cv2
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from .. import figures, lens, render
+from ..ablation import Ablation, format_heads, parse_heads
+from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
+from ..errors import UserError
+from ..models import Geometry, VitModel
+from ..session import Photo, PhotoKey
+from .common import top5_figure
+
+LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
+last block): the model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head trained to read depth L only: early rows show how
+far [CLS] already points at a class in the final head's coordinates, not what the layer "thinks".
+The last row is the model's own prediction. **Click a row** for its full top-5. No new forward."""
+
+ABLATE_TEXT = """**Head ablation.** A head's output is its slice of the concatenated head outputs, before
+the output projection mixes them: *zero* sets it to 0, *mean* replaces it by its mean over the photo's
+tokens. **Click a cell** of the layers × heads grid to
+switch that head off or on; click a row's label (L3) for the whole layer, or type heads as
+layer.head counted from 1 (`3.5, 7.1`; `7` = all of layer 7). The top-5 shows the change from the
+intact model, and **every tab shows the ablated model** while heads are off (one forward per change)."""
+
+IMPORTANCE_TEXT = """**Which heads matter.** For each (layer, head), the drop of the top-1 probability when
+that head alone is zeroed: one forward per head, batched. Red: the prediction needs that head;
+blue: it does better without it. Cached per photo; it can be stopped."""
+
+NO_LENS_TEXT = ("**No logit lens for this model:** it has no classifier, so there is no final head to read "
+                "the layers through.")
+LENS_HEADERS = ["depth", "top-1 at this depth", "its probability", "final top-1's probability", "its rank"]
+CELL = 34  # px per head cell in the ablation grid
+LEFT, TOP = 44, 22  # px for the "L12" row labels and the "H12" column labels
+OFF_COLOR = (40, 40, 40)
+
+
+@dataclass(frozen=True)
+class LensPanel:
+    rows: list[list[str]]  # LENS_HEADERS, one row per depth
+    figure: go.Figure  # heat strip: depth × the final top-5 classes
+    text: str
+
+
+@dataclass(frozen=True)
+class AblationPanel:
+    grid: np.ndarray  # (h, w, 3) uint8 layers × heads, ablated cells crossed out
+    top5: go.Figure | None  # the ablated model's top-5 with its change from the intact model
+    text: str
+
+
+# ------------------------------------------------------------------ logit lens
+def lens_of(ph: Photo) -> lens.Lens:
+    return ph.derived("logit_lens", lambda: lens.logit_lens(ph.vm, ph.analysis().hidden_states))
+
+
+def lens_panel(ph: Photo) -> LensPanel:
+    vm = ph.vm
+    if not vm.has_classifier:
+        raise UserError("This model has no classifier, so there is no final head to read the layers "
+                        "through: the logit lens needs one (DINO-style models have none).")
+    ln = lens_of(ph)
+    final = vm.labels[ln.final_class].split(",")[0]
+    rows = []
+    for depth, p in enumerate(ln.probs):
+        top = int(p.argmax())
+        rows.append([f"{depth}" + (" (embedding)" if depth == 0 else ""), vm.labels[top].split(",")[0],
+                     f"{p[top]:.1%}", f"{ln.final_prob[depth]:.2%}", str(int(ln.final_rank[depth]))])
+    top5 = np.argsort(-ln.probs[-1])[:5]
+    fig = go.Figure(dict(
+        data=[dict(type="heatmap", z=ln.probs[:, top5].tolist(), x=[vm.labels[i].split(",")[0][:24] for i in top5],
+                   y=list(range(len(ln.probs))), colorscale="Viridis", zmin=0,
+                   hovertemplate="depth %{y}, %{x}: %{z:.3f}<extra></extra>", colorbar=dict(title="p"))],
+        layout=dict(title=dict(text="Readout of the final top-5 classes at each depth"),
+                    yaxis=dict(title="depth (0 = embedding)", autorange="reversed", dtick=1),
+                    margin=dict(l=10, r=10, t=40, b=10), height=320)), _validate=False)
+    first = next((d for d, r in enumerate(ln.final_rank) if r == 1 and all(ln.final_rank[d:] == 1)), None)
+    text = (f"Final top-1: **{final}**. It becomes the readout's top-1 at depth **{first}** and stays there."
+            if first is not None else f"Final top-1: **{final}**.")
+    return LensPanel(rows, fig, text)
+
+
+def depth_top5(ph: Photo, depth: int) -> go.Figure:
+    """The full top-5 of the readout at one depth."""
+    ln = lens_of(ph)
+    if not 0 <= depth < len(ln.probs):
+        raise UserError(f"Depth must be 0..{len(ln.probs) - 1}.")
+    preds = top_predictions(torch.from_numpy(ln.probs[depth]), ph.vm.labels)
+    return figures.top5_bar(preds, title=f"Readout at depth {depth} (logit lens)")
+
+
+# ------------------------------------------------------------------ ablation grid
+def grid_size(g: Geometry) -> tuple[int, int]:
+    return TOP + g.num_layers * CELL, LEFT + g.num_heads * CELL
+
+
+def ablation_grid(g: Geometry, ablation: Ablation, importance: np.ndarray | None = None) -> np.ndarray:
+    """(h, w, 3) uint8: one cell per (layer, head), rows = layers from 1 (top). Cells are coloured by
+    importance when given (red: zeroing it lowers the top-1, blue: raises it), switched-off heads are
+    dark with a cross."""
+    h, w = grid_size(g)
+    img = np.full((h, w, 3), 255, np.uint8)
+    if importance is not None:
+        lim = max(float(np.nanmax(np.abs(importance))), 1e-6)
+        colours = render.colorize(np.nan_to_num(importance), "RdBu_r", -lim, lim)  # (L, H, 3)
+    off = set(ablation.heads)
+    for l in range(g.num_layers):
+        y0 = TOP + l * CELL
+        cv2.putText(img, f"L{l + 1}", (4, y0 + CELL // 2 + 5), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+        for hd in range(g.num_heads):
+            x0 = LEFT + hd * CELL
+            colour = tuple(int(c) for c in colours[l, hd]) if importance is not None else (235, 235, 235)
+            if (l, hd) in off:
+                colour = OFF_COLOR
+            cv2.rectangle(img, (x0 + 1, y0 + 1), (x0 + CELL - 2, y0 + CELL - 2), colour, -1)
+            if (l, hd) in off:
+                cv2.line(img, (x0 + 6, y0 + 6), (x0 + CELL - 7, y0 + CELL - 7), (255, 255, 255), 2, cv2.LINE_AA)
+                cv2.line(img, (x0 + 6, y0 + CELL - 7), (x0 + CELL - 7, y0 + 6), (255, 255, 255), 2, cv2.LINE_AA)
+    for hd in range(g.num_heads):
+        cv2.putText(img, f"H{hd + 1}", (LEFT + hd * CELL + 4, TOP - 6), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1,
+                    cv2.LINE_AA)
+    if importance is not None:
+        img = render.with_colorbar(img, "RdBu_r", -lim, lim)
+    return img
+
+
+def cell_at(g: Geometry, x: float, y: float) -> tuple[list[tuple[int, int]], str]:
+    """A click on the grid (pixels of the picture) -> the heads it toggles: one cell, or a whole
+    layer on its label; ([], why) off the grid."""
+    l = int((y - TOP) // CELL)
+    if y < TOP or not 0 <= l < g.num_layers:
+        return [], "Click a cell, or a row's label for a whole layer."
+    if x < LEFT:
+        return [(l, hd) for hd in range(g.num_heads)], f"layer {l + 1}"
+    hd = int((x - LEFT) // CELL)
+    if not 0 <= hd < g.num_heads:
+        return [], "Click a cell, or a row's label for a whole layer."
+    return [(l, hd)], f"head {l + 1}.{hd + 1}"
+
+
+def toggle(ablation: Ablation, cells: list[tuple[int, int]]) -> Ablation:
+    """A whole layer switches together: all off if any was on, else all on."""
+    if len(cells) > 1:
+        on = set(cells) - set(ablation.heads)
+        keep = tuple(c for c in ablation.heads if c not in cells)
+        return Ablation(keep + (tuple(cells) if on else ()), ablation.mode)
+    return ablation.toggled(cells)
+
+
+def parse_ablation(text: str, mode: str, g: Geometry) -> Ablation:
+    """What the heads box and the mode radio say, checked against the model."""
+    return Ablation(parse_heads(text or "", g), mode).checked(g)
+
+
+def session_ablation(text: str, mode: str, g: Geometry) -> Ablation:
+    """The heads box for a new photo: what it says when it makes sense on this model, else none
+    (a typo there was already refused when typed; it must not block an upload)."""
+    try:
+        return parse_ablation(text, mode, g)
+    except UserError:
+        return Ablation()
+
+
+def with_ablation(key: PhotoKey, ablation: Ablation) -> PhotoKey:
+    """The session's key with these heads off: every tab then shows that model."""
+    return PhotoKey(key.model_id, key.sha1, ablation)
+
+
+def ablation_panel(ph: Photo) -> AblationPanel:
+    """ph.key.ablation is the set switched off; the intact analysis is the baseline."""
+    vm = ph.vm
+    ab = ph.key.ablation
+    importance = ph.wb.peek_derived(ph.key.intact, "head_importance")
+    grid = ablation_grid(vm.geometry, ab, importance)
+    intact = ph.wb.analysis(ph.key.intact)
+    if not ab:
+        return AblationPanel(grid, top5_figure(vm, intact), "All heads on: the intact model.")
+    a = ph.analysis()
+    text = f"Switched off ({ab.mode}): **{format_heads(ab.heads)}** — {len(ab.heads)} of " \
+           f"{vm.geometry.num_layers * vm.geometry.num_heads} heads."
+    if a.top5 and intact.top5:
+        text += (f" Top-1 **{a.top5[0].label.split(',')[0]}** {a.top5[0].prob:.1%} "
+                 f"(intact: {intact.top5[0].label.split(',')[0]} {intact.top5[0].prob:.1%}).")
+    return AblationPanel(grid, top5_figure(vm, a, intact), text)
+
+
+# ------------------------------------------------------------------ which heads matter
+def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[np.ndarray, int, int]]:
+    """Yields (importance (L, H) float32 with NaN where not yet computed, done, total) per batch;
+    stores the complete map per photo (intact model) at the end."""
+    key = ph.key.intact
+    done_map = ph.wb.peek_derived(key, "head_importance")
+    g = ph.vm.geometry
+    total = g.num_layers * g.num_heads
+    if done_map is not None:
+        yield done_map, total, total
+        return
+    a = ph.wb.analysis(key)
+    if a.probs is None:
+        raise UserError("This model has no classifier: there is no prediction for a head to change.")
+    c = int(a.probs.argmax())
+    p0 = float(a.probs[c])
+    cells = [(l, hd) for l in range(g.num_layers) for hd in range(g.num_heads)]
+    imp = np.full((g.num_layers, g.num_heads), np.nan, np.float32)
+    for start, probs in zeroed_head_chunks(ph.vm, a.input_view, cells, chunk):
+        for b, (l, hd) in enumerate(cells[start:start + len(probs)]):
+            imp[l, hd] = p0 - float(probs[b, c])
+        yield imp.copy(), start + len(probs), total
+    ph.wb.derived(key, "head_importance", lambda: imp)
+
+
+def head_importance(ph: Photo, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
+    """(L, H) float32: drop of the top-1 probability when each head alone is zeroed."""
+    *_, (imp, _, _) = importance_steps(ph, chunk)
+    return imp
+
+
+def importance_text(vm: VitModel, done: int, total: int) -> str:
+    g = vm.geometry
+    if done < total:
+        return f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched."
+    return (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}). Cells show the drop of the top-1 "
+            "probability when that head alone is zeroed; read the colours against the bar on the right.")
+
+
+# ------------------------------------------------------------------ tab entry points
+def show(ph: Photo) -> tuple[LensPanel | None, AblationPanel]:
+    """On open: the lens (None without a classifier) and the ablation grid with the top-5."""
+    return (lens_panel(ph) if ph.vm.has_classifier else None), ablation_panel(ph)
+
+
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    if not ph.vm.has_classifier:
+        return {}
+    return {"logit_lens": lens_of(ph).probs, "head_importance": head_importance(ph)}
+
+
+def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+    if not ph.vm.has_classifier:
+        return {}
+    return {"logit_lens": lens_panel(ph).figure,
+            "head_importance": ablation_grid(ph.vm.geometry, ph.key.ablation, head_importance(ph))}
