@@ -291,7 +291,12 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
             mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
-            discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row (fused heads)")
+            with gr.Row():
+                discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction (fused heads)",
+                                    elem_id="attn-discard")
+                discard_mode = gr.Radio(list(vocab.DISCARD_MODES), value=vocab.DISCARD_MODES[0],
+                                        label="discard per row, or over the whole matrix as vit-explain does",
+                                        elem_id="attn-discard-mode")
             with gr.Row():
                 alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
                 cmap = gr.Dropdown(list(vocab.COLORMAPS), value="inferno", label="colour map")
@@ -313,6 +318,9 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column():
             dist = gr.Plot(label="Mean attention distance", elem_id="attn-distance")
             pick = gr.Dropdown([], label="open a head (nearest first)", elem_id="attn-pick")
+            distance_norm = gr.Radio(list(vocab.DISTANCE_NORMS), value=vocab.DISTANCE_NORMS[0],
+                                     label="distance: patch weights renormalised without [CLS], or raw as probing-vits",
+                                     elem_id="attn-distance-norm")
             # Filled by the page script (vizvit/web/page.js) when a dot of the chart is clicked (a value set from
             # a script fires .change, not .input).
             dist_click = gr.Textbox(visible="hidden", elem_id="attn-distance-click")
@@ -326,13 +334,14 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
-    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
+    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, discard_mode,
+                distance_norm]
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
     def params(*v: Any) -> ap.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
                              discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
-                             shared_scale=bool(v[10]))
+                             shared_scale=bool(v[10]), discard_mode=v[11], distance_norm=v[12])
 
     @safe
     def opened(key: PhotoKey | None, *v: Any):
@@ -379,6 +388,14 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return lay, hd, vocab.ONE_HEAD
 
     @safe
+    def redistance(key: PhotoKey | None, norm: str):
+        if key is None:
+            return gr.skip(), gr.skip()
+        ph = ctx.wb.handle(key)
+        fig, choices = ap.distance_view(ph.vm, ph.analysis(), norm, ph.derived)
+        return fig, gr.Dropdown(choices=choices, value=None)
+
+    @safe
     def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
         if key is None or class_index is None:
             raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
@@ -387,7 +404,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
     ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
-    for c in (layer, show, mode, direction, discard, alpha, cmap, tau, shared):
+    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
@@ -400,6 +417,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
         ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden").then(
             None, None, None, js=web.asset("scroll_to_main.js"))
+    distance_norm.input(redistance, [ctx.key, distance_norm], [dist, pick], show_progress="hidden")
     for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale
         trigger(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
 

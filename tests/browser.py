@@ -77,6 +77,19 @@ def click_image_at(page, elem_id: str, fx: float, fy: float) -> None:
     page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
 
 
+def click_pixel(page, elem_id: str, px: float, py: float) -> None:
+    """Click pixel (px, py) of the image's own pixels. A small image is drawn centred in a
+    wider <img> box (object-fit: contain), so box fractions would miss it."""
+    img = page.locator(f"#{elem_id} img").first
+    img.scroll_into_view_if_needed()  # clicks outside the viewport are lost
+    box = img.bounding_box()
+    nw, nh = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    s = min(box["width"] / nw, box["height"] / nh)
+    x0 = box["x"] + (box["width"] - nw * s) / 2
+    y0 = box["y"] + (box["height"] - nh * s) / 2
+    page.mouse.click(x0 + px * s, y0 + py * s)
+
+
 def set_slider(page, elem_id: str, value: float) -> None:
     """Type a value into a gr.Slider's number box and press Enter, as a user would."""
     box = page.locator(f"#{elem_id} input[type=number]")

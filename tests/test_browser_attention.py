@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import image_src, page_at, set_slider, shot, upload_and_open, wait_image
+from browser import click_pixel, image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 from vizvit.views import attention as ap
 from vizvit import render
@@ -16,19 +16,6 @@ from vizvit import render
 def url(tiny16):
     with running(tiny16) as u:
         yield u
-
-
-def _click_pixel(page, elem_id: str, px: float, py: float) -> None:
-    """Click pixel (px, py) of the image's own pixels. A small image is drawn centred in a
-    wider <img> box (object-fit: contain), so box fractions would miss it."""
-    img = page.locator(f"#{elem_id} img").first
-    img.scroll_into_view_if_needed()  # clicks outside the viewport are lost
-    box = img.bounding_box()
-    nw, nh = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
-    s = min(box["width"] / nw, box["height"] / nh)
-    x0 = box["x"] + (box["width"] - nw * s) / 2
-    y0 = box["y"] + (box["height"] - nh * s) / 2
-    page.mouse.click(x0 + px * s, y0 + py * s)
 
 
 def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
@@ -50,7 +37,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         # tiny16: 2 layers × 2 heads. Click the middle of cell (layer 1, head 2).
         grid = image_src(page, "attn-grid")
         t = ap.grid_tile(tiny16.geometry)
-        _click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
+        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
         main = wait_image(page, "attn-main", main)
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 1 · head 2')")
         assert wait_image(page, "attn-grid", grid) != grid  # the yellow outline moved
@@ -58,7 +45,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
 
         # A patch of the main map becomes the query: (row 2, col 5) of the 14×14 grid.
         px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
-        _click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
+        click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
         main = wait_image(page, "attn-main", main)
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('patch (row 2, col 5)')")
         page.locator("#attn-mode").get_by_text("rolled out").click()
@@ -101,7 +88,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         click_dot(2)
         shows(2, 1)
         # Elsewhere (a grid cell), then the same dot again: it must open (layer 2, head 1) again.
-        _click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
+        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
         shows(1, 2)
         click_dot(2)
         shows(2, 1)
@@ -121,3 +108,22 @@ def test_one_click_downloads_the_tabs_charts_as_html(url, tmp_path):
         with page.expect_download(timeout=60_000) as d2:
             page.locator("#charts-btn-attention").click()
         assert d2.value.suggested_filename != d.value.suggested_filename
+
+
+def test_the_peers_conventions_are_options_on_the_page(url):
+    """Rollout discard over the whole matrix (vit-explain) and attention distance without
+    renormalisation (probing-vits): each changes what is drawn, and the page names it."""
+    with page_at(url, height=1500) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")
+        main = wait_image(page, "attn-main")
+        page.wait_for_selector("#attn-distance .js-plotly-plot")
+        page.locator("#attn-mode input[value='rolled out']").check()
+        main = wait_image(page, "attn-main", main)
+        set_slider(page, "attn-discard", 0.5)
+        main = wait_image(page, "attn-main", main)
+        assert "per-row discard 0.50" in page.inner_text("#attn-readout")
+        page.locator("#attn-discard-mode input[value='global (vit-explain)']").check()
+        wait_image(page, "attn-main", main)
+        page.wait_for_selector("#attn-readout:has-text('global (vit-explain) discard 0.50')")
+        page.locator("#attn-distance-norm input[value='raw (probing-vits)']").check()
+        page.wait_for_selector("#attn-distance:has-text('probing-vits')")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appserver import running
-from browser import click_image_at, image_src, page_at, shot, upload_and_open, wait_image
+from browser import click_pixel, page_at, shot, upload_and_open, wait_image
 from conftest import EXAMPLES
 from vizvit.views import inside
 
@@ -27,9 +27,7 @@ def test_switch_a_head_off_and_the_top5_shows_a_change(url, tiny16):
         page.wait_for_selector("#ablate-top5 .js-plotly-plot")
         assert "(+" not in page.inner_text("#ablate-top5") and "All heads on" in page.inner_text("#ablate-text")
         # Click head 2 of layer 1 (the picture is shown at its own pixel size or scaled: use fractions).
-        h, w = inside.grid_size(g)
-        page.locator("#ablate-grid").scroll_into_view_if_needed()
-        click_image_at(page, "ablate-grid", (inside.LEFT + 1.5 * inside.CELL) / w, (inside.TOP + 0.5 * inside.CELL) / h)
+        click_pixel(page, "ablate-grid", inside.LEFT + 1.5 * inside.CELL, inside.TOP + 0.5 * inside.CELL)
         page.wait_for_selector("#ablate-text:has-text('Switched off')")
         assert "1.2" in page.inner_text("#ablate-text")
         page.wait_for_function("() => /\\([+−-]\\d/.test(document.querySelector('#ablate-top5').innerText)")
