@@ -44,6 +44,8 @@ from vizvit.views import embeddings, experiments, inside, lecture, patches, posi
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
+METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
+METHODS_LINK = "📐 How each map here is computed, from which paper, and how other code differs: [Methods and sources](#methods) (bottom of the page)."
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
 UPLOAD_TYPES = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff",
                 # accepted only so vizvit can say clearly why it refuses them
@@ -786,10 +788,14 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             for label, tab_id, build in TABS:
                 with gr.Tab(label, id=tab_id) as t:
                     build(ctx, t)
+                    gr.Markdown(METHODS_LINK)
                     charts_download(t)
                 all_tabs.append(t)
         for t in all_tabs:
             t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
+        with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
+                          open=False, elem_id="methods"):
+            gr.Markdown(METHODS_TEXT)
         with gr.Row():
             projector = gr.Checkbox(False, label="Projector mode (large text, high contrast)", elem_id="projector")
             link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")

@@ -86,3 +86,16 @@ def test_library_errors_are_not_shown_verbatim():
     with pytest.raises(gr.Error, match="Something went wrong") as e:
         deep()
     assert "reshape" not in str(e.value)
+
+
+def test_every_tab_links_the_methods_page(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = app.build_demo(wb, tiny16.id)
+    blocks = list(demo.blocks.values())
+    assert sum(getattr(b, "value", None) == app.METHODS_LINK for b in blocks) == len(app.TABS)
+    assert "#methods" in app.METHODS_LINK
+    assert any(getattr(b, "elem_id", None) == "methods" for b in blocks)
+    assert any("## Head ablation" in str(getattr(b, "value", "")) for b in blocks)
+    for section in ("## Attention rollout", "## Class-specific relevance", "## Logit lens", "## Head ablation"):
+        assert section in app.METHODS_TEXT
