@@ -668,9 +668,29 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
     return out
 
 
+# Gradio 6.31 maps a click on a picture through img.naturalWidth, which Chromium resets to 0
+# while the next picture loads (src just changed): such a click was dropped without a word
+# (issue 16's lost click, e.g. right after a layer change). Hold it until the picture is
+# decoded, then hand the same click on.
+HOLD_CLICK_JS = """() => {
+  const held = new WeakSet();
+  document.addEventListener('click', (e) => {
+    if (held.has(e) || !(e.target instanceof Element)) return;
+    const img = e.target.closest('.image-container button')?.querySelector('img');
+    if (!img || img.naturalWidth > 0 || !img.getAttribute('src')) return;
+    e.stopImmediatePropagation();
+    e.preventDefault();
+    const again = () => {
+      const ev = new MouseEvent('click', { clientX: e.clientX, clientY: e.clientY, bubbles: true, cancelable: true });
+      held.add(ev);
+      img.dispatchEvent(ev);
+    };
+    img.decode().then(again, again);
+  }, true);
+}"""
 # Chart glue installed once per page (not on a tab's select: a deep link opens a tab without one).
 PAGE_JS = (f"() => {{ ({figures.ON_PLOT_JS})(); ({embed_panels.SCATTER_HOVER_JS})(); "
-           f"({attention_panels.DISTANCE_CLICK_JS})(); }}")
+           f"({attention_panels.DISTANCE_CLICK_JS})(); ({HOLD_CLICK_JS})(); }}")
 CLICK_NEW_FILE_JS = """() => {
   const last = (window.__vizvitLastFile = window.__vizvitLastFile || {});
   let tries = 0;

@@ -297,6 +297,10 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         settle(page, 800)
         for name, target in (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
                              ("Experiments", "mask-grid")):
+            if name == "Positions" and i:  # its grid is per model: the same file again, nothing new to paint
+                page.get_by_role("tab", name=name).click()
+                settle(page, 1500)
+                continue
             t.measure(f"first open: {name} tab", target, tab(page, name))
             settle(page, 800)
 
@@ -399,9 +403,10 @@ def lost_clicks(page, t: Timer, cell: float, repeat: int) -> None:
     nw, nh = page.locator("#attn-main img").first.evaluate("i => [i.naturalWidth, i.naturalHeight]")
     for i in range(repeat):
         r, c = 1 + i % 12, 12 - i % 12
-        waiting = page.evaluate_handle(CLICK_ON_SRC_CHANGE, ["attn-main", (c + 0.5) * cell, (r + 0.5) * cell, nw, nh])
+        page.evaluate(f"(a) => {{ window.__vvprobe = ({CLICK_ON_SRC_CHANGE})(a); }}",
+                      ["attn-main", (c + 0.5) * cell, (r + 0.5) * cell, nw, nh])
         range_key(page, "attn-head", "ArrowRight")()  # a head not shown yet: a new picture file
-        page.evaluate("(p) => p", waiting)
+        page.evaluate("() => window.__vvprobe")
         try:
             page.wait_for_function("(s) => document.querySelector('#attn-readout').innerText.includes(s)",
                                    arg=f"patch (row {r}, col {c})", timeout=5_000)
