@@ -369,18 +369,25 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         v = (*v[:2], vocab.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
         return (vocab.ONE_HEAD, *redraw(key, *v))
 
+    # A click answers in ONE event (the new state and the pictures), not a state event and a
+    # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
     @safe
-    def click_main(key: PhotoKey | None, evt: gr.SelectData):
+    def click_main(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
-            return gr.skip()
-        return ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+            return (gr.skip(),) * 5
+        q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+        return (q, *redraw(key, *v[:4], q, *v[5:]))  # controls: layer, head, show, mode, query, ...
 
     @safe
-    def click_grid(key: PhotoKey | None, evt: gr.SelectData):
+    def to_cls_view(key: PhotoKey | None, *v: Any):
+        return (None, *redraw(key, *v[:4], None, *v[5:]))
+
+    @safe
+    def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
-            return gr.skip(), gr.skip(), gr.skip()
+            return (gr.skip(),) * 7
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return lay, hd, vocab.ONE_HEAD
+        return (lay, hd, vocab.ONE_HEAD, *redraw(key, lay, hd, vocab.ONE_HEAD, *v[3:]))
 
     @safe
     def pick_head(choice: str | None):
@@ -412,9 +419,9 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
     head.input(redraw_one_head, ins, [show, *view_outs], show_progress="hidden", trigger_mode="always_last")
-    main_img.select(click_main, [ctx.key], query).then(redraw, ins, view_outs, show_progress="hidden")
-    to_cls.click(lambda: None, None, query).then(redraw, ins, view_outs, show_progress="hidden")
-    grid.select(click_grid, [ctx.key], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden")
+    main_img.select(click_main, ins, [query, *view_outs], show_progress="hidden")
+    to_cls.click(to_cls_view, ins, [query, *view_outs], show_progress="hidden")
+    grid.select(click_grid, ins, [layer, head, show, *view_outs], show_progress="hidden")
     # The chart and the list sit below the main map: bring the opened head's map into view.
     for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
         ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden").then(

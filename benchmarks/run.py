@@ -223,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--browser", action="store_true",
+                    help="also time the real page in Chromium (benchmarks/browser_latency.py: action -> picture painted)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     repeat = 3 if args.quick else args.repeat
@@ -280,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         if k in results:
             print(f"{k}: {results[k]}")
     print(budgets(results))
+    if args.browser:
+        import browser_latency
+
+        print("\nin the browser (action -> new picture painted; its own bare forward, same process):")
+        results["browser"] = browser_latency.run(argparse.Namespace(
+            model=args.model, app=str(ROOT / "app.py"), repeat=repeat, forward_repeat=5, skip_minimal=False))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

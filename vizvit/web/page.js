@@ -1,6 +1,7 @@
 // Page script, installed once at page load (not on a tab's select: a deep link opens a
-// tab without one). Three parts, in order: the plotly listener helper, the token
-// scatter's hover thumbnail, the distance chart's click.
+// tab without one). Four parts, in order: the plotly listener helper, the token
+// scatter's hover thumbnail, the distance chart's click, and holding a click on a picture
+// that is still loading.
 () => {
   // gr.Plot passes no plotly events to Python. Page scripts listen to plotly's own events instead,
   // through this helper (installed once, at page load): window.__vizvitOnPlot(selector, handlers)
@@ -68,7 +69,31 @@
     });
   };
 
+  // Gradio 6.31 maps a click on a picture through img.naturalWidth, which Chromium resets to 0
+  // while the next picture loads (its src just changed): such a click was dropped without a word
+  // (e.g. a click on the attention map right after a layer change). Hold it until the picture
+  // is decoded, then hand the same click on at the same point.
+  const holdClicks = () => {
+    if (window.__vizvitHold) return;
+    window.__vizvitHold = true;
+    const held = new WeakSet();
+    document.addEventListener('click', (e) => {
+      if (held.has(e) || !(e.target instanceof Element)) return;
+      const img = e.target.closest('.image-container button')?.querySelector('img');
+      if (!img || img.naturalWidth > 0 || !img.getAttribute('src')) return;
+      e.stopImmediatePropagation();
+      e.preventDefault();
+      const again = () => {
+        const ev = new MouseEvent('click', {clientX: e.clientX, clientY: e.clientY, bubbles: true, cancelable: true});
+        held.add(ev);
+        img.dispatchEvent(ev);
+      };
+      img.decode().then(again, again);
+    }, true);
+  };
+
   onPlot();
   scatterHover();
   distanceClick();
+  holdClicks();
 }

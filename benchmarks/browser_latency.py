@@ -1,0 +1,629 @@
+"""Latency as a person feels it: from the action in Chromium to the new picture painted.
+
+    python benchmarks/browser_latency.py                  # random ViT-B/16, 5 repeats per event
+    python benchmarks/browser_latency.py --repeat 9 --json out.json
+    python benchmarks/browser_latency.py --breakdown      # where one event's time goes
+    python benchmarks/browser_latency.py --app /path/app.py   # another checkout's page
+
+The page runs as `python app.py --model random:... --port N` in its own process (offline),
+driven by Debian's /usr/bin/chromium through Playwright. Every time is taken in the page
+with performance.now(): t0 is the user's input event (pointerdown, keydown or the file
+input's change, seen by a capture listener on the document); the end is the frame after
+the target component's new <img> is decoded (MutationObserver on its src, img.decode(),
+requestAnimationFrame, then a task after that frame). Each figure is reported as median and
+min–max over repeats and as a ratio to one bare forward pass of the same model measured in
+this run, in this process, while the server is idle (as benchmarks/run.py does).
+
+The Gradio floor: a minimal Gradio app (one slider -> one 672-px JPEG, through the queue and
+with queue=False) measured the same way in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from vizvit.threads import configure_threads  # noqa: E402
+
+configure_threads()
+
+import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
+
+EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
+CHROMIUM = os.environ.get("VIZVIT_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync", "--disable-quic"]
+
+# Installed before any page script. __vv.arm(id) remembers the <img> src inside #id and the
+# next user input event; __vv.done resolves once a different src is decoded and painted.
+PAGE_HELPER = """
+(() => {
+  const vv = window.__vv = { armed: false, t0: null, done: null, ready: {} };
+  const stamp = () => { if (vv.armed && vv.t0 === null) vv.t0 = performance.now(); };
+  for (const ev of ['pointerdown', 'keydown', 'change', 'input']) document.addEventListener(ev, stamp, true);
+  const src = (id) => { const i = document.querySelector('#' + id + ' img'); return i && i.getAttribute('src'); };
+  vv.src = src;
+  vv.arm = (id, timeoutMs) => {
+    const old = src(id);
+    vv.t0 = null; vv.armed = true;
+    vv.done = new Promise((resolve) => {
+      let seen = false;
+      const finish = (r) => { vv.armed = false; mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
+      const check = () => {
+        if (seen) return;
+        const img = document.querySelector('#' + id + ' img');
+        const s = img && img.getAttribute('src');
+        if (!s || s === old) return;
+        seen = true;
+        const tSrc = performance.now();
+        img.decode().catch(() => null).then(() => {
+          const tDecoded = performance.now();
+          requestAnimationFrame(() => setTimeout(() => finish({ tSrc, tDecoded, tPainted: performance.now(), src: s }), 0));
+        });
+      };
+      const mo = new MutationObserver(check);
+      mo.observe(document.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
+      const timer = setTimeout(() => finish({ timeout: true }), timeoutMs);
+    });
+  };
+  // Page load: when does a selector first exist (performance.now() is from navigation start)?
+  vv.whenReady = (sel) => { const mo = new MutationObserver(() => {
+      if (!vv.ready[sel] && document.querySelector(sel)) { vv.ready[sel] = performance.now(); } });
+    const start = () => mo.observe(document.documentElement, { subtree: true, childList: true });
+    if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start); };
+  vv.whenReady('#upload input[type=file]');
+  vv.whenReady('#min-slider input[type=range]');
+})();
+"""
+
+MINIMAL_APP = """
+import sys
+import gradio as gr
+import numpy as np
+from PIL import Image
+
+base = np.asarray(Image.open(sys.argv[2]).convert("RGB").resize((672, 672)), dtype=np.float32)
+
+
+def draw(v):  # a different 672-px picture per value, photo-like (JPEG size close to vizvit's maps)
+    return (base * (0.4 + 0.05 * float(v))).clip(0, 255).astype(np.uint8)
+
+
+with gr.Blocks() as demo:
+    s1 = gr.Slider(0, 12, value=6, step=1, elem_id="min-slider")
+    im1 = gr.Image(draw(6), format="jpeg", interactive=False, elem_id="min-img")
+    s2 = gr.Slider(0, 12, value=6, step=1, elem_id="min-slider-nq")
+    im2 = gr.Image(draw(6), format="jpeg", interactive=False, elem_id="min-img-nq")
+    s1.input(draw, s1, im1, show_progress="hidden", trigger_mode="always_last")
+    s2.input(draw, s2, im2, show_progress="hidden", trigger_mode="always_last", queue=False)
+demo.queue().launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), ssr_mode=False)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(cmd: list[str], port: int, log: Path) -> Iterator[str]:
+    """Start a page in its own process; yield its URL once it answers."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            t0 = time.perf_counter()
+            while True:
+                try:
+                    urllib.request.urlopen(url, timeout=2)
+                    break
+                except OSError:
+                    if proc.poll() is not None or time.perf_counter() - t0 > 300:
+                        raise RuntimeError(f"server did not start: see {log}")
+                    time.sleep(0.2)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@contextmanager
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            ctx = b.new_context(viewport={"width": 1400, "height": 1100})
+            ctx.add_init_script(PAGE_HELPER)
+            yield ctx
+        finally:
+            b.close()
+
+
+def open_page(ctx, url: str, ready: str):
+    import re
+
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost)"), lambda route: route.abort())
+    page.goto(url, wait_until="load")
+    page.wait_for_selector(ready, state="attached")
+    return page
+
+
+class Timer:
+    """Collects in-page timings per event kind."""
+
+    def __init__(self, page, timeout_ms: int = 30_000):
+        self.page = page
+        self.timeout_ms = timeout_ms
+        self.rows: dict[str, list[float]] = {}
+        self.lost: dict[str, int] = {}
+        self.phases: dict[str, list[dict]] = {}
+
+    def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True) -> dict | None:
+        self.page.evaluate("([id, t]) => window.__vv.arm(id, t)", [elem_id, self.timeout_ms])
+        action()
+        r = self.page.evaluate("() => window.__vv.done")
+        print(f"  {name}: {r.get('tPainted', float('nan')) - (r.get('t0') or float('nan')):.0f} ms", file=sys.stderr, flush=True)
+        if r.get("timeout") or r.get("t0") is None:
+            self.lost[name] = self.lost.get(name, 0) + 1
+            return None
+        if record:
+            self.rows.setdefault(name, []).append(r["tPainted"] - r["t0"])
+            self.phases.setdefault(name, []).append(r)
+        return r
+
+
+def photos(n: int, folder: Path, side: int = 512) -> list[str]:
+    """n distinct side×side photos (the example plus faint noise: each has its own sha1, so each
+    upload runs a forward and each first open computes)."""
+    base = np.asarray(Image.open(EXAMPLE).convert("RGB").resize((side, side)), dtype=np.int16)
+    rng = np.random.default_rng(0)
+    out = []
+    for i in range(n):
+        img = (base + rng.integers(-3, 4, base.shape)).clip(0, 255).astype(np.uint8)
+        path = folder / f"photo{i}.jpg"
+        Image.fromarray(img).save(path, quality=92)
+        out.append(str(path))
+    return out
+
+
+def bare_forward_s(model: str, repeat: int) -> list[float]:
+    """One bare forward of the same model in this process (benchmarks/run.py's definition)."""
+    import torch
+
+    import vizvit
+    from timing import times_s
+
+    vm = vizvit.load_model(model, device="cpu")
+    image = vizvit.load_image(EXAMPLE)
+    pixels = vizvit.images.to_pixel_values(vizvit.model_input_view(image, vm.preprocess), vm.preprocess)
+
+    def bare() -> None:
+        with torch.inference_mode():
+            vm.model(pixels, output_attentions=True, output_hidden_states=True)
+
+    return times_s(bare, repeat, warmup=2)
+
+
+# ------------------------------------------------------------------ the page's actions
+def range_key(page, elem_id: str, key: str) -> Callable[[], None]:
+    """Press an arrow key on a gr.Slider's range input (one step, as a keyboard user would)."""
+    return lambda: page.locator(f"#{elem_id} input[type=range]").press(key)
+
+
+def click_pixel(page, elem_id: str, px: float, py: float, natural: tuple[int, int] | None = None) -> Callable[[], None]:
+    """Click pixel (px, py) of the <img>'s own pixels (it is drawn centred, object-fit contain).
+    `natural`: the picture's size, when it must not be read now (a new picture is loading)."""
+    def act() -> None:
+        img = page.locator(f"#{elem_id} img").first
+        box = img.bounding_box()
+        nw, nh = natural or img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+        s = min(box["width"] / nw, box["height"] / nh, 1.0)
+        x0 = box["x"] + (box["width"] - nw * s) / 2
+        y0 = box["y"] + (box["height"] - nh * s) / 2
+        page.mouse.click(x0 + px * s, y0 + py * s)
+
+    return act
+
+
+def scroll_to(page, elem_id: str) -> None:
+    page.locator(f"#{elem_id}").scroll_into_view_if_needed()
+    page.wait_for_timeout(100)
+
+
+def tab(page, name: str) -> Callable[[], None]:
+    return lambda: page.get_by_role("tab", name=name).click()
+
+
+def settle(page, ms: int = 400) -> None:
+    """Let trailing events (the rest of a chain, text outputs) finish before the next action."""
+    page.wait_for_timeout(ms)
+
+
+def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None = None) -> Timer:
+    import vizvit
+    from vizvit import render
+
+    geo = vizvit.load_model("random:vit-base-patch16-224").geometry
+    scale = render.display_scale(geo)
+    cell = geo.patch_size * scale
+
+    # Page load -> the upload box exists (usable), from navigation start.
+    loads = []
+    for _ in range(repeat):
+        p = ctx.new_page()
+        p.goto(url, wait_until="load")
+        p.wait_for_function("() => window.__vv.ready['#upload input[type=file]']")
+        loads.append(p.evaluate("() => window.__vv.ready['#upload input[type=file]']"))
+        p.close()
+    page = open_page(ctx, url, "#upload input[type=file]")
+    t = t or Timer(page)
+    t.rows["page load -> upload box ready"] = loads
+
+    # Upload of a new photo (one forward) -> patch grid painted, then each tab's first open.
+    for i, photo in enumerate(pics[:repeat]):
+        if i:
+            page.get_by_role("tab", name="Patches").click()
+            page.locator("#upload button[aria-label='Clear']").first.click()
+            page.wait_for_selector("#upload input[type=file]", state="attached")
+            settle(page, 500)
+        scroll_to(page, "upload")
+        t.measure("upload -> patch grid painted", "patch-grid",
+                  lambda: page.set_input_files("#upload input[type=file]", photo))
+        settle(page, 800)
+        for name, target in (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
+                             ("Experiments", "mask-grid")):
+            if name == "Positions" and i:  # its grid is per model: the same file again, nothing new to paint
+                page.get_by_role("tab", name=name).click()
+                settle(page, 1500)
+                continue
+            t.measure(f"first open: {name} tab", target, tab(page, name))
+            settle(page, 800)
+
+    # Attention tab on a cached photo.
+    page.get_by_role("tab", name="Attention").click()
+    settle(page, 1500)
+    scroll_to(page, "attn-main")
+    # Each step shows a picture not shown before (a new file, not in the browser's cache), except
+    # "back to [CLS]", which returns to a picture the page has already loaded, as a person would.
+    for _ in range(repeat):
+        t.measure("attention: layer slider", "attn-main", range_key(page, "attn-layer", "ArrowLeft"))
+        settle(page)
+    for i in range(repeat):
+        range_key(page, "attn-layer", "ArrowRight")()
+        settle(page, 600)
+        t.measure("attention: fusion radio", "attn-main",
+                  lambda v=("max", "min", "mean")[i % 3]: page.locator("#attn-show").get_by_text(v, exact=True).click())
+        settle(page)
+    for _ in range(min(repeat, 5)):
+        t.measure("attention: head slider", "attn-main", range_key(page, "attn-head", "ArrowRight"))
+        settle(page)
+    for i in range(repeat):
+        r, c = 2 + i % 10, 3 + (3 * i) % 10
+        t.measure("attention: query click", "attn-main", click_pixel(page, "attn-main", (c + 0.5) * cell, (r + 0.5) * cell))
+        settle(page)
+        t.measure("attention: back to [CLS]", "attn-main", lambda: page.locator("#attn-to-cls").click())
+        settle(page)
+    lost_clicks(page, t, cell, min(repeat, 5))  # heads 7..11 of 12: new pictures
+
+    # Embeddings: depth slider.
+    page.get_by_role("tab", name="Embeddings").click()
+    settle(page, 1500)
+    scroll_to(page, "emb-pca")
+    for i in range(repeat):
+        t.measure("embeddings: depth slider", "emb-pca", range_key(page, "emb-depth", "ArrowRight"))
+        settle(page, 600)
+
+    # Positions: tile click.
+    page.get_by_role("tab", name="Positions").click()
+    settle(page, 1500)
+    scroll_to(page, "pos-grid")
+    from vizvit.views import positions as positions_panel
+
+    for i in range(repeat):
+        nw = page.locator("#pos-grid img").first.evaluate("i => i.naturalWidth")
+        tile = nw / geo.grid[1]
+        t.measure("positions: tile click", "pos-grid", click_pixel(page, "pos-grid", (3 + i % 8 + 0.5) * tile, (4 + 0.5) * tile))
+        settle(page)
+    del positions_panel
+
+    # Experiments: mask toggles (warm both views first), shifts.
+    page.get_by_role("tab", name="Experiments").click()
+    settle(page, 2000)
+    scroll_to(page, "mask-grid")
+    mcell = page.locator("#mask-grid img").first.evaluate("i => i.naturalWidth") / geo.grid[1]
+    toggle = click_pixel(page, "mask-grid", 5.5 * mcell, 6.5 * mcell)
+    for _ in range(2):
+        t.measure("mask toggle (warm-up)", "mask-grid", toggle, record=False)
+        settle(page, 800)
+    for _ in range(repeat):
+        t.measure("experiments: mask toggle (view cached)", "mask-grid", toggle)
+        settle(page)
+    scroll_to(page, "shift-view")
+    for _ in range(repeat):
+        t.measure("experiments: shift, new view (one forward)", "shift-view", range_key(page, "shift-dx", "ArrowRight"))
+        settle(page, 600)
+    for _ in range(repeat):
+        t.measure("experiments: shift back to a cached view", "shift-view", range_key(page, "shift-dx", "ArrowLeft"))
+        settle(page)
+    page.close()
+    return t
+
+
+CLICK_ON_SRC_CHANGE = """([id, px, py, nw, nh]) => new Promise((resolve) => {
+  const img0 = document.querySelector('#' + id + ' img');
+  const old = img0.getAttribute('src');
+  const mo = new MutationObserver(() => {
+    const img = document.querySelector('#' + id + ' img');
+    if (!img || img.getAttribute('src') === old) return;
+    mo.disconnect();
+    // The click a person makes on the picture still on screen, the moment the next one is on its way.
+    setTimeout(() => {
+      const b = img.getBoundingClientRect(), s = Math.min(b.width / nw, b.height / nh, 1);
+      const x = b.left + (b.width - nw * s) / 2 + px * s, y = b.top + (b.height - nh * s) / 2 + py * s;
+      const state = [img.naturalWidth, img.complete];
+      img.dispatchEvent(new MouseEvent('click', { clientX: x, clientY: y, bubbles: true }));
+      resolve(state);
+    }, 5);
+  });
+  mo.observe(document.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
+  setTimeout(() => { mo.disconnect(); resolve(null); }, 10000);
+})"""
+
+
+def lost_clicks(page, t: Timer, cell: float, repeat: int) -> None:
+    """Issue 16's lost click: a click on the attention map just after a control changed it,
+    while the next picture is loading. Counts clicks after which the readout never names the
+    clicked patch."""
+    lost = 0
+    nw, nh = page.locator("#attn-main img").first.evaluate("i => [i.naturalWidth, i.naturalHeight]")
+    for i in range(repeat):
+        r, c = 1 + i % 12, 12 - i % 12
+        page.evaluate(f"(a) => {{ window.__vvprobe = ({CLICK_ON_SRC_CHANGE})(a); }}",
+                      ["attn-main", (c + 0.5) * cell, (r + 0.5) * cell, nw, nh])
+        range_key(page, "attn-head", "ArrowRight")()  # a head not shown yet: a new picture file
+        page.evaluate("() => window.__vvprobe")
+        try:
+            page.wait_for_function("(s) => document.querySelector('#attn-readout').innerText.includes(s)",
+                                   arg=f"patch (row {r}, col {c})", timeout=5_000)
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: the click was lost
+            lost += 1
+        settle(page, 600)
+        page.locator("#attn-to-cls").click()
+        settle(page, 600)
+    t.lost[f"attention: click while the next map loads (lost, of {repeat})"] = lost
+
+
+def minimal_events(ctx, url: str, repeat: int) -> Timer:
+    loads = []
+    for _ in range(repeat):
+        p = ctx.new_page()
+        p.goto(url, wait_until="load")
+        p.wait_for_function("() => window.__vv.ready['#min-slider input[type=range]']")
+        loads.append(p.evaluate("() => window.__vv.ready['#min-slider input[type=range]']"))
+        p.close()
+    page = open_page(ctx, url, "#min-slider input[type=range]")
+    t = Timer(page)
+    t.rows["minimal Gradio: page load -> slider ready"] = loads
+    settle(page, 500)
+    for slider, img, name in (("min-slider", "min-img", "queue"), ("min-slider-nq", "min-img-nq", "queue=False")):
+        for i in range(repeat + 1):
+            t.measure(f"minimal Gradio: slider -> 672-px JPEG ({name})", img,
+                      range_key(page, slider, "ArrowRight" if i % 2 == 0 else "ArrowLeft"), record=i > 0)
+            settle(page, 300)
+    page.close()
+    return t
+
+
+# ------------------------------------------------------------------ breakdown of one event
+# Wraps fetch: the queue join (sent, answered) and every SSE chunk of /queue/data with the
+# message kinds it carries, in epoch ms (performance.timeOrigin + now, comparable with the
+# server's time.time()).
+NET_HELPER = """
+(() => {
+  const log = window.__vvnet = [];
+  const now = () => performance.timeOrigin + performance.now();
+  const orig = window.fetch;
+  window.fetch = async (...a) => {
+    const url = String(a[0] && a[0].url || a[0]);
+    const t = now();
+    const r = await orig(...a);
+    if (url.includes('/queue/join')) log.push({ kind: 'join', sent: t, answered: now() });
+    if (url.includes('/queue/data') && r.body) {
+      const dec = new TextDecoder();
+      const [mine, theirs] = r.body.tee();
+      (async () => { const rd = mine.getReader();
+        for (;;) { const { value, done } = await rd.read(); if (done) break;
+          const txt = dec.decode(value, { stream: true });
+          const kinds = [...txt.matchAll(/"msg":\s*"([a-z_]+)"/g)].map(m => m[1]);
+          log.push({ kind: 'sse', at: now(), msgs: kinds, bytes: value.length }); } })();
+      return new Response(theirs, { status: r.status, statusText: r.statusText, headers: r.headers });
+    }
+    return r;
+  };
+})();
+"""
+
+
+def breakdown(args: argparse.Namespace) -> dict:
+    """One event kind (the attention layer slider), phase by phase, on the real page with
+    Gradio's own server profiling (GRADIO_PROFILING=1) and the page's fetch wrapped."""
+    import vizvit
+    from vizvit import render  # noqa: F401
+
+    tmp = Path(tempfile.mkdtemp(prefix="vizvit-breakdown-"))
+    pic = photos(1, tmp)[0]
+    forward = [1000 * s for s in bare_forward_s(args.model, args.forward_repeat)]
+    port = free_port()
+    os.environ["GRADIO_PROFILING"] = "1"
+    rows: list[dict] = []
+    with browser() as ctx, server([sys.executable, args.app, "--model", args.model, "--port", str(port)], port,
+                                  tmp / "app.log") as url:
+        ctx.add_init_script(NET_HELPER)
+        page = open_page(ctx, url, "#upload input[type=file]")
+        t = Timer(page)
+        t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic))
+        settle(page, 800)
+        page.get_by_role("tab", name="Attention").click()
+        settle(page, 2500)
+        scroll_to(page, "attn-main")
+        for i in range(args.repeat):
+            page.evaluate("() => { window.__vvnet.length = 0; performance.clearResourceTimings(); }")
+            urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+            # Always a layer not shown before, so the picture is a new file (not in the browser cache).
+            r = t.measure("layer", "attn-main", range_key(page, "attn-layer", "ArrowLeft"))
+            settle(page, 700)
+            if r is None:
+                continue
+            origin = page.evaluate("() => performance.timeOrigin")
+            net = page.evaluate("() => window.__vvnet")
+            res = page.evaluate("(s) => performance.getEntriesByType('resource').filter(e => e.name.endsWith(s))"
+                                ".map(e => ({start: e.startTime, req: e.requestStart, resp: e.responseStart, "
+                                "end: e.responseEnd, size: e.encodedBodySize}))", r["src"].split("/")[-2] + "/" + r["src"].split("/")[-1])
+            traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+            files = page.evaluate("() => performance.getEntriesByType('resource').filter(e => e.name.includes('/file=')).length")
+            abs0 = origin + r["t0"]
+            joins = [n for n in net if n["kind"] == "join"]
+            done = [n for n in net if n["kind"] == "sse" and "process_completed" in n["msgs"]]
+            rows.append({
+                "input -> join sent": joins[0]["sent"] - abs0 if joins else float("nan"),
+                "join sent -> join answered": joins[0]["answered"] - joins[0]["sent"] if joins else float("nan"),
+                "join sent -> result message (SSE) in page": done[0]["at"] - joins[0]["sent"] if joins and done else float("nan"),
+                "server: queue wait": sum(x["queue_wait_ms"] for x in traces),
+                "server: preprocess": sum(x["preprocess_ms"] for x in traces),
+                "server: handler": sum(x["fn_call_ms"] for x in traces),
+                "server: postprocess (image encode + file write)": sum(x["postprocess_ms"] for x in traces),
+                "server: total": sum(x["total_ms"] for x in traces),
+                "result message -> <img> src set": origin + r["tSrc"] - done[0]["at"] if done else float("nan"),
+                "src set -> picture fetched": (res[0]["end"] - r["tSrc"]) if res else float("nan"),
+                "fetched -> decoded": (r["tDecoded"] - res[0]["end"]) if res else float("nan"),
+                "decoded -> painted": r["tPainted"] - r["tDecoded"],
+                "input -> painted (total)": r["tPainted"] - r["t0"],
+                "events (handlers run)": len(traces),
+                "join requests": len(joins),
+                "SSE chunks": len([n for n in net if n["kind"] == "sse"]),
+                "pictures fetched": files,
+                "main picture bytes": res[0]["size"] if res else 0,
+            })
+            if args.verbose:
+                print("timeline (ms from the input):", [(n["kind"], round(n.get("sent", n.get("at", 0)) - abs0), n.get("msgs"))
+                                                        for n in net], [(x["fn_name"], round(x["timestamp"] * 1000 - abs0)) for x in traces])
+        page.close()
+    fwd = statistics.median(forward)
+    print(f"bare forward: median {fwd:.0f} ms (n={len(forward)})")
+    print(f"attention layer slider, {len(rows)} repeats: median (min–max), ms")
+    for k in rows[0]:
+        v = [r[k] for r in rows]
+        print(f"  {k:<50} {statistics.median(v):>8.1f} ({min(v):.1f}–{max(v):.1f})")
+    return {"forward_ms": forward, "rows": rows}
+
+
+# ------------------------------------------------------------------ report
+def summarise(rows: dict[str, list[float]], forward_ms: float) -> list[dict]:
+    return [{"what": k, "median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v),
+             "ratio": statistics.median(v) / forward_ms, "n": len(v)} for k, v in rows.items() if v]
+
+
+def budgets(res: list[dict], forward_ms: float) -> list[str]:
+    """Issue 16: model-free events within max(100 ms, 0.4 × forward); upload within 2 × forward;
+    page load within 1 s."""
+    out = []
+    event_budget = max(100.0, 0.4 * forward_ms)
+    for r in res:
+        w = r["what"]
+        if w.startswith("minimal") or "first open" in w:
+            continue
+        if w.startswith("page load"):
+            b = 1000.0
+        elif w.startswith("upload"):
+            b = 2 * forward_ms
+        elif "one forward" in w:
+            continue
+        else:
+            b = event_budget
+        out.append(f"  {w}: {r['median_ms']:.0f} ms (budget {b:.0f}): {'PASS' if r['median_ms'] <= b else 'MISS'}")
+    return out
+
+
+def print_table(res: list[dict], forward: list[float], lost: dict[str, int]) -> None:
+    fwd = statistics.median(forward)
+    print(f"bare forward: median {fwd:.0f} ms, min–max {min(forward):.0f}–{max(forward):.0f} ms (n={len(forward)})")
+    print(f"{'what':<58} {'median ms':>9} {'min–max ms':>14} {'× forward':>9} {'n':>3}")
+    for r in res:
+        print(f"{r['what']:<58} {r['median_ms']:>9.0f} {r['min_ms']:>6.0f}–{r['max_ms']:<7.0f} {r['ratio']:>9.2f} {r['n']:>3}")
+    if lost:
+        print("lost (no new picture within the timeout): " + ", ".join(f"{k}: {v}" for k, v in lost.items()))
+    print("budgets:")
+    print("\n".join(budgets(res, fwd)))
+
+
+def run(args: argparse.Namespace) -> dict:
+    model = args.model
+    tmp = Path(tempfile.mkdtemp(prefix="vizvit-latency-"))
+    pics = photos(args.repeat, tmp)
+    forward = [1000 * s for s in bare_forward_s(model, args.forward_repeat)]
+    rows: dict[str, list[float]] = {}
+    lost: dict[str, int] = {}
+    with browser() as ctx:
+        if not args.skip_minimal:
+            port = free_port()
+            (tmp / "minimal_app.py").write_text(MINIMAL_APP)
+            with server([sys.executable, str(tmp / "minimal_app.py"), str(port), str(EXAMPLE)], port,
+                        tmp / "minimal.log") as url:
+                m = minimal_events(ctx, url, args.repeat)
+            rows.update(m.rows)
+            lost.update(m.lost)
+        port = free_port()
+        with server([sys.executable, args.app, "--model", model, "--port", str(port)], port, tmp / "app.log") as url:
+            t = vizvit_events(ctx, url, pics, args.repeat)
+        rows.update(t.rows)
+        lost.update({k: v for k, v in t.lost.items()})
+    forward += [1000 * s for s in bare_forward_s(model, args.forward_repeat)]  # before and after: drift shows
+    res = summarise(rows, statistics.median(forward))
+    print_table(res, forward, lost)
+    return {"model": model, "forward_ms": forward, "rows": res, "lost": lost}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="random:vit-base-patch16-224")
+    ap.add_argument("--app", default=str(ROOT / "app.py"))
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--forward-repeat", type=int, default=5)
+    ap.add_argument("--skip-minimal", action="store_true", help="skip the minimal-Gradio floor")
+    ap.add_argument("--breakdown", action="store_true", help="phase by phase, one event kind")
+    ap.add_argument("--verbose", action="store_true", help="with --breakdown: each event's timeline")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    results = breakdown(args) if args.breakdown else run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
