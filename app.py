@@ -71,19 +71,31 @@ class Ctx:
     status: gr.Markdown  # the one-line status under the model box
     links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
+    shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """Run fn(*inputs) -> outputs when the tab is opened, and when the photo or model
-        changes while it is open. Hidden tabs compute nothing on upload (lazy tabs)."""
-        tab_id = tab.id
-
-        def if_visible(current: str, *args: Any) -> Any:
-            if current != tab_id:
-                return tuple(gr.skip() for _ in outputs) if len(outputs) > 1 else gr.skip()
-            return fn(*args)
-
-        self.key.change(if_visible, [self.tab, *inputs], outputs, show_progress="minimal")
+        changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs)."""
+        self.shows.append((tab.id, fn, inputs, outputs))
         tab.select(fn, inputs, outputs, show_progress="minimal")
+
+    def show_visible(self) -> None:
+        """ONE event when the session's key changes (a photo, a model, heads switched off): it
+        computes the open tab's views and skips every other output. One event per tab would cost
+        a queue round trip each in the browser, for tabs nobody sees."""
+        inputs = list({id(c): c for _, _, ins, _ in self.shows for c in ins}.values())
+        outputs = list({id(c): c for _, _, _, outs in self.shows for c in outs}.values())
+
+        def dispatch(current: str, *values: Any) -> list:
+            given = {id(c): v for c, v in zip(inputs, values)}
+            out = {id(c): gr.skip() for c in outputs}
+            for tab_id, fn, ins, outs in self.shows:
+                if tab_id == current:
+                    res = fn(*(given[id(c)] for c in ins))
+                    out.update(zip((id(c) for c in outs), res if len(outs) > 1 else (res,)))
+            return [out[id(c)] for c in outputs]
+
+        self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal")
 
 
 def _user_error(fn: Callable, e: Exception) -> gr.Error:
@@ -160,7 +172,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
 
     ins = [ctx.key, lines, indices, clicked]
-    ctx.key.change(show, ins, [grid_img, strip, top5, numbers, patch_info, explanation])
+    ctx.on_show(tab, show, ins, [grid_img, strip, top5, numbers, patch_info, explanation])
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
     lines.change(redraw, ins, [grid_img, patch_info], show_progress="hidden", api_name="patches_view")
     indices.change(redraw, ins, [grid_img, patch_info], show_progress="hidden")
@@ -798,6 +810,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     gr.Markdown(METHODS_LINK)
                     charts_download(t)
                 all_tabs.append(t)
+        ctx.show_visible()
         for t in all_tabs:
             t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
         with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
