@@ -244,8 +244,8 @@ def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     return ("[CLS]",)
 
 
-_DINO_PE = ("Learned absolute position embeddings for a {n}×{n} grid (the training size), bicubically "
-            "interpolated to the input's grid at every forward: DINOv2 runs at any size.")
+_DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
+            "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at any size.")
 FAMILIES: dict[str, Family] = {f.key: f for f in (
     Family("vit", "ViT", _cls, "learned", "Learned absolute position embeddings, one per patch position.",
            "a linear head on the final [CLS] token", _cls_only,
