@@ -255,3 +255,19 @@ def test_random_dinov2_with_registers_builds_with_its_layout(cat):
     assert g.grid == (16, 16) and g.patch_size == 14 and not vm.has_classifier
     a = engine.analyze(vm, cat)
     assert a.attentions.shape[-1] == 5 + 256
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_export_cli_works_for_every_family(family_dirs, tmp_path, name):
+    import json
+
+    from test_export import run_export
+
+    r = run_export(family_dirs[name], tmp_path)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert tuple(summary["geometry"]["token_layout"][:len(LAYOUTS[name])]) == LAYOUTS[name]
+    arrays = np.load(tmp_path / "arrays.npz")
+    assert set(summary["arrays"]) == set(arrays.files)
+    n = len(summary["geometry"]["token_layout"])
+    assert arrays["attentions"].shape[-2:] == (n, n)
