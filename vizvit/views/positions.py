@@ -212,7 +212,8 @@ def bias_positions(vm: VitModel) -> BiasPositions:
     numbers = pd.DataFrame(rows, columns=["relative bias", "Δ = (0, 0)", "4 neighbours", f"≥{positional.FAR} apart"])
     fam = vm.family
     which = "one table shared by all layers" if rb.shared else f"one table per layer ({n_l})"
-    warn = ("\n\n⚠️ **Untrained random weights**: the bias tables are an initialisation, not learned."
+    zero = " (every bias is 0: BEiT starts its tables at zero, so the tables are blank)" if not np.abs(rb.tables).max() else ""
+    warn = (f"\n\n⚠️ **Untrained random weights**: the bias tables are an initialisation, not learned{zero}."
             if not vm.is_pretrained else "")
     text = f"""**{fam.title}: no position embeddings to compare.** {fam.pe_text} This model has {which}, each
 with {n_h} heads. Each small table above is one (layer, head) — rows = layers, columns = heads; its pixel
@@ -363,7 +364,6 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
         title += ("; UNTRAINED weights: meaningless</sub>" if not vm.is_pretrained else "</sub>")
         fig = figures.top5_bar(pred.top5, base, title)
     g = vm.geometry
-    gh, gw = g.grid
     nh, nw = at.grid
     c = at.contrast
     top = ""
@@ -372,12 +372,13 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
                f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
     _, _, (th, tw) = positional.stored_positions(vm)
     aa = ", antialiased" if vm.family.pe_antialias else ""
-    text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches, but the model learned only "
+    learned = "only " if th * tw < nh * nw else ""
+    text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches; the model learned {learned}"
             f"{th}×{tw} positions. `interpolate_pos_encoding` resizes the {th}×{tw} table bicubically "
-            f"(align_corners=False{aa}) to {nh}×{nw}; {' and '.join(vm.geometry.prefix_names[:vm.family.pe_prefix])} "
-            f"keep their own. Contrast at this size: "
+            f"(align_corners=False{aa}) to {nh}×{nw}; {' and '.join(g.prefix_names[:vm.family.pe_prefix])} "
+            f"{'keep their' if vm.family.pe_prefix > 1 else 'keeps its'} own. Contrast at this size: "
             f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
-            f"one new step is {gh / nh:.2f} of a learned one, so neighbours look more alike.{top} "
+            f"one new step is {th / nh:.2f} of a learned one{', so neighbours look more alike' if th < nh else ''}.{top} "
             f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
     return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
