@@ -8,8 +8,9 @@ embeddings only), ``predict_at_size`` (another input size) and ``attention_gradi
 The model object is shared by every request. Hooks are registered on it for exactly one
 run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
 pytorch-grad-cam's ``ActivationsAndGradients``). What differs between model families
-(where the patch embedding and the embedding stage live) is one ``Family`` entry in
-``FAMILIES``; extra hooks (e.g. one that zeroes a head's output before the output
+(where the embedding stage, patch embedding, blocks, final norm, heads and relative-bias
+modules live; the token layout) is one ``models.Family`` entry in ``models.FAMILIES``
+(re-exported here); extra hooks (e.g. one that zeroes a head's output before the output
 projection) are ``Hook`` values passed to a run.
 """
 
