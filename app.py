@@ -297,7 +297,10 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             with gr.Row():
                 direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
-                to_cls = gr.Button("Query: back to [CLS]", size="sm", elem_id="attn-to-cls")
+                to_cls = gr.Button("Query: back to the summary token", size="sm", elem_id="attn-to-cls")
+            # Families with more than one summary token (DeiT: [CLS] or [DIST]; BEiT: patch mean or [CLS]).
+            summary = gr.Radio(["[CLS]"], value="[CLS]", label="read maps, rollout and relevance from",
+                               visible=False, elem_id="attn-summary")
         with gr.Column(scale=2):
             layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
                               elem_id="attn-layer")
@@ -348,26 +351,28 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
-    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, discard_mode,
+    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, summary, discard_mode,
                 distance_norm]
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
     def params(*v: Any) -> ap.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
                              discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
-                             shared_scale=bool(v[10]), discard_mode=v[11], distance_norm=v[12])
+                             shared_scale=bool(v[10]), summary=v[11] or None, discard_mode=v[12],
+                             distance_norm=v[13])
 
     @safe
     def opened(key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 12
-        p, page = ap.show(ctx.wb.handle(key), params(*v))
+            return (gr.skip(),) * 13
         g = ctx.wb.model(key.model_id).geometry
+        p, page = ap.show(ctx.wb.handle(key), params(*v[:11], v[11] if v[11] in g.summaries else None))
         cls_val = page.classes[0][1] if page.classes else None
         return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
                 p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
                 gr.Dropdown(choices=page.distance_choices, value=None),
-                gr.Dropdown(choices=page.classes, value=cls_val), None, "")
+                gr.Dropdown(choices=page.classes, value=cls_val), None, "",
+                gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1))
 
     @safe
     def redraw(key: PhotoKey | None, *v: Any):
@@ -424,8 +429,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
-    ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
-    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared):
+    ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary])
+    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared, summary):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the

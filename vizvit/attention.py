@@ -43,9 +43,20 @@ def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
     raise UserError(f"Unknown head fusion {fusion!r}: use mean, max or min.")
 
 
-def cls_to_patches(att: torch.Tensor, g: Geometry) -> torch.Tensor:
-    """(..., N, N) -> (..., gh, gw): the [CLS] query's row over the patch keys, row-major."""
-    return att[..., 0, g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
+def summary_row(att: torch.Tensor, g: Geometry, summary: str | None = None) -> torch.Tensor:
+    """(..., N, N) -> (..., N): the row of the summary token (g.summaries: [CLS], [DIST]...;
+    None = the family's default). PATCH_MEAN (a mean-pooling head, BEiT) is the mean of the
+    patch queries' rows: what the pooled vector is a mean of."""
+    i = g.summary_index(summary)
+    if i < 0:
+        return att[..., g.num_prefix_tokens:, :].mean(-2)
+    return att[..., i, :]
+
+
+def cls_to_patches(att: torch.Tensor, g: Geometry, summary: str | None = None) -> torch.Tensor:
+    """(..., N, N) -> (..., gh, gw): the summary token's row over the patch keys, row-major
+    (the [CLS] row for a plain ViT; see summary_row)."""
+    return summary_row(att, g, summary)[..., g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
 
 
 def discard_lowest(fused: torch.Tensor, ratio: float, num_prefix_tokens: int,
@@ -107,9 +118,10 @@ def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0
 
 
 def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0,
-                 discard_mode: DiscardMode = "per row") -> torch.Tensor:
-    """(L, H, N, N) -> (L, gh, gw): the [CLS] row of the rollout after each layer."""
-    return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g)
+                 discard_mode: DiscardMode = "per row", summary: str | None = None) -> torch.Tensor:
+    """(L, H, N, N) -> (L, gh, gw): the summary token's row ([CLS] for ViT) of the rollout
+    after each layer."""
+    return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g, summary)
 
 
 
@@ -127,13 +139,15 @@ def query_map(m: torch.Tensor, token: int, direction: Direction, g: Geometry) ->
 
     row: what query `token` attends to, m[token, patch keys];
     column: how much each patch query attends to key `token`, m[patch queries, token].
-    token 0 with "row" is the [CLS] map.
+    token 0 with "row" is the [CLS] map. token -1 is the patch mean (a mean-pooling head's
+    summary): row = the patch queries' mean row; column = each patch query's mean weight on
+    the patches.
     """
     p = g.num_prefix_tokens
     if direction == "row":
-        v = m[..., token, p:]
+        v = m[..., p:, p:].mean(-2) if token < 0 else m[..., token, p:]
     elif direction == "column":
-        v = m[..., p:, token]
+        v = m[..., p:, p:].mean(-1) if token < 0 else m[..., p:, token]
     else:
         raise UserError(f"Unknown direction {direction!r}: use row or column.")
     return v.reshape(*v.shape[:-1], *g.grid)

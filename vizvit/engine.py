@@ -8,8 +8,9 @@ embeddings only), ``predict_at_size`` (another input size) and ``attention_gradi
 The model object is shared by every request. Hooks are registered on it for exactly one
 run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
 pytorch-grad-cam's ``ActivationsAndGradients``). What differs between model families
-(where the patch embedding and the embedding stage live) is one ``Family`` entry in
-``FAMILIES``; extra hooks (e.g. one that zeroes a head's output before the output
+(where the embedding stage, patch embedding, blocks, final norm, heads and relative-bias
+modules live; the token layout) is one ``models.Family`` entry in ``models.FAMILIES``
+(re-exported here); extra hooks (e.g. one that zeroes a head's output before the output
 projection) are ``Hook`` values passed to a run.
 """
 
@@ -29,7 +30,7 @@ from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
 from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
-from .models import Geometry, VitModel
+from .models import FAMILIES, Family, Geometry, VitModel  # noqa: F401  (Family, FAMILIES: re-exported)
 
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
 # 192 MB) attentions are kept in float16, so a few analyses still fit the cache; ViT-B/16 at
@@ -69,6 +70,9 @@ class Analysis:
     kept_tokens: torch.Tensor  # (N,) index of each kept token in the full sequence
     seconds: float  # wall time of the forward pass
     ablation: Ablation = Ablation()  # heads switched off in this forward (none by default)
+    # Families with more than one head (DeiT distilled): name -> (C,) logits of each head;
+    # `logits` is then their mean, as the model's own output. Empty for one head.
+    head_logits: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -141,42 +145,21 @@ def top_predictions(probs: torch.Tensor, labels: tuple[str, ...]) -> tuple[Predi
 
 
 # ------------------------------------------------------------------ families and hooks
-@dataclass(frozen=True)
-class Family:
-    """Where a model family keeps the parts the hooks attach to. One entry per
-    ``config.model_type``; a new family (DeiT, DINOv2, BEiT, CLIP...) adds one here."""
-
-    name: str
-    embeddings: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the embedding stage
-    patch_embedding: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the patch projection
-    blocks: Callable[[torch.nn.Module], Sequence[torch.nn.Module]]  # backbone -> the L transformer blocks
-
-    def head_output_projection(self, backbone: torch.nn.Module, layer: int) -> torch.nn.Module:
-        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
-        return self.blocks(backbone)[layer].attention.o_proj
-
-
-FAMILIES: dict[str, Family] = {
-    "vit": Family("vit", lambda b: b.embeddings, lambda b: b.embeddings.patch_embeddings, lambda b: b.layers),
-}
-
-
 def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
-    """Pre-hooks on the output projections of the layers that have heads switched off."""
+    """Pre-hooks on the output projections (the Linear that mixes a layer's concatenated head
+    outputs, (B, N, H·d)) of the layers that have heads switched off."""
     if not ablation:
         return []
     fam = family_of(vm)
     ablation.checked(vm.geometry)
-    return [Hook(lambda b, l=l: fam.head_output_projection(b, l),
+    return [Hook(lambda b, l=l: fam.blocks(b)[l].attention.o_proj,
                  ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
             for l, heads in ablation.by_layer().items()]
 
 
 def family_of(vm: VitModel) -> Family:
-    kind = getattr(vm.model.config, "model_type", "vit")
-    if kind not in FAMILIES:
-        raise UserError(f"vizvit does not know how to run a {kind!r} model.")
-    return FAMILIES[kind]
+    """The model's family description (models.FAMILIES): where its parts live, its token layout."""
+    return vm.family
 
 
 @dataclass(frozen=True)
@@ -211,14 +194,24 @@ class Hooked:
         self.patches: torch.Tensor | None = None
         self._handles: list[Any] = []
 
-    def _grab(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> None:
-        self.patches = out  # (B, P, D)
+    def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
+        self.patches = out[0] if isinstance(out, tuple) else out  # (B, P, D)
 
     def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
         keep = self.keep.to(out.device)  # type: ignore[union-attr]
         if keep.dim() == 1:
             return out[:, keep]
         return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
+    def _drop_bias(self, _m: torch.nn.Module, _inp: Any, bias: torch.Tensor) -> torch.Tensor:
+        """A relative position bias (1, H, N, N) computed for the whole window -> the kept
+        tokens' rows and columns: (1, H, N', N'), or (B, H, N', N') for per-view keeps. Without
+        this, BEiT would add the first N' rows of the full bias to a shorter sequence."""
+        keep = self.keep.to(bias.device)  # type: ignore[union-attr]
+        if keep.dim() == 1:
+            return bias[:, :, keep][:, :, :, keep]
+        b = bias[0]  # (H, N, N)
+        return torch.stack([b[:, k][:, :, k] for k in keep])
 
     def __enter__(self) -> "Hooked":
         _RUN_LOCK.acquire()
@@ -230,6 +223,8 @@ class Hooked:
                     self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
                 if self.keep is not None:
                     self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
+                    for m in fam.bias_modules(backbone):
+                        self._handles.append(m.register_forward_hook(self._drop_bias))
                 for h in self.extra:
                     m = h.where(backbone)
                     self._handles.append(m.register_forward_pre_hook(h.fn) if h.pre else m.register_forward_hook(h.fn))
@@ -293,7 +288,16 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
         kept_tokens=keep,
         seconds=seconds,
         ablation=ablation,
+        head_logits=_head_logits(out),
     )
+
+
+def _head_logits(out: Any) -> dict[str, torch.Tensor]:
+    """DeiT distilled returns each head's logits beside their mean; other families one head."""
+    cls, dist = getattr(out, "cls_logits", None), getattr(out, "distillation_logits", None)
+    if cls is None or dist is None:
+        return {}
+    return {"[CLS] head": cls[0].float().cpu(), "[DIST] head": dist[0].float().cpu()}
 
 
 # ------------------------------------------------------------------ many views, batched
@@ -355,7 +359,7 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
     pixels = to_pixel_values(view, vm.preprocess).to(vm.device)  # (1, 3, H, W)
     for start in range(0, len(cells), chunk):
         part = torch.tensor(cells[start:start + chunk], dtype=torch.long)  # (b, 2)
-        hooks = [Hook(lambda bb, l=l: fam.head_output_projection(bb, l), per_sample_zero_hook(l, part, H), pre=True)
+        hooks = [Hook(lambda bb, l=l: fam.blocks(bb)[l].attention.o_proj, per_sample_zero_hook(l, part, H), pre=True)
                  for l in sorted({int(c[0]) for c in part})]
         with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode():
             out = vm.model(pixels.expand(len(part), -1, -1, -1))
@@ -376,8 +380,9 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     view = view_at_size(image, vm.preprocess, g.image_size[0], size)
     pixels = to_pixel_values(view, vm.preprocess)
     t0 = time.perf_counter()
+    kwargs = {"interpolate_pos_encoding": True} if vm.family.interpolate_kwarg else {}  # DINOv2 always does
     with Hooked(vm, capture_patches=False), torch.inference_mode():
-        out = vm.model(pixels.to(vm.device), interpolate_pos_encoding=True)
+        out = vm.model(pixels.to(vm.device), **kwargs)
     seconds = time.perf_counter() - t0
     if not hasattr(out, "logits"):
         return ResolutionPrediction(size, grid, view, None, (), seconds)

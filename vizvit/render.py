@@ -148,7 +148,7 @@ def sequence_strip(view: np.ndarray, g: Geometry, per_row: int = 25, tile: int =
     """The token sequence the grid becomes: [CLS], then patches row-major.
 
     Each tile is one token's pixels with its sequence index underneath; prefix tokens
-    are red tiles marked CLS. Wrapped every `per_row` tokens (deliberately not a
+    are coloured tiles named from the geometry's token layout (CLS, DIST, REG1...). Wrapped every `per_row` tokens (deliberately not a
     multiple of the grid width, so it reads as a sequence, not as the photo again).
     kept: sequence positions that survived a token drop; others are left out, as the
     model never sees them.
@@ -165,7 +165,10 @@ def sequence_strip(view: np.ndarray, g: Geometry, per_row: int = 25, tile: int =
         cell = np.full((tile + 12, tile, 3), 255, np.uint8)
         cell[:tile] = cv2.resize(seq[t], (tile, tile), interpolation=cv2.INTER_NEAREST)
         if t < g.num_prefix_tokens:
-            cv2.putText(cell, "CLS", (2, tile // 2 + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.33,
+            name = g.prefix_names[t].strip("[]")
+            if name.startswith("REG"):  # registers: grey, not [CLS]'s red
+                cell[:tile] = (110, 110, 110)
+            cv2.putText(cell, name, (1, tile // 2 + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.33 if len(name) <= 3 else 0.27,
                         (255, 255, 255), 1, cv2.LINE_AA)
         cv2.putText(cell, str(t), (1, tile + 10), cv2.FONT_HERSHEY_SIMPLEX, 0.3, (0, 0, 0), 1, cv2.LINE_AA)
         tiles.append(cell)

@@ -91,6 +91,7 @@ class AttnParams:
     cmap: str = "inferno"
     tau: float = 0.0  # mass threshold; 0 = off
     shared_scale: bool = True
+    summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
 
     def checked(self, g: Geometry) -> "AttnParams":
         if not 1 <= self.layer <= g.num_layers:
@@ -107,7 +108,13 @@ class AttnParams:
             raise UserError(f"Discard mode must be {' or '.join(DISCARD_MODES)}.")
         if self.distance_norm not in DISTANCE_NORMS:
             raise UserError(f"Distance normalisation must be {' or '.join(DISTANCE_NORMS)}.")
+        if self.summary is not None and self.summary not in g.summaries:
+            raise UserError(f"Read maps from one of: {', '.join(g.summaries)}.")
         return self
+
+    def who(self, g: Geometry) -> str:
+        """The summary token's name ([CLS], [DIST], patch mean)."""
+        return self.summary or g.summaries[0]
 
     @property
     def head_or_fusion(self) -> int | Fusion:
@@ -156,7 +163,8 @@ def main_matrix(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Te
 
 
 def query_token(p: AttnParams, g: Geometry) -> int:
-    return 0 if p.query is None else token_index(*p.query, g)
+    """The query's sequence position: a clicked patch, else the summary token (-1: patch mean)."""
+    return g.summary_index(p.summary) if p.query is None else token_index(*p.query, g)
 
 
 # ------------------------------------------------------------------ main map
@@ -215,7 +223,9 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     kind = ("attention" if p.mode == "raw" else
             ("per-head rollout" if p.show == ONE_HEAD else
              f"{att_mod.rollout_label(p.show, p.discard, p.discard_mode)} through layers 1–{p.layer}"))
-    who = "[CLS]" if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
+    s_name = p.who(g)
+    s = g.summary_index(s_name)
+    who = s_name if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
     sense = (f"what {who} attends to (its row)" if p.direction == "row"
              else f"how much each patch attends to {who} (its column)")
     vmax, rmax, cmax = _where(values, np.argmax)
@@ -224,18 +234,26 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
         f"**Layer {p.layer} · {what} · {kind}** — {sense}.",
         "",
         "| number | value |", "|---|---|",
-        f"| [CLS]→[CLS] | {float(m[0, 0]):.4f} |",
-        f"| mean patch→[CLS] | {float(m[pre:, 0].mean()):.4f} |",
     ]
+    if s >= 0:
+        lines.append(f"| {s_name}→{s_name} | {float(m[s, s]):.4f} |")
+    else:
+        lines.append(f"| patch mean→patches (its row's patch sum) | {float(m[pre:, pre:].sum(-1).mean()):.4f} |")
+    # Every prefix token's share of the patches' attention: registers show here what they receive.
+    lines += [f"| mean patch→{name} | {float(m[pre:, j].mean()):.4f} |" for j, name in enumerate(g.prefix_names)]
     if p.query is not None:
-        lines += [f"| this patch→[CLS] | {float(m[t, 0]):.4f} |",
-                  f"| [CLS]→this patch | {float(m[0, t]):.4f} |",
-                  f"| this patch→itself | {float(m[t, t]):.4f} |"]
+        if s >= 0:
+            lines += [f"| this patch→{s_name} | {float(m[t, s]):.4f} |",
+                      f"| {s_name}→this patch | {float(m[s, t]):.4f} |"]
+        lines.append(f"| this patch→itself | {float(m[t, t]):.4f} |")
     lines += [
         f"| map sum over patches | {float(values.sum()):.4f} |",
         f"| max | {vmax:.4f} at (row {rmax}, col {cmax}) |",
         f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
     ]
+    if s < 0 and p.query is None:
+        lines.append("| note | this model's head reads the mean of the patch tokens, not [CLS]: the map is the "
+                     "mean of the patch queries' rows |")
     if p.tau > 0:
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
@@ -374,7 +392,7 @@ def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Ten
     """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
     when a single head is shown."""
     fusion = p.show if p.show in FUSIONS else "mean"
-    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry)
+    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry, p.summary)
 
 
 # ------------------------------------------------------------------ everything a control changes
@@ -401,11 +419,11 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
         vmax = float(scale_maps.max()) if p.mode == "raw" else float(max(scale_maps.max(), smaps.max()))
     # The pictures without their yellow outline are cached per look (controls other than
     # layer and head), so moving the layer or head slider only outlines a copy.
-    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax)
+    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(a.geometry))
     grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
     strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
-                 p.cmap, strip_vmax)
+                 p.cmap, strip_vmax, p.who(a.geometry))
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
     return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
@@ -468,23 +486,24 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
     return [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
 
 
-def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
+def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache,
+                  summary: str | None = None) -> np.ndarray:
     """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
-    once per photo and class."""
+    once per photo and class; read from the summary token's row (R is (N, N))."""
     from ..relevance import relevance_matrix
 
     r = cache(("relevance", int(class_index)), lambda: relevance_matrix(vm, a, int(class_index)))
-    return att_mod.cls_to_patches(r, vm.geometry).numpy().astype(np.float32)
+    return att_mod.cls_to_patches(r, vm.geometry, summary).numpy().astype(np.float32)
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
                     cache: Cache = no_cache) -> tuple[np.ndarray, str]:
     g = vm.geometry
-    values = relevance_map(vm, a, class_index, cache)
+    values = relevance_map(vm, a, class_index, cache, p.summary)
     name = vm.labels[int(class_index)].split(",")[0]
     v, r, c = _where(values, np.argmax)
-    text = (f"Relevance for **{name}** (class {class_index}): sum over patches {values.sum():.4f}, "
-            f"max {v:.4f} at (row {r}, col {c}). Method: {att_mod.RELEVANCE_METHOD}.")
+    text = (f"Relevance for **{name}** (class {class_index}) from {p.who(g)}'s row: sum over patches "
+            f"{values.sum():.4f}, max {v:.4f} at (row {r}, col {c}). Method: {att_mod.RELEVANCE_METHOD}.")
     return map_image(a.input_view, values, g, p), text
 
 
@@ -493,10 +512,17 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     """arrays.npz keys of the Attention tab (see README)."""
     g = vm.geometry
     att = _full_attentions(a)
+    stack = layer_rollout(a, "mean", 0.0, cache)  # (L, N, N)
     out = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
-        "cls_attention": att_mod.cls_to_patches(att.float(), g).numpy().astype(np.float32),  # (L, H, gh, gw)
-        "rollout": att_mod.rollout_maps(att, g).numpy().astype(np.float32),  # (L, gh, gw)
+        "cls_attention": att_mod.cls_to_patches(att.float(), g, "[CLS]").numpy().astype(np.float32),  # (L, H, gh, gw)
+        "rollout": att_mod.cls_to_patches(stack, g).numpy().astype(np.float32),  # (L, gh, gw), default summary
+        # (T, L, gh, gw) / (L, H, T, gh, gw): rollout and raw attention from every prefix token
+        # ([CLS], [DIST], [REG1..R]); the rollout from [CLS] is prefix_rollout[0]
+        "prefix_rollout": np.stack([att_mod.cls_to_patches(stack, g, n).numpy() for n in g.prefix_names]
+                                   ).astype(np.float32),
+        "prefix_attention": att[:, :, :g.num_prefix_tokens, g.num_prefix_tokens:].float().reshape(
+            *att.shape[:2], g.num_prefix_tokens, *g.grid).numpy().astype(np.float32),
         "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g).numpy().astype(np.float32),
         "attention_distance": distances(a, cache).numpy().astype(np.float32),  # (L, H)
     }
@@ -538,7 +564,9 @@ def clip_params(p: AttnParams, g: Geometry) -> AttnParams:
     from dataclasses import replace
 
     q = p.query if p.query is not None and p.query[0] < g.grid[0] and p.query[1] < g.grid[1] else None
-    return replace(p, layer=min(max(1, p.layer), g.num_layers), head=min(max(1, p.head), g.num_heads), query=q)
+    summary = p.summary if p.summary in g.summaries else None
+    return replace(p, layer=min(max(1, p.layer), g.num_layers), head=min(max(1, p.head), g.num_heads), query=q,
+                   summary=summary)
 
 
 # ------------------------------------------------------------------ entry points

@@ -237,7 +237,8 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     # Pixel fills show what replaced the patches; dropped tokens are hatched: the model never sees them.
     masked = _grid_image(a.input_view, g, marked=mask if mode == "drop" else ())
     if mode == "drop":
-        what = f"the model gets {a.kept_tokens.numel()} tokens ([CLS] + {g.num_patches - len(mask)} patches)"
+        what = (f"the model gets {a.kept_tokens.numel()} tokens ({' '.join(g.prefix_names)} + "
+                f"{g.num_patches - len(mask)} patches)")
     else:
         what = f"pixels filled with {mode}; the model still gets all {g.seq_len} tokens"
     text = f"**{len(mask)} of {g.num_patches}** patches masked ({mode}): {what}"

@@ -52,9 +52,10 @@ def patches_explanation(vm: VitModel) -> str:
     p, (gh, gw), (h, w) = g.patch_size, g.grid, g.image_size
     return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
             f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
-            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with [CLS] in front the sequence "
-            f"has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
-            f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table.")
+            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with {' '.join(g.prefix_names)} in "
+            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
+            f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table. "
+            f"**{vm.family.title}**: the head reads {vm.family.head_text}. {vm.family.pe_text}")
 
 
 def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
