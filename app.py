@@ -123,14 +123,14 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                 interactive=False, format="jpeg", elem_id="patch-grid")
             with gr.Row():
                 lines = gr.Checkbox(value=True, label="grid lines")
-                indices = gr.Checkbox(value=False, label="patch numbers")
+                indices = gr.Checkbox(value=False, label="patch numbers (from 0)")
             patch_info = gr.Markdown(elem_id="patch-info")
         with gr.Column(scale=2):
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
                                    elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
-    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
-                           "(numbers are token indices)",
+    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], then patch k is token k + 1, one grid "
+                           "row per line (numbers: first token of the line)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
     gr.Markdown(patches.PATCHES_TEXT)
     explanation = gr.Markdown(elem_id="patches-numbers")
@@ -146,7 +146,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
-            return gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip()
         return patches.change(ctx.wb.handle(key), lines_on, idx_on, rc)
 
     @safe
@@ -158,9 +158,10 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     ins = [ctx.key, lines, indices, clicked]
     ctx.key.change(show, ins, [grid_img, strip, top5, numbers, patch_info, explanation])
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
-    lines.change(redraw, ins, [grid_img, patch_info], show_progress="hidden", api_name="patches_view")
-    indices.change(redraw, ins, [grid_img, patch_info], show_progress="hidden")
-    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, [grid_img, patch_info], show_progress="hidden")
+    redrawn = [grid_img, patch_info, strip]
+    lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
+    indices.change(redraw, ins, redrawn, show_progress="hidden")
+    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, redrawn, show_progress="hidden")
 
 
 # ---------------------------------------------------------------- Embeddings tab
@@ -283,12 +284,13 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
                 to_cls = gr.Button("Query: back to [CLS]", size="sm", elem_id="attn-to-cls")
         with gr.Column(scale=2):
-            layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
-                              elem_id="attn-layer")
+            layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer")
             show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
             mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
+            scale = gr.Radio(list(vocab.ATTN_SCALES), value=vocab.ATTN_SCALES[0], elem_id="attn-scale",
+                             label="colour scale of the map (blue line on the bar: uniform 1/N)")
             discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction per row (fused heads)")
             with gr.Row():
                 alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
@@ -324,13 +326,13 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
-    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared]
+    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, scale]
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
     def params(*v: Any) -> ap.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
                              discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
-                             shared_scale=bool(v[10]))
+                             shared_scale=bool(v[10]), scale=v[11])
 
     @safe
     def opened(key: PhotoKey | None, *v: Any):
@@ -341,7 +343,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         cls_val = page.classes[0][1] if page.classes else None
         return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
                 p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
-                gr.Dropdown(choices=page.distance_choices, value=None),
+                gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
                 gr.Dropdown(choices=page.classes, value=cls_val), None, "")
 
     @safe
@@ -385,7 +387,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
     ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
-    for c in (layer, show, mode, direction, discard, alpha, cmap, tau, shared):
+    mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
+    for c in (layer, show, mode, direction, discard, alpha, cmap, tau, shared, scale):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
@@ -676,7 +679,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
         all_tabs = []
-        with gr.Tabs(elem_id="tabs") as tabs:
+        # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
             for label, tab_id, build in TABS:
                 with gr.Tab(label, id=tab_id) as t:
                     build(ctx, t)
@@ -704,7 +708,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 return gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None
             k = PhotoKey(model_id, sha1)
             a = wb.analysis(k)
-            return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size), gr.skip()
+            photo = wb.photo(sha1)
+            return k, panels.status_line(wb.model(model_id), a, photo.size) + panels.frames_note(photo), gr.skip()
 
         @safe
         def loading(model_id: str):

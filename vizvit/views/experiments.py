@@ -84,9 +84,13 @@ def _grid_image(view: np.ndarray, g: Geometry, marked: tuple[int, ...] = ()) -> 
 
 # ------------------------------------------------------------------ shift
 def _two_decimals(v: float) -> str:
-    """0.973 -> '.97', -0.41 -> '-.41', 0.9999 -> '1': short enough for a 42 px tile."""
-    t = f"{v:.2f}".replace("0.", ".", 1)
-    return "1" if t == "1.00" else "-1" if t == "-1.00" else t
+    """0.973 -> '.97', 0.9999 -> '1', -0.41 -> '-.4' (one decimal below 0: a minus sign and two
+    decimals do not fit a 48 px tile at a size a lecture hall can read)."""
+    if v < -0.05:
+        t = f"{v:.1f}".replace("0.", ".", 1)
+        return "-1" if t == "-1.0" else t
+    t = f"{max(v, 0.0):.2f}".replace("0.", ".", 1)
+    return "1" if t == "1.00" else t
 
 
 def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
@@ -94,14 +98,16 @@ def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
     tile = g.patch_size * render.display_scale(g)
     img = render.enlarge(render.colorize(cos, "RdBu_r", vmin=-1.0, vmax=1.0), tile)
     img = render.draw_grid(img, g)
-    if tile >= 36:  # room for two decimals
-        import cv2
-
+    px = render.TEXT_PX * (tile - 4) / render.text_size(".00")[0]  # the widest value fills a tile
+    if px >= render.MIN_TEXT_PX:  # room for two decimals at a size a hall can read
+        px = min(px, render.TEXT_PX)
+        cap = render.text_size("0", px)[1]
         for (r, c), v in np.ndenumerate(cos):
             if np.isfinite(v):
-                cv2.putText(img, _two_decimals(v), (c * tile + 3, r * tile + tile // 2 + 4),
-                            cv2.FONT_HERSHEY_SIMPLEX, tile / 110, (255, 255, 255) if abs(v) > 0.6 else (0, 0, 0),
-                            1, cv2.LINE_AA)
+                t = _two_decimals(v)
+                w = render.text_size(t, px)[0]
+                render.put_text(img, t, (c * tile + (tile - w) // 2, r * tile + (tile + cap) // 2), px,
+                                (255, 255, 255) if abs(v) > 0.6 else (0, 0, 0))
     return img
 
 
