@@ -185,7 +185,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
     depth = gr.Slider(0, 12, value=0, step=1, elem_id="emb-depth",
                       label="depth l (0 = after the embedding stage; l = after block l)")
     depth_md = gr.Markdown(elem_id="emb-depth-info")
-    with gr.Row():
+    with gr.Row(elem_id="emb-pictures"):  # first on the screen in projector mode (style.css)
         # JPEG (also for the maps below): these change on every slider move or click, and
         # PNG-encoding 672² px costs ~25 ms each, JPEG ~2 ms (benchmarks/bench_embeddings.py).
         pca_img = gr.Image(label="Patch-token PCA as RGB over the photo (click a patch)", interactive=False,
@@ -276,7 +276,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
 # ---------------------------------------------------------------- Attention tab
 def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
-        with gr.Column(scale=3):
+        with gr.Column(scale=3, elem_id="attn-left"):  # wider in projector mode (style.css)
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main")
             with gr.Row():
@@ -463,12 +463,12 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
     gr.Markdown(experiments.EXPERIMENTS_TEXT)
-    with gr.Row():
+    with gr.Row(elem_id="shift-controls"):
         dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
         dy = gr.Slider(-32, 32, value=0, step=1, label="dy: shift down (pixels)", elem_id="shift-dy")
         fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
                         elem_id="shift-fill")
-    with gr.Row():
+    with gr.Row(elem_id="shift-pictures"):  # first on the screen in projector mode (style.css)
         shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
                              elem_id="shift-view")
         cos_img = gr.Image(label="Patch cosine, original vs shifted",
@@ -662,11 +662,11 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
         ctx = Ctx(wb=wb, key=key, tab=tab)
-        gr.Markdown(panels.HEADER_TEXT)
+        gr.Markdown(panels.HEADER_TEXT, elem_id="header")
         start_banner = panels.banner(wb.model(default_model), offline)
         banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
         notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
-        with gr.Row():
+        with gr.Row(elem_id="header-row"):
             with gr.Column(scale=2):
                 upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
                                  file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
@@ -783,7 +783,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         model.input(loading, model, status, queue=False).success(
             new_model, [model, key], [key, status, model, banner], api_name="model")
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask")]
-        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector])
+        # hidden: a first visit saw grey loading blocks over the header while the link was read
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector],
+                  show_progress="hidden")
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
         private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
