@@ -160,7 +160,9 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
         title=f"Shift sweep, k = 0..{2 * p} px right, edge fill ({len(s.rows)}/{s.total} views)",
         xaxis=dict(title="k (pixels shifted right)", range=[-0.5, 2 * p + 0.5]),
         yaxis=dict(title="cosine", range=[-1.05, 1.05]),
-        yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%"),
+        # Fixed ticks: left to plotly, an exported chart got 2/26/50/74/98 % (issue 17).
+        yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%",
+                    tickmode="array", tickvals=[0, 0.25, 0.5, 0.75, 1.0]),
         legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=340)
     rows = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
              round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
@@ -281,7 +283,8 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     what = "added back" if insertion else "removed"
     fig.update_layout(title=f"{'Insertion' if insertion else 'Deletion'}: p({_short(c.target_label)}) "
                             f"as patches are {what} ({c.mode})",
-                      xaxis=dict(title=f"fraction of patches {what}", range=[0, 1], tickformat=".0%"),
+                      # a little room left of 0 %: its tick label overlapped the y axis's "0"
+                      xaxis=dict(title=f"fraction of patches {what}", range=[-0.04, 1.02], tickformat=".0%"),
                       yaxis=dict(title="probability", rangemode="tozero"),
                       legend=dict(orientation="h", y=-0.3), margin=dict(l=10, r=10, t=40, b=10), height=360)
     return fig
@@ -318,8 +321,10 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
     vm = ph.vm
     view = ph.analysis().input_view
     # Say at once what is coming: the first map's views take seconds on a CPU.
-    yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {2 * (int(steps) + 1)} "
-                                      f"views each, batched. The curves appear map by map…")
+    # No view count here: views shared between deletion and insertion are run once, and the
+    # final line gives the true total (it once promised "22 views each" and ended with 80).
+    yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {int(steps)} steps "
+                                      f"each, deletion and insertion, batched. The curves appear map by map…")
     parts: list[perturb.Curves] = []
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
@@ -335,7 +340,7 @@ def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | Non
              for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)]
     done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} maps so far · "
     text = (f"{done}Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed "
-            f"by {c.mode} · {c.forwards} views, batched.")
+            f"by {c.mode} · {c.forwards} views in all, batched.")
     return CurvesPanel(curves_figure(c, False), curves_figure(c, True), table, text)
 
 
