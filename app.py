@@ -139,14 +139,14 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                 interactive=False, format="jpeg", elem_id="patch-grid")
             with gr.Row():
                 lines = gr.Checkbox(value=True, label="grid lines")
-                indices = gr.Checkbox(value=False, label="patch numbers")
+                indices = gr.Checkbox(value=False, label="patch numbers (from 0)")
             patch_info = gr.Markdown(elem_id="patch-info")
         with gr.Column(scale=2):
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
                                    elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
-    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
-                           "(numbers are token indices)",
+    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], then patch k is token k + 1, one grid "
+                           "row per line (numbers: first token of the line)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
     gr.Markdown(patches.PATCHES_TEXT)
     explanation = gr.Markdown(elem_id="patches-numbers")
@@ -162,7 +162,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
-            return gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip()
         return patches.change(ctx.wb.handle(key), lines_on, idx_on, rc)
 
     @safe
@@ -174,9 +174,10 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     ins = [ctx.key, lines, indices, clicked]
     ctx.on_show(tab, show, ins, [grid_img, strip, top5, numbers, patch_info, explanation])
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
-    lines.change(redraw, ins, [grid_img, patch_info], show_progress="hidden", api_name="patches_view")
-    indices.change(redraw, ins, [grid_img, patch_info], show_progress="hidden")
-    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, [grid_img, patch_info], show_progress="hidden")
+    redrawn = [grid_img, patch_info, strip]
+    lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
+    indices.change(redraw, ins, redrawn, show_progress="hidden")
+    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, redrawn, show_progress="hidden")
 
 
 # ---------------------------------------------------------------- Embeddings tab
@@ -200,7 +201,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
     depth = gr.Slider(0, 12, value=0, step=1, elem_id="emb-depth",
                       label="depth l (0 = after the embedding stage; l = after block l)")
     depth_md = gr.Markdown(elem_id="emb-depth-info")
-    with gr.Row():
+    with gr.Row(elem_id="emb-pictures"):  # first on the screen in projector mode (style.css)
         # JPEG (also for the maps below): these change on every slider move or click, and
         # PNG-encoding 672² px costs ~25 ms each, JPEG ~2 ms (benchmarks/bench_embeddings.py).
         pca_img = gr.Image(label="Patch-token PCA as RGB over the photo (click a patch)", interactive=False,
@@ -291,7 +292,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
 # ---------------------------------------------------------------- Attention tab
 def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
-        with gr.Column(scale=3):
+        with gr.Column(scale=3, elem_id="attn-left"):  # wider in projector mode (style.css)
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main")
             with gr.Row():
@@ -302,12 +303,13 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             summary = gr.Radio(["[CLS]"], value="[CLS]", label="read maps, rollout and relevance from",
                                visible=False, elem_id="attn-summary")
         with gr.Column(scale=2):
-            layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
-                              elem_id="attn-layer")
+            layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer")
             show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
             mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
+            scale = gr.Radio(list(vocab.ATTN_SCALES), value=vocab.ATTN_SCALES[0], elem_id="attn-scale",
+                             label="colour scale of the map (blue line on the bar: uniform 1/N)")
             with gr.Row():
                 discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction (fused heads)",
                                     elem_id="attn-discard")
@@ -352,14 +354,14 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
     controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, summary, discard_mode,
-                distance_norm]
+                distance_norm, scale]
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
     def params(*v: Any) -> ap.AttnParams:
         return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
                              discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
                              shared_scale=bool(v[10]), summary=v[11] or None, discard_mode=v[12],
-                             distance_norm=v[13])
+                             distance_norm=v[13], scale=v[14])
 
     @safe
     def opened(key: PhotoKey | None, *v: Any):
@@ -370,7 +372,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         cls_val = page.classes[0][1] if page.classes else None
         return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
                 p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
-                gr.Dropdown(choices=page.distance_choices, value=None),
+                gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
                 gr.Dropdown(choices=page.classes, value=cls_val), None, "",
                 gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1))
 
@@ -430,7 +432,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
     ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary])
-    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared, summary):
+    mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
+    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared, summary, scale):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
@@ -506,12 +509,12 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
     gr.Markdown(experiments.EXPERIMENTS_TEXT)
-    with gr.Row():
+    with gr.Row(elem_id="shift-controls"):
         dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
         dy = gr.Slider(-32, 32, value=0, step=1, label="dy: shift down (pixels)", elem_id="shift-dy")
         fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
                         elem_id="shift-fill")
-    with gr.Row():
+    with gr.Row(elem_id="shift-pictures"):  # first on the screen in projector mode (style.css)
         shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
                              elem_id="shift-view")
         cos_img = gr.Image(label="Patch cosine, original vs shifted",
@@ -790,11 +793,11 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
-        gr.Markdown(panels.HEADER_TEXT)
+        gr.Markdown(panels.HEADER_TEXT, elem_id="header")
         start_banner = panels.banner(wb.model(default_model), offline)
         banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
         notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
-        with gr.Row():
+        with gr.Row(elem_id="header-row"):
             with gr.Column(scale=2):
                 upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
                                  file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
@@ -808,7 +811,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
         ctx = Ctx(wb=wb, key=key, tab=tab, status=status)
         all_tabs = []
-        with gr.Tabs(elem_id="tabs") as tabs:
+        # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
             for label, tab_id, build in TABS:
                 with gr.Tab(label, id=tab_id) as t:
                     build(ctx, t)
@@ -842,7 +846,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             # The heads switched off (Inside tab, or a link's ablate=) stay off for the new photo.
             k = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, wb.model(model_id).geometry))
             a = wb.analysis(k)
-            return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size), gr.skip()
+            photo = wb.photo(sha1)
+            return k, panels.status_line(wb.model(model_id), a, photo.size) + panels.frames_note(photo), gr.skip()
 
         @safe
         def loading(model_id: str):
@@ -916,7 +921,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             new_model, [model, key], [key, status, model, banner], api_name="model")
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
                                      "ablate", "ablate_mode")]
-        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector])
+        # hidden: a first visit saw grey loading blocks over the header while the link was read
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector],
+                  show_progress="hidden")
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
         private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now

@@ -79,13 +79,19 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
         note += " (its shape was squashed to a square, as the model's image processor does)"
-    if squash > 3 and vm.preprocess.crop is None:
+    if squash >= 2.5 and vm.preprocess.crop is None:  # 3:1 and beyond (a 3:1 portrait once got no note)
         note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
     enlarged = max(W / w, H / h)
     if enlarged > 4:
         note += (f". ⚠️ Enlarged {enlarged:.0f}×: the model sees blurred pixels, each patch holds "
                  "little of the photo")
     return note
+
+
+def frames_note(image) -> str:
+    """Say so when an animation was uploaded: the model sees its first frame only."""
+    n = int(getattr(image, "info", {}).get("frames", 1) or 1)
+    return f"  \n⚠️ An animation of {n} frames: the model sees frame 1 only." if n > 1 else ""
 
 
 def upload_refused(message: str, had_photo: bool) -> str:

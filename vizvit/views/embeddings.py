@@ -230,7 +230,7 @@ def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     tiles = np.stack([
         render.label(_map_image(rgb, side), f"PCA -> RGB, l={depth}"),
         render.label(_outline_cells(_map_image(render.colorize(norms, "viridis"), side), out),
-                     f"token norm {norms.min():.1f} (dark) - {norms.max():.1f} (yellow)"),
+                     f"norm {norms.min():.1f} - {norms.max():.1f}"),
     ])
     maps = render.mosaic(tiles, 1, 2, sep=6)
     ratio = d.tokens.pca_ratio[depth]
@@ -289,11 +289,11 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
 
 
 # ------------------------------------------------------------------ per photo: [CLS] by layer, filters
-def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 140) -> np.ndarray:
+def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 196) -> np.ndarray:
     """One tile per depth: cos([CLS], patch) on a shared −1..1 scale."""
     sims = d.tokens.cls_sim  # (L+1, gh, gw)
     tiles = np.stack([render.label(_map_image(render.colorize(m, SIM_CMAP, -1, 1), tile),
-                                   f"l={i} mean {m.mean():+.2f}", 0.38) for i, m in enumerate(sims)])
+                                   f"l={i} {m.mean():+.2f}") for i, m in enumerate(sims)])
     cols = min(len(tiles), 7)
     return render.mosaic(tiles, -(-len(tiles) // cols), cols, sep=4)
 
@@ -339,13 +339,13 @@ def filters_image(d: EmbeddingsData, scale: int | None = None) -> np.ndarray:
     """The filter components as RGB P×P tiles, 4 rows of 7, each labelled with its variance share."""
     tiles = d.filters.tiles  # (k, p, p, 3), signed
     p = tiles.shape[1]
-    s = scale or max(1, round(112 / p))
+    s = scale or max(1, round(160 / p))  # room for a label at render.TEXT_PX
     out = []
     for k, (t, share) in enumerate(zip(tiles, d.filters.explained_ratio)):
         m = float(np.abs(t).max()) or 1.0
         img = ((0.5 + 0.5 * t / m) * 255).round().astype(np.uint8)  # each tile on its own ±max scale
         big = render.enlarge(img, s)
-        out.append(render.label(big, f"{k + 1}: {share:.1%}", 0.32))
+        out.append(render.label(big, f"{k + 1}: {share:.1%}"))
     cols = 7
     return render.mosaic(np.stack(out), -(-len(out) // cols), cols, sep=3)
 

@@ -119,15 +119,19 @@ def compare_image(r: positional.PositionReport) -> np.ndarray:
     cell = tile_cell(r.grid, target=400)
     named = {"learned (this model)": r.sim, **r.baselines}
     keys = {"learned (this model)": "learned", **{k: k for k in r.baselines}}
-    tiles = [_titled(similarity_grid(s, r.grid, cell), f"{name}: contrast {r.contrasts[keys[name]].contrast:+.2f}")
+    short = {"learned (this model)": "learned", "2-D sin-cos (MAE)": "2-D sin-cos"}
+    # 2-px separators: this picture is shown shrunk, and 1-px borders alias into moiré there.
+    tiles = [_titled(similarity_grid(s, r.grid, cell, sep=2),
+                     f"{short.get(name, name)} {r.contrasts[keys[name]].contrast:+.2f}")
              for name, s in named.items()]
-    return render.with_colorbar(render.mosaic(np.stack(tiles), 2, 2, sep=12), CMAP)
+    return render.with_colorbar(render.mosaic(np.stack(tiles), 2, 2, sep=16), CMAP)
 
 
-def _titled(img: np.ndarray, text: str, height: int = 22) -> np.ndarray:
+def _titled(img: np.ndarray, text: str) -> np.ndarray:
     """A white strip with the title above img (a label on top would hide the first tiles)."""
-    strip = np.full((height, img.shape[1], 3), 255, np.uint8)
-    cv2.putText(strip, text, (2, height - 7), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+    cap = render.text_size(text)[1]
+    strip = np.full((2 * cap, img.shape[1], 3), 255, np.uint8)
+    render.put_text(strip, text, (2, int(1.5 * cap)))
     return np.concatenate([strip, img], axis=0)
 
 
