@@ -353,40 +353,46 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
-    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, summary, discard_mode,
-                distance_norm, scale]
+    # Every control by the AttnParams field it sets: handlers read them by name (no positional splices).
+    named = dict(layer=layer, head=head, show=show, mode=mode, query=query, direction=direction, discard=discard,
+                 alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared, summary=summary, discard_mode=discard_mode,
+                 distance_norm=distance_norm, scale=scale)
+    controls = list(named.values())
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
-    def params(*v: Any) -> ap.AttnParams:
-        return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
-                             discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
-                             shared_scale=bool(v[10]), summary=v[11] or None, discard_mode=v[12],
-                             distance_norm=v[13], scale=v[14])
+    def params(v: tuple, **changed: Any) -> ap.AttnParams:
+        """The controls' values (in `controls` order) as AttnParams, with `changed` fields replaced."""
+        return ap.AttnParams.from_controls({**dict(zip(named, v)), **changed})
 
     @safe
     def opened(key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 13
+            return {c: gr.skip() for c in opened_outs}
         g = ctx.wb.model(key.model_id).geometry
-        p, page = ap.show(ctx.wb.handle(key), params(*v[:11], v[11] if v[11] in g.summaries else None))
-        cls_val = page.classes[0][1] if page.classes else None
-        return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
-                p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
-                gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
-                gr.Dropdown(choices=page.classes, value=cls_val), None, "",
-                gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1))
+        values = dict(zip(named, v))
+        p, page = ap.show(ctx.wb.handle(key), params(v, summary=values["summary"] if values["summary"] in g.summaries
+                                                     else None))
+        return {layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
+                query: p.query, main_img: page.view.main, readout: page.view.readout, grid: page.view.grid,
+                strip: page.view.strip, dist: page.distance,
+                pick: gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
+                cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
+                rel_img: None, rel_text: "",
+                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
 
-    @safe
-    def redraw(key: PhotoKey | None, *v: Any):
-        if key is None:
-            return (gr.skip(),) * 4
-        view = ap.change(ctx.wb.handle(key), params(*v))
+    def views(key: PhotoKey, p: ap.AttnParams) -> tuple:
+        view = ap.change(ctx.wb.handle(key), p)
         return view.main, view.readout, view.grid, view.strip
 
     @safe
+    def redraw(key: PhotoKey | None, *v: Any):
+        return (gr.skip(),) * 4 if key is None else views(key, params(v))
+
+    @safe
     def redraw_one_head(key: PhotoKey | None, *v: Any):
-        v = (*v[:2], vocab.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
-        return (vocab.ONE_HEAD, *redraw(key, *v))
+        if key is None:
+            return (gr.skip(),) * 5
+        return (vocab.ONE_HEAD, *views(key, params(v, show=vocab.ONE_HEAD)))
 
     # A click answers in ONE event (the new state and the pictures), not a state event and a
     # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
@@ -395,18 +401,18 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return (gr.skip(),) * 5
         q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (q, *redraw(key, *v[:4], q, *v[5:]))  # controls: layer, head, show, mode, query, ...
+        return (q, *views(key, params(v, query=q)))
 
     @safe
     def to_cls_view(key: PhotoKey | None, *v: Any):
-        return (None, *redraw(key, *v[:4], None, *v[5:]))
+        return (gr.skip(),) * 5 if key is None else (None, *views(key, params(v, query=None)))
 
     @safe
     def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
             return (gr.skip(),) * 7
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (lay, hd, vocab.ONE_HEAD, *redraw(key, lay, hd, vocab.ONE_HEAD, *v[3:]))
+        return (lay, hd, vocab.ONE_HEAD, *views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD)))
 
     @safe
     def pick_head(choice: str | None):
@@ -427,11 +433,12 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
         if key is None or class_index is None:
             raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
-        return ap.relevance(ctx.wb.handle(key), int(class_index), params(*v))
+        return ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
 
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
-    ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary])
+    opened_outs = [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary]
+    ctx.on_show(tab, opened, ins, opened_outs)
     mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
     for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared, summary, scale):
         # always_last: while a slider is dragged, the last value is always drawn.

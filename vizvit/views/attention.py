@@ -100,6 +100,14 @@ class AttnParams:
     summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
     scale: AttnScale = "0 to max"  # the main map's colour scale (vocab.ATTN_SCALES)
 
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "AttnParams":
+        """The page's control values by field name -> AttnParams (numbers typed, empty summary = default)."""
+        return cls(layer=int(v["layer"]), head=int(v["head"]), show=v["show"], mode=v["mode"], query=v["query"],
+                   direction=v["direction"], discard=float(v["discard"]), alpha=float(v["alpha"]), cmap=v["cmap"],
+                   tau=float(v["tau"]), shared_scale=bool(v["shared_scale"]), summary=v["summary"] or None,
+                   discard_mode=v["discard_mode"], distance_norm=v["distance_norm"], scale=v["scale"])
+
     def checked(self, g: Geometry) -> "AttnParams":
         if not 1 <= self.layer <= g.num_layers:
             raise UserError(f"Layer must be 1..{g.num_layers}.")
