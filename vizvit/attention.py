@@ -43,8 +43,19 @@ def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
     raise UserError(f"Unknown head fusion {fusion!r}: use mean, max or min.")
 
 
-def cls_to_patches(att: torch.Tensor, g: Geometry) -> torch.Tensor:
-    """(..., N, N) -> (..., gh, gw): the [CLS] query's row over the patch keys, row-major."""
+def cls_to_patches(att: torch.Tensor, g: Geometry, summary: torch.Tensor | None = None) -> torch.Tensor:
+    """(..., N, N) -> (..., gh, gw): the summary's row over the patch keys, row-major.
+
+    A [CLS] summary (ViT, CLIP) is token 0: its row. A MAP summary (SigLIP: no [CLS]; a pooling
+    head's probe attends once, after the last block) is not in the sequence: `summary` (N,) are its
+    weights over the tokens (the MAP head's attention, heads fused), and its row through a
+    matrix M is summary·M. For a rollout R_l that is the rollout ending with the MAP head; for one
+    layer's attention A_l, the MAP weights read back through that layer (summary·A_l)."""
+    if g.summary == "map":
+        if summary is None:
+            raise UserError("This model's summary is its attention-pooling head: pass its attention (Analysis.summary_weights).")
+        v = summary.float() @ att.float()  # (N,) @ (..., N, N) -> (..., N)
+        return v[..., g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
     return att[..., 0, g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
 
 
@@ -107,9 +118,10 @@ def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0
 
 
 def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0,
-                 discard_mode: DiscardMode = "per row") -> torch.Tensor:
-    """(L, H, N, N) -> (L, gh, gw): the [CLS] row of the rollout after each layer."""
-    return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g)
+                 discard_mode: DiscardMode = "per row", summary: torch.Tensor | None = None) -> torch.Tensor:
+    """(L, H, N, N) -> (L, gh, gw): the summary's row of the rollout after each layer ([CLS]'s row;
+    SigLIP: summary·R_l, the rollout ending with the MAP head, see cls_to_patches)."""
+    return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g, summary)
 
 
 

@@ -6,6 +6,10 @@ model's last layernorm and classifier, which were trained to read h_L only; what
 early depths is how far the summary token already points at a class in the final head's
 coordinates, not what the layer "thinks" (nostalgebraist 2020; ViT-Prisma's logit lens).
 No new forward: it reads the cached Analysis's hidden states.
+
+CLIP / SigLIP: the readout is the image tower's own end (final layernorm, then [CLS] through the
+projection, or SigLIP's attention-pooling head over every token) and the typed labels' text
+embeddings, with the model's probability rule (softmax or sigmoid).
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ def readout(vm: VitModel, states: torch.Tensor, summary_token: int = 0) -> torch
     if not vm.has_classifier:
         raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
                         "needs a head that maps the [CLS] token to classes.")
+    if vm.zero_shot is not None:  # CLIP / SigLIP: final layernorm, pooling, then the typed labels
+        from .zeroshot import readout_embeds
+
+        w = next(vm.vit.parameters())
+        with torch.inference_mode():
+            emb, _ = readout_embeds(vm, states.to(device=w.device, dtype=w.dtype))  # (L+1, E)
+            return vm.zero_shot.logits(emb).float().cpu()
     head = vm.model.classifier
     norm = vm.vit.layernorm
     p = next(head.parameters())
@@ -47,7 +58,7 @@ def readout(vm: VitModel, states: torch.Tensor, summary_token: int = 0) -> torch
 def logit_lens(vm: VitModel, hidden_states: torch.Tensor, summary_token: int = 0) -> Lens:
     """hidden_states: (L+1, N, D) of one analysis. Returns the readout at every depth."""
     logits = readout(vm, hidden_states, summary_token)  # (L+1, C)
-    probs = logits.softmax(-1)
+    probs = vm.zero_shot.probs(logits) if vm.zero_shot is not None else logits.softmax(-1)
     final = int(probs[-1].argmax())
     # rank = 1 + number of classes strictly more probable than the final class at that depth
     rank = 1 + (probs > probs[:, final:final + 1]).sum(-1)

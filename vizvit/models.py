@@ -7,7 +7,7 @@ Everything the rest of vizvit needs to know about the model's shape lives in
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +18,32 @@ from transformers import (
     AutoImageProcessor,
     AutoModel,
     AutoModelForImageClassification,
+    CLIPConfig,
+    CLIPModel,
     PretrainedConfig,
     PreTrainedModel,
+    SiglipConfig,
+    SiglipModel,
     ViTConfig,
     ViTForImageClassification,
 )
 
 from .errors import UserError
+from .zeroshot import TextSide, ZeroShotHead, text_side
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "google/vit-base-patch16-224"
 RANDOM_PREFIX = "random:"
-SUPPORTED_MODEL_TYPES = ("vit",)
+SUPPORTED_MODEL_TYPES = ("vit", "clip", "siglip")
+# Image towers of image-text models: loaded whole (image tower, text tower, logit scale), read
+# through their image tower; their classes are the labels a user types (vizvit/zeroshot.py).
+TOWER_MODEL_TYPES = ("clip", "siglip")
 _LABELS_FILE = Path(__file__).resolve().parent.parent / "assets" / "imagenet1k_labels.txt"
 
 # Architectures offered with seeded random weights, for offline use and as the
 # "untrained" baseline. Numbers are those of the published checkpoints.
-RANDOM_ARCHS: dict[str, dict[str, int]] = {
+RANDOM_ARCHS: dict[str, dict[str, Any]] = {
     "vit-base-patch16-224": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                                  intermediate_size=3072, image_size=224, patch_size=16),
     "vit-base-patch32-384": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -44,6 +52,23 @@ RANDOM_ARCHS: dict[str, dict[str, int]] = {
                                   intermediate_size=4096, image_size=224, patch_size=16),
     "vit-large-patch16-384": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                                   intermediate_size=4096, image_size=384, patch_size=16),
+    # Image-text models: "model_type" picks the config; vision / text as in the checkpoints.
+    "clip-vit-base-patch16": dict(model_type="clip", projection_dim=512,
+                                  vision=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                              intermediate_size=3072, image_size=224, patch_size=16),
+                                  text=dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8,
+                                            intermediate_size=2048, max_position_embeddings=77)),
+    "clip-vit-base-patch32": dict(model_type="clip", projection_dim=512,
+                                  vision=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                              intermediate_size=3072, image_size=224, patch_size=32),
+                                  text=dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8,
+                                            intermediate_size=2048, max_position_embeddings=77)),
+    "siglip-base-patch16-224": dict(model_type="siglip",
+                                    vision=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                                intermediate_size=3072, image_size=224, patch_size=16),
+                                    text=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                              intermediate_size=3072, max_position_embeddings=64,
+                                              vocab_size=32000, pad_token_id=1, eos_token_id=1, bos_token_id=None)),
 }
 RANDOM_SEED = 0
 
@@ -59,6 +84,13 @@ class Geometry:
     num_layers: int  # L
     num_heads: int  # H
     hidden_size: int  # D
+    # What sums the photo up for the head: "cls" (token 0 of the sequence) or "map" (SigLIP: a
+    # multihead attention pooling head's probe, outside the sequence, attending once after block L)
+    summary: str = "cls"
+
+    @property
+    def summary_name(self) -> str:
+        return "[CLS]" if self.summary == "cls" else "MAP head"
 
     @property
     def num_patches(self) -> int:
@@ -93,15 +125,28 @@ class VitModel:
     labels: tuple[str, ...]  # empty when the checkpoint has no classifier
     device: torch.device
     is_pretrained: bool  # False for random:<arch>: flag it wherever it is shown
+    text: TextSide | None = None  # CLIP / SigLIP: the tokenizer and probability rule of the text side
+    zero_shot: ZeroShotHead | None = None  # CLIP / SigLIP: the labels' text embeddings, the "classifier"
 
     @property
     def has_classifier(self) -> bool:
         return len(self.labels) > 0
 
     @property
+    def is_zero_shot(self) -> bool:
+        """An image-text model: its classes are the labels a user types."""
+        return self.text is not None
+
+    def with_zero_shot(self, head: ZeroShotHead) -> "VitModel":
+        """The same shared model with `head`'s labels as its classes (a new label list costs no load)."""
+        return replace(self, labels=head.labels, zero_shot=head)
+
+    @property
     def vit(self) -> torch.nn.Module:
-        """The ViTModel backbone (embeddings, layers, final layernorm)."""
-        return self.model.base_model
+        """The image backbone (embeddings, layers, final layernorm): a ViT's base model, or the
+        image tower of CLIP / SigLIP."""
+        tower = getattr(self.model, "vision_model", None)
+        return tower if tower is not None else self.model.base_model
 
     @property
     def num_parameters(self) -> int:
@@ -143,6 +188,11 @@ def geometry_of(config: PretrainedConfig) -> Geometry:
     def pair(v: int | tuple[int, int] | list[int]) -> tuple[int, int]:
         return (int(v[0]), int(v[1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
 
+    summary, prefix = "cls", 1  # ViT, CLIP: [CLS] only
+    if config.model_type in TOWER_MODEL_TYPES:
+        if config.model_type == "siglip":
+            summary, prefix = "map", 0
+        config = config.vision_config
     image_size = pair(config.image_size)
     ph, pw = pair(config.patch_size)
     if ph != pw:
@@ -151,10 +201,11 @@ def geometry_of(config: PretrainedConfig) -> Geometry:
         image_size=image_size,
         patch_size=ph,
         grid=(image_size[0] // ph, image_size[1] // pw),
-        num_prefix_tokens=1,  # ViT: [CLS] only
+        num_prefix_tokens=prefix,
         num_layers=int(config.num_hidden_layers),
         num_heads=int(config.num_attention_heads),
         hidden_size=int(config.hidden_size),
+        summary=summary,
     )
 
 
@@ -241,11 +292,18 @@ def _random_model(arch: str) -> PreTrainedModel:
             f"Unknown random architecture {arch!r}. Choose one of: "
             + ", ".join(RANDOM_PREFIX + a for a in RANDOM_ARCHS)
         )
-    config = ViTConfig(num_labels=1000, **RANDOM_ARCHS[arch])
+    spec = dict(RANDOM_ARCHS[arch])
+    kind = spec.pop("model_type", "vit")
     # Seeded so that every process (and every test) sees the same "untrained" model.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
-        model = ViTForImageClassification(config)
+        if kind == "clip":
+            model = CLIPModel(CLIPConfig(vision_config=spec["vision"], text_config=spec["text"],
+                                         projection_dim=spec["projection_dim"]))
+        elif kind == "siglip":
+            model = SiglipModel(SiglipConfig(vision_config=spec["vision"], text_config=spec["text"]))
+        else:
+            model = ViTForImageClassification(ViTConfig(num_labels=1000, **spec))
     model.set_attn_implementation("eager")
     return model
 
@@ -264,6 +322,11 @@ def _pretrained_model(name: str) -> PreTrainedModel:
             f"{name!r} is a {config.model_type!r} model, not a ViT. vizvit shows ViTs "
             f"(model_type {', '.join(SUPPORTED_MODEL_TYPES)}), e.g. {DEFAULT_MODEL}."
         )
+    if config.model_type in TOWER_MODEL_TYPES:  # both towers: the text side is the classifier
+        try:
+            return AutoModel.from_pretrained(name, attn_implementation="eager")
+        except Exception as e:
+            raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
     archs = getattr(config, "architectures", None) or []
     auto = AutoModelForImageClassification if any("ImageClassification" in a for a in archs) else AutoModel
     try:
@@ -295,12 +358,18 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
         p.requires_grad_(False)  # shared read-only; gradients w.r.t. activations still work
     config = model.config
     has_head = hasattr(model, "classifier")
-    return VitModel(
+    vm = VitModel(
         id=name,
         model=model,
         geometry=geometry_of(config),
         preprocess=_preprocess_of(name, config),
-        labels=labels_of(config, has_head),
+        labels=labels_of(config, has_head) if config.model_type not in TOWER_MODEL_TYPES else (),
         device=dev,
         is_pretrained=is_pretrained,
+        text=text_side(model, name if is_pretrained else None) if config.model_type in TOWER_MODEL_TYPES else None,
     )
+    if vm.text is not None:  # the default labels, so that every view has top-5 from the start
+        from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, with_labels
+
+        vm = with_labels(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE)
+    return vm

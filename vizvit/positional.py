@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from .errors import UserError
 from .models import Geometry, VitModel
+from .tokens import position_table
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5
@@ -33,7 +34,7 @@ def position_embeddings(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor]:
     Patch rows are row-major over the (gh, gw) grid, exactly as the tokens are.
     """
     g = vm.geometry
-    table = vm.vit.embeddings.position_embeddings.detach()[0].float().cpu()  # (N, D)
+    table = position_table(vm.vit.embeddings).detach().float().cpu()  # (N, D)
     if table.shape[0] != g.seq_len:
         raise UserError(f"The position table has {table.shape[0]} rows, expected {g.seq_len} "
                          f"({g.num_prefix_tokens} prefix + {g.num_patches} patches).")
@@ -99,9 +100,9 @@ def random_init_positions(vm: VitModel, seed: int = RANDOM_INIT_SEED) -> torch.T
     emb_cls = type(vm.vit.embeddings)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        emb = emb_cls(vm.model.config)
+        emb = emb_cls(getattr(vm.model.config, "vision_config", vm.model.config))  # CLIP / SigLIP: the image tower's
         vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
-    return emb.position_embeddings.detach()[0, g.num_prefix_tokens:].float()
+    return position_table(emb).detach()[g.num_prefix_tokens:].float()
 
 
 def grid_distances(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,7 +180,8 @@ def position_report(vm: VitModel) -> PositionReport:
         BASELINES[1]: cosine_similarity_matrix(sincos_2d(g.grid, d)),
         BASELINES[2]: cosine_similarity_matrix(random_init_positions(vm)),
     }
-    cls = cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid)  # [CLS] is prefix 0
+    cls = (cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid) if len(prefix)  # [CLS] is prefix 0
+           else torch.full(g.grid, float("nan")))  # SigLIP: no [CLS], no [CLS] position
     return PositionReport(
         grid=g.grid,
         sim=sims["learned"].numpy().astype(np.float32),

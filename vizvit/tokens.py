@@ -21,6 +21,31 @@ NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
 
 
 # ------------------------------------------------------------------ the embedding stage
+# Where the embedding stage keeps its parts: HF ViT (patch_embeddings.projection, cls_token,
+# position_embeddings (1, N, D)) or CLIP / SigLIP (patch_embedding, class_embedding (D,) or none,
+# position_embedding, an nn.Embedding (N, D)).
+def patch_conv(embeddings: torch.nn.Module) -> torch.nn.Conv2d:
+    """The patch-embedding Conv2d (kernel = stride = p) of an embeddings module."""
+    pe = getattr(embeddings, "patch_embeddings", None)
+    return pe.projection if pe is not None else embeddings.patch_embedding
+
+
+def prefix_table(embeddings: torch.nn.Module) -> torch.Tensor:
+    """(T, D) the learned prefix tokens ([CLS]) an embeddings module puts in front: T = 0 for SigLIP."""
+    if hasattr(embeddings, "cls_token"):
+        return embeddings.cls_token[0]
+    if hasattr(embeddings, "class_embedding"):
+        return embeddings.class_embedding[None]
+    w = patch_conv(embeddings).weight
+    return w.new_zeros(0, w.shape[0])
+
+
+def position_table(embeddings: torch.nn.Module) -> torch.Tensor:
+    """(N, D) the learned position embeddings, prefix rows first."""
+    pe = getattr(embeddings, "position_embeddings", None)
+    return pe[0] if pe is not None else embeddings.position_embedding.weight
+
+
 def conv_as_unfold_linear(pixels: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
     """The patch-embedding conv written as "cut into patches, apply one matrix".
 
@@ -49,27 +74,34 @@ class EmbeddingStage:
 
 @torch.inference_mode()
 def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_embeddings: torch.Tensor,
-                    hidden0: torch.Tensor, g: Geometry) -> EmbeddingStage:
+                    hidden0: torch.Tensor, g: Geometry, pre_norm: torch.nn.Module | None = None) -> EmbeddingStage:
     """Run only the embedding stage by hand and check it against the cached forward.
 
     embeddings: the ViT's embeddings module (patch_embeddings.projection, cls_token,
     position_embeddings); pixels (1, 3, H, W); patch_embeddings (P, D) and hidden0 (N, D)
-    from the Analysis. Cheap (one conv), so it runs no transformer block.
+    from the Analysis. Cheap (one conv), so it runs no transformer block. pre_norm: a layernorm
+    the tower applies before the first block (CLIP's pre_layrnorm), part of hidden0.
     """
-    conv: torch.nn.Conv2d = embeddings.patch_embeddings.projection
+    conv: torch.nn.Conv2d = patch_conv(embeddings)
     dev = conv.weight.device
     x = pixels.to(dev, conv.weight.dtype)  # (1, 3, H, W)
     fmap = conv(x)  # (1, D, gh, gw)
     seq = fmap.flatten(2).transpose(1, 2)  # (1, P, D): row-major over the grid
     lin = conv_as_unfold_linear(x, conv)  # (1, P, D)
-    prefix = embeddings.cls_token.expand(1, -1, -1)  # (1, num_prefix_tokens, D)
+    prefix = prefix_table(embeddings)[None]  # (1, num_prefix_tokens, D)
     tokens = torch.cat([prefix, seq], dim=1)  # (1, N, D)
-    embedded = tokens + embeddings.position_embeddings  # (1, N, D)
+    embedded = tokens + position_table(embeddings)[None]  # (1, N, D)
+    shapes = [("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
+              ("flatten row-major", tuple(seq.shape))]
+    if prefix.shape[1]:
+        shapes.append(("prepend [CLS]", tuple(tokens.shape)))
+    shapes.append(("add position embeddings", tuple(embedded.shape)))
+    if pre_norm is not None:
+        embedded = pre_norm(embedded)
+        shapes.append(("pre-layernorm (CLIP)", tuple(embedded.shape)))
     seq_c, emb_c = seq[0].float().cpu(), embedded[0].float().cpu()
     return EmbeddingStage(
-        shapes=(("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
-                ("flatten row-major", tuple(seq.shape)), ("prepend [CLS]", tuple(tokens.shape)),
-                ("add position embeddings", tuple(embedded.shape))),
+        shapes=tuple(shapes),
         conv_vs_linear=float((seq - lin).abs().max()),
         conv_vs_forward=float((seq_c - patch_embeddings.float()).abs().max()),
         embed_vs_forward=float((emb_c - hidden0.float()).abs().max()),
@@ -229,8 +261,11 @@ def token_stats(hidden: torch.Tensor, g: Geometry) -> TokenStats:
         pca_xy=np.stack(xys).astype(np.float32),
         pca_ratio=np.stack(ratios).astype(np.float32),
         norms=token_norms(hidden, g).numpy().astype(np.float32),
-        cls_norms=hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32),
-        cls_sim=cls_patch_similarity(hidden, g).numpy().astype(np.float32),
+        # SigLIP has no [CLS] token: zeros (the Embeddings tab says so)
+        cls_norms=(hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32) if g.num_prefix_tokens
+                   else np.zeros(hidden.shape[0], np.float32)),
+        cls_sim=(cls_patch_similarity(hidden, g).numpy().astype(np.float32) if g.num_prefix_tokens
+                 else np.zeros((hidden.shape[0], *g.grid), np.float32)),
     )
 
 

@@ -35,6 +35,11 @@ def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
 
 
 # ------------------------------------------------------------------ texts
+MAP_SENSE_RAW = ("SigLIP has no [CLS]: its summary is the **MAP head** (a learned probe that attends once, after "
+                 "the last block). Shown: the MAP head's weights read back through this layer's attention, s·A "
+                 "(at the last layer, what the patches that the MAP head reads were attending to)")
+MAP_SENSE_ROLLOUT = ("SigLIP has no [CLS]: the rollout ends with the **MAP head**'s attention s, so the map is "
+                     "s·R through this layer")
 MAIN_TEXT = """**Main map.** By default: how much the **[CLS] token** attends to each patch, in the chosen layer
 and head (or the heads fused by mean / max / min), drawn over exactly the pixels the model saw. Each row
 of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside the map say how much
@@ -209,25 +214,35 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
     t = query_token(p, g)
-    values = att_mod.query_map(m, t, p.direction, g).numpy().astype(np.float32)
+    pooling = g.summary == "map" and p.query is None  # SigLIP's summary: the MAP head, not a token
+    if pooling:
+        values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
+    else:
+        values = att_mod.query_map(m, t, p.direction, g).numpy().astype(np.float32)
     pre = g.num_prefix_tokens
     what = "head " + str(p.head) if p.show == ONE_HEAD else f"{p.show} of {g.num_heads} heads"
     kind = ("attention" if p.mode == "raw" else
             ("per-head rollout" if p.show == ONE_HEAD else
              f"{att_mod.rollout_label(p.show, p.discard, p.discard_mode)} through layers 1–{p.layer}"))
-    who = "[CLS]" if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
+    who = g.summary_name if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
     sense = (f"what {who} attends to (its row)" if p.direction == "row"
              else f"how much each patch attends to {who} (its column)")
+    if pooling:
+        sense = (MAP_SENSE_RAW if p.mode == "raw" else MAP_SENSE_ROLLOUT)
     vmax, rmax, cmax = _where(values, np.argmax)
     vmin, rmin, cmin = _where(values, np.argmin)
     lines = [
         f"**Layer {p.layer} · {what} · {kind}** — {sense}.",
         "",
         "| number | value |", "|---|---|",
-        f"| [CLS]→[CLS] | {float(m[0, 0]):.4f} |",
-        f"| mean patch→[CLS] | {float(m[pre:, 0].mean()):.4f} |",
     ]
-    if p.query is not None:
+    if g.summary == "cls":
+        lines += [f"| [CLS]→[CLS] | {float(m[0, 0]):.4f} |",
+                  f"| mean patch→[CLS] | {float(m[pre:, 0].mean()):.4f} |"]
+    elif a.summary_weights is not None:
+        s = a.summary_weights
+        lines += [f"| MAP head's largest weight (after block {g.num_layers}) | {float(s.max()):.4f} |"]
+    if p.query is not None and g.summary == "cls":
         lines += [f"| this patch→[CLS] | {float(m[t, 0]):.4f} |",
                   f"| [CLS]→this patch | {float(m[0, t]):.4f} |",
                   f"| this patch→itself | {float(m[t, t]):.4f} |"]
@@ -265,6 +280,8 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
     per-head rolled out."""
     g = a.geometry
     stack = _full_attentions(a) if p.mode == "raw" else head_rollout(a, cache)
+    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+        return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
 
@@ -374,7 +391,8 @@ def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Ten
     """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
     when a single head is shown."""
     fusion = p.show if p.show in FUSIONS else "mean"
-    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry)
+    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry,
+                                  a.summary_weights)
 
 
 # ------------------------------------------------------------------ everything a control changes
@@ -471,10 +489,10 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
 def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
     """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
     once per photo and class."""
-    from ..relevance import relevance_matrix
+    from ..relevance import relevance_parts
 
-    r = cache(("relevance", int(class_index)), lambda: relevance_matrix(vm, a, int(class_index)))
-    return att_mod.cls_to_patches(r, vm.geometry).numpy().astype(np.float32)
+    r, s = cache(("relevance", int(class_index)), lambda: relevance_parts(vm, a, int(class_index)))
+    return att_mod.cls_to_patches(r, vm.geometry, s).numpy().astype(np.float32)
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
@@ -493,13 +511,16 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     """arrays.npz keys of the Attention tab (see README)."""
     g = vm.geometry
     att = _full_attentions(a)
+    s = a.summary_weights  # SigLIP: the MAP head's weights (N,); None for [CLS]
     out = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
-        "cls_attention": att_mod.cls_to_patches(att.float(), g).numpy().astype(np.float32),  # (L, H, gh, gw)
-        "rollout": att_mod.rollout_maps(att, g).numpy().astype(np.float32),  # (L, gh, gw)
-        "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g).numpy().astype(np.float32),
+        "cls_attention": att_mod.cls_to_patches(att.float(), g, s).numpy().astype(np.float32),  # (L, H, gh, gw)
+        "rollout": att_mod.rollout_maps(att, g, summary=s).numpy().astype(np.float32),  # (L, gh, gw)
+        "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g, s).numpy().astype(np.float32),
         "attention_distance": distances(a, cache).numpy().astype(np.float32),  # (L, H)
     }
+    if a.summary_attention is not None:  # (H, gh, gw) SigLIP: the MAP head's attention per head
+        out["summary_attention"] = a.summary_attention[:, g.num_prefix_tokens:].reshape(-1, *g.grid).numpy()
     if vm.has_classifier and a.top5:
         out["relevance"] = relevance_map(vm, a, a.top5[0].index, cache)  # (gh, gw), top-1 class
     return out
