@@ -24,6 +24,10 @@ CURATED: dict[str, int] = {
     "google/vit-large-patch16-224": 1220,
     "facebook/deit-base-patch16-224": 346,
     "facebook/dino-vitb16": 343,
+    # image-text models: the image tower is the ViT, the typed labels its classes (both towers load)
+    "openai/clip-vit-base-patch16": 599,
+    "openai/clip-vit-base-patch32": 605,
+    "google/siglip-base-patch16-224": 813,
     OFFLINE_FALLBACK: 0,
 }
 
