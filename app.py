@@ -141,7 +141,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                 interactive=False, format="jpeg", elem_id="patch-grid")
             with gr.Row():
                 lines = gr.Checkbox(value=True, label="grid lines")
-                indices = gr.Checkbox(value=False, label="patch numbers")
+                indices = gr.Checkbox(value=False, label="patch numbers (from 0)")
             patch_info = gr.Markdown(elem_id="patch-info")
         with gr.Column(scale=2):
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
@@ -153,8 +153,8 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
             label_text = gr.Markdown(elem_id="label-map-text")
         label_img = gr.Image(label="cosine of each patch token with the label's text embedding", interactive=False,
                              format="jpeg", elem_id="label-map")
-    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], token 1 + k is patch k, row by row "
-                           "(numbers are token indices)",
+    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], then patch k is token k + 1, one grid "
+                           "row per line (numbers: first token of the line)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
     gr.Markdown(patches.PATCHES_TEXT)
     explanation = gr.Markdown(elem_id="patches-numbers")
@@ -182,7 +182,7 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
-            return gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip()
         return patches.change(ctx.wb.handle(key), lines_on, idx_on, rc)
 
     @safe
@@ -196,9 +196,10 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                  label_text])
     label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
-    lines.change(redraw, ins, [grid_img, patch_info], show_progress="hidden", api_name="patches_view")
-    indices.change(redraw, ins, [grid_img, patch_info], show_progress="hidden")
-    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, [grid_img, patch_info], show_progress="hidden")
+    redrawn = [grid_img, patch_info, strip]
+    lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
+    indices.change(redraw, ins, redrawn, show_progress="hidden")
+    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, redrawn, show_progress="hidden")
 
 
 # ---------------------------------------------------------------- Embeddings tab
@@ -222,7 +223,7 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
     depth = gr.Slider(0, 12, value=0, step=1, elem_id="emb-depth",
                       label="depth l (0 = after the embedding stage; l = after block l)")
     depth_md = gr.Markdown(elem_id="emb-depth-info")
-    with gr.Row():
+    with gr.Row(elem_id="emb-pictures"):  # first on the screen in projector mode (style.css)
         # JPEG (also for the maps below): these change on every slider move or click, and
         # PNG-encoding 672² px costs ~25 ms each, JPEG ~2 ms (benchmarks/bench_embeddings.py).
         pca_img = gr.Image(label="Patch-token PCA as RGB over the photo (click a patch)", interactive=False,
@@ -313,20 +314,24 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
 # ---------------------------------------------------------------- Attention tab
 def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
-        with gr.Column(scale=3):
+        with gr.Column(scale=3, elem_id="attn-left"):  # wider in projector mode (style.css)
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main")
             with gr.Row():
                 direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
-                to_cls = gr.Button("Query: back to [CLS]", size="sm", elem_id="attn-to-cls")
+                to_cls = gr.Button("Query: back to the summary token", size="sm", elem_id="attn-to-cls")
+            # Families with more than one summary token (DeiT: [CLS] or [DIST]; BEiT: patch mean or [CLS]).
+            summary = gr.Radio(["[CLS]"], value="[CLS]", label="read maps, rollout and relevance from",
+                               visible=False, elem_id="attn-summary")
         with gr.Column(scale=2):
-            layer = gr.Slider(1, 12, value=12, step=1, label="layer (rolled out: up to this layer)",
-                              elem_id="attn-layer")
+            layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer")
             show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
             head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
             mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
+            scale = gr.Radio(list(vocab.ATTN_SCALES), value=vocab.ATTN_SCALES[0], elem_id="attn-scale",
+                             label="colour scale of the map (blue line on the bar: uniform 1/N)")
             with gr.Row():
                 discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction (fused heads)",
                                     elem_id="attn-discard")
@@ -370,38 +375,46 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
-    controls = [layer, head, show, mode, query, direction, discard, alpha, cmap, tau, shared, discard_mode,
-                distance_norm]
+    # Every control by the AttnParams field it sets: handlers read them by name (no positional splices).
+    named = dict(layer=layer, head=head, show=show, mode=mode, query=query, direction=direction, discard=discard,
+                 alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared, summary=summary, discard_mode=discard_mode,
+                 distance_norm=distance_norm, scale=scale)
+    controls = list(named.values())
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
-    def params(*v: Any) -> ap.AttnParams:
-        return ap.AttnParams(layer=int(v[0]), head=int(v[1]), show=v[2], mode=v[3], query=v[4], direction=v[5],
-                             discard=float(v[6]), alpha=float(v[7]), cmap=v[8], tau=float(v[9]),
-                             shared_scale=bool(v[10]), discard_mode=v[11], distance_norm=v[12])
+    def params(v: tuple, **changed: Any) -> ap.AttnParams:
+        """The controls' values (in `controls` order) as AttnParams, with `changed` fields replaced."""
+        return ap.AttnParams.from_controls({**dict(zip(named, v)), **changed})
 
     @safe
     def opened(key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 12
-        p, page = ap.show(ctx.wb.handle(key), params(*v))
+            return {c: gr.skip() for c in opened_outs}
         g = ctx.wb.model(key.model_id).geometry
-        cls_val = page.classes[0][1] if page.classes else None
-        return (gr.Slider(maximum=g.num_layers, value=p.layer), gr.Slider(maximum=g.num_heads, value=p.head),
-                p.query, page.view.main, page.view.readout, page.view.grid, page.view.strip, page.distance,
-                gr.Dropdown(choices=page.distance_choices, value=None),
-                gr.Dropdown(choices=page.classes, value=cls_val), None, "")
+        values = dict(zip(named, v))
+        p, page = ap.show(ctx.wb.handle(key), params(v, summary=values["summary"] if values["summary"] in g.summaries
+                                                     else None))
+        return {layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
+                query: p.query, main_img: page.view.main, readout: page.view.readout, grid: page.view.grid,
+                strip: page.view.strip, dist: page.distance,
+                pick: gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
+                cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
+                rel_img: None, rel_text: "",
+                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
 
-    @safe
-    def redraw(key: PhotoKey | None, *v: Any):
-        if key is None:
-            return (gr.skip(),) * 4
-        view = ap.change(ctx.wb.handle(key), params(*v))
+    def views(key: PhotoKey, p: ap.AttnParams) -> tuple:
+        view = ap.change(ctx.wb.handle(key), p)
         return view.main, view.readout, view.grid, view.strip
 
     @safe
+    def redraw(key: PhotoKey | None, *v: Any):
+        return (gr.skip(),) * 4 if key is None else views(key, params(v))
+
+    @safe
     def redraw_one_head(key: PhotoKey | None, *v: Any):
-        v = (*v[:2], vocab.ONE_HEAD, *v[3:])  # controls: layer, head, show, ...
-        return (vocab.ONE_HEAD, *redraw(key, *v))
+        if key is None:
+            return (gr.skip(),) * 5
+        return (vocab.ONE_HEAD, *views(key, params(v, show=vocab.ONE_HEAD)))
 
     # A click answers in ONE event (the new state and the pictures), not a state event and a
     # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
@@ -410,18 +423,18 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return (gr.skip(),) * 5
         q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (q, *redraw(key, *v[:4], q, *v[5:]))  # controls: layer, head, show, mode, query, ...
+        return (q, *views(key, params(v, query=q)))
 
     @safe
     def to_cls_view(key: PhotoKey | None, *v: Any):
-        return (None, *redraw(key, *v[:4], None, *v[5:]))
+        return (gr.skip(),) * 5 if key is None else (None, *views(key, params(v, query=None)))
 
     @safe
     def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
             return (gr.skip(),) * 7
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (lay, hd, vocab.ONE_HEAD, *redraw(key, lay, hd, vocab.ONE_HEAD, *v[3:]))
+        return (lay, hd, vocab.ONE_HEAD, *views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD)))
 
     @safe
     def pick_head(choice: str | None):
@@ -442,12 +455,14 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
         if key is None or class_index is None:
             raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
-        return ap.relevance(ctx.wb.handle(key), int(class_index), params(*v))
+        return ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
 
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
-    ctx.on_show(tab, opened, ins, [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text])
-    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared):
+    opened_outs = [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary]
+    ctx.on_show(tab, opened, ins, opened_outs)
+    mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
+    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared, summary, scale):
         # always_last: while a slider is dragged, the last value is always drawn.
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
@@ -523,12 +538,12 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
     gr.Markdown(experiments.EXPERIMENTS_TEXT)
-    with gr.Row():
+    with gr.Row(elem_id="shift-controls"):
         dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
         dy = gr.Slider(-32, 32, value=0, step=1, label="dy: shift down (pixels)", elem_id="shift-dy")
         fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
                         elem_id="shift-fill")
-    with gr.Row():
+    with gr.Row(elem_id="shift-pictures"):  # first on the screen in projector mode (style.css)
         shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
                              elem_id="shift-view")
         cos_img = gr.Image(label="Patch cosine, original vs shifted",
@@ -807,11 +822,11 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
-        gr.Markdown(panels.HEADER_TEXT)
+        gr.Markdown(panels.HEADER_TEXT, elem_id="header")
         start_banner = panels.banner(wb.model(default_model), offline)
         banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
         notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
-        with gr.Row():
+        with gr.Row(elem_id="header-row"):
             with gr.Column(scale=2):
                 upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
                                  file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
@@ -821,17 +836,20 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
                                     allow_custom_value=True)
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
-                # CLIP / SigLIP: the classes are the user's own text (Enter applies)
-                zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
-                                       "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
-                zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
-                                         elem_id="zs-template", lines=1)
-                zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
+                # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
+                # those models, so the compact header stays compact for the others.
+                with gr.Group(visible=wb.model(default_model).is_zero_shot, elem_id="zs-box") as zs_box:
+                    zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
+                                           "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
+                    zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
+                                             elem_id="zs-template", lines=1)
+                    zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
         ctx = Ctx(wb=wb, key=key, tab=tab, status=status)
         all_tabs = []
-        with gr.Tabs(elem_id="tabs") as tabs:
+        # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
             for label, tab_id, build in TABS:
                 with gr.Tab(label, id=tab_id) as t:
                     build(ctx, t)
@@ -888,7 +906,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             k = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, wb.model(model_id).geometry))
             k = labelled(k, labels_text, template)
             a = wb.analysis(k)
-            return k, panels.status_line(wb.model(model_id), a, wb.photo(sha1).size), gr.skip()
+            photo = wb.photo(sha1)
+            return k, panels.status_line(wb.model(model_id), a, photo.size) + panels.frames_note(photo), gr.skip()
 
         @safe
         def loading(model_id: str):
@@ -908,14 +927,16 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     text += "\n\n" + panels.status_line(current, wb.analysis(k), wb.photo(k.sha1).size)
                 # New choices, not just the old value: Gradio drops an update equal to the value
                 # it last sent, which left the failed name in the box on a second try.
-                return gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip(), gr.skip()
+                return (gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip(), gr.skip(),
+                        gr.skip())
             b = panels.banner(vm, offline)
             shown = gr.Markdown(b, visible=bool(b))
             rule = patches.label_rule_text(wb.labelled(labelled(PhotoKey(model_id, ""), labels_text, template)))
+            box = gr.Group(visible=vm.is_zero_shot)
             if k is None:
-                return gr.skip(), panels.model_line(vm), gr.skip(), shown, rule
+                return gr.skip(), panels.model_line(vm), gr.skip(), shown, rule, box
             k = labelled(PhotoKey(model_id, k.sha1), labels_text, template)
-            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown, rule
+            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown, rule, box
 
         tab_ids = [t.id for t in all_tabs]
         L = ctx.links
@@ -937,7 +958,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                     p.show or gr.skip(), k.query if k.query else gr.skip(), k.direction or gr.skip(),
                     k.mode or gr.skip(), k.dx, k.dy, k.mask, format_heads(k.ablate), k.ablate_mode or "zero",
-                    k.projector)
+                    k.projector, gr.Group(visible=vm.is_zero_shot))
 
         @safe
         def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
@@ -961,10 +982,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                      queue=False)
         # Feedback at once (no queue), then the load, which may take a download's time.
         model.input(loading, model, status, queue=False).success(
-            new_model, [model, key, zs_labels, zs_template], [key, status, model, banner, zs_rule], api_name="model")
+            new_model, [model, key, zs_labels, zs_template], [key, status, model, banner, zs_rule, zs_box],
+            api_name="model")
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
                                      "ablate", "ablate_mode")]
-        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector])
+        # hidden: a first visit saw grey loading blocks over the header while the link was read
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box],
+                  show_progress="hidden")
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
         private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now

@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import vizvit  # noqa: E402
-from vizvit import engine, perturb  # noqa: E402
+from vizvit import engine, lens, perturb  # noqa: E402
+from vizvit.ablation import Ablation  # noqa: E402
 from vizvit.images import View  # noqa: E402
 
 TOL = {"probs": 1e-4, "attentions": 1e-4, "hidden_states": 2e-3, "patch_embeddings": 1e-3}
@@ -71,6 +72,30 @@ def main() -> int:
         print(f"{dev.type}: analyze {one * 1000:.1f} ms · sweep of 33 batched {batched * 1000:.0f} ms "
               f"({batched / one:.1f}× one analyze) · one by one {single * 1000:.0f} ms ({single / one:.1f}×) "
               f"· batched is {single / batched:.1f}× faster · curves {curves * 1000:.0f} ms")
+    # Inside the model: an ablated forward, the logit lens, and which heads matter (L·H forwards).
+    ab = Ablation(((3, 4), (7, 0)), "mean")
+    a, b = vizvit.analyze(cpu, base, ablation=ab), vizvit.analyze(gpu, base, ablation=ab)
+    d_ab = float((a.probs - b.probs).abs().max())
+    d_lens = float(abs(lens.logit_lens(cpu, a.hidden_states).probs - lens.logit_lens(gpu, b.hidden_states).probs).max())
+    g = cpu.geometry
+    cells = [(l, h) for l in range(g.num_layers) for h in range(g.num_heads)]
+    ic = torch.cat([p for _, p in engine.zeroed_head_chunks(cpu, base, cells, 16)])
+    ig = torch.cat([p for _, p in engine.zeroed_head_chunks(gpu, base, cells, 16)])
+    d_imp = float((ic - ig).abs().max())
+    ok &= max(d_ab, d_lens, d_imp) <= 1e-4
+    print(f"inside: max|cuda-cpu| ablated probs {d_ab:.2e} · logit lens {d_lens:.2e} · "
+          f"{len(cells)} single-head ablations {d_imp:.2e}")
+    for vm in (cpu, gpu):
+        dev = vm.device
+        one = median_s(lambda: vizvit.analyze(vm, base), 5, dev)
+        toggle = median_s(lambda: vizvit.analyze(vm, base, ablation=ab), 5, dev)
+        for chunk in (8, 16, 48):
+            batched = median_s(lambda: list(engine.zeroed_head_chunks(vm, base, cells, chunk)), 1, dev)
+            print(f"{dev.type}: which heads matter, {len(cells)} forwards in batches of {chunk}: "
+                  f"{batched * 1000:.0f} ms ({batched / one:.1f}× one analyze)")
+        singles = median_s(lambda: list(engine.zeroed_head_chunks(vm, base, cells, 1)), 1, dev)
+        print(f"{dev.type}: ablation toggle {toggle * 1000:.1f} ms ({toggle / one:.2f}× one analyze) · "
+              f"{len(cells)} single forwards one by one {singles * 1000:.0f} ms")
     print("RESULT:", "CUDA matches CPU within tolerance" if ok else "MISMATCH")
     return 0 if ok else 1
 

@@ -2,7 +2,9 @@
 
     python docs/make_screenshots.py [--model random:vit-base-patch16-224]
 
-Writes docs/screenshot.png (Patches tab) and docs/attention.png (Attention tab).
+Writes docs/screenshot.png (Patches tab), docs/attention.png (Attention tab), and, for
+lecture halls and phones, docs/projector.png (Attention, projector mode at 1366×900) and
+docs/phone.png (390×844).
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ def main() -> None:
         wait_image(page, "attn-grid")
         page.locator("#attn-main").scroll_into_view_if_needed()
         page.screenshot(path=str(ROOT / "docs" / "attention.png"))
+    with running(vm) as url:
+        with page_at(url + "?projector=1&tab=attention", width=1366, height=900) as page:
+            upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
+            wait_image(page, "attn-main")
+            page.screenshot(path=str(ROOT / "docs" / "projector.png"))
+        with page_at(url, width=390, height=844) as page:
+            upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
+            wait_image(page, "patch-grid")
+            page.locator("#tabs").scroll_into_view_if_needed()
+            page.screenshot(path=str(ROOT / "docs" / "phone.png"))
 
 
 if __name__ == "__main__":

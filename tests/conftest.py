@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
+import transformers  # noqa: E402
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessorPil  # noqa: E402
 
 import vizvit  # noqa: E402
@@ -54,6 +55,66 @@ def tiny_dirs(tmp_path_factory) -> dict[str, Path]:
 def tiny(request, tiny_dirs) -> vizvit.VitModel:
     """A tiny ViT in each test geometry, loaded on the CPU through load_model."""
     return vizvit.load_model(str(tiny_dirs[request.param]), device="cpu")
+
+
+# Tiny models of every other family, through the same save_pretrained -> load_model path:
+# name -> (config class, model class, config numbers, processor size or None).
+_TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+FAMILY_CONFIGS = {
+    # DeiT distilled: [CLS] and [DIST], two heads whose logits are averaged; 7×7 grid.
+    "deit": ("DeiTConfig", "DeiTForImageClassificationWithTeacher",
+             dict(_TINY, image_size=224, patch_size=32, num_labels=7), 224),
+    # DINOv2: patch 14, trained at 126 px (9×9 table), run at 112 px (8×8): interpolated positions;
+    # SwiGLU MLP and LayerScale on.
+    "dinov2": ("Dinov2Config", "Dinov2Model",
+               dict(_TINY, image_size=126, patch_size=14, mlp_ratio=2, use_swiglu_ffn=True, layerscale_value=0.5),
+               112),
+    # DINOv2 with 4 registers between [CLS] and the patches.
+    "dinov2_reg": ("Dinov2WithRegistersConfig", "Dinov2WithRegistersModel",
+                   dict(_TINY, image_size=126, patch_size=14, mlp_ratio=2, num_register_tokens=4), 112),
+    # BEiT: relative position bias per layer, no absolute positions, mean pooling head.
+    "beit": ("BeitConfig", "BeitForImageClassification",
+             dict(_TINY, image_size=112, patch_size=16, num_labels=7, use_relative_position_bias=True,
+                  use_absolute_position_embeddings=False, use_mean_pooling=True, layer_scale_init_value=0.1),
+             112),
+    # DINO v1: a ViT without a classifier.
+    "dino": ("ViTConfig", "ViTModel", dict(_TINY, image_size=224, patch_size=32), 224),
+}
+
+
+def make_tiny_family(path: Path, name: str, seed: int = 0) -> Path:
+    cfg_cls, model_cls, numbers, size = FAMILY_CONFIGS[name]
+    config = getattr(transformers, cfg_cls)(**numbers)
+    if "num_labels" in numbers:
+        n = numbers["num_labels"]
+        config.id2label = {i: f"thing {i}" for i in range(n)}
+        config.label2id = {f"thing {i}": i for i in range(n)}
+    torch.manual_seed(seed)
+    cls = getattr(transformers, model_cls)
+    model = cls(config, add_pooling_layer=False) if model_cls == "ViTModel" else cls(config)
+    with torch.no_grad():  # make every part matter (BEiT's bias table starts at zero)
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    model.save_pretrained(path)
+    ViTImageProcessorPil(size={"height": size, "width": size}).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def family_dirs(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("families")
+    return {k: make_tiny_family(base / k, k) for k in FAMILY_CONFIGS}
+
+
+@pytest.fixture(scope="session")
+def families(family_dirs) -> dict[str, vizvit.VitModel]:
+    """name -> a tiny model of that family, loaded on the CPU through load_model."""
+    return {k: vizvit.load_model(str(d), device="cpu") for k, d in family_dirs.items()}
+
+
+@pytest.fixture(scope="session", params=list(FAMILY_CONFIGS))
+def fam(request, families) -> vizvit.VitModel:
+    return families[request.param]
 
 
 @pytest.fixture(scope="session")

@@ -154,3 +154,12 @@ def test_grid_clicks_toggle_a_head_or_a_whole_layer(tiny):
     assert ab.heads == ((1, 0), (1, 1))  # any on -> all off
     assert inside.toggle(ab, layer).heads == ()
     assert inside.cell_at(g, x, 3)[0] == []  # the header row
+
+
+def test_ablation_reaches_every_family(fam, cat):
+    """The hook sits on each family's own output projection: the stream after it changes, the
+    ablated layer's own attention does not."""
+    a = vizvit.analyze(fam, cat)
+    b = vizvit.analyze(fam, cat, ablation=Ablation(((0, 1),)))
+    assert torch.equal(a.attentions[0], b.attentions[0])
+    assert not torch.allclose(a.hidden_states[1], b.hidden_states[1])

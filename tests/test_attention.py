@@ -349,8 +349,9 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
     side = g.image_size[1] * s
     assert page.view.main.shape[0] == g.image_size[0] * s and page.view.main.shape[1] > side  # + colour bar
     assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == 5
-    title = page.distance.layout.title.text
+    title = page.distance.layout.title.text.replace("</sub>", "")  # the model's line (issue 17)
     assert "Mean attention distance" in title and "/" not in title, "no server path in the page"
+    assert "<br><sub>local: p16" in page.distance.layout.title.text or "<br><sub>" in title, "model on its own line"
     forwards = sum(1 for k in wb.cache._items if k[0] == "analysis")
     for p in (ap.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),
               ap.AttnParams(show=ap.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):

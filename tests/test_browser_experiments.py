@@ -77,7 +77,7 @@ def test_shift_sweep_and_curves(url):
         page.locator("#curves-run").click()
         page.wait_for_function(
             "() => { const t = document.querySelector('#curves-text').innerText;"
-            "        return t.includes('views, batched') && !t.includes('so far'); }")
+            "        return t.includes('views in all, batched') && !t.includes('so far'); }")
         page.wait_for_selector("#deletion-plot .js-plotly-plot")
         assert "AUC" in plot_text(page, "deletion-plot")
         shot(page, "experiments_full")

@@ -30,3 +30,21 @@ def test_cuda_matches_cpu(name, cat):
     views = [vizvit.analyze(cpu, cat).input_view] * 4
     pc, pg = engine.predict_batch(cpu, views), engine.predict_batch(gpu, views)
     assert torch.allclose(pc.probs, pg.probs, atol=1e-4)
+
+
+def test_cuda_inside_the_model_matches_cpu(cat):
+    """Logit lens, an ablated forward and which heads matter: the same on CUDA as on the CPU."""
+    from vizvit import lens
+    from vizvit.ablation import Ablation
+
+    name = "random:vit-base-patch16-224"
+    cpu, gpu = vizvit.load_model(name, device="cpu"), vizvit.load_model(name, device="cuda")
+    ab = Ablation(((3, 4), (7, 0)), "mean")
+    a, b = vizvit.analyze(cpu, cat, ablation=ab), vizvit.analyze(gpu, cat, ablation=ab)
+    assert torch.allclose(a.probs, b.probs, atol=1e-4)
+    la, lb = lens.logit_lens(cpu, a.hidden_states), lens.logit_lens(gpu, b.hidden_states)
+    assert abs(la.probs - lb.probs).max() < 1e-4
+    cells = [(0, 0), (5, 3), (11, 11)]
+    pc = torch.cat([p for _, p in engine.zeroed_head_chunks(cpu, a.input_view, cells, 2)])
+    pg = torch.cat([p for _, p in engine.zeroed_head_chunks(gpu, a.input_view, cells, 2)])
+    assert torch.allclose(pc, pg, atol=1e-4)

@@ -9,6 +9,7 @@ from PIL import Image
 from transformers import ViTImageProcessorPil
 
 import vizvit
+from conftest import EXAMPLES
 from vizvit.images import MAX_PIXELS, View, apply_view, mask_pixels, model_input_view, shift_view, to_pixel_values
 from make_inputs import CASES, make_all
 
@@ -53,6 +54,15 @@ def test_animation_takes_first_frame():
         first = np.asarray(vizvit.load_image(INPUTS[name])).astype(int)
         # frame 0 is dark at the top-left, frame 1 (inverted) is bright there
         assert first[0, 0].sum() < 100, name
+
+
+def test_an_animation_is_named_in_the_status_as_frame_1_of_n():
+    from vizvit.views.common import frames_note
+
+    im = vizvit.load_image(INPUTS["animated.gif"])
+    assert im.info["frames"] > 1
+    assert f"{im.info['frames']} frames" in frames_note(im) and "frame 1 only" in frames_note(im)
+    assert frames_note(vizvit.load_image(EXAMPLES / "chelsea.jpg")) == ""
 
 
 def test_16_bit_uses_full_range():

@@ -44,3 +44,14 @@ def test_a_model_without_a_classifier_says_why(tiny_dirs, cat):
     vm = type(vm)(**{**vm.__dict__, "model": headless.eval(), "labels": ()})
     with pytest.raises(UserError, match="no classifier"):
         logit_lens(vm, torch.zeros(3, vm.geometry.seq_len, vm.geometry.hidden_size))
+
+
+@pytest.mark.parametrize("name", ["deit", "beit"])
+def test_the_lens_reads_through_each_familys_own_head(families, cat, name):
+    """DeiT distilled: the mean of the [CLS] and [DIST] heads; BEiT: the head on the normed patch
+    mean. Either way the last depth is the model's own prediction, bit for bit."""
+    vm = families[name]
+    a = vizvit.analyze(vm, cat)
+    lens = logit_lens(vm, a.hidden_states)
+    np.testing.assert_array_equal(lens.probs[-1], a.probs.numpy())
+    assert lens.probs.shape == (vm.geometry.num_layers + 1, len(vm.labels))

@@ -104,6 +104,8 @@ def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
     note = resize_note(tiny16, (451, 300))
     assert "squashed to a square" in note and "⚠️" not in note  # 1.5:1, usual for photos
     assert "Squashed 12:1" in resize_note(tiny16, (4800, 400))
+    assert "Squashed 3:1" in resize_note(tiny16, (300, 900)), "a 3:1 portrait is warned about like a 4:1 one"
+    assert "Squashed 4:1" in resize_note(tiny16, (1600, 400))
     assert "Enlarged 45×" in resize_note(tiny16, (5, 5))
     assert "Enlarged" not in resize_note(tiny16, (100, 100))  # 2.24×: fine
 

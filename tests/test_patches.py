@@ -57,4 +57,6 @@ def test_to_grid_is_row_major():
 
 def test_describe_patch_numbers():
     s = describe_patch(0, 1, geom())
-    assert "token index 2 of 36" in s and "x 32–63" in s
+    assert "token index 2 (0–35" in s and "x 32–63" in s
+    # One convention, said where it is used: patches from 0, [CLS] is token 0, patch k is token k + 1.
+    assert "patch #1 (patches 0–34" in s and "patch #1 is token 2" in s

@@ -314,3 +314,21 @@ def test_cnn_beside_the_vit_in_the_sweep(tiny16, cat, tmp_path):
     assert beside.table["headers"][-1] == "CNN p(top-1)" and "CNN p(top-1)" not in plain.table["headers"]
     with pytest.raises(ValueError, match="convolutional"):
         load_cnn(tiny16.id, device="cpu")  # a ViT checkpoint directory
+
+
+def test_curves_and_sweep_charts_have_clean_ticks_and_one_view_count(tiny16, cat):
+    """Issue 17: the curves' 0 % and 0 ticks do not meet; the sweep's probability ticks are
+    0/25/50/75/100 %; progress never promises a per-map view count the end contradicts."""
+    from vizvit.session import Workbench
+    from vizvit.views import experiments
+
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny16)
+    from vizvit.session import PhotoKey
+
+    k = PhotoKey(tiny16.id, wb.add_photo(cat))
+    first, *_, last = list(experiments.curves_progress(wb.handle(k), 2, "black"))
+    assert "views each" not in first.text and "views in all" in last.text
+    assert last.deletion.layout.xaxis.range[0] < 0
+    panels = list(experiments.sweep_progress(wb.handle(k)))
+    assert list(panels[-1].figure.layout.yaxis2.tickvals) == [0, 0.25, 0.5, 0.75, 1.0]

@@ -33,13 +33,17 @@ def test_colorize_ends_and_nan():
 
 def test_colorbar_runs_from_vmax_on_top_to_vmin_with_ticks_at_their_values():
     # gray: value v is drawn as grey level 255·(v − vmin)/(vmax − vmin).
-    bar = render.colorbar(101, "gray", vmin=0.0, vmax=0.02, width=10)
-    assert bar.shape[0] == 101 and bar.shape[1] > 10 + 30  # room for labels like "0.015"
+    bar = render.colorbar(401, "gray", vmin=0.0, vmax=0.02, width=10)
+    assert bar.shape[0] == 401 and bar.shape[1] > 10 + render.text_size("0.015")[0]  # room for the labels
     assert bar[0, :10].tolist() == [[255] * 3] * 10 and bar[-1, :10].tolist() == [[0] * 3] * 10
-    assert abs(int(bar[50, 0, 0]) - 128) <= 1
-    # Default ticks: five, evenly spaced, a black tick mark right of the bar at rows 0, 25, ..., 100.
-    marks = [y for y in range(101) if bar[y, 10:14].max() == 0]
-    assert marks == [0, 25, 50, 75, 100]
+    assert abs(int(bar[200, 0, 0]) - 128) <= 1
+    # Default ticks: five, evenly spaced, a black tick mark right of the bar at rows 0, 100, ..., 400.
+    marks = [y for y in range(401) if bar[y, 10:14].max() == 0]
+    assert marks == [0, 100, 200, 300, 400]
+    # A short bar gets fewer ticks, never overlapping labels.
+    short = render.colorbar(101, "gray", vmin=0.0, vmax=0.02, width=10)
+    ys = [y for y in range(101) if short[y, 10:14].max() == 0]
+    assert len(ys) >= 2 and min(b - a for a, b in zip(ys, ys[1:])) >= 1.5 * render.text_size("0")[1]
     # A flat map (vmin == vmax) still gets a bar of one colour with one tick, not a division by zero.
     flat = render.colorbar(40, "gray", 0.3, 0.3, width=10)
     assert flat.shape[0] == 40 and (flat[:, :10] == flat[0, 0]).all()
@@ -80,18 +84,66 @@ def test_mosaic_places_tile_k_at_row_major_position(rng):
     assert (out[4:6] == 255).all()  # separator row
 
 
-def test_sequence_strip_holds_cls_then_every_patch_in_order():
+def test_sequence_strip_wraps_at_the_grid_width_with_cls_first_and_outlines_the_clicked_patch():
     g = geom()
     view = np.zeros((224, 224, 3), np.uint8)
     for i in range(49):  # patch i is filled with grey level i
         r, c = divmod(i, 7)
         view[r * 32:(r + 1) * 32, c * 32:(c + 1) * 32] = i
-    strip = render.sequence_strip(view, g, per_row=10, tile=28)
-    cell_w, cell_h = 28 + 2, 28 + 12 + 2
-    for t in range(1, 50):  # token t = patch t - 1
-        r, c = divmod(t, 10)
-        centre = strip[r * cell_h + 14, c * cell_w + 14]
-        assert (centre == t - 1).all(), t
-    assert strip[5, 5].tolist() == list(render.CLS_COLOR)
-    dropped = render.sequence_strip(view, g, per_row=10, kept=np.array([0, 1, 3]))
-    assert (dropped[14, cell_w + 14] == 0).all() and (dropped[14, 2 * cell_w + 14] == 2).all()
+    strip = render.sequence_strip(view, g, tile=20)
+    step = 20 + render.STRIP_SEP
+    margin = strip.shape[1] - 7 * step + render.STRIP_SEP  # 7 tokens a row: the grid's width
+    assert strip.shape[0] == 8 * step - render.STRIP_SEP  # [CLS] row + 7 grid rows
+    assert strip[10, margin + 10].tolist() == list(render.CLS_COLOR)
+    for k in range(49):  # patch k (token k + 1) sits at strip row 1 + k // 7, column k % 7
+        r, c = divmod(k, 7)
+        assert (strip[(1 + r) * step + 10, margin + c * step + 10] == k).all(), k
+    lit = render.sequence_strip(view, g, tile=20, highlight=(2, 3))
+    y0, x0 = 3 * step, margin + 3 * step
+    assert lit[y0, x0 + 10].tolist() == [255, 230, 0] and not np.array_equal(lit, strip)
+    dropped = render.sequence_strip(view, g, tile=20, kept=np.array([0, 1, 3]))
+    assert dropped.shape[0] == 2 * step - render.STRIP_SEP
+    m2 = dropped.shape[1] - 2 * step + render.STRIP_SEP
+    assert (dropped[step + 10, m2 + 10] == 0).all() and (dropped[step + 10, m2 + step + 10] == 2).all()
+
+
+def _ink_height(px: float) -> int:
+    img = np.zeros((120, 200, 3), np.uint8)
+    render.put_text(img, "H", (10, 100), px, (255, 255, 255))
+    rows = np.nonzero(img[..., 0].max(1) > 128)[0]
+    return int(rows.max() - rows.min() + 1)
+
+
+@pytest.mark.parametrize("px", [render.MIN_TEXT_PX, render.TEXT_PX, 40])
+def test_text_in_pictures_has_the_cap_height_of_its_font_size(px):
+    """A label's ink is CAP_RATIO of its font size (as in a browser's sans-serif), so the font
+    size it is drawn at is the size a visitor reads, times the picture's display scale."""
+    assert abs(_ink_height(px) - render.CAP_RATIO * px) <= 2
+
+
+def test_no_label_is_below_the_size_a_lecture_hall_reads():
+    """put_text refuses small text, every label goes through it, and the page's projector mode
+    shows pictures at a scale that keeps the smallest label at ≥ READABLE_PX (about 24 px nominal)."""
+    with pytest.raises(ValueError, match="lecture hall"):
+        render.put_text(np.zeros((40, 40, 3), np.uint8), "1", (2, 30), render.MIN_TEXT_PX - 1)
+    assert render.MIN_TEXT_PX * render.PROJECTOR_MIN_SCALE >= render.READABLE_PX
+    assert render.CAP_RATIO * render.MIN_TEXT_PX * render.PROJECTOR_MIN_SCALE >= 15  # cap height on screen
+    import pathlib
+    import re
+
+    src = pathlib.Path(render.__file__).parent
+    for f in [*src.glob("*.py"), *src.glob("views/*.py")]:
+        text = f.read_text()
+        if f.name == "render.py":
+            text = text[text.index("def put_text"):]
+            text = text[text.index("\ndef ", 1):]  # everything after put_text itself
+        assert not re.search(r"cv2\.putText", text), f"{f.name} draws text without render.put_text"
+
+
+def test_colorbar_marks_a_level_and_says_when_it_is_outside_the_range():
+    bar = render.colorbar(400, "gray", 0.0, 0.01, width=18, marks={"1/N": 0.005})
+    blue = [y for y in range(400) if tuple(bar[y, 0]) == render.MARK_COLOR]
+    assert blue and abs(np.mean(blue) - 200) <= 2, "the mark sits at its value"
+    above = render.colorbar(400, "gray", 0.0, 0.004, width=18, marks={"1/N": 0.005})
+    assert tuple(above[0, 0]) == render.MARK_COLOR  # pinned to the top end, labelled "above"
+    assert above.shape[1] > bar.shape[1]

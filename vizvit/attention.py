@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from .errors import UserError
-from .models import Geometry
+from .models import MAP_HEAD, Geometry
 from .vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, Direction, DistanceNorm, Fusion  # noqa: F401
 
 # Exact method names for titles, texts and export (docs/methods.md has the formulas).
@@ -43,20 +43,31 @@ def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
     raise UserError(f"Unknown head fusion {fusion!r}: use mean, max or min.")
 
 
-def cls_to_patches(att: torch.Tensor, g: Geometry, summary: torch.Tensor | None = None) -> torch.Tensor:
-    """(..., N, N) -> (..., gh, gw): the summary's row over the patch keys, row-major.
+def summary_row(att: torch.Tensor, g: Geometry, summary: str | torch.Tensor | None = None) -> torch.Tensor:
+    """(..., N, N) -> (..., N): the row of the summary token (g.summaries: [CLS], [DIST]...;
+    None = the family's default). PATCH_MEAN (a mean-pooling head, BEiT) is the mean of the
+    patch queries' rows: what the pooled vector is a mean of.
 
-    A [CLS] summary (ViT, CLIP) is token 0: its row. A MAP summary (SigLIP: no [CLS]; a pooling
-    head's probe attends once, after the last block) is not in the sequence: `summary` (N,) are its
-    weights over the tokens (the MAP head's attention, heads fused), and its row through a
-    matrix M is summary·M. For a rollout R_l that is the rollout ending with the MAP head; for one
-    layer's attention A_l, the MAP weights read back through that layer (summary·A_l)."""
-    if g.summary == "map":
-        if summary is None:
-            raise UserError("This model's summary is its attention-pooling head: pass its attention (Analysis.summary_weights).")
-        v = summary.float() @ att.float()  # (N,) @ (..., N, N) -> (..., N)
-        return v[..., g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
-    return att[..., 0, g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
+    A MAP summary (SigLIP: no [CLS]; a pooling head's probe attends once, after the last block) is
+    not in the sequence: pass its weights over the tokens as `summary` (N,) (the MAP head's
+    attention, heads fused: Analysis.summary_weights); its row through a matrix M is summary·M. For
+    a rollout R_l that is the rollout ending with the MAP head; for one layer's attention A_l, the
+    MAP weights read back through that layer (summary·A_l)."""
+    if isinstance(summary, torch.Tensor):
+        return summary.float() @ att.float()  # (N,) @ (..., N, N) -> (..., N)
+    if (summary or g.summaries[0]) == MAP_HEAD:
+        raise UserError("This model's summary is its attention-pooling head: pass its attention "
+                        "(Analysis.summary_weights).")
+    i = g.summary_index(summary)
+    if i < 0:
+        return att[..., g.num_prefix_tokens:, :].mean(-2)
+    return att[..., i, :]
+
+
+def cls_to_patches(att: torch.Tensor, g: Geometry, summary: str | torch.Tensor | None = None) -> torch.Tensor:
+    """(..., N, N) -> (..., gh, gw): the summary's row over the patch keys, row-major (the [CLS]
+    row for a plain ViT and CLIP; SigLIP: summary·M with the MAP head's weights; see summary_row)."""
+    return summary_row(att, g, summary)[..., g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
 
 
 def discard_lowest(fused: torch.Tensor, ratio: float, num_prefix_tokens: int,
@@ -118,9 +129,9 @@ def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0
 
 
 def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0,
-                 discard_mode: DiscardMode = "per row", summary: torch.Tensor | None = None) -> torch.Tensor:
-    """(L, H, N, N) -> (L, gh, gw): the summary's row of the rollout after each layer ([CLS]'s row;
-    SigLIP: summary·R_l, the rollout ending with the MAP head, see cls_to_patches)."""
+                 discard_mode: DiscardMode = "per row", summary: str | torch.Tensor | None = None) -> torch.Tensor:
+    """(L, H, N, N) -> (L, gh, gw): the summary's row ([CLS] for ViT) of the rollout after each
+    layer (SigLIP: summary·R_l, the rollout ending with the MAP head, see summary_row)."""
     return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g, summary)
 
 
@@ -139,13 +150,15 @@ def query_map(m: torch.Tensor, token: int, direction: Direction, g: Geometry) ->
 
     row: what query `token` attends to, m[token, patch keys];
     column: how much each patch query attends to key `token`, m[patch queries, token].
-    token 0 with "row" is the [CLS] map.
+    token 0 with "row" is the [CLS] map. token -1 is the patch mean (a mean-pooling head's
+    summary): row = the patch queries' mean row; column = each patch query's mean weight on
+    the patches.
     """
     p = g.num_prefix_tokens
     if direction == "row":
-        v = m[..., token, p:]
+        v = m[..., p:, p:].mean(-2) if token < 0 else m[..., token, p:]
     elif direction == "column":
-        v = m[..., p:, token]
+        v = m[..., p:, p:].mean(-1) if token < 0 else m[..., p:, token]
     else:
         raise UserError(f"Unknown direction {direction!r}: use row or column.")
     return v.reshape(*v.shape[:-1], *g.grid)

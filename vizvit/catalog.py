@@ -24,6 +24,10 @@ CURATED: dict[str, int] = {
     "google/vit-large-patch16-224": 1220,
     "facebook/deit-base-patch16-224": 346,
     "facebook/dino-vitb16": 343,
+    "facebook/deit-base-distilled-patch16-224": 349,
+    "facebook/dinov2-small": 88,
+    "facebook/dinov2-with-registers-small": 88,
+    "microsoft/beit-base-patch16-224": 347,
     # image-text models: the image tower is the ViT, the typed labels its classes (both towers load)
     "openai/clip-vit-base-patch16": 599,
     "openai/clip-vit-base-patch32": 605,

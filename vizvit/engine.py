@@ -8,8 +8,9 @@ embeddings only), ``predict_at_size`` (another input size) and ``attention_gradi
 The model object is shared by every request. Hooks are registered on it for exactly one
 run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
 pytorch-grad-cam's ``ActivationsAndGradients``). What differs between model families
-(where the patch embedding and the embedding stage live) is one ``Family`` entry in
-``FAMILIES``; extra hooks (e.g. one that zeroes a head's output before the output
+(where the embedding stage, patch embedding, blocks, final norm, heads and relative-bias
+modules live; the token layout) is one ``models.Family`` entry in ``models.FAMILIES``
+(re-exported here); extra hooks (e.g. one that zeroes a head's output before the output
 projection) are ``Hook`` values passed to a run.
 """
 
@@ -29,7 +30,7 @@ from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
 from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
-from .models import Geometry, VitModel
+from .models import FAMILIES, Family, Geometry, VitModel  # noqa: F401  (Family, FAMILIES: re-exported)
 from .zeroshot import pooled
 
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
@@ -70,6 +71,9 @@ class Analysis:
     kept_tokens: torch.Tensor  # (N,) index of each kept token in the full sequence
     seconds: float  # wall time of the forward pass
     ablation: Ablation = Ablation()  # heads switched off in this forward (none by default)
+    # Families with more than one head (DeiT distilled): name -> (C,) logits of each head;
+    # `logits` is then their mean, as the model's own output. Empty for one head.
+    head_logits: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
     image_embeds: torch.Tensor | None = None  # (E,) CLIP / SigLIP: the image tower's output embedding
     summary_attention: torch.Tensor | None = None  # (H, P) SigLIP: the MAP head's attention over the patches
 
@@ -174,6 +178,7 @@ class _Out:
     hidden_states: tuple[torch.Tensor, ...] | None  # (L+1) × (B, N, D)
     image_embeds: torch.Tensor | None = None  # (B, E) CLIP / SigLIP
     summary_attention: torch.Tensor | None = None  # (B, H, 1, P) SigLIP's MAP head: one query, the probe
+    raw: Any = None  # the model's own output (a classifier's: DeiT distilled's per-head logits)
 
 
 def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
@@ -181,7 +186,8 @@ def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
     embedding, then the zero-shot head (the typed labels' text embeddings)."""
     if vm.text is None:
         out = vm.model(pixels, **kw)
-        return _Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None))
+        return _Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None),
+                    raw=out)
     out = vm.vit(pixels, **kw)
     if vm.geometry.summary == "map":  # SigLIP: last_hidden_state is after the final layernorm
         emb, summ = pooled(vm, out.last_hidden_state)
@@ -192,50 +198,21 @@ def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
 
 
 # ------------------------------------------------------------------ families and hooks
-@dataclass(frozen=True)
-class Family:
-    """Where a model family keeps the parts the hooks attach to. One entry per
-    ``config.model_type``; a new family (DeiT, DINOv2, BEiT, CLIP...) adds one here."""
-
-    name: str
-    embeddings: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the embedding stage
-    patch_embedding: Callable[[torch.nn.Module], torch.nn.Module]  # backbone -> the patch projection
-    blocks: Callable[[torch.nn.Module], Sequence[torch.nn.Module]]  # backbone -> the L transformer blocks
-    out_proj: Callable[[torch.nn.Module], torch.nn.Module] | None = None  # block -> its attention's output Linear
-
-    def head_output_projection(self, backbone: torch.nn.Module, layer: int) -> torch.nn.Module:
-        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
-        block = self.blocks(backbone)[layer]
-        return self.out_proj(block) if self.out_proj is not None else block.attention.o_proj
-
-
-FAMILIES: dict[str, Family] = {
-    "vit": Family("vit", lambda b: b.embeddings, lambda b: b.embeddings.patch_embeddings, lambda b: b.layers),
-    # CLIP / SigLIP: the backbone is the image tower (VitModel.vit); the patch embedding is a Conv2d
-    # whose (B, D, gh, gw) output Hooked flattens to (B, P, D).
-    "clip": Family("clip", lambda b: b.embeddings, lambda b: b.embeddings.patch_embedding,
-                   lambda b: b.encoder.layers, out_proj=lambda blk: blk.self_attn.out_proj),
-    "siglip": Family("siglip", lambda b: b.embeddings, lambda b: b.embeddings.patch_embedding,
-                     lambda b: b.encoder.layers, out_proj=lambda blk: blk.self_attn.out_proj),
-}
-
-
 def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
-    """Pre-hooks on the output projections of the layers that have heads switched off."""
+    """Pre-hooks on the output projections (the Linear that mixes a layer's concatenated head
+    outputs, (B, N, H·d)) of the layers that have heads switched off."""
     if not ablation:
         return []
     fam = family_of(vm)
     ablation.checked(vm.geometry)
-    return [Hook(lambda b, l=l: fam.head_output_projection(b, l),
+    return [Hook(lambda b, l=l: fam.out_proj(b, l),
                  ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
             for l, heads in ablation.by_layer().items()]
 
 
 def family_of(vm: VitModel) -> Family:
-    kind = getattr(vm.model.config, "model_type", "vit")
-    if kind not in FAMILIES:
-        raise UserError(f"vizvit does not know how to run a {kind!r} model.")
-    return FAMILIES[kind]
+    """The model's family description (models.FAMILIES): where its parts live, its token layout."""
+    return vm.family
 
 
 @dataclass(frozen=True)
@@ -270,7 +247,8 @@ class Hooked:
         self.patches: torch.Tensor | None = None
         self._handles: list[Any] = []
 
-    def _grab(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> None:
+    def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
+        out = out[0] if isinstance(out, tuple) else out
         self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out  # (B, P, D); a Conv2d gives (B, D, gh, gw)
 
     def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
@@ -278,6 +256,16 @@ class Hooked:
         if keep.dim() == 1:
             return out[:, keep]
         return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
+    def _drop_bias(self, _m: torch.nn.Module, _inp: Any, bias: torch.Tensor) -> torch.Tensor:
+        """A relative position bias (1, H, N, N) computed for the whole window -> the kept
+        tokens' rows and columns: (1, H, N', N'), or (B, H, N', N') for per-view keeps. Without
+        this, BEiT would add the first N' rows of the full bias to a shorter sequence."""
+        keep = self.keep.to(bias.device)  # type: ignore[union-attr]
+        if keep.dim() == 1:
+            return bias[:, :, keep][:, :, :, keep]
+        b = bias[0]  # (H, N, N)
+        return torch.stack([b[:, k][:, :, k] for k in keep])
 
     def __enter__(self) -> "Hooked":
         _RUN_LOCK.acquire()
@@ -289,6 +277,8 @@ class Hooked:
                     self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
                 if self.keep is not None:
                     self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
+                    for m in fam.bias_modules(backbone):
+                        self._handles.append(m.register_forward_hook(self._drop_bias))
                 for h in self.extra:
                     m = h.where(backbone)
                     self._handles.append(m.register_forward_pre_hook(h.fn) if h.pre else m.register_forward_hook(h.fn))
@@ -354,7 +344,16 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
         ablation=ablation,
         image_embeds=out.image_embeds[0].float().cpu() if out.image_embeds is not None else None,
         summary_attention=out.summary_attention[0, :, 0].float().cpu() if out.summary_attention is not None else None,
+        head_logits=_head_logits(out.raw),
     )
+
+
+def _head_logits(out: Any) -> dict[str, torch.Tensor]:
+    """DeiT distilled returns each head's logits beside their mean; other families one head."""
+    cls, dist = getattr(out, "cls_logits", None), getattr(out, "distillation_logits", None)
+    if cls is None or dist is None:
+        return {}
+    return {"[CLS] head": cls[0].float().cpu(), "[DIST] head": dist[0].float().cpu()}
 
 
 # ------------------------------------------------------------------ many views, batched
@@ -416,7 +415,7 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
     pixels = to_pixel_values(view, vm.preprocess).to(vm.device)  # (1, 3, H, W)
     for start in range(0, len(cells), chunk):
         part = torch.tensor(cells[start:start + chunk], dtype=torch.long)  # (b, 2)
-        hooks = [Hook(lambda bb, l=l: fam.head_output_projection(bb, l), per_sample_zero_hook(l, part, H), pre=True)
+        hooks = [Hook(lambda bb, l=l: fam.out_proj(bb, l), per_sample_zero_hook(l, part, H), pre=True)
                  for l in sorted({int(c[0]) for c in part})]
         with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode():
             out = _forward(vm, pixels.expand(len(part), -1, -1, -1))
@@ -437,8 +436,9 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     view = view_at_size(image, vm.preprocess, g.image_size[0], size)
     pixels = to_pixel_values(view, vm.preprocess)
     t0 = time.perf_counter()
+    kwargs = {"interpolate_pos_encoding": True} if vm.family.interpolate_kwarg else {}  # DINOv2 always does
     with Hooked(vm, capture_patches=False), torch.inference_mode():
-        out = _forward(vm, pixels.to(vm.device), interpolate_pos_encoding=True)
+        out = _forward(vm, pixels.to(vm.device), **kwargs)
     seconds = time.perf_counter() - t0
     if out.logits is None:
         return ResolutionPrediction(size, grid, view, None, (), seconds)

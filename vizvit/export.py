@@ -24,6 +24,7 @@ from .numbers import model_numbers
 from .errors import UserError
 from .session import Photo, PhotoKey, Workbench
 from .zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
+from .tokens import OUTLIER_METHOD
 from .views import VIEWS
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
@@ -80,13 +81,22 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
             "image_size": list(g.image_size), "patch_size": g.patch_size, "grid": list(g.grid),
             "num_prefix_tokens": g.num_prefix_tokens, "seq_len": g.seq_len,
             "num_layers": g.num_layers, "num_heads": g.num_heads, "hidden_size": g.hidden_size,
+            # every token in sequence order: [CLS], [DIST] or [REG1..R], then patch 0 … patch P−1 (row-major)
+            "token_layout": list(g.token_names),
+            "summary_tokens": list(g.summaries),
         },
+        "family": {"model_type": vm.family.key, "title": vm.family.title, "position_encoding": vm.family.pe,
+                   "position_text": vm.family.pe_text, "head": vm.family.head_text},
         "num_parameters": vm.num_parameters,
         "numbers": dict(model_numbers(vm)),
         "top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in base.top5],
         "zero_shot": {"labels": list(ph.vm.labels), "template": ph.vm.zero_shot.template,
                       "rule": ph.vm.zero_shot.rule, "scale": ph.vm.zero_shot.scale, "bias": ph.vm.zero_shot.bias}
         if ph.vm.zero_shot is not None else None,
+        # DeiT distilled: each head's top-5 (the model's prediction, top5, is the mean of their logits)
+        "head_top5": {name: [{"index": int(i), "label": vm.labels[int(i)], "prob": float(v)}
+                             for v, i in zip(*logits.softmax(-1).topk(min(5, logits.numel())))]
+                      for name, logits in base.head_logits.items()},
         "view": {"dx": view.dx, "dy": view.dy, "fill": view.fill, "mask": list(view.mask),
                  "mask_mode": view.mask_mode},
         "masked_top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in a.top5]
@@ -111,7 +121,9 @@ def methods_used() -> dict[str, str]:
     the export uses; docs/methods.md has the formulas and how peers' code differs)."""
     return {
         "rollout": attention.rollout_label("mean", 0.0)
-        + "; Â = ½A + ½I, rows renormalised; [CLS] row, not rescaled",
+        + "; Â = ½A + ½I, rows renormalised; the summary token's row ([CLS]; a mean-pooling head such as "
+          "BEiT's: the mean of the patch rows), not rescaled; prefix_rollout: every prefix token's row",
+        "norm_outliers": OUTLIER_METHOD,
         "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
         "discard_mode": attention.DISCARD_MODES[0],
         "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),

@@ -31,9 +31,13 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
     # One dict, unvalidated: plotly's validation is most of a small figure's cost, and
     # these properties are fixed (the browser tests render them).
     return go.Figure(dict(
-        data=[dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition="auto",
-                   marker=dict(color="#1f77b4"), hovertemplate="%{y}: %{x:.4f}<extra></extra>")],
-        layout=dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
+        # Values outside the bars, labels measured by plotly itself (automargin) at a readable
+        # size: page CSS that enlarged plotly's text after layout clipped labels (issue 17).
+        data=[dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition="outside",
+                   cliponaxis=False, marker=dict(color="#1f77b4"),
+                   hovertemplate="%{y}: %{x:.4f}<extra></extra>")],
+        layout=dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
+                    yaxis=dict(automargin=True),
                     margin=dict(l=10, r=10, t=60 if "<br>" in title else 40, b=10), height=260)),
         _validate=False)
 

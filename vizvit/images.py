@@ -89,10 +89,13 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
     if w < 1 or h < 1:
         raise UserError("The image has no pixels.")
     try:
+        frames = int(getattr(im, "n_frames", 1) or 1)
         im.seek(0)  # first frame of an animated GIF/WebP
         im.load()
         im = ImageOps.exif_transpose(im)
-        return _to_rgb(im)
+        out = _to_rgb(im)
+        out.info["frames"] = frames  # the page says when only the first of several frames is used
+        return out
     except (OSError, SyntaxError, ValueError, EOFError) as e:
         raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
 

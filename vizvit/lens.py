@@ -22,7 +22,7 @@ import torch
 from .errors import UserError
 from .models import VitModel
 
-LENS_METHOD = "logit lens: final layernorm + classifier applied to [CLS] after each block"
+LENS_METHOD = "logit lens: the model's final norm and head applied to the summary token after each block"
 
 
 @dataclass(frozen=True)
@@ -33,31 +33,25 @@ class Lens:
     final_rank: np.ndarray  # (L+1,) its rank at each depth, 1 = top
 
 
-def readout(vm: VitModel, states: torch.Tensor, summary_token: int = 0) -> torch.Tensor:
-    """(L+1, N, D) hidden states -> (L+1, C) logits of the summary token through the final
-    layernorm and head. Each depth goes through the same shapes as the model's own head (a
-    (1, N, D) layernorm, then one token), so the last depth reproduces its logits bit for bit."""
+def readout(vm: VitModel, states: torch.Tensor) -> torch.Tensor:
+    """(L+1, N, D) hidden states -> (L+1, C) logits through the model's own head (its family's
+    readout: final norm, then [CLS], [CLS] and [DIST], the patch mean, or CLIP's / SigLIP's tower end
+    and the typed labels). Each depth goes through
+    the same shapes as the model's head (a (1, N, D) norm), so the last depth reproduces its logits
+    bit for bit."""
+    p = next(vm.model.parameters())
+    with torch.inference_mode():
+        rows = [vm.family.readout(vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype), vm.zero_shot)
+                for h in states]
+    return torch.cat(rows).float().cpu()
+
+
+def logit_lens(vm: VitModel, hidden_states: torch.Tensor) -> Lens:
+    """hidden_states: (L+1, N, D) of one analysis. Returns the readout at every depth."""
     if not vm.has_classifier:
         raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
-                        "needs a head that maps the [CLS] token to classes.")
-    if vm.zero_shot is not None:  # CLIP / SigLIP: final layernorm, pooling, then the typed labels
-        from .zeroshot import readout_embeds
-
-        w = next(vm.vit.parameters())
-        with torch.inference_mode():
-            emb, _ = readout_embeds(vm, states.to(device=w.device, dtype=w.dtype))  # (L+1, E)
-            return vm.zero_shot.logits(emb).float().cpu()
-    head = vm.model.classifier
-    norm = vm.vit.layernorm
-    p = next(head.parameters())
-    with torch.inference_mode():
-        rows = [head(norm(h.unsqueeze(0).to(device=p.device, dtype=p.dtype))[:, summary_token]) for h in states]
-        return torch.cat(rows).float().cpu()
-
-
-def logit_lens(vm: VitModel, hidden_states: torch.Tensor, summary_token: int = 0) -> Lens:
-    """hidden_states: (L+1, N, D) of one analysis. Returns the readout at every depth."""
-    logits = readout(vm, hidden_states, summary_token)  # (L+1, C)
+                        "needs a head that maps the summary token to classes.")
+    logits = readout(vm, hidden_states)  # (L+1, C)
     probs = vm.zero_shot.probs(logits) if vm.zero_shot is not None else logits.softmax(-1)
     final = int(probs[-1].argmax())
     # rank = 1 + number of classes strictly more probable than the final class at that depth

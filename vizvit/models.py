@@ -9,88 +9,97 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
+import transformers
 from PIL import Image
 from transformers import (
     AutoConfig,
     AutoImageProcessor,
     AutoModel,
-    AutoModelForImageClassification,
-    CLIPConfig,
-    CLIPModel,
     PretrainedConfig,
     PreTrainedModel,
-    SiglipConfig,
-    SiglipModel,
-    ViTConfig,
-    ViTForImageClassification,
 )
 
 from .errors import UserError
-from .zeroshot import TextSide, ZeroShotHead, text_side
+from .zeroshot import TextSide, ZeroShotHead, map_pool, text_side
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "google/vit-base-patch16-224"
 RANDOM_PREFIX = "random:"
-SUPPORTED_MODEL_TYPES = ("vit", "clip", "siglip")
-# Image towers of image-text models: loaded whole (image tower, text tower, logit scale), read
-# through their image tower; their classes are the labels a user types (vizvit/zeroshot.py).
-TOWER_MODEL_TYPES = ("clip", "siglip")
 _LABELS_FILE = Path(__file__).resolve().parent.parent / "assets" / "imagenet1k_labels.txt"
+PATCH_MEAN = "patch mean"  # the pseudo-token a mean-pooling head reads (BEiT): the mean of the patch tokens
+# The summary of a SigLIP image tower: a multihead attention pooling head's probe, outside the
+# sequence, attending once over every token after the last block (its weights: Analysis.summary_weights).
+MAP_HEAD = "MAP head"
 
-# Architectures offered with seeded random weights, for offline use and as the
-# "untrained" baseline. Numbers are those of the published checkpoints.
-RANDOM_ARCHS: dict[str, dict[str, Any]] = {
-    "vit-base-patch16-224": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                 intermediate_size=3072, image_size=224, patch_size=16),
-    "vit-base-patch32-384": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                 intermediate_size=3072, image_size=384, patch_size=32),
-    "vit-large-patch16-224": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                                  intermediate_size=4096, image_size=224, patch_size=16),
-    "vit-large-patch16-384": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                                  intermediate_size=4096, image_size=384, patch_size=16),
-    # Image-text models: "model_type" picks the config; vision / text as in the checkpoints.
-    "clip-vit-base-patch16": dict(model_type="clip", projection_dim=512,
-                                  vision=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                              intermediate_size=3072, image_size=224, patch_size=16),
-                                  text=dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8,
-                                            intermediate_size=2048, max_position_embeddings=77)),
-    "clip-vit-base-patch32": dict(model_type="clip", projection_dim=512,
-                                  vision=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                              intermediate_size=3072, image_size=224, patch_size=32),
-                                  text=dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8,
-                                            intermediate_size=2048, max_position_embeddings=77)),
-    "siglip-base-patch16-224": dict(model_type="siglip",
-                                    vision=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                                intermediate_size=3072, image_size=224, patch_size=16),
-                                    text=dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                              intermediate_size=3072, max_position_embeddings=64,
-                                              vocab_size=32000, pad_token_id=1, eos_token_id=1, bos_token_id=None)),
+_B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+_DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
+               patch_size=14)
+_CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, intermediate_size=2048,
+                  max_position_embeddings=77)
+# Architectures offered with seeded random weights, for offline use and as the "untrained"
+# baseline: (model_type, config numbers). Numbers are those of the published checkpoints
+# (each key is the last part of their hub id, so catalog.random_twin can find it).
+RANDOM_ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
+    "vit-base-patch16-224": ("vit", dict(_B16, image_size=224, patch_size=16)),
+    "vit-base-patch32-384": ("vit", dict(_B16, image_size=384, patch_size=32)),
+    "vit-large-patch16-224": ("vit", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                          intermediate_size=4096, image_size=224, patch_size=16)),
+    "vit-large-patch16-384": ("vit", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                          intermediate_size=4096, image_size=384, patch_size=16)),
+    "deit-base-distilled-patch16-224": ("deit", dict(_B16, image_size=224, patch_size=16)),
+    "dinov2-small": ("dinov2", dict(_DINO_S)),
+    "dinov2-with-registers-small": ("dinov2_with_registers", dict(_DINO_S, num_register_tokens=4)),
+    "beit-base-patch16-224": ("beit", dict(_B16, image_size=224, patch_size=16, use_relative_position_bias=True,
+                                           use_absolute_position_embeddings=False, use_mean_pooling=True,
+                                           layer_scale_init_value=0.1)),
+    # Image-text models: vision / text numbers as in the checkpoints (the whole model is built).
+    "clip-vit-base-patch16": ("clip", dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=16),
+                                           text_config=_CLIP_TEXT)),
+    "clip-vit-base-patch32": ("clip", dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=32),
+                                           text_config=_CLIP_TEXT)),
+    "siglip-base-patch16-224": ("siglip", dict(vision_config=dict(_B16, image_size=224, patch_size=16),
+                                               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000,
+                                                                pad_token_id=1, eos_token_id=1, bos_token_id=None))),
 }
 RANDOM_SEED = 0
 
 
 @dataclass(frozen=True)
 class Geometry:
-    """Shape facts of one ViT, all read from its config."""
+    """Shape facts of one ViT, all read from its config, and its token layout.
+
+    The sequence is the prefix tokens (``prefix_names``: [CLS], then [DIST] or [REG1..R]),
+    then the gh·gw patches row-major. Every label of a token comes from here (token_name)."""
 
     image_size: tuple[int, int]  # (H, W) of the model input, pixels
     patch_size: int  # P: patches are P×P pixels
     grid: tuple[int, int]  # (gh, gw) patches per column / per row
-    num_prefix_tokens: int  # tokens before the patches ([CLS], maybe distillation)
+    num_prefix_tokens: int  # tokens before the patches: [CLS], maybe [DIST] or registers
     num_layers: int  # L
     num_heads: int  # H
     hidden_size: int  # D
-    # What sums the photo up for the head: "cls" (token 0 of the sequence) or "map" (SigLIP: a
-    # multihead attention pooling head's probe, outside the sequence, attending once after block L)
-    summary: str = "cls"
+    prefix_names: tuple[str, ...] = ()  # len num_prefix_tokens; () = ("[CLS]",) for plain ViTs
+    # Tokens a map can be read from, default first: prefix tokens the heads read, or
+    # PATCH_MEAN for a mean-pooling head (BEiT).
+    summaries: tuple[str, ...] = ("[CLS]",)
+    family: str = "vit"  # key into FAMILIES
+
+    def __post_init__(self) -> None:
+        if len(self.prefix_names) != self.num_prefix_tokens:
+            # no names (or a replace() of the count alone): [CLS], then generic names
+            names = (tuple(self.prefix_names) or ("[CLS]",))[:self.num_prefix_tokens]
+            names += tuple(f"[PREFIX{i}]" for i in range(len(names), self.num_prefix_tokens))
+            object.__setattr__(self, "prefix_names", names)
 
     @property
-    def summary_name(self) -> str:
-        return "[CLS]" if self.summary == "cls" else "MAP head"
+    def summary(self) -> str:
+        """What sums the photo up by default: "cls" (a token of the sequence, or the patch mean) or
+        "map" (SigLIP: the MAP head's probe, outside the sequence), read from ``summaries``."""
+        return "map" if self.summaries[0] == MAP_HEAD else "cls"
 
     @property
     def num_patches(self) -> int:
@@ -100,6 +109,36 @@ class Geometry:
     def seq_len(self) -> int:
         """N = prefix tokens + patches."""
         return self.num_prefix_tokens + self.num_patches
+
+    @property
+    def register_tokens(self) -> tuple[int, ...]:
+        """Sequence positions of the register tokens ([REG1..R]); () without registers."""
+        return tuple(i for i, n in enumerate(self.prefix_names) if n.startswith("[REG"))
+
+    @property
+    def num_registers(self) -> int:
+        return len(self.register_tokens)
+
+    def token_name(self, i: int) -> str:
+        """[CLS], [DIST], [REG1] ... or "patch k" (k counts patches from 0, row-major)."""
+        if i < self.num_prefix_tokens:
+            return self.prefix_names[i]
+        return f"patch {i - self.num_prefix_tokens}"
+
+    @property
+    def token_names(self) -> tuple[str, ...]:
+        """All N names in sequence order (export's token layout)."""
+        return tuple(self.token_name(i) for i in range(self.seq_len))
+
+    def summary_index(self, name: str | None = None) -> int:
+        """Sequence position of a prefix summary token (default: the first); -1 for PATCH_MEAN and
+        MAP_HEAD (not tokens of the sequence)."""
+        name = self.summaries[0] if name is None else name
+        if name in (PATCH_MEAN, MAP_HEAD):
+            return -1
+        if name not in self.prefix_names:
+            raise UserError(f"This model has no {name} token: choose one of {', '.join(self.summaries)}.")
+        return self.prefix_names.index(name)
 
 
 @dataclass(frozen=True)
@@ -143,10 +182,13 @@ class VitModel:
 
     @property
     def vit(self) -> torch.nn.Module:
-        """The image backbone (embeddings, layers, final layernorm): a ViT's base model, or the
-        image tower of CLIP / SigLIP."""
-        tower = getattr(self.model, "vision_model", None)
-        return tower if tower is not None else self.model.base_model
+        """The image backbone (embeddings, blocks, final layernorm) of any family: a ViT's base
+        model, or the image tower of CLIP / SigLIP."""
+        return backbone_of(self.model)
+
+    @property
+    def family(self) -> "Family":
+        return FAMILIES[self.geometry.family]
 
     @property
     def num_parameters(self) -> int:
@@ -158,6 +200,217 @@ class VitModel:
         if not self.is_pretrained:
             return f"{self.id} (UNTRAINED random weights)"
         return short_name(self.id)
+
+
+# ------------------------------------------------------------------ families
+Module = torch.nn.Module
+
+
+@dataclass(frozen=True)
+class Family:
+    """One ViT family, described once: its token layout, position encoding and head, and
+    where its parts live. The engine hooks through it; every view reads the layout from
+    ``Geometry`` and the words from here. No view asks for a model_type."""
+
+    key: str  # config.model_type
+    title: str  # e.g. "DINOv2 with registers"
+    prefix: Callable[[PretrainedConfig], tuple[str, ...]]  # names of the tokens before the patches
+    pe: str  # "learned" | "learned, interpolated" | "relative bias"
+    pe_text: str  # one sentence for the Positions tab
+    head_text: str  # what the classifier reads, for the page
+    summaries: Callable[[PretrainedConfig, bool], tuple[str, ...]]  # (config, has head) -> Geometry.summaries
+    classes: tuple[str, ...]  # transformers classes a checkpoint of this family may name
+    random_class: str  # the class random:<arch> builds
+    config_class: str
+    pe_prefix: int = 1  # prefix tokens with a row in the position table ([CLS], [DIST])
+    pe_antialias: bool = False  # the family's interpolate_pos_encoding antialiases (DINOv2 w/ registers)
+    interpolate_kwarg: bool = True  # forward() takes interpolate_pos_encoding (DINOv2 always interpolates)
+    pooling_kwarg: bool = True  # the base class takes add_pooling_layer
+    # An image-text model (CLIP, SigLIP): the backbone is its image tower (model.vision_model), the
+    # classes are the labels a user types, read through the text tower (vizvit/zeroshot.py).
+    tower: bool = False
+
+    # where the parts live (backbone = backbone_of(model): model.base_model, or the image tower)
+    def embeddings(self, backbone: Module) -> Module:
+        return backbone.embeddings
+
+    def patch_embedding(self, backbone: Module) -> Module:
+        """The patch projection: a module giving (B, P, D), or CLIP's / SigLIP's Conv2d giving
+        (B, D, gh, gw) (the engine flattens it row-major)."""
+        if self.tower:
+            return backbone.embeddings.patch_embedding
+        return backbone.embeddings.patch_embeddings
+
+    def blocks(self, backbone: Module) -> list[Module]:
+        """The transformer blocks in order (their attention's output projection: ``out_proj``)."""
+        enc = getattr(backbone, "encoder", None)
+        if enc is not None and hasattr(enc, "layer"):
+            return list(enc.layer)
+        if enc is not None and hasattr(enc, "layers"):  # CLIP, SigLIP
+            return list(enc.layers)
+        return list(backbone.layers)
+
+    def out_proj(self, backbone: Module, layer: int) -> Module:
+        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
+        block = self.blocks(backbone)[layer]
+        return block.self_attn.out_proj if self.tower else block.attention.o_proj
+
+    def final_norm(self, backbone: Module) -> Module:
+        """The norm the head reads through: BEiT with mean pooling has Identity here and its
+        norm in the pooler (applied to the patch mean); CLIP / SigLIP: the tower's post_layernorm."""
+        if self.tower:
+            return backbone.post_layernorm
+        pooler = getattr(backbone, "pooler", None)
+        if self.key == "beit" and pooler is not None and getattr(pooler, "layernorm", None) is not None:
+            return pooler.layernorm
+        return backbone.layernorm
+
+    def heads(self, model: Module) -> dict[str, Module]:
+        """name -> classifier; empty without one. DeiT distilled: the [CLS] and [DIST] heads,
+        whose logits the model averages. CLIP / SigLIP: none (the typed labels are the classes)."""
+        if self.tower:
+            return {}
+        if hasattr(model, "cls_classifier") and hasattr(model, "distillation_classifier"):
+            return {"[CLS] head": model.cls_classifier, "[DIST] head": model.distillation_classifier}
+        head = getattr(model, "classifier", None)
+        return {"head": head} if isinstance(head, Module) else {}
+
+    def embed(self, model: Module, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """CLIP / SigLIP: (B, N, D) block outputs -> image embeddings (B, E) as the tower ends: final
+        layernorm, then [CLS] through visual_projection (CLIP) or the MAP head (SigLIP), with the
+        MAP head's attention (B, H, 1, P) (None for CLIP: [CLS]'s attention is in the blocks')."""
+        backbone = backbone_of(model)
+        z = backbone.post_layernorm(states)
+        if MAP_HEAD in self.summaries(model.config, False):
+            return map_pool(backbone.head, z)
+        return model.visual_projection(z[:, 0]), None
+
+    def readout(self, model: Module, states: torch.Tensor, head: ZeroShotHead | None = None) -> torch.Tensor:
+        """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them
+        from its last block: final norm, then [CLS]'s head (ViT), the mean of the [CLS] and [DIST]
+        heads (DeiT distilled), the head on the normed patch mean (BEiT's mean pooling), or the
+        image tower's end (``embed``) and the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
+        if self.tower:
+            if head is None:
+                raise UserError("Zero-shot labels are needed to read this image-text model out: type some.")
+            return head.logits(self.embed(model, states)[0])
+        heads = self.heads(model)
+        if not heads:
+            raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
+                            "needs a head that maps the summary token to classes.")
+        backbone = model.base_model
+        normed = backbone.layernorm(states)
+        pooler = getattr(backbone, "pooler", None)
+        if self.key == "beit" and pooler is not None:
+            return heads["head"](pooler(normed))
+        if len(heads) == 2:  # DeiT distilled
+            cls, dist = heads.values()
+            return (cls(normed[:, 0]) + dist(normed[:, 1])) / 2
+        return heads["head"](normed[:, 0])
+
+    def position_table(self, backbone: Module) -> torch.Tensor | None:
+        """(pe_prefix + P0, D) learned absolute positions, or None (BEiT: relative bias)."""
+        if self.tower:  # an nn.Embedding (N, D)
+            return self.embeddings(backbone).position_embedding.weight.detach()
+        t = getattr(self.embeddings(backbone), "position_embeddings", None)
+        return None if t is None else t.detach()[0]
+
+    def bias_modules(self, backbone: Module) -> list[Module]:
+        """BEiT: the relative-position-bias modules (one per layer, or the shared one)."""
+        return [m for m in backbone.modules() if hasattr(m, "relative_position_bias_table")]
+
+
+def _cls(config: PretrainedConfig) -> tuple[str, ...]:
+    return ("[CLS]",)
+
+
+def _cls_regs(config: PretrainedConfig) -> tuple[str, ...]:
+    return ("[CLS]",) + tuple(f"[REG{i + 1}]" for i in range(int(config.num_register_tokens)))
+
+
+def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
+    return ("[CLS]",)
+
+
+def backbone_of(model: Module) -> Module:
+    """The image backbone: CLIP's / SigLIP's image tower, else the model's base model."""
+    tower = getattr(model, "vision_model", None)
+    return tower if tower is not None else model.base_model
+
+
+_TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedded by the text tower "
+               "(\"a photo of {label}\"); ")
+_DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
+            "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at any size.")
+FAMILIES: dict[str, Family] = {f.key: f for f in (
+    Family("vit", "ViT", _cls, "learned", "Learned absolute position embeddings, one per patch position.",
+           "a linear head on the final [CLS] token", _cls_only,
+           ("ViTForImageClassification", "ViTModel"), "ViTForImageClassification", "ViTConfig"),
+    Family("deit", "DeiT (distilled)", lambda c: ("[CLS]", "[DIST]"), "learned",
+           "Learned absolute position embeddings for [CLS], [DIST] and each patch position.",
+           "two linear heads, on [CLS] (trained on labels) and on [DIST] (trained on a CNN teacher's "
+           "predictions); the prediction is the mean of their logits",
+           lambda c, h: ("[CLS]", "[DIST]"),
+           ("DeiTForImageClassificationWithTeacher", "DeiTForImageClassification", "DeiTModel"),
+           "DeiTForImageClassificationWithTeacher", "DeiTConfig", pe_prefix=2),
+    Family("dinov2", "DINOv2", _cls, "learned, interpolated", _DINO_PE,
+           "no classifier in the self-supervised checkpoints (a linear probe reads [CLS] ⊕ patch mean)",
+           _cls_only, ("Dinov2ForImageClassification", "Dinov2Model"), "Dinov2Model", "Dinov2Config",
+           interpolate_kwarg=False, pooling_kwarg=False),
+    Family("dinov2_with_registers", "DINOv2 with registers", _cls_regs, "learned, interpolated", _DINO_PE,
+           "no classifier in the self-supervised checkpoints; register tokens are read by nothing: they "
+           "are scratch space (Darcet et al. 2024)",
+           _cls_only, ("Dinov2WithRegistersForImageClassification", "Dinov2WithRegistersModel"),
+           "Dinov2WithRegistersModel", "Dinov2WithRegistersConfig", pe_antialias=True,
+           interpolate_kwarg=False, pooling_kwarg=False),
+    Family("beit", "BEiT", _cls, "relative bias",
+           "No absolute position embeddings: each layer (or all layers, shared) adds a learned bias to the "
+           "attention logits that depends only on the offset (Δrow, Δcol) between query and key patch.",
+           "a linear head on the layer-normed mean of the patch tokens ([CLS] is not read) when "
+           "use_mean_pooling, else on [CLS]",
+           lambda c, h: (PATCH_MEAN, "[CLS]") if h and getattr(c, "use_mean_pooling", False) else ("[CLS]",),
+           ("BeitForImageClassification", "BeitModel"), "BeitForImageClassification", "BeitConfig"),
+    Family("clip", "CLIP (image tower)", _cls, "learned",
+           "Learned absolute position embeddings for [CLS] and each patch position.",
+           _TOWER_HEAD + "the image embedding is the final [CLS] token, layer-normed and projected; "
+           "probability = softmax over your labels of exp(logit_scale)·cosine",
+           _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, tower=True),
+    Family("siglip", "SigLIP (image tower)", lambda c: (), "learned",
+           "Learned absolute position embeddings, one per patch position (no [CLS]).",
+           _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every token "
+           "after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
+           lambda c, h: (MAP_HEAD,), ("SiglipModel",), "SiglipModel", "SiglipConfig", pe_prefix=0,
+           pooling_kwarg=False, tower=True),
+)}
+TOWER_MODEL_TYPES = tuple(k for k, f in FAMILIES.items() if f.tower)  # image-text models: zero-shot labels
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+
+# Why the nearest non-ViTs are not shown (model_type -> reason).
+NOT_VITS: dict[str, str] = {
+    "swin": "Swin attends within shifted local windows and merges patches between stages, so there is no "
+            "global token-to-token attention map and the grid shrinks",
+    "swinv2": "Swin V2 attends within shifted local windows and merges patches between stages",
+    "convnext": "ConvNeXt is a convolutional network: no tokens, no attention",
+    "convnextv2": "ConvNeXt V2 is a convolutional network: no tokens, no attention",
+    "resnet": "ResNet is a convolutional network: no tokens, no attention",
+    "vit_hybrid": "a hybrid ViT's tokens come from a CNN's feature map, not from patches of the photo",
+    "dinat": "DiNAT attends within local neighbourhoods, not globally",
+    "levit": "LeViT mixes convolutions and attention over shrinking grids",
+    "mobilevit": "MobileViT mixes convolutions and local attention",
+}
+
+
+def supported_text() -> str:
+    return ", ".join(f"{f.title} ({k})" for k, f in FAMILIES.items())
+
+
+def family_of_type(model_type: str, name: str = "this model") -> Family:
+    if model_type in FAMILIES:
+        return FAMILIES[model_type]
+    why = NOT_VITS.get(model_type, "it is not one of the ViT families vizvit knows")
+    raise UserError(f"{name!r} is a {model_type!r} model, not a ViT in vizvit's sense: {why}. vizvit shows ViTs "
+                    f"whose tokens are the photo's patches and whose every layer attends globally: "
+                    f"{supported_text()}; e.g. {DEFAULT_MODEL}.")
 
 
 def short_name(model_id: str) -> str:
@@ -184,14 +437,14 @@ def pick_device(device: str = "auto") -> torch.device:
     return dev
 
 
-def geometry_of(config: PretrainedConfig) -> Geometry:
+def geometry_of(config: PretrainedConfig, has_head: bool = True) -> Geometry:
     def pair(v: int | tuple[int, int] | list[int]) -> tuple[int, int]:
         return (int(v[0]), int(v[1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
 
-    summary, prefix = "cls", 1  # ViT, CLIP: [CLS] only
-    if config.model_type in TOWER_MODEL_TYPES:
-        if config.model_type == "siglip":
-            summary, prefix = "map", 0
+    fam = family_of_type(getattr(config, "model_type", "vit"))
+    prefix = fam.prefix(config)
+    summaries = fam.summaries(config, has_head)
+    if fam.tower:  # the numbers of the image tower
         config = config.vision_config
     image_size = pair(config.image_size)
     ph, pw = pair(config.patch_size)
@@ -201,12 +454,24 @@ def geometry_of(config: PretrainedConfig) -> Geometry:
         image_size=image_size,
         patch_size=ph,
         grid=(image_size[0] // ph, image_size[1] // pw),
-        num_prefix_tokens=prefix,
+        num_prefix_tokens=len(prefix),
         num_layers=int(config.num_hidden_layers),
         num_heads=int(config.num_attention_heads),
         hidden_size=int(config.hidden_size),
-        summary=summary,
+        prefix_names=prefix,
+        summaries=summaries,
+        family=fam.key,
     )
+
+
+def at_input_size(g: Geometry, pp: "Preprocess") -> Geometry:
+    """A family that interpolates its positions at every forward (DINOv2) runs at whatever size
+    its processor makes (224 for dinov2-small, trained at 518): the geometry follows the input."""
+    size = pp.crop or (pp.resize if isinstance(pp.resize, tuple) else None)
+    if FAMILIES[g.family].pe != "learned, interpolated" or size is None or tuple(size) == g.image_size:
+        return g
+    h, w = int(size[0]), int(size[1])
+    return replace(g, image_size=(h, w), grid=(h // g.patch_size, w // g.patch_size))
 
 
 def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
@@ -292,20 +557,24 @@ def _random_model(arch: str) -> PreTrainedModel:
             f"Unknown random architecture {arch!r}. Choose one of: "
             + ", ".join(RANDOM_PREFIX + a for a in RANDOM_ARCHS)
         )
-    spec = dict(RANDOM_ARCHS[arch])
-    kind = spec.pop("model_type", "vit")
+    kind, numbers = RANDOM_ARCHS[arch]
+    fam = FAMILIES[kind]
+    config = getattr(transformers, fam.config_class)(**({} if fam.tower else {"num_labels": 1000}), **numbers)
     # Seeded so that every process (and every test) sees the same "untrained" model.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
-        if kind == "clip":
-            model = CLIPModel(CLIPConfig(vision_config=spec["vision"], text_config=spec["text"],
-                                         projection_dim=spec["projection_dim"]))
-        elif kind == "siglip":
-            model = SiglipModel(SiglipConfig(vision_config=spec["vision"], text_config=spec["text"]))
-        else:
-            model = ViTForImageClassification(ViTConfig(num_labels=1000, **spec))
+        model = getattr(transformers, fam.random_class)(config)
     model.set_attn_implementation("eager")
     return model
+
+
+def _random_preprocess(kind: str, default: "Preprocess") -> "Preprocess":
+    """random:<arch> has no processor: the published checkpoint's (DINOv2: 256 bicubic, 224 crop,
+    ImageNet statistics), else ViT's defaults."""
+    if FAMILIES[kind].pe == "learned, interpolated":
+        return Preprocess(resize=256, crop=(224, 224), resample=Image.Resampling.BICUBIC,
+                          mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+    return default
 
 
 def _pretrained_model(name: str) -> PreTrainedModel:
@@ -317,23 +586,17 @@ def _pretrained_model(name: str) -> PreTrainedModel:
         config = AutoConfig.from_pretrained(name)  # never trust_remote_code
     except Exception as e:  # hub errors come as many types; all mean "cannot load"
         raise UserError(f"Cannot load model {name!r}: {type(e).__name__}. {hint}") from e
-    if config.model_type not in SUPPORTED_MODEL_TYPES:
-        raise UserError(
-            f"{name!r} is a {config.model_type!r} model, not a ViT. vizvit shows ViTs "
-            f"(model_type {', '.join(SUPPORTED_MODEL_TYPES)}), e.g. {DEFAULT_MODEL}."
-        )
-    if config.model_type in TOWER_MODEL_TYPES:  # both towers: the text side is the classifier
-        try:
-            return AutoModel.from_pretrained(name, attn_implementation="eager")
-        except Exception as e:
-            raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
-    archs = getattr(config, "architectures", None) or []
-    auto = AutoModelForImageClassification if any("ImageClassification" in a for a in archs) else AutoModel
+    fam = family_of_type(config.model_type, name)
+    archs = [a for a in (getattr(config, "architectures", None) or []) if a in fam.classes]
     try:
-        kwargs = {"attn_implementation": "eager"}
-        if auto is AutoModel:
+        kwargs: dict[str, Any] = {"attn_implementation": "eager"}
+        if archs:  # the class the checkpoint names (Auto would load a distilled DeiT without its [DIST] head)
+            cls = getattr(transformers, archs[0])
+        else:
+            cls = AutoModel
+        if cls.__name__.endswith("Model") and fam.pooling_kwarg:
             kwargs["add_pooling_layer"] = False
-        return auto.from_pretrained(name, **kwargs)
+        return cls.from_pretrained(name, **kwargs)
     except Exception as e:
         raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
 
@@ -357,16 +620,21 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
     for p in model.parameters():
         p.requires_grad_(False)  # shared read-only; gradients w.r.t. activations still work
     config = model.config
-    has_head = hasattr(model, "classifier")
+    fam = family_of_type(getattr(config, "model_type", "vit"), name)
+    has_head = bool(fam.heads(model))
+    geometry = geometry_of(config, has_head)
+    pp = _preprocess_of(name, config)
+    if name.startswith(RANDOM_PREFIX):
+        pp = _random_preprocess(fam.key, pp)
     vm = VitModel(
         id=name,
         model=model,
-        geometry=geometry_of(config),
-        preprocess=_preprocess_of(name, config),
-        labels=labels_of(config, has_head) if config.model_type not in TOWER_MODEL_TYPES else (),
+        geometry=at_input_size(geometry, pp),
+        preprocess=pp,
+        labels=labels_of(config, has_head),
         device=dev,
         is_pretrained=is_pretrained,
-        text=text_side(model, name if is_pretrained else None) if config.model_type in TOWER_MODEL_TYPES else None,
+        text=text_side(model, name if is_pretrained else None) if fam.tower else None,
     )
     if vm.text is not None:  # the default labels, so that every view has top-5 from the start
         from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, with_labels

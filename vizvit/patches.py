@@ -58,5 +58,8 @@ def describe_patch(row: int, col: int, g: Geometry) -> str:
     """One line for a clicked patch: its place, token index and pixel box."""
     x0, y0, x1, y1 = patch_box(row, col, g)
     t = token_index(row, col, g)
-    return (f"Patch (row {row}, col {col}) · patch #{t - g.num_prefix_tokens} of {g.num_patches} · "
-            f"token index {t} of {g.seq_len} · pixels x {x0}–{x1 - 1}, y {y0}–{y1 - 1}")
+    k = t - g.num_prefix_tokens
+    cls = "[CLS]" if g.num_prefix_tokens == 1 else f"{g.num_prefix_tokens} prefix tokens"
+    return (f"Patch (row {row}, col {col}) · patch #{k} (patches 0–{g.num_patches - 1}, row by row) · "
+            f"token index {t} (0–{g.seq_len - 1}; {cls} first, so patch #{k} is token {t}) · "
+            f"pixels x {x0}–{x1 - 1}, y {y0}–{y1 - 1}")

@@ -28,17 +28,40 @@ FAR = 5
 RANDOM_INIT_SEED = 0
 
 
-def position_embeddings(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """The model's position-embedding table split into (prefix (T, D), patches (P, D)).
+def stored_positions(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int]]:
+    """The model's position table as stored: (prefix rows (T', D), patch rows (P0, D), its grid).
 
-    Patch rows are row-major over the (gh, gw) grid, exactly as the tokens are.
-    """
-    g = vm.geometry
-    table = position_table(vm.vit.embeddings).detach().float().cpu()  # (N, D)
-    if table.shape[0] != g.seq_len:
-        raise UserError(f"The position table has {table.shape[0]} rows, expected {g.seq_len} "
-                         f"({g.num_prefix_tokens} prefix + {g.num_patches} patches).")
-    return table[: g.num_prefix_tokens], table[g.num_prefix_tokens:]
+    T' counts the prefix tokens that have a position ([CLS]; DeiT: [CLS], [DIST]; registers
+    have none). The grid is the training grid, which DINOv2 interpolates at every forward."""
+    fam = vm.family
+    table = fam.position_table(vm.vit)
+    if table is None:
+        raise UserError(f"{fam.title} has no absolute position embeddings: {fam.pe_text}")
+    table = table.float().cpu()  # (T' + P0, D)
+    pre, patches = table[:fam.pe_prefix], table[fam.pe_prefix:]
+    n0 = round(patches.shape[0] ** 0.5)
+    grid = vm.geometry.grid if patches.shape[0] == vm.geometry.num_patches else (n0, n0)
+    if grid[0] * grid[1] != patches.shape[0]:
+        raise UserError(f"The position table has {patches.shape[0]} patch rows, which is not a grid.")
+    return pre, patches, grid
+
+
+def positions_at(vm: VitModel, grid: tuple[int, int]) -> torch.Tensor:
+    """(gh'·gw', D) patch positions for a grid, exactly as the model's forward makes them
+    (the stored rows, or those rows interpolated as the family's interpolate_pos_encoding does)."""
+    _, patches, g0 = stored_positions(vm)
+    if g0 == tuple(grid):
+        return patches
+    return interpolate_patch_positions(patches, g0, tuple(grid), vm.family.pe_antialias)
+
+
+def position_embeddings(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's position embeddings at its input grid, split into (prefix (T', D), patches (P, D)).
+
+    Patch rows are row-major over the (gh, gw) grid, exactly as the tokens are. For DINOv2 the
+    stored (training-size) table is interpolated to the grid, as every forward does."""
+    pre, _, _ = stored_positions(vm)
+    return pre, positions_at(vm, vm.geometry.grid)
 
 
 def cosine_similarity_matrix(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
@@ -102,7 +125,11 @@ def random_init_positions(vm: VitModel, seed: int = RANDOM_INIT_SEED) -> torch.T
         torch.manual_seed(seed)
         emb = emb_cls(getattr(vm.model.config, "vision_config", vm.model.config))  # CLIP / SigLIP: the image tower's
         vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
-    return position_table(emb).detach()[g.num_prefix_tokens:].float()
+    patches = position_table(emb).detach()[vm.family.pe_prefix:].float()
+    if patches.shape[0] != g.num_patches:  # DINOv2: a training-size table, interpolated like the model's
+        n0 = round(patches.shape[0] ** 0.5)
+        patches = interpolate_patch_positions(patches, (n0, n0), g.grid, vm.family.pe_antialias)
+    return patches
 
 
 def grid_distances(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -139,13 +166,14 @@ def neighbour_contrast(sim: torch.Tensor, grid: tuple[int, int], far: int = FAR)
 
 
 def interpolate_patch_positions(patches: torch.Tensor, grid: tuple[int, int],
-                                new_grid: tuple[int, int]) -> torch.Tensor:
+                                new_grid: tuple[int, int], antialias: bool = False) -> torch.Tensor:
     """(gh·gw, D) -> (nh·nw, D): bicubic, align_corners=False, as ViT's
-    ``interpolate_pos_encoding`` does for a larger input (e.g. 384 px -> 24×24)."""
+    ``interpolate_pos_encoding`` does for a larger input (e.g. 384 px -> 24×24). antialias: as
+    DINOv2 with registers does (its Family says so); plain DINOv2, ViT and DeiT do not."""
     gh, gw = grid
     d = patches.shape[-1]
     x = patches.reshape(1, gh, gw, d).permute(0, 3, 1, 2)  # (1, D, gh, gw)
-    x = F.interpolate(x, size=new_grid, mode="bicubic", align_corners=False)
+    x = F.interpolate(x, size=new_grid, mode="bicubic", align_corners=False, antialias=antialias)
     return x.permute(0, 2, 3, 1).reshape(-1, d)
 
 
@@ -195,6 +223,44 @@ def interpolated_similarity(vm: VitModel, size: int) -> tuple[tuple[int, int], n
     """The (P', P') similarity of the patch positions interpolated for a size×size input."""
     g = vm.geometry
     new = grid_at(g, size)
-    _, patches = position_embeddings(vm)
-    sim = cosine_similarity_matrix(interpolate_patch_positions(patches, g.grid, new))
+    sim = cosine_similarity_matrix(positions_at(vm, new))  # from the stored table, as the forward does
     return new, sim.numpy().astype(np.float32)
+
+
+# ------------------------------------------------------------------ BEiT: relative position bias
+RELATIVE_BIAS_METHOD = ("relative position bias (BEiT): a learned value per (Δrow, Δcol) = query − key and "
+                        "head, added to the attention logits; 3 more for [CLS]→patch, patch→[CLS], [CLS]→[CLS]")
+
+
+@dataclass(frozen=True)
+class RelativeBias:
+    """A BEiT model's relative position bias, read from its table for the model's grid."""
+
+    tables: np.ndarray  # (L or 1, H, 2·gh−1, 2·gw−1) float32: [.., Δrow + gh − 1, Δcol + gw − 1]
+    special: np.ndarray  # (L or 1, H, 3) float32: [CLS]→patch, patch→[CLS], [CLS]→[CLS]
+    shared: bool  # one table for all layers
+
+
+def relative_bias_table(module: torch.nn.Module, grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """One BeitRelativePositionBias module -> ((H, 2gh−1, 2gw−1) by offset, (H, 3) [CLS] entries).
+
+    The stored table has (2·wh−1)(2·ww−1) + 3 rows for its training window (wh, ww), row
+    (Δrow + wh − 1)·(2·ww − 1) + (Δcol + ww − 1) for offset (Δrow, Δcol) = query − key. At another
+    grid it is resized bilinearly, as transformers does."""
+    table = module.relative_position_bias_table.detach().float().cpu()  # (R + 3, H)
+    wh, ww = module.window_size
+    sub = table[:-3].reshape(2 * wh - 1, 2 * ww - 1, -1).permute(2, 0, 1)  # (H, 2wh−1, 2ww−1)
+    new = (2 * grid[0] - 1, 2 * grid[1] - 1)
+    if tuple(sub.shape[1:]) != new:
+        sub = F.interpolate(sub[None], size=new, mode="bilinear")[0]
+    return sub, table[-3:].T  # (H, 3): cls→token, token→cls, cls→cls
+
+
+def relative_bias(vm: VitModel) -> RelativeBias:
+    mods = vm.family.bias_modules(vm.vit)
+    if not mods:
+        raise UserError("This model has no relative position bias.")
+    parts = [relative_bias_table(m, vm.geometry.grid) for m in mods]
+    return RelativeBias(tables=torch.stack([t for t, _ in parts]).numpy().astype(np.float32),
+                        special=torch.stack([c for _, c in parts]).numpy().astype(np.float32),
+                        shared=len(mods) == 1 and vm.geometry.num_layers > 1)

@@ -18,6 +18,49 @@ from .vocab import COLORMAPS
 GRID_COLOR = (255, 255, 255)
 CLS_COLOR = (214, 39, 40)  # [CLS] is drawn in red everywhere
 
+# Text drawn into pictures (issue 17: a lecture hall reads it from the back row). Sizes are font
+# sizes in picture pixels, as CSS would say them: the cap height (an "H") is CAP_RATIO of it.
+# TEXT_PX is every label's size; MIN_TEXT_PX the least any label may have (put_text refuses
+# less). The page shows pictures in projector mode at a display scale of at least
+# PROJECTOR_MIN_SCALE (checked in the browser tests), so a label's effective size there is
+# ≥ MIN_TEXT_PX · PROJECTOR_MIN_SCALE ≥ READABLE_PX.
+TEXT_PX = 28
+MIN_TEXT_PX = 24
+READABLE_PX = 22  # ~24 px nominal on a 1366-px projector, after rounding and anti-aliasing
+PROJECTOR_MIN_SCALE = 0.92
+CAP_RATIO = 0.7
+_FONT = cv2.FONT_HERSHEY_SIMPLEX
+_CAP_AT_SCALE_1 = 20.0  # ink height of "H" in HERSHEY_SIMPLEX at font scale 1 (measured, see tests)
+
+
+def font_scale(px: float) -> float:
+    """OpenCV font scale whose cap height is CAP_RATIO · px picture pixels."""
+    return CAP_RATIO * float(px) / _CAP_AT_SCALE_1
+
+
+def _thickness(px: float) -> int:
+    return max(1, int(round(px / 14)))
+
+
+def text_size(text: str, px: float = TEXT_PX) -> tuple[int, int]:
+    """(width, cap height) in pixels of `text` drawn by put_text at font size px."""
+    (w, _), _ = cv2.getTextSize(text, _FONT, font_scale(px), _thickness(px))
+    return w, int(round(CAP_RATIO * px))
+
+
+def put_text(img: np.ndarray, text: str, org: tuple[int, int], px: float = TEXT_PX,
+             color: tuple[int, int, int] = (0, 0, 0), outline: tuple[int, int, int] | None = None) -> None:
+    """Draw text in place, baseline-left at org, at font size px (≥ MIN_TEXT_PX). The one way
+    text gets into a picture, so the size rule holds everywhere. outline: a halo colour that keeps
+    text readable over a photo or a colour map."""
+    if px < MIN_TEXT_PX:
+        raise ValueError(f"text {text!r} at {px} px is below the {MIN_TEXT_PX} px a lecture hall can read")
+    s, t = font_scale(px), _thickness(px)
+    org = (int(org[0]), int(org[1]))
+    if outline is not None:
+        cv2.putText(img, text, org, _FONT, s, outline, t + 3, cv2.LINE_AA)
+    cv2.putText(img, text, org, _FONT, s, color, t, cv2.LINE_AA)
+
 
 def display_scale(g: Geometry, target: int = 600) -> int:
     """Integer enlargement so a model-input view shows at about `target` px."""
@@ -100,14 +143,13 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
             x = int(round(k * step))
             out[:, x] = color
     if indices:
-        font_scale = max(0.25, step / 110)
+        widest = str(gh * gw - 1)
+        px = max(MIN_TEXT_PX, min(TEXT_PX, TEXT_PX * (step - 4) / max(1, text_size(widest)[0])))
+        cap = text_size(widest, px)[1]
         for r in range(gh):
             for c in range(gw):
-                org = (int(c * step + 2), int(r * step + step * 0.45))
-                cv2.putText(out, str(r * gw + c), org, cv2.FONT_HERSHEY_SIMPLEX, font_scale,
-                            (0, 0, 0), 2, cv2.LINE_AA)
-                cv2.putText(out, str(r * gw + c), org, cv2.FONT_HERSHEY_SIMPLEX, font_scale,
-                            (255, 255, 255), 1, cv2.LINE_AA)
+                org = (int(c * step + 2), int(r * step + (step + cap) / 2))
+                put_text(out, str(r * gw + c), org, px, (255, 255, 255), outline=(0, 0, 0))
     if highlight is not None:
         r, c = highlight
         p0 = (int(round(c * step)), int(round(r * step)))
@@ -116,12 +158,13 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
     return out
 
 
-def label(img: np.ndarray, text: str, scale: float = 0.4) -> np.ndarray:
+def label(img: np.ndarray, text: str, px: float = TEXT_PX) -> np.ndarray:
     """Write a short label in the top-left corner, white on a dark box."""
     out = np.ascontiguousarray(img.copy())
-    (tw, th), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
-    cv2.rectangle(out, (0, 0), (tw + 4, th + base + 3), (0, 0, 0), -1)
-    cv2.putText(out, text, (2, th + 2), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), 1, cv2.LINE_AA)
+    tw, cap = text_size(text, px)
+    pad = max(3, cap // 4)
+    cv2.rectangle(out, (0, 0), (tw + 2 * pad, cap + 2 * pad), (0, 0, 0), -1)
+    put_text(out, text, (pad, cap + pad), px, (255, 255, 255))
     return out
 
 
@@ -143,63 +186,118 @@ def mosaic(tiles: np.ndarray, rows: int, cols: int, sep: int = 1,
     return out
 
 
-def sequence_strip(view: np.ndarray, g: Geometry, per_row: int = 25, tile: int = 28,
-                   kept: np.ndarray | None = None) -> np.ndarray:
+STRIP_TILE = 40
+STRIP_SEP = 2
+
+
+def strip_layout(n_tokens: int, prefix: int, per_row: int) -> list[list[int]]:
+    """Positions in the kept sequence, row by row: the prefix tokens on the first row, then
+    `per_row` tokens a row (the grid's width, so row r+1 of the strip is row r of the photo)."""
+    rows = [list(range(prefix))] if prefix else []
+    rest = list(range(prefix, n_tokens))
+    return rows + [rest[i:i + per_row] for i in range(0, len(rest), per_row)]
+
+
+def sequence_strip(view: np.ndarray, g: Geometry, per_row: int | None = None, tile: int = STRIP_TILE,
+                   kept: np.ndarray | None = None, highlight: tuple[int, int] | None = None) -> np.ndarray:
     """The token sequence the grid becomes: [CLS], then patches row-major.
 
-    Each tile is one token's pixels with its sequence index underneath; prefix tokens
-    are red tiles marked CLS. Wrapped every `per_row` tokens (deliberately not a
-    multiple of the grid width, so it reads as a sequence, not as the photo again).
-    kept: sequence positions that survived a token drop; others are left out, as the
-    model never sees them.
+    Row 0 holds the prefix tokens, named from the geometry's token layout ([CLS], [DIST]: red
+    tiles; registers [REG1..]: grey); then `per_row` tokens a row (default: the grid's width, so
+    the strip's rows are the photo's rows, read one after another). The left margin gives each
+    row's first token index and, for the prefix row, its tokens' names (patch k is token
+    num_prefix_tokens + k), large enough to read from the back of a hall. highlight: (row, col)
+    of a clicked patch, outlined in yellow. kept: sequence positions that survived a token drop;
+    others are left out, as the model never sees them.
     """
     gh, gw = g.grid
     p = g.patch_size
+    pre = g.num_prefix_tokens
+    per_row = per_row or gw
     patches = view[: gh * p, : gw * p].reshape(gh, p, gw, p, 3).transpose(0, 2, 1, 3, 4).reshape(-1, p, p, 3)
     cls = np.empty((p, p, 3), np.uint8)
     cls[:] = CLS_COLOR
-    seq = [cls] * g.num_prefix_tokens + list(patches)
-    positions = range(len(seq)) if kept is None else [int(t) for t in kept]
-    tiles = []
-    for t in positions:
-        cell = np.full((tile + 12, tile, 3), 255, np.uint8)
-        cell[:tile] = cv2.resize(seq[t], (tile, tile), interpolation=cv2.INTER_NEAREST)
-        if t < g.num_prefix_tokens:
-            cv2.putText(cell, "CLS", (2, tile // 2 + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.33,
-                        (255, 255, 255), 1, cv2.LINE_AA)
-        cv2.putText(cell, str(t), (1, tile + 10), cv2.FONT_HERSHEY_SIMPLEX, 0.3, (0, 0, 0), 1, cv2.LINE_AA)
-        tiles.append(cell)
-    rows = -(-len(tiles) // per_row)
-    return mosaic(np.stack(tiles), rows, per_row, sep=2)
+    seq = [cls] * pre + list(patches)
+    positions = list(range(len(seq))) if kept is None else [int(t) for t in kept]
+    n_pre = sum(1 for t in positions if t < pre)
+    rows = strip_layout(len(positions), n_pre, per_row)
+    labels = [(f"{positions[r[0]]} " + " ".join(g.prefix_names[positions[k]] for k in r if positions[k] < pre)
+               if positions[r[0]] < pre else str(positions[r[0]])) for r in rows]
+    margin = max(text_size(t)[0] for t in labels) + 16
+    step = tile + STRIP_SEP
+    cols = max(len(r) for r in rows)
+    out = np.full((len(rows) * step - STRIP_SEP, margin + cols * step - STRIP_SEP, 3), 255, np.uint8)
+    cap = text_size("0")[1]
+    target = None if highlight is None else pre + highlight[0] * gw + highlight[1]
+    for i, (row, text) in enumerate(zip(rows, labels)):
+        y = i * step
+        put_text(out, text, (6, y + (tile + cap) // 2))
+        for j, k in enumerate(row):
+            x = margin + j * step
+            out[y:y + tile, x:x + tile] = cv2.resize(seq[positions[k]], (tile, tile),
+                                                     interpolation=cv2.INTER_NEAREST)
+            if positions[k] < pre and g.prefix_names[positions[k]].startswith("[REG"):
+                out[y:y + tile, x:x + tile] = REGISTER_COLOR  # registers: grey, not [CLS]'s red
+            if positions[k] == target:
+                cv2.rectangle(out, (x, y), (x + tile - 1, y + tile - 1), (255, 230, 0), 3)
+    return out
+
+
+REGISTER_COLOR = (110, 110, 110)
+MARK_COLOR = (0, 170, 255)  # a level marked on a colour bar (the uniform 1/N): blue, off every map's ends
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
 
 
 def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-             width: int = 14, ticks: tuple[float, ...] | None = None) -> np.ndarray:
+             width: int = 18, ticks: tuple[float, ...] | None = None,
+             marks: dict[str, float] | None = None) -> np.ndarray:
     """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+labels, 3).
 
-    ticks: None = five, evenly spaced from vmin to vmax (−1, −0.5, 0, 0.5, 1 for ±1), each
-    labelled with three significant digits, so small attention weights stay readable."""
+    ticks: None = up to five, evenly spaced from vmin to vmax (−1, −0.5, 0, 0.5, 1 for ±1; fewer
+    on a short bar, so labels never overlap), three significant digits. marks: {name: value}
+    levels drawn as a blue line across the bar and labelled "name"; a level outside the range
+    sits at the nearer end, labelled "name above" / "below". Ticks that would collide with a
+    mark's label are left out. Labels are TEXT_PX (see put_text)."""
+    cap = text_size("0")[1]
+    line = int(cap * 1.6)  # one label's height, with room
     if ticks is None:
-        ticks = tuple(np.linspace(vmin, vmax, 5)) if vmax > vmin else (vmin,)
-    labels = [f"{t:.3g}" for t in ticks]
-    # Tall bars are shown shrunk to the page width: larger text keeps the labels readable.
-    font, size = cv2.FONT_HERSHEY_SIMPLEX, float(np.clip(height / 1100, 0.42, 0.6))
-    text_w, text_h = (max(d) for d in zip(*(cv2.getTextSize(t, font, size, 1)[0] for t in labels)))
-    values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
-    out = np.full((height, width + 10 + text_w, 3), 255, np.uint8)
-    out[:, :width] = colorize(values, cmap, vmin, vmax)
+        n = int(np.clip(height // (2 * line), 2, 5))
+        ticks = tuple(np.linspace(vmin, vmax, n)) if vmax > vmin else (vmin,)
     span = vmax - vmin if vmax > vmin else 1.0
-    for t, text in zip(ticks, labels):
-        y = int(round((vmax - t) / span * (height - 1)))
-        out[y, width:width + 4] = 0
-        ty = min(max(y + 4, text_h + 2), height - 2)
-        cv2.putText(out, text, (width + 6, ty), font, size, (0, 0, 0), 1, cv2.LINE_AA)
+
+    def row(v: float) -> int:
+        return int(round((vmax - min(max(v, vmin), vmax)) / span * (height - 1)))
+
+    placed: list[tuple[int, str, bool]] = []  # (y, text, is a mark)
+    for name, v in (marks or {}).items():
+        where = " above" if v > vmax else " below" if v < vmin else ""
+        placed.append((row(v), f"{name}{where}", True))
+    for t in ticks:
+        y = row(t)
+        if all(abs(y - my) >= line for my, _, m in placed if m):
+            placed.append((y, _fmt(t), False))
+    text_w = max(text_size(t)[0] for _, t, _ in placed)
+    values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
+    out = np.full((height, width + 12 + text_w, 3), 255, np.uint8)
+    out[:, :width] = colorize(values, cmap, vmin, vmax)
+    for y, text, is_mark in placed:
+        if is_mark:
+            y0, y1 = max(0, y - 1), min(height, y + 2)
+            out[y0:y1, :width + 6] = MARK_COLOR
+            out[y0:y1, width // 3:2 * width // 3] = 255  # a white gap: visible on any colour map
+        else:
+            out[y, width:width + 5] = 0
+        ty = min(max(y + cap // 2, cap + 2), height - 3)
+        put_text(out, text, (width + 8, ty), color=(0, 90, 200) if is_mark else (0, 0, 0))
     return out
 
 
 def with_colorbar(img: np.ndarray, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-                  gap: int = 8) -> np.ndarray:
+                  gap: int = 8, marks: dict[str, float] | None = None) -> np.ndarray:
     """img with a colour bar of its height on the right; img keeps its pixel coordinates."""
-    bar = colorbar(img.shape[0], cmap, vmin, vmax)
+    bar = colorbar(img.shape[0], cmap, vmin, vmax, marks=marks)
     pad = np.full((img.shape[0], gap, 3), 255, np.uint8)
     return np.concatenate([img, pad, bar], axis=1)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import UserError
-from .models import Geometry
+from .models import FAMILIES, Geometry
 from .patches import patch_tokens, to_grid
 
 NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
@@ -84,18 +84,39 @@ def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_emb
     """
     conv: torch.nn.Conv2d = patch_conv(embeddings)
     dev = conv.weight.device
+    fam = FAMILIES[g.family]
     x = pixels.to(dev, conv.weight.dtype)  # (1, 3, H, W)
     fmap = conv(x)  # (1, D, gh, gw)
     seq = fmap.flatten(2).transpose(1, 2)  # (1, P, D): row-major over the grid
     lin = conv_as_unfold_linear(x, conv)  # (1, P, D)
-    prefix = prefix_table(embeddings)[None]  # (1, num_prefix_tokens, D)
-    tokens = torch.cat([prefix, seq], dim=1)  # (1, N, D)
-    embedded = tokens + position_table(embeddings)[None]  # (1, N, D)
+    # The prefix tokens that get a position ([CLS], and DeiT's [DIST]) go in front first (SigLIP: none).
+    pe_names = g.prefix_names[:fam.pe_prefix]
+    learned = {"[CLS]": "cls_token", "[DIST]": "distillation_token"}
+    prefix = torch.cat([getattr(embeddings, learned[n]).expand(1, -1, -1) if hasattr(embeddings, learned[n])
+                        else embeddings.class_embedding.view(1, 1, -1)  # CLIP: a (D,) class embedding
+                        for n in pe_names], dim=1) if pe_names else seq[:, :0]
+    tokens = torch.cat([prefix, seq], dim=1)  # (1, pe_prefix + P, D)
     shapes = [("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
               ("flatten row-major", tuple(seq.shape))]
-    if prefix.shape[1]:
-        shapes.append(("prepend [CLS]", tuple(tokens.shape)))
-    shapes.append(("add position embeddings", tuple(embedded.shape)))
+    if pe_names:
+        shapes.append((f"prepend {' '.join(pe_names)}", tuple(tokens.shape)))
+    pos = getattr(embeddings, "position_embeddings", None)
+    table = pos[0] if pos is not None else (position_table(embeddings) if hasattr(embeddings, "position_embedding")
+                                            else None)
+    if table is not None:  # (pe_prefix + P0, D), interpolated to this grid as the family does
+        pe_pre, pe_patches = table[:fam.pe_prefix], table[fam.pe_prefix:]
+        n0 = round(pe_patches.shape[0] ** 0.5)
+        if (n0, n0) != g.grid:
+            pe_patches = _interpolate(pe_patches.float(), (n0, n0), g.grid, fam.pe_antialias).to(pe_patches.dtype)
+        embedded = tokens + torch.cat([pe_pre, pe_patches])[None]  # (1, pe_prefix + P, D)
+        shapes.append(("add position embeddings", tuple(embedded.shape)))
+    else:  # BEiT: positions enter inside attention, as a relative bias
+        embedded = tokens
+        shapes.append(("no absolute positions (relative bias in attention)", tuple(embedded.shape)))
+    if g.num_registers:  # registers go between [CLS] and the patches, after the positions: they have none
+        regs = embeddings.register_tokens.expand(1, -1, -1)
+        embedded = torch.cat([embedded[:, :1], regs, embedded[:, 1:]], dim=1)
+        shapes.append((f"insert [REG1]…[REG{g.num_registers}] after [CLS]", tuple(embedded.shape)))
     if pre_norm is not None:
         embedded = pre_norm(embedded)
         shapes.append(("pre-layernorm (CLIP)", tuple(embedded.shape)))
@@ -107,6 +128,14 @@ def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_emb
         embed_vs_forward=float((emb_c - hidden0.float()).abs().max()),
         patch_dim=int(conv.weight[0].numel()),
     )
+
+
+def _interpolate(patches: torch.Tensor, grid: tuple[int, int], new_grid: tuple[int, int],
+                 antialias: bool) -> torch.Tensor:
+    """(gh·gw, D) -> (nh·nw, D), bicubic, align_corners=False (positional.interpolate_patch_positions)."""
+    from .positional import interpolate_patch_positions
+
+    return interpolate_patch_positions(patches, grid, new_grid, antialias)
 
 
 @dataclass(frozen=True)
@@ -218,12 +247,30 @@ class TokenStats:
     pca_ratio: np.ndarray  # (L+1, 3) float32: variance share of those components
     norms: np.ndarray  # (L+1, gh, gw) float32: ‖token‖₂ of each patch
     cls_norms: np.ndarray  # (L+1,) float32: ‖[CLS]‖₂
+    prefix_norms: np.ndarray  # (L+1, T) float32: ‖token‖₂ of every prefix token ([CLS], [DIST], [REG1..R])
+    outliers: np.ndarray  # (L+1, gh, gw) bool: high-norm patches (norm_outliers)
     cls_sim: np.ndarray  # (L+1, gh, gw) float32: cos([CLS], patch)
 
 
 def token_norms(hidden: torch.Tensor, g: Geometry) -> torch.Tensor:
     """(L+1, N, D) -> (L+1, gh, gw): the L2 norm of each patch token at each depth."""
     return to_grid(patch_tokens(hidden, g).float().norm(dim=-1), g)
+
+
+# Darcet et al. 2024 ("Vision Transformers Need Registers") call a patch an artifact when its
+# output norm exceeds 150 in DINOv2 ViT-L/g; that absolute number does not carry over to other
+# widths or depths, so vizvit flags norms far out in each depth's own patch-norm distribution.
+OUTLIER_K = 3.0
+OUTLIER_METHOD = ("high-norm outlier: ‖token‖₂ > Q3 + 3·IQR of that depth's patch-token norms (Tukey's far-out "
+                  "fence); Darcet et al. 2024 use ‖token‖ > 150 for DINOv2 ViT-L/g")
+
+
+def norm_outliers(norms: torch.Tensor, k: float = OUTLIER_K) -> torch.Tensor:
+    """(..., gh, gw) patch-token norms -> bool, same shape: norm > Q3 + k·IQR of the patch norms
+    at the same depth (the last two axes)."""
+    flat = norms.flatten(-2).float()  # (..., P)
+    q1, q3 = torch.quantile(flat, 0.25, dim=-1, keepdim=True), torch.quantile(flat, 0.75, dim=-1, keepdim=True)
+    return (flat > q3 + k * (q3 - q1)).reshape(norms.shape)
 
 
 def cosine_to(x: torch.Tensor, i: int) -> torch.Tensor:
@@ -264,6 +311,8 @@ def token_stats(hidden: torch.Tensor, g: Geometry) -> TokenStats:
         # SigLIP has no [CLS] token: zeros (the Embeddings tab says so)
         cls_norms=(hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32) if g.num_prefix_tokens
                    else np.zeros(hidden.shape[0], np.float32)),
+        prefix_norms=hidden[:, :g.num_prefix_tokens].float().norm(dim=-1).numpy().astype(np.float32),
+        outliers=norm_outliers(token_norms(hidden, g)).numpy(),
         cls_sim=(cls_patch_similarity(hidden, g).numpy().astype(np.float32) if g.num_prefix_tokens
                  else np.zeros((hidden.shape[0], *g.grid), np.float32)),
     )

@@ -32,6 +32,11 @@ DistanceNorm = Literal["renormalised", "raw (probing-vits)"]
 # renormalised: each query's patch weights divided by their sum ([CLS] dropped, rest
 # rescaled to 1); raw: [CLS] dropped and not rescaled, as sayakpaul/probing-vits does.
 DISTANCE_NORMS: tuple[str, ...] = get_args(DistanceNorm)
+# the main attention map's colour scale (issue 17): 0..max shows near-uniform attention as
+# near-uniform (the default); the map's own range stretches any difference to the whole colour
+# map; fixed: one range (0 .. the largest value of this query over every layer and head).
+AttnScale = Literal["0 to max", "this map's range", "fixed across layers and heads"]
+ATTN_SCALES: tuple[str, ...] = get_args(AttnScale)
 COLORMAPS: tuple[str, ...] = ("inferno", "viridis", "magma", "turbo", "jet", "gray", "RdBu_r")
 
 # -- embeddings: what colours the points of the PCA scatter

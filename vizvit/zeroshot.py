@@ -17,7 +17,7 @@ Where the image tower ends, per family (``pooled``):
 - CLIP: the [CLS] token (token 0) after the final layernorm, through ``visual_projection``.
 - SigLIP: no [CLS]. A multihead attention pooling head (MAP) lets one learned probe attend
   over every patch token after the final layernorm; its attention (H, P) is the summary's
-  attention, and rollout ends with it (``attention.summary_rows``).
+  attention, and rollout ends with it (``attention.summary_row``).
 
 Plain Python and torch; no gradio.
 """

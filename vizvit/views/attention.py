@@ -21,10 +21,11 @@ from .. import attention as att_mod
 from .. import render
 from ..errors import UserError
 from ..engine import Analysis
-from ..models import Geometry, VitModel
+from ..models import MAP_HEAD, Geometry, VitModel
 from ..patches import patch_at, token_index
 from ..session import Photo
 from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
+from ..vocab import ATTN_SCALES, AttnScale
 from ..vocab import COLORMAPS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
@@ -45,23 +46,28 @@ and head (or the heads fused by mean / max / min), drawn over exactly the pixels
 of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside the map say how much
 went to [CLS] itself. **Click a patch** to use it as the query: *row* = what that patch attends to,
 *column* = how much every patch attends to it. **Rolled out**: instead of one layer's attention, the
-attention composed through all layers up to the chosen one (see the strip). Colours run from this map's
-minimum to its maximum, as the colour bar beside it says; the table gives exact values. A clicked
-patch's weight on itself is left out of that range (in rollout it would make every other patch dark):
-it shows in the top colour, and the table gives it."""
+attention composed through all layers up to the chosen one (see the strip). **Colour scale**: *0 to max*
+(the default) shows near-uniform attention as near-uniform; *this map's range* stretches the smallest
+difference over the whole colour map (noise then looks like structure: the line under the table says
+how narrow the range is); *fixed across layers and heads* keeps one range while you move the sliders.
+The blue line on the colour bar is the uniform level 1/N (N tokens). A clicked patch's weight on itself
+is left out of the range (in rollout it would make every other patch dark): it shows in the top colour,
+and the table gives it."""
 
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
 to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
 to open that layer and head above. *Shared* scale: one colour range for every cell, from 0 to the bar's top (compare heads);
-*per map*: each cell stretched to its own range (see each head's pattern). *Rolled out*: per-head
-rollout, R_{l,h} = Â_{l,h}·R_{l−1}: head h of layer l on top of the mean rollout of the layers below;
+*per map*: each cell stretched to its own range (see each head's pattern). The blue line on the bar is
+the uniform level 1/N: rolled out on untrained weights, every cell sits near it, so the grid is one
+flat colour, honestly. *Rolled out*: per-head
+rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of the mean rollout of the layers below;
 its mean over the heads is exactly the layer's rollout."""
 
 ROLLOUT_TEXT = """**Attention rollout** (Abnar & Zuidema 2020), one map per layer. Each layer's heads are fused
 (mean, max or min), optionally the lowest fraction of the weights is discarded (*per row*: each row's
 lowest patch weights, [CLS] never discarded; *global (vit-explain)*: the lowest of the whole matrix,
 only [CLS]→[CLS] kept, as jacobgil/vit-explain does), the residual connection is modelled by
-Â = ½F + ½I (rows renormalised), and the layers are multiplied in order, R = Â_l···Â_1. Tile *≤l* is
+Â = ½F + ½I (rows renormalised), and the layers are multiplied in order, R = Â(l) ⋯ Â(1). Tile *≤l* is
 the [CLS] row of R through layer l. Formulas, sources and how peers differ: docs/methods.md."""
 
 DISTANCE_TEXT = """**Mean attention distance** (ViT paper, Fig. 7), on this photo: for each head, the average over
@@ -73,7 +79,7 @@ leaves them as they are). Low = local heads (like convolutions), high = global o
 
 RELEVANCE_TEXT = """**Class-specific relevance**, Chefer et al. 2021b (generic attention; not their 2021a LRP method).
 Unlike rollout, it depends on the class: one backward pass gives the gradient of that class's logit
-with respect to every attention map, and R ← R + mean_h[(∇A ⊙ A)⁺]·R (from R = I, layer by layer)
+with respect to every attention map, and R ← R + meanₕ[(∇A ⊙ A)⁺] · R (from R = I, layer by layer)
 keeps the attention that *raised* that class. The map is R's [CLS] row. It runs only when you press
 the button, then it is cached."""
 
@@ -96,6 +102,16 @@ class AttnParams:
     cmap: str = "inferno"
     tau: float = 0.0  # mass threshold; 0 = off
     shared_scale: bool = True
+    summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
+    scale: AttnScale = "0 to max"  # the main map's colour scale (vocab.ATTN_SCALES)
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "AttnParams":
+        """The page's control values by field name -> AttnParams (numbers typed, empty summary = default)."""
+        return cls(layer=int(v["layer"]), head=int(v["head"]), show=v["show"], mode=v["mode"], query=v["query"],
+                   direction=v["direction"], discard=float(v["discard"]), alpha=float(v["alpha"]), cmap=v["cmap"],
+                   tau=float(v["tau"]), shared_scale=bool(v["shared_scale"]), summary=v["summary"] or None,
+                   discard_mode=v["discard_mode"], distance_norm=v["distance_norm"], scale=v["scale"])
 
     def checked(self, g: Geometry) -> "AttnParams":
         if not 1 <= self.layer <= g.num_layers:
@@ -112,7 +128,15 @@ class AttnParams:
             raise UserError(f"Discard mode must be {' or '.join(DISCARD_MODES)}.")
         if self.distance_norm not in DISTANCE_NORMS:
             raise UserError(f"Distance normalisation must be {' or '.join(DISTANCE_NORMS)}.")
+        if self.summary is not None and self.summary not in g.summaries:
+            raise UserError(f"Read maps from one of: {', '.join(g.summaries)}.")
+        if self.scale not in ATTN_SCALES:
+            raise UserError(f"Colour scale must be one of: {', '.join(ATTN_SCALES)}.")
         return self
+
+    def who(self, g: Geometry) -> str:
+        """The summary token's name ([CLS], [DIST], patch mean)."""
+        return self.summary or g.summaries[0]
 
     @property
     def head_or_fusion(self) -> int | Fusion:
@@ -160,8 +184,17 @@ def main_matrix(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Te
     return layer_rollout(a, h, p.discard, cache, p.discard_mode)[l]
 
 
+def summary_of(a: Analysis, name: str | None = None) -> str | torch.Tensor | None:
+    """What attention.summary_row reads a map from: the summary's name, or for SigLIP's MAP head (not
+    a token of the sequence) its weights over the tokens (Analysis.summary_weights)."""
+    if (name or a.geometry.summaries[0]) == MAP_HEAD:
+        return a.summary_weights
+    return name
+
+
 def query_token(p: AttnParams, g: Geometry) -> int:
-    return 0 if p.query is None else token_index(*p.query, g)
+    """The query's sequence position: a clicked patch, else the summary token (-1: patch mean)."""
+    return g.summary_index(p.summary) if p.query is None else token_index(*p.query, g)
 
 
 # ------------------------------------------------------------------ main map
@@ -180,27 +213,62 @@ def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndar
     return out
 
 
-def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
-              highlight: tuple[int, int] | None = None) -> np.ndarray:
-    """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch,
-    and add a colour bar on the right (the map keeps its pixel coordinates, so clicks map as
-    before and a click on the bar is outside the grid).
+def map_range(values: np.ndarray, scale: AttnScale, highlight: tuple[int, int] | None = None,
+              fixed_max: float | None = None) -> tuple[float, float]:
+    """The colour range (lo, hi) of a (gh, gw) map under a scale choice (vocab.ATTN_SCALES).
 
-    Colours run from the map's own min to max, because a near-uniform map on 0..max would be
-    one flat colour; the colour bar says which numbers those are. The outlined patch (the
-    query) is left out of that range: its attention to itself often dwarfs every other patch
-    (rollout keeps half of each layer on the diagonal), so it takes the top colour and the
-    readout gives its value."""
+    "0 to max": near-uniform attention looks near-uniform (the default: noise is not shown as
+    structure). "this map's range": min..max, every difference stretched to the whole colour map.
+    "fixed across layers and heads": 0..fixed_max, one range while the layer and head change.
+    The outlined patch (the query) is left out of the range: its attention to itself often
+    dwarfs every other patch (rollout keeps half of each layer on the diagonal), so it takes the
+    top colour and the readout gives its value."""
     others = values
     if highlight is not None and values.size > 1:
         others = np.delete(values.ravel(), highlight[0] * values.shape[1] + highlight[1])
     lo, hi = float(np.nanmin(others)), float(np.nanmax(others))
+    if scale == "this map's range":
+        return lo, hi
+    if scale == "fixed across layers and heads" and fixed_max is not None:
+        return 0.0, max(float(fixed_max), 1e-12)
+    return 0.0, max(hi, 1e-12)
+
+
+def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
+              highlight: tuple[int, int] | None = None, lo_hi: tuple[float, float] | None = None,
+              marks: dict[str, float] | None = None) -> np.ndarray:
+    """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch,
+    and add a colour bar on the right (the map keeps its pixel coordinates, so clicks map as
+    before and a click on the bar is outside the grid). lo_hi: the colour range (default: see
+    map_range for p.scale); marks: levels named on the bar (the uniform 1/N)."""
+    lo, hi = lo_hi if lo_hi is not None else map_range(values, p.scale, highlight)
     img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
         img = _dim_outside(img, view, keep)
     big = render.enlarge(img, render.display_scale(g))
-    return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi)
+    return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi,
+                                marks=marks)
+
+
+def uniform_level(g: Geometry) -> float:
+    """1/N: each weight of an attention row (raw or rolled out) if it spread evenly over the N tokens."""
+    return 1.0 / g.seq_len
+
+
+def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry) -> str:
+    """One line under the map: the colour range, and how narrow the map's own spread is."""
+    u = uniform_level(g)
+    vmin, vmax = float(values.min()), float(values.max())
+    note = (f"Colours: **{scale}**, {lo:.3g} … {hi:.3g}; the blue line on the bar is the uniform level "
+            f"1/N = 1/{g.seq_len} = {u:.3g}.")
+    spread = (vmax - vmin) / u
+    if spread < 0.5:
+        note += (f" ⚠️ This map is nearly uniform: all patches lie within {vmin:.3g} … {vmax:.3g}, "
+                 f"a spread of {spread:.0%} of 1/N")
+        note += ("; *this map's range* stretches that to the whole colour map." if scale == "this map's range"
+                 else ".")
+    return note
 
 
 def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
@@ -209,7 +277,10 @@ def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
     return float(values.flat[i]), r, c
 
 
-def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> MainPanel:
+def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,
+               fixed_max: float | None = None) -> MainPanel:
+    """fixed_max: the top of the "fixed across layers and heads" scale (default: computed from
+    every layer and head of this query and direction)."""
     g = vm.geometry
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
@@ -224,7 +295,9 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     kind = ("attention" if p.mode == "raw" else
             ("per-head rollout" if p.show == ONE_HEAD else
              f"{att_mod.rollout_label(p.show, p.discard, p.discard_mode)} through layers 1–{p.layer}"))
-    who = g.summary_name if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
+    s_name = p.who(g)
+    s = g.summary_index(s_name)
+    who = s_name if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
     sense = (f"what {who} attends to (its row)" if p.direction == "row"
              else f"how much each patch attends to {who} (its column)")
     if pooling:
@@ -236,31 +309,60 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
         "",
         "| number | value |", "|---|---|",
     ]
-    if g.summary == "cls":
-        lines += [f"| [CLS]→[CLS] | {float(m[0, 0]):.4f} |",
-                  f"| mean patch→[CLS] | {float(m[pre:, 0].mean()):.4f} |"]
-    elif a.summary_weights is not None:
-        s = a.summary_weights
-        lines += [f"| MAP head's largest weight (after block {g.num_layers}) | {float(s.max()):.4f} |"]
-    if p.query is not None and g.summary == "cls":
-        lines += [f"| this patch→[CLS] | {float(m[t, 0]):.4f} |",
-                  f"| [CLS]→this patch | {float(m[0, t]):.4f} |",
-                  f"| this patch→itself | {float(m[t, t]):.4f} |"]
+    if pooling:
+        if a.summary_weights is not None:
+            lines.append(f"| MAP head's largest weight (after block {g.num_layers}) | {float(a.summary_weights.max()):.4f} |")
+    elif s >= 0:
+        lines.append(f"| {s_name}→{s_name} | {float(m[s, s]):.4f} |")
+    else:
+        lines.append(f"| patch mean→patches (its row's patch sum) | {float(m[pre:, pre:].sum(-1).mean()):.4f} |")
+    # Every prefix token's share of the patches' attention: registers show here what they receive.
+    lines += [f"| mean patch→{name} | {float(m[pre:, j].mean()):.4f} |" for j, name in enumerate(g.prefix_names)]
+    if p.query is not None:
+        if s >= 0:
+            lines += [f"| this patch→{s_name} | {float(m[t, s]):.4f} |",
+                      f"| {s_name}→this patch | {float(m[s, t]):.4f} |"]
+        lines.append(f"| this patch→itself | {float(m[t, t]):.4f} |")
     lines += [
         f"| map sum over patches | {float(values.sum()):.4f} |",
         f"| max | {vmax:.4f} at (row {rmax}, col {cmax}) |",
         f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
     ]
+    if s < 0 and p.query is None and not pooling:
+        lines.append("| note | this model's head reads the mean of the patch tokens, not [CLS]: the map is the "
+                     "mean of the patch queries' rows |")
     if p.tau > 0:
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
-    return MainPanel(image=map_image(a.input_view, values, g, p, highlight=p.query), values=values,
-                     readout="\n".join(lines))
+    if p.scale == "fixed across layers and heads" and fixed_max is None:
+        fixed_max = fixed_scale_max(a, p, cache)
+    lo, hi = map_range(values, p.scale, p.query, fixed_max)
+    lines += ["", scale_note(values, lo, hi, p.scale, g)]
+    image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
+                      marks={"1/N": uniform_level(g)})
+    return MainPanel(image=image, values=values, readout="\n".join(lines))
+
+
+def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> float:
+    """The top of the fixed scale: the largest weight of this query and direction over every layer
+    and head (raw, or rolled out per head and fused), the query's weight on itself left out."""
+    maps = [grid_maps(a, p, cache).numpy()]
+    if p.mode != "raw":  # the fused rollout through every layer, same query and direction
+        fusion = p.show if p.show in FUSIONS else "mean"
+        stack = layer_rollout(a, fusion, p.discard, cache, p.discard_mode)
+        maps.append(att_mod.query_map(stack, query_token(p, a.geometry), p.direction, a.geometry).numpy()[:, None])
+    top = 0.0
+    for m in maps:
+        m = m.copy()
+        if p.query is not None:
+            m[..., p.query[0], p.query[1]] = 0.0
+        top = max(top, float(m.max()))
+    return top
 
 
 # ------------------------------------------------------------------ layers × heads grid
-GRID_LEFT = 40  # px for the "L12" labels
-GRID_TOP = 18  # px for the "H12" labels
+GRID_LEFT = 66  # px for the "L12" labels (render.TEXT_PX)
+GRID_TOP = 30  # px for the "H12" labels
 GRID_SEP = 2
 GRID_TILE = 56  # target tile size; rounded to a multiple of the grid
 
@@ -286,7 +388,8 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
 
 
 def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
-                 selected: tuple[int, int] | None = None, vmax: float | None = None) -> np.ndarray:
+                 selected: tuple[int, int] | None = None, vmax: float | None = None,
+                 marks: dict[str, float] | None = None) -> np.ndarray:
     """(L, H, gh, gw) maps -> ONE labelled image: row l = layer l+1, column h = head h+1.
 
     shared: one colour scale 0..vmax (default: the maps' max), shown by a colour bar on the
@@ -313,15 +416,16 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
     rows, cols = _gather_index(n_l, gh, s, GRID_TOP), _gather_index(n_h, gw, s, GRID_LEFT)
     out = np.take(np.take(small, rows, axis=0), cols, axis=1)  # two 1-D takes beat a 2-D fancy index
     step = t + GRID_SEP
-    font = cv2.FONT_HERSHEY_SIMPLEX
-    for h in range(n_h):
-        cv2.putText(out, f"H{h + 1}", (GRID_LEFT + h * step + t // 2 - 10, GRID_TOP - 5), font, 0.38,
-                    (0, 0, 0), 1, cv2.LINE_AA)
+    cap = render.text_size("H")[1]
+    # Header labels as large as a hall needs; when a cell is narrower than "H12", every other one.
+    every = 1 if render.text_size(f"H{n_h}")[0] <= step else 2
+    for h in range(0, n_h, every):
+        w = render.text_size(f"H{h + 1}")[0]
+        render.put_text(out, f"H{h + 1}", (GRID_LEFT + h * step + (t - w) // 2, GRID_TOP - 6))
     for l in range(n_l):
-        cv2.putText(out, f"L{l + 1}", (3, GRID_TOP + l * step + t // 2 + 5), font, 0.42, (0, 0, 0), 1,
-                    cv2.LINE_AA)
+        render.put_text(out, f"L{l + 1}", (3, GRID_TOP + l * step + (t + cap) // 2))
     if shared:  # one scale for every cell, so it can be read off one bar (cells keep their pixels)
-        out = render.with_colorbar(out, cmap, 0.0, vmax)
+        out = render.with_colorbar(out, cmap, 0.0, vmax, marks=marks)
     return out if selected is None else outline_grid_cell(out, maps.shape, selected)
 
 
@@ -369,7 +473,8 @@ def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: i
     small = cv2.resize(view, (STRIP_TILE, STRIP_TILE), interpolation=cv2.INTER_AREA)
     tiles = []
     for l, m in enumerate(maps):
-        lo_hi = (None, None) if vmax is None else (0.0, vmax)
+        # From 0 (never the tile's own minimum): a near-uniform rollout must not look patterned.
+        lo_hi = (0.0, float(m.max()) if vmax is None else vmax)
         tiles.append(render.label(render.overlay(small, m, p.alpha, p.cmap, *lo_hi), f"<={l + 1}"))
     n = len(tiles)
     cols = min(n, per_row)
@@ -392,7 +497,7 @@ def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Ten
     when a single head is shown."""
     fusion = p.show if p.show in FUSIONS else "mean"
     return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry,
-                                  a.summary_weights)
+                                  summary_of(a, p.summary))
 
 
 # ------------------------------------------------------------------ everything a control changes
@@ -407,7 +512,7 @@ class AttentionView:
 def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionView:
     """Main map, readout, layers × heads grid and rollout strip for one set of controls."""
     p = p.checked(vm.geometry)
-    main = main_panel(vm, a, p, cache)
+    main = main_panel(vm, a, p, cache)  # first: the fixed scale reads the same cached stacks
     gmaps = grid_maps(a, p, cache).numpy()
     smaps = strip_maps(a, p, cache).numpy()
     vmax = None
@@ -419,11 +524,12 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
         vmax = float(scale_maps.max()) if p.mode == "raw" else float(max(scale_maps.max(), smaps.max()))
     # The pictures without their yellow outline are cached per look (controls other than
     # layer and head), so moving the layer or head slider only outlines a copy.
-    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax)
-    grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax))
+    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(a.geometry))
+    marks = {"1/N": uniform_level(vm.geometry)}
+    grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax, marks))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
     strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
-                 p.cmap, strip_vmax)
+                 p.cmap, strip_vmax, p.who(a.geometry))
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
     return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
@@ -445,11 +551,12 @@ def distance_figure(d: np.ndarray, model_id: str = "", norm: DistanceNorm = "ren
         marker=dict(size=8, color=heads, colorscale="Viridis", opacity=0.8,
                     colorbar=dict(title="head", thickness=10)),
         hovertemplate="layer %{x} · head %{customdata}<br>%{y:.1f} px<extra></extra>"))
-    short = model_id if len(model_id) <= 32 else "…" + model_id[-31:]
-    how = "" if norm == "renormalised" else ", [CLS] weight not renormalised (probing-vits)"
-    fig.update_layout(title="Mean attention distance per head" + how + (f" ({short})" if model_id else ""),
+    short = model_id if len(model_id) <= 64 else "…" + model_id[-63:]
+    how = "" if norm == "renormalised" else " ([CLS] weight not renormalised, probing-vits)"
+    # The model on a second, smaller line: one line was cut at the chart's width.
+    fig.update_layout(title="Mean attention distance per head" + how + (f"<br><sub>{short}</sub>" if model_id else ""),
                       xaxis=dict(title="layer", dtick=1), yaxis=dict(title="distance (model-input px)"),
-                      margin=dict(l=10, r=10, t=40, b=10), height=320)
+                      margin=dict(l=10, r=10, t=64, b=10), height=340)
     return fig
 
 
@@ -460,6 +567,16 @@ def distance_view(vm: VitModel, a: Analysis, norm: DistanceNorm = "renormalised"
         raise UserError(f"Distance normalisation must be {' or '.join(DISTANCE_NORMS)}.")
     d = distances(a, cache, norm).numpy()
     return distance_figure(d, vm.display_name, norm), distance_choices(d)
+
+
+def layer_label(mode: str) -> str:
+    """The layer slider's label: what the layer means in this mode."""
+    return "layer" if mode == "raw" else "layer (rolled out through this layer)"
+
+
+def choice_value(p: AttnParams) -> str:
+    """The 'open a head' list's value for the shown layer and head (the head slider's head)."""
+    return f"{p.layer},{p.head}"
 
 
 def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
@@ -486,23 +603,25 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
     return [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
 
 
-def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
+def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache,
+                  summary: str | None = None) -> np.ndarray:
     """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
-    once per photo and class."""
+    once per photo and class; read from the summary token's row (R is (N, N); SigLIP: the MAP
+    head's relevance step s (N,), s·R)."""
     from ..relevance import relevance_parts
 
     r, s = cache(("relevance", int(class_index)), lambda: relevance_parts(vm, a, int(class_index)))
-    return att_mod.cls_to_patches(r, vm.geometry, s).numpy().astype(np.float32)
+    return att_mod.cls_to_patches(r, vm.geometry, s if s is not None else summary).numpy().astype(np.float32)
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
                     cache: Cache = no_cache) -> tuple[np.ndarray, str]:
     g = vm.geometry
-    values = relevance_map(vm, a, class_index, cache)
+    values = relevance_map(vm, a, class_index, cache, p.summary)
     name = vm.labels[int(class_index)].split(",")[0]
     v, r, c = _where(values, np.argmax)
-    text = (f"Relevance for **{name}** (class {class_index}): sum over patches {values.sum():.4f}, "
-            f"max {v:.4f} at (row {r}, col {c}). Method: {att_mod.RELEVANCE_METHOD}.")
+    text = (f"Relevance for **{name}** (class {class_index}) from {p.who(g)}'s row: sum over patches "
+            f"{values.sum():.4f}, max {v:.4f} at (row {r}, col {c}). Method: {att_mod.RELEVANCE_METHOD}.")
     return map_image(a.input_view, values, g, p), text
 
 
@@ -511,11 +630,20 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     """arrays.npz keys of the Attention tab (see README)."""
     g = vm.geometry
     att = _full_attentions(a)
-    s = a.summary_weights  # SigLIP: the MAP head's weights (N,); None for [CLS]
+    stack = layer_rollout(a, "mean", 0.0, cache)  # (L, N, N)
+    s = summary_of(a)  # SigLIP: the MAP head's weights (N,); else the default summary's name
     out = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
-        "cls_attention": att_mod.cls_to_patches(att.float(), g, s).numpy().astype(np.float32),  # (L, H, gh, gw)
-        "rollout": att_mod.rollout_maps(att, g, summary=s).numpy().astype(np.float32),  # (L, gh, gw)
+        "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.summary == "map" else "[CLS]"
+                                                ).numpy().astype(np.float32),  # (L, H, gh, gw)
+        "rollout": att_mod.cls_to_patches(stack, g, s).numpy().astype(np.float32),  # (L, gh, gw), default summary
+        # (T, L, gh, gw) / (L, H, T, gh, gw): rollout and raw attention from every prefix token
+        # ([CLS], [DIST], [REG1..R]); the rollout from [CLS] is prefix_rollout[0]; SigLIP: T = 0
+        "prefix_rollout": np.stack([att_mod.cls_to_patches(stack, g, n).numpy() for n in g.prefix_names]
+                                   ).astype(np.float32) if g.prefix_names
+        else np.zeros((0, g.num_layers, *g.grid), np.float32),
+        "prefix_attention": att[:, :, :g.num_prefix_tokens, g.num_prefix_tokens:].float().reshape(
+            *att.shape[:2], g.num_prefix_tokens, *g.grid).numpy().astype(np.float32),
         "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g, s).numpy().astype(np.float32),
         "attention_distance": distances(a, cache).numpy().astype(np.float32),  # (L, H)
     }
@@ -559,7 +687,9 @@ def clip_params(p: AttnParams, g: Geometry) -> AttnParams:
     from dataclasses import replace
 
     q = p.query if p.query is not None and p.query[0] < g.grid[0] and p.query[1] < g.grid[1] else None
-    return replace(p, layer=min(max(1, p.layer), g.num_layers), head=min(max(1, p.head), g.num_heads), query=q)
+    summary = p.summary if p.summary in g.summaries else None
+    return replace(p, layer=min(max(1, p.layer), g.num_layers), head=min(max(1, p.head), g.num_heads), query=q,
+                   summary=summary)
 
 
 # ------------------------------------------------------------------ entry points

@@ -44,12 +44,25 @@ def model_line(vm: VitModel) -> str:
     g = vm.geometry
     flag = "" if vm.is_pretrained else " ⚠️ **untrained random weights**"
     head = "" if vm.has_classifier else " · no classifier: predictions hidden"
-    return (f"**{short_name(vm.id)}**{flag} · {g.image_size[0]}×{g.image_size[1]} px · {g.grid[0]}×{g.grid[1]} "
-            f"patches of {g.patch_size}px · {g.num_layers} layers × {g.num_heads} heads{head} · {vm.device}")
+    return (f"**{short_name(vm.id)}**{flag} · {vm.family.title}: {' '.join(g.prefix_names)} + "
+            f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size}px · {g.image_size[0]}×{g.image_size[1]} px · "
+            f"{g.num_layers} layers × {g.num_heads} heads{head} · {vm.device}")
+
+
+def heads_line(vm: VitModel, a: Analysis) -> str:
+    """A family with several heads (DeiT distilled): each head's top-1 beside their average."""
+    if not a.head_logits:
+        return ""
+    parts = []
+    for name, logits in a.head_logits.items():
+        p = logits.softmax(-1)
+        i = int(p.argmax())
+        parts.append(f"{name}: {vm.labels[i].split(',')[0]} ({float(p[i]):.1%})")
+    return " · average of " + ", ".join(parts)
 
 
 def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = None) -> str:
-    best = f" · top-1: **{a.top5[0].label.split(',')[0]}** ({a.top5[0].prob:.1%})" if a.top5 else ""
+    best = f" · top-1: **{a.top5[0].label.split(',')[0]}** ({a.top5[0].prob:.1%}){heads_line(vm, a)}" if a.top5 else ""
     off = (f" · ⚠️ heads off ({a.ablation.mode}): **{format_heads(a.ablation.heads)}**, every tab shows that model"
            if a.ablation else "")
     return f"{model_line(vm)}{best}{off} · forward {a.seconds * 1000:.0f} ms{resize_note(vm, photo_size)}"
@@ -66,13 +79,19 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
         note += " (its shape was squashed to a square, as the model's image processor does)"
-    if squash > 3 and vm.preprocess.crop is None:
+    if squash >= 2.5 and vm.preprocess.crop is None:  # 3:1 and beyond (a 3:1 portrait once got no note)
         note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
     enlarged = max(W / w, H / h)
     if enlarged > 4:
         note += (f". ⚠️ Enlarged {enlarged:.0f}×: the model sees blurred pixels, each patch holds "
                  "little of the photo")
     return note
+
+
+def frames_note(image) -> str:
+    """Say so when an animation was uploaded: the model sees its first frame only."""
+    n = int(getattr(image, "info", {}).get("frames", 1) or 1)
+    return f"  \n⚠️ An animation of {n} frames: the model sees frame 1 only." if n > 1 else ""
 
 
 def upload_refused(message: str, had_photo: bool) -> str:

@@ -26,6 +26,7 @@ from ..tokens import (
     EmbeddingStage,
     FilterPCA,
     ParamRow,
+    OUTLIER_METHOD,
     TokenStats,
     cosine_to,
     embedding_filters_pca,
@@ -129,21 +130,25 @@ def _shape(s: tuple[int, ...]) -> str:
 def stage_panel(vm: VitModel, d: EmbeddingsData) -> StagePanel:
     g = vm.geometry
     p, dim, (_gh, gw) = g.patch_size, g.hidden_size, g.grid
-    sh = dict(d.stage.shapes)
+    fam = vm.family
+    pe_names = " ".join(g.prefix_names[:fam.pe_prefix])
     ops = [
         ("photo → pixels", f"resized to {g.image_size[0]}×{g.image_size[1]}, normalised per colour"),
         ("patch conv", f"Conv2d(3 → {dim}, kernel = stride = {p}): one {dim}-vector per {p}×{p} patch"),
-        ("flatten", f"row-major: token i is patch (i // {gw}, i % {gw})"),
-        ("prepend [CLS]", f"{g.num_prefix_tokens} learned token in front"),
-        ("+ position embeddings", f"a learned {_shape(sh['add position embeddings'])} table, added"),
+        ("flatten", f"row-major: token {g.num_prefix_tokens}+i is patch (i // {gw}, i % {gw})"),
+        (f"prepend {pe_names}", f"{fam.pe_prefix} learned token{'s' if fam.pe_prefix > 1 else ''} in front"),
+        ("+ position embeddings", fam.pe_text),
     ]
+    if g.num_registers:
+        ops.append((f"insert {g.num_registers} registers", "learned [REG] tokens between [CLS] and the patches, "
+                                                            "with no position"))
     steps = [[name, _shape(shape), op] for (name, op), (_, shape) in zip(ops, d.stage.shapes)]
     pd = d.stage.patch_dim
     check = (f"**The conv is one matrix.** `F.unfold` cuts the pixels into {g.num_patches} columns of "
              f"3·{p}·{p} = {pd:,} numbers; multiplying them by the conv weight reshaped to a {dim}×{pd:,} "
              f"matrix (plus the bias) gives the same tokens: **max |conv − unfold·W| = "
              f"{d.stage.conv_vs_linear:.2e}** (float32 rounding). Checked against the forward pass: "
-             f"patch tokens differ by {d.stage.conv_vs_forward:.2e}, and [CLS] + positions from "
+             f"patch tokens differ by {d.stage.conv_vs_forward:.2e}, and the assembled sequence from "
              f"hidden state 0 by {d.stage.embed_vs_forward:.2e}.")
     total = sum(r.count for r in d.params)
     params = [[r.stage, f"{r.count:,}", f"{r.count / total:.2%}"] for r in d.params]
@@ -223,10 +228,11 @@ def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     rgb = (d.tokens.pca_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
     norms = d.tokens.norms[depth]
     side = 336
+    out = d.tokens.outliers[depth]  # (gh, gw) bool: high-norm patches (tokens.OUTLIER_METHOD)
     tiles = np.stack([
         render.label(_map_image(rgb, side), f"PCA -> RGB, l={depth}"),
-        render.label(_map_image(render.colorize(norms, "viridis"), side),
-                     f"token norm {norms.min():.1f} (dark) - {norms.max():.1f} (yellow)"),
+        render.label(_outline_cells(_map_image(render.colorize(norms, "viridis"), side), out),
+                     f"norm {norms.min():.1f} - {norms.max():.1f}"),
     ])
     maps = render.mosaic(tiles, 1, 2, sep=6)
     ratio = d.tokens.pca_ratio[depth]
@@ -235,7 +241,10 @@ def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
             f"{ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the {g.num_patches} patch tokens' "
             "variance "
             f"(D = {g.hidden_size}). Token norms: {norms.min():.2f} … {norms.max():.2f} "
-            f"(mean {norms.mean():.2f}); ‖[CLS]‖ = {d.tokens.cls_norms[depth]:.2f}.")
+            f"(mean {norms.mean():.2f}); "
+            + ", ".join(f"‖{n}‖ = {v:.2f}" for n, v in zip(g.prefix_names, d.tokens.prefix_norms[depth]))
+            + f". **{int(out.sum())} high-norm outlier patch{'es' if out.sum() != 1 else ''}** (outlined red; "
+            f"{OUTLIER_METHOD}).")
     return DepthPanel(pca_over_photo=pca_over_photo(vm, d, depth, clicked), maps=maps, text=text)
 
 
@@ -282,11 +291,11 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
 
 
 # ------------------------------------------------------------------ per photo: [CLS] by layer, filters
-def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 140) -> np.ndarray:
+def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 196) -> np.ndarray:
     """One tile per depth: cos([CLS], patch) on a shared −1..1 scale."""
     sims = d.tokens.cls_sim  # (L+1, gh, gw)
     tiles = np.stack([render.label(_map_image(render.colorize(m, SIM_CMAP, -1, 1), tile),
-                                   f"l={i} mean {m.mean():+.2f}", 0.38) for i, m in enumerate(sims)])
+                                   f"l={i} {m.mean():+.2f}") for i, m in enumerate(sims)])
     cols = min(len(tiles), 7)
     return render.mosaic(tiles, -(-len(tiles) // cols), cols, sep=4)
 
@@ -297,20 +306,51 @@ def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
                 "photo up with an attention-pooling head after the last block), so there is nothing to compare.")
     means = ", ".join(f"{m:+.2f}" for m in d.tokens.cls_sim.reshape(len(d.tokens.cls_sim), -1).mean(1))
     return (f"**How similar [CLS] is to each patch, layer by layer** (cosine; blue −1, white 0, red +1). "
-            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.")
+            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.\n\n" + norms_table(vm, d))
+
+
+def norms_table(vm: VitModel, d: EmbeddingsData) -> str:
+    """Markdown: ‖token‖₂ of every prefix token ([CLS], [DIST], [REG1..R]) at each depth, beside the
+    patch tokens' median and maximum and the number of high-norm outlier patches."""
+    g = vm.geometry
+    t = d.tokens
+    flat = t.norms.reshape(len(t.norms), -1)  # (L+1, P)
+    depths = range(len(flat))
+    rows = [f"| {name} | " + " | ".join(f"{t.prefix_norms[l, j]:.1f}" for l in depths) + " |"
+            for j, name in enumerate(g.prefix_names)]
+    rows += ["| patch median | " + " | ".join(f"{np.median(flat[l]):.1f}" for l in depths) + " |",
+             "| patch max | " + " | ".join(f"{flat[l].max():.1f}" for l in depths) + " |",
+             "| outlier patches | " + " | ".join(str(int(t.outliers[l].sum())) for l in depths) + " |"]
+    head = "| token norm ‖x‖₂ | " + " | ".join(f"l={l}" for l in depths) + " |"
+    regs = (f" Registers ({', '.join(g.prefix_names[i] for i in g.register_tokens)}) hold no patch: "
+            "in trained models they take over the role of the high-norm artifact patches." if g.num_registers else "")
+    return (f"**Token norms by depth**, every named token beside the patches.{regs} Outliers: {OUTLIER_METHOD}.\n\n"
+            + "\n".join([head, "|---|" + "---|" * len(flat), *rows]))
+
+
+def _outline_cells(img: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Red boxes around the True cells of a (gh, gw) mask drawn over an enlarged map."""
+    if not cells.any():
+        return img
+    gh, gw = cells.shape
+    sy, sx = img.shape[0] / gh, img.shape[1] / gw
+    out = img.copy()
+    for r, c in zip(*np.nonzero(cells)):
+        cv2.rectangle(out, (int(c * sx), int(r * sy)), (int((c + 1) * sx) - 1, int((r + 1) * sy) - 1), (230, 30, 30), 2)
+    return out
 
 
 def filters_image(d: EmbeddingsData, scale: int | None = None) -> np.ndarray:
     """The filter components as RGB P×P tiles, 4 rows of 7, each labelled with its variance share."""
     tiles = d.filters.tiles  # (k, p, p, 3), signed
     p = tiles.shape[1]
-    s = scale or max(1, round(112 / p))
+    s = scale or max(1, round(160 / p))  # room for a label at render.TEXT_PX
     out = []
     for k, (t, share) in enumerate(zip(tiles, d.filters.explained_ratio)):
         m = float(np.abs(t).max()) or 1.0
         img = ((0.5 + 0.5 * t / m) * 255).round().astype(np.uint8)  # each tile on its own ±max scale
         big = render.enlarge(img, s)
-        out.append(render.label(big, f"{k + 1}: {share:.1%}", 0.32))
+        out.append(render.label(big, f"{k + 1}: {share:.1%}"))
     cols = 7
     return render.mosaic(np.stack(out), -(-len(out) // cols), cols, sep=3)
 
@@ -330,6 +370,10 @@ def embedding_arrays(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None)
     return {
         "patch_embeddings": a.patch_embeddings.numpy().astype(np.float32),  # (P, D)
         "token_norms": d.tokens.norms,  # (L+1, gh, gw)
+        "prefix_norms": d.tokens.prefix_norms,  # (L+1, T): [CLS], [DIST], [REG1..R] in layout order
+        "norm_outliers": d.tokens.outliers.astype(np.float32),  # (L+1, gh, gw) 1 = outlier (tokens.OUTLIER_METHOD)
+        **({"register_norms": d.tokens.prefix_norms[:, list(vm.geometry.register_tokens)]}  # (L+1, R)
+           if vm.geometry.num_registers else {}),
         "token_pca_rgb": d.tokens.pca_rgb,  # (L+1, gh, gw, 3)
         "embedding_filters_pca": d.filters.tiles,  # (28, p, p, 3)
     }

@@ -84,9 +84,13 @@ def _grid_image(view: np.ndarray, g: Geometry, marked: tuple[int, ...] = ()) -> 
 
 # ------------------------------------------------------------------ shift
 def _two_decimals(v: float) -> str:
-    """0.973 -> '.97', -0.41 -> '-.41', 0.9999 -> '1': short enough for a 42 px tile."""
-    t = f"{v:.2f}".replace("0.", ".", 1)
-    return "1" if t == "1.00" else "-1" if t == "-1.00" else t
+    """0.973 -> '.97', 0.9999 -> '1', -0.41 -> '-.4' (one decimal below 0: a minus sign and two
+    decimals do not fit a 48 px tile at a size a lecture hall can read)."""
+    if v < -0.05:
+        t = f"{v:.1f}".replace("0.", ".", 1)
+        return "-1" if t == "-1.0" else t
+    t = f"{max(v, 0.0):.2f}".replace("0.", ".", 1)
+    return "1" if t == "1.00" else t
 
 
 def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
@@ -94,14 +98,16 @@ def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
     tile = g.patch_size * render.display_scale(g)
     img = render.enlarge(render.colorize(cos, "RdBu_r", vmin=-1.0, vmax=1.0), tile)
     img = render.draw_grid(img, g)
-    if tile >= 36:  # room for two decimals
-        import cv2
-
+    px = render.TEXT_PX * (tile - 4) / render.text_size(".00")[0]  # the widest value fills a tile
+    if px >= render.MIN_TEXT_PX:  # room for two decimals at a size a hall can read
+        px = min(px, render.TEXT_PX)
+        cap = render.text_size("0", px)[1]
         for (r, c), v in np.ndenumerate(cos):
             if np.isfinite(v):
-                cv2.putText(img, _two_decimals(v), (c * tile + 3, r * tile + tile // 2 + 4),
-                            cv2.FONT_HERSHEY_SIMPLEX, tile / 110, (255, 255, 255) if abs(v) > 0.6 else (0, 0, 0),
-                            1, cv2.LINE_AA)
+                t = _two_decimals(v)
+                w = render.text_size(t, px)[0]
+                render.put_text(img, t, (c * tile + (tile - w) // 2, r * tile + (tile + cap) // 2), px,
+                                (255, 255, 255) if abs(v) > 0.6 else (0, 0, 0))
     return img
 
 
@@ -154,7 +160,9 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
         title=f"Shift sweep, k = 0..{2 * p} px right, edge fill ({len(s.rows)}/{s.total} views)",
         xaxis=dict(title="k (pixels shifted right)", range=[-0.5, 2 * p + 0.5]),
         yaxis=dict(title="cosine", range=[-1.05, 1.05]),
-        yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%"),
+        # Fixed ticks: left to plotly, an exported chart got 2/26/50/74/98 % (issue 17).
+        yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%",
+                    tickmode="array", tickvals=[0, 0.25, 0.5, 0.75, 1.0]),
         legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=340)
     rows = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
              round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
@@ -237,7 +245,8 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     # Pixel fills show what replaced the patches; dropped tokens are hatched: the model never sees them.
     masked = _grid_image(a.input_view, g, marked=mask if mode == "drop" else ())
     if mode == "drop":
-        what = f"the model gets {a.kept_tokens.numel()} tokens ([CLS] + {g.num_patches - len(mask)} patches)"
+        what = (f"the model gets {a.kept_tokens.numel()} tokens ({' '.join(g.prefix_names)} + "
+                f"{g.num_patches - len(mask)} patches)")
     else:
         what = f"pixels filled with {mode}; the model still gets all {g.seq_len} tokens"
     text = f"**{len(mask)} of {g.num_patches}** patches masked ({mode}): {what}"
@@ -275,7 +284,8 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     what = "added back" if insertion else "removed"
     fig.update_layout(title=f"{'Insertion' if insertion else 'Deletion'}: p({_short(c.target_label)}) "
                             f"as patches are {what} ({c.mode})",
-                      xaxis=dict(title=f"fraction of patches {what}", range=[0, 1], tickformat=".0%"),
+                      # a little room left of 0 %: its tick label overlapped the y axis's "0"
+                      xaxis=dict(title=f"fraction of patches {what}", range=[-0.04, 1.02], tickformat=".0%"),
                       yaxis=dict(title="probability", rangemode="tozero"),
                       legend=dict(orientation="h", y=-0.3), margin=dict(l=10, r=10, t=40, b=10), height=360)
     return fig
@@ -312,8 +322,10 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
     vm = ph.vm
     view = ph.analysis().input_view
     # Say at once what is coming: the first map's views take seconds on a CPU.
-    yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {2 * (int(steps) + 1)} "
-                                      f"views each, batched. The curves appear map by map…")
+    # No view count here: views shared between deletion and insertion are run once, and the
+    # final line gives the true total (it once promised "22 views each" and ended with 80).
+    yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {int(steps)} steps "
+                                      f"each, deletion and insertion, batched. The curves appear map by map…")
     parts: list[perturb.Curves] = []
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
@@ -329,7 +341,7 @@ def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | Non
              for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)]
     done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} maps so far · "
     text = (f"{done}Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed "
-            f"by {c.mode} · {c.forwards} views, batched.")
+            f"by {c.mode} · {c.forwards} views in all, batched.")
     return CurvesPanel(curves_figure(c, False), curves_figure(c, True), table, text)
 
 

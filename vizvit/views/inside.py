@@ -30,7 +30,7 @@ last block): the model's **final** layernorm and classifier applied to [CLS]'s h
 far [CLS] already points at a class in the final head's coordinates, not what the layer "thinks".
 The last row is the model's own prediction. **Click a row** for its full top-5. No new forward."""
 
-ABLATE_TEXT = """**Head ablation.** A head's output is its slice of the concatenated head outputs, before
+ABLATE_TEXT = """**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's output is its slice of the concatenated head outputs, before
 the output projection mixes them: *zero* sets it to 0, *mean* replaces it by its mean over the photo's
 tokens. **Click a cell** of the layers × heads grid to
 switch that head off or on; click a row's label (L3) for the whole layer, or type heads as
@@ -44,8 +44,11 @@ blue: it does better without it. Cached per photo; it can be stopped."""
 NO_LENS_TEXT = ("**No logit lens for this model:** it has no classifier, so there is no final head to read "
                 "the layers through.")
 LENS_HEADERS = ["depth", "top-1 at this depth", "its probability", "final top-1's probability", "its rank"]
-CELL = 34  # px per head cell in the ablation grid
-LEFT, TOP = 44, 22  # px for the "L12" row labels and the "H12" column labels
+# The ablation grid: row labels "L12", column labels "12" (head numbers), at the size a lecture
+# hall reads (render.TEXT_PX); cells wide enough for a two-digit head number.
+CELL = max(44, render.text_size("12")[0] + 12)  # px per head cell
+LEFT = render.text_size("L24")[0] + 14  # px for the row labels
+TOP = render.text_size("0")[1] + 20  # px for the column labels
 OFF_COLOR = (40, 40, 40)
 
 
@@ -120,7 +123,7 @@ def ablation_grid(g: Geometry, ablation: Ablation, importance: np.ndarray | None
     off = set(ablation.heads)
     for l in range(g.num_layers):
         y0 = TOP + l * CELL
-        cv2.putText(img, f"L{l + 1}", (4, y0 + CELL // 2 + 5), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+        render.put_text(img, f"L{l + 1}", (4, y0 + (CELL + render.text_size("0")[1]) // 2))
         for hd in range(g.num_heads):
             x0 = LEFT + hd * CELL
             colour = tuple(int(c) for c in colours[l, hd]) if importance is not None else (235, 235, 235)
@@ -131,8 +134,8 @@ def ablation_grid(g: Geometry, ablation: Ablation, importance: np.ndarray | None
                 cv2.line(img, (x0 + 6, y0 + 6), (x0 + CELL - 7, y0 + CELL - 7), (255, 255, 255), 2, cv2.LINE_AA)
                 cv2.line(img, (x0 + 6, y0 + CELL - 7), (x0 + CELL - 7, y0 + 6), (255, 255, 255), 2, cv2.LINE_AA)
     for hd in range(g.num_heads):
-        cv2.putText(img, f"H{hd + 1}", (LEFT + hd * CELL + 4, TOP - 6), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1,
-                    cv2.LINE_AA)
+        w = render.text_size(str(hd + 1))[0]
+        render.put_text(img, str(hd + 1), (LEFT + hd * CELL + (CELL - w) // 2, TOP - 10))
     if importance is not None:
         img = render.with_colorbar(img, "RdBu_r", -lim, lim)
     return img

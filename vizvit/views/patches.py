@@ -21,7 +21,9 @@ from .common import on_grid, top5_figure
 PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
 cut into a grid of P×P patches. Each patch is flattened (P·P·3 numbers) and projected to one
 token; the grid is read row by row into a sequence, after a learned [CLS] token whose final state
-feeds the classifier. **Click a patch** to see its row, column, token index and pixel box."""
+feeds the classifier. **Click a patch** to see its row, column, token index and pixel box.
+**Counting:** rows, columns and patch numbers count from 0 (patch k is row k // width, column
+k % width); token 0 is [CLS], so patch k is token k + 1. Layers and heads count from 1."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool =
     g = vm.geometry
     return PatchesPanel(
         grid=patch_grid(vm, a, lines, indices, clicked),
-        strip=render.sequence_strip(a.input_view, g),
+        strip=render.sequence_strip(a.input_view, g, highlight=on_grid(clicked, g)),
         top5=top5_figure(vm, a),
         numbers=[[k, v] for k, v in model_numbers(vm)],
         patch_text=patch_text(g, clicked),
@@ -54,9 +56,10 @@ def patches_explanation(vm: VitModel) -> str:
     p, (gh, gw), (h, w) = g.patch_size, g.grid, g.image_size
     return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
             f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
-            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with [CLS] in front the sequence "
-            f"has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
-            f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table.")
+            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with {' '.join(g.prefix_names)} in "
+            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
+            f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table. "
+            f"**{vm.family.title}**: the head reads {vm.family.head_text}. {vm.family.pe_text}")
 
 
 def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
@@ -81,9 +84,12 @@ def show(ph: Photo, lines: bool = True, indices: bool = False,
 
 
 def change(ph: Photo, lines: bool = True, indices: bool = False,
-           clicked: tuple[int, int] | None = None) -> tuple[np.ndarray, str]:
-    """On a control change (grid lines, numbers, a click): the grid and the patch text only."""
-    return patch_grid(ph.vm, ph.analysis(), lines, indices, clicked), patch_text(ph.vm.geometry, clicked)
+           clicked: tuple[int, int] | None = None) -> tuple[np.ndarray, str, np.ndarray]:
+    """On a control change (grid lines, numbers, a click): the grid, the patch text and the
+    sequence strip (which outlines the clicked patch's token)."""
+    vm, a = ph.vm, ph.analysis()
+    strip = render.sequence_strip(a.input_view, vm.geometry, highlight=on_grid(clicked, vm.geometry))
+    return patch_grid(vm, a, lines, indices, clicked), patch_text(vm.geometry, clicked), strip
 
 
 # ------------------------------------------------------------------ CLIP / SigLIP: which patches match a label

@@ -119,15 +119,19 @@ def compare_image(r: positional.PositionReport) -> np.ndarray:
     cell = tile_cell(r.grid, target=400)
     named = {"learned (this model)": r.sim, **r.baselines}
     keys = {"learned (this model)": "learned", **{k: k for k in r.baselines}}
-    tiles = [_titled(similarity_grid(s, r.grid, cell), f"{name}: contrast {r.contrasts[keys[name]].contrast:+.2f}")
+    short = {"learned (this model)": "learned", "2-D sin-cos (MAE)": "2-D sin-cos"}
+    # 2-px separators: this picture is shown shrunk, and 1-px borders alias into moiré there.
+    tiles = [_titled(similarity_grid(s, r.grid, cell, sep=2),
+                     f"{short.get(name, name)} {r.contrasts[keys[name]].contrast:+.2f}")
              for name, s in named.items()]
-    return render.with_colorbar(render.mosaic(np.stack(tiles), 2, 2, sep=12), CMAP)
+    return render.with_colorbar(render.mosaic(np.stack(tiles), 2, 2, sep=16), CMAP)
 
 
-def _titled(img: np.ndarray, text: str, height: int = 22) -> np.ndarray:
+def _titled(img: np.ndarray, text: str) -> np.ndarray:
     """A white strip with the title above img (a label on top would hide the first tiles)."""
-    strip = np.full((height, img.shape[1], 3), 255, np.uint8)
-    cv2.putText(strip, text, (2, height - 7), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+    cap = render.text_size(text)[1]
+    strip = np.full((2 * cap, img.shape[1], 3), 255, np.uint8)
+    render.put_text(strip, text, (2, int(1.5 * cap)))
     return np.concatenate([strip, img], axis=0)
 
 
@@ -164,6 +168,126 @@ The **[CLS] position** is not a place in the photo: its embedding's similarity t
 ranges {float(cls.min()):+.2f} … {float(cls.max()):+.2f} (mean {float(cls.mean()):+.2f}).{warn}"""
 
 
+# ------------------------------------------------------------------ relative position bias (BEiT)
+@dataclass(frozen=True)
+class BiasPositions:
+    """Per-model pictures of a relative position bias (a family whose Family.pe is "relative bias")."""
+
+    bias: positional.RelativeBias
+    cell: int
+    grid_img: np.ndarray  # (layers or 1) × heads tables, one colour scale, + colour bar
+    compare_img: np.ndarray  # each layer's table averaged over heads
+    numbers: "pd.DataFrame"
+    text: str
+    vmax: float
+
+
+def _bias_tiles(tables: np.ndarray, cell: int, vmax: float) -> np.ndarray:
+    """(K, th, tw) tables -> (K, th·cell, tw·cell, 3) uint8, diverging scale −vmax..vmax."""
+    rgb = render.colorize(tables, CMAP, -vmax, vmax)
+    return np.repeat(np.repeat(rgb, cell, axis=1), cell, axis=2)
+
+
+def bias_positions(vm: VitModel) -> BiasPositions:
+    import pandas as pd
+
+    rb = positional.relative_bias(vm)
+    n_l, n_h, th, tw = rb.tables.shape
+    vmax = float(np.abs(rb.tables).max()) or 1.0
+    cell = max(1, round(56 / max(th, tw)))
+    grid_img = render.with_colorbar(render.mosaic(_bias_tiles(rb.tables.reshape(-1, th, tw), cell, vmax), n_l, n_h,
+                                                  sep=SEP, sep_color=SEP_COLOR), CMAP, -vmax, vmax)
+    mean = rb.tables.mean(1)  # (L, th, tw)
+    cmp_cell = max(1, round(96 / max(th, tw)))
+    tiles = [_titled(t, f"layer {l + 1}" if not rb.shared else "all layers")
+             for l, t in enumerate(_bias_tiles(mean, cmp_cell, vmax))]
+    cols = min(len(tiles), 6)
+    while len(tiles) % cols:
+        tiles.append(np.full_like(tiles[0], 255))
+    compare = render.with_colorbar(render.mosaic(np.stack(tiles), len(tiles) // cols, cols, sep=8), CMAP, -vmax, vmax)
+    gh, gw = vm.geometry.grid
+    dr = np.abs(np.arange(th) - (gh - 1))[:, None]
+    dc = np.abs(np.arange(tw) - (gw - 1))[None, :]
+    near, far, zero = (dr + dc) == 1, np.maximum(dr, dc) >= positional.FAR, (dr + dc) == 0
+    rows = []
+    for l, t in enumerate(mean):
+        rows.append([("all layers" if rb.shared else f"layer {l + 1}") + " (mean of heads)", f"{t[zero].mean():+.3f}",
+                     f"{t[near].mean():+.3f}", f"{t[far].mean():+.3f}" if far.any() else "—"])
+    numbers = pd.DataFrame(rows, columns=["relative bias", "Δ = (0, 0)", "4 neighbours", f"≥{positional.FAR} apart"])
+    fam = vm.family
+    which = "one table shared by all layers" if rb.shared else f"one table per layer ({n_l})"
+    zero = " (every bias is 0: BEiT starts its tables at zero, so the tables are blank)" if not np.abs(rb.tables).max() else ""
+    warn = (f"\n\n⚠️ **Untrained random weights**: the bias tables are an initialisation, not learned{zero}."
+            if not vm.is_pretrained else "")
+    text = f"""**{fam.title}: no position embeddings to compare.** {fam.pe_text} This model has {which}, each
+with {n_h} heads. Each small table above is one (layer, head) — rows = layers, columns = heads; its pixel
+(Δrow + {gh - 1}, Δcol + {gw - 1}) is the bias added when a query patch is Δrow rows below and Δcol columns right
+of the key patch (Δ = query − key, centre = the patch itself). Red raises attention, blue lowers it; one
+scale ±{vmax:.2f} for all. **Click a table** to open it large. Three more values per head concern [CLS]
+(chart on the right). Method: {positional.RELATIVE_BIAS_METHOD}. Attention rollout and every other view
+are unchanged: the bias is already inside the attention weights they read.{warn}"""
+    return BiasPositions(rb, cell, grid_img, compare, numbers, text, vmax)
+
+
+def bias_figure(table: np.ndarray, grid: tuple[int, int], layer: int, head: int, vmax: float,
+                shared: bool = False) -> go.Figure:
+    """One (2gh−1, 2gw−1) bias table as a heatmap over (Δrow, Δcol), exact values on hover."""
+    gh, gw = grid
+    where = "all layers" if shared else f"layer {layer + 1}"
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=table, zmin=-vmax, zmax=vmax, colorscale=PLOTLY_CMAP,
+                   x=list(range(-(gw - 1), gw)), y=list(range(-(gh - 1), gh)), colorbar=dict(thickness=12, len=0.9),
+                   hovertemplate="Δrow %{y}, Δcol %{x}<br>bias = %{z:.4f}<extra></extra>")],
+        layout=dict(title=dict(text=f"Relative position bias, {where}, head {head + 1}", font=dict(size=13)),
+                    height=380, margin=dict(l=10, r=10, t=70, b=10),
+                    xaxis=dict(constrain="domain", title=dict(text="Δcol (query − key)"), side="top"),
+                    yaxis=dict(autorange="reversed", scaleanchor="x", constrain="domain",
+                               title=dict(text="Δrow (query − key)"))),
+    ))
+
+
+def bias_special_figure(special: np.ndarray, layer: int, head: int) -> go.Figure:
+    """The three [CLS] entries of one (layer, head)."""
+    names = ["[CLS]→patch", "patch→[CLS]", "[CLS]→[CLS]"]
+    return go.Figure(dict(data=[dict(type="bar", x=names, y=[float(v) for v in special],
+                                     hovertemplate="%{x}: %{y:.4f}<extra></extra>")],
+                          layout=dict(title=dict(text=f"[CLS] biases, layer {layer + 1}, head {head + 1}",
+                                                 font=dict(size=13)), height=300,
+                                      margin=dict(l=10, r=10, t=50, b=10))))
+
+
+def _bias_cell_at(bp: BiasPositions, x: float, y: float) -> tuple[int, int] | None:
+    n_l, n_h, th, tw = bp.bias.tables.shape
+    r, c = int(y // (th * bp.cell + SEP)), int(x // (tw * bp.cell + SEP))
+    return (r, c) if x >= 0 and y >= 0 and r < n_l and c < n_h else None
+
+
+def _bias_outline(bp: BiasPositions, rc: tuple[int, int]) -> np.ndarray:
+    _, _, th, tw = bp.bias.tables.shape
+    y0, x0 = rc[0] * (th * bp.cell + SEP), rc[1] * (tw * bp.cell + SEP)
+    out = bp.grid_img.copy()
+    cv2.rectangle(out, (x0, y0), (x0 + tw * bp.cell - 1, y0 + th * bp.cell - 1), (255, 215, 0), 2)
+    return out
+
+
+def _bias_panel(vm: VitModel, bp: BiasPositions, rc: tuple[int, int] | None) -> "PositionsPanel":
+    rc = rc or (bp.bias.tables.shape[0] - 1, 0)
+    l, h = rc
+    return PositionsPanel(grid_img=_bias_outline(bp, rc),
+                          tile_fig=bias_figure(bp.bias.tables[l, h], vm.geometry.grid, l, h, bp.vmax, bp.bias.shared),
+                          cls_fig=bias_special_figure(bp.bias.special[l, h], l, h), compare_img=bp.compare_img,
+                          numbers=bp.numbers, text=bp.text)
+
+
+def has_bias(vm: VitModel) -> bool:
+    """Positions are a relative bias (BEiT), not a table of embeddings: from the family description."""
+    return vm.family.pe == "relative bias"
+
+
+def cached_bias_positions(ph: Photo) -> BiasPositions:
+    return ph.per_model("relative-bias", lambda: bias_positions(ph.vm))
+
+
 @dataclass(frozen=True)
 class PositionsPanel:
     grid_img: np.ndarray
@@ -180,6 +304,8 @@ def cached_model_positions(ph: Photo) -> ModelPositions:
 
 
 def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPanel:
+    if has_bias(ph.vm):
+        return _bias_panel(ph.vm, cached_bias_positions(ph), rc)
     mp = cached_model_positions(ph)
     r = mp.report
     rc = rc or (r.grid[0] // 2, r.grid[1] // 2)
@@ -190,7 +316,11 @@ def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPa
 
 def click_tile(ph: Photo, x: float, y: float) -> tuple[np.ndarray, go.Figure] | None:
     """A click at (x, y) on the grid image -> (grid with the tile outlined, the tile large);
-    None when the click is off the tiles."""
+    None when the click is off the tiles. BEiT: a (layer, head) bias table."""
+    if has_bias(ph.vm):
+        bp = cached_bias_positions(ph)
+        lh = _bias_cell_at(bp, x, y)
+        return None if lh is None else (_bias_panel(ph.vm, bp, lh).grid_img, _bias_panel(ph.vm, bp, lh).tile_fig)
     mp = cached_model_positions(ph)
     r = mp.report
     rc = tile_at(x, y, r.grid, mp.cell)
@@ -225,6 +355,8 @@ def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
 def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     vm = ph.vm
     size = int(size)
+    if has_bias(vm):
+        return _bias_resolution_panel(ph, size)
     at = ph.per_model(("positions-at", size), lambda: positions_at_size(vm, size))
     pred = ph.derived(("predict-at", size),
                       lambda: engine.predict_at_size(vm, ph.image, size))
@@ -236,30 +368,67 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
         title += ("; UNTRAINED weights: meaningless</sub>" if not vm.is_pretrained else "</sub>")
         fig = figures.top5_bar(pred.top5, base, title)
     g = vm.geometry
-    gh, gw = g.grid
     nh, nw = at.grid
     c = at.contrast
     top = ""
     if pred.top5 and native.top5:
         top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
                f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
-    text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches, but the model learned only "
-            f"{gh}×{gw} positions. `interpolate_pos_encoding` resizes the {gh}×{gw} table bicubically "
-            f"(align_corners=False) to {nh}×{nw}; [CLS] keeps its own. Contrast at this size: "
+    _, _, (th, tw) = positional.stored_positions(vm)
+    aa = ", antialiased" if vm.family.pe_antialias else ""
+    learned = "only " if th * tw < nh * nw else ""
+    text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches; the model learned {learned}"
+            f"{th}×{tw} positions. `interpolate_pos_encoding` resizes the {th}×{tw} table bicubically "
+            f"(align_corners=False{aa}) to {nh}×{nw}; {' and '.join(g.prefix_names[:vm.family.pe_prefix])} "
+            f"{'keep their' if vm.family.pe_prefix > 1 else 'keeps its'} own. Contrast at this size: "
             f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
-            f"one new step is {gh / nh:.2f} of a learned one, so neighbours look more alike.{top} "
+            f"one new step is {th / nh:.2f} of a learned one{', so neighbours look more alike' if th < nh else ''}.{top} "
             f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
     return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
 
+def _bias_resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
+    """BEiT at another size: the bias tables are resized bilinearly to the new offsets."""
+    vm = ph.vm
+    g = vm.geometry
+    pred = ph.derived(("predict-at", size), lambda: engine.predict_at_size(vm, ph.image, size))
+    nh, nw = positional.grid_at(g, size)
+    bp = cached_bias_positions(ph)
+    tables = np.stack([positional.relative_bias_table(m, (nh, nw))[0].numpy()
+                       for m in vm.family.bias_modules(vm.vit)])  # (L or 1, H, 2nh−1, 2nw−1)
+    mean = tables.mean(1)[-6:]  # the last layers, mean of heads
+    cell = max(1, round(96 / max(mean.shape[1:])))
+    img = render.with_colorbar(render.mosaic(_bias_tiles(mean, cell, bp.vmax), 1, len(mean), sep=8),
+                               CMAP, -bp.vmax, bp.vmax)
+    native = ph.analysis()
+    fig = None
+    if pred.probs is not None and native.probs is not None:
+        base = {p.index: float(native.probs[p.index]) for p in pred.top5}
+        fig = figures.top5_bar(pred.top5, base, f"Top-5 at {size}×{size} px")
+    gh, gw = g.grid
+    text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} patches; offsets now run to ±{nh - 1}, but the "
+            f"model learned biases for ±{gh - 1}. transformers resizes each ({2 * gh - 1}×{2 * gw - 1}) table "
+            f"bilinearly to {2 * nh - 1}×{2 * nw - 1} (shown: mean of heads, last layers). "
+            f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
+    return ResolutionPanel(grid_img=img, top5=fig, text=text)
+
+
 # ------------------------------------------------------------------ entry points
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
-    """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32."""
+    """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32;
+    a relative-bias family (BEiT) instead: relative_position_bias (L or 1, H, 2gh−1, 2gw−1) and
+    relative_position_bias_cls (L or 1, H, 3)."""
+    if has_bias(ph.vm):
+        rb = cached_bias_positions(ph).bias
+        return {"relative_position_bias": rb.tables, "relative_position_bias_cls": rb.special}
     r = cached_model_positions(ph).report
     return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
 
 
 def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+    if has_bias(ph.vm):
+        bp = cached_bias_positions(ph)
+        return {"relative_position_bias_grid": bp.grid_img, "relative_position_bias_layers": bp.compare_img}
     mp = cached_model_positions(ph)
     return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img,
             "cls_pos_similarity_chart": cls_figure(mp.report.cls_sim)}

@@ -1,0 +1,98 @@
+"""Issue 17 in a real browser: projector mode at 1366×900 shows each tab's main picture in the
+first screen, at a scale that keeps the pictures' text readable; on a 390×844 phone every tab is
+one tap away; the attention colour bar marks the uniform level and the scale choice works."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import page_at, shot, upload, wait_image
+from conftest import EXAMPLES
+from vizvit import render
+
+# tab name -> its main picture
+MAIN = {"Patches": "patch-grid", "Embeddings": "emb-pca", "Attention": "attn-main",
+        "Positions": "pos-grid", "Experiments": "shift-view"}
+WITH_TEXT = {"attn-main", "pos-grid"}  # main pictures with drawn text (colour-bar labels)
+
+
+@pytest.fixture(scope="module")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u
+
+
+def _shown(page, elem_id: str) -> dict:
+    """Box of the picture as drawn (object-fit: contain) and its display scale."""
+    return page.evaluate("""(id) => { const i = document.querySelector('#' + id + ' img');
+        const b = i.getBoundingClientRect();
+        const s = Math.min(b.width / i.naturalWidth, b.height / i.naturalHeight);
+        const h = i.naturalHeight * s;
+        return {top: b.top + (b.height - h) / 2, bottom: b.top + (b.height + h) / 2, scale: s,
+                vh: window.innerHeight}; }""", elem_id)
+
+
+def test_projector_mode_shows_every_main_picture_in_the_first_screen_large_enough_to_read(url):
+    with page_at(url + "?projector=1", 1366, 900) as page:
+        page.wait_for_function("() => document.body.classList.contains('vizvit-projector')")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        for tab, elem in MAIN.items():
+            page.get_by_role("tab", name=tab).click()
+            wait_image(page, elem)
+            page.wait_for_timeout(300)
+            page.evaluate("window.scrollTo(0, 0)")
+            box = _shown(page, elem)
+            shot(page, f"projector_{tab.lower()}", full_page=False)
+            assert box["top"] < box["vh"] and box["bottom"] <= box["vh"] + 1, (tab, box)
+            # Text is drawn at ≥ MIN_TEXT_PX picture px; shown at this scale it stays readable.
+            if elem in WITH_TEXT:
+                assert box["scale"] >= render.PROJECTOR_MIN_SCALE, (tab, box)
+        # The header is compact: one line of status, the model's name not cut.
+        status_h = page.evaluate("() => document.querySelector('#status').getBoundingClientRect().height")
+        assert status_h < 60
+        assert page.evaluate("() => { const i = document.querySelector('#model input');"
+                             " return i.scrollWidth <= i.clientWidth + 1; }"), "the model name is cut"
+
+
+def test_phone_reaches_every_tab_with_one_visible_button(url):
+    with page_at(url, 390, 844) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        for name in [*MAIN, "For lecturers"]:
+            btn = page.get_by_role("tab", name=name)
+            assert btn.is_visible(), name
+            b = btn.bounding_box()
+            assert b["x"] >= 0 and b["x"] + b["width"] <= 390, (name, b)
+        shot(page, "phone_tabs", full_page=False)
+        page.get_by_role("tab", name="Attention").click()
+        wait_image(page, "attn-main")
+        box = page.locator("#attn-main img").bounding_box()
+        assert box["width"] >= 0.8 * 390, "pictures fill a phone's width"
+        page.locator("#attn-main").scroll_into_view_if_needed()
+        shot(page, "phone_attention", full_page=False)
+
+
+def test_attention_colour_bar_marks_the_uniform_level_and_the_scale_choice_redraws(url, tiny16):
+    with page_at(url, 1400, 1100) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Attention").click()
+        main = wait_image(page, "attn-main")
+        n = tiny16.geometry.seq_len
+        text = page.inner_text("#attn-readout")
+        assert "0 to max" in text and f"1/N = 1/{n}" in text
+        page.locator("#attn-scale label", has_text="this map's range").click()
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes(\"this map's range\")")
+        main = wait_image(page, "attn-main", main)
+        page.locator("#attn-scale label", has_text="fixed across layers and heads").click()
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('fixed across')")
+        wait_image(page, "attn-main", main)
+        # The layer slider names rollout only in rolled-out mode.
+        assert "rolled out" not in page.inner_text("#attn-layer")
+        page.locator("#attn-mode label", has_text="rolled out").click()
+        page.wait_for_function("() => document.querySelector('#attn-layer').innerText.includes('rolled out')")
+        # The 'open a head' list shows the shown head instead of an empty box.
+        assert page.locator("#attn-pick input").input_value() != ""
+        shot(page, "attention_scale", full_page=False)
