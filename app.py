@@ -11,6 +11,7 @@ events. Handlers unpack inputs, call the backend, and return what components sho
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import inspect
 import logging
@@ -38,6 +39,7 @@ from vizvit.launch import server_address  # noqa: E402
 from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX  # noqa: E402
 from vizvit.ablation import Ablation, format_heads  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, check_template, parse_labels  # noqa: E402
 from vizvit.views import attention as ap  # noqa: E402
 from vizvit.views import common as panels  # noqa: E402
 from vizvit.views import embeddings, experiments, inside, lecture, patches, positions  # noqa: E402
@@ -145,6 +147,12 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
                                    elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
+    with gr.Accordion("Which patches match this label (CLIP / SigLIP)", open=True, elem_id="label-map-box"):
+        with gr.Row():
+            label_pick = gr.Dropdown([], label="label", elem_id="label-pick", scale=1)
+            label_text = gr.Markdown(elem_id="label-map-text")
+        label_img = gr.Image(label="cosine of each patch token with the label's text embedding", interactive=False,
+                             format="jpeg", elem_id="label-map")
     strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], then patch k is token k + 1, one grid "
                            "row per line (numbers: first token of the line)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
@@ -155,9 +163,21 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
         if key is None:
-            return None, None, None, None, "", ""
-        p = patches.show(ctx.wb.handle(key), lines_on, idx_on, rc)
-        return p.grid, p.strip, p.top5, p.numbers, p.patch_text, p.explanation
+            return None, None, None, None, "", "", gr.Dropdown(choices=[], value=None), None, ""
+        ph = ctx.wb.handle(key)
+        p = patches.show(ph, lines_on, idx_on, rc)
+        if ph.vm.zero_shot is None:
+            lab = (gr.Dropdown(choices=[], value=None), None, patches.label_rule_text(ph.vm))
+        else:
+            img, text = patches.label_map(ph)
+            lab = (gr.Dropdown(choices=patches.label_choices(ph.vm), value=ph.analysis().top5[0].label), img, text)
+        return p.grid, p.strip, p.top5, p.numbers, p.patch_text, p.explanation, *lab
+
+    @safe
+    def show_label(key: PhotoKey | None, label: str | None):
+        if key is None or not label:
+            return gr.skip(), gr.skip()
+        return patches.label_map(ctx.wb.handle(key), label)
 
     @safe
     def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
@@ -172,7 +192,9 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
 
     ins = [ctx.key, lines, indices, clicked]
-    ctx.on_show(tab, show, ins, [grid_img, strip, top5, numbers, patch_info, explanation])
+    ctx.on_show(tab, show, ins, [grid_img, strip, top5, numbers, patch_info, explanation, label_pick, label_img,
+                                 label_text])
+    label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
     redrawn = [grid_img, patch_info, strip]
     lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
@@ -814,6 +836,14 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
                                     allow_custom_value=True)
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
+                # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
+                # those models, so the compact header stays compact for the others.
+                with gr.Group(visible=wb.model(default_model).is_zero_shot, elem_id="zs-box") as zs_box:
+                    zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
+                                           "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
+                    zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
+                                             elem_id="zs-template", lines=1)
+                    zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
         ctx = Ctx(wb=wb, key=key, tab=tab, status=status)
@@ -839,8 +869,30 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                                   elem_id="link-box", scale=3)
         projector.change(None, projector, None, js=web.asset("projector.js"))
 
+        def labelled(k: PhotoKey, labels_text: str, template: str) -> PhotoKey:
+            """The key with the typed labels, for a CLIP / SigLIP model (others: none)."""
+            if not wb.model(k.model_id).is_zero_shot:
+                return dataclasses.replace(k, labels=(), template="")
+            labs = parse_labels(labels_text)
+            if not labs:
+                raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
+            return dataclasses.replace(k, labels=labs, template=check_template(template))
+
         @safe
-        def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str):
+        def new_labels(k: PhotoKey | None, model_id: str, labels_text: str, template: str):
+            probe = labelled(k if k is not None else PhotoKey(model_id, ""), labels_text, template)
+            rule = patches.label_rule_text(wb.labelled(probe))
+            if k is None:
+                return gr.skip(), rule, gr.skip()
+            k = labelled(k, labels_text, template)
+            return k, rule, panels.status_line(wb.model(k.model_id), wb.analysis(k), wb.photo(k.sha1).size)
+
+        zs_labels.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
+        zs_template.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
+
+        @safe
+        def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
+                      labels_text: str = "", template: str = DEFAULT_TEMPLATE):
             if path is None:  # cleared by the user (see upload.clear) or by a refused file below
                 return gr.skip(), gr.skip(), gr.skip()
             try:
@@ -852,6 +904,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 return gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None
             # The heads switched off (Inside tab, or a link's ablate=) stay off for the new photo.
             k = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, wb.model(model_id).geometry))
+            k = labelled(k, labels_text, template)
             a = wb.analysis(k)
             photo = wb.photo(sha1)
             return k, panels.status_line(wb.model(model_id), a, photo.size) + panels.frames_note(photo), gr.skip()
@@ -862,7 +915,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             return catalog.loading_text(model_id)
 
         @safe
-        def new_model(model_id: str, k: PhotoKey | None):
+        def new_model(model_id: str, k: PhotoKey | None, labels_text: str = "", template: str = DEFAULT_TEMPLATE):
             catalog.check(model_id)
             try:
                 vm = wb.model(model_id)  # a model that fails leaves the catalog (see Workbench.model)
@@ -874,13 +927,16 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     text += "\n\n" + panels.status_line(current, wb.analysis(k), wb.photo(k.sha1).size)
                 # New choices, not just the old value: Gradio drops an update equal to the value
                 # it last sent, which left the failed name in the box on a second try.
-                return gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip()
+                return (gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip(), gr.skip(),
+                        gr.skip())
             b = panels.banner(vm, offline)
             shown = gr.Markdown(b, visible=bool(b))
+            rule = patches.label_rule_text(wb.labelled(labelled(PhotoKey(model_id, ""), labels_text, template)))
+            box = gr.Group(visible=vm.is_zero_shot)
             if k is None:
-                return gr.skip(), panels.model_line(vm), gr.skip(), shown
-            k = PhotoKey(model_id, k.sha1)
-            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown
+                return gr.skip(), panels.model_line(vm), gr.skip(), shown, rule, box
+            k = labelled(PhotoKey(model_id, k.sha1), labels_text, template)
+            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown, rule, box
 
         tab_ids = [t.id for t in all_tabs]
         L = ctx.links
@@ -902,7 +958,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                     p.show or gr.skip(), k.query if k.query else gr.skip(), k.direction or gr.skip(),
                     k.mode or gr.skip(), k.dx, k.dy, k.mask, format_heads(k.ablate), k.ablate_mode or "zero",
-                    k.projector)
+                    k.projector, gr.Group(visible=vm.is_zero_shot))
 
         @safe
         def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
@@ -917,7 +973,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 
         examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
-        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"]], [key, status, upload],
+        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template],
+                      [key, status, upload],
                       api_name="upload",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
@@ -925,11 +982,12 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                      queue=False)
         # Feedback at once (no queue), then the load, which may take a download's time.
         model.input(loading, model, status, queue=False).success(
-            new_model, [model, key], [key, status, model, banner], api_name="model")
+            new_model, [model, key, zs_labels, zs_template], [key, status, model, banner, zs_rule, zs_box],
+            api_name="model")
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
                                      "ablate", "ablate_mode")]
         # hidden: a first visit saw grey loading blocks over the header while the link was read
-        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector],
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box],
                   show_progress="hidden")
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))

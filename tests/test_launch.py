@@ -34,7 +34,7 @@ def test_the_gate_accepts_only_the_list():
     c = Catalog("local/model-dir", extra=("./ckpt",))
     assert c.check("google/vit-base-patch16-224") == "google/vit-base-patch16-224"
     assert c.check("./ckpt") == "./ckpt"  # added on the command line
-    for bad in ("/etc", "openai/clip-vit-base-patch32", "random:vit-large-patch16-384", None, 3, ["x"]):
+    for bad in ("/etc", "openai/clip-vit-large-patch14", "random:vit-large-patch16-384", None, 3, ["x"]):
         with pytest.raises(UserError, match="page's list"):
             c.check(bad)
 

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--ablate", default="", help="heads to switch off, layer.head counted from 1, e.g. 3.5,7.1 "
                                                  "(7 = every head of layer 7): adds ablated_probs")
     ex.add_argument("--ablate-mode", default="zero", choices=ABLATE_MODES)
+    ex.add_argument("--labels", default="", help='CLIP / SigLIP: zero-shot labels, e.g. "a cat,a dog" '
+                                                 "(adds zero_shot_probs and label_names)")
+    ex.add_argument("--template", default="a photo of {}", help="CLIP / SigLIP: the prompt, {} = the label")
     args = parser.parse_args(argv)
 
     from .ablation import Ablation, parse_heads
@@ -37,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         vm = load_model(args.model, args.device)
         ablation = Ablation(parse_heads(args.ablate, vm.geometry), args.ablate_mode)
         summary = export(args.image, args.out, model=vm, view=View(mask=mask, mask_mode=args.mask_mode),
-                         ablation=ablation)
+                         ablation=ablation, labels=args.labels, template=args.template)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

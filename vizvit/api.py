@@ -110,7 +110,7 @@ class PublicApi:
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
         stack = ap.layer_rollout(a, fusion, discard, ph.derived)  # (L, N, N)
-        maps = att_mod.cls_to_patches(stack, a.geometry)  # (L, gh, gw)
+        maps = att_mod.cls_to_patches(stack, a.geometry, a.summary_weights)  # (L, gh, gw)
         return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
 
     def positions(self, model: str, row: int, col: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from .errors import UserError
-from .models import Geometry
+from .models import MAP_HEAD, Geometry
 from .vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, Direction, DistanceNorm, Fusion  # noqa: F401
 
 # Exact method names for titles, texts and export (docs/methods.md has the formulas).
@@ -43,19 +43,30 @@ def fuse_heads(att: torch.Tensor, fusion: Fusion = "mean") -> torch.Tensor:
     raise UserError(f"Unknown head fusion {fusion!r}: use mean, max or min.")
 
 
-def summary_row(att: torch.Tensor, g: Geometry, summary: str | None = None) -> torch.Tensor:
+def summary_row(att: torch.Tensor, g: Geometry, summary: str | torch.Tensor | None = None) -> torch.Tensor:
     """(..., N, N) -> (..., N): the row of the summary token (g.summaries: [CLS], [DIST]...;
     None = the family's default). PATCH_MEAN (a mean-pooling head, BEiT) is the mean of the
-    patch queries' rows: what the pooled vector is a mean of."""
+    patch queries' rows: what the pooled vector is a mean of.
+
+    A MAP summary (SigLIP: no [CLS]; a pooling head's probe attends once, after the last block) is
+    not in the sequence: pass its weights over the tokens as `summary` (N,) (the MAP head's
+    attention, heads fused: Analysis.summary_weights); its row through a matrix M is summary·M. For
+    a rollout R_l that is the rollout ending with the MAP head; for one layer's attention A_l, the
+    MAP weights read back through that layer (summary·A_l)."""
+    if isinstance(summary, torch.Tensor):
+        return summary.float() @ att.float()  # (N,) @ (..., N, N) -> (..., N)
+    if (summary or g.summaries[0]) == MAP_HEAD:
+        raise UserError("This model's summary is its attention-pooling head: pass its attention "
+                        "(Analysis.summary_weights).")
     i = g.summary_index(summary)
     if i < 0:
         return att[..., g.num_prefix_tokens:, :].mean(-2)
     return att[..., i, :]
 
 
-def cls_to_patches(att: torch.Tensor, g: Geometry, summary: str | None = None) -> torch.Tensor:
-    """(..., N, N) -> (..., gh, gw): the summary token's row over the patch keys, row-major
-    (the [CLS] row for a plain ViT; see summary_row)."""
+def cls_to_patches(att: torch.Tensor, g: Geometry, summary: str | torch.Tensor | None = None) -> torch.Tensor:
+    """(..., N, N) -> (..., gh, gw): the summary's row over the patch keys, row-major (the [CLS]
+    row for a plain ViT and CLIP; SigLIP: summary·M with the MAP head's weights; see summary_row)."""
     return summary_row(att, g, summary)[..., g.num_prefix_tokens:].reshape(*att.shape[:-2], *g.grid)
 
 
@@ -118,9 +129,9 @@ def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0
 
 
 def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0,
-                 discard_mode: DiscardMode = "per row", summary: str | None = None) -> torch.Tensor:
-    """(L, H, N, N) -> (L, gh, gw): the summary token's row ([CLS] for ViT) of the rollout
-    after each layer."""
+                 discard_mode: DiscardMode = "per row", summary: str | torch.Tensor | None = None) -> torch.Tensor:
+    """(L, H, N, N) -> (L, gh, gw): the summary's row ([CLS] for ViT) of the rollout after each
+    layer (SigLIP: summary·R_l, the rollout ending with the MAP head, see summary_row)."""
     return cls_to_patches(rollout_stack(att, fusion, discard, g.num_prefix_tokens, discard_mode), g, summary)
 
 

@@ -28,6 +28,10 @@ CURATED: dict[str, int] = {
     "facebook/dinov2-small": 88,
     "facebook/dinov2-with-registers-small": 88,
     "microsoft/beit-base-patch16-224": 347,
+    # image-text models: the image tower is the ViT, the typed labels its classes (both towers load)
+    "openai/clip-vit-base-patch16": 599,
+    "openai/clip-vit-base-patch32": 605,
+    "google/siglip-base-patch16-224": 813,
     OFFLINE_FALLBACK: 0,
 }
 

@@ -31,6 +31,7 @@ from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
 from .models import FAMILIES, Family, Geometry, VitModel  # noqa: F401  (Family, FAMILIES: re-exported)
+from .zeroshot import pooled
 
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
 # 192 MB) attentions are kept in float16, so a few analyses still fit the cache; ViT-B/16 at
@@ -73,6 +74,14 @@ class Analysis:
     # Families with more than one head (DeiT distilled): name -> (C,) logits of each head;
     # `logits` is then their mean, as the model's own output. Empty for one head.
     head_logits: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    image_embeds: torch.Tensor | None = None  # (E,) CLIP / SigLIP: the image tower's output embedding
+    summary_attention: torch.Tensor | None = None  # (H, P) SigLIP: the MAP head's attention over the patches
+
+    @property
+    def summary_weights(self) -> torch.Tensor | None:
+        """(N,) float32 the summary's weights over the tokens when it is not a token of the sequence
+        (SigLIP's MAP head, mean over its heads); None for a [CLS] summary (row 0 of the attentions)."""
+        return None if self.summary_attention is None else self.summary_attention.float().mean(0)
 
     @property
     def nbytes(self) -> int:
@@ -144,6 +153,50 @@ def top_predictions(probs: torch.Tensor, labels: tuple[str, ...]) -> tuple[Predi
     return tuple(Prediction(int(k), labels[int(k)], float(v)) for v, k in zip(p, i))
 
 
+def probs_of(vm: VitModel, logits: torch.Tensor) -> torch.Tensor:
+    """(..., C) logits -> probabilities by the model's rule: softmax for a classifier and CLIP,
+    a sigmoid per label for SigLIP."""
+    return vm.zero_shot.probs(logits) if vm.zero_shot is not None else logits.float().softmax(-1)
+
+
+def with_zero_shot(a: Analysis, vm: VitModel) -> Analysis:
+    """The analysis with its logits, probs and top-5 read through `vm`'s zero-shot head (the typed
+    labels) from the image embedding it kept: no image forward. Unchanged for a classifier."""
+    if vm.zero_shot is None or a.image_embeds is None:
+        return a
+    logits = vm.zero_shot.logits(a.image_embeds.unsqueeze(0))[0]  # (C,)
+    probs = vm.zero_shot.probs(logits)
+    return dataclasses.replace(a, logits=logits, probs=probs, top5=top_predictions(probs, vm.labels))
+
+
+@dataclass(frozen=True)
+class _Out:
+    """What one forward of a model gives, whatever its family."""
+
+    logits: torch.Tensor | None  # (B, C)
+    attentions: tuple[torch.Tensor, ...] | None  # L × (B, H, N, N)
+    hidden_states: tuple[torch.Tensor, ...] | None  # (L+1) × (B, N, D)
+    image_embeds: torch.Tensor | None = None  # (B, E) CLIP / SigLIP
+    summary_attention: torch.Tensor | None = None  # (B, H, 1, P) SigLIP's MAP head: one query, the probe
+    raw: Any = None  # the model's own output (a classifier's: DeiT distilled's per-head logits)
+
+
+def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
+    """One forward: a classifier as it is; CLIP / SigLIP through the image tower, the image
+    embedding, then the zero-shot head (the typed labels' text embeddings)."""
+    if vm.text is None:
+        out = vm.model(pixels, **kw)
+        return _Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None),
+                    raw=out)
+    out = vm.vit(pixels, **kw)
+    if vm.geometry.summary == "map":  # SigLIP: last_hidden_state is after the final layernorm
+        emb, summ = pooled(vm, out.last_hidden_state)
+    else:  # CLIP: pooler_output is [CLS] after the final layernorm
+        emb, summ = pooled(vm, out.pooler_output.unsqueeze(1))
+    logits = vm.zero_shot.logits(emb) if vm.zero_shot is not None else None
+    return _Out(logits, getattr(out, "attentions", None), getattr(out, "hidden_states", None), emb, summ)
+
+
 # ------------------------------------------------------------------ families and hooks
 def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
     """Pre-hooks on the output projections (the Linear that mixes a layer's concatenated head
@@ -152,7 +205,7 @@ def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
         return []
     fam = family_of(vm)
     ablation.checked(vm.geometry)
-    return [Hook(lambda b, l=l: fam.blocks(b)[l].attention.o_proj,
+    return [Hook(lambda b, l=l: fam.out_proj(b, l),
                  ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
             for l, heads in ablation.by_layer().items()]
 
@@ -195,7 +248,8 @@ class Hooked:
         self._handles: list[Any] = []
 
     def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
-        self.patches = out[0] if isinstance(out, tuple) else out  # (B, P, D)
+        out = out[0] if isinstance(out, tuple) else out
+        self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out  # (B, P, D); a Conv2d gives (B, D, gh, gw)
 
     def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
         keep = self.keep.to(out.device)  # type: ignore[union-attr]
@@ -259,7 +313,7 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
     with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=hooks) as run:
         t0 = time.perf_counter()
         with torch.inference_mode():
-            out = vm.model(pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
+            out = _forward(vm, pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
             if vm.device.type == "cuda":
                 torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
@@ -271,8 +325,8 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
     fp32_bytes = sum(t.numel() for t in out.attentions) * 4
     dtype = torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
     attentions = torch.cat([t.to(dtype) for t in out.attentions])  # (L, H, N, N)
-    logits = out.logits[0].float().cpu() if hasattr(out, "logits") else None
-    probs = logits.softmax(-1) if logits is not None else None
+    logits = out.logits[0].float().cpu() if out.logits is not None else None
+    probs = probs_of(vm, logits) if logits is not None else None
     return Analysis(
         model_id=vm.id,
         geometry=g,
@@ -288,7 +342,9 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
         kept_tokens=keep,
         seconds=seconds,
         ablation=ablation,
-        head_logits=_head_logits(out),
+        image_embeds=out.image_embeds[0].float().cpu() if out.image_embeds is not None else None,
+        summary_attention=out.summary_attention[0, :, 0].float().cpu() if out.summary_attention is not None else None,
+        head_logits=_head_logits(out.raw),
     )
 
 
@@ -328,8 +384,8 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
             idx = torch.stack([k for k in keeps[start:stop]])  # (b, N')
         # One run per chunk, so interactive single views can run between chunks.
         with Hooked(vm, keep=idx) as run, torch.inference_mode():
-            out = vm.model(pixels)
-        probs = out.logits.float().softmax(-1).cpu() if vm.has_classifier and hasattr(out, "logits") else None
+            out = _forward(vm, pixels)
+        probs = probs_of(vm, out.logits).cpu() if vm.has_classifier and out.logits is not None else None
         yield start, BatchPrediction(probs, run.patches.float().cpu())
         start = stop
 
@@ -359,11 +415,11 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
     pixels = to_pixel_values(view, vm.preprocess).to(vm.device)  # (1, 3, H, W)
     for start in range(0, len(cells), chunk):
         part = torch.tensor(cells[start:start + chunk], dtype=torch.long)  # (b, 2)
-        hooks = [Hook(lambda bb, l=l: fam.blocks(bb)[l].attention.o_proj, per_sample_zero_hook(l, part, H), pre=True)
+        hooks = [Hook(lambda bb, l=l: fam.out_proj(bb, l), per_sample_zero_hook(l, part, H), pre=True)
                  for l in sorted({int(c[0]) for c in part})]
         with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode():
-            out = vm.model(pixels.expand(len(part), -1, -1, -1))
-        yield start, out.logits.float().softmax(-1).cpu()
+            out = _forward(vm, pixels.expand(len(part), -1, -1, -1))
+        yield start, probs_of(vm, out.logits).cpu()
 
 
 # ------------------------------------------------------------------ another input size
@@ -382,11 +438,11 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     t0 = time.perf_counter()
     kwargs = {"interpolate_pos_encoding": True} if vm.family.interpolate_kwarg else {}  # DINOv2 always does
     with Hooked(vm, capture_patches=False), torch.inference_mode():
-        out = vm.model(pixels.to(vm.device), **kwargs)
+        out = _forward(vm, pixels.to(vm.device), **kwargs)
     seconds = time.perf_counter() - t0
-    if not hasattr(out, "logits"):
+    if out.logits is None:
         return ResolutionPrediction(size, grid, view, None, (), seconds)
-    probs = out.logits[0].float().cpu().softmax(-1)
+    probs = probs_of(vm, out.logits[0].float().cpu())
     return ResolutionPrediction(size, grid, view, probs.numpy(), top_predictions(probs, vm.labels), seconds)
 
 
@@ -404,9 +460,29 @@ def attention_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: i
     pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
     with Hooked(vm, capture_patches=False, extra=ablation_hooks(vm, ablation)), \
             torch.inference_mode(False), torch.enable_grad():
-        out = vm.model(pixels, output_attentions=True)
-        grads = torch.autograd.grad(out.logits[0, class_index], out.attentions)  # (1, H, N, N) each
-    return [t[0].detach().cpu() for t in out.attentions], [t[0].cpu() for t in grads]
+        out = _forward(vm, pixels, output_attentions=True)
+        # SigLIP: the MAP head's attention (1, H, P) comes last, as a (H, 1, P) "layer" whose
+        # one query is the probe (relevance.relevance_row reads it so).
+        atts = list(out.attentions) + ([out.summary_attention] if out.summary_attention is not None else [])
+        grads = torch.autograd.grad(out.logits[0, class_index], atts)  # (1, H, N, N) each
+    return [t[0].detach().cpu() for t in atts], [t[0].cpu() for t in grads]
+
+
+# ------------------------------------------------------------------ the text tower
+@on_gpu
+def text_embeddings(vm: VitModel, prompts: Sequence[str]) -> torch.Tensor:
+    """(C, E) float32 CPU embeddings of the prompts by CLIP's / SigLIP's text tower (not yet
+    normalised). One batched forward; the caller caches (session.text_key)."""
+    if vm.text is None:
+        raise UserError("This model has no text tower.")
+    enc = vm.text.tokenize(list(prompts))
+    kw = {"input_ids": enc["input_ids"].to(vm.device)}
+    if vm.text.use_attention_mask and "attention_mask" in enc:
+        kw["attention_mask"] = enc["attention_mask"].to(vm.device)
+    with Hooked(None), torch.inference_mode():
+        out = vm.model.get_text_features(**kw)
+    emb = out.pooler_output if hasattr(out, "pooler_output") else out
+    return emb.float().cpu()
 
 
 # ------------------------------------------------------------------ the optional CNN

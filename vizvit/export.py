@@ -21,20 +21,28 @@ from .ablation import Ablation, format_heads
 from .images import View
 from .models import VitModel, load_model
 from .numbers import model_numbers
+from .errors import UserError
 from .session import Photo, PhotoKey, Workbench
+from .zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
 from .tokens import OUTLIER_METHOD
 from .views import VIEWS
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
-           device: str = "auto", view: View = View(), ablation: Ablation = Ablation()) -> dict:
+           device: str = "auto", view: View = View(), ablation: Ablation = Ablation(),
+           labels: str | tuple[str, ...] | None = None, template: str = DEFAULT_TEMPLATE) -> dict:
     """Analyse one photo and write summary.json, arrays.npz and one PNG per figure. Every array is
-    of the intact model; with `ablation`, ``ablated_probs`` (C,) adds its heads-off prediction."""
+    of the intact model; with `ablation`, ``ablated_probs`` (C,) adds its heads-off prediction.
+    labels (CLIP / SigLIP): "a cat,a dog" are the classes (default: the model's list), read through
+    `template`; arrays then hold zero_shot_probs and label_names."""
     t0 = time.perf_counter()
     vm = model if isinstance(model, VitModel) else load_model(model, device)
     t_load = time.perf_counter() - t0
     wb = Workbench(cache_bytes=1 << 40, photo_bytes=1 << 40)  # one photo: keep everything
     wb.add_model(vm)
-    ph = Photo(wb, PhotoKey(vm.id, wb.add_photo(image_path)))
+    labs = parse_labels(labels)
+    if labs and not vm.is_zero_shot:
+        raise UserError("--labels needs an image-text model (CLIP or SigLIP); this model has its own classes.")
+    ph = Photo(wb, PhotoKey(vm.id, wb.add_photo(image_path), labels=labs, template=template if labs else ""))
     base = ph.analysis()
     a = ph.analysis(view) if not view.is_identity else base
     out = Path(out_dir)
@@ -46,7 +54,8 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
         arrays.update(v.export_arrays(ph))
     if not view.is_identity and a.probs is not None:
         arrays["masked_probs"] = a.probs.numpy().astype(np.float32)
-    ablated = wb.analysis(PhotoKey(vm.id, ph.key.sha1, ablation.checked(vm.geometry)), view) if ablation else None
+    ablated = (wb.analysis(PhotoKey(vm.id, ph.key.sha1, ablation.checked(vm.geometry), labs, ph.key.template), view)
+               if ablation else None)
     if ablated is not None and ablated.probs is not None:
         arrays["ablated_probs"] = ablated.probs.numpy().astype(np.float32)
     np.savez_compressed(out / "arrays.npz", **arrays)
@@ -81,6 +90,9 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
         "num_parameters": vm.num_parameters,
         "numbers": dict(model_numbers(vm)),
         "top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in base.top5],
+        "zero_shot": {"labels": list(ph.vm.labels), "template": ph.vm.zero_shot.template,
+                      "rule": ph.vm.zero_shot.rule, "scale": ph.vm.zero_shot.scale, "bias": ph.vm.zero_shot.bias}
+        if ph.vm.zero_shot is not None else None,
         # DeiT distilled: each head's top-5 (the model's prediction, top5, is the mean of their logits)
         "head_top5": {name: [{"index": int(i), "label": vm.labels[int(i)], "prob": float(v)}
                              for v, i in zip(*logits.softmax(-1).topk(min(5, logits.numel())))]
@@ -125,5 +137,10 @@ def methods_used() -> dict[str, str]:
         "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
         "logit_lens": "softmax(classifier(final layernorm([CLS] after block l))), l = 0..L",
         "head_importance": "p_top1(intact) − p_top1(that head alone zeroed before the output projection)",
+        "zero_shot_probs": "CLIP: softmax over the labels of exp(logit_scale)·cos(image, text); "
+                           "SigLIP: sigmoid(exp(logit_scale)·cos + logit_bias) per label",
+        "patch_label_cosine": PATCH_LABEL_METHOD + " (not trained to align: a probe, not an explanation)",
+        "summary_attention": "SigLIP: the MAP head's attention over the patches, per head; rollout and "
+                             "relevance end with it (summary·R)",
         "docs": "docs/methods.md",
     }

@@ -6,6 +6,10 @@ model's last layernorm and classifier, which were trained to read h_L only; what
 early depths is how far the summary token already points at a class in the final head's
 coordinates, not what the layer "thinks" (nostalgebraist 2020; ViT-Prisma's logit lens).
 No new forward: it reads the cached Analysis's hidden states.
+
+CLIP / SigLIP: the readout is the image tower's own end (final layernorm, then [CLS] through the
+projection, or SigLIP's attention-pooling head over every token) and the typed labels' text
+embeddings, with the model's probability rule (softmax or sigmoid).
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ class Lens:
 
 def readout(vm: VitModel, states: torch.Tensor) -> torch.Tensor:
     """(L+1, N, D) hidden states -> (L+1, C) logits through the model's own head (its family's
-    readout: final norm, then [CLS], [CLS] and [DIST], or the patch mean). Each depth goes through
+    readout: final norm, then [CLS], [CLS] and [DIST], the patch mean, or CLIP's / SigLIP's tower end
+    and the typed labels). Each depth goes through
     the same shapes as the model's head (a (1, N, D) norm), so the last depth reproduces its logits
     bit for bit."""
     p = next(vm.model.parameters())
     with torch.inference_mode():
-        rows = [vm.family.readout(vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype)) for h in states]
+        rows = [vm.family.readout(vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype), vm.zero_shot)
+                for h in states]
     return torch.cat(rows).float().cpu()
 
 
@@ -46,7 +52,7 @@ def logit_lens(vm: VitModel, hidden_states: torch.Tensor) -> Lens:
         raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
                         "needs a head that maps the summary token to classes.")
     logits = readout(vm, hidden_states)  # (L+1, C)
-    probs = logits.softmax(-1)
+    probs = vm.zero_shot.probs(logits) if vm.zero_shot is not None else logits.softmax(-1)
     final = int(probs[-1].argmax())
     # rank = 1 + number of classes strictly more probable than the final class at that depth
     rank = 1 + (probs > probs[:, final:final + 1]).sum(-1)

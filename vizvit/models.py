@@ -23,6 +23,7 @@ from transformers import (
 )
 
 from .errors import UserError
+from .zeroshot import TextSide, ZeroShotHead, map_pool, text_side
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +31,15 @@ DEFAULT_MODEL = "google/vit-base-patch16-224"
 RANDOM_PREFIX = "random:"
 _LABELS_FILE = Path(__file__).resolve().parent.parent / "assets" / "imagenet1k_labels.txt"
 PATCH_MEAN = "patch mean"  # the pseudo-token a mean-pooling head reads (BEiT): the mean of the patch tokens
+# The summary of a SigLIP image tower: a multihead attention pooling head's probe, outside the
+# sequence, attending once over every token after the last block (its weights: Analysis.summary_weights).
+MAP_HEAD = "MAP head"
 
 _B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 _DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
                patch_size=14)
+_CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, intermediate_size=2048,
+                  max_position_embeddings=77)
 # Architectures offered with seeded random weights, for offline use and as the "untrained"
 # baseline: (model_type, config numbers). Numbers are those of the published checkpoints
 # (each key is the last part of their hub id, so catalog.random_twin can find it).
@@ -50,6 +56,14 @@ RANDOM_ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
     "beit-base-patch16-224": ("beit", dict(_B16, image_size=224, patch_size=16, use_relative_position_bias=True,
                                            use_absolute_position_embeddings=False, use_mean_pooling=True,
                                            layer_scale_init_value=0.1)),
+    # Image-text models: vision / text numbers as in the checkpoints (the whole model is built).
+    "clip-vit-base-patch16": ("clip", dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=16),
+                                           text_config=_CLIP_TEXT)),
+    "clip-vit-base-patch32": ("clip", dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=32),
+                                           text_config=_CLIP_TEXT)),
+    "siglip-base-patch16-224": ("siglip", dict(vision_config=dict(_B16, image_size=224, patch_size=16),
+                                               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000,
+                                                                pad_token_id=1, eos_token_id=1, bos_token_id=None))),
 }
 RANDOM_SEED = 0
 
@@ -82,6 +96,12 @@ class Geometry:
             object.__setattr__(self, "prefix_names", names)
 
     @property
+    def summary(self) -> str:
+        """What sums the photo up by default: "cls" (a token of the sequence, or the patch mean) or
+        "map" (SigLIP: the MAP head's probe, outside the sequence), read from ``summaries``."""
+        return "map" if self.summaries[0] == MAP_HEAD else "cls"
+
+    @property
     def num_patches(self) -> int:
         return self.grid[0] * self.grid[1]
 
@@ -111,9 +131,10 @@ class Geometry:
         return tuple(self.token_name(i) for i in range(self.seq_len))
 
     def summary_index(self, name: str | None = None) -> int:
-        """Sequence position of a prefix summary token (default: the first); -1 for PATCH_MEAN."""
+        """Sequence position of a prefix summary token (default: the first); -1 for PATCH_MEAN and
+        MAP_HEAD (not tokens of the sequence)."""
         name = self.summaries[0] if name is None else name
-        if name == PATCH_MEAN:
+        if name in (PATCH_MEAN, MAP_HEAD):
             return -1
         if name not in self.prefix_names:
             raise UserError(f"This model has no {name} token: choose one of {', '.join(self.summaries)}.")
@@ -143,15 +164,27 @@ class VitModel:
     labels: tuple[str, ...]  # empty when the checkpoint has no classifier
     device: torch.device
     is_pretrained: bool  # False for random:<arch>: flag it wherever it is shown
+    text: TextSide | None = None  # CLIP / SigLIP: the tokenizer and probability rule of the text side
+    zero_shot: ZeroShotHead | None = None  # CLIP / SigLIP: the labels' text embeddings, the "classifier"
 
     @property
     def has_classifier(self) -> bool:
         return len(self.labels) > 0
 
     @property
+    def is_zero_shot(self) -> bool:
+        """An image-text model: its classes are the labels a user types."""
+        return self.text is not None
+
+    def with_zero_shot(self, head: ZeroShotHead) -> "VitModel":
+        """The same shared model with `head`'s labels as its classes (a new label list costs no load)."""
+        return replace(self, labels=head.labels, zero_shot=head)
+
+    @property
     def vit(self) -> torch.nn.Module:
-        """The backbone (embeddings, blocks, final layernorm) of any family."""
-        return self.model.base_model
+        """The image backbone (embeddings, blocks, final layernorm) of any family: a ViT's base
+        model, or the image tower of CLIP / SigLIP."""
+        return backbone_of(self.model)
 
     @property
     def family(self) -> "Family":
@@ -193,22 +226,40 @@ class Family:
     pe_antialias: bool = False  # the family's interpolate_pos_encoding antialiases (DINOv2 w/ registers)
     interpolate_kwarg: bool = True  # forward() takes interpolate_pos_encoding (DINOv2 always interpolates)
     pooling_kwarg: bool = True  # the base class takes add_pooling_layer
+    # An image-text model (CLIP, SigLIP): the backbone is its image tower (model.vision_model), the
+    # classes are the labels a user types, read through the text tower (vizvit/zeroshot.py).
+    tower: bool = False
 
-    # where the parts live (backbone = model.base_model)
+    # where the parts live (backbone = backbone_of(model): model.base_model, or the image tower)
     def embeddings(self, backbone: Module) -> Module:
         return backbone.embeddings
 
     def patch_embedding(self, backbone: Module) -> Module:
+        """The patch projection: a module giving (B, P, D), or CLIP's / SigLIP's Conv2d giving
+        (B, D, gh, gw) (the engine flattens it row-major)."""
+        if self.tower:
+            return backbone.embeddings.patch_embedding
         return backbone.embeddings.patch_embeddings
 
     def blocks(self, backbone: Module) -> list[Module]:
-        """The transformer blocks in order; each has ``attention.o_proj``."""
+        """The transformer blocks in order (their attention's output projection: ``out_proj``)."""
         enc = getattr(backbone, "encoder", None)
-        return list(enc.layer) if enc is not None and hasattr(enc, "layer") else list(backbone.layers)
+        if enc is not None and hasattr(enc, "layer"):
+            return list(enc.layer)
+        if enc is not None and hasattr(enc, "layers"):  # CLIP, SigLIP
+            return list(enc.layers)
+        return list(backbone.layers)
+
+    def out_proj(self, backbone: Module, layer: int) -> Module:
+        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
+        block = self.blocks(backbone)[layer]
+        return block.self_attn.out_proj if self.tower else block.attention.o_proj
 
     def final_norm(self, backbone: Module) -> Module:
         """The norm the head reads through: BEiT with mean pooling has Identity here and its
-        norm in the pooler (applied to the patch mean)."""
+        norm in the pooler (applied to the patch mean); CLIP / SigLIP: the tower's post_layernorm."""
+        if self.tower:
+            return backbone.post_layernorm
         pooler = getattr(backbone, "pooler", None)
         if self.key == "beit" and pooler is not None and getattr(pooler, "layernorm", None) is not None:
             return pooler.layernorm
@@ -216,16 +267,33 @@ class Family:
 
     def heads(self, model: Module) -> dict[str, Module]:
         """name -> classifier; empty without one. DeiT distilled: the [CLS] and [DIST] heads,
-        whose logits the model averages."""
+        whose logits the model averages. CLIP / SigLIP: none (the typed labels are the classes)."""
+        if self.tower:
+            return {}
         if hasattr(model, "cls_classifier") and hasattr(model, "distillation_classifier"):
             return {"[CLS] head": model.cls_classifier, "[DIST] head": model.distillation_classifier}
         head = getattr(model, "classifier", None)
         return {"head": head} if isinstance(head, Module) else {}
 
-    def readout(self, model: Module, states: torch.Tensor) -> torch.Tensor:
+    def embed(self, model: Module, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """CLIP / SigLIP: (B, N, D) block outputs -> image embeddings (B, E) as the tower ends: final
+        layernorm, then [CLS] through visual_projection (CLIP) or the MAP head (SigLIP), with the
+        MAP head's attention (B, H, 1, P) (None for CLIP: [CLS]'s attention is in the blocks')."""
+        backbone = backbone_of(model)
+        z = backbone.post_layernorm(states)
+        if MAP_HEAD in self.summaries(model.config, False):
+            return map_pool(backbone.head, z)
+        return model.visual_projection(z[:, 0]), None
+
+    def readout(self, model: Module, states: torch.Tensor, head: ZeroShotHead | None = None) -> torch.Tensor:
         """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them
         from its last block: final norm, then [CLS]'s head (ViT), the mean of the [CLS] and [DIST]
-        heads (DeiT distilled), or the head on the normed patch mean (BEiT's mean pooling)."""
+        heads (DeiT distilled), the head on the normed patch mean (BEiT's mean pooling), or the
+        image tower's end (``embed``) and the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
+        if self.tower:
+            if head is None:
+                raise UserError("Zero-shot labels are needed to read this image-text model out: type some.")
+            return head.logits(self.embed(model, states)[0])
         heads = self.heads(model)
         if not heads:
             raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
@@ -242,6 +310,8 @@ class Family:
 
     def position_table(self, backbone: Module) -> torch.Tensor | None:
         """(pe_prefix + P0, D) learned absolute positions, or None (BEiT: relative bias)."""
+        if self.tower:  # an nn.Embedding (N, D)
+            return self.embeddings(backbone).position_embedding.weight.detach()
         t = getattr(self.embeddings(backbone), "position_embeddings", None)
         return None if t is None else t.detach()[0]
 
@@ -262,6 +332,14 @@ def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     return ("[CLS]",)
 
 
+def backbone_of(model: Module) -> Module:
+    """The image backbone: CLIP's / SigLIP's image tower, else the model's base model."""
+    tower = getattr(model, "vision_model", None)
+    return tower if tower is not None else model.base_model
+
+
+_TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedded by the text tower "
+               "(\"a photo of {label}\"); ")
 _DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
             "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at any size.")
 FAMILIES: dict[str, Family] = {f.key: f for f in (
@@ -292,7 +370,20 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            "use_mean_pooling, else on [CLS]",
            lambda c, h: (PATCH_MEAN, "[CLS]") if h and getattr(c, "use_mean_pooling", False) else ("[CLS]",),
            ("BeitForImageClassification", "BeitModel"), "BeitForImageClassification", "BeitConfig"),
+    Family("clip", "CLIP (image tower)", _cls, "learned",
+           "Learned absolute position embeddings for [CLS] and each patch position.",
+           _TOWER_HEAD + "the image embedding is the final [CLS] token, layer-normed and projected; "
+           "probability = softmax over your labels of exp(logit_scale)·cosine",
+           _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, tower=True),
+    Family("siglip", "SigLIP (image tower)", lambda c: (), "learned",
+           "Learned absolute position embeddings, one per patch position (no [CLS]).",
+           _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every token "
+           "after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
+           lambda c, h: (MAP_HEAD,), ("SiglipModel",), "SiglipModel", "SiglipConfig", pe_prefix=0,
+           pooling_kwarg=False, tower=True),
 )}
+TOWER_MODEL_TYPES = tuple(k for k, f in FAMILIES.items() if f.tower)  # image-text models: zero-shot labels
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 # Why the nearest non-ViTs are not shown (model_type -> reason).
 NOT_VITS: dict[str, str] = {
@@ -351,11 +442,14 @@ def geometry_of(config: PretrainedConfig, has_head: bool = True) -> Geometry:
         return (int(v[0]), int(v[1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
 
     fam = family_of_type(getattr(config, "model_type", "vit"))
+    prefix = fam.prefix(config)
+    summaries = fam.summaries(config, has_head)
+    if fam.tower:  # the numbers of the image tower
+        config = config.vision_config
     image_size = pair(config.image_size)
     ph, pw = pair(config.patch_size)
     if ph != pw:
         raise UserError(f"Non-square patches ({ph}×{pw}) are not supported.")
-    prefix = fam.prefix(config)
     return Geometry(
         image_size=image_size,
         patch_size=ph,
@@ -365,7 +459,7 @@ def geometry_of(config: PretrainedConfig, has_head: bool = True) -> Geometry:
         num_heads=int(config.num_attention_heads),
         hidden_size=int(config.hidden_size),
         prefix_names=prefix,
-        summaries=fam.summaries(config, has_head),
+        summaries=summaries,
         family=fam.key,
     )
 
@@ -465,7 +559,7 @@ def _random_model(arch: str) -> PreTrainedModel:
         )
     kind, numbers = RANDOM_ARCHS[arch]
     fam = FAMILIES[kind]
-    config = getattr(transformers, fam.config_class)(num_labels=1000, **numbers)
+    config = getattr(transformers, fam.config_class)(**({} if fam.tower else {"num_labels": 1000}), **numbers)
     # Seeded so that every process (and every test) sees the same "untrained" model.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
@@ -532,7 +626,7 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
     pp = _preprocess_of(name, config)
     if name.startswith(RANDOM_PREFIX):
         pp = _random_preprocess(fam.key, pp)
-    return VitModel(
+    vm = VitModel(
         id=name,
         model=model,
         geometry=at_input_size(geometry, pp),
@@ -540,4 +634,10 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
         labels=labels_of(config, has_head),
         device=dev,
         is_pretrained=is_pretrained,
+        text=text_side(model, name if is_pretrained else None) if fam.tower else None,
     )
+    if vm.text is not None:  # the default labels, so that every view has top-5 from the start
+        from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, with_labels
+
+        vm = with_labels(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE)
+    return vm

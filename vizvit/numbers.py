@@ -21,7 +21,8 @@ def model_numbers(vm: VitModel) -> list[tuple[str, str]]:
         ("patch size", f"{p}×{p} pixels × 3 colours = {p * p * 3:,} numbers"),
         ("patches per side", f"{g.grid[0]} × {g.grid[1]}"),
         ("patches", f"{g.num_patches:,}"),
-        ("prefix tokens", f"{g.num_prefix_tokens} ({' '.join(g.prefix_names)})"),
+        ("prefix tokens", f"{g.num_prefix_tokens} ({' '.join(g.prefix_names)})" if g.num_prefix_tokens
+         else "0 (no [CLS]: an attention-pooling head sums up)"),
         ("sequence length N", f"{n:,}"),
         ("hidden size D", f"{g.hidden_size:,}"),
         ("layers L", f"{g.num_layers}"),

@@ -155,8 +155,11 @@ def ranking_maps(a: Analysis, seed: int = 0) -> dict[str, np.ndarray]:
     through all layers, raw last-layer [CLS] attention (mean over heads), and random."""
     g = a.geometry
     return {
-        "rollout": rollout_maps(a.attentions, g)[-1].numpy(),
-        "last-layer [CLS] attention": cls_to_patches(fuse_heads(a.attentions[-1]), g).numpy(),
+        "rollout": rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy(),
+        # SigLIP: the MAP head's own attention (the summary's last attention), under the same name
+        "last-layer [CLS] attention": (cls_to_patches(fuse_heads(a.attentions[-1]), g).numpy()
+                                       if a.summary_weights is None
+                                       else a.summary_weights[g.num_prefix_tokens:].reshape(g.grid).numpy()),
         "random": np.random.default_rng(seed).random(g.grid),
     }
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from .errors import UserError
 from .models import Geometry, VitModel
+from .tokens import position_table
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5
@@ -122,9 +123,9 @@ def random_init_positions(vm: VitModel, seed: int = RANDOM_INIT_SEED) -> torch.T
     emb_cls = type(vm.vit.embeddings)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        emb = emb_cls(vm.model.config)
+        emb = emb_cls(getattr(vm.model.config, "vision_config", vm.model.config))  # CLIP / SigLIP: the image tower's
         vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
-    patches = emb.position_embeddings.detach()[0, vm.family.pe_prefix:].float()
+    patches = position_table(emb).detach()[vm.family.pe_prefix:].float()
     if patches.shape[0] != g.num_patches:  # DINOv2: a training-size table, interpolated like the model's
         n0 = round(patches.shape[0] ** 0.5)
         patches = interpolate_patch_positions(patches, (n0, n0), g.grid, vm.family.pe_antialias)
@@ -207,7 +208,8 @@ def position_report(vm: VitModel) -> PositionReport:
         BASELINES[1]: cosine_similarity_matrix(sincos_2d(g.grid, d)),
         BASELINES[2]: cosine_similarity_matrix(random_init_positions(vm)),
     }
-    cls = cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid)  # [CLS] is prefix 0
+    cls = (cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid) if len(prefix)  # [CLS] is prefix 0
+           else torch.full(g.grid, float("nan")))  # SigLIP: no [CLS], no [CLS] position
     return PositionReport(
         grid=g.grid,
         sim=sims["learned"].numpy().astype(np.float32),

@@ -14,15 +14,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
+import torch
+
 from PIL import Image
 
 from .catalog import Catalog
 from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
-from .engine import Analysis, analyze, nbytes
+from .engine import Analysis, analyze, nbytes, text_embeddings, with_zero_shot
 from .images import ImageInput, View, image_sha1, load_image
 from .models import VitModel, load_model
+from .zeroshot import ZeroShotHead, check_template, head_of, parse_labels, prompts
 
 
 class AnalysisCache:
@@ -107,10 +110,23 @@ def analysis_key(model_id: str, sha1: str, view: View, ablation: Ablation = Abla
     return ("analysis", model_id, sha1, view, ablation)
 
 
-def derived_key(model_id: str, sha1: str, name: Hashable, ablation: Ablation = Ablation()) -> tuple:
+def derived_key(model_id: str, sha1: str, name: Hashable, ablation: Ablation = Ablation(),
+                labels: tuple[str, ...] = (), template: str = "") -> tuple:
     """Anything computed from one photo's analyses under one model, with the same heads
-    switched off (rollouts, relevance...)."""
-    return ("derived", model_id, sha1, ablation, name)
+    switched off (rollouts, relevance...) and, for CLIP / SigLIP, the same typed labels (the
+    classes a relevance map, a sweep's top-1 or a curve's target refer to)."""
+    return ("derived", model_id, sha1, ablation, name) + ((labels, template) if labels else ())
+
+
+def text_key(model_id: str, prompt: str) -> tuple:
+    """One prompt's text embedding (E,) under one CLIP / SigLIP model: a label typed again, or
+    kept in a new list, never runs the text tower again."""
+    return ("text", model_id, prompt)
+
+
+def head_key(model_id: str, labels: tuple[str, ...], template: str) -> tuple:
+    """The zero-shot head (text embeddings of a label list with a template) of one model."""
+    return ("zero-shot head", model_id, labels, template)
 
 
 def model_key(model_id: str, name: Hashable) -> tuple:
@@ -125,11 +141,15 @@ class PhotoKey:
     model_id: str
     sha1: str
     ablation: Ablation = Ablation()  # heads the session switched off: every view shows that model
+    # CLIP / SigLIP: the typed labels and prompt template ((): the model's default list). Not
+    # part of the analysis key: a new label list re-reads the cached image embedding.
+    labels: tuple[str, ...] = ()
+    template: str = ""
 
     @property
     def intact(self) -> "PhotoKey":
-        """The same photo and model with every head on."""
-        return PhotoKey(self.model_id, self.sha1)
+        """The same photo, model and labels with every head on."""
+        return PhotoKey(self.model_id, self.sha1, labels=self.labels, template=self.template)
 
 
 class Workbench:
@@ -209,20 +229,53 @@ class Workbench:
 
     # -- analyses -------------------------------------------------------------
     def analysis(self, key: PhotoKey, view: View = View()) -> Analysis:
-        """The cached Analysis of (model, photo, view); one forward pass on a miss."""
+        """The cached Analysis of (model, photo, view); one forward pass on a miss. CLIP / SigLIP:
+        the cached image embedding read through the key's labels (a text forward at most)."""
         vm = self.model(key.model_id)
-        return self.cache.get_or_compute(
+        a = self.cache.get_or_compute(
             analysis_key(key.model_id, key.sha1, view, key.ablation),
             lambda: analyze(vm, self.photo(key.sha1), view, ablation=key.ablation),
         )
+        return with_zero_shot(a, self.labelled(key)) if vm.is_zero_shot else a
+
+    # -- zero-shot labels (CLIP / SigLIP) ----------------------------------------
+    def zero_shot(self, model_id: str, labels: tuple[str, ...] | str, template: str) -> ZeroShotHead:
+        """The text side of a label list: cached per list, and each prompt's embedding cached on
+        its own, so only prompts never seen before run the text tower (one batched forward)."""
+        vm = self.model(model_id)
+        labs, t = parse_labels(labels), check_template(template)
+        if not labs:
+            raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
+
+        def compute() -> ZeroShotHead:
+            texts = prompts(labs, t)
+            missing = [p for p in dict.fromkeys(texts) if self.cache.get(text_key(model_id, p)) is None]
+            if missing:
+                for p, e in zip(missing, text_embeddings(vm, missing)):
+                    self.cache.put(text_key(model_id, p), e)
+            got = {p: self.cache.get(text_key(model_id, p)) for p in texts}
+            for p in [p for p, e in got.items() if e is None]:  # evicted meanwhile: recompute
+                got[p] = text_embeddings(vm, [p])[0]
+            return head_of(vm, labs, t, torch.stack([got[p] for p in texts]))
+
+        return self.cache.get_or_compute(head_key(model_id, labs, t), compute)
+
+    def labelled(self, key: PhotoKey) -> VitModel:
+        """The key's model with its labels as classes: CLIP / SigLIP read the typed labels (the
+        model's default list when none are typed); any other model as it is."""
+        vm = self.model(key.model_id)
+        if not vm.is_zero_shot or not key.labels:
+            return vm
+        return vm.with_zero_shot(self.zero_shot(key.model_id, key.labels, key.template))
 
     def derived(self, key: PhotoKey, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything computed from a photo's analyses (rollout stacks, relevance...)."""
-        return self.cache.get_or_compute(derived_key(key.model_id, key.sha1, name, key.ablation), compute)
+        return self.cache.get_or_compute(
+            derived_key(key.model_id, key.sha1, name, key.ablation, key.labels, key.template), compute)
 
     def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
         """The cached derived result, or None: for streamed computations that store at the end."""
-        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation))
+        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation, key.labels, key.template))
 
     def per_model(self, model_id: str, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything that depends on the model alone."""
@@ -243,7 +296,8 @@ class Photo:
 
     @property
     def vm(self) -> VitModel:
-        return self.wb.model(self.key.model_id)
+        """The model, with this session's typed labels as its classes (CLIP / SigLIP)."""
+        return self.wb.labelled(self.key)
 
     @property
     def image(self) -> Image.Image:

@@ -21,6 +21,31 @@ NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
 
 
 # ------------------------------------------------------------------ the embedding stage
+# Where the embedding stage keeps its parts: HF ViT (patch_embeddings.projection, cls_token,
+# position_embeddings (1, N, D)) or CLIP / SigLIP (patch_embedding, class_embedding (D,) or none,
+# position_embedding, an nn.Embedding (N, D)).
+def patch_conv(embeddings: torch.nn.Module) -> torch.nn.Conv2d:
+    """The patch-embedding Conv2d (kernel = stride = p) of an embeddings module."""
+    pe = getattr(embeddings, "patch_embeddings", None)
+    return pe.projection if pe is not None else embeddings.patch_embedding
+
+
+def prefix_table(embeddings: torch.nn.Module) -> torch.Tensor:
+    """(T, D) the learned prefix tokens ([CLS]) an embeddings module puts in front: T = 0 for SigLIP."""
+    if hasattr(embeddings, "cls_token"):
+        return embeddings.cls_token[0]
+    if hasattr(embeddings, "class_embedding"):
+        return embeddings.class_embedding[None]
+    w = patch_conv(embeddings).weight
+    return w.new_zeros(0, w.shape[0])
+
+
+def position_table(embeddings: torch.nn.Module) -> torch.Tensor:
+    """(N, D) the learned position embeddings, prefix rows first."""
+    pe = getattr(embeddings, "position_embeddings", None)
+    return pe[0] if pe is not None else embeddings.position_embedding.weight
+
+
 def conv_as_unfold_linear(pixels: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
     """The patch-embedding conv written as "cut into patches, apply one matrix".
 
@@ -49,30 +74,37 @@ class EmbeddingStage:
 
 @torch.inference_mode()
 def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_embeddings: torch.Tensor,
-                    hidden0: torch.Tensor, g: Geometry) -> EmbeddingStage:
+                    hidden0: torch.Tensor, g: Geometry, pre_norm: torch.nn.Module | None = None) -> EmbeddingStage:
     """Run only the embedding stage by hand and check it against the cached forward.
 
     embeddings: the ViT's embeddings module (patch_embeddings.projection, cls_token,
     position_embeddings); pixels (1, 3, H, W); patch_embeddings (P, D) and hidden0 (N, D)
-    from the Analysis. Cheap (one conv), so it runs no transformer block.
+    from the Analysis. Cheap (one conv), so it runs no transformer block. pre_norm: a layernorm
+    the tower applies before the first block (CLIP's pre_layrnorm), part of hidden0.
     """
-    conv: torch.nn.Conv2d = embeddings.patch_embeddings.projection
+    conv: torch.nn.Conv2d = patch_conv(embeddings)
     dev = conv.weight.device
     fam = FAMILIES[g.family]
     x = pixels.to(dev, conv.weight.dtype)  # (1, 3, H, W)
     fmap = conv(x)  # (1, D, gh, gw)
     seq = fmap.flatten(2).transpose(1, 2)  # (1, P, D): row-major over the grid
     lin = conv_as_unfold_linear(x, conv)  # (1, P, D)
-    # The prefix tokens that get a position ([CLS], and DeiT's [DIST]) go in front first.
+    # The prefix tokens that get a position ([CLS], and DeiT's [DIST]) go in front first (SigLIP: none).
     pe_names = g.prefix_names[:fam.pe_prefix]
     learned = {"[CLS]": "cls_token", "[DIST]": "distillation_token"}
-    prefix = torch.cat([getattr(embeddings, learned[n]).expand(1, -1, -1) for n in pe_names], dim=1)
+    prefix = torch.cat([getattr(embeddings, learned[n]).expand(1, -1, -1) if hasattr(embeddings, learned[n])
+                        else embeddings.class_embedding.view(1, 1, -1)  # CLIP: a (D,) class embedding
+                        for n in pe_names], dim=1) if pe_names else seq[:, :0]
     tokens = torch.cat([prefix, seq], dim=1)  # (1, pe_prefix + P, D)
     shapes = [("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
-              ("flatten row-major", tuple(seq.shape)), (f"prepend {' '.join(pe_names)}", tuple(tokens.shape))]
-    table = getattr(embeddings, "position_embeddings", None)
-    if table is not None:  # (1, pe_prefix + P0, D), interpolated to this grid as the family does
-        pe_pre, pe_patches = table[0, :fam.pe_prefix], table[0, fam.pe_prefix:]
+              ("flatten row-major", tuple(seq.shape))]
+    if pe_names:
+        shapes.append((f"prepend {' '.join(pe_names)}", tuple(tokens.shape)))
+    pos = getattr(embeddings, "position_embeddings", None)
+    table = pos[0] if pos is not None else (position_table(embeddings) if hasattr(embeddings, "position_embedding")
+                                            else None)
+    if table is not None:  # (pe_prefix + P0, D), interpolated to this grid as the family does
+        pe_pre, pe_patches = table[:fam.pe_prefix], table[fam.pe_prefix:]
         n0 = round(pe_patches.shape[0] ** 0.5)
         if (n0, n0) != g.grid:
             pe_patches = _interpolate(pe_patches.float(), (n0, n0), g.grid, fam.pe_antialias).to(pe_patches.dtype)
@@ -85,6 +117,9 @@ def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_emb
         regs = embeddings.register_tokens.expand(1, -1, -1)
         embedded = torch.cat([embedded[:, :1], regs, embedded[:, 1:]], dim=1)
         shapes.append((f"insert [REG1]…[REG{g.num_registers}] after [CLS]", tuple(embedded.shape)))
+    if pre_norm is not None:
+        embedded = pre_norm(embedded)
+        shapes.append(("pre-layernorm (CLIP)", tuple(embedded.shape)))
     seq_c, emb_c = seq[0].float().cpu(), embedded[0].float().cpu()
     return EmbeddingStage(
         shapes=tuple(shapes),
@@ -273,10 +308,13 @@ def token_stats(hidden: torch.Tensor, g: Geometry) -> TokenStats:
         pca_xy=np.stack(xys).astype(np.float32),
         pca_ratio=np.stack(ratios).astype(np.float32),
         norms=token_norms(hidden, g).numpy().astype(np.float32),
-        cls_norms=hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32),
+        # SigLIP has no [CLS] token: zeros (the Embeddings tab says so)
+        cls_norms=(hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32) if g.num_prefix_tokens
+                   else np.zeros(hidden.shape[0], np.float32)),
         prefix_norms=hidden[:, :g.num_prefix_tokens].float().norm(dim=-1).numpy().astype(np.float32),
         outliers=norm_outliers(token_norms(hidden, g)).numpy(),
-        cls_sim=cls_patch_similarity(hidden, g).numpy().astype(np.float32),
+        cls_sim=(cls_patch_similarity(hidden, g).numpy().astype(np.float32) if g.num_prefix_tokens
+                 else np.zeros((hidden.shape[0], *g.grid), np.float32)),
     )
 
 

@@ -21,7 +21,7 @@ from .. import attention as att_mod
 from .. import render
 from ..errors import UserError
 from ..engine import Analysis
-from ..models import Geometry, VitModel
+from ..models import MAP_HEAD, Geometry, VitModel
 from ..patches import patch_at, token_index
 from ..session import Photo
 from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
@@ -36,6 +36,11 @@ def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
 
 
 # ------------------------------------------------------------------ texts
+MAP_SENSE_RAW = ("SigLIP has no [CLS]: its summary is the **MAP head** (a learned probe that attends once, after "
+                 "the last block). Shown: the MAP head's weights read back through this layer's attention, s·A "
+                 "(at the last layer, what the patches that the MAP head reads were attending to)")
+MAP_SENSE_ROLLOUT = ("SigLIP has no [CLS]: the rollout ends with the **MAP head**'s attention s, so the map is "
+                     "s·R through this layer")
 MAIN_TEXT = """**Main map.** By default: how much the **[CLS] token** attends to each patch, in the chosen layer
 and head (or the heads fused by mean / max / min), drawn over exactly the pixels the model saw. Each row
 of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside the map say how much
@@ -179,6 +184,14 @@ def main_matrix(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Te
     return layer_rollout(a, h, p.discard, cache, p.discard_mode)[l]
 
 
+def summary_of(a: Analysis, name: str | None = None) -> str | torch.Tensor | None:
+    """What attention.summary_row reads a map from: the summary's name, or for SigLIP's MAP head (not
+    a token of the sequence) its weights over the tokens (Analysis.summary_weights)."""
+    if (name or a.geometry.summaries[0]) == MAP_HEAD:
+        return a.summary_weights
+    return name
+
+
 def query_token(p: AttnParams, g: Geometry) -> int:
     """The query's sequence position: a clicked patch, else the summary token (-1: patch mean)."""
     return g.summary_index(p.summary) if p.query is None else token_index(*p.query, g)
@@ -272,7 +285,11 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
     t = query_token(p, g)
-    values = att_mod.query_map(m, t, p.direction, g).numpy().astype(np.float32)
+    pooling = g.summary == "map" and p.query is None  # SigLIP's summary: the MAP head, not a token
+    if pooling:
+        values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
+    else:
+        values = att_mod.query_map(m, t, p.direction, g).numpy().astype(np.float32)
     pre = g.num_prefix_tokens
     what = "head " + str(p.head) if p.show == ONE_HEAD else f"{p.show} of {g.num_heads} heads"
     kind = ("attention" if p.mode == "raw" else
@@ -283,6 +300,8 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     who = s_name if p.query is None else f"patch (row {p.query[0]}, col {p.query[1]})"
     sense = (f"what {who} attends to (its row)" if p.direction == "row"
              else f"how much each patch attends to {who} (its column)")
+    if pooling:
+        sense = (MAP_SENSE_RAW if p.mode == "raw" else MAP_SENSE_ROLLOUT)
     vmax, rmax, cmax = _where(values, np.argmax)
     vmin, rmin, cmin = _where(values, np.argmin)
     lines = [
@@ -290,7 +309,10 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
         "",
         "| number | value |", "|---|---|",
     ]
-    if s >= 0:
+    if pooling:
+        if a.summary_weights is not None:
+            lines.append(f"| MAP head's largest weight (after block {g.num_layers}) | {float(a.summary_weights.max()):.4f} |")
+    elif s >= 0:
         lines.append(f"| {s_name}→{s_name} | {float(m[s, s]):.4f} |")
     else:
         lines.append(f"| patch mean→patches (its row's patch sum) | {float(m[pre:, pre:].sum(-1).mean()):.4f} |")
@@ -306,7 +328,7 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
         f"| max | {vmax:.4f} at (row {rmax}, col {cmax}) |",
         f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
     ]
-    if s < 0 and p.query is None:
+    if s < 0 and p.query is None and not pooling:
         lines.append("| note | this model's head reads the mean of the patch tokens, not [CLS]: the map is the "
                      "mean of the patch queries' rows |")
     if p.tau > 0:
@@ -360,6 +382,8 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
     per-head rolled out."""
     g = a.geometry
     stack = _full_attentions(a) if p.mode == "raw" else head_rollout(a, cache)
+    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+        return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
 
@@ -472,7 +496,8 @@ def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Ten
     """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
     when a single head is shown."""
     fusion = p.show if p.show in FUSIONS else "mean"
-    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry, p.summary)
+    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry,
+                                  summary_of(a, p.summary))
 
 
 # ------------------------------------------------------------------ everything a control changes
@@ -581,11 +606,12 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
 def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache,
                   summary: str | None = None) -> np.ndarray:
     """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
-    once per photo and class; read from the summary token's row (R is (N, N))."""
-    from ..relevance import relevance_matrix
+    once per photo and class; read from the summary token's row (R is (N, N); SigLIP: the MAP
+    head's relevance step s (N,), s·R)."""
+    from ..relevance import relevance_parts
 
-    r = cache(("relevance", int(class_index)), lambda: relevance_matrix(vm, a, int(class_index)))
-    return att_mod.cls_to_patches(r, vm.geometry, summary).numpy().astype(np.float32)
+    r, s = cache(("relevance", int(class_index)), lambda: relevance_parts(vm, a, int(class_index)))
+    return att_mod.cls_to_patches(r, vm.geometry, s if s is not None else summary).numpy().astype(np.float32)
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
@@ -605,19 +631,24 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     g = vm.geometry
     att = _full_attentions(a)
     stack = layer_rollout(a, "mean", 0.0, cache)  # (L, N, N)
+    s = summary_of(a)  # SigLIP: the MAP head's weights (N,); else the default summary's name
     out = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
-        "cls_attention": att_mod.cls_to_patches(att.float(), g, "[CLS]").numpy().astype(np.float32),  # (L, H, gh, gw)
-        "rollout": att_mod.cls_to_patches(stack, g).numpy().astype(np.float32),  # (L, gh, gw), default summary
+        "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.summary == "map" else "[CLS]"
+                                                ).numpy().astype(np.float32),  # (L, H, gh, gw)
+        "rollout": att_mod.cls_to_patches(stack, g, s).numpy().astype(np.float32),  # (L, gh, gw), default summary
         # (T, L, gh, gw) / (L, H, T, gh, gw): rollout and raw attention from every prefix token
-        # ([CLS], [DIST], [REG1..R]); the rollout from [CLS] is prefix_rollout[0]
+        # ([CLS], [DIST], [REG1..R]); the rollout from [CLS] is prefix_rollout[0]; SigLIP: T = 0
         "prefix_rollout": np.stack([att_mod.cls_to_patches(stack, g, n).numpy() for n in g.prefix_names]
-                                   ).astype(np.float32),
+                                   ).astype(np.float32) if g.prefix_names
+        else np.zeros((0, g.num_layers, *g.grid), np.float32),
         "prefix_attention": att[:, :, :g.num_prefix_tokens, g.num_prefix_tokens:].float().reshape(
             *att.shape[:2], g.num_prefix_tokens, *g.grid).numpy().astype(np.float32),
-        "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g).numpy().astype(np.float32),
+        "rollout_heads": att_mod.cls_to_patches(head_rollout(a, cache), g, s).numpy().astype(np.float32),
         "attention_distance": distances(a, cache).numpy().astype(np.float32),  # (L, H)
     }
+    if a.summary_attention is not None:  # (H, gh, gw) SigLIP: the MAP head's attention per head
+        out["summary_attention"] = a.summary_attention[:, g.num_prefix_tokens:].reshape(-1, *g.grid).numpy()
     if vm.has_classifier and a.top5:
         out["relevance"] = relevance_map(vm, a, a.top5[0].index, cache)  # (gh, gw), top-1 class
     return out

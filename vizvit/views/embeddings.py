@@ -31,6 +31,7 @@ from ..tokens import (
     cosine_to,
     embedding_filters_pca,
     embedding_stage,
+    patch_conv,
     parameter_table,
     token_stats,
 )
@@ -76,12 +77,13 @@ def prepare(vm: VitModel, a: Analysis) -> EmbeddingsData:
     if a.dropped:
         raise UserError("The Embeddings tab needs the full token sequence; remove the token drop.")
     return EmbeddingsData(
-        stage=embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g),
+        stage=embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g,
+                              getattr(vm.vit, "pre_layrnorm", None)),
         params=parameter_table(vm.model),
         total_params=vm.num_parameters,
-        filters=model_filters(vm.vit.embeddings.patch_embeddings.projection),
+        filters=model_filters(patch_conv(vm.vit.embeddings)),
         tokens=token_stats(a.hidden_states, g),
-        rollout=rollout_maps(a.attentions, g)[-1].numpy().astype(np.float32),
+        rollout=rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy().astype(np.float32),
         thumbs=np.array(patch_thumbnails(a.input_view, g)),
         big=render.enlarge(a.input_view, render.display_scale(g)),
     )
@@ -299,6 +301,9 @@ def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 196) -> np
 
 
 def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
+    if vm.geometry.num_prefix_tokens == 0:
+        return ("**How similar [CLS] is to each patch**: this model has **no [CLS] token** (SigLIP sums the "
+                "photo up with an attention-pooling head after the last block), so there is nothing to compare.")
     means = ", ".join(f"{m:+.2f}" for m in d.tokens.cls_sim.reshape(len(d.tokens.cls_sim), -1).mean(1))
     return (f"**How similar [CLS] is to each patch, layer by layer** (cosine; blue −1, white 0, red +1). "
             f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.\n\n" + norms_table(vm, d))

@@ -180,7 +180,7 @@ def session_ablation(text: str, mode: str, g: Geometry) -> Ablation:
 
 def with_ablation(key: PhotoKey, ablation: Ablation) -> PhotoKey:
     """The session's key with these heads off: every tab then shows that model."""
-    return PhotoKey(key.model_id, key.sha1, ablation)
+    return PhotoKey(key.model_id, key.sha1, ablation, key.labels, key.template)  # the typed labels stay
 
 
 def ablation_panel(ph: Photo) -> AblationPanel:

@@ -14,6 +14,8 @@ from ..models import Geometry, VitModel
 from ..numbers import model_numbers
 from ..patches import describe_patch
 from ..session import Photo
+from ..errors import UserError
+from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD, patch_label_cosine
 from .common import on_grid, top5_figure
 
 PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
@@ -90,12 +92,79 @@ def change(ph: Photo, lines: bool = True, indices: bool = False,
     return patch_grid(vm, a, lines, indices, clicked), patch_text(vm.geometry, clicked), strip
 
 
+# ------------------------------------------------------------------ CLIP / SigLIP: which patches match a label
+def label_rule_text(vm: VitModel) -> str:
+    """What the labels box means for this model (shown beside it)."""
+    if vm.zero_shot is None:
+        return ("*Labels apply to image-text models (CLIP, SigLIP) only: this model has its own "
+                f"{len(vm.labels):,} classes.*" if vm.has_classifier else "*This model has no classifier and no text tower.*")
+    return (f"**Zero-shot labels** ({len(vm.labels)}), each read as “{vm.zero_shot.template or '{}'}”. "
+            f"Probabilities: {vm.zero_shot.rule_text}.")
+
+
+def label_cosines(ph: Photo) -> np.ndarray:
+    """(C, gh, gw) float32 cosine of each patch token with each label's text embedding, cached
+    per photo and label list (zeroshot.patch_label_cosine)."""
+    vm = ph.vm
+    if vm.zero_shot is None:
+        raise UserError("Patch-label similarity needs an image-text model (CLIP or SigLIP) and labels.")
+    g = vm.geometry
+
+    def compute() -> np.ndarray:
+        a = ph.analysis()
+        if a.dropped:
+            raise UserError("Patch-label similarity needs the full token sequence: turn token drop off.")
+        cos = patch_label_cosine(vm, a.hidden_states[-1], vm.zero_shot)  # (C, P)
+        return cos.reshape(-1, *g.grid).numpy().astype(np.float32)
+
+    return ph.derived("patch-label cosine", compute)
+
+
+def label_map(ph: Photo, label: int | str | None = None, alpha: float = 0.6) -> tuple[np.ndarray, str]:
+    """The patch-label map of one label (index or text; None: the top-1): an overlay on the
+    enlarged view and a text with the numbers and the caveat."""
+    vm, a = ph.vm, ph.analysis()
+    g = vm.geometry
+    cos = label_cosines(ph)
+    if label is None or label == "":
+        i = a.top5[0].index
+    elif isinstance(label, str) and not label.lstrip("-").isdigit():
+        if label not in vm.labels:
+            raise UserError(f"{label!r} is not one of the labels: pick one from the list.")
+        i = vm.labels.index(label)
+    else:
+        i = int(label)
+        if not 0 <= i < len(vm.labels):
+            raise UserError(f"Label index {i} is outside 0..{len(vm.labels) - 1}.")
+    m = cos[i]
+    lo, hi = float(m.min()), float(m.max())
+    img = render.overlay(a.input_view, m, alpha, "RdBu_r", vmin=-max(abs(lo), abs(hi)), vmax=max(abs(lo), abs(hi)))
+    big = render.enlarge(img, render.display_scale(g))
+    r, c = divmod(int(m.argmax()), g.grid[1])
+    text = (f"**Which patches match “{vm.labels[i]}”** — {PATCH_LABEL_METHOD}. Red: closer to the label, blue: "
+            f"further (scale ±{max(abs(lo), abs(hi)):.3f}). Max {hi:+.3f} at (row {r}, col {c}), min {lo:+.3f}, "
+            f"mean {float(m.mean()):+.3f}. ⚠️ {PATCH_LABEL_CAVEAT}")
+    if not vm.is_pretrained:
+        text += " **Untrained weights: this map means nothing.**"
+    return big, text
+
+
+def label_choices(vm: VitModel) -> list[str]:
+    return list(vm.labels) if vm.zero_shot is not None else []
+
+
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
-    """arrays.npz: input_view (H, W, 3) uint8 and probs (C,) float32."""
+    """arrays.npz: input_view (H, W, 3) uint8 and probs (C,) float32; CLIP / SigLIP also
+    zero_shot_probs (C,), label_names (C,) and patch_label_cosine (C, gh, gw)."""
     a = ph.analysis()
     out = {"input_view": a.input_view}
     if a.probs is not None:
         out["probs"] = a.probs.numpy().astype(np.float32)
+    vm = ph.vm
+    if vm.zero_shot is not None and a.probs is not None:
+        out["zero_shot_probs"] = a.probs.numpy().astype(np.float32)
+        out["label_names"] = np.array(vm.labels)
+        out["patch_label_cosine"] = label_cosines(ph)
     return out
 
 

@@ -1,0 +1,35 @@
+"""CLIP and SigLIP in a real browser: type labels, and the top-5 and the patch-label map change to them."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+from browser import page_at, shot, upload_and_open, wait_image
+from conftest import EXAMPLES
+from test_zeroshot import make_tiny_tower
+
+import vizvit
+
+
+@pytest.mark.parametrize("kind", ["clip", "siglip"])
+def test_type_labels_and_the_top5_changes_to_them(tmp_path, kind):
+    vm = vizvit.load_model(str(make_tiny_tower(tmp_path / kind, kind, 16)), device="cpu")
+    with running(vm) as url, page_at(url, height=1600) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Patches")
+        page.wait_for_selector("#top5 .js-plotly-plot")
+        page.wait_for_selector("#zs-rule:has-text('softmax')" if kind == "clip" else "#zs-rule:has-text('sigmoid')")
+        old = wait_image(page, "label-map")
+        box = page.locator("#zs-labels textarea, #zs-labels input").first
+        box.fill("a fish, a teapot, a bird")
+        box.press("Enter")
+        page.wait_for_function("() => document.querySelector('#top5').innerText.includes('a fish')")
+        text = page.inner_text("#top5")
+        assert "a fish" in text and "a teapot" in text and "a bird" in text and "a cat" not in text
+        wait_image(page, "label-map", old)
+        page.wait_for_selector("#zs-rule:has-text('(3)')")
+        shot(page, f"zeroshot_{kind}_patches", full_page=True)
+        # the relevance of a typed label on the Attention tab
+        page.get_by_role("tab", name="Attention").click()
+        page.wait_for_selector("#attn-main img", timeout=60_000)
+        shot(page, f"zeroshot_{kind}_attention", full_page=False)
