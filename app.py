@@ -266,15 +266,11 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def show_all(key: PhotoKey | None, depth_l: int, rc: tuple[int, int] | None, color: str):
         if key is None:
             return (None, None, None, "", "", None, None, "", "", "", None, "", None, None, gr.skip())
-        vm, a, d = data(key)
-        st = embeddings.stage_panel(vm, d)
-        top = vm.geometry.num_layers
-        depth_l = min(int(depth_l), top)
-        return (*show_depth(key, depth_l, rc), show_scatter(key, depth_l, color), st.steps, st.check,
-                embeddings.cls_similarity_text(vm, d), embeddings.filters_text(vm, d),
-                st.params, st.total,
-                embeddings.cls_similarity_image(vm, d), embeddings.filters_image(d),
-                gr.Slider(maximum=top, value=depth_l))
+        pg = embeddings.show(ctx.wb.handle(key), depth_l, rc, color)
+        p, s = pg.depth_panel, pg.similarity
+        return (p.pca_over_photo, p.maps, s.image, s.text, p.text, pg.scatter, pg.stage.steps, pg.stage.check,
+                pg.cls_text, pg.filters_text, pg.stage.params, pg.stage.total, pg.cls_image, pg.filters_image,
+                gr.Slider(maximum=ctx.wb.model(key.model_id).geometry.num_layers, value=pg.depth))
 
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData):

@@ -19,7 +19,7 @@ def test_every_view_has_the_same_export_entry_points():
     for v in VIEWS:
         for name in ("export_arrays", "export_figures"):
             assert callable(getattr(v, name, None)), f"{v.__name__} lacks {name}"
-        assert callable(getattr(v, "show", None)) or v.__name__.endswith("embeddings"), v
+        assert callable(getattr(v, "show", None)), f"{v.__name__} lacks show"
 
 
 def test_hooks_are_registered_in_the_engine_only():

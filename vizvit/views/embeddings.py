@@ -395,6 +395,31 @@ def data(ph: Photo) -> EmbeddingsData:
     return ph.derived("embeddings", lambda: prepare(ph.vm, ph.analysis()))
 
 
+@dataclass(frozen=True)
+class EmbeddingsPage:
+    """Everything the tab shows on open, at one depth."""
+
+    depth: int  # the depth shown (clamped to this model's L)
+    stage: StagePanel
+    depth_panel: DepthPanel
+    similarity: SimilarityPanel
+    scatter: go.Figure
+    cls_text: str
+    cls_image: np.ndarray
+    filters_text: str
+    filters_image: np.ndarray
+
+
+def show(ph: Photo, depth: int, rc: tuple[int, int] | None = None, color_by: str = "row") -> EmbeddingsPage:
+    """On open (a new photo or model): every part of the tab at `depth` (clamped to L)."""
+    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    depth = min(int(depth), vm.geometry.num_layers)
+    return EmbeddingsPage(depth, stage_panel(vm, d), depth_panel(vm, a, d, depth, rc),
+                          similarity_panel(vm, a, d, depth, rc), scatter_figure(vm, d, depth, color_by),
+                          cls_similarity_text(vm, d), cls_similarity_image(vm, d), filters_text(vm, d),
+                          filters_image(d))
+
+
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     return embedding_arrays(ph.vm, ph.analysis(), data(ph))
 
