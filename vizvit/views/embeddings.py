@@ -7,7 +7,6 @@ and the colour choice only render from it, so none of them runs the model.
 from __future__ import annotations
 
 import base64
-import weakref
 from dataclasses import dataclass
 
 import cv2
@@ -70,9 +69,10 @@ class EmbeddingsData:
     big: np.ndarray  # (s·H, s·W, 3) uint8: the model-input view enlarged for display
 
 
-def prepare(vm: VitModel, a: Analysis) -> EmbeddingsData:
+def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> EmbeddingsData:
     """Everything the tab shows that depends on the photo but on no slider. No forward pass:
-    one conv for the demonstration, a few SVDs, a rollout."""
+    one conv for the demonstration, a few SVDs, a rollout. filters: the model's filter PCA when
+    already computed (it depends on the model only; see `data`)."""
     g = vm.geometry
     if a.dropped:
         raise UserError("The Embeddings tab needs the full token sequence; remove the token drop.")
@@ -81,7 +81,7 @@ def prepare(vm: VitModel, a: Analysis) -> EmbeddingsData:
                               getattr(vm.vit, "pre_layrnorm", None)),
         params=parameter_table(vm.model),
         total_params=vm.num_parameters,
-        filters=model_filters(patch_conv(vm.vit.embeddings)),
+        filters=filters or model_filters(vm),
         tokens=token_stats(a.hidden_states, g),
         rollout=rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy().astype(np.float32),
         thumbs=np.array(patch_thumbnails(a.input_view, g)),
@@ -89,16 +89,9 @@ def prepare(vm: VitModel, a: Analysis) -> EmbeddingsData:
     )
 
 
-_FILTERS: "weakref.WeakKeyDictionary[torch.nn.Module, FilterPCA]" = weakref.WeakKeyDictionary()
-
-
-def model_filters(conv: torch.nn.Conv2d) -> FilterPCA:
-    """The filter PCA of a model's embedding conv, computed once per loaded model (not per
-    photo: it is the slowest part of opening the tab). Weak keys: an unloaded model's entry goes."""
-    f = _FILTERS.get(conv)
-    if f is None:
-        f = _FILTERS[conv] = embedding_filters_pca(conv.weight)
-    return f
+def model_filters(vm: VitModel) -> FilterPCA:
+    """The principal components of the model's patch-embedding filters."""
+    return embedding_filters_pca(patch_conv(vm.vit.embeddings).weight)
 
 
 def patch_thumbnails(view: np.ndarray, g: Geometry) -> list[str]:
@@ -392,7 +385,10 @@ def embedding_figures(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None
 # ------------------------------------------------------------------ entry points
 def data(ph: Photo) -> EmbeddingsData:
     """The per-photo work of the tab, once per photo and model."""
-    return ph.derived("embeddings", lambda: prepare(ph.vm, ph.analysis()))
+    # The filter PCA is the slowest part of opening the tab and depends on the model alone:
+    # cached once per model, in the same cache as everything else.
+    filters = ph.per_model("filter_pca", lambda: model_filters(ph.vm))
+    return ph.derived("embeddings", lambda: prepare(ph.vm, ph.analysis(), filters))
 
 
 @dataclass(frozen=True)
