@@ -35,13 +35,17 @@ def make_tiny_vit(path: Path, image_size: int, patch_size: int, num_labels: int 
                        id2label={i: f"thing {i}" for i in range(num_labels)},
                        label2id={f"thing {i}": i for i in range(num_labels)})
     torch.manual_seed(seed)
-    model = ViTForImageClassification(config)
-    # Random init leaves position embeddings tiny; make every part matter in tests.
+    return save_perturbed(ViTForImageClassification(config), path, image_size)
+
+
+def save_perturbed(model: torch.nn.Module, path: Path, size: int) -> Path:
+    """Random init leaves position embeddings tiny (and BEiT's bias table at zero): perturb every
+    parameter so each part matters in tests, then save the model and a processor for size×size."""
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.05)
     model.save_pretrained(path)
-    ViTImageProcessorPil(size={"height": image_size, "width": image_size}).save_pretrained(path)
+    ViTImageProcessorPil(size={"height": size, "width": size}).save_pretrained(path)
     return path
 
 
@@ -92,12 +96,7 @@ def make_tiny_family(path: Path, name: str, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     cls = getattr(transformers, model_cls)
     model = cls(config, add_pooling_layer=False) if model_cls == "ViTModel" else cls(config)
-    with torch.no_grad():  # make every part matter (BEiT's bias table starts at zero)
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
-    model.save_pretrained(path)
-    ViTImageProcessorPil(size={"height": size, "width": size}).save_pretrained(path)
-    return path
+    return save_perturbed(model, path, size)
 
 
 @pytest.fixture(scope="session")
