@@ -311,8 +311,14 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
 def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         with gr.Column(scale=3, elem_id="attn-left"):  # wider in projector mode (style.css)
+            # No download/fullscreen buttons: they would show the server's last picture, and the page
+            # draws layer, head and fusion changes itself (right-click saves what is on screen).
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
-                                format="jpeg", elem_id="attn-main")
+                                format="jpeg", elem_id="attn-main", buttons=[])
+            # Every layer × head (and fusion) of the main map, sent with each query or look change;
+            # vizvit/web/attn_map.js draws layer, head and fusion changes from it with no round trip.
+            book = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_map.js"),
+                           visible="hidden", elem_id="attn-book", apply_default_css=False)
             with gr.Row():
                 direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
@@ -338,7 +344,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                 alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
                 cmap = gr.Dropdown(list(vocab.COLORMAPS), value="inferno", label="colour map")
             with gr.Row():
-                tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)")
+                tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)",
+                                elem_id="attn-tau")
                 shared = gr.Checkbox(value=True, label="one shared colour scale (grid and strip)")
             readout = gr.Markdown(elem_id="attn-readout")
     gr.Markdown(ap.MAIN_TEXT)
@@ -396,41 +403,64 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                 pick: gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
                 cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
                 rel_img: None, rel_text: "",
-                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
+                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1),
+                book: page_book(key, p)}
 
-    def views(key: PhotoKey, p: ap.AttnParams) -> tuple:
+    def page_book(key: PhotoKey, p: ap.AttnParams) -> dict | None:
+        """The main map of every layer and head for the page to draw (None: too large, drawn here)."""
+        ph = ctx.wb.handle(key)
+        return ap.book_for_page(ap.map_book(ph.vm, ph.analysis(), p, ph.derived), ph.analysis().input_view,
+                                ph.vm.geometry) if ap.draws_in_page(ph.vm.geometry) else None
+
+    def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False) -> tuple:
+        """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
         view = ap.change(ctx.wb.handle(key), p)
-        return view.main, view.readout, view.grid, view.strip
+        skip = drawn_in_page and ap.draws_in_page(ctx.wb.model(key.model_id).geometry)
+        return gr.skip() if skip else view.main, view.readout, view.grid, view.strip
 
     @safe
     def redraw(key: PhotoKey | None, *v: Any):
-        return (gr.skip(),) * 4 if key is None else views(key, params(v))
+        """A layer, fusion or shared-scale change: the page draws the main map."""
+        return (gr.skip(),) * 4 if key is None else views(key, params(v), drawn_in_page=True)
+
+    @safe
+    def relook(key: PhotoKey | None, *v: Any):
+        """Any other control: a new picture and a new book."""
+        if key is None:
+            return (gr.skip(),) * 5
+        p = params(v)
+        return (*views(key, p), page_book(key, p))
 
     @safe
     def redraw_one_head(key: PhotoKey | None, *v: Any):
         if key is None:
             return (gr.skip(),) * 5
-        return (vocab.ONE_HEAD, *views(key, params(v, show=vocab.ONE_HEAD)))
+        return (vocab.ONE_HEAD, *views(key, params(v, show=vocab.ONE_HEAD), drawn_in_page=True))
 
     # A click answers in ONE event (the new state and the pictures), not a state event and a
     # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
     @safe
     def click_main(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 5
+            return (gr.skip(),) * 6
         q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (q, *views(key, params(v, query=q)))
+        p = params(v, query=q)
+        return (q, *views(key, p), page_book(key, p))
 
     @safe
     def to_cls_view(key: PhotoKey | None, *v: Any):
-        return (gr.skip(),) * 5 if key is None else (None, *views(key, params(v, query=None)))
+        if key is None:
+            return (gr.skip(),) * 6
+        p = params(v, query=None)
+        return (None, *views(key, p), page_book(key, p))
 
     @safe
     def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
             return (gr.skip(),) * 7
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (lay, hd, vocab.ONE_HEAD, *views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD)))
+        return (lay, hd, vocab.ONE_HEAD, *views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD),
+                                                drawn_in_page=True))
 
     @safe
     def pick_head(choice: str | None):
@@ -455,17 +485,19 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
     view_outs = [main_img, readout, grid, strip]
     ins = [ctx.key, *controls]
-    opened_outs = [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary]
+    opened_outs = [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary, book]
     ctx.on_show(tab, opened, ins, opened_outs)
     mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
-    for c in (layer, show, mode, direction, discard, discard_mode, alpha, cmap, tau, shared, summary, scale):
-        # always_last: while a slider is dragged, the last value is always drawn.
+    # always_last: while a slider is dragged, the last value is always drawn.
+    for c in (layer, show, shared):  # the page draws the main map (attn_map.js); here: readout, grid, strip
         c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
+    for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale):
+        c.input(relook, ins, [*view_outs, book], show_progress="hidden", trigger_mode="always_last")
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
     head.input(redraw_one_head, ins, [show, *view_outs], show_progress="hidden", trigger_mode="always_last")
-    main_img.select(click_main, ins, [query, *view_outs], show_progress="hidden")
-    to_cls.click(to_cls_view, ins, [query, *view_outs], show_progress="hidden")
+    main_img.select(click_main, ins, [query, *view_outs, book], show_progress="hidden")
+    to_cls.click(to_cls_view, ins, [query, *view_outs, book], show_progress="hidden")
     grid.select(click_grid, ins, [layer, head, show, *view_outs], show_progress="hidden")
     # The chart and the list sit below the main map: bring the opened head's map into view.
     for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):

@@ -6,9 +6,13 @@ References are plain loops written here; constructed attentions have known answe
 from __future__ import annotations
 
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
+
+import vizvit
 
 from vizvit import attention as A
 from vizvit.views import attention as ap
@@ -389,3 +393,50 @@ def test_half_precision_attentions_roll_out_in_half_precision(geom):
     half = A.rollout_heads(att.half(), geom.num_prefix_tokens)
     assert half.dtype == torch.float16  # big models keep fp16 attentions; the stack stays that size
     torch.testing.assert_close(half.float(), A.rollout_heads(att, geom.num_prefix_tokens), atol=2e-3, rtol=1e-2)
+
+
+# ------------------------------------------------------------------ the book the page draws from
+def _book_cases(g):
+    yield ap.AttnParams()
+    yield ap.AttnParams(mode="rolled out", discard=0.3, tau=0.5, scale="fixed across layers and heads")
+    yield ap.AttnParams(query=(1, g.grid[1] - 2), direction="column", scale="this map's range")
+    for s in g.summaries[1:]:
+        yield ap.AttnParams(summary=s, mode="rolled out")
+
+
+def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
+    """MapBook map (l, k) is main_panel's map for layer l + 1 and head k + 1, or fusion k − H:
+    same values, same colour range, same τ mask, same colour-bar labels, same picture width."""
+    g = vm.geometry
+    a = vizvit.analyze(vm, photo)
+    shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+    for p in _book_cases(g):
+        book = ap.map_book(vm, a, p)
+        assert book.maps.shape == (g.num_layers, g.num_heads + len(ap.FUSIONS), *g.grid)
+        for l in range(g.num_layers):
+            for k, (head, show) in enumerate(shows):
+                q = dataclasses.replace(p, layer=l + 1, head=head, show=show)
+                main = ap.main_panel(vm, a, q)
+                np.testing.assert_allclose(book.maps[l, k], main.values, rtol=0, atol=1e-7, err_msg=f"{vm.id} {q}")
+                lo, hi = book.lo_hi[l, k]
+                assert f"{lo:.3g} … {hi:.3g}" in main.readout, (vm.id, q)  # the range the readout names
+                if p.tau > 0:
+                    keep = A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()
+                    assert (book.keep[l, k] == keep).all()
+                assert book.bars[l][k] == render.colorbar_labels(main.image.shape[0], lo, hi,
+                                                                 marks={"1/N": 1 / g.seq_len})
+        page = ap.book_for_page(book, a.input_view, g)
+        assert page["width"] == ap.main_panel(vm, a, p).image.shape[1], vm.id  # clicks map alike
+
+
+def test_the_book_holds_the_main_map_of_every_layer_head_and_fusion(tiny16, families, cat):
+    """For every family's token layout: DeiT's [DIST], registers, BEiT's patch mean (SigLIP's MAP
+    head: test_zeroshot)."""
+    for vm in [tiny16, *families.values()]:
+        assert_book_is_the_main_panel(vm, cat)
+
+
+def test_models_too_large_for_a_book_are_drawn_by_the_server():
+    vit_b = Geometry((224, 224), 16, (14, 14), 1, 12, 12, 768)
+    dinov2_l = Geometry((518, 518), 14, (37, 37), 1, 24, 16, 1024)  # 24 × 19 maps of 37² floats: 2.5 MB
+    assert ap.draws_in_page(vit_b) and not ap.draws_in_page(dinov2_l)

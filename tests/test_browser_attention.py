@@ -3,7 +3,13 @@ see the main map change; click a patch; switch to rolled out; ask for relevance.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+
+import numpy as np
 import pytest
+
+import vizvit
 
 from appserver import running
 from browser import click_pixel, image_src, page_at, set_slider, shot, upload_and_open, wait_image
@@ -127,3 +133,65 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         page.wait_for_selector("#attn-readout:has-text('global (vit-explain) discard 0.50')")
         page.locator("#attn-distance-norm input[value='raw (probing-vits)']").check()
         page.wait_for_selector("#attn-distance:has-text('probing-vits')")
+
+
+FRAME_JS = """([layer, head, show]) => {
+  const A = window.__vizvitAttn, cv = A.render(A.state.book, layer, head, show);
+  const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+  const rgb = new Uint8Array(cv.width * cv.height * 3);
+  for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
+  let s = '';
+  for (let i = 0; i < rgb.length; i += 0x8000) s += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
+  return [cv.width, cv.height, btoa(s)];
+}"""
+
+
+def _page_frame(page, layer: int, head: int, show: str) -> np.ndarray:
+    w, h, data = page.evaluate(FRAME_JS, [layer, head, show])
+    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+
+
+def _same_pictures(page, vm, a, p: ap.AttnParams) -> None:
+    """Every layer × (head, fusion) the page draws from its book against the server's picture:
+    the map (the view, the colour map, τ, the outline) to within one level of rounding, the
+    colour bar's colours exactly, the same size (so a click maps to the same patch)."""
+    g = vm.geometry
+    s, (h, w) = render.display_scale(g), g.image_size
+    for layer in range(1, g.num_layers + 1):
+        for head, show in [(k + 1, ap.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]:
+            q = dataclasses.replace(p, layer=layer, head=head, show=show)
+            want = ap.main_panel(vm, a, q).image
+            got = _page_frame(page, layer, head, show)
+            assert got.shape == want.shape, q
+            diff = np.abs(got[:, :s * w].astype(int) - want[:, :s * w])
+            assert diff.max() <= 1, (q, diff.max(), np.argwhere(diff > 1)[:5])
+            bar = slice(s * w + 8, s * w + 8 + render.BAR_WIDTH)
+            assert np.abs(got[:, bar].astype(int) - want[:, bar]).max() <= 1, q
+
+
+def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url, tiny16):
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    with page_at(url) as page:
+        upload_and_open(page, photo, "Attention")
+        main = wait_image(page, "attn-main")
+        page.wait_for_function(book % "b.highlight === null")
+        _same_pictures(page, tiny16, a, ap.AttnParams())
+
+        # A layer change is drawn in the page at once (no round trip), then the server's readout follows.
+        page.locator("#attn-layer input[type=range]").press("ArrowLeft")
+        page.wait_for_function("() => document.querySelector('#attn-main img').dataset.drawn === '1|1|mean'")
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 1 · mean')")
+        drawn = page.evaluate("() => { const i = document.querySelector('#attn-main img'); return [i.naturalWidth, i.naturalHeight]; }")
+        assert tuple(drawn) == ap.main_panel(tiny16, a, ap.AttnParams(layer=1)).image.shape[1::-1]
+
+        # A new query, rolled out, τ: each a new book from the server; the pictures still agree.
+        px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
+        click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('patch (row 2, col 5)')")
+        page.locator("#attn-mode").get_by_text("rolled out").click()
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('rollout')")
+        set_slider(page, "attn-tau", 0.5)
+        page.wait_for_function(book % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5 && b.keep !== null")
+        _same_pictures(page, tiny16, a, ap.AttnParams(query=(2, 5), mode="rolled out", tau=0.5))

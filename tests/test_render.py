@@ -3,6 +3,7 @@ against plain numpy references and constructed inputs."""
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
@@ -147,3 +148,20 @@ def test_colorbar_marks_a_level_and_says_when_it_is_outside_the_range():
     above = render.colorbar(400, "gray", 0.0, 0.004, width=18, marks={"1/N": 0.005})
     assert tuple(above[0, 0]) == render.MARK_COLOR  # pinned to the top end, labelled "above"
     assert above.shape[1] > bar.shape[1]
+
+
+@pytest.mark.parametrize("t", [1, 2, 4, 5])
+def test_outline_has_square_corners_and_edges_t_px_wide_centred_on_the_border(t):
+    """The outline the page's script also draws (attn_map.js): each edge covers the border line
+    and (t + 1) // 2 px on each side of it (t > 1), corners filled; the inside is untouched."""
+    img = np.zeros((60, 60, 3), np.uint8)
+    render.outline(img, (20, 10), (39, 29), (255, 230, 0), t)
+    e = 0 if t == 1 else (t + 1) // 2
+    want = np.zeros((60, 60), bool)
+    want[10 - e:29 + e + 1, 20 - e:39 + e + 1] = True
+    want[10 + e + 1:29 - e, 20 + e + 1:39 - e] = False
+    assert ((img == (255, 230, 0)).all(-1) == want).all()
+    # Where cv2.rectangle has rounded corners, ours are square; along the edges they agree.
+    ref = np.zeros((60, 60), np.uint8)
+    cv2.rectangle(ref, (20, 10), (39, 29), 255, t)
+    assert (want[:, 30] == (ref[:, 30] > 0)).all() and (want[20, :] == (ref[20, :] > 0)).all()

@@ -262,3 +262,12 @@ def test_patch_label_cosine_plain_reference(towers, cat):
             assert abs(cos[c].flat[p] - want) < 1e-5
     img, text = patches.label_map(ph, "a dog")
     assert img.ndim == 3 and "a dog" in text and "not" in text
+
+
+def test_the_page_book_reads_clip_and_siglip_maps_as_the_server_does(towers, cat):
+    """SigLIP's maps are read through its MAP head, CLIP's from [CLS]: the book the page draws
+    from holds main_panel's maps for both."""
+    from test_attention import assert_book_is_the_main_panel
+
+    for name in ("clip16", "siglip16"):
+        assert_book_is_the_main_panel(towers[name], cat)

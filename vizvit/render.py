@@ -16,6 +16,7 @@ from .models import Geometry
 from .vocab import COLORMAPS
 
 GRID_COLOR = (255, 255, 255)
+HIGHLIGHT_COLOR = (255, 230, 0)  # a clicked or chosen patch, cell or tile, outlined
 CLS_COLOR = (214, 39, 40)  # [CLS] is drawn in red everywhere
 
 # Text drawn into pictures (issue 17: a lecture hall reads it from the back row). Sizes are font
@@ -68,7 +69,7 @@ def display_scale(g: Geometry, target: int = 600) -> int:
 
 
 @lru_cache(maxsize=None)
-def _lut(cmap: str) -> np.ndarray:
+def lut(cmap: str) -> np.ndarray:
     """(256, 3) uint8 lookup table of a matplotlib colour map."""
     import matplotlib
 
@@ -89,7 +90,7 @@ def colorize(values: np.ndarray, cmap: str = "inferno", vmin: float | None = Non
     hi = float(np.max(v[finite])) if vmax is None and finite.any() else (vmax if vmax is not None else 1.0)
     scaled = (v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
     idx = (np.clip(np.nan_to_num(scaled, nan=0.5), 0.0, 1.0) * 255).round().astype(np.uint8)
-    out = _lut(cmap)[idx]
+    out = lut(cmap)[idx]
     out[~finite] = 128
     return out
 
@@ -154,8 +155,24 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
         r, c = highlight
         p0 = (int(round(c * step)), int(round(r * step)))
         p1 = (int(round((c + 1) * step)) - 1, int(round((r + 1) * step)) - 1)
-        cv2.rectangle(out, p0, p1, (255, 230, 0), max(1, int(step // 12)))
+        outline(out, p0, p1, HIGHLIGHT_COLOR, max(1, int(step // 12)))
     return out
+
+
+def outline(img: np.ndarray, p0: tuple[int, int], p1: tuple[int, int], color: tuple[int, int, int],
+            thickness: int) -> None:
+    """A rectangle outline in place, corners p0 and p1 (x, y) inclusive, as cv2.rectangle draws
+    it but with square corners: each edge is `thickness` px wide, centred on the edge (t//2
+    outward for t = 1, (t+1)//2 outward beyond). Plain slicing, so the page's script draws the
+    very same pixels (vizvit/web/attn_map.js)."""
+    h = 0 if thickness <= 1 else (thickness + 1) // 2
+    (x0, y0), (x1, y1) = p0, p1
+    top, bottom = max(0, y0 - h), min(img.shape[0], y1 + h + 1)
+    left, right = max(0, x0 - h), min(img.shape[1], x1 + h + 1)
+    img[top:min(bottom, y0 + h + 1), left:right] = color
+    img[max(top, y1 - h):bottom, left:right] = color
+    img[top:bottom, left:min(right, x0 + h + 1)] = color
+    img[top:bottom, max(left, x1 - h):right] = color
 
 
 def label(img: np.ndarray, text: str, px: float = TEXT_PX) -> np.ndarray:
@@ -239,7 +256,7 @@ def sequence_strip(view: np.ndarray, g: Geometry, per_row: int | None = None, ti
             if positions[k] < pre and g.prefix_names[positions[k]].startswith("[REG"):
                 out[y:y + tile, x:x + tile] = REGISTER_COLOR  # registers: grey, not [CLS]'s red
             if positions[k] == target:
-                cv2.rectangle(out, (x, y), (x + tile - 1, y + tile - 1), (255, 230, 0), 3)
+                cv2.rectangle(out, (x, y), (x + tile - 1, y + tile - 1), HIGHLIGHT_COLOR, 3)
     return out
 
 
@@ -251,16 +268,14 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-             width: int = 18, ticks: tuple[float, ...] | None = None,
-             marks: dict[str, float] | None = None) -> np.ndarray:
-    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+labels, 3).
+def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, ...] | None = None,
+                    marks: dict[str, float] | None = None) -> list[tuple[int, int, str, bool]]:
+    """Where a colour bar of `height` px puts its labels: (row, text baseline, text, is a mark).
 
     ticks: None = up to five, evenly spaced from vmin to vmax (−1, −0.5, 0, 0.5, 1 for ±1; fewer
     on a short bar, so labels never overlap), three significant digits. marks: {name: value}
-    levels drawn as a blue line across the bar and labelled "name"; a level outside the range
-    sits at the nearer end, labelled "name above" / "below". Ticks that would collide with a
-    mark's label are left out. Labels are TEXT_PX (see put_text)."""
+    levels, labelled "name"; a level outside the range sits at the nearer end, labelled
+    "name above" / "below". Ticks that would collide with a mark's label are left out."""
     cap = text_size("0")[1]
     line = int(cap * 1.6)  # one label's height, with room
     if ticks is None:
@@ -271,7 +286,7 @@ def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float 
     def row(v: float) -> int:
         return int(round((vmax - min(max(v, vmin), vmax)) / span * (height - 1)))
 
-    placed: list[tuple[int, str, bool]] = []  # (y, text, is a mark)
+    placed: list[tuple[int, str, bool]] = []
     for name, v in (marks or {}).items():
         where = " above" if v > vmax else " below" if v < vmin else ""
         placed.append((row(v), f"{name}{where}", True))
@@ -279,25 +294,40 @@ def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float 
         y = row(t)
         if all(abs(y - my) >= line for my, _, m in placed if m):
             placed.append((y, _fmt(t), False))
-    text_w = max(text_size(t)[0] for _, t, _ in placed)
+    return [(y, min(max(y + cap // 2, cap + 2), height - 3), text, m) for y, text, m in placed]
+
+
+BAR_WIDTH = 18  # the colour bar itself; its labels start BAR_WIDTH + 8 px from its left edge
+MARK_TEXT_COLOR = (0, 90, 200)
+
+
+def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
+             width: int = BAR_WIDTH, ticks: tuple[float, ...] | None = None,
+             marks: dict[str, float] | None = None, text_width: int = 0) -> np.ndarray:
+    """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+labels, 3).
+
+    Labels as colorbar_labels places them, TEXT_PX (see put_text); marks are drawn as a blue line
+    across the bar with a white gap. text_width: room for labels at least this wide (a bar whose
+    width must not change with its numbers, e.g. while a slider moves)."""
+    placed = colorbar_labels(height, vmin, vmax, ticks, marks)
+    text_w = max([text_width] + [text_size(t)[0] for _, _, t, _ in placed])
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
     out = np.full((height, width + 12 + text_w, 3), 255, np.uint8)
     out[:, :width] = colorize(values, cmap, vmin, vmax)
-    for y, text, is_mark in placed:
+    for y, ty, text, is_mark in placed:
         if is_mark:
             y0, y1 = max(0, y - 1), min(height, y + 2)
             out[y0:y1, :width + 6] = MARK_COLOR
             out[y0:y1, width // 3:2 * width // 3] = 255  # a white gap: visible on any colour map
         else:
             out[y, width:width + 5] = 0
-        ty = min(max(y + cap // 2, cap + 2), height - 3)
-        put_text(out, text, (width + 8, ty), color=(0, 90, 200) if is_mark else (0, 0, 0))
+        put_text(out, text, (width + 8, ty), color=MARK_TEXT_COLOR if is_mark else (0, 0, 0))
     return out
 
 
 def with_colorbar(img: np.ndarray, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-                  gap: int = 8, marks: dict[str, float] | None = None) -> np.ndarray:
+                  gap: int = 8, marks: dict[str, float] | None = None, text_width: int = 0) -> np.ndarray:
     """img with a colour bar of its height on the right; img keeps its pixel coordinates."""
-    bar = colorbar(img.shape[0], cmap, vmin, vmax, marks=marks)
+    bar = colorbar(img.shape[0], cmap, vmin, vmax, marks=marks, text_width=text_width)
     pad = np.full((img.shape[0], gap, 3), 255, np.uint8)
     return np.concatenate([img, pad, bar], axis=1)

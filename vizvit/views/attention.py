@@ -8,6 +8,8 @@ Heavy stacks (rollouts) go through `cache(name, compute)`, which the app binds t
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Hashable
@@ -248,7 +250,18 @@ def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
         img = _dim_outside(img, view, keep)
     big = render.enlarge(img, render.display_scale(g))
     return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi,
-                                marks=marks)
+                                marks=marks, text_width=bar_text_width())
+
+
+# The widest labels a map's colour bar carries (attention and rollout lie in [0, 1]). Its room is
+# kept for every map, so the picture keeps one width while the layer and head change (the page
+# draws those changes itself: see MapBook).
+BAR_TEXT = ("1/N above", "1/N below", "0.000888", "8.88e-05")
+
+
+@lru_cache(maxsize=1)
+def bar_text_width() -> int:
+    return max(render.text_size(t)[0] for t in BAR_TEXT)
 
 
 def uniform_level(g: Geometry) -> float:
@@ -437,7 +450,7 @@ def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[i
     l, h = selected
     x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
     out = img.copy()
-    cv2.rectangle(out, (x0 - 1, y0 - 1), (x0 + t, y0 + t), (255, 230, 0), 2)
+    cv2.rectangle(out, (x0 - 1, y0 - 1), (x0 + t, y0 + t), render.HIGHLIGHT_COLOR, 2)
     return out
 
 
@@ -488,7 +501,7 @@ def outline_strip_tile(img: np.ndarray, n: int, selected: int, per_row: int = 12
     r, c = divmod(selected, cols)
     x0, y0 = c * (STRIP_TILE + 3), r * (STRIP_TILE + 3)
     out = img.copy()
-    cv2.rectangle(out, (x0, y0), (x0 + STRIP_TILE - 1, y0 + STRIP_TILE - 1), (255, 230, 0), 3)
+    cv2.rectangle(out, (x0, y0), (x0 + STRIP_TILE - 1, y0 + STRIP_TILE - 1), render.HIGHLIGHT_COLOR, 3)
     return out
 
 
@@ -533,6 +546,88 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
     return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
+
+
+# ------------------------------------------------------------------ the main map, drawn in the page
+BOOK_MAX_BYTES = 1_500_000  # larger models (e.g. 24 layers on a 37×37 grid) are drawn by the server
+
+
+@dataclass(frozen=True)
+class MapBook:
+    """The main map of every layer × (each head, then each fusion), under the controls other
+    than layer, head and show (query, direction, mode, discard, scale, τ, colours). With it the
+    page draws a layer, head or fusion change itself, with no round trip (issue 16;
+    vizvit/web/attn_map.js). Map (l, k) is main_panel's map for layer l + 1 and head k + 1
+    (k < H), or the heads fused by FUSIONS[k − H]."""
+
+    maps: np.ndarray  # (L, H + F, gh, gw) float32
+    lo_hi: np.ndarray  # (L, H + F, 2) float64: each map's colour range (map_range)
+    keep: np.ndarray | None  # (L, H + F, gh, gw) bool: the τ mass threshold; None when τ = 0
+    bars: list  # [l][k]: each map's colour-bar labels, render.colorbar_labels
+    params: AttnParams  # the controls it was made for
+
+
+def draws_in_page(g: Geometry) -> bool:
+    """Whether the page draws this model's layer, head and fusion changes itself (its MapBook
+    is small enough to send with every query change)."""
+    return g.num_layers * (g.num_heads + len(FUSIONS)) * g.grid[0] * g.grid[1] * 4 <= BOOK_MAX_BYTES
+
+
+def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cache) -> torch.Tensor:
+    """(L, gh, gw): main_panel's map for every layer with the heads fused by `fusion` (raw: the
+    fused attention; rolled out: the fused rollout through each layer)."""
+    g = a.geometry
+    stack = (att_mod.fuse_heads(_full_attentions(a), fusion) if p.mode == "raw"
+             else layer_rollout(a, fusion, p.discard, cache, p.discard_mode))  # (L, N, N)
+    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+        return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
+    return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
+
+
+def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> MapBook:
+    g = vm.geometry
+    p = p.checked(g)
+    fused = np.stack([fused_maps(a, p, f, cache).numpy() for f in FUSIONS], 1)  # (L, F, gh, gw)
+    maps = np.concatenate([grid_maps(a, p, cache).numpy(), fused], 1).astype(np.float32)  # (L, H + F, gh, gw)
+    n_l, n_k = maps.shape[:2]
+    shows = [ONE_HEAD] * g.num_heads + list(FUSIONS)
+    fixed = ({s: fixed_scale_max(a, dataclasses.replace(p, show=s), cache) for s in set(shows)}
+             if p.scale == "fixed across layers and heads" else {})
+    lo_hi = np.array([[map_range(maps[l, k], p.scale, p.query, fixed.get(shows[k])) for k in range(n_k)]
+                      for l in range(n_l)], np.float64)
+    keep = None
+    if p.tau > 0:
+        keep = np.stack([att_mod.mass_threshold(torch.from_numpy(m), p.tau).numpy()
+                         for m in maps.reshape(-1, *g.grid)]).reshape(maps.shape)
+    height = render.display_scale(g) * g.image_size[0]
+    marks = {"1/N": uniform_level(g)}
+    bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
+    return MapBook(maps, lo_hi, keep, bars, p)
+
+
+def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> dict[str, Any]:
+    """The MapBook as the page's script reads it (plain JSON; arrays as base64 little-endian
+    bytes). Everything map_image draws is here: the view, the colour table, the outline's place
+    and width, the colour bar's layout, so the script draws the server's very pixels (the bar's
+    text aside: the browser's font)."""
+    p = book.params
+    s = render.display_scale(g)
+    h, w = view.shape[:2]
+    png = cv2.imencode(".png", cv2.cvtColor(view, cv2.COLOR_RGB2BGR))[1]
+    step = s * h / g.grid[0]
+    return {
+        "for": [p.layer, p.head, p.show], "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
+        "grid": list(g.grid), "size": [h, w], "scale": s, "gap": 8, "bar": render.BAR_WIDTH,
+        "width": s * w + 8 + render.BAR_WIDTH + 12 + bar_text_width(), "text_px": render.TEXT_PX,
+        "maps": base64.b64encode(book.maps.astype("<f4").tobytes()).decode(),
+        "lo_hi": book.lo_hi.reshape(-1).tolist(),
+        "keep": None if book.keep is None else base64.b64encode(book.keep.astype(np.uint8).tobytes()).decode(),
+        "bars": book.bars, "alpha": p.alpha, "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode(),
+        "highlight": list(p.query) if p.query is not None else None, "outline": max(1, int(step // 12)),
+        "colors": {"highlight": list(render.HIGHLIGHT_COLOR), "mark": list(render.MARK_COLOR),
+                   "mark_text": list(render.MARK_TEXT_COLOR)},
+        "view": "data:image/png;base64," + base64.b64encode(png.tobytes()).decode(),
+    }
 
 
 def clicked_query(g: Geometry, x: float, y: float) -> tuple[int, int]:

@@ -1,5 +1,5 @@
 """What every tab shares: the page header and status lines, the top-5 chart, a click on
-an enlarged grid -> a patch, clamping a patch to the grid, the highlight colour."""
+an enlarged grid -> a patch, clamping a patch to the grid; the highlight colour is render.HIGHLIGHT_COLOR."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], 
     r, c = rc
     y0, x0 = r * (gh * cell + sep), c * (gw * cell + sep)
     out = img.copy()
-    cv2.rectangle(out, (x0, y0), (x0 + gw * cell - 1, y0 + gh * cell - 1), (255, 215, 0), max(1, cell // 2 + 1))
+    cv2.rectangle(out, (x0, y0), (x0 + gw * cell - 1, y0 + gh * cell - 1), render.HIGHLIGHT_COLOR, max(1, cell // 2 + 1))
     return out
 
 
