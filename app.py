@@ -319,6 +319,9 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             # vizvit/web/attn_map.js draws layer, head and fusion changes from it with no round trip.
             book = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_map.js"),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
+            # The matrix behind the shown map, with every picture: a click on the map is drawn at once.
+            matrix = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_matrix.js"),
+                             visible="hidden", elem_id="attn-matrix", apply_default_css=False)
             with gr.Row():
                 direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
                                      label="clicked patch: its row (what it attends to) or its column (what attends to it)")
@@ -393,10 +396,10 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     def opened(key: PhotoKey | None, *v: Any):
         if key is None:
             return {c: gr.skip() for c in opened_outs}
-        g = ctx.wb.model(key.model_id).geometry
+        ph = ctx.wb.handle(key)
+        g = ph.vm.geometry
         values = dict(zip(named, v))
-        p, page = ap.show(ctx.wb.handle(key), params(v, summary=values["summary"] if values["summary"] in g.summaries
-                                                     else None))
+        p, page = ap.show(ph, params(v, summary=values["summary"] if values["summary"] in g.summaries else None))
         return {layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
                 query: p.query, main_img: page.view.main, readout: page.view.readout, grid: page.view.grid,
                 strip: page.view.strip, dist: page.distance,
@@ -404,9 +407,10 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                 cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
                 rel_img: None, rel_text: "",
                 summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1),
-                book: page_book(key, p)}
+                book: page_book(key, p), matrix: ap.matrix_for_page(ph.analysis(), p, ph.derived)
+                if ap.draws_in_page(g) else None}
 
-    def page_book(key: PhotoKey, p: ap.AttnParams) -> dict | None:
+    def page_book(key: PhotoKey, p: ap.AttnParams) -> str | None:
         """The main map of every layer and head for the page to draw (None: too large, drawn here)."""
         ph = ctx.wb.handle(key)
         return ap.book_for_page(ap.map_book(ph.vm, ph.analysis(), p, ph.derived), ph.analysis().input_view,
@@ -414,27 +418,29 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
 
     def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False) -> tuple:
         """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
-        view = ap.change(ctx.wb.handle(key), p)
-        skip = drawn_in_page and ap.draws_in_page(ctx.wb.model(key.model_id).geometry)
-        return gr.skip() if skip else view.main, view.readout, view.grid, view.strip
+        ph = ctx.wb.handle(key)
+        view = ap.change(ph, p)
+        page = ap.draws_in_page(ph.vm.geometry)
+        m = ap.matrix_for_page(ph.analysis(), p, ph.derived) if page else None
+        return gr.skip() if drawn_in_page and page else view.main, view.readout, view.grid, view.strip, m
 
     @safe
     def redraw(key: PhotoKey | None, *v: Any):
         """A layer, fusion or shared-scale change: the page draws the main map."""
-        return (gr.skip(),) * 4 if key is None else views(key, params(v), drawn_in_page=True)
+        return (gr.skip(),) * 5 if key is None else views(key, params(v), drawn_in_page=True)
 
     @safe
     def relook(key: PhotoKey | None, *v: Any):
         """Any other control: a new picture and a new book."""
         if key is None:
-            return (gr.skip(),) * 5
+            return (gr.skip(),) * 6
         p = params(v)
         return (*views(key, p), page_book(key, p))
 
     @safe
     def redraw_one_head(key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 5
+            return (gr.skip(),) * 6
         return (vocab.ONE_HEAD, *views(key, params(v, show=vocab.ONE_HEAD), drawn_in_page=True))
 
     # A click answers in ONE event (the new state and the pictures), not a state event and a
@@ -442,7 +448,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def click_main(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 6
+            return (gr.skip(),) * 7
         q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
         p = params(v, query=q)
         return (q, *views(key, p), page_book(key, p))
@@ -450,14 +456,14 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def to_cls_view(key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 6
+            return (gr.skip(),) * 7
         p = params(v, query=None)
         return (None, *views(key, p), page_book(key, p))
 
     @safe
     def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
         if key is None:
-            return (gr.skip(),) * 7
+            return (gr.skip(),) * 8
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
         return (lay, hd, vocab.ONE_HEAD, *views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD),
                                                 drawn_in_page=True))
@@ -483,25 +489,29 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
         return ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
 
-    view_outs = [main_img, readout, grid, strip]
+    view_outs = [main_img, readout, grid, strip, matrix]
     ins = [ctx.key, *controls]
     opened_outs = [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary, book]
     ctx.on_show(tab, opened, ins, opened_outs)
     mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
     # always_last: while a slider is dragged, the last value is always drawn.
+    # One line for every event that shows a view: they run in the order they were sent. Each
+    # carries the controls as they were when it was sent, so two at once (a head change, then a
+    # click right after it) could otherwise finish in either order, the older view last.
+    one_line = dict(show_progress="hidden", concurrency_id="attention-view", concurrency_limit=1)
     for c in (layer, show, shared):  # the page draws the main map (attn_map.js); here: readout, grid, strip
-        c.input(redraw, ins, view_outs, show_progress="hidden", trigger_mode="always_last")
+        c.input(redraw, ins, view_outs, trigger_mode="always_last", **one_line)
     for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale):
-        c.input(relook, ins, [*view_outs, book], show_progress="hidden", trigger_mode="always_last")
+        c.input(relook, ins, [*view_outs, book], trigger_mode="always_last", **one_line)
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
-    head.input(redraw_one_head, ins, [show, *view_outs], show_progress="hidden", trigger_mode="always_last")
-    main_img.select(click_main, ins, [query, *view_outs, book], show_progress="hidden")
-    to_cls.click(to_cls_view, ins, [query, *view_outs, book], show_progress="hidden")
-    grid.select(click_grid, ins, [layer, head, show, *view_outs], show_progress="hidden")
+    head.input(redraw_one_head, ins, [show, *view_outs], trigger_mode="always_last", **one_line)
+    main_img.select(click_main, ins, [query, *view_outs, book], **one_line)
+    to_cls.click(to_cls_view, ins, [query, *view_outs, book], **one_line)
+    grid.select(click_grid, ins, [layer, head, show, *view_outs], **one_line)
     # The chart and the list sit below the main map: bring the opened head's map into view.
     for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
-        ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, show_progress="hidden").then(
+        ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, **one_line).then(
             None, None, None, js=web.asset("scroll_to_main.js"))
     distance_norm.input(redistance, [ctx.key, distance_norm], [dist, pick], show_progress="hidden")
     for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -425,7 +426,7 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
                     assert (book.keep[l, k] == keep).all()
                 assert book.bars[l][k] == render.colorbar_labels(main.image.shape[0], lo, hi,
                                                                  marks={"1/N": 1 / g.seq_len})
-        page = ap.book_for_page(book, a.input_view, g)
+        page = json.loads(ap.book_for_page(book, a.input_view, g))
         assert page["width"] == ap.main_panel(vm, a, p).image.shape[1], vm.id  # clicks map alike
 
 

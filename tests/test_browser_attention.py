@@ -135,8 +135,9 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         page.wait_for_selector("#attn-distance:has-text('probing-vits')")
 
 
-FRAME_JS = """([layer, head, show]) => {
-  const A = window.__vizvitAttn, cv = A.render(A.state.book, layer, head, show);
+FRAME_JS = """([layer, head, show, query]) => {
+  const A = window.__vizvitAttn, b = A.state.book;
+  const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query) : A.bookMap(b, layer, head, show));
   const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
   const rgb = new Uint8Array(cv.width * cv.height * 3);
   for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
@@ -146,27 +147,47 @@ FRAME_JS = """([layer, head, show]) => {
 }"""
 
 
-def _page_frame(page, layer: int, head: int, show: str) -> np.ndarray:
-    w, h, data = page.evaluate(FRAME_JS, [layer, head, show])
+def _page_frame(page, layer: int, head: int, show: str, query: tuple[int, int] | None = None) -> np.ndarray:
+    w, h, data = page.evaluate(FRAME_JS, [layer, head, show, list(query) if query else None])
     return np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
 
 
-def _same_pictures(page, vm, a, p: ap.AttnParams) -> None:
-    """Every layer × (head, fusion) the page draws from its book against the server's picture:
-    the map (the view, the colour map, τ, the outline) to within one level of rounding, the
-    colour bar's colours exactly, the same size (so a click maps to the same patch)."""
-    g = vm.geometry
+def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:
+    """The page's picture against the server's: the map (the view, the colour map, τ, the outline)
+    to within one level of rounding, the colour bar's colours exactly, the same size (so a click
+    maps to the same patch)."""
     s, (h, w) = render.display_scale(g), g.image_size
+    assert got.shape == want.shape, what
+    diff = np.abs(got[:, :s * w].astype(int) - want[:, :s * w])
+    assert diff.max() <= 1, (what, diff.max(), np.argwhere(diff > 1)[:5])
+    bar = slice(s * w + 8, s * w + 8 + render.BAR_WIDTH)
+    assert np.abs(got[:, bar].astype(int) - want[:, bar]).max() <= 1, what
+
+
+def _same_pictures(page, vm, a, p: ap.AttnParams) -> None:
+    """Every layer × (head, fusion) the page draws from its book, against the server's picture."""
+    g = vm.geometry
     for layer in range(1, g.num_layers + 1):
         for head, show in [(k + 1, ap.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]:
             q = dataclasses.replace(p, layer=layer, head=head, show=show)
-            want = ap.main_panel(vm, a, q).image
-            got = _page_frame(page, layer, head, show)
-            assert got.shape == want.shape, q
-            diff = np.abs(got[:, :s * w].astype(int) - want[:, :s * w])
-            assert diff.max() <= 1, (q, diff.max(), np.argwhere(diff > 1)[:5])
-            bar = slice(s * w + 8, s * w + 8 + render.BAR_WIDTH)
-            assert np.abs(got[:, bar].astype(int) - want[:, bar]).max() <= 1, q
+            _agree(_page_frame(page, layer, head, show), ap.main_panel(vm, a, q).image, g, q)
+
+
+def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
+    """A click drawn in the page from the shown map's matrix (its row or column for the clicked
+    patch, the colour range without it, τ, the colour bar's labels), against the server's picture
+    for that query, at patches all over the grid."""
+    g = vm.geometry
+    gh, gw = g.grid
+    for rc in [(0, 0), (2, 5), (gh - 1, gw - 1), (gh // 2, 1)]:
+        q = dataclasses.replace(p, query=rc)
+        main = ap.main_panel(vm, a, q)
+        _agree(_page_frame(page, p.layer, p.head, p.show, rc), main.image, g, q)
+        want_bar = render.colorbar_labels(main.image.shape[0], *ap.map_range(main.values, p.scale, rc),
+                                          marks={"1/N": 1 / g.seq_len})
+        bars = page.evaluate("(rc) => { const A = window.__vizvitAttn; return A.queryMap(A.state.book, A.matrix(), rc).bars; }",
+                             list(rc))
+        assert [tuple(b) for b in bars] == want_bar, q  # the same numbers where the server writes them
 
 
 def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url, tiny16):
@@ -178,6 +199,7 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         main = wait_image(page, "attn-main")
         page.wait_for_function(book % "b.highlight === null")
         _same_pictures(page, tiny16, a, ap.AttnParams())
+        _same_clicks(page, tiny16, a, ap.AttnParams(layer=2))
 
         # A layer change is drawn in the page at once (no round trip), then the server's readout follows.
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
@@ -195,3 +217,8 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         set_slider(page, "attn-tau", 0.5)
         page.wait_for_function(book % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5 && b.keep !== null")
         _same_pictures(page, tiny16, a, ap.AttnParams(query=(2, 5), mode="rolled out", tau=0.5))
+        page.locator("#attn-scale input[value=\"this map's range\"]").check()
+        page.wait_for_function(book % "b.scale_name === \"this map's range\"")
+        page.wait_for_function("() => (window.__vizvitAttnMatrix || '').includes('this map')")
+        _same_clicks(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5), mode="rolled out", tau=0.5,
+                                                    scale="this map's range"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Hashable
@@ -605,9 +606,17 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
     return MapBook(maps, lo_hi, keep, bars, p)
 
 
-def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> dict[str, Any]:
-    """The MapBook as the page's script reads it (plain JSON; arrays as base64 little-endian
-    bytes). Everything map_image draws is here: the view, the colour table, the outline's place
+def look(p: AttnParams) -> str:
+    """The controls a MapBook depends on besides the query: the page keeps the [CLS] book of the
+    same look, and goes back to it at once ("Query: back to the summary token")."""
+    return "|".join(str(getattr(p, f.name)) for f in dataclasses.fields(p)
+                    if f.name not in ("layer", "head", "show", "query", "distance_norm", "shared_scale"))
+
+
+def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> str:
+    """The MapBook as the page's script reads it: ONE JSON string (Gradio's page copies an output
+    value on every event, and a nested value costs one copy per list: 48 000 copies, ~150 ms, for
+    ViT-B/16's colour-bar layouts), arrays as base64 little-endian bytes. Everything map_image draws is here: the view, the colour table, the outline's place
     and width, the colour bar's layout, so the script draws the server's very pixels (the bar's
     text aside: the browser's font)."""
     p = book.params
@@ -615,8 +624,8 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> dict[str, Any
     h, w = view.shape[:2]
     png = cv2.imencode(".png", cv2.cvtColor(view, cv2.COLOR_RGB2BGR))[1]
     step = s * h / g.grid[0]
-    return {
-        "for": [p.layer, p.head, p.show], "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
+    return json.dumps({
+        "for": [p.layer, p.head, p.show], "look": look(p), "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
         "grid": list(g.grid), "size": [h, w], "scale": s, "gap": 8, "bar": render.BAR_WIDTH,
         "width": s * w + 8 + render.BAR_WIDTH + 12 + bar_text_width(), "text_px": render.TEXT_PX,
         "maps": base64.b64encode(book.maps.astype("<f4").tobytes()).decode(),
@@ -627,7 +636,20 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> dict[str, Any
         "colors": {"highlight": list(render.HIGHLIGHT_COLOR), "mark": list(render.MARK_COLOR),
                    "mark_text": list(render.MARK_TEXT_COLOR)},
         "view": "data:image/png;base64," + base64.b64encode(png.tobytes()).decode(),
-    }
+        # For a click drawn in the page (matrix_for_page): what main_panel needs besides the matrix.
+        "direction": p.direction, "scale_name": p.scale, "tau": p.tau, "patch": g.patch_size, "pre": g.num_prefix_tokens, "n": g.seq_len,
+        "uniform": uniform_level(g), "cap": render.text_size("0")[1],
+    }, separators=(",", ":"))
+
+
+def matrix_for_page(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> str:
+    """The (N, N) matrix behind the shown map (main_matrix), as ONE JSON string: with it the page
+    draws a click on the map (that patch's row or column) at once, and the server's MapBook for
+    the new query follows. The page draws the click only where main_panel would give the same
+    picture: not on the fixed scale (its top spans every layer and head)."""
+    m = main_matrix(a, p, cache).numpy().astype("<f4")
+    return json.dumps({"for": "|".join(map(str, (p.layer, p.head, p.show))), "look": look(p),
+                       "m": base64.b64encode(m.tobytes()).decode()}, separators=(",", ":"))
 
 
 def clicked_query(g: Geometry, x: float, y: float) -> tuple[int, int]:

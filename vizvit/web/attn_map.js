@@ -11,11 +11,14 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const $ = (sel) => document.querySelector(sel);
   const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 
-  // The controls as the page shows them. A head-slider move means "that head" (as on the server).
+  // The controls as the page shows them. st.pick: the heads choice the user just made, until
+  // the radio shows it alone (a head-slider move means "one head", as on the server; and for a
+  // moment after a click, Gradio's radio has two buttons checked).
+  const checked = () => [...document.querySelectorAll('#attn-show input:checked')].map((i) => i.value);
   const controls = () => {
     const layer = Number($('#attn-layer input[type=range]')?.value);
     const head = Number($('#attn-head input[type=range]')?.value);
-    const show = st.oneHead ? 'one head' : $('#attn-show input:checked')?.value;
+    const show = st.pick || checked()[0];
     return { layer, head, show, key: layer + '|' + head + '|' + show };
   };
 
@@ -30,18 +33,24 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     x.drawImage(img, 0, 0);
     const lohi = b.lo_hi;
     return { ...b, view: x.getImageData(0, 0, w, h).data, maps: new Float32Array(bytes(b.maps).buffer),
-             keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut), lohi };
+             keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut), lohi, scale: b.scale, scale_name: b.scale_name };
+  };
+
+  // The map (l, k) of the book: its values, colour range, τ mask and colour-bar labels.
+  const bookMap = (b, layer, head, show) => {
+    const [gh, gw] = b.grid, K = b.heads + b.fusions.length, n = gh * gw;
+    const k = show === 'one head' ? head - 1 : b.heads + b.fusions.indexOf(show);
+    if (k < 0 || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
+    const m = (layer - 1) * K + k;
+    return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lohi[2 * m], hi: b.lohi[2 * m + 1],
+             keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight };
   };
 
   // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
   // with_colorbar). Returns the canvas.
-  const render = (b, layer, head, show) => {
-    const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, K = b.heads + b.fusions.length;
-    const k = show === 'one head' ? head - 1 : b.heads + b.fusions.indexOf(show);
-    if (k < 0 || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
-    const m = (layer - 1) * K + k, n = gh * gw;
-    const vals = b.maps.subarray(m * n, (m + 1) * n);
-    const [lo, hi] = [b.lohi[2 * m], b.lohi[2 * m + 1]];
+  const render = (b, mp) => {
+    const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw;
+    const { vals, lo, hi, keep, bars } = mp;
     const a = b.alpha;
     // Each patch's colour (render.colorize: index = round(clip((v - lo) / (hi - lo)) · 255)).
     const tile = new Uint8Array(3 * n);
@@ -57,7 +66,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
       const r = Math.floor(y * gh / h);
       for (let x = 0; x < w; x++) {
         const c = Math.floor(x * gw / w), i = r * gw + c, o = 4 * (y * w + x);
-        if (b.keep && !b.keep[m * n + i]) {
+        if (keep && !keep[i]) {
           for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.floor(v[o + ch] * 0.3);
         } else {
           for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.round(tile[3 * i + ch] * a + v[o + ch] * (1 - a));
@@ -76,8 +85,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     sc.getContext('2d').putImageData(small, 0, 0);
     x.imageSmoothingEnabled = false;  // render.enlarge: nearest neighbour, an integer factor
     x.drawImage(sc, 0, 0, w * s, h * s);
-    if (b.highlight) {  // render.outline: square corners, (t + 1) // 2 px outward for t > 1
-      const [r, c] = b.highlight, step = H / gh, t = b.outline, e = t <= 1 ? 0 : Math.floor((t + 1) / 2);
+    if (mp.at) {  // render.outline: square corners, (t + 1) // 2 px outward for t > 1
+      const [r, c] = mp.at, step = H / gh, t = b.outline, e = t <= 1 ? 0 : Math.floor((t + 1) / 2);
       const x0 = Math.round(c * step), y0 = Math.round(r * step);
       const x1 = Math.round((c + 1) * step) - 1, y1 = Math.round((r + 1) * step) - 1;
       x.fillStyle = `rgb(${b.colors.highlight})`;
@@ -101,7 +110,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     x.putImageData(bar, bx, 0);
     x.font = `${b.text_px}px sans-serif`;
     x.textBaseline = 'alphabetic';
-    for (const [y, ty, text, mark] of b.bars[layer - 1][k]) {
+    for (const [y, ty, text, mark] of bars) {
       if (mark) {
         const y0 = Math.max(0, y - 1), y1 = Math.min(H, y + 2);
         x.fillStyle = `rgb(${b.colors.mark})`;
@@ -118,30 +127,102 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     return cv;
   };
 
+  // ---- a clicked patch as the query, from the matrix behind the shown map (matrix_for_page).
+  // Ports of vizvit's attention.query_map, views.attention.map_range, attention.mass_threshold,
+  // render.colorbar_labels and Python's "{:.3g}", for main_panel's very picture.
+  const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
+  const fmt3g = (v) => {
+    if (v === 0) return '0';
+    const [mant, ex] = v.toExponential(2).split('e');
+    const e = Number(ex), strip = (t) => (t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t);
+    if (e < -4 || e >= 3) return strip(mant) + 'e' + (e < 0 ? '-' : '+') + String(Math.abs(e)).padStart(2, '0');
+    return strip(v.toFixed(2 - e));
+  };
+  const queryValues = (b, m, [r, c]) => {
+    const [gh, gw] = b.grid, n = b.n, pre = b.pre, t = pre + r * gw + c, out = new Float32Array(gh * gw);
+    for (let i = 0; i < gh * gw; i++) out[i] = b.direction === 'row' ? m[t * n + pre + i] : m[(pre + i) * n + t];
+    return out;
+  };
+  const mapRange = (vals, scale, [r, c], gw) => {
+    let lo = Infinity, hi = -Infinity;
+    vals.forEach((v, i) => { if (i !== r * gw + c && !Number.isNaN(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    if (scale === "this map's range") return [lo, hi];
+    if (scale === '0 to max') return [0, Math.max(hi, 1e-12)];
+    return null;  // fixed across layers and heads: its top spans every map (the server draws)
+  };
+  const massThreshold = (vals, tau) => {
+    const flat = Array.from(vals, (v) => Math.fround(Math.max(v, 0)));
+    const order = flat.map((_, i) => i).sort((p, q) => flat[q] - flat[p]);
+    let acc = 0;
+    const cum = order.map((i) => (acc = Math.fround(acc + flat[i])));
+    const limit = Math.fround(Math.fround(tau) * cum[cum.length - 1]);
+    const k = Math.min(cum.filter((x) => x < limit).length + 1, flat.length);
+    const keep = new Uint8Array(flat.length);
+    for (const i of order.slice(0, k)) keep[i] = 1;
+    return keep;
+  };
+  const colorbarLabels = (H, lo, hi, b) => {
+    const cap = b.cap, line = Math.floor(cap * 1.6), span = hi > lo ? hi - lo : 1;
+    const n = Math.min(5, Math.max(2, Math.floor(H / (2 * line))));
+    const step = (hi - lo) / (n - 1);
+    const ticks = hi > lo ? Array.from({ length: n }, (_, k) => (k === n - 1 ? hi : k * step + lo)) : [lo];
+    const row = (v) => roundHalfEven((hi - Math.min(Math.max(v, lo), hi)) / span * (H - 1));
+    const u = b.uniform, where = u > hi ? ' above' : u < lo ? ' below' : '';
+    const placed = [[row(u), '1/N' + where, true]];
+    for (const t of ticks) {
+      const y = row(t);
+      if (placed.every(([my, , m]) => !m || Math.abs(y - my) >= line)) placed.push([y, fmt3g(t), false]);
+    }
+    return placed.map(([y, text, m]) => [y, Math.min(Math.max(y + Math.floor(cap / 2), cap + 2), H - 3), text, m]);
+  };
+  const matrix = () => {
+    const text = window.__vizvitAttnMatrix;
+    if (!text) return null;
+    if (st.mxText !== text) {
+      const mx = JSON.parse(text);
+      st.mx = { ...mx, m: new Float32Array(bytes(mx.m).buffer) };
+      st.mxText = text;
+    }
+    return st.mx;
+  };
+  const queryMap = (b, mx, rc) => {
+    const vals = queryValues(b, mx.m, rc), range = mapRange(vals, b.scale_name, rc, b.grid[1]);
+    if (!range) return null;
+    const [lo, hi] = range;
+    return { vals, lo, hi, keep: b.tau > 0 ? massThreshold(vals, b.tau) : null,
+             bars: colorbarLabels(b.scale * b.size[0], lo, hi, b), at: rc };
+  };
+
   // Show the map for the page's controls in the main picture's <img> (not a canvas on top: a
   // click on it then maps through Gradio's own select handler, and a right-click saves what is
   // seen). Redrawn when the controls moved, or when something else replaced the <img>'s picture.
   const draw = () => {
     const b = st.book, img = $('#attn-main img');
     if (!b || !img || st.pending) return;
+    if (st.local && performance.now() < st.local) return;  // a clicked query waits for its book
     const c = controls(), src = img.getAttribute('src');
     if (st.drawn && st.drawn.key === c.key && st.drawn.src === src) return;
-    const cv = render(b, c.layer, c.head, c.show);
-    if (!cv) return;
+    const mp = bookMap(b, c.layer, c.head, c.show);
+    if (mp) show(img, render(b, mp), c.key);
+  };
+  const show = (img, cv, key) => {
     const url = cv.toDataURL('image/jpeg', 0.92);  // JPEG, as the server sends: ~3× faster than PNG
     img.src = url;
-    img.dataset.drawn = c.key;  // the browser tests and the latency benchmark read this
-    st.drawn = { key: c.key, src: url };
+    img.dataset.drawn = key;  // the browser tests and the latency benchmark read this
+    st.drawn = { key, src: url };
+    st.painted = img.decode();
   };
 
-  const setBook = async (raw) => {
+  const setBook = async (text) => {
     const seq = ++st.seq;
+    const raw = text ? JSON.parse(text) : null;
     if (!raw || !raw.maps) { st.book = null; st.pending = false; return; }
     st.pending = true;
     const b = await decode(raw);
     if (seq !== st.seq) return;  // a newer book came while this one decoded
     st.book = b;
-    st.oneHead = false;
+    st.local = null;
+    if (!b.highlight) st.summary = b;  // kept for "back to the summary token"
     st.pending = false;
     // The server's picture that came with the book shows b.for: keep it, unless the controls
     // have moved since, or the <img> still holds a picture drawn here (Gradio skips an update
@@ -151,22 +232,93 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     draw();
   };
 
+  // A layer, head or fusion the user picks is painted first, then handed on to Gradio: its own
+  // handling of an event keeps this large page busy for ~100 ms, and an <img> only paints once
+  // the page is idle. So the user's event is held for two frames (the new picture is painted in
+  // the first) and then dispatched again, unchanged, to Gradio, which asks the server for the readout,
+  // the grid and the strip. The slider's number box is left alone (its value reaches the range
+  // input only after Gradio's handler: drawn then, see below).
+  const handedOn = new WeakSet();
+  const waiting = [];  // [target, event] handed on but not yet dispatched, in order
+  const dispatchWaiting = () => {
+    while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); }
+  };
+  const handOn = (e, t) => {
+    e.stopImmediatePropagation();
+    const again = e instanceof MouseEvent
+      ? new MouseEvent(e.type, { bubbles: true, cancelable: true, clientX: e.clientX, clientY: e.clientY })
+      : new Event(e.type, { bubbles: true });
+    handedOn.add(again);
+    waiting.push([t, again]);
+    // Once the new picture is decoded, two frames: the first paints it, the second starts only
+    // once it is on screen.
+    const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(dispatchWaiting, 0)));
+    (st.painted || Promise.resolve()).then(later, later);
+  };
+  // The user's next action must reach Gradio after the one still held, in the order they were
+  // made: a click on the map right after a head change would otherwise be answered first, and
+  // the held head change (sent with no query) would then overwrite its answer.
+  for (const type of ['pointerdown', 'keydown', 'click']) {
+    document.addEventListener(type, (e) => { if (!handedOn.has(e)) dispatchWaiting(); }, true);
+  }
   const onInput = (e) => {
     const t = e.target;
-    if (!(t instanceof Element)) return;
-    if (t.closest('#attn-head')) st.oneHead = true;
-    else if (t.closest('#attn-show')) st.oneHead = false;
+    if (!(t instanceof Element) || handedOn.has(e)) return;
+    const range = t.matches('#attn-layer input[type=range], #attn-head input[type=range]');
+    const radio = t.matches('#attn-show input[type=radio]');
+    if (t.closest('#attn-head')) st.pick = 'one head';
+    else if (radio && t.checked) st.pick = t.value;
     else if (!t.closest('#attn-layer')) return;
-    setTimeout(draw, 0);  // after Gradio has set the slider (its number box sets the range input)
+    draw();
+    setTimeout(draw, 0);
+    if ((range || radio) && st.book && e.isTrusted) handOn(e, t);
   };
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
+
+  // "Query: back to the summary token": the summary token's book of the same look is still here,
+  // so it is drawn at once; the click is handed on to Gradio as above (the server then sends the
+  // same picture, the readout, grid and strip).
+  document.addEventListener('click', (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || !t.closest('#attn-to-cls') || handedOn.has(e) || !e.isTrusted) return;
+    const b = st.book, back = st.summary;
+    if (!b || !b.highlight || !back || back.look !== b.look || st.pending) return;
+    st.book = back;
+    st.drawn = null;
+    st.local = null;
+    draw();
+    handOn(e, t);
+  }, true);
+  // A click on the map: the clicked patch's row (or column) of the matrix behind the shown map is
+  // drawn at once (Gradio maps the click to a pixel the same way); the click is then handed on,
+  // and the server's book for that query follows. A picture still loading: page.js holds the
+  // click until it is decoded, then this sees it again.
+  document.addEventListener('click', (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || handedOn.has(e)) return;
+    const img = t.closest('#attn-main .image-container button')?.querySelector('img');
+    const b = st.book, mx = matrix(), c = controls();
+    if (!img || !img.naturalWidth || !b || st.pending || !mx || mx.for !== c.key || mx.look !== b.look) return;
+    const n = img.getBoundingClientRect(), r = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
+    const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * r) / 2) / r);
+    const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * r) / 2) / r);
+    const cell = b.patch * b.scale, row = Math.floor(y / cell), col = Math.floor(x / cell);
+    if (!(row >= 0 && row < b.grid[0] && col >= 0 && col < b.grid[1])) return;  // the colour bar: the server says so
+    const mp = queryMap(b, mx, [row, col]);
+    if (!mp) return;
+    show(img, render(b, mp), c.key + '|' + row + ',' + col);
+    st.local = performance.now() + 3000;
+    handOn(e, t);
+  }, true);
+
   // Changes the server makes (a grid cell, a head from the list, a deep link) fire no input event.
   setInterval(() => {
-    if (st.oneHead && $('#attn-show input:checked')?.value === 'one head') st.oneHead = false;
+    const c = checked();
+    if (st.pick && c.length === 1 && c[0] === st.pick) st.pick = null;
     if (st.book && $('#attn-main img')?.offsetParent) draw();
   }, 100);
-  return { setBook, render, state: st };
+  return { setBook, render, bookMap, queryMap, matrix, state: st };
 })());
 A.setBook(props.value);
 watch('value', () => A.setBook(props.value));
