@@ -300,7 +300,8 @@ def embeddings_tab(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.on_show(tab, show_all, [ctx.key, depth, clicked, color_by], all_outs)
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
     depth.change(show_depth, [ctx.key, depth, clicked], depth_outs, show_progress="hidden").then(
-        show_scatter, [ctx.key, depth, color_by], scatter, show_progress="hidden")
+        show_scatter, [ctx.key, depth, color_by], scatter, show_progress="hidden",
+        js=web.after_paint("#emb-pictures img"))
     for img in (pca_img, sim_img):
         img.select(click, [ctx.key], clicked).then(show_similarity, [ctx.key, depth, clicked],
                                                     [pca_img, sim_img, sim_md], show_progress="hidden")

@@ -41,6 +41,9 @@ def test_embeddings_tab_depth_click_hover(url, tiny16):
             page.wait_for_function(
                 "() => document.querySelector('#emb-depth-info').innerText"
                 f".includes('Depth l = {g.num_layers}')")
+            # The scatter follows the pictures (its event waits until they are painted).
+            page.wait_for_function(f"() => document.querySelector('#emb-scatter').innerText"
+                                   f".includes('Patch tokens at depth {g.num_layers}')")
 
             # Click patch (row 3, col 5): the similarity panel names its token.
             r, c = 3, 5

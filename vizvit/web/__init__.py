@@ -27,3 +27,8 @@ def asset(name: str) -> str:
 def click_new_file(box: str) -> str:
     """The download script for the file box matching CSS selector `box`."""
     return asset("click_new_file.js").replace("BOX", box)
+
+
+def after_paint(selector: str) -> str:
+    """The js= that holds a chained event until the pictures under CSS `selector` are painted."""
+    return asset("after_paint.js").replace("SELECTOR", selector)

@@ -1,0 +1,11 @@
+// js= of an event chained after pictures (e.g. the token scatter after a depth change): wait
+// until the pictures of SELECTOR are decoded and painted (two frames), then pass the inputs on
+// unchanged. Gradio's own handling of the next event keeps this large page busy for ~100 ms or
+// more, and a picture only paints once the page is idle: without this, the pictures the user
+// asked for wait for the chart that follows them.
+async (...inputs) => {
+  const imgs = [...document.querySelectorAll('SELECTOR')];
+  await Promise.all(imgs.map((i) => (i.decode ? i.decode().catch(() => null) : null)));
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return inputs.length === 1 ? inputs[0] : inputs;
+}
