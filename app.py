@@ -654,18 +654,22 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
         p = experiments.mask_panel(wb.handle(key), m, md)
         return p.grid, p.masked, p.text, p.top5
 
+    # A toggle or a mask button answers in ONE event (the new mask and its views), not a state
+    # event and a .then(): each event costs the page a queue round trip and Gradio's own work.
     @safe
-    def click(key: PhotoKey | None, m: tuple[int, ...], evt: gr.SelectData):
+    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, evt: gr.SelectData):
         if key is None:
-            return m
-        return experiments.toggle_at(wb.handle(key), m, evt.index[0], evt.index[1])
+            return (gr.skip(),) * 5
+        m = experiments.toggle_at(wb.handle(key), m, evt.index[0], evt.index[1])
+        return (m, *show_mask(key, m, md))
 
     def action(name: str) -> Callable:
         @safe
-        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int):
+        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str):
             if key is None:
-                return m, s
-            return experiments.mask_action(wb.handle(key), m, name, pct, s), s + (name == "random")
+                return (gr.skip(),) * 6
+            m = experiments.mask_action(wb.handle(key), m, name, pct, s)
+            return (m, s + (name == "random"), *show_mask(key, m, md))
 
         return run
 
@@ -697,11 +701,11 @@ def experiments_tab(ctx: Ctx, tab: gr.Tab) -> None:
     mask_ins, mask_outs = [ctx.key, mask, mode], [mask_grid, masked_img, mask_info, mask_top5]
     ctx.on_show(tab, show_mask, mask_ins, mask_outs)
     mode.change(show_mask, mask_ins, mask_outs, show_progress="hidden")
-    mask_grid.select(click, [ctx.key, mask], mask).then(show_mask, mask_ins, mask_outs, show_progress="hidden")
+    mask_grid.select(click, [ctx.key, mask, mode], [mask, *mask_outs], show_progress="hidden")
     for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
                       (b_bottom, "bottom")):
-        btn.click(action(name), [ctx.key, mask, percent, seed], [mask, seed]).then(
-            show_mask, mask_ins, mask_outs, show_progress="hidden")
+        btn.click(action(name), [ctx.key, mask, percent, seed, mode], [mask, seed, *mask_outs],
+                  show_progress="minimal")  # "top"/"bottom" may run the model
 
     running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text])
     curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
