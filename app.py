@@ -846,7 +846,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
                    delete_cache=(600, 3600)) as demo:
+        before = len(demo.children)
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
+        # gr.api makes a placeholder component per argument and result (35 of the page's 301): they
+        # draw nothing, yet the page's script built each one at load, like any component. They stay
+        # registered in the Blocks (the API's schema and calls read them), out of the page's layout,
+        # and invisible: the page waits for every visible component to mount before it is ready.
+        gradio_patch.unlaid(demo, demo.children[before:])
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
         gr.Markdown(panels.HEADER_TEXT, elem_id="header")
