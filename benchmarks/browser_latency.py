@@ -61,12 +61,12 @@ PAGE_HELPER = """
   for (const ev of ['pointerdown', 'keydown', 'change', 'input']) document.addEventListener(ev, stamp, true);
   const src = (id) => { const i = document.querySelector('#' + id + ' img'); return i && i.getAttribute('src'); };
   vv.src = src;
-  vv.arm = (id, timeoutMs) => {
+  // A promise for the next new picture (a src not shown before) in #id, decoded and painted.
+  const watch = (id, timeoutMs, onEnd) => {
     const old = src(id);
-    vv.t0 = null; vv.armed = true;
-    vv.done = new Promise((resolve) => {
+    return new Promise((resolve) => {
       let seen = false;
-      const finish = (r) => { vv.armed = false; mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
+      const finish = (r) => { onEnd(); mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
       const check = () => {
         if (seen) return;
         const img = document.querySelector('#' + id + ' img');
@@ -84,6 +84,12 @@ PAGE_HELPER = """
       const timer = setTimeout(() => finish({ timeout: true }), timeoutMs);
     });
   };
+  vv.arm = (id, timeoutMs) => {
+    vv.t0 = null; vv.armed = true;
+    vv.done = watch(id, timeoutMs, () => { vv.armed = false; });
+  };
+  // A second picture of the same input (armed after vv.arm, so it shares its t0).
+  vv.armAlso = (id, timeoutMs) => { vv.also = watch(id, timeoutMs, () => {}); };
   // A text that appears in `sel` after the armed input: (its old text is not enough: it must change).
   vv.armText = (sel, must, timeoutMs) => {
     const el = () => document.querySelector(sel);
@@ -198,14 +204,24 @@ class Timer:
         self.phases: dict[str, list[dict]] = {}
 
     def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True,
-                text: tuple[str, str, str] | None = None) -> dict | None:
+                text: tuple[str, str, str] | None = None, also: tuple[str, str] | None = None) -> dict | None:
         """`text`: (row name, selector, words): also time the same input to `words` appearing
-        in `selector`'s changed text (e.g. the status line's top-1 once the forward is shown)."""
+        in `selector`'s changed text (e.g. the status line's top-1 once the forward is shown).
+        `also`: (row name, elem_id): also time it to a new picture painted in that component."""
         self.page.evaluate("([id, t]) => window.__vv.arm(id, t)", [elem_id, self.timeout_ms])
+        if also:
+            self.page.evaluate("([id, t]) => window.__vv.armAlso(id, t)", [also[1], self.timeout_ms])
         if text:
             self.page.evaluate("([s, w, t]) => window.__vv.armText(s, w, t)", [text[1], text[2], self.timeout_ms])
         action()
         r = self.page.evaluate("() => window.__vv.done")
+        if also:
+            ar = self.page.evaluate("() => window.__vv.also")
+            if ar.get("timeout") or ar.get("t0") is None:
+                self.lost[also[0]] = self.lost.get(also[0], 0) + 1
+            elif record:
+                self.rows.setdefault(also[0], []).append(ar["tPainted"] - ar["t0"])
+                print(f"  {also[0]}: {ar['tPainted'] - ar['t0']:.0f} ms", file=sys.stderr, flush=True)
         if text:
             tr = self.page.evaluate("() => window.__vv.text")
             if tr.get("timeout") or tr.get("t0") is None:
@@ -330,7 +346,8 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         scroll_to(page, "upload")
         t.measure("upload -> patch grid painted", "patch-grid",
                   lambda: page.set_input_files("#upload input[type=file]", photo), record="upload" in parts,
-                  text=("upload -> top-1 in the status line (forward shown)", "#status", "top-1"))
+                  text=("upload -> top-1 in the status line (forward shown)", "#status", "top-1"),
+                  also=("upload -> sequence strip painted (the tab's full views)", "sequence-strip"))
         settle(page, 800)
         if "tabs" not in parts:
             continue
@@ -730,7 +747,7 @@ def budgets(res: list[dict], forward_ms: float) -> list[str]:
     event_budget = max(100.0, 0.4 * forward_ms)
     for r in res:
         w = r["what"]
-        if w.startswith("minimal") or "first open" in w or "(forward shown)" in w:
+        if w.startswith("minimal") or "first open" in w or "(forward shown)" in w or "full views" in w:
             continue
         if w.startswith("page load"):
             b = 1000.0
