@@ -74,6 +74,7 @@ class Ctx:
     links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
     shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
+    previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """Run fn(*inputs) -> outputs when the tab is opened, and when the photo or model
@@ -81,23 +82,50 @@ class Ctx:
         self.shows.append((tab.id, fn, inputs, outputs))
         tab.select(fn, inputs, outputs, show_progress="minimal")
 
+    def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
+        """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
+        pass (e.g. the model-input view's grid), sent by the upload's event in the same message
+        as the new key, while the forward runs (see new_photo). Drawn exactly as on_show's fn
+        draws it afterwards, so the same pictures arrive twice and nothing flickers."""
+        self.previews.append((tab.id, fn, inputs, outputs))
+
     def show_visible(self) -> None:
         """ONE event when the session's key changes (a photo, a model, heads switched off): it
         computes the open tab's views and skips every other output. One event per tab would cost
         a queue round trip each in the browser, for tabs nobody sees."""
-        inputs = list({id(c): c for _, _, ins, _ in self.shows for c in ins}.values())
-        outputs = list({id(c): c for _, _, _, outs in self.shows for c in outs}.values())
+        inputs, outputs = _io(self.shows)
 
         def dispatch(current: str, *values: Any) -> list:
-            given = {id(c): v for c, v in zip(inputs, values)}
-            out = {id(c): gr.skip() for c in outputs}
-            for tab_id, fn, ins, outs in self.shows:
-                if tab_id == current:
-                    res = fn(*(given[id(c)] for c in ins))
-                    out.update(zip((id(c) for c in outs), res if len(outs) > 1 else (res,)))
-            return [out[id(c)] for c in outputs]
+            return _open_tab(self.shows, inputs, outputs, current, values)
 
         self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal")
+
+    def preview_io(self) -> tuple[list, list]:
+        """The inputs and outputs of every preview, each once (see preview)."""
+        return _io(self.previews)
+
+    def preview(self, current: str, key: PhotoKey, values: tuple) -> list:
+        """The open tab's preview of `key` for preview_io()'s outputs (gr.skip() for the rest)."""
+        inputs, outputs = self.preview_io()
+        return _open_tab(self.previews, inputs, outputs, current, values, key)
+
+
+def _io(entries: list) -> tuple[list, list]:
+    """The union of the entries' inputs and of their outputs, each component once, in order."""
+    return (list({id(c): c for _, _, ins, _ in entries for c in ins}.values()),
+            list({id(c): c for _, _, _, outs in entries for c in outs}.values()))
+
+
+def _open_tab(entries: list, inputs: list, outputs: list, current: str, values: tuple, *lead: Any) -> list:
+    """Run the entries of tab `current` (fn(*lead, *its inputs)) on `values` of `inputs`; the
+    values for `outputs`, gr.skip() where no entry of that tab writes."""
+    given = {id(c): v for c, v in zip(inputs, values)}
+    out = {id(c): gr.skip() for c in outputs}
+    for tab_id, fn, ins, outs in entries:
+        if tab_id == current:
+            res = fn(*lead, *(given[id(c)] for c in ins))
+            out.update(zip((id(c) for c in outs), res if len(outs) > 1 else (res,)))
+    return [out[id(c)] for c in outputs]
 
 
 def _user_error(fn: Callable, e: Exception) -> gr.Error:
@@ -194,6 +222,9 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
     ins = [ctx.key, lines, indices, clicked]
     ctx.on_show(tab, show, ins, [grid_img, strip, top5, numbers, patch_info, explanation, label_pick, label_img,
                                  label_text])
+    # The grid alone: one picture to encode, fetch and decode while the forward takes the CPU.
+    ctx.on_preview(tab, lambda key, *v: patches.preview(ctx.wb.handle(key), *v), [lines, indices, clicked],
+                   [grid_img])
     label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
     redrawn = [grid_img, patch_info, strip]
@@ -862,7 +893,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
                    delete_cache=(600, 3600)) as demo:
+        before = len(demo.children)
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
+        # gr.api makes a placeholder component per argument and result (35 of the page's 301): they
+        # draw nothing, yet the page's script built each one at load, like any component. They stay
+        # registered in the Blocks (the API's schema and calls read them), out of the page's layout,
+        # and invisible: the page waits for every visible component to mount before it is ready.
+        gradio_patch.unlaid(demo, demo.children[before:])
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
         gr.Markdown(panels.HEADER_TEXT, elem_id="header")
@@ -933,24 +970,40 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         zs_labels.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
         zs_template.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
 
+        preview_ins, preview_outs = ctx.preview_io()
+        skip_previews = [gr.skip()] * len(preview_outs)
+
         @safe
         def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
-                      labels_text: str = "", template: str = DEFAULT_TEMPLATE):
+                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, current: str = "patches",
+                      *preview_values: Any):
+            """A generator: its first message carries the new key (and the open tab's preview), so
+            the key's event starts at once and finds this forward already running (the cache runs
+            it once for both); its last one, the status line with the forward's result."""
             if path is None:  # cleared by the user (see upload.clear) or by a refused file below
-                return gr.skip(), gr.skip(), gr.skip()
+                yield gr.skip(), gr.skip(), gr.skip(), *skip_previews
+                return
             try:
                 sha1 = wb.add_photo(path)
             except UserError as e:
                 # A toast, the same words kept in the status line, and the refused file's name
                 # out of the box: it must not look as if that file were shown.
                 gr.Warning(str(e))
-                return gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None
+                yield gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None, *skip_previews
+                return
             # The heads switched off (Inside tab, or a link's ablate=) stay off for the new photo.
-            k = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, wb.model(model_id).geometry))
-            k = labelled(k, labels_text, template)
-            a = wb.analysis(k)
+            vm = wb.model(model_id)
+            new = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, vm.geometry))
+            new = labelled(new, labels_text, template)
+            yield new, panels.running_line(vm), gr.skip(), *ctx.preview(current, new, preview_values)
+            try:
+                a = wb.analysis(new)
+            except Exception:
+                yield k, gr.skip(), gr.skip(), *skip_previews  # the tabs go back to the photo they showed
+                raise
             photo = wb.photo(sha1)
-            return k, panels.status_line(wb.model(model_id), a, photo.size) + panels.frames_note(photo), gr.skip()
+            yield gr.skip(), panels.status_line(vm, a, photo.size) + panels.frames_note(photo), gr.skip(), \
+                *skip_previews
 
         @safe
         def loading(model_id: str):
@@ -1016,9 +1069,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 
         examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
-        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template],
-                      [key, status, upload],
-                      api_name="upload",
+        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template, tab,
+                                  *preview_ins],
+                      [key, status, upload, *preview_outs],
+                      api_name="upload", show_progress="minimal",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
         upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,

@@ -1,8 +1,10 @@
-"""A workaround for Gradio 6.31, installed by app.py before the page is built.
+"""Workarounds for Gradio 6.31, used by app.py.
 
-Gradio writes a cached output image in place, at a path named by its content hash: two
-sessions producing the same picture at once could serve a half-written file. Write under
+install(): Gradio writes a cached output image in place, at a path named by its content hash:
+two sessions producing the same picture at once could serve a half-written file. Write under
 a temporary name and rename, as Gradio already does for files.
+
+unlaid(): components that only carry an API's schema (gr.api's) need no place on the page.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from gradio import processing_utils
 
@@ -32,3 +34,16 @@ def _atomic_save_pil_to_cache(img: Any, cache_dir: str, name: str = "image", for
 def install() -> None:
     """Replace Gradio's save_pil_to_cache with the atomic one (idempotent)."""
     processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
+
+
+def unlaid(blocks: Any, children: Sequence[Any]) -> None:
+    """Take `children` (direct children of `blocks`) out of the page's layout; they stay
+    registered, so events and the API schema still find them. The page builds every laid-out
+    component at load, and waits for every component it does not know to be invisible to mount:
+    each is marked invisible in its config (gr.api's Api has no `visible` argument to set)."""
+    for child in children:
+        def config(get=child.get_config) -> dict:
+            return {**get(), "visible": False}
+
+        child.get_config = config
+    blocks.children = [c for c in blocks.children if all(c is not x for x in children)]

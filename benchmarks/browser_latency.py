@@ -2,7 +2,9 @@
 
     python benchmarks/browser_latency.py                  # random ViT-B/16, 5 repeats per event
     python benchmarks/browser_latency.py --repeat 9 --json out.json
+    python benchmarks/browser_latency.py --only load,upload   # just those parts (see PARTS)
     python benchmarks/browser_latency.py --breakdown      # where one event's time goes
+    python benchmarks/browser_latency.py --breakdown upload   # ... a new photo's; or: load (page load)
     python benchmarks/browser_latency.py --app /path/app.py   # another checkout's page
 
 The page runs as `python app.py --model random:... --port N` in its own process (offline),
@@ -59,12 +61,12 @@ PAGE_HELPER = """
   for (const ev of ['pointerdown', 'keydown', 'change', 'input']) document.addEventListener(ev, stamp, true);
   const src = (id) => { const i = document.querySelector('#' + id + ' img'); return i && i.getAttribute('src'); };
   vv.src = src;
-  vv.arm = (id, timeoutMs) => {
+  // A promise for the next new picture (a src not shown before) in #id, decoded and painted.
+  const watch = (id, timeoutMs, onEnd) => {
     const old = src(id);
-    vv.t0 = null; vv.armed = true;
-    vv.done = new Promise((resolve) => {
+    return new Promise((resolve) => {
       let seen = false;
-      const finish = (r) => { vv.armed = false; mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
+      const finish = (r) => { onEnd(); mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
       const check = () => {
         if (seen) return;
         const img = document.querySelector('#' + id + ' img');
@@ -80,6 +82,24 @@ PAGE_HELPER = """
       const mo = new MutationObserver(check);
       mo.observe(document.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
       const timer = setTimeout(() => finish({ timeout: true }), timeoutMs);
+    });
+  };
+  vv.arm = (id, timeoutMs) => {
+    vv.t0 = null; vv.armed = true;
+    vv.done = watch(id, timeoutMs, () => { vv.armed = false; });
+  };
+  // A second picture of the same input (armed after vv.arm, so it shares its t0).
+  vv.armAlso = (id, timeoutMs) => { vv.also = watch(id, timeoutMs, () => {}); };
+  // A text that appears in `sel` after the armed input: (its old text is not enough: it must change).
+  vv.armText = (sel, must, timeoutMs) => {
+    const el = () => document.querySelector(sel);
+    const old = el() ? el().innerText : '';
+    vv.text = new Promise((resolve) => {
+      const check = () => { const e = el(); if (e && e.innerText !== old && e.innerText.includes(must)) {
+        mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, tText: performance.now() }); } };
+      const mo = new MutationObserver(check);
+      mo.observe(document.documentElement, { subtree: true, childList: true, characterData: true });
+      const timer = setTimeout(() => { mo.disconnect(); resolve({ timeout: true }); }, timeoutMs);
     });
   };
   // Page load: when does a selector first exist (performance.now() is from navigation start)?
@@ -183,10 +203,32 @@ class Timer:
         self.lost: dict[str, int] = {}
         self.phases: dict[str, list[dict]] = {}
 
-    def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True) -> dict | None:
+    def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True,
+                text: tuple[str, str, str] | None = None, also: tuple[str, str] | None = None) -> dict | None:
+        """`text`: (row name, selector, words): also time the same input to `words` appearing
+        in `selector`'s changed text (e.g. the status line's top-1 once the forward is shown).
+        `also`: (row name, elem_id): also time it to a new picture painted in that component."""
         self.page.evaluate("([id, t]) => window.__vv.arm(id, t)", [elem_id, self.timeout_ms])
+        if also:
+            self.page.evaluate("([id, t]) => window.__vv.armAlso(id, t)", [also[1], self.timeout_ms])
+        if text:
+            self.page.evaluate("([s, w, t]) => window.__vv.armText(s, w, t)", [text[1], text[2], self.timeout_ms])
         action()
         r = self.page.evaluate("() => window.__vv.done")
+        if also:
+            ar = self.page.evaluate("() => window.__vv.also")
+            if ar.get("timeout") or ar.get("t0") is None:
+                self.lost[also[0]] = self.lost.get(also[0], 0) + 1
+            elif record:
+                self.rows.setdefault(also[0], []).append(ar["tPainted"] - ar["t0"])
+                print(f"  {also[0]}: {ar['tPainted'] - ar['t0']:.0f} ms", file=sys.stderr, flush=True)
+        if text:
+            tr = self.page.evaluate("() => window.__vv.text")
+            if tr.get("timeout") or tr.get("t0") is None:
+                self.lost[text[0]] = self.lost.get(text[0], 0) + 1
+            elif record:
+                self.rows.setdefault(text[0], []).append(tr["tText"] - tr["t0"])
+                print(f"  {text[0]}: {tr['tText'] - tr['t0']:.0f} ms", file=sys.stderr, flush=True)
         print(f"  {name}: {r.get('tPainted', float('nan')) - (r.get('t0') or float('nan')):.0f} ms", file=sys.stderr, flush=True)
         if r.get("timeout") or r.get("t0") is None:
             self.lost[name] = self.lost.get(name, 0) + 1
@@ -264,17 +306,22 @@ def settle(page, ms: int = 400) -> None:
     page.wait_for_timeout(ms)
 
 
-def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None = None) -> Timer:
+PARTS = ("minimal", "load", "upload", "tabs", "attention", "embeddings", "positions", "experiments")
+
+
+def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None = None,
+                  parts: tuple[str, ...] = PARTS) -> Timer:
     import vizvit
     from vizvit import render
 
     geo = vizvit.load_model("random:vit-base-patch16-224").geometry
     scale = render.display_scale(geo)
     cell = geo.patch_size * scale
+    later = {"attention", "embeddings", "positions", "experiments"} & set(parts)
 
     # Page load -> the upload box exists (usable), from navigation start.
     loads = []
-    for _ in range(repeat):
+    for _ in range(repeat if "load" in parts else 0):
         p = ctx.new_page()
         p.goto(url, wait_until="load")
         p.wait_for_function("() => window.__vv.ready['#upload input[type=file]']")
@@ -282,10 +329,15 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         p.close()
     page = open_page(ctx, url, "#upload input[type=file]")
     t = t or Timer(page)
-    t.rows["page load -> upload box ready"] = loads
+    if loads:
+        t.rows["page load -> upload box ready"] = loads
+    if not ({"upload", "tabs"} & set(parts) or later):
+        page.close()
+        return t
 
     # Upload of a new photo (one forward) -> patch grid painted, then each tab's first open.
-    for i, photo in enumerate(pics[:repeat]):
+    n_up = repeat if {"upload", "tabs"} & set(parts) else 1  # later parts need one photo
+    for i, photo in enumerate(pics[:n_up]):
         if i:
             page.get_by_role("tab", name="Patches").click()
             page.locator("#upload button[aria-label='Clear']").first.click()
@@ -293,8 +345,12 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
             settle(page, 500)
         scroll_to(page, "upload")
         t.measure("upload -> patch grid painted", "patch-grid",
-                  lambda: page.set_input_files("#upload input[type=file]", photo))
+                  lambda: page.set_input_files("#upload input[type=file]", photo), record="upload" in parts,
+                  text=("upload -> top-1 in the status line (forward shown)", "#status", "top-1"),
+                  also=("upload -> sequence strip painted (the tab's full views)", "sequence-strip"))
         settle(page, 800)
+        if "tabs" not in parts:
+            continue
         for name, target in (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
                              ("Experiments", "mask-grid")):
             if name == "Positions" and i:  # its grid is per model: the same file again, nothing new to paint
@@ -303,8 +359,24 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
                 continue
             t.measure(f"first open: {name} tab", target, tab(page, name))
             settle(page, 800)
+    if not later:
+        page.close()
+        return t
 
-    # Attention tab on a cached photo.
+    if "attention" in parts:
+        attention_events(page, t, repeat, cell)
+    if "embeddings" in parts:
+        embeddings_events(page, t, repeat)
+    if "positions" in parts:
+        positions_events(page, t, repeat, geo)
+    if "experiments" in parts:
+        experiments_events(page, t, repeat, geo)
+    page.close()
+    return t
+
+
+def attention_events(page, t: Timer, repeat: int, cell: float) -> None:
+    """Attention tab on a cached photo."""
     page.get_by_role("tab", name="Attention").click()
     settle(page, 1500)
     scroll_to(page, "attn-main")
@@ -330,7 +402,9 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         settle(page)
     lost_clicks(page, t, cell, min(repeat, 5))  # heads 7..11 of 12: new pictures
 
-    # Embeddings: depth slider.
+
+def embeddings_events(page, t: Timer, repeat: int) -> None:
+    """Embeddings: depth slider."""
     page.get_by_role("tab", name="Embeddings").click()
     settle(page, 1500)
     scroll_to(page, "emb-pca")
@@ -338,7 +412,9 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         t.measure("embeddings: depth slider", "emb-pca", range_key(page, "emb-depth", "ArrowRight"))
         settle(page, 600)
 
-    # Positions: tile click.
+
+def positions_events(page, t: Timer, repeat: int, geo) -> None:
+    """Positions: tile click."""
     page.get_by_role("tab", name="Positions").click()
     settle(page, 1500)
     scroll_to(page, "pos-grid")
@@ -351,7 +427,9 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         settle(page)
     del positions_panel
 
-    # Experiments: mask toggles (warm both views first), shifts.
+
+def experiments_events(page, t: Timer, repeat: int, geo) -> None:
+    """Experiments: mask toggles (warm both views first), shifts."""
     page.get_by_role("tab", name="Experiments").click()
     settle(page, 2000)
     scroll_to(page, "mask-grid")
@@ -370,8 +448,6 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
     for _ in range(repeat):
         t.measure("experiments: shift back to a cached view", "shift-view", range_key(page, "shift-dx", "ArrowLeft"))
         settle(page)
-    page.close()
-    return t
 
 
 CLICK_ON_SRC_CHANGE = """([id, px, py, nw, nh]) => new Promise((resolve) => {
@@ -542,6 +618,122 @@ def breakdown(args: argparse.Namespace) -> dict:
     return {"forward_ms": forward, "rows": rows}
 
 
+def _timeline(page, url: str, r: dict) -> list[tuple[float, str]]:
+    """The event's requests, queue joins, SSE chunks and server traces, in ms from its input."""
+    origin = page.evaluate("() => performance.timeOrigin")
+    abs0 = origin + r["t0"]
+    net = page.evaluate("() => window.__vvnet")
+    res = page.evaluate("() => performance.getEntriesByType('resource').map(e => ({n: e.name.replace(location.origin, ''),"
+                        " s: e.startTime, e: e.responseEnd, b: e.encodedBodySize}))")
+    traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+    ev = [(x["s"] - r["t0"], f"request {x['n'].split('?')[0][-60:]} done at {x['e'] - r['t0']:.0f} ({x['b']} B)")
+          for x in res if x["s"] >= r["t0"] - 1]
+    ev += [(n["sent"] - abs0, f"join answered at {n['answered'] - abs0:.0f}") if n["kind"] == "join" else
+           (n["at"] - abs0, f"SSE chunk {n['bytes']} B: {','.join(n['msgs'])}") for n in net]
+    ev += [(x["timestamp"] * 1000 - abs0, f"server {x['fn_name']}: queue wait {x['queue_wait_ms']:.0f}, preprocess "
+            f"{x['preprocess_ms']:.0f}, handler {x['fn_call_ms']:.0f}, postprocess {x['postprocess_ms']:.0f}, total "
+            f"{x['total_ms']:.0f}") for x in traces]
+    ev += [(r["tSrc"] - r["t0"], "<img> src set"), (r["tPainted"] - r["t0"], "painted")]
+    return sorted(ev)
+
+
+def upload_breakdown(args: argparse.Namespace) -> dict:
+    """A new photo's upload, phase by phase (each repeat a new file): the file's own request, the
+    queued events it starts, what the server spent in each, the SSE messages, the pictures."""
+    tmp = Path(tempfile.mkdtemp(prefix="vizvit-breakdown-"))
+    pics = photos(args.repeat, tmp)
+    forward = [1000 * s for s in bare_forward_s(args.model, args.forward_repeat)]
+    port = free_port()
+    os.environ["GRADIO_PROFILING"] = "1"
+    rows: list[dict] = []
+    with browser() as ctx, server([sys.executable, args.app, "--model", args.model, "--port", str(port)], port,
+                                  tmp / "app.log") as url:
+        ctx.add_init_script(NET_HELPER)
+        page = open_page(ctx, url, "#upload input[type=file]")
+        t = Timer(page)
+        settle(page, 1500)
+        for i, pic in enumerate(pics):
+            if i:
+                page.locator("#upload button[aria-label='Clear']").first.click()
+                page.wait_for_selector("#upload input[type=file]", state="attached")
+                settle(page, 500)
+            page.evaluate("() => { window.__vvnet.length = 0; performance.clearResourceTimings(); }")
+            urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+            r = t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic),
+                          text=("forward shown", "#status", "top-1"))
+            settle(page, 2000)
+            if r is None:
+                continue
+            ev = _timeline(page, url, r)
+            traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+            rows.append({"input -> grid painted": r["tPainted"] - r["t0"],
+                         "queued events": len([x for x in traces if x["fn_name"] != "gradio_file_upload"]),
+                         "joins": sum("join answered" in e for _, e in ev),
+                         "server handler ms (all events)": sum(x["fn_call_ms"] for x in traces),
+                         "server postprocess ms (all events)": sum(x["postprocess_ms"] for x in traces)})
+            print(f"upload {i}: grid painted {r['tPainted'] - r['t0']:.0f} ms")
+            for at, what in ev:
+                print(f"  {at:7.0f}  {what}")
+        page.close()
+    fwd = statistics.median(forward)
+    print(f"bare forward: median {fwd:.0f} ms (n={len(forward)})")
+    for k in rows[0] if rows else ():
+        v = [r[k] for r in rows]
+        print(f"  {k:<40} {statistics.median(v):>8.1f} ({min(v):.1f}–{max(v):.1f})")
+    return {"forward_ms": forward, "rows": rows}
+
+
+def load_breakdown(args: argparse.Namespace) -> dict:
+    """Page load: what the page is (config bytes, components, events, JS/CSS) and when each step
+    happens (HTML, scripts, first paint, upload box, the load event's join and its server time)."""
+    tmp = Path(tempfile.mkdtemp(prefix="vizvit-breakdown-"))
+    port = free_port()
+    os.environ["GRADIO_PROFILING"] = "1"
+    rows: list[dict] = []
+    with browser() as ctx, server([sys.executable, args.app, "--model", args.model, "--port", str(port)], port,
+                                  tmp / "app.log") as url:
+        ctx.add_init_script(NET_HELPER)
+        config = json.loads(urllib.request.urlopen(url + "config").read())
+        types: dict[str, int] = {}
+        for c in config["components"]:
+            types[c["type"]] = types.get(c["type"], 0) + 1
+        print(f"config: {len(json.dumps(config)):,} bytes, {len(config['components'])} components, "
+              f"{len(config['dependencies'])} events; components by type: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(types.items(), key=lambda kv: -kv[1])))
+        for i in range(args.repeat + 1):  # the first fills the browser's cache: not counted
+            urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+            page = ctx.new_page()
+            page.goto(url, wait_until="load")
+            page.wait_for_function("() => window.__vv.ready['#upload input[type=file]']")
+            settle(page, 1500)
+            d = page.evaluate("""() => {
+              const n = performance.getEntriesByType('navigation')[0], res = performance.getEntriesByType('resource');
+              const paint = performance.getEntriesByType('paint').find(e => e.name === 'first-contentful-paint');
+              const js = res.filter(e => e.initiatorType === 'script'), css = res.filter(e => e.name.includes('.css'));
+              const last = Math.max(...res.filter(e => !e.name.includes('/gradio_api/')).map(e => e.responseEnd));
+              const net = window.__vvnet, o = performance.timeOrigin;
+              const join = net.find(x => x.kind === 'join');
+              return { 'HTML received': n.responseEnd, 'HTML bytes': n.decodedBodySize,
+                'DOMContentLoaded': n.domContentLoadedEventEnd, 'last script/style fetched': last,
+                'scripts (n)': js.length, 'script bytes (decoded)': js.reduce((a, e) => a + e.decodedBodySize, 0),
+                'style bytes (decoded)': css.reduce((a, e) => a + e.decodedBodySize, 0),
+                'first contentful paint': paint ? paint.startTime : NaN,
+                'upload box ready': window.__vv.ready['#upload input[type=file]'],
+                'load event: join sent': join ? join.sent - o : NaN,
+                'load event: joins (n)': net.filter(x => x.kind === 'join').length,
+                'DOM elements': document.getElementsByTagName('*').length }; }""")
+            traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+            d["load event: server total ms"] = sum(x["total_ms"] for x in traces if x["fn_name"] == "open_link")
+            page.close()
+            if i:
+                rows.append(d)
+    print(f"page load, {len(rows)} repeats: median (min–max), ms from navigation start")
+    for k in rows[0] if rows else ():
+        v = [r[k] for r in rows]
+        print(f"  {k:<40} {statistics.median(v):>10.1f} ({min(v):.1f}–{max(v):.1f})")
+    return {"rows": rows}
+
+
 # ------------------------------------------------------------------ report
 def summarise(rows: dict[str, list[float]], forward_ms: float) -> list[dict]:
     return [{"what": k, "median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v),
@@ -555,7 +747,7 @@ def budgets(res: list[dict], forward_ms: float) -> list[str]:
     event_budget = max(100.0, 0.4 * forward_ms)
     for r in res:
         w = r["what"]
-        if w.startswith("minimal") or "first open" in w:
+        if w.startswith("minimal") or "first open" in w or "(forward shown)" in w or "full views" in w:
             continue
         if w.startswith("page load"):
             b = 1000.0
@@ -588,8 +780,9 @@ def run(args: argparse.Namespace) -> dict:
     forward = [1000 * s for s in bare_forward_s(model, args.forward_repeat)]
     rows: dict[str, list[float]] = {}
     lost: dict[str, int] = {}
+    parts = tuple(args.only.split(",")) if getattr(args, "only", None) else PARTS
     with browser() as ctx:
-        if not args.skip_minimal:
+        if not args.skip_minimal and "minimal" in parts:
             port = free_port()
             (tmp / "minimal_app.py").write_text(MINIMAL_APP)
             with server([sys.executable, str(tmp / "minimal_app.py"), str(port), str(EXAMPLE)], port,
@@ -599,7 +792,7 @@ def run(args: argparse.Namespace) -> dict:
             lost.update(m.lost)
         port = free_port()
         with server([sys.executable, args.app, "--model", model, "--port", str(port)], port, tmp / "app.log") as url:
-            t = vizvit_events(ctx, url, pics, args.repeat)
+            t = vizvit_events(ctx, url, pics, args.repeat, parts=parts)
         rows.update(t.rows)
         lost.update({k: v for k, v in t.lost.items()})
     forward += [1000 * s for s in bare_forward_s(model, args.forward_repeat)]  # before and after: drift shows
@@ -615,11 +808,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--forward-repeat", type=int, default=5)
     ap.add_argument("--skip-minimal", action="store_true", help="skip the minimal-Gradio floor")
-    ap.add_argument("--breakdown", action="store_true", help="phase by phase, one event kind")
+    ap.add_argument("--only", help=f"comma-separated parts to run (default all): {','.join(PARTS)}")
+    ap.add_argument("--breakdown", nargs="?", const="layer", choices=("layer", "upload", "load"),
+                    help="phase by phase: the attention layer slider (default), a new photo's upload, or page load")
     ap.add_argument("--verbose", action="store_true", help="with --breakdown: each event's timeline")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
-    results = breakdown(args) if args.breakdown else run(args)
+    if args.only and not set(args.only.split(",")) <= set(PARTS):
+        ap.error(f"--only: parts are {','.join(PARTS)}")
+    results = ({"layer": breakdown, "upload": upload_breakdown, "load": load_breakdown}[args.breakdown](args)
+               if args.breakdown else run(args))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

@@ -99,3 +99,23 @@ def test_every_tab_links_the_methods_page(tiny16):
     assert any("## Head ablation" in str(getattr(b, "value", "")) for b in blocks)
     for section in ("## Attention rollout", "## Class-specific relevance", "## Logit lens", "## Head ablation"):
         assert section in app.METHODS_TEXT
+
+
+def test_the_api_placeholders_stay_out_of_the_page_layout(tiny16):
+    """gr.api's argument/result components draw nothing; the page must not build them at load.
+    They stay registered, so the public endpoints keep their schema (see the endpoint tests)."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = app.build_demo(wb, tiny16.id)
+    config = demo.get_config_file()
+    types = {c["id"]: c["type"] for c in config["components"]}
+
+    def ids(node: dict) -> list[int]:
+        return [node["id"]] + [i for ch in node.get("children", []) for i in ids(ch)]
+
+    in_layout = ids(config["layout"])
+    assert "api" in types.values(), "the endpoints' components are still registered"
+    assert not [i for i in in_layout if types.get(i) == "api"]
+    # The page waits for every visible component to mount: one never laid out must be invisible.
+    assert all(c["props"].get("visible") is False for c in config["components"] if c["id"] not in in_layout)
+    assert any(types.get(i) == "file" for i in in_layout)  # the page itself is all there

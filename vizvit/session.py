@@ -14,6 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
+import numpy as np
 import torch
 
 from PIL import Image
@@ -23,7 +24,7 @@ from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
 from .engine import Analysis, analyze, nbytes, text_embeddings, with_zero_shot
-from .images import ImageInput, View, image_sha1, load_image
+from .images import ImageInput, View, image_sha1, load_image, model_input_view
 from .models import VitModel, load_model
 from .zeroshot import ZeroShotHead, check_template, head_of, parse_labels, prompts
 
@@ -305,6 +306,12 @@ class Photo:
 
     def analysis(self, view: View = View()) -> Analysis:
         return self.wb.analysis(self.key, view)
+
+    def input_view(self) -> np.ndarray:
+        """(H, W, 3) uint8: what the model sees of this photo (the processor's resize and crop),
+        without a forward pass: the same pixels as analysis().input_view of the unperturbed view.
+        The bare model's preprocessing, so a CLIP / SigLIP key's labels cost no text forward."""
+        return model_input_view(self.image, self.wb.model(self.key.model_id).preprocess)
 
     def derived(self, name: Hashable, compute: Callable[[], Any]) -> Any:
         return self.wb.derived(self.key, name, compute)

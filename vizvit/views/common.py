@@ -61,6 +61,12 @@ def heads_line(vm: VitModel, a: Analysis) -> str:
     return " · average of " + ", ".join(parts)
 
 
+def running_line(vm: VitModel) -> str:
+    """The status while a new photo's forward pass runs (its grid may already be on screen, next
+    to the previous photo's predictions)."""
+    return f"{model_line(vm)} · ⏳ running the model on the new photo…"
+
+
 def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = None) -> str:
     best = f" · top-1: **{a.top5[0].label.split(',')[0]}** ({a.top5[0].prob:.1%}){heads_line(vm, a)}" if a.top5 else ""
     off = (f" · ⚠️ heads off ({a.ablation.mode}): **{format_heads(a.ablation.heads)}**, every tab shows that model"

@@ -65,10 +65,14 @@ def patches_explanation(vm: VitModel) -> str:
 def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
                clicked: tuple[int, int] | None = None) -> np.ndarray:
     """The enlarged model-input view with grid lines, numbers and the clicked patch."""
-    g = vm.geometry
-    clicked = on_grid(clicked, g)
-    big = render.enlarge(a.input_view, render.display_scale(g))
-    return render.draw_grid(big, g, lines=lines, indices=indices, highlight=clicked)
+    return grid_of_view(vm.geometry, a.input_view, lines, indices, clicked)
+
+
+def grid_of_view(g: Geometry, view: np.ndarray, lines: bool = True, indices: bool = False,
+                 clicked: tuple[int, int] | None = None) -> np.ndarray:
+    """patch_grid from the (H, W, 3) uint8 model-input view itself (no Analysis needed)."""
+    big = render.enlarge(view, render.display_scale(g))
+    return render.draw_grid(big, g, lines=lines, indices=indices, highlight=on_grid(clicked, g))
 
 
 def patch_text(g: Geometry, clicked: tuple[int, int] | None) -> str:
@@ -81,6 +85,15 @@ def show(ph: Photo, lines: bool = True, indices: bool = False,
          clicked: tuple[int, int] | None = None) -> PatchesPanel:
     """On open (a new photo or model)."""
     return patches_panel(ph.vm, ph.analysis(), lines, indices, clicked)
+
+
+def preview(ph: Photo, lines: bool = True, indices: bool = False,
+            clicked: tuple[int, int] | None = None) -> np.ndarray:
+    """A new photo's grid before its forward pass: it needs none (it shows the model-input view).
+    Pixel for pixel what show() draws once the forward is done, so the page gets the same file
+    again and nothing flickers."""
+    g = ph.wb.model(ph.key.model_id).geometry  # not ph.vm: no text forward for CLIP labels
+    return grid_of_view(g, ph.input_view(), lines, indices, clicked)
 
 
 def change(ph: Photo, lines: bool = True, indices: bool = False,
