@@ -98,7 +98,10 @@ class Ctx:
         def dispatch(current: str, *values: Any) -> list:
             return _open_tab(self.shows, inputs, outputs, current, values)
 
-        self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal")
+        # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
+        # event would otherwise hold that first picture back (see web/after_paint.js).
+        self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
+                        js=web.after_paint("#patch-grid img"))
 
     def preview_io(self) -> tuple[list, list]:
         """The inputs and outputs of every preview, each once (see preview)."""
