@@ -109,6 +109,14 @@ PAGE_HELPER = """
     if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start); };
   vv.whenReady('#upload input[type=file]');
   vv.whenReady('#min-slider input[type=range]');
+  // Long tasks (> 50 ms) of the page's main thread: a picture cannot paint while one runs.
+  vv.long = [];
+  try {
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) vv.long.push([e.startTime, e.duration]); })
+      .observe({ type: 'longtask', buffered: true });
+  } catch (e) { /* not supported: the column stays empty */ }
+  vv.busy = (a, b) => vv.long.filter(([s, d]) => s < b && s + d > a)
+    .reduce((t, [s, d]) => t + Math.min(s + d, b) - Math.max(s, a), 0);
 })();
 """
 
@@ -202,6 +210,7 @@ class Timer:
         self.rows: dict[str, list[float]] = {}
         self.lost: dict[str, int] = {}
         self.phases: dict[str, list[dict]] = {}
+        self.busy: dict[str, list[float]] = {}  # main thread in long tasks between input and paint
 
     def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True,
                 text: tuple[str, str, str] | None = None, also: tuple[str, str] | None = None) -> dict | None:
@@ -236,6 +245,9 @@ class Timer:
         if record:
             self.rows.setdefault(name, []).append(r["tPainted"] - r["t0"])
             self.phases.setdefault(name, []).append(r)
+            self.page.wait_for_timeout(60)  # long-task entries are reported after their task ends
+            self.busy.setdefault(name, []).append(
+                self.page.evaluate("([a, b]) => window.__vv.busy(a, b)", [r["t0"], r["tPainted"]]))
         return r
 
 
@@ -735,9 +747,12 @@ def load_breakdown(args: argparse.Namespace) -> dict:
 
 
 # ------------------------------------------------------------------ report
-def summarise(rows: dict[str, list[float]], forward_ms: float) -> list[dict]:
+def summarise(rows: dict[str, list[float]], forward_ms: float, busy: dict[str, list[float]] | None = None) -> list[dict]:
+    """busy: per row, the page's main thread in long tasks (> 50 ms) between the input and the paint."""
+    busy = busy or {}
     return [{"what": k, "median_ms": statistics.median(v), "min_ms": min(v), "max_ms": max(v),
-             "ratio": statistics.median(v) / forward_ms, "n": len(v)} for k, v in rows.items() if v]
+             "ratio": statistics.median(v) / forward_ms, "n": len(v),
+             "busy_ms": statistics.median(busy[k]) if busy.get(k) else None} for k, v in rows.items() if v]
 
 
 def budgets(res: list[dict], forward_ms: float) -> list[str]:
@@ -764,9 +779,11 @@ def budgets(res: list[dict], forward_ms: float) -> list[str]:
 def print_table(res: list[dict], forward: list[float], lost: dict[str, int]) -> None:
     fwd = statistics.median(forward)
     print(f"bare forward: median {fwd:.0f} ms, min–max {min(forward):.0f}–{max(forward):.0f} ms (n={len(forward)})")
-    print(f"{'what':<58} {'median ms':>9} {'min–max ms':>14} {'× forward':>9} {'n':>3}")
+    print(f"{'what':<58} {'median ms':>9} {'min–max ms':>14} {'× forward':>9} {'n':>3}  {'long tasks ms':>13}")
     for r in res:
-        print(f"{r['what']:<58} {r['median_ms']:>9.0f} {r['min_ms']:>6.0f}–{r['max_ms']:<7.0f} {r['ratio']:>9.2f} {r['n']:>3}")
+        busy = "" if r.get("busy_ms") is None else f"{r['busy_ms']:>13.0f}"
+        print(f"{r['what']:<58} {r['median_ms']:>9.0f} {r['min_ms']:>6.0f}–{r['max_ms']:<7.0f} {r['ratio']:>9.2f} "
+              f"{r['n']:>3}  {busy}")
     if lost:
         print("lost (no new picture within the timeout): " + ", ".join(f"{k}: {v}" for k, v in lost.items()))
     print("budgets:")
@@ -779,6 +796,7 @@ def run(args: argparse.Namespace) -> dict:
     pics = photos(args.repeat, tmp)
     forward = [1000 * s for s in bare_forward_s(model, args.forward_repeat)]
     rows: dict[str, list[float]] = {}
+    busy: dict[str, list[float]] = {}
     lost: dict[str, int] = {}
     parts = tuple(args.only.split(",")) if getattr(args, "only", None) else PARTS
     with browser() as ctx:
@@ -789,14 +807,16 @@ def run(args: argparse.Namespace) -> dict:
                         tmp / "minimal.log") as url:
                 m = minimal_events(ctx, url, args.repeat)
             rows.update(m.rows)
+            busy.update(m.busy)
             lost.update(m.lost)
         port = free_port()
         with server([sys.executable, args.app, "--model", model, "--port", str(port)], port, tmp / "app.log") as url:
             t = vizvit_events(ctx, url, pics, args.repeat, parts=parts)
         rows.update(t.rows)
+        busy.update(t.busy)
         lost.update({k: v for k, v in t.lost.items()})
     forward += [1000 * s for s in bare_forward_s(model, args.forward_repeat)]  # before and after: drift shows
-    res = summarise(rows, statistics.median(forward))
+    res = summarise(rows, statistics.median(forward), busy)
     print_table(res, forward, lost)
     return {"model": model, "forward_ms": forward, "rows": res, "lost": lost}
 
