@@ -365,10 +365,11 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             summary = gr.Radio(["[CLS]"], value="[CLS]", label="read maps, rollout and relevance from",
                                visible=False, elem_id="attn-summary")
         with gr.Column(scale=2):
-            layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer")
+            # No reset button: it fires no .input (the page would draw a layer the server never hears of).
+            layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer", buttons=[])
             show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
-            head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head")
+            head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head", buttons=[])
             mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
             scale = gr.Radio(list(vocab.ATTN_SCALES), value=vocab.ATTN_SCALES[0], elem_id="attn-scale",
                              label="colour scale of the map (blue line on the bar: uniform 1/N)")
@@ -379,7 +380,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                                         label="discard per row, or over the whole matrix as vit-explain does",
                                         elem_id="attn-discard-mode")
             with gr.Row():
-                alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity")
+                alpha = gr.Slider(0, 1, value=0.6, step=0.05, label="overlay opacity", elem_id="attn-alpha")
                 cmap = gr.Dropdown(list(vocab.COLORMAPS), value="inferno", label="colour map")
             with gr.Row():
                 tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)",
@@ -442,21 +443,21 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                 cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
                 rel_img: None, rel_text: "",
                 summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1),
-                book: page_book(key, p), matrix: ap.matrix_for_page(ph.analysis(), p, ph.derived)
-                if ap.draws_in_page(g) else None}
+                book: page_book(key, p),
+                matrix: ap.matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(key)) if ap.draws_in_page(g) else None}
 
     def page_book(key: PhotoKey, p: ap.AttnParams) -> str | None:
         """The main map of every layer and head for the page to draw (None: too large, drawn here)."""
         ph = ctx.wb.handle(key)
         return ap.book_for_page(ap.map_book(ph.vm, ph.analysis(), p, ph.derived), ph.analysis().input_view,
-                                ph.vm.geometry) if ap.draws_in_page(ph.vm.geometry) else None
+                                ph.vm.geometry, photo=repr(key)) if ap.draws_in_page(ph.vm.geometry) else None
 
     def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False) -> tuple:
         """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
         ph = ctx.wb.handle(key)
         view = ap.change(ph, p)
         page = ap.draws_in_page(ph.vm.geometry)
-        m = ap.matrix_for_page(ph.analysis(), p, ph.derived) if page else None
+        m = ap.matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(key)) if page else None
         return gr.skip() if drawn_in_page and page else view.main, view.readout, view.grid, view.strip, m
 
     @safe

@@ -613,7 +613,7 @@ def look(p: AttnParams) -> str:
                     if f.name not in ("layer", "head", "show", "query", "distance_norm", "shared_scale"))
 
 
-def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> str:
+def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "") -> str:
     """The MapBook as the page's script reads it: ONE JSON string (Gradio's page copies an output
     value on every event, and a nested value costs one copy per list: 48 000 copies, ~150 ms, for
     ViT-B/16's colour-bar layouts), arrays as base64 little-endian bytes. Everything map_image draws is here: the view, the colour table, the outline's place
@@ -625,7 +625,7 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> str:
     png = cv2.imencode(".png", cv2.cvtColor(view, cv2.COLOR_RGB2BGR))[1]
     step = s * h / g.grid[0]
     return json.dumps({
-        "for": [p.layer, p.head, p.show], "look": look(p), "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
+        "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
         "grid": list(g.grid), "size": [h, w], "scale": s, "gap": 8, "bar": render.BAR_WIDTH,
         "width": s * w + 8 + render.BAR_WIDTH + 12 + bar_text_width(), "text_px": render.TEXT_PX,
         "maps": base64.b64encode(book.maps.astype("<f4").tobytes()).decode(),
@@ -642,13 +642,14 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry) -> str:
     }, separators=(",", ":"))
 
 
-def matrix_for_page(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> str:
+def matrix_for_page(a: Analysis, p: AttnParams, cache: Cache = no_cache, photo: str = "") -> str:
     """The (N, N) matrix behind the shown map (main_matrix), as ONE JSON string: with it the page
     draws a click on the map (that patch's row or column) at once, and the server's MapBook for
     the new query follows. The page draws the click only where main_panel would give the same
-    picture: not on the fixed scale (its top spans every layer and head)."""
+    picture: not on the fixed scale (its top spans every layer and head). photo: names the photo
+    and model (the session key; the book carries it too), so the page never mixes two photos'."""
     m = main_matrix(a, p, cache).numpy().astype("<f4")
-    return json.dumps({"for": "|".join(map(str, (p.layer, p.head, p.show))), "look": look(p),
+    return json.dumps({"for": "|".join(map(str, (p.layer, p.head, p.show))), "look": look(p), "photo": photo,
                        "m": base64.b64encode(m.tobytes()).decode()}, separators=(",", ":"))
 
 

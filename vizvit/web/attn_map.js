@@ -36,11 +36,14 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
              keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut), lohi, scale: b.scale, scale_name: b.scale_name };
   };
 
+  const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
+
   // The map (l, k) of the book: its values, colour range, τ mask and colour-bar labels.
   const bookMap = (b, layer, head, show) => {
     const [gh, gw] = b.grid, K = b.heads + b.fusions.length, n = gh * gw;
-    const k = show === 'one head' ? head - 1 : b.heads + b.fusions.indexOf(show);
-    if (k < 0 || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
+    const f = b.fusions.indexOf(show), k = show === 'one head' ? head - 1 : b.heads + f;
+    if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== 'one head' && f < 0)
+        || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
     return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lohi[2 * m], hi: b.lohi[2 * m + 1],
              keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight };
@@ -51,7 +54,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const render = (b, mp) => {
     const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw;
     const { vals, lo, hi, keep, bars } = mp;
-    const a = b.alpha;
+    // cv2.addWeighted(heat, α, view, 1 − α): float32 weights and sums, rounded half to even.
+    const fa = Math.fround(b.alpha), fb = Math.fround(1 - b.alpha);
     // Each patch's colour (render.colorize: index = round(clip((v - lo) / (hi - lo)) · 255)).
     const tile = new Uint8Array(3 * n);
     for (let i = 0; i < n; i++) {
@@ -69,7 +73,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
         if (keep && !keep[i]) {
           for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.floor(v[o + ch] * 0.3);
         } else {
-          for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.round(tile[3 * i + ch] * a + v[o + ch] * (1 - a));
+          for (let ch = 0; ch < 3; ch++) out[o + ch] = roundHalfEven(Math.fround(Math.fround(tile[3 * i + ch] * fa) + Math.fround(v[o + ch] * fb)));
         }
         out[o + 3] = 255;
       }
@@ -91,10 +95,15 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
       const x1 = Math.round((c + 1) * step) - 1, y1 = Math.round((r + 1) * step) - 1;
       x.fillStyle = `rgb(${b.colors.highlight})`;
       const side = 2 * e + 1;
+      x.save();
+      x.beginPath();
+      x.rect(0, 0, w * s, h * s);  // the outline stays on the map, as draw_grid clips it
+      x.clip();
       x.fillRect(x0 - e, y0 - e, x1 - x0 + side, side);
       x.fillRect(x0 - e, y1 - e, x1 - x0 + side, side);
       x.fillRect(x0 - e, y0 - e, side, y1 - y0 + side);
       x.fillRect(x1 - e, y0 - e, side, y1 - y0 + side);
+      x.restore();
     }
     // render.colorbar: vmax on top, row y holds linspace(vmax, vmin, H)[y].
     const bx = w * s + b.gap, bar = new ImageData(b.bar, H);
@@ -130,7 +139,6 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // ---- a clicked patch as the query, from the matrix behind the shown map (matrix_for_page).
   // Ports of vizvit's attention.query_map, views.attention.map_range, attention.mass_threshold,
   // render.colorbar_labels and Python's "{:.3g}", for main_panel's very picture.
-  const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
   const fmt3g = (v) => {
     if (v === 0) return '0';
     const [mant, ex] = v.toExponential(2).split('e');
@@ -153,9 +161,9 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const massThreshold = (vals, tau) => {
     const flat = Array.from(vals, (v) => Math.fround(Math.max(v, 0)));
     const order = flat.map((_, i) => i).sort((p, q) => flat[q] - flat[p]);
-    let acc = 0;
-    const cum = order.map((i) => (acc = Math.fround(acc + flat[i])));
-    const limit = Math.fround(Math.fround(tau) * cum[cum.length - 1]);
+    let acc = 0;  // torch's CPU cumsum adds up in double; each partial sum is stored as float32
+    const cum = order.map((i) => Math.fround(acc += flat[i]));
+    const limit = Math.fround(tau * cum[cum.length - 1]);
     const k = Math.min(cum.filter((x) => x < limit).length + 1, flat.length);
     const keep = new Uint8Array(flat.length);
     for (const i of order.slice(0, k)) keep[i] = 1;
@@ -218,7 +226,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const raw = text ? JSON.parse(text) : null;
     if (!raw || !raw.maps) { st.book = null; st.pending = false; return; }
     st.pending = true;
-    const b = await decode(raw);
+    let b;
+    try { b = await decode(raw); } catch (err) { if (seq === st.seq) { st.pending = false; st.book = null; } return; }
     if (seq !== st.seq) return;  // a newer book came while this one decoded
     st.book = b;
     st.local = null;
@@ -269,6 +278,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (t.closest('#attn-head')) st.pick = 'one head';
     else if (radio && t.checked) st.pick = t.value;
     else if (!t.closest('#attn-layer')) return;
+    if (t.closest('#attn-head, #attn-show')) st.pickAt = performance.now();
     draw();
     setTimeout(draw, 0);
     if ((range || radio) && st.book && e.isTrusted) handOn(e, t);
@@ -283,7 +293,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const t = e.target;
     if (!(t instanceof Element) || !t.closest('#attn-to-cls') || handedOn.has(e) || !e.isTrusted) return;
     const b = st.book, back = st.summary;
-    if (!b || !b.highlight || !back || back.look !== b.look || st.pending) return;
+    if (!b || !b.highlight || !back || back.look !== b.look || back.photo !== b.photo || st.pending) return;
     st.book = back;
     st.drawn = null;
     st.local = null;
@@ -299,23 +309,29 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (!(t instanceof Element) || handedOn.has(e)) return;
     const img = t.closest('#attn-main .image-container button')?.querySelector('img');
     const b = st.book, mx = matrix(), c = controls();
-    if (!img || !img.naturalWidth || !b || st.pending || !mx || mx.for !== c.key || mx.look !== b.look) return;
+    if (!img || !img.naturalWidth || !b || st.pending || !mx || mx.for !== c.key || mx.look !== b.look
+        || mx.photo !== b.photo) return;
     const n = img.getBoundingClientRect(), r = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
     const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * r) / 2) / r);
     const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * r) / 2) / r);
     const cell = b.patch * b.scale, row = Math.floor(y / cell), col = Math.floor(x / cell);
     if (!(row >= 0 && row < b.grid[0] && col >= 0 && col < b.grid[1])) return;  // the colour bar: the server says so
+    // The same patch again: its book is already here, and the server's answer will be the same
+    // book (which fires no update): nothing to draw ahead of it.
+    if (b.highlight && b.highlight[0] === row && b.highlight[1] === col) return;
     const mp = queryMap(b, mx, [row, col]);
     if (!mp) return;
     show(img, render(b, mp), c.key + '|' + row + ',' + col);
-    st.local = performance.now() + 3000;
+    st.local = performance.now() + 5000;  // the book for it clears this; 5 s if no answer comes
     handOn(e, t);
   }, true);
 
   // Changes the server makes (a grid cell, a head from the list, a deep link) fire no input event.
   setInterval(() => {
     const c = checked();
-    if (st.pick && c.length === 1 && c[0] === st.pick) st.pick = null;
+    // The user's pick, until the radio shows it alone, or at most 1.5 s: after that, what the
+    // radio shows is the server's word (e.g. a head change's answer arriving after a fusion click).
+    if (st.pick && ((c.length === 1 && c[0] === st.pick) || performance.now() - st.pickAt > 1500)) st.pick = null;
     if (st.book && $('#attn-main img')?.offsetParent) draw();
   }, 100);
   return { setBook, render, bookMap, queryMap, matrix, state: st };
