@@ -117,7 +117,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
       }
     }
     x.putImageData(bar, bx, 0);
-    x.font = `${b.text_px}px sans-serif`;
+    x.font = `bold ${b.text_px}px sans-serif`;  // put_text draws thick strokes: bold reads alike
     x.textBaseline = 'alphabetic';
     for (const [y, ty, text, mark] of bars) {
       if (mark) {
