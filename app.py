@@ -443,8 +443,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
                 cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
                 rel_img: None, rel_text: "",
                 summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1),
-                book: page_book(key, p),
-                matrix: ap.matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(key)) if ap.draws_in_page(g) else None}
+                book: page_book(key, p), matrix: page_matrix(key, p)}
 
     def page_book(key: PhotoKey, p: ap.AttnParams) -> str | None:
         """The main map of every layer and head for the page to draw (None: too large, drawn here)."""
@@ -452,13 +451,17 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
         return ap.book_for_page(ap.map_book(ph.vm, ph.analysis(), p, ph.derived), ph.analysis().input_view,
                                 ph.vm.geometry, photo=repr(key)) if ap.draws_in_page(ph.vm.geometry) else None
 
+    def page_matrix(key: PhotoKey, p: ap.AttnParams) -> str | None:
+        """The matrix behind the shown map, for a click drawn in the page (None: drawn here)."""
+        ph = ctx.wb.handle(key)
+        return ap.matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(key)) \
+            if ap.draws_in_page(ph.vm.geometry) else None
+
     def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False) -> tuple:
         """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
-        ph = ctx.wb.handle(key)
-        view = ap.change(ph, p)
-        page = ap.draws_in_page(ph.vm.geometry)
-        m = ap.matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(key)) if page else None
-        return gr.skip() if drawn_in_page and page else view.main, view.readout, view.grid, view.strip, m
+        view = ap.change(ctx.wb.handle(key), p)
+        m = page_matrix(key, p)
+        return gr.skip() if drawn_in_page and m is not None else view.main, view.readout, view.grid, view.strip, m
 
     @safe
     def redraw(key: PhotoKey | None, *v: Any):

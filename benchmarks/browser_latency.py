@@ -557,21 +557,41 @@ NET_HELPER = """
 """
 
 
-def breakdown(args: argparse.Namespace) -> dict:
-    """One event kind (the attention layer slider), phase by phase, on the real page with
-    Gradio's own server profiling (GRADIO_PROFILING=1) and the page's fetch wrapped."""
-    import vizvit
-    from vizvit import render  # noqa: F401
-
+@contextmanager
+def profiled(args: argparse.Namespace) -> Iterator[tuple]:
+    """The page in its own process with Gradio's server profiling (GRADIO_PROFILING=1), in a
+    browser whose pages wrap fetch (NET_HELPER); yields (browser context, URL, scratch folder)."""
     tmp = Path(tempfile.mkdtemp(prefix="vizvit-breakdown-"))
-    pic = photos(1, tmp)[0]
-    forward = [1000 * s for s in bare_forward_s(args.model, args.forward_repeat)]
     port = free_port()
     os.environ["GRADIO_PROFILING"] = "1"
-    rows: list[dict] = []
     with browser() as ctx, server([sys.executable, args.app, "--model", args.model, "--port", str(port)], port,
                                   tmp / "app.log") as url:
         ctx.add_init_script(NET_HELPER)
+        yield ctx, url, tmp
+
+
+def clear_traces(url: str) -> None:
+    urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+
+
+def traces(url: str) -> list[dict]:
+    return json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+
+
+def print_medians(rows: list[dict], title: str, width: int = 40) -> None:
+    print(title)
+    for k in rows[0] if rows else ():
+        v = [r[k] for r in rows]
+        print(f"  {k:<{width}} {statistics.median(v):>8.1f} ({min(v):.1f}–{max(v):.1f})")
+
+
+def breakdown(args: argparse.Namespace) -> dict:
+    """One event kind (the attention layer slider), phase by phase, on the real page with
+    Gradio's own server profiling (GRADIO_PROFILING=1) and the page's fetch wrapped."""
+    forward = [1000 * s for s in bare_forward_s(args.model, args.forward_repeat)]
+    rows: list[dict] = []
+    with profiled(args) as (ctx, url, tmp):
+        pic = photos(1, tmp)[0]
         page = open_page(ctx, url, "#upload input[type=file]")
         t = Timer(page)
         t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic))
@@ -581,7 +601,7 @@ def breakdown(args: argparse.Namespace) -> dict:
         scroll_to(page, "attn-main")
         for i in range(args.repeat):
             page.evaluate("() => { window.__vvnet.length = 0; performance.clearResourceTimings(); }")
-            urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+            clear_traces(url)
             # Always a layer not shown before, so the picture is a new file (not in the browser cache).
             r = t.measure("layer", "attn-main", range_key(page, "attn-layer", "ArrowLeft"))
             settle(page, 700)
@@ -592,7 +612,7 @@ def breakdown(args: argparse.Namespace) -> dict:
             res = page.evaluate("(s) => performance.getEntriesByType('resource').filter(e => e.name.endsWith(s))"
                                 ".map(e => ({start: e.startTime, req: e.requestStart, resp: e.responseStart, "
                                 "end: e.responseEnd, size: e.encodedBodySize}))", r["src"].split("/")[-2] + "/" + r["src"].split("/")[-1])
-            traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+            tr = traces(url)
             files = page.evaluate("() => performance.getEntriesByType('resource').filter(e => e.name.includes('/file=')).length")
             abs0 = origin + r["t0"]
             joins = [n for n in net if n["kind"] == "join"]
@@ -601,17 +621,17 @@ def breakdown(args: argparse.Namespace) -> dict:
                 "input -> join sent": joins[0]["sent"] - abs0 if joins else float("nan"),
                 "join sent -> join answered": joins[0]["answered"] - joins[0]["sent"] if joins else float("nan"),
                 "join sent -> result message (SSE) in page": done[0]["at"] - joins[0]["sent"] if joins and done else float("nan"),
-                "server: queue wait": sum(x["queue_wait_ms"] for x in traces),
-                "server: preprocess": sum(x["preprocess_ms"] for x in traces),
-                "server: handler": sum(x["fn_call_ms"] for x in traces),
-                "server: postprocess (image encode + file write)": sum(x["postprocess_ms"] for x in traces),
-                "server: total": sum(x["total_ms"] for x in traces),
+                "server: queue wait": sum(x["queue_wait_ms"] for x in tr),
+                "server: preprocess": sum(x["preprocess_ms"] for x in tr),
+                "server: handler": sum(x["fn_call_ms"] for x in tr),
+                "server: postprocess (image encode + file write)": sum(x["postprocess_ms"] for x in tr),
+                "server: total": sum(x["total_ms"] for x in tr),
                 "result message -> <img> src set": origin + r["tSrc"] - done[0]["at"] if done else float("nan"),
                 "src set -> picture fetched": (res[0]["end"] - r["tSrc"]) if res else float("nan"),
                 "fetched -> decoded": (r["tDecoded"] - res[0]["end"]) if res else float("nan"),
                 "decoded -> painted": r["tPainted"] - r["tDecoded"],
                 "input -> painted (total)": r["tPainted"] - r["t0"],
-                "events (handlers run)": len(traces),
+                "events (handlers run)": len(tr),
                 "join requests": len(joins),
                 "SSE chunks": len([n for n in net if n["kind"] == "sse"]),
                 "pictures fetched": files,
@@ -619,14 +639,10 @@ def breakdown(args: argparse.Namespace) -> dict:
             })
             if args.verbose:
                 print("timeline (ms from the input):", [(n["kind"], round(n.get("sent", n.get("at", 0)) - abs0), n.get("msgs"))
-                                                        for n in net], [(x["fn_name"], round(x["timestamp"] * 1000 - abs0)) for x in traces])
+                                                        for n in net], [(x["fn_name"], round(x["timestamp"] * 1000 - abs0)) for x in tr])
         page.close()
-    fwd = statistics.median(forward)
-    print(f"bare forward: median {fwd:.0f} ms (n={len(forward)})")
-    print(f"attention layer slider, {len(rows)} repeats: median (min–max), ms")
-    for k in rows[0]:
-        v = [r[k] for r in rows]
-        print(f"  {k:<50} {statistics.median(v):>8.1f} ({min(v):.1f}–{max(v):.1f})")
+    print(f"bare forward: median {statistics.median(forward):.0f} ms (n={len(forward)})")
+    print_medians(rows, f"attention layer slider, {len(rows)} repeats: median (min–max), ms", 50)
     return {"forward_ms": forward, "rows": rows}
 
 
@@ -637,14 +653,13 @@ def _timeline(page, url: str, r: dict) -> list[tuple[float, str]]:
     net = page.evaluate("() => window.__vvnet")
     res = page.evaluate("() => performance.getEntriesByType('resource').map(e => ({n: e.name.replace(location.origin, ''),"
                         " s: e.startTime, e: e.responseEnd, b: e.encodedBodySize}))")
-    traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
     ev = [(x["s"] - r["t0"], f"request {x['n'].split('?')[0][-60:]} done at {x['e'] - r['t0']:.0f} ({x['b']} B)")
           for x in res if x["s"] >= r["t0"] - 1]
     ev += [(n["sent"] - abs0, f"join answered at {n['answered'] - abs0:.0f}") if n["kind"] == "join" else
            (n["at"] - abs0, f"SSE chunk {n['bytes']} B: {','.join(n['msgs'])}") for n in net]
     ev += [(x["timestamp"] * 1000 - abs0, f"server {x['fn_name']}: queue wait {x['queue_wait_ms']:.0f}, preprocess "
             f"{x['preprocess_ms']:.0f}, handler {x['fn_call_ms']:.0f}, postprocess {x['postprocess_ms']:.0f}, total "
-            f"{x['total_ms']:.0f}") for x in traces]
+            f"{x['total_ms']:.0f}") for x in traces(url)]
     ev += [(r["tSrc"] - r["t0"], "<img> src set"), (r["tPainted"] - r["t0"], "painted")]
     return sorted(ev)
 
@@ -652,15 +667,10 @@ def _timeline(page, url: str, r: dict) -> list[tuple[float, str]]:
 def upload_breakdown(args: argparse.Namespace) -> dict:
     """A new photo's upload, phase by phase (each repeat a new file): the file's own request, the
     queued events it starts, what the server spent in each, the SSE messages, the pictures."""
-    tmp = Path(tempfile.mkdtemp(prefix="vizvit-breakdown-"))
-    pics = photos(args.repeat, tmp)
     forward = [1000 * s for s in bare_forward_s(args.model, args.forward_repeat)]
-    port = free_port()
-    os.environ["GRADIO_PROFILING"] = "1"
     rows: list[dict] = []
-    with browser() as ctx, server([sys.executable, args.app, "--model", args.model, "--port", str(port)], port,
-                                  tmp / "app.log") as url:
-        ctx.add_init_script(NET_HELPER)
+    with profiled(args) as (ctx, url, tmp):
+        pics = photos(args.repeat, tmp)
         page = open_page(ctx, url, "#upload input[type=file]")
         t = Timer(page)
         settle(page, 1500)
@@ -670,41 +680,33 @@ def upload_breakdown(args: argparse.Namespace) -> dict:
                 page.wait_for_selector("#upload input[type=file]", state="attached")
                 settle(page, 500)
             page.evaluate("() => { window.__vvnet.length = 0; performance.clearResourceTimings(); }")
-            urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+            clear_traces(url)
             r = t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic),
                           text=("forward shown", "#status", "top-1"))
             settle(page, 2000)
             if r is None:
                 continue
             ev = _timeline(page, url, r)
-            traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
+            tr = traces(url)
             rows.append({"input -> grid painted": r["tPainted"] - r["t0"],
-                         "queued events": len([x for x in traces if x["fn_name"] != "gradio_file_upload"]),
+                         "queued events": len([x for x in tr if x["fn_name"] != "gradio_file_upload"]),
                          "joins": sum("join answered" in e for _, e in ev),
-                         "server handler ms (all events)": sum(x["fn_call_ms"] for x in traces),
-                         "server postprocess ms (all events)": sum(x["postprocess_ms"] for x in traces)})
+                         "server handler ms (all events)": sum(x["fn_call_ms"] for x in tr),
+                         "server postprocess ms (all events)": sum(x["postprocess_ms"] for x in tr)})
             print(f"upload {i}: grid painted {r['tPainted'] - r['t0']:.0f} ms")
             for at, what in ev:
                 print(f"  {at:7.0f}  {what}")
         page.close()
-    fwd = statistics.median(forward)
-    print(f"bare forward: median {fwd:.0f} ms (n={len(forward)})")
-    for k in rows[0] if rows else ():
-        v = [r[k] for r in rows]
-        print(f"  {k:<40} {statistics.median(v):>8.1f} ({min(v):.1f}–{max(v):.1f})")
+    print(f"bare forward: median {statistics.median(forward):.0f} ms (n={len(forward)})")
+    print_medians(rows, f"upload, {len(rows)} repeats: median (min–max), ms")
     return {"forward_ms": forward, "rows": rows}
 
 
 def load_breakdown(args: argparse.Namespace) -> dict:
     """Page load: what the page is (config bytes, components, events, JS/CSS) and when each step
     happens (HTML, scripts, first paint, upload box, the load event's join and its server time)."""
-    tmp = Path(tempfile.mkdtemp(prefix="vizvit-breakdown-"))
-    port = free_port()
-    os.environ["GRADIO_PROFILING"] = "1"
     rows: list[dict] = []
-    with browser() as ctx, server([sys.executable, args.app, "--model", args.model, "--port", str(port)], port,
-                                  tmp / "app.log") as url:
-        ctx.add_init_script(NET_HELPER)
+    with profiled(args) as (ctx, url, _):
         config = json.loads(urllib.request.urlopen(url + "config").read())
         types: dict[str, int] = {}
         for c in config["components"]:
@@ -713,7 +715,7 @@ def load_breakdown(args: argparse.Namespace) -> dict:
               f"{len(config['dependencies'])} events; components by type: "
               + ", ".join(f"{k} {v}" for k, v in sorted(types.items(), key=lambda kv: -kv[1])))
         for i in range(args.repeat + 1):  # the first fills the browser's cache: not counted
-            urllib.request.urlopen(urllib.request.Request(url + "gradio_api/profiling/clear", method="POST"))
+            clear_traces(url)
             page = ctx.new_page()
             page.goto(url, wait_until="load")
             page.wait_for_function("() => window.__vv.ready['#upload input[type=file]']")
@@ -734,15 +736,11 @@ def load_breakdown(args: argparse.Namespace) -> dict:
                 'load event: join sent': join ? join.sent - o : NaN,
                 'load event: joins (n)': net.filter(x => x.kind === 'join').length,
                 'DOM elements': document.getElementsByTagName('*').length }; }""")
-            traces = json.loads(urllib.request.urlopen(url + "gradio_api/profiling/traces").read())
-            d["load event: server total ms"] = sum(x["total_ms"] for x in traces if x["fn_name"] == "open_link")
+            d["load event: server total ms"] = sum(x["total_ms"] for x in traces(url) if x["fn_name"] == "open_link")
             page.close()
             if i:
                 rows.append(d)
-    print(f"page load, {len(rows)} repeats: median (min–max), ms from navigation start")
-    for k in rows[0] if rows else ():
-        v = [r[k] for r in rows]
-        print(f"  {k:<40} {statistics.median(v):>10.1f} ({min(v):.1f}–{max(v):.1f})")
+    print_medians(rows, f"page load, {len(rows)} repeats: median (min–max), ms from navigation start")
     return {"rows": rows}
 
 

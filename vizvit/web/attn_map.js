@@ -31,9 +31,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     c.width = w; c.height = h;
     const x = c.getContext('2d');
     x.drawImage(img, 0, 0);
-    const lohi = b.lo_hi;
     return { ...b, view: x.getImageData(0, 0, w, h).data, maps: new Float32Array(bytes(b.maps).buffer),
-             keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut), lohi, scale: b.scale, scale_name: b.scale_name };
+             keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut) };
   };
 
   const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
@@ -45,7 +44,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== 'one head' && f < 0)
         || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
-    return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lohi[2 * m], hi: b.lohi[2 * m + 1],
+    return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
              keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight };
   };
 
