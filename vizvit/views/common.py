@@ -3,8 +3,12 @@ an enlarged grid -> a patch, clamping a patch to the grid; the highlight colour 
 
 from __future__ import annotations
 
+from typing import Any, Callable, Hashable
+
+import numpy as np
 import plotly.graph_objects as go
 
+from .. import artifacts as art_mod
 from .. import figures, render
 from ..ablation import format_heads
 from ..engine import Analysis
@@ -33,6 +37,16 @@ def top5_figure(vm: VitModel, a: Analysis, baseline: Analysis | None = None) -> 
     if baseline is not None and baseline.probs is not None:
         base = {p.index: float(baseline.probs[p.index]) for p in a.top5}
     return figures.top5_bar(a.top5, base, title)
+
+
+def artifact_masks(a: Analysis, cache: Callable[[Hashable, Callable[[], Any]], Any] | None = None) -> np.ndarray:
+    """(L, gh, gw) bool: each layer's artifact tokens (artifacts.ARTIFACT_RULE), cached per photo.
+    Token drop has no full attention matrix: no artifacts are named then."""
+    g = a.geometry
+    if a.dropped:
+        return np.zeros((g.num_layers, *g.grid), bool)
+    compute = lambda: art_mod.artifact_tokens(a.attentions, a.hidden_states, g)  # noqa: E731
+    return compute() if cache is None else cache(("artifacts",), compute)
 
 
 def clicked_patch(g: Geometry, x: float, y: float) -> tuple[int, int]:
