@@ -385,7 +385,10 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             with gr.Row():
                 tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)",
                                 elem_id="attn-tau")
-                shared = gr.Checkbox(value=True, label="one shared colour scale (grid and strip)")
+                shared = gr.Checkbox(value=False, label="one shared colour scale (grid and strip)",
+                                     elem_id="attn-shared")
+            artifacts_in = gr.Checkbox(value=False, label="artifact tokens in the colour range (cyan: see the note)",
+                                       elem_id="attn-artifacts")
             readout = gr.Markdown(elem_id="attn-readout")
     gr.Markdown(ap.MAIN_TEXT)
     gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
@@ -420,7 +423,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     # Every control by the AttnParams field it sets: handlers read them by name (no positional splices).
     named = dict(layer=layer, head=head, show=show, mode=mode, query=query, direction=direction, discard=discard,
                  alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared, summary=summary, discard_mode=discard_mode,
-                 distance_norm=distance_norm, scale=scale)
+                 distance_norm=distance_norm, scale=scale, artifacts_in_range=artifacts_in)
     controls = list(named.values())
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
@@ -540,7 +543,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     one_line = dict(show_progress="hidden", concurrency_id="attention-view", concurrency_limit=1)
     for c in (layer, show, shared):  # the page draws the main map (attn_map.js); here: readout, grid, strip
         c.input(redraw, ins, view_outs, trigger_mode="always_last", **one_line)
-    for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale):
+    for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale, artifacts_in):
         c.input(relook, ins, [*view_outs, book], trigger_mode="always_last", **one_line)
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.

@@ -121,6 +121,27 @@ def tiny16(tiny_dirs) -> vizvit.VitModel:
     return vizvit.load_model(str(tiny_dirs["p16"]), device="cpu")
 
 
+def trained_dir() -> Path | None:
+    """The real ImageNet ViT-Ti/16 (../shared/models/vit-tiny-augreg, or VIZVIT_TRAINED), if here."""
+    for candidate in (os.environ.get("VIZVIT_TRAINED"), ROOT.parent / "shared" / "models" / "vit-tiny-augreg"):
+        if candidate and (Path(candidate) / "config.json").is_file():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def trained() -> vizvit.VitModel:
+    """The trained ViT-Ti through the same load_model path as any checkpoint. Skipped with one line
+    where it is missing; under CI (which has ../shared) a missing model fails instead."""
+    path = trained_dir()
+    if path is None:
+        message = "trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return vizvit.load_model(str(path), device="cpu")
+
+
 @pytest.fixture(scope="session")
 def cat() -> Image.Image:
     return vizvit.load_image(EXAMPLES / "chelsea.jpg")

@@ -28,6 +28,8 @@ NORM_FACTOR = 4.0
 # level 1/N is an attention sink. On the trained ViT-Ti the corners receive 5.5-16× 1/N in
 # layers 9-12 and the next patch at most 3.3×; on random weights (ViT-B, DeiT, DINOv2) no patch reaches 1.3×.
 SINK_FACTOR = 5.0
+ARTIFACT_SHORT = (f"a patch whose token has over {NORM_FACTOR:g}× the median patch norm, or that receives over "
+                  f"{SINK_FACTOR:g}/N of the layer's attention (docs/methods.md gives the rule)")
 ARTIFACT_RULE = ("artifact token in layer l: a patch whose token entering block l is a high-norm outlier "
                  f"(‖x‖₂ > Q3 + 3·IQR of that depth's patch norms and > {NORM_FACTOR:g}× their median), or that receives more than "
                  f"{SINK_FACTOR:g}/N of the attention in layer l on average over heads and queries (an attention "
@@ -63,6 +65,9 @@ def describe(mask: np.ndarray) -> str:
     corners = {(0, 0), (0, gw - 1), (gh - 1, 0), (gh - 1, gw - 1)}
     if set(where) == corners:
         return "the four corners"
+    if corners <= set(where):
+        rest = [rc for rc in where if rc not in corners]
+        return "the four corners and " + ", ".join(f"({r}, {c})" for r, c in rest[:4]) + (" …" if len(rest) > 4 else "")
     names = ", ".join(f"({r}, {c})" for r, c in where[:6]) + (" …" if len(where) > 6 else "")
     edge = sum(r in (0, gh - 1) or c in (0, gw - 1) for r, c in where)
     return names + (f"; {edge} of {len(where)} on the border" if len(where) > 2 and edge else "")

@@ -18,6 +18,9 @@ from .vocab import COLORMAPS
 GRID_COLOR = (255, 255, 255)
 HIGHLIGHT_COLOR = (255, 230, 0)  # a clicked or chosen patch, cell or tile, outlined
 CLS_COLOR = (214, 39, 40)  # [CLS] is drawn in red everywhere
+# Artifact tokens (vizvit.artifacts), outlined on maps and filled in small tiles: cyan is on no
+# colour map the page offers (inferno, viridis, magma, ...), so it never reads as a value.
+ARTIFACT_COLOR = (0, 230, 255)
 
 # Text drawn into pictures (issue 17: a lecture hall reads it from the back row). Sizes are font
 # sizes in picture pixels, as CSS would say them: the cap height (an "H") is CAP_RATIO of it.
@@ -175,6 +178,35 @@ def outline(img: np.ndarray, p0: tuple[int, int], p1: tuple[int, int], color: tu
     img[top:bottom, max(left, x1 - h):right] = color
 
 
+def outline_patches(img: np.ndarray, g: Geometry, cells: np.ndarray, color: tuple[int, int, int],
+                    thickness: int) -> np.ndarray:
+    """A copy of an enlarged model-input picture with the patches where `cells` (gh, gw bool) is
+    True outlined (as draw_grid outlines its highlight)."""
+    out = np.ascontiguousarray(img.copy())
+    step = out.shape[0] / g.grid[0]
+    for r, c in np.argwhere(cells):
+        outline(out, (int(round(c * step)), int(round(r * step))),
+                (int(round((c + 1) * step)) - 1, int(round((r + 1) * step)) - 1), color, thickness)
+    return out
+
+
+def paint_patches(img: np.ndarray, cells: np.ndarray, color: tuple[int, int, int]) -> np.ndarray:
+    """A copy of an (h, w, 3) picture of a (gh, gw) grid with the pixels of the patches where
+    `cells` is True set to `color` (nearest-neighbour, as upsample_map lays patches out)."""
+    out = img.copy()
+    out[upsample_map(cells.astype(np.float32), img.shape[:2]) > 0.5] = color
+    return out
+
+
+def caption_below(img: np.ndarray, text: str, px: float = TEXT_PX) -> np.ndarray:
+    """img with a white band below it holding `text`, black (a label that covers nothing)."""
+    tw, cap = text_size(text, px)
+    pad = max(3, cap // 4)
+    band = np.full((cap + 2 * pad, img.shape[1], 3), 255, np.uint8)
+    put_text(band, text, (max(0, (img.shape[1] - tw) // 2), cap + pad), px, (0, 0, 0))
+    return np.concatenate([img, band], axis=0)
+
+
 def label(img: np.ndarray, text: str, px: float = TEXT_PX) -> np.ndarray:
     """Write a short label in the top-left corner, white on a dark box."""
     out = np.ascontiguousarray(img.copy())
@@ -269,13 +301,15 @@ def _fmt(v: float) -> str:
 
 
 def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, ...] | None = None,
-                    marks: dict[str, float] | None = None) -> list[tuple[int, int, str, bool]]:
+                    marks: dict[str, float] | None = None,
+                    tick_names: tuple[str, ...] | None = None) -> list[tuple[int, int, str, bool]]:
     """Where a colour bar of `height` px puts its labels: (row, text baseline, text, is a mark).
 
     ticks: None = up to five, evenly spaced from vmin to vmax (−1, −0.5, 0, 0.5, 1 for ±1; fewer
     on a short bar, so labels never overlap), three significant digits. marks: {name: value}
     levels, labelled "name"; a level outside the range sits at the nearer end, labelled
-    "name above" / "below". Ticks that would collide with a mark's label are left out."""
+    "name above" / "below". Ticks that would collide with a mark's label are left out.
+    tick_names: words written instead of the ticks' numbers (e.g. "0", "tile max")."""
     cap = text_size("0")[1]
     line = int(cap * 1.6)  # one label's height, with room
     if ticks is None:
@@ -290,10 +324,10 @@ def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, .
     for name, v in (marks or {}).items():
         where = " above" if v > vmax else " below" if v < vmin else ""
         placed.append((row(v), f"{name}{where}", True))
-    for t in ticks:
+    for i, t in enumerate(ticks):
         y = row(t)
         if all(abs(y - my) >= line for my, _, m in placed if m):
-            placed.append((y, _fmt(t), False))
+            placed.append((y, tick_names[i] if tick_names else _fmt(t), False))
     return [(y, min(max(y + cap // 2, cap + 2), height - 3), text, m) for y, text, m in placed]
 
 
@@ -303,13 +337,14 @@ MARK_TEXT_COLOR = (0, 90, 200)
 
 def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
              width: int = BAR_WIDTH, ticks: tuple[float, ...] | None = None,
-             marks: dict[str, float] | None = None, text_width: int = 0) -> np.ndarray:
+             marks: dict[str, float] | None = None, text_width: int = 0,
+             tick_names: tuple[str, ...] | None = None) -> np.ndarray:
     """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+labels, 3).
 
     Labels as colorbar_labels places them, TEXT_PX (see put_text); marks are drawn as a blue line
     across the bar with a white gap. text_width: room for labels at least this wide (a bar whose
     width must not change with its numbers, e.g. while a slider moves)."""
-    placed = colorbar_labels(height, vmin, vmax, ticks, marks)
+    placed = colorbar_labels(height, vmin, vmax, ticks, marks, tick_names)
     text_w = max([text_width] + [text_size(t)[0] for _, _, t, _ in placed])
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
     out = np.full((height, width + 12 + text_w, 3), 255, np.uint8)
@@ -326,8 +361,10 @@ def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float 
 
 
 def with_colorbar(img: np.ndarray, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-                  gap: int = 8, marks: dict[str, float] | None = None, text_width: int = 0) -> np.ndarray:
+                  gap: int = 8, marks: dict[str, float] | None = None, text_width: int = 0,
+                  ticks: tuple[float, ...] | None = None, tick_names: tuple[str, ...] | None = None) -> np.ndarray:
     """img with a colour bar of its height on the right; img keeps its pixel coordinates."""
-    bar = colorbar(img.shape[0], cmap, vmin, vmax, marks=marks, text_width=text_width)
+    bar = colorbar(img.shape[0], cmap, vmin, vmax, marks=marks, text_width=text_width, ticks=ticks,
+                   tick_names=tick_names)
     pad = np.full((img.shape[0], gap, 3), 255, np.uint8)
     return np.concatenate([img, pad, bar], axis=1)

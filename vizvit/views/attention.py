@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from .. import artifacts as art_mod
 from .. import attention as att_mod
 from .. import render
 from ..errors import UserError
@@ -30,6 +31,7 @@ from ..session import Photo
 from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
 from ..vocab import ATTN_SCALES, AttnScale
 from ..vocab import COLORMAPS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
+from .common import artifact_masks
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
 
@@ -59,10 +61,11 @@ and the table gives it."""
 
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
 to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
-to open that layer and head above. *Shared* scale: one colour range for every cell, from 0 to the bar's top (compare heads);
-*per map*: each cell stretched to its own range (see each head's pattern). The blue line on the bar is
-the uniform level 1/N: rolled out on untrained weights, every cell sits near it, so the grid is one
-flat colour, honestly. *Rolled out*: per-head
+to open that layer and head above. By default each cell runs from **0 to its own 99th percentile** (the
+bar says *tile p99*; the one or two brightest patches take the top colour), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts
+at 0, not at its minimum). *One shared colour scale*: one range for every cell, from 0 to the bar's top
+(compare heads; the blue line is the uniform level 1/N). Artifact tokens (cyan) are left out of every
+range unless you tick *artifact tokens in the colour range*. *Rolled out*: per-head
 rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of the mean rollout of the layers below;
 its mean over the heads is exactly the layer's rollout."""
 
@@ -104,9 +107,14 @@ class AttnParams:
     alpha: float = 0.6
     cmap: str = "inferno"
     tau: float = 0.0  # mass threshold; 0 = off
-    shared_scale: bool = True
+    # Each grid tile and strip tile from 0 to its own max by default: on trained weights one shared
+    # range is set by a few layers' peaks and leaves most tiles black (issue 25).
+    shared_scale: bool = False
     summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
     scale: AttnScale = "0 to max"  # the main map's colour scale (vocab.ATTN_SCALES)
+    # Artifact tokens (vizvit.artifacts) take most of a trained ViT's late attention: by default
+    # they are left out of every colour range (drawn in the top colour, marked) so the rest shows.
+    artifacts_in_range: bool = False
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> "AttnParams":
@@ -114,7 +122,8 @@ class AttnParams:
         return cls(layer=int(v["layer"]), head=int(v["head"]), show=v["show"], mode=v["mode"], query=v["query"],
                    direction=v["direction"], discard=float(v["discard"]), alpha=float(v["alpha"]), cmap=v["cmap"],
                    tau=float(v["tau"]), shared_scale=bool(v["shared_scale"]), summary=v["summary"] or None,
-                   discard_mode=v["discard_mode"], distance_norm=v["distance_norm"], scale=v["scale"])
+                   discard_mode=v["discard_mode"], distance_norm=v["distance_norm"], scale=v["scale"],
+                   artifacts_in_range=bool(v.get("artifacts_in_range", False)))
 
     def checked(self, g: Geometry) -> "AttnParams":
         if not 1 <= self.layer <= g.num_layers:
@@ -216,8 +225,32 @@ def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndar
     return out
 
 
+# A colour range is never narrower than NEAR_ZERO of the uniform level 1/N: a map whose values
+# are all near zero (a head whose query attends only to [CLS]) stays dark instead of stretching
+# 0 … 1e-7 into a made-up pattern.
+NEAR_ZERO = 0.01
+
+
+def range_floor(g: Geometry) -> float:
+    """The narrowest colour range a map gets (NEAR_ZERO · 1/N)."""
+    return NEAR_ZERO * uniform_level(g)
+
+
+def artifact_stack(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> np.ndarray:
+    """(L, gh, gw) bool: the artifact tokens behind each layer's map in p.mode (raw: that layer's;
+    rolled out through layer l: those of any layer up to l)."""
+    per_layer = artifact_masks(a, cache)
+    return per_layer if p.mode == "raw" else art_mod.through_layers(per_layer)
+
+
+def excluded(artifacts: np.ndarray, p: AttnParams) -> np.ndarray | None:
+    """What the colour ranges leave out: the artifact tokens, unless asked to keep them."""
+    return None if p.artifacts_in_range or not artifacts.any() else artifacts
+
+
 def map_range(values: np.ndarray, scale: AttnScale, highlight: tuple[int, int] | None = None,
-              fixed_max: float | None = None) -> tuple[float, float]:
+              fixed_max: float | None = None, exclude: np.ndarray | None = None,
+              floor: float = 1e-12) -> tuple[float, float]:
     """The colour range (lo, hi) of a (gh, gw) map under a scale choice (vocab.ATTN_SCALES).
 
     "0 to max": near-uniform attention looks near-uniform (the default: noise is not shown as
@@ -225,31 +258,44 @@ def map_range(values: np.ndarray, scale: AttnScale, highlight: tuple[int, int] |
     "fixed across layers and heads": 0..fixed_max, one range while the layer and head change.
     The outlined patch (the query) is left out of the range: its attention to itself often
     dwarfs every other patch (rollout keeps half of each layer on the diagonal), so it takes the
-    top colour and the readout gives its value."""
-    others = values
-    if highlight is not None and values.size > 1:
-        others = np.delete(values.ravel(), highlight[0] * values.shape[1] + highlight[1])
+    top colour and the readout gives its value. exclude: (gh, gw) bool, patches left out the same
+    way (artifact tokens). floor: the narrowest range (see NEAR_ZERO)."""
+    keep = np.ones(values.shape, bool) if exclude is None else ~exclude
+    if highlight is not None:
+        keep[highlight] = False
+    if not keep.any():  # nothing left to set the range: every patch counts
+        keep[:] = True
+    others = values[keep]
     lo, hi = float(np.nanmin(others)), float(np.nanmax(others))
     if scale == "this map's range":
-        return lo, hi
+        return lo, max(hi, lo + floor)
     if scale == "fixed across layers and heads" and fixed_max is not None:
-        return 0.0, max(float(fixed_max), 1e-12)
-    return 0.0, max(hi, 1e-12)
+        return 0.0, max(float(fixed_max), floor)
+    return 0.0, max(hi, floor)
+
+
+def artifact_outline(g: Geometry) -> int:
+    """Width of an artifact token's outline on the enlarged map: half the query's."""
+    step = render.display_scale(g) * g.image_size[0] / g.grid[0]
+    return max(1, int(step // 24))
 
 
 def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
               highlight: tuple[int, int] | None = None, lo_hi: tuple[float, float] | None = None,
-              marks: dict[str, float] | None = None) -> np.ndarray:
+              marks: dict[str, float] | None = None, artifacts: np.ndarray | None = None) -> np.ndarray:
     """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch,
     and add a colour bar on the right (the map keeps its pixel coordinates, so clicks map as
     before and a click on the bar is outside the grid). lo_hi: the colour range (default: see
-    map_range for p.scale); marks: levels named on the bar (the uniform 1/N)."""
-    lo, hi = lo_hi if lo_hi is not None else map_range(values, p.scale, highlight)
+    map_range for p.scale); marks: levels named on the bar (the uniform 1/N); artifacts: (gh, gw)
+    bool, patches outlined in render.ARTIFACT_COLOR (under the query's outline)."""
+    lo, hi = lo_hi if lo_hi is not None else map_range(values, p.scale, highlight, floor=range_floor(g))
     img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
         img = _dim_outside(img, view, keep)
     big = render.enlarge(img, render.display_scale(g))
+    if artifacts is not None and artifacts.any():
+        big = render.outline_patches(big, g, artifacts, render.ARTIFACT_COLOR, artifact_outline(g))
     return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi,
                                 marks=marks, text_width=bar_text_width())
 
@@ -270,14 +316,20 @@ def uniform_level(g: Geometry) -> float:
     return 1.0 / g.seq_len
 
 
-def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry) -> str:
-    """One line under the map: the colour range, and how narrow the map's own spread is."""
+def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry,
+               elsewhere: str = "the prefix tokens") -> str:
+    """One line under the map: the colour range, and how narrow the map's own spread is (or that
+    it is nearly zero everywhere). elsewhere: where the rest of the row's attention goes."""
     u = uniform_level(g)
     vmin, vmax = float(values.min()), float(values.max())
     note = (f"Colours: **{scale}**, {lo:.3g} … {hi:.3g}; the blue line on the bar is the uniform level "
             f"1/N = 1/{g.seq_len} = {u:.3g}.")
     spread = (vmax - vmin) / u
-    if spread < 0.5:
+    if vmax < range_floor(g):  # nothing to see: say so instead of calling it uniform
+        note += (f" ⚠️ **Nearly zero everywhere**: every patch gets less than {vmax:.2g} (in all "
+                 f"{float(values.sum()):.2g}); the rest goes to {elsewhere}. The colours start at "
+                 f"{NEAR_ZERO:.0%} of 1/N, so no pattern is made up from it.")
+    elif spread < 0.5:
         note += (f" ⚠️ This map is nearly uniform: all patches lie within {vmin:.3g} … {vmax:.3g}, "
                  f"a spread of {spread:.0%} of 1/N")
         note += ("; *this map's range* stretches that to the whole colour map." if scale == "this map's range"
@@ -345,16 +397,38 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     if s < 0 and p.query is None and not pooling:
         lines.append("| note | this model's head reads the mean of the patch tokens, not [CLS]: the map is the "
                      "mean of the patch queries' rows |")
+    arts = artifact_stack(a, p, cache)[p.layer - 1]  # (gh, gw)
+    if arts.any():
+        rest = np.where(arts, -np.inf, values)
+        v2, r2, c2 = _where(rest, np.argmax)
+        lines += [f"| artifact tokens' share of the map | {float(values[arts].sum()):.4f} ({int(arts.sum())} patches) |",
+                  f"| max outside them | {v2:.4f} at (row {r2}, col {c2}) |"]
     if p.tau > 0:
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
     if p.scale == "fixed across layers and heads" and fixed_max is None:
         fixed_max = fixed_scale_max(a, p, cache)
-    lo, hi = map_range(values, p.scale, p.query, fixed_max)
-    lines += ["", scale_note(values, lo, hi, p.scale, g)]
+    lo, hi = map_range(values, p.scale, p.query, fixed_max, excluded(arts, p), range_floor(g))
+    lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
+              artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
     image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
-                      marks={"1/N": uniform_level(g)})
-    return MainPanel(image=image, values=values, readout="\n".join(lines))
+                      marks={"1/N": uniform_level(g)}, artifacts=arts)
+    return MainPanel(image=image, values=values, readout="\n".join(lines).rstrip())
+
+
+def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> str:
+    """The caption naming a map's artifact tokens and what the colours do with them ('' if none)."""
+    n = int(arts.sum())
+    if not n:
+        return ""
+    kept = ("are **in the colour range** (untick *artifact tokens in the colour range* to leave them out)"
+            if p.artifacts_in_range else
+            "are **not in the colour range**: they show in the top colour (tick *artifact tokens in the colour "
+            "range* to put them back)")
+    return (f"🔷 **{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, {kept}. "
+            "A trained ViT turns a few low-information patches into scratch space that soaks up attention "
+            "(Darcet et al. 2024, *Vision Transformers Need Registers*): they say little about the photo. "
+            f"Artifact token: {art_mod.ARTIFACT_SHORT}.")
 
 
 def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> float:
@@ -365,9 +439,12 @@ def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> floa
         fusion = p.show if p.show in FUSIONS else "mean"
         stack = layer_rollout(a, fusion, p.discard, cache, p.discard_mode)
         maps.append(att_mod.query_map(stack, query_token(p, a.geometry), p.direction, a.geometry).numpy()[:, None])
+    out = excluded(artifact_stack(a, p, cache), p)  # (L, gh, gw) or None
     top = 0.0
     for m in maps:
         m = m.copy()
+        if out is not None:
+            m[np.broadcast_to(out[:, None], m.shape)] = 0.0
         if p.query is not None:
             m[..., p.query[0], p.query[1]] = 0.0
         top = max(top, float(m.max()))
@@ -379,16 +456,18 @@ GRID_LEFT = 66  # px for the "L12" labels (render.TEXT_PX)
 GRID_TOP = 30  # px for the "H12" labels
 GRID_SEP = 2
 GRID_TILE = 56  # target tile size; rounded to a multiple of the grid
+GRID_WIDTH = 672  # few heads (ViT-Ti: 3) get larger tiles, up to twice GRID_TILE, within this width
 
 
 def grid_tile(g: Geometry) -> int:
     """Tile edge in px: a whole number of pixels per patch."""
-    return tile_edge(g.grid)
+    return tile_edge(g.grid, g.num_heads)
 
 
-def tile_edge(grid: tuple[int, int]) -> int:
+def tile_edge(grid: tuple[int, int], heads: int = 12) -> int:
     """Edge of one cell of the layers × heads grid: a whole number of pixels per patch."""
-    return max(grid) * max(1, round(GRID_TILE / max(grid)))
+    target = min(2 * GRID_TILE, max(GRID_TILE, GRID_WIDTH // max(1, heads)))
+    return max(grid) * max(1, round(target / max(grid)))
 
 
 def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
@@ -401,28 +480,43 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
 
+# Each tile of the grid runs from 0 to the TILE_PERCENTILE-th percentile of its patches: a
+# single hot patch (not an artifact) would otherwise leave the rest of its tile black. On the
+# trained ViT-Ti this takes the cat's tiles with structure from 81 % (tile max) to 92 % (p99).
+TILE_PERCENTILE = 99
+TILE_MAX = f"tile p{TILE_PERCENTILE}"  # the per-tile colour bar's top label
+
+
 def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
                  selected: tuple[int, int] | None = None, vmax: float | None = None,
-                 marks: dict[str, float] | None = None) -> np.ndarray:
+                 marks: dict[str, float] | None = None, artifacts: np.ndarray | None = None,
+                 exclude: np.ndarray | None = None, floor: float = 1e-12) -> np.ndarray:
     """(L, H, gh, gw) maps -> ONE labelled image: row l = layer l+1, column h = head h+1.
 
     shared: one colour scale 0..vmax (default: the maps' max), shown by a colour bar on the
-    right; otherwise each cell runs from its own min to max.
+    right; otherwise each cell runs from 0 to its own TILE_PERCENTILE-th percentile (at least
+    `floor`), outside the (L, gh, gw) `exclude` patches, and the bar says so. artifacts: (L, gh, gw) bool, patches
+    painted render.ARTIFACT_COLOR in every head of that layer.
     Cell (l, h) (0-based) has its top-left pixel at (GRID_LEFT + h·(t+GRID_SEP),
     GRID_TOP + l·(t+GRID_SEP)), t = tile edge; see grid_cell_at. selected: 0-based
     (layer, head) outlined in yellow.
     """
     n_l, n_h, gh, gw = maps.shape
-    t = tile_edge((gh, gw))
+    t = tile_edge((gh, gw), n_h)
     s = t // max(gh, gw)
     flat = maps.reshape(n_l * n_h, gh, gw).astype(np.float32)
     if shared:  # one colorize call for all cells: 144 small calls cost ~10 ms
         vmax = float(flat.max()) if vmax is None else vmax
         rgb = render.colorize(flat, cmap, 0.0, vmax)
-    else:
-        lo = flat.min((1, 2), keepdims=True)
-        span = flat.max((1, 2), keepdims=True) - lo
-        rgb = render.colorize((flat - lo) / np.where(span > 0, span, 1.0), cmap, 0.0, 1.0)
+    else:  # from 0, as the main map's default: a near-uniform tile stays near one colour
+        counted = flat if exclude is None else np.where(np.repeat(exclude, n_h, 0), np.nan, flat)
+        with np.errstate(all="ignore"):  # a tile of artifacts only: all-NaN, counted whole below
+            top = np.nanpercentile(counted.reshape(len(flat), -1), TILE_PERCENTILE, axis=1)
+        whole = np.percentile(flat.reshape(len(flat), -1), TILE_PERCENTILE, axis=1)
+        top = np.maximum(np.where(np.isfinite(top), top, whole), floor)[:, None, None]
+        rgb = render.colorize(flat / top, cmap, 0.0, 1.0)
+    if artifacts is not None and artifacts.any():
+        rgb[np.repeat(artifacts, n_h, 0)] = render.ARTIFACT_COLOR
     # Enlarge and space the cells in one gather (render.mosaic + repeat cost ~10 ms here):
     # every output pixel picks its source patch, or the white pixel appended at the end.
     small = rgb.reshape(n_l, n_h, gh, gw, 3).transpose(0, 2, 1, 3, 4).reshape(n_l * gh, n_h * gw, 3)
@@ -440,13 +534,15 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
         render.put_text(out, f"L{l + 1}", (3, GRID_TOP + l * step + (t + cap) // 2))
     if shared:  # one scale for every cell, so it can be read off one bar (cells keep their pixels)
         out = render.with_colorbar(out, cmap, 0.0, vmax, marks=marks)
+    else:  # each tile its own top: the bar names the rule instead of numbers
+        out = render.with_colorbar(out, cmap, 0.0, 1.0, ticks=(0.0, 1.0), tick_names=("0", TILE_MAX))
     return out if selected is None else outline_grid_cell(out, maps.shape, selected)
 
 
 def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[int, int]) -> np.ndarray:
     """A copy of a compose_grid image with the 0-based (layer, head) cell outlined in yellow."""
-    _, _, gh, gw = shape
-    t = tile_edge((gh, gw))
+    _, n_h, gh, gw = shape
+    t = tile_edge((gh, gw), n_h)
     step = t + GRID_SEP
     l, h = selected
     x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
@@ -481,15 +577,23 @@ STRIP_TILE = 96
 
 
 def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: int | None = None,
-                  vmax: float | None = None, per_row: int = 12) -> np.ndarray:
-    """(L, gh, gw) rollout maps -> one row of small overlays labelled ≤1, ≤2, ...; selected:
-    0-based layer outlined. vmax: a shared scale (None = each tile its own)."""
+                  vmax: float | None = None, per_row: int = 12, artifacts: np.ndarray | None = None,
+                  floor: float = 1e-12) -> np.ndarray:
+    """(L, gh, gw) rollout maps -> one row of small overlays, each with "≤l" written below it (not
+    over the map); selected: 0-based layer outlined. vmax: a shared scale (None = each tile from 0
+    to its own max, at least `floor`, outside its artifact tokens unless p.artifacts_in_range).
+    artifacts: (L, gh, gw) bool, painted render.ARTIFACT_COLOR."""
     small = cv2.resize(view, (STRIP_TILE, STRIP_TILE), interpolation=cv2.INTER_AREA)
     tiles = []
     for l, m in enumerate(maps):
+        arts = artifacts[l] if artifacts is not None else np.zeros(m.shape, bool)
+        counted = m if p.artifacts_in_range or not arts.any() or arts.all() else m[~arts]
         # From 0 (never the tile's own minimum): a near-uniform rollout must not look patterned.
-        lo_hi = (0.0, float(m.max()) if vmax is None else vmax)
-        tiles.append(render.label(render.overlay(small, m, p.alpha, p.cmap, *lo_hi), f"<={l + 1}"))
+        lo_hi = (0.0, max(float(counted.max()), floor) if vmax is None else vmax)
+        tile = render.overlay(small, m, p.alpha, p.cmap, *lo_hi)
+        if arts.any():
+            tile = render.paint_patches(tile, arts, render.ARTIFACT_COLOR)
+        tiles.append(render.caption_below(tile, f"<={l + 1}"))
     n = len(tiles)
     cols = min(n, per_row)
     out = render.mosaic(np.stack(tiles), -(-n // cols), cols, sep=3)
@@ -500,10 +604,17 @@ def outline_strip_tile(img: np.ndarray, n: int, selected: int, per_row: int = 12
     """A copy of a compose_strip image with the 0-based layer's tile outlined in yellow."""
     cols = min(n, per_row)
     r, c = divmod(selected, cols)
-    x0, y0 = c * (STRIP_TILE + 3), r * (STRIP_TILE + 3)
+    x0, y0 = c * (STRIP_TILE + 3), r * (STRIP_TILE + strip_caption() + 3)
     out = img.copy()
     cv2.rectangle(out, (x0, y0), (x0 + STRIP_TILE - 1, y0 + STRIP_TILE - 1), render.HIGHLIGHT_COLOR, 3)
     return out
+
+
+@lru_cache(maxsize=1)
+def strip_caption() -> int:
+    """Height of the band under each strip tile (render.caption_below)."""
+    cap = render.text_size("<=12")[1]
+    return cap + 2 * max(3, cap // 4)
 
 
 def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
@@ -529,22 +640,33 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     main = main_panel(vm, a, p, cache)  # first: the fixed scale reads the same cached stacks
     gmaps = grid_maps(a, p, cache).numpy()
     smaps = strip_maps(a, p, cache).numpy()
+    g = vm.geometry
+    arts = artifact_stack(a, p, cache)  # (L, gh, gw) for the grid's mode
+    strip_arts = art_mod.through_layers(artifact_masks(a, cache))  # the strip is always rolled out
     vmax = None
     if p.shared_scale:  # strip and grid share one scale on request (issue 10)
-        scale_maps = gmaps
-        if p.query is not None:  # the query's attention to itself would set the scale alone (see
-            scale_maps = gmaps.copy()  # map_image): it is drawn, in the top colour, but not counted
+        # The query's attention to itself would set the scale alone (see map_image), and so
+        # would the artifact tokens: drawn, in the top colour, but not counted.
+        scale_maps = gmaps.copy()
+        out = excluded(arts, p)
+        if out is not None:
+            scale_maps[np.broadcast_to(out[:, None], scale_maps.shape)] = 0.0
+        if p.query is not None:
             scale_maps[..., p.query[0], p.query[1]] = 0.0
-        vmax = float(scale_maps.max()) if p.mode == "raw" else float(max(scale_maps.max(), smaps.max()))
+        strip_max = float(np.where(strip_arts, 0.0, smaps).max() if not p.artifacts_in_range else smaps.max())
+        vmax = float(scale_maps.max()) if p.mode == "raw" else float(max(scale_maps.max(), strip_max))
     # The pictures without their yellow outline are cached per look (controls other than
     # layer and head), so moving the layer or head slider only outlines a copy.
-    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(a.geometry))
-    marks = {"1/N": uniform_level(vm.geometry)}
-    grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax, marks))
+    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(g),
+                p.artifacts_in_range)
+    marks = {"1/N": uniform_level(g)}
+    grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax, marks, arts,
+                                                excluded(arts, p), range_floor(g)))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
     strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
-                 p.cmap, strip_vmax, p.who(a.geometry))
-    strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax))
+                 p.cmap, strip_vmax, p.who(g), p.artifacts_in_range)
+    strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax, artifacts=strip_arts,
+                                                   floor=range_floor(g)))
     return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
 
@@ -566,6 +688,7 @@ class MapBook:
     keep: np.ndarray | None  # (L, H + F, gh, gw) bool: the τ mass threshold; None when τ = 0
     bars: list  # [l][k]: each map's colour-bar labels, render.colorbar_labels
     params: AttnParams  # the controls it was made for
+    artifacts: np.ndarray  # (L, gh, gw) bool: each layer's artifact tokens in this mode (outlined)
 
 
 def draws_in_page(g: Geometry) -> bool:
@@ -594,7 +717,10 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
     shows = [ONE_HEAD] * g.num_heads + list(FUSIONS)
     fixed = ({s: fixed_scale_max(a, dataclasses.replace(p, show=s), cache) for s in set(shows)}
              if p.scale == "fixed across layers and heads" else {})
-    lo_hi = np.array([[map_range(maps[l, k], p.scale, p.query, fixed.get(shows[k])) for k in range(n_k)]
+    arts = artifact_stack(a, p, cache)
+    out = excluded(arts, p)
+    lo_hi = np.array([[map_range(maps[l, k], p.scale, p.query, fixed.get(shows[k]),
+                                 None if out is None else out[l], range_floor(g)) for k in range(n_k)]
                       for l in range(n_l)], np.float64)
     keep = None
     if p.tau > 0:
@@ -603,7 +729,7 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
     height = render.display_scale(g) * g.image_size[0]
     marks = {"1/N": uniform_level(g)}
     bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
-    return MapBook(maps, lo_hi, keep, bars, p)
+    return MapBook(maps, lo_hi, keep, bars, p, arts)
 
 
 def look(p: AttnParams) -> str:
@@ -634,7 +760,11 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
         "bars": book.bars, "alpha": p.alpha, "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode(),
         "highlight": list(p.query) if p.query is not None else None, "outline": max(1, int(step // 12)),
         "colors": {"highlight": list(render.HIGHLIGHT_COLOR), "mark": list(render.MARK_COLOR),
-                   "mark_text": list(render.MARK_TEXT_COLOR)},
+                   "mark_text": list(render.MARK_TEXT_COLOR), "artifact": list(render.ARTIFACT_COLOR)},
+        # Each layer's artifact tokens (row-major patch numbers): outlined on every map, and left
+        # out of a clicked query's colour range unless they are asked for (map_range).
+        "artifacts": [np.flatnonzero(m).tolist() for m in book.artifacts], "artifact_outline": artifact_outline(g),
+        "artifacts_in_range": p.artifacts_in_range, "floor": range_floor(g),
         "view": "data:image/png;base64," + base64.b64encode(png.tobytes()).decode(),
         # For a click drawn in the page (matrix_for_page): what main_panel needs besides the matrix.
         "direction": p.direction, "scale_name": p.scale, "tau": p.tau, "patch": g.patch_size, "pre": g.num_prefix_tokens, "n": g.seq_len,
@@ -738,9 +868,18 @@ def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
     values = relevance_map(vm, a, class_index, cache, p.summary)
     name = vm.labels[int(class_index)].split(",")[0]
     v, r, c = _where(values, np.argmax)
+    arts = art_mod.through_layers(artifact_masks(a, cache))[-1]  # relevance runs through every layer
     text = (f"Relevance for **{name}** (class {class_index}) from {p.who(g)}'s row: sum over patches "
             f"{values.sum():.4f}, max {v:.4f} at (row {r}, col {c}). Method: {att_mod.RELEVANCE_METHOD}.")
-    return map_image(a.input_view, values, g, p), text
+    if arts.any():
+        v2, r2, c2 = _where(np.where(arts, -np.inf, values), np.argmax)
+        top = np.argsort(values, axis=None)[::-1][:int(arts.sum())]
+        hit = int(arts.reshape(-1)[top].sum())
+        text += (f" Outside the artifact tokens the max is {v2:.4f} at (row {r2}, col {c2}); {hit} of the "
+                 f"{int(arts.sum())} most relevant patches are artifact tokens.\n\n"
+                 + artifact_note(arts, p, "through layer", g.num_layers))
+    lo_hi = map_range(values, p.scale, None, exclude=excluded(arts, p))
+    return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
 
 
 # ------------------------------------------------------------------ export

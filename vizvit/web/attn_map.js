@@ -45,7 +45,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
         || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
     return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
-             keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight };
+             keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight,
+             art: b.artifacts[layer - 1] };
   };
 
   // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
@@ -88,11 +89,12 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     sc.getContext('2d').putImageData(small, 0, 0);
     x.imageSmoothingEnabled = false;  // render.enlarge: nearest neighbour, an integer factor
     x.drawImage(sc, 0, 0, w * s, h * s);
-    if (mp.at) {  // render.outline: square corners, (t + 1) // 2 px outward for t > 1
-      const [r, c] = mp.at, step = H / gh, t = b.outline, e = t <= 1 ? 0 : Math.floor((t + 1) / 2);
+    // render.outline: square corners, (t + 1) // 2 px outward for t > 1, clipped to the map.
+    const outline = ([r, c], t, color) => {
+      const step = H / gh, e = t <= 1 ? 0 : Math.floor((t + 1) / 2);
       const x0 = Math.round(c * step), y0 = Math.round(r * step);
       const x1 = Math.round((c + 1) * step) - 1, y1 = Math.round((r + 1) * step) - 1;
-      x.fillStyle = `rgb(${b.colors.highlight})`;
+      x.fillStyle = `rgb(${color})`;
       const side = 2 * e + 1;
       x.save();
       x.beginPath();
@@ -103,7 +105,10 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
       x.fillRect(x0 - e, y0 - e, side, y1 - y0 + side);
       x.fillRect(x1 - e, y0 - e, side, y1 - y0 + side);
       x.restore();
-    }
+    };
+    // Artifact tokens first (render.outline_patches in map_image), the query's outline on top.
+    for (const i of mp.art || []) outline([Math.floor(i / gw), i % gw], b.artifact_outline, b.colors.artifact);
+    if (mp.at) outline(mp.at, b.outline, b.colors.highlight);
     // render.colorbar: vmax on top, row y holds linspace(vmax, vmin, H)[y].
     const bx = w * s + b.gap, bar = new ImageData(b.bar, H);
     for (let y = 0; y < H; y++) {
@@ -150,11 +155,16 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     for (let i = 0; i < gh * gw; i++) out[i] = b.direction === 'row' ? m[t * n + pre + i] : m[(pre + i) * n + t];
     return out;
   };
-  const mapRange = (vals, scale, [r, c], gw) => {
+  // exclude: patch numbers left out of the range besides the query (artifact tokens); floor: the
+  // narrowest range (views.attention.NEAR_ZERO of 1/N).
+  const mapRange = (vals, scale, [r, c], gw, exclude, floor) => {
+    const out = new Set(exclude);
+    out.add(r * gw + c);
+    if (out.size >= vals.length) out.clear();  // nothing left to set the range: every patch counts
     let lo = Infinity, hi = -Infinity;
-    vals.forEach((v, i) => { if (i !== r * gw + c && !Number.isNaN(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
-    if (scale === "this map's range") return [lo, hi];
-    if (scale === '0 to max') return [0, Math.max(hi, 1e-12)];
+    vals.forEach((v, i) => { if (!out.has(i) && !Number.isNaN(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    if (scale === "this map's range") return [lo, Math.max(hi, lo + floor)];
+    if (scale === '0 to max') return [0, Math.max(hi, floor)];
     return null;  // fixed across layers and heads: its top spans every map (the server draws)
   };
   const massThreshold = (vals, tau) => {
@@ -192,12 +202,14 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     }
     return st.mx;
   };
-  const queryMap = (b, mx, rc) => {
-    const vals = queryValues(b, mx.m, rc), range = mapRange(vals, b.scale_name, rc, b.grid[1]);
+  const queryMap = (b, mx, rc, layer) => {
+    const art = b.artifacts[layer - 1];
+    const vals = queryValues(b, mx.m, rc);
+    const range = mapRange(vals, b.scale_name, rc, b.grid[1], b.artifacts_in_range ? [] : art, b.floor);
     if (!range) return null;
     const [lo, hi] = range;
     return { vals, lo, hi, keep: b.tau > 0 ? massThreshold(vals, b.tau) : null,
-             bars: colorbarLabels(b.scale * b.size[0], lo, hi, b), at: rc };
+             bars: colorbarLabels(b.scale * b.size[0], lo, hi, b), at: rc, art };
   };
 
   // Show the map for the page's controls in the main picture's <img> (not a canvas on top: a
@@ -217,7 +229,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     img.src = url;
     img.dataset.drawn = key;  // the browser tests and the latency benchmark read this
     st.drawn = { key, src: url };
-    st.painted = img.decode();
+    // A newer picture replacing this one before it decodes rejects the promise: not an error.
+    st.painted = img.decode().catch(() => {});
   };
 
   const setBook = async (text) => {
@@ -318,7 +331,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     // The same patch again: its book is already here, and the server's answer will be the same
     // book (which fires no update): nothing to draw ahead of it.
     if (b.highlight && b.highlight[0] === row && b.highlight[1] === col) return;
-    const mp = queryMap(b, mx, [row, col]);
+    const mp = queryMap(b, mx, [row, col], c.layer);
     if (!mp) return;
     show(img, render(b, mp), c.key + '|' + row + ',' + col);
     st.local = performance.now() + 5000;  // the book for it clears this; 5 s if no answer comes
