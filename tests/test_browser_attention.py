@@ -137,7 +137,7 @@ def test_the_peers_conventions_are_options_on_the_page(url):
 
 FRAME_JS = """([layer, head, show, query]) => {
   const A = window.__vizvitAttn, b = A.state.book;
-  const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query) : A.bookMap(b, layer, head, show));
+  const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show));
   const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
   const rgb = new Uint8Array(cv.width * cv.height * 3);
   for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
@@ -182,10 +182,12 @@ def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
         q = dataclasses.replace(p, query=rc)
         main = ap.main_panel(vm, a, q)
         _agree(_page_frame(page, p.layer, p.head, p.show, rc), main.image, g, q)
-        want_bar = render.colorbar_labels(main.image.shape[0], *ap.map_range(main.values, p.scale, rc),
+        out = ap.excluded(ap.artifact_stack(a, q)[p.layer - 1], q)
+        want_bar = render.colorbar_labels(main.image.shape[0], *ap.map_range(main.values, p.scale, rc, None, out,
+                                                                              ap.range_floor(g)),
                                           marks={"1/N": 1 / g.seq_len})
-        bars = page.evaluate("(rc) => { const A = window.__vizvitAttn; return A.queryMap(A.state.book, A.matrix(), rc).bars; }",
-                             list(rc))
+        bars = page.evaluate("([rc, l]) => { const A = window.__vizvitAttn; return A.queryMap(A.state.book, A.matrix(), rc, l).bars; }",
+                             [list(rc), p.layer])
         assert [tuple(b) for b in bars] == want_bar, q  # the same numbers where the server writes them
 
 
@@ -227,3 +229,23 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         page.wait_for_function("() => (window.__vizvitAttnMatrix || '').includes('this map')")
         _same_clicks(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5), mode="rolled out", tau=0.5,
                                                     scale="this map's range"))
+
+
+def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_does(trained):
+    """The trained ViT-Ti has artifact tokens (the corners, layers 9-12): the page's drawing leaves
+    them out of each map's colour range and outlines them exactly as the server does, also for a
+    clicked query (an artifact itself among them), and the toggle puts them back."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(trained, vizvit.load_image(photo))
+    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    with running(trained) as u, page_at(u) as page:
+        upload_and_open(page, photo, "Attention")
+        wait_image(page, "attn-main")
+        page.wait_for_function(book % "b.highlight === null && b.artifacts[11].length === 4")
+        assert "artifact tokens" in page.inner_text("#attn-readout")
+        _same_pictures(page, trained, a, ap.AttnParams())
+        _same_clicks(page, trained, a, ap.AttnParams(layer=12))
+        page.locator("#attn-artifacts input").check()
+        page.wait_for_function(book % "b.artifacts_in_range === true")
+        _same_clicks(page, trained, a, ap.AttnParams(layer=12, artifacts_in_range=True))
+        shot(page, "attention_trained_artifacts")
