@@ -456,7 +456,7 @@ GRID_LEFT = 66  # px for the "L12" labels (render.TEXT_PX)
 GRID_TOP = 30  # px for the "H12" labels
 GRID_SEP = 2
 GRID_TILE = 56  # target tile size; rounded to a multiple of the grid
-GRID_WIDTH = 672  # few heads (ViT-Ti: 3) get larger tiles, up to twice GRID_TILE, within this width
+GRID_WIDTH = 672  # few heads (ViT-Ti: 3) get larger tiles, up to 1.5 × GRID_TILE, within this width
 
 
 def grid_tile(g: Geometry) -> int:
@@ -466,7 +466,7 @@ def grid_tile(g: Geometry) -> int:
 
 def tile_edge(grid: tuple[int, int], heads: int = 12) -> int:
     """Edge of one cell of the layers × heads grid: a whole number of pixels per patch."""
-    target = min(2 * GRID_TILE, max(GRID_TILE, GRID_WIDTH // max(1, heads)))
+    target = min(3 * GRID_TILE // 2, max(GRID_TILE, GRID_WIDTH // max(1, heads)))
     return max(grid) * max(1, round(target / max(grid)))
 
 
