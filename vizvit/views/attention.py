@@ -62,7 +62,8 @@ and the table gives it."""
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
 to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
 to open that layer and head above. By default each cell runs from **0 to its own 99th percentile** (the
-bar says *tile p99*; the one or two brightest patches take the top colour), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts
+bar says *tile p99*; the one or two brightest patches take the top colour, never more than twice
+the top: a tile's top is at least half its max), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts
 at 0, not at its minimum). *One shared colour scale*: one range for every cell, from 0 to the bar's top
 (compare heads; the blue line is the uniform level 1/N). Artifact tokens (cyan) are left out of every
 range unless you tick *artifact tokens in the colour range*. *Rolled out*: per-head
@@ -480,9 +481,11 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
 
-# Each tile of the grid runs from 0 to the TILE_PERCENTILE-th percentile of its patches: a
-# single hot patch (not an artifact) would otherwise leave the rest of its tile black. On the
-# trained ViT-Ti this takes the cat's tiles with structure from 81 % (tile max) to 92 % (p99).
+# Each tile of the grid runs from 0 to the TILE_PERCENTILE-th percentile of its patches, or to
+# half its max if that is higher: a single hot patch (not an artifact) would otherwise leave the
+# rest of its tile black, and no patch is clipped past twice the top (a lone peak on a flat tile
+# still stands out). On the trained ViT-Ti this takes the cat's tiles with structure from 81 %
+# (tile max) to 92 %.
 TILE_PERCENTILE = 99
 TILE_MAX = f"tile p{TILE_PERCENTILE}"  # the per-tile colour bar's top label
 
@@ -512,8 +515,10 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
         counted = flat if exclude is None else np.where(np.repeat(exclude, n_h, 0), np.nan, flat)
         with np.errstate(all="ignore"):  # a tile of artifacts only: all-NaN, counted whole below
             top = np.nanpercentile(counted.reshape(len(flat), -1), TILE_PERCENTILE, axis=1)
+            half = np.nanmax(counted.reshape(len(flat), -1), axis=1) / 2
         whole = np.percentile(flat.reshape(len(flat), -1), TILE_PERCENTILE, axis=1)
-        top = np.maximum(np.where(np.isfinite(top), top, whole), floor)[:, None, None]
+        top = np.where(np.isfinite(top), np.maximum(top, half), whole)
+        top = np.maximum(top, floor)[:, None, None]
         rgb = render.colorize(flat / top, cmap, 0.0, 1.0)
     if artifacts is not None and artifacts.any():
         rgb[np.repeat(artifacts, n_h, 0)] = render.ARTIFACT_COLOR
