@@ -563,7 +563,7 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=3):
             # Short: a long label wraps under the image's toolbar and covers row 0.
             grid_img = gr.Image(label="Position-embedding cosine: tile (r, c) vs every patch (click a tile)",
-                                interactive=False, format="jpeg", elem_id="pos-grid")
+                                interactive=False, format="png", elem_id="pos-grid")  # JPEG blurred the cells
         with gr.Column(scale=2):
             tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
             cls_plot = gr.Plot(label="[CLS] position embedding vs patch positions", elem_id="pos-cls")
