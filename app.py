@@ -757,7 +757,7 @@ def inside_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(inside.LENS_TEXT)
     with gr.Row():
         lens_table = gr.Dataframe(headers=inside.LENS_HEADERS, interactive=False, elem_id="lens-table", scale=3,
-                                  wrap=True)
+                                  wrap=True, max_height=inside.LENS_TABLE_PX)  # every depth, no scroll box
         depth_top5 = gr.Plot(label="Top-5 of the readout at the clicked depth", elem_id="lens-top5", scale=2)
     lens_text = gr.Markdown(elem_id="lens-text")
     lens_plot = gr.Plot(label="Logit lens: the final top-5 classes at each depth", elem_id="lens-plot")
