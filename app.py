@@ -820,7 +820,7 @@ def inside_tab(ctx: Ctx, tab: gr.Tab) -> None:
             raise UserError("Upload a photo first.")
         ph = wb.handle(key)
         for imp, done, total in inside.importance_steps(ph):
-            yield inside.ablation_grid(ph.vm.geometry, key.ablation, imp), inside.importance_text(ph.vm, done, total)
+            yield inside.ablation_grid(ph.vm.geometry, key.ablation, imp), inside.importance_text(ph.vm, done, total, imp)
 
     outs = [lens_table, lens_plot, lens_text, depth_top5, grid, top5, ablate_text, heads, mode]
     ctx.on_show(tab, show, [ctx.key], outs)
