@@ -376,9 +376,10 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
     if art.any():
         # The fit's own patches set the axes; the artifacts, 20-45× longer, sit clipped on the edge.
         lo, hi = xy[~art].min(0), xy[~art].max(0)
-        pad = 0.06 * np.maximum(hi - lo, 1e-9)
+        pad = 0.08 * np.maximum(hi - lo, 1e-9)
+        # clipped to the middle of the margin, so the whole ring shows inside the axes
+        xy = np.clip(xy, lo - pad / 2, hi + pad / 2)
         lo, hi = lo - pad, hi + pad
-        xy = np.clip(xy, lo, hi)
         ranges = ((float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1])))
         n = int(art.sum())
         title = f"Depth {depth}: PCA of the {g.num_patches - n} ordinary patch tokens"
