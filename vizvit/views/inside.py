@@ -108,12 +108,12 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray) -> str:
 
 
 def lens_log_range(probs: np.ndarray) -> tuple[float, float]:
-    """(zmin, zmax) of the strip's log10 p colour: whole decades around the values, floored at
-    LENS_LOG_FLOOR (a probability below 1e-6 reads as "none" anyway) and topped at 0 (p = 1)."""
+    """(zmin, zmax) of the strip's log10 p colour: from the whole decade below the smallest value,
+    floored at LENS_LOG_FLOOR (a probability below 1e-6 reads as "none" anyway), to 0 (p = 1)
+    always, so the brightest colour means a confident readout on every model (random weights'
+    p ≈ 0.006 stays mid-scale instead of turning yellow)."""
     logp = np.log10(np.clip(probs, 10.0 ** LENS_LOG_FLOOR, 1.0))
-    lo = max(LENS_LOG_FLOOR, float(np.floor(logp.min())))
-    hi = min(0.0, float(np.ceil(logp.max())))
-    return lo, hi if hi > lo else lo + 1.0
+    return min(-1.0, max(LENS_LOG_FLOOR, float(np.floor(logp.min())))), 0.0
 
 
 def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
