@@ -286,9 +286,12 @@ def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     else:
         fitted = (f"The 3 PCA components explain {ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the "
                   f"{g.num_patches} patch tokens' variance")
-        norm_text = f"Token norms: {norms.min():.2f} … {norms.max():.2f} (median {np.median(norms):.2f})"
+        norm_text = (f"Token norms: {norms.min():.2f} … {norms.max():.2f} (median {np.median(norms):.2f}), colours "
+                     "on a log scale over that range")
+    if n_art:
+        norm_text += f", colours on a {NORM_SCALE}"
     text = (f"**Depth l = {depth}** of {g.num_layers}: output of {where} (D = {g.hidden_size}). {fitted}. "
-            f"{norm_text}, colours on a {NORM_SCALE}; "
+            f"{norm_text}; "
             + ", ".join(f"‖{n}‖ = {v:.2f}" for n, v in zip(g.prefix_names, t.prefix_norms[depth]))
             + ". " + artifact_sentence(vm, a, d, depth))
     return DepthPanel(pca_over_photo=pca_over_photo(vm, d, depth, clicked), maps=maps, text=text)
@@ -310,9 +313,9 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int) 
     any_depth = d.tokens.excluded.any(axis=(1, 2))
     if not art.any():
         first = int(np.argmax(any_depth)) if any_depth.any() else None
-        later = (f" (from depth {first} on: {art_mod.describe(d.tokens.excluded[first])})" if first is not None
-                 else " at any depth of this photo")
-        return f"**No artifact tokens** at this depth{later}; rule: {ARTIFACTS_AT_DEPTH}."
+        where = (f"at this depth (from depth {first} on: {art_mod.describe(d.tokens.excluded[first])})"
+                 if first is not None else "at any depth of this photo")
+        return f"**No artifact tokens** {where}; rule: {ARTIFACTS_AT_DEPTH}."
     norms = d.tokens.norms[depth]
     ratio = float(norms[art].mean() / np.median(norms))
     n = int(art.sum())
