@@ -410,8 +410,16 @@ def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
         return ("**How similar [CLS] is to each patch**: this model has **no [CLS] token** (SigLIP sums the "
                 "photo up with an attention-pooling head after the last block), so there is nothing to compare.")
     means = ", ".join(f"{m:+.2f}" for m in d.tokens.cls_sim.reshape(len(d.tokens.cls_sim), -1).mean(1))
+    ex = d.tokens.excluded  # (L+1, gh, gw)
+    art = ""
+    if ex.any():
+        depths = np.flatnonzero(ex.any(axis=(1, 2)))
+        on = np.mean([d.tokens.cls_sim[l][ex[l]].mean() for l in depths])
+        off = np.mean([d.tokens.cls_sim[l][~ex[l]].mean() for l in depths])
+        art = (f" Artifact tokens (outlined red) at depths {depths[0]}–{depths[-1]}: cos([CLS], artifact) "
+               f"averages {on:+.2f} there, the other patches {off:+.2f}.")
     return (f"**How similar [CLS] is to each patch, layer by layer** (cosine; blue −1, white 0, red +1). "
-            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.\n\n" + norms_table(vm, d))
+            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.{art}\n\n" + norms_table(vm, d))
 
 
 def norms_table(vm: VitModel, d: EmbeddingsData) -> str:
