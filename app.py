@@ -566,7 +566,7 @@ def positions_tab(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=3):
             # Short: a long label wraps under the image's toolbar and covers row 0.
             grid_img = gr.Image(label="Position-embedding cosine: tile (r, c) vs every patch (click a tile)",
-                                interactive=False, format="jpeg", elem_id="pos-grid")
+                                interactive=False, format="png", elem_id="pos-grid")  # JPEG blurred the cells
         with gr.Column(scale=2):
             tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
             cls_plot = gr.Plot(label="[CLS] position embedding vs patch positions", elem_id="pos-cls")
@@ -760,7 +760,7 @@ def inside_tab(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(inside.LENS_TEXT)
     with gr.Row():
         lens_table = gr.Dataframe(headers=inside.LENS_HEADERS, interactive=False, elem_id="lens-table", scale=3,
-                                  wrap=True)
+                                  wrap=True, max_height=inside.LENS_TABLE_PX)  # every depth, no scroll box
         depth_top5 = gr.Plot(label="Top-5 of the readout at the clicked depth", elem_id="lens-top5", scale=2)
     lens_text = gr.Markdown(elem_id="lens-text")
     lens_plot = gr.Plot(label="Logit lens: the final top-5 classes at each depth", elem_id="lens-plot")
@@ -823,7 +823,7 @@ def inside_tab(ctx: Ctx, tab: gr.Tab) -> None:
             raise UserError("Upload a photo first.")
         ph = wb.handle(key)
         for imp, done, total in inside.importance_steps(ph):
-            yield inside.ablation_grid(ph.vm.geometry, key.ablation, imp), inside.importance_text(ph.vm, done, total)
+            yield inside.ablation_grid(ph.vm.geometry, key.ablation, imp), inside.importance_text(ph.vm, done, total, imp)
 
     outs = [lens_table, lens_plot, lens_text, depth_top5, grid, top5, ablate_text, heads, mode]
     ctx.on_show(tab, show, [ctx.key], outs)

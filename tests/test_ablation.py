@@ -163,3 +163,19 @@ def test_ablation_reaches_every_family(fam, cat):
     b = vizvit.analyze(fam, cat, ablation=Ablation(((0, 1),)))
     assert torch.equal(a.attentions[0], b.attentions[0])
     assert not torch.allclose(a.hidden_states[1], b.hidden_states[1])
+
+
+def test_importance_sentence_names_the_heads_from_the_numbers():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from vizvit.views import inside
+
+    vm = SimpleNamespace(geometry=SimpleNamespace(num_layers=2, num_heads=3))
+    imp = np.array([[0.01, -0.2, 0.0], [0.6, 0.07, 0.03]], np.float32)
+    t = inside.importance_text(vm, 6, 6, imp)
+    assert "Largest drop: head **2.1** (+0.600); next: 2.2 (+0.070)" in t
+    assert "3 of 6 heads" in t and "zeroing 1.2 (-0.200)" in t
+    assert "Largest" not in inside.importance_text(vm, 6, 6, None)
+    assert inside.importance_text(vm, 3, 6, imp).startswith("Running")

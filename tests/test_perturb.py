@@ -332,3 +332,27 @@ def test_curves_and_sweep_charts_have_clean_ticks_and_one_view_count(tiny16, cat
     assert last.deletion.layout.xaxis.range[0] < 0
     panels = list(experiments.sweep_progress(wb.handle(k)))
     assert list(panels[-1].figure.layout.yaxis2.tickvals) == [0, 0.25, 0.5, 0.75, 1.0]
+
+
+def test_deletion_verdict_on_constructed_aucs():
+    from vizvit.views.experiments import deletion_verdict, first_removed
+
+    names = ("rollout", "last-layer [CLS] attention", "random", "class relevance")
+    # The trained ViT-Ti on chelsea.jpg: random first.
+    t = deletion_verdict(names, np.array([0.596, 0.519, 0.463, 0.567]), "black", "cat", 0.82,
+                         {"rollout": 4, "last-layer [CLS] attention": 4, "class relevance": 0}, "the four corners", 20)
+    assert "no map beats **random order** (AUC 0.463" in t and "Random ranks 1 of 4" in t
+    assert "Worse than random: rollout (0.596), last-layer [CLS] attention (0.519), class relevance (0.567)" in t
+    assert "rollout 4, last-layer [CLS] attention 4;" in t and "class relevance 0" not in t
+    assert "a likely reason" in t and "One photo and one fill" in t
+    # A map that wins clearly; one within 2 % of p0 of random is "about random"; no artifacts named.
+    t = deletion_verdict(names, np.array([0.30, 0.455, 0.46, 0.50]), "blur", "cat", 0.8)
+    assert "**rollout** removes p(cat) fastest (deletion AUC 0.3" in t and "better than random (0.46): rollout (0.3)." in t
+    assert "About random" in t and "last-layer [CLS] attention (0.455)" in t and "Worse than random: class relevance" in t
+    assert "artifact" not in t and "(blur fill)" in t
+    # artifacts among the first patches of a map that beats random: named, but not blamed
+    t = deletion_verdict(names, np.array([0.30, 0.5, 0.46, 0.5]), "black", "cat", 0.8, {"rollout": 2}, "x", 20)
+    assert "rollout 2" in t and "a likely reason" not in t
+    # the first step removes round(P / steps) patches, highest first, ties by patch number
+    m = np.array([[0.1, 0.9], [0.9, 0.2]])
+    assert first_removed(m, 2).tolist() == [1, 2]

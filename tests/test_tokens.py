@@ -261,3 +261,88 @@ def test_export_arrays_have_the_documented_shapes(tiny, cat):
     assert arr["token_pca_rgb"].shape == (n, gh, gw, 3)
     assert arr["embedding_filters_pca"].shape == (28, g.patch_size, g.patch_size, 3)
     assert all(v.dtype == np.float32 for v in arr.values())
+
+
+# ------------------------------------------------------------------ artifact tokens left out
+def test_pca_without_rows_equals_a_plain_svd_of_the_remaining_rows(rng):
+    from vizvit.tokens import pca_without
+
+    x = rng.normal(size=(40, 12))
+    x[[0, 7, 33]] += 60.0 * np.eye(12)[4]  # three far-out rows along one direction, as artifact tokens are
+    exclude = np.zeros(40, bool)
+    exclude[[0, 7, 33]] = True
+    fit = pca_without(x, exclude, 3)
+    rest = x[~exclude]
+    mean = rest.mean(0)
+    _, s, vt = np.linalg.svd(rest - mean, full_matrices=False)  # plain numpy reference
+    for k in range(3):
+        assert abs(abs(fit.components[k] @ vt[k]) - 1) < 1e-9, f"component {k} differs from the SVD's"
+    np.testing.assert_allclose(fit.explained_ratio, s[:3] ** 2 / (s ** 2).sum(), rtol=1e-9)
+    # Every row, the left-out ones too, is scored on the remaining rows' mean and components.
+    ref_scores = (x - mean) @ vt[:3].T
+    np.testing.assert_allclose(np.abs(fit.scores), np.abs(ref_scores), rtol=1e-8, atol=1e-8)
+    assert fit.scores.shape == (40, 3)
+    with_all = pca(x, 3)
+    assert with_all.explained_ratio[0] > 0.9 > fit.explained_ratio[0], "the far rows took component 1"
+
+
+def test_token_pca_rgb_scales_on_the_kept_patches_and_clips_the_rest(tiny16, rng):
+    g = tiny16.geometry
+    tokens = rng.normal(size=(g.num_patches, 16))
+    tokens[0] *= 80.0
+    exclude = np.zeros(g.grid, bool)
+    exclude[0, 0] = True
+    rgb, fit = token_pca_rgb(tokens, g, exclude)
+    kept = rgb.reshape(-1, 3)[1:]
+    # min-max over the kept patches: each channel spans exactly 0..1 there
+    np.testing.assert_allclose(kept.min(0), 0.0, atol=1e-6)
+    np.testing.assert_allclose(kept.max(0), 1.0, atol=1e-6)
+    assert ((rgb >= 0) & (rgb <= 1)).all()
+    s = fit.scores[1:]
+    want = np.clip((fit.scores[0] - s.min(0)) / (s.max(0) - s.min(0)), 0, 1)
+    np.testing.assert_allclose(rgb[0, 0], want, atol=1e-6)
+
+
+def test_norm_colours_are_a_log_scale_over_the_ordinary_patches():
+    lut = render.lut(embed_panels.NORM_CMAP)
+    norms = np.array([[1.0, 10.0, 100.0], [1000.0, 3.0, 50.0]])
+    art = np.array([[False, False, False], [True, False, False]])  # 1000 is an artifact
+    rgb, lo, hi = embed_panels.norm_colors(norms, art)
+    assert (lo, hi) == (1.0, 100.0)
+    # log10: 1 -> 0, 10 -> 1/2, 100 -> 1 of the range; the artifact clips to the top colour
+    assert (rgb[0, 0] == lut[0]).all() and (rgb[0, 2] == lut[255]).all() and (rgb[1, 0] == lut[255]).all()
+    assert (rgb[0, 1] == lut[round(0.5 * 255)]).all()
+    assert (rgb[1, 1] == lut[round(np.log10(3) / 2 * 255)]).all()
+
+
+def test_artifacts_at_depth_by_hand():
+    from types import SimpleNamespace
+
+    from vizvit.artifacts import high_norm_at_depth
+
+    gh = gw = 4
+    # A constructed (L+1, N, D) stack: [CLS] then 16 patches whose norms are known.
+    hidden = torch.ones(2, 17, 3)
+    hidden[1, 1 + 5] *= 40.0  # depth 1: patch 5 at 40× the others (far out, > 4× the median)
+    hidden[0, 1 + 2] *= 2.0  # depth 0: patch 2 at 2× (not 4× the median: no artifact)
+    g = SimpleNamespace(num_prefix_tokens=1, grid=(gh, gw), num_patches=16)  # only what the rule reads
+    mask = high_norm_at_depth(hidden, g)
+    assert mask.shape == (2, gh, gw)
+    assert not mask[0].any()
+    assert mask[1].reshape(-1).nonzero()[0].tolist() == [5]
+
+
+def test_depth_panel_marks_and_leaves_out_the_artifact_tokens(tiny16, cat):
+    a = vizvit.analyze(tiny16, cat)
+    g = tiny16.geometry
+    d = embed_panels.prepare(tiny16, a)
+    # Plant an artifact at depth L: patch (0, 1) excluded by hand, as the views do.
+    ex = d.tokens.excluded.copy()
+    ex[-1, 0, 1] = True
+    tokens = dataclasses.replace(d.tokens, excluded=ex)
+    d2 = dataclasses.replace(d, tokens=tokens)
+    img = embed_panels.pca_over_photo(tiny16, d2, g.num_layers, None)
+    s = render.display_scale(g) * g.patch_size
+    assert (img[s // 2, s + 1] == embed_panels.ARTIFACT_COLOR).all(), "the artifact's tile is outlined red"
+    fig = embed_panels.scatter_figure(tiny16, d2, g.num_layers, "row")
+    assert len(fig.data[0].x) == g.num_patches and len(fig.data[1].x) == 1, "a ring around the artifact"

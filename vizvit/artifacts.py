@@ -52,6 +52,16 @@ def artifact_tokens(attentions: torch.Tensor, hidden: torch.Tensor, g: Geometry)
     return (high_norm | attention_sinks(attentions, g)).numpy()
 
 
+def high_norm_at_depth(hidden: torch.Tensor, g: Geometry, factor: float = NORM_FACTOR) -> np.ndarray:
+    """(L+1, N, D) -> (L+1, gh, gw) bool: the norm part of ARTIFACT_RULE applied to every depth d
+    (hidden[d], the output of block d; d = 0 is the embedding stage). It is what a view of the
+    tokens AT depth d must leave out of its colour range and fits: artifact_tokens' layer l reads
+    hidden[l - 1] instead, because that is what layer l's attention is computed from."""
+    norms = token_norms(hidden, g)  # (L+1, gh, gw)
+    median = norms.flatten(1).median(dim=1).values[:, None, None]
+    return (norm_outliers(norms) & (norms > factor * median)).numpy()
+
+
 def through_layers(per_layer: np.ndarray) -> np.ndarray:
     """(L, gh, gw) bool -> (L, gh, gw): artifacts of any layer up to each l (what a rollout
     through layer l carries)."""

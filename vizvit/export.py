@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
-from . import attention, figures
+from . import artifacts, attention, figures
 from .ablation import Ablation, format_heads
 from .images import View
 from .models import VitModel, load_model
@@ -133,6 +133,10 @@ def methods_used() -> dict[str, str]:
                                   "(HF ViT interpolate_pos_encoding)",
         "token_pca_rgb": "PCA per depth; sign: each component's largest-|loading| entry positive "
                          "(scikit-learn's svd_flip(u_based_decision=False))",
+        "token_pca_rgb_no_artifacts": "the same PCA fitted without that depth's artifact tokens "
+                                      "(artifact_tokens_at_depth); they are projected and clipped to [0, 1]",
+        "artifact_tokens_at_depth": "‖x‖₂ of the patch token at depth l > Q3 + 3·IQR of that depth's patch norms "
+                                    f"and > {artifacts.NORM_FACTOR:g}× their median (vizvit.artifacts.high_norm_at_depth)",
         "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
         "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
         "logit_lens": "softmax(classifier(final layernorm([CLS] after block l))), l = 0..L",

@@ -49,25 +49,39 @@ def _short(label: str, n: int = 32) -> str:
 
 def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.ndarray, cols: np.ndarray,
                   tokens: np.ndarray, thumbs: Sequence[str], axis_titles: tuple[str, str], title: str,
-                  colorscale: str = "Viridis") -> go.Figure:
+                  colorscale: str = "Viridis", marked: np.ndarray | None = None, marked_name: str = "",
+                  ranges: tuple[tuple[float, float], tuple[float, float]] | None = None) -> go.Figure:
     """2-D scatter of patch tokens (one point per patch).
 
     xy (P, 2); color, rows, cols, tokens (P,). thumbs: one image URI per patch, carried in
     customdata[4] for the page's hover script (plotly's hover labels cannot show images).
+    marked (P,) bool: points ringed in red as a second trace named marked_name (trace 0 keeps
+    every patch, for the hover script). ranges: fixed (x, y) axis ranges.
     """
     # Plain lists: plotly validates and serialises them ~2× faster than an object array.
     custom = [[int(r), int(c), int(t), round(float(v), 4), str(u)]
               for r, c, t, v, u in zip(rows, cols, tokens, color, thumbs)]
     # SVG Scatter, not Scattergl: WebGL is often missing in headless or remote browsers.
     # One dict, unvalidated: validating 196 thumbnails is most of the cost of a depth move.
+    data = [dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom, showlegend=False,
+                 marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
+                             colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
+                 hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
+                                f"<br>{color_label}: " + "%{customdata[3]}<extra></extra>"))]
+    if marked is not None and np.any(marked):
+        m = np.asarray(marked, bool).reshape(-1)
+        data.append(dict(type="scatter", x=xy[m, 0], y=xy[m, 1], mode="markers", name=marked_name,
+                         hoverinfo="skip", marker=dict(symbol="circle-open", size=17,
+                                                       line=dict(width=2.5, color="rgb(230,30,30)"))))
+    xaxis, yaxis = dict(title=dict(text=axis_titles[0])), dict(title=dict(text=axis_titles[1]))
+    if ranges is not None:
+        xaxis["range"], yaxis["range"] = list(ranges[0]), list(ranges[1])
+    else:  # equal units on both axes only when plotly picks the ranges (fixed ones would fight it)
+        yaxis.update(scaleanchor="x", scaleratio=1)
     return go.Figure(dict(
-        data=[dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom,
-                   marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
-                               colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
-                   hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
-                                  f"<br>{color_label}: " + "%{customdata[3]}<extra></extra>"))],
-        layout=dict(title=dict(text=title), xaxis=dict(title=dict(text=axis_titles[0])),
-                    yaxis=dict(title=dict(text=axis_titles[1]), scaleanchor="x", scaleratio=1),
+        data=data,
+        layout=dict(title=dict(text=title), xaxis=xaxis, yaxis=yaxis,
+                    legend=dict(orientation="h", x=0, y=-0.12, xanchor="left", yanchor="top"),
                     margin=dict(l=10, r=10, t=40, b=10), height=480, hovermode="closest",
                     uirevision="tokens")), _validate=False)
 

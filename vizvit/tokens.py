@@ -7,7 +7,7 @@ P (patches) = gh·gw; p = patch size in pixels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -230,6 +230,22 @@ def pca(x: np.ndarray | torch.Tensor, k: int) -> PCA:
                explained_ratio=ratio.numpy(), mean=mean.numpy())
 
 
+def pca_without(x: np.ndarray | torch.Tensor, exclude: np.ndarray | None, k: int) -> PCA:
+    """PCA fitted on the rows of x (n, d) that `exclude` (n,) bool leaves in, with scores (n, k)
+    for EVERY row (the left-out rows projected on the fitted mean and components).
+
+    A trained ViT's artifact tokens (vizvit.artifacts) have norms 20-45× the others': fitted with
+    them, component 1 is "artifact or not" (94 % of the variance on ViT-Ti) and the other patches
+    collapse to one point. explained_* describe the fitted rows only. Too few rows left (≤ k): the
+    plain fit of all rows."""
+    x = np.asarray(x, dtype=np.float64)
+    keep = np.ones(len(x), bool) if exclude is None else ~np.asarray(exclude, bool).reshape(-1)
+    if keep.all() or keep.sum() <= k:
+        return pca(x, k)
+    fit = pca(x[keep], k)
+    return replace(fit, scores=(x - fit.mean) @ fit.components.T)
+
+
 def minmax(x: np.ndarray, axis: int = 0) -> np.ndarray:
     """Scale to [0, 1] along `axis` (a constant column becomes 0.5)."""
     lo, hi = x.min(axis, keepdims=True), x.max(axis, keepdims=True)
@@ -242,9 +258,15 @@ def minmax(x: np.ndarray, axis: int = 0) -> np.ndarray:
 class TokenStats:
     """Everything per depth l = 0..L that the depth slider shows, computed once per photo."""
 
-    pca_rgb: np.ndarray  # (L+1, gh, gw, 3) float32 in [0, 1]: patch-token PCA, 3 components
+    pca_rgb: np.ndarray  # (L+1, gh, gw, 3) float32 in [0, 1]: patch-token PCA of all patches, 3 components
     pca_xy: np.ndarray  # (L+1, P, 2) float32: the first two PCA scores of each patch token
     pca_ratio: np.ndarray  # (L+1, 3) float32: variance share of those components
+    # The same PCA fitted without the `excluded` patches of each depth (artifact tokens): what the
+    # page shows. Equal to the three above at a depth with nothing excluded.
+    excluded: np.ndarray  # (L+1, gh, gw) bool: patches left out of the fit and of the colour ranges
+    fit_rgb: np.ndarray  # (L+1, gh, gw, 3) float32 in [0, 1]: left-out patches projected, clipped
+    fit_xy: np.ndarray  # (L+1, P, 2) float32: scores of every patch on the fitted components
+    fit_ratio: np.ndarray  # (L+1, 3) float32: variance share among the fitted patches
     norms: np.ndarray  # (L+1, gh, gw) float32: ‖token‖₂ of each patch
     cls_norms: np.ndarray  # (L+1,) float32: ‖[CLS]‖₂
     prefix_norms: np.ndarray  # (L+1, T) float32: ‖token‖₂ of every prefix token ([CLS], [DIST], [REG1..R])
@@ -284,29 +306,49 @@ def cls_patch_similarity(hidden: torch.Tensor, g: Geometry) -> torch.Tensor:
     return to_grid(F.cosine_similarity(patch_tokens(h, g), h[:, :1], dim=-1), g)
 
 
-def token_pca_rgb(patches: torch.Tensor | np.ndarray, g: Geometry) -> tuple[np.ndarray, PCA]:
+def token_pca_rgb(patches: torch.Tensor | np.ndarray, g: Geometry,
+                  exclude: np.ndarray | None = None) -> tuple[np.ndarray, PCA]:
     """(P, D) patch tokens -> (gh, gw, 3) in [0, 1]: three PCA scores as R, G, B, each
-    min-max scaled over the patches; plus the PCA."""
-    fit = pca(np.asarray(patches, dtype=np.float64), 3)
-    rgb = minmax(fit.scores, 0).reshape(*g.grid, 3)
-    return rgb.astype(np.float32), fit
+    min-max scaled over the patches; plus the PCA. exclude: (gh, gw) or (P,) bool patches left
+    out of the fit and of the min-max; they are projected and clipped to [0, 1]."""
+    fit = pca_without(patches, exclude, 3)
+    keep = np.ones(g.num_patches, bool) if exclude is None else ~np.asarray(exclude, bool).reshape(-1)
+    if keep.sum() <= 3:
+        keep[:] = True
+    lo, hi = fit.scores[keep].min(0), fit.scores[keep].max(0)
+    span = hi - lo
+    scaled = np.where(span > 0, (fit.scores - lo) / np.where(span > 0, span, 1), 0.5)
+    return np.clip(scaled, 0.0, 1.0).reshape(*g.grid, 3).astype(np.float32), fit
 
 
-def token_stats(hidden: torch.Tensor, g: Geometry) -> TokenStats:
-    """hidden (L+1, N, D) -> TokenStats. A few small SVDs; no forward pass."""
+def token_stats(hidden: torch.Tensor, g: Geometry, exclude: np.ndarray | None = None) -> TokenStats:
+    """hidden (L+1, N, D) -> TokenStats. A few small SVDs; no forward pass. exclude: (L+1, gh, gw)
+    bool, the patches of each depth to leave out of the fitted PCA (the views pass the artifact
+    tokens, vizvit.artifacts.high_norm_at_depth); None leaves none out."""
     if hidden.shape[1] != g.seq_len:
         raise UserError("Token views need the full sequence: this analysis dropped tokens.")
     patches = patch_tokens(hidden, g).float().numpy()  # (L+1, P, D)
-    rgbs, xys, ratios = [], [], []
-    for layer in patches:
+    excluded = (np.zeros((len(patches), *g.grid), bool) if exclude is None
+                else np.asarray(exclude, bool).reshape(len(patches), *g.grid))
+    rgbs, xys, ratios, frgbs, fxys, fratios = [], [], [], [], [], []
+    for layer, ex in zip(patches, excluded):
         rgb, fit = token_pca_rgb(layer, g)
         rgbs.append(rgb)
         xys.append(fit.scores[:, :2])
         ratios.append(fit.explained_ratio)
+        if ex.any():
+            rgb, fit = token_pca_rgb(layer, g, ex)
+        frgbs.append(rgb)
+        fxys.append(fit.scores[:, :2])
+        fratios.append(fit.explained_ratio)
     return TokenStats(
         pca_rgb=np.stack(rgbs).astype(np.float32),
         pca_xy=np.stack(xys).astype(np.float32),
         pca_ratio=np.stack(ratios).astype(np.float32),
+        excluded=excluded,
+        fit_rgb=np.stack(frgbs).astype(np.float32),
+        fit_xy=np.stack(fxys).astype(np.float32),
+        fit_ratio=np.stack(fratios).astype(np.float32),
         norms=token_norms(hidden, g).numpy().astype(np.float32),
         # SigLIP has no [CLS] token: zeros (the Embeddings tab says so)
         cls_norms=(hidden[:, 0].float().norm(dim=-1).numpy().astype(np.float32) if g.num_prefix_tokens

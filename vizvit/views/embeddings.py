@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from .. import artifacts as art_mod
 from .. import figures, render
 from ..attention import rollout_maps
 from ..errors import UserError
@@ -37,6 +38,12 @@ from ..tokens import (
 from ..vocab import COLOR_CHOICES
 
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
+NORM_CMAP = "viridis"
+ARTIFACT_COLOR = (230, 30, 30)  # artifact tokens are outlined in red in every picture of this tab
+NORM_SCALE = ("log colour scale over the ordinary patches' range (min … max of the patches that are not "
+              "artifact tokens); artifact tokens are clipped to the top colour and outlined red")
+ARTIFACTS_AT_DEPTH = (f"artifact token at depth l: a patch whose token there is a high-norm outlier (‖x‖₂ > Q3 + "
+                      f"3·IQR of that depth's patch norms and > {art_mod.NORM_FACTOR:g}× their median)")
 
 EMBED_TEXT = """**From pixels to tokens, and what the tokens become.** The model never sees the photo
 as a picture: a convolution with kernel = stride = P turns each P×P patch into one D-dimensional
@@ -45,7 +52,8 @@ every token. Below, the real tensors of this photo, then the tokens at any depth
 
 DEPTH_TEXT = """**Tokens at depth l.** l = 0 is the output of the embedding stage, l = k the output of
 block k. *Left*: the three main directions of variation (PCA) of the patch tokens as red, green and
-blue, blended over the photo: patches with similar colours have similar tokens. **Click a patch**
+blue, blended over the photo: patches with similar colours have similar tokens (fitted without that
+depth's artifact tokens, outlined red, which would take the first component alone). **Click a patch**
 (on either picture) to see how similar its token is (cosine) to every other token at this depth.
 Moving the slider re-uses the one forward pass already made."""
 
@@ -82,7 +90,9 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> Embe
         params=parameter_table(vm.model),
         total_params=vm.num_parameters,
         filters=filters or model_filters(vm),
-        tokens=token_stats(a.hidden_states, g),
+        # Fitted without each depth's artifact tokens: with them, PCA's first component is
+        # "artifact or not" and every ordinary patch gets one colour.
+        tokens=token_stats(a.hidden_states, g, art_mod.high_norm_at_depth(a.hidden_states, g)),
         rollout=rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy().astype(np.float32),
         thumbs=np.array(patch_thumbnails(a.input_view, g)),
         big=render.enlarge(a.input_view, render.display_scale(g)),
@@ -210,35 +220,120 @@ def pca_over_photo(vm: VitModel, d: EmbeddingsData, depth: int,
     """(s·H, s·W, 3) uint8: the patch-token PCA colours at `depth` over the photo, grid, clicked patch."""
     g = vm.geometry
     depth = _check_depth(g, depth)
-    rgb = (d.tokens.pca_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
-    return render.draw_grid(_blend_tiles(d.big, rgb, 0.65), g, highlight=_patch_or_default(g, clicked))
+    rgb = (d.tokens.fit_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
+    img = render.draw_grid(_blend_tiles(d.big, rgb, 0.65), g, highlight=_patch_or_default(g, clicked))
+    return _outline_cells(img, d.tokens.excluded[depth], 3)
+
+
+def norm_colors(norms: np.ndarray, excluded: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(gh, gw) norms -> ((gh, gw, 3) uint8, lo, hi): NORM_CMAP over log(norm) from lo to hi, the
+    min and max of the patches `excluded` (gh, gw) leaves in; the excluded ones clip to an end.
+
+    Why: from depth 8 on a trained ViT-Ti's four artifact tokens reach 18-31× the median norm, so a
+    linear range over all patches gives every ordinary patch the bottom colour. The log keeps
+    equal ratios equal steps wherever the range lies."""
+    keep = norms[~excluded] if (~excluded).any() else norms.reshape(-1)
+    lo, hi = float(keep.min()), float(keep.max())
+    return render.colorize(np.log(np.maximum(norms, 1e-12)), NORM_CMAP, np.log(max(lo, 1e-12)),
+                           np.log(max(hi, lo * (1 + 1e-9), 1e-12))), lo, hi
+
+
+def log_colorbar(height: int, lo: float, hi: float, cmap: str = NORM_CMAP) -> np.ndarray:
+    """A vertical bar for norm_colors: log-spaced from lo (bottom) to hi (top), labelled in norm
+    units at lo, the geometric middle and hi, titled "log" -> (height, w, 3) uint8."""
+    bar = render.colorbar(height, cmap, 0.0, 1.0, ticks=())  # colours only; labels in norm units below
+    bw = render.BAR_WIDTH
+    ticks = [(hi, 0), (float(np.sqrt(lo * hi)), (height - 1) // 2), (lo, height - 1)]
+    texts = [f"{v:.1f}" for v, _ in ticks] + ["log"]
+    out = np.full((height, bw + 12 + max(render.text_size(t)[0] for t in texts), 3), 255, np.uint8)
+    out[:, :bw] = bar[:, :bw]
+    cap = render.text_size("0")[1]
+    for (v, y), t in zip(ticks, texts):
+        out[y, bw:bw + 5] = 0
+        render.put_text(out, t, (bw + 8, min(max(y + cap // 2, 2 * cap + 12), height - 3)))
+    render.put_text(out, "log", (bw + 8, cap + 2))  # the scale's name, above the top tick
+    return out
 
 
 def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
                 clicked: tuple[int, int] | None = None) -> DepthPanel:
     g = vm.geometry
     depth = _check_depth(g, depth)
-    rgb = (d.tokens.pca_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
-    norms = d.tokens.norms[depth]
+    t = d.tokens
+    rgb = (t.fit_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
+    norms = t.norms[depth]
     side = 336
-    out = d.tokens.outliers[depth]  # (gh, gw) bool: high-norm patches (tokens.OUTLIER_METHOD)
-    tiles = np.stack([
-        render.label(_map_image(rgb, side), f"PCA -> RGB, l={depth}"),
-        render.label(_outline_cells(_map_image(render.colorize(norms, "viridis"), side), out),
-                     f"norm {norms.min():.1f} - {norms.max():.1f}"),
-    ])
+    art = t.excluded[depth]  # (gh, gw) bool: this depth's artifact tokens
+    heat, lo, hi = norm_colors(norms, art)
+    # Titles above the maps, not on them: a label box would hide the top-left artifact's outline.
+    tiles = np.stack([_titled(_outline_cells(_map_image(rgb, side), art), f"PCA -> RGB, l={depth}"),
+                      _titled(_outline_cells(_map_image(heat, side), art), "token norm")])
     maps = render.mosaic(tiles, 1, 2, sep=6)
-    ratio = d.tokens.pca_ratio[depth]
+    bar = log_colorbar(side, lo, hi)
+    bar = np.concatenate([np.full((maps.shape[0] - side, bar.shape[1], 3), 255, np.uint8), bar])
+    maps = np.concatenate([maps, np.full((maps.shape[0], 8, 3), 255, np.uint8), bar], axis=1)
+    ratio, full = t.fit_ratio[depth], t.pca_ratio[depth]
+    n_art = int(art.sum())
     where = "the embedding stage ([CLS] + positions added)" if depth == 0 else f"block {depth}"
-    text = (f"**Depth l = {depth}** of {g.num_layers}: output of {where}. The 3 PCA components explain "
-            f"{ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the {g.num_patches} patch tokens' "
-            "variance "
-            f"(D = {g.hidden_size}). Token norms: {norms.min():.2f} … {norms.max():.2f} "
-            f"(mean {norms.mean():.2f}); "
-            + ", ".join(f"‖{n}‖ = {v:.2f}" for n, v in zip(g.prefix_names, d.tokens.prefix_norms[depth]))
-            + f". **{int(out.sum())} high-norm outlier patch{'es' if out.sum() != 1 else ''}** (outlined red; "
-            f"{OUTLIER_METHOD}).")
+    if n_art:
+        fitted = (f"PCA fitted on the {g.num_patches - n_art} ordinary patch tokens (the {n_art} artifact "
+                  f"token{'s' if n_art != 1 else ''} left out, then projected and clipped to the colour ends): its 3 "
+                  f"components explain {ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of their variance; fitted "
+                  f"with the artifacts, component 1 takes {full[0]:.1%}, mostly the artifacts against the rest")
+        ordinary = norms[~art]
+        norm_text = (f"Token norms: ordinary patches {ordinary.min():.2f} … {ordinary.max():.2f} (median "
+                     f"{np.median(ordinary):.2f}), artifact tokens {norms[art].min():.1f} … {norms[art].max():.1f}")
+    else:
+        fitted = (f"The 3 PCA components explain {ratio[0]:.1%} · {ratio[1]:.1%} · {ratio[2]:.1%} of the "
+                  f"{g.num_patches} patch tokens' variance")
+        norm_text = (f"Token norms: {norms.min():.2f} … {norms.max():.2f} (median {np.median(norms):.2f}), colours "
+                     "on a log scale over that range")
+    if n_art:
+        norm_text += f", colours on a {NORM_SCALE}"
+    text = (f"**Depth l = {depth}** of {g.num_layers}: output of {where} (D = {g.hidden_size}). {fitted}. "
+            f"{norm_text}; "
+            + ", ".join(f"‖{n}‖ = {v:.2f}" for n, v in zip(g.prefix_names, t.prefix_norms[depth]))
+            + ". " + artifact_sentence(vm, a, d, depth))
     return DepthPanel(pca_over_photo=pca_over_photo(vm, d, depth, clicked), maps=maps, text=text)
+
+
+def _titled(img: np.ndarray, text: str) -> np.ndarray:
+    """A white strip with the title above img."""
+    cap = render.text_size(text)[1]
+    strip = np.full((2 * cap, img.shape[1], 3), 255, np.uint8)
+    render.put_text(strip, text, (2, int(1.5 * cap)))
+    return np.concatenate([strip, img], axis=0)
+
+
+def artifact_sentence(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int) -> str:
+    """One sentence on this depth's artifact tokens: where, how many × the median norm, how much of
+    [CLS]'s last-layer attention they take (the Attention tab's bright spots), and the paper."""
+    g = vm.geometry
+    art = d.tokens.excluded[depth]
+    any_depth = d.tokens.excluded.any(axis=(1, 2))
+    if not art.any():
+        first = int(np.argmax(any_depth)) if any_depth.any() else None
+        where = (f"at this depth (from depth {first} on: {art_mod.describe(d.tokens.excluded[first])})"
+                 if first is not None else "at any depth of this photo")
+        return f"**No artifact tokens** {where}; rule: {ARTIFACTS_AT_DEPTH}."
+    norms = d.tokens.norms[depth]
+    ratio = float(norms[art].mean() / np.median(norms))
+    n = int(art.sum())
+    # [CLS]'s attention over the patches in the last layer, mean over heads (what the Attention
+    # tab's default map shows), summed over these patches; n/P would be a uniform share.
+    pre = g.num_prefix_tokens
+    share = float(a.attentions[-1, :, 0, pre:].float().mean(0).reshape(g.grid)[torch.from_numpy(art)].sum())         if pre and not a.dropped else float("nan")
+    cls_part = ""
+    if np.isfinite(share):
+        spots = "corners" if art_mod.describe(art) == "the four corners" else "spots"
+        # Named as the maps' bright spots only when they take over 3× a uniform share.
+        link = (f": they are the bright {spots} of the Attention tab's maps" if share > 3 * n / g.num_patches else "")
+        cls_part = (f" In the last layer [CLS] puts {share:.0%} of its attention (mean over heads) on "
+                    f"{'them' if n > 1 else 'it'}, against {n / g.num_patches:.0%} for a uniform spread{link}.")
+    return (f"**{n} artifact token{'s' if n != 1 else ''}: {art_mod.describe(art)}**, at {ratio:.0f}× the median "
+            f"patch norm, outlined red in every picture here ({ARTIFACTS_AT_DEPTH}). A trained ViT turns a few "
+            "low-information patches into such high-norm tokens and uses them as scratch space (Darcet et al. "
+            f"2024, \"Vision Transformers Need Registers\").{cls_part}")
 
 
 def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
@@ -252,7 +347,8 @@ def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     pre = g.num_prefix_tokens
     grid = sims[pre:].reshape(g.grid)
     heat = render.colorize(grid, SIM_CMAP, -1.0, 1.0)  # (gh, gw, 3)
-    img = render.draw_grid(_blend_tiles(d.big, heat, 0.7), g, lines=False, highlight=(r, c))
+    img = _outline_cells(render.draw_grid(_blend_tiles(d.big, heat, 0.7), g, lines=False, highlight=(r, c)),
+                         d.tokens.excluded[depth], 3)
     others = np.delete(sims[pre:], t - pre)
     best = [int(i) for i in np.argsort(-sims[pre:]) if i != t - pre][:3]
     near = ", ".join(f"({i // g.grid[1]}, {i % g.grid[1]}) {sims[pre + i]:.2f}" for i in best)
@@ -276,19 +372,35 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
         color, label, scale = d.rollout.reshape(-1).astype(float), "rollout weight", "Inferno"
     else:
         raise UserError(f"Colour by {color_by!r}? Use one of {', '.join(COLOR_CHOICES)}.")
-    ratio = d.tokens.pca_ratio[depth]
+    ratio = d.tokens.fit_ratio[depth]
+    art = d.tokens.excluded[depth].reshape(-1)  # (P,) artifact tokens: left out of the fit
+    xy, ranges, title = d.tokens.fit_xy[depth].astype(np.float64), None, f"Patch tokens at depth {depth}: PCA"
+    marked_name = ""
+    if art.any():
+        # The fit's own patches set the axes; the artifacts, 20-45× longer, sit clipped on the edge.
+        lo, hi = xy[~art].min(0), xy[~art].max(0)
+        pad = 0.08 * np.maximum(hi - lo, 1e-9)
+        # clipped to the middle of the margin, so the whole ring shows inside the axes
+        xy = np.clip(xy, lo - pad / 2, hi + pad / 2)
+        lo, hi = lo - pad, hi + pad
+        ranges = ((float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1])))
+        n = int(art.sum())
+        title = f"Depth {depth}: PCA of the {g.num_patches - n} ordinary patch tokens"
+        marked_name = (f"{n} artifact token{'s' if n != 1 else ''}: left out of the fit, projected, "
+                       "clipped to the edge")
     return figures.token_scatter(
-        d.tokens.pca_xy[depth], color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs,
+        xy, color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs,
         (f"PC 1 ({ratio[0]:.1%})", f"PC 2 ({ratio[1]:.1%})"),
-        f"Patch tokens at depth {depth}: PCA (hover a point for its patch)", scale)
+        title + " (hover a point)", scale, marked=art, marked_name=marked_name, ranges=ranges)
 
 
 # ------------------------------------------------------------------ per photo: [CLS] by layer, filters
 def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 196) -> np.ndarray:
     """One tile per depth: cos([CLS], patch) on a shared −1..1 scale."""
     sims = d.tokens.cls_sim  # (L+1, gh, gw)
-    tiles = np.stack([render.label(_map_image(render.colorize(m, SIM_CMAP, -1, 1), tile),
-                                   f"l={i} {m.mean():+.2f}") for i, m in enumerate(sims)])
+    # Titles above the tiles: a label box on them would hide the top-left artifact's outline.
+    tiles = np.stack([_titled(_outline_cells(_map_image(render.colorize(m, SIM_CMAP, -1, 1), tile), art),
+                              f"l={i} {m.mean():+.2f}") for i, (m, art) in enumerate(zip(sims, d.tokens.excluded))])
     cols = min(len(tiles), 7)
     return render.mosaic(tiles, -(-len(tiles) // cols), cols, sep=4)
 
@@ -298,8 +410,16 @@ def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
         return ("**How similar [CLS] is to each patch**: this model has **no [CLS] token** (SigLIP sums the "
                 "photo up with an attention-pooling head after the last block), so there is nothing to compare.")
     means = ", ".join(f"{m:+.2f}" for m in d.tokens.cls_sim.reshape(len(d.tokens.cls_sim), -1).mean(1))
+    ex = d.tokens.excluded  # (L+1, gh, gw)
+    art = ""
+    if ex.any():
+        depths = np.flatnonzero(ex.any(axis=(1, 2)))
+        on = np.mean([d.tokens.cls_sim[l][ex[l]].mean() for l in depths])
+        off = np.mean([d.tokens.cls_sim[l][~ex[l]].mean() for l in depths])
+        art = (f" Artifact tokens (outlined red) at depths {depths[0]}–{depths[-1]}: cos([CLS], artifact) "
+               f"averages {on:+.2f} there, the other patches {off:+.2f}.")
     return (f"**How similar [CLS] is to each patch, layer by layer** (cosine; blue −1, white 0, red +1). "
-            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.\n\n" + norms_table(vm, d))
+            f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.{art}\n\n" + norms_table(vm, d))
 
 
 def norms_table(vm: VitModel, d: EmbeddingsData) -> str:
@@ -313,23 +433,30 @@ def norms_table(vm: VitModel, d: EmbeddingsData) -> str:
             for j, name in enumerate(g.prefix_names)]
     rows += ["| patch median | " + " | ".join(f"{np.median(flat[l]):.1f}" for l in depths) + " |",
              "| patch max | " + " | ".join(f"{flat[l].max():.1f}" for l in depths) + " |",
-             "| outlier patches | " + " | ".join(str(int(t.outliers[l].sum())) for l in depths) + " |"]
+             "| outlier patches | " + " | ".join(str(int(t.outliers[l].sum())) for l in depths) + " |",
+             "| artifact tokens | " + " | ".join(str(int(t.excluded[l].sum())) for l in depths) + " |"]
     head = "| token norm ‖x‖₂ | " + " | ".join(f"l={l}" for l in depths) + " |"
     regs = (f" Registers ({', '.join(g.prefix_names[i] for i in g.register_tokens)}) hold no patch: "
             "in trained models they take over the role of the high-norm artifact patches." if g.num_registers else "")
-    return (f"**Token norms by depth**, every named token beside the patches.{regs} Outliers: {OUTLIER_METHOD}.\n\n"
+    return (f"**Token norms by depth**, every named token beside the patches.{regs} Outliers: {OUTLIER_METHOD}. "
+            f"Artifact tokens (outlined red in the pictures): {ARTIFACTS_AT_DEPTH}.\n\n"
             + "\n".join([head, "|---|" + "---|" * len(flat), *rows]))
 
 
-def _outline_cells(img: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Red boxes around the True cells of a (gh, gw) mask drawn over an enlarged map."""
+def _outline_cells(img: np.ndarray, cells: np.ndarray, thickness: int = 2) -> np.ndarray:
+    """Red boxes (ARTIFACT_COLOR) around the True cells of a (gh, gw) mask drawn over an enlarged map,
+    with a 1-px white line inside so the box also shows on a red tile (RdBu similarity maps)."""
     if not cells.any():
         return img
     gh, gw = cells.shape
     sy, sx = img.shape[0] / gh, img.shape[1] / gw
     out = img.copy()
     for r, c in zip(*np.nonzero(cells)):
-        cv2.rectangle(out, (int(c * sx), int(r * sy)), (int((c + 1) * sx) - 1, int((r + 1) * sy) - 1), (230, 30, 30), 2)
+        x0, y0, x1, y1 = int(c * sx), int(r * sy), int((c + 1) * sx) - 1, int((r + 1) * sy) - 1
+        cv2.rectangle(out, (x0, y0), (x1, y1), ARTIFACT_COLOR, thickness)
+        inset = (thickness + 1) // 2 + 1
+        if x1 - x0 > 2 * inset + 1:
+            cv2.rectangle(out, (x0 + inset, y0 + inset), (x1 - inset, y1 - inset), (255, 255, 255), 1)
     return out
 
 
@@ -367,7 +494,9 @@ def embedding_arrays(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None)
         "norm_outliers": d.tokens.outliers.astype(np.float32),  # (L+1, gh, gw) 1 = outlier (tokens.OUTLIER_METHOD)
         **({"register_norms": d.tokens.prefix_norms[:, list(vm.geometry.register_tokens)]}  # (L+1, R)
            if vm.geometry.num_registers else {}),
-        "token_pca_rgb": d.tokens.pca_rgb,  # (L+1, gh, gw, 3)
+        "token_pca_rgb": d.tokens.pca_rgb,  # (L+1, gh, gw, 3): fitted on all patches
+        "token_pca_rgb_no_artifacts": d.tokens.fit_rgb,  # (L+1, gh, gw, 3): fitted without artifact_tokens_at_depth
+        "artifact_tokens_at_depth": d.tokens.excluded.astype(np.float32),  # (L+1, gh, gw) 1 = artifact token
         "embedding_filters_pca": d.filters.tiles,  # (28, p, p, 3)
     }
 

@@ -11,13 +11,14 @@ from typing import Iterator
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import artifacts as art_mod
 from .. import perturb, render
 from . import attention as attention_view
 from ..cnn import cnn_shift_probs
 from ..errors import UserError
 from ..images import View
 from ..models import Geometry, VitModel
-from .common import top5_figure
+from .common import artifact_masks, top5_figure
 from ..patches import patch_at
 from ..session import Photo
 
@@ -306,7 +307,82 @@ def compute_curves(ph: Photo, steps: int = 10, mode: str = "black",
 
 
 def curves_panel(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
-    return _curves_panel(compute_curves(ph, steps, mode, seed), steps)
+    return _curves_panel(compute_curves(ph, steps, mode, seed), steps, verdict=curves_verdict(ph, steps, mode, seed))
+
+
+# Deletion AUCs closer to random's than this share of the unmasked probability are "about random":
+# one photo is noisy, and on random weights p(top-1) is 0.003 to begin with.
+TIE_SHARE = 0.02
+
+
+def first_removed(m: np.ndarray, steps: int) -> np.ndarray:
+    """(gh, gw) map -> the patch ids the deletion curve removes at its first step (the same
+    order as perturb.faithfulness_curves: descending, ties by patch number)."""
+    n = max(1, round(m.size / steps))
+    return np.argsort(-m.ravel(), kind="stable")[:n]
+
+
+def deletion_verdict(names: tuple[str, ...] | list[str], auc: np.ndarray, fill: str, label: str, p0: float,
+                     artifacts_first: dict[str, int] | None = None, where: str = "", first_n: int = 0) -> str:
+    """One verdict from this photo's deletion AUCs (lower = better): which map wins, which beat
+    random (by more than TIE_SHARE·p0, p0 = the probability with nothing removed), and the caveat
+    of one photo and one fill. artifacts_first: map -> how many of the first_n patches it removes
+    first are artifact tokens (`where` names them)."""
+    auc = np.asarray(auc, float)
+    tie = TIE_SHARE * p0
+    order = np.argsort(auc, kind="stable")
+    best = names[int(order[0])]
+    out = [f"**Verdict on this photo ({fill} fill):**"]
+    if "random" not in names:
+        out.append(f"**{best}** removes p({label}) fastest (deletion AUC {auc[order[0]]:.3g}, lower is better).")
+    else:
+        r = float(auc[list(names).index("random")])
+        maps = [(n, float(a)) for n, a in zip(names, auc) if n != "random"]
+        better = [f"{n} ({a:.3g})" for n, a in maps if a < r - tie]
+        tied = [f"{n} ({a:.3g})" for n, a in maps if abs(a - r) <= tie]
+        worse = [f"{n} ({a:.3g})" for n, a in maps if a > r + tie]
+        if best == "random" or not better:
+            out.append(f"no map beats **random order** (AUC {r:.3g}, lower is better): on this photo none of them "
+                       f"ranks the patches that p({label}) needs better than chance.")
+        else:
+            out.append(f"**{best}** removes p({label}) fastest (deletion AUC {auc[order[0]]:.3g}, lower is better); "
+                       f"better than random ({r:.3g}): {', '.join(better)}.")
+        if tied:
+            out.append(f"About random (within {tie:.2g}, {TIE_SHARE:.0%} of p = {p0:.3g} with nothing removed): "
+                       f"{', '.join(tied)}.")
+        if worse:
+            out.append(f"Worse than random: {', '.join(worse)}.")
+        rank_r = int(np.where(order == list(names).index("random"))[0][0]) + 1
+        out.append(f"Random ranks {rank_r} of {len(names)}.")
+    hit = {n: k for n, k in (artifacts_first or {}).items() if k}
+    if hit:
+        lose = "random" in names and all(
+            auc[list(names).index(n)] >= auc[list(names).index("random")] - tie for n in hit)
+        out.append(f"Among the first {first_n} patches each map removes are artifact tokens ("
+                   + ", ".join(f"{n} {k}" for n, k in hit.items())
+                   + f"; this photo has {where}): high-norm patches that draw attention because a trained ViT "
+                   "uses them as scratch space (Darcet et al. 2024), so attention ranks them high whatever they show"
+                   + ("; a likely reason these maps do no better than random here." if lose else "."))
+    if p0 < 0.05:
+        out.append(f"p({label}) is only {p0:.2%} with nothing removed, so every curve stays near 0.")
+    out.append("One photo and one fill: a verdict on these maps for this photo, not on the methods.")
+    return " ".join(out)
+
+
+def curves_verdict(ph: Photo, steps: int, mode: str, seed: int = 0) -> str:
+    """deletion_verdict for this photo's cached curves and maps."""
+    c = compute_curves(ph, steps, mode, seed)
+    return _verdict_of(ph, c, curve_maps(ph, seed), steps)
+
+
+def _verdict_of(ph: Photo, c: perturb.Curves, maps: dict[str, np.ndarray], steps: int) -> str:
+    a = ph.analysis()
+    art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,) any layer's artifacts
+    counts = {n: int(art[first_removed(maps[n], steps)].sum()) for n in c.names if n != "random" and n in maps}
+    n_first = max(1, round(art.size / steps))
+    where = f"{int(art.sum())} artifact token{'s' if art.sum() != 1 else ''}: {art_mod.describe(art.reshape(a.geometry.grid))}"
+    return deletion_verdict(c.names, c.deletion_auc, c.mode, _short(c.target_label), float(c.deletion[0, 0]), counts,
+                            where if art.any() else "", n_first)
 
 
 def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
@@ -317,7 +393,7 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
     name = _curves_key(steps, mode, seed, maps)
     done = ph.peek(name)
     if done is not None:
-        yield _curves_panel(done, steps)
+        yield _curves_panel(done, steps, verdict=_verdict_of(ph, done, maps, int(steps)))
         return
     vm = ph.vm
     view = ph.analysis().input_view
@@ -331,17 +407,22 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
         target = parts[0].target if parts else None
         parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
                                                  target=target))
-        yield _curves_panel(perturb.merge_curves(parts), steps, (len(parts), len(maps)))
-    final = perturb.merge_curves(parts)
+        merged = perturb.merge_curves(parts)
+        if len(parts) < len(maps):
+            yield _curves_panel(merged, steps, (len(parts), len(maps)))
+    final = merged
     ph.derived(name, lambda: final)
+    # The last map's panel carries the verdict: it needs every map's AUC.
+    yield _curves_panel(final, steps, (len(parts), len(maps)), verdict=_verdict_of(ph, final, maps, int(steps)))
 
 
-def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None) -> CurvesPanel:
+def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None,
+                  verdict: str = "") -> CurvesPanel:
     table = [[n, round(float(d), 4), round(float(i), 4)]
              for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)]
     done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} maps so far · "
     text = (f"{done}Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed "
-            f"by {c.mode} · {c.forwards} views in all, batched.")
+            f"by {c.mode} · {c.forwards} views in all, batched." + (f"\n\n{verdict}" if verdict else ""))
     return CurvesPanel(curves_figure(c, False), curves_figure(c, True), table, text)
 
 

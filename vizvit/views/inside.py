@@ -44,6 +44,12 @@ blue: it does better without it. Cached per photo; it can be stopped."""
 NO_LENS_TEXT = ("**No logit lens for this model:** it has no classifier, so there is no final head to read "
                 "the layers through.")
 LENS_HEADERS = ["depth", "top-1 at this depth", "its probability", "final top-1's probability", "its rank"]
+# The lens table's height on the page: room for 25 rows (ViT-L's depths 0..24) at two lines each,
+# so depth L (the model's own prediction) is never hidden in a scroll box (Gradio's default: 500 px).
+LENS_TABLE_PX = 2000
+# The heat strip's colour is log10 p, floored here: on the trained ViT-Ti, p(final top-5) is
+# 1e-5 … 1e-2 at depths 0-9 and 0.8 at depth 12, so a linear 0..0.8 scale gave depths 0-9 one colour.
+LENS_LOG_FLOOR = -6.0
 # The ablation grid: row labels "L12", column labels "12" (head numbers), at the size a lecture
 # hall reads (render.TEXT_PX); cells wide enough for a two-digit head number.
 CELL = max(44, render.text_size("12")[0] + 12)  # px per head cell
@@ -84,17 +90,48 @@ def lens_panel(ph: Photo) -> LensPanel:
         rows.append([f"{depth}" + (" (embedding)" if depth == 0 else ""), vm.labels[top].split(",")[0],
                      f"{p[top]:.1%}", f"{ln.final_prob[depth]:.2%}", str(int(ln.final_rank[depth]))])
     top5 = np.argsort(-ln.probs[-1])[:5]
-    fig = go.Figure(dict(
-        data=[dict(type="heatmap", z=ln.probs[:, top5].tolist(), x=[vm.labels[i].split(",")[0][:24] for i in top5],
-                   y=list(range(len(ln.probs))), colorscale="Viridis", zmin=0,
-                   hovertemplate="depth %{y}, %{x}: %{z:.3f}<extra></extra>", colorbar=dict(title="p"))],
-        layout=dict(title=dict(text="Readout of the final top-5 classes at each depth"),
+    fig = lens_figure(ln.probs[:, top5], [vm.labels[i].split(",")[0][:24] for i in top5])
+    return LensPanel(rows, fig, lens_text(final, ln.final_prob, ln.final_rank))
+
+
+def lens_text(final: str, prob: np.ndarray, rank: np.ndarray) -> str:
+    """The final top-1's path through the depths (prob, rank (L+1,)), from the numbers themselves."""
+    last = len(rank) - 1
+    first = next((d for d in range(len(rank)) if (rank[d:] == 1).all()), last)
+    top5 = next((d for d in range(len(rank)) if (rank[d:] <= 5).all()), last)
+    stay = ("only at the last depth" if first == last else f"from depth **{first}** on")
+    before = (f" (depth {last - 1}: rank {int(rank[last - 1])}, {prob[last - 1]:.1%})" if first == last and last > 0
+              else "")
+    return (f"Final top-1: **{final}** ({prob[last]:.1%}). Read through the final head it has rank {int(rank[0])} "
+            f"(p = {prob[0]:.2%}) at depth 0, is in the readout's top 5 from depth **{top5}** on, and its top-1 "
+            f"{stay}{before}.")
+
+
+def lens_log_range(probs: np.ndarray) -> tuple[float, float]:
+    """(zmin, zmax) of the strip's log10 p colour: from the whole decade below the smallest value,
+    floored at LENS_LOG_FLOOR (a probability below 1e-6 reads as "none" anyway), to 0 (p = 1)
+    always, so the brightest colour means a confident readout on every model (random weights'
+    p ≈ 0.006 stays mid-scale instead of turning yellow)."""
+    logp = np.log10(np.clip(probs, 10.0 ** LENS_LOG_FLOOR, 1.0))
+    return min(-1.0, max(LENS_LOG_FLOOR, float(np.floor(logp.min())))), 0.0
+
+
+def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
+    """(L+1, k) probabilities of k classes per depth -> heat strip coloured by log10 p (the bar's
+    ticks read as probabilities), exact p on hover."""
+    lo, hi = lens_log_range(probs)
+    logp = np.log10(np.clip(probs, 10.0 ** LENS_LOG_FLOOR, 1.0))
+    ticks = list(range(int(lo), int(hi) + 1))
+    text = [f"{10.0 ** t:.0%}" if t >= -2 else f"1e{t}" for t in ticks]
+    return go.Figure(dict(
+        data=[dict(type="heatmap", z=logp.tolist(), customdata=probs.tolist(), x=names,
+                   y=list(range(len(probs))), colorscale="Viridis", zmin=lo, zmax=hi,
+                   hovertemplate="depth %{y}, %{x}: p = %{customdata:.2e}<extra></extra>",
+                   colorbar=dict(title=dict(text="p (log scale)"), tickvals=ticks, ticktext=text))],
+        layout=dict(title=dict(text="Readout of the final top-5 classes at each depth<br><sub>colour: log₁₀ of "
+                                    "the probability, so the early depths' small values differ too</sub>"),
                     yaxis=dict(title="depth (0 = embedding)", autorange="reversed", dtick=1),
-                    margin=dict(l=10, r=10, t=40, b=10), height=320)), _validate=False)
-    first = next((d for d, r in enumerate(ln.final_rank) if r == 1 and all(ln.final_rank[d:] == 1)), None)
-    text = (f"Final top-1: **{final}**. It becomes the readout's top-1 at depth **{first}** and stays there."
-            if first is not None else f"Final top-1: **{final}**.")
-    return LensPanel(rows, fig, text)
+                    margin=dict(l=10, r=10, t=60, b=10), height=360)), _validate=False)
 
 
 def depth_top5(ph: Photo, depth: int) -> go.Figure:
@@ -232,12 +269,29 @@ def head_importance(ph: Photo, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
     return imp
 
 
-def importance_text(vm: VitModel, done: int, total: int) -> str:
+IMPORTANT = 0.05  # a head "matters" when zeroing it alone moves the top-1 probability by more than this
+
+
+def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None = None) -> str:
+    """The run's progress; when done and given the (L, H) drops, the heads that matter most, from
+    the numbers (on the trained ViT-Ti, chelsea: head 3.1 alone takes 0.82 → 0.01)."""
     g = vm.geometry
     if done < total:
         return f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched."
-    return (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}). Cells show the drop of the top-1 "
+    text = (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}). Cells show the drop of the top-1 "
             "probability when that head alone is zeroed; read the colours against the bar on the right.")
+    if imp is None or not np.isfinite(imp).all():
+        return text
+    order = np.argsort(-imp.ravel(), kind="stable")
+    name = lambda i: f"{i // g.num_heads + 1}.{i % g.num_heads + 1}"  # noqa: E731 - layer.head from 1
+    top, second = int(order[0]), int(order[1]) if imp.size > 1 else int(order[0])
+    rise = int(np.argmin(imp.ravel()))
+    n = int((np.abs(imp) > IMPORTANT).sum())
+    text += (f" Largest drop: head **{name(top)}** ({imp.ravel()[top]:+.3f}); next: {name(second)} "
+             f"({imp.ravel()[second]:+.3f}). {n} of {imp.size} heads move the probability by more than {IMPORTANT}")
+    text += (f"; the largest rise comes from zeroing {name(rise)} ({imp.ravel()[rise]:+.3f})." if imp.min() < 0
+             else ".")
+    return text
 
 
 # ------------------------------------------------------------------ tab entry points

@@ -22,26 +22,48 @@ from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
 PLOTLY_CMAP = "RdBu_r"
-SEP = 1  # px between tiles
+SEP = 2  # px between tiles: 1 px vanished between 70-px tiles, and the tiles ran into one pattern
 SEP_COLOR = (70, 70, 70)  # dark: white would read as similarity 0 in RdBu
 
 
-def tile_cell(grid: tuple[int, int], target: int = 600) -> int:
-    """Integer enlargement of each map pixel so the grid of gh×gw maps is about target px."""
-    gh, gw = grid
-    return max(1, round(target / (max(gh, gw) ** 2)))
+# A trained ViT-Ti's position similarities alternate from one position to the next (stripes of
+# period ~2 along rows and columns): at 3 px per position they alias into a moiré, so each position
+# gets at least MIN_CELL px, and the grid is drawn nearest-neighbour (the page shows it as PNG,
+# pixelated; a JPEG or a smoothing resize would blur one tile's cells into the next).
+GRID_TARGET = 980  # px the whole grid of tiles aims at
+MIN_CELL = 5  # px per position inside a tile, at least: 70-px tiles on a 14×14 grid
+MAX_TILES = 14  # tiles per side at most; a bigger grid (384 px: 24×24) shows every k-th tile
 
 
-def similarity_grid(sim: np.ndarray, grid: tuple[int, int], cell: int, sep: int = SEP) -> np.ndarray:
+def tile_stride(grid: tuple[int, int], max_tiles: int = MAX_TILES) -> int:
+    """Show every k-th tile along rows and columns so at most max_tiles a side are drawn."""
+    return max(1, -(-max(grid) // max_tiles))
+
+
+MAX_GRID_PX = 1400  # ... but the picture no wider than this (DINOv2's 37×37 grid: 1 px per position)
+
+
+def tile_cell(grid: tuple[int, int], target: int = GRID_TARGET, stride: int = 1) -> int:
+    """Integer enlargement of each map pixel so the (shown) grid of tiles is about target px,
+    at least MIN_CELL px (or the row and column stripes alias) while that fits MAX_GRID_PX."""
+    side = max(grid) * -(-max(grid) // stride)  # map pixels across the shown tiles
+    return max(1, min(max(MIN_CELL, round(target / side)), MAX_GRID_PX // side))
+
+
+def similarity_grid(sim: np.ndarray, grid: tuple[int, int], cell: int, sep: int = SEP,
+                    stride: int = 1) -> np.ndarray:
     """(P, P) similarities -> ONE uint8 image of gh×gw tiles, each a (gh, gw) map.
 
     Tile (r, c) is row r·gw + c of sim reshaped to the grid; its pixel (k, m), enlarged
-    cell×cell, is sim((r, c), (k, m)). Fixed scale −1..1.
+    cell×cell by repetition (no smoothing), is sim((r, c), (k, m)). Fixed scale −1..1.
+    stride k: only the tiles of rows and columns 0, k, 2k, … (each tile still whole).
     """
     gh, gw = grid
-    rgb = render.colorize(sim, CMAP, -1.0, 1.0).reshape(gh * gw, gh, gw, 3)  # (P, gh, gw, 3)
+    rows, cols = range(0, gh, stride), range(0, gw, stride)
+    pick = [r * gw + c for r in rows for c in cols]
+    rgb = render.colorize(sim[pick], CMAP, -1.0, 1.0).reshape(len(pick), gh, gw, 3)  # (tiles, gh, gw, 3)
     tiles = np.repeat(np.repeat(rgb, cell, axis=1), cell, axis=2)
-    return render.mosaic(tiles, gh, gw, sep=sep, sep_color=SEP_COLOR)
+    return render.mosaic(tiles, len(rows), len(cols), sep=sep, sep_color=SEP_COLOR)
 
 
 def tile_at(x: float, y: float, grid: tuple[int, int], cell: int, sep: int = SEP) -> tuple[int, int] | None:
@@ -66,19 +88,21 @@ def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], 
     return out
 
 
-def similarity_heatmap(values: np.ndarray, title: str) -> go.Figure:
-    """(gh, gw) similarities as a plotly heatmap on the fixed −1..1 scale, exact values on hover.
+def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.Figure:
+    """(gh, gw) similarities as a plotly heatmap on the symmetric scale −vmax..vmax (default the
+    fixed −1..1), exact values on hover.
 
     Built from one dict: plotly's update_* calls validate again each time and cost ~5× more,
     which matters on a click.
     """
     gh, gw = values.shape
     return go.Figure(dict(
-        data=[dict(type="heatmap", z=values, zmin=-1, zmax=1, colorscale=PLOTLY_CMAP,
+        data=[dict(type="heatmap", z=values, zmin=-vmax, zmax=vmax, colorscale=PLOTLY_CMAP,
                    x=list(range(gw)), y=list(range(gh)), colorbar=dict(thickness=12, len=0.9),
                    hovertemplate="row %{y}, col %{x}<br>cos = %{z:.4f}<extra></extra>")],
-        layout=dict(title=dict(text=title, font=dict(size=13)), height=380,
-                    margin=dict(l=10, r=10, t=70, b=10),
+        # The title sits in its own band above the top axis and its "col" title (t=70 put them on one line).
+        layout=dict(title=dict(text=title, font=dict(size=13), y=0.98, yanchor="top"), height=400,
+                    margin=dict(l=10, r=10, t=110, b=10),
                     xaxis=dict(constrain="domain", title=dict(text="col"), side="top"),
                     yaxis=dict(autorange="reversed", scaleanchor="x", constrain="domain",
                                title=dict(text="row"))),
@@ -91,8 +115,16 @@ def tile_figure(sim: np.ndarray, grid: tuple[int, int], rc: tuple[int, int]) -> 
                               f"Position ({r}, {c}) vs every patch position")
 
 
+def cls_scale(cls_sim: np.ndarray) -> float:
+    """The [CLS] chart's own symmetric range: max |cos|, rounded up to 0.01. On the trained ViT-Ti
+    [CLS]'s position is within ±0.1 of every patch's, a pale wash on the grid's ±1."""
+    return round(max(0.01, float(np.ceil(np.abs(cls_sim).max() * 100) / 100)), 2)
+
+
 def cls_figure(cls_sim: np.ndarray) -> go.Figure:
-    return similarity_heatmap(cls_sim, "[CLS] position embedding vs every patch position")
+    v = cls_scale(cls_sim)
+    return similarity_heatmap(cls_sim, f"[CLS] position embedding vs every patch position<br><sub>its own "
+                                       f"symmetric scale ±{v:.2f} (the grid's is ±1)</sub>", v)
 
 
 @dataclass(frozen=True)
@@ -115,16 +147,42 @@ def model_positions(vm: VitModel) -> ModelPositions:
                           numbers=contrast_rows(r), text=explanation(vm, r))
 
 
+def compare_positions(grid: tuple[int, int]) -> list[tuple[int, int]]:
+    """The positions the comparison shows for every encoding: a corner, the centre, and a place
+    off both axes of symmetry."""
+    gh, gw = grid
+    return [(0, 0), (gh // 2, gw // 2), (gh // 4, (3 * gw) // 4)]
+
+
+COMPARE_TILE = 168  # px per comparison tile: a 14×14 map at 12 px per position
+
+
 def compare_image(r: positional.PositionReport) -> np.ndarray:
-    cell = tile_cell(r.grid, target=400)
+    """One row per encoding (learned, 1-D sinusoidal, 2-D sin-cos, random init), one large tile
+    per position of compare_positions, the tile's own position outlined; one −1..1 scale.
+    Fewer, larger tiles than the full grid: 24-px tiles of four 14×14 grids could not be read."""
+    gh, gw = r.grid
+    cell = max(2, COMPARE_TILE // max(gh, gw))
     named = {"learned (this model)": r.sim, **r.baselines}
     keys = {"learned (this model)": "learned", **{k: k for k in r.baselines}}
-    short = {"learned (this model)": "learned", "2-D sin-cos (MAE)": "2-D sin-cos"}
-    # 2-px separators: this picture is shown shrunk, and 1-px borders alias into moiré there.
-    tiles = [_titled(similarity_grid(s, r.grid, cell, sep=2),
-                     f"{short.get(name, name)} {r.contrasts[keys[name]].contrast:+.2f}")
-             for name, s in named.items()]
-    return render.with_colorbar(render.mosaic(np.stack(tiles), 2, 2, sep=16), CMAP)
+    where = compare_positions(r.grid)
+    rows = []
+    for name, s in named.items():
+        tiles = []
+        for pr, pc in where:
+            t = render.enlarge(render.colorize(s[pr * gw + pc].reshape(gh, gw), CMAP, -1.0, 1.0), cell)
+            render.outline(t, (pc * cell, pr * cell), ((pc + 1) * cell - 1, (pr + 1) * cell - 1),
+                           render.HIGHLIGHT_COLOR, 1)
+            tiles.append(t)
+        rows.append(_titled(render.mosaic(np.stack(tiles), 1, len(tiles), sep=10),
+                            f"{name}: contrast {r.contrasts[keys[name]].contrast:+.2f}"))
+    cap = render.text_size("0")[1]
+    head = np.full((2 * cap, rows[0].shape[1], 3), 255, np.uint8)
+    for i, (pr, pc) in enumerate(where):  # each position's name over its own column of tiles
+        render.put_text(head, f"({pr}, {pc})", (2 + i * (gw * cell + 10), int(1.5 * cap)))
+    body = np.concatenate([head] + [np.concatenate([row, np.full((12, row.shape[1], 3), 255, np.uint8)])
+                                    for row in rows])
+    return render.with_colorbar(body, CMAP)
 
 
 def _titled(img: np.ndarray, text: str) -> np.ndarray:
@@ -344,12 +402,14 @@ class PositionsAtSize:
     sim: np.ndarray  # (P', P') float32
     grid_img: np.ndarray  # uint8, with colour bar
     contrast: positional.Contrast
+    stride: int  # every stride-th row and column of tiles is drawn
 
 
 def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
     new_grid, sim = positional.interpolated_similarity(vm, size)
-    img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid)), CMAP)
-    return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid))
+    k = tile_stride(new_grid)
+    img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid, stride=k), stride=k), CMAP)
+    return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid), k)
 
 
 def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
@@ -375,6 +435,9 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
         top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
                f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
     _, _, (th, tw) = positional.stored_positions(vm)
+    shown = ("" if at.stride == 1 else f" The picture shows every {at.stride}{'nd' if at.stride == 2 else 'th'} "
+             f"row and column of tiles ({-(-nh // at.stride)}×{-(-nw // at.stride)} of the {nh}×{nw}), each tile "
+             "whole, so the stripes stay readable.")
     aa = ", antialiased" if vm.family.pe_antialias else ""
     learned = "only " if th * tw < nh * nw else ""
     text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches; the model learned {learned}"
@@ -383,7 +446,7 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
             f"{'keep their' if vm.family.pe_prefix > 1 else 'keeps its'} own. Contrast at this size: "
             f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
             f"one new step is {th / nh:.2f} of a learned one{', so neighbours look more alike' if th < nh else ''}.{top} "
-            f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
+            f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.{shown}")
     return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
 
