@@ -32,7 +32,7 @@ from gradio.data_classes import FileData  # noqa: E402
 
 from vizvit import deeplink, figures, hub, vocab, web  # noqa: E402
 from vizvit.api import PublicApi  # noqa: E402
-from vizvit.catalog import OFFLINE_FALLBACK, Catalog  # noqa: E402
+from vizvit.catalog import OFFLINE_FALLBACK, SIZES_INFO, Catalog  # noqa: E402
 from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.launch import server_address  # noqa: E402
@@ -896,6 +896,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
     catalog = catalog or Catalog(default_model)
     wb.catalog = catalog
+    default_model = catalog.public(default_model)  # a local directory: its short name, never the path
     # delete_cache: uploads and rendered outputs older than an hour are removed every
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
@@ -921,7 +922,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # allow_custom_value: new_model checks the choice itself; Gradio's own check would
                 # answer an API caller with the whole list, local paths included.
                 model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
-                                    allow_custom_value=True)
+                                    allow_custom_value=True, info=SIZES_INFO)
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
                 # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
                 # those models, so the compact header stays compact for the others.
@@ -1216,8 +1217,11 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:  # the CNN is optional: say so and go on without it
         log.warning("no CNN beside the ViT: %s", e)
         wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device)
-    model_id = start_model(wb, args.model)
-    catalog = Catalog(model_id, extra=(args.model,) if model_id == args.model else ())
+    # The catalog first: it names a local directory by its folder (the page never shows the path),
+    # and a model that fails to load leaves it, its twin taking its place.
+    catalog = Catalog(args.model)
+    wb.catalog = catalog
+    model_id = start_model(wb, catalog.public(args.model))
     if not online:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:
