@@ -13,6 +13,7 @@ from .. import figures, render
 from ..ablation import format_heads
 from ..engine import Analysis
 from ..models import Geometry, VitModel, short_name
+from ..images import resized_size
 from ..patches import patch_at
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
@@ -95,6 +96,15 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     w, h = photo_size
     H, W = vm.geometry.image_size
     note = f"  \nYour photo: {w}×{h} px → the model sees {W}×{H} px"
+    pp = vm.preprocess
+    if pp.crop is not None:
+        # The processor scales, then keeps the centre: say what was cut (a cat's ears, often).
+        sw, sh = resized_size(photo_size, pp)
+        ch, cw = pp.crop
+        kept = min(cw, sw) * min(ch, sh) / (sw * sh)
+        note = (f"  \nYour photo: {w}×{h} px → scaled to {sw}×{sh}, centre {cw}×{ch} kept: "
+                f"{kept:.0%} of the photo's area" + (" (its edges are cut off)" if kept < 0.995 else "")
+                + f"; the model sees {W}×{H} px")
     r = (w / h) / (W / H)  # 1 when the photo has the input's shape, whatever the orientation
     squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
