@@ -63,7 +63,7 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         page.wait_for_selector("#status:has-text('top-1')")
         box = page.locator("#model input")
         box.click()
-        page.get_by_role("option", name=re.compile(r"^google\/vit-base-patch16-224( ·|$)")).click()  # offline here
+        page.get_by_role("option", name=re.compile(r"^google\/vit-base-patch16-224( \(|$)")).click()  # offline here
         page.wait_for_selector("#status:has-text('cannot be loaded here')")
         assert "top-1" in page.inner_text("#status"), "the shown photo's status stays"
         page.wait_for_function("([v]) => document.querySelector('#model input').value === v",
@@ -74,7 +74,7 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         assert "random:vit-base-patch16-224" in " ".join(names)
         shot(page, "model_unavailable", full_page=False)
         # The offered twin, once picked, stays picked, and the page says so at once.
-        page.get_by_role("option", name=re.compile(r"^random:vit-base-patch16-224( ·|$)")).click()
+        page.get_by_role("option", name=re.compile(r"^random:vit-base-patch16-224( \(|$)")).click()
         page.wait_for_selector("#status:has-text('random weights')", timeout=5_000)  # "Building … random weights"
         page.wait_for_selector("#status:has-text('top-1')")
         page.wait_for_selector("#banner:has-text('untrained random weights')")

@@ -57,7 +57,7 @@ MEASURED: dict[str, tuple[int, int]] = {
     "vit-base-patch16-224": (86_567_656, 495),
 }
 
-SIZES_INFO = "M params: the network's size · ms: one forward of a photo on 2 CPU cores"
+SIZES_INFO = "(5.7M, ~52 ms): the network's parameters and the time of one forward on 2 CPU cores"
 
 
 def arch_of(model_id: str) -> str:
@@ -66,9 +66,10 @@ def arch_of(model_id: str) -> str:
 
 
 def size_text(model_id: str) -> str:
-    """' · 5.7 M params · ~52 ms' (one forward, see MEASURED) for a measured architecture, else ''."""
+    """' (5.7M, ~52 ms)': parameters and one forward (see MEASURED) of a measured architecture,
+    else ''. Short, so that the chosen name stays whole in projector mode's model box."""
     m = MEASURED.get(arch_of(model_id))
-    return f" · {m[0] / 1e6:.1f} M params · ~{m[1]} ms" if m else ""
+    return f" ({m[0] / 1e6:.1f}M, ~{m[1]} ms)" if m else ""
 
 
 def random_twin(model_id: str) -> str | None:
@@ -177,7 +178,7 @@ class Catalog:
 
     def loading_text(self, model_id: str) -> str:
         """What the page says at once when a model is picked, before it is loaded."""
-        name = self.label(model_id).split(" · ")[0]
+        name = self.label(model_id).removesuffix(size_text(model_id))
         if model_id.startswith(RANDOM_PREFIX):
             return f"⏳ Building **{name}** (random weights, no download)…"
         mb = CURATED.get(model_id)
