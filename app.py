@@ -32,7 +32,7 @@ from gradio.data_classes import FileData  # noqa: E402
 
 from vizvit import deeplink, figures, hub, vocab, web  # noqa: E402
 from vizvit.api import PublicApi  # noqa: E402
-from vizvit.catalog import OFFLINE_FALLBACK, Catalog  # noqa: E402
+from vizvit.catalog import OFFLINE_FALLBACK, SIZES_INFO, Catalog  # noqa: E402
 from vizvit.errors import UserError  # noqa: E402
 from vizvit.images import image_sha1, load_image  # noqa: E402
 from vizvit.launch import server_address  # noqa: E402
@@ -71,10 +71,14 @@ class Ctx:
     key: gr.State  # PhotoKey | None: the session's photo, never tensors
     tab: gr.State  # id of the visible tab, so hidden tabs don't compute
     status: gr.Markdown  # the one-line status under the model box
+    default_model: str  # the model the page opens with
     links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
     shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
     previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
+    # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT;
+    # the page sets them on a model change and when a link opens (see zero_shot_visible).
+    zero_shot_only: list = field(default_factory=list)
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """Run fn(*inputs) -> outputs when the tab is opened, and when the photo or model
@@ -178,7 +182,9 @@ def patches_tab(ctx: Ctx, tab: gr.Tab) -> None:
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
                                    elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
-    with gr.Accordion("Which patches match this label (CLIP / SigLIP)", open=True, elem_id="label-map-box"):
+    with gr.Accordion("Which patches match this label (CLIP / SigLIP)", open=True, elem_id="label-map-box",
+                      visible=ctx.wb.model(ctx.default_model).is_zero_shot) as label_box:
+        ctx.zero_shot_only.append(label_box)
         with gr.Row():
             label_pick = gr.Dropdown([], label="label", elem_id="label-pick", scale=1)
             label_text = gr.Markdown(elem_id="label-map-text")
@@ -899,6 +905,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
     catalog = catalog or Catalog(default_model)
     wb.catalog = catalog
+    default_model = catalog.public(default_model)  # a local directory: its short name, never the path
     # delete_cache: uploads and rendered outputs older than an hour are removed every
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
@@ -924,7 +931,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # allow_custom_value: new_model checks the choice itself; Gradio's own check would
                 # answer an API caller with the whole list, local paths included.
                 model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
-                                    allow_custom_value=True)
+                                    allow_custom_value=True, info=SIZES_INFO)
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
                 # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
                 # those models, so the compact header stays compact for the others.
@@ -936,7 +943,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
-        ctx = Ctx(wb=wb, key=key, tab=tab, status=status)
+        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model)
         all_tabs = []
         # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
@@ -1015,6 +1022,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             yield gr.skip(), panels.status_line(vm, a, photo.size) + panels.frames_note(photo), gr.skip(), \
                 *skip_previews
 
+        def zero_shot_visible(vm) -> list:
+            """Updates for ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT."""
+            return [gr.update(visible=vm.is_zero_shot) for _ in ctx.zero_shot_only]
+
         @safe
         def loading(model_id: str):
             catalog.check(model_id)
@@ -1034,15 +1045,15 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # New choices, not just the old value: Gradio drops an update equal to the value
                 # it last sent, which left the failed name in the box on a second try.
                 return (gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip(), gr.skip(),
-                        gr.skip())
+                        gr.skip(), *[gr.skip()] * len(ctx.zero_shot_only))
             b = panels.banner(vm, offline)
             shown = gr.Markdown(b, visible=bool(b))
             rule = patches.label_rule_text(wb.labelled(labelled(PhotoKey(model_id, ""), labels_text, template)))
-            box = gr.Group(visible=vm.is_zero_shot)
+            box = (gr.Group(visible=vm.is_zero_shot), *zero_shot_visible(vm))
             if k is None:
-                return gr.skip(), panels.model_line(vm), gr.skip(), shown, rule, box
+                return gr.skip(), panels.model_line(vm), gr.skip(), shown, rule, *box
             k = labelled(PhotoKey(model_id, k.sha1), labels_text, template)
-            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown, rule, box
+            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown, rule, *box
 
         tab_ids = [t.id for t in all_tabs]
         L = ctx.links
@@ -1064,7 +1075,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                     p.show or gr.skip(), k.query if k.query else gr.skip(), k.direction or gr.skip(),
                     k.mode or gr.skip(), k.dx, k.dy, k.mask, format_heads(k.ablate), k.ablate_mode or "zero",
-                    k.projector, gr.Group(visible=vm.is_zero_shot))
+                    k.projector, gr.Group(visible=vm.is_zero_shot), *zero_shot_visible(vm))
 
         @safe
         def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
@@ -1089,12 +1100,14 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                      queue=False)
         # Feedback at once (no queue), then the load, which may take a download's time.
         model.input(loading, model, status, queue=False).success(
-            new_model, [model, key, zs_labels, zs_template], [key, status, model, banner, zs_rule, zs_box],
+            new_model, [model, key, zs_labels, zs_template],
+            [key, status, model, banner, zs_rule, zs_box, *ctx.zero_shot_only],
             api_name="model")
         link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
                                      "ablate", "ablate_mode")]
         # hidden: a first visit saw grey loading blocks over the header while the link was read
-        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box],
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box,
+                                    *ctx.zero_shot_only],
                   show_progress="hidden")
         link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
@@ -1219,8 +1232,11 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:  # the CNN is optional: say so and go on without it
         log.warning("no CNN beside the ViT: %s", e)
         wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device)
-    model_id = start_model(wb, args.model)
-    catalog = Catalog(model_id, extra=(args.model,) if model_id == args.model else ())
+    # The catalog first: it names a local directory by its folder (the page never shows the path),
+    # and a model that fails to load leaves it, its twin taking its place.
+    catalog = Catalog(args.model)
+    wb.catalog = catalog
+    model_id = start_model(wb, catalog.public(args.model))
     if not online:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:

@@ -19,7 +19,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 
 @contextmanager
-def page_at(url: str, width: int = 1400, height: int = 1100) -> Iterator:
+def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#upload") -> Iterator:
     chromium = find_browser()
     if chromium is None:
         if os.environ.get("CI"):
@@ -39,7 +39,7 @@ def page_at(url: str, width: int = 1400, height: int = 1100) -> Iterator:
             # <input type=file>: a deep link to an example fills the box, and a filled gr.File
             # has no file input, so on a fast machine the input may never be seen at all.
             page.goto(url, wait_until="load")
-            page.wait_for_selector("#upload", state="attached")
+            page.wait_for_selector(wait_for, state="attached")
             yield page
         finally:
             browser.close()

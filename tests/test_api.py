@@ -9,7 +9,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 import app
-from appserver import serving
+from appserver import page_name, serving
 from conftest import EXAMPLES
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
@@ -67,13 +67,13 @@ def app_model_id(wb) -> str:
 def test_out_of_range_values_are_refused_in_the_backend(served, tiny16, endpoint, kwargs, message):
     client, _ = served
     with pytest.raises(Exception, match=f"(?i){message}"):
-        client.predict(**photo_args(endpoint), model=tiny16.id, **kwargs, api_name=f"/{endpoint}")
+        client.predict(**photo_args(endpoint), model=page_name(tiny16), **kwargs, api_name=f"/{endpoint}")
 
 
 def test_attention_map_equals_the_cached_analysis(served, tiny16):
     """The JSON map is [CLS]'s row of that layer and head, rows of the patch grid."""
     client, wb = served
-    r = client.predict(photo=handle_file(PHOTO), model=tiny16.id, layer=2, head=2, api_name="/attention")
+    r = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), layer=2, head=2, api_name="/attention")
     a = vizvit_analysis(tiny16)
     expected = a.attentions[1, 1, 0, 1:].reshape(14, 14).numpy()
     assert np.allclose(np.array(r["map"]), expected, atol=1e-6)
@@ -88,13 +88,13 @@ def vizvit_analysis(vm):
 
 def test_predict_under_a_mask_and_the_rest_answer_json(served, tiny16):
     client, _ = served
-    r = client.predict(photo=handle_file(PHOTO), model=tiny16.id, dx=3, mask=[0, 5, 5], api_name="/predict")
+    r = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), dx=3, mask=[0, 5, 5], api_name="/predict")
     assert r["mask"] == [0, 5] and len(r["top5"]) == 5 and r["top5"] != r["unperturbed_top5"]
-    roll = client.predict(photo=handle_file(PHOTO), model=tiny16.id, api_name="/rollout")
+    roll = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), api_name="/rollout")
     assert np.array(roll["maps"]).shape == (2, 14, 14)
-    pos = client.predict(model=tiny16.id, row=3, col=4, api_name="/positions")
+    pos = client.predict(model=page_name(tiny16), row=3, col=4, api_name="/positions")
     assert np.array(pos["similarity"])[3, 4] == pytest.approx(1.0, abs=1e-5)  # a position with itself
-    sweep = client.predict(photo=handle_file(PHOTO), model=tiny16.id, api_name="/sweep")
+    sweep = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), api_name="/sweep")
     assert [row["k"] for row in sweep["rows"]] == list(range(33))
-    rel = client.predict(photo=handle_file(PHOTO), model=tiny16.id, api_name="/relevance")
+    rel = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), api_name="/relevance")
     assert np.array(rel["map"]).shape == (14, 14) and "2021b" in rel["method"]

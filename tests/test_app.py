@@ -7,7 +7,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 import app
-from appserver import running
+from appserver import page_name, running
 from conftest import EXAMPLES
 from make_inputs import CASES, write_all
 from vizvit.session import Workbench
@@ -30,7 +30,7 @@ def server(tiny16):
 
 def test_client_analyze_reports_the_prediction(server, tiny16):
     client = Client(server, verbose=False)
-    r = client.predict(handle_file(str(EXAMPLES / "chelsea.jpg")), tiny16.id, api_name="/analyze")
+    r = client.predict(handle_file(str(EXAMPLES / "chelsea.jpg")), page_name(tiny16), api_name="/analyze")
     assert r["top5"][0]["label"].startswith("thing") and r["geometry"]["num_layers"] == 2
     assert r["geometry"]["grid"] == [14, 14] and r["timings"]["forward_ms"] > 0
 
@@ -43,12 +43,12 @@ def test_bad_uploads_get_messages_and_the_server_keeps_serving(server, tiny16, t
             continue  # covered by the loader test; 20000 px wide is slow to upload here
         if kind == "error":
             with pytest.raises(Exception, match=f"(?i){expect}") as e:
-                client.predict(handle_file(str(paths[name])), tiny16.id, api_name="/analyze")
+                client.predict(handle_file(str(paths[name])), page_name(tiny16), api_name="/analyze")
             assert str(tmp_path) not in str(e.value), "server paths must not leak into messages"
         else:
-            assert client.predict(handle_file(str(paths[name])), tiny16.id, api_name="/analyze")["top5"]
+            assert client.predict(handle_file(str(paths[name])), page_name(tiny16), api_name="/analyze")["top5"]
     # Still serving after all of that.
-    assert client.predict(handle_file(str(EXAMPLES / "coffee.jpg")), tiny16.id, api_name="/analyze")["top5"]
+    assert client.predict(handle_file(str(EXAMPLES / "coffee.jpg")), page_name(tiny16), api_name="/analyze")["top5"]
 
 
 def test_only_the_documented_endpoints_are_public(server):

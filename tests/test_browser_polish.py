@@ -96,3 +96,20 @@ def test_attention_colour_bar_marks_the_uniform_level_and_the_scale_choice_redra
         # The 'open a head' list shows the shown head instead of an empty box.
         assert page.locator("#attn-pick input").input_value() != ""
         shot(page, "attention_scale", full_page=False)
+
+
+def test_phone_header_is_compact_the_upload_box_and_the_first_picture_come_early(url):
+    """390×844: the whole upload box is in the first screen, and the patch grid begins in it (one
+    short scroll shows all of it), instead of a first screen of title, intro and drop zone."""
+    with page_at(url, 390, 844) as page:
+        box = page.locator("#upload").bounding_box()
+        assert box["y"] + box["height"] <= 844 * 0.6, f"the upload box ends at {box['y'] + box['height']:.0f} px"
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.evaluate("window.scrollTo(0, 0)")
+        grid = page.locator("#patch-grid img").bounding_box()
+        assert grid["y"] < 844, f"the first picture begins at {grid['y']:.0f} px, below the first screen"
+        assert grid["y"] + grid["height"] <= 844 + 844 / 2, "more than half a screen's scroll to see it whole"
+        title = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#header h1')).fontSize)")
+        assert 18 <= title <= 24, title
+        shot(page, "phone_first_screen", full_page=False)

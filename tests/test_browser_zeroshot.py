@@ -33,3 +33,27 @@ def test_type_labels_and_the_top5_changes_to_them(tmp_path, kind):
         page.get_by_role("tab", name="Attention").click()
         page.wait_for_selector("#attn-main img", timeout=60_000)
         shot(page, f"zeroshot_{kind}_attention", full_page=False)
+
+
+def test_the_zero_shot_boxes_show_only_for_an_image_text_model_also_after_a_model_change(tmp_path, tiny16):
+    """A plain ViT has its own classes: no labels box, no template box, no patch-label map.
+    Picking a CLIP model shows them; picking the plain ViT again hides them."""
+    from appserver import page_name
+    from vizvit.catalog import Catalog
+
+    clip_dir = make_tiny_tower(tmp_path / "clip", "clip", 16)
+    boxes = ("#zs-box", "#zs-labels", "#zs-template", "#label-map-box")
+    catalog = Catalog(tiny16.id, extra=(str(clip_dir),))
+    with running(tiny16, catalog=catalog) as url, page_at(url) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Patches")
+        page.wait_for_selector("#status:has-text('top-1')")
+        for sel in boxes:
+            assert not page.locator(sel).first.is_visible(), f"{sel} shows on a plain ViT"
+        for name, shown in (("local: clip", True), (f"local: {page_name(tiny16)}", False)):
+            page.locator("#model input").click()
+            page.get_by_role("option", name=name, exact=True).click()
+            page.wait_for_selector(f"#status:has-text('{name.removeprefix('local: ')}')")
+            page.wait_for_selector("#status:has-text('top-1')")
+            page.wait_for_selector("#zs-labels", state="visible" if shown else "hidden")
+            for sel in boxes:
+                assert page.locator(sel).first.is_visible() == shown, (name, sel)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -33,8 +34,8 @@ def test_a_bad_port_is_a_clear_error():
 def test_the_gate_accepts_only_the_list():
     c = Catalog("local/model-dir", extra=("./ckpt",))
     assert c.check("google/vit-base-patch16-224") == "google/vit-base-patch16-224"
-    assert c.check("./ckpt") == "./ckpt"  # added on the command line
-    for bad in ("/etc", "openai/clip-vit-large-patch14", "random:vit-large-patch16-384", None, 3, ["x"]):
+    assert c.check("ckpt") == "ckpt"  # added on the command line, listed by its folder's name
+    for bad in ("/etc", "./ckpt", "openai/clip-vit-large-patch14", "random:vit-large-patch16-384", None, 3, ["x"]):
         with pytest.raises(UserError, match="page's list"):
             c.check(bad)
 
@@ -84,3 +85,40 @@ def test_the_hub_check_is_one_short_request(monkeypatch):
     assert hub.ensure_hub_or_offline(timeout=2.0) is False
     assert time.perf_counter() - t0 < 3.0 and calls == [2.0]
     assert constants.is_offline_mode()
+
+
+def test_a_local_directory_is_listed_by_its_folder_name_never_its_path(tmp_path, monkeypatch):
+    a, b = tmp_path / "one" / "my-vit", tmp_path / "two" / "my-vit"
+    a.mkdir(parents=True), b.mkdir(parents=True)
+    monkeypatch.setattr("vizvit.catalog.is_cached", lambda m: False)  # offline, nothing cached
+    c = Catalog(str(b), extra=(str(a),))  # named in the list's order: extra first
+    assert c.public(str(a)) == "my-vit" and c.public(str(b)) == "my-vit-2"  # same folder name: told apart
+    assert c.source("my-vit") == str(a) and c.source("my-vit-2") == str(b)
+    assert c.check("my-vit") == "my-vit"
+    for shown in [*c.ids, *(label for label, _ in c.choices())]:
+        assert str(tmp_path) not in shown, shown
+    assert ("local: my-vit", "my-vit") in c.choices()
+    # Offline, hub ids without a local copy leave the list, a local model never does.
+    dropped = c.keep_cached_only(keep="my-vit")
+    assert "my-vit-2" in c.ids and "google/vit-base-patch16-224" in dropped
+    assert "Loading **local: my-vit**" in c.loading_text("my-vit")
+
+
+def test_the_small_augreg_models_are_listed_with_their_size_and_forward_time():
+    c = Catalog("random:vit-base-patch16-224")
+    labels = dict((m, label) for label, m in c.choices())
+    # 5,717,416 and 22,050,664 parameters: ViT-Ti/16 and ViT-S/16 with a 1000-class head
+    assert re.fullmatch(r"WinKawaks/vit-tiny-patch16-224 \(5\.7M, ~\d+ ms\)", labels["WinKawaks/vit-tiny-patch16-224"])
+    assert re.fullmatch(r"WinKawaks/vit-small-patch16-224 \(22\.1M, ~\d+ ms\)", labels["WinKawaks/vit-small-patch16-224"])
+    assert re.fullmatch(r"google/vit-base-patch16-224 \(86\.6M, ~\d+ ms\)", labels["google/vit-base-patch16-224"])
+    assert "Downloading **WinKawaks/vit-tiny-patch16-224** (about 23 MB)" in c.loading_text("WinKawaks/vit-tiny-patch16-224")
+    assert random_twin("WinKawaks/vit-small-patch16-224") == "random:vit-small-patch16-224"
+    assert c.ids[0] == "random:vit-base-patch16-224"  # the default first (ViT-B/16 stays the default model)
+
+
+def test_the_small_models_random_twins_have_the_published_parameter_counts():
+    from vizvit.models import load_model
+
+    # ViT-Ti/16: 5,717,416 as the trained checkpoint (shared/models/README.md); ViT-S/16: timm's count
+    assert load_model("random:vit-tiny-patch16-224", "cpu").num_parameters == 5_717_416
+    assert load_model("random:vit-small-patch16-224", "cpu").num_parameters == 22_050_664

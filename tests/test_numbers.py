@@ -118,3 +118,27 @@ def test_squash_note_knows_the_orientation_of_a_non_square_input(tiny16):
     wide = replace(tiny16, geometry=replace(tiny16.geometry, image_size=(224, 448)))  # H=224, W=448
     assert "squashed" not in resize_note(wide, (896, 448))  # 2:1 photo into a 2:1 input
     assert "Squashed 4:1" in resize_note(wide, (224, 448))  # a 1:2 portrait into a 2:1 input
+
+
+def test_status_says_how_much_of_the_photo_a_centre_crop_keeps(tiny16):
+    """ViT-Ti AugReg's processor: shortest side to 248, centre 224×224. A 451×300 photo (chelsea)
+    becomes 372×248 (transformers truncates 372.8), of which 224×224 is kept: 50176 / 92256."""
+    import re
+    from dataclasses import replace
+
+    from vizvit.models import Preprocess
+    from vizvit.views.common import resize_note
+
+    augreg = replace(tiny16, preprocess=Preprocess(resize=248, crop=(224, 224), resample=3,
+                                                   mean=(0.5,) * 3, std=(0.5,) * 3))
+    note = re.sub(r"<[^>]+>", "", resize_note(augreg, (451, 300)))  # as shown, without its markup
+    assert "scaled to 372×248, centre 224×224 kept: 54% of the photo's area (its edges are cut off)" in note, note
+    assert "squashed" not in note, "a crop keeps the shape"
+    # A portrait: 300×600 -> 248×496, 224×224 kept of it = 50176 / 123008
+    assert "scaled to 248×496, centre 224×224 kept: 41%" in re.sub(r"<[^>]+>", "", resize_note(augreg, (300, 600)))
+    # Exactly the crop's size after scaling: all of it kept, nothing said to be cut
+    square = re.sub(r"<[^>]+>", "", resize_note(replace(augreg, preprocess=replace(augreg.preprocess, resize=224)),
+                                                (448, 448)))  # the text as shown, without its markup
+    assert "kept: 100% of the photo's area;" in square and "cut off" not in square
+    # No crop (tiny16's processor resizes to 224×224): no crop named
+    assert "kept" not in resize_note(tiny16, (451, 300))

@@ -4,6 +4,10 @@ A visitor (or an API caller) may only name a model on this list: the curated hub
 ids plus what the command line added. Local paths and other hub ids never come from
 a request. A model that fails to load leaves the list for every visitor, and its
 random-weights twin (same architecture, untrained) takes its place.
+
+A local directory given on the command line is listed under a short name (its folder's
+name): the page, its links and its API only ever see that name, and the catalog alone
+knows the directory it loads from, so no server path reaches a browser.
 """
 
 from __future__ import annotations
@@ -13,13 +17,19 @@ from dataclasses import dataclass
 
 from .errors import UserError
 from .hub import is_cached
-from .models import RANDOM_ARCHS, RANDOM_PREFIX, short_name
+from pathlib import Path
+
+from .models import RANDOM_ARCHS, RANDOM_PREFIX, is_local_path, short_name
 
 OFFLINE_FALLBACK = RANDOM_PREFIX + "vit-base-patch16-224"
 # Hub ids a visitor may pick, with the download size of their weights (MB, safetensors),
 # said while the first load downloads them.
 CURATED: dict[str, int] = {
     "google/vit-base-patch16-224": 346,
+    # ViT-Ti/16 and ViT-S/16, AugReg weights (Steiner et al. 2021) in transformers' format: the
+    # fast ones, for live use on a free CPU Space
+    "WinKawaks/vit-tiny-patch16-224": 23,
+    "WinKawaks/vit-small-patch16-224": 88,
     "google/vit-base-patch32-384": 353,
     "google/vit-large-patch16-224": 1220,
     "facebook/deit-base-patch16-224": 346,
@@ -34,6 +44,32 @@ CURATED: dict[str, int] = {
     "google/siglip-base-patch16-224": 813,
     OFFLINE_FALLBACK: 0,
 }
+
+
+# Parameters and the time of one page forward (`analyze`: attentions and hidden states kept,
+# median of 10 on CPU), per architecture (the hub id's last part, shared by its random twin:
+# speed depends on the shape, not the weights). Measured by benchmarks/bench_catalog.py on
+# 2026-12-01, a shared 2-core x86 container (torch 2.13 CPU, 2 threads, other jobs running, so a free
+# CPU Space is about as fast): ViT-Ti on the trained local copy, ViT-S and ViT-B on random twins.
+MEASURED: dict[str, tuple[int, int]] = {
+    "vit-tiny-patch16-224": (5_717_416, 52),
+    "vit-small-patch16-224": (22_050_664, 135),
+    "vit-base-patch16-224": (86_567_656, 495),
+}
+
+SIZES_INFO = "(5.7M, ~52 ms): the network's parameters and the time of one forward on 2 CPU cores"
+
+
+def arch_of(model_id: str) -> str:
+    """google/vit-base-patch16-224 and random:vit-base-patch16-224 -> vit-base-patch16-224."""
+    return model_id.removeprefix(RANDOM_PREFIX).rsplit("/", 1)[-1]
+
+
+def size_text(model_id: str) -> str:
+    """' (5.7M, ~52 ms)': parameters and one forward (see MEASURED) of a measured architecture,
+    else ''. Short, so that the chosen name stays whole in projector mode's model box."""
+    m = MEASURED.get(arch_of(model_id))
+    return f" ({m[0] / 1e6:.1f}M, ~{m[1]} ms)" if m else ""
 
 
 def random_twin(model_id: str) -> str | None:
@@ -57,9 +93,44 @@ class Catalog:
     """Thread-safe: one per process, shared by every session."""
 
     def __init__(self, default: str, extra: tuple[str, ...] = (), curated: tuple[str, ...] = tuple(CURATED)):
-        self._ids = list(dict.fromkeys([*extra, default, *curated]))
-        self._gone: set[str] = set()
+        self._sources: dict[str, str] = {}  # short name -> the local directory it loads from
         self._lock = threading.Lock()
+        self._ids = list(dict.fromkeys([*curated]))
+        names = [self._add_local(m) for m in dict.fromkeys([*extra, default])]
+        self._ids = list(dict.fromkeys([*names, *self._ids]))
+        self._gone: set[str] = set()
+
+    def _add_local(self, model_id: str) -> str:
+        """The name a command-line model is listed under: a hub id or random:<arch> as is; a local
+        directory by its folder's name (name-2, name-3 when that is taken)."""
+        if not is_local_path(model_id):
+            return model_id
+        where = str(Path(model_id).resolve())
+        for name, src in self._sources.items():
+            if src == where:
+                return name
+        base = Path(where).name or "local-model"
+        name, i = base, 2
+        while name in self._ids or name in self._sources:
+            name, i = f"{base}-{i}", i + 1
+        self._sources[name] = where
+        return name
+
+    def public(self, model_id: str) -> str:
+        """The listed name of a command-line model (its short name for a local directory)."""
+        where = str(Path(model_id).resolve()) if is_local_path(model_id) else None
+        return next((n for n, src in self._sources.items() if src == where), model_id)
+
+    def source(self, model_id: str) -> str:
+        """What load_model needs for a listed name: the directory of a local model, else the id."""
+        return self._sources.get(model_id, model_id)
+
+    def is_local(self, model_id: str) -> bool:
+        return model_id in self._sources
+
+    def is_hub(self, model_id: str) -> bool:
+        """A hub id (it may need a download), not a local model listed under its short name."""
+        return is_hub_id(model_id) and not self.is_local(model_id)
 
     @property
     def ids(self) -> list[str]:
@@ -67,8 +138,12 @@ class Catalog:
             return [m for m in self._ids if m not in self._gone]
 
     def choices(self) -> list[tuple[str, str]]:
-        """(label, id) pairs for a dropdown."""
-        return [(short_name(m), m) for m in self.ids]
+        """(label, id) pairs for a dropdown: never a server path, in the label or in the value."""
+        return [(self.label(m), m) for m in self.ids]
+
+    def label(self, model_id: str) -> str:
+        name = f"local: {model_id}" if self.is_local(model_id) else short_name(model_id)
+        return name + size_text(model_id)
 
     def check(self, model_id: object) -> str:
         """The gate: the id itself when it is on the list; otherwise UserError, before any loading."""
@@ -96,18 +171,18 @@ class Catalog:
         """Offline: hub ids without a local copy cannot load, so they leave the list now (with
         their twins offered) instead of failing when picked. `keep` stays whatever. Returns the
         ids dropped."""
-        dropped = [m for m in self.ids if m != keep and is_hub_id(m) and not is_cached(m)]
+        dropped = [m for m in self.ids if m != keep and self.is_hub(m) and not is_cached(m)]
         for m in dropped:
             self.drop(m)
         return dropped
 
     def loading_text(self, model_id: str) -> str:
         """What the page says at once when a model is picked, before it is loaded."""
-        name = short_name(model_id)
+        name = self.label(model_id).removesuffix(size_text(model_id))
         if model_id.startswith(RANDOM_PREFIX):
             return f"⏳ Building **{name}** (random weights, no download)…"
         mb = CURATED.get(model_id)
-        if is_hub_id(model_id) and not is_cached(model_id):
+        if self.is_hub(model_id) and not is_cached(model_id):
             size = f" (about {mb} MB)" if mb else ""
             return f"⏳ Downloading **{name}**{size} from the Hugging Face hub, then loading it…"
         return f"⏳ Loading **{name}**…"

@@ -15,31 +15,42 @@ from .errors import UserError
 from .engine import Prediction
 
 
+INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value inside
+
+
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
              title: str = "Top-5 predictions") -> go.Figure:
     """Horizontal bars, best on top. baseline: class index -> probability before a
-    perturbation; when given, each bar's text shows the change."""
+    perturbation; when given, each bar's change is written at the chart's right edge."""
     labels = [_short(p.label) for p in top5][::-1]
     probs = [p.prob for p in top5][::-1]
-    text = []
-    for p in list(top5)[::-1]:
-        t = f"{p.prob:.1%}"
-        if baseline is not None:
-            d = p.prob - baseline.get(p.index, 0.0)
-            t += f" ({d:+.1%})"
-        text.append(t)
+    text = [f"{p:.1%}" for p in probs]
+    # A long bar's value goes inside it, at its end: after an 80 % bar it ran past the chart's
+    # right edge and was cut. A short bar's value stays outside, where half the axis is free.
+    position = ["inside" if p >= INSIDE_FROM else "outside" for p in probs]
+    data = [dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition=position,
+                 insidetextanchor="end", insidetextfont=dict(color="#fff"), constraintext="none",
+                 cliponaxis=False, marker=dict(color="#1f77b4"),
+                 hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
+    layout = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
+                  yaxis=dict(automargin=True),
+                  margin=dict(l=10, r=10, t=60 if "<br>" in title else 40, b=10), height=260, showlegend=False)
+    if baseline is not None:
+        # The change as the tick labels of a second y axis on the right: plotly measures those
+        # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
+        deltas = [f"{p.prob - baseline.get(p.index, 0.0):+.1%}" for p in top5][::-1]
+        data.append(dict(type="scatter", x=[0] * len(labels), y=labels, yaxis="y2", mode="markers",
+                         marker=dict(opacity=0), hoverinfo="skip", showlegend=False))
+        layout["yaxis2"] = dict(overlaying="y", side="right", automargin=True, tickmode="array",
+                                tickvals=labels, ticktext=deltas, showgrid=False, zeroline=False,
+                                categoryorder="array", categoryarray=labels, ticklen=0)
+        layout["yaxis"]["categoryorder"] = "array"
+        layout["yaxis"]["categoryarray"] = labels
     # One dict, unvalidated: plotly's validation is most of a small figure's cost, and
-    # these properties are fixed (the browser tests render them).
-    return go.Figure(dict(
-        # Values outside the bars, labels measured by plotly itself (automargin) at a readable
-        # size: page CSS that enlarged plotly's text after layout clipped labels (issue 17).
-        data=[dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition="outside",
-                   cliponaxis=False, marker=dict(color="#1f77b4"),
-                   hovertemplate="%{y}: %{x:.4f}<extra></extra>")],
-        layout=dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
-                    yaxis=dict(automargin=True),
-                    margin=dict(l=10, r=10, t=60 if "<br>" in title else 40, b=10), height=260)),
-        _validate=False)
+    # these properties are fixed (the browser tests render them). Labels measured by plotly
+    # itself (automargin) at a readable size: page CSS that enlarged plotly's text after layout
+    # clipped labels (issue 17).
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
 def _short(label: str, n: int = 32) -> str:

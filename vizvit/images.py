@@ -125,19 +125,22 @@ def image_sha1(image: Image.Image) -> str:
     return h.hexdigest()
 
 
-def model_input_view(image: Image.Image, pp: Preprocess) -> np.ndarray:
-    """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop."""
-    w, h = image.size
+def resized_size(size: tuple[int, int], pp: Preprocess) -> tuple[int, int]:
+    """(width, height) of a photo of `size` (w, h) after the processor's resize, before its crop."""
+    w, h = size
     if isinstance(pp.resize, int):  # shortest edge -> pp.resize, keep aspect
         # transformers' own size rule (it truncates the long side): a zero-copy stand-in image
         # carries the shape, so the rule is the processor's, not a copy of it.
         shape = np.broadcast_to(np.uint8(0), (3, h, w))
         nh, nw = get_resize_output_image_size(shape, pp.resize, default_to_square=False,
                                               input_data_format=ChannelDimension.FIRST)
-        size = (max(1, nw), max(1, nh))
-    else:
-        size = (pp.resize[1], pp.resize[0])
-    im = image.resize(size, resample=pp.resample)
+        return max(1, nw), max(1, nh)
+    return pp.resize[1], pp.resize[0]
+
+
+def model_input_view(image: Image.Image, pp: Preprocess) -> np.ndarray:
+    """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop."""
+    im = image.resize(resized_size(image.size, pp), resample=pp.resample)
     if pp.crop is not None:
         ch, cw = pp.crop
         left = (im.width - cw) // 2

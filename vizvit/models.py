@@ -45,6 +45,11 @@ _CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, 
 # (each key is the last part of their hub id, so catalog.random_twin can find it).
 RANDOM_ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
     "vit-base-patch16-224": ("vit", dict(_B16, image_size=224, patch_size=16)),
+    # ViT-Ti/16 and ViT-S/16 (AugReg, ported by WinKawaks): small enough for a free CPU Space
+    "vit-tiny-patch16-224": ("vit", dict(hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
+                                         intermediate_size=768, image_size=224, patch_size=16)),
+    "vit-small-patch16-224": ("vit", dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
+                                          intermediate_size=1536, image_size=224, patch_size=16)),
     "vit-base-patch32-384": ("vit", dict(_B16, image_size=384, patch_size=32)),
     "vit-large-patch16-224": ("vit", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                                           intermediate_size=4096, image_size=224, patch_size=16)),
@@ -413,10 +418,15 @@ def family_of_type(model_type: str, name: str = "this model") -> Family:
                     f"{supported_text()}; e.g. {DEFAULT_MODEL}.")
 
 
+def is_local_path(model_id: str) -> bool:
+    """Whether a model id names a directory on this machine (a server path, never to be shown)."""
+    p = Path(model_id)
+    return p.is_absolute() or model_id.startswith(".") or p.is_dir()
+
+
 def short_name(model_id: str) -> str:
     """A hub id as is; a local directory by its last component only (no server paths)."""
-    p = Path(model_id)
-    return f"local: {p.name}" if p.is_absolute() or model_id.startswith(".") or p.is_dir() else model_id
+    return f"local: {Path(model_id).resolve().name}" if is_local_path(model_id) else model_id
 
 
 def pick_device(device: str = "auto") -> torch.device:

@@ -9,6 +9,8 @@ the same handle, so it shares these caches. Plain Python (no gradio).
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -175,9 +177,13 @@ class Workbench:
     def model(self, model_id: str) -> VitModel:
         """The loaded model for model_id, loading it once (other models may be dropped).
         Raises UserError, before any loading, for an id the catalog refuses."""
+        source = model_id
         if self.catalog is not None:
             model_id = self.catalog.check(model_id)
+            source = self.catalog.source(model_id)  # a local model's directory, known to the catalog only
         with self._lock:
+            if model_id not in self._models and source in self._models:  # added (add_model) by its path
+                self._models[model_id] = dataclasses.replace(self._models.pop(source), id=model_id)
             if model_id in self._models:
                 self._models.move_to_end(model_id)
                 return self._models[model_id]
@@ -187,7 +193,9 @@ class Workbench:
                 if model_id in self._models:
                     return self._models[model_id]
             try:
-                vm = load_model(model_id, self.device)
+                vm = load_model(source, self.device)
+                if vm.id != model_id:  # the page names a local model by its short name, never its path
+                    vm = dataclasses.replace(vm, id=model_id)
             except ValueError:
                 if self.catalog is not None:
                     self.catalog.drop(model_id)  # for every visitor, not only the one who tried

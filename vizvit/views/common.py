@@ -13,6 +13,7 @@ from .. import figures, render
 from ..ablation import format_heads
 from ..engine import Analysis
 from ..models import Geometry, VitModel, short_name
+from ..images import resized_size
 from ..patches import patch_at
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
@@ -54,13 +55,30 @@ def clicked_patch(g: Geometry, x: float, y: float) -> tuple[int, int]:
     return patch_at(x, y, g, render.display_scale(g))
 
 
+# Parts of the status a hall does not need: projector mode hides them (style.css), so the rest
+# (model, top-1, what became of the photo) is shown whole instead of cut at the screen's edge.
+DETAIL_CLASS = "vv-detail"
+
+
+JOIN_CLASS = "vv-join"  # shown in projector mode only, where the status's lines run on as one
+
+
+def detail(text: str) -> str:
+    """`text` marked as a detail of the status line (hidden in projector mode)."""
+    return f'<span class="{DETAIL_CLASS}">{text}</span>'
+
+
+NEW_LINE = f'  \n<span class="{JOIN_CLASS}"> · </span>'  # a line break; " · " where lines are joined
+
+
 def model_line(vm: VitModel) -> str:
     g = vm.geometry
     flag = "" if vm.is_pretrained else " ⚠️ **untrained random weights**"
     head = "" if vm.has_classifier else " · no classifier: predictions hidden"
-    return (f"**{short_name(vm.id)}**{flag} · {vm.family.title}: {' '.join(g.prefix_names)} + "
-            f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size}px · {g.image_size[0]}×{g.image_size[1]} px · "
-            f"{g.num_layers} layers × {g.num_heads} heads{head} · {vm.device}")
+    return (f"**{short_name(vm.id)}**{flag}" + detail(
+        f" · {vm.family.title}: {' '.join(g.prefix_names)} + "
+        f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size}px · {g.image_size[0]}×{g.image_size[1]} px · "
+        f"{g.num_layers} layers × {g.num_heads} heads") + f"{head}" + detail(f" · {vm.device}"))
 
 
 def heads_line(vm: VitModel, a: Analysis) -> str:
@@ -85,7 +103,7 @@ def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = 
     best = f" · top-1: **{a.top5[0].label.split(',')[0]}** ({a.top5[0].prob:.1%}){heads_line(vm, a)}" if a.top5 else ""
     off = (f" · ⚠️ heads off ({a.ablation.mode}): **{format_heads(a.ablation.heads)}**, every tab shows that model"
            if a.ablation else "")
-    return f"{model_line(vm)}{best}{off} · forward {a.seconds * 1000:.0f} ms{resize_note(vm, photo_size)}"
+    return f"{model_line(vm)}{best}{off}{detail(f' · forward {a.seconds * 1000:.0f} ms')}{resize_note(vm, photo_size)}"
 
 
 def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
@@ -94,11 +112,21 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
         return ""
     w, h = photo_size
     H, W = vm.geometry.image_size
-    note = f"  \nYour photo: {w}×{h} px → the model sees {W}×{H} px"
+    note = f"{NEW_LINE}{detail(f'Your photo: {w}×{h} px → ')}the model sees {W}×{H} px"
+    pp = vm.preprocess
+    if pp.crop is not None:
+        # The processor scales, then keeps the centre: say what was cut (a cat's ears, often).
+        # Projector mode keeps "centre 224×224 kept: 54% of the photo's area" (see DETAIL_CLASS).
+        sw, sh = resized_size(photo_size, pp)
+        ch, cw = pp.crop
+        kept = min(cw, sw) * min(ch, sh) / (sw * sh)
+        note = (NEW_LINE + detail(f"Your photo: {w}×{h} px → scaled to {sw}×{sh}, ")
+                + f"centre {cw}×{ch} kept: {kept:.0%} of the photo's area"
+                + detail((" (its edges are cut off)" if kept < 0.995 else "") + f"; the model sees {W}×{H} px"))
     r = (w / h) / (W / H)  # 1 when the photo has the input's shape, whatever the orientation
     squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
-        note += " (its shape was squashed to a square, as the model's image processor does)"
+        note += f" (its shape was squashed to a square{detail(', as the model’s image processor does')})"
     if squash >= 2.5 and vm.preprocess.crop is None:  # 3:1 and beyond (a 3:1 portrait once got no note)
         note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
     enlarged = max(W / w, H / h)
