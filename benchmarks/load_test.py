@@ -189,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     proc = start_server(model, port, args.cache_mb, args.photo_mb, args.queue_size, args.concurrency)
-    report: dict = {"model": Path(model).name if "/" in model and not model.startswith("random:") else model}
+    from vizvit.catalog import Catalog
+
+    model = Catalog(model).public(model)  # the name the page lists it under (a local folder: its name)
+    report: dict = {"model": model}
     try:
         report["rss_start_mb"] = rss_mb(proc)
         report["steady"], errors = steady(url, model, args.clients, args.seconds, folder)

@@ -30,8 +30,8 @@ SEP_COLOR = (70, 70, 70)  # dark: white would read as similarity 0 in RdBu
 # period ~2 along rows and columns): at 3 px per position they alias into a moiré, so each position
 # gets at least MIN_CELL px, and the grid is drawn nearest-neighbour (the page shows it as PNG,
 # pixelated; a JPEG or a smoothing resize would blur one tile's cells into the next).
-GRID_TARGET = 980  # px the whole grid of tiles aims at
-MIN_CELL = 5  # px per position inside a tile, at least: 70-px tiles on a 14×14 grid
+GRID_TARGET = 640  # px the whole grid of tiles aims at: projector mode shows it at scale >= 0.92 (its bar labels readable)
+MIN_CELL = 3  # px per position inside a tile, at least: 42-px tiles on a 14×14 grid (crisp at 1:1, PNG, no smoothing)
 MAX_TILES = 14  # tiles per side at most; a bigger grid (384 px: 24×24) shows every k-th tile
 
 
