@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}/"
     proc = start_server(model, port, args.cache_mb, args.photo_mb, args.queue_size, args.concurrency)
     report: dict = {"model": Path(model).name if "/" in model and not model.startswith("random:") else model}
+    # The page lists a local directory by its folder's name (vizvit.catalog); requests use that name.
+    model = Path(model).resolve().name if Path(model).is_dir() else model
     try:
         report["rss_start_mb"] = rss_mb(proc)
         report["steady"], errors = steady(url, model, args.clients, args.seconds, folder)
