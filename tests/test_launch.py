@@ -122,3 +122,22 @@ def test_the_small_models_random_twins_have_the_published_parameter_counts():
     # ViT-Ti/16: 5,717,416 as the trained checkpoint (shared/models/README.md); ViT-S/16: timm's count
     assert load_model("random:vit-tiny-patch16-224", "cpu").num_parameters == 5_717_416
     assert load_model("random:vit-small-patch16-224", "cpu").num_parameters == 22_050_664
+
+
+def test_a_local_copy_of_a_measured_network_shows_its_size_too(tmp_path):
+    import json
+
+    ti = tmp_path / "vit-tiny-augreg"
+    ti.mkdir()
+    # ViT-Ti/16's shape, as in shared/models/vit-tiny-augreg/config.json
+    ti.joinpath("config.json").write_text(json.dumps(dict(
+        model_type="vit", hidden_size=192, num_hidden_layers=12, num_attention_heads=3, intermediate_size=768,
+        image_size=224, patch_size=16)))
+    other = tmp_path / "mine"
+    other.mkdir()
+    other.joinpath("config.json").write_text(json.dumps(dict(model_type="vit", hidden_size=32)))
+    c = Catalog(str(ti), extra=(str(other),))
+    labels = dict((m, label) for label, m in c.choices())
+    assert re.fullmatch(r"local: vit-tiny-augreg \(5\.7M, ~\d+ ms\)", labels["vit-tiny-augreg"])
+    assert labels["mine"] == "local: mine"
+    assert "Loading **local: vit-tiny-augreg**…" in c.loading_text("vit-tiny-augreg")

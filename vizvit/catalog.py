@@ -12,6 +12,7 @@ knows the directory it loads from, so no server path reaches a browser.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 
@@ -72,6 +73,23 @@ def size_text(model_id: str) -> str:
     return f" ({m[0] / 1e6:.1f}M, ~{m[1]} ms)" if m else ""
 
 
+_SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "image_size",
+               "patch_size")
+
+
+def local_arch(directory: str) -> str | None:
+    """The RANDOM_ARCHS architecture a local checkpoint has (its config.json's shape numbers), so a
+    local copy of a measured network shows its size and time too; None when none matches."""
+    try:
+        config = json.loads((Path(directory) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for arch, (kind, numbers) in RANDOM_ARCHS.items():
+        if config.get("model_type") == kind and all(config.get(k) == numbers.get(k) for k in _SHAPE_KEYS):
+            return arch
+    return None
+
+
 def random_twin(model_id: str) -> str | None:
     """random:<arch> with the architecture a hub id names (google/vit-base-patch32-384 ->
     random:vit-base-patch32-384), or None: what to offer when the weights cannot be had."""
@@ -94,6 +112,7 @@ class Catalog:
 
     def __init__(self, default: str, extra: tuple[str, ...] = (), curated: tuple[str, ...] = tuple(CURATED)):
         self._sources: dict[str, str] = {}  # short name -> the local directory it loads from
+        self._archs: dict[str, str | None] = {}  # short name -> its architecture (see local_arch)
         self._lock = threading.Lock()
         self._ids = list(dict.fromkeys([*curated]))
         names = [self._add_local(m) for m in dict.fromkeys([*extra, default])]
@@ -114,6 +133,7 @@ class Catalog:
         while name in self._ids or name in self._sources:
             name, i = f"{base}-{i}", i + 1
         self._sources[name] = where
+        self._archs[name] = local_arch(where)
         return name
 
     def public(self, model_id: str) -> str:
@@ -142,8 +162,10 @@ class Catalog:
         return [(self.label(m), m) for m in self.ids]
 
     def label(self, model_id: str) -> str:
-        name = f"local: {model_id}" if self.is_local(model_id) else short_name(model_id)
-        return name + size_text(model_id)
+        if self.is_local(model_id):
+            arch = self._archs.get(model_id)
+            return f"local: {model_id}" + (size_text(arch) if arch else "")
+        return short_name(model_id) + size_text(model_id)
 
     def check(self, model_id: object) -> str:
         """The gate: the id itself when it is on the list; otherwise UserError, before any loading."""
@@ -178,7 +200,7 @@ class Catalog:
 
     def loading_text(self, model_id: str) -> str:
         """What the page says at once when a model is picked, before it is loaded."""
-        name = self.label(model_id).removesuffix(size_text(model_id))
+        name = self.label(model_id).split(" (")[0]
         if model_id.startswith(RANDOM_PREFIX):
             return f"⏳ Building **{name}** (random weights, no download)…"
         mb = CURATED.get(model_id)
