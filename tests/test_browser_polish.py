@@ -113,3 +113,27 @@ def test_phone_header_is_compact_the_upload_box_and_the_first_picture_come_early
         title = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#header h1')).fontSize)")
         assert 18 <= title <= 24, title
         shot(page, "phone_first_screen", full_page=False)
+
+
+def test_projector_mode_keeps_the_title_the_banner_the_whole_status_and_the_file_name(tiny16):
+    """Issue 25: projector mode hid the title and the offline banner, cut the status before the
+    top-1 and showed 'Upload a photo (JPE' without the file's name."""
+    def whole(page, sel: str) -> bool:
+        return page.evaluate("""(s) => { const e = document.querySelector(s); const r = e.getBoundingClientRect();
+            return e.offsetParent !== null && r.width > 0 && e.scrollWidth <= e.clientWidth + 1
+                   && r.right <= window.innerWidth; }""", sel)
+
+    with running(tiny16, offline=True) as u, page_at(u + "?projector=1", 1366, 900) as page:
+        page.wait_for_function("() => document.body.classList.contains('vizvit-projector')")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.wait_for_selector("#status:has-text('top-1')")
+        assert page.locator("#header h1").is_visible() and whole(page, "#header h1")
+        assert page.locator("#banner").is_visible() and "No internet" in page.inner_text("#banner")
+        for sel in ("#banner p", "#status p"):
+            assert whole(page, sel), f"{sel} is cut"
+        status = page.inner_text("#status")
+        assert "top-1:" in status and "%)" in status and "the model sees 224×224 px" in status, status
+        assert "chelsea.jpg" in page.inner_text("#upload").replace("\n", "")  # name and extension: two spans
+        assert whole(page, "#upload .file-preview-holder")
+        shot(page, "projector_header", full_page=False)

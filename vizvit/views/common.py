@@ -73,7 +73,8 @@ NEW_LINE = f'  \n<span class="{JOIN_CLASS}"> · </span>'  # a line break; " · "
 
 def model_line(vm: VitModel) -> str:
     g = vm.geometry
-    flag = "" if vm.is_pretrained else " ⚠️ **untrained random weights**"
+    # A detail in projector mode only because the banner right above says it there (see banner).
+    flag = "" if vm.is_pretrained else detail(" ⚠️ **untrained random weights**")
     head = "" if vm.has_classifier else " · no classifier: predictions hidden"
     return (f"**{short_name(vm.id)}**{flag}" + detail(
         f" · {vm.family.title}: {' '.join(g.prefix_names)} + "
@@ -126,7 +127,7 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     r = (w / h) / (W / H)  # 1 when the photo has the input's shape, whatever the orientation
     squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
-        note += f" (its shape was squashed to a square{detail(', as the model’s image processor does')})"
+        note += f" ({detail('its shape was ')}squashed to a square{detail(', as the model’s image processor does')})"
     if squash >= 2.5 and vm.preprocess.crop is None:  # 3:1 and beyond (a 3:1 portrait once got no note)
         note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
     enlarged = max(W / w, H / h)
@@ -164,8 +165,9 @@ def banner(vm: VitModel, offline: bool) -> str:
     g = vm.geometry
     if not vm.is_pretrained:
         why = "No internet connection here: showing" if offline else "Showing"
-        return (f"⚠️ {why} the {g.num_layers}-layer ViT architecture with **untrained random weights**. "
-                "The maps show the mathematics, not learned behaviour, and the predictions are meaningless.")
+        # Projector mode keeps the first sentence (one line; see DETAIL_CLASS).
+        return (f"⚠️ {why} the {g.num_layers}-layer ViT architecture with **untrained random weights**."
+                + detail(" The maps show the mathematics, not learned behaviour, and the predictions are meaningless."))
     if offline:
         return "ℹ️ No internet connection here: only the models stored on this server are in the list."
     return ""
