@@ -1,10 +1,11 @@
 """Screenshots for the README: the real page, ViT-B/16 architecture, the example cat.
 
-    python docs/make_screenshots.py [--model random:vit-base-patch16-224]
+    python docs/make_screenshots.py [--model ../shared/models/vit-tiny-augreg] [--tour DIR]
 
 Writes docs/screenshot.png (Patches tab), docs/attention.png (Attention tab), and, for
 lecture halls and phones, docs/projector.png (Attention, projector mode at 1366×900) and
-docs/phone.png (390×844).
+docs/phone.png (390×844). --tour DIR instead writes every tab at desktop (1366×900), projector
+(1366×900, ?projector=1) and phone (390×844) sizes into DIR, full page, to look at each one.
 """
 
 from __future__ import annotations
@@ -18,15 +19,39 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from appserver import running  # noqa: E402
 from browser import page_at, upload, wait_image  # noqa: E402
+from app import TABS  # noqa: E402
 
 import vizvit  # noqa: E402
 
 
+LAYOUTS = {"desktop": ("", 1366, 900), "projector": ("?projector=1", 1366, 900), "phone": ("", 390, 844)}
+
+
+def tour(vm: vizvit.VitModel, out: Path) -> None:
+    """Every tab in every layout, after the cat's forward, each as one full-page PNG."""
+    out.mkdir(parents=True, exist_ok=True)
+    with running(vm) as url:
+        for layout, (query, w, h) in LAYOUTS.items():
+            with page_at(url + query, width=w, height=h) as page:
+                upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
+                wait_image(page, "patch-grid")
+                page.wait_for_selector("#status:has-text('top-1')")
+                for label, tab_id, _ in TABS:
+                    page.get_by_role("tab", name=label).click()
+                    page.wait_for_timeout(4000)  # the tab's first pictures and charts
+                    page.screenshot(path=str(out / f"{layout}_{tab_id}.png"), full_page=True)
+                    page.screenshot(path=str(out / f"{layout}_{tab_id}_first_screen.png"))
+                    print(out / f"{layout}_{tab_id}.png")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="random:vit-base-patch16-224")
+    ap.add_argument("--model", default=str(ROOT.parent / "shared" / "models" / "vit-tiny-augreg"))
+    ap.add_argument("--tour", type=Path, help="write every tab × layout here instead of the README's pictures")
     args = ap.parse_args()
     vm = vizvit.load_model(args.model, device="cpu")
+    if args.tour:
+        return tour(vm, args.tour)
     with running(vm) as url, page_at(url, width=1280, height=1000) as page:
         upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
         wait_image(page, "patch-grid")
