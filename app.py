@@ -131,7 +131,10 @@ def _open_tab(entries: list, inputs: list, outputs: list, current: str, values: 
     for tab_id, fn, ins, outs in entries:
         if tab_id == current:
             res = fn(*lead, *(given[id(c)] for c in ins))
-            out.update(zip((id(c) for c in outs), res if len(outs) > 1 else (res,)))
+            if isinstance(res, dict):  # component -> value, as Gradio takes it (the Attention tab's opened)
+                out.update({id(c): v for c, v in res.items()})
+            else:
+                out.update(zip((id(c) for c in outs), res if len(outs) > 1 else (res,)))
     return [out[id(c)] for c in outputs]
 
 

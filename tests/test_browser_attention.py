@@ -12,7 +12,7 @@ import pytest
 import vizvit
 
 from appserver import running
-from browser import click_pixel, image_src, page_at, set_slider, shot, upload_and_open, wait_image
+from browser import click_pixel, image_src, page_at, set_slider, shot, upload, upload_and_open, wait_image
 from conftest import EXAMPLES
 from vizvit.views import attention as ap
 from vizvit import render
@@ -249,3 +249,17 @@ def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_doe
         page.wait_for_function(book % "b.artifacts_in_range === true")
         _same_clicks(page, trained, a, ap.AttnParams(layer=12, artifacts_in_range=True))
         shot(page, "attention_trained_artifacts")
+
+
+def test_a_new_photo_while_the_attention_tab_is_open_redraws_it(url):
+    """The key's event (a photo or model change) runs the open tab's views. The Attention tab's
+    handler answers component -> value; that event once zipped its keys as values (a TypeError in
+    the server log) and the tab stayed empty, or showed the old photo, until reopened."""
+    with page_at(url + "?tab=attention") as page:
+        page.wait_for_timeout(1500)  # the link's event has opened the tab
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        first = wait_image(page, "attn-main", timeout_ms=30_000)
+        page.wait_for_selector("#attn-readout:has-text('Layer')")
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        upload(page, str(EXAMPLES / "coffee.jpg"))
+        assert wait_image(page, "attn-main", first, timeout_ms=30_000) != first

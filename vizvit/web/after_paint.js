@@ -3,9 +3,13 @@
 // unchanged. Gradio's own handling of the next event keeps this large page busy for ~100 ms or
 // more, and a picture only paints once the page is idle: without this, the pictures the user
 // asked for wait for the chart that follows them.
+// Only pictures on screen: one in a closed tab (or lazy, below the fold) is never loaded, and its
+// decode() would hold the event for as long (a deep link to another tab waited 15-40 s after an
+// upload for the Patches tab's grid). At most a second in any case.
 async (...inputs) => {
-  const imgs = [...document.querySelectorAll('SELECTOR')];
-  await Promise.all(imgs.map((i) => (i.decode ? i.decode().catch(() => null) : null)));
+  const imgs = [...document.querySelectorAll('SELECTOR')].filter((i) => i.offsetParent !== null);
+  const decoded = Promise.all(imgs.map((i) => (i.decode ? i.decode().catch(() => null) : null)));
+  await Promise.race([decoded, new Promise((r) => setTimeout(r, 1000))]);
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
   return inputs.length === 1 ? inputs[0] : inputs;
 }
