@@ -39,6 +39,11 @@ def tour(vm: vizvit.VitModel, out: Path) -> None:
                 for label, tab_id, _ in TABS:
                     page.get_by_role("tab", name=label).click()
                     page.wait_for_timeout(4000)  # the tab's first pictures and charts
+                    for y in range(0, 20000, h):  # pictures below the fold load once scrolled to (lazy)
+                        page.evaluate(f"window.scrollTo(0, {y})")
+                        page.wait_for_timeout(150)
+                    page.wait_for_timeout(1000)
+                    page.evaluate("window.scrollTo(0, 0)")
                     page.screenshot(path=str(out / f"{layout}_{tab_id}.png"), full_page=True)
                     page.screenshot(path=str(out / f"{layout}_{tab_id}_first_screen.png"))
                     print(out / f"{layout}_{tab_id}.png")
@@ -58,8 +63,11 @@ def main() -> None:
         page.wait_for_selector("#top5 .js-plotly-plot")
         page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
         page.get_by_role("tab", name="Attention").click()
+        page.locator("#attn-grid").scroll_into_view_if_needed()  # below the fold: loads once in view
         wait_image(page, "attn-grid")
         page.locator("#attn-main").scroll_into_view_if_needed()
+        wait_image(page, "attn-main")
+        page.wait_for_timeout(500)
         page.screenshot(path=str(ROOT / "docs" / "attention.png"))
     with running(vm) as url:
         with page_at(url + "?projector=1&tab=attention", width=1366, height=900) as page:
@@ -69,7 +77,10 @@ def main() -> None:
         with page_at(url, width=390, height=844) as page:
             upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
             wait_image(page, "patch-grid")
+            page.wait_for_selector("#status:has-text('top-1')")
             page.locator("#tabs").scroll_into_view_if_needed()
+            page.wait_for_selector("#top5 .js-plotly-plot")
+            page.wait_for_timeout(1500)  # the patch grid's second picture (after the forward) and the chart
             page.screenshot(path=str(ROOT / "docs" / "phone.png"))
 
 
