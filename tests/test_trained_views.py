@@ -8,7 +8,6 @@ missing, these tests skip in one line, except under $CI, where they fail.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -20,24 +19,11 @@ from vizvit.session import PhotoKey, Workbench
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def trained_path() -> Path | None:
-    """The trained ViT-Ti's directory, or None."""
-    for p in (os.environ.get("VIZVIT_TRAINED"), ROOT.parent / "shared" / "models" / "vit-tiny-augreg"):
-        if p and (Path(p) / "config.json").is_file():
-            return Path(p)
-    return None
-
-
 @pytest.fixture(scope="module")
-def photo():
-    path = trained_path()
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("trained weights missing under CI: set VIZVIT_TRAINED to the vit-tiny-augreg directory")
-        pytest.skip("trained ViT-Ti not found (set VIZVIT_TRAINED)")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def photo(trained):
+    """The cat under the trained ViT-Ti (conftest's `trained`: skipped in one line without it)."""
     wb = Workbench(device="cpu")
-    vm = vizvit.load_model(str(path))
+    vm = trained
     wb.add_model(vm)
     key = PhotoKey(vm.id, wb.add_photo(vizvit.load_image(str(ROOT / "assets" / "examples" / "chelsea.jpg"))))
     return wb.handle(key)
