@@ -99,7 +99,7 @@ def plain_probs(vm: vizvit.VitModel, image, labels: tuple[str, ...], template: s
 def test_zero_shot_probs_match_plain_reference(towers, cat, name):
     vm = towers[name]
     assert vm.is_zero_shot and vm.has_classifier and vm.geometry.num_prefix_tokens == (0 if "siglip" in name else 1)
-    labelled = vizvit.zeroshot.with_labels(vm, ", ".join(LABELS), "a photo of {}")
+    labelled = vizvit.engine.with_labels(vm, ", ".join(LABELS), "a photo of {}")
     a = engine.analyze(labelled, cat)
     want = plain_probs(vm, cat, LABELS, "a photo of {}")
     torch.testing.assert_close(a.probs, want.float(), rtol=1e-4, atol=1e-5)
@@ -151,7 +151,7 @@ def test_relevance_for_a_typed_label(towers, cat):
     from vizvit.relevance import relevance_parts
 
     for name in ("clip16", "siglip16"):
-        vm = vizvit.zeroshot.with_labels(towers[name], LABELS)
+        vm = vizvit.engine.with_labels(towers[name], LABELS)
         a = engine.analyze(vm, cat)
         r, s = relevance_parts(vm, a, 2)
         g = vm.geometry
@@ -219,7 +219,7 @@ def test_random_towers_offline():
         assert not vm.is_pretrained and "UNTRAINED" in vm.display_name
         assert vm.geometry.num_prefix_tokens == prefix and vm.geometry.summary == summary
         assert vm.geometry.grid == (14, 14) and vm.is_zero_shot and vm.labels
-        lab = vizvit.zeroshot.with_labels(vm, "a cat, a dog")
+        lab = vizvit.engine.with_labels(vm, "a cat, a dog")
         assert lab.labels == ("a cat", "a dog") and lab.zero_shot.text_embeds.shape[0] == 2
     from vizvit.catalog import random_twin
 

@@ -13,10 +13,10 @@ from .threads import configure_threads
 if "torch" not in _sys.modules:
     configure_threads()  # PASSIVE OpenMP waits must be set before torch loads (CLI, notebooks)
 
-from .engine import Analysis, Prediction, analyze
+from .engine import Analysis, Prediction, analyze, load_model
 from .session import AnalysisCache
 from .images import View, load_image, model_input_view
-from .models import DEFAULT_MODEL, Geometry, VitModel, load_model
+from .models import DEFAULT_MODEL, Geometry, VitModel
 from .session import PhotoKey, Workbench
 
 __all__ = [

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from .ablation import Ablation, parse_heads
     from .export import export
     from .images import View
-    from .models import load_model
+    from .engine import load_model
 
     try:
         mask = tuple(int(i) for i in args.mask.split(",") if i.strip())

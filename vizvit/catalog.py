@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import UserError
 from .hub import is_cached
-from pathlib import Path
-
 from .models import RANDOM_ARCHS, RANDOM_PREFIX, is_local_path, short_name
 
 OFFLINE_FALLBACK = RANDOM_PREFIX + "vit-base-patch16-224"

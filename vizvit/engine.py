@@ -30,8 +30,9 @@ from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
 from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
-from .models import FAMILIES, Family, Geometry, VitModel  # noqa: F401  (Family, FAMILIES: re-exported)
-from .zeroshot import pooled
+from .models import FAMILIES, Family, Geometry, VitModel, pooled  # noqa: F401  (Family, FAMILIES: re-exported)
+from .models import DEFAULT_MODEL, load_model as load_checkpoint
+from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, parse_labels, prompts
 
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
 # 192 MB) attentions are kept in float16, so a few analyses still fit the cache; ViT-B/16 at
@@ -429,7 +430,7 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
 
     Not through ``analyze``: it needs none of the attentions or hidden states (at 384 px
     they would be 3× larger)."""
-    from .positional import grid_at
+    from .patches import grid_at
 
     g = vm.geometry
     grid = grid_at(g, size)
@@ -491,3 +492,43 @@ def cnn_probs(model: torch.nn.Module, pixel_values: torch.Tensor, device: torch.
     """(B, C) softmax of a CNN classifier on normalised (B, 3, H, W) pixels, under the run lock."""
     with Hooked(None), torch.inference_mode():
         return model(pixel_values=pixel_values.to(device)).logits.float().softmax(-1).cpu()
+
+
+# ------------------------------------------------------------------ zero-shot labels (the text tower)
+def patch_label_cosine(vm: VitModel, last_state: torch.Tensor, head: ZeroShotHead) -> torch.Tensor:
+    """(N, D) hidden state after the last block -> (C, P) cosine of each patch token, through the
+    final layernorm and the image projection (CLIP's visual_projection; SigLIP has none: the
+    patch tokens are already in the text's width), with each label's text embedding.
+
+    SigLIP: the MAP head's MLP is not applied per patch (it acts on the pooled probe), so the
+    patch tokens are compared as the MAP head reads them."""
+    p = vm.geometry.num_prefix_tokens
+    w = next(vm.vit.parameters())
+    with torch.inference_mode():
+        z = vm.vit.post_layernorm(last_state.to(device=w.device, dtype=w.dtype))[p:]  # (P, D)
+        if hasattr(vm.model, "visual_projection"):
+            z = vm.model.visual_projection(z)
+        z = z.float().cpu()
+    if z.shape[-1] != head.text_embeds.shape[-1]:
+        raise UserError("This model's patch tokens and text embeddings have different widths.")
+    z = z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return head.text_embeds @ z.T  # (C, P)
+
+
+def with_labels(vm: VitModel, labels: tuple[str, ...] | str, template: str = DEFAULT_TEMPLATE) -> VitModel:
+    """`vm` with `labels` (a tuple, or "a cat, a dog") as its classes: one text forward, no cache.
+    A long-running process asks ``session.Workbench.zero_shot`` instead (cached per prompt)."""
+    if vm.text is None:
+        raise UserError("Zero-shot labels need an image-text model (CLIP or SigLIP); this model has its own classes.")
+    labs = parse_labels(labels)
+    if not labs:
+        raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
+    t = check_template(template)
+    return vm.with_zero_shot(head_of(vm.model, labs, t, text_embeddings(vm, prompts(labs, t))))
+
+
+def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
+    """models.load_model (the checkpoint, eager attention, its geometry), and for CLIP / SigLIP the
+    default zero-shot labels (one text forward), so that every view has a top-5 from the start."""
+    vm = load_checkpoint(name, device)
+    return with_labels(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE) if vm.text is not None else vm

@@ -19,7 +19,8 @@ from PIL import Image
 from . import artifacts, attention, figures
 from .ablation import Ablation, format_heads
 from .images import View
-from .models import VitModel, load_model
+from .engine import load_model
+from .models import VitModel
 from .numbers import model_numbers
 from .errors import UserError
 from .session import Photo, PhotoKey, Workbench

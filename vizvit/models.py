@@ -646,8 +646,15 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
         is_pretrained=is_pretrained,
         text=text_side(model, name if is_pretrained else None) if fam.tower else None,
     )
-    if vm.text is not None:  # the default labels, so that every view has top-5 from the start
-        from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, with_labels
+    return vm  # CLIP / SigLIP get their default labels in engine.load_model (a text forward)
 
-        vm = with_labels(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE)
-    return vm
+
+# ------------------------------------------------------------------ the image tower's end
+def pooled(vm: VitModel, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """z: (B, N, D) token states AFTER the vision tower's final layernorm -> image embeddings
+    (B, E) and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a
+    token of the sequence ([CLS]: its attention is in the blocks' attentions)."""
+    model = vm.model
+    if model.config.model_type == "siglip":
+        return map_pool(vm.vit.head, z)
+    return model.visual_projection(z[:, 0]), None  # CLIP: [CLS]

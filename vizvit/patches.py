@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from .errors import UserError
 from .models import Geometry
@@ -63,3 +64,23 @@ def describe_patch(row: int, col: int, g: Geometry) -> str:
     return (f"Patch (row {row}, col {col}) · patch #{k} (patches 0–{g.num_patches - 1}, row by row) · "
             f"token index {t} (0–{g.seq_len - 1}; {cls} first, so patch #{k} is token {t}) · "
             f"pixels x {x0}–{x1 - 1}, y {y0}–{y1 - 1}")
+
+
+# ------------------------------------------------------------------ the grid at other sizes
+def interpolate_patch_positions(patches: torch.Tensor, grid: tuple[int, int],
+                                new_grid: tuple[int, int], antialias: bool = False) -> torch.Tensor:
+    """(gh·gw, D) -> (nh·nw, D): bicubic, align_corners=False, as ViT's
+    ``interpolate_pos_encoding`` does for a larger input (e.g. 384 px -> 24×24). antialias: as
+    DINOv2 with registers does (its Family says so); plain DINOv2, ViT and DeiT do not."""
+    gh, gw = grid
+    d = patches.shape[-1]
+    x = patches.reshape(1, gh, gw, d).permute(0, 3, 1, 2)  # (1, D, gh, gw)
+    x = F.interpolate(x, size=new_grid, mode="bicubic", align_corners=False, antialias=antialias)
+    return x.permute(0, 2, 3, 1).reshape(-1, d)
+
+
+def grid_at(g: Geometry, size: int) -> tuple[int, int]:
+    """The patch grid of a size×size input."""
+    if size < g.patch_size:
+        raise UserError(f"{size} px is smaller than one {g.patch_size}-px patch.")
+    return size // g.patch_size, size // g.patch_size

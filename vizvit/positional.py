@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from .errors import UserError
-from .models import Geometry, VitModel
+from .models import VitModel
+from .patches import grid_at, interpolate_patch_positions  # noqa: F401 (part of this module's maths)
 from .tokens import position_table
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
@@ -163,25 +164,6 @@ def neighbour_contrast(sim: torch.Tensor, grid: tuple[int, int], far: int = FAR)
     near = float(sim[near_mask].mean()) if near_mask.any() else float("nan")
     farv = float(sim[far_mask].mean()) if far_mask.any() else float("nan")
     return Contrast(near, farv)
-
-
-def interpolate_patch_positions(patches: torch.Tensor, grid: tuple[int, int],
-                                new_grid: tuple[int, int], antialias: bool = False) -> torch.Tensor:
-    """(gh·gw, D) -> (nh·nw, D): bicubic, align_corners=False, as ViT's
-    ``interpolate_pos_encoding`` does for a larger input (e.g. 384 px -> 24×24). antialias: as
-    DINOv2 with registers does (its Family says so); plain DINOv2, ViT and DeiT do not."""
-    gh, gw = grid
-    d = patches.shape[-1]
-    x = patches.reshape(1, gh, gw, d).permute(0, 3, 1, 2)  # (1, D, gh, gw)
-    x = F.interpolate(x, size=new_grid, mode="bicubic", align_corners=False, antialias=antialias)
-    return x.permute(0, 2, 3, 1).reshape(-1, d)
-
-
-def grid_at(g: Geometry, size: int) -> tuple[int, int]:
-    """The patch grid of a size×size input."""
-    if size < g.patch_size:
-        raise UserError(f"{size} px is smaller than one {g.patch_size}-px patch.")
-    return size // g.patch_size, size // g.patch_size
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from .catalog import Catalog
 from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
-from .engine import Analysis, analyze, nbytes, text_embeddings, with_zero_shot
+from .engine import Analysis, analyze, load_model, nbytes, text_embeddings, with_zero_shot
 from .images import ImageInput, View, image_sha1, load_image, model_input_view
-from .models import VitModel, load_model
+from .models import VitModel
 from .zeroshot import ZeroShotHead, check_template, head_of, parse_labels, prompts
 
 
@@ -265,7 +265,7 @@ class Workbench:
             got = {p: self.cache.get(text_key(model_id, p)) for p in texts}
             for p in [p for p, e in got.items() if e is None]:  # evicted meanwhile: recompute
                 got[p] = text_embeddings(vm, [p])[0]
-            return head_of(vm, labs, t, torch.stack([got[p] for p in texts]))
+            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]))
 
         return self.cache.get_or_compute(head_key(model_id, labs, t), compute)
 

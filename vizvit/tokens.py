@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from .errors import UserError
 from .models import FAMILIES, Geometry
-from .patches import patch_tokens, to_grid
+from .patches import interpolate_patch_positions, patch_tokens, to_grid
 
 NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
 
@@ -107,7 +107,7 @@ def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_emb
         pe_pre, pe_patches = table[:fam.pe_prefix], table[fam.pe_prefix:]
         n0 = round(pe_patches.shape[0] ** 0.5)
         if (n0, n0) != g.grid:
-            pe_patches = _interpolate(pe_patches.float(), (n0, n0), g.grid, fam.pe_antialias).to(pe_patches.dtype)
+            pe_patches = interpolate_patch_positions(pe_patches.float(), (n0, n0), g.grid, fam.pe_antialias).to(pe_patches.dtype)
         embedded = tokens + torch.cat([pe_pre, pe_patches])[None]  # (1, pe_prefix + P, D)
         shapes.append(("add position embeddings", tuple(embedded.shape)))
     else:  # BEiT: positions enter inside attention, as a relative bias
@@ -128,14 +128,6 @@ def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_emb
         embed_vs_forward=float((emb_c - hidden0.float()).abs().max()),
         patch_dim=int(conv.weight[0].numel()),
     )
-
-
-def _interpolate(patches: torch.Tensor, grid: tuple[int, int], new_grid: tuple[int, int],
-                 antialias: bool) -> torch.Tensor:
-    """(gh·gw, D) -> (nh·nw, D), bicubic, align_corners=False (positional.interpolate_patch_positions)."""
-    from .positional import interpolate_patch_positions
-
-    return interpolate_patch_positions(patches, grid, new_grid, antialias)
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 
 from .errors import UserError
-
-if TYPE_CHECKING:  # models imports this module
-    from .models import VitModel
 
 Rule = Literal["softmax", "sigmoid"]
 # model_type -> how a label's probability is made from its logit
@@ -111,9 +108,9 @@ class ZeroShotHead:
         return RULE_TEXT[self.rule]
 
 
-def head_of(vm: "VitModel", labels: tuple[str, ...], template: str, text_embeds: torch.Tensor) -> ZeroShotHead:
-    """A head from already-computed (C, E) text embeddings (normalised here)."""
-    model = vm.model
+def head_of(model: torch.nn.Module, labels: tuple[str, ...], template: str, text_embeds: torch.Tensor) -> ZeroShotHead:
+    """A head from already-computed (C, E) text embeddings (normalised here); model: the CLIP /
+    SigLIP model (its logit scale and bias)."""
     scale = float(model.logit_scale.detach().float().exp())
     bias = float(model.logit_bias.detach().float()) if hasattr(model, "logit_bias") else 0.0
     emb = text_embeds.float().cpu()
@@ -141,42 +138,6 @@ def map_pool(head: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torc
     out = mha.out_proj((att @ v).transpose(1, 2).reshape(b, 1, d))  # (B, 1, D)
     out = out + head.mlp(head.layernorm(out))
     return out[:, 0], att  # (B, D), (B, H, 1, P): a view would not be in the graph
-
-
-def pooled(vm: "VitModel", z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """z: (B, N, D) token states AFTER the vision tower's final layernorm -> image embeddings
-    (B, E) and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a
-    token of the sequence ([CLS]: its attention is in the blocks' attentions)."""
-    model = vm.model
-    if model.config.model_type == "siglip":
-        return map_pool(vm.vit.head, z)
-    return model.visual_projection(z[:, 0]), None  # CLIP: [CLS]
-
-
-def readout_embeds(vm: "VitModel", states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(B, N, D) hidden states (before the final layernorm, e.g. after block l) -> image embeddings
-    (B, E), as if the tower ended there: final layernorm, then ``pooled``. The logit lens."""
-    return pooled(vm, vm.vit.post_layernorm(states))
-
-
-def patch_label_cosine(vm: "VitModel", last_state: torch.Tensor, head: ZeroShotHead) -> torch.Tensor:
-    """(N, D) hidden state after the last block -> (C, P) cosine of each patch token, through the
-    final layernorm and the image projection (CLIP's visual_projection; SigLIP has none: the
-    patch tokens are already in the text's width), with each label's text embedding.
-
-    SigLIP: the MAP head's MLP is not applied per patch (it acts on the pooled probe), so the
-    patch tokens are compared as the MAP head reads them."""
-    p = vm.geometry.num_prefix_tokens
-    w = next(vm.vit.parameters())
-    with torch.inference_mode():
-        z = vm.vit.post_layernorm(last_state.to(device=w.device, dtype=w.dtype))[p:]  # (P, D)
-        if hasattr(vm.model, "visual_projection"):
-            z = vm.model.visual_projection(z)
-        z = z.float().cpu()
-    if z.shape[-1] != head.text_embeds.shape[-1]:
-        raise UserError("This model's patch tokens and text embeddings have different widths.")
-    z = z / z.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return head.text_embeds @ z.T  # (C, P)
 
 
 # ------------------------------------------------------------------ tokenizers
@@ -256,17 +217,3 @@ def _auto_tokenizer(name: str) -> Any:
             return AutoTokenizer.from_pretrained(name, trust_remote_code=False)
     except Exception as e:  # hub and tokenizer errors come as many types
         raise UserError(f"Cannot load the text tokenizer of {name!r}: {type(e).__name__}. {hint}") from e
-
-
-def with_labels(vm: "VitModel", labels: tuple[str, ...] | str, template: str = DEFAULT_TEMPLATE) -> "VitModel":
-    """`vm` with `labels` (a tuple, or "a cat, a dog") as its classes: one text forward, no cache.
-    A long-running process asks ``session.Workbench.zero_shot`` instead (cached per prompt)."""
-    from .engine import text_embeddings
-
-    if vm.text is None:
-        raise UserError("Zero-shot labels need an image-text model (CLIP or SigLIP); this model has its own classes.")
-    labs = parse_labels(labels)
-    if not labs:
-        raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
-    t = check_template(template)
-    return vm.with_zero_shot(head_of(vm, labs, t, text_embeddings(vm, prompts(labs, t))))

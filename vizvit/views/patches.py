@@ -9,13 +9,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import render
-from ..engine import Analysis
+from ..engine import Analysis, patch_label_cosine
 from ..models import Geometry, VitModel
 from ..numbers import model_numbers
 from ..patches import describe_patch
 from ..session import Photo
 from ..errors import UserError
-from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD, patch_label_cosine
+from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
 from .common import on_grid, top5_figure
 
 PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
@@ -117,7 +117,7 @@ def label_rule_text(vm: VitModel) -> str:
 
 def label_cosines(ph: Photo) -> np.ndarray:
     """(C, gh, gw) float32 cosine of each patch token with each label's text embedding, cached
-    per photo and label list (zeroshot.patch_label_cosine)."""
+    per photo and label list (engine.patch_label_cosine)."""
     vm = ph.vm
     if vm.zero_shot is None:
         raise UserError("Patch-label similarity needs an image-text model (CLIP or SigLIP) and labels.")
