@@ -360,8 +360,8 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main", buttons=[])
             # Every layer × head (and fusion) of the main map, sent with each query or look change;
-            # vizvit/web/attn_map.js draws layer, head and fusion changes from it with no round trip.
-            book = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_map.js"),
+            # vizvit/views/attention_map.js draws layer, head and fusion changes from it with no round trip.
+            book = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset(ap.PAGE_SCRIPT),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
             # The matrix behind the shown map, with every picture: a click on the map is drawn at once.
             matrix = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_matrix.js"),
@@ -550,7 +550,7 @@ def attention_tab(ctx: Ctx, tab: gr.Tab) -> None:
     # carries the controls as they were when it was sent, so two at once (a head change, then a
     # click right after it) could otherwise finish in either order, the older view last.
     one_line = dict(show_progress="hidden", concurrency_id="attention-view", concurrency_limit=1)
-    for c in (layer, show, shared):  # the page draws the main map (attn_map.js); here: readout, grid, strip
+    for c in (layer, show, shared):  # the page draws the main map (attention_map.js); here: readout, grid, strip
         c.input(redraw, ins, view_outs, trigger_mode="always_last", **one_line)
     for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale, artifacts_in):
         c.input(relook, ins, [*view_outs, book], trigger_mode="always_last", **one_line)

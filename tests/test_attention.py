@@ -446,3 +446,26 @@ def test_models_too_large_for_a_book_are_drawn_by_the_server():
     vit_b = Geometry((224, 224), 16, (14, 14), 1, 12, 12, 768)
     dinov2_l = Geometry((518, 518), 14, (37, 37), 1, 24, 16, 1024)  # 24 × 19 maps of 37² floats: 2.5 MB
     assert ap.draws_in_page(vit_b) and not ap.draws_in_page(dinov2_l)
+
+
+def test_page_drawing_takes_every_shared_constant_from_the_book():
+    """attention_map.js draws map_image's picture: each number and word it shares with the server
+    comes from page_style() in the book, none is written in the script (a miss would only show up
+    as a wrong pixel). Every style key the script reads exists, and no shared value is a literal."""
+    import re
+
+    from vizvit.views import attention as ap
+
+    js = ap.PAGE_SCRIPT.read_text(encoding="utf-8")
+    code = "\n".join(line.split("//")[0] for line in js.splitlines())  # comments may name values
+    style = ap.page_style()
+    used = set(re.findall(r"\bS\.(\w+)", code)) | set(re.findall(r"style\.(\w+)", code))
+    assert used and used <= set(style), used - set(style)
+    words = [v for v in style.values() if isinstance(v, str) and v.strip()]
+    for w in words:
+        assert f"'{w}'" not in code and f'"{w}"' not in code, f"{w!r} is written in the script"
+    numbers = {ap.DIM, render.LINE_SPACING}
+    literals = {float(m) for m in re.findall(r"(?<![\w.])(\d+\.\d+)", code)}
+    assert not literals & numbers, literals & numbers
+    for key in ("gap", "bar", "tick", "overhang", "label_offset", "dim", "one_head", "mark"):
+        assert key in used, f"the script draws without style.{key}"

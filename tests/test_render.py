@@ -152,7 +152,7 @@ def test_colorbar_marks_a_level_and_says_when_it_is_outside_the_range():
 
 @pytest.mark.parametrize("t", [1, 2, 4, 5])
 def test_outline_has_square_corners_and_edges_t_px_wide_centred_on_the_border(t):
-    """The outline the page's script also draws (attn_map.js): each edge covers the border line
+    """The outline the page's script also draws (attention_map.js): each edge covers the border line
     and (t + 1) // 2 px on each side of it (t > 1), corners filled; the inside is untouched."""
     img = np.zeros((60, 60, 3), np.uint8)
     render.outline(img, (20, 10), (39, 29), (255, 230, 0), t)

@@ -167,7 +167,7 @@ def outline(img: np.ndarray, p0: tuple[int, int], p1: tuple[int, int], color: tu
     """A rectangle outline in place, corners p0 and p1 (x, y) inclusive, as cv2.rectangle draws
     it but with square corners: each edge is `thickness` px wide, centred on the edge (t//2
     outward for t = 1, (t+1)//2 outward beyond). Plain slicing, so the page's script draws the
-    very same pixels (vizvit/web/attn_map.js)."""
+    very same pixels (vizvit/views/attention_map.js)."""
     h = 0 if thickness <= 1 else (thickness + 1) // 2
     (x0, y0), (x1, y1) = p0, p1
     top, bottom = max(0, y0 - h), min(img.shape[0], y1 + h + 1)
@@ -311,9 +311,9 @@ def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, .
     "name above" / "below". Ticks that would collide with a mark's label are left out.
     tick_names: words written instead of the ticks' numbers (e.g. "0", "tile max")."""
     cap = text_size("0")[1]
-    line = int(cap * 1.6)  # one label's height, with room
+    line = int(cap * LINE_SPACING)  # one label's height, with room
     if ticks is None:
-        n = int(np.clip(height // (2 * line), 2, 5))
+        n = int(np.clip(height // (2 * line), *TICK_COUNT))
         ticks = tuple(np.linspace(vmin, vmax, n)) if vmax > vmin else (vmin,)
     span = vmax - vmin if vmax > vmin else 1.0
 
@@ -322,16 +322,25 @@ def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, .
 
     placed: list[tuple[int, str, bool]] = []
     for name, v in (marks or {}).items():
-        where = " above" if v > vmax else " below" if v < vmin else ""
+        where = ABOVE if v > vmax else BELOW if v < vmin else ""
         placed.append((row(v), f"{name}{where}", True))
     for i, t in enumerate(ticks):
         y = row(t)
         if all(abs(y - my) >= line for my, _, m in placed if m):
             placed.append((y, tick_names[i] if tick_names else _fmt(t), False))
-    return [(y, min(max(y + cap // 2, cap + 2), height - 3), text, m) for y, text, m in placed]
+    return [(y, min(max(y + cap // 2, cap + LABEL_TOP), height - LABEL_BOTTOM), text, m) for y, text, m in placed]
 
 
-BAR_WIDTH = 18  # the colour bar itself; its labels start BAR_WIDTH + 8 px from its left edge
+BAR_WIDTH = 18  # the colour bar itself; its labels start BAR_WIDTH + LABEL_OFFSET px from its left edge
+BAR_GAP = 8  # white columns between a picture and its colour bar
+BAR_PAD = 12  # columns a bar adds besides its labels' text
+TICK_LEN = 5  # a tick's length, right of the bar
+MARK_OVERHANG = 6  # a mark's line reaches this far past the bar
+LABEL_OFFSET = 8  # a label starts this far right of the bar
+LINE_SPACING = 1.6  # a label's line height, in cap heights
+TICK_COUNT = (2, 5)  # the fewest and most ticks a bar gets
+ABOVE, BELOW = " above", " below"  # after a mark's name, when its level is outside the range
+LABEL_TOP, LABEL_BOTTOM = 2, 3  # a label's baseline keeps this far from the bar's top and bottom
 MARK_TEXT_COLOR = (0, 90, 200)
 
 
@@ -347,24 +356,33 @@ def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float 
     placed = colorbar_labels(height, vmin, vmax, ticks, marks, tick_names)
     text_w = max([text_width] + [text_size(t)[0] for _, _, t, _ in placed])
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
-    out = np.full((height, width + 12 + text_w, 3), 255, np.uint8)
+    out = np.full((height, width + BAR_PAD + text_w, 3), 255, np.uint8)
     out[:, :width] = colorize(values, cmap, vmin, vmax)
     for y, ty, text, is_mark in placed:
         if is_mark:
             y0, y1 = max(0, y - 1), min(height, y + 2)
-            out[y0:y1, :width + 6] = MARK_COLOR
+            out[y0:y1, :width + MARK_OVERHANG] = MARK_COLOR
             out[y0:y1, width // 3:2 * width // 3] = 255  # a white gap: visible on any colour map
         else:
-            out[y, width:width + 5] = 0
-        put_text(out, text, (width + 8, ty), color=MARK_TEXT_COLOR if is_mark else (0, 0, 0))
+            out[y, width:width + TICK_LEN] = 0
+        put_text(out, text, (width + LABEL_OFFSET, ty), color=MARK_TEXT_COLOR if is_mark else (0, 0, 0))
     return out
 
 
 def with_colorbar(img: np.ndarray, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float = 1.0,
-                  gap: int = 8, marks: dict[str, float] | None = None, text_width: int = 0,
+                  gap: int = BAR_GAP, marks: dict[str, float] | None = None, text_width: int = 0,
                   ticks: tuple[float, ...] | None = None, tick_names: tuple[str, ...] | None = None) -> np.ndarray:
     """img with a colour bar of its height on the right; img keeps its pixel coordinates."""
     bar = colorbar(img.shape[0], cmap, vmin, vmax, marks=marks, text_width=text_width, ticks=ticks,
                    tick_names=tick_names)
     pad = np.full((img.shape[0], gap, 3), 255, np.uint8)
     return np.concatenate([img, pad, bar], axis=1)
+
+
+def colorbar_style() -> dict[str, object]:
+    """Every number and word colorbar() and colorbar_labels() draw with, for the page's script,
+    which draws the same bar (vizvit/views/attention_map.js): nothing there is a literal."""
+    return {"gap": BAR_GAP, "bar": BAR_WIDTH, "pad": BAR_PAD, "tick": TICK_LEN, "overhang": MARK_OVERHANG,
+            "label_offset": LABEL_OFFSET, "line_spacing": LINE_SPACING, "ticks": list(TICK_COUNT),
+            "above": ABOVE, "below": BELOW, "label_top": LABEL_TOP, "label_bottom": LABEL_BOTTOM,
+            "text_px": TEXT_PX, "cap": text_size("0")[1]}

@@ -13,6 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Hashable
 
 import cv2
@@ -30,7 +31,7 @@ from ..patches import patch_at, token_index
 from ..session import Photo
 from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
 from ..vocab import ATTN_SCALES, AttnScale
-from ..vocab import COLORMAPS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
+from ..vocab import COLORMAPS, DIRECTIONS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
 from .common import artifact_masks
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
@@ -218,11 +219,18 @@ class MainPanel:
     readout: str  # markdown with exact numbers
 
 
+# The page's drawing of the main map (layer, head, fusion and a clicked query, with no round
+# trip): a port of map_image, beside the view it mirrors; its constants come from page_style().
+PAGE_SCRIPT = Path(__file__).with_name("attention_map.js")
+DIM = 0.3  # the τ threshold darkens the view outside the kept patches to this fraction
+UNIFORM_MARK = "1/N"  # the uniform level's name on a map's colour bar
+
+
 def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Replace pixels of patches not in `keep` (gh, gw bool) by the darkened view."""
     inside = render.upsample_map(keep.astype(np.float32), img.shape[:2]) > 0.5
     out = img.copy()
-    out[~inside] = (view[~inside] * 0.3).astype(np.uint8)
+    out[~inside] = (view[~inside] * DIM).astype(np.uint8)
     return out
 
 
@@ -304,7 +312,7 @@ def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
 # The widest labels a map's colour bar carries (attention and rollout lie in [0, 1]). Its room is
 # kept for every map, so the picture keeps one width while the layer and head change (the page
 # draws those changes itself: see MapBook).
-BAR_TEXT = ("1/N above", "1/N below", "0.000888", "8.88e-05")
+BAR_TEXT = (UNIFORM_MARK + render.ABOVE, UNIFORM_MARK + render.BELOW, "0.000888", "8.88e-05")
 
 
 @lru_cache(maxsize=1)
@@ -413,7 +421,7 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
               artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
     image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
-                      marks={"1/N": uniform_level(g)}, artifacts=arts)
+                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts)
     return MainPanel(image=image, values=values, readout="\n".join(lines).rstrip())
 
 
@@ -664,7 +672,7 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     # layer and head), so moving the layer or head slider only outlines a copy.
     grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(g),
                 p.artifacts_in_range)
-    marks = {"1/N": uniform_level(g)}
+    marks = {UNIFORM_MARK: uniform_level(g)}
     grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax, marks, arts,
                                                 excluded(arts, p), range_floor(g)))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
@@ -685,7 +693,7 @@ class MapBook:
     """The main map of every layer × (each head, then each fusion), under the controls other
     than layer, head and show (query, direction, mode, discard, scale, τ, colours). With it the
     page draws a layer, head or fusion change itself, with no round trip (issue 16;
-    vizvit/web/attn_map.js). Map (l, k) is main_panel's map for layer l + 1 and head k + 1
+    vizvit/views/attention_map.js). Map (l, k) is main_panel's map for layer l + 1 and head k + 1
     (k < H), or the heads fused by FUSIONS[k − H]."""
 
     maps: np.ndarray  # (L, H + F, gh, gw) float32
@@ -732,7 +740,7 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
         keep = np.stack([att_mod.mass_threshold(torch.from_numpy(m), p.tau).numpy()
                          for m in maps.reshape(-1, *g.grid)]).reshape(maps.shape)
     height = render.display_scale(g) * g.image_size[0]
-    marks = {"1/N": uniform_level(g)}
+    marks = {UNIFORM_MARK: uniform_level(g)}
     bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
     return MapBook(maps, lo_hi, keep, bars, p, arts)
 
@@ -757,8 +765,8 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
     step = s * h / g.grid[0]
     return json.dumps({
         "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
-        "grid": list(g.grid), "size": [h, w], "scale": s, "gap": 8, "bar": render.BAR_WIDTH,
-        "width": s * w + 8 + render.BAR_WIDTH + 12 + bar_text_width(), "text_px": render.TEXT_PX,
+        "grid": list(g.grid), "size": [h, w], "scale": s, "style": page_style(),
+        "width": s * w + render.BAR_GAP + render.BAR_WIDTH + render.BAR_PAD + bar_text_width(),
         "maps": base64.b64encode(book.maps.astype("<f4").tobytes()).decode(),
         "lo_hi": book.lo_hi.reshape(-1).tolist(),
         "keep": None if book.keep is None else base64.b64encode(book.keep.astype(np.uint8).tobytes()).decode(),
@@ -773,8 +781,15 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
         "view": "data:image/png;base64," + base64.b64encode(png.tobytes()).decode(),
         # For a click drawn in the page (matrix_for_page): what main_panel needs besides the matrix.
         "direction": p.direction, "scale_name": p.scale, "tau": p.tau, "patch": g.patch_size, "pre": g.num_prefix_tokens, "n": g.seq_len,
-        "uniform": uniform_level(g), "cap": render.text_size("0")[1],
+        "uniform": uniform_level(g),
     }, separators=(",", ":"))
+
+
+def page_style() -> dict[str, object]:
+    """The constants the page's drawing (attention_map.js) shares with map_image and map_range:
+    the colour bar's layout and words, the τ dimming, the names of the controls' choices."""
+    return {**render.colorbar_style(), "dim": DIM, "mark": UNIFORM_MARK, "one_head": ONE_HEAD,
+            "zero_to_max": ATTN_SCALES[0], "own_range": ATTN_SCALES[1], "row": DIRECTIONS[0]}
 
 
 def matrix_for_page(a: Analysis, p: AttnParams, cache: Cache = no_cache, photo: str = "") -> str:

@@ -13,10 +13,12 @@ HERE = Path(__file__).resolve().parent
 
 
 @lru_cache(maxsize=None)
-def asset(name: str) -> str:
-    """The text of web/<name>; for .js, without its leading comment lines."""
-    text = (HERE / name).read_text(encoding="utf-8")
-    if name.endswith(".js"):
+def asset(name: str | Path) -> str:
+    """The text of web/<name> (or of the file at a Path: a view's own script beside it); for .js,
+    without its leading comment lines."""
+    path = name if isinstance(name, Path) else HERE / name
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".js":
         lines = text.splitlines()
         while lines and (lines[0].startswith("//") or not lines[0].strip()):
             lines.pop(0)

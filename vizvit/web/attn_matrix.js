@@ -1,5 +1,5 @@
 // js_on_load of the hidden gr.HTML "attn-matrix": the (N, N) matrix behind the shown attention
-// map (vizvit/views/attention.py, matrix_for_page), kept for vizvit/web/attn_map.js, which draws
+// map (vizvit/views/attention.py, matrix_for_page), kept for vizvit/views/attention_map.js, which draws
 // a click on the map from it at once.
 const take = () => { window.__vizvitAttnMatrix = props.value; };
 take();

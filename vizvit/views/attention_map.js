@@ -1,10 +1,12 @@
 // The Attention tab's main map, drawn in the page (issue 16): js_on_load of the hidden gr.HTML
-// "attn-book", whose value is a MapBook (vizvit/views/attention.py, book_for_page): every layer ×
+// "attn-book", whose value is a MapBook (attention.py beside this file, book_for_page): every layer ×
 // (each head, then each fusion) of the main map under the other controls. A layer, head or
 // fusion change is drawn here at once, with no round trip; the server still sends the readout,
 // the grid and the strip. The picture is map_image's: the view blended with the colour map,
 // the τ dimming, the integer enlargement, the query's outline and the colour bar (its numbers in
 // the browser's font), the same size, so a click on it maps to the same patch.
+// Every constant shared with the server's drawing comes in the book (b.style: page_style()), none
+// is written here.
 // Runs at every mount of the component: the state lives in window.__vizvitAttn, installed once.
 const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const st = { book: null, drawn: null, seq: 0 };
@@ -40,8 +42,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // The map (l, k) of the book: its values, colour range, τ mask and colour-bar labels.
   const bookMap = (b, layer, head, show) => {
     const [gh, gw] = b.grid, K = b.heads + b.fusions.length, n = gh * gw;
-    const f = b.fusions.indexOf(show), k = show === 'one head' ? head - 1 : b.heads + f;
-    if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== 'one head' && f < 0)
+    const one = b.style.one_head, f = b.fusions.indexOf(show), k = show === one ? head - 1 : b.heads + f;
+    if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== one && f < 0)
         || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
     return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
@@ -52,7 +54,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
   // with_colorbar). Returns the canvas.
   const render = (b, mp) => {
-    const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw;
+    const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw, S = b.style;
     const { vals, lo, hi, keep, bars } = mp;
     // cv2.addWeighted(heat, α, view, 1 − α): float32 weights and sums, rounded half to even.
     const fa = Math.fround(b.alpha), fb = Math.fround(1 - b.alpha);
@@ -63,7 +65,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
       const j = Math.round(t * 255);
       tile.set(b.lut.subarray(3 * j, 3 * j + 3), 3 * i);
     }
-    // At model-input size: cv2.addWeighted(heat, α, view, 1 − α) rounded; outside τ: view · 0.3.
+    // At model-input size: cv2.addWeighted(heat, α, view, 1 − α) rounded; outside τ: view · DIM.
     const small = new ImageData(w, h);
     const out = small.data, v = b.view;
     for (let y = 0; y < h; y++) {
@@ -71,7 +73,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
       for (let x = 0; x < w; x++) {
         const c = Math.floor(x * gw / w), i = r * gw + c, o = 4 * (y * w + x);
         if (keep && !keep[i]) {
-          for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.floor(v[o + ch] * 0.3);
+          for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.floor(v[o + ch] * S.dim);
         } else {
           for (let ch = 0; ch < 3; ch++) out[o + ch] = roundHalfEven(Math.fround(Math.fround(tile[3 * i + ch] * fa) + Math.fround(v[o + ch] * fb)));
         }
@@ -110,32 +112,33 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     for (const i of mp.art || []) outline([Math.floor(i / gw), i % gw], b.artifact_outline, b.colors.artifact);
     if (mp.at) outline(mp.at, b.outline, b.colors.highlight);
     // render.colorbar: vmax on top, row y holds linspace(vmax, vmin, H)[y].
-    const bx = w * s + b.gap, bar = new ImageData(b.bar, H);
-    for (let y = 0; y < H; y++) {
-      const val = H > 1 ? hi - (hi - lo) * y / (H - 1) : hi;
+    const bw = S.bar, bx = w * s + S.gap, bar = new ImageData(bw, H);
+    for (let row = 0; row < H; row++) {
+      const val = H > 1 ? hi - (hi - lo) * row / (H - 1) : hi;
       const t = hi > lo ? Math.min(1, Math.max(0, (val - lo) / (hi - lo))) : 0;
       const j = 3 * Math.round(t * 255);
-      for (let xx = 0; xx < b.bar; xx++) {
-        const o = 4 * (y * b.bar + xx);
+      for (let xx = 0; xx < bw; xx++) {
+        const o = 4 * (row * bw + xx);
         bar.data[o] = b.lut[j]; bar.data[o + 1] = b.lut[j + 1]; bar.data[o + 2] = b.lut[j + 2]; bar.data[o + 3] = 255;
       }
     }
     x.putImageData(bar, bx, 0);
-    x.font = `bold ${b.text_px}px sans-serif`;  // put_text draws thick strokes: bold reads alike
+    x.font = `bold ${S.text_px}px sans-serif`;  // put_text draws thick strokes: bold reads alike
     x.textBaseline = 'alphabetic';
-    for (const [y, ty, text, mark] of bars) {
+    const tx = bx + bw + S.label_offset;
+    for (const [row, ty, text, mark] of bars) {
       if (mark) {
-        const y0 = Math.max(0, y - 1), y1 = Math.min(H, y + 2);
+        const y0 = Math.max(0, row - 1), y1 = Math.min(H, row + 2);
         x.fillStyle = `rgb(${b.colors.mark})`;
-        x.fillRect(bx, y0, b.bar + 6, y1 - y0);
+        x.fillRect(bx, y0, bw + S.overhang, y1 - y0);
         x.fillStyle = '#fff';
-        x.fillRect(bx + Math.floor(b.bar / 3), y0, Math.floor(2 * b.bar / 3) - Math.floor(b.bar / 3), y1 - y0);
+        x.fillRect(bx + Math.floor(bw / 3), y0, Math.floor(2 * bw / 3) - Math.floor(bw / 3), y1 - y0);
         x.fillStyle = `rgb(${b.colors.mark_text})`;
       } else {
         x.fillStyle = '#000';
-        x.fillRect(bx + b.bar, y, 5, 1);
+        x.fillRect(bx + bw, row, S.tick, 1);
       }
-      x.fillText(text, bx + b.bar + 8, ty, W - (bx + b.bar + 8));
+      x.fillText(text, tx, ty, W - tx);
     }
     return cv;
   };
@@ -152,19 +155,19 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   };
   const queryValues = (b, m, [r, c]) => {
     const [gh, gw] = b.grid, n = b.n, pre = b.pre, t = pre + r * gw + c, out = new Float32Array(gh * gw);
-    for (let i = 0; i < gh * gw; i++) out[i] = b.direction === 'row' ? m[t * n + pre + i] : m[(pre + i) * n + t];
+    for (let i = 0; i < gh * gw; i++) out[i] = b.direction === b.style.row ? m[t * n + pre + i] : m[(pre + i) * n + t];
     return out;
   };
   // exclude: patch numbers left out of the range besides the query (artifact tokens); floor: the
   // narrowest range (views.attention.NEAR_ZERO of 1/N).
-  const mapRange = (vals, scale, [r, c], gw, exclude, floor) => {
+  const mapRange = (vals, scale, [r, c], gw, exclude, floor, S) => {
     const out = new Set(exclude);
     out.add(r * gw + c);
     if (out.size >= vals.length) out.clear();  // nothing left to set the range: every patch counts
     let lo = Infinity, hi = -Infinity;
     vals.forEach((v, i) => { if (!out.has(i) && !Number.isNaN(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
-    if (scale === "this map's range") return [lo, Math.max(hi, lo + floor)];
-    if (scale === '0 to max') return [0, Math.max(hi, floor)];
+    if (scale === S.own_range) return [lo, Math.max(hi, lo + floor)];
+    if (scale === S.zero_to_max) return [0, Math.max(hi, floor)];
     return null;  // fixed across layers and heads: its top spans every map (the server draws)
   };
   const massThreshold = (vals, tau) => {
@@ -179,18 +182,18 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     return keep;
   };
   const colorbarLabels = (H, lo, hi, b) => {
-    const cap = b.cap, line = Math.floor(cap * 1.6), span = hi > lo ? hi - lo : 1;
-    const n = Math.min(5, Math.max(2, Math.floor(H / (2 * line))));
+    const S = b.style, cap = S.cap, line = Math.floor(cap * S.line_spacing), span = hi > lo ? hi - lo : 1;
+    const n = Math.min(S.ticks[1], Math.max(S.ticks[0], Math.floor(H / (2 * line))));
     const step = (hi - lo) / (n - 1);
     const ticks = hi > lo ? Array.from({ length: n }, (_, k) => (k === n - 1 ? hi : k * step + lo)) : [lo];
     const row = (v) => roundHalfEven((hi - Math.min(Math.max(v, lo), hi)) / span * (H - 1));
-    const u = b.uniform, where = u > hi ? ' above' : u < lo ? ' below' : '';
-    const placed = [[row(u), '1/N' + where, true]];
+    const u = b.uniform, where = u > hi ? S.above : u < lo ? S.below : '';
+    const placed = [[row(u), S.mark + where, true]];
     for (const t of ticks) {
-      const y = row(t);
-      if (placed.every(([my, , m]) => !m || Math.abs(y - my) >= line)) placed.push([y, fmt3g(t), false]);
+      const r = row(t);
+      if (placed.every(([my, , m]) => !m || Math.abs(r - my) >= line)) placed.push([r, fmt3g(t), false]);
     }
-    return placed.map(([y, text, m]) => [y, Math.min(Math.max(y + Math.floor(cap / 2), cap + 2), H - 3), text, m]);
+    return placed.map(([r, text, m]) => [r, Math.min(Math.max(r + Math.floor(cap / 2), cap + S.label_top), H - S.label_bottom), text, m]);
   };
   const matrix = () => {
     const text = window.__vizvitAttnMatrix;
@@ -205,7 +208,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const queryMap = (b, mx, rc, layer) => {
     const art = b.artifacts[layer - 1];
     const vals = queryValues(b, mx.m, rc);
-    const range = mapRange(vals, b.scale_name, rc, b.grid[1], b.artifacts_in_range ? [] : art, b.floor);
+    const range = mapRange(vals, b.scale_name, rc, b.grid[1], b.artifacts_in_range ? [] : art, b.floor, b.style);
     if (!range) return null;
     const [lo, hi] = range;
     return { vals, lo, hi, keep: b.tau > 0 ? massThreshold(vals, b.tau) : null,
@@ -287,7 +290,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (!(t instanceof Element) || handedOn.has(e)) return;
     const range = t.matches('#attn-layer input[type=range], #attn-head input[type=range]');
     const radio = t.matches('#attn-show input[type=radio]');
-    if (t.closest('#attn-head')) st.pick = 'one head';
+    if (t.closest('#attn-head')) st.pick = st.book ? st.book.style.one_head : null;
     else if (radio && t.checked) st.pick = t.value;
     else if (!t.closest('#attn-layer')) return;
     if (t.closest('#attn-head, #attn-show')) st.pickAt = performance.now();
