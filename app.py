@@ -20,9 +20,9 @@ import gradio as gr  # noqa: E402
 
 from page.shell import THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, web  # noqa: E402
-from vizvit.catalog import OFFLINE_FALLBACK, Catalog  # noqa: E402
-from vizvit.launch import server_address  # noqa: E402
-from vizvit.models import DEFAULT_MODEL, RANDOM_PREFIX  # noqa: E402
+from vizvit.catalog import Catalog  # noqa: E402
+from vizvit.launch import server_address, start_model  # noqa: E402,F401 - start_model: for callers of app
+from vizvit.models import DEFAULT_MODEL  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
@@ -48,21 +48,6 @@ def launch_kwargs() -> dict[str, Any]:
 
 def configure_queue(demo: gr.Blocks, max_size: int = 32, concurrency: int = 2) -> gr.Blocks:
     return demo.queue(max_size=max_size, default_concurrency_limit=concurrency)
-
-
-def start_model(wb: Workbench, name: str) -> str:
-    """Load the requested model; when it cannot be had (offline, say), fall back to the same
-    architecture with random weights. The page's banner says so; the reason goes to the log."""
-    try:
-        wb.model(name)
-        return name
-    except ValueError as e:
-        if name.startswith(RANDOM_PREFIX):
-            raise
-        log.warning("Could not load %s (%s): showing %s (untrained random weights) instead. "
-                    "Run with --model PATH for a local checkpoint.", name, e, OFFLINE_FALLBACK)
-        wb.model(OFFLINE_FALLBACK)
-        return OFFLINE_FALLBACK
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,6 +3,7 @@ result, the dispatch that runs only the open tab's on_show, the charts download.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -36,8 +37,11 @@ class Ctx:
     zero_shot_only: list = field(default_factory=list)
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
-        """Run fn(*inputs) -> outputs when the tab is opened, and when the photo or model
-        changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs)."""
+        """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
+        changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
+        Once per tab: its one views `show` call fills the whole tab."""
+        if any(tab_id == tab.id for tab_id, *_ in self.shows):
+            raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
         self.shows.append((tab.id, fn, inputs, outputs))
         tab.select(fn, inputs, outputs, show_progress="minimal")
 
@@ -66,10 +70,10 @@ class Ctx:
         """The inputs and outputs of every preview, each once (see preview)."""
         return _io(self.previews)
 
-    def preview(self, current: str, key: PhotoKey, values: tuple) -> list:
-        """The open tab's preview of `key` for preview_io()'s outputs (gr.skip() for the rest)."""
+    def preview(self, current: str, key: PhotoKey, values: tuple) -> dict:
+        """The open tab's preview of `key`: {output: value} for preview_io()'s outputs (gr.skip() for the rest)."""
         inputs, outputs = self.preview_io()
-        return _open_tab(self.previews, inputs, outputs, current, values, key)
+        return dict(zip(outputs, _open_tab(self.previews, inputs, outputs, current, values, key)))
 
 
 def _io(entries: list) -> tuple[list, list]:
@@ -86,11 +90,42 @@ def _open_tab(entries: list, inputs: list, outputs: list, current: str, values: 
     for tab_id, fn, ins, outs in entries:
         if tab_id == current:
             res = fn(*lead, *(given[id(c)] for c in ins))
-            if isinstance(res, dict):  # component -> value, as Gradio takes it (the Attention tab's opened)
-                out.update({id(c): v for c, v in res.items()})
-            else:
-                out.update(zip((id(c) for c in outs), res if len(outs) > 1 else (res,)))
+            if not isinstance(res, dict):
+                raise TypeError(f"{getattr(fn, '__name__', fn)} of tab {tab_id!r} must return a component -> "
+                                f"value dict, not {type(res).__name__}")
+            stray = [c for c in res if all(c is not o for o in outs)]
+            if stray:
+                raise ValueError(f"{getattr(fn, '__name__', fn)} of tab {tab_id!r} returned values for components "
+                                 f"outside its outputs: {stray}")
+            out.update({id(c): v for c, v in res.items()})
     return [out[id(c)] for c in outputs]
+
+
+def empty(outputs: list, keep: tuple = ()) -> dict:
+    """The "no photo yet" result: every output cleared (None), the controls in `keep` left as they are."""
+    return {c: gr.skip() if any(c is k for k in keep) else None for c in outputs}
+
+
+def skip(outputs: list) -> dict:
+    """Nothing changes (no photo yet, for a control's event)."""
+    return {c: gr.skip() for c in outputs}
+
+
+def values(result: Any, shown: dict[str, gr.components.Component]) -> dict:
+    """A view's result (a frozen dataclass) -> {component: value} for each field named in `shown`
+    (the page module's field -> component mapping). A field `shown` names and the result lacks
+    is a mistake, not a blank."""
+    names = {f.name for f in dataclasses.fields(result)}
+    missing = [n for n in shown if n not in names]
+    if missing:
+        raise AttributeError(f"{type(result).__name__} has no field(s) {missing}")
+    return {c: getattr(result, n) for n, c in shown.items()}
+
+
+def reader(named: dict[str, gr.components.Component]) -> Callable[[tuple], dict[str, Any]]:
+    """values (in `named` order, as the event's inputs list them) -> {field: value}."""
+    names = list(named)
+    return lambda v: dict(zip(names, v))
 
 
 def _user_error(fn: Callable, e: Exception) -> gr.Error:

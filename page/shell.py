@@ -3,7 +3,6 @@ order (each built by page/tabs/<id>.py), the methods, projector mode and deep li
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,11 @@ from vizvit.images import image_sha1, load_image
 from vizvit.models import DEFAULT_MODEL
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels
-from vizvit.views import inside, patches
-from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, check_template, parse_labels
+from vizvit.views import header, patches
+from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
+from . import kit
 from .kit import Ctx, charts_download, safe
 from .tabs import PAGES, TABS
 
@@ -40,6 +40,17 @@ THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                           font_mono=["ui-monospace", "monospace"])
 
 gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
+
+
+@functools.cache
+def _examples_by_sha1() -> dict[str, str]:
+    """Each example's photo hash -> its path: decoded once, on the first link copied (not when the page is built)."""
+    return {image_sha1(load_image(p)): p for p in EXAMPLES}
+
+
+def example_of(sha1: str) -> str | None:
+    """The example this photo is, if it is one (a link names it)."""
+    return _examples_by_sha1().get(sha1)
 
 
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
@@ -109,29 +120,20 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                                   elem_id="link-box", scale=3)
         projector.change(None, projector, None, js=web.asset("projector.js"))
 
-        def labelled(k: PhotoKey, labels_text: str, template: str) -> PhotoKey:
-            """The key with the typed labels, for a CLIP / SigLIP model (others: none)."""
-            if not wb.model(k.model_id).is_zero_shot:
-                return dataclasses.replace(k, labels=(), template="")
-            labs = parse_labels(labels_text)
-            if not labs:
-                raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
-            return dataclasses.replace(k, labels=labs, template=check_template(template))
-
         @safe
-        def new_labels(k: PhotoKey | None, model_id: str, labels_text: str, template: str):
-            probe = labelled(k if k is not None else PhotoKey(model_id, ""), labels_text, template)
-            rule = patches.label_rule_text(wb.labelled(probe))
-            if k is None:
-                return gr.skip(), rule, gr.skip()
-            k = labelled(k, labels_text, template)
-            return k, rule, panels.status_line(wb.model(k.model_id), wb.analysis(k), wb.photo(k.sha1).size)
+        def new_labels(k: PhotoKey | None, model_id: str, labels_text: str, template: str) -> dict:
+            c = header.new_labels(wb, k, model_id, labels_text, template)
+            return {zs_rule: c.rule} if c.key is None else {key: c.key, zs_rule: c.rule, status: c.status}
 
         zs_labels.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
         zs_template.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
 
         preview_ins, preview_outs = ctx.preview_io()
-        skip_previews = [gr.skip()] * len(preview_outs)
+        L = ctx.links
+        if tuple(sorted(L)) != tuple(sorted(deeplink.VIEW_CONTROLS)):
+            raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
+        link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
+        photo_outs = [key, status, upload, *preview_outs]
 
         @safe
         def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
@@ -141,7 +143,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             the key's event starts at once and finds this forward already running (the cache runs
             it once for both); its last one, the status line with the forward's result."""
             if path is None:  # cleared by the user (see upload.clear) or by a refused file below
-                yield gr.skip(), gr.skip(), gr.skip(), *skip_previews
+                yield kit.skip(photo_outs)
                 return
             try:
                 sha1 = wb.add_photo(path)
@@ -149,25 +151,23 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # A toast, the same words kept in the status line, and the refused file's name
                 # out of the box: it must not look as if that file were shown.
                 gr.Warning(str(e))
-                yield gr.skip(), panels.upload_refused(str(e), had_photo=k is not None), None, *skip_previews
+                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: None}
                 return
-            # The heads switched off (Inside tab, or a link's ablate=) stay off for the new photo.
+            new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
             vm = wb.model(model_id)
-            new = PhotoKey(model_id, sha1, inside.session_ablation(heads, ablate_mode, vm.geometry))
-            new = labelled(new, labels_text, template)
-            yield new, panels.running_line(vm), gr.skip(), *ctx.preview(current, new, preview_values)
+            yield {key: new, status: panels.running_line(vm), **ctx.preview(current, new, preview_values)}
             try:
                 a = wb.analysis(new)
             except Exception:
-                yield k, gr.skip(), gr.skip(), *skip_previews  # the tabs go back to the photo they showed
+                yield {key: k}  # the tabs go back to the photo they showed
                 raise
             photo = wb.photo(sha1)
-            yield gr.skip(), panels.status_line(vm, a, photo.size) + panels.frames_note(photo), gr.skip(), \
-                *skip_previews
+            yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
 
-        def zero_shot_visible(vm) -> list:
-            """Updates for ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT."""
-            return [gr.update(visible=vm.is_zero_shot) for _ in ctx.zero_shot_only]
+        def zero_shot_visible(vm_or_flag: Any) -> dict:
+            """Updates for the labels box and ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT."""
+            on = vm_or_flag if isinstance(vm_or_flag, bool) else vm_or_flag.is_zero_shot
+            return {zs_box: gr.Group(visible=on), **{c: gr.update(visible=on) for c in ctx.zero_shot_only}}
 
         @safe
         def loading(model_id: str):
@@ -176,30 +176,16 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
 
         @safe
         def new_model(model_id: str, k: PhotoKey | None, labels_text: str = "", template: str = DEFAULT_TEMPLATE):
-            catalog.check(model_id)
-            try:
-                vm = wb.model(model_id)  # a model that fails leaves the catalog (see Workbench.model)
-            except ValueError:  # offline or broken: keep the current model, say why
-                twin = catalog.twin(model_id)
-                current = wb.model(k.model_id if k else default_model)
-                text = panels.model_unavailable(model_id, current, twin)
-                if k is not None:
-                    text += "\n\n" + panels.status_line(current, wb.analysis(k), wb.photo(k.sha1).size)
+            c = header.new_model(wb, model_id, k, labels_text, template, default_model, offline)
+            if not c.loaded:
                 # New choices, not just the old value: Gradio drops an update equal to the value
                 # it last sent, which left the failed name in the box on a second try.
-                return (gr.skip(), text, gr.Dropdown(choices=catalog.choices(), value=current.id), gr.skip(), gr.skip(),
-                        gr.skip(), *[gr.skip()] * len(ctx.zero_shot_only))
-            b = panels.banner(vm, offline)
-            shown = gr.Markdown(b, visible=bool(b))
-            rule = patches.label_rule_text(wb.labelled(labelled(PhotoKey(model_id, ""), labels_text, template)))
-            box = (gr.Group(visible=vm.is_zero_shot), *zero_shot_visible(vm))
-            if k is None:
-                return gr.skip(), panels.model_line(vm), gr.skip(), shown, rule, *box
-            k = labelled(PhotoKey(model_id, k.sha1), labels_text, template)
-            return k, panels.status_line(vm, wb.analysis(k), wb.photo(k.sha1).size), gr.skip(), shown, rule, *box
+                return {status: c.status, model: gr.Dropdown(choices=catalog.choices(), value=c.model)}
+            return {**({key: c.key} if c.key is not None else {}), status: c.status,
+                    banner: gr.Markdown(c.banner, visible=bool(c.banner)), zs_rule: c.rule,
+                    **zero_shot_visible(c.zero_shot)}
 
         tab_ids = [t.id for t in all_tabs]
-        L = ctx.links
 
         @safe
         def open_link(request: gr.Request):
@@ -209,34 +195,34 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             vm = wb.model(p.model)
             g = vm.geometry
             b = panels.banner(vm, offline)
+            controls = dict(layer=gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
+                            head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
+                            show=p.show or gr.skip(), query=k.query if k.query else gr.skip(),
+                            direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
+                            mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero")
             # Choices too: this visitor sees the list as it is now, without models that failed for others.
-            return (k.example or gr.skip(), gr.Dropdown(choices=catalog.choices(), value=p.model),
-                    gr.Markdown(b, visible=bool(b)),
-                    gr.Tabs(selected=k.tab) if k.tab else gr.skip(), k.tab or gr.skip(),
-                    gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices else gr.skip(),
-                    gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
-                    gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
-                    p.show or gr.skip(), k.query if k.query else gr.skip(), k.direction or gr.skip(),
-                    k.mode or gr.skip(), k.dx, k.dy, k.mask, format_heads(k.ablate), k.ablate_mode or "zero",
-                    k.projector, gr.Group(visible=vm.is_zero_shot), *zero_shot_visible(vm))
+            return {upload: k.example or gr.skip(), model: gr.Dropdown(choices=catalog.choices(), value=p.model),
+                    banner: gr.Markdown(b, visible=bool(b)),
+                    tabs: gr.Tabs(selected=k.tab) if k.tab else gr.skip(), tab: k.tab or gr.skip(),
+                    notice_md: gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices
+                    else gr.skip(),
+                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm)}
 
         @safe
-        def copy_link(key_: PhotoKey | None, model_id: str, tab_id: str, layer: int, head: int, show: str,
-                      query: tuple[int, int] | None, direction: str, mode: str,
-                      dx: int, dy: int, mask: tuple[int, ...], _heads: str, _mode: str, proj: bool,
-                      request: gr.Request):
+        def copy_link(request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
+                      *parts: Any):
+            c = dict(zip(deeplink.VIEW_CONTROLS, parts))
             link = deeplink.of_view(
-                example=examples_by_sha1.get(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
-                layer=layer, head=head, show=show, query=query, direction=direction, mode=mode, dx=dx, dy=dy,
-                mask=mask, projector=proj, ablation=key_.ablation if key_ else None)
+                example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
+                layer=c["layer"], head=c["head"], show=c["show"], query=c["query"], direction=c["direction"],
+                mode=c["mode"], dx=c["dx"], dy=c["dy"], mask=c["mask"], projector=proj,
+                ablation=key_.ablation if key_ else None)
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
             return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 
-        examples_by_sha1 = {image_sha1(load_image(p)): p for p in EXAMPLES}
         upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template, tab,
                                   *preview_ins],
-                      [key, status, upload, *preview_outs],
-                      api_name="upload", show_progress="minimal",
+                      photo_outs, api_name="upload", show_progress="minimal",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
         upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,
@@ -246,13 +232,11 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             new_model, [model, key, zs_labels, zs_template],
             [key, status, model, banner, zs_rule, zs_box, *ctx.zero_shot_only],
             api_name="model")
-        link_parts = [L[n] for n in ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
-                                     "ablate", "ablate_mode")]
         # hidden: a first visit saw grey loading blocks over the header while the link was read
         demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box,
                                     *ctx.zero_shot_only],
                   show_progress="hidden")
-        link_btn.click(copy_link, [key, model, tab, *link_parts, projector], link_box).then(
+        link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
         private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo

@@ -9,6 +9,7 @@ from gradio_client import Client, handle_file
 import app
 from page import kit, shell
 from page.endpoints import PUBLIC_ENDPOINTS
+from vizvit.launch import start_model
 from appserver import page_name, running
 from conftest import EXAMPLES
 from make_inputs import CASES, write_all
@@ -61,7 +62,7 @@ def test_only_the_documented_endpoints_are_public(server):
 
 def test_unreachable_default_model_falls_back_to_random_weights_and_says_so(caplog):
     wb = Workbench(device="cpu")
-    model_id = app.start_model(wb, "google/vit-base-patch16-224")  # HF_HUB_OFFLINE=1 here
+    model_id = start_model(wb, "google/vit-base-patch16-224")  # HF_HUB_OFFLINE=1 here
     assert model_id == "random:vit-base-patch16-224"
     assert any("Could not load" in r.message for r in caplog.records)  # the reason goes to the log
     demo = shell.build_demo(wb, model_id, offline=True)

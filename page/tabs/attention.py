@@ -1,4 +1,5 @@
-"""The attention tab's components and events."""
+"""The Attention tab: the main map (drawn in the page from its book), the strip, the layers × heads
+grid, the distance chart and class relevance."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from vizvit import vocab, web
 from vizvit.session import PhotoKey
 from vizvit.views import attention as ap
 
+from .. import kit
 from ..kit import Ctx, safe
+
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
@@ -96,109 +99,100 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     controls = list(named.values())
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
+    read = kit.reader(named)
+    # Every component by the Page / AttentionChange field it shows.
+    shown_change = dict(main=main_img, readout=readout, grid=grid, strip=strip, matrix=matrix)
+    shown = dict(**shown_change, distance=dist, book=book)
+
     def params(v: tuple, **changed: Any) -> ap.AttnParams:
         """The controls' values (in `controls` order) as AttnParams, with `changed` fields replaced."""
-        return ap.AttnParams.from_controls({**dict(zip(named, v)), **changed})
+        return ap.AttnParams.from_controls({**read(v), **changed})
 
     @safe
-    def opened(key: PhotoKey | None, *v: Any):
+    def opened(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return {c: gr.skip() for c in opened_outs}
+            return kit.skip(opened_outs)
         ph = ctx.wb.handle(key)
         g = ph.vm.geometry
-        values = dict(zip(named, v))
-        p, page = ap.show(ph, params(v, summary=values["summary"] if values["summary"] in g.summaries else None))
-        return {layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
-                query: p.query, main_img: page.view.main, readout: page.view.readout, grid: page.view.grid,
-                strip: page.view.strip, dist: page.distance,
-                pick: gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
+        page = ap.show(ph, params(v))
+        p = page.params
+        return {**kit.values(page, shown),
+                layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
+                query: p.query, pick: gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
                 cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
                 rel_img: None, rel_text: "",
-                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1),
-                book: page_book(key, p), matrix: page_matrix(key, p)}
+                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
 
-    def page_book(key: PhotoKey, p: ap.AttnParams) -> str | None:
-        """The main map of every layer and head for the page to draw (None: too large, drawn here)."""
-        ph = ctx.wb.handle(key)
-        return ap.book_for_page(ap.map_book(ph.vm, ph.analysis(), p, ph.derived), ph.analysis().input_view,
-                                ph.vm.geometry, photo=repr(key)) if ap.draws_in_page(ph.vm.geometry) else None
-
-    def page_matrix(key: PhotoKey, p: ap.AttnParams) -> str | None:
-        """The matrix behind the shown map, for a click drawn in the page (None: drawn here)."""
-        ph = ctx.wb.handle(key)
-        return ap.matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(key)) \
-            if ap.draws_in_page(ph.vm.geometry) else None
-
-    def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False) -> tuple:
+    def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False, with_book: bool = False) -> dict:
         """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
-        view = ap.change(ctx.wb.handle(key), p)
-        m = page_matrix(key, p)
-        return gr.skip() if drawn_in_page and m is not None else view.main, view.readout, view.grid, view.strip, m
+        ch = ap.change(ctx.wb.handle(key), p, drawn_in_page=drawn_in_page, with_book=with_book)
+        out = kit.values(ch, shown_change)
+        if ch.main is None:
+            out[main_img] = gr.skip()
+        if with_book:
+            out[book] = ch.book
+        return out
 
     @safe
-    def redraw(key: PhotoKey | None, *v: Any):
+    def redraw(key: PhotoKey | None, *v: Any) -> dict:
         """A layer, fusion or shared-scale change: the page draws the main map."""
-        return (gr.skip(),) * 5 if key is None else views(key, params(v), drawn_in_page=True)
+        return kit.skip(view_outs) if key is None else views(key, params(v), drawn_in_page=True)
 
     @safe
-    def relook(key: PhotoKey | None, *v: Any):
+    def relook(key: PhotoKey | None, *v: Any) -> dict:
         """Any other control: a new picture and a new book."""
-        if key is None:
-            return (gr.skip(),) * 6
-        p = params(v)
-        return (*views(key, p), page_book(key, p))
+        return kit.skip([*view_outs, book]) if key is None else views(key, params(v), with_book=True)
 
     @safe
-    def redraw_one_head(key: PhotoKey | None, *v: Any):
+    def redraw_one_head(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return (gr.skip(),) * 6
-        return (vocab.ONE_HEAD, *views(key, params(v, show=vocab.ONE_HEAD), drawn_in_page=True))
+            return kit.skip([show, *view_outs])
+        return {show: vocab.ONE_HEAD, **views(key, params(v, show=vocab.ONE_HEAD), drawn_in_page=True)}
 
     # A click answers in ONE event (the new state and the pictures), not a state event and a
     # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
     @safe
-    def click_main(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
+    def click_main(evt: gr.SelectData, key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return (gr.skip(),) * 7
+            return kit.skip([query, *view_outs, book])
         q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        p = params(v, query=q)
-        return (q, *views(key, p), page_book(key, p))
+        return {query: q, **views(key, params(v, query=q), with_book=True)}
 
     @safe
-    def to_cls_view(key: PhotoKey | None, *v: Any):
+    def to_cls_view(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return (gr.skip(),) * 7
-        p = params(v, query=None)
-        return (None, *views(key, p), page_book(key, p))
+            return kit.skip([query, *view_outs, book])
+        return {query: None, **views(key, params(v, query=None), with_book=True)}
 
     @safe
-    def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any):
+    def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return (gr.skip(),) * 8
+            return kit.skip([layer, head, show, *view_outs])
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return (lay, hd, vocab.ONE_HEAD, *views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD),
-                                                drawn_in_page=True))
+        return {layer: lay, head: hd, show: vocab.ONE_HEAD,
+                **views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD), drawn_in_page=True)}
 
     @safe
-    def pick_head(choice: str | None):
+    def pick_head(choice: str | None) -> dict:
         if not choice:
-            return gr.skip(), gr.skip(), gr.skip()
+            return kit.skip([layer, head, show])
         lay, hd = ap.parse_choice(choice)
-        return lay, hd, vocab.ONE_HEAD
+        return {layer: lay, head: hd, show: vocab.ONE_HEAD}
 
     @safe
-    def redistance(key: PhotoKey | None, norm: str):
+    def redistance(key: PhotoKey | None, norm: str) -> dict:
         if key is None:
-            return gr.skip(), gr.skip()
+            return kit.skip([dist, pick])
         ph = ctx.wb.handle(key)
         fig, choices = ap.distance_view(ph.vm, ph.analysis(), norm, ph.derived)
-        return fig, gr.Dropdown(choices=choices, value=None)
+        return {dist: fig, pick: gr.Dropdown(choices=choices, value=None)}
 
     @safe
-    def relevance(key: PhotoKey | None, class_index: int | None, *v: Any):
+    def relevance(key: PhotoKey | None, class_index: int | None, *v: Any) -> dict:
         if key is None or class_index is None:
             raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
-        return ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
+        img, text = ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
+        return {rel_img: img, rel_text: text}
 
     view_outs = [main_img, readout, grid, strip, matrix]
     ins = [ctx.key, *controls]

@@ -1,6 +1,8 @@
-"""The embeddings tab's components and events."""
+"""The Embeddings tab: the embedding stage, tokens at depth l (PCA, similarity, norms), the filters."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import gradio as gr
 
@@ -8,7 +10,9 @@ from vizvit import vocab, web
 from vizvit.session import PhotoKey
 from vizvit.views import embeddings
 
+from .. import kit
 from ..kit import Ctx, safe
+
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(embeddings.EMBED_TEXT)
@@ -56,61 +60,57 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                            format="png", elem_id="emb-filters")
     clicked = gr.State(None)  # (row, col)
 
-    def data(key: PhotoKey):
-        ph = ctx.wb.handle(key)
-        return ph.vm, ph.analysis(), embeddings.data(ph)
+    # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
+    named = dict(depth=depth, clicked=clicked, color_by=color_by)
+    shown_depth = dict(pca=pca_img, maps=maps_img, similarity=sim_img, similarity_text=sim_md, depth_text=depth_md)
+    shown = dict(**shown_depth, scatter=scatter, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,
+                 params=params, params_total=params_total, cls_image=cls_img, filters_image=filters_img)
+    shown_click = dict(pca=pca_img, similarity=sim_img, similarity_text=sim_md)
+    read = kit.reader(named)
+    ins = [ctx.key, *named.values()]
+
+    def params_of(v: tuple) -> embeddings.EmbeddingsParams:
+        return embeddings.EmbeddingsParams.from_controls(read(v))
 
     @safe
-    def show_depth(key: PhotoKey | None, depth_l: int, rc: tuple[int, int] | None):
+    def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return None, None, None, "", ""
-        vm, a, d = data(key)
-        p = embeddings.depth_panel(vm, a, d, depth_l, rc)
-        s = embeddings.similarity_panel(vm, a, d, depth_l, rc)
-        return p.pca_over_photo, p.maps, s.image, s.text, p.text
+            return kit.empty(outs, keep=(depth,))
+        page = embeddings.show(ctx.wb.handle(key), params_of(v))
+        return {**kit.values(page, shown), depth: gr.Slider(maximum=page.num_layers, value=page.depth)}
 
     @safe
-    def show_all(key: PhotoKey | None, depth_l: int, rc: tuple[int, int] | None, color: str):
+    def show_depth(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return (None, None, None, "", "", None, None, "", "", "", None, "", None, None, gr.skip())
-        pg = embeddings.show(ctx.wb.handle(key), depth_l, rc, color)
-        p, s = pg.depth_panel, pg.similarity
-        return (p.pca_over_photo, p.maps, s.image, s.text, p.text, pg.scatter, pg.stage.steps, pg.stage.check,
-                pg.cls_text, pg.filters_text, pg.stage.params, pg.stage.total, pg.cls_image, pg.filters_image,
-                gr.Slider(maximum=ctx.wb.model(key.model_id).geometry.num_layers, value=pg.depth))
+            return kit.empty(list(shown_depth.values()))
+        return kit.values(embeddings.change_depth(ctx.wb.handle(key), params_of(v)), shown_depth)
 
     @safe
-    def click(key: PhotoKey | None, evt: gr.SelectData):
+    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         if key is None:
-            return None
+            return {clicked: None}
         r, c, _ = embeddings.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return r, c
+        return {clicked: (r, c)}
 
     @safe
-    def show_similarity(key: PhotoKey | None, depth_l: int, rc: tuple[int, int] | None):
+    def show_similarity(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return None, None, ""
-        vm, a, d = data(key)
-        s = embeddings.similarity_panel(vm, a, d, depth_l, rc)
-        return embeddings.pca_over_photo(vm, d, depth_l, rc), s.image, s.text
+            return kit.empty(list(shown_click.values()))
+        return kit.values(embeddings.change_click(ctx.wb.handle(key), params_of(v)), shown_click)
 
     @safe
-    def show_scatter(key: PhotoKey | None, depth_l: int, color: str):
+    def show_scatter(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return None
-        vm, _, d = data(key)
-        return embeddings.scatter_figure(vm, d, depth_l, color)
+            return {scatter: None}
+        return {scatter: embeddings.scatter(ctx.wb.handle(key), params_of(v))}
 
-    depth_outs = [pca_img, maps_img, sim_img, sim_md, depth_md]
-    all_outs = [*depth_outs, scatter, steps, check, cls_md, filters_md, params, params_total, cls_img,
-                filters_img, depth]
-    ctx.on_show(tab, show_all, [ctx.key, depth, clicked, color_by], all_outs)
+    outs = [*shown.values(), depth]
+    ctx.on_show(tab, show, ins, outs)
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
-    depth.change(show_depth, [ctx.key, depth, clicked], depth_outs, show_progress="hidden").then(
-        show_scatter, [ctx.key, depth, color_by], scatter, show_progress="hidden",
+    depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden").then(
+        show_scatter, ins, scatter, show_progress="hidden",
         js=web.after_paint("#emb-pictures img"))
     for img in (pca_img, sim_img):
-        img.select(click, [ctx.key], clicked).then(show_similarity, [ctx.key, depth, clicked],
-                                                    [pca_img, sim_img, sim_md], show_progress="hidden")
-    color_by.change(show_scatter, [ctx.key, depth, color_by], scatter, show_progress="hidden")
-
+        img.select(click, [ctx.key], clicked).then(show_similarity, ins, list(shown_click.values()),
+                                                    show_progress="hidden")
+    color_by.change(show_scatter, ins, scatter, show_progress="hidden")

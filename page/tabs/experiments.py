@@ -1,17 +1,19 @@
-"""The experiments tab's components and events."""
+"""The Experiments tab: shift, masks, the shift sweep, deletion and insertion curves."""
 
 from __future__ import annotations
 
 import gradio as gr
 
-from typing import Callable
+from typing import Any, Callable
 
 from vizvit import vocab
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey
 from vizvit.views import experiments
 
+from .. import kit
 from ..kit import Ctx, safe
+
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
@@ -72,43 +74,60 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         ins_plot = gr.Plot(label="Insertion", elem_id="insertion-plot")
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
 
-    @safe
-    def show_shift(key: PhotoKey | None, x: int, y: int, f: str):
-        if key is None:
-            return None, None, "", None
-        p = experiments.shift_panel(wb.handle(key), int(x), int(y), f)
-        return p.view, p.cosine, p.cosine_text, p.top5
+    # Every control by the ExperimentsParams field it sets; every component by the field it shows.
+    named = dict(dx=dx, dy=dy, fill=fill, mask=mask, mode=mode)
+    shown_shift = dict(view=shift_img, cosine=cos_img, cosine_text=shift_info, top5=shift_top5)  # ShiftPanel
+    shown_mask = dict(grid=mask_grid, masked=masked_img, text=mask_info, top5=mask_top5)  # MaskPanel
+    shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info, shift_top5=shift_top5,
+                 mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info, mask_top5=mask_top5)
+    read = kit.reader(named)
+    ins = [ctx.key, *named.values()]
+    shift_outs, mask_outs = list(shown_shift.values()), list(shown_mask.values())
+
+    def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
+        return experiments.ExperimentsParams.from_controls({**read(v), **changed})
 
     @safe
-    def limits(key: PhotoKey | None):
+    def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return gr.skip(), gr.skip()
-        lo, hi = experiments.shift_limits(wb.handle(key))
-        return gr.update(minimum=lo, maximum=hi), gr.update(minimum=lo, maximum=hi)
+            return kit.empty(outs, keep=(dx, dy))
+        page = experiments.show(wb.handle(key), params(v))
+        lo, hi = page.shift_limits
+        return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi)}
 
     @safe
-    def show_mask(key: PhotoKey | None, m: tuple[int, ...], md: str):
+    def show_shift(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return None, None, "", None
-        p = experiments.mask_panel(wb.handle(key), m, md)
-        return p.grid, p.masked, p.text, p.top5
+            return kit.empty(shift_outs)
+        p = params(v)
+        return kit.values(experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill), shown_shift)
+
+    def mask_views(key: PhotoKey, m: tuple[int, ...], md: str) -> dict:
+        return kit.values(experiments.mask_panel(wb.handle(key), m, md), shown_mask)
+
+    @safe
+    def show_mask(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(mask_outs)
+        p = params(v)
+        return mask_views(key, p.mask, p.mode)
 
     # A toggle or a mask button answers in ONE event (the new mask and its views), not a state
     # event and a .then(): each event costs the page a queue round trip and Gradio's own work.
     @safe
-    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, evt: gr.SelectData):
+    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, evt: gr.SelectData) -> dict:
         if key is None:
-            return (gr.skip(),) * 5
+            return kit.skip([mask, *mask_outs])
         m = experiments.toggle_at(wb.handle(key), m, evt.index[0], evt.index[1])
-        return (m, *show_mask(key, m, md))
+        return {mask: m, **mask_views(key, m, md)}
 
     def action(name: str) -> Callable:
         @safe
-        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str):
+        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str) -> dict:
             if key is None:
-                return (gr.skip(),) * 6
+                return kit.skip([mask, seed, *mask_outs])
             m = experiments.mask_action(wb.handle(key), m, name, pct, s)
-            return (m, s + (name == "random"), *show_mask(key, m, md))
+            return {mask: m, seed: s + (name == "random"), **mask_views(key, m, md)}
 
         return run
 
@@ -117,7 +136,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             raise UserError("Upload a photo first.")
         for p in experiments.sweep_progress(wb.handle(key)):
-            yield p.figure, p.table, p.text
+            yield {sweep_plot: p.figure, sweep_table: p.table, sweep_text: p.text}
 
     @safe
     def curves(key: PhotoKey | None, n: int, md: str):
@@ -125,21 +144,18 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             raise UserError("Upload a photo first.")
         for p in experiments.curves_progress(wb.handle(key), int(n), md):
             if p.deletion is None:  # only the news that work has started
-                yield gr.skip(), gr.skip(), gr.skip(), p.text
+                yield {curves_text: p.text}
             else:
-                yield p.deletion, p.insertion, p.table, p.text
+                yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
 
-    shift_ins, shift_outs = [ctx.key, dx, dy, fill], [shift_img, cos_img, shift_info, shift_top5]
-    ctx.on_show(tab, limits, [ctx.key], [dx, dy])
-    ctx.on_show(tab, show_shift, shift_ins, shift_outs)
+    outs = [*shown.values(), dx, dy]
+    ctx.on_show(tab, show, ins, outs)
     # input (user moves or types), not change: on_show's range update must not re-run it.
     # always_last: while dragging, one forward in flight, then the latest value.
     for ev in (dx.input, dy.input, fill.input):
-        ev(show_shift, shift_ins, shift_outs, show_progress="hidden", trigger_mode="always_last")
+        ev(show_shift, ins, shift_outs, show_progress="hidden", trigger_mode="always_last")
 
-    mask_ins, mask_outs = [ctx.key, mask, mode], [mask_grid, masked_img, mask_info, mask_top5]
-    ctx.on_show(tab, show_mask, mask_ins, mask_outs)
-    mode.change(show_mask, mask_ins, mask_outs, show_progress="hidden")
+    mode.change(show_mask, ins, mask_outs, show_progress="hidden")
     mask_grid.select(click, [ctx.key, mask, mode], [mask, *mask_outs], show_progress="hidden")
     for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
                       (b_bottom, "bottom")):
@@ -150,4 +166,3 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
     stop_btn.click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
-

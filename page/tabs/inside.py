@@ -1,17 +1,19 @@
-"""The inside tab's components and events."""
+"""The Inside tab: the logit lens, head ablation, which heads matter."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import gradio as gr
 
 from vizvit import vocab
-from vizvit.ablation import Ablation
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey
-from vizvit.views import common as panels
 from vizvit.views import inside
 
+from .. import kit
 from ..kit import Ctx, safe
+
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
@@ -42,38 +44,36 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     importance_text = gr.Markdown(elem_id="importance-text")
     ctx.links.update(ablate=heads, ablate_mode=mode)
 
+    shown = dict(lens_table=lens_table, lens_plot=lens_plot, lens_text=lens_text, depth_top5=depth_top5, grid=grid,
+                 top5=top5, ablate_text=ablate_text, heads=heads, mode=mode)
+    named: dict = {}  # no control changes what opening the tab shows (the heads off are in the key)
+
     @safe
-    def show(key: PhotoKey | None):
+    def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return [], None, "", None, None, None, "", gr.skip(), gr.skip()
-        ph = wb.handle(key)
-        lp, ap_ = inside.show(ph)
-        lens_out = (lp.rows, lp.figure, lp.text) if lp else ([], None, inside.NO_LENS_TEXT)
-        return (*lens_out, None, ap_.grid, ap_.top5, ap_.text, inside.format_heads(key.ablation.heads),
-                key.ablation.mode)
+            return kit.empty(outs, keep=(heads, mode))
+        return kit.values(inside.show(wb.handle(key), inside.InsideParams.from_controls(kit.reader(named)(v))), shown)
 
-    def ablated(key: PhotoKey, ab: Ablation):
-        k = inside.with_ablation(key, ab)
-        return k, panels.status_line(wb.model(k.model_id), wb.analysis(k), wb.photo(k.sha1).size)
+    def ablated(a: inside.Ablated | None) -> dict:
+        return kit.skip([ctx.key, ctx.status]) if a is None else {ctx.key: a.key, ctx.status: a.status}
 
     @safe
-    def click(key: PhotoKey | None, evt: gr.SelectData):
+    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         if key is None:
-            return gr.skip(), gr.skip()
-        cells, _ = inside.cell_at(wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return ablated(key, inside.toggle(key.ablation, cells)) if cells else (gr.skip(), gr.skip())
+            return kit.skip([ctx.key, ctx.status])
+        return ablated(inside.click(wb.handle(key), evt.index[0], evt.index[1]))
 
     @safe
-    def typed(key: PhotoKey | None, text: str, m: str):
+    def typed(key: PhotoKey | None, text: str, m: str) -> dict:
         if key is None:
             raise UserError("Upload a photo first.")
-        return ablated(key, inside.parse_ablation(text, m, wb.model(key.model_id).geometry))
+        return ablated(inside.typed(wb.handle(key), text, m))
 
     @safe
-    def depth(key: PhotoKey | None, evt: gr.SelectData):
+    def depth(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         if key is None:
-            return None
-        return inside.depth_top5(wb.handle(key), int(evt.index[0]))
+            return {depth_top5: None}
+        return {depth_top5: inside.depth_top5(wb.handle(key), int(evt.index[0]))}
 
     @safe
     def importance(key: PhotoKey | None):
@@ -81,10 +81,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             raise UserError("Upload a photo first.")
         ph = wb.handle(key)
         for imp, done, total in inside.importance_steps(ph):
-            yield inside.ablation_grid(ph.vm.geometry, key.ablation, imp), inside.importance_text(ph.vm, done, total, imp)
+            yield {grid: inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
+                   importance_text: inside.importance_text(ph.vm, done, total, imp)}
 
-    outs = [lens_table, lens_plot, lens_text, depth_top5, grid, top5, ablate_text, heads, mode]
-    ctx.on_show(tab, show, [ctx.key], outs)
+    outs = list(shown.values())
+    ctx.on_show(tab, show, [ctx.key, *named.values()], outs)
     # Each change makes a new session key (the ablation is part of it); key.change redraws
     # whichever tab is open, so every tab shows the ablated model.
     grid.select(click, [ctx.key], [ctx.key, ctx.status], show_progress="hidden")
@@ -95,4 +96,3 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     running = run_btn.click(importance, [ctx.key], [grid, importance_text])
     stop_btn.click(None, None, None, cancels=[running])
     ctx.long_work.append(running)
-

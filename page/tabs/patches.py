@@ -1,6 +1,8 @@
-"""The patches tab's components and events."""
+"""The Patches tab: the grid, the sequence, the top-5, the numbers (and CLIP / SigLIP's label map)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import gradio as gr
 
@@ -8,7 +10,9 @@ from vizvit.session import PhotoKey
 from vizvit.views import common as panels
 from vizvit.views import patches
 
+from .. import kit
 from ..kit import Ctx, safe
+
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
@@ -38,47 +42,54 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     explanation = gr.Markdown(elem_id="patches-numbers")
     clicked = gr.State(None)  # (row, col)
 
-    @safe
-    def show(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
-        if key is None:
-            return None, None, None, None, "", "", gr.Dropdown(choices=[], value=None), None, ""
-        ph = ctx.wb.handle(key)
-        p = patches.show(ph, lines_on, idx_on, rc)
-        if ph.vm.zero_shot is None:
-            lab = (gr.Dropdown(choices=[], value=None), None, patches.label_rule_text(ph.vm))
-        else:
-            img, text = patches.label_map(ph)
-            lab = (gr.Dropdown(choices=patches.label_choices(ph.vm), value=ph.analysis().top5[0].label), img, text)
-        return p.grid, p.strip, p.top5, p.numbers, p.patch_text, p.explanation, *lab
+    # Every control by the PatchesParams field it sets; every component by the Page field it shows.
+    named = dict(lines=lines, indices=indices, clicked=clicked)
+    shown = dict(grid=grid_img, strip=strip, top5=top5, numbers=numbers, patch_info=patch_info,
+                 explanation=explanation, label_map=label_img, label_text=label_text)
+    read = kit.reader(named)
+
+    def params(v: tuple) -> patches.PatchesParams:
+        return patches.PatchesParams.from_controls(read(v))
 
     @safe
-    def show_label(key: PhotoKey | None, label: str | None):
+    def show(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(outs)
+        page = patches.show(ctx.wb.handle(key), params(v))
+        return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label)}
+
+    @safe
+    def preview(key: PhotoKey, *v: Any) -> dict:
+        return {grid_img: patches.preview(ctx.wb.handle(key), params(v))}
+
+    @safe
+    def show_label(key: PhotoKey | None, label: str | None) -> dict:
         if key is None or not label:
-            return gr.skip(), gr.skip()
-        return patches.label_map(ctx.wb.handle(key), label)
+            return kit.skip([label_img, label_text])
+        img, text = patches.label_map(ctx.wb.handle(key), label)
+        return {label_img: img, label_text: text}
 
     @safe
-    def redraw(key: PhotoKey | None, lines_on: bool, idx_on: bool, rc: tuple[int, int] | None):
+    def redraw(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return gr.skip(), gr.skip(), gr.skip()
-        return patches.change(ctx.wb.handle(key), lines_on, idx_on, rc)
+            return kit.skip(redrawn)
+        return kit.values(patches.change(ctx.wb.handle(key), params(v)), shown_redrawn)
 
     @safe
-    def click(key: PhotoKey | None, evt: gr.SelectData):
+    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         if key is None:
-            return None
-        return panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+            return {clicked: None}
+        return {clicked: panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
 
-    ins = [ctx.key, lines, indices, clicked]
-    ctx.on_show(tab, show, ins, [grid_img, strip, top5, numbers, patch_info, explanation, label_pick, label_img,
-                                 label_text])
+    ins = [ctx.key, *named.values()]
+    outs = [*shown.values(), label_pick]
+    ctx.on_show(tab, show, ins, outs)
     # The grid alone: one picture to encode, fetch and decode while the forward takes the CPU.
-    ctx.on_preview(tab, lambda key, *v: patches.preview(ctx.wb.handle(key), *v), [lines, indices, clicked],
-                   [grid_img])
+    ctx.on_preview(tab, preview, list(named.values()), [grid_img])
     label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
-    redrawn = [grid_img, patch_info, strip]
+    shown_redrawn = dict(grid=grid_img, patch_info=patch_info, strip=strip)
+    redrawn = list(shown_redrawn.values())
     lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
     indices.change(redraw, ins, redrawn, show_progress="hidden")
     grid_img.select(click, [ctx.key], clicked).then(redraw, ins, redrawn, show_progress="hidden")
-

@@ -1,6 +1,8 @@
-"""The positions tab's components and events."""
+"""The Positions tab: position-embedding similarity, encodings compared, other resolutions."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import gradio as gr
 
@@ -8,7 +10,9 @@ from vizvit import vocab
 from vizvit.session import PhotoKey
 from vizvit.views import positions
 
+from .. import kit
 from ..kit import Ctx, safe
+
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
@@ -38,27 +42,33 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             res_top5 = gr.Plot(label="Predictions at that size", elem_id="pos-res-top5")
             res_text = gr.Markdown(elem_id="pos-res-text")
 
-    @safe
-    def show(key: PhotoKey | None, px: int):
-        if key is None:
-            return (None,) * 9
-        p, r = positions.show(ctx.wb.handle(key), px)
-        return p.grid_img, p.tile_fig, p.cls_fig, p.text, p.compare_img, p.numbers, r.grid_img, r.top5, r.text
+    # Every control by the PositionsParams field it sets; every component by the Page field it shows.
+    named = dict(size=size)
+    shown = dict(grid=grid_img, tile=tile_plot, cls=cls_plot, text=text, compare=compare, numbers=numbers,
+                 res_grid=res_img, res_top5=res_top5, res_text=res_text)
+    shown_size = dict(grid_img=res_img, top5=res_top5, text=res_text)  # a ResolutionPanel's fields
+    read = kit.reader(named)
+    ins = [ctx.key, *named.values()]
 
     @safe
-    def resize(key: PhotoKey | None, px: int):
+    def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return None, None, ""
-        r = positions.resolution_panel(ctx.wb.handle(key), px)
-        return r.grid_img, r.top5, r.text
+            return kit.empty(outs)
+        return kit.values(positions.show(ctx.wb.handle(key), positions.PositionsParams.from_controls(read(v))), shown)
 
     @safe
-    def click(key: PhotoKey | None, evt: gr.SelectData):
+    def resize(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(list(shown_size.values()))
+        p = positions.PositionsParams.from_controls(read(v))
+        return kit.values(positions.resolution_panel(ctx.wb.handle(key), p.size), shown_size)
+
+    @safe
+    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         hit = None if key is None else positions.click_tile(ctx.wb.handle(key), evt.index[0], evt.index[1])
-        return (gr.skip(), gr.skip()) if hit is None else hit
+        return kit.skip([grid_img, tile_plot]) if hit is None else dict(zip([grid_img, tile_plot], hit))
 
-    ctx.on_show(tab, show, [ctx.key, size],
-                [grid_img, tile_plot, cls_plot, text, compare, numbers, res_img, res_top5, res_text])
-    size.change(resize, [ctx.key, size], [res_img, res_top5, res_text])
+    outs = list(shown.values())
+    ctx.on_show(tab, show, ins, outs)
+    size.change(resize, ins, list(shown_size.values()))
     grid_img.select(click, [ctx.key], [grid_img, tile_plot], show_progress="hidden")
-
