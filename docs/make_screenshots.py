@@ -19,7 +19,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from appserver import running  # noqa: E402
 from browser import page_at, upload, wait_image  # noqa: E402
-from app import TABS  # noqa: E402
+from vizvit.vocab import TABS  # noqa: E402
 
 import vizvit  # noqa: E402
 
@@ -36,7 +36,7 @@ def tour(vm: vizvit.VitModel, out: Path) -> None:
                 upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
                 wait_image(page, "patch-grid")
                 page.wait_for_selector("#status:has-text('top-1')")
-                for label, tab_id, _ in TABS:
+                for tab_id, label in TABS.items():
                     page.get_by_role("tab", name=label).click()
                     page.wait_for_timeout(4000)  # the tab's first pictures and charts
                     for y in range(0, 20000, h):  # pictures below the fold load once scrolled to (lazy)

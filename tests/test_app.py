@@ -7,6 +7,9 @@ import pytest
 from gradio_client import Client, handle_file
 
 import app
+from page import kit, shell
+from page.endpoints import PUBLIC_ENDPOINTS
+from vizvit.launch import start_model
 from appserver import page_name, running
 from conftest import EXAMPLES
 from make_inputs import CASES, write_all
@@ -16,7 +19,7 @@ from vizvit.session import Workbench
 def test_build_demo_builds(tiny16):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
-    demo = app.build_demo(wb, tiny16.id)
+    demo = shell.build_demo(wb, tiny16.id)
     assert isinstance(demo, gr.Blocks)
     kw = app.launch_kwargs()
     assert kw["ssr_mode"] is False and kw["run_history"] is False and kw["max_file_size"]
@@ -53,16 +56,16 @@ def test_bad_uploads_get_messages_and_the_server_keeps_serving(server, tiny16, t
 
 def test_only_the_documented_endpoints_are_public(server):
     info = Client(server, verbose=False).view_api(return_format="dict")
-    assert sorted(info["named_endpoints"]) == sorted(f"/{n}" for n in app.PUBLIC_ENDPOINTS)
+    assert sorted(info["named_endpoints"]) == sorted(f"/{n}" for n in PUBLIC_ENDPOINTS)
     assert not info["unnamed_endpoints"]
 
 
 def test_unreachable_default_model_falls_back_to_random_weights_and_says_so(caplog):
     wb = Workbench(device="cpu")
-    model_id = app.start_model(wb, "google/vit-base-patch16-224")  # HF_HUB_OFFLINE=1 here
+    model_id = start_model(wb, "google/vit-base-patch16-224")  # HF_HUB_OFFLINE=1 here
     assert model_id == "random:vit-base-patch16-224"
     assert any("Could not load" in r.message for r in caplog.records)  # the reason goes to the log
-    demo = app.build_demo(wb, model_id, offline=True)
+    demo = shell.build_demo(wb, model_id, offline=True)
     banner = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "banner")
     assert "No internet" in banner.value and "untrained random weights" in banner.value
     assert "Error" not in banner.value and "--model" not in banner.value  # no exception names, no CLI advice
@@ -73,11 +76,11 @@ def test_library_errors_are_not_shown_verbatim():
 
     from vizvit.errors import UserError
 
-    @app.safe
+    @kit.safe
     def ours():
         raise UserError("Please upload a photo.")
 
-    @app.safe
+    @kit.safe
     def deep():
         np.zeros(3).reshape(2, 2)  # numpy's own ValueError
 
@@ -91,14 +94,14 @@ def test_library_errors_are_not_shown_verbatim():
 def test_every_tab_links_the_methods_page(tiny16):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
-    demo = app.build_demo(wb, tiny16.id)
+    demo = shell.build_demo(wb, tiny16.id)
     blocks = list(demo.blocks.values())
-    assert sum(getattr(b, "value", None) == app.METHODS_LINK for b in blocks) == len(app.TABS)
-    assert "#methods" in app.METHODS_LINK
+    assert sum(getattr(b, "value", None) == shell.METHODS_LINK for b in blocks) == len(shell.TABS)
+    assert "#methods" in shell.METHODS_LINK
     assert any(getattr(b, "elem_id", None) == "methods" for b in blocks)
     assert any("## Head ablation" in str(getattr(b, "value", "")) for b in blocks)
     for section in ("## Attention rollout", "## Class-specific relevance", "## Logit lens", "## Head ablation"):
-        assert section in app.METHODS_TEXT
+        assert section in shell.METHODS_TEXT
 
 
 def test_the_api_placeholders_stay_out_of_the_page_layout(tiny16):
@@ -106,7 +109,7 @@ def test_the_api_placeholders_stay_out_of_the_page_layout(tiny16):
     They stay registered, so the public endpoints keep their schema (see the endpoint tests)."""
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
-    demo = app.build_demo(wb, tiny16.id)
+    demo = shell.build_demo(wb, tiny16.id)
     config = demo.get_config_file()
     types = {c["id"]: c["type"] for c in config["components"]}
 

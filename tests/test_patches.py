@@ -74,8 +74,9 @@ def test_a_new_photos_preview_needs_no_forward_and_is_the_grid_drawn_after_it(fa
     wb = Workbench(device="cpu")
     wb.add_model(fam)
     ph = wb.handle(PhotoKey(fam.id, wb.add_photo(cat)))
-    first = patches.preview(ph, lines, indices, clicked)
+    p = patches.PatchesParams(lines, indices, clicked)
+    first = patches.preview(ph, p)
     assert len(wb.cache) == 0, "the preview ran a forward pass (or a text forward)"
-    after = patches.show(ph, lines, indices, clicked).grid
+    after = patches.show(ph, p).grid
     assert first.dtype == np.uint8 and first.shape == after.shape
     assert np.array_equal(first, after), f"{fam.id}: the preview differs from the grid drawn after the forward"

@@ -23,12 +23,12 @@ def test_every_view_has_the_same_export_entry_points():
 
 
 def test_hooks_are_registered_in_the_engine_only():
-    hits = {p.relative_to(ROOT).as_posix() for p in [*(ROOT / "vizvit").rglob("*.py"), ROOT / "app.py"]
+    hits = {p.relative_to(ROOT).as_posix() for p in [*(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py"), ROOT / "app.py"]
             if re.search(r"register_\w*hook\(", p.read_text(encoding="utf-8"))}
     assert hits == {"vizvit/engine.py"}, hits
 
 
 def test_no_js_or_css_left_in_python():
-    for p in [*(ROOT / "vizvit").rglob("*.py"), ROOT / "app.py"]:
+    for p in [*(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py"), ROOT / "app.py"]:
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"=\s*\"\"\"\(\)\s*=>|=\s*\"\(\w*\)\s*=>|\.vizvit-projector \{", text), p

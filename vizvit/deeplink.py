@@ -38,6 +38,12 @@ class DeepLink:
     ablate_mode: str | None = None  # "zero" or "mean"; None = zero
 
 
+# The page's controls a link sets and "Copy link to this view" reads, in THE order: the page's
+# events list them so (page/shell.py), each tab registers its own by these names (ctx.links).
+VIEW_CONTROLS: tuple[str, ...] = ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
+                                  "ablate", "ablate_mode")
+
+
 def _int(value: str) -> int | None:
     try:
         return int(value.strip())

@@ -32,7 +32,7 @@ from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
 from .models import FAMILIES, Family, Geometry, VitModel, pooled  # noqa: F401  (Family, FAMILIES: re-exported)
 from .models import DEFAULT_MODEL, load_model as load_checkpoint
-from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, parse_labels, prompts
+from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
 
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
 # 192 MB) attentions are kept in float16, so a few analyses still fit the cache; ViT-B/16 at
@@ -520,9 +520,7 @@ def with_labels(vm: VitModel, labels: tuple[str, ...] | str, template: str = DEF
     A long-running process asks ``session.Workbench.zero_shot`` instead (cached per prompt)."""
     if vm.text is None:
         raise UserError("Zero-shot labels need an image-text model (CLIP or SigLIP); this model has its own classes.")
-    labs = parse_labels(labels)
-    if not labs:
-        raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
+    labs = required_labels(labels)
     t = check_template(template)
     return vm.with_zero_shot(head_of(vm.model, labs, t, text_embeddings(vm, prompts(labs, t))))
 

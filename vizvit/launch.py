@@ -8,9 +8,17 @@ then 127.0.0.1:7860 (local only, the safe default on a laptop).
 
 from __future__ import annotations
 
-from typing import Mapping
+import logging
+from typing import TYPE_CHECKING, Mapping
 
+from .catalog import OFFLINE_FALLBACK
 from .errors import UserError
+from .models import RANDOM_PREFIX
+
+if TYPE_CHECKING:
+    from .session import Workbench
+
+log = logging.getLogger("vizvit.app")
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -35,3 +43,18 @@ def server_address(host: str | None, port: int | None, env: Mapping[str, str]) -
     if not 0 < port < 65536:
         raise UserError(f"Port {port} is out of range (1..65535).")
     return host, port
+
+
+def start_model(wb: "Workbench", name: str) -> str:
+    """Load the requested model; when it cannot be had (offline, say), fall back to the same
+    architecture with random weights. The page's banner says so; the reason goes to the log."""
+    try:
+        wb.model(name)
+        return name
+    except ValueError as e:
+        if name.startswith(RANDOM_PREFIX):
+            raise
+        log.warning("Could not load %s (%s): showing %s (untrained random weights) instead. "
+                    "Run with --model PATH for a local checkpoint.", name, e, OFFLINE_FALLBACK)
+        wb.model(OFFLINE_FALLBACK)
+        return OFFLINE_FALLBACK

@@ -28,7 +28,7 @@ from .errors import UserError
 from .engine import Analysis, analyze, load_model, nbytes, text_embeddings, with_zero_shot
 from .images import ImageInput, View, image_sha1, load_image, model_input_view
 from .models import VitModel
-from .zeroshot import ZeroShotHead, check_template, head_of, parse_labels, prompts
+from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
 
 
 class AnalysisCache:
@@ -252,9 +252,7 @@ class Workbench:
         """The text side of a label list: cached per list, and each prompt's embedding cached on
         its own, so only prompts never seen before run the text tower (one batched forward)."""
         vm = self.model(model_id)
-        labs, t = parse_labels(labels), check_template(template)
-        if not labs:
-            raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
+        labs, t = required_labels(labels), check_template(template)
 
         def compute() -> ZeroShotHead:
             texts = prompts(labs, t)

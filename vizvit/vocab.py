@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-# -- the tabs, in the page's order (ids double as URL values: ?tab=attention)
-TabId = Literal["patches", "embeddings", "attention", "positions", "experiments", "inside", "lecture"]
-TAB_IDS: tuple[str, ...] = get_args(TabId)
+# -- the tabs, in the page's order: id -> title. THE tab list: vizvit/views/<id>.py computes a
+# tab, page/tabs/<id>.py wires it (both found by the id); ids double as URL values (?tab=attention).
+TABS: dict[str, str] = {"patches": "Patches", "embeddings": "Embeddings", "attention": "Attention",
+                        "positions": "Positions", "experiments": "Experiments", "inside": "Inside",
+                        "lecture": "For lecturers"}
+TabId = str  # one of TAB_IDS
+TAB_IDS: tuple[str, ...] = tuple(TABS)
 
 # -- attention: how heads are fused, which way a clicked patch is read, raw or rolled out
 Fusion = Literal["mean", "max", "min"]

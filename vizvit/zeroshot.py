@@ -68,6 +68,14 @@ def parse_labels(text: str | tuple[str, ...] | list[str] | None) -> tuple[str, .
     return labels
 
 
+def required_labels(text: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
+    """parse_labels, refusing an empty list (the one place that says so)."""
+    labels = parse_labels(text)
+    if not labels:
+        raise UserError("Type at least one label, e.g. a cat, a dog, a teapot.")
+    return labels
+
+
 def check_template(template: str | None) -> str:
     """"" -> the label as it is; otherwise the template must hold one {} where the label goes."""
     t = " ".join(str(template or "").split())

@@ -1,4 +1,4 @@
-"""One module per tab, named like its tab id. No gradio here: app.py wires these.
+"""One module per tab, named like its tab id. No gradio here: page/tabs/<id>.py wires these.
 
 Every module has the same entry points, each taking a ``session.Photo`` handle first:
 ``show`` (what the tab shows on open: a new photo or model), ``change`` or a named
@@ -10,7 +10,9 @@ figures, text. ``common`` holds what the tabs share.
 
 from __future__ import annotations
 
-from . import attention, embeddings, experiments, inside, lecture, patches, positions
+from importlib import import_module
 
-# In the page's order; module names are the tab ids (tests/test_views.py checks).
-VIEWS = (patches, embeddings, attention, positions, experiments, inside, lecture)
+from ..vocab import TAB_IDS
+
+# In the page's order: the module named like each tab id of vocab.TABS (the one tab list).
+VIEWS = tuple(import_module(f".{tab_id}", __name__) for tab_id in TAB_IDS)

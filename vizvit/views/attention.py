@@ -946,21 +946,38 @@ def attention_figures(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dic
 # ------------------------------------------------------------------ what opening the tab shows
 @dataclass(frozen=True)
 class AttentionPage:
-    view: AttentionView
+    """Everything the tab shows when opened or when the photo/model changes, each field named
+    like the component that shows it."""
+
+    params: AttnParams  # the controls clipped to this model (layer, head, query, summary)
+    main: np.ndarray
+    readout: str
+    grid: np.ndarray
+    strip: np.ndarray
     distance: go.Figure
     distance_choices: list[tuple[str, str]]
     classes: list[tuple[str, int]]  # top-5 (label, class index); empty without a classifier
+    book: str | None  # every layer × head of the main map, for the page to draw (None: the server draws)
+    matrix: str | None  # the matrix behind the main map, for a click drawn in the page (None: drawn here)
+
+    @property
+    def view(self) -> AttentionView:
+        return AttentionView(self.main, self.readout, self.grid, self.strip)
 
 
-def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionPage:
+def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,
+                   book: str | None = None, matrix: str | None = None) -> AttentionPage:
     """Everything the tab shows when opened or when the photo/model changes."""
     d = distances(a, cache, p.distance_norm).numpy()
     fig = distance_figure(d, vm.display_name, p.distance_norm)
-    return AttentionPage(attention_view(vm, a, p, cache), fig, distance_choices(d), class_choices(a))
+    v = attention_view(vm, a, p, cache)
+    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, fig, distance_choices(d), class_choices(a), book,
+                         matrix)
 
 
 def clip_params(p: AttnParams, g: Geometry) -> AttnParams:
-    """The same controls, with layer/head/query pulled inside a (possibly new) model's range."""
+    """The same controls, with layer/head/query pulled inside a (possibly new) model's range, and a
+    summary token this model lacks back to its default."""
     from dataclasses import replace
 
     q = p.query if p.query is not None and p.query[0] < g.grid[0] and p.query[1] < g.grid[1] else None
@@ -969,16 +986,47 @@ def clip_params(p: AttnParams, g: Geometry) -> AttnParams:
                    summary=summary)
 
 
+def page_book(ph: Photo, p: AttnParams) -> str | None:
+    """The main map of every layer and head for the page to draw (None: too large, drawn by the server)."""
+    g = ph.vm.geometry
+    if not draws_in_page(g):
+        return None
+    a = ph.analysis()
+    return book_for_page(map_book(ph.vm, a, p, ph.derived), a.input_view, g, photo=repr(ph.key))
+
+
+def page_matrix(ph: Photo, p: AttnParams) -> str | None:
+    """The matrix behind the shown map, for a click drawn in the page (None: drawn by the server)."""
+    return matrix_for_page(ph.analysis(), p, ph.derived, photo=repr(ph.key)) if draws_in_page(ph.vm.geometry) else None
+
+
+@dataclass(frozen=True)
+class AttentionChange:
+    """A control change: what it redraws, each field named like its component."""
+
+    main: np.ndarray | None  # None: unchanged (a layer, head or fusion change the page draws from its book)
+    readout: str
+    grid: np.ndarray
+    strip: np.ndarray
+    matrix: str | None
+    book: str | None  # only when asked for (a new look or query); None also when drawn by the server
+
+
 # ------------------------------------------------------------------ entry points
-def show(ph: Photo, p: AttnParams) -> tuple[AttnParams, AttentionPage]:
-    """On open (a new photo or model): the params clipped to this model, and the whole tab."""
+def show(ph: Photo, p: AttnParams) -> AttentionPage:
+    """On open (a new photo or model): the whole tab, for the params clipped to this model."""
     p = clip_params(p, ph.vm.geometry)
-    return p, attention_page(ph.vm, ph.analysis(), p, ph.derived)
+    return attention_page(ph.vm, ph.analysis(), p, ph.derived, page_book(ph, p), page_matrix(ph, p))
 
 
-def change(ph: Photo, p: AttnParams) -> AttentionView:
-    """On a control change: the main map, its readout, the layers × heads grid and the strip."""
-    return attention_view(ph.vm, ph.analysis(), p, ph.derived)
+def change(ph: Photo, p: AttnParams, drawn_in_page: bool = False, with_book: bool = False) -> AttentionChange:
+    """On a control change: the main map, its readout, the layers × heads grid, the strip and the
+    matrix behind the map. drawn_in_page: a layer, head or fusion change, which the page draws
+    itself from its book (when it has one). with_book: a new look or query, a new book too."""
+    view = attention_view(ph.vm, ph.analysis(), p, ph.derived)
+    m = page_matrix(ph, p)
+    return AttentionChange(None if drawn_in_page and m is not None else view.main, view.readout, view.grid,
+                           view.strip, m, page_book(ph, p) if with_book else None)
 
 
 def relevance(ph: Photo, class_index: int, p: AttnParams) -> tuple[np.ndarray, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -521,28 +522,87 @@ def data(ph: Photo) -> EmbeddingsData:
 
 
 @dataclass(frozen=True)
-class EmbeddingsPage:
-    """Everything the tab shows on open, at one depth."""
+class EmbeddingsParams:
+    """Everything a control on the tab sets."""
 
-    depth: int  # the depth shown (clamped to this model's L)
-    stage: StagePanel
-    depth_panel: DepthPanel
-    similarity: SimilarityPanel
+    depth: int = 0  # 0 = after the embedding stage; l = after block l
+    clicked: tuple[int, int] | None = None  # (row, col); None = the middle patch
+    color_by: str = "row"  # vocab.COLOR_CHOICES
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "EmbeddingsParams":
+        """The page's control values by field name -> EmbeddingsParams."""
+        return cls(depth=int(v["depth"]), clicked=v["clicked"], color_by=v.get("color_by", "row"))
+
+
+@dataclass(frozen=True)
+class DepthChange:
+    """A new depth: the pictures at that depth (the scatter follows on its own, see scatter)."""
+
+    pca: np.ndarray  # the patch-token PCA as RGB over the photo (clickable)
+    maps: np.ndarray  # the PCA map alone | token norms
+    similarity: np.ndarray  # cos(clicked token, patch) over the photo (clickable)
+    similarity_text: str
+    depth_text: str
+
+
+@dataclass(frozen=True)
+class ClickChange:
+    """A clicked patch: the two pictures that outline it, and the similarity's text."""
+
+    pca: np.ndarray
+    similarity: np.ndarray
+    similarity_text: str
+
+
+@dataclass(frozen=True)
+class EmbeddingsPage(DepthChange):
+    """Everything the tab shows on open, at one depth, each field named like its component."""
+
     scatter: go.Figure
+    steps: list[list[str]]  # [step, shape, what happens]
+    check: str  # conv == unfold + linear
+    params: list[list[str]]  # [stage, parameters, share]
+    params_total: str
     cls_text: str
     cls_image: np.ndarray
     filters_text: str
     filters_image: np.ndarray
+    depth: int  # the depth shown (clamped to this model's L)
+    num_layers: int  # the depth slider's top
 
 
-def show(ph: Photo, depth: int, rc: tuple[int, int] | None = None, color_by: str = "row") -> EmbeddingsPage:
+def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
     """On open (a new photo or model): every part of the tab at `depth` (clamped to L)."""
     vm, a, d = ph.vm, ph.analysis(), data(ph)
-    depth = min(int(depth), vm.geometry.num_layers)
-    return EmbeddingsPage(depth, stage_panel(vm, d), depth_panel(vm, a, d, depth, rc),
-                          similarity_panel(vm, a, d, depth, rc), scatter_figure(vm, d, depth, color_by),
-                          cls_similarity_text(vm, d), cls_similarity_image(vm, d), filters_text(vm, d),
-                          filters_image(d))
+    L = vm.geometry.num_layers
+    depth = min(p.depth, L)
+    dp, sp, st = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked), stage_panel(vm, d)
+    return EmbeddingsPage(pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
+                          depth_text=dp.text, scatter=scatter_figure(vm, d, depth, p.color_by), steps=st.steps,
+                          check=st.check, params=st.params, params_total=st.total,
+                          cls_text=cls_similarity_text(vm, d), cls_image=cls_similarity_image(vm, d),
+                          filters_text=filters_text(vm, d), filters_image=filters_image(d), depth=depth, num_layers=L)
+
+
+def change_depth(ph: Photo, p: EmbeddingsParams) -> DepthChange:
+    """On a depth change: the pictures and texts at the new depth."""
+    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    dp, sp = depth_panel(vm, a, d, p.depth, p.clicked), similarity_panel(vm, a, d, p.depth, p.clicked)
+    return DepthChange(pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
+                       depth_text=dp.text)
+
+
+def change_click(ph: Photo, p: EmbeddingsParams) -> ClickChange:
+    """On a clicked patch: the PCA picture and the similarity picture, outlining it."""
+    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    sp = similarity_panel(vm, a, d, p.depth, p.clicked)
+    return ClickChange(pca=pca_over_photo(vm, d, p.depth, p.clicked), similarity=sp.image, similarity_text=sp.text)
+
+
+def scatter(ph: Photo, p: EmbeddingsParams) -> go.Figure:
+    """On a depth or colour change: the PCA scatter (the slowest part of a slider move)."""
+    return scatter_figure(ph.vm, data(ph), p.depth, p.color_by)
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:

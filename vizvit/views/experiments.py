@@ -6,7 +6,7 @@ No gradio here; app.py only wires these."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import plotly.graph_objects as go
@@ -448,7 +448,42 @@ def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
     return out
 
 
-def show(ph: Photo, dx: int, dy: int, fill: str, mask: tuple[int, ...] | None,
-         mode: str) -> tuple[ShiftPanel, MaskPanel]:
-    """On open: the shifted view and the masked view (the sweep and curves run on request)."""
-    return shift_panel(ph, int(dx), int(dy), fill), mask_panel(ph, mask, mode)
+@dataclass(frozen=True)
+class ExperimentsParams:
+    """Everything a control on the tab sets."""
+
+    dx: int = 0  # shift right (pixels)
+    dy: int = 0  # shift down
+    fill: str = "edge"  # what enters at the border (vocab.FILLS)
+    mask: tuple[int, ...] = ()  # row-major patch ids
+    mode: str = "drop"  # how a masked patch is removed (vocab.MASK_MODES)
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "ExperimentsParams":
+        """The page's control values by field name -> ExperimentsParams (missing: the default)."""
+        d = cls()
+        return cls(dx=int(v.get("dx", d.dx)), dy=int(v.get("dy", d.dy)), fill=v.get("fill", d.fill),
+                   mask=v.get("mask", d.mask), mode=v.get("mode", d.mode))
+
+
+@dataclass(frozen=True)
+class ExperimentsPage:
+    """What the tab shows on open (the sweep and curves run on request), each field named like its
+    component."""
+
+    shift_limits: tuple[int, int]  # the dx / dy sliders' range (±2P)
+    shift_view: np.ndarray
+    shift_cos: np.ndarray
+    shift_info: str
+    shift_top5: go.Figure | None
+    mask_grid: np.ndarray
+    masked_view: np.ndarray
+    mask_info: str
+    mask_top5: go.Figure | None
+
+
+def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
+    """On open: the shift sliders' range, the shifted view and the masked view."""
+    limits = shift_limits(ph)
+    s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
+    return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, m.grid, m.masked, m.text, m.top5)

@@ -10,7 +10,7 @@ when one head alone is zeroed, L·H forwards batched, streamed and cached per ph
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import cv2
 import numpy as np
@@ -23,7 +23,7 @@ from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
 from ..session import Photo, PhotoKey
-from .common import top5_figure
+from .common import status_line, top5_figure
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
 last block): the model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head trained to read depth L only: early rows show how
@@ -295,9 +295,65 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
 
 
 # ------------------------------------------------------------------ tab entry points
-def show(ph: Photo) -> tuple[LensPanel | None, AblationPanel]:
-    """On open: the lens (None without a classifier) and the ablation grid with the top-5."""
-    return (lens_panel(ph) if ph.vm.has_classifier else None), ablation_panel(ph)
+@dataclass(frozen=True)
+class InsideParams:
+    """The tab's controls that change what opening it shows: none (the heads switched off are in
+    the session's key, ph.key.ablation)."""
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "InsideParams":
+        return cls()
+
+
+@dataclass(frozen=True)
+class InsidePage:
+    """What the tab shows on open, each field named like its component."""
+
+    lens_table: list[list[str]]  # LENS_HEADERS, one row per depth; empty without a classifier
+    lens_plot: go.Figure | None
+    lens_text: str
+    depth_top5: go.Figure | None  # nothing until a depth is clicked
+    grid: np.ndarray  # layers × heads, the switched-off ones crossed out
+    top5: go.Figure | None
+    ablate_text: str
+    heads: str  # the heads box: those switched off, "3.5, 7.1"
+    mode: str  # zero or mean
+
+
+def show(ph: Photo, p: InsideParams) -> InsidePage:
+    """On open: the lens (none without a classifier) and the ablation grid with the top-5."""
+    lp, ab = (lens_panel(ph) if ph.vm.has_classifier else None), ablation_panel(ph)
+    rows, fig, text = (lp.rows, lp.figure, lp.text) if lp else ([], None, NO_LENS_TEXT)
+    return InsidePage(lens_table=rows, lens_plot=fig, lens_text=text, depth_top5=None, grid=ab.grid, top5=ab.top5,
+                      ablate_text=ab.text, heads=format_heads(ph.key.ablation.heads), mode=ph.key.ablation.mode)
+
+
+@dataclass(frozen=True)
+class Ablated:
+    """The session's new key with these heads off, and the status line for it."""
+
+    key: PhotoKey
+    status: str
+
+
+def ablate(ph: Photo, ablation: Ablation) -> Ablated:
+    """Switch these heads off for the session (every tab then shows that model): the new key, after its
+    forward, and its status line."""
+    k = with_ablation(ph.key, ablation)
+    wb = ph.wb
+    return Ablated(k, status_line(wb.model(k.model_id), wb.analysis(k), wb.photo(k.sha1).size))
+
+
+def click(ph: Photo, x: float, y: float) -> Ablated | None:
+    """A click on the layers × heads grid: that head (or a whole layer, on its label) toggled;
+    None off the cells."""
+    cells, _ = cell_at(ph.wb.model(ph.key.model_id).geometry, x, y)
+    return ablate(ph, toggle(ph.key.ablation, cells)) if cells else None
+
+
+def typed(ph: Photo, text: str, mode: str) -> Ablated:
+    """The heads box and the mode radio, applied."""
+    return ablate(ph, parse_ablation(text, mode, ph.wb.model(ph.key.model_id).geometry))
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:

@@ -3,6 +3,9 @@ Needs no photo."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ..errors import UserError
@@ -61,9 +64,30 @@ def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:
 
 
 # ------------------------------------------------------------------ entry points
-def show(side: int = 224, patch: int = 16) -> tuple[list[list[str]], str]:
-    """On open and on a control change: the calculator's table and text."""
-    return attention_cost_panel(int(side), int(patch))
+@dataclass(frozen=True)
+class LectureParams:
+    """Everything a control on the tab sets."""
+
+    side: int = 224  # image side (pixels)
+    patch: int = 16  # patch size P
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "LectureParams":
+        return cls(side=int(v["side"]), patch=int(v["patch"]))
+
+
+@dataclass(frozen=True)
+class LecturePage:
+    """What the tab shows, each field named like its component."""
+
+    cost: list[list[str]]  # the calculator's table (its header row is the Dataframe's headers)
+    cost_text: str
+
+
+def show(ph: Photo | None, p: LectureParams) -> LecturePage:
+    """On open and on a control change: the calculator's table and text. It reads no photo (ph may
+    be None): the same shape as every tab's show."""
+    return LecturePage(*attention_cost_panel(p.side, p.patch))
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:

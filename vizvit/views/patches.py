@@ -1,9 +1,10 @@
 """The Patches tab: the model-input view cut into its grid, the token sequence, the top-5
-and the model's numbers. No gradio here; app.py only wires these."""
+and the model's numbers. No gradio here; page/tabs/patches.py wires these."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -81,28 +82,73 @@ def patch_text(g: Geometry, clicked: tuple[int, int] | None) -> str:
 
 
 # ------------------------------------------------------------------ entry points
-def show(ph: Photo, lines: bool = True, indices: bool = False,
-         clicked: tuple[int, int] | None = None) -> PatchesPanel:
+@dataclass(frozen=True)
+class PatchesParams:
+    """Everything a control on the tab sets."""
+
+    lines: bool = True  # grid lines
+    indices: bool = False  # patch numbers
+    clicked: tuple[int, int] | None = None  # (row, col)
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "PatchesParams":
+        """The page's control values by field name -> PatchesParams."""
+        return cls(lines=bool(v["lines"]), indices=bool(v["indices"]), clicked=v["clicked"])
+
+
+@dataclass(frozen=True)
+class PatchesPage:
+    """What the tab shows on open, each field named like the component that shows it."""
+
+    grid: np.ndarray  # (s·H, s·W, 3) uint8: enlarged model-input view with the grid
+    strip: np.ndarray  # sequence strip, uint8
+    top5: go.Figure | None  # None when the model has no classifier
+    numbers: list[list[str]]
+    patch_info: str
+    explanation: str  # what you see, with this model's numbers
+    # CLIP / SigLIP: which patches match a label (the top-1 at first); a plain ViT: no labels, no map
+    labels: list[str]
+    label: str | None
+    label_map: np.ndarray | None
+    label_text: str
+
+
+@dataclass(frozen=True)
+class PatchesChange:
+    """A control change (grid lines, numbers, a click): what it redraws."""
+
+    grid: np.ndarray
+    patch_info: str
+    strip: np.ndarray  # outlines the clicked patch's token
+
+
+def show(ph: Photo, p: PatchesParams) -> PatchesPage:
     """On open (a new photo or model)."""
-    return patches_panel(ph.vm, ph.analysis(), lines, indices, clicked)
+    vm, a = ph.vm, ph.analysis()
+    pp = patches_panel(vm, a, p.lines, p.indices, p.clicked)
+    if vm.zero_shot is None:
+        labels, label, img, text = [], None, None, label_rule_text(vm)
+    else:
+        img, text = label_map(ph)
+        labels, label = label_choices(vm), a.top5[0].label
+    return PatchesPage(grid=pp.grid, strip=pp.strip, top5=pp.top5, numbers=pp.numbers, patch_info=pp.patch_text,
+                       explanation=pp.explanation, labels=labels, label=label, label_map=img, label_text=text)
 
 
-def preview(ph: Photo, lines: bool = True, indices: bool = False,
-            clicked: tuple[int, int] | None = None) -> np.ndarray:
+def preview(ph: Photo, p: PatchesParams) -> np.ndarray:
     """A new photo's grid before its forward pass: it needs none (it shows the model-input view).
     Pixel for pixel what show() draws once the forward is done, so the page gets the same file
     again and nothing flickers."""
     g = ph.wb.model(ph.key.model_id).geometry  # not ph.vm: no text forward for CLIP labels
-    return grid_of_view(g, ph.input_view(), lines, indices, clicked)
+    return grid_of_view(g, ph.input_view(), p.lines, p.indices, p.clicked)
 
 
-def change(ph: Photo, lines: bool = True, indices: bool = False,
-           clicked: tuple[int, int] | None = None) -> tuple[np.ndarray, str, np.ndarray]:
+def change(ph: Photo, p: PatchesParams) -> PatchesChange:
     """On a control change (grid lines, numbers, a click): the grid, the patch text and the
     sequence strip (which outlines the clicked patch's token)."""
     vm, a = ph.vm, ph.analysis()
-    strip = render.sequence_strip(a.input_view, vm.geometry, highlight=on_grid(clicked, vm.geometry))
-    return patch_grid(vm, a, lines, indices, clicked), patch_text(vm.geometry, clicked), strip
+    strip = render.sequence_strip(a.input_view, vm.geometry, highlight=on_grid(p.clicked, vm.geometry))
+    return PatchesChange(patch_grid(vm, a, p.lines, p.indices, p.clicked), patch_text(vm.geometry, p.clicked), strip)
 
 
 # ------------------------------------------------------------------ CLIP / SigLIP: which patches match a label

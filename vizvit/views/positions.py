@@ -9,6 +9,7 @@ photo (Photo.derived).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -497,6 +498,34 @@ def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
             "cls_pos_similarity_chart": cls_figure(mp.report.cls_sim)}
 
 
-def show(ph: Photo, size: int) -> tuple[PositionsPanel, ResolutionPanel]:
+@dataclass(frozen=True)
+class PositionsParams:
+    """Everything a control on the tab sets."""
+
+    size: int = 384  # the other resolution's input side (px, vocab.RESOLUTIONS)
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "PositionsParams":
+        return cls(size=int(v["size"]))
+
+
+@dataclass(frozen=True)
+class PositionsPage:
+    """What the tab shows on open, each field named like its component."""
+
+    grid: np.ndarray
+    tile: go.Figure
+    cls: go.Figure
+    text: str
+    compare: np.ndarray
+    numbers: list[list[str]]
+    res_grid: np.ndarray
+    res_top5: go.Figure | None
+    res_text: str
+
+
+def show(ph: Photo, p: PositionsParams) -> PositionsPage:
     """On open: the model's position similarity and the forward at another size."""
-    return positions_panel(ph), resolution_panel(ph, size)
+    pp, r = positions_panel(ph), resolution_panel(ph, p.size)
+    return PositionsPage(grid=pp.grid_img, tile=pp.tile_fig, cls=pp.cls_fig, text=pp.text, compare=pp.compare_img,
+                         numbers=pp.numbers, res_grid=r.grid_img, res_top5=r.top5, res_text=r.text)

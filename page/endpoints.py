@@ -1,0 +1,64 @@
+"""The public API (gradio_client): the documented endpoints, everything else private."""
+
+from __future__ import annotations
+
+import gradio as gr
+from gradio.data_classes import FileData
+
+from vizvit.api import PublicApi
+from vizvit.session import Workbench
+
+from .kit import safe
+
+PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance")
+
+
+def public_api(wb: Workbench, default_model: str) -> None:
+    """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
+    client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
+    (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
+    api = PublicApi(wb)
+
+    def analyze(photo: FileData, model: str = default_model) -> dict:
+        """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
+        return api.analyze(photo["path"], model)
+
+    def attention(photo: FileData, model: str = default_model, layer: int = 1, head: int | str = "mean",
+                  mode: str = "raw", query_row: int = -1, query_col: int = -1) -> dict:
+        """The attention map of one layer: head 1..H or a fusion (mean, max, min); mode raw or
+        'rolled out'; from [CLS] (query -1, -1) or from the patch at (query_row, query_col)."""
+        return api.attention(photo["path"], model, layer, head, mode, query_row, query_col)
+
+    def rollout(photo: FileData, model: str = default_model, fusion: str = "mean", discard: float = 0.0) -> dict:
+        """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
+        return api.rollout(photo["path"], model, fusion, discard)
+
+    def positions(model: str = default_model, row: int = 0, col: int = 0) -> dict:
+        """Cosine similarity of the position embedding of patch (row, col) with every patch's."""
+        return api.positions(model, row, col)
+
+    def predict(photo: FileData, model: str = default_model, dx: int = 0, dy: int = 0, fill: str = "edge",
+                mask: list[int] | None = None, mask_mode: str = "drop") -> dict:
+        """Top-5 under a shift (dx, dy within ±2P pixels; fill edge, wrap or constant) and/or
+        masked patches (0-based, row-major; mask_mode drop, black, mean or blur)."""
+        return api.predict(photo["path"], model, dx, dy, fill, mask or [], mask_mode)
+
+    def sweep(photo: FileData, model: str = default_model) -> dict:
+        """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
+        return api.sweep(photo["path"], model)
+
+    def relevance(photo: FileData, model: str = default_model, class_index: int = -1) -> dict:
+        """Class relevance (Chefer et al. 2021b, generic attention) of a class (-1: the top-1)."""
+        return api.relevance(photo["path"], model, class_index)
+
+    for fn in (analyze, attention, rollout, positions, predict, sweep, relevance):
+        gr.api(safe(fn), api_name=fn.__name__)
+
+
+def private_except(demo: gr.Blocks, public: tuple[str, ...]) -> None:
+    """Every page event stays callable by the page but hidden from /gradio_api/info and from
+    named-endpoint clients; only the documented endpoints are public."""
+    for fn in demo.fns.values():
+        if fn.api_name not in public:
+            fn.api_visibility = "private"
+

@@ -1,0 +1,190 @@
+"""What every tab uses: the context (backend + shared components), `safe`, the empty
+result, the dispatch that runs only the open tab's on_show, the charts download."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gradio as gr
+
+from vizvit import figures, web
+from vizvit.errors import UserError
+from vizvit.session import PhotoKey, Workbench
+
+log = logging.getLogger("vizvit.app")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every tab needs: the backend and the shared components."""
+
+    wb: Workbench
+    key: gr.State  # PhotoKey | None: the session's photo, never tensors
+    tab: gr.State  # id of the visible tab, so hidden tabs don't compute
+    status: gr.Markdown  # the one-line status under the model box
+    default_model: str  # the model the page opens with
+    links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
+    long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
+    shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
+    previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
+    # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT;
+    # the page sets them on a model change and when a link opens (see zero_shot_visible).
+    zero_shot_only: list = field(default_factory=list)
+
+    def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
+        """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
+        changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
+        Once per tab: its one views `show` call fills the whole tab."""
+        if any(tab_id == tab.id for tab_id, *_ in self.shows):
+            raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
+        self.shows.append((tab.id, fn, inputs, outputs))
+        tab.select(fn, inputs, outputs, show_progress="minimal")
+
+    def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
+        """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
+        pass (e.g. the model-input view's grid), sent by the upload's event in the same message
+        as the new key, while the forward runs (see new_photo). Drawn exactly as on_show's fn
+        draws it afterwards, so the same pictures arrive twice and nothing flickers."""
+        self.previews.append((tab.id, fn, inputs, outputs))
+
+    def show_visible(self) -> None:
+        """ONE event when the session's key changes (a photo, a model, heads switched off): it
+        computes the open tab's views and skips every other output. One event per tab would cost
+        a queue round trip each in the browser, for tabs nobody sees."""
+        inputs, outputs = _io(self.shows)
+
+        def dispatch(current: str, *values: Any) -> list:
+            return _open_tab(self.shows, inputs, outputs, current, values)
+
+        # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
+        # event would otherwise hold that first picture back (see web/after_paint.js).
+        self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
+                        js=web.after_paint("#patch-grid img"))
+
+    def preview_io(self) -> tuple[list, list]:
+        """The inputs and outputs of every preview, each once (see preview)."""
+        return _io(self.previews)
+
+    def preview(self, current: str, key: PhotoKey, values: tuple) -> dict:
+        """The open tab's preview of `key`: {output: value} for preview_io()'s outputs (gr.skip() for the rest)."""
+        inputs, outputs = self.preview_io()
+        return dict(zip(outputs, _open_tab(self.previews, inputs, outputs, current, values, key)))
+
+
+def _io(entries: list) -> tuple[list, list]:
+    """The union of the entries' inputs and of their outputs, each component once, in order."""
+    return (list({id(c): c for _, _, ins, _ in entries for c in ins}.values()),
+            list({id(c): c for _, _, _, outs in entries for c in outs}.values()))
+
+
+def _open_tab(entries: list, inputs: list, outputs: list, current: str, values: tuple, *lead: Any) -> list:
+    """Run the entries of tab `current` (fn(*lead, *its inputs)) on `values` of `inputs`; the
+    values for `outputs`, gr.skip() where no entry of that tab writes."""
+    given = {id(c): v for c, v in zip(inputs, values)}
+    out = {id(c): gr.skip() for c in outputs}
+    for tab_id, fn, ins, outs in entries:
+        if tab_id == current:
+            res = fn(*lead, *(given[id(c)] for c in ins))
+            if not isinstance(res, dict):
+                raise TypeError(f"{getattr(fn, '__name__', fn)} of tab {tab_id!r} must return a component -> "
+                                f"value dict, not {type(res).__name__}")
+            stray = [c for c in res if all(c is not o for o in outs)]
+            if stray:
+                raise ValueError(f"{getattr(fn, '__name__', fn)} of tab {tab_id!r} returned values for components "
+                                 f"outside its outputs: {stray}")
+            out.update({id(c): v for c, v in res.items()})
+    return [out[id(c)] for c in outputs]
+
+
+def empty(outputs: list, keep: tuple = ()) -> dict:
+    """The "no photo yet" result: every output cleared (None), the controls in `keep` left as they are."""
+    return {c: gr.skip() if any(c is k for k in keep) else None for c in outputs}
+
+
+def skip(outputs: list) -> dict:
+    """Nothing changes (no photo yet, for a control's event)."""
+    return {c: gr.skip() for c in outputs}
+
+
+def values(result: Any, shown: dict[str, gr.components.Component]) -> dict:
+    """A view's result (a frozen dataclass) -> {component: value} for each field named in `shown`
+    (the page module's field -> component mapping). A field `shown` names and the result lacks
+    is a mistake, not a blank."""
+    names = {f.name for f in dataclasses.fields(result)}
+    missing = [n for n in shown if n not in names]
+    if missing:
+        raise AttributeError(f"{type(result).__name__} has no field(s) {missing}")
+    return {c: getattr(result, n) for n, c in shown.items()}
+
+
+def reader(named: dict[str, gr.components.Component]) -> Callable[[tuple], dict[str, Any]]:
+    """values (in `named` order, as the event's inputs list them) -> {field: value}."""
+    names = list(named)
+    return lambda v: dict(zip(names, v))
+
+
+def _user_error(fn: Callable, e: Exception) -> gr.Error:
+    if isinstance(e, gr.Error):
+        return e
+    if isinstance(e, UserError):  # expected (a bad file, a wrong value): a message, no traceback
+        return gr.Error(str(e), print_exception=False)
+    log.exception("handler %s failed", fn.__name__)
+    return gr.Error("Something went wrong on the server with this request. "
+                    "Please try again or upload another photo.")
+
+
+def safe(fn: Callable) -> Callable:
+    """Turn a UserError into a message in the page; log anything else, show a generic message.
+    Works for plain handlers and for generators (streamed progress)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - every failure becomes a message
+                raise _user_error(fn, e) from None
+
+        return stream
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            raise _user_error(fn, e) from None
+
+    return wrapper
+
+
+def charts_download(tab: gr.Tab) -> None:
+    """A button that saves every plotly chart of the tab as one standalone HTML file."""
+    plots = [b for b in _descendants(tab) if isinstance(b, gr.Plot)]
+    if not plots:
+        return
+    btn = gr.Button("Download this tab's charts (HTML)", size="sm", elem_id=f"charts-btn-{tab.id}")
+    out = gr.File(label="charts (HTML)", visible=False, interactive=False, elem_id=f"charts-file-{tab.id}")
+    names = [p.label or f"chart {i + 1}" for i, p in enumerate(plots)]
+
+    @safe
+    def save(*values: Any):
+        charts = [(n, v.plot) for n, v in zip(names, values) if v is not None and v.type == "plotly"]
+        path = figures.save_charts_html(charts, f"vizvit: {tab.label}", f"vizvit-{tab.id}-charts")
+        return gr.File(str(path), visible=True)
+
+    # Then start the download, so one click downloads (the file box stays, to download again):
+    # wait until the box links the NEW file (each save has its own name), then click that link.
+    btn.click(save, plots, out).success(None, None, None, js=web.click_new_file(f"#charts-file-{tab.id}"))
+
+
+def _descendants(block: gr.blocks.BlockContext) -> list:
+    out = []
+    for child in getattr(block, "children", []):
+        out.append(child)
+        out.extend(_descendants(child))
+    return out
+

@@ -1,0 +1,243 @@
+"""The whole page: the header (photo, model, zero-shot labels), the tabs in vizvit.vocab.TABS'
+order (each built by page/tabs/<id>.py), the methods, projector mode and deep links."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+import gradio_patch
+from vizvit import deeplink, web
+from vizvit.ablation import format_heads
+from vizvit.catalog import SIZES_INFO, Catalog
+from vizvit.errors import UserError
+from vizvit.images import image_sha1, load_image
+from vizvit.models import DEFAULT_MODEL
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import common as panels
+from vizvit.views import header, patches
+from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
+
+from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
+from . import kit
+from .kit import Ctx, charts_download, safe
+from .tabs import PAGES, TABS
+
+HERE = Path(__file__).resolve().parent.parent
+METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
+METHODS_LINK = "📐 How each map here is computed, from which paper, and how other code differs: [Methods and sources](#methods) (bottom of the page)."
+EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
+UPLOAD_TYPES = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff",
+                # accepted only so vizvit can say clearly why it refuses them
+                ".heic", ".heif", ".avif", ".svg"]
+SESSION_TTL_S = 3600
+# System fonts only: the default theme fetches web fonts, which stalls the page offline
+# (a lecture hall without internet) and in tests.
+THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
+                          font_mono=["ui-monospace", "monospace"])
+
+gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
+
+
+@functools.cache
+def _examples_by_sha1() -> dict[str, str]:
+    """Each example's photo hash -> its path: decoded once, on the first link copied (not when the page is built)."""
+    return {image_sha1(load_image(p)): p for p in EXAMPLES}
+
+
+def example_of(sha1: str) -> str | None:
+    """The example this photo is, if it is one (a link names it)."""
+    return _examples_by_sha1().get(sha1)
+
+
+def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
+               offline: bool = False) -> gr.Blocks:
+    """The whole page. `wb` must already hold (or be able to load) `default_model`. The catalog
+    (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
+    catalog = catalog or Catalog(default_model)
+    wb.catalog = catalog
+    default_model = catalog.public(default_model)  # a local directory: its short name, never the path
+    # delete_cache: uploads and rendered outputs older than an hour are removed every
+    # 10 minutes, so a public server's disk does not fill up.
+    with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
+                   delete_cache=(600, 3600)) as demo:
+        before = len(demo.children)
+        public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
+        # gr.api makes a placeholder component per argument and result (35 of the page's 301): they
+        # draw nothing, yet the page's script built each one at load, like any component. They stay
+        # registered in the Blocks (the API's schema and calls read them), out of the page's layout,
+        # and invisible: the page waits for every visible component to mount before it is ready.
+        gradio_patch.unlaid(demo, demo.children[before:])
+        key = gr.State(None, time_to_live=SESSION_TTL_S)
+        tab = gr.State("patches")
+        gr.Markdown(panels.HEADER_TEXT, elem_id="header")
+        start_banner = panels.banner(wb.model(default_model), offline)
+        banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
+        notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
+        with gr.Row(elem_id="header-row"):
+            with gr.Column(scale=2):
+                upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
+                                 file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
+            with gr.Column(scale=2):
+                # allow_custom_value: new_model checks the choice itself; Gradio's own check would
+                # answer an API caller with the whole list, local paths included.
+                model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
+                                    allow_custom_value=True, info=SIZES_INFO)
+                status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
+                # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
+                # those models, so the compact header stays compact for the others.
+                with gr.Group(visible=wb.model(default_model).is_zero_shot, elem_id="zs-box") as zs_box:
+                    zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
+                                           "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
+                    zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
+                                             elem_id="zs-template", lines=1)
+                    zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
+            with gr.Column(scale=3):
+                gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
+        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model)
+        all_tabs = []
+        # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
+            for tab_id, label in TABS.items():
+                with gr.Tab(label, id=tab_id) as t:
+                    PAGES[tab_id].build(ctx, t)
+                    gr.Markdown(METHODS_LINK)
+                    charts_download(t)
+                all_tabs.append(t)
+        ctx.show_visible()
+        for t in all_tabs:
+            t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
+        with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
+                          open=False, elem_id="methods"):
+            gr.Markdown(METHODS_TEXT)
+        with gr.Row():
+            projector = gr.Checkbox(False, label="Projector mode (large text, high contrast)", elem_id="projector")
+            link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
+            link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
+                                  elem_id="link-box", scale=3)
+        projector.change(None, projector, None, js=web.asset("projector.js"))
+
+        @safe
+        def new_labels(k: PhotoKey | None, model_id: str, labels_text: str, template: str) -> dict:
+            c = header.new_labels(wb, k, model_id, labels_text, template)
+            return {zs_rule: c.rule} if c.key is None else {key: c.key, zs_rule: c.rule, status: c.status}
+
+        zs_labels.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
+        zs_template.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
+
+        preview_ins, preview_outs = ctx.preview_io()
+        L = ctx.links
+        if tuple(sorted(L)) != tuple(sorted(deeplink.VIEW_CONTROLS)):
+            raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
+        link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
+        photo_outs = [key, status, upload, *preview_outs]
+
+        @safe
+        def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
+                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, current: str = "patches",
+                      *preview_values: Any):
+            """A generator: its first message carries the new key (and the open tab's preview), so
+            the key's event starts at once and finds this forward already running (the cache runs
+            it once for both); its last one, the status line with the forward's result."""
+            if path is None:  # cleared by the user (see upload.clear) or by a refused file below
+                yield kit.skip(photo_outs)
+                return
+            try:
+                sha1 = wb.add_photo(path)
+            except UserError as e:
+                # A toast, the same words kept in the status line, and the refused file's name
+                # out of the box: it must not look as if that file were shown.
+                gr.Warning(str(e))
+                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: None}
+                return
+            new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
+            vm = wb.model(model_id)
+            yield {key: new, status: panels.running_line(vm), **ctx.preview(current, new, preview_values)}
+            try:
+                a = wb.analysis(new)
+            except Exception:
+                yield {key: k}  # the tabs go back to the photo they showed
+                raise
+            photo = wb.photo(sha1)
+            yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
+
+        def zero_shot_visible(vm_or_flag: Any) -> dict:
+            """Updates for the labels box and ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT."""
+            on = vm_or_flag if isinstance(vm_or_flag, bool) else vm_or_flag.is_zero_shot
+            return {zs_box: gr.Group(visible=on), **{c: gr.update(visible=on) for c in ctx.zero_shot_only}}
+
+        @safe
+        def loading(model_id: str):
+            catalog.check(model_id)
+            return catalog.loading_text(model_id)
+
+        @safe
+        def new_model(model_id: str, k: PhotoKey | None, labels_text: str = "", template: str = DEFAULT_TEMPLATE):
+            c = header.new_model(wb, model_id, k, labels_text, template, default_model, offline)
+            if not c.loaded:
+                # New choices, not just the old value: Gradio drops an update equal to the value
+                # it last sent, which left the failed name in the box on a second try.
+                return {status: c.status, model: gr.Dropdown(choices=catalog.choices(), value=c.model)}
+            return {**({key: c.key} if c.key is not None else {}), status: c.status,
+                    banner: gr.Markdown(c.banner, visible=bool(c.banner)), zs_rule: c.rule,
+                    **zero_shot_visible(c.zero_shot)}
+
+        tab_ids = [t.id for t in all_tabs]
+
+        @safe
+        def open_link(request: gr.Request):
+            p = deeplink.plan(dict(request.query_params), EXAMPLES, catalog.ids, tab_ids, default_model,
+                              lambda m: wb.model(m).geometry)
+            k = p.link
+            vm = wb.model(p.model)
+            g = vm.geometry
+            b = panels.banner(vm, offline)
+            controls = dict(layer=gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
+                            head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
+                            show=p.show or gr.skip(), query=k.query if k.query else gr.skip(),
+                            direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
+                            mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero")
+            # Choices too: this visitor sees the list as it is now, without models that failed for others.
+            return {upload: k.example or gr.skip(), model: gr.Dropdown(choices=catalog.choices(), value=p.model),
+                    banner: gr.Markdown(b, visible=bool(b)),
+                    tabs: gr.Tabs(selected=k.tab) if k.tab else gr.skip(), tab: k.tab or gr.skip(),
+                    notice_md: gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices
+                    else gr.skip(),
+                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm)}
+
+        @safe
+        def copy_link(request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
+                      *parts: Any):
+            c = dict(zip(deeplink.VIEW_CONTROLS, parts))
+            link = deeplink.of_view(
+                example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
+                layer=c["layer"], head=c["head"], show=c["show"], query=c["query"], direction=c["direction"],
+                mode=c["mode"], dx=c["dx"], dy=c["dy"], mask=c["mask"], projector=proj,
+                ablation=key_.ablation if key_ else None)
+            page = (request.headers.get("referer") or str(request.url)).split("?")[0]
+            return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
+
+        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template, tab,
+                                  *preview_ins],
+                      photo_outs, api_name="upload", show_progress="minimal",
+                      cancels=ctx.long_work).failure(
+            lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
+        upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,
+                     queue=False)
+        # Feedback at once (no queue), then the load, which may take a download's time.
+        model.input(loading, model, status, queue=False).success(
+            new_model, [model, key, zs_labels, zs_template],
+            [key, status, model, banner, zs_rule, zs_box, *ctx.zero_shot_only],
+            api_name="model")
+        # hidden: a first visit saw grey loading blocks over the header while the link was read
+        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box,
+                                    *ctx.zero_shot_only],
+                  show_progress="hidden")
+        link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
+            None, link_box, None, js=web.asset("copy_link.js"))
+        private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
+    return demo
+

@@ -1,0 +1,116 @@
+"""The Embeddings tab: the embedding stage, tokens at depth l (PCA, similarity, norms), the filters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from vizvit import vocab, web
+from vizvit.session import PhotoKey
+from vizvit.views import embeddings
+
+from .. import kit
+from ..kit import Ctx, safe
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    gr.Markdown(embeddings.EMBED_TEXT)
+    gr.Markdown("### 1 · The embedding stage on this photo")
+    with gr.Row():
+        with gr.Column(scale=3):
+            steps = gr.Dataframe(headers=["step", "shape", "what happens"], label="Shapes, step by step",
+                                 interactive=False, wrap=True, column_widths=["22%", "22%", "56%"],
+                                 elem_id="emb-steps")
+            check = gr.Markdown(elem_id="emb-check")
+        with gr.Column(scale=2):
+            params = gr.Dataframe(headers=["stage", "parameters", "share"], interactive=False, wrap=True,
+                                  column_widths=["56%", "26%", "18%"],
+                                  label="Parameters per stage and block", max_height=420,
+                                  elem_id="emb-params")
+            params_total = gr.Markdown(elem_id="emb-params-total")
+    gr.Markdown("### 2 · Tokens at depth l")
+    gr.Markdown(embeddings.DEPTH_TEXT)
+    depth = gr.Slider(0, 12, value=0, step=1, elem_id="emb-depth",
+                      label="depth l (0 = after the embedding stage; l = after block l)")
+    depth_md = gr.Markdown(elem_id="emb-depth-info")
+    with gr.Row(elem_id="emb-pictures"):  # first on the screen in projector mode (style.css)
+        # JPEG (also for the maps below): these change on every slider move or click, and
+        # PNG-encoding 672² px costs ~25 ms each, JPEG ~2 ms (benchmarks/bench_embeddings.py).
+        pca_img = gr.Image(label="Patch-token PCA as RGB over the photo (click a patch)", interactive=False,
+                           format="jpeg", elem_id="emb-pca")
+        sim_img = gr.Image(label="Cosine similarity of the clicked token to every patch (click a patch)",
+                           interactive=False, format="jpeg", elem_id="emb-sim")
+    sim_md = gr.Markdown(elem_id="emb-sim-info")
+    maps_img = gr.Image(label="PCA map alone | token norms", interactive=False, format="jpeg",
+                        elem_id="emb-maps")
+    with gr.Row():
+        with gr.Column(scale=4):
+            scatter = gr.Plot(label="Patch tokens, first two principal components", elem_id="emb-scatter")
+        with gr.Column(scale=1):
+            color_by = gr.Radio(list(vocab.COLOR_CHOICES), value="row", label="colour points by",
+                                elem_id="emb-color")
+    cls_md = gr.Markdown(elem_id="emb-cls-info")
+    cls_img = gr.Image(label="cos([CLS], patch) at each depth", interactive=False, format="png",
+                       elem_id="emb-cls")
+    gr.Markdown("### 3 · Patch-embedding filters")
+    gr.Markdown(embeddings.FILTERS_TEXT)
+    filters_md = gr.Markdown(elem_id="emb-filters-info")
+    filters_img = gr.Image(label="Principal components of the embedding filters", interactive=False,
+                           format="png", elem_id="emb-filters")
+    clicked = gr.State(None)  # (row, col)
+
+    # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
+    named = dict(depth=depth, clicked=clicked, color_by=color_by)
+    shown_depth = dict(pca=pca_img, maps=maps_img, similarity=sim_img, similarity_text=sim_md, depth_text=depth_md)
+    shown = dict(**shown_depth, scatter=scatter, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,
+                 params=params, params_total=params_total, cls_image=cls_img, filters_image=filters_img)
+    shown_click = dict(pca=pca_img, similarity=sim_img, similarity_text=sim_md)
+    read = kit.reader(named)
+    ins = [ctx.key, *named.values()]
+
+    def params_of(v: tuple) -> embeddings.EmbeddingsParams:
+        return embeddings.EmbeddingsParams.from_controls(read(v))
+
+    @safe
+    def show(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(outs, keep=(depth,))
+        page = embeddings.show(ctx.wb.handle(key), params_of(v))
+        return {**kit.values(page, shown), depth: gr.Slider(maximum=page.num_layers, value=page.depth)}
+
+    @safe
+    def show_depth(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(list(shown_depth.values()))
+        return kit.values(embeddings.change_depth(ctx.wb.handle(key), params_of(v)), shown_depth)
+
+    @safe
+    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
+        if key is None:
+            return {clicked: None}
+        r, c, _ = embeddings.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+        return {clicked: (r, c)}
+
+    @safe
+    def show_similarity(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(list(shown_click.values()))
+        return kit.values(embeddings.change_click(ctx.wb.handle(key), params_of(v)), shown_click)
+
+    @safe
+    def show_scatter(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return {scatter: None}
+        return {scatter: embeddings.scatter(ctx.wb.handle(key), params_of(v))}
+
+    outs = [*shown.values(), depth]
+    ctx.on_show(tab, show, ins, outs)
+    # Pictures first, then the scatter (its figure is the slowest part of a slider move).
+    depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden").then(
+        show_scatter, ins, scatter, show_progress="hidden",
+        js=web.after_paint("#emb-pictures img"))
+    for img in (pca_img, sim_img):
+        img.select(click, [ctx.key], clicked).then(show_similarity, ins, list(shown_click.values()),
+                                                    show_progress="hidden")
+    color_by.change(show_scatter, ins, scatter, show_progress="hidden")

@@ -1,0 +1,168 @@
+"""The Experiments tab: shift, masks, the shift sweep, deletion and insertion curves."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from typing import Any, Callable
+
+from vizvit import vocab
+from vizvit.errors import UserError
+from vizvit.session import PhotoKey
+from vizvit.views import experiments
+
+from .. import kit
+from ..kit import Ctx, safe
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    wb = ctx.wb
+    gr.Markdown(experiments.EXPERIMENTS_TEXT)
+    with gr.Row(elem_id="shift-controls"):
+        dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
+        dy = gr.Slider(-32, 32, value=0, step=1, label="dy: shift down (pixels)", elem_id="shift-dy")
+        fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
+                        elem_id="shift-fill")
+    with gr.Row(elem_id="shift-pictures"):  # first on the screen in projector mode (style.css)
+        shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
+                             elem_id="shift-view")
+        cos_img = gr.Image(label="Patch cosine, original vs shifted",
+                           interactive=False, format="jpeg", elem_id="shift-cos")
+        shift_top5 = gr.Plot(label="Top-5, Δ from the unshifted photo", elem_id="shift-top5")
+    shift_info = gr.Markdown(elem_id="shift-info")
+
+    gr.Markdown("### Shift sweep: k = 0..2P pixels right, edge fill, batched")
+    with gr.Row():
+        sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run")
+        stop_btn = gr.Button("Stop", elem_id="sweep-stop")
+    sweep_text = gr.Markdown(elem_id="sweep-text")
+    sweep_plot = gr.Plot(label="Cosine and probability against the shift", elem_id="sweep-plot")
+    sweep_table = gr.Dataframe(headers=experiments.SWEEP_HEADERS, interactive=False, elem_id="sweep-table")
+
+    gr.Markdown("### Masks")
+    gr.Markdown(experiments.MASKS_TEXT)
+    with gr.Row():
+        mode = gr.Radio(list(vocab.MASK_MODES), value="drop", label="mask mode", elem_id="mask-mode")
+        percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
+    with gr.Row():
+        b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
+        b_invert = gr.Button("invert", size="sm", elem_id="mask-invert")
+        b_random = gr.Button("random p %", size="sm", elem_id="mask-random")
+        b_top = gr.Button("top k % by rollout", size="sm", elem_id="mask-top")
+        b_bottom = gr.Button("bottom k % by rollout", size="sm", elem_id="mask-bottom")
+    with gr.Row():
+        mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
+                             elem_id="mask-grid")
+        masked_img = gr.Image(label="What the model gets (hatched = token dropped)", interactive=False,
+                              format="jpeg", elem_id="masked-view")
+        mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
+    mask_info = gr.Markdown(elem_id="mask-info")
+    mask = gr.State(())  # row-major patch ids
+    ctx.links.update(dx=dx, dy=dy, mask=mask)
+    seed = gr.State(0)  # random-mask draws, one more per click
+
+    gr.Markdown("### Faithfulness: deletion and insertion curves")
+    gr.Markdown(experiments.CURVES_TEXT)
+    with gr.Row():
+        steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")
+        curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
+                              elem_id="curves-mode")
+        curves_btn = gr.Button("Compute the curves", variant="primary", elem_id="curves-run")
+    curves_text = gr.Markdown(elem_id="curves-text")
+    with gr.Row():
+        del_plot = gr.Plot(label="Deletion", elem_id="deletion-plot")
+        ins_plot = gr.Plot(label="Insertion", elem_id="insertion-plot")
+    auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
+
+    # Every control by the ExperimentsParams field it sets; every component by the field it shows.
+    named = dict(dx=dx, dy=dy, fill=fill, mask=mask, mode=mode)
+    shown_shift = dict(view=shift_img, cosine=cos_img, cosine_text=shift_info, top5=shift_top5)  # ShiftPanel
+    shown_mask = dict(grid=mask_grid, masked=masked_img, text=mask_info, top5=mask_top5)  # MaskPanel
+    shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info, shift_top5=shift_top5,
+                 mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info, mask_top5=mask_top5)
+    read = kit.reader(named)
+    ins = [ctx.key, *named.values()]
+    shift_outs, mask_outs = list(shown_shift.values()), list(shown_mask.values())
+
+    def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
+        return experiments.ExperimentsParams.from_controls({**read(v), **changed})
+
+    @safe
+    def show(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(outs, keep=(dx, dy))
+        page = experiments.show(wb.handle(key), params(v))
+        lo, hi = page.shift_limits
+        return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi)}
+
+    @safe
+    def show_shift(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(shift_outs)
+        p = params(v)
+        return kit.values(experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill), shown_shift)
+
+    def mask_views(key: PhotoKey, m: tuple[int, ...], md: str) -> dict:
+        return kit.values(experiments.mask_panel(wb.handle(key), m, md), shown_mask)
+
+    @safe
+    def show_mask(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(mask_outs)
+        p = params(v)
+        return mask_views(key, p.mask, p.mode)
+
+    # A toggle or a mask button answers in ONE event (the new mask and its views), not a state
+    # event and a .then(): each event costs the page a queue round trip and Gradio's own work.
+    @safe
+    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, evt: gr.SelectData) -> dict:
+        if key is None:
+            return kit.skip([mask, *mask_outs])
+        m = experiments.toggle_at(wb.handle(key), m, evt.index[0], evt.index[1])
+        return {mask: m, **mask_views(key, m, md)}
+
+    def action(name: str) -> Callable:
+        @safe
+        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str) -> dict:
+            if key is None:
+                return kit.skip([mask, seed, *mask_outs])
+            m = experiments.mask_action(wb.handle(key), m, name, pct, s)
+            return {mask: m, seed: s + (name == "random"), **mask_views(key, m, md)}
+
+        return run
+
+    @safe
+    def sweep(key: PhotoKey | None):
+        if key is None:
+            raise UserError("Upload a photo first.")
+        for p in experiments.sweep_progress(wb.handle(key)):
+            yield {sweep_plot: p.figure, sweep_table: p.table, sweep_text: p.text}
+
+    @safe
+    def curves(key: PhotoKey | None, n: int, md: str):
+        if key is None:
+            raise UserError("Upload a photo first.")
+        for p in experiments.curves_progress(wb.handle(key), int(n), md):
+            if p.deletion is None:  # only the news that work has started
+                yield {curves_text: p.text}
+            else:
+                yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
+
+    outs = [*shown.values(), dx, dy]
+    ctx.on_show(tab, show, ins, outs)
+    # input (user moves or types), not change: on_show's range update must not re-run it.
+    # always_last: while dragging, one forward in flight, then the latest value.
+    for ev in (dx.input, dy.input, fill.input):
+        ev(show_shift, ins, shift_outs, show_progress="hidden", trigger_mode="always_last")
+
+    mode.change(show_mask, ins, mask_outs, show_progress="hidden")
+    mask_grid.select(click, [ctx.key, mask, mode], [mask, *mask_outs], show_progress="hidden")
+    for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
+                      (b_bottom, "bottom")):
+        btn.click(action(name), [ctx.key, mask, percent, seed, mode], [mask, seed, *mask_outs],
+                  show_progress="minimal")  # "top"/"bottom" may run the model
+
+    running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text])
+    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
+    stop_btn.click(None, None, None, cancels=[running, curving])
+    ctx.long_work.extend([running, curving])

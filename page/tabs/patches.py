@@ -1,0 +1,95 @@
+"""The Patches tab: the grid, the sequence, the top-5, the numbers (and CLIP / SigLIP's label map)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from vizvit.session import PhotoKey
+from vizvit.views import common as panels
+from vizvit.views import patches
+
+from .. import kit
+from ..kit import Ctx, safe
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    with gr.Row():
+        with gr.Column(scale=3):
+            grid_img = gr.Image(label="What the model sees: the patch grid (click a patch)",
+                                interactive=False, format="jpeg", elem_id="patch-grid")
+            with gr.Row():
+                lines = gr.Checkbox(value=True, label="grid lines")
+                indices = gr.Checkbox(value=False, label="patch numbers (from 0)")
+            patch_info = gr.Markdown(elem_id="patch-info")
+        with gr.Column(scale=2):
+            top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
+            numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
+                                   elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
+    with gr.Accordion("Which patches match this label (CLIP / SigLIP)", open=True, elem_id="label-map-box",
+                      visible=ctx.wb.model(ctx.default_model).is_zero_shot) as label_box:
+        ctx.zero_shot_only.append(label_box)
+        with gr.Row():
+            label_pick = gr.Dropdown([], label="label", elem_id="label-pick", scale=1)
+            label_text = gr.Markdown(elem_id="label-map-text")
+        label_img = gr.Image(label="cosine of each patch token with the label's text embedding", interactive=False,
+                             format="jpeg", elem_id="label-map")
+    strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], then patch k is token k + 1, one grid "
+                           "row per line (numbers: first token of the line)",
+                     interactive=False, format="jpeg", elem_id="sequence-strip")
+    gr.Markdown(patches.PATCHES_TEXT)
+    explanation = gr.Markdown(elem_id="patches-numbers")
+    clicked = gr.State(None)  # (row, col)
+
+    # Every control by the PatchesParams field it sets; every component by the Page field it shows.
+    named = dict(lines=lines, indices=indices, clicked=clicked)
+    shown = dict(grid=grid_img, strip=strip, top5=top5, numbers=numbers, patch_info=patch_info,
+                 explanation=explanation, label_map=label_img, label_text=label_text)
+    read = kit.reader(named)
+
+    def params(v: tuple) -> patches.PatchesParams:
+        return patches.PatchesParams.from_controls(read(v))
+
+    @safe
+    def show(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(outs)
+        page = patches.show(ctx.wb.handle(key), params(v))
+        return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label)}
+
+    @safe
+    def preview(key: PhotoKey, *v: Any) -> dict:
+        return {grid_img: patches.preview(ctx.wb.handle(key), params(v))}
+
+    @safe
+    def show_label(key: PhotoKey | None, label: str | None) -> dict:
+        if key is None or not label:
+            return kit.skip([label_img, label_text])
+        img, text = patches.label_map(ctx.wb.handle(key), label)
+        return {label_img: img, label_text: text}
+
+    @safe
+    def redraw(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.skip(redrawn)
+        return kit.values(patches.change(ctx.wb.handle(key), params(v)), shown_redrawn)
+
+    @safe
+    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
+        if key is None:
+            return {clicked: None}
+        return {clicked: panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
+
+    ins = [ctx.key, *named.values()]
+    outs = [*shown.values(), label_pick]
+    ctx.on_show(tab, show, ins, outs)
+    # The grid alone: one picture to encode, fetch and decode while the forward takes the CPU.
+    ctx.on_preview(tab, preview, list(named.values()), [grid_img])
+    label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
+    # Controls redraw only the grid: no forward, no re-encoding of the other panels.
+    shown_redrawn = dict(grid=grid_img, patch_info=patch_info, strip=strip)
+    redrawn = list(shown_redrawn.values())
+    lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
+    indices.change(redraw, ins, redrawn, show_progress="hidden")
+    grid_img.select(click, [ctx.key], clicked).then(redraw, ins, redrawn, show_progress="hidden")
