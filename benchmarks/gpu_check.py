@@ -76,7 +76,7 @@ def main() -> int:
     ab = Ablation(((3, 4), (7, 0)), "mean")
     a, b = vizvit.analyze(cpu, base, ablation=ab), vizvit.analyze(gpu, base, ablation=ab)
     d_ab = float((a.probs - b.probs).abs().max())
-    d_lens = float(abs(lens.logit_lens(cpu, a.hidden_states).probs - lens.logit_lens(gpu, b.hidden_states).probs).max())
+    d_lens = float(abs(lens.logit_lens(cpu, engine.readout(cpu, a.hidden_states)).probs - lens.logit_lens(gpu, engine.readout(gpu, b.hidden_states)).probs).max())
     g = cpu.geometry
     cells = [(l, h) for l in range(g.num_layers) for h in range(g.num_heads)]
     ic = torch.cat([p for _, p in engine.zeroed_head_chunks(cpu, base, cells, 16)])

@@ -265,7 +265,7 @@ class Workbench:
             got = {p: self.cache.get(text_key(model_id, p)) for p in texts}
             for p in [p for p, e in got.items() if e is None]:  # evicted meanwhile: recompute
                 got[p] = text_embeddings(vm, [p])[0]
-            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]))
+            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]), vm.text.rule)
 
         return self.cache.get_or_compute(head_key(model_id, labs, t), compute)
 

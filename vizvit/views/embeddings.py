@@ -18,6 +18,7 @@ from .. import artifacts as art_mod
 from .. import figures, render
 from ..attention import rollout_maps
 from ..errors import UserError
+from .. import engine
 from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at, token_index
@@ -30,8 +31,6 @@ from ..tokens import (
     TokenStats,
     cosine_to,
     embedding_filters_pca,
-    embedding_stage,
-    patch_conv,
     parameter_table,
     token_stats,
 )
@@ -85,8 +84,7 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> Embe
     if a.dropped:
         raise UserError("The Embeddings tab needs the full token sequence; remove the token drop.")
     return EmbeddingsData(
-        stage=embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g,
-                              getattr(vm.vit, "pre_layrnorm", None)),
+        stage=engine.embedding_stage(vm, a),
         params=parameter_table(vm.model),
         total_params=vm.num_parameters,
         filters=filters or model_filters(vm),
@@ -101,7 +99,7 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> Embe
 
 def model_filters(vm: VitModel) -> FilterPCA:
     """The principal components of the model's patch-embedding filters."""
-    return embedding_filters_pca(patch_conv(vm.vit.embeddings).weight)
+    return embedding_filters_pca(engine.patch_filters(vm))
 
 
 def patch_thumbnails(view: np.ndarray, g: Geometry) -> list[str]:

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import figures, lens, render
+from .. import engine, figures, lens, render
 from ..ablation import Ablation, format_heads, parse_heads
 from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
@@ -74,7 +74,7 @@ class AblationPanel:
 
 # ------------------------------------------------------------------ logit lens
 def lens_of(ph: Photo) -> lens.Lens:
-    return ph.derived("logit_lens", lambda: lens.logit_lens(ph.vm, ph.analysis().hidden_states))
+    return ph.derived("logit_lens", lambda: lens.logit_lens(ph.vm, engine.readout(ph.vm, ph.analysis().hidden_states)))
 
 
 def lens_panel(ph: Photo) -> LensPanel:
