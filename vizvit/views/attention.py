@@ -352,7 +352,7 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
     t = query_token(p, g)
-    pooling = g.summary == "map" and p.query is None  # SigLIP's summary: the MAP head, not a token
+    pooling = g.pools_with_map_head and p.query is None  # SigLIP's summary: the MAP head, not a token
     if pooling:
         values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
     else:
@@ -476,7 +476,7 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
     per-head rolled out."""
     g = a.geometry
     stack = _full_attentions(a) if p.mode == "raw" else head_rollout(a, cache)
-    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+    if g.pools_with_map_head and p.query is None:  # SigLIP: the MAP head's weights through each matrix
         return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
@@ -708,7 +708,7 @@ def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cac
     g = a.geometry
     stack = (att_mod.fuse_heads(_full_attentions(a), fusion) if p.mode == "raw"
              else layer_rollout(a, fusion, p.discard, cache, p.discard_mode))  # (L, N, N)
-    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+    if g.pools_with_map_head and p.query is None:  # SigLIP: the MAP head's weights through each matrix
         return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
@@ -896,7 +896,7 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     s = summary_of(a)  # SigLIP: the MAP head's weights (N,); else the default summary's name
     out = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
-        "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.summary == "map" else "[CLS]"
+        "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.pools_with_map_head else "[CLS]"
                                                 ).numpy().astype(np.float32),  # (L, H, gh, gw)
         "rollout": att_mod.cls_to_patches(stack, g, s).numpy().astype(np.float32),  # (L, gh, gw), default summary
         # (T, L, gh, gw) / (L, H, T, gh, gw): rollout and raw attention from every prefix token
