@@ -16,13 +16,12 @@ import torch
 
 from .. import artifacts as art_mod
 from .. import figures, render
-from ..attention import rollout_maps
 from ..errors import UserError
-from .. import engine
+from .. import engine, maps
 from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at, token_index
-from ..session import Photo
+from ..session import EMBEDDINGS, FILTER_PCA, Photo
 from ..tokens import (
     EmbeddingStage,
     FilterPCA,
@@ -76,7 +75,8 @@ class EmbeddingsData:
     big: np.ndarray  # (s·H, s·W, 3) uint8: the model-input view enlarged for display
 
 
-def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> EmbeddingsData:
+def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None,
+            cache: maps.Cache = maps.no_cache) -> EmbeddingsData:
     """Everything the tab shows that depends on the photo but on no slider. No forward pass:
     one conv for the demonstration, a few SVDs, a rollout. filters: the model's filter PCA when
     already computed (it depends on the model only; see `data`)."""
@@ -91,7 +91,7 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> Embe
         # Fitted without each depth's artifact tokens: with them, PCA's first component is
         # "artifact or not" and every ordinary patch gets one colour.
         tokens=token_stats(a.hidden_states, g, art_mod.high_norm_at_depth(a.hidden_states, g)),
-        rollout=rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy().astype(np.float32),
+        rollout=maps.method_map("rollout", vm, a, cache).astype(np.float32),
         thumbs=np.array(patch_thumbnails(a.input_view, g)),
         big=render.enlarge(a.input_view, render.display_scale(g)),
     )
@@ -514,8 +514,8 @@ def data(ph: Photo) -> EmbeddingsData:
     """The per-photo work of the tab, once per photo and model."""
     # The filter PCA is the slowest part of opening the tab and depends on the model alone:
     # cached once per model, in the same cache as everything else.
-    filters = ph.per_model("filter_pca", lambda: model_filters(ph.vm))
-    return ph.derived("embeddings", lambda: prepare(ph.vm, ph.analysis(), filters))
+    filters = ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+    return ph.derived(EMBEDDINGS, lambda: prepare(ph.vm, ph.analysis(), filters, ph.derived))
 
 
 @dataclass(frozen=True)

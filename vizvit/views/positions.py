@@ -17,7 +17,7 @@ import torch
 
 from .. import engine, figures, positional, render
 from ..models import VitModel
-from ..session import Photo
+from ..session import POSITIONS, RELATIVE_BIAS, Photo, positions_at_name, predict_at_name
 from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
@@ -338,7 +338,7 @@ def _bias_panel(vm: VitModel, bp: BiasPositions, rc: tuple[int, int] | None) -> 
 
 
 def cached_bias_positions(ph: Photo) -> BiasPositions:
-    return ph.per_model("relative-bias", lambda: bias_positions(ph.vm))
+    return ph.per_model(RELATIVE_BIAS, lambda: bias_positions(ph.vm))
 
 
 @dataclass(frozen=True)
@@ -353,7 +353,7 @@ class PositionsPanel:
 
 def cached_model_positions(ph: Photo) -> ModelPositions:
     """The model's position results, computed once per model (not per photo)."""
-    return ph.per_model("positions", lambda: model_positions(ph.vm))
+    return ph.per_model(POSITIONS, lambda: model_positions(ph.vm))
 
 
 def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPanel:
@@ -412,8 +412,8 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     size = int(size)
     if vm.family.has_bias_table:
         return _bias_resolution_panel(ph, size)
-    at = ph.per_model(("positions-at", size), lambda: positions_at_size(vm, size))
-    pred = ph.derived(("predict-at", size),
+    at = ph.per_model(positions_at_name(size), lambda: positions_at_size(vm, size))
+    pred = ph.derived(predict_at_name(size),
                       lambda: engine.predict_at_size(vm, ph.image, size))
     native = ph.analysis()
     fig = None
@@ -449,7 +449,7 @@ def _bias_resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     """BEiT at another size: the bias tables are resized bilinearly to the new offsets."""
     vm = ph.vm
     g = vm.geometry
-    pred = ph.derived(("predict-at", size), lambda: engine.predict_at_size(vm, ph.image, size))
+    pred = ph.derived(predict_at_name(size), lambda: engine.predict_at_size(vm, ph.image, size))
     nh, nw = positional.grid_at(g, size)
     bp = cached_bias_positions(ph)
     tables = positional.relative_bias(engine.position_tables(vm, random_init=False), (nh, nw)).tables  # (L or 1, H, 2nh−1, 2nw−1)
