@@ -74,3 +74,17 @@ def test_a_random_architecture_belongs_to_one_family():
     with pytest.raises(ValueError, match="another family"):
         register_family(clash)
     assert KEY not in FAMILIES
+
+
+def test_no_family_branch_outside_models_and_the_engine():
+    """Views and the rest ask a Family or Geometry for a property: no model_type or family-key test."""
+    import re
+    from pathlib import Path
+
+    root = Path(vizvit.__file__).parent
+    keys = "|".join(re.escape(k) for k in FAMILIES)
+    pattern = re.compile(rf"model_type\s*[!=]=|\.key\s*[!=]=|family\s*[!=]=|[!=]=\s*[\"']({keys})[\"']|"
+                         rf"[\"']({keys})[\"']\s*[!=]=|summary\s*[!=]=\s*[\"']map[\"']|\.pe\s*[!=]=")
+    hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name not in ("models.py", "engine.py")
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert hits == [], hits

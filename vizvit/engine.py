@@ -3,7 +3,10 @@
 Every forward (and the one backward) goes through here: ``analyze`` (one view, everything
 the tabs need), ``predict_chunks`` / ``predict_batch`` (many views, probabilities and patch
 embeddings only), ``predict_at_size`` (another input size) and ``attention_gradients``
-(Chefer relevance). ``cnn_probs`` runs the optional CNN under the same lock.
+(Chefer relevance). ``cnn_probs`` runs the optional CNN under the same lock, and so does every
+other use of the model's modules or weights: ``readout`` (the logit lens), ``text_embeddings``,
+``patch_label_cosine``, ``embedding_stage`` / ``patch_filters`` and ``position_tables``; the maths
+modules (lens, tokens, positional, zeroshot) only get tensors.
 
 The model object is shared by every request. Hooks are registered on it for exactly one
 run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
