@@ -49,7 +49,7 @@ def main() -> None:
 
     fwd = median_s(bare, args.repeat, warmup=1)
     g = vm.geometry
-    t_lens = median_s(lambda: lens.logit_lens(vm, a.hidden_states), args.repeat)
+    t_lens = median_s(lambda: lens.logit_lens(vm, engine.readout(vm, a.hidden_states)), args.repeat)
     heads = [Ablation(((l, h),)) for l, h in [(3, 4), (6, 0), (9, 2), (11, 11), (0, 1)]][: args.repeat]
     t_toggle = sorted(once_s(lambda ab=ab: vizvit.analyze(vm, a.input_view, ablation=ab)) for ab in heads)
     cells = [(l, h) for l in range(g.num_layers) for h in range(g.num_heads)]

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import vizvit  # noqa: E402
-from vizvit import attention as A, positional  # noqa: E402
+from vizvit import attention as A, engine, positional  # noqa: E402
 import test_methods as ports  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def main() -> None:
         print(f"rollout {fusion}, discard {d}: r(per row, global) = {r(per_row, glob):.3f}; "
               f"r(global, vit-explain as published, no keepdim) = {r(glob, published):.3f}")
 
-    _, patches = positional.position_embeddings(vm)
+    _, patches = positional.position_embeddings(engine.position_tables(vm))
     table = vm.vit.embeddings.position_embeddings.detach().float()
     for size in (96, 160, 384, 480):
         new = positional.grid_at(g, size)

@@ -13,7 +13,7 @@ from vizvit import attention as att_mod
 from vizvit import catalog, engine, positional
 from vizvit.images import View
 from vizvit.models import FAMILIES, PATCH_MEAN, RANDOM_ARCHS, RANDOM_PREFIX
-from vizvit.tokens import embedding_stage, norm_outliers
+from vizvit.tokens import norm_outliers
 from vizvit.views import attention as ap
 from vizvit.views import embeddings as embed_view
 
@@ -108,7 +108,7 @@ def test_beit_relative_bias_table_matches_its_own_computed_bias(families):
     vm = families["beit"]
     g = vm.geometry
     gh, gw = g.grid
-    rb = positional.relative_bias(vm)
+    rb = positional.relative_bias(engine.position_tables(vm))
     mods = vm.family.bias_modules(vm.vit)
     assert rb.tables.shape == (g.num_layers, g.num_heads, 2 * gh - 1, 2 * gw - 1) and not rb.shared
     assert rb.special.shape == (g.num_layers, g.num_heads, 3)
@@ -139,7 +139,7 @@ def test_dinov2_position_interpolation_matches_its_forward_at_that_size(families
         seq = emb(px)[0]  # (1 + R + P', D)
         conv = emb.patch_embeddings(px)[0]  # (P', D)
     used = seq[g.num_prefix_tokens:] - conv
-    ours = positional.positions_at(vm, (size // g.patch_size, size // g.patch_size))
+    ours = positional.positions_at(engine.position_tables(vm), (size // g.patch_size, size // g.patch_size))
     assert ours.shape == used.shape
     assert torch.allclose(ours, used, atol=1e-5), f"{name} at {size} px"
 
@@ -147,7 +147,7 @@ def test_dinov2_position_interpolation_matches_its_forward_at_that_size(families
 def test_embedding_stage_by_hand_matches_the_forward_for_every_family(families, cat):
     for name, vm in families.items():
         a = vizvit.analyze(vm, cat)
-        st = embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], vm.geometry)
+        st = engine.embedding_stage(vm, a)
         assert st.embed_vs_forward < 1e-5, name
         assert st.shapes[-1][1] == (1, vm.geometry.seq_len, vm.geometry.hidden_size), name
 

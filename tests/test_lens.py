@@ -8,13 +8,14 @@ import pytest
 import torch
 
 import vizvit
+from vizvit import engine
 from vizvit.errors import UserError
 from vizvit.lens import logit_lens
 
 
 def test_last_depth_equals_the_models_own_prediction(tiny, cat):
     a = vizvit.analyze(tiny, cat)
-    lens = logit_lens(tiny, a.hidden_states)
+    lens = logit_lens(tiny, engine.readout(tiny, a.hidden_states))
     assert lens.probs.shape == (tiny.geometry.num_layers + 1, len(tiny.labels))
     np.testing.assert_array_equal(lens.probs[-1], a.probs.numpy())  # exactly
     assert lens.final_class == a.top5[0].index and lens.final_rank[-1] == 1
@@ -22,7 +23,7 @@ def test_last_depth_equals_the_models_own_prediction(tiny, cat):
 
 def test_every_depth_against_a_manual_readout(tiny, cat):
     a = vizvit.analyze(tiny, cat)
-    lens = logit_lens(tiny, a.hidden_states)
+    lens = logit_lens(tiny, engine.readout(tiny, a.hidden_states))
     w_ln, b_ln = tiny.vit.layernorm.weight.detach(), tiny.vit.layernorm.bias.detach()
     eps = tiny.vit.layernorm.eps
     W, b = tiny.model.classifier.weight.detach(), tiny.model.classifier.bias.detach()
@@ -43,7 +44,7 @@ def test_a_model_without_a_classifier_says_why(tiny_dirs, cat):
     headless = ViTModel.from_pretrained(str(tiny_dirs["p16"]), attn_implementation="eager", add_pooling_layer=False)
     vm = type(vm)(**{**vm.__dict__, "model": headless.eval(), "labels": ()})
     with pytest.raises(UserError, match="no classifier"):
-        logit_lens(vm, torch.zeros(3, vm.geometry.seq_len, vm.geometry.hidden_size))
+        logit_lens(vm, torch.zeros(3, 7))
 
 
 @pytest.mark.parametrize("name", ["deit", "beit"])
@@ -52,7 +53,7 @@ def test_the_lens_reads_through_each_familys_own_head(families, cat, name):
     mean. Either way the last depth is the model's own prediction, bit for bit."""
     vm = families[name]
     a = vizvit.analyze(vm, cat)
-    lens = logit_lens(vm, a.hidden_states)
+    lens = logit_lens(vm, engine.readout(vm, a.hidden_states))
     np.testing.assert_array_equal(lens.probs[-1], a.probs.numpy())
     assert lens.probs.shape == (vm.geometry.num_layers + 1, len(vm.labels))
 

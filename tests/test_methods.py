@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from vizvit import attention as A
-from vizvit import positional, tokens
+from vizvit import engine, positional, tokens
 from vizvit.models import Geometry
 from vizvit.perturb import Curves
 
@@ -337,7 +337,7 @@ def dino_interpolate_pos_encoding(pos_embed: torch.Tensor, patch_size: int, w: i
 def test_interpolation_equals_hf_and_differs_from_timm_antialias_and_dino(tiny, size):
     """HF's own `interpolate_pos_encoding` (transformers, the model's embeddings module) is the peer."""
     g = tiny.geometry
-    _, patches = positional.position_embeddings(tiny)
+    _, patches = positional.position_embeddings(engine.position_tables(tiny))
     new = positional.grid_at(g, size)
     ours = positional.interpolate_patch_positions(patches, g.grid, new)  # (P', D)
     emb = tiny.vit.embeddings

@@ -13,6 +13,7 @@ import torch
 
 import vizvit
 from vizvit import engine, perturb
+from vizvit import maps as vmaps
 from vizvit.views import experiments
 from vizvit.export import export
 from vizvit.images import View, shift_view
@@ -204,8 +205,8 @@ def test_deletion_curves_match_one_by_one_masked_forwards(tiny, cat, mode):
 def test_ranking_maps_are_the_attention_maps(tiny, cat):
     a = vizvit.analyze(tiny, cat)
     g = tiny.geometry
-    maps = perturb.ranking_maps(a, seed=3)
-    assert set(maps) == {"rollout", "last-layer [CLS] attention", "random"}
+    maps = vmaps.ranking_maps(tiny, a, seed=3)  # the one map-method registry, vizvit.maps
+    assert list(maps) == ["rollout", "last-layer [CLS] attention", "random", "class relevance"]
     assert all(m.shape == g.grid for m in maps.values())
     last = a.attentions[-1]  # (H, N, N)
     want = np.zeros(g.grid)

@@ -37,7 +37,7 @@ def with_positions(vm, table: torch.Tensor):
 def test_similarity_matches_a_per_pair_loop_and_excludes_cls(tiny, cat):
     g = tiny.geometry
     t = table_of(tiny)
-    r = positional.position_report(tiny)
+    r = positional.position_report(engine.position_tables(tiny))
     P = g.num_patches
     assert r.sim.shape == (P, P) and r.sim.dtype == np.float32
     ref = np.array([[cos(t[1 + i], t[1 + j]) for j in range(P)] for i in range(P)])
@@ -110,7 +110,7 @@ def test_constructed_2d_embedding_gives_the_expected_tiles(tiny):
             table[1 + r * gw + c, r] = 1.0
             table[1 + r * gw + c, gh + c] = 1.0
     vm = with_positions(tiny, table)
-    rep = positional.position_report(vm)
+    rep = positional.position_report(engine.position_tables(vm))
     for r in range(gh):
         for c in range(gw):
             tile = rep.sim[r * gw + c].reshape(gh, gw)
@@ -141,9 +141,9 @@ def test_random_init_is_seeded_and_leaves_the_global_rng_alone(tiny):
     torch.manual_seed(123)
     expected_next = torch.rand(3)
     torch.manual_seed(123)
-    a = positional.random_init_positions(tiny)
+    a = positional.random_init_positions(engine.position_tables(tiny))
     assert torch.equal(torch.rand(3), expected_next)
-    b = positional.random_init_positions(tiny)
+    b = positional.random_init_positions(engine.position_tables(tiny))
     assert torch.equal(a, b) and a.shape == (tiny.geometry.num_patches, tiny.geometry.hidden_size)
     std = tiny.model.config.initializer_range
     assert 0.7 * std < float(a.std()) < 1.3 * std  # trunc-normal init of the config, not randn
@@ -157,11 +157,11 @@ def test_interpolation_equals_the_models_own(tiny, size):
     emb = tiny.vit.embeddings
     with torch.no_grad():
         ref = emb.interpolate_pos_encoding(torch.zeros(1, 1 + new[0] * new[1], g.hidden_size), size, size)[0]
-    _, patches = positional.position_embeddings(tiny)
+    _, patches = positional.position_embeddings(engine.position_tables(tiny))
     got = positional.interpolate_patch_positions(patches, g.grid, new)
     assert got.shape == (new[0] * new[1], g.hidden_size)
     torch.testing.assert_close(got, ref[g.num_prefix_tokens:], rtol=0, atol=1e-6)
-    grid, sim = positional.interpolated_similarity(tiny, size)
+    grid, sim = positional.interpolated_similarity(engine.position_tables(tiny), size)
     assert grid == new and sim.shape == (new[0] * new[1],) * 2
     f = ref[g.num_prefix_tokens:].double()
     np.testing.assert_allclose(sim[3, 7], cos(f[3].numpy(), f[7].numpy()), atol=1e-5)

@@ -13,11 +13,11 @@ import torch
 from transformers import ViTConfig, ViTForImageClassification
 
 import vizvit
-from vizvit import render
+from vizvit import engine, render
 from vizvit.views import embeddings as embed_panels
 from vizvit.positional import cosine_similarity_matrix
 from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_to,
-                           embedding_filters_pca, embedding_stage, parameter_table, pca, token_norms,
+                           embedding_filters_pca, parameter_table, pca, token_norms,
                            token_pca_rgb)
 from vizvit.session import PhotoKey, Workbench
 
@@ -28,7 +28,7 @@ def test_conv_equals_unfold_then_one_linear_layer(tiny):
     conv = tiny.vit.embeddings.patch_embeddings.projection
     x = torch.randn(1, 3, *g.image_size, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        ours = conv_as_unfold_linear(x, conv)  # (1, P, D)
+        ours = conv_as_unfold_linear(x, conv.weight, conv.bias)  # (1, P, D)
         ref_conv = conv(x).flatten(2).transpose(1, 2)
     p, (gh, gw), d = g.patch_size, g.grid, g.hidden_size
     assert ours.shape == (1, gh * gw, d)
@@ -44,7 +44,7 @@ def test_conv_equals_unfold_then_one_linear_layer(tiny):
 def test_embedding_stage_shapes_and_checks_against_the_forward(tiny, cat):
     g = tiny.geometry
     a = vizvit.analyze(tiny, cat)
-    st = embedding_stage(tiny.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g)
+    st = engine.embedding_stage(tiny, a)
     h, w = g.image_size
     d = g.hidden_size
     assert [s for _, s in st.shapes] == [(1, 3, h, w), (1, d, *g.grid), (1, g.num_patches, d),

@@ -20,7 +20,7 @@ from .engine import Analysis, Prediction
 from .errors import UserError
 from .images import View
 from .models import Geometry
-from .session import Photo, PhotoKey, Workbench
+from .session import POSITIONS, Photo, PhotoKey, Workbench
 from .views import attention as ap
 from .views import experiments, positions
 
@@ -117,7 +117,7 @@ class PublicApi:
         vm = self.wb.model(model)
         g = vm.geometry
         row, col = _int("row", row, 0, g.grid[0] - 1), _int("col", col, 0, g.grid[1] - 1)
-        r = self.wb.per_model(vm.id, "positions", lambda: positions.model_positions(vm)).report
+        r = self.wb.per_model(vm.id, POSITIONS, lambda: positions.model_positions(vm)).report
         k = row * g.grid[1] + col
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
                 "cls_similarity": _grid(r.cls_sim)}

@@ -164,17 +164,18 @@ def query_map(m: torch.Tensor, token: int, direction: Direction, g: Geometry) ->
     return v.reshape(*v.shape[:-1], *g.grid)
 
 
-def rollout_heads(att: torch.Tensor, num_prefix_tokens: int = 1) -> torch.Tensor:
+def rollout_heads(att: torch.Tensor, num_prefix_tokens: int = 1, below: torch.Tensor | None = None) -> torch.Tensor:
     """Per-head rollout: (L, H, N, N) -> (L, H, N, N), [l, h] = Â_{l,h} · R_{l-1}.
 
     R_{l-1} is the mean-fusion, no-discard rollout through the layers below (R_0 = I)
     and Â_{l,h} = 0.5·A_{l,h} + 0.5·I with rows renormalised. Mean fusion is linear, so
     the mean over h of [l, h] equals rollout_stack(att)[l]. One batched (H, N, N) @ (N, N)
-    product per layer.
+    product per layer. below: that mean rollout (L, N, N), when already computed (vizvit.maps).
     """
     n = att.shape[-1]
     eye = torch.eye(n)
-    below = rollout_stack(att, "mean", 0.0, num_prefix_tokens)  # (L, N, N)
+    if below is None:
+        below = rollout_stack(att, "mean", 0.0, num_prefix_tokens)  # (L, N, N)
     # Layer by layer in float32, stored in the attentions' dtype: forward.py keeps very
     # large stacks (ViT-L/16 at 384 px: 511 MB) in float16, and so does this one.
     out = torch.empty(att.shape, dtype=att.dtype if att.dtype == torch.float16 else torch.float32)

@@ -16,34 +16,34 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, Mapping
 
 from .errors import UserError
 from .hub import is_cached
-from .models import RANDOM_ARCHS, RANDOM_PREFIX, is_local_path, short_name
+from .models import FAMILIES, RANDOM_ARCHS, RANDOM_PREFIX, is_local_path, short_name
 
 OFFLINE_FALLBACK = RANDOM_PREFIX + "vit-base-patch16-224"
-# Hub ids a visitor may pick, with the download size of their weights (MB, safetensors),
-# said while the first load downloads them.
-CURATED: dict[str, int] = {
-    "google/vit-base-patch16-224": 346,
-    # ViT-Ti/16 and ViT-S/16, AugReg weights (Steiner et al. 2021) in transformers' format: the
-    # fast ones, for live use on a free CPU Space
-    "WinKawaks/vit-tiny-patch16-224": 23,
-    "WinKawaks/vit-small-patch16-224": 88,
-    "google/vit-base-patch32-384": 353,
-    "google/vit-large-patch16-224": 1220,
-    "facebook/deit-base-patch16-224": 346,
-    "facebook/dino-vitb16": 343,
-    "facebook/deit-base-distilled-patch16-224": 349,
-    "facebook/dinov2-small": 88,
-    "facebook/dinov2-with-registers-small": 88,
-    "microsoft/beit-base-patch16-224": 347,
-    # image-text models: the image tower is the ViT, the typed labels its classes (both towers load)
-    "openai/clip-vit-base-patch16": 599,
-    "openai/clip-vit-base-patch32": 605,
-    "google/siglip-base-patch16-224": 813,
-    OFFLINE_FALLBACK: 0,
-}
+
+
+class _Curated(Mapping[str, int]):
+    """Hub ids a visitor may pick, with the download size of their weights (MB, safetensors), said
+    while the first load downloads them: every family's curated checkpoints (models.FAMILIES, read
+    live, so a registered family's appear too), then the offline fallback."""
+
+    def _all(self) -> dict[str, int]:
+        return {**{m: mb for f in FAMILIES.values() for m, mb in f.curated.items()}, OFFLINE_FALLBACK: 0}
+
+    def __getitem__(self, model_id: str) -> int:
+        return self._all()[model_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+CURATED: Mapping[str, int] = _Curated()
 
 
 # Parameters and the time of one page forward (`analyze`: attentions and hidden states kept,
@@ -109,7 +109,8 @@ class Choice:
 class Catalog:
     """Thread-safe: one per process, shared by every session."""
 
-    def __init__(self, default: str, extra: tuple[str, ...] = (), curated: tuple[str, ...] = tuple(CURATED)):
+    def __init__(self, default: str, extra: tuple[str, ...] = (), curated: tuple[str, ...] | None = None):
+        curated = tuple(CURATED) if curated is None else curated  # read now: a family registered since counts
         self._sources: dict[str, str] = {}  # short name -> the local directory it loads from
         self._archs: dict[str, str | None] = {}  # short name -> its architecture (see local_arch)
         self._lock = threading.Lock()

@@ -18,7 +18,7 @@ from transformers import AutoConfig, AutoModelForImageClassification, PreTrained
 from .errors import UserError
 from .engine import cnn_probs
 from .images import shift_view
-from .models import labels_of, pick_device
+from .models import FAMILIES, labels_of, pick_device
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -37,7 +37,7 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     """Load a convolutional image classifier; ValueError with what to do if it cannot be."""
     try:
         config = AutoConfig.from_pretrained(name)  # never trust_remote_code
-        if config.model_type == "vit":
+        if config.model_type in FAMILIES:  # any ViT family
             raise UserError(f"{name!r} is a ViT; --cnn wants a convolutional network such as microsoft/resnet-50.")
         model = AutoModelForImageClassification.from_pretrained(name)
     except ValueError:

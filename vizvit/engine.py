@@ -3,7 +3,10 @@
 Every forward (and the one backward) goes through here: ``analyze`` (one view, everything
 the tabs need), ``predict_chunks`` / ``predict_batch`` (many views, probabilities and patch
 embeddings only), ``predict_at_size`` (another input size) and ``attention_gradients``
-(Chefer relevance). ``cnn_probs`` runs the optional CNN under the same lock.
+(Chefer relevance). ``cnn_probs`` runs the optional CNN under the same lock, and so does every
+other use of the model's modules or weights: ``readout`` (the logit lens), ``text_embeddings``,
+``patch_label_cosine``, ``embedding_stage`` / ``patch_filters`` and ``position_tables``; the maths
+modules (lens, tokens, positional, zeroshot) only get tensors.
 
 The model object is shared by every request. Hooks are registered on it for exactly one
 run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
@@ -30,8 +33,11 @@ from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
 from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
-from .models import FAMILIES, Family, Geometry, VitModel, pooled  # noqa: F401  (Family, FAMILIES: re-exported)
-from .models import DEFAULT_MODEL, load_model as load_checkpoint
+from .models import FAMILIES, Family, Geometry, VitModel, backbone_of  # noqa: F401  (Family, FAMILIES: re-exported)
+from .models import DEFAULT_MODEL, RANDOM_SEED, load_model as load_checkpoint
+from .patches import grid_at
+from .positional import PositionTables
+from .tokens import EmbeddingStage, EmbeddingWeights, embedding_stage_of
 from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
 
 # Above this many bytes (ViT-L/16 at 384 px: 24·16·577² floats = 511 MB; ViT-B/16 at 384 px:
@@ -182,6 +188,63 @@ class _Out:
     raw: Any = None  # the model's own output (a classifier's: DeiT distilled's per-head logits)
 
 
+# ------------------------------------------------------------------ where each family's head reads
+def _map_pool(head: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """SigLIP's multihead attention pooling head, written out as its own forward does it, keeping
+    the per-head attention. x: (B, P, D) after the final layernorm -> pooled (B, D), attention
+    (B, H, 1, P): the probe's (one query's) softmax weights over the tokens. The output is computed FROM that
+    attention tensor, so a gradient with respect to it exists (relevance); nn.MultiheadAttention
+    returns only a copy of its weights."""
+    mha = head.attention
+    b, n, d = x.shape
+    h = mha.num_heads
+    wq, wk, wv = mha.in_proj_weight.chunk(3)
+    bq, bk, bv = mha.in_proj_bias.chunk(3)
+    probe = head.probe.expand(b, 1, d)
+    q = torch.nn.functional.linear(probe, wq, bq).reshape(b, 1, h, d // h).transpose(1, 2)  # (B, H, 1, d)
+    k = torch.nn.functional.linear(x, wk, bk).reshape(b, n, h, d // h).transpose(1, 2)  # (B, H, P, d)
+    v = torch.nn.functional.linear(x, wv, bv).reshape(b, n, h, d // h).transpose(1, 2)
+    att = ((q @ k.transpose(-1, -2)) * (d // h) ** -0.5).softmax(-1)  # (B, H, 1, P)
+    out = mha.out_proj((att @ v).transpose(1, 2).reshape(b, 1, d))  # (B, 1, D)
+    out = out + head.mlp(head.layernorm(out))
+    return out[:, 0], att  # (B, D), (B, H, 1, P): a view would not be in the graph
+
+
+def _pooled(fam: Family, model: torch.nn.Module, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """z: (B, N, D) token states AFTER the image tower's final layernorm -> image embeddings (B, E)
+    and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a token
+    of the sequence ([CLS]: its attention is in the blocks' attentions)."""
+    if fam.pooling == "map":
+        return _map_pool(backbone_of(model).head, z)
+    return model.visual_projection(z[:, 0]), None  # "projection" (CLIP): [CLS]
+
+
+def _readout(fam: Family, model: torch.nn.Module, states: torch.Tensor,
+             head: ZeroShotHead | None = None) -> torch.Tensor:
+    """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them from
+    its last block, by the family's pooling: final norm, then [CLS]'s head (ViT), the mean of the
+    [CLS] and [DIST] heads (DeiT distilled), the head on the normed patch mean (a "pooler": BEiT's
+    mean pooling), or the image tower's end and the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
+    if fam.tower:
+        if head is None:
+            raise UserError("Zero-shot labels are needed to read this image-text model out: type some.")
+        backbone = backbone_of(model)
+        return head.logits(_pooled(fam, model, backbone.post_layernorm(states))[0])
+    heads = fam.heads(model)
+    if not heads:
+        raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
+                        "needs a head that maps the summary token to classes.")
+    backbone = model.base_model
+    normed = backbone.layernorm(states)
+    pooler = fam.pooler(backbone)
+    if pooler is not None:
+        return heads["head"](pooler(normed))
+    if len(heads) == 2:  # DeiT distilled
+        cls, dist = heads.values()
+        return (cls(normed[:, 0]) + dist(normed[:, 1])) / 2
+    return heads["head"](normed[:, 0])
+
+
 def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
     """One forward: a classifier as it is; CLIP / SigLIP through the image tower, the image
     embedding, then the zero-shot head (the typed labels' text embeddings)."""
@@ -190,10 +253,10 @@ def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
         return _Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None),
                     raw=out)
     out = vm.vit(pixels, **kw)
-    if vm.geometry.summary == "map":  # SigLIP: last_hidden_state is after the final layernorm
-        emb, summ = pooled(vm, out.last_hidden_state)
+    if vm.family.pooling == "map":  # SigLIP: last_hidden_state is after the final layernorm
+        emb, summ = _pooled(vm.family, vm.model, out.last_hidden_state)
     else:  # CLIP: pooler_output is [CLS] after the final layernorm
-        emb, summ = pooled(vm, out.pooler_output.unsqueeze(1))
+        emb, summ = _pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1))
     logits = vm.zero_shot.logits(emb) if vm.zero_shot is not None else None
     return _Out(logits, getattr(out, "attentions", None), getattr(out, "hidden_states", None), emb, summ)
 
@@ -430,8 +493,6 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
 
     Not through ``analyze``: it needs none of the attentions or hidden states (at 384 px
     they would be 3× larger)."""
-    from .patches import grid_at
-
     g = vm.geometry
     grid = grid_at(g, size)
     view = view_at_size(image, vm.preprocess, g.image_size[0], size)
@@ -494,6 +555,86 @@ def cnn_probs(model: torch.nn.Module, pixel_values: torch.Tensor, device: torch.
         return model(pixel_values=pixel_values.to(device)).logits.float().softmax(-1).cpu()
 
 
+# ------------------------------------------------------------------ the model's own parts, read under the lock
+# Every other tab reads the model's weights or runs one of its modules (the logit lens's final norm
+# and head, the embedding conv's weights, the position tables) through these: under the run lock, so
+# no hook of a concurrent run fires on them (CLIP's / SigLIP's patch conv is the very module
+# Hooked hooks), and the maths modules get plain tensors.
+@on_gpu
+def readout(vm: VitModel, states: torch.Tensor) -> torch.Tensor:
+    """(L+1, N, D) hidden states -> (L+1, C) float32 CPU logits through the model's own head (its
+    family's pooling; CLIP / SigLIP: the tower's end and the typed labels). Each depth goes through
+    the same shapes as the model's head (a (1, N, D) norm), so the last depth reproduces its logits
+    bit for bit. What vizvit.lens reads."""
+    p = next(vm.model.parameters())
+    with Hooked(None), torch.inference_mode():
+        rows = [_readout(vm.family, vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype), vm.zero_shot)
+                for h in states]
+    return torch.cat(rows).float().cpu()
+
+
+def embedding_weights(vm: VitModel) -> EmbeddingWeights:
+    """The embedding stage's weights as tensors (on the model's device): the patch conv, the prefix
+    tokens that get a position, the position table, the registers, CLIP's pre-layernorm."""
+    fam, backbone = vm.family, vm.vit
+    emb = fam.embeddings(backbone)
+    conv = fam.patch_conv(backbone)
+    with Hooked(None):
+        learned = {"[CLS]": "cls_token", "[DIST]": "distillation_token"}
+        pe_names = vm.geometry.prefix_names[:fam.pe_prefix]
+        prefix = [getattr(emb, learned[n])[0] if hasattr(emb, learned.get(n, "")) else emb.class_embedding[None]
+                  for n in pe_names]  # each (1, D); CLIP: a (D,) class embedding
+        w = conv.weight.detach()
+        pre = getattr(backbone, "pre_layrnorm", None)
+        return EmbeddingWeights(
+            conv_weight=w, conv_bias=None if conv.bias is None else conv.bias.detach(),
+            stride=int(conv.stride[0]),
+            prefix=torch.cat(prefix).detach() if prefix else w.new_zeros(0, w.shape[0]),
+            positions=fam.position_table_of(emb),
+            registers=emb.register_tokens.detach()[0] if vm.geometry.num_registers else None,
+            pre_norm=None if pre is None else (pre.weight.detach(), pre.bias.detach(), float(pre.eps)))
+
+
+@on_gpu
+def embedding_stage(vm: VitModel, a: Analysis) -> EmbeddingStage:
+    """The embedding stage of `a` recomputed by hand (vizvit.tokens) from the model's own weights
+    and checked against the cached forward; one conv's worth of work, under the lock."""
+    fam = vm.family
+    with Hooked(None):
+        return embedding_stage_of(embedding_weights(vm), a.pixel_values, a.patch_embeddings, a.hidden_states[0],
+                                  a.geometry, fam.pe_prefix, fam.pe_antialias)
+
+
+def patch_filters(vm: VitModel) -> torch.Tensor:
+    """(D, 3, p, p) float32 CPU: the patch-embedding conv's weight (the filters' PCA reads it)."""
+    with Hooked(None):
+        return vm.family.patch_conv(vm.vit).weight.detach().float().cpu()
+
+
+def position_tables(vm: VitModel, random_init: bool = True, seed: int = RANDOM_SEED) -> PositionTables:
+    """What vizvit.positional reads of a model, as CPU float32 tensors: its position table as stored,
+    the same architecture's seeded random init of it (random_init: only its embedding module is
+    built, with the checkpoint class's own init), and for a relative-bias family each bias module's
+    table and window."""
+    fam, g = vm.family, vm.geometry
+    with Hooked(None):
+        table = fam.position_table(vm.vit)
+        random_table = None
+        if table is not None and random_init:
+            emb_cls = type(fam.embeddings(vm.vit))
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                emb = emb_cls(getattr(vm.model.config, "vision_config", vm.model.config))  # CLIP / SigLIP: the tower's
+                vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
+            random_table = fam.position_table_of(emb).float()
+        bias = tuple((m.relative_position_bias_table.detach().float().cpu(), tuple(m.window_size))
+                     for m in fam.bias_modules(vm.vit))
+    return PositionTables(
+        geometry=g, pe_prefix=fam.pe_prefix, antialias=fam.pe_antialias,
+        table=None if table is None else table.float().cpu(), random_table=random_table, bias=bias,
+        missing=f"{fam.title} has no absolute position embeddings: {fam.pe_text}")
+
+
 # ------------------------------------------------------------------ zero-shot labels (the text tower)
 def patch_label_cosine(vm: VitModel, last_state: torch.Tensor, head: ZeroShotHead) -> torch.Tensor:
     """(N, D) hidden state after the last block -> (C, P) cosine of each patch token, through the
@@ -504,7 +645,7 @@ def patch_label_cosine(vm: VitModel, last_state: torch.Tensor, head: ZeroShotHea
     patch tokens are compared as the MAP head reads them."""
     p = vm.geometry.num_prefix_tokens
     w = next(vm.vit.parameters())
-    with torch.inference_mode():
+    with Hooked(None), torch.inference_mode():
         z = vm.vit.post_layernorm(last_state.to(device=w.device, dtype=w.dtype))[p:]  # (P, D)
         if hasattr(vm.model, "visual_projection"):
             z = vm.model.visual_projection(z)
@@ -522,7 +663,7 @@ def with_labels(vm: VitModel, labels: tuple[str, ...] | str, template: str = DEF
         raise UserError("Zero-shot labels need an image-text model (CLIP or SigLIP); this model has its own classes.")
     labs = required_labels(labels)
     t = check_template(template)
-    return vm.with_zero_shot(head_of(vm.model, labs, t, text_embeddings(vm, prompts(labs, t))))
+    return vm.with_zero_shot(head_of(vm.model, labs, t, text_embeddings(vm, prompts(labs, t)), vm.text.rule))
 
 
 def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:

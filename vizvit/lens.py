@@ -5,7 +5,8 @@ the hidden state after block l (h_0: after the embedding stage). It is a readout
 model's last layernorm and classifier, which were trained to read h_L only; what it shows at
 early depths is how far the summary token already points at a class in the final head's
 coordinates, not what the layer "thinks" (nostalgebraist 2020; ViT-Prisma's logit lens).
-No new forward: it reads the cached Analysis's hidden states.
+No new forward: it reads the cached Analysis's hidden states, through engine.readout (the
+model's own head, run under the engine's lock); this module is the maths on those logits.
 
 CLIP / SigLIP: the readout is the image tower's own end (final layernorm, then [CLS] through the
 projection, or SigLIP's attention-pooling head over every token) and the typed labels' text
@@ -33,25 +34,14 @@ class Lens:
     final_rank: np.ndarray  # (L+1,) its rank at each depth, 1 = top
 
 
-def readout(vm: VitModel, states: torch.Tensor) -> torch.Tensor:
-    """(L+1, N, D) hidden states -> (L+1, C) logits through the model's own head (its family's
-    readout: final norm, then [CLS], [CLS] and [DIST], the patch mean, or CLIP's / SigLIP's tower end
-    and the typed labels). Each depth goes through
-    the same shapes as the model's head (a (1, N, D) norm), so the last depth reproduces its logits
-    bit for bit."""
-    p = next(vm.model.parameters())
-    with torch.inference_mode():
-        rows = [vm.family.readout(vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype), vm.zero_shot)
-                for h in states]
-    return torch.cat(rows).float().cpu()
-
-
-def logit_lens(vm: VitModel, hidden_states: torch.Tensor) -> Lens:
-    """hidden_states: (L+1, N, D) of one analysis. Returns the readout at every depth."""
+def logit_lens(vm: VitModel, logits: torch.Tensor) -> Lens:
+    """logits: (L+1, C) the readout of one analysis's hidden states at every depth through the
+    model's own head (engine.readout: the family's final norm and head, or CLIP's / SigLIP's tower
+    end and the typed labels). Returns the lens by the model's probability rule."""
     if not vm.has_classifier:
         raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
                         "needs a head that maps the summary token to classes.")
-    logits = readout(vm, hidden_states)  # (L+1, C)
+    logits = logits.float()  # (L+1, C)
     probs = vm.zero_shot.probs(logits) if vm.zero_shot is not None else logits.softmax(-1)
     final = int(probs[-1].argmax())
     # rank = 1 + number of classes strictly more probable than the final class at that depth

@@ -7,9 +7,9 @@ Everything the rest of vizvit needs to know about the model's shape lives in
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 import transformers
@@ -23,7 +23,7 @@ from transformers import (
 )
 
 from .errors import UserError
-from .zeroshot import TextSide, ZeroShotHead, map_pool, text_side
+from .zeroshot import CLIP_TEXT, SIGLIP_TEXT, TextRule, TextSide, ZeroShotHead, text_side
 
 log = logging.getLogger(__name__)
 
@@ -35,41 +35,6 @@ PATCH_MEAN = "patch mean"  # the pseudo-token a mean-pooling head reads (BEiT): 
 # sequence, attending once over every token after the last block (its weights: Analysis.summary_weights).
 MAP_HEAD = "MAP head"
 
-_B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
-_DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
-               patch_size=14)
-_CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, intermediate_size=2048,
-                  max_position_embeddings=77)
-# Architectures offered with seeded random weights, for offline use and as the "untrained"
-# baseline: (model_type, config numbers). Numbers are those of the published checkpoints
-# (each key is the last part of their hub id, so catalog.random_twin can find it).
-RANDOM_ARCHS: dict[str, tuple[str, dict[str, Any]]] = {
-    "vit-base-patch16-224": ("vit", dict(_B16, image_size=224, patch_size=16)),
-    # ViT-Ti/16 and ViT-S/16 (AugReg, ported by WinKawaks): small enough for a free CPU Space
-    "vit-tiny-patch16-224": ("vit", dict(hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
-                                         intermediate_size=768, image_size=224, patch_size=16)),
-    "vit-small-patch16-224": ("vit", dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
-                                          intermediate_size=1536, image_size=224, patch_size=16)),
-    "vit-base-patch32-384": ("vit", dict(_B16, image_size=384, patch_size=32)),
-    "vit-large-patch16-224": ("vit", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                                          intermediate_size=4096, image_size=224, patch_size=16)),
-    "vit-large-patch16-384": ("vit", dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                                          intermediate_size=4096, image_size=384, patch_size=16)),
-    "deit-base-distilled-patch16-224": ("deit", dict(_B16, image_size=224, patch_size=16)),
-    "dinov2-small": ("dinov2", dict(_DINO_S)),
-    "dinov2-with-registers-small": ("dinov2_with_registers", dict(_DINO_S, num_register_tokens=4)),
-    "beit-base-patch16-224": ("beit", dict(_B16, image_size=224, patch_size=16, use_relative_position_bias=True,
-                                           use_absolute_position_embeddings=False, use_mean_pooling=True,
-                                           layer_scale_init_value=0.1)),
-    # Image-text models: vision / text numbers as in the checkpoints (the whole model is built).
-    "clip-vit-base-patch16": ("clip", dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=16),
-                                           text_config=_CLIP_TEXT)),
-    "clip-vit-base-patch32": ("clip", dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=32),
-                                           text_config=_CLIP_TEXT)),
-    "siglip-base-patch16-224": ("siglip", dict(vision_config=dict(_B16, image_size=224, patch_size=16),
-                                               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000,
-                                                                pad_token_id=1, eos_token_id=1, bos_token_id=None))),
-}
 RANDOM_SEED = 0
 
 
@@ -105,6 +70,12 @@ class Geometry:
         """What sums the photo up by default: "cls" (a token of the sequence, or the patch mean) or
         "map" (SigLIP: the MAP head's probe, outside the sequence), read from ``summaries``."""
         return "map" if self.summaries[0] == MAP_HEAD else "cls"
+
+    @property
+    def pools_with_map_head(self) -> bool:
+        """The default summary is an attention-pooling head's probe (SigLIP), not a token of the
+        sequence: its maps are its weights (Analysis.summary_weights) read through the matrices."""
+        return self.summary == "map"
 
     @property
     def num_patches(self) -> int:
@@ -209,13 +180,16 @@ class VitModel:
 
 # ------------------------------------------------------------------ families
 Module = torch.nn.Module
+Pooling = str  # "token" | "pooler" | "projection" | "map": see Family.pooling
 
 
 @dataclass(frozen=True)
 class Family:
-    """One ViT family, described once: its token layout, position encoding and head, and
-    where its parts live. The engine hooks through it; every view reads the layout from
-    ``Geometry`` and the words from here. No view asks for a model_type."""
+    """One ViT family, described once: its token layout, position encoding, head and pooling, its
+    random architectures and curated checkpoints, its text rule, and where its parts live. The
+    engine hooks and runs through it; every view reads the layout from ``Geometry`` and the words
+    and properties from here. No view asks for a model_type or a family key: adding a family is
+    one entry (``register_family``)."""
 
     key: str  # config.model_type
     title: str  # e.g. "DINOv2 with registers"
@@ -225,15 +199,44 @@ class Family:
     head_text: str  # what the classifier reads, for the page
     summaries: Callable[[PretrainedConfig, bool], tuple[str, ...]]  # (config, has head) -> Geometry.summaries
     classes: tuple[str, ...]  # transformers classes a checkpoint of this family may name
-    random_class: str  # the class random:<arch> builds
-    config_class: str
+    random_class: str | type  # the class random:<arch> builds (a transformers name, or the class itself)
+    config_class: str | type  # its config class (likewise)
     pe_prefix: int = 1  # prefix tokens with a row in the position table ([CLS], [DIST])
     pe_antialias: bool = False  # the family's interpolate_pos_encoding antialiases (DINOv2 w/ registers)
     interpolate_kwarg: bool = True  # forward() takes interpolate_pos_encoding (DINOv2 always interpolates)
     pooling_kwarg: bool = True  # the base class takes add_pooling_layer
+    # What the head reads after the last block: "token" (the final norm, then [CLS]'s head, or DeiT's
+    # [CLS] and [DIST] heads), "pooler" (the base model's pooler when it has one: BEiT's mean of the
+    # patch tokens, normed), "projection" (CLIP: [CLS] through visual_projection) or "map" (SigLIP: a
+    # multihead attention-pooling head over every token).
+    pooling: Pooling = "token"
     # An image-text model (CLIP, SigLIP): the backbone is its image tower (model.vision_model), the
-    # classes are the labels a user types, read through the text tower (vizvit/zeroshot.py).
-    tower: bool = False
+    # classes are the labels a user types, read through the text tower by this rule (vizvit/zeroshot.py).
+    text: TextRule | None = None
+    # random:<arch> -> its config numbers (those of the published checkpoint; each arch is the last
+    # part of that hub id, so catalog.random_twin finds it); curated hub id -> download size in MB.
+    random_archs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
+    curated: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+    @property
+    def tower(self) -> bool:
+        """An image-text model's image tower: its classes are typed labels (``text``)."""
+        return self.text is not None
+
+    @property
+    def has_bias_table(self) -> bool:
+        """Positions are a relative position bias in every attention (BEiT), not a table of embeddings."""
+        return self.pe == "relative bias"
+
+    @property
+    def interpolates_positions(self) -> bool:
+        """The family interpolates its position table to the input's grid at every forward (DINOv2)."""
+        return self.pe == "learned, interpolated"
+
+    def build_class(self, which: str = "random") -> type:
+        """The transformers class random:<arch> builds ("random") or its config class ("config")."""
+        c = self.random_class if which == "random" else self.config_class
+        return getattr(transformers, c) if isinstance(c, str) else c
 
     # where the parts live (backbone = backbone_of(model): model.base_model, or the image tower)
     def embeddings(self, backbone: Module) -> Module:
@@ -245,6 +248,12 @@ class Family:
         if self.tower:
             return backbone.embeddings.patch_embedding
         return backbone.embeddings.patch_embeddings
+
+    def patch_conv(self, backbone: Module) -> torch.nn.Conv2d:
+        """The patch-embedding Conv2d (kernel = stride = p): its weights, for the engine to read."""
+        if self.tower:
+            return backbone.embeddings.patch_embedding
+        return backbone.embeddings.patch_embeddings.projection
 
     def blocks(self, backbone: Module) -> list[Module]:
         """The transformer blocks in order (their attention's output projection: ``out_proj``)."""
@@ -260,13 +269,17 @@ class Family:
         block = self.blocks(backbone)[layer]
         return block.self_attn.out_proj if self.tower else block.attention.o_proj
 
+    def pooler(self, backbone: Module) -> Module | None:
+        """The base model's pooler, for a "pooler" family that has one (BEiT with mean pooling), else None."""
+        return getattr(backbone, "pooler", None) if self.pooling == "pooler" else None
+
     def final_norm(self, backbone: Module) -> Module:
         """The norm the head reads through: BEiT with mean pooling has Identity here and its
         norm in the pooler (applied to the patch mean); CLIP / SigLIP: the tower's post_layernorm."""
         if self.tower:
             return backbone.post_layernorm
-        pooler = getattr(backbone, "pooler", None)
-        if self.key == "beit" and pooler is not None and getattr(pooler, "layernorm", None) is not None:
+        pooler = self.pooler(backbone)
+        if pooler is not None and getattr(pooler, "layernorm", None) is not None:
             return pooler.layernorm
         return backbone.layernorm
 
@@ -280,45 +293,17 @@ class Family:
         head = getattr(model, "classifier", None)
         return {"head": head} if isinstance(head, Module) else {}
 
-    def embed(self, model: Module, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """CLIP / SigLIP: (B, N, D) block outputs -> image embeddings (B, E) as the tower ends: final
-        layernorm, then [CLS] through visual_projection (CLIP) or the MAP head (SigLIP), with the
-        MAP head's attention (B, H, 1, P) (None for CLIP: [CLS]'s attention is in the blocks')."""
-        backbone = backbone_of(model)
-        z = backbone.post_layernorm(states)
-        if MAP_HEAD in self.summaries(model.config, False):
-            return map_pool(backbone.head, z)
-        return model.visual_projection(z[:, 0]), None
-
-    def readout(self, model: Module, states: torch.Tensor, head: ZeroShotHead | None = None) -> torch.Tensor:
-        """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them
-        from its last block: final norm, then [CLS]'s head (ViT), the mean of the [CLS] and [DIST]
-        heads (DeiT distilled), the head on the normed patch mean (BEiT's mean pooling), or the
-        image tower's end (``embed``) and the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
-        if self.tower:
-            if head is None:
-                raise UserError("Zero-shot labels are needed to read this image-text model out: type some.")
-            return head.logits(self.embed(model, states)[0])
-        heads = self.heads(model)
-        if not heads:
-            raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
-                            "needs a head that maps the summary token to classes.")
-        backbone = model.base_model
-        normed = backbone.layernorm(states)
-        pooler = getattr(backbone, "pooler", None)
-        if self.key == "beit" and pooler is not None:
-            return heads["head"](pooler(normed))
-        if len(heads) == 2:  # DeiT distilled
-            cls, dist = heads.values()
-            return (cls(normed[:, 0]) + dist(normed[:, 1])) / 2
-        return heads["head"](normed[:, 0])
+    def position_table_of(self, embeddings: Module) -> torch.Tensor | None:
+        """(pe_prefix + P0, D) learned absolute positions of an embeddings module, or None (BEiT:
+        relative bias). The one accessor of the table (the engine reads it, detached)."""
+        if self.tower:  # an nn.Embedding (N, D)
+            return embeddings.position_embedding.weight.detach()
+        t = getattr(embeddings, "position_embeddings", None)
+        return None if t is None else t.detach()[0]
 
     def position_table(self, backbone: Module) -> torch.Tensor | None:
         """(pe_prefix + P0, D) learned absolute positions, or None (BEiT: relative bias)."""
-        if self.tower:  # an nn.Embedding (N, D)
-            return self.embeddings(backbone).position_embedding.weight.detach()
-        t = getattr(self.embeddings(backbone), "position_embeddings", None)
-        return None if t is None else t.detach()[0]
+        return self.position_table_of(self.embeddings(backbone))
 
     def bias_modules(self, backbone: Module) -> list[Module]:
         """BEiT: the relative-position-bias modules (one per layer, or the shared one)."""
@@ -347,48 +332,135 @@ _TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedde
                "(\"a photo of {label}\"); ")
 _DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
             "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at any size.")
+_B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+_DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
+               patch_size=14)
+_CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, intermediate_size=2048,
+                  max_position_embeddings=77)
+_L16 = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, patch_size=16)
+
+# The registry: model_type -> its one entry. Order = the page's model list.
 FAMILIES: dict[str, Family] = {f.key: f for f in (
     Family("vit", "ViT", _cls, "learned", "Learned absolute position embeddings, one per patch position.",
            "a linear head on the final [CLS] token", _cls_only,
-           ("ViTForImageClassification", "ViTModel"), "ViTForImageClassification", "ViTConfig"),
+           ("ViTForImageClassification", "ViTModel"), "ViTForImageClassification", "ViTConfig",
+           random_archs={
+               "vit-base-patch16-224": dict(_B16, image_size=224, patch_size=16),
+               # ViT-Ti/16 and ViT-S/16 (AugReg, ported by WinKawaks): small enough for a free CPU Space
+               "vit-tiny-patch16-224": dict(hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
+                                            intermediate_size=768, image_size=224, patch_size=16),
+               "vit-small-patch16-224": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
+                                             intermediate_size=1536, image_size=224, patch_size=16),
+               "vit-base-patch32-384": dict(_B16, image_size=384, patch_size=32),
+               "vit-large-patch16-224": dict(_L16, image_size=224),
+               "vit-large-patch16-384": dict(_L16, image_size=384),
+           },
+           curated={"google/vit-base-patch16-224": 346,
+                    # ViT-Ti/16 and ViT-S/16, AugReg weights (Steiner et al. 2021) in transformers' format:
+                    # the fast ones, for live use on a free CPU Space
+                    "WinKawaks/vit-tiny-patch16-224": 23, "WinKawaks/vit-small-patch16-224": 88,
+                    "google/vit-base-patch32-384": 353, "google/vit-large-patch16-224": 1220,
+                    "facebook/deit-base-patch16-224": 346,  # DeiT without distillation: a ViT
+                    "facebook/dino-vitb16": 343}),  # DINO v1: a ViT without a classifier
     Family("deit", "DeiT (distilled)", lambda c: ("[CLS]", "[DIST]"), "learned",
            "Learned absolute position embeddings for [CLS], [DIST] and each patch position.",
            "two linear heads, on [CLS] (trained on labels) and on [DIST] (trained on a CNN teacher's "
            "predictions); the prediction is the mean of their logits",
            lambda c, h: ("[CLS]", "[DIST]"),
            ("DeiTForImageClassificationWithTeacher", "DeiTForImageClassification", "DeiTModel"),
-           "DeiTForImageClassificationWithTeacher", "DeiTConfig", pe_prefix=2),
+           "DeiTForImageClassificationWithTeacher", "DeiTConfig", pe_prefix=2,
+           random_archs={"deit-base-distilled-patch16-224": dict(_B16, image_size=224, patch_size=16)},
+           curated={"facebook/deit-base-distilled-patch16-224": 349}),
     Family("dinov2", "DINOv2", _cls, "learned, interpolated", _DINO_PE,
            "no classifier in the self-supervised checkpoints (a linear probe reads [CLS] ⊕ patch mean)",
            _cls_only, ("Dinov2ForImageClassification", "Dinov2Model"), "Dinov2Model", "Dinov2Config",
-           interpolate_kwarg=False, pooling_kwarg=False),
+           interpolate_kwarg=False, pooling_kwarg=False,
+           random_archs={"dinov2-small": dict(_DINO_S)}, curated={"facebook/dinov2-small": 88}),
     Family("dinov2_with_registers", "DINOv2 with registers", _cls_regs, "learned, interpolated", _DINO_PE,
            "no classifier in the self-supervised checkpoints; register tokens are read by nothing: they "
            "are scratch space (Darcet et al. 2024)",
            _cls_only, ("Dinov2WithRegistersForImageClassification", "Dinov2WithRegistersModel"),
            "Dinov2WithRegistersModel", "Dinov2WithRegistersConfig", pe_antialias=True,
-           interpolate_kwarg=False, pooling_kwarg=False),
+           interpolate_kwarg=False, pooling_kwarg=False,
+           random_archs={"dinov2-with-registers-small": dict(_DINO_S, num_register_tokens=4)},
+           curated={"facebook/dinov2-with-registers-small": 88}),
     Family("beit", "BEiT", _cls, "relative bias",
            "No absolute position embeddings: each layer (or all layers, shared) adds a learned bias to the "
            "attention logits that depends only on the offset (Δrow, Δcol) between query and key patch.",
            "a linear head on the layer-normed mean of the patch tokens ([CLS] is not read) when "
            "use_mean_pooling, else on [CLS]",
            lambda c, h: (PATCH_MEAN, "[CLS]") if h and getattr(c, "use_mean_pooling", False) else ("[CLS]",),
-           ("BeitForImageClassification", "BeitModel"), "BeitForImageClassification", "BeitConfig"),
+           ("BeitForImageClassification", "BeitModel"), "BeitForImageClassification", "BeitConfig",
+           pooling="pooler",
+           random_archs={"beit-base-patch16-224": dict(_B16, image_size=224, patch_size=16,
+                                                       use_relative_position_bias=True,
+                                                       use_absolute_position_embeddings=False, use_mean_pooling=True,
+                                                       layer_scale_init_value=0.1)},
+           curated={"microsoft/beit-base-patch16-224": 347}),
+    # Image-text models: the image tower is the ViT, the typed labels its classes (both towers load);
+    # vision / text numbers as in the checkpoints (the whole model is built).
     Family("clip", "CLIP (image tower)", _cls, "learned",
            "Learned absolute position embeddings for [CLS] and each patch position.",
            _TOWER_HEAD + "the image embedding is the final [CLS] token, layer-normed and projected; "
            "probability = softmax over your labels of exp(logit_scale)·cosine",
-           _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, tower=True),
+           _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, pooling="projection",
+           text=CLIP_TEXT,
+           random_archs={
+               "clip-vit-base-patch16": dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=16),
+                                             text_config=_CLIP_TEXT),
+               "clip-vit-base-patch32": dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=32),
+                                             text_config=_CLIP_TEXT)},
+           curated={"openai/clip-vit-base-patch16": 599, "openai/clip-vit-base-patch32": 605}),
     Family("siglip", "SigLIP (image tower)", lambda c: (), "learned",
            "Learned absolute position embeddings, one per patch position (no [CLS]).",
            _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every token "
            "after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
            lambda c, h: (MAP_HEAD,), ("SiglipModel",), "SiglipModel", "SiglipConfig", pe_prefix=0,
-           pooling_kwarg=False, tower=True),
+           pooling_kwarg=False, pooling="map", text=SIGLIP_TEXT,
+           random_archs={"siglip-base-patch16-224": dict(
+               vision_config=dict(_B16, image_size=224, patch_size=16),
+               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000, pad_token_id=1, eos_token_id=1,
+                                bos_token_id=None))},
+           curated={"google/siglip-base-patch16-224": 813}),
 )}
-TOWER_MODEL_TYPES = tuple(k for k, f in FAMILIES.items() if f.tower)  # image-text models: zero-shot labels
-SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+
+
+def register_family(fam: Family) -> None:
+    """Add (or replace) a family: its models load, analyse, and its random architectures and curated
+    checkpoints appear in the catalog; nothing else needs to change."""
+    clash = [a for f in FAMILIES.values() if f.key != fam.key for a in f.random_archs if a in fam.random_archs]
+    if clash:
+        raise UserError(f"random:{clash[0]} belongs to another family already.")
+    FAMILIES[fam.key] = fam
+
+
+def unregister_family(key: str) -> None:
+    FAMILIES.pop(key, None)
+
+
+class _RandomArchs(Mapping[str, tuple[str, Mapping[str, Any]]]):
+    """random:<arch> -> (family key, config numbers), read live from FAMILIES (a derived view)."""
+
+    def _all(self) -> dict[str, tuple[str, Mapping[str, Any]]]:
+        return {a: (f.key, n) for f in FAMILIES.values() for a, n in f.random_archs.items()}
+
+    def __getitem__(self, arch: str) -> tuple[str, Mapping[str, Any]]:
+        return self._all()[arch]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+# Architectures offered with seeded random weights, for offline use and as the "untrained" baseline.
+RANDOM_ARCHS: Mapping[str, tuple[str, Mapping[str, Any]]] = _RandomArchs()
+
+
+def tower_model_types() -> tuple[str, ...]:
+    """Image-text families (zero-shot labels)."""
+    return tuple(k for k, f in FAMILIES.items() if f.tower)
 
 # Why the nearest non-ViTs are not shown (model_type -> reason).
 NOT_VITS: dict[str, str] = {
@@ -478,7 +550,7 @@ def at_input_size(g: Geometry, pp: "Preprocess") -> Geometry:
     """A family that interpolates its positions at every forward (DINOv2) runs at whatever size
     its processor makes (224 for dinov2-small, trained at 518): the geometry follows the input."""
     size = pp.crop or (pp.resize if isinstance(pp.resize, tuple) else None)
-    if FAMILIES[g.family].pe != "learned, interpolated" or size is None or tuple(size) == g.image_size:
+    if not FAMILIES[g.family].interpolates_positions or size is None or tuple(size) == g.image_size:
         return g
     h, w = int(size[0]), int(size[1])
     return replace(g, image_size=(h, w), grid=(h // g.patch_size, w // g.patch_size))
@@ -569,11 +641,11 @@ def _random_model(arch: str) -> PreTrainedModel:
         )
     kind, numbers = RANDOM_ARCHS[arch]
     fam = FAMILIES[kind]
-    config = getattr(transformers, fam.config_class)(**({} if fam.tower else {"num_labels": 1000}), **numbers)
+    config = fam.build_class("config")(**({} if fam.tower else {"num_labels": 1000}), **numbers)
     # Seeded so that every process (and every test) sees the same "untrained" model.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
-        model = getattr(transformers, fam.random_class)(config)
+        model = fam.build_class("random")(config)
     model.set_attn_implementation("eager")
     return model
 
@@ -581,7 +653,7 @@ def _random_model(arch: str) -> PreTrainedModel:
 def _random_preprocess(kind: str, default: "Preprocess") -> "Preprocess":
     """random:<arch> has no processor: the published checkpoint's (DINOv2: 256 bicubic, 224 crop,
     ImageNet statistics), else ViT's defaults."""
-    if FAMILIES[kind].pe == "learned, interpolated":
+    if FAMILIES[kind].interpolates_positions:
         return Preprocess(resize=256, crop=(224, 224), resample=Image.Resampling.BICUBIC,
                           mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
     return default
@@ -644,17 +716,6 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
         labels=labels_of(config, has_head),
         device=dev,
         is_pretrained=is_pretrained,
-        text=text_side(model, name if is_pretrained else None) if fam.tower else None,
+        text=text_side(model, name if is_pretrained else None, fam.text) if fam.text is not None else None,
     )
     return vm  # CLIP / SigLIP get their default labels in engine.load_model (a text forward)
-
-
-# ------------------------------------------------------------------ the image tower's end
-def pooled(vm: VitModel, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """z: (B, N, D) token states AFTER the vision tower's final layernorm -> image embeddings
-    (B, E) and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a
-    token of the sequence ([CLS]: its attention is in the blocks' attentions)."""
-    model = vm.model
-    if model.config.model_type == "siglip":
-        return map_pool(vm.vit.head, z)
-    return model.visual_projection(z[:, 0]), None  # CLIP: [CLS]

@@ -13,8 +13,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from .attention import cls_to_patches, fuse_heads, rollout_maps
-from .engine import DEFAULT_CHUNK, Analysis, keep_indices, predict_batch, predict_chunks
+from .engine import DEFAULT_CHUNK, keep_indices, predict_batch, predict_chunks
 from .errors import UserError
 from .images import MaskMode, mask_pixels, shift_view
 from .models import Geometry, VitModel
@@ -150,20 +149,6 @@ def invert(mask: Sequence[int], num_patches: int) -> tuple[int, ...]:
 
 
 # ------------------------------------------------------------------ faithfulness
-def ranking_maps(a: Analysis, seed: int = 0) -> dict[str, np.ndarray]:
-    """The maps whose faithfulness the curves compare, each (gh, gw): attention rollout
-    through all layers, raw last-layer [CLS] attention (mean over heads), and random."""
-    g = a.geometry
-    return {
-        "rollout": rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy(),
-        # SigLIP: the MAP head's own attention (the summary's last attention), under the same name
-        "last-layer [CLS] attention": (cls_to_patches(fuse_heads(a.attentions[-1]), g).numpy()
-                                       if a.summary_weights is None
-                                       else a.summary_weights[g.num_prefix_tokens:].reshape(g.grid).numpy()),
-        "random": np.random.default_rng(seed).random(g.grid),
-    }
-
-
 @dataclass(frozen=True)
 class Curves:
     """Deletion and insertion curves (Petsiuk et al. 2018) for several maps."""

@@ -9,6 +9,9 @@ All pure tensor/array functions:
   architecture's own seeded random init;
 - ``neighbour_contrast``: one number for "is the 2-D structure there?";
 - ``interpolate_patch_positions``: exactly what ``interpolate_pos_encoding`` does.
+
+The tables come from ``engine.position_tables`` (read under the engine's lock) as a
+``PositionTables``: nothing here touches a model.
 """
 
 from __future__ import annotations
@@ -20,49 +23,59 @@ import torch
 import torch.nn.functional as F
 
 from .errors import UserError
-from .models import VitModel
+from .models import Geometry
 from .patches import grid_at, interpolate_patch_positions  # noqa: F401 (part of this module's maths)
-from .tokens import position_table
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5
 RANDOM_INIT_SEED = 0
 
 
-def stored_positions(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int]]:
+@dataclass(frozen=True)
+class PositionTables:
+    """What this module reads of one model, as CPU float32 tensors (engine.position_tables)."""
+
+    geometry: Geometry
+    pe_prefix: int  # prefix tokens with a row in the table ([CLS]; DeiT: [CLS], [DIST]; SigLIP: 0)
+    antialias: bool  # the family's interpolate_pos_encoding antialiases (DINOv2 with registers)
+    table: torch.Tensor | None  # (pe_prefix + P0, D) as stored; None: a relative bias instead (BEiT)
+    random_table: torch.Tensor | None  # the same, from the architecture's seeded random init
+    bias: tuple[tuple[torch.Tensor, tuple[int, int]], ...]  # relative bias: ((R + 3, H) table, window) per module
+    missing: str  # what to say when there is no table
+
+
+def stored_positions(t: PositionTables) -> tuple[torch.Tensor, torch.Tensor, tuple[int, int]]:
     """The model's position table as stored: (prefix rows (T', D), patch rows (P0, D), its grid).
 
     T' counts the prefix tokens that have a position ([CLS]; DeiT: [CLS], [DIST]; registers
     have none). The grid is the training grid, which DINOv2 interpolates at every forward."""
-    fam = vm.family
-    table = fam.position_table(vm.vit)
-    if table is None:
-        raise UserError(f"{fam.title} has no absolute position embeddings: {fam.pe_text}")
-    table = table.float().cpu()  # (T' + P0, D)
-    pre, patches = table[:fam.pe_prefix], table[fam.pe_prefix:]
+    if t.table is None:
+        raise UserError(t.missing)
+    table = t.table  # (T' + P0, D)
+    pre, patches = table[:t.pe_prefix], table[t.pe_prefix:]
     n0 = round(patches.shape[0] ** 0.5)
-    grid = vm.geometry.grid if patches.shape[0] == vm.geometry.num_patches else (n0, n0)
+    grid = t.geometry.grid if patches.shape[0] == t.geometry.num_patches else (n0, n0)
     if grid[0] * grid[1] != patches.shape[0]:
         raise UserError(f"The position table has {patches.shape[0]} patch rows, which is not a grid.")
     return pre, patches, grid
 
 
-def positions_at(vm: VitModel, grid: tuple[int, int]) -> torch.Tensor:
+def positions_at(t: PositionTables, grid: tuple[int, int]) -> torch.Tensor:
     """(gh'·gw', D) patch positions for a grid, exactly as the model's forward makes them
     (the stored rows, or those rows interpolated as the family's interpolate_pos_encoding does)."""
-    _, patches, g0 = stored_positions(vm)
+    _, patches, g0 = stored_positions(t)
     if g0 == tuple(grid):
         return patches
-    return interpolate_patch_positions(patches, g0, tuple(grid), vm.family.pe_antialias)
+    return interpolate_patch_positions(patches, g0, tuple(grid), t.antialias)
 
 
-def position_embeddings(vm: VitModel) -> tuple[torch.Tensor, torch.Tensor]:
+def position_embeddings(t: PositionTables) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's position embeddings at its input grid, split into (prefix (T', D), patches (P, D)).
 
     Patch rows are row-major over the (gh, gw) grid, exactly as the tokens are. For DINOv2 the
     stored (training-size) table is interpolated to the grid, as every forward does."""
-    pre, _, _ = stored_positions(vm)
-    return pre, positions_at(vm, vm.geometry.grid)
+    pre, _, _ = stored_positions(t)
+    return pre, positions_at(t, t.geometry.grid)
 
 
 def cosine_similarity_matrix(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
@@ -113,23 +126,16 @@ def sincos_2d(grid: tuple[int, int], d: int, base: float = 10000.0) -> torch.Ten
     return emb.float()
 
 
-def random_init_positions(vm: VitModel, seed: int = RANDOM_INIT_SEED) -> torch.Tensor:
-    """(P, D) patch position embeddings of the same architecture, untrained.
-
-    Builds only the embedding module of the model's config and applies the model's
-    own weight init (seeded), so nothing is downloaded and the 86 M other weights
-    are not built.
-    """
-    g = vm.geometry
-    emb_cls = type(vm.vit.embeddings)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        emb = emb_cls(getattr(vm.model.config, "vision_config", vm.model.config))  # CLIP / SigLIP: the image tower's
-        vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
-    patches = position_table(emb).detach()[vm.family.pe_prefix:].float()
+def random_init_positions(t: PositionTables) -> torch.Tensor:
+    """(P, D) patch position embeddings of the same architecture, untrained (the seeded init the
+    engine made with the checkpoint class's own init; nothing downloaded, no other weight built)."""
+    g = t.geometry
+    if t.random_table is None:
+        raise UserError(t.missing)
+    patches = t.random_table[t.pe_prefix:].float()
     if patches.shape[0] != g.num_patches:  # DINOv2: a training-size table, interpolated like the model's
         n0 = round(patches.shape[0] ** 0.5)
-        patches = interpolate_patch_positions(patches, (n0, n0), g.grid, vm.family.pe_antialias)
+        patches = interpolate_patch_positions(patches, (n0, n0), g.grid, t.antialias)
     return patches
 
 
@@ -180,15 +186,15 @@ class PositionReport:
 BASELINES = ("1-D sinusoidal", "2-D sin-cos (MAE)", "random init")
 
 
-def position_report(vm: VitModel) -> PositionReport:
-    g = vm.geometry
-    prefix, patches = position_embeddings(vm)  # (T, D), (P, D)
+def position_report(t: PositionTables) -> PositionReport:
+    g = t.geometry
+    prefix, patches = position_embeddings(t)  # (T, D), (P, D)
     d = patches.shape[-1]
     sims = {
         "learned": cosine_similarity_matrix(patches),
         BASELINES[0]: cosine_similarity_matrix(sinusoidal_1d(g.num_patches, d)),
         BASELINES[1]: cosine_similarity_matrix(sincos_2d(g.grid, d)),
-        BASELINES[2]: cosine_similarity_matrix(random_init_positions(vm)),
+        BASELINES[2]: cosine_similarity_matrix(random_init_positions(t)),
     }
     cls = (cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid) if len(prefix)  # [CLS] is prefix 0
            else torch.full(g.grid, float("nan")))  # SigLIP: no [CLS], no [CLS] position
@@ -201,11 +207,10 @@ def position_report(vm: VitModel) -> PositionReport:
     )
 
 
-def interpolated_similarity(vm: VitModel, size: int) -> tuple[tuple[int, int], np.ndarray]:
+def interpolated_similarity(t: PositionTables, size: int) -> tuple[tuple[int, int], np.ndarray]:
     """The (P', P') similarity of the patch positions interpolated for a size×size input."""
-    g = vm.geometry
-    new = grid_at(g, size)
-    sim = cosine_similarity_matrix(positions_at(vm, new))  # from the stored table, as the forward does
+    new = grid_at(t.geometry, size)
+    sim = cosine_similarity_matrix(positions_at(t, new))  # from the stored table, as the forward does
     return new, sim.numpy().astype(np.float32)
 
 
@@ -223,14 +228,15 @@ class RelativeBias:
     shared: bool  # one table for all layers
 
 
-def relative_bias_table(module: torch.nn.Module, grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """One BeitRelativePositionBias module -> ((H, 2gh−1, 2gw−1) by offset, (H, 3) [CLS] entries).
+def relative_bias_table(table: torch.Tensor, window: tuple[int, int],
+                        grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """One BeitRelativePositionBias module's (R + 3, H) table for its training `window` ->
+    ((H, 2gh−1, 2gw−1) by offset, (H, 3) [CLS] entries).
 
     The stored table has (2·wh−1)(2·ww−1) + 3 rows for its training window (wh, ww), row
     (Δrow + wh − 1)·(2·ww − 1) + (Δcol + ww − 1) for offset (Δrow, Δcol) = query − key. At another
     grid it is resized bilinearly, as transformers does."""
-    table = module.relative_position_bias_table.detach().float().cpu()  # (R + 3, H)
-    wh, ww = module.window_size
+    wh, ww = window  # table: (R + 3, H)
     sub = table[:-3].reshape(2 * wh - 1, 2 * ww - 1, -1).permute(2, 0, 1)  # (H, 2wh−1, 2ww−1)
     new = (2 * grid[0] - 1, 2 * grid[1] - 1)
     if tuple(sub.shape[1:]) != new:
@@ -238,11 +244,11 @@ def relative_bias_table(module: torch.nn.Module, grid: tuple[int, int]) -> tuple
     return sub, table[-3:].T  # (H, 3): cls→token, token→cls, cls→cls
 
 
-def relative_bias(vm: VitModel) -> RelativeBias:
-    mods = vm.family.bias_modules(vm.vit)
-    if not mods:
+def relative_bias(t: PositionTables, grid: tuple[int, int] | None = None) -> RelativeBias:
+    """The relative bias of every module for `grid` (default: the model's)."""
+    if not t.bias:
         raise UserError("This model has no relative position bias.")
-    parts = [relative_bias_table(m, vm.geometry.grid) for m in mods]
-    return RelativeBias(tables=torch.stack([t for t, _ in parts]).numpy().astype(np.float32),
+    parts = [relative_bias_table(table, window, grid or t.geometry.grid) for table, window in t.bias]
+    return RelativeBias(tables=torch.stack([b for b, _ in parts]).numpy().astype(np.float32),
                         special=torch.stack([c for _, c in parts]).numpy().astype(np.float32),
-                        shared=len(mods) == 1 and vm.geometry.num_layers > 1)
+                        shared=len(t.bias) == 1 and t.geometry.num_layers > 1)

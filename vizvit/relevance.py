@@ -38,7 +38,7 @@ def relevance_parts(vm: VitModel, a: Analysis, class_index: int) -> tuple[torch.
     att, grads = _checked_gradients(vm, a, class_index)
     n = vm.geometry.num_layers  # SigLIP's MAP attention (H, 1, N) comes after the L blocks'
     r = chefer_relevance(att[:n], grads[:n])
-    if vm.geometry.summary != "map":
+    if not vm.geometry.pools_with_map_head:
         return r, None
     return r, (grads[n].float() * att[n].float()).clamp(min=0).mean(0)[0]
 

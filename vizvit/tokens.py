@@ -14,51 +14,40 @@ import torch
 import torch.nn.functional as F
 
 from .errors import UserError
-from .models import FAMILIES, Geometry
+from .models import Geometry
 from .patches import interpolate_patch_positions, patch_tokens, to_grid
 
 NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
 
 
 # ------------------------------------------------------------------ the embedding stage
-# Where the embedding stage keeps its parts: HF ViT (patch_embeddings.projection, cls_token,
-# position_embeddings (1, N, D)) or CLIP / SigLIP (patch_embedding, class_embedding (D,) or none,
-# position_embedding, an nn.Embedding (N, D)).
-def patch_conv(embeddings: torch.nn.Module) -> torch.nn.Conv2d:
-    """The patch-embedding Conv2d (kernel = stride = p) of an embeddings module."""
-    pe = getattr(embeddings, "patch_embeddings", None)
-    return pe.projection if pe is not None else embeddings.patch_embedding
+@dataclass(frozen=True)
+class EmbeddingWeights:
+    """The embedding stage's own weights, as tensors (engine.embedding_weights reads them from the
+    model under its lock): this module only does maths with them."""
+
+    conv_weight: torch.Tensor  # (D, 3, p, p): the patch conv, kernel = stride = p
+    conv_bias: torch.Tensor | None  # (D,); None for CLIP / SigLIP
+    stride: int  # p
+    prefix: torch.Tensor  # (T', D) the prefix tokens that get a position ([CLS]; DeiT [CLS] [DIST]; SigLIP none)
+    positions: torch.Tensor | None  # (T' + P0, D) the learned table; None for a relative bias (BEiT)
+    registers: torch.Tensor | None  # (R, D) register tokens (no position), or None
+    pre_norm: tuple[torch.Tensor, torch.Tensor, float] | None  # CLIP's pre-layernorm (weight, bias, eps)
 
 
-def prefix_table(embeddings: torch.nn.Module) -> torch.Tensor:
-    """(T, D) the learned prefix tokens ([CLS]) an embeddings module puts in front: T = 0 for SigLIP."""
-    if hasattr(embeddings, "cls_token"):
-        return embeddings.cls_token[0]
-    if hasattr(embeddings, "class_embedding"):
-        return embeddings.class_embedding[None]
-    w = patch_conv(embeddings).weight
-    return w.new_zeros(0, w.shape[0])
-
-
-def position_table(embeddings: torch.nn.Module) -> torch.Tensor:
-    """(N, D) the learned position embeddings, prefix rows first."""
-    pe = getattr(embeddings, "position_embeddings", None)
-    return pe[0] if pe is not None else embeddings.position_embedding.weight
-
-
-def conv_as_unfold_linear(pixels: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
+def conv_as_unfold_linear(pixels: torch.Tensor, weight: torch.Tensor,
+                          bias: torch.Tensor | None = None) -> torch.Tensor:
     """The patch-embedding conv written as "cut into patches, apply one matrix".
 
-    pixels (1, 3, H, W) -> (1, P, D). Each p×p patch is flattened channel-first
+    pixels (1, 3, H, W), weight (D, 3, p, p) -> (1, P, D). Each p×p patch is flattened channel-first
     (F.unfold's order, the same as the conv weight's (D, 3, p, p) layout) and multiplied
     by the conv weight reshaped to a (D, 3·p·p) matrix. Equal to
     conv(pixels).flatten(2).transpose(1, 2) because kernel = stride = p: the windows
     neither overlap nor leave gaps.
     """
-    p = conv.kernel_size[0]
+    p = weight.shape[-1]
     cols = F.unfold(pixels, kernel_size=p, stride=p)  # (1, 3·p·p, P)
-    weight = conv.weight.reshape(conv.out_channels, -1)  # (D, 3·p·p)
-    return F.linear(cols.transpose(1, 2), weight, conv.bias)  # (1, P, D)
+    return F.linear(cols.transpose(1, 2), weight.reshape(weight.shape[0], -1), bias)  # (1, P, D)
 
 
 @dataclass(frozen=True)
@@ -73,52 +62,43 @@ class EmbeddingStage:
 
 
 @torch.inference_mode()
-def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_embeddings: torch.Tensor,
-                    hidden0: torch.Tensor, g: Geometry, pre_norm: torch.nn.Module | None = None) -> EmbeddingStage:
-    """Run only the embedding stage by hand and check it against the cached forward.
+def embedding_stage_of(w: EmbeddingWeights, pixels: torch.Tensor, patch_embeddings: torch.Tensor,
+                       hidden0: torch.Tensor, g: Geometry, pe_prefix: int = 1,
+                       antialias: bool = False) -> EmbeddingStage:
+    """Run only the embedding stage by hand (from weights `w`) and check it against the cached forward.
 
-    embeddings: the ViT's embeddings module (patch_embeddings.projection, cls_token,
-    position_embeddings); pixels (1, 3, H, W); patch_embeddings (P, D) and hidden0 (N, D)
-    from the Analysis. Cheap (one conv), so it runs no transformer block. pre_norm: a layernorm
-    the tower applies before the first block (CLIP's pre_layrnorm), part of hidden0.
+    pixels (1, 3, H, W); patch_embeddings (P, D) and hidden0 (N, D) from the Analysis. Cheap (one
+    conv), so it runs no transformer block. pe_prefix: prefix tokens with a position row; antialias:
+    the family interpolates its table with antialiasing (its Family says so).
     """
-    conv: torch.nn.Conv2d = patch_conv(embeddings)
-    dev = conv.weight.device
-    fam = FAMILIES[g.family]
-    x = pixels.to(dev, conv.weight.dtype)  # (1, 3, H, W)
-    fmap = conv(x)  # (1, D, gh, gw)
+    dev = w.conv_weight.device
+    x = pixels.to(dev, w.conv_weight.dtype)  # (1, 3, H, W)
+    fmap = F.conv2d(x, w.conv_weight, w.conv_bias, stride=w.stride)  # (1, D, gh, gw)
     seq = fmap.flatten(2).transpose(1, 2)  # (1, P, D): row-major over the grid
-    lin = conv_as_unfold_linear(x, conv)  # (1, P, D)
+    lin = conv_as_unfold_linear(x, w.conv_weight, w.conv_bias)  # (1, P, D)
     # The prefix tokens that get a position ([CLS], and DeiT's [DIST]) go in front first (SigLIP: none).
-    pe_names = g.prefix_names[:fam.pe_prefix]
-    learned = {"[CLS]": "cls_token", "[DIST]": "distillation_token"}
-    prefix = torch.cat([getattr(embeddings, learned[n]).expand(1, -1, -1) if hasattr(embeddings, learned[n])
-                        else embeddings.class_embedding.view(1, 1, -1)  # CLIP: a (D,) class embedding
-                        for n in pe_names], dim=1) if pe_names else seq[:, :0]
-    tokens = torch.cat([prefix, seq], dim=1)  # (1, pe_prefix + P, D)
+    pe_names = g.prefix_names[:pe_prefix]
+    tokens = torch.cat([w.prefix[None].to(seq.dtype), seq], dim=1) if pe_names else seq  # (1, pe_prefix + P, D)
     shapes = [("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
               ("flatten row-major", tuple(seq.shape))]
     if pe_names:
         shapes.append((f"prepend {' '.join(pe_names)}", tuple(tokens.shape)))
-    pos = getattr(embeddings, "position_embeddings", None)
-    table = pos[0] if pos is not None else (position_table(embeddings) if hasattr(embeddings, "position_embedding")
-                                            else None)
-    if table is not None:  # (pe_prefix + P0, D), interpolated to this grid as the family does
-        pe_pre, pe_patches = table[:fam.pe_prefix], table[fam.pe_prefix:]
+    if w.positions is not None:  # (pe_prefix + P0, D), interpolated to this grid as the family does
+        pe_pre, pe_patches = w.positions[:pe_prefix], w.positions[pe_prefix:]
         n0 = round(pe_patches.shape[0] ** 0.5)
         if (n0, n0) != g.grid:
-            pe_patches = interpolate_patch_positions(pe_patches.float(), (n0, n0), g.grid, fam.pe_antialias).to(pe_patches.dtype)
+            pe_patches = interpolate_patch_positions(pe_patches.float(), (n0, n0), g.grid, antialias).to(pe_patches.dtype)
         embedded = tokens + torch.cat([pe_pre, pe_patches])[None]  # (1, pe_prefix + P, D)
         shapes.append(("add position embeddings", tuple(embedded.shape)))
     else:  # BEiT: positions enter inside attention, as a relative bias
         embedded = tokens
         shapes.append(("no absolute positions (relative bias in attention)", tuple(embedded.shape)))
-    if g.num_registers:  # registers go between [CLS] and the patches, after the positions: they have none
-        regs = embeddings.register_tokens.expand(1, -1, -1)
-        embedded = torch.cat([embedded[:, :1], regs, embedded[:, 1:]], dim=1)
+    if w.registers is not None:  # registers go between [CLS] and the patches, after the positions: they have none
+        embedded = torch.cat([embedded[:, :1], w.registers[None], embedded[:, 1:]], dim=1)
         shapes.append((f"insert [REG1]…[REG{g.num_registers}] after [CLS]", tuple(embedded.shape)))
-    if pre_norm is not None:
-        embedded = pre_norm(embedded)
+    if w.pre_norm is not None:
+        weight, bias, eps = w.pre_norm
+        embedded = F.layer_norm(embedded, (embedded.shape[-1],), weight, bias, eps)
         shapes.append(("pre-layernorm (CLIP)", tuple(embedded.shape)))
     seq_c, emb_c = seq[0].float().cpu(), embedded[0].float().cpu()
     return EmbeddingStage(
@@ -126,7 +106,7 @@ def embedding_stage(embeddings: torch.nn.Module, pixels: torch.Tensor, patch_emb
         conv_vs_linear=float((seq - lin).abs().max()),
         conv_vs_forward=float((seq_c - patch_embeddings.float()).abs().max()),
         embed_vs_forward=float((emb_c - hidden0.float()).abs().max()),
-        patch_dim=int(conv.weight[0].numel()),
+        patch_dim=int(w.conv_weight[0].numel()),
     )
 
 

@@ -13,7 +13,7 @@ every view, batched prediction and gradient reads the typed labels. Text embeddi
 by ``engine.text_embeddings`` (the only place the model runs) and cached per prompt by the
 session (``session.text_key``): a new label costs one text forward, never an image forward.
 
-Where the image tower ends, per family (``pooled``):
+Where the image tower ends, per family (``engine``'s pooling, from the family's pooling kind):
 - CLIP: the [CLS] token (token 0) after the final layernorm, through ``visual_projection``.
 - SigLIP: no [CLS]. A multihead attention pooling head (MAP) lets one learned probe attend
   over every patch token after the final layernorm; its attention (H, P) is the summary's
@@ -33,8 +33,6 @@ import torch
 from .errors import UserError
 
 Rule = Literal["softmax", "sigmoid"]
-# model_type -> how a label's probability is made from its logit
-RULES: dict[str, Rule] = {"clip": "softmax", "siglip": "sigmoid"}
 RULE_TEXT: dict[str, str] = {
     "softmax": "CLIP's rule: softmax over your labels of exp(logit_scale)·cosine (they sum to 100 %)",
     "sigmoid": "SigLIP's rule: a sigmoid per label of exp(logit_scale)·cosine + bias (each label on its "
@@ -91,6 +89,20 @@ def prompts(labels: tuple[str, ...], template: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class TextRule:
+    """How one image-text family reads typed labels: part of its ``models.Family`` entry."""
+
+    rule: Rule  # how a label's probability is made from its logit
+    pad_to_max: bool = False  # pad prompts to max_length (SigLIP: it pools the last position)
+    attention_mask: bool = True  # the text tower was trained with one (SigLIP's was not)
+    bos: bool = True  # prompts begin with the config's bos_token_id (SigLIP's have none)
+
+
+CLIP_TEXT = TextRule("softmax")
+SIGLIP_TEXT = TextRule("sigmoid", pad_to_max=True, attention_mask=False, bos=False)
+
+
+@dataclass(frozen=True)
 class ZeroShotHead:
     """The text side of one label list: plays the classifier's role. CPU tensors."""
 
@@ -116,36 +128,15 @@ class ZeroShotHead:
         return RULE_TEXT[self.rule]
 
 
-def head_of(model: torch.nn.Module, labels: tuple[str, ...], template: str, text_embeds: torch.Tensor) -> ZeroShotHead:
+def head_of(model: torch.nn.Module, labels: tuple[str, ...], template: str, text_embeds: torch.Tensor,
+            rule: Rule) -> ZeroShotHead:
     """A head from already-computed (C, E) text embeddings (normalised here); model: the CLIP /
-    SigLIP model (its logit scale and bias)."""
+    SigLIP model (its logit scale and bias); rule: the family's (VitModel.text.rule)."""
     scale = float(model.logit_scale.detach().float().exp())
     bias = float(model.logit_bias.detach().float()) if hasattr(model, "logit_bias") else 0.0
     emb = text_embeds.float().cpu()
     emb = emb / emb.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return ZeroShotHead(labels, template, emb, scale, bias, RULES[model.config.model_type])
-
-
-# ------------------------------------------------------------------ the image tower's end
-def map_pool(head: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """SigLIP's multihead attention pooling head, written out as its own forward does it, keeping
-    the per-head attention. x: (B, P, D) after the final layernorm -> pooled (B, D), attention
-    (B, H, 1, P): the probe's (one query's) softmax weights over the tokens. The output is computed FROM that
-    attention tensor, so a gradient with respect to it exists (relevance); nn.MultiheadAttention
-    returns only a copy of its weights."""
-    mha = head.attention
-    b, n, d = x.shape
-    h = mha.num_heads
-    wq, wk, wv = mha.in_proj_weight.chunk(3)
-    bq, bk, bv = mha.in_proj_bias.chunk(3)
-    probe = head.probe.expand(b, 1, d)
-    q = torch.nn.functional.linear(probe, wq, bq).reshape(b, 1, h, d // h).transpose(1, 2)  # (B, H, 1, d)
-    k = torch.nn.functional.linear(x, wk, bk).reshape(b, n, h, d // h).transpose(1, 2)  # (B, H, P, d)
-    v = torch.nn.functional.linear(x, wv, bv).reshape(b, n, h, d // h).transpose(1, 2)
-    att = ((q @ k.transpose(-1, -2)) * (d // h) ** -0.5).softmax(-1)  # (B, H, 1, P)
-    out = mha.out_proj((att @ v).transpose(1, 2).reshape(b, 1, d))  # (B, 1, D)
-    out = out + head.mlp(head.layernorm(out))
-    return out[:, 0], att  # (B, D), (B, H, 1, P): a view would not be in the graph
+    return ZeroShotHead(labels, template, emb, scale, bias, rule)
 
 
 # ------------------------------------------------------------------ tokenizers
@@ -196,21 +187,19 @@ class TextSide:
     use_attention_mask: bool  # SigLIP's text tower was trained without one
 
 
-def text_side(model: torch.nn.Module, name: str | None) -> TextSide:
-    """The tokenizer and rule of a CLIP/SigLIP model: the checkpoint's own tokenizer (name), or a
-    byte tokenizer (name None: random weights)."""
-    kind = model.config.model_type
+def text_side(model: torch.nn.Module, name: str | None, rule: TextRule) -> TextSide:
+    """The tokenizer and rule of a CLIP/SigLIP model (rule: its family's): the checkpoint's own
+    tokenizer (name), or a byte tokenizer (name None: random weights) with the text config's ids
+    (random SigLIP: </s> = <pad> = 1, no <s>; CLIP pads with its end token)."""
     tc = model.config.text_config
     max_len = int(tc.max_position_embeddings)
-    siglip = kind == "siglip"
     if name is None:
-        if siglip:
-            tok: Any = ByteTokenizer(None, 1, 1, max_len, True)  # SigLIP's sentencepiece ids: </s> = <pad> = 1
-        else:
-            tok = ByteTokenizer(int(tc.bos_token_id), int(tc.eos_token_id), int(tc.eos_token_id), max_len, False)
+        pad = int(tc.pad_token_id) if rule.pad_to_max else int(tc.eos_token_id)
+        tok: Any = ByteTokenizer(int(tc.bos_token_id) if rule.bos else None, int(tc.eos_token_id), pad, max_len,
+                                 rule.pad_to_max)
     else:
-        tok = HubTokenizer(_auto_tokenizer(name), max_len, siglip)
-    return TextSide(tok, RULES[kind], not siglip)
+        tok = HubTokenizer(_auto_tokenizer(name), max_len, rule.pad_to_max)
+    return TextSide(tok, rule.rule, rule.attention_mask)
 
 
 def _auto_tokenizer(name: str) -> Any:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import Any, Callable
 
 import cv2
 import numpy as np
@@ -23,23 +23,17 @@ import torch
 
 from .. import artifacts as art_mod
 from .. import attention as att_mod
-from .. import render
+from .. import maps, render
 from ..errors import UserError
 from ..engine import Analysis
 from ..models import MAP_HEAD, Geometry, VitModel
 from ..patches import patch_at, token_index
-from ..session import Photo
+from ..maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
+from ..session import Photo, distance_name, grid_image_name, strip_image_name
 from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
 from ..vocab import ATTN_SCALES, AttnScale
 from ..vocab import COLORMAPS, DIRECTIONS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
 from .common import artifact_masks
-
-Cache = Callable[[Hashable, Callable[[], Any]], Any]
-
-
-def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
-    return compute()
-
 
 # ------------------------------------------------------------------ texts
 MAP_SENSE_RAW = ("SigLIP has no [CLS]: its summary is the **MAP head** (a learned probe that attends once, after "
@@ -158,32 +152,24 @@ class AttnParams:
         return self.head - 1 if self.show == ONE_HEAD else self.show  # type: ignore[return-value]
 
 
-def _full_attentions(a: Analysis) -> torch.Tensor:
-    if a.dropped:
-        raise UserError("Attention maps need the full token sequence: turn token drop off.")
-    return a.attentions
+_full_attentions = maps.full_attentions
 
 
 # ------------------------------------------------------------------ cached stacks
 def layer_rollout(a: Analysis, fusion: Fusion, discard: float, cache: Cache = no_cache,
                   discard_mode: DiscardMode = "per row") -> torch.Tensor:
-    """(L, N, N) rollout after each layer, cached per (fusion, discard, discard mode)."""
-    g = a.geometry
-    mode = discard_mode if discard > 0 else "per row"  # no discard: one stack for both modes
-    return cache(("rollout", fusion, round(float(discard), 4)) + (() if mode == "per row" else (mode,)),
-                 lambda: att_mod.rollout_stack(_full_attentions(a), fusion, discard, g.num_prefix_tokens,
-                                               mode))
+    """(L, N, N) rollout after each layer, cached per (fusion, discard, discard mode) (vizvit.maps)."""
+    return maps.rollout(a, fusion, discard, cache, discard_mode)
 
 
 def head_rollout(a: Analysis, cache: Cache = no_cache) -> torch.Tensor:
     """(L, H, N, N) per-head rollout (mean fusion below, no discard), cached per photo."""
-    return cache(("rollout_heads",),
-                 lambda: att_mod.rollout_heads(_full_attentions(a), a.geometry.num_prefix_tokens))
+    return maps.head_rollout(a, cache)
 
 
 def distances(a: Analysis, cache: Cache = no_cache, norm: DistanceNorm = "renormalised") -> torch.Tensor:
     """(L, H) mean attention distance in pixels, cached per photo and normalisation."""
-    return cache(("attention_distance",) + (() if norm == "renormalised" else (norm,)),
+    return cache(distance_name(norm),
                  lambda: att_mod.attention_distance(_full_attentions(a), a.geometry, norm))
 
 
@@ -360,7 +346,7 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
     t = query_token(p, g)
-    pooling = g.summary == "map" and p.query is None  # SigLIP's summary: the MAP head, not a token
+    pooling = g.pools_with_map_head and p.query is None  # SigLIP's summary: the MAP head, not a token
     if pooling:
         values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
     else:
@@ -483,8 +469,8 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
     """(L, H, gh, gw): the main map's query and direction for every (layer, head), raw or
     per-head rolled out."""
     g = a.geometry
-    stack = _full_attentions(a) if p.mode == "raw" else head_rollout(a, cache)
-    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+    stack = maps.HEAD_STACKS[p.mode](a, cache)  # (L, H, N, N)
+    if g.pools_with_map_head and p.query is None:  # SigLIP: the MAP head's weights through each matrix
         return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
@@ -670,13 +656,13 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
         vmax = float(scale_maps.max()) if p.mode == "raw" else float(max(scale_maps.max(), strip_max))
     # The pictures without their yellow outline are cached per look (controls other than
     # layer and head), so moving the layer or head slider only outlines a copy.
-    grid_key = ("grid image", p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(g),
+    grid_key = grid_image_name(p.mode, p.query, p.direction, p.cmap, p.shared_scale, vmax, p.who(g),
                 p.artifacts_in_range)
     marks = {UNIFORM_MARK: uniform_level(g)}
     grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax, marks, arts,
                                                 excluded(arts, p), range_floor(g)))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
-    strip_key = ("strip image", p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
+    strip_key = strip_image_name(p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
                  p.cmap, strip_vmax, p.who(g), p.artifacts_in_range)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax, artifacts=strip_arts,
                                                    floor=range_floor(g)))
@@ -716,7 +702,7 @@ def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cac
     g = a.geometry
     stack = (att_mod.fuse_heads(_full_attentions(a), fusion) if p.mode == "raw"
              else layer_rollout(a, fusion, p.discard, cache, p.discard_mode))  # (L, N, N)
-    if g.summary == "map" and p.query is None:  # SigLIP: the MAP head's weights through each matrix
+    if g.pools_with_map_head and p.query is None:  # SigLIP: the MAP head's weights through each matrix
         return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
     return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
 
@@ -871,17 +857,6 @@ def class_choices(a: Analysis) -> list[tuple[str, int]]:
     return [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
 
 
-def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache,
-                  summary: str | None = None) -> np.ndarray:
-    """(gh, gw) float32 relevance (Chefer et al. 2021b, generic attention) of `class_index`, computed
-    once per photo and class; read from the summary token's row (R is (N, N); SigLIP: the MAP
-    head's relevance step s (N,), s·R)."""
-    from ..relevance import relevance_parts
-
-    r, s = cache(("relevance", int(class_index)), lambda: relevance_parts(vm, a, int(class_index)))
-    return att_mod.cls_to_patches(r, vm.geometry, s if s is not None else summary).numpy().astype(np.float32)
-
-
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
                     cache: Cache = no_cache) -> tuple[np.ndarray, str]:
     g = vm.geometry
@@ -907,11 +882,11 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     """arrays.npz keys of the Attention tab (see README)."""
     g = vm.geometry
     att = _full_attentions(a)
-    stack = layer_rollout(a, "mean", 0.0, cache)  # (L, N, N)
+    stack = maps.mean_rollout(a, cache)  # (L, N, N)
     s = summary_of(a)  # SigLIP: the MAP head's weights (N,); else the default summary's name
     out = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
-        "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.summary == "map" else "[CLS]"
+        "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.pools_with_map_head else "[CLS]"
                                                 ).numpy().astype(np.float32),  # (L, H, gh, gw)
         "rollout": att_mod.cls_to_patches(stack, g, s).numpy().astype(np.float32),  # (L, gh, gw), default summary
         # (T, L, gh, gw) / (L, H, T, gh, gw): rollout and raw attention from every prefix token

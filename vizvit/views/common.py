@@ -15,6 +15,7 @@ from ..engine import Analysis
 from ..models import Geometry, VitModel, short_name
 from ..images import resized_size
 from ..patches import patch_at
+from ..session import ARTIFACTS
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
 Upload a photo (or pick an example). The model cuts it into square patches, turns each
@@ -47,7 +48,7 @@ def artifact_masks(a: Analysis, cache: Callable[[Hashable, Callable[[], Any]], A
     if a.dropped:
         return np.zeros((g.num_layers, *g.grid), bool)
     compute = lambda: art_mod.artifact_tokens(a.attentions, a.hidden_states, g)  # noqa: E731
-    return compute() if cache is None else cache(("artifacts",), compute)
+    return compute() if cache is None else cache(ARTIFACTS, compute)
 
 
 def clicked_patch(g: Geometry, x: float, y: float) -> tuple[int, int]:

@@ -17,12 +17,12 @@ import torch
 
 from .. import artifacts as art_mod
 from .. import figures, render
-from ..attention import rollout_maps
 from ..errors import UserError
+from .. import engine, maps
 from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at, token_index
-from ..session import Photo
+from ..session import EMBEDDINGS, FILTER_PCA, Photo
 from ..tokens import (
     EmbeddingStage,
     FilterPCA,
@@ -31,8 +31,6 @@ from ..tokens import (
     TokenStats,
     cosine_to,
     embedding_filters_pca,
-    embedding_stage,
-    patch_conv,
     parameter_table,
     token_stats,
 )
@@ -78,7 +76,8 @@ class EmbeddingsData:
     big: np.ndarray  # (s·H, s·W, 3) uint8: the model-input view enlarged for display
 
 
-def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> EmbeddingsData:
+def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None,
+            cache: maps.Cache = maps.no_cache) -> EmbeddingsData:
     """Everything the tab shows that depends on the photo but on no slider. No forward pass:
     one conv for the demonstration, a few SVDs, a rollout. filters: the model's filter PCA when
     already computed (it depends on the model only; see `data`)."""
@@ -86,15 +85,14 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> Embe
     if a.dropped:
         raise UserError("The Embeddings tab needs the full token sequence; remove the token drop.")
     return EmbeddingsData(
-        stage=embedding_stage(vm.vit.embeddings, a.pixel_values, a.patch_embeddings, a.hidden_states[0], g,
-                              getattr(vm.vit, "pre_layrnorm", None)),
+        stage=engine.embedding_stage(vm, a),
         params=parameter_table(vm.model),
         total_params=vm.num_parameters,
         filters=filters or model_filters(vm),
         # Fitted without each depth's artifact tokens: with them, PCA's first component is
         # "artifact or not" and every ordinary patch gets one colour.
         tokens=token_stats(a.hidden_states, g, art_mod.high_norm_at_depth(a.hidden_states, g)),
-        rollout=rollout_maps(a.attentions, g, summary=a.summary_weights)[-1].numpy().astype(np.float32),
+        rollout=maps.method_map("rollout", vm, a, cache).astype(np.float32),
         thumbs=np.array(patch_thumbnails(a.input_view, g)),
         big=render.enlarge(a.input_view, render.display_scale(g)),
     )
@@ -102,7 +100,7 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None) -> Embe
 
 def model_filters(vm: VitModel) -> FilterPCA:
     """The principal components of the model's patch-embedding filters."""
-    return embedding_filters_pca(patch_conv(vm.vit.embeddings).weight)
+    return embedding_filters_pca(engine.patch_filters(vm))
 
 
 def patch_thumbnails(view: np.ndarray, g: Geometry) -> list[str]:
@@ -517,8 +515,8 @@ def data(ph: Photo) -> EmbeddingsData:
     """The per-photo work of the tab, once per photo and model."""
     # The filter PCA is the slowest part of opening the tab and depends on the model alone:
     # cached once per model, in the same cache as everything else.
-    filters = ph.per_model("filter_pca", lambda: model_filters(ph.vm))
-    return ph.derived("embeddings", lambda: prepare(ph.vm, ph.analysis(), filters))
+    filters = ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+    return ph.derived(EMBEDDINGS, lambda: prepare(ph.vm, ph.analysis(), filters, ph.derived))
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import artifacts as art_mod
-from .. import perturb, render
-from . import attention as attention_view
+from .. import maps, perturb, render
 from ..cnn import cnn_shift_probs
 from ..errors import UserError
 from ..images import View
 from ..models import Geometry, VitModel
 from .common import artifact_masks, top5_figure
 from ..patches import patch_at
-from ..session import Photo
+from ..session import SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
@@ -139,7 +138,7 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
 
 
 # ------------------------------------------------------------------ sweep
-SWEEP_NAME = ("shift_sweep", "edge")
+SWEEP_NAME = SHIFT_SWEEP
 
 
 def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray] | None = None) -> SweepPanel:
@@ -194,15 +193,15 @@ def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK) -> Iterator[Sw
         yield sweep_panel(vm, done)
         return
     ks = [r.k for r in done.rows]
-    probs = ph.derived(("cnn_sweep", ph.wb.cnn.id),
+    probs = ph.derived(cnn_sweep_name(ph.wb.cnn.id),
                        lambda: cnn_shift_probs(ph.wb.cnn, ph.analysis().input_view, ks, "edge"))
     yield sweep_panel(vm, done, (ph.wb.cnn.id, probs))
 
 
 # ------------------------------------------------------------------ masks
 def rollout_map(ph: Photo) -> np.ndarray:
-    """(gh, gw) rollout through all layers of the unmasked photo, cached."""
-    return ph.derived(("experiments_rollout",), lambda: perturb.ranking_maps(ph.analysis())["rollout"])
+    """(gh, gw) rollout through all layers of the unmasked photo (the cached mean rollout)."""
+    return maps.method_map("rollout", ph.vm, ph.analysis(), ph.derived)
 
 
 def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
@@ -265,16 +264,7 @@ def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
     attention, random, and (models with a classifier) Chefer relevance of the top-1 class,
     shared with the Attention tab's cache so it is computed once."""
 
-    def compute() -> dict[str, np.ndarray]:
-        a = ph.analysis()
-        maps = perturb.ranking_maps(a, seed)
-        vm = ph.vm
-        if vm.has_classifier and a.top5:
-            maps["class relevance"] = attention_view.relevance_map(
-                vm, a, a.top5[0].index, ph.derived)
-        return maps
-
-    return dict(ph.derived(("experiments_maps", seed), compute))
+    return dict(ph.derived(ranking_maps_name(seed), lambda: maps.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
 
 
 def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
@@ -293,7 +283,7 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
-    return ("curves", int(steps), mode, seed, tuple(maps))
+    return curves_name(steps, mode, seed, tuple(maps))
 
 
 def compute_curves(ph: Photo, steps: int = 10, mode: str = "black",

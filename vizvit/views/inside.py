@@ -17,12 +17,12 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import figures, lens, render
+from .. import engine, figures, lens, render
 from ..ablation import Ablation, format_heads, parse_heads
 from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
-from ..session import Photo, PhotoKey
+from ..session import HEAD_IMPORTANCE, LOGIT_LENS, Photo, PhotoKey
 from .common import status_line, top5_figure
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
@@ -74,7 +74,7 @@ class AblationPanel:
 
 # ------------------------------------------------------------------ logit lens
 def lens_of(ph: Photo) -> lens.Lens:
-    return ph.derived("logit_lens", lambda: lens.logit_lens(ph.vm, ph.analysis().hidden_states))
+    return ph.derived(LOGIT_LENS, lambda: lens.logit_lens(ph.vm, engine.readout(ph.vm, ph.analysis().hidden_states)))
 
 
 def lens_panel(ph: Photo) -> LensPanel:
@@ -224,7 +224,7 @@ def ablation_panel(ph: Photo) -> AblationPanel:
     """ph.key.ablation is the set switched off; the intact analysis is the baseline."""
     vm = ph.vm
     ab = ph.key.ablation
-    importance = ph.wb.peek_derived(ph.key.intact, "head_importance")
+    importance = ph.wb.peek_derived(ph.key.intact, HEAD_IMPORTANCE)
     grid = ablation_grid(vm.geometry, ab, importance)
     intact = ph.wb.analysis(ph.key.intact)
     if not ab:
@@ -243,7 +243,7 @@ def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[np
     """Yields (importance (L, H) float32 with NaN where not yet computed, done, total) per batch;
     stores the complete map per photo (intact model) at the end."""
     key = ph.key.intact
-    done_map = ph.wb.peek_derived(key, "head_importance")
+    done_map = ph.wb.peek_derived(key, HEAD_IMPORTANCE)
     g = ph.vm.geometry
     total = g.num_layers * g.num_heads
     if done_map is not None:
@@ -260,7 +260,7 @@ def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[np
         for b, (l, hd) in enumerate(cells[start:start + len(probs)]):
             imp[l, hd] = p0 - float(probs[b, c])
         yield imp.copy(), start + len(probs), total
-    ph.wb.derived(key, "head_importance", lambda: imp)
+    ph.wb.derived(key, HEAD_IMPORTANCE, lambda: imp)
 
 
 def head_importance(ph: Photo, chunk: int = DEFAULT_CHUNK) -> np.ndarray:

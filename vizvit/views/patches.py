@@ -14,7 +14,7 @@ from ..engine import Analysis, patch_label_cosine
 from ..models import Geometry, VitModel
 from ..numbers import model_numbers
 from ..patches import describe_patch
-from ..session import Photo
+from ..session import PATCH_LABEL_COSINE, Photo
 from ..errors import UserError
 from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
 from .common import on_grid, top5_figure
@@ -176,7 +176,7 @@ def label_cosines(ph: Photo) -> np.ndarray:
         cos = patch_label_cosine(vm, a.hidden_states[-1], vm.zero_shot)  # (C, P)
         return cos.reshape(-1, *g.grid).numpy().astype(np.float32)
 
-    return ph.derived("patch-label cosine", compute)
+    return ph.derived(PATCH_LABEL_COSINE, compute)
 
 
 def label_map(ph: Photo, label: int | str | None = None, alpha: float = 0.6) -> tuple[np.ndarray, str]:

@@ -18,7 +18,7 @@ import torch
 
 from .. import engine, figures, positional, render
 from ..models import VitModel
-from ..session import Photo
+from ..session import POSITIONS, RELATIVE_BIAS, Photo, positions_at_name, predict_at_name
 from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
@@ -141,7 +141,7 @@ class ModelPositions:
 
 
 def model_positions(vm: VitModel) -> ModelPositions:
-    r = positional.position_report(vm)
+    r = positional.position_report(engine.position_tables(vm))
     cell = tile_cell(r.grid)
     grid_img = render.with_colorbar(similarity_grid(r.sim, r.grid, cell), CMAP)
     return ModelPositions(report=r, cell=cell, grid_img=grid_img, compare_img=compare_image(r),
@@ -250,7 +250,7 @@ def _bias_tiles(tables: np.ndarray, cell: int, vmax: float) -> np.ndarray:
 def bias_positions(vm: VitModel) -> BiasPositions:
     import pandas as pd
 
-    rb = positional.relative_bias(vm)
+    rb = positional.relative_bias(engine.position_tables(vm, random_init=False))
     n_l, n_h, th, tw = rb.tables.shape
     vmax = float(np.abs(rb.tables).max()) or 1.0
     cell = max(1, round(56 / max(th, tw)))
@@ -338,13 +338,8 @@ def _bias_panel(vm: VitModel, bp: BiasPositions, rc: tuple[int, int] | None) -> 
                           numbers=bp.numbers, text=bp.text)
 
 
-def has_bias(vm: VitModel) -> bool:
-    """Positions are a relative bias (BEiT), not a table of embeddings: from the family description."""
-    return vm.family.pe == "relative bias"
-
-
 def cached_bias_positions(ph: Photo) -> BiasPositions:
-    return ph.per_model("relative-bias", lambda: bias_positions(ph.vm))
+    return ph.per_model(RELATIVE_BIAS, lambda: bias_positions(ph.vm))
 
 
 @dataclass(frozen=True)
@@ -359,11 +354,11 @@ class PositionsPanel:
 
 def cached_model_positions(ph: Photo) -> ModelPositions:
     """The model's position results, computed once per model (not per photo)."""
-    return ph.per_model("positions", lambda: model_positions(ph.vm))
+    return ph.per_model(POSITIONS, lambda: model_positions(ph.vm))
 
 
 def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPanel:
-    if has_bias(ph.vm):
+    if ph.vm.family.has_bias_table:
         return _bias_panel(ph.vm, cached_bias_positions(ph), rc)
     mp = cached_model_positions(ph)
     r = mp.report
@@ -376,7 +371,7 @@ def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPa
 def click_tile(ph: Photo, x: float, y: float) -> tuple[np.ndarray, go.Figure] | None:
     """A click at (x, y) on the grid image -> (grid with the tile outlined, the tile large);
     None when the click is off the tiles. BEiT: a (layer, head) bias table."""
-    if has_bias(ph.vm):
+    if ph.vm.family.has_bias_table:
         bp = cached_bias_positions(ph)
         lh = _bias_cell_at(bp, x, y)
         return None if lh is None else (_bias_panel(ph.vm, bp, lh).grid_img, _bias_panel(ph.vm, bp, lh).tile_fig)
@@ -407,7 +402,7 @@ class PositionsAtSize:
 
 
 def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
-    new_grid, sim = positional.interpolated_similarity(vm, size)
+    new_grid, sim = positional.interpolated_similarity(engine.position_tables(vm, random_init=False), size)
     k = tile_stride(new_grid)
     img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid, stride=k), stride=k), CMAP)
     return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid), k)
@@ -416,10 +411,10 @@ def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
 def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     vm = ph.vm
     size = int(size)
-    if has_bias(vm):
+    if vm.family.has_bias_table:
         return _bias_resolution_panel(ph, size)
-    at = ph.per_model(("positions-at", size), lambda: positions_at_size(vm, size))
-    pred = ph.derived(("predict-at", size),
+    at = ph.per_model(positions_at_name(size), lambda: positions_at_size(vm, size))
+    pred = ph.derived(predict_at_name(size),
                       lambda: engine.predict_at_size(vm, ph.image, size))
     native = ph.analysis()
     fig = None
@@ -435,7 +430,7 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     if pred.top5 and native.top5:
         top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
                f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
-    _, _, (th, tw) = positional.stored_positions(vm)
+    _, _, (th, tw) = positional.stored_positions(engine.position_tables(vm, random_init=False))
     shown = ("" if at.stride == 1 else f" The picture shows every {at.stride}{'nd' if at.stride == 2 else 'th'} "
              f"row and column of tiles ({-(-nh // at.stride)}×{-(-nw // at.stride)} of the {nh}×{nw}), each tile "
              "whole, so the stripes stay readable.")
@@ -455,11 +450,10 @@ def _bias_resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     """BEiT at another size: the bias tables are resized bilinearly to the new offsets."""
     vm = ph.vm
     g = vm.geometry
-    pred = ph.derived(("predict-at", size), lambda: engine.predict_at_size(vm, ph.image, size))
+    pred = ph.derived(predict_at_name(size), lambda: engine.predict_at_size(vm, ph.image, size))
     nh, nw = positional.grid_at(g, size)
     bp = cached_bias_positions(ph)
-    tables = np.stack([positional.relative_bias_table(m, (nh, nw))[0].numpy()
-                       for m in vm.family.bias_modules(vm.vit)])  # (L or 1, H, 2nh−1, 2nw−1)
+    tables = positional.relative_bias(engine.position_tables(vm, random_init=False), (nh, nw)).tables  # (L or 1, H, 2nh−1, 2nw−1)
     mean = tables.mean(1)[-6:]  # the last layers, mean of heads
     cell = max(1, round(96 / max(mean.shape[1:])))
     img = render.with_colorbar(render.mosaic(_bias_tiles(mean, cell, bp.vmax), 1, len(mean), sep=8),
@@ -482,7 +476,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32;
     a relative-bias family (BEiT) instead: relative_position_bias (L or 1, H, 2gh−1, 2gw−1) and
     relative_position_bias_cls (L or 1, H, 3)."""
-    if has_bias(ph.vm):
+    if ph.vm.family.has_bias_table:
         rb = cached_bias_positions(ph).bias
         return {"relative_position_bias": rb.tables, "relative_position_bias_cls": rb.special}
     r = cached_model_positions(ph).report
@@ -490,7 +484,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
 
 
 def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
-    if has_bias(ph.vm):
+    if ph.vm.family.has_bias_table:
         bp = cached_bias_positions(ph)
         return {"relative_position_bias_grid": bp.grid_img, "relative_position_bias_layers": bp.compare_img}
     mp = cached_model_positions(ph)
