@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="vizvit-load-"))
     model = args.model
     if not model:
-        from conftest import make_tiny_vit
+        from tiny import make_tiny_vit
 
         model = str(make_tiny_vit(folder / "tiny", 224, 16))
     port = free_port()

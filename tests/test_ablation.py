@@ -121,17 +121,6 @@ def test_head_importance_equals_single_ablations_one_by_one(tiny, cat):
     assert wb.peek_derived(ph.key, "head_importance") is not None, "cached per photo"
 
 
-def test_every_tab_sees_the_ablated_model_through_the_session_key(tiny, cat):
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny)
-    key = PhotoKey(tiny.id, wb.add_photo(cat))
-    off = inside.with_ablation(key, Ablation(((0, 1),)))
-    a, b = wb.analysis(key), wb.analysis(off)
-    assert not torch.equal(a.attentions[1], b.attentions[1]), "layer 2's attention follows the ablated layer 1"
-    assert torch.equal(a.attentions[0], b.attentions[0]), "layer 1's own attention is computed before o_proj"
-    assert wb.analysis(off) is b, "cached per ablation set: one forward per change"
-
-
 def test_heads_parse_and_print_counted_from_one(tiny):
     g = tiny.geometry
     assert parse_heads("2.1, 1.2", g) == ((0, 1), (1, 0))
@@ -140,20 +129,6 @@ def test_heads_parse_and_print_counted_from_one(tiny):
     for bad in ("3.1", "1.3", "x", "1.2.3"):
         with pytest.raises(UserError):
             parse_heads(bad, g)
-
-
-def test_grid_clicks_toggle_a_head_or_a_whole_layer(tiny):
-    g = tiny.geometry
-    x = inside.LEFT + 1.5 * inside.CELL
-    y = inside.TOP + 0.5 * inside.CELL
-    cells, _ = inside.cell_at(g, x, y)
-    assert cells == [(0, 1)]
-    layer, _ = inside.cell_at(g, 5, inside.TOP + 1.5 * inside.CELL)
-    assert layer == [(1, 0), (1, 1)]
-    ab = inside.toggle(Ablation(((1, 0),)), layer)
-    assert ab.heads == ((1, 0), (1, 1))  # any on -> all off
-    assert inside.toggle(ab, layer).heads == ()
-    assert inside.cell_at(g, x, 3)[0] == []  # the header row
 
 
 def test_ablation_reaches_every_family(fam, cat):
@@ -165,17 +140,3 @@ def test_ablation_reaches_every_family(fam, cat):
     assert not torch.allclose(a.hidden_states[1], b.hidden_states[1])
 
 
-def test_importance_sentence_names_the_heads_from_the_numbers():
-    from types import SimpleNamespace
-
-    import numpy as np
-
-    from vizvit.views import inside
-
-    vm = SimpleNamespace(geometry=SimpleNamespace(num_layers=2, num_heads=3))
-    imp = np.array([[0.01, -0.2, 0.0], [0.6, 0.07, 0.03]], np.float32)
-    t = inside.importance_text(vm, 6, 6, imp)
-    assert "Largest drop: head **2.1** (+0.600); next: 2.2 (+0.070)" in t
-    assert "3 of 6 heads" in t and "zeroing 1.2 (-0.200)" in t
-    assert "Largest" not in inside.importance_text(vm, 6, 6, None)
-    assert inside.importance_text(vm, 3, 6, imp).startswith("Running")

@@ -10,7 +10,7 @@ from gradio_client import Client, handle_file
 
 from page.endpoints import PUBLIC_ENDPOINTS
 from appserver import page_name, serving
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import engine, perturb
+from vizvit import engine
 from vizvit.images import View
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")

@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 
-from conftest import EXAMPLES, ROOT
-
-
-def run_export(model_dir, out, *extra):
-    cmd = [sys.executable, "-m", "vizvit", "export", str(EXAMPLES / "coffee.jpg"), "--model", str(model_dir),
-           "--device", "cpu", "--out", str(out), *extra]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+from tiny import run_export
 
 
 def test_export_cli_writes_everything(tiny_dirs, tmp_path):

@@ -9,7 +9,7 @@ from PIL import Image
 from transformers import ViTImageProcessorPil
 
 import vizvit
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from vizvit.images import MAX_PIXELS, View, apply_view, mask_pixels, model_input_view, shift_view, to_pixel_values
 from make_inputs import CASES, make_all
 
@@ -115,7 +115,7 @@ PROCESSOR_CONFIGS = {
 def test_every_processor_config_gives_the_processors_own_pixels(name, tmp_path, rng):
     import json
 
-    from conftest import make_tiny_vit
+    from tiny import make_tiny_vit
     from transformers import AutoImageProcessor
 
     from vizvit.images import view_at_size
@@ -137,7 +137,7 @@ def test_every_processor_config_gives_the_processors_own_pixels(name, tmp_path, 
 def test_processors_we_cannot_use_fall_back_to_vit_defaults_and_never_run_checkpoint_code(tmp_path, capfd):
     import json
 
-    from conftest import make_tiny_vit
+    from tiny import make_tiny_vit
 
     path = make_tiny_vit(tmp_path / "m", 224, 16)
     (path / "evil.py").write_text("print('REMOTE CODE RAN')\nfrom transformers import ViTImageProcessorPil as Evil\n")

@@ -58,28 +58,3 @@ def test_the_lens_reads_through_each_familys_own_head(families, cat, name):
     assert lens.probs.shape == (vm.geometry.num_layers + 1, len(vm.labels))
 
 
-def test_heat_strip_colours_log10_p_on_whole_decades():
-    from vizvit.views import inside
-
-    probs = np.array([[1e-4, 3e-5], [2e-3, 1e-2], [0.8, 0.05]])
-    fig = inside.lens_figure(probs, ["cat", "dog"])
-    tr = fig.data[0]
-    assert (tr.zmin, tr.zmax) == (-5.0, 0.0), "decades around 3e-5 … 0.8"
-    np.testing.assert_allclose(np.asarray(tr.z), np.log10(probs), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(tr.customdata), probs)  # exact p on hover
-    assert list(tr.colorbar.tickvals) == [-5, -4, -3, -2, -1, 0]
-    assert list(tr.colorbar.ticktext)[-3:] == ["1%", "10%", "100%"]
-    assert "log" in tr.colorbar.title.text
-    # a probability of exactly 0 is floored, not -inf
-    floor = inside.lens_figure(np.array([[0.0, 1.0]]), ["a", "b"]).data[0]
-    assert floor.zmin == inside.LENS_LOG_FLOOR and np.isfinite(np.asarray(floor.z)).all()
-
-
-def test_lens_sentence_follows_the_ranks():
-    from vizvit.views import inside
-
-    prob = np.array([0.0001, 0.002, 0.3, 0.82])
-    t = inside.lens_text("cat", prob, np.array([703, 5, 2, 1]))
-    assert "rank 703" in t and "top 5 from depth **1**" in t and "only at the last depth" in t and "rank 2, 30.0%" in t
-    t = inside.lens_text("cat", prob, np.array([9, 3, 1, 1]))
-    assert "top-1 from depth **2** on" in t and "top 5 from depth **1**" in t

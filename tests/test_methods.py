@@ -17,23 +17,8 @@ import torch.nn.functional as F
 
 from vizvit import attention as A
 from vizvit import engine, positional, tokens
-from vizvit.models import Geometry
 from vizvit.perturb import Curves
-
-GEOMS = {"g14": Geometry((224, 224), 16, (14, 14), 1, 3, 4, 32),
-         "g7": Geometry((224, 224), 32, (7, 7), 1, 3, 4, 32)}
-
-
-@pytest.fixture(params=list(GEOMS))
-def geom(request) -> Geometry:
-    return GEOMS[request.param]
-
-
-def random_attention(g: Geometry, seed: int = 0, sharp: float = 3.0) -> torch.Tensor:
-    """(L, H, N, N) softmax rows with sharp peaks, so fusions and discards differ."""
-    gen = torch.Generator().manual_seed(seed)
-    return (torch.randn(g.num_layers, g.num_heads, g.seq_len, g.seq_len, generator=gen) * sharp).softmax(-1)
-
+from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 
 # ------------------------------------------------------------------ vit-explain
 def vit_explain_rollout(attentions: list[torch.Tensor], discard_ratio: float, head_fusion: str,
@@ -451,11 +436,10 @@ def test_labels_name_the_exact_methods():
 
 
 def test_the_attention_tab_threads_the_discard_mode_and_distance_normalisation(geom):
-    from test_attention import _VM, _analysis
     from vizvit.views import attention as ap
 
     att = random_attention(geom, seed=11)
-    a, vm = _analysis(geom, att), _VM(geom)
+    a, vm = stand_in_analysis(geom, att), StandInModel(geom)
     vm.display_name = "constructed"
     p = ap.AttnParams(layer=geom.num_layers, show="max", mode="rolled out", discard=0.9,
                       discard_mode="global (vit-explain)")

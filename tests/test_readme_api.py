@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from appserver import running
-from conftest import ROOT
+from tiny import ROOT
 
 
 def test_readme_api_example_runs(tiny16, monkeypatch, capsys):

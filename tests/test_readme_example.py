@@ -6,7 +6,7 @@ import re
 
 import matplotlib
 
-from conftest import ROOT
+from tiny import ROOT
 
 
 def test_readme_notebook_example_runs(tiny_dirs, tmp_path, monkeypatch):

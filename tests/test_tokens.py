@@ -5,7 +5,6 @@ References are written here by hand (loops, numpy SVD), never with the code unde
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 import pytest
@@ -13,13 +12,11 @@ import torch
 from transformers import ViTConfig, ViTForImageClassification
 
 import vizvit
-from vizvit import engine, render
-from vizvit.views import embeddings as embed_panels
+from vizvit import engine
 from vizvit.positional import cosine_similarity_matrix
 from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_to,
                            embedding_filters_pca, parameter_table, pca, token_norms,
                            token_pca_rgb)
-from vizvit.session import PhotoKey, Workbench
 
 
 # ------------------------------------------------------------------ conv == unfold + linear
@@ -185,84 +182,6 @@ def test_filter_pca_of_a_rank_one_bank_recovers_the_pattern():
     assert float((tile0 * pattern).sum()).__abs__() > 0.999
 
 
-# ------------------------------------------------------------------ clicks and the depth slider
-@pytest.mark.parametrize("prefix", [1, 2])
-def test_click_on_patch_maps_to_its_token(tiny, prefix):
-    g = dataclasses.replace(tiny.geometry, num_prefix_tokens=prefix)  # no magic 1
-    step = g.patch_size * render.display_scale(g)
-    gh, gw = g.grid
-    for r, c in [(0, 0), (2, 5 % gw), (gh - 1, gw - 1)]:
-        x, y = (c + 0.5) * step, (r + 0.5) * step
-        assert embed_panels.clicked_token(g, x, y) == (r, c, prefix + r * gw + c)
-
-
-def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny)
-    key = PhotoKey(tiny.id, wb.add_photo(cat))
-    forwards = []
-    hook = tiny.model.register_forward_hook(lambda *_: forwards.append(1))
-    try:
-        a = wb.analysis(key)
-        d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
-        assert len(forwards) == 1
-        g = tiny.geometry
-        for depth in range(g.num_layers + 1):  # every slider position, as the app's handlers do
-            a = wb.analysis(key)
-            d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
-            p = embed_panels.depth_panel(tiny, a, d, depth, (1, 2))
-            s = embed_panels.similarity_panel(tiny, a, d, depth, (g.grid[0] - 1, 0))
-            for color in embed_panels.COLOR_CHOICES:
-                embed_panels.scatter_figure(tiny, d, depth, color)
-            assert p.pca_over_photo.shape[:2] == tuple(v * render.display_scale(g) for v in g.image_size)
-            assert s.image.shape == p.pca_over_photo.shape
-        assert len(forwards) == 1, "moving the depth slider or clicking must not run the model"
-    finally:
-        hook.remove()
-
-
-def test_similarity_panel_reports_the_clicked_token(tiny, cat):
-    a = vizvit.analyze(tiny, cat)
-    d = embed_panels.prepare(tiny, a)
-    g = tiny.geometry
-    r, c = 1, 2
-    s = embed_panels.similarity_panel(tiny, a, d, 1, (r, c))
-    t = g.num_prefix_tokens + r * g.grid[1] + c
-    ref = float(torch.nn.functional.cosine_similarity(a.hidden_states[1, t], a.hidden_states[1, 0], dim=0))
-    assert f"token {t}" in s.text and f"[CLS] = {ref:+.3f}" in s.text
-    with pytest.raises(ValueError, match="Depth"):
-        embed_panels.similarity_panel(tiny, a, d, g.num_layers + 1, (r, c))
-
-
-def test_scatter_carries_row_col_and_a_thumbnail_per_patch(tiny, cat):
-    a = vizvit.analyze(tiny, cat)
-    d = embed_panels.prepare(tiny, a)
-    g = tiny.geometry
-    fig = embed_panels.scatter_figure(tiny, d, g.num_layers, "rollout")
-    tr = fig.data[0]
-    assert len(tr.x) == g.num_patches
-    cd = np.asarray(tr.customdata, dtype=object)
-    i = g.num_patches - 2
-    assert (cd[i, 0], cd[i, 1]) == divmod(i, g.grid[1])
-    assert cd[i, 2] == g.num_prefix_tokens + i and str(cd[i, 4]).startswith("data:image/png;base64,")
-    np.testing.assert_allclose(np.asarray(tr.marker.color, float), d.rollout.reshape(-1), rtol=1e-6)
-    with pytest.raises(ValueError, match="Colour"):
-        embed_panels.scatter_figure(tiny, d, 0, "hue")
-
-
-def test_export_arrays_have_the_documented_shapes(tiny, cat):
-    a = vizvit.analyze(tiny, cat)
-    g = tiny.geometry
-    arr = embed_panels.embedding_arrays(tiny, a)
-    gh, gw = g.grid
-    n = g.num_layers + 1
-    assert arr["patch_embeddings"].shape == (g.num_patches, g.hidden_size)
-    assert arr["token_norms"].shape == (n, gh, gw)
-    assert arr["token_pca_rgb"].shape == (n, gh, gw, 3)
-    assert arr["embedding_filters_pca"].shape == (28, g.patch_size, g.patch_size, 3)
-    assert all(v.dtype == np.float32 for v in arr.values())
-
-
 # ------------------------------------------------------------------ artifact tokens left out
 def test_pca_without_rows_equals_a_plain_svd_of_the_remaining_rows(rng):
     from vizvit.tokens import pca_without
@@ -303,18 +222,6 @@ def test_token_pca_rgb_scales_on_the_kept_patches_and_clips_the_rest(tiny16, rng
     np.testing.assert_allclose(rgb[0, 0], want, atol=1e-6)
 
 
-def test_norm_colours_are_a_log_scale_over_the_ordinary_patches():
-    lut = render.lut(embed_panels.NORM_CMAP)
-    norms = np.array([[1.0, 10.0, 100.0], [1000.0, 3.0, 50.0]])
-    art = np.array([[False, False, False], [True, False, False]])  # 1000 is an artifact
-    rgb, lo, hi = embed_panels.norm_colors(norms, art)
-    assert (lo, hi) == (1.0, 100.0)
-    # log10: 1 -> 0, 10 -> 1/2, 100 -> 1 of the range; the artifact clips to the top colour
-    assert (rgb[0, 0] == lut[0]).all() and (rgb[0, 2] == lut[255]).all() and (rgb[1, 0] == lut[255]).all()
-    assert (rgb[0, 1] == lut[round(0.5 * 255)]).all()
-    assert (rgb[1, 1] == lut[round(np.log10(3) / 2 * 255)]).all()
-
-
 def test_artifacts_at_depth_by_hand():
     from types import SimpleNamespace
 
@@ -332,17 +239,3 @@ def test_artifacts_at_depth_by_hand():
     assert mask[1].reshape(-1).nonzero()[0].tolist() == [5]
 
 
-def test_depth_panel_marks_and_leaves_out_the_artifact_tokens(tiny16, cat):
-    a = vizvit.analyze(tiny16, cat)
-    g = tiny16.geometry
-    d = embed_panels.prepare(tiny16, a)
-    # Plant an artifact at depth L: patch (0, 1) excluded by hand, as the views do.
-    ex = d.tokens.excluded.copy()
-    ex[-1, 0, 1] = True
-    tokens = dataclasses.replace(d.tokens, excluded=ex)
-    d2 = dataclasses.replace(d, tokens=tokens)
-    img = embed_panels.pca_over_photo(tiny16, d2, g.num_layers, None)
-    s = render.display_scale(g) * g.patch_size
-    assert (img[s // 2, s + 1] == embed_panels.ARTIFACT_COLOR).all(), "the artifact's tile is outlined red"
-    fig = embed_panels.scatter_figure(tiny16, d2, g.num_layers, "row")
-    assert len(fig.data[0].x) == g.num_patches and len(fig.data[1].x) == 1, "a ring around the artifact"

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import vizvit
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from vizvit import perturb, render
 from vizvit.views import attention as ap
 from vizvit.views.common import artifact_masks

@@ -9,64 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer
-from tokenizers.models import WordLevel
-from tokenizers.pre_tokenizers import Whitespace
-from tokenizers.processors import TemplateProcessing
-from transformers import (CLIPConfig, CLIPImageProcessorPil, CLIPModel, PreTrainedTokenizerFast, SiglipConfig,
-                          SiglipImageProcessorPil, SiglipModel)
 
 import vizvit
 from vizvit import attention as A
 from vizvit import engine
 from vizvit.images import model_input_view, to_pixel_values
 from vizvit.session import PhotoKey, Workbench
-
-WORDS = ["a", "photo", "of", "cat", "dog", "teapot", "coffee", "mug", "an", "astronaut", "car", "bird",
-         "flower", "building", "person", "fish"]
-VISION = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=224)
-TEXT = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, max_position_embeddings=16)
-
-
-def tiny_tokenizer(kind: str) -> PreTrainedTokenizerFast:
-    specials = ["<pad>", "<unk>", "<bos>", "<eos>"]
-    vocab = {w: i for i, w in enumerate(specials + WORDS)}
-    tok = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = Whitespace()
-    if kind == "clip":  # CLIP: <bos> text <eos>, pooled at <eos>
-        tok.post_processor = TemplateProcessing(single="<bos> $A <eos>", special_tokens=[("<bos>", 2), ("<eos>", 3)])
-    else:  # SigLIP: text <eos>, padded to max_length, pooled at the last position
-        tok.post_processor = TemplateProcessing(single="$A <eos>", special_tokens=[("<eos>", 3)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>",
-                                   eos_token="<eos>")
-
-
-def make_tiny_tower(path: Path, kind: str, patch: int = 32, seed: int = 0) -> Path:
-    text = dict(TEXT, vocab_size=len(WORDS) + 4, pad_token_id=0, bos_token_id=2, eos_token_id=3)
-    torch.manual_seed(seed)
-    if kind == "clip":
-        model = CLIPModel(CLIPConfig(vision_config=dict(VISION, patch_size=patch), text_config=text, projection_dim=16))
-        proc = CLIPImageProcessorPil(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224})
-    else:
-        model = SiglipModel(SiglipConfig(vision_config=dict(VISION, patch_size=patch), text_config=text))
-        proc = SiglipImageProcessorPil(size={"height": 224, "width": 224})
-    with torch.no_grad():  # make every part matter (SigLIP inits its scale and bias to 0)
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
-        model.logit_scale.fill_(1.5)
-        if kind == "siglip":
-            model.logit_bias.fill_(-2.0)
-    model.save_pretrained(path)
-    proc.save_pretrained(path)
-    tiny_tokenizer(kind).save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def towers(tmp_path_factory) -> dict[str, vizvit.VitModel]:
-    base = tmp_path_factory.mktemp("towers")
-    return {f"{k}{p}": vizvit.load_model(str(make_tiny_tower(base / f"{k}{p}", k, p)), device="cpu")
-            for k in ("clip", "siglip") for p in (16, 32)}
 
 
 LABELS = ("a cat", "a dog", "a teapot", "a bird")
@@ -264,10 +212,3 @@ def test_patch_label_cosine_plain_reference(towers, cat):
     assert img.ndim == 3 and "a dog" in text and "not" in text
 
 
-def test_the_page_book_reads_clip_and_siglip_maps_as_the_server_does(towers, cat):
-    """SigLIP's maps are read through its MAP head, CLIP's from [CLS]: the book the page draws
-    from holds main_panel's maps for both."""
-    from test_attention import assert_book_is_the_main_panel
-
-    for name in ("clip16", "siglip16"):
-        assert_book_is_the_main_panel(towers[name], cat)

@@ -3,17 +3,9 @@ hover the token scatter (thumbnail), recolour it. Screenshots are artifacts."""
 
 from __future__ import annotations
 
-import pytest
 
-from appserver import running
 from browser import click_image_at, page_at, shot, upload_and_open, wait_image
-from conftest import EXAMPLES
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
+from tiny import EXAMPLES
 
 
 def test_embeddings_tab_depth_click_hover(url, tiny16):

@@ -11,7 +11,7 @@ from page import kit, shell
 from page.endpoints import PUBLIC_ENDPOINTS
 from vizvit.launch import start_model
 from appserver import page_name, running
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from make_inputs import CASES, write_all
 from vizvit.session import Workbench
 

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 
-from appserver import running
 from browser import click_image_at, page_at, shot, upload_and_open, wait_image
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from vizvit.views import positions as positions_panel
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
 
 
 def test_positions_tab_shows_the_grid_and_a_click_enlarges_the_tile(url, tiny16):

@@ -14,8 +14,6 @@ from vizvit import catalog, engine, positional
 from vizvit.images import View
 from vizvit.models import FAMILIES, PATCH_MEAN, RANDOM_ARCHS, RANDOM_PREFIX
 from vizvit.tokens import norm_outliers
-from vizvit.views import attention as ap
-from vizvit.views import embeddings as embed_view
 
 LAYOUTS = {
     "deit": ("[CLS]", "[DIST]"),
@@ -164,24 +162,6 @@ def test_deit_shows_both_heads_and_their_mean(families, cat):
     assert torch.allclose(a.logits, (cls + dist) / 2, atol=1e-5)
 
 
-def test_attention_view_reads_from_dist_and_names_every_prefix_token(families, cat):
-    vm = families["deit"]
-    g = vm.geometry
-    a = vizvit.analyze(vm, cat)
-    p = ap.AttnParams(layer=2, summary="[DIST]")
-    panel = ap.main_panel(vm, a, p)
-    want = a.attentions[1].float().mean(0)[1, g.num_prefix_tokens:].reshape(g.grid)
-    assert np.allclose(panel.values, want.numpy(), atol=1e-6), "main map = [DIST]'s row"
-    assert "[DIST]→[DIST]" in panel.readout and "mean patch→[CLS]" in panel.readout
-    strip = ap.strip_maps(a, p)
-    assert torch.allclose(strip, att_mod.rollout_maps(a.attentions, g, summary="[DIST]"))
-    with pytest.raises(ValueError, match="Read maps from"):
-        ap.main_panel(vm, a, ap.AttnParams(summary="[REG1]"))
-    regs = families["dinov2_reg"]
-    readout = ap.main_panel(regs, vizvit.analyze(regs, cat), ap.AttnParams()).readout
-    assert all(f"mean patch→[REG{i}]" in readout for i in range(1, 5)), "the attention registers receive"
-
-
 def test_norm_outliers_use_a_far_out_fence():
     norms = torch.ones(2, 4, 4)
     norms[1, 2, 3] = 50.0  # one artifact patch at depth 1
@@ -190,20 +170,8 @@ def test_norm_outliers_use_a_far_out_fence():
     assert out[1].sum() == 1 and out[1, 2, 3] and not out[0].any()
 
 
-def test_register_norms_are_exported(families, cat):
-    vm = families["dinov2_reg"]
-    a = vizvit.analyze(vm, cat)
-    arr = embed_view.embedding_arrays(vm, a)
-    g = vm.geometry
-    want = a.hidden_states[:, 1:5].norm(dim=-1).numpy()
-    assert arr["register_norms"].shape == (g.num_layers + 1, 4)
-    assert np.allclose(arr["register_norms"], want, atol=1e-5)
-    assert arr["prefix_norms"].shape == (g.num_layers + 1, 5)
-    assert "[REG4]" in embed_view.norms_table(vm, embed_view.prepare(vm, a))
-
-
 def test_export_writes_the_token_layout_and_per_family_keys(families, tmp_path):
-    from conftest import EXAMPLES
+    from tiny import EXAMPLES
     from vizvit.export import export
 
     s = export(EXAMPLES / "chelsea.jpg", tmp_path / "beit", families["beit"])
@@ -220,15 +188,6 @@ def test_export_writes_the_token_layout_and_per_family_keys(families, tmp_path):
     g = families["deit"].geometry
     assert arr["attentions"].shape[-1] == g.seq_len == 2 + g.num_patches
     assert arr["prefix_rollout"].shape == (2, g.num_layers, *g.grid)
-
-
-def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):
-    vm = families["dino"]
-    assert not vm.has_classifier
-    a = vizvit.analyze(vm, cat)
-    assert a.top5 == () and a.logits is None
-    v = ap.attention_view(vm, a, ap.AttnParams(tau=0.6))
-    assert v.main.ndim == 3
 
 
 def test_not_vits_say_why(tmp_path):
@@ -261,7 +220,7 @@ def test_random_dinov2_with_registers_builds_with_its_layout(cat):
 def test_export_cli_works_for_every_family(family_dirs, tmp_path, name):
     import json
 
-    from test_export import run_export
+    from tiny import run_export
 
     r = run_export(family_dirs[name], tmp_path)
     assert r.returncode == 0, r.stderr

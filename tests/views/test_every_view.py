@@ -4,11 +4,11 @@ vocab and engine: choices defined once, hooks registered in one module only."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from conftest import ROOT
 from vizvit import vocab
 from vizvit.views import VIEWS
+
+from tiny import ROOT
 
 
 def test_one_view_module_per_tab_in_page_order():

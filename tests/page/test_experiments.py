@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
-from appserver import running
 from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
-from conftest import EXAMPLES
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
+from tiny import EXAMPLES
 
 
 def plot_text(page, elem_id: str) -> str:

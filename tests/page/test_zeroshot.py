@@ -6,8 +6,8 @@ import pytest
 
 from appserver import running
 from browser import page_at, shot, upload_and_open, wait_image
-from conftest import EXAMPLES
-from test_zeroshot import make_tiny_tower
+from tiny import EXAMPLES
+from tiny import make_tiny_tower
 
 import vizvit
 

@@ -3,16 +3,8 @@ head; bad links fall back with a notice; projector mode; the calculator; copy li
 
 from __future__ import annotations
 
-import pytest
 
-from appserver import running
 from browser import page_at, set_slider, shot, wait_image
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
 
 
 def test_deep_link_opens_layer_and_head_of_the_cat(url):

@@ -8,15 +8,13 @@ missing, these tests skip in one line, except under $CI, where they fail.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import vizvit
 from vizvit.session import PhotoKey, Workbench
 
-ROOT = Path(__file__).resolve().parents[1]
+from tiny import EXAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +23,7 @@ def photo(trained):
     wb = Workbench(device="cpu")
     vm = trained
     wb.add_model(vm)
-    key = PhotoKey(vm.id, wb.add_photo(vizvit.load_image(str(ROOT / "assets" / "examples" / "chelsea.jpg"))))
+    key = PhotoKey(vm.id, wb.add_photo(vizvit.load_image(str(EXAMPLES / "chelsea.jpg"))))
     return wb.handle(key)
 
 

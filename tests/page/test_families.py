@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from appserver import running
 from browser import page_at, shot, upload_and_open, wait_image
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 
 
 def test_deit_distilled_offers_dist_and_reads_from_it(families):

@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from conftest import EXAMPLES, ROOT
+from tiny import EXAMPLES, ROOT
 from page import kit, shell
 from page.tabs import PAGES
 from vizvit import deeplink, vocab

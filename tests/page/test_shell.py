@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from appserver import running
 from browser import click_image_at, page_at, shot, upload, wait_image
-from conftest import EXAMPLES
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
+from tiny import EXAMPLES
 
 
 def test_upload_shows_the_patch_grid_and_a_click_names_the_patch(url):

@@ -6,13 +6,18 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import EXAMPLES
+import numpy as np
+import pytest
+import torch
 
 from vizvit import attention as att_mod
 from vizvit import maps, session
 from vizvit.api import PublicApi
-from vizvit.session import PhotoKey, Workbench
+from vizvit.images import View
+from vizvit.session import AnalysisCache, PhotoKey, Workbench
 from vizvit.views import attention, embeddings, experiments
+
+from tiny import EXAMPLES
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vizvit"
 CACHE_CALLS = {"derived", "per_model", "peek", "peek_derived", "cache", "get_or_compute"}
@@ -69,3 +74,69 @@ def test_the_mean_rollout_is_computed_once_for_every_reader(tiny16, monkeypatch)
     assert calls == [("mean", 0.0)], "one mean rollout per photo, whoever reads it"
     assert wb.peek_derived(ph.key, session.MEAN_ROLLOUT) is not None
     assert maps.rollout(ph.analysis(), "mean", 0.0, ph.derived) is wb.peek_derived(ph.key, session.MEAN_ROLLOUT)
+
+
+def test_cache_hit_runs_no_second_forward(tiny16, cat):
+    wb = Workbench(cache_bytes=1 << 28)
+    wb.add_model(tiny16)
+    calls = []
+    hook = tiny16.model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        key = PhotoKey(tiny16.id, wb.add_photo(cat))
+        a1 = wb.analysis(key)
+        a2 = wb.analysis(key)
+        assert a1 is a2 and len(calls) == 1
+        wb.analysis(key, View(dx=3))
+        wb.analysis(key, View(dx=3))
+        assert len(calls) == 2
+        # An evicted entry is recomputed, identically (deterministic forward).
+        wb.cache.clear()
+        a3 = wb.analysis(key)
+        assert len(calls) == 3 and torch.equal(a3.attentions, a1.attentions)
+    finally:
+        hook.remove()
+
+
+
+def test_cache_is_bounded_in_bytes():
+    cache = AnalysisCache(max_bytes=1000)
+    for i in range(10):
+        cache.put(i, np.zeros(300, np.uint8))
+    assert cache.nbytes <= 1000 and len(cache) == 3
+    assert cache.get(9) is not None and cache.get(0) is None
+    cache.get(7)  # touch: 7 becomes most recent, 8 is evicted next
+    cache.put(10, np.zeros(300, np.uint8))
+    assert 7 in cache and 8 not in cache
+    cache.put("huge", np.zeros(5000, np.uint8))  # larger than the budget: not kept
+    assert "huge" not in cache and cache.nbytes <= 1000
+
+
+
+def test_concurrent_misses_compute_once():
+    import threading
+    import time
+
+    cache = AnalysisCache()
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.1)
+        return np.ones(3)
+
+    threads = [threading.Thread(target=cache.get_or_compute, args=("k", slow)) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+
+
+
+def test_photo_store_forgets_and_says_so(cat):
+    wb = Workbench(photo_bytes=1)
+    s1 = wb.add_photo(cat)
+    wb.add_photo(cat.rotate(90, expand=True))
+    with pytest.raises(ValueError, match="upload it again"):
+        wb.photo(s1)
+

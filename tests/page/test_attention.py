@@ -7,21 +7,14 @@ import base64
 import dataclasses
 
 import numpy as np
-import pytest
 
 import vizvit
 
 from appserver import running
 from browser import click_pixel, image_src, page_at, set_slider, shot, upload, upload_and_open, wait_image
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from vizvit.views import attention as ap
 from vizvit import render
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
 
 
 def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
-from appserver import running
 from browser import click_pixel, page_at, shot, upload_and_open, wait_image
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from vizvit.views import inside
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
 
 
 def test_switch_a_head_off_and_the_top5_shows_a_change(url, tiny16):

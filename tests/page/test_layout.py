@@ -4,23 +4,16 @@ one tap away; the attention colour bar marks the uniform level and the scale cho
 
 from __future__ import annotations
 
-import pytest
 
 from appserver import running
 from browser import page_at, shot, upload, wait_image
-from conftest import EXAMPLES
+from tiny import EXAMPLES
 from vizvit import render
 
 # tab name -> its main picture
 MAIN = {"Patches": "patch-grid", "Embeddings": "emb-pca", "Attention": "attn-main",
         "Positions": "pos-grid", "Experiments": "shift-view"}
 WITH_TEXT = {"attn-main", "pos-grid"}  # main pictures with drawn text (colour-bar labels)
-
-
-@pytest.fixture(scope="module")
-def url(tiny16):
-    with running(tiny16) as u:
-        yield u
 
 
 def _shown(page, elem_id: str) -> dict:

@@ -13,8 +13,8 @@ import threading
 import numpy as np
 import pytest
 import torch
-from conftest import EXAMPLES
-from test_zeroshot import make_tiny_tower
+from tiny import EXAMPLES
+from tiny import make_tiny_tower
 
 import vizvit
 from vizvit import engine

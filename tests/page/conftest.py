@@ -1,0 +1,15 @@
+"""The page in a browser: ONE server for every test here (the production build and launch settings
+on 127.0.0.1, a tiny ViT-B/16-shaped model), started once for the session. Tests that need another
+model or other build settings start their own with appserver.serving."""
+
+from __future__ import annotations
+
+import pytest
+
+from appserver import running
+
+
+@pytest.fixture(scope="session")
+def url(tiny16):
+    with running(tiny16) as u:
+        yield u

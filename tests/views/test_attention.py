@@ -1,0 +1,337 @@
+"""The Attention tab's view (vizvit/views/attention.py): the main map, grid, strip, readout, the book the page draws from, relevance and export, on constructed attentions and tiny models."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import vizvit
+from vizvit import attention as A
+from vizvit import attention as att_mod
+from vizvit import render
+from vizvit.models import Geometry
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import attention as ap
+
+from synthetic import GEOMS, StandInModel, pointing_attention, stand_in_analysis
+
+# ------------------------------------------------------------------ "points at (r, c)" in every view
+RC = {"g14": (3, 11), "g7": (5, 2)}
+
+
+def _params(**kw) -> ap.AttnParams:
+    # A constructed attention that points every query at one patch makes that patch an attention
+    # sink, i.e. an artifact token: these tests are about the map itself, so it stays in the range.
+    return ap.AttnParams(**{"layer": 2, "head": 3, "alpha": 1.0, "cmap": "inferno", "artifacts_in_range": True, **kw})
+
+
+def _brightest_tile(img: np.ndarray, g: Geometry, x0: int = 0, y0: int = 0, tile: int | None = None):
+    """(row, col) of the tile whose centre pixel is the colour map's top colour."""
+    top = render.colorize(np.array([[1.0]]), "inferno", 0, 1)[0, 0]
+    size = tile or img.shape[0]
+    step = size / g.grid[0]
+    hits = [(r, c) for r in range(g.grid[0]) for c in range(g.grid[1])
+            if np.array_equal(img[int(y0 + (r + 0.5) * step), int(x0 + (c + 0.5) * step)], top)]
+    return hits
+
+
+def test_main_map_has_a_colour_bar_from_the_map_min_to_max_and_clicks_on_it_pick_no_patch(geom):
+    g = geom
+    r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
+    a = stand_in_analysis(g, pointing_attention(g, g.num_prefix_tokens + r * g.grid[1] + c, weight=0.5))
+    main = ap.main_panel(StandInModel(g), a, _params(show=ap.ONE_HEAD))
+    side = g.image_size[0] * render.display_scale(g)  # the enlarged map is side × side
+    assert main.image.shape[0] == side and main.image.shape[1] > side + 40
+    bar = main.image[:, side:]
+    lut = render.colorize(np.array([[0.0, 1.0]]), "inferno", 0, 1)[0]
+    bar_cols = [x for x in range(bar.shape[1]) if np.array_equal(bar[0, x], lut[1])]
+    assert bar_cols, "the bar's top is the colour of the map's max"
+    x = side + bar_cols[0]
+    assert np.array_equal(main.image[-1, x], lut[0]), "its bottom is the colour of the map's min"
+    with pytest.raises(ValueError, match="outside the patch grid"):
+        ap.clicked_query(g, x, side // 2)
+
+
+def test_the_query_patch_attending_to_itself_does_not_set_the_colour_scale(geom):
+    g = geom
+    n, pre, gw = g.seq_len, g.num_prefix_tokens, g.grid[1]
+    q, u = (1, 1), (2, 3)  # query patch, and the patch it attends to most after itself
+    tq, tu = pre + q[0] * gw + q[1], pre + u[0] * gw + u[1]
+    att = torch.full((g.num_layers, g.num_heads, n, n), 0.01 / n)
+    att[..., tq, tq] = 0.9
+    att[..., tq, tu] = 0.05
+    att = att / att.sum(-1, keepdim=True)
+    main = ap.main_panel(StandInModel(g), stand_in_analysis(g, att), _params(show=ap.ONE_HEAD, query=q))
+    assert main.values[q] > 10 * main.values[u]
+    # u is the brightest of the others: it gets the top colour, as does the query (clipped).
+    assert sorted(_brightest_tile(main.image, g)) == sorted([q, u])
+    # The grid's shared scale ignores the query's own cell the same way.
+    v = ap.attention_view(StandInModel(g), stand_in_analysis(g, att), _params(show=ap.ONE_HEAD, query=q, shared_scale=True))
+    t = ap.grid_tile(g)
+    assert sorted(_brightest_tile(v.grid, g, ap.GRID_LEFT, ap.GRID_TOP, t)) == sorted([q, u])
+
+
+def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, request):
+    g = geom
+    r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
+    t = g.num_prefix_tokens + r * g.grid[1] + c
+    att = pointing_attention(g, t)
+    a = stand_in_analysis(g, att)
+    vm = StandInModel(g)
+    for show in ap.SHOW_CHOICES:
+        for mode in ap.MODES:
+            p = _params(show=show, mode=mode)
+            main = ap.main_panel(vm, a, p)
+            assert main.values.shape == g.grid
+            assert np.unravel_index(main.values.argmax(), g.grid) == (r, c), (show, mode)
+            assert _brightest_tile(main.image, g) == [(r, c)], (show, mode)
+    # A clicked query patch's row points at (r, c) too.
+    p = _params(show=ap.ONE_HEAD, query=(0, 0))
+    assert np.unravel_index(ap.main_panel(vm, a, p).values.argmax(), g.grid) == (r, c)
+    # Column: only patch (r, c) attends to [CLS] -> the [CLS] column lights (r, c).
+    n = g.seq_len
+    col_att = torch.full((g.num_layers, g.num_heads, n, n), 1.0 / n)
+    col_att[..., t, :] = 0.1 / (n - 1)
+    col_att[..., t, 0] = 0.9
+    p = _params(show="mean", direction="column")
+    v = ap.main_panel(vm, stand_in_analysis(g, col_att), p).values
+    assert np.unravel_index(v.argmax(), g.grid) == (r, c)
+    # Rollout strip maps and the all-heads grid, raw and rolled out.
+    assert all(np.unravel_index(m.argmax(), g.grid) == (r, c) for m in ap.strip_maps(a, _params()).numpy())
+    for mode in ap.MODES:
+        img = ap.compose_grid(ap.grid_maps(a, _params(mode=mode)).numpy(), "inferno", shared=False)
+        tile = ap.grid_tile(g)
+        for l in range(g.num_layers):
+            for h in range(g.num_heads):
+                x0 = ap.GRID_LEFT + h * (tile + ap.GRID_SEP)
+                y0 = ap.GRID_TOP + l * (tile + ap.GRID_SEP)
+                assert _brightest_tile(img, g, x0, y0, tile) == [(r, c)], (mode, l, h)
+
+
+def test_only_one_head_pointing_lights_only_its_rolled_out_cell(geom):
+    g = geom
+    r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
+    t = g.num_prefix_tokens + r * g.grid[1] + c
+    n = g.seq_len
+    att = torch.full((g.num_layers, g.num_heads, n, n), 1.0 / n)
+    l0, h0 = g.num_layers - 1, 2
+    att[l0, h0] = 0.1 / n
+    att[l0, h0, :, t] += 0.9
+    maps = ap.grid_maps(stand_in_analysis(g, att), _params(mode="rolled out")).numpy()  # (L, H, gh, gw)
+    for l in range(g.num_layers):
+        for h in range(g.num_heads):
+            m = maps[l, h]
+            if (l, h) == (l0, h0):
+                assert np.unravel_index(m.argmax(), g.grid) == (r, c)
+                assert m[r, c] > 2 * np.delete(m.ravel(), r * g.grid[1] + c).max()
+            else:
+                assert np.ptp(m) < 1e-6, f"cell (layer {l + 1}, head {h + 1}) should be flat"
+
+
+def test_grid_click_maps_back_to_layer_and_head(geom):
+    g = geom
+    tile = ap.grid_tile(g)
+    for l in range(g.num_layers):
+        for h in range(g.num_heads):
+            x = ap.GRID_LEFT + h * (tile + ap.GRID_SEP) + tile - 1
+            y = ap.GRID_TOP + l * (tile + ap.GRID_SEP) + 1
+            assert ap.grid_cell_at(g, x, y) == (l + 1, h + 1)
+    maps = np.random.rand(g.num_layers, g.num_heads, *g.grid)
+    height = ap.GRID_TOP + g.num_layers * (tile + ap.GRID_SEP) - ap.GRID_SEP
+    width = ap.GRID_LEFT + g.num_heads * (tile + ap.GRID_SEP) - ap.GRID_SEP
+    per_tile = ap.compose_grid(maps, shared=False)  # + a bar naming the rule ("tile max"), cells unmoved
+    assert per_tile.shape[0] == height and per_tile.shape[1] > width + 30
+    shared = ap.compose_grid(maps, shared=True)  # + a colour bar on the right, cells unmoved
+    assert shared.shape[0] == height and shared.shape[1] > width + 30
+    top = render.colorize(np.array([[1.0]]), "inferno", 0, 1)[0, 0]
+    assert any(np.array_equal(shared[0, x], top) for x in range(width, shared.shape[1]))
+    with pytest.raises(ValueError):
+        ap.grid_cell_at(g, 3, 3)  # the label margin
+    with pytest.raises(ValueError):
+        ap.grid_cell_at(g, width + 10, ap.GRID_TOP + 1)  # the colour bar
+
+
+def test_head_choices_and_chart_clicks_parse_to_layer_and_head():
+    assert ap.parse_choice("3,4") == (3, 4)
+    assert ap.parse_choice("3,4,17") == (3, 4)  # a chart click carries its click count
+    for bad in ("", "3", "3,x", "1,2,3,4", None):
+        with pytest.raises(ValueError, match="Choose a head"):
+            ap.parse_choice(bad)
+
+
+def test_relevance_on_a_tiny_model_is_finite_non_negative_and_cached(tiny, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    a = wb.analysis(key)
+    before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
+    cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
+    m = ap.relevance_map(tiny, a, a.top5[1].index, cache)
+    assert m.shape == tiny.geometry.grid
+    assert np.isfinite(m).all() and (m >= 0).all() and m.sum() > 0
+    ap.artifact_masks(a, cache)  # the panel also names the artifact tokens (cached once per photo)
+    misses = wb.cache.misses
+    img, text = ap.relevance_panel(tiny, a, a.top5[1].index, ap.AttnParams(), cache)
+    assert wb.cache.misses == misses, "the second request must come from the cache"
+    assert img.shape[2] == 3 and "Relevance" in text
+    assert all(not p.requires_grad for p in tiny.model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in tiny.model.state_dict().items())
+
+
+# ------------------------------------------------------------------ panels on a real tiny model
+def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    a = wb.analysis(key)
+    cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
+    page = ap.attention_page(tiny, a, ap.AttnParams(layer=2), cache)
+    g = tiny.geometry
+    s = render.display_scale(g)
+    side = g.image_size[1] * s
+    assert page.view.main.shape[0] == g.image_size[0] * s and page.view.main.shape[1] > side  # + colour bar
+    assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == 5
+    title = page.distance.layout.title.text.replace("</sub>", "")  # the model's line (issue 17)
+    assert "Mean attention distance" in title and "/" not in title, "no server path in the page"
+    assert "<br><sub>local: p16" in page.distance.layout.title.text or "<br><sub>" in title, "model on its own line"
+    forwards = sum(1 for k in wb.cache._items if k[0] == "analysis")
+    for p in (ap.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),
+              ap.AttnParams(show=ap.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):
+        v = ap.attention_view(tiny, wb.analysis(key), p, cache)
+        assert v.grid.ndim == 3 and v.strip.ndim == 3 and "Layer 1" in v.readout
+    assert sum(1 for k in wb.cache._items if k[0] == "analysis") == forwards
+    with pytest.raises(ValueError):
+        ap.attention_view(tiny, a, ap.AttnParams(layer=g.num_layers + 1))
+    assert ap.clip_params(ap.AttnParams(layer=99, head=99, query=(20, 20)), g) == \
+        ap.AttnParams(layer=g.num_layers, head=g.num_heads, query=None)
+
+
+def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
+    from vizvit.export import export
+
+    from tiny import EXAMPLES
+
+    export(EXAMPLES / "chelsea.jpg", tmp_path, model=tiny)
+    z = np.load(tmp_path / "arrays.npz")
+    g = tiny.geometry
+    n_l, n_h, n = g.num_layers, g.num_heads, g.seq_len
+    assert z["attentions"].shape == (n_l, n_h, n, n) and z["attentions"].dtype == np.float16
+    assert z["cls_attention"].shape == (n_l, n_h, *g.grid)
+    np.testing.assert_allclose(z["cls_attention"], z["attentions"][:, :, 0, 1:].reshape(n_l, n_h, *g.grid)
+                               .astype(np.float32), atol=1e-3)
+    assert z["rollout"].shape == (n_l, *g.grid) and z["attention_distance"].shape == (n_l, n_h)
+    assert z["rollout_heads"].shape == (n_l, n_h, *g.grid) and z["rollout_heads"].dtype == np.float32
+    np.testing.assert_allclose(z["rollout_heads"].mean(1), z["rollout"], rtol=1e-5, atol=1e-7)
+    assert z["relevance"].shape == g.grid and (z["relevance"] >= 0).all()
+    for name in ("attention_cls_mean", "attention_heads_grid", "rollout_strip"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 100
+
+
+# ------------------------------------------------------------------ the book the page draws from
+def _book_cases(g):
+    yield ap.AttnParams()
+    yield ap.AttnParams(mode="rolled out", discard=0.3, tau=0.5, scale="fixed across layers and heads")
+    yield ap.AttnParams(query=(1, g.grid[1] - 2), direction="column", scale="this map's range")
+    for s in g.summaries[1:]:
+        yield ap.AttnParams(summary=s, mode="rolled out")
+
+
+def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
+    """MapBook map (l, k) is main_panel's map for layer l + 1 and head k + 1, or fusion k − H:
+    same values, same colour range, same τ mask, same colour-bar labels, same picture width."""
+    g = vm.geometry
+    a = vizvit.analyze(vm, photo)
+    shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+    for p in _book_cases(g):
+        book = ap.map_book(vm, a, p)
+        assert book.maps.shape == (g.num_layers, g.num_heads + len(ap.FUSIONS), *g.grid)
+        for l in range(g.num_layers):
+            for k, (head, show) in enumerate(shows):
+                q = dataclasses.replace(p, layer=l + 1, head=head, show=show)
+                main = ap.main_panel(vm, a, q)
+                np.testing.assert_allclose(book.maps[l, k], main.values, rtol=0, atol=1e-7, err_msg=f"{vm.id} {q}")
+                lo, hi = book.lo_hi[l, k]
+                assert f"{lo:.3g} … {hi:.3g}" in main.readout, (vm.id, q)  # the range the readout names
+                if p.tau > 0:
+                    keep = A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()
+                    assert (book.keep[l, k] == keep).all()
+                assert book.bars[l][k] == render.colorbar_labels(main.image.shape[0], lo, hi,
+                                                                 marks={"1/N": 1 / g.seq_len})
+        page = json.loads(ap.book_for_page(book, a.input_view, g))
+        assert page["width"] == ap.main_panel(vm, a, p).image.shape[1], vm.id  # clicks map alike
+
+
+def test_the_book_holds_the_main_map_of_every_layer_head_and_fusion(tiny16, families, cat):
+    """For every family's token layout: DeiT's [DIST], registers, BEiT's patch mean (SigLIP's MAP
+    head: test_zeroshot)."""
+    for vm in [tiny16, *families.values()]:
+        assert_book_is_the_main_panel(vm, cat)
+
+
+def test_models_too_large_for_a_book_are_drawn_by_the_server():
+    vit_b = Geometry((224, 224), 16, (14, 14), 1, 12, 12, 768)
+    dinov2_l = Geometry((518, 518), 14, (37, 37), 1, 24, 16, 1024)  # 24 × 19 maps of 37² floats: 2.5 MB
+    assert ap.draws_in_page(vit_b) and not ap.draws_in_page(dinov2_l)
+
+
+def test_page_drawing_takes_every_shared_constant_from_the_book():
+    """attention_map.js draws map_image's picture: each number and word it shares with the server
+    comes from page_style() in the book, none is written in the script (a miss would only show up
+    as a wrong pixel). Every style key the script reads exists, and no shared value is a literal."""
+    import re
+
+    from vizvit.views import attention as ap
+
+    js = ap.PAGE_SCRIPT.read_text(encoding="utf-8")
+    code = "\n".join(line.split("//")[0] for line in js.splitlines())  # comments may name values
+    style = ap.page_style()
+    used = set(re.findall(r"\bS\.(\w+)", code)) | set(re.findall(r"style\.(\w+)", code))
+    assert used and used <= set(style), used - set(style)
+    words = [v for v in style.values() if isinstance(v, str) and v.strip()]
+    for w in words:
+        assert f"'{w}'" not in code and f'"{w}"' not in code, f"{w!r} is written in the script"
+    numbers = {ap.DIM, render.LINE_SPACING}
+    literals = {float(m) for m in re.findall(r"(?<![\w.])(\d+\.\d+)", code)}
+    assert not literals & numbers, literals & numbers
+    for key in ("gap", "bar", "tick", "overhang", "label_offset", "dim", "one_head", "mark"):
+        assert key in used, f"the script draws without style.{key}"
+
+
+def test_the_page_book_reads_clip_and_siglip_maps_as_the_server_does(towers, cat):
+    """SigLIP's maps are read through its MAP head, CLIP's from [CLS]: the book the page draws
+    from holds main_panel's maps for both."""
+
+    for name in ("clip16", "siglip16"):
+        assert_book_is_the_main_panel(towers[name], cat)
+
+
+def test_attention_view_reads_from_dist_and_names_every_prefix_token(families, cat):
+    vm = families["deit"]
+    g = vm.geometry
+    a = vizvit.analyze(vm, cat)
+    p = ap.AttnParams(layer=2, summary="[DIST]")
+    panel = ap.main_panel(vm, a, p)
+    want = a.attentions[1].float().mean(0)[1, g.num_prefix_tokens:].reshape(g.grid)
+    assert np.allclose(panel.values, want.numpy(), atol=1e-6), "main map = [DIST]'s row"
+    assert "[DIST]→[DIST]" in panel.readout and "mean patch→[CLS]" in panel.readout
+    strip = ap.strip_maps(a, p)
+    assert torch.allclose(strip, att_mod.rollout_maps(a.attentions, g, summary="[DIST]"))
+    with pytest.raises(ValueError, match="Read maps from"):
+        ap.main_panel(vm, a, ap.AttnParams(summary="[REG1]"))
+    regs = families["dinov2_reg"]
+    readout = ap.main_panel(regs, vizvit.analyze(regs, cat), ap.AttnParams()).readout
+    assert all(f"mean patch→[REG{i}]" in readout for i in range(1, 5)), "the attention registers receive"
+
+
+def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):
+    vm = families["dino"]
+    assert not vm.has_classifier
+    a = vizvit.analyze(vm, cat)
+    assert a.top5 == () and a.logits is None
+    v = ap.attention_view(vm, a, ap.AttnParams(tau=0.6))
+    assert v.main.ndim == 3
+

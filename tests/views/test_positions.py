@@ -1,0 +1,80 @@
+"""The Positions tab's view (vizvit/views/positions.py): the similarity grid, a clicked tile, other resolutions, the [CLS] chart."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vizvit import positional, render
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import positions as positions_panel
+
+
+def test_panels_click_and_resolution(tiny, cat):
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    g = tiny.geometry
+    gh, gw = g.grid
+    p = positions_panel.positions_panel(wb.handle(key))
+    mp = positions_panel.cached_model_positions(wb.handle(key))
+    sep = positions_panel.SEP
+    assert p.grid_img.shape[0] == gh * (gh * mp.cell + sep) - sep
+    tile_h, tile_w = gh * mp.cell + sep, gw * mp.cell + sep
+    hit = positions_panel.click_tile(wb.handle(key), 1 * tile_w + 2, (gh - 1) * tile_h + 2)  # tile (gh-1, 1)
+    assert hit is not None
+    img, fig = hit
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), mp.report.sim[(gh - 1) * gw + 1].reshape(gh, gw))
+    assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1
+    assert not np.array_equal(img, mp.grid_img)  # the clicked tile is outlined
+    assert positions_panel.click_tile(wb.handle(key), p.grid_img.shape[1] - 3, 3) is None
+    assert "[CLS]" in p.text and f"{mp.report.contrasts['learned'].contrast:+.2f}" in p.text
+    assert [row[0] for row in p.numbers] == ["learned", *positional.BASELINES]
+    r = positions_panel.resolution_panel(wb.handle(key), 384)
+    assert r.top5 is not None and "384" in r.text
+    misses = wb.cache.misses
+    positions_panel.resolution_panel(wb.handle(key), 384)
+    positions_panel.positions_panel(wb.handle(key))
+    assert wb.cache.misses == misses, "a second look must come from the cache"
+
+
+
+def test_grid_cells_are_flat_blocks_with_no_smoothing_across_borders(rng):
+    """Each position is a cell×cell block of ONE colour (nearest, no blend into its neighbours),
+    cells are at least MIN_CELL px on a 14×14 grid, and a stride keeps whole tiles."""
+    gh = gw = 14
+    cell = positions_panel.tile_cell((gh, gw))
+    assert cell >= positions_panel.MIN_CELL
+    # A checkerboard per tile: the worst case for any smoothing (every neighbour differs).
+    k, m = np.meshgrid(np.arange(gh), np.arange(gw), indexing="ij")
+    board = np.where((k + m) % 2 == 0, 1.0, -1.0).reshape(-1)
+    sim = np.tile(board, (gh * gw, 1)).astype(np.float32)
+    sim[5] = rng.uniform(-1, 1, gh * gw)
+    img = positions_panel.similarity_grid(sim, (gh, gw), cell)
+    sep = positions_panel.SEP
+    step = gh * cell + sep
+    for r, c in [(0, 0), (0, 5), (13, 13), (7, 3)]:
+        tile = img[r * step:r * step + gh * cell, c * step:c * step + gw * cell]
+        blocks = tile.reshape(gh, cell, gw, cell, 3)
+        assert (blocks == blocks[:, :1, :, :1]).all(), f"tile ({r}, {c}): a cell is not one flat colour"
+    # the separators are the separator colour, not a blend of two tiles
+    assert (img[gh * cell:gh * cell + sep, :gw * cell] == positions_panel.SEP_COLOR).all()
+    # every 2nd tile of a 24×24 grid: 12×12 whole tiles, tile (1, 1) shown is position (2, 2)
+    big = rng.uniform(-1, 1, (576, 576)).astype(np.float32)
+    k2 = positions_panel.tile_stride((24, 24))
+    assert k2 == 2
+    c2 = positions_panel.tile_cell((24, 24), stride=k2)
+    img2 = positions_panel.similarity_grid(big, (24, 24), c2, stride=k2)
+    assert img2.shape[0] == 12 * (24 * c2 + sep) - sep
+    lut = render.colorize(np.linspace(-1, 1, 256)[None], positions_panel.CMAP, -1, 1)[0]
+    y0 = x0 = 24 * c2 + sep  # tile (1, 1) of the picture
+    want = lut[int(round((big[2 * 24 + 2, 3 * 24 + 4] + 1) / 2 * 255))]  # its pixel (3, 4)
+    assert (img2[y0 + 3 * c2, x0 + 4 * c2] == want).all()
+
+
+
+def test_cls_chart_uses_its_own_symmetric_range():
+    cls = np.array([[0.03, -0.061], [0.118, 0.0]], np.float32)
+    fig = positions_panel.cls_figure(cls)
+    assert fig.data[0].zmin == -0.12 and fig.data[0].zmax == 0.12
+    assert "±0.12" in fig.layout.title.text
+
