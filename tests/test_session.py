@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import vizvit
 from vizvit import attention as att_mod
 from vizvit import maps, session
 from vizvit.api import PublicApi
@@ -140,3 +141,26 @@ def test_photo_store_forgets_and_says_so(cat):
     with pytest.raises(ValueError, match="upload it again"):
         wb.photo(s1)
 
+
+
+def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_prompts(tmp_path, cat, monkeypatch):
+    """The checkpoint loads bare (models.load_model runs no text forward); the Workbench puts the
+    default labels on, caching each prompt, so a typed list of default labels runs no text tower.
+    Its classes and probabilities equal vizvit.load_model's (the engine's own labelling)."""
+    from tiny import make_tiny_tower
+    from vizvit import engine, models
+    from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
+
+    path = str(make_tiny_tower(tmp_path / "clip", "clip"))
+    assert models.load_model(path, "cpu").zero_shot is None  # the checkpoint alone: no labels
+    wb = Workbench(device="cpu")
+    key = PhotoKey(path, wb.add_photo(cat))
+    got = wb.analysis(key)
+    want = vizvit.analyze(vizvit.load_model(path, "cpu"), cat)
+    assert [p.label for p in got.top5] == [p.label for p in want.top5]
+    np.testing.assert_allclose(got.probs.numpy(), want.probs.numpy(), rtol=1e-6, atol=1e-7)
+    calls = []
+    monkeypatch.setattr(session, "text_embeddings", lambda vm, texts: calls.append(texts) or
+                        engine.text_embeddings(vm, texts))
+    wb.zero_shot(path, DEFAULT_LABELS[:3], DEFAULT_TEMPLATE)
+    assert calls == []  # every prompt was cached when the model loaded

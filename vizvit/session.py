@@ -25,10 +25,11 @@ from .catalog import Catalog
 from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
-from .engine import Analysis, analyze, load_model, nbytes, text_embeddings, with_zero_shot
+from .engine import Analysis, analyze, nbytes, text_embeddings, with_zero_shot
 from .images import ImageInput, View, image_sha1, load_image, model_input_view
 from .models import VitModel
-from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
+from .models import load_model as load_checkpoint  # the checkpoint alone: labels go on here
+from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
 
 
 class AnalysisCache:
@@ -264,9 +265,11 @@ class Workbench:
                 if model_id in self._models:
                     return self._models[model_id]
             try:
-                vm = load_model(source, self.device)
+                vm = load_checkpoint(source, self.device)
                 if vm.id != model_id:  # the page names a local model by its short name, never its path
                     vm = dataclasses.replace(vm, id=model_id)
+                if vm.text is not None:  # CLIP / SigLIP: the default labels, their prompts cached here
+                    vm = vm.with_zero_shot(self._head(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE))
             except ValueError:
                 if self.catalog is not None:
                     self.catalog.drop(model_id)  # for every visitor, not only the one who tried
@@ -322,7 +325,11 @@ class Workbench:
     def zero_shot(self, model_id: str, labels: tuple[str, ...] | str, template: str) -> ZeroShotHead:
         """The text side of a label list: cached per list, and each prompt's embedding cached on
         its own, so only prompts never seen before run the text tower (one batched forward)."""
-        vm = self.model(model_id)
+        return self._head(self.model(model_id), labels, template)
+
+    def _head(self, vm: VitModel, labels: tuple[str, ...] | str, template: str) -> ZeroShotHead:
+        """zero_shot's work for a loaded image-text model (also its default labels, at load)."""
+        model_id = vm.id
         labs, t = required_labels(labels), check_template(template)
 
         def compute() -> ZeroShotHead:
