@@ -18,7 +18,7 @@ import page  # noqa: F401 - first: the thread settings, before torch loads
 
 import gradio as gr  # noqa: E402
 
-from page.shell import THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
+from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
 from vizvit.launch import server_address, start_model  # noqa: E402,F401 - start_model: for callers of app
@@ -46,7 +46,14 @@ def launch_kwargs() -> dict[str, Any]:
     )
 
 
-def configure_queue(demo: gr.Blocks, max_size: int = 32, concurrency: int = 2) -> gr.Blocks:
+# Events computed at once, per event. Forwards do not need this limit: they wait in the session's
+# one forward worker (vizvit/forwards.py), batched. It is what lets an answer that needs no forward
+# (a cached photo, a control) be computed while other visitors' forwards wait (issue 28).
+CONCURRENCY = 16
+QUEUE_SIZE = 64
+
+
+def configure_queue(demo: gr.Blocks, max_size: int = QUEUE_SIZE, concurrency: int = CONCURRENCY) -> gr.Blocks:
     return demo.queue(max_size=max_size, default_concurrency_limit=concurrency)
 
 
@@ -66,8 +73,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="memory budget of decoded uploads kept for re-analysis")
     parser.add_argument("--cnn", default=os.environ.get("VIZVIT_CNN"),
                         help="a CNN classifier to show beside the ViT in the shift sweep, e.g. microsoft/resnet-50")
-    parser.add_argument("--queue-size", type=int, default=32, help="requests waiting; more get 'queue full'")
-    parser.add_argument("--concurrency", type=int, default=2, help="events computed at once")
+    parser.add_argument("--queue-size", type=int, default=QUEUE_SIZE, help="requests waiting; more get 'queue full'")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY,
+                        help="events of one kind computed at once (forwards wait in one batched worker)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     host, port = server_address(args.host, args.port, os.environ)
@@ -83,6 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     catalog = Catalog(args.model)
     wb.catalog = catalog
     model_id = start_model(wb, catalog.public(args.model))
+    # The examples under the start model before the page is served (the first minute of a lecture:
+    # "open the cat"), and under any other model once it is first picked.
+    wb.warm(model_id, EXAMPLES)
+    wb.warm_photos = tuple(EXAMPLES)
     if not online:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:

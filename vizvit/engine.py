@@ -361,23 +361,59 @@ class Hooked:
 
 
 # ------------------------------------------------------------------ one view, everything
-@on_gpu
+@dataclass(frozen=True)
+class Request:
+    """One analysis to run: a photo (or a ready (H, W, 3) uint8 model-input view), its view, and
+    the heads switched off."""
+
+    image: Image.Image | np.ndarray
+    view: View = View()
+    ablation: Ablation = Ablation()
+
+
 def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), extra: Sequence[Hook] = (),
             ablation: Ablation = Ablation()) -> Analysis:
     """ONE forward pass of `vm` on `image` (a PIL photo, or an already-made (H, W, 3)
     uint8 model-input view), perturbed by `view`, with `ablation`'s heads switched off.
     Results moved to the CPU once."""
+    return analyze_batch(vm, [Request(image, view, ablation)], extra)[0]
+
+
+def batchable(vm: VitModel, a: Request, b: Request) -> bool:
+    """Whether two requests can share one forward: the same heads off and the same tokens kept
+    (a token drop changes the sequence length; hooks are per run)."""
     g = vm.geometry
-    base = image if isinstance(image, np.ndarray) else model_input_view(image, vm.preprocess)
-    shown = apply_view(base, view, g.patch_size, g.grid[1])
-    pixels = to_pixel_values(shown, vm.preprocess)
+    keep = lambda r: tuple(kept_token_indices(r.view.mask, g).tolist()) if r.view.mask_mode == "drop" else ()  # noqa: E731
+    return a.ablation == b.ablation and keep(a) == keep(b)
+
+
+@on_gpu
+def analyze_batch(vm: VitModel, requests: Sequence[Request], extra: Sequence[Hook] = ()) -> list[Analysis]:
+    """analyze() of several requests in ONE forward (a batch of B images: one pass over the
+    weights, which is what a GPU, and a little a CPU, gains by). They must be batchable (same
+    ablation, same kept tokens). A batch of one is analyze itself. Every result equals its single
+    forward's up to float32 summation order: BLAS tiles a (B·N, D) matmul differently for other B
+    (≤ 1e-5 here; tests/test_engine.py), and is then cached under the same key."""
+    if not requests:
+        return []
+    g = vm.geometry
+    first = requests[0]
+    if any(not batchable(vm, first, r) for r in requests[1:]):
+        raise ValueError("analyze_batch needs requests with the same ablation and the same kept tokens")
+    shown, pixels = [], []
+    for r in requests:
+        base = r.image if isinstance(r.image, np.ndarray) else model_input_view(r.image, vm.preprocess)
+        shown.append(apply_view(base, r.view, g.patch_size, g.grid[1]))
+        pixels.append(to_pixel_values(shown[-1], vm.preprocess))
+    view = first.view
     keep = kept_token_indices(view.mask, g) if view.mask_mode == "drop" else torch.arange(g.seq_len)
 
-    hooks = [*extra, *ablation_hooks(vm, ablation)]
+    hooks = [*extra, *ablation_hooks(vm, first.ablation)]
+    batch = torch.cat(pixels)  # (B, 3, H, W)
     with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=hooks) as run:
         t0 = time.perf_counter()
         with torch.inference_mode():
-            out = _forward(vm, pixels.to(vm.device), output_attentions=True, output_hidden_states=True)
+            out = _forward(vm, batch.to(vm.device), output_attentions=True, output_hidden_states=True)
             if vm.device.type == "cuda":
                 torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
@@ -386,38 +422,42 @@ def analyze(vm: VitModel, image: Image.Image | np.ndarray, view: View = View(), 
 
     # Choose the dtype before concatenating, layer by layer: a float32 copy of all of
     # ViT-L/16@384's attentions (511 MB) would otherwise exist next to the originals.
-    fp32_bytes = sum(t.numel() for t in out.attentions) * 4
+    fp32_bytes = sum(t[:1].numel() for t in out.attentions) * 4
     dtype = torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
-    attentions = torch.cat([t.to(dtype) for t in out.attentions])  # (L, H, N, N)
-    logits = out.logits[0].float().cpu() if out.logits is not None else None
-    probs = probs_of(vm, logits) if logits is not None else None
-    return Analysis(
-        model_id=vm.id,
-        geometry=g,
-        view=view,
-        input_view=shown,
-        pixel_values=pixels,
-        logits=logits,
-        probs=probs,
-        top5=top_predictions(probs, vm.labels) if probs is not None else (),
-        attentions=attentions.cpu(),
-        hidden_states=torch.cat(out.hidden_states).float().cpu(),  # (L+1, N, D)
-        patch_embeddings=run.patches[0].float().cpu(),  # (P, D)
-        kept_tokens=keep,
-        seconds=seconds,
-        ablation=ablation,
-        image_embeds=out.image_embeds[0].float().cpu() if out.image_embeds is not None else None,
-        summary_attention=out.summary_attention[0, :, 0].float().cpu() if out.summary_attention is not None else None,
-        head_logits=_head_logits(out.raw),
-    )
+    results = []
+    for i, r in enumerate(requests):
+        attentions = torch.cat([t[i:i + 1].to(dtype) for t in out.attentions])  # (L, H, N, N)
+        logits = out.logits[i].float().cpu() if out.logits is not None else None
+        probs = probs_of(vm, logits) if logits is not None else None
+        results.append(Analysis(
+            model_id=vm.id,
+            geometry=g,
+            view=r.view,
+            input_view=shown[i],
+            pixel_values=pixels[i],
+            logits=logits,
+            probs=probs,
+            top5=top_predictions(probs, vm.labels) if probs is not None else (),
+            attentions=attentions.cpu(),
+            hidden_states=torch.cat([t[i:i + 1] for t in out.hidden_states]).float().cpu(),  # (L+1, N, D)
+            patch_embeddings=run.patches[i].float().cpu(),  # (P, D)
+            kept_tokens=keep,
+            seconds=seconds / len(requests),  # this image's share of the forward
+            ablation=r.ablation,
+            image_embeds=out.image_embeds[i].float().cpu() if out.image_embeds is not None else None,
+            summary_attention=out.summary_attention[i, :, 0].float().cpu() if out.summary_attention is not None else None,
+            head_logits=_head_logits(out.raw, i),
+        ))
+    return results
 
 
-def _head_logits(out: Any) -> dict[str, torch.Tensor]:
-    """DeiT distilled returns each head's logits beside their mean; other families one head."""
+def _head_logits(out: Any, i: int = 0) -> dict[str, torch.Tensor]:
+    """Image i's logits per head: DeiT distilled returns each head's beside their mean; other
+    families one head."""
     cls, dist = getattr(out, "cls_logits", None), getattr(out, "distillation_logits", None)
     if cls is None or dist is None:
         return {}
-    return {"[CLS] head": cls[0].float().cpu(), "[DIST] head": dist[0].float().cpu()}
+    return {"[CLS] head": cls[i].float().cpu(), "[DIST] head": dist[i].float().cpu()}
 
 
 # ------------------------------------------------------------------ many views, batched

@@ -14,7 +14,7 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 import torch
@@ -25,7 +25,8 @@ from .catalog import Catalog
 from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
-from .engine import Analysis, analyze, nbytes, text_embeddings, with_zero_shot
+from .engine import Analysis, Request, nbytes, text_embeddings, with_zero_shot
+from .forwards import MAX_BATCH, ForwardQueue
 from .images import ImageInput, View, image_sha1, load_image, model_input_view
 from .models import VitModel
 from .models import load_model as load_checkpoint  # the checkpoint alone: labels go on here
@@ -231,11 +232,16 @@ class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
-                 device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None):
+                 device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None,
+                 max_batch: int = MAX_BATCH):
         # catalog: the page's model list, the one gate every model id passes before anything
         # loads; a model that fails to load leaves it. None in notebooks and scripts: any id loads.
         self.catalog = catalog
         self.cache = AnalysisCache(cache_bytes)
+        # Every forward a cache miss needs waits in ONE queue, batched with the others waiting
+        # (see forwards.py); everything else is served while it waits.
+        self.forwards = ForwardQueue(max_batch)
+        self.warm_photos: tuple[ImageInput, ...] = ()  # analysed under each model once it loads (see warm)
         self.device = device
         self.photo_bytes = photo_bytes  # decoded uploads kept (RGB, 3 bytes a pixel)
         self.max_models = max_models
@@ -278,7 +284,21 @@ class Workbench:
                 self._models[model_id] = vm
                 while len(self._models) > self.max_models:
                     self._models.popitem(last=False)
+            if self.warm_photos:  # in the background: the visitor who picked it waits for their own photo only
+                threading.Thread(target=self.warm, args=(model_id, self.warm_photos), daemon=True).start()
             return vm
+
+    def warm(self, model_id: str, photos: Sequence[ImageInput]) -> int:
+        """Analyse `photos` under `model_id` now, in one batched forward (the examples: analysed at
+        start for the default model, and when another model is first picked, so the students who
+        open an example find it cached). Returns how many were analysed."""
+        keys = [PhotoKey(model_id, self.add_photo(p)) for p in photos]
+        threads = [threading.Thread(target=self.analysis, args=(k,), daemon=True) for k in keys]
+        for t in threads:  # all at once: they wait together, so the worker runs them as one batch
+            t.start()
+        for t in threads:
+            t.join()
+        return len(keys)
 
     def add_model(self, vm: VitModel) -> None:
         """Register an already-loaded model (tests, notebooks)."""
@@ -317,7 +337,7 @@ class Workbench:
         vm = self.model(key.model_id)
         a = self.cache.get_or_compute(
             analysis_key(key.model_id, key.sha1, view, key.ablation),
-            lambda: analyze(vm, self.photo(key.sha1), view, ablation=key.ablation),
+            lambda: self.forwards.run(vm, Request(self.photo(key.sha1), view, key.ablation)),
         )
         return with_zero_shot(a, self.labelled(key)) if vm.is_zero_shot else a
 

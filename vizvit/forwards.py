@@ -1,0 +1,135 @@
+"""One forward worker for the whole process: every analysis the cache misses waits here, and the
+requests that pile up while a forward runs go in ONE batched forward (engine.analyze_batch).
+
+Why one worker: the model runs under one lock anyway (engine.Hooked), so a request that needs a
+forward can only wait. Waiting here instead of in the page's event queue lets every answer that
+needs no forward (a cached photo, a control, the API on a cached analysis) be served at once by
+the page's other threads, and lets the waiting forwards share one pass over the weights.
+
+Plain Python (no gradio). Nothing here holds a photo after its forward.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .engine import Analysis, Request, analyze_batch, batchable
+from .models import VitModel
+
+# Images per batched forward. On CPU a batch of 4 costs ~0.87× the single forward per image and
+# a batch of 8 ~0.78× (ViT-B/16, issue 28); a GPU gains far more. 8 bounds the activations
+# (~0.6 GB for ViT-B/16, as engine.DEFAULT_CHUNK).
+MAX_BATCH = 8
+
+
+@dataclass(frozen=True)
+class ForwardStats:
+    """What the worker has done: forwards (batches) run, images analysed, the largest batch, and
+    the requests waiting now."""
+
+    forwards: int
+    images: int
+    largest_batch: int
+    waiting: int
+
+
+@dataclass
+class _Job:
+    vm: VitModel
+    request: Request
+    future: Future
+
+
+class ForwardQueue:
+    """Runs analyses one batch at a time on one daemon thread.
+
+    run(vm, request) blocks its caller until the analysis is done. A batch takes the oldest
+    waiting request and every other waiting one that can share its forward (same model, same
+    heads off, same kept tokens), up to max_batch; wait_s: how long to wait for more after the
+    first (0: none; requests that arrive while a forward runs are batched anyway)."""
+
+    def __init__(self, max_batch: int = MAX_BATCH, wait_s: float = 0.0,
+                 run_batch: Callable[[VitModel, Sequence[Request]], list[Analysis]] = analyze_batch):
+        self.max_batch = max(1, int(max_batch))
+        self.wait_s = float(wait_s)
+        self._run_batch = run_batch
+        self._jobs: deque[_Job] = deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._forwards = self._images = self._largest = 0
+
+    # -- callers ---------------------------------------------------------------
+    def run(self, vm: VitModel, request: Request) -> Analysis:
+        """The analysis of `request` under `vm`, from a (possibly shared) batched forward."""
+        return self.submit(vm, request).result()
+
+    def submit(self, vm: VitModel, request: Request) -> Future:
+        job = _Job(vm, request, Future())
+        with self._cond:
+            self._jobs.append(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="vizvit-forwards", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return job.future
+
+    def waiting(self) -> int:
+        """Requests waiting for a forward now (not counting the batch that runs)."""
+        with self._cond:
+            return len(self._jobs)
+
+    def stats(self) -> ForwardStats:
+        with self._cond:
+            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs))
+
+    # -- the worker ------------------------------------------------------------
+    def _take(self) -> list[_Job]:
+        """The next batch: the oldest job and the waiting jobs that can share its forward."""
+        with self._cond:
+            while not self._jobs:
+                self._cond.wait()
+            first = self._jobs.popleft()
+            batch = [first]
+            deadline = time.monotonic() + self.wait_s
+            while len(batch) < self.max_batch:
+                for job in list(self._jobs):
+                    if len(batch) >= self.max_batch:
+                        break
+                    if job.vm is first.vm and batchable(first.vm, first.request, job.request):
+                        self._jobs.remove(job)
+                        batch.append(job)
+                left = deadline - time.monotonic()
+                if len(batch) >= self.max_batch or left <= 0:
+                    break
+                self._cond.wait(left)
+            return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._take()
+            try:
+                results = self._run_batch(batch[0].vm, [j.request for j in batch])
+            except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
+                if len(batch) == 1:
+                    batch[0].future.set_exception(e)
+                    continue
+                results = []
+                for job in batch:
+                    try:
+                        results.append(self._run_batch(job.vm, [job.request])[0])
+                    except BaseException as one:  # noqa: BLE001
+                        results.append(one)
+            with self._cond:
+                self._forwards += 1
+                self._images += len(batch)
+                self._largest = max(self._largest, len(batch))
+            for job, res in zip(batch, results):
+                if isinstance(res, BaseException):
+                    job.future.set_exception(res)
+                else:
+                    job.future.set_result(res)
