@@ -4,6 +4,7 @@ order (each built by page/tabs/<id>.py), the methods, projector mode and deep li
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,10 @@ UPLOAD_TYPES = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff
                 # accepted only so vizvit can say clearly why it refuses them
                 ".heic", ".heif", ".avif", ".svg"]
 SESSION_TTL_S = 3600
+# A new photo's analysis runs on this pool while its upload event says every QUEUE_POLL_S where
+# the photo is in the model's queue (the threads only wait: the forward worker computes).
+QUEUE_POLL_S = 0.5
+background = ThreadPoolExecutor(max_workers=64, thread_name_prefix="vizvit-upload")
 # System fonts only: the default theme fetches web fonts, which stalls the page offline
 # (a lecture hall without internet) and in tests.
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
@@ -156,12 +161,19 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
             vm = wb.model(model_id)
             yield {key: new, status: panels.running_line(vm), **ctx.preview(current, new, preview_values)}
-            try:
-                a = wb.analysis(new)
-            except Exception:
-                yield {key: k}  # the tabs go back to the photo they showed
-                raise
-            photo = wb.photo(sha1)
+            answer, photo, shown = background.submit(wb.analysis, new), wb.photo(sha1), 0
+            while True:  # where this photo is in the model's queue, until its forward is done
+                try:
+                    a = answer.result(timeout=QUEUE_POLL_S)
+                    break
+                except TimeoutError:
+                    ahead = wb.forwards.ahead(photo) or 0
+                    if ahead != shown:
+                        shown = ahead
+                        yield {status: panels.running_line(vm, ahead, wb.forwards.stats().image_s)}
+                except Exception:
+                    yield {key: k}  # the tabs go back to the photo they showed
+                    raise
             yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
 
         def zero_shot_visible(vm_or_flag: Any) -> dict:

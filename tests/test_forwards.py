@@ -18,6 +18,7 @@ from vizvit.forwards import ForwardQueue
 from vizvit.images import View
 from vizvit.session import PhotoKey, Workbench
 
+from forwards_kit import HeldForwards
 from tiny import EXAMPLES
 
 PHOTOS = [vizvit.load_image(EXAMPLES / n) for n in ("chelsea.jpg", "coffee.jpg", "astronaut.jpg")]
@@ -62,21 +63,6 @@ def test_requests_that_cannot_share_a_forward_are_refused_together(tiny16):
         engine.analyze_batch(tiny16, [a, b])
 
 
-class HeldForwards:
-    """run_batch for a ForwardQueue: records each batch, and holds the first until released."""
-
-    def __init__(self):
-        self.batches: list[int] = []
-        self.release = threading.Event()
-        self.started = threading.Event()
-
-    def __call__(self, vm, requests):
-        self.batches.append(len(requests))
-        self.started.set()
-        self.release.wait(30)
-        return engine.analyze_batch(vm, requests)
-
-
 def test_requests_that_arrive_while_a_forward_runs_share_the_next_one(tiny16):
     held = HeldForwards()
     q = ForwardQueue(max_batch=4, run_batch=held)
@@ -84,6 +70,8 @@ def test_requests_that_arrive_while_a_forward_runs_share_the_next_one(tiny16):
     assert held.started.wait(30)
     later = [q.submit(tiny16, Request(PHOTOS[i % 3], View(dx=i))) for i in range(6)]
     assert q.waiting() == 6
+    # Where each photo stands: the one forward running, then the queue in order.
+    assert (q.ahead(PHOTOS[0]), q.ahead(PHOTOS[2]), q.ahead(object())) == (1, 3, None)
     held.release.set()
     results = [first.result(30)] + [f.result(30) for f in later]
     assert held.batches == [1, 4, 2]  # the first alone, then the six waiting, four at a time

@@ -36,6 +36,7 @@ class ForwardStats:
     images: int
     largest_batch: int
     waiting: int
+    image_s: float  # the last forward's seconds per image (0 before the first)
 
 
 @dataclass
@@ -62,6 +63,8 @@ class ForwardQueue:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._forwards = self._images = self._largest = 0
+        self._image_s = 0.0
+        self._running = 0  # images in the forward that runs now
 
     # -- callers ---------------------------------------------------------------
     def run(self, vm: VitModel, request: Request) -> Analysis:
@@ -83,9 +86,19 @@ class ForwardQueue:
         with self._cond:
             return len(self._jobs)
 
+    def ahead(self, image: object) -> int | None:
+        """How many images the model will analyse before the first waiting request for `image`
+        (the batch running now, and the requests queued before it); None when none waits (its
+        forward runs, or it is done)."""
+        with self._cond:
+            for i, job in enumerate(self._jobs):
+                if job.request.image is image:
+                    return self._running + i
+            return None
+
     def stats(self) -> ForwardStats:
         with self._cond:
-            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs))
+            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs), self._image_s)
 
     # -- the worker ------------------------------------------------------------
     def _take(self) -> list[_Job]:
@@ -112,6 +125,9 @@ class ForwardQueue:
     def _work(self) -> None:
         while True:
             batch = self._take()
+            with self._cond:
+                self._running = len(batch)
+            t0 = time.perf_counter()
             try:
                 results = self._run_batch(batch[0].vm, [j.request for j in batch])
             except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
@@ -128,6 +144,8 @@ class ForwardQueue:
                 self._forwards += 1
                 self._images += len(batch)
                 self._largest = max(self._largest, len(batch))
+                self._image_s = (time.perf_counter() - t0) / len(batch)
+                self._running = 0
             for job, res in zip(batch, results):
                 if isinstance(res, BaseException):
                     job.future.set_exception(res)

@@ -130,3 +130,39 @@ def test_the_link_to_a_view_of_a_local_model_names_it_by_its_folder_never_by_its
         assert page.locator("#model input").input_value() == "local: p16"
         assert not page.locator("#notice").is_visible(), "the link's model was found"
         assert server_dir not in page.content()
+
+
+def test_a_student_waiting_for_the_model_sees_where_their_photo_is(tiny16, tmp_path):
+    """Another visitor's forward is held in the model's queue and a third photo waits behind it:
+    the new upload's status says how many photos are ahead, and the answer follows once they run."""
+    import threading
+
+    import numpy as np
+    from PIL import Image
+
+    from appserver import page_name, serving
+    from forwards_kit import HeldForwards
+    from vizvit.forwards import ForwardQueue
+    from vizvit.session import PhotoKey
+
+    with serving(tiny16) as (url, wb):
+        held = HeldForwards()
+        wb.forwards = ForwardQueue(run_batch=held)
+        others = [PhotoKey(page_name(tiny16), wb.add_photo(str(EXAMPLES / n))) for n in ("coffee.jpg", "astronaut.jpg")]
+        first = threading.Thread(target=wb.analysis, args=(others[0],))
+        first.start()
+        assert held.started.wait(30)  # running, held
+        second = threading.Thread(target=wb.analysis, args=(others[1],))
+        second.start()  # waiting behind it
+        mine = tmp_path / "mine.png"
+        Image.fromarray(np.random.default_rng(3).integers(0, 255, (240, 320, 3), np.uint8)).save(mine)
+        with page_at(url) as page:
+            upload(page, str(mine))
+            page.wait_for_selector("#status:has-text('waiting for the model')", timeout=60_000)
+            status = page.inner_text("#status")
+            assert re.search(r"\b2 other photos ahead of yours\b", status), status
+            shot(page, "queue_position", full_page=False)
+            held.release.set()
+            page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
+        first.join(30)
+        second.join(30)

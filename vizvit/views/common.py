@@ -95,10 +95,16 @@ def heads_line(vm: VitModel, a: Analysis) -> str:
     return " · average of " + ", ".join(parts)
 
 
-def running_line(vm: VitModel) -> str:
+def running_line(vm: VitModel, ahead: int = 0, image_s: float = 0.0) -> str:
     """The status while a new photo's forward pass runs (its grid may already be on screen, next
-    to the previous photo's predictions)."""
-    return f"{model_line(vm)} · ⏳ running the model on the new photo…"
+    to the previous photo's predictions). ahead: photos of other visitors waiting for the model
+    before this one; image_s: the last forward's seconds per image (0: not known yet)."""
+    if ahead <= 0:
+        return f"{model_line(vm)} · ⏳ running the model on the new photo…"
+    eta = f", about {max(1, round(ahead * image_s))} s" if image_s > 0 else ""
+    who = "photo" if ahead == 1 else "photos"
+    return (f"{model_line(vm)} · ⏳ waiting for the model: {ahead} other {who} ahead of yours{eta}. "
+            "Every tab stays usable meanwhile.")
 
 
 def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = None) -> str:
