@@ -216,14 +216,22 @@ def is_queue_full(e: BaseException) -> bool:
     return "queue is full" in m or "queue full" in m
 
 
-def hall(url: str, model: str, files: list[str], examples: list[bool], seconds: float) -> list[dict]:
+def connect(url: str, n: int) -> list[Any]:
+    """One Client per student, connected before the clock starts (the hall measures the server's
+    queue, not the client's handshake: a Client fetches the config and the API info)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio_client import Client
+
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(lambda _: Client(url, verbose=False), range(n)))
+
+
+def hall(clients: list[Any], model: str, files: list[str], examples: list[bool], seconds: float) -> list[dict]:
     """Every student in its own thread with its own Client, arriving at i·T/S after the start."""
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
 
     n = len(files)
-    clients = []
-    for i in range(n):  # connected before the clock starts: the hall measures the server
-        clients.append(Client(url, verbose=False))
     results: list[dict] = [dict(student=i, example=examples[i], file=files[i]) for i in range(n)]
     start = time.perf_counter() + 0.5
     gap = seconds / n if n else 0.0
@@ -275,7 +283,9 @@ def alone(url: str, model: str, results: list[dict]) -> None:
     for r in results:
         layers = r.get("answers", {}).get("analyze", {}).get("geometry", {}).get("num_layers")
         try:
+            t0 = time.perf_counter()
             r["alone"] = dict(student_calls(c, r["file"], model, layers))
+            r["alone_s"] = (time.perf_counter() - t0) / 3
         except Exception as e:  # noqa: BLE001
             r["alone_error"] = f"{type(e).__name__}: {e}"[:300]
     c.close()
@@ -341,7 +351,8 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
         "concurrency": args.concurrency if args.concurrency is not None else "app default",
         "cpu_count": os.cpu_count(), "load_avg_before": extra["load_avg_before"],
         "other_processes_cores_during_hall": round(extra["others_cores"], 2),
-        "hall_wall_s": round(extra["hall_wall_s"], 2),
+        "clients_cores_during_hall": round(extra["clients_cores"], 2),
+        "hall_wall_s": round(extra["hall_wall_s"], 2), "connect_clients_s": round(extra["connect_s"], 2),
         "bare_forward_ms": round(extra["bare"]["forward_ms"], 2),
         "bare_analyze_ms": round(extra["bare"]["analyze_ms"], 2),
         "first_answer_example": pct(first(True)),
@@ -350,6 +361,8 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
         "attention_l1_mean": pct([r["times"]["attention_l1_mean"] for r in ok]),
         "attention_last_h1": pct([r["times"]["attention_last_h1"] for r in ok]),
         "total": pct([r["total_s"] for r in ok]),
+        # The floor: one call on the quiet server, its analysis cached (the mean of a student's three, alone).
+        "alone_call": pct([r["alone_s"] for r in results if "alone_s" in r]),
         "max_late_start_s": round(max((r.get("late_start_s", 0.0) for r in results), default=0.0), 4),
         "errors": len(other), "error_samples": [r["error"] for r in other][:5],
         "queue_full": len(full), "queue_full_samples": [r["error"] for r in full][:2],
@@ -390,7 +403,8 @@ def table(rep: dict) -> str:
                                f"{rep['own_photo_students']} own photo)"),
         ("queue size / concurrency", f"{rep['queue_size']} / {rep['concurrency']}"),
         ("machine", f"{rep['cpu_count']} cores; other processes used "
-                    f"{rep['other_processes_cores_during_hall']:.2f} cores during the hall"),
+                    f"{rep['other_processes_cores_during_hall']:.2f} cores, the simulated clients "
+                    f"{rep['clients_cores_during_hall']:.2f}, during the hall ({rep['hall_wall_s']:.1f} s)"),
         ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms)"),
         ("first answer, example p50 / p95", f(rep["first_answer_example"])),
         ("first answer, own photo p50 / p95", f(rep["first_answer_own"]) +
@@ -398,6 +412,7 @@ def table(rep: dict) -> str:
         ("/attention layer 1 mean p50 / p95", f(rep["attention_l1_mean"])),
         ("/attention last layer head 1 p50 / p95", f(rep["attention_last_h1"])),
         ("student total p50 / p95", f(rep["total"])),
+        ("one cached call alone, quiet server", f(rep["alone_call"])),
         ("errors / queue full", f"{rep['errors']} / {rep['queue_full']}"),
         ("peak RSS (server + children)", f"{rep['peak_rss_mb']:.0f} MB (at start {rep['rss_start_mb']:.0f} MB)"),
         ("forwards run / needed", f"{rep['forwards_run']} / {rep['forwards_needed']} "
@@ -446,9 +461,15 @@ def main(argv: list[str] | None = None) -> int:
         rss_start = tree_rss(proc.pid)
         sampler = RssSampler(proc.pid)
         sampler.start()
-        busy0, ours0, t0 = cpu_busy_s(), own_cpu_s(proc.pid), time.perf_counter()
-        results = hall(url, model, files, examples, args.seconds)
-        busy1, ours1, wall = cpu_busy_s(), own_cpu_s(proc.pid), time.perf_counter() - t0
+        t_connect = time.perf_counter()
+        clients = connect(url, len(files))
+        connect_s = time.perf_counter() - t_connect
+        me = psutil.Process()
+        busy0, ours0, me0, t0 = cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
+        results = hall(clients, model, files, examples, args.seconds)
+        busy1, ours1, me1, wall = (cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
+                                   time.perf_counter() - t0)
+        clients_cores = (me1 - me0) / wall  # the simulated students themselves (this process)
         peak = sampler.stop()
         # Others on the machine during the hall, in cores (what this run could not use).
         others_cores = max(0.0, (busy1 - busy0) - (ours1 - ours0)) / wall
@@ -468,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     rep = summarize(results, args, dict(model=model, bare=bare, peak_rss=peak, rss_start=rss_start,
                                         rss_samples=sampler.samples, forwards_run=forwards_run,
                                         forwards_source=source, load_avg_before=load_avg_before,
-                                        others_cores=others_cores, hall_wall_s=wall))
+                                        others_cores=others_cores, clients_cores=clients_cores,
+                                        hall_wall_s=wall, connect_s=connect_s))
     rep["server_crashed"] = crashed
     print(json.dumps({k: v for k, v in rep.items() if k != "per_student"}, indent=2))
     print()

@@ -48,3 +48,11 @@ def test_differs_sees_another_students_answers():
     other["attention_l1_mean"]["map"][1][1] += 1e-3
     assert hall.differs(mine, other) == ["top-5 probabilities", "attention_l1_mean map"]
     assert [s[:12] for s in hall.differs(mine, {**mine, "analyze": {**mine["analyze"], "top5": mine["analyze"]["top5"][::-1]}})] == ["top-5 labels"]
+
+
+def test_forwards_count_is_read_from_a_stats_answer_when_there_is_one():
+    import hall
+
+    assert hall._find_forwards({"queue": 3, "engine": {"forwards": 12, "batches": 4}}) == 12
+    assert hall._find_forwards({"forward_count": 5}) == 5
+    assert hall._find_forwards({"queue": 3, "ok": True}) is None
