@@ -343,6 +343,7 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
     # A lower bound on forwards run, seen from outside: distinct (photo, forward time) pairs answered.
     seen = {(r["answers"]["analyze"]["photo_sha1"], r["answers"]["analyze"]["timings"]["forward_ms"])
             for r in results if "analyze" in r.get("answers", {})}
+    in_server = [fwd for _, fwd in seen]  # each distinct forward's own time, as the server timed it
     n_example = sum(r["example"] for r in results)
     n_own = len(results) - n_example
     needed = n_own + (1 if n_example else 0)
@@ -359,6 +360,8 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
         "hall_wall_s": round(extra["hall_wall_s"], 2), "connect_clients_s": round(extra["connect_s"], 2),
         "bare_forward_ms": round(extra["bare"]["forward_ms"], 2),
         "bare_analyze_ms": round(extra["bare"]["analyze_ms"], 2),
+        "server_forward_ms_p50": round(statistics.median(in_server), 2) if in_server else None,
+        "server_forward_ms_max": round(max(in_server), 2) if in_server else None,
         "first_answer_example": pct(first(True)),
         "first_answer_own": own,
         "own_p95_in_bare_forwards": round(own["p95_s"] / bare_s, 2) if own["p95_s"] is not None else None,
@@ -409,7 +412,9 @@ def table(rep: dict) -> str:
         ("machine", f"{rep['cpu_count']} cores; other processes used "
                     f"{rep['other_processes_cores_during_hall']:.2f} cores, the simulated clients "
                     f"{rep['clients_cores_during_hall']:.2f}, during the hall ({rep['hall_wall_s']:.1f} s)"),
-        ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms)"),
+        ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms); "
+                                      f"in the server during the hall: p50 {rep['server_forward_ms_p50']} ms, "
+                                      f"max {rep['server_forward_ms_max']} ms"),
         ("first answer, example p50 / p95", f(rep["first_answer_example"])),
         ("first answer, own photo p50 / p95", f(rep["first_answer_own"]) +
          (f" = {rep['own_p95_in_bare_forwards']} bare forwards (p95)" if rep["own_p95_in_bare_forwards"] else "")),
