@@ -24,7 +24,10 @@ Reports (JSON, and a short table):
     1e-5, attention maps within 1e-5 max abs);
   - the bare forward of the model, measured in this process before the server starts
     (vizvit.load_model + vizvit.analyze on the cat, median of 5 after a warm-up), and the own-photo
-    p95 in bare forwards.
+    p95 in bare forwards, beside the forward time the server itself measured during the hall;
+  - context for a noisy machine: the CPU (in cores) the simulated clients and other processes used
+    during the hall (each gradio_client call costs the client ~70 ms of CPU: on 2 cores the students
+    take a share of the machine), and one cached call's time alone on the quiet server (the floor).
 Budgets of the issue are printed as pass/miss lines. Exit code 0 unless the server crashed (or
 could not start): this is a measurement, not a test.
 """
