@@ -1,0 +1,523 @@
+"""Lecture-hall benchmark (issue #28): S students arrive within T seconds, some open the example
+cat, the others their own photo, each then moves two attention controls. One command:
+
+    python benchmarks/hall.py                                    # random ViT-B/16, 40 students, 10 s
+    python benchmarks/hall.py --model ../shared/models/vit-tiny-augreg --students 100 --seconds 30
+    python benchmarks/hall.py --json hall.json --queue-size 64 --concurrency 4
+
+The real app (`python app.py --model M --device cpu`) runs as a subprocess on 127.0.0.1; each
+student is its own gradio_client Client (connected before the hall starts, so the clock measures
+the server, not the client's handshake), arriving at evenly spaced times over T seconds, the
+example students spread evenly among them. Each calls /analyze (the example: assets/examples/
+chelsea.jpg; the others: a distinct generated 640×480 photo), then /attention layer 1 head "mean",
+then /attention last layer head 1.
+
+Reports (JSON, and a short table):
+  - the wait for the first answer (arrival -> /analyze answer), p50/p95, example and own-photo
+    students apart; each /attention call's time; each student's total;
+  - errors (count + samples) and "queue full" refusals apart;
+  - peak RSS of the server (process + children, sampled every 50 ms);
+  - forwards run (from the server's stats endpoint if it has one, else "unknown") against forwards
+    needed (distinct photos: own-photo students + 1);
+  - crossed answers: afterwards the same calls again, one by one from one fresh client on the
+    quiet server, compared with each student's hall answers (top-5 labels and probabilities within
+    1e-5, attention maps within 1e-5 max abs);
+  - the bare forward of the model, measured in this process before the server starts
+    (vizvit.load_model + vizvit.analyze on the cat, median of 5 after a warm-up), and the own-photo
+    p95 in bare forwards, beside the forward time the server itself measured during the hall;
+  - context for a noisy machine: the CPU (in cores) the simulated clients and other processes used
+    during the hall (each gradio_client call costs the client ~70 ms of CPU: on 2 cores the students
+    take a share of the machine), and one cached call's time alone on the quiet server (the floor).
+Budgets of the issue are printed as pass/miss lines. Exit code 0 unless the server crashed (or
+could not start): this is a measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
+
+from load_test import free_port, photo  # noqa: E402
+
+EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
+TOL = 1e-5
+# Where the server may say how many forwards it ran (the lead may add one); first that answers JSON wins.
+STATS_PATHS = ("vizvit/stats", "gradio_api/vizvit/stats", "stats")
+BUDGET_EXAMPLE_P95_S = 1.0
+BUDGET_OWN_P95_FORWARDS = 8.0
+
+
+# ------------------------------------------------------------------ the server
+def start_server(model: str, port: int, queue: int | None, conc: int | None) -> Any:
+    """app.py as a subprocess; --queue-size / --concurrency only when given (else app.py's defaults)."""
+    import subprocess
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    cmd = [sys.executable, str(ROOT / "app.py"), "--model", model, "--device", "cpu", "--port", str(port)]
+    if queue is not None:
+        cmd += ["--queue-size", str(queue)]
+    if conc is not None:
+        cmd += ["--concurrency", str(conc)]
+    log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a full pipe would stall the server
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    proc.log = log  # type: ignore[attr-defined]
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("server exited:\n" + server_log(proc))
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+            return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("server did not start in 300 s")
+
+
+def server_log(proc: Any, tail: int = 3000) -> str:
+    proc.log.seek(0)
+    return proc.log.read()[-tail:]
+
+
+def tree_rss(pid: int) -> int:
+    try:
+        p = psutil.Process(pid)
+        procs = [p, *p.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for q in procs:
+        try:
+            total += q.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+class RssSampler(threading.Thread):
+    """Peak RSS of the server and its children, every `every` seconds until stopped."""
+
+    def __init__(self, pid: int, every: float = 0.05):
+        super().__init__(daemon=True)
+        self.pid, self.every, self.peak, self.samples = pid, every, 0, 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self.samples += 1
+            self._stop_event.wait(self.every)
+
+    def stop(self) -> int:
+        self._stop_event.set()
+        self.join()
+        return self.peak
+
+
+def cpu_busy_s() -> float:
+    """CPU seconds the whole machine spent busy so far (all cores)."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def own_cpu_s(pid: int) -> float:
+    """CPU seconds of this process and of the server's tree (the part of the machine's load that is ours)."""
+    total = sum(psutil.Process().cpu_times()[:2])
+    try:
+        p = psutil.Process(pid)
+        for q in [p, *p.children(recursive=True)]:
+            total += sum(q.cpu_times()[:2])
+    except psutil.NoSuchProcess:
+        pass
+    return total
+
+
+def server_forwards(url: str) -> tuple[int | None, str | None]:
+    """(count, path) from the server's stats endpoint, if it has one that names a forward count."""
+    for path in STATS_PATHS:
+        try:
+            with urllib.request.urlopen(url + path, timeout=3) as r:
+                data = json.loads(r.read())
+        except (OSError, ValueError):
+            continue
+        n = _find_forwards(data)
+        if n is not None:
+            return n, path
+    return None, None
+
+
+def _find_forwards(data: Any) -> int | None:
+    """The first integer under a key naming forwards ("forwards", "forward_count", "n_forwards"...)."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if "forward" in str(k).lower() and isinstance(v, (int, float)) and not isinstance(v, bool):
+                return int(v)
+        for v in data.values():
+            n = _find_forwards(v)
+            if n is not None:
+                return n
+    return None
+
+
+# ------------------------------------------------------------------ the model alone
+def bare_forward(model: str, repeats: int = 5) -> dict[str, float]:
+    """vizvit.load_model + vizvit.analyze on the cat in this process: median of `repeats` after a warm-up."""
+    import vizvit
+
+    vm = vizvit.load_model(model, device="cpu")
+    image = vizvit.load_image(str(EXAMPLE))
+    vizvit.analyze(vm, image)
+    fwd, wall = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a = vizvit.analyze(vm, image)
+        wall.append(time.perf_counter() - t0)
+        fwd.append(a.seconds)
+    del vm, a
+    gc.collect()
+    return {"forward_ms": 1000 * statistics.median(fwd), "analyze_ms": 1000 * statistics.median(wall)}
+
+
+# ------------------------------------------------------------------ the hall
+def is_example(i: int, share: float) -> bool:
+    """Spread the example students evenly: student i is one when floor((i+1)·share) steps up."""
+    return math.floor((i + 1) * share + 1e-9) > math.floor(i * share + 1e-9)
+
+
+def student_calls(client: Any, file: str, model: str, layers: int | None) -> list[tuple[str, Any]]:
+    """The student's three calls; returns [(kind, answer)]. `layers` None: read from /analyze."""
+    from gradio_client import handle_file
+
+    out = [("analyze", client.predict(handle_file(file), model, api_name="/analyze"))]
+    last = layers or out[0][1]["geometry"]["num_layers"]
+    out.append(("attention_l1_mean", client.predict(handle_file(file), model, layer=1, head="mean",
+                                                    api_name="/attention")))
+    out.append(("attention_last_h1", client.predict(handle_file(file), model, layer=last, head=1,
+                                                    api_name="/attention")))
+    return out
+
+
+def is_queue_full(e: BaseException) -> bool:
+    m = str(e).lower()
+    return "queue is full" in m or "queue full" in m
+
+
+def connect(url: str, n: int) -> list[Any]:
+    """One Client per student, connected before the clock starts (the hall measures the server's
+    queue, not the client's handshake: a Client fetches the config and the API info)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio_client import Client
+
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(lambda _: Client(url, verbose=False), range(n)))
+
+
+def hall(clients: list[Any], model: str, files: list[str], examples: list[bool], seconds: float) -> list[dict]:
+    """Every student in its own thread with its own Client, arriving at i·T/S after the start."""
+    from gradio_client import handle_file
+
+    n = len(files)
+    results: list[dict] = [dict(student=i, example=examples[i], file=files[i]) for i in range(n)]
+    start = time.perf_counter() + 0.5
+    gap = seconds / n if n else 0.0
+
+    def one(i: int) -> None:
+        r = results[i]
+        arrival = start + i * gap
+        time.sleep(max(0.0, arrival - time.perf_counter()))
+        r["late_start_s"] = time.perf_counter() - arrival
+        c, f = clients[i], files[i]
+        r["answers"], r["times"] = {}, {}
+        kind = "analyze"
+        try:
+            r["answers"][kind] = c.predict(handle_file(f), model, api_name="/analyze")
+            r["times"][kind] = time.perf_counter() - arrival  # the first answer counts from the arrival
+            last = r["answers"][kind]["geometry"]["num_layers"]
+            for kind, layer, head in (("attention_l1_mean", 1, "mean"), ("attention_last_h1", last, 1)):
+                t0 = time.perf_counter()  # the later calls count from when they are made
+                r["answers"][kind] = c.predict(handle_file(f), model, layer=layer, head=head,
+                                               api_name="/attention")
+                r["times"][kind] = time.perf_counter() - t0
+            r["total_s"] = time.perf_counter() - arrival
+        except Exception as e:  # noqa: BLE001 - a benchmark records every failure
+            r["error"] = f"{kind}: {type(e).__name__}: {e}"[:300]
+            r["queue_full"] = is_queue_full(e)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=seconds + 600)
+    for i, t in enumerate(threads):
+        if t.is_alive():
+            results[i].setdefault("error", "no answer within the benchmark's time limit")
+            results[i]["queue_full"] = False
+    return results
+
+
+def close_all(clients: list[Any]) -> None:
+    """Client.close waits up to 1 s for its heartbeat thread: all at once, not 1 s each in turn."""
+    closers = [threading.Thread(target=c.close, daemon=True) for c in clients]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(timeout=5)
+
+
+def alone(url: str, model: str, results: list[dict]) -> None:
+    """The same calls again, one at a time, from one fresh client: each student's `alone` answers."""
+    from gradio_client import Client
+
+    c = Client(url, verbose=False)
+    for r in results:
+        layers = r.get("answers", {}).get("analyze", {}).get("geometry", {}).get("num_layers")
+        try:
+            t0 = time.perf_counter()
+            r["alone"] = dict(student_calls(c, r["file"], model, layers))
+            r["alone_s"] = (time.perf_counter() - t0) / 3
+        except Exception as e:  # noqa: BLE001
+            r["alone_error"] = f"{type(e).__name__}: {e}"[:300]
+    c.close()
+
+
+def differs(hall_answers: dict, alone_answers: dict) -> list[str]:
+    """What differs between a student's hall answers and its alone answers ([] when none)."""
+    out = []
+    a, b = hall_answers.get("analyze"), alone_answers.get("analyze")
+    if a is not None:
+        la, lb = [p["label"] for p in a["top5"]], [p["label"] for p in b["top5"]]
+        if la != lb:
+            out.append(f"top-5 labels {la} vs {lb}")
+        elif any(abs(p["prob"] - q["prob"]) > TOL for p, q in zip(a["top5"], b["top5"])):
+            out.append("top-5 probabilities")
+        if a.get("photo_sha1") != b.get("photo_sha1"):
+            out.append("photo_sha1")
+    for kind in ("attention_l1_mean", "attention_last_h1"):
+        if kind in hall_answers:
+            x, y = np.asarray(hall_answers[kind]["map"]), np.asarray(alone_answers[kind]["map"])
+            if x.shape != y.shape or float(np.abs(x - y).max()) > TOL:
+                out.append(f"{kind} map")
+    return out
+
+
+# ------------------------------------------------------------------ report
+def pct(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "p50_s": None, "p95_s": None, "max_s": None}
+    return {"n": len(values), "p50_s": round(statistics.median(values), 4),
+            "p95_s": round(float(np.percentile(values, 95)), 4), "max_s": round(max(values), 4)}
+
+
+def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dict:
+    ok = [r for r in results if "error" not in r]
+    first = lambda ex: [r["times"]["analyze"] for r in results if r["example"] == ex and "analyze" in r.get("times", {})]  # noqa: E731
+    errs = [r for r in results if "error" in r]
+    full = [r for r in errs if r.get("queue_full")]
+    other = [r for r in errs if not r.get("queue_full")]
+    compared, crossed, samples = 0, 0, []
+    for r in results:
+        if "answers" in r and "alone" in r and r["answers"]:
+            compared += 1
+            d = differs(r["answers"], r["alone"])
+            if d:
+                crossed += 1
+                samples.append(f"student {r['student']}: {', '.join(d)}")
+    # Own photos must be told apart by the server (distinct hashes), or "needed" means nothing.
+    own_sha = {r["answers"]["analyze"]["photo_sha1"] for r in results
+               if not r["example"] and "analyze" in r.get("answers", {})}
+    # A lower bound on forwards run, seen from outside: distinct (photo, forward time) pairs answered.
+    seen = {(r["answers"]["analyze"]["photo_sha1"], r["answers"]["analyze"]["timings"]["forward_ms"])
+            for r in results if "analyze" in r.get("answers", {})}
+    in_server = [fwd for _, fwd in seen]  # each distinct forward's own time, as the server timed it
+    n_example = sum(r["example"] for r in results)
+    n_own = len(results) - n_example
+    needed = n_own + (1 if n_example else 0)
+    bare_s = extra["bare"]["forward_ms"] / 1000
+    own = pct(first(False))
+    return {
+        "model": extra["model"], "students": len(results), "seconds": args.seconds,
+        "example_share": args.example_share, "example_students": n_example, "own_photo_students": n_own,
+        "queue_size": args.queue_size if args.queue_size is not None else "app default",
+        "concurrency": args.concurrency if args.concurrency is not None else "app default",
+        "cpu_count": os.cpu_count(), "load_avg_before": extra["load_avg_before"],
+        "other_processes_cores_during_hall": round(extra["others_cores"], 2),
+        "clients_cores_during_hall": round(extra["clients_cores"], 2),
+        "hall_wall_s": round(extra["hall_wall_s"], 2), "connect_clients_s": round(extra["connect_s"], 2),
+        "bare_forward_ms": round(extra["bare"]["forward_ms"], 2),
+        "bare_analyze_ms": round(extra["bare"]["analyze_ms"], 2),
+        "server_forward_ms_p50": round(statistics.median(in_server), 2) if in_server else None,
+        "server_forward_ms_max": round(max(in_server), 2) if in_server else None,
+        "first_answer_example": pct(first(True)),
+        "first_answer_own": own,
+        "own_p95_in_bare_forwards": round(own["p95_s"] / bare_s, 2) if own["p95_s"] is not None else None,
+        "attention_l1_mean": pct([r["times"]["attention_l1_mean"] for r in ok]),
+        "attention_last_h1": pct([r["times"]["attention_last_h1"] for r in ok]),
+        "total": pct([r["total_s"] for r in ok]),
+        # The floor: one call on the quiet server, its analysis cached (the mean of a student's three, alone).
+        "alone_call": pct([r["alone_s"] for r in results if "alone_s" in r]),
+        "max_late_start_s": round(max((r.get("late_start_s", 0.0) for r in results), default=0.0), 4),
+        "errors": len(other), "error_samples": [r["error"] for r in other][:5],
+        "queue_full": len(full), "queue_full_samples": [r["error"] for r in full][:2],
+        "peak_rss_mb": round(extra["peak_rss"] / 2**20, 1), "rss_start_mb": round(extra["rss_start"] / 2**20, 1),
+        "rss_samples": extra["rss_samples"],
+        "forwards_needed": needed,
+        "forwards_run": extra["forwards_run"] if extra["forwards_run"] is not None else "unknown",
+        "forwards_run_source": extra["forwards_source"] or "no stats endpoint on the server",
+        "forwards_seen_at_least": len(seen),
+        "own_photos_distinct": len(own_sha) == len([r for r in results if not r["example"]
+                                                    and "analyze" in r.get("answers", {})]),
+        "crossed_compared": compared, "crossed_answers": crossed, "crossed_samples": samples[:5],
+        "alone_errors": [r["alone_error"] for r in results if "alone_error" in r][:5],
+        "per_student": [{"student": r["student"], "example": r["example"],
+                         "first_answer_s": r.get("times", {}).get("analyze"), "total_s": r.get("total_s"),
+                         "error": r.get("error")} for r in results],
+    }
+
+
+def budgets(rep: dict) -> list[tuple[str, bool]]:
+    ex, own = rep["first_answer_example"]["p95_s"], rep["own_p95_in_bare_forwards"]
+    return [
+        (f"example p95 <= {BUDGET_EXAMPLE_P95_S:g} s (got {ex} s)", ex is not None and ex <= BUDGET_EXAMPLE_P95_S),
+        (f"own-photo p95 <= {BUDGET_OWN_P95_FORWARDS:g} bare forwards (got {own})",
+         own is not None and own <= BUDGET_OWN_P95_FORWARDS),
+        (f"zero errors (got {rep['errors']}, queue full {rep['queue_full']})",
+         rep["errors"] == 0 and rep["queue_full"] == 0),
+        (f"zero crossed answers (got {rep['crossed_answers']} of {rep['crossed_compared']})",
+         rep["crossed_answers"] == 0 and rep["crossed_compared"] == rep["students"]),
+    ]
+
+
+def table(rep: dict) -> str:
+    f = lambda d: "-" if d["p50_s"] is None else f"{d['p50_s']:.2f} s / {d['p95_s']:.2f} s"  # noqa: E731
+    rows = [
+        ("model", rep["model"]),
+        ("students / seconds", f"{rep['students']} in {rep['seconds']:g} s ({rep['example_students']} example, "
+                               f"{rep['own_photo_students']} own photo)"),
+        ("queue size / concurrency", f"{rep['queue_size']} / {rep['concurrency']}"),
+        ("machine", f"{rep['cpu_count']} cores; other processes used "
+                    f"{rep['other_processes_cores_during_hall']:.2f} cores, the simulated clients "
+                    f"{rep['clients_cores_during_hall']:.2f}, during the hall ({rep['hall_wall_s']:.1f} s)"),
+        ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms); "
+                                      f"in the server during the hall: p50 {rep['server_forward_ms_p50']} ms, "
+                                      f"max {rep['server_forward_ms_max']} ms"),
+        ("first answer, example p50 / p95", f(rep["first_answer_example"])),
+        ("first answer, own photo p50 / p95", f(rep["first_answer_own"]) +
+         (f" = {rep['own_p95_in_bare_forwards']} bare forwards (p95)" if rep["own_p95_in_bare_forwards"] else "")),
+        ("/attention layer 1 mean p50 / p95", f(rep["attention_l1_mean"])),
+        ("/attention last layer head 1 p50 / p95", f(rep["attention_last_h1"])),
+        ("student total p50 / p95", f(rep["total"])),
+        ("one cached call alone, quiet server", f(rep["alone_call"])),
+        ("errors / queue full", f"{rep['errors']} / {rep['queue_full']}"),
+        ("peak RSS (server + children)", f"{rep['peak_rss_mb']:.0f} MB (at start {rep['rss_start_mb']:.0f} MB)"),
+        ("forwards run / needed", f"{rep['forwards_run']} / {rep['forwards_needed']} "
+                                  f"(distinct answers seen: {rep['forwards_seen_at_least']})"),
+        ("crossed answers", f"{rep['crossed_answers']} of {rep['crossed_compared']}"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"| {k:<{w}} | {v} |" for k, v in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="random:vit-base-patch16-224")
+    ap.add_argument("--students", type=int, default=40)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--example-share", type=float, default=0.5)
+    ap.add_argument("--queue-size", type=int, default=None, help="passed to app.py (default: app.py's)")
+    ap.add_argument("--concurrency", type=int, default=None, help="passed to app.py (default: app.py's)")
+    ap.add_argument("--json", metavar="OUT", help="write the report here")
+    args = ap.parse_args(argv)
+    if not 0.0 <= args.example_share <= 1.0 or args.students < 1:
+        ap.error("--example-share must be in [0, 1] and --students at least 1")
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load_avg_before = [round(x, 2) for x in os.getloadavg()]
+    bare = bare_forward(args.model)
+    print(f"bare forward: {bare['forward_ms']:.1f} ms", flush=True)
+
+    folder = Path(tempfile.mkdtemp(prefix="vizvit-hall-"))
+    examples = [is_example(i, args.example_share) for i in range(args.students)]
+    files = [str(EXAMPLE) if ex else photo(100_000 + i, folder) for i, ex in enumerate(examples)]
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        proc = start_server(args.model, port, args.queue_size, args.concurrency)
+    except RuntimeError as e:
+        print(f"server did not start: {e}", file=sys.stderr)
+        return 1
+    from vizvit.catalog import Catalog
+
+    model = Catalog(args.model).public(args.model)  # the name the page lists it under
+    crashed = False
+    try:
+        before, source = server_forwards(url)
+        rss_start = tree_rss(proc.pid)
+        sampler = RssSampler(proc.pid)
+        sampler.start()
+        t_connect = time.perf_counter()
+        clients = connect(url, len(files))
+        connect_s = time.perf_counter() - t_connect
+        me = psutil.Process()
+        busy0, ours0, me0, t0 = cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
+        results = hall(clients, model, files, examples, args.seconds)
+        busy1, ours1, me1, wall = (cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
+                                   time.perf_counter() - t0)
+        clients_cores = (me1 - me0) / wall  # the simulated students themselves (this process)
+        peak = sampler.stop()
+        close_all(clients)
+        # Others on the machine during the hall, in cores (what this run could not use).
+        others_cores = max(0.0, (busy1 - busy0) - (ours1 - ours0)) / wall
+        after, _ = server_forwards(url)
+        forwards_run = after - before if before is not None and after is not None else None
+        crashed = proc.poll() is not None
+        if not crashed:
+            alone(url, model, results)
+        crashed = crashed or proc.poll() is not None
+    finally:
+        log = server_log(proc) if proc.poll() is not None else ""
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except Exception:  # noqa: BLE001
+            proc.kill()
+    rep = summarize(results, args, dict(model=model, bare=bare, peak_rss=peak, rss_start=rss_start,
+                                        rss_samples=sampler.samples, forwards_run=forwards_run,
+                                        forwards_source=source, load_avg_before=load_avg_before,
+                                        others_cores=others_cores, clients_cores=clients_cores,
+                                        hall_wall_s=wall, connect_s=connect_s))
+    rep["server_crashed"] = crashed
+    print(json.dumps({k: v for k, v in rep.items() if k != "per_student"}, indent=2))
+    print()
+    print(table(rep))
+    print()
+    for line, ok in budgets(rep):
+        print(("pass  " if ok else "MISS  ") + line)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rep, indent=2))
+    if crashed:
+        print("the server crashed:\n" + log, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
