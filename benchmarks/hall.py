@@ -150,7 +150,18 @@ def own_cpu_s(pid: int) -> float:
 
 
 def server_forwards(url: str) -> tuple[int | None, str | None]:
-    """(count, path) from the server's stats endpoint, if it has one that names a forward count."""
+    """(count, path) from the server's stats endpoint, if it has one that names a forward count:
+    the public API's /stats (gradio_client), else a plain GET path."""
+    try:
+        from gradio_client import Client
+
+        c = Client(url, verbose=False)
+        n = _find_forwards(c.predict(api_name="/stats"))
+        c.close()
+        if n is not None:
+            return n, "/stats (gradio_client)"
+    except Exception:  # noqa: BLE001 - an older server without /stats
+        pass
     for path in STATS_PATHS:
         try:
             with urllib.request.urlopen(url + path, timeout=3) as r:

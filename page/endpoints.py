@@ -10,7 +10,7 @@ from vizvit.session import Workbench
 
 from .kit import safe
 
-PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance")
+PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance", "stats")
 
 
 def public_api(wb: Workbench, default_model: str) -> None:
@@ -51,7 +51,12 @@ def public_api(wb: Workbench, default_model: str) -> None:
         """Class relevance (Chefer et al. 2021b, generic attention) of a class (-1: the top-1)."""
         return api.relevance(photo["path"], model, class_index)
 
-    for fn in (analyze, attention, rollout, positions, predict, sweep, relevance):
+    def stats() -> dict:
+        """The model's queue: forwards run (each a batch of waiting photos), images analysed, the
+        largest batch, photos waiting now, seconds per image of the last forward."""
+        return api.stats()
+
+    for fn in (analyze, attention, rollout, positions, predict, sweep, relevance, stats):
         gr.api(safe(fn), api_name=fn.__name__)
 
 

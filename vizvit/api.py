@@ -153,3 +153,10 @@ class PublicApi:
         values = ap.relevance_map(vm, a, c, ph.derived)
         return {"class_index": c, "label": vm.labels[c], "method": "Chefer et al. 2021b (generic attention)",
                 "map": _grid(values)}
+
+    def stats(self) -> dict[str, Any]:
+        """The model's queue: forwards (batches) run, images analysed, the largest batch, requests
+        waiting now, and the last forward's seconds per image (a lecturer's check under load)."""
+        st = self.wb.forwards.stats()
+        return {"forwards": st.forwards, "images": st.images, "largest_batch": st.largest_batch,
+                "waiting": st.waiting, "seconds_per_image": round(st.image_s, 4)}
