@@ -21,10 +21,12 @@ from typing import Callable, Sequence
 from .engine import Analysis, Request, analyze_batch, batchable
 from .models import VitModel
 
-# Images per batched forward. On CPU a batch of 4 costs ~0.87× the single forward per image and
-# a batch of 8 ~0.78× (ViT-B/16, issue 28); a GPU gains far more. 8 bounds the activations
-# (~0.6 GB for ViT-B/16, as engine.DEFAULT_CHUNK).
-MAX_BATCH = 8
+# Images per batched forward, measured here (2 CPU cores, attentions and hidden states kept): per
+# image, a batch of 4 costs 0.86× a single ViT-B/16 forward and 0.68× a ViT-Ti/16 one, a batch of
+# 8 0.83× and 0.62×. But every photo in a batch waits for the whole batch: in the hall benchmark
+# (40 students in 10 s, ViT-B/16) batches of 8 gave an own-photo p95 of 6.7 s, batches of 4 5.1 s.
+# A GPU gains far more per image; raise it there (Workbench(max_batch=...)).
+MAX_BATCH = 4
 
 
 @dataclass(frozen=True)
