@@ -129,3 +129,19 @@ def test_students_at_once_get_what_they_get_alone_in_fewer_forwards(tiny16):
     for i, k in enumerate(keys):
         assert_same_analysis(out[i], vizvit.analyze(tiny16, PHOTOS[i % 3]))
     assert wb.forwards.stats().images == len(PHOTOS)  # one analysis per photo: the cache shares it
+
+
+def test_a_request_with_a_bad_mask_gets_its_error_and_the_worker_keeps_serving(tiny16):
+    held = HeldForwards()
+    q = ForwardQueue(run_batch=held)
+    q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    bad = q.submit(tiny16, Request(PHOTOS[1], View(mask=tuple(range(196)), mask_mode="drop")))  # every patch
+    also_bad = q.submit(tiny16, Request(PHOTOS[2], View(mask=tuple(range(196)), mask_mode="drop")))
+    held.release.set()
+    for f in (bad, also_bad):
+        with pytest.raises(Exception, match="at least one patch|every patch|patch") as e:
+            f.result(30)
+        assert not isinstance(e.value, TimeoutError)  # its own error, not a worker that died
+    later = q.submit(tiny16, Request(PHOTOS[2]))
+    assert_same_analysis(later.result(30), vizvit.analyze(tiny16, PHOTOS[2]))

@@ -48,6 +48,15 @@ class _Job:
     future: Future
 
 
+def _shares(a: _Job, b: _Job) -> bool:
+    """Whether b can join a's forward. A request batchable cannot judge (a bad mask) runs alone,
+    where its own error reaches its caller: the worker itself never raises."""
+    try:
+        return batchable(a.vm, a.request, b.request)
+    except Exception:  # noqa: BLE001
+        return False
+
+
 class ForwardQueue:
     """Runs analyses one batch at a time on one daemon thread.
 
@@ -115,7 +124,7 @@ class ForwardQueue:
                 for job in list(self._jobs):
                     if len(batch) >= self.max_batch:
                         break
-                    if job.vm is first.vm and batchable(first.vm, first.request, job.request):
+                    if job.vm is first.vm and _shares(first, job):
                         self._jobs.remove(job)
                         batch.append(job)
                 left = deadline - time.monotonic()
