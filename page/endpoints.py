@@ -8,7 +8,7 @@ from gradio.data_classes import FileData
 from vizvit.api import PublicApi
 from vizvit.session import Workbench
 
-from .kit import safe
+from .kit import COSTLY, safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance", "stats")
 
@@ -57,7 +57,7 @@ def public_api(wb: Workbench, default_model: str) -> None:
         return api.stats()
 
     for fn in (analyze, attention, rollout, positions, predict, sweep, relevance, stats):
-        gr.api(safe(fn), api_name=fn.__name__)
+        gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn is sweep else {}))
 
 
 def private_except(demo: gr.Blocks, public: tuple[str, ...]) -> None:

@@ -188,3 +188,8 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
         out.extend(_descendants(child))
     return out
 
+
+# The costly jobs (the shift sweep, the deletion curves, head importance: dozens of forwards each)
+# share two slots across every visitor, as all events did before the forward worker: they can never
+# take the threads that answer cached photos and controls (issue 28).
+COSTLY = dict(concurrency_id="costly", concurrency_limit=2)

@@ -162,7 +162,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         btn.click(action(name), [ctx.key, mask, percent, seed, mode], [mask, seed, *mask_outs],
                   show_progress="minimal")  # "top"/"bottom" may run the model
 
-    running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text])
-    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text])
+    running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text], **kit.COSTLY)
+    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text], **kit.COSTLY)
     stop_btn.click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])

@@ -93,6 +93,6 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     mode.input(typed, [ctx.key, heads, mode], [ctx.key, ctx.status])
     clear.click(typed, [ctx.key, gr.State(""), mode], [ctx.key, ctx.status])
     lens_table.select(depth, [ctx.key], depth_top5, show_progress="hidden")
-    running = run_btn.click(importance, [ctx.key], [grid, importance_text])
+    running = run_btn.click(importance, [ctx.key], [grid, importance_text], **kit.COSTLY)
     stop_btn.click(None, None, None, cancels=[running])
     ctx.long_work.append(running)

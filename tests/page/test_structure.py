@@ -159,3 +159,20 @@ def test_each_view_has_params_and_a_page_and_one_show_shape(tab_id):
     sig = inspect.signature(view.show)
     assert list(sig.parameters)[:2] == ["ph", "p"] and len(sig.parameters) == 2, f"{tab_id}.show{sig}"
     assert params[0]().__class__ is params[0]  # every control has a default: the page opens on them
+
+
+def test_costly_jobs_share_two_slots_and_nothing_else_is_held_to_them(tiny16):
+    """The sweep, the curves and head importance (page and API) run at most two at once, for all
+    visitors together; every other event keeps the queue's wider limit (issue 28)."""
+    import app
+    from page import kit
+
+    from vizvit.session import Workbench
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = app.configure_queue(app.build_demo(wb, tiny16.id))
+    costly = {fn.name for fn in demo.fns.values() if fn.concurrency_id == kit.COSTLY["concurrency_id"]}
+    assert {"sweep", "curves", "importance"} <= costly, costly
+    assert all(fn.concurrency_limit == 2 for fn in demo.fns.values() if fn.name in costly)
+    assert "analyze" not in costly and "new_photo" not in costly
