@@ -8,7 +8,7 @@ from gradio.data_classes import FileData
 from vizvit.api import PublicApi
 from vizvit.session import Workbench
 
-from .kit import COSTLY, safe
+from .kit import COSTLY, JOBS, safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance", "stats")
 
@@ -43,9 +43,10 @@ def public_api(wb: Workbench, default_model: str) -> None:
         masked patches (0-based, row-major; mask_mode drop, black, mean or blur)."""
         return api.predict(photo["path"], model, dx, dy, fill, mask or [], mask_mode)
 
-    def sweep(photo: FileData, model: str = default_model) -> dict:
+    def sweep(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
-        return api.sweep(photo["path"], model)
+        with JOBS.hold(request, "shift sweep"):
+            return api.sweep(photo["path"], model)
 
     def relevance(photo: FileData, model: str = default_model, class_index: int = -1) -> dict:
         """Class relevance (Chefer et al. 2021b, generic attention) of a class (-1: the top-1)."""

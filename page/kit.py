@@ -3,12 +3,14 @@ result, the dispatch that runs only the open tab's on_show, the charts download.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import logging
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import gradio as gr
 
@@ -193,3 +195,33 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 # share two slots across every visitor, as all events did before the forward worker: they can never
 # take the threads that answer cached photos and controls (issue 28).
 COSTLY = dict(concurrency_id="costly", concurrency_limit=2)
+
+
+class CostlyJobs:
+    """At most one costly job per visitor (browser session or API client) at a time: a second
+    sweep, curve run or head-importance run from the same visitor is refused with a message
+    while the first runs, so one visitor cannot hold both COSTLY slots."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, str] = {}  # session hash -> the job it runs
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, request: gr.Request | None, what: str) -> Iterator[None]:
+        visitor = getattr(request, "session_hash", None)
+        if visitor is None:  # no session (a direct call in a test): nothing to count
+            yield
+            return
+        with self._lock:
+            if visitor in self._running:
+                raise UserError(f"Your {self._running[visitor]} is still running: wait for it to finish "
+                                f"(or press Stop) before starting the {what}.")
+            self._running[visitor] = what
+        try:
+            yield
+        finally:  # also when the job is stopped or the visitor leaves (the generator is closed)
+            with self._lock:
+                self._running.pop(visitor, None)
+
+
+JOBS = CostlyJobs()

@@ -132,21 +132,23 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return run
 
     @safe
-    def sweep(key: PhotoKey | None):
+    def sweep(key: PhotoKey | None, request: gr.Request = None):
         if key is None:
             raise UserError("Upload a photo first.")
-        for p in experiments.sweep_progress(wb.handle(key)):
-            yield {sweep_plot: p.figure, sweep_table: p.table, sweep_text: p.text}
+        with kit.JOBS.hold(request, "shift sweep"):
+            for p in experiments.sweep_progress(wb.handle(key)):
+                yield {sweep_plot: p.figure, sweep_table: p.table, sweep_text: p.text}
 
     @safe
-    def curves(key: PhotoKey | None, n: int, md: str):
+    def curves(key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
         if key is None:
             raise UserError("Upload a photo first.")
-        for p in experiments.curves_progress(wb.handle(key), int(n), md):
-            if p.deletion is None:  # only the news that work has started
-                yield {curves_text: p.text}
-            else:
-                yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
+        with kit.JOBS.hold(request, "deletion curves"):
+            for p in experiments.curves_progress(wb.handle(key), int(n), md):
+                if p.deletion is None:  # only the news that work has started
+                    yield {curves_text: p.text}
+                else:
+                    yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
 
     outs = [*shown.values(), dx, dy]
     ctx.on_show(tab, show, ins, outs)

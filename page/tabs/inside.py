@@ -76,13 +76,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {depth_top5: inside.depth_top5(wb.handle(key), int(evt.index[0]))}
 
     @safe
-    def importance(key: PhotoKey | None):
+    def importance(key: PhotoKey | None, request: gr.Request = None):
         if key is None:
             raise UserError("Upload a photo first.")
         ph = wb.handle(key)
-        for imp, done, total in inside.importance_steps(ph):
-            yield {grid: inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
-                   importance_text: inside.importance_text(ph.vm, done, total, imp)}
+        with kit.JOBS.hold(request, "head importance"):
+            for imp, done, total in inside.importance_steps(ph):
+                yield {grid: inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
+                       importance_text: inside.importance_text(ph.vm, done, total, imp)}
 
     outs = list(shown.values())
     ctx.on_show(tab, show, [ctx.key, *named.values()], outs)

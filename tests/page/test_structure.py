@@ -176,3 +176,34 @@ def test_costly_jobs_share_two_slots_and_nothing_else_is_held_to_them(tiny16):
     assert {"sweep", "curves", "importance"} <= costly, costly
     assert all(fn.concurrency_limit == 2 for fn in demo.fns.values() if fn.name in costly)
     assert "analyze" not in costly and "new_photo" not in costly
+
+
+def test_one_visitor_runs_one_costly_job_at_a_time():
+    """A second costly job from the same visitor is refused while the first runs; another visitor
+    and the same visitor afterwards get theirs (also after the first was stopped: closed)."""
+    from types import SimpleNamespace
+
+    from page.kit import CostlyJobs
+    from vizvit.errors import UserError
+
+    jobs = CostlyJobs()
+    me, other = SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")
+    with jobs.hold(me, "shift sweep"):
+        with pytest.raises(UserError, match="Your shift sweep is still running"):
+            with jobs.hold(me, "deletion curves"):
+                pass
+        with jobs.hold(other, "deletion curves"):
+            pass
+    with jobs.hold(me, "deletion curves"):
+        pass
+
+    def run():
+        with jobs.hold(me, "head importance"):
+            yield 1
+            yield 2
+
+    g = run()
+    next(g)
+    g.close()  # Stop pressed: the generator is closed mid-run
+    with jobs.hold(me, "shift sweep"):
+        pass
