@@ -3,6 +3,7 @@ and the model's numbers. No gradio here; page/tabs/patches.py wires these."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,27 +28,18 @@ feeds the classifier. **Click a patch** to see its row, column, token index and 
 k % width); token 0 is [CLS], so patch k is token k + 1. Layers and heads count from 1."""
 
 
-@dataclass(frozen=True)
-class PatchesPanel:
-    grid: np.ndarray  # (s·H, s·W, 3) uint8: enlarged model-input view with the grid
-    strip: np.ndarray  # sequence strip, uint8
-    top5: go.Figure | None  # None when the model has no classifier
-    numbers: list[list[str]]
-    patch_text: str
-    explanation: str  # what you see, with this model's numbers
-
-
 def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
-                  clicked: tuple[int, int] | None = None) -> PatchesPanel:
-    """Everything on the Patches tab, for a new photo or model."""
+                  clicked: tuple[int, int] | None = None) -> "PatchesPage":
+    """Everything on the Patches tab for a new photo or model (a plain ViT's: no labels)."""
     g = vm.geometry
-    return PatchesPanel(
+    return PatchesPage(
         grid=patch_grid(vm, a, lines, indices, clicked),
         strip=render.sequence_strip(a.input_view, g, highlight=on_grid(clicked, g)),
         top5=top5_figure(vm, a),
         numbers=[[k, v] for k, v in model_numbers(vm)],
-        patch_text=patch_text(g, clicked),
+        patch_info=patch_text(g, clicked),
         explanation=patches_explanation(vm),
+        label_text=label_rule_text(vm),
     )
 
 
@@ -107,10 +99,10 @@ class PatchesPage:
     patch_info: str
     explanation: str  # what you see, with this model's numbers
     # CLIP / SigLIP: which patches match a label (the top-1 at first); a plain ViT: no labels, no map
-    labels: list[str]
-    label: str | None
-    label_map: np.ndarray | None
-    label_text: str
+    labels: list[str] = dataclasses.field(default_factory=list)
+    label: str | None = None
+    label_map: np.ndarray | None = None
+    label_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,14 +117,11 @@ class PatchesChange:
 def show(ph: Photo, p: PatchesParams) -> PatchesPage:
     """On open (a new photo or model)."""
     vm, a = ph.vm, ph.analysis()
-    pp = patches_panel(vm, a, p.lines, p.indices, p.clicked)
+    page = patches_panel(vm, a, p.lines, p.indices, p.clicked)
     if vm.zero_shot is None:
-        labels, label, img, text = [], None, None, label_rule_text(vm)
-    else:
-        img, text = label_map(ph)
-        labels, label = label_choices(vm), a.top5[0].label
-    return PatchesPage(grid=pp.grid, strip=pp.strip, top5=pp.top5, numbers=pp.numbers, patch_info=pp.patch_text,
-                       explanation=pp.explanation, labels=labels, label=label, label_map=img, label_text=text)
+        return page
+    img, text = label_map(ph)
+    return dataclasses.replace(page, labels=label_choices(vm), label=a.top5[0].label, label_map=img, label_text=text)
 
 
 def preview(ph: Photo, p: PatchesParams) -> np.ndarray:
