@@ -46,7 +46,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import psutil
@@ -65,8 +65,9 @@ BUDGET_OWN_P95_FORWARDS = 8.0
 
 
 # ------------------------------------------------------------------ the server
-def start_server(model: str, port: int, queue: int | None, conc: int | None) -> Any:
-    """app.py as a subprocess; --queue-size / --concurrency only when given (else app.py's defaults)."""
+def start_server(model: str, port: int, queue: int | None, conc: int | None, extra: Sequence[str] = ()) -> Any:
+    """app.py as a subprocess; --queue-size / --concurrency only when given (else app.py's defaults);
+    extra: more flags (load_test.py's memory budgets). Its stderr: server_log(proc)."""
     import subprocess
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -75,6 +76,7 @@ def start_server(model: str, port: int, queue: int | None, conc: int | None) -> 
         cmd += ["--queue-size", str(queue)]
     if conc is not None:
         cmd += ["--concurrency", str(conc)]
+    cmd += list(extra)
     log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a full pipe would stall the server
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True)
     proc.log = log  # type: ignore[attr-defined]

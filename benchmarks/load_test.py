@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -21,7 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -42,22 +40,10 @@ def free_port() -> int:
 
 
 def start_server(model: str, port: int, cache_mb: int, photo_mb: int, queue: int, conc: int) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    cmd = [sys.executable, str(ROOT / "app.py"), "--model", model, "--device", "cpu", "--port", str(port),
-           "--cache-mb", str(cache_mb), "--photo-mb", str(photo_mb), "--queue-size", str(queue),
-           "--concurrency", str(conc)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited:\n" + proc.stderr.read()[-3000:])
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
-            return proc
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("server did not start in 180 s")
+    """app.py as a subprocess with these budgets (hall.py starts it; its stderr goes to a file)."""
+    from hall import start_server as start_app
+
+    return start_app(model, port, queue, conc, ["--cache-mb", str(cache_mb), "--photo-mb", str(photo_mb)])
 
 
 def photo(seed: int, folder: Path) -> str:
