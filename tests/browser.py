@@ -102,3 +102,22 @@ def upload_and_open(page, photo: str, tab: str) -> None:
     upload(page, photo)
     wait_image(page, "patch-grid")
     page.get_by_role("tab", name=tab).click()
+
+
+def served_path(picture, fmt: str = "jpeg") -> str:
+    """Where a gr.Image of format `fmt` saves `picture` as an output: a path named by the hash of
+    the encoded bytes, so two equal paths mean byte-identical files."""
+    import gradio as gr
+
+    return gr.Image(format=fmt).postprocess(picture).path
+
+
+def wait_flip_pages(page, name: str, n: int, timeout_ms: int = 60_000) -> None:
+    """Wait until the page holds `n` pages of flipbook `name` (vizvit/web/flipbook.js)."""
+    page.wait_for_function("([name, n]) => { const b = window.__vizvitFlip && window.__vizvitFlip.books[name];"
+                           " return b && Object.keys(b.pages).length >= n; }", arg=[name, n], timeout=timeout_ms)
+
+
+# The targets' srcs right now, and whether the page itself put each there (a flipbook page).
+FLIPPED_JS = """(ids) => ids.map((id) => { const i = document.querySelector('#' + id + ' img');
+  return [i.getAttribute('src'), i.dataset.flipped === i.getAttribute('src')]; })"""

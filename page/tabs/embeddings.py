@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gradio as gr
@@ -9,8 +10,9 @@ import gradio as gr
 from vizvit import vocab, web
 from vizvit.session import PhotoKey
 from vizvit.views import embeddings
+from vizvit.views.flip import Flipbook
 
-from .. import kit
+from .. import flip, kit
 from ..kit import Ctx, safe
 
 
@@ -59,6 +61,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     filters_img = gr.Image(label="Principal components of the embedding filters", interactive=False,
                            format="png", elem_id="emb-filters")
     clicked = gr.State(None)  # (row, col)
+    # The depth pictures at every depth, swapped in by the page as the slider moves (vizvit/web/flipbook.js).
+    book = flip.component("emb-depth")
 
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
     named = dict(depth=depth, clicked=clicked, color_by=color_by)
@@ -66,8 +70,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     shown = dict(**shown_depth, scatter=scatter, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,
                  params=params, params_total=params_total, cls_image=cls_img, filters_image=filters_img)
     shown_click = dict(pca=pca_img, similarity=sim_img, similarity_text=sim_md)
+    targets = {t: shown_depth[t] for t in embeddings.DEPTH_TARGETS}
     read = kit.reader(named)
     ins = [ctx.key, *named.values()]
+
+    def book_value(b: Flipbook) -> str:
+        return flip.for_page("emb-depth", b, targets, named)
 
     def params_of(v: tuple) -> embeddings.EmbeddingsParams:
         return embeddings.EmbeddingsParams.from_controls(read(v))
@@ -77,7 +85,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return kit.empty(outs, keep=(depth,))
         page = embeddings.show(ctx.wb.handle(key), params_of(v))
-        return {**kit.values(page, shown), depth: gr.Slider(maximum=page.num_layers, value=page.depth)}
+        return {**kit.values(page, shown), depth: gr.Slider(maximum=page.num_layers, value=page.depth),
+                book: book_value(page.book)}
 
     @safe
     def show_depth(key: PhotoKey | None, *v: Any) -> dict:
@@ -95,8 +104,16 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show_similarity(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(list(shown_click.values()))
-        return kit.values(embeddings.change_click(ctx.wb.handle(key), params_of(v)), shown_click)
+            return kit.empty([*shown_click.values(), book])
+        ch = embeddings.change_click(ctx.wb.handle(key), params_of(v))
+        return {**kit.values(ch, shown_click), book: book_value(ch.book)}
+
+    @safe
+    def fill_book(held: str | None, key: PhotoKey | None, *v: Any) -> dict:
+        """A new look's book came with no pages: its pictures at every depth (once per look)."""
+        if key is None or not held or json.loads(held).get("pages"):
+            return {book: gr.skip()}
+        return {book: book_value(embeddings.depth_book(ctx.wb.handle(key), params_of(v)))}
 
     @safe
     def show_scatter(key: PhotoKey | None, *v: Any) -> dict:
@@ -104,13 +121,15 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             return {scatter: None}
         return {scatter: embeddings.scatter(ctx.wb.handle(key), params_of(v))}
 
-    outs = [*shown.values(), depth]
+    outs = [*shown.values(), depth, book]
     ctx.on_show(tab, show, ins, outs)
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
     depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden").then(
         show_scatter, ins, scatter, show_progress="hidden",
         js=web.after_paint("#emb-pictures img"))
     for img in (pca_img, sim_img):
-        img.select(click, [ctx.key], clicked).then(show_similarity, ins, list(shown_click.values()),
+        img.select(click, [ctx.key], clicked).then(show_similarity, ins, [*shown_click.values(), book],
                                                     show_progress="hidden")
+    # A book with no pages (a new photo, model or clicked patch) is filled once its pictures are painted.
+    book.change(fill_book, [book, *ins], book, show_progress="hidden", js=web.after_paint("#emb-pictures img"))
     color_by.change(show_scatter, ins, scatter, show_progress="hidden")

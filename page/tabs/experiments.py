@@ -10,8 +10,9 @@ from vizvit import vocab
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey
 from vizvit.views import experiments
+from vizvit.views.flip import Flipbook
 
-from .. import kit
+from .. import flip, kit
 from ..kit import Ctx, safe
 
 
@@ -30,6 +31,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                            interactive=False, format="jpeg", elem_id="shift-cos")
         shift_top5 = gr.Plot(label="Top-5, Δ from the unshifted photo", elem_id="shift-top5")
     shift_info = gr.Markdown(elem_id="shift-info")
+    # The shifts seen so far, swapped in by the page when a slider comes back to one (vizvit/web/flipbook.js).
+    book = flip.component("shift")
 
     gr.Markdown("### Shift sweep: k = 0..2P pixels right, edge fill, batched")
     with gr.Row():
@@ -82,7 +85,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                  mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info, mask_top5=mask_top5)
     read = kit.reader(named)
     ins = [ctx.key, *named.values()]
-    shift_outs, mask_outs = list(shown_shift.values()), list(shown_mask.values())
+    shift_outs, mask_outs = [*shown_shift.values(), book], list(shown_mask.values())
+
+    def book_value(b: Flipbook) -> str:
+        return flip.for_page("shift", b, shown_shift, named)
 
     def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
         return experiments.ExperimentsParams.from_controls({**read(v), **changed})
@@ -93,14 +99,16 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             return kit.empty(outs, keep=(dx, dy))
         page = experiments.show(wb.handle(key), params(v))
         lo, hi = page.shift_limits
-        return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi)}
+        return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi),
+                book: book_value(page.shift_book)}
 
     @safe
     def show_shift(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.empty(shift_outs)
         p = params(v)
-        return kit.values(experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill), shown_shift)
+        panel = experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill)
+        return {**kit.values(panel, shown_shift), book: book_value(panel.book)}
 
     def mask_views(key: PhotoKey, m: tuple[int, ...], md: str) -> dict:
         return kit.values(experiments.mask_panel(wb.handle(key), m, md), shown_mask)
@@ -150,7 +158,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 else:
                     yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
 
-    outs = [*shown.values(), dx, dy]
+    outs = [*shown.values(), dx, dy, book]
     ctx.on_show(tab, show, ins, outs)
     # input (user moves or types), not change: on_show's range update must not re-run it.
     # always_last: while dragging, one forward in flight, then the latest value.

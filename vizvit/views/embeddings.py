@@ -7,6 +7,7 @@ and the colour choice only render from it, so none of them runs the model.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..tokens import (
     token_stats,
 )
 from ..vocab import COLOR_CHOICES
+from . import flip
 
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
 NORM_CMAP = "viridis"
@@ -551,6 +553,7 @@ class ClickChange:
     pca: np.ndarray
     similarity: np.ndarray
     similarity_text: str
+    book: flip.Flipbook  # no pages yet, the new look (depth_book fills it)
 
 
 @dataclass(frozen=True)
@@ -568,6 +571,26 @@ class EmbeddingsPage(DepthChange):
     filters_image: np.ndarray
     depth: int  # the depth shown (clamped to this model's L)
     num_layers: int  # the depth slider's top
+    book: flip.Flipbook  # no pages yet: the page drops another photo's depth pictures (depth_book fills it)
+
+
+def depth_look(ph: Photo, p: EmbeddingsParams) -> str:
+    """What the depth pictures depend on besides the depth: the photo (model, heads off) and the clicked patch."""
+    return f"{ph.key!r}|{_patch_or_default(ph.vm.geometry, p.clicked)}"
+
+
+DEPTH_TARGETS = ("pca", "maps", "similarity")  # the DepthChange pictures a depth move swaps
+DEPTH_CONTROLS = ("depth",)
+
+
+def depth_book(ph: Photo, p: EmbeddingsParams) -> flip.Flipbook:
+    """The depth pictures at every depth 0..L (as change_depth draws them), for the page to swap
+    while the slider moves (~5 ms of drawing a depth, so ~70 ms for ViT-B/16's 13)."""
+    pages = {}
+    for depth in range(ph.vm.geometry.num_layers + 1):
+        ch = change_depth(ph, dataclasses.replace(p, depth=depth))
+        pages[flip.page_key(depth)] = {t: getattr(ch, t) for t in DEPTH_TARGETS}
+    return flip.Flipbook(depth_look(ph, p), DEPTH_CONTROLS, pages)
 
 
 def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
@@ -580,7 +603,8 @@ def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
                           depth_text=dp.text, scatter=scatter_figure(vm, d, depth, p.color_by), steps=st.steps,
                           check=st.check, params=st.params, params_total=st.total,
                           cls_text=cls_similarity_text(vm, d), cls_image=cls_similarity_image(vm, d),
-                          filters_text=filters_text(vm, d), filters_image=filters_image(d), depth=depth, num_layers=L)
+                          filters_text=filters_text(vm, d), filters_image=filters_image(d), depth=depth, num_layers=L,
+                          book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))
 
 
 def change_depth(ph: Photo, p: EmbeddingsParams) -> DepthChange:
@@ -595,7 +619,8 @@ def change_click(ph: Photo, p: EmbeddingsParams) -> ClickChange:
     """On a clicked patch: the PCA picture and the similarity picture, outlining it."""
     vm, a, d = ph.vm, ph.analysis(), data(ph)
     sp = similarity_panel(vm, a, d, p.depth, p.clicked)
-    return ClickChange(pca=pca_over_photo(vm, d, p.depth, p.clicked), similarity=sp.image, similarity_text=sp.text)
+    return ClickChange(pca=pca_over_photo(vm, d, p.depth, p.clicked), similarity=sp.image, similarity_text=sp.text,
+                       book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))
 
 
 def scatter(ph: Photo, p: EmbeddingsParams) -> go.Figure:

@@ -17,6 +17,7 @@ from ..cnn import cnn_shift_probs
 from ..errors import UserError
 from ..images import View
 from ..models import Geometry, VitModel
+from . import flip
 from .common import artifact_masks, top5_figure
 from ..patches import patch_at
 from ..session import SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
@@ -44,6 +45,7 @@ class ShiftPanel:
     cosine: np.ndarray  # enlarged (gh, gw) cosine heatmap, NaN tiles grey, uint8
     cosine_text: str
     top5: go.Figure | None
+    book: flip.Flipbook  # this shift's pictures, for the page to keep (shift_book)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def shift_limits(ph: Photo) -> tuple[int, int]:
 
 
 def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
-    vm = ph.vm
+    vm, dx0, dy0 = ph.vm, dx, dy
     g = vm.geometry
     limit = 2 * g.patch_size  # sliders may still hold another model's range: clamp, don't fail
     dx, dy = int(np.clip(dx, -limit, limit)), int(np.clip(dy, -limit, limit))
@@ -134,7 +136,19 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
     if a.top5 and base.top5:
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} "
                  f"(unshifted: {_short(base.top5[0].label)} {base.top5[0].prob:.1%})")
-    return ShiftPanel(_grid_image(a.input_view, g), cosine_image(cos, g), text, top5_figure(vm, a, base))
+    view, cos_img = _grid_image(a.input_view, g), cosine_image(cos, g)
+    # Keyed by the sliders' values as the page holds them (a clamped value is drawn as its limit).
+    return ShiftPanel(view, cos_img, text, top5_figure(vm, a, base), shift_book(ph, dx0, dy0, fill, view, cos_img))
+
+
+SHIFT_CONTROLS = ("dx", "dy", "fill")
+
+
+def shift_book(ph: Photo, dx: int, dy: int, fill: str, view: np.ndarray, cosine: np.ndarray) -> flip.Flipbook:
+    """The shift pictures just drawn, for the page to keep: moving back to a shift seen before then
+    shows its pictures at once (the page adds each answer's page to the ones it holds)."""
+    return flip.Flipbook(repr(ph.key), SHIFT_CONTROLS, {flip.page_key(dx, dy, fill): {"view": view, "cosine": cosine}},
+                         merge=True)
 
 
 # ------------------------------------------------------------------ sweep
@@ -466,6 +480,7 @@ class ExperimentsPage:
     shift_cos: np.ndarray
     shift_info: str
     shift_top5: go.Figure | None
+    shift_book: flip.Flipbook
     mask_grid: np.ndarray
     masked_view: np.ndarray
     mask_info: str
@@ -476,4 +491,4 @@ def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
     """On open: the shift sliders' range, the shifted view and the masked view."""
     limits = shift_limits(ph)
     s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
-    return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, m.grid, m.masked, m.text, m.top5)
+    return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5)

@@ -1,0 +1,34 @@
+"""A view's Flipbook (vizvit/views/flip.py) in the page: one hidden component per book, whose
+script (vizvit/web/flipbook.js) swaps the server's pictures in as the controls move.
+
+Each picture is saved exactly as its gr.Image saves an output (the same encoder, format and
+content-hash path in Gradio's cache), so a page's URL is the very URL the server's own answer
+for that position brings: the answer then changes nothing on screen.
+"""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from vizvit import web
+from vizvit.views.flip import Flipbook
+
+
+def component(name: str) -> gr.HTML:
+    """The hidden carrier of the book `name` (its value: for_page's JSON)."""
+    return gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("flipbook.js"), visible="hidden",
+                   elem_id=f"flip-{name}", apply_default_css=False)
+
+
+def for_page(name: str, book: Flipbook, targets: dict[str, gr.Image], controls: dict[str, gr.components.Component]) -> str:
+    """The book as the page script reads it: the controls' and targets' elem ids (from the page's
+    field -> component maps) and each picture's path in Gradio's cache."""
+    missing = [c for c in book.controls if c not in controls] + [t for t in book.targets if t not in targets]
+    if missing:
+        raise KeyError(f"flipbook {name!r}: no component for {missing}")
+    pages = {key: {targets[t].elem_id: targets[t].postprocess(pic).path for t, pic in page.items()}
+             for key, page in book.pages.items()}
+    return json.dumps({"name": name, "look": book.look, "merge": book.merge,
+                       "controls": [controls[c].elem_id for c in book.controls], "pages": pages})

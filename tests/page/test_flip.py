@@ -1,0 +1,115 @@
+"""Flipbooks in a real browser (vizvit/web/flipbook.js): a control moved to a position the page
+holds shows the server's own picture for it at once, byte for byte, with no round trip, and an
+older answer never replaces it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from appserver import page_name, serving
+from browser import FLIPPED_JS, page_at, served_path, upload_and_open, wait_flip_pages, wait_image
+from tiny import EXAMPLES
+from vizvit.images import image_sha1, load_image
+from vizvit.session import PhotoKey
+from vizvit.views import embeddings, experiments
+
+PHOTO = str(EXAMPLES / "chelsea.jpg")
+DEPTH_IDS = {"pca": "emb-pca", "maps": "emb-maps", "similarity": "emb-sim"}
+
+# Every src each target shows from now on, in order (read when each change is seen).
+RECORD_JS = """(ids) => { window.__seen = []; new MutationObserver(() => {
+  window.__seen.push(ids.map((id) => document.querySelector('#' + id + ' img').getAttribute('src')));
+}).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] }); }"""
+
+
+@pytest.fixture(scope="module")
+def server(tiny16):
+    """The page and its Workbench: the expected pictures come from the server's own cached
+    analysis (a second forward could differ in the last bit, and a PCA colour with it)."""
+    with serving(tiny16) as (url, wb):
+        yield url, wb
+
+
+def _photo(wb, vm):
+    """The photo the page uploaded, as the server holds it (after the upload)."""
+    return wb.handle(PhotoKey(page_name(vm), image_sha1(load_image(PHOTO))))
+
+
+def _depth_files(ph, depth: int) -> list[str]:
+    """The files the server's own depth answer brings (change_depth), in DEPTH_IDS order."""
+    ch = embeddings.change_depth(ph, embeddings.EmbeddingsParams(depth=depth))
+    return [served_path(getattr(ch, t)) for t in DEPTH_IDS]
+
+
+def _shows(page, ids: list[str], files: list[str], by_page: bool) -> None:
+    got = page.evaluate(FLIPPED_JS, ids)
+    assert [src.split("file=", 1)[-1] for src, _ in got] == files, (got, files)
+    if by_page:
+        assert all(flipped for _, flipped in got), got
+
+
+def test_the_depth_slider_shows_the_servers_pictures_at_once_by_keys_and_number_box(server, tiny16, monkeypatch):
+    url, wb = server
+    L = tiny16.geometry.num_layers
+    ids = list(DEPTH_IDS.values())
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Embeddings")
+        wait_image(page, "emb-pca")
+        wait_flip_pages(page, "emb-depth", L + 1)
+        ph = _photo(wb, tiny16)
+
+        page.evaluate(RECORD_JS, ids)
+        rng = page.locator("#emb-depth input[type=range]")
+        rng.focus()
+        # The server's answer for depth 1 comes late: after the page has drawn depth 2, an older
+        # answer than the user's last move (as a held-back slider event's answer can).
+        change_depth = embeddings.change_depth
+
+        def slow(ph_, p):
+            if p.depth == 1:
+                time.sleep(1.5)
+            return change_depth(ph_, p)
+
+        monkeypatch.setattr(embeddings, "change_depth", slow)
+        for depth in range(1, L + 1):  # each key press: drawn before the press returns (no answer yet)
+            rng.press("ArrowRight")
+            _shows(page, ids, _depth_files(ph, depth), by_page=True)
+        page.evaluate("() => { window.__seen = []; }")
+        # Every answer has come (the last one names depth L); none put an older depth on screen.
+        page.wait_for_function(f"() => document.querySelector('#emb-depth-info').innerText.includes('Depth l = {L}')")
+        page.wait_for_timeout(1000)
+        _shows(page, ids, _depth_files(ph, L), by_page=False)
+        final = [src for src, _ in page.evaluate(FLIPPED_JS, ids)]
+        assert all(seen == final for seen in page.evaluate("() => window.__seen")), page.evaluate("() => window.__seen")
+        # The slider's number box, typed.
+        box = page.locator("#emb-depth input[type=number]")
+        box.fill("0")
+        _shows(page, ids, _depth_files(ph, 0), by_page=True)
+        box.press("Enter")
+        page.wait_for_function("() => document.querySelector('#emb-depth-info').innerText.includes('Depth l = 0')")
+        page.wait_for_timeout(500)
+        _shows(page, ids, _depth_files(ph, 0), by_page=False)
+
+
+def test_a_shift_seen_before_comes_back_at_once(server, tiny16):
+    url, wb = server
+    ids = ["shift-view", "shift-cos"]
+
+    def files(dx: int) -> list[str]:
+        panel = experiments.shift_panel(_photo(wb, tiny16), dx, 0, "edge")
+        return [served_path(panel.view), served_path(panel.cosine)]
+
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Experiments")
+        wait_flip_pages(page, "shift", 1)
+        _shows(page, ids, files(0), by_page=False)
+        rng = page.locator("#shift-dx input[type=range]")
+        rng.focus()
+        rng.press("ArrowRight")  # a new shift: one forward, the server's answer
+        wait_flip_pages(page, "shift", 2)
+        page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dx = 1,')")
+        _shows(page, ids, files(1), by_page=False)
+        rng.press("ArrowLeft")  # back to a shift seen before: the page's own copy, at once
+        _shows(page, ids, files(0), by_page=True)

@@ -1,0 +1,127 @@
+// Flipbooks (vizvit/views/flip.py, page/flip.py): js_on_load of a hidden gr.HTML "flip-NAME" whose
+// value is a book {name, look, merge, controls: [elem ids], pages: {key: {target elem id: path}}}.
+// A page's key is the controls' values as shown here, joined by '|' (flip.page_key). When the user
+// moves a control to a position the book holds, its pictures are put in the targets' <img> at
+// once, with no round trip, and the event is then handed on to Gradio, unchanged, for the rest of
+// the view (texts, charts). The pictures are the server's own files: its answer for that position
+// carries the same URLs and changes nothing on screen. An older answer arriving after a newer move
+// (a held-back slider event) is put back to the page of the controls as they are now.
+// Runs at every mount: the state lives in window.__vizvitFlip, installed once.
+const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
+  const books = {};  // name -> {look, controls, pages, urls: Set, held: [Image]}
+  const fileUrl = (path) => (window.gradio_config?.root || location.origin) + '/gradio_api/file=' + path;
+  // A number as Python's flip.key_value writes it: "3", not "3.0".
+  const norm = (v) => (v !== '' && Number.isFinite(Number(v)) ? String(Number(v)) : v);
+
+  // A control's value as the page shows it; the event's own input leads (a slider's number box
+  // holds the new value before Gradio copies it to the range).
+  const valueOf = (id, ev) => {
+    const el = document.getElementById(id);
+    if (!el) return null;
+    const t = ev && ev.target;
+    if (t instanceof HTMLInputElement && el.contains(t)) {
+      if (t.type === 'range' || t.type === 'number') return norm(t.value);
+      if (t.type === 'radio' && t.checked) return t.value;
+      if (t.type === 'checkbox') return String(t.checked);
+    }
+    const range = el.querySelector('input[type=range]');
+    if (range) return norm(range.value);
+    const radios = el.querySelectorAll('input[type=radio]');
+    if (radios.length) { const c = el.querySelector('input[type=radio]:checked'); return c ? c.value : null; }
+    const box = el.querySelector('input[type=checkbox]');
+    if (box) return String(box.checked);
+    const inp = el.querySelector('input, textarea');
+    return inp ? inp.value : null;
+  };
+  const keyOf = (b, ev) => b.controls.map((id) => valueOf(id, ev)).join('|');
+  const imgOf = (id) => document.querySelector('#' + id + ' img');
+
+  // Show book b's page `key`; true if it has one.
+  const draw = (b, key) => {
+    const page = b.pages[key];
+    if (!page) return false;
+    for (const [id, path] of Object.entries(page)) {
+      const img = imgOf(id), url = fileUrl(path);
+      if (img && img.getAttribute('src') !== url) {
+        img.src = url;
+        img.dataset.flipped = url;  // the browser tests and the latency benchmark read this
+      }
+    }
+    return true;
+  };
+  // The position to show: the user's last move (b.want: a number box leads its range until Gradio
+  // has copied it over), or the controls as they are.
+  const wanted = (b) => b.want ?? keyOf(b);
+
+  const setBook = (text) => {
+    const raw = text ? JSON.parse(text) : null;
+    if (!raw || !raw.name) return;
+    const old = books[raw.name];
+    const b = raw.merge && old && old.look === raw.look
+      ? { ...old, pages: { ...old.pages, ...raw.pages } }
+      : { look: raw.look, controls: raw.controls, pages: { ...raw.pages }, urls: new Set(), held: [],
+          want: old && old.look === raw.look ? old.want : null };
+    // Fetch and decode every new picture now (kept alive, so a swap is drawn from memory).
+    for (const page of Object.values(raw.pages)) {
+      for (const path of Object.values(page)) {
+        const url = fileUrl(path);
+        if (b.urls.has(url)) continue;
+        b.urls.add(url);
+        const im = new Image();
+        im.decoding = 'async';
+        im.src = url;
+        b.held.push(im);
+      }
+    }
+    books[raw.name] = b;
+    draw(b, wanted(b));  // the controls may have moved while the book was on its way
+  };
+
+  // The event, held until the new pictures are painted, then dispatched again for Gradio: its
+  // own handling of an event keeps this large page busy for ~100-250 ms, and an <img> only paints
+  // once the page is idle. The user's next action first releases what is still held, so Gradio
+  // sees every action in the order it was made.
+  const handedOn = new WeakSet();
+  const waiting = [];
+  const release = () => { while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); } };
+  const handOn = (e, imgs) => {
+    e.stopImmediatePropagation();
+    const again = new Event(e.type, { bubbles: true });
+    handedOn.add(again);
+    waiting.push([e.target, again]);
+    const decoded = Promise.all(imgs.map((i) => i.decode().catch(() => null)));
+    const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(release, 0)));
+    Promise.race([decoded, new Promise((r) => setTimeout(r, 300))]).then(later, later);
+  };
+  for (const type of ['pointerdown', 'keydown']) {
+    document.addEventListener(type, (e) => { if (!handedOn.has(e)) release(); }, true);
+  }
+  const onInput = (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || handedOn.has(e)) return;
+    for (const b of Object.values(books)) {
+      if (!b.controls.some((id) => t.closest('#' + id))) continue;
+      b.want = keyOf(b, e);
+      if (draw(b, b.want) && e.isTrusted) handOn(e, Object.keys(b.pages[b.want]).map(imgOf).filter(Boolean));
+      return;
+    }
+  };
+  document.addEventListener('input', onInput, true);
+  document.addEventListener('change', onInput, true);
+
+  // An answer that puts another page of a book on screen (sent for a position the user has left
+  // since) is replaced by the page of the user's last move, before it paints. (A new position set
+  // by the server, a new photo or a deep link, comes with a new book, which forgets b.want.)
+  new MutationObserver((records) => {
+    for (const r of records) {
+      const img = r.target;
+      if (!(img instanceof HTMLImageElement)) continue;
+      for (const b of Object.values(books)) {
+        if (b.urls.has(img.getAttribute('src'))) draw(b, wanted(b));
+      }
+    }
+  }).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] });
+  return { setBook, books };
+})());
+F.setBook(props.value);
+watch('value', () => F.setBook(props.value));
