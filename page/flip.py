@@ -13,7 +13,7 @@ import json
 import gradio as gr
 
 from vizvit import web
-from vizvit.views.flip import Flipbook
+from vizvit.views.flip import Flipbook, Marks
 
 
 def component(name: str) -> gr.HTML:
@@ -32,3 +32,12 @@ def for_page(name: str, book: Flipbook, targets: dict[str, gr.Image], controls: 
              for key, page in book.pages.items()}
     return json.dumps({"name": name, "look": book.look, "merge": book.merge,
                        "controls": [controls[c].elem_id for c in book.controls], "pages": pages})
+
+
+def marks_for_page(name: str, marks: Marks, target: gr.Image) -> str:
+    """Marks as the page script reads them: the target's elem id, the two pictures' paths (saved as
+    the target saves its outputs: a PNG target keeps the mark's clear pixels clear)."""
+    return json.dumps({"name": name, "kind": "marks", "look": marks.look, "target": target.elem_id,
+                       "base": target.postprocess(marks.base).path, "mark": target.postprocess(marks.mark).path,
+                       "offset": list(marks.offset), "step": list(marks.step), "cells": list(marks.cells),
+                       "at": list(marks.at) if marks.at else None})

@@ -10,7 +10,7 @@ from vizvit import vocab
 from vizvit.session import PhotoKey
 from vizvit.views import positions
 
-from .. import kit
+from .. import flip, kit
 from ..kit import Ctx, safe
 
 
@@ -24,6 +24,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
             cls_plot = gr.Plot(label="[CLS] position embedding vs patch positions", elem_id="pos-cls")
     text = gr.Markdown(elem_id="pos-text")
+    # The grid without its outline and the outline alone: the page outlines a clicked tile at once (vizvit/web/flipbook.js).
+    marks = flip.component("pos-grid")
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("**Same scale, same grid:** learned vs 1-D sinusoidal vs 2-D sin-cos vs random init")
@@ -54,7 +56,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.empty(outs)
-        return kit.values(positions.show(ctx.wb.handle(key), positions.PositionsParams.from_controls(read(v))), shown)
+        page = positions.show(ctx.wb.handle(key), positions.PositionsParams.from_controls(read(v)))
+        return {**kit.values(page, shown), marks: flip.marks_for_page("pos-grid", page.marks, grid_img)}
 
     @safe
     def resize(key: PhotoKey | None, *v: Any) -> dict:
@@ -68,7 +71,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         hit = None if key is None else positions.click_tile(ctx.wb.handle(key), evt.index[0], evt.index[1])
         return kit.skip([grid_img, tile_plot]) if hit is None else dict(zip([grid_img, tile_plot], hit))
 
-    outs = list(shown.values())
+    outs = [*shown.values(), marks]
     ctx.on_show(tab, show, ins, outs)
     size.change(resize, ins, list(shown_size.values()))
     grid_img.select(click, [ctx.key], [grid_img, tile_plot], show_progress="hidden")

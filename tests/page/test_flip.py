@@ -4,16 +4,18 @@ older answer never replaces it."""
 
 from __future__ import annotations
 
+import base64
 import time
 
+import numpy as np
 import pytest
 
 from appserver import page_name, serving
-from browser import FLIPPED_JS, page_at, served_path, upload_and_open, wait_flip_pages, wait_image
+from browser import FLIPPED_JS, click_pixel, page_at, served_path, upload_and_open, wait_flip_pages, wait_image
 from tiny import EXAMPLES
 from vizvit.images import image_sha1, load_image
 from vizvit.session import PhotoKey
-from vizvit.views import embeddings, experiments
+from vizvit.views import embeddings, experiments, positions
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
 DEPTH_IDS = {"pca": "emb-pca", "maps": "emb-maps", "similarity": "emb-sim"}
@@ -113,3 +115,41 @@ def test_a_shift_seen_before_comes_back_at_once(server, tiny16):
         _shows(page, ids, files(1), by_page=False)
         rng.press("ArrowLeft")  # back to a shift seen before: the page's own copy, at once
         _shows(page, ids, files(0), by_page=True)
+
+
+# The picture in #id's <img> as shown, pixel for pixel (RGB rows), read back through a canvas.
+PIXELS_JS = """(id) => { const i = document.querySelector('#' + id + ' img'), c = document.createElement('canvas');
+  c.width = i.naturalWidth; c.height = i.naturalHeight; const x = c.getContext('2d'); x.drawImage(i, 0, 0);
+  const d = x.getImageData(0, 0, c.width, c.height).data, out = new Uint8Array(c.width * c.height * 3);
+  for (let k = 0, j = 0; k < d.length; k += 4) { out[j++] = d[k]; out[j++] = d[k + 1]; out[j++] = d[k + 2]; }
+  let s = ''; for (let k = 0; k < out.length; k += 8192) s += String.fromCharCode(...out.subarray(k, k + 8192));
+  return [c.width, c.height, btoa(s)]; }"""
+
+
+def _pixels(page, elem_id: str) -> np.ndarray:
+    w, h, data = page.evaluate(PIXELS_JS, elem_id)
+    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+
+
+def test_a_clicked_position_tile_is_outlined_by_the_page_as_the_server_outlines_it(server, tiny16):
+    url, wb = server
+    mp = positions.cached_model_positions(_photo(wb, tiny16))
+    gh, gw = mp.report.grid
+    step = gh * mp.cell + positions.SEP
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Positions")
+        wait_image(page, "pos-grid")
+        page.wait_for_function("() => { const m = window.__vizvitFlip && window.__vizvitFlip.marks['pos-grid'];"
+                               " return m && m.baseImg.naturalWidth && m.markImg.naturalWidth; }")
+        # Corners (the outline clipped at the picture's edge) and the middle.
+        for rc in [(0, 0), (gh - 1, gw - 1), (2, gw - 1), (gh // 2, 3)]:
+            click_pixel(page, "pos-grid", (rc[1] + 0.5) * step, (rc[0] + 0.5) * step)
+            flipped = page.evaluate("() => { const i = document.querySelector('#pos-grid img');"
+                                    " return i.dataset.flipped === i.getAttribute('src'); }")
+            assert flipped, rc  # drawn by the page, at once
+            page.wait_for_function("() => document.querySelector('#pos-grid img').complete")
+            want = positions.highlight_tile(mp.grid_img, rc, (gh, gw), mp.cell)
+            got = _pixels(page, "pos-grid")
+            assert got.shape == want.shape and np.array_equal(got, want), (rc, np.argwhere(got != want)[:5])
+            page.wait_for_timeout(600)  # the server's answer: the same pixels
+            assert np.array_equal(_pixels(page, "pos-grid"), want), rc

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -57,3 +57,37 @@ class Flipbook:
 def empty(look: str, controls: tuple[str, ...]) -> Flipbook:
     """A book with no pages: the page forgets the pages of any other look (a new photo)."""
     return Flipbook(look, controls)
+
+
+@dataclass(frozen=True)
+class Marks:
+    """A picture with a mark on one cell of a regular grid of cells (a tile's outline), redrawn by
+    the page when another cell is clicked: the picture without the mark, and the mark alone as
+    the server draws it (`stamp`). Cell (r, c) starts at (c·step_x, r·step_y); the page finds the
+    clicked cell as the server does (floor of the click over the step) and puts the mark at that
+    cell's start + offset, clipped to the picture: the server's own pixels, moved."""
+
+    look: str
+    base: np.ndarray  # (H, W, 3) uint8: the picture with no mark
+    mark: np.ndarray  # (h, w, 4) uint8: the mark, opaque where drawn, clear elsewhere
+    offset: tuple[int, int]  # (x, y) of the mark's top-left, from its cell's start
+    step: tuple[int, int]  # (x, y) px from one cell's start to the next
+    cells: tuple[int, int]  # (rows, cols)
+    at: tuple[int, int] | None = None  # the cell the server's picture marks
+
+
+def stamp(draw: Callable[[np.ndarray, int, int], Any], size: tuple[int, int], pad: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """What draw(img, x0, y0) paints for a cell of size (w, h) starting at (x0, y0), alone: (mark
+    (h', w', 4) RGBA, its top-left from (x0, y0)). Drawn once on black and once on white, so a
+    mark of any colour is found; pad: px the mark may reach outside the cell."""
+    w, h = size
+    canvases = [np.full((h + 2 * pad, w + 2 * pad, 3), v, np.uint8) for v in (0, 255)]
+    for c in canvases:
+        draw(c, pad, pad)
+    drawn = (canvases[0] != 0).any(-1) | (canvases[1] != 255).any(-1)
+    ys, xs = np.nonzero(drawn)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    mark = np.zeros((y1 - y0, x1 - x0, 4), np.uint8)
+    mark[..., :3] = canvases[0][y0:y1, x0:x1]
+    mark[..., 3] = np.where(drawn[y0:y1, x0:x1], 255, 0)
+    return mark, (int(x0) - pad, int(y0) - pad)

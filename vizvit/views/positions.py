@@ -19,6 +19,7 @@ import torch
 from .. import engine, figures, positional, render
 from ..models import VitModel
 from ..session import POSITIONS, RELATIVE_BIAS, Photo, positions_at_name, predict_at_name
+from . import flip
 from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
@@ -79,14 +80,46 @@ def tile_at(x: float, y: float, grid: tuple[int, int], cell: int, sep: int = SEP
     return r, c
 
 
+@dataclass(frozen=True)
+class TileOutline:
+    """The outline of one tile of a grid of equal tiles (gap px between them), as cv2 draws it."""
+
+    size: tuple[int, int]  # (w, h) px of a tile
+    cells: tuple[int, int]  # (rows, cols) of tiles
+    color: tuple[int, int, int]
+    thickness: int
+    gap: int = SEP
+
+    @property
+    def step(self) -> tuple[int, int]:
+        return self.size[0] + self.gap, self.size[1] + self.gap
+
+    def draw(self, img: np.ndarray, x0: int, y0: int) -> None:
+        """In place: the outline of the tile starting at (x0, y0)."""
+        w, h = self.size
+        cv2.rectangle(img, (x0, y0), (x0 + w - 1, y0 + h - 1), self.color, self.thickness)
+
+    def on(self, img: np.ndarray, rc: tuple[int, int]) -> np.ndarray:
+        """A copy of img with tile rc outlined."""
+        out = img.copy()
+        self.draw(out, rc[1] * self.step[0], rc[0] * self.step[1])
+        return out
+
+    def marks(self, look: str, base: np.ndarray, rc: tuple[int, int]) -> flip.Marks:
+        """For the page to outline a clicked tile itself (vizvit/web/flipbook.js)."""
+        mark, offset = flip.stamp(self.draw, self.size, self.thickness + 2)
+        return flip.Marks(look, base, mark, offset, self.step, self.cells, rc)
+
+
+def tile_outline(grid: tuple[int, int], cell: int, sep: int = SEP) -> TileOutline:
+    """The outline of a similarity_grid tile: a map of `grid` positions, `cell` px each."""
+    gh, gw = grid
+    return TileOutline((gw * cell, gh * cell), grid, render.HIGHLIGHT_COLOR, max(1, cell // 2 + 1), sep)
+
+
 def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], cell: int,
                    sep: int = SEP) -> np.ndarray:
-    gh, gw = grid
-    r, c = rc
-    y0, x0 = r * (gh * cell + sep), c * (gw * cell + sep)
-    out = img.copy()
-    cv2.rectangle(out, (x0, y0), (x0 + gw * cell - 1, y0 + gh * cell - 1), render.HIGHLIGHT_COLOR, max(1, cell // 2 + 1))
-    return out
+    return tile_outline(grid, cell, sep).on(img, rc)
 
 
 def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.Figure:
@@ -321,21 +354,28 @@ def _bias_cell_at(bp: BiasPositions, x: float, y: float) -> tuple[int, int] | No
     return (r, c) if x >= 0 and y >= 0 and r < n_l and c < n_h else None
 
 
+def bias_outline(bp: BiasPositions) -> TileOutline:
+    """The outline of one (layer, head) table of the bias grid."""
+    n_l, n_h, th, tw = bp.bias.tables.shape
+    return TileOutline((tw * bp.cell, th * bp.cell), (n_l, n_h), (255, 215, 0), 2)
+
+
 def _bias_outline(bp: BiasPositions, rc: tuple[int, int]) -> np.ndarray:
-    _, _, th, tw = bp.bias.tables.shape
-    y0, x0 = rc[0] * (th * bp.cell + SEP), rc[1] * (tw * bp.cell + SEP)
-    out = bp.grid_img.copy()
-    cv2.rectangle(out, (x0, y0), (x0 + tw * bp.cell - 1, y0 + th * bp.cell - 1), (255, 215, 0), 2)
-    return out
+    return bias_outline(bp).on(bp.grid_img, rc)
 
 
 def _bias_panel(vm: VitModel, bp: BiasPositions, rc: tuple[int, int] | None) -> "PositionsPanel":
     rc = rc or (bp.bias.tables.shape[0] - 1, 0)
     l, h = rc
-    return PositionsPanel(grid_img=_bias_outline(bp, rc),
+    return PositionsPanel(grid_img=_bias_outline(bp, rc), marks=bias_outline(bp).marks(marks_look(vm), bp.grid_img, rc),
                           tile_fig=bias_figure(bp.bias.tables[l, h], vm.geometry.grid, l, h, bp.vmax, bp.bias.shared),
                           cls_fig=bias_special_figure(bp.bias.special[l, h], l, h), compare_img=bp.compare_img,
                           numbers=bp.numbers, text=bp.text)
+
+
+def marks_look(vm: VitModel) -> str:
+    """The grid is the model's (not the photo's)."""
+    return f"positions|{vm.id}"
 
 
 def cached_bias_positions(ph: Photo) -> BiasPositions:
@@ -345,6 +385,7 @@ def cached_bias_positions(ph: Photo) -> BiasPositions:
 @dataclass(frozen=True)
 class PositionsPanel:
     grid_img: np.ndarray
+    marks: flip.Marks  # the grid without its outline, for the page to outline a clicked tile
     tile_fig: go.Figure
     cls_fig: go.Figure
     compare_img: np.ndarray
@@ -363,7 +404,8 @@ def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPa
     mp = cached_model_positions(ph)
     r = mp.report
     rc = rc or (r.grid[0] // 2, r.grid[1] // 2)
-    return PositionsPanel(grid_img=highlight_tile(mp.grid_img, rc, r.grid, mp.cell),
+    outline = tile_outline(r.grid, mp.cell)
+    return PositionsPanel(grid_img=outline.on(mp.grid_img, rc), marks=outline.marks(marks_look(ph.vm), mp.grid_img, rc),
                           tile_fig=tile_figure(r.sim, r.grid, rc), cls_fig=cls_figure(r.cls_sim),
                           compare_img=mp.compare_img, numbers=mp.numbers, text=mp.text)
 
@@ -508,6 +550,7 @@ class PositionsPage:
     """What the tab shows on open, each field named like its component."""
 
     grid: np.ndarray
+    marks: flip.Marks
     tile: go.Figure
     cls: go.Figure
     text: str
@@ -521,5 +564,5 @@ class PositionsPage:
 def show(ph: Photo, p: PositionsParams) -> PositionsPage:
     """On open: the model's position similarity and the forward at another size."""
     pp, r = positions_panel(ph), resolution_panel(ph, p.size)
-    return PositionsPage(grid=pp.grid_img, tile=pp.tile_fig, cls=pp.cls_fig, text=pp.text, compare=pp.compare_img,
+    return PositionsPage(grid=pp.grid_img, marks=pp.marks, tile=pp.tile_fig, cls=pp.cls_fig, text=pp.text, compare=pp.compare_img,
                          numbers=pp.numbers, res_grid=r.grid_img, res_top5=r.top5, res_text=r.text)

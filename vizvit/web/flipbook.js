@@ -53,9 +53,25 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   // has copied it over), or the controls as they are.
   const wanted = (b) => b.want ?? keyOf(b);
 
+  // Marks (flip.Marks): a picture with a mark on one cell; a click on another cell is drawn here
+  // from the picture without the mark and the mark alone, both the server's pixels.
+  const marks = {};  // name -> the raw marks + their loaded pictures
+  const load = (path) => { const im = new Image(); im.src = fileUrl(path); return im; };
+  const setMarks = (raw) => { marks[raw.name] = { ...raw, baseImg: load(raw.base), markImg: load(raw.mark) }; };
+  const drawMark = (m, [r, c]) => {
+    const base = m.baseImg, cv = document.createElement('canvas');
+    cv.width = base.naturalWidth;
+    cv.height = base.naturalHeight;
+    const x = cv.getContext('2d');
+    x.drawImage(base, 0, 0);
+    x.drawImage(m.markImg, c * m.step[0] + m.offset[0], r * m.step[1] + m.offset[1]);  // clipped to the picture
+    return cv.toDataURL('image/png');
+  };
+
   const setBook = (text) => {
     const raw = text ? JSON.parse(text) : null;
     if (!raw || !raw.name) return;
+    if (raw.kind === 'marks') { setMarks(raw); return; }
     const old = books[raw.name];
     const b = raw.merge && old && old.look === raw.look
       ? { ...old, pages: { ...old.pages, ...raw.pages } }
@@ -86,7 +102,9 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const release = () => { while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); } };
   const handOn = (e, imgs) => {
     e.stopImmediatePropagation();
-    const again = new Event(e.type, { bubbles: true });
+    const again = e instanceof MouseEvent
+      ? new MouseEvent(e.type, { bubbles: true, cancelable: true, clientX: e.clientX, clientY: e.clientY })
+      : new Event(e.type, { bubbles: true });
     handedOn.add(again);
     waiting.push([e.target, again]);
     const decoded = Promise.all(imgs.map((i) => i.decode().catch(() => null)));
@@ -109,6 +127,29 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
 
+  // A click on a marked picture: the clicked cell, found as the server finds it (the click's pixel
+  // on the picture as Gradio computes it, floor of that over the cell step).
+  document.addEventListener('click', (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || handedOn.has(e) || !e.isTrusted) return;
+    for (const m of Object.values(marks)) {
+      const img = t.closest('#' + m.target) && t.closest('#' + m.target).querySelector('img');
+      const base = m.baseImg;
+      if (!img || !img.naturalWidth || !base.naturalWidth || !m.markImg.naturalWidth) continue;
+      if (img.naturalWidth !== base.naturalWidth || img.naturalHeight !== base.naturalHeight) continue;  // another picture
+      const n = img.getBoundingClientRect(), s = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
+      const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * s) / 2) / s);
+      const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * s) / 2) / s);
+      const rc = [Math.floor(y / m.step[1]), Math.floor(x / m.step[0])];
+      if (x < 0 || y < 0 || rc[0] >= m.cells[0] || rc[1] >= m.cells[1]) continue;  // off the cells: the server says so
+      const url = drawMark(m, rc);
+      img.src = url;
+      img.dataset.flipped = url;
+      handOn(e, [img]);
+      return;
+    }
+  }, true);
+
   // An answer that puts another page of a book on screen (sent for a position the user has left
   // since) is replaced by the page of the user's last move, before it paints. (A new position set
   // by the server, a new photo or a deep link, comes with a new book, which forgets b.want.)
@@ -121,7 +162,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       }
     }
   }).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] });
-  return { setBook, books };
+  return { setBook, books, marks, drawMark };
 })());
 F.setBook(props.value);
 watch('value', () => F.setBook(props.value));
