@@ -9,8 +9,9 @@ import gradio as gr
 from vizvit.session import PhotoKey
 from vizvit.views import common as panels
 from vizvit.views import patches
+from vizvit.views.flip import Flipbook
 
-from .. import kit
+from .. import flip, kit
 from ..kit import Ctx, safe
 
 
@@ -20,8 +21,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             grid_img = gr.Image(label="What the model sees: the patch grid (click a patch)",
                                 interactive=False, format="jpeg", elem_id="patch-grid")
             with gr.Row():
-                lines = gr.Checkbox(value=True, label="grid lines")
-                indices = gr.Checkbox(value=False, label="patch numbers (from 0)")
+                lines = gr.Checkbox(value=True, label="grid lines", elem_id="patch-lines")
+                indices = gr.Checkbox(value=False, label="patch numbers (from 0)", elem_id="patch-indices")
             patch_info = gr.Markdown(elem_id="patch-info")
         with gr.Column(scale=2):
             top5 = gr.Plot(label="Top-5 predictions", elem_id="top5")
@@ -41,6 +42,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(patches.PATCHES_TEXT)
     explanation = gr.Markdown(elem_id="patches-numbers")
     clicked = gr.State(None)  # (row, col)
+    # The grid with lines and numbers on and off, swapped in by the page as the boxes are ticked (vizvit/web/flipbook.js).
+    book = flip.component("patch-grid")
 
     # Every control by the PatchesParams field it sets; every component by the Page field it shows.
     named = dict(lines=lines, indices=indices, clicked=clicked)
@@ -51,12 +54,16 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def params(v: tuple) -> patches.PatchesParams:
         return patches.PatchesParams.from_controls(read(v))
 
+    def book_value(b: Flipbook) -> str:
+        return flip.for_page("patch-grid", b, shown, named)
+
     @safe
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.empty(outs)
         page = patches.show(ctx.wb.handle(key), params(v))
-        return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label)}
+        return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
+                book: book_value(page.book)}
 
     @safe
     def preview(key: PhotoKey, *v: Any) -> dict:
@@ -73,7 +80,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def redraw(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.skip(redrawn)
-        return kit.values(patches.change(ctx.wb.handle(key), params(v)), shown_redrawn)
+        ch = patches.change(ctx.wb.handle(key), params(v))
+        return {**kit.values(ch, shown_redrawn), book: book_value(ch.book)}
 
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
@@ -82,14 +90,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {clicked: panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
 
     ins = [ctx.key, *named.values()]
-    outs = [*shown.values(), label_pick]
+    outs = [*shown.values(), label_pick, book]
     ctx.on_show(tab, show, ins, outs)
     # The grid alone: one picture to encode, fetch and decode while the forward takes the CPU.
     ctx.on_preview(tab, preview, list(named.values()), [grid_img])
     label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
     shown_redrawn = dict(grid=grid_img, patch_info=patch_info, strip=strip)
-    redrawn = list(shown_redrawn.values())
+    redrawn = [*shown_redrawn.values(), book]
     lines.change(redraw, ins, redrawn, show_progress="hidden", api_name="patches_view")
     indices.change(redraw, ins, redrawn, show_progress="hidden")
     grid_img.select(click, [ctx.key], clicked).then(redraw, ins, redrawn, show_progress="hidden")

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from appserver import page_name, serving
-from browser import FLIPPED_JS, click_pixel, page_at, served_path, upload_and_open, wait_flip_pages, wait_image
+from browser import FLIPPED_JS, click_pixel, page_at, served_path, upload, upload_and_open, wait_flip_pages, wait_image
 from tiny import EXAMPLES
 from vizvit.images import image_sha1, load_image
 from vizvit.session import PhotoKey
-from vizvit.views import embeddings, experiments, positions
+from vizvit.views import embeddings, experiments, patches, positions
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
 DEPTH_IDS = {"pca": "emb-pca", "maps": "emb-maps", "similarity": "emb-sim"}
@@ -153,3 +153,19 @@ def test_a_clicked_position_tile_is_outlined_by_the_page_as_the_server_outlines_
             assert got.shape == want.shape and np.array_equal(got, want), (rc, np.argwhere(got != want)[:5])
             page.wait_for_timeout(600)  # the server's answer: the same pixels
             assert np.array_equal(_pixels(page, "pos-grid"), want), rc
+
+
+def test_grid_lines_and_numbers_swap_the_servers_grid_at_once(server, tiny16):
+    url, wb = server
+    g = tiny16.geometry
+    with page_at(url, height=1200) as page:
+        upload(page, PHOTO)
+        wait_image(page, "patch-grid")
+        wait_flip_pages(page, "patch-grid", 4)
+        view = _photo(wb, tiny16).input_view()
+        for box, lines, indices in [("patch-lines", False, False), ("patch-indices", False, True),
+                                    ("patch-lines", True, True)]:
+            page.locator(f"#{box} input[type=checkbox]").click()
+            _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, lines, indices))], by_page=True)
+        page.wait_for_timeout(800)  # the server's answer: the same file
+        _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, True, True))], by_page=False)

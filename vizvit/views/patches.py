@@ -18,6 +18,7 @@ from ..patches import describe_patch
 from ..session import PATCH_LABEL_COSINE, Photo
 from ..errors import UserError
 from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
+from . import flip
 from .common import on_grid, top5_figure
 
 PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
@@ -103,6 +104,7 @@ class PatchesPage:
     label: str | None = None
     label_map: np.ndarray | None = None
     label_text: str = ""
+    book: flip.Flipbook | None = None  # the grid with lines and numbers on and off (grid_book)
 
 
 @dataclass(frozen=True)
@@ -112,12 +114,25 @@ class PatchesChange:
     grid: np.ndarray
     patch_info: str
     strip: np.ndarray  # outlines the clicked patch's token
+    book: flip.Flipbook
+
+
+GRID_CONTROLS = ("lines", "indices")
+
+
+def grid_book(ph: Photo, p: PatchesParams) -> flip.Flipbook:
+    """The grid with lines and numbers each on and off (four pictures, ~4 ms each), for the page
+    to swap as the two boxes are ticked."""
+    g, view = ph.vm.geometry, ph.input_view()
+    pages = {flip.page_key(lines, indices): {"grid": grid_of_view(g, view, lines, indices, p.clicked)}
+             for lines in (True, False) for indices in (True, False)}
+    return flip.Flipbook(f"{ph.key!r}|{on_grid(p.clicked, g)}", GRID_CONTROLS, pages)
 
 
 def show(ph: Photo, p: PatchesParams) -> PatchesPage:
     """On open (a new photo or model)."""
     vm, a = ph.vm, ph.analysis()
-    page = patches_panel(vm, a, p.lines, p.indices, p.clicked)
+    page = dataclasses.replace(patches_panel(vm, a, p.lines, p.indices, p.clicked), book=grid_book(ph, p))
     if vm.zero_shot is None:
         return page
     img, text = label_map(ph)
@@ -137,7 +152,8 @@ def change(ph: Photo, p: PatchesParams) -> PatchesChange:
     sequence strip (which outlines the clicked patch's token)."""
     vm, a = ph.vm, ph.analysis()
     strip = render.sequence_strip(a.input_view, vm.geometry, highlight=on_grid(p.clicked, vm.geometry))
-    return PatchesChange(patch_grid(vm, a, p.lines, p.indices, p.clicked), patch_text(vm.geometry, p.clicked), strip)
+    return PatchesChange(patch_grid(vm, a, p.lines, p.indices, p.clicked), patch_text(vm.geometry, p.clicked), strip,
+                         grid_book(ph, p))
 
 
 # ------------------------------------------------------------------ CLIP / SigLIP: which patches match a label
