@@ -1,5 +1,5 @@
 """A view's Flipbook (vizvit/views/flip.py) in the page: one hidden component per book, whose
-script (vizvit/web/flipbook.js) swaps the server's pictures in as the controls move.
+script (vizvit/web/flipbook.js) swaps the server's pictures (and charts) in as the controls move.
 
 Each picture is saved exactly as its gr.Image saves an output (the same encoder, format and
 content-hash path in Gradio's cache), so a page's URL is the very URL the server's own answer
@@ -9,11 +9,15 @@ for that position brings: the answer then changes nothing on screen.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import gradio as gr
+import numpy as np
+import plotly.io
 
 from vizvit import web
-from vizvit.views.flip import Flipbook, Marks
+
+from vizvit.views.flip import Chart, Flipbook, Marks
 
 
 def component(name: str) -> gr.HTML:
@@ -22,13 +26,23 @@ def component(name: str) -> gr.HTML:
                    elem_id=f"flip-{name}", apply_default_css=False)
 
 
-def for_page(name: str, book: Flipbook, targets: dict[str, gr.Image], controls: dict[str, gr.components.Component]) -> str:
+def _page_value(target: gr.components.Component, value: "np.ndarray | Chart") -> Any:
+    """A picture: its path in Gradio's cache; a chart: the figure as gr.Plot sends it (plotly's own
+    JSON), or the restyle in plotly's JSON encoding (numpy arrays as its figures carry them)."""
+    if not isinstance(value, Chart):
+        return target.postprocess(value).path
+    if value.figure is not None:
+        return {"figure": value.figure.to_json(), "show_label": target.show_label}
+    return {"restyle": json.loads(plotly.io.json.to_json_plotly(dict(value.restyle))), "trace": value.trace}
+
+
+def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Component], controls: dict[str, gr.components.Component]) -> str:
     """The book as the page script reads it: the controls' and targets' elem ids (from the page's
     field -> component maps) and each picture's path in Gradio's cache."""
     missing = [c for c in book.controls if c not in controls] + [t for t in book.targets if t not in targets]
     if missing:
         raise KeyError(f"flipbook {name!r}: no component for {missing}")
-    pages = {key: {targets[t].elem_id: targets[t].postprocess(pic).path for t, pic in page.items()}
+    pages = {key: {targets[t].elem_id: _page_value(targets[t], pic) for t, pic in page.items()}
              for key, page in book.pages.items()}
     return json.dumps({"name": name, "look": book.look, "merge": book.merge,
                        "controls": [controls[c].elem_id for c in book.controls], "pages": pages})

@@ -65,20 +65,22 @@ def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.
     """2-D scatter of patch tokens (one point per patch).
 
     xy (P, 2); color, rows, cols, tokens (P,). thumbs: one image URI per patch, carried in
-    customdata[4] for the page's hover script (plotly's hover labels cannot show images).
+    customdata[4] for the page's hover script (plotly's hover labels cannot show images);
+    customdata[3] is empty (it held the colour value, which the hover now reads from the marker).
     marked (P,) bool: points ringed in red as a second trace named marked_name (trace 0 keeps
     every patch, for the hover script). ranges: fixed (x, y) axis ranges.
     """
-    # Plain lists: plotly validates and serialises them ~2× faster than an object array.
-    custom = [[int(r), int(c), int(t), round(float(v), 4), str(u)]
-              for r, c, t, v, u in zip(rows, cols, tokens, color, thumbs)]
+    # Plain lists: plotly validates and serialises them ~2× faster than an object array. The
+    # colour is not in customdata (the hover reads marker.color): another colouring then changes
+    # the marker and the hover text only, which the page can restyle without the thumbnails.
+    custom = [[int(r), int(c), int(t), None, str(u)] for r, c, t, u in zip(rows, cols, tokens, thumbs)]
     # SVG Scatter, not Scattergl: WebGL is often missing in headless or remote browsers.
     # One dict, unvalidated: validating 196 thumbnails is most of the cost of a depth move.
     data = [dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom, showlegend=False,
                  marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
                              colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
                  hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
-                                f"<br>{color_label}: " + "%{customdata[3]}<extra></extra>"))]
+                                f"<br>{color_label}: " + "%{marker.color:.4~f}<extra></extra>"))]
     if marked is not None and np.any(marked):
         m = np.asarray(marked, bool).reshape(-1)
         data.append(dict(type="scatter", x=xy[m, 0], y=xy[m, 1], mode="markers", name=marked_name,

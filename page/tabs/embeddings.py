@@ -63,6 +63,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     clicked = gr.State(None)  # (row, col)
     # The depth pictures at every depth, swapped in by the page as the slider moves (vizvit/web/flipbook.js).
     book = flip.component("emb-depth")
+    colors = flip.component("emb-color")  # the scatter's other colourings, at this depth
 
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
     named = dict(depth=depth, clicked=clicked, color_by=color_by)
@@ -108,28 +109,34 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         ch = embeddings.change_click(ctx.wb.handle(key), params_of(v))
         return {**kit.values(ch, shown_click), book: book_value(ch.book)}
 
+    def colors_value(b: Flipbook) -> str:
+        return flip.for_page("emb-color", b, {"scatter": scatter}, named)
+
     @safe
     def fill_book(held: str | None, key: PhotoKey | None, *v: Any) -> dict:
-        """A new look's book came with no pages: its pictures at every depth (once per look)."""
+        """A new look's book came with no pages: its pictures at every depth, and the scatter's
+        colourings (once per look)."""
         if key is None or not held or json.loads(held).get("pages"):
-            return {book: gr.skip()}
-        return {book: book_value(embeddings.depth_book(ctx.wb.handle(key), params_of(v)))}
+            return kit.skip([book, colors])
+        ph, p = ctx.wb.handle(key), params_of(v)
+        return {book: book_value(embeddings.depth_book(ph, p)), colors: colors_value(embeddings.color_book(ph, p))}
 
     @safe
     def show_scatter(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return {scatter: None}
-        return {scatter: embeddings.scatter(ctx.wb.handle(key), params_of(v))}
+            return {scatter: None, colors: gr.skip()}
+        ch = embeddings.scatter(ctx.wb.handle(key), params_of(v))
+        return {scatter: ch.scatter, colors: colors_value(ch.book)}
 
     outs = [*shown.values(), depth, book]
     ctx.on_show(tab, show, ins, outs)
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
     depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden").then(
-        show_scatter, ins, scatter, show_progress="hidden",
+        show_scatter, ins, [scatter, colors], show_progress="hidden",
         js=web.after_paint("#emb-pictures img"))
     for img in (pca_img, sim_img):
         img.select(click, [ctx.key], clicked).then(show_similarity, ins, [*shown_click.values(), book],
                                                     show_progress="hidden")
     # A book with no pages (a new photo, model or clicked patch) is filled once its pictures are painted.
-    book.change(fill_book, [book, *ins], book, show_progress="hidden", js=web.after_paint("#emb-pictures img"))
-    color_by.change(show_scatter, ins, scatter, show_progress="hidden")
+    book.change(fill_book, [book, *ins], [book, colors], show_progress="hidden", js=web.after_paint("#emb-pictures img"))
+    color_by.change(show_scatter, ins, [scatter, colors], show_progress="hidden")

@@ -169,3 +169,26 @@ def test_grid_lines_and_numbers_swap_the_servers_grid_at_once(server, tiny16):
             _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, lines, indices))], by_page=True)
         page.wait_for_timeout(800)  # the server's answer: the same file
         _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, True, True))], by_page=False)
+
+
+# The scatter's first trace as drawn (plotly's full data: typed arrays decoded): its colours, colour scale, colour-bar title and hover text.
+TRACE_JS = """() => { const t = document.querySelector('#emb-scatter .js-plotly-plot')._fullData[0];
+  return { color: Array.from(t.marker.color), scale: JSON.stringify(t.marker.colorscale),
+           title: t.marker.colorbar.title.text, hover: t.hovertemplate, n: t.x.length }; }"""
+
+
+def test_the_colour_by_choice_recolours_the_scatter_in_the_page_as_the_server_would(server, tiny16):
+    url, wb = server
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Embeddings")
+        page.wait_for_selector("#emb-scatter .js-plotly-plot .scatterlayer .point")
+        wait_flip_pages(page, "emb-color", 3)
+        ph = _photo(wb, tiny16)
+        for choice in ("rollout", "column", "row"):
+            page.locator("#emb-color").get_by_text(choice, exact=True).click()
+            drawn = page.evaluate(TRACE_JS)  # at once: the page's restyle
+            want = embeddings.scatter_figure(tiny16, embeddings.data(ph), 0, choice).data[0]
+            assert drawn["title"] == want.marker.colorbar.title.text and drawn["hover"] == want.hovertemplate
+            assert np.allclose(drawn["color"], np.asarray(want.marker.color, float)), choice
+            page.wait_for_timeout(1000)  # the server's figure for the same choice: the same trace
+            assert page.evaluate(TRACE_JS) == drawn, choice

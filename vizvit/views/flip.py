@@ -37,15 +37,27 @@ def page_key(*values: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Chart:
+    """A chart target's page: a whole figure (plotly.js react: a small chart, e.g. one top-5), or
+    `restyle`, a change to trace `trace` of the figure shown (the same points coloured another way:
+    a much smaller page than the figure when the figure carries data the change leaves alone)."""
+
+    figure: Any = None  # a plotly Figure
+    restyle: Mapping[str, Any] | None = None  # attribute -> new value, for trace `trace`
+    trace: int = 0
+
+
+@dataclass(frozen=True)
 class Flipbook:
-    """Pictures for positions of `controls`, each page {target field: picture (H, W, 3) uint8}.
+    """Pictures (or charts) for positions of `controls`, each page {target field: picture (H, W, 3)
+    uint8, or a Chart}.
 
     merge: the page adds these pages to the ones it holds of the same look (views seen so far)
     instead of replacing them."""
 
     look: str
     controls: tuple[str, ...]
-    pages: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
+    pages: Mapping[str, Mapping[str, "np.ndarray | Chart"]] = field(default_factory=dict)
     merge: bool = False
 
     @property

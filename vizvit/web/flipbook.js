@@ -36,18 +36,44 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const keyOf = (b, ev) => b.controls.map((id) => valueOf(id, ev)).join('|');
   const imgOf = (id) => document.querySelector('#' + id + ' img');
 
-  // Show book b's page `key`; true if it has one.
+  // A chart page, as Gradio's own plot component draws a figure (its PlotlyPlot: responsive,
+  // autosize, a top margin for a titled chart with a label), or a restyle of one trace.
+  const drawChart = (id, v) => {
+    const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+    if (!gd || !window.Plotly) return null;
+    if (v.restyle) {
+      const update = Object.fromEntries(Object.entries(v.restyle).map(([k, val]) => [k, [val]]));
+      return window.Plotly.restyle(gd, update, [v.trace]);
+    }
+    const e = JSON.parse(v.figure);
+    e.config = e.config || {};
+    e.config.responsive = true;
+    e.layout.autosize = true;
+    e.layout.margin ??= {};
+    if (e.layout.title && v.show_label) e.layout.margin.t = Math.max(100, e.layout.margin.t || 0);
+    e.layout.margin.autoexpand = true;
+    return window.Plotly.react(gd, e.data, e.layout, e.config);
+  };
+
+  // Show book b's page `key`: a promise per target drawn (the picture decoded, the chart drawn),
+  // or null if the book has no such page.
   const draw = (b, key) => {
     const page = b.pages[key];
-    if (!page) return false;
-    for (const [id, path] of Object.entries(page)) {
-      const img = imgOf(id), url = fileUrl(path);
+    if (!page) return null;
+    const done = [];
+    for (const [id, v] of Object.entries(page)) {
+      if (typeof v !== 'string') {  // a chart: drawn once per move (a restyle is not idempotent to time)
+        if (b.charted[id] !== key) { b.charted[id] = key; done.push(drawChart(id, v)); }
+        continue;
+      }
+      const img = imgOf(id), url = fileUrl(v);
       if (img && img.getAttribute('src') !== url) {
         img.src = url;
         img.dataset.flipped = url;  // the browser tests and the latency benchmark read this
+        done.push(img.decode());
       }
     }
-    return true;
+    return done.filter(Boolean);
   };
   // The position to show: the user's last move (b.want: a number box leads its range until Gradio
   // has copied it over), or the controls as they are.
@@ -76,10 +102,11 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     const b = raw.merge && old && old.look === raw.look
       ? { ...old, pages: { ...old.pages, ...raw.pages } }
       : { look: raw.look, controls: raw.controls, pages: { ...raw.pages }, urls: new Set(), held: [],
-          want: old && old.look === raw.look ? old.want : null };
+          want: old && old.look === raw.look ? old.want : null, charted: {} };
     // Fetch and decode every new picture now (kept alive, so a swap is drawn from memory).
     for (const page of Object.values(raw.pages)) {
       for (const path of Object.values(page)) {
+        if (typeof path !== 'string') continue;  // a chart
         const url = fileUrl(path);
         if (b.urls.has(url)) continue;
         b.urls.add(url);
@@ -100,14 +127,14 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const handedOn = new WeakSet();
   const waiting = [];
   const release = () => { while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); } };
-  const handOn = (e, imgs) => {
+  const handOn = (e, drawn) => {
     e.stopImmediatePropagation();
     const again = e instanceof MouseEvent
       ? new MouseEvent(e.type, { bubbles: true, cancelable: true, clientX: e.clientX, clientY: e.clientY })
       : new Event(e.type, { bubbles: true });
     handedOn.add(again);
     waiting.push([e.target, again]);
-    const decoded = Promise.all(imgs.map((i) => i.decode().catch(() => null)));
+    const decoded = Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null)));
     const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(release, 0)));
     Promise.race([decoded, new Promise((r) => setTimeout(r, 300))]).then(later, later);
   };
@@ -120,7 +147,8 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     for (const b of Object.values(books)) {
       if (!b.controls.some((id) => t.closest('#' + id))) continue;
       b.want = keyOf(b, e);
-      if (draw(b, b.want) && e.isTrusted) handOn(e, Object.keys(b.pages[b.want]).map(imgOf).filter(Boolean));
+      const drawn = draw(b, b.want);
+      if (drawn && e.isTrusted) handOn(e, drawn);
       return;
     }
   };
@@ -145,7 +173,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       const url = drawMark(m, rc);
       img.src = url;
       img.dataset.flipped = url;
-      handOn(e, [img]);
+      handOn(e, [img.decode()]);
       return;
     }
   }, true);
