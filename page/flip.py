@@ -9,13 +9,15 @@ for that position brings: the answer then changes nothing on screen.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 import numpy as np
 import plotly.io
 
 from vizvit import web
+
+from .kit import safe, skip
 
 from vizvit.views.flip import Chart, Flipbook, Marks
 
@@ -55,3 +57,16 @@ def marks_for_page(name: str, marks: Marks, target: gr.Image) -> str:
                        "base": target.postprocess(marks.base).path, "mark": target.postprocess(marks.mark).path,
                        "offset": list(marks.offset), "step": list(marks.step), "cells": list(marks.cells),
                        "at": list(marks.at) if marks.at else None})
+
+
+def filled_later(book: gr.HTML, fill: Callable[..., dict], inputs: list, outputs: list,
+                 after: str | None = None) -> None:
+    """A book that comes with no pages (a new look: its first answer stays fast) is filled by
+    fill(*inputs) -> {output: value} once, after the pictures under CSS `after` are painted."""
+    @safe
+    def run(held: str | None, *values: Any) -> dict:
+        if not held or json.loads(held).get("pages"):
+            return skip(outputs)  # filled already (this very answer), or no book
+        return fill(*values)
+
+    book.change(run, [book, *inputs], outputs, show_progress="hidden", js=web.after_paint(after) if after else None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import gradio as gr
@@ -113,20 +112,18 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return flip.for_page("emb-color", b, {"scatter": scatter}, named)
 
     @safe
-    def fill_book(held: str | None, key: PhotoKey | None, *v: Any) -> dict:
-        """A new look's book came with no pages: its pictures at every depth, and the scatter's
-        colourings (once per look)."""
-        if key is None or not held or json.loads(held).get("pages"):
-            return kit.skip([book, colors])
-        ph, p = ctx.wb.handle(key), params_of(v)
-        return {book: book_value(embeddings.depth_book(ph, p)), colors: colors_value(embeddings.color_book(ph, p))}
-
-    @safe
     def show_scatter(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return {scatter: None, colors: gr.skip()}
         ch = embeddings.scatter(ctx.wb.handle(key), params_of(v))
         return {scatter: ch.scatter, colors: colors_value(ch.book)}
+
+    def fill_book(key: PhotoKey | None, *v: Any) -> dict:
+        """The pictures at every depth, and the scatter's colourings."""
+        if key is None:
+            return kit.skip([book, colors])
+        ph, p = ctx.wb.handle(key), params_of(v)
+        return {book: book_value(embeddings.depth_book(ph, p)), colors: colors_value(embeddings.color_book(ph, p))}
 
     outs = [*shown.values(), depth, book]
     ctx.on_show(tab, show, ins, outs)
@@ -138,5 +135,5 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         img.select(click, [ctx.key], clicked).then(show_similarity, ins, [*shown_click.values(), book],
                                                     show_progress="hidden")
     # A book with no pages (a new photo, model or clicked patch) is filled once its pictures are painted.
-    book.change(fill_book, [book, *ins], [book, colors], show_progress="hidden", js=web.after_paint("#emb-pictures img"))
+    flip.filled_later(book, fill_book, ins, [book, colors], after="#emb-pictures img")
     color_by.change(show_scatter, ins, [scatter, colors], show_progress="hidden")

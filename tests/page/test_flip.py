@@ -5,6 +5,7 @@ older answer never replaces it."""
 from __future__ import annotations
 
 import base64
+import json
 import time
 
 import numpy as np
@@ -15,7 +16,7 @@ from browser import FLIPPED_JS, click_pixel, page_at, served_path, upload, uploa
 from tiny import EXAMPLES
 from vizvit.images import image_sha1, load_image
 from vizvit.session import PhotoKey
-from vizvit.views import embeddings, experiments, patches, positions
+from vizvit.views import embeddings, experiments, inside, patches, positions
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
 DEPTH_IDS = {"pca": "emb-pca", "maps": "emb-maps", "similarity": "emb-sim"}
@@ -192,3 +193,31 @@ def test_the_colour_by_choice_recolours_the_scatter_in_the_page_as_the_server_wo
             assert np.allclose(drawn["color"], np.asarray(want.marker.color, float)), choice
             page.wait_for_timeout(1000)  # the server's figure for the same choice: the same trace
             assert page.evaluate(TRACE_JS) == drawn, choice
+
+
+BARS_JS = """() => { const gd = document.querySelector('#lens-top5 .js-plotly-plot');
+  return [gd.layout.title.text, JSON.stringify(gd._fullData.map((t) => [Array.from(t.x), Array.from(t.y)]))]; }"""
+
+
+def test_the_logit_lens_depth_swaps_in_the_servers_chart_for_each_depth(server, tiny16):
+    url, wb = server
+    L = tiny16.geometry.num_layers
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Inside")
+        page.wait_for_selector("#lens-top5 .js-plotly-plot")
+        wait_flip_pages(page, "lens", L + 1)
+        ph = _photo(wb, tiny16)
+        rng = page.locator("#lens-depth input[type=range]")
+        rng.focus()
+        for d in range(L - 1, -1, -1):
+            rng.press("ArrowLeft")
+            title, bars = page.evaluate(BARS_JS)  # at once: the page's chart
+            want = inside.depth_top5(ph, d)
+            assert title == want.layout.title.text, (d, title)
+            assert json.loads(bars)[0][1] == list(want.data[0].y), d  # the same five classes, in order
+        page.wait_for_timeout(1000)  # the server's chart for depth 0: the same bars
+        assert page.evaluate(BARS_JS)[1] == bars
+        # A row of the table sets the slider (and the server draws that depth).
+        page.locator("#lens-table").get_by_text(str(L), exact=True).first.click()
+        page.wait_for_function(f"() => document.querySelector('#lens-top5').innerText.includes('Readout at depth {L} ')")
+        assert page.locator("#lens-depth input[type=range]").input_value() == str(L)

@@ -23,6 +23,7 @@ from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
 from ..session import HEAD_IMPORTANCE, LOGIT_LENS, Photo, PhotoKey
+from . import flip
 from .common import status_line, top5_figure
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
@@ -297,12 +298,15 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
 # ------------------------------------------------------------------ tab entry points
 @dataclass(frozen=True)
 class InsideParams:
-    """The tab's controls that change what opening it shows: none (the heads switched off are in
-    the session's key, ph.key.ablation)."""
+    """The tab's controls that change what opening it shows (the heads switched off are in the
+    session's key, ph.key.ablation)."""
+
+    depth: int | None = None  # the logit lens's readout depth (None: the last)
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> "InsideParams":
-        return cls()
+        d = v.get("depth")
+        return cls(depth=None if d is None else int(d))
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,10 @@ class InsidePage:
     lens_table: list[list[str]]  # LENS_HEADERS, one row per depth; empty without a classifier
     lens_plot: go.Figure | None
     lens_text: str
-    depth_top5: go.Figure | None  # nothing until a depth is clicked
+    depth_top5: go.Figure | None  # the readout at `depth` (None without a classifier)
+    depth: int  # the lens depth shown (0..L)
+    num_layers: int  # the depth slider's top
+    lens_book: flip.Flipbook  # no pages yet (lens_book fills them)
     grid: np.ndarray  # layers × heads, the switched-off ones crossed out
     top5: go.Figure | None
     ablate_text: str
@@ -324,8 +331,25 @@ def show(ph: Photo, p: InsideParams) -> InsidePage:
     """On open: the lens (none without a classifier) and the ablation grid with the top-5."""
     lp, ab = (lens_panel(ph) if ph.vm.has_classifier else None), ablation_panel(ph)
     rows, fig, text = (lp.rows, lp.figure, lp.text) if lp else ([], None, NO_LENS_TEXT)
-    return InsidePage(lens_table=rows, lens_plot=fig, lens_text=text, depth_top5=None, grid=ab.grid, top5=ab.top5,
-                      ablate_text=ab.text, heads=format_heads(ph.key.ablation.heads), mode=ph.key.ablation.mode)
+    L = ph.vm.geometry.num_layers
+    depth = L if p.depth is None else min(max(int(p.depth), 0), L)
+    return InsidePage(lens_table=rows, lens_plot=fig, lens_text=text, depth_top5=depth_top5(ph, depth) if lp else None,
+                      depth=depth, num_layers=L, lens_book=flip.empty(repr(ph.key), LENS_CONTROLS), grid=ab.grid,
+                      top5=ab.top5, ablate_text=ab.text, heads=format_heads(ph.key.ablation.heads),
+                      mode=ph.key.ablation.mode)
+
+
+LENS_CONTROLS = ("depth",)
+
+
+def lens_book(ph: Photo) -> flip.Flipbook:
+    """The readout's top-5 at every depth (~7 KB a chart), for the page to swap as the depth moves.
+    No pages without a classifier (no lens)."""
+    if not ph.vm.has_classifier:
+        return flip.empty(repr(ph.key), LENS_CONTROLS)
+    pages = {flip.page_key(d): {"depth_top5": flip.Chart(figure=depth_top5(ph, d))}
+             for d in range(ph.vm.geometry.num_layers + 1)}
+    return flip.Flipbook(repr(ph.key), LENS_CONTROLS, pages)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const drawChart = (id, v) => {
     const gd = document.querySelector('#' + id + ' .js-plotly-plot');
     if (!gd || !window.Plotly) return null;
+    guardChart(gd, id);
     if (v.restyle) {
       const update = Object.fromEntries(Object.entries(v.restyle).map(([k, val]) => [k, [val]]));
       return window.Plotly.restyle(gd, update, [v.trace]);
@@ -52,7 +53,25 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     e.layout.margin ??= {};
     if (e.layout.title && v.show_label) e.layout.margin.t = Math.max(100, e.layout.margin.t || 0);
     e.layout.margin.autoexpand = true;
-    return window.Plotly.react(gd, e.data, e.layout, e.config);
+    drawing = true;  // this react is ours: not an older answer's
+    try { return window.Plotly.react(gd, e.data, e.layout, e.config); } finally { drawing = false; }
+  };
+  // The charts' side of "an older answer never replaces the user's last move": after Gradio draws
+  // an answer's figure, a book whose page for the user's last move is another chart draws it again.
+  let drawing = false;
+  const guardChart = (gd, id) => {
+    if (gd.__flipGuard) return;
+    gd.__flipGuard = true;
+    gd.on('plotly_react', () => {
+      if (drawing) return;
+      for (const b of Object.values(books)) {
+        const key = b.want === null ? null : wanted(b);
+        const v = key !== null && b.pages[key] && b.pages[key][id];
+        if (!v || typeof v === 'string') continue;
+        const same = v.figure ? JSON.stringify(gd.data) === JSON.stringify(JSON.parse(v.figure).data) : false;
+        if (!same) drawChart(id, v);  // a restyle is put back in any case: it is cheap and idempotent
+      }
+    });
   };
 
   // Show book b's page `key`: a promise per target drawn (the picture decoded, the chart drawn),
@@ -77,7 +96,12 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   };
   // The position to show: the user's last move (b.want: a number box leads its range until Gradio
   // has copied it over), or the controls as they are.
-  const wanted = (b) => b.want ?? keyOf(b);
+  // Once nothing is held, a control the server has moved since (a clicked table row, a deep link)
+  // is the new word: the user's last move is forgotten.
+  const wanted = (b) => {
+    if (b.want !== null && !waiting.length && b.want !== keyOf(b)) b.want = null;
+    return b.want ?? keyOf(b);
+  };
 
   // Marks (flip.Marks): a picture with a mark on one cell; a click on another cell is drawn here
   // from the picture without the mark and the mark alone, both the server's pixels.
