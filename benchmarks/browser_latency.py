@@ -519,13 +519,17 @@ def experiments_events(page, t: Timer, repeat: int, geo) -> None:
 
 
 def inside_events(page, t: Timer, repeat: int) -> None:
-    """Inside: a depth of the logit lens (a row of its table)."""
+    """Inside: a depth of the logit lens (its slider, a row of its table)."""
     page.get_by_role("tab", name="Inside").click()
     settle(page, 2000)
     scroll_to(page, "lens-table")
     for i in range(repeat):
+        t.measure("inside: logit-lens depth slider", "lens-top5", range_key(page, "lens-depth", "ArrowLeft"),
+                  chart=f"Readout at depth {11 - i} ")
+        settle(page, 800)
+    for i in range(repeat):
         d = 3 + i % 8
-        cell = page.locator("#lens-table").get_by_text(str(d), exact=True).first  # the depth column
+        cell = page.locator(f"#lens-table [data-row='{d}'][data-col='0']")  # the depth column
         t.measure("inside: logit-lens depth (table row)", "lens-top5", lambda c=cell: c.click(),
                   chart=f"Readout at depth {d} ")
         settle(page, 800)

@@ -41,12 +41,14 @@ def _page_value(target: gr.components.Component, value: "np.ndarray | Chart") ->
 def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Component], controls: dict[str, gr.components.Component]) -> str:
     """The book as the page script reads it: the controls' and targets' elem ids (from the page's
     field -> component maps) and each picture's path in Gradio's cache."""
-    missing = [c for c in book.controls if c not in controls] + [t for t in book.targets if t not in targets]
+    missing = ([c for c in book.controls if c not in controls] + [t for t in book.targets if t not in targets]
+               + [r for r in [book.rows] if r is not None and r not in {**targets, **controls}])
     if missing:
         raise KeyError(f"flipbook {name!r}: no component for {missing}")
     pages = {key: {targets[t].elem_id: _page_value(targets[t], pic) for t, pic in page.items()}
              for key, page in book.pages.items()}
-    return json.dumps({"name": name, "look": book.look, "merge": book.merge,
+    rows = None if book.rows is None else {**targets, **controls}[book.rows].elem_id
+    return json.dumps({"name": name, "look": book.look, "merge": book.merge, "rows": rows,
                        "controls": [controls[c].elem_id for c in book.controls], "pages": pages})
 
 

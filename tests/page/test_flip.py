@@ -217,7 +217,10 @@ def test_the_logit_lens_depth_swaps_in_the_servers_chart_for_each_depth(server, 
             assert json.loads(bars)[0][1] == list(want.data[0].y), d  # the same five classes, in order
         page.wait_for_timeout(1000)  # the server's chart for depth 0: the same bars
         assert page.evaluate(BARS_JS)[1] == bars
-        # A row of the table sets the slider (and the server draws that depth).
-        page.locator("#lens-table").get_by_text(str(L), exact=True).first.click()
-        page.wait_for_function(f"() => document.querySelector('#lens-top5').innerText.includes('Readout at depth {L} ')")
+        # A row of the table sets the slider, drawn at once too.
+        page.locator(f"#lens-table [data-row='{L}'][data-col='0']").click()
+        assert page.evaluate(BARS_JS)[0] == inside.depth_top5(ph, L).layout.title.text
         assert page.locator("#lens-depth input[type=range]").input_value() == str(L)
+        page.wait_for_timeout(1000)  # and the server agrees
+        assert page.evaluate(BARS_JS)[0] == inside.depth_top5(ph, L).layout.title.text
+        assert page.locator("#lens-depth input[type=number]").input_value() == str(L)

@@ -59,6 +59,7 @@ class Flipbook:
     controls: tuple[str, ...]
     pages: Mapping[str, Mapping[str, "np.ndarray | Chart"]] = field(default_factory=dict)
     merge: bool = False
+    rows: str | None = None  # a table field: a click on its row k sets the one control to k, in the page
 
     @property
     def targets(self) -> tuple[str, ...]:

@@ -349,7 +349,7 @@ def lens_book(ph: Photo) -> flip.Flipbook:
         return flip.empty(repr(ph.key), LENS_CONTROLS)
     pages = {flip.page_key(d): {"depth_top5": flip.Chart(figure=depth_top5(ph, d))}
              for d in range(ph.vm.geometry.num_layers + 1)}
-    return flip.Flipbook(repr(ph.key), LENS_CONTROLS, pages)
+    return flip.Flipbook(repr(ph.key), LENS_CONTROLS, pages, rows="lens_table")  # row k of the table: depth k
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     const old = books[raw.name];
     const b = raw.merge && old && old.look === raw.look
       ? { ...old, pages: { ...old.pages, ...raw.pages } }
-      : { look: raw.look, controls: raw.controls, pages: { ...raw.pages }, urls: new Set(), held: [],
+      : { look: raw.look, controls: raw.controls, rows: raw.rows, pages: { ...raw.pages }, urls: new Set(), held: [],
           want: old && old.look === raw.look ? old.want : null, charted: {} };
     // Fetch and decode every new picture now (kept alive, so a swap is drawn from memory).
     for (const page of Object.values(raw.pages)) {
@@ -202,7 +202,39 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     }
   }, true);
 
-  // An answer that puts another page of a book on screen (sent for a position the user has left
+  // The table's own cell selection (on pointer down) costs a frame's worth of work before the
+  // page can paint: a read-only table whose rows a book reads needs none.
+  for (const type of ['pointerdown', 'mousedown']) {
+    document.addEventListener(type, (e) => {
+      const t = e.target;
+      if (!(t instanceof Element)) return;
+      if (Object.values(books).some((b) => b.rows && t.closest('#' + b.rows + ' [data-row]'))) e.stopImmediatePropagation();
+    }, true);
+  }
+    // A click on row k of a book's table sets its one control to k: drawn here, then the control's
+  // events go to Gradio (after the paint) as if the user had moved it.
+  document.addEventListener('click', (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || !e.isTrusted) return;
+    for (const b of Object.values(books)) {
+      const cell = b.rows && t.closest('#' + b.rows + ' [data-row]');
+      const range = cell && document.querySelector('#' + b.controls[0] + ' input[type=range]');
+      if (!range) continue;
+      // The table's own click (its select event, a round trip that sets the same control) would
+      // hold the paint back: the control's events below carry the change instead.
+      e.stopImmediatePropagation();
+      range.value = cell.dataset.row;
+      b.want = keyOf(b);
+      const drawn = draw(b, b.want) || [];
+      const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+        for (const type of ['input', 'change']) { const ev = new Event(type, { bubbles: true }); handedOn.add(ev); range.dispatchEvent(ev); }
+      }, 0)));
+      Promise.race([Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null))), new Promise((r) => setTimeout(r, 300))]).then(later, later);
+      return;
+    }
+  }, true);
+
+    // An answer that puts another page of a book on screen (sent for a position the user has left
   // since) is replaced by the page of the user's last move, before it paints. (A new position set
   // by the server, a new photo or a deep link, comes with a new book, which forgets b.want.)
   new MutationObserver((records) => {
