@@ -19,7 +19,7 @@ from vizvit import web
 
 from .kit import safe, skip
 
-from vizvit.views.flip import Chart, Flipbook, Marks
+from vizvit.views.flip import Chart, Flipbook, Marks, set_key
 
 
 def component(name: str) -> gr.HTML:
@@ -42,13 +42,20 @@ def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Compone
     """The book as the page script reads it: the controls' and targets' elem ids (from the page's
     field -> component maps) and each picture's path in Gradio's cache."""
     missing = ([c for c in book.controls if c not in controls] + [t for t in book.targets if t not in targets]
-               + [r for r in [book.rows] if r is not None and r not in {**targets, **controls}])
+               + [r for r in [book.rows, *((book.toggle.target, book.toggle.box) if book.toggle else ())]
+                  if r is not None and r not in {**targets, **controls}])
     if missing:
         raise KeyError(f"flipbook {name!r}: no component for {missing}")
     pages = {key: {targets[t].elem_id: _page_value(targets[t], pic) for t, pic in page.items()}
              for key, page in book.pages.items()}
-    rows = None if book.rows is None else {**targets, **controls}[book.rows].elem_id
-    return json.dumps({"name": name, "look": book.look, "merge": book.merge, "rows": rows,
+    every = {**targets, **controls}
+    rows = None if book.rows is None else every[book.rows].elem_id
+    tg = book.toggle
+    toggle = None if tg is None else {
+        "target": every[tg.target].elem_id, "cell": tg.cell, "cells": list(tg.cells),
+        "state": None if tg.state is None else set_key(tg.state), "box": None if tg.box is None else every[tg.box].elem_id,
+        "prefix": tg.prefix}
+    return json.dumps({"name": name, "look": book.look, "merge": book.merge, "rows": rows, "toggle": toggle,
                        "controls": [controls[c].elem_id for c in book.controls], "pages": pages})
 
 

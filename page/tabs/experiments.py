@@ -61,6 +61,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
     mask_info = gr.Markdown(elem_id="mask-info")
     mask = gr.State(())  # row-major patch ids
+    # The masks seen so far, swapped in by the page when a click comes back to one; the page writes
+    # the mask after each click in mask_box (the click's answer may come after the next click).
+    mask_book = flip.component("mask")
+    mask_box = gr.Textbox(visible="hidden", elem_id="mask-box")
     ctx.links.update(dx=dx, dy=dy, mask=mask)
     seed = gr.State(0)  # random-mask draws, one more per click
 
@@ -85,10 +89,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                  mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info, mask_top5=mask_top5)
     read = kit.reader(named)
     ins = [ctx.key, *named.values()]
-    shift_outs, mask_outs = [*shown_shift.values(), book], list(shown_mask.values())
+    shift_outs, mask_outs = [*shown_shift.values(), book], [*shown_mask.values(), mask_book]
 
     def book_value(b: Flipbook) -> str:
         return flip.for_page("shift", b, shown_shift, named)
+
+    def mask_value(b: Flipbook) -> str:
+        return flip.for_page("mask", b, {**shown_mask, "box": mask_box}, named)
 
     def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
         return experiments.ExperimentsParams.from_controls({**read(v), **changed})
@@ -100,7 +107,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         page = experiments.show(wb.handle(key), params(v))
         lo, hi = page.shift_limits
         return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi),
-                book: book_value(page.shift_book)}
+                book: book_value(page.shift_book), mask_book: mask_value(page.mask_book)}
 
     @safe
     def show_shift(key: PhotoKey | None, *v: Any) -> dict:
@@ -110,8 +117,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         panel = experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill)
         return {**kit.values(panel, shown_shift), book: book_value(panel.book)}
 
-    def mask_views(key: PhotoKey, m: tuple[int, ...], md: str) -> dict:
-        return kit.values(experiments.mask_panel(wb.handle(key), m, md), shown_mask)
+    def mask_views(key: PhotoKey, m: tuple[int, ...], md: str, clicked: bool = False) -> dict:
+        ph = wb.handle(key)
+        panel = experiments.mask_panel(ph, m, md)
+        return {**kit.values(panel, shown_mask), mask_book: mask_value(experiments.mask_book(ph, m, md, panel, clicked))}
 
     @safe
     def show_mask(key: PhotoKey | None, *v: Any) -> dict:
@@ -123,11 +132,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # A toggle or a mask button answers in ONE event (the new mask and its views), not a state
     # event and a .then(): each event costs the page a queue round trip and Gradio's own work.
     @safe
-    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, evt: gr.SelectData) -> dict:
+    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, written: str, evt: gr.SelectData) -> dict:
         if key is None:
             return kit.skip([mask, *mask_outs])
-        m = experiments.toggle_at(wb.handle(key), m, evt.index[0], evt.index[1])
-        return {mask: m, **mask_views(key, m, md)}
+        ph = wb.handle(key)
+        # The page's own mask after this click, if it wrote one (it has seen every click before it).
+        new = experiments.page_mask(written, ph.vm.geometry)
+        m = experiments.toggle_at(ph, m, evt.index[0], evt.index[1]) if new is None else new
+        return {mask: m, **mask_views(key, m, md, clicked=True)}
 
     def action(name: str) -> Callable:
         @safe
@@ -158,7 +170,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 else:
                     yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
 
-    outs = [*shown.values(), dx, dy, book]
+    outs = [*shown.values(), dx, dy, book, mask_book]
     ctx.on_show(tab, show, ins, outs)
     # input (user moves or types), not change: on_show's range update must not re-run it.
     # always_last: while dragging, one forward in flight, then the latest value.
@@ -166,7 +178,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         ev(show_shift, ins, shift_outs, show_progress="hidden", trigger_mode="always_last")
 
     mode.change(show_mask, ins, mask_outs, show_progress="hidden")
-    mask_grid.select(click, [ctx.key, mask, mode], [mask, *mask_outs], show_progress="hidden")
+    # always_last: a click while one is answered is sent after it (Gradio's default drops it);
+    # clicks in between are carried by the mask the page writes in mask_box.
+    mask_grid.select(click, [ctx.key, mask, mode, mask_box], [mask, *mask_outs], show_progress="hidden",
+                     trigger_mode="always_last")
     for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
                       (b_bottom, "bottom")):
         btn.click(action(name), [ctx.key, mask, percent, seed, mode], [mask, seed, *mask_outs],

@@ -14,6 +14,7 @@ import pytest
 from appserver import page_name, serving
 from browser import FLIPPED_JS, click_pixel, page_at, served_path, upload, upload_and_open, wait_flip_pages, wait_image
 from tiny import EXAMPLES
+from vizvit import render
 from vizvit.images import image_sha1, load_image
 from vizvit.session import PhotoKey
 from vizvit.views import embeddings, experiments, inside, patches, positions
@@ -224,3 +225,48 @@ def test_the_logit_lens_depth_swaps_in_the_servers_chart_for_each_depth(server, 
         page.wait_for_timeout(1000)  # and the server agrees
         assert page.evaluate(BARS_JS)[0] == inside.depth_top5(ph, L).layout.title.text
         assert page.locator("#lens-depth input[type=number]").input_value() == str(L)
+
+
+def test_masks_seen_before_come_back_at_once_and_quick_clicks_are_never_lost(server, tiny16, monkeypatch):
+    url, wb = server
+    g = tiny16.geometry
+    cell = g.patch_size * render.display_scale(g)
+    ids = ["mask-grid", "masked-view"]
+
+    def files(mask: tuple[int, ...]) -> list[str]:
+        panel = experiments.mask_panel(_photo(wb, tiny16), mask, "drop")
+        return [served_path(panel.grid), served_path(panel.masked)]
+
+    def click(r: int, c: int) -> None:
+        click_pixel(page, "mask-grid", (c + 0.5) * cell, (r + 0.5) * cell)
+
+    a, b, c, d = (2, 3), (5, 7), (9, 1), (11, 12)
+    ia, ib, ic, id_ = (r * g.grid[1] + col for r, col in (a, b, c, d))
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Experiments")
+        wait_flip_pages(page, "mask", 1)
+        click(*a)  # a new mask: the server's answer (one forward)
+        wait_flip_pages(page, "mask", 2)
+        page.wait_for_timeout(300)
+        _shows(page, ids, files((ia,)), by_page=False)
+        click(*a)  # back to no mask: the page's own copy, at once
+        _shows(page, ids, files(()), by_page=True)
+        click(*a)
+        _shows(page, ids, files((ia,)), by_page=True)
+        page.wait_for_timeout(800)
+        # Three new patches inside one round trip (the first one's answer held back a second):
+        # Gradio sends only the last click held meanwhile, which must carry every click before it.
+        panel_of = experiments.mask_panel
+
+        def slow(ph_, m, mode="drop"):
+            if m and ib in m and ic not in m:
+                time.sleep(1.0)
+            return panel_of(ph_, m, mode)
+
+        monkeypatch.setattr(experiments, "mask_panel", slow)
+        click(*b)
+        page.wait_for_timeout(200)
+        click(*c)
+        click(*d)
+        page.wait_for_timeout(2500)
+        _shows(page, ids, files(tuple(sorted((ia, ib, ic, id_)))), by_page=False)

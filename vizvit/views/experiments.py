@@ -247,6 +247,36 @@ def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: f
     raise UserError(f"Unknown mask action {action!r}.")
 
 
+MASK_CONTROLS = ("mode",)
+
+
+def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPanel, clicked: bool = False) -> flip.Flipbook:
+    """The mask pictures just drawn, for the page to keep (a toggle back to a mask seen before is
+    then drawn at once), and the click rule: a click toggles the patch under it (toggle_at). The
+    page keeps its own mask through clicks (clicked: this answer is a click's, maybe not the last)."""
+    g = ph.vm.geometry
+    mask = clean_mask(mask, g)
+    toggle = flip.Toggle("grid", g.patch_size * render.display_scale(g), g.grid, None if clicked else mask, box="box",
+                         prefix=PAGE_MASK)
+    return flip.Flipbook(repr(ph.key), MASK_CONTROLS, {flip.page_key(mode, flip.set_key(mask)): {"grid": panel.grid,
+                                                                                                "masked": panel.masked}},
+                         merge=True, toggle=toggle)
+
+
+PAGE_MASK = "m:"  # what the page writes before the mask, so an empty mask differs from none written
+
+
+def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
+    """The mask the page wrote with a click ("m:3,17"; "m:" for none), or None when it wrote none."""
+    text = (text or "").strip()
+    if not text.startswith(PAGE_MASK):
+        return None
+    try:
+        return clean_mask([int(t) for t in text[len(PAGE_MASK):].split(",") if t.strip()], g)
+    except ValueError:
+        raise UserError(f"A mask is patch numbers separated by commas, not {text!r}.") from None
+
+
 def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:
     vm = ph.vm
     g = vm.geometry
@@ -485,10 +515,12 @@ class ExperimentsPage:
     masked_view: np.ndarray
     mask_info: str
     mask_top5: go.Figure | None
+    mask_book: flip.Flipbook
 
 
 def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
     """On open: the shift sliders' range, the shifted view and the masked view."""
     limits = shift_limits(ph)
     s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
-    return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5)
+    return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5,
+                           mask_book(ph, p.mask, p.mode, m))

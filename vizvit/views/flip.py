@@ -47,6 +47,26 @@ class Chart:
     trace: int = 0
 
 
+def set_key(ids: "tuple[int, ...] | list[int]") -> str:
+    """A set of cell ids as a key part: sorted, comma-separated ("" for none)."""
+    return ",".join(str(int(i)) for i in sorted(ids))
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """A click on the target picture toggles the clicked cell in a set, as the server's click does:
+    the cell is the click's pixel over `cell` px (row-major id r·cols + c). The set is the key's
+    last part (set_key). state: the set the server holds now (None: keep the page's own, which
+    has seen every click, where this answer may be older than the last one)."""
+
+    target: str  # a field of the view's page
+    cell: float  # px of a cell on the target picture
+    cells: tuple[int, int]  # (rows, cols)
+    state: tuple[int, ...] | None = None
+    box: str | None = None  # a control field the page writes the set into before the click goes on
+    prefix: str = ""  # written before the set in `box` (so an empty set differs from none written)
+
+
 @dataclass(frozen=True)
 class Flipbook:
     """Pictures (or charts) for positions of `controls`, each page {target field: picture (H, W, 3)
@@ -60,6 +80,7 @@ class Flipbook:
     pages: Mapping[str, Mapping[str, "np.ndarray | Chart"]] = field(default_factory=dict)
     merge: bool = False
     rows: str | None = None  # a table field: a click on its row k sets the one control to k, in the page
+    toggle: Toggle | None = None
 
     @property
     def targets(self) -> tuple[str, ...]:

@@ -33,7 +33,8 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     const inp = el.querySelector('input, textarea');
     return inp ? inp.value : null;
   };
-  const keyOf = (b, ev) => b.controls.map((id) => valueOf(id, ev)).join('|');
+  // A book with a toggle (flip.Toggle) keys its pages by the set the page holds too, last.
+  const keyOf = (b, ev) => b.controls.map((id) => valueOf(id, ev)).concat(b.toggle ? [b.state] : []).join('|');
   const imgOf = (id) => document.querySelector('#' + id + ' img');
 
   // A chart page, as Gradio's own plot component draws a figure (its PlotlyPlot: responsive,
@@ -127,6 +128,10 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       ? { ...old, pages: { ...old.pages, ...raw.pages } }
       : { look: raw.look, controls: raw.controls, rows: raw.rows, pages: { ...raw.pages }, urls: new Set(), held: [],
           want: old && old.look === raw.look ? old.want : null, charted: {} };
+    // The set a toggle book holds: the server's word when it gives one (a new photo, a button),
+    // else the page's own (it has seen every click; this answer may be an older click's).
+    b.toggle = raw.toggle || null;
+    if (b.toggle) b.state = raw.toggle.state ?? (old && old.look === raw.look ? old.state : '');
     // Fetch and decode every new picture now (kept alive, so a swap is drawn from memory).
     for (const page of Object.values(raw.pages)) {
       for (const path of Object.values(page)) {
@@ -211,6 +216,32 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       if (Object.values(books).some((b) => b.rows && t.closest('#' + b.rows + ' [data-row]'))) e.stopImmediatePropagation();
     }, true);
   }
+    // A click on a toggle book's picture: the cell under it toggles in the page's set (as the
+  // server's click toggles it), the set goes to the box for the server, and a page for the new
+  // set is drawn at once (the click then goes on to Gradio after the paint).
+  document.addEventListener('click', (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || handedOn.has(e) || !e.isTrusted) return;
+    for (const b of Object.values(books)) {
+      const tg = b.toggle, img = tg && t.closest('#' + tg.target) && t.closest('#' + tg.target).querySelector('img');
+      if (!img || !img.naturalWidth) continue;
+      const n = img.getBoundingClientRect(), s = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
+      const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * s) / 2) / s);
+      const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * s) / 2) / s);
+      const r = Math.floor(y / tg.cell), c = Math.floor(x / tg.cell);
+      if (x < 0 || y < 0 || r >= tg.cells[0] || c >= tg.cells[1]) return;  // off the grid: the server says so
+      const id = r * tg.cells[1] + c, set = new Set(b.state ? b.state.split(',').map(Number) : []);
+      if (set.has(id)) set.delete(id); else set.add(id);
+      b.state = [...set].sort((p, q) => p - q).join(',');
+      const box = tg.box && document.querySelector('#' + tg.box + ' textarea, #' + tg.box + ' input');
+      if (box) { box.value = tg.prefix + b.state; box.dispatchEvent(new Event('input', { bubbles: true })); }
+      b.want = keyOf(b);
+      const drawn = draw(b, b.want);
+      if (drawn) handOn(e, drawn);
+      return;
+    }
+  }, true);
+
     // A click on row k of a book's table sets its one control to k: drawn here, then the control's
   // events go to Gradio (after the paint) as if the user had moved it.
   document.addEventListener('click', (e) => {
