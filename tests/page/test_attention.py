@@ -128,6 +128,54 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         page.wait_for_selector("#attn-distance:has-text('probing-vits')")
 
 
+CANVAS_RGB = """(cv) => {
+  const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+  const rgb = new Uint8Array(cv.width * cv.height * 3);
+  for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
+  let s = '';
+  for (let i = 0; i < rgb.length; i += 0x8000) s += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
+  return [cv.width, cv.height, btoa(s)];
+}"""
+
+# The picture on screen, when the page drew it: the canvas it was drawn on (its pixels), checked to
+# be what the <img> shows (the same JPEG encoding of it). null: the <img> shows something else.
+SHOWN_JS = """() => {
+  const A = window.__vizvitAttn, img = document.querySelector('#attn-main img'), cv = A.state.canvas;
+  const src = img && img.getAttribute('src');
+  if (!cv || !A.state.drawn || src !== A.state.drawn.src || cv.toDataURL('image/jpeg', 0.92) !== src) return null;
+  return [img.dataset.drawn, (%s)(cv)];
+}""" % CANVAS_RGB
+
+
+def _shown(page) -> tuple[str, np.ndarray] | None:
+    """(the controls' key it was drawn for, its RGB pixels) of the page-drawn main map on screen."""
+    got = page.evaluate(SHOWN_JS)
+    if got is None:
+        return None
+    key, (w, h, data) = got
+    return key, np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+
+
+# From now on, in order (window.__attnLog): each src the main map's <img> takes ("page": drawn
+# here, else the server's URL), each time Gradio's slider takes a value (it restyles its range
+# input: "gradio"), and each event the page sends to the server's queue ("sent").
+WATCH_JS = """() => {
+  window.__attnLog = [];
+  const img = document.querySelector('#attn-main img'), log = window.__attnLog;
+  const mo = new MutationObserver((records) => { for (const r of records) {
+    if (r.attributeName === 'style') { log.push('gradio'); continue; }
+    const s = img.getAttribute('src'); log.push(s.startsWith('data:') ? 'page' : s); } });
+  mo.observe(img, { attributes: true, attributeFilter: ['src'] });
+  for (const r of document.querySelectorAll('#attn-layer input[type=range], #attn-head input[type=range]'))
+    mo.observe(r, { attributes: true, attributeFilter: ['style'] });
+  const fetch0 = window.fetch;
+  window.fetch = function (...args) {
+    if (String(args[0] && args[0].url || args[0]).includes('queue/join')) log.push('sent');
+    return fetch0.apply(this, args);
+  };
+}"""
+
+
 FRAME_JS = """([layer, head, show, query]) => {
   const A = window.__vizvitAttn, b = A.state.book;
   const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show));
@@ -256,3 +304,33 @@ def test_a_new_photo_while_the_attention_tab_is_open_redraws_it(url):
         page.locator("#upload button[aria-label='Clear']").first.click()
         upload(page, str(EXAMPLES / "coffee.jpg"))
         assert wait_image(page, "attn-main", first, timeout_ms=30_000) != first
+
+
+def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(url, tiny16):
+    """The number box is a way of setting the slider like the range: the page draws the map for the
+    typed layer (or head) itself, the server's very picture, before the event goes to the server
+    (whose handling would hold the paint back), and no picture comes from the server."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    g = tiny16.geometry
+    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    with page_at(url) as page:
+        upload_and_open(page, photo, "Attention")
+        wait_image(page, "attn-main")
+        page.wait_for_function(book % "b.highlight === null")
+        page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+        page.evaluate(WATCH_JS)
+        for elem, value, key, readout, p in [
+                ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ap.AttnParams(layer=1)),
+                ("attn-head", 2, f"1|2|{ap.ONE_HEAD}", "Layer 1 · head 2 ", ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD))]:
+            page.evaluate("() => { window.__attnLog.length = 0; }")
+            page.locator(f"#{elem} input[type=number]").fill(str(value))
+            page.wait_for_function("(k) => document.querySelector('#attn-main img').dataset.drawn === k", arg=key)
+            shown = _shown(page)
+            assert shown is not None and shown[0] == key, (elem, shown and shown[0])
+            _agree(shown[1], ap.main_panel(tiny16, a, p).image, g, p)
+            page.wait_for_selector(f"#attn-readout:has-text('{readout}')")
+            log = page.evaluate("() => window.__attnLog")
+            # Drawn first, and only then handed to Gradio: its handling holds a paint back ~100 ms.
+            assert log[:1] == ["page"] and "gradio" in log and "sent" in log, (elem, log)
+            assert set(log) == {"page", "gradio", "sent"}, (elem, log)  # no picture from the server

@@ -260,8 +260,9 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // handling of an event keeps this large page busy for ~100 ms, and an <img> only paints once
   // the page is idle. So the user's event is held for two frames (the new picture is painted in
   // the first) and then dispatched again, unchanged, to Gradio, which asks the server for the readout,
-  // the grid and the strip. The slider's number box is left alone (its value reaches the range
-  // input only after Gradio's handler: drawn then, see below).
+  // the grid and the strip. A layer or head typed in the slider's number box is drawn the same
+  // way: its value goes to the range input at once (Gradio would put it there only after its own
+  // handling of the event, ~100 ms later), then the event is handed on.
   const handedOn = new WeakSet();
   const waiting = [];  // [target, event] handed on but not yet dispatched, in order
   const dispatchWaiting = () => {
@@ -285,10 +286,23 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   for (const type of ['pointerdown', 'keydown', 'click']) {
     document.addEventListener(type, (e) => { if (!handedOn.has(e)) dispatchWaiting(); }, true);
   }
+  // A number typed in a slider's box -> that slider's range input, when it is a value the range
+  // holds exactly (a whole number within its bounds; "" or "1" on the way to "12" of 6 layers is
+  // not: the server hears of it, as before). Returns whether it was taken.
+  const typed = (box) => {
+    const r = box.closest('#attn-layer, #attn-head').querySelector('input[type=range]');
+    const v = Number(box.value);
+    if (!r || box.value.trim() === '' || !Number.isInteger(v) || v < Number(r.min) || v > Number(r.max)) return false;
+    r.value = String(v);
+    return true;
+  };
   const onInput = (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e)) return;
     const range = t.matches('#attn-layer input[type=range], #attn-head input[type=range]');
+    const inBox = e.type === 'input' && t.matches('#attn-layer input[type=number], #attn-head input[type=number]');
+    const box = inBox && st.book && e.isTrusted && typed(t);
+    if (inBox && !box) dispatchWaiting();  // it goes to Gradio now: after the events still held
     const radio = t.matches('#attn-show input[type=radio]');
     if (t.closest('#attn-head')) st.pick = st.book ? st.book.style.one_head : null;
     else if (radio && t.checked) st.pick = t.value;
@@ -296,7 +310,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (t.closest('#attn-head, #attn-show')) st.pickAt = performance.now();
     draw();
     setTimeout(draw, 0);
-    if ((range || radio) && st.book && e.isTrusted) handOn(e, t);
+    if ((range || radio || box) && st.book && e.isTrusted) handOn(e, t);
   };
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
