@@ -334,3 +334,142 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
             # Drawn first, and only then handed to Gradio: its handling holds a paint back ~100 ms.
             assert log[:1] == ["page"] and "gradio" in log and "sent" in log, (elem, log)
             assert set(log) == {"page", "gradio", "sent"}, (elem, log)  # no picture from the server
+
+
+def _is_on_screen(page, vm, a, p: ap.AttnParams) -> None:
+    """The main map on screen is the server's picture for p: drawn in the page (its canvas, pixel for
+    pixel), or the very JPEG file the server makes of main_panel's picture."""
+    want = ap.main_panel(vm, a, p).image
+    src = page.locator("#attn-main img").first.get_attribute("src")
+    if src.startswith("data:"):
+        shown = _shown(page)
+        assert shown is not None and shown[0] == f"{p.layer}|{p.head}|{p.show}", (p, shown and shown[0])
+        _agree(shown[1], want, vm.geometry, p)
+        return
+    from PIL import Image
+    from gradio import processing_utils
+
+    got = page.evaluate("""async (src) => { const b = new Uint8Array(await (await fetch(src)).arrayBuffer());
+      let s = ''; for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+      return btoa(s); }""", src)
+    assert base64.b64decode(got) == processing_utils.encode_pil_to_bytes(Image.fromarray(want), "jpeg"), p
+
+
+def _page_state(page) -> dict:
+    """What the page shows when every answer is in: the controls, the readout, and the main map
+    (page-drawn: the canvas behind the <img> and the book's query)."""
+    return page.evaluate("""() => {
+      const A = window.__vizvitAttn, num = (id) => Number(document.querySelector('#' + id + ' input[type=range]').value);
+      return { layer: num('attn-layer'), head: num('attn-head'),
+               show: [...document.querySelectorAll('#attn-show input:checked')].map((i) => i.value),
+               readout: document.querySelector('#attn-readout').innerText,
+               highlight: A.state.book && A.state.book.highlight, drawn: document.querySelector('#attn-main img').dataset.drawn };
+    }""")
+
+
+# The next event the page sends to the server's queue leaves the page `ms` later (in the page:
+# window.fetch held), so events sent after it reach the server first.
+DELAY_NEXT_SEND_JS = """(ms) => {
+  if (!window.__fetch0) {
+    window.__fetch0 = window.fetch;
+    window.fetch = function (...args) {
+      const wait = window.__sendDelay;
+      if (!wait || !String(args[0] && args[0].url || args[0]).includes('queue/join')) return window.__fetch0.apply(this, args);
+      window.__sendDelay = 0;
+      return new Promise((r) => setTimeout(r, wait)).then(() => window.__fetch0.apply(this, args));
+    };
+  }
+  window.__sendDelay = ms;
+}"""
+
+BOOK_READY = ("() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; "
+              "return b && !window.__vizvitAttn.state.pending && %s; }")
+
+
+def _opened_at_layer_2(page, photo: str) -> None:
+    upload_and_open(page, photo, "Attention")
+    wait_image(page, "attn-main")
+    page.wait_for_function(BOOK_READY % "b.highlight === null")
+    page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+
+
+def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(url, tiny16):
+    """Arrow keys on the layer slider, then a click on the map, inside one round trip, the slider's
+    event reaching the server last (held back: Gradio's "always_last", or the network). At the end the
+    readout names the clicked patch and the layer shown, and the map on screen is the server's picture
+    for that state."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    g = tiny16.geometry
+    px = g.patch_size * render.display_scale(g)
+    with page_at(url) as page:
+        _opened_at_layer_2(page, photo)
+        page.evaluate(DELAY_NEXT_SEND_JS, 700)
+        rng = page.locator("#attn-layer input[type=range]")
+        for key in ("ArrowLeft", "ArrowRight", "ArrowLeft"):
+            rng.press(key)
+        click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
+        page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
+        page.wait_for_timeout(2500)  # every answer is in
+        s = _page_state(page)
+        assert s["layer"] == 1 and s["show"] == ["mean"], s
+        assert "Layer 1 · mean" in s["readout"] and "patch (row 2, col 5)" in s["readout"], s
+        assert s["highlight"] == [2, 5], s
+        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5)))
+
+
+def test_an_older_answer_reaching_the_server_last_is_dropped(url, tiny16):
+    """A layer change, then a fusion click, the layer's event reaching the server last: its answer
+    (the readout, grid and strip of the mean, from before the click) must not land over the fusion's."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    with page_at(url) as page:
+        _opened_at_layer_2(page, photo)
+        page.evaluate(DELAY_NEXT_SEND_JS, 700)
+        page.locator("#attn-layer input[type=range]").press("ArrowLeft")
+        page.locator("#attn-show").get_by_text("max", exact=True).click()
+        page.wait_for_selector("#attn-readout:has-text('Layer 1 · max')")
+        page.wait_for_timeout(2500)  # the layer's answer is in
+        s = _page_state(page)
+        assert s["layer"] == 1 and s["show"] == ["max"], s
+        assert "Layer 1 · max" in s["readout"], s
+        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, show="max"))
+
+
+def _shows_one_state(page, vm, a) -> dict:
+    """Once every answer is in: the readout names the controls shown (and the book's query), and the
+    map on screen is the server's picture for them."""
+    s = _page_state(page)
+    assert len(s["show"]) == 1, s
+    q = tuple(s["highlight"]) if s["highlight"] else None
+    p = ap.AttnParams(layer=s["layer"], head=s["head"], show=s["show"][0], query=q)
+    what = f"head {p.head} " if p.show == ap.ONE_HEAD else f"{p.show} of"
+    assert f"Layer {p.layer} · {what}" in s["readout"], s
+    assert ("[CLS]" if q is None else f"patch (row {q[0]}, col {q[1]})") in s["readout"], s
+    _is_on_screen(page, vm, a, p)
+    return s
+
+
+def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url, tiny16, monkeypatch):
+    """A grid click sets the layer, head and heads choice when its answer lands; a layer change made
+    before that (its event gathered the controls as they were) must not leave a readout for other
+    controls than the ones the page then shows."""
+    import time
+
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    t = ap.grid_tile(tiny16.geometry)
+    change = ap.change
+
+    def slow(*args, **kw):  # an answer slow enough to act before it lands
+        time.sleep(0.5)
+        return change(*args, **kw)
+
+    with page_at(url) as page:
+        _opened_at_layer_2(page, photo)
+        monkeypatch.setattr(ap, "change", slow)
+        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)  # (layer 1, head 2)
+        page.locator("#attn-layer input[type=range]").press("ArrowLeft")
+        page.wait_for_selector("#attn-readout:has-text('Layer 1')")
+        page.wait_for_timeout(3000)  # every answer is in
+        _shows_one_state(page, tiny16, a)
