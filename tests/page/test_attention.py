@@ -473,3 +473,37 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
         page.wait_for_selector("#attn-readout:has-text('Layer 1')")
         page.wait_for_timeout(3000)  # every answer is in
         _shows_one_state(page, tiny16, a)
+
+
+def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_server_does(url, tiny16):
+    """A constructed book whose maps sit on the boundaries between two colour rows ((k + ½)/255 of the
+    range, and one float32 step either side): the page's picture of every map is map_image's, pixel
+    for pixel (gray at full opacity: a pixel is its colour row, so a row off by one anywhere fails)."""
+    g = tiny16.geometry
+    n_l, n_k = g.num_layers, g.num_heads + len(ap.FUSIONS)
+    p = ap.AttnParams(alpha=1.0, cmap="gray")
+    rng = np.random.default_rng(0)
+    ranges = [(0.0, 1.0), (0.001, 0.0213), (0.0, 0.0051), (0.002, 0.5)]
+    maps, lo_hi = np.zeros((n_l, n_k, *g.grid), np.float32), np.zeros((n_l, n_k, 2))
+    for m in range(n_l * n_k):
+        lo, hi = ranges[m % len(ranges)]
+        mids = (lo + (hi - lo) * (np.arange(65) + 0.5) / 255).astype(np.float32)
+        vals = np.concatenate([np.nextafter(mids, -np.inf), mids, np.nextafter(mids, np.inf), [hi]]).astype(np.float32)
+        maps[m // n_k, m % n_k] = rng.permutation(vals).reshape(g.grid)
+        lo_hi[m // n_k, m % n_k] = lo, hi
+    height = render.display_scale(g) * g.image_size[0]
+    marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
+    bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
+    book = ap.MapBook(maps, lo_hi, None, bars, p, np.zeros((n_l, *g.grid), bool))
+    photo = str(EXAMPLES / "chelsea.jpg")
+    view = vizvit.analyze(tiny16, vizvit.load_image(photo)).input_view
+    with page_at(url) as page:
+        upload_and_open(page, photo, "Attention")
+        page.wait_for_function(BOOK_READY % "b.highlight === null")
+        page.evaluate("(t) => window.__vizvitAttn.setBook(t)", ap.book_for_page(book, view, g, photo="constructed"))
+        page.wait_for_function(BOOK_READY % "b.photo === 'constructed'")
+        shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+        for l in range(n_l):
+            for k, (head, show) in enumerate(shows):
+                want = ap.map_image(view, maps[l, k], g, p, lo_hi=tuple(lo_hi[l, k]), marks=marks)
+                _agree(_page_frame(page, l + 1, head, show), want, g, (l, k))

@@ -738,6 +738,14 @@ def look(p: AttnParams) -> str:
                     if f.name not in ("layer", "head", "show", "query", "distance_norm", "shared_scale"))
 
 
+def book_index(book: MapBook) -> np.ndarray:
+    """(L, H + F, gh, gw) uint8: each map's colour-table rows, as map_image's render.overlay paints them
+    (render.color_index of the map under its colour range)."""
+    n_l, n_k = book.maps.shape[:2]
+    return np.stack([np.stack([render.color_index(book.maps[l, k], *book.lo_hi[l, k]) for k in range(n_k)])
+                     for l in range(n_l)])
+
+
 def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "") -> str:
     """The MapBook as the page's script reads it: ONE JSON string (Gradio's page copies an output
     value on every event, and a nested value costs one copy per list: 48 000 copies, ~150 ms, for
@@ -753,7 +761,9 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
         "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
         "grid": list(g.grid), "size": [h, w], "scale": s, "style": page_style(),
         "width": s * w + render.BAR_GAP + render.BAR_WIDTH + render.BAR_PAD + bar_text_width(),
-        "maps": base64.b64encode(book.maps.astype("<f4").tobytes()).decode(),
+        # Each map as the colour-table rows its patches are painted with (render.color_index, with its
+        # colour range): all the page's drawing reads of a map's values (L·K·gh·gw bytes, not floats).
+        "index": base64.b64encode(book_index(book).tobytes()).decode(),
         "lo_hi": book.lo_hi.reshape(-1).tolist(),
         "keep": None if book.keep is None else base64.b64encode(book.keep.astype(np.uint8).tobytes()).decode(),
         "bars": book.bars, "alpha": p.alpha, "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode(),

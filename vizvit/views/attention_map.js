@@ -33,36 +33,39 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     c.width = w; c.height = h;
     const x = c.getContext('2d');
     x.drawImage(img, 0, 0);
-    return { ...b, view: x.getImageData(0, 0, w, h).data, maps: new Float32Array(bytes(b.maps).buffer),
+    return { ...b, view: x.getImageData(0, 0, w, h).data, index: bytes(b.index),
              keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut) };
   };
 
   const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
+  // render.color_index: the colour-table row of value v in the range lo … hi (numpy rounds half to even).
+  const colorIndex = (v, lo, hi) => roundHalfEven((hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0) * 255);
 
-  // The map (l, k) of the book: its values, colour range, τ mask and colour-bar labels.
+  // The map (l, k) of the book: its colour-table rows (computed by the server), colour range, τ mask
+  // and colour-bar labels.
   const bookMap = (b, layer, head, show) => {
     const [gh, gw] = b.grid, K = b.heads + b.fusions.length, n = gh * gw;
     const one = b.style.one_head, f = b.fusions.indexOf(show), k = show === one ? head - 1 : b.heads + f;
     if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== one && f < 0)
         || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
-    return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
+    return { index: b.index.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
              keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight,
              art: b.artifacts[layer - 1] };
   };
 
   // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
-  // with_colorbar). Returns the canvas.
+  // with_colorbar). The map: its colour-table rows (mp.index: a book's), or its values (mp.vals: a
+  // clicked query's, from the matrix). Returns the canvas.
   const render = (b, mp) => {
     const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw, S = b.style;
-    const { vals, lo, hi, keep, bars } = mp;
+    const { index, vals, lo, hi, keep, bars } = mp;
     // cv2.addWeighted(heat, α, view, 1 − α): float32 weights and sums, rounded half to even.
     const fa = Math.fround(b.alpha), fb = Math.fround(1 - b.alpha);
-    // Each patch's colour (render.colorize: index = round(clip((v - lo) / (hi - lo)) · 255)).
+    // Each patch's colour (render.colorize: the lut's row render.color_index).
     const tile = new Uint8Array(3 * n);
     for (let i = 0; i < n; i++) {
-      const t = hi > lo ? Math.min(1, Math.max(0, (vals[i] - lo) / (hi - lo))) : 0;
-      const j = Math.round(t * 255);
+      const j = index ? index[i] : colorIndex(vals[i], lo, hi);
       tile.set(b.lut.subarray(3 * j, 3 * j + 3), 3 * i);
     }
     // At model-input size: cv2.addWeighted(heat, α, view, 1 − α) rounded; outside τ: view · DIM.
@@ -115,8 +118,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const bw = S.bar, bx = w * s + S.gap, bar = new ImageData(bw, H);
     for (let row = 0; row < H; row++) {
       const val = H > 1 ? hi - (hi - lo) * row / (H - 1) : hi;
-      const t = hi > lo ? Math.min(1, Math.max(0, (val - lo) / (hi - lo))) : 0;
-      const j = 3 * Math.round(t * 255);
+      const j = 3 * colorIndex(val, lo, hi);
       for (let xx = 0; xx < bw; xx++) {
         const o = 4 * (row * bw + xx);
         bar.data[o] = b.lut[j]; bar.data[o + 1] = b.lut[j + 1]; bar.data[o + 2] = b.lut[j + 2]; bar.data[o + 3] = 255;
@@ -239,7 +241,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const setBook = async (text) => {
     const seq = ++st.seq;
     const raw = text ? JSON.parse(text) : null;
-    if (!raw || !raw.maps) { st.book = null; st.pending = false; return; }
+    if (!raw || !raw.index) { st.book = null; st.pending = false; return; }
     st.pending = true;
     let b;
     try { b = await decode(raw); } catch (err) { if (seq === st.seq) { st.pending = false; st.book = null; } return; }
