@@ -27,7 +27,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             # vizvit/views/attention_map.js draws layer, head and fusion changes from it with no round trip.
             book = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset(ap.PAGE_SCRIPT),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
-            # The matrix behind the shown map, with every picture: a click on the map is drawn at once.
+            # Each patch's map as the query (the matrix behind the shown map, as the server paints it),
+            # with every picture: a click on the map is drawn at once.
             matrix = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_matrix.js"),
                              visible="hidden", elem_id="attn-matrix", apply_default_css=False)
             with gr.Row():

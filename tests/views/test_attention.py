@@ -366,3 +366,31 @@ def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):
     v = ap.attention_view(vm, a, ap.AttnParams(tau=0.6))
     assert v.main.ndim == 3
 
+
+
+def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny16, families, cat):
+    """QueryBook entry i (what the page paints for a click on patch i) is main_panel's map for that
+    query: its colour rows, its colour range (the query and the artifact tokens left out) and its τ
+    mask, for rows and columns, raw and rolled out, both scales the page draws, registers too."""
+    cases = [ap.AttnParams(layer=2), ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD, direction="column", tau=0.5),
+             ap.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3)]
+    for vm in (tiny16, families["dinov2_reg"]):
+        g = vm.geometry
+        a = vizvit.analyze(vm, cat)
+        for p in cases:
+            qb = ap.query_book(a, p)
+            page = json.loads(ap.matrix_for_page(a, p))
+            assert base64.b64decode(page["index"]) == qb.index.tobytes(), (vm.id, p)
+            for i in range(g.num_patches):
+                rc = divmod(i, g.grid[1])
+                q = dataclasses.replace(p, query=rc)
+                main = ap.main_panel(vm, a, q)
+                out = ap.excluded(ap.artifact_stack(a, q)[q.layer - 1], q)
+                lo, hi = ap.map_range(main.values, q.scale, rc, None, out, ap.range_floor(g))
+                assert tuple(qb.lo_hi[i]) == (lo, hi), (vm.id, q)
+                assert qb.index[i].tolist() == _color_rows(main.values, lo, hi), (vm.id, q)
+                if p.tau > 0:
+                    assert (qb.keep[i] == A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()).all(), q
+                else:
+                    assert qb.keep is None
+    assert ap.query_book(a, ap.AttnParams(scale="fixed across layers and heads")) is None  # the server draws
