@@ -507,3 +507,16 @@ def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_serve
             for k, (head, show) in enumerate(shows):
                 want = ap.map_image(view, maps[l, k], g, p, lo_hi=tuple(lo_hi[l, k]), marks=marks)
                 _agree(_page_frame(page, l + 1, head, show), want, g, (l, k))
+
+
+def test_a_deep_link_to_a_layer_head_and_query_ends_with_the_servers_picture_for_it(url, tiny16):
+    """Values the server sets (a deep link) may be drawn by the server, but the tab must end with the
+    right picture: the readout and the map on screen both for the link's layer, head and query."""
+    a = vizvit.analyze(tiny16, vizvit.load_image(str(EXAMPLES / "chelsea.jpg")))
+    with page_at(url + "?example=chelsea&tab=attention&layer=1&head=2&query=2,5") as page:
+        page.wait_for_selector("#attn-readout:has-text('Layer 1 · head 2 ')", timeout=60_000)
+        page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
+        page.wait_for_function(BOOK_READY % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5")
+        page.wait_for_timeout(1500)  # every answer is in
+        s = _shows_one_state(page, tiny16, a)
+        assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [ap.ONE_HEAD], [2, 5]), s
