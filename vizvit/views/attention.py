@@ -782,10 +782,10 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
 
 
 def page_style() -> dict[str, object]:
-    """The constants the page's drawing (attention_map.js) shares with map_image and map_range:
-    the colour bar's layout and words, the τ dimming, the names of the controls' choices."""
-    return {**render.colorbar_style(), "dim": DIM, "mark": UNIFORM_MARK, "one_head": ONE_HEAD,
-            "zero_to_max": ATTN_SCALES[0], "own_range": ATTN_SCALES[1], "row": DIRECTIONS[0]}
+    """The constants the page's drawing (attention_map.js) shares with map_image: the colour bar's
+    layout and words, the τ dimming, the name of the "one head" choice. (A clicked query's colour
+    range and τ mask come computed, in matrix_for_page: the scale and direction names are not needed.)"""
+    return {**render.colorbar_style(), "dim": DIM, "mark": UNIFORM_MARK, "one_head": ONE_HEAD}
 
 
 @dataclass(frozen=True)
