@@ -310,6 +310,11 @@ def range_key(page, elem_id: str, key: str) -> Callable[[], None]:
     return lambda: page.locator(f"#{elem_id} input[type=range]").press(key)
 
 
+def number_box(page, elem_id: str, value: int) -> Callable[[], None]:
+    """Type a value into a gr.Slider's number box (fill: one input event, as a paste or a probe)."""
+    return lambda: page.locator(f"#{elem_id} input[type=number]").fill(str(value))
+
+
 def click_pixel(page, elem_id: str, px: float, py: float, natural: tuple[int, int] | None = None) -> Callable[[], None]:
     """Click pixel (px, py) of the <img>'s own pixels (it is drawn centred, object-fit contain).
     `natural`: the picture's size, when it must not be read now (a new picture is loading)."""
@@ -432,6 +437,9 @@ def attention_events(page, t: Timer, repeat: int, cell: float) -> None:
     # "back to [CLS]", which returns to a picture the page has already loaded, as a person would.
     for _ in range(repeat):
         t.measure("attention: layer slider", "attn-main", range_key(page, "attn-layer", "ArrowLeft"))
+        settle(page)
+    for i in range(repeat):  # a layer not shown yet: 2, 3, ... (the slider went 12 -> 12 - repeat)
+        t.measure("attention: layer number box", "attn-main", number_box(page, "attn-layer", 2 + i % 8))
         settle(page)
     for i in range(repeat):
         range_key(page, "attn-layer", "ArrowRight")()

@@ -116,6 +116,18 @@ def test_mass_threshold_keeps_the_smallest_set():
         A.mass_threshold(v, 0.0)
 
 
+def test_mass_thresholds_of_a_stack_are_each_maps_own_and_equal_weights_go_by_patch_number():
+    # Equal weights: the lower patch number first, so a map's mask does not depend on its neighbours.
+    flat = torch.tensor([[0.25, 0.25, 0.25, 0.25], [0.1, 0.4, 0.1, 0.4], [0.0, 0.0, 0.0, 1.0]])
+    assert A.mass_thresholds(flat, 0.5).tolist() == [[True, True, False, False], [False, True, False, True],
+                                                     [False, False, False, True]]
+    rng = torch.Generator().manual_seed(0)
+    maps = torch.rand(50, 7, 7, generator=rng).round(decimals=1)  # many ties
+    for tau in (0.2, 0.5, 0.9, 1.0):
+        stack = A.mass_thresholds(maps.reshape(50, -1), tau)
+        assert all(torch.equal(stack[i].reshape(7, 7), A.mass_threshold(maps[i], tau)) for i in range(50)), tau
+
+
 # ------------------------------------------------------------------ relevance
 def ref_chefer(atts: list[np.ndarray], grads: list[np.ndarray]) -> np.ndarray:
     n = atts[0].shape[-1]

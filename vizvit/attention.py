@@ -232,12 +232,18 @@ def attention_distance(att: torch.Tensor, g: Geometry, norm: DistanceNorm = "ren
 def mass_threshold(values: torch.Tensor, tau: float) -> torch.Tensor:
     """(gh, gw) non-negative map -> bool mask of the smallest set of patches that holds
     at least a fraction `tau` of the total mass (DINO's attention threshold)."""
+    return mass_thresholds(values.reshape(1, -1), tau).reshape(values.shape)
+
+
+def mass_thresholds(values: torch.Tensor, tau: float) -> torch.Tensor:
+    """(Q, P) maps, one a row -> (Q, P) bool: mass_threshold of each row, in one sort. Of equal
+    weights the lower patch number is kept first (a stable sort), so a map's mask is the same alone
+    or in a stack (the page gets every clicked query's mask at once: views.attention.query_book)."""
     if not 0 < tau <= 1:
         raise UserError("The mass threshold τ must be in (0, 1].")
-    flat = values.flatten().float().clamp_min(0)
-    order = flat.argsort(descending=True)
-    cum = flat[order].cumsum(0)
-    k = int((cum < tau * cum[-1]).sum()) + 1  # first prefix whose mass reaches tau
-    keep = torch.zeros_like(flat, dtype=torch.bool)
-    keep[order[:min(k, flat.numel())]] = True
-    return keep.reshape(values.shape)
+    flat = values.float().clamp_min(0)
+    order = flat.argsort(dim=1, descending=True, stable=True)
+    cum = flat.gather(1, order).cumsum(1)
+    k = (cum < tau * cum[:, -1:]).sum(1) + 1  # first prefix whose mass reaches tau
+    ranked = torch.arange(flat.shape[1]).expand_as(flat) < k[:, None]
+    return torch.zeros_like(flat, dtype=torch.bool).scatter_(1, order, ranked)

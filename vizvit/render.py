@@ -83,18 +83,30 @@ def lut(cmap: str) -> np.ndarray:
     return (cm(np.linspace(0.0, 1.0, 256))[:, :3] * 255).round().astype(np.uint8)
 
 
+def color_index(values: np.ndarray, vmin: "float | np.ndarray | None" = None,
+                vmax: "float | np.ndarray | None" = None) -> np.ndarray:
+    """Floats -> the uint8 row of the colour table (lut) that colorize paints each one with:
+    round(clip((v - lo) / (hi - lo), 0, 1) · 255), rounded half to even (0 where hi <= lo).
+    vmin/vmax default to the values' own finite range; arrays give each map of a stack its own
+    (broadcast against values, e.g. (Q, 1, 1) for (Q, gh, gw)). NaN gets the middle row (colorize
+    paints it grey instead). The page gets these rows for the attention maps it draws
+    (views.attention: book_for_page, matrix_for_page), so its pixels are these, not a port."""
+    v = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(v)
+    lo = float(np.min(v[finite])) if vmin is None and finite.any() else (0.0 if vmin is None else vmin)
+    hi = float(np.max(v[finite])) if vmax is None and finite.any() else (1.0 if vmax is None else vmax)
+    span = np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # where hi <= lo: 0, as a flat map
+        scaled = np.where(span > 0, (v - lo) / np.where(span > 0, span, 1.0), 0.0)
+    return (np.clip(np.nan_to_num(scaled, nan=0.5), 0.0, 1.0) * 255).round().astype(np.uint8)
+
+
 def colorize(values: np.ndarray, cmap: str = "inferno", vmin: float | None = None,
              vmax: float | None = None) -> np.ndarray:
     """(h, w) floats -> (h, w, 3) uint8. vmin/vmax default to the map's own range.
     NaN is drawn mid-grey."""
-    v = np.asarray(values, dtype=np.float64)
-    finite = np.isfinite(v)
-    lo = float(np.min(v[finite])) if vmin is None and finite.any() else (vmin or 0.0)
-    hi = float(np.max(v[finite])) if vmax is None and finite.any() else (vmax if vmax is not None else 1.0)
-    scaled = (v - lo) / (hi - lo) if hi > lo else np.zeros_like(v)
-    idx = (np.clip(np.nan_to_num(scaled, nan=0.5), 0.0, 1.0) * 255).round().astype(np.uint8)
-    out = lut(cmap)[idx]
-    out[~finite] = 128
+    out = lut(cmap)[color_index(values, vmin, vmax)]
+    out[~np.isfinite(np.asarray(values, dtype=np.float64))] = 128
     return out
 
 

@@ -13,6 +13,7 @@ from vizvit.views import attention as ap
 
 from .. import kit
 from ..kit import Ctx, safe
+from ..ordered import AnswerOrder
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
@@ -26,7 +27,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             # vizvit/views/attention_map.js draws layer, head and fusion changes from it with no round trip.
             book = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset(ap.PAGE_SCRIPT),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
-            # The matrix behind the shown map, with every picture: a click on the map is drawn at once.
+            # Each patch's map as the query (the matrix behind the shown map, as the server paints it),
+            # with every picture: a click on the map is drawn at once.
             matrix = gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("attn_matrix.js"),
                              visible="hidden", elem_id="attn-matrix", apply_default_css=False)
             with gr.Row():
@@ -92,6 +94,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
     query = gr.State(None)  # (row, col) or None for [CLS]
+    # The tab's view events run in one line, and an answer older than one already given is dropped
+    # (page/ordered.py): a held-back slider event never lands over a newer click's answer.
+    order = AnswerOrder("attention")
     # Every control by the AttnParams field it sets: handlers read them by name (no positional splices).
     named = dict(layer=layer, head=head, show=show, mode=mode, query=query, direction=direction, discard=discard,
                  alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared, summary=summary, discard_mode=discard_mode,
@@ -104,9 +109,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     shown_change = dict(main=main_img, readout=readout, grid=grid, strip=strip, matrix=matrix)
     shown = dict(**shown_change, distance=dist, book=book)
 
-    def params(v: tuple, **changed: Any) -> ap.AttnParams:
-        """The controls' values (in `controls` order) as AttnParams, with `changed` fields replaced."""
-        return ap.AttnParams.from_controls({**read(v), **changed})
+    def params(v: tuple | dict, **changed: Any) -> ap.AttnParams:
+        """The controls' values (in `controls` order, or by name) as AttnParams, with `changed` fields replaced."""
+        return ap.AttnParams.from_controls({**(v if isinstance(v, dict) else read(v)), **changed})
 
     @safe
     def opened(key: PhotoKey | None, *v: Any) -> dict:
@@ -133,44 +138,58 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             out[book] = ch.book
         return out
 
+    # The line's handlers: `stamp` first (AnswerOrder); an older event than one answered changes nothing.
     @safe
-    def redraw(key: PhotoKey | None, *v: Any) -> dict:
+    def redraw(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
         """A layer, fusion or shared-scale change: the page draws the main map."""
-        return kit.skip(view_outs) if key is None else views(key, params(v), drawn_in_page=True)
+        c = None if key is None else order.take(stamp, read(v))
+        if c is None:
+            return kit.skip(view_outs)
+        return {**views(key, params(c), drawn_in_page=True), **order.answered(stamp)}
 
     @safe
-    def relook(key: PhotoKey | None, *v: Any) -> dict:
+    def relook(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
         """Any other control: a new picture and a new book."""
-        return kit.skip([*view_outs, book]) if key is None else views(key, params(v), with_book=True)
+        c = None if key is None else order.take(stamp, read(v))
+        if c is None:
+            return kit.skip([*view_outs, book])
+        return {**views(key, params(c), with_book=True), **order.answered(stamp)}
 
     @safe
-    def redraw_one_head(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
+    def redraw_one_head(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
+        c = None if key is None else order.take(stamp, read(v))
+        if c is None:
             return kit.skip([show, *view_outs])
-        return {show: vocab.ONE_HEAD, **views(key, params(v, show=vocab.ONE_HEAD), drawn_in_page=True)}
+        order.sets(stamp, show=vocab.ONE_HEAD)
+        return {show: vocab.ONE_HEAD, **views(key, params(c, show=vocab.ONE_HEAD), drawn_in_page=True),
+                **order.answered(stamp)}
 
     # A click answers in ONE event (the new state and the pictures), not a state event and a
     # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
     @safe
-    def click_main(evt: gr.SelectData, key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
+    def click_main(evt: gr.SelectData, stamp: str, key: PhotoKey | None, *v: Any) -> dict:
+        c = None if key is None else order.take(stamp, read(v))
+        if c is None:
             return kit.skip([query, *view_outs, book])
         q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return {query: q, **views(key, params(v, query=q), with_book=True)}
+        return {query: q, **views(key, params(c, query=q), with_book=True), **order.answered(stamp)}
 
     @safe
-    def to_cls_view(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
+    def to_cls_view(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
+        c = None if key is None else order.take(stamp, read(v))
+        if c is None:
             return kit.skip([query, *view_outs, book])
-        return {query: None, **views(key, params(v, query=None), with_book=True)}
+        return {query: None, **views(key, params(c, query=None), with_book=True), **order.answered(stamp)}
 
     @safe
-    def click_grid(evt: gr.SelectData, key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
+    def click_grid(evt: gr.SelectData, stamp: str, key: PhotoKey | None, *v: Any) -> dict:
+        c = None if key is None else order.take(stamp, read(v))
+        if c is None:
             return kit.skip([layer, head, show, *view_outs])
         lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return {layer: lay, head: hd, show: vocab.ONE_HEAD,
-                **views(key, params(v, layer=lay, head=hd, show=vocab.ONE_HEAD), drawn_in_page=True)}
+        order.sets(stamp, layer=lay, head=hd, show=vocab.ONE_HEAD)
+        return {layer: lay, head: hd, show: vocab.ONE_HEAD, **order.answered(stamp),
+                **views(key, params(c, layer=lay, head=hd, show=vocab.ONE_HEAD), drawn_in_page=True)}
 
     @safe
     def pick_head(choice: str | None) -> dict:
@@ -194,29 +213,32 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         img, text = ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
         return {rel_img: img, rel_text: text}
 
-    view_outs = [main_img, readout, grid, strip, matrix]
+    shown_outs = [main_img, readout, grid, strip, matrix]
+    view_outs = [*shown_outs, order.stamp]  # a line event's: the stamp box says which answer landed last
     ins = [ctx.key, *controls]
-    opened_outs = [layer, head, query, *view_outs, dist, pick, cls, rel_img, rel_text, summary, book]
+    opened_outs = [layer, head, query, *shown_outs, dist, pick, cls, rel_img, rel_text, summary, book]
     ctx.on_show(tab, opened, ins, opened_outs)
     mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
     # always_last: while a slider is dragged, the last value is always drawn.
-    # One line for every event that shows a view: they run in the order they were sent. Each
-    # carries the controls as they were when it was sent, so two at once (a head change, then a
-    # click right after it) could otherwise finish in either order, the older view last.
-    one_line = dict(show_progress="hidden", concurrency_id="attention-view", concurrency_limit=1)
+    # One line for every event that shows a view: they run one at a time, stamped in the order the
+    # page sent them, and an older one answered after a newer one changes nothing (AnswerOrder).
+    # Each carries the controls as they were when it was sent, so two at once (a head change, then
+    # a click right after it) could otherwise land in either order, the older view last.
+    one_line = order.line(show_progress="hidden")
+    line_ins = [order.stamp, *ins]
     for c in (layer, show, shared):  # the page draws the main map (attention_map.js); here: readout, grid, strip
-        c.input(redraw, ins, view_outs, trigger_mode="always_last", **one_line)
+        c.input(redraw, line_ins, view_outs, trigger_mode="always_last", **one_line)
     for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale, artifacts_in):
-        c.input(relook, ins, [*view_outs, book], trigger_mode="always_last", **one_line)
+        c.input(relook, line_ins, [*view_outs, book], trigger_mode="always_last", **one_line)
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
-    head.input(redraw_one_head, ins, [show, *view_outs], trigger_mode="always_last", **one_line)
-    main_img.select(click_main, ins, [query, *view_outs, book], **one_line)
-    to_cls.click(to_cls_view, ins, [query, *view_outs, book], **one_line)
-    grid.select(click_grid, ins, [layer, head, show, *view_outs], **one_line)
+    head.input(redraw_one_head, line_ins, [show, *view_outs], trigger_mode="always_last", **one_line)
+    main_img.select(click_main, line_ins, [query, *view_outs, book], **one_line)
+    to_cls.click(to_cls_view, line_ins, [query, *view_outs, book], **one_line)
+    grid.select(click_grid, line_ins, [layer, head, show, *view_outs], **one_line)
     # The chart and the list sit below the main map: bring the opened head's map into view.
     for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
-        ev(pick_head, [chooser], [layer, head, show]).then(redraw, ins, view_outs, **one_line).then(
+        ev(pick_head, [chooser], [layer, head, show]).then(redraw, line_ins, view_outs, **one_line).then(
             None, None, None, js=web.asset("scroll_to_main.js"))
     distance_norm.input(redistance, [ctx.key, distance_norm], [dist, pick], show_progress="hidden")
     for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale

@@ -128,6 +128,54 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         page.wait_for_selector("#attn-distance:has-text('probing-vits')")
 
 
+CANVAS_RGB = """(cv) => {
+  const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+  const rgb = new Uint8Array(cv.width * cv.height * 3);
+  for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
+  let s = '';
+  for (let i = 0; i < rgb.length; i += 0x8000) s += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
+  return [cv.width, cv.height, btoa(s)];
+}"""
+
+# The picture on screen, when the page drew it: the canvas it was drawn on (its pixels), checked to
+# be what the <img> shows (the same JPEG encoding of it). null: the <img> shows something else.
+SHOWN_JS = """() => {
+  const A = window.__vizvitAttn, img = document.querySelector('#attn-main img'), cv = A.state.canvas;
+  const src = img && img.getAttribute('src');
+  if (!cv || !A.state.drawn || src !== A.state.drawn.src || cv.toDataURL('image/jpeg', 0.92) !== src) return null;
+  return [img.dataset.drawn, (%s)(cv)];
+}""" % CANVAS_RGB
+
+
+def _shown(page) -> tuple[str, np.ndarray] | None:
+    """(the controls' key it was drawn for, its RGB pixels) of the page-drawn main map on screen."""
+    got = page.evaluate(SHOWN_JS)
+    if got is None:
+        return None
+    key, (w, h, data) = got
+    return key, np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+
+
+# From now on, in order (window.__attnLog): each src the main map's <img> takes ("page": drawn
+# here, else the server's URL), each time Gradio's slider takes a value (it restyles its range
+# input: "gradio"), and each event the page sends to the server's queue ("sent").
+WATCH_JS = """() => {
+  window.__attnLog = [];
+  const img = document.querySelector('#attn-main img'), log = window.__attnLog;
+  const mo = new MutationObserver((records) => { for (const r of records) {
+    if (r.attributeName === 'style') { log.push('gradio'); continue; }
+    const s = img.getAttribute('src'); log.push(s.startsWith('data:') ? 'page' : s); } });
+  mo.observe(img, { attributes: true, attributeFilter: ['src'] });
+  for (const r of document.querySelectorAll('#attn-layer input[type=range], #attn-head input[type=range]'))
+    mo.observe(r, { attributes: true, attributeFilter: ['style'] });
+  const fetch0 = window.fetch;
+  window.fetch = function (...args) {
+    if (String(args[0] && args[0].url || args[0]).includes('queue/join')) log.push('sent');
+    return fetch0.apply(this, args);
+  };
+}"""
+
+
 FRAME_JS = """([layer, head, show, query]) => {
   const A = window.__vizvitAttn, b = A.state.book;
   const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show));
@@ -256,3 +304,219 @@ def test_a_new_photo_while_the_attention_tab_is_open_redraws_it(url):
         page.locator("#upload button[aria-label='Clear']").first.click()
         upload(page, str(EXAMPLES / "coffee.jpg"))
         assert wait_image(page, "attn-main", first, timeout_ms=30_000) != first
+
+
+def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(url, tiny16):
+    """The number box is a way of setting the slider like the range: the page draws the map for the
+    typed layer (or head) itself, the server's very picture, before the event goes to the server
+    (whose handling would hold the paint back), and no picture comes from the server."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    g = tiny16.geometry
+    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    with page_at(url) as page:
+        upload_and_open(page, photo, "Attention")
+        wait_image(page, "attn-main")
+        page.wait_for_function(book % "b.highlight === null")
+        page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+        page.evaluate(WATCH_JS)
+        for elem, value, key, readout, p in [
+                ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ap.AttnParams(layer=1)),
+                ("attn-head", 2, f"1|2|{ap.ONE_HEAD}", "Layer 1 · head 2 ", ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD))]:
+            page.evaluate("() => { window.__attnLog.length = 0; }")
+            page.locator(f"#{elem} input[type=number]").fill(str(value))
+            page.wait_for_function("(k) => document.querySelector('#attn-main img').dataset.drawn === k", arg=key)
+            shown = _shown(page)
+            assert shown is not None and shown[0] == key, (elem, shown and shown[0])
+            _agree(shown[1], ap.main_panel(tiny16, a, p).image, g, p)
+            page.wait_for_selector(f"#attn-readout:has-text('{readout}')")
+            log = page.evaluate("() => window.__attnLog")
+            # Drawn first, and only then handed to Gradio: its handling holds a paint back ~100 ms.
+            assert log[:1] == ["page"] and "gradio" in log and "sent" in log, (elem, log)
+            assert set(log) == {"page", "gradio", "sent"}, (elem, log)  # no picture from the server
+
+
+def _is_on_screen(page, vm, a, p: ap.AttnParams) -> None:
+    """The main map on screen is the server's picture for p: drawn in the page (its canvas, pixel for
+    pixel), or the very JPEG file the server makes of main_panel's picture."""
+    want = ap.main_panel(vm, a, p).image
+    src = page.locator("#attn-main img").first.get_attribute("src")
+    if src.startswith("data:"):
+        shown = _shown(page)
+        assert shown is not None and shown[0] == f"{p.layer}|{p.head}|{p.show}", (p, shown and shown[0])
+        _agree(shown[1], want, vm.geometry, p)
+        return
+    from PIL import Image
+    from gradio import processing_utils
+
+    got = page.evaluate("""async (src) => { const b = new Uint8Array(await (await fetch(src)).arrayBuffer());
+      let s = ''; for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+      return btoa(s); }""", src)
+    assert base64.b64decode(got) == processing_utils.encode_pil_to_bytes(Image.fromarray(want), "jpeg"), p
+
+
+def _page_state(page) -> dict:
+    """What the page shows when every answer is in: the controls, the readout, and the main map
+    (page-drawn: the canvas behind the <img> and the book's query)."""
+    return page.evaluate("""() => {
+      const A = window.__vizvitAttn, num = (id) => Number(document.querySelector('#' + id + ' input[type=range]').value);
+      return { layer: num('attn-layer'), head: num('attn-head'),
+               show: [...document.querySelectorAll('#attn-show input:checked')].map((i) => i.value),
+               readout: document.querySelector('#attn-readout').innerText,
+               highlight: A.state.book && A.state.book.highlight, drawn: document.querySelector('#attn-main img').dataset.drawn };
+    }""")
+
+
+# The next event the page sends to the server's queue leaves the page `ms` later (in the page:
+# window.fetch held), so events sent after it reach the server first.
+DELAY_NEXT_SEND_JS = """(ms) => {
+  if (!window.__fetch0) {
+    window.__fetch0 = window.fetch;
+    window.fetch = function (...args) {
+      const wait = window.__sendDelay;
+      if (!wait || !String(args[0] && args[0].url || args[0]).includes('queue/join')) return window.__fetch0.apply(this, args);
+      window.__sendDelay = 0;
+      return new Promise((r) => setTimeout(r, wait)).then(() => window.__fetch0.apply(this, args));
+    };
+  }
+  window.__sendDelay = ms;
+}"""
+
+BOOK_READY = ("() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; "
+              "return b && !window.__vizvitAttn.state.pending && %s; }")
+
+
+def _opened_at_layer_2(page, photo: str) -> None:
+    upload_and_open(page, photo, "Attention")
+    wait_image(page, "attn-main")
+    page.wait_for_function(BOOK_READY % "b.highlight === null")
+    page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+
+
+def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(url, tiny16):
+    """Arrow keys on the layer slider, then a click on the map, inside one round trip, the slider's
+    event reaching the server last (held back: Gradio's "always_last", or the network). At the end the
+    readout names the clicked patch and the layer shown, and the map on screen is the server's picture
+    for that state."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    g = tiny16.geometry
+    px = g.patch_size * render.display_scale(g)
+    with page_at(url) as page:
+        _opened_at_layer_2(page, photo)
+        page.evaluate(DELAY_NEXT_SEND_JS, 700)
+        rng = page.locator("#attn-layer input[type=range]")
+        for key in ("ArrowLeft", "ArrowRight", "ArrowLeft"):
+            rng.press(key)
+        click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
+        page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
+        page.wait_for_timeout(2500)  # every answer is in
+        s = _page_state(page)
+        assert s["layer"] == 1 and s["show"] == ["mean"], s
+        assert "Layer 1 · mean" in s["readout"] and "patch (row 2, col 5)" in s["readout"], s
+        assert s["highlight"] == [2, 5], s
+        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5)))
+
+
+def test_an_older_answer_reaching_the_server_last_is_dropped(url, tiny16):
+    """A layer change, then a fusion click, the layer's event reaching the server last: its answer
+    (the readout, grid and strip of the mean, from before the click) must not land over the fusion's."""
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    with page_at(url) as page:
+        _opened_at_layer_2(page, photo)
+        page.evaluate(DELAY_NEXT_SEND_JS, 700)
+        page.locator("#attn-layer input[type=range]").press("ArrowLeft")
+        page.locator("#attn-show").get_by_text("max", exact=True).click()
+        page.wait_for_selector("#attn-readout:has-text('Layer 1 · max')")
+        page.wait_for_timeout(2500)  # the layer's answer is in
+        s = _page_state(page)
+        assert s["layer"] == 1 and s["show"] == ["max"], s
+        assert "Layer 1 · max" in s["readout"], s
+        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, show="max"))
+
+
+def _shows_one_state(page, vm, a) -> dict:
+    """Once every answer is in: the readout names the controls shown (and the book's query), and the
+    map on screen is the server's picture for them."""
+    s = _page_state(page)
+    assert len(s["show"]) == 1, s
+    q = tuple(s["highlight"]) if s["highlight"] else None
+    p = ap.AttnParams(layer=s["layer"], head=s["head"], show=s["show"][0], query=q)
+    what = f"head {p.head} " if p.show == ap.ONE_HEAD else f"{p.show} of"
+    assert f"Layer {p.layer} · {what}" in s["readout"], s
+    assert ("[CLS]" if q is None else f"patch (row {q[0]}, col {q[1]})") in s["readout"], s
+    _is_on_screen(page, vm, a, p)
+    return s
+
+
+def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url, tiny16, monkeypatch):
+    """A grid click sets the layer, head and heads choice when its answer lands; a layer change made
+    before that (its event gathered the controls as they were) must not leave a readout for other
+    controls than the ones the page then shows."""
+    import time
+
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    t = ap.grid_tile(tiny16.geometry)
+    change = ap.change
+
+    def slow(*args, **kw):  # an answer slow enough to act before it lands
+        time.sleep(0.5)
+        return change(*args, **kw)
+
+    with page_at(url) as page:
+        _opened_at_layer_2(page, photo)
+        monkeypatch.setattr(ap, "change", slow)
+        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)  # (layer 1, head 2)
+        page.locator("#attn-layer input[type=range]").press("ArrowLeft")
+        page.wait_for_selector("#attn-readout:has-text('Layer 1')")
+        page.wait_for_timeout(3000)  # every answer is in
+        _shows_one_state(page, tiny16, a)
+
+
+def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_server_does(url, tiny16):
+    """A constructed book whose maps sit on the boundaries between two colour rows ((k + ½)/255 of the
+    range, and one float32 step either side): the page's picture of every map is map_image's, pixel
+    for pixel (gray at full opacity: a pixel is its colour row, so a row off by one anywhere fails)."""
+    g = tiny16.geometry
+    n_l, n_k = g.num_layers, g.num_heads + len(ap.FUSIONS)
+    p = ap.AttnParams(alpha=1.0, cmap="gray")
+    rng = np.random.default_rng(0)
+    ranges = [(0.0, 1.0), (0.001, 0.0213), (0.0, 0.0051), (0.002, 0.5)]
+    maps, lo_hi = np.zeros((n_l, n_k, *g.grid), np.float32), np.zeros((n_l, n_k, 2))
+    for m in range(n_l * n_k):
+        lo, hi = ranges[m % len(ranges)]
+        mids = (lo + (hi - lo) * (np.arange(65) + 0.5) / 255).astype(np.float32)
+        vals = np.concatenate([np.nextafter(mids, -np.inf), mids, np.nextafter(mids, np.inf), [hi]]).astype(np.float32)
+        maps[m // n_k, m % n_k] = rng.permutation(vals).reshape(g.grid)
+        lo_hi[m // n_k, m % n_k] = lo, hi
+    height = render.display_scale(g) * g.image_size[0]
+    marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
+    bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
+    book = ap.MapBook(maps, lo_hi, None, bars, p, np.zeros((n_l, *g.grid), bool))
+    photo = str(EXAMPLES / "chelsea.jpg")
+    view = vizvit.analyze(tiny16, vizvit.load_image(photo)).input_view
+    with page_at(url) as page:
+        upload_and_open(page, photo, "Attention")
+        page.wait_for_function(BOOK_READY % "b.highlight === null")
+        page.evaluate("(t) => window.__vizvitAttn.setBook(t)", ap.book_for_page(book, view, g, photo="constructed"))
+        page.wait_for_function(BOOK_READY % "b.photo === 'constructed'")
+        shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+        for l in range(n_l):
+            for k, (head, show) in enumerate(shows):
+                want = ap.map_image(view, maps[l, k], g, p, lo_hi=tuple(lo_hi[l, k]), marks=marks)
+                _agree(_page_frame(page, l + 1, head, show), want, g, (l, k))
+
+
+def test_a_deep_link_to_a_layer_head_and_query_ends_with_the_servers_picture_for_it(url, tiny16):
+    """Values the server sets (a deep link) may be drawn by the server, but the tab must end with the
+    right picture: the readout and the map on screen both for the link's layer, head and query."""
+    a = vizvit.analyze(tiny16, vizvit.load_image(str(EXAMPLES / "chelsea.jpg")))
+    with page_at(url + "?example=chelsea&tab=attention&layer=1&head=2&query=2,5") as page:
+        page.wait_for_selector("#attn-readout:has-text('Layer 1 · head 2 ')", timeout=60_000)
+        page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
+        page.wait_for_function(BOOK_READY % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5")
+        page.wait_for_timeout(1500)  # every answer is in
+        s = _shows_one_state(page, tiny16, a)
+        assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [ap.ONE_HEAD], [2, 5]), s

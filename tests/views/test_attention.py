@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 
@@ -240,6 +241,31 @@ def _book_cases(g):
         yield ap.AttnParams(summary=s, mode="rolled out")
 
 
+def _color_rows(values: np.ndarray, lo: float, hi: float) -> list:
+    """The colour-table row of each value, in plain Python floats: round(clip((v - lo) / (hi - lo)) · 255),
+    Python's round (half to even, as numpy's)."""
+    return [[round(min(1.0, max(0.0, (float(v) - lo) / (hi - lo))) * 255) if hi > lo else 0 for v in row]
+            for row in values]
+
+
+def test_the_books_colour_rows_hold_at_the_boundaries_between_two_rows():
+    """A map whose values sit on the boundaries between colour rows ((k + ½)/255 of the range, and
+    one float32 step either side of it): the book's rows are exactly render.colorize's (a row off by
+    one at any boundary fails), on two ranges."""
+    g = Geometry((224, 224), 16, (14, 14), 1, 1, 1, 32)
+    for lo, hi in [(0.0, 1.0), (0.001, 0.0213)]:
+        mids = (lo + (hi - lo) * (np.arange(65) + 0.5) / 255).astype(np.float32)
+        vals = np.concatenate([np.nextafter(mids, -np.inf), mids, np.nextafter(mids, np.inf), [hi]]).astype(np.float32)
+        maps = vals.reshape(1, 1, *g.grid)
+        book = ap.MapBook(maps, np.array([[[lo, hi]]]), None, [[[]]], ap.AttnParams(), np.zeros((1, *g.grid), bool))
+        rows = ap.book_index(book)[0, 0]
+        assert rows.tolist() == _color_rows(maps[0, 0], lo, hi)
+        gray = render.colorize(maps[0, 0], "gray", lo, hi)[..., 0]  # the gray table's row r is the colour r
+        assert (rows == gray).all(), (lo, hi)
+        k = np.arange(65)
+        assert (rows.ravel()[:65] == k).all() and (rows.ravel()[130:195] == k + 1).all(), "either side of k + ½"
+
+
 def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
     """MapBook map (l, k) is main_panel's map for layer l + 1 and head k + 1, or fusion k − H:
     same values, same colour range, same τ mask, same colour-bar labels, same picture width."""
@@ -253,7 +279,7 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
             for k, (head, show) in enumerate(shows):
                 q = dataclasses.replace(p, layer=l + 1, head=head, show=show)
                 main = ap.main_panel(vm, a, q)
-                np.testing.assert_allclose(book.maps[l, k], main.values, rtol=0, atol=1e-7, err_msg=f"{vm.id} {q}")
+                np.testing.assert_array_equal(book.maps[l, k], main.values, err_msg=f"{vm.id} {q}")
                 lo, hi = book.lo_hi[l, k]
                 assert f"{lo:.3g} … {hi:.3g}" in main.readout, (vm.id, q)  # the range the readout names
                 if p.tau > 0:
@@ -263,6 +289,11 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
                                                                  marks={"1/N": 1 / g.seq_len})
         page = json.loads(ap.book_for_page(book, a.input_view, g))
         assert page["width"] == ap.main_panel(vm, a, p).image.shape[1], vm.id  # clicks map alike
+        # The page gets each map as the colour-table rows it is painted with, under its own range.
+        index = np.frombuffer(base64.b64decode(page["index"]), np.uint8).reshape(book.maps.shape)
+        for l in range(g.num_layers):
+            for k in range(len(shows)):
+                assert index[l, k].tolist() == _color_rows(book.maps[l, k], *book.lo_hi[l, k]), (vm.id, p, l, k)
 
 
 def test_the_book_holds_the_main_map_of_every_layer_head_and_fusion(tiny16, families, cat):
@@ -335,3 +366,31 @@ def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):
     v = ap.attention_view(vm, a, ap.AttnParams(tau=0.6))
     assert v.main.ndim == 3
 
+
+
+def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny16, families, cat):
+    """QueryBook entry i (what the page paints for a click on patch i) is main_panel's map for that
+    query: its colour rows, its colour range (the query and the artifact tokens left out) and its τ
+    mask, for rows and columns, raw and rolled out, both scales the page draws, registers too."""
+    cases = [ap.AttnParams(layer=2), ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD, direction="column", tau=0.5),
+             ap.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3)]
+    for vm in (tiny16, families["dinov2_reg"]):
+        g = vm.geometry
+        a = vizvit.analyze(vm, cat)
+        for p in cases:
+            qb = ap.query_book(a, p)
+            page = json.loads(ap.matrix_for_page(a, p))
+            assert base64.b64decode(page["index"]) == qb.index.tobytes(), (vm.id, p)
+            for i in range(g.num_patches):
+                rc = divmod(i, g.grid[1])
+                q = dataclasses.replace(p, query=rc)
+                main = ap.main_panel(vm, a, q)
+                out = ap.excluded(ap.artifact_stack(a, q)[q.layer - 1], q)
+                lo, hi = ap.map_range(main.values, q.scale, rc, None, out, ap.range_floor(g))
+                assert tuple(qb.lo_hi[i]) == (lo, hi), (vm.id, q)
+                assert qb.index[i].tolist() == _color_rows(main.values, lo, hi), (vm.id, q)
+                if p.tau > 0:
+                    assert (qb.keep[i] == A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()).all(), q
+                else:
+                    assert qb.keep is None
+    assert ap.query_book(a, ap.AttnParams(scale="fixed across layers and heads")) is None  # the server draws

@@ -738,6 +738,14 @@ def look(p: AttnParams) -> str:
                     if f.name not in ("layer", "head", "show", "query", "distance_norm", "shared_scale"))
 
 
+def book_index(book: MapBook) -> np.ndarray:
+    """(L, H + F, gh, gw) uint8: each map's colour-table rows, as map_image's render.overlay paints them
+    (render.color_index of the map under its colour range)."""
+    n_l, n_k = book.maps.shape[:2]
+    return np.stack([np.stack([render.color_index(book.maps[l, k], *book.lo_hi[l, k]) for k in range(n_k)])
+                     for l in range(n_l)])
+
+
 def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "") -> str:
     """The MapBook as the page's script reads it: ONE JSON string (Gradio's page copies an output
     value on every event, and a nested value costs one copy per list: 48 000 copies, ~150 ms, for
@@ -753,40 +761,94 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
         "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
         "grid": list(g.grid), "size": [h, w], "scale": s, "style": page_style(),
         "width": s * w + render.BAR_GAP + render.BAR_WIDTH + render.BAR_PAD + bar_text_width(),
-        "maps": base64.b64encode(book.maps.astype("<f4").tobytes()).decode(),
+        # Each map as the colour-table rows its patches are painted with (render.color_index, with its
+        # colour range): all the page's drawing reads of a map's values (L·K·gh·gw bytes, not floats).
+        "index": base64.b64encode(book_index(book).tobytes()).decode(),
         "lo_hi": book.lo_hi.reshape(-1).tolist(),
         "keep": None if book.keep is None else base64.b64encode(book.keep.astype(np.uint8).tobytes()).decode(),
         "bars": book.bars, "alpha": p.alpha, "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode(),
         "highlight": list(p.query) if p.query is not None else None, "outline": max(1, int(step // 12)),
         "colors": {"highlight": list(render.HIGHLIGHT_COLOR), "mark": list(render.MARK_COLOR),
                    "mark_text": list(render.MARK_TEXT_COLOR), "artifact": list(render.ARTIFACT_COLOR)},
-        # Each layer's artifact tokens (row-major patch numbers): outlined on every map, and left
-        # out of a clicked query's colour range unless they are asked for (map_range).
+        # Each layer's artifact tokens (row-major patch numbers): outlined on every map (a clicked
+        # query's too; its colour range leaves them out on the server: query_book).
         "artifacts": [np.flatnonzero(m).tolist() for m in book.artifacts], "artifact_outline": artifact_outline(g),
-        "artifacts_in_range": p.artifacts_in_range, "floor": range_floor(g),
         "view": "data:image/png;base64," + base64.b64encode(png.tobytes()).decode(),
-        # For a click drawn in the page (matrix_for_page): what main_panel needs besides the matrix.
-        "direction": p.direction, "scale_name": p.scale, "tau": p.tau, "patch": g.patch_size, "pre": g.num_prefix_tokens, "n": g.seq_len,
-        "uniform": uniform_level(g),
+        # For a click drawn in the page (matrix_for_page's maps): the patch a click falls on, the uniform
+        # level on its colour bar; and the look's settings by name (the browser tests wait on them).
+        "patch": g.patch_size, "uniform": uniform_level(g), "scale_name": p.scale,
+        "artifacts_in_range": p.artifacts_in_range,
     }, separators=(",", ":"))
 
 
 def page_style() -> dict[str, object]:
-    """The constants the page's drawing (attention_map.js) shares with map_image and map_range:
-    the colour bar's layout and words, the τ dimming, the names of the controls' choices."""
-    return {**render.colorbar_style(), "dim": DIM, "mark": UNIFORM_MARK, "one_head": ONE_HEAD,
-            "zero_to_max": ATTN_SCALES[0], "own_range": ATTN_SCALES[1], "row": DIRECTIONS[0]}
+    """The constants the page's drawing (attention_map.js) shares with map_image: the colour bar's
+    layout and words, the τ dimming, the name of the "one head" choice. (A clicked query's colour
+    range and τ mask come computed, in matrix_for_page: the scale and direction names are not needed.)"""
+    return {**render.colorbar_style(), "dim": DIM, "mark": UNIFORM_MARK, "one_head": ONE_HEAD}
+
+
+@dataclass(frozen=True)
+class QueryBook:
+    """main_panel's map of the shown layer, head and fusion for each patch as the clicked query (the
+    row or column of the matrix behind the shown map), as the page paints it: with it the page draws
+    a click on the map at once, and the server's MapBook for the new query follows. Query i is patch
+    divmod(i, gw)."""
+
+    index: np.ndarray  # (Q, gh, gw) uint8: each map's colour-table rows (render.color_index)
+    lo_hi: np.ndarray  # (Q, 2) float64: each map's colour range (map_range, the query itself left out)
+    keep: np.ndarray | None  # (Q, gh, gw) bool: the τ mass threshold; None when τ = 0
+
+
+def query_ranges(values: np.ndarray, scale: AttnScale, exclude: np.ndarray | None = None,
+                 floor: float = 1e-12) -> np.ndarray:
+    """(Q, gh, gw) finite maps, map i that of patch i as the query -> (Q, 2): map_range of each, its
+    query outlined (left out), on the "0 to max" or "this map's range" scale, in one pass."""
+    q = len(values)
+    flat = values.reshape(q, -1)
+    keep = np.ones(flat.shape, bool) if exclude is None else np.tile(~exclude.reshape(-1), (q, 1))
+    keep[np.arange(q), np.arange(q)] = False
+    keep[~keep.any(1)] = True  # nothing left to set the range: every patch counts
+    lo = np.where(keep, flat, np.inf).min(1).astype(np.float64)
+    hi = np.where(keep, flat, -np.inf).max(1).astype(np.float64)
+    if scale == "this map's range":
+        return np.stack([lo, np.maximum(hi, lo + floor)], 1)
+    return np.stack([np.zeros(q), np.maximum(hi, floor)], 1)
+
+
+def query_book(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> QueryBook | None:
+    """The QueryBook of p's shown map: main_panel's map, colour range and τ mask for each patch as the
+    query (None on the fixed scale: its top spans every layer and head, so the server draws a click
+    there)."""
+    g = a.geometry
+    if p.scale == "fixed across layers and heads":
+        return None
+    if p.direction not in DIRECTIONS:
+        raise UserError(f"Unknown direction {p.direction!r}: use row or column.")
+    pre = g.num_prefix_tokens
+    patches = main_matrix(a, p, cache)[pre:, pre:]  # (P, P): query patches × key patches
+    # Patch i's row (what it attends to) or column (what attends to it): attention.query_map's values.
+    values = (patches if p.direction == "row" else patches.T).numpy().astype(np.float32).reshape(-1, *g.grid)
+    lo_hi = query_ranges(values, p.scale, excluded(artifact_stack(a, p, cache)[p.layer - 1], p), range_floor(g))
+    index = render.color_index(values, lo_hi[:, :1, None], lo_hi[:, 1:, None])
+    keep = (att_mod.mass_thresholds(torch.from_numpy(values.reshape(len(values), -1)), p.tau).numpy()
+            .reshape(values.shape) if p.tau > 0 else None)
+    return QueryBook(index, lo_hi, keep)
 
 
 def matrix_for_page(a: Analysis, p: AttnParams, cache: Cache = no_cache, photo: str = "") -> str:
-    """The (N, N) matrix behind the shown map (main_matrix), as ONE JSON string: with it the page
-    draws a click on the map (that patch's row or column) at once, and the server's MapBook for
-    the new query follows. The page draws the click only where main_panel would give the same
-    picture: not on the fixed scale (its top spans every layer and head). photo: names the photo
-    and model (the session key; the book carries it too), so the page never mixes two photos'."""
-    m = main_matrix(a, p, cache).numpy().astype("<f4")
+    """The QueryBook behind the shown map as ONE JSON string, arrays as base64 little-endian bytes (the
+    τ masks one bit a patch); "index": null on the fixed scale. Once this was the (N, N) float32 matrix,
+    from which the page computed each query's map, range and τ mask: ViT-B/16's was 207 kB with every
+    picture, these rows ~57 kB, and the page paints the server's own rows. photo: names the photo and
+    model (the session key; the book carries it too), so the page never mixes two photos'."""
+    qb = query_book(a, p, cache)
+    enc = lambda x: base64.b64encode(x.tobytes()).decode()  # noqa: E731
     return json.dumps({"for": "|".join(map(str, (p.layer, p.head, p.show))), "look": look(p), "photo": photo,
-                       "m": base64.b64encode(m.tobytes()).decode()}, separators=(",", ":"))
+                       "index": None if qb is None else enc(qb.index),
+                       "lo_hi": None if qb is None else enc(qb.lo_hi.astype("<f8")),
+                       "keep": None if qb is None or qb.keep is None else enc(np.packbits(qb.keep.reshape(-1)))},
+                      separators=(",", ":"))
 
 
 def clicked_query(g: Geometry, x: float, y: float) -> tuple[int, int]:

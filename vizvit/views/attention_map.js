@@ -33,36 +33,38 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     c.width = w; c.height = h;
     const x = c.getContext('2d');
     x.drawImage(img, 0, 0);
-    return { ...b, view: x.getImageData(0, 0, w, h).data, maps: new Float32Array(bytes(b.maps).buffer),
+    return { ...b, view: x.getImageData(0, 0, w, h).data, index: bytes(b.index),
              keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut) };
   };
 
   const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
+  // render.color_index: the colour-table row of value v in the range lo … hi (numpy rounds half to even).
+  const colorIndex = (v, lo, hi) => roundHalfEven((hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0) * 255);
 
-  // The map (l, k) of the book: its values, colour range, τ mask and colour-bar labels.
+  // The map (l, k) of the book: its colour-table rows (computed by the server), colour range, τ mask
+  // and colour-bar labels.
   const bookMap = (b, layer, head, show) => {
     const [gh, gw] = b.grid, K = b.heads + b.fusions.length, n = gh * gw;
     const one = b.style.one_head, f = b.fusions.indexOf(show), k = show === one ? head - 1 : b.heads + f;
     if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== one && f < 0)
         || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
-    return { vals: b.maps.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
+    return { index: b.index.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
              keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight,
              art: b.artifacts[layer - 1] };
   };
 
   // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
-  // with_colorbar). Returns the canvas.
+  // with_colorbar). The map: its colour-table rows (mp.index, computed by the server). Returns the canvas.
   const render = (b, mp) => {
     const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw, S = b.style;
-    const { vals, lo, hi, keep, bars } = mp;
+    const { index, lo, hi, keep, bars } = mp;
     // cv2.addWeighted(heat, α, view, 1 − α): float32 weights and sums, rounded half to even.
     const fa = Math.fround(b.alpha), fb = Math.fround(1 - b.alpha);
-    // Each patch's colour (render.colorize: index = round(clip((v - lo) / (hi - lo)) · 255)).
+    // Each patch's colour (render.colorize: the lut's row render.color_index).
     const tile = new Uint8Array(3 * n);
     for (let i = 0; i < n; i++) {
-      const t = hi > lo ? Math.min(1, Math.max(0, (vals[i] - lo) / (hi - lo))) : 0;
-      const j = Math.round(t * 255);
+      const j = index[i];
       tile.set(b.lut.subarray(3 * j, 3 * j + 3), 3 * i);
     }
     // At model-input size: cv2.addWeighted(heat, α, view, 1 − α) rounded; outside τ: view · DIM.
@@ -115,8 +117,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const bw = S.bar, bx = w * s + S.gap, bar = new ImageData(bw, H);
     for (let row = 0; row < H; row++) {
       const val = H > 1 ? hi - (hi - lo) * row / (H - 1) : hi;
-      const t = hi > lo ? Math.min(1, Math.max(0, (val - lo) / (hi - lo))) : 0;
-      const j = 3 * Math.round(t * 255);
+      const j = 3 * colorIndex(val, lo, hi);
       for (let xx = 0; xx < bw; xx++) {
         const o = 4 * (row * bw + xx);
         bar.data[o] = b.lut[j]; bar.data[o + 1] = b.lut[j + 1]; bar.data[o + 2] = b.lut[j + 2]; bar.data[o + 3] = 255;
@@ -143,43 +144,15 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     return cv;
   };
 
-  // ---- a clicked patch as the query, from the matrix behind the shown map (matrix_for_page).
-  // Ports of vizvit's attention.query_map, views.attention.map_range, attention.mass_threshold,
-  // render.colorbar_labels and Python's "{:.3g}", for main_panel's very picture.
+  // ---- a clicked patch as the query, from the QueryBook of the shown map (matrix_for_page): each
+  // patch's map as the server paints it (colour rows, range, τ mask). Ports of render.colorbar_labels
+  // and Python's "{:.3g}" lay out its colour bar, for main_panel's very picture.
   const fmt3g = (v) => {
     if (v === 0) return '0';
     const [mant, ex] = v.toExponential(2).split('e');
     const e = Number(ex), strip = (t) => (t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t);
     if (e < -4 || e >= 3) return strip(mant) + 'e' + (e < 0 ? '-' : '+') + String(Math.abs(e)).padStart(2, '0');
     return strip(v.toFixed(2 - e));
-  };
-  const queryValues = (b, m, [r, c]) => {
-    const [gh, gw] = b.grid, n = b.n, pre = b.pre, t = pre + r * gw + c, out = new Float32Array(gh * gw);
-    for (let i = 0; i < gh * gw; i++) out[i] = b.direction === b.style.row ? m[t * n + pre + i] : m[(pre + i) * n + t];
-    return out;
-  };
-  // exclude: patch numbers left out of the range besides the query (artifact tokens); floor: the
-  // narrowest range (views.attention.NEAR_ZERO of 1/N).
-  const mapRange = (vals, scale, [r, c], gw, exclude, floor, S) => {
-    const out = new Set(exclude);
-    out.add(r * gw + c);
-    if (out.size >= vals.length) out.clear();  // nothing left to set the range: every patch counts
-    let lo = Infinity, hi = -Infinity;
-    vals.forEach((v, i) => { if (!out.has(i) && !Number.isNaN(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
-    if (scale === S.own_range) return [lo, Math.max(hi, lo + floor)];
-    if (scale === S.zero_to_max) return [0, Math.max(hi, floor)];
-    return null;  // fixed across layers and heads: its top spans every map (the server draws)
-  };
-  const massThreshold = (vals, tau) => {
-    const flat = Array.from(vals, (v) => Math.fround(Math.max(v, 0)));
-    const order = flat.map((_, i) => i).sort((p, q) => flat[q] - flat[p]);
-    let acc = 0;  // torch's CPU cumsum adds up in double; each partial sum is stored as float32
-    const cum = order.map((i) => Math.fround(acc += flat[i]));
-    const limit = Math.fround(tau * cum[cum.length - 1]);
-    const k = Math.min(cum.filter((x) => x < limit).length + 1, flat.length);
-    const keep = new Uint8Array(flat.length);
-    for (const i of order.slice(0, k)) keep[i] = 1;
-    return keep;
   };
   const colorbarLabels = (H, lo, hi, b) => {
     const S = b.style, cap = S.cap, line = Math.floor(cap * S.line_spacing), span = hi > lo ? hi - lo : 1;
@@ -195,24 +168,22 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     }
     return placed.map(([r, text, m]) => [r, Math.min(Math.max(r + Math.floor(cap / 2), cap + S.label_top), H - S.label_bottom), text, m]);
   };
+  const bits = (u8, n) => Uint8Array.from({ length: n }, (_, i) => (u8[i >> 3] >> (7 - (i & 7))) & 1);  // np.packbits
   const matrix = () => {
     const text = window.__vizvitAttnMatrix;
     if (!text) return null;
     if (st.mxText !== text) {
-      const mx = JSON.parse(text);
-      st.mx = { ...mx, m: new Float32Array(bytes(mx.m).buffer) };
+      const mx = JSON.parse(text), index = mx.index && bytes(mx.index);
+      st.mx = index ? { ...mx, index, lo_hi: new Float64Array(bytes(mx.lo_hi).buffer),
+                        keep: mx.keep ? bits(bytes(mx.keep), index.length) : null } : null;
       st.mxText = text;
     }
     return st.mx;
   };
-  const queryMap = (b, mx, rc, layer) => {
-    const art = b.artifacts[layer - 1];
-    const vals = queryValues(b, mx.m, rc);
-    const range = mapRange(vals, b.scale_name, rc, b.grid[1], b.artifacts_in_range ? [] : art, b.floor, b.style);
-    if (!range) return null;
-    const [lo, hi] = range;
-    return { vals, lo, hi, keep: b.tau > 0 ? massThreshold(vals, b.tau) : null,
-             bars: colorbarLabels(b.scale * b.size[0], lo, hi, b), at: rc, art };
+  const queryMap = (b, mx, [r, c], layer) => {
+    const n = b.grid[0] * b.grid[1], i = r * b.grid[1] + c, lo = mx.lo_hi[2 * i], hi = mx.lo_hi[2 * i + 1];
+    return { index: mx.index.subarray(i * n, (i + 1) * n), lo, hi, keep: mx.keep ? mx.keep.subarray(i * n, (i + 1) * n) : null,
+             bars: colorbarLabels(b.scale * b.size[0], lo, hi, b), at: [r, c], art: b.artifacts[layer - 1] };
   };
 
   // Show the map for the page's controls in the main picture's <img> (not a canvas on top: a
@@ -239,7 +210,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const setBook = async (text) => {
     const seq = ++st.seq;
     const raw = text ? JSON.parse(text) : null;
-    if (!raw || !raw.maps) { st.book = null; st.pending = false; return; }
+    if (!raw || !raw.index) { st.book = null; st.pending = false; return; }
     st.pending = true;
     let b;
     try { b = await decode(raw); } catch (err) { if (seq === st.seq) { st.pending = false; st.book = null; } return; }
@@ -260,8 +231,9 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // handling of an event keeps this large page busy for ~100 ms, and an <img> only paints once
   // the page is idle. So the user's event is held for two frames (the new picture is painted in
   // the first) and then dispatched again, unchanged, to Gradio, which asks the server for the readout,
-  // the grid and the strip. The slider's number box is left alone (its value reaches the range
-  // input only after Gradio's handler: drawn then, see below).
+  // the grid and the strip. A layer or head typed in the slider's number box is drawn the same
+  // way: its value goes to the range input at once (Gradio would put it there only after its own
+  // handling of the event, ~100 ms later), then the event is handed on.
   const handedOn = new WeakSet();
   const waiting = [];  // [target, event] handed on but not yet dispatched, in order
   const dispatchWaiting = () => {
@@ -285,10 +257,23 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   for (const type of ['pointerdown', 'keydown', 'click']) {
     document.addEventListener(type, (e) => { if (!handedOn.has(e)) dispatchWaiting(); }, true);
   }
+  // A number typed in a slider's box -> that slider's range input, when it is a value the range
+  // holds exactly (a whole number within its bounds; "" or "1" on the way to "12" of 6 layers is
+  // not: the server hears of it, as before). Returns whether it was taken.
+  const typed = (box) => {
+    const r = box.closest('#attn-layer, #attn-head').querySelector('input[type=range]');
+    const v = Number(box.value);
+    if (!r || box.value.trim() === '' || !Number.isInteger(v) || v < Number(r.min) || v > Number(r.max)) return false;
+    r.value = String(v);
+    return true;
+  };
   const onInput = (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e)) return;
     const range = t.matches('#attn-layer input[type=range], #attn-head input[type=range]');
+    const inBox = e.type === 'input' && t.matches('#attn-layer input[type=number], #attn-head input[type=number]');
+    const box = inBox && st.book && e.isTrusted && typed(t);
+    if (inBox && !box) dispatchWaiting();  // it goes to Gradio now: after the events still held
     const radio = t.matches('#attn-show input[type=radio]');
     if (t.closest('#attn-head')) st.pick = st.book ? st.book.style.one_head : null;
     else if (radio && t.checked) st.pick = t.value;
@@ -296,7 +281,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (t.closest('#attn-head, #attn-show')) st.pickAt = performance.now();
     draw();
     setTimeout(draw, 0);
-    if ((range || radio) && st.book && e.isTrusted) handOn(e, t);
+    if ((range || radio || box) && st.book && e.isTrusted) handOn(e, t);
   };
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
@@ -315,8 +300,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     draw();
     handOn(e, t);
   }, true);
-  // A click on the map: the clicked patch's row (or column) of the matrix behind the shown map is
-  // drawn at once (Gradio maps the click to a pixel the same way); the click is then handed on,
+  // A click on the map: the clicked patch's map from the shown map's QueryBook is drawn at once
+  // (Gradio maps the click to a pixel the same way); the click is then handed on,
   // and the server's book for that query follows. A picture still loading: page.js holds the
   // click until it is decoded, then this sees it again.
   document.addEventListener('click', (e) => {
@@ -334,9 +319,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     // The same patch again: its book is already here, and the server's answer will be the same
     // book (which fires no update): nothing to draw ahead of it.
     if (b.highlight && b.highlight[0] === row && b.highlight[1] === col) return;
-    const mp = queryMap(b, mx, [row, col], c.layer);
-    if (!mp) return;
-    show(img, render(b, mp), c.key + '|' + row + ',' + col);
+    show(img, render(b, queryMap(b, mx, [row, col], c.layer)), c.key + '|' + row + ',' + col);
     st.local = performance.now() + 5000;  // the book for it clears this; 5 s if no answer comes
     handOn(e, t);
   }, true);
