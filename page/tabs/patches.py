@@ -36,6 +36,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             label_text = gr.Markdown(elem_id="label-map-text")
         label_img = gr.Image(label="cosine of each patch token with the label's text embedding", interactive=False,
                              format="jpeg", elem_id="label-map")
+        labels_book = flip.component("label-map")  # the top-5 labels' maps, and each one picked since
     strip = gr.Image(label="The sequence it becomes: token 0 is [CLS], then patch k is token k + 1, one grid "
                            "row per line (numbers: first token of the line)",
                      interactive=False, format="jpeg", elem_id="sequence-strip")
@@ -57,13 +58,16 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def book_value(b: Flipbook) -> str:
         return flip.for_page("patch-grid", b, shown, named)
 
+    def labels_value(b: Flipbook) -> str:
+        return flip.for_page("label-map", b, shown, {"label": label_pick})
+
     @safe
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.empty(outs)
         page = patches.show(ctx.wb.handle(key), params(v))
         return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
-                book: book_value(page.book)}
+                book: book_value(page.book), labels_book: None if page.label_book is None else labels_value(page.label_book)}
 
     @safe
     def preview(key: PhotoKey, *v: Any) -> dict:
@@ -72,9 +76,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show_label(key: PhotoKey | None, label: str | None) -> dict:
         if key is None or not label:
-            return kit.skip([label_img, label_text])
-        img, text = patches.label_map(ctx.wb.handle(key), label)
-        return {label_img: img, label_text: text}
+            return kit.skip([label_img, label_text, labels_book])
+        ph = ctx.wb.handle(key)
+        img, text = patches.label_map(ph, label)
+        return {label_img: img, label_text: text, labels_book: labels_value(patches.label_book(ph, [label], merge=True))}
 
     @safe
     def redraw(key: PhotoKey | None, *v: Any) -> dict:
@@ -90,11 +95,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {clicked: panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
 
     ins = [ctx.key, *named.values()]
-    outs = [*shown.values(), label_pick, book]
+    outs = [*shown.values(), label_pick, book, labels_book]
     ctx.on_show(tab, show, ins, outs)
     # The grid alone: one picture to encode, fetch and decode while the forward takes the CPU.
     ctx.on_preview(tab, preview, list(named.values()), [grid_img])
-    label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text], show_progress="hidden")
+    label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text, labels_book], show_progress="hidden")
     # Controls redraw only the grid: no forward, no re-encoding of the other panels.
     shown_redrawn = dict(grid=grid_img, patch_info=patch_info, strip=strip)
     redrawn = [*shown_redrawn.values(), book]

@@ -17,6 +17,7 @@ from tiny import EXAMPLES
 from vizvit import render
 from vizvit.images import image_sha1, load_image
 from vizvit.session import PhotoKey
+from vizvit.views import header
 from vizvit.views import embeddings, experiments, inside, patches, positions
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
@@ -270,3 +271,24 @@ def test_masks_seen_before_come_back_at_once_and_quick_clicks_are_never_lost(ser
         click(*d)
         page.wait_for_timeout(2500)
         _shows(page, ids, files(tuple(sorted((ia, ib, ic, id_)))), by_page=False)
+
+
+def test_a_picked_label_shows_the_servers_patch_label_map_at_once(towers):
+    vm = towers["clip16"]
+    labels = ["a fish", "a teapot", "a bird"]
+    with serving(vm) as (url, wb), page_at(url, height=1600) as page:
+        upload(page, PHOTO)
+        wait_image(page, "label-map")
+        box = page.locator("#zs-labels textarea, #zs-labels input").first
+        box.fill(", ".join(labels))
+        box.press("Enter")
+        page.wait_for_function("() => document.querySelector('#top5').innerText.includes('a fish')")
+        wait_flip_pages(page, "label-map", 3)
+        ph = wb.handle(header.photo_key(wb, page_name(vm), image_sha1(load_image(PHOTO)), "", "zero", ", ".join(labels),
+                                        page.locator("#zs-template textarea, #zs-template input").first.input_value()))
+        for label in ("a teapot", "a bird", "a fish"):
+            page.locator("#label-pick input").click()
+            page.get_by_role("option", name=label, exact=True).click()
+            _shows(page, ["label-map"], [served_path(patches.label_map(ph, label)[0])], by_page=True)
+            page.wait_for_function(f"() => document.querySelector('#label-map-text').innerText.includes('{label}')")
+            _shows(page, ["label-map"], [served_path(patches.label_map(ph, label)[0])], by_page=False)

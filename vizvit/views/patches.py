@@ -105,6 +105,7 @@ class PatchesPage:
     label_map: np.ndarray | None = None
     label_text: str = ""
     book: flip.Flipbook | None = None  # the grid with lines and numbers on and off (grid_book)
+    label_book: flip.Flipbook | None = None  # the top-5 labels' maps (label_book)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def show(ph: Photo, p: PatchesParams) -> PatchesPage:
     if vm.zero_shot is None:
         return page
     img, text = label_map(ph)
-    return dataclasses.replace(page, labels=label_choices(vm), label=a.top5[0].label, label_map=img, label_text=text)
+    return dataclasses.replace(page, labels=label_choices(vm), label=a.top5[0].label, label_map=img, label_text=text,
+                               label_book=label_book(ph, [p.label for p in a.top5]))
 
 
 def preview(ph: Photo, p: PatchesParams) -> np.ndarray:
@@ -211,6 +213,16 @@ def label_map(ph: Photo, label: int | str | None = None, alpha: float = 0.6) -> 
     if not vm.is_pretrained:
         text += " **Untrained weights: this map means nothing.**"
     return big, text
+
+
+LABEL_CONTROLS = ("label",)
+
+
+def label_book(ph: Photo, labels: list[str], merge: bool = False) -> flip.Flipbook:
+    """The patch-label maps of `labels` (~3 ms each), for the page to swap when one is picked from
+    the list; merge: add them to the ones the page holds (a label picked since)."""
+    return flip.Flipbook(repr(ph.key), LABEL_CONTROLS,
+                         {flip.page_key(label): {"label_map": label_map(ph, label)[0]} for label in labels}, merge=merge)
 
 
 def label_choices(vm: VitModel) -> list[str]:

@@ -99,10 +99,14 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   // has copied it over), or the controls as they are.
   // Once nothing is held, a control the server has moved since (a clicked table row, a deep link)
   // is the new word: the user's last move is forgotten.
+  // (b.from: the controls as the page read them at that move; until Gradio has taken the move in,
+  // a number box's range or a dropdown's input still reads so.)
   const wanted = (b) => {
-    if (b.want !== null && !waiting.length && b.want !== keyOf(b)) b.want = null;
-    return b.want ?? keyOf(b);
+    const now = keyOf(b);
+    if (b.want !== null && !waiting.length && now !== b.want && now !== b.from) b.want = null;
+    return b.want ?? now;
   };
+  const move = (b, key) => { b.from = keyOf(b); b.want = key; };
 
   // Marks (flip.Marks): a picture with a mark on one cell; a click on another cell is drawn here
   // from the picture without the mark and the mark alone, both the server's pixels.
@@ -175,7 +179,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     if (!(t instanceof Element) || handedOn.has(e)) return;
     for (const b of Object.values(books)) {
       if (!b.controls.some((id) => t.closest('#' + id))) continue;
-      b.want = keyOf(b, e);
+      move(b, keyOf(b, e));
       const drawn = draw(b, b.want);
       if (drawn && e.isTrusted) handOn(e, drawn);
       return;
@@ -216,7 +220,23 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       if (Object.values(books).some((b) => b.rows && t.closest('#' + b.rows + ' [data-row]'))) e.stopImmediatePropagation();
     }, true);
   }
-    // A click on a toggle book's picture: the cell under it toggles in the page's set (as the
+  // An option picked from a dropdown that is a book's control (Gradio takes it on mousedown, with
+  // no input event): drawn at once. The mousedown goes on to Gradio at once too: held, it would
+  // reach a list the input's blur has already closed.
+  document.addEventListener('mousedown', (e) => {
+    const t = e.target, opt = t instanceof Element && t.closest('[role=option]');
+    if (!opt || handedOn.has(e)) return;
+    for (const b of Object.values(books)) {
+      const id = b.controls.find((c) => opt.closest('#' + c));
+      if (!id) continue;
+      const v = opt.getAttribute('aria-label') ?? opt.dataset.value ?? opt.textContent.trim();
+      move(b, b.controls.map((c) => (c === id ? v : valueOf(c))).concat(b.toggle ? [b.state] : []).join('|'));
+      draw(b, b.want);
+      return;
+    }
+  }, true);
+
+  // A click on a toggle book's picture: the cell under it toggles in the page's set (as the
   // server's click toggles it), the set goes to the box for the server, and a page for the new
   // set is drawn at once (the click then goes on to Gradio after the paint).
   document.addEventListener('click', (e) => {
@@ -235,14 +255,14 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       b.state = [...set].sort((p, q) => p - q).join(',');
       const box = tg.box && document.querySelector('#' + tg.box + ' textarea, #' + tg.box + ' input');
       if (box) { box.value = tg.prefix + b.state; box.dispatchEvent(new Event('input', { bubbles: true })); }
-      b.want = keyOf(b);
+      move(b, keyOf(b));
       const drawn = draw(b, b.want);
       if (drawn) handOn(e, drawn);
       return;
     }
   }, true);
 
-    // A click on row k of a book's table sets its one control to k: drawn here, then the control's
+  // A click on row k of a book's table sets its one control to k: drawn here, then the control's
   // events go to Gradio (after the paint) as if the user had moved it.
   document.addEventListener('click', (e) => {
     const t = e.target;
@@ -255,7 +275,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       // hold the paint back: the control's events below carry the change instead.
       e.stopImmediatePropagation();
       range.value = cell.dataset.row;
-      b.want = keyOf(b);
+      move(b, keyOf(b));
       const drawn = draw(b, b.want) || [];
       const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
         for (const type of ['input', 'change']) { const ev = new Event(type, { bubbles: true }); handedOn.add(ev); range.dispatchEvent(ev); }
@@ -265,7 +285,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     }
   }, true);
 
-    // An answer that puts another page of a book on screen (sent for a position the user has left
+  // An answer that puts another page of a book on screen (sent for a position the user has left
   // since) is replaced by the page of the user's last move, before it paints. (A new position set
   // by the server, a new photo or a deep link, comes with a new book, which forgets b.want.)
   new MutationObserver((records) => {
