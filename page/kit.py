@@ -21,6 +21,25 @@ from vizvit.session import PhotoKey, Workbench
 log = logging.getLogger("vizvit.app")
 
 
+# Gradio 6.31's page, on every status message of every event (pending, started, done: several
+# per event), refreshes the loading status of every component that was ever an event's output
+# and, for a container among them, re-reads (a deep $state.snapshot of) every component inside
+# it. The Tabs container as one output (a deep link's tab) made each event re-read the whole
+# page: 130-290 ms of main thread per tab open, measured with Chromium's profiler
+# (benchmarks/browser_latency.py --breakdown tabs). So no container is ever an output: page JS
+# does what their updates did (web/select_tab.js, web/zero_shot_on.js).
+NO_CONTAINER_OUTPUTS = (gr.Tabs, gr.Tab, gr.Row, gr.Column, gr.Group, gr.Accordion)
+ZERO_SHOT_ONLY = "vv-zero-shot-only"  # CSS class: shown only while body.vv-zero-shot (CLIP / SigLIP)
+
+
+def check_no_container_outputs(demo: gr.Blocks) -> None:
+    """Raise if any event of `demo` has a layout container among its outputs (see NO_CONTAINER_OUTPUTS)."""
+    bad = sorted({f"{type(o).__name__} {o.elem_id or o._id}" for fn in demo.fns.values() for o in fn.outputs
+                  if isinstance(o, NO_CONTAINER_OUTPUTS)})
+    if bad:
+        raise ValueError(f"layout containers as event outputs slow every event of the page: {bad}")
+
+
 @dataclass(frozen=True)
 class Ctx:
     """What every tab needs: the backend and the shared components."""
