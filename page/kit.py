@@ -53,18 +53,30 @@ class Ctx:
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
     shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
     previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
-    # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT;
-    # the page sets them on a model change and when a link opens (see zero_shot_visible).
+    thens: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show's `then`
+    then_after: list = field(default_factory=list)  # the pictures each `then` waits for (CSS selectors)
+    # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
+    # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)
 
-    def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
+    def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
+                then: tuple[Callable, list, list, str] | None = None) -> None:
         """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
         changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
-        Once per tab: its one views `show` call fills the whole tab."""
+        Once per tab: its one views `show` call fills the whole tab.
+
+        then: (fn2, inputs2, outputs2, selector): the tab's slow part (e.g. a forward at another
+        size), answered by a second event once the pictures under `selector` are painted, so the
+        tab's first picture never waits for it."""
         if any(tab_id == tab.id for tab_id, *_ in self.shows):
             raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
         self.shows.append((tab.id, fn, inputs, outputs))
-        tab.select(fn, inputs, outputs, show_progress="minimal")
+        shown = tab.select(fn, inputs, outputs, show_progress="minimal")
+        if then is not None:
+            fn2, ins2, outs2, selector = then
+            self.thens.append((tab.id, fn2, ins2, outs2))
+            self.then_after.append(selector)
+            shown.then(fn2, ins2, outs2, show_progress="hidden", js=web.after_paint(selector))
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -79,13 +91,27 @@ class Ctx:
         a queue round trip each in the browser, for tabs nobody sees."""
         inputs, outputs = _io(self.shows)
 
+        at_key = next((i for i, c in enumerate(inputs) if c is self.key), None)
+
         def dispatch(current: str, *values: Any) -> list:
-            return _open_tab(self.shows, inputs, outputs, current, values)
+            out = _open_tab(self.shows, inputs, outputs, current, values)
+            key = None if at_key is None else values[at_key]
+            if isinstance(key, PhotoKey):  # the other tabs' work, now that the open tab's answer is made
+                self.wb.prepare_later(key)
+            return out
 
         # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
         # event would otherwise hold that first picture back (see web/after_paint.js).
-        self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
-                        js=web.after_paint("#patch-grid img"))
+        shown = self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
+                                js=web.after_paint("#patch-grid img"))
+        if self.thens:  # the open tab's slow part (see on_show's then), after its pictures
+            then_ins, then_outs = _io(self.thens)
+
+            def dispatch_then(current: str, *values: Any) -> list:
+                return _open_tab(self.thens, then_ins, then_outs, current, values)
+
+            shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",
+                       js=web.after_paint(", ".join(self.then_after)))
 
     def preview_io(self) -> tuple[list, list]:
         """The inputs and outputs of every preview, each once (see preview)."""

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 import gradio_patch
-from vizvit import deeplink, web
+from vizvit import deeplink, views, web
 from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
 from vizvit.errors import UserError
@@ -64,6 +64,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
     catalog = catalog or Catalog(default_model)
     wb.catalog = catalog
+    views.attach(wb)  # the tabs' preparation: at warm-up and after each photo's forward
     default_model = catalog.public(default_model)  # a local directory: its short name, never the path
     # delete_cache: uploads and rendered outputs older than an hour are removed every
     # 10 minutes, so a public server's disk does not fill up.

@@ -3,10 +3,16 @@ component inside it on every status message), and a tab's slow part follows its 
 
 from __future__ import annotations
 
-import gradio as gr
-import pytest
+import threading
 
+import gradio as gr
+import numpy as np
+import pytest
+from PIL import Image
+
+from browser import page_at, upload_and_open, wait_image
 from page import kit, shell
+from vizvit import engine
 from vizvit.session import Workbench
 
 
@@ -28,3 +34,48 @@ def test_the_check_refuses_a_container_output(container):
         gr.Button().click(lambda: None, None, [md, box])
     with pytest.raises(ValueError, match="containers"):
         kit.check_no_container_outputs(demo)
+
+
+def test_the_positions_tab_registers_its_other_resolution_as_a_follow_up(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    with gr.Blocks():
+        ctx = kit.Ctx(wb=wb, key=gr.State(None), tab=gr.State("patches"), status=gr.Markdown(),
+                      default_model=tiny16.id)
+        with gr.Tabs():
+            with gr.Tab("Positions", id="positions") as t:
+                shell.PAGES["positions"].build(ctx, t)
+    (_, _, _, first), = [s for s in ctx.shows if s[0] == "positions"]
+    (_, _, _, later), = [s for s in ctx.thens if s[0] == "positions"]
+    ids = lambda cs: {c.elem_id for c in cs}  # noqa: E731
+    assert "pos-grid" in ids(first) and not ids(first) & {"pos-res-grid", "pos-res-top5", "pos-res-text"}
+    assert ids(later) == {"pos-res-grid", "pos-res-top5", "pos-res-text"}
+
+
+def test_the_positions_grid_paints_while_the_forward_at_another_size_still_runs(tmp_path, tiny16, monkeypatch):
+    """The forward at 384 px is held until the grid is on screen: the grid must not wait for it."""
+    from appserver import running
+
+    release, started = threading.Event(), threading.Event()
+    real = engine.predict_at_size
+
+    def held(*a, **k):
+        started.set()
+        release.wait(60)
+        return real(*a, **k)
+
+    monkeypatch.setattr(engine, "predict_at_size", held)
+    photo = tmp_path / "new.png"  # a photo no other test has cached
+    Image.fromarray(np.random.default_rng(3).integers(0, 255, (240, 260, 3), dtype=np.uint8)).save(photo)
+    with running(tiny16) as url, page_at(url) as page:
+        try:
+            upload_and_open(page, str(photo), "Positions")
+            wait_image(page, "pos-grid")
+            page.wait_for_selector("#pos-tile .js-plotly-plot")
+            assert started.wait(30), "the follow-up never asked for the forward at 384 px"
+            assert "At 384" not in page.inner_text("#pos-res-text")
+        finally:
+            release.set()
+        page.wait_for_function("() => document.querySelector('#pos-res-text').innerText.includes('At 384')")
+        page.locator("#pos-res-grid").scroll_into_view_if_needed()  # a lazy <img>: loaded once in view
+        wait_image(page, "pos-res-grid")

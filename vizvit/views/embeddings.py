@@ -515,8 +515,19 @@ def data(ph: Photo) -> EmbeddingsData:
     """The per-photo work of the tab, once per photo and model."""
     # The filter PCA is the slowest part of opening the tab and depends on the model alone:
     # cached once per model, in the same cache as everything else.
-    filters = ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+    filters = warm_model(ph)
     return ph.derived(EMBEDDINGS, lambda: prepare(ph.vm, ph.analysis(), filters, ph.derived))
+
+
+def warm_model(ph: Photo) -> FilterPCA:
+    """The model's own work (the filter PCA), when the model is warmed (Workbench.model_work)."""
+    return ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+
+
+def warm_photo(ph: Photo) -> EmbeddingsData | None:
+    """The photo's work (token statistics, rollout, thumbnails), after its forward, in the
+    background (Workbench.photo_work); None where the tab has nothing to prepare (a token drop)."""
+    return None if ph.analysis().dropped else data(ph)
 
 
 @dataclass(frozen=True)
