@@ -57,6 +57,7 @@ def test_prepare_later_fills_the_cache_so_a_first_open_recomputes_nothing(wb, ti
     monkeypatch.setattr(positions, "model_positions", lambda *a, **k: pytest.fail("recomputed after prepare_later"))
     ph = wb.handle(key)
     embeddings.show(ph, embeddings.EmbeddingsParams())
+    embeddings.rest(ph, embeddings.EmbeddingsParams())
     positions.show(ph, positions.PositionsParams())
 
 

@@ -36,20 +36,24 @@ def test_the_check_refuses_a_container_output(container):
         kit.check_no_container_outputs(demo)
 
 
-def test_the_positions_tab_registers_its_other_resolution_as_a_follow_up(tiny16):
+@pytest.mark.parametrize("tab_id, first_pic, later", [
+    ("positions", "pos-grid", {"pos-res-grid", "pos-res-top5", "pos-res-text"}),
+    ("embeddings", "emb-pca", {"emb-scatter", "emb-cls", "emb-filters"}),
+])
+def test_a_tabs_slow_part_is_a_follow_up_not_in_its_first_answer(tiny16, tab_id, first_pic, later):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     with gr.Blocks():
         ctx = kit.Ctx(wb=wb, key=gr.State(None), tab=gr.State("patches"), status=gr.Markdown(),
                       default_model=tiny16.id)
         with gr.Tabs():
-            with gr.Tab("Positions", id="positions") as t:
-                shell.PAGES["positions"].build(ctx, t)
-    (_, _, _, first), = [s for s in ctx.shows if s[0] == "positions"]
-    (_, _, _, later), = [s for s in ctx.thens if s[0] == "positions"]
+            with gr.Tab(tab_id, id=tab_id) as t:
+                shell.PAGES[tab_id].build(ctx, t)
+    (_, _, _, first), = [s for s in ctx.shows if s[0] == tab_id]
+    (_, _, _, rest), = [s for s in ctx.thens if s[0] == tab_id]
     ids = lambda cs: {c.elem_id for c in cs}  # noqa: E731
-    assert "pos-grid" in ids(first) and not ids(first) & {"pos-res-grid", "pos-res-top5", "pos-res-text"}
-    assert ids(later) == {"pos-res-grid", "pos-res-top5", "pos-res-text"}
+    assert first_pic in ids(first) and not ids(first) & later
+    assert ids(rest) == later
 
 
 def test_the_positions_grid_paints_while_the_forward_at_another_size_still_runs(tmp_path, tiny16, monkeypatch):

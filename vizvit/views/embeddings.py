@@ -566,32 +566,46 @@ class ClickChange:
 
 @dataclass(frozen=True)
 class EmbeddingsPage(DepthChange):
-    """Everything the tab shows on open, at one depth, each field named like its component."""
+    """What the tab shows first on open, at one depth, each field named like its component: the
+    pictures at that depth, the texts and tables. The chart and the pictures further down follow
+    (EmbeddingsRest), so the first picture waits neither for them nor for Plotly's first render."""
 
-    scatter: go.Figure
     steps: list[list[str]]  # [step, shape, what happens]
     check: str  # conv == unfold + linear
     params: list[list[str]]  # [stage, parameters, share]
     params_total: str
     cls_text: str
-    cls_image: np.ndarray
     filters_text: str
-    filters_image: np.ndarray
     depth: int  # the depth shown (clamped to this model's L)
     num_layers: int  # the depth slider's top
 
 
+@dataclass(frozen=True)
+class EmbeddingsRest:
+    """The rest of the tab on open, sent after its first pictures are painted."""
+
+    scatter: go.Figure
+    cls_image: np.ndarray
+    filters_image: np.ndarray
+
+
 def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
-    """On open (a new photo or model): every part of the tab at `depth` (clamped to L)."""
+    """On open (a new photo or model): the tab's first part at `depth` (clamped to L); see rest."""
     vm, a, d = ph.vm, ph.analysis(), data(ph)
     L = vm.geometry.num_layers
     depth = min(p.depth, L)
     dp, sp, st = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked), stage_panel(vm, d)
     return EmbeddingsPage(pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
-                          depth_text=dp.text, scatter=scatter_figure(vm, d, depth, p.color_by), steps=st.steps,
-                          check=st.check, params=st.params, params_total=st.total,
-                          cls_text=cls_similarity_text(vm, d), cls_image=cls_similarity_image(vm, d),
-                          filters_text=filters_text(vm, d), filters_image=filters_image(d), depth=depth, num_layers=L)
+                          depth_text=dp.text, steps=st.steps, check=st.check, params=st.params, params_total=st.total,
+                          cls_text=cls_similarity_text(vm, d), filters_text=filters_text(vm, d), depth=depth,
+                          num_layers=L)
+
+
+def rest(ph: Photo, p: EmbeddingsParams) -> EmbeddingsRest:
+    """After show: the token scatter at `depth` (clamped to L), [CLS] by depth, the filters."""
+    vm, d = ph.vm, data(ph)
+    return EmbeddingsRest(scatter=scatter_figure(vm, d, min(p.depth, vm.geometry.num_layers), p.color_by),
+                          cls_image=cls_similarity_image(vm, d), filters_image=filters_image(d))
 
 
 def change_depth(ph: Photo, p: EmbeddingsParams) -> DepthChange:
