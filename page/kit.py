@@ -91,13 +91,16 @@ class Ctx:
         a queue round trip each in the browser, for tabs nobody sees."""
         inputs, outputs = _io(self.shows)
 
-        at_key = next((i for i, c in enumerate(inputs) if c is self.key), None)
+        def prepare(ins: list, values: tuple) -> None:
+            """The other tabs' work for this photo, in the background (Workbench.prepare_later)."""
+            key = next((v for c, v in zip(ins, values) if c is self.key), None)
+            if isinstance(key, PhotoKey):
+                self.wb.prepare_later(key)
 
         def dispatch(current: str, *values: Any) -> list:
             out = _open_tab(self.shows, inputs, outputs, current, values)
-            key = None if at_key is None else values[at_key]
-            if isinstance(key, PhotoKey):  # the other tabs' work, now that the open tab's answer is made
-                self.wb.prepare_later(key)
+            if not self.thens:  # else once the open tab's answer is in the page (dispatch_then)
+                prepare(inputs, values)
             return out
 
         # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
@@ -108,6 +111,9 @@ class Ctx:
             then_ins, then_outs = _io(self.thens)
 
             def dispatch_then(current: str, *values: Any) -> list:
+                # Sent once the open tab's first answer is painted: the background work for the
+                # other tabs starts now, so it never competes with that answer's encoding.
+                prepare(then_ins, values)
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
             shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",

@@ -84,3 +84,27 @@ def test_the_positions_grid_paints_while_the_forward_at_another_size_still_runs(
         page.wait_for_function("() => document.querySelector('#pos-res-text').innerText.includes('At 384')")
         page.locator("#pos-res-grid").scroll_into_view_if_needed()  # a lazy <img>: loaded once in view
         wait_image(page, "pos-res-grid")
+
+
+def test_a_new_photos_follow_up_starts_the_other_tabs_preparation(tiny16, monkeypatch):
+    """The key's follow-up event (sent once the open tab's answer is painted) hands the photo to
+    Workbench.prepare_later; the open tab's own event does not wait for it."""
+    from vizvit.session import PhotoKey
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    asked = []
+    monkeypatch.setattr(wb, "prepare_later", asked.append)
+    demo = shell.build_demo(wb, tiny16.id)
+    fns = {getattr(f.fn, "__name__", ""): f for f in demo.fns.values()}
+    key = PhotoKey(wb.catalog.public(tiny16.id), wb.add_photo(str(shell.EXAMPLES[0])))
+
+    def call(name: str) -> None:  # the event's function on its inputs' values, the session key set
+        f = fns[name]
+        f.fn("patches", *[key if getattr(c, "time_to_live", None) == shell.SESSION_TTL_S else c.value
+                          for c in f.inputs[1:]])
+
+    call("dispatch")
+    assert asked == [], "the open tab's own answer started the preparation (it competes with its encoding)"
+    call("dispatch_then")
+    assert asked == [key]
