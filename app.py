@@ -19,7 +19,7 @@ import page  # noqa: F401 - first: the thread settings, before torch loads
 import gradio as gr  # noqa: E402
 
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
-from vizvit import hub, web  # noqa: E402
+from vizvit import hub, views, web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
 from vizvit.launch import server_address, start_model  # noqa: E402,F401 - start_model: for callers of app
 from vizvit.models import DEFAULT_MODEL  # noqa: E402
@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     catalog = Catalog(args.model)
     wb.catalog = catalog
     model_id = start_model(wb, catalog.public(args.model))
+    views.attach(wb)  # so warm() below also prepares what the tabs need of the model and the examples
     # The examples under the start model before the page is served (the first minute of a lecture:
     # "open the cat"), and under any other model once it is first picked.
     wb.warm(model_id, EXAMPLES)

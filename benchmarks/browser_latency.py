@@ -5,6 +5,7 @@
     python benchmarks/browser_latency.py --only load,upload   # just those parts (see PARTS)
     python benchmarks/browser_latency.py --breakdown      # where one event's time goes
     python benchmarks/browser_latency.py --breakdown upload   # ... a new photo's; or: load (page load)
+    python benchmarks/browser_latency.py --breakdown tabs     # each tab's first open, CPU-profiled
     python benchmarks/browser_latency.py --app /path/app.py   # another checkout's page
 
 The page runs as `python app.py --model random:... --port N` in its own process (offline),
@@ -825,6 +826,66 @@ def load_breakdown(args: argparse.Namespace) -> dict:
     return {"rows": rows}
 
 
+FIRST_OPENS = (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
+               ("Experiments", "mask-grid"))
+
+
+def _by_script(profile: dict) -> dict[str, float]:
+    """A CPU profile's sampled time (ms) by script file (Gradio's chunk names, hash dropped) or by
+    V8's own categories: (program) is the browser's native work (layout, style, paint), (idle)
+    the main thread waiting (for the server, the network)."""
+    out: dict[str, float] = {}
+    nodes = {n["id"]: n["callFrame"] for n in profile["nodes"]}
+    for s, d in zip(profile["samples"], profile["timeDeltas"]):
+        cf = nodes[s]
+        name = cf["url"].rsplit("/", 1)[-1].split("-")[0] or cf["functionName"]
+        out[name] = out.get(name, 0.0) + d / 1000
+    return out
+
+
+def tabs_breakdown(args: argparse.Namespace) -> dict:
+    """Each tab's first open under Chromium's CPU profiler (a new photo per repeat): where the
+    main thread's time goes between the click and the first picture. Gradio 6.31's chunks:
+    index (Svelte's runtime: its $state.snapshot is Gradio's per-event re-read of components),
+    structuredClone (inside that snapshot), PlotlyPlot, core (Gradio's client state)."""
+    rows: dict[str, list[dict]] = {}
+    with profiled(args) as (ctx, url, tmp):
+        page = open_page(ctx, url, "#upload input[type=file]")
+        t = Timer(page)
+        cdp = ctx.new_cdp_session(page)
+        cdp.send("Profiler.enable")
+        cdp.send("Profiler.setSamplingInterval", {"interval": 500})
+        for i, pic in enumerate(photos(args.repeat, tmp)):
+            if i:
+                page.get_by_role("tab", name="Patches").click()
+                page.locator("#upload button[aria-label='Clear']").first.click()
+                page.wait_for_selector("#upload input[type=file]", state="attached")
+                settle(page, 500)
+            t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic), record=False)
+            settle(page, 2500)
+            for name, target in FIRST_OPENS:
+                if name == "Positions" and i:  # per model: nothing new to paint
+                    continue
+                cdp.send("Profiler.start")
+                r = t.measure(f"first open: {name}", target, tab(page, name))
+                prof = cdp.send("Profiler.stop")["profile"]
+                settle(page, 1500)
+                if r is None:
+                    continue
+                parts = _by_script(prof)
+                top = dict(sorted(parts.items(), key=lambda kv: -kv[1])[:9])
+                rows.setdefault(name, []).append({"click -> painted": r["tPainted"] - r["t0"], **top})
+                print(f"{name}: {r['tPainted'] - r['t0']:.0f} ms; profiled ms by script: "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in top.items()), file=sys.stderr, flush=True)
+        page.close()
+    for name, rs in rows.items():
+        keys = sorted({k for r in rs for k in r}, key=lambda k: -statistics.median([r.get(k, 0.0) for r in rs]))
+        print(f"first open of {name}, {len(rs)} repeats (profiler on: slower than unprofiled), median ms:")
+        for k in keys:
+            print(f"  {k:<28} {statistics.median([r.get(k, 0.0) for r in rs]):8.1f}")
+    return {"rows": rows}
+
+
 # ------------------------------------------------------------------ report
 def summarise(rows: dict[str, list[float]], forward_ms: float, busy: dict[str, list[float]] | None = None) -> list[dict]:
     """busy: per row, the page's main thread in long tasks (> 50 ms) between the input and the paint."""
@@ -908,14 +969,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--forward-repeat", type=int, default=5)
     ap.add_argument("--skip-minimal", action="store_true", help="skip the minimal-Gradio floor")
     ap.add_argument("--only", help=f"comma-separated parts to run (default all): {','.join(PARTS)}")
-    ap.add_argument("--breakdown", nargs="?", const="layer", choices=("layer", "upload", "load"),
-                    help="phase by phase: the attention layer slider (default), a new photo's upload, or page load")
+    ap.add_argument("--breakdown", nargs="?", const="layer", choices=("layer", "upload", "load", "tabs"),
+                    help="phase by phase: the attention layer slider (default), a new photo's upload, page load, "
+                         "or each tab's first open (Chromium's CPU profile)")
     ap.add_argument("--verbose", action="store_true", help="with --breakdown: each event's timeline")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     if args.only and not set(args.only.split(",")) <= set(PARTS):
         ap.error(f"--only: parts are {','.join(PARTS)}")
-    results = ({"layer": breakdown, "upload": upload_breakdown, "load": load_breakdown}[args.breakdown](args)
+    results = ({"layer": breakdown, "upload": upload_breakdown, "load": load_breakdown,
+                "tabs": tabs_breakdown}[args.breakdown](args)
                if args.breakdown else run(args))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -21,6 +21,25 @@ from vizvit.session import PhotoKey, Workbench
 log = logging.getLogger("vizvit.app")
 
 
+# Gradio 6.31's page, on every status message of every event (pending, started, done: several
+# per event), refreshes the loading status of every component that was ever an event's output
+# and, for a container among them, re-reads (a deep $state.snapshot of) every component inside
+# it. The Tabs container as one output (a deep link's tab) made each event re-read the whole
+# page: 130-290 ms of main thread per tab open, measured with Chromium's profiler
+# (benchmarks/browser_latency.py --breakdown tabs). So no container is ever an output: page JS
+# does what their updates did (web/select_tab.js, web/zero_shot_on.js).
+NO_CONTAINER_OUTPUTS = (gr.Tabs, gr.Tab, gr.Row, gr.Column, gr.Group, gr.Accordion)
+ZERO_SHOT_ONLY = "vv-zero-shot-only"  # CSS class: shown only while body.vv-zero-shot (CLIP / SigLIP)
+
+
+def check_no_container_outputs(demo: gr.Blocks) -> None:
+    """Raise if any event of `demo` has a layout container among its outputs (see NO_CONTAINER_OUTPUTS)."""
+    bad = sorted({f"{type(o).__name__} {o.elem_id or o._id}" for fn in demo.fns.values() for o in fn.outputs
+                  if isinstance(o, NO_CONTAINER_OUTPUTS)})
+    if bad:
+        raise ValueError(f"layout containers as event outputs slow every event of the page: {bad}")
+
+
 @dataclass(frozen=True)
 class Ctx:
     """What every tab needs: the backend and the shared components."""
@@ -34,18 +53,30 @@ class Ctx:
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
     shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
     previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
-    # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT;
-    # the page sets them on a model change and when a link opens (see zero_shot_visible).
+    thens: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show's `then`
+    then_after: list = field(default_factory=list)  # the pictures each `then` waits for (CSS selectors)
+    # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
+    # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)
 
-    def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
+    def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
+                then: tuple[Callable, list, list, str] | None = None) -> None:
         """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
         changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
-        Once per tab: its one views `show` call fills the whole tab."""
+        Once per tab: its one views `show` call fills the whole tab.
+
+        then: (fn2, inputs2, outputs2, selector): the tab's slow part (e.g. a forward at another
+        size), answered by a second event once the pictures under `selector` are painted, so the
+        tab's first picture never waits for it."""
         if any(tab_id == tab.id for tab_id, *_ in self.shows):
             raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
         self.shows.append((tab.id, fn, inputs, outputs))
-        tab.select(fn, inputs, outputs, show_progress="minimal")
+        shown = tab.select(fn, inputs, outputs, show_progress="minimal")
+        if then is not None:
+            fn2, ins2, outs2, selector = then
+            self.thens.append((tab.id, fn2, ins2, outs2))
+            self.then_after.append(selector)
+            shown.then(fn2, ins2, outs2, show_progress="hidden", js=web.after_paint(selector))
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -60,13 +91,33 @@ class Ctx:
         a queue round trip each in the browser, for tabs nobody sees."""
         inputs, outputs = _io(self.shows)
 
+        def prepare(ins: list, values: tuple) -> None:
+            """The other tabs' work for this photo, in the background (Workbench.prepare_later)."""
+            key = next((v for c, v in zip(ins, values) if c is self.key), None)
+            if isinstance(key, PhotoKey):
+                self.wb.prepare_later(key)
+
         def dispatch(current: str, *values: Any) -> list:
-            return _open_tab(self.shows, inputs, outputs, current, values)
+            out = _open_tab(self.shows, inputs, outputs, current, values)
+            if not self.thens:  # else once the open tab's answer is in the page (dispatch_then)
+                prepare(inputs, values)
+            return out
 
         # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
         # event would otherwise hold that first picture back (see web/after_paint.js).
-        self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
-                        js=web.after_paint("#patch-grid img"))
+        shown = self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
+                                js=web.after_paint("#patch-grid img"))
+        if self.thens:  # the open tab's slow part (see on_show's then), after its pictures
+            then_ins, then_outs = _io(self.thens)
+
+            def dispatch_then(current: str, *values: Any) -> list:
+                # Sent once the open tab's first answer is painted: the background work for the
+                # other tabs starts now, so it never competes with that answer's encoding.
+                prepare(then_ins, values)
+                return _open_tab(self.thens, then_ins, then_outs, current, values)
+
+            shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",
+                       js=web.after_paint(", ".join(self.then_after)))
 
     def preview_io(self) -> tuple[list, list]:
         """The inputs and outputs of every preview, each once (see preview)."""

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 import gradio_patch
-from vizvit import deeplink, web
+from vizvit import deeplink, views, web
 from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
 from vizvit.errors import UserError
@@ -64,6 +64,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
     catalog = catalog or Catalog(default_model)
     wb.catalog = catalog
+    views.attach(wb)  # the tabs' preparation: at warm-up and after each photo's forward
     default_model = catalog.public(default_model)  # a local directory: its short name, never the path
     # delete_cache: uploads and rendered outputs older than an hour are removed every
     # 10 minutes, so a public server's disk does not fill up.
@@ -78,6 +79,11 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         gradio_patch.unlaid(demo, demo.children[before:])
         key = gr.State(None, time_to_live=SESSION_TTL_S)
         tab = gr.State("patches")
+        # What a deep link or a model change asks of the page's containers (the tab to open, the
+        # zero-shot boxes shown), as hidden leaves whose change runs page JS (see
+        # kit.NO_CONTAINER_OUTPUTS). Not gr.State: page JS cannot read a State's value.
+        link_tab = gr.Textbox("", visible=False, elem_id="link-tab")
+        zs_on = gr.Textbox("", visible=False, elem_id="zs-on")  # "on" / "off"
         gr.Markdown(panels.HEADER_TEXT, elem_id="header")
         start_banner = panels.banner(wb.model(default_model), offline)
         banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
@@ -94,7 +100,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
                 # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
                 # those models, so the compact header stays compact for the others.
-                with gr.Group(visible=wb.model(default_model).is_zero_shot, elem_id="zs-box") as zs_box:
+                # Shown by CSS while the page's model is an image-text one (see kit.ZERO_SHOT_ONLY).
+                with gr.Group(elem_id="zs-box", elem_classes=[kit.ZERO_SHOT_ONLY]):
                     zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
                                            "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
                     zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
@@ -105,7 +112,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model)
         all_tabs = []
         # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
-        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
             for tab_id, label in TABS.items():
                 with gr.Tab(label, id=tab_id) as t:
                     PAGES[tab_id].build(ctx, t)
@@ -177,9 +184,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
 
         def zero_shot_visible(vm_or_flag: Any) -> dict:
-            """Updates for the labels box and ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT."""
+            """The labels box and ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT
+            (by the page's CSS, from zs_on: see kit.ZERO_SHOT_ONLY)."""
             on = vm_or_flag if isinstance(vm_or_flag, bool) else vm_or_flag.is_zero_shot
-            return {zs_box: gr.Group(visible=on), **{c: gr.update(visible=on) for c in ctx.zero_shot_only}}
+            return {zs_on: "on" if on else "off"}
 
         @safe
         def loading(model_id: str):
@@ -215,7 +223,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             # Choices too: this visitor sees the list as it is now, without models that failed for others.
             return {upload: k.example or gr.skip(), model: gr.Dropdown(choices=catalog.choices(), value=p.model),
                     banner: gr.Markdown(b, visible=bool(b)),
-                    tabs: gr.Tabs(selected=k.tab) if k.tab else gr.skip(), tab: k.tab or gr.skip(),
+                    link_tab: k.tab or gr.skip(), tab: k.tab or gr.skip(),
                     notice_md: gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices
                     else gr.skip(),
                     **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm)}
@@ -242,12 +250,15 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         # Feedback at once (no queue), then the load, which may take a download's time.
         model.input(loading, model, status, queue=False).success(
             new_model, [model, key, zs_labels, zs_template],
-            [key, status, model, banner, zs_rule, zs_box, *ctx.zero_shot_only],
+            [key, status, model, banner, zs_rule, zs_on],
             api_name="model")
         # hidden: a first visit saw grey loading blocks over the header while the link was read
-        demo.load(open_link, None, [upload, model, banner, tabs, tab, notice_md, *link_parts, projector, zs_box,
-                                    *ctx.zero_shot_only],
+        demo.load(open_link, None, [upload, model, banner, link_tab, tab, notice_md, *link_parts, projector, zs_on],
                   show_progress="hidden")
+        # JS only (no round trip): a click on the tab's button opens it as a person would.
+        link_tab.change(None, link_tab, None, js=web.asset("select_tab.js"))
+        zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
+        kit.check_no_container_outputs(demo)
         link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
         private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now

@@ -10,8 +10,11 @@ the same handle, so it shares these caches. Plain Python (no gradio).
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
@@ -31,6 +34,9 @@ from .images import ImageInput, View, image_sha1, load_image, model_input_view
 from .models import VitModel
 from .models import load_model as load_checkpoint  # the checkpoint alone: labels go on here
 from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
+
+log = logging.getLogger("vizvit.session")
+Work = Callable[["Photo"], Any]  # a view's preparation: fills the cache through the handle, result unused
 
 
 class AnalysisCache:
@@ -250,6 +256,14 @@ class Workbench:
         self._lock = threading.Lock()
         self._model_locks: dict[str, threading.Lock] = {}
         self.cnn = load_cnn(cnn, device) if cnn else None  # optional, beside the ViT in the shift sweep
+        # What the tabs compute before they are opened (set by vizvit.views.attach; the views import
+        # this module, so it cannot import them): model_work once per model when it is warmed, photo_work
+        # per photo after its forward, in the background (see prepare_later). Their results land in
+        # the cache, so a tab's first open only draws.
+        self.model_work: tuple[Work, ...] = ()
+        self.photo_work: tuple[Work, ...] = ()
+        # ONE thread: background preparation never takes more than one core from the visible tab.
+        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vizvit-prepare")
 
     # -- models ---------------------------------------------------------------
     def model(self, model_id: str) -> VitModel:
@@ -298,7 +312,34 @@ class Workbench:
             t.start()
         for t in threads:
             t.join()
+        for k in keys[:1]:  # the model's own work (position tables, filter PCA...) needs any one photo
+            self._run(k, self.model_work)
+        for k in keys:
+            self._run(k, self.photo_work)
         return len(keys)
+
+    def prepare_later(self, key: PhotoKey) -> Future:
+        """Run the model's and the photo's work (model_work, photo_work) on the background thread, so
+        that a tab opened later finds them cached. Call it once the open tab's answer is computed:
+        the visible tab never waits for it. What is cached already costs a lookup."""
+        return self._later.submit(self._prepare, key)
+
+    def _prepare(self, key: PhotoKey) -> None:
+        try:  # lower priority for this thread (Linux: a thread id is a process id for setpriority)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
+        self._run(key, self.model_work + self.photo_work)
+
+    def _run(self, key: PhotoKey, work: Sequence[Work]) -> None:
+        """Each piece of work on the photo's handle; a failure is logged and left for the tab to report."""
+        for w in work:
+            try:
+                w(self.handle(key))
+            except UserError:  # e.g. a photo evicted meanwhile: the tab says so when opened
+                pass
+            except Exception:  # noqa: BLE001 - preparation only: the tab computes it again and says why
+                log.warning("preparing %s for %s failed", getattr(w, "__qualname__", w), key, exc_info=True)
 
     def add_model(self, vm: VitModel) -> None:
         """Register an already-loaded model (tests, notebooks)."""

@@ -67,8 +67,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
     named = dict(depth=depth, clicked=clicked, color_by=color_by)
     shown_depth = dict(pca=pca_img, maps=maps_img, similarity=sim_img, similarity_text=sim_md, depth_text=depth_md)
-    shown = dict(**shown_depth, scatter=scatter, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,
-                 params=params, params_total=params_total, cls_image=cls_img, filters_image=filters_img)
+    shown = dict(**shown_depth, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,
+                 params=params, params_total=params_total)
+    shown_rest = dict(scatter=scatter, cls_image=cls_img, filters_image=filters_img)  # after the pictures
     shown_click = dict(pca=pca_img, similarity=sim_img, similarity_text=sim_md)
     targets = {t: shown_depth[t] for t in embeddings.DEPTH_TARGETS}
     read = kit.reader(named)
@@ -87,6 +88,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         page = embeddings.show(ctx.wb.handle(key), params_of(v))
         return {**kit.values(page, shown), depth: gr.Slider(maximum=page.num_layers, value=page.depth),
                 book: book_value(page.book)}
+
+    @safe
+    def show_rest(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(list(shown_rest.values()))
+        return kit.values(embeddings.rest(ctx.wb.handle(key), params_of(v)), shown_rest)
 
     @safe
     def show_depth(key: PhotoKey | None, *v: Any) -> dict:
@@ -126,7 +133,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {book: book_value(embeddings.depth_book(ph, p)), colors: colors_value(embeddings.color_book(ph, p))}
 
     outs = [*shown.values(), depth, book]
-    ctx.on_show(tab, show, ins, outs)
+    ctx.on_show(tab, show, ins, outs, then=(show_rest, ins, list(shown_rest.values()), "#emb-pictures img"))
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
     depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden").then(
         show_scatter, ins, [scatter, colors], show_progress="hidden",

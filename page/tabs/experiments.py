@@ -85,8 +85,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     named = dict(dx=dx, dy=dy, fill=fill, mask=mask, mode=mode)
     shown_shift = dict(view=shift_img, cosine=cos_img, cosine_text=shift_info, top5=shift_top5)  # ShiftPanel
     shown_mask = dict(grid=mask_grid, masked=masked_img, text=mask_info, top5=mask_top5)  # MaskPanel
-    shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info, shift_top5=shift_top5,
-                 mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info, mask_top5=mask_top5)
+    shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info,
+                 mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info)
+    # The two top-5 charts follow the pictures on open (Plotly's first render held them back).
+    shown_charts = dict(shift_top5=shift_top5, mask_top5=mask_top5)
     read = kit.reader(named)
     ins = [ctx.key, *named.values()]
     shift_outs, mask_outs = [*shown_shift.values(), book], [*shown_mask.values(), mask_book]
@@ -108,6 +110,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         lo, hi = page.shift_limits
         return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi),
                 book: book_value(page.shift_book), mask_book: mask_value(page.mask_book)}
+
+    @safe
+    def show_charts(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(list(shown_charts.values()))
+        return kit.values(experiments.show(wb.handle(key), params(v)), shown_charts)  # cached: ~10 ms again
 
     @safe
     def show_shift(key: PhotoKey | None, *v: Any) -> dict:
@@ -171,7 +179,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                     yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
 
     outs = [*shown.values(), dx, dy, book, mask_book]
-    ctx.on_show(tab, show, ins, outs)
+    ctx.on_show(tab, show, ins, outs, then=(show_charts, ins, list(shown_charts.values()), "#mask-grid img"))
     # input (user moves or types), not change: on_show's range update must not re-run it.
     # always_last: while dragging, one forward in flight, then the latest value.
     for ev in (dx.input, dy.input, fill.input):

@@ -29,7 +29,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             numbers = gr.Dataframe(headers=["what", "value"], label="Numbers", interactive=False,
                                    elem_id="numbers", wrap=True, column_widths=["45%", "55%"])
     with gr.Accordion("Which patches match this label (CLIP / SigLIP)", open=True, elem_id="label-map-box",
-                      visible=ctx.wb.model(ctx.default_model).is_zero_shot) as label_box:
+                      elem_classes=[kit.ZERO_SHOT_ONLY]) as label_box:
         ctx.zero_shot_only.append(label_box)
         with gr.Row():
             label_pick = gr.Dropdown([], label="label", elem_id="label-pick", scale=1)

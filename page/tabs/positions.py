@@ -46,8 +46,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     # Every control by the PositionsParams field it sets; every component by the Page field it shows.
     named = dict(size=size)
-    shown = dict(grid=grid_img, tile=tile_plot, cls=cls_plot, text=text, compare=compare, numbers=numbers,
-                 res_grid=res_img, res_top5=res_top5, res_text=res_text)
+    shown = dict(grid=grid_img, tile=tile_plot, cls=cls_plot, text=text, compare=compare, numbers=numbers)
     shown_size = dict(grid_img=res_img, top5=res_top5, text=res_text)  # a ResolutionPanel's fields
     read = kit.reader(named)
     ins = [ctx.key, *named.values()]
@@ -72,6 +71,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return kit.skip([grid_img, tile_plot]) if hit is None else dict(zip([grid_img, tile_plot], hit))
 
     outs = [*shown.values(), marks]
-    ctx.on_show(tab, show, ins, outs)
+    # Then the other resolution (a forward at that size), once the grid is painted.
+    ctx.on_show(tab, show, ins, outs, then=(resize, ins, list(shown_size.values()), "#pos-grid img"))
     size.change(resize, ins, list(shown_size.values()))
     grid_img.select(click, [ctx.key], [grid_img, tile_plot], show_progress="hidden")

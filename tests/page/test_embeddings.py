@@ -13,8 +13,11 @@ def test_embeddings_tab_depth_click_hover(url, tiny16):
     with page_at(url, height=1400) as page:
         upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Embeddings")
         src = wait_image(page, "emb-pca")
-        wait_image(page, "emb-filters")
-        wait_image(page, "emb-cls")
+        # The pictures further down follow the first ones (their own event): lazy <img>s, loaded once in view.
+        for below in ("emb-filters", "emb-cls"):
+            page.locator(f"#{below}").scroll_into_view_if_needed()
+            wait_image(page, below)
+        page.locator("#emb-pca").scroll_into_view_if_needed()
         page.wait_for_selector("#emb-scatter .js-plotly-plot .scatterlayer .point")
         assert "max |conv − unfold·W|" in page.inner_text("#emb-check")
         assert f"Total: {tiny16.num_parameters:,} parameters" in page.inner_text("#emb-params-total")

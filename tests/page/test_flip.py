@@ -286,7 +286,7 @@ def test_a_picked_label_shows_the_servers_patch_label_map_at_once(towers):
         wait_flip_pages(page, "label-map", 3)
         ph = wb.handle(header.photo_key(wb, page_name(vm), image_sha1(load_image(PHOTO)), "", "zero", ", ".join(labels),
                                         page.locator("#zs-template textarea, #zs-template input").first.input_value()))
-        for label in ("a teapot", "a bird", "a fish"):
+        for label in ("a bird", "a fish", "a teapot"):  # each one not shown before it (the top-1 shows first)
             page.locator("#label-pick input").click()
             page.get_by_role("option", name=label, exact=True).click()
             _shows(page, ["label-map"], [served_path(patches.label_map(ph, label)[0])], by_page=True)

@@ -16,7 +16,11 @@ def test_positions_tab_shows_the_grid_and_a_click_enlarges_the_tile(url, tiny16)
         upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Positions")
         old = wait_image(page, "pos-grid")
         wait_image(page, "pos-compare")
+        # the other resolution follows the grid (its own event), by when the page has grown: its lazy
+        # <img> loads once in view
+        page.locator("#pos-res-grid").scroll_into_view_if_needed()
         wait_image(page, "pos-res-grid")
+        page.locator("#pos-grid").scroll_into_view_if_needed()
         page.wait_for_selector("#pos-tile .js-plotly-plot", timeout=60_000)
         page.wait_for_selector("#pos-cls .js-plotly-plot", timeout=60_000)
         assert "contrast" in page.inner_text("#pos-text")

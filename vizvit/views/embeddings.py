@@ -517,8 +517,19 @@ def data(ph: Photo) -> EmbeddingsData:
     """The per-photo work of the tab, once per photo and model."""
     # The filter PCA is the slowest part of opening the tab and depends on the model alone:
     # cached once per model, in the same cache as everything else.
-    filters = ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+    filters = warm_model(ph)
     return ph.derived(EMBEDDINGS, lambda: prepare(ph.vm, ph.analysis(), filters, ph.derived))
+
+
+def warm_model(ph: Photo) -> FilterPCA:
+    """The model's own work (the filter PCA), when the model is warmed (Workbench.model_work)."""
+    return ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+
+
+def warm_photo(ph: Photo) -> EmbeddingsData | None:
+    """The photo's work (token statistics, rollout, thumbnails), after its forward, in the
+    background (Workbench.photo_work); None where the tab has nothing to prepare (a token drop)."""
+    return None if ph.analysis().dropped else data(ph)
 
 
 @dataclass(frozen=True)
@@ -558,17 +569,16 @@ class ClickChange:
 
 @dataclass(frozen=True)
 class EmbeddingsPage(DepthChange):
-    """Everything the tab shows on open, at one depth, each field named like its component."""
+    """What the tab shows first on open, at one depth, each field named like its component: the
+    pictures at that depth, the texts and tables. The chart and the pictures further down follow
+    (EmbeddingsRest), so the first picture waits neither for them nor for Plotly's first render."""
 
-    scatter: go.Figure
     steps: list[list[str]]  # [step, shape, what happens]
     check: str  # conv == unfold + linear
     params: list[list[str]]  # [stage, parameters, share]
     params_total: str
     cls_text: str
-    cls_image: np.ndarray
     filters_text: str
-    filters_image: np.ndarray
     depth: int  # the depth shown (clamped to this model's L)
     num_layers: int  # the depth slider's top
     book: flip.Flipbook  # no pages yet: the page drops another photo's depth pictures (depth_book fills it)
@@ -593,18 +603,32 @@ def depth_book(ph: Photo, p: EmbeddingsParams) -> flip.Flipbook:
     return flip.Flipbook(depth_look(ph, p), DEPTH_CONTROLS, pages)
 
 
+@dataclass(frozen=True)
+class EmbeddingsRest:
+    """The rest of the tab on open, sent after its first pictures are painted."""
+
+    scatter: go.Figure
+    cls_image: np.ndarray
+    filters_image: np.ndarray
+
+
 def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
-    """On open (a new photo or model): every part of the tab at `depth` (clamped to L)."""
+    """On open (a new photo or model): the tab's first part at `depth` (clamped to L); see rest."""
     vm, a, d = ph.vm, ph.analysis(), data(ph)
     L = vm.geometry.num_layers
     depth = min(p.depth, L)
     dp, sp, st = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked), stage_panel(vm, d)
     return EmbeddingsPage(pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
-                          depth_text=dp.text, scatter=scatter_figure(vm, d, depth, p.color_by), steps=st.steps,
-                          check=st.check, params=st.params, params_total=st.total,
-                          cls_text=cls_similarity_text(vm, d), cls_image=cls_similarity_image(vm, d),
-                          filters_text=filters_text(vm, d), filters_image=filters_image(d), depth=depth, num_layers=L,
-                          book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))
+                          depth_text=dp.text, steps=st.steps, check=st.check, params=st.params, params_total=st.total,
+                          cls_text=cls_similarity_text(vm, d), filters_text=filters_text(vm, d), depth=depth,
+                          num_layers=L, book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))
+
+
+def rest(ph: Photo, p: EmbeddingsParams) -> EmbeddingsRest:
+    """After show: the token scatter at `depth` (clamped to L), [CLS] by depth, the filters."""
+    vm, d = ph.vm, data(ph)
+    return EmbeddingsRest(scatter=scatter_figure(vm, d, min(p.depth, vm.geometry.num_layers), p.color_by),
+                          cls_image=cls_similarity_image(vm, d), filters_image=filters_image(d))
 
 
 def change_depth(ph: Photo, p: EmbeddingsParams) -> DepthChange:

@@ -547,7 +547,9 @@ class PositionsParams:
 
 @dataclass(frozen=True)
 class PositionsPage:
-    """What the tab shows on open, each field named like its component."""
+    """What the tab shows on open, each field named like its component. The other resolution
+    (resolution_panel: a forward at that size, ~1.5 s for ViT-B/16 at 384 px on 2 CPU cores)
+    follows in its own answer, so this first picture never waits for it."""
 
     grid: np.ndarray
     marks: flip.Marks
@@ -556,13 +558,21 @@ class PositionsPage:
     text: str
     compare: np.ndarray
     numbers: list[list[str]]
-    res_grid: np.ndarray
-    res_top5: go.Figure | None
-    res_text: str
 
 
 def show(ph: Photo, p: PositionsParams) -> PositionsPage:
-    """On open: the model's position similarity and the forward at another size."""
-    pp, r = positions_panel(ph), resolution_panel(ph, p.size)
+    """On open: the model's position similarity (per model: cached, see warm_model)."""
+    pp = positions_panel(ph)
     return PositionsPage(grid=pp.grid_img, marks=pp.marks, tile=pp.tile_fig, cls=pp.cls_fig, text=pp.text, compare=pp.compare_img,
-                         numbers=pp.numbers, res_grid=r.grid_img, res_top5=r.top5, res_text=r.text)
+                         numbers=pp.numbers)
+
+
+def warm_model(ph: Photo) -> None:
+    """The model's own work, when the model is warmed (Workbench.model_work): the position tables'
+    pictures and, at the default other size, the interpolated table's."""
+    if ph.vm.family.has_bias_table:
+        cached_bias_positions(ph)
+        return
+    cached_model_positions(ph)
+    size = PositionsParams().size
+    ph.per_model(positions_at_name(size), lambda: positions_at_size(ph.vm, size))

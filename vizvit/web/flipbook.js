@@ -150,7 +150,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       }
     }
     books[raw.name] = b;
-    draw(b, wanted(b));  // the controls may have moved while the book was on its way
+    if (b.want !== null) draw(b, wanted(b));  // the user may have moved while the book was on its way
   };
 
   // The event, held until the new pictures are painted, then dispatched again for Gradio: its
@@ -286,14 +286,15 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   }, true);
 
   // An answer that puts another page of a book on screen (sent for a position the user has left
-  // since) is replaced by the page of the user's last move, before it paints. (A new position set
+  // since) is replaced by the page of the user's last move, before it paints. With no move of the
+  // user's pending, the server's answer is the word (a new photo, new labels). (A new position set
   // by the server, a new photo or a deep link, comes with a new book, which forgets b.want.)
   new MutationObserver((records) => {
     for (const r of records) {
       const img = r.target;
       if (!(img instanceof HTMLImageElement)) continue;
       for (const b of Object.values(books)) {
-        if (b.urls.has(img.getAttribute('src'))) draw(b, wanted(b));
+        if (b.want !== null && b.urls.has(img.getAttribute('src'))) draw(b, wanted(b));
       }
     }
   }).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] });
