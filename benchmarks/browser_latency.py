@@ -393,7 +393,7 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
             continue
         for name, target in (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
                              ("Experiments", "mask-grid"), ("Inside", "ablate-grid")):
-            if name == "Positions" and i:  # its grid is per model: the same file again, nothing new to paint
+            if name in ("Positions", "Inside") and i:  # a per-model picture (the grid, the heads grid): nothing new to paint
                 page.get_by_role("tab", name=name).click()
                 settle(page, 1500)
                 continue

@@ -101,19 +101,16 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             return kit.empty(list(shown_depth.values()))
         return kit.values(embeddings.change_depth(ctx.wb.handle(key), params_of(v)), shown_depth)
 
+    # A click answers in ONE event (the clicked patch and its pictures), not a state event and a
+    # .then(): each event costs this page a round trip of Gradio's own work (~250 ms).
     @safe
-    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
+    def click(key: PhotoKey | None, depth_v: float, clicked_v: Any, color_v: str, evt: gr.SelectData) -> dict:
         if key is None:
-            return {clicked: None}
+            return {clicked: None, **kit.empty([*shown_click.values(), book])}
         r, c, _ = embeddings.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return {clicked: (r, c)}
-
-    @safe
-    def show_similarity(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty([*shown_click.values(), book])
-        ch = embeddings.change_click(ctx.wb.handle(key), params_of(v))
-        return {**kit.values(ch, shown_click), book: book_value(ch.book)}
+        ch = embeddings.change_click(ctx.wb.handle(key), embeddings.EmbeddingsParams.from_controls(
+            {**read((depth_v, clicked_v, color_v)), "clicked": (r, c)}))
+        return {clicked: (r, c), **kit.values(ch, shown_click), book: book_value(ch.book)}
 
     def colors_value(b: Flipbook) -> str:
         return flip.for_page("emb-color", b, {"scatter": scatter}, named)
@@ -139,8 +136,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         show_scatter, ins, [scatter, colors], show_progress="hidden",
         js=web.after_paint("#emb-pictures img"))
     for img in (pca_img, sim_img):
-        img.select(click, [ctx.key], clicked).then(show_similarity, ins, [*shown_click.values(), book],
-                                                    show_progress="hidden")
+        img.select(click, ins, [clicked, *shown_click.values(), book], show_progress="hidden")
     # A book with no pages (a new photo, model or clicked patch) is filled once its pictures are painted.
     flip.filled_later(book, fill_book, ins, [book, colors], after="#emb-pictures img")
     color_by.change(show_scatter, ins, [scatter, colors], show_progress="hidden")
