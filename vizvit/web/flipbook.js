@@ -108,6 +108,14 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   };
   const move = (b, key) => { b.from = keyOf(b); b.want = key; };
 
+  // A click's pixel on a picture's own pixels, as Gradio maps it (the picture drawn centred,
+  // object-fit contain, never enlarged).
+  const pixelOf = (img, e) => {
+    const n = img.getBoundingClientRect(), s = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
+    return [Math.round((e.clientX - n.left - (n.width - img.naturalWidth * s) / 2) / s),
+            Math.round((e.clientY - n.top - (n.height - img.naturalHeight * s) / 2) / s)];
+  };
+
   // Marks (flip.Marks): a picture with a mark on one cell; a click on another cell is drawn here
   // from the picture without the mark and the mark alone, both the server's pixels.
   const marks = {};  // name -> the raw marks + their loaded pictures
@@ -198,9 +206,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       const base = m.baseImg;
       if (!img || !img.naturalWidth || !base.naturalWidth || !m.markImg.naturalWidth) continue;
       if (img.naturalWidth !== base.naturalWidth || img.naturalHeight !== base.naturalHeight) continue;  // another picture
-      const n = img.getBoundingClientRect(), s = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
-      const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * s) / 2) / s);
-      const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * s) / 2) / s);
+      const [x, y] = pixelOf(img, e);
       const rc = [Math.floor(y / m.step[1]), Math.floor(x / m.step[0])];
       if (x < 0 || y < 0 || rc[0] >= m.cells[0] || rc[1] >= m.cells[1]) continue;  // off the cells: the server says so
       const url = drawMark(m, rc);
@@ -245,9 +251,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     for (const b of Object.values(books)) {
       const tg = b.toggle, img = tg && t.closest('#' + tg.target) && t.closest('#' + tg.target).querySelector('img');
       if (!img || !img.naturalWidth) continue;
-      const n = img.getBoundingClientRect(), s = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
-      const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * s) / 2) / s);
-      const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * s) / 2) / s);
+      const [x, y] = pixelOf(img, e);
       const r = Math.floor(y / tg.cell), c = Math.floor(x / tg.cell);
       if (x < 0 || y < 0 || r >= tg.cells[0] || c >= tg.cells[1]) return;  // off the grid: the server says so
       const id = r * tg.cells[1] + c, set = new Set(b.state ? b.state.split(',').map(Number) : []);
