@@ -1,11 +1,13 @@
 // Flipbooks (vizvit/views/flip.py, page/flip.py): js_on_load of a hidden gr.HTML "flip-NAME" whose
-// value is a book {name, look, merge, controls: [elem ids], pages: {key: {target elem id: path}}}.
+// value is a book {name, look, merge, controls: [elem ids], pages: {key: {target elem id: a picture's
+// path, or a chart}}, rows, toggle}, or marks {kind: "marks", ...} (flip.Marks).
 // A page's key is the controls' values as shown here, joined by '|' (flip.page_key). When the user
-// moves a control to a position the book holds, its pictures are put in the targets' <img> at
-// once, with no round trip, and the event is then handed on to Gradio, unchanged, for the rest of
-// the view (texts, charts). The pictures are the server's own files: its answer for that position
-// carries the same URLs and changes nothing on screen. An older answer arriving after a newer move
-// (a held-back slider event) is put back to the page of the controls as they are now.
+// moves a control to a position the book holds (drag, keys, number box, a picked option, a table
+// row, a click that toggles a cell), its pictures are put in the targets' <img> (its charts drawn)
+// at once, with no round trip, and the event is then handed on to Gradio, unchanged, for the rest
+// of the view (texts, other charts). The pictures are the server's own files: its answer for that
+// position carries the same URLs and changes nothing on screen. An older answer arriving after a
+// newer move (a held-back slider event) is put back to the page of the user's last move.
 // Runs at every mount: the state lives in window.__vizvitFlip, installed once.
 const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const books = {};  // name -> {look, controls, pages, urls: Set, held: [Image]}
