@@ -24,7 +24,7 @@ from vizvit.views.flip import Chart, Flipbook, Marks, set_key
 
 def component(name: str) -> gr.HTML:
     """The hidden carrier of the book `name` (its value: for_page's JSON)."""
-    return gr.HTML(None, html_template="<span></span>", js_on_load=web.asset("flipbook.js"), visible="hidden",
+    return gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on("flipbook.js"), visible="hidden",
                    elem_id=f"flip-{name}", apply_default_css=False)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pytest
 
 from browser_path import find_browser
@@ -121,3 +123,27 @@ def wait_flip_pages(page, name: str, n: int, timeout_ms: int = 60_000) -> None:
 # The targets' srcs right now, and whether the page itself put each there (a flipbook page).
 FLIPPED_JS = """(ids) => ids.map((id) => { const i = document.querySelector('#' + id + ' img');
   return [i.getAttribute('src'), i.dataset.flipped === i.getAttribute('src')]; })"""
+
+
+# A canvas's pixels as [width, height, base64 of its RGB rows] (a JS function's source, to call
+# inside a page.evaluate: "(" + CANVAS_RGB_JS + ")(canvas)").
+CANVAS_RGB_JS = """(cv) => {
+  const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+  const rgb = new Uint8Array(cv.width * cv.height * 3);
+  for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
+  let s = '';
+  for (let i = 0; i < rgb.length; i += 0x8000) s += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
+  return [cv.width, cv.height, btoa(s)];
+}"""
+
+
+def rgb_array(got: list) -> np.ndarray:
+    """CANVAS_RGB_JS's [width, height, base64] -> (height, width, 3) uint8."""
+    w, h, data = got
+    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+
+
+# The picture in #id's <img> as shown, pixel for pixel, read back through a canvas.
+IMG_RGB_JS = """(id) => { const i = document.querySelector('#' + id + ' img'), c = document.createElement('canvas');
+  c.width = i.naturalWidth; c.height = i.naturalHeight; c.getContext('2d').drawImage(i, 0, 0);
+  return (%s)(c); }""" % CANVAS_RGB_JS

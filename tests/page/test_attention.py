@@ -11,7 +11,7 @@ import numpy as np
 import vizvit
 
 from appserver import running
-from browser import click_pixel, image_src, page_at, set_slider, shot, upload, upload_and_open, wait_image
+from browser import CANVAS_RGB_JS, rgb_array, click_pixel, image_src, page_at, set_slider, shot, upload, upload_and_open, wait_image
 from tiny import EXAMPLES
 from vizvit.views import attention as ap
 from vizvit import render
@@ -128,14 +128,7 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         page.wait_for_selector("#attn-distance:has-text('probing-vits')")
 
 
-CANVAS_RGB = """(cv) => {
-  const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
-  const rgb = new Uint8Array(cv.width * cv.height * 3);
-  for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
-  let s = '';
-  for (let i = 0; i < rgb.length; i += 0x8000) s += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
-  return [cv.width, cv.height, btoa(s)];
-}"""
+CANVAS_RGB = CANVAS_RGB_JS
 
 # The picture on screen, when the page drew it: the canvas it was drawn on (its pixels), checked to
 # be what the <img> shows (the same JPEG encoding of it). null: the <img> shows something else.
@@ -152,8 +145,8 @@ def _shown(page) -> tuple[str, np.ndarray] | None:
     got = page.evaluate(SHOWN_JS)
     if got is None:
         return None
-    key, (w, h, data) = got
-    return key, np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+    key, pixels = got
+    return key, rgb_array(pixels)
 
 
 # From now on, in order (window.__attnLog): each src the main map's <img> takes ("page": drawn
@@ -179,18 +172,12 @@ WATCH_JS = """() => {
 FRAME_JS = """([layer, head, show, query]) => {
   const A = window.__vizvitAttn, b = A.state.book;
   const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show));
-  const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
-  const rgb = new Uint8Array(cv.width * cv.height * 3);
-  for (let i = 0, j = 0; i < d.length; i += 4, j += 3) { rgb[j] = d[i]; rgb[j + 1] = d[i + 1]; rgb[j + 2] = d[i + 2]; }
-  let s = '';
-  for (let i = 0; i < rgb.length; i += 0x8000) s += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
-  return [cv.width, cv.height, btoa(s)];
-}"""
+  return (%s)(cv);
+}""" % CANVAS_RGB_JS
 
 
 def _page_frame(page, layer: int, head: int, show: str, query: tuple[int, int] | None = None) -> np.ndarray:
-    w, h, data = page.evaluate(FRAME_JS, [layer, head, show, list(query) if query else None])
-    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+    return rgb_array(page.evaluate(FRAME_JS, [layer, head, show, list(query) if query else None]))
 
 
 def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:

@@ -4,7 +4,6 @@ older answer never replaces it."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from appserver import page_name, serving
-from browser import FLIPPED_JS, click_pixel, page_at, served_path, upload, upload_and_open, wait_flip_pages, wait_image
+from browser import FLIPPED_JS, IMG_RGB_JS, click_pixel, rgb_array, page_at, served_path, upload, upload_and_open, wait_flip_pages, wait_image
 from tiny import EXAMPLES
 from vizvit import render
 from vizvit.images import image_sha1, load_image
@@ -120,18 +119,8 @@ def test_a_shift_seen_before_comes_back_at_once(server, tiny16):
         _shows(page, ids, files(0), by_page=True)
 
 
-# The picture in #id's <img> as shown, pixel for pixel (RGB rows), read back through a canvas.
-PIXELS_JS = """(id) => { const i = document.querySelector('#' + id + ' img'), c = document.createElement('canvas');
-  c.width = i.naturalWidth; c.height = i.naturalHeight; const x = c.getContext('2d'); x.drawImage(i, 0, 0);
-  const d = x.getImageData(0, 0, c.width, c.height).data, out = new Uint8Array(c.width * c.height * 3);
-  for (let k = 0, j = 0; k < d.length; k += 4) { out[j++] = d[k]; out[j++] = d[k + 1]; out[j++] = d[k + 2]; }
-  let s = ''; for (let k = 0; k < out.length; k += 8192) s += String.fromCharCode(...out.subarray(k, k + 8192));
-  return [c.width, c.height, btoa(s)]; }"""
-
-
 def _pixels(page, elem_id: str) -> np.ndarray:
-    w, h, data = page.evaluate(PIXELS_JS, elem_id)
-    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(h, w, 3)
+    return rgb_array(page.evaluate(IMG_RGB_JS, elem_id))
 
 
 def test_a_clicked_position_tile_is_outlined_by_the_page_as_the_server_outlines_it(server, tiny16):

@@ -234,29 +234,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // the grid and the strip. A layer or head typed in the slider's number box is drawn the same
   // way: its value goes to the range input at once (Gradio would put it there only after its own
   // handling of the event, ~100 ms later), then the event is handed on.
-  const handedOn = new WeakSet();
-  const waiting = [];  // [target, event] handed on but not yet dispatched, in order
-  const dispatchWaiting = () => {
-    while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); }
-  };
-  const handOn = (e, t) => {
-    e.stopImmediatePropagation();
-    const again = e instanceof MouseEvent
-      ? new MouseEvent(e.type, { bubbles: true, cancelable: true, clientX: e.clientX, clientY: e.clientY })
-      : new Event(e.type, { bubbles: true });
-    handedOn.add(again);
-    waiting.push([t, again]);
-    // Once the new picture is decoded, two frames: the first paints it, the second starts only
-    // once it is on screen.
-    const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(dispatchWaiting, 0)));
-    (st.painted || Promise.resolve()).then(later, later);
-  };
-  // The user's next action must reach Gradio after the one still held, in the order they were
-  // made: a click on the map right after a head change would otherwise be answered first, and
-  // the held head change (sent with no query) would then overwrite its answer.
-  for (const type of ['pointerdown', 'keydown', 'click']) {
-    document.addEventListener(type, (e) => { if (!handedOn.has(e)) dispatchWaiting(); }, true);
-  }
+  const { handedOn, release: dispatchWaiting } = window.__vizvitHandOn;
+  const handOn = (e, t) => window.__vizvitHandOn.handOn(e, t, st.painted);
   // A number typed in a slider's box -> that slider's range input, when it is a value the range
   // holds exactly (a whole number within its bounds; "" or "1" on the way to "12" of 6 layers is
   // not: the server hears of it, as before). Returns whether it was taken.

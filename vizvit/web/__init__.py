@@ -26,6 +26,12 @@ def asset(name: str | Path) -> str:
     return text
 
 
+def with_hand_on(name: str | Path) -> str:
+    """A page-drawing script (js_on_load) with hand_on.js before it: the one queue of events held
+    until the page's picture is painted, shared by every such script."""
+    return asset("hand_on.js") + "\n" + asset(name)
+
+
 def click_new_file(box: str) -> str:
     """The download script for the file box matching CSS selector `box`."""
     return asset("click_new_file.js").replace("BOX", box)

@@ -105,7 +105,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   // a number box's range or a dropdown's input still reads so.)
   const wanted = (b) => {
     const now = keyOf(b);
-    if (b.want !== null && !waiting.length && now !== b.want && now !== b.from) b.want = null;
+    if (b.want !== null && !window.__vizvitHandOn.held() && now !== b.want && now !== b.from) b.want = null;
     return b.want ?? now;
   };
   const move = (b, key) => { b.from = keyOf(b); b.want = key; };
@@ -163,27 +163,10 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     if (b.want !== null) draw(b, wanted(b));  // the user may have moved while the book was on its way
   };
 
-  // The event, held until the new pictures are painted, then dispatched again for Gradio: its
-  // own handling of an event keeps this large page busy for ~100-250 ms, and an <img> only paints
-  // once the page is idle. The user's next action first releases what is still held, so Gradio
-  // sees every action in the order it was made.
-  const handedOn = new WeakSet();
-  const waiting = [];
-  const release = () => { while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); } };
-  const handOn = (e, drawn) => {
-    e.stopImmediatePropagation();
-    const again = e instanceof MouseEvent
-      ? new MouseEvent(e.type, { bubbles: true, cancelable: true, clientX: e.clientX, clientY: e.clientY })
-      : new Event(e.type, { bubbles: true });
-    handedOn.add(again);
-    waiting.push([e.target, again]);
-    const decoded = Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null)));
-    const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(release, 0)));
-    Promise.race([decoded, new Promise((r) => setTimeout(r, 300))]).then(later, later);
-  };
-  for (const type of ['pointerdown', 'keydown']) {
-    document.addEventListener(type, (e) => { if (!handedOn.has(e)) release(); }, true);
-  }
+  // Held until the new pictures are painted, then handed to Gradio (hand_on.js, prepended).
+  const { handedOn } = window.__vizvitHandOn;
+  const handOn = (e, drawn) => window.__vizvitHandOn.handOn(
+    e, e.target, Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null))));
   const onInput = (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e)) return;
