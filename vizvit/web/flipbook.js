@@ -10,7 +10,9 @@
 // newer move (a held-back slider event) is put back to the page of the user's last move.
 // Runs at every mount: the state lives in window.__vizvitFlip, installed once.
 const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
-  const books = {};  // name -> {look, controls, pages, urls: Set, held: [Image]}
+  // name -> {look, controls, pages, rows, toggle + state (the page's set), urls: Set (its pictures),
+  // held: [Image] (kept decoded), want + from (the user's last move, and the key before it), charted}
+  const books = {};
   const fileUrl = (path) => (window.gradio_config?.root || location.origin) + '/gradio_api/file=' + path;
   // A number as Python's flip.key_value writes it: "3", not "3.0".
   const norm = (v) => (v !== '' && Number.isFinite(Number(v)) ? String(Number(v)) : v);
