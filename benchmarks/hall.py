@@ -64,6 +64,30 @@ BUDGET_EXAMPLE_P95_S = 1.0
 BUDGET_OWN_P95_FORWARDS = 8.0
 
 
+def student(url: str) -> Any:
+    """One simulated student's gradio_client Client, sharing ONE TLS context with the others.
+
+    Why: gradio_client makes a fresh httpx client for every upload and call, and httpx builds a
+    fresh TLS context for each (loading the CA bundle: ~60 % of a call's client CPU, even over
+    plain http). A real student's browser runs on their own device; here the simulated students
+    share the server's two cores, so each call cost the server ~75 ms of CPU it never spends in a
+    real hall. httpx accepts a ready ssl.SSLContext wherever gradio_client passes `ssl_verify`."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, ssl_verify=_TLS)
+
+
+def _tls() -> Any:
+    import ssl
+
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+_TLS = _tls()
+
+
 # ------------------------------------------------------------------ the server
 def start_server(model: str, port: int, queue: int | None, conc: int | None, extra: Sequence[str] = ()) -> Any:
     """app.py as a subprocess; --queue-size / --concurrency only when given (else app.py's defaults);
@@ -155,9 +179,7 @@ def server_forwards(url: str) -> tuple[int | None, str | None]:
     """(count, path) from the server's stats endpoint, if it has one that names a forward count:
     the public API's /stats (gradio_client), else a plain GET path."""
     try:
-        from gradio_client import Client
-
-        c = Client(url, verbose=False)
+        c = student(url)
         n = _find_forwards(c.predict(api_name="/stats"))
         c.close()
         if n is not None:
@@ -237,10 +259,8 @@ def connect(url: str, n: int) -> list[Any]:
     queue, not the client's handshake: a Client fetches the config and the API info)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from gradio_client import Client
-
     with ThreadPoolExecutor(4) as pool:
-        return list(pool.map(lambda _: Client(url, verbose=False), range(n)))
+        return list(pool.map(lambda _: student(url), range(n)))
 
 
 def hall(clients: list[Any], model: str, files: list[str], examples: list[bool], seconds: float) -> list[dict]:
@@ -297,9 +317,7 @@ def close_all(clients: list[Any]) -> None:
 
 def alone(url: str, model: str, results: list[dict]) -> None:
     """The same calls again, one at a time, from one fresh client: each student's `alone` answers."""
-    from gradio_client import Client
-
-    c = Client(url, verbose=False)
+    c = student(url)
     for r in results:
         layers = r.get("answers", {}).get("analyze", {}).get("geometry", {}).get("num_layers")
         try:
