@@ -45,7 +45,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown("### Masks")
     gr.Markdown(experiments.MASKS_TEXT)
     with gr.Row():
-        mode = gr.Radio(list(vocab.MASK_MODES), value="drop", label="mask mode", elem_id="mask-mode")
+        mode = gr.Radio([(vocab.MASK_MODE_LABELS.get(m, m), m) for m in vocab.MASK_MODES], value="drop",
+                        label="mask mode", elem_id="mask-mode")
         percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
     with gr.Row():
         b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
