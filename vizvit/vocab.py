@@ -9,7 +9,7 @@ from typing import Literal, get_args
 # tab, page/tabs/<id>.py wires it (both found by the id); ids double as URL values (?tab=attention).
 TABS: dict[str, str] = {"patches": "Patches", "embeddings": "Embeddings", "attention": "Attention",
                         "positions": "Positions", "experiments": "Experiments", "inside": "Inside",
-                        "lecture": "For lecturers"}
+                        "lesson": "Lesson", "lecture": "For lecturers"}
 TabId = str  # one of TAB_IDS
 TAB_IDS: tuple[str, ...] = tuple(TABS)
 

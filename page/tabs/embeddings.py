@@ -74,6 +74,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
     named = dict(depth=depth, clicked=clicked, color_by=color_by, dropout=dropout)
+    ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
     shown_depth = dict(pca=pca_img, maps=maps_img, similarity=sim_img, similarity_text=sim_md, depth_text=depth_md)
     shown_dropout = dict(image=dropout_img, text=dropout_md)  # DropoutPanel
     shown = dict(**shown_depth, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,

@@ -84,6 +84,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     # Every control by the ExperimentsParams field it sets; every component by the field it shows.
     named = dict(dx=dx, dy=dy, fill=fill, mask=mask, mode=mode)
+    ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
     shown_shift = dict(view=shift_img, cosine=cos_img, cosine_text=shift_info, top5=shift_top5)  # ShiftPanel
     shown_mask = dict(grid=mask_grid, masked=masked_img, text=mask_info, top5=mask_top5)  # MaskPanel
     shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info,
