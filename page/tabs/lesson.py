@@ -31,7 +31,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 reveal = gr.Button("Reveal", variant="primary", elem_id="lesson-reveal")
                 nxt = gr.Button("next →", size="sm", elem_id="lesson-next")
         with gr.Column(scale=1, min_width=200, elem_id=PRESENTER_CSS_ID):  # the presenter view's QR code
-            qr = gr.Image(label="This step on your phone", interactive=False, format="png", elem_id="lesson-qr",
+            qr = gr.Image(label="Scan: this step", interactive=False, format="png", elem_id="lesson-qr",
                           buttons=[], height=260)
             link = gr.Markdown(elem_id="lesson-link")
     answer = gr.Markdown(elem_id="lesson-answer")

@@ -330,12 +330,12 @@ def _verdict(s: Step, p: LessonParams, right: str | float, g: Geometry) -> str:
         if p.number is None:
             return f"The answer: **{shown}**."
         ok = abs(p.number - r) <= s.within
-        return (f"✅ **Right**: {shown}." if ok else f"❌ **Not quite**: you said {p.number:g}, it is **{shown}**"
+        return (f"✓ **Right**: {shown}." if ok else f"✗ **Not quite**: you said {p.number:g}, it is **{shown}**"
                 + (f" (±{s.within:g} counts)." if s.within else "."))
     text = lesson_mod.fill(dict(s.options)[str(right)], g)
     if p.choice is None:
         return f"The answer: **{text}**."
-    return "✅ **Right**: " + text + "." if p.choice == right else f"❌ **Not quite**: on this photo, **{text}**."
+    return "✓ **Right**: " + text + "." if p.choice == right else f"✗ **Not quite**: on this photo, **{text}**."
 
 
 def reveal(ph: Photo, p: LessonParams) -> Reveal:
@@ -353,7 +353,7 @@ def reveal(ph: Photo, p: LessonParams) -> Reveal:
     right = m.right if s.answer == MEASURED else s.answer
     parts = [_verdict(s, p, right, g), m.line, lesson_mod.fill(s.meaning, g)]
     if s.trained and not vm.is_pretrained:
-        parts.append(f"⚠️ **These weights are untrained** (random): {lesson_mod.fill(s.trained, g)} needs a trained "
+        parts.append(f"**These weights are untrained** (random): {lesson_mod.fill(s.trained, g)} needs a trained "
                      f"model, so this photo's answer is not the lesson's claim. What still holds: "
                      f"{lesson_mod.fill(s.holds, g)}.")
     picture = getattr(tab_page(ph, s), s.picture) if s.picture else None
