@@ -57,7 +57,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
                              elem_id="mask-grid")
-        masked_img = gr.Image(label="What the model gets (hatched = token dropped)", interactive=False,
+        masked_img = gr.Image(label="What the model gets (hatched = token dropped or [MASK])", interactive=False,
                               format="jpeg", elem_id="masked-view")
         mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
     mask_info = gr.Markdown(elem_id="mask-info")
