@@ -6,6 +6,8 @@ Writes docs/screenshot.png (Patches tab), docs/attention.png (Attention tab), an
 lecture halls and phones, docs/projector.png (Attention, projector mode at 1366×900) and
 docs/phone.png (390×844). --tour DIR instead writes every tab at desktop (1366×900), projector
 (1366×900, ?projector=1) and phone (390×844) sizes into DIR, full page, to look at each one.
+--lesson DIR writes lesson steps (question, then reveal) at desktop and phone sizes, the reveal's
+Open on the real tab, and the presenter view (projector mode, the step's QR code) into DIR.
 """
 
 from __future__ import annotations
@@ -49,12 +51,56 @@ def tour(vm: vizvit.VitModel, out: Path) -> None:
                     print(out / f"{layout}_{tab_id}.png")
 
 
+LESSON_SHOTS = {"patches": ("desktop", 1280, 1000), "shift1": ("phone", 390, 844), "mask": ("desktop", 1280, 1000)}
+
+
+def lesson_shots(vm: vizvit.VitModel, out: Path) -> None:
+    """Three steps (question, then reveal), one step's Open, and the presenter view with its QR code."""
+    from vizvit.views import lesson
+
+    out.mkdir(parents=True, exist_ok=True)
+    ids = [s.id for s in lesson.steps()]
+    with running(vm) as url:
+        for step_id, (layout, w, h) in LESSON_SHOTS.items():
+            n = ids.index(step_id) + 1
+            with page_at(url + f"?lesson=1&step={n}&example=chelsea", width=w, height=h) as page:
+                page.wait_for_selector(f"#lesson-step:has-text('Step {n} of')")
+                page.wait_for_selector("#status:has-text('top-1')")
+                page.wait_for_timeout(800)
+                page.screenshot(path=str(out / f"{layout}_{step_id}_1_question.png"), full_page=True)
+                page.locator("#lesson-choice label, #lesson-number input").first.click()
+                page.click("#lesson-reveal")
+                page.wait_for_selector("#lesson-picture img")
+                page.wait_for_timeout(800)
+                page.screenshot(path=str(out / f"{layout}_{step_id}_2_reveal.png"), full_page=True)
+                if step_id == "mask":
+                    page.click("#lesson-open")
+                    page.wait_for_selector("#mask-info:has-text('[MASK] token')")
+                    page.locator("#mask-grid").scroll_into_view_if_needed()
+                    page.wait_for_timeout(1500)
+                    page.screenshot(path=str(out / f"{layout}_{step_id}_3_open_experiments.png"))
+                print(out, step_id)
+        n = ids.index("shift16") + 1
+        with page_at(url + f"?lesson=1&step={n}&example=chelsea&projector=1", width=1366, height=900) as page:
+            page.wait_for_selector("#lesson-qr img")
+            wait_image(page, "lesson-qr")
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(out / "projector_presenter_qr.png"))
+            page.click("#lesson-reveal")
+            page.wait_for_selector("#lesson-picture img")
+            page.wait_for_timeout(800)
+            page.screenshot(path=str(out / "projector_presenter_reveal.png"), full_page=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=str(ROOT.parent / "shared" / "models" / "vit-tiny-augreg"))
     ap.add_argument("--tour", type=Path, help="write every tab × layout here instead of the README's pictures")
+    ap.add_argument("--lesson", type=Path, help="write the lesson's steps and presenter view here instead")
     args = ap.parse_args()
     vm = vizvit.load_model(args.model, device="cpu")
+    if args.lesson:
+        return lesson_shots(vm, args.lesson)
     if args.tour:
         return tour(vm, args.tour)
     with running(vm) as url, page_at(url, width=1280, height=1000) as page:

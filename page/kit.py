@@ -50,6 +50,10 @@ class Ctx:
     status: gr.Markdown  # the one-line status under the model box
     default_model: str  # the model the page opens with
     links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
+    # Each tab's controls by its Params field names (tab id -> name -> component), where a tab
+    # registers them: the lesson sets a step's controls before it opens that tab.
+    controls: dict[str, dict[str, gr.components.Component]] = field(default_factory=dict)
+    example_of: Callable[[str], str | None] = lambda sha1: None  # the example a photo is (a link names it)
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
     shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
     previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview

@@ -109,7 +109,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
-        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model)
+        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model, example_of=example_of)
         all_tabs = []
         # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
@@ -220,11 +220,22 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                             show=p.show or gr.skip(), query=k.query if k.query else gr.skip(),
                             direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
                             mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero")
+            shared: dict = {}  # the key and status line of a link's uploaded photo
+            notices = p.notice_text
+            if k.photo and not k.example:  # a lecturer's uploaded photo, by its key: the server must still hold it
+                try:
+                    shared_key = header.photo_key(wb, p.model, k.photo, format_heads(k.ablate), k.ablate_mode or "zero",
+                                                  "", DEFAULT_TEMPLATE)
+                    size = wb.photo(k.photo).size
+                    shared = {key: shared_key, status: panels.status_line(vm, wb.analysis(shared_key), size)}
+                except UserError:
+                    notices = (notices + "\n" if notices else "") + ("- The photo of this link is no longer on the "
+                                                                    "server: upload it again or pick an example.")
             # Choices too: this visitor sees the list as it is now, without models that failed for others.
-            return {upload: k.example or gr.skip(), model: gr.Dropdown(choices=catalog.choices(), value=p.model),
+            return {**shared, upload: k.example or gr.skip(), model: gr.Dropdown(choices=catalog.choices(), value=p.model),
                     banner: gr.Markdown(b, visible=bool(b)),
                     link_tab: k.tab or gr.skip(), tab: k.tab or gr.skip(),
-                    notice_md: gr.Markdown("**About this link:**\n" + p.notice_text, visible=True) if p.notices
+                    notice_md: gr.Markdown("**About this link:**\n" + notices, visible=True) if notices
                     else gr.skip(),
                     **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm)}
 
@@ -253,7 +264,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             [key, status, model, banner, zs_rule, zs_on],
             api_name="model")
         # hidden: a first visit saw grey loading blocks over the header while the link was read
-        demo.load(open_link, None, [upload, model, banner, link_tab, tab, notice_md, *link_parts, projector, zs_on],
+        demo.load(open_link, None, [upload, model, banner, link_tab, tab, notice_md, *link_parts, projector, zs_on,
+                                    key, status],
                   show_progress="hidden")
         # JS only (no round trip): a click on the tab's button opens it as a person would.
         link_tab.change(None, link_tab, None, js=web.asset("select_tab.js"))

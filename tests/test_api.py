@@ -98,3 +98,16 @@ def test_predict_under_a_mask_and_the_rest_answer_json(served, tiny16):
     assert [row["k"] for row in sweep["rows"]] == list(range(33))
     rel = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), api_name="/relevance")
     assert np.array(rel["map"]).shape == (14, 14) and "2021b" in rel["method"]
+
+
+def test_predict_with_the_mask_token(served, tiny16):
+    """mask_mode="mask": the [MASK] token (zeros, never trained, for this ViT classifier) as the engine gives it."""
+    import vizvit
+    from vizvit.images import View
+
+    client, _ = served
+    r = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), mask=[0, 5, 17], mask_mode="mask",
+                       api_name="/predict")
+    a = vizvit.analyze(tiny16, vizvit.load_image(PHOTO), View(mask=(0, 5, 17), mask_mode="mask"))
+    assert r["mask_mode"] == "mask" and [p["label"] for p in r["top5"]] == [p.label for p in a.top5]
+    assert r["top5"][0]["prob"] == pytest.approx(a.top5[0].prob, abs=1e-5)

@@ -97,3 +97,14 @@ def test_ablated_heads_travel_in_links_counted_from_one(tiny16):
     v = deeplink.of_view(None, "m", "inside", 1, 1, "mean", None, "row", "raw", 0, 0, (), False,
                          Ablation(((1, 1),), "zero"))
     assert deeplink.to_query(v).endswith("ablate=2.2")
+
+
+def test_a_lesson_step_on_an_example_or_on_an_uploaded_photos_key():
+    sha1 = "04df4a330a958e484458f444e156302526270816"
+    link, notes = parse(dict(lesson="1", step="5", photo=sha1.upper()), EXAMPLES, MODELS, [*TABS, "lesson"])
+    assert notes == [] and (link.lesson, link.step, link.photo, link.tab) == (True, 5, sha1, "lesson")
+    assert to_query(link) == f"?lesson=1&step=5&photo={sha1}"  # the tab is implied by lesson=1
+    assert to_query(deeplink.lesson_link(3, EXAMPLES[1], sha1)) == "?example=chelsea&lesson=1&step=3"
+    link, notes = parse(dict(lesson="maybe", step="0", photo="../etc/passwd"), EXAMPLES, MODELS, [*TABS, "lesson"])
+    assert (link.lesson, link.step, link.photo) == (False, None, None) and len(notes) == 3
+    assert any("40 hex digits" in n for n in notes) and any("step number" in n for n in notes)

@@ -13,6 +13,8 @@ from transformers import ViTConfig, ViTForImageClassification
 
 import vizvit
 from vizvit import engine
+from vizvit.errors import UserError
+import torch.nn.functional as F
 from vizvit.positional import cosine_similarity_matrix
 from vizvit.tokens import (cls_patch_similarity, conv_as_unfold_linear, cosine_to,
                            embedding_filters_pca, parameter_table, pca, token_norms,
@@ -239,3 +241,33 @@ def test_artifacts_at_depth_by_hand():
     assert mask[1].reshape(-1).nonzero()[0].tolist() == [5]
 
 
+
+
+# ------------------------------------------------------------------ dropout, train against eval
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.5])
+def test_dropout_check_against_a_plain_draw(p):
+    """Train mode: exactly the entries F.dropout zeroes with the same seed, about p of them, the
+    others × 1/(1−p); eval mode: the identity, bit for bit."""
+    from vizvit.tokens import dropout_check
+
+    x = torch.randn(197, 64, generator=torch.Generator().manual_seed(1))
+    c = dropout_check(x, p, seed=3)
+    torch.manual_seed(3)
+    ref = F.dropout(x, p, training=True)  # the plain functional draw, outside any module
+    assert torch.equal(c.train, ref)
+    zeroed = ref == 0
+    share = float(zeroed.float().mean())
+    assert c.zeros_train == pytest.approx(share) and c.zeros_before == 0.0
+    sigma = (p * (1 - p) / x.numel()) ** 0.5
+    assert abs(share - p) <= 5 * sigma + 1e-12, (share, p)
+    survivors = ~zeroed
+    assert torch.allclose(ref[survivors], x[survivors] / (1 - p), rtol=1e-6)  # each survivor scaled
+    assert c.scale == pytest.approx(1 / (1 - p), rel=1e-6) and c.scale_error < 1e-5
+    assert c.eval_changed == 0 and torch.equal(torch.nn.Dropout(p).eval()(x), x)
+
+
+def test_dropout_check_refuses_p_of_one():
+    from vizvit.tokens import dropout_check
+
+    with pytest.raises(UserError, match="dropout"):
+        dropout_check(torch.ones(3, 4), 1.0)

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import attention as att_mod
 from . import vocab
-from .engine import Analysis, Prediction
+from .engine import Analysis, Prediction, mask_token
 from .errors import UserError
 from .images import View
 from .models import Geometry
@@ -133,6 +133,8 @@ class PublicApi:
         mask = tuple(_int("mask index", i, 0, g.num_patches - 1) for i in mask)
         if mask_mode == "drop" and len(set(mask)) == g.num_patches:
             raise UserError("Token drop needs at least one patch left unmasked.")
+        if mask_mode == "mask":
+            mask_token(ph.vm)  # a family without a [MASK] token is refused here, before any forward
         a = ph.analysis(View(dx=dx, dy=dy, fill=fill, mask=mask, mask_mode=mask_mode))  # type: ignore[arg-type]
         return {"dx": dx, "dy": dy, "fill": fill, "mask": list(a.view.mask), "mask_mode": mask_mode,
                 "top5": _top5(a.top5), "unperturbed_top5": _top5(base.top5)}

@@ -2,6 +2,7 @@
 
     ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
     &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&mask=3,17,40&ablate=3.5,7.1&ablate_mode=mean
+    ?lesson=1&step=5&photo=<the photo's key>     (a lesson step, on a photo the server holds)
 
 Parsing never fails: an unknown or out-of-range value falls back to the default and
 adds a notice, so a lecturer's typo never produces an error page.
@@ -9,6 +10,7 @@ adds a notice, so a lecturer's typo never produces an error page.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
@@ -16,6 +18,9 @@ from urllib.parse import urlencode
 from .ablation import Ablation
 from .models import Geometry
 from .vocab import ABLATE_MODES, DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
+
+LESSON_TAB = "lesson"  # the tab lesson=1 opens
+PHOTO_KEY = re.compile(r"[0-9a-f]{40}")  # a photo's key: the SHA-1 of its pixels (images.image_sha1)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,9 @@ class DeepLink:
     projector: bool = False  # large fonts, high contrast
     ablate: tuple[tuple[int, int], ...] = ()  # heads switched off, 0-based (layer, head); 1-based in the URL
     ablate_mode: str | None = None  # "zero" or "mean"; None = zero
+    lesson: bool = False  # the guided lesson (the Lesson tab)
+    step: int | None = None  # its step, counted from 1; None = the first
+    photo: str | None = None  # an uploaded photo's key (its content hash), instead of an example
 
 
 # The page's controls a link sets and "Copy link to this view" reads, in THE order: the page's
@@ -57,7 +65,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     notices: list[str] = []
     link = DeepLink()
     known = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
-             "projector", "ablate", "ablate_mode"}
+             "projector", "ablate", "ablate_mode", "lesson", "step", "photo"}
     for k in params:
         if k not in known and k != "__theme":
             notices.append(f"Unknown link parameter '{k}' ignored.")
@@ -125,6 +133,25 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
             link = replace(link, ablate=tuple(sorted({(c[0] - 1, c[1] - 1) for c in cells})))
         else:
             notices.append(f"'ablate={ablate}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
+    lesson = params.get("lesson")
+    if lesson:
+        if lesson.lower() in ("1", "true", "yes", "on"):
+            link = replace(link, lesson=True, tab=link.tab or (LESSON_TAB if LESSON_TAB in tabs else None))
+        elif lesson.lower() not in ("0", "false", "no", "off"):
+            notices.append(f"'lesson={lesson}' should be 1 or 0; ignored.")
+    step = params.get("step")
+    if step:
+        i = _int(step)
+        if i is None or i < 1:
+            notices.append(f"'step={step}' is not a step number (1, 2, …); showing the first step.")
+        else:
+            link = replace(link, step=i)
+    photo = params.get("photo")
+    if photo:
+        if PHOTO_KEY.fullmatch(photo.strip().lower()):
+            link = replace(link, photo=photo.strip().lower())
+        else:
+            notices.append(f"'photo={photo[:48]}' is not a photo's key (40 hex digits); ignored.")
     projector = params.get("projector")
     if projector:
         if projector.lower() in ("1", "true", "yes", "on"):
@@ -203,7 +230,20 @@ def to_query(link: DeepLink) -> str:
         q["ablate"] = ",".join(f"{l + 1}.{h + 1}" for l, h in link.ablate)
         if link.ablate_mode not in (None, "zero"):
             q["ablate_mode"] = link.ablate_mode
+    if link.lesson:
+        q["lesson"] = "1"
+        if q.get("tab") == LESSON_TAB:
+            del q["tab"]  # lesson=1 opens it
+    if link.step is not None:
+        q["step"] = str(link.step)
+    if link.photo and not link.example:
+        q["photo"] = link.photo
     return "?" + urlencode(q, safe=",/:") if q else ""
+
+
+def lesson_link(step: int, example: str | None, photo: str | None, model: str | None = None) -> DeepLink:
+    """A lesson step's link: the step on an example (by name) or on an uploaded photo (its key)."""
+    return DeepLink(example=example, model=model, lesson=True, step=int(step), photo=None if example else photo)
 
 
 @dataclass(frozen=True)

@@ -303,9 +303,12 @@ class Hooked:
     """
 
     def __init__(self, vm: VitModel | None, keep: torch.Tensor | None = None, capture_patches: bool = True,
-                 extra: Sequence[Hook] = ()):
+                 extra: Sequence[Hook] = (), masked: torch.Tensor | None = None, token: torch.Tensor | None = None):
         self.vm = vm
         self.keep = keep
+        # [MASK]: (B, P) bool, the patches whose embedding becomes `token` (D,), before [CLS] and the
+        # position embeddings are added: transformers' own bool_masked_pos rule (ViT, BEiT, DINOv2).
+        self.masked, self.token = masked, token
         self.capture_patches = capture_patches and vm is not None
         self.extra = tuple(extra)
         self.patches: torch.Tensor | None = None
@@ -314,6 +317,14 @@ class Hooked:
     def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
         out = out[0] if isinstance(out, tuple) else out
         self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out  # (B, P, D); a Conv2d gives (B, D, gh, gw)
+
+    def _mask(self, _m: torch.nn.Module, _inp: Any, out: Any) -> Any:
+        """The patch embeddings (B, P, D) with the masked rows replaced by the [MASK] token, as
+        ViTEmbeddings does with bool_masked_pos: x·(1 − m) + token·m."""
+        x = out[0] if isinstance(out, tuple) else out
+        m = self.masked.to(x.device).unsqueeze(-1).to(x.dtype)  # type: ignore[union-attr]
+        y = x * (1.0 - m) + self.token.to(x.device, x.dtype) * m  # type: ignore[union-attr]
+        return (y, *out[1:]) if isinstance(out, tuple) else y
 
     def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
         keep = self.keep.to(out.device)  # type: ignore[union-attr]
@@ -337,8 +348,10 @@ class Hooked:
             if self.vm is not None:
                 backbone = self.vm.vit
                 fam = family_of(self.vm)
-                if self.capture_patches:
+                if self.capture_patches:  # first: the conv's own output, before any [MASK]
                     self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
+                if self.masked is not None:
+                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._mask))
                 if self.keep is not None:
                     self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
                     for m in fam.bias_modules(backbone):
@@ -410,7 +423,15 @@ def analyze_batch(vm: VitModel, requests: Sequence[Request], extra: Sequence[Hoo
 
     hooks = [*extra, *ablation_hooks(vm, first.ablation)]
     batch = torch.cat(pixels)  # (B, 3, H, W)
-    with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=hooks) as run:
+    masked = token = None
+    if any(r.view.mask_mode == "mask" and r.view.mask for r in requests):
+        token = mask_token(vm).vector
+        masked = torch.zeros(len(requests), g.num_patches, dtype=torch.bool)  # (B, P)
+        for i, r in enumerate(requests):
+            if r.view.mask_mode == "mask":
+                masked[i, list(r.view.mask)] = True
+    with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=hooks, masked=masked,
+                token=token) as run:
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = _forward(vm, batch.to(vm.device), output_attentions=True, output_hidden_states=True)
@@ -643,6 +664,39 @@ def embedding_stage(vm: VitModel, a: Analysis) -> EmbeddingStage:
     with Hooked(None):
         return embedding_stage_of(embedding_weights(vm), a.pixel_values, a.patch_embeddings, a.hidden_states[0],
                                   a.geometry, fam.pe_prefix, fam.pe_antialias)
+
+
+@dataclass(frozen=True)
+class MaskToken:
+    """The model's [MASK] token and where it comes from, for the page to say."""
+
+    vector: torch.Tensor  # (D,) float32 CPU: what a masked patch's embedding becomes
+    trained: bool  # read from a trained checkpoint (False: an initial value, never trained)
+    source: str  # one sentence: where the vector comes from
+
+
+def mask_token(vm: VitModel) -> MaskToken:
+    """The [MASK] token of `vm`'s embedding stage, read under the lock. A family whose embeddings have
+    a mask-token slot (ViT, DeiT, BEiT, DINOv2) has one; a checkpoint class built without it (every
+    ViT classifier: use_mask_token=False) gets transformers' initial value, zeros, said to be untrained.
+    Raises UserError for a family with no slot (CLIP, SigLIP)."""
+    with Hooked(None):
+        emb = vm.family.embeddings(vm.vit)
+        if not hasattr(emb, "mask_token"):
+            raise UserError(f"{vm.family.title} has no [MASK] token in its embedding stage: use drop or a pixel fill.")
+        t = emb.mask_token
+        d = vm.geometry.hidden_size
+        if t is None:
+            return MaskToken(torch.zeros(d), False, (
+                "this checkpoint has no [MASK] token (its class was built for classification, without one): "
+                "the [MASK] here is transformers' initial value, zeros, **never trained**"))
+        vec = t.detach().float().reshape(-1)[:d].cpu().clone()
+        if not vm.is_pretrained:
+            return MaskToken(vec, False, "random weights: the [MASK] token is **untrained** like everything else")
+        if any(k.endswith("mask_token") for k in vm.missing_keys):
+            return MaskToken(vec, False, ("the checkpoint holds no [MASK] token: transformers initialised it, "
+                                          "**never trained**"))
+        return MaskToken(vec, True, "the [MASK] token read from the checkpoint")
 
 
 def patch_filters(vm: VitModel) -> torch.Tensor:

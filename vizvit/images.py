@@ -178,7 +178,7 @@ class View:
         if self.fill not in FILLS:
             raise UserError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
         if self.mask_mode not in MASK_MODES:
-            raise UserError(f"Unknown mask mode {self.mask_mode!r}: use drop, black, mean or blur.")
+            raise UserError(f"Unknown mask mode {self.mask_mode!r}: use one of {', '.join(MASK_MODES)}.")
         # Normalise so equal masks give equal cache keys.
         object.__setattr__(self, "mask", tuple(sorted({int(i) for i in self.mask})))
 
@@ -211,11 +211,11 @@ def mask_pixels(view: np.ndarray, mask: tuple[int, ...], patch: int, grid_w: int
                 mode: MaskMode) -> np.ndarray:
     """Fill the masked patches' pixels: black, the image mean, or a strong blur.
 
-    Only the pixels of the masked patches change. 'drop' leaves pixels alone: the
-    tokens are removed later, in the forward pass.
+    Only the pixels of the masked patches change. 'drop' and 'mask' leave pixels alone: the
+    tokens are removed (or replaced by the [MASK] token) later, in the forward pass.
     """
     out = view.copy()
-    if not mask or mode == "drop":
+    if not mask or mode not in ("black", "mean", "blur"):  # drop, [MASK]: the tokens change, not the pixels
         return out
     if mode == "blur":
         import cv2

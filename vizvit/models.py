@@ -142,6 +142,9 @@ class VitModel:
     is_pretrained: bool  # False for random:<arch>: flag it wherever it is shown
     text: TextSide | None = None  # CLIP / SigLIP: the tokenizer and probability rule of the text side
     zero_shot: ZeroShotHead | None = None  # CLIP / SigLIP: the labels' text embeddings, the "classifier"
+    # Parameters the checkpoint did not hold, so transformers initialised them: never trained (e.g. a
+    # [MASK] token a class builds that the checkpoint lacks). Names as in the model's state dict.
+    missing_keys: tuple[str, ...] = ()
 
     @property
     def has_classifier(self) -> bool:
@@ -659,7 +662,8 @@ def _random_preprocess(kind: str, default: "Preprocess") -> "Preprocess":
     return default
 
 
-def _pretrained_model(name: str) -> PreTrainedModel:
+def _pretrained_model(name: str) -> tuple[PreTrainedModel, tuple[str, ...]]:
+    """The checkpoint's model and the parameters it did not hold (initialised, never trained)."""
     hint = (
         "Check the hub id or the directory (it must hold a ViT saved with save_pretrained), "
         f"or run offline with --model {RANDOM_PREFIX}vit-base-patch16-224."
@@ -678,7 +682,8 @@ def _pretrained_model(name: str) -> PreTrainedModel:
             cls = AutoModel
         if cls.__name__.endswith("Model") and fam.pooling_kwarg:
             kwargs["add_pooling_layer"] = False
-        return cls.from_pretrained(name, **kwargs)
+        model, info = cls.from_pretrained(name, output_loading_info=True, **kwargs)
+        return model, tuple(sorted(info.get("missing_keys") or ()))
     except Exception as e:
         raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
 
@@ -694,9 +699,9 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
     dev = pick_device(device)
     if name.startswith(RANDOM_PREFIX):
         model = _random_model(name[len(RANDOM_PREFIX):])
-        is_pretrained = False
+        is_pretrained, missing = False, ()
     else:
-        model = _pretrained_model(name)
+        model, missing = _pretrained_model(name)
         is_pretrained = True
     model.eval().to(dev)
     for p in model.parameters():
@@ -716,6 +721,7 @@ def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
         labels=labels_of(config, has_head),
         device=dev,
         is_pretrained=is_pretrained,
+        missing_keys=missing,
         text=text_side(model, name if is_pretrained else None, fam.text) if fam.text is not None else None,
     )
     return vm  # CLIP / SigLIP get their default labels in engine.load_model (a text forward)

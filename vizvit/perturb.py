@@ -187,6 +187,8 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
     if steps < 1:
         raise UserError("Use at least one step.")
+    if mode == "mask":  # the batched forwards have no [MASK] hook: say so rather than leave the pixels as they are
+        raise UserError("The curves remove patches by a pixel fill or by token drop, not by the [MASK] token.")
     g = vm.geometry
     names = tuple(maps)
     fractions = np.linspace(0.0, 1.0, steps + 1)

@@ -350,3 +350,44 @@ def embedding_filters_pca(weight: torch.Tensor, k: int = NUM_FILTER_COMPONENTS) 
     fit = pca(weight.detach().float().cpu().reshape(d, -1).numpy(), k)
     tiles = fit.components.reshape(k, c, p, p).transpose(0, 2, 3, 1)  # channel-last for display
     return FilterPCA(tiles=tiles.astype(np.float32), explained_ratio=fit.explained_ratio.astype(np.float32))
+
+
+# ------------------------------------------------------------------ dropout on the tokens
+DROPOUT_SEED = 0  # one fixed draw, so the page, a link and the lesson show the same zeros
+
+
+@dataclass(frozen=True)
+class DropoutCheck:
+    """Dropout (torch.nn.Dropout, the module the embedding stage applies after the position
+    embeddings) on the photo's own tokens, in train and in eval mode."""
+
+    p: float  # the drop probability
+    before: torch.Tensor  # (N, D) the tokens after the embedding stage (what dropout gets)
+    train: torch.Tensor  # (N, D) train mode: each entry zeroed with probability p, survivors × 1/(1−p)
+    zeros_before: float  # share of exact zeros in `before`
+    zeros_train: float  # share of exact zeros in `train` (about p)
+    scale: float  # survivors' train / before, the median (1/(1−p) up to float rounding)
+    scale_error: float  # max |train / before − 1/(1−p)| over the survivors
+    eval_changed: int  # entries eval mode changed (0: dropout is the identity at inference)
+
+
+def dropout_check(tokens: torch.Tensor, p: float, seed: int = DROPOUT_SEED) -> DropoutCheck:
+    """tokens (N, D) -> DropoutCheck: nn.Dropout(p) in train mode (one seeded draw) and in eval mode.
+    A fresh module, never the shared model's (its mode must not change under other requests)."""
+    if not 0.0 <= float(p) < 1.0:
+        raise UserError(f"A dropout probability is in [0, 1), not {p}.")
+    x = tokens.detach().float()
+    drop = torch.nn.Dropout(float(p))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        y = drop.train()(x)
+    same = drop.eval()(x)
+    alive = (y != 0) & (x != 0)
+    ratio = y[alive] / x[alive]
+    expect = 1.0 / (1.0 - float(p))
+    return DropoutCheck(
+        p=float(p), before=x, train=y, zeros_before=float((x == 0).float().mean()),
+        zeros_train=float((y == 0).float().mean()),
+        scale=float(ratio.median()) if ratio.numel() else float("nan"),
+        scale_error=float((ratio - expect).abs().max()) if ratio.numel() else 0.0,
+        eval_changed=int((same != x).sum()))

@@ -9,7 +9,7 @@ from typing import Literal, get_args
 # tab, page/tabs/<id>.py wires it (both found by the id); ids double as URL values (?tab=attention).
 TABS: dict[str, str] = {"patches": "Patches", "embeddings": "Embeddings", "attention": "Attention",
                         "positions": "Positions", "experiments": "Experiments", "inside": "Inside",
-                        "lecture": "For lecturers"}
+                        "lesson": "Lesson", "lecture": "For lecturers"}
 TabId = str  # one of TAB_IDS
 TAB_IDS: tuple[str, ...] = tuple(TABS)
 
@@ -52,9 +52,13 @@ RESOLUTIONS: tuple[int, ...] = (288, 384, 448, 512)
 # -- experiments: what enters at the border of a shift; how a masked patch is removed
 Fill = Literal["edge", "wrap", "constant"]
 FILLS: tuple[str, ...] = get_args(Fill)
-MaskMode = Literal["drop", "black", "mean", "blur"]
-MASK_MODES: tuple[str, ...] = get_args(MaskMode)  # drop first: a transformer's own way
-PIXEL_FILLS: tuple[str, ...] = tuple(m for m in MASK_MODES if m != "drop")
+MaskMode = Literal["drop", "mask", "black", "mean", "blur"]
+# drop first: a transformer's own way; "mask": the patch's embedding replaced by the [MASK] token
+# (BERT, BEiT, the ViT paper's masked-patch prediction), its position embedding kept.
+MASK_MODES: tuple[str, ...] = get_args(MaskMode)
+MASK_MODE_LABELS: dict[str, str] = {"mask": "[MASK] token"}  # what the page shows for a value, where not the value
+TOKEN_MODES: tuple[str, ...] = ("drop", "mask")  # masks applied to the tokens, not the pixels
+PIXEL_FILLS: tuple[str, ...] = tuple(m for m in MASK_MODES if m not in TOKEN_MODES)
 CURVE_MODES: tuple[str, ...] = (*PIXEL_FILLS, "drop")  # a pixel fill first: comparable with CNN papers
 MaskAction = Literal["clear", "invert", "random", "top", "bottom"]
 MASK_ACTIONS: tuple[str, ...] = get_args(MaskAction)

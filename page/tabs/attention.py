@@ -102,6 +102,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                  alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared, summary=summary, discard_mode=discard_mode,
                  distance_norm=distance_norm, scale=scale, artifacts_in_range=artifacts_in)
     controls = list(named.values())
+    ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
     ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
 
     read = kit.reader(named)

@@ -30,6 +30,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                                   label="Parameters per stage and block", max_height=420,
                                   elem_id="emb-params")
             params_total = gr.Markdown(elem_id="emb-params-total")
+    with gr.Row(elem_id="emb-dropout-row"):
+        with gr.Column(scale=2):
+            dropout = gr.Slider(0, 0.9, value=embeddings.DEFAULT_DROPOUT, step=0.05, elem_id="emb-dropout",
+                                label="Dropout p on the tokens (train against eval)")
+            dropout_md = gr.Markdown(elem_id="emb-dropout-info")
+        with gr.Column(scale=3):
+            dropout_img = gr.Image(label="Tokens before | after dropout in train mode (zeros black)", interactive=False,
+                                   format="png", elem_id="emb-dropout-img")
     gr.Markdown("### 2 · Tokens at depth l")
     gr.Markdown(embeddings.DEPTH_TEXT)
     depth = gr.Slider(0, 12, value=0, step=1, elem_id="emb-depth",
@@ -65,10 +73,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     colors = flip.component("emb-color")  # the scatter's other colourings, at this depth
 
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
-    named = dict(depth=depth, clicked=clicked, color_by=color_by)
+    named = dict(depth=depth, clicked=clicked, color_by=color_by, dropout=dropout)
+    ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
     shown_depth = dict(pca=pca_img, maps=maps_img, similarity=sim_img, similarity_text=sim_md, depth_text=depth_md)
+    shown_dropout = dict(image=dropout_img, text=dropout_md)  # DropoutPanel
     shown = dict(**shown_depth, steps=steps, check=check, cls_text=cls_md, filters_text=filters_md,
-                 params=params, params_total=params_total)
+                 params=params, params_total=params_total, dropout_image=dropout_img, dropout_text=dropout_md)
     shown_rest = dict(scatter=scatter, cls_image=cls_img, filters_image=filters_img)  # after the pictures
     shown_click = dict(pca=pca_img, similarity=sim_img, similarity_text=sim_md)
     targets = {t: shown_depth[t] for t in embeddings.DEPTH_TARGETS}
@@ -104,12 +114,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # A click answers in ONE event (the clicked patch and its pictures), not a state event and a
     # .then(): each event costs this page a round trip of Gradio's own work (~250 ms).
     @safe
-    def click(key: PhotoKey | None, depth_v: float, clicked_v: Any, color_v: str, evt: gr.SelectData) -> dict:
+    def click(key: PhotoKey | None, depth_v: float, clicked_v: Any, color_v: str, dropout_v: float,
+              evt: gr.SelectData) -> dict:
         if key is None:
             return {clicked: None, **kit.empty([*shown_click.values(), book])}
         r, c, _ = embeddings.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
         ch = embeddings.change_click(ctx.wb.handle(key), embeddings.EmbeddingsParams.from_controls(
-            {**read((depth_v, clicked_v, color_v)), "clicked": (r, c)}))
+            {**read((depth_v, clicked_v, color_v, dropout_v)), "clicked": (r, c)}))
         return {clicked: (r, c), **kit.values(ch, shown_click), book: book_value(ch.book)}
 
     def colors_value(b: Flipbook) -> str:
@@ -140,3 +151,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # A book with no pages (a new photo, model or clicked patch) is filled once its pictures are painted.
     flip.filled_later(book, fill_book, ins, [book, colors], after="#emb-pictures img")
     color_by.change(show_scatter, ins, [scatter, colors], show_progress="hidden")
+
+    @safe
+    def show_dropout(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(list(shown_dropout.values()))
+        p = params_of(v)
+        ph = ctx.wb.handle(key)
+        return kit.values(embeddings.dropout_panel(ph.vm, ph.analysis(), p.dropout), shown_dropout)
+
+    dropout.change(show_dropout, ins, list(shown_dropout.values()), show_progress="hidden")

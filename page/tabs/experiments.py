@@ -45,7 +45,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown("### Masks")
     gr.Markdown(experiments.MASKS_TEXT)
     with gr.Row():
-        mode = gr.Radio(list(vocab.MASK_MODES), value="drop", label="mask mode", elem_id="mask-mode")
+        mode = gr.Radio([(vocab.MASK_MODE_LABELS.get(m, m), m) for m in vocab.MASK_MODES], value="drop",
+                        label="mask mode", elem_id="mask-mode")
         percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
     with gr.Row():
         b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
@@ -56,7 +57,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
                              elem_id="mask-grid")
-        masked_img = gr.Image(label="What the model gets (hatched = token dropped)", interactive=False,
+        masked_img = gr.Image(label="What the model gets (hatched = token dropped or [MASK])", interactive=False,
                               format="jpeg", elem_id="masked-view")
         mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
     mask_info = gr.Markdown(elem_id="mask-info")
@@ -83,6 +84,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     # Every control by the ExperimentsParams field it sets; every component by the field it shows.
     named = dict(dx=dx, dy=dy, fill=fill, mask=mask, mode=mode)
+    ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
     shown_shift = dict(view=shift_img, cosine=cos_img, cosine_text=shift_info, top5=shift_top5)  # ShiftPanel
     shown_mask = dict(grid=mask_grid, masked=masked_img, text=mask_info, top5=mask_top5)  # MaskPanel
     shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info,

@@ -138,3 +138,18 @@ def test_register_norms_are_exported(families, cat):
     assert arr["prefix_norms"].shape == (g.num_layers + 1, 5)
     assert "[REG4]" in embed_view.norms_table(vm, embed_view.prepare(vm, a))
 
+
+
+def test_dropout_panel_reads_the_photos_tokens_after_the_embedding_stage(tiny16):
+    """The panel's tokens are hidden state 0 of the cached forward (what the embeddings' dropout gets);
+    its text says the zero share of train mode and that eval changes nothing; the page's show has it."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo("assets/examples/chelsea.jpg")))
+    a = ph.analysis()
+    d = embed_view.dropout_panel(tiny16, a, 0.25)
+    assert torch.equal(d.check.before, a.hidden_states[0])
+    zeros = float((d.check.train == 0).float().mean())
+    assert f"{zeros:.1%} of them are zero" in d.text and "Eval mode changes 0 numbers" in d.text
+    page = embed_view.show(ph, embed_view.EmbeddingsParams(dropout=0.25))
+    assert page.dropout_text == d.text and np.array_equal(page.dropout_image, d.image)

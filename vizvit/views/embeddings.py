@@ -30,7 +30,9 @@ from ..tokens import (
     ParamRow,
     OUTLIER_METHOD,
     TokenStats,
+    DropoutCheck,
     cosine_to,
+    dropout_check,
     embedding_filters_pca,
     parameter_table,
     token_stats,
@@ -532,6 +534,57 @@ def warm_photo(ph: Photo) -> EmbeddingsData | None:
     return None if ph.analysis().dropped else data(ph)
 
 
+# ------------------------------------------------------------------ dropout, train against eval
+DEFAULT_DROPOUT = 0.1  # the ViT paper's dropout for ImageNet-21k/JFT training (Table 3), where the config says 0
+DROPOUT_TOKENS, DROPOUT_DIMS, DROPOUT_CELL = 32, 64, 6  # the picture: the first tokens × the first numbers of each
+
+
+@dataclass(frozen=True)
+class DropoutPanel:
+    image: np.ndarray  # (h, w, 3) uint8: a corner of the tokens before | in train mode; zeros black
+    text: str
+    check: DropoutCheck
+
+
+def config_dropout(vm: VitModel) -> float | None:
+    """The dropout the checkpoint's config applies after the position embeddings (None: no such setting)."""
+    cfg = getattr(vm.vit, "config", vm.model.config)
+    p = getattr(cfg, "hidden_dropout_prob", None)
+    return None if p is None else float(p)
+
+
+def _dropout_picture(x: torch.Tensor, lim: float) -> np.ndarray:
+    img = render.colorize(x.numpy(), SIM_CMAP, vmin=-lim, vmax=lim)
+    img[x.numpy() == 0] = 0  # a zero is black: the dropped entries stand out
+    return render.enlarge(img, DROPOUT_CELL)
+
+
+def dropout_panel(vm: VitModel, a: Analysis, p: float) -> DropoutPanel:
+    """Dropout with probability p on this photo's tokens after the embedding stage (hidden state 0:
+    what the embeddings' dropout gets), train mode against eval mode (tokens.dropout_check)."""
+    c = dropout_check(a.hidden_states[0], p)
+    n, dim = c.before.shape
+    t, k = min(DROPOUT_TOKENS, n), min(DROPOUT_DIMS, dim)
+    lim = float(c.before[:t, :k].abs().max()) or 1.0
+    gap = np.full((t * DROPOUT_CELL, 8, 3), 255, np.uint8)
+    image = np.concatenate([render.caption_below(_dropout_picture(c.before[:t, :k], lim), "eval mode = before"),
+                            render.caption_below(gap, ""),
+                            render.caption_below(_dropout_picture(c.train[:t, :k], lim), f"train mode, p = {c.p:g}")],
+                           axis=1)
+    cfg = config_dropout(vm)
+    said = ("its config sets no dropout here" if cfg is None else
+            f"the checkpoint's config sets hidden_dropout_prob = {cfg:g}" + (
+                ": transformers would drop nothing even in train mode, so p is chosen here" if cfg == 0 else ""))
+    expect = 1.0 / (1.0 - c.p)
+    text = (f"**Dropout p = {c.p:g}** on the {n} × {dim} numbers of this photo's tokens after the embedding stage "
+            f"({said}). **Train mode: {c.zeros_train:.1%} of them are zero** (before: {c.zeros_before:.1%}), and "
+            f"every survivor is multiplied by 1/(1−p) = {expect:.4f} (measured {c.scale:.4f}, largest deviation "
+            f"{c.scale_error:.1e}), so each number keeps its expected value. **Eval mode changes {c.eval_changed} "
+            f"numbers**: at inference dropout is the identity, which is what every other view of this page shows. "
+            f"Picture: the first {t} tokens ([CLS] on top) × their first {k} numbers; zeros black.")
+    return DropoutPanel(image, text, c)
+
+
 @dataclass(frozen=True)
 class EmbeddingsParams:
     """Everything a control on the tab sets."""
@@ -539,11 +592,13 @@ class EmbeddingsParams:
     depth: int = 0  # 0 = after the embedding stage; l = after block l
     clicked: tuple[int, int] | None = None  # (row, col); None = the middle patch
     color_by: str = "row"  # vocab.COLOR_CHOICES
+    dropout: float = DEFAULT_DROPOUT  # the dropout panel's p
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> "EmbeddingsParams":
         """The page's control values by field name -> EmbeddingsParams."""
-        return cls(depth=int(v["depth"]), clicked=v["clicked"], color_by=v.get("color_by", "row"))
+        return cls(depth=int(v["depth"]), clicked=v["clicked"], color_by=v.get("color_by", "row"),
+                   dropout=float(v.get("dropout", DEFAULT_DROPOUT)))
 
 
 @dataclass(frozen=True)
@@ -582,6 +637,8 @@ class EmbeddingsPage(DepthChange):
     depth: int  # the depth shown (clamped to this model's L)
     num_layers: int  # the depth slider's top
     book: flip.Flipbook  # no pages yet: the page drops another photo's depth pictures (depth_book fills it)
+    dropout_image: np.ndarray  # the tokens before | in train mode (DropoutPanel)
+    dropout_text: str
 
 
 def depth_look(ph: Photo, p: EmbeddingsParams) -> str:
@@ -618,7 +675,8 @@ def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
     L = vm.geometry.num_layers
     depth = min(p.depth, L)
     dp, sp, st = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked), stage_panel(vm, d)
-    return EmbeddingsPage(pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
+    dr = dropout_panel(vm, a, p.dropout)
+    return EmbeddingsPage(dropout_image=dr.image, dropout_text=dr.text, pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
                           depth_text=dp.text, steps=st.steps, check=st.check, params=st.params, params_total=st.total,
                           cls_text=cls_similarity_text(vm, d), filters_text=filters_text(vm, d), depth=depth,
                           num_layers=L, book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))

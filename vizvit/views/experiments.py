@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import artifacts as art_mod
-from .. import maps, perturb, render
+from .. import engine, maps, perturb, render
 from ..cnn import cnn_shift_probs
 from ..errors import UserError
 from ..images import View
@@ -20,6 +20,7 @@ from ..models import Geometry, VitModel
 from . import flip
 from .common import artifact_masks, top5_figure
 from ..patches import patch_at
+from ..vocab import TOKEN_MODES
 from ..session import SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
@@ -31,7 +32,9 @@ At a shift of exactly P (edge fill) every compared patch is identical: cosine 1.
 
 MASKS_TEXT = """**Masks.** Click patches on the left grid to mask them. *black / mean / blur* replace the pixels,
 so the model still gets a token there; *drop* removes those tokens from the sequence after the embedding
-stage (each kept token keeps its own position embedding), which only a transformer allows."""
+stage (each kept token keeps its own position embedding), which only a transformer allows; *[MASK] token*
+keeps every token but replaces each masked patch's embedding by one learned vector, as BERT, BEiT and the
+ViT paper's masked-patch pre-training do (its position embedding is still added)."""
 
 CURVES_TEXT = """**Faithfulness** (Petsiuk et al. 2018, RISE): remove patches most-important-first as a map ranks
 them and follow the probability of the photo's top-1 class (deletion: a low area under the curve means
@@ -284,13 +287,18 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     base = ph.analysis()
     if len(mask) == g.num_patches and mode == "drop":
         raise UserError("Every patch is masked: leave at least one patch for the model to see.")
+    token = engine.mask_token(vm) if mode == "mask" else None  # a family without one says so here
     a = ph.analysis(View(mask=mask, mask_mode=mode)) if mask else base  # type: ignore[arg-type]
     grid = _grid_image(base.input_view, g, marked=mask)
-    # Pixel fills show what replaced the patches; dropped tokens are hatched: the model never sees them.
-    masked = _grid_image(a.input_view, g, marked=mask if mode == "drop" else ())
+    # Pixel fills show what replaced the patches; dropped or [MASK]ed tokens are hatched: the model
+    # never sees those pixels.
+    masked = _grid_image(a.input_view, g, marked=mask if mode in TOKEN_MODES else ())
     if mode == "drop":
         what = (f"the model gets {a.kept_tokens.numel()} tokens ({' '.join(g.prefix_names)} + "
                 f"{g.num_patches - len(mask)} patches)")
+    elif token is not None:
+        what = (f"the model still gets all {g.seq_len} tokens; each masked patch's embedding is the [MASK] token "
+                f"(‖[MASK]‖ = {float(token.vector.norm()):.3g}) plus its own position embedding: {token.source}")
     else:
         what = f"pixels filled with {mode}; the model still gets all {g.seq_len} tokens"
     text = f"**{len(mask)} of {g.num_patches}** patches masked ({mode}): {what}"

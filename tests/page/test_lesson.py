@@ -1,0 +1,95 @@
+"""The Lesson tab in Chromium, on the session's one server: every step walked on an example photo at
+desktop size (each reveal shows its number and its view's picture, and Open shows the real tab with
+the step's controls) and on an uploaded photo at phone size; a step's link opens the question first,
+on the same photo; projector mode shows the presenter view's QR code. (Screenshots on the trained
+ViT-Ti: docs/make_screenshots.py --lesson.)"""
+
+from __future__ import annotations
+
+import re
+
+from browser import page_at, upload, wait_image
+from tiny import EXAMPLES
+from vizvit.views import lesson
+
+STEPS = lesson.steps()
+TAB_PICTURE = {"patches": "patch-grid", "embeddings": "emb-pca", "attention": "attn-main", "positions": "pos-grid",
+               "experiments": "shift-view", "lecture": None}
+
+
+def _at_step(page, n: int) -> None:
+    page.wait_for_selector(f"#lesson-step:has-text('Step {n} of {len(STEPS)}')", timeout=60_000)
+
+
+def _answer_and_reveal(page, n: int) -> None:
+    s = STEPS[n - 1]
+    shown = page.inner_text("#lesson-answer")
+    assert not re.search(r"Right|Not quite|The answer", shown), f"step {n}: the answer shows before the reveal: {shown}"
+    assert page.locator("#lesson-picture img").count() == 0 or not page.locator("#lesson-picture").is_visible()
+    if s.is_number:
+        page.locator("#lesson-number input").fill("1")
+    else:
+        page.locator("#lesson-choice label").first.click()
+    page.click("#lesson-reveal")
+    page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
+                           timeout=60_000)
+    if s.picture:
+        wait_image(page, "lesson-picture")
+
+
+def _walk(page, open_tabs: bool) -> None:
+    """Every step: the question (no answer yet), an answer, the reveal (its number and picture); with
+    open_tabs, the real tab opened with the step's controls, for the first step of each tab (to keep it fast)."""
+    opened: set[str] = set()
+    for n in range(1, len(STEPS) + 1):
+        _at_step(page, n)
+        _answer_and_reveal(page, n)
+        s = STEPS[n - 1]
+        if open_tabs and (s.view not in opened or s.id in ("mask", "shift1")):
+            opened.add(s.view)
+            page.click("#lesson-open")
+            page.wait_for_selector(f"#tabs button[role=tab][data-tab-id='{s.view}'][aria-selected=true]")
+            if TAB_PICTURE.get(s.view):
+                wait_image(page, TAB_PICTURE[s.view], timeout_ms=60_000)
+            if s.id == "shift1":  # the step's controls are the tab's: dx = 1 on the Experiments tab
+                page.wait_for_selector("#shift-info:has-text('dx = 1')")
+            if s.id == "mask":
+                page.wait_for_selector("#mask-info:has-text('[MASK] token')")
+            page.click("#tabs button[role=tab][data-tab-id='lesson']")
+            _at_step(page, n)
+        if n < len(STEPS):
+            page.click("#lesson-next")
+
+
+def test_every_step_on_an_example_at_desktop_size(url):
+    with page_at(url + "?lesson=1&step=1&example=chelsea") as page:
+        _at_step(page, 1)
+        page.wait_for_selector("#upload:has-text('chelsea')")
+        _walk(page, open_tabs=True)
+        # The presenter view: in projector mode the step's QR code and link show (hidden otherwise).
+        assert not page.locator("#lesson-qr").is_visible()
+        page.locator("#projector input").check()
+        wait_image(page, "lesson-qr")
+        link = page.inner_text("#lesson-link")
+        assert f"step={len(STEPS)}" in link and "example=chelsea" in link and "projector" not in link
+
+
+def test_every_step_on_an_uploaded_photo_at_phone_size_and_its_link(url, tmp_path):
+    from PIL import Image
+
+    photo = tmp_path / "my_photo.png"
+    Image.open(EXAMPLES / "coffee.jpg").resize((300, 200)).save(photo)
+    with page_at(url, width=390, height=844) as page:
+        upload(page, str(photo))
+        wait_image(page, "patch-grid")
+        page.click("#tabs button[role=tab][data-tab-id='lesson']")
+        _walk(page, open_tabs=False)
+        link = page.inner_text("#lesson-link")
+    assert re.search(r"lesson=1&step=13&photo=[0-9a-f]{40}", link), link
+    # A student's phone opens the same step on the same photo: the question first, then the reveal.
+    with page_at(link.strip(), width=390, height=844) as page:
+        _at_step(page, 13)
+        page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
+        _answer_and_reveal(page, 13)
+        assert "rolled-out attention" in page.inner_text("#lesson-answer")
+

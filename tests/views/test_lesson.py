@@ -1,0 +1,103 @@
+"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/lesson.toml, vizvit/lesson.py):
+every step's question needs no photo, its reveal measures this photo, its number is the one the step's
+own tab shows for the step's controls, and its picture is that tab's own picture."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tiny import EXAMPLES
+from vizvit import lesson as lesson_mod
+from vizvit import vocab
+from vizvit.errors import UserError
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import lesson
+
+
+@pytest.fixture(scope="module")
+def photo(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    return wb.handle(PhotoKey(tiny16.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+
+
+def test_the_steps_follow_the_lectures_order_and_open_real_tabs():
+    ids = [s.id for s in lesson.steps()]
+    assert ids == ["image", "patches", "conv", "cls", "positions", "mask", "dropout", "cost", "shift1", "shift16",
+                   "survives", "distance", "rollout"]
+    assert vocab.TAB_IDS.index("lesson") == vocab.TAB_IDS.index("lecture") - 1
+    for s in lesson.steps():
+        assert s.view in vocab.TABS and s.view != "lesson"
+        assert s.is_number or 2 <= len(s.options) <= 4
+
+
+def test_every_question_shows_without_a_photo():
+    for n in range(1, len(lesson.steps()) + 1):
+        page = lesson.show(None, lesson.LessonParams(step=n))
+        assert page.step == n and f"Step {n} of" in page.header and "photo" in page.header
+    assert lesson.show(None, lesson.LessonParams(step=99)).step == len(lesson.steps())  # clamped, not an error
+
+
+@pytest.mark.parametrize("n", range(1, 14))
+def test_each_steps_number_is_the_one_its_tab_shows(photo, n):
+    s = lesson.steps()[n - 1]
+    m = lesson.MEASURES[s.measure](photo, s)
+    tab = lesson.tab_page(photo, s)  # the tab's own show, with the step's controls
+    assert m.value in lesson.text_of(getattr(tab, s.field)), (s.id, m.value, lesson.text_of(getattr(tab, s.field))[:400])
+    r = lesson.reveal(photo, lesson.LessonParams(step=n))
+    assert m.line in r.answer and r.view == s.view
+    if s.picture:
+        assert np.array_equal(r.picture, getattr(tab, s.picture)), f"{s.id}: the reveal's picture is not the tab's"
+    assert "untrained" not in r.answer  # the tiny model comes from a checkpoint: no warning
+
+
+def test_on_random_weights_a_step_that_needs_training_says_so_and_what_still_holds():
+    import vizvit
+
+    wb = Workbench(device="cpu")
+    vm = vizvit.load_model("random:vit-tiny-patch16-224", device="cpu")
+    wb.add_model(vm)
+    ph = wb.handle(PhotoKey(vm.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+    for n, s in enumerate(lesson.steps(), 1):
+        if s.trained:
+            r = lesson.reveal(ph, lesson.LessonParams(step=n))
+            assert "untrained" in r.answer and lesson_mod.fill(s.holds, vm.geometry) in r.answer, s.id
+
+
+def test_a_right_and_a_wrong_answer(photo):
+    n = [s.id for s in lesson.steps()].index("patches") + 1
+    right = lesson.reveal(photo, lesson.LessonParams(step=n, choice="b"))
+    wrong = lesson.reveal(photo, lesson.LessonParams(step=n, choice="a"))
+    assert right.answer.startswith("✓") and wrong.answer.startswith("✗") and "196 patches of 768" in wrong.answer
+    k = [s.id for s in lesson.steps()].index("cls") + 1
+    assert lesson.reveal(photo, lesson.LessonParams(step=k, number=197)).answer.startswith("✓")
+    assert lesson.reveal(photo, lesson.LessonParams(step=k, number=196)).answer.startswith("✗")
+
+
+def test_a_lecturer_can_reorder_and_drop_steps_and_mistakes_are_named(tmp_path):
+    text = lesson_mod.LESSON_FILE.read_text(encoding="utf-8")
+    blocks = text.split("[[step]]")
+    swapped = "[[step]]".join([blocks[0], blocks[3], blocks[1]])  # conv, then image; the rest dropped
+    steps = lesson_mod.parse_steps(swapped)
+    assert [s.id for s in steps] == ["conv", "image"]
+    with pytest.raises(UserError, match="step 1 \\(x\\): view 'nowhere' is not a tab"):
+        lesson_mod.parse_steps('[[step]]\nid="x"\ntitle="t"\nquestion="q"\nview="nowhere"\nmeasure="tokens"\n'
+                               'field="numbers"\nmeaning="m"\nnumber=true\n')
+    with pytest.raises(UserError, match="answer 'z' is not one of its options"):
+        lesson_mod.parse_steps('[[step]]\nid="x"\ntitle="t"\nquestion="q"\nview="patches"\nmeasure="tokens"\n'
+                               'field="numbers"\nmeaning="m"\noptions={a="1", b="2"}\nanswer="z"\n')
+    p = tmp_path / "mine.toml"
+    p.write_text(swapped, encoding="utf-8")
+    assert [s.id for s in lesson_mod.load_steps(p)] == ["conv", "image"]
+
+
+def test_the_qr_code_is_the_links_modules(photo):
+    url = "http://127.0.0.1:7860/?lesson=1&step=3&example=chelsea"
+    img = lesson.qr_picture(url, module=4)
+    assert img.shape[0] == img.shape[1] and set(np.unique(img)) <= {0, 255}
+    import segno
+
+    m = np.array(segno.make(url, error="m", micro=False).matrix, dtype=bool)
+    got = img[16::4, 16::4, 0][:m.shape[0], :m.shape[1]] == 0  # one pixel per module, past the quiet zone
+    assert np.array_equal(got, m)
