@@ -97,3 +97,17 @@ def test_ablated_heads_travel_in_links_counted_from_one(tiny16):
     v = deeplink.of_view(None, "m", "inside", 1, 1, "mean", None, "row", "raw", 0, 0, (), False,
                          Ablation(((1, 1),), "zero"))
     assert deeplink.to_query(v).endswith("ablate=2.2")
+
+
+def test_compare_names_model_b_from_its_own_list_and_round_trips_on_the_compare_tab():
+    twins = [*MODELS, "random:vit-tiny-patch16-224"]
+    link, notes = parse({"tab": "compare", "compare": "random:vit-tiny-patch16-224"}, EXAMPLES, MODELS,
+                        [*TABS, "compare"], compare_models=twins)
+    assert notes == [] and link.compare == "random:vit-tiny-patch16-224"
+    assert to_query(link) == "?tab=compare&compare=random:vit-tiny-patch16-224"
+    link, notes = parse({"compare": "evil/remote"}, EXAMPLES, MODELS, TABS, compare_models=twins)
+    assert link.compare is None and "compare=evil/remote" in notes[0]
+    view = dict(example=None, model=MODELS[0], layer=12, head=1, show="mean", query=None, direction="row",
+                mode="raw", dx=0, dy=0, mask=(), projector=False, compare=MODELS[1])
+    assert "compare=" in to_query(deeplink.of_view(tab="compare", **view))
+    assert "compare=" not in to_query(deeplink.of_view(tab="attention", **view))  # kept on its own tab only

@@ -18,7 +18,23 @@ from vizvit.views.flip import Flipbook
 from .. import flip, kit
 from ..kit import Ctx, safe
 
+MAP_CLASS = "cmp-map"  # style.css: no room kept for a label these pictures do not have
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+
+
+class ClampedSlider(gr.Slider):
+    """A slider that clamps a value outside its range instead of refusing the event. The cursor's top
+    changes with model B (12 layers, then 2): an event sent before the browser heard of the new top
+    (the tab's open and the photo's key, both under way) still carries the old position, and Gradio's
+    own Slider refuses it ("Value 12 is greater than maximum value 2"); the view clamps it anyway.
+    is_template: drawn by the page as a plain slider (Gradio's mechanism for template components)."""
+
+    is_template = True
+
+    def preprocess(self, payload: float | None) -> float | None:
+        if payload is None:
+            return None
+        return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
 
 
 @functools.cache
@@ -36,39 +52,44 @@ def model_b_choices(ctx: Ctx) -> list[tuple[str, str]]:
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
-    gr.Markdown(compare.TEXT)
     with gr.Row():
         # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin.
-        model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (model A: the model at the top)",
+        model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (A: the model at the top)",
                               elem_id="cmp-model", allow_custom_value=True)
         head = gr.Dropdown(list(vocab.FUSIONS), value="mean", elem_id="cmp-head",
-                           label="heads: fused, or head k (of the larger head count; each model's matching head)")
-        shared = gr.Checkbox(True, label="one colour range for both sides (else each its own)", elem_id="cmp-shared")
+                           label="heads: fused, or head k (each model's matching head)")
+        shared = gr.Checkbox(True, label="one colour range for both sides", elem_id="cmp-shared")
+    pairs = gr.Markdown(elem_id="cmp-pairs")
     # No reset button: it fires no .input (see the Attention tab's layer slider).
-    depth = gr.Slider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
+    depth = ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
                       label="depth cursor, relative (each picture names its model's layer)")
     verdict = gr.Markdown(elem_id="cmp-verdict")
-    with gr.Row(elem_id="cmp-sides"):
-        sides = {}
-        for s in ("a", "b"):
-            # min_width: the two sides stay side by side on a phone (half its width each).
-            with gr.Column(min_width=150):
-                sides[s] = dict(
-                    title=gr.Markdown(elem_id=f"cmp-title-{s}"),
-                    maps=gr.Image(show_label=False, interactive=False, format="jpeg", elem_id=f"cmp-maps-{s}",
-                                  buttons=[]),
-                    top5=gr.Plot(show_label=False, elem_id=f"cmp-top5-{s}"),
-                    positions=gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
-                                       format="png", elem_id=f"cmp-pos-{s}"))
+    # One row per kind, A left and B right, so the two of a kind line up whatever each title's length.
+    # min_width: the maps stay side by side on a phone (half its width each); the charts and the
+    # position grids, unreadable at half a phone's width, go one under the other there.
+    sides: dict[str, dict[str, gr.components.Component]] = {"a": {}, "b": {}}
+    for kind, make in (
+            ("title", lambda s: gr.Markdown(elem_id=f"cmp-title-{s}", min_width=150)),
+            ("attention", lambda s: gr.Image(show_label=False, interactive=False, format="jpeg", buttons=[],
+                                             elem_id=f"cmp-attn-{s}", elem_classes=[MAP_CLASS], min_width=150)),
+            ("rollout", lambda s: gr.Image(show_label=False, interactive=False, format="jpeg", buttons=[],
+                                           elem_id=f"cmp-roll-{s}", elem_classes=[MAP_CLASS], min_width=150)),
+            ("top5", lambda s: gr.Plot(show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
+            ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
+                                             format="png", elem_id=f"cmp-pos-{s}", min_width=300))):
+        with gr.Row(elem_classes=["cmp-pair"]):
+            for s in ("a", "b"):
+                sides[s][kind] = make(s)
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")
-    pairs = gr.Markdown(elem_id="cmp-pairs")
+    gr.Markdown(compare.TEXT)
     book = flip.component("cmp-depth")  # both sides' maps at every cursor position (vizvit/web/flipbook.js)
     ctx.links.update(compare=model_b)
 
     named = dict(model_b=model_b, depth=depth, head=head, shared_range=shared)
-    shown_depth = dict(maps_a=sides["a"]["maps"], maps_b=sides["b"]["maps"], verdict=verdict)
-    shown = dict(**shown_depth, **{f"{f}_{s}": c for s, d in sides.items() for f, c in d.items() if f != "maps"},
-                 distance=distance, pairs=pairs)
+    shown_depth = {**{f"{kind}_{s}": sides[s][kind] for kind in ("attention", "rollout") for s in ("a", "b")},
+                   "verdict": verdict}
+    shown = dict(**shown_depth, **{f"{kind}_{s}": sides[s][kind] for kind in ("title", "top5", "positions")
+                                   for s in ("a", "b")}, distance=distance, pairs=pairs)
     targets = {t: shown_depth[t] for t in compare.DEPTH_TARGETS}
     read = kit.reader(named)
     ins = [ctx.key, *named.values()]
@@ -109,4 +130,4 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     for control in (model_b, head, shared):
         control.input(show, ins, outs, show_progress="minimal")
     depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden")
-    flip.filled_later(book, fill_book, ins, [book], after="#cmp-maps-a img")
+    flip.filled_later(book, fill_book, ins, [book], after="#cmp-attn-a img")

@@ -41,8 +41,10 @@ BEiT's patch mean); tokens before the patches ([DIST], registers) are named abov
 Artifact tokens (cyan) are left out of the colour range, as on the Attention tab."""
 
 DEPTH_CONTROLS = ("depth",)
-DEPTH_TARGETS = ("maps_a", "maps_b")  # the pictures a cursor move swaps
-GAP = 12  # white px between the attention map and the rollout of one side
+DEPTH_TARGETS = ("attention_a", "attention_b", "rollout_a", "rollout_b")  # the pictures a cursor move swaps
+# px the model-input view is enlarged to (the Attention tab's map: ~600): two maps and their colour
+# bars side by side fit a 1366-px projector at about their own size.
+MAP_PX = 448
 
 # Teaching pairs: (title, model A, model B) by hub id; each is offered with what this server lists
 # for it (the id, a local copy of the same architecture, or its random twin: see resolve).
@@ -181,50 +183,53 @@ def head_words(head: int | str, g: Geometry) -> str:
     return f"head {head} of {g.num_heads}" if isinstance(head, int) else f"{head} of {g.num_heads} heads"
 
 
-def side_picture(ph: Photo, s: SideMaps, layer: int, head: int | str, ranges: tuple[tuple[float, float], ...],
-                 own: bool) -> np.ndarray:
-    """The attention map above the rollout, each with its colour bar and a caption that names the
-    layer (Attention tab's map_image: the same pixels that tab draws for these maps)."""
+def side_pictures(ph: Photo, s: SideMaps, layer: int, head: int | str, ranges: tuple[tuple[float, float], ...],
+                  own: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The attention map and the rollout, each with its colour bar and a caption that names the layer
+    (the Attention tab's map_image: that tab's pixels for these maps, at MAP_PX)."""
     a = ph.analysis()
     g = a.geometry
     L = g.num_layers
     marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
     rng = " (own range)" if own else ""
+    scale = render.display_scale(g, MAP_PX)
     att = ap.map_image(a.input_view, s.attention, g, attn_params(layer, head, "raw"), lo_hi=ranges[0], marks=marks,
-                       artifacts=s.arts)
+                       artifacts=s.arts, scale=scale)
     roll = ap.map_image(a.input_view, s.rollout, g, attn_params(layer, "mean", "rolled out"), lo_hi=ranges[1],
-                        marks=marks, artifacts=s.arts_through)
-    att = render.caption_below(att, f"layer {layer} of {L} · {head_words(head, g)}{rng}")
-    roll = render.caption_below(roll, f"rollout through layer {layer} of {L}{rng}")
-    gap = np.full((GAP, att.shape[1], 3), 255, np.uint8)
-    return np.concatenate([att, gap, roll], axis=0)
+                        marks=marks, artifacts=s.arts_through, scale=scale)
+    return (render.caption_below(att, f"layer {layer}/{L} · {head_words(head, g)}{rng}"),
+            render.caption_below(roll, f"rollout through layer {layer}/{L}{rng}"))
 
 
 @dataclass(frozen=True)
 class DepthChange:
     """A cursor move: both sides' maps (the flipbook's pages) and the verdict."""
 
-    maps_a: np.ndarray
-    maps_b: np.ndarray
+    attention_a: np.ndarray
+    attention_b: np.ndarray
+    rollout_a: np.ndarray
+    rollout_b: np.ndarray
     verdict: str
 
 
-def depth_pictures(pr: Pair, c: Cursor, shared: bool) -> tuple[np.ndarray, np.ndarray, SideMaps, SideMaps]:
+def depth_pictures(pr: Pair, c: Cursor, shared: bool) -> tuple[dict[str, np.ndarray], SideMaps, SideMaps]:
+    """{DEPTH_TARGETS field: picture} at the cursor, and both sides' maps."""
     sa, sb = side_maps(pr.a, c.layer_a, c.head_a), side_maps(pr.b, c.layer_b, c.head_b)
     ga, gb = pr.a.vm.geometry, pr.b.vm.geometry
     ra = (_range(sa.attention, sa.arts, ga), _range(sa.rollout, sa.arts_through, ga))
     rb = (_range(sb.attention, sb.arts, gb), _range(sb.rollout, sb.arts_through, gb))
     if shared:  # one range for both: 0 .. the larger top, per kind of map
         ra = rb = tuple((0.0, max(x[1], y[1])) for x, y in zip(ra, rb))  # type: ignore[assignment]
-    return (side_picture(pr.a, sa, c.layer_a, c.head_a, ra, not shared),
-            side_picture(pr.b, sb, c.layer_b, c.head_b, rb, not shared), sa, sb)
+    att_a, roll_a = side_pictures(pr.a, sa, c.layer_a, c.head_a, ra, not shared)
+    att_b, roll_b = side_pictures(pr.b, sb, c.layer_b, c.head_b, rb, not shared)
+    return dict(attention_a=att_a, attention_b=att_b, rollout_a=roll_a, rollout_b=roll_b), sa, sb
 
 
 def change_depth(ph: Photo, p: CompareParams) -> DepthChange:
     pr = pair(ph, _model_b(p))
     c = cursor(pr, p)
-    ma, mb, sa, sb = depth_pictures(pr, c, p.shared_range)
-    return DepthChange(ma, mb, verdict(pr, c, sa, sb))
+    pics, sa, sb = depth_pictures(pr, c, p.shared_range)
+    return DepthChange(**pics, verdict=verdict(pr, c, sa, sb))
 
 
 def depth_look(pr: Pair, p: CompareParams) -> str:
@@ -237,8 +242,7 @@ def depth_book(ph: Photo, p: CompareParams) -> flip.Flipbook:
     pr = pair(ph, _model_b(p))
     pages = {}
     for t in range(1, pr.positions + 1):
-        ma, mb, _, _ = depth_pictures(pr, cursor(pr, dataclasses.replace(p, depth=t)), p.shared_range)
-        pages[flip.page_key(t)] = {"maps_a": ma, "maps_b": mb}
+        pages[flip.page_key(t)] = depth_pictures(pr, cursor(pr, dataclasses.replace(p, depth=t)), p.shared_range)[0]
     return flip.Flipbook(depth_look(pr, p), DEPTH_CONTROLS, pages)
 
 
@@ -293,6 +297,19 @@ def title(side: str, vm: VitModel) -> str:
     return (f"**{side}: {short_name(vm.id)}**{flag} · {vm.family.title} · tokens before the patches: "
             f"{prefix} · maps read from **{g.summaries[0]}** · {g.num_layers} layers × {g.num_heads} heads · "
             f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size} px")
+
+
+def top5_or_note(ph: Photo) -> go.Figure:
+    """The side's top-5 (the Patches tab's chart; CLIP / SigLIP: the typed labels), or a short chart
+    that says why there is none (a self-supervised checkpoint has no classifier)."""
+    fig = top5_figure(ph.vm, ph.analysis())
+    if fig is not None:
+        return fig
+    why = f"No top-5: {short_name(ph.vm.id)} has no classifier"
+    return go.Figure(dict(layout=dict(
+        height=110, margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(visible=False), yaxis=dict(visible=False),
+        annotations=[dict(text=why[:90], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                          font=dict(size=14))])))
 
 
 def distance_figure(pr: Pair) -> go.Figure:
@@ -369,8 +386,10 @@ class ComparePage:
     title_b: str
     top5_a: go.Figure | None
     top5_b: go.Figure | None
-    maps_a: np.ndarray | None
-    maps_b: np.ndarray | None
+    attention_a: np.ndarray | None
+    attention_b: np.ndarray | None
+    rollout_a: np.ndarray | None
+    rollout_b: np.ndarray | None
     positions_a: np.ndarray | None
     positions_b: np.ndarray | None
     distance: go.Figure | None
@@ -394,18 +413,17 @@ def show(ph: Photo, p: CompareParams) -> ComparePage:
     pairs = pairs_text(teaching_pairs(ph.wb.catalog, ph.key.model_id), p.example)
     if not p.model_b:
         return ComparePage(title(("A"), ph.vm), "**B:** pick a model to compare with (or open a teaching pair).",
-                           top5_figure(ph.vm, ph.analysis()), None, None, None, None, None, None,
+                           top5_or_note(ph), None, None, None, None, None, None, None, None,
                            "Pick model B to see the two side by side.", pairs, 0, 0, list(FUSIONS), "mean",
                            flip.empty(f"{ph.key!r}|", DEPTH_CONTROLS))
     pr = pair(ph, p.model_b)
-    c = cursor(pr, p)
-    head = p.head if p.head in head_choices(pr) else "mean"
+    head = p.head if p.head in head_choices(pr) else "mean"  # a head number B (or a new A) lacks: fused
     c = cursor(pr, dataclasses.replace(p, head=head))
-    ma, mb, sa, sb = depth_pictures(pr, c, p.shared_range)
+    pics, sa, sb = depth_pictures(pr, c, p.shared_range)
     return ComparePage(
         title_a=title("A", pr.a.vm), title_b=title("B", pr.b.vm),
-        top5_a=top5_figure(pr.a.vm, pr.a.analysis()), top5_b=top5_figure(pr.b.vm, pr.b.analysis()),
-        maps_a=ma, maps_b=mb,
+        top5_a=top5_or_note(pr.a), top5_b=top5_or_note(pr.b),
+        **pics,
         positions_a=positions.positions_panel(pr.a).grid_img, positions_b=positions.positions_panel(pr.b).grid_img,
         distance=distance_figure(pr), verdict=verdict(pr, c, sa, sb), pairs=pairs, depth=c.position,
         positions=c.positions, heads=head_choices(pr), head=head,
