@@ -32,8 +32,14 @@ LAYOUTS = {"desktop": ("&projector=0", 1280, 900), "projector": ("&projector=1",
 def shoot(url: str, query: str, out: Path, name: str) -> None:
     for layout, (extra, w, h) in LAYOUTS.items():
         with page_at(url + query + extra, width=w, height=h) as page:
-            for side in ("attn-a", "attn-b", "roll-a", "roll-b"):
-                wait_image(page, f"cmp-{side}", timeout_ms=120_000)
+            for side in ("attn-a", "attn-b", "roll-a", "roll-b"):  # lazy pictures: loaded once in view
+                page.locator(f"#cmp-{side}").scroll_into_view_if_needed()
+                try:
+                    wait_image(page, f"cmp-{side}", timeout_ms=60_000)
+                except Exception:
+                    page.screenshot(path=str(out / f"FAILED_{name}_{layout}.png"), full_page=True)
+                    print("FAILED", name, layout, side, page.inner_text("#cmp-verdict"), page.inner_text("body")[-3000:])
+                    raise
             page.wait_for_selector("#cmp-verdict:has-text('Verdict')")
             for y in range(0, 12000, h):  # pictures below the fold load once scrolled to (lazy)
                 page.evaluate(f"window.scrollTo(0, {y})")

@@ -77,7 +77,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             ("top5", lambda s: gr.Plot(show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
             ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
                                              format="png", elem_id=f"cmp-pos-{s}", min_width=300))):
-        with gr.Row(elem_classes=["cmp-pair"]):
+        with gr.Row(elem_id=f"cmp-row-{kind}"):
             for s in ("a", "b"):
                 sides[s][kind] = make(s)
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")

@@ -25,7 +25,8 @@ def _move(page, position: int) -> list[tuple[str, bool]]:
 
 def test_the_shared_cursor_moves_both_models_maps_over_relative_depth(url):
     with page_at(f"{url}?example=chelsea&tab=compare&compare={TWIN}", height=1400) as page:
-        for m in MAPS:
+        for m in MAPS:  # lazy pictures: loaded once in view
+            page.locator(f"#{m}").scroll_into_view_if_needed()
             wait_image(page, m, timeout_ms=120_000)
         page.wait_for_function("() => document.querySelector('#cmp-verdict').innerText.includes('position 12 of 12')")
         assert "untrained random weights" in page.inner_text("#cmp-title-b")

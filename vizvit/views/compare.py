@@ -45,6 +45,7 @@ DEPTH_TARGETS = ("attention_a", "attention_b", "rollout_a", "rollout_b")  # the 
 # px the model-input view is enlarged to (the Attention tab's map: ~600): two maps and their colour
 # bars side by side fit a 1366-px projector at about their own size.
 MAP_PX = 448
+OWN_RANGE = "its own colour range"  # named under each map when the two ranges differ
 
 # Teaching pairs: (title, model A, model B) by hub id; each is offered with what this server lists
 # for it (the id, a local copy of the same architecture, or its random twin: see resolve).
@@ -183,22 +184,24 @@ def head_words(head: int | str, g: Geometry) -> str:
     return f"head {head} of {g.num_heads}" if isinstance(head, int) else f"{head} of {g.num_heads} heads"
 
 
-def side_pictures(ph: Photo, s: SideMaps, layer: int, head: int | str, ranges: tuple[tuple[float, float], ...],
-                  own: bool) -> tuple[np.ndarray, np.ndarray]:
+def side_pictures(side: str, ph: Photo, s: SideMaps, layer: int, head: int | str,
+                  ranges: tuple[tuple[float, float], ...], own: bool) -> tuple[np.ndarray, np.ndarray]:
     """The attention map and the rollout, each with its colour bar and a caption that names the layer
     (the Attention tab's map_image: that tab's pixels for these maps, at MAP_PX)."""
     a = ph.analysis()
     g = a.geometry
     L = g.num_layers
     marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
-    rng = " (own range)" if own else ""
     scale = render.display_scale(g, MAP_PX)
     att = ap.map_image(a.input_view, s.attention, g, attn_params(layer, head, "raw"), lo_hi=ranges[0], marks=marks,
                        artifacts=s.arts, scale=scale)
     roll = ap.map_image(a.input_view, s.rollout, g, attn_params(layer, "mean", "rolled out"), lo_hi=ranges[1],
                         marks=marks, artifacts=s.arts_through, scale=scale)
-    return (render.caption_below(att, f"layer {layer}/{L} · {head_words(head, g)}{rng}"),
-            render.caption_below(roll, f"rollout through layer {layer}/{L}{rng}"))
+    att = render.caption_below(att, f"{side}: layer {layer}/{L} · {head_words(head, g)}")
+    roll = render.caption_below(roll, f"{side}: rollout through layer {layer}/{L}")
+    if own:  # named on its own line: each side's bar has its own top
+        att, roll = render.caption_below(att, OWN_RANGE), render.caption_below(roll, OWN_RANGE)
+    return att, roll
 
 
 @dataclass(frozen=True)
@@ -220,8 +223,8 @@ def depth_pictures(pr: Pair, c: Cursor, shared: bool) -> tuple[dict[str, np.ndar
     rb = (_range(sb.attention, sb.arts, gb), _range(sb.rollout, sb.arts_through, gb))
     if shared:  # one range for both: 0 .. the larger top, per kind of map
         ra = rb = tuple((0.0, max(x[1], y[1])) for x, y in zip(ra, rb))  # type: ignore[assignment]
-    att_a, roll_a = side_pictures(pr.a, sa, c.layer_a, c.head_a, ra, not shared)
-    att_b, roll_b = side_pictures(pr.b, sb, c.layer_b, c.head_b, rb, not shared)
+    att_a, roll_a = side_pictures("A", pr.a, sa, c.layer_a, c.head_a, ra, not shared)
+    att_b, roll_b = side_pictures("B", pr.b, sb, c.layer_b, c.head_b, rb, not shared)
     return dict(attention_a=att_a, attention_b=att_b, rollout_a=roll_a, rollout_b=roll_b), sa, sb
 
 
