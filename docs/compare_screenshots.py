@@ -38,7 +38,7 @@ def shoot(url: str, query: str, out: Path, name: str) -> None:
                     wait_image(page, f"cmp-{side}", timeout_ms=60_000)
                 except Exception:
                     page.screenshot(path=str(out / f"FAILED_{name}_{layout}.png"), full_page=True)
-                    print("FAILED", name, layout, side, page.inner_text("#cmp-verdict"), page.inner_text("body")[-3000:])
+                    print("FAILED", name, layout, side, page.inner_text("#cmp-verdict"))
                     raise
             page.wait_for_selector("#cmp-verdict:has-text('Verdict')")
             for y in range(0, 12000, h):  # pictures below the fold load once scrolled to (lazy)
@@ -61,7 +61,8 @@ def main() -> None:
         with serving(vm) as (url, _):
             shoot(url, "?example=chelsea&tab=compare&compare=random:vit-tiny-patch16-224", out, "trained_vs_twin")
     with tempfile.TemporaryDirectory() as tmp:
-        a, b = make_tiny_family(Path(tmp) / "dinov2", "dinov2"), make_tiny_family(Path(tmp) / "dinov2-reg", "dinov2_reg")
+        a = make_tiny_family(Path(tmp) / "dinov2", "dinov2")
+        b = make_tiny_family(Path(tmp) / "dinov2-reg", "dinov2_reg")
         vm = vizvit.load_model(str(a), device="cpu")
         with serving(vm, catalog=Catalog(vm.id, extra=(str(b),))) as (url, _):
             shoot(url, f"?example=chelsea&tab=compare&compare={page_name(vizvit.load_model(str(b), 'cpu'))}", out,

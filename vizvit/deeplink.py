@@ -174,7 +174,8 @@ def of_view(example: str | None, model: str, tab: str, layer: int, head: int, sh
             projector: bool, ablation: Ablation | None = None, compare: str | None = None) -> DeepLink:
     """The page's controls -> the DeepLink that reopens them ("Copy link to this view"). compare
     (the Compare tab's model B) is kept on that tab only: elsewhere it would only lengthen the link."""
-    return DeepLink(example=example, model=model, tab=tab, layer=int(layer), compare=compare if tab == "compare" else None,
+    return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
+                    compare=compare if tab == "compare" else None,
                     head=int(head) if show == ONE_HEAD else show, query=tuple(query) if query else None,
                     direction=direction, mode=mode, dx=int(dx), dy=int(dy), mask=tuple(mask),
                     projector=bool(projector), ablate=ablation.heads if ablation else (),

@@ -277,7 +277,8 @@ def verdict(pr: Pair, c: Cursor, sa: SideMaps, sb: SideMaps) -> str:
     fine = cmp.common_grid(ga.grid, gb.grid)
     resampled = "" if ga.grid == gb.grid else f", {'B' if fine == ga.grid else 'A'} resampled to {fine[0]}×{fine[1]}"
     va, vb = pr.a.analysis().input_view, pr.b.analysis().input_view
-    crops = "" if va.shape == vb.shape and np.array_equal(va, vb) else " (each model's processor made its own input of the photo)"
+    same_input = va.shape == vb.shape and np.array_equal(va, vb)
+    crops = "" if same_input else " (each model's processor made its own input of the photo)"
     t_a, t_b = top1(pr.a.vm, pr.a.analysis()), top1(pr.b.vm, pr.b.analysis())
     if t_a is None or t_b is None:
         agree = "top-1: " + ("neither model" if t_a is None and t_b is None else ("A" if t_a is None else "B")) + \
