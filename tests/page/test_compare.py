@@ -4,7 +4,8 @@ server's verdict), over relative depth: the tiny model's 2 layers against the 12
 
 from __future__ import annotations
 
-from browser import FLIPPED_JS, page_at, set_slider, shot, wait_flip_pages, wait_image
+from browser import FLIPPED_JS, page_at, set_slider, shot, upload, wait_flip_pages, wait_image
+from tiny import EXAMPLES
 
 # The random twin of the listed WinKawaks/vit-tiny-patch16-224 (the gate takes it: no download).
 TWIN = "random:vit-tiny-patch16-224"
@@ -24,7 +25,12 @@ def _move(page, position: int) -> list[tuple[str, bool]]:
 
 
 def test_the_shared_cursor_moves_both_models_maps_over_relative_depth(url):
-    with page_at(f"{url}?example=chelsea&tab=compare&compare={TWIN}", height=1400) as page:
+    # The link opens the tab with model B; the photo is uploaded as a user does (no example= here: under
+    # a heavy load the example's file was once refused, "The file could not be read", a page matter).
+    with page_at(f"{url}?tab=compare&compare={TWIN}", height=1400) as page:
+        page.wait_for_function(f"() => {{ const i = document.querySelector('#cmp-model input');"
+                               f" return i && i.value.includes('{TWIN}'); }}")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
         for m in MAPS:  # lazy pictures: loaded once in view
             page.locator(f"#{m}").scroll_into_view_if_needed()
             wait_image(page, m, timeout_ms=120_000)
