@@ -10,7 +10,8 @@ from vizvit.session import Workbench
 
 from .kit import COSTLY, JOBS, safe
 
-PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "positions", "predict", "sweep", "relevance", "stats")
+PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
+                    "stats")
 
 
 def public_api(wb: Workbench, default_model: str) -> None:
@@ -32,6 +33,12 @@ def public_api(wb: Workbench, default_model: str) -> None:
     def rollout(photo: FileData, model: str = default_model, fusion: str = "mean", discard: float = 0.0) -> dict:
         """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
         return api.rollout(photo["path"], model, fusion, discard)
+
+    def compare(photo: FileData, model_a: str = default_model, model_b: str = default_model,
+                depth: float = 1.0) -> dict:
+        """Two models on one photo at relative depth 0 < depth <= 1 (layer ceil(depth·L) of each): both
+        top-5 lists and both rollout maps at those layers (each equal to /rollout's map of that layer)."""
+        return api.compare(photo["path"], model_a, model_b, depth)
 
     def positions(model: str = default_model, row: int = 0, col: int = 0) -> dict:
         """Cosine similarity of the position embedding of patch (row, col) with every patch's."""
@@ -57,7 +64,7 @@ def public_api(wb: Workbench, default_model: str) -> None:
         largest batch, photos waiting now, seconds per image of the last forward."""
         return api.stats()
 
-    for fn in (analyze, attention, rollout, positions, predict, sweep, relevance, stats):
+    for fn in (analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats):
         gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn is sweep else {}))
 
 

@@ -210,7 +210,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         @safe
         def open_link(request: gr.Request):
             p = deeplink.plan(dict(request.query_params), EXAMPLES, catalog.ids, tab_ids, default_model,
-                              lambda m: wb.model(m).geometry)
+                              lambda m: wb.model(m).geometry, compare_models=[*catalog.ids, *catalog.twins()])
             k = p.link
             vm = wb.model(p.model)
             g = vm.geometry
@@ -219,7 +219,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                             head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                             show=p.show or gr.skip(), query=k.query if k.query else gr.skip(),
                             direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
-                            mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero")
+                            mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero",
+                            compare=k.compare or gr.skip())
             shared: dict = {}  # the key and status line of a link's uploaded photo
             notices = p.notice_text
             if k.photo and not k.example:  # a lecturer's uploaded photo, by its key: the server must still hold it
@@ -247,7 +248,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
                 layer=c["layer"], head=c["head"], show=c["show"], query=c["query"], direction=c["direction"],
                 mode=c["mode"], dx=c["dx"], dy=c["dy"], mask=c["mask"], projector=proj,
-                ablation=key_.ablation if key_ else None)
+                ablation=key_.ablation if key_ else None, compare=c["compare"])
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
             return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 

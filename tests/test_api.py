@@ -28,7 +28,8 @@ def photo_args(name: str) -> dict:
 
 @pytest.mark.parametrize("bad_model", ["/tmp", "../", "openai/clip-vit-large-patch14",
                                        "random:vit-large-patch16-384", "", 42])
-@pytest.mark.parametrize("endpoint", [e for e in PUBLIC_ENDPOINTS if e != "stats"])  # stats: no model
+# stats: no model; compare: two models (its own test below, each side refused)
+@pytest.mark.parametrize("endpoint", [e for e in PUBLIC_ENDPOINTS if e not in ("stats", "compare")])
 def test_every_endpoint_refuses_a_model_off_the_list_before_loading_it(served, endpoint, bad_model, tiny_dirs):
     client, wb = served
     if bad_model == "/tmp":
@@ -63,11 +64,15 @@ def app_model_id(wb) -> str:
     ("predict", dict(fill="mirror"), "fill"),
     ("predict", dict(mask_mode="erase"), "mask mode"),
     ("relevance", dict(class_index=7), "class_index must be"),
+    ("compare", dict(depth=0), "depth must be"),
+    ("compare", dict(depth=1.01), "depth must be"),
+    ("compare", dict(depth="deep"), "depth must be"),
 ])
 def test_out_of_range_values_are_refused_in_the_backend(served, tiny16, endpoint, kwargs, message):
     client, _ = served
     with pytest.raises(Exception, match=f"(?i){message}"):
-        client.predict(**photo_args(endpoint), model=page_name(tiny16), **kwargs, api_name=f"/{endpoint}")
+        models = dict(model_a=page_name(tiny16)) if endpoint == "compare" else dict(model=page_name(tiny16))
+        client.predict(**photo_args(endpoint), **models, **kwargs, api_name=f"/{endpoint}")
 
 
 def test_attention_map_equals_the_cached_analysis(served, tiny16):
@@ -111,3 +116,50 @@ def test_predict_with_the_mask_token(served, tiny16):
     a = vizvit.analyze(tiny16, vizvit.load_image(PHOTO), View(mask=(0, 5, 17), mask_mode="mask"))
     assert r["mask_mode"] == "mask" and [p["label"] for p in r["top5"]] == [p.label for p in a.top5]
     assert r["top5"][0]["prob"] == pytest.approx(a.top5[0].prob, abs=1e-5)
+
+
+# Model B of /compare: the random twin of the listed WinKawaks/vit-tiny-patch16-224 (the gate takes a
+# listed model's twin: same architecture, no download), 12 layers against the tiny model's 2.
+TWIN = "random:vit-tiny-patch16-224"
+
+
+@pytest.mark.parametrize("bad_model", ["/tmp", "openai/clip-vit-large-patch14", "random:vit-large-patch16-384", ""])
+def test_compare_refuses_a_model_off_the_list_on_either_side_before_loading_either(served, tiny16, tiny_dirs,
+                                                                                  bad_model):
+    client, wb = served
+    if bad_model == "/tmp":
+        bad_model = str(tiny_dirs["p32"])  # a real checkpoint on the server, not on the list
+    before = set(wb._models)
+    for a, b in ((bad_model, TWIN), (page_name(tiny16), bad_model), (TWIN, bad_model)):
+        with pytest.raises(Exception, match="Choose a model from the page's list") as e:
+            client.predict(photo=handle_file(PHOTO), model_a=a, model_b=b, api_name="/compare")
+        assert "Traceback" not in str(e.value)
+    assert set(wb._models) == before, "neither model was loaded"
+
+
+# depth -> (layer of the 2-layer tiny model, layer of the 12-layer twin): ceil(depth·L), by hand.
+LAYERS = {1.0: (2, 12), 0.5: (1, 6), 0.25: (1, 3), 0.05: (1, 1), 0.75: (2, 9)}
+
+
+def test_compare_equals_two_single_model_calls(served, tiny16):
+    """Both sides of /compare are what /rollout (that layer) and /analyze (top-5) return for each
+    model alone."""
+    client, _ = served
+    photo, m = handle_file(PHOTO), page_name(tiny16)
+    alone = {model: (np.array(client.predict(photo=photo, model=model, api_name="/rollout")["maps"]),
+                     client.predict(photo=photo, model=model, api_name="/analyze")["top5"]) for model in (m, TWIN)}
+    assert alone[m][0].shape == (2, 14, 14) and alone[TWIN][0].shape == (12, 14, 14)
+    for depth, layers in LAYERS.items():
+        r = client.predict(photo=photo, model_a=m, model_b=TWIN, depth=depth, api_name="/compare")
+        for side, model, layer in (("a", m, layers[0]), ("b", TWIN, layers[1])):
+            maps, top5 = alone[model]
+            assert r[side]["layer"] == layer, (depth, side)
+            assert np.allclose(np.array(r[side]["rollout"]), maps[layer - 1], atol=1e-6, rtol=0), (depth, side)
+            assert r[side]["top5"] == top5
+        x, y = maps_of(alone, m, layers[0]), maps_of(alone, TWIN, layers[1])
+        assert r["rollout_cosine"] == pytest.approx(float(x @ y / np.linalg.norm(x) / np.linalg.norm(y)), abs=1e-5)
+    assert r["b"]["untrained"] and r["b"]["prefix_tokens"] == ["[CLS]"]
+
+
+def maps_of(alone: dict, model: str, layer: int) -> np.ndarray:
+    return alone[model][0][layer - 1].ravel()

@@ -108,3 +108,17 @@ def test_a_lesson_step_on_an_example_or_on_an_uploaded_photos_key():
     link, notes = parse(dict(lesson="maybe", step="0", photo="../etc/passwd"), EXAMPLES, MODELS, [*TABS, "lesson"])
     assert (link.lesson, link.step, link.photo) == (False, None, None) and len(notes) == 3
     assert any("40 hex digits" in n for n in notes) and any("step number" in n for n in notes)
+
+
+def test_compare_names_model_b_from_its_own_list_and_round_trips_on_the_compare_tab():
+    twins = [*MODELS, "random:vit-tiny-patch16-224"]
+    link, notes = parse({"tab": "compare", "compare": "random:vit-tiny-patch16-224"}, EXAMPLES, MODELS,
+                        [*TABS, "compare"], compare_models=twins)
+    assert notes == [] and link.compare == "random:vit-tiny-patch16-224"
+    assert to_query(link) == "?tab=compare&compare=random:vit-tiny-patch16-224"
+    link, notes = parse({"compare": "evil/remote"}, EXAMPLES, MODELS, TABS, compare_models=twins)
+    assert link.compare is None and "compare=evil/remote" in notes[0]
+    view = dict(example=None, model=MODELS[0], layer=12, head=1, show="mean", query=None, direction="row",
+                mode="raw", dx=0, dy=0, mask=(), projector=False, compare=MODELS[1])
+    assert "compare=" in to_query(deeplink.of_view(tab="compare", **view))
+    assert "compare=" not in to_query(deeplink.of_view(tab="attention", **view))  # kept on its own tab only

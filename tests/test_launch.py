@@ -141,3 +141,23 @@ def test_a_local_copy_of_a_measured_network_shows_its_size_too(tmp_path):
     assert re.fullmatch(r"local: vit-tiny-augreg \(5\.7M, ~\d+ ms\)", labels["vit-tiny-augreg"])
     assert labels["mine"] == "local: mine"
     assert "Loading **local: vit-tiny-augreg**…" in c.loading_text("vit-tiny-augreg")
+
+
+def test_the_gate_takes_a_listed_models_random_twin_without_listing_it(tmp_path):
+    c = Catalog("random:vit-base-patch16-224")
+    assert "random:vit-tiny-patch16-224" not in c.ids  # the list stays as it was
+    assert c.check("random:vit-tiny-patch16-224") == "random:vit-tiny-patch16-224"  # WinKawaks/vit-tiny is listed
+    assert "random:vit-tiny-patch16-224" in c.twins() and "random:vit-base-patch16-224" not in c.twins()
+    with pytest.raises(UserError, match="page's list"):
+        c.check("random:vit-large-patch16-384")  # no listed model has that architecture
+    # a local copy of a known architecture: its twin by its config's shape (a model off the curated list)
+    d = tmp_path / "my-small"
+    d.mkdir()
+    (d / "config.json").write_text('{"model_type": "vit", "hidden_size": 384, "num_hidden_layers": 12, '
+                                   '"num_attention_heads": 6, "intermediate_size": 1536, "image_size": 224, '
+                                   '"patch_size": 16}')
+    only = Catalog(str(d), curated=())
+    assert only.twin_of("my-small") == "random:vit-small-patch16-224"
+    assert only.check("random:vit-small-patch16-224") == "random:vit-small-patch16-224"
+    with pytest.raises(UserError, match="page's list"):
+        only.check("random:vit-tiny-patch16-224")

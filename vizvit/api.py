@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import attention as att_mod
+from . import compare as cmp
 from . import vocab
 from .engine import Analysis, Prediction, mask_token
 from .errors import UserError
@@ -22,6 +23,7 @@ from .images import View
 from .models import Geometry
 from .session import POSITIONS, Photo, PhotoKey, Workbench
 from .views import attention as ap
+from .views import compare as compare_view
 from .views import experiments, positions
 
 MAX_DISCARD = 0.99
@@ -112,6 +114,32 @@ class PublicApi:
         stack = ap.layer_rollout(a, fusion, discard, ph.derived)  # (L, N, N)
         maps = att_mod.cls_to_patches(stack, a.geometry, a.summary_weights)  # (L, gh, gw)
         return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
+
+    def compare(self, path: str, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
+        """Two models on one photo at one relative depth (0 < depth <= 1: layer ceil(depth·L) of each,
+        as the Compare tab's cursor names them): each one's top-5 and its mean rollout (no discard)
+        through that layer, the very map /rollout returns for that layer of that model alone."""
+        if self.wb.catalog is not None:  # both through the gate before either loads
+            for m in (model_a, model_b):
+                self.wb.catalog.check(m)
+        try:
+            d = float(depth)
+        except (TypeError, ValueError):
+            d = float("nan")
+        if not 0.0 < d <= 1.0:
+            raise UserError("depth must be a relative depth above 0 and at most 1 (1: each model's last layer).")
+        sides = {}
+        maps = []
+        for name, model in (("a", model_a), ("b", model_b)):
+            ph, a = self._photo(path, model)
+            g = a.geometry
+            layer = cmp.layer_at_depth(d, g.num_layers)
+            maps.append(compare_view.rollout_map(ph, layer))
+            sides[name] = {"model": ph.vm.display_name, "untrained": not ph.vm.is_pretrained, "layer": layer,
+                           "num_layers": g.num_layers, "summary": g.summaries[0],
+                           "prefix_tokens": list(g.prefix_names), "top5": _top5(a.top5), "rollout": _grid(maps[-1])}
+        return {"depth": d, **sides, "rollout_cosine": _num(cmp.map_cosine(*maps)),
+                "rollout_centred_cosine": _num(cmp.centred_cosine(*maps))}
 
     def positions(self, model: str, row: int, col: int) -> dict[str, Any]:
         vm = self.wb.model(model)

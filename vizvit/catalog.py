@@ -8,6 +8,11 @@ random-weights twin (same architecture, untrained) takes its place.
 A local directory given on the command line is listed under a short name (its folder's
 name): the page, its links and its API only ever see that name, and the catalog alone
 knows the directory it loads from, so no server path reaches a browser.
+
+The gate also lets through the random-weights twin of a listed model (random:<arch>, the same
+architecture with seeded random weights): it needs no download and no more memory than the
+listed model itself, and "trained against untrained" is the first contrast a student asks for
+(the Compare tab). Twins are not shown in the model list; the Compare tab offers them.
 """
 
 from __future__ import annotations
@@ -167,9 +172,27 @@ class Catalog:
             return f"local: {model_id}" + (size_text(arch) if arch else "")
         return short_name(model_id) + size_text(model_id)
 
+    def arch(self, model_id: str) -> str | None:
+        """The RANDOM_ARCHS architecture of a listed name (a local model's from its config), or None."""
+        if self.is_local(model_id):
+            return self._archs.get(model_id)
+        a = arch_of(model_id)
+        return a if a in RANDOM_ARCHS else None
+
+    def twin_of(self, model_id: str) -> str | None:
+        """random:<arch> of a trained model whose architecture is known (hub id or local copy), else None."""
+        a = self.arch(model_id)
+        return RANDOM_PREFIX + a if a and not model_id.startswith(RANDOM_PREFIX) else None
+
+    def twins(self) -> list[str]:
+        """The random twins of the listed models that are not listed themselves, in list order."""
+        ids = self.ids
+        return list(dict.fromkeys(t for t in map(self.twin_of, ids) if t and t not in ids))
+
     def check(self, model_id: object) -> str:
-        """The gate: the id itself when it is on the list; otherwise UserError, before any loading."""
-        if not isinstance(model_id, str) or model_id not in self.ids:
+        """The gate: the id itself when it is on the list, or the random twin of a listed model;
+        otherwise UserError, before any loading."""
+        if not isinstance(model_id, str) or (model_id not in self.ids and model_id not in self.twins()):
             raise UserError("Choose a model from the page's list. Other models, hub ids and local "
                             "paths can only be added by whoever starts the server (--model).")
         return model_id

@@ -3,6 +3,7 @@
     ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
     &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&mask=3,17,40&ablate=3.5,7.1&ablate_mode=mean
     ?lesson=1&step=5&photo=<the photo's key>     (a lesson step, on a photo the server holds)
+    ?example=chelsea&model=facebook/dinov2-small&tab=compare&compare=facebook/dinov2-with-registers-small
 
 Parsing never fails: an unknown or out-of-range value falls back to the default and
 adds a notice, so a lecturer's typo never produces an error page.
@@ -44,12 +45,13 @@ class DeepLink:
     lesson: bool = False  # the guided lesson (the Lesson tab)
     step: int | None = None  # its step, counted from 1; None = the first
     photo: str | None = None  # an uploaded photo's key (its content hash), instead of an example
+    compare: str | None = None  # the Compare tab's model B (a listed model or a listed model's random twin)
 
 
 # The page's controls a link sets and "Copy link to this view" reads, in THE order: the page's
 # events list them so (page/shell.py), each tab registers its own by these names (ctx.links).
 VIEW_CONTROLS: tuple[str, ...] = ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
-                                  "ablate", "ablate_mode")
+                                  "ablate", "ablate_mode", "compare")
 
 
 def _int(value: str) -> int | None:
@@ -60,12 +62,13 @@ def _int(value: str) -> int | None:
 
 
 def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[str],
-          tabs: Sequence[str]) -> tuple[DeepLink, list[str]]:
-    """Query parameters -> (DeepLink, notices). Geometry-free checks only; see `fit`."""
+          tabs: Sequence[str], compare_models: Sequence[str] | None = None) -> tuple[DeepLink, list[str]]:
+    """Query parameters -> (DeepLink, notices). Geometry-free checks only; see `fit`.
+    compare_models: what `compare` may name (default: `models`)."""
     notices: list[str] = []
     link = DeepLink()
     known = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
-             "projector", "ablate", "ablate_mode", "lesson", "step", "photo"}
+             "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
     for k in params:
         if k not in known and k != "__theme":
             notices.append(f"Unknown link parameter '{k}' ignored.")
@@ -87,7 +90,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         else:
             notices.append(f"Unknown example '{ex}'; choose one of {', '.join(stems)}.")
     link = replace(link, model=choice("model", models), tab=choice("tab", tabs),
-                   direction=choice("direction", DIRECTIONS))
+                   direction=choice("direction", DIRECTIONS),
+                   compare=choice("compare", models if compare_models is None else compare_models))
     mode = params.get("mode")
     if mode:
         if mode in MODE_FROM_URL:
@@ -194,9 +198,11 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
 
 def of_view(example: str | None, model: str, tab: str, layer: int, head: int, show: str,
             query: Sequence[int] | None, direction: str, mode: str, dx: int, dy: int, mask: Sequence[int],
-            projector: bool, ablation: Ablation | None = None) -> DeepLink:
-    """The page's controls -> the DeepLink that reopens them ("Copy link to this view")."""
+            projector: bool, ablation: Ablation | None = None, compare: str | None = None) -> DeepLink:
+    """The page's controls -> the DeepLink that reopens them ("Copy link to this view"). compare
+    (the Compare tab's model B) is kept on that tab only: elsewhere it would only lengthen the link."""
     return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
+                    compare=compare if tab == "compare" else None,
                     head=int(head) if show == ONE_HEAD else show, query=tuple(query) if query else None,
                     direction=direction, mode=mode, dx=int(dx), dy=int(dy), mask=tuple(mask),
                     projector=bool(projector), ablate=ablation.heads if ablation else (),
@@ -208,7 +214,7 @@ def to_query(link: DeepLink) -> str:
     q: dict[str, str] = {}
     if link.example:
         q["example"] = link.example.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    for name in ("model", "tab", "layer", "head"):
+    for name in ("model", "tab", "compare", "layer", "head"):
         v = getattr(link, name)
         if v is not None:
             q[name] = str(v)
@@ -261,10 +267,11 @@ class LinkPlan:
 
 
 def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[str], tabs: Sequence[str],
-         default_model: str, geometry_of: Callable[[str], Geometry]) -> LinkPlan:
+         default_model: str, geometry_of: Callable[[str], Geometry],
+         compare_models: Sequence[str] | None = None) -> LinkPlan:
     """Query parameters -> LinkPlan. geometry_of(model) may raise ValueError (offline):
     the default model is then used, with a notice."""
-    link, notices = parse(params, examples, models, tabs)
+    link, notices = parse(params, examples, models, tabs, compare_models)
     model = link.model or default_model
     try:
         g = geometry_of(model)

@@ -277,18 +277,20 @@ def artifact_outline(g: Geometry) -> int:
 
 def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
               highlight: tuple[int, int] | None = None, lo_hi: tuple[float, float] | None = None,
-              marks: dict[str, float] | None = None, artifacts: np.ndarray | None = None) -> np.ndarray:
+              marks: dict[str, float] | None = None, artifacts: np.ndarray | None = None,
+              scale: int | None = None) -> np.ndarray:
     """Overlay a (gh, gw) map on the view, apply the τ mass threshold, enlarge, outline a patch,
     and add a colour bar on the right (the map keeps its pixel coordinates, so clicks map as
     before and a click on the bar is outside the grid). lo_hi: the colour range (default: see
     map_range for p.scale); marks: levels named on the bar (the uniform 1/N); artifacts: (gh, gw)
-    bool, patches outlined in render.ARTIFACT_COLOR (under the query's outline)."""
+    bool, patches outlined in render.ARTIFACT_COLOR (under the query's outline); scale: the
+    enlargement (default render.display_scale: two maps side by side, the Compare tab, take less)."""
     lo, hi = lo_hi if lo_hi is not None else map_range(values, p.scale, highlight, floor=range_floor(g))
     img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
         img = _dim_outside(img, view, keep)
-    big = render.enlarge(img, render.display_scale(g))
+    big = render.enlarge(img, render.display_scale(g) if scale is None else scale)
     if artifacts is not None and artifacts.any():
         big = render.outline_patches(big, g, artifacts, render.ARTIFACT_COLOR, artifact_outline(g))
     return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi,

@@ -1,0 +1,133 @@
+"""The Compare tab: two models side by side on the session's photo, one depth/head cursor (the
+depth's pictures swapped in by the page from a flipbook, the verdict from the server)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from vizvit import vocab
+from vizvit.images import image_sha1, load_image
+from vizvit.session import PhotoKey
+from vizvit.views import compare
+from vizvit.views.flip import Flipbook
+
+from .. import flip, kit
+from ..kit import Ctx, safe
+
+MAP_CLASS = "cmp-map"  # style.css: no room kept for a label these pictures do not have
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+
+
+class ClampedSlider(gr.Slider):
+    """A slider that clamps a value outside its range instead of refusing the event. The cursor's top
+    changes with model B (12 layers, then 2): an event sent before the browser heard of the new top
+    (the tab's open and the photo's key, both under way) still carries the old position, and Gradio's
+    own Slider refuses it ("Value 12 is greater than maximum value 2"); the view clamps it anyway.
+    is_template: drawn by the page as a plain slider (Gradio's mechanism for template components)."""
+
+    is_template = True
+
+    def preprocess(self, payload: float | None) -> float | None:
+        if payload is None:
+            return None
+        return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
+
+
+@functools.cache
+def _example_stems() -> dict[str, str]:
+    """Each example photo's hash -> its name in a link (decoded once, on the first open of the tab)."""
+    return {image_sha1(load_image(p)): p.stem for p in sorted(EXAMPLES_DIR.glob("*.jpg"))}
+
+
+def model_b_choices(ctx: Ctx) -> list[tuple[str, str]]:
+    """The page's list, then the listed models' random twins (which the gate also takes)."""
+    c = ctx.wb.catalog
+    if c is None:
+        return []
+    return [*c.choices(), *((f"{c.label(t)} (untrained twin)", t) for t in c.twins())]
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    with gr.Row():
+        # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin.
+        model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (A: the model at the top)",
+                              elem_id="cmp-model", allow_custom_value=True)
+        head = gr.Dropdown(list(vocab.FUSIONS), value="mean", elem_id="cmp-head",
+                           label="heads: fused, or head k (each model's matching head)")
+        shared = gr.Checkbox(True, label="one colour range for both sides", elem_id="cmp-shared")
+    pairs = gr.Markdown(elem_id="cmp-pairs")
+    # No reset button: it fires no .input (see the Attention tab's layer slider).
+    depth = ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
+                      label="depth cursor, relative (each picture names its model's layer)")
+    verdict = gr.Markdown(elem_id="cmp-verdict")
+    # One row per kind, A left and B right, so the two of a kind line up whatever each title's length.
+    # min_width: the maps stay side by side on a phone (half its width each); the charts and the
+    # position grids, unreadable at half a phone's width, go one under the other there.
+    sides: dict[str, dict[str, gr.components.Component]] = {"a": {}, "b": {}}
+    for kind, make in (
+            ("title", lambda s: gr.Markdown(elem_id=f"cmp-title-{s}", min_width=150)),
+            ("attention", lambda s: gr.Image(show_label=False, interactive=False, format="jpeg", buttons=[],
+                                             elem_id=f"cmp-attn-{s}", elem_classes=[MAP_CLASS], min_width=150)),
+            ("rollout", lambda s: gr.Image(show_label=False, interactive=False, format="jpeg", buttons=[],
+                                           elem_id=f"cmp-roll-{s}", elem_classes=[MAP_CLASS], min_width=150)),
+            ("top5", lambda s: gr.Plot(show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
+            ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
+                                             format="png", elem_id=f"cmp-pos-{s}", min_width=300))):
+        with gr.Row(elem_id=f"cmp-row-{kind}"):
+            for s in ("a", "b"):
+                sides[s][kind] = make(s)
+    distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")
+    gr.Markdown(compare.TEXT)
+    book = flip.component("cmp-depth")  # both sides' maps at every cursor position (vizvit/web/flipbook.js)
+    ctx.links.update(compare=model_b)
+
+    named = dict(model_b=model_b, depth=depth, head=head, shared_range=shared)
+    shown_depth = {**{f"{kind}_{s}": sides[s][kind] for kind in ("attention", "rollout") for s in ("a", "b")},
+                   "verdict": verdict}
+    shown = dict(**shown_depth, **{f"{kind}_{s}": sides[s][kind] for kind in ("title", "top5", "positions")
+                                   for s in ("a", "b")}, distance=distance, pairs=pairs)
+    targets = {t: shown_depth[t] for t in compare.DEPTH_TARGETS}
+    read = kit.reader(named)
+    ins = [ctx.key, *named.values()]
+
+    def params_of(v: tuple) -> compare.CompareParams:
+        return compare.CompareParams.from_controls(read(v))
+
+    def book_value(b: Flipbook) -> str:
+        return flip.for_page("cmp-depth", b, targets, named)
+
+    @safe
+    def show(key: PhotoKey | None, *v: Any) -> dict:
+        if key is None:
+            return kit.empty(outs, keep=(depth, head))
+        p = compare.CompareParams.from_controls({**read(v), "example": _example_stems().get(key.sha1)})
+        page = compare.show(ctx.wb.handle(key), p)
+        top = max(1, page.positions)
+        return {**kit.values(page, shown), book: book_value(page.book),
+                depth: gr.Slider(maximum=top, value=page.depth or top),
+                head: gr.Dropdown(choices=page.heads, value=page.head)}
+
+    @safe
+    def show_depth(key: PhotoKey | None, *v: Any) -> dict:
+        p = params_of(v)
+        if key is None or not p.model_b:
+            return kit.skip(list(shown_depth.values()))
+        return kit.values(compare.change_depth(ctx.wb.handle(key), p), shown_depth)
+
+    def fill_book(key: PhotoKey | None, *v: Any) -> dict:
+        p = params_of(v)
+        if key is None or not p.model_b:
+            return kit.skip([book])
+        return {book: book_value(compare.depth_book(ctx.wb.handle(key), p))}
+
+    outs = [*shown.values(), book, depth, head]
+    ctx.on_show(tab, show, ins, outs)
+    # .input, not .change: a link sets model B while another tab is open; the tab's open computes it.
+    for control in (model_b, head, shared):
+        control.input(show, ins, outs, show_progress="minimal")
+    depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden")
+    flip.filled_later(book, fill_book, ins, [book], after="#cmp-attn-a img")

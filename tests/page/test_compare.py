@@ -1,0 +1,65 @@
+"""The Compare tab in a real browser: a deep link opens two models on the example cat; the one depth
+cursor moves both sides' maps at once (drawn by the page from its flipbook, then confirmed by the
+server's verdict), over relative depth: the tiny model's 2 layers against the 12 of a random ViT-Ti."""
+
+from __future__ import annotations
+
+from browser import FLIPPED_JS, page_at, set_slider, shot, upload, wait_flip_pages, wait_image
+from tiny import EXAMPLES
+
+# The random twin of the listed WinKawaks/vit-tiny-patch16-224 (the gate takes it: no download).
+TWIN = "random:vit-tiny-patch16-224"
+MAPS = ["cmp-attn-a", "cmp-attn-b", "cmp-roll-a", "cmp-roll-b"]
+
+
+def _srcs(page) -> list[str]:
+    return [src for src, _ in page.evaluate(FLIPPED_JS, MAPS)]
+
+
+def _move(page, position: int) -> list[tuple[str, bool]]:
+    """Set the cursor and wait for the server's verdict at that position; the maps as shown then."""
+    set_slider(page, "cmp-depth", position)
+    page.wait_for_function(f"() => document.querySelector('#cmp-verdict').innerText"
+                           f".includes('position {position} of 12')")
+    return page.evaluate(FLIPPED_JS, MAPS)
+
+
+def test_the_shared_cursor_moves_both_models_maps_over_relative_depth(url):
+    # The link opens the tab with model B; the photo is uploaded as a user does (no example= here: under
+    # a heavy load the example's file was once refused, "The file could not be read", a page matter).
+    with page_at(f"{url}?tab=compare&compare={TWIN}", height=1400) as page:
+        page.wait_for_function(f"() => {{ const i = document.querySelector('#cmp-model input');"
+                               f" return i && i.value.includes('{TWIN}'); }}")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        for m in MAPS:  # lazy pictures: loaded once in view
+            page.locator(f"#{m}").scroll_into_view_if_needed()
+            wait_image(page, m, timeout_ms=120_000)
+        page.wait_for_function("() => document.querySelector('#cmp-verdict').innerText.includes('position 12 of 12')")
+        assert "untrained random weights" in page.inner_text("#cmp-title-b")
+        assert "12 layers × 3 heads" in page.inner_text("#cmp-title-b")
+        assert "2 layers × 2 heads" in page.inner_text("#cmp-title-a")
+        wait_flip_pages(page, "cmp-depth", 12)
+        at_12 = _srcs(page)
+
+        # Position 3 of 12: layer ceil(3·2/12) = 1 of A, layer 3 of B. Every map changes, put there by
+        # the page from its book (the server's own pictures for that position).
+        got = _move(page, 3)
+        assert all(src != old for (src, _), old in zip(got, at_12)), (got, at_12)
+        assert all(flipped for _, flipped in got), got
+        verdict = page.inner_text("#cmp-verdict")
+        assert "A (layer 1/2)" in verdict and "B (layer 3/12)" in verdict, verdict
+        shot(page, "compare_tab_position_3", full_page=False)
+
+        # Each its own colour range: A's pictures depend on A's layer alone. Position 5 is still
+        # layer 1 of A (ceil(10/12) = 1) and layer 5 of B: A's maps stay, B's change.
+        page.locator("#cmp-shared input").uncheck()
+        page.wait_for_function("() => { const b = window.__vizvitFlip && window.__vizvitFlip.books['cmp-depth'];"
+                               " return b && b.look.endsWith('|False') && Object.keys(b.pages).length >= 12; }",
+                               timeout=60_000)
+        own_3 = [src for src, _ in _move(page, 3)]
+        got = _move(page, 5)
+        assert [src for src, _ in got][0::2] == own_3[0::2], "A's maps moved although A's layer did not"
+        assert all(src != old for (src, _), old in zip(got[1::2], own_3[1::2])), "B's maps did not move"
+        verdict = page.inner_text("#cmp-verdict")
+        assert "A (layer 1/2)" in verdict and "B (layer 5/12)" in verdict, verdict
+        shot(page, "compare_tab_own_ranges", full_page=False)

@@ -1,0 +1,111 @@
+"""vizvit.views.compare: each side is what that model's own tabs show (same cache entries, the
+Attention tab's maps), the book equals the server's answer at every cursor position, the verdict's
+numbers against plain computations on the analysis, and the gate and the memory rule for model B."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vizvit import render
+from vizvit.catalog import Catalog
+from vizvit.errors import UserError
+from vizvit.session import MEAN_ROLLOUT, PhotoKey, Workbench
+from vizvit.views import attention as ap
+from vizvit.views import compare
+
+from tiny import EXAMPLES
+
+TWIN = "random:vit-tiny-patch16-224"  # the random twin of the listed WinKawaks/vit-tiny-patch16-224
+
+
+@pytest.fixture(scope="module")
+def bench(tiny16):
+    wb = Workbench(device="cpu", catalog=Catalog(tiny16.id))
+    wb.add_model(tiny16)
+    return wb, wb.handle(PhotoKey(wb.catalog.public(tiny16.id), wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+
+
+def test_each_side_reads_the_cache_its_own_tabs_use_and_draws_their_maps(bench):
+    wb, ph = bench
+    page = compare.show(ph, compare.CompareParams(model_b=TWIN, depth=3, head="2"))
+    b = wb.handle(PhotoKey(TWIN, ph.key.sha1))
+    assert wb.peek_derived(b.key, MEAN_ROLLOUT) is not None, "B's rollout is the Attention tab's cache entry"
+    assert wb.peek_derived(ph.key, MEAN_ROLLOUT) is not None
+    assert (page.positions, page.depth, page.heads) == (12, 3, ["mean", "max", "min", "1", "2", "3"])
+    # position 3 of 12: layer 1 of the 2-layer A, layer 3 of B; head 2 of 3: A's head 2 of 2, B's head 2
+    for side, layer, head in ((ph, 1, 2), (b, 3, 2)):
+        s = compare.side_maps(side, layer, head)
+        p = ap.AttnParams(layer=layer, head=head, show="one head")
+        assert np.array_equal(s.attention, ap.main_panel(side.vm, side.analysis(), p, side.derived).values)
+        roll = ap.main_panel(side.vm, side.analysis(), ap.AttnParams(layer=layer, show="mean", mode="rolled out"),
+                             side.derived).values
+        assert np.allclose(s.rollout, roll, atol=1e-7)
+    assert "A (layer 1/2)" in page.verdict and "B (layer 3/12)" in page.verdict
+
+
+def test_the_book_holds_the_servers_own_pictures_at_every_position(bench):
+    _, ph = bench
+    p = compare.CompareParams(model_b=TWIN, head="max", shared_range=False)
+    book = compare.depth_book(ph, p)
+    assert list(book.pages) == [str(t) for t in range(1, 13)] and book.controls == ("depth",)
+    for t in (1, 7, 12):
+        ch = compare.change_depth(ph, compare.CompareParams(model_b=TWIN, head="max", shared_range=False, depth=t))
+        for target in compare.DEPTH_TARGETS:
+            assert np.array_equal(book.pages[str(t)][target], getattr(ch, target)), (t, target)
+
+
+def test_one_shared_colour_range_or_each_its_own(bench):
+    """Shared: both sides' attention maps are coloured 0 .. the larger of the two tops; own: each
+    0 .. its own top (the Attention tab's default "0 to max")."""
+    _, ph = bench
+    pr = compare.pair(ph, TWIN)
+    c = compare.cursor(pr, compare.CompareParams(model_b=TWIN))
+    shared, sa, sb = compare.depth_pictures(pr, c, shared=True)
+    own, _, _ = compare.depth_pictures(pr, c, shared=False)
+    assert not sa.arts.any() and not sb.arts.any()  # random weights: every patch counts in the range
+    top_a, top_b = float(sa.attention.max()), float(sb.attention.max())
+    assert top_a != top_b
+    g = ph.vm.geometry
+    for pics, hi in ((shared, max(top_a, top_b)), (own, top_a)):
+        expect = ap.map_image(ph.analysis().input_view, sa.attention, g, compare.attn_params(c.layer_a, "mean", "raw"),
+                              lo_hi=(0.0, hi), marks={ap.UNIFORM_MARK: ap.uniform_level(g)}, artifacts=sa.arts,
+                              scale=render.display_scale(g, compare.MAP_PX))
+        assert np.array_equal(pics["attention_a"][:expect.shape[0]], expect)  # the caption below it
+
+
+def test_model_b_passes_the_gate_before_it_loads_and_two_models_must_fit(bench, tiny16):
+    wb, ph = bench
+    before = set(wb._models)
+    for bad in ("openai/clip-vit-large-patch14", "/tmp", "random:vit-large-patch16-384"):
+        with pytest.raises(UserError, match="page's list"):
+            compare.show(ph, compare.CompareParams(model_b=bad))
+    assert set(wb._models) == before
+    one = Workbench(device="cpu", max_models=1)
+    one.add_model(tiny16)
+    with pytest.raises(UserError, match="one model in memory"):
+        compare.pair(one.handle(PhotoKey(tiny16.id, one.add_photo(str(EXAMPLES / "chelsea.jpg")))), tiny16.id)
+
+
+def test_no_model_b_yet_is_a_prompt_not_an_error(bench):
+    _, ph = bench
+    page = compare.show(ph, compare.CompareParams())
+    assert "Pick model B" in page.verdict and page.attention_b is None and page.positions == 0
+
+
+def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, cat):
+    """The trained ViT-Ti's [CLS] gives 57 % of its last-layer attention to the four corner artifact
+    tokens (README); its random twin has none. Computed here from the attentions by hand."""
+    wb = Workbench(device="cpu", catalog=Catalog(str(trained.id)))
+    wb.add_model(trained)
+    ph = wb.handle(PhotoKey(wb.catalog.public(trained.id), wb.add_photo(cat)))
+    page = compare.show(ph, compare.CompareParams(model_b=TWIN))
+    a = ph.analysis()
+    row = a.attentions[11].float().mean(0)[0, 1:].reshape(14, 14).numpy()  # [CLS]'s row, heads averaged
+    corners = row[0, 0] + row[0, 13] + row[13, 0] + row[13, 13]
+    assert corners == pytest.approx(0.57, abs=0.01)
+    assert f"gives **{corners:.0%}** to its 4 artifact tokens" in page.verdict, page.verdict
+    assert "B (layer 12/12): no artifact tokens" in page.verdict
+    assert "top-1 **differs**: A Egyptian cat" in page.verdict
+    assert "[trained against its random twin](?example" not in page.pairs  # no example given to the view
+    assert f"compare={TWIN}" in page.pairs

@@ -1,0 +1,443 @@
+"""The Compare tab: one photo, two models side by side, one layer/head cursor.
+
+Model A is the session's model (its key, heads switched off included); model B is picked here and
+passes the same gate (Workbench.model -> Catalog.check). Each side is read through its own Photo
+handle, so its analysis, rollout, artifact masks, distances and position pictures are the very
+cache entries its own tabs use, and it is drawn by the Attention and Positions tabs' functions
+(attention.map_image, positions.positions_panel). The cursor runs over relative depth
+(vizvit.compare.matched_layer): the page swaps the two sides' maps from a flipbook at every
+position; the verdict line follows from the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .. import attention as att_mod
+from .. import compare as cmp
+from .. import render
+from ..catalog import Catalog
+from ..deeplink import DeepLink, to_query
+from ..engine import Analysis
+from ..errors import UserError
+from ..models import RANDOM_PREFIX, Geometry, VitModel, short_name
+from ..session import Photo, PhotoKey
+from ..vocab import FUSIONS, ONE_HEAD
+from . import attention as ap
+from . import flip, positions
+from .common import artifact_masks, top5_figure
+
+TEXT = """**Two models, one photo, one cursor.** Model A is the model chosen at the top of the page; pick
+model B here (or open a teaching pair below). Both read the same photo, each through its own image
+processor, and each side is exactly what that model's own tabs show. The depth cursor is *relative*:
+with 12 and 24 layers, position 6 of 24 is layer 3 of A and layer 6 of B; each picture names its
+layer. Maps are read from the token each model's head reads (its *summary*: [CLS], SigLIP's MAP head,
+BEiT's patch mean); tokens before the patches ([DIST], registers) are named above each side.
+Artifact tokens (cyan) are left out of the colour range, as on the Attention tab."""
+
+DEPTH_CONTROLS = ("depth",)
+DEPTH_TARGETS = ("attention_a", "attention_b", "rollout_a", "rollout_b")  # the pictures a cursor move swaps
+# px the model-input view is enlarged to (the Attention tab's map: ~600): two maps and their colour
+# bars side by side fit a 1366-px projector at about their own size.
+MAP_PX = 448
+OWN_RANGE = "its own colour range"  # named under each map when the two ranges differ
+
+# Teaching pairs: (title, model A, model B) by hub id; each is offered with what this server lists
+# for it (the id, a local copy of the same architecture, or its random twin: see resolve).
+TWIN = "<random twin>"
+PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("trained against its random twin", "", TWIN),
+    ("DeiT (distilled) against ViT", "facebook/deit-base-distilled-patch16-224", "google/vit-base-patch16-224"),
+    ("DINOv2 against DINOv2 with registers", "facebook/dinov2-small", "facebook/dinov2-with-registers-small"),
+    ("ViT-Ti against ViT-B", "WinKawaks/vit-tiny-patch16-224", "google/vit-base-patch16-224"),
+)
+
+
+@dataclass(frozen=True)
+class CompareParams:
+    """Everything a control on the tab sets."""
+
+    model_b: str | None = None  # None: none picked yet
+    depth: int = 0  # cursor position 1..D (D: the deeper model's layers); 0 or beyond D: the last
+    head: str = "mean"  # a fusion (vocab.FUSIONS) or a head number 1..K (K: the larger head count)
+    shared_range: bool = True  # one colour range for both sides' maps (else each its own, named)
+    example: str | None = None  # the photo's name in a link when it is an example (the pairs' links keep it)
+
+    @classmethod
+    def from_controls(cls, v: dict[str, Any]) -> "CompareParams":
+        return cls(model_b=v.get("model_b") or None, depth=int(float(v.get("depth") or 0)),
+                   head=str(v.get("head") or "mean"), shared_range=bool(v.get("shared_range", True)),
+                   example=v.get("example"))
+
+
+# ------------------------------------------------------------------ the pair and the cursor
+@dataclass(frozen=True)
+class Pair:
+    a: Photo
+    b: Photo
+
+    @property
+    def positions(self) -> int:
+        """D: the cursor's positions (the deeper model's layer count)."""
+        return max(self.a.vm.geometry.num_layers, self.b.vm.geometry.num_layers)
+
+    @property
+    def heads(self) -> int:
+        """K: the larger head count (the head cursor's range)."""
+        return max(self.a.vm.geometry.num_heads, self.b.vm.geometry.num_heads)
+
+
+def pair(ph: Photo, model_b: str) -> Pair:
+    """Model A's photo handle and model B's for the same photo. B passes the Workbench's gate (the
+    page's list) before it loads. Both models must be held at once: a Workbench that keeps one
+    model at a time would load them in turn on every move, so it is refused with the reason."""
+    wb = ph.wb
+    if wb.max_models < 2:
+        raise UserError("This server keeps one model in memory at a time, so it cannot compare two "
+                        "(start it with a Workbench of max_models ≥ 2).")
+    vm_b = wb.model(model_b)
+    labels = (ph.key.labels, ph.key.template) if vm_b.is_zero_shot else ((), "")
+    return Pair(ph, wb.handle(PhotoKey(vm_b.id, ph.key.sha1, labels=labels[0], template=labels[1])))
+
+
+@dataclass(frozen=True)
+class Cursor:
+    position: int  # t, 1..D
+    positions: int  # D
+    layer_a: int  # 1-based
+    layer_b: int
+    head_a: int | str  # 1-based head or a fusion
+    head_b: int | str
+
+
+def head_choices(pr: Pair) -> list[str]:
+    return [*FUSIONS, *(str(k) for k in range(1, pr.heads + 1))]
+
+
+def cursor(pr: Pair, p: CompareParams) -> Cursor:
+    D, K = pr.positions, pr.heads
+    t = p.depth if 1 <= p.depth <= D else D
+    ga, gb = pr.a.vm.geometry, pr.b.vm.geometry
+    if p.head in FUSIONS:
+        ha: int | str = p.head
+        hb: int | str = p.head
+    else:
+        try:
+            k = int(p.head)
+        except ValueError:
+            raise UserError(f"Head must be one of {', '.join(FUSIONS)} or a number 1..{K}.") from None
+        if not 1 <= k <= K:
+            raise UserError(f"Head must be 1..{K}.")
+        ha, hb = cmp.matched_head(k, K, ga.num_heads), cmp.matched_head(k, K, gb.num_heads)
+    return Cursor(t, D, cmp.matched_layer(t, D, ga.num_layers), cmp.matched_layer(t, D, gb.num_layers), ha, hb)
+
+
+def attn_params(layer: int, head: int | str, mode: str) -> ap.AttnParams:
+    """The Attention tab's params for this layer and head (or fusion), read from the summary token."""
+    if isinstance(head, str):
+        return ap.AttnParams(layer=layer, show=head, mode=mode)  # type: ignore[arg-type]
+    return ap.AttnParams(layer=layer, head=head, show=ONE_HEAD, mode=mode)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ one side's maps
+@dataclass(frozen=True)
+class SideMaps:
+    attention: np.ndarray  # (gh, gw) the summary's raw attention at the layer (head or fused)
+    rollout: np.ndarray  # (gh, gw) the summary's mean rollout through the layer
+    arts: np.ndarray  # (gh, gw) bool artifact tokens of the layer
+    arts_through: np.ndarray  # (gh, gw) bool artifact tokens of any layer up to it (rollout's)
+    row: np.ndarray  # (N,) the summary's raw attention row over every token, heads averaged
+
+
+def rollout_map(ph: Photo, layer: int) -> np.ndarray:
+    """(gh, gw) the summary's mean rollout (no discard) through `layer` (1-based): the /rollout
+    endpoint's map of that layer, from the same cached stack."""
+    a = ph.analysis()
+    stack = ap.layer_rollout(a, "mean", 0.0, ph.derived)  # (L, N, N)
+    return att_mod.cls_to_patches(stack[layer - 1], a.geometry, a.summary_weights).numpy().astype(np.float32)
+
+
+def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
+    a = ph.analysis()
+    g = a.geometry
+    p = attn_params(layer, head, "raw").checked(g)
+    m = ap.main_matrix(a, p, ph.derived)  # (N, N)
+    summary = ap.summary_of(a)
+    attention = att_mod.cls_to_patches(m, g, summary).numpy().astype(np.float32)
+    mean = att_mod.fuse_heads(ap._full_attentions(a)[layer - 1], "mean")  # (N, N)
+    row = att_mod.summary_row(mean, g, summary).numpy()
+    per_layer = artifact_masks(a, ph.derived)  # (L, gh, gw)
+    through = per_layer[:layer].any(0)
+    return SideMaps(attention, rollout_map(ph, layer), per_layer[layer - 1], through, row)
+
+
+def _range(values: np.ndarray, arts: np.ndarray, g: Geometry) -> tuple[float, float]:
+    return ap.map_range(values, "0 to max", exclude=ap.excluded(arts, ap.AttnParams()), floor=ap.range_floor(g))
+
+
+def head_words(head: int | str, g: Geometry) -> str:
+    return f"head {head} of {g.num_heads}" if isinstance(head, int) else f"{head} of {g.num_heads} heads"
+
+
+def side_pictures(side: str, ph: Photo, s: SideMaps, layer: int, head: int | str,
+                  ranges: tuple[tuple[float, float], ...], own: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The attention map and the rollout, each with its colour bar and a caption that names the layer
+    (the Attention tab's map_image: that tab's pixels for these maps, at MAP_PX)."""
+    a = ph.analysis()
+    g = a.geometry
+    L = g.num_layers
+    marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
+    scale = render.display_scale(g, MAP_PX)
+    att = ap.map_image(a.input_view, s.attention, g, attn_params(layer, head, "raw"), lo_hi=ranges[0], marks=marks,
+                       artifacts=s.arts, scale=scale)
+    roll = ap.map_image(a.input_view, s.rollout, g, attn_params(layer, "mean", "rolled out"), lo_hi=ranges[1],
+                        marks=marks, artifacts=s.arts_through, scale=scale)
+    att = render.caption_below(att, f"{side}: layer {layer}/{L} · {head_words(head, g)}")
+    roll = render.caption_below(roll, f"{side}: rollout through layer {layer}/{L}")
+    if own:  # named on its own line: each side's bar has its own top
+        att, roll = render.caption_below(att, OWN_RANGE), render.caption_below(roll, OWN_RANGE)
+    return att, roll
+
+
+@dataclass(frozen=True)
+class DepthChange:
+    """A cursor move: both sides' maps (the flipbook's pages) and the verdict."""
+
+    attention_a: np.ndarray
+    attention_b: np.ndarray
+    rollout_a: np.ndarray
+    rollout_b: np.ndarray
+    verdict: str
+
+
+def depth_pictures(pr: Pair, c: Cursor, shared: bool) -> tuple[dict[str, np.ndarray], SideMaps, SideMaps]:
+    """{DEPTH_TARGETS field: picture} at the cursor, and both sides' maps."""
+    sa, sb = side_maps(pr.a, c.layer_a, c.head_a), side_maps(pr.b, c.layer_b, c.head_b)
+    ga, gb = pr.a.vm.geometry, pr.b.vm.geometry
+    ra = (_range(sa.attention, sa.arts, ga), _range(sa.rollout, sa.arts_through, ga))
+    rb = (_range(sb.attention, sb.arts, gb), _range(sb.rollout, sb.arts_through, gb))
+    if shared:  # one range for both: 0 .. the larger top, per kind of map
+        ra = rb = tuple((0.0, max(x[1], y[1])) for x, y in zip(ra, rb))  # type: ignore[assignment]
+    att_a, roll_a = side_pictures("A", pr.a, sa, c.layer_a, c.head_a, ra, not shared)
+    att_b, roll_b = side_pictures("B", pr.b, sb, c.layer_b, c.head_b, rb, not shared)
+    return dict(attention_a=att_a, attention_b=att_b, rollout_a=roll_a, rollout_b=roll_b), sa, sb
+
+
+def change_depth(ph: Photo, p: CompareParams) -> DepthChange:
+    pr = pair(ph, _model_b(p))
+    c = cursor(pr, p)
+    pics, sa, sb = depth_pictures(pr, c, p.shared_range)
+    return DepthChange(**pics, verdict=verdict(pr, c, sa, sb))
+
+
+def depth_look(pr: Pair, p: CompareParams) -> str:
+    """What the cursor's pictures depend on besides the position: both keys, the head, the range."""
+    return f"{pr.a.key!r}|{pr.b.key!r}|{p.head}|{p.shared_range}"
+
+
+def depth_book(ph: Photo, p: CompareParams) -> flip.Flipbook:
+    """Both sides' maps at every cursor position, for the page to swap as the cursor moves."""
+    pr = pair(ph, _model_b(p))
+    pages = {}
+    for t in range(1, pr.positions + 1):
+        pages[flip.page_key(t)] = depth_pictures(pr, cursor(pr, dataclasses.replace(p, depth=t)), p.shared_range)[0]
+    return flip.Flipbook(depth_look(pr, p), DEPTH_CONTROLS, pages)
+
+
+# ------------------------------------------------------------------ the verdict
+def top1(vm: VitModel, a: Analysis) -> str | None:
+    return a.top5[0].label.split(",")[0] if vm.has_classifier and a.top5 else None
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.1%}"
+
+
+def verdict(pr: Pair, c: Cursor, sa: SideMaps, sb: SideMaps) -> str:
+    """One line from the maps: the summary's share of attention to artifact tokens (and to the other
+    prefix tokens) in each model, the cosine of the two rollouts, and whether top-1 agrees."""
+    parts = []
+    for side, ph, s, layer in (("A", pr.a, sa, c.layer_a), ("B", pr.b, sb, c.layer_b)):
+        g = ph.vm.geometry
+        n = int(s.arts.sum())
+        gives = ([f"**{_pct(cmp.share_to(s.row, g.num_prefix_tokens, s.arts))}** to its {n} artifact token"
+                  f"{'s' if n != 1 else ''}"] if n else [])
+        si = g.summary_index()
+        gives += [f"{_pct(float(s.row[j]))} to {name}" for j, name in enumerate(g.prefix_names) if j != si]
+        what = f"{g.summaries[0]} gives " + ", ".join(gives) if gives else ""
+        arts = "" if n else "no artifact tokens"
+        parts.append(f"{side} (layer {layer}/{g.num_layers}): " + "; ".join(x for x in (what, arts) if x))
+    cos, r = cmp.map_cosine(sa.rollout, sb.rollout), cmp.centred_cosine(sa.rollout, sb.rollout)
+    ga, gb = pr.a.vm.geometry, pr.b.vm.geometry
+    fine = cmp.common_grid(ga.grid, gb.grid)
+    resampled = "" if ga.grid == gb.grid else f", {'B' if fine == ga.grid else 'A'} resampled to {fine[0]}×{fine[1]}"
+    va, vb = pr.a.analysis().input_view, pr.b.analysis().input_view
+    same_input = va.shape == vb.shape and np.array_equal(va, vb)
+    crops = "" if same_input else " (each model's processor made its own input of the photo)"
+    t_a, t_b = top1(pr.a.vm, pr.a.analysis()), top1(pr.b.vm, pr.b.analysis())
+    if t_a is None or t_b is None:
+        agree = "top-1: " + ("neither model" if t_a is None and t_b is None else ("A" if t_a is None else "B")) + \
+                " has no classifier"
+    elif t_a.lower() == t_b.lower():
+        agree = f"top-1 **agrees**: {t_a}"
+    else:
+        agree = f"top-1 **differs**: A {t_a}, B {t_b}"
+    return (f"**Verdict at position {c.position} of {c.positions}.** " + "; ".join(parts)
+            + f". Rollout maps: cosine **{cos:.2f}**, **{r:.2f}** with each map's mean taken out{resampled}{crops}. "
+            f"{agree}.")
+
+
+# ------------------------------------------------------------------ the rest of the tab
+def title(side: str, vm: VitModel) -> str:
+    """Who this side is: name (untrained flagged), family, prefix tokens, the summary, shape."""
+    g = vm.geometry
+    flag = " ⚠️ **untrained random weights**" if not vm.is_pretrained else ""
+    prefix = " ".join(g.prefix_names) or "none"
+    return (f"**{side}: {short_name(vm.id)}**{flag} · {vm.family.title} · tokens before the patches: "
+            f"{prefix} · maps read from **{g.summaries[0]}** · {g.num_layers} layers × {g.num_heads} heads · "
+            f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size} px")
+
+
+def top5_or_note(ph: Photo) -> go.Figure:
+    """The side's top-5 (the Patches tab's chart; CLIP / SigLIP: the typed labels), or a short chart
+    that says why there is none (a self-supervised checkpoint has no classifier)."""
+    fig = top5_figure(ph.vm, ph.analysis())
+    if fig is not None:
+        return fig
+    why = f"No top-5: {short_name(ph.vm.id)} has no classifier"
+    return go.Figure(dict(layout=dict(
+        height=110, margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(visible=False), yaxis=dict(visible=False),
+        annotations=[dict(text=why[:90], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                          font=dict(size=14))])))
+
+
+def distance_figure(pr: Pair) -> go.Figure:
+    """Mean attention distance per head against depth, both models in one chart (the Attention tab's
+    cached distances). x: the layer when both have as many layers, else relative depth l/L."""
+    same = pr.a.vm.geometry.num_layers == pr.b.vm.geometry.num_layers
+    traces = []
+    for side, ph, symbol in (("A", pr.a, "circle"), ("B", pr.b, "diamond")):
+        d = ap.distances(ph.analysis(), ph.derived).numpy()  # (L, H)
+        L, H = d.shape
+        layers = np.repeat(np.arange(1, L + 1), H)
+        heads = np.tile(np.arange(1, H + 1), L)
+        x = layers if same else layers / L
+        traces.append(dict(type="scatter", mode="markers", name=f"{side}: {short_name(ph.vm.id)}"[:48],
+                           x=x.tolist(), y=d.reshape(-1).tolist(), customdata=np.stack([layers, heads], 1).tolist(),
+                           marker=dict(size=8, symbol=symbol, opacity=0.75),
+                           hovertemplate=f"{side} · layer %{{customdata[0]}} · head %{{customdata[1]}}"
+                                         "<br>%{y:.1f} px<extra></extra>"))
+    xaxis = dict(title="layer", dtick=1) if same else dict(title="relative depth (layer / layers)", tickformat=".0%")
+    return go.Figure(dict(data=traces, layout=dict(
+        title=dict(text="Mean attention distance per head, both models", font=dict(size=14)),
+        xaxis=xaxis, yaxis=dict(title="distance (model-input px)"), height=360,
+        margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.25))))
+
+
+def resolve(catalog: Catalog, hub_id: str) -> str | None:
+    """What this server offers for a hub id: the id when listed, else a listed local copy of the same
+    architecture, else its random twin when the gate takes it; None when none is."""
+    ids = catalog.ids
+    if hub_id in ids:
+        return hub_id
+    arch = catalog.arch(hub_id)
+    local = next((m for m in ids if catalog.is_local(m) and arch and catalog.arch(m) == arch), None)
+    if local:
+        return local
+    twin = RANDOM_PREFIX + arch if arch else None
+    return twin if twin and (twin in ids or twin in catalog.twins()) else None
+
+
+def teaching_pairs(catalog: Catalog | None, model_a: str) -> list[tuple[str, str, str]]:
+    """(title, model A, model B) of every teaching pair this server can show, as listed names."""
+    if catalog is None:
+        return []
+    out = []
+    for name, a, b in PAIRS:
+        if b == TWIN:
+            ra, rb = model_a, catalog.twin_of(model_a)
+            if rb is None or not model_a or model_a.startswith(RANDOM_PREFIX):
+                continue
+        else:
+            ra, rb = resolve(catalog, a), resolve(catalog, b)
+        if ra and rb and ra in catalog.ids:  # a link's model= takes listed names only
+            out.append((name, ra, rb))
+    return out
+
+
+def pairs_text(pairs: list[tuple[str, str, str]], example: str | None) -> str:
+    """The teaching pairs as deep links (model=A, compare=B, this tab; the example kept)."""
+    if not pairs:
+        return "Teaching pairs: none of them is on this server's model list."
+    links = []
+    for name, a, b in pairs:
+        q = to_query(DeepLink(example=example, model=a, tab="compare", compare=b))
+        untrained = " (untrained twin)" if b.startswith(RANDOM_PREFIX) and not name.startswith("trained") else ""
+        links.append(f"[{name}]({q}){untrained}")
+    return "**Teaching pairs** (open with both models): " + " · ".join(links)
+
+
+@dataclass(frozen=True)
+class ComparePage:
+    """What the tab shows on open, each field named like its component."""
+
+    title_a: str
+    title_b: str
+    top5_a: go.Figure | None
+    top5_b: go.Figure | None
+    attention_a: np.ndarray | None
+    attention_b: np.ndarray | None
+    rollout_a: np.ndarray | None
+    rollout_b: np.ndarray | None
+    positions_a: np.ndarray | None
+    positions_b: np.ndarray | None
+    distance: go.Figure | None
+    verdict: str
+    pairs: str
+    depth: int  # the cursor's position shown
+    positions: int  # the cursor's top (D)
+    heads: list[str]  # the head choices
+    head: str
+    book: flip.Flipbook  # no pages yet (depth_book fills it)
+
+
+def _model_b(p: CompareParams) -> str:
+    if not p.model_b:
+        raise UserError("Pick model B to compare with.")
+    return p.model_b
+
+
+def show(ph: Photo, p: CompareParams) -> ComparePage:
+    """On open (or a new model B, head or range): both sides at the cursor."""
+    pairs = pairs_text(teaching_pairs(ph.wb.catalog, ph.key.model_id), p.example)
+    if not p.model_b:
+        return ComparePage(title(("A"), ph.vm), "**B:** pick a model to compare with (or open a teaching pair).",
+                           top5_or_note(ph), None, None, None, None, None, None, None, None,
+                           "Pick model B to see the two side by side.", pairs, 0, 0, list(FUSIONS), "mean",
+                           flip.empty(f"{ph.key!r}|", DEPTH_CONTROLS))
+    pr = pair(ph, p.model_b)
+    head = p.head if p.head in head_choices(pr) else "mean"  # a head number B (or a new A) lacks: fused
+    c = cursor(pr, dataclasses.replace(p, head=head))
+    pics, sa, sb = depth_pictures(pr, c, p.shared_range)
+    return ComparePage(
+        title_a=title("A", pr.a.vm), title_b=title("B", pr.b.vm),
+        top5_a=top5_or_note(pr.a), top5_b=top5_or_note(pr.b),
+        **pics,
+        positions_a=positions.positions_panel(pr.a).grid_img, positions_b=positions.positions_panel(pr.b).grid_img,
+        distance=distance_figure(pr), verdict=verdict(pr, c, sa, sb), pairs=pairs, depth=c.position,
+        positions=c.positions, heads=head_choices(pr), head=head,
+        book=flip.empty(depth_look(pr, dataclasses.replace(p, head=head)), DEPTH_CONTROLS))
+
+
+def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
+    """Export is of one photo under one model: a comparison needs a second model (nothing here)."""
+    return {}
+
+
+def export_figures(ph: Photo) -> dict[str, np.ndarray]:
+    return {}
