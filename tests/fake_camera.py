@@ -39,16 +39,36 @@ def frame_rgb(i: int, frames: int) -> np.ndarray:
     return img
 
 
-def box_in_view(pp, size: tuple[int, int] = (W, H)) -> tuple[float, ...]:
-    """CODE_BOX as fractions of the model-input view of a (w, h) frame under the processor `pp`
-    (models.Preprocess: its resize, then its centre crop, as images.model_input_view does)."""
+def box_in_view(pp, size: tuple[int, int] = (W, H), box: tuple[float, ...] = CODE_BOX) -> tuple[float, ...]:
+    """A box (fractions of a (w, h) frame; CODE_BOX by default) as fractions of the model-input
+    view under the processor `pp` (models.Preprocess: its resize, then its centre crop, as
+    images.model_input_view does)."""
     from vizvit.images import resized_size
 
     rw, rh = resized_size(size, pp)
     ch, cw = pp.crop if pp.crop is not None else (rh, rw)
     ox, oy = (rw - cw) // 2, (rh - ch) // 2
-    x0, y0, x1, y1 = CODE_BOX
+    x0, y0, x1, y1 = box
     return ((x0 * rw - ox) / cw, (y0 * rh - oy) / ch, (x1 * rw - ox) / cw, (y1 * rh - oy) / ch)
+
+
+def square_in_view(i: int, frames: int, pp, mirrored: bool = True) -> tuple[float, ...]:
+    """Where frame i's square lies in the model-input view (fractions x0, y0, x1, y1); mirrored:
+    as the webcam component sends it (mirror_webcam)."""
+    x = square_x(i, frames)
+    x0, x1 = (W - x - SQUARE, W - x) if mirrored else (x, x + SQUARE)
+    return box_in_view(pp, box=(x0 / W, SQUARE_Y / H, x1 / W, (SQUARE_Y + SQUARE) / H))
+
+
+def bright_columns(view: np.ndarray, rows: tuple[float, float], background: tuple[float, float]) -> float:
+    """The x centre (fraction of the width) of the bright square in a picture of a model-input
+    view: per column, bright pixels within the square's rows minus those within a band of
+    background rows (so the white patch-grid lines, bright in every row, cancel)."""
+    h = view.shape[0]
+    bright = view.astype(np.float32).mean(-1) > 160
+    band = lambda r: bright[int(r[0] * h):int(r[1] * h)].mean(0)  # noqa: E731
+    excess = np.clip(band(rows) - band(background), 0, None)
+    return float((excess * np.arange(len(excess))).sum() / max(excess.sum(), 1e-9) / len(excess))
 
 
 def read_code(rgb: np.ndarray, box: tuple[float, ...] = CODE_BOX) -> int:
@@ -130,14 +150,15 @@ PROBE_JS = """
   let last = null;
   new MutationObserver(() => {
     const img = document.querySelector('#cam-picture img.vv-live');
-    if (!img || img.dataset.frame === last) return;
-    last = img.dataset.frame;
+    if (!img || img.src === last) return;
+    last = img.src;
+    const frame = +img.dataset.frame;
     img.decode().then(() => requestAnimationFrame(() => {
       const t = performance.now(), side = +img.dataset.side;
       off.width = side; off.height = side;
       const c = off.getContext('2d', { willReadFrequently: true });
       c.drawImage(img, 0, 0, side, side, 0, 0, side, side);
-      cam.paints.push([t, code(c, side, side, cam.viewBox), +img.dataset.frame]);
+      cam.paints.push([t, code(c, side, side, cam.viewBox), frame]);
     })).catch(() => {});
   }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
 })();
@@ -145,11 +166,16 @@ PROBE_JS = """
 
 
 def latencies(captures: list, paints: list) -> list[float]:
-    """ms from each painted picture's frame capture (the latest capture of its code before the
-    paint) to its paint; pictures whose code was never captured are left out."""
+    """ms from each painted picture's frame capture to its paint. The page may capture one camera
+    frame several times (it captures every STREAM_EVERY_S whatever the camera's rate): a frame's
+    capture is the first of the run of captures of it that ends last before the paint, the moment
+    the page first had it. Pictures whose frame was never captured are left out."""
     out = []
     for t, code, _ in paints:
-        before = [tc for tc, c in captures if c == code and tc <= t]
-        if before:
-            out.append(t - before[-1])
+        j = max((k for k, (tc, c) in enumerate(captures) if c == code and tc <= t), default=None)
+        if j is None:
+            continue
+        while j > 0 and captures[j - 1][1] == code:
+            j -= 1
+        out.append(t - captures[j][0])
     return out
