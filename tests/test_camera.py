@@ -188,7 +188,7 @@ def test_a_slow_model_is_called_too_slow_with_its_time_and_a_small_model_named(t
     slow = view.speed_note(wb, tiny16, 2.0, 0.5, 10)
     assert "too slow" in slow and "500 ms" in slow and "2.0 pictures a second" in slow
     assert "vit-tiny-patch16-224" in slow  # the fastest measured model of the list (catalog.MEASURED)
-    assert "keeps up" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
+    assert "fast enough" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
     assert view.speed_note(wb, tiny16, 0, 0.5, 1) == ""  # not before a few pictures
 
 

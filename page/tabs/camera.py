@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from vizvit import camera as live
+from vizvit import web
 from vizvit.session import PhotoKey
 from vizvit.views import camera, header
 from vizvit.vocab import MODES
@@ -84,6 +85,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         feeds.close(request.session_hash or "")
 
     ctx.unloads.append(forget)
+    tab.select(None, None, None, js=web.asset("camera_open.js"), queue=False)
     ctx.on_show(tab, show, [ctx.key, model, *named.values()], [*shown.values(), layer, heads])
     cam.stream(frame, [cam, model, labels, template, *named.values()], list(shown.values()),
                stream_every=camera.STREAM_EVERY_S, time_limit=camera.TIME_LIMIT_S,

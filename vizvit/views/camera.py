@@ -33,7 +33,8 @@ from . import attention as attn
 SCALE = 2  # the live picture's enlargement of the model-input view (the Attention tab's is 3: fewer bytes a frame)
 GAP = 8  # white px between the parts
 TEXT_PX = render.TEXT_PX
-ROW = 40  # px per text row of the band under the pictures
+ROW = 38  # px per text row of the band under the pictures
+BAND_ROWS = 5  # the top-5 on the left, the speed on the right
 JPEG_QUALITY = 80
 # Below this many pictures a second a camera view stops looking live: the panel says the model
 # is too slow, with its measured forward time, and on a CPU names the fastest model of the list.
@@ -115,12 +116,12 @@ def _layout(g: Any) -> Layout:
     side = SCALE * g.image_size[0]
     bar = attn.map_image(np.zeros((*g.image_size, 3), np.uint8), np.zeros(g.grid, np.float32), g,
                          attn.AttnParams(), lo_hi=(0, 1), marks={attn.UNIFORM_MARK: 0.5}, scale=SCALE).shape[1]
-    return Layout(side, side + GAP, side + GAP + bar, side + ROW + 6 * ROW + GAP)
+    return Layout(side, side + GAP, side + GAP + bar, side + ROW + BAND_ROWS * ROW + GAP)
 
 
 def _band(width: int, rows: list[tuple[str, float | None]], right: list[str]) -> np.ndarray:
     """White band: the left rows (text, probability bar 0..1 or None), the right rows of text."""
-    band = np.full((6 * ROW + GAP, width, 3), 255, np.uint8)
+    band = np.full((BAND_ROWS * ROW + GAP, width, 3), 255, np.uint8)
     half = width // 2
     cap = render.text_size("0", TEXT_PX)[1]
     for i, (text, prob) in enumerate(rows):
@@ -203,8 +204,9 @@ def speed_note(wb: Workbench, vm: VitModel, rate: float, forward_s: float, frame
         return ""
     most = 1.0 / forward_s
     if most >= LIVE_FPS:
-        return (f"✅ **{short_name(vm.id)}** keeps up: one forward takes {forward_s * 1000:.0f} ms, "
-                f"{rate:.1f} pictures a second now.")
+        return (f"✅ **{short_name(vm.id)}** is fast enough for live use: one forward takes {forward_s * 1000:.0f} ms "
+                f"here; the page shows {rate:.1f} pictures a second now (drawing, sending and this computer's "
+                "other work take the rest).")
     text = (f"⚠️ **{short_name(vm.id)} is too slow for live use here**: one forward takes "
             f"**{forward_s * 1000:.0f} ms**, so at most {most:.1f} pictures a second (live needs {LIVE_FPS:.0f}). "
             "Frames that come meanwhile are dropped, never queued, so the picture is late by one forward, not more.")
