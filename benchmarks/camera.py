@@ -90,13 +90,14 @@ def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=
                                     args=[*ARGS, *fake_camera.chromium_args(clip)])
         try:
             page = browser.new_page(viewport={"width": 1366, "height": 900})
-            page.add_init_script(fake_camera.PROBE_JS + f"window.__cam.viewBox = {list(box)};")
+            # Stamped: each capture writes its own number into the frame (see fake_camera.PROBE_JS).
+            page.add_init_script(fake_camera.PROBE_JS + f"window.__cam.viewBox = {list(box)}; window.__cam.stamp = true;")
             page.goto(url + "?tab=camera", wait_until="load")
             page.get_by_text("Click to Access Webcam").click()
             page.locator("#cam button:has-text('Record')").click()
             page.wait_for_function("window.__cam.paints.length > 3", timeout=120_000)
             page.wait_for_timeout(3000)
-            page.evaluate("window.__cam.captures = window.__cam.captures.slice(-200); window.__cam.paints = []")
+            page.evaluate("window.__cam.captures = window.__cam.captures.slice(-100); window.__cam.paints = []")
             result: dict = {}
             worker = None
             if during is not None:
@@ -109,7 +110,7 @@ def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=
             note = page.locator("#cam-note").inner_text()
         finally:
             browser.close()
-    lat = fake_camera.latencies(caps, paints)
+    lat = fake_camera.latencies(caps, paints, stamped=True)
     span = (paints[-1][0] - paints[0][0]) / 1000 if len(paints) > 1 else float("nan")
     third = max(1, len(lat) // 3)
     return dict(rate=(len(paints) - 1) / span if len(paints) > 1 else 0.0, lat=lat, paints=len(paints),
@@ -150,7 +151,7 @@ def run_model(model: str, seconds: float, clip: Path) -> list[str]:
     print(f"\n{name}: bare forward {bare:.0f} ms (before {bare0:.0f})")
     print(f"  camera alone: {s['rate']:.1f} pictures/s ({s['paints']} in {seconds:.0f} s; "
           f"{s['rate'] * bare / 1000:.2f} per bare forward); capture -> paint median {med:.0f} ms "
-          f"({med / bare:.2f}x), p95 {p95:.0f} ms ({p95 / bare:.2f}x); first third {s['first']:.0f} ms, "
+          f"({med / bare:.2f}x), p95 {p95:.0f} ms ({p95 / bare:.2f}x), {len(s['lat'])} matched; first third {s['first']:.0f} ms, "
           f"last third {s['last']:.0f} ms; 'too slow' shown: {s['slow_note']}")
     print(f"  with uploads: {s2['rate']:.1f} pictures/s; capture -> paint median {pct(s2['lat'], 50):.0f} ms; "
           f"upload forward alone {up_alone:.0f} ms ({up_alone / bare:.2f}x), during the camera "

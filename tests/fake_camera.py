@@ -118,6 +118,8 @@ def chromium_args(clip: Path) -> list[str]:
 # toDataURL) is logged with its frame number and time, and every new live picture painted
 # (#cam-picture img, decoded, then the next animation frame) with the number read from its
 # model-input view. window.__cam.captures: [[t, code]], .paints: [[t, code, picture number]].
+# With window.__cam.stamp = true (the benchmark) each capture writes its own number (mod 256)
+# over the clip's code row before it is sent, so a picture names the very capture it was made of.
 PROBE_JS = """
 (() => {
   const cam = window.__cam = { captures: [], paints: [] };
@@ -138,11 +140,29 @@ PROBE_JS = """
     return n;
   }
   cam.code = code;
+  cam.stamp = false; cam.count = 0;
+  function write(ctx, w, h, box, n) {  // the code row of number n, as frame_rgb draws it
+    const bx0 = box[0] * w, by0 = box[1] * h, bw = (box[2] - box[0]) * w / BITS, bh = (box[3] - box[1]) * h;
+    for (let b = 0; b < BITS; b++) {
+      ctx.fillStyle = (n >> (BITS - 1 - b)) & 1 ? '#fff' : '#000';
+      ctx.fillRect(bx0 + b * bw, by0, bw + 0.5, bh);
+    }
+  }
   const orig = HTMLCanvasElement.prototype.toDataURL;
   HTMLCanvasElement.prototype.toDataURL = function (...a) {
     const t = performance.now();
     if (this.width >= 160) {
-      try { cam.captures.push([t, code(this.getContext('2d'), this.width, this.height, FRAME_BOX)]); } catch (e) {}
+      try {
+        const ctx = this.getContext('2d');
+        if (cam.stamp) {
+          const n = cam.count++ & 255;
+          ctx.setTransform(1, 0, 0, 1, 0, 0);
+          write(ctx, this.width, this.height, FRAME_BOX, n);
+          cam.captures.push([t, n]);
+        } else {
+          cam.captures.push([t, code(ctx, this.width, this.height, FRAME_BOX)]);
+        }
+      } catch (e) {}
     }
     return orig.apply(this, a);
   };
@@ -165,17 +185,19 @@ PROBE_JS = """
 """ % (BITS, list(CODE_BOX))
 
 
-def latencies(captures: list, paints: list) -> list[float]:
-    """ms from each painted picture's frame capture to its paint. The page may capture one camera
-    frame several times (it captures every STREAM_EVERY_S whatever the camera's rate): a frame's
-    capture is the first of the run of captures of it that ends last before the paint, the moment
-    the page first had it. Pictures whose frame was never captured are left out."""
+def latencies(captures: list, paints: list, stamped: bool = False) -> list[float]:
+    """ms from each painted picture's capture to its paint. stamped (PROBE_JS's stamp): each
+    capture has its own number, the latest capture of that number before the paint is the one.
+    Otherwise the page may capture one camera frame several times (it captures every
+    STREAM_EVERY_S whatever the camera's rate), and a frame's capture is the first of the run of
+    captures of it that ends last before the paint: the moment the page first had it. Pictures
+    whose frame was never captured are left out."""
     out = []
     for t, code, _ in paints:
         j = max((k for k, (tc, c) in enumerate(captures) if c == code and tc <= t), default=None)
         if j is None:
             continue
-        while j > 0 and captures[j - 1][1] == code:
+        while not stamped and j > 0 and captures[j - 1][1] == code:
             j -= 1
         out.append(t - captures[j][0])
     return out

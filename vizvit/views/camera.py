@@ -41,7 +41,7 @@ JPEG_QUALITY = 80
 LIVE_FPS = 4.0
 # Gradio's stream: the page sends a frame every STREAM_EVERY_S; a frame that comes while the
 # model is busy replaces the waiting one (there and in the feed's slot: camera.NewestSlot).
-STREAM_EVERY_S = 0.04
+STREAM_EVERY_S = 0.033  # 30 a second: a webcam's own rate
 # What the page asks the camera for: the model reads 224 px (384 at most), so a small frame is
 # enough, and the page's capture (a JPEG every STREAM_EVERY_S) and its upload cost less.
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
