@@ -235,3 +235,16 @@ def test_on_trained_weights_the_live_map_follows_the_square(trained):
         same_rows[rows] = True
         ratio = np.nanmean(values[inside]) / np.nanmean(values[same_rows & ~inside])
         assert ratio > 1.3, f"frame {i}: the map is {ratio:.2f}x as high on the square as beside it"
+
+
+@pytest.mark.parametrize("mode", ["rolled out", "raw"])
+def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
+    """One frame through each family (ViT, DeiT distilled, DINO v1/v2, registers, BEiT) and each
+    image-text tower (CLIP, SigLIP: the default labels as classes): a picture of the layout's size."""
+    for vm in [*families.values(), towers["clip16"], towers["siglip16"]]:
+        wb = Workbench(device="cpu")
+        wb.add_model(vm)
+        step = view.live_step(wb, camera.Feed(), PhotoKey(vm.id, ""), fake_camera.frame_rgb(3, 10),
+                              view.CameraParams(heads="head 2", mode=mode))
+        lay = view.layout(vm)
+        assert step is not None and f'width="{lay.width}" height="{lay.height}"' in step.picture, vm.id
