@@ -189,7 +189,8 @@ def test_a_slow_model_is_called_too_slow_with_its_time_and_a_small_model_named(t
     assert "too slow" in slow and "500 ms" in slow and "2.0 pictures a second" in slow
     assert "vit-tiny-patch16-224" in slow  # the fastest measured model of the list (catalog.MEASURED)
     assert "fast enough" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
-    assert view.speed_note(wb, tiny16, 0, 0.5, 1) == ""  # not before a few pictures
+    assert "too slow" in view.speed_note(wb, tiny16, 0, 0.5, 1)  # from the first picture on
+    assert view.speed_note(wb, tiny16, 0, 0.05, 1) == ""  # fast: said once a few pictures give a rate
 
 
 # ------------------------------------------------------------------ privacy, freeze

@@ -198,12 +198,15 @@ def fastest_listed(wb: Workbench) -> str | None:
 
 
 def speed_note(wb: Workbench, vm: VitModel, rate: float, forward_s: float, frames: int) -> str:
-    """What the panel says about speed: fine, or too slow for live use (with the measured time
-    and, on a CPU, the fastest model of the list)."""
-    if frames < 3 or forward_s <= 0:
+    """What the panel says about speed: too slow for live use (with the measured time and, on a
+    CPU, the fastest model of the list), said from the first picture on; or fast enough, once a
+    few pictures give a rate."""
+    if frames < 1 or forward_s <= 0:
         return ""
     most = 1.0 / forward_s
     if most >= LIVE_FPS:
+        if frames < 3:
+            return ""
         return (f"✅ **{short_name(vm.id)}** is fast enough for live use: one forward takes {forward_s * 1000:.0f} ms "
                 f"here; the page shows {rate:.1f} pictures a second now (drawing, sending and this computer's "
                 "other work take the rest).")
