@@ -26,7 +26,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column(scale=1, min_width=260):
             # type numpy: a streamed frame arrives as a data: URL and is decoded in memory (Gradio
             # writes a streamed frame to its cache only for type="filepath").
-            cam = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Your camera (press Record)",
+            cam = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Your camera",
                            elem_id="cam", height=260, webcam_options=gr.WebcamOptions(mirror=True, constraints=camera.CONSTRAINTS))
             freeze_btn = gr.Button("❄️ Freeze: use this frame as the photo of every tab", elem_id="cam-freeze",
                                    size="sm")

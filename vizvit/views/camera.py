@@ -214,10 +214,23 @@ def speed_note(wb: Workbench, vm: VitModel, rate: float, forward_s: float, frame
             f"**{forward_s * 1000:.0f} ms**, so at most {most:.1f} pictures a second (live needs {LIVE_FPS:.0f}). "
             "Frames that come meanwhile are dropped, never queued, so the picture is late by one forward, not more.")
     small = fastest_listed(wb)
-    if vm.device.type == "cpu" and small is not None and small != vm.id:
-        text += (f" On this CPU pick a small model from the list, e.g. **{short_name(small)}** "
-                 f"(~{MEASURED[arch_of(small)][1]} ms a forward).")
+    if vm.device.type == "cpu" and small is not None:
+        listed_ms = MEASURED[arch_of(small)][1]
+        own = measured_ms(vm)
+        if own is not None and own <= listed_ms:  # already the smallest: the computer is busy
+            text += (f" This is already the fastest model of the list (~{own} ms a forward on a free 2-core "
+                     "machine): this computer is busy now.")
+        else:
+            text += (f" On this CPU pick a small model from the list, e.g. **{short_name(small)}** "
+                     f"(~{listed_ms} ms a forward).")
     return text
+
+
+def measured_ms(vm: VitModel) -> int | None:
+    """The catalog's measured forward time of this model's architecture, found by its parameter
+    count (a local copy of a listed architecture counts too); None when it was not measured."""
+    n = sum(p.numel() for p in vm.model.parameters())
+    return next((ms for params, ms in MEASURED.values() if params == n), None)
 
 
 def rate_lines(feed: Feed, forward_s: float) -> list[str]:
