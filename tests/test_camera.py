@@ -189,14 +189,14 @@ def test_a_slow_model_is_called_too_slow_with_its_time_and_a_small_model_named(t
     assert "too slow" in slow and "500 ms" in slow and "2.0 pictures a second" in slow
     assert "vit-tiny-patch16-224" in slow  # the fastest measured model of the list (catalog.MEASURED)
     assert "fast enough" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
+    assert "too slow" in view.speed_note(wb, tiny16, 0, 0.5, 1)  # from the first picture on
+    assert view.speed_note(wb, tiny16, 0, 0.05, 1) == ""  # fast: said once a few pictures give a rate
 
 
 def test_the_fastest_model_is_not_told_to_pick_itself(trained):
     """The trained ViT-Ti, slow only because the computer is busy: no advice to pick ViT-Ti."""
     slow = view.speed_note(Workbench(device="cpu"), trained, 2.0, 0.3, 10)
     assert "too slow" in slow and "already the fastest" in slow and "pick" not in slow
-    assert "too slow" in view.speed_note(wb, tiny16, 0, 0.5, 1)  # from the first picture on
-    assert view.speed_note(wb, tiny16, 0, 0.05, 1) == ""  # fast: said once a few pictures give a rate
 
 
 # ------------------------------------------------------------------ privacy, freeze
