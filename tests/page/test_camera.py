@@ -7,6 +7,8 @@ tabs (the Patches grid then shows the same frame)."""
 from __future__ import annotations
 
 import base64
+import time
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 
 import fake_camera as fc
 from browser import page_at, shot, wait_image
+from gradio.utils import get_upload_folder
 
 FRAMES = 30  # one pass of the square in 1 s at 30 fps, looped by Chromium
 
@@ -41,6 +44,8 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
     box = fc.box_in_view(pp)
     with page_at(url + "?tab=camera", wait_for="#cam", args=tuple(fc.chromium_args(clip)),
                  init_script=fc.PROBE_JS + f"window.__cam.viewBox = {list(box)};") as page:
+        cache = Path(get_upload_folder())
+        started = time.time()
         page.get_by_text("Click to Access Webcam").click()
         page.locator("#cam button:has-text('Record')").click()
         page.wait_for_function("window.__cam.paints.length >= 8", timeout=120_000)
@@ -63,6 +68,11 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         assert len(lat) >= len(paints) // 2, "most pictures name no captured frame"
         assert all(x >= 0 for x in lat)
         shot(page, "camera-live-tiny")
+        # Privacy: no frame and no live picture was written to Gradio's cache while streaming (any
+        # picture file written since Record of a camera frame's or the live picture's size).
+        written = [f for f in cache.rglob("*") if f.is_file() and f.stat().st_mtime >= started
+                   and _size(f) in {(fc.W, fc.H), (fc.W // 2, fc.H // 2), (side, side)} | _live_sizes(page)]
+        assert not written, f"camera pictures written to disk: {written}"
 
         # Freeze: the session's photo becomes the frame; the Patches tab shows that frame.
         old_status = page.locator("#status").inner_text()
@@ -78,6 +88,21 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         assert fc.read_code(grid, box) in shown, f"the Patches tab shows frame {code}, never shown live"
         got, want = square_where(grid, pp, code)
         assert abs(got - want) < 0.04, f"Patches tab: square at {got:.3f}, frame {code} has it at {want:.3f}"
+
+
+def _size(f: Path) -> tuple[int, int] | None:
+    try:
+        from PIL import Image
+
+        with Image.open(f) as im:
+            return im.size
+    except Exception:  # noqa: BLE001 - not a picture
+        return None
+
+
+def _live_sizes(page) -> set:
+    img = page.locator("#cam-picture img.vv-live")
+    return {(int(img.get_attribute("width")), int(img.get_attribute("height")))}
 
 
 def _fetch(page, src: str) -> np.ndarray:
