@@ -19,6 +19,7 @@ from vizvit.engine import Request
 from vizvit.forwards import ForwardQueue
 from vizvit.images import model_input_view
 from vizvit.session import PhotoKey, Workbench
+from vizvit.views import attention as attn
 from vizvit.views import camera as view
 
 import fake_camera
@@ -230,8 +231,6 @@ def test_on_trained_weights_the_live_map_follows_the_square(trained):
     for i in range(0, 27, 4):
         frame = np.ascontiguousarray(fake_camera.frame_rgb(i, 30)[:, ::-1])
         a = engine.analyze(trained, Image.fromarray(frame))
-        from vizvit.views import attention as attn
-
         values = attn.main_panel(trained, a, p).values.copy()
         values[attn.artifact_stack(a, p)[p.layer - 1]] = np.nan
         x0, y0, x1, y1 = fake_camera.square_in_view(i, 30, trained.preprocess)

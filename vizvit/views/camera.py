@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from .. import render
-from ..camera import Feed, Frame
+from ..camera import IDLE_S, Feed, Frame
 from ..catalog import CURATED, MEASURED, arch_of
 from ..engine import Analysis, Request, with_zero_shot
 from ..errors import UserError
@@ -249,8 +249,6 @@ class CameraPage:
 
 
 def intro() -> str:
-    from ..camera import IDLE_S
-
     return INTRO + "\n\n" + PRIVACY.format(idle=int(IDLE_S // 60))
 
 
