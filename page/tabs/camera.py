@@ -59,12 +59,15 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {**kit.values(page, shown), **controls(key.model_id if key else model_id, v)}
 
     @safe
-    def frame(request: gr.Request, rgb: Any, model_id: str, labels_text: str, template_text: str, *v: Any):
+    def frame(request: gr.Request, rgb: Any, k: PhotoKey | None, model_id: str, labels_text: str,
+              template_text: str, *v: Any):
         if rgb is None:
             return kit.skip(list(shown.values()))
         if ctx.wb.catalog is not None:  # the page's list only, as every other event
             ctx.wb.catalog.check(model_id)
-        key = header.labelled(ctx.wb, PhotoKey(model_id, ""), labels_text, template_text)
+        # The session's heads switched off (Inside tab) hold for the live map too, under the same model.
+        off = k.ablation if k is not None and k.model_id == model_id else PhotoKey(model_id, "").ablation
+        key = header.labelled(ctx.wb, PhotoKey(model_id, "", off), labels_text, template_text)
         feed = feeds.feed(request.session_hash or "")
         step = camera.live_step(ctx.wb, feed, key, rgb, camera.CameraParams.from_controls(read(v)))
         if step is None:  # a newer frame took this one's place
@@ -87,7 +90,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.unloads.append(forget)
     tab.select(None, None, None, js=web.asset("camera_open.js"), queue=False)
     ctx.on_show(tab, show, [ctx.key, model, *named.values()], [*shown.values(), layer, heads])
-    cam.stream(frame, [cam, model, labels, template, *named.values()], list(shown.values()),
+    cam.stream(frame, [cam, ctx.key, model, labels, template, *named.values()], list(shown.values()),
                stream_every=camera.STREAM_EVERY_S, time_limit=camera.TIME_LIMIT_S,
                concurrency_limit=camera.CONCURRENT_STREAMS, concurrency_id="camera", show_progress="hidden")
     freeze_btn.click(freeze, [ctx.key, model, labels, template], [ctx.key, ctx.status, upload])

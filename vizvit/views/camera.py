@@ -280,12 +280,13 @@ def frame_image(rgb: np.ndarray) -> Image.Image:
 
 def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: CameraParams) -> LiveStep | None:
     """One camera frame: offered to the session's feed; None when a newer frame took its place.
-    key: the model and typed labels (its sha1 is not read)."""
+    key: the model, the heads switched off and the typed labels (its sha1 is not read)."""
     vm = wb.labelled(key)
     ap = p.attn(vm)
 
     def work(frame: Frame) -> LiveStep:
-        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(frame.rgb)), live=True)
+        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(frame.rgb), ablation=key.ablation),
+                            live=True)
         a = with_zero_shot(a, vm) if vm.is_zero_shot else a
         feed.meter.record(a.seconds)
         fwd = feed.meter.forward_s()
