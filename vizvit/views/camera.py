@@ -52,7 +52,8 @@ INTRO = ("**Live camera.** Press **Record** (your browser asks for the camera) a
          "frame goes through the model, and the picture shows what the model sees (its patch grid), the Attention "
          "tab's map over it and the top-5. When the model is busy, a newer frame replaces the waiting one: a slow "
          "model shows fewer pictures, never older ones. **Freeze** keeps the frame you see as the photo of every "
-         "other tab (as an upload would).")
+         "other tab (as an upload would). A camera session lasts at most {limit} s (press Record again), and "
+         "{streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
 PRIVACY = ("🔒 **Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
            "back inside the page, not as a file). The server keeps only the last frame shown, in memory, for "
            "Freeze, and forgets it when you close the page or after {idle} min without a frame. A frozen frame "
@@ -249,7 +250,8 @@ class CameraPage:
 
 
 def intro() -> str:
-    return INTRO + "\n\n" + PRIVACY.format(idle=int(IDLE_S // 60))
+    return (INTRO.format(limit=TIME_LIMIT_S, streams=CONCURRENT_STREAMS) + "\n\n"
+            + PRIVACY.format(idle=int(IDLE_S // 60)))
 
 
 def show(ph: Photo | None, p: CameraParams) -> CameraPage:
