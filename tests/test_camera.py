@@ -241,3 +241,39 @@ def test_the_live_map_shows_the_heads_switched_off(tiny16):
     pics = [view.live_step(wb, camera.Feed(), PhotoKey(tiny16.id, "", a), frame, p).picture
             for a in (Ablation(), off)]
     assert seen == [Ablation(), off] and pics[0] != pics[1]
+
+
+
+def test_on_trained_weights_the_live_map_follows_the_square(trained):
+    """The trained ViT-Ti on the fake camera's frames (mirrored, as the webcam sends them): in every
+    frame of the square's pass, the default live map ([CLS] rollout, last layer, mean of heads; its
+    artifact tokens left out as the colours leave them out) is higher on the square's patches than
+    on the rest of the same patch rows (measured: 1.5-5.5x)."""
+    g = trained.geometry
+    p = view.CameraParams().attn(trained)
+    for i in range(0, 27, 4):
+        frame = np.ascontiguousarray(fake_camera.frame_rgb(i, 30)[:, ::-1])
+        a = engine.analyze(trained, Image.fromarray(frame))
+        values = attn.main_panel(trained, a, p).values.copy()
+        values[attn.artifact_stack(a, p)[p.layer - 1]] = np.nan
+        x0, y0, x1, y1 = fake_camera.square_in_view(i, 30, trained.preprocess)
+        rows = slice(int(y0 * g.grid[0]), int(np.ceil(y1 * g.grid[0])))
+        inside = np.zeros(g.grid, bool)
+        inside[rows, max(0, int(x0 * g.grid[1])):int(np.ceil(x1 * g.grid[1]))] = True
+        same_rows = np.zeros(g.grid, bool)
+        same_rows[rows] = True
+        ratio = np.nanmean(values[inside]) / np.nanmean(values[same_rows & ~inside])
+        assert ratio > 1.3, f"frame {i}: the map is {ratio:.2f}x as high on the square as beside it"
+
+
+@pytest.mark.parametrize("mode", ["rolled out", "raw"])
+def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
+    """One frame through each family (ViT, DeiT distilled, DINO v1/v2, registers, BEiT) and each
+    image-text tower (CLIP, SigLIP: the default labels as classes): a picture of the layout's size."""
+    for vm in [*families.values(), towers["clip16"], towers["siglip16"]]:
+        wb = Workbench(device="cpu")
+        wb.add_model(vm)
+        step = view.live_step(wb, camera.Feed(), PhotoKey(vm.id, ""), fake_camera.frame_rgb(3, 10),
+                              view.CameraParams(heads="head 2", mode=mode))
+        lay = view.layout(vm)
+        assert step is not None and f'width="{lay.width}" height="{lay.height}"' in step.picture, vm.id
