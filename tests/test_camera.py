@@ -243,7 +243,6 @@ def test_the_live_map_shows_the_heads_switched_off(tiny16):
     assert seen == [Ablation(), off] and pics[0] != pics[1]
 
 
-
 def test_on_trained_weights_the_live_map_follows_the_square(trained):
     """The trained ViT-Ti on the fake camera's frames (mirrored, as the webcam sends them): in every
     frame of the square's pass, the default live map ([CLS] rollout, last layer, mean of heads; its
