@@ -49,6 +49,9 @@ class Ctx:
     tab: gr.State  # id of the visible tab, so hidden tabs don't compute
     status: gr.Markdown  # the one-line status under the model box
     default_model: str  # the model the page opens with
+    # The header's inputs a tab may read (model, labels, template) or clear (upload), by name.
+    header: dict[str, gr.components.Component] = field(default_factory=dict)
+    unloads: list = field(default_factory=list)  # fn(request) run when a visitor's page closes
     links: dict[str, gr.components.Component] = field(default_factory=dict)  # deep-link targets
     # Each tab's controls by its Params field names (tab id -> name -> component), where a tab
     # registers them: the lesson sets a step's controls before it opens that tab.

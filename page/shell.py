@@ -109,7 +109,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
-        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model, example_of=example_of)
+        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model, example_of=example_of,
+                  header=dict(model=model, labels=zs_labels, template=zs_template, upload=upload))
         all_tabs = []
         # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
@@ -271,6 +272,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         # JS only (no round trip): a click on the tab's button opens it as a person would.
         link_tab.change(None, link_tab, None, js=web.asset("select_tab.js"))
         zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
+        for fn in ctx.unloads:
+            demo.unload(fn)
         kit.check_no_container_outputs(demo)
         link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))

@@ -21,7 +21,9 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 
 
 @contextmanager
-def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#upload") -> Iterator:
+def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#upload", args: tuple = (),
+            init_script: str | None = None) -> Iterator:
+    """args: more Chromium flags (e.g. a fake camera); init_script: run before the page's own."""
     chromium = find_browser()
     if chromium is None:
         if os.environ.get("CI"):
@@ -30,10 +32,12 @@ def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#u
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=[*ARGS, *args])
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.set_default_timeout(60_000)
+            if init_script:
+                page.add_init_script(init_script)
             # Nothing outside this machine: fail fast instead of waiting on the closed network.
             page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost)"), lambda route: route.abort())
             # "networkidle" never comes with Gradio 6.31 here (a long-lived request stays

@@ -6,6 +6,10 @@ forward can only wait. Waiting here instead of in the page's event queue lets ev
 needs no forward (a cached photo, a control, the API on a cached analysis) be served at once by
 the page's other threads, and lets the waiting forwards share one pass over the weights.
 
+Live camera frames (vizvit/camera.py) wait in a second lane that the worker serves only when no
+other request waits: a photo uploaded during a camera session waits at most for the one camera
+forward that runs, never behind a stream of frames. Frames batch only with frames.
+
 Plain Python (no gradio). Nothing here holds a photo after its forward.
 """
 
@@ -71,6 +75,7 @@ class ForwardQueue:
         self.wait_s = float(wait_s)
         self._run_batch = run_batch
         self._jobs: deque[_Job] = deque()
+        self._live: deque[_Job] = deque()  # camera frames: served when _jobs is empty
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._forwards = self._images = self._largest = 0
@@ -78,14 +83,15 @@ class ForwardQueue:
         self._running = 0  # images in the forward that runs now
 
     # -- callers ---------------------------------------------------------------
-    def run(self, vm: VitModel, request: Request) -> Analysis:
+    def run(self, vm: VitModel, request: Request, live: bool = False) -> Analysis:
         """The analysis of `request` under `vm`, from a (possibly shared) batched forward."""
-        return self.submit(vm, request).result()
+        return self.submit(vm, request, live).result()
 
-    def submit(self, vm: VitModel, request: Request) -> Future:
+    def submit(self, vm: VitModel, request: Request, live: bool = False) -> Future:
+        """live: a camera frame, run only when no other request waits (see the module's note)."""
         job = _Job(vm, request, Future())
         with self._cond:
-            self._jobs.append(job)
+            (self._live if live else self._jobs).append(job)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="vizvit-forwards", daemon=True)
                 self._thread.start()
@@ -93,9 +99,9 @@ class ForwardQueue:
         return job.future
 
     def waiting(self) -> int:
-        """Requests waiting for a forward now (not counting the batch that runs)."""
+        """Requests waiting for a forward now (not counting the batch that runs; camera frames included)."""
         with self._cond:
-            return len(self._jobs)
+            return len(self._jobs) + len(self._live)
 
     def ahead(self, image: object) -> int | None:
         """How many images the model will analyse before the first waiting request for `image`
@@ -109,23 +115,26 @@ class ForwardQueue:
 
     def stats(self) -> ForwardStats:
         with self._cond:
-            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs), self._image_s)
+            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs) + len(self._live),
+                                self._image_s)
 
     # -- the worker ------------------------------------------------------------
     def _take(self) -> list[_Job]:
-        """The next batch: the oldest job and the waiting jobs that can share its forward."""
+        """The next batch: the oldest job and the waiting jobs that can share its forward; camera
+        frames only when no other job waits, and only with other frames."""
         with self._cond:
-            while not self._jobs:
+            while not self._jobs and not self._live:
                 self._cond.wait()
-            first = self._jobs.popleft()
+            lane = self._jobs if self._jobs else self._live
+            first = lane.popleft()
             batch = [first]
             deadline = time.monotonic() + self.wait_s
             while len(batch) < self.max_batch:
-                for job in list(self._jobs):
+                for job in list(lane):
                     if len(batch) >= self.max_batch:
                         break
                     if job.vm is first.vm and _shares(first, job):
-                        self._jobs.remove(job)
+                        lane.remove(job)
                         batch.append(job)
                 left = deadline - time.monotonic()
                 if len(batch) >= self.max_batch or left <= 0:

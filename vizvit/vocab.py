@@ -8,8 +8,8 @@ from typing import Literal, get_args
 # -- the tabs, in the page's order: id -> title. THE tab list: vizvit/views/<id>.py computes a
 # tab, page/tabs/<id>.py wires it (both found by the id); ids double as URL values (?tab=attention).
 TABS: dict[str, str] = {"patches": "Patches", "embeddings": "Embeddings", "attention": "Attention",
-                        "positions": "Positions", "compare": "Compare", "experiments": "Experiments",
-                        "inside": "Inside", "lesson": "Lesson", "lecture": "For lecturers"}
+                        "camera": "Camera", "positions": "Positions", "compare": "Compare",
+                        "experiments": "Experiments", "inside": "Inside", "lesson": "Lesson", "lecture": "For lecturers"}
 TabId = str  # one of TAB_IDS
 TAB_IDS: tuple[str, ...] = tuple(TABS)
 

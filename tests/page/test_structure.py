@@ -82,7 +82,9 @@ def _tabs_ctx(wb: Workbench, model_id: str) -> kit.Ctx:
     """Every tab built into one Blocks, the way shell.build_demo builds them."""
     with gr.Blocks():
         ctx = kit.Ctx(wb=wb, key=gr.State(None), tab=gr.State("patches"), status=gr.Markdown(),
-                      default_model=model_id)
+                      default_model=model_id,
+                      header=dict(model=gr.Dropdown([model_id], value=model_id), labels=gr.Textbox(),
+                                  template=gr.Textbox(), upload=gr.File()))
         with gr.Tabs():
             for tab_id, label in vocab.TABS.items():
                 with gr.Tab(label, id=tab_id) as t:

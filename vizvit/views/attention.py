@@ -269,9 +269,9 @@ def map_range(values: np.ndarray, scale: AttnScale, highlight: tuple[int, int] |
     return 0.0, max(hi, floor)
 
 
-def artifact_outline(g: Geometry) -> int:
+def artifact_outline(g: Geometry, scale: int | None = None) -> int:
     """Width of an artifact token's outline on the enlarged map: half the query's."""
-    step = render.display_scale(g) * g.image_size[0] / g.grid[0]
+    step = (scale or render.display_scale(g)) * g.image_size[0] / g.grid[0]
     return max(1, int(step // 24))
 
 
@@ -284,7 +284,8 @@ def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
     before and a click on the bar is outside the grid). lo_hi: the colour range (default: see
     map_range for p.scale); marks: levels named on the bar (the uniform 1/N); artifacts: (gh, gw)
     bool, patches outlined in render.ARTIFACT_COLOR (under the query's outline); scale: the
-    enlargement (default render.display_scale: two maps side by side, the Compare tab, take less)."""
+    enlargement (default render.display_scale: two maps side by side, the Compare tab, take
+    less; so does the camera's live picture)."""
     lo, hi = lo_hi if lo_hi is not None else map_range(values, p.scale, highlight, floor=range_floor(g))
     img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
     if p.tau > 0:
@@ -292,7 +293,7 @@ def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
         img = _dim_outside(img, view, keep)
     big = render.enlarge(img, render.display_scale(g) if scale is None else scale)
     if artifacts is not None and artifacts.any():
-        big = render.outline_patches(big, g, artifacts, render.ARTIFACT_COLOR, artifact_outline(g))
+        big = render.outline_patches(big, g, artifacts, render.ARTIFACT_COLOR, artifact_outline(g, scale))
     return render.with_colorbar(render.draw_grid(big, g, lines=False, highlight=highlight), p.cmap, lo, hi,
                                 marks=marks, text_width=bar_text_width())
 
@@ -341,9 +342,9 @@ def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
 
 
 def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,
-               fixed_max: float | None = None) -> MainPanel:
+               fixed_max: float | None = None, scale: int | None = None) -> MainPanel:
     """fixed_max: the top of the "fixed across layers and heads" scale (default: computed from
-    every layer and head of this query and direction)."""
+    every layer and head of this query and direction); scale: the picture's enlargement (see map_image)."""
     g = vm.geometry
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
@@ -409,7 +410,7 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
               artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
     image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
-                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts)
+                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts, scale=scale)
     return MainPanel(image=image, values=values, readout="\n".join(lines).rstrip())
 
 

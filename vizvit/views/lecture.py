@@ -16,7 +16,7 @@ LECTURE_TEXT = """## For lecturers
 **Link straight to a view.** Add query parameters to the page address, e.g.
 `?example=chelsea&tab=attention&layer=6&head=3` opens the cat on the Attention tab at layer 6,
 head 3. Parameters: `example` (astronaut, chelsea, coffee), `model`, `tab` (patches, embeddings,
-attention, positions, experiments, inside, lesson, lecture), `layer` and `head` (1-based; `head` may also be
+attention, camera, positions, compare, experiments, inside, lesson, lecture), `layer` and `head` (1-based; `head` may also be
 mean, max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`),
 `direction` (row or column), `mode` (raw or rollout), `dx` and `dy` (shift in pixels), `mask`
 (patch numbers, e.g. `3,17,40`), `ablate` (heads switched off as layer.head from 1, e.g. `3.5,7.1`),

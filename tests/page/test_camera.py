@@ -1,0 +1,112 @@
+"""The Camera tab in Chromium with a fake camera (a clip made here: a bright square moving across,
+each frame's number written near its top): live pictures arrive one after another, each shows
+the frame it was made of with the square where that frame has it, a frame's picture comes after
+the frame (never one older than a picture already shown), and Freeze hands the frame to the other
+tabs (the Patches grid then shows the same frame)."""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import fake_camera as fc
+from browser import page_at, shot, wait_image
+from gradio.utils import get_upload_folder
+
+FRAMES = 30  # one pass of the square in 1 s at 30 fps, looped by Chromium
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return fc.write_y4m(tmp_path_factory.mktemp("camera") / "clip.y4m", FRAMES)
+
+
+def decode(src: str) -> np.ndarray:
+    """An <img> src (a data: URL or the bytes fetched) -> (H, W, 3) RGB."""
+    raw = base64.b64decode(src.split(",", 1)[1])
+    return cv2.cvtColor(cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+
+
+def square_where(view: np.ndarray, pp, code: int) -> tuple[float, float]:
+    """(seen, expected) x centre of the square in a model-input view of frame `code`."""
+    sq = fc.square_in_view(code, FRAMES, pp)
+    below = fc.box_in_view(pp, box=(0, 0.65, 1, 0.9))
+    return fc.bright_columns(view, (sq[1] + 0.02, sq[3] - 0.02), (below[1], below[3])), (sq[0] + sq[2]) / 2
+
+
+def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(url, tiny16, clip):
+    pp = tiny16.preprocess
+    box = fc.box_in_view(pp)
+    with page_at(url + "?tab=camera", wait_for="#cam", args=tuple(fc.chromium_args(clip)),
+                 init_script=fc.PROBE_JS + f"window.__cam.viewBox = {list(box)};") as page:
+        cache = Path(get_upload_folder())
+        started = time.time()
+        page.get_by_text("Click to Access Webcam").click()
+        page.locator("#cam button:has-text('Record')").click()
+        page.wait_for_function("window.__cam.paints.length >= 8", timeout=120_000)
+        seen = []
+        for _ in range(3):  # three pictures, a moment apart: each of the frame it names
+            img = page.locator("#cam-picture img.vv-live")
+            src, side = img.get_attribute("src"), int(img.get_attribute("data-side"))
+            view = decode(src)[:side, :side]
+            code = fc.read_code(view[:, ::-1], box)  # the webcam mirrors the frame (bits reversed)
+            assert 0 <= code < FRAMES, f"picture of frame {code}: not a frame of the clip"
+            got, want = square_where(view, pp, code)
+            assert abs(got - want) < 0.04, f"frame {code}: square seen at {got:.3f} of the width, drawn at {want:.3f}"
+            seen.append(got)
+            page.wait_for_timeout(300)
+        assert max(seen) - min(seen) > 0.05, f"the square did not move across pictures: {seen}"
+        caps, paints = page.evaluate("[window.__cam.captures, window.__cam.paints]")
+        numbers = [n for _, _, n in paints]
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers), "pictures out of order"
+        lat = fc.latencies(caps, paints)
+        assert len(lat) >= len(paints) // 2, "most pictures name no captured frame"
+        assert all(x >= 0 for x in lat)
+        shot(page, "camera-live-tiny")
+        # Privacy: no frame and no live picture was written to Gradio's cache while streaming (any
+        # picture file written since Record of a camera frame's or the live picture's size).
+        written = [f for f in cache.rglob("*") if f.is_file() and f.stat().st_mtime >= started
+                   and _size(f) in {(fc.W, fc.H), (fc.W // 2, fc.H // 2), (side, side)} | _live_sizes(page)]
+        assert not written, f"camera pictures written to disk: {written}"
+
+        # Freeze: the session's photo becomes the frame; the Patches tab shows that frame.
+        old_status = page.locator("#status").inner_text()
+        page.locator("#cam-freeze").click()
+        shown = {c for _, c, _ in page.evaluate("window.__cam.paints")}  # every picture shown by the click
+        page.wait_for_function("([old]) => document.querySelector('#status').innerText !== old",
+                               arg=[old_status], timeout=60_000)
+        page.get_by_role("tab", name="Patches").click()
+        src = wait_image(page, "patch-grid")
+        grid = decode(src) if src.startswith("data:") else _fetch(page, src)
+        code = fc.read_code(grid[:, ::-1], box)
+        # The page's probe reads the mirrored frame as it comes (bits reversed).
+        assert fc.read_code(grid, box) in shown, f"the Patches tab shows frame {code}, never shown live"
+        got, want = square_where(grid, pp, code)
+        assert abs(got - want) < 0.04, f"Patches tab: square at {got:.3f}, frame {code} has it at {want:.3f}"
+
+
+def _size(f: Path) -> tuple[int, int] | None:
+    try:
+        from PIL import Image
+
+        with Image.open(f) as im:
+            return im.size
+    except Exception:  # noqa: BLE001 - not a picture
+        return None
+
+
+def _live_sizes(page) -> set:
+    img = page.locator("#cam-picture img.vv-live")
+    return {(int(img.get_attribute("width")), int(img.get_attribute("height")))}
+
+
+def _fetch(page, src: str) -> np.ndarray:
+    """A picture the page shows by URL, as the page fetched it."""
+    b64 = page.evaluate("""async (u) => { const b = await (await fetch(u)).arrayBuffer();
+        let s = ''; new Uint8Array(b).forEach(c => s += String.fromCharCode(c)); return btoa(s); }""", src)
+    return decode("data:," + b64)

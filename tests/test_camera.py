@@ -1,0 +1,278 @@
+"""The live camera's backend (vizvit/camera.py, vizvit/views/camera.py, the camera lane of
+vizvit/forwards.py): drop-to-newest never queues more than one frame and always reads the newest;
+camera frames wait behind uploads; the composed picture puts a constructed map where it points;
+frames are never cached; a frozen frame is the same photo as that frame uploaded."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import matplotlib
+import numpy as np
+import pytest
+from PIL import Image
+
+from vizvit import camera, engine
+from vizvit.engine import Request
+from vizvit.forwards import ForwardQueue
+from vizvit.images import model_input_view
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import attention as attn
+from vizvit.views import camera as view
+
+import fake_camera
+from synthetic import pointing_attention, stand_in_analysis
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+# ------------------------------------------------------------------ drop to newest
+def test_the_slot_holds_one_frame_and_the_newest_wins():
+    s: camera.NewestSlot[int] = camera.NewestSlot()
+    assert s.take() is None and len(s) == 0
+    for i in range(5):
+        s.put(i)
+        assert len(s) == 1
+    assert s.take() == (5, 4)  # the newest (5th put) is what waits; the four before it were dropped
+    assert s.dropped == 4 and s.put_count == 5 and s.take() is None
+
+
+def test_a_busy_feed_never_queues_more_than_one_frame_and_reads_the_newest():
+    """Eight cameras' worth of frames offered from many threads while the model is slow: at no
+    moment does more than one frame wait, every frame is either read or dropped (never both), the
+    frames read go forward in time, and the last frame offered is always read."""
+    feed = camera.Feed()
+    read, waiting, lock = [], [], threading.Lock()
+
+    def work(frame: camera.Frame) -> int:
+        waiting.append(len(feed.slot))  # what waits while this one is read: 0 or 1
+        time.sleep(0.01)  # a slow model
+        with lock:
+            read.append(frame.rgb)
+        return frame.rgb
+
+    results: dict[int, int | None] = {}
+    counter = iter(range(10_000))
+    order_lock = threading.Lock()
+
+    def camera_thread() -> None:
+        for _ in range(25):
+            with order_lock:  # frame numbers in the order they reach the feed
+                i = next(counter)
+                t = threading.Thread(target=lambda i=i: results.__setitem__(i, feed.step(i, work)))
+                t.start()
+            threads.append(t)
+            time.sleep(0.001)
+
+    threads: list[threading.Thread] = []
+    cams = [threading.Thread(target=camera_thread) for _ in range(8)]
+    for c in cams:
+        c.start()
+    for c in cams:
+        c.join()
+    for t in threads:
+        t.join()
+    offered = len(results)
+    assert offered == 200
+    assert max(waiting) <= 1 and len(feed.slot) == 0
+    # A caller answers with the picture of the newest frame when its turn comes (its own or a newer
+    # one); a caller whose frame was read by an earlier caller answers nothing.
+    shown = [r for r in results.values() if r is not None]
+    assert sorted(shown) == sorted(read) and all(r >= i for i, r in results.items() if r is not None)
+    assert read == sorted(read), "a frame older than one already shown was read"
+    assert max(results) in read, "the newest frame was dropped"
+    assert len(read) < offered / 2, f"{len(read)} of {offered} read: the slow model should drop most frames"
+    assert feed.slot.dropped == offered - len(read) and feed.last.rgb == read[-1] and feed.done == len(read)
+
+
+def test_feeds_forget_a_session_when_it_closes_idles_or_is_pushed_out():
+    clock = Clock()
+    feeds = camera.Feeds(idle_s=10, max_feeds=2, clock=clock)
+    a = feeds.feed("a")
+    assert feeds.feed("a") is a and feeds.get("b") is None
+    feeds.feed("b")
+    feeds.feed("c")  # a third session pushes out the oldest
+    assert feeds.get("a") is None and len(feeds) == 2
+    clock.t = 11  # no frame for longer than idle_s
+    assert feeds.get("b") is None and len(feeds) == 0
+    feeds.feed("d")
+    feeds.close("d")
+    assert feeds.get("d") is None
+
+
+def test_the_meter_counts_pictures_per_second_over_its_window():
+    clock = Clock()
+    m = camera.RateMeter(window_s=2.0, clock=clock)
+    assert m.rate() == 0 and m.forward_s() == 0
+    for i in range(30):  # 10 pictures a second for 3 s, forwards of 40..69 ms
+        clock.t = i / 10
+        m.record(0.040 + i / 1000)
+    assert m.rate() == pytest.approx(10.0)
+    assert m.count() == 21  # the last 2 s: 21 pictures, 20 intervals
+    assert m.forward_s() == pytest.approx(0.059)  # median of the window's 49..69 ms
+
+
+# ------------------------------------------------------------------ fair to uploads
+def test_camera_frames_wait_behind_every_upload_and_batch_only_with_frames(tiny16):
+    order, release, started = [], threading.Event(), threading.Event()
+
+    def run_batch(vm, requests):
+        order.append([r.view.dx for r in requests])
+        started.set()
+        release.wait(30)
+        return engine.analyze_batch(vm, requests)
+
+    from vizvit.images import View
+
+    photo = Image.fromarray(fake_camera.frame_rgb(3, 10))
+    q = ForwardQueue(max_batch=4, run_batch=run_batch)
+    running = q.submit(tiny16, Request(photo, View(dx=100)), live=True)  # a camera frame runs
+    assert started.wait(30)
+    frames = [q.submit(tiny16, Request(photo, View(dx=200 + i)), live=True) for i in range(2)]
+    uploads = [q.submit(tiny16, Request(photo, View(dx=i))) for i in range(2)]
+    assert q.waiting() == 4
+    release.set()
+    for f in [running, *frames, *uploads]:
+        f.result(30)
+    assert order == [[100], [0, 1], [200, 201]], order  # the uploads first, then the frames together
+
+
+# ------------------------------------------------------------------ the composed picture
+def test_the_live_picture_draws_a_constructed_map_where_it_points(tiny16):
+    """Every query of every layer puts 0.9 on patch (3, 9): in the picture's map part that patch's
+    tile is the colour map's top colour over the grey view, every other tile the bottom one. (So
+    sharp a sink is an artifact token by vizvit.artifacts' rule: kept in the colour range here.)"""
+    g = tiny16.geometry
+    r, c = 3, 9
+    target = g.num_prefix_tokens + r * g.grid[1] + c
+    a = stand_in_analysis(g, pointing_attention(g, target))
+    p = view.CameraParams(mode="raw")
+    img = view.compose(tiny16, a, dataclasses.replace(p.attn(tiny16), artifacts_in_range=True), ["a line"])
+    lay = view.layout(tiny16)
+    assert img.shape == (lay.height, lay.width, 3)
+    tile = lay.side // g.grid[0]
+    inferno = matplotlib.colormaps["inferno"]
+    top = 0.6 * np.array(inferno(1.0)[:3]) * 255 + 0.4 * 128
+    bottom = 0.6 * np.array(inferno(0.0)[:3]) * 255 + 0.4 * 128
+    hot = img[r * tile + 4:(r + 1) * tile - 4, lay.map_x + c * tile + 4:lay.map_x + (c + 1) * tile - 4]
+    cold = img[8 * tile + 4:9 * tile - 4, lay.map_x + 2 * tile + 4:lay.map_x + 3 * tile - 4]
+    np.testing.assert_allclose(hot.reshape(-1, 3).mean(0), top, atol=3)
+    np.testing.assert_allclose(cold.reshape(-1, 3).mean(0), bottom, atol=12)  # 0.1/N of a 0.9 peak: near 0
+    # The model-input part is the view itself, enlarged, with the grid's white lines.
+    inside = img[tile + 2:2 * tile - 2, tile + 2:2 * tile - 2]
+    assert (inside == 128).all()
+    assert (img[tile, :lay.side] == 255).all()
+
+
+def test_the_params_fit_any_model_and_refuse_nonsense(tiny16):
+    g = tiny16.geometry
+    assert view.CameraParams(layer=0).attn(tiny16).layer == g.num_layers  # 0: the last
+    assert view.CameraParams(layer=99, heads="head 99").attn(tiny16).head == g.num_heads
+    ap = view.CameraParams(layer=1, heads="max of heads", mode="raw").attn(tiny16)
+    assert (ap.layer, ap.show, ap.mode) == (1, "max", "raw")
+    with pytest.raises(ValueError):
+        view.CameraParams(heads="every head").attn(tiny16)
+    with pytest.raises(ValueError):
+        view.CameraParams(mode="sideways").attn(tiny16)
+
+
+def test_a_slow_model_is_called_too_slow_with_its_time_and_a_small_model_named(tiny16):
+    wb = Workbench(device="cpu")
+    slow = view.speed_note(wb, tiny16, 2.0, 0.5, 10)
+    assert "too slow" in slow and "500 ms" in slow and "2.0 pictures a second" in slow
+    assert "vit-tiny-patch16-224" in slow  # the fastest measured model of the list (catalog.MEASURED)
+    assert "fast enough" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
+    assert "too slow" in view.speed_note(wb, tiny16, 0, 0.5, 1)  # from the first picture on
+    assert view.speed_note(wb, tiny16, 0, 0.05, 1) == ""  # fast: said once a few pictures give a rate
+
+
+def test_the_fastest_model_is_not_told_to_pick_itself(trained):
+    """The trained ViT-Ti, slow only because the computer is busy: no advice to pick ViT-Ti."""
+    slow = view.speed_note(Workbench(device="cpu"), trained, 2.0, 0.3, 10)
+    assert "too slow" in slow and "already the fastest" in slow and "pick" not in slow
+
+
+# ------------------------------------------------------------------ privacy, freeze
+def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16, tmp_path):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    feed = camera.Feed()
+    key = PhotoKey(tiny16.id, "")
+    frame = fake_camera.frame_rgb(7, 30)
+    before = len(wb.cache), wb.photos_nbytes
+    step = view.live_step(wb, feed, key, frame, view.CameraParams())
+    assert step is not None and step.picture.startswith('<img class="vv-live" src="data:image/jpeg;base64,')
+    assert (len(wb.cache), wb.photos_nbytes) == before, "a camera frame was kept by the workbench"
+    assert feed.last is not None and feed.done == 1
+    sha1 = view.freeze(wb, feed)
+    Image.fromarray(frame).save(tmp_path / "frame.png")
+    assert wb.add_photo(str(tmp_path / "frame.png")) == sha1  # the same photo key as that frame uploaded
+    a = wb.analysis(PhotoKey(tiny16.id, sha1))
+    np.testing.assert_array_equal(a.input_view, model_input_view(Image.fromarray(frame), tiny16.preprocess))
+    with pytest.raises(ValueError, match="Record"):
+        view.freeze(wb, camera.Feed())
+
+
+def test_the_live_map_shows_the_heads_switched_off(tiny16):
+    """A session with heads off (Inside tab) sees the ablated model live: its frames' forwards run
+    with those heads off, and the picture differs from the intact model's."""
+    from vizvit.ablation import Ablation
+
+    seen = []
+
+    def run_batch(vm, requests):
+        seen.extend(r.ablation for r in requests)
+        return engine.analyze_batch(vm, requests)
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    wb.forwards = ForwardQueue(run_batch=run_batch)
+    frame = fake_camera.frame_rgb(5, 10)
+    off = Ablation(((0, 0), (1, 1)))
+    p = view.CameraParams(mode="raw", layer=2, heads="head 2")
+    pics = [view.live_step(wb, camera.Feed(), PhotoKey(tiny16.id, "", a), frame, p).picture
+            for a in (Ablation(), off)]
+    assert seen == [Ablation(), off] and pics[0] != pics[1]
+
+
+def test_on_trained_weights_the_live_map_follows_the_square(trained):
+    """The trained ViT-Ti on the fake camera's frames (mirrored, as the webcam sends them): in every
+    frame of the square's pass, the default live map ([CLS] rollout, last layer, mean of heads; its
+    artifact tokens left out as the colours leave them out) is higher on the square's patches than
+    on the rest of the same patch rows (measured: 1.5-5.5x)."""
+    g = trained.geometry
+    p = view.CameraParams().attn(trained)
+    for i in range(0, 27, 4):
+        frame = np.ascontiguousarray(fake_camera.frame_rgb(i, 30)[:, ::-1])
+        a = engine.analyze(trained, Image.fromarray(frame))
+        values = attn.main_panel(trained, a, p).values.copy()
+        values[attn.artifact_stack(a, p)[p.layer - 1]] = np.nan
+        x0, y0, x1, y1 = fake_camera.square_in_view(i, 30, trained.preprocess)
+        rows = slice(int(y0 * g.grid[0]), int(np.ceil(y1 * g.grid[0])))
+        inside = np.zeros(g.grid, bool)
+        inside[rows, max(0, int(x0 * g.grid[1])):int(np.ceil(x1 * g.grid[1]))] = True
+        same_rows = np.zeros(g.grid, bool)
+        same_rows[rows] = True
+        ratio = np.nanmean(values[inside]) / np.nanmean(values[same_rows & ~inside])
+        assert ratio > 1.3, f"frame {i}: the map is {ratio:.2f}x as high on the square as beside it"
+
+
+@pytest.mark.parametrize("mode", ["rolled out", "raw"])
+def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
+    """One frame through each family (ViT, DeiT distilled, DINO v1/v2, registers, BEiT) and each
+    image-text tower (CLIP, SigLIP: the default labels as classes): a picture of the layout's size."""
+    for vm in [*families.values(), towers["clip16"], towers["siglip16"]]:
+        wb = Workbench(device="cpu")
+        wb.add_model(vm)
+        step = view.live_step(wb, camera.Feed(), PhotoKey(vm.id, ""), fake_camera.frame_rgb(3, 10),
+                              view.CameraParams(heads="head 2", mode=mode))
+        lay = view.layout(vm)
+        assert step is not None and f'width="{lay.width}" height="{lay.height}"' in step.picture, vm.id

@@ -1,0 +1,187 @@
+"""Live camera sessions, in plain Python (no gradio, no model): the drop-to-newest slot that keeps
+a camera from falling behind, each session's feed (its slot, its rate meter, the last frame it
+showed, for Freeze) and the process's bounded registry of feeds.
+
+Why a slot and not a queue: a camera makes frames faster than a slow model reads them. A queue
+would grow, and every picture would show an older moment than the last. The slot holds ONE
+waiting frame; a newer frame replaces it, and the caller whose frame was replaced gets nothing
+to draw (its frame is dropped). So the picture painted is always of the newest frame that could
+be read, and a slow model shows fewer pictures, never later ones.
+
+Privacy: frames live in memory only, in the feed's slot and `last` (one frame each), and a feed
+is forgotten when its session closes, when its stream stops for longer than IDLE_S, or when
+MAX_FEEDS newer sessions push it out.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class NewestSlot(Generic[T]):
+    """One waiting item at most: put() replaces what waits (newest wins), take() empties it.
+
+    Thread-safe. Counts what was put and what was replaced unread (dropped)."""
+
+    def __init__(self) -> None:
+        self._item: tuple[int, T] | None = None  # (sequence number, item)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.put_count = 0
+        self.dropped = 0
+
+    def put(self, item: T) -> int:
+        """Offer an item; returns its sequence number (1, 2, ...). A waiting item is dropped."""
+        with self._lock:
+            self._seq += 1
+            self.put_count += 1
+            if self._item is not None:
+                self.dropped += 1
+            self._item = (self._seq, item)
+            return self._seq
+
+    def take(self) -> tuple[int, T] | None:
+        """(sequence number, item) of the waiting item, or None when nothing waits."""
+        with self._lock:
+            item, self._item = self._item, None
+            return item
+
+    def __len__(self) -> int:
+        with self._lock:
+            return 0 if self._item is None else 1
+
+
+# The meter's window: pictures per second over the last RATE_WINDOW_S seconds.
+RATE_WINDOW_S = 2.0
+
+
+class RateMeter:
+    """Pictures per second and the model's forward time over the last few seconds."""
+
+    def __init__(self, window_s: float = RATE_WINDOW_S, clock: Callable[[], float] = time.monotonic):
+        self.window_s = window_s
+        self._clock = clock
+        self._done: deque[tuple[float, float]] = deque()  # (time done, forward seconds)
+        self._lock = threading.Lock()
+
+    def record(self, forward_s: float) -> None:
+        with self._lock:
+            now = self._clock()
+            self._done.append((now, float(forward_s)))
+            while self._done and self._done[0][0] < now - self.window_s:
+                self._done.popleft()
+
+    def rate(self) -> float:
+        """Pictures per second over the window (0 before two pictures)."""
+        with self._lock:
+            if len(self._done) < 2:
+                return 0.0
+            span = self._done[-1][0] - self._done[0][0]
+            return (len(self._done) - 1) / span if span > 0 else 0.0
+
+    def forward_s(self) -> float:
+        """Median forward seconds over the window (0 before the first picture)."""
+        with self._lock:
+            f = sorted(s for _, s in self._done)
+        return f[len(f) // 2] if f else 0.0
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._done)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One camera frame as it arrived: the RGB pixels and when it arrived (monotonic seconds)."""
+
+    rgb: object  # (H, W, 3) uint8 numpy array
+    arrived: float
+
+
+class Feed:
+    """One camera session: its slot, its meter, and the last frame it showed (for Freeze).
+
+    step(frame, work) offers the frame and, one caller at a time, runs work on the NEWEST waiting
+    frame. A caller whose frame was replaced while it waited returns None (dropped)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.slot: NewestSlot[Frame] = NewestSlot()
+        self.meter = RateMeter(clock=clock)
+        self._clock = clock
+        self._busy = threading.Lock()  # one forward per camera session at a time
+        self.last: Frame | None = None  # the frame of the last picture shown
+        self.seen = clock()  # when the last frame arrived
+        self.done = 0  # pictures made
+        self.note = ""  # what the panel last said about speed (sent again only when it changes)
+
+    def step(self, rgb: object, work: Callable[[Frame], R]) -> R | None:
+        """Offer `rgb`, then run work(newest frame) once this session's previous work is done;
+        None when a newer frame took this one's place (it is dropped, never queued)."""
+        now = self._clock()
+        self.seen = now
+        self.slot.put(Frame(rgb, now))
+        with self._busy:
+            got = self.slot.take()
+            if got is None:  # a newer frame came in and an earlier caller took it: nothing to draw
+                return None
+            _, frame = got
+            out = work(frame)
+            self.last = frame
+            self.done += 1
+            return out
+
+
+# A camera session leaves the registry when its session closes (the page's unload), when no frame
+# came for IDLE_S, or when MAX_FEEDS newer sessions came after it: a frame is never kept longer.
+IDLE_S = 600.0
+MAX_FEEDS = 64
+
+
+class Feeds:
+    """Every camera session of the process, by session id (the browser session). Bounded."""
+
+    def __init__(self, idle_s: float = IDLE_S, max_feeds: int = MAX_FEEDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle_s = idle_s
+        self.max_feeds = max_feeds
+        self._clock = clock
+        self._feeds: OrderedDict[str, Feed] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def feed(self, session: str) -> Feed:
+        """The session's feed (a new one for a new session); forgets idle and surplus feeds."""
+        with self._lock:
+            self._forget_idle()
+            f = self._feeds.get(session)
+            if f is None:
+                f = self._feeds[session] = Feed(self._clock)
+            self._feeds.move_to_end(session)
+            while len(self._feeds) > self.max_feeds:
+                self._feeds.popitem(last=False)
+            return f
+
+    def get(self, session: str) -> Feed | None:
+        with self._lock:
+            self._forget_idle()
+            return self._feeds.get(session)
+
+    def close(self, session: str) -> None:
+        """The session ended: its frames are forgotten."""
+        with self._lock:
+            self._feeds.pop(session, None)
+
+    def _forget_idle(self) -> None:
+        now = self._clock()
+        for s in [s for s, f in self._feeds.items() if now - f.seen > self.idle_s]:
+            del self._feeds[s]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._feeds)
