@@ -80,7 +80,7 @@ def upload_ms(wb: Workbench, model_id: str, pics) -> list[float]:
     return out
 
 
-def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=None) -> dict:
+def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=None, model: str = "") -> dict:
     """Drive the camera tab; returns pictures/s and latencies (ms), and `during`'s result, run in a
     thread while the camera streams."""
     from playwright.sync_api import sync_playwright
@@ -92,7 +92,7 @@ def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=
             page = browser.new_page(viewport={"width": 1366, "height": 900})
             # Stamped: each capture writes its own number into the frame (see fake_camera.PROBE_JS).
             page.add_init_script(fake_camera.PROBE_JS + f"window.__cam.viewBox = {list(box)}; window.__cam.stamp = true;")
-            page.goto(url + "?tab=camera", wait_until="load")
+            page.goto(url + cam_view.page_query({"model": model}), wait_until="load")
             page.get_by_text("Click to Access Webcam").click()
             page.locator("#cam button:has-text('Record')").click()
             page.wait_for_function("window.__cam.paints.length > 3", timeout=120_000)
@@ -140,8 +140,9 @@ def run_model(model: str, seconds: float, clip: Path) -> list[str]:
     try:
         alone = upload_ms(wb, listed, pics[:3])
         box = fake_camera.box_in_view(vm.preprocess)
-        s = stream(f"http://127.0.0.1:{port}/", clip, seconds, box)
-        s2 = stream(f"http://127.0.0.1:{port}/", clip, seconds, box, during=lambda: upload_ms(wb, listed, pics[3:]))
+        s = stream(f"http://127.0.0.1:{port}/", clip, seconds, box, model=listed)
+        s2 = stream(f"http://127.0.0.1:{port}/", clip, seconds, box, during=lambda: upload_ms(wb, listed, pics[3:]),
+                    model=listed)
     finally:
         demo.close()
     bare = statistics.median([bare0, bare_forward_ms(vm)])

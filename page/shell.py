@@ -26,6 +26,7 @@ from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from . import kit
 from .kit import Ctx, charts_download, safe
 from .tabs import PAGES, TABS
+from .tabs import camera as camera_tab
 
 HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
@@ -70,6 +71,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
                    delete_cache=(600, 3600)) as demo:
+        gr.Navbar(visible=False)  # the camera page (below) is opened from its tab, not from a bar
         before = len(demo.children)
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
         # gr.api makes a placeholder component per argument and result (35 of the page's 301): they
@@ -274,9 +276,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
         for fn in ctx.unloads:
             demo.unload(fn)
-        kit.check_no_container_outputs(demo)
         link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
-        private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
+    # The live camera on a page of its own (page/tabs/camera.py says why); no navigation bar: the
+    # Camera tab opens it and Freeze comes back.
+    with demo.route("Live camera", camera_tab.PATH, show_in_navbar=False):
+        camera_tab.live_page(demo, wb, default_model)
+    kit.check_no_container_outputs(demo)
+    private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 

@@ -1,8 +1,8 @@
-"""The Camera tab in Chromium with a fake camera (a clip made here: a bright square moving across,
+"""The live camera page (/camera, opened from the Camera tab) in Chromium with a fake camera (a clip made here: a bright square moving across,
 each frame's number written near its top): live pictures arrive one after another, each shows
 the frame it was made of with the square where that frame has it, a frame's picture comes after
 the frame (never one older than a picture already shown), and Freeze hands the frame to the other
-tabs (the Patches grid then shows the same frame)."""
+tabs (the main page opens on it, and its Patches grid shows the same frame)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import fake_camera as fc
+from appserver import page_name
 from browser import page_at, shot, wait_image
 from gradio.utils import get_upload_folder
 
@@ -42,10 +43,14 @@ def square_where(view: np.ndarray, pp, code: int) -> tuple[float, float]:
 def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(url, tiny16, clip):
     pp = tiny16.preprocess
     box = fc.box_in_view(pp)
-    with page_at(url + "?tab=camera", wait_for="#cam", args=tuple(fc.chromium_args(clip)),
+    with page_at(url + "?tab=camera", wait_for="#cam-open", args=tuple(fc.chromium_args(clip)),
                  init_script=fc.PROBE_JS + f"window.__cam.viewBox = {list(box)};") as page:
         cache = Path(get_upload_folder())
         started = time.time()
+        page.locator("#cam-open").click()  # the tab opens the camera page with the tab's model
+        page.wait_for_url("**/camera?**", timeout=60_000)
+        assert f"model={page_name(tiny16)}" in page.url.replace("%2F", "/")
+        page.wait_for_selector("#cam", timeout=60_000)
         page.get_by_text("Click to Access Webcam").click()
         page.locator("#cam button:has-text('Record')").click()
         page.wait_for_function("window.__cam.paints.length >= 8", timeout=120_000)
@@ -74,12 +79,12 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
                    and _size(f) in {(fc.W, fc.H), (fc.W // 2, fc.H // 2), (side, side)} | _live_sizes(page)]
         assert not written, f"camera pictures written to disk: {written}"
 
-        # Freeze: the session's photo becomes the frame; the Patches tab shows that frame.
-        old_status = page.locator("#status").inner_text()
+        # Freeze: the frame becomes a photo; the main page opens on it, its Patches tab shows that frame.
         page.locator("#cam-freeze").click()
         shown = {c for _, c, _ in page.evaluate("window.__cam.paints")}  # every picture shown by the click
-        page.wait_for_function("([old]) => document.querySelector('#status').innerText !== old",
-                               arg=[old_status], timeout=60_000)
+        page.wait_for_url("**/?photo=**", timeout=60_000)
+        page.wait_for_function("document.querySelector('#status') && /top-1/.test(document.querySelector('#status').innerText)",
+                               timeout=60_000)
         page.get_by_role("tab", name="Patches").click()
         src = wait_image(page, "patch-grid")
         grid = decode(src) if src.startswith("data:") else _fetch(page, src)

@@ -15,12 +15,14 @@ import base64
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlencode
 
 import cv2
 import numpy as np
 from PIL import Image
 
 from .. import render
+from ..ablation import format_heads
 from ..camera import IDLE_S, Feed, Frame
 from ..catalog import CURATED, MEASURED, arch_of
 from ..engine import Analysis, Request, with_zero_shot
@@ -41,23 +43,26 @@ JPEG_QUALITY = 80
 LIVE_FPS = 4.0
 # Gradio's stream: the page sends a frame every STREAM_EVERY_S; a frame that comes while the
 # model is busy replaces the waiting one (there and in the feed's slot: camera.NewestSlot).
-STREAM_EVERY_S = 0.033  # 30 a second: a webcam's own rate
+STREAM_EVERY_S = 0.066  # 15 a second: a frame per step of the server (a ViT-Ti forward + the picture, ~65 ms);
+# every 33 ms (a webcam's own rate) the browser spent the cores on frames the server then dropped:
+# 6.0 against 6.6 pictures a second on this 2-core machine with the browser on it (benchmarks/camera.py)
 # What the page asks the camera for: the model reads 224 px (384 at most), so a small frame is
 # enough, and the page's capture (a JPEG every STREAM_EVERY_S) and its upload cost less.
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
 TIME_LIMIT_S = 120  # one camera session's length; press record again for another
 CONCURRENT_STREAMS = 4  # camera sessions at once, for all visitors together
 
-INTRO = ("**Live camera.** Press **Record** (your browser asks for the camera) and hold something up to it: every "
-         "frame goes through the model, and the picture shows what the model sees (its patch grid), the Attention "
-         "tab's map over it and the top-5. When the model is busy, a newer frame replaces the waiting one: a slow "
-         "model shows fewer pictures, never older ones. **Freeze** keeps the frame you see as the photo of every "
-         "other tab (as an upload would). A camera session lasts at most {limit} s (press Record again), and "
-         "{streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
+INTRO = ("**Live camera.** It runs on a page of its own (a light page keeps up with the camera: this one has "
+         "every tab's controls). Press **Record** there (your browser asks for the camera) and hold something up to "
+         "it: every frame goes through the model, and the picture shows what the model sees (its patch grid), the "
+         "Attention tab's map over it and the top-5. When the model is busy, a newer frame replaces the waiting one: "
+         "a slow model shows fewer pictures, never older ones. **Freeze** keeps the frame you see as a photo and "
+         "opens it in every tab here (as an upload would). A camera session lasts at most {limit} s (press Record "
+         "again), and {streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
 PRIVACY = ("🔒 **Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
            "back inside the page, not as a file). The server keeps only the last frame shown, in memory, for "
            "Freeze, and forgets it when you close the page or after {idle} min without a frame. A frozen frame "
-           "becomes this session's photo, kept in memory like an upload.")
+           "becomes a photo like an upload: kept in memory, and its link opens it while the server holds it.")
 
 
 # ------------------------------------------------------------------ params
@@ -79,6 +84,16 @@ class CameraParams:
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> "CameraParams":
         return cls(layer=int(v["layer"] or 0), heads=str(v["heads"]), mode=v["mode"])
+
+    @classmethod
+    def from_link(cls, params: dict[str, str], g: Any) -> "CameraParams":
+        """The camera page's link (camera_query's parameters) -> params fitted to the model: a value
+        that is not one of its choices falls back to the default."""
+        layer = params.get("layer", "")
+        heads = params.get("heads", "")
+        return cls(layer=min(int(layer), g.num_layers) if layer.isdigit() and int(layer) >= 1 else g.num_layers,
+                   heads=heads if heads in head_choices(g.num_heads) else HEAD_CHOICES[0],
+                   mode=params.get("mode") if params.get("mode") in MODES else "rolled out")
 
     def attn(self, vm: VitModel) -> attn.AttnParams:
         """The Attention tab's params for this map (checked against the model: a layer or head
@@ -298,6 +313,35 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
         return LiveStep(as_html(img, feed.done + 1, layout(vm).side), note if changed else None, a.seconds)
 
     return feed.step(rgb, work)
+
+
+def page_query(params: dict[str, Any]) -> str:
+    """The camera page's relative link, e.g. 'camera?model=...&layer=12&heads=mean+of+heads&mode=raw'
+    (the tab's model, heads off and map controls; None and '' left out)."""
+    return "camera?" + urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def frozen_query(wb: Workbench, key: PhotoKey | None, sha1: str) -> str:
+    """After Freeze: the main page's relative link on the frozen frame (its key, the live map's model
+    and heads off), on the Attention tab."""
+    if key is None:
+        raise UserError("The camera page is still opening: wait a moment, then Freeze.")
+    catalog = wb.catalog
+    model = catalog.public(key.model_id) if catalog is not None else key.model_id
+    q = {"photo": sha1, "model": model, "tab": "attention"}
+    if key.ablation.heads:
+        q |= {"ablate": format_heads(key.ablation.heads), "ablate_mode": key.ablation.mode}
+    return "./?" + urlencode(q)
+
+
+def title(vm: VitModel, key: PhotoKey, notices: str = "") -> str:
+    """The camera page's model line: which model, its heads off, where to change them."""
+    off = f" · heads off: {format_heads(key.ablation.heads)}" if key.ablation.heads else ""
+    untrained = " · ⚠ untrained random weights" if not vm.is_pretrained else ""
+    labels = " · labels: the default list" if vm.is_zero_shot else ""
+    line = (f"**{vm.display_name}**{untrained}{off}{labels}. To change the model or heads, pick them on the main "
+            "page's Camera tab and open the camera from there.")
+    return line + ("\n\n**About this link:**\n" + notices if notices else "")
 
 
 def freeze(wb: Workbench, feed: Feed | None) -> str:
