@@ -71,7 +71,6 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # 10 minutes, so a public server's disk does not fill up.
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
                    delete_cache=(600, 3600)) as demo:
-        gr.Navbar(visible=False)  # the camera page (below) is opened from its tab, not from a bar
         before = len(demo.children)
         public_api(wb, default_model)  # first, so page events named alike (sweep) cannot take its names
         # gr.api makes a placeholder component per argument and result (35 of the page's 301): they

@@ -32,8 +32,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     """The tab: the session's photo as the live picture shows one, and the button to the camera."""
     model, upload = (ctx.header.get(n) for n in ("model", "upload"))
     g = ctx.wb.model(ctx.default_model).geometry
-    note = gr.Markdown(camera.intro(), elem_id="cam-note")
-    go = gr.Button("📷 Open the live camera", variant="primary", elem_id="cam-open")
+    note = gr.Markdown(camera.TAB_LEAD + camera.intro(), elem_id="cam-note")
+    go = gr.Button("Open the live camera", variant="primary", elem_id="cam-open")
     with gr.Row():
         layer = gr.Slider(1, g.num_layers, value=g.num_layers, step=1, label="layer", elem_id="cam-layer")
         heads = gr.Dropdown(camera.head_choices(g.num_heads), value=camera.HEAD_CHOICES[0], label="heads",

@@ -52,14 +52,16 @@ CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
 TIME_LIMIT_S = 120  # one camera session's length; press record again for another
 CONCURRENT_STREAMS = 4  # camera sessions at once, for all visitors together
 
-INTRO = ("**Live camera.** It runs on a page of its own (a light page keeps up with the camera: this one has "
-         "every tab's controls). Press **Record** there (your browser asks for the camera) and hold something up to "
+# On the tab, before INTRO: why the camera opens a page of its own.
+TAB_LEAD = ("**The live camera runs on a page of its own**: a light page keeps up with the camera, and this one "
+            "has every tab's controls. The button opens it with this tab's model, heads and map. ")
+INTRO = ("**Live camera.** Press **Record** (your browser asks for the camera) and hold something up to "
          "it: every frame goes through the model, and the picture shows what the model sees (its patch grid), the "
          "Attention tab's map over it and the top-5. When the model is busy, a newer frame replaces the waiting one: "
          "a slow model shows fewer pictures, never older ones. **Freeze** keeps the frame you see as a photo and "
          "opens it in every tab here (as an upload would). A camera session lasts at most {limit} s (press Record "
          "again), and {streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
-PRIVACY = ("🔒 **Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
+PRIVACY = ("**Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
            "back inside the page, not as a file). The server keeps only the last frame shown, in memory, for "
            "Freeze, and forgets it when you close the page or after {idle} min without a frame. A frozen frame "
            "becomes a photo like an upload: kept in memory, and its link opens it while the server holds it.")
@@ -272,10 +274,11 @@ def intro() -> str:
 def show(ph: Photo | None, p: CameraParams) -> CameraPage:
     """On open: the session's photo (e.g. the frozen frame) drawn as a live picture would be."""
     if ph is None:
-        return CameraPage("", intro())
+        return CameraPage("", TAB_LEAD + intro())
     vm = ph.vm
     a = ph.analysis()
-    return CameraPage(as_html(compose(vm, a, p.attn(vm), ["your photo (not live)"]), 0, layout(vm).side), intro())
+    return CameraPage(as_html(compose(vm, a, p.attn(vm), ["your photo (not live)"]), 0, layout(vm).side),
+                      TAB_LEAD + intro())
 
 
 @dataclass(frozen=True)
