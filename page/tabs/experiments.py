@@ -68,17 +68,15 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.links.update(dx=dx, dy=dy, mask=mask)
     seed = gr.State(0)  # random-mask draws, one more per click
 
-    gr.Markdown("### Faithfulness: deletion and insertion curves")
+    gr.Markdown("### Faithfulness contest: deletion and insertion for every map")
     gr.Markdown(experiments.CURVES_TEXT)
     with gr.Row():
         steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")
         curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
                               elem_id="curves-mode")
-        curves_btn = gr.Button("Compute the curves", variant="primary", elem_id="curves-run")
+        curves_btn = gr.Button(experiments.CONTEST_BUTTON, variant="primary", elem_id="curves-run")
     curves_text = gr.Markdown(elem_id="curves-text")
-    with gr.Row():
-        del_plot = gr.Plot(label="Deletion", elem_id="deletion-plot")
-        ins_plot = gr.Plot(label="Insertion", elem_id="insertion-plot")
+    del_plot = gr.Plot(label="Deletion (solid) and insertion (dashed), every map", elem_id="deletion-plot")
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
 
     # Every control by the ExperimentsParams field it sets; every component by the field it shows.
@@ -173,10 +171,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             raise UserError("Upload a photo first.")
         with kit.JOBS.hold(request, "deletion curves"):
             for p in experiments.curves_progress(wb.handle(key), int(n), md):
-                if p.deletion is None:  # only the news that work has started
+                if p.chart is None:  # only the news that work has started
                     yield {curves_text: p.text}
                 else:
-                    yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
+                    yield {del_plot: p.chart, auc_table: p.table, curves_text: p.text}
 
     outs = [*shown.values(), dx, dy, book, mask_book]
     ctx.on_show(tab, show, ins, outs, then=(show_charts, ins, list(shown_charts.values()), "#mask-grid img"))
@@ -196,6 +194,6 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                   show_progress="minimal")  # "top"/"bottom" may run the model
 
     running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text], **kit.COSTLY)
-    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text], **kit.COSTLY)
+    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, auc_table, curves_text], **kit.COSTLY)
     stop_btn.click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
