@@ -388,3 +388,36 @@ def test_attention_flow_streams_stops_and_refuses_a_graph_too_large():
     assert len(stopped) == 3 and all(s.flows is None for s in stopped)
     with pytest.raises(UserError, match="edges"):
         explain.check_flow_size((13, 3, 300, 300))
+
+
+# ------------------------------------------------------------------ wired: the API, the tab, the contest
+def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_cache(tiny32, cat):
+    from tiny import EXAMPLES
+
+    from vizvit.api import PublicApi
+    from vizvit.session import ATTENTION_FLOW, PhotoKey, Workbench
+    from vizvit.views import attention as ap
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny32)
+    api = PublicApi(wb)
+    path = str(EXAMPLES / "chelsea.jpg")
+    ph = wb.handle(PhotoKey(tiny32.id, wb.add_photo(path)))
+    a = ph.analysis()
+    for method in ap.EXPLAIN_METHODS[:-1]:
+        r = api.relevance(path, tiny32.id, 3, method)
+        want = maps.relevance_map(tiny32, a, 3) if method == "class relevance" else \
+            maps.class_map(method, tiny32, a, 3)
+        np.testing.assert_allclose(np.array(r["map"]), want, atol=1e-6)
+        img, text = ap.explain(ph, method, 3, ap.AttnParams())
+        assert img.ndim == 3 and f"**{method}**" in text or method == "class relevance"
+    with pytest.raises(UserError, match="flow_progress"):
+        ap.explain(ph, "attention flow", None, ap.AttnParams())  # a job: never blocks a plain event
+    steps = list(ap.flow_progress(ph, ap.AttnParams()))
+    assert steps[0][0] is None and steps[-1][0] is not None and ph.peek(ATTENTION_FLOW) is not None
+    assert len(list(ap.flow_progress(ph, ap.AttnParams()))) == 1  # cached now: the map at once
+    r = api.relevance(path, tiny32.id, -1, "attention flow")
+    np.testing.assert_allclose(np.array(r["map"]), abnar_flow(a.attentions.double().numpy())[1:].reshape(7, 7),
+                               atol=1e-6)
+    with pytest.raises(UserError, match="method must be one of"):
+        api.relevance(path, tiny32.id, -1, "AttnLRP")
