@@ -264,7 +264,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     for trigger in (rel_btn.click, cls.input, method.input):  # a new class or method is computed at once
         trigger(class_map, [ctx.key, cls, method, *controls], [rel_img, rel_text])
         if trigger != cls.input:  # flow has no class: a class change leaves a running flow alone
-            flows.append(trigger(flow_job, [ctx.key, method, *controls], [rel_img, rel_text], **kit.COSTLY))
+            # No queue status on the text: this listener answers nothing for the other methods, and
+            # flow streams its own progress lines.
+            flows.append(trigger(flow_job, [ctx.key, method, *controls], [rel_img, rel_text], show_progress="hidden",
+                                 **kit.COSTLY))
     flow_stop.click(None, None, None, cancels=flows)
     ctx.long_work.extend(flows)
 
