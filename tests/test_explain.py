@@ -155,6 +155,45 @@ def test_gradcam_on_a_tiny_vit_equals_pytorch_grad_cam(tiny32, cat):
     np.testing.assert_allclose(as_pytorch_grad_cam_shows_it(mine, (224, 224)), want, atol=2e-4)
 
 
+class _ToGrid(torch.nn.Module):
+    """(B, N, D) tokens -> (B, D, gh, gw) patch grid, as pytorch-grad-cam's reshape_transform: a
+    module, so captum can take a layer's gradient there."""
+
+    def __init__(self, prefix: int, grid: tuple[int, int]):
+        super().__init__()
+        self.prefix, self.grid = prefix, grid
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, self.prefix:].transpose(1, 2).reshape(x.shape[0], x.shape[2], *self.grid)
+
+
+def test_gradcam_on_a_tiny_vit_and_deit_equals_captums_layer_grad_cam(tiny32, families, cat):
+    """The authors of captum (0.9.0, installed as a test dependency) on the same layer: its
+    LayerGradCam pools the gradient over the dimensions after the channels, so it gets the patch
+    tokens as a (B, D, gh, gw) grid through an identity-valued detour of the layernorm's output."""
+    from captum.attr import LayerGradCam
+
+    for vm in (tiny32, families["deit"]):
+        a = vizvit.analyze(vm, cat)
+        index = a.top5[1].index
+        g = vm.geometry
+        to_grid = _ToGrid(g.num_prefix_tokens, g.grid)
+
+        def detour(_m, _i, out):  # the same values, now through to_grid's output
+            grid = to_grid(out)
+            return torch.cat([out[:, :g.num_prefix_tokens], grid.flatten(2).transpose(1, 2)], 1)
+
+        handle = vm.family.attention_norm(vm.vit, -1).register_forward_hook(detour)
+        try:
+            with torch.inference_mode(False), torch.enable_grad():
+                want = LayerGradCam(lambda x: vm.model(x).logits, to_grid).attribute(
+                    a.pixel_values.detach().clone(), target=index, relu_attributions=True)
+        finally:
+            handle.remove()
+        np.testing.assert_allclose(maps.class_map("Grad-CAM", vm, a, index), want[0, 0].detach().numpy(),
+                                   rtol=1e-4, atol=1e-7)
+
+
 def test_gradcam_on_a_tiny_clip_equals_pytorch_grad_cam(towers, cat):
     vm = towers["clip32"]
     a = vizvit.analyze(vm, cat)
