@@ -51,8 +51,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
         b_invert = gr.Button("invert", size="sm", elem_id="mask-invert")
         b_random = gr.Button("random p %", size="sm", elem_id="mask-random")
-        b_top = gr.Button("top k % by rollout", size="sm", elem_id="mask-top")
-        b_bottom = gr.Button("bottom k % by rollout", size="sm", elem_id="mask-bottom")
+        b_top = gr.Button("top k % by the map", size="sm", elem_id="mask-top")
+        b_bottom = gr.Button("bottom k % by the map", size="sm", elem_id="mask-bottom")
+        rank_by = gr.Dropdown(list(experiments.MASK_MAPS), value=experiments.MASK_MAPS[0], label="map (top-1 class)",
+                              elem_id="mask-rank-by")
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
                              elem_id="mask-grid")
@@ -149,10 +151,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     def action(name: str) -> Callable:
         @safe
-        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str) -> dict:
+        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str, by: str) -> dict:
             if key is None:
                 return kit.skip([mask, seed, *mask_outs])
-            m = experiments.mask_action(wb.handle(key), m, name, pct, s)
+            m = experiments.mask_action(wb.handle(key), m, name, pct, s, by)
             return {mask: m, seed: s + (name == "random"), **mask_views(key, m, md)}
 
         return run
@@ -190,7 +192,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                      trigger_mode="always_last")
     for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
                       (b_bottom, "bottom")):
-        btn.click(action(name), [ctx.key, mask, percent, seed, mode], [mask, seed, *mask_outs],
+        btn.click(action(name), [ctx.key, mask, percent, seed, mode, rank_by], [mask, seed, *mask_outs],
                   show_progress="minimal")  # "top"/"bottom" may run the model
 
     running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text], **kit.COSTLY)

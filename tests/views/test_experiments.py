@@ -33,6 +33,11 @@ def test_workbench_panels_cache_their_forwards(tiny16, cat):
     assert wb.cache.misses == misses and c1.table == c2.table
     m = experiments.mask_action(wb.handle(key), (), "top", 10)
     assert len(m) == round(0.1 * 196)
+    from vizvit import maps
+    a = wb.analysis(key)
+    for by in ("LeGrad", "Grad-CAM", "gradient rollout"):  # masks by any map (issue 32), the same map as elsewhere
+        want = perturb.mask_by_map(maps.class_map(by, tiny16, a, a.top5[0].index), 0.1)
+        assert experiments.mask_action(wb.handle(key), (), "top", 10, rank_by=by) == want
     assert experiments.toggle_at(wb.handle(key), m, 5.0, 5.0) == perturb.toggle(m, 0)
 
 

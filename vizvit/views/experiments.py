@@ -33,10 +33,12 @@ MASKS_TEXT = """**Masks.** Click patches on the left grid to mask them. *black /
 so the model still gets a token there; *drop* removes those tokens from the sequence after the embedding
 stage (each kept token keeps its own position embedding), which only a transformer allows."""
 
-CURVES_TEXT = """**Faithfulness** (Petsiuk et al. 2018, RISE): remove patches most-important-first as a map ranks
-them and follow the probability of the photo's top-1 class (deletion: a low area under the curve means
-the map found what matters); insertion starts from everything removed and adds patches back (a high area
-is better). A map that is no better than *random* should not be believed on this photo."""
+CURVES_TEXT = """**Faithfulness contest** (Petsiuk et al. 2018, RISE): for every map (rollout, raw attention, the
+class-specific maps of the Attention tab's menu for the top-1 class, attention flow once computed there),
+remove patches most-important-first and follow the probability of the photo's top-1 class (deletion: a
+low area under the curve means the map found what matters); insertion starts from everything removed and
+adds patches back (a high area is better). The table ranks the maps by insertion − deletion. A map that is
+no better than *random* should not be believed on this photo."""
 
 
 @dataclass(frozen=True)
@@ -242,9 +244,14 @@ def toggle_at(ph: Photo, mask: tuple[int, ...] | None, x: float, y: float) -> tu
     return perturb.toggle(clean_mask(mask, g), r * g.grid[1] + c)
 
 
+# The maps "top / bottom k %" can rank the patches by (vizvit.maps.MAP_METHODS but random, which has
+# its own button, and attention flow, minutes long); class-specific ones for the top-1 class.
+MASK_MAPS = tuple(n for n, m in maps.MAP_METHODS.items() if n != "random" and not m.slow)
+
+
 def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: float,
-                seed: int = 0) -> tuple[int, ...]:
-    """clear | invert | random | top | bottom (by rollout) -> the new mask."""
+                seed: int = 0, rank_by: str = "rollout") -> tuple[int, ...]:
+    """clear | invert | random | top | bottom (by the map `rank_by`, MASK_MAPS) -> the new mask."""
     g = ph.vm.geometry
     mask = clean_mask(mask, g)
     f = float(percent) / 100.0
@@ -255,7 +262,12 @@ def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: f
     if action == "random":
         return perturb.random_mask(g.num_patches, f, seed)
     if action in ("top", "bottom"):
-        return perturb.mask_by_map(rollout_map(ph), f, top=action == "top")
+        if rank_by not in MASK_MAPS:
+            raise UserError(f"Rank patches by one of: {', '.join(MASK_MAPS)}.")
+        if not maps.applies(rank_by, ph.vm, ph.analysis()):
+            raise UserError(f"{rank_by} needs a class to explain, and this model has no classifier.")
+        values = maps.method_map(rank_by, ph.vm, ph.analysis(), ph.derived)
+        return perturb.mask_by_map(values, f, top=action == "top")
     raise UserError(f"Unknown mask action {action!r}.")
 
 
