@@ -224,7 +224,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def flow_job(key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
         """Attention flow, streamed: progress lines, then the map (cached per photo)."""
-        if name != "attention flow":
+        if name != "attention flow":  # class_map's: leave its answer alone (a bare return would blank it)
+            yield kit.skip([rel_img, rel_text])
             return
         if key is None:
             raise gr.Error("Upload a photo first.")
