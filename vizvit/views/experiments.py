@@ -81,7 +81,7 @@ CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC
                   "insertion − deletion (higher = better)"]
 # Measured by benchmarks/methods_effects.py (trained ViT-Ti/16, chelsea.jpg, 10 steps, black fill, this
 # project's 2-core CPU): what one contest costs, said on its button.
-CONTEST_COST = "7 maps: 4 backward passes + 140 forward views, about 20 s for ViT-Ti on 2 CPU cores"
+CONTEST_COST = "7 maps: 4 backward passes + 140 forward views, 12–20 s for ViT-Ti on 2 CPU cores"
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
 RANKING_NOTE = ("**What the ranking means:** on this photo, with this fill, removing patches in the order of the "
                 "maps near the top lowered p({label}) sooner and adding them back raised it sooner (rank by "
