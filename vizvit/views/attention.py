@@ -971,6 +971,9 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
     arts = art_mod.through_layers(artifact_masks(a, cache))[-1]
     text = (f"**{method}** {about}: sum over patches {values.sum():.4g}, max {v:.4g} at (row {r}, col {c}). "
             f"Method: {maps.METHOD_TEXT[method]}.")
+    if method == "attention flow":  # max-flows share their bottlenecks: the map is nearly flat
+        text += (f" Every patch gets between {values.min():.4g} and {v:.4g} (uniform: {1 / values.size:.4g}): flow "
+                 f"spreads over many paths, so its maps are flatter than rollout's.")
     if arts.any():
         top = np.argsort(values, axis=None)[::-1][:int(arts.sum())]
         text += (f" {int(arts.reshape(-1)[top].sum())} of the {int(arts.sum())} highest patches are artifact "
