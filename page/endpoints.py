@@ -55,9 +55,15 @@ def public_api(wb: Workbench, default_model: str) -> None:
         with JOBS.hold(request, "shift sweep"):
             return api.sweep(photo["path"], model)
 
-    def relevance(photo: FileData, model: str = default_model, class_index: int = -1) -> dict:
-        """Class relevance (Chefer et al. 2021b, generic attention) of a class (-1: the top-1)."""
-        return api.relevance(photo["path"], model, class_index)
+    def relevance(photo: FileData, model: str = default_model, class_index: int = -1,
+                  method: str = "class relevance", request: gr.Request = None) -> dict:
+        """A class-specific map of a class (-1: the top-1): method "class relevance" (Chefer et al.
+        2021b, generic attention), "gradient rollout" (vit-explain), "LeGrad" or "Grad-CAM"; or
+        "attention flow" (Abnar & Zuidema 2020, exact, any class; minutes on a 12-layer model)."""
+        if method != "attention flow":
+            return api.relevance(photo["path"], model, class_index, method)
+        with JOBS.hold(request, "attention flow"):
+            return api.relevance(photo["path"], model, class_index, method)
 
     def stats() -> dict:
         """The model's queue: forwards run (each a batch of waiting photos), images analysed, the
@@ -65,7 +71,7 @@ def public_api(wb: Workbench, default_model: str) -> None:
         return api.stats()
 
     for fn in (analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats):
-        gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn is sweep else {}))
+        gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn in (sweep, relevance) else {}))
 
 
 def private_except(demo: gr.Blocks, public: tuple[str, ...]) -> None:

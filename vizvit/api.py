@@ -16,9 +16,10 @@ import numpy as np
 
 from . import attention as att_mod
 from . import compare as cmp
-from . import vocab
+from . import maps, vocab
 from .engine import Analysis, Prediction, mask_token
 from .errors import UserError
+from .explain import check_flow_size
 from .images import View
 from .models import Geometry
 from .session import POSITIONS, Photo, PhotoKey, Workbench
@@ -174,15 +175,23 @@ class PublicApi:
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
 
-    def relevance(self, path: str, model: str, class_index: int = -1) -> dict[str, Any]:
+    def relevance(self, path: str, model: str, class_index: int = -1,
+                  method: str = "class relevance") -> dict[str, Any]:
+        """One map of the Attention tab's method menu (ap.EXPLAIN_METHODS) for a class (-1: the top-1);
+        attention flow has no class (class_index is then ignored) and runs only where its graph is
+        within explain.FLOW_MAX_EDGES."""
+        method = _choice("method", method, ap.EXPLAIN_METHODS)
         ph, a = self._photo(path, model)
         vm = ph.vm
+        if method == "attention flow":
+            check_flow_size(tuple(a.attentions.shape))
+            return {"class_index": None, "label": None, "method": maps.METHOD_TEXT[method],
+                    "map": _grid(maps.flow_map(a, ph.derived))}
         if not vm.has_classifier:
             raise UserError("This model has no classifier, so there is no class to explain.")
         c = a.top5[0].index if class_index in (-1, None) else _int("class_index", class_index, 0, len(vm.labels) - 1)
-        values = ap.relevance_map(vm, a, c, ph.derived)
-        return {"class_index": c, "label": vm.labels[c], "method": "Chefer et al. 2021b (generic attention)",
-                "map": _grid(values)}
+        values = maps.class_map(method, vm, a, c, ph.derived)
+        return {"class_index": c, "label": vm.labels[c], "method": maps.METHOD_TEXT[method], "map": _grid(values)}
 
     def stats(self) -> dict[str, Any]:
         """The model's queue: forwards (batches) run, images analysed, the largest batch, requests

@@ -591,6 +591,77 @@ def attention_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: i
     return [t[0].detach().cpu() for t in atts], [t[0].cpu() for t in grads]
 
 
+def _target_logit(vm: VitModel, logits: torch.Tensor | None, class_index: int) -> torch.Tensor:
+    if logits is None:
+        raise UserError("This model has no classifier, so there is no class to explain.")
+    if not 0 <= class_index < logits.shape[-1]:
+        raise UserError(f"Class index {class_index} is outside 0..{logits.shape[-1] - 1}.")
+    return logits[0, class_index]
+
+
+@on_gpu
+def activation_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
+                         ablation: Ablation = Ablation(), layer: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward and one backward pass: the output (N, D) of block `layer`'s first layernorm
+    (Grad-CAM's target layer) and the gradient of logit `class_index` with respect to it, on the CPU.
+    A forward hook keeps that output (it is in the graph, rooted at a private copy of the pixels)."""
+    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
+    kept: dict[str, torch.Tensor] = {}
+
+    def keep(_m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> None:
+        kept["act"] = out
+
+    hooks = [Hook(lambda b: vm.family.attention_norm(b, layer), keep), *ablation_hooks(vm, ablation)]
+    with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode(False), torch.enable_grad():
+        out = _forward(vm, pixels)
+        (grad,) = torch.autograd.grad(_target_logit(vm, out.logits, class_index), [kept["act"]])
+    return kept["act"][0].detach().float().cpu(), grad[0].float().cpu()
+
+
+def _layer_score(vm: VitModel, z: torch.Tensor, class_index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """LeGrad's score of one layer's tokens z (1, N, D) for one class, and for SigLIP the pooling
+    head's attention (1, H, 1, N) it was read through (None: the block's own attention is the target).
+
+    A classifier: the model's own head on those tokens (its final norm and pooling, engine._readout).
+    CLIP: LeGrad's compute_legrad_clip, the MEAN of every token through the final layernorm and the
+    projection (not [CLS]). SigLIP: its compute_legrad_siglip, the pooling head applied to the block's
+    output without the final layernorm. The score is the class's logit, scale·cos(+ bias): a positive
+    multiple of LeGrad's plain cosine."""
+    fam, model = vm.family, vm.model
+    if not fam.tower:
+        return _readout(fam, model, z)[0, class_index], None
+    backbone = backbone_of(model)
+    if fam.pooling == "map":
+        emb, att = _map_pool(backbone.head, z)
+        return vm.zero_shot.logits(emb)[0, class_index], att  # type: ignore[union-attr]
+    emb = model.visual_projection(backbone.post_layernorm(z.mean(1)))
+    return vm.zero_shot.logits(emb)[0, class_index], None  # type: ignore[union-attr]
+
+
+@on_gpu
+def layer_score_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int, layers: Sequence[int],
+                          ablation: Ablation = Ablation()) -> list[torch.Tensor]:
+    """LeGrad's gradients: one forward, then for each block l in `layers` the gradient of that
+    layer's own score (``_layer_score`` of its output tokens) with respect to its attention,
+    (H, N, N) per layer (SigLIP: the pooling head's (H, 1, N), the head run on that layer's tokens).
+    Each backward runs from s_l to A_l only, through block l (autograd prunes the rest), so all of
+    them together cost about one full backward (benchmarks/methods_effects.py measures it)."""
+    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
+    if vm.family.tower and vm.zero_shot is None:
+        raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
+    out_grads = []
+    with Hooked(vm, capture_patches=False, extra=ablation_hooks(vm, ablation)), \
+            torch.inference_mode(False), torch.enable_grad():
+        out = _forward(vm, pixels, output_attentions=True, output_hidden_states=True)
+        _target_logit(vm, out.logits, class_index)  # checks the class
+        for l in layers:
+            score, pool_att = _layer_score(vm, out.hidden_states[l + 1], class_index)
+            target = pool_att if pool_att is not None else out.attentions[l]
+            (g,) = torch.autograd.grad(score, [target], retain_graph=True)
+            out_grads.append(g[0].float().cpu())
+    return out_grads
+
+
 # ------------------------------------------------------------------ the text tower
 @on_gpu
 def text_embeddings(vm: VitModel, prompts: Sequence[str]) -> torch.Tensor:

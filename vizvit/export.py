@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
-from . import artifacts, attention, figures
+from . import artifacts, attention, figures, maps
 from .ablation import Ablation, format_heads
 from .images import View
 from .engine import load_model
@@ -140,6 +140,14 @@ def methods_used() -> dict[str, str]:
                                     f"and > {artifacts.NORM_FACTOR:g}× their median (vizvit.artifacts.high_norm_at_depth)",
         "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
         "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
+        "insertion_curves": "insertion: the same maps, patches added back to an all-removed photo, black fill",
+        "contest_auc": "deletion AUC, insertion AUC, insertion − deletion (trapezoid over 0..1); "
+                       "contest_ranking: best first by insertion − deletion, random order the baseline",
+        "map_gradient_rollout": maps.METHOD_TEXT["gradient rollout"] + ", top-1 class; layers in order, rows "
+                                "renormalised (vit-explain's issues #6 and #16 fixed)",
+        "map_legrad": maps.METHOD_TEXT["LeGrad"] + ", top-1 class; each layer read by the model's own head; "
+                      "not min-max scaled",
+        "map_gradcam": maps.METHOD_TEXT["Grad-CAM"] + ", top-1 class; not min-max scaled or resized",
         "logit_lens": "softmax(classifier(final layernorm([CLS] after block l))), l = 0..L",
         "head_importance": "p_top1(intact) − p_top1(that head alone zeroed before the output projection)",
         "zero_shot_probs": "CLIP: softmax over the labels of exp(logit_scale)·cos(image, text); "

@@ -12,17 +12,18 @@ one ``MapMethod`` in ``MAP_METHODS``, whatever asks for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Iterator
 
 import numpy as np
 import torch
 
 from . import attention as att_mod
+from . import engine, explain
 from .engine import Analysis
 from .errors import UserError
 from .models import VitModel
-from .relevance import relevance_parts
-from .session import HEAD_ROLLOUT, MEAN_ROLLOUT, relevance_name, rollout_name
+from .relevance import check_class, checked_gradients, map_step, relevance_parts
+from .session import ATTENTION_FLOW, HEAD_ROLLOUT, MEAN_ROLLOUT, method_map_name, relevance_name, rollout_name
 from .vocab import DiscardMode, Fusion
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
@@ -77,6 +78,91 @@ def relevance(vm: VitModel, a: Analysis, class_index: int,
     return cache(relevance_name(class_index), lambda: relevance_parts(vm, a, int(class_index)))
 
 
+# ------------------------------------------------------------------ the class-specific methods
+# Each (vm, a, class_index) -> (gh, gw) float32: one forward and at most one backward through the
+# engine (under its lock), on a's own input and heads switched off; cached per class by `class_map`.
+def _grad_rollout(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
+    """vit-explain's gradient rollout (explain.grad_rollout) from the summary's row; SigLIP: the
+    MAP head's step (as for relevance) times R."""
+    att, grads = checked_gradients(vm, a, class_index)
+    n = vm.geometry.num_layers
+    r = explain.grad_rollout(torch.stack(att[:n]), torch.stack(grads[:n]))
+    s = map_step(att, grads, n)
+    return att_mod.cls_to_patches(r, vm.geometry, s).numpy().astype(np.float32)
+
+
+def _legrad(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
+    """LeGrad over the last explain.LEGRAD_LAYERS blocks (its default layer_index = −2)."""
+    check_class(vm, a, class_index)
+    g = vm.geometry
+    layers = range(max(0, g.num_layers - explain.LEGRAD_LAYERS), g.num_layers)
+    grads = engine.layer_score_gradients(vm, a.pixel_values, class_index, layers, a.ablation)
+    return explain.legrad(grads, g.num_prefix_tokens).reshape(g.grid).numpy().astype(np.float32)
+
+
+def _gradcam(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
+    """Grad-CAM on the last block's first layernorm (pytorch-grad-cam's ViT target layer)."""
+    check_class(vm, a, class_index)
+    act, grad = engine.activation_gradients(vm, a.pixel_values, class_index, a.ablation)
+    g = vm.geometry
+    return explain.gradcam(act, grad, g.num_prefix_tokens, g.grid).numpy().astype(np.float32)
+
+
+CLASS_METHODS: dict[str, Callable[[VitModel, Analysis, int], np.ndarray]] = {
+    "gradient rollout": _grad_rollout,
+    "LeGrad": _legrad,
+    "Grad-CAM": _gradcam,
+}
+# The exact method each name stands for (titles, texts, the API and export; docs/methods.md).
+METHOD_TEXT: dict[str, str] = {
+    "rollout": att_mod.ROLLOUT_METHOD + ", mean fusion, no discard",
+    "last-layer [CLS] attention": "last layer's [CLS] attention, mean over heads",
+    "random": "random order (a baseline)",
+    "class relevance": att_mod.RELEVANCE_METHOD,
+    "gradient rollout": explain.GRAD_ROLLOUT_METHOD + f", discard {explain.GRAD_ROLLOUT_DISCARD}",
+    "LeGrad": explain.LEGRAD_METHOD + f", last {explain.LEGRAD_LAYERS} layers",
+    "Grad-CAM": explain.GRADCAM_METHOD,
+    "attention flow": explain.FLOW_METHOD,
+}
+
+
+def class_map(method: str, vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
+    """(gh, gw) float32 map of one class-specific method ("class relevance" or CLASS_METHODS) for
+    `class_index`, cached per class."""
+    if method == "class relevance":
+        return relevance_map(vm, a, class_index, cache)
+    if method not in CLASS_METHODS:
+        raise UserError(f"Unknown class-specific method {method!r}: use class relevance, {', '.join(CLASS_METHODS)}.")
+    check_class(vm, a, int(class_index))
+    return cache(method_map_name(method, class_index), lambda: CLASS_METHODS[method](vm, a, int(class_index)))
+
+
+# ------------------------------------------------------------------ attention flow: a job
+def flow_steps(a: Analysis, cache: Cache = no_cache,
+               should_stop: Callable[[], bool] = lambda: False) -> Iterator[explain.FlowStep]:
+    """Exact attention flow from the summary, streamed (explain.attention_flow_steps); the finished
+    (N,) flows are cached under session.ATTENTION_FLOW. Pure maths on the cached attentions: it never
+    holds the engine's lock (minutes on ViT-Ti, and every other user would wait)."""
+    for step in explain.attention_flow_steps(full_attentions(a), a.summary_weights, should_stop):
+        if step.flows is not None:
+            flows = step.flows
+            cache(ATTENTION_FLOW, lambda: flows)
+        yield step
+
+
+def attention_flow(a: Analysis, cache: Cache = no_cache) -> np.ndarray:
+    """(N,) attention flow of the analysis, from the cache or computed to the end."""
+    def run() -> np.ndarray:
+        return explain.attention_flow(full_attentions(a), a.summary_weights)
+    return cache(ATTENTION_FLOW, run)
+
+
+def flow_map(a: Analysis, cache: Cache = no_cache) -> np.ndarray:
+    """(gh, gw) float32 attention flow over the patches (the input tokens after the prefix)."""
+    g = a.geometry
+    return attention_flow(a, cache)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
+
+
 # ------------------------------------------------------------------ map methods
 @dataclass(frozen=True)
 class MapMethod:
@@ -85,6 +171,7 @@ class MapMethod:
     name: str  # as the curves, their export (deletion_curve_maps) and the page name it
     compute: Callable[[VitModel, Analysis, Cache, int], np.ndarray]
     needs_classifier: bool = False  # a class to explain: only for models with a classifier
+    slow: bool = False  # minutes (attention flow): in the curves only once computed (the Attention tab)
 
 
 def _rollout_map(vm: VitModel, a: Analysis, cache: Cache, seed: int) -> np.ndarray:
@@ -117,11 +204,17 @@ def _relevance_map(vm: VitModel, a: Analysis, cache: Cache, seed: int) -> np.nda
     return relevance_map(vm, a, a.top5[0].index, cache)
 
 
+def _top1(method: str) -> Callable[[VitModel, Analysis, Cache, int], np.ndarray]:
+    return lambda vm, a, cache, seed: class_map(method, vm, a, a.top5[0].index, cache)
+
+
 MAP_METHODS: dict[str, MapMethod] = {m.name: m for m in (
     MapMethod("rollout", _rollout_map),
     MapMethod("last-layer [CLS] attention", _last_layer_map),
     MapMethod("random", _random_map),
     MapMethod("class relevance", _relevance_map, needs_classifier=True),  # Chefer et al. 2021b, top-1 class
+    *(MapMethod(n, _top1(n), needs_classifier=True) for n in CLASS_METHODS),  # top-1 class
+    MapMethod("attention flow", lambda vm, a, cache, seed: flow_map(a, cache), slow=True),
 )}
 
 
@@ -132,10 +225,14 @@ def method_map(name: str, vm: VitModel, a: Analysis, cache: Cache = no_cache, se
     return MAP_METHODS[name].compute(vm, a, cache, seed)
 
 
+def applies(name: str, vm: VitModel, a: Analysis) -> bool:
+    """Whether method `name` has a map for this model and analysis (a class needs a classifier)."""
+    return not (MAP_METHODS[name].needs_classifier and not (vm.has_classifier and a.top5))
+
+
 def ranking_maps(vm: VitModel, a: Analysis, cache: Cache = no_cache, seed: int = 0,
                  names: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map of every method that applies (all of MAP_METHODS by default; the
-    class-relevance one only with a classifier), in registry order."""
-    wanted = tuple(MAP_METHODS) if names is None else names
-    return {n: method_map(n, vm, a, cache, seed) for n in wanted
-            if not (MAP_METHODS[n].needs_classifier and not (vm.has_classifier and a.top5))}
+    """name -> (gh, gw) map of every method that applies (all of MAP_METHODS but the slow ones by
+    default; the class-specific ones only with a classifier), in registry order."""
+    wanted = tuple(n for n in MAP_METHODS if not MAP_METHODS[n].slow) if names is None else names
+    return {n: method_map(n, vm, a, cache, seed) for n in wanted if applies(n, vm, a)}

@@ -272,6 +272,16 @@ class Family:
         block = self.blocks(backbone)[layer]
         return block.self_attn.out_proj if self.tower else block.attention.o_proj
 
+    def attention_norm(self, backbone: Module, layer: int) -> Module:
+        """Block `layer`'s first layernorm, the one its attention reads (Grad-CAM's target layer,
+        pytorch-grad-cam's ``blocks[-1].norm1``): ``layernorm_before``, DINOv2's ``norm1``, CLIP's /
+        SigLIP's ``layer_norm1``."""
+        block = self.blocks(backbone)[layer]
+        for name in ("layernorm_before", "norm1", "layer_norm1"):
+            if hasattr(block, name):
+                return getattr(block, name)
+        raise UserError(f"{self.title} blocks have no first layernorm for Grad-CAM to read.")
+
     def pooler(self, backbone: Module) -> Module | None:
         """The base model's pooler, for a "pooler" family that has one (BEiT with mean pooling), else None."""
         return getattr(backbone, "pooler", None) if self.pooling == "pooler" else None

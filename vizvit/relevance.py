@@ -20,14 +20,28 @@ from .errors import UserError
 from .models import VitModel
 
 
-def _checked_gradients(vm: VitModel, a: Analysis, class_index: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def check_class(vm: VitModel, a: Analysis, class_index: int) -> None:
+    """A clear message unless `class_index` is a class of `vm` that `a` can be explained for."""
     if not vm.has_classifier or a.logits is None:
         raise UserError("This model has no classifier, so there is no class to explain.")
     if not 0 <= class_index < a.logits.numel():
         raise UserError(f"Class index {class_index} is outside 0..{a.logits.numel() - 1}.")
     if a.dropped:
         raise UserError("Relevance needs the full token sequence: turn token drop off.")
+
+
+def checked_gradients(vm: VitModel, a: Analysis, class_index: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """engine.attention_gradients of `a`'s input after check_class: (H, N, N) per layer, twice."""
+    check_class(vm, a, class_index)
     return attention_gradients(vm, a.pixel_values, class_index, a.ablation)
+
+
+def map_step(att: list[torch.Tensor], grads: list[torch.Tensor], num_layers: int) -> torch.Tensor | None:
+    """SigLIP's MAP-head step mean_h[(∇A_map ⊙ A_map)⁺] (N,) from the (L+1)-long lists of
+    engine.attention_gradients; None where the summary is a token ([CLS])."""
+    if len(att) == num_layers:
+        return None
+    return (grads[num_layers].float() * att[num_layers].float()).clamp(min=0).mean(0)[0]
 
 
 def relevance_parts(vm: VitModel, a: Analysis, class_index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -35,12 +49,9 @@ def relevance_parts(vm: VitModel, a: Analysis, class_index: int) -> tuple[torch.
     same heads switched off as in `a`: the blocks' (N, N) relevance R and, for SigLIP, the MAP
     head's step cam_map (N,) = mean_h[(∇A_map ⊙ A_map)⁺] (None for a [CLS] summary). The map is
     attention.cls_to_patches(R, g, cam_map): R's row 0, or cam_map·R."""
-    att, grads = _checked_gradients(vm, a, class_index)
+    att, grads = checked_gradients(vm, a, class_index)
     n = vm.geometry.num_layers  # SigLIP's MAP attention (H, 1, N) comes after the L blocks'
-    r = chefer_relevance(att[:n], grads[:n])
-    if not vm.geometry.pools_with_map_head:
-        return r, None
-    return r, (grads[n].float() * att[n].float()).clamp(min=0).mean(0)[0]
+    return chefer_relevance(att[:n], grads[:n]), map_step(att, grads, n)
 
 
 def relevance_matrix(vm: VitModel, a: Analysis, class_index: int) -> torch.Tensor:

@@ -171,6 +171,15 @@ def relevance_name(class_index: int) -> tuple:
     return ("relevance", int(class_index))
 
 
+def method_map_name(method: str, class_index: int) -> tuple:
+    """(gh, gw) map of one class-specific method of vizvit.maps.CLASS_METHODS (not Chefer's:
+    relevance_name) for one class."""
+    return ("method map", method, int(class_index))
+
+
+ATTENTION_FLOW = ("attention flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
+
+
 def grid_image_name(*look: Hashable) -> tuple:
     """The Attention tab's layers × heads picture for one look (controls other than layer and head)."""
     return ("grid image", *look)

@@ -88,8 +88,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Column():
             with gr.Row():
                 cls = gr.Dropdown([], label="class (top-5)", elem_id="attn-class")
-                rel_btn = gr.Button("Compute class relevance", elem_id="attn-relevance-btn")
-            rel_img = gr.Image(label="Class-specific relevance", interactive=False, format="jpeg",
+                method = gr.Dropdown(list(ap.EXPLAIN_METHODS), value=ap.EXPLAIN_METHODS[0], label="method",
+                                     elem_id="attn-method")
+            with gr.Row():
+                rel_btn = gr.Button("Compute the map", elem_id="attn-relevance-btn")
+                # Attention flow runs for minutes on a 12-layer model: a job this button ends.
+                flow_stop = gr.Button("Stop", size="sm", elem_id="attn-flow-stop")
+            rel_img = gr.Image(label="Class-specific map", interactive=False, format="jpeg",
                                elem_id="attn-relevance")
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
@@ -208,11 +213,26 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {dist: fig, pick: gr.Dropdown(choices=choices, value=None)}
 
     @safe
-    def relevance(key: PhotoKey | None, class_index: int | None, *v: Any) -> dict:
+    def class_map(key: PhotoKey | None, class_index: int | None, name: str, *v: Any) -> dict:
+        """Every method but attention flow (that one is flow_job's): one backward pass, then cached."""
+        if name == "attention flow":
+            return kit.skip([rel_img, rel_text])
         if key is None or class_index is None:
-            raise gr.Error("Upload a photo first (relevance needs a model with a classifier).")
-        img, text = ap.relevance(ctx.wb.handle(key), int(class_index), params(v))
+            raise gr.Error("Upload a photo first (class maps need a model with a classifier).")
+        img, text = ap.explain(ctx.wb.handle(key), name, int(class_index), params(v))
         return {rel_img: img, rel_text: text}
+
+    @safe
+    def flow_job(key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
+        """Attention flow, streamed: progress lines, then the map (cached per photo)."""
+        if name != "attention flow":  # class_map's: leave its answer alone (a bare return would blank it)
+            yield kit.skip([rel_img, rel_text])
+            return
+        if key is None:
+            raise gr.Error("Upload a photo first.")
+        with kit.JOBS.hold(request, "attention flow"):
+            for img, text in ap.flow_progress(ctx.wb.handle(key), params(v)):
+                yield {rel_text: text} if img is None else {rel_img: img, rel_text: text}
 
     shown_outs = [main_img, readout, grid, strip, matrix]
     view_outs = [*shown_outs, order.stamp]  # a line event's: the stamp box says which answer landed last
@@ -242,6 +262,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         ev(pick_head, [chooser], [layer, head, show]).then(redraw, line_ins, view_outs, **one_line).then(
             None, None, None, js=web.asset("scroll_to_main.js"))
     distance_norm.input(redistance, [ctx.key, distance_norm], [dist, pick], show_progress="hidden")
-    for trigger in (rel_btn.click, cls.input):  # a new class is computed at once, never left stale
-        trigger(relevance, [ctx.key, cls, *controls], [rel_img, rel_text])
+    flows = []
+    for trigger in (rel_btn.click, cls.input, method.input):  # a new class or method is computed at once
+        trigger(class_map, [ctx.key, cls, method, *controls], [rel_img, rel_text])
+        if trigger != cls.input:  # flow has no class: a class change leaves a running flow alone
+            # No queue status on the text: this listener answers nothing for the other methods, and
+            # flow streams its own progress lines.
+            flows.append(trigger(flow_job, [ctx.key, method, *controls], [rel_img, rel_text], show_progress="hidden",
+                                 **kit.COSTLY))
+    flow_stop.click(None, None, None, cancels=flows)
+    ctx.long_work.extend(flows)
 

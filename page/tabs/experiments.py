@@ -52,8 +52,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
         b_invert = gr.Button("invert", size="sm", elem_id="mask-invert")
         b_random = gr.Button("random p %", size="sm", elem_id="mask-random")
-        b_top = gr.Button("top k % by rollout", size="sm", elem_id="mask-top")
-        b_bottom = gr.Button("bottom k % by rollout", size="sm", elem_id="mask-bottom")
+        b_top = gr.Button("top k % by the map", size="sm", elem_id="mask-top")
+        b_bottom = gr.Button("bottom k % by the map", size="sm", elem_id="mask-bottom")
+        rank_by = gr.Dropdown(list(experiments.MASK_MAPS), value=experiments.MASK_MAPS[0], label="map (top-1 class)",
+                              elem_id="mask-rank-by")
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
                              elem_id="mask-grid")
@@ -69,17 +71,15 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.links.update(dx=dx, dy=dy, mask=mask)
     seed = gr.State(0)  # random-mask draws, one more per click
 
-    gr.Markdown("### Faithfulness: deletion and insertion curves")
+    gr.Markdown("### Faithfulness contest: deletion and insertion for every map")
     gr.Markdown(experiments.CURVES_TEXT)
     with gr.Row():
         steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")
         curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
                               elem_id="curves-mode")
-        curves_btn = gr.Button("Compute the curves", variant="primary", elem_id="curves-run")
+        curves_btn = gr.Button(experiments.CONTEST_BUTTON, variant="primary", elem_id="curves-run")
     curves_text = gr.Markdown(elem_id="curves-text")
-    with gr.Row():
-        del_plot = gr.Plot(label="Deletion", elem_id="deletion-plot")
-        ins_plot = gr.Plot(label="Insertion", elem_id="insertion-plot")
+    del_plot = gr.Plot(label="Deletion (solid) and insertion (dashed), every map", elem_id="deletion-plot")
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
 
     # Every control by the ExperimentsParams field it sets; every component by the field it shows.
@@ -153,10 +153,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     def action(name: str) -> Callable:
         @safe
-        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str) -> dict:
+        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str, by: str) -> dict:
             if key is None:
                 return kit.skip([mask, seed, *mask_outs])
-            m = experiments.mask_action(wb.handle(key), m, name, pct, s)
+            m = experiments.mask_action(wb.handle(key), m, name, pct, s, by)
             return {mask: m, seed: s + (name == "random"), **mask_views(key, m, md)}
 
         return run
@@ -175,10 +175,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             raise UserError("Upload a photo first.")
         with kit.JOBS.hold(request, "deletion curves"):
             for p in experiments.curves_progress(wb.handle(key), int(n), md):
-                if p.deletion is None:  # only the news that work has started
+                if p.chart is None:  # only the news that work has started
                     yield {curves_text: p.text}
                 else:
-                    yield {del_plot: p.deletion, ins_plot: p.insertion, auc_table: p.table, curves_text: p.text}
+                    yield {del_plot: p.chart, auc_table: p.table, curves_text: p.text}
 
     outs = [*shown.values(), dx, dy, book, mask_book]
     ctx.on_show(tab, show, ins, outs, then=(show_charts, ins, list(shown_charts.values()), "#mask-grid img"))
@@ -194,10 +194,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                      trigger_mode="always_last")
     for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
                       (b_bottom, "bottom")):
-        btn.click(action(name), [ctx.key, mask, percent, seed, mode], [mask, seed, *mask_outs],
+        btn.click(action(name), [ctx.key, mask, percent, seed, mode, rank_by], [mask, seed, *mask_outs],
                   show_progress="minimal")  # "top"/"bottom" may run the model
 
     running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text], **kit.COSTLY)
-    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, ins_plot, auc_table, curves_text], **kit.COSTLY)
+    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, auc_table, curves_text], **kit.COSTLY)
     stop_btn.click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])

@@ -52,7 +52,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('per-head rollout')")
         shot(page, "attention_query_rolled_out", full_page=False)
 
-        page.get_by_role("button", name="Compute class relevance").click()
+        page.get_by_role("button", name="Compute the map").click()
         rel = wait_image(page, "attn-relevance")
         first = page.inner_text("#attn-relevance-text")
         # Another class in the list: its map and text come at once, never the old class's.
@@ -65,6 +65,13 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         assert f"Relevance for {chosen}" in page.inner_text("#attn-relevance-text")
         page.locator("#attn-relevance").scroll_into_view_if_needed()
         shot(page, "attention_relevance", full_page=False)
+        # Another method of the menu: its map comes at once, for the same class (issue 32).
+        before = page.inner_text("#attn-relevance-text")
+        page.locator("#attn-method input").click()
+        page.get_by_role("option", name="LeGrad").click()
+        page.wait_for_function("([old]) => document.querySelector('#attn-relevance-text').innerText"
+                               ".includes('LeGrad for')", arg=[before])
+        assert f"LeGrad for {chosen}" in page.inner_text("#attn-relevance-text")
 
         # A click on a dot of the distance chart opens that head: points are in (layer, head)
         # order, so point 2 of 2 layers × 2 heads is (layer 2, head 1).

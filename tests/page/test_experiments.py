@@ -74,5 +74,10 @@ def test_shift_sweep_and_curves(url):
             "() => { const t = document.querySelector('#curves-text').innerText;"
             "        return t.includes('views in all, batched') && !t.includes('so far'); }")
         page.wait_for_selector("#deletion-plot .js-plotly-plot")
-        assert "AUC" in plot_text(page, "deletion-plot")
+        assert "del " in plot_text(page, "deletion-plot") and "ins " in plot_text(page, "deletion-plot")
+        # The contest's ranking (issue 32): every map ranked, random order as the baseline, what it means.
+        text = page.inner_text("#curves-text")
+        assert "Ranking:" in text and "random (baseline)" in text and "What it does not" in text
+        table = page.inner_text("#auc-table")
+        assert "Grad-CAM" in table and "LeGrad" in table and "insertion − deletion" in table
         shot(page, "experiments_full")

@@ -33,6 +33,11 @@ def test_workbench_panels_cache_their_forwards(tiny16, cat):
     assert wb.cache.misses == misses and c1.table == c2.table
     m = experiments.mask_action(wb.handle(key), (), "top", 10)
     assert len(m) == round(0.1 * 196)
+    from vizvit import maps
+    a = wb.analysis(key)
+    for by in ("LeGrad", "Grad-CAM", "gradient rollout"):  # masks by any map (issue 32), the same map as elsewhere
+        want = perturb.mask_by_map(maps.class_map(by, tiny16, a, a.top5[0].index), 0.1)
+        assert experiments.mask_action(wb.handle(key), (), "top", 10, rank_by=by) == want
     assert experiments.toggle_at(wb.handle(key), m, 5.0, 5.0) == perturb.toggle(m, 0)
 
 
@@ -43,9 +48,13 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     arrays = np.load(tmp_path / "arrays.npz")
     assert arrays["shift_sweep"].shape == (2 * 32 + 1, 4)
     assert np.array_equal(arrays["shift_sweep"][:, 0], np.arange(65))
-    assert arrays["deletion_curves"].shape == (4, 11)
-    assert list(arrays["deletion_curve_maps"]) == ["rollout", "last-layer [CLS] attention", "random",
-                                                   "class relevance"]
+    names = ["rollout", "last-layer [CLS] attention", "random", "class relevance", "gradient rollout", "LeGrad",
+             "Grad-CAM"]
+    assert arrays["deletion_curves"].shape == arrays["insertion_curves"].shape == (7, 11)
+    assert list(arrays["deletion_curve_maps"]) == names
+    auc = arrays["contest_auc"]  # the contest through export: AUCs and the ranking best first
+    assert auc.shape == (7, 3) and np.allclose(auc[:, 2], auc[:, 1] - auc[:, 0], atol=1e-6)
+    assert list(arrays["contest_ranking"]) == [names[k] for k in np.argsort(-auc[:, 2], kind="stable")]
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)
 
@@ -58,7 +67,7 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     started, *panels_seen = list(experiments.curves_progress(wb.handle(key), steps=4, mode="black"))
     maps = experiments.curve_maps(wb.handle(key))
     # First the news that work started (no figures yet), then one update per map, as they come.
-    assert started.deletion is None and "Computing" in started.text and f"{len(maps)} maps" in started.text
+    assert started.chart is None and "Computing" in started.text and f"{len(maps)} maps" in started.text
     assert len(panels_seen) == len(maps)
     assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
     whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
@@ -117,7 +126,7 @@ def test_curves_and_sweep_charts_have_clean_ticks_and_one_view_count(tiny16, cat
     k = PhotoKey(tiny16.id, wb.add_photo(cat))
     first, *_, last = list(experiments.curves_progress(wb.handle(k), 2, "black"))
     assert "views each" not in first.text and "views in all" in last.text
-    assert last.deletion.layout.xaxis.range[0] < 0
+    assert last.chart.layout.xaxis.range[0] < 0
     panels = list(experiments.sweep_progress(wb.handle(k)))
     assert list(panels[-1].figure.layout.yaxis2.tickvals) == [0, 0.25, 0.5, 0.75, 1.0]
 

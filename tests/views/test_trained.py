@@ -112,6 +112,9 @@ def test_deletion_verdict_on_the_cat_says_random_wins_and_names_the_artifacts(ph
     from vizvit.views import experiments
 
     text = experiments.curves_panel(photo).text
-    # Measured: random 0.463, attention 0.519, relevance 0.567, rollout 0.596.
-    assert "no map beats **random order**" in text and "Random ranks 1 of 4" in text
+    # Measured: random 0.463, attention 0.519, Grad-CAM 0.526, LeGrad 0.540, gradient rollout 0.562,
+    # relevance 0.567, rollout 0.596; by insertion − deletion random ranks first too (+0.082, the
+    # best map Grad-CAM −0.004).
+    assert "no map beats **random order**" in text and "Random ranks 1 of 7" in text
+    assert "**Ranking:** random (baseline) > " in text and "What it does not" in text
     assert "artifact tokens" in text and "a likely reason" in text and "One photo and one fill" in text

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import cv2
 import numpy as np
@@ -29,7 +29,7 @@ from ..engine import Analysis
 from ..models import MAP_HEAD, Geometry, VitModel
 from ..patches import patch_at, token_index
 from ..maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
-from ..session import Photo, distance_name, grid_image_name, strip_image_name
+from ..session import ATTENTION_FLOW, Photo, distance_name, grid_image_name, strip_image_name
 from ..vocab import DISCARD_MODES, DISTANCE_NORMS, DiscardMode, DistanceNorm
 from ..vocab import ATTN_SCALES, AttnScale
 from ..vocab import COLORMAPS, DIRECTIONS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES, Direction, Fusion, Mode
@@ -79,11 +79,21 @@ leaves them as they are). Low = local heads (like convolutions), high = global o
 **click a dot** (or choose a head in the list) to open its map."""
 
 
-RELEVANCE_TEXT = """**Class-specific relevance**, Chefer et al. 2021b (generic attention; not their 2021a LRP method).
-Unlike rollout, it depends on the class: one backward pass gives the gradient of that class's logit
-with respect to every attention map, and R ← R + meanₕ[(∇A ⊙ A)⁺] · R (from R = I, layer by layer)
-keeps the attention that *raised* that class. The map is R's [CLS] row. It runs only when you press
-the button, then it is cached."""
+RELEVANCE_TEXT = """**Class-specific maps.** *Class relevance*, Chefer et al. 2021b (generic attention; not their
+2021a LRP method): unlike rollout, it depends on the class: one backward pass gives the gradient of that
+class's logit with respect to every attention map, and R ← R + meanₕ[(∇A ⊙ A)⁺] · R (from R = I, layer by
+layer) keeps the attention that *raised* that class. The map is R's [CLS] row. *Gradient rollout*
+(vit-explain): rollout of meanₕ(A ⊙ ∇A)⁺ with the lowest 90 % dropped. *LeGrad* (Bousselham et al. 2024):
+each of the last two layers read out by the model's own head, and the positive gradient of that score
+with respect to that layer's attention, averaged. *Grad-CAM*: the last block's first layernorm, weighted
+by its mean gradient (pytorch-grad-cam's ViT recipe). *Attention flow* (Abnar & Zuidema 2020): an exact
+max-flow from [CLS] to each input token through the attention graph; not class-specific, minutes on a
+12-layer model, streamed and stoppable. Each runs only when you press the button (one forward and at
+most one backward), then it is cached. AttnLRP is not offered: docs/methods.md says why."""
+
+# The methods of the Attention tab's map menu: Chefer's, the other class-specific ones, attention flow.
+EXPLAIN_METHODS = ("class relevance", *maps.CLASS_METHODS, "attention flow")
+FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
 
 
 # ------------------------------------------------------------------ params
@@ -942,6 +952,53 @@ def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
     return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
 
 
+def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None, p: AttnParams,
+                 cache: Cache = no_cache) -> tuple[np.ndarray, str]:
+    """The map of one EXPLAIN_METHODS method (for `class_index`; attention flow has no class), drawn
+    as the relevance map is, with its readout."""
+    if method not in EXPLAIN_METHODS:
+        raise UserError(f"Unknown method {method!r}: use one of {', '.join(EXPLAIN_METHODS)}.")
+    if method == "class relevance":
+        if class_index is None:
+            raise UserError("This model has no classifier, so there is no class to explain.")
+        return relevance_panel(vm, a, int(class_index), p, cache)
+    g = vm.geometry
+    if method == "attention flow":
+        values, about = maps.flow_map(a, cache), "from the summary token, any class"
+    else:
+        if class_index is None:
+            raise UserError("This model has no classifier, so there is no class to explain.")
+        values = maps.class_map(method, vm, a, int(class_index), cache)
+        about = f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})"
+    v, r, c = _where(values, np.argmax)
+    arts = art_mod.through_layers(artifact_masks(a, cache))[-1]
+    text = (f"**{method}** {about}: sum over patches {values.sum():.4g}, max {v:.4g} at (row {r}, col {c}). "
+            f"Method: {maps.METHOD_TEXT[method]}.")
+    if method == "attention flow":  # max-flows share their bottlenecks: the map is nearly flat
+        text += (f" Every patch gets between {values.min():.4g} and {v:.4g} (uniform: {1 / values.size:.4g}): flow "
+                 f"spreads over many paths, so its maps are flatter than rollout's.")
+    if arts.any():
+        top = np.argsort(values, axis=None)[::-1][:int(arts.sum())]
+        text += (f" {int(arts.reshape(-1)[top].sum())} of the {int(arts.sum())} highest patches are artifact "
+                 f"tokens.\n\n" + artifact_note(arts, p, "through layer", g.num_layers))
+    lo_hi = map_range(values, p.scale, None, exclude=excluded(arts, p))
+    return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
+
+
+def flow_progress(ph: Photo, p: AttnParams) -> Iterator[tuple[np.ndarray | None, str]]:
+    """Attention flow as a job: progress lines (no picture) every FLOW_PROGRESS_EVERY max-flows, then
+    the map; from the cache at once once computed. Closing the generator (Stop) ends the job."""
+    a = ph.analysis()
+    if ph.peek(ATTENTION_FLOW) is None:
+        yield None, "Attention flow: building the attention graph…"
+        for step in maps.flow_steps(a, ph.derived):
+            if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
+                left = step.seconds / step.done * (step.total - step.done)
+                yield None, (f"Attention flow: {step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "
+                             f"{left:.0f} s left. Stop ends it (nothing is kept until it is done).")
+    yield method_panel(ph.vm, a, "attention flow", None, p, ph.derived)
+
+
 # ------------------------------------------------------------------ export
 def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, np.ndarray]:
     """arrays.npz keys of the Attention tab (see README)."""
@@ -968,7 +1025,14 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
         out["summary_attention"] = a.summary_attention[:, g.num_prefix_tokens:].reshape(-1, *g.grid).numpy()
     if vm.has_classifier and a.top5:
         out["relevance"] = relevance_map(vm, a, a.top5[0].index, cache)  # (gh, gw), top-1 class
+        for name in maps.CLASS_METHODS:  # (gh, gw) each, top-1 class: gradient rollout, LeGrad, Grad-CAM
+            out[export_name(name)] = maps.class_map(name, vm, a, a.top5[0].index, cache)
     return out
+
+
+def export_name(method: str) -> str:
+    """arrays.npz key of a class-specific method's map: "gradient rollout" -> "map_gradient_rollout"."""
+    return "map_" + method.lower().replace(" ", "_").replace("-", "")
 
 
 def attention_figures(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, "np.ndarray | go.Figure"]:
@@ -1072,6 +1136,13 @@ def change(ph: Photo, p: AttnParams, drawn_in_page: bool = False, with_book: boo
 def relevance(ph: Photo, class_index: int, p: AttnParams) -> tuple[np.ndarray, str]:
     """On request: the class-specific relevance map (one backward pass, then cached)."""
     return relevance_panel(ph.vm, ph.analysis(), int(class_index), p, ph.derived)
+
+
+def explain(ph: Photo, method: str, class_index: int | None, p: AttnParams) -> tuple[np.ndarray, str]:
+    """On request: one EXPLAIN_METHODS map (attention flow: only once computed, see flow_progress)."""
+    if method == "attention flow" and ph.peek(ATTENTION_FLOW) is None:
+        raise UserError("Attention flow runs as a job: use flow_progress.")
+    return method_panel(ph.vm, ph.analysis(), method, class_index, p, ph.derived)
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:

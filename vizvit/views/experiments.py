@@ -21,7 +21,7 @@ from . import flip
 from .common import artifact_masks, top5_figure
 from ..patches import patch_at
 from ..vocab import TOKEN_MODES
-from ..session import SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
+from ..session import ATTENTION_FLOW, SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
@@ -36,10 +36,12 @@ stage (each kept token keeps its own position embedding), which only a transform
 keeps every token but replaces each masked patch's embedding by one learned vector, as BERT, BEiT and the
 ViT paper's masked-patch pre-training do (its position embedding is still added)."""
 
-CURVES_TEXT = """**Faithfulness** (Petsiuk et al. 2018, RISE): remove patches most-important-first as a map ranks
-them and follow the probability of the photo's top-1 class (deletion: a low area under the curve means
-the map found what matters); insertion starts from everything removed and adds patches back (a high area
-is better). A map that is no better than *random* should not be believed on this photo."""
+CURVES_TEXT = """**Faithfulness contest** (Petsiuk et al. 2018, RISE): for every map (rollout, raw attention, the
+class-specific maps of the Attention tab's menu for the top-1 class, attention flow once computed there),
+remove patches most-important-first and follow the probability of the photo's top-1 class (deletion: a
+low area under the curve means the map found what matters); insertion starts from everything removed and
+adds patches back (a high area is better). The table ranks the maps by insertion − deletion. A map that is
+no better than *random* should not be believed on this photo."""
 
 
 @dataclass(frozen=True)
@@ -68,15 +70,27 @@ class SweepPanel:
 
 @dataclass(frozen=True)
 class CurvesPanel:
-    deletion: go.Figure | None  # None: nothing computed yet (only `text` is news)
-    insertion: go.Figure | None
+    """The faithfulness contest as shown: one chart of every map's deletion and insertion curves, the
+    AUC table in rank order, and the text (progress, cost, verdict, what the ranking means)."""
+
+    chart: go.Figure | None  # None: nothing computed yet (only `text` is news)
     table: list[list]
     text: str
 
 
 SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min cos", "top-1 label",
                  "top-1 prob", "p(unshifted top-1)"]
-CURVES_HEADERS = ["map", "deletion AUC (lower = better)", "insertion AUC (higher = better)"]
+CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC (higher = better)",
+                  "insertion − deletion (higher = better)"]
+# Measured by benchmarks/methods_effects.py (trained ViT-Ti/16, chelsea.jpg, 10 steps, black fill, this
+# project's 2-core CPU): what one contest costs, said on its button.
+CONTEST_COST = "7 maps: 4 backward passes + 140 forward views, 12–20 s for ViT-Ti on 2 CPU cores"
+CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
+RANKING_NOTE = ("**What the ranking means:** on this photo, with this fill, removing patches in the order of the "
+                "maps near the top lowered p({label}) sooner and adding them back raised it sooner (rank by "
+                "insertion − deletion AUC; *random order* is the baseline to beat). **What it does not:** it is one "
+                "photo and one way of removing patches ({fill}: a pixel fill the model never saw in training, or a "
+                "token drop), so it ranks these maps here, not the methods in general.")
 
 
 def _short(label: str) -> str:
@@ -233,9 +247,14 @@ def toggle_at(ph: Photo, mask: tuple[int, ...] | None, x: float, y: float) -> tu
     return perturb.toggle(clean_mask(mask, g), r * g.grid[1] + c)
 
 
+# The maps "top / bottom k %" can rank the patches by (vizvit.maps.MAP_METHODS but random, which has
+# its own button, and attention flow, minutes long); class-specific ones for the top-1 class.
+MASK_MAPS = tuple(n for n, m in maps.MAP_METHODS.items() if n != "random" and not m.slow)
+
+
 def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: float,
-                seed: int = 0) -> tuple[int, ...]:
-    """clear | invert | random | top | bottom (by rollout) -> the new mask."""
+                seed: int = 0, rank_by: str = "rollout") -> tuple[int, ...]:
+    """clear | invert | random | top | bottom (by the map `rank_by`, MASK_MAPS) -> the new mask."""
     g = ph.vm.geometry
     mask = clean_mask(mask, g)
     f = float(percent) / 100.0
@@ -246,7 +265,12 @@ def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: f
     if action == "random":
         return perturb.random_mask(g.num_patches, f, seed)
     if action in ("top", "bottom"):
-        return perturb.mask_by_map(rollout_map(ph), f, top=action == "top")
+        if rank_by not in MASK_MAPS:
+            raise UserError(f"Rank patches by one of: {', '.join(MASK_MAPS)}.")
+        if not maps.applies(rank_by, ph.vm, ph.analysis()):
+            raise UserError(f"{rank_by} needs a class to explain, and this model has no classifier.")
+        values = maps.method_map(rank_by, ph.vm, ph.analysis(), ph.derived)
+        return perturb.mask_by_map(values, f, top=action == "top")
     raise UserError(f"Unknown mask action {action!r}.")
 
 
@@ -312,11 +336,13 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
 
 # ------------------------------------------------------------------ faithfulness
 def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map for the curves, cached per photo: rollout, last-layer [CLS]
-    attention, random, and (models with a classifier) Chefer relevance of the top-1 class,
-    shared with the Attention tab's cache so it is computed once."""
-
-    return dict(ph.derived(ranking_maps_name(seed), lambda: maps.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
+    """name -> (gh, gw) map for the curves, cached per photo: every map method of vizvit.maps (the
+    class-specific ones for the top-1 class, shared with the Attention tab's cache so each is
+    computed once), and attention flow once the Attention tab has computed it (minutes: a job)."""
+    out = dict(ph.derived(ranking_maps_name(seed), lambda: maps.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
+    if ph.peek(ATTENTION_FLOW) is not None:
+        out["attention flow"] = maps.flow_map(ph.analysis(), ph.derived)
+    return out
 
 
 def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
@@ -332,6 +358,44 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
                       yaxis=dict(title="probability", rangemode="tozero"),
                       legend=dict(orientation="h", y=-0.3), margin=dict(l=10, r=10, t=40, b=10), height=360)
     return fig
+
+
+def contest_order(c: perturb.Curves) -> np.ndarray:
+    """Map indices best first: by insertion − deletion AUC, descending (ties by registry order)."""
+    return np.argsort(-(c.insertion_auc - c.deletion_auc), kind="stable")
+
+
+def contest_rows(c: perturb.Curves) -> list[list]:
+    """The AUC table: [rank, map, deletion AUC, insertion AUC, insertion − deletion], best first."""
+    d, i = c.deletion_auc, c.insertion_auc
+    return [[r + 1, c.names[k] + (" (baseline)" if c.names[k] == "random" else ""), round(float(d[k]), 4),
+             round(float(i[k]), 4), round(float(i[k] - d[k]), 4)] for r, k in enumerate(contest_order(c))]
+
+
+def contest_figure(c: perturb.Curves) -> go.Figure:
+    """Every map's deletion (solid) and insertion (dashed) curve in one chart, one colour per map,
+    legend in rank order; random order grey."""
+    fig = go.Figure()
+    for r, k in enumerate(contest_order(c)):
+        name = c.names[k]
+        col = "#888888" if name == "random" else CONTEST_COLOURS[k % len(CONTEST_COLOURS)]
+        label = f"{r + 1}. {name} (del {c.deletion_auc[k]:.3f}, ins {c.insertion_auc[k]:.3f})"
+        fig.add_scatter(x=c.fractions, y=c.deletion[k], name=label, legendgroup=name, mode="lines",
+                        line=dict(color=col, width=2))
+        fig.add_scatter(x=c.fractions, y=c.insertion[k], name=label, legendgroup=name, mode="lines",
+                        line=dict(color=col, width=2, dash="dash"), showlegend=False)
+    fig.update_layout(title=f"p({_short(c.target_label)}) as patches are removed (solid) or added back (dashed), "
+                            f"{c.mode}",
+                      xaxis=dict(title="fraction of patches removed / added back", range=[-0.04, 1.02],
+                                 tickformat=".0%"),
+                      yaxis=dict(title="probability", rangemode="tozero"),
+                      legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=460)
+    return fig
+
+
+# One colour per map, in registry order (plotly's qualitative set, random drawn grey).
+CONTEST_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                   "#bcbd22")
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
@@ -442,7 +506,7 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
     # Say at once what is coming: the first map's views take seconds on a CPU.
     # No view count here: views shared between deletion and insertion are run once, and the
     # final line gives the true total (it once promised "22 views each" and ended with 80).
-    yield CurvesPanel(None, None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {int(steps)} steps "
+    yield CurvesPanel(None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {int(steps)} steps "
                                       f"each, deletion and insertion, batched. The curves appear map by map…")
     parts: list[perturb.Curves] = []
     for map_name, m in maps.items():
@@ -460,12 +524,14 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
 
 def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None,
                   verdict: str = "") -> CurvesPanel:
-    table = [[n, round(float(d), 4), round(float(i), 4)]
-             for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)]
     done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} maps so far · "
     text = (f"{done}Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed "
             f"by {c.mode} · {c.forwards} views in all, batched." + (f"\n\n{verdict}" if verdict else ""))
-    return CurvesPanel(curves_figure(c, False), curves_figure(c, True), table, text)
+    if verdict:
+        best = contest_rows(c)[0][1]
+        text += (f"\n\n**Ranking:** {' > '.join(str(r[1]) for r in contest_rows(c))} (best: **{best}**).\n\n"
+                 + RANKING_NOTE.format(label=_short(c.target_label), fill=c.mode))
+    return CurvesPanel(contest_figure(c), contest_rows(c), text)
 
 
 # ------------------------------------------------------------------ export
@@ -476,7 +542,12 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     if ph.vm.has_classifier:
         c = compute_curves(ph)
         out["deletion_curves"] = c.deletion.astype(np.float32)
+        out["insertion_curves"] = c.insertion.astype(np.float32)
         out["deletion_curve_maps"] = np.array(c.names)
+        # (maps, 3): deletion AUC, insertion AUC, insertion − deletion, in deletion_curve_maps order
+        out["contest_auc"] = np.stack([c.deletion_auc, c.insertion_auc, c.insertion_auc - c.deletion_auc], 1
+                                      ).astype(np.float32)
+        out["contest_ranking"] = np.array([c.names[k] for k in contest_order(c)])  # best first
     return out
 
 
@@ -487,6 +558,7 @@ def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
         c = compute_curves(ph)
         out["deletion_chart"] = curves_figure(c, insertion=False)
         out["insertion_chart"] = curves_figure(c, insertion=True)
+        out["contest_chart"] = contest_figure(c)
     return out
 
 

@@ -1,0 +1,176 @@
+"""The explanation methods beyond rollout and Chefer relevance, as pure functions over tensors.
+
+Each takes what one forward (and at most one backward, vizvit.engine) gave and returns a map over
+the tokens or patches; vizvit.maps caches them and names them for the page (docs/methods.md has the
+formulas, sources and commits):
+
+- ``grad_rollout``: vit-explain's gradient-weighted rollout (jacobgil/vit-explain vit_grad_rollout.py);
+- ``gradcam``: Grad-CAM on the last block's first layernorm, pytorch-grad-cam's ViT reshape;
+- ``legrad``: LeGrad (Bousselham et al. 2024), the positive gradients of each layer's own readout
+  with respect to that layer's attention;
+- ``attention_flow``: Abnar & Zuidema 2020's attention flow, one exact max-flow per input token.
+
+Shapes: A, ∇A are (L, H, N, N), rows = queries; N = T prefix tokens + P patches.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import networkx as nx
+import numpy as np
+import torch
+from networkx.algorithms.flow import build_residual_network, preflow_push
+
+from .errors import UserError
+
+GRAD_ROLLOUT_METHOD = "gradient rollout (vit-explain)"
+GRADCAM_METHOD = "Grad-CAM (last block, pytorch-grad-cam's ViT reshape)"
+LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
+FLOW_METHOD = "attention flow (Abnar & Zuidema 2020, exact max-flow)"
+GRAD_ROLLOUT_DISCARD = 0.9  # vit-explain's default discard_ratio for vit_grad_rollout
+LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
+# Exact flow runs one max-flow per input token on a graph of ~L·N² edges: bounded by this many edges
+# (ViT-Ti/16 at 224 px: 12·197² = 466k; measured in benchmarks/methods_effects.py).
+FLOW_MAX_EDGES = 600_000
+
+
+def grad_rollout(att: torch.Tensor, grads: torch.Tensor, discard: float = GRAD_ROLLOUT_DISCARD) -> torch.Tensor:
+    """vit-explain's gradient rollout. att, grads: (L, H, N, N), grads in layer order -> (N, N) R.
+
+    Per layer: F = mean_h(A ⊙ ∇A), negatives set to 0; the lowest ⌊discard·N²⌋ entries of F zeroed
+    (the whole matrix, [CLS]→[CLS] included, as vit-explain's code); Â = (F + I)/2, rows
+    renormalised; R ← Â·R from R = I. vit-explain divides by ``a.sum(dim=-1)`` without keepdim
+    (column j by row j's sum, its issue #16) and zips its gradients in reverse layer order (its
+    issue #6); here the rows are renormalised and the layers kept in order (docs/methods.md)."""
+    if att.shape != grads.shape:
+        raise UserError("Attentions and gradients must have the same shape.")
+    n = att.shape[-1]
+    eye = torch.eye(n)
+    r = eye.clone()
+    for a, g in zip(att.float(), grads.float()):
+        fused = (a * g).mean(0).clamp(min=0)
+        k = int(n * n * discard)
+        if k:
+            flat = fused.reshape(-1)
+            flat[flat.topk(k, largest=False).indices] = 0
+        m = (fused + eye) / 2
+        r = (m / m.sum(-1, keepdim=True)) @ r
+    return r
+
+
+def gradcam(act: torch.Tensor, grad: torch.Tensor, num_prefix_tokens: int, grid: tuple[int, int]) -> torch.Tensor:
+    """Grad-CAM over the patch tokens. act, grad: (N, D) a layer's output and the class logit's
+    gradient there -> (gh, gw) relu(Σ_d w_d·act[:, d]), w_d = mean over patches of grad[:, d].
+
+    pytorch-grad-cam's ViT recipe (its `reshape_transform`) drops token 0 and reshapes the rest to
+    (D, gh, gw); here every prefix token (T of them: [CLS], [DIST], registers) is dropped. Not
+    resized to the image and not min-max scaled (pytorch-grad-cam does both)."""
+    t = num_prefix_tokens
+    a, g = act[t:].float(), grad[t:].float()  # (P, D)
+    w = g.mean(0)  # (D,) the pooled gradients
+    return (a @ w).clamp(min=0).reshape(grid)
+
+
+def legrad(layer_grads: list[torch.Tensor], num_prefix_tokens: int) -> torch.Tensor:
+    """LeGrad: Σ_l mean_h mean_q [∂s_l/∂A_l]⁺ over the patch keys. layer_grads: per used layer
+    (H, Q, N) the gradient of that layer's own score s_l (its tokens read out by the model's head)
+    with respect to its attention (Q queries: N for a block, 1 for SigLIP's pooling probe) -> (P,).
+    Not min-max scaled (LeGrad's code scales the sum to 0..1)."""
+    if not layer_grads:
+        raise UserError("LeGrad needs at least one layer.")
+    return sum(g.float().clamp(min=0).mean(0).mean(0)[num_prefix_tokens:] for g in layer_grads)
+
+
+# ------------------------------------------------------------------ attention flow
+def residual_attention(att: torch.Tensor) -> np.ndarray:
+    """(L, H, N, N) -> (L, N, N) float64 Â_l = (mean_h A_l + I) / rowsum: the capacities."""
+    m = att.double().mean(1) + torch.eye(att.shape[-1], dtype=torch.float64)
+    return (m / m.sum(-1, keepdim=True)).numpy()
+
+
+SOURCE = "source"
+
+
+def flow_graph(res: np.ndarray, top: np.ndarray) -> nx.DiGraph:
+    """The layered attention graph below one summary, down to the input tokens.
+
+    res: (K, N, N) capacities of the K layers below the source (rows at layer k+1, keys at layer k);
+    top: (N,) the source's capacities into layer K. For [CLS], top is the last layer's [CLS] row and
+    res the layers below it; SigLIP's pooling probe (not a token) has the MAP head's weights on top
+    of every layer. Nodes are (layer, token), 0 the input, plus SOURCE; an edge (k+1, i) -> (k, j)
+    has capacity res[k, i, j]. Zero capacities are left out."""
+    K = res.shape[0]
+    g = nx.DiGraph()
+    for j in np.nonzero(top)[0]:
+        g.add_edge(SOURCE, (K, int(j)), capacity=float(top[j]))
+    for k in range(K - 1, -1, -1):
+        rows, cols = np.nonzero(res[k])
+        g.add_edges_from(((k + 1, int(i)), (k, int(j)), {"capacity": float(res[k, i, j])})
+                         for i, j in zip(rows, cols))
+    return g
+
+
+def flow_inputs(att: torch.Tensor, summary: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(L, H, N, N) attentions -> (res, top) for flow_graph: [CLS] (token 0) after the last layer,
+    or `summary` (N,), the weights of a pooling probe above the last layer (SigLIP)."""
+    res = residual_attention(att)
+    if summary is None:
+        return res[:-1], res[-1, 0]
+    return res, summary.double().numpy()
+
+
+@dataclass(frozen=True)
+class FlowStep:
+    """One more input token's max-flow done: `done` of `total`, seconds so far; `flows` (N,) once
+    every token is done (normalised to sum 1, as Abnar & Zuidema's compute_flows), else None."""
+
+    done: int
+    total: int
+    seconds: float
+    flows: np.ndarray | None = None
+
+
+def flow_edges(shape: tuple[int, ...]) -> int:
+    """Edges of the flow graph of attentions (L, H, N, N) (before zero capacities are dropped)."""
+    L, n = shape[0], shape[-1]
+    return (L - 1) * n * n + n
+
+
+def check_flow_size(shape: tuple[int, ...]) -> None:
+    e = flow_edges(shape)
+    if e > FLOW_MAX_EDGES:
+        raise UserError(f"Exact attention flow needs one max-flow per token on a graph of {e:,} edges here; it runs "
+                        f"up to {FLOW_MAX_EDGES:,} edges (ViT-Ti/16 and ViT-B/16 at 224 px). Use rollout instead.")
+
+
+def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
+                         should_stop: Callable[[], bool] = lambda: False) -> Iterator[FlowStep]:
+    """Attention flow from the summary ([CLS], or SigLIP's probe with weights `summary` (N,)) to
+    every input token, one exact max-flow each (preflow-push on one residual network, which networkx
+    resets per call), streamed; stops early (without a final `flows`) when should_stop() says so.
+    att: (L, H, N, N)."""
+    check_flow_size(tuple(att.shape))
+    t0 = time.perf_counter()
+    g = flow_graph(*flow_inputs(att, summary))
+    residual = build_residual_network(g, "capacity")
+    n = att.shape[-1]
+    flows = np.zeros(n)
+    for j in range(n):
+        if should_stop():
+            return
+        if (0, j) in g:
+            flows[j] = preflow_push(g, SOURCE, (0, j), residual=residual, value_only=True).graph["flow_value"]
+        yield FlowStep(j + 1, n, time.perf_counter() - t0)
+    yield FlowStep(n, n, time.perf_counter() - t0, flows / flows.sum())
+
+
+def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None) -> np.ndarray:
+    """(L, H, N, N) -> (N,) float64 attention flow from the summary (see attention_flow_steps)."""
+    last = None
+    for last in attention_flow_steps(att, summary):
+        pass
+    assert last is not None and last.flows is not None
+    return last.flows
