@@ -28,20 +28,13 @@ from vizvit import engine, explain, maps  # noqa: E402
 from vizvit.relevance import relevance_parts  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import experiments  # noqa: E402
-from timing import median_s  # noqa: E402,F401
+from timing import median_s  # noqa: E402
 
 
 def cpu_median(fn, repeat: int, warmup: int = 1) -> float:
     """Median CPU seconds of this process (all its threads) per call: on a machine shared with
     others, wall time swings with their load and CPU time much less."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        out.append(time.process_time() - t0)
-    return statistics.median(out)
+    return median_s(fn, repeat, warmup, clock=time.process_time)
 from tiny import trained_dir  # noqa: E402
 
 

@@ -7,20 +7,24 @@ import time
 from typing import Callable
 
 
-def times_s(fn: Callable[[], object], repeat: int, warmup: int = 0) -> list[float]:
-    """Wall seconds of `repeat` calls of fn, after `warmup` untimed calls."""
+def times_s(fn: Callable[[], object], repeat: int, warmup: int = 0,
+            clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Seconds of `repeat` calls of fn, after `warmup` untimed calls: wall seconds, or with
+    clock=time.process_time the CPU seconds of this process (all its threads), which swing much
+    less with other processes' load on a shared machine."""
     for _ in range(warmup):
         fn()
     out = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        out.append(time.perf_counter() - t0)
+        out.append(clock() - t0)
     return out
 
 
-def median_s(fn: Callable[[], object], repeat: int, warmup: int = 0) -> float:
-    return statistics.median(times_s(fn, repeat, warmup))
+def median_s(fn: Callable[[], object], repeat: int, warmup: int = 0,
+             clock: Callable[[], float] = time.perf_counter) -> float:
+    return statistics.median(times_s(fn, repeat, warmup, clock))
 
 
 def once_s(fn: Callable[[], object]) -> float:
