@@ -30,7 +30,7 @@ PATH = "camera"  # the live page's URL path, beside the main page
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     """The tab: the session's photo as the live picture shows one, and the button to the camera."""
-    model, upload = (ctx.header.get(n) for n in ("model", "upload"))
+    model = ctx.header["model"]
     g = ctx.wb.model(ctx.default_model).geometry
     note = gr.Markdown(camera.TAB_LEAD + camera.intro(), elem_id="cam-note")
     go = gr.Button("Open the live camera", variant="primary", elem_id="cam-open")
@@ -62,8 +62,17 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             q |= {"ablate": format_heads(key.ablation.heads), "ablate_mode": key.ablation.mode}
         return camera.page_query(q)
 
+    @safe
+    def redraw(key: PhotoKey | None, *v: Any) -> dict:
+        """A control moved: the session's photo drawn with the new layer, heads or map."""
+        if key is None:
+            return kit.skip([picture])
+        return {picture: camera.show(ctx.wb.handle(key), camera.CameraParams.from_controls(read(v))).picture}
+
     target = gr.Textbox("", visible=False, elem_id="cam-target")
     ctx.on_show(tab, show, [ctx.key, model, *named.values()], [*shown.values(), layer, heads])
+    for c in named.values():  # .input: the user's moves only (show sets the controls too)
+        c.input(redraw, [ctx.key, *named.values()], picture, trigger_mode="always_last", show_progress="hidden")
     go.click(link, [ctx.key, model, *named.values()], target, queue=False).then(
         None, target, None, js=web.asset("camera_go.js"))
 
