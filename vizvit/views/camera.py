@@ -225,7 +225,7 @@ def speed_note(wb: Workbench, vm: VitModel, rate: float, forward_s: float, frame
     if most >= LIVE_FPS:
         if frames < 3:
             return ""
-        return (f"✅ **{short_name(vm.id)}** is fast enough for live use: one forward takes {forward_s * 1000:.0f} ms "
+        return (f"✓ **{short_name(vm.id)}** is fast enough for live use: one forward takes {forward_s * 1000:.0f} ms "
                 f"here; the page shows {rate:.1f} pictures a second now (drawing, sending and this computer's "
                 "other work take the rest).")
     text = (f"⚠️ **{short_name(vm.id)} is too slow for live use here**: one forward takes "
