@@ -30,9 +30,12 @@ HERE = Path(__file__).resolve().parent
 MAX_FILE_SIZE = "20mb"
 
 
-def launch_kwargs() -> dict[str, Any]:
-    """Safe defaults shared by `python app.py` and the tests."""
+def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
+    """Safe defaults shared by `python app.py` and the tests; with the demo, its own HTTP routes
+    (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
+    routes = list(getattr(demo, "vizvit_routes", ()))
     return dict(
+        app_kwargs={"routes": routes} if routes else None,
         max_file_size=MAX_FILE_SIZE,
         ssr_mode=False,  # CVE-2026-134825 affects Gradio 6.27–6.31 with SSR on
         run_history=False,
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online), args.queue_size,
                            args.concurrency)
     log.info("serving on http://%s:%d", host, port)
-    demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs())
+    demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs(demo))
 
 
 if __name__ == "__main__":

@@ -93,8 +93,7 @@ def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=
             # Stamped: each capture writes its own number into the frame (see fake_camera.PROBE_JS).
             page.add_init_script(fake_camera.PROBE_JS + f"window.__cam.viewBox = {list(box)}; window.__cam.stamp = true;")
             page.goto(url + cam_view.page_query({"model": model}), wait_until="load")
-            page.get_by_text("Click to Access Webcam").click()
-            page.locator("#cam button:has-text('Record')").click()
+            page.locator("#cam-start:enabled").click()
             page.wait_for_function("window.__cam.paints.length > 3", timeout=120_000)
             page.wait_for_timeout(3000)
             page.evaluate("window.__cam.captures = window.__cam.captures.slice(-100); window.__cam.paints = []")
@@ -135,7 +134,7 @@ def run_model(model: str, seconds: float, clip: Path) -> list[str]:
     demo = app.configure_queue(app.build_demo(wb, vm.id))
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_kwargs())
+                **app.launch_kwargs(demo))
     pics, listed = photos(6), wb.catalog.public(vm.id)  # a local directory is listed by its name
     try:
         alone = upload_ms(wb, listed, pics[:3])

@@ -31,7 +31,7 @@ def serving(vm, **build_kw) -> Iterator[tuple[str, Workbench]]:
     demo = app.configure_queue(app.build_demo(wb, vm.id, **build_kw))
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_kwargs())
+                **app.launch_kwargs(demo))
     try:
         yield f"http://127.0.0.1:{port}/", wb
     finally:

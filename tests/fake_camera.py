@@ -148,24 +148,25 @@ PROBE_JS = """
       ctx.fillRect(bx0 + b * bw, by0, bw + 0.5, bh);
     }
   }
-  const orig = HTMLCanvasElement.prototype.toDataURL;
-  HTMLCanvasElement.prototype.toDataURL = function (...a) {
+  function captured(canvas) {  // a frame is encoded for the server: note (or stamp) its number
     const t = performance.now();
-    if (this.width >= 160) {
-      try {
-        const ctx = this.getContext('2d');
-        if (cam.stamp) {
-          const n = cam.count++ & 255;
-          ctx.setTransform(1, 0, 0, 1, 0, 0);
-          write(ctx, this.width, this.height, FRAME_BOX, n);
-          cam.captures.push([t, n]);
-        } else {
-          cam.captures.push([t, code(ctx, this.width, this.height, FRAME_BOX)]);
-        }
-      } catch (e) {}
-    }
-    return orig.apply(this, a);
-  };
+    if (canvas.width < 160) return;
+    try {
+      const ctx = canvas.getContext('2d');
+      if (cam.stamp) {
+        const n = cam.count++ & 255;
+        ctx.setTransform(1, 0, 0, 1, 0, 0);
+        write(ctx, canvas.width, canvas.height, FRAME_BOX, n);
+        cam.captures.push([t, n]);
+      } else {
+        cam.captures.push([t, code(ctx, canvas.width, canvas.height, FRAME_BOX)]);
+      }
+    } catch (e) {}
+  }
+  for (const name of ['toDataURL', 'toBlob']) {  // Gradio's webcam used the first, the camera page the second
+    const orig = HTMLCanvasElement.prototype[name];
+    HTMLCanvasElement.prototype[name] = function (...a) { captured(this); return orig.apply(this, a); };
+  }
   const off = document.createElement('canvas');
   let last = null;
   new MutationObserver(() => {

@@ -6,6 +6,7 @@ frames are never cached; a frozen frame is the same photo as that frame uploaded
 from __future__ import annotations
 
 import dataclasses
+import io
 import threading
 import time
 
@@ -106,6 +107,59 @@ def test_feeds_forget_a_session_when_it_closes_idles_or_is_pushed_out():
     feeds.feed("d")
     feeds.close("d")
     assert feeds.get("d") is None
+
+
+def test_a_camera_page_streams_only_with_its_token_within_the_time_and_stream_limits():
+    """Feeds.admit: a token the server never gave is refused; at most `streams` sessions stream
+    at once (a frame within ACTIVE_S), a fifth is told to wait, and gets in once one stops; a run
+    ends at its time limit and Start (restart) begins a new one; a closed page's feeds are gone."""
+    clock = Clock()
+    feeds = camera.Feeds(time_limit_s=120, streams=2, clock=clock)
+    with pytest.raises(ValueError, match="reload the page"):
+        feeds.admit("not-a-token")
+    a, b, c = (feeds.open(owner, key=owner) for owner in "abc")
+    assert len({a, b, c}) == 3 and min(map(len, (a, b, c))) >= 16  # unguessable, one per page
+    assert feeds.admit(a, restart=True).key == "a"
+    feeds.admit(b, restart=True)
+    with pytest.raises(ValueError, match="2 visitors are using the camera now"):
+        feeds.admit(c, restart=True)
+    for t in (1.0, 2.0, 3.0, 4.0):
+        clock.t = t
+        feeds.admit(a)  # a streaming session goes on whoever waits
+    assert clock.t > camera.ACTIVE_S  # b sent nothing for longer than ACTIVE_S: it stopped
+    assert feeds.admit(c, restart=True).key == "c"
+    while clock.t < 119:  # a streams on, a frame a second...
+        clock.t += 1
+        feeds.admit(a)
+        feeds.admit(c)
+    clock.t = 121
+    with pytest.raises(ValueError, match="reached its 120 s: press Start"):
+        feeds.admit(a)  # ...until its run is 120 s old
+    feeds.admit(c)
+    assert feeds.admit(a, restart=True).started == clock.t  # Start again: a new run
+    feeds.close_owner("a")
+    with pytest.raises(ValueError, match="expired"):
+        feeds.admit(a)
+    assert feeds.get(c) is not None
+
+
+def test_a_frame_that_is_not_a_picture_or_too_big_is_refused_with_a_message(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    feeds = camera.Feeds()
+    token = feeds.open("x", PhotoKey(tiny16.id, ""))
+    with pytest.raises(ValueError, match="not an image"):
+        view.live_frame(wb, feeds, token, b"hello", {})
+    with pytest.raises(ValueError, match="under 4 MB"):
+        view.live_frame(wb, feeds, token, b"\xff\xd8\xff" + bytes(5 << 20), {})
+    big = io.BytesIO()
+    Image.new("RGB", (5000, 4000)).save(big, "PNG")  # 20 Mpx: refused on its header
+    with pytest.raises(ValueError, match="too large"):
+        view.live_frame(wb, feeds, token, big.getvalue(), {})
+    ok = io.BytesIO()
+    Image.fromarray(fake_camera.frame_rgb(3, 10)).save(ok, "JPEG")
+    step = view.live_frame(wb, feeds, token, ok.getvalue(), {"layer": "99", "heads": "head 7", "mode": "?"})
+    assert step is not None and step.frame == 1  # values that fit no control fall back to the defaults
 
 
 def test_the_meter_counts_pictures_per_second_over_its_window():
@@ -209,7 +263,7 @@ def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16
     frame = fake_camera.frame_rgb(7, 30)
     before = len(wb.cache), wb.photos_nbytes
     step = view.live_step(wb, feed, key, frame, view.CameraParams())
-    assert step is not None and step.picture.startswith('<img class="vv-live" src="data:image/jpeg;base64,')
+    assert step is not None and step.picture[:3] == b"\xff\xd8\xff" and (step.frame, step.side) == (1, 2 * 224)
     assert (len(wb.cache), wb.photos_nbytes) == before, "a camera frame was kept by the workbench"
     assert feed.last is not None and feed.done == 1
     sha1 = view.freeze(wb, feed)
@@ -217,7 +271,7 @@ def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16
     assert wb.add_photo(str(tmp_path / "frame.png")) == sha1  # the same photo key as that frame uploaded
     a = wb.analysis(PhotoKey(tiny16.id, sha1))
     np.testing.assert_array_equal(a.input_view, model_input_view(Image.fromarray(frame), tiny16.preprocess))
-    with pytest.raises(ValueError, match="Record"):
+    with pytest.raises(ValueError, match="Start"):
         view.freeze(wb, camera.Feed())
 
 
@@ -275,4 +329,8 @@ def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
         step = view.live_step(wb, camera.Feed(), PhotoKey(vm.id, ""), fake_camera.frame_rgb(3, 10),
                               view.CameraParams(heads="head 2", mode=mode))
         lay = view.layout(vm)
-        assert step is not None and f'width="{lay.width}" height="{lay.height}"' in step.picture, vm.id
+        assert step is not None and decode(step.picture).shape == (lay.height, lay.width, 3), vm.id
+
+
+def decode(jpeg: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(jpeg)))

@@ -15,11 +15,14 @@ MAX_FEEDS newer sessions push it out.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
+
+from .errors import UserError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -111,7 +114,10 @@ class Feed:
     step(frame, work) offers the frame and, one caller at a time, runs work on the NEWEST waiting
     frame. A caller whose frame was replaced while it waited returns None (dropped)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, owner: str = "", key: object = None) -> None:
+        self.owner = owner  # the browser session that opened it (its page's unload forgets it)
+        self.key = key  # what the page opened it with (the live map's model and heads off: a PhotoKey)
+        self.started: float | None = None  # when this run of the camera began (its first frame)
         self.slot: NewestSlot[Frame] = NewestSlot()
         self.meter = RateMeter(clock=clock)
         self._clock = clock
@@ -142,30 +148,79 @@ class Feed:
 # came for IDLE_S, or when MAX_FEEDS newer sessions came after it: a frame is never kept longer.
 IDLE_S = 600.0
 MAX_FEEDS = 64
+# Fair to other visitors: one run of the camera lasts at most TIME_LIMIT_S (Start again for
+# another), and at most CONCURRENT_STREAMS sessions stream at once (a frame in the last ACTIVE_S).
+# Their frames also wait behind every upload in the forward worker (forwards.py).
+TIME_LIMIT_S = 120.0
+CONCURRENT_STREAMS = 4
+ACTIVE_S = 3.0
 
 
 class Feeds:
-    """Every camera session of the process, by session id (the browser session). Bounded."""
+    """Every camera session of the process, by its token (an unguessable id the page gets when it
+    opens: open()). Bounded; admit() applies the time and concurrency limits."""
 
-    def __init__(self, idle_s: float = IDLE_S, max_feeds: int = MAX_FEEDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, idle_s: float = IDLE_S, max_feeds: int = MAX_FEEDS, time_limit_s: float = TIME_LIMIT_S,
+                 streams: int = CONCURRENT_STREAMS, clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_s = idle_s
         self.max_feeds = max_feeds
+        self.time_limit_s = time_limit_s
+        self.streams = streams
         self._clock = clock
         self._feeds: OrderedDict[str, Feed] = OrderedDict()
         self._lock = threading.Lock()
 
-    def feed(self, session: str) -> Feed:
+    def feed(self, session: str, owner: str = "", key: object = None) -> Feed:
         """The session's feed (a new one for a new session); forgets idle and surplus feeds."""
         with self._lock:
             self._forget_idle()
             f = self._feeds.get(session)
             if f is None:
-                f = self._feeds[session] = Feed(self._clock)
+                f = self._feeds[session] = Feed(self._clock, owner, key)
             self._feeds.move_to_end(session)
             while len(self._feeds) > self.max_feeds:
                 self._feeds.popitem(last=False)
             return f
+
+    def open(self, owner: str, key: object) -> str:
+        """A new camera session for the page of browser session `owner`; returns its token."""
+        token = secrets.token_urlsafe(16)
+        self.feed(token, owner, key)
+        return token
+
+    def admit(self, token: str, restart: bool = False) -> Feed:
+        """The feed a frame with this token goes to, if it may stream now. restart: the first frame
+        of a new run (the page's Start), which begins a new time window.
+
+        Raises UserError (with what to do) for a token this server never gave (or forgot), a run
+        past its time limit, or a new stream while `streams` others stream."""
+        with self._lock:
+            self._forget_idle()
+            f = self._feeds.get(token)
+            if f is None:
+                raise UserError("This camera page has expired (or the server restarted): reload the page.")
+            now = self._clock()
+            streaming = now - f.seen <= ACTIVE_S and f.started is not None
+            if not streaming:
+                busy = sum(1 for o in self._feeds.values()
+                           if o is not f and o.started is not None and now - o.seen <= ACTIVE_S)
+                if busy >= self.streams:
+                    raise UserError(f"{busy} visitors are using the camera now, the most at once on this server: "
+                                    "try again in a minute.")
+            if restart or f.started is None or not streaming:
+                f.started = now
+            elif now - f.started > self.time_limit_s:
+                f.started = None
+                raise UserError(f"This camera run reached its {self.time_limit_s:.0f} s: press Start to go on.")
+            f.seen = now
+            self._feeds.move_to_end(token)
+            return f
+
+    def close_owner(self, owner: str) -> None:
+        """The browser session `owner` ended (its page closed): its camera sessions are forgotten."""
+        with self._lock:
+            for t in [t for t, f in self._feeds.items() if f.owner == owner]:
+                del self._feeds[t]
 
     def get(self, session: str) -> Feed | None:
         with self._lock:

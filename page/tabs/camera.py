@@ -2,7 +2,8 @@
 
 The webcam streams on a page of its own: a stream event costs the page's main thread Gradio's
 handling of every component it has (issue 27), and on this ~300-component page that capped the
-live pictures at ~6 a second with a 4 ms model; the camera page has 9 components. The tab shows
+live pictures at ~6 a second with a 4 ms model; the camera page has a dozen components, and its
+frames bypass Gradio's events altogether (live_page's frames' route). The tab shows
 the session's photo drawn as a live picture would be, and opens the camera page with the tab's
 model and heads switched off (a link: ?model=...&ablate=...). Freeze there keeps the frame shown
 as a photo (the same store as an upload) and opens this page on it (?photo=<its key>), so every
@@ -10,13 +11,19 @@ tab reads it under the same key, cache and deep links as an upload."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import gradio as gr
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 from vizvit import camera as live
 from vizvit import deeplink, web
 from vizvit.ablation import format_heads
+from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import camera, header
 from vizvit.vocab import MODES
@@ -26,6 +33,7 @@ from .. import kit
 from ..kit import Ctx, safe
 
 PATH = "camera"  # the live page's URL path, beside the main page
+log = logging.getLogger("vizvit.camera")
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
@@ -77,32 +85,31 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         None, target, None, js=web.asset("camera_go.js"))
 
 
-def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> None:
-    """The camera page's components and events: call it under `with demo.route(..., PATH)`."""
-    feeds = live.Feeds()  # every camera session, by browser session
-    key = gr.State(None)  # the model, heads off and labels of the live map (set from the link)
+def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRoute]:
+    """The camera page's components and events: call it under `with demo.route(..., PATH)`.
+    Returns the frames' route (POST FRAME_PATH), for the app's launch (app.launch_kwargs)."""
+    feeds = live.Feeds()  # every camera session, by its token
     gr.Markdown("## vizvit · live camera")
     title = gr.Markdown(elem_id="cam-model")
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
-            # type numpy: a streamed frame arrives as a data: URL and is decoded in memory (Gradio
-            # writes a streamed frame to its cache only for type="filepath").
-            cam = gr.Image(sources=["webcam"], streaming=True, type="numpy", label="Your camera",
-                           elem_id="cam", height=260,
-                           webcam_options=gr.WebcamOptions(mirror=True, constraints=camera.CONSTRAINTS))
+            # The camera and its loop are the page's own (web/camera_live.js): frames go to the
+            # frames' route and come back as pictures, one at a time, decoded in memory.
+            gr.HTML(camera.live_markup(), elem_id="cam")
             freeze_btn = gr.Button("❄️ Freeze: open this frame in every tab", elem_id="cam-freeze", size="sm")
             layer = gr.Slider(1, 12, value=12, step=1, label="layer", elem_id="cam-layer")
             heads = gr.Dropdown(camera.head_choices(12), value=camera.HEAD_CHOICES[0], label="heads",
                                 elem_id="cam-heads")
             mode = gr.Radio(list(MODES), value="rolled out", label="map", elem_id="cam-mode")
         with gr.Column(scale=3):
-            # gr.HTML, not gr.Image: an Image output is saved as a file in Gradio's cache; this
-            # picture travels inside the message (a data: URL) and is never written to disk.
-            picture = gr.HTML(elem_id="cam-picture")
+            # The picture is the route's answer, shown from memory (a blob: URL), never a file.
+            gr.HTML(elem_id="cam-picture")
             note = gr.Markdown(camera.intro(), elem_id="cam-note")
+    sid = gr.Textbox("", visible=False, elem_id="cam-sid")  # this page's camera token (Feeds.open)
+    side = gr.Number(0, visible=False, precision=0, elem_id="cam-side")  # a frame's short side (frame_side)
     frozen = gr.Textbox("", visible=False, elem_id="cam-frozen")
-    named = dict(layer=layer, heads=heads, mode=mode)
-    read = kit.reader(named)
+    # Clicked by the loop when the speed note changed (rarely: the first pictures, a slow model).
+    note_refresh = gr.Button("note", elem_id="cam-note-refresh", elem_classes=["vv-offstage"])
 
     @safe
     def opened(request: gr.Request) -> dict:
@@ -118,31 +125,57 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> None:
         c = camera.CameraParams.from_link(params, g)
         choices = camera.head_choices(g.num_heads)
         notes = "\n".join(f"- {n}" for n in p.notices)
-        return {key: k, title: camera.title(wb.model(p.model), k, notes),
+        return {sid: feeds.open(request.session_hash or "", k), side: camera.frame_side(wb.model(p.model)), title: camera.title(wb.model(p.model), k, notes),
                 layer: gr.Slider(maximum=g.num_layers, value=c.layer), heads: gr.Dropdown(choices=choices, value=c.heads),
                 mode: c.mode}
 
-    @safe
-    def frame(request: gr.Request, rgb: Any, k: PhotoKey | None, *v: Any):
-        if rgb is None or k is None:
-            return kit.skip([picture, note])
-        feed = feeds.feed(request.session_hash or "")
-        step = camera.live_step(wb, feed, k, rgb, camera.CameraParams.from_controls(read(v)))
-        if step is None:  # a newer frame took this one's place
-            return kit.skip([picture, note])
-        return {picture: step.picture, note: gr.skip() if step.note is None else camera.intro() + "\n\n" + step.note}
+    def speed(token: str) -> str:
+        feed = feeds.get(token)
+        return camera.intro() + ("\n\n" + feed.note if feed is not None and feed.note else "")
 
     @safe
-    def freeze(request: gr.Request, k: PhotoKey | None) -> str:
-        sha1 = camera.freeze(wb, feeds.get(request.session_hash or ""))
-        return camera.frozen_query(wb, k, sha1)
+    def freeze(token: str) -> str:
+        feed = feeds.get(token)
+        sha1 = camera.freeze(wb, feed)
+        return camera.frozen_query(wb, feed.key if feed is not None else None, sha1)  # type: ignore[arg-type]
 
     def forget(request: gr.Request) -> None:
-        feeds.close(request.session_hash or "")
+        feeds.close_owner(request.session_hash or "")
 
-    demo.load(opened, None, [key, title, layer, heads, mode], show_progress="hidden")
-    cam.stream(frame, [cam, key, *named.values()], [picture, note],
-               stream_every=camera.STREAM_EVERY_S, time_limit=camera.TIME_LIMIT_S,
-               concurrency_limit=camera.CONCURRENT_STREAMS, concurrency_id="camera", show_progress="hidden")
-    freeze_btn.click(freeze, key, frozen).then(None, frozen, None, js=web.asset("camera_go.js"))
+    demo.load(opened, None, [sid, side, title, layer, heads, mode], show_progress="hidden").then(
+        None, [sid, side], None, js=web.asset("camera_live.js"))
+    note_refresh.click(speed, sid, note, queue=False, show_progress="hidden")
+    freeze_btn.click(freeze, sid, frozen).then(None, frozen, None, js=web.asset("camera_go.js"))
     demo.unload(forget)
+    return [frame_route(wb, feeds)]
+
+
+def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
+    """POST FRAME_PATH?sid=...&layer=...&heads=...&mode=...&restart=0|1, a frame's JPEG in the body
+    -> the live picture (image/jpeg; X-Frame: its number, X-Side: the model-input view's side,
+    X-Note: 1 when the speed note changed), 204 when a newer frame took its place, or a JSON
+    {"error": ...} the page shows (409: refused, with what to do; 413: too big; 500)."""
+
+    async def frame(request: Request) -> Response:
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > camera.MAX_FRAME_BYTES:
+                return JSONResponse({"error": f"A camera frame must be under {camera.MAX_FRAME_BYTES >> 20} MB."},
+                                    status_code=413)
+        q = dict(request.query_params)
+        try:
+            step = await run_in_threadpool(camera.live_frame, wb, feeds, q.get("sid", ""), bytes(body), q,
+                                           q.get("restart") == "1")
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=409)
+        except Exception:  # noqa: BLE001 - one bad frame never stops the server
+            log.exception("camera frame failed")
+            return JSONResponse({"error": "Something went wrong with this frame: press Start again."}, status_code=500)
+        if step is None:
+            return Response(status_code=204)
+        return Response(step.picture, media_type="image/jpeg",
+                        headers={"X-Frame": str(step.frame), "X-Side": str(step.side),
+                                 "X-Note": "1" if step.note is not None else "0", "Cache-Control": "no-store"})
+
+    return APIRoute("/" + camera.FRAME_PATH, frame, methods=["POST"])

@@ -29,7 +29,7 @@ def clip(tmp_path_factory):
 
 def decode(src: str) -> np.ndarray:
     """An <img> src (a data: URL or the bytes fetched) -> (H, W, 3) RGB."""
-    raw = base64.b64decode(src.split(",", 1)[1])
+    raw = base64.b64decode(src.split(",", 1)[1]) if src.startswith("data:") else src
     return cv2.cvtColor(cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
@@ -50,15 +50,12 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         page.locator("#cam-open").click()  # the tab opens the camera page with the tab's model
         page.wait_for_url("**/camera?**", timeout=60_000)
         assert f"model={page_name(tiny16)}" in page.url.replace("%2F", "/")
-        page.wait_for_selector("#cam", timeout=60_000)
-        page.get_by_text("Click to Access Webcam").click()
-        page.locator("#cam button:has-text('Record')").click()
+        page.locator("#cam-start:enabled").click(timeout=60_000)  # enabled once the page's loop is wired
         page.wait_for_function("window.__cam.paints.length >= 8", timeout=120_000)
         seen = []
         for _ in range(3):  # three pictures, a moment apart: each of the frame it names
-            img = page.locator("#cam-picture img.vv-live")
-            src, side = img.get_attribute("src"), int(img.get_attribute("data-side"))
-            view = decode(src)[:side, :side]
+            picture, side = _shown(page)
+            view = picture[:side, :side]
             code = fc.read_code(view[:, ::-1], box)  # the webcam mirrors the frame (bits reversed)
             assert 0 <= code < FRAMES, f"picture of frame {code}: not a frame of the clip"
             got, want = square_where(view, pp, code)
@@ -72,9 +69,10 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         lat = fc.latencies(caps, paints)
         assert len(lat) >= len(paints) // 2, "most pictures name no captured frame"
         assert all(x >= 0 for x in lat)
+        assert "fast enough for live use" in page.locator("#cam-note").inner_text()  # the speed note came
         shot(page, "camera-live-tiny")
         # Privacy: no frame and no live picture was written to Gradio's cache while streaming (any
-        # picture file written since Record of a camera frame's or the live picture's size).
+        # picture file written since Start of a camera frame's or the live picture's size).
         written = [f for f in cache.rglob("*") if f.is_file() and f.stat().st_mtime >= started
                    and _size(f) in {(fc.W, fc.H), (fc.W // 2, fc.H // 2), (side, side)} | _live_sizes(page)]
         assert not written, f"camera pictures written to disk: {written}"
@@ -110,8 +108,44 @@ def _live_sizes(page) -> set:
     return {(int(img.get_attribute("width")), int(img.get_attribute("height")))}
 
 
+def _shown(page) -> tuple[np.ndarray, int]:
+    """The live picture as the page shows it now (its pixels, drawn off-screen: an OffscreenCanvas,
+    which the capture probe does not see), and its model-input view's side."""
+    b64, side = page.evaluate("""async () => {
+        const img = document.querySelector('#cam-picture img.vv-live');
+        const side = +img.dataset.side, c = new OffscreenCanvas(img.naturalWidth, img.naturalHeight);
+        c.getContext('2d').drawImage(img, 0, 0);
+        const b = new Uint8Array(await (await c.convertToBlob({ type: 'image/png' })).arrayBuffer());
+        let s = ''; b.forEach(x => s += String.fromCharCode(x)); return [btoa(s), side]; }""")
+    return decode("data:," + b64), side
+
+
 def _fetch(page, src: str) -> np.ndarray:
     """A picture the page shows by URL, as the page fetched it."""
     b64 = page.evaluate("""async (u) => { const b = await (await fetch(u)).arrayBuffer();
         let s = ''; new Uint8Array(b).forEach(c => s += String.fromCharCode(c)); return btoa(s); }""", src)
     return decode("data:," + b64)
+
+
+def test_the_frames_route_refuses_what_is_not_a_frame_of_an_open_page_and_keeps_serving(url, tiny16):
+    """Anyone can POST to the frames' route: a token no page was given, garbage, a huge body each
+    get a JSON message; a real page's frame then still gets its picture."""
+    import httpx
+
+    from vizvit.views import camera as view
+
+    route = url + view.FRAME_PATH
+    with httpx.Client(timeout=60) as c:
+        r = c.post(route, params={"sid": "made-up"}, content=b"x")
+        assert r.status_code == 409 and "reload the page" in r.json()["error"]
+        r = c.post(route, content=b"\xff" * (view.MAX_FRAME_BYTES + 10))
+        assert r.status_code == 413 and "under 4 MB" in r.json()["error"]
+    with page_at(url + "camera", wait_for="#cam-start:enabled") as page:
+        sid = page.evaluate("document.querySelector('#cam-live').dataset.sid")  # the token the page was given
+        with httpx.Client(timeout=60) as c:
+            r = c.post(route, params={"sid": sid}, content=b"not a jpeg")
+            assert r.status_code == 409 and "not an image" in r.json()["error"]
+            frame = cv2.imencode(".jpg", fc.frame_rgb(3, FRAMES))[1].tobytes()
+            r = c.post(route, params={"sid": sid, "layer": "1", "mode": "raw", "restart": "1"}, content=frame)
+            assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg" and r.content[:3] == b"\xff\xd8\xff"
+            assert r.headers["X-Frame"] == "1" and int(r.headers["X-Side"]) == 2 * tiny16.geometry.image_size[0]

@@ -12,6 +12,8 @@ cached: nothing of a frame is kept but the feed's last frame (camera.py), for Fr
 from __future__ import annotations
 
 import base64
+import html
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -23,10 +25,11 @@ from PIL import Image
 
 from .. import render
 from ..ablation import format_heads
-from ..camera import IDLE_S, Feed, Frame
+from ..camera import CONCURRENT_STREAMS, IDLE_S, TIME_LIMIT_S, Feed, Feeds, Frame
 from ..catalog import CURATED, MEASURED, arch_of
 from ..engine import Analysis, Request, with_zero_shot
 from ..errors import UserError
+from ..images import load_image
 from ..models import VitModel, short_name
 from ..session import Photo, PhotoKey, Workbench
 from ..vocab import FUSIONS, MODES, ONE_HEAD, Mode
@@ -41,28 +44,32 @@ JPEG_QUALITY = 80
 # Below this many pictures a second a camera view stops looking live: the panel says the model
 # is too slow, with its measured forward time, and on a CPU names the fastest model of the list.
 LIVE_FPS = 4.0
-# Gradio's stream: the page sends a frame every STREAM_EVERY_S; a frame that comes while the
-# model is busy replaces the waiting one (there and in the feed's slot: camera.NewestSlot).
-STREAM_EVERY_S = 0.066  # 15 a second: a frame per step of the server (a ViT-Ti forward + the picture, ~65 ms);
-# every 33 ms (a webcam's own rate) the browser spent the cores on frames the server then dropped:
-# 6.0 against 6.6 pictures a second on this 2-core machine with the browser on it (benchmarks/camera.py)
+# The page's loop (web/camera_live.js) sends the next frame when the last frame's picture comes
+# back: one frame in flight per camera, so a frame never waits for the model to finish an older
+# one, and the browser captures no frame the server would drop. Gradio's webcam stream sent a
+# frame every 66 ms whatever the server did: a frame waited ~half a step for the model, and the
+# browser's extra captures slowed the forward (it shares this machine's two cores): 7.1 pictures/s
+# at 222 ms from capture to paint (3.4 bare forwards) on the trained ViT-Ti (benchmarks/camera.py).
+MIN_INTERVAL_S = 1 / 30  # no faster than a webcam's frames (a GPU answers in ~10 ms)
 # What the page asks the camera for: the model reads 224 px (384 at most), so a small frame is
-# enough, and the page's capture (a JPEG every STREAM_EVERY_S) and its upload cost less.
+# enough, and the page's capture and its upload cost less.
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
-TIME_LIMIT_S = 120  # one camera session's length; press record again for another
-CONCURRENT_STREAMS = 4  # camera sessions at once, for all visitors together
+FRAME_QUALITY = 0.8  # the page's JPEG of a frame
+MAX_FRAME_BYTES = 4 << 20  # a frame's JPEG; bigger is refused unread
+MAX_FRAME_PIXELS = 4096 * 4096  # checked on the header, before decoding
+FRAME_PATH = "vizvit/camera/frame"  # the frames' route, beside the page (POST, a JPEG in, a JPEG out)
 
 # On the tab, before INTRO: why the camera opens a page of its own.
 TAB_LEAD = ("**The live camera runs on a page of its own**: a light page keeps up with the camera, and this one "
             "has every tab's controls. The button opens it with this tab's model, heads and map. ")
-INTRO = ("**Live camera.** Press **Record** (your browser asks for the camera) and hold something up to "
+INTRO = ("**Live camera.** Press **Start** (your browser asks for the camera) and hold something up to "
          "it: every frame goes through the model, and the picture shows what the model sees (its patch grid), the "
          "Attention tab's map over it and the top-5. When the model is busy, a newer frame replaces the waiting one: "
          "a slow model shows fewer pictures, never older ones. **Freeze** keeps the frame you see as a photo and "
-         "opens it in every tab here (as an upload would). A camera session lasts at most {limit} s (press Record "
+         "opens it in every tab here (as an upload would). A camera run lasts at most {limit} s (press Start "
          "again), and {streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
 PRIVACY = ("**Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
-           "back inside the page, not as a file). The server keeps only the last frame shown, in memory, for "
+           "back as the answer to its frame, never as a file). The server keeps only the last frame shown, in memory, for "
            "Freeze, and forgets it when you close the page or after {idle} min without a frame. A frozen frame "
            "becomes a photo like an upload: kept in memory, and its link opens it while the server holds it.")
 
@@ -194,17 +201,36 @@ def compose(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) ->
     return np.concatenate([top, _band(lay.width, top5_rows(vm, a), lines)], axis=0)
 
 
+def jpeg(img: np.ndarray) -> bytes:
+    """(H, W, 3) uint8 RGB -> JPEG bytes (JPEG_QUALITY)."""
+    ok, jpg = cv2.imencode(".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    if not ok:
+        raise RuntimeError("JPEG encoding failed")
+    return jpg.tobytes()
+
+
 def as_html(img: np.ndarray, frame: int = 0, side: int = 0) -> str:
     """The picture inside the page (a data: URL), never a file in Gradio's cache: a frame is not
     written to disk. data-frame: the picture's number in this session; data-side: the model-input
     view's side in it, px from the top-left corner (tests and the benchmark read both)."""
-    ok, jpg = cv2.imencode(".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
-    if not ok:
-        raise RuntimeError("JPEG encoding failed")
-    src = "data:image/jpeg;base64," + base64.b64encode(jpg.tobytes()).decode("ascii")
+    src = "data:image/jpeg;base64," + base64.b64encode(jpeg(img)).decode("ascii")
     return (f'<img class="vv-live" src="{src}" data-frame="{frame}" data-side="{side}" width="{img.shape[1]}" height="{img.shape[0]}" '
             f'alt="the live camera picture: model input with patch grid, attention map, top-5" '
             f'style="width:100%;height:auto;max-width:{img.shape[1]}px">')
+
+
+def live_markup() -> str:
+    """The camera page's camera: the preview (mirrored, as a mirror shows you), Start and Stop, a
+    status line, and where the live picture goes. Start is enabled once the page's loop is wired
+    (it needs the page's camera token). data-config: what web/camera_live.js reads (the
+    frames' route, the camera constraints, the frame JPEG's quality, the fastest pace)."""
+    config = {"path": FRAME_PATH, "constraints": CONSTRAINTS, "quality": FRAME_QUALITY,
+              "min_interval_ms": round(MIN_INTERVAL_S * 1000)}
+    return (f"<div id=\"cam-live\" data-config='{html.escape(json.dumps(config), quote=True)}'>"
+            "<video id=\"cam-video\" autoplay muted playsinline></video>"
+            "<div class=\"vv-cam-bar\"><button id=\"cam-start\" class=\"lg primary\" disabled>▶ Start</button>"
+            "<button id=\"cam-stop\" class=\"lg secondary\" disabled>■ Stop</button>"
+            "<span id=\"cam-status\" role=\"status\"></span></div></div>")
 
 
 # ------------------------------------------------------------------ speed
@@ -267,7 +293,7 @@ class CameraPage:
 
 
 def intro() -> str:
-    return (INTRO.format(limit=TIME_LIMIT_S, streams=CONCURRENT_STREAMS) + "\n\n"
+    return (INTRO.format(limit=f"{TIME_LIMIT_S:.0f}", streams=CONCURRENT_STREAMS) + "\n\n"
             + PRIVACY.format(idle=int(IDLE_S // 60)))
 
 
@@ -285,9 +311,27 @@ def show(ph: Photo | None, p: CameraParams) -> CameraPage:
 class LiveStep:
     """One frame's answer: the picture, and the speed note (None: unchanged since the last)."""
 
-    picture: str
+    picture: bytes  # the composed picture, JPEG
     note: str | None
     analysis_s: float  # the model's forward for this frame
+    frame: int  # the picture's number in this camera session (1, 2, ...)
+    side: int  # the model-input view's side in the picture, px from its top-left corner
+
+
+def frame_side(vm: VitModel) -> int:
+    """The short side (px) a frame needs: the processor's resize target, so nothing the model reads
+    is lost, and the page captures, encodes and sends no more (a 640x480 webcam frame is 3.6x
+    the pixels of a 299x224 one)."""
+    r = vm.preprocess.resize
+    return int(r) if isinstance(r, int) else int(max(r))
+
+
+def frame_rgb(data: bytes) -> np.ndarray:
+    """A frame as the page sends it (an image file, JPEG) -> (H, W, 3) uint8, decoded in memory.
+    Refuses, with a message, what is not a picture or is too big (checked before decoding)."""
+    if len(data) > MAX_FRAME_BYTES:
+        raise UserError(f"A camera frame must be under {MAX_FRAME_BYTES >> 20} MB.")
+    return np.asarray(load_image(data, max_pixels=MAX_FRAME_PIXELS))
 
 
 def frame_image(rgb: np.ndarray) -> Image.Image:
@@ -313,9 +357,23 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
         img = compose(vm, a, ap, rate_lines(feed, fwd))
         note = speed_note(wb, vm, feed.meter.rate(), fwd, feed.meter.count())
         changed, feed.note = note != feed.note, note
-        return LiveStep(as_html(img, feed.done + 1, layout(vm).side), note if changed else None, a.seconds)
+        return LiveStep(jpeg(img), note if changed else None, a.seconds, feed.done + 1, layout(vm).side)
 
     return feed.step(rgb, work)
+
+
+def live_frame(wb: Workbench, feeds: Feeds, token: str, data: bytes, params: dict[str, str],
+               restart: bool = False) -> LiveStep | None:
+    """One frame from the camera page: its token's feed (time and concurrency limits: Feeds.admit),
+    the frame decoded, the map's controls as the page has them now (params: layer, heads, mode,
+    as in the page's link; a value that fits the model falls back to its default), one step.
+    None: a newer frame of the same camera took its place."""
+    feed = feeds.admit(token, restart)
+    key = feed.key
+    if not isinstance(key, PhotoKey):
+        raise UserError("This camera page is still opening: wait a moment, then press Start.")
+    rgb = frame_rgb(data)
+    return live_step(wb, feed, key, rgb, CameraParams.from_link(params, wb.model(key.model_id).geometry))
 
 
 def page_query(params: dict[str, Any]) -> str:
@@ -350,7 +408,7 @@ def title(vm: VitModel, key: PhotoKey, notices: str = "") -> str:
 def freeze(wb: Workbench, feed: Feed | None) -> str:
     """The feed's last frame as a photo (its sha1): the same photo store as an upload."""
     if feed is None or feed.last is None:
-        raise UserError("No camera frame yet: press Record first, then Freeze.")
+        raise UserError("No camera frame yet: press Start first, then Freeze.")
     return wb.add_photo(frame_image(feed.last.rgb))  # type: ignore[arg-type]
 
 

@@ -1,0 +1,120 @@
+// The camera page's loop (views/camera.py: live_markup, FRAME_PATH). Start asks for the camera and
+// sends one frame at a time to the frames' route, a JPEG in the request body; the answer is the
+// live picture (a JPEG) and the next frame is captured as soon as it arrives. One frame in flight:
+// a frame never waits behind an older one, and no frame is captured that the server would drop.
+// The map's controls are read from the page for each frame. sid: this page's camera token; side:
+// the short side a frame is sent at (views/camera.py: frame_side), no bigger than the camera's.
+(sid, side) => {
+  const box = document.querySelector('#cam-live');
+  if (!box || box.dataset.wired) return;
+  box.dataset.wired = '1';
+  box.dataset.sid = sid;  // this page's own token (tests read it)
+  const cfg = JSON.parse(box.dataset.config);
+  const video = box.querySelector('#cam-video'), status = box.querySelector('#cam-status');
+  const startBtn = box.querySelector('#cam-start'), stopBtn = box.querySelector('#cam-stop');
+  const url = new URL(cfg.path, (window.gradio_config?.root || location.origin) + '/').href;
+  const canvas = document.createElement('canvas');
+  let stream = null, running = false, last = null;
+
+  const say = (text) => { status.textContent = text; };
+  const value = (id) => {  // a control's value as the page shows it
+    const el = document.querySelector('#' + id);
+    if (!el) return '';
+    const checked = el.querySelector('input[type=radio]:checked');
+    if (checked) return checked.value;
+    const input = el.querySelector('input[type=number], input:not([type]), input[type=text]');
+    return input ? input.value : '';
+  };
+  const picture = () => {
+    const holder = document.querySelector('#cam-picture');
+    let img = holder.querySelector('img.vv-live');
+    if (!img) {
+      holder.innerHTML = '<img class="vv-live" alt="the live camera picture: model input with patch grid, attention map, top-5" style="width:100%;height:auto">';
+      img = holder.querySelector('img.vv-live');
+    }
+    return img;
+  };
+  const capture = () => {  // the frame, mirrored as the preview shows it, as JPEG bytes
+    const k = Math.min(1, (side || 1e9) / Math.min(video.videoWidth, video.videoHeight));
+    const w = Math.round(video.videoWidth * k), h = Math.round(video.videoHeight * k);
+    canvas.width = w; canvas.height = h;
+    const ctx = canvas.getContext('2d');
+    ctx.setTransform(-1, 0, 0, 1, w, 0);
+    ctx.drawImage(video, 0, 0, w, h);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    // toDataURL, not toBlob: Chromium encodes a toBlob in the page's idle time, which added
+    // ~17 ms before each frame left; a small frame encodes in ~1 ms here.
+    const bin = atob(canvas.toDataURL('image/jpeg', cfg.quality).split(',')[1]);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return bytes;
+  };
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  async function loop() {
+    let restart = true, sent = 0;
+    while (running) {
+      if (!video.videoWidth) { await sleep(50); continue; }
+      const wait = cfg.min_interval_ms - (performance.now() - sent);
+      if (wait > 0) await sleep(wait);
+      sent = performance.now();
+      const frame = capture();
+      if (!running) break;
+      const q = new URLSearchParams({ sid, layer: value('cam-layer'), heads: value('cam-heads'),
+                                      mode: value('cam-mode'), restart: restart ? '1' : '0' });
+      let r;
+      try {
+        r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
+      } catch (e) {
+        say('The server cannot be reached: retrying…'); await sleep(1000); continue;
+      }
+      restart = false;
+      if (r.status === 204) continue;  // a newer frame of this camera took its place
+      if (!r.ok) {
+        let msg = r.statusText;
+        try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
+        stop(msg);
+        break;
+      }
+      const blob = await r.blob();
+      const img = picture();
+      img.dataset.frame = r.headers.get('X-Frame');
+      img.dataset.side = r.headers.get('X-Side');
+      const src = URL.createObjectURL(blob);
+      img.src = src;
+      if (last) URL.revokeObjectURL(last);
+      last = src;
+      say('');
+      if (r.headers.get('X-Note') === '1') document.querySelector('#cam-note-refresh')?.click();
+    }
+  }
+
+  function stop(msg) {
+    running = false;
+    if (stream) stream.getTracks().forEach((t) => t.stop());
+    stream = null;
+    video.srcObject = null;
+    startBtn.disabled = false; stopBtn.disabled = true;
+    say(msg || '');
+  }
+
+  startBtn.addEventListener('click', async () => {
+    if (running) return;
+    say('Asking for the camera…');
+    try {
+      stream = await navigator.mediaDevices.getUserMedia(cfg.constraints);
+    } catch (e) {
+      say(e && e.name === 'NotAllowedError' ? 'The camera was not allowed: allow it in the browser, then Start.'
+                                             : 'No camera could be opened here (' + (e && e.name || e) + ').');
+      return;
+    }
+    video.srcObject = stream;
+    await video.play().catch(() => {});
+    running = true;
+    startBtn.disabled = true; stopBtn.disabled = false;
+    say('');
+    loop();
+  });
+  stopBtn.addEventListener('click', () => stop(''));
+  startBtn.disabled = false;
+}
