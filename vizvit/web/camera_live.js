@@ -100,6 +100,10 @@
 
   startBtn.addEventListener('click', async () => {
     if (running) return;
+    if (!navigator.mediaDevices?.getUserMedia) {  // browsers give the camera to secure pages only
+      say('This browser gives the camera only to https:// pages and to localhost: open the page that way.');
+      return;
+    }
     say('Asking for the camera…');
     try {
       stream = await navigator.mediaDevices.getUserMedia(cfg.constraints);
