@@ -451,6 +451,13 @@ def attention_events(page, t: Timer, repeat: int, cell: float) -> None:
     for _ in range(min(repeat, 5)):
         t.measure("attention: head slider", "attn-main", range_key(page, "attn-head", "ArrowRight"))
         settle(page)
+    scroll_to(page, "attn-scale")
+    for i in range(repeat):  # each scale's picture differs from the one before it
+        v = ("this map's range", "fixed across layers and heads", "0 to max")[i % 3]
+        t.measure("attention: colour-scale radio", "attn-main",
+                  lambda v=v: page.locator("#attn-scale").get_by_text(v, exact=True).click())
+        settle(page, 800)
+    scroll_to(page, "attn-main")
     for i in range(repeat):
         r, c = 2 + i % 10, 3 + (3 * i) % 10
         t.measure("attention: query click", "attn-main", click_pixel(page, "attn-main", (c + 0.5) * cell, (r + 0.5) * cell))

@@ -176,15 +176,17 @@ WATCH_JS = """() => {
 }"""
 
 
-FRAME_JS = """([layer, head, show, query]) => {
+FRAME_JS = """([layer, head, show, query, scale]) => {
   const A = window.__vizvitAttn, b = A.state.book;
-  const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show));
+  const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show, scale));
   return (%s)(cv);
 }""" % CANVAS_RGB_JS
 
 
-def _page_frame(page, layer: int, head: int, show: str, query: tuple[int, int] | None = None) -> np.ndarray:
-    return rgb_array(page.evaluate(FRAME_JS, [layer, head, show, list(query) if query else None]))
+def _page_frame(page, layer: int, head: int, show: str, query: tuple[int, int] | None = None,
+                scale: str | None = None) -> np.ndarray:
+    """The page's drawing of a map of its book (scale: one of the book's other colour scales)."""
+    return rgb_array(page.evaluate(FRAME_JS, [layer, head, show, list(query) if query else None, scale]))
 
 
 def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:
@@ -198,13 +200,14 @@ def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:
     assert np.abs(got[:, bar].astype(int) - want[:, bar]).max() == 0, what
 
 
-def _same_pictures(page, vm, a, p: ap.AttnParams) -> None:
-    """Every layer × (head, fusion) the page draws from its book, against the server's picture."""
+def _same_pictures(page, vm, a, p: ap.AttnParams, scale: str | None = None) -> None:
+    """Every layer × (head, fusion) the page draws from its book (on p's scale, or on another of the
+    book's scales), against the server's picture."""
     g = vm.geometry
     for layer in range(1, g.num_layers + 1):
         for head, show in [(k + 1, ap.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]:
-            q = dataclasses.replace(p, layer=layer, head=head, show=show)
-            _agree(_page_frame(page, layer, head, show), ap.main_panel(vm, a, q).image, g, q)
+            q = dataclasses.replace(p, layer=layer, head=head, show=show, scale=scale or p.scale)
+            _agree(_page_frame(page, layer, head, show, scale=scale), ap.main_panel(vm, a, q).image, g, q)
 
 
 def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
@@ -328,6 +331,44 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
             # Drawn first, and only then handed to Gradio: its handling holds a paint back ~100 ms.
             assert log[:1] == ["page"] and "gradio" in log and "sent" in log, (elem, log)
             assert set(log) == {"page", "gradio", "sent"}, (elem, log)  # no picture from the server
+
+
+def test_a_colour_scale_picked_is_drawn_in_the_page_before_it_goes_to_the_server(url, tiny16):
+    """The colour-scale radio, like the layer: the book holds the maps on every scale, so the page
+    paints the picked scale at once (for every layer × head and fusion, on every scale, the
+    server's very picture; with a clicked query too), and only then hands the event to Gradio,
+    whose book for the new scale follows."""
+    from vizvit.vocab import ATTN_SCALES
+
+    photo = str(EXAMPLES / "chelsea.jpg")
+    a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    with page_at(url) as page:
+        upload_and_open(page, photo, "Attention")
+        wait_image(page, "attn-main")
+        page.wait_for_function(book % "b.highlight === null")
+        page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+        g = tiny16.geometry
+        for scale in ATTN_SCALES[1:]:  # the book is on the first; it holds the others too
+            _same_pictures(page, tiny16, a, ap.AttnParams(), scale=scale)
+            # Their colour bars' labels, laid out by the page from each range: the server's.
+            want = ap.map_book(tiny16, a, ap.AttnParams(layer=g.num_layers)).by_scale[scale][1]
+            for layer, k in [(1, 0), (g.num_layers, g.num_heads), (g.num_layers, g.num_heads + 2)]:
+                head, show = (k + 1, ap.ONE_HEAD) if k < g.num_heads else (1, ap.FUSIONS[k - g.num_heads])
+                bars = page.evaluate("([l, h, s, sc]) => window.__vizvitAttn.bookMap(window.__vizvitAttn.state.book, l, h, s, sc).bars",
+                                     [layer, head, show, scale])
+                assert [tuple(b) for b in bars] == [tuple(b) for b in want[layer - 1][k]], (scale, layer, k)
+        px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
+        click_pixel(page, "attn-main", 3.5 * px, 1.5 * px)
+        page.wait_for_function(book % "b.highlight && b.highlight[0] === 1 && b.highlight[1] === 3")
+        _same_pictures(page, tiny16, a, ap.AttnParams(query=(1, 3)), scale="this map's range")
+        page.evaluate(WATCH_JS)
+        page.locator("#attn-scale input[value=\"this map's range\"]").check()
+        page.wait_for_function(book % "b.scale_name === \"this map's range\"")
+        page.wait_for_selector("#attn-readout:has-text(\"this map's range\")")
+        log = page.evaluate("() => window.__attnLog")
+        assert log[:1] == ["page"] and "sent" in log, log  # painted first, then handed on
+        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=2, query=(1, 3), scale="this map's range"))
 
 
 def _is_on_screen(page, vm, a, p: ap.AttnParams) -> None:

@@ -701,6 +701,9 @@ class MapBook:
     bars: list  # [l][k]: each map's colour-bar labels, render.colorbar_labels
     params: AttnParams  # the controls it was made for
     artifacts: np.ndarray  # (L, gh, gw) bool: each layer's artifact tokens in this mode (outlined)
+    # Every colour scale's (lo_hi, bars), params.scale's among them: the page draws a scale change
+    # at once too, from the same maps (issue 27).
+    by_scale: dict = dataclasses.field(default_factory=dict)
 
 
 def draws_in_page(g: Geometry) -> bool:
@@ -727,21 +730,28 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
     maps = np.concatenate([grid_maps(a, p, cache).numpy(), fused], 1).astype(np.float32)  # (L, H + F, gh, gw)
     n_l, n_k = maps.shape[:2]
     shows = [ONE_HEAD] * g.num_heads + list(FUSIONS)
-    fixed = ({s: fixed_scale_max(a, dataclasses.replace(p, show=s), cache) for s in set(shows)}
-             if p.scale == "fixed across layers and heads" else {})
     arts = artifact_stack(a, p, cache)
     out = excluded(arts, p)
-    lo_hi = np.array([[map_range(maps[l, k], p.scale, p.query, fixed.get(shows[k]),
-                                 None if out is None else out[l], range_floor(g)) for k in range(n_k)]
-                      for l in range(n_l)], np.float64)
+    height = render.display_scale(g) * g.image_size[0]
+    marks = {UNIFORM_MARK: uniform_level(g)}
+
+    def ranges(scale: AttnScale) -> tuple[np.ndarray, list]:
+        """(L, H + F, 2) colour ranges of the maps on this scale, and their colour bars' labels."""
+        fixed = ({s: fixed_scale_max(a, dataclasses.replace(p, show=s, scale=scale), cache) for s in set(shows)}
+                 if scale == "fixed across layers and heads" else {})
+        lo_hi = np.array([[map_range(maps[l, k], scale, p.query, fixed.get(shows[k]),
+                                     None if out is None else out[l], range_floor(g)) for k in range(n_k)]
+                          for l in range(n_l)], np.float64)
+        return lo_hi, [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)]
+                       for l in range(n_l)]
+
+    by_scale = {scale: ranges(scale) for scale in ATTN_SCALES}
     keep = None
     if p.tau > 0:
         keep = np.stack([att_mod.mass_threshold(torch.from_numpy(m), p.tau).numpy()
                          for m in maps.reshape(-1, *g.grid)]).reshape(maps.shape)
-    height = render.display_scale(g) * g.image_size[0]
-    marks = {UNIFORM_MARK: uniform_level(g)}
-    bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
-    return MapBook(maps, lo_hi, keep, bars, p, arts)
+    lo_hi, bars = by_scale[p.scale]
+    return MapBook(maps, lo_hi, keep, bars, p, arts, by_scale)
 
 
 def look(p: AttnParams) -> str:
@@ -751,11 +761,12 @@ def look(p: AttnParams) -> str:
                     if f.name not in ("layer", "head", "show", "query", "distance_norm", "shared_scale"))
 
 
-def book_index(book: MapBook) -> np.ndarray:
+def book_index(book: MapBook, lo_hi: np.ndarray | None = None) -> np.ndarray:
     """(L, H + F, gh, gw) uint8: each map's colour-table rows, as map_image's render.overlay paints them
-    (render.color_index of the map under its colour range)."""
+    (render.color_index of the map under its colour range: the book's, or lo_hi (L, H + F, 2))."""
+    lo_hi = book.lo_hi if lo_hi is None else lo_hi
     n_l, n_k = book.maps.shape[:2]
-    return np.stack([np.stack([render.color_index(book.maps[l, k], *book.lo_hi[l, k]) for k in range(n_k)])
+    return np.stack([np.stack([render.color_index(book.maps[l, k], *lo_hi[l, k]) for k in range(n_k)])
                      for l in range(n_l)])
 
 
@@ -791,6 +802,12 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
         # level on its colour bar; and the look's settings by name (the browser tests wait on them).
         "patch": g.patch_size, "uniform": uniform_level(g), "scale_name": p.scale,
         "artifacts_in_range": p.artifacts_in_range,
+        # The other colour scales of the same maps (the radio's choices): their rows and ranges (their
+        # bars' labels the page lays out from the range, as for a clicked query: +~55 kB a scale for
+        # ViT-B/16 instead of ~80 kB).
+        "scales": {name: {"index": base64.b64encode(book_index(book, lh).tobytes()).decode(),
+                          "lo_hi": lh.reshape(-1).tolist()}
+                   for name, (lh, _) in book.by_scale.items() if name != p.scale},
     }, separators=(",", ":"))
 
 

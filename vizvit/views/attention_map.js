@@ -1,7 +1,7 @@
 // The Attention tab's main map, drawn in the page (issue 16): js_on_load of the hidden gr.HTML
 // "attn-book", whose value is a MapBook (attention.py beside this file, book_for_page): every layer ×
-// (each head, then each fusion) of the main map under the other controls. A layer, head or
-// fusion change is drawn here at once, with no round trip; the server still sends the readout,
+// (each head, then each fusion) of the main map under the other controls, on every colour scale.
+// A layer, head, fusion or colour-scale change is drawn here at once, with no round trip; the server still sends the readout,
 // the grid and the strip. The picture is map_image's: the view blended with the colour map,
 // the τ dimming, the integer enlargement, the query's outline and the colour bar (its numbers in
 // the browser's font), the same size, so a click on it maps to the same patch.
@@ -16,12 +16,14 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // The controls as the page shows them. st.pick: the heads choice the user just made, until
   // the radio shows it alone (a head-slider move means "one head", as on the server; and for a
   // moment after a click, Gradio's radio has two buttons checked).
-  const checked = () => [...document.querySelectorAll('#attn-show input:checked')].map((i) => i.value);
+  const checked = (id = 'attn-show') => [...document.querySelectorAll('#' + id + ' input:checked')].map((i) => i.value);
+  // scale: the colour scale, st.scalePick likewise until the radio shows it alone.
   const controls = () => {
     const layer = Number($('#attn-layer input[type=range]')?.value);
     const head = Number($('#attn-head input[type=range]')?.value);
     const show = st.pick || checked()[0];
-    return { layer, head, show, key: layer + '|' + head + '|' + show };
+    const scale = st.scalePick || checked('attn-scale')[0];
+    return { layer, head, show, scale, key: layer + '|' + head + '|' + show };
   };
 
   const decode = async (b) => {
@@ -33,7 +35,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     c.width = w; c.height = h;
     const x = c.getContext('2d');
     x.drawImage(img, 0, 0);
-    return { ...b, view: x.getImageData(0, 0, w, h).data, index: bytes(b.index),
+    const scales = Object.fromEntries(Object.entries(b.scales || {}).map(([k, v]) => [k, { ...v, index: bytes(v.index) }]));
+    return { ...b, view: x.getImageData(0, 0, w, h).data, index: bytes(b.index), scales,
              keep: b.keep ? bytes(b.keep) : null, lut: bytes(b.lut) };
   };
 
@@ -42,15 +45,18 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const colorIndex = (v, lo, hi) => roundHalfEven((hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0) * 255);
 
   // The map (l, k) of the book: its colour-table rows (computed by the server), colour range, τ mask
-  // and colour-bar labels.
-  const bookMap = (b, layer, head, show) => {
+  // and colour-bar labels, on the book's colour scale or another of its scales (null: not in the book).
+  const bookMap = (b, layer, head, show, scale) => {
+    const on = !scale || scale === b.scale_name ? b : b.scales[scale];
+    if (!on) return null;
     const [gh, gw] = b.grid, K = b.heads + b.fusions.length, n = gh * gw;
     const one = b.style.one_head, f = b.fusions.indexOf(show), k = show === one ? head - 1 : b.heads + f;
     if (!Number.isInteger(layer) || !Number.isInteger(head) || (show !== one && f < 0)
         || layer < 1 || layer > b.layers || head < 1 || head > b.heads) return null;
     const m = (layer - 1) * K + k;
-    return { index: b.index.subarray(m * n, (m + 1) * n), lo: b.lo_hi[2 * m], hi: b.lo_hi[2 * m + 1],
-             keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, bars: b.bars[layer - 1][k], at: b.highlight,
+    return { index: on.index.subarray(m * n, (m + 1) * n), lo: on.lo_hi[2 * m], hi: on.lo_hi[2 * m + 1],
+             keep: b.keep ? b.keep.subarray(m * n, (m + 1) * n) : null, at: b.highlight,
+             bars: on === b ? b.bars[layer - 1][k] : colorbarLabels(b.scale * b.size[0], on.lo_hi[2 * m], on.lo_hi[2 * m + 1], b),
              art: b.artifacts[layer - 1] };
   };
 
@@ -194,15 +200,15 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (!b || !img || st.pending) return;
     if (st.local && performance.now() < st.local) return;  // a clicked query waits for its book
     const c = controls(), src = img.getAttribute('src');
-    if (st.drawn && st.drawn.key === c.key && st.drawn.src === src) return;
-    const mp = bookMap(b, c.layer, c.head, c.show);
-    if (mp) show(img, render(b, mp), c.key);
+    if (st.drawn && st.drawn.key === c.key && st.drawn.scale === c.scale && st.drawn.src === src) return;
+    const mp = bookMap(b, c.layer, c.head, c.show, c.scale);
+    if (mp) show(img, render(b, mp), c.key, c.scale);
   };
-  const show = (img, cv, key) => {
+  const show = (img, cv, key, scale) => {
     const url = cv.toDataURL('image/jpeg', 0.92);  // JPEG, as the server sends: ~3× faster than PNG
     img.src = url;
     img.dataset.drawn = key;  // the browser tests and the latency benchmark read this
-    st.drawn = { key, src: url };
+    st.drawn = { key, scale, src: url };
     // A newer picture replacing this one before it decodes rejects the promise: not an error.
     st.painted = img.decode().catch(() => {});
   };
@@ -223,7 +229,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     // have moved since, or the <img> still holds a picture drawn here (Gradio skips an update
     // equal to its last one, which would leave an older book's drawing on screen).
     const c = controls(), img = $('#attn-main img'), src = img && img.getAttribute('src');
-    st.drawn = (c.key === b.for.join('|') && src && !src.startsWith('data:')) ? { key: c.key, src } : null;
+    st.drawn = (c.key === b.for.join('|') && c.scale === b.scale_name && src && !src.startsWith('data:'))
+      ? { key: c.key, scale: c.scale, src } : null;
     draw();
   };
 
@@ -253,11 +260,12 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const inBox = e.type === 'input' && t.matches('#attn-layer input[type=number], #attn-head input[type=number]');
     const box = inBox && st.book && e.isTrusted && typed(t);
     if (inBox && !box) dispatchWaiting();  // it goes to Gradio now: after the events still held
-    const radio = t.matches('#attn-show input[type=radio]');
+    const radio = t.matches('#attn-show input[type=radio], #attn-scale input[type=radio]');
     if (t.closest('#attn-head')) st.pick = st.book ? st.book.style.one_head : null;
+    else if (radio && t.checked && t.closest('#attn-scale')) st.scalePick = t.value;
     else if (radio && t.checked) st.pick = t.value;
     else if (!t.closest('#attn-layer')) return;
-    if (t.closest('#attn-head, #attn-show')) st.pickAt = performance.now();
+    if (t.closest('#attn-head, #attn-show, #attn-scale')) st.pickAt = performance.now();
     draw();
     setTimeout(draw, 0);
     if ((range || radio || box) && st.book && e.isTrusted) handOn(e, t);
@@ -289,7 +297,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const img = t.closest('#attn-main .image-container button')?.querySelector('img');
     const b = st.book, mx = matrix(), c = controls();
     if (!img || !img.naturalWidth || !b || st.pending || !mx || mx.for !== c.key || mx.look !== b.look
-        || mx.photo !== b.photo) return;
+        || mx.photo !== b.photo || c.scale !== b.scale_name) return;
     const n = img.getBoundingClientRect(), r = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
     const x = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * r) / 2) / r);
     const y = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * r) / 2) / r);
@@ -309,6 +317,8 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     // The user's pick, until the radio shows it alone, or at most 1.5 s: after that, what the
     // radio shows is the server's word (e.g. a head change's answer arriving after a fusion click).
     if (st.pick && ((c.length === 1 && c[0] === st.pick) || performance.now() - st.pickAt > 1500)) st.pick = null;
+    const sc = checked('attn-scale');
+    if (st.scalePick && ((sc.length === 1 && sc[0] === st.scalePick) || performance.now() - st.pickAt > 1500)) st.scalePick = null;
     if (st.book && $('#attn-main img')?.offsetParent) draw();
   }, 100);
   return { setBook, render, bookMap, queryMap, matrix, state: st };
