@@ -94,6 +94,38 @@ def test_a_busy_feed_never_queues_more_than_one_frame_and_reads_the_newest():
     assert feed.slot.dropped == offered - len(read) and feed.last.rgb == read[-1] and feed.done == len(read)
 
 
+def test_a_client_sending_many_frames_at_once_holds_two_callers_not_one_each():
+    """20 more frames of one camera while the model works on one: that caller works,
+    one waits (and then reads the newest frame), and the other 19 return at once with nothing to
+    draw, without waiting for the model (each caller is a server thread)."""
+    feed = camera.Feed()
+    working, go = threading.Event(), threading.Event()
+
+    def work(frame: camera.Frame) -> int:
+        working.set()
+        go.wait(5)
+        return frame.rgb
+
+    first = threading.Thread(target=lambda: feed.step(-1, work))
+    first.start()
+    assert working.wait(5)
+    done: list[tuple[int, object]] = []
+    callers = [threading.Thread(target=lambda i=i: done.append((i, feed.step(i, lambda f: f.rgb))))
+               for i in range(20)]
+    for c in callers:
+        c.start()
+        time.sleep(0.002)
+    time.sleep(0.2)
+    early = list(done)  # returned while the model still works on the first frame
+    go.set()
+    first.join()
+    for c in callers:
+        c.join()
+    assert len(early) == 19 and all(r is None for _, r in early), early
+    shown = [r for _, r in done if r is not None]
+    assert shown == [19], f"the waiting caller shows the newest frame: {shown}"
+
+
 def test_feeds_forget_a_session_when_it_closes_idles_or_is_pushed_out():
     clock = Clock()
     feeds = camera.Feeds(idle_s=10, max_feeds=2, clock=clock)

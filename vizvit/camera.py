@@ -122,6 +122,7 @@ class Feed:
         self.meter = RateMeter(clock=clock)
         self._clock = clock
         self._busy = threading.Lock()  # one forward per camera session at a time
+        self._waiter = threading.Lock()  # held by the one caller waiting for _busy (see step)
         self.last: Frame | None = None  # the frame of the last picture shown
         self.seen = clock()  # when the last frame arrived
         self.done = 0  # pictures made
@@ -129,11 +130,21 @@ class Feed:
 
     def step(self, rgb: object, work: Callable[[Frame], R]) -> R | None:
         """Offer `rgb`, then run work(newest frame) once this session's previous work is done;
-        None when a newer frame took this one's place (it is dropped, never queued)."""
+        None when a newer frame took this one's place (it is dropped, never queued).
+
+        At most two callers per session are inside at once, one working and one waiting: a caller
+        that finds another waiting leaves its frame in the slot for that one and returns None at
+        once, so a client sending many frames at a time holds two server threads, not one each."""
         now = self._clock()
         self.seen = now
         self.slot.put(Frame(rgb, now))
-        with self._busy:
+        if not self._waiter.acquire(blocking=False):  # the waiting caller will read this newest frame
+            return None
+        try:
+            self._busy.acquire()
+        finally:
+            self._waiter.release()
+        try:
             got = self.slot.take()
             if got is None:  # a newer frame came in and an earlier caller took it: nothing to draw
                 return None
@@ -142,6 +153,8 @@ class Feed:
             self.last = frame
             self.done += 1
             return out
+        finally:
+            self._busy.release()
 
 
 # A camera session leaves the registry when its session closes (the page's unload), when no frame
@@ -152,6 +165,7 @@ MAX_FEEDS = 64
 # another), and at most CONCURRENT_STREAMS sessions stream at once (a frame in the last ACTIVE_S).
 # Their frames also wait behind every upload in the forward worker (forwards.py).
 TIME_LIMIT_S = 120.0
+EXPIRED = "This camera page has expired (or the server restarted): reload the page."
 CONCURRENT_STREAMS = 4
 ACTIVE_S = 3.0
 
@@ -198,7 +212,7 @@ class Feeds:
             self._forget_idle()
             f = self._feeds.get(token)
             if f is None:
-                raise UserError("This camera page has expired (or the server restarted): reload the page.")
+                raise UserError(EXPIRED)
             now = self._clock()
             streaming = now - f.seen <= ACTIVE_S and f.started is not None
             if not streaming:

@@ -157,6 +157,8 @@ def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
     {"error": ...} the page shows (409: refused, with what to do; 413: too big; 500)."""
 
     async def frame(request: Request) -> Response:
+        if feeds.get(request.query_params.get("sid", "")) is None:  # before reading a body
+            return JSONResponse({"error": live.EXPIRED}, status_code=409)
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
