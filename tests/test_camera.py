@@ -307,6 +307,23 @@ def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16
         view.freeze(wb, camera.Feed())
 
 
+def test_freeze_keeps_the_frame_of_the_picture_the_page_shows(tiny16):
+    """The page may show a picture or two behind the last one made (its answer on the way): Freeze
+    with the shown picture's number keeps that picture's frame; a number no longer kept (or none)
+    keeps the last; only the last RECENT pictures' frames are kept."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    feed = camera.Feed()
+    frames = [fake_camera.frame_rgb(i, 30) for i in range(camera.RECENT + 2)]
+    for f in frames:
+        view.live_step(wb, feed, PhotoKey(tiny16.id, ""), f, view.CameraParams())
+    sha = lambda f: wb.add_photo(Image.fromarray(f))  # noqa: E731 - the frame as an upload's key
+    assert view.freeze(wb, feed, len(frames) - 1) == sha(frames[-2])  # picture n is frames[n - 1]
+    assert view.freeze(wb, feed, 1) == sha(frames[-1])  # picture 1's frame is no longer kept
+    assert view.freeze(wb, feed) == sha(frames[-1])
+    assert list(feed.recent) == list(range(3, len(frames) + 1)) and len(feed.recent) == camera.RECENT
+
+
 def test_the_live_map_shows_the_heads_switched_off(tiny16):
     """A session with heads off (Inside tab) sees the ablated model live: its frames' forwards run
     with those heads off, and the picture differs from the intact model's."""

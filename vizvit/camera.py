@@ -8,7 +8,8 @@ waiting frame; a newer frame replaces it, and the caller whose frame was replace
 to draw (its frame is dropped). So the picture painted is always of the newest frame that could
 be read, and a slow model shows fewer pictures, never later ones.
 
-Privacy: frames live in memory only, in the feed's slot and `last` (one frame each), and a feed
+Privacy: frames live in memory only, in the feed's slot (one frame) and `recent` (the frames of its
+last RECENT pictures, for Freeze), and a feed
 is forgotten when its session closes, when its stream stops for longer than IDLE_S, or when
 MAX_FEEDS newer sessions push it out.
 """
@@ -61,6 +62,8 @@ class NewestSlot(Generic[T]):
             return 0 if self._item is None else 1
 
 
+# Frames kept per session for Freeze: those of the last RECENT pictures (see Feed.recent).
+RECENT = 4
 # The meter's window: pictures per second over the last RATE_WINDOW_S seconds.
 RATE_WINDOW_S = 2.0
 
@@ -123,7 +126,10 @@ class Feed:
         self._clock = clock
         self._busy = threading.Lock()  # one forward per camera session at a time
         self._waiter = threading.Lock()  # held by the one caller waiting for _busy (see step)
-        self.last: Frame | None = None  # the frame of the last picture shown
+        self.last: Frame | None = None  # the frame of the last picture made
+        # The frames of the last RECENT pictures, by picture number: Freeze keeps the one the page
+        # shows, which may be a picture or two behind the last one made (its answer still on the way).
+        self.recent: OrderedDict[int, Frame] = OrderedDict()
         self.seen = clock()  # when the last frame arrived
         self.done = 0  # pictures made
         self.note = ""  # what the panel last said about speed (sent again only when it changes)
@@ -152,6 +158,9 @@ class Feed:
             out = work(frame)
             self.last = frame
             self.done += 1
+            self.recent[self.done] = frame
+            while len(self.recent) > RECENT:
+                self.recent.popitem(last=False)
             return out
         finally:
             self._busy.release()

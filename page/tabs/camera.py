@@ -134,9 +134,9 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
         return camera.intro() + ("\n\n" + feed.note if feed is not None and feed.note else "")
 
     @safe
-    def freeze(token: str) -> str:
+    def freeze(token: str, picture: str) -> str:
         feed = feeds.get(token)
-        sha1 = camera.freeze(wb, feed)
+        sha1 = camera.freeze(wb, feed, int(picture) if str(picture).isdigit() else None)
         return camera.frozen_query(wb, feed.key if feed is not None else None, sha1)  # type: ignore[arg-type]
 
     def forget(request: gr.Request) -> None:
@@ -145,7 +145,9 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
     demo.load(opened, None, [sid, side, title, layer, heads, mode], show_progress="hidden").then(
         None, [sid, side], None, js=web.asset("camera_live.js"))
     note_refresh.click(speed, sid, note, queue=False, show_progress="hidden")
-    freeze_btn.click(freeze, sid, frozen).then(None, frozen, None, js=web.asset("camera_go.js"))
+    shown_no = gr.Textbox("", visible=False)  # the number of the picture the page shows, read by camera_shown.js
+    freeze_btn.click(freeze, [sid, shown_no], frozen, js=web.asset("camera_shown.js")).then(
+        None, frozen, None, js=web.asset("camera_go.js"))
     demo.unload(forget)
     return [frame_route(wb, feeds)]
 

@@ -113,6 +113,7 @@ def _shown(page) -> tuple[np.ndarray, int]:
     which the capture probe does not see), and its model-input view's side."""
     b64, side = page.evaluate("""async () => {
         const img = document.querySelector('#cam-picture img.vv-live');
+        while (!img.complete || !img.naturalWidth) await img.decode().catch(() => new Promise((ok) => setTimeout(ok, 20)));
         const side = +img.dataset.side, c = new OffscreenCanvas(img.naturalWidth, img.naturalHeight);
         c.getContext('2d').drawImage(img, 0, 0);
         const b = new Uint8Array(await (await c.convertToBlob({ type: 'image/png' })).arrayBuffer());
@@ -128,7 +129,8 @@ def _fetch(page, src: str) -> np.ndarray:
 
 
 def test_the_frames_route_refuses_what_is_not_a_frame_of_an_open_page_and_keeps_serving(url, tiny16):
-    """Anyone can POST to the frames' route: a token no page was given, garbage, a huge body each
+    """Anyone can POST to the frames' route: a token no page was given (refused before its body is
+    read), garbage, a huge body each
     get a JSON message; a real page's frame then still gets its picture."""
     import httpx
 
@@ -138,11 +140,11 @@ def test_the_frames_route_refuses_what_is_not_a_frame_of_an_open_page_and_keeps_
     with httpx.Client(timeout=60) as c:
         r = c.post(route, params={"sid": "made-up"}, content=b"x")
         assert r.status_code == 409 and "reload the page" in r.json()["error"]
-        r = c.post(route, content=b"\xff" * (view.MAX_FRAME_BYTES + 10))
-        assert r.status_code == 413 and "under 4 MB" in r.json()["error"]
     with page_at(url + "camera", wait_for="#cam-start:enabled") as page:
         sid = page.evaluate("document.querySelector('#cam-live').dataset.sid")  # the token the page was given
         with httpx.Client(timeout=60) as c:
+            r = c.post(route, params={"sid": sid}, content=b"\xff" * (view.MAX_FRAME_BYTES + 10))
+            assert r.status_code == 413 and "under 4 MB" in r.json()["error"]
             r = c.post(route, params={"sid": sid}, content=b"not a jpeg")
             assert r.status_code == 409 and "not an image" in r.json()["error"]
             frame = cv2.imencode(".jpg", fc.frame_rgb(3, FRAMES))[1].tobytes()

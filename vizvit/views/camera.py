@@ -25,7 +25,7 @@ from PIL import Image
 
 from .. import render
 from ..ablation import format_heads
-from ..camera import CONCURRENT_STREAMS, IDLE_S, TIME_LIMIT_S, Feed, Feeds, Frame
+from ..camera import CONCURRENT_STREAMS, IDLE_S, RECENT, TIME_LIMIT_S, Feed, Feeds, Frame
 from ..catalog import CURATED, MEASURED, arch_of
 from ..engine import Analysis, Request, with_zero_shot
 from ..errors import UserError
@@ -69,8 +69,8 @@ INTRO = ("**Live camera.** Press **Start** (your browser asks for the camera) an
          "opens it in every tab here (as an upload would). A camera run lasts at most {limit} s (press Start "
          "again), and {streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
 PRIVACY = ("**Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
-           "back as the answer to its frame, never as a file). The server keeps only the last frame shown, in memory, for "
-           "Freeze, and forgets it when you close the page or after {idle} min without a frame. A frozen frame "
+           "back as the answer to its frame, never as a file). The server keeps only the frames of the last {recent} pictures, in "
+           "memory, for Freeze, and forgets them when you close the page or after {idle} min without a frame. A frozen frame "
            "becomes a photo like an upload: kept in memory, and its link opens it while the server holds it.")
 
 
@@ -294,7 +294,7 @@ class CameraPage:
 
 def intro() -> str:
     return (INTRO.format(limit=f"{TIME_LIMIT_S:.0f}", streams=CONCURRENT_STREAMS) + "\n\n"
-            + PRIVACY.format(idle=int(IDLE_S // 60)))
+            + PRIVACY.format(idle=int(IDLE_S // 60), recent=RECENT))
 
 
 def show(ph: Photo | None, p: CameraParams) -> CameraPage:
@@ -405,11 +405,13 @@ def title(vm: VitModel, key: PhotoKey, notices: str = "") -> str:
     return line + ("\n\n**About this link:**\n" + notices if notices else "")
 
 
-def freeze(wb: Workbench, feed: Feed | None) -> str:
-    """The feed's last frame as a photo (its sha1): the same photo store as an upload."""
+def freeze(wb: Workbench, feed: Feed | None, picture: int | None = None) -> str:
+    """The frame of the picture the page shows (its number, `picture`; else the last made) as a
+    photo (its sha1): the same photo store as an upload."""
     if feed is None or feed.last is None:
         raise UserError("No camera frame yet: press Start first, then Freeze.")
-    return wb.add_photo(frame_image(feed.last.rgb))  # type: ignore[arg-type]
+    frame = feed.recent.get(picture, feed.last) if picture is not None else feed.last
+    return wb.add_photo(frame_image(frame.rgb))  # type: ignore[arg-type]
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
