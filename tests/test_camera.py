@@ -164,9 +164,14 @@ def test_a_camera_page_streams_only_with_its_token_within_the_time_and_stream_li
         clock.t += 1
         feeds.admit(a)
         feeds.admit(c)
-    clock.t = 121
+    with pytest.raises(ValueError, match="reached its 120 s"):
+        for _ in range(3):  # restart on every frame does not stretch a run
+            clock.t += 1
+            feeds.admit(a, restart=True)
+    assert clock.t > 120
+    clock.t += 1
     with pytest.raises(ValueError, match="reached its 120 s: press Start"):
-        feeds.admit(a)  # ...until its run is 120 s old
+        feeds.admit(a)  # ...and after the limit, no frame without Start
     feeds.admit(c)
     assert feeds.admit(a, restart=True).started == clock.t  # Start again: a new run
     feeds.close_owner("a")
@@ -175,23 +180,48 @@ def test_a_camera_page_streams_only_with_its_token_within_the_time_and_stream_li
     assert feeds.get(c) is not None
 
 
+def test_opening_pages_never_cuts_off_a_stream_and_one_session_keeps_its_last_pages():
+    clock = Clock()
+    feeds = camera.Feeds(max_feeds=3, clock=clock)
+    live = feeds.open("x", key="live")
+    feeds.admit(live, restart=True)
+    for i in range(10):  # another visitor opens page after page
+        feeds.open("flood", key=i)
+    assert feeds.admit(live).key == "live"  # still streaming
+    assert len(feeds) == 3
+    for i in range(6):
+        feeds.open("one", key=i)
+    assert sum(1 for i in range(6) if any(f.key == i for f in feeds._feeds.values() if f.owner == "one")) \
+        <= camera.MAX_PER_OWNER
+
+
 def test_a_frame_that_is_not_a_picture_or_too_big_is_refused_with_a_message(tiny16):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     feeds = camera.Feeds()
     token = feeds.open("x", PhotoKey(tiny16.id, ""))
-    with pytest.raises(ValueError, match="not an image"):
+    with pytest.raises(ValueError, match="must be a JPEG"):
         view.live_frame(wb, feeds, token, b"hello", {})
+    png = io.BytesIO()
+    Image.new("RGB", (64, 48)).save(png, "PNG")
+    with pytest.raises(ValueError, match="must be a JPEG"):
+        view.live_frame(wb, feeds, token, png.getvalue(), {})
     with pytest.raises(ValueError, match="under 4 MB"):
         view.live_frame(wb, feeds, token, b"\xff\xd8\xff" + bytes(5 << 20), {})
     big = io.BytesIO()
-    Image.new("RGB", (5000, 4000)).save(big, "PNG")  # 20 Mpx: refused on its header
+    Image.new("RGB", (2000, 2000)).save(big, "JPEG")  # 4 Mpx, over an HD frame: refused on its header
     with pytest.raises(ValueError, match="too large"):
         view.live_frame(wb, feeds, token, big.getvalue(), {})
-    ok = io.BytesIO()
-    Image.fromarray(fake_camera.frame_rgb(3, 10)).save(ok, "JPEG")
-    step = view.live_frame(wb, feeds, token, ok.getvalue(), {"layer": "99", "heads": "head 7", "mode": "?"})
-    assert step is not None and step.frame == 1  # values that fit no control fall back to the defaults
+    hd = io.BytesIO()
+    Image.fromarray(fake_camera.frame_rgb(3, 10)).resize((1280, 960)).save(hd, "JPEG")
+    feed = feeds.get(token)
+    step = view.live_frame(wb, feeds, token, hd.getvalue(), {"layer": "²", "heads": "head 7", "mode": "?"})
+    assert step is not None and step.frame == 1
+    assert min(feed.last.rgb.shape[:2]) == view.frame_side(tiny16)  # kept at the size the model reads
+    # Values that fit no control fall back to the defaults: the last layer, mean of heads, rollout.
+    want = view.CameraParams(layer=tiny16.geometry.num_layers)
+    assert view.CameraParams.from_link({"layer": "²", "heads": "head 7", "mode": "?"}, tiny16.geometry) == want
+    assert view.CameraParams.from_link({"layer": "9" * 5000}, tiny16.geometry) == want
 
 
 def test_the_meter_counts_pictures_per_second_over_its_window():

@@ -121,6 +121,7 @@ class Feed:
         self.owner = owner  # the browser session that opened it (its page's unload forgets it)
         self.key = key  # what the page opened it with (the live map's model and heads off: a PhotoKey)
         self.started: float | None = None  # when this run of the camera began (its first frame)
+        self.expired = False  # this run reached the time limit: only a Start (restart) begins another
         self.slot: NewestSlot[Frame] = NewestSlot()
         self.meter = RateMeter(clock=clock)
         self._clock = clock
@@ -156,6 +157,7 @@ class Feed:
                 return None
             _, frame = got
             out = work(frame)
+            self.seen = self._clock()  # a long forward (behind uploads) is not a pause of the stream
             self.last = frame
             self.done += 1
             self.recent[self.done] = frame
@@ -177,6 +179,7 @@ TIME_LIMIT_S = 120.0
 EXPIRED = "This camera page has expired (or the server restarted): reload the page."
 CONCURRENT_STREAMS = 4
 ACTIVE_S = 3.0
+MAX_PER_OWNER = 4  # camera pages kept per browser session (its newest); others are forgotten
 
 
 class Feeds:
@@ -201,9 +204,20 @@ class Feeds:
             if f is None:
                 f = self._feeds[session] = Feed(self._clock, owner, key)
             self._feeds.move_to_end(session)
-            while len(self._feeds) > self.max_feeds:
-                self._feeds.popitem(last=False)
+            now = self._clock()
+            mine = [t for t, o in self._feeds.items() if o.owner == owner and owner and not self._streaming(o, now)]
+            for t in mine[:-MAX_PER_OWNER]:  # one browser session's pages beyond its last few
+                del self._feeds[t]
+            # Oldest first, but never a session streaming now: opening pages cannot cut one off.
+            for t in [t for t, o in self._feeds.items() if not self._streaming(o, now)]:
+                if len(self._feeds) <= self.max_feeds:
+                    break
+                del self._feeds[t]
             return f
+
+    @staticmethod
+    def _streaming(f: Feed, now: float) -> bool:
+        return f.started is not None and not f.expired and now - f.seen <= ACTIVE_S
 
     def open(self, owner: str, key: object) -> str:
         """A new camera session for the page of browser session `owner`; returns its token."""
@@ -213,31 +227,36 @@ class Feeds:
 
     def admit(self, token: str, restart: bool = False) -> Feed:
         """The feed a frame with this token goes to, if it may stream now. restart: the first frame
-        of a new run (the page's Start), which begins a new time window.
+        of a run (the page's Start). A run ends at the time limit, and after that only a restart
+        begins another; while a run streams, restart changes nothing (it cannot stretch the run).
+        A stream that paused (no frame for ACTIVE_S) begins a new run when it comes back; a new
+        run is refused while `streams` others stream.
 
         Raises UserError (with what to do) for a token this server never gave (or forgot), a run
-        past its time limit, or a new stream while `streams` others stream."""
+        past its time limit, or a new run while `streams` others stream."""
         with self._lock:
             self._forget_idle()
             f = self._feeds.get(token)
             if f is None:
                 raise UserError(EXPIRED)
             now = self._clock()
-            streaming = now - f.seen <= ACTIVE_S and f.started is not None
-            if not streaming:
-                busy = sum(1 for o in self._feeds.values()
-                           if o is not f and o.started is not None and now - o.seen <= ACTIVE_S)
+            if f.expired and not restart:
+                raise UserError(self._limit_text())
+            if not self._streaming(f, now):  # a new run
+                busy = sum(1 for o in self._feeds.values() if o is not f and self._streaming(o, now))
                 if busy >= self.streams:
                     raise UserError(f"{busy} visitors are using the camera now, the most at once on this server: "
                                     "try again in a minute.")
-            if restart or f.started is None or not streaming:
-                f.started = now
+                f.started, f.expired = now, False
             elif now - f.started > self.time_limit_s:
-                f.started = None
-                raise UserError(f"This camera run reached its {self.time_limit_s:.0f} s: press Start to go on.")
+                f.expired = True
+                raise UserError(self._limit_text())
             f.seen = now
             self._feeds.move_to_end(token)
             return f
+
+    def _limit_text(self) -> str:
+        return f"This camera run reached its {self.time_limit_s:.0f} s: press Start to go on."
 
     def close_owner(self, owner: str) -> None:
         """The browser session `owner` ended (its page closed): its camera sessions are forgotten."""

@@ -136,7 +136,8 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
     @safe
     def freeze(token: str, picture: str) -> str:
         feed = feeds.get(token)
-        sha1 = camera.freeze(wb, feed, int(picture) if str(picture).isdigit() else None)
+        n = str(picture)
+        sha1 = camera.freeze(wb, feed, int(n) if n.isascii() and n.isdigit() and len(n) < 10 else None)
         return camera.frozen_query(wb, feed.key if feed is not None else None, sha1)  # type: ignore[arg-type]
 
     def forget(request: gr.Request) -> None:

@@ -146,8 +146,37 @@ def test_the_frames_route_refuses_what_is_not_a_frame_of_an_open_page_and_keeps_
             r = c.post(route, params={"sid": sid}, content=b"\xff" * (view.MAX_FRAME_BYTES + 10))
             assert r.status_code == 413 and "under 4 MB" in r.json()["error"]
             r = c.post(route, params={"sid": sid}, content=b"not a jpeg")
-            assert r.status_code == 409 and "not an image" in r.json()["error"]
+            assert r.status_code == 409 and "must be a JPEG" in r.json()["error"]
             frame = cv2.imencode(".jpg", fc.frame_rgb(3, FRAMES))[1].tobytes()
             r = c.post(route, params={"sid": sid, "layer": "1", "mode": "raw", "restart": "1"}, content=frame)
             assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg" and r.content[:3] == b"\xff\xd8\xff"
             assert r.headers["X-Frame"] == "1" and int(r.headers["X-Side"]) == 2 * tiny16.geometry.image_size[0]
+
+
+INFLIGHT_JS = """
+window.__inflight = { now: 0, most: 0, cams: 0 };
+const f0 = window.fetch;
+window.fetch = function (u, o) {
+  if (!String(u).includes('camera/frame')) return f0.apply(this, arguments);
+  const s = window.__inflight; s.now++; s.most = Math.max(s.most, s.now);
+  return f0.apply(this, arguments).finally(() => { s.now--; });
+};
+const g0 = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+navigator.mediaDevices.getUserMedia = (c) => { window.__inflight.cams++; return g0(c); };
+"""
+
+
+def test_one_frame_in_flight_through_double_clicks_and_stop_start(url, clip):
+    """Start clicked twice opens one camera; Stop then Start at once, three times, never leaves an
+    old loop running beside the new one: never two frames on their way at once."""
+    with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
+                 init_script=INFLIGHT_JS) as page:
+        page.evaluate("() => { const b = document.querySelector('#cam-start'); b.click(); b.click(); }")
+        page.wait_for_selector("#cam-picture img.vv-live", timeout=60_000)
+        for _ in range(3):
+            page.evaluate("() => { document.querySelector('#cam-stop').click(); }")
+            page.locator("#cam-start:enabled").click()
+            page.wait_for_timeout(300)
+        page.wait_for_timeout(1500)
+        s = page.evaluate("window.__inflight")
+        assert s["cams"] == 4 and s["most"] == 1, s  # one camera per Start; one frame at a time

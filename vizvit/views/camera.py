@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -56,7 +57,10 @@ MIN_INTERVAL_S = 1 / 30  # no faster than a webcam's frames (a GPU answers in ~1
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
 FRAME_QUALITY = 0.8  # the page's JPEG of a frame
 MAX_FRAME_BYTES = 4 << 20  # a frame's JPEG; bigger is refused unread
-MAX_FRAME_PIXELS = 4096 * 4096  # checked on the header, before decoding
+MAX_FRAME_PIXELS = 1920 * 1080  # a webcam's HD frame; checked on the header, before decoding
+# Frames decoded at once, for every camera together (the page sends one at a time; a client that
+# sends many at once gets "busy" for the rest, instead of holding a thread and ~6 MB each).
+DECODES = threading.BoundedSemaphore(2 * CONCURRENT_STREAMS)
 FRAME_PATH = "vizvit/camera/frame"  # the frames' route, beside the page (POST, a JPEG in, a JPEG out)
 
 # On the tab, before INTRO: why the camera opens a page of its own.
@@ -100,7 +104,8 @@ class CameraParams:
         that is not one of its choices falls back to the default."""
         layer = params.get("layer", "")
         heads = params.get("heads", "")
-        return cls(layer=min(int(layer), g.num_layers) if layer.isdigit() and int(layer) >= 1 else g.num_layers,
+        whole = layer.isascii() and layer.isdigit() and len(layer) < 4  # not "²", not 5000 digits
+        return cls(layer=min(int(layer), g.num_layers) if whole and int(layer) >= 1 else g.num_layers,
                    heads=heads if heads in head_choices(g.num_heads) else HEAD_CHOICES[0],
                    mode=params.get("mode") if params.get("mode") in MODES else "rolled out")
 
@@ -326,12 +331,26 @@ def frame_side(vm: VitModel) -> int:
     return int(r) if isinstance(r, int) else int(max(r))
 
 
-def frame_rgb(data: bytes) -> np.ndarray:
-    """A frame as the page sends it (an image file, JPEG) -> (H, W, 3) uint8, decoded in memory.
-    Refuses, with a message, what is not a picture or is too big (checked before decoding)."""
+def frame_rgb(data: bytes, short_side: int | None = None) -> np.ndarray:
+    """A frame as the page sends it (a JPEG) -> (H, W, 3) uint8, decoded in memory and, when its
+    short side is longer than `short_side`, scaled down to it (what is kept for Freeze is then
+    small too). Refuses, with a message, what is not a JPEG or is too big (checked before decoding),
+    and a frame while DECODES frames are being decoded."""
     if len(data) > MAX_FRAME_BYTES:
         raise UserError(f"A camera frame must be under {MAX_FRAME_BYTES >> 20} MB.")
-    return np.asarray(load_image(data, max_pixels=MAX_FRAME_PIXELS))
+    if not data.startswith(b"\xff\xd8\xff"):
+        raise UserError("A camera frame must be a JPEG picture.")
+    if not DECODES.acquire(blocking=False):
+        raise UserError("The server is busy with other camera frames: send one frame at a time.")
+    try:
+        rgb = np.asarray(load_image(data, max_pixels=MAX_FRAME_PIXELS))
+    finally:
+        DECODES.release()
+    k = short_side / min(rgb.shape[:2]) if short_side else 1.0
+    if k < 1:
+        size = (max(1, round(rgb.shape[1] * k)), max(1, round(rgb.shape[0] * k)))
+        rgb = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
+    return rgb
 
 
 def frame_image(rgb: np.ndarray) -> Image.Image:
@@ -372,8 +391,9 @@ def live_frame(wb: Workbench, feeds: Feeds, token: str, data: bytes, params: dic
     key = feed.key
     if not isinstance(key, PhotoKey):
         raise UserError("This camera page is still opening: wait a moment, then press Start.")
-    rgb = frame_rgb(data)
-    return live_step(wb, feed, key, rgb, CameraParams.from_link(params, wb.model(key.model_id).geometry))
+    vm = wb.model(key.model_id)
+    rgb = frame_rgb(data, frame_side(vm))
+    return live_step(wb, feed, key, rgb, CameraParams.from_link(params, vm.geometry))
 
 
 def page_query(params: dict[str, Any]) -> str:

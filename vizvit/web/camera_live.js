@@ -51,46 +51,58 @@
   };
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-  async function loop() {
+  // run: this run's number. A loop whose run is over (Stop, then Start again while its fetch was
+  // on its way) ends at its next step, so one run never has two frames in flight.
+  let run = 0;
+  async function loop(mine) {
     let restart = true, sent = 0;
-    while (running) {
-      if (!video.videoWidth) { await sleep(50); continue; }
-      const wait = cfg.min_interval_ms - (performance.now() - sent);
-      if (wait > 0) await sleep(wait);
-      sent = performance.now();
-      const frame = capture();
-      if (!running) break;
-      const q = new URLSearchParams({ sid, layer: value('cam-layer'), heads: value('cam-heads'),
-                                      mode: value('cam-mode'), restart: restart ? '1' : '0' });
-      let r;
+    const live = () => running && run === mine;
+    while (live()) {
       try {
-        r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
-      } catch (e) {
-        say('The server cannot be reached: retrying…'); await sleep(1000); continue;
-      }
-      restart = false;
-      if (r.status === 204) continue;  // a newer frame of this camera took its place
-      if (!r.ok) {
-        let msg = r.statusText;
-        try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
-        stop(msg);
+        if (!video.videoWidth) { await sleep(50); continue; }
+        const wait = cfg.min_interval_ms - (performance.now() - sent);
+        if (wait > 0) await sleep(wait);
+        sent = performance.now();
+        const frame = capture();
+        if (!live()) break;
+        const q = new URLSearchParams({ sid, layer: value('cam-layer'), heads: value('cam-heads'),
+                                        mode: value('cam-mode'), restart: restart ? '1' : '0' });
+        let r;
+        try {
+          r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
+        } catch (e) {
+          say('The server cannot be reached: retrying…'); await sleep(1000); continue;
+        }
+        if (!live()) break;
+        restart = false;
+        if (r.status === 204) continue;  // a newer frame of this camera took its place
+        if (!r.ok) {
+          let msg = r.statusText;
+          try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
+          stop(msg);
+          break;
+        }
+        const blob = await r.blob();
+        if (!live()) break;
+        const img = picture();
+        img.dataset.frame = r.headers.get('X-Frame');
+        img.dataset.side = r.headers.get('X-Side');
+        const src = URL.createObjectURL(blob);
+        img.src = src;
+        if (last) URL.revokeObjectURL(last);
+        last = src;
+        say('');
+        if (r.headers.get('X-Note') === '1') document.querySelector('#cam-note-refresh')?.click();
+      } catch (e) {  // anything else: say it and stop, rather than hang with the camera on
+        stop('The camera stopped: ' + (e && e.message || e) + '. Press Start again.');
         break;
       }
-      const blob = await r.blob();
-      const img = picture();
-      img.dataset.frame = r.headers.get('X-Frame');
-      img.dataset.side = r.headers.get('X-Side');
-      const src = URL.createObjectURL(blob);
-      img.src = src;
-      if (last) URL.revokeObjectURL(last);
-      last = src;
-      say('');
-      if (r.headers.get('X-Note') === '1') document.querySelector('#cam-note-refresh')?.click();
     }
   }
 
   function stop(msg) {
     running = false;
+    run++;
     if (stream) stream.getTracks().forEach((t) => t.stop());
     stream = null;
     video.srcObject = null;
@@ -99,25 +111,29 @@
   }
 
   startBtn.addEventListener('click', async () => {
-    if (running) return;
+    if (running || startBtn.disabled) return;
     if (!navigator.mediaDevices?.getUserMedia) {  // browsers give the camera to secure pages only
       say('This browser gives the camera only to https:// pages and to localhost: open the page that way.');
       return;
     }
+    startBtn.disabled = true;  // one camera per page: a second click while the browser asks does nothing
     say('Asking for the camera…');
     try {
       stream = await navigator.mediaDevices.getUserMedia(cfg.constraints);
     } catch (e) {
+      startBtn.disabled = false;
       say(e && e.name === 'NotAllowedError' ? 'The camera was not allowed: allow it in the browser, then Start.'
                                              : 'No camera could be opened here (' + (e && e.name || e) + ').');
       return;
     }
+    // The camera unplugged or taken by another program: say so, rather than wait for frames.
+    stream.getVideoTracks().forEach((t) => t.addEventListener('ended', () => stop('The camera went away. Press Start again.')));
     video.srcObject = stream;
     await video.play().catch(() => {});
     running = true;
-    startBtn.disabled = true; stopBtn.disabled = false;
+    stopBtn.disabled = false;
     say('');
-    loop();
+    loop(++run);
   });
   stopBtn.addEventListener('click', () => stop(''));
   startBtn.disabled = false;
