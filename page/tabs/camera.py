@@ -125,9 +125,10 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
         c = camera.CameraParams.from_link(params, g)
         choices = camera.head_choices(g.num_heads)
         notes = "\n".join(f"- {n}" for n in p.notices)
-        return {sid: feeds.open(request.session_hash or "", k), side: camera.frame_side(wb.model(p.model)), title: camera.title(wb.model(p.model), k, notes),
-                layer: gr.Slider(maximum=g.num_layers, value=c.layer), heads: gr.Dropdown(choices=choices, value=c.heads),
-                mode: c.mode}
+        vm = wb.model(p.model)
+        return {sid: feeds.open(request.session_hash or "", k), side: camera.frame_side(vm),
+                title: camera.title(vm, k, notes), layer: gr.Slider(maximum=g.num_layers, value=c.layer),
+                heads: gr.Dropdown(choices=choices, value=c.heads), mode: c.mode}
 
     def speed(token: str) -> str:
         feed = feeds.get(token)
