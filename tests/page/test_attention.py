@@ -200,6 +200,19 @@ def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:
     assert np.abs(got[:, bar].astype(int) - want[:, bar]).max() == 0, what
 
 
+# True once the page holds a decoded MapBook for which %s (a JS condition on b, the book) holds.
+BOOK = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+
+
+def _open_on_cls(page, photo: str) -> None:
+    """Upload `photo`, open the Attention tab and wait for its [CLS] book and the last layer's readout
+    (the tiny test model's layer 2)."""
+    upload_and_open(page, photo, "Attention")
+    wait_image(page, "attn-main")
+    page.wait_for_function(BOOK % "b.highlight === null")
+    page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+
+
 def _same_pictures(page, vm, a, p: ap.AttnParams, scale: str | None = None) -> None:
     """Every layer × (head, fusion) the page draws from its book (on p's scale, or on another of the
     book's scales), against the server's picture."""
@@ -232,7 +245,7 @@ def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
 def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url, tiny16):
     photo = str(EXAMPLES / "chelsea.jpg")
     a = vizvit.analyze(tiny16, vizvit.load_image(photo))
-    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    book = BOOK
     with page_at(url) as page:
         upload_and_open(page, photo, "Attention")
         main = wait_image(page, "attn-main")
@@ -275,7 +288,7 @@ def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_doe
     clicked query (an artifact itself among them), and the toggle puts them back."""
     photo = str(EXAMPLES / "chelsea.jpg")
     a = vizvit.analyze(trained, vizvit.load_image(photo))
-    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    book = BOOK
     with running(trained) as u, page_at(u) as page:
         upload_and_open(page, photo, "Attention")
         wait_image(page, "attn-main")
@@ -310,12 +323,8 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
     photo = str(EXAMPLES / "chelsea.jpg")
     a = vizvit.analyze(tiny16, vizvit.load_image(photo))
     g = tiny16.geometry
-    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
     with page_at(url) as page:
-        upload_and_open(page, photo, "Attention")
-        wait_image(page, "attn-main")
-        page.wait_for_function(book % "b.highlight === null")
-        page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+        _open_on_cls(page, photo)
         page.evaluate(WATCH_JS)
         for elem, value, key, readout, p in [
                 ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ap.AttnParams(layer=1)),
@@ -342,12 +351,9 @@ def test_a_colour_scale_picked_is_drawn_in_the_page_before_it_goes_to_the_server
 
     photo = str(EXAMPLES / "chelsea.jpg")
     a = vizvit.analyze(tiny16, vizvit.load_image(photo))
-    book = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+    book = BOOK
     with page_at(url) as page:
-        upload_and_open(page, photo, "Attention")
-        wait_image(page, "attn-main")
-        page.wait_for_function(book % "b.highlight === null")
-        page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
+        _open_on_cls(page, photo)
         g = tiny16.geometry
         for scale in ATTN_SCALES[1:]:  # the book is on the first; it holds the others too
             _same_pictures(page, tiny16, a, ap.AttnParams(), scale=scale)
