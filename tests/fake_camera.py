@@ -189,8 +189,8 @@ PROBE_JS = """
 def latencies(captures: list, paints: list, stamped: bool = False) -> list[float]:
     """ms from each painted picture's capture to its paint. stamped (PROBE_JS's stamp): each
     capture has its own number, the latest capture of that number before the paint is the one.
-    Otherwise the page may capture one camera frame several times (it captures every
-    STREAM_EVERY_S whatever the camera's rate), and a frame's capture is the first of the run of
+    Otherwise the page may capture one camera frame several times (it captures whenever the last
+    picture came back, up to 30 a second, whatever the camera's rate), and a frame's capture is the first of the run of
     captures of it that ends last before the paint: the moment the page first had it. Pictures
     whose frame was never captured are left out."""
     out = []
