@@ -25,7 +25,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                                 format="jpeg", elem_id="attn-main", buttons=[])
             # Every layer × head (and fusion) of the main map, sent with each query or look change;
             # vizvit/views/attention_map.js draws layer, head and fusion changes from it with no round trip.
-            book = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.PAGE_SCRIPT),
+            book = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
             # Each patch's map as the query (the matrix behind the shown map, as the server paints it),
             # with every picture: a click on the map is drawn at once.

@@ -310,14 +310,14 @@ def test_models_too_large_for_a_book_are_drawn_by_the_server():
 
 
 def test_page_drawing_takes_every_shared_constant_from_the_book():
-    """attention_map.js draws map_image's picture: each number and word it shares with the server
+    """map_draw.js and attention_map.js draw map_image's picture: each number and word it shares with the server
     comes from page_style() in the book, none is written in the script (a miss would only show up
     as a wrong pixel). Every style key the script reads exists, and no shared value is a literal."""
     import re
 
     from vizvit.views import attention as ap
 
-    js = ap.PAGE_SCRIPT.read_text(encoding="utf-8")
+    js = "\n".join(f.read_text(encoding="utf-8") for f in (ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT))
     code = "\n".join(line.split("//")[0] for line in js.splitlines())  # comments may name values
     style = ap.page_style()
     used = set(re.findall(r"\bS\.(\w+)", code)) | set(re.findall(r"style\.(\w+)", code))

@@ -218,6 +218,7 @@ class MainPanel:
 # The page's drawing of the main map (layer, head, fusion and a clicked query, with no round
 # trip): a port of map_image, beside the view it mirrors; its constants come from page_style().
 PAGE_SCRIPT = Path(__file__).with_name("attention_map.js")
+MAP_DRAW_SCRIPT = Path(__file__).with_name("map_draw.js")  # its drawing, shared with the live camera: run first
 DIM = 0.3  # the τ threshold darkens the view outside the kept patches to this fraction
 UNIFORM_MARK = "1/N"  # the uniform level's name on a map's colour bar
 
@@ -351,6 +352,32 @@ def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
     return float(values.flat[i]), r, c
 
 
+@dataclass(frozen=True)
+class MainMap:
+    """main_panel's map before it is drawn: what map_image paints over the view."""
+
+    values: np.ndarray  # (gh, gw) float32
+    lo_hi: tuple[float, float]  # its colour range (map_range)
+    artifacts: np.ndarray  # (gh, gw) bool: the artifact tokens behind it (outlined; out of the range)
+
+
+def main_map(a: Analysis, p: AttnParams, cache: Cache = no_cache, fixed_max: float | None = None,
+             m: torch.Tensor | None = None) -> MainMap:
+    """The main map of checked params p (m: main_matrix's (N, N), when already computed;
+    fixed_max: see main_panel)."""
+    g = a.geometry
+    m = main_matrix(a, p, cache) if m is None else m
+    if g.pools_with_map_head and p.query is None:  # SigLIP's summary: the MAP head, not a token
+        values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
+    else:
+        values = att_mod.query_map(m, query_token(p, g), p.direction, g).numpy().astype(np.float32)
+    arts = artifact_stack(a, p, cache)[p.layer - 1]  # (gh, gw)
+    if p.scale == "fixed across layers and heads" and fixed_max is None:
+        fixed_max = fixed_scale_max(a, p, cache)
+    lo_hi = map_range(values, p.scale, p.query, fixed_max, excluded(arts, p), range_floor(g))
+    return MainMap(values, lo_hi, arts)
+
+
 def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,
                fixed_max: float | None = None, scale: int | None = None) -> MainPanel:
     """fixed_max: the top of the "fixed across layers and heads" scale (default: computed from
@@ -360,10 +387,8 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     m = main_matrix(a, p, cache)  # (N, N)
     t = query_token(p, g)
     pooling = g.pools_with_map_head and p.query is None  # SigLIP's summary: the MAP head, not a token
-    if pooling:
-        values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
-    else:
-        values = att_mod.query_map(m, t, p.direction, g).numpy().astype(np.float32)
+    mm = main_map(a, p, cache, fixed_max, m)
+    values, arts, (lo, hi) = mm.values, mm.artifacts, mm.lo_hi
     pre = g.num_prefix_tokens
     what = "head " + str(p.head) if p.show == ONE_HEAD else f"{p.show} of {g.num_heads} heads"
     kind = ("attention" if p.mode == "raw" else
@@ -405,7 +430,6 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     if s < 0 and p.query is None and not pooling:
         lines.append("| note | this model's head reads the mean of the patch tokens, not [CLS]: the map is the "
                      "mean of the patch queries' rows |")
-    arts = artifact_stack(a, p, cache)[p.layer - 1]  # (gh, gw)
     if arts.any():
         rest = np.where(arts, -np.inf, values)
         v2, r2, c2 = _where(rest, np.argmax)
@@ -414,9 +438,6 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     if p.tau > 0:
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
-    if p.scale == "fixed across layers and heads" and fixed_max is None:
-        fixed_max = fixed_scale_max(a, p, cache)
-    lo, hi = map_range(values, p.scale, p.query, fixed_max, excluded(arts, p), range_floor(g))
     lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
               artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
     image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
@@ -777,31 +798,23 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
     and width, the colour bar's layout, so the script draws the server's very pixels (the bar's
     text aside: the browser's font)."""
     p = book.params
-    s = render.display_scale(g)
-    h, w = view.shape[:2]
     png = cv2.imencode(".png", cv2.cvtColor(view, cv2.COLOR_RGB2BGR))[1]
-    step = s * h / g.grid[0]
     return json.dumps({
+        **page_drawing(g, p, render.display_scale(g)),
         "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
-        "grid": list(g.grid), "size": [h, w], "scale": s, "style": page_style(),
-        "width": s * w + render.BAR_GAP + render.BAR_WIDTH + render.BAR_PAD + bar_text_width(),
         # Each map as the colour-table rows its patches are painted with (render.color_index, with its
         # colour range): all the page's drawing reads of a map's values (L·K·gh·gw bytes, not floats).
         "index": base64.b64encode(book_index(book).tobytes()).decode(),
         "lo_hi": book.lo_hi.reshape(-1).tolist(),
         "keep": None if book.keep is None else base64.b64encode(book.keep.astype(np.uint8).tobytes()).decode(),
-        "bars": book.bars, "alpha": p.alpha, "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode(),
-        "highlight": list(p.query) if p.query is not None else None, "outline": max(1, int(step // 12)),
-        "colors": {"highlight": list(render.HIGHLIGHT_COLOR), "mark": list(render.MARK_COLOR),
-                   "mark_text": list(render.MARK_TEXT_COLOR), "artifact": list(render.ARTIFACT_COLOR)},
+        "bars": book.bars,
+        "highlight": list(p.query) if p.query is not None else None,
         # Each layer's artifact tokens (row-major patch numbers): outlined on every map (a clicked
         # query's too; its colour range leaves them out on the server: query_book).
-        "artifacts": [np.flatnonzero(m).tolist() for m in book.artifacts], "artifact_outline": artifact_outline(g),
+        "artifacts": [np.flatnonzero(m).tolist() for m in book.artifacts],
         "view": "data:image/png;base64," + base64.b64encode(png.tobytes()).decode(),
-        # For a click drawn in the page (matrix_for_page's maps): the patch a click falls on, the uniform
-        # level on its colour bar; and the look's settings by name (the browser tests wait on them).
-        "patch": g.patch_size, "uniform": uniform_level(g), "scale_name": p.scale,
-        "artifacts_in_range": p.artifacts_in_range,
+        # The look's settings by name (the browser tests wait on them).
+        "scale_name": p.scale, "artifacts_in_range": p.artifacts_in_range,
         # The other colour scales of the same maps (the radio's choices): their rows and ranges (their
         # bars' labels the page lays out from the range, as for a clicked query: +~55 kB a scale for
         # ViT-B/16 instead of ~80 kB).
@@ -809,6 +822,23 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
                           "lo_hi": lh.reshape(-1).tolist()}
                    for name, (lh, _) in book.by_scale.items() if name != p.scale},
     }, separators=(",", ":"))
+
+
+def page_drawing(g: Geometry, p: AttnParams, scale: int) -> dict[str, object]:
+    """What map_draw.js needs besides a map and the view to draw map_image's picture at enlargement
+    `scale`: sizes, the colour table and blend, the outlines' widths and colours, the colour bar's
+    layout (page_style), and for a click drawn in the page the patch it falls on and the uniform
+    level its colour bar marks."""
+    step = scale * g.image_size[0] / g.grid[0]
+    return {
+        "grid": list(g.grid), "size": list(g.image_size), "scale": scale, "style": page_style(),
+        "width": scale * g.image_size[1] + render.BAR_GAP + render.BAR_WIDTH + render.BAR_PAD + bar_text_width(),
+        "alpha": p.alpha, "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode(),
+        "outline": max(1, int(step // 12)), "artifact_outline": artifact_outline(g, scale),
+        "colors": {"highlight": list(render.HIGHLIGHT_COLOR), "mark": list(render.MARK_COLOR),
+                   "mark_text": list(render.MARK_TEXT_COLOR), "artifact": list(render.ARTIFACT_COLOR)},
+        "patch": g.patch_size, "uniform": uniform_level(g),
+    }
 
 
 def page_style() -> dict[str, object]:

@@ -26,10 +26,10 @@ def asset(name: str | Path) -> str:
     return text
 
 
-def with_hand_on(name: str | Path) -> str:
-    """A page-drawing script (js_on_load) with hand_on.js before it: the one queue of events held
-    until the page's picture is painted, shared by every such script."""
-    return asset("hand_on.js") + "\n" + asset(name)
+def with_hand_on(*names: str | Path) -> str:
+    """Page-drawing scripts (js_on_load), in order, with hand_on.js before them: the one queue of
+    events held until the page's picture is painted, shared by every such script."""
+    return "\n".join(asset(n) for n in ("hand_on.js", *names))
 
 
 def click_new_file(box: str) -> str:

@@ -1,0 +1,138 @@
+// A map picture drawn in the page, as vizvit.render / views/attention.py: map_image draws it: the
+// shared drawing of the Attention tab's main map (attention_map.js) and the live camera's picture
+// (web/camera_live.js). js_on_load of a component on each page that draws maps: installs
+// window.__vizvitMapDraw once. Every constant shared with the server comes in the book b
+// (views/attention.py: page_drawing), none is written here.
+window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
+  const st = {};
+  const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  // A picture (a data: URL) -> its RGBA pixels, h × w.
+  const pixels = async (src, [h, w]) => {
+    const img = new Image();
+    img.src = src;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = w; c.height = h;
+    const x = c.getContext('2d', { willReadFrequently: true });
+    x.drawImage(img, 0, 0);
+    return x.getImageData(0, 0, w, h).data;
+  };
+  const roundHalfEven = (v) => (Math.abs(v % 1) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v));
+  // render.color_index: the colour-table row of value v in the range lo … hi (numpy rounds half to even).
+  const colorIndex = (v, lo, hi) => roundHalfEven((hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0) * 255);
+
+  // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
+  // with_colorbar). The map: its colour-table rows (mp.index, computed by the server). Drawn on
+  // `cv` (default: one canvas kept here); returns it.
+  const render = (b, mp, cv = null) => {
+    const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw, S = b.style;
+    const { index, lo, hi, keep, bars } = mp;
+    // cv2.addWeighted(heat, α, view, 1 − α): float32 weights and sums, rounded half to even.
+    const fa = Math.fround(b.alpha), fb = Math.fround(1 - b.alpha);
+    // Each patch's colour (render.colorize: the lut's row render.color_index).
+    const tile = new Uint8Array(3 * n);
+    for (let i = 0; i < n; i++) {
+      const j = index[i];
+      tile.set(b.lut.subarray(3 * j, 3 * j + 3), 3 * i);
+    }
+    // At model-input size: cv2.addWeighted(heat, α, view, 1 − α) rounded; outside τ: view · DIM.
+    const small = new ImageData(w, h);
+    const out = small.data, v = b.view;
+    for (let y = 0; y < h; y++) {
+      const r = Math.floor(y * gh / h);
+      for (let x = 0; x < w; x++) {
+        const c = Math.floor(x * gw / w), i = r * gw + c, o = 4 * (y * w + x);
+        if (keep && !keep[i]) {
+          for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.floor(v[o + ch] * S.dim);
+        } else {
+          for (let ch = 0; ch < 3; ch++) out[o + ch] = roundHalfEven(Math.fround(Math.fround(tile[3 * i + ch] * fa) + Math.fround(v[o + ch] * fb)));
+        }
+        out[o + 3] = 255;
+      }
+    }
+    cv = cv || st.canvas || (st.canvas = document.createElement('canvas'));
+    const H = s * h, W = b.width;
+    cv.width = W; cv.height = H;
+    const x = cv.getContext('2d');
+    x.fillStyle = '#fff';
+    x.fillRect(0, 0, W, H);
+    const sc = st.small || (st.small = document.createElement('canvas'));
+    sc.width = w; sc.height = h;
+    sc.getContext('2d').putImageData(small, 0, 0);
+    x.imageSmoothingEnabled = false;  // render.enlarge: nearest neighbour, an integer factor
+    x.drawImage(sc, 0, 0, w * s, h * s);
+    // render.outline: square corners, (t + 1) // 2 px outward for t > 1, clipped to the map.
+    const outline = ([r, c], t, color) => {
+      const step = H / gh, e = t <= 1 ? 0 : Math.floor((t + 1) / 2);
+      const x0 = Math.round(c * step), y0 = Math.round(r * step);
+      const x1 = Math.round((c + 1) * step) - 1, y1 = Math.round((r + 1) * step) - 1;
+      x.fillStyle = `rgb(${color})`;
+      const side = 2 * e + 1;
+      x.save();
+      x.beginPath();
+      x.rect(0, 0, w * s, h * s);  // the outline stays on the map, as draw_grid clips it
+      x.clip();
+      x.fillRect(x0 - e, y0 - e, x1 - x0 + side, side);
+      x.fillRect(x0 - e, y1 - e, x1 - x0 + side, side);
+      x.fillRect(x0 - e, y0 - e, side, y1 - y0 + side);
+      x.fillRect(x1 - e, y0 - e, side, y1 - y0 + side);
+      x.restore();
+    };
+    // Artifact tokens first (render.outline_patches in map_image), the query's outline on top.
+    for (const i of mp.art || []) outline([Math.floor(i / gw), i % gw], b.artifact_outline, b.colors.artifact);
+    if (mp.at) outline(mp.at, b.outline, b.colors.highlight);
+    // render.colorbar: vmax on top, row y holds linspace(vmax, vmin, H)[y].
+    const bw = S.bar, bx = w * s + S.gap, bar = new ImageData(bw, H);
+    for (let row = 0; row < H; row++) {
+      const val = H > 1 ? hi - (hi - lo) * row / (H - 1) : hi;
+      const j = 3 * colorIndex(val, lo, hi);
+      for (let xx = 0; xx < bw; xx++) {
+        const o = 4 * (row * bw + xx);
+        bar.data[o] = b.lut[j]; bar.data[o + 1] = b.lut[j + 1]; bar.data[o + 2] = b.lut[j + 2]; bar.data[o + 3] = 255;
+      }
+    }
+    x.putImageData(bar, bx, 0);
+    x.font = `bold ${S.text_px}px sans-serif`;  // put_text draws thick strokes: bold reads alike
+    x.textBaseline = 'alphabetic';
+    const tx = bx + bw + S.label_offset;
+    for (const [row, ty, text, mark] of bars) {
+      if (mark) {
+        const y0 = Math.max(0, row - 1), y1 = Math.min(H, row + 2);
+        x.fillStyle = `rgb(${b.colors.mark})`;
+        x.fillRect(bx, y0, bw + S.overhang, y1 - y0);
+        x.fillStyle = '#fff';
+        x.fillRect(bx + Math.floor(bw / 3), y0, Math.floor(2 * bw / 3) - Math.floor(bw / 3), y1 - y0);
+        x.fillStyle = `rgb(${b.colors.mark_text})`;
+      } else {
+        x.fillStyle = '#000';
+        x.fillRect(bx + bw, row, S.tick, 1);
+      }
+      x.fillText(text, tx, ty, W - tx);
+    }
+    return cv;
+  };
+
+  const fmt3g = (v) => {
+    if (v === 0) return '0';
+    const [mant, ex] = v.toExponential(2).split('e');
+    const e = Number(ex), strip = (t) => (t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t);
+    if (e < -4 || e >= 3) return strip(mant) + 'e' + (e < 0 ? '-' : '+') + String(Math.abs(e)).padStart(2, '0');
+    return strip(v.toFixed(2 - e));
+  };
+  const colorbarLabels = (H, lo, hi, b) => {
+    const S = b.style, cap = S.cap, line = Math.floor(cap * S.line_spacing), span = hi > lo ? hi - lo : 1;
+    const n = Math.min(S.ticks[1], Math.max(S.ticks[0], Math.floor(H / (2 * line))));
+    const step = (hi - lo) / (n - 1);
+    const ticks = hi > lo ? Array.from({ length: n }, (_, k) => (k === n - 1 ? hi : k * step + lo)) : [lo];
+    const row = (v) => roundHalfEven((hi - Math.min(Math.max(v, lo), hi)) / span * (H - 1));
+    const u = b.uniform, where = u > hi ? S.above : u < lo ? S.below : '';
+    const placed = [[row(u), S.mark + where, true]];
+    for (const t of ticks) {
+      const r = row(t);
+      if (placed.every(([my, , m]) => !m || Math.abs(r - my) >= line)) placed.push([r, fmt3g(t), false]);
+    }
+    return placed.map(([r, text, m]) => [r, Math.min(Math.max(r + Math.floor(cap / 2), cap + S.label_top), H - S.label_bottom), text, m]);
+  };
+  const bits = (u8, n) => Uint8Array.from({ length: n }, (_, i) => (u8[i >> 3] >> (7 - (i & 7))) & 1);  // np.packbits
+  return { bytes, pixels, roundHalfEven, colorIndex, render, fmt3g, colorbarLabels, bits };
+})());
