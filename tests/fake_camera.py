@@ -116,7 +116,7 @@ def chromium_args(clip: Path) -> list[str]:
 
 # Installed before the page's scripts: every frame the webcam component captures (its canvas's
 # toDataURL) is logged with its frame number and time, and every new live picture painted
-# (#cam-picture img, decoded, then the next animation frame) with the number read from its
+# (#cam-picture canvas, drawn, then the next animation frame) with the number read from its
 # model-input view. window.__cam.captures: [[t, code]], .paints: [[t, code, picture number]].
 # With window.__cam.stamp = true (the benchmark) each capture writes its own number (mod 256)
 # over the clip's code row before it is sent, so a picture names the very capture it was made of.
@@ -169,19 +169,19 @@ PROBE_JS = """
   }
   const off = document.createElement('canvas');
   let last = null;
-  new MutationObserver(() => {
-    const img = document.querySelector('#cam-picture img.vv-live');
-    if (!img || img.src === last) return;
-    last = img.src;
-    const frame = +img.dataset.frame;
-    img.decode().then(() => requestAnimationFrame(() => {
-      const t = performance.now(), side = +img.dataset.side;
+  new MutationObserver(() => {  // the page sets data-frame once a picture is drawn (camera_live.js)
+    const cv = document.querySelector('#cam-picture canvas.vv-live');
+    if (!cv || !cv.dataset.frame || cv.dataset.frame === last) return;
+    last = cv.dataset.frame;
+    const frame = +cv.dataset.frame, side = +cv.dataset.side;
+    requestAnimationFrame(() => {  // the picture drawn is painted in this frame
+      const t = performance.now();
       off.width = side; off.height = side;
       const c = off.getContext('2d', { willReadFrequently: true });
-      c.drawImage(img, 0, 0, side, side, 0, 0, side, side);
+      c.drawImage(cv, 0, 0, side, side, 0, 0, side, side);
       cam.paints.push([t, code(c, side, side, cam.viewBox), frame]);
-    })).catch(() => {});
-  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
+    });
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-frame'] });
 })();
 """ % (BITS, list(CODE_BOX))
 

@@ -5,8 +5,10 @@ frames are never cached; a frozen frame is the same photo as that frame uploaded
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
+import json
 import threading
 import time
 
@@ -325,7 +327,7 @@ def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16
     frame = fake_camera.frame_rgb(7, 30)
     before = len(wb.cache), wb.photos_nbytes
     step = view.live_step(wb, feed, key, frame, view.CameraParams())
-    assert step is not None and step.picture[:3] == b"\xff\xd8\xff" and (step.frame, step.side) == (1, 2 * 224)
+    assert step is not None and json.loads(step.book)["frame"] == 1 and (step.frame, step.side) == (1, 2 * 224)
     assert (len(wb.cache), wb.photos_nbytes) == before, "a camera frame was kept by the workbench"
     assert feed.last is not None and feed.done == 1
     sha1 = view.freeze(wb, feed)
@@ -371,7 +373,7 @@ def test_the_live_map_shows_the_heads_switched_off(tiny16):
     frame = fake_camera.frame_rgb(5, 10)
     off = Ablation(((0, 0), (1, 1)))
     p = view.CameraParams(mode="raw", layer=2, heads="head 2")
-    pics = [view.live_step(wb, camera.Feed(), PhotoKey(tiny16.id, "", a), frame, p).picture
+    pics = [json.loads(view.live_step(wb, camera.Feed(), PhotoKey(tiny16.id, "", a), frame, p).book)["map"]["index"]
             for a in (Ablation(), off)]
     assert seen == [Ablation(), off] and pics[0] != pics[1]
 
@@ -401,15 +403,23 @@ def test_on_trained_weights_the_live_map_follows_the_square(trained):
 @pytest.mark.parametrize("mode", ["rolled out", "raw"])
 def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
     """One frame through each family (ViT, DeiT distilled, DINO v1/v2, registers, BEiT) and each
-    image-text tower (CLIP, SigLIP: the default labels as classes): a picture of the layout's size."""
+    image-text tower (CLIP, SigLIP: the default labels as classes): a book of a picture of the
+    layout's size, with the model-input view, one colour row per patch and the top-5 (or labels)."""
     for vm in [*families.values(), towers["clip16"], towers["siglip16"]]:
         wb = Workbench(device="cpu")
         wb.add_model(vm)
         step = view.live_step(wb, camera.Feed(), PhotoKey(vm.id, ""), fake_camera.frame_rgb(3, 10),
                               view.CameraParams(heads="head 2", mode=mode))
-        lay = view.layout(vm)
-        assert step is not None and decode(step.picture).shape == (lay.height, lay.width, 3), vm.id
+        lay, g = view.layout(vm), vm.geometry
+        assert step is not None, vm.id
+        b = json.loads(step.book)
+        assert (b["layout"]["height"], b["layout"]["width"]) == (lay.height, lay.width), vm.id
+        assert decode(b["view"]).shape == (*g.image_size, 3), vm.id
+        assert len(base64.b64decode(b["map"]["index"])) == g.num_patches, vm.id
+        said = [t[0] for t in b["texts"]]
+        assert said[0].startswith("model input") and any("pictures/s" in t for t in said), (vm.id, said)
 
 
-def decode(jpeg: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(jpeg)))
+def decode(src: str) -> np.ndarray:
+    """A data: URL's picture -> its pixels."""
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))))

@@ -94,15 +94,15 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
     with gr.Row():
         with gr.Column(scale=1, min_width=260):
             # The camera and its loop are the page's own (web/camera_live.js): frames go to the
-            # frames' route and come back as pictures, one at a time, decoded in memory.
-            gr.HTML(camera.live_markup(), elem_id="cam")
+            # frames' route and come back as pictures' books, one at a time, drawn in the page.
+            gr.HTML(camera.live_markup(), elem_id="cam", js_on_load=web.scripts(*camera.PAGE_SCRIPTS))
             freeze_btn = gr.Button("❄️ Freeze: open this frame in every tab", elem_id="cam-freeze", size="sm")
             layer = gr.Slider(1, 12, value=12, step=1, label="layer", elem_id="cam-layer")
             heads = gr.Dropdown(camera.head_choices(12), value=camera.HEAD_CHOICES[0], label="heads",
                                 elem_id="cam-heads")
             mode = gr.Radio(list(MODES), value="rolled out", label="map", elem_id="cam-mode")
         with gr.Column(scale=3):
-            # The picture is the route's answer, shown from memory (a blob: URL), never a file.
+            # The picture is drawn from the route's answer (a canvas), never a file.
             gr.HTML(elem_id="cam-picture")
             note = gr.Markdown(camera.intro(), elem_id="cam-note")
     sid = gr.Textbox("", visible=False, elem_id="cam-sid")  # this page's camera token (Feeds.open)
@@ -156,7 +156,7 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
 
 def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
     """POST FRAME_PATH?sid=...&layer=...&heads=...&mode=...&restart=0|1, a frame's JPEG in the body
-    -> the live picture (image/jpeg; X-Frame: its number, X-Side: the model-input view's side,
+    -> the live picture as the page draws it (views/camera.py: live_book's JSON; X-Frame: its number, X-Side: the model-input view's side,
     X-Note: 1 when the speed note changed), 204 when a newer frame took its place, or a JSON
     {"error": ...} the page shows (409: refused, with what to do; 413: too big; 500)."""
 
@@ -180,7 +180,7 @@ def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
             return JSONResponse({"error": "Something went wrong with this frame: press Start again."}, status_code=500)
         if step is None:
             return Response(status_code=204)
-        return Response(step.picture, media_type="image/jpeg",
+        return Response(step.book, media_type="application/json",
                         headers={"X-Frame": str(step.frame), "X-Side": str(step.side),
                                  "X-Note": "1" if step.note is not None else "0", "Cache-Control": "no-store"})
 

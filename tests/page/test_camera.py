@@ -104,21 +104,23 @@ def _size(f: Path) -> tuple[int, int] | None:
 
 
 def _live_sizes(page) -> set:
-    img = page.locator("#cam-picture img.vv-live")
-    return {(int(img.get_attribute("width")), int(img.get_attribute("height")))}
+    cv = page.locator("#cam-picture canvas.vv-live")
+    return {(int(cv.get_attribute("width")), int(cv.get_attribute("height")))}
+
+
+# A canvas's pixels as a PNG's base64, copied off-screen (an OffscreenCanvas, which the capture
+# probe does not see).
+CANVAS_PNG_JS = """async (cv) => {
+    const c = new OffscreenCanvas(cv.width, cv.height);
+    c.getContext('2d').drawImage(cv, 0, 0);
+    const b = new Uint8Array(await (await c.convertToBlob({ type: 'image/png' })).arrayBuffer());
+    let s = ''; b.forEach(x => s += String.fromCharCode(x)); return btoa(s); }"""
 
 
 def _shown(page) -> tuple[np.ndarray, int]:
-    """The live picture as the page shows it now (its pixels, drawn off-screen: an OffscreenCanvas,
-    which the capture probe does not see), and its model-input view's side."""
-    b64, side = page.evaluate("""async () => {
-        const img = document.querySelector('#cam-picture img.vv-live');
-        while (!img.complete || !img.naturalWidth) await img.decode().catch(() => new Promise((ok) => setTimeout(ok, 20)));
-        const side = +img.dataset.side, c = new OffscreenCanvas(img.naturalWidth, img.naturalHeight);
-        c.getContext('2d').drawImage(img, 0, 0);
-        const b = new Uint8Array(await (await c.convertToBlob({ type: 'image/png' })).arrayBuffer());
-        let s = ''; b.forEach(x => s += String.fromCharCode(x)); return [btoa(s), side]; }""")
-    return decode("data:," + b64), side
+    """The live picture as the page shows it now (its pixels), and its model-input view's side."""
+    cv = page.locator("#cam-picture canvas.vv-live[data-frame]")
+    return decode("data:," + cv.evaluate(CANVAS_PNG_JS)), int(cv.get_attribute("data-side"))
 
 
 def _fetch(page, src: str) -> np.ndarray:
@@ -149,7 +151,7 @@ def test_the_frames_route_refuses_what_is_not_a_frame_of_an_open_page_and_keeps_
             assert r.status_code == 409 and "must be a JPEG" in r.json()["error"]
             frame = cv2.imencode(".jpg", fc.frame_rgb(3, FRAMES))[1].tobytes()
             r = c.post(route, params={"sid": sid, "layer": "1", "mode": "raw", "restart": "1"}, content=frame)
-            assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg" and r.content[:3] == b"\xff\xd8\xff"
+            assert r.status_code == 200 and r.headers["content-type"] == "application/json" and r.json()["frame"] == 1
             assert r.headers["X-Frame"] == "1" and int(r.headers["X-Side"]) == 2 * tiny16.geometry.image_size[0]
 
 
@@ -172,7 +174,7 @@ def test_one_frame_in_flight_through_double_clicks_and_stop_start(url, clip):
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
         page.evaluate("() => { const b = document.querySelector('#cam-start'); b.click(); b.click(); }")
-        page.wait_for_selector("#cam-picture img.vv-live", timeout=60_000)
+        page.wait_for_selector("#cam-picture canvas.vv-live[data-frame]", timeout=60_000)
         for _ in range(3):
             page.evaluate("() => { document.querySelector('#cam-stop').click(); }")
             page.locator("#cam-start:enabled").click()
@@ -180,3 +182,53 @@ def test_one_frame_in_flight_through_double_clicks_and_stop_start(url, clip):
         page.wait_for_timeout(1500)
         s = page.evaluate("window.__inflight")
         assert s["cams"] == 4 and s["most"] == 1, s  # one camera per Start; one frame at a time
+
+
+DRAW_JS = """async (t) => {
+    const cv = document.createElement('canvas');
+    await window.__vizvitCamDraw.draw(JSON.parse(t), cv);
+    return (%s)(cv); }""" % CANVAS_PNG_JS
+
+
+def test_the_page_draws_the_servers_live_picture(url, tiny16, trained):
+    """The camera page draws each live picture from its book (live_book) as compose draws it on the
+    server: the model-input view and its grid, the map (colours, range, artifact outlines) and the
+    colour bar's colours exactly, the probability bars exactly, and ink where each text is (the text
+    itself is the browser's font). On the tiny model, raw and rolled out, and on the trained ViT-Ti,
+    whose last layers have artifact tokens (outlined), for frames of the fake camera and the cat."""
+    from vizvit import engine, render
+    from vizvit.images import load_image
+    from vizvit.views import attention as attn
+    from vizvit.views import camera as view
+
+    cat = load_image(str(Path(__file__).resolve().parents[2] / "assets" / "examples" / "chelsea.jpg"))
+    cases = [(tiny16, fc.frame_rgb(4, FRAMES), view.CameraParams(mode="raw", layer=1, heads="head 2")),
+             (tiny16, fc.frame_rgb(9, FRAMES), view.CameraParams()),
+             (trained, fc.frame_rgb(12, FRAMES), view.CameraParams()),
+             (trained, cat, view.CameraParams(mode="raw", layer=11, heads="max of heads"))]
+    with page_at(url + "camera", wait_for="#cam-start:enabled") as page:
+        page.wait_for_function("!!window.__vizvitCamDraw")
+        for vm, photo, cp in cases:
+            a = engine.analyze(vm, view.frame_image(np.asarray(photo)))
+            ap, lines = cp.attn(vm), ["9.9 pictures/s", "forward 45 ms", "picture 7"]
+            want = view.compose(vm, a, ap, lines)
+            got = decode("data:," + page.evaluate(DRAW_JS, view.live_book(vm, a, ap, lines, 7, view_format=".png")))
+            what = (vm.id, cp)
+            lay, g = view.layout(vm), vm.geometry
+            assert got.shape == want.shape, what
+            mx = lay.map_x + view.SCALE * g.image_size[1]
+            bar = slice(mx + render.BAR_GAP, mx + render.BAR_GAP + render.BAR_WIDTH)
+            for part in (np.s_[:lay.side, :lay.side], np.s_[:lay.side, lay.map_x:mx], np.s_[:lay.side, bar]):
+                diff = np.abs(got[part].astype(int) - want[part])
+                assert diff.max() == 0, (what, part, np.argwhere(diff > 0)[:5])
+            pp = view.picture_parts(vm, a, ap, lines)
+            for x, y, w, h in pp.bars:  # left of the row's text (x 8 on)
+                box = np.s_[y:y + h, x:min(8, x + w)]
+                assert (got[box] == view.PROB_COLOR).all() and (want[box] == view.PROB_COLOR).all(), what
+            cap = render.text_size("0")[1]
+            for text, x, y, _ in pp.texts:
+                box = np.s_[y - cap:y + 1, x:x + min(render.text_size(text)[0], 60)]
+                assert (got[box].min(-1) < 100).any() and (want[box].min(-1) < 100).any(), (what, text)
+            if vm is trained and cp.mode == "rolled out":
+                assert attn.main_map(a, ap).artifacts.any(), "the trained ViT-Ti's last layer has artifact tokens"
+        shot(page, "camera-drawn")

@@ -17,13 +17,16 @@ import json
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import cv2
 import numpy as np
+import torch
 from PIL import Image
 
+from .. import attention as att_mod
 from .. import render
 from ..ablation import format_heads
 from ..camera import CONCURRENT_STREAMS, IDLE_S, RECENT, TIME_LIMIT_S, Feed, Feeds, Frame
@@ -41,7 +44,9 @@ GAP = 8  # white px between the parts
 TEXT_PX = render.TEXT_PX
 ROW = 38  # px per text row of the band under the pictures
 BAND_ROWS = 5  # the top-5 on the left, the speed on the right
-JPEG_QUALITY = 80
+JPEG_QUALITY = 80  # the tab's picture of a photo (show)
+VIEW_QUALITY = 90  # the model-input view in a live book: ~15 kB a frame
+PROB_COLOR = (198, 219, 239)  # a top-5 row's probability bar
 # Below this many pictures a second a camera view stops looking live: the panel says the model
 # is too slow, with its measured forward time, and on a CPU names the fastest model of the list.
 LIVE_FPS = 4.0
@@ -61,6 +66,8 @@ MAX_FRAME_PIXELS = 1920 * 1080  # a webcam's HD frame; checked on the header, be
 # Frames decoded at once, for every camera together (the page sends one at a time; a client that
 # sends many at once gets "busy" for the rest, instead of holding a thread and ~6 MB each).
 DECODES = threading.BoundedSemaphore(2 * CONCURRENT_STREAMS)
+# The camera page draws each live picture itself (live_book): the map's drawing, then the picture's.
+PAGE_SCRIPTS = (attn.MAP_DRAW_SCRIPT, Path(__file__).with_name("camera_draw.js"))
 FRAME_PATH = "vizvit/camera/frame"  # the frames' route, beside the page (POST, a JPEG in, a JPEG out)
 
 # On the tab, before INTRO: why the camera opens a page of its own.
@@ -149,22 +156,6 @@ def _layout(g: Any) -> Layout:
     return Layout(side, side + GAP, side + GAP + bar, side + ROW + BAND_ROWS * ROW + GAP)
 
 
-def _band(width: int, rows: list[tuple[str, float | None]], right: list[str]) -> np.ndarray:
-    """White band: the left rows (text, probability bar 0..1 or None), the right rows of text."""
-    band = np.full((BAND_ROWS * ROW + GAP, width, 3), 255, np.uint8)
-    half = width // 2
-    cap = render.text_size("0", TEXT_PX)[1]
-    for i, (text, prob) in enumerate(rows):
-        y = GAP + i * ROW
-        if prob is not None:
-            band[y + 4:y + ROW - 4, 4:4 + int(round((half - 16) * max(0.0, min(1.0, prob))))] = (198, 219, 239)
-        render.put_text(band, _fit(text, half - 12), (8, y + (ROW + cap) // 2), TEXT_PX)
-    for i, text in enumerate(right):
-        y = GAP + i * ROW
-        render.put_text(band, _fit(text, width - half - 12), (half + 8, y + (ROW + cap) // 2), TEXT_PX)
-    return band
-
-
 def _fit(text: str, width: int) -> str:
     """text cut (with …) to `width` px at TEXT_PX."""
     if render.text_size(text, TEXT_PX)[0] <= width:
@@ -172,6 +163,33 @@ def _fit(text: str, width: int) -> str:
     while text and render.text_size(text + "...", TEXT_PX)[0] > width:
         text = text[:-1]
     return text + "..."
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A live picture besides its two pictures (the model-input view with its grid, at (0, 0), and
+    the map, at (map_x, 0)): its texts and its probability bars, where compose and the page's
+    drawing (camera_draw.js) both put them."""
+
+    texts: list[tuple[str, int, int, int]]  # (text cut to fit, x, baseline y, the width it must fit)
+    bars: list[tuple[int, int, int, int]]  # (x, y, width, height) of each probability bar, PROB_COLOR
+
+
+def parts(lay: Layout, caption: str, caption_left: str, rows: list[tuple[str, float | None]],
+          right: list[str]) -> Parts:
+    """The captions under the two pictures, and the band under them: `rows` (text, probability
+    0..1 or None) on the left, `right` on the right."""
+    cap = render.text_size("0", TEXT_PX)[1]
+    mid = lambda y: y + (ROW + cap) // 2  # noqa: E731 - a row's text baseline
+    texts = [(caption_left, 4, mid(lay.side), lay.side - 8), (caption, lay.map_x + 4, mid(lay.side), lay.width - lay.map_x - 8)]
+    half, top, bars = lay.width // 2, lay.side + ROW + GAP, []
+    for i, (text, prob) in enumerate(rows):
+        y = top + i * ROW
+        if prob is not None:
+            bars.append((4, y + 4, int(round((half - 16) * max(0.0, min(1.0, prob)))), ROW - 8))
+        texts.append((text, 8, mid(y), half - 12))
+    texts += [(text, half + 8, mid(top + i * ROW), lay.width - half - 12) for i, text in enumerate(right)]
+    return Parts([(_fit(t, w), x, y, w) for t, x, y, w in texts], bars)
 
 
 def caption(ap: attn.AttnParams, vm: VitModel) -> str:
@@ -188,22 +206,64 @@ def top5_rows(vm: VitModel, a: Analysis) -> list[tuple[str, float | None]]:
     return head + [(f"{p.prob * 100:5.1f}%  {p.label}", p.prob) for p in a.top5][: 5 - len(head)]
 
 
+def picture_parts(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) -> Parts:
+    g = vm.geometry
+    return parts(layout(vm), caption(ap, vm), f"model input, {g.grid[0]}x{g.grid[1]} patches", top5_rows(vm, a), lines)
+
+
 def compose(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) -> np.ndarray:
     """(H, W, 3) uint8: the model-input view with the patch grid | the Attention tab's main map
-    (same colours, range and artifact outlines, at SCALE) ; below, the top-5 and `lines`."""
-    g = vm.geometry
-    left = render.draw_grid(render.enlarge(a.input_view, SCALE), g, lines=True)
+    (same colours, range and artifact outlines, at SCALE) ; below, the top-5 and `lines`. The
+    picture the page draws from live_book."""
+    left = render.draw_grid(render.enlarge(a.input_view, SCALE), vm.geometry, lines=True)
     right = attn.main_panel(vm, a, ap, scale=SCALE).image
     lay = layout(vm)
-    top = np.full((lay.side + ROW, lay.width, 3), 255, np.uint8)
-    top[:lay.side, :lay.side] = left
-    top[:right.shape[0], lay.map_x:lay.map_x + right.shape[1]] = right
-    cap = render.text_size("0", TEXT_PX)[1]
-    render.put_text(top, _fit(f"model input, {g.grid[0]}x{g.grid[1]} patches", lay.side - 8),
-                    (4, lay.side + (ROW + cap) // 2), TEXT_PX)
-    render.put_text(top, _fit(caption(ap, vm), lay.width - lay.map_x - 8), (lay.map_x + 4, lay.side + (ROW + cap) // 2),
-                    TEXT_PX)
-    return np.concatenate([top, _band(lay.width, top5_rows(vm, a), lines)], axis=0)
+    img = np.full((lay.height, lay.width, 3), 255, np.uint8)
+    img[:lay.side, :lay.side] = left
+    img[:right.shape[0], lay.map_x:lay.map_x + right.shape[1]] = right
+    pp = picture_parts(vm, a, ap, lines)
+    for x, y, w, h in pp.bars:
+        img[y:y + h, x:x + w] = PROB_COLOR
+    for text, x, y, _ in pp.texts:
+        render.put_text(img, text, (x, y), TEXT_PX)
+    return img
+
+
+def live_book(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str], frame: int,
+              view_format: str = ".jpg") -> str:
+    """compose's picture as the camera page draws it (camera_draw.js, with map_draw.js's map): one
+    JSON string with the model-input view (view_format: JPEG, ~15 kB, or PNG for an exact copy),
+    the map as its colour-table rows and range, the colour bar's labels, the artifact tokens, where
+    the texts and probability bars go, and the map's drawing constants (attn.page_drawing). The
+    server draws nothing: the page has it on screen ~20 ms sooner than a decoded JPEG of the
+    whole picture, and the server's step is shorter by the drawing."""
+    g = vm.geometry
+    lay = layout(vm)
+    mm = attn.main_map(a, ap)
+    lo, hi = mm.lo_hi
+    keep = att_mod.mass_threshold(torch.from_numpy(mm.values), ap.tau).numpy() if ap.tau > 0 else None
+    ok, enc = cv2.imencode(view_format, cv2.cvtColor(a.input_view, cv2.COLOR_RGB2BGR),
+                           [cv2.IMWRITE_JPEG_QUALITY, VIEW_QUALITY] if view_format == ".jpg" else [])
+    if not ok:
+        raise RuntimeError("encoding the model-input view failed")
+    mime = "jpeg" if view_format == ".jpg" else view_format.strip(".")
+    pp = picture_parts(vm, a, ap, lines)
+    return json.dumps({
+        **attn.page_drawing(g, ap, SCALE),
+        "frame": frame,
+        "view": f"data:image/{mime};base64," + base64.b64encode(enc.tobytes()).decode("ascii"),
+        "map": {"index": _b64(render.color_index(mm.values, lo, hi)), "lo": lo, "hi": hi,
+                "keep": None if keep is None else _b64(keep.astype(np.uint8)),
+                "bars": render.colorbar_labels(lay.side, lo, hi, marks={attn.UNIFORM_MARK: attn.uniform_level(g)}),
+                "art": np.flatnonzero(mm.artifacts).tolist()},
+        "layout": {"side": lay.side, "map_x": lay.map_x, "width": lay.width, "height": lay.height},
+        "grid_color": list(render.GRID_COLOR), "bar_color": list(PROB_COLOR),
+        "texts": pp.texts, "bars": pp.bars,
+    }, separators=(",", ":"))
+
+
+def _b64(a: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
 
 
 def jpeg(img: np.ndarray) -> bytes:
@@ -316,7 +376,7 @@ def show(ph: Photo | None, p: CameraParams) -> CameraPage:
 class LiveStep:
     """One frame's answer: the picture, and the speed note (None: unchanged since the last)."""
 
-    picture: bytes  # the composed picture, JPEG
+    book: str  # the picture as the page draws it (live_book's JSON)
     note: str | None
     analysis_s: float  # the model's forward for this frame
     frame: int  # the picture's number in this camera session (1, 2, ...)
@@ -373,10 +433,10 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
         a = with_zero_shot(a, vm) if vm.is_zero_shot else a
         feed.meter.record(a.seconds)
         fwd = feed.meter.forward_s()
-        img = compose(vm, a, ap, rate_lines(feed, fwd))
+        book = live_book(vm, a, ap, rate_lines(feed, fwd), feed.done + 1)
         note = speed_note(wb, vm, feed.meter.rate(), fwd, feed.meter.count())
         changed, feed.note = note != feed.note, note
-        return LiveStep(jpeg(img), note if changed else None, a.seconds, feed.done + 1, layout(vm).side)
+        return LiveStep(book, note if changed else None, a.seconds, feed.done + 1, layout(vm).side)
 
     return feed.step(rgb, work)
 

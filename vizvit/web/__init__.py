@@ -26,10 +26,15 @@ def asset(name: str | Path) -> str:
     return text
 
 
+def scripts(*names: str | Path) -> str:
+    """Scripts run one after the other (a js_on_load): each file's statements, in order."""
+    return "\n".join(asset(n) for n in names)
+
+
 def with_hand_on(*names: str | Path) -> str:
     """Page-drawing scripts (js_on_load), in order, with hand_on.js before them: the one queue of
     events held until the page's picture is painted, shared by every such script."""
-    return "\n".join(asset(n) for n in ("hand_on.js", *names))
+    return scripts("hand_on.js", *names)
 
 
 def click_new_file(box: str) -> str:

@@ -1,6 +1,7 @@
 // The camera page's loop (views/camera.py: live_markup, FRAME_PATH). Start asks for the camera and
 // sends one frame at a time to the frames' route, a JPEG in the request body; the answer is the
-// live picture (a JPEG) and the next frame is captured as soon as it arrives. One frame in flight:
+// live picture's book (camera.py: live_book), drawn here (views/camera_draw.js), and the next
+// frame is captured as soon as it is drawn. One frame in flight:
 // a frame never waits behind an older one, and no frame is captured that the server would drop.
 // The map's controls are read from the page for each frame. sid: this page's camera token; side:
 // the short side a frame is sent at (views/camera.py: frame_side), no bigger than the camera's.
@@ -14,7 +15,7 @@
   const startBtn = box.querySelector('#cam-start'), stopBtn = box.querySelector('#cam-stop');
   const url = new URL(cfg.path, (window.gradio_config?.root || location.origin) + '/').href;
   const canvas = document.createElement('canvas');
-  let stream = null, running = false, last = null;
+  let stream = null, running = false;
 
   const say = (text) => { status.textContent = text; };
   const value = (id) => {  // a control's value as the page shows it
@@ -25,14 +26,15 @@
     const input = el.querySelector('input[type=number], input:not([type]), input[type=text]');
     return input ? input.value : '';
   };
+  // Where the live picture is drawn (views/camera_draw.js), made at the first picture.
   const picture = () => {
     const holder = document.querySelector('#cam-picture');
-    let img = holder.querySelector('img.vv-live');
-    if (!img) {
-      holder.innerHTML = '<img class="vv-live" alt="the live camera picture: model input with patch grid, attention map, top-5" style="width:100%;height:auto">';
-      img = holder.querySelector('img.vv-live');
+    let cv = holder.querySelector('canvas.vv-live');
+    if (!cv) {
+      holder.innerHTML = '<canvas class="vv-live" role="img" aria-label="the live camera picture: model input with patch grid, attention map, top-5" style="width:100%;height:auto"></canvas>';
+      cv = holder.querySelector('canvas.vv-live');
     }
-    return img;
+    return cv;
   };
   const capture = () => {  // the frame, mirrored as the preview shows it, as JPEG bytes
     const k = Math.min(1, (side || 1e9) / Math.min(video.videoWidth, video.videoHeight));
@@ -82,15 +84,12 @@
           stop(msg);
           break;
         }
-        const blob = await r.blob();
+        const book = JSON.parse(await r.text());
         if (!live()) break;
-        const img = picture();
-        img.dataset.frame = r.headers.get('X-Frame');
-        img.dataset.side = r.headers.get('X-Side');
-        const src = URL.createObjectURL(blob);
-        img.src = src;
-        if (last) URL.revokeObjectURL(last);
-        last = src;
+        const cv = await window.__vizvitCamDraw.draw(book, picture());
+        cv.style.maxWidth = book.layout.width + 'px';
+        cv.dataset.side = r.headers.get('X-Side');
+        cv.dataset.frame = r.headers.get('X-Frame');  // last: the capture probe and Freeze read it
         say('');
         if (r.headers.get('X-Note') === '1') document.querySelector('#cam-note-refresh')?.click();
       } catch (e) {  // anything else: say it and stop, rather than hang with the camera on

@@ -1,0 +1,43 @@
+// The live camera's picture drawn in the page from one frame's book (camera.py beside this file:
+// live_book), the picture compose draws on the server: the model-input view enlarged with its patch
+// grid, the Attention tab's map beside it (map_draw.js, put before this file: the same drawing),
+// the captions and the top-5 with their probability bars under them, each where the book says.
+// js_on_load of the camera page's camera component: installs window.__vizvitCamDraw once.
+window.__vizvitCamDraw || (window.__vizvitCamDraw = (() => {
+  const D = window.__vizvitMapDraw;
+  const small = document.createElement('canvas'), map = document.createElement('canvas');
+  const rgb = (c) => `rgb(${c.join(',')})`;
+
+  // The book (parsed) drawn on canvas cv, which takes the picture's size. Resolves once drawn: the
+  // view is decoded first, then everything is drawn at once (no half-drawn picture is painted).
+  const draw = async (b, cv) => {
+    const [h, w] = b.size, L = b.layout, m = b.map;
+    const view = await D.pixels(b.view, b.size);  // RGBA, h × w
+    const right = D.render({ ...b, view, lut: D.bytes(b.lut) },
+                           { index: D.bytes(m.index), lo: m.lo, hi: m.hi, keep: m.keep ? D.bytes(m.keep) : null,
+                             bars: m.bars, art: m.art, at: null }, map);
+    if (cv.width !== L.width) cv.width = L.width;  // a canvas resized is cleared: only when it changes
+    if (cv.height !== L.height) cv.height = L.height;
+    const x = cv.getContext('2d');
+    x.fillStyle = '#fff';
+    x.fillRect(0, 0, L.width, L.height);
+    // render.draw_grid(render.enlarge(view, SCALE), lines=True): nearest-neighbour enlargement, then
+    // one-pixel lines at round(k · step), step the enlarged height over the grid's rows.
+    small.width = w; small.height = h;
+    small.getContext('2d').putImageData(new ImageData(view, w, h), 0, 0);
+    x.imageSmoothingEnabled = false;
+    x.drawImage(small, 0, 0, L.side, L.side);
+    x.fillStyle = rgb(b.grid_color);
+    const step = L.side / b.grid[0];
+    for (let k = 1; k < b.grid[0]; k++) x.fillRect(0, D.roundHalfEven(k * step), L.side, 1);
+    for (let k = 1; k < b.grid[1]; k++) x.fillRect(D.roundHalfEven(k * step), 0, 1, L.side);
+    x.drawImage(right, L.map_x, 0);
+    x.fillStyle = rgb(b.bar_color);
+    for (const [bx, by, bw, bh] of b.bars) x.fillRect(bx, by, bw, bh);
+    x.font = `bold ${b.style.text_px}px sans-serif`;  // as the map's colour bar (put_text's strokes are thick)
+    x.fillStyle = '#000';
+    for (const [text, tx, ty, most] of b.texts) x.fillText(text, tx, ty, most);
+    return cv;
+  };
+  return { draw };
+})());
