@@ -53,6 +53,27 @@ def ref_rollout_heads(att: np.ndarray, prefix: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ rollout
+@pytest.mark.parametrize("fusion,discard", [("mean", 0.0), ("max", 0.3), ("min", 0.9)])
+def test_one_row_of_the_rollout_is_that_row_of_the_plain_loop(fusion, discard):
+    """rollout_row (vector times matrices, top layer down): q · R_l of the plain loop's R_l, for a
+    token's row, the patch queries' mean and arbitrary weights (SigLIP's MAP head), every layer;
+    with a head, q · R_{l,h} of the plain per-head loop."""
+    g = GEOMS["g7"]
+    att = random_attention(g, seed=5)
+    n, pre = g.seq_len, g.num_prefix_tokens
+    ref = ref_rollout(att.double().numpy(), fusion, discard, pre)
+    heads = ref_rollout_heads(att.double().numpy(), pre)
+    mean = np.r_[np.zeros(pre), np.full(n - pre, 1 / (n - pre))]
+    for q in (np.eye(n)[0], np.eye(n)[n // 2], mean, np.random.default_rng(0).dirichlet(np.ones(n))):
+        qt = torch.from_numpy(q).float()
+        for layer in range(1, g.num_layers + 1):
+            got = A.rollout_row(att, qt, layer, fusion, discard, pre)
+            np.testing.assert_allclose(got.numpy(), q @ ref[layer - 1], rtol=1e-4, atol=1e-6)
+            for h in range(g.num_heads):
+                got = A.rollout_row(att, qt, layer, head=h, num_prefix_tokens=pre)
+                np.testing.assert_allclose(got.numpy(), q @ heads[layer - 1, h], rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("fusion", ["mean", "max", "min"])
 @pytest.mark.parametrize("discard", [0.0, 0.3, 0.9])
 def test_rollout_matches_a_plain_loop(fusion, discard):

@@ -128,6 +128,28 @@ def rollout_stack(att: torch.Tensor, fusion: Fusion = "mean", discard: float = 0
     return out
 
 
+def rollout_row(att: torch.Tensor, q: torch.Tensor, layer: int, fusion: Fusion = "mean", discard: float = 0.0,
+                num_prefix_tokens: int = 1, discard_mode: DiscardMode = "per row",
+                head: int | None = None) -> torch.Tensor:
+    """One row of a rollout: q · R, (N,), for query weights q (N,) (token t's row: q = e_t; the
+    patch queries' mean; SigLIP's MAP weights). R is rollout_stack's rollout through `layer` (1-based)
+    layers, Â_layer ··· Â_1; or with `head` (0-based) the per-head rollout rollout_heads gives,
+    Â_{layer,head} · R_{layer−1} over the mean, no-discard rollout below. Vector-times-matrix products
+    from the top layer down: layer · N² multiply-adds where the whole stack takes layer · N³ (the
+    live camera draws one map a frame)."""
+    # v · Â with Â = D⁻¹(½F + ½I), D the rows' sums: (v / d) · ½F + (v / d) · ½, without building Â.
+    if head is None:
+        fused = discard_lowest(fuse_heads(att[:layer], fusion), discard, num_prefix_tokens, discard_mode)
+    else:  # the head on top of the mean rollout, no discard, below it
+        fused = torch.cat([fuse_heads(att[:layer - 1], "mean"), att[layer - 1, head][None].float()])
+    d = 0.5 * fused.sum(-1) + 0.5  # (layer, N)
+    v = q.float()
+    for layer_i in range(layer - 1, -1, -1):
+        w = v / d[layer_i]
+        v = 0.5 * (w @ fused[layer_i]) + 0.5 * w
+    return v
+
+
 def rollout_maps(att: torch.Tensor, g: Geometry, fusion: Fusion = "mean", discard: float = 0.0,
                  discard_mode: DiscardMode = "per row", summary: str | torch.Tensor | None = None) -> torch.Tensor:
     """(L, H, N, N) -> (L, gh, gw): the summary's row ([CLS] for ViT) of the rollout after each

@@ -394,3 +394,22 @@ def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny1
                 else:
                     assert qb.keep is None
     assert ap.query_book(a, ap.AttnParams(scale="fixed across layers and heads")) is None  # the server draws
+
+
+def test_a_rolled_out_map_read_as_one_row_is_the_whole_rollouts(families, towers, cat):
+    """main_map(one_row=True), the live camera's map, equals main_panel's from the whole rollout
+    stack: every family (a [CLS] row, DeiT's [DIST], BEiT's patch mean, SigLIP's MAP head), a fusion
+    with a discard, one head, a clicked patch; a column has no one row and reads the stack."""
+    from vizvit.views import attention as ap
+
+    cases = [ap.AttnParams(mode="rolled out", layer=2), ap.AttnParams(mode="rolled out", layer=1, show="max", discard=0.5),
+             ap.AttnParams(mode="rolled out", layer=2, show=ap.ONE_HEAD, head=2),
+             ap.AttnParams(mode="rolled out", layer=2, query=(1, 3)),
+             ap.AttnParams(mode="rolled out", layer=2, query=(1, 3), direction="column")]
+    for vm in [*families.values(), towers["siglip16"]]:
+        a = vizvit.analyze(vm, cat)
+        for p in cases:
+            for summary in vm.geometry.summaries:
+                q = dataclasses.replace(p, summary=summary).checked(vm.geometry)
+                fast, whole = ap.main_map(a, q, one_row=True), ap.main_panel(vm, a, q)
+                np.testing.assert_allclose(fast.values, whole.values, rtol=1e-4, atol=1e-7, err_msg=f"{vm.id} {q}")

@@ -362,20 +362,47 @@ class MainMap:
 
 
 def main_map(a: Analysis, p: AttnParams, cache: Cache = no_cache, fixed_max: float | None = None,
-             m: torch.Tensor | None = None) -> MainMap:
+             m: torch.Tensor | None = None, one_row: bool = False) -> MainMap:
     """The main map of checked params p (m: main_matrix's (N, N), when already computed;
-    fixed_max: see main_panel)."""
+    fixed_max: see main_panel). one_row: a rolled-out map that reads a row is computed as that row
+    alone (attention.rollout_row: ~12x less work than the whole rollout, which nothing else then
+    needs: the live camera), equal to the whole rollout's up to float32 summation order."""
     g = a.geometry
-    m = main_matrix(a, p, cache) if m is None else m
-    if g.pools_with_map_head and p.query is None:  # SigLIP's summary: the MAP head, not a token
-        values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
+    q = read_weights(a, p) if one_row and p.mode != "raw" and m is None else None
+    if q is not None:
+        h = p.head_or_fusion
+        row = att_mod.rollout_row(_full_attentions(a), q, p.layer, "mean" if isinstance(h, int) else h, p.discard,
+                                  g.num_prefix_tokens, p.discard_mode, h if isinstance(h, int) else None)
+        values = row[g.num_prefix_tokens:].reshape(g.grid).numpy().astype(np.float32)
     else:
-        values = att_mod.query_map(m, query_token(p, g), p.direction, g).numpy().astype(np.float32)
+        m = main_matrix(a, p, cache) if m is None else m
+        if g.pools_with_map_head and p.query is None:  # SigLIP's summary: the MAP head, not a token
+            values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
+        else:
+            values = att_mod.query_map(m, query_token(p, g), p.direction, g).numpy().astype(np.float32)
     arts = artifact_stack(a, p, cache)[p.layer - 1]  # (gh, gw)
     if p.scale == "fixed across layers and heads" and fixed_max is None:
         fixed_max = fixed_scale_max(a, p, cache)
     lo_hi = map_range(values, p.scale, p.query, fixed_max, excluded(arts, p), range_floor(g))
     return MainMap(values, lo_hi, arts)
+
+
+def read_weights(a: Analysis, p: AttnParams) -> torch.Tensor | None:
+    """The query weights q (N,) whose row of the main matrix, q · M, main_map reads (cut to the
+    patch keys): token t's row e_t, the patch queries' mean (a mean-pooling head), SigLIP's MAP
+    weights; None for a column (each patch query's weight on one key)."""
+    g = a.geometry
+    if g.pools_with_map_head and p.query is None:
+        return a.summary_weights.float() if a.summary_weights is not None else None
+    if p.direction != "row":
+        return None
+    t, pre = query_token(p, g), g.num_prefix_tokens
+    q = torch.zeros(g.seq_len)
+    if t < 0:
+        q[pre:] = 1.0 / (g.seq_len - pre)
+    else:
+        q[t] = 1.0
+    return q
 
 
 def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,

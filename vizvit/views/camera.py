@@ -215,8 +215,11 @@ def compose(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) ->
     """(H, W, 3) uint8: the model-input view with the patch grid | the Attention tab's main map
     (same colours, range and artifact outlines, at SCALE) ; below, the top-5 and `lines`. The
     picture the page draws from live_book."""
-    left = render.draw_grid(render.enlarge(a.input_view, SCALE), vm.geometry, lines=True)
-    right = attn.main_panel(vm, a, ap, scale=SCALE).image
+    g = vm.geometry
+    left = render.draw_grid(render.enlarge(a.input_view, SCALE), g, lines=True)
+    mm = live_map(a, ap)
+    right = attn.map_image(a.input_view, mm.values, g, ap, lo_hi=mm.lo_hi, marks={attn.UNIFORM_MARK: attn.uniform_level(g)},
+                           artifacts=mm.artifacts, scale=SCALE)
     lay = layout(vm)
     img = np.full((lay.height, lay.width, 3), 255, np.uint8)
     img[:lay.side, :lay.side] = left
@@ -229,6 +232,12 @@ def compose(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) ->
     return img
 
 
+def live_map(a: Analysis, ap: attn.AttnParams) -> attn.MainMap:
+    """The Attention tab's main map for these params (main_panel's), a rolled-out one computed as its
+    one row (a frame's analysis is never asked for another)."""
+    return attn.main_map(a, ap.checked(a.geometry), one_row=True)
+
+
 def live_book(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str], frame: int,
               view_format: str = ".jpg") -> str:
     """compose's picture as the camera page draws it (camera_draw.js, with map_draw.js's map): one
@@ -239,7 +248,7 @@ def live_book(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str], 
     whole picture, and the server's step is shorter by the drawing."""
     g = vm.geometry
     lay = layout(vm)
-    mm = attn.main_map(a, ap)
+    mm = live_map(a, ap)
     lo, hi = mm.lo_hi
     keep = att_mod.mass_threshold(torch.from_numpy(mm.values), ap.tau).numpy() if ap.tau > 0 else None
     ok, enc = cv2.imencode(view_format, cv2.cvtColor(a.input_view, cv2.COLOR_RGB2BGR),
