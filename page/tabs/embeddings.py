@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gradio as gr
 
 from vizvit import vocab, web
 from vizvit.session import PhotoKey
+from vizvit.views import attention as ap
 from vizvit.views import embeddings
 from vizvit.views.flip import Flipbook
 
@@ -71,6 +73,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # The depth pictures at every depth, swapped in by the page as the slider moves (vizvit/web/flipbook.js).
     book = flip.component("emb-depth")
     colors = flip.component("emb-color")  # the scatter's other colourings, at this depth
+    # What a click on either picture needs at this depth: the page draws the click at once
+    # (vizvit/views/embeddings_click.js), then the server's answer brings the text.
+    tokens = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, embeddings.CLICK_SCRIPT),
+                     visible="hidden", elem_id="emb-tokens", apply_default_css=False)
 
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
     named = dict(depth=depth, clicked=clicked, color_by=color_by, dropout=dropout)
@@ -102,14 +108,18 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show_rest(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(list(shown_rest.values()))
-        return kit.values(embeddings.rest(ctx.wb.handle(key), params_of(v)), shown_rest)
+            return kit.empty([*shown_rest.values(), tokens])
+        ph, p = ctx.wb.handle(key), params_of(v)
+        return {**kit.values(embeddings.rest(ph, p), shown_rest),
+                tokens: embeddings.token_book(ph, dataclasses.replace(p, depth=min(p.depth, ph.vm.geometry.num_layers)))}
 
     @safe
     def show_depth(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(list(shown_depth.values()))
-        return kit.values(embeddings.change_depth(ctx.wb.handle(key), params_of(v)), shown_depth)
+            return kit.empty([*shown_depth.values(), tokens])
+        ph, p = ctx.wb.handle(key), params_of(v)
+        return {**kit.values(embeddings.change_depth(ph, p), shown_depth),
+                tokens: embeddings.token_book(ph, p, with_view=False)}
 
     # A click answers in ONE event (the clicked patch and its pictures), not a state event and a
     # .then(): each event costs this page a round trip of Gradio's own work (~250 ms).
@@ -141,9 +151,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {book: book_value(embeddings.depth_book(ph, p)), colors: colors_value(embeddings.color_book(ph, p))}
 
     outs = [*shown.values(), depth, book]
-    ctx.on_show(tab, show, ins, outs, then=(show_rest, ins, list(shown_rest.values()), "#emb-pictures img"))
+    ctx.on_show(tab, show, ins, outs, then=(show_rest, ins, [*shown_rest.values(), tokens], "#emb-pictures img"))
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
-    depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden").then(
+    depth.change(show_depth, ins, [*shown_depth.values(), tokens], show_progress="hidden").then(
         show_scatter, ins, [scatter, colors], show_progress="hidden",
         js=web.after_paint("#emb-pictures img"))
     for img in (pca_img, sim_img):

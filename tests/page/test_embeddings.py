@@ -3,8 +3,9 @@ hover the token scatter (thumbnail), recolour it. Screenshots are artifacts."""
 
 from __future__ import annotations
 
+import numpy as np
 
-from browser import click_image_at, page_at, shot, upload_and_open, wait_image
+from browser import CANVAS_RGB_JS, IMG_RGB_JS, click_image_at, page_at, rgb_array, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
 
 
@@ -82,3 +83,97 @@ def test_embeddings_tab_before_any_photo_is_empty_not_an_error(url):
         page.wait_for_selector("#emb-depth")
         page.wait_for_timeout(500)
         assert page.locator(".toast-body.error").count() == 0
+
+
+# The page's drawing of picture `kind` ('pca' or 'sim') for a click on patch [r, c], from its book.
+PICTURE_JS = """([kind, cell]) => {
+  const E = window.__vizvitEmb, b = E.state.book;
+  return (%s)(E.picture(b, E.state.view.px, kind, cell)); }""" % CANVAS_RGB_JS
+TOKENS = "(d) => { const E = window.__vizvitEmb; return E && E.state.book && E.state.book.depth === d && !!E.state.view; }"
+
+
+def _same_clicks(page, vm, a, d, depth: int, cells) -> None:
+    """The page's pictures for clicks on `cells` at `depth` against pca_over_photo's and
+    similarity_panel's, pixel for pixel."""
+    from vizvit.views import embeddings as ev
+
+    for cell in cells:
+        want = {"pca": ev.pca_over_photo(vm, d, depth, cell), "sim": ev.similarity_panel(vm, a, d, depth, cell).image}
+        for kind, server in want.items():
+            got = rgb_array(page.evaluate(PICTURE_JS, [kind, list(cell)]))
+            assert got.shape == server.shape, (kind, cell)
+            diff = np.abs(got.astype(int) - server)
+            assert diff.max() == 0, (kind, depth, cell, np.argwhere(diff > 0)[:5])
+
+
+def test_a_clicked_token_is_drawn_in_the_page_as_the_server_draws_it(url, tiny16, trained):
+    """A click on either picture is drawn from the tab's token book: the PCA picture with the clicked
+    patch outlined and the clicked token's similarity map, the server's very pixels, at the depth
+    shown and after a depth change; on the trained ViT-Ti at a depth with artifact tokens (their red
+    boxes), through a book the page is handed."""
+    import vizvit
+    from vizvit.session import PhotoKey, Workbench
+    from vizvit.views import embeddings as ev
+
+    photo = str(EXAMPLES / "chelsea.jpg")
+    g = tiny16.geometry
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, photo, "Embeddings")
+        wait_image(page, "emb-pca")
+        page.wait_for_function(TOKENS, arg=0)
+        a = vizvit.analyze(tiny16, vizvit.load_image(photo))
+        d = ev.prepare(tiny16, a)
+        _same_clicks(page, tiny16, a, d, 0, [(0, 0), (3, 5), (g.grid[0] - 1, g.grid[1] - 1)])
+        box = page.locator("#emb-depth input[type=number]")
+        box.fill(str(g.num_layers))
+        box.press("Enter")
+        page.wait_for_function(TOKENS, arg=g.num_layers)
+        _same_clicks(page, tiny16, a, d, g.num_layers, [(7, 2)])
+
+        wb = Workbench(device="cpu")
+        wb.add_model(trained)
+        ph = wb.handle(PhotoKey(trained.id, wb.add_photo(vizvit.load_image(photo))))
+        at = trained.geometry.num_layers
+        assert ev.data(ph).tokens.excluded[at].any(), "the trained ViT-Ti has artifact tokens at its last depth"
+        page.evaluate("(t) => window.__vizvitEmb.setBook(t)", ev.token_book(ph, ev.EmbeddingsParams(depth=at)))
+        page.wait_for_function("() => window.__vizvitEmb.state.book && window.__vizvitEmb.state.book.excluded.length > 0")
+        art = tuple(int(v) for v in np.argwhere(ev.data(ph).tokens.excluded[at])[0])
+        _same_clicks(page, trained, ph.analysis(), ev.data(ph), at, [art, (6, 7)])
+
+
+def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
+    """Two clicks within one round trip: each is drawn in the page before any answer (the <img>
+    holds the page's drawing of that patch); the first click's answer, landing after the second
+    click, is replaced by the second click's drawing at once; and when both answers are in, the
+    picture on screen is the server's for the second click (its text too)."""
+    g = tiny16.geometry
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Embeddings")
+        wait_image(page, "emb-sim")
+        page.wait_for_function(TOKENS, arg=0)
+        page.locator("#emb-sim img").scroll_into_view_if_needed()
+        page.evaluate("""() => { const img = document.querySelector('#emb-sim img'), log = window.__simLog = [];
+            new MutationObserver(() => log.push(img.getAttribute('src').startsWith('data:') ? 'page' : 'server'))
+              .observe(img, { attributes: true, attributeFilter: ['src'] }); }""")
+        for r, c in [(2, 3), (9, 11)]:
+            click_image_at(page, "emb-sim", (c + 0.5) / g.grid[1], (r + 0.5) / g.grid[0])
+            assert page.locator("#emb-sim img").get_attribute("data-drawn") == f"{r},{c}"
+            assert page.locator("#emb-sim img").get_attribute("src").startswith("data:")
+        token = g.num_prefix_tokens + 9 * g.grid[1] + 11
+        page.wait_for_function(f"() => document.querySelector('#emb-sim-info').innerText.includes('token {token} ')")
+        page.wait_for_timeout(1500)  # both answers are in
+        log = page.evaluate("window.__simLog")
+        # The first click's answer (a server picture) is put back to the second click's drawing at once.
+        assert log[:2] == ["page", "page"] and log[-1] == "server", log
+        assert all(b == "page" for a, b in zip(log[2:-1], log[3:]) if a == "server"), log
+        src = page.locator("#emb-sim img").get_attribute("src")
+        shown = rgb_array(page.evaluate(IMG_RGB_JS, "emb-sim"))
+        import vizvit
+        from vizvit.views import embeddings as ev
+
+        a = vizvit.analyze(tiny16, vizvit.load_image(str(EXAMPLES / "chelsea.jpg")))
+        want = ev.similarity_panel(tiny16, a, ev.prepare(tiny16, a), 0, (9, 11)).image
+        other = ev.similarity_panel(tiny16, a, ev.prepare(tiny16, a), 0, (2, 3)).image
+        # JPEG either way (the page's and the server's): nearer the second click's picture by far.
+        err = lambda x: float(np.abs(shown.astype(int) - x).mean())  # noqa: E731
+        assert err(want) < 3 and err(other) > 3 * err(want), (src[:40], err(want), err(other))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import cv2
@@ -23,6 +25,7 @@ from .. import engine, maps
 from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at, token_index
+from ..positional import cosine_similarity_matrix
 from ..session import EMBEDDINGS, FILTER_PCA, Photo
 from ..tokens import (
     EmbeddingStage,
@@ -31,7 +34,6 @@ from ..tokens import (
     OUTLIER_METHOD,
     TokenStats,
     DropoutCheck,
-    cosine_to,
     dropout_check,
     embedding_filters_pca,
     parameter_table,
@@ -41,6 +43,8 @@ from ..vocab import COLOR_CHOICES
 from . import flip
 
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
+SIM_ALPHA = 0.7  # the similarity's colours over the photo
+PCA_ALPHA = 0.65  # the PCA colours over the photo
 NORM_CMAP = "viridis"
 ARTIFACT_COLOR = (230, 30, 30)  # artifact tokens are outlined in red in every picture of this tab
 NORM_SCALE = ("log colour scale over the ordinary patches' range (min … max of the patches that are not "
@@ -224,8 +228,8 @@ def pca_over_photo(vm: VitModel, d: EmbeddingsData, depth: int,
     g = vm.geometry
     depth = _check_depth(g, depth)
     rgb = (d.tokens.fit_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
-    img = render.draw_grid(_blend_tiles(d.big, rgb, 0.65), g, highlight=_patch_or_default(g, clicked))
-    return _outline_cells(img, d.tokens.excluded[depth], 3)
+    img = render.draw_grid(_blend_tiles(d.big, rgb, PCA_ALPHA), g, highlight=_patch_or_default(g, clicked))
+    return _outline_cells(img, d.tokens.excluded[depth], ARTIFACT_BOX)
 
 
 def norm_colors(norms: np.ndarray, excluded: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -339,6 +343,13 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int) 
             f"2024, \"Vision Transformers Need Registers\").{cls_part}")
 
 
+def token_similarities(a: Analysis, depth: int) -> np.ndarray:
+    """(N, N) float32: the cosine similarity of every token to every token at `depth`, in one
+    matmul of unit rows. similarity_panel reads a row of it, token_book sends all the patches'
+    rows: the same numbers, so the page's colours are the server's."""
+    return cosine_similarity_matrix(a.hidden_states[depth]).numpy()
+
+
 def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
                      clicked: tuple[int, int] | None) -> SimilarityPanel:
     """Cosine similarity of the clicked patch's token to every patch token and to [CLS]."""
@@ -346,12 +357,12 @@ def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     depth = _check_depth(g, depth)
     r, c = _patch_or_default(g, clicked)
     t = token_index(r, c, g)
-    sims = cosine_to(a.hidden_states[depth], t).numpy()  # (N,)
+    sims = token_similarities(a, depth)[t]  # (N,)
     pre = g.num_prefix_tokens
     grid = sims[pre:].reshape(g.grid)
     heat = render.colorize(grid, SIM_CMAP, -1.0, 1.0)  # (gh, gw, 3)
-    img = _outline_cells(render.draw_grid(_blend_tiles(d.big, heat, 0.7), g, lines=False, highlight=(r, c)),
-                         d.tokens.excluded[depth], 3)
+    img = _outline_cells(render.draw_grid(_blend_tiles(d.big, heat, SIM_ALPHA), g, lines=False, highlight=(r, c)),
+                         d.tokens.excluded[depth], ARTIFACT_BOX)
     others = np.delete(sims[pre:], t - pre)
     best = [int(i) for i in np.argsort(-sims[pre:]) if i != t - pre][:3]
     near = ", ".join(f"({i // g.grid[1]}, {i % g.grid[1]}) {sims[pre + i]:.2f}" for i in best)
@@ -448,7 +459,8 @@ def norms_table(vm: VitModel, d: EmbeddingsData) -> str:
 
 def _outline_cells(img: np.ndarray, cells: np.ndarray, thickness: int = 2) -> np.ndarray:
     """Red boxes (ARTIFACT_COLOR) around the True cells of a (gh, gw) mask drawn over an enlarged map,
-    with a 1-px white line inside so the box also shows on a red tile (RdBu similarity maps)."""
+    with a 1-px white line inside so the box also shows on a red tile (RdBu similarity maps).
+    render.outline's square corners: the page draws the same pixels (embeddings_click.js)."""
     if not cells.any():
         return img
     gh, gw = cells.shape
@@ -456,11 +468,19 @@ def _outline_cells(img: np.ndarray, cells: np.ndarray, thickness: int = 2) -> np
     out = img.copy()
     for r, c in zip(*np.nonzero(cells)):
         x0, y0, x1, y1 = int(c * sx), int(r * sy), int((c + 1) * sx) - 1, int((r + 1) * sy) - 1
-        cv2.rectangle(out, (x0, y0), (x1, y1), ARTIFACT_COLOR, thickness)
-        inset = (thickness + 1) // 2 + 1
+        render.outline(out, (x0, y0), (x1, y1), ARTIFACT_COLOR, thickness)
+        inset = inset_of(thickness)
         if x1 - x0 > 2 * inset + 1:
-            cv2.rectangle(out, (x0 + inset, y0 + inset), (x1 - inset, y1 - inset), (255, 255, 255), 1)
+            render.outline(out, (x0 + inset, y0 + inset), (x1 - inset, y1 - inset), (255, 255, 255), 1)
     return out
+
+
+def inset_of(thickness: int) -> int:
+    """Where an artifact box's white inner line lies, px inside its edge."""
+    return (thickness + 1) // 2 + 1
+
+
+ARTIFACT_BOX = 3  # px: an artifact token's box on the PCA and similarity pictures
 
 
 def filters_image(d: EmbeddingsData, scale: int | None = None) -> np.ndarray:
@@ -658,6 +678,43 @@ def depth_book(ph: Photo, p: EmbeddingsParams) -> flip.Flipbook:
         ch = change_depth(ph, dataclasses.replace(p, depth=depth))
         pages[flip.page_key(depth)] = {t: getattr(ch, t) for t in DEPTH_TARGETS}
     return flip.Flipbook(depth_look(ph, p), DEPTH_CONTROLS, pages)
+
+
+# The page's drawing of a clicked token (embeddings_click.js, beside this file): both clickable
+# pictures, pca_over_photo's and similarity_panel's, from a TokenBook, with no round trip.
+CLICK_SCRIPT = Path(__file__).with_name("embeddings_click.js")
+
+
+def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:
+    """What the page needs to draw a click on either picture at p.depth, as one JSON string: each
+    token's similarity row as colour-table rows ((P, P) uint8: render.color_index on −1..1, the
+    rows colorize paints), the PCA colours ((P, 3) uint8), the artifact tokens, the colour table, the
+    blend weights, outline widths and colours, and (with_view) the model-input view as PNG (the
+    page keeps the last one of the same look: a depth change sends none). ~51 kB + the view's
+    ~140 kB for 196 patches."""
+    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    g = vm.geometry
+    depth = _check_depth(g, p.depth)
+    pre = g.num_prefix_tokens
+    sims = token_similarities(a, depth)[pre:, pre:]  # (P, P): row i, patch i's similarity_panel map
+    rgb = (d.tokens.fit_rgb[depth] * 255).round().astype(np.uint8)
+    s = render.display_scale(g)
+    step = s * g.image_size[0] / g.grid[0]
+    view = None
+    if with_view:
+        png = cv2.imencode(".png", cv2.cvtColor(a.input_view, cv2.COLOR_RGB2BGR))[1]
+        view = "data:image/png;base64," + base64.b64encode(png.tobytes()).decode("ascii")
+    b64 = lambda x: base64.b64encode(np.ascontiguousarray(x).tobytes()).decode("ascii")  # noqa: E731
+    return json.dumps({
+        "look": repr(ph.key), "depth": depth, "grid": list(g.grid), "size": list(g.image_size), "scale": s,
+        "patch": g.patch_size, "view": view,
+        "sim": b64(render.color_index(sims, -1.0, 1.0)), "pca": b64(rgb),
+        "excluded": np.flatnonzero(d.tokens.excluded[depth]).tolist(),
+        "lut": b64(render.lut(SIM_CMAP)), "alpha": {"sim": SIM_ALPHA, "pca": PCA_ALPHA},
+        "outline": max(1, int(step // 12)), "box": ARTIFACT_BOX, "inset": inset_of(ARTIFACT_BOX),
+        "colors": {"grid": list(render.GRID_COLOR), "highlight": list(render.HIGHLIGHT_COLOR),
+                   "artifact": list(ARTIFACT_COLOR)},
+    }, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,132 @@
+// The Embeddings tab's clicked token, drawn in the page (issue 27): js_on_load of the hidden gr.HTML
+// "emb-tokens", whose value is a TokenBook (embeddings.py beside this file: token_book) for the
+// depth shown. A click on either picture is drawn here at once: the PCA picture with the clicked
+// patch outlined (pca_over_photo) and the clicked token's similarity to every patch
+// (similarity_panel), the server's very pixels, from the book's colour-table rows. The click is
+// then handed on to Gradio (hand_on.js), whose answer brings the same pictures and the text.
+// An answer for an older click, arriving after a newer one was drawn here, is put back to the
+// newer one's pictures. map_draw.js (run before this file) has the shared pieces.
+// Runs at every mount: the state lives in window.__vizvitEmb, installed once.
+const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
+  const D = window.__vizvitMapDraw;
+  const st = { book: null, view: null, seq: 0, pending: [], shown: null };
+  const IDS = { pca: 'emb-pca', sim: 'emb-sim' };
+  const imgOf = (kind) => document.querySelector('#' + IDS[kind] + ' img');
+
+  const setBook = async (text) => {
+    const seq = ++st.seq;
+    const raw = text ? JSON.parse(text) : null;
+    if (!raw || !raw.sim) { st.book = null; return; }
+    let view = st.view && st.view.look === raw.look ? st.view : null;
+    if (raw.view) {
+      try { view = { look: raw.look, px: await D.pixels(raw.view, raw.size) }; } catch (e) { view = null; }
+    }
+    if (seq !== st.seq) return;  // a newer book came while this one decoded
+    st.view = view;
+    st.book = view ? { ...raw, sim: D.bytes(raw.sim), pca: D.bytes(raw.pca), lut: D.bytes(raw.lut) } : null;
+  };
+
+  // The picture `kind` ('pca' or 'sim') with patch [r, c] clicked, as the server draws it: the
+  // colours blended over the view (cv2.addWeighted: map_draw.js's blend), enlarged by
+  // nearest neighbour, the grid's lines (the PCA picture), the clicked patch's outline
+  // (draw_grid's highlight) and the artifact tokens' boxes (_outline_cells). Returns the canvas.
+  const picture = (b, view, kind, [r, c]) => {
+    const [gh, gw] = b.grid, [h, w] = b.size, s = b.scale, n = gh * gw, H = h * s, W = w * s;
+    const tile = new Uint8Array(3 * n);
+    if (kind === 'sim') {
+      const row = b.sim.subarray((r * gw + c) * n, (r * gw + c + 1) * n);
+      for (let i = 0; i < n; i++) tile.set(b.lut.subarray(3 * row[i], 3 * row[i] + 3), 3 * i);
+    } else {
+      tile.set(b.pca.subarray(0, 3 * n));
+    }
+    const fa = Math.fround(b.alpha[kind]), fb = Math.fround(1 - b.alpha[kind]);
+    const small = new ImageData(w, h), out = small.data;
+    for (let y = 0; y < h; y++) {
+      const pr = Math.floor(y * gh / h);
+      for (let x = 0; x < w; x++) {
+        const i = pr * gw + Math.floor(x * gw / w), o = 4 * (y * w + x);
+        for (let ch = 0; ch < 3; ch++) out[o + ch] = D.blend(tile[3 * i + ch], view[o + ch], fa, fb);
+        out[o + 3] = 255;
+      }
+    }
+    const sc = document.createElement('canvas');
+    sc.width = w; sc.height = h;
+    sc.getContext('2d').putImageData(small, 0, 0);
+    const cv = document.createElement('canvas');
+    cv.width = W; cv.height = H;
+    const x = cv.getContext('2d');
+    x.imageSmoothingEnabled = false;
+    x.drawImage(sc, 0, 0, W, H);
+    const step = H / gh, C = b.colors;
+    if (kind === 'pca') {  // draw_grid(lines=True): one-pixel lines at round(k · step)
+      x.fillStyle = `rgb(${C.grid})`;
+      for (let k = 1; k < gh; k++) x.fillRect(0, D.roundHalfEven(k * step), W, 1);
+      for (let k = 1; k < gw; k++) x.fillRect(D.roundHalfEven(k * step), 0, 1, H);
+    }
+    D.box(x, [D.roundHalfEven(c * step), D.roundHalfEven(r * step)],
+          [D.roundHalfEven((c + 1) * step) - 1, D.roundHalfEven((r + 1) * step) - 1], b.outline, C.highlight, [W, H]);
+    const sy = H / gh, sx = W / gw, k = b.inset;
+    for (const i of b.excluded) {
+      const rr = Math.floor(i / gw), cc = i % gw;
+      const x0 = Math.trunc(cc * sx), y0 = Math.trunc(rr * sy), x1 = Math.trunc((cc + 1) * sx) - 1, y1 = Math.trunc((rr + 1) * sy) - 1;
+      D.box(x, [x0, y0], [x1, y1], b.box, C.artifact, [W, H]);
+      if (x1 - x0 > 2 * k + 1) D.box(x, [x0 + k, y0 + k], [x1 - k, y1 - k], 1, [255, 255, 255], [W, H]);
+    }
+    return cv;
+  };
+
+  // Put the drawn pictures in the two <img> (not canvases on top: a click on them still maps through
+  // Gradio's own select handler). shown: {cell, urls}; resolves once both are decoded.
+  const put = (urls) => Promise.all(Object.entries(urls).map(([kind, url]) => {
+    const img = imgOf(kind);
+    if (!img) return null;
+    img.src = url;
+    img.dataset.drawn = st.shown.cell.join(',');  // the browser tests and the latency benchmark read this
+    return img.decode().catch(() => null);
+  }));
+
+  // A click's pixel on a picture's own pixels, as Gradio maps it (centred, object-fit contain,
+  // never enlarged), and the patch under it as the server finds it (patches.patch_at).
+  const cellOf = (b, img, e) => {
+    const n = img.getBoundingClientRect(), k = Math.min(n.width / img.naturalWidth, n.height / img.naturalHeight, 1);
+    const px = Math.round((e.clientX - n.left - (n.width - img.naturalWidth * k) / 2) / k);
+    const py = Math.round((e.clientY - n.top - (n.height - img.naturalHeight * k) / 2) / k);
+    const size = b.patch * b.scale, r = Math.floor(py / size), c = Math.floor(px / size);
+    return r >= 0 && r < b.grid[0] && c >= 0 && c < b.grid[1] ? [r, c] : null;
+  };
+  const depthNow = () => Number(document.querySelector('#emb-depth input[type=range]')?.value);
+
+  const { handedOn } = window.__vizvitHandOn;
+  document.addEventListener('click', (e) => {
+    const t = e.target;
+    if (!(t instanceof Element) || handedOn.has(e) || !e.isTrusted) return;
+    const kind = Object.keys(IDS).find((k) => t.closest('#' + IDS[k] + ' .image-container button'));
+    const img = kind && imgOf(kind), b = st.book;
+    // Only what the book holds: its depth, a decoded picture of the photo's size (else the server draws).
+    if (!img || !img.naturalWidth || !b || !st.view || depthNow() !== b.depth
+        || img.naturalWidth !== b.size[1] * b.scale) return;
+    const cell = cellOf(b, img, e);
+    if (!cell) return;
+    const urls = {};
+    for (const k of Object.keys(IDS)) urls[k] = picture(b, st.view.px, k, cell).toDataURL('image/jpeg', 0.92);
+    st.shown = { cell, urls };
+    st.pending.push(performance.now());  // one server answer to come for this click
+    window.__vizvitHandOn.handOn(e, t, put(urls));
+  }, true);
+
+  // An answer from the server (the similarity picture's <img> takes a server URL) is the answer to
+  // the oldest click still waiting; if newer clicks wait, their last drawing goes back on screen.
+  new MutationObserver((records) => {
+    const now = performance.now();
+    st.pending = st.pending.filter((t0) => now - t0 < 5000);  // an answer that never came
+    const answered = records.some((r) => r.target === imgOf('sim') && !String(r.target.getAttribute('src')).startsWith('data:'));
+    if (!answered || !st.pending.length) return;
+    st.pending.shift();
+    if (st.pending.length && st.shown) put(st.shown.urls);
+  }).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] });
+  // A new photo, model or depth: its book replaces the last (and older clicks' answers are moot).
+  const onBook = (text) => { st.pending = []; return setBook(text); };
+  return { setBook: onBook, picture, state: st };
+})());
+E.setBook(props.value);
+watch('value', () => E.setBook(props.value));
