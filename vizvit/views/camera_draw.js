@@ -10,9 +10,11 @@ window.__vizvitCamDraw || (window.__vizvitCamDraw = (() => {
 
   // The book (parsed) drawn on canvas cv, which takes the picture's size. Resolves once drawn: the
   // view is decoded first, then everything is drawn at once (no half-drawn picture is painted).
-  const draw = async (b, cv) => {
+  // still: when given, asked after the decode; false leaves cv as it was (a camera stopped meanwhile).
+  const draw = async (b, cv, still = null) => {
     const [h, w] = b.size, L = b.layout, m = b.map;
     const view = await D.pixels(b.view, b.size);  // RGBA, h × w
+    if (still && !still()) return cv;
     const right = D.render({ ...b, view, lut: D.bytes(b.lut) },
                            { index: D.bytes(m.index), lo: m.lo, hi: m.hi, keep: m.keep ? D.bytes(m.keep) : null,
                              bars: m.bars, art: m.art, at: null }, map);

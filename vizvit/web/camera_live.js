@@ -26,16 +26,24 @@
     const input = el.querySelector('input[type=number], input:not([type]), input[type=text]');
     return input ? input.value : '';
   };
-  // Where the live picture is drawn (views/camera_draw.js), made at the first picture.
+  // Where the live picture is drawn (views/camera_draw.js): made at the first picture, and put in
+  // the page once drawn (an empty canvas would show a blank box while the first view decodes).
   const picture = () => {
-    const holder = document.querySelector('#cam-picture');
-    let cv = holder.querySelector('canvas.vv-live');
-    if (!cv) {
-      holder.innerHTML = '<canvas class="vv-live" role="img" aria-label="the live camera picture: model input with patch grid, attention map, top-5" style="width:100%;height:auto"></canvas>';
-      cv = holder.querySelector('canvas.vv-live');
-    }
-    return cv;
+    const cv = document.querySelector('#cam-picture canvas.vv-live');
+    if (cv) return cv;
+    const made = document.createElement('canvas');
+    made.className = 'vv-live';
+    made.setAttribute('role', 'img');
+    made.setAttribute('aria-label', 'the live camera picture: model input with patch grid, attention map, top-5');
+    made.style.cssText = 'width:100%;height:auto';
+    return made;
   };
+  // The screen's next frame, or 100 ms at most: a hidden tab runs no animation frames, and the loop
+  // must go on (its next frame's answer is how the run's time limit reaches the page).
+  const painted = () => new Promise((ok) => {
+    const t = setTimeout(ok, 100);
+    requestAnimationFrame(() => { clearTimeout(t); setTimeout(ok, 0); });
+  });
   const capture = () => {  // the frame, mirrored as the preview shows it, as JPEG bytes
     const k = Math.min(1, (side || 1e9) / Math.min(video.videoWidth, video.videoHeight));
     const w = Math.round(video.videoWidth * k), h = Math.round(video.videoHeight * k);
@@ -86,7 +94,9 @@
         }
         const book = JSON.parse(await r.text());
         if (!live()) break;
-        const cv = await window.__vizvitCamDraw.draw(book, picture());
+        const cv = await window.__vizvitCamDraw.draw(book, picture(), live);
+        if (!live()) break;  // stopped while the view decoded: nothing drawn, the stop's message stays
+        if (!cv.isConnected) document.querySelector('#cam-picture').replaceChildren(cv);
         cv.style.maxWidth = book.layout.width + 'px';
         cv.dataset.side = r.headers.get('X-Side');
         cv.dataset.frame = r.headers.get('X-Frame');  // last: the capture probe and Freeze read it
@@ -94,9 +104,9 @@
         if (r.headers.get('X-Note') === '1') document.querySelector('#cam-note-refresh')?.click();
         // The next frame is captured once this picture is painted: captured at once, its capture and
         // upload held the paint back (~7 ms a picture, A/B in benchmarks/camera.py's page).
-        await new Promise((ok) => requestAnimationFrame(() => setTimeout(ok, 0)));
+        await painted();
       } catch (e) {  // anything else: say it and stop, rather than hang with the camera on
-        stop('The camera stopped: ' + (e && e.message || e) + '. Press Start again.');
+        if (live()) stop('The camera stopped: ' + (e && e.message || e) + '. Press Start again.');
         break;
       }
     }
