@@ -260,7 +260,7 @@ class Timer:
             elif record:
                 self.rows.setdefault(text[0], []).append(tr["tText"] - tr["t0"])
                 print(f"  {text[0]}: {tr['tText'] - tr['t0']:.0f} ms", file=sys.stderr, flush=True)
-        print(f"  {name}: {r.get('tPainted', float('nan')) - (r.get('t0') or float('nan')):.0f} ms", file=sys.stderr, flush=True)
+        print(f"  {name}: {r.get('tPainted', float('nan')) - (r.get('t0') or float('nan')):.0f} ms {str(r.get('src'))[:12]} src at {r.get('tSrc', 0) - (r.get('t0') or 0):.0f} decoded at {r.get('tDecoded', 0) - (r.get('t0') or 0):.0f}", file=sys.stderr, flush=True)
         if r.get("timeout") or r.get("t0") is None:
             self.lost[name] = self.lost.get(name, 0) + 1
             return None
