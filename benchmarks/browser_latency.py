@@ -13,7 +13,9 @@ driven by Debian's /usr/bin/chromium through Playwright. Every time is taken in 
 with performance.now(): t0 is the user's input event (pointerdown, keydown or the file
 input's change, seen by a capture listener on the document); the end is the frame after
 the target component's new <img> is decoded (MutationObserver on its src, img.decode(),
-requestAnimationFrame, then a task after that frame). Each figure is reported as median and
+requestAnimationFrame, then a task after that frame), or the frame after a drawing the page
+lays over it (a canvas.vv-drawn: the Embeddings tab's clicked token) is put there. Each figure is
+reported as median and
 min–max over repeats and as a ratio to one bare forward pass of the same model measured in
 this run, in this process, while the server is idle (as benchmarks/run.py does).
 
@@ -62,14 +64,23 @@ PAGE_HELPER = """
   for (const ev of ['pointerdown', 'keydown', 'change', 'input']) document.addEventListener(ev, stamp, true);
   const src = (id) => { const i = document.querySelector('#' + id + ' img'); return i && i.getAttribute('src'); };
   vv.src = src;
-  // A promise for the next new picture (a src not shown before) in #id, decoded and painted.
+  // A promise for the next new picture (a src not shown before) in #id, decoded and painted; or a
+  // drawing the page lays over it (a canvas.vv-drawn: embeddings_click.js), painted.
   const watch = (id, timeoutMs, onEnd) => {
     const old = src(id);
+    const drawn0 = document.querySelector('#' + id + ' canvas.vv-drawn');
     return new Promise((resolve) => {
       let seen = false;
       const finish = (r) => { onEnd(); mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
       const check = () => {
         if (seen) return;
+        const cv = document.querySelector('#' + id + ' canvas.vv-drawn');
+        if (cv && cv !== drawn0) {
+          seen = true;
+          const tSrc = performance.now();
+          requestAnimationFrame(() => setTimeout(() => finish({ tSrc, tDecoded: tSrc, tPainted: performance.now(), src: 'canvas ' + cv.dataset.drawn }), 0));
+          return;
+        }
         const img = document.querySelector('#' + id + ' img');
         const s = img && img.getAttribute('src');
         if (!s || s === old) return;

@@ -77,6 +77,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # (vizvit/views/embeddings_click.js), then the server's answer brings the text.
     tokens = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, embeddings.CLICK_SCRIPT),
                      visible="hidden", elem_id="emb-tokens", apply_default_css=False)
+    pick = gr.Textbox(visible="hidden", elem_id="emb-click")  # a drawn click's patch (embeddings_click.js)
 
     # Every control by the EmbeddingsParams field it sets; every component by the Page field it shows.
     named = dict(depth=depth, clicked=clicked, color_by=color_by, dropout=dropout)
@@ -156,8 +157,24 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     depth.change(show_depth, ins, [*shown_depth.values(), tokens], show_progress="hidden").then(
         show_scatter, ins, [scatter, colors], show_progress="hidden",
         js=web.after_paint("#emb-pictures img"))
-    for img in (pca_img, sim_img):
+    for img in (pca_img, sim_img):  # a click the page does not draw (no book yet): the server's select
         img.select(click, ins, [clicked, *shown_click.values(), book], show_progress="hidden")
+
+    # A click the page drew (embeddings_click.js): its patch "row,col,n" comes here, not through the
+    # picture's select event. Gradio loses a second click on a picture whose first is being
+    # answered (its pending state takes the click); always_last answers every last one, in order.
+    @safe
+    def picked(key: PhotoKey | None, depth_v: float, clicked_v: Any, color_v: str, dropout_v: float,
+               cell: str) -> dict:
+        if key is None:
+            return {clicked: None, **kit.empty([*shown_click.values(), book])}
+        rc = embeddings.picked_cell(ctx.wb.model(key.model_id).geometry, cell)
+        ch = embeddings.change_click(ctx.wb.handle(key), embeddings.EmbeddingsParams.from_controls(
+            {**read((depth_v, clicked_v, color_v, dropout_v)), "clicked": rc}))
+        return {clicked: rc, **kit.values(ch, shown_click), book: book_value(ch.book)}
+
+    pick.change(picked, [*ins, pick], [clicked, *shown_click.values(), book], show_progress="hidden",
+               trigger_mode="always_last")
     # A book with no pages (a new photo, model or clicked patch) is filled once its pictures are painted.
     flip.filled_later(book, fill_book, ins, [book, colors], after="#emb-pictures img")
     color_by.change(show_scatter, ins, [scatter, colors], show_progress="hidden")

@@ -202,6 +202,17 @@ def clicked_token(g: Geometry, x: float, y: float) -> tuple[int, int, int]:
     return r, c, token_index(r, c, g)
 
 
+def picked_cell(g: Geometry, cell: str) -> tuple[int, int]:
+    """The page's drawn click, "row,col" (and anything after: its number) -> (row, col) on the grid."""
+    parts = str(cell).split(",")
+    if len(parts) < 2 or not all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) < 5 for p in parts[:2]):
+        raise UserError("A clicked patch is given as row,col.")
+    r, c = int(parts[0]), int(parts[1])
+    if not (0 <= r < g.grid[0] and 0 <= c < g.grid[1]):
+        raise UserError(f"Patch ({r}, {c}) is outside this model's {g.grid[0]}x{g.grid[1]} grid.")
+    return r, c
+
+
 def _check_depth(g: Geometry, depth: int) -> int:
     depth = int(depth)
     if not 0 <= depth <= g.num_layers:

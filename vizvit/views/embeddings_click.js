@@ -2,14 +2,14 @@
 // "emb-tokens", whose value is a TokenBook (embeddings.py beside this file: token_book) for the
 // depth shown. A click on either picture is drawn here at once: the PCA picture with the clicked
 // patch outlined (pca_over_photo) and the clicked token's similarity to every patch
-// (similarity_panel), the server's very pixels, from the book's colour-table rows. The click is
-// then handed on to Gradio (hand_on.js), whose answer brings the same pictures and the text.
-// An answer for an older click, arriving after a newer one was drawn here, is put back to the
-// newer one's pictures. map_draw.js (run before this file) has the shared pieces.
+// (similarity_panel), the server's very pixels, from the book's colour-table rows, on canvases
+// laid over the pictures. The clicked patch then goes to the server through a hidden box (#emb-click),
+// whose answer brings the same pictures and the text; the canvases stay until the last click's answer is in (an older
+// click's answer never shows: each answer's text names its patch). map_draw.js (run before this file) has the shared pieces.
 // Runs at every mount: the state lives in window.__vizvitEmb, installed once.
 const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
   const D = window.__vizvitMapDraw;
-  const st = { book: null, view: null, seq: 0, pending: [], shown: null };
+  const st = { book: null, view: null, seq: 0, pending: [], shown: null, clicks: 0 };
   const IDS = { pca: 'emb-pca', sim: 'emb-sim' };
   const imgOf = (kind) => document.querySelector('#' + IDS[kind] + ' img');
 
@@ -82,15 +82,35 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
     return cv;
   };
 
-  // Put the drawn pictures in the two <img> (not canvases on top: a click on them still maps through
-  // Gradio's own select handler). shown: {cell, urls}; resolves once both are decoded.
-  const put = (urls) => Promise.all(Object.entries(urls).map(([kind, url]) => {
-    const img = imgOf(kind);
-    if (!img) return null;
-    img.src = url;
-    img.dataset.drawn = st.shown.cell.join(',');  // the browser tests and the latency benchmark read this
-    return img.decode().catch(() => null);
-  }));
+  // Lay the drawn pictures over the two <img>, where each shows its picture (object-fit contain,
+  // never enlarged), until the server's answer for the last click is decoded in them: a canvas
+  // paints at the next frame, where a picture put in the <img> first waited for the browser's image
+  // decoder (~100 ms when it was busy with the depth book's pictures). The canvases let clicks
+  // through to the <img> (pointer-events: none), so Gradio's select handler maps them as ever.
+  const cover = (canvases, cell) => {
+    for (const [kind, cv] of Object.entries(canvases)) {
+      const img = imgOf(kind);
+      if (!img) continue;
+      const box = img.parentElement;
+      if (getComputedStyle(box).position === 'static') box.style.position = 'relative';
+      const k = Math.min(img.clientWidth / img.naturalWidth, img.clientHeight / img.naturalHeight, 1);
+      const w = img.naturalWidth * k, h = img.naturalHeight * k;
+      cv.className = 'vv-drawn';
+      cv.dataset.drawn = cell.join(',');  // the browser tests and the latency benchmark read this
+      cv.style.cssText = `position:absolute;pointer-events:none;width:${w}px;height:${h}px;`
+        + `left:${img.offsetLeft + (img.clientWidth - w) / 2}px;top:${img.offsetTop + (img.clientHeight - h) / 2}px`;
+      box.querySelector('canvas.vv-drawn')?.remove();
+      box.appendChild(cv);
+    }
+    return new Promise((ok) => requestAnimationFrame(() => ok()));
+  };
+  const uncover = () => {
+    const imgs = Object.keys(IDS).map(imgOf).filter(Boolean);
+    Promise.all(imgs.map((i) => i.decode().catch(() => null))).then(() => {
+      if (st.pending.length) return;  // another click came meanwhile: its drawing stays
+      for (const i of imgs) i.parentElement.querySelector('canvas.vv-drawn')?.remove();
+    });
+  };
 
   // A click's pixel on a picture's own pixels, as Gradio maps it (centred, object-fit contain,
   // never enlarged), and the patch under it as the server finds it (patches.patch_at).
@@ -106,7 +126,8 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
   const { handedOn } = window.__vizvitHandOn;
   document.addEventListener('click', (e) => {
     const t = e.target;
-    if (!(t instanceof Element) || handedOn.has(e) || !e.isTrusted) return;
+    // (A click page.js held while the picture loaded comes again, untrusted: drawn here too.)
+    if (!(t instanceof Element) || handedOn.has(e)) return;
     const kind = Object.keys(IDS).find((k) => t.closest('#' + IDS[k] + ' .image-container button'));
     const img = kind && imgOf(kind), b = st.book;
     // Only what the book holds: its depth, a decoded picture of the photo's size (else the server draws).
@@ -114,25 +135,41 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
         || img.naturalWidth !== b.size[1] * b.scale) return;
     const cell = cellOf(b, img, e);
     if (!cell) return;
-    const urls = {};
-    for (const k of Object.keys(IDS)) urls[k] = picture(b, st.view.px, k, cell).toDataURL('image/jpeg', 0.92);
-    st.shown = { cell, urls };
+    const canvases = {};
+    for (const k of Object.keys(IDS)) canvases[k] = picture(b, st.view.px, k, cell);
+    st.shown = { cell };
     st.pending.push(performance.now());  // one server answer to come for this click
-    window.__vizvitHandOn.handOn(e, t, put(urls));
+    // Not Gradio's select event (it loses a click made while the last one is answered): the patch
+    // goes to the hidden box the server's click handler reads, once the drawing is painted.
+    e.stopImmediatePropagation();
+    const n = ++st.clicks;
+    cover(canvases, cell).then(() => requestAnimationFrame(() => setTimeout(() => {
+      const box = document.querySelector('#emb-click textarea, #emb-click input');
+      if (!box) return;
+      box.value = cell.join(',') + ',' + n;
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    }, 0)));
   }, true);
 
-  // An answer from the server (the similarity picture's <img> takes a server URL) is the answer to
-  // the oldest click still waiting; if newer clicks wait, their last drawing goes back on screen.
+  // An answer from the server (the similarity picture's <img> takes a new picture, its text names the
+  // patch) for the last click drawn here: its pictures replace the drawings laid over them. An
+  // older click's answer leaves them (the box's event runs always_last: a click made while one is
+  // answered is answered next). No answer in 5 s (the server said no): uncovered too.
+  const answered = () => {
+    const m = /Patch \(row (\d+), col (\d+)\)/.exec(document.querySelector('#emb-sim-info')?.innerText || '');
+    return st.shown && m && Number(m[1]) === st.shown.cell[0] && Number(m[2]) === st.shown.cell[1];
+  };
   new MutationObserver((records) => {
-    const now = performance.now();
-    st.pending = st.pending.filter((t0) => now - t0 < 5000);  // an answer that never came
-    const answered = records.some((r) => r.target === imgOf('sim') && !String(r.target.getAttribute('src')).startsWith('data:'));
-    if (!answered || !st.pending.length) return;
-    st.pending.shift();
-    if (st.pending.length && st.shown) put(st.shown.urls);
+    if (!st.pending.length || !records.some((r) => r.target === imgOf('sim'))) return;
+    requestAnimationFrame(() => { if (st.pending.length && answered()) { st.pending = []; uncover(); } });
   }).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] });
+  setInterval(() => {
+    const now = performance.now(), before = st.pending.length;
+    st.pending = st.pending.filter((t0) => now - t0 < 5000);
+    if (before && !st.pending.length) uncover();
+  }, 500);
   // A new photo, model or depth: its book replaces the last (and older clicks' answers are moot).
-  const onBook = (text) => { st.pending = []; return setBook(text); };
+  const onBook = (text) => { if (st.pending.length) { st.pending = []; uncover(); } return setBook(text); };
   return { setBook: onBook, picture, state: st };
 })());
 E.setBook(props.value);
