@@ -153,3 +153,15 @@ def test_dropout_panel_reads_the_photos_tokens_after_the_embedding_stage(tiny16)
     assert f"{zeros:.1%} of them are zero" in d.text and "Eval mode changes 0 numbers" in d.text
     page = embed_view.show(ph, embed_view.EmbeddingsParams(dropout=0.25))
     assert page.dropout_text == d.text and np.array_equal(page.dropout_image, d.image)
+
+
+def test_a_drawn_clicks_patch_from_the_page_is_checked(tiny16):
+    """The hidden box's value comes from any caller: "row,col[,n]" on the grid, or a clear refusal."""
+    from vizvit.errors import UserError
+    from vizvit.views import embeddings as ev
+
+    g = tiny16.geometry
+    assert ev.picked_cell(g, "3,5,17") == (3, 5) and ev.picked_cell(g, "0,0") == (0, 0)
+    for bad in ("", "3", "a,b", "-1,2", f"{g.grid[0]},0", "²,1", "99999999,1", None):
+        with pytest.raises(UserError):
+            ev.picked_cell(g, bad)
