@@ -130,9 +130,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return {clicked: None, **kit.empty([*shown_click.values(), book])}
         r, c, _ = embeddings.clicked_token(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        ch = embeddings.change_click(ctx.wb.handle(key), embeddings.EmbeddingsParams.from_controls(
-            {**read((depth_v, clicked_v, color_v, dropout_v)), "clicked": (r, c)}))
-        return {clicked: (r, c), **kit.values(ch, shown_click), book: book_value(ch.book)}
+        return clicked_at(key, (depth_v, clicked_v, color_v, dropout_v), (r, c))
+
+    def clicked_at(key: PhotoKey, v: tuple, rc: tuple[int, int]) -> dict:
+        """Patch rc clicked: its pictures, text and the depth book's new look."""
+        ch = embeddings.change_click(ctx.wb.handle(key), embeddings.EmbeddingsParams.from_controls({**read(v), "clicked": rc}))
+        return {clicked: rc, **kit.values(ch, shown_click), book: book_value(ch.book)}
 
     def colors_value(b: Flipbook) -> str:
         return flip.for_page("emb-color", b, {"scatter": scatter}, named)
@@ -169,9 +172,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return {clicked: None, **kit.empty([*shown_click.values(), book])}
         rc = embeddings.picked_cell(ctx.wb.model(key.model_id).geometry, cell)
-        ch = embeddings.change_click(ctx.wb.handle(key), embeddings.EmbeddingsParams.from_controls(
-            {**read((depth_v, clicked_v, color_v, dropout_v)), "clicked": rc}))
-        return {clicked: rc, **kit.values(ch, shown_click), book: book_value(ch.book)}
+        return clicked_at(key, (depth_v, clicked_v, color_v, dropout_v), rc)
 
     pick.change(picked, [*ins, pick], [clicked, *shown_click.values(), book], show_progress="hidden",
                trigger_mode="always_last")
