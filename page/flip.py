@@ -9,17 +9,29 @@ for that position brings: the answer then changes nothing on screen.
 from __future__ import annotations
 
 import json
+import logging
+import secrets
+import threading
+from collections import OrderedDict
 from typing import Any, Callable
 
 import gradio as gr
 import numpy as np
 import plotly.io
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 from vizvit import web
+from vizvit.errors import UserError
+from vizvit.session import Photo, PhotoKey, Workbench
 
 from .kit import safe, skip
 
 from vizvit.views.flip import Chart, Flipbook, Marks, set_key
+
+log = logging.getLogger("vizvit.flip")
 
 
 def component(name: str) -> gr.HTML:
@@ -38,9 +50,11 @@ def _page_value(target: gr.components.Component, value: "np.ndarray | Chart") ->
     return {"restyle": json.loads(plotly.io.json.to_json_plotly(dict(value.restyle))), "trace": value.trace}
 
 
-def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Component], controls: dict[str, gr.components.Component]) -> str:
+def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Component],
+             controls: dict[str, gr.components.Component], fetch: str | None = None) -> str:
     """The book as the page script reads it: the controls' and targets' elem ids (from the page's
-    field -> component maps) and each picture's path in Gradio's cache."""
+    field -> component maps) and each picture's path in Gradio's cache. fetch: the URL (from the
+    app's root) the page asks for a page it does not hold (Fetcher)."""
     missing = ([c for c in book.controls if c not in controls] + [t for t in book.targets if t not in targets]
                + [r for r in [book.rows, *((book.toggle.target, book.toggle.box) if book.toggle else ())]
                   if r is not None and r not in {**targets, **controls}])
@@ -56,7 +70,84 @@ def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Compone
         "state": None if tg.state is None else set_key(tg.state), "box": None if tg.box is None else every[tg.box].elem_id,
         "prefix": tg.prefix}
     return json.dumps({"name": name, "look": book.look, "merge": book.merge, "rows": rows, "toggle": toggle,
-                       "controls": [controls[c].elem_id for c in book.controls], "pages": pages})
+                       "controls": [controls[c].elem_id for c in book.controls], "pages": pages, "fetch": fetch})
+
+
+FETCH_PATH = "vizvit/flip"  # GET FETCH_PATH/<book name>?t=<photo token>&key=<page key>
+
+
+class Fetcher:
+    """A book whose missing pages the page asks for over plain HTTP (GET FETCH_PATH/<name>), not
+    through a Gradio event: a new shift or mask (one forward) is then drawn about one forward after
+    the move. Gradio's handling of one event on this page costs the browser 250-450 ms (issue 27),
+    more than the forward of a small model. The event still goes to Gradio once the page has
+    drawn, for the texts and charts; its answer brings the same pictures, now from the cache.
+
+    build(photo, key) -> a Flipbook holding the page for `key` (the view decides and checks the
+    key: any caller's text). The photo is named by a token this class hands out (`value`), so a
+    caller can ask only for photos this server has shown a page. At most one answer per token is
+    computed at a time (the page waits for one before it asks again); another is refused (429)."""
+
+    def __init__(self, name: str, wb: Workbench, build: Callable[[Photo, str], Flipbook],
+                 targets: dict[str, gr.components.Component], controls: dict[str, gr.components.Component],
+                 size: int = 4096):
+        self.name, self.wb, self.build, self.targets, self.controls = name, wb, build, targets, controls
+        self.size = size
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[str, PhotoKey] = OrderedDict()  # token -> photo, least recent first
+        self._tokens: dict[PhotoKey, str] = {}
+        self._busy: set[str] = set()
+
+    @property
+    def path(self) -> str:
+        return f"{FETCH_PATH}/{self.name}"
+
+    def token(self, key: PhotoKey) -> str:
+        """The photo's token (the same one while it is remembered; the oldest are forgotten)."""
+        with self._lock:
+            t = self._tokens.get(key)
+            if t is None:
+                t = self._tokens[key] = secrets.token_urlsafe(12)
+                self._keys[t] = key
+                while len(self._keys) > self.size:
+                    self._tokens.pop(self._keys.popitem(last=False)[1], None)
+            self._keys.move_to_end(t)
+            return t
+
+    def value(self, book: Flipbook, key: PhotoKey) -> str:
+        """The book's value for its hidden component, with the URL its missing pages come from."""
+        return for_page(self.name, book, self.targets, self.controls, fetch=f"{self.path}?t={self.token(key)}")
+
+    def answer(self, token: str, page_key: str) -> tuple[int, str]:
+        """(HTTP status, JSON): the book with the page for page_key (200), or {"error": ...}: 404
+        an unknown token, 409 the view refused the key (its message), 429 one is being computed."""
+        with self._lock:
+            key = self._keys.get(token)
+            if key is None:
+                return 404, json.dumps({"error": "This page is out of date: reload it."})
+            if token in self._busy:
+                return 429, json.dumps({"error": "One page at a time."})
+            self._busy.add(token)
+        try:
+            return 200, for_page(self.name, self.build(self.wb.handle(key), page_key), self.targets, self.controls)
+        except UserError as e:
+            return 409, json.dumps({"error": str(e)})
+        finally:
+            with self._lock:
+                self._busy.discard(token)
+
+    def route(self) -> APIRoute:
+        async def fetch(request: Request) -> Response:
+            q = request.query_params
+            try:
+                status, body = await run_in_threadpool(self.answer, q.get("t", ""), q.get("key", ""))
+            except Exception:  # noqa: BLE001 - a bad page never stops the server; Gradio's answer still comes
+                log.exception("flipbook %s: page %r failed", self.name, q.get("key"))
+                return JSONResponse({"error": "Something went wrong with this view."}, status_code=500)
+            return Response(body, status_code=status, media_type="application/json",
+                            headers={"Cache-Control": "no-store"})
+
+        return APIRoute("/" + self.path, fetch, methods=["GET"])
 
 
 def marks_for_page(name: str, marks: Marks, target: gr.Image) -> str:

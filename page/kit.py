@@ -65,6 +65,7 @@ class Ctx:
     # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)
+    routes: list = field(default_factory=list)  # plain HTTP routes a tab serves (fastapi APIRoute), beside Gradio's
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
                 then: tuple[Callable, list, list, str] | None = None) -> None:

@@ -283,7 +283,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    demo.vizvit_routes = routes  # type: ignore[attr-defined]
+    demo.vizvit_routes = [*routes, *ctx.routes]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo

@@ -95,11 +95,17 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ins = [ctx.key, *named.values()]
     shift_outs, mask_outs = [*shown_shift.values(), book], [*shown_mask.values(), mask_book]
 
-    def book_value(b: Flipbook) -> str:
-        return flip.for_page("shift", b, shown_shift, named)
+    # A shift or mask the page holds no pages for is asked for over plain HTTP (flip.Fetcher) and
+    # drawn about one forward after the move; the event then goes to Gradio for the rest.
+    shift_fetch = flip.Fetcher("shift", wb, experiments.shift_book_at, shown_shift, named)
+    mask_fetch = flip.Fetcher("mask", wb, experiments.mask_book_at, {**shown_mask, "box": mask_box}, named)
+    ctx.routes.extend([shift_fetch.route(), mask_fetch.route()])
 
-    def mask_value(b: Flipbook) -> str:
-        return flip.for_page("mask", b, {**shown_mask, "box": mask_box}, named)
+    def book_value(b: Flipbook, key: PhotoKey) -> str:
+        return shift_fetch.value(b, key)
+
+    def mask_value(b: Flipbook, key: PhotoKey) -> str:
+        return mask_fetch.value(b, key)
 
     def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
         return experiments.ExperimentsParams.from_controls({**read(v), **changed})
@@ -111,7 +117,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         page = experiments.show(wb.handle(key), params(v))
         lo, hi = page.shift_limits
         return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi),
-                book: book_value(page.shift_book), mask_book: mask_value(page.mask_book)}
+                book: book_value(page.shift_book, key), mask_book: mask_value(page.mask_book, key)}
 
     @safe
     def show_charts(key: PhotoKey | None, *v: Any) -> dict:
@@ -125,12 +131,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             return kit.empty(shift_outs)
         p = params(v)
         panel = experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill)
-        return {**kit.values(panel, shown_shift), book: book_value(panel.book)}
+        return {**kit.values(panel, shown_shift), book: book_value(panel.book, key)}
 
     def mask_views(key: PhotoKey, m: tuple[int, ...], md: str, clicked: bool = False) -> dict:
         ph = wb.handle(key)
         panel = experiments.mask_panel(ph, m, md)
-        return {**kit.values(panel, shown_mask), mask_book: mask_value(experiments.mask_book(ph, m, md, panel, clicked))}
+        return {**kit.values(panel, shown_mask), mask_book: mask_value(experiments.mask_book(ph, m, md, panel, clicked), key)}
 
     @safe
     def show_mask(key: PhotoKey | None, *v: Any) -> dict:

@@ -119,6 +119,88 @@ def test_a_shift_seen_before_comes_back_at_once(server, tiny16):
         _shows(page, ids, files(0), by_page=True)
 
 
+# On each change of a picture's src: [src, drawn by the page (flipbook), the text beside it then].
+AT_CHANGE_JS = """([id, text]) => { window.__at = []; new MutationObserver(() => {
+  const i = document.querySelector('#' + id + ' img');
+  const last = window.__at[window.__at.length - 1];
+  if (last && last[0] === i.getAttribute('src')) return;
+  window.__at.push([i.getAttribute('src'), i.dataset.flipped === i.getAttribute('src'),
+                    document.querySelector('#' + text).innerText]);
+}).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] }); }"""
+
+
+def _first_shown(page, path: str) -> list:
+    """The record of the first change that put the file `path` on screen (AT_CHANGE_JS)."""
+    page.wait_for_function("(p) => window.__at.some((r) => r[0].endsWith('file=' + p))", arg=path)
+    return next(r for r in page.evaluate("window.__at") if r[0].endswith("file=" + path))
+
+
+def test_a_new_shift_and_a_new_mask_are_drawn_from_the_servers_page_before_gradios_answer(server, tiny16):
+    """A shift or mask the page holds no page for is asked of the server over plain HTTP and drawn
+    at once: the picture is the server's own file, on screen while the text still tells the old
+    view (Gradio's answer, which brings the text, comes after), and the top-5 chart is the server's."""
+    url, wb = server
+    g = tiny16.geometry
+    cell = g.patch_size * render.display_scale(g)
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, PHOTO, "Experiments")
+        wait_flip_pages(page, "shift", 1)
+        wait_flip_pages(page, "mask", 1)
+        ph = _photo(wb, tiny16)
+        page.evaluate(AT_CHANGE_JS, ["shift-view", "shift-info"])
+        rng = page.locator("#shift-dx input[type=range]")
+        rng.focus()
+        rng.press("ArrowRight")
+        want = experiments.shift_panel(ph, 1, 0, "edge")
+        src, by_page, text = _first_shown(page, served_path(want.view))
+        assert by_page and "dx = 0," in text, (by_page, text)
+        # The chart: the server's top-5 for dx = 1, drawn while the text still tells dx = 0.
+        bars = json.loads(want.top5.to_json())["data"][0]["x"]
+        page.wait_for_function("""([bars]) => { const gd = document.querySelector('#shift-top5 .js-plotly-plot');
+          const x = gd && gd.data && gd.data[0].x;
+          return x && JSON.stringify(Array.from(x)) === JSON.stringify(bars)
+            && document.querySelector('#shift-info').innerText.includes('dx = 0,'); }""", arg=[bars])
+        page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dx = 1,')")
+        _shows(page, ["shift-view", "shift-cos"], [served_path(want.view), served_path(want.cosine)], by_page=False)
+
+        page.evaluate(AT_CHANGE_JS, ["masked-view", "mask-info"])
+        click_pixel(page, "mask-grid", 3.5 * cell, 2.5 * cell)
+        want = experiments.mask_panel(ph, (2 * g.grid[1] + 3,), "drop")
+        src, by_page, text = _first_shown(page, served_path(want.masked))
+        assert by_page and f"0 of {g.num_patches}" in text, (by_page, text)
+        page.wait_for_function(f"() => document.querySelector('#mask-info').innerText.includes('1 of {g.num_patches}')")
+        _shows(page, ["mask-grid", "masked-view"], [served_path(want.grid), served_path(want.masked)], by_page=False)
+
+        # The route, as any caller may call it: refusals say why, and it goes on serving.
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
+        fetch = page.evaluate("() => window.__vizvitFlip.books.shift.fetch")
+
+        def get(path: str, key: str, raw: bool = False) -> tuple[int, dict]:
+            try:
+                with urllib.request.urlopen(url + path + "&key=" + (key if raw else urllib.parse.quote(key)),
+                                            timeout=60) as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                return e.code, json.loads(e.read())
+
+        assert get(fetch.replace("t=", "t=x"), "2|0|edge")[0] == 404
+        assert get("vizvit/flip/shift?t=", "2|0|edge")[0] == 404
+        for bad in ("2|0", "a|0|edge", "2|0|lava", "2|0|" + "e" * 9000):
+            status, body = get(fetch, bad)
+            assert status == 409 and body["error"], (bad, status, body)
+        assert get(fetch, "%00%7C%ED%A0%80%7C%FF", raw=True)[0] == 409  # not UTF-8
+        every = ",".join(map(str, range(g.num_patches)))
+        status, body = get(page.evaluate("() => window.__vizvitFlip.books.mask.fetch"), "drop|" + every)
+        assert status == 409 and "leave at least one patch" in body["error"]
+        status, body = get(fetch, "2|0|edge")
+        assert status == 200 and list(body["pages"]) == ["2|0|edge"] and body["name"] == "shift"
+        want = experiments.shift_panel(ph, 2, 0, "edge")
+        assert body["pages"]["2|0|edge"]["shift-view"] == served_path(want.view)
+
+
 def _pixels(page, elem_id: str) -> np.ndarray:
     return rgb_array(page.evaluate(IMG_RGB_JS, elem_id))
 
@@ -281,3 +363,43 @@ def test_a_picked_label_shows_the_servers_patch_label_map_at_once(towers):
             _shows(page, ["label-map"], [served_path(patches.label_map(ph, label)[0])], by_page=True)
             page.wait_for_function(f"() => document.querySelector('#label-map-text').innerText.includes('{label}')")
             _shows(page, ["label-map"], [served_path(patches.label_map(ph, label)[0])], by_page=False)
+
+
+def test_the_fetcher_names_photos_by_tokens_and_computes_one_page_per_photo_at_a_time(tiny16):
+    """page/flip.py Fetcher, without a browser: a photo keeps its token while remembered, the
+    oldest are forgotten (404 then), and a second ask while one is computed is refused (429)."""
+    import threading
+
+    import gradio as gr
+
+    from page.flip import Fetcher
+    from vizvit.session import Workbench
+    from vizvit.views.flip import Flipbook
+
+    started, go = threading.Event(), threading.Event()
+
+    def build(ph, key: str) -> Flipbook:
+        if key == "slow":
+            started.set()
+            go.wait(10)
+        return Flipbook(repr(ph.key), ("x",), {key: {"pic": np.zeros((4, 4, 3), np.uint8)}}, merge=True)
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    f = Fetcher("t", wb, build, {"pic": gr.Image(elem_id="pic")}, {"x": gr.Slider(elem_id="x")}, size=2)
+    a, b, c = (PhotoKey(tiny16.id, s * 40) for s in "abc")
+    ta = f.token(a)
+    assert f.token(a) == ta and f.token(b) != ta and f.value(Flipbook("l", ("x",)), a).count(ta) == 1
+    status, body = f.answer(ta, "1")
+    assert status == 200 and list(json.loads(body)["pages"]) == ["1"]
+    done = []
+    t = threading.Thread(target=lambda: done.append(f.answer(ta, "slow")))
+    t.start()
+    assert started.wait(10)
+    assert f.answer(ta, "2")[0] == 429  # one at a time per photo
+    assert f.answer(f.token(b), "2")[0] == 200  # another photo is not held up
+    go.set()
+    t.join(10)
+    assert done[0][0] == 200 and f.answer(ta, "2")[0] == 200
+    f.token(c)  # a third photo: the least recently used (a) is forgotten
+    assert f.answer(ta, "2")[0] == 404 and f.answer("", "2")[0] == 404

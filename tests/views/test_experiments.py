@@ -155,3 +155,34 @@ def test_deletion_verdict_on_constructed_aucs():
     m = np.array([[0.1, 0.9], [0.9, 0.2]])
     assert first_removed(m, 2).tolist() == [1, 2]
 
+
+
+def test_a_page_asked_for_by_key_is_the_views_own_and_any_other_key_is_refused(tiny16, cat):
+    """shift_book_at / mask_book_at: the key the page sends (any caller's text) -> the book holding
+    that key's page, drawn as shift_panel / mask_panel draw it; every malformed key: a UserError."""
+    from vizvit.errors import UserError
+    from vizvit.views import flip
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    book = experiments.shift_book_at(ph, "5|-3|wrap")
+    panel = experiments.shift_panel(ph, 5, -3, "wrap")
+    assert list(book.pages) == ["5|-3|wrap"]
+    page = book.pages["5|-3|wrap"]
+    assert np.array_equal(page["view"], panel.view) and np.array_equal(page["cosine"], panel.cosine)
+    assert isinstance(page["top5"], flip.Chart) and page["top5"].figure.to_json() == panel.top5.to_json()
+    book = experiments.mask_book_at(ph, "black|3,17")
+    mp = experiments.mask_panel(ph, (3, 17), "black")
+    page = book.pages["black|3,17"]
+    assert np.array_equal(page["grid"], mp.grid) and np.array_equal(page["masked"], mp.masked)
+    assert book.toggle.state is None  # the page keeps its own mask (a later click may be on its way)
+    assert list(experiments.mask_book_at(ph, "drop|").pages) == ["drop|"]
+    for bad in ("5|-3", "5|-3|wrap|1", "x|0|edge", "1.5|0|edge", "²|0|edge", "1|0|lava", "9" * 20 + "|0|edge",
+                "1|0|" + "e" * 9000, None, 7):
+        with pytest.raises(UserError):
+            experiments.shift_book_at(ph, bad)  # type: ignore[arg-type]
+    every = ",".join(str(i) for i in range(tiny16.geometry.num_patches))
+    for bad in ("drop", "dance|3", "drop|3,x", "drop|" + every):
+        with pytest.raises(UserError):
+            experiments.mask_book_at(ph, bad)

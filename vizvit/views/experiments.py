@@ -20,7 +20,7 @@ from ..models import Geometry, VitModel
 from . import flip
 from .common import artifact_masks, top5_figure
 from ..patches import patch_at
-from ..vocab import TOKEN_MODES
+from ..vocab import FILLS, MASK_MODES, TOKEN_MODES
 from ..session import ATTENTION_FLOW, SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
@@ -153,19 +153,36 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
     if a.top5 and base.top5:
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} "
                  f"(unshifted: {_short(base.top5[0].label)} {base.top5[0].prob:.1%})")
-    view, cos_img = _grid_image(a.input_view, g), cosine_image(cos, g)
+    view, cos_img, top5 = _grid_image(a.input_view, g), cosine_image(cos, g), top5_figure(vm, a, base)
     # Keyed by the sliders' values as the page holds them (a clamped value is drawn as its limit).
-    return ShiftPanel(view, cos_img, text, top5_figure(vm, a, base), shift_book(ph, dx0, dy0, fill, view, cos_img))
+    return ShiftPanel(view, cos_img, text, top5, shift_book(ph, dx0, dy0, fill, view, cos_img, top5))
 
 
 SHIFT_CONTROLS = ("dx", "dy", "fill")
 
 
-def shift_book(ph: Photo, dx: int, dy: int, fill: str, view: np.ndarray, cosine: np.ndarray) -> flip.Flipbook:
-    """The shift pictures just drawn, for the page to keep: moving back to a shift seen before then
-    shows its pictures at once (the page adds each answer's page to the ones it holds)."""
-    return flip.Flipbook(repr(ph.key), SHIFT_CONTROLS, {flip.page_key(dx, dy, fill): {"view": view, "cosine": cosine}},
-                         merge=True)
+def _with_top5(pictures: dict[str, Any], top5: go.Figure | None) -> dict[str, Any]:
+    """A book's page: its pictures, and the top-5 chart (none for a model without a classifier)."""
+    return pictures if top5 is None else {**pictures, "top5": flip.Chart(figure=top5)}
+
+
+def shift_book(ph: Photo, dx: int, dy: int, fill: str, view: np.ndarray, cosine: np.ndarray,
+               top5: go.Figure | None = None) -> flip.Flipbook:
+    """The shift pictures just drawn and their top-5, for the page to keep: moving back to a shift
+    seen before then shows them at once (the page adds each answer's page to the ones it holds)."""
+    page = _with_top5({"view": view, "cosine": cosine}, top5)
+    return flip.Flipbook(repr(ph.key), SHIFT_CONTROLS, {flip.page_key(dx, dy, fill): page}, merge=True)
+
+
+def shift_book_at(ph: Photo, key: str) -> flip.Flipbook:
+    """The shift book with the page for `key` ("dx|dy|fill" as the page reads its controls), drawn
+    now: one forward. The page asks for it the moment a slider reaches a shift it holds no page
+    for, so the new view is drawn without Gradio's round trip (page/flip.py: Fetcher)."""
+    part = flip.key_parts(key, len(SHIFT_CONTROLS))
+    dx, dy, fill = flip.key_int(part[0], "dx"), flip.key_int(part[1], "dy"), part[2]
+    if fill not in FILLS:
+        raise UserError(f"What enters at the border is one of {', '.join(FILLS)}, not {fill!r}.")
+    return shift_panel(ph, dx, dy, fill).book
 
 
 # ------------------------------------------------------------------ sweep
@@ -278,15 +295,15 @@ MASK_CONTROLS = ("mode",)
 
 
 def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPanel, clicked: bool = False) -> flip.Flipbook:
-    """The mask pictures just drawn, for the page to keep (a toggle back to a mask seen before is
-    then drawn at once), and the click rule: a click toggles the patch under it (toggle_at). The
+    """The mask pictures just drawn and their top-5, for the page to keep (a toggle back to a mask
+    seen before is then drawn at once), and the click rule: a click toggles the patch under it (toggle_at). The
     page keeps its own mask through clicks (clicked: this answer is a click's, maybe not the last)."""
     g = ph.vm.geometry
     mask = clean_mask(mask, g)
     toggle = flip.Toggle("grid", g.patch_size * render.display_scale(g), g.grid, None if clicked else mask, box="box",
                          prefix=PAGE_MASK)
-    return flip.Flipbook(repr(ph.key), MASK_CONTROLS, {flip.page_key(mode, flip.set_key(mask)): {"grid": panel.grid,
-                                                                                                "masked": panel.masked}},
+    page = _with_top5({"grid": panel.grid, "masked": panel.masked}, panel.top5)
+    return flip.Flipbook(repr(ph.key), MASK_CONTROLS, {flip.page_key(mode, flip.set_key(mask)): page},
                          merge=True, toggle=toggle)
 
 
@@ -302,6 +319,16 @@ def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
         return clean_mask([int(t) for t in text[len(PAGE_MASK):].split(",") if t.strip()], g)
     except ValueError:
         raise UserError(f"A mask is patch numbers separated by commas, not {text!r}.") from None
+
+
+def mask_book_at(ph: Photo, key: str) -> flip.Flipbook:
+    """The mask book with the page for `key` ("mode|ids", as the page holds its mode and its mask),
+    drawn now: at most one forward (see shift_book_at). The page keeps its own mask (clicked)."""
+    mode, ids = flip.key_parts(key, len(MASK_CONTROLS) + 1)
+    if mode not in MASK_MODES:
+        raise UserError(f"A mask mode is one of {', '.join(MASK_MODES)}, not {mode!r}.")
+    mask = page_mask(PAGE_MASK + ids, ph.vm.geometry)
+    return mask_book(ph, mask, mode, mask_panel(ph, mask, mode), clicked=True)
 
 
 def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:

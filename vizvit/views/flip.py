@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..errors import UserError
+
 
 def key_value(v: Any) -> str:
     """One control value as the page reads it from the DOM: a whole number without a decimal point
@@ -34,6 +36,27 @@ def key_value(v: Any) -> str:
 def page_key(*values: Any) -> str:
     """The key of the page for these control values, in the book's control order."""
     return "|".join(key_value(v) for v in values)
+
+
+MAX_KEY_CHARS = 8192  # a mask of every patch of a 576-patch model is ~2.6k characters
+
+
+def key_parts(key: Any, n: int) -> list[str]:
+    """A page key the page sent (any caller's text) -> its n parts, or a UserError that says why."""
+    if not isinstance(key, str) or len(key) > MAX_KEY_CHARS:
+        raise UserError(f"A page key is text of at most {MAX_KEY_CHARS} characters.")
+    parts = key.split("|")
+    if len(parts) != n:
+        raise UserError(f"A page key has {n} parts separated by '|', not {len(parts)}.")
+    return parts
+
+
+def key_int(part: str, what: str) -> int:
+    """One whole-number part of a page key ("-3"), or a UserError."""
+    t = part.strip()
+    if not (t.lstrip("-").isascii() and t.lstrip("-").isdigit()) or len(t) > 9:
+        raise UserError(f"{what} must be a whole number, not {part!r}.")
+    return int(t)
 
 
 @dataclass(frozen=True)

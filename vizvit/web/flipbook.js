@@ -13,7 +13,8 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   // name -> {look, controls, pages, rows, toggle + state (the page's set), urls: Set (its pictures),
   // held: [Image] (kept decoded), want + from (the user's last move, and the key before it), charted}
   const books = {};
-  const fileUrl = (path) => (window.gradio_config?.root || location.origin) + '/gradio_api/file=' + path;
+  const root = () => window.gradio_config?.root || location.origin;
+  const fileUrl = (path) => root() + '/gradio_api/file=' + path;
   // A number as Python's flip.key_value writes it: "3", not "3.0".
   const norm = (v) => (v !== '' && Number.isFinite(Number(v)) ? String(Number(v)) : v);
 
@@ -79,15 +80,46 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     });
   };
 
+  // A page the book does not hold, from a book with a `fetch` URL (page/flip.py: Fetcher), asked
+  // of the server at once over plain HTTP (one forward), not through a Gradio event. One request
+  // per book at a time: a newer move waiting replaces an older one (as always_last does). A promise
+  // that settles once the answer is drawn, or is no longer wanted; a refusal draws nothing (the
+  // Gradio event, handed on after it, brings the message).
+  const asking = {};  // book name -> {busy: the key asked, now: its promise, next: [key, resolve]}
+  const ask = (name, key) => {
+    const q = asking[name] || (asking[name] = { busy: null, now: null, next: null });
+    if (q.busy === key) return q.now;
+    if (q.next) q.next[1]();  // superseded: its held event goes on
+    const p = new Promise((resolve) => { q.next = [key, resolve]; });
+    pump(name);
+    return p;
+  };
+  const pump = (name) => {
+    const q = asking[name], b = books[name];
+    if (q.busy !== null || !q.next || !b) return;
+    const [key, resolve] = q.next;
+    q.next = null;
+    if (b.pages[key]) { resolve(); pump(name); return; }
+    const look = b.look;
+    q.busy = key;
+    q.now = fetch(new URL(b.fetch + '&key=' + encodeURIComponent(key), root() + '/').href, { cache: 'no-store' })
+      .then((r) => (r.ok ? r.text() : null))
+      // The photo may have changed on the way: an answer of another look is dropped.
+      .then((text) => (text && books[name] && books[name].look === look ? Promise.all(setBook(text)) : null))
+      .catch(() => null)
+      .finally(() => { q.busy = null; q.now = null; resolve(); pump(name); });
+  };
+  const ASK_LIMIT_MS = 5000;  // the longest an event waits for an asked page before it goes to Gradio
+
   // Show book b's page `key`: a promise per target drawn (the picture decoded, the chart drawn),
   // or null if the book has no such page.
   const draw = (b, key) => {
     const page = b.pages[key];
     if (!page) return null;
-    const done = [];
+    const done = [], charts = [];
     for (const [id, v] of Object.entries(page)) {
       if (typeof v !== 'string') {  // a chart: drawn once per move (a restyle is not idempotent to time)
-        if (b.charted[id] !== key) { b.charted[id] = key; done.push(drawChart(id, v)); }
+        if (b.charted[id] !== key) { b.charted[id] = key; charts.push([id, v]); }
         continue;
       }
       const img = imgOf(id), url = fileUrl(v);
@@ -96,6 +128,12 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
         img.dataset.flipped = url;  // the browser tests and the latency benchmark read this
         done.push(img.decode());
       }
+    }
+    // Beside pictures, a chart is drawn after the frame that paints them (Plotly's work would hold
+    // that frame back); alone, at once.
+    const drawCharts = () => Promise.all(charts.map(([id, v]) => drawChart(id, v)));
+    if (charts.length) {
+      done.push(done.length ? new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))).then(drawCharts) : drawCharts());
     }
     return done.filter(Boolean);
   };
@@ -144,6 +182,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       ? { ...old, pages: { ...old.pages, ...raw.pages } }
       : { look: raw.look, controls: raw.controls, rows: raw.rows, pages: { ...raw.pages }, urls: new Set(), held: [],
           want: old && old.look === raw.look ? old.want : null, charted: {} };
+    b.fetch = raw.fetch || b.fetch || null;  // a fetched answer names no URL: keep the book's
     // The set a toggle book holds: the server's word when it gives one (a new photo, a button),
     // else the page's own (it has seen every click; this answer may be an older click's).
     b.toggle = raw.toggle || null;
@@ -162,21 +201,29 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       }
     }
     books[raw.name] = b;
-    if (b.want !== null) draw(b, wanted(b));  // the user may have moved while the book was on its way
+    // The user may have moved while the book was on its way: a promise per target drawn.
+    return (b.want !== null && draw(b, wanted(b))) || [];
   };
 
   // Held until the new pictures are painted, then handed to Gradio (hand_on.js, prepended).
   const { handedOn } = window.__vizvitHandOn;
-  const handOn = (e, drawn) => window.__vizvitHandOn.handOn(
-    e, e.target, Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null))));
+  const handOn = (e, drawn, limit) => window.__vizvitHandOn.handOn(
+    e, e.target, Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null))), limit);
+  // A user's move to `key`: its page drawn, or asked of the server (then held longer): [promises,
+  // the hold's limit], or null when the book neither holds nor can ask for it.
+  const show = (name, b, key) => {
+    const drawn = draw(b, key);
+    if (drawn) return [drawn, undefined];
+    return b.fetch ? [[ask(name, key)], ASK_LIMIT_MS] : null;
+  };
   const onInput = (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e)) return;
-    for (const b of Object.values(books)) {
+    for (const [name, b] of Object.entries(books)) {
       if (!b.controls.some((id) => t.closest('#' + id))) continue;
       move(b, keyOf(b, e));
-      const drawn = draw(b, b.want);
-      if (drawn && e.isTrusted) handOn(e, drawn);
+      const shown = show(name, b, b.want);
+      if (shown && e.isTrusted) handOn(e, ...shown);
       return;
     }
   };
@@ -235,7 +282,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   document.addEventListener('click', (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e) || !e.isTrusted) return;
-    for (const b of Object.values(books)) {
+    for (const [name, b] of Object.entries(books)) {
       const tg = b.toggle, img = tg && t.closest('#' + tg.target) && t.closest('#' + tg.target).querySelector('img');
       if (!img || !img.naturalWidth) continue;
       const [x, y] = pixelOf(img, e);
@@ -247,8 +294,8 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
       const box = tg.box && document.querySelector('#' + tg.box + ' textarea, #' + tg.box + ' input');
       if (box) { box.value = tg.prefix + b.state; box.dispatchEvent(new Event('input', { bubbles: true })); }
       move(b, keyOf(b));
-      const drawn = draw(b, b.want);
-      if (drawn) handOn(e, drawn);
+      const shown = show(name, b, b.want);
+      if (shown) handOn(e, ...shown);
       return;
     }
   }, true);

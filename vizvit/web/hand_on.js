@@ -11,8 +11,9 @@ window.__vizvitHandOn = window.__vizvitHandOn || (() => {
   const handedOn = new WeakSet();  // the events dispatched again: let through untouched
   const waiting = [];  // [target, event] held, in order
   const release = () => { while (waiting.length) { const [t, ev] = waiting.shift(); t.dispatchEvent(ev); } };
-  // Hold event e (dispatched again on `target`) until `ready` (a promise) settles and two frames pass.
-  const handOn = (e, target, ready) => {
+  // Hold event e (dispatched again on `target`) until `ready` (a promise) settles and two frames
+  // pass, or `limit` ms (a page asked of the server waits longer: flipbook.js, ask).
+  const handOn = (e, target, ready, limit = 300) => {
     e.stopImmediatePropagation();
     const again = e instanceof MouseEvent
       ? new MouseEvent(e.type, { bubbles: true, cancelable: true, clientX: e.clientX, clientY: e.clientY })
@@ -20,7 +21,7 @@ window.__vizvitHandOn = window.__vizvitHandOn || (() => {
     handedOn.add(again);
     waiting.push([target, again]);
     const later = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(release, 0)));
-    Promise.race([Promise.resolve(ready), new Promise((r) => setTimeout(r, 300))]).then(later, later);
+    Promise.race([Promise.resolve(ready), new Promise((r) => setTimeout(r, limit))]).then(later, later);
   };
   for (const type of ['pointerdown', 'keydown', 'click']) {
     document.addEventListener(type, (e) => { if (!handedOn.has(e)) release(); }, true);
