@@ -137,6 +137,7 @@ PAGE_HELPER = """
     if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start); };
   vv.whenReady('#upload input[type=file]');
   vv.whenReady('#min-slider input[type=range]');
+  vv.whenReady('#floor-upload input[type=file]');
   // Long tasks (> 50 ms) of the page's main thread: a picture cannot paint while one runs.
   vv.long = [];
   try {
@@ -170,6 +171,87 @@ with gr.Blocks() as demo:
     s2.input(draw, s2, im2, show_progress="hidden", trigger_mode="always_last", queue=False)
 demo.queue().launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), ssr_mode=False)
 """
+
+
+# The floor at vizvit's size: a Gradio app with as many components of each kind as vizvit's page
+# (counted from its config in this run: argv[3], JSON {type: n}) in as many tabs, and as many
+# events, none of which computes anything. Its page load is Gradio's own cost for that many
+# components; each tab's first open (its select event sends one 672-px JPEG) Gradio's cost of
+# building a closed tab of that size.
+SAME_SIZE_APP = """
+import json
+import sys
+import gradio as gr
+import numpy as np
+from PIL import Image
+
+counts, tabs = json.loads(sys.argv[3]), int(sys.argv[4])
+pic = np.asarray(Image.open(sys.argv[2]).convert("RGB").resize((672, 672)))
+MAKE = {"markdown": lambda i: gr.Markdown(f"**Text {i}** with some words, as a tab's notes have."),
+        "image": lambda i: gr.Image(interactive=False, format="jpeg", label=f"picture {i}"),
+        "button": lambda i: gr.Button(f"button {i}"), "slider": lambda i: gr.Slider(0, 12, step=1, label=f"s{i}"),
+        "plot": lambda i: gr.Plot(label=f"chart {i}"), "textbox": lambda i: gr.Textbox(label=f"t{i}"),
+        "html": lambda i: gr.HTML(f"<span>html {i}</span>"), "radio": lambda i: gr.Radio(["a", "b", "c"], label=f"r{i}"),
+        "dropdown": lambda i: gr.Dropdown(["a", "b", "c"], label=f"d{i}"), "state": lambda i: gr.State(i),
+        "file": lambda i: gr.File(label=f"f{i}"), "dataframe": lambda i: gr.Dataframe(headers=["a", "b"]),
+        "checkbox": lambda i: gr.Checkbox(label=f"c{i}"), "number": lambda i: gr.Number(label=f"n{i}")}
+kinds = [k for k in MAKE for _ in range(counts.get(k, 0))]
+made = {k: [] for k in MAKE}
+with gr.Blocks() as demo:
+    gr.File(label="photo", elem_id="floor-upload")
+    firsts = []
+    with gr.Tabs():
+        for t in range(tabs):
+            with gr.Tab(f"Tab {t}", id=f"t{t}") as tab:
+                first = gr.Image(interactive=False, format="jpeg", elem_id=f"floor-img-{t}")
+                for j, k in enumerate(kinds[t::tabs]):
+                    if j % 4 == 0:
+                        row = gr.Row()
+                        row.__enter__()
+                    made[k].append(MAKE[k](len(made[k])))
+                    if j % 4 == 3 or j == len(kinds[t::tabs]) - 1:
+                        row.__exit__(None, None, None)
+            tab.select(lambda: pic, None, first, show_progress="hidden")
+    buttons, texts = made["button"] or [gr.Button("b")], made["markdown"] or [gr.Markdown()]
+    for i in range(int(counts.get("events", 0))):
+        buttons[i % len(buttons)].click(lambda: "clicked", None, texts[i % len(texts)])
+demo.queue().launch(server_name="127.0.0.1", server_port=int(sys.argv[1]), ssr_mode=False)
+"""
+
+
+def vizvit_counts(model: str) -> tuple[dict[str, int], int]:
+    """vizvit's page as the floor app copies it: components of each type and events, and tabs."""
+    import collections
+
+    import app
+    import vizvit
+    from vizvit.session import Workbench
+
+    vm = vizvit.load_model(model, device="cpu")
+    wb = Workbench(device="cpu")
+    wb.add_model(vm)
+    cfg = app.build_demo(wb, vm.id).get_config_file()
+    counts = collections.Counter(c.get("type") for c in cfg["components"])
+    return {**counts, "events": len(cfg["dependencies"])}, counts.get("tabitem", 1)
+
+
+def same_size_events(ctx, url: str, repeat: int, tabs: int) -> Timer:
+    """Page load -> the upload box usable, and each tab's first open -> its picture, in the floor app."""
+    loads = []
+    for _ in range(repeat):
+        p = ctx.new_page()
+        p.goto(url, wait_until="load")
+        p.wait_for_function("() => window.__vv.ready['#floor-upload input[type=file]']")
+        loads.append(p.evaluate("() => window.__vv.ready['#floor-upload input[type=file]']"))
+        p.close()
+    t = Timer(open_page(ctx, url, "#floor-upload input[type=file]"))
+    t.rows["same-size Gradio: page load -> upload box ready"] = loads
+    settle(t.page, 500)
+    for k in range(1, min(tabs, repeat + 1)):
+        t.measure("same-size Gradio: first open of a tab -> picture", f"floor-img-{k}", tab(t.page, f"Tab {k}"))
+        settle(t.page, 500)
+    t.page.close()
+    return t
 
 
 def free_port() -> int:
@@ -957,7 +1039,7 @@ def budgets(res: list[dict], forward_ms: float) -> list[str]:
     out = []
     for r in res:
         w = r["what"]
-        if w.startswith("minimal") or "(forward shown)" in w or "full views" in w:
+        if w.startswith(("minimal", "same-size")) or "(forward shown)" in w or "full views" in w:
             continue
         if w.startswith("page load"):
             b = 1000.0
@@ -1008,6 +1090,15 @@ def run(args: argparse.Namespace) -> dict:
             with server([sys.executable, str(tmp / "minimal_app.py"), str(port), str(EXAMPLE)], port,
                         tmp / "minimal.log") as url:
                 m = minimal_events(ctx, url, args.repeat)
+            rows.update(m.rows)
+            busy.update(m.busy)
+            lost.update(m.lost)
+            counts, tabs = vizvit_counts(model)
+            port = free_port()
+            (tmp / "same_size_app.py").write_text(SAME_SIZE_APP)
+            with server([sys.executable, str(tmp / "same_size_app.py"), str(port), str(EXAMPLE), json.dumps(counts),
+                         str(tabs)], port, tmp / "same_size.log") as url:
+                m = same_size_events(ctx, url, args.repeat, tabs)
             rows.update(m.rows)
             busy.update(m.busy)
             lost.update(m.lost)
