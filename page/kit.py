@@ -40,6 +40,29 @@ def check_no_container_outputs(demo: gr.Blocks) -> None:
         raise ValueError(f"layout containers as event outputs slow every event of the page: {bad}")
 
 
+def few_progress_targets(demo: gr.Blocks) -> int:
+    """Give every event of `demo` at most one progress target; returns how many events it changed.
+
+    Gradio keeps a loading status for each component that is a progress target of an event that
+    has run (by default every output), and on every status message of every event (pending,
+    started, completed) writes each of them back into its component's state (Gradio 6.31's
+    Blocks: update_loading_stati_state). Once a visitor's events have run that is most of the
+    page: 213-228 ms of a tab's first open in Chromium's profiler (issue 27). An event that shows
+    no progress needs no target (an empty list: no status is kept for it); one that shows
+    progress shows it on its first picture or chart, else on its first output."""
+    changed = 0
+    for fn in demo.fns.values():
+        if fn.show_progress_on is not None:
+            continue
+        if fn.show_progress == "hidden" or not fn.outputs:
+            fn.show_progress_on = []
+        else:
+            shown = [o for o in fn.outputs if isinstance(o, (gr.Image, gr.Plot))] or list(fn.outputs)
+            fn.show_progress_on = shown[:1]
+        changed += 1
+    return changed
+
+
 @dataclass(frozen=True)
 class Ctx:
     """What every tab needs: the backend and the shared components."""

@@ -285,6 +285,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # to the app Gradio builds at launch.
     demo.vizvit_routes = [*routes, *ctx.routes]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
+    kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 
