@@ -113,7 +113,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     read = kit.reader(named)
     # Every component by the Page / AttentionChange field it shows.
     shown_change = dict(main=main_img, readout=readout, grid=grid, strip=strip, matrix=matrix)
-    shown = dict(**shown_change, distance=dist, book=book)
+    shown = dict(**shown_change, book=book)  # the distance chart follows the first picture (opened_chart)
 
     def params(v: tuple | dict, **changed: Any) -> ap.AttnParams:
         """The controls' values (in `controls` order, or by name) as AttnParams, with `changed` fields replaced."""
@@ -129,10 +129,21 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         p = page.params
         return {**kit.values(page, shown),
                 layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
-                query: p.query, pick: gr.Dropdown(choices=page.distance_choices, value=ap.choice_value(p)),
+                query: p.query,
                 cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
                 rel_img: None, rel_text: "",
                 summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
+
+    @safe
+    def opened_chart(key: PhotoKey | None, *v: Any) -> dict:
+        """The distance chart and its list, after the map is painted (Plotly's first render of it
+        held the tab's first picture back ~95 ms)."""
+        if key is None:
+            return kit.skip([dist, pick])
+        ph = ctx.wb.handle(key)
+        p = ap.clip_params(params(v), ph.vm.geometry)
+        fig, choices = ap.distance_view(ph.vm, ph.analysis(), p.distance_norm, ph.derived)
+        return {dist: fig, pick: gr.Dropdown(choices=choices, value=ap.choice_value(p))}
 
     def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False, with_book: bool = False) -> dict:
         """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
@@ -237,8 +248,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     shown_outs = [main_img, readout, grid, strip, matrix]
     view_outs = [*shown_outs, order.stamp]  # a line event's: the stamp box says which answer landed last
     ins = [ctx.key, *controls]
-    opened_outs = [layer, head, query, *shown_outs, dist, pick, cls, rel_img, rel_text, summary, book]
-    ctx.on_show(tab, opened, ins, opened_outs)
+    opened_outs = [layer, head, query, *shown_outs, cls, rel_img, rel_text, summary, book]
+    ctx.on_show(tab, opened, ins, opened_outs, then=(opened_chart, ins, [dist, pick], "#attn-main img"))
     mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
     # always_last: while a slider is dragged, the last value is always drawn.
     # One line for every event that shows a view: they run one at a time, stamped in the order the

@@ -69,6 +69,7 @@ def test_the_check_refuses_a_container_output(container):
     ("positions", "pos-grid", {"pos-res-grid", "pos-res-top5", "pos-res-text"}),
     ("embeddings", "emb-pca", {"emb-scatter", "emb-cls", "emb-filters", "emb-tokens"}),  # tokens: the clicked-token book
     ("experiments", "mask-grid", {"shift-top5", "mask-top5"}),
+    ("attention", "attn-main", {"attn-distance", "attn-pick"}),
 ])
 def test_a_tabs_slow_part_is_a_follow_up_not_in_its_first_answer(tiny16, tab_id, first_pic, later):
     wb = Workbench(device="cpu")
