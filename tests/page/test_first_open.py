@@ -70,6 +70,7 @@ def test_the_check_refuses_a_container_output(container):
     ("embeddings", "emb-pca", {"emb-scatter", "emb-cls", "emb-filters", "emb-tokens"}),  # tokens: the clicked-token book
     ("experiments", "mask-grid", {"shift-top5", "mask-top5"}),
     ("attention", "attn-main", {"attn-distance", "attn-pick"}),
+    ("inside", "ablate-grid", {"lens-plot", "lens-top5", "ablate-top5"}),
 ])
 def test_a_tabs_slow_part_is_a_follow_up_not_in_its_first_answer(tiny16, tab_id, first_pic, later):
     wb = Workbench(device="cpu")
