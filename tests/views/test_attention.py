@@ -413,3 +413,19 @@ def test_a_rolled_out_map_read_as_one_row_is_the_whole_rollouts(families, towers
                 q = dataclasses.replace(p, summary=summary).checked(vm.geometry)
                 fast, whole = ap.main_map(a, q, one_row=True), ap.main_panel(vm, a, q)
                 np.testing.assert_allclose(fast.values, whole.values, rtol=1e-4, atol=1e-7, err_msg=f"{vm.id} {q}")
+
+
+def test_the_background_work_after_an_upload_caches_the_heads_distances(tiny, cat):
+    """warm_photo, run after an upload (Workbench.prepare_later), caches the distances the tab's
+    first answer needs, so opening the tab does not compute them while the visitor waits."""
+    from vizvit import views
+    from vizvit.session import distance_name
+
+    wb = views.attach(Workbench(device="cpu"))
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    wb.analysis(key)
+    assert ap.warm_photo in wb.photo_work and wb.peek_derived(key, distance_name("renormalised")) is None
+    wb.prepare_later(key).result(60)
+    want = att_mod.attention_distance(wb.analysis(key).attentions.float(), tiny.geometry, "renormalised")
+    assert torch.allclose(wb.peek_derived(key, distance_name("renormalised")), want)
