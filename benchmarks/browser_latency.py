@@ -235,15 +235,22 @@ def vizvit_counts(model: str) -> tuple[dict[str, int], int]:
     return {**counts, "events": len(cfg["dependencies"])}, counts.get("tabitem", 1)
 
 
-def same_size_events(ctx, url: str, repeat: int, tabs: int) -> Timer:
-    """Page load -> the upload box usable, and each tab's first open -> its picture, in the floor app."""
+def page_loads(ctx, url: str, ready: str, repeat: int) -> list[float]:
+    """ms from navigation start until `ready` (a CSS selector vv.whenReady watches) exists, in
+    `repeat` fresh pages."""
     loads = []
     for _ in range(repeat):
         p = ctx.new_page()
         p.goto(url, wait_until="load")
-        p.wait_for_function("() => window.__vv.ready['#floor-upload input[type=file]']")
-        loads.append(p.evaluate("() => window.__vv.ready['#floor-upload input[type=file]']"))
+        p.wait_for_function("(s) => window.__vv.ready[s]", arg=ready)
+        loads.append(p.evaluate("(s) => window.__vv.ready[s]", ready))
         p.close()
+    return loads
+
+
+def same_size_events(ctx, url: str, repeat: int, tabs: int) -> Timer:
+    """Page load -> the upload box usable, and each tab's first open -> its picture, in the floor app."""
+    loads = page_loads(ctx, url, "#floor-upload input[type=file]", repeat)
     t = Timer(open_page(ctx, url, "#floor-upload input[type=file]"))
     t.rows["same-size Gradio: page load -> upload box ready"] = loads
     settle(t.page, 500)
@@ -480,13 +487,7 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
     later = {"patches", "attention", "embeddings", "positions", "experiments", "inside"} & set(parts)
 
     # Page load -> the upload box exists (usable), from navigation start.
-    loads = []
-    for _ in range(repeat if "load" in parts else 0):
-        p = ctx.new_page()
-        p.goto(url, wait_until="load")
-        p.wait_for_function("() => window.__vv.ready['#upload input[type=file]']")
-        loads.append(p.evaluate("() => window.__vv.ready['#upload input[type=file]']"))
-        p.close()
+    loads = page_loads(ctx, url, "#upload input[type=file]", repeat if "load" in parts else 0)
     page = open_page(ctx, url, "#upload input[type=file]")
     t = t or Timer(page, bare=bare)
     if loads:
@@ -722,13 +723,7 @@ def lost_clicks(page, t: Timer, cell: float, repeat: int) -> None:
 
 
 def minimal_events(ctx, url: str, repeat: int) -> Timer:
-    loads = []
-    for _ in range(repeat):
-        p = ctx.new_page()
-        p.goto(url, wait_until="load")
-        p.wait_for_function("() => window.__vv.ready['#min-slider input[type=range]']")
-        loads.append(p.evaluate("() => window.__vv.ready['#min-slider input[type=range]']"))
-        p.close()
+    loads = page_loads(ctx, url, "#min-slider input[type=range]", repeat)
     page = open_page(ctx, url, "#min-slider input[type=range]")
     t = Timer(page)
     t.rows["minimal Gradio: page load -> slider ready"] = loads
