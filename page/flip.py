@@ -86,13 +86,17 @@ class Fetcher:
     build(photo, key) -> a Flipbook holding the page for `key` (the view decides and checks the
     key: any caller's text). The photo is named by a token this class hands out (`value`), so a
     caller can ask only for photos this server has shown a page. At most one answer per token is
-    computed at a time (the page waits for one before it asks again); another is refused (429)."""
+    computed at a time (the page waits for one before it asks again); another is refused (429).
+    At most `at_once` pages are computed at once over all photos: each waits in a server thread for
+    its forward, and a lecture hall's worth of them must not hold every thread the app has; a page
+    refused so is still drawn, by Gradio's queued event that follows."""
 
     def __init__(self, name: str, wb: Workbench, build: Callable[[Photo, str], Flipbook],
                  targets: dict[str, gr.components.Component], controls: dict[str, gr.components.Component],
-                 size: int = 4096):
+                 size: int = 4096, at_once: int = 4):
         self.name, self.wb, self.build, self.targets, self.controls = name, wb, build, targets, controls
         self.size = size
+        self._slots = threading.BoundedSemaphore(at_once)
         self._lock = threading.Lock()
         self._keys: OrderedDict[str, PhotoKey] = OrderedDict()  # token -> photo, least recent first
         self._tokens: dict[PhotoKey, str] = {}
@@ -127,6 +131,8 @@ class Fetcher:
                 return 404, json.dumps({"error": "This page is out of date: reload it."})
             if token in self._busy:
                 return 429, json.dumps({"error": "One page at a time."})
+            if not self._slots.acquire(blocking=False):
+                return 429, json.dumps({"error": "The server is busy: the page's own event will draw this view."})
             self._busy.add(token)
         try:
             return 200, for_page(self.name, self.build(self.wb.handle(key), page_key), self.targets, self.controls)
@@ -135,6 +141,7 @@ class Fetcher:
         finally:
             with self._lock:
                 self._busy.discard(token)
+                self._slots.release()
 
     def route(self) -> APIRoute:
         async def fetch(request: Request) -> Response:

@@ -403,3 +403,15 @@ def test_the_fetcher_names_photos_by_tokens_and_computes_one_page_per_photo_at_a
     assert done[0][0] == 200 and f.answer(ta, "2")[0] == 200
     f.token(c)  # a third photo: the least recently used (a) is forgotten
     assert f.answer(ta, "2")[0] == 404 and f.answer("", "2")[0] == 404
+    # At most at_once pages at once over all photos: another photo's ask is refused meanwhile.
+    started.clear()
+    go.clear()
+    one = Fetcher("u", wb, build, {"pic": gr.Image(elem_id="pic")}, {"x": gr.Slider(elem_id="x")}, at_once=1)
+    t = threading.Thread(target=lambda: done.append(one.answer(one.token(b), "slow")))
+    t.start()
+    assert started.wait(10)
+    status, body = one.answer(one.token(c), "2")
+    assert status == 429 and "busy" in json.loads(body)["error"]
+    go.set()
+    t.join(10)
+    assert done[-1][0] == 200 and one.answer(one.token(c), "2")[0] == 200  # the slot is back
