@@ -88,8 +88,8 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const asking = {};  // book name -> {busy: the key asked, now: its promise, next: [key, resolve]}
   const ask = (name, key) => {
     const q = asking[name] || (asking[name] = { busy: null, now: null, next: null });
+    if (q.next) { q.next[1](); q.next = null; }  // superseded: its held event goes on, unasked
     if (q.busy === key) return q.now;
-    if (q.next) q.next[1]();  // superseded: its held event goes on
     const p = new Promise((resolve) => { q.next = [key, resolve]; });
     pump(name);
     return p;
