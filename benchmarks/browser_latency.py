@@ -66,14 +66,26 @@ PAGE_HELPER = """
   vv.src = src;
   // A promise for the next new picture (a src not shown before) in #id, decoded and painted; or a
   // drawing the page lays over it (a canvas.vv-drawn: embeddings_click.js), painted.
-  const watch = (id, timeoutMs, onEnd) => {
+  // stale: the src #id showed for the previous photo. A different one there already (a closed tab's
+  // first picture drawn ahead, kit.Ctx.show_visible) is the new picture: it counts once it is shown.
+  const watch = (id, timeoutMs, onEnd, stale) => {
     const old = src(id);
+    const ahead = stale != null && old != null && old !== stale;
     const drawn0 = document.querySelector('#' + id + ' canvas.vv-drawn');
     return new Promise((resolve) => {
       let seen = false;
       const finish = (r) => { onEnd(); mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
-      const check = () => {
+      const shown = () => {
         if (seen) return;
+        const img = document.querySelector('#' + id + ' img');
+        if (vv.t0 === null || !img || !img.complete || img.getBoundingClientRect().width === 0) { requestAnimationFrame(shown); return; }
+        seen = true;
+        const tSrc = performance.now();
+        requestAnimationFrame(() => setTimeout(() => finish({ tSrc, tDecoded: tSrc, tPainted: performance.now(), src: 'ahead ' + old }), 0));
+      };
+      if (ahead) requestAnimationFrame(shown);
+      const check = () => {
+        if (seen || ahead) return;
         const cv = document.querySelector('#' + id + ' canvas.vv-drawn');
         if (cv && cv !== drawn0) {
           seen = true;
@@ -96,9 +108,9 @@ PAGE_HELPER = """
       const timer = setTimeout(() => finish({ timeout: true }), timeoutMs);
     });
   };
-  vv.arm = (id, timeoutMs) => {
+  vv.arm = (id, timeoutMs, stale) => {
     vv.t0 = null; vv.armed = true;
-    vv.done = watch(id, timeoutMs, () => { vv.armed = false; });
+    vv.done = watch(id, timeoutMs, () => { vv.armed = false; }, stale);
   };
   // A chart redrawn: the first change under #id after the armed input that changes its text (the
   // bars' labels, the colour bar's title: not a status overlay), then a frame and a task.
@@ -333,16 +345,17 @@ class Timer:
 
     def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True,
                 text: tuple[str, str, str] | None = None, also: tuple[str, str] | None = None,
-                chart: str | None = None) -> dict | None:
+                chart: str | None = None, stale: str | None = None) -> dict | None:
         """`text`: (row name, selector, words): also time the same input to `words` appearing
         in `selector`'s changed text (e.g. the status line's top-1 once the forward is shown).
         `also`: (row name, elem_id): also time it to a new picture painted in that component.
-        chart: elem_id is a chart, not a picture: time it to the chart's text first holding these words."""
+        chart: elem_id is a chart, not a picture: time it to the chart's text first holding these words.
+        stale: the src elem_id showed for the previous photo (see PAGE_HELPER's watch)."""
         bare_ms = self.bare() if self.bare is not None and record and ("one forward" in name or name.startswith("upload")) else None
         if chart:
             self.page.evaluate("([id, t, w]) => window.__vv.armChange(id, t, w)", [elem_id, self.timeout_ms, chart])
         else:
-            self.page.evaluate("([id, t]) => window.__vv.arm(id, t)", [elem_id, self.timeout_ms])
+            self.page.evaluate("([id, t, s]) => window.__vv.arm(id, t, s)", [elem_id, self.timeout_ms, stale])
         if also:
             self.page.evaluate("([id, t]) => window.__vv.armAlso(id, t)", [also[1], self.timeout_ms])
         if text:
@@ -457,6 +470,37 @@ def scroll_to(page, elem_id: str) -> None:
     page.wait_for_timeout(100)
 
 
+def upload_photo(page, t: Timer, photo: str, record: bool) -> None:
+    """Upload a new photo (one forward): timed to the patch grid painted, the status line's top-1
+    and the sequence strip."""
+    scroll_to(page, "upload")
+    t.page = page
+    t.measure("upload -> patch grid painted", "patch-grid",
+              lambda: page.set_input_files("#upload input[type=file]", photo), record=record,
+              text=("upload -> top-1 in the status line (forward shown)", "#status", "top-1"),
+              also=("upload -> sequence strip painted (the tab's full views)", "sequence-strip"))
+    settle(page, 800)
+
+
+TAB_FIRSTS = (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
+              ("Experiments", "mask-grid"), ("Inside", "ablate-grid"))
+
+
+def first_opens(page, t: Timer, row: str, shown: dict[str, str], skip: tuple[str, ...] = ()) -> None:
+    """Open each tab of TAB_FIRSTS in turn, timed to its first picture painted (row: the row name
+    with {} for the tab). shown: each target's src for the previous photo (updated here); a tab in
+    `skip` (a per-model picture: nothing new to paint) is opened untimed."""
+    t.page = page
+    for name, target in TAB_FIRSTS:
+        if name in skip:
+            page.get_by_role("tab", name=name).click()
+            settle(page, 1500)
+            continue
+        t.measure(row.format(name), target, tab(page, name), stale=shown.get(target))
+        shown[target] = page.evaluate("(id) => window.__vv.src(id)", target)
+        settle(page, 800)
+
+
 def tab(page, name: str) -> Callable[[], None]:
     return lambda: page.get_by_role("tab", name=name).click()
 
@@ -496,30 +540,28 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         page.close()
         return t
 
-    # Upload of a new photo (one forward) -> patch grid painted, then each tab's first open.
+    # Upload of a new photo (one forward) -> patch grid painted, then each tab's first open: on a
+    # fresh page for each photo (every tab still to mount), and on the first page again for each
+    # later photo (each tab opened before, its first picture for the new photo drawn ahead).
     n_up = repeat if {"upload", "tabs"} & set(parts) else 1  # later parts need one photo
+    shown: dict[str, str] = {}  # each tab's first picture (src) for the previous photo
     for i, photo in enumerate(pics[:n_up]):
         if i:
             page.get_by_role("tab", name="Patches").click()
             page.locator("#upload button[aria-label='Clear']").first.click()
             page.wait_for_selector("#upload input[type=file]", state="attached")
             settle(page, 500)
-        scroll_to(page, "upload")
-        t.measure("upload -> patch grid painted", "patch-grid",
-                  lambda: page.set_input_files("#upload input[type=file]", photo), record="upload" in parts,
-                  text=("upload -> top-1 in the status line (forward shown)", "#status", "top-1"),
-                  also=("upload -> sequence strip painted (the tab's full views)", "sequence-strip"))
-        settle(page, 800)
+        upload_photo(page, t, photo, record="upload" in parts)
         if "tabs" not in parts:
             continue
-        for name, target in (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
-                             ("Experiments", "mask-grid"), ("Inside", "ablate-grid")):
-            if name in ("Positions", "Inside") and i:  # a per-model picture (the grid, the heads grid): nothing new to paint
-                page.get_by_role("tab", name=name).click()
-                settle(page, 1500)
-                continue
-            t.measure(f"first open: {name} tab", target, tab(page, name))
-            settle(page, 800)
+        first_opens(page, t, "first open: {} tab" if i == 0 else "first open for a new photo, tab opened before: {} tab",
+                    shown, skip=("Positions", "Inside") if i else ())
+        if i:
+            fresh = open_page(page.context, page.url, "#upload input[type=file]")
+            upload_photo(fresh, t, photo, record=False)
+            first_opens(fresh, t, "first open: {} tab", {})
+            fresh.close()
+            t.page = page
     if not later:
         page.close()
         return t
@@ -954,10 +996,6 @@ def load_breakdown(args: argparse.Namespace) -> dict:
     return {"rows": rows}
 
 
-FIRST_OPENS = (("Embeddings", "emb-pca"), ("Attention", "attn-main"), ("Positions", "pos-grid"),
-               ("Experiments", "mask-grid"))
-
-
 def _by_script(profile: dict) -> dict[str, float]:
     """A CPU profile's sampled time (ms) by script file (Gradio's chunk names, hash dropped) or by
     V8's own categories: (program) is the browser's native work (layout, style, paint), (idle)
@@ -983,6 +1021,7 @@ def tabs_breakdown(args: argparse.Namespace) -> dict:
         cdp = ctx.new_cdp_session(page)
         cdp.send("Profiler.enable")
         cdp.send("Profiler.setSamplingInterval", {"interval": 500})
+        shown: dict[str, str] = {}  # each tab's first picture (src) for the previous photo
         for i, pic in enumerate(photos(args.repeat, tmp)):
             if i:
                 page.get_by_role("tab", name="Patches").click()
@@ -991,11 +1030,12 @@ def tabs_breakdown(args: argparse.Namespace) -> dict:
                 settle(page, 500)
             t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic), record=False)
             settle(page, 2500)
-            for name, target in FIRST_OPENS:
-                if name == "Positions" and i:  # per model: nothing new to paint
+            for name, target in TAB_FIRSTS:
+                if name in ("Positions", "Inside") and i:  # per model: nothing new to paint
                     continue
                 cdp.send("Profiler.start")
-                r = t.measure(f"first open: {name}", target, tab(page, name))
+                r = t.measure(f"first open: {name}", target, tab(page, name), stale=shown.get(target))
+                shown[target] = page.evaluate("(id) => window.__vv.src(id)", target)
                 prof = cdp.send("Profiler.stop")["profile"]
                 settle(page, 1500)
                 if r is None:

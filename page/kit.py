@@ -9,12 +9,14 @@ import functools
 import inspect
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import gradio as gr
 
 from vizvit import figures, web
+from vizvit.threads import lower_priority
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench
 
@@ -89,19 +91,28 @@ class Ctx:
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)
     routes: list = field(default_factory=list)  # plain HTTP routes a tab serves (fastapi APIRoute), beside Gradio's
+    firsts: dict = field(default_factory=dict)  # tab id -> its first picture (an on_show output), drawn ahead
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
-                then: tuple[Callable, list, list, str] | None = None) -> None:
+                then: tuple[Callable, list, list, str] | None = None,
+                first: gr.components.Component | None = None) -> None:
         """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
         changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
         Once per tab: its one views `show` call fills the whole tab.
 
         then: (fn2, inputs2, outputs2, selector): the tab's slow part (e.g. a forward at another
         size), answered by a second event once the pictures under `selector` are painted, so the
-        tab's first picture never waits for it."""
+        tab's first picture never waits for it.
+
+        first: the tab's first picture (one of `outputs`). While the tab is closed, it is drawn
+        ahead for each new photo (see show_visible): the tab then opens with it in place."""
         if any(tab_id == tab.id for tab_id, *_ in self.shows):
             raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
         self.shows.append((tab.id, fn, inputs, outputs))
+        if first is not None:
+            if all(first is not o for o in outputs):
+                raise ValueError(f"tab {tab.id!r}: its first picture must be one of its outputs")
+            self.firsts[tab.id] = first
         shown = tab.select(fn, inputs, outputs, show_progress="minimal")
         if then is not None:
             fn2, ins2, outs2, selector = then
@@ -116,10 +127,17 @@ class Ctx:
         draws it afterwards, so the same pictures arrive twice and nothing flickers."""
         self.previews.append((tab.id, fn, inputs, outputs))
 
-    def show_visible(self) -> None:
+    def show_visible(self) -> gr.events.Dependency | None:
         """ONE event when the session's key changes (a photo, a model, heads switched off): it
         computes the open tab's views and skips every other output. One event per tab would cost
-        a queue round trip each in the browser, for tabs nobody sees."""
+        a queue round trip each in the browser, for tabs nobody sees.
+
+        Once the open tab is answered, one more event draws each closed tab's first picture
+        (on_show's `first`, see _ahead): opening that tab then shows it at once, as the tab
+        mounts, instead of after its own round trip (Gradio's handling of a tab's select event
+        costs this page's browser 250-450 ms, issue 27). Returns that event: opening any tab,
+        or a new key, must cancel it (page/shell.py), so an answer for controls or a photo the
+        page has left never lands."""
         inputs, outputs = _io(self.shows)
 
         def prepare(ins: list, values: tuple) -> None:
@@ -147,8 +165,21 @@ class Ctx:
                 prepare(then_ins, values)
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
-            shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",
-                       js=web.after_paint(", ".join(self.then_after)))
+            shown = shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",
+                               js=web.after_paint(", ".join(self.then_after)))
+        if not self.firsts:
+            return None
+        firsts = list(self.firsts.items())
+
+        def ahead(current: str, *values: Any) -> list:
+            if not _AHEAD.acquire(blocking=False):  # another visitor's is running: tabs open as before
+                return [gr.skip() for _ in firsts]
+            try:
+                return _AHEAD_THREAD.submit(_ahead, self.shows, firsts, inputs, current, values).result()
+            finally:
+                _AHEAD.release()
+
+        return shown.then(ahead, [self.tab, *inputs], [c for _, c in firsts], show_progress="hidden")
 
     def preview_io(self) -> tuple[list, list]:
         """The inputs and outputs of every preview, each once (see preview)."""
@@ -183,6 +214,33 @@ def _open_tab(entries: list, inputs: list, outputs: list, current: str, values: 
                                  f"outside its outputs: {stray}")
             out.update({id(c): v for c, v in res.items()})
     return [out[id(c)] for c in outputs]
+
+
+# One visitor's closed tabs drawn ahead at a time, over all visitors, on a thread of lower priority:
+# it is work nobody waits for yet, and a lecture hall's uploads must not put it before anyone's
+# next answer.
+_AHEAD = threading.Semaphore(1)
+_AHEAD_THREAD = ThreadPoolExecutor(1, thread_name_prefix="vizvit-ahead", initializer=lower_priority)
+
+
+def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple) -> list:
+    """The first picture of each tab in `firsts` ((tab id, component)) but `current`, as that
+    tab's on_show fn draws it from `values` of `inputs`: the very value (and so the same file)
+    its select event will bring. gr.skip() for the open tab, and for a tab whose fn fails or
+    has no photo: its own select event says why."""
+    given = {id(c): v for c, v in zip(inputs, values)}
+    fns = {tab_id: (fn, ins) for tab_id, fn, ins, _ in shows}
+    out = []
+    for tab_id, first in firsts:
+        res = None
+        if tab_id != current:
+            fn, ins = fns[tab_id]
+            try:
+                res = fn(*(given[id(c)] for c in ins))
+            except Exception:  # noqa: BLE001 - work ahead only: the tab's own event reports it
+                log.debug("drawing tab %s ahead failed", tab_id, exc_info=True)
+        out.append(next((v for c, v in res.items() if c is first), gr.skip()) if isinstance(res, dict) else gr.skip())
+    return out
 
 
 def empty(outputs: list, keep: tuple = ()) -> dict:

@@ -121,9 +121,12 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     gr.Markdown(METHODS_LINK)
                     charts_download(t)
                 all_tabs.append(t)
-        ctx.show_visible()
+        ahead = ctx.show_visible()
+        cancel_ahead = [ahead] if ahead is not None else None  # its answer is for a page left since
+        if ahead is not None:
+            key.change(None, None, None, cancels=cancel_ahead, queue=False)
         for t in all_tabs:
-            t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False)
+            t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False, cancels=cancel_ahead)
         with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
                           open=False, elem_id="methods"):
             gr.Markdown(METHODS_TEXT)

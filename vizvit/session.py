@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +32,7 @@ from .forwards import MAX_BATCH, ForwardQueue
 from .images import ImageInput, View, image_sha1, load_image, model_input_view
 from .models import VitModel
 from .models import load_model as load_checkpoint  # the checkpoint alone: labels go on here
+from .threads import lower_priority
 from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
 
 log = logging.getLogger("vizvit.session")
@@ -334,10 +334,7 @@ class Workbench:
         return self._later.submit(self._prepare, key)
 
     def _prepare(self, key: PhotoKey) -> None:
-        try:  # lower priority for this thread (Linux: a thread id is a process id for setpriority)
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        except (AttributeError, OSError):
-            pass
+        lower_priority()
         self._run(key, self.model_work + self.photo_work)
 
     def _run(self, key: PhotoKey, work: Sequence[Work]) -> None:

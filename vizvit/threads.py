@@ -53,3 +53,15 @@ def configure_malloc() -> bool:
         return False
     m_mmap_threshold, m_arena_max = -3, -8  # from glibc's malloc.h
     return bool(mallopt(m_mmap_threshold, MMAP_THRESHOLD)) and bool(mallopt(m_arena_max, 2))
+
+
+def lower_priority(nice: int = 10) -> None:
+    """Lower the calling thread's CPU priority (Linux: a thread id is a process id for
+    setpriority), for work nobody waits for yet: the requests people wait for come first. A
+    no-op where the OS has no such call."""
+    import threading
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (AttributeError, OSError):
+        pass

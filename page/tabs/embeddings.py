@@ -155,7 +155,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         return {book: book_value(embeddings.depth_book(ph, p)), colors: colors_value(embeddings.color_book(ph, p))}
 
     outs = [*shown.values(), depth, book]
-    ctx.on_show(tab, show, ins, outs, then=(show_rest, ins, [*shown_rest.values(), tokens], "#emb-pictures img"))
+    ctx.on_show(tab, show, ins, outs, then=(show_rest, ins, [*shown_rest.values(), tokens], "#emb-pictures img"), first=pca_img)
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
     depth.change(show_depth, ins, [*shown_depth.values(), tokens], show_progress="hidden").then(
         show_scatter, ins, [scatter, colors], show_progress="hidden",

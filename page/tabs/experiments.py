@@ -187,7 +187,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                     yield {del_plot: p.chart, auc_table: p.table, curves_text: p.text}
 
     outs = [*shown.values(), dx, dy, book, mask_book]
-    ctx.on_show(tab, show, ins, outs, then=(show_charts, ins, list(shown_charts.values()), "#mask-grid img"))
+    ctx.on_show(tab, show, ins, outs, then=(show_charts, ins, list(shown_charts.values()), "#mask-grid img"), first=mask_grid)
     # input (user moves or types), not change: on_show's range update must not re-run it.
     # always_last: while dragging, one forward in flight, then the latest value.
     for ev in (dx.input, dy.input, fill.input):

@@ -111,7 +111,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     outs = [*shown.values(), lens_depth, lens_book]
     ctx.on_show(tab, show, [ctx.key, *named.values()], outs,
-                then=(show_charts, [ctx.key, *named.values()], list(charts.values()), "#ablate-grid img"))
+                then=(show_charts, [ctx.key, *named.values()], list(charts.values()), "#ablate-grid img"), first=grid)
     flip.filled_later(lens_book, fill_lens, [ctx.key], [lens_book], after="#ablate-grid img")
     # Each change makes a new session key (the ablation is part of it); key.change redraws
     # whichever tab is open, so every tab shows the ablated model.

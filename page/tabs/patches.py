@@ -96,7 +96,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     ins = [ctx.key, *named.values()]
     outs = [*shown.values(), label_pick, book, labels_book]
-    ctx.on_show(tab, show, ins, outs)
+    ctx.on_show(tab, show, ins, outs, first=grid_img)
     # The grid alone: one picture to encode, fetch and decode while the forward takes the CPU.
     ctx.on_preview(tab, preview, list(named.values()), [grid_img])
     label_pick.input(show_label, [ctx.key, label_pick], [label_img, label_text, labels_book], show_progress="hidden")

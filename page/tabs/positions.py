@@ -72,6 +72,6 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     outs = [*shown.values(), marks]
     # Then the other resolution (a forward at that size), once the grid is painted.
-    ctx.on_show(tab, show, ins, outs, then=(resize, ins, list(shown_size.values()), "#pos-grid img"))
+    ctx.on_show(tab, show, ins, outs, then=(resize, ins, list(shown_size.values()), "#pos-grid img"), first=grid_img)
     size.change(resize, ins, list(shown_size.values()))
     grid_img.select(click, [ctx.key], [grid_img, tile_plot], show_progress="hidden")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from browser import page_at, upload_and_open, wait_image
+from browser import image_src, page_at, served_path, upload, upload_and_open, wait_image
 from page import kit, shell
 from vizvit import engine
 from vizvit.session import Workbench
@@ -139,3 +139,176 @@ def test_a_new_photos_follow_up_starts_the_other_tabs_preparation(tiny16, monkey
     assert asked == [], "the open tab's own answer started the preparation (it competes with its encoding)"
     call("dispatch_then")
     assert asked == [key]
+
+
+# Each closed tab's first picture, drawn ahead for a new photo (kit.Ctx.show_visible): the tab opens
+# with it in place, before (and without) its own select event's answer.
+FIRSTS = {"patches": "patch-grid", "embeddings": "emb-pca", "attention": "attn-main", "positions": "pos-grid",
+          "experiments": "mask-grid", "inside": "ablate-grid"}
+
+
+def _event_values(f, key, tab: str) -> list:
+    """An event's inputs as a fresh page sends them: the session key set, `tab` the open tab."""
+    return [key if getattr(c, "time_to_live", None) == shell.SESSION_TTL_S else tab if c is f.inputs[0] else c.value
+            for c in f.inputs]
+
+
+def test_the_work_ahead_brings_each_closed_tabs_first_picture_as_its_own_select_draws_it(tiny16):
+    from vizvit.session import PhotoKey
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = shell.build_demo(wb, tiny16.id)
+    ahead, = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "ahead"]
+    assert {c.elem_id for c in ahead.outputs} == set(FIRSTS.values())
+    key = PhotoKey(wb.catalog.public(tiny16.id), wb.add_photo(str(shell.EXAMPLES[0])))
+    got = dict(zip((c.elem_id for c in ahead.outputs), ahead.fn(*_event_values(ahead, key, "attention"))))
+    assert isinstance(got.pop("attn-main"), type(gr.skip())), "the open tab is its own event's: none ahead"
+    by_tab = {t._id: t.id for t in demo.blocks.values() if isinstance(t, gr.Tab)}
+    for f in demo.fns.values():  # each tab's select event (its on_show), on the same inputs
+        tab = next((by_tab[b] for b, ev in f.targets if ev == "select" and b in by_tab), None)
+        outs = {c.elem_id: i for i, c in enumerate(f.outputs)}
+        if tab not in FIRSTS or FIRSTS[tab] not in outs or tab == "attention":
+            continue
+        res = f.fn(*_event_values(f, key, tab))
+        own = (list(res.values()) if isinstance(res, dict) else res)[outs[FIRSTS[tab]]] if not isinstance(res, dict) \
+            else next(v for c, v in res.items() if c.elem_id == FIRSTS[tab])
+        ours = got.pop(FIRSTS[tab])
+        assert isinstance(ours, np.ndarray) and np.array_equal(ours, own), tab
+    assert not got, f"no select event draws {sorted(got)}"
+
+
+def test_the_work_ahead_skips_a_tab_whose_view_fails_and_yields_to_another_visitors(tiny16, monkeypatch):
+    from vizvit.session import PhotoKey
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = shell.build_demo(wb, tiny16.id)
+    ahead, = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "ahead"]
+    key = PhotoKey(wb.catalog.public(tiny16.id), wb.add_photo(str(shell.EXAMPLES[0])))
+    from vizvit.views import positions
+
+    def broken(*a, **k):
+        raise RuntimeError("a view that fails")
+
+    monkeypatch.setattr(positions, "show", broken)
+    got = dict(zip((c.elem_id for c in ahead.outputs), ahead.fn(*_event_values(ahead, key, "patches"))))
+    assert isinstance(got["pos-grid"], type(gr.skip())) and isinstance(got["attn-main"], np.ndarray)
+    assert kit._AHEAD.acquire(blocking=False)  # another visitor's work ahead is running
+    try:
+        assert all(isinstance(v, type(gr.skip())) for v in ahead.fn(*_event_values(ahead, key, "patches")))
+    finally:
+        kit._AHEAD.release()
+
+
+# In the browser: the join requests of chosen events held back (Playwright routes), by fn index.
+DEPS = """(firsts) => { const c = window.gradio_config, id = (e) => c.components.find((x) => x.props.elem_id === e).id;
+  const tab = (name) => c.components.find((x) => x.type === 'tabitem' && x.props.label === name).id;
+  const att = tab('Attention'), main = id('attn-main'), ids = firsts.map(id).sort().join();
+  const ahead = c.dependencies.filter((d) => [...d.outputs].sort().join() === ids);
+  const open = c.dependencies.filter((d) => d.targets.some(([t, e]) => t === att && e === 'select') && d.outputs.includes(main));
+  return [ahead.map((d) => d.id), open.map((d) => [d.id, d.outputs.length])]; }"""
+
+
+def _hold(page, fn_ids: set[int]) -> list:
+    """Hold back the queue join of each event in fn_ids (until each held route is continued)."""
+    held = []
+
+    def route(r):
+        body = r.request.post_data_json or {}
+        if body.get("fn_index") in fn_ids:
+            held.append(r)
+        else:
+            r.continue_()
+    page.route("**/gradio_api/queue/join*", route)
+    return held
+
+
+def test_a_closed_tab_opens_with_its_picture_before_its_own_answer(tmp_path, tiny16):
+    from appserver import running
+
+    photo = tmp_path / "ahead.png"
+    Image.fromarray(np.random.default_rng(5).integers(0, 255, (230, 250, 3), dtype=np.uint8)).save(photo)
+    with running(tiny16) as url, page_at(url) as page:
+        (ahead,), ((opened, _),) = page.evaluate(DEPS, list(FIRSTS.values()))
+        held = _hold(page, {opened})
+        upload(page, str(photo))
+        wait_image(page, "patch-grid")
+        page.wait_for_timeout(300)
+        page.get_by_role("tab", name="Attention").click()
+        src = wait_image(page, "attn-main", timeout_ms=30_000)  # the tab's own event is still held
+        assert held and page.inner_text("#attn-readout").strip() == "", "the tab's own answer came already"
+        for r in held:
+            r.continue_()
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.trim() !== ''")
+        page.wait_for_timeout(300)
+        assert image_src(page, "attn-main") == src, "the tab's own answer brought another picture"
+
+
+def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_path, tiny16, monkeypatch):
+    """A new photo cancels the work ahead still running for the one before: its answer would put
+    the old photo's map in the closed Attention tab."""
+    from appserver import running
+
+    photos = []
+    for seed in (6, 7):
+        photos.append(tmp_path / f"p{seed}.png")
+        Image.fromarray(np.random.default_rng(seed).integers(0, 255, (230, 250, 3), dtype=np.uint8)).save(photos[-1])
+    real, started, release, answers = kit._ahead, threading.Event(), threading.Event(), []
+
+    def held(*a, **k):  # the first photo's work ahead waits until the second photo is in
+        out = real(*a, **k)
+        if not answers:
+            started.set()
+            release.wait(60)
+        answers.append({c.elem_id: v for (_, c), v in zip(a[1], out)})
+        return out
+
+    monkeypatch.setattr(kit, "_ahead", held)
+    with running(tiny16) as url, page_at(url) as page:
+        page.evaluate("""() => { const seen = window.__seen = new Set(); new MutationObserver(() => {
+            const i = document.querySelector('#attn-main img'); if (i && i.getAttribute('src')) seen.add(i.getAttribute('src')); })
+            .observe(document.body, {subtree: true, childList: true, attributes: true}); }""")
+        upload(page, str(photos[0]))
+        grid = wait_image(page, "patch-grid")
+        for _ in range(300):
+            if started.is_set():
+                break
+            page.wait_for_timeout(100)
+        assert started.is_set(), "the first photo's work ahead never ran"
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        page.wait_for_selector("#upload input[type=file]", state="attached")
+        upload(page, str(photos[1]))
+        wait_image(page, "patch-grid", old=grid)
+        page.wait_for_timeout(1000)  # the new photo's events are in
+        release.set()
+        page.wait_for_timeout(1500)  # its answer would be in the page now
+        page.get_by_role("tab", name="Attention").click()
+        shown = wait_image(page, "attn-main")
+        page.wait_for_timeout(500)
+        old = answers[0]["attn-main"]
+        assert not any(served_path(old) in s for s in page.evaluate("() => [...window.__seen]")), \
+            "the first photo's map was put in the new photo's Attention tab"
+        assert served_path(old) not in shown
+
+
+def test_a_lesson_step_opens_its_tab_without_the_picture_drawn_ahead_for_other_controls(tiny16):
+    """A step sets its tab's controls, then opens it: the picture drawn ahead (for the controls as
+    they were) is cleared, so the tab never shows it under the step's controls."""
+    from vizvit.session import PhotoKey
+    from vizvit.views import lesson
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = shell.build_demo(wb, tiny16.id)
+    do_open, = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "do_open"]
+    assert set(FIRSTS.values()) <= {c.elem_id for c in do_open.outputs}
+    key = PhotoKey(wb.catalog.public(tiny16.id), wb.add_photo(str(shell.EXAMPLES[0])))
+    views = set()
+    for n, step in enumerate(lesson.steps(), 1):
+        res = {c.elem_id: v for c, v in do_open.fn(key, n, "").items()}
+        if step.view in FIRSTS:
+            views.add(step.view)
+            assert res[FIRSTS[step.view]] is None, (n, step.view)
+        assert not {e for e in FIRSTS.values() if e in res} - {FIRSTS.get(step.view)}, n  # only its own tab's
+    assert len(views) >= 3, views
