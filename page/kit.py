@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import gradio as gr
+import numpy as np
 
 from vizvit import figures, web
 from vizvit.threads import lower_priority
@@ -91,11 +92,12 @@ class Ctx:
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)
     routes: list = field(default_factory=list)  # plain HTTP routes a tab serves (fastapi APIRoute), beside Gradio's
-    firsts: dict = field(default_factory=dict)  # tab id -> its first picture (an on_show output), drawn ahead
+    # tab id -> (its first picture, drawn ahead, and the outputs that drawing leaves stale): on_show's first
+    firsts: dict = field(default_factory=dict)
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
                 then: tuple[Callable, list, list, str] | None = None,
-                first: gr.components.Component | None = None) -> None:
+                first: gr.components.Component | None = None, first_clears: tuple = ()) -> None:
         """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
         changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
         Once per tab: its one views `show` call fills the whole tab.
@@ -105,14 +107,16 @@ class Ctx:
         tab's first picture never waits for it.
 
         first: the tab's first picture (one of `outputs`). While the tab is closed, it is drawn
-        ahead for each new photo (see show_visible): the tab then opens with it in place."""
+        ahead for each new photo (see show_visible): the tab then opens with it in place.
+        first_clears: outputs set to None with it, until the tab's own answer: what the page would
+        otherwise draw over the new picture from the photo before (the Attention tab's map book)."""
         if any(tab_id == tab.id for tab_id, *_ in self.shows):
             raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
         self.shows.append((tab.id, fn, inputs, outputs))
         if first is not None:
-            if all(first is not o for o in outputs):
-                raise ValueError(f"tab {tab.id!r}: its first picture must be one of its outputs")
-            self.firsts[tab.id] = first
+            if any(all(c is not o for o in outputs) for c in (first, *first_clears)):
+                raise ValueError(f"tab {tab.id!r}: its first picture and what it clears must be among its outputs")
+            self.firsts[tab.id] = (first, tuple(first_clears))
         shown = tab.select(fn, inputs, outputs, show_progress="minimal")
         if then is not None:
             fn2, ins2, outs2, selector = then
@@ -169,17 +173,20 @@ class Ctx:
                                js=web.after_paint(", ".join(self.then_after)))
         if not self.firsts:
             return None
-        firsts = list(self.firsts.items())
+        firsts = [(tab_id, first, clears) for tab_id, (first, clears) in self.firsts.items()]
+        outs = [c for _, first, clears in firsts for c in (first, *clears)]
 
         def ahead(current: str, *values: Any) -> list:
             if not _AHEAD.acquire(blocking=False):  # another visitor's is running: tabs open as before
-                return [gr.skip() for _ in firsts]
+                return [gr.skip() for _ in outs]
             try:
                 return _AHEAD_THREAD.submit(_ahead, self.shows, firsts, inputs, current, values).result()
             finally:
                 _AHEAD.release()
 
-        return shown.then(ahead, [self.tab, *inputs], [c for _, c in firsts], show_progress="hidden")
+        drawn = shown.then(ahead, [self.tab, *inputs], outs, show_progress="hidden")
+        drawn.then(None, [first for _, first, _ in firsts], None, js=web.asset("preload.js"))
+        return drawn
 
     def preview_io(self) -> tuple[list, list]:
         """The inputs and outputs of every preview, each once (see preview)."""
@@ -224,22 +231,23 @@ _AHEAD_THREAD = ThreadPoolExecutor(1, thread_name_prefix="vizvit-ahead", initial
 
 
 def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple) -> list:
-    """The first picture of each tab in `firsts` ((tab id, component)) but `current`, as that
-    tab's on_show fn draws it from `values` of `inputs`: the very value (and so the same file)
-    its select event will bring. gr.skip() for the open tab, and for a tab whose fn fails or
-    has no photo: its own select event says why."""
+    """For each tab in `firsts` ((tab id, first picture, what it clears)) but `current`: its first
+    picture as its on_show fn draws it from `values` of `inputs` (the very value, and so the same
+    file, that its select event will bring), then None for each output it clears. gr.skip() for
+    all of the open tab's, and of a tab whose fn fails or has no photo: its own event says why."""
     given = {id(c): v for c, v in zip(inputs, values)}
     fns = {tab_id: (fn, ins) for tab_id, fn, ins, _ in shows}
-    out = []
-    for tab_id, first in firsts:
-        res = None
+    out: list = []
+    for tab_id, first, clears in firsts:
+        pic: Any = None
         if tab_id != current:
             fn, ins = fns[tab_id]
             try:
                 res = fn(*(given[id(c)] for c in ins))
+                pic = next((v for c, v in res.items() if c is first), None) if isinstance(res, dict) else None
             except Exception:  # noqa: BLE001 - work ahead only: the tab's own event reports it
                 log.debug("drawing tab %s ahead failed", tab_id, exc_info=True)
-        out.append(next((v for c, v in res.items() if c is first), gr.skip()) if isinstance(res, dict) else gr.skip())
+        out += [pic, *(None for _ in clears)] if isinstance(pic, np.ndarray) else [gr.skip() for _ in (first, *clears)]
     return out
 
 

@@ -249,7 +249,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     view_outs = [*shown_outs, order.stamp]  # a line event's: the stamp box says which answer landed last
     ins = [ctx.key, *controls]
     opened_outs = [layer, head, query, *shown_outs, cls, rel_img, rel_text, summary, book]
-    ctx.on_show(tab, opened, ins, opened_outs, then=(opened_chart, ins, [dist, pick], "#attn-main img"), first=main_img)
+    ctx.on_show(tab, opened, ins, opened_outs, then=(opened_chart, ins, [dist, pick], "#attn-main img"),
+                # The map book of the photo before would draw its maps over the new one's (attention_map.js).
+                first=main_img, first_clears=(book,))
     mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
     # always_last: while a slider is dragged, the last value is always drawn.
     # One line for every event that shows a view: they run one at a time, stamped in the order the

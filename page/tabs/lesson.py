@@ -103,14 +103,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         count = int(opened.split("#")[1]) + 1 if "#" in (opened or "") else 1
         # Its first picture, drawn ahead for the controls as they were, is cleared: the tab opens
         # empty until its own answer for the step's controls, never with the picture of others.
-        first = {ctx.firsts[view]: None} if view in ctx.firsts else {}
+        first = {ctx.firsts[view][0]: None} if view in ctx.firsts else {}
         return {goto: f"{view}#{count}", **first, **{comps[k]: v for k, v in controls.items() if k in comps}}
 
     ctx.on_show(tab, show, [ctx.key, step, base], outs)
     prev.click(move(-1), [ctx.key, step, base], outs, show_progress="hidden")
     nxt.click(move(+1), [ctx.key, step, base], outs, show_progress="hidden")
     reveal.click(do_reveal, [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
-    open_outs = [goto, *{id(c): c for d in ctx.controls.values() for c in d.values()}.values(), *ctx.firsts.values()]
+    open_outs = [goto, *{id(c): c for d in ctx.controls.values() for c in d.values()}.values(), *(f for f, _ in ctx.firsts.values())]
     open_btn.click(do_open, [ctx.key, step, goto], open_outs, show_progress="hidden")
     goto.change(None, goto, None, js=web.asset("select_tab.js"))
 

@@ -145,6 +145,7 @@ def test_a_new_photos_follow_up_starts_the_other_tabs_preparation(tiny16, monkey
 # with it in place, before (and without) its own select event's answer.
 FIRSTS = {"patches": "patch-grid", "embeddings": "emb-pca", "attention": "attn-main", "positions": "pos-grid",
           "experiments": "mask-grid", "inside": "ablate-grid"}
+AHEAD_OUTS = [*FIRSTS.values(), "attn-book"]  # the Attention tab's map book is cleared with its map
 
 
 def _event_values(f, key, tab: str) -> list:
@@ -160,10 +161,11 @@ def test_the_work_ahead_brings_each_closed_tabs_first_picture_as_its_own_select_
     wb.add_model(tiny16)
     demo = shell.build_demo(wb, tiny16.id)
     ahead, = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "ahead"]
-    assert {c.elem_id for c in ahead.outputs} == set(FIRSTS.values())
+    assert sorted(c.elem_id for c in ahead.outputs) == sorted(AHEAD_OUTS)
     key = PhotoKey(wb.catalog.public(tiny16.id), wb.add_photo(str(shell.EXAMPLES[0])))
     got = dict(zip((c.elem_id for c in ahead.outputs), ahead.fn(*_event_values(ahead, key, "attention"))))
     assert isinstance(got.pop("attn-main"), type(gr.skip())), "the open tab is its own event's: none ahead"
+    assert isinstance(got.pop("attn-book"), type(gr.skip()))
     by_tab = {t._id: t.id for t in demo.blocks.values() if isinstance(t, gr.Tab)}
     for f in demo.fns.values():  # each tab's select event (its on_show), on the same inputs
         tab = next((by_tab[b] for b, ev in f.targets if ev == "select" and b in by_tab), None)
@@ -194,6 +196,7 @@ def test_the_work_ahead_skips_a_tab_whose_view_fails_and_yields_to_another_visit
     monkeypatch.setattr(positions, "show", broken)
     got = dict(zip((c.elem_id for c in ahead.outputs), ahead.fn(*_event_values(ahead, key, "patches"))))
     assert isinstance(got["pos-grid"], type(gr.skip())) and isinstance(got["attn-main"], np.ndarray)
+    assert got["attn-book"] is None  # cleared with the new map: the page would draw the old photo's maps
     assert kit._AHEAD.acquire(blocking=False)  # another visitor's work ahead is running
     try:
         assert all(isinstance(v, type(gr.skip())) for v in ahead.fn(*_event_values(ahead, key, "patches")))
@@ -230,7 +233,7 @@ def test_a_closed_tab_opens_with_its_picture_before_its_own_answer(tmp_path, tin
     photo = tmp_path / "ahead.png"
     Image.fromarray(np.random.default_rng(5).integers(0, 255, (230, 250, 3), dtype=np.uint8)).save(photo)
     with running(tiny16) as url, page_at(url) as page:
-        (ahead,), ((opened, _),) = page.evaluate(DEPS, list(FIRSTS.values()))
+        (ahead,), ((opened, _),) = page.evaluate(DEPS, AHEAD_OUTS)
         held = _hold(page, {opened})
         upload(page, str(photo))
         wait_image(page, "patch-grid")
@@ -243,6 +246,40 @@ def test_a_closed_tab_opens_with_its_picture_before_its_own_answer(tmp_path, tin
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.trim() !== ''")
         page.wait_for_timeout(300)
         assert image_src(page, "attn-main") == src, "the tab's own answer brought another picture"
+
+
+def test_a_reopened_attention_tab_keeps_the_new_photos_map_until_its_answer(tmp_path, tiny16):
+    """The Attention tab, opened for one photo, then again for the next: the map drawn ahead shows,
+    and the page never draws the photo before's maps over it (its map book is cleared with it)."""
+    from appserver import running
+
+    photos = []
+    for seed in (8, 9):
+        photos.append(tmp_path / f"p{seed}.png")
+        Image.fromarray(np.random.default_rng(seed).integers(0, 255, (230, 250, 3), dtype=np.uint8)).save(photos[-1])
+    with running(tiny16) as url, page_at(url) as page:
+        _, ((opened, _),) = page.evaluate(DEPS, AHEAD_OUTS)
+        upload_and_open(page, str(photos[0]), "Attention")
+        before = wait_image(page, "attn-main")
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.trim() !== ''")
+        page.get_by_role("tab", name="Patches").click()
+        grid = image_src(page, "patch-grid")
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        page.wait_for_selector("#upload input[type=file]", state="attached")
+        held = _hold(page, {opened})
+        upload(page, str(photos[1]))
+        wait_image(page, "patch-grid", old=grid)
+        drawn = wait_image(page, "attn-main", old=before)  # in the closed tab: drawn ahead
+        assert not drawn.startswith("data:")
+        readout = page.inner_text("#attn-readout")
+        page.get_by_role("tab", name="Attention").click()
+        page.wait_for_timeout(800)  # the map script redraws within 100 ms of a change it did not make
+        assert held and image_src(page, "attn-main") == drawn, "the photo before's maps were drawn over the new map"
+        for r in held:
+            r.continue_()
+        page.wait_for_function("(t) => document.querySelector('#attn-readout').innerText !== t", arg=readout)
+        page.wait_for_timeout(300)
+        assert image_src(page, "attn-main") == drawn
 
 
 def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_path, tiny16, monkeypatch):
@@ -261,7 +298,7 @@ def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_p
         if not answers:
             started.set()
             release.wait(60)
-        answers.append({c.elem_id: v for (_, c), v in zip(a[1], out)})
+        answers.append({c.elem_id: v for c, v in zip([c for _, f, cl in a[1] for c in (f, *cl)], out)})
         return out
 
     monkeypatch.setattr(kit, "_ahead", held)

@@ -1,0 +1,15 @@
+// js= of the event after the work ahead (page/kit.py: Ctx.show_visible): its inputs are the closed
+// tabs' first pictures just drawn ahead. A closed tab that has never been opened has no <img> yet,
+// so the browser would fetch and decode its picture only when the tab mounts, while Gradio's own
+// handling of the tab's select event holds the main thread: each is fetched and decoded now, kept
+// in memory until the next photo's.
+(...pictures) => {
+  window.__vizvitPreloaded = pictures.filter((p) => p && p.url).map((p) => {
+    const im = new Image();
+    im.decoding = 'async';
+    im.src = p.url;
+    im.decode().catch(() => null);
+    return im;
+  });
+  return [];
+}
