@@ -128,6 +128,21 @@ PAGE_HELPER = """
       const timer = setTimeout(() => finish({ timeout: true }), timeoutMs);
     });
   };
+  // The closed tabs' first pictures drawn ahead and in the page (web/preload.js sets
+  // __vizvitPreloaded), after the armed input: {t0, tReady} once every one of them is decoded.
+  vv.armAhead = (timeoutMs) => {
+    const old = window.__vizvitPreloaded;
+    vv.ahead = new Promise((resolve) => {
+      const t1 = performance.now() + timeoutMs;
+      const poll = () => {
+        const now = window.__vizvitPreloaded;
+        if (now && now !== old) {
+          Promise.all(now.map((im) => im.decode().catch(() => null))).then(() => resolve({ t0: vv.t0, tReady: performance.now() }));
+        } else if (performance.now() > t1) resolve({ timeout: true }); else requestAnimationFrame(poll);
+      };
+      poll();
+    });
+  };
   // A second picture of the same input (armed after vv.arm, so it shares its t0).
   vv.armAlso = (id, timeoutMs) => { vv.also = watch(id, timeoutMs, () => {}); };
   // A text that appears in `sel` after the armed input: (its old text is not enough: it must change).
@@ -345,12 +360,14 @@ class Timer:
 
     def measure(self, name: str, elem_id: str, action: Callable[[], None], record: bool = True,
                 text: tuple[str, str, str] | None = None, also: tuple[str, str] | None = None,
-                chart: str | None = None, stale: str | None = None) -> dict | None:
+                chart: str | None = None, stale: str | None = None, ahead: str | None = None) -> dict | None:
         """`text`: (row name, selector, words): also time the same input to `words` appearing
         in `selector`'s changed text (e.g. the status line's top-1 once the forward is shown).
         `also`: (row name, elem_id): also time it to a new picture painted in that component.
         chart: elem_id is a chart, not a picture: time it to the chart's text first holding these words.
-        stale: the src elem_id showed for the previous photo (see PAGE_HELPER's watch)."""
+        stale: the src elem_id showed for the previous photo (see PAGE_HELPER's watch).
+        ahead: a row name: also time the input to the closed tabs' first pictures drawn ahead and
+        decoded in the page (from then on a tab opens with its picture in place)."""
         bare_ms = self.bare() if self.bare is not None and record and ("one forward" in name or name.startswith("upload")) else None
         if chart:
             self.page.evaluate("([id, t, w]) => window.__vv.armChange(id, t, w)", [elem_id, self.timeout_ms, chart])
@@ -360,6 +377,8 @@ class Timer:
             self.page.evaluate("([id, t]) => window.__vv.armAlso(id, t)", [also[1], self.timeout_ms])
         if text:
             self.page.evaluate("([s, w, t]) => window.__vv.armText(s, w, t)", [text[1], text[2], self.timeout_ms])
+        if ahead:
+            self.page.evaluate("(t) => window.__vv.armAhead(t)", self.timeout_ms)
         action()
         r = self.page.evaluate("() => window.__vv.done")
         if also:
@@ -376,6 +395,12 @@ class Timer:
             elif record:
                 self.rows.setdefault(text[0], []).append(tr["tText"] - tr["t0"])
                 print(f"  {text[0]}: {tr['tText'] - tr['t0']:.0f} ms", file=sys.stderr, flush=True)
+        if ahead:
+            hr = self.page.evaluate("() => window.__vv.ahead")
+            if hr.get("timeout") or hr.get("t0") is None:
+                self.lost[ahead] = self.lost.get(ahead, 0) + 1
+            elif record:
+                self.rows.setdefault(ahead, []).append(hr["tReady"] - hr["t0"])
         print(f"  {name}: {r.get('tPainted', float('nan')) - (r.get('t0') or float('nan')):.0f} ms {str(r.get('src'))[:12]} src at {r.get('tSrc', 0) - (r.get('t0') or 0):.0f} decoded at {r.get('tDecoded', 0) - (r.get('t0') or 0):.0f}", file=sys.stderr, flush=True)
         if r.get("timeout") or r.get("t0") is None:
             self.lost[name] = self.lost.get(name, 0) + 1
@@ -478,7 +503,8 @@ def upload_photo(page, t: Timer, photo: str, record: bool) -> None:
     t.measure("upload -> patch grid painted", "patch-grid",
               lambda: page.set_input_files("#upload input[type=file]", photo), record=record,
               text=("upload -> top-1 in the status line (forward shown)", "#status", "top-1"),
-              also=("upload -> sequence strip painted (the tab's full views)", "sequence-strip"))
+              also=("upload -> sequence strip painted (the tab's full views)", "sequence-strip"),
+              ahead="upload -> closed tabs' first pictures drawn ahead, in the page")
     settle(page, 800)
 
 
@@ -1074,7 +1100,7 @@ def budgets(res: list[dict], forward_ms: float) -> list[str]:
     out = []
     for r in res:
         w = r["what"]
-        if w.startswith(("minimal", "same-size")) or "(forward shown)" in w or "full views" in w:
+        if w.startswith(("minimal", "same-size")) or "(forward shown)" in w or "full views" in w or "drawn ahead" in w:
             continue
         if w.startswith("page load"):
             b = 1000.0
