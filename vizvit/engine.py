@@ -484,13 +484,14 @@ def _head_logits(out: Any, i: int = 0) -> dict[str, torch.Tensor]:
 # ------------------------------------------------------------------ many views, batched
 @on_gpu
 def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                   chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, BatchPrediction]]:
+                   chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = ()) -> Iterator[tuple[int, BatchPrediction]]:
     """Batched forwards over `views`, `chunk` at a time; yields (start index, predictions).
 
     views: B arrays (H, W, 3) uint8 (already shifted / pixel-masked).
     keeps: optional per-view (N'_b,) sequence positions to keep after the embedding stage
     (token drop). A chunk is cut early where N'_b changes, so each batch is rectangular.
     Yielding per chunk lets a caller stream progress and stop early.
+    extra: hooks for every run (e.g. ablation_hooks: heads switched off).
     """
     if chunk < 1:
         raise UserError("The chunk size must be at least 1.")
@@ -508,7 +509,7 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
         if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
             idx = torch.stack([k for k in keeps[start:stop]])  # (b, N')
         # One run per chunk, so interactive single views can run between chunks.
-        with Hooked(vm, keep=idx) as run, torch.inference_mode():
+        with Hooked(vm, keep=idx, extra=extra) as run, torch.inference_mode():
             out = _forward(vm, pixels)
         probs = probs_of(vm, out.logits).cpu() if vm.has_classifier and out.logits is not None else None
         yield start, BatchPrediction(probs, run.patches.float().cpu())
@@ -516,9 +517,9 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
 
 
 def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                  chunk: int = DEFAULT_CHUNK) -> BatchPrediction:
+                  chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = ()) -> BatchPrediction:
     """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D)."""
-    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk)]
+    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk, extra)]
     probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
     return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
 

@@ -27,9 +27,10 @@ from .catalog import Catalog
 from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
-from .engine import Analysis, Request, nbytes, text_embeddings, with_zero_shot
+from .engine import (Analysis, Prediction, Request, ablation_hooks, nbytes, predict_batch, text_embeddings,
+                     top_predictions, with_zero_shot)
 from .forwards import MAX_BATCH, ForwardQueue
-from .images import ImageInput, View, image_sha1, load_image, model_input_view
+from .images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
 from .models import VitModel
 from .models import load_model as load_checkpoint  # the checkpoint alone: labels go on here
 from .threads import lower_priority
@@ -218,6 +219,11 @@ def curves_name(steps: int, mode: str, seed: int, maps: tuple[str, ...]) -> tupl
 def positions_at_name(size: int) -> tuple:
     """Per model: the position table interpolated for a size×size input, drawn."""
     return ("positions-at", size)
+
+
+def view_prediction_name(view: View) -> tuple:
+    """Per photo: one perturbed view's lighter forward (Photo.prediction)."""
+    return ("view-prediction", view)
 
 
 def predict_at_name(size: int) -> tuple:
@@ -438,6 +444,16 @@ class Workbench:
         return Photo(self, key)
 
 
+@dataclass(frozen=True, eq=False)
+class ViewPrediction:
+    """What one perturbed view's top-5 and patch comparison need (Photo.prediction). CPU tensors."""
+
+    input_view: np.ndarray  # (H, W, 3) uint8: exactly what the model saw
+    probs: torch.Tensor | None  # (C,); None without a classifier
+    top5: tuple[Prediction, ...]  # best first; empty without a classifier
+    patch_embeddings: torch.Tensor  # (P, D): conv output before [CLS] and position embeddings
+
+
 @dataclass(frozen=True)
 class Photo:
     """One photo under one model: what every view asks for its analyses and derived
@@ -457,6 +473,26 @@ class Photo:
 
     def analysis(self, view: View = View()) -> Analysis:
         return self.wb.analysis(self.key, view)
+
+    def prediction(self, view: View) -> "ViewPrediction":
+        """A view's top-5 and patch embeddings: from its Analysis when that is cached, else from
+        one forward that keeps no attentions or hidden states (engine.predict_batch, about one
+        bare forward; an Analysis keeps every layer's, ~30 MB more on ViT-B/16, and costs
+        1.26-1.31x a bare forward here), cached per view. For views that need no maps: a shift."""
+        a = self.wb.cache.get(analysis_key(self.key.model_id, self.key.sha1, view, self.key.ablation))
+        if a is not None:
+            a = with_zero_shot(a, self.vm) if self.vm.is_zero_shot else a
+            return ViewPrediction(a.input_view, a.probs, a.top5, a.patch_embeddings)
+
+        def compute() -> ViewPrediction:
+            vm, g = self.vm, self.vm.geometry
+            shown = apply_view(self.input_view(), view, g.patch_size, g.grid[1])
+            pred = predict_batch(vm, [shown], extra=ablation_hooks(vm, self.key.ablation))
+            probs = None if pred.probs is None else pred.probs[0]
+            return ViewPrediction(shown, probs, top_predictions(probs, vm.labels) if probs is not None else (),
+                                  pred.patch_embeddings[0])
+
+        return self.derived(view_prediction_name(view), compute)
 
     def input_view(self) -> np.ndarray:
         """(H, W, 3) uint8: what the model sees of this photo (the processor's resize and crop),

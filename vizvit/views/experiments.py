@@ -142,7 +142,8 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
     limit = 2 * g.patch_size  # sliders may still hold another model's range: clamp, don't fail
     dx, dy = int(np.clip(dx, -limit, limit)), int(np.clip(dy, -limit, limit))
     base = ph.analysis()
-    a = ph.analysis(View(dx=int(dx), dy=int(dy), fill=fill))  # type: ignore[arg-type]
+    # No maps of the shifted view are shown: its lighter forward (about one bare forward).
+    a = ph.prediction(View(dx=int(dx), dy=int(dy), fill=fill))  # type: ignore[arg-type]
     cos = perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, int(dx), int(dy), g)
     mean, low = perturb.cos_summary(cos)
     di, dj = perturb.patches_moved_back(int(dy), g.patch_size), perturb.patches_moved_back(int(dx), g.patch_size)
