@@ -70,7 +70,7 @@ PAGE_HELPER = """
   // first picture drawn ahead, kit.Ctx.show_visible) is the new picture: it counts once it is shown.
   const watch = (id, timeoutMs, onEnd, stale) => {
     const old = src(id);
-    const ahead = stale != null && old != null && old !== stale;
+    const ahead = stale != null && old != null && old !== stale && !old.startsWith('data:');
     const drawn0 = document.querySelector('#' + id + ' canvas.vv-drawn');
     return new Promise((resolve) => {
       let seen = false;

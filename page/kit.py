@@ -9,7 +9,6 @@ import functools
 import inspect
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -17,7 +16,6 @@ import gradio as gr
 import numpy as np
 
 from vizvit import figures, web
-from vizvit.threads import lower_priority
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench
 
@@ -176,15 +174,19 @@ class Ctx:
         firsts = [(tab_id, first, clears) for tab_id, (first, clears) in self.firsts.items()]
         outs = [c for _, first, clears in firsts for c in (first, *clears)]
 
-        def ahead(current: str, *values: Any) -> list:
+        open_tab = gr.Textbox(visible="hidden", elem_id="vv-open-tab")  # set by open_tab.js as it is sent
+
+        def ahead(in_page: str | None, current: str, *values: Any) -> list:
             if not _AHEAD.acquire(blocking=False):  # another visitor's is running: tabs open as before
                 return [gr.skip() for _ in outs]
             try:
-                return _AHEAD_THREAD.submit(_ahead, self.shows, firsts, inputs, current, values).result()
+                opened = in_page if any(in_page == t for t, *_ in self.shows) else current
+                return _ahead(self.shows, firsts, inputs, opened, values)
             finally:
                 _AHEAD.release()
 
-        drawn = shown.then(ahead, [self.tab, *inputs], outs, show_progress="hidden")
+        drawn = shown.then(ahead, [open_tab, self.tab, *inputs], outs, show_progress="hidden",
+                           js=web.asset("open_tab.js"))
         drawn.then(None, [first for _, first, _ in firsts], None, js=web.asset("preload.js"))
         return drawn
 
@@ -223,11 +225,12 @@ def _open_tab(entries: list, inputs: list, outputs: list, current: str, values: 
     return [out[id(c)] for c in outputs]
 
 
-# One visitor's closed tabs drawn ahead at a time, over all visitors, on a thread of lower priority:
-# it is work nobody waits for yet, and a lecture hall's uploads must not put it before anyone's
-# next answer.
+# One visitor's closed tabs drawn ahead at a time, over all visitors: it is work nobody waits for
+# yet, and a lecture hall's uploads must not put many of it before anyone's next answer. Not on a
+# thread of lower priority: what it computes (a photo's derived results, a forward) others may
+# wait for under the cache's per-key locks and the model's lock, and a starved holder made a tab's
+# own answer wait for it (a priority inversion: the browser tests timed out under load).
 _AHEAD = threading.Semaphore(1)
-_AHEAD_THREAD = ThreadPoolExecutor(1, thread_name_prefix="vizvit-ahead", initializer=lower_priority)
 
 
 def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple) -> list:
