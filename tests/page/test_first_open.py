@@ -292,6 +292,37 @@ def test_a_reopened_attention_tab_keeps_the_new_photos_map_until_its_answer(tmp_
         assert image_src(page, "attn-main") == drawn
 
 
+def test_a_reopened_tab_never_shows_the_photo_before_while_its_own_answer_comes(trained):
+    """On the trained ViT-Ti, the Attention tab opened for one example, then reopened for the next
+    once its map is drawn ahead, its own event not held: from the click until its answer and
+    follow-ups are in, the tab shows only the new map, never the photo before's."""
+    from appserver import running
+    from tiny import EXAMPLES
+
+    photos = [EXAMPLES / "astronaut.jpg", EXAMPLES / "chelsea.jpg"]
+    with running(trained) as url, page_at(url) as page:
+        upload_and_open(page, str(photos[0]), "Attention")
+        before = wait_image(page, "attn-main")
+        page.wait_for_timeout(1500)  # the tab's follow-ups are in
+        page.get_by_role("tab", name="Patches").click()
+        grid = image_src(page, "patch-grid")
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        page.wait_for_selector("#upload input[type=file]", state="attached")
+        page.evaluate("""() => { const seen = window.__seen = []; new MutationObserver(() => {
+            const s = document.querySelector('#attn-main img')?.getAttribute('src'); if (s) seen.push(s); })
+            .observe(document.body, {subtree: true, childList: true, attributes: true}); }""")
+        page.evaluate("() => { window.__pre0 = window.__vizvitPreloaded; }")
+        upload(page, str(photos[1]))
+        wait_image(page, "patch-grid", old=grid)
+        page.wait_for_function("() => window.__vizvitPreloaded && window.__vizvitPreloaded !== window.__pre0", timeout=60_000)
+        drawn = wait_image(page, "attn-main", old=before)  # in the closed tab: drawn ahead
+        page.evaluate("() => { window.__seen.length = 0; }")
+        page.get_by_role("tab", name="Attention").click()
+        page.wait_for_timeout(2000)  # the tab's own answer and its follow-ups
+        seen = set(page.evaluate("() => window.__seen"))
+        assert before not in seen and image_src(page, "attn-main") == drawn, "the photo before's map came back"
+
+
 def test_a_reopened_tabs_flipbook_of_the_photo_before_never_draws_over_the_new_picture(tmp_path, tiny16):
     """The Embeddings tab opened for one photo, then again for the next: a depth moved before the
     tab's own answer is not drawn from the photo before's depth book (flipbook.js) over the PCA drawn
