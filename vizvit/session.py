@@ -474,7 +474,7 @@ class Photo:
     def analysis(self, view: View = View()) -> Analysis:
         return self.wb.analysis(self.key, view)
 
-    def prediction(self, view: View) -> "ViewPrediction":
+    def prediction(self, view: View) -> ViewPrediction:
         """A view's top-5 and patch embeddings: from its Analysis when that is cached, else from
         one forward that keeps no attentions or hidden states (engine.predict_batch, about one
         bare forward; an Analysis keeps every layer's, ~30 MB more on ViT-B/16, and costs

@@ -8,6 +8,7 @@ stay overridable through the environment.
 from __future__ import annotations
 
 import os
+import threading
 
 
 def configure_threads(num_threads: int | None = None) -> int:
@@ -59,8 +60,6 @@ def lower_priority(nice: int = 10) -> None:
     """Lower the calling thread's CPU priority (Linux: a thread id is a process id for
     setpriority), for work nobody waits for yet: the requests people wait for come first. A
     no-op where the OS has no such call."""
-    import threading
-
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     except (AttributeError, OSError):
