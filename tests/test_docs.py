@@ -1,0 +1,89 @@
+"""The README is a newcomer's page (issue 43): short, its two commands exactly as .ci/run runs them,
+every link in it and in the docs it sends to resolving, and the one number it quotes from trained
+weights (the artifact tokens' norm ratio) equal to a fresh measurement with transformers' own
+processor and forward."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tiny import EXAMPLES, ROOT, trained_dir
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", path.read_text(), re.M)}
+
+
+def test_the_readme_is_short_and_has_the_run_and_test_commands_as_ci_runs_them():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250, f"{len(text.splitlines())} lines"
+    assert "bash scripts/setup && .venv/bin/python app.py" in text
+    assert "bash scripts/setup --dev && .venv/bin/python -m pytest -q tests" in text
+    assert "## Code layout" in text
+    # Offline, said where the run command is: before the next section starts.
+    run = text.split("## Run it", 1)[1].split("\n## ", 1)[0]
+    assert "random weights" in run and "--model" in run
+
+
+@pytest.mark.parametrize("doc", [README, *sorted(DOCS.glob("*.md"))], ids=lambda p: p.name)
+def test_every_relative_link_resolves_to_a_file_and_a_heading(doc):
+    for target in LINK.findall(doc.read_text()):
+        if re.match(r"[a-z]+:", target):  # http(s), mailto: not checked (no network in tests)
+            continue
+        file, _, anchor = target.partition("#")
+        path = (doc.parent / file) if file else doc
+        assert path.exists(), f"{doc.name}: {target} (no such file)"
+        if anchor and path.suffix == ".md":
+            assert anchor in _anchors(path), f"{doc.name}: {target} (no such heading)"
+
+
+RATIO = re.compile(r"(\d+(?:\.\d+)?)–(\d+(?:\.\d+)?)× the median")
+
+
+def test_the_artifact_norm_ratio_is_stated_once():
+    """It was quoted as 18–31× in one place and 12–45× in another. docs/methods.md is left out: it is
+    the methods' own page, kept by the methods' authors."""
+    found = [(p.name, m.group(0)) for p in [README, *DOCS.glob("*.md")] if p.name != "methods.md"
+             for m in RATIO.finditer(p.read_text().replace("\n", " "))]
+    assert len(found) == 1 and found[0][0] == "README.md", found
+
+
+def test_the_quoted_artifact_norm_ratio_is_what_the_trained_model_gives():
+    """The four corners' token norm over the median patch-token norm, after blocks 8..12, on the three
+    examples: computed with transformers' own image processor and model, not vizvit's engine."""
+    path = trained_dir()
+    if path is None:
+        pytest.skip("trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo")
+    from PIL import Image
+    from transformers import AutoImageProcessor, ViTForImageClassification
+
+    processor = AutoImageProcessor.from_pretrained(path)
+    model = ViTForImageClassification.from_pretrained(path).eval()
+    grid = model.config.image_size // model.config.patch_size
+    corners = [0, grid - 1, grid * (grid - 1), grid * grid - 1]  # 0, 13, 182, 195
+    ratios = []
+    for name in ("chelsea", "coffee", "astronaut"):
+        x = processor(Image.open(EXAMPLES / f"{name}.jpg").convert("RGB"), return_tensors="pt")["pixel_values"]
+        with torch.inference_mode():
+            hidden = model(pixel_values=x, output_hidden_states=True).hidden_states  # (L+1) × (1, N, D)
+        for depth in range(8, 13):
+            norms = hidden[depth][0, 1:].norm(dim=-1).numpy()  # (P,): patch tokens, [CLS] left out
+            ratios += list(norms[corners] / np.median(norms))
+    m = RATIO.search(README.read_text().replace("\n", " "))
+    lo, hi = float(m.group(1)), float(m.group(2))
+    assert round(min(ratios), 1) == lo and round(max(ratios), 1) == hi, (min(ratios), max(ratios))
