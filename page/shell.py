@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 
 import gradio_patch
-from vizvit import deeplink, views, web
+from vizvit import deeplink, figures, views, web
 from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
 from vizvit.errors import UserError
@@ -135,7 +135,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
             link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
                                   elem_id="link-box", scale=3)
-        projector.change(None, projector, None, js=web.asset("projector.js"))
+        projector.change(None, projector, None,
+                         js=web.asset("projector.js").replace("CHART_PX", str(figures.PROJECTOR_CHART_PX)))
 
         @safe
         def new_labels(k: PhotoKey | None, model_id: str, labels_text: str, template: str) -> dict:

@@ -16,6 +16,10 @@ from .engine import Prediction
 
 
 INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value inside
+# Projector mode: the least font size of any chart text, in CSS px (issue 43: a lecture hall reads
+# ≥ 24 px; render.MIN_TEXT_PX is the same for text drawn into pictures). web/projector.js applies it
+# through plotly, so that plotly's automargins make room for the larger labels.
+PROJECTOR_CHART_PX = 24
 
 
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,

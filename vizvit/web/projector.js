@@ -1,2 +1,107 @@
-// Projector mode: bigger type, black on white (see style.css).
-(on) => { document.body.classList.toggle('vizvit-projector', on); }
+// Projector mode (the checkbox, or ?projector=1): bigger type, black on white (style.css), and every
+// chart's text at >= CHART_PX px (figures.PROJECTOR_CHART_PX; page/shell.py puts the number in).
+// The charts are plotly figures the server lays out for a desk. CSS that enlarged their text after
+// plotly's layout clipped the labels (issue 17), and 16 px was all it could give; so plotly itself is
+// asked (Plotly.update): its automargins then make room for the larger labels. A chart that has a
+// title and a panel label gets its title placed below the label (they overlapped: issue 43).
+// Gradio and the flipbooks draw every new figure with Plotly.react, which brings the server's sizes
+// back: a chart is enlarged again after each such draw ('plotly_afterplot' with a new layout), and
+// charts that appear later (a tab opened) are found by a MutationObserver. Leaving the mode puts
+// back the sizes each figure came with.
+(on) => {
+  document.body.classList.toggle('vizvit-projector', on);
+  const vv = window.vizvitProjector ??= (() => {
+    const PX = CHART_PX;
+    const st = { on: false };
+    const get = (obj, path) => path.replace(/\[(\d+)\]/g, '.$1').split('.')
+      .reduce((o, k) => (o == null ? undefined : o[k]), obj);
+    const big = (v) => Math.max(PX, v || 0);
+
+    // The layout's and each trace's font sizes in projector mode: [layout update, trace update, traces].
+    const sizes = (gd) => {
+      const fl = gd._fullLayout;
+      const lay = { 'font.size': big(fl.font && fl.font.size) };
+      const base = (fl.font && fl.font.size) || 12;
+      for (const k of Object.keys(fl)) {
+        if (/^[xy]axis\d*$/.test(k) && fl[k] && fl[k].visible !== false) {
+          lay[k + '.tickfont.size'] = big(fl[k].tickfont && fl[k].tickfont.size);
+          lay[k + '.title.font.size'] = big(fl[k].title && fl[k].title.font && fl[k].title.font.size);
+        } else if (/^coloraxis\d*$/.test(k) && fl[k] && fl[k].colorbar) {
+          lay[k + '.colorbar.tickfont.size'] = PX;
+          lay[k + '.colorbar.title.font.size'] = PX;
+        }
+      }
+      if (fl.title && fl.title.text) lay['title.font.size'] = big(fl.title.font && fl.title.font.size);
+      if (fl.showlegend) lay['legend.font.size'] = big(fl.legend && fl.legend.font && fl.legend.font.size);
+      (fl.annotations || []).forEach((a, i) => { lay[`annotations[${i}].font.size`] = big(a.font && a.font.size); });
+      // Larger labels need more room: a chart that is not tall already grows with its text.
+      const h = fl.height;
+      if (gd.layout.height && h < 500) lay.height = Math.round(h * Math.min(1.5, Math.max(1, PX / base)));
+      // A panel label floats over the chart's top edge: the title goes below it, the plot below both.
+      const label = gd.closest('.block') && gd.closest('.block').querySelector('[data-testid="block-label"]');
+      const over = label && label.offsetParent ? Math.max(0, label.getBoundingClientRect().bottom - gd.getBoundingClientRect().top) : 0;
+      if (fl.title && fl.title.text) {
+        Object.assign(lay, { 'title.yref': 'container', 'title.y': 1, 'title.yanchor': 'top',
+                             'title.pad.t': Math.ceil(over) + 6 });
+        lay['margin.t'] = Math.max(fl.margin.t, Math.ceil(over + 6 + 1.5 * lay['title.font.size'] + 10));
+      } else if (over) {
+        lay['margin.t'] = Math.max(fl.margin.t, Math.ceil(over + 6));
+      }
+      const keys = ['textfont.size', 'insidetextfont.size', 'outsidetextfont.size', 'marker.colorbar.tickfont.size',
+                    'marker.colorbar.title.font.size', 'colorbar.tickfont.size', 'colorbar.title.font.size'];
+      const tr = {};
+      const idx = gd._fullData.map((d) => d.index);
+      for (const key of keys) {
+        const vals = gd._fullData.map((d) => {
+          if (key.includes('colorbar') && !(key.startsWith('marker') ? d.marker && d.marker.showscale : d.showscale)) return undefined;
+          const v = get(d, key);
+          return v === undefined ? undefined : big(v);
+        });
+        if (vals.some((v) => v !== undefined)) tr[key] = vals;
+      }
+      return [lay, tr, idx];
+    };
+
+    const enlarge = (gd) => {
+      if (!gd._fullLayout || !gd._fullData || gd.__vvLayout === gd.layout || !window.Plotly) return;
+      if (!gd.offsetParent) return;  // in a closed tab: its panel label cannot be measured yet
+      const [lay, tr, idx] = sizes(gd);
+      // What the figure came with, to put back when the mode is left (null: plotly's default).
+      const none = (v) => (v === undefined ? null : v);
+      const back = [Object.fromEntries(Object.keys(tr).map((k) => [k, idx.map((i) => none(get(gd.data[i], k)))])),
+                    Object.fromEntries(Object.keys(lay).map((k) => [k, none(get(gd.layout, k))])), idx];
+      if (back[1].height === null) back[1].autosize = true;
+      gd.__vvBack = back;
+      gd.__vvLayout = gd.layout;  // Plotly.update changes this object; a new figure brings another
+      window.Plotly.update(gd, tr, lay, idx);
+    };
+    const restore = (gd) => {
+      const back = gd.__vvBack;
+      gd.__vvBack = null;
+      gd.__vvLayout = null;
+      if (back && gd._fullLayout && window.Plotly) window.Plotly.update(gd, back[0], back[1], back[2]);
+    };
+    const hook = (gd) => {
+      if (gd.__vvHooked || typeof gd.on !== 'function') return;
+      gd.__vvHooked = true;
+      gd.on('plotly_afterplot', () => { if (st.on) enlarge(gd); });
+    };
+    const sweep = () => {
+      for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+        hook(gd);
+        if (st.on) enlarge(gd); else if (gd.__vvBack) restore(gd);
+      }
+    };
+    let queued = false;
+    new MutationObserver(() => {
+      if (!st.on || queued) return;
+      queued = true;
+      requestAnimationFrame(() => { queued = false; sweep(); });
+    }).observe(document.body, { childList: true, subtree: true });
+    setInterval(() => { if (st.on) sweep(); }, 1000);  // a tab opened shows charts drawn while hidden
+    st.sweep = sweep;
+    return st;
+  })();
+  vv.on = on;
+  vv.sweep();
+}
