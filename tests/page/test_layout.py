@@ -175,7 +175,7 @@ def test_projector_mode_draws_every_chart_text_at_24_px_the_title_below_its_labe
         apart = tit[0] >= lab[1] or tit[1] <= lab[0] or tit[2] >= lab[3] or tit[3] <= lab[2]
         assert apart, f"the chart's title overlaps its panel label: {boxes}"
         shot(page, "projector_charts", full_page=False)
-        for tab in ("Attention", "Experiments"):
+        for tab in ("Attention", "Experiments", "Inside"):  # Inside: a heatmap, an axis title given as a string
             page.get_by_role("tab", name=tab).click()
             page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some((g) => g.offsetParent"
                                    " && g.querySelector('.main-svg text'))", timeout=60_000)

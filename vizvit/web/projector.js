@@ -2,7 +2,7 @@
 // chart's text at >= CHART_PX px (figures.PROJECTOR_CHART_PX; page/shell.py puts the number in).
 // The charts are plotly figures the server lays out for a desk. CSS that enlarged their text after
 // plotly's layout clipped the labels (issue 17), and 16 px was all it could give; so plotly itself is
-// asked (Plotly.update): its automargins then make room for the larger labels. A chart that has a
+// asked (Plotly.relayout / restyle): its automargins then make room for the larger labels. A chart that has a
 // title and a panel label gets its title placed below the label (they overlapped: issue 43).
 // Gradio and the flipbooks draw every new figure with Plotly.react, which brings the server's sizes
 // back: a chart is enlarged again after each such draw ('plotly_afterplot' with a new layout), and
@@ -62,10 +62,26 @@
       return [lay, tr, idx];
     };
 
+    // A title given as a plain string ("yaxis.title": "depth") has no .font to set: plotly refuses
+    // "yaxis.title.font.size" ("container is not an object"); set the whole title instead.
+    const titled = (layout, upd) => {
+      const out = {};
+      for (const [k, v] of Object.entries(upd)) {
+        const parts = k.split('.');
+        const at = parts.findIndex((_, i) => i > 0 && typeof get(layout, parts.slice(0, i).join('.')) === 'string');
+        if (at < 0) { out[k] = v; continue; }
+        const head = parts.slice(0, at).join('.');
+        const title = out[head] || { text: get(layout, head) };  // several keys under one title
+        parts.slice(at).reduce((o, p, i, all) => (o[p] = i === all.length - 1 ? v : (o[p] || {})), title);
+        out[head] = title;
+      }
+      return out;
+    };
     const enlarge = (gd) => {
       if (!gd._fullLayout || !gd._fullData || gd.__vvLayout === gd.layout || !window.Plotly) return;
       if (!gd.offsetParent) return;  // in a closed tab: its panel label cannot be measured yet
-      const [lay, tr, idx] = sizes(gd);
+      const [lay0, tr, idx] = sizes(gd);
+      const lay = titled(gd.layout, lay0);
       // What the figure came with, to put back when the mode is left (null: plotly's default).
       const none = (v) => (v === undefined ? null : v);
       const back = [Object.fromEntries(Object.keys(tr).map((k) => [k, idx.map((i) => none(get(gd.data[i], k)))])),
@@ -73,13 +89,23 @@
       if (back[1].height === null) back[1].autosize = true;
       gd.__vvBack = back;
       gd.__vvLayout = gd.layout;  // Plotly.update changes this object; a new figure brings another
-      window.Plotly.update(gd, tr, lay, idx);
+      apply(gd, tr, lay, idx);
+    };
+    // The layout first, then one trace attribute at a time: plotly refuses some of them on some trace
+    // types ("container is not an object": a heatmap's colorbar title), and one refusal must not keep
+    // the rest of the chart small.
+    const apply = (gd, tr, lay, idx) => {
+      const run = (what, f) => {
+        try { Promise.resolve(f()).catch((e) => console.warn('projector: ' + what, e)); } catch (e) { console.warn('projector: ' + what, e); }
+      };
+      run('layout', () => window.Plotly.relayout(gd, lay));
+      for (const [k, v] of Object.entries(tr)) run(k, () => window.Plotly.restyle(gd, { [k]: v }, idx));
     };
     const restore = (gd) => {
       const back = gd.__vvBack;
       gd.__vvBack = null;
       gd.__vvLayout = null;
-      if (back && gd._fullLayout && window.Plotly) window.Plotly.update(gd, back[0], back[1], back[2]);
+      if (back && gd._fullLayout && window.Plotly) apply(gd, back[0], back[1], back[2]);
     };
     const hook = (gd) => {
       if (gd.__vvHooked || typeof gd.on !== 'function') return;
