@@ -17,6 +17,23 @@
       .reduce((o, k) => (o == null ? undefined : o[k]), obj);
     const big = (v) => Math.max(PX, v || 0);
 
+    // A panel label floats over the chart's top edge: the title goes below it, the plot below both.
+    // How far the label reaches into the chart is measured, so it is measured again later (sweep):
+    // a chart drawn before its label was laid out had its title under the label.
+    const labelOver = (gd) => {
+      const block = gd.closest('.block');
+      const label = block && block.querySelector('[data-testid="block-label"]');
+      return label && label.offsetParent ? Math.ceil(Math.max(0, label.getBoundingClientRect().bottom - gd.getBoundingClientRect().top)) : 0;
+    };
+    const room = (gd, fl, titlePx, top) => {
+      const over = labelOver(gd);
+      gd.__vvOver = over;
+      if (fl.title && fl.title.text) {
+        return { 'title.yref': 'container', 'title.y': 1, 'title.yanchor': 'top', 'title.pad.t': over + 6,
+                 'margin.t': Math.max(top, Math.ceil(over + 6 + 1.5 * titlePx * ((fl.title.text.match(/<br>/g) || []).length + 1) + 10)) };
+      }
+      return over ? { 'margin.t': Math.max(top, over + 6) } : {};
+    };
     // The layout's and each trace's font sizes in projector mode: [layout update, trace update, traces].
     const sizes = (gd) => {
       const fl = gd._fullLayout;
@@ -37,16 +54,7 @@
       // Larger labels need more room: a chart that is not tall already grows with its text.
       const h = fl.height;
       if (gd.layout.height && h < 500) lay.height = Math.round(h * Math.min(1.5, Math.max(1, PX / base)));
-      // A panel label floats over the chart's top edge: the title goes below it, the plot below both.
-      const label = gd.closest('.block') && gd.closest('.block').querySelector('[data-testid="block-label"]');
-      const over = label && label.offsetParent ? Math.max(0, label.getBoundingClientRect().bottom - gd.getBoundingClientRect().top) : 0;
-      if (fl.title && fl.title.text) {
-        Object.assign(lay, { 'title.yref': 'container', 'title.y': 1, 'title.yanchor': 'top',
-                             'title.pad.t': Math.ceil(over) + 6 });
-        lay['margin.t'] = Math.max(fl.margin.t, Math.ceil(over + 6 + 1.5 * lay['title.font.size'] + 10));
-      } else if (over) {
-        lay['margin.t'] = Math.max(fl.margin.t, Math.ceil(over + 6));
-      }
+      Object.assign(lay, room(gd, fl, lay['title.font.size'] || PX, fl.margin.t));
       const keys = ['textfont.size', 'insidetextfont.size', 'outsidetextfont.size', 'marker.colorbar.tickfont.size',
                     'marker.colorbar.title.font.size', 'colorbar.tickfont.size', 'colorbar.title.font.size'];
       const tr = {};
@@ -116,6 +124,11 @@
       for (const gd of document.querySelectorAll('.js-plotly-plot')) {
         hook(gd);
         if (st.on) enlarge(gd); else if (gd.__vvBack) restore(gd);
+        if (st.on && gd.__vvBack && gd.offsetParent && Math.abs(labelOver(gd) - gd.__vvOver) > 3) {
+          // Measured again (see room): the title and margin only, from the sizes the figure came with.
+          const upd = room(gd, gd._fullLayout, gd._fullLayout.title.font.size, gd.__vvBack[1]['margin.t'] || 0);
+          if (Object.keys(upd).length) apply(gd, {}, upd, []);
+        }
       }
     };
     let queued = false;
