@@ -102,8 +102,6 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
 
             c = clients[i]
             while True:
-                if new_sessions:
-                    c = student(url)
                 with lock:
                     if nxt[0] >= photos:
                         return
@@ -111,6 +109,8 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
                     nxt[0] += 1
                 path = photo(seed, folder)
                 try:
+                    if new_sessions:  # a new visitor: a new session (connecting is part of the call)
+                        c = student(url)
                     c.predict(handle_file(path), public, api_name="/analyze")
                 except Exception as e:  # noqa: BLE001 - a measurement records every failure
                     with lock:
