@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import threading
 from typing import Any
@@ -77,9 +78,12 @@ class _Mallinfo2(ctypes.Structure):
                  "keepcost")]
 
 
+@functools.cache
 def _libc() -> Any:
+    """glibc, loaded once: ctypes.util.find_library runs ldconfig in a child process, a fork of the
+    whole server each time (its pages counted twice by a watcher that sums the process tree)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")
         libc.mallinfo2.restype = _Mallinfo2
         libc.malloc_trim  # noqa: B018 - glibc only: AttributeError elsewhere
         return libc
