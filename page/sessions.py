@@ -20,7 +20,7 @@ from typing import Any
 
 log = logging.getLogger("vizvit.sessions")
 
-MAX_SESSIONS = 400  # sessions kept at most (a lecture hall's visitors, with room): ~0.6 MB each
+MAX_SESSIONS = 300  # sessions kept at most (a lecture hall): 0.55 MB each, 165 MB in all
 IDLE_S = 3600  # a session unused this long is dropped (shell.SESSION_TTL_S: its photo key is gone by then)
 EVERY_S = 60.0  # how often idle sessions are looked for
 
