@@ -50,10 +50,11 @@ def mb(n: int) -> float:
 def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache_mb: int = 1024,
         photo_mb: int = 256, overhead_mb: int = OVERHEAD_MB, idle_s: float = 30.0,
         env: Sequence[str] = (), log: Any = print, url: str = "", pid: int = 0,
-        new_sessions: bool = False) -> dict[str, Any]:
+        new_sessions: bool = False, stop_over: bool = False) -> dict[str, Any]:
     """Start the server (or use the one at `url`, process `pid`), send `photos` new photos from `threads` sessions, read RSS every `every`
     photos and after `idle_s` idle seconds. new_sessions: each photo from a new session (a lecture
-    hall: every student a new visitor), else each thread is one session. Returns the report (see the module's docstring)."""
+    hall: every student a new visitor), else each thread is one session. stop_over: send no more
+    photos once a reading is over the line (a test: the answer is known). Returns the report (see the module's docstring)."""
     from vizvit.catalog import Catalog
 
     extra_env = dict(e.split("=", 1) for e in env)
@@ -95,6 +96,8 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
             row = {"photos": done[0], "rss_mb": round(rss), "over_start_mb": round(rss - start),
                    "seconds": round(time.perf_counter() - t0, 1)}
             report["rows"].append(row)
+            if stop_over and rss > line:
+                nxt[0] = photos  # called under `lock`: the workers take no new photo
             log(f"  {row['photos']:5d} photos  RSS {rss:7.0f} MB  (+{rss - start:.0f})  {row['seconds']} s")
 
         def worker(i: int) -> None:

@@ -108,7 +108,7 @@ def test_400_new_photos_keep_rss_within_start_plus_budgets_plus_overhead():
 
     lines: list[str] = []
     report = memory.run(_trained(), photos=400, threads=4, every=50, cache_mb=256, photo_mb=64, overhead_mb=300,
-                        idle_s=10, log=lines.append)
+                        idle_s=10, log=lines.append, stop_over=True)
     text = memory.table(report)
     print(text)
     assert not report["errors"], report["errors"][:3]
