@@ -141,8 +141,8 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
             log(f"  after {idle_s:.0f} s idle: RSS {idle:.0f} MB (+{idle - start:.0f})")
         report["rss_peak_mb"] = round(peak[0])
         report["over_line"] = [r for r in report["rows"] if r["rss_mb"] > line]
-        report["ok"] = (not report["over_line"] and not report["errors"] and peak[0] <= line
-                        and report.get("rss_idle_mb", 0) <= line)
+        # Memory only: a call that timed out on a loaded machine is reported (errors), not a memory failure.
+        report["ok"] = not report["over_line"] and peak[0] <= line and report.get("rss_idle_mb", 0) <= line
     except Exception:
         if not pid:
             log(server_log(proc))
@@ -169,7 +169,7 @@ def table(report: dict[str, Any]) -> str:
     if "rss_idle_mb" in report:
         out.append(f"| idle | {report['rss_idle_mb']} | {report['rss_idle_mb'] - start} | |")
     out.append(f"\npeak {report['rss_peak_mb']} MB (+{report['rss_peak_mb'] - start}); errors "
-               f"{len(report['errors'])}; {'PASS' if report['ok'] else 'OVER THE LINE'}")
+               f"{len(report['errors'])}; RSS {'within the line' if report['ok'] else 'OVER THE LINE'}")
     return "\n".join(out)
 
 
