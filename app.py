@@ -18,12 +18,14 @@ import page  # noqa: F401 - first: the thread settings, before torch loads
 
 import gradio as gr  # noqa: E402
 
+from page import sessions  # noqa: E402
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, views, web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
 from vizvit.launch import server_address, start_model  # noqa: E402,F401 - start_model: for callers of app
 from vizvit.models import DEFAULT_MODEL  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
+from vizvit.threads import start_trimming  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
@@ -39,6 +41,7 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
         max_file_size=MAX_FILE_SIZE,
         ssr_mode=False,  # CVE-2026-134825 affects Gradio 6.27–6.31 with SSR on
         run_history=False,
+        state_session_capacity=sessions.MAX_SESSIONS,  # Gradio's 10,000 sessions: ~5.5 GB (page/sessions.py)
         enable_monitoring=False,
         strict_cors=True,
         show_error=True,  # our gr.Error messages; never tracebacks (see `safe`)
@@ -105,6 +108,10 @@ def main(argv: list[str] | None = None) -> None:
             log.info("offline: not in the list (no local copy): %s", ", ".join(dropped))
     demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online), args.queue_size,
                            args.concurrency)
+    # Memory that keeps to the budgets (docs/memory.md): idle sessions dropped whole, glibc's free
+    # heap pages given back.
+    sessions.start_forgetting(demo)
+    start_trimming()
     log.info("serving on http://%s:%d", host, port)
     demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs(demo))
 

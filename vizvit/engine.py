@@ -121,17 +121,40 @@ class ResolutionPrediction:
 
 
 def nbytes(obj: Any) -> int:
-    """Bytes held by the tensors and arrays inside obj (dataclasses, tuples, dicts)."""
+    """Bytes that obj (dataclasses, tuples, lists, dicts of tensors, arrays, PIL images, bytes and
+    strings) keeps alive: a tensor's or array's whole buffer, counted once however many views of
+    it obj holds. A view keeps its whole buffer: a batched forward's (C,) logits of one photo were
+    a view of the batch's (B, C) (issue 42: the cache's count must match what eviction frees)."""
+    return _nbytes(obj, set())
+
+
+def _nbytes(obj: Any, seen: set) -> int:
     if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
+        if obj.is_nested or obj.layout != torch.strided:
+            return obj.numel() * obj.element_size()
+        storage = obj.untyped_storage()
+        if (storage.device, storage.data_ptr()) in seen:
+            return 0
+        seen.add((storage.device, storage.data_ptr()))
+        return storage.nbytes()
     if isinstance(obj, np.ndarray):
-        return obj.nbytes
+        base = obj
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if id(base) in seen:
+            return 0
+        seen.add(id(base))
+        return base.nbytes if base.base is None else obj.nbytes  # a buffer numpy does not own: obj's share
+    if isinstance(obj, Image.Image):
+        return obj.width * obj.height * len(obj.getbands())
+    if isinstance(obj, (bytes, bytearray, str)):
+        return len(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return sum(nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+        return sum(_nbytes(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
     if isinstance(obj, (tuple, list)):
-        return sum(nbytes(x) for x in obj)
+        return sum(_nbytes(x, seen) for x in obj)
     if isinstance(obj, dict):
-        return sum(nbytes(x) for x in obj.values())
+        return sum(_nbytes(x, seen) for x in obj.values())
     return 0
 
 

@@ -7,8 +7,12 @@ stay overridable through the environment.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
 import threading
+from typing import Any
 
 
 def configure_threads(num_threads: int | None = None) -> int:
@@ -64,3 +68,68 @@ def lower_priority(nice: int = 10) -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     except (AttributeError, OSError):
         pass
+
+
+class _Mallinfo2(ctypes.Structure):
+    """glibc's struct mallinfo2 (malloc.h), every field a size_t."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+@functools.cache
+def _libc() -> Any:
+    """glibc, loaded once: ctypes.util.find_library runs ldconfig in a child process, a fork of the
+    whole server each time (its pages counted twice by a watcher that sums the process tree)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Mallinfo2
+        libc.malloc_trim  # noqa: B018 - glibc only: AttributeError elsewhere
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+def malloc_free_bytes() -> int | None:
+    """Bytes glibc holds free inside its heaps (mallinfo2's fordblks): freed, not given back to the
+    OS, still counted in RSS where the pages were touched. None where this is not glibc >= 2.33."""
+    libc = _libc()
+    return None if libc is None else int(libc.mallinfo2().fordblks)
+
+
+def trim_malloc() -> bool:
+    """Give the free pages inside glibc's heaps back to the OS (malloc_trim(0)): each whole free page,
+    also in the middle of a heap, not only at its top. False where this is not glibc."""
+    libc = _libc()
+    return bool(libc is not None and libc.malloc_trim(0))
+
+
+TRIM_EVERY_S = 5.0  # how often the trimmer looks (mallinfo2: microseconds at a few hundred MB of heap)
+TRIM_ABOVE = 32 << 20  # bytes free inside the heaps before a trim is worth its time (tens of ms)
+
+
+def start_trimming(every_s: float = TRIM_EVERY_S, above: int = TRIM_ABOVE) -> threading.Thread | None:
+    """A daemon thread that trims glibc's heaps (trim_malloc) whenever they hold more than `above`
+    free bytes, checked every `every_s` seconds. Why: the 2 MB blocks of an evicted analysis
+    (below MMAP_THRESHOLD: hidden states, a ViT-Ti's attentions) are freed into heaps that the next
+    forward's differently sized blocks fragment, and glibc only gives back a heap's top: on the
+    trained ViT-Ti with the default budgets 250 MB stayed free inside the heaps, counted in RSS
+    (docs/memory.md). Returns None where this is not glibc."""
+    if _libc() is None:
+        return None
+
+    def loop() -> None:
+        import time
+
+        # Not lower_priority(): malloc_trim holds each heap's lock while it works, and a starved
+        # holder would stall every thread that allocates.
+        while True:
+            time.sleep(every_s)
+            free = malloc_free_bytes()
+            if free is not None and free > above:
+                trim_malloc()
+
+    t = threading.Thread(target=loop, name="vizvit-malloc-trim", daemon=True)
+    t.start()
+    return t
