@@ -205,7 +205,8 @@ def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
     e = flow_edges(shape)
     t0 = time.perf_counter()
     g = flow_graph(*flow_inputs(att, summary), cancel=cancel)
-    residual = build_residual_network(g, "capacity")
+    with cancel.interruptible():  # ~2 s on ViT-Ti/16's graph, one networkx call
+        residual = build_residual_network(g, "capacity")
     speed.build_s_per_edge = (time.perf_counter() - t0) / e
     t1 = time.perf_counter()
     n = att.shape[-1]
@@ -222,7 +223,8 @@ def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
                                 f"would take {(n - j) * e * speed.flow_s_per_edge / 60:.0f} min more, past its "
                                 f"limit. Use a smaller model, such as {FLOW_SMALLER_MODEL}, or rollout.")
         if (0, j) in g:
-            flows[j] = preflow_push(g, SOURCE, (0, j), residual=residual, value_only=True).graph["flow_value"]
+            with cancel.interruptible():  # one max-flow: 2-4 s on ViT-Ti/16's graph, nowhere to check inside
+                flows[j] = preflow_push(g, SOURCE, (0, j), residual=residual, value_only=True).graph["flow_value"]
         yield FlowStep(j + 1, n, time.perf_counter() - t0)
     speed.flow_s_per_edge, speed.measured = (time.perf_counter() - t1) / (n * e), True
     yield FlowStep(n, n, time.perf_counter() - t0, flows / flows.sum())

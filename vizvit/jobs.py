@@ -100,6 +100,7 @@ class Jobs:
             except BaseException as e:
                 self._waiting.remove(job)
                 job.ended, job.outcome = time.monotonic(), f"not started: {e}"
+                self._recent.append(job)
                 self._cond.notify_all()
                 raise
             self._waiting.remove(job)
