@@ -204,8 +204,8 @@ def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
     check_flow_time(shape, _left(cancel), speed)
     e = flow_edges(shape)
     t0 = time.perf_counter()
-    g = flow_graph(*flow_inputs(att, summary), cancel=cancel)
-    with cancel.interruptible():  # ~2 s on ViT-Ti/16's graph, one networkx call
+    with cancel.interruptible():  # ~8 s on ViT-Ti/16's graph on a busy core, mostly inside networkx
+        g = flow_graph(*flow_inputs(att, summary))
         residual = build_residual_network(g, "capacity")
     speed.build_s_per_edge = (time.perf_counter() - t0) / e
     t1 = time.perf_counter()
