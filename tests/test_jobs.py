@@ -74,7 +74,7 @@ def run_in_thread(jobs: Jobs, caller: str, what: str, release: threading.Event, 
         except UserError as e:
             out[what] = e
 
-    t = threading.Thread(target=body)
+    t = threading.Thread(target=body, daemon=True)  # a broken rule must fail the test, not hang it
     t.start()
     return t
 
