@@ -18,7 +18,7 @@ def public_api(wb: Workbench, default_model: str) -> None:
     """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
     client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
     (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
-    api = PublicApi(wb)
+    api = PublicApi(wb, JOBS.jobs)
 
     def analyze(photo: FileData, model: str = default_model) -> dict:
         """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
@@ -52,24 +52,29 @@ def public_api(wb: Workbench, default_model: str) -> None:
 
     def sweep(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
-        with JOBS.hold(request, "shift sweep"):
-            return api.sweep(photo["path"], model)
+        with JOBS.hold(request, "shift sweep") as cancel:
+            return api.sweep(photo["path"], model, cancel)
 
     def relevance(photo: FileData, model: str = default_model, class_index: int = -1,
                   method: str = "class relevance", request: gr.Request = None) -> dict:
         """A class-specific map of a class (-1: the top-1): method "class relevance" (Chefer et al.
         2021b, generic attention), "gradient rollout" (vit-explain), "LeGrad" or "Grad-CAM"; or
-        "attention flow" (Abnar & Zuidema 2020, exact, any class; minutes on a 12-layer model)."""
-        if method != "attention flow":
+        "attention flow" (Abnar & Zuidema 2020, exact, any class; minutes on a 12-layer model: a costly
+        job, refused at once when this server would not finish it within its limit)."""
+        if method != "attention flow":  # one backward pass: answered on the ordinary threads
             return api.relevance(photo["path"], model, class_index, method)
-        with JOBS.hold(request, "attention flow"):
-            return api.relevance(photo["path"], model, class_index, method)
+        api.check_flow(photo["path"], model, JOBS.jobs.limit_of("attention flow"))  # before any wait
+        with JOBS.hold(request, "attention flow") as cancel:
+            return api.relevance(photo["path"], model, class_index, method, cancel)
 
     def stats() -> dict:
         """The model's queue: forwards run (each a batch of waiting photos), images analysed, the
-        largest batch, photos waiting now, seconds per image of the last forward."""
+        largest batch, photos waiting now, seconds per image of the last forward; and the costly
+        jobs ("costly"): slots, wall-time limits, jobs running and waiting, the last ones ended."""
         return api.stats()
 
+    # relevance too: only attention flow takes a costly slot (vizvit.jobs), and a class map is answered
+    # at once even while every slot is taken (COSTLY has more threads than slots).
     for fn in (analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats):
         gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn in (sweep, relevance) else {}))
 

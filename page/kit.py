@@ -3,12 +3,15 @@ result, the dispatch that runs only the open tab's on_show, the charts download.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import functools
 import inspect
 import logging
+import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -16,7 +19,9 @@ import gradio as gr
 import numpy as np
 
 from vizvit import figures, web
+from vizvit.cancel import Cancel
 from vizvit.errors import UserError
+from vizvit.jobs import Jobs
 from vizvit.session import PhotoKey, Workbench
 
 log = logging.getLogger("vizvit.app")
@@ -342,37 +347,153 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
     return out
 
 
-# The costly jobs (the shift sweep, the deletion curves, head importance: dozens of forwards each)
-# share two slots across every visitor, as all events did before the forward worker: they can never
-# take the threads that answer cached photos and controls (issue 28).
-COSTLY = dict(concurrency_id="costly", concurrency_limit=2)
+# The costly jobs (the shift sweep, the deletion curves, head importance, attention flow) share
+# vizvit.jobs' slots (COSTLY_SLOTS) across every caller, with one job per caller and a wall-time limit
+# each. Their events run in Gradio's concurrency group "costly" with more threads than slots: a
+# caller's job waits for a slot in vizvit.jobs (listed in /stats, stopped when the caller leaves),
+# and a listener that answers at once (attention flow's, for any other method) never waits behind
+# two running jobs. They can never take the threads that answer cached photos and controls (issue 28).
+COSTLY_THREADS = 8
+COSTLY = dict(concurrency_id="costly", concurrency_limit=COSTLY_THREADS)
+WATCH_S = 0.2  # how often the watcher looks for callers that have left
+PROXY_HOPS_ENV = "VIZVIT_PROXY_HOPS"  # trusted proxies in front that append to X-Forwarded-For
+
+
+def proxy_hops() -> int:
+    """How many trusted proxies stand in front of the server: VIZVIT_PROXY_HOPS, else 1 on a Space
+    (SPACE_ID set: HF's proxy, and request.client is the proxy's internal address), else 0."""
+    raw = os.environ.get(PROXY_HOPS_ENV, "")
+    if raw.strip():
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            log.warning("%s=%r is not a whole number: trusting no proxy", PROXY_HOPS_ENV, raw)
+            return 0
+    return 1 if os.environ.get("SPACE_ID") else 0
+
+
+def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None:
+    """Who a request comes from: its network address (every REST call and every new gradio_client
+    is a new session, so the session alone would let one machine hold every slot); the session
+    only where there is no address. Behind `hops` trusted proxies (proxy_hops()) the address is
+    X-Forwarded-For's entry that the outermost trusted proxy wrote (the hops-th from the right):
+    entries left of it are whatever the client sent, and anyone can write those."""
+    if request is None:
+        return None
+    hops = proxy_hops() if hops is None else hops
+    host = None
+    if hops:
+        headers = getattr(request, "headers", None) or {}
+        entries = [e.strip() for e in str(headers.get("x-forwarded-for", "")).split(",") if e.strip()]
+        if len(entries) >= hops:
+            host = entries[-hops]
+    elif (client := getattr(request, "client", None)) is not None:  # no proxy: the socket's peer
+        host = getattr(client, "host", None)
+    if host:
+        return f"address {host}"
+    session = getattr(request, "session_hash", None)
+    return f"session {session}" if session else None
+
+
+@dataclass
+class _Watched:
+    cancel: Cancel
+    event: Any  # Gradio's queue Event (its `alive` turns False when its client's stream is gone), or None
+    loop: Any  # the server's event loop, to see whether the event's task was cancelled (Stop)
+    event_id: str | None
 
 
 class CostlyJobs:
-    """At most one costly job per visitor (browser session or API client) at a time: a second
-    sweep, curve run or head-importance run from the same visitor is refused with a message
-    while the first runs, so one visitor cannot hold both COSTLY slots."""
+    """Costly jobs of the page and the API (vizvit.jobs.Jobs), and who stops them: a job whose caller
+    disconnected, whose page closed, or whose event was cancelled (Stop, a new upload) gets its
+    token set within WATCH_S; its loop stops at its next step (vizvit.cancel)."""
 
-    def __init__(self) -> None:
-        self._running: dict[str, str] = {}  # session hash -> the job it runs
+    def __init__(self, jobs: Jobs | None = None) -> None:
+        self.jobs = jobs if jobs is not None else Jobs()
+        self._watched: dict[int, _Watched] = {}
         self._lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def hold(self, request: gr.Request | None, what: str) -> Iterator[None]:
-        visitor = getattr(request, "session_hash", None)
-        if visitor is None:  # no session (a direct call in a test): nothing to count
-            yield
+    def hold(self, request: gr.Request | None, what: str) -> Iterator[Cancel]:
+        """Wait for a slot (vizvit.jobs: one job per caller, COSTLY_SLOTS for all), then yield the job's
+        token: pass it to the job's loops. Set when the caller leaves or the job passes its limit."""
+        caller = caller_of(request)
+        if caller is None:  # a direct call (a test, a script): no caller to count, the limit still holds
+            yield Cancel(self.jobs.limit_of(what), what)
             return
+        token = Cancel(what=what)
+        key = id(token)
         with self._lock:
-            if visitor in self._running:
-                raise UserError(f"Your {self._running[visitor]} is still running: wait for it to finish "
-                                f"(or press Stop) before starting the {what}.")
-            self._running[visitor] = what
+            self._watched[key] = _Watched(token, *_gradio_event())
+            self._start_watcher()
         try:
-            yield
+            with self.jobs.hold(caller, what, token):
+                yield token
         finally:  # also when the job is stopped or the visitor leaves (the generator is closed)
             with self._lock:
-                self._running.pop(visitor, None)
+                self._watched.pop(key, None)
+
+    def left(self, request: gr.Request = None) -> None:
+        """A page closed (Ctx.unloads): stop its session's jobs."""
+        session = getattr(request, "session_hash", None)
+        with self._lock:
+            watched = list(self._watched.values())
+        for w in watched:
+            if session and w.event is not None and getattr(w.event, "session_hash", None) == session:
+                w.cancel.set("the page was closed")
+
+    def _start_watcher(self) -> None:
+        if self._watcher is None or not self._watcher.is_alive():
+            self._watcher = threading.Thread(target=self._watch, name="vizvit-costly-watch", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        """Every WATCH_S: set the token of each job whose client is gone (Gradio marks its queue event
+        not alive once the event's stream, a page's or a REST call's, is closed) or whose event task
+        is being cancelled (the page's Stop button, a new upload's cancels=)."""
+        while True:
+            time.sleep(WATCH_S)
+            with self._lock:
+                watched = list(self._watched.values())
+            if not watched:
+                continue
+            for w in watched:
+                if w.event is not None and not getattr(w.event, "alive", True):
+                    w.cancel.set("the caller left")
+            for w in watched:
+                if w.loop is not None and w.event_id and not w.cancel.is_set() and _task_cancelled(w.loop, w.event_id):
+                    w.cancel.set("it was stopped")
+
+
+def _gradio_event() -> tuple[Any, Any, str | None]:
+    """(the queue Event, the server's loop, the event id) of the event this thread runs, where
+    Gradio says so (its LocalContext, as gr.Info reads it); Nones outside an event."""
+    from gradio.context import LocalContext
+
+    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    queue = getattr(blocks, "_queue", None)
+    event = queue.event_ids_to_events.get(event_id) if queue is not None and event_id else None
+    try:
+        import anyio.from_thread
+
+        loop = anyio.from_thread.run_sync(asyncio.get_running_loop)  # a worker thread of the server's loop
+    except Exception:  # noqa: BLE001 - not in a worker thread (a test's direct call): no Stop to see
+        loop = None
+    return event, loop, event_id
+
+
+def _task_cancelled(loop: asyncio.AbstractEventLoop, event_id: str) -> bool:
+    """Whether the task running Gradio event `event_id` is being cancelled (Gradio names the task
+    '<session>_<fn><gradio-sep><event id>'; a sync handler's thread finishes its step first)."""
+    async def look() -> bool:
+        suffix = f"<gradio-sep>{event_id}"
+        return any(t.get_name().endswith(suffix) and t.cancelling() for t in asyncio.all_tasks())
+
+    try:
+        return asyncio.run_coroutine_threadsafe(look(), loop).result(timeout=1.0)
+    except Exception:  # noqa: BLE001 - the loop closed or is busy: look again next time
+        return False
 
 
 JOBS = CostlyJobs()

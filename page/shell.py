@@ -279,6 +279,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
         for fn in ctx.unloads:
             demo.unload(fn)
+        demo.unload(kit.JOBS.left)  # a closed page's costly jobs stop
         link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
     # The live camera on a page of its own (page/tabs/camera.py says why); no navigation bar: the

@@ -17,12 +17,14 @@ import numpy as np
 from . import attention as att_mod
 from . import compare as cmp
 from . import maps, vocab
+from .cancel import NEVER, Cancel
 from .engine import Analysis, Prediction, mask_token
 from .errors import UserError
-from .explain import check_flow_size
+from .explain import check_flow_size, check_flow_time
+from .jobs import Jobs
 from .images import View
 from .models import Geometry
-from .session import POSITIONS, Photo, PhotoKey, Workbench
+from .session import ATTENTION_FLOW, POSITIONS, Photo, PhotoKey, Workbench
 from .views import attention as ap
 from .views import compare as compare_view
 from .views import experiments, positions
@@ -69,8 +71,9 @@ def geometry_json(g: Geometry) -> dict[str, Any]:
 class PublicApi:
     """Bound to one Workbench. Each method is one endpoint; see app.py for the names."""
 
-    def __init__(self, wb: Workbench):
+    def __init__(self, wb: Workbench, jobs: Jobs | None = None):
         self.wb = wb
+        self.jobs = jobs  # the costly jobs' slots, limits and queue, reported by stats()
 
     def _photo(self, path: str, model: str) -> tuple[Photo, Analysis]:
         vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
@@ -168,25 +171,35 @@ class PublicApi:
         return {"dx": dx, "dy": dy, "fill": fill, "mask": list(a.view.mask), "mask_mode": mask_mode,
                 "top5": _top5(a.top5), "unperturbed_top5": _top5(base.top5)}
 
-    def sweep(self, path: str, model: str) -> dict[str, Any]:
+    def sweep(self, path: str, model: str, cancel: Cancel = NEVER) -> dict[str, Any]:
+        """The shift sweep; `cancel` is checked between batches (Cancelled)."""
         ph, _ = self._photo(path, model)
-        s = experiments.full_sweep(ph)  # the Experiments tab's own cached sweep
+        s = experiments.full_sweep(ph, cancel)  # the Experiments tab's own cached sweep
         return {"rows": [{"k": r.k, "patches_moved_back": r.moved_back, "mean_cos": _num(r.mean_cos),
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
 
+    def check_flow(self, path: str, model: str, limit_s: float | None) -> None:
+        """Refuse attention flow on this photo and model before it waits for a slot: a graph over
+        explain.FLOW_MAX_EDGES, or one this server's measured speed cannot finish within `limit_s`
+        (a UserError naming a smaller model). Nothing to refuse once the flow is cached."""
+        ph, a = self._photo(path, model)
+        if ph.peek(ATTENTION_FLOW) is None:
+            check_flow_time(tuple(a.attentions.shape), limit_s)
+
     def relevance(self, path: str, model: str, class_index: int = -1,
-                  method: str = "class relevance") -> dict[str, Any]:
+                  method: str = "class relevance", cancel: Cancel = NEVER) -> dict[str, Any]:
         """One map of the Attention tab's method menu (ap.EXPLAIN_METHODS) for a class (-1: the top-1);
         attention flow has no class (class_index is then ignored) and runs only where its graph is
-        within explain.FLOW_MAX_EDGES."""
+        within explain.FLOW_MAX_EDGES and its estimated time within `cancel`'s limit; `cancel` is
+        checked between its max-flows (Cancelled)."""
         method = _choice("method", method, ap.EXPLAIN_METHODS)
         ph, a = self._photo(path, model)
         vm = ph.vm
         if method == "attention flow":
             check_flow_size(tuple(a.attentions.shape))
             return {"class_index": None, "label": None, "method": maps.METHOD_TEXT[method],
-                    "map": _grid(maps.flow_map(a, ph.derived))}
+                    "map": _grid(maps.flow_map(a, ph.derived, cancel))}
         if not vm.has_classifier:
             raise UserError("This model has no classifier, so there is no class to explain.")
         c = a.top5[0].index if class_index in (-1, None) else _int("class_index", class_index, 0, len(vm.labels) - 1)
@@ -197,5 +210,8 @@ class PublicApi:
         """The model's queue: forwards (batches) run, images analysed, the largest batch, requests
         waiting now, and the last forward's seconds per image (a lecturer's check under load)."""
         st = self.wb.forwards.stats()
-        return {"forwards": st.forwards, "images": st.images, "largest_batch": st.largest_batch,
-                "waiting": st.waiting, "seconds_per_image": round(st.image_s, 4)}
+        out: dict[str, Any] = {"forwards": st.forwards, "images": st.images, "largest_batch": st.largest_batch,
+                               "waiting": st.waiting, "seconds_per_image": round(st.image_s, 4)}
+        if self.jobs is not None:  # the costly jobs: slots, limits, running, waiting (the queue), recent
+            out["costly"] = self.jobs.stats().as_json()
+        return out

@@ -30,6 +30,7 @@ import torch
 from PIL import Image
 
 from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
+from .cancel import NEVER, Cancel
 from .errors import UserError
 from .gpu import on_gpu
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
@@ -507,7 +508,8 @@ def _head_logits(out: Any, i: int = 0) -> dict[str, torch.Tensor]:
 # ------------------------------------------------------------------ many views, batched
 @on_gpu
 def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                   chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = ()) -> Iterator[tuple[int, BatchPrediction]]:
+                   chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = (),
+                   cancel: Cancel = NEVER) -> Iterator[tuple[int, BatchPrediction]]:
     """Batched forwards over `views`, `chunk` at a time; yields (start index, predictions).
 
     views: B arrays (H, W, 3) uint8 (already shifted / pixel-masked).
@@ -515,6 +517,7 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
     (token drop). A chunk is cut early where N'_b changes, so each batch is rectangular.
     Yielding per chunk lets a caller stream progress and stop early.
     extra: hooks for every run (e.g. ablation_hooks: heads switched off).
+    cancel: checked before each batch (Cancelled), so a job whose caller left stops within one batch.
     """
     if chunk < 1:
         raise UserError("The chunk size must be at least 1.")
@@ -523,6 +526,7 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
         raise UserError("Give one keep list per view.")
     start = 0
     while start < n:
+        cancel.check()
         stop = min(start + chunk, n)
         if keeps is not None:  # same sequence length within one batch
             length = keeps[start].numel()
@@ -540,9 +544,9 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
 
 
 def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                  chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = ()) -> BatchPrediction:
+                  chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = (), cancel: Cancel = NEVER) -> BatchPrediction:
     """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D)."""
-    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk, extra)]
+    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk, extra, cancel)]
     probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
     return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
 
@@ -550,11 +554,12 @@ def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[tor
 # ------------------------------------------------------------------ which heads matter
 @on_gpu
 def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int, int]],
-                       chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, torch.Tensor]]:
+                       chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[tuple[int, torch.Tensor]]:
     """One forward per (layer, head) cell with that head alone zeroed, batched `chunk` cells at a
     time (sample b of a batch zeroes cells[b]); yields (start index, (b, C) softmax on the CPU).
 
-    view: (H, W, 3) uint8 model-input view, the same for every sample."""
+    view: (H, W, 3) uint8 model-input view, the same for every sample. cancel: checked before each
+    batch (Cancelled)."""
     if not vm.has_classifier:
         raise UserError("This model has no classifier: there is no prediction for a head to change.")
     if chunk < 1:
@@ -563,6 +568,7 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
     H = vm.geometry.num_heads
     pixels = to_pixel_values(view, vm.preprocess).to(vm.device)  # (1, 3, H, W)
     for start in range(0, len(cells), chunk):
+        cancel.check()
         part = torch.tensor(cells[start:start + chunk], dtype=torch.long)  # (b, 2)
         hooks = [Hook(lambda bb, l=l: fam.out_proj(bb, l), per_sample_zero_hook(l, part, H), pre=True)
                  for l in sorted({int(c[0]) for c in part})]

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from networkx.algorithms.flow import build_residual_network, preflow_push
 
+from .cancel import NEVER, Cancel
 from .errors import UserError
 
 GRAD_ROLLOUT_METHOD = "gradient rollout (vit-explain)"
@@ -35,6 +36,9 @@ LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
 # Exact flow runs one max-flow per input token on a graph of ~L·N² edges: bounded by this many edges
 # (ViT-Ti/16 at 224 px: 12·197² = 466k; measured in benchmarks/methods_effects.py).
 FLOW_MAX_EDGES = 600_000
+# A model whose flow graph is ~15x smaller than ViT-Ti/16's (50 tokens at 224 px: 11·50²+50 edges, 50
+# max-flows), named when a flow is refused for time.
+FLOW_SMALLER_MODEL = "openai/clip-vit-base-patch32"
 
 
 def grad_rollout(att: torch.Tensor, grads: torch.Tensor, discard: float = GRAD_ROLLOUT_DISCARD) -> torch.Tensor:
@@ -94,7 +98,7 @@ def residual_attention(att: torch.Tensor) -> np.ndarray:
 SOURCE = "source"
 
 
-def flow_graph(res: np.ndarray, top: np.ndarray) -> nx.DiGraph:
+def flow_graph(res: np.ndarray, top: np.ndarray, cancel: Cancel = NEVER) -> nx.DiGraph:
     """The layered attention graph below one summary, down to the input tokens.
 
     res: (K, N, N) capacities of the K layers below the source (rows at layer k+1, keys at layer k);
@@ -107,6 +111,7 @@ def flow_graph(res: np.ndarray, top: np.ndarray) -> nx.DiGraph:
     for j in np.nonzero(top)[0]:
         g.add_edge(SOURCE, (K, int(j)), capacity=float(top[j]))
     for k in range(K - 1, -1, -1):
+        cancel.check()  # a layer of ViT-Ti/16's graph takes ~0.5 s to add on a busy core
         rows, cols = np.nonzero(res[k])
         g.add_edges_from(((k + 1, int(i)), (k, int(j)), {"capacity": float(res[k, i, j])})
                          for i, j in zip(rows, cols))
@@ -146,31 +151,94 @@ def check_flow_size(shape: tuple[int, ...]) -> None:
                         f"up to {FLOW_MAX_EDGES:,} edges (ViT-Ti/16 and ViT-B/16 at 224 px). Use rollout instead.")
 
 
+@dataclass
+class FlowSpeed:
+    """What this process has measured of exact flow (both ~linear in the graph's edges): seconds per
+    edge to build the graph and its residual network, and per edge of one max-flow. Starts from
+    ViT-Ti/16 at 224 px on two busy cores (427k edges: 8.4 s to build, 2.3-4.0 s per max-flow,
+    benchmarks/abandoned.py); each flow run (finished or stopped) replaces it with what it saw."""
+
+    build_s_per_edge: float = 2.0e-5
+    flow_s_per_edge: float = 7.5e-6
+    measured: bool = False
+
+    def estimate(self, shape: tuple[int, ...]) -> float:
+        """Seconds the exact flow of attentions (L, H, N, N) would take here."""
+        e, n = flow_edges(shape), shape[-1]
+        return e * (self.build_s_per_edge + n * self.flow_s_per_edge)
+
+
+FLOW_SPEED = FlowSpeed()
+
+
+def check_flow_time(shape: tuple[int, ...], limit_s: float | None, speed: FlowSpeed = FLOW_SPEED) -> float:
+    """The estimated seconds of the flow of attentions (L, H, N, N); a UserError naming a smaller model
+    when they exceed `limit_s` (None: no limit), before anything is built."""
+    check_flow_size(shape)
+    est = speed.estimate(shape)
+    if limit_s is not None and est > limit_s:
+        how = "as measured on this server" if speed.measured else "at this server's expected speed"
+        raise UserError(f"Exact attention flow here needs {shape[-1]} max-flows on a graph of {flow_edges(shape):,} "
+                        f"edges: about {est / 60:.0f} min {how}, over its limit of {limit_s / 60:.0f} min. Use a "
+                        f"smaller model, such as {FLOW_SMALLER_MODEL} (50 tokens: ~{_smaller_factor(shape):.0f}x "
+                        f"less work), or rollout, which is exact in a second.")
+    return est
+
+
+def _smaller_factor(shape: tuple[int, ...]) -> float:
+    """How many times less flow work FLOW_SMALLER_MODEL's graph (12 layers, 50 tokens) is than `shape`'s."""
+    small = (12, 1, 50, 50)
+    return (flow_edges(shape) * shape[-1]) / (flow_edges(small) * small[-1])
+
+
 def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
-                         should_stop: Callable[[], bool] = lambda: False) -> Iterator[FlowStep]:
+                         should_stop: Callable[[], bool] = lambda: False,
+                         cancel: Cancel = NEVER, speed: FlowSpeed = FLOW_SPEED) -> Iterator[FlowStep]:
     """Attention flow from the summary ([CLS], or SigLIP's probe with weights `summary` (N,)) to
     every input token, one exact max-flow each (preflow-push on one residual network, which networkx
-    resets per call), streamed; stops early (without a final `flows`) when should_stop() says so.
-    att: (L, H, N, N)."""
-    check_flow_size(tuple(att.shape))
+    resets per call), streamed; stops early (without a final `flows`) when should_stop() says so,
+    and raises Cancelled when `cancel` is set (checked between layers of the graph and between
+    max-flows) or when the speed seen so far says the rest will not finish within its limit.
+    `speed` is updated with what this run measured. att: (L, H, N, N)."""
+    shape = tuple(att.shape)
+    check_flow_time(shape, _left(cancel), speed)
+    e = flow_edges(shape)
     t0 = time.perf_counter()
-    g = flow_graph(*flow_inputs(att, summary))
-    residual = build_residual_network(g, "capacity")
+    with cancel.interruptible():  # ~8 s on ViT-Ti/16's graph on a busy core, mostly inside networkx
+        g = flow_graph(*flow_inputs(att, summary))
+        residual = build_residual_network(g, "capacity")
+    speed.build_s_per_edge = (time.perf_counter() - t0) / e
+    t1 = time.perf_counter()
     n = att.shape[-1]
     flows = np.zeros(n)
     for j in range(n):
         if should_stop():
             return
+        cancel.check()
+        if j:  # the speed this run sees, and whether the rest fits in what is left of the limit
+            speed.flow_s_per_edge, speed.measured = (time.perf_counter() - t1) / (j * e), True
+            left = _left(cancel)
+            if left is not None and j >= 3 and (n - j) * e * speed.flow_s_per_edge > left:
+                raise UserError(f"Exact attention flow stopped after {j} of {n} max-flows: at this speed the rest "
+                                f"would take {(n - j) * e * speed.flow_s_per_edge / 60:.0f} min more, past its "
+                                f"limit. Use a smaller model, such as {FLOW_SMALLER_MODEL}, or rollout.")
         if (0, j) in g:
-            flows[j] = preflow_push(g, SOURCE, (0, j), residual=residual, value_only=True).graph["flow_value"]
+            with cancel.interruptible():  # one max-flow: 2-4 s on ViT-Ti/16's graph, nowhere to check inside
+                flows[j] = preflow_push(g, SOURCE, (0, j), residual=residual, value_only=True).graph["flow_value"]
         yield FlowStep(j + 1, n, time.perf_counter() - t0)
+    speed.flow_s_per_edge, speed.measured = (time.perf_counter() - t1) / (n * e), True
     yield FlowStep(n, n, time.perf_counter() - t0, flows / flows.sum())
 
 
-def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None) -> np.ndarray:
+def _left(cancel: Cancel) -> float | None:
+    """Seconds left of the token's limit (None: no limit)."""
+    return None if cancel.limit_s is None else cancel.limit_s - cancel.elapsed()
+
+
+def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None, cancel: Cancel = NEVER) -> np.ndarray:
     """(L, H, N, N) -> (N,) float64 attention flow from the summary (see attention_flow_steps)."""
     last = None
-    for last in attention_flow_steps(att, summary):
+    for last in attention_flow_steps(att, summary, cancel=cancel):
         pass
     assert last is not None and last.flows is not None
     return last.flows

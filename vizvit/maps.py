@@ -19,6 +19,7 @@ import torch
 
 from . import attention as att_mod
 from . import engine, explain
+from .cancel import NEVER, Cancel
 from .engine import Analysis
 from .errors import UserError
 from .models import VitModel
@@ -138,29 +139,29 @@ def class_map(method: str, vm: VitModel, a: Analysis, class_index: int, cache: C
 
 
 # ------------------------------------------------------------------ attention flow: a job
-def flow_steps(a: Analysis, cache: Cache = no_cache,
-               should_stop: Callable[[], bool] = lambda: False) -> Iterator[explain.FlowStep]:
+def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], bool] = lambda: False,
+               cancel: Cancel = NEVER) -> Iterator[explain.FlowStep]:
     """Exact attention flow from the summary, streamed (explain.attention_flow_steps); the finished
     (N,) flows are cached under session.ATTENTION_FLOW. Pure maths on the cached attentions: it never
     holds the engine's lock (minutes on ViT-Ti, and every other user would wait)."""
-    for step in explain.attention_flow_steps(full_attentions(a), a.summary_weights, should_stop):
+    for step in explain.attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
         if step.flows is not None:
             flows = step.flows
             cache(ATTENTION_FLOW, lambda: flows)
         yield step
 
 
-def attention_flow(a: Analysis, cache: Cache = no_cache) -> np.ndarray:
-    """(N,) attention flow of the analysis, from the cache or computed to the end."""
+def attention_flow(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
+    """(N,) attention flow of the analysis, from the cache or computed to the end (Cancelled: nothing cached)."""
     def run() -> np.ndarray:
-        return explain.attention_flow(full_attentions(a), a.summary_weights)
+        return explain.attention_flow(full_attentions(a), a.summary_weights, cancel)
     return cache(ATTENTION_FLOW, run)
 
 
-def flow_map(a: Analysis, cache: Cache = no_cache) -> np.ndarray:
+def flow_map(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
     """(gh, gw) float32 attention flow over the patches (the input tokens after the prefix)."""
     g = a.geometry
-    return attention_flow(a, cache)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
+    return attention_flow(a, cache, cancel)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
 
 
 # ------------------------------------------------------------------ map methods

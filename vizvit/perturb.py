@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from .cancel import NEVER, Cancel
 from .engine import DEFAULT_CHUNK, keep_indices, predict_batch, predict_chunks
 from .errors import UserError
 from .images import MaskMode, mask_pixels, shift_view
@@ -82,11 +83,12 @@ class ShiftSweep:
 
 
 def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
-                      chunk: int = DEFAULT_CHUNK) -> Iterator[ShiftSweep]:
+                      chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[ShiftSweep]:
     """Shift the photo k = 0..2P pixels right, batched; yields the growing sweep per chunk.
 
     base_view: (H, W, 3) uint8 model-input view. k = 0 is in the first chunk and serves
     as the reference for the cosines and the base class, so all rows share one numeric path.
+    cancel: checked before each batch (Cancelled).
     """
     g = vm.geometry
     ks = list(range(2 * g.patch_size + 1))
@@ -94,7 +96,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
     rows: list[SweepRow] = []
     ref: torch.Tensor | None = None
     base_class = -1
-    for start, pred in predict_chunks(vm, views, chunk=chunk):
+    for start, pred in predict_chunks(vm, views, chunk=chunk, cancel=cancel):
         if ref is None:
             ref = pred.patch_embeddings[0]
             base_class = int(pred.probs[0].argmax()) if pred.probs is not None else -1
@@ -112,9 +114,10 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
         yield ShiftSweep(tuple(rows), len(ks))
 
 
-def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: str = "edge", chunk: int = DEFAULT_CHUNK) -> ShiftSweep:
+def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: str = "edge", chunk: int = DEFAULT_CHUNK,
+                cancel: Cancel = NEVER) -> ShiftSweep:
     """The complete sweep (see shift_sweep_steps)."""
-    *_, last = shift_sweep_steps(vm, base_view, fill, chunk)
+    *_, last = shift_sweep_steps(vm, base_view, fill, chunk, cancel)
     return last
 
 
@@ -175,13 +178,14 @@ class Curves:
 
 def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.ndarray], steps: int = 10,
                         mode: MaskMode = "black", target: int | None = None,
-                        chunk: int = DEFAULT_CHUNK) -> Curves:
+                        chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Curves:
     """Delete (insert) patches most-important-first by each map; track the target's probability.
 
     base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
     counts, ties broken by patch index). Step s removes round(s/steps · P) patches.
     Identical masks (step 0, the last step, equal rankings) run once; all views run
-    batched. target: class to track, default the unmasked view's top-1.
+    batched. target: class to track, default the unmasked view's top-1. cancel: checked before
+    each batch (Cancelled).
     """
     if not vm.has_classifier:
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
@@ -214,12 +218,12 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         keeps = [keep_indices(m, g) for m in masks]
         # Group equal sequence lengths so batches are rectangular.
         order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
-        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk)
+        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel)
         probs = torch.empty_like(pred.probs)
         probs[torch.tensor(order)] = pred.probs
     else:
         views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode) for m in masks]
-        probs = predict_batch(vm, views, None, chunk).probs
+        probs = predict_batch(vm, views, None, chunk, cancel=cancel).probs
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])

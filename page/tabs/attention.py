@@ -241,8 +241,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             return
         if key is None:
             raise gr.Error("Upload a photo first.")
-        with kit.JOBS.hold(request, "attention flow"):
-            for img, text in ap.flow_progress(ctx.wb.handle(key), params(v)):
+        with kit.JOBS.hold(request, "attention flow") as cancel:
+            for img, text in ap.flow_progress(ctx.wb.handle(key), params(v), cancel):
                 yield {rel_text: text} if img is None else {rel_img: img, rel_text: text}
 
     shown_outs = [main_img, readout, grid, strip, matrix]

@@ -171,16 +171,16 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def sweep(key: PhotoKey | None, request: gr.Request = None):
         if key is None:
             raise UserError("Upload a photo first.")
-        with kit.JOBS.hold(request, "shift sweep"):
-            for p in experiments.sweep_progress(wb.handle(key)):
+        with kit.JOBS.hold(request, "shift sweep") as cancel:
+            for p in experiments.sweep_progress(wb.handle(key), cancel=cancel):
                 yield {sweep_plot: p.figure, sweep_table: p.table, sweep_text: p.text}
 
     @safe
     def curves(key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
         if key is None:
             raise UserError("Upload a photo first.")
-        with kit.JOBS.hold(request, "deletion curves"):
-            for p in experiments.curves_progress(wb.handle(key), int(n), md):
+        with kit.JOBS.hold(request, "deletion curves") as cancel:
+            for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=cancel):
                 if p.chart is None:  # only the news that work has started
                     yield {curves_text: p.text}
                 else:

@@ -104,8 +104,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             raise UserError("Upload a photo first.")
         ph = wb.handle(key)
-        with kit.JOBS.hold(request, "head importance"):
-            for imp, done, total in inside.importance_steps(ph):
+        with kit.JOBS.hold(request, "head importance") as cancel:
+            for imp, done, total in inside.importance_steps(ph, cancel=cancel):
                 yield {grid: inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
                        importance_text: inside.importance_text(ph.vm, done, total, imp)}
 

@@ -24,6 +24,7 @@ import torch
 from .. import artifacts as art_mod
 from .. import attention as att_mod
 from .. import maps, render
+from ..cancel import NEVER, Cancel
 from ..errors import UserError
 from ..engine import Analysis
 from ..models import MAP_HEAD, Geometry, VitModel
@@ -1059,13 +1060,14 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
     return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
 
 
-def flow_progress(ph: Photo, p: AttnParams) -> Iterator[tuple[np.ndarray | None, str]]:
+def flow_progress(ph: Photo, p: AttnParams, cancel: Cancel = NEVER) -> Iterator[tuple[np.ndarray | None, str]]:
     """Attention flow as a job: progress lines (no picture) every FLOW_PROGRESS_EVERY max-flows, then
-    the map; from the cache at once once computed. Closing the generator (Stop) ends the job."""
+    the map; from the cache at once once computed. Closing the generator (Stop) ends the job, and
+    so does `cancel` (checked between max-flows: Cancelled)."""
     a = ph.analysis()
     if ph.peek(ATTENTION_FLOW) is None:
         yield None, "Attention flow: building the attention graph…"
-        for step in maps.flow_steps(a, ph.derived):
+        for step in maps.flow_steps(a, ph.derived, cancel=cancel):
             if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
                 left = step.seconds / step.done * (step.total - step.done)
                 yield None, (f"Attention flow: {step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "

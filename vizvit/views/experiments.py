@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from .. import artifacts as art_mod
 from .. import engine, maps, perturb, render
+from ..cancel import NEVER, Cancel
 from ..cnn import cnn_shift_probs
 from ..errors import UserError
 from ..images import View
@@ -223,18 +224,20 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
-def full_sweep(ph: Photo) -> perturb.ShiftSweep:
-    """The complete sweep, cached under the same name as the streamed one."""
-    return ph.derived(SWEEP_NAME, lambda: perturb.shift_sweep(ph.vm, ph.analysis().input_view, "edge"))
+def full_sweep(ph: Photo, cancel: Cancel = NEVER) -> perturb.ShiftSweep:
+    """The complete sweep, cached under the same name as the streamed one (Cancelled: nothing cached)."""
+    return ph.derived(SWEEP_NAME, lambda: perturb.shift_sweep(ph.vm, ph.analysis().input_view, "edge",
+                                                              cancel=cancel))
 
 
-def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK) -> Iterator[SweepPanel]:
-    """Yields the growing sweep after each batched chunk; cached once complete."""
+def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[SweepPanel]:
+    """Yields the growing sweep after each batched chunk; cached once complete. `cancel` is checked
+    between chunks (Cancelled)."""
     vm = ph.vm
     name = SWEEP_NAME
     done = ph.peek(name)
     if done is None:
-        for s in perturb.shift_sweep_steps(vm, ph.analysis().input_view, "edge", chunk):
+        for s in perturb.shift_sweep_steps(vm, ph.analysis().input_view, "edge", chunk, cancel):
             yield sweep_panel(vm, s)
         done = s
         ph.derived(name, lambda: done)
@@ -520,9 +523,9 @@ def _verdict_of(ph: Photo, c: perturb.Curves, maps: dict[str, np.ndarray], steps
 
 
 def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
-                    seed: int = 0) -> Iterator[CurvesPanel]:
+                    seed: int = 0, cancel: Cancel = NEVER) -> Iterator[CurvesPanel]:
     """The curves map by map (each map's views batched), so the page shows them as they
-    come; the complete set is cached like compute_curves'."""
+    come; the complete set is cached like compute_curves'. `cancel` is checked between batches."""
     maps = curve_maps(ph, seed)
     name = _curves_key(steps, mode, seed, maps)
     done = ph.peek(name)
@@ -540,7 +543,7 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
         parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
-                                                 target=target))
+                                                 target=target, cancel=cancel))
         merged = perturb.merge_curves(parts)
         if len(parts) < len(maps):
             yield _curves_panel(merged, steps, (len(parts), len(maps)))

@@ -19,6 +19,7 @@ import torch
 
 from .. import engine, figures, lens, render
 from ..ablation import Ablation, format_heads, parse_heads
+from ..cancel import NEVER, Cancel
 from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
@@ -240,9 +241,10 @@ def ablation_panel(ph: Photo) -> AblationPanel:
 
 
 # ------------------------------------------------------------------ which heads matter
-def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[np.ndarray, int, int]]:
+def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK,
+                     cancel: Cancel = NEVER) -> Iterator[tuple[np.ndarray, int, int]]:
     """Yields (importance (L, H) float32 with NaN where not yet computed, done, total) per batch;
-    stores the complete map per photo (intact model) at the end."""
+    stores the complete map per photo (intact model) at the end. `cancel`: checked per batch."""
     key = ph.key.intact
     done_map = ph.wb.peek_derived(key, HEAD_IMPORTANCE)
     g = ph.vm.geometry
@@ -257,7 +259,7 @@ def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[np
     p0 = float(a.probs[c])
     cells = [(l, hd) for l in range(g.num_layers) for hd in range(g.num_heads)]
     imp = np.full((g.num_layers, g.num_heads), np.nan, np.float32)
-    for start, probs in zeroed_head_chunks(ph.vm, a.input_view, cells, chunk):
+    for start, probs in zeroed_head_chunks(ph.vm, a.input_view, cells, chunk, cancel):
         for b, (l, hd) in enumerate(cells[start:start + len(probs)]):
             imp[l, hd] = p0 - float(probs[b, c])
         yield imp.copy(), start + len(probs), total
