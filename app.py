@@ -18,6 +18,8 @@ import page  # noqa: F401 - first: the thread settings, before torch loads
 
 import gradio as gr  # noqa: E402
 
+import gradio_patch  # noqa: E402
+
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, views, web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
@@ -34,8 +36,10 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     """Safe defaults shared by `python app.py` and the tests; with the demo, its own HTTP routes
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
+    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS).
+    app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS)}
     return dict(
-        app_kwargs={"routes": routes} if routes else None,
+        app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,
         ssr_mode=False,  # CVE-2026-134825 affects Gradio 6.27–6.31 with SSR on
         run_history=False,
