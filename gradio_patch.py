@@ -29,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from gradio import processing_utils, route_utils
 from gradio.blocks import Blocks
 from gradio.exceptions import Error, InvalidPathError
+from gradio_client.utils import is_http_url_like
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -97,6 +98,10 @@ def _refusal(fn: Any, inputs: list[Any]) -> str | None:
     if len(inputs) < len(fn.inputs):
         return (f"{name} takes {len(fn.inputs)} values, in order ({_names(fn)}); got {len(inputs)}. "
                 "Send them all (gradio_client fills in the defaults; its view_api() lists them).")
+    # A file argument that names a URL: Gradio would download it, from the server, before the
+    # handler runs (anything the server can reach). Only uploads are photos here.
+    if any(isinstance(v, dict) and isinstance(v.get("path"), str) and is_http_url_like(v["path"]) for v in inputs):
+        return NOT_UPLOADED
     return None
 
 
