@@ -23,7 +23,7 @@ import gradio_patch  # noqa: E402
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, views, web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
-from vizvit.launch import server_address, start_model  # noqa: E402,F401 - start_model: for callers of app
+from vizvit.launch import server_address, start, start_model  # noqa: E402,F401 - start_model: for callers of app
 from vizvit.models import DEFAULT_MODEL  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
 
@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     # and a model that fails to load leaves it, its twin taking its place.
     catalog = Catalog(args.model)
     wb.catalog = catalog
-    model_id = start_model(wb, catalog.public(args.model))
+    started = start(wb, catalog.public(args.model))  # a model that fails: its stand-in, and why (the banner)
+    model_id = started.model
     views.attach(wb)  # so warm() below also prepares what the tabs need of the model and the examples
     # The examples under the start model before the page is served (the first minute of a lecture:
     # "open the cat"), and under any other model once it is first picked.
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:
             log.info("offline: not in the list (no local copy): %s", ", ".join(dropped))
-    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online), args.queue_size,
+    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online, start=started), args.queue_size,
                            args.concurrency)
     log.info("serving on http://%s:%d", host, port)
     demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs(demo))
