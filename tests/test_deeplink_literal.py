@@ -49,3 +49,19 @@ def test_every_notice_of_a_hostile_link_is_plain_text(param, value):
 
 def test_a_long_value_is_cut():
     assert literal("x" * 500).startswith("x" * 48) and len(literal("x" * 500)) < 60
+
+
+def test_a_model_that_fails_in_a_link_is_named_without_the_servers_paths():
+    from vizvit.deeplink import plan
+    from vizvit.models import Geometry
+
+    def geometry_of(m):
+        if m == "local-cut":
+            raise ValueError("Cannot load weights of '/srv/models/local-cut': SafetensorError.")
+        return Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=2,
+                        num_heads=2, hidden_size=8)
+
+    p = plan({"model": "local-cut"}, EXAMPLES, ["local-cut", "random:vit-base-patch16-224"], TABS,
+             "random:vit-base-patch16-224", geometry_of)
+    assert p.model == "random:vit-base-patch16-224"
+    assert "local\\-cut" in p.notice_text and "/srv" not in p.notice_text and "Safetensor" not in p.notice_text

@@ -292,7 +292,9 @@ def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[st
     try:
         g = geometry_of(model)
     except ValueError as e:
-        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(e, 120)}); using {literal(default_model)}.")
+        # The loader's words may name the server's files: those are not the visitor's to read.
+        why = str(e) if not re.search(r"[\\/]", str(e)) else "its files are missing or damaged here"
+        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(why, 120)}); using {literal(default_model)}.")
         model = default_model
         g = geometry_of(model)
     link, more = fit(link, g)
