@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -31,9 +30,7 @@ def uploaded(photo: Any) -> str:
     path = photo.get("path") if isinstance(photo, dict) else None
     if not isinstance(path, str) or not path or not is_in_or_equal(path, get_upload_folder()):
         raise UserError(NOT_A_FILE)
-    if not Path(path).is_file():  # uploaded once, since cleaned away: no path in the message
-        raise UserError("This photo is no longer on the server: upload it again (gradio_client: handle_file(path)).")
-    return path
+    return path  # one since cleaned away: load_image says "upload it again", after the model's gate
 
 
 def public_api(wb: Workbench, default_model: str) -> None:

@@ -207,6 +207,9 @@ def test_a_client_dropped_mid_upload_leaves_no_partial_file(server, log_has_no_t
     holds no new file afterwards (Gradio writes the part to a NamedTemporaryFile as it arrives)."""
     url, _ = server
     host, port = httpx.URL(url).host, httpx.URL(url).port
+    from gradio.utils import get_upload_folder
+
+    root = Path(get_upload_folder())
     before = upload_folder_files()
     boundary = "vizvitboundary"
     head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"half.jpg\"\r\n"
@@ -219,13 +222,18 @@ def test_a_client_dropped_mid_upload_leaves_no_partial_file(server, log_has_no_t
         chunk = b"\xff" * (1 << 16)
         for _ in range((4 << 20) // len(chunk)):
             s.sendall(chunk)
-        # the part is on disk now, half written: wait until the server has written it
+        # the part is on disk now, half written: Gradio's NamedTemporaryFile, tmp*, at the folder's top
+        # (a finished upload moves into a <sha256>/ folder). Other servers on this machine may upload
+        # into the same folder meanwhile: only this part is followed.
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(p.stat().st_size for p in upload_folder_files() - before):
+        partial: list[Path] = []
+        while time.monotonic() < deadline and not partial:
+            partial = [p for p in upload_folder_files() - before if p.name.startswith("tmp")
+                       and p.parent == root and p.stat().st_size >= 1 << 20]
             time.sleep(0.1)
-        assert upload_folder_files() - before, "the server writes the part as it arrives (else this tests nothing)"
+        assert partial, "the server writes the part as it arrives (else this tests nothing)"
     deadline = time.monotonic() + 60  # the server notices the closed socket: a liveness wait, not a timing
-    while time.monotonic() < deadline and upload_folder_files() - before:
+    while time.monotonic() < deadline and any(p.exists() for p in partial):
         time.sleep(0.2)
-    assert not upload_folder_files() - before, "a partial upload was left behind"
+    assert not any(p.exists() for p in partial), "a partial upload was left behind"
     assert uploaded(url)["path"]  # and the server still takes uploads
