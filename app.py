@@ -18,11 +18,13 @@ import page  # noqa: F401 - first: the thread settings, before torch loads
 
 import gradio as gr  # noqa: E402
 
+import gradio_patch  # noqa: E402
+
 from page import sessions  # noqa: E402
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, views, web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
-from vizvit.launch import server_address, start_model  # noqa: E402,F401 - start_model: for callers of app
+from vizvit.launch import server_address, start, start_model  # noqa: E402,F401 - start_model: for callers of app
 from vizvit.models import DEFAULT_MODEL  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
 from vizvit.threads import start_trimming  # noqa: E402
@@ -36,8 +38,10 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     """Safe defaults shared by `python app.py` and the tests; with the demo, its own HTTP routes
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
+    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS).
+    app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS)}
     return dict(
-        app_kwargs={"routes": routes} if routes else None,
+        app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,
         ssr_mode=False,  # CVE-2026-134825 affects Gradio 6.27–6.31 with SSR on
         run_history=False,
@@ -96,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     # and a model that fails to load leaves it, its twin taking its place.
     catalog = Catalog(args.model)
     wb.catalog = catalog
-    model_id = start_model(wb, catalog.public(args.model))
+    started = start(wb, catalog.public(args.model))  # a model that fails: its stand-in, and why (the banner)
+    model_id = started.model
     views.attach(wb)  # so warm() below also prepares what the tabs need of the model and the examples
     # The examples under the start model before the page is served (the first minute of a lecture:
     # "open the cat"), and under any other model once it is first picked.
@@ -106,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:
             log.info("offline: not in the list (no local copy): %s", ", ".join(dropped))
-    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online), args.queue_size,
+    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online, start=started), args.queue_size,
                            args.concurrency)
     # Memory that keeps to the budgets (docs/memory.md): idle sessions dropped whole, glibc's free
     # heap pages given back.

@@ -5,16 +5,44 @@ two sessions producing the same picture at once could serve a half-written file.
 a temporary name and rename, as Gradio already does for files.
 
 unlaid(): components that only carry an API's schema (gr.api's) need no place on the page.
+
+install() also makes Gradio's own refusals plain (see plain_preprocess): a bad argument that Gradio
+refuses before the app's handler runs (a file not uploaded, too few values, a value its component
+cannot read) would otherwise reach the caller as its message, with server paths and object reprs,
+and the log as a traceback. HTTP_HANDLERS does the same for Gradio's routes' HTTPException details
+(launch's app_kwargs). And an upload whose client drops mid-body leaves no partial file
+(see _parse_or_clean).
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from gradio import processing_utils
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from gradio import processing_utils, route_utils
+from gradio.blocks import Blocks
+from gradio.exceptions import Error, InvalidPathError
+from gradio_client.utils import is_http_url_like
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+log = logging.getLogger("vizvit.app")
+
+# The same words as page/endpoints.py's check of a photo that is not a file: Gradio refuses a file
+# argument outside its upload folder before the handler runs, the handler refuses the rest.
+NOT_UPLOADED = "photo must be an uploaded file (gradio_client: handle_file(path))."
+# What a caller may be shown of a message: its first line, no path, no repr (see plain()).
+_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>|\b0x[0-9a-fA-F]{6,}\b")
+# A path: a token that starts with / or \\ (or C:\\, ./, ../) after a space, a quote, ':' or '='.
+_PATH = re.compile(r"""(?:^|(?<=[\s'"(=:]))(?:[A-Za-z]:)?(?:\.\.?)?[\\/][^\s'"]*""")
 
 
 def _atomic_save_pil_to_cache(img: Any, cache_dir: str, name: str = "image", format: str = "webp") -> str:
@@ -32,8 +60,14 @@ def _atomic_save_pil_to_cache(img: Any, cache_dir: str, name: str = "image", for
 
 
 def install() -> None:
-    """Replace Gradio's save_pil_to_cache with the atomic one (idempotent)."""
+    """Replace Gradio's save_pil_to_cache with the atomic one, its preprocessing's refusals with
+    plain ones, and its upload parser with one that cleans up after a dropped client (idempotent)."""
     processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
+    if not getattr(Blocks.preprocess_data, "vizvit_plain", False):
+        Blocks.preprocess_data = plain_preprocess(Blocks.preprocess_data)  # type: ignore[method-assign]
+    parser = route_utils.GradioMultiPartParser
+    if not getattr(parser.parse, "vizvit_clean", False):
+        parser.parse = _parse_or_clean(parser.parse)  # type: ignore[method-assign]
 
 
 def unlaid(blocks: Any, children: Sequence[Any]) -> None:
@@ -47,3 +81,106 @@ def unlaid(blocks: Any, children: Sequence[Any]) -> None:
 
         child.get_config = config
     blocks.children = [c for c in blocks.children if all(c is not x for x in children)]
+
+
+def plain(message: str) -> str:
+    """A message as a caller may see it: the first line, with every absolute or relative path
+    and every object repr (`<... at 0x...>`) cut out. The last guard, for a message whose words
+    this module does not know; a known one is rewritten whole (see plain_preprocess)."""
+    first = str(message).strip().splitlines()[0] if str(message).strip() else ""
+    first = _REPR.sub("…", first)
+    return _PATH.sub("…", first)
+
+
+def _refusal(fn: Any, inputs: list[Any]) -> str | None:
+    """Why Gradio's preprocessing would refuse these inputs, in plain words; None: it would not."""
+    name = getattr(fn, "api_name", None) or getattr(fn, "name", None) or "this endpoint"
+    if len(inputs) < len(fn.inputs):
+        return (f"{name} takes {len(fn.inputs)} values, in order ({_names(fn)}); got {len(inputs)}. "
+                "Send them all (gradio_client fills in the defaults; its view_api() lists them).")
+    # A file argument that names a URL: Gradio would download it, from the server, before the
+    # handler runs (anything the server can reach). Only uploads are photos here.
+    if any(isinstance(v, dict) and isinstance(v.get("path"), str) and is_http_url_like(v["path"]) for v in inputs):
+        return NOT_UPLOADED
+    return None
+
+
+def _names(fn: Any) -> str:
+    """The parameter names of fn's API, as /gradio_api/info lists them (no component reprs)."""
+    try:
+        params = [p.name for p in inspect.signature(fn.fn).parameters.values()
+                  if p.annotation not in ("gr.Request", "Request") and p.name != "request"]
+        if len(params) == len(fn.inputs):
+            return ", ".join(params)
+    except (TypeError, ValueError):
+        pass
+    return ", ".join(getattr(b, "label", None) or type(b).__name__ for b in fn.inputs)
+
+
+def plain_preprocess(original: Any) -> Any:
+    """Blocks.preprocess_data, its refusals turned into gr.Error with plain words (no traceback
+    printed: print_exception=False). Gradio raises these before the app's handler (and its
+    `safe` wrapper) runs, and queueing.py prints a traceback and shows str(error) otherwise."""
+    async def preprocess_data(self: Blocks, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+        why = _refusal(block_fn, inputs)
+        if why is not None:
+            raise Error(why, print_exception=False)
+        try:
+            return await original(self, block_fn, inputs, *args, **kwargs)
+        except Error:
+            raise
+        except InvalidPathError:
+            raise Error(NOT_UPLOADED, print_exception=False) from None
+        except Exception as e:  # noqa: BLE001 - a value its component cannot read: the caller's mistake
+            name = getattr(block_fn, "api_name", None) or getattr(block_fn, "name", "")
+            log.info("refused arguments of %s: %s", name, type(e).__name__)
+            raise Error(f"An argument of {name} has the wrong type or shape: gradio_client's view_api() "
+                        "lists what each one takes.", print_exception=False) from None
+
+    preprocess_data.vizvit_plain = True  # type: ignore[attr-defined]
+    return preprocess_data
+
+
+# Gradio's HTTPException details that go on to name a path (routes.py, route_utils.py).
+_NAMES_A_PATH = ("File not allowed", "Invalid file name", "Error reading file", "Error writing file")
+
+
+async def _plain_http_error(request: Request, exc: Exception) -> Response:
+    """Gradio's HTTPException, its detail shown without paths ("File not allowed: /srv/app.py.")."""
+    assert isinstance(exc, HTTPException)  # noqa: S101 - registered for HTTPException only
+    detail = exc.detail
+    if isinstance(detail, str):  # Gradio's own words about a path the caller sent: the words alone
+        known = next((k for k in _NAMES_A_PATH if detail.startswith(k)), None)
+        detail = f"{known}." if known else plain(detail)
+    return await http_exception_handler(request, HTTPException(exc.status_code, detail, exc.headers))
+
+
+async def _plain_validation_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's 422 lists the body's values back (any path a caller sent, any repr): say what fits."""
+    return await http_exception_handler(request, HTTPException(
+        422, 'The request body must be JSON like {"data": [photo, model, ...]}: gradio_client\'s view_api() '
+             'lists each endpoint\'s values.'))
+
+
+# launch(app_kwargs={"exception_handlers": HTTP_HANDLERS}): FastAPI's handlers, on the app Gradio builds.
+HTTP_HANDLERS = {HTTPException: _plain_http_error, RequestValidationError: _plain_validation_error}
+
+
+def _parse_or_clean(original: Any) -> Any:
+    """GradioMultiPartParser.parse, also deleting its partial files when the body stops for any
+    other reason than a bad body (Gradio deletes them only then): a client that closes mid-upload
+    raises ClientDisconnect from the request stream, and left up to max_file_size on disk each."""
+    async def parse(self: Any) -> Any:
+        try:
+            return await original(self)
+        except BaseException:
+            for f in self._files_to_close_on_error:
+                try:
+                    f.close()
+                    Path(f.name).unlink(missing_ok=True)
+                except OSError:
+                    log.warning("could not delete a partial upload")
+            raise
+
+    parse.vizvit_clean = True  # type: ignore[attr-defined]
+    return parse

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
 from gradio.data_classes import FileData
+from gradio.utils import get_upload_folder, is_in_or_equal
 
 from vizvit.api import PublicApi
+from vizvit.errors import UserError
 from vizvit.session import Workbench
 
 from .kit import COSTLY, JOBS, safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
                     "stats")
+
+
+NOT_A_FILE = "photo must be an uploaded file (gradio_client: handle_file(path))."
+
+
+def uploaded(photo: Any) -> str:
+    """The server path of a photo argument that is a file uploaded to this server, else a UserError.
+
+    Gradio checks a file argument only when it carries FileData's meta: a bare {"path": ...}
+    reaches the handler unchecked, naming any file on the server. So the path must lie in
+    Gradio's upload folder (where /gradio_api/upload writes; GRADIO_TEMP_DIR), whatever the meta."""
+    path = photo.get("path") if isinstance(photo, dict) else None
+    if not isinstance(path, str) or not path or not is_in_or_equal(path, get_upload_folder()):
+        raise UserError(NOT_A_FILE)
+    return path  # one since cleaned away: load_image says "upload it again", after the model's gate
 
 
 def public_api(wb: Workbench, default_model: str) -> None:
@@ -22,23 +41,23 @@ def public_api(wb: Workbench, default_model: str) -> None:
 
     def analyze(photo: FileData, model: str = default_model) -> dict:
         """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
-        return api.analyze(photo["path"], model)
+        return api.analyze(uploaded(photo), model)
 
     def attention(photo: FileData, model: str = default_model, layer: int = 1, head: int | str = "mean",
                   mode: str = "raw", query_row: int = -1, query_col: int = -1) -> dict:
         """The attention map of one layer: head 1..H or a fusion (mean, max, min); mode raw or
         'rolled out'; from [CLS] (query -1, -1) or from the patch at (query_row, query_col)."""
-        return api.attention(photo["path"], model, layer, head, mode, query_row, query_col)
+        return api.attention(uploaded(photo), model, layer, head, mode, query_row, query_col)
 
     def rollout(photo: FileData, model: str = default_model, fusion: str = "mean", discard: float = 0.0) -> dict:
         """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
-        return api.rollout(photo["path"], model, fusion, discard)
+        return api.rollout(uploaded(photo), model, fusion, discard)
 
     def compare(photo: FileData, model_a: str = default_model, model_b: str = default_model,
                 depth: float = 1.0) -> dict:
         """Two models on one photo at relative depth 0 < depth <= 1 (layer ceil(depth·L) of each): both
         top-5 lists and both rollout maps at those layers (each equal to /rollout's map of that layer)."""
-        return api.compare(photo["path"], model_a, model_b, depth)
+        return api.compare(uploaded(photo), model_a, model_b, depth)
 
     def positions(model: str = default_model, row: int = 0, col: int = 0) -> dict:
         """Cosine similarity of the position embedding of patch (row, col) with every patch's."""
@@ -48,12 +67,12 @@ def public_api(wb: Workbench, default_model: str) -> None:
                 mask: list[int] | None = None, mask_mode: str = "drop") -> dict:
         """Top-5 under a shift (dx, dy within ±2P pixels; fill edge, wrap or constant) and/or
         masked patches (0-based, row-major; mask_mode drop, black, mean or blur)."""
-        return api.predict(photo["path"], model, dx, dy, fill, mask or [], mask_mode)
+        return api.predict(uploaded(photo), model, dx, dy, fill, mask or [], mask_mode)
 
     def sweep(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
         with JOBS.hold(request, "shift sweep") as cancel:
-            return api.sweep(photo["path"], model, cancel)
+            return api.sweep(uploaded(photo), model, cancel)
 
     def relevance(photo: FileData, model: str = default_model, class_index: int = -1,
                   method: str = "class relevance", request: gr.Request = None) -> dict:
@@ -62,10 +81,10 @@ def public_api(wb: Workbench, default_model: str) -> None:
         "attention flow" (Abnar & Zuidema 2020, exact, any class; minutes on a 12-layer model: a costly
         job, refused at once when this server would not finish it within its limit)."""
         if method != "attention flow":  # one backward pass: answered on the ordinary threads
-            return api.relevance(photo["path"], model, class_index, method)
-        api.check_flow(photo["path"], model, JOBS.jobs.limit_of("attention flow"))  # before any wait
+            return api.relevance(uploaded(photo), model, class_index, method)
+        api.check_flow(uploaded(photo), model, JOBS.jobs.limit_of("attention flow"))  # before any wait
         with JOBS.hold(request, "attention flow") as cancel:
-            return api.relevance(photo["path"], model, class_index, method, cancel)
+            return api.relevance(uploaded(photo), model, class_index, method, cancel)
 
     def stats() -> dict:
         """The model's queue: forwards run (each a batch of waiting photos), images analysed, the

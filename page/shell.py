@@ -16,6 +16,7 @@ from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
 from vizvit.errors import UserError
 from vizvit.images import image_sha1, load_image
+from vizvit.launch import Start
 from vizvit.models import DEFAULT_MODEL
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels
@@ -60,9 +61,11 @@ def example_of(sha1: str) -> str | None:
 
 
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
-               offline: bool = False) -> gr.Blocks:
+               offline: bool = False, start: Start | None = None) -> gr.Blocks:
     """The whole page. `wb` must already hold (or be able to load) `default_model`. The catalog
-    (the page's model list) becomes the Workbench's gate: no request loads a model off the list."""
+    (the page's model list) becomes the Workbench's gate: no request loads a model off the list.
+    start: how the server's model was had (vizvit.launch.start): a stand-in's banner names the
+    model that failed, and why."""
     catalog = catalog or Catalog(default_model)
     wb.catalog = catalog
     views.attach(wb)  # the tabs' preparation: at warm-up and after each photo's forward
@@ -86,7 +89,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         link_tab = gr.Textbox("", visible=False, elem_id="link-tab")
         zs_on = gr.Textbox("", visible=False, elem_id="zs-on")  # "on" / "off"
         gr.Markdown(panels.HEADER_TEXT, elem_id="header")
-        start_banner = panels.banner(wb.model(default_model), offline)
+        # The model asked for at start, when default_model stands in for it: (its name, why it failed).
+        failed = (start.failed, start.reason) if start is not None and start.model == default_model else (None, "")
+        start_banner = panels.banner(wb.model(default_model), offline, *failed)
         banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
         notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
         with gr.Row(elem_id="header-row"):
@@ -220,7 +225,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             k = p.link
             vm = wb.model(p.model)
             g = vm.geometry
-            b = panels.banner(vm, offline)
+            b = panels.banner(vm, offline, *(failed if p.model == default_model else (None, "")))
             controls = dict(layer=gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
                             head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                             show=p.show or gr.skip(), query=k.query if k.query else gr.skip(),

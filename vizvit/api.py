@@ -163,6 +163,8 @@ class PublicApi:
         if not isinstance(mask, (list, tuple)) or len(mask) > g.num_patches:
             raise UserError(f"mask must be a list of at most {g.num_patches} patch indices.")
         mask = tuple(_int("mask index", i, 0, g.num_patches - 1) for i in mask)
+        # Checked here, not by View: its message quotes the value, and a caller's value may be anything.
+        fill, mask_mode = _choice("fill", fill, vocab.FILLS), _choice("mask mode", mask_mode, vocab.MASK_MODES)
         if mask_mode == "drop" and len(set(mask)) == g.num_patches:
             raise UserError("Token drop needs at least one patch left unmasked.")
         if mask_mode == "mask":

@@ -198,8 +198,9 @@ class Catalog:
         return model_id
 
     def drop(self, model_id: str) -> None:
-        """A model failed to load: take it off every visitor's list, and offer its random twin."""
-        twin = random_twin(model_id)
+        """A model failed to load: take it off every visitor's list, and offer its random twin
+        (a local checkpoint's too, from its config's shape)."""
+        twin = self.twin_of(model_id)
         with self._lock:
             if model_id not in self._ids:
                 return
@@ -209,7 +210,7 @@ class Catalog:
 
     def twin(self, model_id: str) -> str | None:
         """The random-weights twin of a model, when it is on the list."""
-        t = random_twin(model_id)
+        t = self.twin_of(model_id)
         return t if t in self.ids else None
 
     def keep_cached_only(self, keep: str) -> list[str]:

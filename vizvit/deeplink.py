@@ -21,6 +21,10 @@ from .models import Geometry
 from .vocab import ABLATE_MODES, DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
 
 LESSON_TAB = "lesson"  # the tab lesson=1 opens
+# Every ASCII punctuation character but '/' (no markup starts with it: a tag needs '<', an autolink
+# ':' or "www."): CommonMark lets a backslash make each one literal text.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-.:-@\[-`{-~])")
+SHOWN_CHARS = 48  # of a link's value in a notice: enough to recognise a typo
 PHOTO_KEY = re.compile(r"[0-9a-f]{40}")  # a photo's key: the SHA-1 of its pixels (images.image_sha1)
 
 
@@ -54,6 +58,17 @@ VIEW_CONTROLS: tuple[str, ...] = ("layer", "head", "show", "query", "direction",
                                   "ablate", "ablate_mode", "compare")
 
 
+def literal(value: object, limit: int = SHOWN_CHARS) -> str:
+    """A value from a link as Markdown that renders exactly as its characters: its ASCII
+    punctuation backslash-escaped (so no `<tag>`, `[text](url)`, `![img](src)`, `&entity;`,
+    autolink, emphasis or `$maths$` can form), control characters as spaces, cut at `limit`.
+    The notices are Markdown (the page shows them in a gr.Markdown); a link is anyone's to write."""
+    text = "".join(c if c.isprintable() else " " for c in str(value))
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+
+
 def _int(value: str) -> int | None:
     try:
         return int(value.strip())
@@ -71,7 +86,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
              "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
     for k in params:
         if k not in known and k != "__theme":
-            notices.append(f"Unknown link parameter '{k}' ignored.")
+            notices.append(f"Unknown link parameter '{literal(k)}' ignored.")
 
     def choice(name: str, allowed: Sequence[str]) -> str | None:
         v = params.get(name)
@@ -79,7 +94,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
             return None
         if v in allowed:
             return v
-        notices.append(f"'{name}={v}' is not one of {', '.join(allowed)}; using the default.")
+        notices.append(f"'{name}={literal(v)}' is not one of {', '.join(allowed)}; using the default.")
         return None
 
     ex = params.get("example")
@@ -88,7 +103,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         if ex in stems:
             link = replace(link, example=stems[ex])
         else:
-            notices.append(f"Unknown example '{ex}'; choose one of {', '.join(stems)}.")
+            notices.append(f"Unknown example '{literal(ex)}'; choose one of {', '.join(stems)}.")
     link = replace(link, model=choice("model", models), tab=choice("tab", tabs),
                    direction=choice("direction", DIRECTIONS),
                    compare=choice("compare", models if compare_models is None else compare_models))
@@ -97,21 +112,21 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         if mode in MODE_FROM_URL:
             link = replace(link, mode=MODE_FROM_URL[mode])
         else:
-            notices.append(f"'mode={mode}' is not raw or rollout; using raw.")
+            notices.append(f"'mode={literal(mode)}' is not raw or rollout; using raw.")
     query = params.get("query")
     if query:
         rc = [_int(s) for s in query.split(",")]
         if len(rc) == 2 and None not in rc:
             link = replace(link, query=(rc[0], rc[1]))
         else:
-            notices.append(f"'query={query}' must be a patch's row,col (e.g. 4,7); using [CLS].")
+            notices.append(f"'query={literal(query)}' must be a patch's row,col (e.g. 4,7); using [CLS].")
     for name in ("layer", "dx", "dy"):
         v = params.get(name)
         if v is None or v == "":
             continue
         i = _int(v)
         if i is None:
-            notices.append(f"'{name}={v}' is not a whole number; using the default.")
+            notices.append(f"'{name}={literal(v)}' is not a whole number; using the default.")
         else:
             link = replace(link, **{name: i})
     head = params.get("head")
@@ -121,12 +136,12 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         elif _int(head) is not None:
             link = replace(link, head=_int(head))
         else:
-            notices.append(f"'head={head}' is neither a head number nor one of {', '.join(FUSIONS)}.")
+            notices.append(f"'head={literal(head)}' is neither a head number nor one of {', '.join(FUSIONS)}.")
     mask = params.get("mask")
     if mask:
         items = [_int(s) for s in mask.split(",") if s.strip()]
         if any(i is None for i in items):
-            notices.append(f"'mask={mask}' must be patch numbers separated by commas; ignored.")
+            notices.append(f"'mask={literal(mask)}' must be patch numbers separated by commas; ignored.")
         else:
             link = replace(link, mask=tuple(sorted(set(items))))
     link = replace(link, ablate_mode=choice("ablate_mode", ABLATE_MODES))
@@ -136,18 +151,18 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         if all(len(c) == 2 and None not in c for c in cells):
             link = replace(link, ablate=tuple(sorted({(c[0] - 1, c[1] - 1) for c in cells})))
         else:
-            notices.append(f"'ablate={ablate}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
+            notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
     lesson = params.get("lesson")
     if lesson:
         if lesson.lower() in ("1", "true", "yes", "on"):
             link = replace(link, lesson=True, tab=link.tab or (LESSON_TAB if LESSON_TAB in tabs else None))
         elif lesson.lower() not in ("0", "false", "no", "off"):
-            notices.append(f"'lesson={lesson}' should be 1 or 0; ignored.")
+            notices.append(f"'lesson={literal(lesson)}' should be 1 or 0; ignored.")
     step = params.get("step")
     if step:
         i = _int(step)
         if i is None or i < 1:
-            notices.append(f"'step={step}' is not a step number (1, 2, …); showing the first step.")
+            notices.append(f"'step={literal(step)}' is not a step number (1, 2, …); showing the first step.")
         else:
             link = replace(link, step=i)
     photo = params.get("photo")
@@ -155,13 +170,13 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         if PHOTO_KEY.fullmatch(photo.strip().lower()):
             link = replace(link, photo=photo.strip().lower())
         else:
-            notices.append(f"'photo={photo[:48]}' is not a photo's key (40 hex digits); ignored.")
+            notices.append(f"'photo={literal(photo)}' is not a photo's key (40 hex digits); ignored.")
     projector = params.get("projector")
     if projector:
         if projector.lower() in ("1", "true", "yes", "on"):
             link = replace(link, projector=True)
         elif projector.lower() not in ("0", "false", "no", "off"):
-            notices.append(f"'projector={projector}' should be 1 or 0; ignored.")
+            notices.append(f"'projector={literal(projector)}' should be 1 or 0; ignored.")
     return link, notices
 
 
@@ -263,6 +278,7 @@ class LinkPlan:
 
     @property
     def notice_text(self) -> str:
+        """The notices as a Markdown list; each value from the link in it is `literal`."""
         return "\n".join(f"- {n}" for n in self.notices)
 
 
@@ -276,7 +292,9 @@ def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[st
     try:
         g = geometry_of(model)
     except ValueError as e:
-        notices.append(f"Model '{model}' could not be loaded ({e}); using {default_model}.")
+        # The loader's words may name the server's files: those are not the visitor's to read.
+        why = str(e) if not re.search(r"[\\/]", str(e)) else "its files are missing or damaged here"
+        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(why, 120)}); using {literal(default_model)}.")
         model = default_model
         g = geometry_of(model)
     link, more = fit(link, g)

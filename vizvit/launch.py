@@ -8,12 +8,15 @@ then 127.0.0.1:7860 (local only, the safe default on a laptop).
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from .catalog import OFFLINE_FALLBACK
 from .errors import UserError
-from .models import RANDOM_PREFIX
+from .models import RANDOM_PREFIX, is_local_path
 
 if TYPE_CHECKING:
     from .session import Workbench
@@ -45,16 +48,71 @@ def server_address(host: str | None, port: int | None, env: Mapping[str, str]) -
     return host, port
 
 
-def start_model(wb: "Workbench", name: str) -> str:
-    """Load the requested model; when it cannot be had (offline, say), fall back to the same
-    architecture with random weights. The page's banner says so; the reason goes to the log."""
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                "pytorch_model.bin.index.json")
+
+
+@dataclass(frozen=True)
+class Start:
+    """The model the page starts with, and when it is a stand-in, which one failed and why."""
+
+    model: str  # the model loaded: the one asked for, or its stand-in
+    failed: str | None = None  # the model asked for, when it could not be loaded
+    reason: str = ""  # why, in a few plain words (no path, no exception name): fits "(...)"
+
+
+def load_problem(source: str) -> str:
+    """Why a checkpoint did not load, in plain words, read from the checkpoint itself (the loader's
+    exception names a path and an exception class, not what to fix). `source`: a local directory
+    or a hub id."""
+    if not is_local_path(source):
+        return "no internet connection here, or the hub has no such model"
+    folder = Path(source)
+    if not folder.is_dir():
+        return "its folder does not exist"
+    try:
+        json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except OSError:
+        return "its folder has no readable config.json"
+    except ValueError:
+        return "its config.json is not valid JSON"
+    weights = [folder / w for w in WEIGHT_FILES if (folder / w).is_file()]
+    if not weights:
+        return "its folder holds no weights file (model.safetensors)"
+    if weights[0].suffix == ".safetensors":
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(weights[0]), framework="pt") as f:
+                for name in f.keys():  # reading every tensor finds a file cut short
+                    f.get_tensor(name)
+        except Exception:  # noqa: BLE001 - any failure to read it is "damaged" to a lecturer
+            return f"its weights file {weights[0].name} is damaged or incomplete"
+    return "its files are not a ViT checkpoint this page can read"
+
+
+def start(wb: "Workbench", name: str) -> Start:
+    """Load the requested model. When it cannot be had (offline, broken files), fall back to the
+    same architecture with random weights when its config says which (a local ViT-Ti: random
+    ViT-Ti), else to the default random ViT-B/16; the page's banner says which model failed and
+    why (Start), the log says it too, with the loader's own words."""
     try:
         wb.model(name)
-        return name
+        return Start(name)
     except ValueError as e:
         if name.startswith(RANDOM_PREFIX):
             raise
-        log.warning("Could not load %s (%s): showing %s (untrained random weights) instead. "
-                    "Run with --model PATH for a local checkpoint.", name, e, OFFLINE_FALLBACK)
-        wb.model(OFFLINE_FALLBACK)
-        return OFFLINE_FALLBACK
+        catalog = wb.catalog
+        source = catalog.source(name) if catalog is not None else name
+        twin = catalog.twin_of(name) if catalog is not None else None
+        fallback = twin or OFFLINE_FALLBACK
+        reason = load_problem(source)
+        log.warning("Could not load %s: %s (%s). Showing %s (untrained random weights) instead.",
+                    name, reason, e, fallback)
+        wb.model(fallback)
+        return Start(fallback, name, reason)
+
+
+def start_model(wb: "Workbench", name: str) -> str:
+    """The model start() loads: the requested one, or its random-weights stand-in."""
+    return start(wb, name).model

@@ -166,10 +166,16 @@ def upload_status(had_photo: bool, failed: bool) -> str:
     return first + rest
 
 
-def banner(vm: VitModel, offline: bool) -> str:
+def banner(vm: VitModel, offline: bool, failed: str | None = None, reason: str = "") -> str:
     """The one plain-language line that stays on the page while its maps could mislead: untrained
-    weights, and why. Empty for a trained model online. No exception names, no command lines."""
+    weights, and why. Empty for a trained model online. No exception names, no command lines.
+    failed, reason: the model the server was started with, which could not be loaded, and why
+    (vizvit.launch.Start): `vm` is its stand-in."""
     g = vm.geometry
+    if failed and not vm.is_pretrained:
+        return (f"⚠️ The model **{short_name(failed)}** could not be loaded ({reason}), so this page shows "
+                f"the {g.num_layers}-layer ViT architecture with **untrained random weights**."
+                + detail(" The maps show the mathematics, not learned behaviour, and the predictions are meaningless."))
     if not vm.is_pretrained:
         why = "No internet connection here: showing" if offline else "Showing"
         # Projector mode keeps the first sentence (one line; see DETAIL_CLASS).

@@ -1,0 +1,239 @@
+"""The API's edge (issue 42): every public endpoint, sent every kind of bad value over plain REST
+and through gradio_client, answers with a message a caller can act on, that shows nothing of the
+server (no path, no object repr, no traceback), and leaves no traceback in the server's log;
+Gradio's own file route and upload route too. The expectations are written by hand, per case:
+nothing here calls the code under test to decide what is right."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client, handle_file
+
+from appserver import page_name, serving
+from page.endpoints import PUBLIC_ENDPOINTS
+from tiny import EXAMPLES
+
+PHOTO = EXAMPLES / "chelsea.jpg"
+NOT_UPLOADED = "photo must be an uploaded file (gradio_client: handle_file(path))"
+GENERIC = "Something went wrong"  # kit.safe's words for an unexpected exception: a bug, not a refusal
+HERE = Path(__file__).resolve().parent.parent
+FILE_META = {"_type": "gradio.FileData"}
+
+# A photo argument that is not an uploaded file. With FileData's meta, Gradio checks it itself
+# (before the handler); without it, only the handler can.
+BAD_PHOTOS = {
+    "float": 1.5, "list": [1, 2], "string": "chelsea.jpg", "None": None, "dict without path": {"name": "x.jpg"},
+    "bare server path": {"path": str(HERE / "assets" / "examples" / "chelsea.jpg")},
+    "server path with meta": {"path": str(HERE / "app.py"), "meta": FILE_META},
+    "relative path with meta": {"path": "../../etc/hostname", "meta": FILE_META},
+    "empty path": {"path": "", "meta": FILE_META},
+    "URL with meta": {"path": "http://127.0.0.1:9/cat.jpg", "meta": FILE_META},  # never fetched by the server
+}
+# Wrong types for every other argument: each is refused with a message, or (None for a list, say)
+# taken as the default; never a traceback.
+BAD_VALUES = {"float": 1.5, "huge": 10 ** 30, "string": "x", "None": None, "list": [1],
+              "dict with a path": {"path": "/etc/passwd"}}
+
+
+def shows_nothing_of_the_server(message: str) -> None:
+    """A message a caller can read: words, no absolute path, no repr, no traceback, no generic failure."""
+    assert message and message.strip(), "an empty message says nothing"
+    assert "Traceback" not in message and 'File "' not in message
+    assert not re.search(r"0x[0-9a-fA-F]{6,}|object at", message), message
+    assert not re.search(r"(?<![\w.])/[\w.@-]+/", message), f"a path: {message}"  # /x/..., not "a/b"
+    for secret in (str(HERE), tempfile.gettempdir() + "/", "site-packages", os.path.expanduser("~")):
+        assert secret not in message, f"{secret} in {message}"
+    assert GENERIC not in message, f"an unexpected exception, not a refusal: {message}"
+
+
+@pytest.fixture(scope="module")
+def server(tiny16):
+    with serving(tiny16) as (url, wb):
+        yield url, page_name(tiny16)
+
+
+@pytest.fixture
+def log_has_no_traceback(caplog, capfd):
+    """After the test: no log record carries an exception, and nothing printed one (queueing.py's
+    traceback.print_exc writes to stderr)."""
+    caplog.set_level(logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request: noise
+    yield
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[-3000:]
+    with_exc = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+    assert not with_exc, [r.getMessage() for r in with_exc]
+
+
+def uploaded(url: str) -> dict:
+    with open(PHOTO, "rb") as f:
+        r = httpx.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", f, "image/jpeg")}, timeout=60)
+    r.raise_for_status()
+    return {"path": r.json()[0], "meta": FILE_META}
+
+
+def rest(url: str, endpoint: str, data: list) -> tuple[bool, str]:
+    """(succeeded, the answer's text or error message) of one call over Gradio's REST API."""
+    r = httpx.post(f"{url}gradio_api/call/{endpoint}", json={"data": data}, timeout=60)
+    if r.status_code != 200:
+        detail = r.json().get("detail")
+        return False, detail if isinstance(detail, str) else json.dumps(detail)
+    event = r.json()["event_id"]
+    text = httpx.get(f"{url}gradio_api/call/{endpoint}/{event}", timeout=300).text
+    kind = re.findall(r"^event: (\w+)", text, re.M)[-1]
+    data_line = re.findall(r"^data: (.*)$", text, re.M)[-1]
+    if kind == "complete":
+        return True, data_line
+    payload = json.loads(data_line)
+    return False, (payload or {}).get("error") or ""
+
+
+def defaults(url: str, endpoint: str, model: str) -> list:
+    """A good call's arguments, in order, from /gradio_api/info (the photo: an uploaded file)."""
+    params = httpx.get(url + "gradio_api/info", timeout=60).json()["named_endpoints"][f"/{endpoint}"]["parameters"]
+    out = []
+    for p in params:
+        name = p["parameter_name"]
+        out.append(uploaded(url) if name == "photo" else model if name.startswith("model") else p["parameter_default"])
+    return out
+
+
+PHOTO_ENDPOINTS = [e for e in PUBLIC_ENDPOINTS if e not in ("positions", "stats")]
+
+
+def test_there_are_seven_photo_endpoints():
+    assert len(PHOTO_ENDPOINTS) == 7  # the issue's count; a new one joins every test below
+
+
+@pytest.mark.parametrize("endpoint", PHOTO_ENDPOINTS)
+def test_a_photo_that_is_not_an_uploaded_file_gets_one_plain_message(server, endpoint, log_has_no_traceback):
+    url, model = server
+    good = defaults(url, endpoint, model)
+    assert rest(url, endpoint, good)[0], "the good call answers"
+    client = Client(url, verbose=False)
+    for name, bad in BAD_PHOTOS.items():
+        ok, message = rest(url, endpoint, [bad, *good[1:]])
+        assert not ok and NOT_UPLOADED in message, (name, message)
+        shows_nothing_of_the_server(message)
+        if isinstance(bad, dict) and "meta" in bad:
+            continue  # to gradio_client, a file of the CLIENT's machine: it uploads it (handle_file's way)
+        with pytest.raises(Exception) as e:  # gradio_client sends the value as it is
+            client.predict(bad, *good[1:], api_name=f"/{endpoint}")
+        assert NOT_UPLOADED in str(e.value), (name, str(e.value))
+        shows_nothing_of_the_server(str(e.value))
+
+
+def test_a_photo_cleaned_away_since_its_upload_is_refused_plainly(server, log_has_no_traceback):
+    url, model = server
+    photo = uploaded(url)
+    Path(photo["path"]).unlink()
+    ok, message = rest(url, "analyze", [photo, model])
+    assert not ok and "upload it again" in message
+    shows_nothing_of_the_server(message)
+
+
+@pytest.mark.parametrize("endpoint", PUBLIC_ENDPOINTS)
+def test_too_few_values_say_how_many_and_which(server, endpoint, log_has_no_traceback):
+    url, model = server
+    good = defaults(url, endpoint, model)
+    if not good:
+        pytest.skip("stats takes no values")
+    for n in range(len(good)):
+        ok, message = rest(url, endpoint, good[:n])
+        assert not ok and f"{endpoint} takes {len(good)} values" in message and f"got {n}" in message, message
+        shows_nothing_of_the_server(message)
+    ok, _ = rest(url, endpoint, [*good, "one too many"])  # Gradio ignores extra values
+    assert ok
+
+
+@pytest.mark.parametrize("endpoint", PUBLIC_ENDPOINTS)
+def test_wrong_types_for_every_other_argument_are_refused_plainly(server, endpoint, log_has_no_traceback):
+    url, model = server
+    good = defaults(url, endpoint, model)
+    params = httpx.get(url + "gradio_api/info", timeout=60).json()["named_endpoints"][f"/{endpoint}"]["parameters"]
+    cases = [(p["parameter_name"], name, [*good[:i], bad, *good[i + 1:]])
+             for i, p in enumerate(params) if p["parameter_name"] != "photo" for name, bad in BAD_VALUES.items()]
+    with ThreadPoolExecutor(8) as pool:  # the server answers several at once, as for several visitors
+        answers = list(pool.map(lambda case: rest(url, endpoint, case[2]), cases))
+    names = [p["parameter_name"].replace("_", " ") for p in params] + [p["parameter_name"] for p in params]
+    for (param, name, _), (ok, message) in zip(cases, answers):
+        if not ok:
+            shows_nothing_of_the_server(message)
+            # it names an argument (query_row=True alone: query_col), or the model list to choose from
+            assert any(n in message for n in names) or "page's list" in message, (param, name, message)
+    assert not cases or not all(ok for ok, _ in answers)
+
+
+def test_a_body_that_is_not_json_data_gets_a_plain_422(server):
+    url, _ = server
+    for body in ({"data": "x"}, {"data": {"path": "/etc/passwd"}}, {"nothing": 1}):
+        r = httpx.post(f"{url}gradio_api/call/analyze", json=body, timeout=60)
+        assert r.status_code == 422
+        shows_nothing_of_the_server(r.json()["detail"])
+        assert "/etc/passwd" not in r.text
+
+
+@pytest.mark.parametrize("path", ["app.py", str(HERE / "app.py"), "/etc/passwd", "../../../etc/passwd",
+                                  tempfile.gettempdir() + "/x/../../etc/passwd"])
+def test_the_file_route_refuses_without_naming_the_path(server, path):
+    url, _ = server
+    r = httpx.get(f"{url}gradio_api/file={path}", timeout=60)
+    assert r.status_code in (403, 404)
+    assert "root:" not in r.text and "import" not in r.text
+    detail = r.json()["detail"]
+    shows_nothing_of_the_server(detail)
+    assert "passwd" not in detail and "app.py" not in detail
+
+
+def upload_folder_files() -> set[Path]:
+    from gradio.utils import get_upload_folder
+
+    return {p for p in Path(get_upload_folder()).rglob("*") if p.is_file()}
+
+
+def test_a_client_dropped_mid_upload_leaves_no_partial_file(server, log_has_no_traceback):
+    """Half a multipart body (4 MB of a declared 8 MB file), then the socket closes: the temp folder
+    holds no new file afterwards (Gradio writes the part to a NamedTemporaryFile as it arrives)."""
+    url, _ = server
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    from gradio.utils import get_upload_folder
+
+    root = Path(get_upload_folder())
+    before = upload_folder_files()
+    boundary = "vizvitboundary"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"half.jpg\"\r\n"
+            "Content-Type: image/jpeg\r\n\r\n").encode()
+    size = 8 << 20
+    with socket.create_connection((host, port), timeout=30) as s:
+        s.sendall((f"POST /gradio_api/upload HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                   f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                   f"Content-Length: {len(head) + size + 64}\r\n\r\n").encode() + head)
+        chunk = b"\xff" * (1 << 16)
+        for _ in range((4 << 20) // len(chunk)):
+            s.sendall(chunk)
+        # the part is on disk now, half written: Gradio's NamedTemporaryFile, tmp*, at the folder's top
+        # (a finished upload moves into a <sha256>/ folder). Other servers on this machine may upload
+        # into the same folder meanwhile: only this part is followed.
+        deadline = time.monotonic() + 60
+        partial: list[Path] = []
+        while time.monotonic() < deadline and not partial:
+            partial = [p for p in upload_folder_files() - before if p.name.startswith("tmp")
+                       and p.parent == root and p.stat().st_size >= 1 << 20]
+            time.sleep(0.1)
+        assert partial, "the server writes the part as it arrives (else this tests nothing)"
+    deadline = time.monotonic() + 60  # the server notices the closed socket: a liveness wait, not a timing
+    while time.monotonic() < deadline and any(p.exists() for p in partial):
+        time.sleep(0.2)
+    assert not any(p.exists() for p in partial), "a partial upload was left behind"
+    assert uploaded(url)["path"]  # and the server still takes uploads
