@@ -112,6 +112,7 @@ class Cluster:
     nginx: str | None = None
     workers: int = 1
     replicas: list[subprocess.Popen] = field(default_factory=list)
+    _env: dict = field(default_factory=dict, repr=False)
     replica_ports: list[int] = field(default_factory=list)
     proxy: subprocess.Popen | None = None
 
@@ -133,8 +134,8 @@ class Cluster:
         self.folder = Path(self.folder or tempfile.mkdtemp(prefix="vizvit-deploy-"))
         self.folder.chmod(0o755)  # as root, nginx's workers (nobody) write their temp files here
         self.port = self.port or free_port()
-        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-               "GRADIO_ANALYTICS_ENABLED": "False"}
+        env = self._env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+                           "GRADIO_ANALYTICS_ENABLED": "False"}
         try:
             for i in range(self.n):
                 port = free_port()
@@ -158,6 +159,14 @@ class Cluster:
             self.stop()
             raise
         return self
+
+    def restart(self, i: int) -> None:
+        """Start replica i again on its port (nginx's config names ports): its students reconnect."""
+        if self.replicas[i].poll() is None:
+            return
+        log = open(self.folder / f"replica{i}.log", "a")
+        self.replicas[i] = subprocess.Popen(self.replicas[i].args, env=self._env, cwd=ROOT, stdout=log,
+                                            stderr=subprocess.STDOUT)
 
     def kill(self, i: int) -> None:
         """Replica i dies at once (SIGKILL: no goodbye to its students), as a crashed machine would."""
@@ -210,9 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.replicas} replicas ({', '.join(cluster.replica_address(i) for i in range(cluster.n))}) "
           f"behind nginx on {cluster.url}; logs in {cluster.folder}. Ctrl-C stops all.", flush=True)
     try:
-        while all(p.poll() is None for p in [cluster.proxy, *cluster.replicas]):
+        # A replica that dies is started again (its students get "reload the page" from whichever
+        # replica nginx passes them to meanwhile); nginx itself dying ends the run.
+        while cluster.proxy.poll() is None:
+            for i, p in enumerate(cluster.replicas):
+                if p.poll() is not None:
+                    print(f"replica {i} exited ({p.returncode}): starting it again", file=sys.stderr, flush=True)
+                    cluster.restart(i)
             time.sleep(1)
-        print("a process exited; stopping the others", file=sys.stderr)
+        print("nginx exited; stopping the replicas", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

@@ -1,0 +1,176 @@
+"""Replicas behind nginx (deploy/, issue 42).
+
+With two plain stand-in servers (no model): nginx sets the route cookie on a visitor's first
+answer and sends that first request where every later one goes; students spread over both
+replicas; a dead replica's students go to the other; an SSE stream is passed on as written.
+
+With the real app: two replicas and nginx on loopback, the lecture-hall benchmark through nginx
+(40 students, 0 crossed answers, each student's requests all on one replica, from nginx's log);
+then one replica is killed in the middle of a second hall: the other replica's students lose
+nothing, the dead one's get a plain "reload" sentence (never a traceback), and their next upload
+works. Skips with one line where nginx is not installed (CI installs it)."""
+
+from __future__ import annotations
+
+import http.server
+import re
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tiny import EXAMPLES, ROOT, make_tiny_vit
+
+sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "benchmarks")]
+import cluster  # noqa: E402
+
+NGINX = cluster.find_nginx()
+needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (CI: apt-get install nginx)")
+RELOAD = "reload the page to reconnect"
+
+
+# ------------------------------------------------------------------ nginx alone, stand-in replicas
+class Named(http.server.ThreadingHTTPServer):
+    """A stand-in replica: answers its own name; /sse writes one event, waits until the test says
+    it arrived, then writes a second (a buffering proxy would hold the first: the wait times out)."""
+
+    daemon_threads = True
+
+    def __init__(self, name: str):
+        self.name, self.first_seen, self.waited, self.dead = name, threading.Event(), None, False
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):  # quiet
+                pass
+
+            def do_GET(self):
+                if outer.dead:  # a killed process answers nothing, on a kept-alive connection too
+                    self.close_connection = True
+                    return
+                if self.path == "/sse":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for i, event in enumerate((b"data: one\n\n", b"data: two\n\n")):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                        self.wfile.flush()
+                        if i == 0:
+                            outer.waited = outer.first_seen.wait(timeout=20)
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+                body = outer.name.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def die(self) -> None:
+        self.dead = True
+        self.shutdown()
+        self.server_close()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def nginx_before_two(tmp_path):
+    """nginx (the shipped config) in front of two stand-in replicas: (url, [replica A, replica B], folder)."""
+    import subprocess
+
+    replicas = [Named("A"), Named("B")]
+    port = cluster.free_port()
+    conf = tmp_path / "nginx.conf"
+    tmp_path.chmod(0o755)
+    conf.write_text(cluster.render(f"127.0.0.1:{port}", [r.address for r in replicas], tmp_path))
+    proc = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        cluster.wait_http(f"http://127.0.0.1:{port}/", proc, "nginx", timeout=30)
+        yield f"http://127.0.0.1:{port}/", replicas, tmp_path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        for r in replicas:
+            r.shutdown()
+            r.server_close()
+
+
+@needs_nginx
+def test_nginx_sets_the_cookie_and_keeps_each_visitor_on_one_replica(nginx_before_two):
+    import httpx
+
+    url, replicas, _ = nginx_before_two
+    seen = defaultdict(set)
+    for _ in range(40):  # 40 visitors, each: a first request without a cookie, then 5 with it
+        with httpx.Client() as visitor:
+            first = visitor.get(url)
+            cookie = visitor.cookies.get(cluster.COOKIE)
+            assert cookie and first.headers[cluster.REPLICA_HEADER] in {r.address for r in replicas}
+            seen[cookie].add(first.text)
+            for _ in range(5):
+                r = visitor.get(url + "gradio_api/queue/data")
+                assert cluster.COOKIE not in r.headers.get("set-cookie", ""), "the cookie is set once"
+                seen[cookie].add(r.text)
+    assert all(len(names) == 1 for names in seen.values()), "a visitor's requests went to two replicas"
+    per_replica = defaultdict(int)
+    for names in seen.values():
+        per_replica[next(iter(names))] += 1
+    assert set(per_replica) == {"A", "B"}, per_replica  # 40 visitors all on one: the hash spreads nothing
+
+    # Replica A dies: its visitors' next requests go to B (nginx passes a refused connection on).
+    on_a = [c for c, names in seen.items() if names == {"A"}]
+    replicas[0].die()
+    for c in on_a:
+        r = httpx.get(url, cookies={cluster.COOKIE: c})
+        assert r.status_code == 200 and r.text == "B"
+
+
+@needs_nginx
+def test_an_sse_stream_passes_through_as_it_is_written(nginx_before_two):
+    import httpx
+
+    url, replicas, _ = nginx_before_two
+    with httpx.Client(timeout=30) as visitor:
+        visitor.get(url)  # the cookie: which replica this visitor's stream is on
+        name = visitor.get(url).text
+        replica = next(r for r in replicas if r.name == name)
+        got = []
+        with visitor.stream("GET", url + "sse") as s:
+            for line in s.iter_lines():
+                if line.startswith("data:"):
+                    got.append(line)
+                    replica.first_seen.set()  # the replica writes the second event only now
+    assert got == ["data: one", "data: two"]
+    assert replica.waited, "the first event reached the student only with the second: nginx buffered the stream"
+
+
+@needs_nginx
+def test_every_replica_down_is_one_plain_sentence(nginx_before_two):
+    import httpx
+
+    url, replicas, _ = nginx_before_two
+    for r in replicas:
+        r.die()
+    r = httpx.get(url)
+    assert r.status_code == 503 and RELOAD in r.text and "nginx" not in r.text
+
+
+def test_render_refuses_no_replica_and_a_cookie_nginx_cannot_name(tmp_path):
+    with pytest.raises(ValueError, match="at least one replica"):
+        cluster.render("127.0.0.1:1", [], tmp_path)
+    with pytest.raises(ValueError, match="cookie name"):
+        cluster.render("127.0.0.1:1", ["127.0.0.1:2"], tmp_path, cookie="a-b")
+    text = cluster.render("127.0.0.1:1", ["127.0.0.1:2", "127.0.0.1:3"], tmp_path)
+    assert re.search(r"@[A-Z_]+@", re.sub(r"#.*", "", text)) is None, "a placeholder left in the config"
