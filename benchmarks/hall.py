@@ -76,7 +76,8 @@ def student(url: str) -> Any:
     real hall. httpx accepts a ready ssl.SSLContext wherever gradio_client passes `ssl_verify`."""
     from gradio_client import Client
 
-    return Client(url, verbose=False, ssl_verify=_TLS)
+    # httpx's 5 s default is shorter than a busy 2-core machine takes to send the 0.8 MB config.
+    return Client(url, verbose=False, ssl_verify=_TLS, httpx_kwargs={"timeout": 120})
 
 
 def _tls() -> Any:
@@ -333,6 +334,9 @@ def hall(clients: list[Any], model: str, files: list[str], examples: list[bool],
         except Exception as e:  # noqa: BLE001 - a benchmark records every failure
             r["error"] = f"{kind}: {type(e).__name__}: {e}"[:300]
             r["queue_full"] = is_queue_full(e)
+            body = getattr(getattr(e, "response", None), "text", None)  # e.g. a proxy's own answer
+            if body:
+                r["http_body"] = body[:300]
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
@@ -432,6 +436,9 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
         "cpu_count": os.cpu_count(), "load_avg_before": extra["load_avg_before"],
         "other_processes_cores_during_hall": round(extra["others_cores"], 2),
         "clients_cores_during_hall": round(extra["clients_cores"], 2),
+        # What the server side (app, or replicas + nginx) spent: the sizing figure (deploy/README.md).
+        "server_cpu_s_during_hall": round(extra.get("server_cpu_s", float("nan")), 2),
+        "server_cpu_s_per_student": round(extra.get("server_cpu_s", float("nan")) / max(1, len(results)), 3),
         "hall_wall_s": round(extra["hall_wall_s"], 2), "connect_clients_s": round(extra["connect_s"], 2),
         "bare_forward_ms": round(extra["bare"]["forward_ms"], 2),
         "bare_analyze_ms": round(extra["bare"]["analyze_ms"], 2),
@@ -489,6 +496,8 @@ def table(rep: dict) -> str:
         ("machine", f"{rep['cpu_count']} cores; other processes used "
                     f"{rep['other_processes_cores_during_hall']:.2f} cores, the simulated clients "
                     f"{rep['clients_cores_during_hall']:.2f}, during the hall ({rep['hall_wall_s']:.1f} s)"),
+        ("server CPU during the hall", f"{rep['server_cpu_s_during_hall']} s = "
+                                       f"{rep['server_cpu_s_per_student']} s a student"),
         ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms); "
                                       f"in the server during the hall: p50 {rep['server_forward_ms_p50']} ms, "
                                       f"max {rep['server_forward_ms_max']} ms"),
@@ -562,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
         busy1, ours1, me1, wall = (cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
                                    time.perf_counter() - t0)
         clients_cores = (me1 - me0) / wall  # the simulated students themselves (this process)
+        server_cpu_s = (ours1 - ours0) - (me1 - me0)
         peak = sampler.stop()
         close_all(clients)
         # Others on the machine during the hall, in cores (what this run could not use).
@@ -583,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
                                         rss_samples=sampler.samples, forwards_run=forwards_run,
                                         forwards_source=source, load_avg_before=load_avg_before,
                                         others_cores=others_cores, clients_cores=clients_cores,
-                                        hall_wall_s=wall, connect_s=connect_s))
+                                        hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s))
     rep["server_crashed"] = crashed
     print(json.dumps({k: v for k, v in rep.items() if k != "per_student"}, indent=2))
     print()

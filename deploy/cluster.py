@@ -65,17 +65,23 @@ def worker_user() -> str:
     return "user nobody nogroup;"
 
 
+def others_can_enter(path: Path) -> bool:
+    """Whether a user other than the owner can reach files under `path` (every folder up to / has o+x)."""
+    return all(p.stat().st_mode & 0o001 for p in [path.resolve(), *path.resolve().parents])
+
+
 def render(listen: str, replicas: Sequence[str], folder: Path, workers: int = 1,
-           cookie: str = COOKIE, max_body: str = MAX_BODY) -> str:
+           cookie: str = COOKIE, max_body: str = MAX_BODY, temp: Path | None = None) -> str:
     """nginx.conf for `replicas` ("host:port" each) behind `listen` ("host:port"), every path
-    nginx writes under `folder`. Raises ValueError for no replica or an odd cookie name."""
+    nginx writes under `folder` (its workers' temp files under `temp`, default `folder`).
+    Raises ValueError for no replica or an odd cookie name."""
     if not replicas:
         raise ValueError("at least one replica is needed")
     if not cookie.replace("_", "").isalnum():
         raise ValueError(f"cookie name {cookie!r}: letters, digits and _ only (nginx names it $cookie_{cookie})")
     servers = "\n".join(f"        server {r} max_fails=1 fail_timeout=10s;" for r in replicas)
     text = TEMPLATE.read_text()
-    for name, value in (("SERVERS", servers), ("LISTEN", listen), ("DIR", str(folder)), ("WORKERS", str(workers)),
+    for name, value in (("SERVERS", servers), ("LISTEN", listen), ("DIR", str(folder)), ("TEMP", str(temp or folder)), ("WORKERS", str(workers)),
                         ("COOKIE", cookie), ("MAX_BODY", max_body)):
         text = text.replace(f"@{name}@", value)
     user = worker_user()
@@ -131,8 +137,15 @@ class Cluster:
         self.nginx = self.nginx or find_nginx()
         if self.nginx is None:
             raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
-        self.folder = Path(self.folder or tempfile.mkdtemp(prefix="vizvit-deploy-"))
-        self.folder.chmod(0o755)  # as root, nginx's workers (nobody) write their temp files here
+        if self.folder is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="vizvit-deploy-"))
+            self.folder.chmod(0o755)
+        self.folder = Path(self.folder)
+        # As root, nginx's workers run as nobody and write uploads to temp files: somewhere they can reach.
+        temp = self.folder
+        if worker_user() and not others_can_enter(self.folder):
+            temp = Path(tempfile.mkdtemp(prefix="vizvit-nginx-temp-"))
+            temp.chmod(0o755)
         self.port = self.port or free_port()
         env = self._env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
                            "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -148,7 +161,7 @@ class Cluster:
                 wait_http(self.replica_url(i), proc, f"replica {i} (log: {self.folder}/replica{i}.log)")
             conf = self.folder / "nginx.conf"
             conf.write_text(render(f"{self.host}:{self.port}", [self.replica_address(i) for i in range(self.n)],
-                                   self.folder, self.workers))
+                                   self.folder, self.workers, temp=temp))
             base = [self.nginx, "-p", str(self.folder), "-c", str(conf), "-e", str(self.folder / "error.log")]
             check = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True)
             if check.returncode != 0:
