@@ -155,7 +155,11 @@ class Cluster:
                 log = open(self.folder / f"replica{i}.log", "w")  # a file, not a pipe: a full pipe stalls a server
                 cmd = [sys.executable, str(ROOT / "app.py"), "--model", self.model, "--host", "127.0.0.1",
                        "--port", str(port), *self.app_args]
-                self.replicas.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
+                # Each its own Gradio upload folder: in a shared one (/tmp/gradio), two replicas given
+                # the same photo at once write the same file, and one reads it half written ("The
+                # file could not be read": 8 of 20 example students in a hall through nginx).
+                own = {**env, "GRADIO_TEMP_DIR": str(self.folder / f"replica{i}-files")}
+                self.replicas.append(subprocess.Popen(cmd, env=own, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
                 self.replica_ports.append(port)
             for i, proc in enumerate(self.replicas):  # they load their models side by side
                 wait_http(self.replica_url(i), proc, f"replica {i} (log: {self.folder}/replica{i}.log)")
@@ -178,7 +182,8 @@ class Cluster:
         if self.replicas[i].poll() is None:
             return
         log = open(self.folder / f"replica{i}.log", "a")
-        self.replicas[i] = subprocess.Popen(self.replicas[i].args, env=self._env, cwd=ROOT, stdout=log,
+        env = {**self._env, "GRADIO_TEMP_DIR": str(self.folder / f"replica{i}-files")}
+        self.replicas[i] = subprocess.Popen(self.replicas[i].args, env=env, cwd=ROOT, stdout=log,
                                             stderr=subprocess.STDOUT)
 
     def kill(self, i: int) -> None:
