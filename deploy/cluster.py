@@ -147,8 +147,12 @@ class Cluster:
             temp = Path(tempfile.mkdtemp(prefix="vizvit-nginx-temp-"))
             temp.chmod(0o755)
         self.port = self.port or free_port()
+        # The machine's cores shared out: each replica's torch would otherwise take them all
+        # (vizvit.threads), and N replicas' forwards would fight over them (VIZVIT_THREADS wins).
+        share = str(max(1, len(os.sched_getaffinity(0)) // self.n))
         env = self._env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-                           "GRADIO_ANALYTICS_ENABLED": "False"}
+                           "GRADIO_ANALYTICS_ENABLED": "False",
+                           "VIZVIT_THREADS": os.environ.get("VIZVIT_THREADS") or share}
         try:
             for i in range(self.n):
                 port = free_port()
