@@ -276,3 +276,50 @@ def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx):
             assert again["analyze"]["photo_sha1"] != r.get("answers", {}).get("analyze", {}).get("photo_sha1")
         hall.close_all(clients)
         assert replica_of(c.url, clients[0]) == alive
+
+
+# ------------------------------------------------------------------ a page whose replica died
+def test_an_event_from_a_session_this_process_never_served_says_reload():
+    """A student whose replica died reaches another with their old page: its events that read the
+    photo key answer "reload the page" instead of computing on a key that is not there; a page
+    loaded here, or a new photo, starts afresh; the public API reads no key and is untouched."""
+    from types import SimpleNamespace
+
+    import gradio as gr
+    from gradio.context import LocalContext
+
+    from page import kit
+
+    with gr.Blocks() as demo:
+        key = gr.State(None)
+        photo = gr.File()
+        out = gr.Textbox()
+        demo.load(lambda: None, None, None)
+        photo.change(lambda f, k: "new photo", [photo, key], out)
+        out.change(lambda k: f"key {k}", key, out)
+        def echo(x: int) -> int:
+            return x
+
+        gr.api(echo, api_name="echo")
+    pages = kit.Pages()
+    assert kit.refuse_lost_sessions(demo, key, fresh=(photo,), pages=pages) == 1
+    fns = {}
+    for f in demo.fns.values():
+        kind = "api" if f.api_name == "echo" else f.targets[0][1] if f.targets[0][0] != photo._id else "photo"
+        fns[kind] = f.fn
+
+    def as_session(session: str | None, fn, *args):
+        token = LocalContext.request.set(SimpleNamespace(session_hash=session) if session else None)
+        try:
+            return fn(*args)
+        finally:
+            LocalContext.request.reset(token)
+
+    with pytest.raises(gr.Error, match="This server was restarted: reload the page to reconnect"):
+        as_session("from-a-dead-replica", fns["change"], None)
+    assert as_session(None, fns["change"], None) == "key None"  # no session: a direct call
+    as_session("loaded-here", fns["load"])
+    assert as_session("loaded-here", fns["change"], None) == "key None"
+    assert as_session("from-a-dead-replica", fns["photo"], "f", None) == "new photo"  # a new upload works
+    assert as_session("from-a-dead-replica", fns["change"], None) == "key None"  # and then everything
+    assert as_session("never-loaded", fns["api"], 3) == 3
