@@ -4,13 +4,15 @@ cat, the others their own photo, each then moves two attention controls. One com
     python benchmarks/hall.py                                    # random ViT-B/16, 40 students, 10 s
     python benchmarks/hall.py --model ../shared/models/vit-tiny-augreg --students 100 --seconds 30
     python benchmarks/hall.py --json hall.json --queue-size 64 --concurrency 4
+    python benchmarks/hall.py --model ../shared/models/vit-tiny-augreg --replicas 2   # through nginx
 
 The real app (`python app.py --model M --device cpu`) runs as a subprocess on 127.0.0.1; each
 student is its own gradio_client Client (connected before the hall starts, so the clock measures
 the server, not the client's handshake), arriving at evenly spaced times over T seconds, the
 example students spread evenly among them. Each calls /analyze (the example: assets/examples/
 chelsea.jpg; the others: a distinct generated 640×480 photo), then /attention layer 1 head "mean",
-then /attention last layer head 1.
+then /attention last layer head 1. With --replicas N the students reach N such servers through
+nginx, sticky per student (deploy/cluster.py); peak RSS and CPU are then the replicas' and nginx's.
 
 Reports (JSON, and a short table):
   - the wait for the first answer (arrival -> /analyze answer), p50/p95, example and own-photo
@@ -74,7 +76,8 @@ def student(url: str) -> Any:
     real hall. httpx accepts a ready ssl.SSLContext wherever gradio_client passes `ssl_verify`."""
     from gradio_client import Client
 
-    return Client(url, verbose=False, ssl_verify=_TLS)
+    # httpx's 5 s default is shorter than a busy 2-core machine takes to send the 0.8 MB config.
+    return Client(url, verbose=False, ssl_verify=_TLS, httpx_kwargs={"timeout": 120})
 
 
 def _tls() -> Any:
@@ -117,17 +120,56 @@ def start_server(model: str, port: int, queue: int | None, conc: int | None, ext
     raise RuntimeError("server did not start in 300 s")
 
 
+class ThroughNginx:
+    """--replicas N: deploy/cluster.py's replicas behind nginx, in place of start_server's process."""
+
+    def __init__(self, model: str, n: int, queue: int | None, conc: int | None):
+        sys.path.insert(0, str(ROOT / "deploy"))
+        from cluster import Cluster
+
+        flags = ["--device", "cpu", *(["--queue-size", str(queue)] if queue is not None else []),
+                 *(["--concurrency", str(conc)] if conc is not None else [])]
+        self.cluster = Cluster(model, n, app_args=flags).start()
+        self.url = self.cluster.url
+
+    @property
+    def pid(self) -> list[int]:
+        return [p.pid for p in (self.cluster.proxy, *self.cluster.replicas)]
+
+    def poll(self) -> int | None:
+        return next((c for c in (p.poll() for p in (self.cluster.proxy, *self.cluster.replicas)) if c is not None),
+                    None)
+
+    def terminate(self) -> None:
+        self.cluster.stop()
+
+    kill = terminate
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
 def server_log(proc: Any, tail: int = 3000) -> str:
+    if isinstance(proc, ThroughNginx):
+        return "\n".join(proc.cluster.log(i, tail) for i in range(proc.cluster.n))
     proc.log.seek(0)
     return proc.log.read()[-tail:]
 
 
-def tree_rss(pid: int) -> int:
-    try:
-        p = psutil.Process(pid)
-        procs = [p, *p.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0
+def _trees(pid: int | list[int]) -> list[Any]:
+    """The processes under `pid` (one server, or several: --replicas), each with its children."""
+    procs = []
+    for root in [pid] if isinstance(pid, int) else pid:
+        try:
+            p = psutil.Process(root)
+            procs += [p, *p.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+    return procs
+
+
+def tree_rss(pid: int | list[int]) -> int:
+    procs = _trees(pid)
     total = 0
     for q in procs:
         try:
@@ -163,15 +205,14 @@ def cpu_busy_s() -> float:
     return sum(t) - t.idle - getattr(t, "iowait", 0.0)
 
 
-def own_cpu_s(pid: int) -> float:
+def own_cpu_s(pid: int | list[int]) -> float:
     """CPU seconds of this process and of the server's tree (the part of the machine's load that is ours)."""
     total = sum(psutil.Process().cpu_times()[:2])
-    try:
-        p = psutil.Process(pid)
-        for q in [p, *p.children(recursive=True)]:
+    for q in _trees(pid):
+        try:
             total += sum(q.cpu_times()[:2])
-    except psutil.NoSuchProcess:
-        pass
+        except psutil.NoSuchProcess:
+            pass
     return total
 
 
@@ -293,6 +334,9 @@ def hall(clients: list[Any], model: str, files: list[str], examples: list[bool],
         except Exception as e:  # noqa: BLE001 - a benchmark records every failure
             r["error"] = f"{kind}: {type(e).__name__}: {e}"[:300]
             r["queue_full"] = is_queue_full(e)
+            body = getattr(getattr(e, "response", None), "text", None)  # e.g. a proxy's own answer
+            if body:
+                r["http_body"] = body[:300]
 
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
@@ -387,10 +431,14 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
         "model": extra["model"], "students": len(results), "seconds": args.seconds,
         "example_share": args.example_share, "example_students": n_example, "own_photo_students": n_own,
         "queue_size": args.queue_size if args.queue_size is not None else "app default",
+        "replicas_behind_nginx": args.replicas,
         "concurrency": args.concurrency if args.concurrency is not None else "app default",
         "cpu_count": os.cpu_count(), "load_avg_before": extra["load_avg_before"],
         "other_processes_cores_during_hall": round(extra["others_cores"], 2),
         "clients_cores_during_hall": round(extra["clients_cores"], 2),
+        # What the server side (app, or replicas + nginx) spent: the sizing figure (deploy/README.md).
+        "server_cpu_s_during_hall": round(extra.get("server_cpu_s", float("nan")), 2),
+        "server_cpu_s_per_student": round(extra.get("server_cpu_s", float("nan")) / max(1, len(results)), 3),
         "hall_wall_s": round(extra["hall_wall_s"], 2), "connect_clients_s": round(extra["connect_s"], 2),
         "bare_forward_ms": round(extra["bare"]["forward_ms"], 2),
         "bare_analyze_ms": round(extra["bare"]["analyze_ms"], 2),
@@ -443,9 +491,13 @@ def table(rep: dict) -> str:
         ("students / seconds", f"{rep['students']} in {rep['seconds']:g} s ({rep['example_students']} example, "
                                f"{rep['own_photo_students']} own photo)"),
         ("queue size / concurrency", f"{rep['queue_size']} / {rep['concurrency']}"),
+        ("through nginx", f"{rep['replicas_behind_nginx']} replicas, sticky" if rep.get("replicas_behind_nginx")
+         else "no: the app alone"),
         ("machine", f"{rep['cpu_count']} cores; other processes used "
                     f"{rep['other_processes_cores_during_hall']:.2f} cores, the simulated clients "
                     f"{rep['clients_cores_during_hall']:.2f}, during the hall ({rep['hall_wall_s']:.1f} s)"),
+        ("server CPU during the hall", f"{rep['server_cpu_s_during_hall']} s = "
+                                       f"{rep['server_cpu_s_per_student']} s a student"),
         ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms); "
                                       f"in the server during the hall: p50 {rep['server_forward_ms_p50']} ms, "
                                       f"max {rep['server_forward_ms_max']} ms"),
@@ -474,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--example-share", type=float, default=0.5)
     ap.add_argument("--queue-size", type=int, default=None, help="passed to app.py (default: app.py's)")
     ap.add_argument("--concurrency", type=int, default=None, help="passed to app.py (default: app.py's)")
+    ap.add_argument("--replicas", type=int, default=0,
+                    help="through a proxy: N app replicas behind nginx (deploy/cluster.py); 0: the app alone")
     ap.add_argument("--json", metavar="OUT", help="write the report here")
     args = ap.parse_args(argv)
     if not 0.0 <= args.example_share <= 1.0 or args.students < 1:
@@ -491,7 +545,11 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     try:
-        proc = start_server(args.model, port, args.queue_size, args.concurrency)
+        if args.replicas:
+            proc = ThroughNginx(args.model, args.replicas, args.queue_size, args.concurrency)
+            url = proc.url
+        else:
+            proc = start_server(args.model, port, args.queue_size, args.concurrency)
     except RuntimeError as e:
         print(f"server did not start: {e}", file=sys.stderr)
         return 1
@@ -513,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
         busy1, ours1, me1, wall = (cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
                                    time.perf_counter() - t0)
         clients_cores = (me1 - me0) / wall  # the simulated students themselves (this process)
+        server_cpu_s = (ours1 - ours0) - (me1 - me0)
         peak = sampler.stop()
         close_all(clients)
         # Others on the machine during the hall, in cores (what this run could not use).
@@ -534,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
                                         rss_samples=sampler.samples, forwards_run=forwards_run,
                                         forwards_source=source, load_avg_before=load_avg_before,
                                         others_cores=others_cores, clients_cores=clients_cores,
-                                        hall_wall_s=wall, connect_s=connect_s))
+                                        hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s))
     rep["server_crashed"] = crashed
     print(json.dumps({k: v for k, v in rep.items() if k != "per_student"}, indent=2))
     print()

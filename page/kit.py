@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -294,6 +295,90 @@ def _user_error(fn: Callable, e: Exception) -> gr.Error:
     log.exception("handler %s failed", fn.__name__)
     return gr.Error("Something went wrong on the server with this request. "
                     "Please try again or upload another photo.")
+
+
+# -- a page this process never served (issue 42: replicas behind nginx, deploy/) ---------------------
+RESTARTED = "This server was restarted: reload the page to reconnect."
+
+
+class Pages:
+    """The sessions whose page this process served (a load event of theirs ran here), the `limit`
+    most recent. Behind a load balancer, a student whose replica died reaches another replica
+    with a session it never had: the photo key is gone, and the tabs answered empty panels with
+    no word of why (seen in Chromium through nginx, a replica killed)."""
+
+    def __init__(self, limit: int = 100_000):
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def saw(self, session: str | None) -> None:
+        if session:
+            with self._lock:
+                self._seen[session] = None
+                self._seen.move_to_end(session)
+                while len(self._seen) > self.limit:
+                    self._seen.popitem(last=False)
+
+    def knows(self, session: str | None) -> bool:
+        """False only for a session this process never served a page to; True without one (a direct call)."""
+        if not session:
+            return True
+        with self._lock:
+            return session in self._seen
+
+
+PAGES = Pages()
+
+
+def current_session() -> str | None:
+    """The session_hash of the Gradio event running in this thread (None outside one)."""
+    from gradio.context import LocalContext
+
+    return getattr(LocalContext.request.get(None), "session_hash", None)
+
+
+def refuse_lost_sessions(demo: gr.Blocks, key: gr.State, fresh: tuple = (), pages: Pages = PAGES) -> int:
+    """Every load event of `demo`, and every event of a component in `fresh` (the photo upload: a
+    new photo starts afresh), records its session in `pages`; every other event that reads the
+    photo `key` answers RESTARTED (a message in the page) for a session `pages` does not know,
+    instead of computing on a key that is not there. The public API (gr.api) reads no key:
+    untouched. Returns how many events now check."""
+    checked = 0
+    fresh_ids = {c._id for c in fresh}
+    for block_fn in demo.fns.values():
+        f = block_fn.fn
+        if f is None or inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f):
+            continue
+        if any(event == "load" or target in fresh_ids for target, event in block_fn.targets):
+            block_fn.fn = _before(f, lambda: pages.saw(current_session()))
+        elif any(c is key for c in block_fn.inputs):
+            block_fn.fn = _before(f, lambda: _refuse_unknown(pages))
+            checked += 1
+    return checked
+
+
+def _refuse_unknown(pages: Pages) -> None:
+    if not pages.knows(current_session()):
+        raise gr.Error(RESTARTED, print_exception=False)
+
+
+def _before(fn: Callable, first: Callable[[], None]) -> Callable:
+    """fn with first() run before it; the same signature (Gradio reads it to pass gr.Request)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            first()
+            yield from fn(*args, **kwargs)
+
+        return stream
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        first()
+        return fn(*args, **kwargs)
+
+    return call
 
 
 def safe(fn: Callable) -> Callable:

@@ -296,6 +296,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     demo.vizvit_routes = [*routes, *ctx.routes]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
     kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
+    kit.refuse_lost_sessions(demo, key, fresh=(upload,))  # a session from a replica that died: "reload the page"
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 
