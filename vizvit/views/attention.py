@@ -119,7 +119,7 @@ class AttnParams:
     summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
     scale: AttnScale = "0 to max"  # the main map's colour scale (vocab.ATTN_SCALES)
     # Artifact tokens (vizvit.artifacts) take most of a trained ViT's late attention: by default
-    # they are left out of every colour range (drawn in the top colour, marked) so the rest shows.
+    # they are left out of every colour range (clipped to the top colour when above it, marked) so the rest shows.
     artifacts_in_range: bool = False
 
     @classmethod
@@ -479,12 +479,13 @@ def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> st
         return ""
     kept = ("are **in the colour range** (untick *artifact tokens in the colour range* to leave them out)"
             if p.artifacts_in_range else
-            "are **not in the colour range**: they show in the top colour (tick *artifact tokens in the colour "
-            "range* to put them back)")
+            "are **not in the colour range**: the range is set by the other patches, and an artifact token above "
+            "it is clipped to the top colour (tick *artifact tokens in the colour range* to put them back)")
     return (f"🔷 **{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, {kept}. "
-            "A trained ViT turns a few low-information patches into scratch space that soaks up attention "
-            "(Darcet et al. 2024, *Vision Transformers Need Registers*): they say little about the photo. "
-            f"Artifact token: {art_mod.ARTIFACT_SHORT}.")
+            "A trained ViT turns a few low-information patches into scratch space with very long tokens that soak "
+            "up attention (Darcet et al. 2024, *Vision Transformers Need Registers*). "
+            f"Artifact token: {art_mod.ARTIFACT_SHORT}. A patch that only receives much attention is not one: "
+            "it is what the model looks at, and keeps its colour.")
 
 
 def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> float:
@@ -706,7 +707,7 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     vmax = None
     if p.shared_scale:  # strip and grid share one scale on request (issue 10)
         # The query's attention to itself would set the scale alone (see map_image), and so
-        # would the artifact tokens: drawn, in the top colour, but not counted.
+        # would the artifact tokens: drawn (clipped to the top colour), but not counted.
         scale_maps = gmaps.copy()
         out = excluded(arts, p)
         if out is not None:
