@@ -84,15 +84,16 @@ RELEVANCE_TEXT = """**Class-specific maps.** *Class relevance*, Chefer et al. 20
 class's logit with respect to every attention map, and R ← R + meanₕ[(∇A ⊙ A)⁺] · R (from R = I, layer by
 layer) keeps the attention that *raised* that class. The map is R's [CLS] row. *Gradient rollout*
 (vit-explain): rollout of meanₕ(A ⊙ ∇A)⁺ with the lowest 90 % dropped. *LeGrad* (Bousselham et al. 2024):
-each of the last two layers read out by the model's own head, and the positive gradient of that score
-with respect to that layer's attention, averaged. *Grad-CAM*: the last block's first layernorm, weighted
+each of the last two layers read out by the model's own head ([CLS]), and the positive gradient of that score
+with respect to that layer's attention, averaged; *LeGrad (token mean)* reads the mean of all tokens
+instead, as torchcam's LeGrad and LeGrad on CLIP do. *Grad-CAM*: the last block's first layernorm, weighted
 by its mean gradient (pytorch-grad-cam's ViT recipe). *Attention flow* (Abnar & Zuidema 2020): an exact
 max-flow from [CLS] to each input token through the attention graph; not class-specific, minutes on a
 12-layer model, streamed and stoppable. Each runs only when you press the button (one forward and at
 most one backward), then it is cached. AttnLRP is not offered: docs/methods.md says why."""
 
 # The methods of the Attention tab's map menu: Chefer's, the other class-specific ones, attention flow.
-EXPLAIN_METHODS = ("class relevance", *maps.CLASS_METHODS, "attention flow")
+EXPLAIN_METHODS = ("class relevance", *maps.CLASS_METHODS, *maps.CLASS_VARIANTS, "attention flow")
 FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
 
 
