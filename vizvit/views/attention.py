@@ -1058,8 +1058,16 @@ def parse_choice(value: str) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------ class relevance
-def class_choices(a: Analysis) -> list[tuple[str, int]]:
-    return [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
+def class_choices(a: Analysis, labels: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
+    """(name, class index) for the class menu: the top-5 first ("Egyptian cat (82.2%)"), then every
+    other class of `labels` in index order, named in full with its probability ("tabby, tabby cat
+    (2.1%)"), so a search for any of its names finds it. Empty without a classifier."""
+    top = [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
+    if a.probs is None or not top:
+        return top
+    seen = {i for _, i in top}
+    probs = a.probs.reshape(-1).tolist()
+    return top + [(f"{name} ({probs[i]:.2%})", i) for i, name in enumerate(labels[:len(probs)]) if i not in seen]
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
@@ -1190,7 +1198,7 @@ class AttentionPage:
     strip: np.ndarray
     distance: go.Figure
     distance_choices: list[tuple[str, str]]
-    classes: list[tuple[str, int]]  # top-5 (label, class index); empty without a classifier
+    classes: list[tuple[str, int]]  # (label, class index): top-5 first, then every class; empty without a classifier
     book: str | None  # every layer × head of the main map, for the page to draw (None: the server draws)
     matrix: str | None  # the matrix behind the main map, for a click drawn in the page (None: drawn here)
 
@@ -1205,7 +1213,7 @@ def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     d = distances(a, cache, p.distance_norm).numpy()
     fig = distance_figure(d, vm.display_name, p.distance_norm)
     v = attention_view(vm, a, p, cache)
-    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, fig, distance_choices(d), class_choices(a), book,
+    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, fig, distance_choices(d), class_choices(a, vm.labels), book,
                          matrix)
 
 
