@@ -22,7 +22,7 @@ def test_the_class_menu_lists_every_class_top5_first(tiny16, cat):
     assert [i for _, i in rest] == sorted(i for _, i in rest), "the others in index order"
     probs = a.probs.numpy()
     for name, i in rest:
-        assert name == f"{tiny16.labels[i]} ({probs[i]:.2%})"
+        assert name == f"{tiny16.labels[i]} ({100 * probs[i]:.2g}%)"
 
 
 def test_a_class_outside_the_top5_gets_its_own_map(tiny16, cat):

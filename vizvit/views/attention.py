@@ -1060,14 +1060,15 @@ def parse_choice(value: str) -> tuple[int, int]:
 # ------------------------------------------------------------------ class relevance
 def class_choices(a: Analysis, labels: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
     """(name, class index) for the class menu: the top-5 first ("Egyptian cat (82.2%)"), then every
-    other class of `labels` in index order, named in full with its probability ("tabby, tabby cat
-    (2.1%)"), so a search for any of its names finds it. Empty without a classifier."""
+    other class of `labels` in index order, named in full with its probability to two significant
+    digits ("tabby, tabby cat (0.0031%)"), so a search for any of its names finds it. Empty without a classifier."""
     top = [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
     if a.probs is None or not top:
         return top
     seen = {i for _, i in top}
     probs = a.probs.reshape(-1).tolist()
-    return top + [(f"{name} ({probs[i]:.2%})", i) for i, name in enumerate(labels[:len(probs)]) if i not in seen]
+    # Two significant digits: most of the 1000 classes are far below 0.01 % and would all read "0.00%".
+    return top + [(f"{name} ({100 * probs[i]:.2g}%)", i) for i, name in enumerate(labels[:len(probs)]) if i not in seen]
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
