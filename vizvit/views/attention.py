@@ -1008,7 +1008,9 @@ def distance_figure(d: np.ndarray, model_id: str = "", norm: DistanceNorm = "ren
     # The model on a second, smaller line: one line was cut at the chart's width.
     fig.update_layout(title="Mean attention distance per head" + how + (f"<br><sub>{short}</sub>" if model_id else ""),
                       xaxis=dict(title="layer", dtick=1), yaxis=dict(title="distance (model-input px)"),
-                      margin=dict(l=10, r=10, t=64, b=10), height=340, legend=dict(title=dict(text="head")))
+                      margin=dict(l=10, r=10, t=64, b=10), height=340,
+                      # Below the axis, in one row: a legend on the right took a phone's plot width.
+                      legend=dict(title=dict(text="head"), orientation="h", yanchor="top", y=-0.28, x=0))
     return fig
 
 
