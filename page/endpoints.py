@@ -77,7 +77,8 @@ def public_api(wb: Workbench, default_model: str) -> None:
     def relevance(photo: FileData, model: str = default_model, class_index: int = -1,
                   method: str = "class relevance", request: gr.Request = None) -> dict:
         """A class-specific map of a class (-1: the top-1): method "class relevance" (Chefer et al.
-        2021b, generic attention), "gradient rollout" (vit-explain), "LeGrad" or "Grad-CAM"; or
+        2021b, generic attention), "gradient rollout" (vit-explain), "LeGrad" ([CLS] readout), "LeGrad (token
+        mean)" (torchcam's readout) or "Grad-CAM"; or
         "attention flow" (Abnar & Zuidema 2020, exact, any class; minutes on a 12-layer model: a costly
         job, refused at once when this server would not finish it within its limit)."""
         if method != "attention flow":  # one backward pass: answered on the ordinary threads

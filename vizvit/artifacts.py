@@ -7,6 +7,12 @@ From the middle layers on, a trained ViT picks a handful of patches in low-infor
 set by those few patches and the rest of the map goes dark. The pictures leave them out of the
 colour range and mark them; this module only finds them.
 
+An artifact is a HIGH-NORM token, as in Darcet et al. (their Fig. 3: norms above 150 on ViT-L, a
+bimodal histogram), never a patch that merely receives much attention: on the rocket photo the
+rocket's tip (row 4, col 7) receives over 5/N of layers 9 and 12's attention with an ordinary norm.
+That patch is what the model looks at; calling it an artifact would hide the object (issue 43).
+attention_sinks is kept to name such patches, not to hide them.
+
 Pure functions over tensors; shapes: attentions (L, H, N, N), hidden states (L+1, N, D).
 """
 
@@ -25,15 +31,15 @@ from .tokens import norm_outliers, token_norms
 # moves norms that far on random weights).
 NORM_FACTOR = 4.0
 # A patch that receives, on average over heads and all queries, SINK_FACTOR times the uniform
-# level 1/N is an attention sink. On the trained ViT-Ti the corners receive 5.5-16× 1/N in
-# layers 9-12 and the next patch at most 3.3×; on random weights (ViT-B, DeiT, DINOv2) no patch reaches 1.3×.
+# level 1/N is an attention sink (attention_sinks). It is NOT an artifact on that ground: on the
+# trained ViT-Ti the corners receive 5.5-16× 1/N in layers 9-12, but so does the rocket's tip.
 SINK_FACTOR = 5.0
-ARTIFACT_SHORT = (f"a patch whose token has over {NORM_FACTOR:g}× the median patch norm, or that receives over "
-                  f"{SINK_FACTOR:g}/N of the layer's attention (docs/methods.md gives the rule)")
+ARTIFACT_SHORT = (f"a patch whose token has a norm over {NORM_FACTOR:g}× the median patch norm (a high-norm outlier; "
+                  "docs/methods.md gives the rule)")
 ARTIFACT_RULE = ("artifact token in layer l: a patch whose token entering block l is a high-norm outlier "
-                 f"(‖x‖₂ > Q3 + 3·IQR of that depth's patch norms and > {NORM_FACTOR:g}× their median), or that receives more than "
-                 f"{SINK_FACTOR:g}/N of the attention in layer l on average over heads and queries (an attention "
-                 "sink); rolled out through layer l: an artifact token of any layer up to l")
+                 f"(‖x‖₂ > Q3 + 3·IQR of that depth's patch norms and > {NORM_FACTOR:g}× their median); rolled out "
+                 "through layer l: an artifact token of any layer up to l. A patch that only receives much "
+                 "attention is not one: it is what the model looks at")
 
 
 def attention_sinks(attentions: torch.Tensor, g: Geometry, factor: float = SINK_FACTOR) -> torch.Tensor:
@@ -43,13 +49,11 @@ def attention_sinks(attentions: torch.Tensor, g: Geometry, factor: float = SINK_
     return to_grid(received[:, g.num_prefix_tokens:] > factor / g.seq_len, g)
 
 
-def artifact_tokens(attentions: torch.Tensor, hidden: torch.Tensor, g: Geometry) -> np.ndarray:
-    """(L, gh, gw) bool: the artifact tokens of each layer (ARTIFACT_RULE). Layer l's attention
-    is computed from hidden[l - 1] (the block's input), so its norm test reads that depth."""
-    norms = token_norms(hidden, g)[:-1]  # (L, gh, gw): the token entering each block
-    median = norms.flatten(1).median(dim=1).values[:, None, None]
-    high_norm = norm_outliers(norms) & (norms > NORM_FACTOR * median)
-    return (high_norm | attention_sinks(attentions, g)).numpy()
+def artifact_tokens(hidden: torch.Tensor, g: Geometry) -> np.ndarray:
+    """(L+1, N, D) -> (L, gh, gw) bool: the artifact tokens of each layer (ARTIFACT_RULE). Layer l's
+    attention is computed from hidden[l - 1] (the block's input), so its norm test reads that depth:
+    layer l's mask is high_norm_at_depth's depth l - 1, the Embeddings tab's table one row up."""
+    return high_norm_at_depth(hidden, g)[:-1]
 
 
 def high_norm_at_depth(hidden: torch.Tensor, g: Geometry, factor: float = NORM_FACTOR) -> np.ndarray:

@@ -648,17 +648,23 @@ def activation_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: 
     return kept["act"][0].detach().float().cpu(), grad[0].float().cpu()
 
 
-def _layer_score(vm: VitModel, z: torch.Tensor, class_index: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
+                 readout: str = "summary") -> tuple[torch.Tensor, torch.Tensor | None]:
     """LeGrad's score of one layer's tokens z (1, N, D) for one class, and for SigLIP the pooling
     head's attention (1, H, 1, N) it was read through (None: the block's own attention is the target).
 
     A classifier: the model's own head on those tokens (its final norm and pooling, engine._readout).
+    readout="token mean" (explain.LEGRAD_TOKEN_MEAN; classifiers only) reads the MEAN of every token
+    instead, through the same final norm and head: torchcam 0.5's LeGrad (heads(ln(z.mean(1)))), as
+    LeGrad reads CLIP. Every token is set to the mean, so each family's pooling reads it unchanged.
     CLIP: LeGrad's compute_legrad_clip, the MEAN of every token through the final layernorm and the
     projection (not [CLS]). SigLIP: its compute_legrad_siglip, the pooling head applied to the block's
     output without the final layernorm. The score is the class's logit, scale·cos(+ bias): a positive
     multiple of LeGrad's plain cosine."""
     fam, model = vm.family, vm.model
     if not fam.tower:
+        if readout == "token mean":
+            z = z.mean(1, keepdim=True).expand_as(z)  # (1, N, D): the mean where the head reads a token
         return _readout(fam, model, z)[0, class_index], None
     backbone = backbone_of(model)
     if fam.pooling == "map":
@@ -670,9 +676,9 @@ def _layer_score(vm: VitModel, z: torch.Tensor, class_index: int) -> tuple[torch
 
 @on_gpu
 def layer_score_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int, layers: Sequence[int],
-                          ablation: Ablation = Ablation()) -> list[torch.Tensor]:
+                          ablation: Ablation = Ablation(), readout: str = "summary") -> list[torch.Tensor]:
     """LeGrad's gradients: one forward, then for each block l in `layers` the gradient of that
-    layer's own score (``_layer_score`` of its output tokens) with respect to its attention,
+    layer's own score (``_layer_score`` of its output tokens, read by `readout`) with respect to its attention,
     (H, N, N) per layer (SigLIP: the pooling head's (H, 1, N), the head run on that layer's tokens).
     Each backward runs from s_l to A_l only, through block l (autograd prunes the rest), so all of
     them together cost about one full backward (benchmarks/methods_effects.py measures it)."""
@@ -685,7 +691,7 @@ def layer_score_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index:
         out = _forward(vm, pixels, output_attentions=True, output_hidden_states=True)
         _target_logit(vm, out.logits, class_index)  # checks the class
         for l in layers:
-            score, pool_att = _layer_score(vm, out.hidden_states[l + 1], class_index)
+            score, pool_att = _layer_score(vm, out.hidden_states[l + 1], class_index, readout)
             target = pool_att if pool_att is not None else out.attentions[l]
             (g,) = torch.autograd.grad(score, [target], retain_graph=True)
             out_grads.append(g[0].float().cpu())

@@ -33,6 +33,11 @@ LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
 FLOW_METHOD = "attention flow (Abnar & Zuidema 2020, exact max-flow)"
 GRAD_ROLLOUT_DISCARD = 0.9  # vit-explain's default discard_ratio for vit_grad_rollout
 LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
+# A classifier's LeGrad reads each layer with the model's own head: [CLS] for a ViT. torchcam 0.5's
+# LeGrad reads the MEAN of all tokens instead (as LeGrad reads CLIP, whose pooled embedding is
+# trained on it); on the trained ViT-Ti the two maps agree at r 0.74-0.85 but share 0-2 of their
+# top-5 patches (docs/methods.md). The mean readout is offered as its own map.
+LEGRAD_TOKEN_MEAN = "token mean"
 # Exact flow runs one max-flow per input token on a graph of ~L·N² edges: bounded by this many edges
 # (ViT-Ti/16 at 224 px: 12·197² = 466k; measured in benchmarks/methods_effects.py).
 FLOW_MAX_EDGES = 600_000

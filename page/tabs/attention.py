@@ -87,7 +87,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             gr.Markdown(ap.DISTANCE_TEXT)
         with gr.Column():
             with gr.Row():
-                cls = gr.Dropdown([], label="class (top-5)", elem_id="attn-class")
+                # Every class, the top-5 first: type to search the labels (the list filters as you type).
+                cls = gr.Dropdown([], label="class (top-5 first; type to search every label)", filterable=True,
+                                  elem_id="attn-class")
                 method = gr.Dropdown(list(ap.EXPLAIN_METHODS), value=ap.EXPLAIN_METHODS[0], label="method",
                                      elem_id="attn-method")
             with gr.Row():

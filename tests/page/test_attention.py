@@ -68,7 +68,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         # Another method of the menu: its map comes at once, for the same class (issue 32).
         before = page.inner_text("#attn-relevance-text")
         page.locator("#attn-method input").click()
-        page.get_by_role("option", name="LeGrad").click()
+        page.get_by_role("option", name="LeGrad", exact=True).click()
         page.wait_for_function("([old]) => document.querySelector('#attn-relevance-text').innerText"
                                ".includes('LeGrad for')", arg=[before])
         assert f"LeGrad for {chosen}" in page.inner_text("#attn-relevance-text")

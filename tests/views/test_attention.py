@@ -195,7 +195,7 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
     s = render.display_scale(g)
     side = g.image_size[1] * s
     assert page.view.main.shape[0] == g.image_size[0] * s and page.view.main.shape[1] > side  # + colour bar
-    assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == 5
+    assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == len(tiny.labels)  # every class, top-5 first
     title = page.distance.layout.title.text.replace("</sub>", "")  # the model's line (issue 17)
     assert "Mean attention distance" in title and "/" not in title, "no server path in the page"
     assert "<br><sub>local: p16" in page.distance.layout.title.text or "<br><sub>" in title, "model on its own line"

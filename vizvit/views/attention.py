@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import cv2
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import torch
 
@@ -57,8 +58,9 @@ and the table gives it."""
 
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
 to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
-to open that layer and head above. By default each cell runs from **0 to its own 99th percentile** (the
-bar says *tile p99*; the one or two brightest patches take the top colour, never more than twice
+to open that layer and head above (the main map's cell is outlined in yellow; when it fuses the heads,
+the whole layer is). By default each cell runs from **0 to its own 99th percentile** (the
+bar says *tile p99* and, under it, that top's value for the outlined cell; the one or two brightest patches take the top colour, never more than twice
 the top: a tile's top is at least half its max), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts
 at 0, not at its minimum). *One shared colour scale*: one range for every cell, from 0 to the bar's top
 (compare heads; the blue line is the uniform level 1/N). Artifact tokens (cyan) are left out of every
@@ -85,15 +87,16 @@ RELEVANCE_TEXT = """**Class-specific maps.** *Class relevance*, Chefer et al. 20
 class's logit with respect to every attention map, and R ← R + meanₕ[(∇A ⊙ A)⁺] · R (from R = I, layer by
 layer) keeps the attention that *raised* that class. The map is R's [CLS] row. *Gradient rollout*
 (vit-explain): rollout of meanₕ(A ⊙ ∇A)⁺ with the lowest 90 % dropped. *LeGrad* (Bousselham et al. 2024):
-each of the last two layers read out by the model's own head, and the positive gradient of that score
-with respect to that layer's attention, averaged. *Grad-CAM*: the last block's first layernorm, weighted
+each of the last two layers read out by the model's own head ([CLS]), and the positive gradient of that score
+with respect to that layer's attention, averaged; *LeGrad (token mean)* reads the mean of all tokens
+instead, as torchcam's LeGrad and LeGrad on CLIP do. *Grad-CAM*: the last block's first layernorm, weighted
 by its mean gradient (pytorch-grad-cam's ViT recipe). *Attention flow* (Abnar & Zuidema 2020): an exact
 max-flow from [CLS] to each input token through the attention graph; not class-specific, minutes on a
 12-layer model, streamed and stoppable. Each runs only when you press the button (one forward and at
 most one backward), then it is cached. AttnLRP is not offered: docs/methods.md says why."""
 
 # The methods of the Attention tab's map menu: Chefer's, the other class-specific ones, attention flow.
-EXPLAIN_METHODS = ("class relevance", *maps.CLASS_METHODS, "attention flow")
+EXPLAIN_METHODS = ("class relevance", *maps.CLASS_METHODS, *maps.CLASS_VARIANTS, "attention flow")
 FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
 
 
@@ -120,7 +123,7 @@ class AttnParams:
     summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
     scale: AttnScale = "0 to max"  # the main map's colour scale (vocab.ATTN_SCALES)
     # Artifact tokens (vizvit.artifacts) take most of a trained ViT's late attention: by default
-    # they are left out of every colour range (drawn in the top colour, marked) so the rest shows.
+    # they are left out of every colour range (clipped to the top colour when above it, marked) so the rest shows.
     artifacts_in_range: bool = False
 
     @classmethod
@@ -480,12 +483,13 @@ def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> st
         return ""
     kept = ("are **in the colour range** (untick *artifact tokens in the colour range* to leave them out)"
             if p.artifacts_in_range else
-            "are **not in the colour range**: they show in the top colour (tick *artifact tokens in the colour "
-            "range* to put them back)")
+            "are **not in the colour range**: the range is set by the other patches, and an artifact token above "
+            "it is clipped to the top colour (tick *artifact tokens in the colour range* to put them back)")
     return (f"🔷 **{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, {kept}. "
-            "A trained ViT turns a few low-information patches into scratch space that soaks up attention "
-            "(Darcet et al. 2024, *Vision Transformers Need Registers*): they say little about the photo. "
-            f"Artifact token: {art_mod.ARTIFACT_SHORT}.")
+            "A trained ViT turns a few low-information patches into scratch space with very long tokens that soak "
+            "up attention (Darcet et al. 2024, *Vision Transformers Need Registers*). "
+            f"Artifact token: {art_mod.ARTIFACT_SHORT}. A patch that only receives much attention is not one: "
+            "it is what the model looks at, and keeps its colour.")
 
 
 def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> float:
@@ -549,7 +553,7 @@ TILE_MAX = f"tile p{TILE_PERCENTILE}"  # the per-tile colour bar's top label
 def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
                  selected: tuple[int, int] | None = None, vmax: float | None = None,
                  marks: dict[str, float] | None = None, artifacts: np.ndarray | None = None,
-                 exclude: np.ndarray | None = None, floor: float = 1e-12) -> np.ndarray:
+                 exclude: np.ndarray | None = None, floor: float = 1e-12, bar: bool = True) -> np.ndarray:
     """(L, H, gh, gw) maps -> ONE labelled image: row l = layer l+1, column h = head h+1.
 
     shared: one colour scale 0..vmax (default: the maps' max), shown by a colour bar on the
@@ -558,7 +562,8 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
     painted render.ARTIFACT_COLOR in every head of that layer.
     Cell (l, h) (0-based) has its top-left pixel at (GRID_LEFT + h·(t+GRID_SEP),
     GRID_TOP + l·(t+GRID_SEP)), t = tile edge; see grid_cell_at. selected: 0-based
-    (layer, head) outlined in yellow.
+    (layer, head) outlined in yellow (head None: the whole layer, when the heads are fused). bar:
+    False leaves out the colour bar (grid_bar adds it).
     """
     n_l, n_h, gh, gw = maps.shape
     t = tile_edge((gh, gw), n_h)
@@ -568,13 +573,7 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
         vmax = float(flat.max()) if vmax is None else vmax
         rgb = render.colorize(flat, cmap, 0.0, vmax)
     else:  # from 0, as the main map's default: a near-uniform tile stays near one colour
-        counted = flat if exclude is None else np.where(np.repeat(exclude, n_h, 0), np.nan, flat)
-        with np.errstate(all="ignore"):  # a tile of artifacts only: all-NaN, counted whole below
-            top = np.nanpercentile(counted.reshape(len(flat), -1), TILE_PERCENTILE, axis=1)
-            half = np.nanmax(counted.reshape(len(flat), -1), axis=1) / 2
-        whole = np.percentile(flat.reshape(len(flat), -1), TILE_PERCENTILE, axis=1)
-        top = np.where(np.isfinite(top), np.maximum(top, half), whole)
-        top = np.maximum(top, floor)[:, None, None]
+        top = tile_tops(maps, exclude, floor).reshape(-1)[:, None, None]
         rgb = render.colorize(flat / top, cmap, 0.0, 1.0)
     if artifacts is not None and artifacts.any():
         rgb[np.repeat(artifacts, n_h, 0)] = render.ARTIFACT_COLOR
@@ -593,22 +592,62 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
         render.put_text(out, f"H{h + 1}", (GRID_LEFT + h * step + (t - w) // 2, GRID_TOP - 6))
     for l in range(n_l):
         render.put_text(out, f"L{l + 1}", (3, GRID_TOP + l * step + (t + cap) // 2))
-    if shared:  # one scale for every cell, so it can be read off one bar (cells keep their pixels)
-        out = render.with_colorbar(out, cmap, 0.0, vmax, marks=marks)
-    else:  # each tile its own top: the bar names the rule instead of numbers
-        out = render.with_colorbar(out, cmap, 0.0, 1.0, ticks=(0.0, 1.0), tick_names=("0", TILE_MAX))
-    return out if selected is None else outline_grid_cell(out, maps.shape, selected)
+    if not bar:  # attention_view adds the bar with the selected cell's top (grid_bar)
+        return out if selected is None else outline_grid_cell(out, maps.shape, selected)
+    tops = None if shared else top.reshape(n_l, n_h)
+    return grid_bar(out if selected is None else outline_grid_cell(out, maps.shape, selected), cmap,
+                    vmax, marks, tops, selected)
 
 
-def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[int, int]) -> np.ndarray:
-    """A copy of a compose_grid image with the 0-based (layer, head) cell outlined in yellow."""
+def tile_tops(maps: np.ndarray, exclude: np.ndarray | None = None, floor: float = 1e-12) -> np.ndarray:
+    """(L, H, gh, gw) -> (L, H): the top of each tile's own colour range: its TILE_PERCENTILE-th
+    percentile outside the (L, gh, gw) `exclude` patches, or half its max if higher, at least floor."""
+    n_l, n_h = maps.shape[:2]
+    flat = maps.reshape(n_l * n_h, -1).astype(np.float32)
+    counted = flat if exclude is None else np.where(np.repeat(exclude.reshape(n_l, -1), n_h, 0), np.nan, flat)
+    with np.errstate(all="ignore"):  # a tile of artifacts only: all-NaN, counted whole below
+        top = np.nanpercentile(counted, TILE_PERCENTILE, axis=1)
+        half = np.nanmax(counted, axis=1) / 2
+    whole = np.percentile(flat, TILE_PERCENTILE, axis=1)
+    top = np.where(np.isfinite(top), np.maximum(top, half), whole)
+    return np.maximum(top, floor).reshape(n_l, n_h)
+
+
+def grid_bar(img: np.ndarray, cmap: str, vmax: float | None = None, marks: dict[str, float] | None = None,
+             tops: np.ndarray | None = None, selected: tuple[int, int | None] | None = None) -> np.ndarray:
+    """compose_grid's colour bar. tops None: one shared scale 0..vmax, with numbers. tops (L, H): each
+    tile runs 0..its own top (tile_tops): the bar's top says TILE_MAX, and under it the selected
+    cell's top value ("L12 H1 = 0.0312"), or the selected layer's range when the heads are fused
+    (head None), so the top colour has a number."""
+    if tops is None:
+        return render.with_colorbar(img, cmap, 0.0, vmax if vmax is not None else 1.0, marks=marks)
+    note = ""
+    if selected is not None:
+        l, h = selected
+        note = (f"L{l + 1} H{h + 1} = {tops[l, h]:.3g}" if h is not None
+                else f"L{l + 1}: {tops[l].min():.2g}-{tops[l].max():.2g}")
+    # Room for the widest note this grid can have, so the picture keeps its width while the cell changes.
+    n_l, n_h = tops.shape
+    widest = max(render.text_size(t)[0] for t in (f"L{n_l} H{n_h} = 8.88e-05", f"L{n_l}: 8.8e-05-8.8e-05"))
+    out = render.with_colorbar(img, cmap, 0.0, 1.0, ticks=(0.0, 1.0), tick_names=("0", TILE_MAX), text_width=widest)
+    if note:  # one line under the top label, no tick: it is that label's value, not a level of its own
+        cap = render.text_size("0")[1]
+        y = cap + render.LABEL_TOP + int(cap * render.LINE_SPACING)
+        render.put_text(out, note, (img.shape[1] + render.BAR_GAP + render.BAR_WIDTH + render.LABEL_OFFSET, y))
+    return out
+
+
+def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[int, int | None]) -> np.ndarray:
+    """A copy of a compose_grid image with the 0-based (layer, head) cell outlined in yellow; head
+    None outlines every head of the layer (the main map fuses them: no one cell is what it shows)."""
     _, n_h, gh, gw = shape
     t = tile_edge((gh, gw), n_h)
     step = t + GRID_SEP
     l, h = selected
-    x0, y0 = GRID_LEFT + h * step, GRID_TOP + l * step
+    x0, y0 = GRID_LEFT + (0 if h is None else h) * step, GRID_TOP + l * step
+    x1 = x0 + (n_h * step - GRID_SEP if h is None else t)
     out = img.copy()
-    cv2.rectangle(out, (x0 - 1, y0 - 1), (x0 + t, y0 + t), render.HIGHLIGHT_COLOR, 2)
+    cv2.rectangle(out, (x0 - 1, y0 - 1), (x1, y0 + t), render.HIGHLIGHT_COLOR, 2)
     return out
 
 
@@ -707,7 +746,7 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     vmax = None
     if p.shared_scale:  # strip and grid share one scale on request (issue 10)
         # The query's attention to itself would set the scale alone (see map_image), and so
-        # would the artifact tokens: drawn, in the top colour, but not counted.
+        # would the artifact tokens: drawn (clipped to the top colour), but not counted.
         scale_maps = gmaps.copy()
         out = excluded(arts, p)
         if out is not None:
@@ -722,13 +761,17 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
                 p.artifacts_in_range)
     marks = {UNIFORM_MARK: uniform_level(g)}
     grid = cache(grid_key, lambda: compose_grid(gmaps, p.cmap, p.shared_scale, None, vmax, marks, arts,
-                                                excluded(arts, p), range_floor(g)))
+                                                excluded(arts, p), range_floor(g), bar=False))
+    # The grid shows the main map's cell; fused heads are no one cell, so the whole layer is outlined.
+    selected = (p.layer - 1, p.head - 1 if p.show == ONE_HEAD else None)
+    tops = None if p.shared_scale else tile_tops(gmaps, excluded(arts, p), range_floor(g))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
     strip_key = strip_image_name(p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
                  p.cmap, strip_vmax, p.who(g), p.artifacts_in_range)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax, artifacts=strip_arts,
                                                    floor=range_floor(g)))
-    return AttentionView(main.image, main.readout, outline_grid_cell(grid, gmaps.shape, (p.layer - 1, p.head - 1)),
+    return AttentionView(main.image, main.readout,
+                         grid_bar(outline_grid_cell(grid, gmaps.shape, selected), p.cmap, vmax, marks, tops, selected),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))
 
 
@@ -950,18 +993,33 @@ def distance_figure(d: np.ndarray, model_id: str = "", norm: DistanceNorm = "ren
     n_l, n_h = d.shape
     layers = np.repeat(np.arange(1, n_l + 1), n_h)
     heads = np.tile(np.arange(1, n_h + 1), n_l)
+    # Heads are categories, not a quantity: one colour each and a legend (a continuous bar had
+    # ticks at 1.5 and 2.5). The points stay ONE trace (page.js reads a click's x and customdata);
+    # the legend's entries are point-less traces.
+    colors = head_colors(n_h)
     fig = go.Figure(go.Scatter(
-        x=layers, y=d.reshape(-1), mode="markers", customdata=heads,
-        marker=dict(size=8, color=heads, colorscale="Viridis", opacity=0.8,
-                    colorbar=dict(title="head", thickness=10)),
+        x=layers, y=d.reshape(-1), mode="markers", customdata=heads, showlegend=False,
+        marker=dict(size=8, color=[colors[h - 1] for h in heads], opacity=0.85),
         hovertemplate="layer %{x} · head %{customdata}<br>%{y:.1f} px<extra></extra>"))
+    for h in range(n_h):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"head {h + 1}", hoverinfo="skip",
+                                 marker=dict(size=8, color=colors[h])))
     short = model_id if len(model_id) <= 64 else "…" + model_id[-63:]
     how = "" if norm == "renormalised" else " ([CLS] weight not renormalised, probing-vits)"
     # The model on a second, smaller line: one line was cut at the chart's width.
     fig.update_layout(title="Mean attention distance per head" + how + (f"<br><sub>{short}</sub>" if model_id else ""),
                       xaxis=dict(title="layer", dtick=1), yaxis=dict(title="distance (model-input px)"),
-                      margin=dict(l=10, r=10, t=64, b=10), height=340)
+                      margin=dict(l=10, r=10, t=64, b=10), height=340,
+                      # Below the axis, in one row: a legend on the right took a phone's plot width.
+                      legend=dict(title=dict(text="head"), orientation="h", yanchor="top", y=-0.28, x=0))
     return fig
+
+
+def head_colors(n: int) -> list[str]:
+    """n distinct colours, one per head (plotly's qualitative palettes: 10, then 24 colours)."""
+    q = plotly.colors.qualitative
+    palette = q.Plotly if n <= len(q.Plotly) else q.Dark24
+    return [palette[h % len(palette)] for h in range(n)]
 
 
 def distance_view(vm: VitModel, a: Analysis, norm: DistanceNorm = "renormalised",
@@ -1003,8 +1061,17 @@ def parse_choice(value: str) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------ class relevance
-def class_choices(a: Analysis) -> list[tuple[str, int]]:
-    return [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
+def class_choices(a: Analysis, labels: tuple[str, ...] | list[str] = ()) -> list[tuple[str, int]]:
+    """(name, class index) for the class menu: the top-5 first ("Egyptian cat (82.2%)"), then every
+    other class of `labels` in index order, named in full with its probability to two significant
+    digits ("tabby, tabby cat (0.0031%)"), so a search for any of its names finds it. Empty without a classifier."""
+    top = [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
+    if a.probs is None or not top:
+        return top
+    seen = {i for _, i in top}
+    probs = a.probs.reshape(-1).tolist()
+    # Two significant digits: most of the 1000 classes are far below 0.01 % and would all read "0.00%".
+    return top + [(f"{name} ({100 * probs[i]:.2g}%)", i) for i, name in enumerate(labels[:len(probs)]) if i not in seen]
 
 
 def relevance_panel(vm: VitModel, a: Analysis, class_index: int, p: AttnParams,
@@ -1136,7 +1203,7 @@ class AttentionPage:
     strip: np.ndarray
     distance: go.Figure
     distance_choices: list[tuple[str, str]]
-    classes: list[tuple[str, int]]  # top-5 (label, class index); empty without a classifier
+    classes: list[tuple[str, int]]  # (label, class index): top-5 first, then every class; empty without a classifier
     book: str | None  # every layer × head of the main map, for the page to draw (None: the server draws)
     matrix: str | None  # the matrix behind the main map, for a click drawn in the page (None: drawn here)
 
@@ -1151,7 +1218,7 @@ def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     d = distances(a, cache, p.distance_norm).numpy()
     fig = distance_figure(d, vm.display_name, p.distance_norm)
     v = attention_view(vm, a, p, cache)
-    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, fig, distance_choices(d), class_choices(a), book,
+    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, fig, distance_choices(d), class_choices(a, vm.labels), book,
                          matrix)
 
 

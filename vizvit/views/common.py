@@ -47,7 +47,7 @@ def artifact_masks(a: Analysis, cache: Callable[[Hashable, Callable[[], Any]], A
     g = a.geometry
     if a.dropped:
         return np.zeros((g.num_layers, *g.grid), bool)
-    compute = lambda: art_mod.artifact_tokens(a.attentions, a.hidden_states, g)  # noqa: E731
+    compute = lambda: art_mod.artifact_tokens(a.hidden_states, g)  # noqa: E731
     return compute() if cache is None else cache(ARTIFACTS, compute)
 
 

@@ -1,0 +1,92 @@
+"""The Attention tab's scales say what they show (issue 43 item 5): heads are categories on the
+distance chart, the grid outlines what the main map shows (a fused map: the whole layer), the
+per-tile bar gives its top a number, and a caption never says an artifact token is drawn in the top
+colour when it is not. Constructed attentions with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vizvit import render
+from vizvit.views import attention as ap
+
+from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
+
+
+def test_the_distance_chart_colours_heads_as_categories():
+    d = np.arange(12 * 3, dtype=float).reshape(12, 3)  # (L, H)
+    fig = ap.distance_figure(d)
+    points = fig.data[0]
+    assert points.marker.colorscale is None and points.marker.colorbar.title.text is None, "no continuous bar"
+    colors = np.array(points.marker.color).reshape(12, 3)
+    assert (colors == colors[0]).all() and len(set(colors[0])) == 3, "one colour per head, the same in every layer"
+    np.testing.assert_array_equal(np.array(points.y), d.ravel())  # the click and the tests read trace 0
+    legend = [t for t in fig.data[1:] if t.showlegend is not False]
+    assert [t.name for t in legend] == ["head 1", "head 2", "head 3"]
+    assert [t.marker.color for t in legend] == list(colors[0])
+    assert len(set(ap.head_colors(12))) == 12 and len(set(ap.head_colors(16))) == 16  # ViT-B, ViT-L
+
+
+def _yellow_columns(img: np.ndarray, y: int) -> np.ndarray:
+    """x of the outline colour on row y."""
+    return np.flatnonzero((img[y] == render.HIGHLIGHT_COLOR).all(-1))
+
+
+@pytest.mark.parametrize("name", list(GEOMS))
+def test_the_grid_outlines_one_cell_for_a_head_and_the_whole_layer_for_a_fusion(name):
+    g = GEOMS[name]
+    a = stand_in_analysis(g, random_attention(g))
+    t = ap.grid_tile(g)
+    step = t + ap.GRID_SEP
+    layer = 2
+    y_mid = ap.GRID_TOP + (layer - 1) * step + t // 2  # a row through the layer's cells
+    one = ap.attention_view(StandInModel(g), a, ap.AttnParams(layer=layer, head=2, show=ap.ONE_HEAD)).grid
+    xs = _yellow_columns(one, y_mid)
+    assert xs.min() >= ap.GRID_LEFT + step - 2 and xs.max() <= ap.GRID_LEFT + step + t + 1, "head 2's cell"
+    fused = ap.attention_view(StandInModel(g), a, ap.AttnParams(layer=layer, head=1, show="mean")).grid
+    xs = _yellow_columns(fused, y_mid)
+    assert xs.min() <= ap.GRID_LEFT and xs.max() >= ap.GRID_LEFT + (g.num_heads - 1) * step + t - 1, \
+        "every head of the layer: the mean is no one cell"
+
+
+def test_tile_tops_are_each_tiles_p99_outside_the_excluded_patches_or_half_its_max():
+    rng = np.random.default_rng(0)
+    maps = rng.random((2, 3, 7, 7)).astype(np.float32)
+    maps[1, 2] = 0.01
+    maps[1, 2, 3, 3] = 1.0  # a lone peak
+    exclude = np.zeros((2, 7, 7), bool)
+    exclude[0, 0, 0] = True
+    maps[0, :, 0, 0] = 50.0  # an excluded patch never sets a top
+    tops = ap.tile_tops(maps, exclude)
+    for l in range(2):
+        for h in range(3):
+            kept = maps[l, h][~exclude[l]]
+            want = max(np.percentile(kept, ap.TILE_PERCENTILE), kept.max() / 2)
+            assert tops[l, h] == pytest.approx(want, rel=1e-6), (l, h)
+
+
+def test_the_per_tile_bar_gives_the_outlined_cells_top_a_number():
+    g = GEOMS["g7"]
+    att = random_attention(g)
+    att[1, 0] *= 0.01  # layer 2, head 1: a much lower top than head 2
+    att[1, 0, :, 0] += 1 - att[1, 0].sum(-1)  # rows still sum to 1 (the rest on [CLS])
+    a = stand_in_analysis(g, att)
+    grids = [ap.attention_view(StandInModel(g), a, ap.AttnParams(layer=2, head=h, show=ap.ONE_HEAD)).grid
+             for h in (1, 2)]
+    assert grids[0].shape == grids[1].shape, "the picture keeps its width while the cell changes"
+    right = grids[0].shape[1] - ap.GRID_LEFT - g.num_heads * (ap.grid_tile(g) + ap.GRID_SEP)
+    bar0, bar1 = grids[0][:, -right:], grids[1][:, -right:]
+    assert (bar0 != bar1).any(), "the bar names the outlined cell's top"
+    maps = ap.grid_maps(a, ap.AttnParams(layer=2)).numpy()
+    tops = ap.tile_tops(maps, None, ap.range_floor(g))
+    assert tops[1, 0] < tops[1, 1] / 10  # the two numbers differ, as constructed
+
+
+def test_the_artifact_caption_does_not_say_every_artifact_is_in_the_top_colour():
+    arts = np.zeros((14, 14), bool)
+    arts[0, 0] = True
+    text = ap.artifact_note(arts, ap.AttnParams(), "through layer", 12)
+    assert "show in the top colour" not in text and "clipped to the top colour" in text
+    assert "low-information" in text and "only receives much attention is not one" in text
