@@ -525,6 +525,13 @@ def compute_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int =
     return ph.derived(_curves_key(steps, mode, seed, maps), run)
 
 
+def peek_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> Contest | None:
+    """The contest if it has been run for this photo (the button, export), else None: never runs it."""
+    if ph.peek(ranking_maps_name(seed)) is None:
+        return None
+    return ph.peek(_curves_key(steps, mode, seed, curve_maps(ph, seed)))
+
+
 def compute_curves(ph: Photo, steps: int = 10, mode: str = "black",
                    seed: int = 0) -> perturb.Curves:
     """The maps' curves with the chosen fill (the contest's first fill), cached per photo."""
