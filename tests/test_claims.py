@@ -11,12 +11,12 @@ from vizvit import claims
 def test_an_untrained_mask_token_is_said_first():
     source = "the [MASK] here is transformers' initial value, zeros, **never trained**"
     t = claims.mask_line(False, source, "Egyptian cat, x", 0.82, 0.31, 49, "tabby, tabby cat")
-    assert t.startswith("**First: this checkpoint has no trained [MASK] token.** The [MASK] here is transformers'")
+    assert t.startswith("**First: the [MASK] here is transformers' initial value, zeros, never trained.** So the")
     assert "not the learned masking of BERT or BEiT" in t
-    assert t.index("no trained [MASK]") < t.index("p(Egyptian cat) **82.0% → 31.0%** with 49 patches")
+    assert t.index("never trained") < t.index("p(Egyptian cat) **82.0% → 31.0%** with 49 patches")
     assert "top-1 now **tabby**" in t
     trained = claims.mask_line(True, "the [MASK] token read from the checkpoint", "cat", 0.8, 0.7, 49, "cat")
-    assert trained.startswith("p(cat) **80.0% → 70.0%**") and "no trained" not in trained
+    assert trained.startswith("p(cat) **80.0% → 70.0%**") and "First" not in trained
     assert trained.endswith("Here the [MASK] token read from the checkpoint.")
 
 

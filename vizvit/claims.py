@@ -38,8 +38,7 @@ def mask_line(trained: bool, source: str, label: str, p0: float, p1: float, n: i
               f"**{_short(top_now)}**.")
     if trained:
         return f"{number} Here {source}."
-    return (f"**First: this checkpoint has no trained [MASK] token.** {source[0].upper() + source[1:]}. So the "
-            f"number measures {n} patches replaced by one vector that was never trained (their position embeddings kept), not "
+    return (f"**First: {source.replace('**', '')}.** So the number measures {n} patches replaced by one vector that was never trained (their position embeddings kept), not "
             f"the learned masking of BERT or BEiT. {number}")
 
 
