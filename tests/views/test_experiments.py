@@ -201,7 +201,7 @@ def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
     filled = [t for t in fig.data if t.fill == "tonexty"]
     assert len(filled) == 2  # deletion and insertion bands
     sd = dele.std(0, ddof=1)
-    assert np.allclose(filled[0].y, dele.mean(0) + sd) and any("mean ± sd of 3" in (t.name or "") for t in fig.data)
+    assert np.allclose(filled[0].y, dele.mean(0) + sd) and any("random ×3: del 0.400±0.050" in (t.name or "") for t in fig.data)
     assert not any(t.name and t.name.endswith("random (del 0.400, ins 0.400)") for t in fig.data)
 
 

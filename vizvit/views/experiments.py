@@ -462,14 +462,15 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
     legend in rank order. With a band: the random orders' mean ± sd as a grey band (deletion and
     insertion) in place of the one random curve; without: random order grey."""
     fig = go.Figure()
-    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(c.names)}
+    # Colours over the maps but random (drawn grey), in registry order: the same map, the same colour.
+    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(x for x in c.names if x != "random")}
     curves = {n: (c.deletion[k], c.insertion[k]) for k, n in enumerate(c.names)}
     for r, (name, d, i) in enumerate(contestants(c, band)):
         label = f"{r + 1}. {name} (del {d:.3f}, ins {i:.3f})"
         if name == RANDOM_ROW and band is not None:
             ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
-            label = (f"{r + 1}. random order, mean ± sd of {ds.n} (del {ds.mean:.3f} ± {ds.sd:.3f}, "
-                     f"ins {is_.mean:.3f} ± {is_.sd:.3f})")
+            # Mean ± sd of n orders, short enough for a phone's legend (the text above the chart says more).
+            label = f"{r + 1}. random ×{ds.n}: del {ds.mean:.3f}±{ds.sd:.3f}, ins {is_.mean:.3f}±{is_.sd:.3f}"
             for k, ys in enumerate((band.deletion, band.insertion)):
                 m, s = ys.mean(0), ys.std(0, ddof=1)
                 # The band: its lower edge, then the upper edge filled down to it.
@@ -495,9 +496,10 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
     return fig
 
 
-# One colour per map, in registry order (plotly's qualitative set, random drawn grey).
-CONTEST_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-                   "#bcbd22")
+# One colour per map, in registry order (plotly's qualitative set, random drawn grey; brown last: beside the
+# random band's grey mean it read as grey).
+CONTEST_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#e377c2", "#17becf", "#bcbd22",
+                   "#8c564b")
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
