@@ -85,9 +85,12 @@ SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min co
                  "top-1 prob", "p(unshifted top-1)"]
 CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC (higher = better)",
                   "insertion − deletion (higher = better)", "second fill: deletion AUC", "second fill: insertion AUC"]
-# Measured by benchmarks/methods_effects.py (trained ViT-Ti/16, chelsea.jpg, 10 steps, black fill, this
-# project's 2-core CPU): what one contest costs, said on its button.
-CONTEST_COST = "7 maps: 4 backward passes + 140 forward views, 12–20 s for ViT-Ti on 2 CPU cores"
+# What one contest costs, said on its button. benchmarks/bench_explain.py --only-contest (trained ViT-Ti/16,
+# chelsea.jpg, 10 steps, black then blur): 612 views as the button runs them, 405 s on this project's 2 cores
+# shared by eight engineers (load ≈ 18); one fill and one random order, 140 views, took 12.3 s idle, so about
+# 50 s idle by that rate (issue 43: not measured idle).
+CONTEST_COST = ("7 maps + 10 random orders, 2 fills: 4 backward passes + ~600 forward views, about a minute for "
+                "ViT-Ti on 2 CPU cores")
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
 RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, removing patches in the order of "
                 "the maps near the top lowered p({label}) sooner and adding them back raised it sooner (rank by "
