@@ -713,7 +713,7 @@ def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | Non
             f"by {fills} · {views} views in all, batched." + (f"\n\n{verdict}" if verdict else ""))
     rows = contest_rows(c, band, second)
     if verdict:
-        text += (f"\n\n**Ranking** ({c.mode} fill): {' > '.join(str(r[1]) for r in rows)} (best: **{rows[0][1]}**).\n\n"
+        text += (f"\n\n**Ranking:** {' > '.join(str(r[1]) for r in rows)} (best: **{rows[0][1]}**; {c.mode} fill).\n\n"
                  + RANKING_NOTE.format(label=_short(c.target_label), fill=c.mode,
                                        fill2=second.curves.mode if second is not None else SECOND_FILL,
                                        n=perturb.RANDOM_ORDERS))
