@@ -233,3 +233,19 @@ def test_concurrent_sweep_and_token_drop_do_not_share_hooks(tiny16, cat):
     assert all(torch.allclose(d.logits, want.logits, atol=1e-5) for d in drops)
 
 
+
+
+def test_random_orders_spread_and_band():
+    orders = perturb.random_orders((14, 14), 10, seed=3)
+    assert len(orders) == 10 and all(m.shape == (14, 14) for m in orders.values())
+    # order 1 is maps' "random" map of the same seed: the contestant and the band share its views
+    assert np.array_equal(orders["random order 1"], np.random.default_rng(3).random((14, 14)))
+    assert len({m.tobytes() for m in orders.values()}) == 10
+    s = perturb.spread([1.0, 2.0, 3.0, 4.0])
+    assert s.mean == 2.5 and abs(s.sd - 1.2909944) < 1e-6 and s.n == 4  # sd with ddof = 1, by hand
+    assert perturb.against_band(1.0, s, higher_is_better=False) == "better"
+    assert perturb.against_band(1.0, s, higher_is_better=True) == "worse"
+    assert perturb.against_band(s.low, s, higher_is_better=True) == "within"
+    assert perturb.against_band(4.0, s, higher_is_better=True) == "better"
+    with pytest.raises(ValueError):
+        perturb.spread([0.5])

@@ -143,6 +143,10 @@ def methods_used() -> dict[str, str]:
         "insertion_curves": "insertion: the same maps, patches added back to an all-removed photo, black fill",
         "contest_auc": "deletion AUC, insertion AUC, insertion − deletion (trapezoid over 0..1); "
                        "contest_ranking: best first by insertion − deletion, random order the baseline",
+        "contest_random_auc": "the baseline: the same AUCs for 10 random patch orders (seeds 0-9); a map beats "
+                              "random only outside their mean ± sd (ddof 1)",
+        "contest_auc_second_fill": "contest_auc and contest_random_auc with the patches removed by a blur "
+                                   "(Gaussian, kernel 2P+1, sigma P/2) instead of black",
         "map_gradient_rollout": maps.METHOD_TEXT["gradient rollout"] + ", top-1 class; layers in order, rows "
                                 "renormalised (vit-explain's issues #6 and #16 fixed)",
         "map_legrad": maps.METHOD_TEXT["LeGrad"] + ", top-1 class; each layer read by the model's own head; "

@@ -240,3 +240,60 @@ def merge_curves(parts: Sequence[Curves]) -> Curves:
     return Curves(tuple(n for p in parts for n in p.names), first.fractions,
                   np.concatenate([p.deletion for p in parts]), np.concatenate([p.insertion for p in parts]),
                   first.target, first.target_label, first.mode, sum(p.forwards for p in parts))
+
+
+# ------------------------------------------------------------------ the random baseline as a spread
+RANDOM_ORDERS = 10  # random patch orders behind the baseline: one draw ranked first on chelsea by luck (issue 43)
+
+
+def random_orders(grid: tuple[int, int], n: int = RANDOM_ORDERS, seed: int = 0) -> dict[str, np.ndarray]:
+    """n random (gh, gw) maps, seeds seed .. seed + n − 1: "random order 1" is the same order as
+    vizvit.maps' "random" map of the same seed, so the contestant and the band share its views."""
+    if n < 2:
+        raise UserError("A spread needs at least two random orders.")
+    return {f"random order {k + 1}": np.random.default_rng(seed + k).random(grid) for k in range(n)}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean ± sd (ddof = 1) of n values: the random orders' AUCs. A map is outside the band when its
+    AUC is below `low` or above `high`; inside it, it is no better or worse than chance here."""
+
+    mean: float
+    sd: float
+    n: int
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.sd
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.sd
+
+
+def spread(values: np.ndarray | Sequence[float]) -> Spread:
+    v = np.asarray(values, np.float64).ravel()
+    if v.size < 2:
+        raise UserError("A spread needs at least two values.")
+    return Spread(float(v.mean()), float(v.std(ddof=1)), int(v.size))
+
+
+def against_band(auc: float, band: Spread, higher_is_better: bool) -> str:
+    """'better', 'within' or 'worse': where one map's AUC falls against the random orders' mean ± sd."""
+    if band.low <= auc <= band.high:
+        return "within"
+    return "better" if (auc > band.high) == higher_is_better else "worse"
+
+
+def split_curves(c: Curves, names: Sequence[str]) -> tuple[Curves, Curves]:
+    """(the curves of `names`, the rest), in c's order: one batched run of maps and random orders
+    (their shared views run once) split back into the contestants and the band."""
+    keep = [k for k, n in enumerate(c.names) if n in set(names)]
+    rest = [k for k in range(len(c.names)) if k not in keep]
+
+    def part(idx: list[int]) -> Curves:
+        return Curves(tuple(c.names[k] for k in idx), c.fractions, c.deletion[idx], c.insertion[idx], c.target,
+                      c.target_label, c.mode, c.forwards)
+
+    return part(keep), part(rest)

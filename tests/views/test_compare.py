@@ -29,7 +29,7 @@ def bench(tiny16):
 def test_each_side_reads_the_cache_its_own_tabs_use_and_draws_their_maps(bench):
     wb, ph = bench
     page = compare.show(ph, compare.CompareParams(model_b=TWIN, depth=3, head="2"))
-    b = wb.handle(PhotoKey(TWIN, ph.key.sha1))
+    b = compare.pair(ph, TWIN).b  # the twin reads A's input view (a photo of its own, issue 43)
     assert wb.peek_derived(b.key, MEAN_ROLLOUT) is not None, "B's rollout is the Attention tab's cache entry"
     assert wb.peek_derived(ph.key, MEAN_ROLLOUT) is not None
     assert (page.positions, page.depth, page.heads) == (12, 3, ["mean", "max", "min", "1", "2", "3"])
@@ -109,3 +109,33 @@ def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, c
     assert "top-1 **differs**: A Egyptian cat" in page.verdict
     assert "[trained against its random twin](?example" not in page.pairs  # no example given to the view
     assert f"compare={TWIN}" in page.pairs
+
+
+def test_the_random_twin_reads_the_trained_models_input_view(tiny16):
+    """Issue 43: the twin's default processor squashed the whole photo to 224×224 while the trained model
+    resized the short side and centre-cropped, so the two maps' cosine compared different pixels. A model
+    B with random weights now reads model A's input view: the same pixels, whatever A's processor."""
+    import dataclasses
+
+    from PIL import Image
+
+    from vizvit.images import model_input_view
+    from vizvit.models import Preprocess
+
+    crop = Preprocess(resize=256, crop=(224, 224), resample=Image.Resampling.BICUBIC, mean=(0.5,) * 3, std=(0.5,) * 3)
+    a_vm = dataclasses.replace(tiny16, preprocess=crop)
+    wb = Workbench(device="cpu", catalog=Catalog(a_vm.id))
+    wb.add_model(a_vm)
+    photo = Image.open(EXAMPLES / "chelsea.jpg").convert("RGB")  # 451×300: a crop and a squash differ
+    ph = wb.handle(PhotoKey(wb.catalog.public(a_vm.id), wb.add_photo(photo)))
+    pr = compare.pair(ph, TWIN)
+    va, vb = pr.a.analysis().input_view, pr.b.analysis().input_view
+    assert np.array_equal(va, model_input_view(photo, crop))  # A: its own crop
+    assert np.array_equal(vb, va), "the twin must read the trained model's pixels"
+    squash = model_input_view(photo, pr.b.vm.preprocess)  # what the twin's own processor would make
+    assert not np.array_equal(squash, va)  # so the test above tells the two apart
+    c = compare.cursor(pr, compare.CompareParams(model_b=TWIN))
+    _, sa, sb = compare.depth_pictures(pr, c, shared=True)
+    assert "(both read A's model-input view)" in compare.verdict(pr, c, sa, sb)
+    # A trained model B keeps its own processor: the same upload.
+    assert compare.photo_for_b(ph, a_vm) == ph.key.sha1

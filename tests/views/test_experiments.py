@@ -54,7 +54,13 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     assert list(arrays["deletion_curve_maps"]) == names
     auc = arrays["contest_auc"]  # the contest through export: AUCs and the ranking best first
     assert auc.shape == (7, 3) and np.allclose(auc[:, 2], auc[:, 1] - auc[:, 0], atol=1e-6)
-    assert list(arrays["contest_ranking"]) == [names[k] for k in np.argsort(-auc[:, 2], kind="stable")]
+    rand = arrays["contest_random_auc"]  # the baseline: 10 random orders, the same columns
+    assert rand.shape == (10, 3) and np.allclose(rand[:, 2], rand[:, 1] - rand[:, 0], atol=1e-6)
+    assert np.allclose(rand[0], auc[names.index("random")], atol=1e-6)  # order 1 is the "random" map
+    rows = [(n, a[2]) for n, a in zip(names, auc) if n != "random"] + [("random (baseline)", rand[:, 2].mean())]
+    assert list(arrays["contest_ranking"]) == [rows[k][0] for k in np.argsort([-r[1] for r in rows], kind="stable")]
+    assert arrays["contest_auc_second_fill"].shape == (7, 3) and arrays["contest_random_auc_second_fill"].shape == (10, 3)
+    assert not np.allclose(arrays["contest_auc_second_fill"], auc)  # blur removes patches otherwise than black
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)
 
@@ -68,8 +74,9 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     maps = experiments.curve_maps(wb.handle(key))
     # First the news that work started (no figures yet), then one update per map, as they come.
     assert started.chart is None and "Computing" in started.text and f"{len(maps)} maps" in started.text
-    assert len(panels_seen) == len(maps)
+    assert len(panels_seen) == len(maps) + 2  # each map, then the random orders, then the second fill
     assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
+    assert "then by blur" in panels_seen[-1].text and "beats random only outside the band" in panels_seen[-1].text
     whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
     cached = experiments.compute_curves(wb.handle(key), steps=4, mode="black")  # filled by the progress run
     assert cached.names == whole.names
@@ -132,29 +139,70 @@ def test_curves_and_sweep_charts_have_clean_ticks_and_one_view_count(tiny16, cat
 
 
 
-def test_deletion_verdict_on_constructed_aucs():
-    from vizvit.views.experiments import deletion_verdict, first_removed
+def _score(fill, names, dele, ins, band_del, band_ins):
+    from vizvit.views.experiments import FillScore
 
-    names = ("rollout", "last-layer [CLS] attention", "random", "class relevance")
-    # The trained ViT-Ti on chelsea.jpg: random first.
-    t = deletion_verdict(names, np.array([0.596, 0.519, 0.463, 0.567]), "black", "cat", 0.82,
-                         {"rollout": 4, "last-layer [CLS] attention": 4, "class relevance": 0}, "the four corners", 20)
-    assert "no map beats **random order** (AUC 0.463" in t and "Random ranks 1 of 4" in t
-    assert "Worse than random: rollout (0.596), last-layer [CLS] attention (0.519), class relevance (0.567)" in t
-    assert "rollout 4, last-layer [CLS] attention 4;" in t and "class relevance 0" not in t
-    assert "a likely reason" in t and "One photo and one fill" in t
-    # A map that wins clearly; one within 2 % of p0 of random is "about random"; no artifacts named.
-    t = deletion_verdict(names, np.array([0.30, 0.455, 0.46, 0.50]), "blur", "cat", 0.8)
-    assert "**rollout** removes p(cat) fastest (deletion AUC 0.3" in t and "better than random (0.46): rollout (0.3)." in t
-    assert "About random" in t and "last-layer [CLS] attention (0.455)" in t and "Worse than random: class relevance" in t
-    assert "artifact" not in t and "(blur fill)" in t
-    # artifacts among the first patches of a map that beats random: named, but not blamed
-    t = deletion_verdict(names, np.array([0.30, 0.5, 0.46, 0.5]), "black", "cat", 0.8, {"rollout": 2}, "x", 20)
-    assert "rollout 2" in t and "a likely reason" not in t
+    return FillScore(fill, tuple(names), np.array(dele), np.array(ins), perturb.spread(band_del),
+                     perturb.spread(band_ins))
+
+
+def test_contest_verdict_on_constructed_aucs():
+    from vizvit.views.experiments import contest_verdict, first_removed
+
+    names = ("rollout", "last-layer [CLS] attention", "Grad-CAM")
+    # Issue 43: one random order at 0.463 made random "win" on chelsea. Ten orders around 0.50 ± 0.04 do not:
+    # a map beats random only outside the band (deletion below 0.46, insertion above 0.58).
+    band_del = [0.44, 0.46, 0.48, 0.50, 0.50, 0.50, 0.52, 0.54, 0.56, 0.50]
+    band_ins = [0.52, 0.54, 0.54, 0.56, 0.56, 0.56, 0.58, 0.58, 0.60, 0.56]
+    sd_del = float(np.std(band_del, ddof=1))
+    black = _score("black", names, [0.596, 0.519, 0.40], [0.563, 0.50, 0.62], band_del, band_ins)
+    blur = _score("blur", names, [0.596, 0.30, 0.50], [0.563, 0.70, 0.56], band_del, band_ins)
+    t = contest_verdict([black, blur], "cat", 0.82, {"rollout": 4, "last-layer [CLS] attention": 4, "Grad-CAM": 0},
+                        "the four corners", 20)
+    assert f"deletion AUC **0.500 ± {sd_del:.3f}**" in t and "mean ± sd of 10 orders" in t
+    assert "**black fill:**" in t and "**blur fill:**" in t and "One photo, 2 fills (black and blur)" in t
+    # black: Grad-CAM beats random on both; rollout's deletion is above the band; insertion 0.563 is inside it
+    assert "Beat random on both curves: Grad-CAM (0.400, 0.620)." in t
+    assert "Worse than random: rollout (0.596, 0.563)" in t and "attention (0.519, 0.500)" in t
+    # blur: attention wins, Grad-CAM is inside the band; the fills disagree and the verdict says so
+    assert "Beat random on both curves: last-layer [CLS] attention (0.300, 0.700)." in t
+    assert "Within the band on both: Grad-CAM (0.500, 0.560)." in t
+    assert "The fills disagree" in t and "Grad-CAM with black only" in t and "attention with blur only" in t
+    # artifacts: named for the maps that remove them first; rollout and attention do not beat random with black
+    assert "rollout 4, last-layer [CLS] attention 4;" in t and "Grad-CAM 0" not in t and "a likely reason" in t
+    # Nothing outside the band: said once per fill; no disagreement.
+    same = _score("black", names, [0.49, 0.51, 0.47], [0.55, 0.57, 0.56], band_del, band_ins)
+    t = contest_verdict([same, same], "cat", 0.8)
+    assert t.count("No map beats random order outside its band") == 2 and "disagree" not in t
+    assert "artifact" not in t
+    # A map on the band's edge is inside it; an AUC one sd away from the mean is not "better".
+    edge = _score("black", names[:1], [0.50 - sd_del], [0.56], band_del, band_ins)
+    assert "Within the band on both: rollout" in contest_verdict([edge], "cat", 0.8)
     # the first step removes round(P / steps) patches, highest first, ties by patch number
     m = np.array([[0.1, 0.9], [0.9, 0.2]])
     assert first_removed(m, 2).tolist() == [1, 2]
 
+
+def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
+    from vizvit.views.experiments import RANDOM_ROW, FillContest, contest_figure, contest_rows
+
+    f = np.linspace(0, 1, 3)
+    maps = perturb.Curves(("rollout", "random"), f, np.array([[0.8, 0.2, 0.0], [0.8, 0.5, 0.0]]),
+                          np.array([[0.0, 0.7, 0.8], [0.0, 0.3, 0.8]]), 3, "cat", "black", 5)
+    dele = np.array([[0.8, 0.5, 0.0], [0.8, 0.3, 0.0], [0.8, 0.4, 0.0]])
+    ins = np.array([[0.0, 0.3, 0.8], [0.0, 0.5, 0.8], [0.0, 0.4, 0.8]])
+    band = perturb.Curves(("random order 1", "random order 2", "random order 3"), f, dele, ins, 3, "cat", "black", 5)
+    rows = contest_rows(maps, band, FillContest(maps, band, 5))
+    # The one random map gives way to the orders' mean
+    assert [r[1] for r in rows] == ["rollout", RANDOM_ROW]
+    mean_del = np.mean([np.trapezoid(d, f) for d in dele])
+    assert rows[1][2] == round(mean_del, 4) and rows[0][5] == rows[0][2]  # second-fill columns filled
+    fig = contest_figure(maps, band)
+    filled = [t for t in fig.data if t.fill == "tonexty"]
+    assert len(filled) == 2  # deletion and insertion bands
+    sd = dele.std(0, ddof=1)
+    assert np.allclose(filled[0].y, dele.mean(0) + sd) and any("random ×3: del 0.400±0.050" in (t.name or "") for t in fig.data)
+    assert not any(t.name and t.name.endswith("random (del 0.400, ins 0.400)") for t in fig.data)
 
 
 def test_a_page_asked_for_by_key_is_the_views_own_and_any_other_key_is_refused(tiny16, cat):

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+from PIL import Image
 
 from .. import attention as att_mod
 from .. import compare as cmp
@@ -34,7 +35,8 @@ from .common import artifact_masks, top5_figure
 
 TEXT = """**Two models, one photo, one cursor.** Model A is the model chosen at the top of the page; pick
 model B here (or open a teaching pair below). Both read the same photo, each through its own image
-processor, and each side is exactly what that model's own tabs show. The depth cursor is *relative*:
+processor (a model with random weights has none: it reads A's input, the same pixels), and each side is
+exactly what that model's own tabs show. The depth cursor is *relative*:
 with 12 and 24 layers, position 6 of 24 is layer 3 of A and layer 6 of B; each picture names its
 layer. Maps are read from the token each model's head reads (its *summary*: [CLS], SigLIP's MAP head,
 BEiT's patch mean); tokens before the patches ([DIST], registers) are named above each side.
@@ -102,7 +104,18 @@ def pair(ph: Photo, model_b: str) -> Pair:
                         "(start it with a Workbench of max_models ≥ 2).")
     vm_b = wb.model(model_b)
     labels = (ph.key.labels, ph.key.template) if vm_b.is_zero_shot else ((), "")
-    return Pair(ph, wb.handle(PhotoKey(vm_b.id, ph.key.sha1, labels=labels[0], template=labels[1])))
+    return Pair(ph, wb.handle(PhotoKey(vm_b.id, photo_for_b(ph, vm_b), labels=labels[0], template=labels[1])))
+
+
+def photo_for_b(ph: Photo, vm_b: VitModel) -> str:
+    """The photo model B reads: the same upload, through its own processor; but random weights have no
+    processor of their own (ViT's defaults squash the whole photo to a square), so an untrained B
+    reads A's model-input view: both see the same pixels (issue 43: the random twin squashed the photo
+    while the trained model centre-cropped it, so the maps' cosine compared different pixels). At B's
+    input size, B's resize of that view is the identity (PIL returns a copy for an equal size)."""
+    if vm_b.is_pretrained or not ph.vm.is_pretrained:
+        return ph.key.sha1
+    return ph.wb.add_photo(Image.fromarray(ph.input_view()))
 
 
 @dataclass(frozen=True)
@@ -278,7 +291,8 @@ def verdict(pr: Pair, c: Cursor, sa: SideMaps, sb: SideMaps) -> str:
     resampled = "" if ga.grid == gb.grid else f", {'B' if fine == ga.grid else 'A'} resampled to {fine[0]}×{fine[1]}"
     va, vb = pr.a.analysis().input_view, pr.b.analysis().input_view
     same_input = va.shape == vb.shape and np.array_equal(va, vb)
-    crops = "" if same_input else " (each model's processor made its own input of the photo)"
+    crops = (" (both read A's model-input view)" if same_input and pr.a.key.sha1 != pr.b.key.sha1 else "" if same_input
+             else " (each model's processor made its own input of the photo)")
     t_a, t_b = top1(pr.a.vm, pr.a.analysis()), top1(pr.b.vm, pr.b.analysis())
     if t_a is None or t_b is None:
         agree = "top-1: " + ("neither model" if t_a is None and t_b is None else ("A" if t_a is None else "B")) + \

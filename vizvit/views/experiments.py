@@ -41,8 +41,11 @@ CURVES_TEXT = """**Faithfulness contest** (Petsiuk et al. 2018, RISE): for every
 class-specific maps of the Attention tab's menu for the top-1 class, attention flow once computed there),
 remove patches most-important-first and follow the probability of the photo's top-1 class (deletion: a
 low area under the curve means the map found what matters); insertion starts from everything removed and
-adds patches back (a high area is better). The table ranks the maps by insertion − deletion. A map that is
-no better than *random* should not be believed on this photo."""
+adds patches back (a high area is better). The table ranks the maps by insertion − deletion. *Random order*
+is the mean of 10 random orders, drawn as a grey band (mean ± sd): a map beats random only outside it. The
+contest runs twice, with the chosen fill and with a second one (blur, or black when blur is chosen), since
+black squares are pixels the model never saw in training. A map that is no better than random should not be
+believed on this photo."""
 
 
 @dataclass(frozen=True)
@@ -82,16 +85,21 @@ class CurvesPanel:
 SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min cos", "top-1 label",
                  "top-1 prob", "p(unshifted top-1)"]
 CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC (higher = better)",
-                  "insertion − deletion (higher = better)"]
-# Measured by benchmarks/methods_effects.py (trained ViT-Ti/16, chelsea.jpg, 10 steps, black fill, this
-# project's 2-core CPU): what one contest costs, said on its button.
-CONTEST_COST = "7 maps: 4 backward passes + 140 forward views, 12–20 s for ViT-Ti on 2 CPU cores"
+                  "insertion − deletion (higher = better)", "second fill: deletion AUC", "second fill: insertion AUC"]
+# What one contest costs, said on its button. benchmarks/bench_explain.py --only-contest (trained ViT-Ti/16,
+# chelsea.jpg, 10 steps, black then blur): 612 views as the button runs them, 405 s on this project's 2 cores
+# shared by eight engineers (load ≈ 18); one fill and one random order, 140 views, took 12.3 s idle, so about
+# 50 s idle by that rate (issue 43: not measured idle).
+CONTEST_COST = ("7 maps + 10 random orders, 2 fills: 4 backward passes + ~600 forward views, about a minute for "
+                "ViT-Ti on 2 CPU cores")
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
-RANKING_NOTE = ("**What the ranking means:** on this photo, with this fill, removing patches in the order of the "
-                "maps near the top lowered p({label}) sooner and adding them back raised it sooner (rank by "
-                "insertion − deletion AUC; *random order* is the baseline to beat). **What it does not:** it is one "
-                "photo and one way of removing patches ({fill}: a pixel fill the model never saw in training, or a "
-                "token drop), so it ranks these maps here, not the methods in general.")
+RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, removing patches in the order of "
+                "the maps near the top lowered p({label}) sooner and adding them back raised it sooner (rank by "
+                "insertion − deletion AUC; *random order*, the mean of {n} random orders, is the baseline to beat, "
+                "and a map beats it only outside their mean ± sd). **What it does not:** it is one photo and two "
+                "ways of removing patches ({fill}, then {fill2}: the table's last two columns; black or mean squares "
+                "are pixels the model never saw in training, a blur stays closer to its photos, a token drop changes "
+                "the sequence), so it ranks these maps here, not the methods in general.")
 
 
 def _short(label: str) -> str:
@@ -391,29 +399,99 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     return fig
 
 
-def contest_order(c: perturb.Curves) -> np.ndarray:
-    """Map indices best first: by insertion − deletion AUC, descending (ties by registry order)."""
-    return np.argsort(-(c.insertion_auc - c.deletion_auc), kind="stable")
+RANDOM_ROW = "random (baseline)"  # the table's row for the random orders' mean (the band)
+# The second way of removing patches: a strong blur keeps the photo's colours and coarse shapes, close to
+# the photos the model was trained on (RISE's insertion canvas); black squares are not (issue 43). A
+# contest run with blur chosen takes black second, so every verdict rests on two fills.
+SECOND_FILL = "blur"
 
 
-def contest_rows(c: perturb.Curves) -> list[list]:
-    """The AUC table: [rank, map, deletion AUC, insertion AUC, insertion − deletion], best first."""
-    d, i = c.deletion_auc, c.insertion_auc
-    return [[r + 1, c.names[k] + (" (baseline)" if c.names[k] == "random" else ""), round(float(d[k]), 4),
-             round(float(i[k]), 4), round(float(i[k] - d[k]), 4)] for r, k in enumerate(contest_order(c))]
+def second_fill(mode: str) -> str:
+    return "black" if mode == SECOND_FILL else SECOND_FILL
 
 
-def contest_figure(c: perturb.Curves) -> go.Figure:
+@dataclass(frozen=True)
+class FillContest:
+    """One fill's contest: the maps' curves and the random orders' curves (the band), same target."""
+
+    curves: perturb.Curves  # the maps (their "random" is random order 1)
+    band: perturb.Curves  # perturb.RANDOM_ORDERS random orders
+    forwards: int  # distinct views run for both
+
+    @property
+    def deletion_band(self) -> perturb.Spread:
+        return perturb.spread(self.band.deletion_auc)
+
+    @property
+    def insertion_band(self) -> perturb.Spread:
+        return perturb.spread(self.band.insertion_auc)
+
+
+@dataclass(frozen=True)
+class Contest:
+    first: FillContest  # the fill chosen on the page: the chart
+    second: FillContest  # second_fill(first's): the table's last columns and the verdict
+
+
+def contestants(c: perturb.Curves, band: perturb.Curves | None) -> list[tuple[str, float, float]]:
+    """(name, deletion AUC, insertion AUC) best first by insertion − deletion (ties by registry order).
+    With a band, the one "random" map gives way to the random orders' mean, named RANDOM_ROW."""
+    rows = [(n, float(d), float(i)) for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)
+            if band is None or n != "random"]
+    if band is not None:
+        rows.append((RANDOM_ROW, float(band.deletion_auc.mean()), float(band.insertion_auc.mean())))
+    order = np.argsort([-(i - d) for _, d, i in rows], kind="stable")
+    return [rows[k] for k in order]
+
+
+def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
+                 second: FillContest | None = None) -> list[list]:
+    """The AUC table, best first: [rank, map, deletion AUC, insertion AUC, insertion − deletion, and the
+    second fill's deletion and insertion AUC ("" until computed)]."""
+    other: dict[str, tuple[float, float]] = {}
+    if second is not None:
+        other = {n: (d, i) for n, d, i in contestants(second.curves, second.band)}
+    out = []
+    for r, (name, d, i) in enumerate(contestants(c, band)):
+        shown = name if name == RANDOM_ROW or name != "random" else "random (baseline, one order)"
+        d2, i2 = other.get(name, ("", ""))
+        out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4),
+                    round(d2, 4) if d2 != "" else "", round(i2, 4) if i2 != "" else ""])
+    return out
+
+
+BAND_FILL = "rgba(120,120,120,0.25)"
+
+
+def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.Figure:
     """Every map's deletion (solid) and insertion (dashed) curve in one chart, one colour per map,
-    legend in rank order; random order grey."""
+    legend in rank order. With a band: the random orders' mean ± sd as a grey band (deletion and
+    insertion) in place of the one random curve; without: random order grey."""
     fig = go.Figure()
-    for r, k in enumerate(contest_order(c)):
-        name = c.names[k]
-        col = "#888888" if name == "random" else CONTEST_COLOURS[k % len(CONTEST_COLOURS)]
-        label = f"{r + 1}. {name} (del {c.deletion_auc[k]:.3f}, ins {c.insertion_auc[k]:.3f})"
-        fig.add_scatter(x=c.fractions, y=c.deletion[k], name=label, legendgroup=name, mode="lines",
+    # Colours over the maps but random (drawn grey), in registry order: the same map, the same colour.
+    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(x for x in c.names if x != "random")}
+    curves = {n: (c.deletion[k], c.insertion[k]) for k, n in enumerate(c.names)}
+    for r, (name, d, i) in enumerate(contestants(c, band)):
+        label = f"{r + 1}. {name} (del {d:.3f}, ins {i:.3f})"
+        if name == RANDOM_ROW and band is not None:
+            ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
+            # Mean ± sd of n orders, short enough for a phone's legend (the text above the chart says more).
+            label = f"{r + 1}. random ×{ds.n}: del {ds.mean:.3f}±{ds.sd:.3f}, ins {is_.mean:.3f}±{is_.sd:.3f}"
+            for k, ys in enumerate((band.deletion, band.insertion)):
+                m, s = ys.mean(0), ys.std(0, ddof=1)
+                # The band: its lower edge, then the upper edge filled down to it.
+                fig.add_scatter(x=c.fractions, y=m - s, mode="lines", line=dict(width=0), legendgroup=name,
+                                showlegend=False, hoverinfo="skip")
+                fig.add_scatter(x=c.fractions, y=m + s, mode="lines", line=dict(width=0), fill="tonexty",
+                                fillcolor=BAND_FILL, legendgroup=name, showlegend=False, hoverinfo="skip")
+                fig.add_scatter(x=c.fractions, y=m, name=label, legendgroup=name, mode="lines", showlegend=k == 0,
+                                line=dict(color="#666666", width=2, dash="dash" if k else "solid"))
+            continue
+        col = "#888888" if name == "random" else colour[name]
+        dy, iy = curves[name]
+        fig.add_scatter(x=c.fractions, y=dy, name=label, legendgroup=name, mode="lines",
                         line=dict(color=col, width=2))
-        fig.add_scatter(x=c.fractions, y=c.insertion[k], name=label, legendgroup=name, mode="lines",
+        fig.add_scatter(x=c.fractions, y=iy, name=label, legendgroup=name, mode="lines",
                         line=dict(color=col, width=2, dash="dash"), showlegend=False)
     fig.update_layout(title=f"p({_short(c.target_label)}) as patches are removed (solid) or added back (dashed), "
                             f"{c.mode}",
@@ -424,32 +502,53 @@ def contest_figure(c: perturb.Curves) -> go.Figure:
     return fig
 
 
-# One colour per map, in registry order (plotly's qualitative set, random drawn grey).
-CONTEST_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-                   "#bcbd22")
+# One colour per map, in registry order (plotly's qualitative set, random drawn grey; brown last: beside the
+# random band's grey mean it read as grey).
+CONTEST_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#e377c2", "#17becf", "#bcbd22",
+                   "#8c564b")
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
-    return curves_name(steps, mode, seed, tuple(maps))
+    # The random orders are part of the key: a cached contest of the one-draw days is not this one.
+    return curves_name(steps, mode, seed, (*maps, f"{perturb.RANDOM_ORDERS} random orders", second_fill(mode)))
+
+
+def _fill_contest(ph: Photo, maps: dict[str, np.ndarray], steps: int, mode: str, seed: int,
+                  target: int | None = None, cancel: Cancel = NEVER) -> FillContest:
+    """The maps and the random orders in one batched run (shared views run once), split."""
+    orders = perturb.random_orders(ph.vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
+    c = perturb.faithfulness_curves(ph.vm, ph.analysis().input_view, {**maps, **orders}, int(steps),
+                                    mode, target=target, cancel=cancel)  # type: ignore[arg-type]
+    return FillContest(*perturb.split_curves(c, tuple(maps)), c.forwards)
+
+
+def compute_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> Contest:
+    """Both fills' contests, cached per photo (the same entry curves_progress fills)."""
+    maps = curve_maps(ph, seed)
+
+    def run() -> Contest:
+        first = _fill_contest(ph, maps, steps, mode, seed)
+        return Contest(first, _fill_contest(ph, maps, steps, second_fill(mode), seed, first.curves.target))
+
+    return ph.derived(_curves_key(steps, mode, seed, maps), run)
+
+
+def peek_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> Contest | None:
+    """The contest if it has been run for this photo (the button, export), else None: never runs it."""
+    if ph.peek(ranking_maps_name(seed)) is None:
+        return None
+    return ph.peek(_curves_key(steps, mode, seed, curve_maps(ph, seed)))
 
 
 def compute_curves(ph: Photo, steps: int = 10, mode: str = "black",
                    seed: int = 0) -> perturb.Curves:
-    """All maps' curves in one batched run, cached per photo."""
-    vm = ph.vm
-    maps = curve_maps(ph, seed)
-    return ph.derived(_curves_key(steps, mode, seed, maps),
-                      lambda: perturb.faithfulness_curves(vm, ph.analysis().input_view, maps, int(steps),
-                                                          mode))  # type: ignore[arg-type]
+    """The maps' curves with the chosen fill (the contest's first fill), cached per photo."""
+    return compute_contest(ph, steps, mode, seed).first.curves
 
 
 def curves_panel(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
-    return _curves_panel(compute_curves(ph, steps, mode, seed), steps, verdict=curves_verdict(ph, steps, mode, seed))
-
-
-# Deletion AUCs closer to random's than this share of the unmasked probability are "about random":
-# one photo is noisy, and on random weights p(top-1) is 0.003 to begin with.
-TIE_SHARE = 0.02
+    c = compute_contest(ph, steps, mode, seed)
+    return _contest_panel(c, steps, verdict=_verdict_of(ph, c, curve_maps(ph, seed), int(steps)))
 
 
 def first_removed(m: np.ndarray, steps: int) -> np.ndarray:
@@ -459,42 +558,82 @@ def first_removed(m: np.ndarray, steps: int) -> np.ndarray:
     return np.argsort(-m.ravel(), kind="stable")[:n]
 
 
-def deletion_verdict(names: tuple[str, ...] | list[str], auc: np.ndarray, fill: str, label: str, p0: float,
-                     artifacts_first: dict[str, int] | None = None, where: str = "", first_n: int = 0) -> str:
-    """One verdict from this photo's deletion AUCs (lower = better): which map wins, which beat
-    random (by more than TIE_SHARE·p0, p0 = the probability with nothing removed), and the caveat
-    of one photo and one fill. artifacts_first: map -> how many of the first_n patches it removes
-    first are artifact tokens (`where` names them)."""
-    auc = np.asarray(auc, float)
-    tie = TIE_SHARE * p0
-    order = np.argsort(auc, kind="stable")
-    best = names[int(order[0])]
-    out = [f"**Verdict on this photo ({fill} fill):**"]
-    if "random" not in names:
-        out.append(f"**{best}** removes p({label}) fastest (deletion AUC {auc[order[0]]:.3g}, lower is better).")
-    else:
-        r = float(auc[list(names).index("random")])
-        maps = [(n, float(a)) for n, a in zip(names, auc) if n != "random"]
-        better = [f"{n} ({a:.3g})" for n, a in maps if a < r - tie]
-        tied = [f"{n} ({a:.3g})" for n, a in maps if abs(a - r) <= tie]
-        worse = [f"{n} ({a:.3g})" for n, a in maps if a > r + tie]
-        if best == "random" or not better:
-            out.append(f"no map beats **random order** (AUC {r:.3g}, lower is better): on this photo none of them "
-                       f"ranks the patches that p({label}) needs better than chance.")
-        else:
-            out.append(f"**{best}** removes p({label}) fastest (deletion AUC {auc[order[0]]:.3g}, lower is better); "
-                       f"better than random ({r:.3g}): {', '.join(better)}.")
-        if tied:
-            out.append(f"About random (within {tie:.2g}, {TIE_SHARE:.0%} of p = {p0:.3g} with nothing removed): "
-                       f"{', '.join(tied)}.")
-        if worse:
-            out.append(f"Worse than random: {', '.join(worse)}.")
-        rank_r = int(np.where(order == list(names).index("random"))[0][0]) + 1
-        out.append(f"Random ranks {rank_r} of {len(names)}.")
+@dataclass(frozen=True)
+class FillScore:
+    """One fill's AUCs, as the verdict reads them (numbers only: the verdict is a pure function)."""
+
+    fill: str
+    names: tuple[str, ...]  # the maps, random excluded
+    deletion: np.ndarray  # (M,) lower is better
+    insertion: np.ndarray  # (M,) higher is better
+    deletion_band: perturb.Spread  # the random orders'
+    insertion_band: perturb.Spread
+
+
+def fill_score(f: FillContest) -> FillScore:
+    keep = [k for k, n in enumerate(f.curves.names) if n != "random"]
+    return FillScore(f.curves.mode, tuple(f.curves.names[k] for k in keep), f.curves.deletion_auc[keep],
+                     f.curves.insertion_auc[keep], f.deletion_band, f.insertion_band)
+
+
+def beats_random(s: FillScore) -> dict[str, tuple[str, str]]:
+    """map -> (deletion, insertion) each 'better', 'within' or 'worse' than the random orders' band."""
+    return {n: (perturb.against_band(float(d), s.deletion_band, False),
+                perturb.against_band(float(i), s.insertion_band, True))
+            for n, d, i in zip(s.names, s.deletion, s.insertion)}
+
+
+def fill_verdict(s: FillScore) -> str:
+    """What one fill says: the random band, then the maps outside it (better on both, on one) and inside."""
+    db, ib = s.deletion_band, s.insertion_band
+    v = beats_random(s)
+    auc = {n: (float(d), float(i)) for n, d, i in zip(s.names, s.deletion, s.insertion)}
+
+    def named(ns: list[str]) -> str:
+        return ", ".join(f"{n} ({auc[n][0]:.3f}, {auc[n][1]:.3f})" for n in ns)
+
+    both = [n for n, (d, i) in v.items() if d == i == "better"]
+    del_only = [n for n, (d, i) in v.items() if d == "better" and i != "better"]
+    ins_only = [n for n, (d, i) in v.items() if i == "better" and d != "better"]
+    inside = [n for n, (d, i) in v.items() if d == i == "within"]
+    worse = [n for n, (d, i) in v.items() if "better" not in (d, i) and "worse" in (d, i)]
+    out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: deletion AUC **{db.mean:.3f} ± {db.sd:.3f}**, "
+           f"insertion **{ib.mean:.3f} ± {ib.sd:.3f}** (maps below: deletion, insertion)."]
+    if not (both or del_only or ins_only):
+        out.append("No map beats random order outside its band: none ranks the patches the class needs better "
+                   "than chance here.")
+    if both:
+        out.append(f"Beat random on both curves: {named(both)}.")
+    if del_only:
+        out.append(f"On deletion only: {named(del_only)}.")
+    if ins_only:
+        out.append(f"On insertion only: {named(ins_only)}.")
+    if inside:
+        out.append(f"Within the band on both: {named(inside)}.")
+    if worse:
+        out.append(f"Worse than random: {named(worse)}.")
+    return " ".join(out)
+
+
+def contest_verdict(scores: list[FillScore] | tuple[FillScore, ...], label: str, p0: float,
+                    artifacts_first: dict[str, int] | None = None, where: str = "", first_n: int = 0) -> str:
+    """The verdict from this photo's AUCs under each fill: a map beats random only outside the random
+    orders' mean ± sd, on deletion (lower) or insertion (higher); the fills named, and where they
+    disagree, said. artifacts_first: map -> how many of the first_n patches it removes first are
+    artifact tokens (`where` names them)."""
+    out = [f"**Verdict on this photo**, tracking p({label}); a map beats random only outside the band of "
+           f"{scores[0].deletion_band.n} random orders (mean ± sd)."]
+    out += [fill_verdict(s) for s in scores]
+    wins = [{n for n, dv in beats_random(s).items() if "better" in dv} for s in scores]
+    if len(scores) > 1 and wins[0] != wins[1]:
+        a, b = scores[0].fill, scores[1].fill
+        only = [f"{', '.join(sorted(w - o))} with {f} only" for w, o, f in ((wins[0], wins[1], a), (wins[1], wins[0], b))
+                if w - o]
+        out.append(f"The fills disagree (beat random: {'; '.join(only)}): such a win rests on how patches are "
+                   "removed, not on the map alone.")
     hit = {n: k for n, k in (artifacts_first or {}).items() if k}
     if hit:
-        lose = "random" in names and all(
-            auc[list(names).index(n)] >= auc[list(names).index("random")] - tie for n in hit)
+        lose = all(n not in wins[0] for n in hit)
         out.append(f"Among the first {first_n} patches each map removes are artifact tokens ("
                    + ", ".join(f"{n} {k}" for n, k in hit.items())
                    + f"; this photo has {where}): high-norm patches that draw attention because a trained ViT "
@@ -502,83 +641,113 @@ def deletion_verdict(names: tuple[str, ...] | list[str], auc: np.ndarray, fill: 
                    + ("; a likely reason these maps do no better than random here." if lose else "."))
     if p0 < 0.05:
         out.append(f"p({label}) is only {p0:.2%} with nothing removed, so every curve stays near 0.")
-    out.append("One photo and one fill: a verdict on these maps for this photo, not on the methods.")
+    fills = " and ".join(s.fill for s in scores)
+    out.append(f"One photo, {len(scores)} fill{'s' if len(scores) > 1 else ''} ({fills}): a verdict on these maps "
+               "for this photo, not on the methods.")
     return " ".join(out)
 
 
 def curves_verdict(ph: Photo, steps: int, mode: str, seed: int = 0) -> str:
-    """deletion_verdict for this photo's cached curves and maps."""
-    c = compute_curves(ph, steps, mode, seed)
-    return _verdict_of(ph, c, curve_maps(ph, seed), steps)
+    """contest_verdict for this photo's cached contest and maps."""
+    return _verdict_of(ph, compute_contest(ph, steps, mode, seed), curve_maps(ph, seed), steps)
 
 
-def _verdict_of(ph: Photo, c: perturb.Curves, maps: dict[str, np.ndarray], steps: int) -> str:
+def _verdict_of(ph: Photo, c: Contest, maps: dict[str, np.ndarray], steps: int) -> str:
     a = ph.analysis()
     art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,) any layer's artifacts
-    counts = {n: int(art[first_removed(maps[n], steps)].sum()) for n in c.names if n != "random" and n in maps}
+    counts = {n: int(art[first_removed(maps[n], steps)].sum()) for n in c.first.curves.names
+              if n != "random" and n in maps}
     n_first = max(1, round(art.size / steps))
     where = f"{int(art.sum())} artifact token{'s' if art.sum() != 1 else ''}: {art_mod.describe(art.reshape(a.geometry.grid))}"
-    return deletion_verdict(c.names, c.deletion_auc, c.mode, _short(c.target_label), float(c.deletion[0, 0]), counts,
-                            where if art.any() else "", n_first)
+    first = c.first.curves
+    return contest_verdict([fill_score(c.first), fill_score(c.second)], _short(first.target_label),
+                           float(first.deletion[0, 0]), counts, where if art.any() else "", n_first)
 
 
 def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
                     seed: int = 0, cancel: Cancel = NEVER) -> Iterator[CurvesPanel]:
-    """The curves map by map (each map's views batched), so the page shows them as they
-    come; the complete set is cached like compute_curves'. `cancel` is checked between batches."""
+    """The curves map by map (each map's views batched), then the random orders, then the second fill,
+    so the page shows them as they come; the complete contest is cached like compute_contest's. `cancel` is checked
+    between batches."""
     maps = curve_maps(ph, seed)
     name = _curves_key(steps, mode, seed, maps)
     done = ph.peek(name)
     if done is not None:
-        yield _curves_panel(done, steps, verdict=_verdict_of(ph, done, maps, int(steps)))
+        yield _contest_panel(done, steps, verdict=_verdict_of(ph, done, maps, int(steps)))
         return
     vm = ph.vm
     view = ph.analysis().input_view
+    n_orders, fill2 = perturb.RANDOM_ORDERS, second_fill(mode)
     # Say at once what is coming: the first map's views take seconds on a CPU.
     # No view count here: views shared between deletion and insertion are run once, and the
     # final line gives the true total (it once promised "22 views each" and ended with 80).
-    yield CurvesPanel(None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}), {int(steps)} steps "
-                                      f"each, deletion and insertion, batched. The curves appear map by map…")
+    yield CurvesPanel(None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}) and {n_orders} random orders, "
+                                f"{int(steps)} steps each, deletion and insertion, batched, removing patches by "
+                                f"{mode}, then again by {fill2}. The curves appear map by map…")
     parts: list[perturb.Curves] = []
+    total = len(maps) + 2  # the maps, the random orders, the second fill
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
         parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
                                                  target=target, cancel=cancel))
-        merged = perturb.merge_curves(parts)
-        if len(parts) < len(maps):
-            yield _curves_panel(merged, steps, (len(parts), len(maps)))
-    final = merged
+        yield _curves_panel(perturb.merge_curves(parts), steps, (len(parts), total))
+    first_curves = perturb.merge_curves(parts)
+    band = perturb.faithfulness_curves(vm, view, perturb.random_orders(vm.geometry.grid, n_orders, seed), int(steps),
+                                       mode, target=first_curves.target, cancel=cancel)  # type: ignore[arg-type]
+    first = FillContest(first_curves, band, first_curves.forwards + band.forwards)
+    yield _curves_panel(first_curves, steps, (total - 1, total), band=band)
+    final = Contest(first, _fill_contest(ph, maps, steps, fill2, seed, first_curves.target, cancel))
     ph.derived(name, lambda: final)
-    # The last map's panel carries the verdict: it needs every map's AUC.
-    yield _curves_panel(final, steps, (len(parts), len(maps)), verdict=_verdict_of(ph, final, maps, int(steps)))
+    # The last panel carries the verdict: it needs every map's AUC under both fills.
+    yield _contest_panel(final, steps, verdict=_verdict_of(ph, final, maps, int(steps)))
+
+
+def _contest_panel(c: Contest, steps: int, verdict: str = "") -> CurvesPanel:
+    return _curves_panel(c.first.curves, steps, band=c.first.band, second=c.second, verdict=verdict,
+                         forwards=c.first.forwards + c.second.forwards)
 
 
 def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None,
-                  verdict: str = "") -> CurvesPanel:
-    done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} maps so far · "
+                  verdict: str = "", band: perturb.Curves | None = None, second: FillContest | None = None,
+                  forwards: int | None = None) -> CurvesPanel:
+    done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} parts so far · "
+    views = c.forwards if forwards is None else forwards
+    fills = c.mode + (f", then by {second.curves.mode}" if second is not None else "")
     text = (f"{done}Tracking p({_short(c.target_label)}), the unmasked top-1 · {steps} steps · patches removed "
-            f"by {c.mode} · {c.forwards} views in all, batched." + (f"\n\n{verdict}" if verdict else ""))
+            f"by {fills} · {views} views in all, batched." + (f"\n\n{verdict}" if verdict else ""))
+    rows = contest_rows(c, band, second)
     if verdict:
-        best = contest_rows(c)[0][1]
-        text += (f"\n\n**Ranking:** {' > '.join(str(r[1]) for r in contest_rows(c))} (best: **{best}**).\n\n"
-                 + RANKING_NOTE.format(label=_short(c.target_label), fill=c.mode))
-    return CurvesPanel(contest_figure(c), contest_rows(c), text)
+        text += (f"\n\n**Ranking:** {' > '.join(str(r[1]) for r in rows)} (best: **{rows[0][1]}**; {c.mode} fill).\n\n"
+                 + RANKING_NOTE.format(label=_short(c.target_label), fill=c.mode,
+                                       fill2=second.curves.mode if second is not None else SECOND_FILL,
+                                       n=perturb.RANDOM_ORDERS))
+    return CurvesPanel(contest_figure(c, band), rows, text)
 
 
 # ------------------------------------------------------------------ export
+def _auc_table(c: perturb.Curves) -> np.ndarray:
+    """(rows, 3) float32: deletion AUC, insertion AUC, insertion − deletion, in c.names' order."""
+    return np.stack([c.deletion_auc, c.insertion_auc, c.insertion_auc - c.deletion_auc], 1).astype(np.float32)
+
+
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed
-    view; the same cached sweep and curves as the page's buttons."""
+    view; the same cached sweep and contest as the page's buttons."""
     out = {"shift_sweep": full_sweep(ph).array()}
     if ph.vm.has_classifier:
-        c = compute_curves(ph)
+        contest = compute_contest(ph)
+        c = contest.first.curves
         out["deletion_curves"] = c.deletion.astype(np.float32)
         out["insertion_curves"] = c.insertion.astype(np.float32)
         out["deletion_curve_maps"] = np.array(c.names)
         # (maps, 3): deletion AUC, insertion AUC, insertion − deletion, in deletion_curve_maps order
-        out["contest_auc"] = np.stack([c.deletion_auc, c.insertion_auc, c.insertion_auc - c.deletion_auc], 1
-                                      ).astype(np.float32)
-        out["contest_ranking"] = np.array([c.names[k] for k in contest_order(c)])  # best first
+        out["contest_auc"] = _auc_table(c)
+        out["contest_random_auc"] = _auc_table(contest.first.band)  # (orders, 3), the baseline's spread
+        # best first; "random (baseline)" is the random orders' mean
+        out["contest_ranking"] = np.array([n for n, _, _ in contestants(c, contest.first.band)])
+        # The second fill (blur): the same tables, the same map order.
+        out["contest_auc_second_fill"] = _auc_table(contest.second.curves)
+        out["contest_random_auc_second_fill"] = _auc_table(contest.second.band)
     return out
 
 
@@ -586,10 +755,11 @@ def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
     """The sweep chart and the deletion / insertion charts, for `python -m vizvit export`."""
     out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(ph.vm, full_sweep(ph)).figure}
     if ph.vm.has_classifier:
-        c = compute_curves(ph)
+        contest = compute_contest(ph)
+        c = contest.first.curves
         out["deletion_chart"] = curves_figure(c, insertion=False)
         out["insertion_chart"] = curves_figure(c, insertion=True)
-        out["contest_chart"] = contest_figure(c)
+        out["contest_chart"] = contest_figure(c, contest.first.band)
     return out
 
 

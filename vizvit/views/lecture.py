@@ -39,7 +39,9 @@ when) these still hold, because they are arithmetic: the patch grid and token co
 shapes, whole-patch shifts leaving tokens unchanged, rollout's and attention's sums, the cost
 calculator. These need a trained model and are *not* visible on random weights: near-then-far
 attention distance by depth, the rows-and-columns pattern of the position similarities, attention
-and relevance on the object, and the predictions themselves.
+and relevance maps with structure (on a trained ViT not necessarily on the object: they often peak on
+high-norm artifact tokens, which the Attention tab outlines, and only the Experiments tab's faithfulness
+contest tests whether a map is what the decision rests on), and the predictions themselves.
 
 ### Why patches? The attention-cost calculator
 Attention compares every token with every other: n tokens make an n×n table per head and layer.""".format(tabs=", ".join(TAB_IDS))  # the tab ids, from THE list

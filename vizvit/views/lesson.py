@@ -15,19 +15,23 @@ from typing import Any, Callable
 import numpy as np
 import segno
 
+from .. import artifacts as art_mod
 from .. import attention as att_mod
+from .. import claims
 from .. import lesson as lesson_mod
 from .. import perturb
+from ..cnn import cnn_shift_probs
 from ..engine import embedding_stage, mask_token
 from ..errors import UserError
 from ..images import View
 from ..lesson import MEASURED, Step
 from ..models import Geometry
 from ..numbers import attention_cost
-from ..session import Photo
+from ..session import Photo, cnn_sweep_name
 from ..tokens import dropout_check
 from ..vocab import TABS
 from . import attention, embeddings, experiments, inside, lecture, patches, positions
+from .common import artifact_masks
 
 LESSON_TEXT = """**A guided lesson on your photo.** Each step asks a question first: answer it, then press
 **Reveal** to see the number measured on this photo, what it means, and the view it comes from (**Open**
@@ -148,9 +152,9 @@ def _mask(ph: Photo, step: Step) -> Measured:
     a = ph.analysis(View(mask=mask, mask_mode=mode))  # type: ignore[arg-type]
     b0 = base.top5[0]
     now = float(a.probs[b0.index])
-    how = mask_token(ph.vm).source if mode == "mask" else f"masked by {mode}"
-    return Measured(f"{now:.1%}", f"p({b0.label.split(',')[0]}) **{b0.prob:.1%} → {now:.1%}** with {len(mask)} patches as "
-                    f"[MASK]; top-1 now **{a.top5[0].label.split(',')[0]}**. Here {how}.",
+    tok = mask_token(ph.vm) if mode == "mask" else None
+    trained, how = (tok.trained, tok.source) if tok is not None else (True, f"masked by {mode}")
+    return Measured(f"{now:.1%}", claims.mask_line(trained, how, b0.label, b0.prob, now, len(mask), a.top5[0].label),
                     "stays" if a.top5[0].index == b0.index else "changes")
 
 
@@ -190,7 +194,18 @@ def _shift_stay(ph: Photo, step: Step) -> Measured:
     cos, dx, dy = _shift_cosines(ph, step)
     line, same = _shift_line(cos, dx, dy)
     mean, _ = perturb.cos_summary(cos)
-    return Measured(f"mean cos {mean:.3f}", line, "none" if same <= 0.01 else "all" if same >= 0.9 else "few")
+    return Measured(f"mean cos {mean:.3f}", f"{line} {_cnn_sentence(ph)}",
+                    "none" if same <= 0.01 else "all" if same >= 0.9 else "few")
+
+
+def _cnn_sentence(ph: Photo) -> str:
+    """The CNN's own sweep when the app has one (--cnn; the Experiments tab's cached sweep), else less."""
+    cnn = ph.wb.cnn
+    if cnn is None:
+        return claims.cnn_shift_sentence(None)
+    ks = list(range(2 * ph.vm.geometry.patch_size + 1))
+    probs = ph.derived(cnn_sweep_name(cnn.id), lambda: cnn_shift_probs(cnn, ph.analysis().input_view, ks, "edge"))
+    return claims.cnn_shift_sentence(cnn.id, ks, probs, float(probs[0]))  # k = 0 is the unshifted photo
 
 
 def _shift_change(ph: Photo, step: Step) -> Measured:
@@ -208,8 +223,11 @@ def _survives(ph: Photo, step: Step) -> Measured:
     base = ph.analysis()
     a = ph.analysis(View(dx=int(c.get("dx", 0)), dy=int(c.get("dy", 0)), fill=c.get("fill", "edge")))
     t, b = a.top5[0], base.top5[0]
+    sweep = [(r.k, r.base_class_prob) for r in experiments.full_sweep(ph).rows]  # cached: the tab's own sweep
     return Measured(f"{t.prob:.1%}", f"Shifted: top-1 **{t.label.split(',')[0]} {t.prob:.1%}**; unshifted: "
-                    f"{b.label.split(',')[0]} {b.prob:.1%}.", "same" if t.index == b.index else "other")
+                    f"{b.label.split(',')[0]} {b.prob:.1%}. "
+                    + claims.survives_sentence(b.label, b.prob, t.label, t.prob, int(c.get("dx", 0)), sweep),
+                    "same" if t.index == b.index else "other")
 
 
 def _distance(ph: Photo, step: Step) -> Measured:
@@ -219,9 +237,11 @@ def _distance(ph: Photo, step: Step) -> Measured:
     first, last = float(d[0].mean()), float(d[-1].mean())
     right = "nearer" if last > 1.1 * first else "farther" if first > 1.1 * last else "same"
     each = lambda row: ", ".join(f"{v:.1f}" for v in row)  # noqa: E731
+    g = ph.vm.geometry
+    early = claims.early_heads_sentence(d[0], g.image_size[0], claims.uniform_distance(g.grid, g.patch_size))
     return Measured(f"layer {L} · head {h + 1} · {d[-1, h]:.1f} px",
                     f"Mean attention distance, layer 1: {each(d[0])} px (mean **{first:.1f}**); layer {L}: "
-                    f"{each(d[-1])} px (mean **{last:.1f}**).", right)
+                    f"{each(d[-1])} px (mean **{last:.1f}**). {early}", right)
 
 
 def _rollout(ph: Photo, step: Step) -> Measured:
@@ -230,7 +250,27 @@ def _rollout(ph: Photo, step: Step) -> Measured:
     r = att_mod.rollout_maps(a.attentions.float(), g, summary=attention.summary_of(a))[-1]  # (gh, gw), mean, no discard
     s = float(r.sum())
     return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of [CLS]'s rolled-out attention is on the "
-                    f"{g.num_patches} patches; the rest on the prefix tokens.", "most" if s > 0.5 else "some")
+                    f"{g.num_patches} patches; the rest on the prefix tokens. {_rollout_claim(ph, r)}",
+                    "most" if s > 0.5 else "some")
+
+
+ROLLOUT_TOP = 5  # the brightest patches the rollout step checks for artifact tokens
+
+
+def _rollout_claim(ph: Photo, r: Any) -> str:
+    """What the contest says of rollout on this photo, if it has been run (never run here: minutes),
+    and how many of the map's brightest patches are artifact tokens."""
+    a = ph.analysis()
+    art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,)
+    top = np.argsort(-np.asarray(r, np.float64).ravel(), kind="stable")[:ROLLOUT_TOP]
+    n_art = int(art[top].sum())
+    contest = experiments.peek_contest(ph)
+    if contest is None or "rollout" not in contest.first.curves.names:
+        return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP)
+    ranked = [n for n, _, _ in experiments.contestants(contest.first.curves, contest.first.band)]
+    wins = "better" in experiments.beats_random(experiments.fill_score(contest.first))["rollout"]
+    return claims.rollout_claim(ranked.index("rollout") + 1, len(ranked), wins, contest.first.curves.mode, n_art,
+                                ROLLOUT_TOP)
 
 
 MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
