@@ -150,6 +150,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         if tuple(sorted(L)) != tuple(sorted(deeplink.VIEW_CONTROLS)):
             raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
         link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
+        # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
+        cmp_depth = ctx.controls["compare"]["depth"]
         photo_outs = [key, status, upload, *preview_outs]
 
         @safe
@@ -243,12 +245,15 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     link_tab: k.tab or gr.skip(), tab: k.tab or gr.skip(),
                     notice_md: gr.Markdown("**About this link:**\n" + notices, visible=True) if notices
                     else gr.skip(),
-                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm)}
+                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm),
+                    cmp_depth: k.layer if k.tab == "compare" and k.layer else gr.skip()}
 
         @safe
         def copy_link(request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
-                      *parts: Any):
+                      depth: float, *parts: Any):
             c = dict(zip(deeplink.VIEW_CONTROLS, parts))
+            if tab_id == "compare":
+                c["layer"] = depth
             link = deeplink.of_view(
                 example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
                 layer=c["layer"], head=c["head"], show=c["show"], query=c["query"], direction=c["direction"],
@@ -271,14 +276,14 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             api_name="model")
         # hidden: a first visit saw grey loading blocks over the header while the link was read
         demo.load(open_link, None, [upload, model, banner, link_tab, tab, notice_md, *link_parts, projector, zs_on,
-                                    key, status],
+                                    key, status, cmp_depth],
                   show_progress="hidden")
         # JS only (no round trip): a click on the tab's button opens it as a person would.
         link_tab.change(None, link_tab, None, js=web.asset("select_tab.js"))
         zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
         for fn in ctx.unloads:
             demo.unload(fn)
-        link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
+        link_btn.click(copy_link, [key, model, tab, projector, cmp_depth, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
     # The live camera on a page of its own (page/tabs/camera.py says why); no navigation bar: the
     # Camera tab opens it and Freeze comes back.
