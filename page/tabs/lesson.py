@@ -29,6 +29,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             with gr.Row(elem_id="lesson-buttons"):
                 prev = gr.Button("← previous", size="sm", elem_id="lesson-prev")
                 reveal = gr.Button("Reveal", variant="primary", elem_id="lesson-reveal")
+                unknown = gr.Button("I don't know", size="sm", elem_id="lesson-dont-know")
                 nxt = gr.Button("next →", size="sm", elem_id="lesson-next")
         with gr.Column(scale=1, min_width=200, elem_id=PRESENTER_CSS_ID):  # the presenter view's QR code
             qr = gr.Image(label="Scan: this step", interactive=False, format="png", elem_id="lesson-qr",
@@ -84,13 +85,17 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
         return go
 
-    @safe
-    def do_reveal(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return {answer: "**Pick an example or upload a photo first**: the reveal measures it."}
-        r = lesson.reveal(wb.handle(key), lesson.LessonParams.from_controls(read(v)))
-        return {answer: r.answer, picture: gr.Image(value=r.picture, visible=r.picture is not None),
-                open_btn: gr.Button(f"Open the {TABS.get(r.view, r.view)} tab with these settings", visible=True)}
+    def revealing(dont_know: bool):
+        @safe
+        def do_reveal(key: PhotoKey | None, *v: Any) -> dict:
+            if key is None:
+                return {answer: "**Pick an example or upload a photo first**: the reveal measures it."}
+            r = lesson.reveal(wb.handle(key), lesson.LessonParams.from_controls({**read(v), "dont_know": dont_know}))
+            return {answer: r.answer, picture: gr.Image(value=r.picture, visible=r.picture is not None),
+                    open_btn: gr.Button(f"Open the {TABS.get(r.view, r.view)} tab with these settings",
+                                        visible=r.revealed)}
+
+        return do_reveal
 
     @safe
     def do_open(key: PhotoKey | None, n: int | None, opened: str) -> dict:
@@ -109,7 +114,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.on_show(tab, show, [ctx.key, step, base], outs)
     prev.click(move(-1), [ctx.key, step, base], outs, show_progress="hidden")
     nxt.click(move(+1), [ctx.key, step, base], outs, show_progress="hidden")
-    reveal.click(do_reveal, [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
+    reveal.click(revealing(False), [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
+    unknown.click(revealing(True), [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
     open_outs = [goto, *{id(c): c for d in ctx.controls.values() for c in d.values()}.values(), *(f for f, _ in ctx.firsts.values())]
     open_btn.click(do_open, [ctx.key, step, goto], open_outs, show_progress="hidden")
     goto.change(None, goto, None, js=web.asset("select_tab.js"))

@@ -93,3 +93,19 @@ def test_every_step_on_an_uploaded_photo_at_phone_size_and_its_link(url, tmp_pat
         _answer_and_reveal(page, 13)
         assert "rolled-out attention" in page.inner_text("#lesson-answer")
 
+
+
+def test_reveal_waits_for_a_prediction_or_i_dont_know(url):
+    """Predict before the reveal (issue 43, item 3): Reveal with no answer asks for one and shows
+    nothing of the answer; "I don't know" shows it without a verdict."""
+    with page_at(url + "?lesson=1&step=2&example=chelsea") as page:
+        _at_step(page, 2)
+        page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
+        page.click("#lesson-reveal")
+        page.wait_for_selector("#lesson-answer:has-text('prediction first')", timeout=60_000)
+        shown = page.inner_text("#lesson-answer")
+        assert not re.search(r"Right|Not quite|The answer", shown), shown
+        assert not page.locator("#lesson-open").is_visible() and not page.locator("#lesson-picture").is_visible()
+        page.click("#lesson-dont-know")
+        page.wait_for_selector("#lesson-answer:has-text('The answer')", timeout=60_000)
+        page.wait_for_selector("#lesson-open", state="visible")
