@@ -152,12 +152,13 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
         # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
         cmp_depth = ctx.controls["compare"]["depth"]
-        photo_outs = [key, status, upload, *preview_outs]
+        shown_file = gr.State(None)  # the file the tabs show: a refused file leaves it in the box
+        photo_outs = [key, status, upload, shown_file, *preview_outs]
 
         @safe
         def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
-                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, current: str = "patches",
-                      *preview_values: Any):
+                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, shown_path: str | None = None,
+                      current: str = "patches", *preview_values: Any):
             """A generator: its first message carries the new key (and the open tab's preview), so
             the key's event starts at once and finds this forward already running (the cache runs
             it once for both); its last one, the status line with the forward's result."""
@@ -170,11 +171,17 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # A toast, the same words kept in the status line, and the refused file's name
                 # out of the box: it must not look as if that file were shown.
                 gr.Warning(str(e))
-                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: None}
+                # The box names the photo the tabs still show (its change finds that photo shown: below).
+                yield {status: panels.upload_refused(str(e), had_photo=k is not None),
+                       upload: shown_path if k is not None else None}
                 return
             new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
+            if new == k and path == shown_path:  # the file the tabs show, put back after a refused one
+                yield kit.skip(photo_outs)
+                return
             vm = wb.model(model_id)
-            yield {key: new, status: panels.running_line(vm), **ctx.preview(current, new, preview_values)}
+            yield {key: new, status: panels.running_line(vm), shown_file: path,
+                   **ctx.preview(current, new, preview_values)}
             answer, photo, shown = background.submit(wb.analysis, new), wb.photo(sha1), 0
             while True:  # where this photo is in the model's queue, until its forward is done
                 try:
@@ -186,7 +193,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                         shown = ahead
                         yield {status: panels.running_line(vm, ahead, wb.forwards.stats().image_s)}
                 except Exception:
-                    yield {key: k}  # the tabs go back to the photo they showed
+                    yield {key: k, shown_file: shown_path, upload: shown_path if k is not None else None}  # back to the photo shown
                     raise
             yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
 
@@ -262,8 +269,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
             return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 
-        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template, tab,
-                                  *preview_ins],
+        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template,
+                                  shown_file, tab, *preview_ins],
                       photo_outs, api_name="upload", show_progress="minimal",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
@@ -283,6 +290,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
         for fn in ctx.unloads:
             demo.unload(fn)
+        demo.load(None, None, None, js=web.asset("upload_replace.js"))  # drop, paste or choose: one step
         link_btn.click(copy_link, [key, model, tab, projector, cmp_depth, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
     # The live camera on a page of its own (page/tabs/camera.py says why); no navigation bar: the
