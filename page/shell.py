@@ -172,8 +172,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # out of the box: it must not look as if that file were shown.
                 gr.Warning(str(e))
                 # The box names the photo the tabs still show (its change finds that photo shown: below).
-                yield {status: panels.upload_refused(str(e), had_photo=k is not None),
-                       upload: shown_path if k is not None else None}
+                # (Not when Gradio's cache cleaning removed that file since: the box is then emptied.)
+                back = shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
+                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: back}
                 return
             new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
             if new == k and path == shown_path:  # the file the tabs show, put back after a refused one
@@ -193,7 +194,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                         shown = ahead
                         yield {status: panels.running_line(vm, ahead, wb.forwards.stats().image_s)}
                 except Exception:
-                    yield {key: k, shown_file: shown_path, upload: shown_path if k is not None else None}  # back to the photo shown
+                    back = shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
+                    yield {key: k, shown_file: shown_path, upload: back}  # the tabs and the box: back to the photo shown
                     raise
             yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
 
