@@ -156,12 +156,15 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         if tuple(sorted(L)) != tuple(sorted(deeplink.VIEW_CONTROLS)):
             raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
         link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
-        photo_outs = [key, status, upload, *preview_outs]
+        # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
+        cmp_depth = ctx.controls["compare"]["depth"]
+        shown_file = gr.State(None)  # the file the tabs show: a refused file leaves it in the box
+        photo_outs = [key, status, upload, shown_file, *preview_outs]
 
         @safe
         def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
-                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, current: str = "patches",
-                      *preview_values: Any):
+                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, shown_path: str | None = None,
+                      current: str = "patches", *preview_values: Any):
             """A generator: its first message carries the new key (and the open tab's preview), so
             the key's event starts at once and finds this forward already running (the cache runs
             it once for both); its last one, the status line with the forward's result."""
@@ -174,11 +177,18 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                 # A toast, the same words kept in the status line, and the refused file's name
                 # out of the box: it must not look as if that file were shown.
                 gr.Warning(str(e))
-                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: None}
+                # The box names the photo the tabs still show (its change finds that photo shown: below).
+                # (Not when Gradio's cache cleaning removed that file since: the box is then emptied.)
+                back = shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
+                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: back}
                 return
             new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
+            if new == k and path == shown_path:  # the file the tabs show, put back after a refused one
+                yield kit.skip(photo_outs)
+                return
             vm = wb.model(model_id)
-            yield {key: new, status: panels.running_line(vm), **ctx.preview(current, new, preview_values)}
+            yield {key: new, status: panels.running_line(vm), shown_file: path,
+                   **ctx.preview(current, new, preview_values)}
             answer, photo, shown = background.submit(wb.analysis, new), wb.photo(sha1), 0
             while True:  # where this photo is in the model's queue, until its forward is done
                 try:
@@ -190,7 +200,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                         shown = ahead
                         yield {status: panels.running_line(vm, ahead, wb.forwards.stats().image_s)}
                 except Exception:
-                    yield {key: k}  # the tabs go back to the photo they showed
+                    back = shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
+                    yield {key: k, shown_file: shown_path, upload: back}  # the tabs and the box: back to the photo shown
                     raise
             yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
 
@@ -249,12 +260,15 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                     link_tab: k.tab or gr.skip(), tab: k.tab or gr.skip(),
                     notice_md: gr.Markdown("**About this link:**\n" + notices, visible=True) if notices
                     else gr.skip(),
-                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm)}
+                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm),
+                    cmp_depth: k.layer if k.tab == "compare" and k.layer else gr.skip()}
 
         @safe
         def copy_link(request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
-                      *parts: Any):
+                      depth: float, *parts: Any):
             c = dict(zip(deeplink.VIEW_CONTROLS, parts))
+            if tab_id == "compare":
+                c["layer"] = depth
             link = deeplink.of_view(
                 example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
                 layer=c["layer"], head=c["head"], show=c["show"], query=c["query"], direction=c["direction"],
@@ -263,8 +277,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             page = (request.headers.get("referer") or str(request.url)).split("?")[0]
             return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
 
-        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template, tab,
-                                  *preview_ins],
+        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template,
+                                  shown_file, tab, *preview_ins],
                       photo_outs, api_name="upload", show_progress="minimal",
                       cancels=ctx.long_work).failure(
             lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
@@ -277,7 +291,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             api_name="model")
         # hidden: a first visit saw grey loading blocks over the header while the link was read
         demo.load(open_link, None, [upload, model, banner, link_tab, tab, notice_md, *link_parts, projector, zs_on,
-                                    key, status],
+                                    key, status, cmp_depth],
                   show_progress="hidden")
         # JS only (no round trip): a click on the tab's button opens it as a person would.
         link_tab.change(None, link_tab, None, js=web.asset("select_tab.js"))
@@ -285,7 +299,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         for fn in ctx.unloads:
             demo.unload(fn)
         demo.unload(kit.JOBS.left)  # a closed page's costly jobs stop
-        link_btn.click(copy_link, [key, model, tab, projector, *link_parts], link_box).then(
+        demo.load(None, None, None, js=web.asset("upload_replace.js"))  # drop, paste or choose: one step
+        link_btn.click(copy_link, [key, model, tab, projector, cmp_depth, *link_parts], link_box).then(
             None, link_box, None, js=web.asset("copy_link.js"))
     # The live camera on a page of its own (page/tabs/camera.py says why); no navigation bar: the
     # Camera tab opens it and Freeze comes back.

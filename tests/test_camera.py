@@ -356,6 +356,28 @@ def test_freeze_keeps_the_frame_of_the_picture_the_page_shows(tiny16):
     assert list(feed.recent) == list(range(3, len(frames) + 1)) and len(feed.recent) == camera.RECENT
 
 
+def test_freeze_opens_the_frozen_photo_with_the_live_maps_layer_heads_and_mode(tiny16):
+    """Issue 43, item 5: the live page showed "rolled out" and the frozen photo opened in "raw". The
+    frozen link, read back as the main page reads a link (deeplink.parse), names the same map."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from vizvit import deeplink
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    key, sha1 = PhotoKey(tiny16.id, ""), "a" * 40
+    g = tiny16.geometry  # 2 layers × 2 heads
+    cases = [(view.CameraParams(layer=1, heads="head 2", mode="rolled out"), (1, 2, "rolled out")),
+             (view.CameraParams(layer=0, heads="max of heads", mode="raw"), (g.num_layers, "max", "raw")),
+             (view.CameraParams(), (g.num_layers, "mean", "rolled out"))]  # the live page's defaults
+    for p, (layer, head, mode) in cases:
+        q = view.frozen_query(wb, key, sha1, p)
+        assert q.startswith("./?photo=" + sha1), q
+        link, notices = deeplink.parse(dict(parse_qsl(urlsplit(q).query)), [], [tiny16.id], ["attention"])
+        assert not notices and (link.photo, link.tab) == (sha1, "attention"), (q, notices)
+        assert (link.layer, link.head, link.mode) == (layer, head, mode), q
+
+
 def test_the_live_map_shows_the_heads_switched_off(tiny16):
     """A session with heads off (Inside tab) sees the ablated model live: its frames' forwards run
     with those heads off, and the picture differs from the intact model's."""

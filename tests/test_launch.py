@@ -10,6 +10,7 @@ import pytest
 from vizvit import hub
 from vizvit.catalog import Catalog, random_twin
 from vizvit.errors import UserError
+from vizvit import launch
 from vizvit.launch import server_address
 
 
@@ -161,3 +162,39 @@ def test_the_gate_takes_a_listed_models_random_twin_without_listing_it(tmp_path)
     assert only.check("random:vit-small-patch16-224") == "random:vit-small-patch16-224"
     with pytest.raises(UserError, match="page's list"):
         only.check("random:vit-tiny-patch16-224")
+
+
+# ------------------------------------------------------------------ the QR code's address (issue 43, item 2)
+def test_a_loopback_page_address_says_no_phone_can_open_it():
+    for page in ("http://127.0.0.1:7860/", "http://localhost:7860/", "http://[::1]:7860/", "http://127.0.1.1:7860/"):
+        a = launch.phone_address(page + "?lesson=1", "127.0.0.1", lan="192.168.1.5")
+        assert not a.reachable and a.base == page and "no phone can open" in a.note, (page, a)
+        assert "--host 0.0.0.0" in a.note and "--share" in a.note
+
+
+def test_listening_on_every_interface_offers_the_lan_address():
+    a = launch.phone_address("http://127.0.0.1:7860/", "0.0.0.0", lan="192.168.1.5")
+    assert a.reachable and a.base == "http://192.168.1.5:7860/" and "192.168.1.5" in a.note
+    none = launch.phone_address("http://localhost:7860/", "0.0.0.0", lan=None)  # no network: say so
+    assert not none.reachable and none.base == "http://localhost:7860/" and "--share" in none.note
+
+
+def test_a_share_link_a_space_and_a_listen_address_win_over_loopback():
+    share = launch.phone_address("http://127.0.0.1:7860/", "127.0.0.1", share_url="https://abc123.gradio.live")
+    assert share.reachable and share.base == "https://abc123.gradio.live/" and "--share" in share.note
+    space = launch.phone_address("http://127.0.0.1:7860/", "0.0.0.0", share_url=None,
+                                 space_host="someone-vizvit.hf.space", lan="10.0.0.3")
+    assert space == launch.PhoneAddress("https://someone-vizvit.hf.space/", "", True)
+    bound = launch.phone_address("http://127.0.0.1:8000/", "192.168.7.20")
+    assert bound.reachable and bound.base == "http://192.168.7.20:8000/"
+
+
+def test_a_network_page_address_is_kept_as_it_is():
+    for page in ("http://192.168.1.5:7860/", "https://vizvit.example.org/app/", "http://lecture-pc:7860/"):
+        assert launch.phone_address(page, "0.0.0.0", lan="10.0.0.3") == launch.PhoneAddress(page, "", True)
+    assert launch.phone_address("http://192.168.1.5:7860", "0.0.0.0").base == "http://192.168.1.5:7860/"
+
+
+def test_loopback_names():
+    assert all(map(launch.is_loopback, ["127.0.0.1", "localhost", "::1", "[::1]", "127.8.0.1", "app.localhost"]))
+    assert not any(map(launch.is_loopback, ["0.0.0.0", "192.168.1.5", "lecture-pc", "example.org", "::"]))

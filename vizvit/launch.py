@@ -8,11 +8,14 @@ then 127.0.0.1:7860 (local only, the safe default on a laptop).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 from .catalog import OFFLINE_FALLBACK
 from .errors import UserError
@@ -116,3 +119,78 @@ def start(wb: "Workbench", name: str) -> Start:
 def start_model(wb: "Workbench", name: str) -> str:
     """The model start() loads: the requested one, or its random-weights stand-in."""
     return start(wb, name).model
+
+
+# ------------------------------------------------------------------ the address a phone can open
+@dataclass(frozen=True)
+class PhoneAddress:
+    """The page's address for a QR code or a link handed to phones, and what the page says about it."""
+
+    base: str  # "http(s)://host[:port]/path/", with a trailing slash, no query
+    note: str  # markdown for the QR panel: "" when the page's own address is fine for phones
+    reachable: bool  # False: the address works on this computer only (the note says how to fix it)
+
+
+ANY_HOST = ("0.0.0.0", "::", "")  # listen on every interface
+
+
+def is_loopback(host: str) -> bool:
+    """localhost, 127.x.y.z, ::1 (a name other than localhost: not loopback, a network name)."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _with_host(url: str, host: str) -> str:
+    u = urlsplit(url)
+    netloc = f"[{host}]" if ":" in host else host
+    return urlunsplit((u.scheme, f"{netloc}:{u.port}" if u.port else netloc, u.path or "/", "", ""))
+
+
+def phone_address(page_url: str, listen_host: str | None, share_url: str | None = None,
+                  space_host: str | None = None, lan: str | None = None) -> PhoneAddress:
+    """Where a phone in the room can open this page. page_url: the address the lecturer's browser used
+    (e.g. http://127.0.0.1:7860/); listen_host: the address the server binds (--host); share_url:
+    Gradio's public --share link; space_host: SPACE_HOST on a Hugging Face Space; lan: this machine's
+    address on the local network (lan_address). A loopback page address works on this computer only:
+    then a Space's address, the share link, or (when the server listens on every interface or on a
+    network address) the machine's LAN address is used instead, and the note says so; with none of
+    these the note says that no phone can open it and how to start the server so one can."""
+    base = urlunsplit(urlsplit(page_url)[:3] + ("", "")) or page_url
+    base = base if base.endswith("/") else base + "/"
+    if space_host:  # a Space's page may be seen through its hub page (huggingface.co/spaces/...): its own host
+        return PhoneAddress(f"https://{space_host.strip('/')}/", "", True)
+    page_host = urlsplit(base).hostname or ""
+    if not is_loopback(page_host):
+        return PhoneAddress(base, "", True)
+    here = f"This page's address (**{page_host}**) opens on this computer only"
+    if share_url:
+        share = share_url if share_url.endswith("/") else share_url + "/"
+        return PhoneAddress(share, f"{here}: the QR code and link use the public `--share` address.", True)
+    host = (listen_host or "").strip("[]")
+    if host not in ANY_HOST and not is_loopback(host):
+        return PhoneAddress(_with_host(base, host), f"{here}: the QR code and link use the address the server "
+                            f"listens on, **{host}**.", True)
+    if host in ANY_HOST and lan:
+        return PhoneAddress(_with_host(base, lan), f"{here}: the QR code and link use this machine's address on "
+                            f"the local network, **{lan}**: phones must be on the same network (Wi-Fi).", True)
+    how = ("start it with `--share` (a public link)" if host in ANY_HOST else
+           "start the app with `--host 0.0.0.0` (phones on the same Wi-Fi) or `--share` (a public link)")
+    return PhoneAddress(base, f"⚠️ {here}: **no phone can open this QR code.** To hand it to a room, {how}.",
+                        False)
+
+
+def lan_address() -> str | None:
+    """This machine's address on its local network: the source address of a route outward (a UDP
+    socket's connect sends nothing), or None without a network."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.254.254.254", 9))
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if is_loopback(ip) or ip.startswith("0.") else ip

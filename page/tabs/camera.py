@@ -135,11 +135,12 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
         return camera.intro() + ("\n\n" + feed.note if feed is not None and feed.note else "")
 
     @safe
-    def freeze(token: str, picture: str) -> str:
+    def freeze(token: str, picture: str, *v: Any) -> str:
         feed = feeds.get(token)
         n = str(picture)
         sha1 = camera.freeze(wb, feed, int(n) if n.isascii() and n.isdigit() and len(n) < 10 else None)
-        return camera.frozen_query(wb, feed.key if feed is not None else None, sha1)  # type: ignore[arg-type]
+        p = camera.CameraParams.from_controls(dict(zip(("layer", "heads", "mode"), v)))  # the live map's, kept
+        return camera.frozen_query(wb, feed.key if feed is not None else None, sha1, p)  # type: ignore[arg-type]
 
     def forget(request: gr.Request) -> None:
         feeds.close_owner(request.session_hash or "")
@@ -148,7 +149,7 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
         None, [sid, side], None, js=web.asset("camera_live.js"))
     note_refresh.click(speed, sid, note, queue=False, show_progress="hidden")
     shown_no = gr.Textbox("", visible=False)  # the number of the picture the page shows, read by camera_shown.js
-    freeze_btn.click(freeze, [sid, shown_no], frozen, js=web.asset("camera_shown.js")).then(
+    freeze_btn.click(freeze, [sid, shown_no, layer, heads, mode], frozen, js=web.asset("camera_shown.js")).then(
         None, frozen, None, js=web.asset("camera_go.js"))
     demo.unload(forget)
     return [frame_route(wb, feeds)]

@@ -86,6 +86,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.links.update(compare=model_b)
 
     named = dict(model_b=model_b, depth=depth, head=head, shared_range=shared)
+    ctx.controls[tab.id] = named  # a link's layer= sets the depth cursor (page/shell.py)
     shown_depth = {**{f"{kind}_{s}": sides[s][kind] for kind in ("attention", "rollout") for s in ("a", "b")},
                    "verdict": verdict}
     shown = dict(**shown_depth, **{f"{kind}_{s}": sides[s][kind] for kind in ("title", "top5", "positions")
@@ -106,9 +107,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             return kit.empty(outs, keep=(depth, head))
         p = compare.CompareParams.from_controls({**read(v), "example": _example_stems().get(key.sha1)})
         page = compare.show(ctx.wb.handle(key), p)
-        top = max(1, page.positions)
+        # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
         return {**kit.values(page, shown), book: book_value(page.book),
-                depth: gr.Slider(maximum=top, value=page.depth or top),
+                depth: gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),
                 head: gr.Dropdown(choices=page.heads, value=page.head)}
 
     @safe

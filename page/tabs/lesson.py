@@ -3,11 +3,14 @@ link and, in projector mode, its QR code (the presenter view)."""
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Any
 
 import gradio as gr
+from gradio.context import Context
 
-from vizvit import deeplink, web
+from vizvit import deeplink, launch, web
 from vizvit.vocab import TABS
 from vizvit.session import PhotoKey
 from vizvit.views import lesson
@@ -16,6 +19,12 @@ from .. import kit
 from ..kit import Ctx, safe
 
 PRESENTER_CSS_ID = "lesson-presenter"  # shown in projector mode only (style.css)
+
+
+@functools.cache
+def _lan() -> str | None:
+    """This machine's LAN address, looked up once (it does not change during a lecture)."""
+    return launch.lan_address()
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
@@ -29,11 +38,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             with gr.Row(elem_id="lesson-buttons"):
                 prev = gr.Button("← previous", size="sm", elem_id="lesson-prev")
                 reveal = gr.Button("Reveal", variant="primary", elem_id="lesson-reveal")
+                unknown = gr.Button("I don't know", size="sm", elem_id="lesson-dont-know")
                 nxt = gr.Button("next →", size="sm", elem_id="lesson-next")
         with gr.Column(scale=1, min_width=200, elem_id=PRESENTER_CSS_ID):  # the presenter view's QR code
             qr = gr.Image(label="Scan: this step", interactive=False, format="png", elem_id="lesson-qr",
                           buttons=[], height=260)
             link = gr.Markdown(elem_id="lesson-link")
+            qr_note = gr.Markdown(elem_id="lesson-qr-note")  # a loopback address: which one phones get, or none
     answer = gr.Markdown(elem_id="lesson-answer")
     picture = gr.Image(label="The view this number comes from", interactive=False, format="jpeg", visible=False,
                        elem_id="lesson-picture")
@@ -45,7 +56,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     named = dict(step=step, choice=choice, number=number)
     read = kit.reader(named)
     shown = dict(header=header)  # LessonPage fields shown as they are
-    outs = [header, choice, number, answer, picture, open_btn, qr, link, step, base]
+    outs = [header, choice, number, answer, picture, open_btn, qr, link, qr_note, step, base]
+    demo = Context.root_block  # the page being built: where it listens and its --share link, once launched
 
     def address(request: gr.Request | None, known: str) -> str:
         if request is None:
@@ -58,16 +70,22 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         q = deeplink.to_query(deeplink.lesson_link(n, example, key.sha1 if key is not None else None, model))
         return page_url + q
 
+    def phone(page_url: str) -> launch.PhoneAddress:
+        """The page's address as a phone in the room can open it (launch.phone_address)."""
+        return launch.phone_address(page_url, getattr(demo, "server_name", None), getattr(demo, "share_url", None),
+                                    os.environ.get("SPACE_HOST"), _lan())
+
     def at_step(key: PhotoKey | None, n: int | None, page_url: str) -> dict:
         ph = wb.handle(key) if key is not None else None
         page = lesson.show(ph, lesson.LessonParams(step=n or 1))
-        url = step_link(key, page.step, page_url)
+        where = phone(page_url) if page_url else None
+        url = step_link(key, page.step, where.base if where else page_url)
         return {**kit.values(page, shown),
                 choice: gr.Radio(choices=page.options, value=None, visible=not page.is_number),
                 number: gr.Number(value=None, visible=page.is_number),
                 answer: "", picture: gr.Image(value=None, visible=False), open_btn: gr.Button(visible=False),
                 qr: lesson.qr_picture(url) if page_url else None,
-                link: f"[{url}]({url})" if page_url else "",
+                link: f"[{url}]({url})" if page_url else "", qr_note: where.note if where else "",
                 step: page.step, base: page_url}
 
     @safe
@@ -84,13 +102,17 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
         return go
 
-    @safe
-    def do_reveal(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return {answer: "**Pick an example or upload a photo first**: the reveal measures it."}
-        r = lesson.reveal(wb.handle(key), lesson.LessonParams.from_controls(read(v)))
-        return {answer: r.answer, picture: gr.Image(value=r.picture, visible=r.picture is not None),
-                open_btn: gr.Button(f"Open the {TABS.get(r.view, r.view)} tab with these settings", visible=True)}
+    def revealing(dont_know: bool):
+        @safe
+        def do_reveal(key: PhotoKey | None, *v: Any) -> dict:
+            if key is None:
+                return {answer: "**Pick an example or upload a photo first**: the reveal measures it."}
+            r = lesson.reveal(wb.handle(key), lesson.LessonParams.from_controls({**read(v), "dont_know": dont_know}))
+            return {answer: r.answer, picture: gr.Image(value=r.picture, visible=r.picture is not None),
+                    open_btn: gr.Button(f"Open the {TABS.get(r.view, r.view)} tab with these settings",
+                                        visible=r.revealed)}
+
+        return do_reveal
 
     @safe
     def do_open(key: PhotoKey | None, n: int | None, opened: str) -> dict:
@@ -109,8 +131,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ctx.on_show(tab, show, [ctx.key, step, base], outs)
     prev.click(move(-1), [ctx.key, step, base], outs, show_progress="hidden")
     nxt.click(move(+1), [ctx.key, step, base], outs, show_progress="hidden")
-    reveal.click(do_reveal, [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
+    reveal.click(revealing(False), [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
+    unknown.click(revealing(True), [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
     open_outs = [goto, *{id(c): c for d in ctx.controls.values() for c in d.values()}.values(), *(f for f, _ in ctx.firsts.values())]
     open_btn.click(do_open, [ctx.key, step, goto], open_outs, show_progress="hidden")
     goto.change(None, goto, None, js=web.asset("select_tab.js"))
+    header.change(None, None, None, js=web.asset("lesson_land.js"))  # a step's link lands on the step
 

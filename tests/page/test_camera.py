@@ -83,6 +83,10 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         page.wait_for_url("**/?photo=**", timeout=60_000)
         page.wait_for_function("document.querySelector('#status') && /top-1/.test(document.querySelector('#status').innerText)",
                                timeout=60_000)
+        # The live map's layer, heads and mode carry over (the live page shows "rolled out"; the frozen
+        # photo opened in "raw"): the Attention tab opens with them.
+        assert "mode=rollout" in page.url and "head=mean" in page.url, page.url
+        page.wait_for_selector("#attn-mode input[value='rolled out']:checked", state="attached", timeout=60_000)
         page.get_by_role("tab", name="Patches").click()
         src = wait_image(page, "patch-grid")
         grid = decode(src) if src.startswith("data:") else _fetch(page, src)

@@ -93,3 +93,41 @@ def test_every_step_on_an_uploaded_photo_at_phone_size_and_its_link(url, tmp_pat
         _answer_and_reveal(page, 13)
         assert "rolled-out attention" in page.inner_text("#lesson-answer")
 
+
+
+def test_reveal_waits_for_a_prediction_or_i_dont_know(url):
+    """Predict before the reveal (issue 43, item 3): Reveal with no answer asks for one and shows
+    nothing of the answer; "I don't know" shows it without a verdict."""
+    with page_at(url + "?lesson=1&step=2&example=chelsea") as page:
+        _at_step(page, 2)
+        page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
+        page.click("#lesson-reveal")
+        page.wait_for_selector("#lesson-answer:has-text('prediction first')", timeout=60_000)
+        shown = page.inner_text("#lesson-answer")
+        assert not re.search(r"Right|Not quite|The answer", shown), shown
+        assert not page.locator("#lesson-open").is_visible() and not page.locator("#lesson-picture").is_visible()
+        page.click("#lesson-dont-know")
+        page.wait_for_selector("#lesson-answer:has-text('The answer')", timeout=60_000)
+        page.wait_for_selector("#lesson-open", state="visible")
+
+
+def test_the_qr_panel_says_a_loopback_address_opens_on_this_computer_only(url):
+    """This server listens on 127.0.0.1 (no --share, no Space): its QR code cannot reach a phone, and the
+    presenter view says so and how to start the server so that one can (issue 43, item 2)."""
+    with page_at(url + "?lesson=1&step=1&example=chelsea&projector=1") as page:
+        _at_step(page, 1)
+        wait_image(page, "lesson-qr")
+        note = page.inner_text("#lesson-qr-note")
+        assert "no phone can open" in note and "127.0.0.1" in note and "--host 0.0.0.0" in note, note
+
+
+def test_a_step_link_on_a_phone_lands_on_the_step(url):
+    """At 390 px the header (photo, model, examples) fills the first screen: a step's link scrolls to the
+    step's question (it landed about 700 px above it)."""
+    with page_at(url + "?lesson=1&step=3&example=chelsea", width=390, height=844) as page:
+        _at_step(page, 3)
+        page.wait_for_function("() => { const r = document.querySelector('#lesson-step').getBoundingClientRect();"
+                               " return r.top >= -2 && r.top < 200; }", timeout=20_000)
+        page.wait_for_timeout(3000)  # the examples' pictures load above it: it stays in view
+        top = page.evaluate("() => document.querySelector('#lesson-step').getBoundingClientRect().top")
+        assert -2 <= top < 200, top

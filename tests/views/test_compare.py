@@ -90,7 +90,10 @@ def test_model_b_passes_the_gate_before_it_loads_and_two_models_must_fit(bench, 
 def test_no_model_b_yet_is_a_prompt_not_an_error(bench):
     _, ph = bench
     page = compare.show(ph, compare.CompareParams())
-    assert "Pick model B" in page.verdict and page.attention_b is None and page.positions == 0
+    assert "Pick model B" in page.verdict and page.attention_b is None
+    # The cursor runs over A's layers meanwhile (a 1..1 slider is refused by Gradio), at the link's position.
+    assert (page.positions, page.depth) == (ph.vm.geometry.num_layers, ph.vm.geometry.num_layers)
+    assert compare.show(ph, compare.CompareParams(depth=1)).depth == 1
 
 
 def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, cat):

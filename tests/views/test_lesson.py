@@ -45,7 +45,7 @@ def test_each_steps_number_is_the_one_its_tab_shows(photo, n):
     m = lesson.MEASURES[s.measure](photo, s)
     tab = lesson.tab_page(photo, s)  # the tab's own show, with the step's controls
     assert m.value in lesson.text_of(getattr(tab, s.field)), (s.id, m.value, lesson.text_of(getattr(tab, s.field))[:400])
-    r = lesson.reveal(photo, lesson.LessonParams(step=n))
+    r = lesson.reveal(photo, lesson.LessonParams(step=n, dont_know=True))
     assert m.line in r.answer and r.view == s.view
     if s.picture:
         assert np.array_equal(r.picture, getattr(tab, s.picture)), f"{s.id}: the reveal's picture is not the tab's"
@@ -61,7 +61,7 @@ def test_on_random_weights_a_step_that_needs_training_says_so_and_what_still_hol
     ph = wb.handle(PhotoKey(vm.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
     for n, s in enumerate(lesson.steps(), 1):
         if s.trained:
-            r = lesson.reveal(ph, lesson.LessonParams(step=n))
+            r = lesson.reveal(ph, lesson.LessonParams(step=n, dont_know=True))
             assert "untrained" in r.answer and lesson_mod.fill(s.holds, vm.geometry) in r.answer, s.id
 
 
@@ -73,6 +73,22 @@ def test_a_right_and_a_wrong_answer(photo):
     k = [s.id for s in lesson.steps()].index("cls") + 1
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=197)).answer.startswith("✓")
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=196)).answer.startswith("✗")
+
+
+def test_the_reveal_waits_for_a_prediction_or_i_dont_know(photo):
+    """Predict before the reveal: an empty answer measures nothing and asks for one; "I don't know"
+    reveals the answer without a verdict; a typed 0 is an answer (not an empty box)."""
+    for n, s in enumerate(lesson.steps(), 1):
+        empty = lesson.reveal(photo, lesson.LessonParams(step=n))
+        assert not empty.revealed and empty.picture is None, s.id
+        assert "prediction first" in empty.answer and "I don't know" in empty.answer
+        m = lesson.MEASURES[s.measure](photo, s)
+        assert m.line not in empty.answer and "The answer" not in empty.answer, s.id
+    k = [s.id for s in lesson.steps()].index("cls") + 1
+    told = lesson.reveal(photo, lesson.LessonParams(step=k, dont_know=True))
+    assert told.revealed and told.answer.startswith("The answer: **197**")
+    assert lesson.reveal(photo, lesson.LessonParams(step=k, number=0)).answer.startswith("✗")
+    assert lesson.LessonParams.from_controls({"step": 2, "choice": None, "number": None}).answered is False
 
 
 def test_a_lecturer_can_reorder_and_drop_steps_and_mistakes_are_named(tmp_path):

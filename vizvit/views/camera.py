@@ -36,7 +36,7 @@ from ..errors import UserError
 from ..images import load_image
 from ..models import VitModel, short_name
 from ..session import Photo, PhotoKey, Workbench
-from ..vocab import FUSIONS, MODES, ONE_HEAD, Mode
+from ..vocab import FUSIONS, MODE_URL, MODES, ONE_HEAD, Mode
 from . import attention as attn
 
 SCALE = 2  # the live picture's enlargement of the model-input view (the Attention tab's is 3: fewer bytes a frame)
@@ -471,14 +471,19 @@ def page_query(params: dict[str, Any]) -> str:
     return "camera?" + urlencode({k: v for k, v in params.items() if v not in (None, "")})
 
 
-def frozen_query(wb: Workbench, key: PhotoKey | None, sha1: str) -> str:
+def frozen_query(wb: Workbench, key: PhotoKey | None, sha1: str, params: CameraParams | None = None) -> str:
     """After Freeze: the main page's relative link on the frozen frame (its key, the live map's model
-    and heads off), on the Attention tab."""
+    and heads off), on the Attention tab, with the live map's layer, heads and map (raw or rolled out:
+    the frozen photo opens as the live page showed it, in the link's spelling, deeplink.parse)."""
     if key is None:
         raise UserError("The camera page is still opening: wait a moment, then Freeze.")
     catalog = wb.catalog
     model = catalog.public(key.model_id) if catalog is not None else key.model_id
     q = {"photo": sha1, "model": model, "tab": "attention"}
+    if params is not None:
+        a = params.attn(wb.model(key.model_id))  # checked against the model, layer 0 = the last
+        q |= {"layer": str(a.layer), "head": str(a.head) if a.show == ONE_HEAD else a.show,
+              "mode": MODE_URL[a.mode]}
     if key.ablation.heads:
         q |= {"ablate": format_heads(key.ablation.heads), "ablate_mode": key.ablation.mode}
     return "./?" + urlencode(q)

@@ -430,10 +430,13 @@ def show(ph: Photo, p: CompareParams) -> ComparePage:
     """On open (or a new model B, head or range): both sides at the cursor."""
     pairs = pairs_text(teaching_pairs(ph.wb.catalog, ph.key.model_id), p.example)
     if not p.model_b:
+        # The cursor runs over A's layers until B is picked: a slider needs a range (1 = 1 is refused,
+        # "Slider minimum must be less than maximum"), and a link's position (layer=) is kept for B.
+        top = ph.vm.geometry.num_layers
         return ComparePage(title(("A"), ph.vm), "**B:** pick a model to compare with (or open a teaching pair).",
                            top5_or_note(ph), None, None, None, None, None, None, None, None,
-                           "Pick model B to see the two side by side.", pairs, 0, 0, list(FUSIONS), "mean",
-                           flip.empty(f"{ph.key!r}|", DEPTH_CONTROLS))
+                           "Pick model B to see the two side by side.", pairs, p.depth if 1 <= p.depth <= top else top,
+                           top, list(FUSIONS), "mean", flip.empty(f"{ph.key!r}|", DEPTH_CONTROLS))
     pr = pair(ph, p.model_b)
     head = p.head if p.head in head_choices(pr) else "mean"  # a head number B (or a new A) lacks: fused
     c = cursor(pr, dataclasses.replace(p, head=head))

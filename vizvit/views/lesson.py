@@ -318,12 +318,18 @@ class LessonParams:
     step: int = 1  # counted from 1, as the link writes it
     choice: str | None = None  # the chosen option's key
     number: float | None = None  # the typed number
+    dont_know: bool = False  # "I don't know" pressed: the reveal without an answer
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> "LessonParams":
         n = v.get("number")
         return cls(step=int(v.get("step") or 1), choice=v.get("choice") or None,
-                   number=None if n is None or n == "" else float(n))
+                   number=None if n is None or n == "" else float(n), dont_know=bool(v.get("dont_know")))
+
+    @property
+    def answered(self) -> bool:
+        """A prediction was made (or declined on purpose): only then may the reveal show the answer."""
+        return self.choice is not None or self.number is not None or self.dont_know
 
 
 @dataclass(frozen=True)
@@ -345,6 +351,11 @@ class Reveal:
     picture: np.ndarray | None  # the step's tab's own picture for its controls
     view: str  # the tab to open
     controls: dict[str, Any]  # the tab's controls the step sets
+    revealed: bool = True  # False: no answer yet, `answer` asks for one (nothing measured, nothing to open)
+
+
+ASK_FIRST = ("**Your prediction first.** {how}, then press **Reveal**; or press **I don't know** to see the "
+             "answer without one.")
 
 
 def clamp_step(n: int | None) -> int:
@@ -386,6 +397,9 @@ def reveal(ph: Photo, p: LessonParams) -> Reveal:
     vm = ph.vm
     g = vm.geometry
     controls = step_controls(s, g)
+    if not p.answered:  # predict before the reveal: an empty answer reveals nothing
+        how = "Type a number" if s.is_number else "Pick an answer"
+        return Reveal(ASK_FIRST.format(how=how), None, s.view, controls, revealed=False)
     try:
         m = MEASURES[s.measure](ph, s)
     except UserError as e:

@@ -1,0 +1,15 @@
+// A lesson step's link (?lesson=1&step=N) opened on a phone: the header (photo, model, examples) fills
+// the first screen, so the page lands on the step itself: once, when its question first shows.
+() => {
+  if (window.__vizvitLessonLanded || !/[?&]lesson=(1|true|yes|on)(&|$)/i.test(location.search)) return;
+  const el = document.querySelector('#lesson-step');
+  if (!el || !/\S/.test(el.innerText)) return;
+  window.__vizvitLessonLanded = true;
+  const land = () => el.scrollIntoView({block: 'start'});
+  land();
+  // Pictures above it (the examples) may still load and push it down: land again while nobody scrolled.
+  let at = window.scrollY;
+  for (const ms of [300, 1000, 2500]) {
+    setTimeout(() => { if (Math.abs(window.scrollY - at) < 2) { land(); at = window.scrollY; } }, ms);
+  }
+}
