@@ -309,7 +309,7 @@ class Pages:
 
     def __init__(self, limit: int = 100_000):
         self._seen: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self.limit = limit
 
     def saw(self, session: str | None) -> None:
@@ -319,6 +319,7 @@ class Pages:
                 self._seen.move_to_end(session)
                 while len(self._seen) > self.limit:
                     self._seen.popitem(last=False)
+                self._lock.notify_all()
 
     def knows(self, session: str | None) -> bool:
         """False only for a session this process never served a page to; True without one (a direct call)."""
@@ -326,6 +327,15 @@ class Pages:
             return True
         with self._lock:
             return session in self._seen
+
+    def knows_within(self, session: str | None, timeout: float) -> bool:
+        """knows(), waiting up to `timeout` s for the session's load event: a tab clicked as the page
+        opens sends its event with the load's, and the queue may run it first (a fresh visitor was told
+        the server had restarted)."""
+        if not session:
+            return True
+        with self._lock:
+            return self._lock.wait_for(lambda: session in self._seen, timeout)
 
 
 PAGES = Pages()
@@ -358,8 +368,11 @@ def refuse_lost_sessions(demo: gr.Blocks, key: gr.State, fresh: tuple = (), page
     return checked
 
 
+LOAD_WAIT_S = 10.0  # how long an event waits for its page's load event before "reload the page"
+
+
 def _refuse_unknown(pages: Pages) -> None:
-    if not pages.knows(current_session()):
+    if not pages.knows_within(current_session(), LOAD_WAIT_S):
         raise gr.Error(RESTARTED, print_exception=False)
 
 

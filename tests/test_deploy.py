@@ -279,7 +279,7 @@ def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx):
 
 
 # ------------------------------------------------------------------ a page whose replica died
-def test_an_event_from_a_session_this_process_never_served_says_reload():
+def test_an_event_from_a_session_this_process_never_served_says_reload(monkeypatch):
     """A student whose replica died reaches another with their old page: its events that read the
     photo key answer "reload the page" instead of computing on a key that is not there; a page
     loaded here, or a new photo, starts afresh; the public API reads no key and is untouched."""
@@ -302,6 +302,7 @@ def test_an_event_from_a_session_this_process_never_served_says_reload():
 
         gr.api(echo, api_name="echo")
     pages = kit.Pages()
+    monkeypatch.setattr(kit, "LOAD_WAIT_S", 0.5)
     assert kit.refuse_lost_sessions(demo, key, fresh=(photo,), pages=pages) == 1
     fns = {}
     for f in demo.fns.values():
@@ -323,3 +324,9 @@ def test_an_event_from_a_session_this_process_never_served_says_reload():
     assert as_session("from-a-dead-replica", fns["photo"], "f", None) == "new photo"  # a new upload works
     assert as_session("from-a-dead-replica", fns["change"], None) == "key None"  # and then everything
     assert as_session("never-loaded", fns["api"], 3) == 3
+    # A tab clicked as the page opens: its event may run before the page's load event; it waits
+    # for the load instead of telling a fresh visitor that the server restarted.
+    import threading
+
+    threading.Timer(0.2, lambda: as_session("opening", fns["load"])).start()
+    assert as_session("opening", fns["change"], None) == "key None"
