@@ -24,7 +24,7 @@ from vizvit.views import header, patches
 from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
-from . import kit
+from . import kit, room
 from .kit import Ctx, charts_download, safe
 from .tabs import PAGES, TABS
 from .tabs import camera as camera_tab
@@ -308,7 +308,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    demo.vizvit_routes = [*routes, *ctx.routes]  # type: ignore[attr-defined]
+    demo.vizvit_routes = [*routes, *ctx.routes, room.wait_route()]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
     kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
     kit.refuse_lost_sessions(demo, key, fresh=(upload,))  # a session from a replica that died: "reload the page"

@@ -78,11 +78,11 @@ class State:
     version: int
     closed: bool
     model: str
-    photo: str
+    photo: str  # the server's path of the photo: for the page in this process, never sent
 
     def as_json(self) -> dict:
         return {"code": self.code, "step": self.step, "n_steps": self.n_steps, "revealed": list(self.revealed),
-                "version": self.version, "closed": self.closed, "model": self.model, "photo": self.photo}
+                "version": self.version, "closed": self.closed, "model": self.model}  # never the photo's server path
 
 
 @dataclass(frozen=True)
