@@ -10,10 +10,10 @@ from gradio.utils import get_upload_folder, is_in_or_equal
 
 from vizvit.api import PublicApi
 from vizvit.errors import UserError
+from vizvit.room import Rooms
 from vizvit.session import Workbench
 
 from .kit import COSTLY, JOBS, safe
-from .room import ROOMS
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
                     "stats", "room_open", "room_step", "room_answer", "room_tally", "room_close")
@@ -35,11 +35,11 @@ def uploaded(photo: Any) -> str:
     return path  # one since cleaned away: load_image says "upload it again", after the model's gate
 
 
-def public_api(wb: Workbench, default_model: str) -> None:
+def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) -> None:
     """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
     client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
     (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
-    api = PublicApi(wb, JOBS.jobs, ROOMS)
+    api = PublicApi(wb, JOBS.jobs, rooms)
 
     def analyze(photo: FileData, model: str = default_model) -> dict:
         """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""

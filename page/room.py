@@ -15,13 +15,12 @@ from starlette.responses import JSONResponse
 from vizvit.errors import UserError
 from vizvit.room import Rooms
 
-ROOMS = Rooms()  # this process's rooms: the page and the public API share them
 PATH = "vizvit_room/{code}"
 POLL_S = 0.05  # how often a waiting request re-reads the room's version (a lock and a dict lookup)
 WAIT_S = 20.0  # a long poll's longest wait; the page asks again at once
 
 
-def wait_route(rooms: Rooms = ROOMS) -> APIRoute:
+def wait_route(rooms: Rooms) -> APIRoute:
     """GET /vizvit_room/{code}?v=N -> the room's state (JSON) once its version is not N, or after
     WAIT_S; {"closed": true} once the room is gone (closed, idle, or never opened)."""
 

@@ -51,19 +51,19 @@ class Question:
         """An answer -> its canonical text (the tally's key), or a UserError saying what is wanted.
         A number is written "%g" so that 196, "196" and 196.0 are one bar."""
         if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:
-            raise UserError(f"An answer is at most {MAX_ANSWER_CHARS} characters.")
+            raise UserError(f"The answer must be at most {MAX_ANSWER_CHARS} characters.")
         if self.options:
             if not isinstance(answer, str) or answer not in self.options:
-                raise UserError(f"Answer with one of: {', '.join(self.options)}.")
+                raise UserError(f"The answer must be one of: {', '.join(self.options)}.")
             return answer
         if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
-            raise UserError("This question wants a number.")
+            raise UserError("The answer to this question must be a number.")
         try:
             x = float(str(answer).replace(",", "").strip()) if isinstance(answer, str) else float(answer)
         except (ValueError, OverflowError):
-            raise UserError("This question wants a number.") from None
+            raise UserError("The answer to this question must be a number.") from None
         if not math.isfinite(x) or abs(x) > MAX_NUMBER:
-            raise UserError(f"A number answer is at most {MAX_NUMBER:g} in size.")
+            raise UserError(f"The answer must be a number of at most {MAX_NUMBER:g} in size.")
         return f"{x:g}"
 
 
