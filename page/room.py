@@ -34,7 +34,7 @@ def wait_route(rooms: Rooms) -> APIRoute:
         while rooms.version(code) == seen and seen >= 0 and time.monotonic() < end:
             await asyncio.sleep(POLL_S)
         try:
-            body = rooms.state(code).as_json()
+            body = rooms.view(code)
         except UserError as e:
             body = {"closed": True, "version": -1, "error": str(e)}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})

@@ -162,3 +162,14 @@ def test_the_lessons_questions_become_room_questions():
     assert len(qs) == len(steps)
     by_id = {s.id: q for s, q in zip(steps, qs)}
     assert by_id["image"].is_number and by_id["patches"].options == ("a", "b", "c", "d")
+
+
+def test_a_students_view_shows_only_revealed_steps_tally_and_truth():
+    rooms, code, key = opened()
+    rooms.answer(code, S1, 1, 224)
+    rooms.answer(code, S2, 1, 196)
+    assert rooms.view(code)["shown"] == {}
+    rooms.move(code, key, 1, reveal=True)
+    rooms.note(code, key, 1, {"truth": "224"})
+    assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2},
+                                               "truth": "224"}}

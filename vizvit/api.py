@@ -248,7 +248,9 @@ class PublicApi:
         st = self.rooms.move(code, host_key, step, bool(reveal) if isinstance(reveal, bool) else False)
         out = {k: v for k, v in st.as_json().items()}
         if st.step in st.revealed:
-            out.update(self.room_truth(code, st.step))
+            truth = self.room_truth(code, st.step)
+            self.rooms.note(code, host_key, st.step, truth)
+            out.update(truth)
             out["tally"] = self.rooms.tally(code, host_key, st.step).as_json()
         return out
 

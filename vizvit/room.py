@@ -113,6 +113,7 @@ class Room:
     closed: bool = False
     students: set[str] = field(default_factory=set)
     answers: dict[int, dict[str, str]] = field(default_factory=dict)  # step -> student -> answer
+    notes: dict[int, dict] = field(default_factory=dict)  # revealed step -> its truth, as the API measured it
 
     def state(self) -> State:
         return State(self.code, self.step, len(self.questions), tuple(sorted(self.revealed)), self.version,
@@ -190,6 +191,22 @@ class Rooms:
             if changed:
                 room.version += 1
             return room.state()
+
+    def note(self, code: str, host_key: str, step: int, note: dict) -> None:
+        """Keep a revealed step's truth (a small JSON dict) for the students' pages."""
+        with self._lock:
+            room = self._host(code, host_key)
+            room.notes[self._step(room, step)] = dict(note)
+            room.version += 1  # the students' pages fetch it
+
+    def view(self, code: str) -> dict:
+        """A student's page's whole view: the state, and per revealed step its tally and truth."""
+        with self._lock:
+            room = self._room(code)
+            out = room.state().as_json()
+            out["shown"] = {str(n): {"tally": self._tally(room, n).as_json(), **room.notes.get(n, {})}
+                            for n in sorted(room.revealed)}
+            return out
 
     def close(self, code: str, host_key: str) -> None:
         """The lecturer closes the room: its answers are forgotten at once."""
