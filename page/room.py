@@ -6,14 +6,27 @@ A Gradio event per student per half second would cost far more on a 2-core serve
 from __future__ import annotations
 
 import asyncio
+import base64
+import functools
+import io
+import os
 import time
+from pathlib import Path
+from typing import Callable
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from PIL import Image
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse
 
+from vizvit import launch, lesson as lesson_mod, web
 from vizvit.errors import UserError
 from vizvit.room import Rooms
+from vizvit.session import Workbench
+from vizvit.views import lesson as lesson_view
+
+PAGE_PATH = "room"  # the room's own page: ?host=1 the lecturer's, ?code=XXXXX a student's
+EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
 
 PATH = "vizvit_room/{code}"
 POLL_S = 0.05  # how often a waiting request re-reads the room's version (a lock and a dict lookup)
@@ -40,3 +53,55 @@ def wait_route(rooms: Rooms) -> APIRoute:
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
     return APIRoute("/" + PATH, wait, methods=["GET"])
+
+
+@functools.cache
+def _lan() -> str | None:
+    return launch.lan_address()
+
+
+def page_html() -> str:
+    """The room's page: one HTML file with its script (vizvit/web/room.html, room.js)."""
+    return web.asset("room.html").replace("/*ROOM_JS*/", web.asset("room.js"))
+
+
+def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | None, str | None]]) -> list[APIRoute]:
+    """The room's page, the students' long poll, the lesson's questions for the room's model, and the
+    students' link with its QR code (honest about loopback addresses: launch.phone_address).
+    served: () -> (the address the server listens on, its --share link), known once launched."""
+
+    async def page(request: Request) -> HTMLResponse:
+        return HTMLResponse(page_html(), headers={"Cache-Control": "no-store"})
+
+    async def lesson(request: Request) -> JSONResponse:
+        try:
+            st = rooms.state(request.path_params.get("code", ""))
+            g = wb.model(st.model).geometry
+        except UserError as e:
+            return JSONResponse({"error": str(e)})
+        steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
+                  "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number}
+                 for s in lesson_view.steps()]
+        return JSONResponse({"steps": steps})
+
+    async def join(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            rooms.state(code)
+        except UserError as e:
+            return JSONResponse({"error": str(e)})
+        listen, share = served()
+        where = launch.phone_address(str(request.base_url), listen, share, os.environ.get("SPACE_HOST"), _lan())
+        url = f"{where.base}{PAGE_PATH}?code={code.strip().upper()}"
+        buf = io.BytesIO()
+        Image.fromarray(lesson_view.qr_picture(url, module=6)).save(buf, "PNG")
+        qr = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        return JSONResponse({"url": url, "note": where.note, "reachable": where.reachable, "qr": qr})
+
+    async def example(request: Request) -> FileResponse:
+        return FileResponse(EXAMPLE, media_type="image/jpeg")
+
+    return [wait_route(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
+            APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/join", join, methods=["GET"])]

@@ -311,7 +311,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    demo.vizvit_routes = [*routes, *ctx.routes, room.wait_route(rooms)]  # type: ignore[attr-defined]
+    demo.vizvit_routes = [*routes, *ctx.routes, *room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None), getattr(demo, "share_url", None)))]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
     kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
     kit.refuse_lost_sessions(demo, key, fresh=(upload,))  # a session from a replica that died: "reload the page"
