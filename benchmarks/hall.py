@@ -523,7 +523,35 @@ def table(rep: dict) -> str:
 BUDGET_PUSH_P95_S = 1.0
 
 
+RETRIES: list[str] = []  # transport errors retried (a kept-alive connection the server closed meanwhile)
+
+
+async def _retrying(fn: Any, *args: Any) -> Any:
+    """fn(*args), again up to 3 times on a transport error (a page's fetch would be retried the same way;
+    an answer sent twice replaces itself: still one per student)."""
+    import httpx
+
+    for attempt in range(4):
+        try:
+            return await fn(*args)
+        except httpx.TransportError as e:
+            if attempt == 3:
+                raise
+            RETRIES.append(type(e).__name__)
+
+
 async def _call(http: Any, url: str, endpoint: str, data: list) -> Any:
+    return await _retrying(_call_once, http, url, endpoint, data)
+
+
+async def _get_json(http: Any, url: str) -> Any:
+    async def once() -> Any:
+        return (await http.get(url)).json()
+
+    return await _retrying(once)
+
+
+async def _call_once(http: Any, url: str, endpoint: str, data: list) -> Any:
     """One call over Gradio's REST API, as a page's event costs the server: the POST, then its SSE answer."""
     r = await http.post(f"{url}gradio_api/call/{endpoint}", json={"data": data})
     r.raise_for_status()
@@ -557,10 +585,17 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
     rng = np.random.default_rng(45)
     limits = httpx.Limits(max_connections=n + 20, max_keepalive_connections=n + 20)
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
-        with open(EXAMPLE, "rb") as f:
-            up = await http.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", f, "image/jpeg")})
-        photo_arg = {"path": up.json()[0], "meta": {"_type": "gradio.FileData"}}
-        opened = await _call(http, url, "room_open", [photo_arg, model])
+        for attempt in range(3):  # Gradio's cache cleaner may remove an old upload of the same bytes at start
+            with open(EXAMPLE, "rb") as f:
+                up = await http.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", f, "image/jpeg")})
+            photo_arg = {"path": up.json()[0], "meta": {"_type": "gradio.FileData"}}
+            try:
+                opened = await _call(http, url, "room_open", [photo_arg, model])
+                break
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(1)
         code, key = opened["code"], opened["host_key"]
         moved_at: dict[int, float] = {}  # version -> when the host's call that made it was sent
         pushes: list[float] = []
@@ -572,11 +607,11 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
         async def student(i: int) -> None:
             sid = f"hall-student-{i:04d}"
             await asyncio.sleep(i * seconds / n)
-            st = (await http.get(f"{url}vizvit_room/{code}")).json()
+            st = await _get_json(http, f"{url}vizvit_room/{code}")
             joined.append(time.perf_counter() - t0)
             answered = set()
             while True:
-                st = (await http.get(f"{url}vizvit_room/{code}?v={st['version']}")).json()
+                st = await _get_json(http, f"{url}vizvit_room/{code}?v={st['version']}")
                 if st.get("closed"):
                     return
                 now = time.perf_counter()
@@ -608,7 +643,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                 else:
                     t = time.perf_counter()
                     # the version this call makes is the current one + 1 (the host is the only writer)
-                    cur = (await http.get(f"{url}vizvit_room/{code}")).json()["version"]
+                    cur = (await _get_json(http, f"{url}vizvit_room/{code}"))["version"]
                     moved_at[cur + 1] = t
                     await _call(http, url, "room_step", [code, key, s, reveal])
                 if reveal:
@@ -631,7 +666,8 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
         per_step.append({"step": s, "answers_sent_students": len(sent.get(s, {})), "counted": tally["total"],
                          "equal": tally["total"] == len(sent.get(s, {})) and tally["answers"] == want})
     return {"students": n, "join_s": round(join_s, 2), "steps": per_step, "pushes": len(pushes),
-            "push_s": pct(pushes), "refused": refused[:5], "refused_count": len(refused)}
+            "push_s": pct(pushes), "refused": refused[:5], "refused_count": len(refused),
+            "transport_retries": len(RETRIES)}
 
 
 def room_main(args: argparse.Namespace) -> int:
