@@ -87,3 +87,22 @@ def test_a_waiting_student_page_hears_the_step_at_once(server):
     c.predict(code, key, api_name="/room_close")
     closed = httpx.get(f"{url}vizvit_room/{code}?v={first['version']}", timeout=60).json()
     assert closed["closed"] is True and UNKNOWN_ROOM in closed["error"]
+
+
+def test_the_reveal_needs_no_file_on_disk(tiny16, tmp_path):
+    """Gradio's cache cleaner may remove an upload during a lecture: the room keeps its photo."""
+    import shutil
+
+    from vizvit.api import PublicApi
+    from vizvit.session import Workbench
+
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny16)
+    api = PublicApi(wb)
+    path = tmp_path / "cat.jpg"
+    shutil.copy(PHOTO, path)
+    opened = api.room_open(str(path), tiny16.id)
+    path.unlink()
+    wb._photos.clear()  # and the Workbench's photo store evicted it
+    shown = api.room_step(opened["code"], opened["host_key"], 1, True)
+    assert shown["truth"] == "224"

@@ -225,7 +225,8 @@ class PublicApi:
         """A room on this photo and model: the photo is analysed first (a bad photo or model is refused
         before any room exists). -> {"code", "host_key", "steps"}."""
         ph, _ = self._photo(path, model)
-        code, key = self.rooms.open(ph.vm.id, path, room_mod.questions_of(lesson_view.steps()))
+        image = self.wb.photo(ph.key.sha1)  # kept by the room (see vizvit.room.Room.photo)
+        code, key = self.rooms.open(ph.vm.id, image, room_mod.questions_of(lesson_view.steps()))
         return {"code": code, "host_key": key, "steps": len(lesson_view.steps())}
 
     def room_truth(self, code: str, step: int) -> dict[str, Any]:
@@ -233,7 +234,8 @@ class PublicApi:
         {"truth": the right option's key or number as text, "line": the measured sentence}."""
         st = self.rooms.state(code)
         s = lesson_view.steps()[step - 1]
-        ph, _ = self._photo(st.photo, st.model)
+        vm = self.wb.model(st.model)
+        ph = self.wb.handle(PhotoKey(vm.id, self.wb.add_photo(st.photo)))
         try:
             m = lesson_view.MEASURES[s.measure](ph, s)
         except UserError as e:

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .errors import UserError
 
@@ -78,7 +78,7 @@ class State:
     version: int
     closed: bool
     model: str
-    photo: str  # the server's path of the photo: for the page in this process, never sent
+    photo: Any  # the photo itself (a decoded image): for this process, never sent
 
     def as_json(self) -> dict:
         return {"code": self.code, "step": self.step, "n_steps": self.n_steps, "revealed": list(self.revealed),
@@ -104,7 +104,8 @@ class Room:
     code: str
     host_key: str
     model: str
-    photo: str  # an example's name or the server path of the lecturer's upload
+    photo: Any  # the decoded photo, kept by the room: an upload's file may be cleaned away, the
+    # Workbench's photo store evicts, and the truth must still be measured at the reveal
     questions: tuple[Question, ...]
     touched: float  # last host action (monotonic seconds)
     step: int = 1
@@ -162,7 +163,7 @@ class Rooms:
         return int(f)
 
     # -------------------------------------------------------------- the lecturer
-    def open(self, model: str, photo: str, questions: Sequence[Question]) -> tuple[str, str]:
+    def open(self, model: str, photo: Any, questions: Sequence[Question]) -> tuple[str, str]:
         """A new room -> (code, host_key). Refused politely when MAX_ROOMS are open."""
         if not questions:
             raise UserError("A room needs a lesson with at least one step.")

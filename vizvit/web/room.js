@@ -159,7 +159,7 @@
         <button id="close">Close the room</button></div><p class="error">${esc(err)}</p></div>
         <div><p class="muted">Room code</p><div id="room-code">${esc(code)}</div>
         <div id="qr"><img alt="QR code of the students' link" src="${join.qr}"></div>
-        <p><a href="${esc(join.url)}">${esc(join.url)}</a></p><p class="note">${esc(join.note.replace(/\*\*|`/g, ""))}</p></div></div>`;
+        <p><a href="${esc(join.url)}">${esc(join.url)}</a></p><p class="note">${esc(join.note.replace(/\*\*|\x60/g, ""))}</p></div></div>`;
       const step = async (n, reveal) => {
         try { st = await call("room_step", [code, key, n, reveal]); st = await (await fetch(`${root}vizvit_room/${code}`)).json(); tally = { answers: {}, total: 0 }; err = ""; }
         catch (e) { err = e.message; }
