@@ -646,7 +646,8 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     cur = (await _get_json(http, f"{url}vizvit_room/{code}"))["version"]
                     moved_at[cur + 1] = t
                     await _call(http, url, "room_step", [code, key, s, reveal])
-                if reveal:
+                if reveal:  # the answers are closed now: this tally is final
+                    tallies[s] = await _call(http, url, "room_tally", [code, key, s])
                     continue
                 deadline = time.perf_counter() + 120
                 while True:
@@ -654,8 +655,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     if tally["total"] >= n or time.perf_counter() > deadline:
                         break
                     await asyncio.sleep(0.2)
-                await asyncio.sleep(0.5)  # a changed answer still in flight lands before the reveal
-                tallies[s] = await _call(http, url, "room_tally", [code, key, s])
+                await asyncio.sleep(0.5)  # most changed answers land before the reveal (later ones: refused)
         await _call(http, url, "room_close", [code, key])
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=120)
     per_step = []
