@@ -1,6 +1,6 @@
 """The live room's plain HTTP route (issue 45): a student's page waits here for the lecturer's next
 move. One long poll per page: the answer comes as soon as the room's version differs from the one the
-page has (checked every POLL_S in the event loop, no thread held), or after WAIT_S with no change.
+page has (woken by the room's change, Rooms.on_change; re-checked at least every POLL_S), or after WAIT_S with no change.
 A Gradio event per student per half second would cost far more on a 2-core server (see docs/lecture.md)."""
 
 from __future__ import annotations
@@ -29,13 +29,46 @@ PAGE_PATH = "room"  # the room's own page: ?host=1 the lecturer's, ?code=XXXXX a
 EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
 
 PATH = "vizvit_room/{code}"
-POLL_S = 0.05  # how often a waiting request re-reads the room's version (a lock and a dict lookup)
+POLL_S = 1.0  # a waiting request re-reads the room's version at least this often (a safety net: it is woken)
 WAIT_S = 20.0  # a long poll's longest wait; the page asks again at once
 
 
+class Wakeups:
+    """One asyncio event per room a page waits on, set from any thread when the room changes (Rooms'
+    on_change): a waiting poll wakes at once instead of re-reading the version every POLL_S."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def wait(self, code: str, timeout: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        ev = self._events.setdefault(code.strip().upper(), asyncio.Event())
+        try:
+            await asyncio.wait_for(ev.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def changed(self, code: str) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        def fire() -> None:
+            ev = self._events.pop(code, None)
+            if ev is not None:
+                ev.set()
+
+        loop.call_soon_threadsafe(fire)
+
+
 def wait_route(rooms: Rooms) -> APIRoute:
-    """GET /vizvit_room/{code}?v=N -> the room's state (JSON) once its version is not N, or after
+    """rooms.on_change is set here (the waiting pages' wake-up).
+    GET /vizvit_room/{code}?v=N -> the room's state (JSON) once its version is not N, or after
     WAIT_S; {"closed": true} once the room is gone (closed, idle, or never opened)."""
+
+    wakeups = Wakeups()
+    rooms.on_change = wakeups.changed
 
     async def wait(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
@@ -44,8 +77,10 @@ def wait_route(rooms: Rooms) -> APIRoute:
         except ValueError:
             seen = -2
         end = time.monotonic() + WAIT_S
+        # the version read and the event's registration run in the loop with no await between them, and
+        # the change's wake-up runs in the loop too: a change can never fall between them unseen
         while rooms.version(code) == seen and seen >= 0 and time.monotonic() < end:
-            await asyncio.sleep(POLL_S)
+            await wakeups.wait(code, min(POLL_S, end - time.monotonic()))
         try:
             body = rooms.view(code)
         except UserError as e:

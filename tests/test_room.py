@@ -173,3 +173,17 @@ def test_a_students_view_shows_only_revealed_steps_tally_and_truth():
     rooms.note(code, key, 1, {"truth": "224"})
     assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2},
                                                "truth": "224"}}
+
+
+def test_every_change_and_only_a_change_calls_on_change():
+    seen: list[str] = []
+    rooms = Rooms(on_change=seen.append)
+    code, key = rooms.open("m", "p", QS)
+    rooms.move(code, key, 1)  # no change
+    rooms.answer(code, S1, 1, 3)  # an answer is not the lecturer's move
+    assert seen == []
+    rooms.move(code, key, 2)
+    rooms.move(code, key, 2, reveal=True)
+    rooms.note(code, key, 2, {"truth": "b"})
+    rooms.close(code, key)
+    assert seen == [code] * 4

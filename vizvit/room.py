@@ -125,8 +125,10 @@ class Rooms:
     """The process's rooms: a bounded dict behind one lock, idle rooms closed on each access."""
 
     def __init__(self, max_rooms: int = MAX_ROOMS, max_students: int = MAX_STUDENTS, idle_s: float = IDLE_S,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, on_change: Callable[[str], None] | None = None):
+        """on_change(code): called (from any thread) after a room's version grows: the waiting pages wake."""
         self.max_rooms, self.max_students, self.idle_s, self.clock = max_rooms, max_students, idle_s, clock
+        self.on_change = on_change
         self._rooms: dict[str, Room] = {}
         self._lock = threading.Lock()
 
@@ -149,6 +151,10 @@ class Rooms:
             raise UserError(WRONG_KEY)
         room.touched = self.clock()
         return room
+
+    def _changed(self, code: str) -> None:
+        if self.on_change is not None:
+            self.on_change(code)
 
     @staticmethod
     def _step(room: Room, step: object) -> int:
@@ -191,6 +197,7 @@ class Rooms:
                 room.revealed.add(n)
             if changed:
                 room.version += 1
+                self._changed(room.code)
             return room.state()
 
     def note(self, code: str, host_key: str, step: int, note: dict) -> None:
@@ -199,6 +206,7 @@ class Rooms:
             room = self._host(code, host_key)
             room.notes[self._step(room, step)] = dict(note)
             room.version += 1  # the students' pages fetch it
+            self._changed(room.code)
 
     def view(self, code: str) -> dict:
         """A student's page's whole view: the state, and per revealed step its tally and truth."""
@@ -216,6 +224,7 @@ class Rooms:
             room.closed = True
             room.version += 1
             del self._rooms[room.code]
+            self._changed(room.code)
 
     def tally(self, code: str, host_key: str, step: object) -> Tally:
         with self._lock:
