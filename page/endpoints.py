@@ -10,12 +10,14 @@ from gradio.utils import get_upload_folder, is_in_or_equal
 
 from vizvit.api import PublicApi
 from vizvit.errors import UserError
+from vizvit.room import Rooms
 from vizvit.session import Workbench
 
 from .kit import COSTLY, JOBS, safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
-                    "stats")
+                    "stats", "room_open", "room_step", "room_answer", "room_tally", "room_close")
+ROOM_ENDPOINTS = ("room_open", "room_step", "room_answer", "room_tally", "room_close")  # issue 45: no photo but room_open
 
 
 NOT_A_FILE = "photo must be an uploaded file (gradio_client: handle_file(path))."
@@ -33,11 +35,11 @@ def uploaded(photo: Any) -> str:
     return path  # one since cleaned away: load_image says "upload it again", after the model's gate
 
 
-def public_api(wb: Workbench, default_model: str) -> None:
+def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) -> None:
     """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
     client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
     (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
-    api = PublicApi(wb, JOBS.jobs)
+    api = PublicApi(wb, JOBS.jobs, rooms)
 
     def analyze(photo: FileData, model: str = default_model) -> dict:
         """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
@@ -93,9 +95,36 @@ def public_api(wb: Workbench, default_model: str) -> None:
         jobs ("costly"): slots, wall-time limits, jobs running and waiting, the last ones ended."""
         return api.stats()
 
+    def room_open(photo: FileData, model: str = default_model) -> dict:
+        """Open a live room on this photo and model (issue 45): {"code": the short code students type,
+        "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}."""
+        return api.room_open(uploaded(photo), model)
+
+    def room_step(code: str, host_key: str, step: int = 1, reveal: bool = False) -> dict:
+        """The lecturer moves the room to step 1..n (reveal=True: shows its answer, closes its
+        answers, and returns its truth on the room's photo and its tally): the room's state."""
+        return api.room_step(code, host_key, step, reveal)
+
+    def room_answer(code: str, step: int = 1, answer: str | float = "", student: str = "",
+                    request: gr.Request = None) -> dict:
+        """A student's answer to the lecturer's open step: an option key, or a number.
+        student: a random id of 8-64 letters/digits/-/_ the caller keeps (empty: this client's
+        session). One answer per student per step; a new one replaces it. -> {"accepted", "reason"}."""
+        who = student or (getattr(request, "session_hash", None) or "")
+        return api.room_answer(code, step, answer, who)
+
+    def room_tally(code: str, host_key: str, step: int = 1) -> dict:
+        """The answers to one step so far: {"answers": {answer: count}, "total": n}."""
+        return api.room_tally(code, host_key, step)
+
+    def room_close(code: str, host_key: str) -> dict:
+        """The lecturer closes the room: every answer in it is forgotten."""
+        return api.room_close(code, host_key)
+
     # relevance too: only attention flow takes a costly slot (vizvit.jobs), and a class map is answered
     # at once even while every slot is taken (COSTLY has more threads than slots).
-    for fn in (analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats):
+    for fn in (analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats,
+               room_open, room_step, room_answer, room_tally, room_close):
         gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn in (sweep, relevance) else {}))
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import attention as att_mod
 from . import compare as cmp
-from . import maps, vocab
+from . import maps, room as room_mod, vocab
 from .cancel import NEVER, Cancel
 from .engine import Analysis, Prediction, mask_token
 from .errors import UserError
@@ -28,6 +28,7 @@ from .session import ATTENTION_FLOW, POSITIONS, Photo, PhotoKey, Workbench
 from .views import attention as ap
 from .views import compare as compare_view
 from .views import experiments, positions
+from .views import lesson as lesson_view
 
 MAX_DISCARD = 0.99
 
@@ -71,9 +72,10 @@ def geometry_json(g: Geometry) -> dict[str, Any]:
 class PublicApi:
     """Bound to one Workbench. Each method is one endpoint; see app.py for the names."""
 
-    def __init__(self, wb: Workbench, jobs: Jobs | None = None):
+    def __init__(self, wb: Workbench, jobs: Jobs | None = None, rooms: room_mod.Rooms | None = None):
         self.wb = wb
         self.jobs = jobs  # the costly jobs' slots, limits and queue, reported by stats()
+        self.rooms = rooms if rooms is not None else room_mod.Rooms()  # the live rooms (issue 45)
 
     def _photo(self, path: str, model: str) -> tuple[Photo, Analysis]:
         vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
@@ -217,3 +219,51 @@ class PublicApi:
         if self.jobs is not None:  # the costly jobs: slots, limits, running, waiting (the queue), recent
             out["costly"] = self.jobs.stats().as_json()
         return out
+
+    # ------------------------------------------------------------------ live rooms (issue 45)
+    def room_open(self, path: str, model: str) -> dict[str, Any]:
+        """A room on this photo and model: the photo is analysed first (a bad photo or model is refused
+        before any room exists). -> {"code", "host_key", "steps"}."""
+        ph, _ = self._photo(path, model)
+        image = self.wb.photo(ph.key.sha1)  # kept by the room (see vizvit.room.Room.photo)
+        code, key = self.rooms.open(ph.vm.id, image, room_mod.questions_of(lesson_view.steps()))
+        return {"code": code, "host_key": key, "steps": len(lesson_view.steps())}
+
+    def room_truth(self, code: str, step: int) -> dict[str, Any]:
+        """A revealed step's truth on the room's photo, measured as the Lesson tab measures it:
+        {"truth": the right option's key or number as text, "line": the measured sentence}."""
+        st = self.rooms.state(code)
+        s = lesson_view.steps()[step - 1]
+        vm = self.wb.model(st.model)
+        ph = self.wb.handle(PhotoKey(vm.id, self.wb.add_photo(st.photo)))
+        try:
+            m = lesson_view.MEASURES[s.measure](ph, s)
+        except UserError as e:
+            return {"truth": None, "line": f"This step cannot be measured on {ph.vm.display_name}: {e}"}
+        right = m.right if s.answer == lesson_view.MEASURED else s.answer
+        text = f"{float(right):g}" if s.is_number else str(right)
+        return {"truth": text, "line": m.line}
+
+    def room_step(self, code: str, host_key: str, step: int, reveal: bool = False) -> dict[str, Any]:
+        """The lecturer moves the room to `step` (and with reveal, shows its answer); with reveal,
+        the step's truth and tally come back too."""
+        st = self.rooms.move(code, host_key, step, bool(reveal) if isinstance(reveal, bool) else False)
+        out = {k: v for k, v in st.as_json().items()}
+        if st.step in st.revealed:
+            truth = self.room_truth(code, st.step)
+            self.rooms.note(code, host_key, st.step, truth)
+            out.update(truth)
+            out["tally"] = self.rooms.tally(code, host_key, st.step).as_json()
+        return out
+
+    def room_answer(self, code: str, step: int, answer: Any, student: str) -> dict[str, Any]:
+        ok, why = self.rooms.answer(code, student, step, answer)
+        return {"accepted": ok, "reason": why}
+
+    def room_tally(self, code: str, host_key: str, step: int) -> dict[str, Any]:
+        t = self.rooms.tally(code, host_key, step)
+        return {"answers": t.answers, "total": t.total}
+
+    def room_close(self, code: str, host_key: str) -> dict[str, Any]:
+        self.rooms.close(code, host_key)
+        return {"closed": True}

@@ -30,6 +30,9 @@ def _lan() -> str | None:
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     wb = ctx.wb
     gr.Markdown(lesson.LESSON_TEXT)
+    # The live room (issue 45) is a page of its own: light enough for 100 phones (page/room.py).
+    gr.Markdown("**Teaching a hall?** [Open a live room](room?host=1): students follow your steps on their "
+                "phones and answer each question; you see the room's answers.", elem_id="lesson-room")
     with gr.Row(elem_id="lesson-main"):
         with gr.Column(scale=3):
             header = gr.Markdown(elem_id="lesson-step")

@@ -1,0 +1,142 @@
+"""The live room's plain HTTP route (issue 45): a student's page waits here for the lecturer's next
+move. One long poll per page: the answer comes as soon as the room's version differs from the one the
+page has (woken by the room's change, Rooms.on_change; re-checked at least every POLL_S), or after WAIT_S with no change.
+A Gradio event per student per half second would cost far more on a 2-core server (see docs/lecture.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import io
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from PIL import Image
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse
+
+from vizvit import launch, lesson as lesson_mod, web
+from vizvit.errors import UserError
+from vizvit.room import Rooms
+from vizvit.session import Workbench
+from vizvit.views import lesson as lesson_view
+
+PAGE_PATH = "room"  # the room's own page: ?host=1 the lecturer's, ?code=XXXXX a student's
+EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
+
+PATH = "vizvit_room/{code}"
+POLL_S = 1.0  # a waiting request re-reads the room's version at least this often (a safety net: it is woken)
+WAIT_S = 20.0  # a long poll's longest wait; the page asks again at once
+
+
+class Wakeups:
+    """One asyncio event per room a page waits on, set from any thread when the room changes (Rooms'
+    on_change): a waiting poll wakes at once instead of re-reading the version every POLL_S."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def wait(self, code: str, timeout: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        ev = self._events.setdefault(code.strip().upper(), asyncio.Event())
+        try:
+            await asyncio.wait_for(ev.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def changed(self, code: str) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        def fire() -> None:
+            ev = self._events.pop(code, None)
+            if ev is not None:
+                ev.set()
+
+        loop.call_soon_threadsafe(fire)
+
+
+def wait_route(rooms: Rooms) -> APIRoute:
+    """rooms.on_change is set here (the waiting pages' wake-up).
+    GET /vizvit_room/{code}?v=N -> the room's state (JSON) once its version is not N, or after
+    WAIT_S; {"closed": true} once the room is gone (closed, idle, or never opened)."""
+
+    wakeups = Wakeups()
+    rooms.on_change = wakeups.changed
+
+    async def wait(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            seen = int(request.query_params.get("v", "-2"))
+        except ValueError:
+            seen = -2
+        end = time.monotonic() + WAIT_S
+        # the version read and the event's registration run in the loop with no await between them, and
+        # the change's wake-up runs in the loop too: a change can never fall between them unseen
+        while rooms.version(code) == seen and seen >= 0 and time.monotonic() < end:
+            await wakeups.wait(code, min(POLL_S, end - time.monotonic()))
+        try:
+            body = rooms.view(code)
+        except UserError as e:
+            body = {"closed": True, "version": -1, "error": str(e)}
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    return APIRoute("/" + PATH, wait, methods=["GET"])
+
+
+@functools.cache
+def _lan() -> str | None:
+    return launch.lan_address()
+
+
+def page_html() -> str:
+    """The room's page: one HTML file with its script (vizvit/web/room.html, room.js)."""
+    return web.asset("room.html").replace("/*ROOM_JS*/", web.asset("room.js"))
+
+
+def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | None, str | None]]) -> list[APIRoute]:
+    """The room's page, the students' long poll, the lesson's questions for the room's model, and the
+    students' link with its QR code (honest about loopback addresses: launch.phone_address).
+    served: () -> (the address the server listens on, its --share link), known once launched."""
+
+    async def page(request: Request) -> HTMLResponse:
+        return HTMLResponse(page_html(), headers={"Cache-Control": "no-store"})
+
+    async def lesson(request: Request) -> JSONResponse:
+        try:
+            st = rooms.state(request.path_params.get("code", ""))
+            g = wb.model(st.model).geometry
+        except UserError as e:
+            return JSONResponse({"error": str(e)})
+        steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
+                  "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number}
+                 for s in lesson_view.steps()]
+        return JSONResponse({"steps": steps})
+
+    async def join(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            rooms.state(code)
+        except UserError as e:
+            return JSONResponse({"error": str(e)})
+        listen, share = served()
+        where = launch.phone_address(str(request.base_url), listen, share, os.environ.get("SPACE_HOST"), _lan())
+        url = f"{where.base}{PAGE_PATH}?code={code.strip().upper()}"
+        buf = io.BytesIO()
+        Image.fromarray(lesson_view.qr_picture(url, module=6)).save(buf, "PNG")
+        qr = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        return JSONResponse({"url": url, "note": where.note, "reachable": where.reachable, "qr": qr})
+
+    async def example(request: Request) -> FileResponse:
+        return FileResponse(EXAMPLE, media_type="image/jpeg")
+
+    return [wait_route(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
+            APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/join", join, methods=["GET"])]

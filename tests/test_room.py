@@ -1,0 +1,189 @@
+"""vizvit.room (issue 45): one lecturer paces, every student answers once per step. Cases built by
+hand with known answers; a fake clock for idle expiry."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from vizvit.errors import UserError
+from vizvit.lesson import load_steps
+from vizvit.room import MAX_ANSWER_CHARS, UNKNOWN_ROOM, WRONG_KEY, Question, Rooms, questions_of
+
+QS = (Question(), Question(("a", "b", "c")), Question())  # a number, a choice, a number
+S1, S2, S3 = "student-one", "student-two", "student-three"
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def opened(**kw):
+    rooms = Rooms(**kw)
+    code, key = rooms.open("vit-tiny", "chelsea.jpg", QS)
+    return rooms, code, key
+
+
+def test_a_code_is_short_and_readable_and_the_key_is_long():
+    rooms, code, key = opened()
+    assert len(code) == 5 and code.isalnum() and code.upper() == code
+    assert not set(code) & set("01OI")
+    assert len(key) >= 20
+    assert rooms.state(code.lower()).step == 1  # typed in lower case on a phone: the same room
+
+
+def test_one_answer_per_student_per_step_and_a_change_replaces():
+    rooms, code, key = opened()
+    assert rooms.answer(code, S1, 1, 196) == (True, "")
+    assert rooms.answer(code, S2, 1, "196") == (True, "")
+    assert rooms.answer(code, S3, 1, 197.0) == (True, "")
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 2, "197": 1}, "total": 3}
+    assert rooms.answer(code, S3, 1, "196") == (True, "")  # changed its mind: replaces, not adds
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 3}, "total": 3}
+    assert rooms.own(code, S3, 1) == "196"
+
+
+def test_a_student_answers_only_the_lecturers_open_step():
+    rooms, code, key = opened()
+    ok, why = rooms.answer(code, S1, 2, "a")
+    assert not ok and "not open yet" in why  # not ahead of the lecturer
+    rooms.move(code, key, 2)
+    assert rooms.answer(code, S1, 2, "b")[0]
+    ok, why = rooms.answer(code, S1, 1, 5)
+    assert not ok and "closed" in why  # a past step: look back, but no late answer
+    rooms.move(code, key, 2, reveal=True)
+    ok, why = rooms.answer(code, S1, 2, "a")
+    assert not ok and "closed" in why  # after the reveal: the answer is fixed
+    assert rooms.own(code, S1, 2) == "b"
+    assert rooms.revealed_tally(code, 2).answers == {"b": 1}
+    with pytest.raises(UserError, match="not been revealed"):
+        rooms.revealed_tally(code, 1)
+
+
+def test_answers_are_checked_against_the_question():
+    rooms, code, key = opened()
+    for bad in ("x", None, [1], {"a": 1}, float("nan"), float("inf"), 1e13, True, "9" * (MAX_ANSWER_CHARS + 1)):
+        ok, why = rooms.answer(code, S1, 1, bad)
+        assert not ok and why, bad
+    rooms.move(code, key, 2)
+    for bad in ("d", "A", 1, None, ""):
+        ok, why = rooms.answer(code, S1, 2, bad)
+        assert not ok and "one of: a, b, c" in why, bad
+    for bad_student in ("", "short", "x" * 65, "has space!", None, 12345678):
+        ok, why = rooms.answer(code, bad_student, 2, "a")
+        assert not ok and "student" in why
+    assert rooms.tally(code, key, 2).total == 0 and rooms.tally(code, key, 1).total == 0
+
+
+def test_wrong_key_and_unknown_code_are_one_plain_sentence():
+    rooms, code, key = opened()
+    for call in (lambda: rooms.move(code, "nope", 2), lambda: rooms.tally(code, None, 1),
+                 lambda: rooms.close(code, key + "x")):
+        with pytest.raises(UserError) as e:
+            call()
+        assert str(e.value) == WRONG_KEY
+    for bad in ("ZZZZZ", "", None, 5, "A" * 100):
+        with pytest.raises(UserError) as e:
+            rooms.state(bad)
+        assert str(e.value) == UNKNOWN_ROOM
+        assert rooms.answer(bad, S1, 1, 3) == (False, UNKNOWN_ROOM)
+    for bad_step in (0, 4, 1.5, "x", None, True, 10 ** 30):
+        with pytest.raises(UserError, match="step must be a whole number from 1 to 3"):
+            rooms.move(code, key, bad_step)
+
+
+def test_bounded_rooms_and_students():
+    rooms = Rooms(max_rooms=2, max_students=3)
+    code, key = rooms.open("m", "p", QS)
+    rooms.open("m", "p", QS)
+    with pytest.raises(UserError, match="2 open rooms"):
+        rooms.open("m", "p", QS)
+    for s in (S1, S2, S3):
+        assert rooms.answer(code, s, 1, 1)[0]
+    ok, why = rooms.answer(code, "student-four", 1, 1)
+    assert not ok and "full (3 students)" in why
+    assert rooms.answer(code, S1, 1, 2)[0]  # one already in may still change its answer
+    rooms.close(code, key)
+    rooms.open("m", "p", QS)  # a closed room frees its place
+
+
+def test_idle_rooms_close_and_host_actions_keep_one_open():
+    clock = Clock()
+    rooms, code, key = opened(idle_s=60, clock=clock)
+    clock.t += 50
+    rooms.move(code, key, 2)  # the lecturer acts: idle time starts again
+    clock.t += 50
+    assert rooms.state(code).step == 2
+    assert rooms.answer(code, S1, 2, "a")[0]  # students do not keep a room alive, the lecturer does
+    clock.t += 11
+    with pytest.raises(UserError, match="no open room"):
+        rooms.state(code)
+    assert rooms.version(code) == -1 and len(rooms) == 0
+
+
+def test_close_forgets_and_the_version_tells_pages():
+    rooms, code, key = opened()
+    v0 = rooms.version(code)
+    rooms.move(code, key, 1)  # no change: no version bump (no page reloads for nothing)
+    assert rooms.version(code) == v0
+    rooms.move(code, key, 2)
+    rooms.move(code, key, 2, reveal=True)
+    assert rooms.version(code) == v0 + 2
+    rooms.close(code, key)
+    assert rooms.version(code) == -1
+    with pytest.raises(UserError):
+        rooms.tally(code, key, 1)
+
+
+def test_many_threads_count_every_answer_exactly_once():
+    rooms, code, key = opened()
+    students = [f"student-{i:04d}" for i in range(200)]
+
+    def answer_all(s: str) -> None:
+        for v in (1, 2, 3):  # each changes its answer twice; the last one counts
+            assert rooms.answer(code, s, 1, v)[0]
+
+    threads = [threading.Thread(target=answer_all, args=(s,)) for s in students]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert rooms.tally(code, key, 1).as_json()["answers"] == {"3": 200}
+
+
+def test_the_lessons_questions_become_room_questions():
+    steps = load_steps()
+    qs = questions_of(steps)
+    assert len(qs) == len(steps)
+    by_id = {s.id: q for s, q in zip(steps, qs)}
+    assert by_id["image"].is_number and by_id["patches"].options == ("a", "b", "c", "d")
+
+
+def test_a_students_view_shows_only_revealed_steps_tally_and_truth():
+    rooms, code, key = opened()
+    rooms.answer(code, S1, 1, 224)
+    rooms.answer(code, S2, 1, 196)
+    assert rooms.view(code)["shown"] == {}
+    rooms.move(code, key, 1, reveal=True)
+    rooms.note(code, key, 1, {"truth": "224"})
+    assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2},
+                                               "truth": "224"}}
+
+
+def test_every_change_and_only_a_change_calls_on_change():
+    seen: list[str] = []
+    rooms = Rooms(on_change=seen.append)
+    code, key = rooms.open("m", "p", QS)
+    rooms.move(code, key, 1)  # no change
+    rooms.answer(code, S1, 1, 3)  # an answer is not the lecturer's move
+    assert seen == []
+    rooms.move(code, key, 2)
+    rooms.move(code, key, 2, reveal=True)
+    rooms.note(code, key, 2, {"truth": "b"})
+    rooms.close(code, key)
+    assert seen == [code] * 4

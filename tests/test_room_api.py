@@ -1,0 +1,108 @@
+"""The live room's public API over a loopback server (issue 45): open, step, answer, tally, close;
+the students' long poll route; refusals in one plain sentence. Expected values written by hand."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+from gradio_client import Client, handle_file
+
+from appserver import page_name, serving
+from tiny import EXAMPLES
+from vizvit.room import UNKNOWN_ROOM, WRONG_KEY
+
+PHOTO = EXAMPLES / "chelsea.jpg"
+
+
+@pytest.fixture(scope="module")
+def server(tiny16):
+    with serving(tiny16) as (url, wb):
+        yield url, page_name(tiny16)
+
+
+def test_a_room_from_open_to_close(server):
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    code, key, n = opened["code"], opened["host_key"], opened["steps"]
+    assert len(code) == 5 and n >= 5
+    # three students answer step 1 (a number: the input side); one changes its mind
+    for student, answer in (("stud-aaaa", 224), ("stud-bbbb", "196"), ("stud-cccc", 224), ("stud-bbbb", 32)):
+        assert c.predict(code, 1, answer, student, api_name="/room_answer") == {"accepted": True, "reason": ""}
+    ahead = c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")
+    assert ahead["accepted"] is False and "not open yet" in ahead["reason"]
+    assert c.predict(code, key, 1, api_name="/room_tally") == {"answers": {"224": 2, "32": 1}, "total": 3}
+    shown = c.predict(code, key, 1, True, api_name="/room_step")
+    assert shown["step"] == 1 and shown["revealed"] == [1]
+    assert shown["truth"] == "224"  # tiny16 reads a 224-pixel square (tests/tiny.py)
+    assert shown["tally"]["total"] == 3 and "photo" not in shown
+    moved = c.predict(code, key, 2, api_name="/room_step")
+    assert moved["step"] == 2 and "truth" not in moved
+    assert c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")["accepted"] is True
+    late = c.predict(code, 1, 5, "stud-dddd", api_name="/room_answer")
+    assert late["accepted"] is False and "closed" in late["reason"]
+    assert c.predict(code, key, api_name="/room_close") == {"closed": True}
+    gone = c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")
+    assert gone == {"accepted": False, "reason": UNKNOWN_ROOM}
+
+
+def test_wrong_key_and_unknown_code_are_refused_plainly(server):
+    url, model = server
+    c = Client(url, verbose=False)
+    code = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")["code"]
+    for endpoint, args in (("/room_step", (code, "wrong", 2)), ("/room_tally", (code, "wrong", 1)),
+                           ("/room_close", (code, "wrong"))):
+        with pytest.raises(Exception) as e:
+            c.predict(*args, api_name=endpoint)
+        assert WRONG_KEY in str(e.value), str(e.value)
+    with pytest.raises(Exception) as e:
+        c.predict("NOPE9", "k", 1, api_name="/room_tally")
+    assert UNKNOWN_ROOM in str(e.value)
+
+
+def test_a_waiting_student_page_hears_the_step_at_once(server):
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    code, key = opened["code"], opened["host_key"]
+    first = httpx.get(f"{url}vizvit_room/{code}", timeout=60).json()  # no version: the state at once
+    assert first["step"] == 1 and first["closed"] is False and "photo" not in first
+    got = {}
+
+    def wait() -> None:
+        t = time.monotonic()
+        got["state"] = httpx.get(f"{url}vizvit_room/{code}?v={first['version']}", timeout=60).json()
+        got["s"] = time.monotonic() - t
+
+    th = threading.Thread(target=wait)
+    th.start()
+    time.sleep(1.0)
+    assert th.is_alive(), "a long poll waits while nothing changes"
+    c.predict(code, key, 3, api_name="/room_step")
+    th.join(timeout=30)
+    assert got["state"]["step"] == 3 and got["state"]["version"] == first["version"] + 1
+    c.predict(code, key, api_name="/room_close")
+    closed = httpx.get(f"{url}vizvit_room/{code}?v={first['version']}", timeout=60).json()
+    assert closed["closed"] is True and UNKNOWN_ROOM in closed["error"]
+
+
+def test_the_reveal_needs_no_file_on_disk(tiny16, tmp_path):
+    """Gradio's cache cleaner may remove an upload during a lecture: the room keeps its photo."""
+    import shutil
+
+    from vizvit.api import PublicApi
+    from vizvit.session import Workbench
+
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny16)
+    api = PublicApi(wb)
+    path = tmp_path / "cat.jpg"
+    shutil.copy(PHOTO, path)
+    opened = api.room_open(str(path), tiny16.id)
+    path.unlink()
+    wb._photos.clear()  # and the Workbench's photo store evicted it
+    shown = api.room_step(opened["code"], opened["host_key"], 1, True)
+    assert shown["truth"] == "224"
