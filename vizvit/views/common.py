@@ -173,7 +173,8 @@ def banner(vm: VitModel, offline: bool, failed: str | None = None, reason: str =
     (vizvit.launch.Start): `vm` is its stand-in."""
     g = vm.geometry
     if failed and not vm.is_pretrained:
-        return (f"⚠️ The model **{short_name(failed)}** could not be loaded ({reason}), so this page shows "
+        where = "No internet connection here: the" if offline else "The"
+        return (f"⚠️ {where} model **{short_name(failed)}** could not be loaded ({reason}), so this page shows "
                 f"the {g.num_layers}-layer ViT architecture with **untrained random weights**."
                 + detail(" The maps show the mathematics, not learned behaviour, and the predictions are meaningless."))
     if not vm.is_pretrained:
