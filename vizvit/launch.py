@@ -189,7 +189,7 @@ def lan_address() -> str | None:
     socket's connect sends nothing), or None without a network."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.254.254.254", 9))
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1 (RFC 5737): only the route is asked, nothing is sent
             ip = s.getsockname()[0]
     except OSError:
         return None
