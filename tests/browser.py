@@ -6,6 +6,7 @@ import base64
 import os
 import re
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Iterator
 
@@ -20,35 +21,78 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--no-first-run", "--disable-sync", "--disable-quic"]
 
 
+# One Playwright driver and one Chromium per set of flags for the whole run: launching Chromium
+# costs seconds (about 5x a fresh context here), and ~150 page_at calls each launched one. Every
+# page_at still gets a fresh browser context: its own cookies, storage, cache and permissions, as
+# a new visitor has. (Playwright's sync API allows one driver per thread: page_at runs on the
+# test's thread, the main one.)
+_driver = None
+_find_browser = cache(find_browser)  # once: its Playwright fallback cannot start beside _driver
+_browsers: dict[tuple, object] = {}
+
+
+def _browser(chromium: str, args: tuple):
+    """The shared Chromium for these flags, launched on first use (again if it crashed)."""
+    global _driver
+    if _driver is None:
+        from playwright.sync_api import sync_playwright
+
+        _driver = sync_playwright().start()
+    browser = _browsers.get(args)
+    if browser is None or not browser.is_connected():
+        browser = _browsers[args] = _driver.chromium.launch(executable_path=chromium, headless=True,
+                                                            args=[*ARGS, *args])
+    return browser
+
+
+def close_browsers() -> None:
+    """Close the shared browsers and the driver (the end of the run: tests/page/conftest.py)."""
+    global _driver
+    for browser in _browsers.values():
+        try:
+            browser.close()
+        except Exception:  # noqa: BLE001 - already gone (crashed): nothing left to close
+            pass
+    _browsers.clear()
+    if _driver is not None:
+        _driver.stop()
+        _driver = None
+
+
 @contextmanager
 def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#upload", args: tuple = (),
             init_script: str | None = None) -> Iterator:
-    """args: more Chromium flags (e.g. a fake camera); init_script: run before the page's own."""
-    chromium = find_browser()
+    """args: more Chromium flags (e.g. a fake camera); init_script: run before the page's own.
+    The page is in a fresh context of a shared browser; every context opened during the block (a
+    test's extra pages, browser.new_page) is closed with it."""
+    chromium = _find_browser()
     if chromium is None:
         if os.environ.get("CI"):
             pytest.fail(f"{NO_BROWSER}: .ci/run must install Debian's chromium")
         pytest.skip(NO_BROWSER)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=[*ARGS, *args])
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(60_000)
-            if init_script:
-                page.add_init_script(init_script)
-            # Nothing outside this machine: fail fast instead of waiting on the closed network.
-            page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost)"), lambda route: route.abort())
-            # "networkidle" never comes with Gradio 6.31 here (a long-lived request stays
-            # open), so wait for the page's own upload box instead. Wait for the box, not its
-            # <input type=file>: a deep link to an example fills the box, and a filled gr.File
-            # has no file input, so on a fast machine the input may never be seen at all.
-            page.goto(url, wait_until="load")
-            page.wait_for_selector(wait_for, state="attached")
-            yield page
-        finally:
-            browser.close()
+    browser = _browser(chromium, tuple(args))
+    before = set(browser.contexts)
+    try:
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        if init_script:
+            page.add_init_script(init_script)
+        # Nothing outside this machine: fail fast instead of waiting on the closed network.
+        page.route(re.compile(r"^https?://(?!127\.0\.0\.1|localhost)"), lambda route: route.abort())
+        # "networkidle" never comes with Gradio 6.31 here (a long-lived request stays
+        # open), so wait for the page's own upload box instead. Wait for the box, not its
+        # <input type=file>: a deep link to an example fills the box, and a filled gr.File
+        # has no file input, so on a fast machine the input may never be seen at all.
+        page.goto(url, wait_until="load")
+        page.wait_for_selector(wait_for, state="attached")
+        yield page
+    finally:
+        for ctx in [c for c in browser.contexts if c not in before]:
+            try:
+                ctx.close()
+            except Exception:  # noqa: BLE001 - the browser crashed: _browser launches another next time
+                pass
 
 
 def shot(page, name: str, full_page: bool = True) -> Path:

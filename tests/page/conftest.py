@@ -1,15 +1,23 @@
 """The page in a browser: ONE server for every test here (the production build and launch settings
 on 127.0.0.1, a tiny ViT-B/16-shaped model), started once for the session. Tests that need another
-model or other build settings start their own with appserver.serving."""
+model or other build settings start their own with appserver.serving. One Chromium serves every
+test too (browser.page_at: a fresh context each), closed at the end."""
 
 from __future__ import annotations
 
 import pytest
 
 from appserver import running
+from browser import close_browsers
 
 
 @pytest.fixture(scope="session")
 def url(tiny16):
     with running(tiny16) as u:
         yield u
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_browsers():
+    yield
+    close_browsers()
