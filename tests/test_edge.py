@@ -15,6 +15,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import pytest
@@ -61,6 +62,14 @@ def shows_nothing_of_the_server(message: str) -> None:
 def server(tiny16):
     with serving(tiny16) as (url, wb):
         yield url, page_name(tiny16)
+
+
+@pytest.fixture(scope="module")
+def client(server) -> Iterator[Client]:
+    """One gradio_client for the module (connecting reads the config and the API info: seconds)."""
+    c = Client(server[0], verbose=False)
+    yield c
+    c.close()
 
 
 @pytest.fixture
@@ -134,11 +143,10 @@ CLIENT_PHOTOS = ("string", "dict without path")
 
 
 @pytest.mark.parametrize("endpoint", PHOTO_ENDPOINTS)
-def test_a_photo_that_is_not_an_uploaded_file_gets_one_plain_message(server, endpoint, log_has_no_traceback):
+def test_a_photo_that_is_not_an_uploaded_file_gets_one_plain_message(server, client, endpoint, log_has_no_traceback):
     url, model = server
     good = defaults(url, endpoint, model)
     assert rest(url, endpoint, good)[0], "the good call answers"
-    client = Client(url, verbose=False)
     for name, bad in BAD_PHOTOS.items():
         ok, message = rest(url, endpoint, [bad, *good[1:]])
         assert not ok and NOT_UPLOADED in message, (name, message)
