@@ -162,11 +162,6 @@ MEAN_ROLLOUT = rollout_name()  # mean fusion, no discard: vizvit.maps.mean_rollo
 HEAD_ROLLOUT = ("rollout_heads",)  # (L, H, N, N) per-head rollout
 
 
-def distance_name(norm: str = "renormalised") -> tuple:
-    """(L, H) mean attention distance, per normalisation."""
-    return ("attention_distance",) + (() if norm == "renormalised" else (norm,))
-
-
 def relevance_name(class_index: int) -> tuple:
     """Chefer relevance parts (R (N, N), the MAP step or None) for one class."""
     return ("relevance", int(class_index))
@@ -181,17 +176,6 @@ def method_map_name(method: str, class_index: int) -> tuple:
 ATTENTION_FLOW = ("attention flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
 
 
-def grid_image_name(*look: Hashable) -> tuple:
-    """The Attention tab's layers × heads picture for one look (controls other than layer and head)."""
-    return ("grid image", *look)
-
-
-def strip_image_name(*look: Hashable) -> tuple:
-    """The Attention tab's rollout strip picture for one look."""
-    return ("strip image", *look)
-
-
-ARTIFACTS = ("artifacts",)  # (L, gh, gw) bool artifact tokens per layer
 EMBEDDINGS = "embeddings"  # the Embeddings tab's per-photo data
 FILTER_PCA = "filter_pca"  # per model: the patch-embedding filters' PCA
 PATCH_LABEL_COSINE = "patch-label cosine"  # CLIP / SigLIP: (C, gh, gw) per label list

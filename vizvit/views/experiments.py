@@ -19,9 +19,10 @@ from ..errors import UserError
 from ..images import View
 from ..models import Geometry, VitModel
 from . import flip
-from .common import artifact_masks, top5_figure
+from .common import top5_figure
 from ..patches import patch_at
 from ..vocab import FILLS, MASK_MODES, TOKEN_MODES
+from ..readings.artifacts import artifact_masks
 from ..session import ATTENTION_FLOW, SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a

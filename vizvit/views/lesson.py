@@ -27,11 +27,11 @@ from ..images import View
 from ..lesson import MEASURED, Step
 from ..models import Geometry
 from ..numbers import attention_cost
+from ..readings.artifacts import artifact_masks
 from ..session import Photo, cnn_sweep_name
 from ..tokens import dropout_check
 from ..vocab import TABS
 from . import attention, embeddings, experiments, inside, lecture, patches, positions
-from .common import artifact_masks
 
 LESSON_TEXT = """**A guided lesson on your photo.** Each step asks a question first: answer it, then press
 **Reveal** to see the number measured on this photo, what it means, and the view it comes from (**Open**
