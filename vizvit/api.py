@@ -24,6 +24,7 @@ from .explain import check_flow_size, check_flow_time
 from .jobs import Jobs
 from .images import View
 from .models import Geometry
+from .readings import attention as ra
 from .session import ATTENTION_FLOW, POSITIONS, Photo, PhotoKey, Workbench
 from .views import attention as ap
 from .views import compare as compare_view
@@ -102,9 +103,9 @@ class PublicApi:
         query = None
         if (query_row, query_col) != (-1, -1):
             query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
-        p = ap.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
-        m = ap.main_matrix(a, p, ph.derived)
-        values = att_mod.query_map(m, ap.query_token(p, g), p.direction, g)
+        p = ra.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
+        m = ra.main_matrix(a, p, ph.derived)
+        values = att_mod.query_map(m, ra.query_token(p, g), p.direction, g)
         return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
                 "uniform_level": 1.0 / g.seq_len, "map": _grid(values.numpy())}
 
@@ -117,8 +118,7 @@ class PublicApi:
             discard = float("nan")
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
-        stack = ap.layer_rollout(a, fusion, discard, ph.derived)  # (L, N, N)
-        maps = att_mod.cls_to_patches(stack, a.geometry, a.summary_weights)  # (L, gh, gw)
+        maps = ra.rollout_maps(a, fusion, discard, ph.derived)  # (L, gh, gw)
         return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
 
     def compare(self, path: str, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:

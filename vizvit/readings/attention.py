@@ -286,9 +286,16 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
 def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
     """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
     when a single head is shown."""
-    fusion = p.show if p.show in FUSIONS else "mean"
-    return att_mod.cls_to_patches(layer_rollout(a, fusion, p.discard, cache, p.discard_mode), a.geometry,
-                                  summary_of(a, p.summary))
+    return rollout_maps(a, p.show if p.show in FUSIONS else "mean", p.discard, cache, p.discard_mode, p.summary)
+
+
+def rollout_maps(a: Analysis, fusion: Fusion = "mean", discard: float = 0.0, cache: Cache = no_cache,
+                 discard_mode: DiscardMode = "per row", summary: str | None = None) -> torch.Tensor:
+    """(L, gh, gw) the summary's row of the rollout after each layer (SigLIP's default: the MAP head's
+    weights times R), from the cached stack: the strip, /rollout, the Compare tab and the lesson
+    read this one map."""
+    return att_mod.cls_to_patches(layer_rollout(a, fusion, discard, cache, discard_mode), a.geometry,
+                                  summary_of(a, summary))
 
 
 def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cache) -> torch.Tensor:

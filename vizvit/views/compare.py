@@ -171,9 +171,7 @@ class SideMaps:
 def rollout_map(ph: Photo, layer: int) -> np.ndarray:
     """(gh, gw) the summary's mean rollout (no discard) through `layer` (1-based): the /rollout
     endpoint's map of that layer, from the same cached stack."""
-    a = ph.analysis()
-    stack = ra.layer_rollout(a, "mean", 0.0, ph.derived)  # (L, N, N)
-    return att_mod.cls_to_patches(stack[layer - 1], a.geometry, a.summary_weights).numpy().astype(np.float32)
+    return ra.rollout_maps(ph.analysis(), cache=ph.derived)[layer - 1].numpy().astype(np.float32)
 
 
 def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:

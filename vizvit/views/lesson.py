@@ -16,7 +16,6 @@ import numpy as np
 import segno
 
 from .. import artifacts as art_mod
-from .. import attention as att_mod
 from .. import claims
 from .. import lesson as lesson_mod
 from .. import perturb
@@ -27,6 +26,7 @@ from ..images import View
 from ..lesson import MEASURED, Step
 from ..models import Geometry
 from ..numbers import attention_cost
+from ..readings import attention as ra
 from ..readings.artifacts import artifact_masks
 from ..session import Photo, cnn_sweep_name
 from ..tokens import dropout_check
@@ -231,7 +231,7 @@ def _survives(ph: Photo, step: Step) -> Measured:
 
 
 def _distance(ph: Photo, step: Step) -> Measured:
-    d = attention.distances(ph.analysis(), ph.derived).numpy()  # (L, H) px
+    d = ra.distances(ph.analysis(), ph.derived).numpy()  # (L, H) px
     L = d.shape[0]
     h = int(d[-1].argmax())
     first, last = float(d[0].mean()), float(d[-1].mean())
@@ -247,7 +247,7 @@ def _distance(ph: Photo, step: Step) -> Measured:
 def _rollout(ph: Photo, step: Step) -> Measured:
     a = ph.analysis()
     g = ph.vm.geometry
-    r = att_mod.rollout_maps(a.attentions.float(), g, summary=attention.summary_of(a))[-1]  # (gh, gw), mean, no discard
+    r = ra.rollout_maps(a, cache=ph.derived)[-1]  # (gh, gw), mean, no discard: the cached maps.mean_rollout
     s = float(r.sum())
     return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of [CLS]'s rolled-out attention is on the "
                     f"{g.num_patches} patches; the rest on the prefix tokens. {_rollout_claim(ph, r)}",
