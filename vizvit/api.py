@@ -25,7 +25,8 @@ from .jobs import Jobs
 from .images import View
 from .models import Geometry
 from .readings import attention as ra
-from .session import ATTENTION_FLOW, POSITIONS, Photo, PhotoKey, Workbench
+from .maps import ATTENTION_FLOW
+from .session import Photo, PhotoKey, Workbench
 from .views import attention as ap
 from .views import compare as compare_view
 from .views import experiments, positions
@@ -151,7 +152,7 @@ class PublicApi:
         vm = self.wb.model(model)
         g = vm.geometry
         row, col = _int("row", row, 0, g.grid[0] - 1), _int("col", col, 0, g.grid[1] - 1)
-        r = self.wb.per_model(vm.id, POSITIONS, lambda: positions.model_positions(vm)).report
+        r = self.wb.per_model(vm.id, positions.POSITIONS, lambda: positions.model_positions(vm)).report
         k = row * g.grid[1] + col
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
                 "cls_similarity": _grid(r.cls_sim)}

@@ -26,7 +26,8 @@ from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at
 from ..maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
-from ..session import ATTENTION_FLOW, Photo
+from ..maps import ATTENTION_FLOW
+from ..session import Photo
 from ..vocab import DISTANCE_NORMS, DistanceNorm
 from ..vocab import FUSIONS, ONE_HEAD
 from .. import render

@@ -23,9 +23,14 @@ from ..cancel import NEVER, Cancel
 from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
-from ..session import HEAD_IMPORTANCE, LOGIT_LENS, Photo, PhotoKey
+from ..session import Photo, PhotoKey
 from . import flip
 from .common import status_line, top5_figure
+
+# The names this module's results are cached under (Photo.derived / per_model).
+LOGIT_LENS = "logit_lens"
+HEAD_IMPORTANCE = "head_importance"  # (L, H) drop of the top-1 probability per zeroed head
+
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
 last block): the model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head trained to read depth L only: early rows show how

@@ -28,7 +28,7 @@ from ..models import Geometry
 from ..numbers import attention_cost
 from ..readings import attention as ra
 from ..readings.artifacts import artifact_masks
-from ..session import Photo, cnn_sweep_name
+from ..session import Photo
 from ..tokens import dropout_check
 from ..vocab import TABS
 from . import attention, embeddings, experiments, inside, lecture, patches, positions
@@ -204,7 +204,7 @@ def _cnn_sentence(ph: Photo) -> str:
     if cnn is None:
         return claims.cnn_shift_sentence(None)
     ks = list(range(2 * ph.vm.geometry.patch_size + 1))
-    probs = ph.derived(cnn_sweep_name(cnn.id), lambda: cnn_shift_probs(cnn, ph.analysis().input_view, ks, "edge"))
+    probs = ph.derived(experiments.cnn_sweep_name(cnn.id), lambda: cnn_shift_probs(cnn, ph.analysis().input_view, ks, "edge"))
     return claims.cnn_shift_sentence(cnn.id, ks, probs, float(probs[0]))  # k = 0 is the unshifted photo
 
 
