@@ -141,6 +141,16 @@ def summary_of(a: Analysis, name: str | None = None) -> str | torch.Tensor | Non
     return name
 
 
+def query_maps(a: Analysis, p: AttnParams, stack: torch.Tensor) -> torch.Tensor:
+    """(..., N, N) matrices -> (..., gh, gw): the main map's query and direction read from each: a
+    clicked patch's row or column, else the summary's row; SigLIP's summary is its MAP head (not a
+    token of the sequence): its weights times each matrix. The one place that case is decided."""
+    g = a.geometry
+    if g.pools_with_map_head and p.query is None:
+        return att_mod.cls_to_patches(stack, g, a.summary_weights)
+    return att_mod.query_map(stack, query_token(p, g), p.direction, g)
+
+
 def query_token(p: AttnParams, g: Geometry) -> int:
     """The query's sequence position: a clicked patch, else the summary token (-1: patch mean)."""
     return g.summary_index(p.summary) if p.query is None else token_index(*p.query, g)
@@ -224,10 +234,7 @@ def main_map(a: Analysis, p: AttnParams, cache: Cache = no_cache, fixed_max: flo
         values = row[g.num_prefix_tokens:].reshape(g.grid).numpy().astype(np.float32)
     else:
         m = main_matrix(a, p, cache) if m is None else m
-        if g.pools_with_map_head and p.query is None:  # SigLIP's summary: the MAP head, not a token
-            values = att_mod.cls_to_patches(m, g, a.summary_weights).numpy().astype(np.float32)
-        else:
-            values = att_mod.query_map(m, query_token(p, g), p.direction, g).numpy().astype(np.float32)
+        values = query_maps(a, p, m).numpy().astype(np.float32)
     arts = artifact_stack(a, p, cache)[p.layer - 1]  # (gh, gw)
     if p.scale == "fixed across layers and heads" and fixed_max is None:
         fixed_max = fixed_scale_max(a, p, cache)
@@ -260,7 +267,7 @@ def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> floa
     if p.mode != "raw":  # the fused rollout through every layer, same query and direction
         fusion = p.show if p.show in FUSIONS else "mean"
         stack = layer_rollout(a, fusion, p.discard, cache, p.discard_mode)
-        maps.append(att_mod.query_map(stack, query_token(p, a.geometry), p.direction, a.geometry).numpy()[:, None])
+        maps.append(query_maps(a, p, stack).numpy()[:, None])
     out = excluded(artifact_stack(a, p, cache), p)  # (L, gh, gw) or None
     top = 0.0
     for m in maps:
@@ -276,11 +283,8 @@ def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> floa
 def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
     """(L, H, gh, gw): the main map's query and direction for every (layer, head), raw or
     per-head rolled out."""
-    g = a.geometry
     stack = maps.HEAD_STACKS[p.mode](a, cache)  # (L, H, N, N)
-    if g.pools_with_map_head and p.query is None:  # SigLIP: the MAP head's weights through each matrix
-        return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
-    return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
+    return query_maps(a, p, stack).float()
 
 
 def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
@@ -301,9 +305,6 @@ def rollout_maps(a: Analysis, fusion: Fusion = "mean", discard: float = 0.0, cac
 def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cache) -> torch.Tensor:
     """(L, gh, gw): main_panel's map for every layer with the heads fused by `fusion` (raw: the
     fused attention; rolled out: the fused rollout through each layer)."""
-    g = a.geometry
     stack = (att_mod.fuse_heads(full_attentions(a), fusion) if p.mode == "raw"
              else layer_rollout(a, fusion, p.discard, cache, p.discard_mode))  # (L, N, N)
-    if g.pools_with_map_head and p.query is None:  # SigLIP: the MAP head's weights through each matrix
-        return att_mod.cls_to_patches(stack, g, a.summary_weights).float()
-    return att_mod.query_map(stack, query_token(p, g), p.direction, g).float()
+    return query_maps(a, p, stack).float()
