@@ -17,20 +17,16 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import engine, figures, lens, render
+from .. import figures, render
 from ..ablation import Ablation, format_heads, parse_heads
 from ..cancel import NEVER, Cancel
 from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
+from ..readings.lens import HEAD_IMPORTANCE, lens_of
 from ..session import Photo, PhotoKey
 from . import flip
 from .common import status_line, top5_figure
-
-# The names this module's results are cached under (Photo.derived / per_model).
-LOGIT_LENS = "logit_lens"
-HEAD_IMPORTANCE = "head_importance"  # (L, H) drop of the top-1 probability per zeroed head
-
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
 last block): the model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head trained to read depth L only: early rows show how
@@ -80,10 +76,6 @@ class AblationPanel:
 
 
 # ------------------------------------------------------------------ logit lens
-def lens_of(ph: Photo) -> lens.Lens:
-    return ph.derived(LOGIT_LENS, lambda: lens.logit_lens(ph.vm, engine.readout(ph.vm, ph.analysis().hidden_states)))
-
-
 def lens_panel(ph: Photo) -> LensPanel:
     vm = ph.vm
     if not vm.has_classifier:
