@@ -1,9 +1,7 @@
-"""Panel functions for the Attention tab: cached Analysis + UI params -> pictures, text,
-figures. No gradio here; app.py only wires these.
-
-Nothing here runs the model except `relevance_panel` (one backward pass, on request).
-Heavy stacks (rollouts) go through `cache(name, compute)`, which the app binds to
-`Workbench.derived` for the photo, so moving a control reuses them.
+"""The Attention tab's presenter: readings (vizvit.readings.attention, cached through the photo's
+`Photo.derived`) -> pictures (vizvit.layout), texts, figures, the page's books (views.books), a Page.
+No gradio here; page/tabs/attention.py only wires these. Nothing here runs the model except
+`relevance_panel` (one backward pass, on request).
 """
 
 from __future__ import annotations
