@@ -2,7 +2,7 @@
 
 The mean-fusion, no-discard rollout is read by the Attention tab (maps, strip, grid, export), the
 masks ("top / bottom by rollout"), the faithfulness curves, the Embeddings tab's colours and the
-API: it is computed here, once per photo, under ``session.MEAN_ROLLOUT``. A map method (a (gh, gw)
+API: it is computed here, once per photo, under ``MEAN_ROLLOUT``. A map method (a (gh, gw)
 map that ranks the patches: what a deletion curve removes first and a mask can be drawn from) is
 one ``MapMethod`` in ``MAP_METHODS``, whatever asks for it.
 
@@ -186,7 +186,7 @@ def class_map(method: str, vm: VitModel, a: Analysis, class_index: int, cache: C
 def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], bool] = lambda: False,
                cancel: Cancel = NEVER) -> Iterator[explain.FlowStep]:
     """Exact attention flow from the summary, streamed (explain.attention_flow_steps); the finished
-    (N,) flows are cached under session.ATTENTION_FLOW. Pure maths on the cached attentions: it never
+    (N,) flows are cached under ATTENTION_FLOW. Pure maths on the cached attentions: it never
     holds the engine's lock (minutes on ViT-Ti, and every other user would wait)."""
     for step in explain.attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
         if step.flows is not None:
