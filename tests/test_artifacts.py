@@ -14,7 +14,7 @@ import torch
 
 import vizvit
 from vizvit import artifacts as art_mod
-from vizvit.views.common import artifact_masks
+from vizvit.readings.artifacts import artifact_masks
 
 from synthetic import GEOMS, pointing_attention, stand_in_analysis
 from tiny import EXAMPLES

@@ -434,7 +434,8 @@ def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_ca
     from tiny import EXAMPLES
 
     from vizvit.api import PublicApi
-    from vizvit.session import ATTENTION_FLOW, PhotoKey, Workbench
+    from vizvit.maps import ATTENTION_FLOW
+    from vizvit.session import PhotoKey, Workbench
     from vizvit.views import attention as ap
 
     wb = Workbench(device="cpu")

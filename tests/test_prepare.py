@@ -24,8 +24,8 @@ def wb(tiny16) -> Workbench:
 
 def model_keys(model_id: str) -> list[tuple]:
     size = positions.PositionsParams().size
-    return [session.model_key(model_id, n) for n in (session.POSITIONS, session.FILTER_PCA,
-                                                      session.positions_at_name(size))]
+    return [session.model_key(model_id, n) for n in (positions.POSITIONS, embeddings.FILTER_PCA,
+                                                      positions.positions_at_name(size))]
 
 
 def test_attach_gives_the_workbench_each_views_preparation(wb):
@@ -41,15 +41,15 @@ def test_warm_leaves_the_models_position_tables_and_filters_and_the_photos_embed
     for k in model_keys(tiny16.id):
         assert k in wb.cache, f"{k} not cached by the warm-up"
     key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
-    assert wb.peek_derived(key, session.EMBEDDINGS) is not None, "the example's Embeddings data is not ready"
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None, "the example's Embeddings data is not ready"
 
 
 def test_prepare_later_fills_the_cache_so_a_first_open_recomputes_nothing(wb, tiny16, monkeypatch):
     key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
     wb.analysis(key)  # the photo's forward, as the upload runs it
-    assert wb.peek_derived(key, session.EMBEDDINGS) is None
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is None
     wb.prepare_later(key).result(timeout=120)
-    assert wb.peek_derived(key, session.EMBEDDINGS) is not None
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None
     assert all(k in wb.cache for k in model_keys(tiny16.id))
     # The tabs' first open now only draws: the preparations' own computations are not run again.
     for name in ("prepare", "model_filters"):
@@ -69,7 +69,7 @@ def test_a_failing_preparation_is_logged_and_the_others_still_run(wb, tiny16, ca
     key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
     wb.prepare_later(key).result(timeout=120)
     assert "boom" in caplog.text or "broken" in caplog.text
-    assert wb.peek_derived(key, session.EMBEDDINGS) is not None
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None
 
 
 def test_the_positions_first_answer_runs_no_forward_at_another_size(wb, tiny16, monkeypatch):

@@ -1,5 +1,5 @@
-"""One path per computation (issue 26): every cache name is defined in session.py, and the mean
-rollout is computed once per photo whichever tab, mask, curve, export or API call asks first."""
+"""One path per computation (issue 26): every cache name is a named constant or function of the
+module that computes it (session.py keys them generically, issue 44), and the mean rollout is computed once per photo whichever tab, mask, curve, export or API call asks first."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ CACHE_CALLS = {"derived", "per_model", "peek", "peek_derived", "cache", "get_or_
 
 
 def spelled_names(path: Path) -> list[str]:
-    """Calls that cache under a name spelled in place (a string or tuple literal, not session's)."""
+    """Calls that cache under a name spelled in place (a string or tuple literal, not a named one)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if not isinstance(node, ast.Call):
@@ -41,8 +41,19 @@ def spelled_names(path: Path) -> list[str]:
 
 
 def test_views_and_the_api_spell_no_cache_name():
-    files = [*sorted((PACKAGE / "views").glob("*.py")), PACKAGE / "api.py", PACKAGE / "maps.py"]
-    assert [hit for f in files for hit in spelled_names(f)] == [], "cache names live in vizvit/session.py"
+    files = [*sorted((PACKAGE / "views").glob("*.py")), *sorted((PACKAGE / "readings").glob("*.py")),
+             PACKAGE / "api.py", PACKAGE / "maps.py"]
+    assert [hit for f in files for hit in spelled_names(f)] == [], "name what you cache in the module that computes it"
+
+
+def test_session_names_no_feature_cache():
+    """session.py keys any name; the names themselves belong to the modules that compute them (only the
+    one result session.py computes itself, a view's lighter forward, is named there)."""
+    tree = ast.parse((PACKAGE / "session.py").read_text())
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.endswith("_name")}
+    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+              if isinstance(t, ast.Name) and t.id.isupper()}
+    assert names == {"view_prediction_name"}, names
 
 
 def test_the_finder_finds_a_spelled_name(tmp_path):
@@ -73,8 +84,8 @@ def test_the_mean_rollout_is_computed_once_for_every_reader(tiny16, monkeypatch)
     attention.change(ph, attention.AttnParams(mode="rolled out"))  # the strip, rolled out
     PublicApi(wb).rollout(photo, tiny16.id)  # the API's rollout endpoint
     assert calls == [("mean", 0.0)], "one mean rollout per photo, whoever reads it"
-    assert wb.peek_derived(ph.key, session.MEAN_ROLLOUT) is not None
-    assert maps.rollout(ph.analysis(), "mean", 0.0, ph.derived) is wb.peek_derived(ph.key, session.MEAN_ROLLOUT)
+    assert wb.peek_derived(ph.key, maps.MEAN_ROLLOUT) is not None
+    assert maps.rollout(ph.analysis(), "mean", 0.0, ph.derived) is wb.peek_derived(ph.key, maps.MEAN_ROLLOUT)
 
 
 def test_cache_hit_runs_no_second_forward(tiny16, cat):

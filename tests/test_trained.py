@@ -15,7 +15,7 @@ import vizvit
 from tiny import EXAMPLES
 from vizvit import perturb, render
 from vizvit.views import attention as ap
-from vizvit.views.common import artifact_masks
+from vizvit.readings.artifacts import artifact_masks
 
 
 @pytest.fixture(scope="module")

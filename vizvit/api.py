@@ -24,7 +24,9 @@ from .explain import check_flow_size, check_flow_time
 from .jobs import Jobs
 from .images import View
 from .models import Geometry
-from .session import ATTENTION_FLOW, POSITIONS, Photo, PhotoKey, Workbench
+from .readings import attention as ra
+from .maps import ATTENTION_FLOW
+from .session import Photo, PhotoKey, Workbench
 from .views import attention as ap
 from .views import compare as compare_view
 from .views import experiments, positions
@@ -102,9 +104,9 @@ class PublicApi:
         query = None
         if (query_row, query_col) != (-1, -1):
             query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
-        p = ap.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
-        m = ap.main_matrix(a, p, ph.derived)
-        values = att_mod.query_map(m, ap.query_token(p, g), p.direction, g)
+        p = ra.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
+        m = ra.main_matrix(a, p, ph.derived)
+        values = att_mod.query_map(m, ra.query_token(p, g), p.direction, g)
         return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
                 "uniform_level": 1.0 / g.seq_len, "map": _grid(values.numpy())}
 
@@ -117,8 +119,7 @@ class PublicApi:
             discard = float("nan")
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
-        stack = ap.layer_rollout(a, fusion, discard, ph.derived)  # (L, N, N)
-        maps = att_mod.cls_to_patches(stack, a.geometry, a.summary_weights)  # (L, gh, gw)
+        maps = ra.rollout_maps(a, fusion, discard, ph.derived)  # (L, gh, gw)
         return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
 
     def compare(self, path: str, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
@@ -151,7 +152,7 @@ class PublicApi:
         vm = self.wb.model(model)
         g = vm.geometry
         row, col = _int("row", row, 0, g.grid[0] - 1), _int("col", col, 0, g.grid[1] - 1)
-        r = self.wb.per_model(vm.id, POSITIONS, lambda: positions.model_positions(vm)).report
+        r = self.wb.per_model(vm.id, positions.POSITIONS, lambda: positions.model_positions(vm)).report
         k = row * g.grid[1] + col
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
                 "cls_similarity": _grid(r.cls_sim)}

@@ -260,7 +260,7 @@ def mass_threshold(values: torch.Tensor, tau: float) -> torch.Tensor:
 def mass_thresholds(values: torch.Tensor, tau: float) -> torch.Tensor:
     """(Q, P) maps, one a row -> (Q, P) bool: mass_threshold of each row, in one sort. Of equal
     weights the lower patch number is kept first (a stable sort), so a map's mask is the same alone
-    or in a stack (the page gets every clicked query's mask at once: views.attention.query_book)."""
+    or in a stack (the page gets every clicked query's mask at once: views.books.query_book)."""
     if not 0 < tau <= 1:
         raise UserError("The mass threshold τ must be in (0, 1].")
     flat = values.float().clamp_min(0)

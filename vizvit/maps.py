@@ -2,11 +2,11 @@
 
 The mean-fusion, no-discard rollout is read by the Attention tab (maps, strip, grid, export), the
 masks ("top / bottom by rollout"), the faithfulness curves, the Embeddings tab's colours and the
-API: it is computed here, once per photo, under ``session.MEAN_ROLLOUT``. A map method (a (gh, gw)
+API: it is computed here, once per photo, under ``MEAN_ROLLOUT``. A map method (a (gh, gw)
 map that ranks the patches: what a deletion curve removes first and a mask can be drawn from) is
 one ``MapMethod`` in ``MAP_METHODS``, whatever asks for it.
 
-`cache(name, compute)` is ``Photo.derived`` (or ``no_cache``): names come from vizvit.session.
+`cache(name, compute)` is ``Photo.derived`` (or ``no_cache``): the names are this module's.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from .engine import Analysis
 from .errors import UserError
 from .models import VitModel
 from .relevance import check_class, checked_gradients, map_step, relevance_parts
-from .session import ATTENTION_FLOW, HEAD_ROLLOUT, MEAN_ROLLOUT, method_map_name, relevance_name, rollout_name
 from .vocab import DiscardMode, Fusion
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
@@ -32,6 +31,34 @@ Cache = Callable[[Hashable, Callable[[], Any]], Any]
 
 def no_cache(name: Hashable, compute: Callable[[], Any]) -> Any:
     return compute()
+
+
+# ------------------------------------------------------------------ the names this module caches under
+# One result has one name wherever it is asked for (the one mean rollout is read by the Attention tab, the
+# masks, the curves, the Embeddings tab, export and the API).
+def rollout_name(fusion: str = "mean", discard: float = 0.0, discard_mode: str = "per row") -> tuple:
+    """(L, N, N) rollout after each layer, per (fusion, discard, discard mode); without a discard
+    both modes are one stack."""
+    mode = discard_mode if discard > 0 else "per row"
+    return ("rollout", fusion, round(float(discard), 4)) + (() if mode == "per row" else (mode,))
+
+
+MEAN_ROLLOUT = rollout_name()  # mean fusion, no discard: vizvit.maps.mean_rollout
+HEAD_ROLLOUT = ("rollout_heads",)  # (L, H, N, N) per-head rollout
+
+
+def relevance_name(class_index: int) -> tuple:
+    """Chefer relevance parts (R (N, N), the MAP step or None) for one class."""
+    return ("relevance", int(class_index))
+
+
+def method_map_name(method: str, class_index: int) -> tuple:
+    """(gh, gw) map of one class-specific method of vizvit.maps.CLASS_METHODS (not Chefer's:
+    relevance_name) for one class."""
+    return ("method map", method, int(class_index))
+
+
+ATTENTION_FLOW = ("attention flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
 
 
 def full_attentions(a: Analysis) -> torch.Tensor:
@@ -159,7 +186,7 @@ def class_map(method: str, vm: VitModel, a: Analysis, class_index: int, cache: C
 def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], bool] = lambda: False,
                cancel: Cancel = NEVER) -> Iterator[explain.FlowStep]:
     """Exact attention flow from the summary, streamed (explain.attention_flow_steps); the finished
-    (N,) flows are cached under session.ATTENTION_FLOW. Pure maths on the cached attentions: it never
+    (N,) flows are cached under ATTENTION_FLOW. Pure maths on the cached attentions: it never
     holds the engine's lock (minutes on ViT-Ti, and every other user would wait)."""
     for step in explain.attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
         if step.flows is not None:

@@ -90,7 +90,7 @@ def color_index(values: np.ndarray, vmin: "float | np.ndarray | None" = None,
     vmin/vmax default to the values' own finite range; arrays give each map of a stack its own
     (broadcast against values, e.g. (Q, 1, 1) for (Q, gh, gw)). NaN gets the middle row (colorize
     paints it grey instead). The page gets these rows for the attention maps it draws
-    (views.attention: book_for_page, matrix_for_page), so its pixels are these, not a port."""
+    (views.books: book_for_page, matrix_for_page), so its pixels are these, not a port."""
     v = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(v)
     lo = float(np.min(v[finite])) if vmin is None and finite.any() else (0.0 if vmin is None else vmin)

@@ -146,89 +146,12 @@ def model_key(model_id: str, name: Hashable) -> tuple:
     return ("model", model_id, name)
 
 
-# ------------------------------------------------------------------ every name a view caches under
-# The `name` of a derived_key (per photo) or a model_key (per model). Views, vizvit.maps and the API
-# name what they cache with these, never with a tuple of their own: one result has one name
-# wherever it is asked for (the one mean rollout is read by the Attention tab, the masks, the
-# curves, the Embeddings tab, export and the API).
-def rollout_name(fusion: str = "mean", discard: float = 0.0, discard_mode: str = "per row") -> tuple:
-    """(L, N, N) rollout after each layer, per (fusion, discard, discard mode); without a discard
-    both modes are one stack."""
-    mode = discard_mode if discard > 0 else "per row"
-    return ("rollout", fusion, round(float(discard), 4)) + (() if mode == "per row" else (mode,))
-
-
-MEAN_ROLLOUT = rollout_name()  # mean fusion, no discard: vizvit.maps.mean_rollout
-HEAD_ROLLOUT = ("rollout_heads",)  # (L, H, N, N) per-head rollout
-
-
-def distance_name(norm: str = "renormalised") -> tuple:
-    """(L, H) mean attention distance, per normalisation."""
-    return ("attention_distance",) + (() if norm == "renormalised" else (norm,))
-
-
-def relevance_name(class_index: int) -> tuple:
-    """Chefer relevance parts (R (N, N), the MAP step or None) for one class."""
-    return ("relevance", int(class_index))
-
-
-def method_map_name(method: str, class_index: int) -> tuple:
-    """(gh, gw) map of one class-specific method of vizvit.maps.CLASS_METHODS (not Chefer's:
-    relevance_name) for one class."""
-    return ("method map", method, int(class_index))
-
-
-ATTENTION_FLOW = ("attention flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
-
-
-def grid_image_name(*look: Hashable) -> tuple:
-    """The Attention tab's layers × heads picture for one look (controls other than layer and head)."""
-    return ("grid image", *look)
-
-
-def strip_image_name(*look: Hashable) -> tuple:
-    """The Attention tab's rollout strip picture for one look."""
-    return ("strip image", *look)
-
-
-ARTIFACTS = ("artifacts",)  # (L, gh, gw) bool artifact tokens per layer
-EMBEDDINGS = "embeddings"  # the Embeddings tab's per-photo data
-FILTER_PCA = "filter_pca"  # per model: the patch-embedding filters' PCA
-PATCH_LABEL_COSINE = "patch-label cosine"  # CLIP / SigLIP: (C, gh, gw) per label list
-LOGIT_LENS = "logit_lens"
-HEAD_IMPORTANCE = "head_importance"  # (L, H) drop of the top-1 probability per zeroed head
-SHIFT_SWEEP = ("shift_sweep", "edge")  # the Experiments tab's sweep, streamed or whole
-POSITIONS = "positions"  # per model: the Positions tab's report and pictures
-RELATIVE_BIAS = "relative-bias"  # per model: a relative-bias family's tables and pictures
-
-
-def cnn_sweep_name(cnn_id: str) -> tuple:
-    return ("cnn_sweep", cnn_id)
-
-
-def ranking_maps_name(seed: int) -> tuple:
-    """The maps the curves rank patches by (vizvit.maps.MAP_METHODS), per random seed."""
-    return ("experiments_maps", seed)
-
-
-def curves_name(steps: int, mode: str, seed: int, maps: tuple[str, ...]) -> tuple:
-    """Deletion and insertion curves of the named maps."""
-    return ("curves", int(steps), mode, seed, tuple(maps))
-
-
-def positions_at_name(size: int) -> tuple:
-    """Per model: the position table interpolated for a size×size input, drawn."""
-    return ("positions-at", size)
-
-
+# ------------------------------------------------------------------ the one name cached here
+# Every other name a derived_key or model_key ends in belongs to the module that computes it (vizvit.maps,
+# vizvit.readings.*, the views that still compute): this module keys them, whatever they are.
 def view_prediction_name(view: View) -> tuple:
     """Per photo: one perturbed view's lighter forward (Photo.prediction)."""
     return ("view-prediction", view)
-
-
-def predict_at_name(size: int) -> tuple:
-    """Per photo: one forward at size×size."""
-    return ("predict-at", size)
 
 
 @dataclass(frozen=True)

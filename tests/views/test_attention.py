@@ -13,7 +13,7 @@ import torch
 import vizvit
 from vizvit import attention as A
 from vizvit import attention as att_mod
-from vizvit import render
+from vizvit import render, vocab
 from vizvit.models import Geometry
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap
@@ -83,8 +83,8 @@ def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, requ
     att = pointing_attention(g, t)
     a = stand_in_analysis(g, att)
     vm = StandInModel(g)
-    for show in ap.SHOW_CHOICES:
-        for mode in ap.MODES:
+    for show in vocab.SHOW_CHOICES:
+        for mode in vocab.MODES:
             p = _params(show=show, mode=mode)
             main = ap.main_panel(vm, a, p)
             assert main.values.shape == g.grid
@@ -103,7 +103,7 @@ def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, requ
     assert np.unravel_index(v.argmax(), g.grid) == (r, c)
     # Rollout strip maps and the all-heads grid, raw and rolled out.
     assert all(np.unravel_index(m.argmax(), g.grid) == (r, c) for m in ap.strip_maps(a, _params()).numpy())
-    for mode in ap.MODES:
+    for mode in vocab.MODES:
         img = ap.compose_grid(ap.grid_maps(a, _params(mode=mode)).numpy(), "inferno", shared=False)
         tile = ap.grid_tile(g)
         for l in range(g.num_layers):
@@ -419,7 +419,7 @@ def test_the_background_work_after_an_upload_caches_the_heads_distances(tiny, ca
     """warm_photo, run after an upload (Workbench.prepare_later), caches the distances the tab's
     first answer needs, so opening the tab does not compute them while the visitor waits."""
     from vizvit import views
-    from vizvit.session import distance_name
+    from vizvit.readings.attention import distance_name
 
     wb = views.attach(Workbench(device="cpu"))
     wb.add_model(tiny)

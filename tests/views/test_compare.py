@@ -10,7 +10,8 @@ import pytest
 from vizvit import render
 from vizvit.catalog import Catalog
 from vizvit.errors import UserError
-from vizvit.session import MEAN_ROLLOUT, PhotoKey, Workbench
+from vizvit.maps import MEAN_ROLLOUT
+from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap
 from vizvit.views import compare
 

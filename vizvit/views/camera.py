@@ -34,10 +34,13 @@ from ..catalog import CURATED, MEASURED, arch_of
 from ..engine import Analysis, Request, with_zero_shot
 from ..errors import UserError
 from ..images import load_image
+from ..layout import UNIFORM_MARK, map_image
 from ..models import VitModel, short_name
+from ..readings import attention as ra
 from ..session import Photo, PhotoKey, Workbench
 from ..vocab import FUSIONS, MODE_URL, MODES, ONE_HEAD, Mode
-from . import attention as attn
+from . import attention as attn  # its MAP_DRAW_SCRIPT only
+from . import books
 
 SCALE = 2  # the live picture's enlargement of the model-input view (the Attention tab's is 3: fewer bytes a frame)
 GAP = 8  # white px between the parts
@@ -116,7 +119,7 @@ class CameraParams:
                    heads=heads if heads in head_choices(g.num_heads) else HEAD_CHOICES[0],
                    mode=params.get("mode") if params.get("mode") in MODES else "rolled out")
 
-    def attn(self, vm: VitModel) -> attn.AttnParams:
+    def attn(self, vm: VitModel) -> ra.AttnParams:
         """The Attention tab's params for this map (checked against the model: a layer or head
         past its end is the last one)."""
         g = vm.geometry
@@ -129,7 +132,7 @@ class CameraParams:
             show, head = ONE_HEAD, min(max(1, int(self.heads[5:])), g.num_heads)
         else:
             raise UserError(f"Heads: one of {', '.join(HEAD_CHOICES)} or 'head N'.")
-        return attn.AttnParams(layer=layer, head=head, show=show, mode=self.mode).checked(g)
+        return ra.AttnParams(layer=layer, head=head, show=show, mode=self.mode).checked(g)
 
 
 # ------------------------------------------------------------------ the composed picture
@@ -151,8 +154,8 @@ def layout(vm: VitModel) -> Layout:
 @lru_cache(maxsize=16)
 def _layout(g: Any) -> Layout:
     side = SCALE * g.image_size[0]
-    bar = attn.map_image(np.zeros((*g.image_size, 3), np.uint8), np.zeros(g.grid, np.float32), g,
-                         attn.AttnParams(), lo_hi=(0, 1), marks={attn.UNIFORM_MARK: 0.5}, scale=SCALE).shape[1]
+    bar = map_image(np.zeros((*g.image_size, 3), np.uint8), np.zeros(g.grid, np.float32), g,
+                    ra.AttnParams(), lo_hi=(0, 1), marks={UNIFORM_MARK: 0.5}, scale=SCALE).shape[1]
     return Layout(side, side + GAP, side + GAP + bar, side + ROW + BAND_ROWS * ROW + GAP)
 
 
@@ -192,7 +195,7 @@ def parts(lay: Layout, caption: str, caption_left: str, rows: list[tuple[str, fl
     return Parts([(_fit(t, w), x, y, w) for t, x, y, w in texts], bars)
 
 
-def caption(ap: attn.AttnParams, vm: VitModel) -> str:
+def caption(ap: ra.AttnParams, vm: VitModel) -> str:
     g = vm.geometry
     who = "head " + str(ap.head) if ap.show == ONE_HEAD else f"{ap.show} of {g.num_heads} heads"
     kind = "rollout" if ap.mode != "raw" else "attention"
@@ -206,19 +209,19 @@ def top5_rows(vm: VitModel, a: Analysis) -> list[tuple[str, float | None]]:
     return head + [(f"{p.prob * 100:5.1f}%  {p.label}", p.prob) for p in a.top5][: 5 - len(head)]
 
 
-def picture_parts(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) -> Parts:
+def picture_parts(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str]) -> Parts:
     g = vm.geometry
     return parts(layout(vm), caption(ap, vm), f"model input, {g.grid[0]}x{g.grid[1]} patches", top5_rows(vm, a), lines)
 
 
-def compose(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) -> np.ndarray:
+def compose(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str]) -> np.ndarray:
     """(H, W, 3) uint8: the model-input view with the patch grid | the Attention tab's main map
     (same colours, range and artifact outlines, at SCALE) ; below, the top-5 and `lines`. The
     picture the page draws from live_book."""
     g = vm.geometry
     left = render.draw_grid(render.enlarge(a.input_view, SCALE), g, lines=True)
     mm = live_map(a, ap)
-    right = attn.map_image(a.input_view, mm.values, g, ap, lo_hi=mm.lo_hi, marks={attn.UNIFORM_MARK: attn.uniform_level(g)},
+    right = map_image(a.input_view, mm.values, g, ap, lo_hi=mm.lo_hi, marks={UNIFORM_MARK: ra.uniform_level(g)},
                            artifacts=mm.artifacts, scale=SCALE)
     lay = layout(vm)
     img = np.full((lay.height, lay.width, 3), 255, np.uint8)
@@ -232,18 +235,18 @@ def compose(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str]) ->
     return img
 
 
-def live_map(a: Analysis, ap: attn.AttnParams) -> attn.MainMap:
+def live_map(a: Analysis, ap: ra.AttnParams) -> ra.MainMap:
     """The Attention tab's main map for these params (main_panel's), a rolled-out one computed as its
     one row (a frame's analysis is never asked for another)."""
-    return attn.main_map(a, ap.checked(a.geometry), one_row=True)
+    return ra.main_map(a, ap.checked(a.geometry), one_row=True)
 
 
-def live_book(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str], frame: int,
+def live_book(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str], frame: int,
               view_format: str = ".jpg") -> str:
     """compose's picture as the camera page draws it (camera_draw.js, with map_draw.js's map): one
     JSON string with the model-input view (view_format: JPEG, ~15 kB, or PNG for an exact copy),
     the map as its colour-table rows and range, the colour bar's labels, the artifact tokens, where
-    the texts and probability bars go, and the map's drawing constants (attn.page_drawing). The
+    the texts and probability bars go, and the map's drawing constants (books.page_drawing). The
     server draws nothing: the page has it on screen ~20 ms sooner than a decoded JPEG of the
     whole picture, and the server's step is shorter by the drawing."""
     g = vm.geometry
@@ -258,12 +261,12 @@ def live_book(vm: VitModel, a: Analysis, ap: attn.AttnParams, lines: list[str], 
     mime = "jpeg" if view_format == ".jpg" else view_format.strip(".")
     pp = picture_parts(vm, a, ap, lines)
     return json.dumps({
-        **attn.page_drawing(g, ap, SCALE),
+        **books.page_drawing(g, ap, SCALE),
         "frame": frame,
         "view": f"data:image/{mime};base64," + base64.b64encode(enc.tobytes()).decode("ascii"),
         "map": {"index": _b64(render.color_index(mm.values, lo, hi)), "lo": lo, "hi": hi,
                 "keep": None if keep is None else _b64(keep.astype(np.uint8)),
-                "bars": render.colorbar_labels(lay.side, lo, hi, marks={attn.UNIFORM_MARK: attn.uniform_level(g)}),
+                "bars": render.colorbar_labels(lay.side, lo, hi, marks={UNIFORM_MARK: ra.uniform_level(g)}),
                 "art": np.flatnonzero(mm.artifacts).tolist()},
         "layout": {"side": lay.side, "map_x": lay.map_x, "width": lay.width, "height": lay.height},
         "grid_color": list(render.GRID_COLOR), "bar_color": list(PROB_COLOR),

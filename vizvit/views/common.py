@@ -3,19 +3,14 @@ an enlarged grid -> a patch, clamping a patch to the grid; the highlight colour 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
-
-import numpy as np
 import plotly.graph_objects as go
 
-from .. import artifacts as art_mod
 from .. import figures, render
 from ..ablation import format_heads
 from ..engine import Analysis
 from ..models import Geometry, VitModel, short_name
 from ..images import resized_size
 from ..patches import patch_at
-from ..session import ARTIFACTS
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
 Upload a photo (or pick an example). The model cuts it into square patches, turns each
@@ -39,16 +34,6 @@ def top5_figure(vm: VitModel, a: Analysis, baseline: Analysis | None = None) -> 
     if baseline is not None and baseline.probs is not None:
         base = {p.index: float(baseline.probs[p.index]) for p in a.top5}
     return figures.top5_bar(a.top5, base, title)
-
-
-def artifact_masks(a: Analysis, cache: Callable[[Hashable, Callable[[], Any]], Any] | None = None) -> np.ndarray:
-    """(L, gh, gw) bool: each layer's artifact tokens (artifacts.ARTIFACT_RULE), cached per photo.
-    Token drop has no full attention matrix: no artifacts are named then."""
-    g = a.geometry
-    if a.dropped:
-        return np.zeros((g.num_layers, *g.grid), bool)
-    compute = lambda: art_mod.artifact_tokens(a.hidden_states, g)  # noqa: E731
-    return compute() if cache is None else cache(ARTIFACTS, compute)
 
 
 def clicked_patch(g: Geometry, x: float, y: float) -> tuple[int, int]:

@@ -21,17 +21,18 @@ from PIL import Image
 
 from .. import attention as att_mod
 from .. import compare as cmp
-from .. import render
+from .. import layout, render
 from ..catalog import Catalog
 from ..deeplink import DeepLink, to_query
 from ..engine import Analysis
 from ..errors import UserError
 from ..models import RANDOM_PREFIX, Geometry, VitModel, short_name
+from ..readings import attention as ra
+from ..readings.artifacts import artifact_masks
 from ..session import Photo, PhotoKey
 from ..vocab import FUSIONS, ONE_HEAD
-from . import attention as ap
 from . import flip, positions
-from .common import artifact_masks, top5_figure
+from .common import top5_figure
 
 TEXT = """**Two models, one photo, one cursor.** Model A is the model chosen at the top of the page; pick
 model B here (or open a teaching pair below). Both read the same photo, each through its own image
@@ -150,11 +151,11 @@ def cursor(pr: Pair, p: CompareParams) -> Cursor:
     return Cursor(t, D, cmp.matched_layer(t, D, ga.num_layers), cmp.matched_layer(t, D, gb.num_layers), ha, hb)
 
 
-def attn_params(layer: int, head: int | str, mode: str) -> ap.AttnParams:
+def attn_params(layer: int, head: int | str, mode: str) -> ra.AttnParams:
     """The Attention tab's params for this layer and head (or fusion), read from the summary token."""
     if isinstance(head, str):
-        return ap.AttnParams(layer=layer, show=head, mode=mode)  # type: ignore[arg-type]
-    return ap.AttnParams(layer=layer, head=head, show=ONE_HEAD, mode=mode)  # type: ignore[arg-type]
+        return ra.AttnParams(layer=layer, show=head, mode=mode)  # type: ignore[arg-type]
+    return ra.AttnParams(layer=layer, head=head, show=ONE_HEAD, mode=mode)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ one side's maps
@@ -170,19 +171,17 @@ class SideMaps:
 def rollout_map(ph: Photo, layer: int) -> np.ndarray:
     """(gh, gw) the summary's mean rollout (no discard) through `layer` (1-based): the /rollout
     endpoint's map of that layer, from the same cached stack."""
-    a = ph.analysis()
-    stack = ap.layer_rollout(a, "mean", 0.0, ph.derived)  # (L, N, N)
-    return att_mod.cls_to_patches(stack[layer - 1], a.geometry, a.summary_weights).numpy().astype(np.float32)
+    return ra.rollout_maps(ph.analysis(), cache=ph.derived)[layer - 1].numpy().astype(np.float32)
 
 
 def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
     a = ph.analysis()
     g = a.geometry
     p = attn_params(layer, head, "raw").checked(g)
-    m = ap.main_matrix(a, p, ph.derived)  # (N, N)
-    summary = ap.summary_of(a)
+    m = ra.main_matrix(a, p, ph.derived)  # (N, N)
+    summary = ra.summary_of(a)
     attention = att_mod.cls_to_patches(m, g, summary).numpy().astype(np.float32)
-    mean = att_mod.fuse_heads(ap._full_attentions(a)[layer - 1], "mean")  # (N, N)
+    mean = att_mod.fuse_heads(ra.full_attentions(a)[layer - 1], "mean")  # (N, N)
     row = att_mod.summary_row(mean, g, summary).numpy()
     per_layer = artifact_masks(a, ph.derived)  # (L, gh, gw)
     through = per_layer[:layer].any(0)
@@ -190,7 +189,7 @@ def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
 
 
 def _range(values: np.ndarray, arts: np.ndarray, g: Geometry) -> tuple[float, float]:
-    return ap.map_range(values, "0 to max", exclude=ap.excluded(arts, ap.AttnParams()), floor=ap.range_floor(g))
+    return ra.map_range(values, "0 to max", exclude=ra.excluded(arts, ra.AttnParams()), floor=ra.range_floor(g))
 
 
 def head_words(head: int | str, g: Geometry) -> str:
@@ -204,11 +203,11 @@ def side_pictures(side: str, ph: Photo, s: SideMaps, layer: int, head: int | str
     a = ph.analysis()
     g = a.geometry
     L = g.num_layers
-    marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
+    marks = {layout.UNIFORM_MARK: ra.uniform_level(g)}
     scale = render.display_scale(g, MAP_PX)
-    att = ap.map_image(a.input_view, s.attention, g, attn_params(layer, head, "raw"), lo_hi=ranges[0], marks=marks,
+    att = layout.map_image(a.input_view, s.attention, g, attn_params(layer, head, "raw"), lo_hi=ranges[0], marks=marks,
                        artifacts=s.arts, scale=scale)
-    roll = ap.map_image(a.input_view, s.rollout, g, attn_params(layer, "mean", "rolled out"), lo_hi=ranges[1],
+    roll = layout.map_image(a.input_view, s.rollout, g, attn_params(layer, "mean", "rolled out"), lo_hi=ranges[1],
                         marks=marks, artifacts=s.arts_through, scale=scale)
     att = render.caption_below(att, f"{side}: layer {layer}/{L} · {head_words(head, g)}")
     roll = render.caption_below(roll, f"{side}: rollout through layer {layer}/{L}")
@@ -336,7 +335,7 @@ def distance_figure(pr: Pair) -> go.Figure:
     same = pr.a.vm.geometry.num_layers == pr.b.vm.geometry.num_layers
     traces = []
     for side, ph, symbol in (("A", pr.a, "circle"), ("B", pr.b, "diamond")):
-        d = ap.distances(ph.analysis(), ph.derived).numpy()  # (L, H)
+        d = ra.distances(ph.analysis(), ph.derived).numpy()  # (L, H)
         L, H = d.shape
         layers = np.repeat(np.arange(1, L + 1), H)
         heads = np.tile(np.arange(1, H + 1), L)

@@ -26,7 +26,7 @@ from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at, token_index
 from ..positional import cosine_similarity_matrix
-from ..session import EMBEDDINGS, FILTER_PCA, Photo
+from ..session import Photo
 from ..tokens import (
     EmbeddingStage,
     FilterPCA,
@@ -41,6 +41,11 @@ from ..tokens import (
 )
 from ..vocab import COLOR_CHOICES
 from . import flip
+
+# The names this module's results are cached under (Photo.derived / per_model).
+EMBEDDINGS = "embeddings"  # the Embeddings tab's per-photo data
+FILTER_PCA = "filter_pca"  # per model: the patch-embedding filters' PCA
+
 
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
 SIM_ALPHA = 0.7  # the similarity's colours over the photo

@@ -19,10 +19,30 @@ from ..errors import UserError
 from ..images import View
 from ..models import Geometry, VitModel
 from . import flip
-from .common import artifact_masks, top5_figure
+from .common import top5_figure
 from ..patches import patch_at
 from ..vocab import FILLS, MASK_MODES, TOKEN_MODES
-from ..session import ATTENTION_FLOW, SHIFT_SWEEP, Photo, cnn_sweep_name, curves_name, ranking_maps_name
+from ..readings.artifacts import artifact_masks
+from ..maps import ATTENTION_FLOW
+from ..session import Photo
+
+# The names this module's results are cached under (Photo.derived / per_model).
+SHIFT_SWEEP = ("shift_sweep", "edge")  # the Experiments tab's sweep, streamed or whole
+
+
+def cnn_sweep_name(cnn_id: str) -> tuple:
+    return ("cnn_sweep", cnn_id)
+
+
+def ranking_maps_name(seed: int) -> tuple:
+    """The maps the curves rank patches by (vizvit.maps.MAP_METHODS), per random seed."""
+    return ("experiments_maps", seed)
+
+
+def curves_name(steps: int, mode: str, seed: int, maps: tuple[str, ...]) -> tuple:
+    """Deletion and insertion curves of the named maps."""
+    return ("curves", int(steps), mode, seed, tuple(maps))
+
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares

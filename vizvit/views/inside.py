@@ -17,13 +17,14 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import engine, figures, lens, render
+from .. import figures, render
 from ..ablation import Ablation, format_heads, parse_heads
 from ..cancel import NEVER, Cancel
 from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
 from ..errors import UserError
 from ..models import Geometry, VitModel
-from ..session import HEAD_IMPORTANCE, LOGIT_LENS, Photo, PhotoKey
+from ..readings.lens import HEAD_IMPORTANCE, lens_of
+from ..session import Photo, PhotoKey
 from . import flip
 from .common import status_line, top5_figure
 
@@ -75,10 +76,6 @@ class AblationPanel:
 
 
 # ------------------------------------------------------------------ logit lens
-def lens_of(ph: Photo) -> lens.Lens:
-    return ph.derived(LOGIT_LENS, lambda: lens.logit_lens(ph.vm, engine.readout(ph.vm, ph.analysis().hidden_states)))
-
-
 def lens_panel(ph: Photo) -> LensPanel:
     vm = ph.vm
     if not vm.has_classifier:

@@ -16,7 +16,6 @@ import numpy as np
 import segno
 
 from .. import artifacts as art_mod
-from .. import attention as att_mod
 from .. import claims
 from .. import lesson as lesson_mod
 from .. import perturb
@@ -27,11 +26,12 @@ from ..images import View
 from ..lesson import MEASURED, Step
 from ..models import Geometry
 from ..numbers import attention_cost
-from ..session import Photo, cnn_sweep_name
+from ..readings import attention as ra
+from ..readings.artifacts import artifact_masks
+from ..session import Photo
 from ..tokens import dropout_check
 from ..vocab import TABS
 from . import attention, embeddings, experiments, inside, lecture, patches, positions
-from .common import artifact_masks
 
 LESSON_TEXT = """**A guided lesson on your photo.** Each step asks a question first: answer it, then press
 **Reveal** to see the number measured on this photo, what it means, and the view it comes from (**Open**
@@ -204,7 +204,7 @@ def _cnn_sentence(ph: Photo) -> str:
     if cnn is None:
         return claims.cnn_shift_sentence(None)
     ks = list(range(2 * ph.vm.geometry.patch_size + 1))
-    probs = ph.derived(cnn_sweep_name(cnn.id), lambda: cnn_shift_probs(cnn, ph.analysis().input_view, ks, "edge"))
+    probs = ph.derived(experiments.cnn_sweep_name(cnn.id), lambda: cnn_shift_probs(cnn, ph.analysis().input_view, ks, "edge"))
     return claims.cnn_shift_sentence(cnn.id, ks, probs, float(probs[0]))  # k = 0 is the unshifted photo
 
 
@@ -231,7 +231,7 @@ def _survives(ph: Photo, step: Step) -> Measured:
 
 
 def _distance(ph: Photo, step: Step) -> Measured:
-    d = attention.distances(ph.analysis(), ph.derived).numpy()  # (L, H) px
+    d = ra.distances(ph.analysis(), ph.derived).numpy()  # (L, H) px
     L = d.shape[0]
     h = int(d[-1].argmax())
     first, last = float(d[0].mean()), float(d[-1].mean())
@@ -247,7 +247,7 @@ def _distance(ph: Photo, step: Step) -> Measured:
 def _rollout(ph: Photo, step: Step) -> Measured:
     a = ph.analysis()
     g = ph.vm.geometry
-    r = att_mod.rollout_maps(a.attentions.float(), g, summary=attention.summary_of(a))[-1]  # (gh, gw), mean, no discard
+    r = ra.rollout_maps(a, cache=ph.derived)[-1]  # (gh, gw), mean, no discard: the cached maps.mean_rollout
     s = float(r.sum())
     return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of [CLS]'s rolled-out attention is on the "
                     f"{g.num_patches} patches; the rest on the prefix tokens. {_rollout_claim(ph, r)}",

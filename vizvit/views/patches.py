@@ -15,11 +15,15 @@ from ..engine import Analysis, patch_label_cosine
 from ..models import Geometry, VitModel
 from ..numbers import model_numbers
 from ..patches import describe_patch
-from ..session import PATCH_LABEL_COSINE, Photo
+from ..session import Photo
 from ..errors import UserError
 from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
 from . import flip
 from .common import on_grid, top5_figure
+
+# The names this module's results are cached under (Photo.derived / per_model).
+PATCH_LABEL_COSINE = "patch-label cosine"  # CLIP / SigLIP: (C, gh, gw) per label list
+
 
 PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
 cut into a grid of P×P patches. Each patch is flattened (P·P·3 numbers) and projected to one

@@ -18,9 +18,24 @@ import torch
 
 from .. import engine, figures, positional, render
 from ..models import VitModel
-from ..session import POSITIONS, RELATIVE_BIAS, Photo, positions_at_name, predict_at_name
+from ..session import Photo
 from . import flip
 from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
+
+# The names this module's results are cached under (Photo.derived / per_model).
+POSITIONS = "positions"  # per model: the Positions tab's report and pictures
+RELATIVE_BIAS = "relative-bias"  # per model: a relative-bias family's tables and pictures
+
+
+def positions_at_name(size: int) -> tuple:
+    """Per model: the position table interpolated for a size×size input, drawn."""
+    return ("positions-at", size)
+
+
+def predict_at_name(size: int) -> tuple:
+    """Per photo: one forward at size×size."""
+    return ("predict-at", size)
+
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
 PLOTLY_CMAP = "RdBu_r"
