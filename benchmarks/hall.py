@@ -551,6 +551,17 @@ async def _get_json(http: Any, url: str) -> Any:
     return await _retrying(once)
 
 
+async def _post(http: Any, url: str, body: dict) -> Any:
+    """One JSON POST to a room's plain route (page/room.py), as the room's page sends it."""
+    async def once() -> Any:
+        got = (await http.post(url, json=body)).json()
+        if "error" in got:
+            raise RuntimeError(got["error"])
+        return got
+
+    return await _retrying(once)
+
+
 async def _call_once(http: Any, url: str, endpoint: str, data: list) -> Any:
     """One call over Gradio's REST API, as a page's event costs the server: the POST, then its SSE answer."""
     r = await http.post(f"{url}gradio_api/call/{endpoint}", json={"data": data})
@@ -628,11 +639,19 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                 if rng.random() < change_share:  # changes its mind: the second answer replaces the first
                     guesses.append(_room_answer_for(steps[s - 1], rng))
                 for g in guesses:
-                    a = await _call(http, url, "room_answer", [code, s, g, sid])
+                    if via == "gradio":
+                        a = await _call(http, url, "room_answer", [code, s, g, sid])
+                    else:  # the student page's plain route
+                        a = await _post(http, f"{url}vizvit_room/{code}/answer", {"student": sid, "step": s, "answer": g})
                     if a["accepted"]:
                         sent.setdefault(s, {})[sid] = str(g)
                     else:
                         refused.append(a["reason"])
+
+        async def tally_of(s: int) -> dict:
+            if via == "gradio":
+                return await _call(http, url, "room_tally", [code, key, s])
+            return await _post(http, f"{url}vizvit_room/{code}/tally", {"host_key": key, "step": s})
 
         tasks = [asyncio.create_task(student(i)) for i in range(n)]
         while len(joined) < n and time.perf_counter() - t0 < seconds + 60:
@@ -652,17 +671,14 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     if via == "gradio":  # the public API's /room_step, through Gradio's queue
                         await _call(http, url, "room_step", [code, key, s, reveal])
                     else:  # the host page's plain route (page/room.py step_route)
-                        body = {"host_key": key, "step": s, "reveal": reveal}
-                        got = (await http.post(f"{url}vizvit_room/{code}/step", json=body)).json()
-                        if "error" in got:
-                            raise RuntimeError(got["error"])
+                        await _post(http, f"{url}vizvit_room/{code}/step", {"host_key": key, "step": s, "reveal": reveal})
                     host_s[kind].append(time.perf_counter() - t)
                 if reveal:  # the answers are closed now: this tally is final
-                    tallies[s] = await _call(http, url, "room_tally", [code, key, s])
+                    tallies[s] = await tally_of(s)
                     continue
                 deadline = time.perf_counter() + 120
                 while True:
-                    tally = await _call(http, url, "room_tally", [code, key, s])
+                    tally = await tally_of(s)
                     if tally["total"] >= n or time.perf_counter() > deadline:
                         break
                     await asyncio.sleep(0.2)
@@ -744,8 +760,9 @@ def main(argv: list[str] | None = None) -> int:
                          "every student answers each question; reports the step push p95 and answers counted")
     ap.add_argument("--room-steps", type=int, default=5, help="--room: the lesson steps the host moves through")
     ap.add_argument("--room-via", choices=("route", "gradio"), default="route",
-                    help="--room: the host moves by the page's plain route (as the host page does) or the public "
-                         "API's /room_step through Gradio's queue")
+                    help="--room: the host's moves and tally and the students' answers by the room page's plain "
+                         "routes (as the page sends them), or by the public API (/room_step, /room_tally, "
+                         "/room_answer) through Gradio's queue")
     args = ap.parse_args(argv)
     if args.room:
         return room_main(args)

@@ -102,10 +102,8 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
     async def step(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise ValueError
-        except ValueError:
+            body = await _json_body(request)
+        except UserError:
             return JSONResponse({"error": 'Send JSON: {"host_key": ..., "step": n, "reveal": false}.'}, status_code=400)
         key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal") is True
         try:
@@ -118,6 +116,43 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
             return JSONResponse({"error": str(e)}, status_code=400)
 
     return APIRoute("/vizvit_room/{code}/step", step, methods=["POST"])
+
+
+async def _json_body(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise UserError("Send a JSON object.")
+    return body
+
+
+def answer_routes(rooms: Rooms) -> list[APIRoute]:
+    """The students' answers and the host's live tally as plain routes (dict updates under the room's
+    lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
+    (a full queue refuses with 503). The public API's /room_answer and /room_tally do the same.
+    POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"};
+    POST /vizvit_room/{code}/tally {"host_key", "step"} -> {"answers", "total"} or {"error"}."""
+
+    async def answer(request: Request) -> JSONResponse:
+        try:
+            b = await _json_body(request)
+        except UserError as e:
+            return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
+        ok, why = rooms.answer(request.path_params.get("code", ""), b.get("student"), b.get("step"), b.get("answer"))
+        return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
+
+    async def tally(request: Request) -> JSONResponse:
+        try:
+            b = await _json_body(request)
+            t = rooms.tally(request.path_params.get("code", ""), b.get("host_key"), b.get("step"))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse({"answers": t.answers, "total": t.total}, headers={"Cache-Control": "no-store"})
+
+    return [APIRoute("/vizvit_room/{code}/answer", answer, methods=["POST"]),
+            APIRoute("/vizvit_room/{code}/tally", tally, methods=["POST"])]
 
 
 @functools.cache
@@ -176,7 +211,7 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
         # The page asks with the room's version in the query: a revealed step's figure is a new address
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=600"})
 
-    return [wait_route(rooms), step_route(rooms, wb), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
+    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
             APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/picture/{step}", picture, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),

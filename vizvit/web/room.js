@@ -19,6 +19,13 @@
     return payload[0];
   }
 
+  // The room's plain routes (page/room.py): a JSON POST, a JSON answer; no Gradio queue to wait in.
+  async function post(path, body) {
+    const r = await fetch(`${root}${path}`, { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    return r.json();
+  }
+
   function bars(tally, truth, own) {
     const entries = Object.entries(tally.answers || {});
     if (truth != null && !entries.some(([a]) => a === truth)) entries.push([truth, 0]);
@@ -81,7 +88,7 @@
       app.innerHTML = html;
       const send = async (value) => {
         try {
-          const a = await call("room_answer", [code, n, value, id]);
+          const a = await post(`vizvit_room/${code}/answer`, { student: id, step: n, answer: value });
           if (a.accepted) { mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; }
           else message = a.reason;
         } catch (e) { message = e.message; }
@@ -170,9 +177,7 @@
         <p><a href="${esc(join.url)}">${esc(join.url)}</a></p><p class="note">${esc(join.note.replace(/\*\*|\x60/g, ""))}</p></div></div>`;
       const step = async (n, reveal) => {
         try {  // a plain route, not a Gradio event: the move skips the queue where the answers wait
-          const r = await fetch(`${root}vizvit_room/${code}/step`, { method: "POST", headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ host_key: key, step: n, reveal }) });
-          const body = await r.json();
+          const body = await post(`vizvit_room/${code}/step`, { host_key: key, step: n, reveal });
           if (body.error) throw new Error(body.error);
           st = body; tally = { answers: {}, total: 0 }; err = "";
         }
@@ -188,11 +193,17 @@
       };
     }
     let polling = null;
+    let polls = 0;
     async function poll() {  // the live tally, once a second while the step is open
       clearTimeout(polling);
+      const mine = ++polls;
       if (st.shown[String(st.step)]) return;
       try {
-        tally = await call("room_tally", [code, key, st.step]);
+        const t0 = await post(`vizvit_room/${code}/tally`, { host_key: key, step: st.step });
+        if (t0.error) throw new Error(t0.error);
+        // the lecturer moved or revealed while this was on its way: a newer poll runs; this one ends
+        if (mine !== polls) return;
+        tally = t0;
         const t = document.getElementById("tally");
         if (t) { t.innerHTML = bars(tally, null, null); document.getElementById("total").textContent = `${tally.total} answered`; }
       } catch (e) { if (/no open room/.test(e.message)) { sessionStorage.removeItem("vizvit-host"); return hostStart(); } }
