@@ -143,3 +143,31 @@ def test_the_host_pages_plain_step_route_moves_reveals_and_serves_the_pictures(s
     assert httpx.get(f"{url}vizvit_room/NOPE9/picture/1", timeout=60).json() == {"error": UNKNOWN_ROOM}
     assert c.predict(code, key, 2, True, api_name="/room_step")["truth"] == "b"  # the public API: the same
     c.predict(code, key, api_name="/room_close")
+
+
+def test_the_room_pages_answer_and_tally_routes_count_like_the_public_api(server):
+    """POST vizvit_room/{code}/answer and /tally (the page's, outside Gradio's queue): one answer per
+    student per step, a change replaces, refusals in one sentence; the tally needs the host key."""
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    code, key = opened["code"], opened["host_key"]
+
+    def answer(student, step, value):
+        return httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": student, "step": step, "answer": value},
+                          timeout=60).json()
+
+    assert answer("stud-aaaa", 1, "224") == {"accepted": True, "reason": ""}
+    assert answer("stud-bbbb", 1, 196) == {"accepted": True, "reason": ""}
+    assert answer("stud-bbbb", 1, "224") == {"accepted": True, "reason": ""}  # changed: replaces
+    assert c.predict(code, 1, 7, "stud-cccc", api_name="/room_answer")["accepted"] is True  # the API: same room
+    assert answer("stud-aaaa", 2, "b")["accepted"] is False
+    assert "must be a number" in answer("stud-dddd", 1, "many")["reason"]
+    assert "random id" in answer("x", 1, 3)["reason"]
+    tally = httpx.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}, timeout=60).json()
+    assert tally == {"answers": {"224": 2, "7": 1}, "total": 3}
+    refused = httpx.post(f"{url}vizvit_room/{code}/tally", json={"host_key": "nope", "step": 1}, timeout=60)
+    assert refused.status_code == 400 and refused.json() == {"error": WRONG_KEY}
+    assert httpx.post(f"{url}vizvit_room/{code}/answer", content=b"[", timeout=60).json()["accepted"] is False
+    c.predict(code, key, api_name="/room_close")
+    assert answer("stud-aaaa", 1, "224") == {"accepted": False, "reason": UNKNOWN_ROOM}
