@@ -622,13 +622,16 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
             await asyncio.sleep(i * seconds / n)
             st = await _get_json(http, f"{url}vizvit_room/{code}")
             joined.append(time.perf_counter() - t0)
-            answered = set()
+            answered, heard = set(), set()
             while True:
                 st = await _get_json(http, f"{url}vizvit_room/{code}?v={st['version']}")
                 if st.get("closed"):
                     return
                 now = time.perf_counter()
-                if st["version"] in moved_at:
+                # once per version: a long poll that ends after WAIT_S with no change answers the same
+                # version again (it is no push, and counting it would add WAIT_S to the tail)
+                if st["version"] in moved_at and st["version"] not in heard:
+                    heard.add(st["version"])
                     at, kind = moved_at[st["version"]]
                     pushes[kind].append(now - at)
                 s = st["step"]
