@@ -551,6 +551,17 @@ async def _get_json(http: Any, url: str) -> Any:
     return await _retrying(once)
 
 
+async def _post(http: Any, url: str, body: dict) -> Any:
+    """One JSON POST to a room's plain route (page/room.py), as the room's page sends it."""
+    async def once() -> Any:
+        got = (await http.post(url, json=body)).json()
+        if "error" in got:
+            raise RuntimeError(got["error"])
+        return got
+
+    return await _retrying(once)
+
+
 async def _call_once(http: Any, url: str, endpoint: str, data: list) -> Any:
     """One call over Gradio's REST API, as a page's event costs the server: the POST, then its SSE answer."""
     r = await http.post(f"{url}gradio_api/call/{endpoint}", json={"data": data})
@@ -570,7 +581,8 @@ def _room_answer_for(step: Any, rng: Any) -> Any:
     return int(rng.choice([196, 197, 224, 16, 768]))
 
 
-async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int, change_share: float) -> dict:
+async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int, change_share: float,
+                     via: str = "route") -> dict:
     """N students join within `seconds` (each a long poll on /vizvit_room/{code}); the host opens the
     room on the example, waits for all, then for each of n_steps: moves to it (push timed from the
     host's call to each student's poll answer), every student answers (some twice: the second
@@ -597,8 +609,9 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     raise
                 await asyncio.sleep(1)
         code, key = opened["code"], opened["host_key"]
-        moved_at: dict[int, float] = {}  # version -> when the host's call that made it was sent
-        pushes: list[float] = []
+        moved_at: dict[int, tuple[float, str]] = {}  # version -> (when the host's call that made it was sent, kind)
+        pushes: dict[str, list[float]] = {"move": [], "reveal": []}
+        host_s: dict[str, list[float]] = {"move": [], "reveal": []}  # the host's own call, sent to answered
         sent: dict[int, dict[str, str]] = {}  # step -> student -> the answer last accepted
         refused: list[str] = []
         joined: list[float] = []
@@ -609,14 +622,18 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
             await asyncio.sleep(i * seconds / n)
             st = await _get_json(http, f"{url}vizvit_room/{code}")
             joined.append(time.perf_counter() - t0)
-            answered = set()
+            answered, heard = set(), set()
             while True:
                 st = await _get_json(http, f"{url}vizvit_room/{code}?v={st['version']}")
                 if st.get("closed"):
                     return
                 now = time.perf_counter()
-                if st["version"] in moved_at:
-                    pushes.append(now - moved_at[st["version"]])
+                # once per version: a long poll that ends after WAIT_S with no change answers the same
+                # version again (it is no push, and counting it would add WAIT_S to the tail)
+                if st["version"] in moved_at and st["version"] not in heard:
+                    heard.add(st["version"])
+                    at, kind = moved_at[st["version"]]
+                    pushes[kind].append(now - at)
                 s = st["step"]
                 if s in st["revealed"] or s in answered:
                     continue
@@ -625,11 +642,19 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                 if rng.random() < change_share:  # changes its mind: the second answer replaces the first
                     guesses.append(_room_answer_for(steps[s - 1], rng))
                 for g in guesses:
-                    a = await _call(http, url, "room_answer", [code, s, g, sid])
+                    if via == "gradio":
+                        a = await _call(http, url, "room_answer", [code, s, g, sid])
+                    else:  # the student page's plain route
+                        a = await _post(http, f"{url}vizvit_room/{code}/answer", {"student": sid, "step": s, "answer": g})
                     if a["accepted"]:
                         sent.setdefault(s, {})[sid] = str(g)
                     else:
                         refused.append(a["reason"])
+
+        async def tally_of(s: int) -> dict:
+            if via == "gradio":
+                return await _call(http, url, "room_tally", [code, key, s])
+            return await _post(http, f"{url}vizvit_room/{code}/tally", {"host_key": key, "step": s})
 
         tasks = [asyncio.create_task(student(i)) for i in range(n)]
         while len(joined) < n and time.perf_counter() - t0 < seconds + 60:
@@ -644,14 +669,19 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     t = time.perf_counter()
                     # the version this call makes is the current one + 1 (the host is the only writer)
                     cur = (await _get_json(http, f"{url}vizvit_room/{code}"))["version"]
-                    moved_at[cur + 1] = t
-                    await _call(http, url, "room_step", [code, key, s, reveal])
+                    kind = "reveal" if reveal else "move"
+                    moved_at[cur + 1] = (t, kind)
+                    if via == "gradio":  # the public API's /room_step, through Gradio's queue
+                        await _call(http, url, "room_step", [code, key, s, reveal])
+                    else:  # the host page's plain route (page/room.py step_route)
+                        await _post(http, f"{url}vizvit_room/{code}/step", {"host_key": key, "step": s, "reveal": reveal})
+                    host_s[kind].append(time.perf_counter() - t)
                 if reveal:  # the answers are closed now: this tally is final
-                    tallies[s] = await _call(http, url, "room_tally", [code, key, s])
+                    tallies[s] = await tally_of(s)
                     continue
                 deadline = time.perf_counter() + 120
                 while True:
-                    tally = await _call(http, url, "room_tally", [code, key, s])
+                    tally = await tally_of(s)
                     if tally["total"] >= n or time.perf_counter() > deadline:
                         break
                     await asyncio.sleep(0.2)
@@ -665,8 +695,12 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
             want[g] = want.get(g, 0) + 1
         per_step.append({"step": s, "answers_sent_students": len(sent.get(s, {})), "counted": tally["total"],
                          "equal": tally["total"] == len(sent.get(s, {})) and tally["answers"] == want})
-    return {"students": n, "join_s": round(join_s, 2), "steps": per_step, "pushes": len(pushes),
-            "push_s": pct(pushes), "refused": refused[:5], "refused_count": len(refused),
+    every = pushes["move"] + pushes["reveal"]
+    return {"students": n, "via": via, "join_s": round(join_s, 2), "steps": per_step, "pushes": len(every),
+            "push_s": pct(every), "push_move_s": pct(pushes["move"]), "push_reveal_s": pct(pushes["reveal"]),
+            "host_call_move_s": pct(host_s["move"]), "host_call_reveal_s": pct(host_s["reveal"]),
+            "answers_sent": sum(len(v) for v in sent.values()),
+            "answers_counted": sum(t["total"] for t in tallies.values()), "refused": refused[:5], "refused_count": len(refused),
             "transport_retries": len(RETRIES)}
 
 
@@ -687,7 +721,7 @@ def room_main(args: argparse.Namespace) -> int:
         sampler.start()
         me = psutil.Process()
         ours0, me0, t0 = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
-        rep = asyncio.run(_room_hall(url, model, args.students, args.seconds, args.room_steps, 0.2))
+        rep = asyncio.run(_room_hall(url, model, args.students, args.seconds, args.room_steps, 0.2, args.room_via))
         ours1, me1, wall = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter() - t0
         rep.update(model=model, wall_s=round(wall, 1), server_cpu_s=round((ours1 - ours0) - (me1 - me0), 1),
                    server_cores=round(((ours1 - ours0) - (me1 - me0)) / wall, 2),
@@ -728,6 +762,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="a live room (issue 45): the students join one room, the host moves through the steps, "
                          "every student answers each question; reports the step push p95 and answers counted")
     ap.add_argument("--room-steps", type=int, default=5, help="--room: the lesson steps the host moves through")
+    ap.add_argument("--room-via", choices=("route", "gradio"), default="route",
+                    help="--room: the host's moves and tally and the students' answers by the room page's plain "
+                         "routes (as the page sends them), or by the public API (/room_step, /room_tally, "
+                         "/room_answer) through Gradio's queue")
     args = ap.parse_args(argv)
     if args.room:
         return room_main(args)

@@ -98,6 +98,7 @@ class Ctx:
     routes: list = field(default_factory=list)  # plain HTTP routes a tab serves (fastapi APIRoute), beside Gradio's
     # tab id -> (its first picture, drawn ahead, and the outputs that drawing leaves stale): on_show's first
     firsts: dict = field(default_factory=dict)
+    rooms: Any = None  # the server's live rooms (vizvit.room.Rooms, issue 45): the Lesson tab opens one
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
                 then: tuple[Callable, list, list, str] | None = None,

@@ -17,9 +17,11 @@ from typing import Callable
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from PIL import Image
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
 from vizvit import launch, lesson as lesson_mod, web
+from vizvit.api import PublicApi
 from vizvit.errors import UserError
 from vizvit.room import Rooms
 from vizvit.session import Workbench
@@ -90,6 +92,69 @@ def wait_route(rooms: Rooms) -> APIRoute:
     return APIRoute("/" + PATH, wait, methods=["GET"])
 
 
+def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
+    """POST /vizvit_room/{code}/step {"host_key", "step", "reveal"} -> the room's view (as the long poll
+    answers it), or {"error": the sentence}. The lecturer's move as a plain route: it skips Gradio's
+    queue (where a hundred students' answers wait) and, its truth measured at the opening, runs in the
+    event loop that wakes the waiting pages. The public API's /room_step calls the same PublicApi.room_step."""
+    api = PublicApi(wb, None, rooms)
+
+    async def step(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            body = await _json_body(request)
+        except UserError:
+            return JSONResponse({"error": 'Send JSON: {"host_key": ..., "step": n, "reveal": false}.'}, status_code=400)
+        key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal") is True
+        try:
+            if reveal and not rooms.prepared(code, n):
+                await run_in_threadpool(api.room_step, code, key, n, True)  # measured now: never in the loop
+            else:
+                api.room_step(code, key, n, reveal)  # a dict update under the room's lock
+            return JSONResponse(rooms.view(code), headers={"Cache-Control": "no-store"})
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+
+    return APIRoute("/vizvit_room/{code}/step", step, methods=["POST"])
+
+
+async def _json_body(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise UserError("Send a JSON object.")
+    return body
+
+
+def answer_routes(rooms: Rooms) -> list[APIRoute]:
+    """The students' answers and the host's live tally as plain routes (dict updates under the room's
+    lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
+    (a full queue refuses with 503). The public API's /room_answer and /room_tally do the same.
+    POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"};
+    POST /vizvit_room/{code}/tally {"host_key", "step"} -> {"answers", "total"} or {"error"}."""
+
+    async def answer(request: Request) -> JSONResponse:
+        try:
+            b = await _json_body(request)
+        except UserError as e:
+            return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
+        ok, why = rooms.answer(request.path_params.get("code", ""), b.get("student"), b.get("step"), b.get("answer"))
+        return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
+
+    async def tally(request: Request) -> JSONResponse:
+        try:
+            b = await _json_body(request)
+            t = rooms.tally(request.path_params.get("code", ""), b.get("host_key"), b.get("step"))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse({"answers": t.answers, "total": t.total}, headers={"Cache-Control": "no-store"})
+
+    return [APIRoute("/vizvit_room/{code}/answer", answer, methods=["POST"]),
+            APIRoute("/vizvit_room/{code}/tally", tally, methods=["POST"])]
+
+
 @functools.cache
 def _lan() -> str | None:
     return launch.lan_address()
@@ -136,7 +201,18 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
     async def example(request: Request) -> FileResponse:
         return FileResponse(EXAMPLE, media_type="image/jpeg")
 
-    return [wait_route(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
+    async def picture(request: Request) -> Response:
+        try:
+            data = rooms.picture(request.path_params.get("code", ""), request.path_params.get("step", ""))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=404)
+        if data is None:
+            return JSONResponse({"error": "The picture is not ready yet: ask again in a second."}, status_code=404)
+        # The page asks with the room's version in the query: a revealed step's figure is a new address
+        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=600"})
+
+    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
             APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/picture/{step}", picture, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/join", join, methods=["GET"])]

@@ -119,7 +119,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
             with gr.Column(scale=3):
                 gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
         ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model, example_of=example_of,
-                  header=dict(model=model, labels=zs_labels, template=zs_template, upload=upload))
+                  header=dict(model=model, labels=zs_labels, template=zs_template, upload=upload), rooms=rooms)
         all_tabs = []
         # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
         with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):

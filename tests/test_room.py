@@ -169,10 +169,11 @@ def test_a_students_view_shows_only_revealed_steps_tally_and_truth():
     rooms.answer(code, S1, 1, 224)
     rooms.answer(code, S2, 1, 196)
     assert rooms.view(code)["shown"] == {}
+    rooms.prepare(code, 1, {"truth": "224"}, None)  # measured ahead: still hidden
+    assert rooms.view(code)["shown"] == {}
     rooms.move(code, key, 1, reveal=True)
-    rooms.note(code, key, 1, {"truth": "224"})
     assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2},
-                                               "truth": "224"}}
+                                               "truth": "224", "picture": False}}
 
 
 def test_every_change_and_only_a_change_calls_on_change():
@@ -183,7 +184,34 @@ def test_every_change_and_only_a_change_calls_on_change():
     rooms.answer(code, S1, 1, 3)  # an answer is not the lecturer's move
     assert seen == []
     rooms.move(code, key, 2)
+    rooms.prepare(code, 3, {"truth": "7"}, b"fig")  # measured ahead, not revealed: no page needs waking
+    assert seen == [code]
     rooms.move(code, key, 2, reveal=True)
-    rooms.note(code, key, 2, {"truth": "b"})
+    rooms.prepare(code, 2, {"truth": "b"}, None)  # revealed before its truth was ready: the pages fetch it
     rooms.close(code, key)
     assert seen == [code] * 4
+
+
+def test_a_steps_figure_is_shown_only_after_its_reveal():
+    """Before the reveal every step's picture is the photo (the figure may show the answer); after it,
+    the step's own figure; a step without a figure keeps the photo."""
+    rooms, code, key = opened()
+    assert rooms.picture(code, 1) is None and rooms.view(code)["picture"] is False  # nothing drawn yet
+    rooms.keep_photo_view(code, b"photo")
+    rooms.prepare(code, 1, {"truth": "224"}, b"grid")
+    rooms.prepare(code, 2, {"truth": "b"}, None)
+    v = rooms.version(code)
+    assert rooms.version(code) == v and rooms.view(code)["picture"] is True
+    assert rooms.picture(code, 1) == b"photo" and rooms.picture(code, "0") == b"photo"
+    assert rooms.prepared(code, 1) and rooms.prepared(code, 2) and not rooms.prepared(code, 3)
+    rooms.move(code, key, 1, reveal=True)
+    assert rooms.picture(code, 1) == b"grid" and rooms.picture(code, 0) == b"photo"
+    assert rooms.view(code)["shown"]["1"]["picture"] is True
+    rooms.move(code, key, 2, reveal=True)
+    assert rooms.picture(code, 2) == b"photo"  # no figure for that step
+    with pytest.raises(UserError, match="step must be"):
+        rooms.picture(code, 9)
+    rooms.close(code, key)
+    rooms.prepare(code, 3, {"truth": "1"}, b"late")  # the opening's measuring ends after the close: dropped
+    with pytest.raises(UserError, match="no open room"):
+        rooms.picture(code, 3)

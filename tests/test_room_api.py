@@ -3,12 +3,14 @@ the students' long poll route; refusals in one plain sentence. Expected values w
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
 import httpx
 import pytest
 from gradio_client import Client, handle_file
+from PIL import Image
 
 from appserver import page_name, serving
 from tiny import EXAMPLES
@@ -106,3 +108,66 @@ def test_the_reveal_needs_no_file_on_disk(tiny16, tmp_path):
     wb._photos.clear()  # and the Workbench's photo store evicted it
     shown = api.room_step(opened["code"], opened["host_key"], 1, True)
     assert shown["truth"] == "224"
+
+
+def test_the_host_pages_plain_step_route_moves_reveals_and_serves_the_pictures(server):
+    """POST vizvit_room/{code}/step (the host page's move, outside Gradio's queue): the same checks as
+    /room_step, the room's view back; the step's picture is the photo until its reveal, then its figure."""
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    code, key = opened["code"], opened["host_key"]
+    step = f"{url}vizvit_room/{code}/step"
+    wrong = httpx.post(step, json={"host_key": "wrong", "step": 2}, timeout=60)
+    assert wrong.status_code == 400 and wrong.json() == {"error": WRONG_KEY}
+    bad = httpx.post(step, json={"host_key": key, "step": 99}, timeout=60)
+    assert bad.status_code == 400 and "step must be a whole number" in bad.json()["error"]
+    assert httpx.post(step, content=b"not json", timeout=60).status_code == 400
+    photo = httpx.get(f"{url}vizvit_room/{code}/picture/0", timeout=60)
+    assert photo.status_code == 200 and photo.headers["content-type"] == "image/jpeg"
+    assert Image.open(io.BytesIO(photo.content)).size == (224, 224)  # what tiny16 reads (tests/tiny.py)
+    assert httpx.get(f"{url}vizvit_room/{code}/picture/2", timeout=60).content == photo.content  # not revealed
+    c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")  # refused: step 2 is not open yet
+    moved = httpx.post(step, json={"host_key": key, "step": 2}, timeout=60).json()
+    assert moved["step"] == 2 and moved["shown"] == {}
+    assert c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")["accepted"] is True
+    shown = httpx.post(step, json={"host_key": key, "step": 2, "reveal": True}, timeout=60).json()
+    assert shown["revealed"] == [2]
+    two = shown["shown"]["2"]
+    assert two["truth"] == "b" and "196 patches" in two["line"] and two["tally"] == {
+        "step": 2, "answers": {"b": 1}, "total": 1}
+    assert two["picture"] is True
+    grid = httpx.get(f"{url}vizvit_room/{code}/picture/2?revealed=1", timeout=60)
+    assert grid.status_code == 200 and grid.content != photo.content
+    assert Image.open(io.BytesIO(grid.content)).size[0] > 224  # the Patches tab's grid, drawn larger
+    assert httpx.get(f"{url}vizvit_room/NOPE9/picture/1", timeout=60).json() == {"error": UNKNOWN_ROOM}
+    assert c.predict(code, key, 2, True, api_name="/room_step")["truth"] == "b"  # the public API: the same
+    c.predict(code, key, api_name="/room_close")
+
+
+def test_the_room_pages_answer_and_tally_routes_count_like_the_public_api(server):
+    """POST vizvit_room/{code}/answer and /tally (the page's, outside Gradio's queue): one answer per
+    student per step, a change replaces, refusals in one sentence; the tally needs the host key."""
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    code, key = opened["code"], opened["host_key"]
+
+    def answer(student, step, value):
+        return httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": student, "step": step, "answer": value},
+                          timeout=60).json()
+
+    assert answer("stud-aaaa", 1, "224") == {"accepted": True, "reason": ""}
+    assert answer("stud-bbbb", 1, 196) == {"accepted": True, "reason": ""}
+    assert answer("stud-bbbb", 1, "224") == {"accepted": True, "reason": ""}  # changed: replaces
+    assert c.predict(code, 1, 7, "stud-cccc", api_name="/room_answer")["accepted"] is True  # the API: same room
+    assert answer("stud-aaaa", 2, "b")["accepted"] is False
+    assert "must be a number" in answer("stud-dddd", 1, "many")["reason"]
+    assert "random id" in answer("x", 1, 3)["reason"]
+    tally = httpx.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}, timeout=60).json()
+    assert tally == {"answers": {"224": 2, "7": 1}, "total": 3}
+    refused = httpx.post(f"{url}vizvit_room/{code}/tally", json={"host_key": "nope", "step": 1}, timeout=60)
+    assert refused.status_code == 400 and refused.json() == {"error": WRONG_KEY}
+    assert httpx.post(f"{url}vizvit_room/{code}/answer", content=b"[", timeout=60).json()["accepted"] is False
+    c.predict(code, key, api_name="/room_close")
+    assert answer("stud-aaaa", 1, "224") == {"accepted": False, "reason": UNKNOWN_ROOM}

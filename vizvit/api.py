@@ -9,10 +9,13 @@ lists and strings (maps as nested lists, row-major, rows = patch rows).
 
 from __future__ import annotations
 
+import io
 import math
+import threading
 from typing import Any, Sequence
 
 import numpy as np
+from PIL import Image
 
 from . import attention as att_mod
 from . import compare as cmp
@@ -226,9 +229,45 @@ class PublicApi:
         """A room on this photo and model: the photo is analysed first (a bad photo or model is refused
         before any room exists). -> {"code", "host_key", "steps"}."""
         ph, _ = self._photo(path, model)
+        return self.room_open_photo(ph)
+
+    def room_open_photo(self, ph: Photo) -> dict[str, Any]:
+        """A room on a photo the Workbench holds (the main page's Lesson tab opens one on its photo)."""
         image = self.wb.photo(ph.key.sha1)  # kept by the room (see vizvit.room.Room.photo)
         code, key = self.rooms.open(ph.vm.id, image, room_mod.questions_of(lesson_view.steps()))
+        self.rooms.keep_photo_view(code, jpeg(ph.analysis().input_view))
+        # Every step's truth and figure, measured now in the background (seconds on a CPU) while the
+        # lecturer talks: a reveal then does no model work, and its push is a dict update (issue 45).
+        threading.Thread(target=self.room_prepare, args=(code,), name=f"room-{code}", daemon=True).start()
         return {"code": code, "host_key": key, "steps": len(lesson_view.steps())}
+
+    def room_prepare(self, code: str) -> None:
+        """Measure every step's truth and draw its figure ahead, in step order; stops once the room is gone."""
+        for n in range(1, len(lesson_view.steps()) + 1):
+            try:
+                self._room_ready(code, n)
+            except UserError:  # the room closed meanwhile
+                return
+
+    def _room_ready(self, code: str, n: int) -> dict[str, Any]:
+        """Step n's truth, measured and kept in the room unless it is there already. Two threads may
+        measure the same step once each (the opening's and a reveal's): the same numbers, kept twice."""
+        if not self.rooms.prepared(code, n):
+            truth = self.room_truth(code, n)
+            self.rooms.prepare(code, n, truth, self.room_figure(code, n))
+        return self.rooms.view(code)["shown"].get(str(n), {})
+
+    def room_figure(self, code: str, step: int) -> bytes | None:
+        """Step `step`'s figure on the room's photo (the Lesson tab's reveal picture) as JPEG, or None."""
+        st = self.rooms.state(code)
+        s = lesson_view.steps()[step - 1]
+        if not s.picture:
+            return None
+        ph = self.wb.handle(PhotoKey(st.model, self.wb.add_photo(st.photo)))
+        try:
+            return jpeg(getattr(lesson_view.tab_page(ph, s), s.picture))
+        except UserError:
+            return None  # its truth says why (room_truth)
 
     def room_truth(self, code: str, step: int) -> dict[str, Any]:
         """A revealed step's truth on the room's photo, measured as the Lesson tab measures it:
@@ -251,9 +290,8 @@ class PublicApi:
         st = self.rooms.move(code, host_key, step, bool(reveal) if isinstance(reveal, bool) else False)
         out = {k: v for k, v in st.as_json().items()}
         if st.step in st.revealed:
-            truth = self.room_truth(code, st.step)
-            self.rooms.note(code, host_key, st.step, truth)
-            out.update(truth)
+            shown = self._room_ready(code, st.step)  # measured ahead at the opening: no model work
+            out.update({k: v for k, v in shown.items() if k in ("truth", "line")})
             out["tally"] = self.rooms.tally(code, host_key, st.step).as_json()
         return out
 
@@ -268,3 +306,13 @@ class PublicApi:
     def room_close(self, code: str, host_key: str) -> dict[str, Any]:
         self.rooms.close(code, host_key)
         return {"closed": True}
+
+
+ROOM_JPEG_QUALITY = 85  # a step's picture on a phone: a few tens of kB, sharp enough for a patch grid
+
+
+def jpeg(picture: np.ndarray) -> bytes:
+    """(H, W, 3) uint8 -> JPEG bytes (a room's pictures: kept per step, sent to every phone)."""
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(picture, dtype=np.uint8)).save(buf, "JPEG", quality=ROOM_JPEG_QUALITY)
+    return buf.getvalue()

@@ -114,7 +114,9 @@ class Room:
     closed: bool = False
     students: set[str] = field(default_factory=set)
     answers: dict[int, dict[str, str]] = field(default_factory=dict)  # step -> student -> answer
-    notes: dict[int, dict] = field(default_factory=dict)  # revealed step -> its truth, as the API measured it
+    notes: dict[int, dict] = field(default_factory=dict)  # step -> its truth, measured ahead (shown once revealed)
+    pictures: dict[int, bytes] = field(default_factory=dict)  # step -> its figure (JPEG), shown once revealed
+    # 0 -> the photo as the model sees it, the picture of every step still open. Bounded: one per step + 1.
 
     def state(self) -> State:
         return State(self.code, self.step, len(self.questions), tuple(sorted(self.revealed)), self.version,
@@ -200,21 +202,56 @@ class Rooms:
                 self._changed(room.code)
             return room.state()
 
-    def note(self, code: str, host_key: str, step: int, note: dict) -> None:
-        """Keep a revealed step's truth (a small JSON dict) for the students' pages."""
+    def prepare(self, code: str, step: int, note: dict, picture: bytes | None) -> None:
+        """Keep a step's truth and figure, measured ahead (at the room's opening, or at its reveal):
+        hidden until the reveal, so the reveal itself does no model work. Only a step already revealed
+        wakes the pages (its truth arrives late)."""
         with self._lock:
-            room = self._host(code, host_key)
-            room.notes[self._step(room, step)] = dict(note)
-            room.version += 1  # the students' pages fetch it
-            self._changed(room.code)
+            room = self._rooms.get(code)
+            if room is None:
+                return  # closed meanwhile: nothing to keep
+            n = self._step(room, step)
+            room.notes[n] = dict(note)
+            if picture is not None:
+                room.pictures[n] = picture
+            if n in room.revealed:
+                room.version += 1
+                self._changed(room.code)
+
+    def prepared(self, code: str, step: object) -> bool:
+        """Whether a step's truth is measured already (a reveal then needs no model work)."""
+        with self._lock:
+            room = self._room(code)
+            return self._step(room, step) in room.notes
+
+    def keep_photo_view(self, code: str, picture: bytes) -> None:
+        """The photo as the model sees it (JPEG): every open step's picture."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is not None:
+                room.pictures[0] = picture
+
+    def picture(self, code: str, step: object) -> bytes | None:
+        """A step's picture for anyone in the room: its figure once revealed, else (and for step 0) the
+        photo the model sees (the figure may show the answer: predict first, as in the Lesson tab);
+        None: not ready yet."""
+        with self._lock:
+            room = self._room(code)
+            if step in (0, "0"):
+                return room.pictures.get(0)
+            n = self._step(room, step)
+            if n in room.revealed and n in room.pictures:
+                return room.pictures[n]
+            return room.pictures.get(0)
 
     def view(self, code: str) -> dict:
         """A student's page's whole view: the state, and per revealed step its tally and truth."""
         with self._lock:
             room = self._room(code)
             out = room.state().as_json()
-            out["shown"] = {str(n): {"tally": self._tally(room, n).as_json(), **room.notes.get(n, {})}
-                            for n in sorted(room.revealed)}
+            out["shown"] = {str(n): {"tally": self._tally(room, n).as_json(), **room.notes.get(n, {}),
+                                     "picture": n in room.pictures} for n in sorted(room.revealed)}
+            out["picture"] = 0 in room.pictures  # the open step's picture (the photo) is ready
             return out
 
     def close(self, code: str, host_key: str) -> None:

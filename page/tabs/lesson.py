@@ -11,6 +11,7 @@ import gradio as gr
 from gradio.context import Context
 
 from vizvit import deeplink, launch, web
+from vizvit.api import PublicApi
 from vizvit.vocab import TABS
 from vizvit.session import PhotoKey
 from vizvit.views import lesson
@@ -33,6 +34,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # The live room (issue 45) is a page of its own: light enough for 100 phones (page/room.py).
     gr.Markdown("**Teaching a hall?** [Open a live room](room?host=1): students follow your steps on their "
                 "phones and answer each question; you see the room's answers.", elem_id="lesson-room")
+    room_btn = gr.Button("Open a room for this class", size="sm", elem_id="lesson-room-open")
+    with gr.Row(elem_id="lesson-room-box"):
+        room_md = gr.Markdown(visible=False, elem_id="lesson-room-info")
+        room_qr = gr.Image(label="Scan: join the room", interactive=False, format="png", visible=False, buttons=[],
+                           height=260, elem_id="lesson-room-qr")
     with gr.Row(elem_id="lesson-main"):
         with gr.Column(scale=3):
             header = gr.Markdown(elem_id="lesson-step")
@@ -131,6 +137,17 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         first = {ctx.firsts[view][0]: None} if view in ctx.firsts else {}
         return {goto: f"{view}#{count}", **first, **{comps[k]: v for k, v in controls.items() if k in comps}}
 
+    @safe
+    def open_room(key: PhotoKey | None, page_url: str, request: gr.Request = None) -> dict:
+        """A live room on this tab's photo and model: its code, the students' link and QR code, the host view."""
+        if key is None:
+            return {room_md: gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), room_qr: gr.Image(visible=False)}
+        opened = PublicApi(wb, None, ctx.rooms).room_open_photo(wb.handle(key))
+        page_url = address(request, page_url)
+        invite = lesson.room_invite(opened["code"], opened["host_key"], page_url, phone(page_url))
+        return {room_md: gr.Markdown(invite.text, visible=True), room_qr: gr.Image(invite.qr, visible=True)}
+
+    room_btn.click(open_room, [ctx.key, base], [room_md, room_qr], show_progress="minimal")
     ctx.on_show(tab, show, [ctx.key, step, base], outs)
     prev.click(move(-1), [ctx.key, step, base], outs, show_progress="hidden")
     nxt.click(move(+1), [ctx.key, step, base], outs, show_progress="hidden")

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import re
 
-from browser import page_at
+from browser import page_at, wait_image
+
+
+def picture_size(page) -> tuple[int, int]:
+    """The step picture's natural size once it has loaded (the page may be redrawing it)."""
+    page.wait_for_function("() => { const i = document.getElementById('step-picture');"
+                           " return i && i.complete && i.naturalWidth > 0; }")
+    return tuple(page.evaluate("() => { const i = document.getElementById('step-picture');"
+                               " return [i.naturalWidth, i.naturalHeight]; }"))
 
 
 def test_one_host_and_three_students(url):
@@ -26,6 +34,7 @@ def test_one_host_and_three_students(url):
             s.goto(url + f"room?code={code}")
             s.wait_for_selector("#num")
             assert "step 1 of" in s.inner_text("h1")
+            assert picture_size(s) == (224, 224)  # the question's picture: the photo as tiny16 sees it
         for s, guess in zip(students, ("224", "196", "224")):
             s.fill("#num", guess)
             s.click("#send")
@@ -50,8 +59,32 @@ def test_one_host_and_three_students(url):
             assert "The room: 3 answered" in text
             assert re.search(r"b ✓\s*(\(you\))?\s*2", text) and re.search(r"a\s*(\(you\))?\s*1", text), text
             assert f"Your answer: {key}:" in text
+            assert picture_size(s)[0] > 224  # the revealed step's figure: the Patches tab's grid on the photo
         students[2].click("#back")  # looking back at step 1: its reveal was never made, its question closed
         assert "step 1 of" in students[2].inner_text("h1") and "closed" in students[2].inner_text("body")
         host.click("#close")
         for s in students:
             s.wait_for_selector("text=The room is closed", timeout=10_000)
+
+
+def test_the_lesson_tab_opens_a_room_for_this_class(url):
+    """The main page's Lesson tab, on an example: 'Open a room for this class' shows the code, the
+    students' link and its QR code; the host view's link opens that room as its host, and the key
+    leaves the address bar."""
+    with page_at(url + "?lesson=1&step=1&example=chelsea") as page:
+        page.wait_for_selector("#lesson-step:has-text('Step 1 of')", timeout=60_000)
+        page.wait_for_selector("#upload:has-text('chelsea')")
+        page.click("#lesson-room-open")
+        page.wait_for_selector("#lesson-room-info:has-text('is open')", timeout=60_000)
+        wait_image(page, "lesson-room-qr")
+        info = page.inner_text("#lesson-room-info")
+        code = re.search(r"Room ([A-Z2-9]{5})", info).group(1)
+        assert f"room?code={code}" in info and "no phone can open this QR code" in info  # 127.0.0.1: honest
+        host_link = page.get_attribute("#lesson-room-info a:has-text('Open the host view')", "href")
+        assert f"room?host=1&code={code}#key=" in host_link
+        page.goto(host_link)
+        page.wait_for_selector("#room-code", timeout=60_000)
+        assert page.inner_text("#room-code").strip() == code
+        assert "#key=" not in page.url and "code=" not in page.url
+        page.click("#next")  # the key works: the host moves the room
+        page.wait_for_selector("text=Step 2 of", timeout=30_000)

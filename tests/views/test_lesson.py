@@ -117,3 +117,23 @@ def test_the_qr_code_is_the_links_modules(photo):
     m = np.array(segno.make(url, error="m", micro=False).matrix, dtype=bool)
     got = img[16::4, 16::4, 0][:m.shape[0], :m.shape[1]] == 0  # one pixel per module, past the quiet zone
     assert np.array_equal(got, m)
+
+
+def test_a_rooms_invitation_gives_phones_their_address_and_keeps_the_key_out_of_the_query():
+    """The Lesson tab's 'Open a room for this class' (issue 45): the students' link at the address a
+    phone reaches (here the LAN's, the page being on loopback), its QR code decoding to that link, and
+    the host view's link on the lecturer's own address with the key in the fragment (no server log)."""
+    import cv2
+
+    from vizvit.launch import phone_address
+
+    page = "http://127.0.0.1:7860/?lesson=1&step=3"
+    inv = lesson.room_invite("K7QX2", "secret-key", page, phone_address(page, "0.0.0.0", lan="192.168.1.20"))
+    assert inv.students == "http://192.168.1.20:7860/room?code=K7QX2"
+    assert inv.host == "http://127.0.0.1:7860/room?host=1&code=K7QX2#key=secret-key"
+    assert "Room K7QX2" in inv.text and "192.168.1.20" in inv.text and f"]({inv.host})" in inv.text
+    text, _, _ = cv2.QRCodeDetector().detectAndDecode(inv.qr)
+    assert text == inv.students
+    alone = lesson.room_invite("K7QX2", "k", "http://127.0.0.1:7860", phone_address("http://127.0.0.1:7860", "127.0.0.1"))
+    assert "no phone can open this QR code" in alone.text  # honest about loopback, as the lesson's QR
+    assert alone.host.startswith("http://127.0.0.1:7860/room?host=1")

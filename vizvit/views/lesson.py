@@ -310,6 +310,36 @@ def qr_picture(url: str, module: int = 8) -> np.ndarray:
     return np.repeat(img[:, :, None], 3, axis=2)
 
 
+# ------------------------------------------------------------------ a live room for this class (issue 45)
+ROOM_NO_PHOTO = "**Pick an example or upload a photo first**: the room's answers are measured on it."
+
+
+@dataclass(frozen=True)
+class RoomInvite:
+    """What the lecturer shows the hall when a room opens from the Lesson tab."""
+
+    text: str  # markdown: the code, the students' link, the host view's link, a loopback note
+    qr: np.ndarray  # (s, s, 3) uint8: the students' link
+    students: str  # the students' link (a phone's address for this server)
+    host: str  # the host view's link: carries the host key in its fragment (never sent to the server)
+
+
+def room_invite(code: str, host_key: str, page_url: str, where: Any) -> RoomInvite:
+    """A room just opened -> its invitation. page_url: the lecturer's page address (the host view is
+    opened from it); where: launch.PhoneAddress, the address a phone reaches (base, note)."""
+    root = page_url.split("?")[0].split("#")[0]
+    root = root if root.endswith("/") else root + "/"
+    students = f"{where.base}room?code={code}"
+    host = f"{root}room?host=1&code={code}#key={host_key}"  # the fragment: not in any server's log
+    text = (f"**Room {code}** is open on this photo and model. Students scan the code or open "
+            f"[{students}]({students}) (or `/room` and type **{code}**).\n\n"
+            f"**[Open the host view]({host})**: you move the steps there and see the room's answers "
+            f"(its link holds your host key: keep it off the projector until it has opened).")
+    if where.note:
+        text += "\n\n" + where.note
+    return RoomInvite(text, qr_picture(students), students, host)
+
+
 # ------------------------------------------------------------------ entry points
 @dataclass(frozen=True)
 class LessonParams:

@@ -19,6 +19,13 @@
     return payload[0];
   }
 
+  // The room's plain routes (page/room.py): a JSON POST, a JSON answer; no Gradio queue to wait in.
+  async function post(path, body) {
+    const r = await fetch(`${root}${path}`, { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    return r.json();
+  }
+
   function bars(tally, truth, own) {
     const entries = Object.entries(tally.answers || {});
     if (truth != null && !entries.some(([a]) => a === truth)) entries.push([truth, 0]);
@@ -26,6 +33,13 @@
     return `<div class="bars">${entries.map(([a, n]) => `<div class="bar${a === truth ? " truth" : ""}">
       <span class="label">${esc(a)}${a === truth ? " ✓" : ""}${a === own ? " (you)" : ""}</span>
       <span class="fill" style="width:${Math.round(50 * n / most)}%"></span><span class="count">${n}</span></div>`).join("")}</div>`;
+  }
+
+  // The step's picture: the photo as the model sees it while the question is open, the step's figure
+  // once revealed (the figure may show the answer). The address changes when the picture does.
+  function picture(code, n, shown) {
+    const src = shown && shown.picture ? `picture/${n}?revealed=1` : "picture/0";
+    return `<img id="step-picture" alt="${shown && shown.picture ? "The view this number comes from" : "The photo as the model sees it"}" src="${root}vizvit_room/${code}/${src}">`;
   }
 
   function optionText(step, key) {
@@ -53,6 +67,7 @@
       const open = n === state.step && !shown;
       let html = `<h1>Room ${esc(code)} · step ${n} of ${state.n_steps}</h1>
         <p class="muted">${esc(s.title)}</p><p class="question">${esc(s.question)}</p>`;
+      const pic = picture(code, n, shown);
       if (open) {
         html += s.is_number
           ? `<input id="num" inputmode="decimal" value="${esc(mine[n] || "")}" aria-label="Your answer"> <button class="primary" id="send">Send</button>`
@@ -66,14 +81,14 @@
       } else {
         html += `<p class="muted">This question is closed.</p>`;
       }
-      html += `<p class="error">${esc(message)}</p><div>
+      html += `${pic}<p class="error">${esc(message)}</p><div>
         <button id="back" ${n <= 1 ? "disabled" : ""}>← look back</button>
         <button id="fwd" ${n >= state.step ? "disabled" : ""}>forward →</button></div>
         <p class="muted">The lecturer is on step ${state.step}. You follow: you may look back, not ahead.</p>`;
       app.innerHTML = html;
       const send = async (value) => {
         try {
-          const a = await call("room_answer", [code, n, value, id]);
+          const a = await post(`vizvit_room/${code}/answer`, { student: id, step: n, answer: value });
           if (a.accepted) { mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; }
           else message = a.reason;
         } catch (e) { message = e.message; }
@@ -145,7 +160,7 @@
     let st = await (await fetch(`${root}vizvit_room/${code}`)).json(), revealed = null, tally = { answers: {}, total: 0 }, err = "";
     function render() {
       const s = lesson.steps[st.step - 1], shown = st.shown[String(st.step)];
-      app.innerHTML = `<div id="host"><div>
+      app.innerHTML = `<div id="host"><div>${picture(code, st.step, shown)}
         <p class="muted">Step ${st.step} of ${st.n_steps} · ${esc(s.title)}</p>
         <p class="question">${esc(s.question)}</p>
         ${s.is_number ? "" : `<ul class="muted">${s.options.map(([k, t]) => `<li>${esc(k)}: ${esc(t)}</li>`).join("")}</ul>`}
@@ -161,7 +176,11 @@
         <div id="qr"><img alt="QR code of the students' link" src="${join.qr}"></div>
         <p><a href="${esc(join.url)}">${esc(join.url)}</a></p><p class="note">${esc(join.note.replace(/\*\*|\x60/g, ""))}</p></div></div>`;
       const step = async (n, reveal) => {
-        try { st = await call("room_step", [code, key, n, reveal]); st = await (await fetch(`${root}vizvit_room/${code}`)).json(); tally = { answers: {}, total: 0 }; err = ""; }
+        try {  // a plain route, not a Gradio event: the move skips the queue where the answers wait
+          const body = await post(`vizvit_room/${code}/step`, { host_key: key, step: n, reveal });
+          if (body.error) throw new Error(body.error);
+          st = body; tally = { answers: {}, total: 0 }; err = "";
+        }
         catch (e) { err = e.message; }
         render(); poll();
       };
@@ -174,11 +193,17 @@
       };
     }
     let polling = null;
+    let polls = 0;
     async function poll() {  // the live tally, once a second while the step is open
       clearTimeout(polling);
+      const mine = ++polls;
       if (st.shown[String(st.step)]) return;
       try {
-        tally = await call("room_tally", [code, key, st.step]);
+        const t0 = await post(`vizvit_room/${code}/tally`, { host_key: key, step: st.step });
+        if (t0.error) throw new Error(t0.error);
+        // the lecturer moved or revealed while this was on its way: a newer poll runs; this one ends
+        if (mine !== polls) return;
+        tally = t0;
         const t = document.getElementById("tally");
         if (t) { t.innerHTML = bars(tally, null, null); document.getElementById("total").textContent = `${tally.total} answered`; }
       } catch (e) { if (/no open room/.test(e.message)) { sessionStorage.removeItem("vizvit-host"); return hostStart(); } }
@@ -187,7 +212,14 @@
     render(); poll();
   }
 
-  if (q.get("host") === "1") {
+  if (q.get("host") === "1" && q.get("code") && location.hash.startsWith("#key=")) {
+    // opened from the Lesson tab: the key travels in the fragment, and leaves the address bar at once
+    // (the host view goes on the projector)
+    const opened = { code: q.get("code").trim().toUpperCase(), host_key: decodeURIComponent(location.hash.slice(5)) };
+    history.replaceState(null, "", `${location.pathname}?host=1`);
+    sessionStorage.setItem("vizvit-host", JSON.stringify(opened));
+    host(opened);
+  } else if (q.get("host") === "1") {
     const kept = sessionStorage.getItem("vizvit-host");
     kept ? host(JSON.parse(kept)) : hostStart();
   } else if (q.get("code")) {
