@@ -130,7 +130,7 @@ def test_compare_names_model_b_from_its_own_list_and_round_trips_on_the_compare_
     assert "compare=" not in to_query(deeplink.of_view(tab="attention", **view))  # kept on its own tab only
 
 
-# ---- from test_deeplink_literal.py
+# ---- formerly tests/test_deeplink_literal.py
 # A deep link's values reach the page only as literal text: the "About this link" notices are
 # Markdown, and no character of a link's value may make HTML, a link or an image there. Rendered
 # here by markdown-it (CommonMark, an independent renderer; the page's own, in Chromium, is

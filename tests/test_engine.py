@@ -103,7 +103,7 @@ def test_dropping_every_patch_is_refused(tiny, cat):
         vizvit.analyze(tiny, cat, View(mask=tuple(range(tiny.geometry.num_patches))))
 
 
-# ---- from test_engine_lock.py
+# ---- formerly tests/test_engine_lock.py
 # Two photos through every tab at once get exactly the answers they get alone (issue 26).
 #
 # Every model call (the forward passes, the logit lens's final norm and head, the text tower, the
@@ -235,7 +235,7 @@ def test_no_tab_runs_model_code_during_another_photos_forward(models):
     same(b, b_alone, "photo B")
 
 
-# ---- from test_mask_token.py
+# ---- formerly tests/test_mask_token.py
 # The [MASK] token mode: a masked patch's embedding replaced by the mask token before [CLS] and the
 # position embeddings, checked against the embedding stage written out by hand (a ViT classifier, whose
 # checkpoint has no mask token: zeros) and against transformers' own bool_masked_pos path (DINOv2 and

@@ -463,7 +463,7 @@ def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_ca
         api.relevance(path, tiny32.id, -1, "AttnLRP")
 
 
-# ---- from test_explain_torchcam.py
+# ---- formerly tests/test_explain_torchcam.py
 # LeGrad against torchcam 0.5.0's own `torchcam.methods.LeGrad` (a test dependency, installed with
 # --no-deps: requirements-nodeps.txt, scripts/setup --dev). Its import needs neither torchvision nor open_clip;
 # its built-in readout is for torchvision's VisionTransformer (`heads(encoder.ln(tokens.mean(1)))`:

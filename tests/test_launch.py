@@ -207,7 +207,7 @@ def test_loopback_names():
     assert not any(map(launch.is_loopback, ["0.0.0.0", "192.168.1.5", "lecture-pc", "example.org", "::"]))
 
 
-# ---- from test_start_model.py
+# ---- formerly tests/test_start_model.py
 # A --model that fails to load is visible: the page starts on the random-weights twin of the same
 # architecture when its config can be read (a broken ViT-Ti: a random ViT-Ti, not the ~5x slower
 # random ViT-B/16), else on the default random model, and its banner says in one plain sentence

@@ -88,7 +88,7 @@ def test_device_choice():
         pick_device("tpu-9000")
 
 
-# ---- from test_models_families.py
+# ---- formerly tests/test_models_families.py
 # Every ViT family (DeiT distilled, DINO v1, DINOv2, DINOv2 with registers, BEiT) through the
 # same load_model -> analyze -> views path, against plain references written here.
 
@@ -309,7 +309,7 @@ def test_export_cli_works_for_every_family(family_dirs, tmp_path, name):
     assert arrays["attentions"].shape[-2:] == (n, n)
 
 
-# ---- from test_models_registry.py
+# ---- formerly tests/test_models_registry.py
 # A family is one entry (issue 26): registering a new ``Family`` (here a copy of the ViT family
 # under its own model_type, with its own random architecture and curated checkpoint) is enough for
 # its models to load, be analysed by every tab and appear in the catalog; no other code changes.

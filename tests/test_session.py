@@ -166,7 +166,7 @@ def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_pro
     assert calls == []  # every prompt was cached when the model loaded
 
 
-# ---- from test_prediction.py
+# ---- formerly tests/test_prediction.py
 # Photo.prediction: a perturbed view's top-5 and patch embeddings from one lighter forward (no
 # attentions or hidden states kept), held to the full Analysis of the same view: every family, heads
 # switched off, CLIP / SigLIP's typed labels; and read off a cached Analysis with no forward.
@@ -231,7 +231,7 @@ def test_a_cached_analysis_answers_with_no_forward(tiny16, monkeypatch):
     _same(ph.prediction(VIEWS[2]), a)
 
 
-# ---- from test_prepare.py
+# ---- formerly tests/test_prepare.py
 # Issue 27, a tab's first open: what a tab needs of the model is made when the model is warmed, what
 # it needs of a photo right after the photo's forward (in the background), and the Positions tab's
 # slow part (a forward at another size) is not in its first answer.
