@@ -78,14 +78,6 @@ def test_the_small_augreg_models_are_listed_with_their_size_and_forward_time():
     assert c.ids[0] == "random:vit-base-patch16-224"  # the default first (ViT-B/16 stays the default model)
 
 
-def test_the_small_models_random_twins_have_the_published_parameter_counts():
-    from vizvit.models import load_model
-
-    # ViT-Ti/16: 5,717,416 as the trained checkpoint (shared/models/README.md); ViT-S/16: timm's count
-    assert load_model("random:vit-tiny-patch16-224", "cpu").num_parameters == 5_717_416
-    assert load_model("random:vit-small-patch16-224", "cpu").num_parameters == 22_050_664
-
-
 def test_a_local_copy_of_a_measured_network_shows_its_size_too(tmp_path):
     import json
 

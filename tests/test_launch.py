@@ -40,6 +40,14 @@ def test_a_bad_port_is_a_clear_error():
         server_address(None, 70000, {})
 
 
+def test_the_small_models_random_twins_have_the_published_parameter_counts():
+    from vizvit.models import load_model
+
+    # ViT-Ti/16: 5,717,416 as the trained checkpoint (shared/models/README.md); ViT-S/16: timm's count
+    assert load_model("random:vit-tiny-patch16-224", "cpu").num_parameters == 5_717_416
+    assert load_model("random:vit-small-patch16-224", "cpu").num_parameters == 22_050_664
+
+
 # ------------------------------------------------------------------ the QR code's address (issue 43, item 2)
 def test_a_loopback_page_address_says_no_phone_can_open_it():
     for page in ("http://127.0.0.1:7860/", "http://localhost:7860/", "http://[::1]:7860/", "http://127.0.1.1:7860/"):

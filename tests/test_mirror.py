@@ -29,6 +29,15 @@ TESTS = ROOT / "tests"
 MIRRORED = ("vizvit", "page")
 # Checks of the repository as a whole, not of one module.
 REPO_WIDE = {"test_imports.py", "test_mirror.py"}
+# Flat files whose tests belong in a module's mirror but that other branches of this round (issue 44)
+# edit at the same time: merged once those branches have landed, so that no edit is lost in a
+# conflict. The list may only shrink: a name here must still be a file (the test below says so).
+TO_MERGE = {
+    "test_costly.py": "tests/page/test_kit.py",  # page/kit.py's callers; test_kit.py comes with h/pagefn
+    "test_explain_torchcam.py": "tests/test_explain.py",  # edited by h/methods
+    "test_prediction.py": "tests/test_session.py",  # Photo.prediction; test_session.py edited by h/web, h/readings
+    "test_prepare.py": "tests/test_session.py",  # edited by h/readings
+}
 
 
 def defines_something(path: Path) -> bool:
@@ -74,7 +83,7 @@ def strays(root: Path = ROOT) -> list[str]:
     names = {f"test_{p.stem}.py" for p in (root / "vizvit").glob("*.py")}
     names |= {f"test_{p.name}.py" for p in (root / "vizvit").iterdir() if (p / "__init__.py").is_file()}
     names |= {f"test_{p.stem}.py" for p in root.glob("*.py")}  # app.py, gradio_patch.py
-    return sorted(p.name for p in (root / "tests").glob("test_*.py") if p.name not in names | REPO_WIDE)
+    return sorted(p.name for p in (root / "tests").glob("test_*.py") if p.name not in names | REPO_WIDE | TO_MERGE.keys())
 
 
 def test_every_module_has_its_mirror():
@@ -88,6 +97,11 @@ def test_every_flat_test_file_mirrors_a_module():
     assert not stray, ("these test files in tests/ mirror no module: merge each into the mirror of the "
                        "module it tests, or move it to tests/system/ (a live server, docs, deploy) or "
                        "tests/benchmarks/:\n  " + "\n  ".join(stray))
+
+
+def test_the_files_still_to_merge_are_still_there():
+    gone = [name for name in TO_MERGE if not (TESTS / name).is_file()]
+    assert not gone, f"merged: take {gone} off TO_MERGE"
 
 
 def test_the_rule_on_a_constructed_tree(tmp_path):
