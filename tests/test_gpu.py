@@ -1,37 +1,24 @@
-"""ZeroGPU (vizvit/gpu.py): without the `spaces` package a model function is returned unchanged;
-with it (a stand-in module here, as Hugging Face Spaces installs it) the function is wrapped by
-spaces.GPU."""
+"""ZeroGPU (vizvit/gpu.py): without the `spaces` package a model function is returned unchanged; with
+it (a stand-in module here, as Hugging Face Spaces installs it) the function goes through spaces.GPU."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
 
-import vizvit.gpu
+def test_zero_gpu_wraps_model_calls_only_when_spaces_is_installed(monkeypatch):
+    import importlib
+    import sys
+    import types
 
+    import vizvit.gpu as gpu
 
-def forward(x: int) -> int:
-    return x + 1
-
-
-def test_without_spaces_a_function_is_returned_as_it_is():
-    assert "spaces" not in sys.modules  # the test machine is no Space
-    assert vizvit.gpu.on_gpu(forward) is forward
-
-
-def test_with_spaces_every_function_goes_through_spaces_gpu(monkeypatch):
+    assert gpu.on_gpu(len) is len  # no `spaces` here: functions stay as they are
     wrapped = []
-
-    def gpu(fn):
-        wrapped.append(fn)
-        return lambda *a, **k: ("on a lent GPU", fn(*a, **k))
-
-    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=gpu))
+    fake = types.ModuleType("spaces")
+    fake.GPU = lambda fn: wrapped.append(fn) or (lambda *a, **k: ("on gpu", fn(*a, **k)))
+    monkeypatch.setitem(sys.modules, "spaces", fake)
     try:
-        on_gpu = importlib.reload(vizvit.gpu).on_gpu
-        assert on_gpu(forward)(1) == ("on a lent GPU", 2) and wrapped == [forward]
+        importlib.reload(gpu)
+        assert gpu.on_gpu(len)([1, 2]) == ("on gpu", 2) and wrapped == [len]
     finally:
         monkeypatch.delitem(sys.modules, "spaces")
-        importlib.reload(vizvit.gpu)
-    assert vizvit.gpu.on_gpu(forward) is forward  # back to the plain machine
+        importlib.reload(gpu)
