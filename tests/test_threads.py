@@ -56,6 +56,7 @@ def test_free_heap_bytes_are_counted_and_a_trim_gives_pages_back():
     del blocks
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # its planned SystemExit
 def test_the_trimmer_trims_only_above_its_bound(monkeypatch):
     if threads._libc() is None:
         pytest.skip("not glibc")
