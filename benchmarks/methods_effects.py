@@ -1,6 +1,6 @@
 """The measured effects quoted in docs/methods.md: how far vizvit's conventions move a
 result away from a peer's, on one photo and one model (default: the random-weights ViT-B/16,
-offline). Uses the peer ports of tests/test_methods.py.
+offline). Uses the peer ports of tests/system/test_methods.py.
 
     python benchmarks/methods_effects.py [--model google/vit-base-patch16-224]
 """
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "system")]
 
 import vizvit  # noqa: E402
 from vizvit import attention as A, engine, positional  # noqa: E402

@@ -8,7 +8,7 @@ deploy/nginx.conf.in into a fresh folder (config, pid, logs and nginx's temp fil
 runs nginx in the foreground on HOST:PORT until Ctrl-C, then stops everything it started.
 Arguments after `--` go to every app.py. See deploy/README.md.
 
-The test (tests/test_deploy.py) and the hall benchmark use Cluster from here.
+The test (tests/system/test_deploy.py) and the hall benchmark use Cluster from here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Start `python app.py` with no arguments and a Hugging Face Space's environment, and report
 (as JSON on stdout) where it listens, how long it took to answer, and what the page says.
-Run inside a network namespace with loopback only (see test_space.py): no network at all,
+Run inside a network namespace with loopback only (see tests/system/test_space.py): no network at all,
 and port 7860 is this check's own."""
 
 from __future__ import annotations

@@ -1,32 +1,24 @@
-"""The live camera's backend (vizvit/camera.py, vizvit/views/camera.py, the camera lane of
-vizvit/forwards.py): drop-to-newest never queues more than one frame and always reads the newest;
-camera frames wait behind uploads; the composed picture puts a constructed map where it points;
-frames are never cached; a frozen frame is the same photo as that frame uploaded."""
+"""The live camera's backend (vizvit/camera.py, and the camera lane of vizvit/forwards.py):
+drop-to-newest never queues more than one frame and always reads the newest; camera frames wait
+behind uploads; pages and streams are bounded. The live picture and freeze (vizvit/views/camera.py)
+are tests/views/test_camera.py."""
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import io
-import json
 import threading
 import time
 
-import matplotlib
-import numpy as np
 import pytest
 from PIL import Image
 
 from vizvit import camera, engine
 from vizvit.engine import Request
 from vizvit.forwards import ForwardQueue
-from vizvit.images import model_input_view
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as attn
 from vizvit.views import camera as view
 
 import fake_camera
-from synthetic import pointing_attention, stand_in_analysis
 
 
 class Clock:
@@ -261,187 +253,3 @@ def test_camera_frames_wait_behind_every_upload_and_batch_only_with_frames(tiny1
     for f in [running, *frames, *uploads]:
         f.result(30)
     assert order == [[100], [0, 1], [200, 201]], order  # the uploads first, then the frames together
-
-
-# ------------------------------------------------------------------ the composed picture
-def test_the_live_picture_draws_a_constructed_map_where_it_points(tiny16):
-    """Every query of every layer puts 0.9 on patch (3, 9): in the picture's map part that patch's
-    tile is the colour map's top colour over the grey view, every other tile the bottom one. (So
-    sharp a sink is an artifact token by vizvit.artifacts' rule: kept in the colour range here.)"""
-    g = tiny16.geometry
-    r, c = 3, 9
-    target = g.num_prefix_tokens + r * g.grid[1] + c
-    a = stand_in_analysis(g, pointing_attention(g, target))
-    p = view.CameraParams(mode="raw")
-    img = view.compose(tiny16, a, dataclasses.replace(p.attn(tiny16), artifacts_in_range=True), ["a line"])
-    lay = view.layout(tiny16)
-    assert img.shape == (lay.height, lay.width, 3)
-    tile = lay.side // g.grid[0]
-    inferno = matplotlib.colormaps["inferno"]
-    top = 0.6 * np.array(inferno(1.0)[:3]) * 255 + 0.4 * 128
-    bottom = 0.6 * np.array(inferno(0.0)[:3]) * 255 + 0.4 * 128
-    hot = img[r * tile + 4:(r + 1) * tile - 4, lay.map_x + c * tile + 4:lay.map_x + (c + 1) * tile - 4]
-    cold = img[8 * tile + 4:9 * tile - 4, lay.map_x + 2 * tile + 4:lay.map_x + 3 * tile - 4]
-    np.testing.assert_allclose(hot.reshape(-1, 3).mean(0), top, atol=3)
-    np.testing.assert_allclose(cold.reshape(-1, 3).mean(0), bottom, atol=12)  # 0.1/N of a 0.9 peak: near 0
-    # The model-input part is the view itself, enlarged, with the grid's white lines.
-    inside = img[tile + 2:2 * tile - 2, tile + 2:2 * tile - 2]
-    assert (inside == 128).all()
-    assert (img[tile, :lay.side] == 255).all()
-
-
-def test_the_params_fit_any_model_and_refuse_nonsense(tiny16):
-    g = tiny16.geometry
-    assert view.CameraParams(layer=0).attn(tiny16).layer == g.num_layers  # 0: the last
-    assert view.CameraParams(layer=99, heads="head 99").attn(tiny16).head == g.num_heads
-    ap = view.CameraParams(layer=1, heads="max of heads", mode="raw").attn(tiny16)
-    assert (ap.layer, ap.show, ap.mode) == (1, "max", "raw")
-    with pytest.raises(ValueError):
-        view.CameraParams(heads="every head").attn(tiny16)
-    with pytest.raises(ValueError):
-        view.CameraParams(mode="sideways").attn(tiny16)
-
-
-def test_a_slow_model_is_called_too_slow_with_its_time_and_a_small_model_named(tiny16):
-    wb = Workbench(device="cpu")
-    slow = view.speed_note(wb, tiny16, 2.0, 0.5, 10)
-    assert "too slow" in slow and "500 ms" in slow and "2.0 pictures a second" in slow
-    assert "vit-tiny-patch16-224" in slow  # the fastest measured model of the list (catalog.MEASURED)
-    assert "fast enough" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
-    assert "too slow" in view.speed_note(wb, tiny16, 0, 0.5, 1)  # from the first picture on
-    assert view.speed_note(wb, tiny16, 0, 0.05, 1) == ""  # fast: said once a few pictures give a rate
-
-
-def test_the_fastest_model_is_not_told_to_pick_itself(trained):
-    """The trained ViT-Ti, slow only because the computer is busy: no advice to pick ViT-Ti."""
-    slow = view.speed_note(Workbench(device="cpu"), trained, 2.0, 0.3, 10)
-    assert "too slow" in slow and "already the fastest" in slow and "pick" not in slow
-
-
-# ------------------------------------------------------------------ privacy, freeze
-def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16, tmp_path):
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    feed = camera.Feed()
-    key = PhotoKey(tiny16.id, "")
-    frame = fake_camera.frame_rgb(7, 30)
-    before = len(wb.cache), wb.photos_nbytes
-    step = view.live_step(wb, feed, key, frame, view.CameraParams())
-    assert step is not None and json.loads(step.book)["frame"] == 1 and (step.frame, step.side) == (1, 2 * 224)
-    assert (len(wb.cache), wb.photos_nbytes) == before, "a camera frame was kept by the workbench"
-    assert feed.last is not None and feed.done == 1
-    sha1 = view.freeze(wb, feed)
-    Image.fromarray(frame).save(tmp_path / "frame.png")
-    assert wb.add_photo(str(tmp_path / "frame.png")) == sha1  # the same photo key as that frame uploaded
-    a = wb.analysis(PhotoKey(tiny16.id, sha1))
-    np.testing.assert_array_equal(a.input_view, model_input_view(Image.fromarray(frame), tiny16.preprocess))
-    with pytest.raises(ValueError, match="Start"):
-        view.freeze(wb, camera.Feed())
-
-
-def test_freeze_keeps_the_frame_of_the_picture_the_page_shows(tiny16):
-    """The page may show a picture or two behind the last one made (its answer on the way): Freeze
-    with the shown picture's number keeps that picture's frame; a number no longer kept (or none)
-    keeps the last; only the last RECENT pictures' frames are kept."""
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    feed = camera.Feed()
-    frames = [fake_camera.frame_rgb(i, 30) for i in range(camera.RECENT + 2)]
-    for f in frames:
-        view.live_step(wb, feed, PhotoKey(tiny16.id, ""), f, view.CameraParams())
-    sha = lambda f: wb.add_photo(Image.fromarray(f))  # noqa: E731 - the frame as an upload's key
-    assert view.freeze(wb, feed, len(frames) - 1) == sha(frames[-2])  # picture n is frames[n - 1]
-    assert view.freeze(wb, feed, 1) == sha(frames[-1])  # picture 1's frame is no longer kept
-    assert view.freeze(wb, feed) == sha(frames[-1])
-    assert list(feed.recent) == list(range(3, len(frames) + 1)) and len(feed.recent) == camera.RECENT
-
-
-def test_freeze_opens_the_frozen_photo_with_the_live_maps_layer_heads_and_mode(tiny16):
-    """Issue 43, item 5: the live page showed "rolled out" and the frozen photo opened in "raw". The
-    frozen link, read back as the main page reads a link (deeplink.parse), names the same map."""
-    from urllib.parse import parse_qsl, urlsplit
-
-    from vizvit import deeplink
-
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    key, sha1 = PhotoKey(tiny16.id, ""), "a" * 40
-    g = tiny16.geometry  # 2 layers × 2 heads
-    cases = [(view.CameraParams(layer=1, heads="head 2", mode="rolled out"), (1, 2, "rolled out")),
-             (view.CameraParams(layer=0, heads="max of heads", mode="raw"), (g.num_layers, "max", "raw")),
-             (view.CameraParams(), (g.num_layers, "mean", "rolled out"))]  # the live page's defaults
-    for p, (layer, head, mode) in cases:
-        q = view.frozen_query(wb, key, sha1, p)
-        assert q.startswith("./?photo=" + sha1), q
-        link, notices = deeplink.parse(dict(parse_qsl(urlsplit(q).query)), [], [tiny16.id], ["attention"])
-        assert not notices and (link.photo, link.tab) == (sha1, "attention"), (q, notices)
-        assert (link.layer, link.head, link.mode) == (layer, head, mode), q
-
-
-def test_the_live_map_shows_the_heads_switched_off(tiny16):
-    """A session with heads off (Inside tab) sees the ablated model live: its frames' forwards run
-    with those heads off, and the picture differs from the intact model's."""
-    from vizvit.ablation import Ablation
-
-    seen = []
-
-    def run_batch(vm, requests):
-        seen.extend(r.ablation for r in requests)
-        return engine.analyze_batch(vm, requests)
-
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    wb.forwards = ForwardQueue(run_batch=run_batch)
-    frame = fake_camera.frame_rgb(5, 10)
-    off = Ablation(((0, 0), (1, 1)))
-    p = view.CameraParams(mode="raw", layer=2, heads="head 2")
-    pics = [json.loads(view.live_step(wb, camera.Feed(), PhotoKey(tiny16.id, "", a), frame, p).book)["map"]["index"]
-            for a in (Ablation(), off)]
-    assert seen == [Ablation(), off] and pics[0] != pics[1]
-
-
-def test_on_trained_weights_the_live_map_follows_the_square(trained):
-    """The trained ViT-Ti on the fake camera's frames (mirrored, as the webcam sends them): in every
-    frame of the square's pass, the default live map ([CLS] rollout, last layer, mean of heads; its
-    artifact tokens left out as the colours leave them out) is higher on the square's patches than
-    on the rest of the same patch rows (measured: 1.5-5.5x)."""
-    g = trained.geometry
-    p = view.CameraParams().attn(trained)
-    for i in range(0, 27, 4):
-        frame = np.ascontiguousarray(fake_camera.frame_rgb(i, 30)[:, ::-1])
-        a = engine.analyze(trained, Image.fromarray(frame))
-        values = attn.main_panel(trained, a, p).values.copy()
-        values[attn.artifact_stack(a, p)[p.layer - 1]] = np.nan
-        x0, y0, x1, y1 = fake_camera.square_in_view(i, 30, trained.preprocess)
-        rows = slice(int(y0 * g.grid[0]), int(np.ceil(y1 * g.grid[0])))
-        inside = np.zeros(g.grid, bool)
-        inside[rows, max(0, int(x0 * g.grid[1])):int(np.ceil(x1 * g.grid[1]))] = True
-        same_rows = np.zeros(g.grid, bool)
-        same_rows[rows] = True
-        ratio = np.nanmean(values[inside]) / np.nanmean(values[same_rows & ~inside])
-        assert ratio > 1.3, f"frame {i}: the map is {ratio:.2f}x as high on the square as beside it"
-
-
-@pytest.mark.parametrize("mode", ["rolled out", "raw"])
-def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
-    """One frame through each family (ViT, DeiT distilled, DINO v1/v2, registers, BEiT) and each
-    image-text tower (CLIP, SigLIP: the default labels as classes): a book of a picture of the
-    layout's size, with the model-input view, one colour row per patch and the top-5 (or labels)."""
-    for vm in [*families.values(), towers["clip16"], towers["siglip16"]]:
-        wb = Workbench(device="cpu")
-        wb.add_model(vm)
-        step = view.live_step(wb, camera.Feed(), PhotoKey(vm.id, ""), fake_camera.frame_rgb(3, 10),
-                              view.CameraParams(heads="head 2", mode=mode))
-        lay, g = view.layout(vm), vm.geometry
-        assert step is not None, vm.id
-        b = json.loads(step.book)
-        assert (b["layout"]["height"], b["layout"]["width"]) == (lay.height, lay.width), vm.id
-        assert decode(b["view"]).shape == (*g.image_size, 3), vm.id
-        assert len(base64.b64decode(b["map"]["index"])) == g.num_patches, vm.id
-        said = [t[0] for t in b["texts"]]
-        assert said[0].startswith("model input") and any("pictures/s" in t for t in said), (vm.id, said)
-
-
-def decode(src: str) -> np.ndarray:
-    """A data: URL's picture -> its pixels."""
-    return np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))))

@@ -85,9 +85,3 @@ def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():
     assert "3rd of 7, above random order on at least one curve" in t and "not shown" in t
     t = claims.rollout_claim(1, 7, True, "blur")
     assert "ranks rollout 1st of 7 and above random order" in t and "not shown" not in t
-
-
-def test_the_lecture_tab_no_longer_promises_maps_on_the_object():
-    from vizvit.views.lecture import LECTURE_TEXT
-
-    assert "relevance on the object" not in LECTURE_TEXT and "artifact tokens" in LECTURE_TEXT

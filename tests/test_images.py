@@ -56,15 +56,6 @@ def test_animation_takes_first_frame():
         assert first[0, 0].sum() < 100, name
 
 
-def test_an_animation_is_named_in_the_status_as_frame_1_of_n():
-    from vizvit.views.common import frames_note
-
-    im = vizvit.load_image(INPUTS["animated.gif"])
-    assert im.info["frames"] > 1
-    assert f"{im.info['frames']} frames" in frames_note(im) and "frame 1 only" in frames_note(im)
-    assert frames_note(vizvit.load_image(EXAMPLES / "chelsea.jpg")) == ""
-
-
 def test_16_bit_uses_full_range():
     a = np.asarray(vizvit.load_image(INPUTS["i16.png"]))
     assert a.min() == 0 and a.max() == 255

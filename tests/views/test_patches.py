@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import vizvit
+
 
 @pytest.mark.parametrize("lines, indices, clicked", [(True, False, None), (False, True, (1, 2))])
 def test_a_new_photos_preview_needs_no_forward_and_is_the_grid_drawn_after_it(fam, cat, lines, indices, clicked):
@@ -24,3 +26,10 @@ def test_a_new_photos_preview_needs_no_forward_and_is_the_grid_drawn_after_it(fa
     assert first.dtype == np.uint8 and first.shape == after.shape
     assert np.array_equal(first, after), f"{fam.id}: the preview differs from the grid drawn after the forward"
 
+
+def test_patches_explanation_uses_the_model_numbers():
+    from vizvit.views.patches import patches_explanation
+
+    text = patches_explanation(vizvit.load_model("random:vit-base-patch16-224", device="cpu"))
+    assert "14×14 = **196 patches**" in text and "**768 numbers**" in text and "**197 tokens**" in text
+    assert "38,809-weight" in text

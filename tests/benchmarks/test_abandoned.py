@@ -8,7 +8,7 @@ from pathlib import Path
 
 from appserver import page_name, serving
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def abandoned_module():

@@ -32,12 +32,3 @@ def test_no_js_or_css_left_in_python():
     for p in [*(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py"), ROOT / "app.py"]:
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"=\s*\"\"\"\(\)\s*=>|=\s*\"\(\w*\)\s*=>|\.vizvit-projector \{", text), p
-
-
-def test_the_running_line_says_how_many_photos_are_ahead(tiny16):
-    from vizvit.views.common import running_line
-
-    assert "running the model on the new photo" in running_line(tiny16)
-    line = running_line(tiny16, ahead=3, image_s=0.4)
-    assert "3 other photos ahead of yours, about 1 s" in line and "usable" in line
-    assert "1 other photo ahead of yours." in running_line(tiny16, ahead=1)  # no estimate before a forward

@@ -28,7 +28,7 @@ from tiny import EXAMPLES
 PHOTO = EXAMPLES / "chelsea.jpg"
 NOT_UPLOADED = "photo must be an uploaded file (gradio_client: handle_file(path))"
 GENERIC = "Something went wrong"  # kit.safe's words for an unexpected exception: a bug, not a refusal
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 FILE_META = {"_type": "gradio.FileData"}
 
 # A photo argument that is not an uploaded file. With FileData's meta, Gradio checks it itself

@@ -19,7 +19,7 @@ from PIL import Image
 from vizvit.engine import nbytes
 from vizvit.threads import malloc_free_bytes, trim_malloc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------------ what the cache counts

@@ -1,0 +1,73 @@
+"""What the tabs share (vizvit/views/common.py): the status lines and notes (resize, crop, frames,
+photos ahead), worked out by hand for constructed photos and models."""
+
+from __future__ import annotations
+
+import vizvit
+from make_inputs import make_all
+from tiny import EXAMPLES
+
+
+def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
+    from vizvit.views.common import resize_note
+
+    assert "squashed" not in resize_note(tiny16, (300, 280)) and "⚠️" not in resize_note(tiny16, (300, 280))
+    note = resize_note(tiny16, (451, 300))
+    assert "squashed to a square" in note and "⚠️" not in note  # 1.5:1, usual for photos
+    assert "Squashed 12:1" in resize_note(tiny16, (4800, 400))
+    assert "Squashed 3:1" in resize_note(tiny16, (300, 900)), "a 3:1 portrait is warned about like a 4:1 one"
+    assert "Squashed 4:1" in resize_note(tiny16, (1600, 400))
+    assert "Enlarged 45×" in resize_note(tiny16, (5, 5))
+    assert "Enlarged" not in resize_note(tiny16, (100, 100))  # 2.24×: fine
+
+
+def test_squash_note_knows_the_orientation_of_a_non_square_input(tiny16):
+    from dataclasses import replace
+
+    from vizvit.views.common import resize_note
+
+    wide = replace(tiny16, geometry=replace(tiny16.geometry, image_size=(224, 448)))  # H=224, W=448
+    assert "squashed" not in resize_note(wide, (896, 448))  # 2:1 photo into a 2:1 input
+    assert "Squashed 4:1" in resize_note(wide, (224, 448))  # a 1:2 portrait into a 2:1 input
+
+
+def test_status_says_how_much_of_the_photo_a_centre_crop_keeps(tiny16):
+    """ViT-Ti AugReg's processor: shortest side to 248, centre 224×224. A 451×300 photo (chelsea)
+    becomes 372×248 (transformers truncates 372.8), of which 224×224 is kept: 50176 / 92256."""
+    import re
+    from dataclasses import replace
+
+    from vizvit.models import Preprocess
+    from vizvit.views.common import resize_note
+
+    augreg = replace(tiny16, preprocess=Preprocess(resize=248, crop=(224, 224), resample=3,
+                                                   mean=(0.5,) * 3, std=(0.5,) * 3))
+    note = re.sub(r"<[^>]+>", "", resize_note(augreg, (451, 300)))  # as shown, without its markup
+    assert "scaled to 372×248, centre 224×224 kept: 54% of the photo's area (its edges are cut off)" in note, note
+    assert "squashed" not in note, "a crop keeps the shape"
+    # A portrait: 300×600 -> 248×496, 224×224 kept of it = 50176 / 123008
+    assert "scaled to 248×496, centre 224×224 kept: 41%" in re.sub(r"<[^>]+>", "", resize_note(augreg, (300, 600)))
+    # Exactly the crop's size after scaling: all of it kept, nothing said to be cut
+    square = re.sub(r"<[^>]+>", "", resize_note(replace(augreg, preprocess=replace(augreg.preprocess, resize=224)),
+                                                (448, 448)))  # the text as shown, without its markup
+    assert "kept: 100% of the photo's area;" in square and "cut off" not in square
+    # No crop (tiny16's processor resizes to 224×224): no crop named
+    assert "kept" not in resize_note(tiny16, (451, 300))
+
+
+def test_the_running_line_says_how_many_photos_are_ahead(tiny16):
+    from vizvit.views.common import running_line
+
+    assert "running the model on the new photo" in running_line(tiny16)
+    line = running_line(tiny16, ahead=3, image_s=0.4)
+    assert "3 other photos ahead of yours, about 1 s" in line and "usable" in line
+    assert "1 other photo ahead of yours." in running_line(tiny16, ahead=1)  # no estimate before a forward
+
+
+def test_an_animation_is_named_in_the_status_as_frame_1_of_n():
+    from vizvit.views.common import frames_note
+
+    im = vizvit.load_image(make_all()["animated.gif"])
+    assert im.info["frames"] > 1
+    assert f"{im.info['frames']} frames" in frames_note(im) and "frame 1 only" in frames_note(im)
+    assert frames_note(vizvit.load_image(EXAMPLES / "chelsea.jpg")) == ""

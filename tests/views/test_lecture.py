@@ -1,0 +1,21 @@
+"""The Lecture tab's view (vizvit/views/lecture.py): the attention-cost panel's table and sentence
+against counts worked out by hand, and the tab's text."""
+
+from __future__ import annotations
+
+
+def test_calculator_text_says_no_saving_at_p1_and_names_unread_pixels():
+    from vizvit.views.lecture import attention_cost_panel
+
+    assert "no saving" in attention_cost_panel(224, 1)[1]
+    text = attention_cost_panel(100, 16)[1]
+    assert "6×6 patches" in text and "last 4 px" in text and "38 tokens" not in text
+    assert "37 tokens" in text  # 1 + 6·6
+    table, text = attention_cost_panel(16, 64)  # a patch larger than the image: said, no table
+    assert table == [] and "does not fit" in text
+
+
+def test_the_lecture_tab_no_longer_promises_maps_on_the_object():
+    from vizvit.views.lecture import LECTURE_TEXT
+
+    assert "relevance on the object" not in LECTURE_TEXT and "artifact tokens" in LECTURE_TEXT
