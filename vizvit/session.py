@@ -173,12 +173,12 @@ def relevance_name(class_index: int) -> tuple:
 
 
 def method_map_name(method: str, class_index: int) -> tuple:
-    """(gh, gw) map of one class-specific method of vizvit.maps.CLASS_METHODS (not Chefer's:
+    """(gh, gw) map of one class-specific method of vizvit.readings.methods (not Chefer's:
     relevance_name) for one class."""
     return ("method map", method, int(class_index))
 
 
-ATTENTION_FLOW = ("attention flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
+ATTENTION_FLOW = ("attention_flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
 
 
 def grid_image_name(*look: Hashable) -> tuple:
@@ -207,7 +207,7 @@ def cnn_sweep_name(cnn_id: str) -> tuple:
 
 
 def ranking_maps_name(seed: int) -> tuple:
-    """The maps the curves rank patches by (vizvit.maps.MAP_METHODS), per random seed."""
+    """The maps the curves rank patches by (vizvit.readings.methods.CONTEST), per random seed."""
     return ("experiments_maps", seed)
 
 
