@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .. import attention as att_mod
-from .. import engine, explain, maps
+from .. import engine, explain, lrp, maps
 from ..cancel import NEVER, Cancel
 from ..engine import Analysis
 from ..errors import UserError
@@ -127,6 +127,20 @@ def _gradcam(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
     return explain.gradcam(act, grad, g.num_prefix_tokens, g.grid).numpy().astype(np.float32)
 
 
+def _attnlrp(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
+    """AttnLRP's relevance of each patch embedding (engine.attnlrp_relevance: lxt's rules, one forward and
+    one backward; the position embeddings' share is a bias term); signed: negative is against the class."""
+    r = engine.attnlrp_relevance(vm, a.pixel_values, class_index, a.ablation)
+    return r.patches.reshape(vm.geometry.grid).numpy().astype(np.float32)
+
+
+def _signed(values: np.ndarray) -> str:
+    """AttnLRP's map is signed: say how much of it speaks against the class."""
+    neg = float(-values[values < 0].sum())
+    return (f" Signed: the patches' negative relevance (evidence against the class, drawn as 0) totals {neg:.4g}, "
+            f"their positive {float(values[values > 0].sum()):.4g}.")
+
+
 def _flow(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:
     return maps.flow_map(a, cache, cancel)
 
@@ -178,6 +192,15 @@ GRADCAM = Method(
     "*Grad-CAM*: the last block's first layernorm, weighted by its mean gradient (pytorch-grad-cam's ViT recipe).",
     needs_class=True, menu=True, export_key="map_gradcam",
     export_text=explain.GRADCAM_METHOD + _TOP1 + "; not min-max scaled or resized")
+ATTNLRP = Method(
+    "AttnLRP", _per_class("AttnLRP", _attnlrp), lrp.ATTNLRP_METHOD,
+    "Achtibat et al., ICML 2024; rules ported from rachtibat/LRP-eXplains-Transformers (lxt 2.1)",
+    "*AttnLRP* (Achtibat et al. 2024): layer-wise relevance propagation through the whole model with its "
+    "authors' rules (LayerNorm and GELU pass relevance through, each attention matmul halves it between its "
+    "operands, softmax by its Taylor rule), as gradient × input at the tokens; the patches' relevance and "
+    "the bias terms sum to the class's logit.",
+    needs_class=True, menu=True, export_key="map_attnlrp",
+    export_text=lrp.ATTNLRP_METHOD + _TOP1 + "; signed (negative: against the class), not rescaled", note=_signed)
 FLOW = Method(
     "attention flow", _flow, explain.FLOW_METHOD, "Abnar & Zuidema 2020",
     "*Attention flow* (Abnar & Zuidema 2020): an exact max-flow from [CLS] to each input token through the "
@@ -186,7 +209,8 @@ FLOW = Method(
     check=lambda a: explain.check_flow_size(tuple(a.attentions.shape)), note=_flat_flow)
 
 # Registry order: the menu's, the curves' and the export's.
-METHODS: tuple[Method, ...] = (ROLLOUT, LAST_LAYER, RANDOM, RELEVANCE, GRAD_ROLLOUT, LEGRAD, LEGRAD_MEAN, GRADCAM, FLOW)
+METHODS: tuple[Method, ...] = (ROLLOUT, LAST_LAYER, RANDOM, RELEVANCE, GRAD_ROLLOUT, LEGRAD, LEGRAD_MEAN, GRADCAM,
+                               ATTNLRP, FLOW)
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 MENU: tuple[Method, ...] = tuple(m for m in METHODS if m.menu)  # the Attention tab's menu and /relevance
 CONTEST: tuple[Method, ...] = tuple(m for m in METHODS if m.contest)  # the curves (costly ones once computed)
