@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import vizvit  # noqa: E402  (sets the thread policy before torch loads)
-from vizvit import maps as vmaps, perturb  # noqa: E402
+from vizvit import perturb  # noqa: E402
+from vizvit.readings import methods  # noqa: E402
 from vizvit.views import experiments  # noqa: E402
 from vizvit.images import View  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
@@ -50,7 +51,7 @@ def main() -> None:
     print(f"shift sweep, {n} views: batched {batched:.2f} s ({batched / one:.1f}× a forward) · "
           f"one by one {single:.2f} s ({single / one:.1f}×) · batched / one-by-one = {batched / single:.2f}")
 
-    maps = vmaps.ranking_maps(vm, base, names=("rollout", "last-layer [CLS] attention", "random"))
+    maps = methods.ranking_maps(vm, base, names=("rollout", "last-layer [CLS] attention", "random"))
     t_curves = median_s(lambda: perturb.faithfulness_curves(vm, view, maps, steps=10, chunk=args.chunk), 1)
     c = perturb.faithfulness_curves(vm, view, maps, steps=10, chunk=args.chunk)
     print(f"deletion + insertion curves, {len(maps)} maps × 11 steps = {c.forwards} distinct views: "

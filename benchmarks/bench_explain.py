@@ -25,6 +25,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import vizvit  # noqa: E402
 from vizvit import engine, explain, maps  # noqa: E402
+from vizvit.cancel import NEVER  # noqa: E402
+from vizvit.readings import methods as registry  # noqa: E402
 from vizvit.relevance import relevance_parts  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import experiments  # noqa: E402
@@ -97,7 +99,8 @@ def main() -> None:
     if args.only_contest:
         return contest(vm, args.image, 0.0)
     methods = {"class relevance": lambda: relevance_parts(vm, a, c),
-               **{n: (lambda n=n: maps.CLASS_METHODS[n](vm, a, c)) for n in maps.CLASS_METHODS}}
+               **{m.name: (lambda m=m: m.compute(vm, a, c, maps.no_cache, 0, NEVER))  # uncached
+                  for m in registry.EXPORTED if m is not registry.RELEVANCE}}
     counts = {}
     for name, fn in methods.items():
         with Counts(vm) as k:

@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import vizvit  # noqa: E402
-from vizvit import engine, lens, maps as vmaps, perturb  # noqa: E402
+from vizvit import engine, lens, perturb  # noqa: E402
+from vizvit.readings import methods  # noqa: E402
 from vizvit.ablation import Ablation  # noqa: E402
 from vizvit.images import View  # noqa: E402
 
@@ -67,7 +68,7 @@ def main() -> int:
         one = median_s(lambda: vizvit.analyze(vm, base), 9, dev)
         batched = median_s(lambda: perturb.shift_sweep(vm, base), 3, dev)
         single = median_s(lambda: [vizvit.analyze(vm, base, View(dx=k)) for k in range(33)], 1, dev)
-        maps = vmaps.ranking_maps(vm, vizvit.analyze(vm, base), names=("rollout", "last-layer [CLS] attention", "random"))
+        maps = methods.ranking_maps(vm, vizvit.analyze(vm, base), names=("rollout", "last-layer [CLS] attention", "random"))
         curves = median_s(lambda: perturb.faithfulness_curves(vm, base, maps, steps=10), 1, dev)
         print(f"{dev.type}: analyze {one * 1000:.1f} ms · sweep of 33 batched {batched * 1000:.0f} ms "
               f"({batched / one:.1f}× one analyze) · one by one {single * 1000:.0f} ms ({single / one:.1f}×) "

@@ -10,6 +10,7 @@ from gradio.utils import get_upload_folder, is_in_or_equal
 
 from vizvit.api import PublicApi
 from vizvit.errors import UserError
+from vizvit.readings import methods
 from vizvit.room import Rooms
 from vizvit.session import Workbench
 
@@ -77,16 +78,14 @@ def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) ->
             return api.sweep(uploaded(photo), model, cancel)
 
     def relevance(photo: FileData, model: str = default_model, class_index: int = -1,
-                  method: str = "class relevance", request: gr.Request = None) -> dict:
-        """A class-specific map of a class (-1: the top-1): method "class relevance" (Chefer et al.
-        2021b, generic attention), "gradient rollout" (vit-explain), "LeGrad" ([CLS] readout), "LeGrad (token
-        mean)" (torchcam's readout) or "Grad-CAM"; or
-        "attention flow" (Abnar & Zuidema 2020, exact, any class; minutes on a 12-layer model: a costly
-        job, refused at once when this server would not finish it within its limit)."""
-        if method != "attention flow":  # one backward pass: answered on the ordinary threads
+                  method: str = methods.MENU[0].name, request: gr.Request = None) -> dict:
+        """A map of a class (-1: the top-1) by one method of the Attention tab's menu, each as its
+        caption names it; a costly one (attention flow: exact, any class; minutes on a 12-layer model)
+        runs as a job, refused at once when this server would not finish it within its limit."""
+        if not methods.is_costly(method):  # one backward pass: answered on the ordinary threads
             return api.relevance(uploaded(photo), model, class_index, method)
-        api.check_flow(uploaded(photo), model, JOBS.jobs.limit_of("attention flow"))  # before any wait
-        with JOBS.hold(request, "attention flow") as cancel:
+        api.check_flow(uploaded(photo), model, JOBS.jobs.limit_of(method))  # before any wait
+        with JOBS.hold(request, method) as cancel:
             return api.relevance(uploaded(photo), model, class_index, method, cancel)
 
     def stats() -> dict:

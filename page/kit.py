@@ -23,6 +23,7 @@ from vizvit import figures, web
 from vizvit.cancel import Cancel
 from vizvit.errors import UserError
 from vizvit.jobs import Jobs
+from vizvit.readings import methods
 from vizvit.session import PhotoKey, Workbench
 
 log = logging.getLogger("vizvit.app")
@@ -508,7 +509,7 @@ class CostlyJobs:
     token set within WATCH_S; its loop stops at its next step (vizvit.cancel)."""
 
     def __init__(self, jobs: Jobs | None = None) -> None:
-        self.jobs = jobs if jobs is not None else Jobs()
+        self.jobs = jobs if jobs is not None else Jobs(limits=methods.JOB_LIMITS)
         self._watched: dict[int, _Watched] = {}
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None

@@ -69,7 +69,7 @@ def app_model_id(wb) -> str:
     ("compare", dict(depth=0), "depth must be"),
     ("compare", dict(depth=1.01), "depth must be"),
     ("compare", dict(depth="deep"), "depth must be"),
-    ("relevance", dict(method="AttnLRP"), "method must be one of"),
+    ("relevance", dict(method="SmoothGrad"), "method must be one of"),
 ])
 def test_out_of_range_values_are_refused_in_the_backend(served, tiny16, endpoint, kwargs, message):
     client, _ = served
@@ -106,12 +106,12 @@ def test_predict_under_a_mask_and_the_rest_answer_json(served, tiny16):
     assert [row["k"] for row in sweep["rows"]] == list(range(33))
     rel = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), api_name="/relevance")
     assert np.array(rel["map"]).shape == (14, 14) and "2021b" in rel["method"]
-    from vizvit import maps
+    from vizvit.readings import methods
     a = vizvit_analysis(tiny16)
     for method in ("gradient rollout", "LeGrad", "LeGrad (token mean)", "Grad-CAM"):  # the same maps as the Attention tab's menu
         r = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), class_index=2, method=method,
                            api_name="/relevance")
-        assert np.allclose(np.array(r["map"]), maps.class_map(method, tiny16, a, 2), atol=1e-5), method
+        assert np.allclose(np.array(r["map"]), methods.class_map(method, tiny16, a, 2), atol=1e-5), method
 
 
 def test_predict_with_the_mask_token(served, tiny16):

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 import vizvit
 from vizvit import engine, explain, maps
+from vizvit.readings import methods
 from vizvit.errors import UserError
 from synthetic import random_attention
 
@@ -82,7 +83,7 @@ def test_grad_rollout_on_a_tiny_vit_equals_vit_explain_and_differs_from_it_as_pu
     a = vizvit.analyze(tiny32, cat)
     index = a.top5[1].index
     att, grads = _attentions_and_grads(tiny32, a, index)
-    mine = maps.class_map("gradient rollout", tiny32, a, index)
+    mine = methods.class_map("gradient rollout", tiny32, a, index)
     fixed = vit_explain_grad_rollout(att, grads, explain.GRAD_ROLLOUT_DISCARD, keepdim=True)
     np.testing.assert_allclose(mine / mine.max(), fixed, rtol=1e-4, atol=1e-6)
     published = vit_explain_grad_rollout(att, grads[::-1], explain.GRAD_ROLLOUT_DISCARD)
@@ -150,7 +151,7 @@ def test_gradcam_on_a_tiny_vit_equals_pytorch_grad_cam(tiny32, cat):
     g = tiny32.geometry
     want = pytorch_grad_cam(lambda x: tiny32.model(x).logits, a.pixel_values,
                             tiny32.model.vit.layers[-1].layernorm_before, index, g.grid)
-    mine = maps.class_map("Grad-CAM", tiny32, a, index)
+    mine = methods.class_map("Grad-CAM", tiny32, a, index)
     assert mine.shape == g.grid and mine.min() >= 0
     np.testing.assert_allclose(as_pytorch_grad_cam_shows_it(mine, (224, 224)), want, atol=2e-4)
 
@@ -190,7 +191,7 @@ def test_gradcam_on_a_tiny_vit_and_deit_equals_captums_layer_grad_cam(tiny32, fa
                     a.pixel_values.detach().clone(), target=index, relu_attributions=True)
         finally:
             handle.remove()
-        np.testing.assert_allclose(maps.class_map("Grad-CAM", vm, a, index), want[0, 0].detach().numpy(),
+        np.testing.assert_allclose(methods.class_map("Grad-CAM", vm, a, index), want[0, 0].detach().numpy(),
                                    rtol=1e-4, atol=1e-7)
 
 
@@ -207,7 +208,7 @@ def test_gradcam_on_a_tiny_clip_equals_pytorch_grad_cam(towers, cat):
 
     want = pytorch_grad_cam(logits, a.pixel_values, vm.model.vision_model.encoder.layers[-1].layer_norm1, index,
                             vm.geometry.grid)
-    mine = maps.class_map("Grad-CAM", vm, a, index)
+    mine = methods.class_map("Grad-CAM", vm, a, index)
     np.testing.assert_allclose(as_pytorch_grad_cam_shows_it(mine, (224, 224)), want, atol=2e-4)
 
 
@@ -263,7 +264,7 @@ def test_legrad_on_a_tiny_clip_equals_compute_legrad_clip(towers, cat):
 
         L = len(out.attentions)
         want = legrad_loop(list(out.hidden_states[1:]), list(out.attentions), score, L - explain.LEGRAD_LAYERS, 32)
-    mine = maps.class_map("LeGrad", vm, a, index)
+    mine = methods.class_map("LeGrad", vm, a, index)
     torch.testing.assert_close(as_legrad_shows_it(mine, 32), want, atol=1e-5, rtol=1e-4)
 
 
@@ -305,7 +306,7 @@ def test_legrad_on_a_tiny_siglip_equals_compute_legrad_siglip_without_its_correc
 
         L = len(feats)
         want = legrad_loop(feats, [p[1] for p in pooled], score, L - explain.LEGRAD_LAYERS, 32, query=0)
-    mine = maps.class_map("LeGrad", vm, a, index)
+    mine = methods.class_map("LeGrad", vm, a, index)
     torch.testing.assert_close(as_legrad_shows_it(mine, 32), want, atol=1e-5, rtol=1e-4)
 
 
@@ -324,7 +325,7 @@ def test_legrad_on_a_tiny_vit_reads_each_layer_through_the_models_own_head(tiny3
 
         L = len(out.attentions)
         want = legrad_loop(list(out.hidden_states[1:]), list(out.attentions), score, L - explain.LEGRAD_LAYERS, 32)
-    mine = maps.class_map("LeGrad", vm, a, index)
+    mine = methods.class_map("LeGrad", vm, a, index)
     torch.testing.assert_close(as_legrad_shows_it(mine, 32), want, atol=1e-5, rtol=1e-4)
 
 
@@ -447,7 +448,7 @@ def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_ca
     for method in ap.EXPLAIN_METHODS[:-1]:
         r = api.relevance(path, tiny32.id, 3, method)
         want = maps.relevance_map(tiny32, a, 3) if method == "class relevance" else \
-            maps.class_map(method, tiny32, a, 3)
+            methods.class_map(method, tiny32, a, 3)
         np.testing.assert_allclose(np.array(r["map"]), want, atol=1e-6)
         img, text = ap.explain(ph, method, 3, ap.AttnParams())
         assert img.ndim == 3 and f"**{method}**" in text or method == "class relevance"
@@ -460,4 +461,4 @@ def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_ca
     np.testing.assert_allclose(np.array(r["map"]), abnar_flow(a.attentions.double().numpy())[1:].reshape(7, 7),
                                atol=1e-6)
     with pytest.raises(UserError, match="method must be one of"):
-        api.relevance(path, tiny32.id, -1, "AttnLRP")
+        api.relevance(path, tiny32.id, -1, "SmoothGrad")

@@ -17,7 +17,8 @@ import torch
 from torch import nn
 
 import vizvit
-from vizvit import explain, maps
+from vizvit import explain
+from vizvit.readings import methods
 
 torchcam_methods = pytest.importorskip("torchcam.methods", reason="torchcam not installed: bash scripts/setup --dev")
 
@@ -92,7 +93,7 @@ def test_legrad_equals_torchcams_legrad_on_a_tiny_vit(tiny_vit, cat, cls_readout
     a = vizvit.analyze(tiny_vit, cat)
     index = a.top5[1].index
     want = torchcam_legrad(tiny_vit, a, index, cls_readout)
-    mine = maps.class_map("LeGrad" if cls_readout else maps.LEGRAD_MEAN, tiny_vit, a, index)
+    mine = methods.class_map("LeGrad" if cls_readout else methods.LEGRAD_MEAN.name, tiny_vit, a, index)
     # The documented difference: torchcam averages the layers and min-max scales; vizvit sums, unscaled.
     np.testing.assert_allclose(_minmax(mine), want, atol=1e-5)
 
@@ -105,8 +106,8 @@ def test_on_the_trained_vit_mean_and_cls_readouts_correlate_but_rank_patches_dif
     for name in ("chelsea", "coffee", "astronaut"):
         a = vizvit.analyze(trained, vizvit.load_image(str(EXAMPLES / f"{name}.jpg")))
         index = a.top5[0].index
-        cls_map = maps.class_map("LeGrad", trained, a, index)
-        mean_map = maps.class_map(maps.LEGRAD_MEAN, trained, a, index)
+        cls_map = methods.class_map("LeGrad", trained, a, index)
+        mean_map = methods.class_map(methods.LEGRAD_MEAN.name, trained, a, index)
         np.testing.assert_allclose(_minmax(cls_map), torchcam_legrad(trained, a, index, True), atol=1e-4)
         np.testing.assert_allclose(_minmax(mean_map), torchcam_legrad(trained, a, index, False), atol=1e-4)
         r = np.corrcoef(cls_map.ravel(), mean_map.ravel())[0, 1]

@@ -13,7 +13,7 @@ import torch
 
 import vizvit
 from vizvit import engine, perturb
-from vizvit import maps as vmaps
+from vizvit.readings import methods
 from vizvit.views import experiments
 from vizvit.images import View, shift_view
 from vizvit.session import PhotoKey, Workbench
@@ -203,7 +203,7 @@ def test_deletion_curves_match_one_by_one_masked_forwards(tiny, cat, mode):
 def test_ranking_maps_are_the_attention_maps(tiny, cat):
     a = vizvit.analyze(tiny, cat)
     g = tiny.geometry
-    maps = vmaps.ranking_maps(tiny, a, seed=3)  # the one map-method registry, vizvit.maps
+    maps = methods.ranking_maps(tiny, a, seed=3)  # the one map-method registry, vizvit.readings.methods
     # every registered map but the slow attention flow (a job of its own: issue 32), in registry order
     assert list(maps) == ["rollout", "last-layer [CLS] attention", "random", "class relevance", "gradient rollout",
                           "LeGrad", "Grad-CAM"]

@@ -19,18 +19,18 @@ from PIL import Image
 
 from . import attention as att_mod
 from . import compare as cmp
-from . import maps, room as room_mod, vocab
+from . import room as room_mod, vocab
 from .cancel import NEVER, Cancel
 from .engine import Analysis, Prediction, mask_token
 from .errors import UserError
-from .explain import check_flow_size, check_flow_time
+from .explain import check_flow_time
 from .jobs import Jobs
 from .images import View
 from .models import Geometry
+from .readings import methods
 from .readings import attention as ra
 from .maps import ATTENTION_FLOW
 from .session import Photo, PhotoKey, Workbench
-from .views import attention as ap
 from .views import compare as compare_view
 from .views import experiments, positions
 from .views import lesson as lesson_view
@@ -196,23 +196,24 @@ class PublicApi:
             check_flow_time(tuple(a.attentions.shape), limit_s)
 
     def relevance(self, path: str, model: str, class_index: int = -1,
-                  method: str = "class relevance", cancel: Cancel = NEVER) -> dict[str, Any]:
-        """One map of the Attention tab's method menu (ap.EXPLAIN_METHODS) for a class (-1: the top-1);
-        attention flow has no class (class_index is then ignored) and runs only where its graph is
-        within explain.FLOW_MAX_EDGES and its estimated time within `cancel`'s limit; `cancel` is
-        checked between its max-flows (Cancelled)."""
-        method = _choice("method", method, ap.EXPLAIN_METHODS)
+                  method: str = methods.MENU[0].name, cancel: Cancel = NEVER) -> dict[str, Any]:
+        """One map of the Attention tab's method menu (readings.methods.MENU) for a class (-1: the top-1);
+        a method without a class (attention flow) ignores class_index; a costly one runs only where its
+        check passes (attention flow: its graph within explain.FLOW_MAX_EDGES; its estimated time within
+        `cancel`'s limit, see check_flow); `cancel` is checked as it runs (Cancelled)."""
+        m = methods.get(_choice("method", method, tuple(x.name for x in methods.MENU)), methods.MENU)
         ph, a = self._photo(path, model)
         vm = ph.vm
-        if method == "attention flow":
-            check_flow_size(tuple(a.attentions.shape))
-            return {"class_index": None, "label": None, "method": maps.METHOD_TEXT[method],
-                    "map": _grid(maps.flow_map(a, ph.derived, cancel))}
+        if not m.needs_class:
+            if m.check is not None:
+                m.check(a)
+            return {"class_index": None, "label": None, "method": m.caption,
+                    "map": _grid(m(vm, a, None, ph.derived, cancel=cancel))}
         if not vm.has_classifier:
             raise UserError("This model has no classifier, so there is no class to explain.")
         c = a.top5[0].index if class_index in (-1, None) else _int("class_index", class_index, 0, len(vm.labels) - 1)
-        values = maps.class_map(method, vm, a, c, ph.derived)
-        return {"class_index": c, "label": vm.labels[c], "method": maps.METHOD_TEXT[method], "map": _grid(values)}
+        values = m(vm, a, c, ph.derived)
+        return {"class_index": c, "label": vm.labels[c], "method": m.caption, "map": _grid(values)}
 
     def stats(self) -> dict[str, Any]:
         """The model's queue: forwards (batches) run, images analysed, the largest batch, requests

@@ -33,6 +33,7 @@ from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
 from .cancel import NEVER, Cancel
 from .errors import UserError
 from .gpu import on_gpu
+from . import lrp as lrp_rules
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
 from .models import FAMILIES, Family, Geometry, VitModel, backbone_of  # noqa: F401  (Family, FAMILIES: re-exported)
 from .models import DEFAULT_MODEL, RANDOM_SEED, load_model as load_checkpoint
@@ -213,12 +214,12 @@ class _Out:
 
 
 # ------------------------------------------------------------------ where each family's head reads
-def _map_pool(head: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _map_pool(head: torch.nn.Module, x: torch.Tensor, lrp: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """SigLIP's multihead attention pooling head, written out as its own forward does it, keeping
     the per-head attention. x: (B, P, D) after the final layernorm -> pooled (B, D), attention
     (B, H, 1, P): the probe's (one query's) softmax weights over the tokens. The output is computed FROM that
     attention tensor, so a gradient with respect to it exists (relevance); nn.MultiheadAttention
-    returns only a copy of its weights."""
+    returns only a copy of its weights. lrp: AttnLRP's uniform rule on its matmuls (vizvit.lrp)."""
     mha = head.attention
     b, n, d = x.shape
     h = mha.num_heads
@@ -228,18 +229,21 @@ def _map_pool(head: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, tor
     q = torch.nn.functional.linear(probe, wq, bq).reshape(b, 1, h, d // h).transpose(1, 2)  # (B, H, 1, d)
     k = torch.nn.functional.linear(x, wk, bk).reshape(b, n, h, d // h).transpose(1, 2)  # (B, H, P, d)
     v = torch.nn.functional.linear(x, wv, bv).reshape(b, n, h, d // h).transpose(1, 2)
+    if lrp:
+        k, v = lrp_rules.divide_gradient(k, lrp_rules.QK_DIVISOR), lrp_rules.divide_gradient(v, lrp_rules.V_DIVISOR)
     att = ((q @ k.transpose(-1, -2)) * (d // h) ** -0.5).softmax(-1)  # (B, H, 1, P)
     out = mha.out_proj((att @ v).transpose(1, 2).reshape(b, 1, d))  # (B, 1, D)
     out = out + head.mlp(head.layernorm(out))
     return out[:, 0], att  # (B, D), (B, H, 1, P): a view would not be in the graph
 
 
-def _pooled(fam: Family, model: torch.nn.Module, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _pooled(fam: Family, model: torch.nn.Module, z: torch.Tensor,
+            lrp: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """z: (B, N, D) token states AFTER the image tower's final layernorm -> image embeddings (B, E)
     and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a token
     of the sequence ([CLS]: its attention is in the blocks' attentions)."""
     if fam.pooling == "map":
-        return _map_pool(backbone_of(model).head, z)
+        return _map_pool(backbone_of(model).head, z, lrp)
     return model.visual_projection(z[:, 0]), None  # "projection" (CLIP): [CLS]
 
 
@@ -269,18 +273,21 @@ def _readout(fam: Family, model: torch.nn.Module, states: torch.Tensor,
     return heads["head"](normed[:, 0])
 
 
-def _forward(vm: VitModel, pixels: torch.Tensor, **kw: Any) -> _Out:
+def _forward(vm: VitModel, pixels: torch.Tensor, lrp: bool = False, **kw: Any) -> _Out:
     """One forward: a classifier as it is; CLIP / SigLIP through the image tower, the image
-    embedding, then the zero-shot head (the typed labels' text embeddings)."""
+    embedding, then the zero-shot head (the typed labels' text embeddings). lrp: AttnLRP's rules
+    where the forward is written here (SigLIP's pooling head, the cosine's norm; the rest: hooks)."""
     if vm.text is None:
         out = vm.model(pixels, **kw)
         return _Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None),
                     raw=out)
     out = vm.vit(pixels, **kw)
     if vm.family.pooling == "map":  # SigLIP: last_hidden_state is after the final layernorm
-        emb, summ = _pooled(vm.family, vm.model, out.last_hidden_state)
+        emb, summ = _pooled(vm.family, vm.model, out.last_hidden_state, lrp)
     else:  # CLIP: pooler_output is [CLS] after the final layernorm
-        emb, summ = _pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1))
+        emb, summ = _pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1), lrp)
+    if lrp and vm.zero_shot is not None:  # the cosine's norm a constant: the identity rule
+        emb = lrp_rules.l2_normalize(emb.float())
     logits = vm.zero_shot.logits(emb) if vm.zero_shot is not None else None
     return _Out(logits, getattr(out, "attentions", None), getattr(out, "hidden_states", None), emb, summ)
 
@@ -696,6 +703,77 @@ def layer_score_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index:
             (g,) = torch.autograd.grad(score, [target], retain_graph=True)
             out_grads.append(g[0].float().cpu())
     return out_grads
+
+
+# ------------------------------------------------------------------ AttnLRP
+_QK_NAMES = ("query", "key", "q_proj", "k_proj")  # each family's attention projections (HF module names)
+_V_NAMES = ("value", "v_proj")
+
+
+def _is_activation(m: torch.nn.Module) -> bool:
+    """An element-wise non-linearity module (transformers' ACT2FN modules, torch's GELU and kin)."""
+    return type(m).__module__ == "transformers.activations" or isinstance(
+        m, (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh))
+
+
+def attnlrp_hooks(vm: VitModel) -> list[Hook]:
+    """Forward hooks that put AttnLRP's rules (vizvit.lrp) on every family's blocks, found by kind, not
+    by family: every LayerNorm (std detached), every activation (identity rule), every attention's
+    query and key (gradient ÷ 4) and value (÷ 2) projections. SigLIP's pooling head and the
+    cosine are written out in _forward (lrp=True). A UserError if the attention is not found."""
+    hooks: list[Hook] = []
+    qkv = 0
+    for name, m in vm.model.named_modules():
+        last = name.rsplit(".", 1)[-1]
+        if isinstance(m, torch.nn.LayerNorm):
+            fn = (lambda mod, inp, out: lrp_rules.layer_norm(inp[0], mod.weight, mod.bias, mod.eps))
+        elif _is_activation(m):
+            fn = (lambda mod, inp, out: lrp_rules.identity_rule(inp[0], out))
+        elif isinstance(m, torch.nn.Linear) and last in _QK_NAMES + _V_NAMES:
+            k = lrp_rules.QK_DIVISOR if last in _QK_NAMES else lrp_rules.V_DIVISOR
+            fn = (lambda mod, inp, out, k=k: lrp_rules.divide_gradient(out, k))
+            qkv += 1
+        else:
+            continue
+        hooks.append(Hook(lambda _b, m=m: m, fn))
+    if qkv < 3 * vm.geometry.num_layers:
+        raise UserError(f"AttnLRP does not know where {vm.family.title}'s attention projections are.")
+    return hooks
+
+
+@dataclass(frozen=True)
+class LrpRelevance:
+    """AttnLRP's relevance of one class, on the CPU (float64)."""
+
+    tokens: torch.Tensor  # (N,) each token at the embedding stage's output (embedding + position, [CLS], registers)
+    patches: torch.Tensor  # (P,) the patch embeddings' own part (the conv's output): the map; the rest of
+    # tokens[prefix:] is the position embeddings' (a bias term: no input depends on it)
+    logit: float  # the logit explained
+
+
+@on_gpu
+def attnlrp_relevance(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
+                      ablation: Ablation = Ablation()) -> LrpRelevance:
+    """AttnLRP: one forward with the rules' hooks (attnlrp_hooks) and one backward from logit
+    `class_index`: the relevance of each token at the embedding stage's output and of each patch
+    embedding alone (LrpRelevance), and the logit explained. Under the run lock."""
+    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
+    if vm.family.tower and vm.zero_shot is None:
+        raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
+    kept: dict[str, torch.Tensor] = {}
+
+    def keep(_m: torch.nn.Module, _inp: Any, out: Any) -> None:
+        kept["h0"] = out[0] if isinstance(out, tuple) else out  # (1, N, D)
+
+    hooks = [*attnlrp_hooks(vm), Hook(lambda b: vm.family.embeddings(b), keep), *ablation_hooks(vm, ablation)]
+    with Hooked(vm, extra=hooks) as run, torch.inference_mode(False), torch.enable_grad():
+        out = _forward(vm, pixels, lrp=True)
+        logit = _target_logit(vm, out.logits, class_index)
+        (grad,) = torch.autograd.grad(logit, [kept["h0"]])
+    p0 = vm.geometry.num_prefix_tokens
+    patches = lrp_rules.token_relevance(run.patches[0].detach(), grad[0, p0:p0 + run.patches.shape[1]])  # type: ignore[index]
+    return LrpRelevance(lrp_rules.token_relevance(kept["h0"][0].detach(), grad[0]).cpu(), patches.cpu(),
+                        float(logit.detach()))
 
 
 # ------------------------------------------------------------------ the text tower

@@ -16,7 +16,8 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
-from . import artifacts, attention, figures, maps
+from . import artifacts, attention, figures
+from .readings import methods
 from .ablation import Ablation, format_heads
 from .images import View
 from .engine import load_model
@@ -128,7 +129,6 @@ def methods_used() -> dict[str, str]:
         "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
         "discard_mode": attention.DISCARD_MODES[0],
         "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),
-        "relevance": attention.RELEVANCE_METHOD + ", top-1 class; R ← R + mean_h[(∇A ⊙ A)⁺]·R",
         "pos_similarity": "cosine similarity of the learned patch position embeddings",
         "position_interpolation": "bicubic, align_corners=False, no antialias "
                                   "(HF ViT interpolate_pos_encoding)",
@@ -147,11 +147,7 @@ def methods_used() -> dict[str, str]:
                               "random only outside their mean ± sd (ddof 1)",
         "contest_auc_second_fill": "contest_auc and contest_random_auc with the patches removed by a blur "
                                    "(Gaussian, kernel 2P+1, sigma P/2) instead of black",
-        "map_gradient_rollout": maps.METHOD_TEXT["gradient rollout"] + ", top-1 class; layers in order, rows "
-                                "renormalised (vit-explain's issues #6 and #16 fixed)",
-        "map_legrad": maps.METHOD_TEXT["LeGrad"] + ", top-1 class; each layer read by the model's own head; "
-                      "not min-max scaled",
-        "map_gradcam": maps.METHOD_TEXT["Grad-CAM"] + ", top-1 class; not min-max scaled or resized",
+        **{m.export_key: m.export_text for m in methods.EXPORTED if m.export_key},  # relevance, map_<method>
         "logit_lens": "softmax(classifier(final layernorm([CLS] after block l))), l = 0..L",
         "head_importance": "p_top1(intact) − p_top1(that head alone zeroed before the output projection)",
         "zero_shot_probs": "CLIP: softmax over the labels of exp(logit_scale)·cos(image, text); "

@@ -26,9 +26,10 @@ from .cancel import Cancel, Cancelled
 from .errors import UserError
 
 COSTLY_SLOTS = 2  # jobs running at once, over all callers: a 2-core server keeps a core for everyone else
-# Seconds a job may run (not counting its wait for a slot). Attention flow on ViT-Ti/16 takes ~10 min on
-# two busy cores (benchmarks/abandoned.py); the batched jobs take seconds to a minute there.
-LIMITS: Mapping[str, float] = {"attention flow": 900.0}
+# Seconds a job may run (not counting its wait for a slot), by job name: none by default. The page's
+# jobs take the costly methods' own (vizvit.readings.methods.JOB_LIMITS, page.kit); the batched jobs
+# take seconds to a minute, within DEFAULT_LIMIT_S.
+LIMITS: Mapping[str, float] = {}
 DEFAULT_LIMIT_S = 300.0
 # A caller's second job waits this long for its first to end (a page's Stop, an abandoned call being
 # stopped), then is refused: one caller never holds two slots.

@@ -1,29 +1,28 @@
-"""One path per computation: the cached rollouts and the map-method registry.
+"""One path per computation: the cached rollouts, relevance and attention flow.
 
 The mean-fusion, no-discard rollout is read by the Attention tab (maps, strip, grid, export), the
 masks ("top / bottom by rollout"), the faithfulness curves, the Embeddings tab's colours and the
 API: it is computed here, once per photo, under ``MEAN_ROLLOUT``. A map method (a (gh, gw)
 map that ranks the patches: what a deletion curve removes first and a mask can be drawn from) is
-one ``MapMethod`` in ``MAP_METHODS``, whatever asks for it.
+one ``Method`` record in vizvit.readings.methods, whatever asks for it.
 
 `cache(name, compute)` is ``Photo.derived`` (or ``no_cache``): the names are this module's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator
 
 import numpy as np
 import torch
 
 from . import attention as att_mod
-from . import engine, explain
+from . import explain
 from .cancel import NEVER, Cancel
 from .engine import Analysis
 from .errors import UserError
 from .models import VitModel
-from .relevance import check_class, checked_gradients, map_step, relevance_parts
+from .relevance import relevance_parts
 from .vocab import DiscardMode, Fusion
 
 Cache = Callable[[Hashable, Callable[[], Any]], Any]
@@ -53,12 +52,12 @@ def relevance_name(class_index: int) -> tuple:
 
 
 def method_map_name(method: str, class_index: int) -> tuple:
-    """(gh, gw) map of one class-specific method of vizvit.maps.CLASS_METHODS (not Chefer's:
+    """(gh, gw) map of one class-specific method of vizvit.readings.methods (not Chefer's:
     relevance_name) for one class."""
     return ("method map", method, int(class_index))
 
 
-ATTENTION_FLOW = ("attention flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
+ATTENTION_FLOW = ("attention_flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
 
 
 def full_attentions(a: Analysis) -> torch.Tensor:
@@ -106,82 +105,6 @@ def relevance(vm: VitModel, a: Analysis, class_index: int,
     return cache(relevance_name(class_index), lambda: relevance_parts(vm, a, int(class_index)))
 
 
-# ------------------------------------------------------------------ the class-specific methods
-# Each (vm, a, class_index) -> (gh, gw) float32: one forward and at most one backward through the
-# engine (under its lock), on a's own input and heads switched off; cached per class by `class_map`.
-def _grad_rollout(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
-    """vit-explain's gradient rollout (explain.grad_rollout) from the summary's row; SigLIP: the
-    MAP head's step (as for relevance) times R."""
-    att, grads = checked_gradients(vm, a, class_index)
-    n = vm.geometry.num_layers
-    r = explain.grad_rollout(torch.stack(att[:n]), torch.stack(grads[:n]))
-    s = map_step(att, grads, n)
-    return att_mod.cls_to_patches(r, vm.geometry, s).numpy().astype(np.float32)
-
-
-def _legrad(vm: VitModel, a: Analysis, class_index: int, readout: str = "summary") -> np.ndarray:
-    """LeGrad over the last explain.LEGRAD_LAYERS blocks (its default layer_index = −2); readout:
-    "summary" (the model's own head: [CLS] for a ViT) or explain.LEGRAD_TOKEN_MEAN (torchcam's)."""
-    check_class(vm, a, class_index)
-    g = vm.geometry
-    layers = range(max(0, g.num_layers - explain.LEGRAD_LAYERS), g.num_layers)
-    grads = engine.layer_score_gradients(vm, a.pixel_values, class_index, layers, a.ablation, readout)
-    return explain.legrad(grads, g.num_prefix_tokens).reshape(g.grid).numpy().astype(np.float32)
-
-
-def _legrad_mean(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
-    """LeGrad with each layer read from the mean of its tokens (torchcam 0.5's LeGrad). An image-text
-    tower's LeGrad already reads CLIP's mean and SigLIP's pooling head: the same map as "LeGrad"."""
-    return _legrad(vm, a, class_index, explain.LEGRAD_TOKEN_MEAN)
-
-
-def _gradcam(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
-    """Grad-CAM on the last block's first layernorm (pytorch-grad-cam's ViT target layer)."""
-    check_class(vm, a, class_index)
-    act, grad = engine.activation_gradients(vm, a.pixel_values, class_index, a.ablation)
-    g = vm.geometry
-    return explain.gradcam(act, grad, g.num_prefix_tokens, g.grid).numpy().astype(np.float32)
-
-
-CLASS_METHODS: dict[str, Callable[[VitModel, Analysis, int], np.ndarray]] = {
-    "gradient rollout": _grad_rollout,
-    "LeGrad": _legrad,
-    "Grad-CAM": _gradcam,
-}
-LEGRAD_MEAN = "LeGrad (token mean)"
-# Variants of a class-specific map that the Attention tab's menu and the API offer, but that the
-# contest does not rank and export does not write (one more backward each, for a readout choice).
-CLASS_VARIANTS: dict[str, Callable[[VitModel, Analysis, int], np.ndarray]] = {
-    LEGRAD_MEAN: _legrad_mean,
-}
-# The exact method each name stands for (titles, texts, the API and export; docs/methods.md).
-METHOD_TEXT: dict[str, str] = {
-    "rollout": att_mod.ROLLOUT_METHOD + ", mean fusion, no discard",
-    "last-layer [CLS] attention": "last layer's [CLS] attention, mean over heads",
-    "random": "random order (a baseline)",
-    "class relevance": att_mod.RELEVANCE_METHOD,
-    "gradient rollout": explain.GRAD_ROLLOUT_METHOD + f", discard {explain.GRAD_ROLLOUT_DISCARD}",
-    "LeGrad": explain.LEGRAD_METHOD + f", last {explain.LEGRAD_LAYERS} layers",
-    LEGRAD_MEAN: explain.LEGRAD_METHOD + f", last {explain.LEGRAD_LAYERS} layers, each read from the mean of its "
-                 "tokens through the final norm and head (torchcam 0.5's readout)",
-    "Grad-CAM": explain.GRADCAM_METHOD,
-    "attention flow": explain.FLOW_METHOD,
-}
-
-
-def class_map(method: str, vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache) -> np.ndarray:
-    """(gh, gw) float32 map of one class-specific method ("class relevance" or CLASS_METHODS) for
-    `class_index`, cached per class."""
-    if method == "class relevance":
-        return relevance_map(vm, a, class_index, cache)
-    compute = CLASS_METHODS.get(method) or CLASS_VARIANTS.get(method)
-    if compute is None:
-        raise UserError(f"Unknown class-specific method {method!r}: use class relevance, "
-                        f"{', '.join([*CLASS_METHODS, *CLASS_VARIANTS])}.")
-    check_class(vm, a, int(class_index))
-    return cache(method_map_name(method, class_index), lambda: compute(vm, a, int(class_index)))
-
-
 # ------------------------------------------------------------------ attention flow: a job
 def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], bool] = lambda: False,
                cancel: Cancel = NEVER) -> Iterator[explain.FlowStep]:
@@ -208,33 +131,10 @@ def flow_map(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np
     return attention_flow(a, cache, cancel)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
 
 
-# ------------------------------------------------------------------ map methods
-@dataclass(frozen=True)
-class MapMethod:
-    """A map of one analysis that ranks the patches: compute(vm, a, cache, seed) -> (gh, gw)."""
-
-    name: str  # as the curves, their export (deletion_curve_maps) and the page name it
-    compute: Callable[[VitModel, Analysis, Cache, int], np.ndarray]
-    needs_classifier: bool = False  # a class to explain: only for models with a classifier
-    slow: bool = False  # minutes (attention flow): in the curves only once computed (the Attention tab)
-
-
-def _rollout_map(vm: VitModel, a: Analysis, cache: Cache, seed: int) -> np.ndarray:
-    """The summary's row of the mean rollout through every layer (SigLIP: the MAP head's weights·R)."""
+# ------------------------------------------------------------------ maps every method reads
+def summary_rollout_map(a: Analysis, cache: Cache = no_cache) -> np.ndarray:
+    """(gh, gw) the summary's row of the mean rollout through every layer (SigLIP: the MAP head's weights·R)."""
     return att_mod.cls_to_patches(mean_rollout(a, cache), a.geometry, a.summary_weights)[-1].numpy()
-
-
-def _last_layer_map(vm: VitModel, a: Analysis, cache: Cache, seed: int) -> np.ndarray:
-    """Raw last-layer [CLS] attention (mean over heads); SigLIP: the MAP head's own attention, the
-    summary's last attention, under the same name."""
-    g = a.geometry
-    if a.summary_weights is None:
-        return att_mod.cls_to_patches(att_mod.fuse_heads(a.attentions[-1]), g).numpy()
-    return a.summary_weights[g.num_prefix_tokens:].reshape(g.grid).numpy()
-
-
-def _random_map(vm: VitModel, a: Analysis, cache: Cache, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).random(a.geometry.grid)
 
 
 def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no_cache,
@@ -243,41 +143,3 @@ def relevance_map(vm: VitModel, a: Analysis, class_index: int, cache: Cache = no
     SigLIP: the MAP head's relevance step s (N,), s·R)."""
     r, s = relevance(vm, a, class_index, cache)
     return att_mod.cls_to_patches(r, vm.geometry, s if s is not None else summary).numpy().astype(np.float32)
-
-
-def _relevance_map(vm: VitModel, a: Analysis, cache: Cache, seed: int) -> np.ndarray:
-    return relevance_map(vm, a, a.top5[0].index, cache)
-
-
-def _top1(method: str) -> Callable[[VitModel, Analysis, Cache, int], np.ndarray]:
-    return lambda vm, a, cache, seed: class_map(method, vm, a, a.top5[0].index, cache)
-
-
-MAP_METHODS: dict[str, MapMethod] = {m.name: m for m in (
-    MapMethod("rollout", _rollout_map),
-    MapMethod("last-layer [CLS] attention", _last_layer_map),
-    MapMethod("random", _random_map),
-    MapMethod("class relevance", _relevance_map, needs_classifier=True),  # Chefer et al. 2021b, top-1 class
-    *(MapMethod(n, _top1(n), needs_classifier=True) for n in CLASS_METHODS),  # top-1 class
-    MapMethod("attention flow", lambda vm, a, cache, seed: flow_map(a, cache), slow=True),
-)}
-
-
-def method_map(name: str, vm: VitModel, a: Analysis, cache: Cache = no_cache, seed: int = 0) -> np.ndarray:
-    """(gh, gw) map of one method."""
-    if name not in MAP_METHODS:
-        raise UserError(f"Unknown map {name!r}: use one of {', '.join(MAP_METHODS)}.")
-    return MAP_METHODS[name].compute(vm, a, cache, seed)
-
-
-def applies(name: str, vm: VitModel, a: Analysis) -> bool:
-    """Whether method `name` has a map for this model and analysis (a class needs a classifier)."""
-    return not (MAP_METHODS[name].needs_classifier and not (vm.has_classifier and a.top5))
-
-
-def ranking_maps(vm: VitModel, a: Analysis, cache: Cache = no_cache, seed: int = 0,
-                 names: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map of every method that applies (all of MAP_METHODS but the slow ones by
-    default; the class-specific ones only with a classifier), in registry order."""
-    wanted = tuple(n for n in MAP_METHODS if not MAP_METHODS[n].slow) if names is None else names
-    return {n: method_map(n, vm, a, cache, seed) for n in wanted if applies(n, vm, a)}

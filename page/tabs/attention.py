@@ -8,6 +8,7 @@ import gradio as gr
 from typing import Any
 
 from vizvit import vocab, web
+from vizvit.readings import methods
 from vizvit.session import PhotoKey
 from vizvit.views import attention as ap
 
@@ -227,8 +228,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     @safe
     def class_map(key: PhotoKey | None, class_index: int | None, name: str, *v: Any) -> dict:
-        """Every method but attention flow (that one is flow_job's): one backward pass, then cached."""
-        if name == "attention flow":
+        """Every method but a costly one (that is flow_job's): one backward pass, then cached."""
+        if methods.is_costly(name):
             return kit.skip([rel_img, rel_text])
         if key is None or class_index is None:
             raise gr.Error("Upload a photo first (class maps need a model with a classifier).")
@@ -238,12 +239,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def flow_job(key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
         """Attention flow, streamed: progress lines, then the map (cached per photo)."""
-        if name != "attention flow":  # class_map's: leave its answer alone (a bare return would blank it)
+        if not methods.is_costly(name):  # class_map's: leave its answer alone (a bare return would blank it)
             yield kit.skip([rel_img, rel_text])
             return
         if key is None:
             raise gr.Error("Upload a photo first.")
-        with kit.JOBS.hold(request, "attention flow") as cancel:
+        with kit.JOBS.hold(request, name) as cancel:
             for img, text in ap.flow_progress(ctx.wb.handle(key), params(v), cancel):
                 yield {rel_text: text} if img is None else {rel_img: img, rel_text: text}
 

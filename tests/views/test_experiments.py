@@ -8,6 +8,7 @@ import torch
 
 import vizvit
 from vizvit import perturb
+from vizvit.readings import methods
 from vizvit.export import export
 from vizvit.images import View, shift_view
 from vizvit.session import PhotoKey, Workbench
@@ -36,7 +37,7 @@ def test_workbench_panels_cache_their_forwards(tiny16, cat):
     from vizvit import maps
     a = wb.analysis(key)
     for by in ("LeGrad", "Grad-CAM", "gradient rollout"):  # masks by any map (issue 32), the same map as elsewhere
-        want = perturb.mask_by_map(maps.class_map(by, tiny16, a, a.top5[0].index), 0.1)
+        want = perturb.mask_by_map(methods.class_map(by, tiny16, a, a.top5[0].index), 0.1)
         assert experiments.mask_action(wb.handle(key), (), "top", 10, rank_by=by) == want
     assert experiments.toggle_at(wb.handle(key), m, 5.0, 5.0) == perturb.toggle(m, 0)
 

@@ -24,7 +24,7 @@ from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at
 from ..maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
-from ..maps import ATTENTION_FLOW
+from ..readings import methods
 from ..session import Photo
 from ..vocab import DISTANCE_NORMS, DistanceNorm
 from ..vocab import FUSIONS, ONE_HEAD
@@ -86,21 +86,10 @@ leaves them as they are). Low = local heads (like convolutions), high = global o
 **click a dot** (or choose a head in the list) to open its map."""
 
 
-RELEVANCE_TEXT = """**Class-specific maps.** *Class relevance*, Chefer et al. 2021b (generic attention; not their
-2021a LRP method): unlike rollout, it depends on the class: one backward pass gives the gradient of that
-class's logit with respect to every attention map, and R ← R + meanₕ[(∇A ⊙ A)⁺] · R (from R = I, layer by
-layer) keeps the attention that *raised* that class. The map is R's [CLS] row. *Gradient rollout*
-(vit-explain): rollout of meanₕ(A ⊙ ∇A)⁺ with the lowest 90 % dropped. *LeGrad* (Bousselham et al. 2024):
-each of the last two layers read out by the model's own head ([CLS]), and the positive gradient of that score
-with respect to that layer's attention, averaged; *LeGrad (token mean)* reads the mean of all tokens
-instead, as torchcam's LeGrad and LeGrad on CLIP do. *Grad-CAM*: the last block's first layernorm, weighted
-by its mean gradient (pytorch-grad-cam's ViT recipe). *Attention flow* (Abnar & Zuidema 2020): an exact
-max-flow from [CLS] to each input token through the attention graph; not class-specific, minutes on a
-12-layer model, streamed and stoppable. Each runs only when you press the button (one forward and at
-most one backward), then it is cached. AttnLRP is not offered: docs/methods.md says why."""
+RELEVANCE_TEXT = methods.menu_text()  # each menu method's sentence, from its record
 
-# The methods of the Attention tab's map menu: Chefer's, the other class-specific ones, attention flow.
-EXPLAIN_METHODS = ("class relevance", *maps.CLASS_METHODS, *maps.CLASS_VARIANTS, "attention flow")
+# The methods of the Attention tab's map menu (vizvit.readings.methods.MENU, in registry order).
+EXPLAIN_METHODS = tuple(m.name for m in methods.MENU)
 FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
 
 
@@ -404,27 +393,21 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
                  cache: Cache = no_cache) -> tuple[np.ndarray, str]:
     """The map of one EXPLAIN_METHODS method (for `class_index`; attention flow has no class), drawn
     as the relevance map is, with its readout."""
-    if method not in EXPLAIN_METHODS:
-        raise UserError(f"Unknown method {method!r}: use one of {', '.join(EXPLAIN_METHODS)}.")
-    if method == "class relevance":
-        if class_index is None:
-            raise UserError("This model has no classifier, so there is no class to explain.")
-        return relevance_panel(vm, a, int(class_index), p, cache)
+    m = methods.get(method, methods.MENU)
+    if m.needs_class and class_index is None:
+        raise UserError("This model has no classifier, so there is no class to explain.")
+    if m.reads_summary:  # the relevance panel: read from the tab's chosen summary token
+        return relevance_panel(vm, a, int(class_index), p, cache)  # type: ignore[arg-type]
     g = vm.geometry
-    if method == "attention flow":
-        values, about = maps.flow_map(a, cache), "from the summary token, any class"
-    else:
-        if class_index is None:
-            raise UserError("This model has no classifier, so there is no class to explain.")
-        values = maps.class_map(method, vm, a, int(class_index), cache)
-        about = f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})"
+    values = m(vm, a, class_index, cache)
+    about = (f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})" if m.needs_class
+             else "from the summary token, any class")
     v, r, c = _where(values, np.argmax)
     arts = art_mod.through_layers(artifact_masks(a, cache))[-1]
     text = (f"**{method}** {about}: sum over patches {values.sum():.4g}, max {v:.4g} at (row {r}, col {c}). "
-            f"Method: {maps.METHOD_TEXT[method]}.")
-    if method == "attention flow":  # max-flows share their bottlenecks: the map is nearly flat
-        text += (f" Every patch gets between {values.min():.4g} and {v:.4g} (uniform: {1 / values.size:.4g}): flow "
-                 f"spreads over many paths, so its maps are flatter than rollout's.")
+            f"Method: {m.caption}.")
+    if m.note is not None:
+        text += m.note(values)
     if arts.any():
         top = np.argsort(values, axis=None)[::-1][:int(arts.sum())]
         text += (f" {int(arts.reshape(-1)[top].sum())} of the {int(arts.sum())} highest patches are artifact "
@@ -438,14 +421,14 @@ def flow_progress(ph: Photo, p: AttnParams, cancel: Cancel = NEVER) -> Iterator[
     the map; from the cache at once once computed. Closing the generator (Stop) ends the job, and
     so does `cancel` (checked between max-flows: Cancelled)."""
     a = ph.analysis()
-    if ph.peek(ATTENTION_FLOW) is None:
+    if ph.peek(methods.FLOW.cached_as) is None:
         yield None, "Attention flow: building the attention graph…"
         for step in maps.flow_steps(a, ph.derived, cancel=cancel):
             if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
                 left = step.seconds / step.done * (step.total - step.done)
                 yield None, (f"Attention flow: {step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "
                              f"{left:.0f} s left. Stop ends it (nothing is kept until it is done).")
-    yield method_panel(ph.vm, a, "attention flow", None, p, ph.derived)
+    yield method_panel(ph.vm, a, methods.FLOW.name, None, p, ph.derived)
 
 
 # ------------------------------------------------------------------ export
@@ -473,15 +456,9 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     if a.summary_attention is not None:  # (H, gh, gw) SigLIP: the MAP head's attention per head
         out["summary_attention"] = a.summary_attention[:, g.num_prefix_tokens:].reshape(-1, *g.grid).numpy()
     if vm.has_classifier and a.top5:
-        out["relevance"] = relevance_map(vm, a, a.top5[0].index, cache)  # (gh, gw), top-1 class
-        for name in maps.CLASS_METHODS:  # (gh, gw) each, top-1 class: gradient rollout, LeGrad, Grad-CAM
-            out[export_name(name)] = maps.class_map(name, vm, a, a.top5[0].index, cache)
+        for m in methods.EXPORTED:  # (gh, gw) each, top-1 class: relevance, map_gradient_rollout, ...
+            out[m.export_key] = m(vm, a, a.top5[0].index, cache)  # type: ignore[index]
     return out
-
-
-def export_name(method: str) -> str:
-    """arrays.npz key of a class-specific method's map: "gradient rollout" -> "map_gradient_rollout"."""
-    return "map_" + method.lower().replace(" ", "_").replace("-", "")
 
 
 def attention_figures(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, "np.ndarray | go.Figure"]:
@@ -581,9 +558,10 @@ def relevance(ph: Photo, class_index: int, p: AttnParams) -> tuple[np.ndarray, s
 
 
 def explain(ph: Photo, method: str, class_index: int | None, p: AttnParams) -> tuple[np.ndarray, str]:
-    """On request: one EXPLAIN_METHODS map (attention flow: only once computed, see flow_progress)."""
-    if method == "attention flow" and ph.peek(ATTENTION_FLOW) is None:
-        raise UserError("Attention flow runs as a job: use flow_progress.")
+    """On request: one EXPLAIN_METHODS map (a costly one: only once computed, see flow_progress)."""
+    m = methods.get(method, methods.MENU)
+    if m.costly and ph.peek(m.cached_as) is None:
+        raise UserError(f"{m.name[0].upper()}{m.name[1:]} runs as a job: use flow_progress.")
     return method_panel(ph.vm, ph.analysis(), method, class_index, p, ph.derived)
 
 

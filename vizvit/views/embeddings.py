@@ -26,6 +26,7 @@ from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at, token_index
 from ..positional import cosine_similarity_matrix
+from ..readings import methods
 from ..session import Photo
 from ..tokens import (
     EmbeddingStage,
@@ -105,7 +106,7 @@ def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None,
         # Fitted without each depth's artifact tokens: with them, PCA's first component is
         # "artifact or not" and every ordinary patch gets one colour.
         tokens=token_stats(a.hidden_states, g, art_mod.high_norm_at_depth(a.hidden_states, g)),
-        rollout=maps.method_map("rollout", vm, a, cache).astype(np.float32),
+        rollout=methods.ROLLOUT(vm, a, None, cache).astype(np.float32),
         thumbs=np.array(patch_thumbnails(a.input_view, g)),
         big=render.enlarge(a.input_view, render.display_scale(g)),
     )

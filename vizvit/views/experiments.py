@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import artifacts as art_mod
-from .. import engine, maps, perturb, render
+from .. import engine, perturb, render
 from ..cancel import NEVER, Cancel
 from ..cnn import cnn_shift_probs
 from ..errors import UserError
@@ -22,8 +22,8 @@ from . import flip
 from .common import top5_figure
 from ..patches import patch_at
 from ..vocab import FILLS, MASK_MODES, TOKEN_MODES
+from ..readings import methods
 from ..readings.artifacts import artifact_masks
-from ..maps import ATTENTION_FLOW
 from ..session import Photo
 
 # The names this module's results are cached under (Photo.derived / per_model).
@@ -35,7 +35,7 @@ def cnn_sweep_name(cnn_id: str) -> tuple:
 
 
 def ranking_maps_name(seed: int) -> tuple:
-    """The maps the curves rank patches by (vizvit.maps.MAP_METHODS), per random seed."""
+    """The maps the curves rank patches by (vizvit.readings.methods.CONTEST), per random seed."""
     return ("experiments_maps", seed)
 
 
@@ -281,7 +281,7 @@ def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK, cancel: Cancel
 # ------------------------------------------------------------------ masks
 def rollout_map(ph: Photo) -> np.ndarray:
     """(gh, gw) rollout through all layers of the unmasked photo (the cached mean rollout)."""
-    return maps.method_map("rollout", ph.vm, ph.analysis(), ph.derived)
+    return methods.ROLLOUT(ph.vm, ph.analysis(), None, ph.derived)
 
 
 def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
@@ -296,13 +296,13 @@ def toggle_at(ph: Photo, mask: tuple[int, ...] | None, x: float, y: float) -> tu
     return perturb.toggle(clean_mask(mask, g), r * g.grid[1] + c)
 
 
-# The maps "top / bottom k %" can rank the patches by (vizvit.maps.MAP_METHODS but random, which has
-# its own button, and attention flow, minutes long); class-specific ones for the top-1 class.
-MASK_MAPS = tuple(n for n, m in maps.MAP_METHODS.items() if n != "random" and not m.slow)
+# The maps "top / bottom k %" can rank the patches by (readings.methods.RANK_BY: the contest's but the
+# baseline, which has its own button, and the costly ones); class-specific ones for the top-1 class.
+MASK_MAPS = tuple(m.name for m in methods.RANK_BY)
 
 
 def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: float,
-                seed: int = 0, rank_by: str = "rollout") -> tuple[int, ...]:
+                seed: int = 0, rank_by: str = methods.ROLLOUT.name) -> tuple[int, ...]:
     """clear | invert | random | top | bottom (by the map `rank_by`, MASK_MAPS) -> the new mask."""
     g = ph.vm.geometry
     mask = clean_mask(mask, g)
@@ -316,9 +316,10 @@ def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: f
     if action in ("top", "bottom"):
         if rank_by not in MASK_MAPS:
             raise UserError(f"Rank patches by one of: {', '.join(MASK_MAPS)}.")
-        if not maps.applies(rank_by, ph.vm, ph.analysis()):
+        m = methods.get(rank_by)
+        if not m.applies(ph.vm, ph.analysis()):
             raise UserError(f"{rank_by} needs a class to explain, and this model has no classifier.")
-        values = maps.method_map(rank_by, ph.vm, ph.analysis(), ph.derived)
+        values = m(ph.vm, ph.analysis(), None, ph.derived)
         return perturb.mask_by_map(values, f, top=action == "top")
     raise UserError(f"Unknown mask action {action!r}.")
 
@@ -395,12 +396,15 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
 
 # ------------------------------------------------------------------ faithfulness
 def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map for the curves, cached per photo: every map method of vizvit.maps (the
-    class-specific ones for the top-1 class, shared with the Attention tab's cache so each is
-    computed once), and attention flow once the Attention tab has computed it (minutes: a job)."""
-    out = dict(ph.derived(ranking_maps_name(seed), lambda: maps.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
-    if ph.peek(ATTENTION_FLOW) is not None:
-        out["attention flow"] = maps.flow_map(ph.analysis(), ph.derived)
+    """name -> (gh, gw) map for the curves, cached per photo: every contest method of
+    readings.methods (the class-specific ones for the top-1 class, shared with the Attention tab's
+    cache so each is computed once), and a costly one (attention flow: minutes, a job) once the
+    Attention tab has computed it."""
+    out = dict(ph.derived(ranking_maps_name(seed),
+                          lambda: methods.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
+    for m in methods.CONTEST:
+        if m.costly and ph.peek(m.cached_as) is not None:
+            out[m.name] = m(ph.vm, ph.analysis(), None, ph.derived)
     return out
 
 
@@ -457,7 +461,7 @@ def contestants(c: perturb.Curves, band: perturb.Curves | None) -> list[tuple[st
     """(name, deletion AUC, insertion AUC) best first by insertion − deletion (ties by registry order).
     With a band, the one "random" map gives way to the random orders' mean, named RANDOM_ROW."""
     rows = [(n, float(d), float(i)) for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)
-            if band is None or n != "random"]
+            if band is None or n != methods.RANDOM.name]
     if band is not None:
         rows.append((RANDOM_ROW, float(band.deletion_auc.mean()), float(band.insertion_auc.mean())))
     order = np.argsort([-(i - d) for _, d, i in rows], kind="stable")
@@ -473,7 +477,7 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
         other = {n: (d, i) for n, d, i in contestants(second.curves, second.band)}
     out = []
     for r, (name, d, i) in enumerate(contestants(c, band)):
-        shown = name if name == RANDOM_ROW or name != "random" else "random (baseline, one order)"
+        shown = name if name == RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
         d2, i2 = other.get(name, ("", ""))
         out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4),
                     round(d2, 4) if d2 != "" else "", round(i2, 4) if i2 != "" else ""])
@@ -489,7 +493,7 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
     insertion) in place of the one random curve; without: random order grey."""
     fig = go.Figure()
     # Colours over the maps but random (drawn grey), in registry order: the same map, the same colour.
-    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(x for x in c.names if x != "random")}
+    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(x for x in c.names if x != methods.RANDOM.name)}
     curves = {n: (c.deletion[k], c.insertion[k]) for k, n in enumerate(c.names)}
     for r, (name, d, i) in enumerate(contestants(c, band)):
         label = f"{r + 1}. {name} (del {d:.3f}, ins {i:.3f})"
@@ -507,7 +511,7 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
                 fig.add_scatter(x=c.fractions, y=m, name=label, legendgroup=name, mode="lines", showlegend=k == 0,
                                 line=dict(color="#666666", width=2, dash="dash" if k else "solid"))
             continue
-        col = "#888888" if name == "random" else colour[name]
+        col = "#888888" if name == methods.RANDOM.name else colour[name]
         dy, iy = curves[name]
         fig.add_scatter(x=c.fractions, y=dy, name=label, legendgroup=name, mode="lines",
                         line=dict(color=col, width=2))
@@ -591,7 +595,7 @@ class FillScore:
 
 
 def fill_score(f: FillContest) -> FillScore:
-    keep = [k for k, n in enumerate(f.curves.names) if n != "random"]
+    keep = [k for k, n in enumerate(f.curves.names) if n != methods.RANDOM.name]
     return FillScore(f.curves.mode, tuple(f.curves.names[k] for k in keep), f.curves.deletion_auc[keep],
                      f.curves.insertion_auc[keep], f.deletion_band, f.insertion_band)
 
@@ -676,7 +680,7 @@ def _verdict_of(ph: Photo, c: Contest, maps: dict[str, np.ndarray], steps: int) 
     a = ph.analysis()
     art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,) any layer's artifacts
     counts = {n: int(art[first_removed(maps[n], steps)].sum()) for n in c.first.curves.names
-              if n != "random" and n in maps}
+              if n != methods.RANDOM.name and n in maps}
     n_first = max(1, round(art.size / steps))
     where = f"{int(art.sum())} artifact token{'s' if art.sum() != 1 else ''}: {art_mod.describe(art.reshape(a.geometry.grid))}"
     first = c.first.curves

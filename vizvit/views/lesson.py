@@ -26,6 +26,7 @@ from ..images import View
 from ..lesson import MEASURED, Step
 from ..models import Geometry
 from ..numbers import attention_cost
+from ..readings import methods
 from ..readings import attention as ra
 from ..readings.artifacts import artifact_masks
 from ..session import Photo
@@ -265,11 +266,12 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     top = np.argsort(-np.asarray(r, np.float64).ravel(), kind="stable")[:ROLLOUT_TOP]
     n_art = int(art[top].sum())
     contest = experiments.peek_contest(ph)
-    if contest is None or "rollout" not in contest.first.curves.names:
+    rollout = methods.ROLLOUT.name
+    if contest is None or rollout not in contest.first.curves.names:
         return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP)
     ranked = [n for n, _, _ in experiments.contestants(contest.first.curves, contest.first.band)]
-    wins = "better" in experiments.beats_random(experiments.fill_score(contest.first))["rollout"]
-    return claims.rollout_claim(ranked.index("rollout") + 1, len(ranked), wins, contest.first.curves.mode, n_art,
+    wins = "better" in experiments.beats_random(experiments.fill_score(contest.first))[rollout]
+    return claims.rollout_claim(ranked.index(rollout) + 1, len(ranked), wins, contest.first.curves.mode, n_art,
                                 ROLLOUT_TOP)
 
 
