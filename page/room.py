@@ -19,7 +19,8 @@ from starlette.requests import Request
 from PIL import Image
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse
 
-from vizvit import launch, lesson as lesson_mod, web
+from vizvit import launch, lesson as lesson_mod
+from . import web
 from vizvit.errors import UserError
 from vizvit.room import Rooms
 from vizvit.session import Workbench
@@ -96,7 +97,7 @@ def _lan() -> str | None:
 
 
 def page_html() -> str:
-    """The room's page: one HTML file with its script (vizvit/web/room.html, room.js)."""
+    """The room's page: one HTML file with its script (page/web/room.html, room.js)."""
     return web.asset("room.html").replace("/*ROOM_JS*/", web.asset("room.js"))
 
 

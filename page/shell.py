@@ -11,7 +11,8 @@ from typing import Any
 import gradio as gr
 
 import gradio_patch
-from vizvit import deeplink, figures, views, web
+from vizvit import deeplink, figures, views
+from . import web
 from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
 from vizvit.errors import UserError

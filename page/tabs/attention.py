@@ -7,7 +7,8 @@ import gradio as gr
 
 from typing import Any
 
-from vizvit import vocab, web
+from vizvit import vocab
+from .. import web
 from vizvit.session import PhotoKey
 from vizvit.views import attention as ap
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import gradio as gr
 
-from vizvit import vocab, web
+from vizvit import vocab
+from .. import web
 from vizvit.session import PhotoKey
 from vizvit.views import attention as ap
 from vizvit.views import embeddings

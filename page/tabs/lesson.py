@@ -10,7 +10,8 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from vizvit import deeplink, launch, web
+from vizvit import deeplink, launch
+from .. import web
 from vizvit.vocab import TABS
 from vizvit.session import PhotoKey
 from vizvit.views import lesson

@@ -13,7 +13,6 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import cv2
@@ -221,8 +220,8 @@ class MainPanel:
 
 # The page's drawing of the main map (layer, head, fusion and a clicked query, with no round
 # trip): a port of map_image, beside the view it mirrors; its constants come from page_style().
-PAGE_SCRIPT = Path(__file__).with_name("attention_map.js")
-MAP_DRAW_SCRIPT = Path(__file__).with_name("map_draw.js")  # its drawing, shared with the live camera: run first
+PAGE_SCRIPT = "attention_map.js"  # page/web/: the page reads it, the library only names it
+MAP_DRAW_SCRIPT = "map_draw.js"  # its drawing, shared with the live camera: run first
 DIM = 0.3  # the τ threshold darkens the view outside the kept patches to this fraction
 UNIFORM_MARK = "1/N"  # the uniform level's name on a map's colour bar
 
