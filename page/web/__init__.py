@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from .. import ids
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -24,6 +26,8 @@ def asset(name: str) -> str:
         while lines and (lines[0].startswith("//") or not lines[0].strip()):
             lines.pop(0)
         text = "\n".join(lines).strip()
+        # the element ids it names (VIZVIT_IDS.ATTN_MAIN): page/ids.py's table, written in
+        text = text.replace(ids.PLACEHOLDER, ids.as_js())
     return text
 
 

@@ -68,9 +68,9 @@ def test_the_views_name_their_scripts_by_plain_name():
 
 def test_asset_drops_only_the_leading_comment_lines():
     """A script's leading // lines document it; what follows is kept to the byte (less the ends' blanks)."""
-    raw = (WEB / "select_tab.js").read_text(encoding="utf-8")
+    raw = (WEB / "preload.js").read_text(encoding="utf-8")
     assert raw.startswith("//")
-    body = web.asset("select_tab.js")
+    body = web.asset("preload.js")
     assert not body.startswith("//") and body in raw
     first_code = next(line for line in raw.splitlines() if line.strip() and not line.startswith("//"))
     assert body.splitlines()[0] == first_code
