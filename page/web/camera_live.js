@@ -1,6 +1,6 @@
 // The camera page's loop (views/camera.py: live_markup, FRAME_PATH). Start asks for the camera and
 // sends one frame at a time to the frames' route, a JPEG in the request body; the answer is the
-// live picture's book (camera.py: live_book), drawn here (views/camera_draw.js), and the next
+// live picture's book (camera.py: live_book), drawn here (page/web/camera_draw.js), and the next
 // frame is captured as soon as it is painted. One frame in flight:
 // a frame never waits behind an older one, and no frame is captured that the server would drop.
 // The map's controls are read from the page for each frame. sid: this page's camera token; side:
@@ -27,7 +27,7 @@
     const input = el.querySelector('input[type=number], input:not([type]), input[type=text]');
     return input ? input.value : '';
   };
-  // Where the live picture is drawn (views/camera_draw.js): made at the first picture, and put in
+  // Where the live picture is drawn (page/web/camera_draw.js): made at the first picture, and put in
   // the page once drawn (an empty canvas would show a blank box while the first view decodes).
   const picture = () => {
     const cv = document.querySelector(`#${ID.CAM_PICTURE} canvas.vv-live`);
