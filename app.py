@@ -22,7 +22,8 @@ import gradio_patch  # noqa: E402
 
 from page import sessions  # noqa: E402
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
-from vizvit import hub, views, web  # noqa: E402
+from vizvit import hub, views  # noqa: E402
+from page import web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
 from vizvit.launch import server_address, start, start_model  # noqa: E402,F401 - start_model: for callers of app
 from vizvit.models import DEFAULT_MODEL  # noqa: E402

@@ -41,7 +41,7 @@ import app  # noqa: E402
 import fake_camera  # noqa: E402
 from appserver import free_port  # noqa: E402
 from vizvit import engine  # noqa: E402
-from vizvit.models import load_model  # noqa: E402
+from vizvit.engine import load_model  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import camera as cam_view  # noqa: E402
 

@@ -25,18 +25,11 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-from PIL import Image
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from fakes import free_port, photo  # noqa: E402
 
 
 def start_server(model: str, port: int, cache_mb: int, photo_mb: int, queue: int, conc: int) -> subprocess.Popen:
@@ -44,18 +37,6 @@ def start_server(model: str, port: int, cache_mb: int, photo_mb: int, queue: int
     from hall import start_server as start_app
 
     return start_app(model, port, queue, conc, ["--cache-mb", str(cache_mb), "--photo-mb", str(photo_mb)])
-
-
-def photo(seed: int, folder: Path) -> str:
-    """A distinct 640×480 photo-like picture (smooth gradients + noise)."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:480, 0:640] / 640.0
-    base = np.stack([np.sin(x * rng.uniform(1, 9) + rng.uniform(0, 6)), np.cos(y * rng.uniform(1, 9)),
-                     np.sin((x + y) * rng.uniform(1, 9))], -1)
-    img = ((base * 0.4 + 0.5 + rng.normal(0, 0.05, base.shape)).clip(0, 1) * 255).astype(np.uint8)
-    path = folder / f"photo_{seed}.jpg"
-    Image.fromarray(img).save(path, quality=85)
-    return str(path)
 
 
 def rss_mb(proc: subprocess.Popen) -> float:

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
 from hall import server_log, start_server, student, tree_rss  # noqa: E402
-from load_test import free_port, photo  # noqa: E402
+from fakes import free_port, photo  # noqa: E402
 
 TRAINED = os.environ.get("VIZVIT_TRAINED") or str(ROOT.parent / "shared" / "models" / "vit-tiny-augreg")
 OVERHEAD_MB = 300  # the fixed allowance above start + budgets (docs/memory.md: what it is, measured)

@@ -1,5 +1,5 @@
 """A view's Flipbook (vizvit/views/flip.py) in the page: one hidden component per book, whose
-script (vizvit/web/flipbook.js) swaps the server's pictures (and charts) in as the controls move.
+script (page/web/flipbook.js) swaps the server's pictures (and charts) in as the controls move.
 
 Each picture is saved exactly as its gr.Image saves an output (the same encoder, format and
 content-hash path in Gradio's cache), so a page's URL is the very URL the server's own answer
@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from vizvit import web
+from . import web
 from vizvit.errors import UserError
 from vizvit.session import Photo, PhotoKey, Workbench
 

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterator
 import gradio as gr
 import numpy as np
 
-from vizvit import figures, web
+from vizvit import figures
+from . import web
 from vizvit.cancel import Cancel
 from vizvit.errors import UserError
 from vizvit.jobs import Jobs

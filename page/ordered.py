@@ -9,7 +9,7 @@ that answer landed carries the controls as they were, so its readout would name 
 no longer shows.
 
 So each event of a line carries a stamp "page:n:acked", set in the page just before it is sent
-(vizvit/web/answer_order.js): n counts the events that page has sent, acked is the n of the last
+(page/web/answer_order.js): n counts the events that page has sent, acked is the n of the last
 answer it had taken in (every answer sets the line's hidden stamp box to its own stamp). The line's
 events run one at a time (one concurrency id, limit 1), so they are answered in the order they reach
 the server, and:
@@ -42,7 +42,7 @@ from typing import Any
 
 import gradio as gr
 
-from vizvit import web
+from . import web
 
 KEEP = 10_000  # pages remembered (least recently answered dropped first)
 

@@ -20,8 +20,10 @@ from PIL import Image
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from vizvit import launch, lesson as lesson_mod, web
+from vizvit import launch, lesson as lesson_mod
 from vizvit.api import PublicApi
+
+from . import web
 from vizvit.errors import UserError
 from vizvit.room import Rooms
 from vizvit.session import Workbench
@@ -161,7 +163,7 @@ def _lan() -> str | None:
 
 
 def page_html() -> str:
-    """The room's page: one HTML file with its script (vizvit/web/room.html, room.js)."""
+    """The room's page: one HTML file with its script (page/web/room.html, room.js)."""
     return web.asset("room.html").replace("/*ROOM_JS*/", web.asset("room.js"))
 
 

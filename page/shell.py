@@ -11,7 +11,8 @@ from typing import Any
 import gradio as gr
 
 import gradio_patch
-from vizvit import deeplink, figures, views, web
+from vizvit import deeplink, figures, views
+from . import web
 from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
 from vizvit.errors import UserError
@@ -221,7 +222,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
 
         @safe
         def new_model(model_id: str, k: PhotoKey | None, labels_text: str = "", template: str = DEFAULT_TEMPLATE):
-            c = header.new_model(wb, model_id, k, labels_text, template, default_model, offline)
+            c = header.new_model(wb, catalog.check(model_id), k, labels_text, template, default_model, offline)
             if not c.loaded:
                 # New choices, not just the old value: Gradio drops an update equal to the value
                 # it last sent, which left the failed name in the box on a second try.

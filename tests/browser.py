@@ -163,7 +163,7 @@ def served_path(picture, fmt: str = "jpeg") -> str:
 
 
 def wait_flip_pages(page, name: str, n: int, timeout_ms: int = 60_000) -> None:
-    """Wait until the page holds `n` pages of flipbook `name` (vizvit/web/flipbook.js)."""
+    """Wait until the page holds `n` pages of flipbook `name` (page/web/flipbook.js)."""
     page.wait_for_function("([name, n]) => { const b = window.__vizvitFlip && window.__vizvitFlip.books[name];"
                            " return b && Object.keys(b.pages).length >= n; }", arg=[name, n], timeout=timeout_ms)
 

@@ -1,19 +1,42 @@
-"""The package's imports run one way: no module imports one that imports it back, directly or
-through others, counting imports inside functions and under TYPE_CHECKING (read from the source,
-not from what happens to be imported at run time)."""
+"""Imports run one way: no module imports one that imports it back, directly or through others,
+counting imports inside functions and under TYPE_CHECKING (read from the source, not from what
+happens to be imported at run time). In the package, and across the repository: vizvit, page,
+app.py, gradio_patch.py and the scripts of benchmarks/ and deploy/ (imported by bare name)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "vizvit"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "vizvit"
 
 
 def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
     """module -> the package modules it imports (relative and absolute, at any depth)."""
     mods = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
             for p in root.rglob("*.py")}
+    return _graph(mods, {root.name})
+
+
+def repository_modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the repository's code by the name it is imported by: the packages' dotted
+    names, app and gradio_patch, and benchmarks/ and deploy/ scripts by bare name (each script puts
+    its folder on sys.path, as pytest's pythonpath does)."""
+    mods = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+            for pkg in ("vizvit", "page") for p in (root / pkg).rglob("*.py")}
+    mods |= {name: root / f"{name}.py" for name in ("app", "gradio_patch")}
+    for folder in ("benchmarks", "deploy"):
+        for p in (root / folder).glob("*.py"):
+            assert p.stem not in mods, f"{p} has the name of another module"
+            mods[p.stem] = p
+    return mods
+
+
+def _graph(mods: dict[str, Path], tops: set[str]) -> dict[str, set[str]]:
+    """module -> the modules in `mods` it imports. `from vizvit import x` of a name that is not a
+    module counts as no edge (as ../shared/tools/import_cycles.py does): the packages' __init__
+    files (`tops`) re-export the library's names and are not a layer of their own."""
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
         pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
@@ -26,7 +49,7 @@ def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
                 found = [a.name for a in node.names]
             else:
                 continue
-            graph[name] |= {t for t in found if t in mods and t not in (name, root.name)}
+            graph[name] |= {t for t in found if t in mods and t != name and t not in tops}
     return graph
 
 
@@ -58,3 +81,25 @@ def test_the_package_has_no_import_cycles():
     graph = import_graph()
     assert "vizvit.engine" in graph and "vizvit.models" in graph["vizvit.engine"]  # the graph is read
     assert cycles(graph) == [], "imports must run one way (see README, code layout)"
+
+
+def test_the_repository_has_no_import_cycles():
+    """vizvit, page, app.py, gradio_patch.py, benchmarks/ and deploy/ together: a benchmark that
+    imports a script which imports it back (hall.py and load_test.py did) is a cycle too."""
+    mods = repository_modules()
+    graph = _graph(mods, {"vizvit", "page"})
+    # the graph is read across folders: the page uses the library, app.py the page, a benchmark another
+    assert "vizvit.views.attention" in graph["page.tabs.attention"] and "page.shell" in graph["app"]
+    assert "hall" in graph["load_test"]  # inside a function: counted
+    assert cycles(graph) == [], "imports must run one way (see README, code layout)"
+
+
+def test_a_cycle_between_two_scripts_is_found():
+    """hall.py <-> load_test.py as it was: a module-level import one way, a function's the other."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        a, b = Path(d, "hall.py"), Path(d, "load_test.py")
+        a.write_text("from load_test import photo\n")
+        b.write_text("def start():\n    from hall import start_server\n")
+        assert cycles(_graph({"hall": a, "load_test": b}, set())) == [["hall", "load_test", "hall"]]

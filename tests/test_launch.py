@@ -41,7 +41,7 @@ def test_a_bad_port_is_a_clear_error():
 
 
 def test_the_small_models_random_twins_have_the_published_parameter_counts():
-    from vizvit.models import load_model
+    from vizvit.engine import load_model
 
     # ViT-Ti/16: 5,717,416 as the trained checkpoint (shared/models/README.md); ViT-S/16: timm's count
     assert load_model("random:vit-tiny-patch16-224", "cpu").num_parameters == 5_717_416

@@ -155,7 +155,7 @@ def test_photo_store_forgets_and_says_so(cat):
 
 
 def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_prompts(tmp_path, cat, monkeypatch):
-    """The checkpoint loads bare (models.load_model runs no text forward); the Workbench puts the
+    """The checkpoint loads bare (models.load_checkpoint runs no text forward); the Workbench puts the
     default labels on, caching each prompt, so a typed list of default labels runs no text tower.
     Its classes and probabilities equal vizvit.load_model's (the engine's own labelling)."""
     from tiny import make_tiny_tower
@@ -163,7 +163,7 @@ def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_pro
     from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 
     path = str(make_tiny_tower(tmp_path / "clip", "clip"))
-    assert models.load_model(path, "cpu").zero_shot is None  # the checkpoint alone: no labels
+    assert models.load_checkpoint(path, "cpu").zero_shot is None  # the checkpoint alone: no labels
     wb = Workbench(device="cpu")
     key = PhotoKey(path, wb.add_photo(cat))
     got = wb.analysis(key)
@@ -175,3 +175,39 @@ def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_pro
                         engine.text_embeddings(vm, texts))
     wb.zero_shot(path, DEFAULT_LABELS[:3], DEFAULT_TEMPLATE)
     assert calls == []  # every prompt was cached when the model loaded
+
+
+def test_a_model_id_is_checked_once_at_the_entry_and_trusted_below(tiny16, monkeypatch):
+    """Catalog.check makes a ModelId; the Workbench and the header's model change trust one (no
+    second or third check), and still check a plain string (a library caller's, the API's)."""
+    from vizvit.catalog import Catalog, ModelId
+    from vizvit.errors import UserError
+    from vizvit.views import header
+    from vizvit.zeroshot import DEFAULT_TEMPLATE
+
+    catalog = Catalog(tiny16.id)
+    wb = Workbench(device="cpu", catalog=catalog)
+    listed = catalog.ids[0]
+    checked = catalog.check(listed)
+    assert type(checked) is ModelId and checked == listed
+    checks: list[str] = []
+    real = Catalog.check
+    monkeypatch.setattr(Catalog, "check", lambda self, m: checks.append(m) or real(self, m))
+    with pytest.raises(UserError, match="Choose a model from the page's list"):
+        wb.model("google/vit-huge-patch14-224-in21k")  # not listed: refused before any loading
+    assert checks == ["google/vit-huge-patch14-224-in21k"]
+    checks.clear()
+    assert wb.model(checked).id == listed
+    change = header.new_model(wb, checked, None, "", DEFAULT_TEMPLATE, listed, False)
+    assert change.loaded and change.model == listed and checks == []  # trusted all the way down
+    wb.model(str(listed))  # a plain str: checked
+    assert checks == [listed]
+
+
+def test_load_model_is_defined_once():
+    """One `def load_model` in the library and the page (engine's: the checkpoint, then the labels)."""
+    root = Path(__file__).resolve().parent.parent
+    found = [str(p.relative_to(root)) for d in ("vizvit", "page") for p in (root / d).rglob("*.py")
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "load_model"]
+    assert found == ["vizvit/engine.py"]

@@ -111,6 +111,14 @@ class Choice:
     id: str
 
 
+class ModelId(str):
+    """A model id that Catalog.check let through. Only check makes one (a visitor's request brings
+    plain strings), so whatever is handed a ModelId (views.header, Workbench.model) trusts it:
+    one check per request, at its entry, instead of one in every layer it passes."""
+
+    __slots__ = ()
+
+
 class Catalog:
     """Thread-safe: one per process, shared by every session."""
 
@@ -189,13 +197,13 @@ class Catalog:
         ids = self.ids
         return list(dict.fromkeys(t for t in map(self.twin_of, ids) if t and t not in ids))
 
-    def check(self, model_id: object) -> str:
-        """The gate: the id itself when it is on the list, or the random twin of a listed model;
-        otherwise UserError, before any loading."""
+    def check(self, model_id: object) -> ModelId:
+        """The gate: the id itself (as a ModelId) when it is on the list, or the random twin of a
+        listed model; otherwise UserError, before any loading."""
         if not isinstance(model_id, str) or (model_id not in self.ids and model_id not in self.twins()):
             raise UserError("Choose a model from the page's list. Other models, hub ids and local "
                             "paths can only be added by whoever starts the server (--model).")
-        return model_id
+        return ModelId(model_id)
 
     def drop(self, model_id: str) -> None:
         """A model failed to load: take it off every visitor's list, and offer its random twin

@@ -36,7 +36,7 @@ from .gpu import on_gpu
 from . import lrp as lrp_rules
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
 from .models import FAMILIES, Family, Geometry, VitModel, backbone_of  # noqa: F401  (Family, FAMILIES: re-exported)
-from .models import DEFAULT_MODEL, RANDOM_SEED, load_model as load_checkpoint
+from .models import DEFAULT_MODEL, RANDOM_SEED, load_checkpoint
 from .patches import grid_at
 from .positional import PositionTables
 from .tokens import EmbeddingStage, EmbeddingWeights, embedding_stage_of
@@ -935,18 +935,29 @@ def patch_label_cosine(vm: VitModel, last_state: torch.Tensor, head: ZeroShotHea
     return head.text_embeds @ z.T  # (C, P)
 
 
-def with_labels(vm: VitModel, labels: tuple[str, ...] | str, template: str = DEFAULT_TEMPLATE) -> VitModel:
-    """`vm` with `labels` (a tuple, or "a cat, a dog") as its classes: one text forward, no cache.
+# The text side of a label list for a loaded image-text model: (vm, labels, template) -> its head.
+HeadOf = Callable[[VitModel, "tuple[str, ...] | str", str], ZeroShotHead]
+
+
+def zero_shot_head(vm: VitModel, labels: tuple[str, ...] | str, template: str = DEFAULT_TEMPLATE) -> ZeroShotHead:
+    """The zero-shot head for `labels` (a tuple, or "a cat, a dog"): one text forward, no cache.
     A long-running process asks ``session.Workbench.zero_shot`` instead (cached per prompt)."""
     if vm.text is None:
         raise UserError("Zero-shot labels need an image-text model (CLIP or SigLIP); this model has its own classes.")
     labs = required_labels(labels)
     t = check_template(template)
-    return vm.with_zero_shot(head_of(vm.model, labs, t, text_embeddings(vm, prompts(labs, t)), vm.text.rule))
+    return head_of(vm.model, labs, t, text_embeddings(vm, prompts(labs, t)), vm.text.rule)
 
 
-def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
-    """models.load_model (the checkpoint, eager attention, its geometry), and for CLIP / SigLIP the
-    default zero-shot labels (one text forward), so that every view has a top-5 from the start."""
+def with_labels(vm: VitModel, labels: tuple[str, ...] | str, template: str = DEFAULT_TEMPLATE) -> VitModel:
+    """`vm` with `labels` as its classes (zero_shot_head's one text forward)."""
+    return vm.with_zero_shot(zero_shot_head(vm, labels, template))
+
+
+def load_model(name: str = DEFAULT_MODEL, device: str = "auto", head: HeadOf = zero_shot_head) -> VitModel:
+    """THE way to load a model: models.load_checkpoint (the checkpoint, eager attention, its
+    geometry), and for CLIP / SigLIP the default zero-shot labels, so that every view has a top-5
+    from the start. head: how the labels' text side is computed (the Workbench passes its own,
+    which caches each prompt's embedding)."""
     vm = load_checkpoint(name, device)
-    return with_labels(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE) if vm.text is not None else vm
+    return vm.with_zero_shot(head(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE)) if vm.text is not None else vm

@@ -698,8 +698,9 @@ def _pretrained_model(name: str) -> tuple[PreTrainedModel, tuple[str, ...]]:
         raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
 
 
-def load_model(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
-    """Load a ViT for analysis.
+def load_checkpoint(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel:
+    """A ViT's checkpoint, ready for analysis but without zero-shot labels (those need a text
+    forward, which only the engine runs): call ``engine.load_model``, the one way to load a model.
 
     name: a hub id (``google/vit-base-patch16-224``), a local ``save_pretrained``
     directory, or ``random:<arch>`` (seeded random weights, offline). Raises

@@ -179,7 +179,7 @@ def outline(img: np.ndarray, p0: tuple[int, int], p1: tuple[int, int], color: tu
     """A rectangle outline in place, corners p0 and p1 (x, y) inclusive, as cv2.rectangle draws
     it but with square corners: each edge is `thickness` px wide, centred on the edge (t//2
     outward for t = 1, (t+1)//2 outward beyond). Plain slicing, so the page's script draws the
-    very same pixels (vizvit/views/attention_map.js)."""
+    very same pixels (page/web/attention_map.js)."""
     h = 0 if thickness <= 1 else (thickness + 1) // 2
     (x0, y0), (x1, y1) = p0, p1
     top, bottom = max(0, y0 - h), min(img.shape[0], y1 + h + 1)
@@ -393,7 +393,7 @@ def with_colorbar(img: np.ndarray, cmap: str = "RdBu_r", vmin: float = -1.0, vma
 
 def colorbar_style() -> dict[str, object]:
     """Every number and word colorbar() and colorbar_labels() draw with, for the page's script,
-    which draws the same bar (vizvit/views/attention_map.js): nothing there is a literal."""
+    which draws the same bar (page/web/attention_map.js): nothing there is a literal."""
     return {"gap": BAR_GAP, "bar": BAR_WIDTH, "pad": BAR_PAD, "tick": TICK_LEN, "overhang": MARK_OVERHANG,
             "label_offset": LABEL_OFFSET, "line_spacing": LINE_SPACING, "ticks": list(TICK_COUNT),
             "above": ABOVE, "below": BELOW, "label_top": LABEL_TOP, "label_bottom": LABEL_BOTTOM,

@@ -23,18 +23,17 @@ import torch
 
 from PIL import Image
 
-from .catalog import Catalog
+from .catalog import Catalog, ModelId
 from .ablation import Ablation
 from .cnn import load_cnn
 from .errors import UserError
-from .engine import (Analysis, Prediction, Request, ablation_hooks, nbytes, predict_batch, text_embeddings,
-                     top_predictions, with_zero_shot)
+from .engine import (Analysis, Prediction, Request, ablation_hooks, load_model, nbytes, predict_batch,
+                     text_embeddings, top_predictions, with_zero_shot)
 from .forwards import MAX_BATCH, ForwardQueue
 from .images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
 from .models import VitModel
-from .models import load_model as load_checkpoint  # the checkpoint alone: labels go on here
 from .threads import lower_priority
-from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
+from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
 
 log = logging.getLogger("vizvit.session")
 Work = Callable[["Photo"], Any]  # a view's preparation: fills the cache through the handle, result unused
@@ -206,10 +205,11 @@ class Workbench:
     # -- models ---------------------------------------------------------------
     def model(self, model_id: str) -> VitModel:
         """The loaded model for model_id, loading it once (other models may be dropped).
-        Raises UserError, before any loading, for an id the catalog refuses."""
+        Raises UserError, before any loading, for an id the catalog refuses; a ModelId (checked at
+        its request's entry) is trusted."""
         source = model_id
         if self.catalog is not None:
-            model_id = self.catalog.check(model_id)
+            model_id = model_id if isinstance(model_id, ModelId) else self.catalog.check(model_id)
             source = self.catalog.source(model_id)  # a local model's directory, known to the catalog only
         with self._lock:
             if model_id not in self._models and source in self._models:  # added (add_model) by its path
@@ -223,11 +223,12 @@ class Workbench:
                 if model_id in self._models:
                     return self._models[model_id]
             try:
-                vm = load_checkpoint(source, self.device)
-                if vm.id != model_id:  # the page names a local model by its short name, never its path
+                # The page names a local model by its short name, never its path: the cached prompts
+                # (CLIP / SigLIP's default labels) are keyed by that name too.
+                vm = load_model(source, self.device,
+                                head=lambda vm, labels, t: self._head(dataclasses.replace(vm, id=model_id), labels, t))
+                if vm.id != model_id:
                     vm = dataclasses.replace(vm, id=model_id)
-                if vm.text is not None:  # CLIP / SigLIP: the default labels, their prompts cached here
-                    vm = vm.with_zero_shot(self._head(vm, DEFAULT_LABELS, DEFAULT_TEMPLATE))
             except ValueError:
                 if self.catalog is not None:
                     self.catalog.drop(model_id)  # for every visitor, not only the one who tried

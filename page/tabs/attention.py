@@ -7,8 +7,10 @@ import gradio as gr
 
 from typing import Any
 
-from vizvit import vocab, web
+from vizvit import vocab
 from vizvit.readings import methods
+
+from .. import web
 from vizvit.session import PhotoKey
 from vizvit.views import attention as ap
 
@@ -25,7 +27,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main", buttons=[])
             # Every layer × head (and fusion) of the main map, sent with each query or look change;
-            # vizvit/views/attention_map.js draws layer, head and fusion changes from it with no round trip.
+            # page/web/attention_map.js draws layer, head and fusion changes from it with no round trip.
             book = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
             # Each patch's map as the query (the matrix behind the shown map, as the server paints it),
@@ -82,7 +84,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             distance_norm = gr.Radio(list(vocab.DISTANCE_NORMS), value=vocab.DISTANCE_NORMS[0],
                                      label="distance: patch weights renormalised without [CLS], or raw as probing-vits",
                                      elem_id="attn-distance-norm")
-            # Filled by the page script (vizvit/web/page.js) when a dot of the chart is clicked (a value set from
+            # Filled by the page script (page/web/page.js) when a dot of the chart is clicked (a value set from
             # a script fires .change, not .input).
             dist_click = gr.Textbox(visible="hidden", elem_id="attn-distance-click")
             gr.Markdown(ap.DISTANCE_TEXT)

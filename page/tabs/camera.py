@@ -21,7 +21,8 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from vizvit import camera as live
-from vizvit import deeplink, web
+from vizvit import deeplink
+from .. import web
 from vizvit.ablation import format_heads
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench

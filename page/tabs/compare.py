@@ -82,7 +82,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 sides[s][kind] = make(s)
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")
     gr.Markdown(compare.TEXT)
-    book = flip.component("cmp-depth")  # both sides' maps at every cursor position (vizvit/web/flipbook.js)
+    book = flip.component("cmp-depth")  # both sides' maps at every cursor position (page/web/flipbook.js)
     ctx.links.update(compare=model_b)
 
     named = dict(model_b=model_b, depth=depth, head=head, shared_range=shared)

@@ -7,7 +7,8 @@ from typing import Any
 
 import gradio as gr
 
-from vizvit import vocab, web
+from vizvit import vocab
+from .. import web
 from vizvit.session import PhotoKey
 from vizvit.views import attention as ap
 from vizvit.views import embeddings
@@ -70,11 +71,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     filters_img = gr.Image(label="Principal components of the embedding filters", interactive=False,
                            format="png", elem_id="emb-filters")
     clicked = gr.State(None)  # (row, col)
-    # The depth pictures at every depth, swapped in by the page as the slider moves (vizvit/web/flipbook.js).
+    # The depth pictures at every depth, swapped in by the page as the slider moves (page/web/flipbook.js).
     book = flip.component("emb-depth")
     colors = flip.component("emb-color")  # the scatter's other colourings, at this depth
     # What a click on either picture needs at this depth: the page draws the click at once
-    # (vizvit/views/embeddings_click.js), then the server's answer brings the text.
+    # (page/web/embeddings_click.js), then the server's answer brings the text.
     tokens = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, embeddings.CLICK_SCRIPT),
                      visible="hidden", elem_id="emb-tokens", apply_default_css=False)
     pick = gr.Textbox(visible="hidden", elem_id="emb-click")  # a drawn click's patch (embeddings_click.js)

@@ -31,7 +31,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                            interactive=False, format="jpeg", elem_id="shift-cos")
         shift_top5 = gr.Plot(label="Top-5, Δ from the unshifted photo", elem_id="shift-top5")
     shift_info = gr.Markdown(elem_id="shift-info")
-    # The shifts seen so far, swapped in by the page when a slider comes back to one (vizvit/web/flipbook.js).
+    # The shifts seen so far, swapped in by the page when a slider comes back to one (page/web/flipbook.js).
     book = flip.component("shift")
 
     gr.Markdown("### Shift sweep: k = 0..2P pixels right, edge fill, batched")

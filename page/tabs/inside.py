@@ -25,7 +25,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             lens_depth = gr.Slider(0, 12, value=12, step=1, elem_id="lens-depth",
                                    label="readout depth (0 = the embedding stage), or click a row of the table")
             depth_top5 = gr.Plot(label="Top-5 of the readout at that depth", elem_id="lens-top5")
-            # The readout at every depth, swapped in by the page as the slider moves (vizvit/web/flipbook.js).
+            # The readout at every depth, swapped in by the page as the slider moves (page/web/flipbook.js).
             lens_book = flip.component("lens")
     lens_text = gr.Markdown(elem_id="lens-text")
     lens_plot = gr.Plot(label="Logit lens: the final top-5 classes at each depth", elem_id="lens-plot")

@@ -10,8 +10,10 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from vizvit import deeplink, launch, web
+from vizvit import deeplink, launch
 from vizvit.api import PublicApi
+
+from .. import web
 from vizvit.vocab import TABS
 from vizvit.session import PhotoKey
 from vizvit.views import lesson

@@ -43,7 +43,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     gr.Markdown(patches.PATCHES_TEXT)
     explanation = gr.Markdown(elem_id="patches-numbers")
     clicked = gr.State(None)  # (row, col)
-    # The grid with lines and numbers on and off, swapped in by the page as the boxes are ticked (vizvit/web/flipbook.js).
+    # The grid with lines and numbers on and off, swapped in by the page as the boxes are ticked (page/web/flipbook.js).
     book = flip.component("patch-grid")
 
     # Every control by the PatchesParams field it sets; every component by the Page field it shows.

@@ -24,7 +24,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
             cls_plot = gr.Plot(label="[CLS] position embedding vs patch positions", elem_id="pos-cls")
     text = gr.Markdown(elem_id="pos-text")
-    # The grid without its outline and the outline alone: the page outlines a clicked tile at once (vizvit/web/flipbook.js).
+    # The grid without its outline and the outline alone: the page outlines a clicked tile at once (page/web/flipbook.js).
     marks = flip.component("pos-grid")
     with gr.Row():
         with gr.Column(scale=3):

@@ -1,4 +1,4 @@
-"""Flipbooks in a real browser (vizvit/web/flipbook.js): a control moved to a position the page
+"""Flipbooks in a real browser (page/web/flipbook.js): a control moved to a position the page
 holds shows the server's own picture for it at once, byte for byte, with no round trip, and an
 older answer never replaces it."""
 

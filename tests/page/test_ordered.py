@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from page.ordered import AnswerOrder
-from vizvit import web
+from page import web
 
 
 def _order(**kw) -> AnswerOrder:

@@ -203,7 +203,7 @@ def routes_in(access_log: Path) -> dict[str, set[str]]:
 
 def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx):
     import hall
-    from load_test import photo
+    from fakes import photo
 
     from tiny import trained_dir
     from vizvit.catalog import Catalog

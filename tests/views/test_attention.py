@@ -315,9 +315,10 @@ def test_page_drawing_takes_every_shared_constant_from_the_book():
     as a wrong pixel). Every style key the script reads exists, and no shared value is a literal."""
     import re
 
+    from page import web
     from vizvit.views import attention as ap
 
-    js = "\n".join(f.read_text(encoding="utf-8") for f in (ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT))
+    js = web.scripts(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT)
     code = "\n".join(line.split("//")[0] for line in js.splitlines())  # comments may name values
     style = ap.page_style()
     used = set(re.findall(r"\bS\.(\w+)", code)) | set(re.findall(r"style\.(\w+)", code))

@@ -7,7 +7,6 @@ No gradio here; page/tabs/attention.py only wires these. Nothing here runs the m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Hashable, Iterator
 
 import numpy as np
@@ -103,8 +102,8 @@ class MainPanel:
 
 # The page's drawing of the main map (layer, head, fusion and a clicked query, with no round
 # trip): a port of map_image, beside the view it mirrors; its constants come from page_style().
-PAGE_SCRIPT = Path(__file__).with_name("attention_map.js")
-MAP_DRAW_SCRIPT = Path(__file__).with_name("map_draw.js")  # its drawing, shared with the live camera: run first
+PAGE_SCRIPT = "attention_map.js"  # page/web/: the page reads it, the library only names it
+MAP_DRAW_SCRIPT = "map_draw.js"  # its drawing, shared with the live camera: run first
 
 
 def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry,

@@ -1,6 +1,6 @@
 """The data the page draws the Attention tab's main map from, with no round trip: the map book
 (every layer × head and fusion of the main map, as colour-table rows) and the query book (the shown
-map for every patch as the clicked query), each as ONE JSON string that vizvit/views/map_draw.js
+map for every patch as the clicked query), each as ONE JSON string that page/web/map_draw.js
 and attention_map.js read.
 
 Here, not in page/: the tab's answers (views.attention.show, change) carry a book, and vizvit
@@ -40,7 +40,7 @@ class MapBook:
     """The main map of every layer × (each head, then each fusion), under the controls other
     than layer, head and show (query, direction, mode, discard, scale, τ, colours). With it the
     page draws a layer, head or fusion change itself, with no round trip (issue 16;
-    vizvit/views/attention_map.js). Map (l, k) is main_panel's map for layer l + 1 and head k + 1
+    page/web/attention_map.js). Map (l, k) is main_panel's map for layer l + 1 and head k + 1
     (k < H), or the heads fused by FUSIONS[k − H]."""
 
     maps: np.ndarray  # (L, H + F, gh, gw) float32

@@ -17,7 +17,6 @@ import json
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -70,7 +69,7 @@ MAX_FRAME_PIXELS = 1920 * 1080  # a webcam's HD frame; checked on the header, be
 # sends many at once gets "busy" for the rest, instead of holding a thread and ~6 MB each).
 DECODES = threading.BoundedSemaphore(2 * CONCURRENT_STREAMS)
 # The camera page draws each live picture itself (live_book): the map's drawing, then the picture's.
-PAGE_SCRIPTS = (attn.MAP_DRAW_SCRIPT, Path(__file__).with_name("camera_draw.js"))
+PAGE_SCRIPTS = (attn.MAP_DRAW_SCRIPT, "camera_draw.js")  # in page/web/
 FRAME_PATH = "vizvit/camera/frame"  # the frames' route, beside the page (POST, a JPEG in, a JPEG out)
 
 # On the tab, before INTRO: why the camera opens a page of its own.

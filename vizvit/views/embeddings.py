@@ -10,7 +10,6 @@ import base64
 import dataclasses
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import cv2
@@ -697,9 +696,9 @@ def depth_book(ph: Photo, p: EmbeddingsParams) -> flip.Flipbook:
     return flip.Flipbook(depth_look(ph, p), DEPTH_CONTROLS, pages)
 
 
-# The page's drawing of a clicked token (embeddings_click.js, beside this file): both clickable
+# The page's drawing of a clicked token (page/web/embeddings_click.js): both clickable
 # pictures, pca_over_photo's and similarity_panel's, from a TokenBook, with no round trip.
-CLICK_SCRIPT = Path(__file__).with_name("embeddings_click.js")
+CLICK_SCRIPT = "embeddings_click.js"
 
 
 def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:

@@ -3,7 +3,7 @@
 A control with few positions (the 13 depths of the Embeddings tab), or views the server has
 already drawn (shifts seen before), needs no port of the drawing to the browser: the page
 holds the server's pictures for those positions and shows the right one the moment the
-control moves (vizvit/web/flipbook.js), with no round trip. The pixels are the server's, so
+control moves (page/web/flipbook.js), with no round trip. The pixels are the server's, so
 they cannot differ from what the round trip would bring.
 
 A page is keyed by the controls' values as the page reads them (`page_key`), in the order the

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..catalog import ModelId
 from ..session import PhotoKey, Workbench
 from ..zeroshot import check_template, required_labels
 from . import common, inside
@@ -65,13 +66,12 @@ class ModelChange:
     zero_shot: bool = False  # whether the labels box and the label map show
 
 
-def new_model(wb: Workbench, model_id: str, k: PhotoKey | None, labels_text: str, template: str,
+def new_model(wb: Workbench, model_id: ModelId, k: PhotoKey | None, labels_text: str, template: str,
               default_model: str, offline: bool) -> ModelChange:
-    """A model picked from the list. One that fails to load (offline, broken) leaves the list
-    (see Workbench.model): the current model stays, and the status says why and names its
-    random-weights twin when that is on the list."""
+    """A model picked from the list, checked at the request's entry (Catalog.check). One that fails
+    to load (offline, broken) leaves the list (see Workbench.model): the current model stays, and
+    the status says why and names its random-weights twin when that is on the list."""
     catalog = wb.catalog
-    catalog.check(model_id)
     try:
         vm = wb.model(model_id)
     except ValueError:

@@ -121,7 +121,7 @@ class TileOutline:
         return out
 
     def marks(self, look: str, base: np.ndarray, rc: tuple[int, int]) -> flip.Marks:
-        """For the page to outline a clicked tile itself (vizvit/web/flipbook.js)."""
+        """For the page to outline a clicked tile itself (page/web/flipbook.js)."""
         mark, offset = flip.stamp(self.draw, self.size, self.thickness + 2)
         return flip.Marks(look, base, mark, offset, self.step, self.cells, rc)
 

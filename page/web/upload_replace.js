@@ -4,9 +4,10 @@
 // in a text field, or a file chosen by a click on the box's file name goes into Gradio's own file
 // input (the box is cleared first when filled), as if it had been dropped on the empty box.
 () => {
+  const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
   if (window.__vizvitReplace) return;
   window.__vizvitReplace = true;
-  const box = () => document.querySelector('#upload');
+  const box = () => document.querySelector(`#${ID.UPLOAD}`);
   const input = () => box()?.querySelector('input[type=file]');
   const put = async (file) => {
     if (!box() || !file) return;
@@ -21,7 +22,7 @@
     i.files = dt.files;
     i.dispatchEvent(new Event('change', {bubbles: true}));
   };
-  const onFilledBox = (e) => e.target instanceof Element && e.target.closest('#upload') && !input();
+  const onFilledBox = (e) => e.target instanceof Element && e.target.closest(`#${ID.UPLOAD}`) && !input();
   document.addEventListener('dragover', (e) => { if (onFilledBox(e)) e.preventDefault(); }, true);
   document.addEventListener('drop', (e) => {
     const f = e.dataTransfer?.files?.[0];

@@ -1,2 +1,2 @@
 // The distance chart and the head list sit below the main map: bring the opened head into view.
-() => document.querySelector('#attn-main').scrollIntoView({block: 'center'})
+() => document.querySelector(`#${VIZVIT_IDS.ATTN_MAIN}`).scrollIntoView({block: 'center'})

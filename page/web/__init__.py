@@ -1,7 +1,9 @@
-"""The page's own JavaScript and CSS, as real files beside this module.
+"""The page's own JavaScript, CSS and HTML, as real files beside this module.
 
 Each ``.js`` file holds one JavaScript function (what Gradio's ``js=`` takes); its
-leading ``//`` lines document it and are left out when it is read.
+leading ``//`` lines document it and are left out when it is read. The library (vizvit/) names
+the scripts its views draw with by plain file names (e.g. views.attention.PAGE_SCRIPT) and never
+reads them: this module is the only reader.
 """
 
 from __future__ import annotations
@@ -9,29 +11,32 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from .. import ids
+
 HERE = Path(__file__).resolve().parent
 
 
 @lru_cache(maxsize=None)
-def asset(name: str | Path) -> str:
-    """The text of web/<name> (or of the file at a Path: a view's own script beside it); for .js,
-    without its leading comment lines."""
-    path = name if isinstance(name, Path) else HERE / name
+def asset(name: str) -> str:
+    """The text of page/web/<name>; for .js, without its leading comment lines."""
+    path = HERE / name
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".js":
         lines = text.splitlines()
         while lines and (lines[0].startswith("//") or not lines[0].strip()):
             lines.pop(0)
         text = "\n".join(lines).strip()
+        # the element ids it names (VIZVIT_IDS.ATTN_MAIN): page/ids.py's table, written in
+        text = text.replace(ids.PLACEHOLDER, ids.as_js())
     return text
 
 
-def scripts(*names: str | Path) -> str:
+def scripts(*names: str) -> str:
     """Scripts run one after the other (a js_on_load): each file's statements, in order."""
     return "\n".join(asset(n) for n in names)
 
 
-def with_hand_on(*names: str | Path) -> str:
+def with_hand_on(*names: str) -> str:
     """Page-drawing scripts (js_on_load), in order, with hand_on.js before them: the one queue of
     events held until the page's picture is painted, shared by every such script."""
     return scripts("hand_on.js", *names)

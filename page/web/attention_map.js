@@ -10,6 +10,7 @@
 // is written here.
 // Runs at every mount of the component: the state lives in window.__vizvitAttn, installed once.
 const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
+  const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
   const st = { book: null, drawn: null, seq: 0 };
   const $ = (sel) => document.querySelector(sel);
   const D = window.__vizvitMapDraw, { bytes, colorbarLabels, bits } = D;  // map_draw.js, run before this
@@ -19,13 +20,13 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // The controls as the page shows them. st.pick: the heads choice the user just made, until
   // the radio shows it alone (a head-slider move means "one head", as on the server; and for a
   // moment after a click, Gradio's radio has two buttons checked).
-  const checked = (id = 'attn-show') => [...document.querySelectorAll('#' + id + ' input:checked')].map((i) => i.value);
+  const checked = (id = ID.ATTN_SHOW) => [...document.querySelectorAll('#' + id + ' input:checked')].map((i) => i.value);
   // scale: the colour scale, st.scalePick likewise until the radio shows it alone.
   const controls = () => {
-    const layer = Number($('#attn-layer input[type=range]')?.value);
-    const head = Number($('#attn-head input[type=range]')?.value);
+    const layer = Number($(`#${ID.ATTN_LAYER} input[type=range]`)?.value);
+    const head = Number($(`#${ID.ATTN_HEAD} input[type=range]`)?.value);
     const show = st.pick || checked()[0];
-    const scale = st.scalePick || checked('attn-scale')[0];
+    const scale = st.scalePick || checked(ID.ATTN_SCALE)[0];
     return { layer, head, show, scale, key: layer + '|' + head + '|' + show };
   };
 
@@ -75,7 +76,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // click on it then maps through Gradio's own select handler, and a right-click saves what is
   // seen). Redrawn when the controls moved, or when something else replaced the <img>'s picture.
   const draw = () => {
-    const b = st.book, img = $('#attn-main img');
+    const b = st.book, img = $(`#${ID.ATTN_MAIN} img`);
     if (!b || !img || st.pending) return;
     if (st.local && performance.now() < st.local) return;  // a clicked query waits for its book
     const c = controls(), src = img.getAttribute('src');
@@ -107,7 +108,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     // The server's picture that came with the book shows b.for: keep it, unless the controls
     // have moved since, or the <img> still holds a picture drawn here (Gradio skips an update
     // equal to its last one, which would leave an older book's drawing on screen).
-    const c = controls(), img = $('#attn-main img'), src = img && img.getAttribute('src');
+    const c = controls(), img = $(`#${ID.ATTN_MAIN} img`), src = img && img.getAttribute('src');
     st.drawn = (c.key === b.for.join('|') && c.scale === b.scale_name && src && !src.startsWith('data:'))
       ? { key: c.key, scale: c.scale, src } : null;
     draw();
@@ -126,7 +127,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // holds exactly (a whole number within its bounds; "" or "1" on the way to "12" of 6 layers is
   // not: the server hears of it, as before). Returns whether it was taken.
   const typed = (box) => {
-    const r = box.closest('#attn-layer, #attn-head').querySelector('input[type=range]');
+    const r = box.closest(`#${ID.ATTN_LAYER}, #${ID.ATTN_HEAD}`).querySelector('input[type=range]');
     const v = Number(box.value);
     if (!r || box.value.trim() === '' || !Number.isInteger(v) || v < Number(r.min) || v > Number(r.max)) return false;
     r.value = String(v);
@@ -135,16 +136,16 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   const onInput = (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e)) return;
-    const range = t.matches('#attn-layer input[type=range], #attn-head input[type=range]');
-    const inBox = e.type === 'input' && t.matches('#attn-layer input[type=number], #attn-head input[type=number]');
+    const range = t.matches(`#${ID.ATTN_LAYER} input[type=range], #${ID.ATTN_HEAD} input[type=range]`);
+    const inBox = e.type === 'input' && t.matches(`#${ID.ATTN_LAYER} input[type=number], #${ID.ATTN_HEAD} input[type=number]`);
     const box = inBox && st.book && e.isTrusted && typed(t);
     if (inBox && !box) dispatchWaiting();  // it goes to Gradio now: after the events still held
-    const radio = t.matches('#attn-show input[type=radio], #attn-scale input[type=radio]');
-    if (t.closest('#attn-head')) st.pick = st.book ? st.book.style.one_head : null;
-    else if (radio && t.checked && t.closest('#attn-scale')) st.scalePick = t.value;
+    const radio = t.matches(`#${ID.ATTN_SHOW} input[type=radio], #${ID.ATTN_SCALE} input[type=radio]`);
+    if (t.closest(`#${ID.ATTN_HEAD}`)) st.pick = st.book ? st.book.style.one_head : null;
+    else if (radio && t.checked && t.closest(`#${ID.ATTN_SCALE}`)) st.scalePick = t.value;
     else if (radio && t.checked) st.pick = t.value;
-    else if (!t.closest('#attn-layer')) return;
-    if (t.closest('#attn-head, #attn-show, #attn-scale')) st.pickAt = performance.now();
+    else if (!t.closest(`#${ID.ATTN_LAYER}`)) return;
+    if (t.closest(`#${ID.ATTN_HEAD}, #${ID.ATTN_SHOW}, #${ID.ATTN_SCALE}`)) st.pickAt = performance.now();
     draw();
     setTimeout(draw, 0);
     if ((range || radio || box) && st.book && e.isTrusted) handOn(e, t);
@@ -157,7 +158,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   // same picture, the readout, grid and strip).
   document.addEventListener('click', (e) => {
     const t = e.target;
-    if (!(t instanceof Element) || !t.closest('#attn-to-cls') || handedOn.has(e) || !e.isTrusted) return;
+    if (!(t instanceof Element) || !t.closest(`#${ID.ATTN_TO_CLS}`) || handedOn.has(e) || !e.isTrusted) return;
     const b = st.book, back = st.summary;
     if (!b || !b.highlight || !back || back.look !== b.look || back.photo !== b.photo || st.pending) return;
     st.book = back;
@@ -173,7 +174,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   document.addEventListener('click', (e) => {
     const t = e.target;
     if (!(t instanceof Element) || handedOn.has(e)) return;
-    const img = t.closest('#attn-main .image-container button')?.querySelector('img');
+    const img = t.closest(`#${ID.ATTN_MAIN} .image-container button`)?.querySelector('img');
     const b = st.book, mx = matrix(), c = controls();
     if (!img || !img.naturalWidth || !b || st.pending || !mx || mx.for !== c.key || mx.look !== b.look
         || mx.photo !== b.photo || c.scale !== b.scale_name) return;
@@ -196,9 +197,9 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     // The user's pick, until the radio shows it alone, or at most 1.5 s: after that, what the
     // radio shows is the server's word (e.g. a head change's answer arriving after a fusion click).
     if (st.pick && ((c.length === 1 && c[0] === st.pick) || performance.now() - st.pickAt > 1500)) st.pick = null;
-    const sc = checked('attn-scale');
+    const sc = checked(ID.ATTN_SCALE);
     if (st.scalePick && ((sc.length === 1 && sc[0] === st.scalePick) || performance.now() - st.pickAt > 1500)) st.scalePick = null;
-    if (st.book && $('#attn-main img')?.offsetParent) draw();
+    if (st.book && $(`#${ID.ATTN_MAIN} img`)?.offsetParent) draw();
   }, 100);
   return { setBook, render, bookMap, queryMap, matrix, state: st };
 })());

@@ -1,8 +1,9 @@
 // A lesson step's link (?lesson=1&step=N) opened on a phone: the header (photo, model, examples) fills
 // the first screen, so the page lands on the step itself: once, when its question first shows.
 () => {
+  const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
   if (window.__vizvitLessonLanded || !/[?&]lesson=(1|true|yes|on)(&|$)/i.test(location.search)) return;
-  const el = document.querySelector('#lesson-step');
+  const el = document.querySelector(`#${ID.LESSON_STEP}`);
   if (!el || !/\S/.test(el.innerText)) return;
   window.__vizvitLessonLanded = true;
   const land = () => el.scrollIntoView({block: 'start'});

@@ -3,6 +3,7 @@
 // scatter's hover thumbnail, the distance chart's click, and holding a click on a picture
 // that is still loading.
 () => {
+  const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
   // gr.Plot passes no plotly events to Python. Page scripts listen to plotly's own events instead,
   // through this helper (installed once, at page load): window.__vizvitOnPlot(selector, handlers)
   // attaches `handlers` ({event name: function}) to the chart under `selector`, and again after
@@ -26,7 +27,7 @@
     if (window.__vizvitThumb) return;
     window.__vizvitThumb = true;
     const box = document.createElement('div');
-    box.id = 'emb-thumb';
+    box.id = ID.EMB_THUMB;
     box.style.cssText = 'position:fixed;display:none;pointer-events:none;z-index:10000;background:#fff;' +
       'border:1px solid #444;border-radius:4px;padding:4px;font:12px sans-serif;color:#111;';
     const img = document.createElement('img');
@@ -34,7 +35,7 @@
     const cap = document.createElement('div');
     box.append(img, cap);
     document.body.append(box);
-    window.__vizvitOnPlot('#emb-scatter', {
+    window.__vizvitOnPlot(`#${ID.EMB_SCATTER}`, {
       plotly_hover: (ev) => {
         const pt = ev.points && ev.points[0];
         if (!pt || !pt.customdata) return;
@@ -58,10 +59,10 @@
     if (window.__vizvitDistance) return;
     window.__vizvitDistance = true;
     let clicks = 0;
-    window.__vizvitOnPlot('#attn-distance', {
+    window.__vizvitOnPlot(`#${ID.ATTN_DISTANCE}`, {
       plotly_click: (ev) => {
         const pt = ev.points && ev.points[0];
-        const box = document.querySelector('#attn-distance-click textarea, #attn-distance-click input');
+        const box = document.querySelector(`#${ID.ATTN_DISTANCE_CLICK} textarea, #${ID.ATTN_DISTANCE_CLICK} input`);
         if (!pt || !box) return;
         box.value = pt.x + ',' + pt.customdata + ',' + (++clicks);
         box.dispatchEvent(new Event('input', {bubbles: true}));

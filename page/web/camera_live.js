@@ -1,18 +1,19 @@
 // The camera page's loop (views/camera.py: live_markup, FRAME_PATH). Start asks for the camera and
 // sends one frame at a time to the frames' route, a JPEG in the request body; the answer is the
-// live picture's book (camera.py: live_book), drawn here (views/camera_draw.js), and the next
+// live picture's book (camera.py: live_book), drawn here (page/web/camera_draw.js), and the next
 // frame is captured as soon as it is painted. One frame in flight:
 // a frame never waits behind an older one, and no frame is captured that the server would drop.
 // The map's controls are read from the page for each frame. sid: this page's camera token; side:
 // the short side a frame is sent at (views/camera.py: frame_side), no bigger than the camera's.
 (sid, side) => {
-  const box = document.querySelector('#cam-live');
+  const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
+  const box = document.querySelector(`#${ID.CAM_LIVE}`);
   if (!box || box.dataset.wired) return;
   box.dataset.wired = '1';
   box.dataset.sid = sid;  // this page's own token (tests read it)
   const cfg = JSON.parse(box.dataset.config);
-  const video = box.querySelector('#cam-video'), status = box.querySelector('#cam-status');
-  const startBtn = box.querySelector('#cam-start'), stopBtn = box.querySelector('#cam-stop');
+  const video = box.querySelector(`#${ID.CAM_VIDEO}`), status = box.querySelector(`#${ID.CAM_STATUS}`);
+  const startBtn = box.querySelector(`#${ID.CAM_START}`), stopBtn = box.querySelector(`#${ID.CAM_STOP}`);
   const url = new URL(cfg.path, (window.gradio_config?.root || location.origin) + '/').href;
   const canvas = document.createElement('canvas');
   let stream = null, running = false;
@@ -26,10 +27,10 @@
     const input = el.querySelector('input[type=number], input:not([type]), input[type=text]');
     return input ? input.value : '';
   };
-  // Where the live picture is drawn (views/camera_draw.js): made at the first picture, and put in
+  // Where the live picture is drawn (page/web/camera_draw.js): made at the first picture, and put in
   // the page once drawn (an empty canvas would show a blank box while the first view decodes).
   const picture = () => {
-    const cv = document.querySelector('#cam-picture canvas.vv-live');
+    const cv = document.querySelector(`#${ID.CAM_PICTURE} canvas.vv-live`);
     if (cv) return cv;
     const made = document.createElement('canvas');
     made.className = 'vv-live';
@@ -75,8 +76,8 @@
         sent = performance.now();
         const frame = capture();
         if (!live()) break;
-        const q = new URLSearchParams({ sid, layer: value('cam-layer'), heads: value('cam-heads'),
-                                        mode: value('cam-mode'), restart: restart ? '1' : '0' });
+        const q = new URLSearchParams({ sid, layer: value(ID.CAM_LAYER), heads: value(ID.CAM_HEADS),
+                                        mode: value(ID.CAM_MODE), restart: restart ? '1' : '0' });
         let r;
         try {
           r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
@@ -96,12 +97,12 @@
         if (!live()) break;
         const cv = await window.__vizvitCamDraw.draw(book, picture(), live);
         if (!live()) break;  // stopped while the view decoded: nothing drawn, the stop's message stays
-        if (!cv.isConnected) document.querySelector('#cam-picture').replaceChildren(cv);
+        if (!cv.isConnected) document.querySelector(`#${ID.CAM_PICTURE}`).replaceChildren(cv);
         cv.style.maxWidth = book.layout.width + 'px';
         cv.dataset.side = r.headers.get('X-Side');
         cv.dataset.frame = r.headers.get('X-Frame');  // last: the capture probe and Freeze read it
         say('');
-        if (r.headers.get('X-Note') === '1') document.querySelector('#cam-note-refresh')?.click();
+        if (r.headers.get('X-Note') === '1') document.querySelector(`#${ID.CAM_NOTE_REFRESH}`)?.click();
         // The next frame is captured once this picture is painted: captured at once, its capture and
         // upload held the paint back (~7 ms a picture, A/B in benchmarks/camera.py's page).
         await painted();

@@ -4,6 +4,6 @@
 // "id#n" (the lesson's Open button counts its clicks, so the same tab twice is still a change): the id.
 (tabId) => {
   tabId = (tabId || '').split('#')[0];
-  const b = tabId && document.querySelector(`#tabs button[role=tab][data-tab-id="${tabId}"]`);
+  const b = tabId && document.querySelector(`#${VIZVIT_IDS.TABS} button[role=tab][data-tab-id="${tabId}"]`);
   if (b && b.getAttribute('aria-selected') !== 'true') b.click();
 }

@@ -8,9 +8,10 @@
 // click's answer never shows: each answer's text names its patch). map_draw.js (run before this file) has the shared pieces.
 // Runs at every mount: the state lives in window.__vizvitEmb, installed once.
 const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
+  const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
   const D = window.__vizvitMapDraw;
   const st = { book: null, view: null, seq: 0, pending: [], shown: null, clicks: 0 };
-  const IDS = { pca: 'emb-pca', sim: 'emb-sim' };
+  const IDS = { pca: ID.EMB_PCA, sim: ID.EMB_SIM };
   const imgOf = (kind) => document.querySelector('#' + IDS[kind] + ' img');
 
   const setBook = async (text) => {
@@ -121,7 +122,7 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
     const size = b.patch * b.scale, r = Math.floor(py / size), c = Math.floor(px / size);
     return r >= 0 && r < b.grid[0] && c >= 0 && c < b.grid[1] ? [r, c] : null;
   };
-  const depthNow = () => Number(document.querySelector('#emb-depth input[type=range]')?.value);
+  const depthNow = () => Number(document.querySelector(`#${ID.EMB_DEPTH} input[type=range]`)?.value);
 
   const { handedOn } = window.__vizvitHandOn;
   document.addEventListener('click', (e) => {
@@ -144,7 +145,7 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
     e.stopImmediatePropagation();
     const n = ++st.clicks;
     cover(canvases, cell).then(() => requestAnimationFrame(() => setTimeout(() => {
-      const box = document.querySelector('#emb-click textarea, #emb-click input');
+      const box = document.querySelector(`#${ID.EMB_CLICK} textarea, #${ID.EMB_CLICK} input`);
       if (!box) return;
       box.value = cell.join(',') + ',' + n;
       box.dispatchEvent(new Event('input', { bubbles: true }));
@@ -156,7 +157,7 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
   // older click's answer leaves them (the box's event runs always_last: a click made while one is
   // answered is answered next). No answer in 5 s (the server said no): uncovered too.
   const answered = () => {
-    const m = /Patch \(row (\d+), col (\d+)\)/.exec(document.querySelector('#emb-sim-info')?.innerText || '');
+    const m = /Patch \(row (\d+), col (\d+)\)/.exec(document.querySelector(`#${ID.EMB_SIM_INFO}`)?.innerText || '');
     return st.shown && m && Number(m[1]) === st.shown.cell[0] && Number(m[2]) === st.shown.cell[1];
   };
   new MutationObserver((records) => {

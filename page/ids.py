@@ -1,0 +1,58 @@
+"""The element ids the page's scripts (page/web/*.js) look up, in one place.
+
+A script names an id as ``VIZVIT_IDS.ATTN_MAIN``; page.web.asset fills in ``VIZVIT_IDS`` with
+this table (a JSON object) as the script is read, so a renamed id is renamed here, once, and a
+script cannot name an id the table lacks (tests/page/test_ids.py: every one is in the built page).
+The flipbooks' ids travel in their books (vizvit/views/flip.py) and are not listed here.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+
+# The header and the tabs (page/shell.py)
+UPLOAD = "upload"
+TABS = "tabs"
+# Attention (page/tabs/attention.py)
+ATTN_MAIN = "attn-main"
+ATTN_LAYER = "attn-layer"
+ATTN_HEAD = "attn-head"
+ATTN_SHOW = "attn-show"
+ATTN_SCALE = "attn-scale"
+ATTN_TO_CLS = "attn-to-cls"
+ATTN_DISTANCE = "attn-distance"
+ATTN_DISTANCE_CLICK = "attn-distance-click"
+# Embeddings (page/tabs/embeddings.py)
+EMB_PCA = "emb-pca"
+EMB_SIM = "emb-sim"
+EMB_SIM_INFO = "emb-sim-info"
+EMB_SCATTER = "emb-scatter"
+EMB_DEPTH = "emb-depth"
+EMB_CLICK = "emb-click"
+EMB_THUMB = "emb-thumb"  # made by page.js: the scatter's hover thumbnail
+# Lesson (page/tabs/lesson.py)
+LESSON_STEP = "lesson-step"
+# The live camera (page/tabs/camera.py; the live box's markup: vizvit/views/camera.live_markup)
+CAM_PICTURE = "cam-picture"
+CAM_NOTE_REFRESH = "cam-note-refresh"
+CAM_LAYER = "cam-layer"
+CAM_HEADS = "cam-heads"
+CAM_MODE = "cam-mode"
+CAM_LIVE = "cam-live"
+CAM_VIDEO = "cam-video"
+CAM_START = "cam-start"
+CAM_STOP = "cam-stop"
+CAM_STATUS = "cam-status"
+
+# Ids no component has: a script makes the element itself.
+MADE_BY_SCRIPTS = frozenset({EMB_THUMB})
+
+IDS: types.MappingProxyType[str, str] = types.MappingProxyType(
+    {name: value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)})
+PLACEHOLDER = "VIZVIT_IDS"  # what a script writes where it means this table
+
+
+def as_js() -> str:
+    """The table as a JavaScript object literal (JSON): what PLACEHOLDER becomes in a script."""
+    return json.dumps(dict(IDS), separators=(",", ":"))
