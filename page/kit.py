@@ -305,8 +305,8 @@ def answer(fn: Callable, comps: dict[str, gr.components.Component], *lead: Any) 
     """The event handler for fn(*lead, *event values) -> {name: value} (a module-level handler that
     names what it sets): it answers {comps[name]: value}, Gradio's form, and is `safe`. `lead`: the
     values the page binds (the Workbench). Generators (streamed progress) stay generators."""
-    def shown(res: Any) -> Any:
-        return {comps[n]: v for n, v in res.items()} if isinstance(res, dict) else res
+    def shown(res: Any) -> Any:  # a component among the names (another part's answer, merged) stays itself
+        return {comps[n] if isinstance(n, str) else n: v for n, v in res.items()} if isinstance(res, dict) else res
 
     if inspect.isgeneratorfunction(fn):
         def stream(*args: Any, **kwargs: Any) -> Any:

@@ -80,3 +80,5 @@ def test_answer_names_components_binds_the_lead_and_keeps_request_and_generators
     assert inspect.isgeneratorfunction(s)
     assert list(s(2)) == [{ui["pic"]: ("WB", 0)}, {ui["pic"]: ("WB", 1)}]
     assert kit.answer(lambda: kit.skip(["pic"]), ui)() == {ui["pic"]: gr.skip()}
+    other = gr.Textbox()  # a component another part answers for (a tab's preview), merged in as it is
+    assert kit.answer(lambda: {"pic": 1, other: 2}, ui)() == {ui["pic"]: 1, other: 2}
