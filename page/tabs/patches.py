@@ -15,7 +15,8 @@ from .. import flip, kit
 from ..kit import Ctx, safe
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
+def _layout(ctx: Ctx) -> tuple:
+    """The tab's components: the grid and its boxes, the top-5 and numbers, the label map, the sequence."""
     with gr.Row():
         with gr.Column(scale=3):
             grid_img = gr.Image(label="What the model sees: the patch grid (click a patch)",
@@ -45,6 +46,12 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     clicked = gr.State(None)  # (row, col)
     # The grid with lines and numbers on and off, swapped in by the page as the boxes are ticked (vizvit/web/flipbook.js).
     book = flip.component("patch-grid")
+    return grid_img, lines, indices, patch_info, top5, numbers, label_pick, label_text, label_img, labels_book, strip, explanation, clicked, book
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    (grid_img, lines, indices, patch_info, top5, numbers, label_pick, label_text, label_img, labels_book,
+     strip, explanation, clicked, book) = _layout(ctx)
 
     # Every control by the PatchesParams field it sets; every component by the Page field it shows.
     named = dict(lines=lines, indices=indices, clicked=clicked)
