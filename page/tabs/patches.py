@@ -15,7 +15,7 @@ from .. import flip, kit
 from ..kit import Ctx, safe
 
 
-def _layout(ctx: Ctx) -> tuple:
+def _layout(ctx: Ctx) -> dict[str, gr.components.Component]:
     """The tab's components: the grid and its boxes, the top-5 and numbers, the label map, the sequence."""
     with gr.Row():
         with gr.Column(scale=3):
@@ -46,12 +46,17 @@ def _layout(ctx: Ctx) -> tuple:
     clicked = gr.State(None)  # (row, col)
     # The grid with lines and numbers on and off, swapped in by the page as the boxes are ticked (vizvit/web/flipbook.js).
     book = flip.component("patch-grid")
-    return grid_img, lines, indices, patch_info, top5, numbers, label_pick, label_text, label_img, labels_book, strip, explanation, clicked, book
+    return dict(grid_img=grid_img, lines=lines, indices=indices, patch_info=patch_info, top5=top5,
+                numbers=numbers, label_pick=label_pick, label_text=label_text, label_img=label_img,
+                labels_book=labels_book, strip=strip, explanation=explanation, clicked=clicked, book=book)
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
+    c = _layout(ctx)
     (grid_img, lines, indices, patch_info, top5, numbers, label_pick, label_text, label_img, labels_book,
-     strip, explanation, clicked, book) = _layout(ctx)
+     strip, explanation, clicked, book) = (
+        c[n] for n in ("grid_img", "lines", "indices", "patch_info", "top5", "numbers", "label_pick",
+                       "label_text", "label_img", "labels_book", "strip", "explanation", "clicked", "book"))
 
     # Every control by the PatchesParams field it sets; every component by the Page field it shows.
     named = dict(lines=lines, indices=indices, clicked=clicked)
