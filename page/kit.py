@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+import typing
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -288,6 +289,71 @@ def reader(named: dict[str, gr.components.Component]) -> Callable[[tuple], dict[
     """values (in `named` order, as the event's inputs list them) -> {field: value}."""
     names = list(named)
     return lambda v: dict(zip(names, v))
+
+
+def _shaped(wrapper: Callable, fn: Callable, lead: int) -> Callable:
+    """wrapper, named and signed as `fn` without its first `lead` parameters (the values the wiring
+    binds): Gradio reads the signature and the resolved hints to pass gr.Request / gr.EventData."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())[lead:]
+    names = {p.name for p in params}
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {k: v for k, v in typing.get_type_hints(fn).items() if k in names}
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(wrapper, attr, getattr(fn, attr))
+    return wrapper
+
+
+def answer(fn: Callable, comps: dict[str, gr.components.Component], *lead: Any) -> Callable:
+    """The event handler for fn(*lead, *event values) -> {name: value} (a module-level handler that
+    names what it sets): it answers {comps[name]: value}, Gradio's form, and is `safe`. `lead`: the
+    values the page binds (the Workbench). Generators (streamed progress) stay generators."""
+    def shown(res: Any) -> Any:  # a component among the names (another part's answer, merged) stays itself
+        return {comps[n] if isinstance(n, str) else n: v for n, v in res.items()} if isinstance(res, dict) else res
+
+    if inspect.isgeneratorfunction(fn):
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            for res in fn(*lead, *args, **kwargs):
+                yield shown(res)
+
+        return safe(_shaped(stream, fn, len(lead)))
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return shown(fn(*lead, *args, **kwargs))
+
+    return safe(_shaped(call, fn, len(lead)))
+
+
+def in_line(order: Any, names: list[str], fn: Callable, comps: dict[str, gr.components.Component],
+            outputs: list[str], wb: Workbench, sets: tuple[str, ...] = (), select: bool = False) -> Callable:
+    """A view event of `order`'s line (page/ordered.py AnswerOrder): the one place its guard is
+    applied. The handler Gradio calls takes (stamp, key, *control values in `names` order), with a
+    gr.SelectData first where `select`; it runs fn(wb, key, controls[, the clicked (x, y)]) ->
+    {name: value} only for an event no older than one answered (and with a photo), else skips
+    `outputs` and the stamp. The values fn returns for the controls named in `sets` are recorded as
+    set by this answer (AnswerOrder.sets); the stamp box says the answer landed."""
+    skipped = [comps[n] for n in outputs] + [order.stamp]
+
+    def run(stamp: str, key: PhotoKey | None, v: tuple, *extra: Any) -> dict:
+        c = None if key is None else order.take(stamp, dict(zip(names, v)))
+        if c is None:
+            return skip(skipped)
+        res = fn(wb, key, c, *extra)
+        if sets:
+            order.sets(stamp, **{n: res[n] for n in sets})
+        return {**{comps[n]: val for n, val in res.items()}, **order.answered(stamp)}
+
+    if select:
+        def clicked(evt: gr.SelectData, stamp: str, key: PhotoKey | None, *v: Any) -> dict:
+            return run(stamp, key, v, (evt.index[0], evt.index[1]))
+
+        handler = clicked
+    else:
+        def handler(stamp: str, key: PhotoKey | None, *v: Any) -> dict:  # type: ignore[misc]
+            return run(stamp, key, v)
+
+    handler.__name__ = handler.__qualname__ = fn.__name__  # the log names the tab's handler
+    return safe(handler)
 
 
 def _user_error(fn: Callable, e: Exception) -> gr.Error:

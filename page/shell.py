@@ -6,19 +6,20 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import gradio as gr
 
 import gradio_patch
 from vizvit import deeplink, figures, views
-from . import web
 from vizvit.ablation import format_heads
 from vizvit.catalog import SIZES_INFO, Catalog
+from vizvit.deeplink import DeepLink
 from vizvit.errors import UserError
 from vizvit.images import image_sha1, load_image
 from vizvit.launch import Start
-from vizvit.models import DEFAULT_MODEL
+from vizvit.models import DEFAULT_MODEL, Geometry
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels
 from vizvit.views import header, patches
@@ -27,8 +28,8 @@ from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from vizvit.room import Rooms
 
-from . import kit, room
-from .kit import Ctx, charts_download, safe
+from . import kit, room, web
+from .kit import Ctx, charts_download
 from .tabs import PAGES, TABS
 from .tabs import camera as camera_tab
 
@@ -63,6 +64,223 @@ def example_of(sha1: str) -> str | None:
     return _examples_by_sha1().get(sha1)
 
 
+@dataclass(frozen=True)
+class Server:
+    """What the page's header handlers read besides their events' values: the backend and how it started."""
+
+    wb: Workbench
+    catalog: Catalog  # the page's model list, the Workbench's gate
+    default_model: str  # the model the page opens with (its public name)
+    offline: bool = False
+    failed: tuple[str | None, str] = (None, "")  # the start model default_model stands in for, and why it failed
+    tab_ids: tuple[str, ...] = ()  # the page's tabs, in order
+    # The open tab's preview of a new photo: (open tab, key, preview values) -> {component: value} (Ctx.preview).
+    preview: Callable[[str, PhotoKey, tuple], dict] = lambda current, key, values: {}
+
+
+PHOTO_OUTS = ["key", "status", "upload", "shown_file"]  # new_photo's own outputs (the tabs' previews follow)
+
+
+# -- handlers: explicit values in, {name: value} out (the names build_demo's `ui` gives the components) --
+def new_labels(s: Server, k: PhotoKey | None, model_id: str, labels_text: str, template: str) -> dict:
+    """New zero-shot labels or template (Enter): the rule under them, and a new key for the photo shown."""
+    c = header.new_labels(s.wb, k, model_id, labels_text, template)
+    return {"zs_rule": c.rule} if c.key is None else {"key": c.key, "zs_rule": c.rule, "status": c.status}
+
+
+def zero_shot_visible(vm_or_flag: Any) -> dict:
+    """The labels box and ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT
+    (by the page's CSS, from zs_on: see kit.ZERO_SHOT_ONLY)."""
+    on = vm_or_flag if isinstance(vm_or_flag, bool) else vm_or_flag.is_zero_shot
+    return {"zs_on": "on" if on else "off"}
+
+
+def loading(s: Server, model_id: str) -> str:
+    """The status line at once, before a chosen model loads (a model off the list: refused here)."""
+    s.catalog.check(model_id)
+    return s.catalog.loading_text(model_id)
+
+
+def new_model(s: Server, model_id: str, k: PhotoKey | None, labels_text: str = "",
+              template: str = DEFAULT_TEMPLATE) -> dict:
+    c = header.new_model(s.wb, s.catalog.check(model_id), k, labels_text, template, s.default_model, s.offline)
+    if not c.loaded:
+        # New choices, not just the old value: Gradio drops an update equal to the value
+        # it last sent, which left the failed name in the box on a second try.
+        return {"status": c.status, "model": gr.Dropdown(choices=s.catalog.choices(), value=c.model)}
+    return {**({"key": c.key} if c.key is not None else {}), "status": c.status,
+            "banner": gr.Markdown(c.banner, visible=bool(c.banner)), "zs_rule": c.rule,
+            **zero_shot_visible(c.zero_shot)}
+
+
+def _shown_file(k: PhotoKey | None, shown_path: str | None) -> str | None:
+    """The file the upload box goes back to: the photo the tabs still show (none where Gradio's
+    cache cleaning removed that file since: the box is then emptied)."""
+    return shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
+
+
+def new_photo(s: Server, path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
+              labels_text: str = "", template: str = DEFAULT_TEMPLATE, shown_path: str | None = None,
+              current: str = "patches", *preview_values: Any):
+    """A generator: its first message carries the new key (and the open tab's preview), so
+    the key's event starts at once and finds this forward already running (the cache runs
+    it once for both); its last one, the status line with the forward's result."""
+    wb = s.wb
+    if path is None:  # cleared by the user (see upload.clear) or by a refused file below
+        yield kit.skip(PHOTO_OUTS)
+        return
+    try:
+        sha1 = wb.add_photo(path)
+    except UserError as e:
+        # A toast, the same words kept in the status line, and the refused file's name
+        # out of the box: it must not look as if that file were shown.
+        gr.Warning(str(e))
+        # The box names the photo the tabs still show (its change finds that photo shown: below).
+        yield {"status": panels.upload_refused(str(e), had_photo=k is not None), "upload": _shown_file(k, shown_path)}
+        return
+    new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
+    if new == k and path == shown_path:  # the file the tabs show, put back after a refused one
+        yield kit.skip(PHOTO_OUTS)
+        return
+    vm = wb.model(model_id)
+    yield {"key": new, "status": panels.running_line(vm), "shown_file": path,
+           **s.preview(current, new, preview_values)}
+    answer, photo, shown = background.submit(wb.analysis, new), wb.photo(sha1), 0
+    while True:  # where this photo is in the model's queue, until its forward is done
+        try:
+            a = answer.result(timeout=QUEUE_POLL_S)
+            break
+        except TimeoutError:
+            ahead = wb.forwards.ahead(photo) or 0
+            if ahead != shown:
+                shown = ahead
+                yield {"status": panels.running_line(vm, ahead, wb.forwards.stats().image_s)}
+        except Exception:
+            # the tabs and the box: back to the photo shown
+            yield {"key": k, "shown_file": shown_path, "upload": _shown_file(k, shown_path)}
+            raise
+    yield {"status": panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
+
+
+def link_controls(k: DeepLink, g: Geometry, show: str | None) -> dict[str, Any]:
+    """The view controls a link sets, by deeplink.VIEW_CONTROLS' names (gr.skip(): left as they are).
+    show: the plan's fusion or one head, where the link names one."""
+    return dict(layer=gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
+                head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
+                show=show or gr.skip(), query=k.query if k.query else gr.skip(),
+                direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
+                mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero",
+                compare=k.compare or gr.skip())
+
+
+def open_link(s: Server, request: gr.Request) -> dict:
+    """The page opened: what its link (?example=...&tab=...) asks for, with a notice for what it could not."""
+    wb = s.wb
+    p = deeplink.plan(dict(request.query_params), EXAMPLES, s.catalog.ids, list(s.tab_ids), s.default_model,
+                      lambda m: wb.model(m).geometry, compare_models=[*s.catalog.ids, *s.catalog.twins()])
+    k = p.link
+    vm = wb.model(p.model)
+    b = panels.banner(vm, s.offline, *(s.failed if p.model == s.default_model else (None, "")))
+    shared: dict = {}  # the key and status line of a link's uploaded photo
+    notices = p.notice_text
+    if k.photo and not k.example:  # a lecturer's uploaded photo, by its key: the server must still hold it
+        try:
+            shared_key = header.photo_key(wb, p.model, k.photo, format_heads(k.ablate), k.ablate_mode or "zero",
+                                          "", DEFAULT_TEMPLATE)
+            size = wb.photo(k.photo).size
+            shared = {"key": shared_key, "status": panels.status_line(vm, wb.analysis(shared_key), size)}
+        except UserError:
+            notices = (notices + "\n" if notices else "") + ("- The photo of this link is no longer on the "
+                                                            "server: upload it again or pick an example.")
+    # Choices too: this visitor sees the list as it is now, without models that failed for others.
+    return {**shared, "upload": k.example or gr.skip(),
+            "model": gr.Dropdown(choices=s.catalog.choices(), value=p.model),
+            "banner": gr.Markdown(b, visible=bool(b)), "link_tab": k.tab or gr.skip(), "tab": k.tab or gr.skip(),
+            "notice_md": gr.Markdown("**About this link:**\n" + notices, visible=True) if notices else gr.skip(),
+            **link_controls(k, vm.geometry, p.show), "projector": k.projector, **zero_shot_visible(vm),
+            "cmp_depth": k.layer if k.tab == "compare" and k.layer else gr.skip()}
+
+
+def copy_link(s: Server, request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
+              depth: float, *parts: Any) -> str:
+    """"Copy link to this view": the page's address with the view's controls (parts: in VIEW_CONTROLS order)."""
+    c = dict(zip(deeplink.VIEW_CONTROLS, parts))
+    if tab_id == "compare":  # the Compare tab's cursor is its layer
+        c["layer"] = depth
+    # The ablation is the photo key's (the heads the forward ran without), not the boxes' text.
+    view = {n: v for n, v in c.items() if n not in ("ablate", "ablate_mode")}
+    link = deeplink.of_view(example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
+                            projector=proj, ablation=key_.ablation if key_ else None, **view)
+    page = (request.headers.get("referer") or str(request.url)).split("?")[0]
+    return page + deeplink.to_query(deeplink.fit(link, s.wb.model(model_id).geometry)[0])
+
+
+# -- the page: components, then wiring ------------------------------------------------------------------
+def _header(wb: Workbench, catalog: Catalog, default_model: str, start_banner: str) -> dict:
+    """The header: the banner, the upload, the model and the zero-shot labels, the examples."""
+    gr.Markdown(panels.HEADER_TEXT, elem_id="header")
+    banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
+    notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
+    with gr.Row(elem_id="header-row"):
+        with gr.Column(scale=2):
+            upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
+                             file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
+        with gr.Column(scale=2):
+            # allow_custom_value: new_model checks the choice itself; Gradio's own check would
+            # answer an API caller with the whole list, local paths included.
+            model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
+                                allow_custom_value=True, info=SIZES_INFO)
+            status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
+            # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
+            # those models, so the compact header stays compact for the others.
+            # Shown by CSS while the page's model is an image-text one (see kit.ZERO_SHOT_ONLY).
+            with gr.Group(elem_id="zs-box", elem_classes=[kit.ZERO_SHOT_ONLY]):
+                zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
+                                       "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
+                zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
+                                         elem_id="zs-template", lines=1)
+                zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
+        with gr.Column(scale=3):
+            gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
+    return dict(banner=banner, notice_md=notice_md, upload=upload, model=model, status=status, zs_labels=zs_labels,
+                zs_template=zs_template, zs_rule=zs_rule)
+
+
+def _tabs(ctx: Ctx) -> list[gr.Tab]:
+    """Every tab, in vizvit.vocab.TABS' order; a new key computes only the open one's views."""
+    all_tabs = []
+    # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
+    with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
+        for tab_id, label in TABS.items():
+            with gr.Tab(label, id=tab_id) as t:
+                PAGES[tab_id].build(ctx, t)
+                gr.Markdown(METHODS_LINK)
+                charts_download(t)
+            all_tabs.append(t)
+    ahead = ctx.show_visible()
+    cancel_ahead = [ahead] if ahead is not None else None  # its answer is for a page left since
+    if ahead is not None:
+        ctx.key.change(None, None, None, cancels=cancel_ahead, queue=False)
+    for t in all_tabs:
+        t.select(functools.partial(lambda tid: tid, t.id), None, ctx.tab, queue=False, cancels=cancel_ahead)
+    return all_tabs
+
+
+def _footer() -> dict:
+    """The methods and sources, projector mode and "Copy link to this view"."""
+    with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
+                      open=False, elem_id="methods"):
+        gr.Markdown(METHODS_TEXT)
+    with gr.Row():
+        projector = gr.Checkbox(False, label="Projector mode (large text, high contrast)", elem_id="projector")
+        link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
+        link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
+                              elem_id="link-box", scale=3)
+    projector.change(None, projector, None,
+                     js=web.asset("projector.js").replace("CHART_PX", str(figures.PROJECTOR_CHART_PX)))
+    return dict(projector=projector, link_btn=link_btn, link_box=link_box)
+
+
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
                offline: bool = False, start: Start | None = None) -> gr.Blocks:
     """The whole page. `wb` must already hold (or be able to load) `default_model`. The catalog
@@ -85,227 +303,22 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         # registered in the Blocks (the API's schema and calls read them), out of the page's layout,
         # and invisible: the page waits for every visible component to mount before it is ready.
         gradio_patch.unlaid(demo, demo.children[before:])
-        key = gr.State(None, time_to_live=SESSION_TTL_S)
-        tab = gr.State("patches")
+        ui: dict[str, Any] = dict(key=gr.State(None, time_to_live=SESSION_TTL_S), tab=gr.State("patches"))
         # What a deep link or a model change asks of the page's containers (the tab to open, the
         # zero-shot boxes shown), as hidden leaves whose change runs page JS (see
         # kit.NO_CONTAINER_OUTPUTS). Not gr.State: page JS cannot read a State's value.
-        link_tab = gr.Textbox("", visible=False, elem_id="link-tab")
-        zs_on = gr.Textbox("", visible=False, elem_id="zs-on")  # "on" / "off"
-        gr.Markdown(panels.HEADER_TEXT, elem_id="header")
+        ui["link_tab"] = gr.Textbox("", visible=False, elem_id="link-tab")
+        ui["zs_on"] = gr.Textbox("", visible=False, elem_id="zs-on")  # "on" / "off"
         # The model asked for at start, when default_model stands in for it: (its name, why it failed).
         failed = (start.failed, start.reason) if start is not None and start.model == default_model else (None, "")
-        start_banner = panels.banner(wb.model(default_model), offline, *failed)
-        banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
-        notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner
-        with gr.Row(elem_id="header-row"):
-            with gr.Column(scale=2):
-                upload = gr.File(label="Upload a photo (JPEG, PNG, WebP, GIF, BMP, TIFF)",
-                                 file_types=UPLOAD_TYPES, type="filepath", elem_id="upload")
-            with gr.Column(scale=2):
-                # allow_custom_value: new_model checks the choice itself; Gradio's own check would
-                # answer an API caller with the whole list, local paths included.
-                model = gr.Dropdown(catalog.choices(), value=default_model, label="Model", elem_id="model",
-                                    allow_custom_value=True, info=SIZES_INFO)
-                status = gr.Markdown("👈 Upload a photo or pick an example to begin.", elem_id="status")
-                # CLIP / SigLIP: the classes are the user's own text (Enter applies). Shown only for
-                # those models, so the compact header stays compact for the others.
-                # Shown by CSS while the page's model is an image-text one (see kit.ZERO_SHOT_ONLY).
-                with gr.Group(elem_id="zs-box", elem_classes=[kit.ZERO_SHOT_ONLY]):
-                    zs_labels = gr.Textbox(", ".join(DEFAULT_LABELS), label="Zero-shot labels, comma-separated "
-                                           "(CLIP / SigLIP; Enter to apply)", elem_id="zs-labels", lines=1)
-                    zs_template = gr.Textbox(DEFAULT_TEMPLATE, label="Prompt template ({} = the label)",
-                                             elem_id="zs-template", lines=1)
-                    zs_rule = gr.Markdown(patches.label_rule_text(wb.model(default_model)), elem_id="zs-rule")
-            with gr.Column(scale=3):
-                gr.Examples(EXAMPLES, inputs=[upload], label="Examples (CC0 / public domain)")
-        ctx = Ctx(wb=wb, key=key, tab=tab, status=status, default_model=default_model, example_of=example_of,
-                  header=dict(model=model, labels=zs_labels, template=zs_template, upload=upload), rooms=rooms)
-        all_tabs = []
-        # wrap: on a phone every tab stays one tap away (the default hides some behind a "⋯" menu).
-        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap"):
-            for tab_id, label in TABS.items():
-                with gr.Tab(label, id=tab_id) as t:
-                    PAGES[tab_id].build(ctx, t)
-                    gr.Markdown(METHODS_LINK)
-                    charts_download(t)
-                all_tabs.append(t)
-        ahead = ctx.show_visible()
-        cancel_ahead = [ahead] if ahead is not None else None  # its answer is for a page left since
-        if ahead is not None:
-            key.change(None, None, None, cancels=cancel_ahead, queue=False)
-        for t in all_tabs:
-            t.select(functools.partial(lambda tid: tid, t.id), None, tab, queue=False, cancels=cancel_ahead)
-        with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
-                          open=False, elem_id="methods"):
-            gr.Markdown(METHODS_TEXT)
-        with gr.Row():
-            projector = gr.Checkbox(False, label="Projector mode (large text, high contrast)", elem_id="projector")
-            link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
-            link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
-                                  elem_id="link-box", scale=3)
-        projector.change(None, projector, None,
-                         js=web.asset("projector.js").replace("CHART_PX", str(figures.PROJECTOR_CHART_PX)))
-
-        @safe
-        def new_labels(k: PhotoKey | None, model_id: str, labels_text: str, template: str) -> dict:
-            c = header.new_labels(wb, k, model_id, labels_text, template)
-            return {zs_rule: c.rule} if c.key is None else {key: c.key, zs_rule: c.rule, status: c.status}
-
-        zs_labels.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
-        zs_template.submit(new_labels, [key, model, zs_labels, zs_template], [key, zs_rule, status])
-
-        preview_ins, preview_outs = ctx.preview_io()
-        L = ctx.links
-        if tuple(sorted(L)) != tuple(sorted(deeplink.VIEW_CONTROLS)):
-            raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
-        link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
-        # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
-        cmp_depth = ctx.controls["compare"]["depth"]
-        shown_file = gr.State(None)  # the file the tabs show: a refused file leaves it in the box
-        photo_outs = [key, status, upload, shown_file, *preview_outs]
-
-        @safe
-        def new_photo(path: str | None, model_id: str, k: PhotoKey | None, heads: str, ablate_mode: str,
-                      labels_text: str = "", template: str = DEFAULT_TEMPLATE, shown_path: str | None = None,
-                      current: str = "patches", *preview_values: Any):
-            """A generator: its first message carries the new key (and the open tab's preview), so
-            the key's event starts at once and finds this forward already running (the cache runs
-            it once for both); its last one, the status line with the forward's result."""
-            if path is None:  # cleared by the user (see upload.clear) or by a refused file below
-                yield kit.skip(photo_outs)
-                return
-            try:
-                sha1 = wb.add_photo(path)
-            except UserError as e:
-                # A toast, the same words kept in the status line, and the refused file's name
-                # out of the box: it must not look as if that file were shown.
-                gr.Warning(str(e))
-                # The box names the photo the tabs still show (its change finds that photo shown: below).
-                # (Not when Gradio's cache cleaning removed that file since: the box is then emptied.)
-                back = shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
-                yield {status: panels.upload_refused(str(e), had_photo=k is not None), upload: back}
-                return
-            new = header.photo_key(wb, model_id, sha1, heads, ablate_mode, labels_text, template)
-            if new == k and path == shown_path:  # the file the tabs show, put back after a refused one
-                yield kit.skip(photo_outs)
-                return
-            vm = wb.model(model_id)
-            yield {key: new, status: panels.running_line(vm), shown_file: path,
-                   **ctx.preview(current, new, preview_values)}
-            answer, photo, shown = background.submit(wb.analysis, new), wb.photo(sha1), 0
-            while True:  # where this photo is in the model's queue, until its forward is done
-                try:
-                    a = answer.result(timeout=QUEUE_POLL_S)
-                    break
-                except TimeoutError:
-                    ahead = wb.forwards.ahead(photo) or 0
-                    if ahead != shown:
-                        shown = ahead
-                        yield {status: panels.running_line(vm, ahead, wb.forwards.stats().image_s)}
-                except Exception:
-                    back = shown_path if k is not None and shown_path and Path(shown_path).is_file() else None
-                    yield {key: k, shown_file: shown_path, upload: back}  # the tabs and the box: back to the photo shown
-                    raise
-            yield {status: panels.status_line(vm, a, photo.size) + panels.frames_note(photo)}
-
-        def zero_shot_visible(vm_or_flag: Any) -> dict:
-            """The labels box and ctx.zero_shot_only: shown for CLIP / SigLIP, hidden for a plain ViT
-            (by the page's CSS, from zs_on: see kit.ZERO_SHOT_ONLY)."""
-            on = vm_or_flag if isinstance(vm_or_flag, bool) else vm_or_flag.is_zero_shot
-            return {zs_on: "on" if on else "off"}
-
-        @safe
-        def loading(model_id: str):
-            catalog.check(model_id)
-            return catalog.loading_text(model_id)
-
-        @safe
-        def new_model(model_id: str, k: PhotoKey | None, labels_text: str = "", template: str = DEFAULT_TEMPLATE):
-            c = header.new_model(wb, catalog.check(model_id), k, labels_text, template, default_model, offline)
-            if not c.loaded:
-                # New choices, not just the old value: Gradio drops an update equal to the value
-                # it last sent, which left the failed name in the box on a second try.
-                return {status: c.status, model: gr.Dropdown(choices=catalog.choices(), value=c.model)}
-            return {**({key: c.key} if c.key is not None else {}), status: c.status,
-                    banner: gr.Markdown(c.banner, visible=bool(c.banner)), zs_rule: c.rule,
-                    **zero_shot_visible(c.zero_shot)}
-
-        tab_ids = [t.id for t in all_tabs]
-
-        @safe
-        def open_link(request: gr.Request):
-            p = deeplink.plan(dict(request.query_params), EXAMPLES, catalog.ids, tab_ids, default_model,
-                              lambda m: wb.model(m).geometry, compare_models=[*catalog.ids, *catalog.twins()])
-            k = p.link
-            vm = wb.model(p.model)
-            g = vm.geometry
-            b = panels.banner(vm, offline, *(failed if p.model == default_model else (None, "")))
-            controls = dict(layer=gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
-                            head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
-                            show=p.show or gr.skip(), query=k.query if k.query else gr.skip(),
-                            direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
-                            mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero",
-                            compare=k.compare or gr.skip())
-            shared: dict = {}  # the key and status line of a link's uploaded photo
-            notices = p.notice_text
-            if k.photo and not k.example:  # a lecturer's uploaded photo, by its key: the server must still hold it
-                try:
-                    shared_key = header.photo_key(wb, p.model, k.photo, format_heads(k.ablate), k.ablate_mode or "zero",
-                                                  "", DEFAULT_TEMPLATE)
-                    size = wb.photo(k.photo).size
-                    shared = {key: shared_key, status: panels.status_line(vm, wb.analysis(shared_key), size)}
-                except UserError:
-                    notices = (notices + "\n" if notices else "") + ("- The photo of this link is no longer on the "
-                                                                    "server: upload it again or pick an example.")
-            # Choices too: this visitor sees the list as it is now, without models that failed for others.
-            return {**shared, upload: k.example or gr.skip(), model: gr.Dropdown(choices=catalog.choices(), value=p.model),
-                    banner: gr.Markdown(b, visible=bool(b)),
-                    link_tab: k.tab or gr.skip(), tab: k.tab or gr.skip(),
-                    notice_md: gr.Markdown("**About this link:**\n" + notices, visible=True) if notices
-                    else gr.skip(),
-                    **{L[n]: v for n, v in controls.items()}, projector: k.projector, **zero_shot_visible(vm),
-                    cmp_depth: k.layer if k.tab == "compare" and k.layer else gr.skip()}
-
-        @safe
-        def copy_link(request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
-                      depth: float, *parts: Any):
-            c = dict(zip(deeplink.VIEW_CONTROLS, parts))
-            if tab_id == "compare":
-                c["layer"] = depth
-            link = deeplink.of_view(
-                example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
-                layer=c["layer"], head=c["head"], show=c["show"], query=c["query"], direction=c["direction"],
-                mode=c["mode"], dx=c["dx"], dy=c["dy"], mask=c["mask"], projector=proj,
-                ablation=key_.ablation if key_ else None, compare=c["compare"])
-            page = (request.headers.get("referer") or str(request.url)).split("?")[0]
-            return page + deeplink.to_query(deeplink.fit(link, wb.model(model_id).geometry)[0])
-
-        upload.change(new_photo, [upload, model, key, L["ablate"], L["ablate_mode"], zs_labels, zs_template,
-                                  shown_file, tab, *preview_ins],
-                      photo_outs, api_name="upload", show_progress="minimal",
-                      cancels=ctx.long_work).failure(
-            lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
-        upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,
-                     queue=False)
-        # Feedback at once (no queue), then the load, which may take a download's time.
-        model.input(loading, model, status, queue=False).success(
-            new_model, [model, key, zs_labels, zs_template],
-            [key, status, model, banner, zs_rule, zs_on],
-            api_name="model")
-        # hidden: a first visit saw grey loading blocks over the header while the link was read
-        demo.load(open_link, None, [upload, model, banner, link_tab, tab, notice_md, *link_parts, projector, zs_on,
-                                    key, status, cmp_depth],
-                  show_progress="hidden")
-        # JS only (no round trip): a click on the tab's button opens it as a person would.
-        link_tab.change(None, link_tab, None, js=web.asset("select_tab.js"))
-        zs_on.change(None, zs_on, None, js=web.asset("zero_shot_on.js"))
-        for fn in ctx.unloads:
-            demo.unload(fn)
-        demo.unload(kit.JOBS.left)  # a closed page's costly jobs stop
-        demo.load(None, None, None, js=web.asset("upload_replace.js"))  # drop, paste or choose: one step
-        link_btn.click(copy_link, [key, model, tab, projector, cmp_depth, *link_parts], link_box).then(
-            None, link_box, None, js=web.asset("copy_link.js"))
+        ui.update(_header(wb, catalog, default_model, panels.banner(wb.model(default_model), offline, *failed)))
+        ctx = Ctx(wb=wb, key=ui["key"], tab=ui["tab"], status=ui["status"], default_model=default_model,
+                  example_of=example_of, header=dict(model=ui["model"], labels=ui["zs_labels"],
+                                                     template=ui["zs_template"], upload=ui["upload"]), rooms=rooms)
+        all_tabs = _tabs(ctx)
+        ui.update(_footer())
+        server = Server(wb, catalog, default_model, offline, failed, tuple(t.id for t in all_tabs), ctx.preview)
+        _wire(demo, ctx, ui, server)
     # The live camera on a page of its own (page/tabs/camera.py says why); no navigation bar: the
     # Camera tab opens it and Freeze comes back.
     with demo.route("Live camera", camera_tab.PATH, show_in_navbar=False):
@@ -315,7 +328,52 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     demo.vizvit_routes = [*routes, *ctx.routes, *room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None), getattr(demo, "share_url", None)))]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
     kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
-    kit.refuse_lost_sessions(demo, key, fresh=(upload,))  # a session from a replica that died: "reload the page"
+    kit.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))  # a session from a replica that died: "reload the page"
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 
+
+def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
+    """The header's and the footer's events: labels, a new photo, a new model, deep links."""
+    key, status, upload, model = ui["key"], ui["status"], ui["upload"], ui["model"]
+    relabel = kit.answer(new_labels, ui, server)
+    for box in (ui["zs_labels"], ui["zs_template"]):
+        box.submit(relabel, [key, model, ui["zs_labels"], ui["zs_template"]], [key, ui["zs_rule"], status])
+    preview_ins, preview_outs = ctx.preview_io()
+    L = ctx.links
+    if tuple(sorted(L)) != tuple(sorted(deeplink.VIEW_CONTROLS)):
+        raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
+    ui.update(L)  # the view controls by their deep-link names (open_link sets them)
+    link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
+    # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
+    ui["cmp_depth"] = ctx.controls["compare"]["depth"]
+    ui["shown_file"] = gr.State(None)  # the file the tabs show: a refused file leaves it in the box
+    photo_outs = [ui[n] for n in PHOTO_OUTS] + preview_outs
+    upload.change(kit.answer(new_photo, ui, server), [upload, model, key, L["ablate"], L["ablate_mode"],
+                                                      ui["zs_labels"], ui["zs_template"], ui["shown_file"], ui["tab"],
+                                                      *preview_ins],
+                  photo_outs, api_name="upload", show_progress="minimal",
+                  cancels=ctx.long_work).failure(
+        lambda k: panels.upload_status(had_photo=k is not None, failed=True), key, status)
+    upload.clear(lambda k: panels.upload_status(had_photo=k is not None, failed=False), key, status,
+                 queue=False)
+    # Feedback at once (no queue), then the load, which may take a download's time.
+    model.input(kit.answer(loading, ui, server), model, status, queue=False).success(
+        kit.answer(new_model, ui, server), [model, key, ui["zs_labels"], ui["zs_template"]],
+        [key, status, model, ui["banner"], ui["zs_rule"], ui["zs_on"]],
+        api_name="model")
+    # hidden: a first visit saw grey loading blocks over the header while the link was read
+    demo.load(kit.answer(open_link, ui, server), None,
+              [upload, model, ui["banner"], ui["link_tab"], ui["tab"], ui["notice_md"], *link_parts, ui["projector"],
+               ui["zs_on"], key, status, ui["cmp_depth"]],
+              show_progress="hidden")
+    # JS only (no round trip): a click on the tab's button opens it as a person would.
+    ui["link_tab"].change(None, ui["link_tab"], None, js=web.asset("select_tab.js"))
+    ui["zs_on"].change(None, ui["zs_on"], None, js=web.asset("zero_shot_on.js"))
+    for fn in ctx.unloads:
+        demo.unload(fn)
+    demo.unload(kit.JOBS.left)  # a closed page's costly jobs stop
+    demo.load(None, None, None, js=web.asset("upload_replace.js"))  # drop, paste or choose: one step
+    ui["link_btn"].click(kit.answer(copy_link, ui, server),
+                         [key, model, ui["tab"], ui["projector"], ui["cmp_depth"], *link_parts], ui["link_box"]).then(
+        None, ui["link_box"], None, js=web.asset("copy_link.js"))

@@ -3,28 +3,155 @@ grid, the distance chart and class relevance."""
 
 from __future__ import annotations
 
-import gradio as gr
-
 from typing import Any
+
+import gradio as gr
 
 from vizvit import vocab
 from vizvit.readings import methods
-
-from .. import web
-from vizvit.session import PhotoKey
+from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap
 
-from .. import kit
-from ..kit import Ctx, safe
+from .. import kit, web
+from ..kit import Ctx
 from ..ordered import AnswerOrder
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
+# The AttnParams fields the tab's controls set, in the order its events list them (kit.in_line reads them by name).
+CONTROLS = ["layer", "head", "show", "mode", "query", "direction", "discard", "alpha", "cmap", "tau", "shared_scale",
+            "summary", "discard_mode", "distance_norm", "scale", "artifacts_in_range"]
+SHOWN_CHANGE = ["main", "readout", "grid", "strip", "matrix"]  # the AttentionChange fields a view event shows
+SHOWN = [*SHOWN_CHANGE, "book"]  # the Page fields the tab shows (the distance chart follows: opened_chart)
+OPENED = ["layer", "head", "query", *SHOWN_CHANGE, "cls", "rel_img", "rel_text", "summary", "book"]
+CHART = ["dist", "pick"]
+RELEVANCE = ["rel_img", "rel_text"]
+def params(c: dict[str, Any], **changed: Any) -> ap.AttnParams:
+    """The controls' values by name as AttnParams, with `changed` fields replaced."""
+    return ap.AttnParams.from_controls({**c, **changed})
+
+
+# -- handlers: explicit values in, {name: value} out (page names: CONTROLS, SHOWN, OPENED, CHART) ---------
+def opened(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """The tab opened (or a new photo or model while open): every picture, the sliders' ranges, the classes."""
+    if key is None:
+        return kit.skip(OPENED)
+    ph = wb.handle(key)
+    g = ph.vm.geometry
+    page = ap.show(ph, params(dict(zip(CONTROLS, v))))
+    p = page.params
+    return {**{n: getattr(page, n) for n in SHOWN},
+            "layer": gr.Slider(maximum=g.num_layers, value=p.layer), "head": gr.Slider(maximum=g.num_heads, value=p.head),
+            "query": p.query,
+            "cls": gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
+            "rel_img": None, "rel_text": "",
+            "summary": gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
+
+
+def opened_chart(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """The distance chart and its list, after the map is painted (Plotly's first render of it
+    held the tab's first picture back ~95 ms)."""
+    if key is None:
+        return kit.skip(CHART)
+    ph = wb.handle(key)
+    p = ap.clip_params(params(dict(zip(CONTROLS, v))), ph.vm.geometry)
+    fig, choices = ap.distance_view(ph.vm, ph.analysis(), p.distance_norm, ph.derived)
+    return {"dist": fig, "pick": gr.Dropdown(choices=choices, value=ap.choice_value(p))}
+
+
+def views(wb: Workbench, key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False,
+          with_book: bool = False) -> dict[str, Any]:
+    """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
+    ch = ap.change(wb.handle(key), p, drawn_in_page=drawn_in_page, with_book=with_book)
+    out = {n: getattr(ch, n) for n in SHOWN_CHANGE}
+    if ch.main is None:
+        out["main"] = gr.skip()
+    if with_book:
+        out["book"] = ch.book
+    return out
+
+
+# The line's handlers (kit.in_line applies the answer order): the controls `c` as the event's page shows them.
+def redraw(wb: Workbench, key: PhotoKey, c: dict[str, Any]) -> dict[str, Any]:
+    """A layer, fusion or shared-scale change: the page draws the main map."""
+    return views(wb, key, params(c), drawn_in_page=True)
+
+
+def relook(wb: Workbench, key: PhotoKey, c: dict[str, Any]) -> dict[str, Any]:
+    """Any other control: a new picture and a new book."""
+    return views(wb, key, params(c), with_book=True)
+
+
+def redraw_one_head(wb: Workbench, key: PhotoKey, c: dict[str, Any]) -> dict[str, Any]:
+    """The head slider moved: "show me that head" leaves a fusion (mean/max/min)."""
+    return {"show": vocab.ONE_HEAD, **views(wb, key, params(c, show=vocab.ONE_HEAD), drawn_in_page=True)}
+
+
+# A click answers in ONE event (the new state and the pictures), not a state event and a
+# .then() redraw: each event is a queue round trip of ~100 ms in the browser.
+def click_main(wb: Workbench, key: PhotoKey, c: dict[str, Any], xy: tuple[int, int]) -> dict[str, Any]:
+    """A click at pixel xy of the main map: that patch becomes the query."""
+    q = ap.clicked_query(wb.model(key.model_id).geometry, xy[0], xy[1])
+    return {"query": q, **views(wb, key, params(c, query=q), with_book=True)}
+
+
+def to_cls_view(wb: Workbench, key: PhotoKey, c: dict[str, Any]) -> dict[str, Any]:
+    """The query back to the summary token."""
+    return {"query": None, **views(wb, key, params(c, query=None), with_book=True)}
+
+
+def click_grid(wb: Workbench, key: PhotoKey, c: dict[str, Any], xy: tuple[int, int]) -> dict[str, Any]:
+    """A click at pixel xy of the layers × heads grid opens that cell's head."""
+    lay, hd = ap.grid_cell_at(wb.model(key.model_id).geometry, xy[0], xy[1])
+    return {"layer": lay, "head": hd, "show": vocab.ONE_HEAD,
+            **views(wb, key, params(c, layer=lay, head=hd, show=vocab.ONE_HEAD), drawn_in_page=True)}
+
+
+def pick_head(choice: str | None) -> dict[str, Any]:
+    """A head picked in the list or clicked on the distance chart ("layer,head[,clicks]")."""
+    if not choice:
+        return kit.skip(["layer", "head", "show"])
+    lay, hd = ap.parse_choice(choice)
+    return {"layer": lay, "head": hd, "show": vocab.ONE_HEAD}
+
+
+def redistance(wb: Workbench, key: PhotoKey | None, norm: str) -> dict[str, Any]:
+    if key is None:
+        return kit.skip(CHART)
+    ph = wb.handle(key)
+    fig, choices = ap.distance_view(ph.vm, ph.analysis(), norm, ph.derived)
+    return {"dist": fig, "pick": gr.Dropdown(choices=choices, value=None)}
+
+
+def class_map(wb: Workbench, key: PhotoKey | None, class_index: int | None, name: str, *v: Any) -> dict[str, Any]:
+    """Every method but a costly one (that is flow_job's): one backward pass, then cached."""
+    if methods.is_costly(name):
+        return kit.skip(RELEVANCE)
+    if key is None or class_index is None:
+        raise gr.Error("Upload a photo first (class maps need a model with a classifier).")
+    img, text = ap.explain(wb.handle(key), name, int(class_index), params(dict(zip(CONTROLS, v))))
+    return {"rel_img": img, "rel_text": text}
+
+
+def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
+    """Attention flow, streamed: progress lines, then the map (cached per photo)."""
+    if not methods.is_costly(name):  # class_map's: leave its answer alone (a bare return would blank it)
+        yield kit.skip(RELEVANCE)
+        return
+    if key is None:
+        raise gr.Error("Upload a photo first.")
+    with kit.JOBS.hold(request, name) as cancel:
+        for img, text in ap.flow_progress(wb.handle(key), params(dict(zip(CONTROLS, v))), cancel):
+            yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}
+
+
+# -- the page: components, then wiring ---------------------------------------------------------------
+def _top() -> dict[str, gr.components.Component]:
+    """The main map and its controls."""
     with gr.Row():
         with gr.Column(scale=3, elem_id="attn-left"):  # wider in projector mode (style.css)
             # No download/fullscreen buttons: they would show the server's last picture, and the page
             # draws layer, head and fusion changes itself (right-click saves what is on screen).
-            main_img = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
+            main = gr.Image(label="Attention map (click a patch to make it the query)", interactive=False,
                                 format="jpeg", elem_id="attn-main", buttons=[])
             # Every layer × head (and fusion) of the main map, sent with each query or look change;
             # page/web/attention_map.js draws layer, head and fusion changes from it with no round trip.
@@ -62,11 +189,19 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             with gr.Row():
                 tau = gr.Slider(0, 1, value=0, step=0.05, label="keep patches holding τ of the mass (0 = off)",
                                 elem_id="attn-tau")
-                shared = gr.Checkbox(value=False, label="one shared colour scale (grid and strip)",
+                shared_scale = gr.Checkbox(value=False, label="one shared colour scale (grid and strip)",
                                      elem_id="attn-shared")
-            artifacts_in = gr.Checkbox(value=False, label="artifact tokens in the colour range (cyan: see the note)",
+            artifacts_in_range = gr.Checkbox(value=False, label="artifact tokens in the colour range (cyan: see the note)",
                                        elem_id="attn-artifacts")
             readout = gr.Markdown(elem_id="attn-readout")
+    return dict(main=main, book=book, matrix=matrix, direction=direction, to_cls=to_cls, summary=summary,
+                layer=layer, show=show, head=head, mode=mode, scale=scale, discard=discard, discard_mode=discard_mode,
+                alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared_scale, artifacts_in_range=artifacts_in_range,
+                readout=readout)
+
+
+def _bottom() -> dict[str, gr.components.Component]:
+    """The strip, the grid, the distance chart and class relevance."""
     gr.Markdown(ap.MAIN_TEXT)
     gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
     strip = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
@@ -103,191 +238,80 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                                elem_id="attn-relevance")
             rel_text = gr.Markdown(elem_id="attn-relevance-text")
             gr.Markdown(ap.RELEVANCE_TEXT)
-    query = gr.State(None)  # (row, col) or None for [CLS]
+    return dict(strip=strip, grid=grid, dist=dist, pick=pick, distance_norm=distance_norm, dist_click=dist_click,
+                cls=cls, method=method, rel_btn=rel_btn, flow_stop=flow_stop, rel_img=rel_img, rel_text=rel_text)
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    ui = {**_top(), **_bottom()}
+    ui["query"] = gr.State(None)  # (row, col) or None for [CLS]
     # The tab's view events run in one line, and an answer older than one already given is dropped
     # (page/ordered.py): a held-back slider event never lands over a newer click's answer.
     order = AnswerOrder("attention")
-    # Every control by the AttnParams field it sets: handlers read them by name (no positional splices).
-    named = dict(layer=layer, head=head, show=show, mode=mode, query=query, direction=direction, discard=discard,
-                 alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared, summary=summary, discard_mode=discard_mode,
-                 distance_norm=distance_norm, scale=scale, artifacts_in_range=artifacts_in)
+    named = {n: ui[n] for n in CONTROLS}  # every control by the AttnParams field it sets
     controls = list(named.values())
     ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
-    ctx.links.update(layer=layer, head=head, show=show, query=query, direction=direction, mode=mode)
-
-    read = kit.reader(named)
-    # Every component by the Page / AttentionChange field it shows.
-    shown_change = dict(main=main_img, readout=readout, grid=grid, strip=strip, matrix=matrix)
-    shown = dict(**shown_change, book=book)  # the distance chart follows the first picture (opened_chart)
-
-    def params(v: tuple | dict, **changed: Any) -> ap.AttnParams:
-        """The controls' values (in `controls` order, or by name) as AttnParams, with `changed` fields replaced."""
-        return ap.AttnParams.from_controls({**(v if isinstance(v, dict) else read(v)), **changed})
-
-    @safe
-    def opened(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.skip(opened_outs)
-        ph = ctx.wb.handle(key)
-        g = ph.vm.geometry
-        page = ap.show(ph, params(v))
-        p = page.params
-        return {**kit.values(page, shown),
-                layer: gr.Slider(maximum=g.num_layers, value=p.layer), head: gr.Slider(maximum=g.num_heads, value=p.head),
-                query: p.query,
-                cls: gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
-                rel_img: None, rel_text: "",
-                summary: gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
-
-    @safe
-    def opened_chart(key: PhotoKey | None, *v: Any) -> dict:
-        """The distance chart and its list, after the map is painted (Plotly's first render of it
-        held the tab's first picture back ~95 ms)."""
-        if key is None:
-            return kit.skip([dist, pick])
-        ph = ctx.wb.handle(key)
-        p = ap.clip_params(params(v), ph.vm.geometry)
-        fig, choices = ap.distance_view(ph.vm, ph.analysis(), p.distance_norm, ph.derived)
-        return {dist: fig, pick: gr.Dropdown(choices=choices, value=ap.choice_value(p))}
-
-    def views(key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False, with_book: bool = False) -> dict:
-        """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
-        ch = ap.change(ctx.wb.handle(key), p, drawn_in_page=drawn_in_page, with_book=with_book)
-        out = kit.values(ch, shown_change)
-        if ch.main is None:
-            out[main_img] = gr.skip()
-        if with_book:
-            out[book] = ch.book
-        return out
-
-    # The line's handlers: `stamp` first (AnswerOrder); an older event than one answered changes nothing.
-    @safe
-    def redraw(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-        """A layer, fusion or shared-scale change: the page draws the main map."""
-        c = None if key is None else order.take(stamp, read(v))
-        if c is None:
-            return kit.skip(view_outs)
-        return {**views(key, params(c), drawn_in_page=True), **order.answered(stamp)}
-
-    @safe
-    def relook(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-        """Any other control: a new picture and a new book."""
-        c = None if key is None else order.take(stamp, read(v))
-        if c is None:
-            return kit.skip([*view_outs, book])
-        return {**views(key, params(c), with_book=True), **order.answered(stamp)}
-
-    @safe
-    def redraw_one_head(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-        c = None if key is None else order.take(stamp, read(v))
-        if c is None:
-            return kit.skip([show, *view_outs])
-        order.sets(stamp, show=vocab.ONE_HEAD)
-        return {show: vocab.ONE_HEAD, **views(key, params(c, show=vocab.ONE_HEAD), drawn_in_page=True),
-                **order.answered(stamp)}
-
-    # A click answers in ONE event (the new state and the pictures), not a state event and a
-    # .then() redraw: each event is a queue round trip of ~100 ms in the browser.
-    @safe
-    def click_main(evt: gr.SelectData, stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-        c = None if key is None else order.take(stamp, read(v))
-        if c is None:
-            return kit.skip([query, *view_outs, book])
-        q = ap.clicked_query(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        return {query: q, **views(key, params(c, query=q), with_book=True), **order.answered(stamp)}
-
-    @safe
-    def to_cls_view(stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-        c = None if key is None else order.take(stamp, read(v))
-        if c is None:
-            return kit.skip([query, *view_outs, book])
-        return {query: None, **views(key, params(c, query=None), with_book=True), **order.answered(stamp)}
-
-    @safe
-    def click_grid(evt: gr.SelectData, stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-        c = None if key is None else order.take(stamp, read(v))
-        if c is None:
-            return kit.skip([layer, head, show, *view_outs])
-        lay, hd = ap.grid_cell_at(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
-        order.sets(stamp, layer=lay, head=hd, show=vocab.ONE_HEAD)
-        return {layer: lay, head: hd, show: vocab.ONE_HEAD, **order.answered(stamp),
-                **views(key, params(c, layer=lay, head=hd, show=vocab.ONE_HEAD), drawn_in_page=True)}
-
-    @safe
-    def pick_head(choice: str | None) -> dict:
-        if not choice:
-            return kit.skip([layer, head, show])
-        lay, hd = ap.parse_choice(choice)
-        return {layer: lay, head: hd, show: vocab.ONE_HEAD}
-
-    @safe
-    def redistance(key: PhotoKey | None, norm: str) -> dict:
-        if key is None:
-            return kit.skip([dist, pick])
-        ph = ctx.wb.handle(key)
-        fig, choices = ap.distance_view(ph.vm, ph.analysis(), norm, ph.derived)
-        return {dist: fig, pick: gr.Dropdown(choices=choices, value=None)}
-
-    @safe
-    def class_map(key: PhotoKey | None, class_index: int | None, name: str, *v: Any) -> dict:
-        """Every method but a costly one (that is flow_job's): one backward pass, then cached."""
-        if methods.is_costly(name):
-            return kit.skip([rel_img, rel_text])
-        if key is None or class_index is None:
-            raise gr.Error("Upload a photo first (class maps need a model with a classifier).")
-        img, text = ap.explain(ctx.wb.handle(key), name, int(class_index), params(v))
-        return {rel_img: img, rel_text: text}
-
-    @safe
-    def flow_job(key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
-        """Attention flow, streamed: progress lines, then the map (cached per photo)."""
-        if not methods.is_costly(name):  # class_map's: leave its answer alone (a bare return would blank it)
-            yield kit.skip([rel_img, rel_text])
-            return
-        if key is None:
-            raise gr.Error("Upload a photo first.")
-        with kit.JOBS.hold(request, name) as cancel:
-            for img, text in ap.flow_progress(ctx.wb.handle(key), params(v), cancel):
-                yield {rel_text: text} if img is None else {rel_img: img, rel_text: text}
-
-    shown_outs = [main_img, readout, grid, strip, matrix]
-    view_outs = [*shown_outs, order.stamp]  # a line event's: the stamp box says which answer landed last
+    ctx.links.update({n: ui[n] for n in ("layer", "head", "show", "query", "direction", "mode")})
+    wb = ctx.wb
     ins = [ctx.key, *controls]
-    opened_outs = [layer, head, query, *shown_outs, cls, rel_img, rel_text, summary, book]
-    ctx.on_show(tab, opened, ins, opened_outs, then=(opened_chart, ins, [dist, pick], "#attn-main img"),
+    ctx.on_show(tab, kit.answer(opened, ui, wb), ins, [ui[n] for n in OPENED],
+                then=(kit.answer(opened_chart, ui, wb), ins, [ui[n] for n in CHART], "#attn-main img"),
                 # The map book of the photo before would draw its maps over the new one's (attention_map.js).
-                first=main_img, first_clears=(book,))
-    mode.change(lambda m: gr.Slider(label=ap.layer_label(m)), mode, layer, queue=False, show_progress="hidden")
+                first=ui["main"], first_clears=(ui["book"],))
+    ui["mode"].change(lambda m: gr.Slider(label=ap.layer_label(m)), ui["mode"], ui["layer"], queue=False,
+                      show_progress="hidden")
+    _wire_line(ui, order, ins, wb)
+    ui["distance_norm"].input(kit.answer(redistance, ui, wb), [ctx.key, ui["distance_norm"]], [ui[n] for n in CHART],
+                              show_progress="hidden")
+    _wire_relevance(ctx, ui, controls)
+
+
+def _wire_line(ui: dict, order: AnswerOrder, ins: list, wb: Workbench) -> None:
+    """The view events: one line, in the order the page sent them (AnswerOrder, through kit.in_line)."""
+    line_ins = [order.stamp, *ins]
+
+    def line(fn: Any, lead: list[str], book: bool = False, sets: tuple[str, ...] = (), select: bool = False) -> dict:
+        """The fn, inputs and outputs of one line event: it sets `lead`, shows the views (and the book)."""
+        outs = [*lead, *SHOWN_CHANGE, *(["book"] if book else [])]
+        return dict(fn=kit.in_line(order, CONTROLS, fn, ui, outs, wb, sets=sets, select=select), inputs=line_ins,
+                    outputs=[ui[n] for n in outs] + [order.stamp])  # the stamp box says which answer landed last
+
     # always_last: while a slider is dragged, the last value is always drawn.
     # One line for every event that shows a view: they run one at a time, stamped in the order the
     # page sent them, and an older one answered after a newer one changes nothing (AnswerOrder).
     # Each carries the controls as they were when it was sent, so two at once (a head change, then
     # a click right after it) could otherwise land in either order, the older view last.
     one_line = order.line(show_progress="hidden")
-    line_ins = [order.stamp, *ins]
-    for c in (layer, show, shared):  # the page draws the main map (attention_map.js); here: readout, grid, strip
-        c.input(redraw, line_ins, view_outs, trigger_mode="always_last", **one_line)
-    for c in (mode, direction, discard, discard_mode, alpha, cmap, tau, summary, scale, artifacts_in):
-        c.input(relook, line_ins, [*view_outs, book], trigger_mode="always_last", **one_line)
+    for c in ("layer", "show", "shared_scale"):  # the page draws the main map (attention_map.js); here: readout, grid, strip
+        ui[c].input(**line(redraw, []), trigger_mode="always_last", **one_line)
+    for c in ("mode", "direction", "discard", "discard_mode", "alpha", "cmap", "tau", "summary", "scale",
+              "artifacts_in_range"):
+        ui[c].input(**line(relook, [], book=True), trigger_mode="always_last", **one_line)
     # Moving the head slider means "show me that head": leave a fusion (mean/max/min), or the
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
-    head.input(redraw_one_head, line_ins, [show, *view_outs], trigger_mode="always_last", **one_line)
-    main_img.select(click_main, line_ins, [query, *view_outs, book], **one_line)
-    to_cls.click(to_cls_view, line_ins, [query, *view_outs, book], **one_line)
-    grid.select(click_grid, line_ins, [layer, head, show, *view_outs], **one_line)
+    ui["head"].input(**line(redraw_one_head, ["show"], sets=("show",)), trigger_mode="always_last", **one_line)
+    ui["main"].select(**line(click_main, ["query"], book=True, select=True), **one_line)
+    ui["to_cls"].click(**line(to_cls_view, ["query"], book=True), **one_line)
+    ui["grid"].select(**line(click_grid, ["layer", "head", "show"], sets=("layer", "head", "show"), select=True),
+                      **one_line)
     # The chart and the list sit below the main map: bring the opened head's map into view.
-    for chooser, ev in ((pick, pick.input), (dist_click, dist_click.change)):
-        ev(pick_head, [chooser], [layer, head, show]).then(redraw, line_ins, view_outs, **one_line).then(
+    picked = kit.answer(pick_head, ui)
+    for chooser, ev in ((ui["pick"], ui["pick"].input), (ui["dist_click"], ui["dist_click"].change)):
+        ev(picked, [chooser], [ui["layer"], ui["head"], ui["show"]]).then(**line(redraw, []), **one_line).then(
             None, None, None, js=web.asset("scroll_to_main.js"))
-    distance_norm.input(redistance, [ctx.key, distance_norm], [dist, pick], show_progress="hidden")
+
+
+def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
+    """Class relevance: one backward pass per class and method, attention flow as a costly stoppable job."""
+    rel = [ui[n] for n in RELEVANCE]
+    class_mapped, flowed = kit.answer(class_map, ui, ctx.wb), kit.answer(flow_job, ui, ctx.wb)
     flows = []
-    for trigger in (rel_btn.click, cls.input, method.input):  # a new class or method is computed at once
-        trigger(class_map, [ctx.key, cls, method, *controls], [rel_img, rel_text])
-        if trigger != cls.input:  # flow has no class: a class change leaves a running flow alone
+    for trigger in (ui["rel_btn"].click, ui["cls"].input, ui["method"].input):  # a new class or method is computed at once
+        trigger(class_mapped, [ctx.key, ui["cls"], ui["method"], *controls], rel)
+        if trigger != ui["cls"].input:  # flow has no class: a class change leaves a running flow alone
             # No queue status on the text: this listener answers nothing for the other methods, and
             # flow streams its own progress lines.
-            flows.append(trigger(flow_job, [ctx.key, method, *controls], [rel_img, rel_text], show_progress="hidden",
+            flows.append(trigger(flowed, [ctx.key, ui["method"], *controls], rel, show_progress="hidden",
                                  **kit.COSTLY))
-    flow_stop.click(None, None, None, cancels=flows)
+    ui["flow_stop"].click(None, None, None, cancels=flows)
     ctx.long_work.extend(flows)
-

@@ -51,19 +51,8 @@ def model_b_choices(ctx: Ctx) -> list[tuple[str, str]]:
     return [*c.choices(), *((f"{c.label(t)} (untrained twin)", t) for t in c.twins())]
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
-    with gr.Row():
-        # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin.
-        model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (A: the model at the top)",
-                              elem_id="cmp-model", allow_custom_value=True)
-        head = gr.Dropdown(list(vocab.FUSIONS), value="mean", elem_id="cmp-head",
-                           label="heads: fused, or head k (each model's matching head)")
-        shared = gr.Checkbox(True, label="one colour range for both sides", elem_id="cmp-shared")
-    pairs = gr.Markdown(elem_id="cmp-pairs")
-    # No reset button: it fires no .input (see the Attention tab's layer slider).
-    depth = ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
-                      label="depth cursor, relative (each picture names its model's layer)")
-    verdict = gr.Markdown(elem_id="cmp-verdict")
+def _sides() -> dict[str, dict[str, gr.components.Component]]:
+    """Side ("a", "b") -> kind -> its component: each kind's row, A left and B right."""
     # One row per kind, A left and B right, so the two of a kind line up whatever each title's length.
     # min_width: the maps stay side by side on a phone (half its width each); the charts and the
     # position grids, unreadable at half a phone's width, go one under the other there.
@@ -80,6 +69,23 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         with gr.Row(elem_id=f"cmp-row-{kind}"):
             for s in ("a", "b"):
                 sides[s][kind] = make(s)
+    return sides
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    with gr.Row():
+        # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin.
+        model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (A: the model at the top)",
+                              elem_id="cmp-model", allow_custom_value=True)
+        head = gr.Dropdown(list(vocab.FUSIONS), value="mean", elem_id="cmp-head",
+                           label="heads: fused, or head k (each model's matching head)")
+        shared = gr.Checkbox(True, label="one colour range for both sides", elem_id="cmp-shared")
+    pairs = gr.Markdown(elem_id="cmp-pairs")
+    # No reset button: it fires no .input (see the Attention tab's layer slider).
+    depth = ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
+                      label="depth cursor, relative (each picture names its model's layer)")
+    verdict = gr.Markdown(elem_id="cmp-verdict")
+    sides = _sides()
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")
     gr.Markdown(compare.TEXT)
     book = flip.component("cmp-depth")  # both sides' maps at every cursor position (page/web/flipbook.js)

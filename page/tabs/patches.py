@@ -15,7 +15,8 @@ from .. import flip, kit
 from ..kit import Ctx, safe
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
+def _layout(ctx: Ctx) -> dict[str, gr.components.Component]:
+    """The tab's components: the grid and its boxes, the top-5 and numbers, the label map, the sequence."""
     with gr.Row():
         with gr.Column(scale=3):
             grid_img = gr.Image(label="What the model sees: the patch grid (click a patch)",
@@ -45,6 +46,17 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     clicked = gr.State(None)  # (row, col)
     # The grid with lines and numbers on and off, swapped in by the page as the boxes are ticked (page/web/flipbook.js).
     book = flip.component("patch-grid")
+    return dict(grid_img=grid_img, lines=lines, indices=indices, patch_info=patch_info, top5=top5,
+                numbers=numbers, label_pick=label_pick, label_text=label_text, label_img=label_img,
+                labels_book=labels_book, strip=strip, explanation=explanation, clicked=clicked, book=book)
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    c = _layout(ctx)
+    (grid_img, lines, indices, patch_info, top5, numbers, label_pick, label_text, label_img, labels_book,
+     strip, explanation, clicked, book) = (
+        c[n] for n in ("grid_img", "lines", "indices", "patch_info", "top5", "numbers", "label_pick",
+                       "label_text", "label_img", "labels_book", "strip", "explanation", "clicked", "book"))
 
     # Every control by the PatchesParams field it sets; every component by the Page field it shows.
     named = dict(lines=lines, indices=indices, clicked=clicked)

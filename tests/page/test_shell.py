@@ -166,3 +166,85 @@ def test_a_student_waiting_for_the_model_sees_where_their_photo_is(tiny16, tmp_p
             page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
         first.join(30)
         second.join(30)
+
+
+# -- the header's handlers alone (no browser, no server): page/shell.py's named functions ---------------
+from types import SimpleNamespace  # noqa: E402
+
+import gradio as gr  # noqa: E402
+import pytest  # noqa: E402
+
+from page import shell  # noqa: E402
+from vizvit import deeplink, vocab  # noqa: E402
+from vizvit.catalog import Catalog  # noqa: E402
+from vizvit.session import Workbench  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server(tiny16) -> shell.Server:
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    catalog = Catalog(tiny16.id)
+    wb.catalog = catalog
+    return shell.Server(wb, catalog, catalog.public(tiny16.id), tab_ids=tuple(vocab.TAB_IDS))
+
+
+def _request(query: dict | None = None, referer: str = "http://page.example/?tab=patches"):
+    return SimpleNamespace(query_params=query or {}, headers={"referer": referer}, url=referer)
+
+
+def test_a_link_sets_each_view_control_once_by_its_deeplink_name(server):
+    k = deeplink.DeepLink(layer=2, head=1, query=(3, 4), dx=5)
+    controls = shell.link_controls(k, server.wb.model(server.default_model).geometry, vocab.ONE_HEAD)
+    assert tuple(controls) == deeplink.VIEW_CONTROLS, "one spelling: the page lists them in this order"
+    assert controls["layer"].value == 2 and controls["head"].value == 1 and controls["query"] == (3, 4)
+    assert controls["dx"] == 5 and controls["show"] == vocab.ONE_HEAD and controls["compare"] == gr.skip()
+
+
+def test_opening_a_link_sets_the_tab_and_its_controls(server):
+    got = shell.open_link(server, _request({"tab": "attention", "layer": "1", "head": "2"}))
+    g = server.wb.model(server.default_model).geometry
+    assert got["tab"] == got["link_tab"] == "attention"
+    assert (got["layer"].value, got["layer"].maximum) == (1, g.num_layers)
+    assert got["head"].value == 2 and got["show"] == vocab.ONE_HEAD
+    assert got["upload"] == gr.skip() and got["notice_md"] == gr.skip() and got["zs_on"] == "off"
+    bad = shell.open_link(server, _request({"tab": "nowhere"}))
+    assert "About this link" in bad["notice_md"].value and bad["tab"] == gr.skip()
+
+
+def test_the_copied_link_reopens_the_view_it_was_copied_from(server):
+    g = server.wb.model(server.default_model).geometry
+    parts = dict(layer=2, head=2, show=vocab.ONE_HEAD, query=(1, 3), direction="column", mode="raw", dx=0, dy=0,
+                 mask=[], ablate="", ablate_mode="zero", compare=None)
+    url = shell.copy_link(server, _request(), None, server.default_model, "attention", False, 1,
+                          *(parts[n] for n in deeplink.VIEW_CONTROLS))
+    page, query = url.split("?")
+    assert page == "http://page.example/"
+    reopened = shell.open_link(server, _request(dict(q.split("=") for q in query.split("&"))))
+    assert reopened["tab"] == "attention" and reopened["layer"].value == 2 and reopened["head"].value == 2
+    assert reopened["query"] == (1, 3) and reopened["direction"] == "column" and g.num_layers >= 2
+    on_compare = shell.copy_link(server, _request(), None, server.default_model, "compare", False, 1,
+                                 *(parts[n] for n in deeplink.VIEW_CONTROLS))
+    assert "layer=1" in on_compare, "on the Compare tab the layer is its cursor's"
+
+
+def test_a_new_photo_answers_its_key_at_once_then_the_forwards_result_and_a_bad_file_keeps_the_old(server, tmp_path):
+    bad = tmp_path / "notes.jpg"
+    bad.write_text("not a photo at all")
+    m = server.default_model
+    (refused,) = shell.new_photo(server, str(bad), m, None, "", "zero")
+    assert "not an image we can read" in refused["status"] and refused["upload"] is None
+    steps = list(shell.new_photo(server, str(EXAMPLES / "chelsea.jpg"), m, None, "", "zero"))
+    assert steps[0]["key"].sha1 and steps[0]["shown_file"] == str(EXAMPLES / "chelsea.jpg")
+    assert "top-1" in steps[-1]["status"]
+    k = steps[0]["key"]
+    again = list(shell.new_photo(server, str(bad), m, k, "", "zero", "", "a photo of {}", str(EXAMPLES / "chelsea.jpg")))
+    assert again[0]["upload"] == str(EXAMPLES / "chelsea.jpg"), "the box names the photo the tabs still show"
+    assert "still show the previous photo" in again[0]["status"]
+    assert list(shell.new_photo(server, None, m, k, "", "zero")) == [{n: gr.skip() for n in shell.PHOTO_OUTS}]
+
+
+def test_a_model_off_the_list_is_refused_before_loading(server):
+    with pytest.raises(Exception, match="."):
+        shell.loading(server, "no/such-model")
+    assert shell.zero_shot_visible(True) == {"zs_on": "on"}

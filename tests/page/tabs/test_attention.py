@@ -1,0 +1,130 @@
+"""page/tabs/attention.py's handlers, called alone (no browser, no server) on a tiny ViT: each
+answers what the Attention views answer for the controls it was sent, under the page's names, and
+a click answers for the patch or the grid cell under the pixel clicked."""
+
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from page.ordered import AnswerOrder
+from page import kit
+from page.tabs import attention as tab
+from vizvit import render, vocab
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import attention as ap
+
+
+@pytest.fixture(scope="module")
+def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
+
+
+def controls(**changed) -> dict:
+    """The tab's controls as the page sends them (its defaults), by name."""
+    c = dict(layer=2, head=1, show="mean", mode="raw", query=None, direction="row", discard=0.0, alpha=0.6,
+             cmap="inferno", tau=0.0, shared_scale=False, summary="[CLS]", discard_mode=vocab.DISCARD_MODES[0],
+             distance_norm=vocab.DISTANCE_NORMS[0], scale=vocab.ATTN_SCALES[0], artifacts_in_range=False)
+    assert list(c) == tab.CONTROLS, "the order the tab's events list the controls in"
+    return {**c, **changed}
+
+
+def same(a, b) -> bool:
+    return np.array_equal(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
+
+
+def assert_shows(answer: dict, want, names: list[str]) -> None:
+    for n in names:
+        if n == "main" and want.main is None:  # the page draws it from its book: nothing sent
+            assert answer[n] == gr.skip()
+            continue
+        assert same(answer[n], getattr(want, n)), f"{n} differs from the view's own answer"
+
+
+def test_opening_the_tab_shows_the_views_page_and_sets_the_sliders_to_the_model(photo, tiny16):
+    wb, key = photo
+    got = tab.opened(wb, key, *controls(layer=99, head=99).values())
+    assert set(got) == set(tab.OPENED)
+    want = ap.show(wb.handle(key), ap.AttnParams.from_controls(controls(layer=99, head=99)))
+    assert_shows(got, want, tab.SHOWN)
+    g = tiny16.geometry
+    assert (got["layer"].maximum, got["layer"].value) == (g.num_layers, g.num_layers), "clipped to the model"
+    assert (got["head"].maximum, got["head"].value) == (g.num_heads, g.num_heads)
+    assert got["cls"].value == want.classes[0][1] and got["rel_img"] is None and got["rel_text"] == ""
+    assert got["summary"].visible is False, "a plain ViT reads only [CLS]"
+    assert tab.opened(wb, None, *controls().values()) == {n: gr.skip() for n in tab.OPENED}
+    chart = tab.opened_chart(wb, key, *controls().values())
+    assert [c[1] for c in chart["pick"].choices] == [c[1] for c in want.distance_choices]
+
+
+def test_a_click_on_the_main_map_makes_the_patch_under_it_the_query(photo, tiny16):
+    wb, key = photo
+    g = tiny16.geometry
+    s, pw = render.display_scale(g), g.patch_size  # square patches
+    r, c = 3, 5
+    got = tab.click_main(wb, key, controls(), ((c + 0.5) * pw * s, (r + 0.5) * pw * s))
+    assert got["query"] == (r, c)
+    want = ap.change(wb.handle(key), ap.AttnParams.from_controls(controls(query=(r, c))), with_book=True)
+    assert_shows(got, want, [*tab.SHOWN_CHANGE, "book"])
+    back = tab.to_cls_view(wb, key, controls(query=(r, c)))
+    assert back["query"] is None
+    assert same(back["readout"], ap.change(wb.handle(key), ap.AttnParams.from_controls(controls())).readout)
+
+
+def test_a_click_on_the_grid_opens_the_head_of_the_cell_under_it(photo, tiny16):
+    wb, key = photo
+    g = tiny16.geometry
+    tile = ap.grid_tile(g)
+    lay, hd = g.num_layers, g.num_heads  # the last cell: bottom right
+    xy = (ap.GRID_LEFT + (hd - 1) * (tile + ap.GRID_SEP) + tile // 2, ap.GRID_TOP + (lay - 1) * (tile + ap.GRID_SEP) + 1)
+    got = tab.click_grid(wb, key, controls(layer=1, head=1), xy)
+    assert (got["layer"], got["head"], got["show"]) == (lay, hd, vocab.ONE_HEAD)
+    one = ap.AttnParams.from_controls(controls(layer=lay, head=hd, show=vocab.ONE_HEAD))
+    assert_shows(got, ap.change(wb.handle(key), one, drawn_in_page=True), tab.SHOWN_CHANGE)
+    moved = tab.redraw_one_head(wb, key, controls(layer=lay, head=hd, show="max"))
+    assert moved["show"] == vocab.ONE_HEAD and moved["readout"] == got["readout"], "the head slider leaves a fusion"
+    assert "book" not in got and "book" in tab.relook(wb, key, controls()), "the page draws a layer from its book"
+
+
+def test_a_grid_clicks_answer_sets_the_controls_an_event_sent_before_it_landed_reads(photo, tiny16):
+    """The line as the page wires it (kit.in_line): a slider event sent before the click's answer
+    landed is answered for the head the click opened, not the fusion it carried."""
+    wb, key = photo
+    with gr.Blocks():
+        order = AnswerOrder("attention-test")
+        ui = {n: gr.Textbox(elem_id=n) for n in [*tab.CONTROLS, *tab.SHOWN, "cls", "rel_img", "rel_text"]}
+    g = tiny16.geometry
+    tile = ap.grid_tile(g)
+    click = kit.in_line(order, tab.CONTROLS, tab.click_grid, ui, ["layer", "head", "show", *tab.SHOWN_CHANGE], wb,
+                        sets=("layer", "head", "show"), select=True)
+    redraw = kit.in_line(order, tab.CONTROLS, tab.redraw, ui, tab.SHOWN_CHANGE, wb)
+    evt = gr.SelectData(None, {"index": [ap.GRID_LEFT + tile + ap.GRID_SEP + 1, ap.GRID_TOP + 1], "value": None})
+    clicked = click(evt, "p:1:0", key, *controls(layer=1, head=1).values())
+    assert clicked[ui["head"]] == 2 and clicked[order.stamp] == "p:1:0"
+    late = redraw("p:2:0", key, *controls(layer=1, head=1, show="mean").values())  # sent before p:1's answer
+    assert late[ui["readout"]] == clicked[ui["readout"]]
+    assert redraw("p:1:0", key, *controls().values())[ui["readout"]] == gr.skip(), "older than one answered"
+
+
+def test_a_head_picked_from_the_list_or_the_chart_opens_that_head():
+    assert tab.pick_head("2,1") == {"layer": 2, "head": 1, "show": vocab.ONE_HEAD}
+    assert tab.pick_head("2,1,7") == {"layer": 2, "head": 1, "show": vocab.ONE_HEAD}  # a chart click's count
+    assert tab.pick_head(None) == tab.pick_head("") == {n: gr.skip() for n in ("layer", "head", "show")}
+
+
+def test_class_maps_answer_as_the_views_and_leave_attention_flow_to_its_job(photo):
+    wb, key = photo
+    v = controls().values()
+    img, text = ap.explain(wb.handle(key), ap.EXPLAIN_METHODS[0], 1, ap.AttnParams.from_controls(controls()))
+    got = tab.class_map(wb, key, 1, ap.EXPLAIN_METHODS[0], *v)
+    assert np.array_equal(got["rel_img"], img) and got["rel_text"] == text
+    assert tab.class_map(wb, key, 1, tab.FLOW, *v) == {n: gr.skip() for n in tab.RELEVANCE}
+    with pytest.raises(gr.Error, match="Upload a photo first"):
+        tab.class_map(wb, None, 1, ap.EXPLAIN_METHODS[0], *v)
+    assert list(tab.flow_job(wb, key, ap.EXPLAIN_METHODS[0], *v)) == [{n: gr.skip() for n in tab.RELEVANCE}]
+    fig_norm = vocab.DISTANCE_NORMS[-1]
+    d = tab.redistance(wb, key, fig_norm)
+    assert d["pick"].value is None and d["dist"] is not None
