@@ -217,7 +217,7 @@ def test_on_the_trained_vit_removing_attnlrps_top_patches_costs_more_than_its_bo
     dropped, lower p(cat) more than the 20 % it ranks lowest. (Measured: 0.769 against 0.797; Chefer's
     relevance 0.615 against 0.889. A patch dropped alone barely moves p: no per-patch correlation.)"""
     from vizvit import artifacts as art_mod
-    from vizvit.views.common import artifact_masks
+    from vizvit.readings.artifacts import artifact_masks
     a = vizvit.analyze(trained, cat)
     c, g = int(a.top5[0].index), trained.geometry
     arts = art_mod.through_layers(artifact_masks(a))[-1].reshape(-1)

@@ -27,7 +27,7 @@ SAME_WORD: dict[tuple[str, str], tuple[int, str]] = {
     ("vizvit/vocab.py", "rollout"): (3, "the Attention tab's mode in a URL and the Embeddings tab's colour choice"),
     ("vizvit/vocab.py", "random"): (1, "a mask action (its button)"),
     ("vizvit/models.py", "random"): (3, "a random-weights architecture (random:<arch>)"),
-    ("vizvit/session.py", "rollout"): (1, "the tag of a rollout stack's cache name"),
+    ("vizvit/maps.py", "rollout"): (1, "the tag of a rollout stack's cache name (maps.rollout_name)"),
     ("vizvit/api.py", "rollout"): (1, "/analyze's JSON key for the mean rollout map"),
     ("vizvit/export.py", "rollout"): (1, "summary.json's key for the rollout array"),
     ("vizvit/views/attention.py", "rollout"): (1, "arrays.npz's key for the rollout stack"),
