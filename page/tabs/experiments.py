@@ -204,6 +204,14 @@ def _curves_layout() -> dict[str, gr.components.Component]:
                 del_plot=del_plot, auc_table=auc_table)
 
 
+def fetchers(wb: Workbench, ui: dict[str, Any]) -> dict[str, flip.Fetcher]:
+    """The shift and mask books' Fetchers, on the tab's components (their routes go to the app)."""
+    named = {n: ui[n] for n in CONTROLS}
+    return {"shift": flip.Fetcher("shift", wb, experiments.shift_book_at, {f: ui[n] for f, n in SHIFT.items()}, named),
+            "mask": flip.Fetcher("mask", wb, experiments.mask_book_at,
+                                 {**{f: ui[n] for f, n in MASK.items()}, "box": ui["mask_box"]}, named)}
+
+
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui = {**_shift_layout(), **_mask_layout(), **_curves_layout()}
     ctx.links.update(dx=ui["dx"], dy=ui["dy"], mask=ui["mask"])
@@ -212,9 +220,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     wb, ins = ctx.wb, [ctx.key, *named.values()]
     # A shift or mask the page holds no pages for is asked for over plain HTTP (flip.Fetcher) and
     # drawn about one forward after the move; the event then goes to Gradio for the rest.
-    fetch = {"shift": flip.Fetcher("shift", wb, experiments.shift_book_at, {f: ui[n] for f, n in SHIFT.items()}, named),
-             "mask": flip.Fetcher("mask", wb, experiments.mask_book_at,
-                                  {**{f: ui[n] for f, n in MASK.items()}, "box": ui["mask_box"]}, named)}
+    fetch = fetchers(wb, ui)
     ctx.routes.extend([fetch["shift"].route(), fetch["mask"].route()])
     ctx.on_show(tab, kit.answer(show, ui, wb, fetch), ins, [ui[n] for n in OPENED],
                 then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
