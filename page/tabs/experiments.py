@@ -2,22 +2,133 @@
 
 from __future__ import annotations
 
-import gradio as gr
+from typing import Any
 
-from typing import Any, Callable
+import gradio as gr
 
 from vizvit import vocab
 from vizvit.errors import UserError
-from vizvit.session import PhotoKey
+from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
-from vizvit.views.flip import Flipbook
 
 from .. import flip, kit
-from ..kit import Ctx, safe
+from ..kit import Ctx
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
-    wb = ctx.wb
+# The ExperimentsParams fields the tab's controls set, in the order its events list them.
+CONTROLS = ["dx", "dy", "fill", "mask", "mode"]
+SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info", "top5": "shift_top5"}  # ShiftPanel field -> page name
+MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5": "mask_top5"}  # MaskPanel field -> page name
+SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # the Page fields shown on open
+CHARTS = ["shift_top5", "mask_top5"]  # they follow the pictures on open (Plotly's first render held them back)
+OPENED = [*SHOWN, "dx", "dy", "book", "mask_book"]
+SHIFT_OUT = [*SHIFT.values(), "book"]
+MASK_OUT = [*MASK.values(), "mask_book"]
+MASK_BUTTONS = ("clear", "invert", "random", "top", "bottom")  # experiments.mask_action's names, in the row's order
+SWEEP = ["sweep_plot", "sweep_table", "sweep_text"]
+CURVES = ["del_plot", "auc_table", "curves_text"]
+
+
+def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
+    """The controls' values (in CONTROLS order) as ExperimentsParams, with `changed` fields replaced."""
+    return experiments.ExperimentsParams.from_controls({**dict(zip(CONTROLS, v)), **changed})
+
+
+# -- handlers: explicit values in, {name: value} out (page names: the keys of the _layout dicts) ---------
+# `fetch`: the tab's two flip.Fetchers by book ("shift", "mask"); a book's value names the photo by their token.
+def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """The tab opened (or a new photo or model while open): the pictures, both books, the shift range."""
+    if key is None:
+        return {n: gr.skip() if n in ("dx", "dy") else None for n in OPENED}
+    page = experiments.show(wb.handle(key), params(v))
+    lo, hi = page.shift_limits
+    return {**{n: getattr(page, n) for n in SHOWN}, "dx": gr.update(minimum=lo, maximum=hi),
+            "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
+            "mask_book": fetch["mask"].value(page.mask_book, key)}
+
+
+def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """The two top-5 charts, after the mask grid is painted (the page is cached: ~10 ms again)."""
+    if key is None:
+        return {n: None for n in CHARTS}
+    page = experiments.show(wb.handle(key), params(v))
+    return {n: getattr(page, n) for n in CHARTS}
+
+
+def show_shift(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """A shift or fill change: the shifted view, the patch cosine, the top-5 and the shift book."""
+    if key is None:
+        return {n: None for n in SHIFT_OUT}
+    p = params(v)
+    panel = experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill)
+    return {**{n: getattr(panel, f) for f, n in SHIFT.items()}, "book": fetch["shift"].value(panel.book, key)}
+
+
+def mask_views(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey, m: tuple[int, ...], md: str,
+               clicked: bool = False) -> dict[str, Any]:
+    """The mask m's grid, masked view, text, top-5 and book (clicked: the book a click answers)."""
+    ph = wb.handle(key)
+    panel = experiments.mask_panel(ph, m, md)
+    book = experiments.mask_book(ph, m, md, panel, clicked)
+    return {**{n: getattr(panel, f) for f, n in MASK.items()}, "mask_book": fetch["mask"].value(book, key)}
+
+
+def show_mask(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """A mask mode change: the mask's views again."""
+    if key is None:
+        return {n: None for n in MASK_OUT}
+    p = params(v)
+    return mask_views(wb, fetch, key, p.mask, p.mode)
+
+
+# A toggle or a mask button answers in ONE event (the new mask and its views), not a state
+# event and a .then(): each event costs the page a queue round trip and Gradio's own work.
+def click(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, m: tuple[int, ...], md: str,
+          written: str, evt: gr.SelectData) -> dict[str, Any]:
+    """A click on the mask grid: the page's own mask after it if it wrote one, else the patch under it toggled."""
+    if key is None:
+        return {n: gr.skip() for n in ["mask", *MASK_OUT]}
+    ph = wb.handle(key)
+    # The page's own mask after this click, if it wrote one (it has seen every click before it).
+    new = experiments.page_mask(written, ph.vm.geometry)
+    m = experiments.toggle_at(ph, m, evt.index[0], evt.index[1]) if new is None else new
+    return {"mask": m, **mask_views(wb, fetch, key, m, md, clicked=True)}
+
+
+# Named run: the page's API names (run, run_1, ...) stay as they were.
+def run(wb: Workbench, fetch: dict[str, flip.Fetcher], name: str, key: PhotoKey | None, m: tuple[int, ...],
+        pct: float, s: int, md: str, by: str) -> dict[str, Any]:
+    """The mask button `name` (MASK_BUTTONS): the new mask, the random draws' seed (one more per random), the views."""
+    if key is None:
+        return {n: gr.skip() for n in ["mask", "seed", *MASK_OUT]}
+    m = experiments.mask_action(wb.handle(key), m, name, pct, s, by)
+    return {"mask": m, "seed": s + (name == "random"), **mask_views(wb, fetch, key, m, md)}
+
+
+def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
+    """The shift sweep, streamed as it goes (a stoppable job)."""
+    if key is None:
+        raise UserError("Upload a photo first.")
+    with kit.JOBS.hold(request, "shift sweep") as cancel:
+        for p in experiments.sweep_progress(wb.handle(key), cancel=cancel):
+            yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text}
+
+
+def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
+    """Deletion and insertion curves for every map, streamed as they go (a stoppable job)."""
+    if key is None:
+        raise UserError("Upload a photo first.")
+    with kit.JOBS.hold(request, "deletion curves") as cancel:
+        for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=cancel):
+            if p.chart is None:  # only the news that work has started
+                yield {"curves_text": p.text}
+            else:
+                yield {"del_plot": p.chart, "auc_table": p.table, "curves_text": p.text}
+
+
+# -- the page: components by name, then the wiring ---------
+def _shift_layout() -> dict[str, gr.components.Component]:
+    """The shift controls, its pictures and book, the shift sweep."""
     gr.Markdown(experiments.EXPERIMENTS_TEXT)
     with gr.Row(elem_id="shift-controls"):
         dx = gr.Slider(-32, 32, value=0, step=1, label="dx: shift right (pixels)", elem_id="shift-dx")
@@ -25,10 +136,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         fill = gr.Radio(list(vocab.FILLS), value="edge", label="what enters at the border",
                         elem_id="shift-fill")
     with gr.Row(elem_id="shift-pictures"):  # first on the screen in projector mode (style.css)
-        shift_img = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
-                             elem_id="shift-view")
-        cos_img = gr.Image(label="Patch cosine, original vs shifted",
-                           interactive=False, format="jpeg", elem_id="shift-cos")
+        shift_view = gr.Image(label="Shifted view, as the model sees it", interactive=False, format="jpeg",
+                              elem_id="shift-view")
+        shift_cos = gr.Image(label="Patch cosine, original vs shifted",
+                             interactive=False, format="jpeg", elem_id="shift-cos")
         shift_top5 = gr.Plot(label="Top-5, Δ from the unshifted photo", elem_id="shift-top5")
     shift_info = gr.Markdown(elem_id="shift-info")
     # The shifts seen so far, swapped in by the page when a slider comes back to one (page/web/flipbook.js).
@@ -41,7 +152,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     sweep_text = gr.Markdown(elem_id="sweep-text")
     sweep_plot = gr.Plot(label="Cosine and probability against the shift", elem_id="sweep-plot")
     sweep_table = gr.Dataframe(headers=experiments.SWEEP_HEADERS, interactive=False, elem_id="sweep-table")
+    return dict(dx=dx, dy=dy, fill=fill, shift_view=shift_view, shift_cos=shift_cos, shift_top5=shift_top5,
+                shift_info=shift_info, book=book, sweep_btn=sweep_btn, stop_btn=stop_btn, sweep_text=sweep_text,
+                sweep_plot=sweep_plot, sweep_table=sweep_table)
 
+
+def _mask_layout() -> dict[str, gr.components.Component]:
+    """The mask controls and buttons (by MASK_BUTTONS name), its pictures, book and state."""
     gr.Markdown("### Masks")
     gr.Markdown(experiments.MASKS_TEXT)
     with gr.Row():
@@ -49,18 +166,15 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                         label="mask mode", elem_id="mask-mode")
         percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
     with gr.Row():
-        b_clear = gr.Button("clear", size="sm", elem_id="mask-clear")
-        b_invert = gr.Button("invert", size="sm", elem_id="mask-invert")
-        b_random = gr.Button("random p %", size="sm", elem_id="mask-random")
-        b_top = gr.Button("top k % by the map", size="sm", elem_id="mask-top")
-        b_bottom = gr.Button("bottom k % by the map", size="sm", elem_id="mask-bottom")
+        buttons = {n: gr.Button(label, size="sm", elem_id=f"mask-{n}") for n, label in zip(
+            MASK_BUTTONS, ("clear", "invert", "random p %", "top k % by the map", "bottom k % by the map"))}
         rank_by = gr.Dropdown(list(experiments.MASK_MAPS), value=experiments.MASK_MAPS[0], label="map (top-1 class)",
                               elem_id="mask-rank-by")
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
                              elem_id="mask-grid")
-        masked_img = gr.Image(label="What the model gets (hatched = token dropped or [MASK])", interactive=False,
-                              format="jpeg", elem_id="masked-view")
+        masked_view = gr.Image(label="What the model gets (hatched = token dropped or [MASK])", interactive=False,
+                               format="jpeg", elem_id="masked-view")
         mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
     mask_info = gr.Markdown(elem_id="mask-info")
     mask = gr.State(())  # row-major patch ids
@@ -68,9 +182,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # the mask after each click in mask_box (the click's answer may come after the next click).
     mask_book = flip.component("mask")
     mask_box = gr.Textbox(visible="hidden", elem_id="mask-box")
-    ctx.links.update(dx=dx, dy=dy, mask=mask)
     seed = gr.State(0)  # random-mask draws, one more per click
+    return dict(mode=mode, percent=percent, buttons=buttons, rank_by=rank_by, mask_grid=mask_grid,
+                masked_view=masked_view, mask_top5=mask_top5, mask_info=mask_info, mask=mask, mask_book=mask_book,
+                mask_box=mask_box, seed=seed)
 
+
+def _curves_layout() -> dict[str, gr.components.Component]:
+    """The faithfulness contest: its controls, chart and table."""
     gr.Markdown("### Faithfulness contest: deletion and insertion for every map")
     gr.Markdown(experiments.CURVES_TEXT)
     with gr.Row():
@@ -81,129 +200,53 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     curves_text = gr.Markdown(elem_id="curves-text")
     del_plot = gr.Plot(label="Deletion (solid) and insertion (dashed), every map", elem_id="deletion-plot")
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
+    return dict(steps=steps, curve_mode=curve_mode, curves_btn=curves_btn, curves_text=curves_text,
+                del_plot=del_plot, auc_table=auc_table)
 
-    # Every control by the ExperimentsParams field it sets; every component by the field it shows.
-    named = dict(dx=dx, dy=dy, fill=fill, mask=mask, mode=mode)
+
+def fetchers(wb: Workbench, ui: dict[str, Any]) -> dict[str, flip.Fetcher]:
+    """The shift and mask books' Fetchers, on the tab's components (their routes go to the app)."""
+    named = {n: ui[n] for n in CONTROLS}
+    return {"shift": flip.Fetcher("shift", wb, experiments.shift_book_at, {f: ui[n] for f, n in SHIFT.items()}, named),
+            "mask": flip.Fetcher("mask", wb, experiments.mask_book_at,
+                                 {**{f: ui[n] for f, n in MASK.items()}, "box": ui["mask_box"]}, named)}
+
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    ui = {**_shift_layout(), **_mask_layout(), **_curves_layout()}
+    ctx.links.update(dx=ui["dx"], dy=ui["dy"], mask=ui["mask"])
+    named = {n: ui[n] for n in CONTROLS}  # every control by the ExperimentsParams field it sets
     ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
-    shown_shift = dict(view=shift_img, cosine=cos_img, cosine_text=shift_info, top5=shift_top5)  # ShiftPanel
-    shown_mask = dict(grid=mask_grid, masked=masked_img, text=mask_info, top5=mask_top5)  # MaskPanel
-    shown = dict(shift_view=shift_img, shift_cos=cos_img, shift_info=shift_info,
-                 mask_grid=mask_grid, masked_view=masked_img, mask_info=mask_info)
-    # The two top-5 charts follow the pictures on open (Plotly's first render held them back).
-    shown_charts = dict(shift_top5=shift_top5, mask_top5=mask_top5)
-    read = kit.reader(named)
-    ins = [ctx.key, *named.values()]
-    shift_outs, mask_outs = [*shown_shift.values(), book], [*shown_mask.values(), mask_book]
-
+    wb, ins = ctx.wb, [ctx.key, *named.values()]
     # A shift or mask the page holds no pages for is asked for over plain HTTP (flip.Fetcher) and
     # drawn about one forward after the move; the event then goes to Gradio for the rest.
-    shift_fetch = flip.Fetcher("shift", wb, experiments.shift_book_at, shown_shift, named)
-    mask_fetch = flip.Fetcher("mask", wb, experiments.mask_book_at, {**shown_mask, "box": mask_box}, named)
-    ctx.routes.extend([shift_fetch.route(), mask_fetch.route()])
+    fetch = fetchers(wb, ui)
+    ctx.routes.extend([fetch["shift"].route(), fetch["mask"].route()])
+    ctx.on_show(tab, kit.answer(show, ui, wb, fetch), ins, [ui[n] for n in OPENED],
+                then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
+                first=ui["mask_grid"])
+    _wire_shift_and_mask(ctx, ui, ins, fetch)
+    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key], [ui[n] for n in SWEEP], **kit.COSTLY)
+    curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
+                                     [ui[n] for n in CURVES], **kit.COSTLY)
+    ui["stop_btn"].click(None, None, None, cancels=[running, curving])
+    ctx.long_work.extend([running, curving])
 
-    def book_value(b: Flipbook, key: PhotoKey) -> str:
-        return shift_fetch.value(b, key)
 
-    def mask_value(b: Flipbook, key: PhotoKey) -> str:
-        return mask_fetch.value(b, key)
-
-    def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
-        return experiments.ExperimentsParams.from_controls({**read(v), **changed})
-
-    @safe
-    def show(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty(outs, keep=(dx, dy))
-        page = experiments.show(wb.handle(key), params(v))
-        lo, hi = page.shift_limits
-        return {**kit.values(page, shown), dx: gr.update(minimum=lo, maximum=hi), dy: gr.update(minimum=lo, maximum=hi),
-                book: book_value(page.shift_book, key), mask_book: mask_value(page.mask_book, key)}
-
-    @safe
-    def show_charts(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty(list(shown_charts.values()))
-        return kit.values(experiments.show(wb.handle(key), params(v)), shown_charts)  # cached: ~10 ms again
-
-    @safe
-    def show_shift(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty(shift_outs)
-        p = params(v)
-        panel = experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill)
-        return {**kit.values(panel, shown_shift), book: book_value(panel.book, key)}
-
-    def mask_views(key: PhotoKey, m: tuple[int, ...], md: str, clicked: bool = False) -> dict:
-        ph = wb.handle(key)
-        panel = experiments.mask_panel(ph, m, md)
-        return {**kit.values(panel, shown_mask), mask_book: mask_value(experiments.mask_book(ph, m, md, panel, clicked), key)}
-
-    @safe
-    def show_mask(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty(mask_outs)
-        p = params(v)
-        return mask_views(key, p.mask, p.mode)
-
-    # A toggle or a mask button answers in ONE event (the new mask and its views), not a state
-    # event and a .then(): each event costs the page a queue round trip and Gradio's own work.
-    @safe
-    def click(key: PhotoKey | None, m: tuple[int, ...], md: str, written: str, evt: gr.SelectData) -> dict:
-        if key is None:
-            return kit.skip([mask, *mask_outs])
-        ph = wb.handle(key)
-        # The page's own mask after this click, if it wrote one (it has seen every click before it).
-        new = experiments.page_mask(written, ph.vm.geometry)
-        m = experiments.toggle_at(ph, m, evt.index[0], evt.index[1]) if new is None else new
-        return {mask: m, **mask_views(key, m, md, clicked=True)}
-
-    def action(name: str) -> Callable:
-        @safe
-        def run(key: PhotoKey | None, m: tuple[int, ...], pct: float, s: int, md: str, by: str) -> dict:
-            if key is None:
-                return kit.skip([mask, seed, *mask_outs])
-            m = experiments.mask_action(wb.handle(key), m, name, pct, s, by)
-            return {mask: m, seed: s + (name == "random"), **mask_views(key, m, md)}
-
-        return run
-
-    @safe
-    def sweep(key: PhotoKey | None, request: gr.Request = None):
-        if key is None:
-            raise UserError("Upload a photo first.")
-        with kit.JOBS.hold(request, "shift sweep") as cancel:
-            for p in experiments.sweep_progress(wb.handle(key), cancel=cancel):
-                yield {sweep_plot: p.figure, sweep_table: p.table, sweep_text: p.text}
-
-    @safe
-    def curves(key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
-        if key is None:
-            raise UserError("Upload a photo first.")
-        with kit.JOBS.hold(request, "deletion curves") as cancel:
-            for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=cancel):
-                if p.chart is None:  # only the news that work has started
-                    yield {curves_text: p.text}
-                else:
-                    yield {del_plot: p.chart, auc_table: p.table, curves_text: p.text}
-
-    outs = [*shown.values(), dx, dy, book, mask_book]
-    ctx.on_show(tab, show, ins, outs, then=(show_charts, ins, list(shown_charts.values()), "#mask-grid img"), first=mask_grid)
+def _wire_shift_and_mask(ctx: Ctx, ui: dict, ins: list, fetch: dict[str, flip.Fetcher]) -> None:
+    """The shift sliders, the mask mode, a click on the mask grid and the mask buttons."""
+    wb, shift_out, mask_out = ctx.wb, [ui[n] for n in SHIFT_OUT], [ui[n] for n in MASK_OUT]
     # input (user moves or types), not change: on_show's range update must not re-run it.
     # always_last: while dragging, one forward in flight, then the latest value.
-    for ev in (dx.input, dy.input, fill.input):
-        ev(show_shift, ins, shift_outs, show_progress="hidden", trigger_mode="always_last")
-
-    mode.change(show_mask, ins, mask_outs, show_progress="hidden")
+    shifted = kit.answer(show_shift, ui, wb, fetch)
+    for c in ("dx", "dy", "fill"):
+        ui[c].input(shifted, ins, shift_out, show_progress="hidden", trigger_mode="always_last")
+    ui["mode"].change(kit.answer(show_mask, ui, wb, fetch), ins, mask_out, show_progress="hidden")
     # always_last: a click while one is answered is sent after it (Gradio's default drops it);
     # clicks in between are carried by the mask the page writes in mask_box.
-    mask_grid.select(click, [ctx.key, mask, mode, mask_box], [mask, *mask_outs], show_progress="hidden",
-                     trigger_mode="always_last")
-    for btn, name in ((b_clear, "clear"), (b_invert, "invert"), (b_random, "random"), (b_top, "top"),
-                      (b_bottom, "bottom")):
-        btn.click(action(name), [ctx.key, mask, percent, seed, mode, rank_by], [mask, seed, *mask_outs],
-                  show_progress="minimal")  # "top"/"bottom" may run the model
-
-    running = sweep_btn.click(sweep, [ctx.key], [sweep_plot, sweep_table, sweep_text], **kit.COSTLY)
-    curving = curves_btn.click(curves, [ctx.key, steps, curve_mode], [del_plot, auc_table, curves_text], **kit.COSTLY)
-    stop_btn.click(None, None, None, cancels=[running, curving])
-    ctx.long_work.extend([running, curving])
+    ui["mask_grid"].select(kit.answer(click, ui, wb, fetch), [ctx.key, ui["mask"], ui["mode"], ui["mask_box"]],
+                           [ui["mask"], *mask_out], show_progress="hidden", trigger_mode="always_last")
+    for name, btn in ui["buttons"].items():
+        btn.click(kit.answer(run, ui, wb, fetch, name),
+                  [ctx.key, ui["mask"], ui["percent"], ui["seed"], ui["mode"], ui["rank_by"]],
+                  [ui["mask"], ui["seed"], *mask_out], show_progress="minimal")  # "top"/"bottom" may run the model

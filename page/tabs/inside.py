@@ -8,15 +8,96 @@ import gradio as gr
 
 from vizvit import vocab
 from vizvit.errors import UserError
-from vizvit.session import PhotoKey
+from vizvit.session import PhotoKey, Workbench
 from vizvit.views import inside
 
 from .. import flip, kit
-from ..kit import Ctx, safe
+from ..kit import Ctx
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
-    wb = ctx.wb
+# The InsideParams fields the tab's controls set, in the order its events list them (the heads off are in the key).
+CONTROLS = ["depth"]
+# The Page fields the tab shows on open; the three charts follow the heads grid (Plotly's first
+# render held it back ~100 ms).
+SHOWN = ["lens_table", "lens_text", "grid", "ablate_text", "heads", "mode"]
+CHARTS = ["lens_plot", "depth_top5", "top5"]
+OPENED = [*SHOWN, "depth", "lens_book"]
+ABLATED = ["key", "status"]  # an ablation answers a new session key (and its line): every tab redraws
+
+
+def lens_book(ui: dict[str, gr.components.Component], book: Any) -> str:
+    """The lens book as the page reads it: every readout depth's pictures, by the tab's components."""
+    return flip.for_page("lens", book, {n: ui[n] for n in [*SHOWN, *CHARTS]}, {n: ui[n] for n in CONTROLS})
+
+
+# -- handlers: explicit values in, {name: value} out (page names: the keys of _layout's dict) ---------
+def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """The tab opened (or a new photo, model or ablation while open): the lens, the grid, the depth slider's range."""
+    if key is None:
+        return {n: gr.skip() if n in ("heads", "mode") else None for n in OPENED}
+    page = inside.show(wb.handle(key), inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
+    return {**{n: getattr(page, n) for n in SHOWN}, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
+            "lens_book": lens_book(ui, page.lens_book)}
+
+
+def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
+    """The three charts, after the heads grid is painted (the page is cached: no second forward)."""
+    if key is None:
+        return {n: None for n in CHARTS}
+    page = inside.show(wb.handle(key), inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
+    return {n: getattr(page, n) for n in CHARTS}
+
+
+def ablated(a: inside.Ablated | None) -> dict[str, Any]:
+    """The new key and status line, or nothing when the ablation did not change."""
+    return {n: gr.skip() for n in ABLATED} if a is None else {"key": a.key, "status": a.status}
+
+
+def click(wb: Workbench, key: PhotoKey | None, evt: gr.SelectData) -> dict[str, Any]:
+    """A click on the layers × heads grid switches the head under it off (or on again)."""
+    if key is None:
+        return {n: gr.skip() for n in ABLATED}
+    return ablated(inside.click(wb.handle(key), evt.index[0], evt.index[1]))
+
+
+def typed(wb: Workbench, key: PhotoKey | None, text: str, m: str) -> dict[str, Any]:
+    """The heads typed as layer.head (or none: all heads on) and the ablation mode."""
+    if key is None:
+        raise UserError("Upload a photo first.")
+    return ablated(inside.typed(wb.handle(key), text, m))
+
+
+def depth(wb: Workbench, key: PhotoKey | None, d: float) -> dict[str, Any]:
+    """The top-5 of the readout at depth d."""
+    if key is None:
+        return {"depth_top5": None}
+    return {"depth_top5": inside.depth_top5(wb.handle(key), int(d))}
+
+
+def clicked_depth(evt: gr.SelectData) -> dict[str, Any]:
+    """A clicked row of the lens table sets the depth (its .change draws the readout)."""
+    return {"depth": int(evt.index[0])}
+
+
+def fill_lens(wb: Workbench, ui: dict, key: PhotoKey | None) -> dict[str, Any]:
+    """The lens book's pages, once the grid is painted (the tab's first answer stays fast)."""
+    return {"lens_book": gr.skip()} if key is None else {"lens_book": lens_book(ui, inside.lens_book(wb.handle(key)))}
+
+
+def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
+    """Which heads matter: one forward per head, the grid and the text streamed as it goes (a stoppable job)."""
+    if key is None:
+        raise UserError("Upload a photo first.")
+    ph = wb.handle(key)
+    with kit.JOBS.hold(request, "head importance") as cancel:
+        for imp, done, total in inside.importance_steps(ph, cancel=cancel):
+            yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
+                   "importance_text": inside.importance_text(ph.vm, done, total, imp)}
+
+
+# -- the page: components by name, then the wiring ---------
+def _layout() -> dict[str, gr.components.Component]:
+    """The lens, the ablation grid and its controls, the importance run."""
     gr.Markdown(inside.LENS_TEXT)
     with gr.Row():
         lens_table = gr.Dataframe(headers=inside.LENS_HEADERS, interactive=False, elem_id="lens-table", scale=3,
@@ -26,7 +107,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                                    label="readout depth (0 = the embedding stage), or click a row of the table")
             depth_top5 = gr.Plot(label="Top-5 of the readout at that depth", elem_id="lens-top5")
             # The readout at every depth, swapped in by the page as the slider moves (page/web/flipbook.js).
-            lens_book = flip.component("lens")
+            book = flip.component("lens")
     lens_text = gr.Markdown(elem_id="lens-text")
     lens_plot = gr.Plot(label="Logit lens: the final top-5 classes at each depth", elem_id="lens-plot")
     gr.Markdown(inside.ABLATE_TEXT)
@@ -47,81 +128,33 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         run_btn = gr.Button("Which heads matter? (one forward per head)", variant="primary", elem_id="importance-run")
         stop_btn = gr.Button("Stop", elem_id="importance-stop")
     importance_text = gr.Markdown(elem_id="importance-text")
-    ctx.links.update(ablate=heads, ablate_mode=mode)
+    return dict(lens_table=lens_table, depth=lens_depth, depth_top5=depth_top5, lens_book=book, lens_text=lens_text,
+                lens_plot=lens_plot, grid=grid, mode=mode, clear=clear, heads=heads, top5=top5,
+                ablate_text=ablate_text, run_btn=run_btn, stop_btn=stop_btn, importance_text=importance_text)
 
-    shown = dict(lens_table=lens_table, lens_plot=lens_plot, lens_text=lens_text, depth_top5=depth_top5, grid=grid,
-                 top5=top5, ablate_text=ablate_text, heads=heads, mode=mode)
-    # The three charts follow the heads grid on open (Plotly's first render held it back ~100 ms).
-    charts = {k: shown.pop(k) for k in ("lens_plot", "depth_top5", "top5")}
-    named = dict(depth=lens_depth)  # the heads off are in the key
-    read = kit.reader(named)
 
-    @safe
-    def show(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty(outs, keep=(heads, mode))
-        page = inside.show(wb.handle(key), inside.InsideParams.from_controls(read(v)))
-        return {**kit.values(page, shown), lens_depth: gr.Slider(maximum=page.num_layers, value=page.depth),
-                lens_book: flip.for_page("lens", page.lens_book, {**shown, **charts}, named)}
-
-    @safe
-    def show_charts(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.empty(list(charts.values()))
-        return kit.values(inside.show(wb.handle(key), inside.InsideParams.from_controls(read(v))), charts)
-
-    def ablated(a: inside.Ablated | None) -> dict:
-        return kit.skip([ctx.key, ctx.status]) if a is None else {ctx.key: a.key, ctx.status: a.status}
-
-    @safe
-    def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
-        if key is None:
-            return kit.skip([ctx.key, ctx.status])
-        return ablated(inside.click(wb.handle(key), evt.index[0], evt.index[1]))
-
-    @safe
-    def typed(key: PhotoKey | None, text: str, m: str) -> dict:
-        if key is None:
-            raise UserError("Upload a photo first.")
-        return ablated(inside.typed(wb.handle(key), text, m))
-
-    @safe
-    def depth(key: PhotoKey | None, d: float) -> dict:
-        if key is None:
-            return {depth_top5: None}
-        return {depth_top5: inside.depth_top5(wb.handle(key), int(d))}
-
-    @safe
-    def clicked_depth(evt: gr.SelectData) -> dict:
-        return {lens_depth: int(evt.index[0])}  # its .change draws the readout
-
-    def fill_lens(key: PhotoKey | None) -> dict:
-        return kit.skip([lens_book]) if key is None else {
-            lens_book: flip.for_page("lens", inside.lens_book(wb.handle(key)), {**shown, **charts}, named)}
-
-    @safe
-    def importance(key: PhotoKey | None, request: gr.Request = None):
-        if key is None:
-            raise UserError("Upload a photo first.")
-        ph = wb.handle(key)
-        with kit.JOBS.hold(request, "head importance") as cancel:
-            for imp, done, total in inside.importance_steps(ph, cancel=cancel):
-                yield {grid: inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
-                       importance_text: inside.importance_text(ph.vm, done, total, imp)}
-
-    outs = [*shown.values(), lens_depth, lens_book]
-    ctx.on_show(tab, show, [ctx.key, *named.values()], outs,
-                then=(show_charts, [ctx.key, *named.values()], list(charts.values()), "#ablate-grid img"), first=grid)
-    flip.filled_later(lens_book, fill_lens, [ctx.key], [lens_book], after="#ablate-grid img")
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    ui = {**_layout(), "key": ctx.key, "status": ctx.status}
+    ctx.links.update(ablate=ui["heads"], ablate_mode=ui["mode"])
+    wb, key, ablate = ctx.wb, ctx.key, [ctx.key, ctx.status]
+    ins = [key, *(ui[n] for n in CONTROLS)]
+    ctx.on_show(tab, kit.answer(show, ui, wb, ui), ins, [ui[n] for n in OPENED],
+                then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#ablate-grid img"),
+                first=ui["grid"])
+    flip.filled_later(ui["lens_book"], kit.answer(fill_lens, ui, wb, ui), [key], [ui["lens_book"]],
+                      after="#ablate-grid img")
     # Each change makes a new session key (the ablation is part of it); key.change redraws
     # whichever tab is open, so every tab shows the ablated model.
-    grid.select(click, [ctx.key], [ctx.key, ctx.status], show_progress="hidden")
-    heads.submit(typed, [ctx.key, heads, mode], [ctx.key, ctx.status])
-    mode.input(typed, [ctx.key, heads, mode], [ctx.key, ctx.status])
-    clear.click(typed, [ctx.key, gr.State(""), mode], [ctx.key, ctx.status])
-    lens_table.select(clicked_depth, None, lens_depth, show_progress="hidden")
+    ui["grid"].select(kit.answer(click, ui, wb), [key], ablate, show_progress="hidden")
+    typed_ = kit.answer(typed, ui, wb)
+    ui["heads"].submit(typed_, [key, ui["heads"], ui["mode"]], ablate)
+    ui["mode"].input(typed_, [key, ui["heads"], ui["mode"]], ablate)
+    ui["clear"].click(typed_, [key, gr.State(""), ui["mode"]], ablate)
+    ui["lens_table"].select(kit.answer(clicked_depth, ui), None, ui["depth"], show_progress="hidden")
     # A drag, a key, the number box or a clicked row (always_last: while dragging, the last depth is drawn).
-    lens_depth.change(depth, [ctx.key, lens_depth], depth_top5, show_progress="hidden", trigger_mode="always_last")
-    running = run_btn.click(importance, [ctx.key], [grid, importance_text], **kit.COSTLY)
-    stop_btn.click(None, None, None, cancels=[running])
+    ui["depth"].change(kit.answer(depth, ui, wb), [key, ui["depth"]], ui["depth_top5"], show_progress="hidden",
+                       trigger_mode="always_last")
+    running = ui["run_btn"].click(kit.answer(importance, ui, wb), [key], [ui["grid"], ui["importance_text"]],
+                                  **kit.COSTLY)
+    ui["stop_btn"].click(None, None, None, cancels=[running])
     ctx.long_work.append(running)

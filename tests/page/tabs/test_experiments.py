@@ -1,0 +1,126 @@
+"""page/tabs/experiments.py's handlers, called alone (no browser, no server) on a tiny ViT: each
+answers what the Experiments views answer for the controls it was sent, under the page's names; a
+click on the mask grid toggles the patch under the pixel (or takes the mask the page wrote), and the
+mask buttons answer their known masks."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from page.tabs import experiments as tab
+from vizvit import render
+from vizvit.errors import UserError
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import experiments as ev
+
+
+@pytest.fixture(scope="module")
+def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
+
+
+@pytest.fixture(scope="module")
+def page(photo) -> tuple[dict, dict]:
+    """The tab's own components (the books name their elem ids) and its two Fetchers."""
+    with gr.Blocks():
+        ui = {**tab._shift_layout(), **tab._mask_layout(), **tab._curves_layout()}
+    return ui, tab.fetchers(photo[0], ui)
+
+
+def controls(**changed) -> tuple:
+    """The tab's controls as the page sends them (its defaults), in CONTROLS order."""
+    c = dict(dx=0, dy=0, fill="edge", mask=(), mode="drop")
+    assert list(c) == tab.CONTROLS
+    return tuple({**c, **changed}.values())
+
+
+def same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a.to_json() == b.to_json() if hasattr(a, "to_json") else a == b
+
+
+def select(x: float, y: float) -> gr.SelectData:
+    return gr.SelectData(None, {"index": [x, y], "value": None})
+
+
+def test_opening_the_tab_shows_the_views_page_and_sets_the_shift_range_to_the_model(photo, page, tiny16):
+    wb, key = photo
+    ui, fetch = page
+    got = tab.show(wb, fetch, key, *controls(dx=3, mask=(1, 2)))
+    assert set(got) == set(tab.OPENED)
+    want = ev.show(wb.handle(key), ev.ExperimentsParams(dx=3, mask=(1, 2)))
+    for n in tab.SHOWN:
+        assert same(got[n], getattr(want, n)), f"{n} differs from the view's own answer"
+    P = tiny16.geometry.patch_size
+    assert (got["dx"]["minimum"], got["dx"]["maximum"]) == (got["dy"]["minimum"], got["dy"]["maximum"]) == (-2 * P, 2 * P)
+    shift, mask = json.loads(got["book"]), json.loads(got["mask_book"])
+    assert shift["controls"] == ["shift-dx", "shift-dy", "shift-fill"] and shift["fetch"].endswith(fetch["shift"].token(key))
+    assert mask["controls"] == ["mask-mode"] and mask["toggle"]["target"] == "mask-grid" and mask["toggle"]["box"] == "mask-box"
+    charts = tab.show_charts(wb, key, *controls(dx=3, mask=(1, 2)))
+    assert set(charts) == set(tab.CHARTS) and all(same(charts[n], getattr(want, n)) for n in tab.CHARTS)
+    assert tab.show(wb, fetch, None, *controls()) == {n: gr.skip() if n in ("dx", "dy") else None for n in tab.OPENED}
+    assert tab.show_charts(wb, None, *controls()) == {n: None for n in tab.CHARTS}
+
+
+def test_a_shift_answers_the_views_shift_panel_under_the_page_names(photo, page):
+    wb, key = photo
+    fetch = page[1]
+    got = tab.show_shift(wb, fetch, key, *controls(dx=5, dy=-2, fill="wrap"))
+    want = ev.shift_panel(wb.handle(key), 5, -2, "wrap")
+    assert set(got) == set(tab.SHIFT_OUT)
+    assert same(got["shift_view"], want.view) and same(got["shift_cos"], want.cosine)
+    assert got["shift_info"] == want.cosine_text and same(got["shift_top5"], want.top5)
+    assert json.loads(got["book"])["pages"], "the shift just drawn is kept in the book"
+    assert tab.show_shift(wb, fetch, None, *controls()) == {n: None for n in tab.SHIFT_OUT}
+
+
+def test_a_click_toggles_the_patch_under_it_or_takes_the_mask_the_page_wrote(photo, page, tiny16):
+    wb, key = photo
+    fetch = page[1]
+    g = tiny16.geometry
+    s, P = render.display_scale(g), g.patch_size
+    r, c = 2, 3
+    xy = select((c + 0.5) * P * s, (r + 0.5) * P * s)
+    got = tab.click(wb, fetch, key, (), "drop", "", xy)
+    assert got["mask"] == (r * g.grid[1] + c,)
+    want = ev.mask_panel(wb.handle(key), got["mask"], "drop")
+    assert same(got["mask_grid"], want.grid) and same(got["masked_view"], want.masked) and got["mask_info"] == want.text
+    assert tab.click(wb, fetch, key, got["mask"], "drop", "", xy)["mask"] == (), "a second click unmasks it"
+    assert tab.click(wb, fetch, key, (), "drop", "m:7,4", xy)["mask"] == (4, 7), "the page's own mask wins"
+    assert tab.click(wb, fetch, None, (), "drop", "", xy) == {n: gr.skip() for n in ["mask", *tab.MASK_OUT]}
+    shown = tab.show_mask(wb, fetch, key, *controls(mask=(4, 7), mode="black"))
+    assert same(shown["masked_view"], ev.mask_panel(wb.handle(key), (4, 7), "black").masked)
+    assert tab.show_mask(wb, fetch, None, *controls()) == {n: None for n in tab.MASK_OUT}
+
+
+def test_the_mask_buttons_answer_their_masks_and_only_random_draws_a_new_seed(photo, page, tiny16):
+    wb, key = photo
+    fetch = page[1]
+    N = tiny16.geometry.num_patches
+    by = ev.MASK_MAPS[0]
+    assert tab.run(wb, fetch, "clear", key, (1, 2), 25, 0, "drop", by)["mask"] == ()
+    inv = tab.run(wb, fetch, "invert", key, (0,), 25, 0, "drop", by)
+    assert inv["mask"] == tuple(range(1, N)) and inv["seed"] == 0
+    rnd = tab.run(wb, fetch, "random", key, (), 25, 4, "drop", by)
+    assert len(rnd["mask"]) == round(0.25 * N) and rnd["seed"] == 5
+    top, bottom = (tab.run(wb, fetch, a, key, (), 50, 0, "drop", by)["mask"] for a in ("top", "bottom"))
+    assert len(top) == len(bottom) == N // 2 and set(top) | set(bottom) == set(range(N)), "the two halves of one ranking"
+    assert tab.run(wb, fetch, "clear", None, (), 25, 0, "drop", by) == {n: gr.skip() for n in ["mask", "seed", *tab.MASK_OUT]}
+
+
+def test_the_sweep_streams_every_shift_and_both_jobs_need_a_photo(photo, tiny16):
+    wb, key = photo
+    steps = list(tab.sweep(wb, key))
+    assert steps and all(set(p) == set(tab.SWEEP) for p in steps)
+    assert [r[0] for r in steps[-1]["sweep_table"]["data"]] == list(range(2 * tiny16.geometry.patch_size + 1)), "k = 0..2P"
+    with pytest.raises(UserError):
+        next(tab.sweep(wb, None))
+    with pytest.raises(UserError):
+        next(tab.curves(wb, None, 10, "black"))

@@ -1,0 +1,105 @@
+"""page/tabs/inside.py's handlers, called alone (no browser, no server) on a tiny ViT: each answers
+what the Inside views answer, under the page's names; a click on the grid or typed heads switch
+exactly those heads off (a new session key), and a clicked lens row sets its depth."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from page.tabs import inside as tab
+from vizvit.ablation import Ablation
+from vizvit.errors import UserError
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import inside as iv
+
+
+@pytest.fixture(scope="module")
+def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
+
+
+@pytest.fixture(scope="module")
+def ui() -> dict:
+    with gr.Blocks():
+        return tab._layout()  # the tab's own components: the books name their elem ids
+
+
+def same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a.to_json() == b.to_json() if hasattr(a, "to_json") else a == b
+
+
+def select(x: float, y: float) -> gr.SelectData:
+    return gr.SelectData(None, {"index": [x, y], "value": None})
+
+
+def test_opening_the_tab_shows_the_views_page_and_the_depth_slider_fits_the_model(photo, ui, tiny16):
+    wb, key = photo
+    got = tab.show(wb, ui, key, 99)
+    assert set(got) == set(tab.OPENED)
+    want = iv.show(wb.handle(key), iv.InsideParams(depth=99))
+    for n in tab.SHOWN:
+        assert same(got[n], getattr(want, n)), f"{n} differs from the view's own answer"
+    L = tiny16.geometry.num_layers
+    assert (got["depth"].maximum, got["depth"].value) == (L, L), "the depth clipped to the model"
+    book = json.loads(got["lens_book"])
+    assert book["pages"] == {} and book["controls"] == ["lens-depth"], "no pages on open: fill_lens brings them"
+    charts = tab.show_charts(wb, key, 1)
+    assert set(charts) == set(tab.CHARTS)
+    one = iv.show(wb.handle(key), iv.InsideParams(depth=1))
+    assert all(same(charts[n], getattr(one, n)) for n in tab.CHARTS)
+    assert tab.show(wb, ui, None, 3) == {n: gr.skip() if n in ("heads", "mode") else None for n in tab.OPENED}
+    assert tab.show_charts(wb, None, 3) == {n: None for n in tab.CHARTS}
+
+
+def test_the_lens_book_holds_one_readout_per_depth_on_the_top5_chart(photo, ui, tiny16):
+    wb, key = photo
+    book = json.loads(tab.fill_lens(wb, ui, key)["lens_book"])
+    assert len(book["pages"]) == tiny16.geometry.num_layers + 1
+    assert all(list(p) == ["lens-top5"] for p in book["pages"].values()) and book["rows"] == "lens-table"
+    assert tab.fill_lens(wb, ui, None) == {"lens_book": gr.skip()}
+
+
+def test_a_click_on_a_grid_cell_switches_that_head_off_and_typing_the_head_does_the_same(photo, tiny16):
+    wb, key = photo
+    g = tiny16.geometry
+    lay, hd = g.num_layers - 1, g.num_heads - 1  # 0-based: the last cell, bottom right
+    x, y = iv.LEFT + (hd + 0.5) * iv.CELL, iv.TOP + (lay + 0.5) * iv.CELL
+    got = tab.click(wb, key, select(x, y))
+    assert got["key"].ablation == Ablation(((lay, hd),)) and got["key"].sha1 == key.sha1
+    assert got["status"] == iv.ablate(wb.handle(key), Ablation(((lay, hd),))).status
+    assert tab.typed(wb, key, f"{lay + 1}.{hd + 1}", "zero")["key"] == got["key"]
+    # The row's label switches the whole layer; off the grid, nothing changes.
+    assert tab.click(wb, key, select(1, y))["key"].ablation.heads == tuple((lay, h) for h in range(g.num_heads))
+    assert tab.click(wb, key, select(x, 1)) == {"key": gr.skip(), "status": gr.skip()}
+    assert tab.click(wb, None, select(x, y)) == {"key": gr.skip(), "status": gr.skip()}
+    assert tab.typed(wb, got["key"], "", "zero")["key"].ablation == Ablation(), "all heads on again"
+    with pytest.raises(UserError):
+        tab.typed(wb, None, "3.2", "zero")
+
+
+def test_the_depth_slider_and_a_lens_row_answer_the_readout_at_that_depth(photo):
+    wb, key = photo
+    assert same(tab.depth(wb, key, 2.0)["depth_top5"], iv.depth_top5(wb.handle(key), 2))
+    assert tab.depth(wb, None, 2.0) == {"depth_top5": None}
+    assert tab.clicked_depth(select(4, 0)) == {"depth": 4}, "row k of the table is depth k"
+
+
+def test_which_heads_matter_streams_the_grid_and_ends_with_every_head_counted(photo, tiny16):
+    wb, key = photo
+    steps = list(tab.importance(wb, key))
+    g = tiny16.geometry
+    assert steps and all(set(s) == {"grid", "importance_text"} for s in steps)
+    imp = iv.head_importance(wb.handle(key))
+    assert np.array_equal(steps[-1]["grid"], iv.ablation_grid(g, key.ablation, imp))
+    assert steps[-1]["importance_text"] == iv.importance_text(tiny16, g.num_layers * g.num_heads,
+                                                               g.num_layers * g.num_heads, imp)
+    with pytest.raises(UserError):
+        next(tab.importance(wb, None))
