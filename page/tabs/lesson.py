@@ -12,14 +12,12 @@ from gradio.context import Context
 
 from vizvit import deeplink, launch
 from vizvit.api import PublicApi
-
-from .. import web
-from vizvit.vocab import TABS
 from vizvit.session import PhotoKey
 from vizvit.views import lesson
+from vizvit.vocab import TABS
 
-from .. import kit
-from ..kit import Ctx, safe
+from .. import kit, web
+from ..kit import Ctx
 
 PRESENTER_CSS_ID = "lesson-presenter"  # shown in projector mode only (style.css)
 
@@ -30,8 +28,103 @@ def _lan() -> str | None:
     return launch.lan_address()
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
-    wb = ctx.wb
+CONTROLS = ["step", "choice", "number"]  # the LessonParams fields the reveal reads, in the order its events list them
+# What a step's page sets: its text, the answer boxes cleared, its link and QR code, the step and the page's address.
+OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base"]
+REVEALED = ["answer", "picture", "open_btn"]
+ROOM = ["room_md", "room_qr"]
+Ui = dict[str, gr.components.Component]
+
+
+def address(request: gr.Request | None, known: str) -> str:
+    """The page's address without its query: the request's (its referer, else its URL), else `known`."""
+    if request is None:
+        return known
+    return (request.headers.get("referer") or str(request.url)).split("?")[0]
+
+
+def step_link(ctx: Ctx, key: PhotoKey | None, n: int, page_url: str) -> str:
+    """The link to step n on this photo (an example by name) and model (unless the default)."""
+    example = ctx.example_of(key.sha1) if key is not None else None
+    model = key.model_id if key is not None and key.model_id != ctx.default_model else None
+    q = deeplink.to_query(deeplink.lesson_link(n, example, key.sha1 if key is not None else None, model))
+    return page_url + q
+
+
+def phone(demo: Any, page_url: str) -> launch.PhoneAddress:
+    """The page's address as a phone in the room can open it (launch.phone_address); demo: the
+    launched page (its server name and --share link), or None."""
+    return launch.phone_address(page_url, getattr(demo, "server_name", None), getattr(demo, "share_url", None),
+                                os.environ.get("SPACE_HOST"), _lan())
+
+
+def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str) -> dict[str, Any]:
+    """Step n (from 1; clipped to the lesson) on this photo: its question, answers cleared, its link and QR code."""
+    ph = ctx.wb.handle(key) if key is not None else None
+    page = lesson.show(ph, lesson.LessonParams(step=n or 1))
+    where = phone(demo, page_url) if page_url else None
+    url = step_link(ctx, key, page.step, where.base if where else page_url)
+    return {"header": page.header,
+            "choice": gr.Radio(choices=page.options, value=None, visible=not page.is_number),
+            "number": gr.Number(value=None, visible=page.is_number),
+            "answer": "", "picture": gr.Image(value=None, visible=False), "open_btn": gr.Button(visible=False),
+            "qr": lesson.qr_picture(url) if page_url else None,
+            "link": f"[{url}]({url})" if page_url else "", "qr_note": where.note if where else "",
+            "step": page.step, "base": page_url}
+
+
+# -- handlers: explicit values in, {name: value} out (page names: OUTS, REVEALED, ROOM) -----------------
+def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str,
+         request: gr.Request = None) -> dict:
+    """On open (request: the page's, when the tab is clicked) and on a new photo (no request)."""
+    if n is None and request is not None:  # first open: the link's step (?lesson=1&step=N)
+        n = deeplink.parse(dict(request.query_params), (), (), ())[0].step
+    return at_step(ctx, demo, key, n, address(request, page_url))
+
+
+def go(ctx: Ctx, demo: Any, delta: int, key: PhotoKey | None, n: int | None, page_url: str) -> dict:
+    """The step `delta` away (previous: -1, next: +1). Its name is the events' api_name (go, go_1)."""
+    return at_step(ctx, demo, key, (n or 1) + delta, page_url)
+
+
+def do_reveal(ctx: Ctx, dont_know: bool, key: PhotoKey | None, *v: Any) -> dict:
+    """The step's answer, measured on this photo (dont_know: "I don't know", no answer given).
+    Its name is the events' api_name (do_reveal, do_reveal_1)."""
+    if key is None:
+        return {"answer": "**Pick an example or upload a photo first**: the reveal measures it."}
+    r = lesson.reveal(ctx.wb.handle(key), lesson.LessonParams.from_controls({**dict(zip(CONTROLS, v)),
+                                                                             "dont_know": dont_know}))
+    return {"answer": r.answer, "picture": gr.Image(value=r.picture, visible=r.picture is not None),
+            "open_btn": gr.Button(f"Open the {TABS.get(r.view, r.view)} tab with these settings", visible=r.revealed)}
+
+
+def do_open(ctx: Ctx, key: PhotoKey | None, n: int | None, opened: str) -> dict:
+    """The step's tab, its controls set first (the tab's own on_show then reads them)."""
+    if key is None:
+        return kit.skip(["goto"])
+    view, controls = lesson.opens(ctx.wb.handle(key), lesson.LessonParams(step=n or 1))
+    comps = ctx.controls.get(view, {})
+    # A new value each time, so opening the same tab twice still changes goto (and runs its JS).
+    count = int(opened.split("#")[1]) + 1 if "#" in (opened or "") else 1
+    # Its first picture, drawn ahead for the controls as they were, is cleared: the tab opens
+    # empty until its own answer for the step's controls, never with the picture of others.
+    first = {ctx.firsts[view][0]: None} if view in ctx.firsts else {}
+    return {"goto": f"{view}#{count}", **first, **{comps[k]: v for k, v in controls.items() if k in comps}}
+
+
+def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, request: gr.Request = None) -> dict:
+    """A live room on this tab's photo and model: its code, the students' link and QR code, the host view."""
+    if key is None:
+        return {"room_md": gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), "room_qr": gr.Image(visible=False)}
+    opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key))
+    page_url = address(request, page_url)
+    invite = lesson.room_invite(opened["code"], opened["host_key"], page_url, phone(demo, page_url))
+    return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True)}
+
+
+# -- the page: components, then wiring ---------------------------------------------------------------
+def _room() -> Ui:
+    """The live room's invitation (issue 45)."""
     gr.Markdown(lesson.LESSON_TEXT)
     # The live room (issue 45) is a page of its own: light enough for 100 phones (page/room.py).
     gr.Markdown("**Teaching a hall?** [Open a live room](room?host=1): students follow your steps on their "
@@ -41,6 +134,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         room_md = gr.Markdown(visible=False, elem_id="lesson-room-info")
         room_qr = gr.Image(label="Scan: join the room", interactive=False, format="png", visible=False, buttons=[],
                            height=260, elem_id="lesson-room-qr")
+    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr)
+
+
+def _step() -> Ui:
+    """The step: its question, the answer boxes and buttons, the presenter view's QR code, the reveal."""
     with gr.Row(elem_id="lesson-main"):
         with gr.Column(scale=3):
             header = gr.Markdown(elem_id="lesson-step")
@@ -48,7 +146,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
             number = gr.Number(None, label="Your answer (a number)", visible=False, elem_id="lesson-number")
             with gr.Row(elem_id="lesson-buttons"):
                 prev = gr.Button("← previous", size="sm", elem_id="lesson-prev")
-                reveal = gr.Button("Reveal", variant="primary", elem_id="lesson-reveal")
+                reveal_btn = gr.Button("Reveal", variant="primary", elem_id="lesson-reveal")
                 unknown = gr.Button("I don't know", size="sm", elem_id="lesson-dont-know")
                 nxt = gr.Button("next →", size="sm", elem_id="lesson-next")
         with gr.Column(scale=1, min_width=200, elem_id=PRESENTER_CSS_ID):  # the presenter view's QR code
@@ -63,100 +161,27 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     step = gr.State(None)  # the step shown (from 1); None until the tab first opens (then the link's)
     base = gr.State("")  # the page's address, for the step's link (known from the first event's request)
     goto = gr.Textbox("", visible=False, elem_id="lesson-goto")  # "tab#n": page JS clicks that tab's button
+    return dict(header=header, choice=choice, number=number, prev=prev, reveal=reveal_btn, unknown=unknown, nxt=nxt,
+                qr=qr, link=link, qr_note=qr_note, answer=answer, picture=picture, open_btn=open_btn, step=step,
+                base=base, goto=goto)
 
-    named = dict(step=step, choice=choice, number=number)
-    read = kit.reader(named)
-    shown = dict(header=header)  # LessonPage fields shown as they are
-    outs = [header, choice, number, answer, picture, open_btn, qr, link, qr_note, step, base]
+
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    ui = {**_room(), **_step()}
     demo = Context.root_block  # the page being built: where it listens and its --share link, once launched
-
-    def address(request: gr.Request | None, known: str) -> str:
-        if request is None:
-            return known
-        return (request.headers.get("referer") or str(request.url)).split("?")[0]
-
-    def step_link(key: PhotoKey | None, n: int, page_url: str) -> str:
-        example = ctx.example_of(key.sha1) if key is not None else None
-        model = key.model_id if key is not None and key.model_id != ctx.default_model else None
-        q = deeplink.to_query(deeplink.lesson_link(n, example, key.sha1 if key is not None else None, model))
-        return page_url + q
-
-    def phone(page_url: str) -> launch.PhoneAddress:
-        """The page's address as a phone in the room can open it (launch.phone_address)."""
-        return launch.phone_address(page_url, getattr(demo, "server_name", None), getattr(demo, "share_url", None),
-                                    os.environ.get("SPACE_HOST"), _lan())
-
-    def at_step(key: PhotoKey | None, n: int | None, page_url: str) -> dict:
-        ph = wb.handle(key) if key is not None else None
-        page = lesson.show(ph, lesson.LessonParams(step=n or 1))
-        where = phone(page_url) if page_url else None
-        url = step_link(key, page.step, where.base if where else page_url)
-        return {**kit.values(page, shown),
-                choice: gr.Radio(choices=page.options, value=None, visible=not page.is_number),
-                number: gr.Number(value=None, visible=page.is_number),
-                answer: "", picture: gr.Image(value=None, visible=False), open_btn: gr.Button(visible=False),
-                qr: lesson.qr_picture(url) if page_url else None,
-                link: f"[{url}]({url})" if page_url else "", qr_note: where.note if where else "",
-                step: page.step, base: page_url}
-
-    @safe
-    def show(key: PhotoKey | None, n: int | None, page_url: str, request: gr.Request = None) -> dict:
-        """On open (request: the page's, when the tab is clicked) and on a new photo (no request)."""
-        if n is None and request is not None:  # first open: the link's step (?lesson=1&step=N)
-            n = deeplink.parse(dict(request.query_params), (), (), ())[0].step
-        return at_step(key, n, address(request, page_url))
-
-    def move(delta: int):
-        @safe
-        def go(key: PhotoKey | None, n: int | None, page_url: str) -> dict:
-            return at_step(key, (n or 1) + delta, page_url)
-
-        return go
-
-    def revealing(dont_know: bool):
-        @safe
-        def do_reveal(key: PhotoKey | None, *v: Any) -> dict:
-            if key is None:
-                return {answer: "**Pick an example or upload a photo first**: the reveal measures it."}
-            r = lesson.reveal(wb.handle(key), lesson.LessonParams.from_controls({**read(v), "dont_know": dont_know}))
-            return {answer: r.answer, picture: gr.Image(value=r.picture, visible=r.picture is not None),
-                    open_btn: gr.Button(f"Open the {TABS.get(r.view, r.view)} tab with these settings",
-                                        visible=r.revealed)}
-
-        return do_reveal
-
-    @safe
-    def do_open(key: PhotoKey | None, n: int | None, opened: str) -> dict:
-        """The step's tab, its controls set first (the tab's own on_show then reads them)."""
-        if key is None:
-            return kit.skip([goto])
-        view, controls = lesson.opens(wb.handle(key), lesson.LessonParams(step=n or 1))
-        comps = ctx.controls.get(view, {})
-        # A new value each time, so opening the same tab twice still changes goto (and runs its JS).
-        count = int(opened.split("#")[1]) + 1 if "#" in (opened or "") else 1
-        # Its first picture, drawn ahead for the controls as they were, is cleared: the tab opens
-        # empty until its own answer for the step's controls, never with the picture of others.
-        first = {ctx.firsts[view][0]: None} if view in ctx.firsts else {}
-        return {goto: f"{view}#{count}", **first, **{comps[k]: v for k, v in controls.items() if k in comps}}
-
-    @safe
-    def open_room(key: PhotoKey | None, page_url: str, request: gr.Request = None) -> dict:
-        """A live room on this tab's photo and model: its code, the students' link and QR code, the host view."""
-        if key is None:
-            return {room_md: gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), room_qr: gr.Image(visible=False)}
-        opened = PublicApi(wb, None, ctx.rooms).room_open_photo(wb.handle(key))
-        page_url = address(request, page_url)
-        invite = lesson.room_invite(opened["code"], opened["host_key"], page_url, phone(page_url))
-        return {room_md: gr.Markdown(invite.text, visible=True), room_qr: gr.Image(invite.qr, visible=True)}
-
-    room_btn.click(open_room, [ctx.key, base], [room_md, room_qr], show_progress="minimal")
-    ctx.on_show(tab, show, [ctx.key, step, base], outs)
-    prev.click(move(-1), [ctx.key, step, base], outs, show_progress="hidden")
-    nxt.click(move(+1), [ctx.key, step, base], outs, show_progress="hidden")
-    reveal.click(revealing(False), [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
-    unknown.click(revealing(True), [ctx.key, *named.values()], [answer, picture, open_btn], show_progress="minimal")
-    open_outs = [goto, *{id(c): c for d in ctx.controls.values() for c in d.values()}.values(), *(f for f, _ in ctx.firsts.values())]
-    open_btn.click(do_open, [ctx.key, step, goto], open_outs, show_progress="hidden")
-    goto.change(None, goto, None, js=web.asset("select_tab.js"))
-    header.change(None, None, None, js=web.asset("lesson_land.js"))  # a step's link lands on the step
-
+    outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
+    ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"]], [ui[n] for n in ROOM],
+                         show_progress="minimal")
+    ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"]], outs)
+    for btn, delta in (("prev", -1), ("nxt", +1)):
+        ui[btn].click(kit.answer(go, ui, ctx, demo, delta), [key, ui["step"], ui["base"]], outs,
+                      show_progress="hidden")
+    for btn, dont_know in (("reveal", False), ("unknown", True)):
+        ui[btn].click(kit.answer(do_reveal, ui, ctx, dont_know), [key, *(ui[n] for n in CONTROLS)], revealed,
+                      show_progress="minimal")
+    # Every tab's controls (once each) and first picture: a step sets them before it opens that tab.
+    open_outs = [ui["goto"], *{id(c): c for d in ctx.controls.values() for c in d.values()}.values(),
+                 *(f for f, _ in ctx.firsts.values())]
+    ui["open_btn"].click(kit.answer(do_open, ui, ctx), [key, ui["step"], ui["goto"]], open_outs, show_progress="hidden")
+    ui["goto"].change(None, ui["goto"], None, js=web.asset("select_tab.js"))
+    ui["header"].change(None, None, None, js=web.asset("lesson_land.js"))  # a step's link lands on the step

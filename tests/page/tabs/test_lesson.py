@@ -1,0 +1,121 @@
+"""page/tabs/lesson.py's handlers, called alone (no browser, no server) on a tiny ViT: a step's page
+is the lesson view's own page with its link and QR code for the address a phone can open; previous
+and next move one step and stop at the ends; the reveal answers what the view's reveal answers;
+"open that tab" sets the step's controls on that tab's components; a room opens on this photo."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from page.kit import Ctx
+from page.tabs import lesson as tab
+from vizvit import deeplink
+from vizvit.api import PublicApi
+from vizvit.room import Rooms
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import lesson
+
+PAGE = "http://10.1.2.3:7860/"  # a page address phones reach as it is (not a loopback one)
+
+
+@pytest.fixture(scope="module")
+def photo(tiny16, cat) -> tuple[Ctx, PhotoKey]:
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    key = PhotoKey(tiny16.id, wb.add_photo(cat))
+    # Only the fields the Lesson handlers read: the backend, the default model, the rooms, the tabs' controls.
+    return Ctx(wb, None, None, None, "another-model", rooms=Rooms()), key
+
+
+@pytest.fixture(autouse=True)
+def not_a_space(monkeypatch):
+    monkeypatch.delenv("SPACE_HOST", raising=False)
+
+
+def request(url: str, referer: str | None = None) -> SimpleNamespace:
+    """What the handlers read of a gr.Request: its headers, URL and query."""
+    query = dict(p.split("=") for p in url.split("?")[1].split("&")) if "?" in url else {}
+    return SimpleNamespace(headers={"referer": referer} if referer else {}, url=url, query_params=query)
+
+
+def test_the_page_address_is_the_referer_else_the_url_without_its_query():
+    assert tab.address(None, "known") == "known"
+    assert tab.address(request("http://a/gradio_api/x?y=1", "http://b:1/?lesson=1&step=3"), "") == "http://b:1/"
+    assert tab.address(request("http://a:2/?lesson=1"), "known") == "http://a:2/"
+
+
+def test_first_open_shows_the_links_step_with_its_link_and_qr_code(photo):
+    ctx, key = photo
+    got = tab.show(ctx, None, key, None, "", request(PAGE + "?lesson=1&step=3"))
+    assert set(got) == set(tab.OUTS)
+    want = lesson.show(ctx.wb.handle(key), lesson.LessonParams(step=3))
+    assert got["step"] == 3 and got["header"] == want.header and got["base"] == PAGE
+    assert got["choice"].visible is (not want.is_number) and got["number"].visible is want.is_number
+    url = PAGE + deeplink.to_query(deeplink.lesson_link(3, None, key.sha1, key.model_id))
+    assert got["link"] == f"[{url}]({url})", "the step on this photo and (not the default) model"
+    assert got["qr"].shape == lesson.qr_picture(url).shape and got["qr_note"] == ""
+    assert got["answer"] == "" and got["picture"].visible is False and got["open_btn"].visible is False
+    unknown = tab.show(ctx, None, key, None, "")  # a new photo before any request: no address, no link
+    assert unknown["step"] == 1 and unknown["qr"] is None and unknown["link"] == ""
+
+
+def test_a_loopback_page_links_the_share_address_phones_can_open(photo):
+    ctx, key = photo
+    demo = SimpleNamespace(server_name="127.0.0.1", share_url="https://abc.gradio.live")
+    got = tab.go(ctx, demo, +1, key, 1, "http://127.0.0.1:7860/")
+    assert got["step"] == 2 and got["link"].startswith("[https://abc.gradio.live/?")
+    assert "share" in got["qr_note"]
+
+
+def test_previous_and_next_move_one_step_and_stop_at_the_ends(photo):
+    ctx, key = photo
+    last = len(lesson.steps())
+    assert tab.go(ctx, None, +1, key, 2, PAGE)["step"] == 3
+    assert tab.go(ctx, None, -1, key, 2, PAGE)["step"] == 1
+    assert tab.go(ctx, None, -1, key, 1, PAGE)["step"] == 1
+    assert tab.go(ctx, None, +1, key, last, PAGE)["step"] == last
+    assert tab.go(ctx, None, +1, None, None, PAGE)["step"] == 2, "no step yet counts as the first"
+
+
+def test_the_reveal_answers_what_the_lessons_reveal_does(photo):
+    ctx, key = photo
+    assert set(tab.do_reveal(ctx, False, None, 1, None, None)) == {"answer"}
+    asked = tab.do_reveal(ctx, False, key, 1, None, None)  # no prediction yet: it asks for one
+    assert asked["answer"] == lesson.reveal(ctx.wb.handle(key), lesson.LessonParams(step=1)).answer
+    assert asked["open_btn"].visible is False
+    r = lesson.reveal(ctx.wb.handle(key), lesson.LessonParams(step=1, dont_know=True))
+    shown = tab.do_reveal(ctx, True, key, 1, None, None)
+    assert shown["answer"] == r.answer and shown["open_btn"].visible is True
+    assert shown["picture"].visible is (r.picture is not None)
+
+
+def test_opening_the_steps_tab_sets_its_controls_and_counts_each_opening(photo):
+    ctx, key = photo
+    view, controls = lesson.opens(ctx.wb.handle(key), lesson.LessonParams(step=1))
+    comps = {k: object() for k in controls}  # stand-ins for that tab's control components
+    first = object()
+    ctx.controls[view], ctx.firsts[view] = comps, (first, ())
+    try:
+        got = tab.do_open(ctx, key, 1, "")
+        assert got.pop("goto") == f"{view}#1" and got.pop(first) is None, "its drawn-ahead picture cleared"
+        assert got == {comps[k]: v for k, v in controls.items()}
+        assert tab.do_open(ctx, key, 1, f"{view}#1")["goto"] == f"{view}#2", "a second opening changes goto"
+    finally:
+        del ctx.controls[view], ctx.firsts[view]
+    assert tab.do_open(ctx, None, 1, "") == {"goto": gr.skip()}
+
+
+def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
+    ctx, key = photo
+    # The room's steps measured ahead run in a thread (vizvit/api.py), not the page's concern here: a
+    # forward still running as the interpreter exits aborts it.
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
+    none = tab.open_room(ctx, None, None, PAGE)
+    assert none["room_md"].value == lesson.ROOM_NO_PHOTO and none["room_qr"].visible is False
+    got = tab.open_room(ctx, None, key, "", request(PAGE + "?lesson=1"))
+    assert got["room_md"].visible is True and got["room_qr"].visible is True
+    code = got["room_md"].value.split("**Room ")[1].split("**")[0]
+    assert f"{PAGE}room?code={code}" in got["room_md"].value
