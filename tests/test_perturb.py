@@ -206,7 +206,7 @@ def test_ranking_maps_are_the_attention_maps(tiny, cat):
     maps = methods.ranking_maps(tiny, a, seed=3)  # the one map-method registry, vizvit.readings.methods
     # every registered map but the slow attention flow (a job of its own: issue 32), in registry order
     assert list(maps) == ["rollout", "last-layer [CLS] attention", "random", "class relevance", "gradient rollout",
-                          "LeGrad", "Grad-CAM"]
+                          "LeGrad", "Grad-CAM", "AttnLRP"]
     assert all(m.shape == g.grid for m in maps.values())
     last = a.attentions[-1]  # (H, N, N)
     want = np.zeros(g.grid)
