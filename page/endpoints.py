@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -41,6 +42,16 @@ def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) ->
     client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
     (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
     api = PublicApi(wb, JOBS.jobs, rooms)
+    # relevance too: only attention flow takes a costly slot (vizvit.jobs), and a class map is answered
+    # at once even while every slot is taken (COSTLY has more threads than slots).
+    costly = ("sweep", "relevance")
+    for fn in (*reading_endpoints(api, default_model), *room_endpoints(api, default_model)):
+        gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn.__name__ in costly else {}))
+
+
+def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
+    """The endpoints that read a photo or a model, in the order /gradio_api/info lists them.
+    Gradio documents each from its signature and docstring, so they are plain functions."""
 
     def analyze(photo: FileData, model: str = default_model) -> dict:
         """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
@@ -94,6 +105,12 @@ def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) ->
         jobs ("costly"): slots, wall-time limits, jobs running and waiting, the last ones ended."""
         return api.stats()
 
+    return analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats
+
+
+def room_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
+    """The live room's endpoints (issue 45): the lecturer's (with the host key) and the students'."""
+
     def room_open(photo: FileData, model: str = default_model) -> dict:
         """Open a live room on this photo and model (issue 45): {"code": the short code students type,
         "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}."""
@@ -120,11 +137,7 @@ def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) ->
         """The lecturer closes the room: every answer in it is forgotten."""
         return api.room_close(code, host_key)
 
-    # relevance too: only attention flow takes a costly slot (vizvit.jobs), and a class map is answered
-    # at once even while every slot is taken (COSTLY has more threads than slots).
-    for fn in (analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats,
-               room_open, room_step, room_answer, room_tally, room_close):
-        gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn in (sweep, relevance) else {}))
+    return room_open, room_step, room_answer, room_tally, room_close
 
 
 def private_except(demo: gr.Blocks, public: tuple[str, ...]) -> None:

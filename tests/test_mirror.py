@@ -32,12 +32,7 @@ REPO_WIDE = {"test_imports.py", "test_mirror.py"}
 # Flat files whose tests belong in a module's mirror but that other branches of this round (issue 44)
 # edit at the same time: merged once those branches have landed, so that no edit is lost in a
 # conflict. The list may only shrink: a name here must still be a file (the test below says so).
-TO_MERGE = {
-    "test_costly.py": "tests/page/test_kit.py",  # page/kit.py's callers; test_kit.py comes with h/pagefn
-    "test_explain_torchcam.py": "tests/test_explain.py",  # edited by h/methods
-    "test_prediction.py": "tests/test_session.py",  # Photo.prediction; test_session.py edited by h/web, h/readings
-    "test_prepare.py": "tests/test_session.py",  # edited by h/readings
-}
+TO_MERGE: dict[str, str] = {}  # all merged (h/split-c): test_costly, test_explain_torchcam, test_prediction, test_prepare
 
 
 def defines_something(path: Path) -> bool:

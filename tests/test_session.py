@@ -1,5 +1,7 @@
 """One path per computation (issue 26): every cache name is a named constant or function of the
-module that computes it (session.py keys them generically, issue 44), and the mean rollout is computed once per photo whichever tab, mask, curve, export or API call asks first."""
+module that computes it (session.py keys them generically, issue 44), and the mean rollout is computed once per photo whichever tab, mask, curve, export or API call asks first.
+Then, by origin: Photo.prediction (merged from tests/test_prediction.py) and what is prepared before
+a tab's first open (merged from tests/test_prepare.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ import torch
 
 import vizvit
 from vizvit import attention as att_mod
-from vizvit import maps, session
+from vizvit import engine, maps, session, views
+from vizvit.ablation import Ablation
 from vizvit.api import PublicApi
 from vizvit.images import View
 from vizvit.session import AnalysisCache, PhotoKey, Workbench
-from vizvit.views import attention, embeddings, experiments
+from vizvit.views import attention, embeddings, experiments, positions
 
 from tiny import EXAMPLES
 
@@ -211,3 +214,146 @@ def test_load_model_is_defined_once():
              for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "load_model"]
     assert found == ["vizvit/engine.py"]
+
+
+# ---- From tests/test_prediction.py (merged, issue 44) ------------------------------------------
+# Photo.prediction: a perturbed view's top-5 and patch embeddings from one lighter forward (no
+# attentions or hidden states kept), held to the full Analysis of the same view: every family, heads
+# switched off, CLIP / SigLIP's typed labels; and read off a cached Analysis with no forward.
+
+
+VIEWS = (View(dx=5, dy=-3, fill="edge"), View(dx=-16, dy=7, fill="wrap"), View(dx=2, dy=0, fill="constant"))
+
+
+def _photo(vm, **key):
+    wb = Workbench(device="cpu")
+    wb.add_model(vm)
+    k = PhotoKey(vm.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg")), **key)
+    return wb, wb.handle(k)
+
+
+def _same(p, a):
+    assert (p.input_view == a.input_view).all()
+    torch.testing.assert_close(p.patch_embeddings, a.patch_embeddings, atol=1e-5, rtol=1e-5)
+    if a.probs is None:
+        assert p.probs is None and p.top5 == ()
+        return
+    torch.testing.assert_close(p.probs, a.probs, atol=1e-6, rtol=1e-5)
+    assert [t.index for t in p.top5] == [t.index for t in a.top5]
+
+
+def _fresh(wb, ph, view):
+    """The view's prediction computed before its Analysis exists, then the Analysis."""
+    assert wb.cache.get(("analysis", ph.key.model_id, ph.key.sha1, view, ph.key.ablation)) is None
+    return ph.prediction(view), ph.analysis(view)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_views_prediction_is_its_analysis_top5_and_patches(fam, view):
+    wb, ph = _photo(fam)
+    _same(*_fresh(wb, ph, view))
+
+
+def test_heads_switched_off_are_off_in_the_prediction_too(tiny16):
+    g = tiny16.geometry
+    off = Ablation(((g.num_layers - 1, 0), (0, 1)))
+    wb, ph = _photo(tiny16, ablation=off)
+    p, a = _fresh(wb, ph, VIEWS[0])
+    _same(p, a)
+    _, intact = _photo(tiny16)
+    assert not torch.allclose(p.probs, intact.prediction(VIEWS[0]).probs), "the ablation changed nothing"
+
+
+def test_an_image_text_models_prediction_reads_the_typed_labels(towers):
+    vm = towers["clip16"]
+    labels = ("a cat", "a dog", "a teapot")
+    wb, ph = _photo(vm, labels=labels, template="a photo of {}")
+    p, a = _fresh(wb, ph, VIEWS[1])
+    _same(p, a)
+    assert {t.label for t in p.top5} <= set(labels)
+
+
+def test_a_cached_analysis_answers_with_no_forward(tiny16, monkeypatch):
+    wb, ph = _photo(tiny16)
+    a = ph.analysis(VIEWS[2])
+    from vizvit import session
+
+    monkeypatch.setattr(session, "predict_batch", lambda *a, **k: pytest.fail("a forward for a cached view"))
+    _same(ph.prediction(VIEWS[2]), a)
+
+
+# ---- From tests/test_prepare.py (merged, issue 44) ---------------------------------------------
+# Issue 27, a tab's first open: what a tab needs of the model is made when the model is warmed, what
+# it needs of a photo right after the photo's forward (in the background), and the Positions tab's
+# slow part (a forward at another size) is not in its first answer.
+
+
+PHOTO = str(EXAMPLES / "chelsea.jpg")
+
+
+@pytest.fixture
+def wb(tiny16) -> Workbench:
+    w = views.attach(Workbench(device="cpu"))
+    w.add_model(tiny16)
+    return w
+
+
+def model_keys(model_id: str) -> list[tuple]:
+    size = positions.PositionsParams().size
+    return [session.model_key(model_id, n) for n in (positions.POSITIONS, embeddings.FILTER_PCA,
+                                                      positions.positions_at_name(size))]
+
+
+def test_attach_gives_the_workbench_each_views_preparation(wb):
+    assert embeddings.warm_model in wb.model_work and positions.warm_model in wb.model_work
+    assert embeddings.warm_photo in wb.photo_work
+    assert Workbench().model_work == () and Workbench().photo_work == (), "nothing prepares without attach"
+
+
+def test_warm_leaves_the_models_position_tables_and_filters_and_the_photos_embeddings_cached(wb, tiny16):
+    for k in model_keys(tiny16.id):
+        assert k not in wb.cache, f"{k} cached before the warm-up"
+    wb.warm(tiny16.id, [PHOTO])
+    for k in model_keys(tiny16.id):
+        assert k in wb.cache, f"{k} not cached by the warm-up"
+    key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None, "the example's Embeddings data is not ready"
+
+
+def test_prepare_later_fills_the_cache_so_a_first_open_recomputes_nothing(wb, tiny16, monkeypatch):
+    key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
+    wb.analysis(key)  # the photo's forward, as the upload runs it
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is None
+    wb.prepare_later(key).result(timeout=120)
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None
+    assert all(k in wb.cache for k in model_keys(tiny16.id))
+    # The tabs' first open now only draws: the preparations' own computations are not run again.
+    for name in ("prepare", "model_filters"):
+        monkeypatch.setattr(embeddings, name, lambda *a, **k: pytest.fail("recomputed after prepare_later"))
+    monkeypatch.setattr(positions, "model_positions", lambda *a, **k: pytest.fail("recomputed after prepare_later"))
+    ph = wb.handle(key)
+    embeddings.show(ph, embeddings.EmbeddingsParams())
+    embeddings.rest(ph, embeddings.EmbeddingsParams())
+    positions.show(ph, positions.PositionsParams())
+
+
+def test_a_failing_preparation_is_logged_and_the_others_still_run(wb, tiny16, caplog):
+    def broken(ph):
+        raise RuntimeError("boom")
+
+    wb.photo_work = (broken, *wb.photo_work)
+    key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
+    wb.prepare_later(key).result(timeout=120)
+    assert "boom" in caplog.text or "broken" in caplog.text
+    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None
+
+
+def test_the_positions_first_answer_runs_no_forward_at_another_size(wb, tiny16, monkeypatch):
+    calls = []
+    real = engine.predict_at_size
+    monkeypatch.setattr(engine, "predict_at_size", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(PHOTO)))
+    page = positions.show(ph, positions.PositionsParams(size=384))
+    assert page.grid.ndim == 3 and calls == [], "the grid waited for the forward at 384 px"
+    later = positions.resolution_panel(ph, 384)  # the tab's follow-up answer
+    assert calls == [384] and later.text.startswith("**At 384×384 px**")

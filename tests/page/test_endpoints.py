@@ -8,7 +8,8 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from page import endpoints
+from page import endpoints, kit
+from vizvit.api import PublicApi
 from vizvit.errors import UserError
 from vizvit.session import Workbench
 
@@ -45,3 +46,42 @@ def test_only_the_documented_endpoints_are_public(tiny16):
     assert shown == set(endpoints.PUBLIC_ENDPOINTS)
     assert {"analyze", "attention", "rollout", "relevance", "room_open", "stats"} <= shown
     assert set(endpoints.ROOM_ENDPOINTS) <= shown and "page_event" not in shown
+
+
+def test_the_endpoints_are_registered_in_the_documented_order_with_their_threads(tiny16):
+    """The split builders (reading_endpoints, room_endpoints) register, in PUBLIC_ENDPOINTS' order, one
+    event per endpoint named by its function; only the shift sweep and the class map run on the costly
+    threads (kit.COSTLY), every other endpoint on Gradio's default ones."""
+    wb = Workbench(cache_bytes=32 << 20, device="cpu")
+    with gr.Blocks() as demo:
+        endpoints.public_api(wb, tiny16.id)
+    fns = list(demo.fns.values())
+    assert [fn.api_name for fn in fns] == list(endpoints.PUBLIC_ENDPOINTS)
+    costly = {fn.api_name for fn in fns if fn.concurrency_id == kit.COSTLY["concurrency_id"]}
+    assert costly == {"sweep", "relevance"}
+    assert all(fn.concurrency_limit == kit.COSTLY_THREADS for fn in fns if fn.api_name in costly)
+    assert all(fn.concurrency_limit == "default" for fn in fns if fn.api_name not in costly)
+    assert [fn.api_name for fn in fns][-len(endpoints.ROOM_ENDPOINTS):] == list(endpoints.ROOM_ENDPOINTS)
+
+
+def test_each_endpoint_answers_as_the_backend_does(tiny16, cat, upload_dir):
+    """Each built endpoint is one PublicApi call with the photo checked and the model defaulted: its
+    answer equals the backend's own for the same arguments (a constructed photo in the upload folder)."""
+    wb = Workbench(cache_bytes=32 << 20, device="cpu")
+    wb.add_model(tiny16)
+    api = PublicApi(wb, kit.JOBS.jobs, None)
+    by_name = {fn.__name__: fn for fn in (*endpoints.reading_endpoints(api, tiny16.id),
+                                          *endpoints.room_endpoints(api, tiny16.id))}
+    assert tuple(by_name) == endpoints.PUBLIC_ENDPOINTS
+    path = upload_dir / "cat.png"
+    cat.save(path)
+    photo = {"path": str(path)}
+    assert by_name["positions"]() == api.positions(tiny16.id, 0, 0)
+    assert by_name["positions"](tiny16.id, 1, 2) == api.positions(tiny16.id, 1, 2)
+    assert by_name["attention"](photo, layer=2, head=1) == api.attention(str(path), tiny16.id, 2, 1, "raw", -1, -1)
+    got = by_name["attention"](photo, tiny16.id, 1, "mean", "raw", 1, 3)
+    assert got == api.attention(str(path), tiny16.id, 1, "mean", "raw", 1, 3)
+    assert got != api.attention(str(path), tiny16.id, 1, "mean", "raw", 3, 1), "a query patch off the diagonal"
+    assert by_name["predict"](photo, mask=None) == api.predict(str(path), tiny16.id, 0, 0, "edge", [], "drop")
+    with pytest.raises(UserError, match="photo must be an uploaded file"):
+        by_name["analyze"]({"path": "/etc/passwd"})

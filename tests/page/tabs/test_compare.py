@@ -1,0 +1,88 @@
+"""page/tabs/compare.py's handlers, without a browser or a server: the built page's Compare events,
+called as Gradio calls them, answer what the Compare view answers (views/compare.py) for the controls
+sent, and nothing (or empty panels) before a photo or a model B; the depth cursor clamps a position
+past the top instead of refusing it. The tab in Chromium is tests/page/test_compare.py."""
+
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from page import shell
+from page.tabs import compare as tab
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import compare
+
+
+@pytest.fixture(scope="module")
+def built(tiny16, cat):
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    demo = shell.build_demo(wb, tiny16.id)
+    return wb, demo, PhotoKey(wb.catalog.ids[0], wb.add_photo(cat))
+
+
+def by_id(demo, elem_id: str):
+    found = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
+    assert len(found) == 1, elem_id
+    return found[0]
+
+
+def wired(demo, elem_id: str, trigger: str):
+    """The one event the component's trigger runs (a handler, not a page script)."""
+    c = by_id(demo, elem_id)
+    fns = [fn for fn in demo.fns.values() if fn.fn is not None and any(t[0] == c._id and t[1] == trigger for t in fn.targets)]
+    assert len(fns) == 1, (elem_id, trigger)
+    return fns[0]
+
+
+def same(a, b) -> bool:
+    return np.array_equal(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
+
+
+DEPTH_IDS = {"attention_a": "cmp-attn-a", "attention_b": "cmp-attn-b", "rollout_a": "cmp-roll-a",
+             "rollout_b": "cmp-roll-b", "verdict": "cmp-verdict"}
+
+
+def test_moving_the_cursor_answers_the_views_depth_change(built):
+    wb, demo, key = built
+    fn = wired(demo, "cmp-depth", "change")
+    assert {b.elem_id for b in fn.outputs} == set(DEPTH_IDS.values())
+    b = wb.catalog.ids[0]
+    assert fn.fn(None, b, 2, "mean", True) == {o: gr.skip() for o in fn.outputs}, "no photo: nothing"
+    assert fn.fn(key, None, 2, "mean", True) == {o: gr.skip() for o in fn.outputs}, "no model B: nothing"
+    for depth, head in ((1, "mean"), (2, "max")):
+        got = fn.fn(key, b, depth, head, True)
+        want = compare.change_depth(wb.handle(key), compare.CompareParams(model_b=b, depth=depth, head=head))
+        for field, elem_id in DEPTH_IDS.items():
+            assert same(got[by_id(demo, elem_id)], getattr(want, field)), field
+    one, two = (fn.fn(key, b, d, "mean", True)[by_id(demo, "cmp-attn-a")] for d in (1, 2))
+    assert not same(one, two), "each depth its own layer's map"
+
+
+def test_picking_model_b_shows_both_sides_as_the_view_does(built):
+    wb, demo, key = built
+    fn = wired(demo, "cmp-model", "input")
+    for other in ("cmp-head", "cmp-shared"):  # the same handler, inputs and outputs
+        o = wired(demo, other, "input")
+        assert (o.fn.__name__, o.inputs, o.outputs) == ("show", fn.inputs, fn.outputs)
+    b = wb.catalog.ids[0]
+    got = fn.fn(key, b, 2, "mean", True)
+    assert tab._example_stems().get(key.sha1) == "chelsea", "the photo is an example: its links name it"
+    want = compare.show(wb.handle(key), compare.CompareParams(model_b=b, depth=2, head="mean", example="chelsea"))
+    for field, elem_id in {**DEPTH_IDS, "title_a": "cmp-title-a", "title_b": "cmp-title-b",
+                           "pairs": "cmp-pairs"}.items():
+        assert same(got[by_id(demo, elem_id)], getattr(want, field)), field
+    depth, head = by_id(demo, "cmp-depth"), by_id(demo, "cmp-head")
+    assert (got[depth].maximum, got[depth].value) == (want.positions, want.depth)
+    assert got[head].choices == [(h, h) for h in want.heads] or [c[1] for c in got[head].choices] == list(want.heads)
+    before = fn.fn(None, b, 2, "mean", True)
+    assert before[depth] == gr.skip() and before[head] == gr.skip(), "the cursor and head kept"
+    assert all(v is None for o, v in before.items() if o not in (depth, head)), "every panel cleared"
+
+
+def test_the_cursor_clamps_a_position_past_its_top():
+    s = tab.ClampedSlider(1, 2, value=2, step=1)
+    assert s.preprocess(12) == 2 and s.preprocess(-3) == 1 and s.preprocess(None) is None
+    with pytest.raises(gr.Error):
+        gr.Slider(1, 2, value=2, step=1).preprocess(12)  # what Gradio's own slider does
