@@ -124,3 +124,14 @@ def test_the_flow_record_is_a_costly_job_checked_first():
     assert methods.FLOW.costly and not methods.FLOW.needs_class and methods.FLOW.cached_as is not None
     assert methods.FLOW.caption == explain.FLOW_METHOD
     assert "flatter than rollout" in methods.FLOW.note(np.full((2, 2), 0.25))  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("value", [["rollout"], {"name": "rollout"}, 3, None, "x" * 200])
+def test_a_method_that_is_not_a_short_name_is_refused_without_echoing_it(value):
+    """An API caller may send any JSON value: it is refused in a sentence, never a TypeError (a list or a
+    dict cannot key the registry), and never repeated back when it is not short text."""
+    assert not methods.is_costly(value)
+    with pytest.raises(UserError, match="use one of") as e:
+        methods.get(value)
+    assert repr(value)[:20] not in str(e.value).replace("'None'", "") and "x" * 49 not in str(e.value)
+    assert "this value" in str(e.value)

@@ -50,17 +50,17 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     assert arrays["shift_sweep"].shape == (2 * 32 + 1, 4)
     assert np.array_equal(arrays["shift_sweep"][:, 0], np.arange(65))
     names = ["rollout", "last-layer [CLS] attention", "random", "class relevance", "gradient rollout", "LeGrad",
-             "Grad-CAM"]
-    assert arrays["deletion_curves"].shape == arrays["insertion_curves"].shape == (7, 11)
+             "Grad-CAM", "AttnLRP"]
+    assert arrays["deletion_curves"].shape == arrays["insertion_curves"].shape == (8, 11)
     assert list(arrays["deletion_curve_maps"]) == names
     auc = arrays["contest_auc"]  # the contest through export: AUCs and the ranking best first
-    assert auc.shape == (7, 3) and np.allclose(auc[:, 2], auc[:, 1] - auc[:, 0], atol=1e-6)
+    assert auc.shape == (8, 3) and np.allclose(auc[:, 2], auc[:, 1] - auc[:, 0], atol=1e-6)
     rand = arrays["contest_random_auc"]  # the baseline: 10 random orders, the same columns
     assert rand.shape == (10, 3) and np.allclose(rand[:, 2], rand[:, 1] - rand[:, 0], atol=1e-6)
     assert np.allclose(rand[0], auc[names.index("random")], atol=1e-6)  # order 1 is the "random" map
     rows = [(n, a[2]) for n, a in zip(names, auc) if n != "random"] + [("random (baseline)", rand[:, 2].mean())]
     assert list(arrays["contest_ranking"]) == [rows[k][0] for k in np.argsort([-r[1] for r in rows], kind="stable")]
-    assert arrays["contest_auc_second_fill"].shape == (7, 3) and arrays["contest_random_auc_second_fill"].shape == (10, 3)
+    assert arrays["contest_auc_second_fill"].shape == (8, 3) and arrays["contest_random_auc_second_fill"].shape == (10, 3)
     assert not np.allclose(arrays["contest_auc_second_fill"], auc)  # blur removes patches otherwise than black
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)

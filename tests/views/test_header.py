@@ -64,5 +64,6 @@ def test_a_model_that_fails_leaves_the_list_and_the_current_one_stays(wb, tiny16
     assert not change.loaded and change.key is None and change.model == vit(wb, tiny16)
     assert "**broken-vit** cannot be loaded here" in change.status and "gone from the list" in change.status
     assert "broken-vit" not in wb.catalog.ids
+    # A model off the list is refused at the entry (Catalog.check, once per request); new_model trusts its ModelId.
     with pytest.raises(UserError, match="page's list"):
-        header.new_model(wb, "google/vit-huge-patch14-224-in21k", None, "", DEFAULT_TEMPLATE, vit(wb, tiny16), False)
+        wb.catalog.check("google/vit-huge-patch14-224-in21k")

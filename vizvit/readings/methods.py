@@ -224,14 +224,16 @@ JOB_LIMITS: dict[str, float] = {m.name: m.limit_s for m in METHODS if m.costly a
 def get(name: str, among: tuple[Method, ...] = METHODS) -> Method:
     """The record named `name` among `among`, or a UserError listing them."""
     for m in among:
-        if m.name == name:
+        if isinstance(name, str) and m.name == name:
             return m
-    raise UserError(f"Unknown method {name!r}: use one of {', '.join(m.name for m in among)}.")
+    # A caller's value is named only when it is short text: a list or a dict from the API is not echoed back.
+    said = repr(name) if isinstance(name, str) and len(name) <= 48 else "this value"
+    raise UserError(f"Unknown method {said}: use one of {', '.join(m.name for m in among)}.")
 
 
 def is_costly(name: str) -> bool:
     """Whether `name` is a costly, streamed job (False for a name that is no method: the caller's check refuses it)."""
-    m = BY_NAME.get(name)
+    m = BY_NAME.get(name) if isinstance(name, str) else None  # an API caller may send a list or a dict
     return m is not None and m.costly
 
 
