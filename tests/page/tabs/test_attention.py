@@ -15,15 +15,9 @@ from vizvit import render, vocab
 from vizvit.session import PhotoKey, Workbench
 from vizvit.readings import methods
 from vizvit.views import attention as ap
+from built_page import same
 
 FLOW = next(m.name for m in methods.METHODS if m.costly)  # attention flow: a costly job, flow_job's
-
-
-@pytest.fixture(scope="module")
-def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
 
 
 def controls(**changed) -> dict:
@@ -35,8 +29,6 @@ def controls(**changed) -> dict:
     return {**c, **changed}
 
 
-def same(a, b) -> bool:
-    return np.array_equal(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
 
 
 def assert_shows(answer: dict, want, names: list[str]) -> None:

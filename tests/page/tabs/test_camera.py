@@ -17,11 +17,6 @@ from vizvit.session import PhotoKey, Workbench
 from vizvit.views import camera
 
 
-@pytest.fixture(scope="module")
-def built(tiny16, cat):
-    wb = Workbench(cache_bytes=64 << 20, device="cpu")
-    demo = shell.build_demo(wb, tiny16.id)
-    return wb, demo, PhotoKey(wb.catalog.ids[0], wb.add_photo(cat))
 
 
 def wired(demo, elem_id: str, trigger: str):

@@ -20,13 +20,6 @@ from vizvit.views import embeddings
 
 
 @pytest.fixture(scope="module")
-def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
-
-
-@pytest.fixture(scope="module")
 def ui() -> dict:
     with gr.Blocks():
         return tab._layout()

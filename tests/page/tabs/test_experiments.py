@@ -19,13 +19,6 @@ from vizvit.views import experiments as ev
 
 
 @pytest.fixture(scope="module")
-def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
-
-
-@pytest.fixture(scope="module")
 def page(photo) -> tuple[dict, dict]:
     """The tab's own components (the books name their elem ids) and its two Fetchers."""
     with gr.Blocks():

@@ -18,13 +18,6 @@ from vizvit.views import inside as iv
 
 
 @pytest.fixture(scope="module")
-def photo(tiny16, cat) -> tuple[Workbench, PhotoKey]:
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    return wb, PhotoKey(tiny16.id, wb.add_photo(cat))
-
-
-@pytest.fixture(scope="module")
 def ui() -> dict:
     with gr.Blocks():
         return tab._layout()  # the tab's own components: the books name their elem ids

@@ -11,17 +11,12 @@ import pytest
 
 from page import shell
 from vizvit.session import Workbench
+from built_page import by_id
 
 
 @pytest.fixture(scope="module")
 def demo(tiny16):
     return shell.build_demo(Workbench(cache_bytes=64 << 20, device="cpu"), tiny16.id)
-
-
-def by_id(demo, elem_id: str):
-    found = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
-    assert len(found) == 1, elem_id
-    return found[0]
 
 
 def test_the_sliders_call_the_calculator_with_the_counts_by_hand(demo):

@@ -14,31 +14,8 @@ from vizvit import render
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels
 from vizvit.views import patches
+from built_page import by_id, same, wired
 
-
-@pytest.fixture(scope="module")
-def built(tiny16, cat):
-    wb = Workbench(cache_bytes=64 << 20, device="cpu")
-    demo = shell.build_demo(wb, tiny16.id)
-    return wb, demo, PhotoKey(wb.catalog.ids[0], wb.add_photo(cat))
-
-
-def by_id(demo, elem_id: str):
-    found = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
-    assert len(found) == 1, elem_id
-    return found[0]
-
-
-def wired(demo, elem_id: str, trigger: str):
-    """The one event the component's trigger runs (a handler, not a page script)."""
-    c = by_id(demo, elem_id)
-    fns = [fn for fn in demo.fns.values() if fn.fn is not None and any(t[0] == c._id and t[1] == trigger for t in fn.targets)]
-    assert len(fns) == 1, (elem_id, trigger)
-    return fns[0]
-
-
-def same(a, b) -> bool:
-    return np.array_equal(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
 
 
 @pytest.mark.parametrize("lines, indices, clicked", [(True, False, None), (False, True, (1, 2))])

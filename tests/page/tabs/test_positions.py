@@ -10,18 +10,13 @@ import pytest
 from page import shell
 from vizvit import vocab
 from vizvit.session import PhotoKey, Workbench
+from built_page import by_id
 
 
 @pytest.fixture(scope="module")
 def built(tiny16):
     wb = Workbench(cache_bytes=64 << 20, device="cpu")
     return wb, shell.build_demo(wb, tiny16.id)
-
-
-def by_id(demo, elem_id: str):
-    found = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
-    assert len(found) == 1, elem_id
-    return found[0]
 
 
 def test_the_size_menu_calls_the_other_resolution_with_the_chosen_size(built, cat):

@@ -1,0 +1,23 @@
+"""Helpers for tests that call a built page's handlers as Gradio does (tests/page/tabs/)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def by_id(demo, elem_id: str):
+    found = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
+    assert len(found) == 1, elem_id
+    return found[0]
+
+
+def wired(demo, elem_id: str, trigger: str):
+    """The one event the component's trigger runs (a handler, not a page script)."""
+    c = by_id(demo, elem_id)
+    fns = [fn for fn in demo.fns.values() if fn.fn is not None and any(t[0] == c._id and t[1] == trigger for t in fn.targets)]
+    assert len(fns) == 1, (elem_id, trigger)
+    return fns[0]
+
+
+def same(a, b) -> bool:
+    return np.array_equal(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else a == b
