@@ -264,13 +264,11 @@ def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple)
     return out
 
 
-def empty(outputs: list, keep: tuple = ()) -> dict:
-    """The "no photo yet" result: every output cleared (None), the controls in `keep` left as they are."""
-    return {c: gr.skip() if any(c is k for k in keep) else None for c in outputs}
-
-
 def skip(outputs: list) -> dict:
-    """Nothing changes (no photo yet, for a control's event)."""
+    """Nothing changes: the answer to an event with no photo yet. A tab's show for no photo has
+    nothing to clear either (the key is never unset), and clearing would race the photo's answer:
+    a deep link clicks its tab open while the photo loads, and that show (key None) could land
+    after the photo's own and blank the tab (seen in CI: the Compare tab's verdict stayed empty)."""
     return {c: gr.skip() for c in outputs}
 
 

@@ -60,7 +60,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         gm = ctx.wb.model(key.model_id if key else model_id).geometry
         p = camera.CameraParams.from_controls(read(v))
         choices = camera.head_choices(gm.num_heads)
-        return {**kit.values(page, shown),
+        return {**kit.values(page, shown), **(kit.skip([picture]) if key is None else {}),  # see kit.skip
                 layer: gr.Slider(maximum=gm.num_layers, value=min(p.layer or gm.num_layers, gm.num_layers)),
                 heads: gr.Dropdown(choices=choices, value=p.heads if p.heads in choices else choices[0])}
 

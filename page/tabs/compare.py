@@ -110,7 +110,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(outs, keep=(depth, head))
+            return kit.skip(outs)
         p = compare.CompareParams.from_controls({**read(v), "example": _example_stems().get(key.sha1)})
         page = compare.show(ctx.wb.handle(key), p)
         # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.

@@ -77,8 +77,13 @@ def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: 
 def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str,
          request: gr.Request = None) -> dict:
     """On open (request: the page's, when the tab is clicked) and on a new photo (no request)."""
+    query = dict(request.query_params) if request is not None else {}
+    if key is None and ("example" in query or "photo" in query):
+        # The link's tab opened while its photo loads: the photo's answer draws the step, with
+        # the photo in its link and QR code; this one, landing after it, would drop them (kit.skip).
+        return {n: gr.skip() for n in OUTS}
     if n is None and request is not None:  # first open: the link's step (?lesson=1&step=N)
-        n = deeplink.parse(dict(request.query_params), (), (), ())[0].step
+        n = deeplink.parse(query, (), (), ())[0].step
     return at_step(ctx, demo, key, n, address(request, page_url))
 
 

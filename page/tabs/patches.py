@@ -76,7 +76,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(outs)
+            return kit.skip(outs)
         page = patches.show(ctx.wb.handle(key), params(v))
         return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
                 book: book_value(page.book), labels_book: None if page.label_book is None else labels_value(page.label_book)}
@@ -103,7 +103,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         if key is None:
-            return {clicked: None}
+            return {clicked: gr.skip()}
         return {clicked: panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
 
     ins = [ctx.key, *named.values()]

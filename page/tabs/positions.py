@@ -54,14 +54,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(outs)
+            return kit.skip(outs)
         page = positions.show(ctx.wb.handle(key), positions.PositionsParams.from_controls(read(v)))
         return {**kit.values(page, shown), marks: flip.marks_for_page("pos-grid", page.marks, grid_img)}
 
     @safe
     def resize(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
-            return kit.empty(list(shown_size.values()))
+            return kit.skip(list(shown_size.values()))
         p = positions.PositionsParams.from_controls(read(v))
         return kit.values(positions.resolution_panel(ctx.wb.handle(key), p.size), shown_size)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import time
 
 import numpy as np
 
@@ -176,6 +177,18 @@ WATCH_JS = """() => {
 }"""
 
 
+def _quiet_log(page, quiet_s: float = 1.5, within_s: float = 60) -> None:
+    """Empty the watch log once nothing has been logged for quiet_s: an event the tab's open sent
+    late (a busy machine, CI) must not be read as the next change's (a liveness wait, not timing)."""
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        page.evaluate("() => { window.__attnLog.length = 0; }")
+        time.sleep(quiet_s)
+        if not page.evaluate("() => window.__attnLog.length"):
+            return
+    raise AssertionError(f"the page kept sending events for {within_s} s: {page.evaluate('() => window.__attnLog')}")
+
+
 FRAME_JS = """([layer, head, show, query, scale]) => {
   const A = window.__vizvitAttn, b = A.state.book;
   const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show, scale));
@@ -331,7 +344,7 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
         for elem, value, key, readout, p in [
                 ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ap.AttnParams(layer=1)),
                 ("attn-head", 2, f"1|2|{ap.ONE_HEAD}", "Layer 1 · head 2 ", ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD))]:
-            page.evaluate("() => { window.__attnLog.length = 0; }")
+            _quiet_log(page)
             page.locator(f"#{elem} input[type=number]").fill(str(value))
             page.wait_for_function("(k) => document.querySelector('#attn-main img').dataset.drawn === k", arg=key)
             shown = _shown(page)

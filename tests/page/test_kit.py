@@ -154,3 +154,35 @@ def test_same_address_two_sessions_one_costly_job(monkeypatch):
     t.join(10)
     with jobs.hold(None, "shift sweep") as c:  # a direct call (no request): not counted, still limited
         assert c.limit_s == jobs.jobs.limit_of("shift sweep") and jobs.jobs.stats().running == []
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, str) and not v)
+
+
+def test_every_tabs_open_with_no_photo_yet_clears_nothing(tiny16):
+    """A deep link clicks its tab open while the photo still loads: that show (no key yet) must not
+    clear what the photo's own answer, which may land first, drew (CI: the Compare tab stayed blank).
+    Setting a control to the model's range, or a text that is the same with a photo, is no clearing."""
+    from page import shell
+    from vizvit.session import Workbench
+
+    wb = Workbench(cache_bytes=16 << 20, device="cpu")
+    wb.add_model(tiny16)
+    demo = shell.build_demo(wb, tiny16.id)
+    from starlette.requests import Request
+    link = gr.Request(Request({"type": "http", "method": "GET", "path": "/", "headers": [],
+                               "query_string": b"example=chelsea&tab=lesson&lesson=1&step=2"}))
+    tabs = {b._id: b for b in demo.blocks.values() if isinstance(b, gr.Tab)}
+    opens = [fn for fn in demo.fns.values() if fn.fn is not None
+             and any(t[0] in tabs and t[1] == "select" for t in fn.targets)]
+    assert len(opens) >= 8, [tabs[t[0]].id for fn in opens for t in fn.targets]
+    for fn in opens:
+        if fn.inputs[:1] == [] or getattr(fn.inputs[0], "value", "x") is not None:
+            continue  # not a show of the session's key (e.g. a tab with no photo view)
+        args = [None if i == 0 else getattr(c, "value", None) for i, c in enumerate(fn.inputs)]
+        takes_request = "request" in inspect.signature(fn.fn).parameters
+        out = fn.fn(*args, **({"request": link} if takes_request else {}))
+        vals = list(out.values()) if isinstance(out, dict) else list(out if isinstance(out, (list, tuple)) else [out])
+        cleared = [v for v in vals if _blank(v) or (isinstance(v, dict) and "value" in v and _blank(v["value"]))]
+        assert not cleared, (fn.name, [tabs[t[0]].id for t in fn.targets], cleared[:3])
