@@ -50,6 +50,6 @@ def test_a_click_picks_the_patch_under_the_pixel(built):
         got = fn.fn(key, evt)[clicked]
         assert got == panels.clicked_patch(g, x, y)
     evt = gr.SelectData(by_id(demo, "patch-grid"), {"index": [200, 37], "value": None})
-    assert fn.fn(None, evt) == {clicked: None}
+    assert fn.fn(None, evt) == {clicked: gr.skip()}
     side = g.patch_size * render.display_scale(g)  # a patch's side on the enlarged grid the page shows
     assert fn.fn(key, evt)[clicked] == (int(37 // side), int(200 // side)), "(row, column), from the top left"

@@ -5,6 +5,7 @@ does not use the page's server; the tab in Chromium is tests/page/test_positions
 
 from __future__ import annotations
 
+import gradio as gr
 import pytest
 
 from page import shell
@@ -29,7 +30,7 @@ def test_the_size_menu_calls_the_other_resolution_with_the_chosen_size(built, ca
     assert [b._id for b in wired[0].inputs][1:] == [size._id]  # the session's key first, then the size
     text = by_id(demo, "pos-res-text")
     before = wired[0].fn(None, 288)
-    assert {c._id for c in before} == outs and all(v is None for v in before.values())  # every panel cleared
+    assert {c._id for c in before} == outs and all(v == gr.skip() for v in before.values())  # kit.skip
     key = PhotoKey(wb.catalog.ids[0], wb.add_photo(cat))
     after = wired[0].fn(key, 288)
     assert "288" in str(after[text]) and after[by_id(demo, "pos-res-grid")] is not None
