@@ -582,11 +582,14 @@ def _room_answer_for(step: Any, rng: Any) -> Any:
 
 
 async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int, change_share: float,
-                     via: str = "route") -> dict:
+                     via: str = "route", pause: float = 2.0) -> dict:
     """N students join within `seconds` (each a long poll on /vizvit_room/{code}); the host opens the
     room on the example, waits for all, then for each of n_steps: moves to it (push timed from the
     host's call to each student's poll answer), every student answers (some twice: the second
-    replaces), the host reads the tally until it holds every student, then reveals (pushed too)."""
+    replaces), the host reads the tally until it holds every student, then reveals (pushed too).
+    pause: seconds the lecturer stays on a revealed step before Next (reading the room's answers
+    out). With none, Next lands while the reveal's hundred pushes and the polls after them are
+    still on their way, and the move's push measures that backlog."""
     import asyncio
 
     import httpx
@@ -678,6 +681,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     host_s[kind].append(time.perf_counter() - t)
                 if reveal:  # the answers are closed now: this tally is final
                     tallies[s] = await tally_of(s)
+                    await asyncio.sleep(pause)
                     continue
                 deadline = time.perf_counter() + 120
                 while True:
@@ -696,7 +700,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
         per_step.append({"step": s, "answers_sent_students": len(sent.get(s, {})), "counted": tally["total"],
                          "equal": tally["total"] == len(sent.get(s, {})) and tally["answers"] == want})
     every = pushes["move"] + pushes["reveal"]
-    return {"students": n, "via": via, "join_s": round(join_s, 2), "steps": per_step, "pushes": len(every),
+    return {"students": n, "via": via, "pause_s": pause, "join_s": round(join_s, 2), "steps": per_step, "pushes": len(every),
             "push_s": pct(every), "push_move_s": pct(pushes["move"]), "push_reveal_s": pct(pushes["reveal"]),
             "host_call_move_s": pct(host_s["move"]), "host_call_reveal_s": pct(host_s["reveal"]),
             "answers_sent": sum(len(v) for v in sent.values()),
@@ -721,7 +725,8 @@ def room_main(args: argparse.Namespace) -> int:
         sampler.start()
         me = psutil.Process()
         ours0, me0, t0 = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
-        rep = asyncio.run(_room_hall(url, model, args.students, args.seconds, args.room_steps, 0.2, args.room_via))
+        rep = asyncio.run(_room_hall(url, model, args.students, args.seconds, args.room_steps, 0.2, args.room_via,
+                                      args.room_pause))
         ours1, me1, wall = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter() - t0
         rep.update(model=model, wall_s=round(wall, 1), server_cpu_s=round((ours1 - ours0) - (me1 - me0), 1),
                    server_cores=round(((ours1 - ours0) - (me1 - me0)) / wall, 2),
@@ -762,6 +767,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="a live room (issue 45): the students join one room, the host moves through the steps, "
                          "every student answers each question; reports the step push p95 and answers counted")
     ap.add_argument("--room-steps", type=int, default=5, help="--room: the lesson steps the host moves through")
+    ap.add_argument("--room-pause", type=float, default=2.0,
+                    help="--room: seconds the host stays on a revealed step before Next (0: at once)")
     ap.add_argument("--room-via", choices=("route", "gradio"), default="route",
                     help="--room: the host's moves and tally and the students' answers by the room page's plain "
                          "routes (as the page sends them), or by the public API (/room_step, /room_tally, "

@@ -56,3 +56,22 @@ def test_forwards_count_is_read_from_a_stats_answer_when_there_is_one():
     assert hall._find_forwards({"queue": 3, "engine": {"forwards": 12, "batches": 4}}) == 12
     assert hall._find_forwards({"forward_count": 5}) == 5
     assert hall._find_forwards({"queue": 3, "ok": True}) is None
+
+
+def test_room_mode_counts_every_answer_once_and_times_every_push(tmp_path):
+    """--room (issue 45): 4 students join one room, the host moves through 2 steps and reveals each;
+    the report counts every answer once, student by student, and times a push per student and change."""
+    model = make_tiny_vit(tmp_path / "tiny", 224, 16)
+    out = tmp_path / "room.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "hall.py"), "--model", str(model), "--room", "--students", "4",
+           "--seconds", "1", "--room-steps", "2", "--room-pause", "0.2", "--json", str(out)]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    rep = json.loads(out.read_text())
+    assert rep["students"] == 4 and rep["pause_s"] == 0.2 and not rep["server_crashed"]
+    assert rep["answers_sent"] == rep["answers_counted"] == 8 and rep["refused_count"] == 0
+    assert [s["equal"] for s in rep["steps"]] == [True, True]
+    # step 1 is open on arrival: its reveal, then step 2's move and reveal, each heard by all 4
+    assert rep["push_move_s"]["n"] == 4 and rep["push_reveal_s"]["n"] == 8
+    assert "pass  every answer counted exactly once" in p.stdout
