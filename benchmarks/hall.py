@@ -582,14 +582,16 @@ def _room_answer_for(step: Any, rng: Any) -> Any:
 
 
 async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int, change_share: float,
-                     via: str = "route", pause: float = 2.0) -> dict:
+                     via: str = "route", pause: float = 2.0, think: tuple[float, float] = (0.0, 0.0)) -> dict:
     """N students join within `seconds` (each a long poll on /vizvit_room/{code}); the host opens the
     room on the example, waits for all, then for each of n_steps: moves to it (push timed from the
     host's call to each student's poll answer), every student answers (some twice: the second
     replaces), the host reads the tally until it holds every student, then reveals (pushed too).
     pause: seconds the lecturer stays on a revealed step before Next (reading the room's answers
     out). With none, Next lands while the reveal's hundred pushes and the polls after them are
-    still on their way, and the move's push measures that backlog."""
+    still on their way, and the move's push measures that backlog.
+    think: (lo, hi) seconds a student reads the question before answering, drawn uniformly; (0, 0):
+    every student answers the instant the step arrives, while the move's other pushes still go out."""
     import asyncio
 
     import httpx
@@ -641,6 +643,8 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                 if s in st["revealed"] or s in answered:
                     continue
                 answered.add(s)
+                if think[1] > 0:
+                    await asyncio.sleep(float(rng.uniform(*think)))
                 guesses = [_room_answer_for(steps[s - 1], rng)]
                 if rng.random() < change_share:  # changes its mind: the second answer replaces the first
                     guesses.append(_room_answer_for(steps[s - 1], rng))
@@ -700,7 +704,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
         per_step.append({"step": s, "answers_sent_students": len(sent.get(s, {})), "counted": tally["total"],
                          "equal": tally["total"] == len(sent.get(s, {})) and tally["answers"] == want})
     every = pushes["move"] + pushes["reveal"]
-    return {"students": n, "via": via, "pause_s": pause, "join_s": round(join_s, 2), "steps": per_step, "pushes": len(every),
+    return {"students": n, "via": via, "pause_s": pause, "think_s": list(think), "join_s": round(join_s, 2), "steps": per_step, "pushes": len(every),
             "push_s": pct(every), "push_move_s": pct(pushes["move"]), "push_reveal_s": pct(pushes["reveal"]),
             "host_call_move_s": pct(host_s["move"]), "host_call_reveal_s": pct(host_s["reveal"]),
             "answers_sent": sum(len(v) for v in sent.values()),
@@ -726,7 +730,7 @@ def room_main(args: argparse.Namespace) -> int:
         me = psutil.Process()
         ours0, me0, t0 = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
         rep = asyncio.run(_room_hall(url, model, args.students, args.seconds, args.room_steps, 0.2, args.room_via,
-                                      args.room_pause))
+                                      args.room_pause, tuple(float(x) for x in args.room_think.split(","))))
         ours1, me1, wall = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter() - t0
         rep.update(model=model, wall_s=round(wall, 1), server_cpu_s=round((ours1 - ours0) - (me1 - me0), 1),
                    server_cores=round(((ours1 - ours0) - (me1 - me0)) / wall, 2),
@@ -769,6 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--room-steps", type=int, default=5, help="--room: the lesson steps the host moves through")
     ap.add_argument("--room-pause", type=float, default=2.0,
                     help="--room: seconds the host stays on a revealed step before Next (0: at once)")
+    ap.add_argument("--room-think", default="0,0", metavar="LO,HI",
+                    help="--room: seconds a student reads a question before answering, uniform in LO..HI "
+                         "(0,0: at once, as the move's pushes still go out)")
     ap.add_argument("--room-via", choices=("route", "gradio"), default="route",
                     help="--room: the host's moves and tally and the students' answers by the room page's plain "
                          "routes (as the page sends them), or by the public API (/room_step, /room_tally, "
