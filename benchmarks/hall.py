@@ -704,7 +704,8 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
         per_step.append({"step": s, "answers_sent_students": len(sent.get(s, {})), "counted": tally["total"],
                          "equal": tally["total"] == len(sent.get(s, {})) and tally["answers"] == want})
     every = pushes["move"] + pushes["reveal"]
-    return {"students": n, "via": via, "pause_s": pause, "think_s": list(think), "join_s": round(join_s, 2), "steps": per_step, "pushes": len(every),
+    return {"students": n, "via": via, "pause_s": pause, "think_s": list(think), "join_s": round(join_s, 2),
+            "steps": per_step, "pushes": len(every),
             "push_s": pct(every), "push_move_s": pct(pushes["move"]), "push_reveal_s": pct(pushes["reveal"]),
             "host_call_move_s": pct(host_s["move"]), "host_call_reveal_s": pct(host_s["reveal"]),
             "answers_sent": sum(len(v) for v in sent.values()),

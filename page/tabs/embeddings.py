@@ -50,7 +50,7 @@ def colors_value(ui: Ui, b: Flipbook) -> str:
 def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     """The tab opened (or a new photo or model while open): every table, text and depth picture."""
     if key is None:
-        return {n: gr.skip() for n in [*OPENED, "depth"]}  # see kit.skip
+        return kit.skip([*OPENED, "depth"])
     page = embeddings.show(wb.handle(key), params(v))
     return {**kit.values(page, {n: n for n in SHOWN}), "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
             "book": book_value(ui, page.book)}
@@ -59,7 +59,7 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
 def show_rest(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     """The scatter, [CLS] similarity and filters, and what a click needs (after the pictures are painted)."""
     if key is None:
-        return {n: gr.skip() for n in [*SHOWN_REST, "tokens"]}  # see kit.skip
+        return kit.skip([*SHOWN_REST, "tokens"])
     ph, p = wb.handle(key), params(v)
     return {**kit.values(embeddings.rest(ph, p), {n: n for n in SHOWN_REST}),
             "tokens": embeddings.token_book(ph, dataclasses.replace(p, depth=min(p.depth, ph.vm.geometry.num_layers)))}
@@ -68,7 +68,7 @@ def show_rest(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
 def show_depth(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     """The depth slider moved: the pictures at that depth and what a click needs there."""
     if key is None:
-        return {n: gr.skip() for n in [*SHOWN_DEPTH, "tokens"]}  # see kit.skip
+        return kit.skip([*SHOWN_DEPTH, "tokens"])
     ph, p = wb.handle(key), params(v)
     return {**kit.values(embeddings.change_depth(ph, p), {n: n for n in SHOWN_DEPTH}),
             "tokens": embeddings.token_book(ph, p, with_view=False)}
@@ -86,7 +86,7 @@ def click(wb: Workbench, ui: Ui, key: PhotoKey | None, depth_v: float, clicked_v
           dropout_v: float, evt: gr.SelectData) -> dict:
     """A click the page did not draw (no book yet): the server's select, at pixel evt.index."""
     if key is None:
-        return {n: gr.skip() for n in CLICKED}  # see kit.skip
+        return kit.skip(CLICKED)
     r, c, _ = embeddings.clicked_token(wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
     return clicked_at(wb, ui, key, (depth_v, clicked_v, color_v, dropout_v), (r, c))
 
@@ -95,14 +95,14 @@ def picked(wb: Workbench, ui: Ui, key: PhotoKey | None, depth_v: float, clicked_
            dropout_v: float, cell: str) -> dict:
     """A click the page drew (page/web/embeddings_click.js): its patch as "row,col,n"."""
     if key is None:
-        return {n: gr.skip() for n in CLICKED}  # see kit.skip
+        return kit.skip(CLICKED)
     rc = embeddings.picked_cell(wb.model(key.model_id).geometry, cell)
     return clicked_at(wb, ui, key, (depth_v, clicked_v, color_v, dropout_v), rc)
 
 
 def show_scatter(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     if key is None:
-        return {n: gr.skip() for n in ["scatter", "colors"]}  # see kit.skip
+        return kit.skip(["scatter", "colors"])
     ch = embeddings.scatter(wb.handle(key), params(v))
     return {"scatter": ch.scatter, "colors": colors_value(ui, ch.book)}
 
@@ -118,7 +118,7 @@ def fill_book(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
 
 def show_dropout(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     if key is None:
-        return {n: gr.skip() for n in DROPOUT.values()}  # see kit.skip
+        return kit.skip(DROPOUT.values())
     ph = wb.handle(key)
     return kit.values(embeddings.dropout_panel(ph.vm, ph.analysis(), params(v).dropout), DROPOUT)
 

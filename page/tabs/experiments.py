@@ -39,7 +39,7 @@ def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
 def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """The tab opened (or a new photo or model while open): the pictures, both books, the shift range."""
     if key is None:
-        return {n: gr.skip() for n in OPENED}  # see kit.skip
+        return kit.skip(OPENED)
     page = experiments.show(wb.handle(key), params(v))
     lo, hi = page.shift_limits
     return {**{n: getattr(page, n) for n in SHOWN}, "dx": gr.update(minimum=lo, maximum=hi),
@@ -50,7 +50,7 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """The two top-5 charts, after the mask grid is painted (the page is cached: ~10 ms again)."""
     if key is None:
-        return {n: gr.skip() for n in CHARTS}  # see kit.skip
+        return kit.skip(CHARTS)
     page = experiments.show(wb.handle(key), params(v))
     return {n: getattr(page, n) for n in CHARTS}
 
@@ -58,7 +58,7 @@ def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
 def show_shift(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """A shift or fill change: the shifted view, the patch cosine, the top-5 and the shift book."""
     if key is None:
-        return {n: gr.skip() for n in SHIFT_OUT}  # see kit.skip
+        return kit.skip(SHIFT_OUT)
     p = params(v)
     panel = experiments.shift_panel(wb.handle(key), p.dx, p.dy, p.fill)
     return {**{n: getattr(panel, f) for f, n in SHIFT.items()}, "book": fetch["shift"].value(panel.book, key)}
@@ -76,7 +76,7 @@ def mask_views(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey, m: 
 def show_mask(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """A mask mode change: the mask's views again."""
     if key is None:
-        return {n: gr.skip() for n in MASK_OUT}  # see kit.skip
+        return kit.skip(MASK_OUT)
     p = params(v)
     return mask_views(wb, fetch, key, p.mask, p.mode)
 

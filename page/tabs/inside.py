@@ -34,7 +34,7 @@ def lens_book(ui: dict[str, gr.components.Component], book: Any) -> str:
 def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """The tab opened (or a new photo, model or ablation while open): the lens, the grid, the depth slider's range."""
     if key is None:
-        return {n: gr.skip() for n in OPENED}  # see kit.skip
+        return kit.skip(OPENED)
     page = inside.show(wb.handle(key), inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
     return {**{n: getattr(page, n) for n in SHOWN}, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
             "lens_book": lens_book(ui, page.lens_book)}
@@ -43,7 +43,7 @@ def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, An
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """The three charts, after the heads grid is painted (the page is cached: no second forward)."""
     if key is None:
-        return {n: gr.skip() for n in CHARTS}  # see kit.skip
+        return kit.skip(CHARTS)
     page = inside.show(wb.handle(key), inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
     return {n: getattr(page, n) for n in CHARTS}
 
@@ -70,7 +70,7 @@ def typed(wb: Workbench, key: PhotoKey | None, text: str, m: str) -> dict[str, A
 def depth(wb: Workbench, key: PhotoKey | None, d: float) -> dict[str, Any]:
     """The top-5 of the readout at depth d."""
     if key is None:
-        return {"depth_top5": gr.skip()}
+        return kit.skip(["depth_top5"])
     return {"depth_top5": inside.depth_top5(wb.handle(key), int(d))}
 
 

@@ -81,7 +81,7 @@ def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str
     if key is None and ("example" in query or "photo" in query):
         # The link's tab opened while its photo loads: the photo's answer draws the step, with
         # the photo in its link and QR code; this one, landing after it, would drop them (kit.skip).
-        return {n: gr.skip() for n in OUTS}
+        return kit.skip(OUTS)
     if n is None and request is not None:  # first open: the link's step (?lesson=1&step=N)
         n = deeplink.parse(query, (), (), ())[0].step
     return at_step(ctx, demo, key, n, address(request, page_url))

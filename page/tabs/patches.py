@@ -103,7 +103,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     @safe
     def click(key: PhotoKey | None, evt: gr.SelectData) -> dict:
         if key is None:
-            return {clicked: gr.skip()}
+            return kit.skip([clicked])
         return {clicked: panels.clicked_patch(ctx.wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
 
     ins = [ctx.key, *named.values()]

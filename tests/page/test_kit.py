@@ -164,13 +164,14 @@ def test_every_tabs_open_with_no_photo_yet_clears_nothing(tiny16):
     """A deep link clicks its tab open while the photo still loads: that show (no key yet) must not
     clear what the photo's own answer, which may land first, drew (CI: the Compare tab stayed blank).
     Setting a control to the model's range, or a text that is the same with a photo, is no clearing."""
+    from starlette.requests import Request
+
     from page import shell
     from vizvit.session import Workbench
 
     wb = Workbench(cache_bytes=16 << 20, device="cpu")
     wb.add_model(tiny16)
     demo = shell.build_demo(wb, tiny16.id)
-    from starlette.requests import Request
     link = gr.Request(Request({"type": "http", "method": "GET", "path": "/", "headers": [],
                                "query_string": b"example=chelsea&tab=lesson&lesson=1&step=2"}))
     tabs = {b._id: b for b in demo.blocks.values() if isinstance(b, gr.Tab)}

@@ -223,9 +223,9 @@ JOB_LIMITS: dict[str, float] = {m.name: m.limit_s for m in METHODS if m.costly a
 
 def get(name: str, among: tuple[Method, ...] = METHODS) -> Method:
     """The record named `name` among `among`, or a UserError listing them."""
-    for m in among:
-        if isinstance(name, str) and m.name == name:
-            return m
+    found = [m for m in among if m.name == name] if isinstance(name, str) else []
+    if found:
+        return found[0]
     # A caller's value is named only when it is short text: a list or a dict from the API is not echoed back.
     said = repr(name) if isinstance(name, str) and len(name) <= 48 else "this value"
     raise UserError(f"Unknown method {said}: use one of {', '.join(m.name for m in among)}.")
