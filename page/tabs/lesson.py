@@ -78,12 +78,14 @@ def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str
          request: gr.Request = None) -> dict:
     """On open (request: the page's, when the tab is clicked) and on a new photo (no request)."""
     query = dict(request.query_params) if request is not None else {}
-    if key is None and ("example" in query or "photo" in query):
-        # The link's tab opened while its photo loads: the photo's answer draws the step, with
-        # the photo in its link and QR code; this one, landing after it, would drop them (kit.skip).
-        return kit.skip(OUTS)
     if n is None and request is not None:  # first open: the link's step (?lesson=1&step=N)
         n = deeplink.parse(query, (), (), ())[0].step
+    if key is None and ("example" in query or "photo" in query):
+        # The link's tab opened while its photo loads: the photo's answer draws the step, with the
+        # photo in its link and QR code, and this one, landing after it, would drop them (kit.skip).
+        # Only the step and the page's address are kept: that answer reads them.
+        return {**kit.skip(OUTS), "step": lesson.show(None, lesson.LessonParams(step=n or 1)).step,
+                "base": address(request, page_url)}
     return at_step(ctx, demo, key, n, address(request, page_url))
 
 
