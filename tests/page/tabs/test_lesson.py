@@ -62,6 +62,17 @@ def test_first_open_shows_the_links_step_with_its_link_and_qr_code(photo):
     assert unknown["step"] == 1 and unknown["qr"] is None and unknown["link"] == ""
 
 
+def test_a_links_tab_opened_before_its_photo_keeps_only_the_step_and_the_address(photo):
+    """?example=...&step=3 clicks the Lesson tab open while the photo loads: that answer (no key yet)
+    draws nothing the photo's answer draws, and sets the step and the page's address that answer reads."""
+    ctx, key = photo
+    got = tab.show(ctx, None, None, None, "", request(PAGE + "?example=chelsea&lesson=1&step=3"))
+    assert got["step"] == 3 and got["base"] == PAGE
+    assert all(v == gr.skip() for n, v in got.items() if n not in ("step", "base")), got
+    then = tab.show(ctx, None, key, got["step"], got["base"])  # the photo's answer, with no request
+    assert then["step"] == 3 and key.sha1 in then["link"] and then["qr"] is not None
+
+
 def test_a_loopback_page_links_the_share_address_phones_can_open(photo):
     ctx, key = photo
     demo = SimpleNamespace(server_name="127.0.0.1", share_url="https://abc.gradio.live")
