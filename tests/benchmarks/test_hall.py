@@ -74,4 +74,6 @@ def test_room_mode_counts_every_answer_once_and_times_every_push(tmp_path):
     assert [s["equal"] for s in rep["steps"]] == [True, True]
     # step 1 is open on arrival: its reveal, then step 2's move and reveal, each heard by all 4
     assert rep["push_move_s"]["n"] == 4 and rep["push_reveal_s"]["n"] == 8
+    # the students ran in 4 processes of their own, each reporting its event loop's lag
+    assert rep["client_processes"] == 4 and rep["clients_loop_lag_s"]["n"] > 0
     assert "pass  every answer counted exactly once" in p.stdout
