@@ -53,6 +53,11 @@ def test_one_host_and_three_students(url):
         host.click("#reveal")
         host.wait_for_selector("text=Truth on this photo", timeout=60_000)
         assert "196 patches of 768 numbers" in host.inner_text("#host")
+        # beside the floated picture too, a bar's length is its count's share: 1 answer draws half of 2
+        fills = host.evaluate("() => Object.fromEntries([...document.querySelectorAll('#tally .bar')].map("
+                              "b => [b.querySelector('.label').textContent.trim()[0],"
+                              " b.querySelector('.fill').getBoundingClientRect().width]))")
+        assert abs(fills["a"] / fills["b"] - 0.5) < 0.02, fills
         for s, key in zip(students, ("b", "b", "a")):
             s.wait_for_selector("text=The truth on this photo", timeout=10_000)
             text = s.inner_text("body")
