@@ -29,9 +29,18 @@ def serving(vm, **build_kw) -> Iterator[tuple[str, Workbench]]:
     wb = Workbench(cache_bytes=256 << 20, device="cpu")
     wb.add_model(vm)
     demo = app.configure_queue(app.build_demo(wb, vm.id, **build_kw))
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_kwargs(demo))
+    for attempt in range(3):
+        port = free_port()
+        try:
+            demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        **app.launch_kwargs(demo))
+            break
+        except ValueError as e:
+            # Gradio's one HEAD check of the new server gives up after 3 s ("localhost is not
+            # accessible"): on a loaded 2-core machine the first page can take longer. Start it again.
+            if "localhost is not accessible" not in str(e) or attempt == 2:
+                raise
+            demo.close()
     try:
         yield f"http://127.0.0.1:{port}/", wb
     finally:

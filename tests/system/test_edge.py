@@ -146,7 +146,8 @@ CLIENT_PHOTOS = ("string", "dict without path")
 def test_a_photo_that_is_not_an_uploaded_file_gets_one_plain_message(server, client, endpoint, log_has_no_traceback):
     url, model = server
     good = defaults(url, endpoint, model)
-    assert rest(url, endpoint, good)[0], "the good call answers"
+    ok, text = rest(url, endpoint, good)
+    assert ok, f"the good call answers: {text}"
     for name, bad in BAD_PHOTOS.items():
         ok, message = rest(url, endpoint, [bad, *good[1:]])
         assert not ok and NOT_UPLOADED in message, (name, message)
