@@ -688,11 +688,10 @@ async def _room_students(url: str, code: str, students: list[int], n: int, secon
 
 def _room_students_process(out: Any, go: Any, start_at: Any, joined: Any, kwargs: dict) -> None:
     """A process of simulated students (multiprocessing target): ready, wait for the start, run, report.
-    Students sit on their own phones in a hall: one client process for all of them runs
-    in one event loop on the 2 cores the server uses (one httpx process, 100 students polling only: pushes p95
+    In a hall each student's phone has its own CPU. One process simulating them all would share one
+    event loop and the server's 2 cores (one httpx process, 100 students polling only: pushes p95
     0.5-2.3 s, against 0.1-0.2 s from four such processes; docs/lecture.md)."""
     import asyncio
-
     import traceback
 
     out.put("ready")
