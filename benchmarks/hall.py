@@ -532,44 +532,14 @@ async def _retrying(fn: Any, *args: Any) -> Any:
     """fn(*args), again up to 3 times on a transport error (a page's fetch would be retried the same way;
     an answer sent twice replaces itself: still one per student)."""
     import aiohttp
-    import httpx
 
     for attempt in range(4):
         try:
             return await fn(*args)
-        except (httpx.TransportError, aiohttp.ClientConnectionError) as e:
+        except aiohttp.ClientConnectionError as e:
             if attempt == 3:
                 raise
             RETRIES.append(type(e).__name__)
-
-
-async def _call(http: Any, url: str, endpoint: str, data: list) -> Any:
-    return await _retrying(_call_once, http, url, endpoint, data)
-
-
-async def _get_json(http: Any, url: str) -> Any:
-    async def once() -> Any:
-        return (await http.get(url)).json()
-
-    return await _retrying(once)
-
-
-async def _post(http: Any, url: str, body: dict) -> Any:
-    """One JSON POST to a room's plain route (page/room.py), as the room's page sends it."""
-    async def once() -> Any:
-        got = (await http.post(url, json=body)).json()
-        if "error" in got:
-            raise RuntimeError(got["error"])
-        return got
-
-    return await _retrying(once)
-
-
-async def _call_once(http: Any, url: str, endpoint: str, data: list) -> Any:
-    """One call over Gradio's REST API, as a page's event costs the server: the POST, then its SSE answer."""
-    r = await http.post(f"{url}gradio_api/call/{endpoint}", json={"data": data})
-    r.raise_for_status()
-    return _sse_result(endpoint, (await http.get(f"{url}gradio_api/call/{endpoint}/{r.json()['event_id']}")).text)
 
 
 def _sse_result(endpoint: str, text: str) -> Any:
@@ -581,12 +551,13 @@ def _sse_result(endpoint: str, text: str) -> Any:
     return payload[0]
 
 
-# A simulated student's requests go through aiohttp, not httpx: a poll or an answer costs the client
-# 0.3-0.4 ms of CPU there against 2 ms with httpx (7 ms with 75 connections open), measured against this
-# server. A hall's phones each have their own CPU; on these 2 cores a heavy client's backlog would be
-# timed as the server's push (one httpx process for 100 students: move push p95 3.4 s; docs/lecture.md).
-async def _aio_json(session: Any, url: str, body: dict | None = None) -> Any:
-    """GET url (or POST body as JSON) -> the JSON answer, retried on a dropped connection."""
+# The room's requests go through aiohttp, not httpx: a poll or an answer costs the client 0.3-0.4 ms of
+# CPU there against 2 ms with httpx (7 ms with 75 connections open), measured against this server. A
+# hall's phones each have their own CPU; on these 2 cores a heavy client's backlog would be timed as
+# the server's push (one httpx process for 100 students: move push p95 3.4 s; docs/lecture.md).
+async def _json(session: Any, url: str, body: dict | None = None) -> Any:
+    """GET url (or POST body as JSON, as the room's page does) -> the JSON answer, retried on a
+    dropped connection."""
     async def once() -> Any:
         async with session.request("GET" if body is None else "POST", url, json=body) as r:
             return await r.json(content_type=None)
@@ -594,8 +565,16 @@ async def _aio_json(session: Any, url: str, body: dict | None = None) -> Any:
     return await _retrying(once)
 
 
-async def _aio_call(session: Any, url: str, endpoint: str, data: list) -> Any:
-    """_call through aiohttp (a student's answer by the public API: --room-via gradio)."""
+async def _host(session: Any, url: str, body: dict) -> Any:
+    """The host's POST to a room's plain route (page/room.py): its answer, or RuntimeError on a refusal."""
+    got = await _json(session, url, body)
+    if "error" in got:
+        raise RuntimeError(got["error"])
+    return got
+
+
+async def _call(session: Any, url: str, endpoint: str, data: list) -> Any:
+    """One call over Gradio's REST API, as a page's event costs the server: the POST, then its SSE answer."""
     async def once() -> Any:
         async with session.post(f"{url}gradio_api/call/{endpoint}", json={"data": data}) as r:
             r.raise_for_status()
@@ -635,12 +614,12 @@ async def _room_students(url: str, code: str, students: list[int], n: int, secon
         async def student(i: int) -> None:
             sid = f"hall-student-{i:04d}"
             await asyncio.sleep(max(0.0, start_at + i * seconds / n - time.monotonic()))
-            st = await _aio_json(http, f"{url}vizvit_room/{code}")
+            st = await _json(http, f"{url}vizvit_room/{code}")
             with joined.get_lock():
                 joined.value += 1
             answered, heard = set(), set()
             while True:
-                st = await _aio_json(http, f"{url}vizvit_room/{code}?v={st['version']}")
+                st = await _json(http, f"{url}vizvit_room/{code}?v={st['version']}")
                 if st.get("closed"):
                     return
                 # once per version: a long poll that ends after WAIT_S with no change answers the same
@@ -660,9 +639,9 @@ async def _room_students(url: str, code: str, students: list[int], n: int, secon
                 for g in guesses:
                     try:
                         if via == "gradio":
-                            a = await _aio_call(http, url, "room_answer", [code, s, g, sid])
+                            a = await _call(http, url, "room_answer", [code, s, g, sid])
                         else:  # the student page's plain route
-                            a = await _aio_json(http, f"{url}vizvit_room/{code}/answer",
+                            a = await _json(http, f"{url}vizvit_room/{code}/answer",
                                                 {"student": sid, "step": s, "answer": g})
                     except (RuntimeError, aiohttp.ClientResponseError) as e:  # e.g. Gradio's full queue: 503
                         refused.append(f"{type(e).__name__}: {e}")
@@ -719,17 +698,18 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
     import asyncio
     import multiprocessing
 
-    import httpx
+    import aiohttp
 
     from vizvit.lesson import load_steps
 
     steps = load_steps()[:n_steps]
     options = [[k for k, _ in st.options] for st in steps]
-    async with httpx.AsyncClient(timeout=120) as http:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as http:
         for attempt in range(3):  # Gradio's cache cleaner may remove an old upload of the same bytes at start
-            with open(EXAMPLE, "rb") as f:
-                up = await http.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", f, "image/jpeg")})
-            photo_arg = {"path": up.json()[0], "meta": {"_type": "gradio.FileData"}}
+            form = aiohttp.FormData()
+            form.add_field("files", EXAMPLE.read_bytes(), filename="chelsea.jpg", content_type="image/jpeg")
+            async with http.post(url + "gradio_api/upload", data=form) as up:
+                photo_arg = {"path": (await up.json())[0], "meta": {"_type": "gradio.FileData"}}
             try:
                 opened = await _call(http, url, "room_open", [photo_arg, model])
                 break
@@ -759,7 +739,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
         async def tally_of(s: int) -> dict:
             if via == "gradio":
                 return await _call(http, url, "room_tally", [code, key, s])
-            return await _post(http, f"{url}vizvit_room/{code}/tally", {"host_key": key, "step": s})
+            return await _host(http, f"{url}vizvit_room/{code}/tally", {"host_key": key, "step": s})
 
         t0 = time.monotonic()
         while joined.value < n and time.monotonic() - t0 < seconds + 60:
@@ -772,14 +752,14 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     pass  # the room opens on step 1: the students are on it already
                 else:
                     # the version this call makes is the current one + 1 (the host is the only writer)
-                    cur = (await _get_json(http, f"{url}vizvit_room/{code}"))["version"]
+                    cur = (await _json(http, f"{url}vizvit_room/{code}"))["version"]
                     kind = "reveal" if reveal else "move"
                     t = time.monotonic()
                     moved_at[cur + 1] = (t, kind)
                     if via == "gradio":  # the public API's /room_step, through Gradio's queue
                         await _call(http, url, "room_step", [code, key, s, reveal])
                     else:  # the host page's plain route (page/room.py step_route)
-                        await _post(http, f"{url}vizvit_room/{code}/step", {"host_key": key, "step": s, "reveal": reveal})
+                        await _host(http, f"{url}vizvit_room/{code}/step", {"host_key": key, "step": s, "reveal": reveal})
                     host_s[kind].append(time.monotonic() - t)
                 if reveal:  # the answers are closed now: this tally is final
                     tallies[s] = await tally_of(s)
