@@ -30,7 +30,10 @@ def _lan() -> str | None:
 
 CONTROLS = ["step", "choice", "number"]  # the LessonParams fields the reveal reads, in the order its events list them
 # What a step's page sets: its text, the answer boxes cleared, its link and QR code, the step and the page's address.
-OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base"]
+OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base", "drawn"]
+# What a redraw of the step already shown (the same photo, model and step) leaves as it is: the student's answer
+# and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
+KEPT = ["header", "choice", "number", "answer", "picture", "open_btn"]
 REVEALED = ["answer", "picture", "open_btn"]
 ROOM = ["room_md", "room_qr"]
 Ui = dict[str, gr.components.Component]
@@ -58,23 +61,26 @@ def phone(demo: Any, page_url: str) -> launch.PhoneAddress:
                                 os.environ.get("SPACE_HOST"), _lan())
 
 
-def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str) -> dict[str, Any]:
-    """Step n (from 1; clipped to the lesson) on this photo: its question, answers cleared, its link and QR code."""
+def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str,
+            drawn: tuple | None = None) -> dict[str, Any]:
+    """Step n (from 1; clipped to the lesson) on this photo: its question, answers cleared, its link and QR code.
+    drawn: (key, step) the page shows; that same step again keeps the student's answer and reveal (KEPT)."""
     ph = ctx.wb.handle(key) if key is not None else None
     page = lesson.show(ph, lesson.LessonParams(step=n or 1))
     where = phone(demo, page_url) if page_url else None
     url = step_link(ctx, key, page.step, where.base if where else page_url)
+    kept = kit.skip(KEPT) if drawn == (key, page.step) else {}
     return {"header": page.header,
             "choice": gr.Radio(choices=page.options, value=None, visible=not page.is_number),
             "number": gr.Number(value=None, visible=page.is_number),
             "answer": "", "picture": gr.Image(value=None, visible=False), "open_btn": gr.Button(visible=False),
             "qr": lesson.qr_picture(url) if page_url else None,
             "link": f"[{url}]({url})" if page_url else "", "qr_note": where.note if where else "",
-            "step": page.step, "base": page_url}
+            "step": page.step, "base": page_url, "drawn": (key, page.step), **kept}
 
 
 # -- handlers: explicit values in, {name: value} out (page names: OUTS, REVEALED, ROOM) -----------------
-def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str,
+def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str, drawn: tuple | None = None,
          request: gr.Request = None) -> dict:
     """On open (request: the page's, when the tab is clicked) and on a new photo (no request)."""
     query = dict(request.query_params) if request is not None else {}
@@ -86,12 +92,13 @@ def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str
         # Only the step and the page's address are kept: that answer reads them.
         return {**kit.skip(OUTS), "step": lesson.show(None, lesson.LessonParams(step=n or 1)).step,
                 "base": address(request, page_url)}
-    return at_step(ctx, demo, key, n, address(request, page_url))
+    return at_step(ctx, demo, key, n, address(request, page_url), drawn)
 
 
-def go(ctx: Ctx, demo: Any, delta: int, key: PhotoKey | None, n: int | None, page_url: str) -> dict:
+def go(ctx: Ctx, demo: Any, delta: int, key: PhotoKey | None, n: int | None, page_url: str,
+       drawn: tuple | None = None) -> dict:
     """The step `delta` away (previous: -1, next: +1). Its name is the events' api_name (go, go_1)."""
-    return at_step(ctx, demo, key, (n or 1) + delta, page_url)
+    return at_step(ctx, demo, key, (n or 1) + delta, page_url, drawn)
 
 
 def do_reveal(ctx: Ctx, dont_know: bool, key: PhotoKey | None, *v: Any) -> dict:
@@ -167,10 +174,11 @@ def _step() -> Ui:
     open_btn = gr.Button("Open that tab with these settings", visible=False, elem_id="lesson-open")
     step = gr.State(None)  # the step shown (from 1); None until the tab first opens (then the link's)
     base = gr.State("")  # the page's address, for the step's link (known from the first event's request)
+    drawn = gr.State(None)  # (key, step) of the question shown: redrawing it keeps the answer (at_step)
     goto = gr.Textbox("", visible=False, elem_id="lesson-goto")  # "tab#n": page JS clicks that tab's button
     return dict(header=header, choice=choice, number=number, prev=prev, reveal=reveal_btn, unknown=unknown, nxt=nxt,
                 qr=qr, link=link, qr_note=qr_note, answer=answer, picture=picture, open_btn=open_btn, step=step,
-                base=base, goto=goto)
+                base=base, drawn=drawn, goto=goto)
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
@@ -179,9 +187,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
     ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"]], [ui[n] for n in ROOM],
                          show_progress="minimal")
-    ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"]], outs)
+    ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"], ui["drawn"]], outs)
     for btn, delta in (("prev", -1), ("nxt", +1)):
-        ui[btn].click(kit.answer(go, ui, ctx, demo, delta), [key, ui["step"], ui["base"]], outs,
+        ui[btn].click(kit.answer(go, ui, ctx, demo, delta), [key, ui["step"], ui["base"], ui["drawn"]], outs,
                       show_progress="hidden")
     for btn, dont_know in (("reveal", False), ("unknown", True)):
         ui[btn].click(kit.answer(do_reveal, ui, ctx, dont_know), [key, *(ui[n] for n in CONTROLS)], revealed,

@@ -21,6 +21,15 @@ def _at_step(page, n: int) -> None:
     page.wait_for_selector(f"#lesson-step:has-text('Step {n} of {len(STEPS)}')", timeout=60_000)
 
 
+def _answer_shows(page, text: str) -> None:
+    """Wait until the answer shows `text`; on a timeout, say what it and the step show instead."""
+    try:
+        page.wait_for_selector(f"#lesson-answer:has-text('{text}')", timeout=60_000)
+    except Exception as e:  # playwright's TimeoutError names only the selector
+        raise AssertionError(f"the answer never showed {text!r}: it shows {page.inner_text('#lesson-answer')!r} "
+                             f"at {page.inner_text('#lesson-step')[:40]!r}") from e
+
+
 def _answer_and_reveal(page, n: int) -> None:
     s = STEPS[n - 1]
     shown = page.inner_text("#lesson-answer")
@@ -47,6 +56,7 @@ def _walk(page, open_tabs: bool) -> None:
         s = STEPS[n - 1]
         if open_tabs and (s.view not in opened or s.id in ("mask", "shift1")):
             opened.add(s.view)
+            revealed = page.inner_text("#lesson-answer")
             page.click("#lesson-open")
             page.wait_for_selector(f"#tabs button[role=tab][data-tab-id='{s.view}'][aria-selected=true]")
             if TAB_PICTURE.get(s.view):
@@ -57,6 +67,9 @@ def _walk(page, open_tabs: bool) -> None:
                 page.wait_for_selector("#mask-info:has-text('[MASK] token')")
             page.click("#tabs button[role=tab][data-tab-id='lesson']")
             _at_step(page, n)
+            if len(opened) == 1:  # back on the step: the tab's answer (once it lands) keeps the reveal
+                page.wait_for_timeout(2000)
+                assert page.inner_text("#lesson-answer") == revealed, f"step {n}: the reveal was wiped"
         if n < len(STEPS):
             page.click("#lesson-next")
 
@@ -102,12 +115,12 @@ def test_reveal_waits_for_a_prediction_or_i_dont_know(url):
         _at_step(page, 2)
         page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
         page.click("#lesson-reveal")
-        page.wait_for_selector("#lesson-answer:has-text('prediction first')", timeout=60_000)
+        _answer_shows(page, "prediction first")
         shown = page.inner_text("#lesson-answer")
         assert not re.search(r"Right|Not quite|The answer", shown), shown
         assert not page.locator("#lesson-open").is_visible() and not page.locator("#lesson-picture").is_visible()
         page.click("#lesson-dont-know")
-        page.wait_for_selector("#lesson-answer:has-text('The answer')", timeout=60_000)
+        _answer_shows(page, "The answer")
         page.wait_for_selector("#lesson-open", state="visible")
 
 

@@ -49,7 +49,7 @@ def test_the_page_address_is_the_referer_else_the_url_without_its_query():
 
 def test_first_open_shows_the_links_step_with_its_link_and_qr_code(photo):
     ctx, key = photo
-    got = tab.show(ctx, None, key, None, "", request(PAGE + "?lesson=1&step=3"))
+    got = tab.show(ctx, None, key, None, "", request=request(PAGE + "?lesson=1&step=3"))
     assert set(got) == set(tab.OUTS)
     want = lesson.show(ctx.wb.handle(key), lesson.LessonParams(step=3))
     assert got["step"] == 3 and got["header"] == want.header and got["base"] == PAGE
@@ -66,11 +66,28 @@ def test_a_links_tab_opened_before_its_photo_keeps_only_the_step_and_the_address
     """?example=...&step=3 clicks the Lesson tab open while the photo loads: that answer (no key yet)
     draws nothing the photo's answer draws, and sets the step and the page's address that answer reads."""
     ctx, key = photo
-    got = tab.show(ctx, None, None, None, "", request(PAGE + "?example=chelsea&lesson=1&step=3"))
+    got = tab.show(ctx, None, None, None, "", request=request(PAGE + "?example=chelsea&lesson=1&step=3"))
     assert got["step"] == 3 and got["base"] == PAGE
     assert all(v == gr.skip() for n, v in got.items() if n not in ("step", "base")), got
     then = tab.show(ctx, None, key, got["step"], got["base"])  # the photo's answer, with no request
     assert then["step"] == 3 and key.sha1 in then["link"] and then["qr"] is not None
+
+
+def test_the_step_shown_drawn_again_keeps_the_answer_and_its_reveal(photo):
+    """The tab opened again on the same step and photo (back from the tab a reveal opened, or the photo's
+    own answer landing after the tab's on a slow server) leaves the student's answer and reveal as they
+    are; another step, photo or model clears them."""
+    ctx, key = photo
+    first = tab.show(ctx, None, key, None, "", request=request(PAGE + "?lesson=1&step=2"))
+    assert first["drawn"] == (key, 2)
+    again = tab.show(ctx, None, key, first["step"], first["base"], first["drawn"], request=request(PAGE))
+    assert all(again[n] == gr.skip() for n in ("header", "choice", "number", "answer", "picture", "open_btn")), again
+    assert again["step"] == 2 and again["link"] == first["link"], "the link and QR code are drawn as before"
+    assert tab.go(ctx, None, +1, key, 2, PAGE, first["drawn"])["answer"] == "", "the next step clears"
+    last = len(lesson.steps())
+    assert tab.go(ctx, None, +1, key, last, PAGE, (key, last))["answer"] == gr.skip(), "next at the end stays"
+    other = PhotoKey(key.model_id, "0" * 40)
+    assert tab.at_step(ctx, None, key, 2, PAGE, (other, 2))["answer"] == "", "another photo clears"
 
 
 def test_a_loopback_page_links_the_share_address_phones_can_open(photo):
