@@ -8,9 +8,13 @@
   window.__vizvitLessonLanded = true;
   const land = () => el.scrollIntoView({block: 'start'});
   land();
-  // Pictures above it (the examples) may still load and push it down: land again while nobody scrolled.
-  let at = window.scrollY;
+  // Pictures above it (the examples) may still load and push it down: land again while nobody scrolled
+  // or touched the page (a jump as a student taps Reveal would move the button from under the finger).
+  let at = window.scrollY, touched = false;
+  for (const type of ['pointerdown', 'keydown', 'wheel', 'touchstart']) {
+    window.addEventListener(type, () => { touched = true; }, {once: true, capture: true, passive: true});
+  }
   for (const ms of [300, 1000, 2500]) {
-    setTimeout(() => { if (Math.abs(window.scrollY - at) < 2) { land(); at = window.scrollY; } }, ms);
+    setTimeout(() => { if (!touched && Math.abs(window.scrollY - at) < 2) { land(); at = window.scrollY; } }, ms);
   }
 }

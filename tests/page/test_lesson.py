@@ -144,3 +144,20 @@ def test_a_step_link_on_a_phone_lands_on_the_step(url):
         page.wait_for_timeout(3000)  # the examples' pictures load above it: it stays in view
         top = page.evaluate("() => document.querySelector('#lesson-step').getBoundingClientRect().top")
         assert -2 <= top < 200, top
+
+
+def test_a_step_link_stops_landing_once_the_student_touches_the_page(url):
+    """The landing repeats for 2.5 s while pictures above push the step down, but not after a tap: a jump
+    then would move Reveal from under the finger. A block added above after the tap (a late picture)
+    moves the step down, and the page stays where the student is."""
+    with page_at(url + "?lesson=1&step=3&example=chelsea", width=390, height=844) as page:
+        _at_step(page, 3)
+        page.wait_for_function("() => { const r = document.querySelector('#lesson-step').getBoundingClientRect();"
+                               " return r.top >= -2 && r.top < 200; }", timeout=20_000)
+        page.locator("#lesson-step").click()  # a tap on the question's text: nothing else happens
+        page.evaluate("() => { document.documentElement.style.overflowAnchor = 'none';"
+                      " const d = document.createElement('div'); d.style.height = '600px';"
+                      " document.querySelector('#lesson-step').before(d); }")
+        page.wait_for_timeout(3000)  # past the last landing (2.5 s after the first)
+        top = page.evaluate("() => document.querySelector('#lesson-step').getBoundingClientRect().top")
+        assert top > 500, f"the page jumped back to the step after the tap (its top at {top} px)"
