@@ -29,7 +29,8 @@ def _lan() -> str | None:
 
 
 CONTROLS = ["step", "choice", "number"]  # the LessonParams fields the reveal reads, in the order its events list them
-# What a step's page sets: its text, the answer boxes cleared, its link and QR code, the step and the page's address.
+# What a step's page sets: its text, the answer boxes cleared, its link and QR code, the step, the page's address,
+# and which step on which photo it drew (drawn).
 OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base", "drawn"]
 # What a redraw of the step already shown (the same photo, model and step) leaves as it is: the student's answer
 # and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
