@@ -9,7 +9,7 @@ import pytest
 
 from vizvit.errors import UserError
 from vizvit.lesson import load_steps
-from vizvit.room import MAX_ANSWER_CHARS, UNKNOWN_ROOM, WRONG_KEY, Question, Rooms, questions_of
+from vizvit.room import CODE_LEN, MAX_ANSWER_CHARS, UNKNOWN_ROOM, WRONG_KEY, Question, Rooms, questions_of
 
 QS = (Question(), Question(("a", "b", "c")), Question())  # a number, a choice, a number
 S1, S2, S3 = "student-one", "student-two", "student-three"
@@ -31,7 +31,7 @@ def opened(**kw):
 
 def test_a_code_is_short_and_readable_and_the_key_is_long():
     rooms, code, key = opened()
-    assert len(code) == 5 and code.isalnum() and code.upper() == code
+    assert len(code) == CODE_LEN and code.isalnum() and code.upper() == code
     assert not set(code) & set("01OI")
     assert len(key) >= 20
     assert rooms.state(code.lower()).step == 1  # typed in lower case on a phone: the same room

@@ -30,11 +30,22 @@ MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
 MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
 IDLE_S = 2 * 3600.0  # a room with no host action for this long closes (a lecture and a break)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
-CODE_LEN = 5  # 32**5 = 33 million codes for at most MAX_ROOMS rooms
+CODE_LEN = 8  # 32**8 = 1.1e12 codes: with wrong codes rate-limited per address, a stranger cannot find a room
+CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
 STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")  # a random token the student's page keeps
 
 UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the lecturer for the link."
 WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
+
+
+def parse_code(code: object) -> str | None:
+    """A room code as typed or linked -> its canonical form (spaces and dashes dropped, upper-cased),
+    or None when it is not CODE_LEN letters of CODE_ALPHABET: anything else never reaches a room,
+    a page's markup or an address."""
+    if not isinstance(code, str) or len(code) > 4 * CODE_LEN:
+        return None
+    text = re.sub(r"[\s-]", "", code).upper()
+    return text if CODE_RE.fullmatch(text) else None
 
 
 @dataclass(frozen=True)
@@ -142,7 +153,8 @@ class Rooms:
 
     def _room(self, code: object) -> Room:
         self._expire()
-        room = self._rooms.get(code.strip().upper()) if isinstance(code, str) and len(code) <= 16 else None
+        parsed = parse_code(code)
+        room = self._rooms.get(parsed) if parsed is not None else None
         if room is None:
             raise UserError(UNKNOWN_ROOM)
         return room
@@ -282,7 +294,8 @@ class Rooms:
     def version(self, code: str) -> int:
         """The room's version, -1 once closed or unknown: the cheap check a waiting page repeats."""
         with self._lock:  # no expiry sweep here: it runs on every other call
-            room = self._rooms.get(code.strip().upper()) if isinstance(code, str) and len(code) <= 16 else None
+            parsed = parse_code(code)
+            room = self._rooms.get(parsed) if parsed is not None else None
             return -1 if room is None else room.version
 
     def answer(self, code: object, student: object, step: object, answer: object) -> tuple[bool, str]:

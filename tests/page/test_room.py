@@ -83,7 +83,7 @@ def test_the_lesson_tab_opens_a_room_for_this_class(url):
         page.wait_for_selector("#lesson-room-info:has-text('is open')", timeout=60_000)
         wait_image(page, "lesson-room-qr")
         info = page.inner_text("#lesson-room-info")
-        code = re.search(r"Room ([A-Z2-9]{5})", info).group(1)
+        code = re.search(r"Room ([A-Z2-9]{8})", info).group(1)
         assert f"room?code={code}" in info and "no phone can open this QR code" in info  # 127.0.0.1: honest
         host_link = page.get_attribute("#lesson-room-info a:has-text('Open the host view')", "href")
         assert f"room?host=1&code={code}#key=" in host_link
