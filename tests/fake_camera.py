@@ -2,8 +2,8 @@
 square moving left to right over a dark background, and each frame's number written as a row of
 black/white blocks near the top, so a test can tell which captured frame a picture was made of.
 The code row lies in the frame's central half (CODE_BOX), which every processor's resize and
-centre crop keeps (and a mirrored frame maps onto itself, bits reversed, for capture and picture
-alike)."""
+centre crop keeps. The camera page sends frames unmirrored (only its preview is a mirror), so
+the code reads left to right in what the model sees: a mirrored frame would read as another number."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def box_in_view(pp, size: tuple[int, int] = (W, H), box: tuple[float, ...] = COD
     return ((x0 * rw - ox) / cw, (y0 * rh - oy) / ch, (x1 * rw - ox) / cw, (y1 * rh - oy) / ch)
 
 
-def square_in_view(i: int, frames: int, pp, mirrored: bool = True) -> tuple[float, ...]:
+def square_in_view(i: int, frames: int, pp, mirrored: bool = False) -> tuple[float, ...]:
     """Where frame i's square lies in the model-input view (fractions x0, y0, x1, y1); mirrored:
-    as the webcam component sends it (mirror_webcam)."""
+    where it would lie in a mirrored frame (the preview's, never the model's)."""
     x = square_x(i, frames)
     x0, x1 = (W - x - SQUARE, W - x) if mirrored else (x, x + SQUARE)
     return box_in_view(pp, box=(x0 / W, SQUARE_Y / H, x1 / W, (SQUARE_Y + SQUARE) / H))

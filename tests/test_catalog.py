@@ -115,3 +115,13 @@ def test_the_gate_takes_a_listed_models_random_twin_without_listing_it(tmp_path)
     assert only.check("random:vit-small-patch16-224") == "random:vit-small-patch16-224"
     with pytest.raises(UserError, match="page's list"):
         only.check("random:vit-tiny-patch16-224")
+
+
+def test_the_size_hint_quotes_no_models_numbers():
+    """Issue 51: the model box's hint said "(5.7M, ~52 ms)" under ViT-B/16 too: it may explain the
+    numbers, never quote one model's."""
+    from vizvit.catalog import MEASURED, SIZES_INFO
+
+    for params, ms in MEASURED.values():
+        assert f"{params / 1e6:.1f}M" not in SIZES_INFO and f"{ms} ms" not in SIZES_INFO
+    assert "parameters" in SIZES_INFO and "forward" in SIZES_INFO

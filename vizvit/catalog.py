@@ -62,7 +62,9 @@ MEASURED: dict[str, tuple[int, int]] = {
     "vit-base-patch16-224": (86_567_656, 495),
 }
 
-SIZES_INFO = "(5.7M, ~52 ms) after a name: its parameters and the time of one forward on 2 CPU cores"
+# Says what the numbers after a name mean without quoting one model's: an example such as
+# "(5.7M, ~52 ms)" read as the loaded model's own numbers when ViT-B/16 was loaded (issue 51).
+SIZES_INFO = "The numbers after a name: its parameters (M: millions) and the time of one forward on 2 CPU cores"
 
 
 def arch_of(model_id: str) -> str:

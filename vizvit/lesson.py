@@ -23,7 +23,7 @@ A step:
     holds = "what still holds"                #   what still holds on random weights
 
 Text may name this model's numbers: {side} {patch} {grid} {patches} {patch_numbers} {tokens} {hidden}
-{layers} {heads} {cost_ratio}. No gradio, no model: pure data and checks.
+{layers} {heads} {cost_ratio} {cost_about} (it rounded to two figures: an option) {pixels_per_patch}. No gradio, no model: pure data and checks.
 """
 
 from __future__ import annotations
@@ -71,9 +71,16 @@ def numbers_of(g: Geometry) -> dict[str, Any]:
     """The model's numbers a step's text and controls may name, e.g. {patch}."""
     p = g.patch_size
     cost = attention_cost(g.image_size[0], g.image_size[1], p)  # as the For-lecturers calculator counts ([CLS])
-    return dict(side=g.image_size[0], patch=p, cost_ratio=f"{cost.ratio:,.0f}", grid=g.grid[0], patches=f"{g.num_patches:,}",
+    return dict(side=g.image_size[0], patch=p, cost_ratio=f"{cost.ratio:,.0f}", cost_about=about(cost.ratio),
+                pixels_per_patch=f"{p * p:,}", grid=g.grid[0], patches=f"{g.num_patches:,}",
                 patch_numbers=f"{p * p * 3:,}", tokens=f"{g.seq_len:,}", hidden=f"{g.hidden_size:,}",
                 layers=g.num_layers, heads=g.num_heads)
+
+
+def about(x: float) -> str:
+    """x to two significant figures ("65,000" for 64,872): an option to choose, written as roundly as
+    the options beside it, so that its exactness does not give the answer away."""
+    return f"{float(f'{x:.2g}'):,.0f}"
 
 
 def fill(text: str, g: Geometry | None) -> str:

@@ -45,14 +45,14 @@
     const t = setTimeout(ok, 100);
     requestAnimationFrame(() => { clearTimeout(t); setTimeout(ok, 0); });
   });
-  const capture = () => {  // the frame, mirrored as the preview shows it, as JPEG bytes
+  // The frame as the camera sees it, as JPEG bytes. Only the preview is mirrored (style.css), as a
+  // mirror shows you: text held up to the camera must reach the model as it reads, not reversed.
+  const capture = () => {
     const k = Math.min(1, (side || 1e9) / Math.min(video.videoWidth, video.videoHeight));
     const w = Math.round(video.videoWidth * k), h = Math.round(video.videoHeight * k);
     canvas.width = w; canvas.height = h;
     const ctx = canvas.getContext('2d');
-    ctx.setTransform(-1, 0, 0, 1, w, 0);
     ctx.drawImage(video, 0, 0, w, h);
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
     // toDataURL, not toBlob: Chromium encodes a toBlob in the page's idle time, which added
     // ~17 ms before each frame left; a small frame encodes in ~1 ms here.
     const bin = atob(canvas.toDataURL('image/jpeg', cfg.quality).split(',')[1]);

@@ -56,7 +56,9 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         for _ in range(3):  # three pictures, a moment apart: each of the frame it names
             picture, side = _shown(page)
             view = picture[:side, :side]
-            code = fc.read_code(view[:, ::-1], box)  # the webcam mirrors the frame (bits reversed)
+            # Read as the camera wrote it: the model sees the frame unmirrored (issue 51; a mirrored
+            # frame reads as another number and puts the square on the other side)
+            code = fc.read_code(view, box)
             assert 0 <= code < FRAMES, f"picture of frame {code}: not a frame of the clip"
             got, want = square_where(view, pp, code)
             assert abs(got - want) < 0.04, f"frame {code}: square seen at {got:.3f} of the width, drawn at {want:.3f}"
@@ -90,9 +92,8 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         page.get_by_role("tab", name="Patches").click()
         src = wait_image(page, "patch-grid")
         grid = decode(src) if src.startswith("data:") else _fetch(page, src)
-        code = fc.read_code(grid[:, ::-1], box)
-        # The page's probe reads the mirrored frame as it comes (bits reversed).
-        assert fc.read_code(grid, box) in shown, f"the Patches tab shows frame {code}, never shown live"
+        code = fc.read_code(grid, box)  # unmirrored, as it was shown live
+        assert code in shown, f"the Patches tab shows frame {code}, never shown live"
         got, want = square_where(grid, pp, code)
         assert abs(got - want) < 0.04, f"Patches tab: square at {got:.3f}, frame {code} has it at {want:.3f}"
 

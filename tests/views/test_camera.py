@@ -162,14 +162,14 @@ def test_the_live_map_shows_the_heads_switched_off(tiny16):
 
 
 def test_on_trained_weights_the_live_map_follows_the_square(trained):
-    """The trained ViT-Ti on the fake camera's frames (mirrored, as the webcam sends them): in every
+    """The trained ViT-Ti on the fake camera's frames (unmirrored, as the camera page sends them): in every
     frame of the square's pass, the default live map ([CLS] rollout, last layer, mean of heads; its
     artifact tokens left out as the colours leave them out) is higher on the square's patches than
     on the rest of the same patch rows (measured: 1.5-5.5x)."""
     g = trained.geometry
     p = view.CameraParams().attn(trained)
     for i in range(0, 27, 4):
-        frame = np.ascontiguousarray(fake_camera.frame_rgb(i, 30)[:, ::-1])
+        frame = fake_camera.frame_rgb(i, 30)
         a = engine.analyze(trained, Image.fromarray(frame))
         values = attn.main_panel(trained, a, p).values.copy()
         values[attn.artifact_stack(a, p)[p.layer - 1]] = np.nan
