@@ -23,6 +23,7 @@ ATTN_SCALE = "attn-scale"
 ATTN_TO_CLS = "attn-to-cls"
 ATTN_DISTANCE = "attn-distance"
 ATTN_DISTANCE_CLICK = "attn-distance-click"
+ATTN_CLASS = "attn-class"  # the class search box (page.js: empty on focus)
 # Embeddings (page/tabs/embeddings.py)
 EMB_PCA = "emb-pca"
 EMB_SIM = "emb-sim"

@@ -12,7 +12,7 @@ from vizvit.readings import methods
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap
 
-from .. import kit, web
+from .. import ids, kit, web
 from ..kit import Ctx
 from ..ordered import AnswerOrder
 
@@ -227,7 +227,7 @@ def _bottom() -> dict[str, gr.components.Component]:
             with gr.Row():
                 # Every class, the top-5 first: type to search the labels (the list filters as you type).
                 cls = gr.Dropdown([], label="class (top-5 first; type to search every label)", filterable=True,
-                                  elem_id="attn-class")
+                                  elem_id=ids.ATTN_CLASS)
                 method = gr.Dropdown(list(ap.EXPLAIN_METHODS), value=ap.EXPLAIN_METHODS[0], label="method",
                                      elem_id="attn-method")
             with gr.Row():

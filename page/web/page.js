@@ -1,7 +1,7 @@
 // Page script, installed once at page load (not on a tab's select: a deep link opens a
-// tab without one). Four parts, in order: the plotly listener helper, the token
-// scatter's hover thumbnail, the distance chart's click, and holding a click on a picture
-// that is still loading.
+// tab without one). Five parts, in order: the plotly listener helper, the token
+// scatter's hover thumbnail, the distance chart's click, holding a click on a picture
+// that is still loading, and the class search box that empties on focus.
 () => {
   const ID = VIZVIT_IDS;  // the element ids (page/ids.py), written in as the script is read
   // gr.Plot passes no plotly events to Python. Page scripts listen to plotly's own events instead,
@@ -93,8 +93,26 @@
     }, true);
   };
 
+  // The class search box behaves like a search box: Gradio's filterable dropdown keeps the chosen
+  // label ("Egyptian cat (82.2%)") in its input on focus, so typing went into that text and the
+  // list filtered to nothing. Emptied on focus (the input event tells Gradio, which then lists
+  // every class), typing filters, Enter or a click picks; leaving without a pick, Gradio puts the
+  // chosen label back. Only this box: the model box takes custom values, where an empty one
+  // left behind would be a choice.
+  const searchBox = () => {
+    if (window.__vizvitSearch) return;
+    window.__vizvitSearch = true;
+    document.addEventListener('focusin', (e) => {
+      const input = e.target;
+      if (!(input instanceof HTMLInputElement) || !input.closest(`#${ID.ATTN_CLASS}`) || !input.value) return;
+      input.value = '';
+      input.dispatchEvent(new Event('input', {bubbles: true}));
+    }, true);
+  };
+
   onPlot();
   scatterHover();
   distanceClick();
   holdClicks();
+  searchBox();
 }

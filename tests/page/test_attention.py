@@ -136,6 +136,34 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         page.wait_for_selector("#attn-distance:has-text('probing-vits')")
 
 
+def test_the_class_box_is_a_search_box_empty_on_focus_type_to_filter_enter_or_click_picks(url):
+    """Issue 51: a click left "<class> (p%)" in the box and typing went into it, so the list emptied.
+    Focus empties it; typing filters; Enter picks the first match; a click on an option picks it;
+    leaving with no pick puts the chosen class back."""
+    with page_at(url, height=1500) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")
+        box = page.locator("#attn-class input")
+        page.wait_for_function("document.querySelector('#attn-class input')?.value.length > 0", timeout=60_000)
+        chosen = box.input_value()
+        a, b = [f"thing {i}" for i in range(7) if not chosen.startswith(f"thing {i} ")][:2]  # the tiny labels
+        box.click()
+        page.wait_for_function("document.querySelector('#attn-class input').value === ''")
+        page.keyboard.type(a)
+        page.wait_for_function("document.querySelectorAll('#attn-class ul li').length > 0")
+        texts = page.locator("#attn-class ul li").all_inner_texts()
+        assert texts and all(a in t for t in texts), texts
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"document.querySelector('#attn-class input').value.startsWith({a + ' '!r})")
+        box.click()
+        page.keyboard.type("thing")
+        page.locator("#attn-class ul li", has_text=b).first.click()
+        page.wait_for_function(f"document.querySelector('#attn-class input').value.startsWith({b + ' '!r})")
+        picked = box.input_value()
+        box.click()
+        page.keyboard.press("Tab")  # focus in, focus out, no pick: the chosen class stays
+        page.wait_for_function(f"document.querySelector('#attn-class input').value === {picked!r}")
+
+
 CANVAS_RGB = CANVAS_RGB_JS
 
 # The picture on screen, when the page drew it: the canvas it was drawn on (its pixels), checked to
