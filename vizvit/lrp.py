@@ -23,7 +23,8 @@ import torch
 
 ATTNLRP_METHOD = ("AttnLRP (Achtibat et al. 2024; lxt 2.1's rules: epsilon on linear layers, identity on "
                   "LayerNorm's 1/std and GELU, uniform on the attention matmuls), gradient × input at the "
-                  "embedding stage's output, summed over channels")
+                  "patch embeddings before block 1, summed over channels; the position embedding's share left "
+                  "out (a bias term)")
 QK_DIVISOR = 4.0  # lxt's wrap_attention_forward: divide_gradient(query, 4), divide_gradient(key, 4)
 V_DIVISOR = 2.0  # and divide_gradient(value, 2)
 IDENTITY_EPS = 1e-10  # lxt's identity_rule_implicit_fn: output / (input + epsilon)

@@ -88,3 +88,25 @@ def test_the_quoted_artifact_norm_ratio_is_what_the_trained_model_gives():
     m = RATIO.search(README.read_text().replace("\n", " "))
     lo, hi = float(m.group(1)), float(m.group(2))
     assert round(min(ratios), 1) == lo and round(max(ratios), 1) == hi, (min(ratios), max(ratios))
+
+
+def test_the_attnlrp_position_share_correlations_quoted_are_the_trained_models():
+    """docs/methods.md says how far the map (the patch embeddings' relevance) is from the full tokens'
+    (with the position embedding's share): the r it quotes per example, measured again (issue 51)."""
+    path = trained_dir()
+    if path is None:
+        pytest.skip("trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo")
+    from PIL import Image
+
+    from vizvit import engine
+
+    text = (DOCS / "methods.md").read_text().replace("\n", " ")
+    m = re.search(r"correlate at r = ([\d.]+) on the example cat, ([\d.]+) on the coffee and ([\d.]+) on\s+the astronaut", text)
+    assert m, "the AttnLRP paragraph no longer quotes its correlations"
+    vm = engine.load_model(str(path), device="cpu")
+    p0 = vm.geometry.num_prefix_tokens
+    for name, quoted in zip(("chelsea", "coffee", "astronaut"), m.groups()):
+        a = engine.analyze(vm, Image.open(EXAMPLES / f"{name}.jpg").convert("RGB"))
+        r = engine.attnlrp_relevance(vm, a.pixel_values, int(a.logits.argmax()))
+        got = np.corrcoef(r.tokens[p0:].numpy(), r.patches.numpy())[0, 1]
+        assert f"{got:.2f}" == quoted, (name, got, quoted)

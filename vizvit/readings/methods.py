@@ -197,8 +197,9 @@ ATTNLRP = Method(
     "Achtibat et al., ICML 2024; rules ported from rachtibat/LRP-eXplains-Transformers (lxt 2.1)",
     "*AttnLRP* (Achtibat et al. 2024): layer-wise relevance propagation through the whole model with its "
     "authors' rules (LayerNorm and GELU pass relevance through, each attention matmul halves it between its "
-    "operands, softmax by its Taylor rule), as gradient × input at the tokens; the patches' relevance and "
-    "the bias terms sum to the class's logit.",
+    "operands, softmax by its Taylor rule), as gradient × input at the patch embeddings before block 1, "
+    "the position embeddings' share left out as LRP leaves out a bias; the patches' relevance and the bias "
+    "terms sum to the class's logit.",
     needs_class=True, menu=True, export_key="map_attnlrp",
     export_text=lrp.ATTNLRP_METHOD + _TOP1 + "; signed (negative: against the class), not rescaled", note=_signed)
 FLOW = Method(
