@@ -193,7 +193,10 @@ def open_link(s: Server, request: gr.Request) -> dict:
             notices = (notices + "\n" if notices else "") + ("- The photo of this link is no longer on the "
                                                             "server: upload it again or pick an example.")
     # Choices too: this visitor sees the list as it is now, without models that failed for others.
-    return {**shared, "upload": k.example or gr.skip(),
+    # The example goes in the upload box by a second step (_wire: .then), once the model box holds the
+    # link's model: set in this same answer, the upload's change read the box's old value (seen:
+    # ?model=random:... drew the start model's top-5 under the random model's name and banner).
+    return {**shared, "link_example": k.example,
             "model": gr.Dropdown(choices=s.catalog.choices(), value=p.model),
             "banner": gr.Markdown(b, visible=bool(b)), "link_tab": k.tab or gr.skip(), "tab": k.tab or gr.skip(),
             "notice_md": gr.Markdown("**About this link:**\n" + notices, visible=True) if notices else gr.skip(),
@@ -348,6 +351,7 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
     # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
     ui["cmp_depth"] = ctx.controls["compare"]["depth"]
     ui["shown_file"] = gr.State(None)  # the file the tabs show: a refused file leaves it in the box
+    ui["link_example"] = gr.State(None)  # the example a link names: put in the upload box after the model
     photo_outs = [ui[n] for n in PHOTO_OUTS] + preview_outs
     upload.change(kit.answer(new_photo, ui, server), [upload, model, key, L["ablate"], L["ablate_mode"],
                                                       ui["zs_labels"], ui["zs_template"], ui["shown_file"], ui["tab"],
@@ -364,9 +368,10 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
         api_name="model")
     # hidden: a first visit saw grey loading blocks over the header while the link was read
     demo.load(kit.answer(open_link, ui, server), None,
-              [upload, model, ui["banner"], ui["link_tab"], ui["tab"], ui["notice_md"], *link_parts, ui["projector"],
-               ui["zs_on"], key, status, ui["cmp_depth"]],
-              show_progress="hidden")
+              [ui["link_example"], model, ui["banner"], ui["link_tab"], ui["tab"], ui["notice_md"], *link_parts,
+               ui["projector"], ui["zs_on"], key, status, ui["cmp_depth"]],
+              show_progress="hidden").then(
+        lambda example: example or gr.skip(), ui["link_example"], upload, queue=False, show_progress="hidden")
     # JS only (no round trip): a click on the tab's button opens it as a person would.
     ui["link_tab"].change(None, ui["link_tab"], None, js=web.asset("select_tab.js"))
     ui["zs_on"].change(None, ui["zs_on"], None, js=web.asset("zero_shot_on.js"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,56 @@ def test_a_compare_links_layer_sets_the_depth_cursor_and_a_copied_link_keeps_it(
         page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('tab=compare')")
         copied = page.locator("#link-box textarea").input_value()
         assert "layer=5" in copied and f"compare={twin}" in copied, copied
+
+
+TWIN = "random:vit-base-patch16-224"  # listed on every server (the tiny twin is listed offline only)
+
+
+def _top1_by_transformers(path) -> str:
+    """The trained ViT-Ti's top-1 on the example cat, by transformers' own processor and model."""
+    import torch
+    from PIL import Image
+    from transformers import AutoImageProcessor, ViTForImageClassification
+
+    from tiny import EXAMPLES
+
+    model = ViTForImageClassification.from_pretrained(path).eval()
+    x = AutoImageProcessor.from_pretrained(path)(Image.open(EXAMPLES / "chelsea.jpg").convert("RGB"), return_tensors="pt")
+    with torch.inference_mode():
+        return model.config.id2label[int(model(**x).logits.argmax())]
+
+
+def _shown_model(page) -> tuple[str, str, str]:
+    """(status line, banner, model box) once the link's photo is analysed."""
+    page.wait_for_selector("#status:has-text('top-1')", timeout=180_000)
+    banner = page.inner_text("#banner") if page.locator("#banner").is_visible() else ""
+    return page.inner_text("#status"), banner, page.locator("#model input").input_value()
+
+
+def test_a_links_model_is_the_model_every_part_of_the_page_shows(trained_url, trained):
+    """Issue 51: ?model=random:... showed the random model's name and banner over the start model's
+    header and top-5. Each model link, and a teaching pair (model=A&compare=B), shows that model alone:
+    the status line names it and gives its own top-1, the banner says untrained for the twin only."""
+    from PIL import Image
+
+    from tiny import EXAMPLES, trained_dir
+    from vizvit import engine
+
+    twin = engine.load_model(TWIN, device="cpu")
+    twin_top1 = engine.analyze(twin, Image.open(EXAMPLES / "chelsea.jpg").convert("RGB")).top5[0].label
+    trained_top1 = _top1_by_transformers(trained_dir())
+    assert twin_top1 != trained_top1  # else the test could not tell them apart
+    listed = Path(trained.id).name  # a local model is listed by its folder's name, never its path
+    for link, name, top1, untrained in [
+            (f"model={TWIN}&tab=patches", TWIN, twin_top1, True),
+            (f"model={listed}&tab=patches", listed, trained_top1, False),
+            (f"model={TWIN}&tab=compare&compare={listed}", TWIN, twin_top1, True)]:  # a teaching pair's shape
+        with page_at(f"{trained_url}?example=chelsea&{link}") as page:
+            status, banner, box = _shown_model(page)
+            assert status.startswith(name) and f"top-1: {top1.split(',')[0]} (" in status, (link, status[:200])
+            assert box.startswith(name) or box.startswith(f"local: {name}"), (link, box)
+            assert ("untrained" in banner.lower()) == untrained, (link, banner)
+            if "tab=compare" in link:
+                page.wait_for_function("n => (document.querySelector('#cmp-title-a')?.innerText || '').includes(n)",
+                                       arg=name, timeout=120_000)
+            assert not _errors(page)

@@ -207,7 +207,7 @@ def test_opening_a_link_sets_the_tab_and_its_controls(server):
     assert got["tab"] == got["link_tab"] == "attention"
     assert (got["layer"].value, got["layer"].maximum) == (1, g.num_layers)
     assert got["head"].value == 2 and got["show"] == vocab.ONE_HEAD
-    assert got["upload"] == gr.skip() and got["notice_md"] == gr.skip() and got["zs_on"] == "off"
+    assert got["link_example"] is None and got["notice_md"] == gr.skip() and got["zs_on"] == "off"
     bad = shell.open_link(server, _request({"tab": "nowhere"}))
     assert "About this link" in bad["notice_md"].value and bad["tab"] == gr.skip()
 
