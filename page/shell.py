@@ -37,9 +37,10 @@ HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
 METHODS_LINK = "📐 How each map here is computed, from which paper, and how other code differs: [Methods and sources](#methods) (bottom of the page)."
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
-UPLOAD_TYPES = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff",
-                # accepted only so vizvit can say clearly why it refuses them
-                ".heic", ".heif", ".avif", ".svg"]
+# What the page says it takes, and only that: Gradio's own refusal of another file ("Only .jpg, ...
+# allowed") lists these, and listed HEIC/AVIF/SVG read as allowed (issue 51). An API caller's HEIC
+# still reaches images.load_image, which says why it is refused.
+UPLOAD_TYPES = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"]
 SESSION_TTL_S = 3600
 # A new photo's analysis runs on this pool while its upload event says every QUEUE_POLL_S where
 # the photo is in the model's queue (the threads only wait: the forward worker computes).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-
 from appserver import running
 from browser import click_image_at, page_at, shot, upload, wait_image
 from tiny import EXAMPLES
@@ -48,6 +47,23 @@ def test_invalid_upload_shows_an_error_and_says_the_old_photo_is_still_shown(url
         upload(page, str(bad))
         page.wait_for_selector("#status:has-text('was not used')")
         assert "still show the previous photo" in page.inner_text("#status")
+
+
+def test_a_file_of_another_type_is_refused_naming_only_the_types_the_page_names(url, tmp_path):
+    """Issue 51: a .txt got Gradio's toast "Only ..., .heic, .heif, .avif, .svg allowed" while the box
+    says JPEG, PNG, WebP, GIF, BMP, TIFF: the toast lists what the page takes, no more."""
+    txt = tmp_path / "notes.txt"
+    txt.write_text("not a photo")
+    with page_at(url) as page:
+        label = page.inner_text("#upload")
+        upload(page, str(txt))
+        page.wait_for_selector("text=Invalid file type", timeout=60_000)
+        toast = page.locator(".toast-body").first.inner_text().lower()
+        for kind in ("heic", "heif", "avif", "svg"):
+            assert kind not in toast, toast
+        listed = set(re.findall(r"\.(\w+)", toast.split("only", 1)[1]))
+        assert listed == {"jpg", "jpeg", "png", "webp", "gif", "bmp", "tif", "tiff"}, toast
+        assert "JPEG, PNG, WebP, GIF, BMP, TIFF" in label, label  # the same six formats, as the box names them
 
 
 def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_shown_model(url, tiny16):
