@@ -213,12 +213,14 @@ def never_read(url: str, model_name: str, folder: Path, timeout: float, settle_s
     return out
 
 
-def hall(url: str, model_name: str, folder: Path, n: int, timeout: float, address: str = "127.0.0.5") -> dict:
+def hall(url: str, model_name: str, folder: Path, n: int, timeout: float, address: str = "127.0.0.5",
+         same_photo: bool = True) -> dict:
     """Issue 50: n callers on one address start /sweep at once on the same photo (each uploads it and
-    makes its own REST call: its own session). Each one's outcome and seconds."""
-    photo = new_photo(folder, 400)
+    makes its own REST call: its own session), or each on its own (same_photo=False: n sweeps to
+    compute, not one). Each one's outcome and seconds."""
+    photos = [new_photo(folder, 400 + (0 if same_photo else i)) for i in range(n)]
     callers = [Rest(url, local_address=address) for _ in range(n)]
-    files = [c.upload(photo) for c in callers]
+    files = [c.upload(p) for c, p in zip(callers, photos)]
     results: list = [None] * n
     go = threading.Barrier(n)
 
@@ -251,6 +253,7 @@ def main() -> None:
     ap.add_argument("--never-read", action="store_true",
                     help="issue 50: the flows' streams are never opened; callers on 127.0.0.2-.4")
     ap.add_argument("--hall", type=int, default=0, help="issue 50: this many callers on one address run /sweep")
+    ap.add_argument("--own-photos", action="store_true", help="with --hall: each caller its own photo (n sweeps)")
     args = ap.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
@@ -261,7 +264,7 @@ def main() -> None:
             url, name = f"http://127.0.0.1:{port}", Path(args.model).name
             load_before = load()
             if args.hall:
-                res = hall(url, name, folder, args.hall, args.timeout)
+                res = hall(url, name, folder, args.hall, args.timeout, same_photo=not args.own_photos)
             elif args.never_read:
                 res = never_read(url, name, folder, args.timeout)
             else:

@@ -56,7 +56,7 @@ LINE_PER_ADDRESS = 32
 LINE_TOTAL = 46  # waiting over all callers (the page gives each waiting job a thread: kit.COSTLY_THREADS)
 RECENT = 20  # ended jobs kept for stats()
 REMEMBERED = 4096  # addresses and sessions whose last turn is remembered (older ones count as never served)
-WAIT_TICK_S = 1.0  # how often Ticket.waiting() says the place again when it has not changed (a liveness sign)
+WAIT_TICK_S = 5.0  # how often Ticket.waiting() says the place again when it has not changed (a liveness sign)
 
 
 @dataclass(frozen=True)
