@@ -582,6 +582,7 @@ class _Watched:
     loop: Any  # the server's event loop, to see whether the event's task was cancelled (Stop)
     event_id: str | None
     queue: Any = None  # Gradio's Queue: the event's session's messages show whether anyone reads them
+    session: str = ""  # the caller's session (vizvit.jobs.Caller): a closed page stops its jobs
     head: Any = None  # the oldest unread message last seen, since when and how many times
     head_since: float = 0.0
     head_looks: int = 0
@@ -644,7 +645,7 @@ class CostlyJobs:
         token = Cancel(what=what)
         key = id(token)
         with self._lock:
-            self._watched[key] = _Watched(token, event, loop, event_id, queue)
+            self._watched[key] = _Watched(token, event, loop, event_id, queue, session=caller.session)
             self._start_watcher()
         try:
             with self.jobs.line(caller, what, token) as ticket:
@@ -659,7 +660,7 @@ class CostlyJobs:
         with self._lock:
             watched = list(self._watched.values())
         for w in watched:
-            if session and w.event is not None and getattr(w.event, "session_hash", None) == session:
+            if session and session in (w.session, getattr(w.event, "session_hash", None)):
                 w.cancel.set("the page was closed")
 
     def _start_watcher(self) -> None:

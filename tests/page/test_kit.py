@@ -158,6 +158,38 @@ def test_same_address_two_sessions_both_get_their_costly_job_in_turn(monkeypatch
         assert c.limit_s == jobs.jobs.limit_of("shift sweep") and jobs.jobs.stats().running == []
 
 
+def test_a_closed_page_stops_its_job_waiting_in_line_and_running():
+    jobs = kit.CostlyJobs(Jobs(slots=1))
+    running, out = threading.Event(), {}
+
+    def job(session: str) -> None:
+        try:
+            with jobs.hold(request("192.0.2.7", session), "shift sweep") as c:
+                running.set()
+                while True:
+                    c.check()
+                    time.sleep(0.01)
+        except UserError as e:
+            out[session] = str(e)
+
+    first = threading.Thread(target=job, args=("open-page",), daemon=True)
+    first.start()
+    assert running.wait(10)
+    second = threading.Thread(target=job, args=("closed-page",), daemon=True)
+    second.start()
+    t0 = time.monotonic()
+    while not jobs.jobs.stats().waiting:
+        assert time.monotonic() - t0 < 10
+        time.sleep(0.01)
+    jobs.left(request("192.0.2.7", "closed-page"))  # the page's unload event
+    second.join(10)
+    assert "the page was closed" in out["closed-page"] and "open-page" not in out
+    assert jobs.jobs.stats().recent[0]["outcome"] == "not started: the page was closed"
+    jobs.left(request("192.0.2.7", "open-page"))
+    first.join(10)
+    assert jobs.jobs.stats().recent[0]["outcome"] == "stopped: the page was closed"
+
+
 def test_a_job_whose_answer_nobody_reads_is_stopped_waiting_or_running_and_a_read_one_is_not(monkeypatch):
     """Gradio runs a REST call POSTed to /gradio_api/call/<name> whose stream is never opened to its
     end, and its event stays alive; the sign is its session's messages left unread. Here a real event
