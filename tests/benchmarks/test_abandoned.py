@@ -72,3 +72,42 @@ def test_two_flows_posted_and_never_read_do_not_delay_a_third_addresses_sweep(ti
     assert res["flows_gone_after_s"] is not None, res
     flows = [r for r in res["stats"]["recent"] if r["job"] == "attention flow"][:2]  # this test's (newest first)
     assert len(flows) == 2 and all("nobody reads its answer" in r["outcome"] for r in flows), res
+
+
+@pytest.mark.slow
+def test_a_gradio_client_call_that_reads_its_answer_is_never_taken_for_unread(tiny16, monkeypatch):
+    """gradio_client reads its session's stream (/queue/data) while the call runs: a sweep longer than
+    page.kit.UNREAD_S, and a second one waiting as long behind it, both answer."""
+    import threading
+
+    from gradio_client import Client, handle_file
+
+    from page import kit
+    from vizvit.api import PublicApi
+
+    sweep = PublicApi.sweep
+
+    def slow_sweep(self, path, model, cancel):
+        cancel.wait(kit.UNREAD_S + 2.0)
+        return sweep(self, path, model, cancel)
+
+    monkeypatch.setattr(PublicApi, "sweep", slow_sweep)
+    monkeypatch.setattr(kit.JOBS.jobs, "slots", 1)
+    out: dict = {}
+    with serving(tiny16) as (url, _):
+        def call(i: int) -> None:
+            try:
+                r = Client(url, verbose=False).predict(handle_file(str(ROOT / "assets/examples/chelsea.jpg")), page_name(tiny16),
+                                                       api_name="/sweep")
+                out[i] = r
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                out[i] = e
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert all(isinstance(out.get(i), dict) for i in range(2)), out
+    recent = [r["outcome"] for r in kit.JOBS.jobs.stats().recent if r["job"] == "shift sweep"][:2]
+    assert recent == ["done", "done"], recent
