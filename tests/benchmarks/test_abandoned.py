@@ -111,3 +111,41 @@ def test_a_gradio_client_call_that_reads_its_answer_is_never_taken_for_unread(ti
     assert all(isinstance(out.get(i), dict) for i in range(2)), out
     recent = [r["outcome"] for r in kit.JOBS.jobs.stats().recent if r["job"] == "shift sweep"][:2]
     assert recent == ["done", "done"], recent
+
+
+@pytest.mark.slow
+def test_a_call_never_read_leaves_the_line_while_it_waits(tiny16, tmp_path, monkeypatch):
+    """Issue 50: a REST call POSTed and never read is stopped while it still waits for a slot, not only
+    once it runs; the caller who reads its answer gets it."""
+    import threading
+    import time
+
+    from page import kit
+    from vizvit.api import PublicApi
+
+    sweep = PublicApi.sweep
+
+    def slow_sweep(self, path, model, cancel):
+        cancel.wait(kit.UNREAD_S + 4.0)  # holds the only slot past the unread call's UNREAD_S
+        return sweep(self, path, model, cancel)
+
+    monkeypatch.setattr(PublicApi, "sweep", slow_sweep)
+    monkeypatch.setattr(kit.JOBS.jobs, "slots", 1)
+    ab = abandoned_module()
+    out: dict = {}
+    with serving(tiny16) as (url, _):
+        name = page_name(tiny16)
+        reader, ghost = ab.Rest(url, local_address="127.0.0.7"), ab.Rest(url, local_address="127.0.0.8")
+        event = reader.start("sweep", [reader.upload(ab.new_photo(tmp_path, 500)), name])
+        t = threading.Thread(target=lambda: out.update(read=reader.answer("sweep", event, 60.0)))
+        t.start()
+        for _ in range(300):  # until the reader's sweep holds the slot
+            if ghost.stats()["costly"]["running"]:
+                break
+            time.sleep(0.1)
+        ghost.start("sweep", [ghost.upload(ab.new_photo(tmp_path, 501)), name])
+        t.join(60)
+        recent = ghost.stats()["costly"]["recent"]
+    assert out["read"][0] == "complete", out
+    outcomes = [r["outcome"] for r in recent if r["job"] == "shift sweep"][:2]
+    assert "not started: nobody reads its answer" in outcomes and "done" in outcomes, recent
