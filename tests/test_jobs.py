@@ -3,6 +3,7 @@ the loops that stop between steps once their token is set, and attention flow re
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -105,6 +106,8 @@ def test_the_line_takes_addresses_in_turn_not_first_come():
     assert line.started == ["A0"]
     assert [line.tickets[n].ahead() for n in ["B1", "C1", "A1", "A2", "A3"]] == [0, 1, 2, 3, 4]
     assert [w["ahead"] for w in jobs.stats().waiting] == [0, 1, 2, 3, 4]
+    public = json.dumps(jobs.stats().as_json())
+    assert not any(f"address {a}" in public for a in "ABC") and "\"a1\"" not in public, "/stats names no caller"
     line.end_in_turn("A0", 5)
     # First come would be A1, A2, A3, B1, C1: B and C waited behind the whole hall.
     assert line.started == ["A0", "B1", "C1", "A1", "A2", "A3"], line.started
