@@ -223,6 +223,25 @@ def test_a_job_whose_answer_nobody_reads_is_stopped_waiting_or_running_and_a_rea
     watched["read"].event.alive = False  # its stream closed: the caller left
     jobs.look([watched["read"]])
     assert watched["read"].cancel.reason == "the caller left"
+
+    # The page's Stop: Gradio cancels the event's task, which waits for the handler's thread to end
+    # its step (it stays "cancelling"); the task is named '<session>_<fn><gradio-sep><event id>'.
+    async def event_task() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await asyncio.sleep(60)
+
+    async def start_and_stop() -> None:
+        task = asyncio.get_running_loop().create_task(event_task(), name="read_7<gradio-sep>id-stopped")
+        await asyncio.sleep(0)  # it runs to its first await, as an event's task does
+        task.cancel()
+
+    asyncio.run_coroutine_threadsafe(start_and_stop(), loop).result(5)
+    stopped = kit._Watched(kit.Cancel(what="shift sweep"), SimpleNamespace(alive=True, session_hash="read"), loop,
+                           "id-stopped", gradio_queue)
+    jobs.look([stopped, watched["unread"]])
+    assert stopped.cancel.reason == "it was stopped"
     reading.cancel()
     time.sleep(0.05)
     loop.call_soon_threadsafe(loop.stop)
