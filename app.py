@@ -21,6 +21,7 @@ import gradio as gr  # noqa: E402
 import gradio_patch  # noqa: E402
 
 from page import sessions  # noqa: E402
+from page.kit import COSTLY_THREADS  # noqa: E402
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
 from vizvit import hub, views  # noqa: E402
 from page import web  # noqa: E402
@@ -44,6 +45,9 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     return dict(
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,
+        # Gradio's 40 worker threads, plus one for each costly job running or waiting its turn
+        # (page.kit.COSTLY_THREADS): a full line of waiting jobs never takes the page's threads.
+        max_threads=40 + COSTLY_THREADS,
         ssr_mode=False,  # CVE-2026-134825 affects Gradio 6.27–6.31 with SSR on
         run_history=False,
         state_session_capacity=sessions.MAX_SESSIONS,  # Gradio's 10,000 sessions: ~5.5 GB (page/sessions.py)

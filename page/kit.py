@@ -24,7 +24,8 @@ from vizvit import figures
 from . import web
 from vizvit.cancel import Cancel
 from vizvit.errors import UserError
-from vizvit.jobs import Jobs
+from vizvit import jobs as jobs_mod
+from vizvit.jobs import Caller, Jobs, Ticket
 from vizvit.readings import methods
 from vizvit.session import PhotoKey, Workbench
 
@@ -513,14 +514,21 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 
 
 # The costly jobs (the shift sweep, the deletion curves, head importance, attention flow) share
-# vizvit.jobs' slots (COSTLY_SLOTS) across every caller, with one job per caller and a wall-time limit
-# each. Their events run in Gradio's concurrency group "costly" with more threads than slots: a
-# caller's job waits for a slot in vizvit.jobs (listed in /stats, stopped when the caller leaves),
+# vizvit.jobs' slots (COSTLY_SLOTS) across every caller, taken in turn by address, then by session.
+# Their events run in Gradio's concurrency group "costly" with a thread for each slot and each place
+# in vizvit.jobs' line (LINE_TOTAL): a job waits for its turn in vizvit.jobs (fair, its place shown,
+# listed in /stats, stopped when the caller leaves), never unseen in Gradio's own first-come queue;
 # and a listener that answers at once (attention flow's, for any other method) never waits behind
-# two running jobs. They can never take the threads that answer cached photos and controls (issue 28).
-COSTLY_THREADS = 8
+# the running jobs. They can never take the threads that answer cached photos and controls (issue 28).
+COSTLY_THREADS = jobs_mod.COSTLY_SLOTS + jobs_mod.LINE_TOTAL
 COSTLY = dict(concurrency_id="costly", concurrency_limit=COSTLY_THREADS)
 WATCH_S = 0.2  # how often the watcher looks for callers that have left
+# A job whose answer nobody reads (a REST call POSTed whose stream was never opened) is stopped once
+# a message for it has waited unread this long: Gradio runs such an event to its end and keeps it
+# alive (event.alive turns False only when an open stream closes). An open stream (the page's
+# /queue/data, a REST call's GET, gradio_client's) takes each message within milliseconds.
+UNREAD_S = 5.0
+UNREAD_LOOKS = 5  # and seen unread this many times: a stalled event loop (no reader ran) is not "unread"
 PROXY_HOPS_ENV = "VIZVIT_PROXY_HOPS"  # trusted proxies in front that append to X-Forwarded-For
 
 
@@ -560,18 +568,55 @@ def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None
     return f"session {session}" if session else None
 
 
+def waiting_text(what: str, ahead: int) -> str:
+    """What a waiting job shows in its status line."""
+    if ahead == 0:
+        return f"Waiting for a free slot: your {what} is next in line."
+    return f"Waiting for a free slot: {ahead} ahead of you in line for the {what}."
+
+
 @dataclass
 class _Watched:
     cancel: Cancel
     event: Any  # Gradio's queue Event (its `alive` turns False when its client's stream is gone), or None
     loop: Any  # the server's event loop, to see whether the event's task was cancelled (Stop)
     event_id: str | None
+    queue: Any = None  # Gradio's Queue: the event's session's messages show whether anyone reads them
+    session: str = ""  # the caller's session (vizvit.jobs.Caller): a closed page stops its jobs
+    head: Any = None  # the oldest unread message last seen, since when and how many times
+    head_since: float = 0.0
+    head_looks: int = 0
+
+    def unread(self, head: Any, now: float) -> bool:
+        """Whether `head` (the oldest message waiting for this event's session, None: none) has waited
+        unread long enough to say nobody reads the answer (UNREAD_S, UNREAD_LOOKS)."""
+        if head is None or head is not self.head:
+            self.head, self.head_since, self.head_looks = head, now, 1
+            return False
+        self.head_looks += 1
+        return self.head_looks >= UNREAD_LOOKS and now - self.head_since >= UNREAD_S
+
+
+class _Free:
+    """A direct call's ticket (a test, a script): no caller to count, no line, the limit still holds."""
+
+    started = True
+
+    def __init__(self, cancel: Cancel) -> None:
+        self.cancel = cancel
+
+    def ahead(self) -> None:
+        return None
+
+    def waiting(self) -> Iterator[int]:
+        return iter(())
 
 
 class CostlyJobs:
-    """Costly jobs of the page and the API (vizvit.jobs.Jobs), and who stops them: a job whose caller
-    disconnected, whose page closed, or whose event was cancelled (Stop, a new upload) gets its
-    token set within WATCH_S; its loop stops at its next step (vizvit.cancel)."""
+    """Costly jobs of the page and the API (vizvit.jobs.Jobs), and who stops them, waiting or running:
+    a job whose caller disconnected, whose page closed, whose answer nobody reads (UNREAD_S) or whose
+    event was cancelled (Stop, a new upload) gets its token set within WATCH_S of seeing it; a waiting
+    one leaves the line, a running one stops at its next step (vizvit.cancel)."""
 
     def __init__(self, jobs: Jobs | None = None) -> None:
         self.jobs = jobs if jobs is not None else Jobs(limits=methods.JOB_LIMITS)
@@ -581,31 +626,41 @@ class CostlyJobs:
 
     @contextlib.contextmanager
     def hold(self, request: gr.Request | None, what: str) -> Iterator[Cancel]:
-        """Wait for a slot (vizvit.jobs: one job per caller, COSTLY_SLOTS for all), then yield the job's
-        token: pass it to the job's loops. Set when the caller leaves or the job passes its limit."""
-        caller = caller_of(request)
+        """Wait for the job's turn (vizvit.jobs), then yield its token: pass it to the job's loops.
+        Set when the caller leaves or the job passes its limit."""
+        with self.line(request, what) as ticket:
+            for _ in ticket.waiting():
+                pass
+            yield ticket.cancel
+
+    @contextlib.contextmanager
+    def line(self, request: gr.Request | None, what: str) -> Iterator[Ticket | _Free]:
+        """Join the fair line and yield the Ticket: `for ahead in ticket.waiting(): show(waiting_text(...))`,
+        then run the job with ticket.cancel. Watched from now on, while it waits as while it runs."""
+        event, loop, event_id, queue = _gradio_event()
+        caller = who(request, event)
         if caller is None:  # a direct call (a test, a script): no caller to count, the limit still holds
-            yield Cancel(self.jobs.limit_of(what), what)
+            yield _Free(Cancel(self.jobs.limit_of(what), what))
             return
         token = Cancel(what=what)
         key = id(token)
         with self._lock:
-            self._watched[key] = _Watched(token, *_gradio_event())
+            self._watched[key] = _Watched(token, event, loop, event_id, queue, session=caller.session)
             self._start_watcher()
         try:
-            with self.jobs.hold(caller, what, token):
-                yield token
+            with self.jobs.line(caller, what, token) as ticket:
+                yield ticket
         finally:  # also when the job is stopped or the visitor leaves (the generator is closed)
             with self._lock:
                 self._watched.pop(key, None)
 
     def left(self, request: gr.Request = None) -> None:
-        """A page closed (Ctx.unloads): stop its session's jobs."""
+        """A page closed (Ctx.unloads): stop its session's jobs, waiting or running."""
         session = getattr(request, "session_hash", None)
         with self._lock:
             watched = list(self._watched.values())
         for w in watched:
-            if session and w.event is not None and getattr(w.event, "session_hash", None) == session:
+            if session and session in (w.session, getattr(w.event, "session_hash", None)):
                 w.cancel.set("the page was closed")
 
     def _start_watcher(self) -> None:
@@ -615,25 +670,48 @@ class CostlyJobs:
 
     def _watch(self) -> None:
         """Every WATCH_S: set the token of each job whose client is gone (Gradio marks its queue event
-        not alive once the event's stream, a page's or a REST call's, is closed) or whose event task
-        is being cancelled (the page's Stop button, a new upload's cancels=)."""
+        not alive once the event's stream, a page's or a REST call's, is closed), whose answer nobody
+        reads (a stream never opened: see UNREAD_S), or whose event task is being cancelled (the
+        page's Stop button, a new upload's cancels=)."""
         while True:
             time.sleep(WATCH_S)
             with self._lock:
                 watched = list(self._watched.values())
-            if not watched:
+            if watched:
+                self.look(watched)
+
+    def look(self, watched: list[_Watched]) -> None:
+        """One look of the watcher at `watched`."""
+        for w in watched:
+            if w.event is not None and not getattr(w.event, "alive", True):
+                w.cancel.set("the caller left")
+        loops = {id(w.loop): w.loop for w in watched if w.loop is not None and not w.cancel.is_set()}
+        for loop in loops.values():
+            mine = [w for w in watched if w.loop is loop and not w.cancel.is_set()]
+            seen = _on_loop(loop, mine)
+            if seen is None:  # the loop closed or is busy: look again next time
                 continue
-            for w in watched:
-                if w.event is not None and not getattr(w.event, "alive", True):
-                    w.cancel.set("the caller left")
-            for w in watched:
-                if w.loop is not None and w.event_id and not w.cancel.is_set() and _task_cancelled(w.loop, w.event_id):
+            now = time.monotonic()
+            for w, (cancelling, head) in zip(mine, seen):
+                if cancelling:
                     w.cancel.set("it was stopped")
+                elif w.unread(head, now):
+                    w.cancel.set("nobody reads its answer")
 
 
-def _gradio_event() -> tuple[Any, Any, str | None]:
-    """(the queue Event, the server's loop, the event id) of the event this thread runs, where
-    Gradio says so (its LocalContext, as gr.Info reads it); Nones outside an event."""
+def who(request: gr.Request | None, event: Any = None) -> Caller | None:
+    """The Caller of a costly job: its address (caller_of) and its session, the Gradio event's (a REST
+    call with no session of its own is its own event, so each call takes its turn)."""
+    address = caller_of(request)
+    if address is None:
+        return None
+    session = getattr(event, "session_hash", None) or getattr(request, "session_hash", None) or ""
+    return Caller(address, str(session))
+
+
+def _gradio_event() -> tuple[Any, Any, str | None, Any]:
+    """(the queue Event, the server's loop, the event id, Gradio's Queue) of the event this thread
+    runs, where Gradio says so (its LocalContext, as gr.Info reads it); Nones outside an event."""
     from gradio.context import LocalContext
 
     blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
@@ -645,20 +723,30 @@ def _gradio_event() -> tuple[Any, Any, str | None]:
         loop = anyio.from_thread.run_sync(asyncio.get_running_loop)  # a worker thread of the server's loop
     except Exception:  # noqa: BLE001 - not in a worker thread (a test's direct call): no Stop to see
         loop = None
-    return event, loop, event_id
+    return event, loop, event_id, queue
 
 
-def _task_cancelled(loop: asyncio.AbstractEventLoop, event_id: str) -> bool:
-    """Whether the task running Gradio event `event_id` is being cancelled (Gradio names the task
-    '<session>_<fn><gradio-sep><event id>'; a sync handler's thread finishes its step first)."""
-    async def look() -> bool:
-        suffix = f"<gradio-sep>{event_id}"
-        return any(t.get_name().endswith(suffix) and t.cancelling() for t in asyncio.all_tasks())
+def _on_loop(loop: asyncio.AbstractEventLoop, watched: list[_Watched]) -> list[tuple[bool, Any]] | None:
+    """For each of `watched`, read on the server's loop (where Gradio changes them): whether the task
+    running its event is being cancelled (Gradio names the task '<session>_<fn><gradio-sep><event
+    id>'; a sync handler's thread finishes its step first), and the oldest message waiting unread
+    for its event's session (None: none waits). None when the loop does not answer."""
+    async def look() -> list[tuple[bool, Any]]:
+        tasks = [t for t in asyncio.all_tasks() if t.cancelling()]
+        out = []
+        for w in watched:
+            suffix = f"<gradio-sep>{w.event_id}"
+            cancelling = bool(w.event_id) and any(t.get_name().endswith(suffix) for t in tasks)
+            pending = getattr(w.queue, "pending_messages_per_session", None)
+            messages = pending.get(getattr(w.event, "session_hash", None)) if pending is not None else None
+            inner = getattr(messages, "_queue", None)  # asyncio.Queue's deque
+            out.append((cancelling, inner[0] if inner else None))
+        return out
 
     try:
         return asyncio.run_coroutine_threadsafe(look(), loop).result(timeout=1.0)
     except Exception:  # noqa: BLE001 - the loop closed or is busy: look again next time
-        return False
+        return None
 
 
 JOBS = CostlyJobs()

@@ -3,6 +3,7 @@ the loops that stop between steps once their token is set, and attention flow re
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -14,7 +15,7 @@ import vizvit
 from vizvit import engine, explain, perturb
 from vizvit.cancel import Cancel, Cancelled
 from vizvit.errors import UserError
-from vizvit.jobs import Jobs
+from vizvit.jobs import Caller, Jobs
 
 
 def two_layer_attentions(n: int = 5) -> torch.Tensor:
@@ -48,32 +49,163 @@ def wait_until(cond, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-def test_one_caller_runs_one_job_a_second_waits_then_is_refused_with_a_plain_message():
-    jobs = Jobs(slots=2, same_caller_wait_s=0.3)
-    release, out = threading.Event(), {}
-    first = run_in_thread(jobs, "address 10.0.0.1", "attention flow", release, out)
-    wait_until(lambda: out.get("attention flow") == "running")
+class Line:
+    """Fake jobs in threads: each joins `jobs`' line, records when it starts, then runs until released."""
+
+    def __init__(self, jobs: Jobs):
+        self.jobs = jobs
+        self.started: list[str] = []  # job names, in the order they got a slot
+        self.release: dict[str, threading.Event] = {}
+        self.tickets: dict[str, object] = {}
+        self.errors: dict[str, BaseException] = {}
+        self.threads: dict[str, threading.Thread] = {}
+
+    def add(self, name: str, address: str, session: str = "") -> None:
+        """Start job `name` of (address, session) and wait until it is running or in line."""
+        self.release[name] = threading.Event()
+        before = len(self.jobs.stats().waiting) + len(self.jobs.stats().running)
+
+        def body() -> None:
+            try:
+                with self.jobs.line(Caller(address, session), name) as t:
+                    self.tickets[name] = t
+                    for _ in t.waiting():
+                        pass
+                    self.started.append(name)
+                    while not self.release[name].wait(0.01):
+                        t.cancel.check()
+            except Exception as e:  # noqa: BLE001 - the test reads it
+                self.errors[name] = e
+
+        self.threads[name] = threading.Thread(target=body, daemon=True)  # a broken rule fails, never hangs
+        self.threads[name].start()
+        wait_until(lambda: name in self.errors or
+                   len(self.jobs.stats().waiting) + len(self.jobs.stats().running) == before + 1)
+
+    def end(self, name: str) -> None:
+        self.release[name].set()
+        self.threads[name].join(10)
+        assert not self.threads[name].is_alive()
+
+    def end_in_turn(self, first: str, n: int) -> None:
+        """End `first`, then each job as it starts, until n more have started."""
+        base = len(self.started)
+        self.end(first)
+        for i in range(n):
+            wait_until(lambda: len(self.started) > base + i)
+            self.end(self.started[-1])
+
+
+def test_the_line_takes_addresses_in_turn_not_first_come():
+    jobs = Jobs(slots=1)
+    line = Line(jobs)
+    line.add("A0", "address A", "a0")  # runs: the hall behind address A was served last
+    for name, addr, sess in [("A1", "A", "a1"), ("A2", "A", "a2"), ("A3", "A", "a3"), ("B1", "B", "b"),
+                             ("C1", "C", "c")]:
+        line.add(name, f"address {addr}", sess)
+    assert line.started == ["A0"]
+    assert [line.tickets[n].ahead() for n in ["B1", "C1", "A1", "A2", "A3"]] == [0, 1, 2, 3, 4]
+    assert [w["ahead"] for w in jobs.stats().waiting] == [0, 1, 2, 3, 4]
+    public = json.dumps(jobs.stats().as_json())
+    assert not any(f"address {a}" in public for a in "ABC") and "\"a1\"" not in public, "/stats names no caller"
+    line.end_in_turn("A0", 5)
+    # First come would be A1, A2, A3, B1, C1: B and C waited behind the whole hall.
+    assert line.started == ["A0", "B1", "C1", "A1", "A2", "A3"], line.started
+    assert not line.errors
+
+
+def test_one_addresses_sessions_take_turns_and_a_sessions_second_job_waits_behind_its_first():
+    jobs = Jobs(slots=1)
+    line = Line(jobs)
+    line.add("s0", "address A", "s0")
+    line.add("s1 first", "address A", "s1")
+    line.add("s1 second", "address A", "s1")  # waits behind its own first, and behind the others' turns
+    line.add("s2", "address A", "s2")
+    line.add("s3", "address A", "s3")
+    assert line.tickets["s1 second"].ahead() == 3 and line.tickets["s1 first"].ahead() == 0
+    line.end_in_turn("s0", 4)
+    assert line.started == ["s0", "s1 first", "s2", "s3", "s1 second"], line.started
+    assert not line.errors
+
+
+def test_six_callers_behind_one_address_all_get_their_job():
+    """Issue 50: four to six students behind one NAT start the sweep at once; none is refused."""
+    jobs = Jobs(slots=2)
+    line = Line(jobs)
+    for i in range(6):
+        line.add(f"student {i}", "address 10.0.0.1", f"s{i}")
+    wait_until(lambda: len(line.started) == 2)
+    assert not line.errors
+    for i in range(6):
+        wait_until(lambda: len(line.started) > i)
+        line.end(line.started[i])
+    assert sorted(line.started) == [f"student {i}" for i in range(6)] and not line.errors
+
+
+def test_an_address_keeps_its_fair_share_of_the_slots_while_another_waits_and_every_slot_when_alone():
+    jobs = Jobs(slots=3)
+    line = Line(jobs)
+    line.add("A1", "address A", "a1")
+    line.add("A2", "address A", "a2")  # nobody else waits: A takes a second slot
+    line.add("B1", "address B", "b1")
+    assert line.started == ["A1", "A2", "B1"]
+    line.add("A3", "address A", "a3")
+    line.add("B2", "address B", "b2")
+    assert line.tickets["A3"].ahead() == 0  # A was served before B: first in line
+    line.end("B1")
+    wait_until(lambda: len(line.started) == 4)
+    # ...but A holds 2 of 3 slots, over its share (3 // 2 addresses = 1) while B waits: B2 goes first.
+    assert line.started[3] == "B2", line.started
+    line.end("A1")
+    wait_until(lambda: len(line.started) == 5)
+    assert line.started[4] == "A3"
+    for n in ["A2", "B2"]:
+        line.end(n)
+    line.add("A4", "address A", "a4")
+    line.add("A5", "address A", "a5")  # alone again: every free slot
+    assert [r["job"] for r in jobs.stats().running] == ["A3", "A4", "A5"]
+    for n in ["A3", "A4", "A5"]:
+        line.end(n)
+    assert not line.errors
+
+
+def test_the_line_is_bounded_per_address_and_overall_with_a_plain_sentence():
+    jobs = Jobs(slots=1, line_per_address=2, line_total=3)
+    line = Line(jobs)
+    line.add("run", "address A", "a0")
+    line.add("A1", "address A", "a1")
+    line.add("A2", "address A", "a2")
+    with pytest.raises(UserError, match=r"Too many costly jobs from your network are waiting \(2\)"):
+        with jobs.hold(Caller("address A", "a3"), "shift sweep"):
+            pytest.fail("past its address's bound a job must not wait")
+    line.add("B1", "address B", "b1")
     t0 = time.monotonic()
-    with pytest.raises(UserError, match="Your attention flow is still running: wait for it to finish"):
-        with jobs.hold("address 10.0.0.1", "shift sweep"):
-            pytest.fail("a second job of the same caller must not start")
-    assert time.monotonic() - t0 >= 0.3, "it waits for the first to end before refusing"
-    with jobs.hold("address 10.0.0.2", "shift sweep"):  # another caller: the second slot
-        assert [r["job"] for r in jobs.stats().running] == ["attention flow", "shift sweep"]
-    release.set()
-    first.join()
-    assert out["attention flow"] == "done" and jobs.stats().running == []
+    with pytest.raises(UserError, match=r"line for costly jobs is full \(3 waiting\): try the shift sweep again"):
+        with jobs.hold(Caller("address C", "c"), "shift sweep"):
+            pytest.fail("past the overall bound a job must not wait")
+    assert time.monotonic() - t0 < 5.0, "refused at once, not after a wait"
+    assert jobs.stats().recent[0]["outcome"].startswith("refused: The server's line")
+    for n in ["run", "B1", "A1", "A2"]:  # B was never served: before the rest of A
+        wait_until(lambda: n in line.started)
+        line.end(n)
+    assert not line.errors
 
 
-def test_a_callers_second_job_starts_when_the_first_ends_within_the_wait():
-    jobs = Jobs(slots=2, same_caller_wait_s=5.0)
-    release, out = threading.Event(), {}
-    first = run_in_thread(jobs, "address 10.0.0.1", "attention flow", release, out)
-    wait_until(lambda: out.get("attention flow") == "running")
-    threading.Timer(0.2, release.set).start()
-    with jobs.hold("address 10.0.0.1", "shift sweep"):
-        assert out["attention flow"] == "done"
-    first.join()
+def test_a_job_cancelled_while_it_waits_leaves_the_line_and_those_behind_move_up():
+    jobs = Jobs(slots=1)
+    line = Line(jobs)
+    line.add("run", "address A", "a")
+    line.add("B", "address B", "b")
+    line.add("C", "address C", "c")
+    assert line.tickets["C"].ahead() == 1
+    line.tickets["B"].cancel.set("nobody reads its answer")
+    line.threads["B"].join(5)
+    assert isinstance(line.errors["B"], Cancelled) and "nobody reads its answer" in str(line.errors["B"])
+    assert line.tickets["C"].ahead() == 0
+    assert jobs.stats().recent[0]["outcome"] == "not started: nobody reads its answer"
+    line.end("run")
+    wait_until(lambda: line.started == ["run", "C"])
+    line.end("C")
 
 
 def test_jobs_past_the_slots_wait_in_line_shown_in_stats_and_a_waiting_caller_can_leave():

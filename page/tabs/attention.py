@@ -139,8 +139,10 @@ def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: g
         return
     if key is None:
         raise gr.Error("Upload a photo first.")
-    with kit.JOBS.hold(request, name) as cancel:
-        for img, text in ap.flow_progress(wb.handle(key), params(dict(zip(CONTROLS, v))), cancel):
+    with kit.JOBS.line(request, name) as ticket:
+        for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
+            yield {"rel_text": kit.waiting_text(name, ahead)}
+        for img, text in ap.flow_progress(wb.handle(key), params(dict(zip(CONTROLS, v))), ticket.cancel):
             yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}
 
 

@@ -109,8 +109,10 @@ def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     """The shift sweep, streamed as it goes (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
-    with kit.JOBS.hold(request, "shift sweep") as cancel:
-        for p in experiments.sweep_progress(wb.handle(key), cancel=cancel):
+    with kit.JOBS.line(request, "shift sweep") as ticket:
+        for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
+            yield {"sweep_text": kit.waiting_text("shift sweep", ahead)}
+        for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel):
             yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text}
 
 
@@ -118,8 +120,10 @@ def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Req
     """Deletion and insertion curves for every map, streamed as they go (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
-    with kit.JOBS.hold(request, "deletion curves") as cancel:
-        for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=cancel):
+    with kit.JOBS.line(request, "deletion curves") as ticket:
+        for ahead in ticket.waiting():
+            yield {"curves_text": kit.waiting_text("deletion curves", ahead)}
+        for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=ticket.cancel):
             if p.chart is None:  # only the news that work has started
                 yield {"curves_text": p.text}
             else:

@@ -89,8 +89,10 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     if key is None:
         raise UserError("Upload a photo first.")
     ph = wb.handle(key)
-    with kit.JOBS.hold(request, "head importance") as cancel:
-        for imp, done, total in inside.importance_steps(ph, cancel=cancel):
+    with kit.JOBS.line(request, "head importance") as ticket:
+        for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
+            yield {"importance_text": kit.waiting_text("head importance", ahead)}
+        for imp, done, total in inside.importance_steps(ph, cancel=ticket.cancel):
             yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
                    "importance_text": inside.importance_text(ph.vm, done, total, imp)}
 

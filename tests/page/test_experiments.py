@@ -81,3 +81,37 @@ def test_shift_sweep_and_curves(url):
         table = page.inner_text("#auc-table")
         assert "Grad-CAM" in table and "LeGrad" in table and "insertion − deletion" in table
         shot(page, "experiments_full")
+
+
+def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_in_the_page(url, monkeypatch):
+    """Issue 50: every slot taken by another address, the page's sweep says where it is in line
+    (page.kit.waiting_text), then runs once the slot frees."""
+    import threading
+    from types import SimpleNamespace
+
+    from page import kit
+
+    monkeypatch.setattr(kit.JOBS.jobs, "slots", 1)
+    holding, release = threading.Event(), threading.Event()
+
+    def other() -> None:  # another address's job holds the only slot
+        with kit.JOBS.hold(SimpleNamespace(client=SimpleNamespace(host="192.0.2.99"), session_hash="x", headers={}),
+                           "deletion curves"):
+            holding.set()
+            release.wait(60)
+
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    assert holding.wait(10)
+    try:
+        with page_at(url, height=1400) as page:
+            upload_and_open(page, str(EXAMPLES / "coffee.jpg"), "Experiments")
+            page.locator("#sweep-run").click()
+            page.wait_for_function("() => document.querySelector('#sweep-text').innerText"
+                                   ".includes('your shift sweep is next in line')")
+            shot(page, "experiments_sweep_waiting", full_page=False)
+            release.set()
+            page.wait_for_function("() => document.querySelector('#sweep-text').innerText.includes('Done')")
+    finally:
+        release.set()
+        t.join(10)

@@ -182,25 +182,23 @@ def test_costly_jobs_share_two_slots_and_nothing_else_is_held_to_them(tiny16):
     assert "analyze" not in costly and "new_photo" not in costly
 
 
-def test_one_visitor_runs_one_costly_job_at_a_time():
-    """A second costly job from the same visitor is refused while the first runs; another visitor
-    and the same visitor afterwards get theirs (also after the first was stopped: closed)."""
+def test_a_visitors_second_costly_job_waits_behind_its_first_and_a_stopped_one_frees_its_slot():
+    """Issue 50: a second costly job of the same visitor waits its turn (never refused for the first);
+    another visitor's runs beside it; a job stopped mid-run (the generator closed) frees its slot."""
     from types import SimpleNamespace
 
     from page.kit import CostlyJobs
-    from vizvit.errors import UserError
     from vizvit.jobs import Jobs
 
-    jobs = CostlyJobs(Jobs(same_caller_wait_s=0.1))  # a second job waits this long before it is refused
+    jobs = CostlyJobs(Jobs(slots=2))
     me, other = SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")
     with jobs.hold(me, "shift sweep"):
-        with pytest.raises(UserError, match="Your shift sweep is still running"):
-            with jobs.hold(me, "deletion curves"):
-                pass
-        with jobs.hold(other, "deletion curves"):
-            pass
-    with jobs.hold(me, "deletion curves"):
-        pass
+        with jobs.hold(other, "deletion curves"):  # the second slot
+            with jobs.line(me, "deletion curves") as ticket:
+                assert not ticket.started and ticket.ahead() == 0  # waits for a slot, not refused
+                ticket.cancel.set("the page was closed")
+                with pytest.raises(Exception, match="the page was closed"):
+                    ticket.wait()
 
     def run():
         with jobs.hold(me, "head importance"):
@@ -210,8 +208,8 @@ def test_one_visitor_runs_one_costly_job_at_a_time():
     g = run()
     next(g)
     g.close()  # Stop pressed: the generator is closed mid-run
-    with jobs.hold(me, "shift sweep"):
-        pass
+    with jobs.hold(me, "shift sweep"), jobs.hold(me, "deletion curves"):  # alone: both slots
+        assert len(jobs.jobs.stats().running) == 2
 
 
 MAX_FUNCTION_LINES = 80  # issue 44: a page function that long is a builder doing a handler's work

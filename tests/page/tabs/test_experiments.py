@@ -117,3 +117,32 @@ def test_the_sweep_streams_every_shift_and_both_jobs_need_a_photo(photo, tiny16)
         next(tab.sweep(wb, None))
     with pytest.raises(UserError):
         next(tab.curves(wb, None, 10, "black"))
+
+
+def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_then_runs(photo, monkeypatch):
+    """Issue 50: a costly job past the slots waits its turn and says so in its status line."""
+    import threading
+
+    from page import kit
+    from vizvit.jobs import Jobs
+
+    wb, key = photo
+    jobs = kit.CostlyJobs(Jobs(slots=1))
+    monkeypatch.setattr(kit, "JOBS", jobs)
+    req = lambda host, session: gr.Request(session_hash=session, client={"host": host, "port": 1}, headers={})  # noqa: E731
+    holding, release = threading.Event(), threading.Event()
+
+    def other() -> None:  # another address holds the only slot until released
+        with jobs.hold(req("192.0.2.9", "x"), "deletion curves"):
+            holding.set()
+            release.wait(10)
+
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    assert holding.wait(10)
+    steps = tab.sweep(wb, key, request=req("192.0.2.7", "me"))
+    assert next(steps) == {"sweep_text": "Waiting for a free slot: your shift sweep is next in line."}
+    release.set()
+    rest = list(steps)
+    assert rest and set(rest[-1]) == set(tab.SWEEP), "then the sweep itself, to its end"
+    t.join(10)
