@@ -398,7 +398,7 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
 def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
     """name -> (gh, gw) map for the curves, cached per photo: every contest method of
     readings.methods (the class-specific ones for the top-1 class, shared with the Attention tab's
-    cache so each is computed once), and a costly one (attention flow: minutes, a job) once the
+    cache so each is computed once), and a costly one (attention flow: seconds, a job) once the
     Attention tab has computed it."""
     out = dict(ph.derived(ranking_maps_name(seed),
                           lambda: methods.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
