@@ -432,6 +432,86 @@ def test_attention_flow_streams_stops_and_refuses_a_graph_too_large():
         explain.check_flow_size((13, 3, 300, 300))
 
 
+def networkx_flow_values(att: torch.Tensor, tokens: list[int], summary: np.ndarray | None = None) -> np.ndarray:
+    """The max-flow values (not normalised) from the summary to a few input tokens, in networkx's pure-Python
+    float max-flow: vizvit's own networkx code before issue 52 (one layered graph, zero capacities
+    dropped, preflow-push on one residual network), kept here as the reference. Abnar's loop above
+    runs every token on the full adjacency graph: minutes on ViT-Ti, so it only checks the small
+    models. att: (L, H, N, N); summary: SigLIP's probe weights (N,) above every layer, or None for
+    [CLS] after the last layer."""
+    m = att.double().numpy().mean(1) + np.eye(att.shape[-1])
+    res = m / m.sum(-1, keepdims=True)  # (L, N, N) Â, rows = queries
+    top, below = (res[-1, 0], res[:-1]) if summary is None else (np.asarray(summary, np.float64), res)
+    K = below.shape[0]
+    g = nx.DiGraph()
+    for j in np.nonzero(top)[0]:
+        g.add_edge("source", (K, int(j)), capacity=float(top[j]))
+    for k in range(K):
+        for i, j in zip(*np.nonzero(below[k])):
+            g.add_edge((k + 1, int(i)), (k, int(j)), capacity=float(below[k, i, j]))
+    residual = nx.algorithms.flow.build_residual_network(g, "capacity")
+    return np.array([nx.algorithms.flow.preflow_push(g, "source", (0, j), residual=residual, value_only=True)
+                     .graph["flow_value"] if (0, j) in g else 0.0 for j in tokens])
+
+
+def c_flow_values(att: torch.Tensor, tokens: list[int], summary: torch.Tensor | None = None) -> np.ndarray:
+    g = explain.flow_graph(*explain.flow_inputs(att, summary))
+    return np.array([explain.flow_value(g, j) for j in tokens])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_c_max_flow_equals_networkx_on_random_small_graphs(seed):
+    """Random attentions with many exact zeros (edges left out), a few layers and tokens, [CLS] or a
+    probe on top: every token's flow equals networkx's float max-flow, normalised within 1e-4 (and
+    raw within 1e-7: the integer capacities' rounding, 2**-31 an edge)."""
+    gen = torch.Generator().manual_seed(seed)
+    L, H, N = 2 + seed % 3, 2, 4 + seed
+    att = torch.rand(L, H, N, N, generator=gen) ** 3
+    att[torch.rand(L, H, N, N, generator=gen) < 0.5] = 0  # sparse: zero capacities, cuts with few edges
+    att = att / att.sum(-1, keepdim=True).clamp(min=1e-9)
+    summary = torch.softmax(torch.randn(N, generator=gen) * 3, 0).double() if seed % 2 else None
+    tokens = list(range(N))
+    want = networkx_flow_values(att, tokens, None if summary is None else summary.numpy())
+    got = c_flow_values(att, tokens, summary)
+    np.testing.assert_allclose(got, want, atol=1e-7)
+    np.testing.assert_allclose(explain.attention_flow(att, summary), want / want.sum(), atol=1e-4)
+
+
+def test_the_integer_capacities_keep_a_known_answer_that_does_not_round():
+    """Capacities 1/3 and 1/7 are no multiples of 2**-30: the integer max-flow is off by up to 2**-31
+    an edge, the cut's float capacity is not. One layer of 3 tokens: source -> (1, k) at top[k], then
+    (1, k) -> (0, j) at res[0, k, j]: flow to j = Σ_k min(top[k], res[0, k, j])."""
+    top = np.array([1 / 3, 1 / 3, 1 / 3])
+    res = np.array([[[1 / 7, 6 / 7, 0], [0, 1 / 3, 2 / 3], [1 / 2, 1 / 2, 0]]])
+    g = explain.flow_graph(res, top)
+    want = [1 / 7 + 0 + 1 / 3, 1 / 3 + 1 / 3 + 1 / 3, 0 + 1 / 3 + 0]
+    np.testing.assert_allclose([explain.flow_value(g, j) for j in range(3)], want, rtol=0, atol=1e-15)
+
+
+@pytest.mark.slow
+def test_the_c_max_flow_equals_networkx_on_the_trained_vit_ti_for_a_few_patches(trained, cat):
+    """The full graph of a trained ViT-Ti (427k edges): a handful of output patches against networkx
+    (each ~3 s there; all 197 tokens would take ~10 min). Raw values within 1e-6, and normalised by
+    the C path's full sum within 1e-4 of networkx's values by that sum."""
+    a = vizvit.analyze(trained, cat)
+    tokens = [0, 1, 45, 100, 196]  # [CLS], the corner patch, two inner ones, the last patch
+    want = networkx_flow_values(a.attentions, tokens)
+    np.testing.assert_allclose(c_flow_values(a.attentions, tokens), want, atol=1e-6)
+    flows = explain.attention_flow(a.attentions)  # (N,) normalised, the product path
+    total = c_flow_values(a.attentions, list(range(a.attentions.shape[-1]))).sum()
+    np.testing.assert_allclose(flows[tokens], want / total, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_the_c_max_flow_equals_networkx_on_a_random_vit_b16_for_a_few_patches(cat):
+    """Random ViT-B/16 weights (12 heads: flatter attention than the trained Ti's), three patches."""
+    vm = vizvit.load_model("random:vit-base-patch16-224", device="cpu")
+    a = vizvit.analyze(vm, cat)
+    tokens = [3, 98, 150]
+    np.testing.assert_allclose(c_flow_values(a.attentions, tokens), networkx_flow_values(a.attentions, tokens),
+                               atol=1e-6)
+
+
 # ------------------------------------------------------------------ wired: the API, the tab, the contest
 def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_cache(tiny32, cat):
     from tiny import EXAMPLES

@@ -52,3 +52,26 @@ def test_export_inside_the_model_keys(tiny_dirs, tmp_path):
     assert summary["ablation"]["heads"] == "1.2,2.1" and summary["ablation"]["mode"] == "mean"
     r = run_export(tiny_dirs["p32"], tmp_path / "bad", "--ablate", "3.1")
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_export_progress_goes_to_stderr_and_the_json_alone_to_stdout(tiny_dirs, tmp_path, capsys, monkeypatch):
+    """In-process `python -m vizvit export`: a bar per stage on stderr (the costly readings named), stdout
+    exactly the JSON summary; --quiet draws none. Charts as PNG (a browser) are not this test's subject."""
+    from vizvit import figures
+    from vizvit.__main__ import main
+
+    from tiny import EXAMPLES
+
+    monkeypatch.setattr(figures, "charts_png", lambda charts, folder: [])
+    args = ["export", str(EXAMPLES / "coffee.jpg"), "--model", str(tiny_dirs["p32"]), "--device", "cpu"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    out, err = capsys.readouterr()
+    assert set(json.loads(out)) == {"model", "top5", "timings_s", "figures"}
+    for stage in ("forward", "shift sweep", "contest maps", "contest views (black fill)", "contest views (blur fill)",
+                  "head importance", "arrays", "figures"):
+        assert f"{stage}: 100%" in err, (stage, err[-2000:])
+    assert main(args + ["--out", str(tmp_path / "b"), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) and "contest views" not in err and "shift sweep" not in err
+    np.testing.assert_array_equal(np.load(tmp_path / "a" / "arrays.npz")["contest_auc"],
+                                  np.load(tmp_path / "b" / "arrays.npz")["contest_auc"])

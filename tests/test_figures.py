@@ -62,3 +62,46 @@ def test_the_token_scatter_keeps_one_point_per_patch_and_rings_the_marked_ones()
     fixed = figures.token_scatter(xy, np.zeros(3), "norm", np.zeros(3), np.zeros(3), np.zeros(3), ["", "", ""],
                                   ("x", "y"), "t", marked=np.zeros(3, bool), ranges=((-1, 5), (0, 6)))
     assert len(fixed.data) == 1 and list(fixed.layout.xaxis.range) == [-1, 5] and fixed.layout.yaxis.scaleanchor is None
+
+
+def _noisy_writer(fail: bool):
+    """plotly.io.write_images as kaleido's browser channel behaved in one export of three: a traceback on
+    stderr (from this process's logging and from a child's fd 2), then the PNGs, or a failure."""
+    import os
+    import subprocess
+    import sys
+
+    def write_images(figs, paths):
+        print("Traceback (most recent call last):\nchoreographer JSONError decoding message. Ignoring", file=sys.stderr)
+        subprocess.run([sys.executable, "-c", "import os; os.write(2, b'chromium: [ERROR] a stray line\\n')"])
+        if fail:
+            raise RuntimeError("the browser closed")
+        for p in paths:
+            with open(p, "wb") as f:
+                f.write(b"\x89PNG")
+        os.write(2, b"")
+    return write_images
+
+
+def test_kaleidos_noise_stays_out_of_the_terminal_when_the_charts_are_written(tmp_path, capfd, caplog, monkeypatch):
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio, "write_images", _noisy_writer(fail=False))
+    with caplog.at_level("DEBUG", logger="vizvit.figures"):
+        assert figures.charts_png({"a": go.Figure(), "b": go.Figure()}, tmp_path) == ["a.png", "b.png"]
+    out, err = capfd.readouterr()
+    assert "JSONError" not in err and "stray line" not in err and not out
+    kept = [r for r in caplog.records if r.name == "vizvit.figures"]
+    assert kept and all(r.levelname == "DEBUG" for r in kept) and "stray line" in kept[0].getMessage()
+
+
+def test_a_real_kaleido_failure_still_reaches_the_terminal_with_what_it_said(tmp_path, capfd, caplog, monkeypatch):
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio, "write_images", _noisy_writer(fail=True))
+    with caplog.at_level("WARNING", logger="vizvit.figures"):
+        assert figures.charts_png({"a": go.Figure()}, tmp_path) == []
+    (warning,) = [r for r in caplog.records if r.name == "vizvit.figures"]
+    text = warning.getMessage()
+    assert warning.levelname == "WARNING" and "the browser closed" in text and "stray line" in text
+    assert "charts.html has every chart" in text

@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--labels", default="", help='CLIP / SigLIP: zero-shot labels, e.g. "a cat,a dog" '
                                                  "(adds zero_shot_probs and label_names)")
     ex.add_argument("--template", default="a photo of {}", help="CLIP / SigLIP: the prompt, {} = the label")
+    ex.add_argument("--quiet", action="store_true", help="no progress bars (they go to stderr; the JSON to stdout)")
     args = parser.parse_args(argv)
 
     from .ablation import Ablation, parse_heads
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         vm = load_model(args.model, args.device)
         ablation = Ablation(parse_heads(args.ablate, vm.geometry), args.ablate_mode)
         summary = export(args.image, args.out, model=vm, view=View(mask=mask, mask_mode=args.mask_mode),
-                         ablation=ablation, labels=args.labels, template=args.template)
+                         ablation=ablation, labels=args.labels, template=args.template, progress=not args.quiet)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -52,6 +52,8 @@ DEFAULT_CHUNK = 8  # views per batched forward: ViT-B/16 needs ~0.6 GB of activa
 # a batched sweep, say) would each run the other's hooks. Every run holds this lock, so
 # no run ever sees another's hooks.
 _RUN_LOCK = threading.RLock()
+# (views done, views in all) after each batch of a batched run: what a progress bar is told.
+Progress = Callable[[int, int], None]
 
 
 # ------------------------------------------------------------------ results
@@ -551,9 +553,15 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
 
 
 def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[torch.Tensor] | None = None,
-                  chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = (), cancel: Cancel = NEVER) -> BatchPrediction:
-    """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D)."""
-    parts = [p for _, p in predict_chunks(vm, views, keeps, chunk, extra, cancel)]
+                  chunk: int = DEFAULT_CHUNK, extra: Sequence[Hook] = (), cancel: Cancel = NEVER,
+                  progress: Progress | None = None) -> BatchPrediction:
+    """All of `predict_chunks`, concatenated: probs (B, C), patch_embeddings (B, P, D). progress:
+    told (views done, B) after each batch (the export's bars)."""
+    parts = []
+    for start, p in predict_chunks(vm, views, keeps, chunk, extra, cancel):
+        parts.append(p)
+        if progress is not None:
+            progress(start + p.patch_embeddings.shape[0], len(views))
     probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
     return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
 

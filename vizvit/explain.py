@@ -19,10 +19,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 import torch
-from networkx.algorithms.flow import build_residual_network, preflow_push
+from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from .cancel import NEVER, Cancel
 from .errors import UserError
@@ -100,27 +100,71 @@ def residual_attention(att: torch.Tensor) -> np.ndarray:
     return (m / m.sum(-1, keepdim=True)).numpy()
 
 
-SOURCE = "source"
+# Integer capacities for scipy's max-flow (its C code takes int32 only): Â·FLOW_SCALE, rounded.
+# Why 2**30: every capacity is in [0, 1] and the source's capacities sum to 1, so no edge's capacity,
+# no edge's flow and no flow value can pass 2**30 + N/2 < 2**31 − 1 (int32's limit; a flow value is
+# at most the source's capacity). Each capacity is then off by at most 2**-31; a max-flow value is a
+# minimum cut, and the value is taken back as the float64 capacity of the cut the integer max-flow
+# found (flow_value), so it is exact whenever that cut is also a minimum of the float graph (no other
+# cut within the rounding of it), and otherwise off by at most (edges in the two cuts)·2**-31: ~1e-7
+# for a cut of a few hundred edges (a layer's tokens), 4e-4 in the absurd case of a cut through every
+# edge of ViT-Ti/16's graph, against [CLS] flows that sum to ≥ ½ ([CLS]'s own path keeps ≥ ½ of each
+# Â's diagonal). tests/test_explain.py holds the values to networkx's float max-flow.
+FLOW_SCALE = 2 ** 30
 
 
-def flow_graph(res: np.ndarray, top: np.ndarray, cancel: Cancel = NEVER) -> nx.DiGraph:
-    """The layered attention graph below one summary, down to the input tokens.
+@dataclass(frozen=True)
+class FlowGraph:
+    """The layered attention graph below one summary, down to the input tokens, as arrays.
 
-    res: (K, N, N) capacities of the K layers below the source (rows at layer k+1, keys at layer k);
-    top: (N,) the source's capacities into layer K. For [CLS], top is the last layer's [CLS] row and
-    res the layers below it; SigLIP's pooling probe (not a token) has the MAP head's weights on top
-    of every layer. Nodes are (layer, token), 0 the input, plus SOURCE; an edge (k+1, i) -> (k, j)
-    has capacity res[k, i, j]. Zero capacities are left out."""
-    K = res.shape[0]
-    g = nx.DiGraph()
-    for j in np.nonzero(top)[0]:
-        g.add_edge(SOURCE, (K, int(j)), capacity=float(top[j]))
-    for k in range(K - 1, -1, -1):
-        cancel.check()  # a layer of ViT-Ti/16's graph takes ~0.5 s to add on a busy core
-        rows, cols = np.nonzero(res[k])
-        g.add_edges_from(((k + 1, int(i)), (k, int(j)), {"capacity": float(res[k, i, j])})
-                         for i, j in zip(rows, cols))
-    return g
+    Nodes: 0 the source (the summary), then (layer k, token i) = 1 + k·N + i, layer 0 the input, layer
+    K the one the source feeds. An edge (k+1, i) -> (k, j) has capacity res[k, i, j] (rows at layer
+    k+1, keys at layer k); the source -> (K, j) capacity top[j]. Zero capacities are left out.
+    capacity: (M, M) int32 CSR, the capacities × FLOW_SCALE rounded (edges that round to 0 left out);
+    tail, head, weight: (E,) every edge's ends and float64 capacity, to read a cut's exact value."""
+
+    capacity: sp.csr_array
+    tail: np.ndarray
+    head: np.ndarray
+    weight: np.ndarray
+    tokens: int  # N
+
+    def sink(self, j: int) -> int:
+        """The node of input token j: (0, j)."""
+        return 1 + int(j)
+
+
+def flow_graph(res: np.ndarray, top: np.ndarray) -> FlowGraph:
+    """res: (K, N, N) capacities of the K layers below the source; top: (N,) the source's capacities into
+    layer K. For [CLS], top is the last layer's [CLS] row and res the layers below it; SigLIP's pooling
+    probe (not a token) has the MAP head's weights on top of every layer."""
+    K, n = res.shape[0], res.shape[-1]
+    (j0,) = np.nonzero(top)
+    k, i, j = np.nonzero(res)  # (E',) each, layer by layer
+    tail = np.concatenate([np.zeros(len(j0), np.int64), 1 + (k + 1) * n + i])
+    head = np.concatenate([1 + K * n + j0, 1 + k * n + j])
+    weight = np.concatenate([top[j0], res[k, i, j]]).astype(np.float64)
+    scaled = np.rint(weight * FLOW_SCALE).astype(np.int64)
+    kept = scaled > 0
+    m = 1 + (K + 1) * n
+    cap = sp.csr_array((scaled[kept].astype(np.int32), (tail[kept].astype(np.int32), head[kept].astype(np.int32))),
+                       shape=(m, m))
+    return FlowGraph(cap, tail, head, weight, n)
+
+
+def flow_value(g: FlowGraph, j: int) -> float:
+    """The max-flow from the source to input token j: Dinic's algorithm in C (scipy) on the integer
+    capacities, then the float64 capacity of the minimum cut it found (the nodes the source still
+    reaches in the residual graph on one side), so rounding to integers costs nothing where that cut
+    is the float graph's minimum too (see FLOW_SCALE)."""
+    r = maximum_flow(g.capacity, 0, g.sink(j), method="dinic")
+    if r.flow_value == 0:
+        return 0.0
+    residual = (g.capacity - r.flow).tocsr()  # forward: capacity − flow; reverse: the flow; both ≥ 0
+    residual.eliminate_zeros()  # a saturated edge is no edge of the residual graph
+    side = np.zeros(g.capacity.shape[0], dtype=bool)
+    side[breadth_first_order(residual, 0, directed=True, return_predecessors=False)] = True
+    return float(g.weight[side[g.tail] & ~side[g.head]].sum())
 
 
 def flow_inputs(att: torch.Tensor, summary: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -158,13 +202,14 @@ def check_flow_size(shape: tuple[int, ...]) -> None:
 
 @dataclass
 class FlowSpeed:
-    """What this process has measured of exact flow (both ~linear in the graph's edges): seconds per
-    edge to build the graph and its residual network, and per edge of one max-flow. Starts from
-    ViT-Ti/16 at 224 px on two busy cores (427k edges: 8.4 s to build, 2.3-4.0 s per max-flow,
-    benchmarks/abandoned.py); each flow run (finished or stopped) replaces it with what it saw."""
+    """What this process has measured of exact flow (both taken as linear in the graph's edges): seconds
+    per edge to build the graph, and per edge of one max-flow. Starts a little above ViT-Ti/16 and
+    ViT-B/16 at 224 px on two busy cores (427k edges: 0.04-0.08 s to build, 20-40 ms per max-flow with
+    its cut, benchmarks/bench_flow.py; docs/methods.md), so a first estimate is ~9 s against the 4-8 s
+    measured; each flow run (finished or stopped) replaces it with what it saw."""
 
-    build_s_per_edge: float = 2.0e-5
-    flow_s_per_edge: float = 7.5e-6
+    build_s_per_edge: float = 2.5e-7
+    flow_s_per_edge: float = 1.1e-7
     measured: bool = False
 
     def estimate(self, shape: tuple[int, ...]) -> float:
@@ -184,10 +229,15 @@ def check_flow_time(shape: tuple[int, ...], limit_s: float | None, speed: FlowSp
     if limit_s is not None and est > limit_s:
         how = "as measured on this server" if speed.measured else "at this server's expected speed"
         raise UserError(f"Exact attention flow here needs {shape[-1]} max-flows on a graph of {flow_edges(shape):,} "
-                        f"edges: about {est / 60:.0f} min {how}, over its limit of {limit_s / 60:.0f} min. Use a "
+                        f"edges: about {duration(est)} {how}, over its limit of {duration(limit_s)}. Use a "
                         f"smaller model, such as {FLOW_SMALLER_MODEL} (50 tokens: ~{_smaller_factor(shape):.0f}x "
                         f"less work), or rollout, which is exact in a second.")
     return est
+
+
+def duration(seconds: float) -> str:
+    """"40 s" under two minutes, else "12 min": what the page and the refusals say."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def _smaller_factor(shape: tuple[int, ...]) -> float:
@@ -200,18 +250,17 @@ def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
                          should_stop: Callable[[], bool] = lambda: False,
                          cancel: Cancel = NEVER, speed: FlowSpeed = FLOW_SPEED) -> Iterator[FlowStep]:
     """Attention flow from the summary ([CLS], or SigLIP's probe with weights `summary` (N,)) to
-    every input token, one exact max-flow each (preflow-push on one residual network, which networkx
-    resets per call), streamed; stops early (without a final `flows`) when should_stop() says so,
-    and raises Cancelled when `cancel` is set (checked between layers of the graph and between
-    max-flows) or when the speed seen so far says the rest will not finish within its limit.
-    `speed` is updated with what this run measured. att: (L, H, N, N)."""
+    every input token, one exact max-flow each (flow_value: Dinic's in C on one graph built once),
+    streamed; stops early (without a final `flows`) when should_stop() says so, and raises Cancelled
+    when `cancel` is set (checked before the graph and between max-flows) or when the speed seen so
+    far says the rest will not finish within its limit. `speed` is updated with what this run
+    measured. att: (L, H, N, N)."""
     shape = tuple(att.shape)
     check_flow_time(shape, _left(cancel), speed)
     e = flow_edges(shape)
     t0 = time.perf_counter()
-    with cancel.interruptible():  # ~8 s on ViT-Ti/16's graph on a busy core, mostly inside networkx
-        g = flow_graph(*flow_inputs(att, summary))
-        residual = build_residual_network(g, "capacity")
+    cancel.check()
+    g = flow_graph(*flow_inputs(att, summary))  # ~0.1 s on ViT-B/16's graph: numpy, nothing to check inside
     speed.build_s_per_edge = (time.perf_counter() - t0) / e
     t1 = time.perf_counter()
     n = att.shape[-1]
@@ -225,11 +274,9 @@ def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
             left = _left(cancel)
             if left is not None and j >= 3 and (n - j) * e * speed.flow_s_per_edge > left:
                 raise UserError(f"Exact attention flow stopped after {j} of {n} max-flows: at this speed the rest "
-                                f"would take {(n - j) * e * speed.flow_s_per_edge / 60:.0f} min more, past its "
+                                f"would take {duration((n - j) * e * speed.flow_s_per_edge)} more, past its "
                                 f"limit. Use a smaller model, such as {FLOW_SMALLER_MODEL}, or rollout.")
-        if (0, j) in g:
-            with cancel.interruptible():  # one max-flow: 2-4 s on ViT-Ti/16's graph, nowhere to check inside
-                flows[j] = preflow_push(g, SOURCE, (0, j), residual=residual, value_only=True).graph["flow_value"]
+        flows[j] = flow_value(g, j)  # tens of ms in C: Cancel is checked between two
         yield FlowStep(j + 1, n, time.perf_counter() - t0)
     speed.flow_s_per_edge, speed.measured = (time.perf_counter() - t1) / (n * e), True
     yield FlowStep(n, n, time.perf_counter() - t0, flows / flows.sum())

@@ -3,18 +3,23 @@
 Each tab's view module contributes arrays (``export_arrays``) and PNG figures
 (``export_figures``), through the same ``Photo`` handle and caches as the page, so shared
 work (rollouts, relevance, the sweep, the curves) is done once; README.md documents
-every key of arrays.npz.
+every key of arrays.npz. The costly readings (the shift sweep, the contest's maps and its
+hundreds of views, head importance) run first, each with its own progress bar on stderr
+(``progress=True``: the command line), and the tabs then read them from the cache.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
+from tqdm import tqdm
 
 from . import artifacts, attention, figures
 from .readings import methods
@@ -28,14 +33,77 @@ from .session import Photo, PhotoKey, Workbench
 from .zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
 from .tokens import OUTLIER_METHOD
 from .views import VIEWS
+from .views import experiments, inside
+from .engine import Progress
+
+
+class Bars:
+    """One tqdm bar per stage of the export, on stderr (stdout carries the command's JSON); each new
+    stage closes the one before. Disabled: no output at all (a library call, the tests' default)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+
+    def stage(self, name: str, total: int | None = None, unit: str = "step") -> "Bars":
+        self.close()
+        self.bar = tqdm(total=total, desc=name, unit=unit, file=sys.stderr, disable=not self.enabled,
+                        dynamic_ncols=True, leave=True)
+        return self
+
+    def tell(self, done: int, total: int) -> None:
+        """A batched run's (views done, views in all): engine.Progress."""
+        if self.bar.total != total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def step(self, n: int = 1) -> None:
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def costly_readings(ph: Photo, bars: Bars) -> None:
+    """Run the readings that take most of an export's time, each under its own bar, into the caches the
+    tabs' export_arrays and export_figures then read (the same calls with the same defaults)."""
+    bars.stage("shift sweep", unit="view")
+    experiments.full_sweep(ph, progress=bars.tell)
+    if not ph.vm.has_classifier:
+        return
+    bars.stage("contest maps", total=1, unit="step")  # the class-specific maps: a backward pass each
+    experiments.curve_maps(ph)
+    bars.step()
+
+    def fill(name: str) -> Progress:
+        bars.stage(f"contest views ({name} fill)", unit="view")
+        return bars.tell
+
+    experiments.compute_contest(ph, progress=fill)
+    bars.stage("head importance", unit="forward")
+    for _, done, total in inside.importance_steps(ph):
+        bars.tell(done, total)
+
 
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View(), ablation: Ablation = Ablation(),
-           labels: str | tuple[str, ...] | None = None, template: str = DEFAULT_TEMPLATE) -> dict:
+           labels: str | tuple[str, ...] | None = None, template: str = DEFAULT_TEMPLATE,
+           progress: bool = False) -> dict:
     """Analyse one photo and write summary.json, arrays.npz and one PNG per figure. Every array is
     of the intact model; with `ablation`, ``ablated_probs`` (C,) adds its heads-off prediction.
     labels (CLIP / SigLIP): "a cat,a dog" are the classes (default: the model's list), read through
-    `template`; arrays then hold zero_shot_probs and label_names."""
+    `template`; arrays then hold zero_shot_probs and label_names. progress: a bar per stage on stderr."""
+    bars = Bars(progress)
+    try:
+        return _export(image_path, out_dir, model, device, view, ablation, labels, template, bars)
+    finally:
+        bars.close()
+
+
+def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, device: str, view: View,
+            ablation: Ablation, labels: str | tuple[str, ...] | None, template: str, bars: Bars) -> dict:
     t0 = time.perf_counter()
     vm = model if isinstance(model, VitModel) else load_model(model, device)
     t_load = time.perf_counter() - t0
@@ -45,15 +113,20 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
     if labs and not vm.is_zero_shot:
         raise UserError("--labels needs an image-text model (CLIP or SigLIP); this model has its own classes.")
     ph = Photo(wb, PhotoKey(vm.id, wb.add_photo(image_path), labels=labs, template=template if labs else ""))
+    bars.stage("forward", total=1)
     base = ph.analysis()
     a = ph.analysis(view) if not view.is_identity else base
+    bars.step()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     t1 = time.perf_counter()
+    costly_readings(ph, bars)
     arrays: dict[str, np.ndarray] = {}
+    bars.stage("arrays", total=len(VIEWS), unit="tab")
     for v in VIEWS:
         arrays.update(v.export_arrays(ph))
+        bars.step()
     if not view.is_identity and a.probs is not None:
         arrays["masked_probs"] = a.probs.numpy().astype(np.float32)
     ablated = (wb.analysis(PhotoKey(vm.id, ph.key.sha1, ablation.checked(vm.geometry), labs, ph.key.template), view)
@@ -63,6 +136,7 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
     np.savez_compressed(out / "arrays.npz", **arrays)
     written: list[str] = []
     charts: dict[str, go.Figure] = {}
+    bars.stage("figures", total=len(VIEWS), unit="tab")
     for v in VIEWS:  # a picture (uint8) becomes a PNG; a chart a PNG and a part of charts.html
         for name, fig in v.export_figures(ph).items():
             if isinstance(fig, go.Figure):
@@ -70,10 +144,14 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
             else:
                 Image.fromarray(fig).save(out / f"{name}.png")
                 written.append(f"{name}.png")
+        bars.step()
     if charts:
         (out / "charts.html").write_text(figures.charts_html([(n, f.to_json()) for n, f in charts.items()],
                                                              f"vizvit: {Path(image_path).name}"))
+        bars.stage("charts as PNG (kaleido)", total=len(charts), unit="chart")
         written += figures.charts_png(charts, out)
+        bars.step(len(charts))
+    bars.close()
     g = vm.geometry
     summary = {
         "model": vm.id,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -138,15 +141,58 @@ def save_charts_html(charts: Sequence[tuple[str, str]], title: str, stem: str) -
     return Path(name)
 
 
+@contextlib.contextmanager
+def captured_stderr(into: list[str]) -> Iterator[None]:
+    """File descriptor 2 of this process, and so of the browser it starts, into a temporary file;
+    its text is appended to `into` on the way out. Process-wide: for the command line only (no
+    server calls it), around a step whose noise must not reach the user's terminal."""
+    sys.stderr.flush()
+    saved, saved_obj = os.dup(2), sys.stderr
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        # sys.stderr too: where it is not fd 2 (a notebook, a test's capture), Python's own lines still land here.
+        sys.stderr = text = open(os.dup(f.fileno()), "w", encoding="utf-8", errors="replace")
+        try:
+            yield
+        finally:
+            text.close()
+            sys.stderr = saved_obj
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            into.append(f.read().decode("utf-8", errors="replace"))
+
+
+_LOG = logging.getLogger(__name__)
+
+
 def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:
     """Render plotly charts to folder/<name>.png in one browser session (kaleido + a
-    Chrome/Chromium on the machine). Returns the file names written, [] if that is missing."""
+    Chrome/Chromium on the machine). Returns the file names written, [] if that is missing.
+
+    Kaleido's browser channel (choreographer) sometimes logs a traceback it then ignores ("JSONError
+    decoding message. Ignoring": one run in three on ViT-B/16), and Chromium prints its own lines:
+    everything written to stderr meanwhile is captured. When every PNG is written it is only logged
+    at DEBUG (logger vizvit.figures); when a PNG is missing or kaleido raises, it is logged as a
+    WARNING with the error, so a real failure still reaches the terminal."""
     try:
         import kaleido  # noqa: F401
         import plotly.io as pio
-
-        names = list(charts)
-        pio.write_images([charts[n] for n in names], [folder / f"{n}.png" for n in names])
-        return [f"{n}.png" for n in names]
-    except Exception:  # no kaleido or no browser: the HTML copy still has every chart
+    except ImportError:  # no kaleido: the HTML copy still has every chart (summary.json: charts_as_png)
         return []
+    names = list(charts)
+    said: list[str] = []
+    try:
+        with captured_stderr(said):
+            pio.write_images([charts[n] for n in names], [folder / f"{n}.png" for n in names])
+    except Exception as e:  # no browser, a crash: the HTML copy still has every chart
+        _LOG.warning("Charts as PNG failed (%s: %s); charts.html has every chart. Kaleido's output:\n%s",
+                     type(e).__name__, e, "".join(said).strip() or "(none)")
+        return []
+    missing = [n for n in names if not (folder / f"{n}.png").is_file()]
+    if missing:
+        _LOG.warning("Charts as PNG: %s not written; charts.html has every chart. Kaleido's output:\n%s",
+                     ", ".join(missing), "".join(said).strip() or "(none)")
+    elif "".join(said).strip():
+        _LOG.debug("Kaleido's output while every chart was written:\n%s", "".join(said))
+    return [f"{n}.png" for n in names if n not in missing]

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .cancel import NEVER, Cancel
-from .engine import DEFAULT_CHUNK, keep_indices, predict_batch, predict_chunks
+from .engine import DEFAULT_CHUNK, Progress, keep_indices, predict_batch, predict_chunks
 from .errors import UserError
 from .images import MaskMode, mask_pixels, shift_view
 from .models import Geometry, VitModel
@@ -178,14 +178,14 @@ class Curves:
 
 def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.ndarray], steps: int = 10,
                         mode: MaskMode = "black", target: int | None = None,
-                        chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Curves:
+                        chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER, progress: Progress | None = None) -> Curves:
     """Delete (insert) patches most-important-first by each map; track the target's probability.
 
     base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
     counts, ties broken by patch index). Step s removes round(s/steps · P) patches.
     Identical masks (step 0, the last step, equal rankings) run once; all views run
     batched. target: class to track, default the unmasked view's top-1. cancel: checked before
-    each batch (Cancelled).
+    each batch (Cancelled). progress: told (views done, distinct views) after each batch.
     """
     if not vm.has_classifier:
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
@@ -218,12 +218,13 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         keeps = [keep_indices(m, g) for m in masks]
         # Group equal sequence lengths so batches are rectangular.
         order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
-        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel)
+        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
+                             progress=progress)
         probs = torch.empty_like(pred.probs)
         probs[torch.tensor(order)] = pred.probs
     else:
         views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode) for m in masks]
-        probs = predict_batch(vm, views, None, chunk, cancel=cancel).probs
+        probs = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])

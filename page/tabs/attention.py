@@ -234,7 +234,7 @@ def _bottom() -> dict[str, gr.components.Component]:
                                      elem_id="attn-method")
             with gr.Row():
                 rel_btn = gr.Button("Compute the map", elem_id="attn-relevance-btn")
-                # Attention flow runs for minutes on a 12-layer model: a job this button ends.
+                # Attention flow is a job (5-10 s on a 12-layer model, seconds to minutes on a busy server): this button ends it.
                 flow_stop = gr.Button("Stop", size="sm", elem_id="attn-flow-stop")
             rel_img = gr.Image(label="Class-specific map", interactive=False, format="jpeg",
                                elem_id="attn-relevance")

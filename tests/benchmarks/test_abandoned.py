@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from pathlib import Path
 
 import pytest
 
 from appserver import page_name, serving
+
+from vizvit import explain
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,10 +23,17 @@ def abandoned_module():
     return mod
 
 
-def test_abandoned_flows_stop_and_a_third_caller_is_answered(tiny16, tmp_path):
+def test_abandoned_flows_stop_and_a_third_caller_is_answered(tiny16, tmp_path, monkeypatch):
     ab = abandoned_module()
+    real = explain.flow_value
+
+    def slow_flow_value(g, j):  # in C the tiny ViT's 197 max-flows take under a second: make them outlast 2 s
+        time.sleep(0.05)
+        return real(g, j)
+
+    monkeypatch.setattr(explain, "flow_value", slow_flow_value)
     with serving(tiny16) as (url, _):
-        # The tiny ViT's flow graph (197 tokens, 2 layers): 197 max-flows, far longer than 2 s here.
+        # The tiny ViT's flow graph (197 tokens, 2 layers): 197 max-flows of 50 ms, far longer than 2 s here.
         res = ab.run(url, page_name(tiny16), tmp_path, abandon_s=2.0, timeout=60.0, settle_s=30.0)
     assert res["relevance"]["outcome"] == "complete", res
     assert res["sweep"]["outcome"] == "complete", res

@@ -235,3 +235,38 @@ def test_a_page_asked_for_by_key_is_the_views_own_and_any_other_key_is_refused(t
     for bad in ("drop", "dance|3", "drop|3,x", "drop|" + every):
         with pytest.raises(UserError):
             experiments.mask_book_at(ph, bad)
+
+
+def test_the_contest_as_export_runs_it_equals_one_plain_forward_per_masked_view(tiny16, cat):
+    """compute_contest (both fills, every map and random order batched through engine.predict_batch, shared
+    views run once) against a reference: each curve point as its own analyze() of the view with those
+    patches filled (no batching, no sharing), for every contestant and two random orders at three steps;
+    the progress callbacks see each fill's distinct views, in batches, up to all of them."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(EXAMPLES / "chelsea.jpg")))
+    told: dict[str, list[tuple[int, int]]] = {}
+
+    def progress(fill: str):
+        return lambda done, total: told.setdefault(fill, []).append((done, total))
+
+    c = experiments.compute_contest(ph, progress=progress)
+    base = ph.analysis()
+    g = tiny16.geometry
+    maps = {**experiments.curve_maps(ph), **perturb.random_orders(g.grid, perturb.RANDOM_ORDERS, 0)}
+    for part in (c.first, c.second):
+        curves, band = part.curves, part.band
+        fill, target = curves.mode, curves.target
+        rows = {n: (curves.deletion[k], curves.insertion[k]) for k, n in enumerate(curves.names)}
+        rows.update({n: (band.deletion[k], band.insertion[k]) for k, n in enumerate(band.names)})
+        for name in [*curves.names, "random order 2", "random order 7"]:
+            order = np.argsort(-np.asarray(maps[name], np.float64).ravel(), kind="stable")
+            for s in (1, 4, 9):
+                n = int(round(s / 10 * g.num_patches))
+                for k, removed in ((0, order[:n]), (1, order[n:])):  # deletion, insertion
+                    v = vizvit.analyze(tiny16, base.input_view, View(mask=tuple(int(i) for i in removed),
+                                                                     mask_mode=fill))
+                    assert abs(rows[name][k][s] - float(v.probs[target])) < 1e-5, (fill, name, s, k)
+        steps = told[fill]
+        assert len(steps) > 1 and steps[-1] == (part.forwards, part.forwards), (fill, steps[-3:])
+        assert all(a[0] < b[0] for a, b in zip(steps, steps[1:]))

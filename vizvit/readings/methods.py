@@ -205,8 +205,9 @@ ATTNLRP = Method(
 FLOW = Method(
     "attention flow", _flow, explain.FLOW_METHOD, "Abnar & Zuidema 2020",
     "*Attention flow* (Abnar & Zuidema 2020): an exact max-flow from [CLS] to each input token through the "
-    "attention graph; not class-specific, minutes on a 12-layer model, streamed and stoppable.",
-    menu=True, costly=True, limit_s=900.0, cached_as=ATTENTION_FLOW,
+    "attention graph; not class-specific, 5-10 s on a 12-layer model (one max-flow per token), streamed and "
+    "stoppable.",
+    menu=True, costly=True, limit_s=120.0, cached_as=ATTENTION_FLOW,
     check=lambda a: explain.check_flow_size(tuple(a.attentions.shape)), note=_flat_flow)
 
 # Registry order: the menu's, the curves' and the export's.
@@ -217,8 +218,9 @@ MENU: tuple[Method, ...] = tuple(m for m in METHODS if m.menu)  # the Attention 
 CONTEST: tuple[Method, ...] = tuple(m for m in METHODS if m.contest)  # the curves (costly ones once computed)
 EXPORTED: tuple[Method, ...] = tuple(m for m in METHODS if m.export_key)  # arrays.npz, top-1 class
 RANK_BY: tuple[Method, ...] = tuple(m for m in CONTEST if not m.baseline and not m.costly)  # the mask's "rank by"
-# Seconds a costly job may run (vizvit.jobs.Jobs(limits=...)): Attention flow on ViT-Ti/16 takes ~10 min on
-# two busy cores (benchmarks/abandoned.py).
+# Seconds a costly job may run (vizvit.jobs.Jobs(limits=...)): Attention flow on ViT-Ti/16 or ViT-B/16 takes
+# 4-8 s on two busy cores since issue 52 (benchmarks/bench_flow.py; ~10 min in networkx before): 120 s is ten
+# times that on a machine many times busier, and still a tenth of the old limit for a job holding a slot.
 JOB_LIMITS: dict[str, float] = {m.name: m.limit_s for m in METHODS if m.costly and m.limit_s is not None}
 
 

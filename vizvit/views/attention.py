@@ -17,6 +17,7 @@ import torch
 from .. import artifacts as art_mod
 from .. import attention as att_mod
 from .. import maps
+from ..explain import FLOW_SPEED, duration
 from ..cancel import NEVER, Cancel
 from ..errors import UserError
 from ..engine import Analysis
@@ -421,7 +422,9 @@ def flow_progress(ph: Photo, p: AttnParams, cancel: Cancel = NEVER) -> Iterator[
     so does `cancel` (checked between max-flows: Cancelled)."""
     a = ph.analysis()
     if ph.peek(methods.FLOW.cached_as) is None:
-        yield None, "Attention flow: building the attention graph…"
+        shape = tuple(a.attentions.shape)  # the first estimate: this process's measured speed, else the default's
+        yield None, (f"Attention flow: building the attention graph, then {shape[-1]} max-flows: about "
+                     f"{duration(FLOW_SPEED.estimate(shape))}…")
         for step in maps.flow_steps(a, ph.derived, cancel=cancel):
             if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
                 left = step.seconds / step.done * (step.total - step.done)

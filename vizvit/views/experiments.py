@@ -6,7 +6,7 @@ No gradio here; app.py only wires these."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from .. import artifacts as art_mod
 from .. import engine, perturb, render
 from ..cancel import NEVER, Cancel
+from ..engine import Progress
 from ..cnn import cnn_shift_probs
 from ..errors import UserError
 from ..images import View
@@ -252,10 +253,16 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
-def full_sweep(ph: Photo, cancel: Cancel = NEVER) -> perturb.ShiftSweep:
-    """The complete sweep, cached under the same name as the streamed one (Cancelled: nothing cached)."""
-    return ph.derived(SWEEP_NAME, lambda: perturb.shift_sweep(ph.vm, ph.analysis().input_view, "edge",
-                                                              cancel=cancel))
+def full_sweep(ph: Photo, cancel: Cancel = NEVER, progress: Progress | None = None) -> perturb.ShiftSweep:
+    """The complete sweep, cached under the same name as the streamed one (Cancelled: nothing cached).
+    progress: told (views done, views in all) after each batch."""
+    def run() -> perturb.ShiftSweep:
+        for s in perturb.shift_sweep_steps(ph.vm, ph.analysis().input_view, "edge", cancel=cancel):
+            if progress is not None:
+                progress(len(s.rows), s.total)
+        return s
+
+    return ph.derived(SWEEP_NAME, run)
 
 
 def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[SweepPanel]:
@@ -398,7 +405,7 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
 def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
     """name -> (gh, gw) map for the curves, cached per photo: every contest method of
     readings.methods (the class-specific ones for the top-1 class, shared with the Attention tab's
-    cache so each is computed once), and a costly one (attention flow: minutes, a job) once the
+    cache so each is computed once), and a costly one (attention flow: seconds, a job) once the
     Attention tab has computed it."""
     out = dict(ph.derived(ranking_maps_name(seed),
                           lambda: methods.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
@@ -538,21 +545,25 @@ def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -
 
 
 def _fill_contest(ph: Photo, maps: dict[str, np.ndarray], steps: int, mode: str, seed: int,
-                  target: int | None = None, cancel: Cancel = NEVER) -> FillContest:
+                  target: int | None = None, cancel: Cancel = NEVER, progress: Progress | None = None) -> FillContest:
     """The maps and the random orders in one batched run (shared views run once), split."""
     orders = perturb.random_orders(ph.vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
     c = perturb.faithfulness_curves(ph.vm, ph.analysis().input_view, {**maps, **orders}, int(steps),
-                                    mode, target=target, cancel=cancel)  # type: ignore[arg-type]
+                                    mode, target=target, cancel=cancel, progress=progress)  # type: ignore[arg-type]
     return FillContest(*perturb.split_curves(c, tuple(maps)), c.forwards)
 
 
-def compute_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> Contest:
-    """Both fills' contests, cached per photo (the same entry curves_progress fills)."""
+def compute_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0,
+                    progress: Callable[[str], Progress] | None = None) -> Contest:
+    """Both fills' contests, cached per photo (the same entry curves_progress fills). progress: given
+    each fill's name, the callback its batched run tells (views done, views of that fill)."""
     maps = curve_maps(ph, seed)
 
     def run() -> Contest:
-        first = _fill_contest(ph, maps, steps, mode, seed)
-        return Contest(first, _fill_contest(ph, maps, steps, second_fill(mode), seed, first.curves.target))
+        first = _fill_contest(ph, maps, steps, mode, seed, progress=None if progress is None else progress(mode))
+        fill2 = second_fill(mode)
+        return Contest(first, _fill_contest(ph, maps, steps, fill2, seed, first.curves.target,
+                                            progress=None if progress is None else progress(fill2)))
 
     return ph.derived(_curves_key(steps, mode, seed, maps), run)
 
