@@ -66,6 +66,15 @@ class Wakeups:
         loop.call_soon_threadsafe(fire)
 
 
+def _version(rooms: Rooms, code: str) -> int:
+    """The room's version; -1 when its store does not answer (Redis away): the poll then answers at once
+    with the view's own sentence instead of failing."""
+    try:
+        return rooms.version(code)
+    except UserError:
+        return -1
+
+
 def wait_route(rooms: Rooms) -> APIRoute:
     """rooms.on_change is set here (the waiting pages' wake-up).
     GET /vizvit_room/{code}?v=N -> the room's state (JSON) once its version is not N, or after
@@ -86,7 +95,7 @@ def wait_route(rooms: Rooms) -> APIRoute:
         end = time.monotonic() + WAIT_S
         # the version read and the event's registration run in the loop with no await between them, and
         # the change's wake-up runs in the loop too: a change can never fall between them unseen
-        while rooms.version(code) == seen and seen >= 0 and time.monotonic() < end:
+        while _version(rooms, code) == seen and seen >= 0 and time.monotonic() < end:
             await wakeups.wait(code, min(POLL_S, end - time.monotonic()))
         try:
             body = rooms.view(code)
