@@ -372,3 +372,24 @@ def test_a_steps_figure_is_shown_only_after_its_reveal(opened):
     assert rooms.store.blob(code, "p3") is None
     with pytest.raises(UserError, match="^" + CLOSED_BY_HOST):
         rooms.picture(code, 3)
+
+
+def test_the_store_itself_checks_each_answer_in_its_write(opened):
+    """The rule that makes answers atomic lives in the store's write (a SQLite transaction, a Redis Lua
+    script), not only in Rooms' check before it: called directly, the store refuses what Rooms would."""
+    rooms, code, key = opened(max_students=2)
+    s = rooms.store
+    assert s.answer(code, S1, 2, "a", 2) == "ahead"
+    assert s.answer(code, S1, 1, "5", 2) == "ok" and s.answer(code, S1, 1, "6", 2) == "ok"
+    assert s.answers(code, 1) == {S1: "6"}  # replaced, not added
+    rooms.move(code, key, 1, reveal=True)
+    assert s.answer(code, S2, 1, "5", 2) == "closed"
+    rooms.move(code, key, 2)
+    assert s.answer(code, S1, 1, "5", 2) == "closed"
+    rooms.lock(code, key, True)
+    assert s.answer(code, S2, 2, "a", 2) == "locked" and s.join(code, S2, 2) == "locked"
+    assert s.answer(code, S1, 2, "a", 2) == "ok"
+    rooms.lock(code, key, False)
+    assert s.join(code, S2, 2) == "ok" and s.join(code, S3, 2) == "full" and s.answer(code, S3, 2, "b", 2) == "full"
+    assert s.joined(code) == 2 and s.answers(code, 2) == {S1: "a"}
+    assert s.answer("ZZZZZZZZ", S1, 1, "5", 2) == "gone"
