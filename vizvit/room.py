@@ -20,6 +20,7 @@ import math
 import re
 import secrets
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
 MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
 HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every ~60 s)
 VIEW_TTL_S = 1.0  # a room's view is computed once per version for this long: a push answers 300 polls
+META_TTL_S = 0.5  # a shared store's room meta read again after this long (any change announced: at once)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
 CODE_LEN = 8  # 32**8 = 1.1e12 codes: with wrong codes rate-limited per address, a stranger cannot find a room
 CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
@@ -159,6 +161,14 @@ class Rooms:
         self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
         self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
         self._views: dict[str, tuple[int, float, dict]] = {}  # code -> (version, when, view)
+        # A shared store (Redis) is another process: under load, each read waits for it to be scheduled
+        # (100 polls x 2 reads after a push took p95 2 s at load average 10 on 2 cores). So its metas
+        # are kept here for META_TTL_S, dropped at once when a change is announced (here or by any
+        # replica): a push's hundred polls cost one read. A stale meta is harmless: each write checks
+        # the store's own (an answer, a host change), and a room is closed as away only on a fresh read.
+        self._metas: dict[str, tuple[dict, float]] = {}
+        self._gens: dict[str, int] = {}  # code -> changes announced: a read begun before one is not kept
+        self._cache_metas = bool(getattr(self.store, "shared", False))
         self._views_lock = threading.Lock()
         self.store.subscribe(self._changed)
 
@@ -171,6 +181,22 @@ class Rooms:
     def _forget_view(self, code: str) -> None:
         with self._views_lock:
             self._views.pop(code, None)
+            self._metas.pop(code, None)
+            self._gens[code] = self._gens.get(code, 0) + 1
+
+    def _meta(self, code: str, fresh: bool = False) -> dict | None:
+        """An open room's meta (never to be edited: it may be shared), None when not open."""
+        if not self._cache_metas:
+            return self.store.meta(code)
+        with self._views_lock:
+            hit, gen = self._metas.get(code), self._gens.get(code, 0)
+        if hit is not None and not fresh and time.monotonic() - hit[1] < META_TTL_S:
+            return hit[0]
+        meta = self.store.meta(code)
+        with self._views_lock:
+            if meta is not None and self._gens.get(code, 0) == gen:
+                self._metas[code] = (meta, time.monotonic())
+        return meta
 
     def _away(self, meta: dict) -> bool:
         return self.clock() - float(meta["host_seen"]) > self.host_away_s
@@ -186,7 +212,9 @@ class Rooms:
         parsed = parse_code(code)
         if parsed is None:
             raise UserError(UNKNOWN_ROOM)
-        meta = self.store.meta(parsed)
+        meta = self._meta(parsed)
+        if meta is not None and self._away(meta):
+            meta = self._meta(parsed, fresh=True)
         if meta is not None and self._away(meta):
             if self.store.close(parsed, CLOSED_AWAY, self.clock()):
                 self._changed(parsed)
@@ -209,6 +237,7 @@ class Rooms:
             return bump
 
         new = self.store.change(parsed, change)
+        self._forget_view(parsed)
         if new is None:
             raise UserError(self.store.gone(parsed, self.clock()) or UNKNOWN_ROOM)
         if bumped and bumped[-1]:
@@ -283,7 +312,7 @@ class Rooms:
         hidden until the reveal, so the reveal itself does no model work. Only a step already revealed
         wakes the pages (its truth arrives late)."""
         parsed = parse_code(code)
-        meta = self.store.meta(parsed) if parsed is not None else None
+        meta = self._meta(parsed) if parsed is not None else None
         if meta is None:
             return  # closed meanwhile: nothing to keep
         n = _step(meta, step)
@@ -337,7 +366,7 @@ class Rooms:
         parsed, meta = self._live(code)
         with self._views_lock:
             hit = self._views.get(parsed)
-        if hit is not None and hit[0] == meta["version"] and self.clock() - hit[1] < VIEW_TTL_S:
+        if hit is not None and hit[0] == meta["version"] and time.monotonic() - hit[1] < VIEW_TTL_S:
             return {**hit[2]}
         names = self.store.blob_names(parsed)
         out = self._state(parsed, meta).as_json()
@@ -346,7 +375,7 @@ class Rooms:
                         for n in sorted(meta["revealed"])}
         out["picture"] = "p0" in names  # the open step's picture (the photo) is ready
         with self._views_lock:
-            self._views[parsed] = (meta["version"], self.clock(), out)
+            self._views[parsed] = (meta["version"], time.monotonic(), out)
         return {**out}
 
     def close(self, code: str, host_key: str) -> None:
@@ -368,7 +397,12 @@ class Rooms:
     def version(self, code: str) -> int:
         """The room's version, -1 once closed or unknown: the cheap check a waiting page repeats."""
         parsed = parse_code(code)
-        return -1 if parsed is None else self.store.version(parsed)
+        if parsed is None:
+            return -1
+        if self._cache_metas:
+            meta = self._meta(parsed)
+            return -1 if meta is None else int(meta["version"])
+        return self.store.version(parsed)
 
     def _refusal(self, got: str, code: str, meta: dict, n: int = 0) -> str:
         return {"gone": self.store.gone(code, self.clock()) or UNKNOWN_ROOM,
