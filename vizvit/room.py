@@ -36,7 +36,7 @@ MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
 MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
 HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every ~60 s)
 VIEW_TTL_S = 1.0  # a room's view is computed once per version for this long: a push answers 300 polls
-META_TTL_S = 0.5  # a shared store's room meta read again after this long (any change announced: at once)
+META_TTL_S = 0.5  # a room's meta read again from the store after this long (a change announced: at once)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
 CODE_LEN = 8  # 32**8 = 1.1e12 codes: with wrong codes rate-limited per address, a stranger cannot find a room
 CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
@@ -161,14 +161,14 @@ class Rooms:
         self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
         self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
         self._views: dict[str, tuple[int, float, dict]] = {}  # code -> (version, when, view)
-        # A shared store (Redis) is another process: under load, each read waits for it to be scheduled
-        # (100 polls x 2 reads after a push took p95 2 s at load average 10 on 2 cores). So its metas
-        # are kept here for META_TTL_S, dropped at once when a change is announced (here or by any
-        # replica): a push's hundred polls cost one read. A stale meta is harmless: each write checks
-        # the store's own (an answer, a host change), and a room is closed as away only on a fresh read.
+        # Each read of the store costs: Redis is another process, and under load each read waits for it
+        # to be scheduled (100 polls x 2 reads after a push: p95 2 s at load average 10 on 2 cores);
+        # SQLite parses the meta's JSON under the store's lock. So metas are kept here for META_TTL_S,
+        # dropped at once when a change is made here or announced by another replica: a push's hundred
+        # polls cost one read. A stale meta is harmless: each write checks the store's own (an answer,
+        # a host change), and a room is closed as away only on a fresh read.
         self._metas: dict[str, tuple[dict, float]] = {}
         self._gens: dict[str, int] = {}  # code -> changes announced: a read begun before one is not kept
-        self._cache_metas = bool(getattr(self.store, "shared", False))
         self._views_lock = threading.Lock()
         self.store.subscribe(self._changed)
 
@@ -186,8 +186,6 @@ class Rooms:
 
     def _meta(self, code: str, fresh: bool = False) -> dict | None:
         """An open room's meta (never to be edited: it may be shared), None when not open."""
-        if not self._cache_metas:
-            return self.store.meta(code)
         with self._views_lock:
             hit, gen = self._metas.get(code), self._gens.get(code, 0)
         if hit is not None and not fresh and time.monotonic() - hit[1] < META_TTL_S:
@@ -399,10 +397,8 @@ class Rooms:
         parsed = parse_code(code)
         if parsed is None:
             return -1
-        if self._cache_metas:
-            meta = self._meta(parsed)
-            return -1 if meta is None else int(meta["version"])
-        return self.store.version(parsed)
+        meta = self._meta(parsed)
+        return -1 if meta is None else int(meta["version"])
 
     def _refusal(self, got: str, code: str, meta: dict, n: int = 0) -> str:
         return {"gone": self.store.gone(code, self.clock()) or UNKNOWN_ROOM,

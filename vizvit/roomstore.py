@@ -35,8 +35,6 @@ REDIS_URL_ENV = "VIZVIT_REDIS_URL"
 class RoomStore(Protocol):
     """What vizvit.room.Rooms needs of a store. Every method is safe from any thread."""
 
-    shared: bool  # other processes write it and announce their changes (Rooms may keep its metas briefly)
-
     def create(self, code: str, meta: dict, max_rooms: int, max_per_owner: int, now: float) -> Created:
         """A new room, unless the code is taken (open or a tombstone), `max_rooms` are open, or its
         owner (meta["owner"], when not empty) has `max_per_owner` open: checked and written at once."""
@@ -125,8 +123,6 @@ class SQLiteStore:
     behind a lock serialises this process's writes; BEGIN IMMEDIATE (with a busy timeout) another
     process's on the same file. path None or ":memory:": in memory, for this process only (tests,
     notebooks)."""
-
-    shared = False  # read in this process's own memory map: nothing to cache, nothing announced
 
     def __init__(self, path: str | Path | None = None):
         self.path = ":memory:" if path in (None, ":memory:") else str(path)

@@ -109,8 +109,6 @@ def _answers_down(fn: F) -> F:
 class RedisStore:
     """vizvit.roomstore.RoomStore over one Redis server (url: redis://host:port/db)."""
 
-    shared = True  # other processes change its rooms, and announce each change (subscribe)
-
     def __init__(self, url: str):
         self.url = url
         # A blocking pool: a burst of threads waits for a connection instead of failing ("Too many
