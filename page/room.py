@@ -25,7 +25,7 @@ from vizvit.api import PublicApi
 
 from . import web
 from vizvit.errors import UserError
-from vizvit.room import Rooms
+from vizvit.room import Rooms, parse_code
 from vizvit.session import Workbench
 from vizvit.views import lesson as lesson_view
 
@@ -47,7 +47,8 @@ class Wakeups:
 
     async def wait(self, code: str, timeout: float) -> None:
         self._loop = asyncio.get_running_loop()
-        ev = self._events.setdefault(code.strip().upper(), asyncio.Event())
+        # the canonical code: Rooms announces changes under it ("abcd-efgh" typed waits on ABCDEFGH)
+        ev = self._events.setdefault(parse_code(code) or code, asyncio.Event())
         try:
             await asyncio.wait_for(ev.wait(), timeout)
         except asyncio.TimeoutError:
