@@ -205,7 +205,7 @@ def routes_in(access_log: Path) -> dict[str, set[str]]:
     return seen
 
 
-def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx):
+def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx, redis_ok):
     import hall
     from fakes import photo
 
