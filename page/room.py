@@ -144,8 +144,8 @@ async def _json_body(request: Request) -> dict:
 
 
 def answer_routes(rooms: Rooms) -> list[APIRoute]:
-    """The students' answers and the host's live tally as plain routes (one store write or read each, in
-    a thread of the server's pool): a hundred phones answering at once never wait in, nor fill, Gradio's queue
+    """The students' answers and the host's live tally as plain routes (dict updates under the room's
+    lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
     (a full queue refuses with 503). The public API's /room_answer and /room_tally do the same.
     POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"};
     POST /vizvit_room/{code}/tally {"host_key", "step"} -> {"answers", "total"} or {"error"}."""
@@ -155,17 +155,13 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
             b = await _json_body(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
-        # in a thread: the store's write (a SQLite commit, a Redis round trip) never holds up the event
-        # loop, where a push's hundreds of waiting polls are being answered at that moment
-        ok, why = await run_in_threadpool(rooms.answer, request.path_params.get("code", ""), b.get("student"),
-                                          b.get("step"), b.get("answer"))
+        ok, why = rooms.answer(request.path_params.get("code", ""), b.get("student"), b.get("step"), b.get("answer"))
         return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
 
     async def tally(request: Request) -> JSONResponse:
         try:
             b = await _json_body(request)
-            t = await run_in_threadpool(rooms.tally, request.path_params.get("code", ""), b.get("host_key"),
-                                        b.get("step"))
+            t = rooms.tally(request.path_params.get("code", ""), b.get("host_key"), b.get("step"))
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse({"answers": t.answers, "total": t.total}, headers={"Cache-Control": "no-store"})
@@ -206,7 +202,7 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             b = await _json_body(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
-        ok, why = await run_in_threadpool(rooms.join, request.path_params.get("code", ""), b.get("student"))
+        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"))
         return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
 
     return [APIRoute("/vizvit_room/{code}/host", host, methods=["POST"]),
