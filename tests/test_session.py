@@ -385,7 +385,7 @@ def test_a_model_view_analysed_again_is_the_photos_own_analysis(fam, tiny16, tow
         buf = io.BytesIO()
         Image.fromarray(photo.input_view).save(buf, "PNG")
         key = wb.add_model_view(buf.getvalue())
-        assert key.startswith(session.MODEL_VIEW)
+        assert key.startswith(Workbench.MODEL_VIEW)
         _same_analysis(wb.analysis(PhotoKey(vm.id, key)), photo)
         assert np.array_equal(wb.handle(PhotoKey(vm.id, key)).input_view(), photo.input_view)
         if vm is deit_like:  # the processor again on the view: another picture (why add_model_view exists)

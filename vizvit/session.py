@@ -40,8 +40,6 @@ class PhotoGone(UserError):
     (a room, from its store) retries; any other says "upload it again"."""
 
 
-MODEL_VIEW = "view-"  # a kept picture's key prefix when it is a model's input view (add_model_view), not a photo
-
 log = logging.getLogger("vizvit.session")
 Work = Callable[["Photo"], Any]  # a view's preparation: fills the cache through the handle, result unused
 
@@ -181,6 +179,8 @@ class PhotoKey:
 class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
+    MODEL_VIEW = "view-"  # a kept picture's key prefix when it is a model's input view (add_model_view)
+
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
                  device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None,
                  max_batch: int = MAX_BATCH):
@@ -301,7 +301,7 @@ class Workbench:
         processor's resize and crop are skipped, since they are not the identity on a model-sized
         picture (DeiT resizes to 256 and crops 224). Kept like a photo, under photo_bytes."""
         image = load_image(src)
-        return self._keep(MODEL_VIEW + image_sha1(image), image)
+        return self._keep(self.MODEL_VIEW + image_sha1(image), image)
 
     def _keep(self, key: str, image: Image.Image) -> str:
         with self._lock:
@@ -316,7 +316,7 @@ class Workbench:
         """What a forward starts from: the photo (the processor resizes and crops it), or for a model
         view (add_model_view) its pixels as they are."""
         image = self.photo(sha1)
-        return np.asarray(image, dtype=np.uint8).copy() if sha1.startswith(MODEL_VIEW) else image
+        return np.asarray(image, dtype=np.uint8).copy() if sha1.startswith(self.MODEL_VIEW) else image
 
     @property
     def photos_nbytes(self) -> int:
