@@ -28,6 +28,8 @@ from page import web  # noqa: E402
 from vizvit.catalog import Catalog  # noqa: E402
 from vizvit.launch import server_address, start, start_model  # noqa: E402,F401 - start_model: for callers of app
 from vizvit.models import DEFAULT_MODEL  # noqa: E402
+from vizvit.room import Rooms, open_store  # noqa: E402
+from vizvit.roomstore import REDIS_URL_ENV  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
 from vizvit.threads import start_trimming  # noqa: E402
 
@@ -88,6 +90,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="memory budget of decoded uploads kept for re-analysis")
     parser.add_argument("--cnn", default=os.environ.get("VIZVIT_CNN"),
                         help="a CNN classifier to show beside the ViT in the shift sweep, e.g. microsoft/resnet-50")
+    parser.add_argument("--rooms-db", default=None, metavar="PATH",
+                        help="the live rooms' SQLite file: a restarted server keeps every room (default: "
+                             "$VIZVIT_ROOMS_DB, else ~/.local/share/vizvit/rooms.sqlite3)")
+    parser.add_argument("--redis-url", default=os.environ.get(REDIS_URL_ENV) or None, metavar="URL",
+                        help="keep the live rooms in Redis instead (redis://host:port/db; default $VIZVIT_REDIS_URL): "
+                             "every replica behind one proxy sees every room")
     parser.add_argument("--queue-size", type=int, default=QUEUE_SIZE, help="requests waiting; more get 'queue full'")
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY,
                         help="events of one kind computed at once (forwards wait in one batched worker)")
@@ -116,8 +124,10 @@ def main(argv: list[str] | None = None) -> None:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:
             log.info("offline: not in the list (no local copy): %s", ", ".join(dropped))
-    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online, start=started), args.queue_size,
-                           args.concurrency)
+    rooms = Rooms(open_store(args.rooms_db, args.redis_url))
+    log.info("live rooms in %s", f"Redis at {args.redis_url}" if args.redis_url else rooms.store.path)
+    demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online, start=started, rooms=rooms),
+                           args.queue_size, args.concurrency)
     # Memory that keeps to the budgets (docs/memory.md): idle sessions dropped whole, glibc's free
     # heap pages given back.
     sessions.start_forgetting(demo)

@@ -6,6 +6,7 @@ cat, the others their own photo, each then moves two attention controls. One com
     python benchmarks/hall.py --json hall.json --queue-size 64 --concurrency 4
     python benchmarks/hall.py --model ../shared/models/vit-tiny-augreg --replicas 2   # through nginx
     python benchmarks/hall.py --model ../shared/models/vit-tiny-augreg --room --students 100 --seconds 30
+    python benchmarks/hall.py --model ../shared/models/vit-tiny-augreg --room --room-store redis --students 300
 
 The real app (`python app.py --model M --device cpu`) runs as a subprocess on 127.0.0.1; each
 student is its own gradio_client Client (connected before the hall starts, so the clock measures
@@ -813,7 +814,23 @@ def room_main(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    proc = start_server(args.model, port, args.queue_size, args.concurrency)
+    # The room's store (issue 50): a fresh SQLite file, or a fresh redis-server (deploy/cluster.py's)
+    folder = Path(tempfile.mkdtemp(prefix="vizvit-hall-rooms-"))
+    redis_proc = None
+    if args.room_store == "redis":
+        sys.path.insert(0, str(ROOT / "deploy"))
+        from cluster import find_redis, start_redis
+
+        binary = find_redis()
+        if binary is None:
+            print("redis-server is not installed (apt-get install redis-server)", file=sys.stderr)
+            return 1
+        redis_port = free_port()
+        redis_proc = start_redis(binary, folder / "redis", redis_port)
+        store_flags = ["--redis-url", f"redis://127.0.0.1:{redis_port}/0"]
+    else:
+        store_flags = ["--rooms-db", str(folder / "rooms.sqlite3")]
+    proc = start_server(args.model, port, args.queue_size, args.concurrency, store_flags)
     from vizvit.catalog import Catalog
 
     model = Catalog(args.model).public(args.model)
@@ -834,12 +851,17 @@ def room_main(args: argparse.Namespace) -> int:
                    peak_rss_mb=round(sampler.stop() / 2**20, 1), rss_start_mb=round(rss_start / 2**20, 1),
                    cpu_count=os.cpu_count(), load_avg_before=load_avg_before)
         rep["server_crashed"] = proc.poll() is not None
+        rep["store"] = args.room_store
+        rep["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=30)
         except Exception:  # noqa: BLE001
             proc.kill()
+        if redis_proc is not None:
+            redis_proc.terminate()
+            redis_proc.wait(timeout=30)
     print(json.dumps(rep, indent=2))
     every = all(s["equal"] and s["counted"] == args.students for s in rep["steps"])
     print(("pass  " if every else "MISS  ") + f"every answer counted exactly once ({args.students} students, "
@@ -879,6 +901,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--room-clients", type=int, default=4,
                     help="--room: processes that simulate the students (a hall's phones are separate machines: "
                          "one process for 100 students on 2 cores is itself the bottleneck)")
+    ap.add_argument("--room-store", choices=("sqlite", "redis"), default="sqlite",
+                    help="--room: where the server keeps the room (issue 50): a fresh SQLite file (app.py's "
+                         "default store), or a fresh redis-server on loopback (--redis-url, as deploy/ runs)")
     ap.add_argument("--room-via", choices=("route", "gradio"), default="route",
                     help="--room: the host's moves and tally and the students' answers by the room page's plain "
                          "routes (as the page sends them), or by the public API (/room_step, /room_tally, "

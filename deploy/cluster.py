@@ -1,9 +1,12 @@
-"""N vizvit replicas behind one nginx, each student sticky to one replica (issue 42).
+"""N vizvit replicas behind one nginx, each student sticky to one replica (issue 42), their live
+rooms in one Redis (issue 50): every replica sees every room.
 
     python deploy/cluster.py --replicas 2 --port 8080 --model ../shared/models/vit-tiny-augreg
     python deploy/cluster.py --replicas 4 --host 127.0.0.1 --port 8080 -- --cache-mb 2048
 
-Starts the replicas (`app.py`, each on a free loopback port, in its own process), renders
+Starts a redis-server (a free loopback port, its own folder; the rooms' store, given to every replica
+as VIZVIT_REDIS_URL), the replicas (`app.py`, each on a free loopback port, in its own process, with
+VIZVIT_PROXY_HOPS=1: nginx appends the student's address to X-Forwarded-For), renders
 deploy/nginx.conf.in into a fresh folder (config, pid, logs and nginx's temp files all there) and
 runs nginx in the foreground on HOST:PORT until Ctrl-C, then stops everything it started.
 Arguments after `--` go to every app.py. See deploy/README.md.
@@ -36,6 +39,40 @@ COOKIE = "vizvit_replica"
 REPLICA_HEADER = "X-Vizvit-Replica"  # nginx names the replica that answered (its address)
 MAX_BODY = "21m"  # app.MAX_FILE_SIZE (20 MB) plus the multipart envelope
 NGINX_CANDIDATES = ("nginx", "/usr/sbin/nginx")
+REDIS_CANDIDATES = ("redis-server", "/usr/bin/redis-server")
+
+
+def find_redis() -> str | None:
+    """The redis-server binary, or None where it is not installed."""
+    for name in REDIS_CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def start_redis(binary: str, folder: Path, port: int) -> subprocess.Popen:
+    """redis-server on 127.0.0.1:port, its files (append-only log: the rooms outlive a Redis restart
+    too) in `folder`; returns once it answers PING."""
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+                             "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+                             "--logfile", str(folder / "redis.log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"redis-server exited with code {proc.returncode} (log: {folder}/redis.log)")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return proc
+        except OSError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"redis-server did not answer on port {port} in 30 s")
 
 
 def find_nginx() -> str | None:
@@ -121,6 +158,8 @@ class Cluster:
     _env: dict = field(default_factory=dict, repr=False)
     replica_ports: list[int] = field(default_factory=list)
     proxy: subprocess.Popen | None = None
+    redis: subprocess.Popen | None = None
+    redis_url: str = ""
 
     @property
     def url(self) -> str:
@@ -147,13 +186,23 @@ class Cluster:
             temp = Path(tempfile.mkdtemp(prefix="vizvit-nginx-temp-"))
             temp.chmod(0o755)
         self.port = self.port or free_port()
+        redis_bin = find_redis()
+        if redis_bin is None:
+            raise RuntimeError("redis-server is not installed (Debian: apt-get install redis-server): "
+                               "the replicas keep their live rooms in it")
         # The machine's cores shared out: each replica's torch would otherwise take them all
         # (vizvit.threads), and N replicas' forwards would fight over them (VIZVIT_THREADS wins).
         share = str(max(1, len(os.sched_getaffinity(0)) // self.n))
+        redis_port = free_port()
+        self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
+        # One proxy in front: each replica reads the student's address from X-Forwarded-For (rooms per
+        # address, the costly jobs' fair share), never nginx's own loopback address.
         env = self._env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
                            "GRADIO_ANALYTICS_ENABLED": "False",
-                           "VIZVIT_THREADS": os.environ.get("VIZVIT_THREADS") or share}
+                           "VIZVIT_THREADS": os.environ.get("VIZVIT_THREADS") or share,
+                           "VIZVIT_REDIS_URL": self.redis_url, "VIZVIT_PROXY_HOPS": "1"}
         try:
+            self.redis = start_redis(redis_bin, self.folder / "redis", redis_port)
             for i in range(self.n):
                 port = free_port()
                 log = open(self.folder / f"replica{i}.log", "w")  # a file, not a pipe: a full pipe stalls a server
@@ -199,15 +248,17 @@ class Cluster:
         return (self.folder / f"replica{i}.log").read_text()[-tail:] if self.folder else ""
 
     def stop(self) -> None:
-        procs = [p for p in [self.proxy, *self.replicas] if p is not None and p.poll() is None]
-        for p in procs:
-            p.send_signal(signal.SIGTERM)  # nginx: fast shutdown; app.py: Gradio closes
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        # Redis last: a replica stopping still reads it
+        for group in ([self.proxy, *self.replicas], [self.redis]):
+            procs = [p for p in group if p is not None and p.poll() is None]
+            for p in procs:
+                p.send_signal(signal.SIGTERM)  # nginx: fast shutdown; app.py: Gradio closes; redis: exits
+            for p in procs:
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
     def __enter__(self) -> "Cluster":
         return self.start()
@@ -239,17 +290,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"could not start: {e}", file=sys.stderr)
         return 1
     print(f"{args.replicas} replicas ({', '.join(cluster.replica_address(i) for i in range(cluster.n))}) "
-          f"behind nginx on {cluster.url}; logs in {cluster.folder}. Ctrl-C stops all.", flush=True)
+          f"behind nginx on {cluster.url}, live rooms in Redis at {cluster.redis_url}; logs in {cluster.folder}. "
+          "Ctrl-C stops all.", flush=True)
     try:
-        # A replica that dies is started again (its students get "reload the page" from whichever
-        # replica nginx passes them to meanwhile); nginx itself dying ends the run.
-        while cluster.proxy.poll() is None:
+        # A replica that dies is started again (its students' rooms go on on another replica, their
+        # Gradio events say "reload the page"); nginx or Redis dying ends the run.
+        while cluster.proxy.poll() is None and cluster.redis is not None and cluster.redis.poll() is None:
             for i, p in enumerate(cluster.replicas):
                 if p.poll() is not None:
                     print(f"replica {i} exited ({p.returncode}): starting it again", file=sys.stderr, flush=True)
                     cluster.restart(i)
             time.sleep(1)
-        print("nginx exited; stopping the replicas", file=sys.stderr)
+        print("nginx or redis-server exited; stopping the replicas", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

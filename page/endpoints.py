@@ -15,7 +15,7 @@ from vizvit.readings import methods
 from vizvit.room import Rooms
 from vizvit.session import Workbench
 
-from .kit import COSTLY, JOBS, safe
+from .kit import COSTLY, JOBS, caller_of, safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
                     "stats", "room_open", "room_step", "room_answer", "room_tally", "room_close")
@@ -111,10 +111,11 @@ def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[...,
 def room_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
     """The live room's endpoints (issue 45): the lecturer's (with the host key) and the students'."""
 
-    def room_open(photo: FileData, model: str = default_model) -> dict:
+    def room_open(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Open a live room on this photo and model (issue 45): {"code": the short code students type,
-        "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}."""
-        return api.room_open(uploaded(photo), model)
+        "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}.
+        At most 3 open rooms per caller's address; a room closes after 30 minutes without its host."""
+        return api.room_open(uploaded(photo), model, caller_of(request) or "")
 
     def room_step(code: str, host_key: str, step: int = 1, reveal: bool = False) -> dict:
         """The lecturer moves the room to step 1..n (reveal=True: shows its answer, closes its

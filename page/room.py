@@ -25,7 +25,7 @@ from vizvit.api import PublicApi
 
 from . import web
 from vizvit.errors import UserError
-from vizvit.room import Rooms
+from vizvit.room import Rooms, parse_code
 from vizvit.session import Workbench
 from vizvit.views import lesson as lesson_view
 
@@ -47,7 +47,8 @@ class Wakeups:
 
     async def wait(self, code: str, timeout: float) -> None:
         self._loop = asyncio.get_running_loop()
-        ev = self._events.setdefault(code.strip().upper(), asyncio.Event())
+        # the canonical code: Rooms announces changes under it ("abcd-efgh" typed waits on ABCDEFGH)
+        ev = self._events.setdefault(parse_code(code) or code, asyncio.Event())
         try:
             await asyncio.wait_for(ev.wait(), timeout)
         except asyncio.TimeoutError:
@@ -66,10 +67,22 @@ class Wakeups:
         loop.call_soon_threadsafe(fire)
 
 
+def _version(rooms: Rooms, code: str) -> int:
+    """The room's version; -1 when its store does not answer (Redis away): the poll then answers at once
+    with the view's own sentence instead of failing."""
+    try:
+        return rooms.version(code)
+    except UserError:
+        return -1
+
+
 def wait_route(rooms: Rooms) -> APIRoute:
     """rooms.on_change is set here (the waiting pages' wake-up).
     GET /vizvit_room/{code}?v=N -> the room's state (JSON) once its version is not N, or after
-    WAIT_S; {"closed": true} once the room is gone (closed, idle, or never opened)."""
+    WAIT_S; {"closed": true, "error": why} once the room is gone: the sentence says whether the
+    lecturer closed it, or it closed because the lecturer's page was away (room.CLOSED_BY_HOST,
+    room.CLOSED_AWAY), or no room has that code (room.UNKNOWN_ROOM). Woken by a change here or, with
+    the Redis store, on any replica (Rooms.on_change: the store's subscription)."""
 
     wakeups = Wakeups()
     rooms.on_change = wakeups.changed
@@ -83,7 +96,7 @@ def wait_route(rooms: Rooms) -> APIRoute:
         end = time.monotonic() + WAIT_S
         # the version read and the event's registration run in the loop with no await between them, and
         # the change's wake-up runs in the loop too: a change can never fall between them unseen
-        while rooms.version(code) == seen and seen >= 0 and time.monotonic() < end:
+        while _version(rooms, code) == seen and seen >= 0 and time.monotonic() < end:
             await wakeups.wait(code, min(POLL_S, end - time.monotonic()))
         try:
             body = rooms.view(code)
@@ -157,6 +170,46 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
             APIRoute("/vizvit_room/{code}/tally", tally, methods=["POST"])]
 
 
+def presence_routes(rooms: Rooms) -> list[APIRoute]:
+    """The host page's heartbeat and lock, and a student page's hello (issue 50), as plain routes:
+    POST /vizvit_room/{code}/host {"host_key"} -> the room's view (the room stays open: it closes after
+    room.HOST_AWAY_S without a host call; the host page calls every ~60 s);
+    POST /vizvit_room/{code}/lock {"host_key", "locked": true|false} -> the room's view ("locked" in it);
+    POST /vizvit_room/{code}/hello {"student"} -> {"accepted", "reason"}: the page registers on load
+    (counts toward the room's students; refused when the room is locked or full).
+    A refusal: {"error": the sentence} (host, lock) with status 400."""
+
+    async def host(request: Request) -> JSONResponse:
+        try:
+            b = await _json_body(request)
+            body = rooms.host(request.path_params.get("code", ""), b.get("host_key"))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    async def lock(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            b = await _json_body(request)
+            rooms.lock(code, b.get("host_key"), b.get("locked"))
+            body = rooms.view(code)
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    async def hello(request: Request) -> JSONResponse:
+        try:
+            b = await _json_body(request)
+        except UserError as e:
+            return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
+        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"))
+        return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
+
+    return [APIRoute("/vizvit_room/{code}/host", host, methods=["POST"]),
+            APIRoute("/vizvit_room/{code}/lock", lock, methods=["POST"]),
+            APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
+
+
 @functools.cache
 def _lan() -> str | None:
     return launch.lan_address()
@@ -213,7 +266,7 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
         # The page asks with the room's version in the query: a revealed step's figure is a new address
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=600"})
 
-    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
+    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), *presence_routes(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
             APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/picture/{step}", picture, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),

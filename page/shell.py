@@ -286,11 +286,12 @@ def _footer() -> dict:
 
 
 def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catalog | None = None,
-               offline: bool = False, start: Start | None = None) -> gr.Blocks:
+               offline: bool = False, start: Start | None = None, rooms: Rooms | None = None) -> gr.Blocks:
     """The whole page. `wb` must already hold (or be able to load) `default_model`. The catalog
     (the page's model list) becomes the Workbench's gate: no request loads a model off the list.
     start: how the server's model was had (vizvit.launch.start): a stand-in's banner names the
-    model that failed, and why."""
+    model that failed, and why. rooms: the live rooms over the server's store (app.py: --rooms-db,
+    --redis-url); None: rooms in memory, for this page only (tests)."""
     catalog = catalog or Catalog(default_model)
     wb.catalog = catalog
     views.attach(wb)  # the tabs' preparation: at warm-up and after each photo's forward
@@ -300,7 +301,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     with gr.Blocks(title="vizvit: watch a Vision Transformer read your photo",
                    delete_cache=(600, 3600)) as demo:
         before = len(demo.children)
-        rooms = Rooms()  # this server's live rooms (issue 45): the API and the students' route share them
+        rooms = rooms if rooms is not None else Rooms()  # the API and the students' route share them
         public_api(wb, default_model, rooms)  # first, so page events named alike (sweep) cannot take its names
         # gr.api makes a placeholder component per argument and result (35 of the page's 301): they
         # draw nothing, yet the page's script built each one at load, like any component. They stay

@@ -103,3 +103,12 @@ def test_a_cycle_between_two_scripts_is_found():
         a.write_text("from load_test import photo\n")
         b.write_text("def start():\n    from hall import start_server\n")
         assert cycles(_graph({"hall": a, "load_test": b}, set())) == [["hall", "load_test", "hall"]]
+
+
+def test_the_room_store_is_below_the_rooms():
+    """vizvit.roomstore is a leaf the rooms stand on; the Redis store stands on it; only vizvit.room
+    chooses between them (issue 50)."""
+    graph = import_graph()
+    assert graph["vizvit.roomstore"] == set()
+    assert graph["vizvit.roomstore_redis"] <= {"vizvit.roomstore", "vizvit.errors"}
+    assert {"vizvit.roomstore", "vizvit.roomstore_redis"} <= graph["vizvit.room"]

@@ -1,5 +1,6 @@
-"""vizvit.room (issue 45): one lecturer paces, every student answers once per step. Cases built by
-hand with known answers; a fake clock for idle expiry."""
+"""vizvit.room (issues 45, 50): one lecturer paces, every student answers once per step, over both
+stores (SQLite in a temp file, Redis on a throwaway redis-server). Cases built by hand with known
+answers; a fake wall clock for the host-away rule and the tombstones."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import threading
 
 import pytest
 
+from redisserver import need_redis, redis_server
 from vizvit.errors import UserError
 from vizvit.lesson import load_steps
-from vizvit.room import CODE_LEN, MAX_ANSWER_CHARS, UNKNOWN_ROOM, WRONG_KEY, Question, Rooms, questions_of
+from vizvit.room import (CLOSED_AWAY, CLOSED_BY_HOST, CODE_LEN, LOCKED, MAX_ANSWER_CHARS, OWNER_FULL, UNKNOWN_ROOM,
+                         WRONG_KEY, Question, Rooms, questions_of)
+from vizvit.roomstore import TOMBSTONE_S, SQLiteStore
 
 QS = (Question(), Question(("a", "b", "c")), Question())  # a number, a choice, a number
 S1, S2, S3 = "student-one", "student-two", "student-three"
@@ -23,13 +27,37 @@ class Clock:
         return self.t
 
 
-def opened(**kw):
-    rooms = Rooms(**kw)
-    code, key = rooms.open("vit-tiny", "chelsea.jpg", QS)
-    return rooms, code, key
+@pytest.fixture(scope="module")
+def redis_url():
+    with redis_server(need_redis()) as url:
+        yield url
 
 
-def test_a_code_is_short_and_readable_and_the_key_is_long():
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request, tmp_path):
+    """A fresh, empty store -> a function that makes another client of the same data (another
+    process's connection: a restarted server, a second replica)."""
+    if request.param == "sqlite":
+        path = tmp_path / "rooms.sqlite3"
+        return lambda: SQLiteStore(path)
+    from vizvit.roomstore_redis import RedisStore
+
+    url = request.getfixturevalue("redis_url")
+    RedisStore(url).r.flushdb()
+    return lambda: RedisStore(url)
+
+
+@pytest.fixture
+def opened(store):
+    def make(**kw):
+        rooms = Rooms(store(), **kw)
+        code, key = rooms.open("vit-tiny", b"view", QS)
+        return rooms, code, key
+
+    return make
+
+
+def test_a_code_is_short_and_readable_and_the_key_is_long(opened):
     rooms, code, key = opened()
     assert len(code) == CODE_LEN and code.isalnum() and code.upper() == code
     assert not set(code) & set("01OI")
@@ -37,7 +65,7 @@ def test_a_code_is_short_and_readable_and_the_key_is_long():
     assert rooms.state(code.lower()).step == 1  # typed in lower case on a phone: the same room
 
 
-def test_one_answer_per_student_per_step_and_a_change_replaces():
+def test_one_answer_per_student_per_step_and_a_change_replaces(opened):
     rooms, code, key = opened()
     assert rooms.answer(code, S1, 1, 196) == (True, "")
     assert rooms.answer(code, S2, 1, "196") == (True, "")
@@ -48,7 +76,7 @@ def test_one_answer_per_student_per_step_and_a_change_replaces():
     assert rooms.own(code, S3, 1) == "196"
 
 
-def test_a_student_answers_only_the_lecturers_open_step():
+def test_a_student_answers_only_the_lecturers_open_step(opened):
     rooms, code, key = opened()
     ok, why = rooms.answer(code, S1, 2, "a")
     assert not ok and "not open yet" in why  # not ahead of the lecturer
@@ -65,7 +93,7 @@ def test_a_student_answers_only_the_lecturers_open_step():
         rooms.revealed_tally(code, 1)
 
 
-def test_answers_are_checked_against_the_question():
+def test_answers_are_checked_against_the_question(opened):
     rooms, code, key = opened()
     for bad in ("x", None, [1], {"a": 1}, float("nan"), float("inf"), 1e13, True, "9" * (MAX_ANSWER_CHARS + 1)):
         ok, why = rooms.answer(code, S1, 1, bad)
@@ -80,7 +108,7 @@ def test_answers_are_checked_against_the_question():
     assert rooms.tally(code, key, 2).total == 0 and rooms.tally(code, key, 1).total == 0
 
 
-def test_wrong_key_and_unknown_code_are_one_plain_sentence():
+def test_wrong_key_and_unknown_code_are_one_plain_sentence(opened):
     rooms, code, key = opened()
     for call in (lambda: rooms.move(code, "nope", 2), lambda: rooms.tally(code, None, 1),
                  lambda: rooms.close(code, key + "x")):
@@ -97,36 +125,51 @@ def test_wrong_key_and_unknown_code_are_one_plain_sentence():
             rooms.move(code, key, bad_step)
 
 
-def test_bounded_rooms_and_students():
-    rooms = Rooms(max_rooms=2, max_students=3)
-    code, key = rooms.open("m", "p", QS)
-    rooms.open("m", "p", QS)
+def test_bounded_rooms_and_students(store):
+    rooms = Rooms(store(), max_rooms=2, max_students=3)
+    code, key = rooms.open("m", None, QS)
+    rooms.open("m", None, QS)
     with pytest.raises(UserError, match="2 open rooms"):
-        rooms.open("m", "p", QS)
+        rooms.open("m", None, QS)
     for s in (S1, S2, S3):
         assert rooms.answer(code, s, 1, 1)[0]
     ok, why = rooms.answer(code, "student-four", 1, 1)
     assert not ok and "full (3 students)" in why
     assert rooms.answer(code, S1, 1, 2)[0]  # one already in may still change its answer
     rooms.close(code, key)
-    rooms.open("m", "p", QS)  # a closed room frees its place
+    rooms.open("m", None, QS)  # a closed room frees its place
 
 
-def test_idle_rooms_close_and_host_actions_keep_one_open():
+def test_a_room_closes_when_the_host_page_is_away_and_says_why(opened):
     clock = Clock()
-    rooms, code, key = opened(idle_s=60, clock=clock)
+    rooms, code, key = opened(host_away_s=60, clock=clock)
     clock.t += 50
-    rooms.move(code, key, 2)  # the lecturer acts: idle time starts again
+    rooms.move(code, key, 2)  # the lecturer acts: the away time starts again
+    clock.t += 50
+    assert rooms.host(code, key)["step"] == 2  # the host page's heartbeat: seen again
     clock.t += 50
     assert rooms.state(code).step == 2
     assert rooms.answer(code, S1, 2, "a")[0]  # students do not keep a room alive, the lecturer does
     clock.t += 11
-    with pytest.raises(UserError, match="no open room"):
+    with pytest.raises(UserError) as e:
         rooms.state(code)
+    assert str(e.value) == CLOSED_AWAY
+    assert rooms.answer(code, S1, 2, "a") == (False, CLOSED_AWAY)
     assert rooms.version(code) == -1 and len(rooms) == 0
+    with pytest.raises(UserError, match="^" + CLOSED_AWAY):
+        rooms.move(code, key, 3)  # the lecturer's page comes back too late: told why
 
 
-def test_close_forgets_and_the_version_tells_pages():
+def test_the_sweep_closes_away_rooms_it_never_visits(opened):
+    clock = Clock()
+    rooms, code, key = opened(host_away_s=60, clock=clock)
+    clock.t += 61
+    assert len(rooms) == 0  # the sweep (at open and len), not only a visit, closes an away room
+    with pytest.raises(UserError, match="^" + CLOSED_AWAY):
+        rooms.view(code)
+
+
+def test_close_forgets_and_the_version_tells_pages(opened):
     rooms, code, key = opened()
     v0 = rooms.version(code)
     rooms.move(code, key, 1)  # no change: no version bump (no page reloads for nothing)
@@ -138,9 +181,13 @@ def test_close_forgets_and_the_version_tells_pages():
     assert rooms.version(code) == -1
     with pytest.raises(UserError):
         rooms.tally(code, key, 1)
+    with pytest.raises(UserError) as e:
+        rooms.view(code)
+    assert str(e.value) == CLOSED_BY_HOST  # not "no open room": the student hears what happened
+    assert rooms.answer(code, S1, 2, "a") == (False, CLOSED_BY_HOST)
 
 
-def test_many_threads_count_every_answer_exactly_once():
+def test_many_threads_count_every_answer_exactly_once(opened):
     rooms, code, key = opened()
     students = [f"student-{i:04d}" for i in range(200)]
 
@@ -156,6 +203,115 @@ def test_many_threads_count_every_answer_exactly_once():
     assert rooms.tally(code, key, 1).as_json()["answers"] == {"3": 200}
 
 
+def test_two_clients_of_one_store_answering_at_once_count_each_answer_once(opened, store):
+    """Two servers (replicas, or a server and its restart) on the same store, each with its own
+    connection, take answers at once, and the lecturer reveals in the middle: every accepted answer is
+    counted once, no refused one at all, and no answer lands after the reveal."""
+    rooms, code, key = opened()
+    other = Rooms(store())
+    students = [f"student-{i:04d}" for i in range(120)]
+    accepted: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def answer_all(r: Rooms, group: list[str]) -> None:
+        for s in group:
+            for v in (1, 2):
+                ok, _ = r.answer(code, s, 1, v)
+                if ok:
+                    with lock:
+                        accepted[s] = str(v)
+
+    threads = [threading.Thread(target=answer_all, args=(r, students[i::4])) for i, r in
+               enumerate((rooms, other, rooms, other))]
+    for t in threads:
+        t.start()
+    rooms.move(code, key, 1, reveal=True)  # closes step 1 while they answer
+    for t in threads:
+        t.join()
+    got = rooms.revealed_tally(code, 1)
+    assert got.total == len(accepted)
+    from collections import Counter
+    assert got.answers == dict(Counter(accepted.values()))
+    assert Rooms(store()).revealed_tally(code, 1) == got  # another server reads the same room
+
+
+def test_a_restarted_server_finds_its_rooms_and_answers(opened, store):
+    rooms, code, key = opened()
+    for s, v in ((S1, 224), (S2, 196), (S3, 224)):
+        assert rooms.answer(code, s, 1, v)[0]
+    rooms.prepare(code, 1, {"truth": "224"}, b"grid")
+    del rooms
+    again = Rooms(store())  # a new process on the same data
+    shown = again.move(code, key, 1, reveal=True)  # the lecturer's page reconnects with its host key
+    assert shown.revealed == (1,)
+    assert again.view(code)["shown"]["1"] == {"tally": {"step": 1, "answers": {"224": 2, "196": 1}, "total": 3},
+                                              "truth": "224", "picture": True}
+    assert again.model_view(code) == b"view"
+
+
+def test_rooms_per_owner_are_limited_and_a_closed_one_frees_its_place(store):
+    rooms = Rooms(store(), max_rooms=10, max_per_owner=3)
+    mine = [rooms.open("m", None, QS, owner="10.0.0.7") for _ in range(3)]
+    with pytest.raises(UserError) as e:
+        rooms.open("m", None, QS, owner="10.0.0.7")
+    assert str(e.value) == OWNER_FULL
+    rooms.open("m", None, QS, owner="10.0.0.8")  # another address: its own three
+    for _ in range(4):
+        rooms.open("m", None, QS)  # no address known (a notebook): no owner to count
+    rooms.close(*mine[0])
+    rooms.open("m", None, QS, owner="10.0.0.7")
+    assert len(rooms) == 3 + 1 + 4
+
+
+def test_a_locked_room_refuses_new_students_but_not_those_in(opened):
+    rooms, code, key = opened()
+    assert rooms.join(code, S1) == (True, "")
+    assert rooms.answer(code, S2, 1, 5)[0]  # a first answer registers a student too
+    v = rooms.version(code)
+    st = rooms.lock(code, key, True)
+    assert st.locked is True and st.joined == 2 and rooms.version(code) == v + 1  # the pages show it
+    assert rooms.view(code)["locked"] is True
+    assert rooms.join(code, S3) == (False, LOCKED)
+    assert rooms.answer(code, S3, 1, 5) == (False, LOCKED)
+    assert rooms.answer(code, S1, 1, 7) == (True, "") and rooms.join(code, S2) == (True, "")
+    with pytest.raises(UserError, match="locked must be true or false"):
+        rooms.lock(code, key, "yes")
+    with pytest.raises(UserError) as e:
+        rooms.lock(code, "nope", False)
+    assert str(e.value) == WRONG_KEY
+    rooms.lock(code, key, False)
+    assert rooms.join(code, S3) == (True, "")
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"5": 1, "7": 1}, "total": 2}
+
+
+def test_hello_counts_students_toward_the_limit(store):
+    rooms = Rooms(store(), max_students=2)
+    code, key = rooms.open("m", None, QS)
+    assert rooms.view(code)["joined"] == 0
+    assert rooms.join(code, S1) == (True, "") and rooms.join(code, S1) == (True, "")  # again: harmless
+    assert rooms.join(code, S2) == (True, "")
+    assert rooms.view(code)["joined"] == 2 and rooms.state(code).joined == 2
+    assert rooms.join(code, S3) == (False, "This room is full (2 students).")
+    assert rooms.answer(code, S3, 1, 1) == (False, "This room is full (2 students).")
+    assert rooms.join(code, "bad id") == (False, "student must be the page's random id: 8 to 64 letters, digits, - or _.")
+    assert rooms.join("NOPE", S1) == (False, UNKNOWN_ROOM)
+
+
+def test_a_tombstone_says_why_for_a_day_then_the_code_is_unknown(store):
+    clock = Clock()
+    rooms = Rooms(store(), clock=clock)
+    code, key = rooms.open("m", None, QS)
+    rooms.close(code, key)
+    clock.t += TOMBSTONE_S - 60
+    assert rooms.join(code, S1) == (False, CLOSED_BY_HOST)
+    clock.t += 120
+    s = rooms.store
+    if isinstance(s, SQLiteStore):
+        assert rooms.join(code, S1) == (False, UNKNOWN_ROOM)  # a day later: forgotten
+    else:  # Redis forgets it by itself (EXPIRE): its time to live is a day
+        assert 0 < s.r.ttl(f"vizvit:gone:{code}") <= TOMBSTONE_S
+
+
 def test_the_lessons_questions_become_room_questions():
     steps = load_steps()
     qs = questions_of(steps)
@@ -164,7 +320,7 @@ def test_the_lessons_questions_become_room_questions():
     assert by_id["image"].is_number and by_id["patches"].options == ("a", "b", "c", "d")
 
 
-def test_a_students_view_shows_only_revealed_steps_tally_and_truth():
+def test_a_students_view_shows_only_revealed_steps_tally_and_truth(opened):
     rooms, code, key = opened()
     rooms.answer(code, S1, 1, 224)
     rooms.answer(code, S2, 1, 196)
@@ -176,10 +332,10 @@ def test_a_students_view_shows_only_revealed_steps_tally_and_truth():
                                                "truth": "224", "picture": False}}
 
 
-def test_every_change_and_only_a_change_calls_on_change():
+def test_every_change_and_only_a_change_calls_on_change(store):
     seen: list[str] = []
-    rooms = Rooms(on_change=seen.append)
-    code, key = rooms.open("m", "p", QS)
+    rooms = Rooms(store(), on_change=seen.append)
+    code, key = rooms.open("m", None, QS)
     rooms.move(code, key, 1)  # no change
     rooms.answer(code, S1, 1, 3)  # an answer is not the lecturer's move
     assert seen == []
@@ -189,10 +345,10 @@ def test_every_change_and_only_a_change_calls_on_change():
     rooms.move(code, key, 2, reveal=True)
     rooms.prepare(code, 2, {"truth": "b"}, None)  # revealed before its truth was ready: the pages fetch it
     rooms.close(code, key)
-    assert seen == [code] * 4
+    assert seen[:4] == [code] * 4 and set(seen) == {code}  # (Redis: each may come twice, here and published)
 
 
-def test_a_steps_figure_is_shown_only_after_its_reveal():
+def test_a_steps_figure_is_shown_only_after_its_reveal(opened):
     """Before the reveal every step's picture is the photo (the figure may show the answer); after it,
     the step's own figure; a step without a figure keeps the photo."""
     rooms, code, key = opened()
@@ -213,5 +369,27 @@ def test_a_steps_figure_is_shown_only_after_its_reveal():
         rooms.picture(code, 9)
     rooms.close(code, key)
     rooms.prepare(code, 3, {"truth": "1"}, b"late")  # the opening's measuring ends after the close: dropped
-    with pytest.raises(UserError, match="no open room"):
+    assert rooms.store.blob(code, "p3") is None
+    with pytest.raises(UserError, match="^" + CLOSED_BY_HOST):
         rooms.picture(code, 3)
+
+
+def test_the_store_itself_checks_each_answer_in_its_write(opened):
+    """The rule that makes answers atomic lives in the store's write (a SQLite transaction, a Redis Lua
+    script), not only in Rooms' check before it: called directly, the store refuses what Rooms would."""
+    rooms, code, key = opened(max_students=2)
+    s = rooms.store
+    assert s.answer(code, S1, 2, "a", 2) == "ahead"
+    assert s.answer(code, S1, 1, "5", 2) == "ok" and s.answer(code, S1, 1, "6", 2) == "ok"
+    assert s.answers(code, 1) == {S1: "6"}  # replaced, not added
+    rooms.move(code, key, 1, reveal=True)
+    assert s.answer(code, S2, 1, "5", 2) == "closed"
+    rooms.move(code, key, 2)
+    assert s.answer(code, S1, 1, "5", 2) == "closed"
+    rooms.lock(code, key, True)
+    assert s.answer(code, S2, 2, "a", 2) == "locked" and s.join(code, S2, 2) == "locked"
+    assert s.answer(code, S1, 2, "a", 2) == "ok"
+    rooms.lock(code, key, False)
+    assert s.join(code, S2, 2) == "ok" and s.join(code, S3, 2) == "full" and s.answer(code, S3, 2, "b", 2) == "full"
+    assert s.joined(code) == 2 and s.answers(code, 2) == {S1: "a"}
+    assert s.answer("ZZZZZZZZ", S1, 1, "5", 2) == "gone"

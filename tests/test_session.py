@@ -357,3 +357,37 @@ def test_the_positions_first_answer_runs_no_forward_at_another_size(wb, tiny16, 
     assert page.grid.ndim == 3 and calls == [], "the grid waited for the forward at 384 px"
     later = positions.resolution_panel(ph, 384)  # the tab's follow-up answer
     assert calls == [384] and later.text.startswith("**At 384×384 px**")
+
+
+def _same_analysis(a, b) -> None:
+    assert np.array_equal(a.input_view, b.input_view)
+    assert torch.equal(a.attentions, b.attentions)
+    if a.logits is not None:
+        assert torch.equal(a.logits, b.logits)
+
+
+def test_a_model_view_analysed_again_is_the_photos_own_analysis(fam, tiny16, towers, cat):
+    """What a live room keeps of its photo (issue 50): the model's input view as PNG. Analysed through
+    add_model_view it must be the very forward the photo had, in every family's preprocessing; and the
+    processor applied to the view again would not be (a resize to 256 then a 224 crop, as DeiT's
+    checkpoints do, changes a 224-pixel picture: constructed below), so the check can fail."""
+    import dataclasses
+    import io
+
+    from PIL import Image
+
+    deit_like = dataclasses.replace(tiny16, id="deit-like", preprocess=dataclasses.replace(
+        tiny16.preprocess, resize=256, crop=(224, 224)))
+    for vm in (fam, towers["clip16"], deit_like):
+        wb = Workbench(cache_bytes=64 << 20, device="cpu")
+        wb.add_model(vm)
+        photo = wb.analysis(PhotoKey(vm.id, wb.add_photo(cat)))
+        buf = io.BytesIO()
+        Image.fromarray(photo.input_view).save(buf, "PNG")
+        key = wb.add_model_view(buf.getvalue())
+        assert key.startswith(Workbench.MODEL_VIEW)
+        _same_analysis(wb.analysis(PhotoKey(vm.id, key)), photo)
+        assert np.array_equal(wb.handle(PhotoKey(vm.id, key)).input_view(), photo.input_view)
+        if vm is deit_like:  # the processor again on the view: another picture (why add_model_view exists)
+            again = wb.analysis(PhotoKey(vm.id, wb.add_photo(buf.getvalue())))
+            assert not np.array_equal(again.input_view, photo.input_view)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import math
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 from PIL import Image
@@ -30,12 +30,14 @@ from .models import Geometry
 from .readings import methods
 from .readings import attention as ra
 from .maps import ATTENTION_FLOW
-from .session import Photo, PhotoKey, Workbench
+from .session import Photo, PhotoGone, PhotoKey, Workbench
 from .views import compare as compare_view
 from .views import experiments, positions
 from .views import lesson as lesson_view
 
 MAX_DISCARD = 0.99
+ROOM_PHOTO_TRIES = 3  # a room's model view kept again in the Workbench after other work pushed it out
+T = TypeVar("T")
 
 
 def _int(name: str, value: object, low: int, high: int) -> int:
@@ -226,19 +228,22 @@ class PublicApi:
         return out
 
     # ------------------------------------------------------------------ live rooms (issue 45)
-    def room_open(self, path: str, model: str) -> dict[str, Any]:
+    def room_open(self, path: str, model: str, owner: str = "") -> dict[str, Any]:
         """A room on this photo and model: the photo is analysed first (a bad photo or model is refused
-        before any room exists). -> {"code", "host_key", "steps"}."""
+        before any room exists). owner: the caller's address (rooms per owner are limited).
+        -> {"code", "host_key", "steps"}."""
         ph, _ = self._photo(path, model)
-        return self.room_open_photo(ph)
+        return self.room_open_photo(ph, owner)
 
-    def room_open_photo(self, ph: Photo) -> dict[str, Any]:
-        """A room on a photo the Workbench holds (the main page's Lesson tab opens one on its photo)."""
-        image = self.wb.photo(ph.key.sha1)  # kept by the room (see vizvit.room.Room.photo)
-        code, key = self.rooms.open(ph.vm.id, image, room_mod.questions_of(lesson_view.steps()))
-        self.rooms.keep_photo_view(code, jpeg(ph.analysis().input_view))
+    def room_open_photo(self, ph: Photo, owner: str = "") -> dict[str, Any]:
+        """A room on a photo the Workbench holds (the main page's Lesson tab opens one on its photo).
+        The room keeps only the model's input view (PNG: the exact pixels the model saw) and its JPEG for
+        the phones, in its store: never the full photo, which may be 39 megapixels and outside any budget."""
+        view = ph.analysis().input_view  # (H, W, 3) uint8
+        code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(lesson_view.steps()), owner)
+        self.rooms.keep_photo_view(code, jpeg(view))
         # Every step's truth and figure, measured now in the background (seconds on a CPU) while the
-        # lecturer talks: a reveal then does no model work, and its push is a dict update (issue 45).
+        # lecturer talks: a reveal then does no model work, and its push is a store update (issue 45).
         threading.Thread(target=self.room_prepare, args=(code,), name=f"room-{code}", daemon=True).start()
         return {"code": code, "host_key": key, "steps": len(lesson_view.steps())}
 
@@ -251,39 +256,63 @@ class PublicApi:
                 return
 
     def _room_ready(self, code: str, n: int) -> dict[str, Any]:
-        """Step n's truth, measured and kept in the room unless it is there already. Two threads may
-        measure the same step once each (the opening's and a reveal's): the same numbers, kept twice."""
+        """Step n's truth, measured and kept in the room unless it is there already. Two threads (or two
+        replicas) may measure the same step once each: the same numbers, kept twice."""
         if not self.rooms.prepared(code, n):
             truth = self.room_truth(code, n)
             self.rooms.prepare(code, n, truth, self.room_figure(code, n))
         return self.rooms.view(code)["shown"].get(str(n), {})
 
+    def _on_room_photo(self, code: str, fn: Callable[[Photo], T]) -> T:
+        """fn(the room's photo): its model view, from the room's store, kept again in the Workbench
+        (any replica, any time after a restart). Other work may push it out of the Workbench's photos
+        between the keeping and the forward: then it is kept again and fn retried."""
+        st = self.rooms.state(code)
+        data = self.rooms.model_view(code)
+        if data is None:
+            raise UserError("This room keeps no picture of its photo: open a new room on the photo.")
+        vm = self.wb.model(st.model)  # the gate
+        for _ in range(ROOM_PHOTO_TRIES):
+            ph = self.wb.handle(PhotoKey(vm.id, self.wb.add_model_view(data)))
+            try:
+                return fn(ph)
+            except PhotoGone:
+                continue
+        raise UserError("The server is too busy to measure this room's step now: try again in a minute.")
+
     def room_figure(self, code: str, step: int) -> bytes | None:
         """Step `step`'s figure on the room's photo (the Lesson tab's reveal picture) as JPEG, or None."""
-        st = self.rooms.state(code)
         s = lesson_view.steps()[step - 1]
         if not s.picture:
             return None
-        ph = self.wb.handle(PhotoKey(st.model, self.wb.add_photo(st.photo)))
-        try:
-            return jpeg(getattr(lesson_view.tab_page(ph, s), s.picture))
-        except UserError:
-            return None  # its truth says why (room_truth)
+
+        def draw(ph: Photo) -> bytes | None:
+            try:
+                return jpeg(getattr(lesson_view.tab_page(ph, s), s.picture))
+            except PhotoGone:
+                raise
+            except UserError:
+                return None  # its truth says why (room_truth)
+
+        return self._on_room_photo(code, draw)
 
     def room_truth(self, code: str, step: int) -> dict[str, Any]:
         """A revealed step's truth on the room's photo, measured as the Lesson tab measures it:
         {"truth": the right option's key or number as text, "line": the measured sentence}."""
-        st = self.rooms.state(code)
         s = lesson_view.steps()[step - 1]
-        vm = self.wb.model(st.model)
-        ph = self.wb.handle(PhotoKey(vm.id, self.wb.add_photo(st.photo)))
-        try:
-            m = lesson_view.MEASURES[s.measure](ph, s)
-        except UserError as e:
-            return {"truth": None, "line": f"This step cannot be measured on {ph.vm.display_name}: {e}"}
-        right = m.right if s.answer == lesson_view.MEASURED else s.answer
-        text = f"{float(right):g}" if s.is_number else str(right)
-        return {"truth": text, "line": m.line}
+
+        def measure(ph: Photo) -> dict[str, Any]:
+            try:
+                m = lesson_view.MEASURES[s.measure](ph, s)
+            except PhotoGone:
+                raise
+            except UserError as e:
+                return {"truth": None, "line": f"This step cannot be measured on {ph.vm.display_name}: {e}"}
+            right = m.right if s.answer == lesson_view.MEASURED else s.answer
+            text = f"{float(right):g}" if s.is_number else str(right)
+            return {"truth": text, "line": m.line}
+
+        return self._on_room_photo(code, measure)
 
     def room_step(self, code: str, host_key: str, step: int, reveal: bool = False) -> dict[str, Any]:
         """The lecturer moves the room to `step` (and with reveal, shows its answer); with reveal,
@@ -310,6 +339,13 @@ class PublicApi:
 
 
 ROOM_JPEG_QUALITY = 85  # a step's picture on a phone: a few tens of kB, sharp enough for a patch grid
+
+
+def png(picture: np.ndarray) -> bytes:
+    """(H, W, 3) uint8 -> PNG bytes: lossless, so the room's model view re-analysed is the same forward."""
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(picture, dtype=np.uint8)).save(buf, "PNG")
+    return buf.getvalue()
 
 
 def jpeg(picture: np.ndarray) -> bytes:

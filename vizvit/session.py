@@ -35,6 +35,11 @@ from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
 
+class PhotoGone(UserError):
+    """A kept photo pushed out by newer ones (the budget photo_bytes): a caller that can keep it again
+    (a room, from its store) retries; any other says "upload it again"."""
+
+
 log = logging.getLogger("vizvit.session")
 Work = Callable[["Photo"], Any]  # a view's preparation: fills the cache through the handle, result unused
 
@@ -174,6 +179,8 @@ class PhotoKey:
 class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
+    MODEL_VIEW = "view-"  # a kept picture's key prefix when it is a model's input view (add_model_view)
+
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
                  device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None,
                  max_batch: int = MAX_BATCH):
@@ -286,14 +293,30 @@ class Workbench:
     def add_photo(self, src: ImageInput) -> str:
         """Decode and keep a photo; returns its content hash. Raises ValueError for bad input."""
         image = load_image(src)
-        sha1 = image_sha1(image)
+        return self._keep(image_sha1(image), image)
+
+    def add_model_view(self, src: ImageInput) -> str:
+        """Keep a picture that already is a model's input view (the exact pixels it saw: all a live room
+        keeps of its photo, vizvit.room) -> its key (MODEL_VIEW + its hash). Analysed as it is: the
+        processor's resize and crop are skipped, since they are not the identity on a model-sized
+        picture (DeiT resizes to 256 and crops 224). Kept like a photo, under photo_bytes."""
+        image = load_image(src)
+        return self._keep(self.MODEL_VIEW + image_sha1(image), image)
+
+    def _keep(self, key: str, image: Image.Image) -> str:
         with self._lock:
-            self._photos[sha1] = image
-            self._photos.move_to_end(sha1)
+            self._photos[key] = image
+            self._photos.move_to_end(key)
             # Keep the full upload (the processor resizes from it), bounded in bytes.
             while len(self._photos) > 1 and self.photos_nbytes > self.photo_bytes:
                 self._photos.popitem(last=False)
-        return sha1
+        return key
+
+    def model_input(self, sha1: str) -> Image.Image | np.ndarray:
+        """What a forward starts from: the photo (the processor resizes and crops it), or for a model
+        view (add_model_view) its pixels as they are."""
+        image = self.photo(sha1)
+        return np.asarray(image, dtype=np.uint8).copy() if sha1.startswith(self.MODEL_VIEW) else image
 
     @property
     def photos_nbytes(self) -> int:
@@ -303,7 +326,7 @@ class Workbench:
         with self._lock:
             image = self._photos.get(sha1)
         if image is None:
-            raise UserError("This photo is no longer in memory (the server was restarted or busy). "
+            raise PhotoGone("This photo is no longer in memory (the server was restarted or busy). "
                              "Please upload it again.")
         return image
 
@@ -314,7 +337,7 @@ class Workbench:
         vm = self.model(key.model_id)
         a = self.cache.get_or_compute(
             analysis_key(key.model_id, key.sha1, view, key.ablation),
-            lambda: self.forwards.run(vm, Request(self.photo(key.sha1), view, key.ablation)),
+            lambda: self.forwards.run(vm, Request(self.model_input(key.sha1), view, key.ablation)),
         )
         return with_zero_shot(a, self.labelled(key)) if vm.is_zero_shot else a
 
@@ -422,7 +445,10 @@ class Photo:
         """(H, W, 3) uint8: what the model sees of this photo (the processor's resize and crop),
         without a forward pass: the same pixels as analysis().input_view of the unperturbed view.
         The bare model's preprocessing, so a CLIP / SigLIP key's labels cost no text forward."""
-        return model_input_view(self.image, self.wb.model(self.key.model_id).preprocess)
+        source = self.wb.model_input(self.key.sha1)
+        if isinstance(source, np.ndarray):  # a model view (Workbench.add_model_view): as it is
+            return source
+        return model_input_view(source, self.wb.model(self.key.model_id).preprocess)
 
     def derived(self, name: Hashable, compute: Callable[[], Any]) -> Any:
         return self.wb.derived(self.key, name, compute)

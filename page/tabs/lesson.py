@@ -131,7 +131,8 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, request:
     """A live room on this tab's photo and model: its code, the students' link and QR code, the host view."""
     if key is None:
         return {"room_md": gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), "room_qr": gr.Image(visible=False)}
-    opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key))
+    # owner: the lecturer's address, so one stranger cannot hold every room (room.MAX_ROOMS_PER_OWNER)
+    opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), kit.caller_of(request) or "")
     page_url = address(request, page_url)
     invite = lesson.room_invite(opened["code"], opened["host_key"], page_url, phone(demo, page_url))
     return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True)}

@@ -172,6 +172,10 @@ def test_every_replica_down_is_one_plain_sentence(nginx_before_two):
         r.die()
     r = httpx.get(url)
     assert r.status_code == 503 and RELOAD in r.text and "nginx" not in r.text
+    # a room's page reads JSON: the same sentence, as JSON, for its polls and its answers
+    for got in (httpx.get(url + "vizvit_room/ABCDEFGH?v=3"),
+                httpx.post(url + "vizvit_room/ABCDEFGH/answer", json={"student": "stud-aaaa", "step": 1, "answer": 3})):
+        assert got.status_code == 503 and RELOAD in got.json()["error"] and got.json()["accepted"] is False
 
 
 def test_render_refuses_no_replica_and_a_cookie_nginx_cannot_name(tmp_path):
@@ -201,7 +205,7 @@ def routes_in(access_log: Path) -> dict[str, set[str]]:
     return seen
 
 
-def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx):
+def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx, redis_ok):
     import hall
     from fakes import photo
 
@@ -276,6 +280,79 @@ def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx):
             assert again["analyze"]["photo_sha1"] != r.get("answers", {}).get("analyze", {}).get("photo_sha1")
         hall.close_all(clients)
         assert replica_of(c.url, clients[0]) == alive
+
+
+# ------------------------------------------------------------------ a live room across replicas
+@pytest.fixture
+def redis_ok() -> None:
+    from redisserver import need_redis
+
+    need_redis()
+
+
+def test_a_room_across_two_replicas_then_one_dies(tmp_path, nginx, redis_ok):
+    """Two replicas, nginx, Redis (issue 50): the room opened on one replica takes answers from students
+    on both; a student waiting on the other replica hears the lecturer's step; one replica killed in the
+    middle of a step loses no answer, and its students' next calls are answered (by the other replica),
+    never a bare 404. Expected counts written by hand: 20 students, one answer each per step."""
+    import httpx
+    from gradio_client import Client, handle_file
+
+    from vizvit.catalog import Catalog
+
+    model_dir = make_tiny_vit(tmp_path / "tiny", 224, 16)
+    model = Catalog(str(model_dir)).public(str(model_dir))
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    with cluster.Cluster(str(model_dir), 2, app_args=["--device", "cpu"], folder=folder, nginx=nginx) as c:
+        host = Client(c.url, verbose=False)
+        opened = host.predict(handle_file(str(EXAMPLES / "chelsea.jpg")), model, api_name="/room_open")
+        code, key = opened["code"], opened["host_key"]
+        host_replica = replica_of(c.url, host)
+        room = f"{c.url}vizvit_room/{code}"
+        students = [httpx.Client(timeout=60) for _ in range(20)]
+        where = []
+        for s in students:
+            s.get(c.url + "room")  # the student's page: nginx's cookie, its replica
+            where.append(s.get(room).headers[cluster.REPLICA_HEADER])
+        assert set(where) == {c.replica_address(0), c.replica_address(1)}, where
+
+        for i, s in enumerate(students):
+            assert s.post(f"{room}/hello", json={"student": f"student-{i:03d}"}).json() == {"accepted": True, "reason": ""}
+            got = s.post(f"{room}/answer", json={"student": f"student-{i:03d}", "step": 1, "answer": 100 + i % 3})
+            assert got.json() == {"accepted": True, "reason": ""}, got.text
+
+        # a student on the other replica waits; the lecturer's step reaches it through Redis
+        other = next(s for s, w in zip(students, where) if w != host_replica)
+        v = other.get(room).json()["version"]
+        heard: dict = {}
+        waiter = threading.Thread(target=lambda: heard.update(other.get(f"{room}?v={v}").json()))
+        waiter.start()
+        time.sleep(1.0)
+        moved = httpx.post(f"{room}/step", json={"host_key": key, "step": 2}, cookies=host.cookies, timeout=60)
+        assert moved.json()["step"] == 2
+        waiter.join(timeout=30)
+        assert heard.get("step") == 2 and heard.get("version") == v + 1, heard
+
+        # one replica dies in the middle of step 2's answers
+        answered = []
+        for i, s in enumerate(students):
+            if i == 10:
+                c.kill(0)
+            got = s.post(f"{room}/answer", json={"student": f"student-{i:03d}", "step": 2, "answer": "abcd"[i % 4]})
+            answered.append((got.status_code, got.headers.get("content-type", ""), got.text))
+        assert all(code == 200 and "json" in ctype for code, ctype, _ in answered), answered
+        assert all('"accepted":true' in text.replace(" ", "") for _, _, text in answered), answered
+        for s in students:  # every student's poll is answered by the live replica: the room, not a 404
+            view = s.get(room)
+            assert view.status_code == 200 and view.json()["step"] == 2 and view.headers[cluster.REPLICA_HEADER] == \
+                c.replica_address(1)
+        tallies = [httpx.post(f"{room}/tally", json={"host_key": key, "step": n}, timeout=60).json() for n in (1, 2)]
+        assert tallies[0] == {"answers": {"100": 7, "101": 7, "102": 6}, "total": 20}
+        assert tallies[1] == {"answers": {"a": 5, "b": 5, "c": 5, "d": 5}, "total": 20}
+        assert httpx.get(room, timeout=60).json()["joined"] == 20
+        for s in students:
+            s.close()
 
 
 # ------------------------------------------------------------------ a page whose replica died

@@ -14,7 +14,7 @@ from PIL import Image
 
 from appserver import page_name, serving
 from tiny import EXAMPLES
-from vizvit.room import UNKNOWN_ROOM, WRONG_KEY
+from vizvit.room import CLOSED_BY_HOST, LOCKED, UNKNOWN_ROOM, WRONG_KEY
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 
@@ -48,7 +48,9 @@ def test_a_room_from_open_to_close(server):
     assert late["accepted"] is False and "closed" in late["reason"]
     assert c.predict(code, key, api_name="/room_close") == {"closed": True}
     gone = c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")
-    assert gone == {"accepted": False, "reason": UNKNOWN_ROOM}
+    assert gone == {"accepted": False, "reason": CLOSED_BY_HOST}
+    assert c.predict("NOPENOPE", 2, "b", "stud-aaaa", api_name="/room_answer") == {"accepted": False,
+                                                                                 "reason": UNKNOWN_ROOM}
 
 
 def test_wrong_key_and_unknown_code_are_refused_plainly(server):
@@ -88,7 +90,9 @@ def test_a_waiting_student_page_hears_the_step_at_once(server):
     assert got["state"]["step"] == 3 and got["state"]["version"] == first["version"] + 1
     c.predict(code, key, api_name="/room_close")
     closed = httpx.get(f"{url}vizvit_room/{code}?v={first['version']}", timeout=60).json()
-    assert closed["closed"] is True and UNKNOWN_ROOM in closed["error"]
+    assert closed["closed"] is True and closed["error"] == CLOSED_BY_HOST  # why, not "no such room"
+    unknown = httpx.get(f"{url}vizvit_room/NOPENOPE?v=3", timeout=60).json()
+    assert unknown["closed"] is True and unknown["error"] == UNKNOWN_ROOM
 
 
 def test_the_reveal_needs_no_file_on_disk(tiny16, tmp_path):
@@ -170,4 +174,42 @@ def test_the_room_pages_answer_and_tally_routes_count_like_the_public_api(server
     assert refused.status_code == 400 and refused.json() == {"error": WRONG_KEY}
     assert httpx.post(f"{url}vizvit_room/{code}/answer", content=b"[", timeout=60).json()["accepted"] is False
     c.predict(code, key, api_name="/room_close")
-    assert answer("stud-aaaa", 1, "224") == {"accepted": False, "reason": UNKNOWN_ROOM}
+    assert answer("stud-aaaa", 1, "224") == {"accepted": False, "reason": CLOSED_BY_HOST}
+
+
+def test_the_host_heartbeat_lock_and_hello_routes(server):
+    """POST vizvit_room/{code}/host, /lock and /hello (issue 50): the view gains joined and locked; a
+    locked room refuses a new student's hello and answer in one sentence, not one already in; any
+    value to any route gets a sentence."""
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    code, key = opened["code"], opened["host_key"]
+    room = f"{url}vizvit_room/{code}"
+
+    def post(path, body, **kw):
+        return httpx.post(f"{room}/{path}", timeout=60, **({"json": body} if body is not None else kw))
+
+    assert post("hello", {"student": "stud-aaaa"}).json() == {"accepted": True, "reason": ""}
+    seen = post("host", {"host_key": key}).json()
+    assert seen["joined"] == 1 and seen["locked"] is False and seen["code"] == code
+    assert post("host", {"host_key": "nope"}).json() == {"error": WRONG_KEY}
+    locked = post("lock", {"host_key": key, "locked": True})
+    assert locked.status_code == 200 and locked.json()["locked"] is True
+    assert httpx.get(room, timeout=60).json()["locked"] is True  # the students' view shows it
+    assert post("hello", {"student": "stud-bbbb"}).json() == {"accepted": False, "reason": LOCKED}
+    assert post("answer", {"student": "stud-bbbb", "step": 1, "answer": 3}).json() == {"accepted": False,
+                                                                                    "reason": LOCKED}
+    assert post("answer", {"student": "stud-aaaa", "step": 1, "answer": 3}).json()["accepted"] is True
+    for path, body in (("lock", {"host_key": key, "locked": "yes"}), ("lock", {"host_key": key}),
+                       ("hello", {"student": 5}), ("host", {}), ("hello", ["x"])):
+        got = post(path, body)
+        assert got.status_code in (200, 400) and (got.json().get("error") or got.json().get("reason")), (path, body)
+    for path in ("host", "lock", "hello"):
+        got = post(path, None, content=b"\xff not json")
+        assert got.status_code == 400 and "JSON" in str(got.json()), path
+    assert post("lock", {"host_key": key, "locked": False}).json()["locked"] is False
+    assert post("hello", {"student": "stud-bbbb"}).json()["accepted"] is True
+    gone = httpx.post(f"{url}vizvit_room/NOPENOPE/hello", json={"student": "stud-aaaa"}, timeout=60).json()
+    assert gone == {"accepted": False, "reason": UNKNOWN_ROOM}
+    c.predict(code, key, api_name="/room_close")
