@@ -67,7 +67,6 @@ def test_the_token_scatter_keeps_one_point_per_patch_and_rings_the_marked_ones()
 def _noisy_writer(fail: bool):
     """plotly.io.write_images as kaleido's browser channel behaved in one export of three: a traceback on
     stderr (from this process's logging and from a child's fd 2), then the PNGs, or a failure."""
-    import os
     import subprocess
     import sys
 
@@ -79,7 +78,6 @@ def _noisy_writer(fail: bool):
         for p in paths:
             with open(p, "wb") as f:
                 f.write(b"\x89PNG")
-        os.write(2, b"")
     return write_images
 
 

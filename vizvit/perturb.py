@@ -16,7 +16,7 @@ import torch
 from .cancel import NEVER, Cancel
 from .engine import DEFAULT_CHUNK, Progress, keep_indices, predict_batch, predict_chunks
 from .errors import UserError
-from .images import MaskMode, mask_pixels, shift_view
+from .images import MaskMode, fill_pixels, mask_pixels, shift_view
 from .models import Geometry, VitModel
 
 
@@ -223,7 +223,8 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         probs = torch.empty_like(pred.probs)
         probs[torch.tensor(order)] = pred.probs
     else:
-        views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode) for m in masks]
+        filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
+        views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
         probs = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
