@@ -36,6 +36,8 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")  # a random token the student's 
 
 UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the lecturer for the link."
 WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
+BAD_CODE = "A room code is 8 letters and digits, like ABCD2345."  # CODE_LEN of CODE_ALPHABET (no 0, O, 1, I)
+NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
 
 
 def parse_code(code: object) -> str | None:
