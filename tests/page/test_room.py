@@ -24,7 +24,7 @@ def test_one_host_and_three_students(url):
         host.click("#ex")
         host.wait_for_selector("#room-code", timeout=120_000)
         code = host.inner_text("#room-code").strip()
-        assert re.fullmatch(r"[A-Z2-9]{5}", code)
+        assert re.fullmatch(r"[A-Z2-9]{8}", code)
         assert f"room?code={code}" in host.inner_text("#host")
         assert "no phone can open this QR code" in host.inner_text("#host")  # 127.0.0.1: honest
         ctx = host.context
