@@ -150,3 +150,23 @@ def test_screenshots_of_the_student_and_the_host_page(url, room):
             assert page.inner_text("#lock").startswith("Unlock")
             if width == 1366:
                 shot(page, "room_host_locked_1366")
+
+
+def test_the_host_page_says_its_room_is_gone_and_why(url, tiny16):
+    """The room closed elsewhere (the API, a restart that lost it, the idle limit): the lecturer's page
+    says so with the server's reason and offers a new room; before, it went back to "Open a live room"
+    without a word."""
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(EXAMPLES / "chelsea.jpg")), page_name(tiny16), api_name="/room_open")
+    link = url + f"room?host=1&code={opened['code']}#key={quote(opened['host_key'], safe='')}"
+    with page_at(link, width=1366, height=900, wait_for="#room-code") as page:
+        c.predict(opened["code"], opened["host_key"], api_name="/room_close")
+        page.wait_for_selector("#gone", timeout=30_000)
+        text = page.inner_text("#gone")
+        assert text.startswith(f"Room {opened['code']} is no longer open: ") and "no open room" in text, text
+        shot(page, "room_host_gone_1366")
+        page.click("#new-room")
+        page.wait_for_selector("#ex")
+        page.reload()  # the gone room's key was forgotten: a reload does not try it again
+        page.wait_for_selector("#ex")
+    c.close()
