@@ -28,10 +28,12 @@ from vizvit.room import BAD_CODE, NO_CODE, Rooms, parse_code
 from .kit import caller_of
 
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
-JOINS = Rate(burst=120, per_s=5.0)  # per address: a class of 300 behind one NAT joins within a minute (120 + 5·60)
+JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its
+# first question at once, then 5 a second; a stranger stuffing rooms is stopped by the room's limit and its lock
 OPENS = Rate(burst=6, per_s=1 / 60)  # per address: a few rooms at once, then one a minute
 OPEN_CODES_KEPT = 1_000  # room codes seen open lately (MAX_ROOMS is 20: plenty of closed ones remembered)
 JOINED_KEPT = 20_000  # (code, student) pairs seen joining lately: MAX_ROOMS × MAX_STUDENTS is 6,000
+CLOCK: Callable[[], float] = time.monotonic  # the buckets' clock (a test freezes it: page/guard.CLOCK)
 JOIN_PATHS = ("/hello", "/answer")  # a student's page's first request that makes it one of the room's
 
 
@@ -58,8 +60,9 @@ class Refused(UserError):
 class Guard:
     """One per server: the room routes (routes()) and the room API endpoints (code/join/open) share its buckets."""
 
-    def __init__(self, rooms: Rooms, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, rooms: Rooms, clock: Callable[[], float] | None = None):
         self.rooms = rooms
+        clock = clock or CLOCK
         self.codes: Limiter[str] = Limiter(WRONG_CODES, clock=clock)
         self.joins: Limiter[str] = Limiter(JOINS, clock=clock)
         self.opens: Limiter[str] = Limiter(OPENS, clock=clock)
