@@ -111,17 +111,20 @@ def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[...,
     return analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats
 
 
-def room_endpoints(api: PublicApi, default_model: str, guard: Guard) -> tuple[Callable[..., dict], ...]:
+def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = None) -> tuple[Callable[..., dict], ...]:
     """The live room's endpoints (issue 45): the lecturer's (with the host key) and the students'.
     Each checks its caller first (issue 50, page/guard.py): a malformed code, too many wrong codes,
     new students or rooms from one address are refused with a sentence before anything else."""
+    guard = guard if guard is not None else Guard(api.rooms)
 
     def room_open(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Open a live room on this photo and model (issue 45): {"code": the short code students type,
         "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}."""
         path = uploaded(photo)
-        guard.open(request)
-        return api.room_open(path, model)
+        guard.may_open(request)
+        opened = api.room_open(path, model)
+        guard.opened(request)  # counted once open: a refused photo or model costs no try
+        return opened
 
     def room_step(code: str, host_key: str, step: int = 1, reveal: bool = False, request: gr.Request = None) -> dict:
         """The lecturer moves the room to step 1..n (reveal=True: shows its answer, closes its

@@ -30,7 +30,8 @@ from .kit import caller_of
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
 JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its
 # first question at once, then 5 a second; a stranger stuffing rooms is stopped by the room's limit and its lock
-OPENS = Rate(burst=6, per_s=1 / 60)  # per address: a few rooms at once, then one a minute
+OPENS = Rate(burst=20, per_s=1 / 30)  # per address: a department's rooms at once (each costs an analysis
+# and every step measured ahead), then one each 30 s: no stream of open-and-close
 OPEN_CODES_KEPT = 1_000  # room codes seen open lately (MAX_ROOMS is 20: plenty of closed ones remembered)
 JOINED_KEPT = 20_000  # (code, student) pairs seen joining lately: MAX_ROOMS × MAX_STUDENTS is 6,000
 CLOCK: Callable[[], float] = time.monotonic  # the buckets' clock (a test freezes it: page/guard.CLOCK)
@@ -102,8 +103,20 @@ class Guard:
             raise Refused(too_many_joins(v), 429, v.wait_whole_s)
         self.joined.add((code, student))
 
+    def may_open(self, request: Any) -> None:
+        """Whether this caller may open a room now (spends nothing: see opened)."""
+        v = self.opens.check(self.who(request))
+        if not v.ok:
+            raise Refused(too_many_opens(v), 429, v.wait_whole_s)
+
+    def opened(self, request: Any) -> None:
+        """A room this caller opened: one of its tries spent (two at once may both pass may_open:
+        a room or two over, never a stream)."""
+        self.opens.spend(self.who(request))
+
     def open(self, request: Any) -> None:
-        """A room about to be opened by this caller."""
+        """A room about to be opened by this caller, where its opening cannot fail cheaply (the Lesson
+        tab's, on a photo the page analysed already): checked and counted at once."""
         v = self.opens.spend(self.who(request))
         if not v.ok:
             raise Refused(too_many_opens(v), 429, v.wait_whole_s)

@@ -316,7 +316,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         ui.update(_header(wb, catalog, default_model, panels.banner(wb.model(default_model), offline, *failed)))
         ctx = Ctx(wb=wb, key=ui["key"], tab=ui["tab"], status=ui["status"], default_model=default_model,
                   example_of=example_of, header=dict(model=ui["model"], labels=ui["zs_labels"],
-                                                     template=ui["zs_template"], upload=ui["upload"]), rooms=rooms)
+                                                     template=ui["zs_template"], upload=ui["upload"]), rooms=rooms,
+                  room_opening=guard.open)
         all_tabs = _tabs(ctx)
         ui.update(_footer())
         server = Server(wb, catalog, default_model, offline, failed, tuple(t.id for t in all_tabs), ctx.preview)

@@ -5,6 +5,8 @@ and next move one step and stop at the ends; the reveal answers what the view's 
 
 from __future__ import annotations
 
+import dataclasses
+
 from types import SimpleNamespace
 
 import gradio as gr
@@ -147,3 +149,19 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     assert got["room_md"].visible is True and got["room_qr"].visible is True
     code = got["room_md"].value.split("**Room ")[1].split("**")[0]
     assert f"{PAGE}room?code={code}" in got["room_md"].value
+
+
+def test_rooms_opened_from_the_tab_count_per_address_like_the_apis(photo, monkeypatch):
+    """Issue 50: the tab's button is a way to open rooms too, so the guard's limit per address holds here."""
+    from page.guard import OPENS, Guard
+
+    ctx, key = photo
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
+    rooms = Rooms(max_rooms=int(OPENS.burst) + 5)  # the server's own limit is not the one seen here
+    ctx = dataclasses.replace(ctx, rooms=rooms, room_opening=Guard(rooms, clock=lambda: 0.0).open)  # frozen clock: no refill
+    caller = request(PAGE + "?lesson=1")
+    caller.client = SimpleNamespace(host="10.1.2.3")
+    for _ in range(int(OPENS.burst)):
+        assert tab.open_room(ctx, None, key, "", caller)["room_md"].visible is True
+    with pytest.raises(Exception, match=r"^Too many rooms opened from this address: wait \d+ s\.$"):
+        tab.open_room(ctx, None, key, "", caller)
