@@ -170,3 +170,28 @@ def test_the_host_page_says_its_room_is_gone_and_why(url, tiny16):
         page.reload()  # the gone room's key was forgotten: a reload does not try it again
         page.wait_for_selector("#ex")
     c.close()
+
+
+def test_the_host_page_rides_out_a_server_that_is_away(url, tiny16):
+    """The server away (a restart): the host page, reloaded meanwhile, says it is reconnecting and, once
+    the server answers again, carries on with the host key it kept for the tab (sessionStorage)."""
+    import httpx
+
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(EXAMPLES / "chelsea.jpg")), page_name(tiny16), api_name="/room_open")
+    code = opened["code"]
+    link = url + f"room?host=1&code={code}#key={quote(opened['host_key'], safe='')}"
+    with page_at(link, width=1366, height=900, wait_for="#room-code") as page:
+        away = lambda route: route.abort()  # noqa: E731 - the server unreachable, as during a restart
+        page.route("**/vizvit_room/**", away)
+        page.reload()  # the address is now plain ?host=1: only the tab's sessionStorage knows the room
+        page.wait_for_selector("#host-err:has-text('reconnecting')", timeout=30_000)
+        page.unroute("**/vizvit_room/**", away)
+        page.wait_for_selector("#room-code", timeout=30_000)
+        assert page.inner_text("#room-code").strip() == code
+        r = httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": "stud-back", "step": 1, "answer": 224}, timeout=60)
+        assert r.json()["accepted"] is True
+        page.wait_for_selector("#total:has-text('1 answered')", timeout=30_000)  # the live tally goes on
+        page.click("#next")
+        page.wait_for_selector("text=Step 2 of", timeout=30_000)  # and the key still moves the room
+    c.close()
