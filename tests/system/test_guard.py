@@ -8,6 +8,7 @@ rates as the issue states them (at most 60 guesses of 300, a class of 300 within
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import httpx
@@ -150,8 +151,10 @@ def test_rooms_opened_per_address_are_limited(server, clock):
     seen here), then "Too many rooms"; a refused photo costs no try; a minute later, one more."""
     url, model = server
     with client_at("127.0.0.7") as opener:
-        with open(PHOTO, "rb") as f:
-            path = opener.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", f, "image/jpeg")}).json()[0]
+        # bytes of its own after the JPEG's end (ignored by decoders): Gradio files an upload under its
+        # content's hash in a temp folder other servers on this machine share, and clean on closing
+        data = PHOTO.read_bytes() + os.urandom(16)
+        path = opener.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", data, "image/jpeg")}).json()[0]
         photo = {"path": path, "meta": {"_type": "gradio.FileData"}}
         assert "uploaded file" in rest_error(opener, url, "room_open", [{"path": "/etc/hostname"}, model])
 
