@@ -11,7 +11,8 @@ refuses before the app's handler runs (a file not uploaded, too few values, a va
 cannot read) would otherwise reach the caller as its message, with server paths and object reprs,
 and the log as a traceback. HTTP_HANDLERS does the same for Gradio's routes' HTTPException details
 (launch's app_kwargs). And an upload whose client drops mid-body leaves no partial file
-(see _parse_or_clean).
+(see _parse_or_clean). An event index that names no event (queue/join's fn_index) is refused with a
+sentence and HTTP 404 instead of a KeyError's traceback (see _known_fn).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def install() -> None:
     parser = route_utils.GradioMultiPartParser
     if not getattr(parser.parse, "vizvit_clean", False):
         parser.parse = _parse_or_clean(parser.parse)  # type: ignore[method-assign]
+    if not getattr(route_utils.get_fn, "vizvit_known", False):
+        route_utils.get_fn = _known_fn(route_utils.get_fn)  # queueing.py and routes.py call it through the module
 
 
 def unlaid(blocks: Any, children: Sequence[Any]) -> None:
@@ -184,3 +187,22 @@ def _parse_or_clean(original: Any) -> Any:
 
     parse.vizvit_clean = True  # type: ignore[attr-defined]
     return parse
+
+
+NO_SUCH_EVENT = "There is no event with that fn_index on this page: reload the page, or call a named endpoint."
+
+
+def _known_fn(original: Any) -> Any:
+    """route_utils.get_fn, an unknown fn_index refused as an HTTP 404 with a sentence. Gradio reads
+    `fns[body.fn_index]` unchecked (queue/join, run/predict): a made-up index raised KeyError, a 500
+    and a traceback in the log. (A fn_index that is not an integer FastAPI refuses already: 422.)"""
+    def get_fn(blocks: Any, api_name: str | None, body: Any) -> Any:
+        try:
+            return original(blocks, api_name, body)
+        except KeyError:
+            if getattr(body, "fn_index", None) is None:
+                raise
+            raise HTTPException(404, NO_SUCH_EVENT) from None
+
+    get_fn.vizvit_known = True  # type: ignore[attr-defined]
+    return get_fn

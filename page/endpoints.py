@@ -15,6 +15,7 @@ from vizvit.readings import methods
 from vizvit.room import Rooms
 from vizvit.session import Workbench
 
+from .guard import Guard
 from .kit import COSTLY, JOBS, caller_of, safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
@@ -37,15 +38,17 @@ def uploaded(photo: Any) -> str:
     return path  # one since cleaned away: load_image says "upload it again", after the model's gate
 
 
-def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None) -> None:
+def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None, guard: Guard | None = None) -> None:
     """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
     client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
-    (patch rows × patch columns); layer and head count from 1, rows and columns from 0."""
+    (patch rows × patch columns); layer and head count from 1, rows and columns from 0.
+    guard: the room routes' (page/guard.py), so a caller's wrong codes count on every surface."""
     api = PublicApi(wb, JOBS.jobs, rooms)
+    guard = guard if guard is not None else Guard(api.rooms)
     # relevance too: only attention flow takes a costly slot (vizvit.jobs), and a class map is answered
     # at once even while every slot is taken (COSTLY has more threads than slots).
     costly = ("sweep", "relevance")
-    for fn in (*reading_endpoints(api, default_model), *room_endpoints(api, default_model)):
+    for fn in (*reading_endpoints(api, default_model), *room_endpoints(api, default_model, guard)):
         gr.api(safe(fn), api_name=fn.__name__, **(COSTLY if fn.__name__ in costly else {}))
 
 
@@ -108,35 +111,44 @@ def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[...,
     return analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats
 
 
-def room_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
-    """The live room's endpoints (issue 45): the lecturer's (with the host key) and the students'."""
+def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = None) -> tuple[Callable[..., dict], ...]:
+    """The live room's endpoints (issue 45): the lecturer's (with the host key) and the students'.
+    Each checks its caller first (issue 50, page/guard.py): a malformed code, too many wrong codes,
+    new students or rooms from one address are refused with a sentence before anything else."""
+    guard = guard if guard is not None else Guard(api.rooms)
 
     def room_open(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Open a live room on this photo and model (issue 45): {"code": the short code students type,
         "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}.
         At most 3 open rooms per caller's address; a room closes after 30 minutes without its host."""
-        return api.room_open(uploaded(photo), model, caller_of(request) or "")
+        path = uploaded(photo)
+        guard.may_open(request)
+        opened = api.room_open(path, model, caller_of(request) or "")
+        guard.opened(request)  # counted once open: a refused photo or model costs no try
+        return opened
 
-    def room_step(code: str, host_key: str, step: int = 1, reveal: bool = False) -> dict:
+    def room_step(code: str, host_key: str, step: int = 1, reveal: bool = False, request: gr.Request = None) -> dict:
         """The lecturer moves the room to step 1..n (reveal=True: shows its answer, closes its
         answers, and returns its truth on the room's photo and its tally): the room's state."""
-        return api.room_step(code, host_key, step, reveal)
+        return api.room_step(guard.code(request, code), host_key, step, reveal)
 
     def room_answer(code: str, step: int = 1, answer: str | float = "", student: str = "",
                     request: gr.Request = None) -> dict:
         """A student's answer to the lecturer's open step: an option key, or a number.
         student: a random id of 8-64 letters/digits/-/_ the caller keeps (empty: this client's
         session). One answer per student per step; a new one replaces it. -> {"accepted", "reason"}."""
+        code = guard.code(request, code)
         who = student or (getattr(request, "session_hash", None) or "")
+        guard.join(request, code, who)
         return api.room_answer(code, step, answer, who)
 
-    def room_tally(code: str, host_key: str, step: int = 1) -> dict:
+    def room_tally(code: str, host_key: str, step: int = 1, request: gr.Request = None) -> dict:
         """The answers to one step so far: {"answers": {answer: count}, "total": n}."""
-        return api.room_tally(code, host_key, step)
+        return api.room_tally(guard.code(request, code), host_key, step)
 
-    def room_close(code: str, host_key: str) -> dict:
+    def room_close(code: str, host_key: str, request: gr.Request = None) -> dict:
         """The lecturer closes the room: every answer in it is forgotten."""
-        return api.room_close(code, host_key)
+        return api.room_close(guard.code(request, code), host_key)
 
     return room_open, room_step, room_answer, room_tally, room_close
 

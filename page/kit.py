@@ -103,6 +103,7 @@ class Ctx:
     # tab id -> (its first picture, drawn ahead, and the outputs that drawing leaves stale): on_show's first
     firsts: dict = field(default_factory=dict)
     rooms: Any = None  # the server's live rooms (vizvit.room.Rooms, issue 45): the Lesson tab opens one
+    room_opening: Callable[[Any], None] | None = None  # (request): raises when this caller may not open one now (page/guard.py)
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
                 then: tuple[Callable, list, list, str] | None = None,

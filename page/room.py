@@ -9,6 +9,7 @@ import asyncio
 import base64
 import functools
 import io
+import json
 import os
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from PIL import Image
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from vizvit import launch, lesson as lesson_mod
+from vizvit import launch, lesson as lesson_mod, room as room_mod
 from vizvit.api import PublicApi
 
 from . import web
@@ -216,8 +217,12 @@ def _lan() -> str | None:
 
 
 def page_html() -> str:
-    """The room's page: one HTML file with its script (page/web/room.html, room.js)."""
-    return web.asset("room.html").replace("/*ROOM_JS*/", web.asset("room.js"))
+    """The room's page: one HTML file with its script (page/web/room.html, room.js), and what the script
+    checks a room code with, from vizvit.room (never written twice): alphabet, length, sentences."""
+    config = json.dumps({"alphabet": room_mod.CODE_ALPHABET, "length": room_mod.CODE_LEN,
+                         "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE})
+    config = config.replace("<", "\\u003c")  # JSON inside <script>: no "</script>" can close it
+    return web.asset("room.html").replace("/*ROOM_CONFIG*/", config).replace("/*ROOM_JS*/", web.asset("room.js"))
 
 
 def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | None, str | None]]) -> list[APIRoute]:

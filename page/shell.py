@@ -26,6 +26,7 @@ from vizvit.views import header, patches
 from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
+from .guard import Guard
 from vizvit.room import Rooms
 
 from . import kit, room, web
@@ -302,7 +303,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                    delete_cache=(600, 3600)) as demo:
         before = len(demo.children)
         rooms = rooms if rooms is not None else Rooms()  # the API and the students' route share them
-        public_api(wb, default_model, rooms)  # first, so page events named alike (sweep) cannot take its names
+        guard = Guard(rooms)  # issue 50: the room's routes and API endpoints count one caller's tries together
+        public_api(wb, default_model, rooms, guard)  # first, so page events named alike (sweep) cannot take its names
         # gr.api makes a placeholder component per argument and result (35 of the page's 301): they
         # draw nothing, yet the page's script built each one at load, like any component. They stay
         # registered in the Blocks (the API's schema and calls read them), out of the page's layout,
@@ -319,7 +321,8 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         ui.update(_header(wb, catalog, default_model, panels.banner(wb.model(default_model), offline, *failed)))
         ctx = Ctx(wb=wb, key=ui["key"], tab=ui["tab"], status=ui["status"], default_model=default_model,
                   example_of=example_of, header=dict(model=ui["model"], labels=ui["zs_labels"],
-                                                     template=ui["zs_template"], upload=ui["upload"]), rooms=rooms)
+                                                     template=ui["zs_template"], upload=ui["upload"]), rooms=rooms,
+                  room_opening=guard.open)
         all_tabs = _tabs(ctx)
         ui.update(_footer())
         server = Server(wb, catalog, default_model, offline, failed, tuple(t.id for t in all_tabs), ctx.preview)
@@ -330,7 +333,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    demo.vizvit_routes = [*routes, *ctx.routes, *room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None), getattr(demo, "share_url", None)))]  # type: ignore[attr-defined]
+    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None), getattr(demo, "share_url", None))))]  # type: ignore[attr-defined]
     kit.check_no_container_outputs(demo)
     kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
     kit.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))  # a session from a replica that died: "reload the page"

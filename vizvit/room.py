@@ -50,6 +50,8 @@ CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 min
                "for a new room.")
 OWNER_FULL = (f"You already have {MAX_ROOMS_PER_OWNER} open rooms, the limit per address: close one, "
               "or reopen the lecturer's page of one you left, before opening another.")
+BAD_CODE = "A room code is 8 letters and digits, like ABCD2345."  # CODE_LEN of CODE_ALPHABET (no 0, O, 1, I)
+NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
 
 
 def parse_code(code: object) -> str | None:

@@ -131,6 +131,8 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, request:
     """A live room on this tab's photo and model: its code, the students' link and QR code, the host view."""
     if key is None:
         return {"room_md": gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), "room_qr": gr.Image(visible=False)}
+    if ctx.room_opening is not None:
+        ctx.room_opening(request)  # rooms opened per address (issue 50): the API's limit, here too
     # owner: the lecturer's address, so one stranger cannot hold every room (room.MAX_ROOMS_PER_OWNER)
     opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), kit.caller_of(request) or "")
     page_url = address(request, page_url)

@@ -1,17 +1,59 @@
-// The live room's page (issue 45): the lecturer's (?host=1) and a student's (?code=XXXXX), plain JS
-// over the public API (gradio_api/call/room_*) and the long-poll route vizvit_room/{code}.
+// The live room's page (issue 45): the lecturer's (?host=1) and a student's (?code=XXXXXXXX), plain JS
+// over the public API (gradio_api/call/room_*) and the room's plain routes vizvit_room/{code}/...
+// Issue 50: nothing from the address, a response or storage ever becomes markup. Every value reaches the
+// DOM as text or as a property (el() below: no innerHTML anywhere), every URL path part passes through
+// encodeURIComponent (roomPath), and a room code is checked against its alphabet and length (parseCode)
+// before it is used at all. The alphabet, the length and the sentences come from vizvit.room
+// (window.VIZVIT_ROOM, written into the page by page/room.py's page_html).
 (function () {
+  const CFG = window.VIZVIT_ROOM;
   const root = new URL(".", location.href).href;  // the app's root, wherever it is mounted
   const q = new URLSearchParams(location.search);
   const app = document.getElementById("app");
-  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
 
-  async function call(endpoint, data) {
-    const r = await fetch(`${root}gradio_api/call/${endpoint}`, {
+  // el("p", { className: "error" }, "text", child, ...): props set as properties (aria-* as attributes),
+  // children appended as nodes or as text, never parsed.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k.startsWith("aria-")) e.setAttribute(k, v);
+      else if (k === "dataset") Object.assign(e.dataset, v);
+      else if (k === "style") Object.assign(e.style, v);
+      else e[k] = v;
+    }
+    for (const c of children.flat()) if (c != null && c !== false) e.append(c instanceof Node ? c : String(c));
+    return e;
+  }
+  const show = (...children) => app.replaceChildren(...children.flat().filter((c) => c != null && c !== false));
+
+  // vizvit.room.parse_code, the same rule: spaces and dashes dropped, upper-cased, CFG.length of CFG.alphabet.
+  function parseCode(raw) {
+    if (typeof raw !== "string" || raw.length > 4 * CFG.length) return null;
+    const t = raw.replace(/[\s-]/g, "").toUpperCase();
+    return t.length === CFG.length && [...t].every((c) => CFG.alphabet.includes(c)) ? t : null;
+  }
+  const roomPath = (code, ...parts) => `${root}vizvit_room/${[code, ...parts].map((p) => encodeURIComponent(String(p))).join("/")}`;
+  const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+  // A route this server does not have yet (an older server): Starlette's 404/405, not a room's refusal.
+  const absent = (r) => (r.status === 404 || r.status === 405) && !r.body.error;
+  // A 429's wait, in ms: Retry-After, else the sentence's "wait N s", else 5 s.
+  const waitMs = (r) => 1000 * (Number(r.retry) || Number((/wait (\d+) s/.exec(r.body.error || "") || [])[1]) || 5);
+
+  // A plain route's answer: { ok, status, body (always an object), retry }; a dropped connection throws.
+  async function fetchJSON(url, init) {
+    const r = await fetch(url, { cache: "no-store", ...init });
+    let body = null;
+    try { body = await r.json(); } catch (e) { /* not JSON: an empty object below */ }
+    return { ok: r.ok, status: r.status, body: body && typeof body === "object" ? body : {}, retry: r.headers.get("Retry-After") };
+  }
+  const post = (url, body) => fetchJSON(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+
+  async function call(endpoint, data) {  // the public API (Gradio's queue): room_open, room_close
+    const r = await fetch(`${root}gradio_api/call/${encodeURIComponent(endpoint)}`, {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ data }) });
     const body = await r.json();
     if (!r.ok) throw new Error(typeof body.detail === "string" ? body.detail : "The server refused that.");
-    const text = await (await fetch(`${root}gradio_api/call/${endpoint}/${body.event_id}`)).text();
+    const text = await (await fetch(`${root}gradio_api/call/${encodeURIComponent(endpoint)}/${encodeURIComponent(body.event_id)}`)).text();
     const kinds = [...text.matchAll(/^event: (\w+)/gm)].map((m) => m[1]);
     const datas = [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1]);
     const payload = JSON.parse(datas[datas.length - 1] || "null");
@@ -19,27 +61,22 @@
     return payload[0];
   }
 
-  // The room's plain routes (page/room.py): a JSON POST, a JSON answer; no Gradio queue to wait in.
-  async function post(path, body) {
-    const r = await fetch(`${root}${path}`, { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body) });
-    return r.json();
-  }
-
   function bars(tally, truth, own) {
-    const entries = Object.entries(tally.answers || {});
+    const entries = Object.entries((tally && tally.answers) || {});
     if (truth != null && !entries.some(([a]) => a === truth)) entries.push([truth, 0]);
-    const most = Math.max(1, ...entries.map(([, n]) => n));
-    return `<div class="bars">${entries.map(([a, n]) => `<div class="bar${a === truth ? " truth" : ""}">
-      <span class="label">${esc(a)}${a === truth ? " ✓" : ""}${a === own ? " (you)" : ""}</span>
-      <span class="fill" style="width:${Math.round(50 * n / most)}%"></span><span class="count">${n}</span></div>`).join("")}</div>`;
+    const most = Math.max(1, ...entries.map(([, n]) => Number(n) || 0));
+    return el("div", { className: "bars" }, entries.map(([a, n]) => el("div", { className: "bar" + (a === truth ? " truth" : "") },
+      el("span", { className: "label" }, `${a}${a === truth ? " ✓" : ""}${a === own ? " (you)" : ""}`),
+      el("span", { className: "fill", style: { width: `${Math.round(50 * (Number(n) || 0) / most)}%` } }),
+      el("span", { className: "count" }, String(Number(n) || 0)))));
   }
 
   // The step's picture: the photo as the model sees it while the question is open, the step's figure
   // once revealed (the figure may show the answer). The address changes when the picture does.
   function picture(code, n, shown) {
-    const src = shown && shown.picture ? `picture/${n}?revealed=1` : "picture/0";
-    return `<img id="step-picture" alt="${shown && shown.picture ? "The view this number comes from" : "The photo as the model sees it"}" src="${root}vizvit_room/${code}/${src}">`;
+    const revealed = !!(shown && shown.picture);
+    return el("img", { id: "step-picture", alt: revealed ? "The view this number comes from" : "The photo as the model sees it",
+                       src: revealed ? `${roomPath(code, "picture", n)}?revealed=1` : roomPath(code, "picture", 0) });
   }
 
   function optionText(step, key) {
@@ -47,73 +84,111 @@
     return o ? `${key}: ${o[1]}` : key;
   }
 
-  async function lessonOf(code) {
-    const r = await fetch(`${root}vizvit_room/${code}/lesson`);
-    return r.json();
+  const lessonOk = (r) => r.ok && Array.isArray(r.body.steps) && !r.body.error;
+
+  // ---------------------------------------------------------------- the join form (no code, or a bad one)
+  function joinForm(message) {
+    const input = el("input", { id: "code", name: "code", autocapitalize: "characters", autocomplete: "off",
+                                maxLength: 2 * CFG.length, "aria-label": "Room code" });
+    const err = el("p", { className: "error", id: "join-error" }, message || "");
+    const form = el("form", { onsubmit: (e) => {
+      e.preventDefault();
+      const c = parseCode(input.value);
+      if (!input.value.trim()) err.textContent = CFG.no_code;
+      else if (!c) err.textContent = CFG.bad_code;
+      else location.search = `?code=${encodeURIComponent(c)}`;
+    } }, input, " ", el("button", { className: "primary", id: "join" }, "Join"));
+    show(el("h1", {}, "Join a live room"), el("p", {}, "Type the code the lecturer shows:"), form, err,
+         el("p", {}, el("a", { href: "?host=1" }, "Lecturer: open a room")));
   }
 
   // ---------------------------------------------------------------- a student
+  async function hello(code, id) {
+    // Registers this page in the room (the room counts who joined; a locked room refuses newcomers).
+    // A server without the route: the first answer registers instead. Too many at once: wait, again.
+    for (let tries = 0; tries < 20; tries++) {
+      let r;
+      try { r = await post(roomPath(code, "hello"), { student: id }); } catch (e) { await sleep(2000); continue; }
+      if (absent(r)) return "";
+      if (r.status === 429) { show(el("p", { className: "muted" }, r.body.error || "Busy: waiting…")); await sleep(waitMs(r)); continue; }
+      const refused = !r.ok || r.body.error || r.body.ok === false || r.body.accepted === false || r.body.joined === false;
+      return refused ? String(r.body.error || r.body.reason || "The room refused to let this page in.") : "";
+    }
+    return "The server is too busy: reload the page in a minute.";
+  }
+
   async function student(code) {
     let id = localStorage.getItem("vizvit-student");
-    if (!id) { id = "s-" + crypto.getRandomValues(new Uint32Array(3)).join("-"); localStorage.setItem("vizvit-student", id); }
-    const mine = JSON.parse(sessionStorage.getItem("vizvit-answers-" + code) || "{}");
-    const lesson = await lessonOf(code);
-    if (lesson.error) { app.innerHTML = `<p class="error">${esc(lesson.error)}</p>`; return; }
+    if (!id || !/^[A-Za-z0-9_-]{8,64}$/.test(id)) {
+      id = "s-" + crypto.getRandomValues(new Uint32Array(3)).join("-");
+      localStorage.setItem("vizvit-student", id);
+    }
+    let mine = {};
+    try { mine = JSON.parse(sessionStorage.getItem("vizvit-answers-" + code) || "{}") || {}; } catch (e) { mine = {}; }
+    if (typeof mine !== "object" || Array.isArray(mine)) mine = {};
+    let got;
+    try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page."); }
+    if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.");
+    const lesson = got.body;
+    const refused = await hello(code, id);
+    if (refused) return show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "refused" }, refused));
     let state = null, looking = null, message = "";
     function render() {
       if (!state) return;
-      if (state.closed) { app.innerHTML = `<h1>The room is closed</h1><p>${esc(state.error || "")}</p>`; return; }
-      const n = looking || state.step, s = lesson.steps[n - 1], shown = state.shown[String(n)];
+      if (state.closed) return show(el("h1", {}, "The room is closed"), el("p", {}, state.error || ""));
+      const n = looking || state.step, s = lesson.steps[n - 1], shown = (state.shown || {})[String(n)];
+      if (!s) return;
       const open = n === state.step && !shown;
-      let html = `<h1>Room ${esc(code)} · step ${n} of ${state.n_steps}</h1>
-        <p class="muted">${esc(s.title)}</p><p class="question">${esc(s.question)}</p>`;
-      const pic = picture(code, n, shown);
+      const given = mine[n] != null ? (s.is_number ? mine[n] : optionText(s, mine[n])) : null;
+      const parts = [el("h1", {}, `Room ${code} · step ${n} of ${state.n_steps}`),
+                     el("p", { className: "muted" }, s.title), el("p", { className: "question" }, s.question)];
       if (open) {
-        html += s.is_number
-          ? `<input id="num" inputmode="decimal" value="${esc(mine[n] || "")}" aria-label="Your answer"> <button class="primary" id="send">Send</button>`
-          : s.options.map(([k, t]) => `<div><button data-k="${esc(k)}" class="${mine[n] === k ? "chosen" : ""}">${esc(t)}</button></div>`).join("");
-        html += `<p>${mine[n] != null ? `Your answer: <b>${esc(s.is_number ? mine[n] : optionText(s, mine[n]))}</b> (you may change it until the reveal)` : "Your prediction, before the lecturer reveals."}</p>`;
+        if (s.is_number) {
+          parts.push(el("input", { id: "num", inputMode: "decimal", value: mine[n] || "", "aria-label": "Your answer" }), " ",
+                     el("button", { className: "primary", id: "send", onclick: () => send(document.getElementById("num").value.trim()) }, "Send"));
+        } else {
+          parts.push(...s.options.map(([k, t]) => el("div", {}, el("button", {
+            className: mine[n] === k ? "chosen" : "", dataset: { k }, onclick: () => send(k) }, t))));
+        }
+        parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
+                                 : el("p", {}, "Your prediction, before the lecturer reveals."));
       } else if (shown) {
-        html += `<p>Your answer: <b>${mine[n] != null ? esc(s.is_number ? mine[n] : optionText(s, mine[n])) : "none"}</b></p>`;
-        html += `<p class="total">The room: ${shown.tally.total} answered</p>${bars(shown.tally, shown.truth, mine[n])}`;
-        if (shown.truth != null) html += `<p>The truth on this photo: <b>${esc(s.is_number ? shown.truth : optionText(s, shown.truth))}</b></p>`;
-        if (shown.line) html += `<p class="muted">${esc(shown.line.replace(/\*\*/g, ""))}</p>`;
+        parts.push(el("p", {}, "Your answer: ", el("b", {}, given != null ? given : "none")),
+                   el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n]));
+        if (shown.truth != null) parts.push(el("p", {}, "The truth on this photo: ", el("b", {}, s.is_number ? shown.truth : optionText(s, shown.truth))));
+        if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*/g, "")));
       } else {
-        html += `<p class="muted">This question is closed.</p>`;
+        parts.push(el("p", { className: "muted" }, "This question is closed."));
       }
-      html += `${pic}<p class="error">${esc(message)}</p><div>
-        <button id="back" ${n <= 1 ? "disabled" : ""}>← look back</button>
-        <button id="fwd" ${n >= state.step ? "disabled" : ""}>forward →</button></div>
-        <p class="muted">The lecturer is on step ${state.step}. You follow: you may look back, not ahead.</p>`;
-      app.innerHTML = html;
-      const send = async (value) => {
+      parts.push(picture(code, n, shown), el("p", { className: "error" }, message),
+                 el("div", {}, el("button", { id: "back", disabled: n <= 1, onclick: () => { looking = Math.max(1, n - 1); render(); } }, "← look back"),
+                    " ", el("button", { id: "fwd", disabled: n >= state.step, onclick: () => { looking = n + 1 >= state.step ? null : n + 1; render(); } }, "forward →")),
+                 el("p", { className: "muted" }, `The lecturer is on step ${state.step}. You follow: you may look back, not ahead.`));
+      show(parts);
+      async function send(value) {
         try {
-          const a = await post(`vizvit_room/${code}/answer`, { student: id, step: n, answer: value });
-          if (a.accepted) { mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; }
-          else message = a.reason;
-        } catch (e) { message = e.message; }
+          const a = await post(roomPath(code, "answer"), { student: id, step: n, answer: value });
+          if (a.body.accepted) { mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; }
+          else message = String(a.body.reason || a.body.error || "The server refused that answer.");
+        } catch (e) { message = "The server cannot be reached: try again."; }
         render();
-      };
-      app.querySelectorAll("button[data-k]").forEach((b) => (b.onclick = () => send(b.dataset.k)));
-      const sb = document.getElementById("send");
-      if (sb) sb.onclick = () => send(document.getElementById("num").value.trim());
-      document.getElementById("back").onclick = () => { looking = Math.max(1, n - 1); render(); };
-      document.getElementById("fwd").onclick = () => { looking = n + 1 >= state.step ? null : n + 1; render(); };
+      }
     }
     let v = -2;
     for (;;) {
       try {
-        const r = await fetch(`${root}vizvit_room/${code}?v=${v}`, { cache: "no-store" });
-        const next = await r.json();
+        const r = await fetchJSON(`${roomPath(code)}?v=${v}`);
+        if (r.status === 429 || (!r.ok && !r.body.closed)) { await sleep(r.status === 429 ? waitMs(r) : 2000); continue; }
+        const next = r.body;
         const moved = !state || next.step !== state.step;
         state = next;
-        v = state.version;
+        v = Number.isInteger(state.version) ? state.version : -2;
         if (moved) looking = null;  // the lecturer moved: follow
         const typing = document.activeElement && document.activeElement.id === "num";
         if (!typing || moved || state.closed) render();
         if (state.closed) return;
       } catch (e) {
-        await new Promise((res) => setTimeout(res, 1000));  // a dropped connection: ask again
+        await sleep(1000);  // a dropped connection (a server restarting): ask again
       }
     }
   }
@@ -133,100 +208,206 @@
     return { path: (await r.json())[0], meta: { _type: "gradio.FileData" } };
   }
 
-  function hostStart() {
-    app.innerHTML = `<h1>Open a live room</h1>
-      <p>Students follow your steps on their phones and answer each question; you see the room's answers.</p>
-      <button class="primary" id="ex">Open a room on the example photo (the cat)</button>
-      <p>or on your own photo: <input type="file" id="own" accept="image/*" style="width:auto"></p>
-      <p class="error" id="err"></p>`;
+  function hostStart(message) {
+    const err = el("p", { className: "error", id: "err" }, message || "");
     const go = async (blobPromise, name) => {
       try {
-        document.getElementById("err").textContent = "Opening…";
+        err.textContent = "Opening…";
         const photo = await upload(await blobPromise, name);
         const opened = await call("room_open", [photo, await defaultModel()]);
-        sessionStorage.setItem("vizvit-host", JSON.stringify(opened));
-        host(opened);
-      } catch (e) { document.getElementById("err").textContent = e.message; }
+        const kept = { code: parseCode(opened.code), host_key: String(opened.host_key) };
+        sessionStorage.setItem("vizvit-host", JSON.stringify(kept));
+        host(kept);
+      } catch (e) { err.textContent = e.message; }
     };
-    document.getElementById("ex").onclick = () => go(fetch(`${root}room/example.jpg`).then((r) => r.blob()), "chelsea.jpg");
-    document.getElementById("own").onchange = (e) => e.target.files[0] && go(Promise.resolve(e.target.files[0]), e.target.files[0].name);
+    const own = el("input", { type: "file", id: "own", accept: "image/*", style: { width: "auto" },
+                              onchange: (e) => e.target.files[0] && go(Promise.resolve(e.target.files[0]), e.target.files[0].name) });
+    show(el("h1", {}, "Open a live room"),
+         el("p", {}, "Students follow your steps on their phones and answer each question; you see the room's answers."),
+         el("button", { className: "primary", id: "ex", onclick: () => go(fetch(`${root}room/example.jpg`).then((r) => r.blob()), "chelsea.jpg") },
+            "Open a room on the example photo (the cat)"),
+         el("p", {}, "or on your own photo: ", own), err);
+  }
+
+  // The lecturer's room is gone (closed, idle, the server lost it): say so and why, offer a new one.
+  function gone(code, why) {
+    sessionStorage.removeItem("vizvit-host");
+    show(el("h1", {}, "Your room is gone"),
+         el("p", { className: "error", id: "gone" }, `Room ${code} is no longer open: ${why || "the server no longer holds it."}`),
+         el("button", { className: "primary", id: "new-room", onclick: () => hostStart() }, "Open a new room"));
+  }
+
+  // A host request that survives a server restart: a dropped connection is asked again (the host key
+  // is kept in sessionStorage), until `alive()` says the page has moved on.
+  async function patiently(ask, alive) {
+    for (let wait = 1000; alive(); wait = Math.min(10_000, wait * 2)) {
+      try {
+        const r = await ask();
+        if (r.status !== 429 && r.status < 500) return r;
+        await sleep(r.status === 429 ? waitMs(r) : wait);
+      } catch (e) {
+        const note = document.getElementById("host-err");
+        if (note) note.textContent = "The server cannot be reached: reconnecting…";
+        else show(el("p", { className: "muted", id: "host-err" }, "The server cannot be reached: reconnecting…"));
+        await sleep(wait);
+      }
+    }
+    return null;
   }
 
   async function host(opened) {
-    const { code, host_key: key } = opened;
-    const lesson = await lessonOf(code);
-    if (lesson.error) { sessionStorage.removeItem("vizvit-host"); return hostStart(); }
-    const join = await (await fetch(`${root}vizvit_room/${code}/join`)).json();
-    let st = await (await fetch(`${root}vizvit_room/${code}`)).json(), revealed = null, tally = { answers: {}, total: 0 }, err = "";
+    const code = parseCode(opened && opened.code), key = opened && typeof opened.host_key === "string" ? opened.host_key : "";
+    if (!code || !key) { sessionStorage.removeItem("vizvit-host"); return hostStart(CFG.bad_code); }
+    let alive = true;
+    const live = () => alive;
+    const lessonR = await patiently(() => fetchJSON(roomPath(code, "lesson")), live);
+    if (!lessonOk(lessonR)) return gone(code, lessonR.body.error);
+    const lesson = lessonR.body;
+    const joinR = await patiently(() => fetchJSON(roomPath(code, "join")), live);
+    const join = joinR && joinR.ok && !joinR.body.error ? joinR.body : {};
+    const stR = await patiently(() => fetchJSON(roomPath(code)), live);
+    if (!stR.ok || stR.body.closed) return gone(code, stR.body.error);
+    let st = stR.body, tally = { answers: {}, total: 0 }, err = "";
+    let timer = null, beatEvery = null, ticks = 0, gen = 0;
+    const stop = () => { alive = false; clearTimeout(timer); clearInterval(beatEvery); };
+    const end = (why) => { stop(); gone(code, why); };
+
+    const qrSrc = typeof join.qr === "string" && join.qr.startsWith("data:image/png;base64,") ? join.qr : null;
+    let link = null;
+    try { const u = new URL(join.url); if (u.protocol === "http:" || u.protocol === "https:") link = u.href; } catch (e) { /* none */ }
+
+    function lockText() { return st.locked ? "Unlock: let new students in" : "Lock: no new students"; }
+    function joinedText() { return typeof st.joined === "number" ? `${st.joined} joined${st.locked ? " · locked" : ""}` : ""; }
+
     function render() {
-      const s = lesson.steps[st.step - 1], shown = st.shown[String(st.step)];
-      app.innerHTML = `<div id="host"><div>${picture(code, st.step, shown)}
-        <p class="muted">Step ${st.step} of ${st.n_steps} · ${esc(s.title)}</p>
-        <p class="question">${esc(s.question)}</p>
-        ${s.is_number ? "" : `<ul class="muted">${s.options.map(([k, t]) => `<li>${esc(k)}: ${esc(t)}</li>`).join("")}</ul>`}
-        <p class="total" id="total">${(shown ? shown.tally : tally).total} answered</p>
-        <div id="tally">${bars(shown ? shown.tally : tally, shown ? shown.truth : null, null)}</div>
-        ${shown && shown.truth != null ? `<p class="question">Truth on this photo: ${esc(s.is_number ? shown.truth : optionText(s, shown.truth))}</p>` : ""}
-        ${shown && shown.line ? `<p class="muted">${esc(shown.line.replace(/\*\*/g, ""))}</p>` : ""}
-        <div><button id="back" ${st.step <= 1 ? "disabled" : ""}>← back</button>
-        <button class="primary" id="reveal" ${shown ? "disabled" : ""}>Reveal</button>
-        <button id="next" ${st.step >= st.n_steps ? "disabled" : ""}>next →</button>
-        <button id="close">Close the room</button></div><p class="error">${esc(err)}</p></div>
-        <div><p class="muted">Room code</p><div id="room-code">${esc(code)}</div>
-        <div id="qr"><img alt="QR code of the students' link" src="${join.qr}"></div>
-        <p><a href="${esc(join.url)}">${esc(join.url)}</a></p><p class="note">${esc(join.note.replace(/\*\*|\x60/g, ""))}</p></div></div>`;
-      const step = async (n, reveal) => {
-        try {  // a plain route, not a Gradio event: the move skips the queue where the answers wait
-          const body = await post(`vizvit_room/${code}/step`, { host_key: key, step: n, reveal });
-          if (body.error) throw new Error(body.error);
-          st = body; tally = { answers: {}, total: 0 }; err = "";
-        }
-        catch (e) { err = e.message; }
-        render(); poll();
-      };
-      document.getElementById("back").onclick = () => step(st.step - 1, false);
-      document.getElementById("next").onclick = () => step(st.step + 1, false);
-      document.getElementById("reveal").onclick = () => step(st.step, true);
-      document.getElementById("close").onclick = async () => {
-        try { await call("room_close", [code, key]); } catch (e) { /* closed already */ }
-        sessionStorage.removeItem("vizvit-host"); hostStart();
-      };
+      const s = lesson.steps[st.step - 1], shown = (st.shown || {})[String(st.step)];
+      if (!s) return;
+      const shownTally = shown ? shown.tally : tally;
+      const left = el("div", {}, picture(code, st.step, shown),
+        el("p", { className: "muted" }, `Step ${st.step} of ${st.n_steps} · ${s.title}`),
+        el("p", { className: "question" }, s.question),
+        s.is_number ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, `${k}: ${t}`))),
+        el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
+        el("div", { id: "tally" }, bars(shownTally, shown ? shown.truth : null, null)),
+        shown && shown.truth != null ? el("p", { className: "question" }, `Truth on this photo: ${s.is_number ? shown.truth : optionText(s, shown.truth)}`) : null,
+        shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*/g, "")) : null,
+        el("div", {},
+          el("button", { id: "back", disabled: st.step <= 1, onclick: () => step(st.step - 1, false) }, "← back"), " ",
+          el("button", { className: "primary", id: "reveal", disabled: !!shown, onclick: () => step(st.step, true) }, "Reveal"), " ",
+          el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →"), " ",
+          el("button", { id: "close", onclick: closeRoom }, "Close the room")),
+        el("p", { className: "error", id: "host-err" }, err));
+      const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
+        el("p", { id: "joined", className: "total" }, joinedText()),
+        el("button", { id: "lock", onclick: lock }, lockText()),
+        el("div", { id: "qr" }, qrSrc ? el("img", { alt: "QR code of the students' link", src: qrSrc }) : null),
+        link ? el("p", {}, el("a", { href: link }, link)) : null,
+        join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
+      show(el("div", { id: "host" }, left, right));
     }
-    let polling = null;
-    let polls = 0;
-    async function poll() {  // the live tally, once a second while the step is open
-      clearTimeout(polling);
-      const mine = ++polls;
-      if (st.shown[String(st.step)]) return;
+
+    async function step(n, reveal) {
+      try {  // a plain route, not a Gradio event: the move skips the queue where the answers wait
+        const r = await post(roomPath(code, "step"), { host_key: key, step: n, reveal });
+        if (r.body.error) throw new Error(r.body.error);
+        st = r.body; tally = { answers: {}, total: 0 }; err = "";
+      } catch (e) { err = e.message; }
+      render(); tick();
+    }
+
+    async function lock() {
       try {
-        const t0 = await post(`vizvit_room/${code}/tally`, { host_key: key, step: st.step });
-        if (t0.error) throw new Error(t0.error);
-        // the lecturer moved or revealed while this was on its way: a newer poll runs; this one ends
-        if (mine !== polls) return;
-        tally = t0;
-        const t = document.getElementById("tally");
-        if (t) { t.innerHTML = bars(tally, null, null); document.getElementById("total").textContent = `${tally.total} answered`; }
-      } catch (e) { if (/no open room/.test(e.message)) { sessionStorage.removeItem("vizvit-host"); return hostStart(); } }
-      polling = setTimeout(poll, 1000);
+        const r = await post(roomPath(code, "lock"), { host_key: key, locked: !st.locked });
+        if (absent(r)) throw new Error("This server cannot lock a room yet.");
+        if (r.body.error) throw new Error(r.body.error);
+        if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
+        else if (typeof r.body.locked === "boolean") st.locked = r.body.locked;
+        err = "";
+      } catch (e) { err = e.message; }
+      render();
     }
-    render(); poll();
+
+    async function closeRoom() {
+      stop();
+      try { await call("room_close", [code, key]); } catch (e) { /* closed already */ }
+      sessionStorage.removeItem("vizvit-host"); hostStart();
+    }
+
+    // The room's view (joined, locked, closed), re-read now and then; a gone room ends the page's loop.
+    function took(view) {
+      if (view.closed) { end(view.error); return false; }
+      if (!Number.isInteger(view.version)) return true;
+      if (view.version !== st.version) { st = view; render(); return true; }
+      st = { ...st, joined: view.joined, locked: view.locked };
+      const j = document.getElementById("joined"), b = document.getElementById("lock");
+      if (j) j.textContent = joinedText();
+      if (b) b.textContent = lockText();
+      return true;
+    }
+
+    async function tick() {  // the live tally once a second while the step is open; the view every 5 s
+      clearTimeout(timer);
+      const mine = ++gen;
+      try {
+        if (!(st.shown || {})[String(st.step)]) {
+          const t = await post(roomPath(code, "tally"), { host_key: key, step: st.step });
+          // the lecturer moved or revealed while this was on its way: a newer tick runs; this one ends
+          if (mine !== gen || !alive) return;
+          if (t.body.error) ticks = 4;  // a refusal: the view says whether the room is gone
+          else if (t.ok) {
+            tally = t.body;
+            const box = document.getElementById("tally");
+            if (box) { box.replaceChildren(bars(tally, null, null)); document.getElementById("total").textContent = `${Number(tally.total) || 0} answered`; }
+          }
+        }
+        if (++ticks % 5 === 0) {
+          const view = await fetchJSON(roomPath(code));
+          if (mine !== gen || !alive) return;
+          if (view.status !== 429 && !took(view.body)) return;
+        }
+      } catch (e) { /* a dropped connection (a server restarting): the next tick asks again */ }
+      if (mine === gen && alive) timer = setTimeout(tick, 1000);
+    }
+
+    // The host is present: the room stays open while this page is (it closes 30 min after the host's last sign).
+    async function beat() {
+      if (!alive) return;
+      try {
+        const r = await post(roomPath(code, "host"), { host_key: key });
+        if (alive && !absent(r) && r.status !== 429) {
+          if (r.body.closed || (r.body.error && !Number.isInteger(r.body.version))) {
+            const view = await fetchJSON(roomPath(code));
+            if (view.body.closed) end(view.body.error);
+          } else if (Number.isInteger(r.body.version)) took(r.body);
+        }
+      } catch (e) { /* the next beat, or the tick, reconnects */ }
+    }
+    beatEvery = setInterval(beat, 60_000);
+    render(); beat(); tick();
   }
 
-  if (q.get("host") === "1" && q.get("code") && location.hash.startsWith("#key=")) {
+  // ---------------------------------------------------------------- which page
+  const rawCode = q.get("code");
+  if (q.get("host") === "1" && rawCode != null && location.hash.startsWith("#key=")) {
     // opened from the Lesson tab: the key travels in the fragment, and leaves the address bar at once
     // (the host view goes on the projector)
-    const opened = { code: q.get("code").trim().toUpperCase(), host_key: decodeURIComponent(location.hash.slice(5)) };
+    let key = "";
+    try { key = decodeURIComponent(location.hash.slice(5)); } catch (e) { key = ""; }
     history.replaceState(null, "", `${location.pathname}?host=1`);
-    sessionStorage.setItem("vizvit-host", JSON.stringify(opened));
-    host(opened);
+    const code = parseCode(rawCode);
+    if (!code || !key) hostStart(CFG.bad_code);
+    else {
+      sessionStorage.setItem("vizvit-host", JSON.stringify({ code, host_key: key }));
+      host({ code, host_key: key });
+    }
   } else if (q.get("host") === "1") {
-    const kept = sessionStorage.getItem("vizvit-host");
-    kept ? host(JSON.parse(kept)) : hostStart();
-  } else if (q.get("code")) {
-    student(q.get("code").trim().toUpperCase());
+    let kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem("vizvit-host") || "null"); } catch (e) { kept = null; }
+    kept ? host(kept) : hostStart();
+  } else if (rawCode != null) {
+    const code = parseCode(rawCode);
+    code ? student(code) : joinForm(rawCode.trim() ? CFG.bad_code : CFG.no_code);
   } else {
-    app.innerHTML = `<h1>Join a live room</h1><p>Type the code the lecturer shows:</p>
-      <form><input name="code" autocapitalize="characters" maxlength="8" aria-label="Room code"> <button class="primary">Join</button></form>
-      <p><a href="?host=1">Lecturer: open a room</a></p>`;
+    joinForm("");
   }
 })();

@@ -14,7 +14,7 @@ from PIL import Image
 
 from appserver import page_name, serving
 from tiny import EXAMPLES
-from vizvit.room import CLOSED_BY_HOST, LOCKED, UNKNOWN_ROOM, WRONG_KEY
+from vizvit.room import BAD_CODE, CLOSED_BY_HOST, LOCKED, UNKNOWN_ROOM, WRONG_KEY
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 
@@ -63,8 +63,11 @@ def test_wrong_key_and_unknown_code_are_refused_plainly(server):
             c.predict(*args, api_name=endpoint)
         assert WRONG_KEY in str(e.value), str(e.value)
     with pytest.raises(Exception) as e:
-        c.predict("NOPE9", "k", 1, api_name="/room_tally")
+        c.predict("ABCD2345", "k", 1, api_name="/room_tally")  # well-formed, no such room
     assert UNKNOWN_ROOM in str(e.value)
+    with pytest.raises(Exception) as e:
+        c.predict("NOPE9", "k", 1, api_name="/room_tally")  # not a code at all: refused before anything else
+    assert BAD_CODE in str(e.value)
 
 
 def test_a_waiting_student_page_hears_the_step_at_once(server):
@@ -144,7 +147,9 @@ def test_the_host_pages_plain_step_route_moves_reveals_and_serves_the_pictures(s
     grid = httpx.get(f"{url}vizvit_room/{code}/picture/2?revealed=1", timeout=60)
     assert grid.status_code == 200 and grid.content != photo.content
     assert Image.open(io.BytesIO(grid.content)).size[0] > 224  # the Patches tab's grid, drawn larger
-    assert httpx.get(f"{url}vizvit_room/NOPE9/picture/1", timeout=60).json() == {"error": UNKNOWN_ROOM}
+    assert httpx.get(f"{url}vizvit_room/ABCD2345/picture/1", timeout=60).json() == {"error": UNKNOWN_ROOM}
+    malformed = httpx.get(f"{url}vizvit_room/NOPE9/picture/1", timeout=60)
+    assert malformed.status_code == 400 and malformed.json() == {"error": BAD_CODE}
     assert c.predict(code, key, 2, True, api_name="/room_step")["truth"] == "b"  # the public API: the same
     c.predict(code, key, api_name="/room_close")
 

@@ -5,6 +5,8 @@ and next move one step and stop at the ends; the reveal answers what the view's 
 
 from __future__ import annotations
 
+import dataclasses
+
 from types import SimpleNamespace
 
 import gradio as gr
@@ -166,3 +168,20 @@ def test_a_room_opens_when_its_photo_was_pushed_out_of_memory(photo, monkeypatch
     assert view is not None and view.startswith(b"\x89PNG")
     truth = PublicApi(ctx.wb, None, ctx.rooms).room_truth(code, 1)  # measured from the kept view
     assert truth["truth"] == str(ctx.wb.analysis(key).geometry.image_size[0])
+
+
+def test_rooms_opened_from_the_tab_count_per_address_like_the_apis(photo, monkeypatch):
+    """Issue 50: the tab's button is a way to open rooms too, so the guard's limit per address holds here."""
+    from page.guard import OPENS, Guard
+
+    ctx, key = photo
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
+    # the server's own limits (rooms at once, per owner) are not the one seen here
+    rooms = Rooms(max_rooms=int(OPENS.burst) + 5, max_per_owner=int(OPENS.burst) + 5)
+    ctx = dataclasses.replace(ctx, rooms=rooms, room_opening=Guard(rooms, clock=lambda: 0.0).open)  # frozen clock: no refill
+    caller = request(PAGE + "?lesson=1")
+    caller.client = SimpleNamespace(host="10.1.2.3")
+    for _ in range(int(OPENS.burst)):
+        assert tab.open_room(ctx, None, key, "", caller)["room_md"].visible is True
+    with pytest.raises(Exception, match=r"^Too many rooms opened from this address: wait \d+ s\.$"):
+        tab.open_room(ctx, None, key, "", caller)
