@@ -18,7 +18,7 @@ from gradio_client import Client, handle_file
 from appserver import page_name, serving
 from page import guard
 from tiny import EXAMPLES
-from vizvit.room import BAD_CODE, UNKNOWN_ROOM
+from vizvit.room import BAD_CODE, CLOSED_BY_HOST, UNKNOWN_ROOM
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 TOO_MANY = re.compile(r"^Too many tries: wait \d+ s\.$")
@@ -118,7 +118,7 @@ def test_a_closed_rooms_pages_hear_it_at_no_cost(server):
         c.predict(opened["code"], opened["host_key"], api_name="/room_close")
         for _ in range(60):
             r = hall.get(f"{url}vizvit_room/{opened['code']}?v=0")
-            assert r.status_code == 200 and r.json()["closed"] is True and r.json()["error"] == UNKNOWN_ROOM
+            assert r.status_code == 200 and r.json()["closed"] is True and r.json()["error"] == CLOSED_BY_HOST
     c.close()
 
 

@@ -49,7 +49,7 @@ def test_a_room_from_open_to_close(server):
     assert c.predict(code, key, api_name="/room_close") == {"closed": True}
     gone = c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")
     assert gone == {"accepted": False, "reason": CLOSED_BY_HOST}
-    assert c.predict("NOPENOPE", 2, "b", "stud-aaaa", api_name="/room_answer") == {"accepted": False,
+    assert c.predict("ABCD2345", 2, "b", "stud-aaaa", api_name="/room_answer") == {"accepted": False,
                                                                                  "reason": UNKNOWN_ROOM}
 
 
@@ -94,7 +94,7 @@ def test_a_waiting_student_page_hears_the_step_at_once(server):
     c.predict(code, key, api_name="/room_close")
     closed = httpx.get(f"{url}vizvit_room/{code}?v={first['version']}", timeout=60).json()
     assert closed["closed"] is True and closed["error"] == CLOSED_BY_HOST  # why, not "no such room"
-    unknown = httpx.get(f"{url}vizvit_room/NOPENOPE?v=3", timeout=60).json()
+    unknown = httpx.get(f"{url}vizvit_room/ABCD2345?v=3", timeout=60).json()
     assert unknown["closed"] is True and unknown["error"] == UNKNOWN_ROOM
 
 
@@ -215,6 +215,6 @@ def test_the_host_heartbeat_lock_and_hello_routes(server):
         assert got.status_code == 400 and "JSON" in str(got.json()), path
     assert post("lock", {"host_key": key, "locked": False}).json()["locked"] is False
     assert post("hello", {"student": "stud-bbbb"}).json()["accepted"] is True
-    gone = httpx.post(f"{url}vizvit_room/NOPENOPE/hello", json={"student": "stud-aaaa"}, timeout=60).json()
+    gone = httpx.post(f"{url}vizvit_room/ABCD2345/hello", json={"student": "stud-aaaa"}, timeout=60).json()
     assert gone == {"accepted": False, "reason": UNKNOWN_ROOM}
     c.predict(code, key, api_name="/room_close")
