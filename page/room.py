@@ -244,6 +244,19 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
                  for s in lesson_view.steps()]
         return JSONResponse({"steps": steps})
 
+    async def answers_csv(request: Request) -> Response:
+        """POST {"host_key"} -> the room's answers as a CSV file, for its lecturer (issue 51)."""
+        code = request.path_params.get("code", "")
+        try:
+            body = await _json_body(request)
+            g = wb.model(rooms.state(code).model).geometry
+            text = rooms.answers_csv(code, body.get("host_key"), [lesson_mod.fill(s.title, g) for s in lesson_view.steps()])
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        name = f"room-{rooms.state(code).code}-answers.csv"  # the canonical code: letters and digits only
+        return Response(text, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
+
     async def join(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
@@ -275,4 +288,5 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
             APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/picture/{step}", picture, methods=["GET"]),
             APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),
-            APIRoute("/vizvit_room/{code}/join", join, methods=["GET"])]
+            APIRoute("/vizvit_room/{code}/join", join, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/answers.csv", answers_csv, methods=["POST"])]

@@ -393,3 +393,16 @@ def test_the_store_itself_checks_each_answer_in_its_write(opened):
     assert s.join(code, S2, 2) == "ok" and s.join(code, S3, 2) == "full" and s.answer(code, S3, 2, "b", 2) == "full"
     assert s.joined(code) == 2 and s.answers(code, 2) == {S1: "a"}
     assert s.answer("ZZZZZZZZ", S1, 1, "5", 2) == "gone"
+
+
+def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
+    """Issue 51: a CSV of the room's answers per step, for the host key only; the students are their
+    pages' random ids, nothing more. Rows written by hand."""
+    rooms, code, key = opened()
+    assert rooms.answer(code, S2, 1, "196")[0] and rooms.answer(code, S1, 1, 224)[0]
+    rooms.move(code, key, 2, reveal=True)
+    assert rooms.answer(code, S1, 3, "x")[0] is False  # step 3 is not open: not in the file
+    rows = rooms.answers_csv(code, key, ["one", "two, with a comma"]).splitlines()
+    assert rows == ["step,title,student,answer,revealed", f"1,one,{S1},224,no", f"1,one,{S2},196,no"]
+    with pytest.raises(UserError, match="host key"):
+        rooms.answers_csv(code, "not the key")

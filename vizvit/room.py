@@ -16,6 +16,8 @@ must see, so a student's page waits for "anything newer than v" instead of re-re
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
 import secrets
@@ -388,6 +390,20 @@ class Rooms:
         parsed, meta = self._host_change(code, host_key)
         n = _step(meta, step)
         return _tally(n, self.store.answers(parsed, n))
+
+    def answers_csv(self, code: str, host_key: str, titles: Sequence[str] = ()) -> str:
+        """Every answer of the room for its lecturer, as CSV: one row per step and student
+        (step, its title where given, the student's random id, the answer as tallied, whether that
+        step is revealed). Students are the ids their pages made up: nothing else is known of them."""
+        parsed, meta = self._host_change(code, host_key)
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["step", "title", "student", "answer", "revealed"])
+        for n in range(1, len(meta["questions"]) + 1):
+            title = titles[n - 1] if n - 1 < len(titles) else ""
+            for student, text in sorted(self.store.answers(parsed, n).items()):
+                w.writerow([n, title, student, text, "yes" if n in meta["revealed"] else "no"])
+        return out.getvalue()
 
     # -------------------------------------------------------------- a student
     def state(self, code: str) -> State:

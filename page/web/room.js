@@ -61,14 +61,25 @@
     return payload[0];
   }
 
-  function bars(tally, truth, own) {
-    const entries = Object.entries((tally && tally.answers) || {});
-    if (truth != null && !entries.some(([a]) => a === truth)) entries.push([truth, 0]);
-    const most = Math.max(1, ...entries.map(([, n]) => Number(n) || 0));
+  // A step's bars: an option step has one bar per option, in the lesson's order, labelled with its words
+  // and drawn at 0 when nobody chose it (a bar only for the answers given hid the options nobody took, and
+  // "b" alone said nothing); a number step has one bar per number given, most first.
+  function bars(tally, truth, own, step) {
+    const got = (tally && tally.answers) || {};
+    const count = (a) => Number(got[a]) || 0;
+    let entries;
+    if (step && !step.is_number && Array.isArray(step.options) && step.options.length) {
+      entries = step.options.map(([k]) => [k, count(k)]);
+    } else {
+      entries = Object.keys(got).map((a) => [a, count(a)]);
+      if (truth != null && !entries.some(([a]) => a === truth)) entries.push([truth, 0]);
+    }
+    const most = Math.max(1, ...entries.map(([, n]) => n));
+    const label = (a) => (step && !step.is_number ? optionText(step, a) : a);
     return el("div", { className: "bars" }, entries.map(([a, n]) => el("div", { className: "bar" + (a === truth ? " truth" : "") },
-      el("span", { className: "label" }, `${a}${a === truth ? " ✓" : ""}${a === own ? " (you)" : ""}`),
-      el("span", { className: "fill", style: { width: `${Math.round(50 * (Number(n) || 0) / most)}%` } }),
-      el("span", { className: "count" }, String(Number(n) || 0)))));
+      el("span", { className: "label" }, `${label(a)}${a === truth ? " ✓" : ""}${a === own ? " (you)" : ""}`),
+      el("span", { className: "fill", style: { width: `${Math.round(50 * n / most)}%` } }),
+      el("span", { className: "count" }, String(n)))));
   }
 
   // The step's picture: the photo as the model sees it while the question is open, the step's figure
@@ -153,8 +164,10 @@
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
                                  : el("p", {}, "Your prediction, before the lecturer reveals."));
       } else if (shown) {
-        parts.push(el("p", {}, "Your answer: ", el("b", {}, given != null ? given : "none")),
-                   el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n]));
+        // No answer is said as such: "none" beside an option called "none" read as an answer (issue 51)
+        parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given))
+                                 : el("p", { id: "no-answer" }, "You did not answer this step."),
+                   el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n], s));
         if (shown.truth != null) parts.push(el("p", {}, "The truth on this photo: ", el("b", {}, s.is_number ? shown.truth : optionText(s, shown.truth))));
         if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*/g, "")));
       } else {
@@ -288,14 +301,18 @@
         el("p", { className: "question" }, s.question),
         s.is_number ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, `${k}: ${t}`))),
         el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
-        el("div", { id: "tally" }, bars(shownTally, shown ? shown.truth : null, null)),
+        el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
+        el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
+          onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
+          " Hide the answers until the reveal"),
         shown && shown.truth != null ? el("p", { className: "question" }, `Truth on this photo: ${s.is_number ? shown.truth : optionText(s, shown.truth)}`) : null,
         shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*/g, "")) : null,
         el("div", {},
           el("button", { id: "back", disabled: st.step <= 1, onclick: () => step(st.step - 1, false) }, "← back"), " ",
           el("button", { className: "primary", id: "reveal", disabled: !!shown, onclick: () => step(st.step, true) }, "Reveal"), " ",
           el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →"), " ",
-          el("button", { id: "close", onclick: closeRoom }, "Close the room")),
+          el("button", { id: "close", onclick: closeRoom }, "Close the room"), " ",
+          el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")),
         el("p", { className: "error", id: "host-err" }, err));
       const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
         el("p", { id: "joined", className: "total" }, joinedText()),
@@ -304,6 +321,32 @@
         link ? el("p", {}, el("a", { href: link }, link)) : null,
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
       show(el("div", { id: "host" }, left, right));
+    }
+
+    // The live bars can sway the answers still to come (the first few answers pull the rest): the
+    // lecturer may hide them until the reveal, as Mentimeter does. Only the count is shown meanwhile.
+    const HIDE = "vizvit-hide-bars";
+    const hidden = () => sessionStorage.getItem(HIDE) === "1";
+    function liveBars(t, shown, s) {
+      if (hidden() && !shown) return el("p", { className: "muted", id: "bars-hidden" }, "Answers hidden until the reveal.");
+      return bars(t, shown ? shown.truth : null, null, s);
+    }
+
+    async function downloadCsv() {  // every answer of the room, one row per step and student
+      try {
+        const r = await fetch(roomPath(code, "answers.csv"), { method: "POST", cache: "no-store",
+          headers: { "Content-Type": "application/json" }, body: JSON.stringify({ host_key: key }) });
+        if (!r.ok) {
+          let why = "The answers could not be read.";
+          try { why = (await r.json()).error || why; } catch (e) { /* not JSON */ }
+          throw new Error(why);
+        }
+        const url = URL.createObjectURL(await r.blob());
+        const a = el("a", { href: url, download: `room-${code}-answers.csv` });
+        document.body.append(a); a.click(); a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10000);
+        err = "";
+      } catch (e) { err = e.message; render(); }
     }
 
     async function step(n, reveal) {
@@ -357,7 +400,8 @@
           else if (t.ok) {
             tally = t.body;
             const box = document.getElementById("tally");
-            if (box) { box.replaceChildren(bars(tally, null, null)); document.getElementById("total").textContent = `${Number(tally.total) || 0} answered`; }
+            const s = lesson.steps[st.step - 1];
+            if (box && s) { box.replaceChildren(liveBars(tally, null, s)); document.getElementById("total").textContent = `${Number(tally.total) || 0} answered`; }
           }
         }
         if (++ticks % 5 === 0) {

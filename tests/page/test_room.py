@@ -62,7 +62,8 @@ def test_one_host_and_three_students(url):
             s.wait_for_selector("text=The truth on this photo", timeout=10_000)
             text = s.inner_text("body")
             assert "The room: 3 answered" in text
-            assert re.search(r"b ✓\s*(\(you\))?\s*2", text) and re.search(r"a\s*(\(you\))?\s*1", text), text
+            # each bar carries its option's words ("b: ..."), the truth's a tick
+            assert re.search(r"b: [^\n]*✓\s*(\(you\))?\s*2", text) and re.search(r"a: [^\n]*?(\(you\))?\s*1", text), text
             assert f"Your answer: {key}:" in text
             assert picture_size(s)[0] > 224  # the revealed step's figure: the Patches tab's grid on the photo
         students[2].click("#back")  # looking back at step 1: its reveal was never made, its question closed
@@ -93,3 +94,54 @@ def test_the_lesson_tab_opens_a_room_for_this_class(url):
         assert "#key=" not in page.url and "code=" not in page.url
         page.click("#next")  # the key works: the host moves the room
         page.wait_for_selector("text=Step 2 of", timeout=30_000)
+
+
+def test_a_room_as_a_lecturer_runs_it_hidden_bars_every_option_no_answer_and_a_csv(url, tmp_path):
+    """Issue 51: the host hides the live bars until the reveal; every option gets its bar, labelled with
+    its words, 0 where nobody chose it; a student who did not answer step 9 (whose option is literally
+    "none") reads that they did not answer, never "none"; the room's answers come as a CSV, read back."""
+    import csv
+
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        host.check("#hide-bars")
+        students = [host.context.browser.new_page(viewport={"width": 390, "height": 844}) for _ in range(3)]
+        for s in students:
+            s.set_default_timeout(60_000)
+            s.goto(url + f"room?code={code}")
+            s.wait_for_selector("#num")
+        for n in range(2, 10):  # to step 9, the one-pixel shift: options none / few / all
+            host.click("#next")
+            host.wait_for_selector(f"text=Step {n} of", timeout=30_000)
+        for s in students:
+            s.wait_for_selector("h1:has-text('step 9 of')", timeout=10_000)
+        for s in students[:2]:
+            s.click("button[data-k=few]")
+            s.wait_for_selector("button.chosen")
+        host.wait_for_selector("#total:has-text('2 answered')", timeout=30_000)
+        assert host.locator("#bars-hidden").is_visible() and not host.locator("#tally .bar").count()
+        host.click("#reveal")
+        host.wait_for_selector("text=Truth on this photo", timeout=60_000)
+        labels = host.locator("#tally .bar .label").all_inner_texts()
+        counts = host.locator("#tally .bar .count").all_inner_texts()
+        assert [t.split(":")[0] for t in labels] == ["none", "few", "all"], labels  # every option, in order
+        assert all(len(t.split(":", 1)[1].strip()) > 3 for t in labels), labels  # with its words
+        assert counts == ["0", "2", "0"], counts
+        silent = students[2]
+        silent.wait_for_selector("#no-answer", timeout=10_000)
+        text = silent.inner_text("body")
+        assert "You did not answer this step." in text and "Your answer:" not in text, text
+        assert "Your answer: few:" in students[0].inner_text("body")
+        with host.expect_download() as got:
+            host.click("#csv")
+        path = tmp_path / "answers.csv"
+        got.value.save_as(path)
+        rows = list(csv.DictReader(path.open(encoding="utf-8")))
+        step9 = [r for r in rows if r["step"] == "9"]
+        assert sorted(r["answer"] for r in step9) == ["few", "few"] and all(r["revealed"] == "yes" for r in step9)
+        assert {r["student"] for r in rows} and all(re.fullmatch(r"[A-Za-z0-9_-]{8,64}", r["student"]) for r in rows)
+        assert rows and rows[0].keys() == {"step", "title", "student", "answer", "revealed"}
+        for s in students:
+            s.close()
