@@ -270,3 +270,16 @@ def test_the_contest_as_export_runs_it_equals_one_plain_forward_per_masked_view(
         steps = told[fill]
         assert len(steps) > 1 and steps[-1] == (part.forwards, part.forwards), (fill, steps[-3:])
         assert all(a[0] < b[0] for a, b in zip(steps, steps[1:]))
+
+
+def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
+    """Issue 51: the button said "7 maps" and the contest ran 8 once attention flow was computed. The
+    maps the contest ranks on a classifier, counted (the random baseline is the random orders)."""
+    from vizvit import engine
+    from vizvit.readings import methods
+
+    a = engine.analyze(tiny16, cat)
+    ranked = [n for n in methods.ranking_maps(tiny16, a) if not methods.get(n).baseline]
+    costly = [m.name for m in methods.CONTEST if m.costly]
+    assert costly == ["attention flow"]
+    assert experiments.CONTEST_BUTTON.startswith(f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)")
