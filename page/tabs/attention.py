@@ -204,12 +204,12 @@ def _bottom() -> dict[str, gr.components.Component]:
     """The strip, the grid, the distance chart and class relevance."""
     gr.Markdown(ap.MAIN_TEXT)
     gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
-    strip = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
+    strip = gr.Image(label="Rollout after each layer", show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
     gr.Markdown(ap.ROLLOUT_TEXT)
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("### All layers × heads (click a cell to open it)")
-            grid = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
+            grid = gr.Image(label="All layers × heads (click a cell to open it)", show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
         with gr.Column(scale=2):
             gr.Markdown(ap.GRID_TEXT)
     with gr.Row():
