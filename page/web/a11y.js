@@ -1,5 +1,5 @@
 // Accessibility (issue 51), installed once at page load after page.js. Three parts:
-// 1. Names: a clickable picture is a <button> around an <img> in Gradio 6.31, with no text: a screen
+// 1. Names (and the radio groups' one name each): a clickable picture is a <button> around an <img> in Gradio 6.31, with no text: a screen
 //    reader said "button" (axe: button-name, critical). It gets its block's label as its name (the label
 //    is in the page even where it is not shown: show_label=False keeps it sr-only). An empty chart's
 //    placeholder carries aria-label on a plain <div> (axe: aria-prohibited-attr): it becomes role=img.
@@ -12,6 +12,7 @@
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
   const PREFIX = 'CELLS_CLASS-';
+  let groups = 0;
 
   const labelOf = (block) => {
     const label = block && block.querySelector('[data-testid="block-label"]');
@@ -27,13 +28,23 @@
       if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
     }
     for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
+    // Gradio 6.31 names each option of a gr.Radio apart (radio-2, radio-3...): each was a group of its own,
+    // so the arrow keys did not move between the options and Tab stopped at every one. One name per
+    // gr.Radio makes them one group, as the browser's own keys expect (the change event is unchanged).
+    // (Gradio sets a name again when it redraws an option: the observer below watches names too.)
+    for (const r of document.querySelectorAll('input[type=radio]')) {
+      const block = r.closest('.block');
+      if (!block) continue;
+      block.__vvGroup ??= `vv-radio-${++groups}`;
+      if (r.name !== block.__vvGroup) r.name = block.__vvGroup;
+    }
   };
   let queued = false;
   new MutationObserver(() => {
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => { queued = false; name(); });
-  }).observe(document.body, { childList: true, subtree: true });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['name'] });
   name();
 
   // [rows, cols] from the block's class, or null: a picture without cells keeps Gradio's behaviour.
