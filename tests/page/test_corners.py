@@ -40,7 +40,7 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         assert not any(cut.values()), f"labels cut in projector mode: {cut}"
         # The upload box's clear button sits inside the box, not on its border.
         x, box = (page.locator(sel).first.bounding_box() for sel in ("#upload button[aria-label='Clear']", "#upload"))
-        assert x["y"] >= box["y"] + 2 and x["x"] + x["width"] <= box["x"] + box["width"] - 2, (x, box)
+        assert x["y"] >= box["y"] + 6 and x["x"] + x["width"] <= box["x"] + box["width"] - 6, (x, box)
         page.get_by_role("tab", name="Attention").click()
         wait_image(page, "attn-main")
         set_slider(page, "attn-discard", 0.95)
@@ -48,6 +48,10 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         whole = page.evaluate("""() => { const i = document.querySelector('#attn-discard input[type=number]');
             return [i.value, i.scrollWidth, i.clientWidth]; }""")
         assert whole[0] == "0.95" and whole[1] <= whole[2], f"the discard box cuts its value: {whole}"
+        # Its limit under the track ("0.95"), whole inside its panel (it showed "0.").
+        limit = page.evaluate("""() => { const m = document.querySelector('#attn-discard [data-testid=max-value]');
+            return [m.getBoundingClientRect().right, document.querySelector('#attn-discard').getBoundingClientRect().right]; }""")
+        assert limit[0] <= limit[1], f"the slider's limit runs past its panel: {limit}"
         width = page.evaluate("document.querySelector('#attn-readout').getBoundingClientRect().width")
         shot(page, "corners_projector_attention", full_page=True)
         assert width > 700, f"the readout is a {width:.0f} px column"
