@@ -59,7 +59,7 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
         allowed_paths=[str(HERE / "assets" / "examples")],
         theme=THEME,
         css=web.asset("style.css"),
-        js=web.asset("page.js"),
+        js=web.page_scripts(),  # page.js and a11y.js
     )
 
 

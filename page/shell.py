@@ -49,8 +49,14 @@ QUEUE_POLL_S = 0.5
 background = ThreadPoolExecutor(max_workers=64, thread_name_prefix="vizvit-upload")
 # System fonts only: the default theme fetches web fonts, which stalls the page offline
 # (a lecture hall without internet) and in tests.
+# Contrast (WCAG AA, 4.5:1 for text; issue 51, tests/page/test_a11y.py): the default's subdued text
+# (info lines, slider limits, the footer's links) was neutral-400 on white, 1.9:1; neutral-600 is 7.7:1.
+# White on the default orange-500 button was 2.8:1; on orange-700, 5.2:1.
 THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
-                          font_mono=["ui-monospace", "monospace"])
+                          font_mono=["ui-monospace", "monospace"]).set(
+    body_text_color_subdued="*neutral_600",
+    button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
+    button_primary_background_fill_dark="*primary_700", button_primary_background_fill_hover_dark="*primary_800")
 
 gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
 

@@ -39,9 +39,10 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
                  insidetextanchor="end", insidetextfont=dict(color="#fff"), constraintext="none",
                  cliponaxis=False, marker=dict(color="#1f77b4"),
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
+    # A second title line needs t=76: at 60 it touched the first bar's label (issue 51, tests/page/test_top5.py).
     layout = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
                   yaxis=dict(automargin=True),
-                  margin=dict(l=10, r=10, t=60 if "<br>" in title else 40, b=10), height=260, showlegend=False)
+                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260, showlegend=False)
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.

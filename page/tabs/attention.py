@@ -170,6 +170,9 @@ def _top() -> dict[str, gr.components.Component]:
             # Families with more than one summary token (DeiT: [CLS] or [DIST]; BEiT: patch mean or [CLS]).
             summary = gr.Radio(["[CLS]"], value="[CLS]", label="read maps, rollout and relevance from",
                                visible=False, elem_id="attn-summary")
+            # Under the map, the map's width: in the controls' column its table and the artifact note
+            # wrapped into a ~300 px strip beside empty space (projector mode, issue 51).
+            readout = gr.Markdown(elem_id="attn-readout")
         with gr.Column(scale=2):
             # No reset button: it fires no .input (the page would draw a layer the server never hears of).
             layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer", buttons=[])
@@ -195,7 +198,6 @@ def _top() -> dict[str, gr.components.Component]:
                                      elem_id="attn-shared")
             artifacts_in_range = gr.Checkbox(value=False, label="artifact tokens in the colour range (cyan: see the note)",
                                        elem_id="attn-artifacts")
-            readout = gr.Markdown(elem_id="attn-readout")
     return dict(main=main, book=book, matrix=matrix, direction=direction, to_cls=to_cls, summary=summary,
                 layer=layer, show=show, head=head, mode=mode, scale=scale, discard=discard, discard_mode=discard_mode,
                 alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared_scale, artifacts_in_range=artifacts_in_range,
@@ -206,12 +208,12 @@ def _bottom() -> dict[str, gr.components.Component]:
     """The strip, the grid, the distance chart and class relevance."""
     gr.Markdown(ap.MAIN_TEXT)
     gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
-    strip = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
+    strip = gr.Image(label="Rollout after each layer", show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
     gr.Markdown(ap.ROLLOUT_TEXT)
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("### All layers × heads (click a cell to open it)")
-            grid = gr.Image(show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
+            grid = gr.Image(label="All layers × heads (click a cell to open it)", show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
         with gr.Column(scale=2):
             gr.Markdown(ap.GRID_TEXT)
     with gr.Row():

@@ -59,11 +59,11 @@ def _sides() -> dict[str, dict[str, gr.components.Component]]:
     sides: dict[str, dict[str, gr.components.Component]] = {"a": {}, "b": {}}
     for kind, make in (
             ("title", lambda s: gr.Markdown(elem_id=f"cmp-title-{s}", min_width=150)),
-            ("attention", lambda s: gr.Image(show_label=False, interactive=False, format="jpeg", buttons=[],
+            ("attention", lambda s: gr.Image(label=f"side {s.upper()}: attention map", show_label=False, interactive=False, format="jpeg", buttons=[],
                                              elem_id=f"cmp-attn-{s}", elem_classes=[MAP_CLASS], min_width=150)),
-            ("rollout", lambda s: gr.Image(show_label=False, interactive=False, format="jpeg", buttons=[],
+            ("rollout", lambda s: gr.Image(label=f"side {s.upper()}: rollout map", show_label=False, interactive=False, format="jpeg", buttons=[],
                                            elem_id=f"cmp-roll-{s}", elem_classes=[MAP_CLASS], min_width=150)),
-            ("top5", lambda s: gr.Plot(show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
+            ("top5", lambda s: gr.Plot(label=f"side {s.upper()}: top-5", show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
             ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
                                              format="png", elem_id=f"cmp-pos-{s}", min_width=300))):
         with gr.Row(elem_id=f"cmp-row-{kind}"):

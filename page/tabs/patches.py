@@ -11,7 +11,7 @@ from vizvit.views import common as panels
 from vizvit.views import patches
 from vizvit.views.flip import Flipbook
 
-from .. import flip, kit
+from .. import flip, kit, web
 from ..kit import Ctx, safe
 
 
@@ -78,7 +78,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
         if key is None:
             return kit.skip(outs)
         page = patches.show(ctx.wb.handle(key), params(v))
-        return {**kit.values(page, shown), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
+        # The grid's rows × cols as a class: the page's keys choose a patch by it (web/a11y.js).
+        cells = web.cells_class(*ctx.wb.model(key.model_id).geometry.grid)
+        return {**kit.values(page, shown), grid_img: gr.Image(page.grid, elem_classes=[cells]), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
                 book: book_value(page.book), labels_book: None if page.label_book is None else labels_value(page.label_book)}
 
     @safe

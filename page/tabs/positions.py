@@ -29,7 +29,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("**Same scale, same grid:** learned vs 1-D sinusoidal vs 2-D sin-cos vs random init")
-            compare = gr.Image(show_label=False, interactive=False, format="png", elem_id="pos-compare")
+            compare = gr.Image(label="Learned vs 1-D sinusoidal vs 2-D sin-cos vs random init", show_label=False, interactive=False, format="png", elem_id="pos-compare")
         with gr.Column(scale=2):
             numbers = gr.Dataframe(headers=positions.CONTRAST_HEADERS, label="Neighbour contrast",
                                    interactive=False, elem_id="pos-numbers", wrap=True)
@@ -39,7 +39,7 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("**Position similarity after `interpolate_pos_encoding`** (same layout and scale)")
-            res_img = gr.Image(show_label=False, interactive=False, format="png", elem_id="pos-res-grid")
+            res_img = gr.Image(label="Position similarity after interpolate_pos_encoding", show_label=False, interactive=False, format="png", elem_id="pos-res-grid")
         with gr.Column(scale=2):
             res_top5 = gr.Plot(label="Predictions at that size", elem_id="pos-res-top5")
             res_text = gr.Markdown(elem_id="pos-res-text")

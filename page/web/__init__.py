@@ -14,6 +14,9 @@ from pathlib import Path
 from .. import ids
 
 HERE = Path(__file__).resolve().parent
+# A picture that is a grid of cells (the Patches tab's grid) carries the class CELLS_CLASS-<rows>x<cols>:
+# a11y.js then lets the arrow keys choose a cell and Enter click it (issue 51).
+CELLS_CLASS = "vv-cells"
 
 
 @lru_cache(maxsize=None)
@@ -50,3 +53,14 @@ def click_new_file(box: str) -> str:
 def after_paint(selector: str) -> str:
     """The js= that holds a chained event until the pictures under CSS `selector` are painted."""
     return asset("after_paint.js").replace("SELECTOR", selector)
+
+
+def cells_class(rows: int, cols: int) -> str:
+    """The class that makes a picture of rows × cols cells keyboard-choosable (a11y.js)."""
+    return f"{CELLS_CLASS}-{rows}x{cols}"
+
+
+def page_scripts() -> str:
+    """The page-load js= (one function): page.js, then a11y.js (names and keys, issue 51)."""
+    a11y = asset("a11y.js").replace("CELLS_CLASS", CELLS_CLASS)
+    return f"() => {{ ({asset('page.js')})(); ({a11y})(); }}"

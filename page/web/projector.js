@@ -128,11 +128,14 @@
           // Measured again (see room): the title and margin only, from the sizes the figure came with.
           const upd = room(gd, gd._fullLayout, gd._fullLayout.title.font.size, gd.__vvBack[1]['margin.t'] || 0);
           if (Object.keys(upd).length) apply(gd, {}, upd, []);
-        } else if (st.on && gd.__vvBack && gd.offsetParent && gd.__vvOver) {
-          // plotly sets a title of several lines higher than its pad says: move it down by what overlaps.
+        } else if (st.on && gd.__vvBack && gd.offsetParent) {
+          // plotly sets a title of several lines higher than its pad says: move it down by what overlaps
+          // the label floating over the chart, or, with the label on its own line (style.css), by what
+          // sticks out above the chart (a three-line title's first line was cut: issue 51).
           const title = gd.querySelector('.gtitle');
           const label = gd.closest('.block').querySelector('[data-testid="block-label"]');
-          const gap = title && label ? Math.ceil(label.getBoundingClientRect().bottom + 4 - title.getBoundingClientRect().top) : 0;
+          const floor = Math.max(gd.getBoundingClientRect().top, gd.__vvOver && label ? label.getBoundingClientRect().bottom : -Infinity);
+          const gap = title ? Math.ceil(floor + 4 - title.getBoundingClientRect().top) : 0;
           if (gap > 0) {
             const fl = gd._fullLayout;
             apply(gd, {}, { 'title.pad.t': fl.title.pad.t + gap, 'margin.t': fl.margin.t + gap }, []);

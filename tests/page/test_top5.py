@@ -47,3 +47,21 @@ def test_every_value_and_change_label_is_inside_the_chart(width, tmp_path):
                     f"{name} at {width} px: '{text}' is cut at the chart's edge ({box} in {svg})"
                 assert t.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 14, \
                     f"{name} at {width} px: '{text}' was shrunk to fit"
+
+
+@pytest.mark.parametrize("width", [330, 560])
+def test_an_untrained_models_title_line_is_readable_and_clear_of_the_bars(width):
+    """Compare's side B (a random twin): "UNTRAINED weights: meaningless" touched the first bar's label (issue 51)."""
+    from vizvit.views.common import UNTRAINED_TOP5_TITLE
+
+    fig = top5_bar([Prediction(index=i, label=LABELS[i], prob=p) for i, p in enumerate(CASES["shift"][0])], None,
+                   UNTRAINED_TOP5_TITLE)
+    with page_at("about:blank", width=width, height=600, wait_for="body") as page:
+        page.set_content(pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"responsive": True}))
+        page.wait_for_selector(".bartext")
+        m = page.evaluate("""() => { const t = document.querySelector('.gtitle');
+            const sizes = [t, ...t.querySelectorAll('tspan')].map((e) => parseFloat(getComputedStyle(e).fontSize));
+            const first = Math.min(...[...document.querySelectorAll('.ytick text, .bartext')].map((e) => e.getBoundingClientRect().top));
+            return {bottom: t.getBoundingClientRect().bottom, first, smallest: Math.min(...sizes)}; }""")
+        assert m["smallest"] >= 12, m
+        assert m["bottom"] + 4 <= m["first"], f"the title's last line touches the bars at {width} px: {m}"

@@ -24,12 +24,15 @@ def on_grid(clicked: tuple[int, int] | None, g: Geometry) -> tuple[int, int] | N
     return clicked
 
 
+UNTRAINED_TOP5_TITLE = "Top-5 predictions<br><sub>UNTRAINED weights: meaningless</sub>"
+
+
 def top5_figure(vm: VitModel, a: Analysis, baseline: Analysis | None = None) -> go.Figure | None:
     """Top-5 bars; with `baseline`, each bar shows its change from the baseline's probability."""
     if not vm.has_classifier or a.probs is None:
         return None
     # A second line, not a longer one: plotly cuts a title at the chart's width.
-    title = "Top-5 predictions" + ("" if vm.is_pretrained else "<br><sub>UNTRAINED weights: meaningless</sub>")
+    title = "Top-5 predictions" if vm.is_pretrained else UNTRAINED_TOP5_TITLE
     base = None
     if baseline is not None and baseline.probs is not None:
         base = {p.index: float(baseline.probs[p.index]) for p in a.top5}

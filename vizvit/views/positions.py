@@ -137,6 +137,10 @@ def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], 
     return tile_outline(grid, cell, sep).on(img, rc)
 
 
+# How far the page's panel label reaches into a chart (page/web/style.css starts pictures this far down).
+PANEL_LABEL_PX = 36
+
+
 def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.Figure:
     """(gh, gw) similarities as a plotly heatmap on the symmetric scale −vmax..vmax (default the
     fixed −1..1), exact values on hover.
@@ -149,9 +153,12 @@ def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.
         data=[dict(type="heatmap", z=values, zmin=-vmax, zmax=vmax, colorscale=PLOTLY_CMAP,
                    x=list(range(gw)), y=list(range(gh)), colorbar=dict(thickness=12, len=0.9),
                    hovertemplate="row %{y}, col %{x}<br>cos = %{z:.4f}<extra></extra>")],
-        # The title sits in its own band above the top axis and its "col" title (t=70 put them on one line).
-        layout=dict(title=dict(text=title, font=dict(size=13), y=0.98, yanchor="top"), height=400,
-                    margin=dict(l=10, r=10, t=110, b=10),
+        # The title sits in its own band above the top axis and its "col" title (t=70 put them on one line),
+        # and below the page's panel label, which floats over the chart's top 34 px (at y=0.98 the title
+        # hid behind it: issue 51). Lines short enough for the chart's width at the projector's 24 px.
+        layout=dict(title=dict(text=title, font=dict(size=13), yref="container", y=1, yanchor="top",
+                               pad=dict(t=PANEL_LABEL_PX)), height=430,
+                    margin=dict(l=10, r=10, t=PANEL_LABEL_PX + 22 * (title.count("<br>") + 1) + 60, b=10),
                     xaxis=dict(constrain="domain", title=dict(text="col"), side="top"),
                     yaxis=dict(autorange="reversed", scaleanchor="x", constrain="domain",
                                title=dict(text="row"))),
@@ -161,7 +168,7 @@ def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.
 def tile_figure(sim: np.ndarray, grid: tuple[int, int], rc: tuple[int, int]) -> go.Figure:
     r, c = rc
     return similarity_heatmap(sim[r * grid[1] + c].reshape(grid),
-                              f"Position ({r}, {c}) vs every patch position")
+                              f"Position ({r}, {c})<br>vs every patch position")
 
 
 def cls_scale(cls_sim: np.ndarray) -> float:
@@ -172,8 +179,9 @@ def cls_scale(cls_sim: np.ndarray) -> float:
 
 def cls_figure(cls_sim: np.ndarray) -> go.Figure:
     v = cls_scale(cls_sim)
-    return similarity_heatmap(cls_sim, f"[CLS] position embedding vs every patch position<br><sub>its own "
-                                       f"symmetric scale ±{v:.2f} (the grid's is ±1)</sub>", v)
+    # The scale's line at the title's size (a <sub> drew it at ~8 px).
+    return similarity_heatmap(cls_sim, f"[CLS] position embedding<br>vs every patch position<br>"
+                                       f"own scale ±{v:.2f} (grid: ±1)", v)
 
 
 @dataclass(frozen=True)

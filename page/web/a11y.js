@@ -1,0 +1,110 @@
+// Accessibility (issue 51), installed once at page load after page.js. Three parts:
+// 1. Names (and the radio groups' one name each): a clickable picture is a <button> around an <img> in Gradio 6.31, with no text: a screen
+//    reader said "button" (axe: button-name, critical). It gets its block's label as its name (the label
+//    is in the page even where it is not shown: show_label=False keeps it sr-only). An empty chart's
+//    placeholder carries aria-label on a plain <div> (axe: aria-prohibited-attr): it becomes role=img.
+// 2. Keys: a picture whose block has the class CELLS_CLASS-<rows>x<cols> (the Patches tab's grid, set from
+//    Python: page/tabs/patches.py) is a grid of cells: the arrow keys move a focus mark from cell to
+//    cell, Enter or Space clicks the marked cell's centre with the same click event a mouse sends, so
+//    Gradio's image select (which reads clientX/clientY against the <img>) answers as for a mouse.
+// 3. The same names again whenever Gradio redraws (a MutationObserver, one pass per frame).
+() => {
+  if (window.__vizvitA11y) return;
+  window.__vizvitA11y = true;
+  const PREFIX = 'CELLS_CLASS-';
+  let groups = 0;
+
+  const labelOf = (block) => {
+    const label = block && block.querySelector('[data-testid="block-label"]');
+    return label ? label.textContent.trim() : '';
+  };
+  const name = () => {
+    for (const btn of document.querySelectorAll('.image-container button:not(.icon-button)')) {
+      if (!btn.querySelector('img')) continue;
+      const block = btn.closest('.block');
+      const text = labelOf(block) || 'picture';
+      const cells = cellsOf(block);
+      const want = cells ? `${text}. Arrow keys choose a patch, Enter clicks it.` : text;
+      if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
+    }
+    for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
+    // Gradio 6.31 names each option of a gr.Radio apart (radio-2, radio-3...): each was a group of its own,
+    // so the arrow keys did not move between the options and Tab stopped at every one. One name per
+    // gr.Radio makes them one group, as the browser's own keys expect (the change event is unchanged).
+    // (Gradio sets a name again when it redraws an option: the observer below watches names too.)
+    for (const r of document.querySelectorAll('input[type=radio]')) {
+      const block = r.closest('.block');
+      if (!block) continue;
+      block.__vvGroup ??= `vv-radio-${++groups}`;
+      if (r.name !== block.__vvGroup) r.name = block.__vvGroup;
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; name(); });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['name'] });
+  name();
+
+  // [rows, cols] from the block's class, or null: a picture without cells keeps Gradio's behaviour.
+  const cellsOf = (block) => {
+    const cls = block && [...block.classList].find((c) => c.startsWith(PREFIX));
+    const m = cls && cls.slice(PREFIX.length).match(/^(\d+)x(\d+)$/);
+    return m ? [Number(m[1]), Number(m[2])] : null;
+  };
+  // The drawn picture's box (object-fit: contain centres it in the <img> box), as Gradio maps a click.
+  const drawn = (img) => {
+    const b = img.getBoundingClientRect();
+    const s = Math.min(b.width / img.naturalWidth, b.height / img.naturalHeight, 1);
+    const w = img.naturalWidth * s, h = img.naturalHeight * s;
+    return { left: b.left + (b.width - w) / 2, top: b.top + (b.height - h) / 2, w, h };
+  };
+  const place = (btn, img, rows, cols) => {
+    let mark = btn.querySelector('.vv-cell-mark');
+    if (!mark) {
+      mark = document.createElement('span');
+      mark.className = 'vv-cell-mark';
+      mark.setAttribute('aria-hidden', 'true');
+      btn.append(mark);
+    }
+    const d = drawn(img), b = btn.getBoundingClientRect();
+    const [r, c] = btn.__vvCell;
+    Object.assign(mark.style, { left: `${d.left - b.left + (c * d.w) / cols}px`, top: `${d.top - b.top + (r * d.h) / rows}px`,
+                                width: `${d.w / cols}px`, height: `${d.h / rows}px`, display: 'block' });
+  };
+  const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  document.addEventListener('keydown', (e) => {
+    const btn = e.target instanceof Element && e.target.matches('.image-container button:not(.icon-button)') ? e.target : null;
+    const cells = btn && cellsOf(btn.closest('.block'));
+    const img = btn && btn.querySelector('img');
+    if (!cells || !img || !img.naturalWidth) return;
+    const [rows, cols] = cells;
+    const at = btn.__vvCell || [Math.floor(rows / 2), Math.floor(cols / 2)];
+    if (MOVES[e.key]) {
+      const [dr, dc] = MOVES[e.key];
+      btn.__vvCell = [Math.min(rows - 1, Math.max(0, at[0] + dr)), Math.min(cols - 1, Math.max(0, at[1] + dc))];
+      place(btn, img, rows, cols);
+      e.preventDefault();
+    } else if (e.key === 'Enter' || e.key === ' ') {
+      btn.__vvCell = at;
+      place(btn, img, rows, cols);
+      const d = drawn(img);
+      const x = d.left + ((at[1] + 0.5) * d.w) / cols, y = d.top + ((at[0] + 0.5) * d.h) / rows;
+      e.preventDefault();  // else the button's own click (at 0, 0) follows
+      img.dispatchEvent(new MouseEvent('click', { clientX: x, clientY: y, bubbles: true, cancelable: true }));
+    }
+  }, true);
+  // The mark shows where the keys are; on leaving the picture (or a mouse click) it goes.
+  document.addEventListener('focusout', (e) => {
+    const mark = e.target instanceof Element && e.target.querySelector && e.target.querySelector('.vv-cell-mark');
+    if (mark) mark.style.display = 'none';
+  }, true);
+  // The page's own answer redraws the picture: the mark follows a new size (a phone turned).
+  window.addEventListener('resize', () => {
+    for (const btn of document.querySelectorAll('.image-container button')) {
+      const img = btn.querySelector('img'), cells = cellsOf(btn.closest('.block'));
+      if (btn.__vvCell && img && cells && document.activeElement === btn) place(btn, img, ...cells);
+    }
+  });
+}

@@ -1,0 +1,122 @@
+"""Issue 51, accessibility: axe-core's WCAG 2.0/2.1 A and AA rules find nothing critical or serious
+on the main page with each tab open (after the example cat); a patch of the Patches tab's grid is
+chosen by keyboard alone; a Lesson step is answered and revealed by keyboard alone.
+
+axe-core comes from npm (package.json at the repo root; scripts/setup --dev runs npm ci): without
+it, the axe test is skipped with one line (CI installs it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import os
+
+import pytest
+
+from browser import page_at, upload, wait_image
+from tiny import EXAMPLES
+from vizvit.vocab import TABS
+
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+BAD = ("critical", "serious")
+
+# Every violating element of `impacts`: [rule, impact, the element's selector, axe's summary].
+RUN_AXE = """async ([tags, impacts]) => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
+  return r.violations.filter((v) => impacts.includes(v.impact)).flatMap((v) => v.nodes.map((n) =>
+    [v.id, v.impact, n.target.join(' '), (n.failureSummary || '').split('\\n').slice(0, 2).join(' ')]));
+}"""
+
+
+def open_every_tab(page, each) -> None:
+    """Open each tab in vocab.TABS' order, let its pictures load (lazy ones too: scrolled to), call each(tab_id)."""
+    for tab_id, label in TABS.items():
+        page.get_by_role("tab", name=label).click()
+        page.wait_for_timeout(2500)
+        height = page.evaluate("document.body.scrollHeight")
+        for y in range(0, height, 800):
+            page.evaluate(f"window.scrollTo(0, {y})")
+            page.wait_for_timeout(100)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(500)
+        each(tab_id)
+
+
+def axe_violations(url: str, query: str = "", width: int = 1366, height: int = 900) -> dict[str, list]:
+    """tab id -> its critical and serious violations (the whole page as it stands with that tab open)."""
+    found: dict[str, list] = {}
+    with page_at(url + query, width, height) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.add_script_tag(path=str(AXE))
+        open_every_tab(page, lambda tab_id: found.__setitem__(tab_id, page.evaluate(RUN_AXE, [WCAG_AA, list(BAD)])))
+    return found
+
+
+def _listing(found: dict[str, list]) -> str:
+    return "\n".join(f"{tab}: {rule} ({impact}) {target}: {why}"
+                     for tab, rows in found.items() for rule, impact, target, why in rows)
+
+
+@pytest.mark.parametrize("query", ["", "?projector=1"], ids=["desktop", "projector"])
+def test_axe_finds_nothing_critical_or_serious_on_any_tab(url, query):
+    if not AXE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("axe-core not installed: scripts/setup --dev runs npm ci")
+        pytest.skip("axe-core not installed (npm ci at the repo root)")
+    found = axe_violations(url, query)
+    assert not any(found.values()), "axe-core, WCAG 2.1 AA:\n" + _listing(found)
+
+
+def tab_to(page, selector: str, most: int = 80) -> None:
+    """Press Tab until the focused element is inside `selector` (as a keyboard user moves)."""
+    for _ in range(most):
+        if page.evaluate("(s) => !!document.activeElement && !!document.activeElement.closest(s)", selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{most} presses of Tab never reached {selector}")
+
+
+def test_a_patch_is_chosen_with_the_arrow_keys_and_enter(url, tiny16):
+    rows, cols = tiny16.geometry.grid
+    with page_at(url, 1366, 900) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.wait_for_selector(f"#patch-grid.vv-cells-{rows}x{cols}")  # the show's answer: the grid's size
+        page.get_by_role("tab", name="Patches").focus()  # where a keyboard user stands after the tabs
+        tab_to(page, "#patch-grid .image-container button:not(.icon-button)")
+        name = page.evaluate("document.activeElement.getAttribute('aria-label')")
+        assert name.startswith("What the model sees") and "Arrow keys" in name, name
+        # From the middle cell: two right, one down, then Enter.
+        for key in ("ArrowRight", "ArrowRight", "ArrowDown"):
+            page.keyboard.press(key)
+        mark = page.locator("#patch-grid .vv-cell-mark")
+        assert mark.is_visible(), "the focus mark shows the cell the keys are on"
+        page.keyboard.press("Enter")
+        r, c = rows // 2 + 1, cols // 2 + 2
+        page.wait_for_selector(f"#patch-info:has-text('Patch (row {r}, col {c})')", timeout=30_000)
+        # The mark sits on that cell of the picture as drawn.
+        box, img = mark.bounding_box(), page.locator("#patch-grid img").bounding_box()
+        assert abs(box["x"] - (img["x"] + c * img["width"] / cols)) < 3, (box, img)
+        assert abs(box["y"] - (img["y"] + r * img["height"] / rows)) < 3, (box, img)
+
+
+def test_a_lesson_step_is_answered_and_revealed_by_keyboard_alone(url):
+    with page_at(url + "?lesson=1&step=2&example=chelsea", 1366, 900) as page:
+        page.wait_for_selector("#lesson-step:has-text('Step 2 of')")
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.wait_for_selector("#lesson-choice input[type=radio]")
+        page.get_by_role("tab", name="Lesson").focus()
+        tab_to(page, "#lesson-choice")
+        page.keyboard.press("Space")  # the first choice
+        page.wait_for_timeout(300)
+        focused = page.evaluate("document.activeElement.outerHTML.slice(0, 160)")
+        page.keyboard.press("ArrowDown")  # the second: arrows move within the group
+        checked = page.evaluate("[...document.querySelectorAll('#lesson-choice input')].map((i) => i.checked)")
+        assert checked[:2] == [False, True], (checked, focused)
+        tab_to(page, "#lesson-reveal")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
+                               timeout=60_000)
