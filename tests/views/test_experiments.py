@@ -283,3 +283,35 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     costly = [m.name for m in methods.CONTEST if m.costly]
     assert costly == ["attention flow"]
     assert experiments.CONTEST_BUTTON.startswith(f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)")
+
+
+# Machado, Oliveira & Fernandes 2009, severity 1.0, on linear RGB: the simulated colour-blind view.
+CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+       "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+       "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]]}
+
+
+def _closest_pair_under_cvd(colours) -> float:
+    """The smallest distance (sRGB 0..1, Euclidean) between two colours as any of the three dichromats sees them."""
+    rgb = np.array([[int(c[i:i + 2], 16) / 255 for i in (1, 3, 5)] for c in colours])
+    lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    worst = np.inf
+    for m in CVD.values():
+        sim = np.clip(lin @ np.array(m).T, 0, 1)
+        srgb = np.where(sim <= 0.0031308, 12.92 * sim, 1.055 * sim ** (1 / 2.4) - 0.055)
+        d = np.linalg.norm(srgb[:, None] - srgb[None], axis=-1) + np.eye(len(colours)) * 9
+        worst = min(worst, float(d.min()))
+    return worst
+
+
+def test_the_contest_curves_stay_apart_for_colour_blind_students():
+    """Issue 51: plotly's default colours drew the third and fourth maps green and red, one colour to a
+    red-green colour-blind student. Every pair of the contest's curve colours stays apart under a
+    simulated protanopia, deuteranopia and tritanopia (the old palette does not: checked here too)."""
+    from vizvit.readings import methods
+
+    maps = [m for m in methods.CONTEST if not m.baseline]
+    assert len(experiments.CONTEST_COLOURS) >= len(maps)  # no colour used twice
+    assert _closest_pair_under_cvd(experiments.CONTEST_COLOURS) > 0.1
+    plotly_default = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#e377c2", "#17becf", "#bcbd22")
+    assert _closest_pair_under_cvd(plotly_default) < 0.1

@@ -541,8 +541,10 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
 
 # One colour per map, in registry order (plotly's qualitative set, random drawn grey; brown last: beside the
 # random band's grey mean it read as grey).
-CONTEST_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#e377c2", "#17becf", "#bcbd22",
-                   "#8c564b")
+# Okabe & Ito's palette (Color Universal Design), yellow left out (too pale on white), black and Tol's wine
+# added: told apart under every common colour-vision deficiency, where plotly's default put a green
+# and a red curve side by side told apart by hue alone (issue 51, docs/accessibility.md).
+CONTEST_COLOURS = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#882255")
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
