@@ -239,7 +239,7 @@
          el("p", {}, "Students follow your steps on their phones and answer each question; you see the room's answers."),
          el("button", { className: "primary", id: "ex", onclick: () => go(fetch(`${root}room/example.jpg`).then((r) => r.blob()), "chelsea.jpg") },
             "Open a room on the example photo (the cat)"),
-         el("p", {}, "or on your own photo: ", own), err);
+         el("p", {}, el("label", { htmlFor: "own" }, "or on your own photo: "), own), err);
   }
 
   // The lecturer's room is gone (closed, idle, the server lost it): say so and why, offer a new one.

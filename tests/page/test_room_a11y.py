@@ -1,0 +1,71 @@
+"""Issue 51, accessibility of the live room's two pages: axe-core's WCAG 2.0/2.1 A and AA rules find
+nothing critical or serious on the student's page (the join form, an open question, a revealed step)
+nor on the lecturer's (before and after opening a room); and a student answers by keyboard alone.
+axe-core comes from npm (see tests/page/test_a11y.py); without it the axe test skips with one line."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from browser import page_at
+import importlib.util
+from pathlib import Path
+
+# test_a11y's axe runner (test files import by path here: pytest's importlib mode)
+_spec = importlib.util.spec_from_file_location("vizvit_test_a11y", Path(__file__).with_name("test_a11y.py"))
+_a11y = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_a11y)
+AXE, BAD, RUN_AXE, WCAG_AA, _listing = _a11y.AXE, _a11y.BAD, _a11y.RUN_AXE, _a11y.WCAG_AA, _a11y._listing
+
+
+def _axe(page) -> list:
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(RUN_AXE, [WCAG_AA, list(BAD)])
+
+
+def _need_axe() -> None:
+    if not AXE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("axe-core not installed: scripts/setup --dev runs npm ci")
+        pytest.skip("axe-core not installed (npm ci at the repo root)")
+
+
+def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_answers_by_keyboard(url):
+    _need_axe()
+    found: dict[str, list] = {}
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        found["host: open a room"] = _axe(host)
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        student = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+        student.set_default_timeout(60_000)
+        student.goto(url + "room")
+        student.wait_for_selector("#code")
+        found["student: join form"] = _axe(student)
+        # By keyboard alone: the code typed, Enter joins; Tab to an option, Enter answers.
+        student.focus("#code")
+        student.keyboard.type(code.lower())
+        student.keyboard.press("Enter")
+        student.wait_for_selector("#num")
+        found["student: a number question"] = _axe(student)
+        host.click("#next")
+        host.wait_for_selector("text=Step 2 of", timeout=30_000)
+        found["host: a room, step 2"] = _axe(host)
+        student.wait_for_selector("button[data-k]")
+        for _ in range(40):
+            if student.evaluate("() => !!document.activeElement?.dataset?.k"):
+                break
+            student.keyboard.press("Tab")
+        key = student.evaluate("() => document.activeElement.dataset.k")
+        student.keyboard.press("Enter")
+        student.wait_for_selector(f"button.chosen[data-k='{key}']")
+        host.wait_for_selector("#total:has-text('1 answered')", timeout=30_000)
+        host.click("#reveal")
+        student.wait_for_selector("text=The truth on this photo", timeout=60_000)
+        found["student: revealed"] = _axe(student)
+        found["host: revealed"] = _axe(host)
+        student.close()
+    assert not any(found.values()), "axe-core, WCAG 2.1 AA:\n" + _listing(found)
