@@ -8,53 +8,11 @@ import threading
 
 import pytest
 
-from redisserver import need_redis, redis_server
 from vizvit.errors import UserError
 from vizvit.lesson import load_steps
 from vizvit.room import (CLOSED_AWAY, CLOSED_BY_HOST, CODE_LEN, LOCKED, MAX_ANSWER_CHARS, OWNER_FULL, UNKNOWN_ROOM,
-                         WRONG_KEY, Question, Rooms, questions_of)
-from vizvit.roomstore import TOMBSTONE_S, SQLiteStore
-
-QS = (Question(), Question(("a", "b", "c")), Question())  # a number, a choice, a number
-S1, S2, S3 = "student-one", "student-two", "student-three"
-
-
-class Clock:
-    def __init__(self):
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture(scope="module")
-def redis_url():
-    with redis_server(need_redis()) as url:
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def store(request, tmp_path):
-    """A fresh, empty store -> a function that makes another client of the same data (another
-    process's connection: a restarted server, a second replica)."""
-    if request.param == "sqlite":
-        path = tmp_path / "rooms.sqlite3"
-        return lambda: SQLiteStore(path)
-    from vizvit.roomstore_redis import RedisStore
-
-    url = request.getfixturevalue("redis_url")
-    RedisStore(url).r.flushdb()
-    return lambda: RedisStore(url)
-
-
-@pytest.fixture
-def opened(store):
-    def make(**kw):
-        rooms = Rooms(store(), **kw)
-        code, key = rooms.open("vit-tiny", b"view", QS)
-        return rooms, code, key
-
-    return make
+                         WRONG_KEY, Rooms, questions_of)
+from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: F401 (fixtures)
 
 
 def test_a_code_is_short_and_readable_and_the_key_is_long(opened):
@@ -203,52 +161,6 @@ def test_many_threads_count_every_answer_exactly_once(opened):
     assert rooms.tally(code, key, 1).as_json()["answers"] == {"3": 200}
 
 
-def test_two_clients_of_one_store_answering_at_once_count_each_answer_once(opened, store):
-    """Two servers (replicas, or a server and its restart) on the same store, each with its own
-    connection, take answers at once, and the lecturer reveals in the middle: every accepted answer is
-    counted once, no refused one at all, and no answer lands after the reveal."""
-    rooms, code, key = opened()
-    other = Rooms(store())
-    students = [f"student-{i:04d}" for i in range(120)]
-    accepted: dict[str, str] = {}
-    lock = threading.Lock()
-
-    def answer_all(r: Rooms, group: list[str]) -> None:
-        for s in group:
-            for v in (1, 2):
-                ok, _ = r.answer(code, s, 1, v)
-                if ok:
-                    with lock:
-                        accepted[s] = str(v)
-
-    threads = [threading.Thread(target=answer_all, args=(r, students[i::4])) for i, r in
-               enumerate((rooms, other, rooms, other))]
-    for t in threads:
-        t.start()
-    rooms.move(code, key, 1, reveal=True)  # closes step 1 while they answer
-    for t in threads:
-        t.join()
-    got = rooms.revealed_tally(code, 1)
-    assert got.total == len(accepted)
-    from collections import Counter
-    assert got.answers == dict(Counter(accepted.values()))
-    assert Rooms(store()).revealed_tally(code, 1) == got  # another server reads the same room
-
-
-def test_a_restarted_server_finds_its_rooms_and_answers(opened, store):
-    rooms, code, key = opened()
-    for s, v in ((S1, 224), (S2, 196), (S3, 224)):
-        assert rooms.answer(code, s, 1, v)[0]
-    rooms.prepare(code, 1, {"truth": "224"}, b"grid")
-    del rooms
-    again = Rooms(store())  # a new process on the same data
-    shown = again.move(code, key, 1, reveal=True)  # the lecturer's page reconnects with its host key
-    assert shown.revealed == (1,)
-    assert again.view(code)["shown"]["1"] == {"tally": {"step": 1, "answers": {"224": 2, "196": 1}, "total": 3},
-                                              "truth": "224", "picture": True}
-    assert again.model_view(code) == b"view"
-
-
 def test_rooms_per_owner_are_limited_and_a_closed_one_frees_its_place(store):
     rooms = Rooms(store(), max_rooms=10, max_per_owner=3)
     mine = [rooms.open("m", None, QS, owner="10.0.0.7") for _ in range(3)]
@@ -295,21 +207,6 @@ def test_hello_counts_students_toward_the_limit(store):
     assert rooms.answer(code, S3, 1, 1) == (False, "This room is full (2 students).")
     assert rooms.join(code, "bad id") == (False, "student must be the page's random id: 8 to 64 letters, digits, - or _.")
     assert rooms.join("NOPE", S1) == (False, UNKNOWN_ROOM)
-
-
-def test_a_tombstone_says_why_for_a_day_then_the_code_is_unknown(store):
-    clock = Clock()
-    rooms = Rooms(store(), clock=clock)
-    code, key = rooms.open("m", None, QS)
-    rooms.close(code, key)
-    clock.t += TOMBSTONE_S - 60
-    assert rooms.join(code, S1) == (False, CLOSED_BY_HOST)
-    clock.t += 120
-    s = rooms.store
-    if isinstance(s, SQLiteStore):
-        assert rooms.join(code, S1) == (False, UNKNOWN_ROOM)  # a day later: forgotten
-    else:  # Redis forgets it by itself (EXPIRE): its time to live is a day
-        assert 0 < s.r.ttl(f"vizvit:gone:{code}") <= TOMBSTONE_S
 
 
 def test_the_lessons_questions_become_room_questions():
@@ -372,27 +269,6 @@ def test_a_steps_figure_is_shown_only_after_its_reveal(opened):
     assert rooms.store.blob(code, "p3") is None
     with pytest.raises(UserError, match="^" + CLOSED_BY_HOST):
         rooms.picture(code, 3)
-
-
-def test_the_store_itself_checks_each_answer_in_its_write(opened):
-    """The rule that makes answers atomic lives in the store's write (a SQLite transaction, a Redis Lua
-    script), not only in Rooms' check before it: called directly, the store refuses what Rooms would."""
-    rooms, code, key = opened(max_students=2)
-    s = rooms.store
-    assert s.answer(code, S1, 2, "a", 2) == "ahead"
-    assert s.answer(code, S1, 1, "5", 2) == "ok" and s.answer(code, S1, 1, "6", 2) == "ok"
-    assert s.answers(code, 1) == {S1: "6"}  # replaced, not added
-    rooms.move(code, key, 1, reveal=True)
-    assert s.answer(code, S2, 1, "5", 2) == "closed"
-    rooms.move(code, key, 2)
-    assert s.answer(code, S1, 1, "5", 2) == "closed"
-    rooms.lock(code, key, True)
-    assert s.answer(code, S2, 2, "a", 2) == "locked" and s.join(code, S2, 2) == "locked"
-    assert s.answer(code, S1, 2, "a", 2) == "ok"
-    rooms.lock(code, key, False)
-    assert s.join(code, S2, 2) == "ok" and s.join(code, S3, 2) == "full" and s.answer(code, S3, 2, "b", 2) == "full"
-    assert s.joined(code) == 2 and s.answers(code, 2) == {S1: "a"}
-    assert s.answer("ZZZZZZZZ", S1, 1, "5", 2) == "gone"
 
 
 def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
