@@ -71,10 +71,17 @@ def test_six_callers_behind_one_address_all_get_their_sweep(tiny16, tmp_path, mo
 
 
 @pytest.mark.slow
-def test_two_flows_posted_and_never_read_do_not_delay_a_third_addresses_sweep(tiny16, tmp_path):
+def test_two_flows_posted_and_never_read_do_not_delay_a_third_addresses_sweep(tiny16, tmp_path, monkeypatch):
     """Issue 50: Gradio keeps an event whose stream is never opened alive and runs it to its end; the
     two flows held both slots. Now each is stopped once its answer lies unread (page.kit.UNREAD_S)."""
     ab = abandoned_module()
+    real = explain.flow_value
+
+    def slow_flow_value(g, j):  # in C the tiny ViT's flow ends in ~3 s, before the unread rule's 5 s
+        time.sleep(0.1)
+        return real(g, j)
+
+    monkeypatch.setattr(explain, "flow_value", slow_flow_value)  # 197 max-flows of 100 ms: ~20 s each
     with serving(tiny16) as (url, _):
         res = ab.never_read(url, page_name(tiny16), tmp_path, timeout=60.0, settle_s=30.0)
     assert res["sweep"]["outcome"] == "complete", res
