@@ -248,7 +248,7 @@ _AHEAD = threading.Semaphore(1)
 def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple) -> list:
     """For each tab in `firsts` ((tab id, first picture, what it clears)) but `current`: its first
     picture as its on_show fn draws it from `values` of `inputs` (the very value, and so the same
-    file, that its select event will bring), then None for each output it clears. gr.skip() for
+    file, that its select event will bring; an array, or an update carrying one), then None for each output it clears. gr.skip() for
     all of the open tab's, and of a tab whose fn fails or has no photo: its own event says why."""
     given = {id(c): v for c, v in zip(inputs, values)}
     fns = {tab_id: (fn, ins) for tab_id, fn, ins, _ in shows}
@@ -262,7 +262,8 @@ def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple)
                 pic = next((v for c, v in res.items() if c is first), None) if isinstance(res, dict) else None
             except Exception:  # noqa: BLE001 - work ahead only: the tab's own event reports it
                 log.debug("drawing tab %s ahead failed", tab_id, exc_info=True)
-        out += [pic, *(None for _ in clears)] if isinstance(pic, np.ndarray) else [gr.skip() for _ in (first, *clears)]
+        drawn = isinstance(pic, np.ndarray) or (isinstance(pic, dict) and isinstance(pic.get("value"), np.ndarray))
+        out += [pic, *(None for _ in clears)] if drawn else [gr.skip() for _ in (first, *clears)]
     return out
 
 

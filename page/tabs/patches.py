@@ -77,10 +77,13 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.skip(outs)
-        page = patches.show(ctx.wb.handle(key), params(v))
-        # The grid's rows × cols as a class: the page's keys choose a patch by it (web/a11y.js).
-        cells = web.cells_class(*ctx.wb.model(key.model_id).geometry.grid)
-        return {**kit.values(page, shown), grid_img: gr.Image(page.grid, elem_classes=[cells]), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
+        ph = ctx.wb.handle(key)
+        page = patches.show(ph, params(v))
+        # The grid's rows × cols as a class: the page's keys choose a patch by it (web/a11y.js). An
+        # update, not a gr.Image(...): that would encode its own file (webp) apart from the component's
+        # settings, and the work ahead (kit._ahead) would not know it for the picture it is.
+        cells = web.cells_class(*ph.vm.geometry.grid)
+        return {**kit.values(page, shown), grid_img: gr.update(value=page.grid, elem_classes=[cells]), label_pick: gr.Dropdown(choices=page.labels, value=page.label),
                 book: book_value(page.book), labels_book: None if page.label_book is None else labels_value(page.label_book)}
 
     @safe
