@@ -108,16 +108,27 @@ def rest(url: str, endpoint: str, data: list) -> tuple[bool, str]:
     return False, (payload or {}).get("error") or ""
 
 
+_ROOMS: dict[str, dict] = {}  # url -> the room these tests share while it stays open
+
+
+def _open_room(url: str, model: str) -> dict:
+    """A room open on this server, opened again only once a test closed it: one caller may hold 3 open
+    rooms (vizvit.room.MAX_ROOMS_PER_OWNER), and every test here calls from 127.0.0.1."""
+    kept = _ROOMS.get(url)
+    if kept is None or httpx.get(f"{url}vizvit_room/{kept['code']}", timeout=60).json().get("closed"):
+        ok, text = rest(url, "room_open", [uploaded(url), model])
+        assert ok, text
+        kept = _ROOMS[url] = {**json.loads(text)[0], "student": "edge-student",
+                              "answer": 224}  # step 1's question: a number
+    return dict(kept)
+
+
 def defaults(url: str, endpoint: str, model: str) -> list:
     """A good call's arguments, in order, from /gradio_api/info (the photo: an uploaded file)."""
     params = httpx.get(url + "gradio_api/info", timeout=60).json()["named_endpoints"][f"/{endpoint}"]["parameters"]
     room = {}
     if any(p["parameter_name"] == "code" for p in params):  # the room endpoints: a room open on this server
-        ok, text = rest(url, "room_open", [uploaded(url), model])
-        assert ok, text
-        room = json.loads(text)[0]
-        room["student"] = "edge-student"
-        room["answer"] = 224  # step 1's question: a number
+        room = _open_room(url, model)
     out = []
     for p in params:
         name = p["parameter_name"]
