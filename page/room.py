@@ -249,11 +249,12 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
         code = request.path_params.get("code", "")
         try:
             body = await _json_body(request)
-            g = wb.model(rooms.state(code).model).geometry
+            st = rooms.state(code)
+            g = wb.model(st.model).geometry
             text = rooms.answers_csv(code, body.get("host_key"), [lesson_mod.fill(s.title, g) for s in lesson_view.steps()])
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
-        name = f"room-{rooms.state(code).code}-answers.csv"  # the canonical code: letters and digits only
+        name = f"room-{st.code}-answers.csv"  # the canonical code: letters and digits only
         return Response(text, media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
 

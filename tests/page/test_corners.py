@@ -29,14 +29,20 @@ def test_embeddings_first_picture_is_in_the_first_screen_from_a_projector_link(u
         assert top < 900 - 200, f"the PCA picture starts {top:.0f} px down"
 
 
+def _cut_labels(page, tabs: tuple[str, ...]) -> dict[str, list]:
+    """tab -> the labels cut on it (CUT_LABELS), each tab opened in turn and given time to draw."""
+    cut = {}
+    for tab in tabs:
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_timeout(2500)
+        cut[tab] = page.evaluate(CUT_LABELS)
+    return cut
+
+
 def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
     with page_at(url + "?projector=1", 1366, 900) as page:
         _cat(page)
-        cut = {}
-        for tab in ("Patches", "Embeddings", "Attention", "Positions"):
-            page.get_by_role("tab", name=tab).click()
-            page.wait_for_timeout(2500)
-            cut[tab] = page.evaluate(CUT_LABELS)
+        cut = _cut_labels(page, ("Patches", "Embeddings", "Attention", "Positions"))
         assert not any(cut.values()), f"labels cut in projector mode: {cut}"
         # The upload box's clear button sits inside the box, not on its border.
         x, box = (page.locator(sel).first.bounding_box() for sel in ("#upload button[aria-label='Clear']", "#upload"))
@@ -84,11 +90,7 @@ def test_positions_chart_titles_clear_of_their_labels_whole_and_large_enough(url
 def test_phone_charts_without_toolbar_and_labels_whole(url):
     with page_at(url, 390, 844) as page:
         _cat(page)
-        cut = {}
-        for tab in ("Patches", "Embeddings", "Attention", "Experiments"):
-            page.get_by_role("tab", name=tab).click()
-            page.wait_for_timeout(2500)
-            cut[tab] = page.evaluate(CUT_LABELS)
+        cut = _cut_labels(page, ("Patches", "Embeddings", "Attention", "Experiments"))
         assert not any(cut.values()), f"labels cut on a phone: {cut}"
         page.get_by_role("tab", name="Patches").click()
         page.wait_for_selector("#top5 .modebar-container", state="attached")
