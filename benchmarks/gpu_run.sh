@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The one prepared GPU check (issue 52), run from the repo root on a lent CUDA machine:
+#   bash benchmarks/gpu_run.sh            # results in $OUT (default /tmp/gpu-out)
+# What the machine's image lacks (gradio and its web stack, plotly, segno, redis) travels as wheels in
+# .whl (see docs/speed.md, "GPU"); they are installed into /tmp/site, nothing else is touched.
+# Order: CUDA equals the CPU (the tests, then gpu_check's timings), then a hall of 300 in 30 s.
+set -o pipefail
+OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+nvidia-smi -L
+python3 -c "import torch, transformers, gradio; print('torch', torch.__version__, 'transformers', transformers.__version__, 'gradio', gradio.__version__)"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/system/test_cuda.py 2>&1 | tee "$OUT/test_cuda.txt"
+timeout 150 python3 benchmarks/gpu_check.py 2>&1 | tee "$OUT/gpu_check.txt"
+timeout 270 python3 benchmarks/hall.py --device cuda --students 300 --seconds 30 --json "$OUT/hall300.json" \
+  2>&1 | tee "$OUT/hall300.txt"
