@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import torch
 import transformers
@@ -183,6 +183,17 @@ class VitModel:
 
 # ------------------------------------------------------------------ families
 Module = torch.nn.Module
+M = TypeVar("M", bound=Module)
+
+
+def part(module: Module, path: str, kind: type[M]) -> M:
+    """``module``'s submodule at the dotted ``path``, checked to be a ``kind``. torch types attribute
+    access (``nn.Module.__getattr__``) as ``Tensor | Module``; ``get_submodule`` checks it is a
+    Module, and this checks which one (AttributeError / TypeError when it is not)."""
+    m = module.get_submodule(path)
+    if not isinstance(m, kind):
+        raise TypeError(f"{type(module).__name__}.{path} is a {type(m).__name__}, not a {kind.__name__}")
+    return m
 Pooling = str  # "token" | "pooler" | "projection" | "map": see Family.pooling
 
 
@@ -243,20 +254,20 @@ class Family:
 
     # where the parts live (backbone = backbone_of(model): model.base_model, or the image tower)
     def embeddings(self, backbone: Module) -> Module:
-        return backbone.embeddings
+        return backbone.get_submodule("embeddings")
 
     def patch_embedding(self, backbone: Module) -> Module:
         """The patch projection: a module giving (B, P, D), or CLIP's / SigLIP's Conv2d giving
         (B, D, gh, gw) (the engine flattens it row-major)."""
         if self.tower:
-            return backbone.embeddings.patch_embedding
-        return backbone.embeddings.patch_embeddings
+            return backbone.get_submodule("embeddings.patch_embedding")
+        return backbone.get_submodule("embeddings.patch_embeddings")
 
     def patch_conv(self, backbone: Module) -> torch.nn.Conv2d:
         """The patch-embedding Conv2d (kernel = stride = p): its weights, for the engine to read."""
         if self.tower:
-            return backbone.embeddings.patch_embedding
-        return backbone.embeddings.patch_embeddings.projection
+            return part(backbone, "embeddings.patch_embedding", torch.nn.Conv2d)
+        return part(backbone, "embeddings.patch_embeddings.projection", torch.nn.Conv2d)
 
     def blocks(self, backbone: Module) -> list[Module]:
         """The transformer blocks in order (their attention's output projection: ``out_proj``)."""
@@ -265,12 +276,12 @@ class Family:
             return list(enc.layer)
         if enc is not None and hasattr(enc, "layers"):  # CLIP, SigLIP
             return list(enc.layers)
-        return list(backbone.layers)
+        return list(backbone.get_submodule("layers").children())
 
     def out_proj(self, backbone: Module, layer: int) -> Module:
         """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
         block = self.blocks(backbone)[layer]
-        return block.self_attn.out_proj if self.tower else block.attention.o_proj
+        return block.get_submodule("self_attn.out_proj" if self.tower else "attention.o_proj")
 
     def attention_norm(self, backbone: Module, layer: int) -> Module:
         """Block `layer`'s first layernorm, the one its attention reads (Grad-CAM's target layer,
@@ -290,11 +301,11 @@ class Family:
         """The norm the head reads through: BEiT with mean pooling has Identity here and its
         norm in the pooler (applied to the patch mean); CLIP / SigLIP: the tower's post_layernorm."""
         if self.tower:
-            return backbone.post_layernorm
+            return backbone.get_submodule("post_layernorm")
         pooler = self.pooler(backbone)
         if pooler is not None and getattr(pooler, "layernorm", None) is not None:
-            return pooler.layernorm
-        return backbone.layernorm
+            return pooler.get_submodule("layernorm")
+        return backbone.get_submodule("layernorm")
 
     def heads(self, model: Module) -> dict[str, Module]:
         """name -> classifier; empty without one. DeiT distilled: the [CLS] and [DIST] heads,
@@ -302,7 +313,8 @@ class Family:
         if self.tower:
             return {}
         if hasattr(model, "cls_classifier") and hasattr(model, "distillation_classifier"):
-            return {"[CLS] head": model.cls_classifier, "[DIST] head": model.distillation_classifier}
+            return {"[CLS] head": model.get_submodule("cls_classifier"),
+                    "[DIST] head": model.get_submodule("distillation_classifier")}
         head = getattr(model, "classifier", None)
         return {"head": head} if isinstance(head, Module) else {}
 
@@ -310,7 +322,7 @@ class Family:
         """(pe_prefix + P0, D) learned absolute positions of an embeddings module, or None (BEiT:
         relative bias). The one accessor of the table (the engine reads it, detached)."""
         if self.tower:  # an nn.Embedding (N, D)
-            return embeddings.position_embedding.weight.detach()
+            return part(embeddings, "position_embedding", torch.nn.Embedding).weight.detach()
         t = getattr(embeddings, "position_embeddings", None)
         return None if t is None else t.detach()[0]
 
@@ -338,7 +350,7 @@ def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
 def backbone_of(model: Module) -> Module:
     """The image backbone: CLIP's / SigLIP's image tower, else the model's base model."""
     tower = getattr(model, "vision_model", None)
-    return tower if tower is not None else model.base_model
+    return tower if tower is not None else model.get_submodule("base_model")
 
 
 _TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedded by the text tower "
@@ -584,7 +596,7 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
         # ImportError: a processor that exists only for the torchvision backend.
         log.warning("no usable PIL image processor for %s (%s): ViT's defaults", name, e)
         return default
-    size = getattr(proc, "size", None)
+    size: Any = getattr(proc, "size", None)  # a SizeDict (height/width or shortest_edge), or None
     resize: tuple[int, int] | int = (h, w)
     if not getattr(proc, "do_resize", True):
         log.warning("%s: its processor does not resize, but the model needs %d×%d: resizing", name, h, w)
@@ -595,7 +607,7 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
     else:
         log.warning("%s: unsupported processor size %s: resizing to %d×%d", name, size, h, w)
     crop = None
-    cs = getattr(proc, "crop_size", None)
+    cs: Any = getattr(proc, "crop_size", None)
     if getattr(proc, "do_center_crop", False) and getattr(cs, "height", None) and getattr(cs, "width", None):
         crop = (int(cs.height), int(cs.width))
     if getattr(proc, "do_normalize", True):
@@ -618,14 +630,14 @@ def _image_processor(name: str) -> Any:
     """The checkpoint's PIL image processor, never running code from the checkpoint. The local
     copy first: with the hub unreachable (and HF_HUB_OFFLINE unset) each online lookup waits
     on retries, and the model's own load has just waited on them once."""
-    kw = dict(backend="pil", trust_remote_code=False)
+    kw: dict[str, Any] = dict(backend="pil", trust_remote_code=False)
     try:
         return AutoImageProcessor.from_pretrained(name, local_files_only=True, **kw)
     except OSError:
         return AutoImageProcessor.from_pretrained(name, **kw)
 
 
-def _three(v: object, default: tuple[float, float, float]) -> tuple[float, float, float]:
+def _three(v: float | Iterable[float] | None, default: tuple[float, float, float]) -> tuple[float, float, float]:
     """A processor's per-channel mean or std: a scalar means the same for R, G and B."""
     if v is None:
         return default
@@ -638,7 +650,7 @@ def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     if not has_head:
         return ()
     id2label = getattr(config, "id2label", None) or {}
-    n = int(config.num_labels)
+    n = int(config.num_labels or 0)  # None when the config has no id2label (int(None) raised)
     labels = [str(id2label.get(i, id2label.get(str(i), f"class {i}"))) for i in range(n)]
     # Configs built without labels say "LABEL_3"; ImageNet-1k heads get real names.
     if n == 1000 and all(lab.startswith("LABEL_") for lab in labels) and _LABELS_FILE.exists():
@@ -708,6 +720,7 @@ def load_checkpoint(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel
     """
     name = str(name).strip()
     dev = pick_device(device)
+    missing: tuple[str, ...]
     if name.startswith(RANDOM_PREFIX):
         model = _random_model(name[len(RANDOM_PREFIX):])
         is_pretrained, missing = False, ()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from transformers import PreTrainedModel
 
 from .errors import UserError
 
@@ -132,8 +133,8 @@ def head_of(model: torch.nn.Module, labels: tuple[str, ...], template: str, text
             rule: Rule) -> ZeroShotHead:
     """A head from already-computed (C, E) text embeddings (normalised here); model: the CLIP /
     SigLIP model (its logit scale and bias); rule: the family's (VitModel.text.rule)."""
-    scale = float(model.logit_scale.detach().float().exp())
-    bias = float(model.logit_bias.detach().float()) if hasattr(model, "logit_bias") else 0.0
+    scale = float(model.get_parameter("logit_scale").detach().float().exp())
+    bias = float(model.get_parameter("logit_bias").detach().float()) if hasattr(model, "logit_bias") else 0.0
     emb = text_embeds.float().cpu()
     emb = emb / emb.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return ZeroShotHead(labels, template, emb, scale, bias, rule)
@@ -150,11 +151,11 @@ class ByteTokenizer:
         self.max_length, self.pad_to_max = max_length, pad_to_max
 
     def __call__(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        seqs = []
+        seqs: list[list[int]] = []
         for t in texts:
-            ids = [b + 3 for b in t.lower().encode("utf-8")]
+            codes = [b + 3 for b in t.lower().encode("utf-8")]
             room = self.max_length - 1 - (self.bos is not None)
-            seqs.append(([self.bos] if self.bos is not None else []) + ids[:room] + [self.eos])
+            seqs.append(([self.bos] if self.bos is not None else []) + codes[:room] + [self.eos])
         n = self.max_length if self.pad_to_max else max(len(s) for s in seqs)
         ids = torch.full((len(seqs), n), self.pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), n), dtype=torch.long)
@@ -187,7 +188,7 @@ class TextSide:
     use_attention_mask: bool  # SigLIP's text tower was trained without one
 
 
-def text_side(model: torch.nn.Module, name: str | None, rule: TextRule) -> TextSide:
+def text_side(model: PreTrainedModel, name: str | None, rule: TextRule) -> TextSide:
     """The tokenizer and rule of a CLIP/SigLIP model (rule: its family's): the checkpoint's own
     tokenizer (name), or a byte tokenizer (name None: random weights) with the text config's ids
     (random SigLIP: </s> = <pad> = 1, no <s>; CLIP pads with its end token)."""
