@@ -17,7 +17,7 @@ from transformers import AutoConfig, AutoModelForImageClassification, PreTrained
 
 from .errors import UserError
 from .engine import cnn_probs
-from .images import shift_view
+from .images import Fill, shift_view
 from .models import FAMILIES, labels_of, pick_device
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -56,7 +56,7 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     return Cnn(name, model, mean, std, labels_of(config, True), dev)
 
 
-def cnn_shift_probs(cnn: Cnn, base_view: np.ndarray, shifts: list[int], fill: str = "edge") -> np.ndarray:
+def cnn_shift_probs(cnn: Cnn, base_view: np.ndarray, shifts: list[int], fill: Fill = "edge") -> np.ndarray:
     """(len(shifts),) probability of the CNN's own unshifted top-1 class, the photo shifted
     k pixels right. base_view: (H, W, 3) uint8, the ViT's model-input view, so both models
     see the same pixels. One batch; the CNN's convolutions accept any size."""

@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -40,7 +40,7 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
                  cliponaxis=False, marker=dict(color="#1f77b4"),
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
     # A second title line needs t=76: at 60 it touched the first bar's label (issue 51, tests/page/test_top5.py).
-    layout = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
+    layout: dict[str, Any] = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
                   yaxis=dict(automargin=True),
                   margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260, showlegend=False)
     if baseline is not None:
@@ -94,7 +94,8 @@ def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.
         data.append(dict(type="scatter", x=xy[m, 0], y=xy[m, 1], mode="markers", name=marked_name,
                          hoverinfo="skip", marker=dict(symbol="circle-open", size=17,
                                                        line=dict(width=2.5, color="rgb(230,30,30)"))))
-    xaxis, yaxis = dict(title=dict(text=axis_titles[0])), dict(title=dict(text=axis_titles[1]))
+    xaxis: dict[str, Any] = dict(title=dict(text=axis_titles[0]))
+    yaxis: dict[str, Any] = dict(title=dict(text=axis_titles[1]))
     if ranges is not None:
         xaxis["range"], yaxis["range"] = list(ranges[0]), list(ranges[1])
     else:  # equal units on both axes only when plotly picks the ranges (fixed ones would fight it)

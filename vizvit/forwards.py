@@ -149,12 +149,13 @@ class ForwardQueue:
                 self._running = len(batch)
             t0 = time.perf_counter()
             try:
-                results = self._run_batch(batch[0].vm, [j.request for j in batch])
+                results: Sequence[Analysis | BaseException] = self._run_batch(batch[0].vm,
+                                                                              [j.request for j in batch])
             except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
                 if len(batch) == 1:
                     batch[0].future.set_exception(e)
                     continue
-                results = []
+                results = []  # one answer or one error per request
                 for job in batch:
                     try:
                         results.append(self._run_batch(job.vm, [job.request])[0])

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -57,7 +58,8 @@ class Step:
     options: tuple[tuple[str, str], ...] = ()  # (key, text), in the order shown; () = a number question
     answer: str | float = MEASURED  # an option key, a number, or MEASURED
     within: float = 0.0  # a number question: |guess − answer| ≤ within is right
-    controls: Mapping[str, Any] = field(default_factory=dict)
+    # dataclasses.field by its module: the field named `field` above shadows the bare name for mypy
+    controls: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     picture: str = ""
     trained: str = ""  # what needs trained weights ("" = nothing)
     holds: str = ""  # what still holds on untrained weights

@@ -206,7 +206,8 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     unique: dict[tuple[int, ...], int] = {(): 0}
     slots: dict[str, tuple[list[int], list[int]]] = {}
     for name in names:
-        dele, ins = [], []
+        dele: list[int] = []
+        ins: list[int] = []
         for n in counts:
             for masked, out in ((orders[name][:n], dele), (orders[name][n:], ins)):
                 key = tuple(sorted(int(i) for i in masked))
@@ -218,14 +219,17 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         keeps = [keep_indices(m, g) for m in masks]
         # Group equal sequence lengths so batches are rectangular.
         order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
-        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
-                             progress=progress)
-        probs = torch.empty_like(pred.probs)
-        probs[torch.tensor(order)] = pred.probs
+        found = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
+                              progress=progress).probs
+        assert found is not None  # the model has a classifier (checked above)
+        probs = torch.empty_like(found)
+        probs[torch.tensor(order)] = found
     else:
         filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
         views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
-        probs = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+        found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+        assert found is not None  # the model has a classifier (checked above)
+        probs = found
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])

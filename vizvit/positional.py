@@ -66,7 +66,7 @@ def positions_at(t: PositionTables, grid: tuple[int, int]) -> torch.Tensor:
     _, patches, g0 = stored_positions(t)
     if g0 == tuple(grid):
         return patches
-    return interpolate_patch_positions(patches, g0, tuple(grid), t.antialias)
+    return interpolate_patch_positions(patches, g0, (grid[0], grid[1]), t.antialias)
 
 
 def position_embeddings(t: PositionTables) -> tuple[torch.Tensor, torch.Tensor]:

@@ -315,7 +315,7 @@ class Rooms:
         wakes the pages (its truth arrives late)."""
         parsed = parse_code(code)
         meta = self._meta(parsed) if parsed is not None else None
-        if meta is None:
+        if parsed is None or meta is None:
             return  # closed meanwhile: nothing to keep
         n = _step(meta, step)
         if picture is not None:  # first: a page woken by the note finds its picture

@@ -92,6 +92,12 @@ return 1
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _text(v: bytes | str) -> str:
+    """A reply as text: redis-py types every reply ``bytes | str`` (str with decode_responses=True);
+    this client keeps bytes, for the blobs."""
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def _answers_down(fn: F) -> F:
     """Redis unreachable -> one plain sentence (a UserError), never a traceback; the server keeps serving."""
 
@@ -137,7 +143,7 @@ class RedisStore:
 
     @_answers_down
     def metas(self) -> dict[str, dict]:
-        codes = sorted(c.decode() for c in self.r.smembers(P + "rooms"))
+        codes = sorted(_text(c) for c in self.r.smembers(P + "rooms"))
         raws = self.r.mget([self._key(c) for c in codes]) if codes else []
         return {c: json.loads(m) for c, m in zip(codes, raws) if m is not None}
 
@@ -179,7 +185,7 @@ class RedisStore:
 
     @_answers_down
     def answers(self, code: str, step: int) -> dict[str, str]:
-        return {k.decode(): v.decode() for k, v in self.r.hgetall(f"{self._key(code)}:a:{int(step)}").items()}
+        return {_text(k): _text(v) for k, v in self.r.hgetall(f"{self._key(code)}:a:{int(step)}").items()}
 
     @_answers_down
     def joined(self, code: str) -> int:
@@ -192,11 +198,12 @@ class RedisStore:
 
     @_answers_down
     def blob(self, code: str, name: str) -> bytes | None:
-        return self.r.hget(f"{self._key(code)}:b", name)
+        raw = self.r.hget(f"{self._key(code)}:b", name)
+        return raw.encode() if isinstance(raw, str) else raw
 
     @_answers_down
     def blob_names(self, code: str) -> set[str]:
-        return {k.decode() for k in self.r.hkeys(f"{self._key(code)}:b")}
+        return {_text(k) for k in self.r.hkeys(f"{self._key(code)}:b")}
 
     @_answers_down
     def close(self, code: str, reason: str, now: float) -> bool:
@@ -208,7 +215,7 @@ class RedisStore:
     @_answers_down
     def gone(self, code: str, now: float) -> str | None:
         raw = self.r.get(f"{P}gone:{code}")
-        return raw.decode() if raw is not None else None
+        return _text(raw) if raw is not None else None
 
     def _announce(self, code: str) -> None:
         self.r.publish(CHANNEL, f"{code} {self.origin}")

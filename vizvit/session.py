@@ -351,6 +351,9 @@ class Workbench:
         """zero_shot's work for a loaded image-text model (also its default labels, at load)."""
         model_id = vm.id
         labs, t = required_labels(labels), check_template(template)
+        if vm.text is None:  # (text_embeddings says so too, but only when a prompt is not cached)
+            raise UserError("This model has no text tower.")
+        rule = vm.text.rule
 
         def compute() -> ZeroShotHead:
             texts = prompts(labs, t)
@@ -358,10 +361,10 @@ class Workbench:
             if missing:
                 for p, e in zip(missing, text_embeddings(vm, missing)):
                     self.cache.put(text_key(model_id, p), e)
-            got = {p: self.cache.get(text_key(model_id, p)) for p in texts}
-            for p in [p for p, e in got.items() if e is None]:  # evicted meanwhile: recompute
-                got[p] = text_embeddings(vm, [p])[0]
-            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]), vm.text.rule)
+            cached = {p: self.cache.get(text_key(model_id, p)) for p in texts}
+            got = {p: text_embeddings(vm, [p])[0] if e is None else e  # evicted meanwhile: recompute
+                   for p, e in cached.items()}
+            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]), rule)
 
         return self.cache.get_or_compute(head_key(model_id, labs, t), compute)
 
