@@ -7,7 +7,6 @@ import json
 import sys
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
-
 from .vocab import ABLATE_MODES, MASK_MODES
 
 
@@ -32,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from .ablation import Ablation, parse_heads
+    from .engine import load_model
     from .export import export
     from .images import View
-    from .engine import load_model
 
     try:
         mask = tuple(int(i) for i in args.mask.split(",") if i.strip())

@@ -18,7 +18,7 @@ import contextlib
 import ctypes
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import UserError
 

@@ -9,7 +9,7 @@ tests/test_claims.py holds each rule to constructed numbers. No model, no cache,
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

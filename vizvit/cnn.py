@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForImageClassification, PreTrainedModel
 
-from .errors import UserError
 from .engine import cnn_probs
+from .errors import UserError
 from .images import Fill, shift_view
 from .models import FAMILIES, labels_of, pick_device
 

@@ -12,8 +12,8 @@ adds a notice, so a lecturer's typo never produces an error page.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
 from .ablation import Ablation

@@ -8,15 +8,15 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .errors import UserError
 from .engine import Prediction
-
+from .errors import UserError
 
 INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value inside
 # Projector mode: the least font size of any chart text, in CSS px (issue 43: a lecture hall reads
@@ -187,7 +187,7 @@ def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:
     try:
         with captured_stderr(said):
             pio.write_images([charts[n] for n in names], [folder / f"{n}.png" for n in names])
-    except Exception as e:  # no browser, a crash: the HTML copy still has every chart
+    except Exception as e:  # noqa: BLE001 - no browser, a crash: the HTML copy still has every chart
         _LOG.warning("Charts as PNG failed (%s: %s); charts.html has every chart. Kaleido's output:\n%s",
                      type(e).__name__, e, "".join(said).strip() or "(none)")
         return []

@@ -18,9 +18,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .engine import Analysis, Request, analyze_batch, batchable
 from .models import VitModel

@@ -12,9 +12,10 @@ import ipaddress
 import json
 import logging
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from .catalog import OFFLINE_FALLBACK
@@ -94,7 +95,7 @@ def load_problem(source: str) -> str:
     return "its files are not a ViT checkpoint this page can read"
 
 
-def start(wb: "Workbench", name: str) -> Start:
+def start(wb: Workbench, name: str) -> Start:
     """Load the requested model. When it cannot be had (offline, broken files), fall back to the
     same architecture with random weights when its config says which (a local ViT-Ti: random
     ViT-Ti), else to the default random ViT-B/16; the page's banner says which model failed and
@@ -116,7 +117,7 @@ def start(wb: "Workbench", name: str) -> Start:
         return Start(fallback, name, reason)
 
 
-def start_model(wb: "Workbench", name: str) -> str:
+def start_model(wb: Workbench, name: str) -> str:
     """The model start() loads: the requested one, or its random-weights stand-in."""
     return start(wb, name).model
 

@@ -12,8 +12,7 @@ import cv2
 import numpy as np
 import torch
 
-from . import attention as att_mod
-from . import render
+from . import attention as att_mod, render
 from .errors import UserError
 from .models import Geometry
 from .readings.attention import AttnParams, map_range, range_floor

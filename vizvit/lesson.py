@@ -28,12 +28,13 @@ Text may name this model's numbers: {side} {patch} {grid} {patches} {patch_numbe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
-import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import UserError
 from .models import Geometry

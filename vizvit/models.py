@@ -7,9 +7,10 @@ Everything the rest of vizvit needs to know about the model's shape lives in
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import torch
 import transformers
@@ -155,7 +156,7 @@ class VitModel:
         """An image-text model: its classes are the labels a user types."""
         return self.text is not None
 
-    def with_zero_shot(self, head: ZeroShotHead) -> "VitModel":
+    def with_zero_shot(self, head: ZeroShotHead) -> VitModel:
         """The same shared model with `head`'s labels as its classes (a new label list costs no load)."""
         return replace(self, labels=head.labels, zero_shot=head)
 
@@ -166,7 +167,7 @@ class VitModel:
         return backbone_of(self.model)
 
     @property
-    def family(self) -> "Family":
+    def family(self) -> Family:
         return FAMILIES[self.geometry.family]
 
     @property
@@ -571,7 +572,7 @@ def geometry_of(config: PretrainedConfig, has_head: bool = True) -> Geometry:
     )
 
 
-def at_input_size(g: Geometry, pp: "Preprocess") -> Geometry:
+def at_input_size(g: Geometry, pp: Preprocess) -> Geometry:
     """A family that interpolates its positions at every forward (DINOv2) runs at whatever size
     its processor makes (224 for dinov2-small, trained at 518): the geometry follows the input."""
     size = pp.crop or (pp.resize if isinstance(pp.resize, tuple) else None)
@@ -675,7 +676,7 @@ def _random_model(arch: str) -> PreTrainedModel:
     return model
 
 
-def _random_preprocess(kind: str, default: "Preprocess") -> "Preprocess":
+def _random_preprocess(kind: str, default: Preprocess) -> Preprocess:
     """random:<arch> has no processor: the published checkpoint's (DINOv2: 256 bicubic, 224 crop,
     ImageNet statistics), else ViT's defaults."""
     if FAMILIES[kind].interpolates_positions:

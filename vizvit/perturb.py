@@ -7,8 +7,8 @@ and the deletion/insertion curves need dozens of views, so they run as BATCHED f
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from .errors import UserError
 from .models import Geometry
-from .patches import grid_at, interpolate_patch_positions  # noqa: F401 (part of this module's maths)
+from .patches import grid_at, interpolate_patch_positions
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5

@@ -24,9 +24,9 @@ import secrets
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .errors import UserError
 from .roomstore import RoomStore, SQLiteStore, default_path, now as wall_clock

@@ -22,8 +22,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal, Protocol
+from typing import Literal, Protocol
 
 Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full"]
 Created = Literal["ok", "taken", "full", "owner"]

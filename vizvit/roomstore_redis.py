@@ -16,8 +16,8 @@ import json
 import logging
 import secrets
 import threading
-import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis
 

@@ -11,29 +11,39 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
-
 from PIL import Image
 
-from .catalog import Catalog, ModelId
 from .ablation import Ablation
+from .catalog import Catalog, ModelId
 from .cnn import load_cnn
+from .engine import (
+    Analysis,
+    Prediction,
+    Request,
+    ablation_hooks,
+    load_model,
+    nbytes,
+    predict_batch,
+    text_embeddings,
+    top_predictions,
+    with_zero_shot,
+)
 from .errors import UserError
-from .engine import (Analysis, Prediction, Request, ablation_hooks, load_model, nbytes, predict_batch,
-                     text_embeddings, top_predictions, with_zero_shot)
 from .forwards import MAX_BATCH, ForwardQueue
 from .images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
 from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
+
 
 class PhotoGone(UserError):
     """A kept photo pushed out by newer ones (the budget photo_bytes): a caller that can keep it again
@@ -171,7 +181,7 @@ class PhotoKey:
     template: str = ""
 
     @property
-    def intact(self) -> "PhotoKey":
+    def intact(self) -> PhotoKey:
         """The same photo, model and labels with every head on."""
         return PhotoKey(self.model_id, self.sha1, labels=self.labels, template=self.template)
 
@@ -281,7 +291,7 @@ class Workbench:
                 w(self.handle(key))
             except UserError:  # e.g. a photo evicted meanwhile: the tab says so when opened
                 pass
-            except Exception:  # noqa: BLE001 - preparation only: the tab computes it again and says why
+            except Exception:
                 log.warning("preparing %s for %s failed", getattr(w, "__qualname__", w), key, exc_info=True)
 
     def add_model(self, vm: VitModel) -> None:
@@ -389,7 +399,7 @@ class Workbench:
         """Cache anything that depends on the model alone."""
         return self.cache.get_or_compute(model_key(model_id, name), compute)
 
-    def handle(self, key: PhotoKey) -> "Photo":
+    def handle(self, key: PhotoKey) -> Photo:
         """The handle views use for this photo under this model."""
         return Photo(self, key)
 
