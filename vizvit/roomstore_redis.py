@@ -35,7 +35,9 @@ STORE_DOWN = "The server's room store (Redis) is not answering: try again in a m
 _CREATE = """
 local p = 'vizvit:'
 local code = ARGV[1]
-if redis.call('EXISTS', p..'room:'..code) == 1 or redis.call('EXISTS', p..'gone:'..code) == 1 then return 'taken' end
+if redis.call('EXISTS', p..'room:'..code) == 1 or redis.call('EXISTS', p..'gone:'..code) == 1 then
+  return 'taken'
+end
 local open = redis.call('SMEMBERS', p..'rooms')
 if #open >= tonumber(ARGV[3]) then return 'full' end
 local owner = cjson.decode(ARGV[2]).owner
@@ -123,7 +125,8 @@ class RedisStore:
                                                      socket_timeout=5, socket_connect_timeout=5,
                                                      health_check_interval=30)
         self.r = redis.Redis(connection_pool=pool)
-        self._create, self._enter, self._close = (self.r.register_script(s) for s in (_CREATE, _ENTER, _CLOSE))
+        self._create, self._enter, self._close = (self.r.register_script(s)
+                                                  for s in (_CREATE, _ENTER, _CLOSE))
         # Each message names its sender: this process's Rooms has woken its own pages already
         self.origin = secrets.token_hex(8)
         self._stop = threading.Event()
