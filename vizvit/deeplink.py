@@ -139,7 +139,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         elif _int(head) is not None:
             link = replace(link, head=_int(head))
         else:
-            notices.append(f"'head={literal(head)}' is neither a head number nor one of {', '.join(FUSIONS)}.")
+            notices.append(f"'head={literal(head)}' is neither a head number nor one of "
+                           f"{', '.join(FUSIONS)}.")
     mask = params.get("mask")
     if mask:
         items = [_int(s) for s in mask.split(",") if s.strip()]
@@ -157,7 +158,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         if len(pairs) == len(cells):
             link = replace(link, ablate=tuple(sorted({(l - 1, h - 1) for l, h in pairs})))
         else:
-            notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
+            notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 "
+                           "(e.g. 3.5,7.1); ignored.")
     lesson = params.get("lesson")
     if lesson:
         if lesson.lower() in ("1", "true", "yes", "on"):
@@ -196,8 +198,8 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
         notices.append(f"Head {link.head} does not exist (1–{g.num_heads}); showing the mean of the heads.")
         link = replace(link, head=None)
     if link.query is not None and not (0 <= link.query[0] < g.grid[0] and 0 <= link.query[1] < g.grid[1]):
-        notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the {g.grid[0]}×{g.grid[1]} "
-                       "grid (rows and columns count from 0); using [CLS].")
+        notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the "
+                       f"{g.grid[0]}×{g.grid[1]} grid (rows and columns count from 0); using [CLS].")
         link = replace(link, query=None)
     lim = 2 * g.patch_size
 
@@ -214,8 +216,8 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
         link = replace(link, mask=tuple(i for i in link.mask if 0 <= i < g.num_patches))
     off = [(l, h) for l, h in link.ablate if not (0 <= l < g.num_layers and 0 <= h < g.num_heads)]
     if off:
-        notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist ({g.num_layers} layers × "
-                       f"{g.num_heads} heads); they stay on.")
+        notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist "
+                       f"({g.num_layers} layers × {g.num_heads} heads); they stay on.")
         link = replace(link, ablate=tuple(c for c in link.ablate if c not in off))
     return link, notices
 
@@ -227,7 +229,8 @@ def of_view(example: str | None, model: str, tab: str, layer: int, head: int, sh
     (the Compare tab's model B) is kept on that tab only: elsewhere it would only lengthen the link."""
     return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
                     compare=compare if tab == "compare" else None,
-                    head=int(head) if show == ONE_HEAD else show, query=(query[0], query[1]) if query else None,
+                    head=int(head) if show == ONE_HEAD else show,
+                    query=(query[0], query[1]) if query else None,
                     direction=direction, mode=mode, dx=int(dx), dy=int(dy), mask=tuple(mask),
                     projector=bool(projector), ablate=ablation.heads if ablation else (),
                     ablate_mode=ablation.mode if ablation else None)
@@ -273,7 +276,8 @@ def to_query(link: DeepLink) -> str:
 
 def lesson_link(step: int, example: str | None, photo: str | None, model: str | None = None) -> DeepLink:
     """A lesson step's link: the step on an example (by name) or on an uploaded photo (its key)."""
-    return DeepLink(example=example, model=model, lesson=True, step=int(step), photo=None if example else photo)
+    return DeepLink(example=example, model=model, lesson=True, step=int(step),
+                    photo=None if example else photo)
 
 
 @dataclass(frozen=True)
@@ -303,7 +307,8 @@ def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[st
     except ValueError as e:
         # The loader's words may name the server's files: those are not the visitor's to read.
         why = str(e) if not re.search(r"[\\/]", str(e)) else "its files are missing or damaged here"
-        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(why, 120)}); using {literal(default_model)}.")
+        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(why, 120)}); "
+                       f"using {literal(default_model)}.")
         model = default_model
         g = geometry_of(model)
     link, more = fit(link, g)

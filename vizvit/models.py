@@ -280,7 +280,8 @@ class Family:
         return list(backbone.get_submodule("layers").children())
 
     def out_proj(self, backbone: Module, layer: int) -> Module:
-        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
+        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks
+        here."""
         block = self.blocks(backbone)[layer]
         return block.get_submodule("self_attn.out_proj" if self.tower else "attention.o_proj")
 
@@ -357,13 +358,15 @@ def backbone_of(model: Module) -> Module:
 _TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedded by the text tower "
                "(\"a photo of {label}\"); ")
 _DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
-            "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at any size.")
+            "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at "
+            "any size.")
 _B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 _DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
                patch_size=14)
 _CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, intermediate_size=2048,
                   max_position_embeddings=77)
-_L16 = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, patch_size=16)
+_L16 = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+            patch_size=16)
 
 # The registry: model_type -> its one entry. Order = the page's model list.
 FAMILIES: dict[str, Family] = {f.key: f for f in (
@@ -420,8 +423,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            pooling="pooler",
            random_archs={"beit-base-patch16-224": dict(_B16, image_size=224, patch_size=16,
                                                        use_relative_position_bias=True,
-                                                       use_absolute_position_embeddings=False, use_mean_pooling=True,
-                                                       layer_scale_init_value=0.1)},
+                                                       use_absolute_position_embeddings=False,
+                                                       use_mean_pooling=True, layer_scale_init_value=0.1)},
            curated={"microsoft/beit-base-patch16-224": 347}),
     # Image-text models: the image tower is the ViT, the typed labels its classes (both towers load);
     # vision / text numbers as in the checkpoints (the whole model is built).
@@ -432,21 +435,21 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, pooling="projection",
            text=CLIP_TEXT,
            random_archs={
-               "clip-vit-base-patch16": dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=16),
-                                             text_config=_CLIP_TEXT),
-               "clip-vit-base-patch32": dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=32),
-                                             text_config=_CLIP_TEXT)},
+               "clip-vit-base-patch16": dict(projection_dim=512, text_config=_CLIP_TEXT,
+                                             vision_config=dict(_B16, image_size=224, patch_size=16)),
+               "clip-vit-base-patch32": dict(projection_dim=512, text_config=_CLIP_TEXT,
+                                             vision_config=dict(_B16, image_size=224, patch_size=32))},
            curated={"openai/clip-vit-base-patch16": 599, "openai/clip-vit-base-patch32": 605}),
     Family("siglip", "SigLIP (image tower)", lambda c: (), "learned",
            "Learned absolute position embeddings, one per patch position (no [CLS]).",
-           _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every token "
-           "after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
+           _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every "
+           "token after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
            lambda c, h: (MAP_HEAD,), ("SiglipModel",), "SiglipModel", "SiglipConfig", pe_prefix=0,
            pooling_kwarg=False, pooling="map", text=SIGLIP_TEXT,
            random_archs={"siglip-base-patch16-224": dict(
                vision_config=dict(_B16, image_size=224, patch_size=16),
-               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000, pad_token_id=1, eos_token_id=1,
-                                bos_token_id=None))},
+               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000, pad_token_id=1,
+                                eos_token_id=1, bos_token_id=None))},
            curated={"google/siglip-base-patch16-224": 813}),
 )}
 
@@ -454,7 +457,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
 def register_family(fam: Family) -> None:
     """Add (or replace) a family: its models load, analyse, and its random architectures and curated
     checkpoints appear in the catalog; nothing else needs to change."""
-    clash = [a for f in FAMILIES.values() if f.key != fam.key for a in f.random_archs if a in fam.random_archs]
+    clash = [a for f in FAMILIES.values() if f.key != fam.key
+             for a in f.random_archs if a in fam.random_archs]
     if clash:
         raise UserError(f"random:{clash[0]} belongs to another family already.")
     FAMILIES[fam.key] = fam
@@ -511,8 +515,9 @@ def family_of_type(model_type: str, name: str = "this model") -> Family:
     if model_type in FAMILIES:
         return FAMILIES[model_type]
     why = NOT_VITS.get(model_type, "it is not one of the ViT families vizvit knows")
-    raise UserError(f"{name!r} is a {model_type!r} model, not a ViT in vizvit's sense: {why}. vizvit shows ViTs "
-                    f"whose tokens are the photo's patches and whose every layer attends globally: "
+    raise UserError(f"{name!r} is a {model_type!r} model, not a ViT in vizvit's sense: {why}. vizvit "
+                    f"shows ViTs whose tokens are the photo's patches and whose every layer attends "
+                    f"globally: "
                     f"{supported_text()}; e.g. {DEFAULT_MODEL}.")
 
 
@@ -638,7 +643,8 @@ def _image_processor(name: str) -> Any:
         return AutoImageProcessor.from_pretrained(name, **kw)
 
 
-def _three(v: float | Iterable[float] | None, default: tuple[float, float, float]) -> tuple[float, float, float]:
+def _three(v: float | Iterable[float] | None,
+           default: tuple[float, float, float]) -> tuple[float, float, float]:
     """A processor's per-channel mean or std: a scalar means the same for R, G and B."""
     if v is None:
         return default
