@@ -243,7 +243,8 @@ class Workbench:
                 # The page names a local model by its short name, never its path: the cached prompts
                 # (CLIP / SigLIP's default labels) are keyed by that name too.
                 vm = load_model(source, self.device,
-                                head=lambda vm, labels, t: self._head(dataclasses.replace(vm, id=model_id), labels, t))
+                                head=lambda vm, labels, t: self._head(dataclasses.replace(vm, id=model_id),
+                                                                      labels, t))
                 if vm.id != model_id:
                     vm = dataclasses.replace(vm, id=model_id)
             except ValueError:
@@ -254,7 +255,8 @@ class Workbench:
                 self._models[model_id] = vm
                 while len(self._models) > self.max_models:
                     self._models.popitem(last=False)
-            if self.warm_photos:  # in the background: the visitor who picked it waits for their own photo only
+            # In the background: the visitor who picked it waits for their own photo only.
+            if self.warm_photos:
                 threading.Thread(target=self.warm, args=(model_id, self.warm_photos), daemon=True).start()
             return vm
 
@@ -393,7 +395,8 @@ class Workbench:
 
     def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
         """The cached derived result, or None: for streamed computations that store at the end."""
-        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation, key.labels, key.template))
+        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation, key.labels,
+                                          key.template))
 
     def per_model(self, model_id: str, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything that depends on the model alone."""
@@ -449,8 +452,8 @@ class Photo:
             shown = apply_view(self.input_view(), view, g.patch_size, g.grid[1])
             pred = predict_batch(vm, [shown], extra=ablation_hooks(vm, self.key.ablation))
             probs = None if pred.probs is None else pred.probs[0]
-            return ViewPrediction(shown, probs, top_predictions(probs, vm.labels) if probs is not None else (),
-                                  pred.patch_embeddings[0])
+            top = top_predictions(probs, vm.labels) if probs is not None else ()
+            return ViewPrediction(shown, probs, top, pred.patch_embeddings[0])
 
         return self.derived(view_prediction_name(view), compute)
 
