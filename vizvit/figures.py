@@ -39,10 +39,12 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
                  insidetextanchor="end", insidetextfont=dict(color="#fff"), constraintext="none",
                  cliponaxis=False, marker=dict(color="#1f77b4"),
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
-    # A second title line needs t=76: at 60 it touched the first bar's label (issue 51, tests/page/test_top5.py).
-    layout: dict[str, Any] = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
-                  yaxis=dict(automargin=True),
-                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260, showlegend=False)
+    # A second title line needs t=76: at 60 it touched the first bar's label (issue 51,
+    # tests/page/test_top5.py).
+    layout: dict[str, Any] = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
+                                  font=dict(size=16), yaxis=dict(automargin=True),
+                                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260,
+                                  showlegend=False)
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
@@ -152,7 +154,8 @@ def captured_stderr(into: list[str]) -> Iterator[None]:
     saved, saved_obj = os.dup(2), sys.stderr
     with tempfile.TemporaryFile() as f:
         os.dup2(f.fileno(), 2)
-        # sys.stderr too: where it is not fd 2 (a notebook, a test's capture), Python's own lines still land here.
+        # sys.stderr too: where it is not fd 2 (a notebook, a test's capture), Python's own lines still
+        # land here.
         sys.stderr = text = open(os.dup(f.fileno()), "w", encoding="utf-8", errors="replace")
         try:
             yield
