@@ -38,12 +38,14 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     try:
         config = AutoConfig.from_pretrained(name)  # never trust_remote_code
         if config.model_type in FAMILIES:  # any ViT family
-            raise UserError(f"{name!r} is a ViT; --cnn wants a convolutional network such as microsoft/resnet-50.")
+            raise UserError(f"{name!r} is a ViT; --cnn wants a convolutional network such as "
+                            "microsoft/resnet-50.")
         model = AutoModelForImageClassification.from_pretrained(name)
     except ValueError:
         raise
     except Exception as e:  # hub and file errors come in many types
-        raise UserError(f"Cannot load the CNN {name!r} ({type(e).__name__}): check the id or directory.") from e
+        raise UserError(f"Cannot load the CNN {name!r} ({type(e).__name__}): check the id or "
+                        "directory.") from e
     dev = pick_device(device)
     model.eval().to(dev)
     try:

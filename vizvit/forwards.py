@@ -115,8 +115,8 @@ class ForwardQueue:
 
     def stats(self) -> ForwardStats:
         with self._cond:
-            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs) + len(self._live),
-                                self._image_s)
+            return ForwardStats(self._forwards, self._images, self._largest,
+                                len(self._jobs) + len(self._live), self._image_s)
 
     # -- the worker ------------------------------------------------------------
     def _take(self) -> list[_Job]:

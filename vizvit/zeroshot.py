@@ -46,8 +46,8 @@ MAX_LABELS = 64
 MAX_LABEL_CHARS = 80
 PATCH_LABEL_METHOD = ("patch-label similarity: cosine of each patch token (final layernorm, then the image "
                       "projection) with the label's text embedding")
-PATCH_LABEL_CAVEAT = ("CLIP and SigLIP were trained to align the *pooled* image embedding with text, not each "
-                      "patch token: this map is known to be noisy and can even highlight the background "
+PATCH_LABEL_CAVEAT = ("CLIP and SigLIP were trained to align the *pooled* image embedding with text, not "
+                      "each patch token: this map is known to be noisy and can even highlight the background "
                       "(Zhou et al. 2022, MaskCLIP; Li et al. 2023, CLIP Surgery). Read it as a probe, not "
                       "as an explanation; class relevance is the explanation.")
 
@@ -63,7 +63,8 @@ def parse_labels(text: str | tuple[str, ...] | list[str] | None) -> tuple[str, .
         raise UserError(f"{len(labels)} labels: give at most {MAX_LABELS}.")
     long = [lab for lab in labels if len(lab) > MAX_LABEL_CHARS]
     if long:
-        raise UserError(f"The label {long[0][:30]!r}… is too long: keep each under {MAX_LABEL_CHARS} characters.")
+        raise UserError(f"The label {long[0][:30]!r}… is too long: keep each under {MAX_LABEL_CHARS} "
+                        "characters.")
     return labels
 
 
@@ -79,7 +80,8 @@ def check_template(template: str | None) -> str:
     """"" -> the label as it is; otherwise the template must hold one {} where the label goes."""
     t = " ".join(str(template or "").split())
     if t and t.count("{}") != 1:
-        raise UserError('The prompt template needs exactly one {} where the label goes, e.g. "a photo of {}".')
+        raise UserError("The prompt template needs exactly one {} where the label goes, "
+                        'e.g. "a photo of {}".')
     if "{" in t.replace("{}", "") or "}" in t.replace("{}", ""):
         raise UserError("The prompt template may hold only one pair of braces, {}, where the label goes.")
     return t
@@ -196,8 +198,8 @@ def text_side(model: PreTrainedModel, name: str | None, rule: TextRule) -> TextS
     max_len = int(tc.max_position_embeddings)
     if name is None:
         pad = int(tc.pad_token_id) if rule.pad_to_max else int(tc.eos_token_id)
-        tok: Any = ByteTokenizer(int(tc.bos_token_id) if rule.bos else None, int(tc.eos_token_id), pad, max_len,
-                                 rule.pad_to_max)
+        tok: Any = ByteTokenizer(int(tc.bos_token_id) if rule.bos else None, int(tc.eos_token_id), pad,
+                                 max_len, rule.pad_to_max)
     else:
         tok = HubTokenizer(_auto_tokenizer(name), max_len, rule.pad_to_max)
     return TextSide(tok, rule.rule, rule.attention_mask)
