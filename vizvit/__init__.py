@@ -14,10 +14,9 @@ if "torch" not in _sys.modules:
     configure_threads()  # PASSIVE OpenMP waits must be set before torch loads (CLI, notebooks)
 
 from .engine import Analysis, Prediction, analyze, load_model
-from .session import AnalysisCache
 from .images import View, load_image, model_input_view
 from .models import DEFAULT_MODEL, Geometry, VitModel
-from .session import PhotoKey, Workbench
+from .session import AnalysisCache, PhotoKey, Workbench
 
 __all__ = [
     "Analysis", "AnalysisCache", "DEFAULT_MODEL", "Geometry", "PhotoKey", "Prediction", "View",

@@ -7,7 +7,6 @@ import json
 import sys
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
-
 from .vocab import ABLATE_MODES, MASK_MODES
 
 
@@ -22,26 +21,29 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--out", required=True, help="output directory")
     ex.add_argument("--mask", default="", help="0-based row-major patch indices, e.g. 3,17,40")
     ex.add_argument("--mask-mode", default="drop", choices=MASK_MODES)
-    ex.add_argument("--ablate", default="", help="heads to switch off, layer.head counted from 1, e.g. 3.5,7.1 "
-                                                 "(7 = every head of layer 7): adds ablated_probs")
+    ex.add_argument("--ablate", default="",
+                    help="heads to switch off, layer.head counted from 1, e.g. 3.5,7.1 "
+                         "(7 = every head of layer 7): adds ablated_probs")
     ex.add_argument("--ablate-mode", default="zero", choices=ABLATE_MODES)
     ex.add_argument("--labels", default="", help='CLIP / SigLIP: zero-shot labels, e.g. "a cat,a dog" '
                                                  "(adds zero_shot_probs and label_names)")
     ex.add_argument("--template", default="a photo of {}", help="CLIP / SigLIP: the prompt, {} = the label")
-    ex.add_argument("--quiet", action="store_true", help="no progress bars (they go to stderr; the JSON to stdout)")
+    ex.add_argument("--quiet", action="store_true",
+                    help="no progress bars (they go to stderr; the JSON to stdout)")
     args = parser.parse_args(argv)
 
     from .ablation import Ablation, parse_heads
+    from .engine import load_model
     from .export import export
     from .images import View
-    from .engine import load_model
 
     try:
         mask = tuple(int(i) for i in args.mask.split(",") if i.strip())
         vm = load_model(args.model, args.device)
         ablation = Ablation(parse_heads(args.ablate, vm.geometry), args.ablate_mode)
         summary = export(args.image, args.out, model=vm, view=View(mask=mask, mask_mode=args.mask_mode),
-                         ablation=ablation, labels=args.labels, template=args.template, progress=not args.quiet)
+                         ablation=ablation, labels=args.labels, template=args.template,
+                         progress=not args.quiet)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -34,12 +34,12 @@ NORM_FACTOR = 4.0
 # level 1/N is an attention sink (attention_sinks). It is NOT an artifact on that ground: on the
 # trained ViT-Ti the corners receive 5.5-16× 1/N in layers 9-12, but so does the rocket's tip.
 SINK_FACTOR = 5.0
-ARTIFACT_SHORT = (f"a patch whose token has a norm over {NORM_FACTOR:g}× the median patch norm (a high-norm outlier; "
-                  "docs/methods.md gives the rule)")
+ARTIFACT_SHORT = (f"a patch whose token has a norm over {NORM_FACTOR:g}× the median patch norm (a "
+                  "high-norm outlier; docs/methods.md gives the rule)")
 ARTIFACT_RULE = ("artifact token in layer l: a patch whose token entering block l is a high-norm outlier "
-                 f"(‖x‖₂ > Q3 + 3·IQR of that depth's patch norms and > {NORM_FACTOR:g}× their median); rolled out "
-                 "through layer l: an artifact token of any layer up to l. A patch that only receives much "
-                 "attention is not one: it is what the model looks at")
+                 f"(‖x‖₂ > Q3 + 3·IQR of that depth's patch norms and > {NORM_FACTOR:g}× their median); "
+                 "rolled out through layer l: an artifact token of any layer up to l. A patch that only "
+                 "receives much attention is not one: it is what the model looks at")
 
 
 def attention_sinks(attentions: torch.Tensor, g: Geometry, factor: float = SINK_FACTOR) -> torch.Tensor:
@@ -81,7 +81,8 @@ def describe(mask: np.ndarray) -> str:
         return "the four corners"
     if corners <= set(where):
         rest = [rc for rc in where if rc not in corners]
-        return "the four corners and " + ", ".join(f"({r}, {c})" for r, c in rest[:4]) + (" …" if len(rest) > 4 else "")
+        return ("the four corners and " + ", ".join(f"({r}, {c})" for r, c in rest[:4])
+                + (" …" if len(rest) > 4 else ""))
     names = ", ".join(f"({r}, {c})" for r, c in where[:6]) + (" …" if len(where) > 6 else "")
     edge = sum(r in (0, gh - 1) or c in (0, gw - 1) for r, c in where)
     return names + (f"; {edge} of {len(where)} on the border" if len(where) > 2 and edge else "")

@@ -18,7 +18,7 @@ import contextlib
 import ctypes
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import UserError
 
@@ -54,7 +54,8 @@ class Cancel:
             self._set.set()
             if self._region is not None:
                 self._fired = True
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._region), ctypes.py_object(Cancelled))
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._region),
+                                                           ctypes.py_object(Cancelled))
 
     @contextlib.contextmanager
     def interruptible(self) -> Iterator[None]:

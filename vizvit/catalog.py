@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from .errors import UserError
 from .hub import is_cached
@@ -64,7 +64,8 @@ MEASURED: dict[str, tuple[int, int]] = {
 
 # Says what the numbers after a name mean without quoting one model's: an example such as
 # "(5.7M, ~52 ms)" read as the loaded model's own numbers when ViT-B/16 was loaded (issue 51).
-SIZES_INFO = "The numbers after a name: its parameters (M: millions) and the time of one forward on 2 CPU cores"
+SIZES_INFO = ("The numbers after a name: its parameters (M: millions) and the time of one forward on 2 "
+              "CPU cores")
 
 
 def arch_of(model_id: str) -> str:

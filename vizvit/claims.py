@@ -9,7 +9,7 @@ tests/test_claims.py holds each rule to constructed numbers. No model, no cache,
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -38,7 +38,8 @@ def mask_line(trained: bool, source: str, label: str, p0: float, p1: float, n: i
               f"**{_short(top_now)}**.")
     if trained:
         return f"{number} Here {source}."
-    return (f"**First: {source.replace('**', '')}.** So the number measures {n} patches replaced by one vector that was never trained (their position embeddings kept), not "
+    return (f"**First: {source.replace('**', '')}.** So the number measures {n} patches replaced by one "
+            "vector that was never trained (their position embeddings kept), not "
             f"the learned masking of BERT or BEiT. {number}")
 
 
@@ -49,9 +50,9 @@ def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Seque
     CNNs are not shift-invariant either (Azulay & Weiss 2019; Zhang 2019). With one: its own sweep,
     probs[k] = p(its unshifted top-1) shifted shifts[k] px, p0 unshifted."""
     if cnn is None or p0 is None or len(probs) == 0:
-        return ("A CNN is not immune either: its strided convolutions and pooling also change its features, and "
-                "often its answer, under a shift of a pixel or two (Azulay & Weiss 2019; Zhang 2019). Start the "
-                "app with `--cnn microsoft/resnet-50` to measure one beside the ViT on this photo.")
+        return ("A CNN is not immune either: its strided convolutions and pooling also change its features, "
+                "and often its answer, under a shift of a pixel or two (Azulay & Weiss 2019; Zhang 2019). "
+                "Start the app with `--cnn microsoft/resnet-50` to measure one beside the ViT on this photo.")
     p = np.asarray(probs, float)
     k = int(np.argmax(np.abs(p - p0)))
     moved = float(abs(p[k] - p0))
@@ -59,21 +60,22 @@ def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Seque
     at1 = f"{one[0]:.1%} at 1 px, " if one else ""
     span = f"{min(shifts)}–{max(shifts)} px"
     if moved <= CNN_MOVES:
-        return (f"The CNN beside it ({cnn}) barely moves on this photo: p(its top-1) {p0:.1%} unshifted, {at1}within "
-                f"{CNN_MOVES:.0%} over {span}: here its pooling does hide the shift.")
+        return (f"The CNN beside it ({cnn}) barely moves on this photo: p(its top-1) {p0:.1%} unshifted, "
+                f"{at1}within {CNN_MOVES:.0%} over {span}: here its pooling does hide the shift.")
     return (f"The CNN beside it ({cnn}) is not shift-invariant either: p(its top-1) {p0:.1%} unshifted, {at1}"
-            f"{p[k]:.1%} at {shifts[k]} px (the largest change over {span}; Azulay & Weiss 2019, Zhang 2019).")
+            f"{p[k]:.1%} at {shifts[k]} px (the largest change over {span}; Azulay & Weiss 2019, "
+            "Zhang 2019).")
 
 
-# ------------------------------------------------------------------ step "survives": top-1 against probability
+# -------------------------------------------------- step "survives": top-1 against probability
 def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: float, dx: int,
                       sweep: Sequence[tuple[int, float]] = ()) -> str:
     """Whether the prediction survives the shift: the top-1 label, and its probability, which the
     sweep (k px, p(unshifted top-1)) may show falling even where the label holds."""
     name = _short(label)
     if shifted_label != label:
-        return (f"The prediction does not survive: after {dx} px the top-1 is **{_short(shifted_label)}**, not "
-                f"{name}.")
+        return (f"The prediction does not survive: after {dx} px the top-1 is **{_short(shifted_label)}**, "
+                f"not {name}.")
     out = f"The top-1 label survives the {dx}-px shift (p({name}) {p0:.1%} → {p_shifted:.1%})"
     if len(sweep):
         k, low = min(sweep, key=lambda r: r[1])
@@ -104,15 +106,15 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
     h = int(d.argmax()) + 1
     ref = f"attention spread evenly over the {side}-px input would give {uniform:.0f} px"
     if far >= WHOLE_PHOTO * uniform:
-        return (f"Some layer-1 heads already look across the whole photo: head {h} at {far:.0f} px ({ref}); the "
-                f"nearest head at {near:.0f} px.")
+        return (f"Some layer-1 heads already look across the whole photo: head {h} at {far:.0f} px ({ref}); "
+                f"the nearest head at {near:.0f} px.")
     if far >= 0.5 * uniform:
-        return (f"No layer-1 head looks across the whole photo: the farthest, head {h}, averages {far:.0f} px "
-                f"({ref}), well beyond its neighbours; the nearest stays at {near:.0f} px.")
+        return (f"No layer-1 head looks across the whole photo: the farthest, head {h}, averages "
+                f"{far:.0f} px ({ref}), well beyond its neighbours; the nearest stays at {near:.0f} px.")
     return f"Every layer-1 head stays local: {near:.0f}–{far:.0f} px ({ref})."
 
 
-# ------------------------------------------------------------------ step "rollout": does the decision rest on it?
+# -------------------------------------------------- step "rollout": does the decision rest on it?
 def rollout_claim(rank: int | None = None, of: int = 0, beats_random: bool | None = None, fill: str = "",
                   artifacts_top: int = 0, top_n: int = 0) -> str:
     """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
@@ -121,11 +123,11 @@ def rollout_claim(rank: int | None = None, of: int = 0, beats_random: bool | Non
     artifact tokens."""
     out = []
     if rank is None:
-        out.append("Whether the model's decision rests on these bright patches is not shown by the map itself: "
-                   "the faithfulness contest on the Experiments tab tests it on this photo.")
+        out.append("Whether the model's decision rests on these bright patches is not shown by the map "
+                   "itself: the faithfulness contest on the Experiments tab tests it on this photo.")
     elif beats_random and rank == 1:
-        out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout 1st of {of} and above "
-                   "random order: removing its bright patches first takes the prediction away soonest.")
+        out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout 1st of {of} and "
+                   "above random order: removing its bright patches first takes the prediction away soonest.")
     else:
         out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout {_nth(rank)} of {of}"
                    + (", above random order on at least one curve" if beats_random else

@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForImageClassification, PreTrainedModel
 
-from .errors import UserError
 from .engine import cnn_probs
-from .images import shift_view
+from .errors import UserError
+from .images import Fill, shift_view
 from .models import FAMILIES, labels_of, pick_device
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -38,12 +38,14 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     try:
         config = AutoConfig.from_pretrained(name)  # never trust_remote_code
         if config.model_type in FAMILIES:  # any ViT family
-            raise UserError(f"{name!r} is a ViT; --cnn wants a convolutional network such as microsoft/resnet-50.")
+            raise UserError(f"{name!r} is a ViT; --cnn wants a convolutional network such as "
+                            "microsoft/resnet-50.")
         model = AutoModelForImageClassification.from_pretrained(name)
     except ValueError:
         raise
     except Exception as e:  # hub and file errors come in many types
-        raise UserError(f"Cannot load the CNN {name!r} ({type(e).__name__}): check the id or directory.") from e
+        raise UserError(f"Cannot load the CNN {name!r} ({type(e).__name__}): check the id or "
+                        "directory.") from e
     dev = pick_device(device)
     model.eval().to(dev)
     try:
@@ -56,7 +58,7 @@ def load_cnn(name: str, device: str = "auto") -> Cnn:
     return Cnn(name, model, mean, std, labels_of(config, True), dev)
 
 
-def cnn_shift_probs(cnn: Cnn, base_view: np.ndarray, shifts: list[int], fill: str = "edge") -> np.ndarray:
+def cnn_shift_probs(cnn: Cnn, base_view: np.ndarray, shifts: list[int], fill: Fill = "edge") -> np.ndarray:
     """(len(shifts),) probability of the CNN's own unshifted top-1 class, the photo shifted
     k pixels right. base_view: (H, W, 3) uint8, the ViT's model-input view, so both models
     see the same pixels. One batch; the CNN's convolutions accept any size."""

@@ -12,8 +12,8 @@ adds a notice, so a lecturer's typo never produces an error page.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
 from urllib.parse import urlencode
 
 from .ablation import Ablation
@@ -116,19 +116,22 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     query = params.get("query")
     if query:
         rc = [_int(s) for s in query.split(",")]
-        if len(rc) == 2 and None not in rc:
-            link = replace(link, query=(rc[0], rc[1]))
+        row, col = rc if len(rc) == 2 else (None, None)
+        if row is not None and col is not None:
+            link = replace(link, query=(row, col))
         else:
             notices.append(f"'query={literal(query)}' must be a patch's row,col (e.g. 4,7); using [CLS].")
-    for name in ("layer", "dx", "dy"):
+
+    def number(name: str) -> int | None:
         v = params.get(name)
         if v is None or v == "":
-            continue
+            return None
         i = _int(v)
         if i is None:
             notices.append(f"'{name}={literal(v)}' is not a whole number; using the default.")
-        else:
-            link = replace(link, **{name: i})
+        return i
+
+    link = replace(link, layer=number("layer"), dx=number("dx") or 0, dy=number("dy") or 0)
     head = params.get("head")
     if head:
         if head in FUSIONS:
@@ -136,22 +139,27 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         elif _int(head) is not None:
             link = replace(link, head=_int(head))
         else:
-            notices.append(f"'head={literal(head)}' is neither a head number nor one of {', '.join(FUSIONS)}.")
+            notices.append(f"'head={literal(head)}' is neither a head number nor one of "
+                           f"{', '.join(FUSIONS)}.")
     mask = params.get("mask")
     if mask:
         items = [_int(s) for s in mask.split(",") if s.strip()]
-        if any(i is None for i in items):
+        patches = [i for i in items if i is not None]
+        if len(patches) < len(items):
             notices.append(f"'mask={literal(mask)}' must be patch numbers separated by commas; ignored.")
         else:
-            link = replace(link, mask=tuple(sorted(set(items))))
+            link = replace(link, mask=tuple(sorted(set(patches))))
     link = replace(link, ablate_mode=choice("ablate_mode", ABLATE_MODES))
     ablate = params.get("ablate")
     if ablate:
         cells = [tuple(_int(x) for x in part.split(".")) for part in ablate.split(",") if part.strip()]
-        if all(len(c) == 2 and None not in c for c in cells):
-            link = replace(link, ablate=tuple(sorted({(c[0] - 1, c[1] - 1) for c in cells})))
+        heads = [(c[0], c[1]) for c in cells if len(c) == 2]
+        pairs = [(l, h) for l, h in heads if l is not None and h is not None]
+        if len(pairs) == len(cells):
+            link = replace(link, ablate=tuple(sorted({(l - 1, h - 1) for l, h in pairs})))
         else:
-            notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
+            notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 "
+                           "(e.g. 3.5,7.1); ignored.")
     lesson = params.get("lesson")
     if lesson:
         if lesson.lower() in ("1", "true", "yes", "on"):
@@ -190,23 +198,26 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
         notices.append(f"Head {link.head} does not exist (1–{g.num_heads}); showing the mean of the heads.")
         link = replace(link, head=None)
     if link.query is not None and not (0 <= link.query[0] < g.grid[0] and 0 <= link.query[1] < g.grid[1]):
-        notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the {g.grid[0]}×{g.grid[1]} "
-                       "grid (rows and columns count from 0); using [CLS].")
+        notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the "
+                       f"{g.grid[0]}×{g.grid[1]} grid (rows and columns count from 0); using [CLS].")
         link = replace(link, query=None)
     lim = 2 * g.patch_size
-    for name in ("dx", "dy"):
-        v = getattr(link, name)
-        if not -lim <= v <= lim:
-            notices.append(f"{name}={v} is outside ±{lim} pixels; no shift used.")
-            link = replace(link, **{name: 0})
+
+    def shift(name: str, v: int) -> int:
+        if -lim <= v <= lim:
+            return v
+        notices.append(f"{name}={v} is outside ±{lim} pixels; no shift used.")
+        return 0
+
+    link = replace(link, dx=shift("dx", link.dx), dy=shift("dy", link.dy))
     bad = [i for i in link.mask if not 0 <= i < g.num_patches]
     if bad:
         notices.append(f"Mask patches {bad} are outside 0–{g.num_patches - 1}; they were left out.")
         link = replace(link, mask=tuple(i for i in link.mask if 0 <= i < g.num_patches))
     off = [(l, h) for l, h in link.ablate if not (0 <= l < g.num_layers and 0 <= h < g.num_heads)]
     if off:
-        notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist ({g.num_layers} layers × "
-                       f"{g.num_heads} heads); they stay on.")
+        notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist "
+                       f"({g.num_layers} layers × {g.num_heads} heads); they stay on.")
         link = replace(link, ablate=tuple(c for c in link.ablate if c not in off))
     return link, notices
 
@@ -218,7 +229,8 @@ def of_view(example: str | None, model: str, tab: str, layer: int, head: int, sh
     (the Compare tab's model B) is kept on that tab only: elsewhere it would only lengthen the link."""
     return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
                     compare=compare if tab == "compare" else None,
-                    head=int(head) if show == ONE_HEAD else show, query=tuple(query) if query else None,
+                    head=int(head) if show == ONE_HEAD else show,
+                    query=(query[0], query[1]) if query else None,
                     direction=direction, mode=mode, dx=int(dx), dy=int(dy), mask=tuple(mask),
                     projector=bool(projector), ablate=ablation.heads if ablation else (),
                     ablate_mode=ablation.mode if ablation else None)
@@ -264,7 +276,8 @@ def to_query(link: DeepLink) -> str:
 
 def lesson_link(step: int, example: str | None, photo: str | None, model: str | None = None) -> DeepLink:
     """A lesson step's link: the step on an example (by name) or on an uploaded photo (its key)."""
-    return DeepLink(example=example, model=model, lesson=True, step=int(step), photo=None if example else photo)
+    return DeepLink(example=example, model=model, lesson=True, step=int(step),
+                    photo=None if example else photo)
 
 
 @dataclass(frozen=True)
@@ -294,7 +307,8 @@ def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[st
     except ValueError as e:
         # The loader's words may name the server's files: those are not the visitor's to read.
         why = str(e) if not re.search(r"[\\/]", str(e)) else "its files are missing or damaged here"
-        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(why, 120)}); using {literal(default_model)}.")
+        notices.append(f"Model '{literal(model)}' could not be loaded ({literal(why, 120)}); "
+                       f"using {literal(default_model)}.")
         model = default_model
         g = geometry_of(model)
     link, more = fit(link, g)

@@ -8,15 +8,15 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from .errors import UserError
 from .engine import Prediction
-
+from .errors import UserError
 
 INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value inside
 # Projector mode: the least font size of any chart text, in CSS px (issue 43: a lecture hall reads
@@ -39,10 +39,12 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
                  insidetextanchor="end", insidetextfont=dict(color="#fff"), constraintext="none",
                  cliponaxis=False, marker=dict(color="#1f77b4"),
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
-    # A second title line needs t=76: at 60 it touched the first bar's label (issue 51, tests/page/test_top5.py).
-    layout = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"), font=dict(size=16),
-                  yaxis=dict(automargin=True),
-                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260, showlegend=False)
+    # A second title line needs t=76: at 60 it touched the first bar's label (issue 51,
+    # tests/page/test_top5.py).
+    layout: dict[str, Any] = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
+                                  font=dict(size=16), yaxis=dict(automargin=True),
+                                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260,
+                                  showlegend=False)
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
@@ -94,7 +96,8 @@ def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.
         data.append(dict(type="scatter", x=xy[m, 0], y=xy[m, 1], mode="markers", name=marked_name,
                          hoverinfo="skip", marker=dict(symbol="circle-open", size=17,
                                                        line=dict(width=2.5, color="rgb(230,30,30)"))))
-    xaxis, yaxis = dict(title=dict(text=axis_titles[0])), dict(title=dict(text=axis_titles[1]))
+    xaxis: dict[str, Any] = dict(title=dict(text=axis_titles[0]))
+    yaxis: dict[str, Any] = dict(title=dict(text=axis_titles[1]))
     if ranges is not None:
         xaxis["range"], yaxis["range"] = list(ranges[0]), list(ranges[1])
     else:  # equal units on both axes only when plotly picks the ranges (fixed ones would fight it)
@@ -151,7 +154,8 @@ def captured_stderr(into: list[str]) -> Iterator[None]:
     saved, saved_obj = os.dup(2), sys.stderr
     with tempfile.TemporaryFile() as f:
         os.dup2(f.fileno(), 2)
-        # sys.stderr too: where it is not fd 2 (a notebook, a test's capture), Python's own lines still land here.
+        # sys.stderr too: where it is not fd 2 (a notebook, a test's capture), Python's own lines still
+        # land here.
         sys.stderr = text = open(os.dup(f.fileno()), "w", encoding="utf-8", errors="replace")
         try:
             yield
@@ -186,7 +190,7 @@ def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:
     try:
         with captured_stderr(said):
             pio.write_images([charts[n] for n in names], [folder / f"{n}.png" for n in names])
-    except Exception as e:  # no browser, a crash: the HTML copy still has every chart
+    except Exception as e:  # noqa: BLE001 - no browser, a crash: the HTML copy still has every chart
         _LOG.warning("Charts as PNG failed (%s: %s); charts.html has every chart. Kaleido's output:\n%s",
                      type(e).__name__, e, "".join(said).strip() or "(none)")
         return []

@@ -18,9 +18,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .engine import Analysis, Request, analyze_batch, batchable
 from .models import VitModel
@@ -115,8 +115,8 @@ class ForwardQueue:
 
     def stats(self) -> ForwardStats:
         with self._cond:
-            return ForwardStats(self._forwards, self._images, self._largest, len(self._jobs) + len(self._live),
-                                self._image_s)
+            return ForwardStats(self._forwards, self._images, self._largest,
+                                len(self._jobs) + len(self._live), self._image_s)
 
     # -- the worker ------------------------------------------------------------
     def _take(self) -> list[_Job]:
@@ -149,12 +149,13 @@ class ForwardQueue:
                 self._running = len(batch)
             t0 = time.perf_counter()
             try:
-                results = self._run_batch(batch[0].vm, [j.request for j in batch])
+                results: Sequence[Analysis | BaseException] = self._run_batch(batch[0].vm,
+                                                                              [j.request for j in batch])
             except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
                 if len(batch) == 1:
                     batch[0].future.set_exception(e)
                     continue
-                results = []
+                results = []  # one answer or one error per request
                 for job in batch:
                     try:
                         results.append(self._run_batch(job.vm, [job.request])[0])

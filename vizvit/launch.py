@@ -12,9 +12,10 @@ import ipaddress
 import json
 import logging
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from .catalog import OFFLINE_FALLBACK
@@ -94,7 +95,7 @@ def load_problem(source: str) -> str:
     return "its files are not a ViT checkpoint this page can read"
 
 
-def start(wb: "Workbench", name: str) -> Start:
+def start(wb: Workbench, name: str) -> Start:
     """Load the requested model. When it cannot be had (offline, broken files), fall back to the
     same architecture with random weights when its config says which (a local ViT-Ti: random
     ViT-Ti), else to the default random ViT-B/16; the page's banner says which model failed and
@@ -116,7 +117,7 @@ def start(wb: "Workbench", name: str) -> Start:
         return Start(fallback, name, reason)
 
 
-def start_model(wb: "Workbench", name: str) -> str:
+def start_model(wb: Workbench, name: str) -> str:
     """The model start() loads: the requested one, or its random-weights stand-in."""
     return start(wb, name).model
 
@@ -162,7 +163,8 @@ def phone_address(page_url: str, listen_host: str | None, share_url: str | None 
     these the note says that no phone can open it and how to start the server so one can."""
     base = urlunsplit(urlsplit(page_url)[:3] + ("", "")) or page_url
     base = base if base.endswith("/") else base + "/"
-    if space_host:  # a Space's page may be seen through its hub page (huggingface.co/spaces/...): its own host
+    # A Space's page may be seen through its hub page (huggingface.co/spaces/...): its own host.
+    if space_host:
         return PhoneAddress(f"https://{space_host.strip('/')}/", "", True)
     page_host = urlsplit(base).hostname or ""
     if not is_loopback(page_host):
@@ -173,11 +175,12 @@ def phone_address(page_url: str, listen_host: str | None, share_url: str | None 
         return PhoneAddress(share, f"{here}: the QR code and link use the public `--share` address.", True)
     host = (listen_host or "").strip("[]")
     if host not in ANY_HOST and not is_loopback(host):
-        return PhoneAddress(_with_host(base, host), f"{here}: the QR code and link use the address the server "
-                            f"listens on, **{host}**.", True)
+        return PhoneAddress(_with_host(base, host), f"{here}: the QR code and link use the address the "
+                            f"server listens on, **{host}**.", True)
     if host in ANY_HOST and lan:
-        return PhoneAddress(_with_host(base, lan), f"{here}: the QR code and link use this machine's address on "
-                            f"the local network, **{lan}**: phones must be on the same network (Wi-Fi).", True)
+        return PhoneAddress(_with_host(base, lan), f"{here}: the QR code and link use this machine's "
+                            f"address on the local network, **{lan}**: phones must be on the same network "
+                            "(Wi-Fi).", True)
     how = ("start it with `--share` (a public link)" if host in ANY_HOST else
            "start the app with `--host 0.0.0.0` (phones on the same Wi-Fi) or `--share` (a public link)")
     return PhoneAddress(base, f"⚠️ {here}: **no phone can open this QR code.** To hand it to a room, {how}.",

@@ -12,8 +12,7 @@ import cv2
 import numpy as np
 import torch
 
-from . import attention as att_mod
-from . import render
+from . import attention as att_mod, render
 from .errors import UserError
 from .models import Geometry
 from .readings.attention import AttnParams, map_range, range_floor
@@ -107,8 +106,8 @@ def compose_grid(maps: np.ndarray, cmap: str = "inferno", shared: bool = True,
 
     shared: one colour scale 0..vmax (default: the maps' max), shown by a colour bar on the
     right; otherwise each cell runs from 0 to its own TILE_PERCENTILE-th percentile (at least
-    `floor`), outside the (L, gh, gw) `exclude` patches, and the bar says so. artifacts: (L, gh, gw) bool, patches
-    painted render.ARTIFACT_COLOR in every head of that layer.
+    `floor`), outside the (L, gh, gw) `exclude` patches, and the bar says so. artifacts: (L, gh, gw)
+    bool, patches painted render.ARTIFACT_COLOR in every head of that layer.
     Cell (l, h) (0-based) has its top-left pixel at (GRID_LEFT + h·(t+GRID_SEP),
     GRID_TOP + l·(t+GRID_SEP)), t = tile edge; see grid_cell_at. selected: 0-based
     (layer, head) outlined in yellow (head None: the whole layer, when the heads are fused). bar:
@@ -178,15 +177,18 @@ def grid_bar(img: np.ndarray, cmap: str, vmax: float | None = None, marks: dict[
     # Room for the widest note this grid can have, so the picture keeps its width while the cell changes.
     n_l, n_h = tops.shape
     widest = max(render.text_size(t)[0] for t in (f"L{n_l} H{n_h} = 8.88e-05", f"L{n_l}: 8.8e-05-8.8e-05"))
-    out = render.with_colorbar(img, cmap, 0.0, 1.0, ticks=(0.0, 1.0), tick_names=("0", TILE_MAX), text_width=widest)
+    out = render.with_colorbar(img, cmap, 0.0, 1.0, ticks=(0.0, 1.0), tick_names=("0", TILE_MAX),
+                               text_width=widest)
     if note:  # one line under the top label, no tick: it is that label's value, not a level of its own
         cap = render.text_size("0")[1]
         y = cap + render.LABEL_TOP + int(cap * render.LINE_SPACING)
-        render.put_text(out, note, (img.shape[1] + render.BAR_GAP + render.BAR_WIDTH + render.LABEL_OFFSET, y))
+        x = img.shape[1] + render.BAR_GAP + render.BAR_WIDTH + render.LABEL_OFFSET
+        render.put_text(out, note, (x, y))
     return out
 
 
-def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...], selected: tuple[int, int | None]) -> np.ndarray:
+def outline_grid_cell(img: np.ndarray, shape: tuple[int, ...],
+                      selected: tuple[int, int | None]) -> np.ndarray:
     """A copy of a compose_grid image with the 0-based (layer, head) cell outlined in yellow; head
     None outlines every head of the layer (the main map fuses them: no one cell is what it shows)."""
     _, n_h, gh, gw = shape

@@ -23,16 +23,19 @@ A step:
     holds = "what still holds"                #   what still holds on random weights
 
 Text may name this model's numbers: {side} {patch} {grid} {patches} {patch_numbers} {tokens} {hidden}
-{layers} {heads} {cost_ratio} {cost_about} (it rounded to two figures: an option) {pixels_per_patch}. No gradio, no model: pure data and checks.
+{layers} {heads} {cost_ratio} {cost_about} (it rounded to two figures: an option) {pixels_per_patch}.
+No gradio, no model: pure data and checks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import UserError
 from .models import Geometry
@@ -57,7 +60,8 @@ class Step:
     options: tuple[tuple[str, str], ...] = ()  # (key, text), in the order shown; () = a number question
     answer: str | float = MEASURED  # an option key, a number, or MEASURED
     within: float = 0.0  # a number question: |guess − answer| ≤ within is right
-    controls: Mapping[str, Any] = field(default_factory=dict)
+    # dataclasses.field by its module: the field named `field` above shadows the bare name for mypy
+    controls: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     picture: str = ""
     trained: str = ""  # what needs trained weights ("" = nothing)
     holds: str = ""  # what still holds on untrained weights
@@ -70,7 +74,8 @@ class Step:
 def numbers_of(g: Geometry) -> dict[str, Any]:
     """The model's numbers a step's text and controls may name, e.g. {patch}."""
     p = g.patch_size
-    cost = attention_cost(g.image_size[0], g.image_size[1], p)  # as the For-lecturers calculator counts ([CLS])
+    # As the For-lecturers calculator counts ([CLS]).
+    cost = attention_cost(g.image_size[0], g.image_size[1], p)
     return dict(side=g.image_size[0], patch=p, cost_ratio=f"{cost.ratio:,.0f}", cost_about=about(cost.ratio),
                 pixels_per_patch=f"{p * p:,}", grid=g.grid[0], patches=f"{g.num_patches:,}",
                 patch_numbers=f"{p * p * 3:,}", tokens=f"{g.seq_len:,}", hidden=f"{g.hidden_size:,}",
@@ -94,7 +99,8 @@ def fill(text: str, g: Geometry | None) -> str:
 
 
 def controls_for(step: Step, g: Geometry) -> dict[str, Any]:
-    """The step's controls with this model's numbers put in ("{patch}" -> 16: an int where it reads as one)."""
+    """The step's controls with this model's numbers put in ("{patch}" -> 16: an int where it reads
+    as one)."""
     out = {}
     for k, v in step.controls.items():
         if isinstance(v, str) and "{" in v:
@@ -128,14 +134,16 @@ def _step(d: Mapping[str, Any], i: int) -> Step:
         raise UserError(f"Lesson {where}: {len(options)} options; a question has 2 to 4.")
     answer = d.get("answer", MEASURED)
     if options and answer != MEASURED and answer not in dict(options):
-        raise UserError(f"Lesson {where}: answer {answer!r} is not one of its options ({', '.join(dict(options))}).")
+        raise UserError(f"Lesson {where}: answer {answer!r} is not one of its options "
+                        f"({', '.join(dict(options))}).")
     if not options and answer != MEASURED and not isinstance(answer, (int, float)):
         raise UserError(f"Lesson {where}: a number question's answer is a number or {MEASURED!r}.")
     return Step(id=str(d["id"]), title=str(d["title"]), question=str(d["question"]), view=str(d["view"]),
                 measure=str(d["measure"]), field=str(d["field"]), meaning=" ".join(str(d["meaning"]).split()),
                 options=options, answer=answer, within=float(d.get("within", 0.0)),
                 controls=dict(d.get("controls", {})), picture=str(d.get("picture", "")),
-                trained=" ".join(str(d.get("trained", "")).split()), holds=" ".join(str(d.get("holds", "")).split()))
+                trained=" ".join(str(d.get("trained", "")).split()),
+                holds=" ".join(str(d.get("holds", "")).split()))
 
 
 def parse_steps(text: str) -> tuple[Step, ...]:

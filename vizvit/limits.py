@@ -16,8 +16,9 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -56,7 +57,8 @@ class Limiter(Generic[K]):
         if max_keys < 1:
             raise ValueError("max_keys must be at least 1.")
         self.rate, self.max_keys, self.clock = rate, max_keys, clock
-        self._buckets: OrderedDict[K, tuple[float, float]] = OrderedDict()  # key -> (tokens, at); oldest first
+        # key -> (tokens, at); oldest first
+        self._buckets: OrderedDict[K, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def _tokens(self, key: K, now: float) -> float:

@@ -7,9 +7,10 @@ Everything the rest of vizvit needs to know about the model's shape lives in
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import torch
 import transformers
@@ -155,7 +156,7 @@ class VitModel:
         """An image-text model: its classes are the labels a user types."""
         return self.text is not None
 
-    def with_zero_shot(self, head: ZeroShotHead) -> "VitModel":
+    def with_zero_shot(self, head: ZeroShotHead) -> VitModel:
         """The same shared model with `head`'s labels as its classes (a new label list costs no load)."""
         return replace(self, labels=head.labels, zero_shot=head)
 
@@ -166,7 +167,7 @@ class VitModel:
         return backbone_of(self.model)
 
     @property
-    def family(self) -> "Family":
+    def family(self) -> Family:
         return FAMILIES[self.geometry.family]
 
     @property
@@ -183,6 +184,17 @@ class VitModel:
 
 # ------------------------------------------------------------------ families
 Module = torch.nn.Module
+M = TypeVar("M", bound=Module)
+
+
+def part(module: Module, path: str, kind: type[M]) -> M:
+    """``module``'s submodule at the dotted ``path``, checked to be a ``kind``. torch types attribute
+    access (``nn.Module.__getattr__``) as ``Tensor | Module``; ``get_submodule`` checks it is a
+    Module, and this checks which one (AttributeError / TypeError when it is not)."""
+    m = module.get_submodule(path)
+    if not isinstance(m, kind):
+        raise TypeError(f"{type(module).__name__}.{path} is a {type(m).__name__}, not a {kind.__name__}")
+    return m
 Pooling = str  # "token" | "pooler" | "projection" | "map": see Family.pooling
 
 
@@ -243,20 +255,20 @@ class Family:
 
     # where the parts live (backbone = backbone_of(model): model.base_model, or the image tower)
     def embeddings(self, backbone: Module) -> Module:
-        return backbone.embeddings
+        return backbone.get_submodule("embeddings")
 
     def patch_embedding(self, backbone: Module) -> Module:
         """The patch projection: a module giving (B, P, D), or CLIP's / SigLIP's Conv2d giving
         (B, D, gh, gw) (the engine flattens it row-major)."""
         if self.tower:
-            return backbone.embeddings.patch_embedding
-        return backbone.embeddings.patch_embeddings
+            return backbone.get_submodule("embeddings.patch_embedding")
+        return backbone.get_submodule("embeddings.patch_embeddings")
 
     def patch_conv(self, backbone: Module) -> torch.nn.Conv2d:
         """The patch-embedding Conv2d (kernel = stride = p): its weights, for the engine to read."""
         if self.tower:
-            return backbone.embeddings.patch_embedding
-        return backbone.embeddings.patch_embeddings.projection
+            return part(backbone, "embeddings.patch_embedding", torch.nn.Conv2d)
+        return part(backbone, "embeddings.patch_embeddings.projection", torch.nn.Conv2d)
 
     def blocks(self, backbone: Module) -> list[Module]:
         """The transformer blocks in order (their attention's output projection: ``out_proj``)."""
@@ -265,12 +277,13 @@ class Family:
             return list(enc.layer)
         if enc is not None and hasattr(enc, "layers"):  # CLIP, SigLIP
             return list(enc.layers)
-        return list(backbone.layers)
+        return list(backbone.get_submodule("layers").children())
 
     def out_proj(self, backbone: Module, layer: int) -> Module:
-        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks here."""
+        """The Linear that mixes layer `layer`'s concatenated head outputs (B, N, H·d): ablation hooks
+        here."""
         block = self.blocks(backbone)[layer]
-        return block.self_attn.out_proj if self.tower else block.attention.o_proj
+        return block.get_submodule("self_attn.out_proj" if self.tower else "attention.o_proj")
 
     def attention_norm(self, backbone: Module, layer: int) -> Module:
         """Block `layer`'s first layernorm, the one its attention reads (Grad-CAM's target layer,
@@ -290,11 +303,11 @@ class Family:
         """The norm the head reads through: BEiT with mean pooling has Identity here and its
         norm in the pooler (applied to the patch mean); CLIP / SigLIP: the tower's post_layernorm."""
         if self.tower:
-            return backbone.post_layernorm
+            return backbone.get_submodule("post_layernorm")
         pooler = self.pooler(backbone)
         if pooler is not None and getattr(pooler, "layernorm", None) is not None:
-            return pooler.layernorm
-        return backbone.layernorm
+            return pooler.get_submodule("layernorm")
+        return backbone.get_submodule("layernorm")
 
     def heads(self, model: Module) -> dict[str, Module]:
         """name -> classifier; empty without one. DeiT distilled: the [CLS] and [DIST] heads,
@@ -302,7 +315,8 @@ class Family:
         if self.tower:
             return {}
         if hasattr(model, "cls_classifier") and hasattr(model, "distillation_classifier"):
-            return {"[CLS] head": model.cls_classifier, "[DIST] head": model.distillation_classifier}
+            return {"[CLS] head": model.get_submodule("cls_classifier"),
+                    "[DIST] head": model.get_submodule("distillation_classifier")}
         head = getattr(model, "classifier", None)
         return {"head": head} if isinstance(head, Module) else {}
 
@@ -310,7 +324,7 @@ class Family:
         """(pe_prefix + P0, D) learned absolute positions of an embeddings module, or None (BEiT:
         relative bias). The one accessor of the table (the engine reads it, detached)."""
         if self.tower:  # an nn.Embedding (N, D)
-            return embeddings.position_embedding.weight.detach()
+            return part(embeddings, "position_embedding", torch.nn.Embedding).weight.detach()
         t = getattr(embeddings, "position_embeddings", None)
         return None if t is None else t.detach()[0]
 
@@ -338,19 +352,21 @@ def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
 def backbone_of(model: Module) -> Module:
     """The image backbone: CLIP's / SigLIP's image tower, else the model's base model."""
     tower = getattr(model, "vision_model", None)
-    return tower if tower is not None else model.base_model
+    return tower if tower is not None else model.get_submodule("base_model")
 
 
 _TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedded by the text tower "
                "(\"a photo of {label}\"); ")
 _DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
-            "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at any size.")
+            "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at "
+            "any size.")
 _B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 _DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
                patch_size=14)
 _CLIP_TEXT = dict(hidden_size=512, num_hidden_layers=12, num_attention_heads=8, intermediate_size=2048,
                   max_position_embeddings=77)
-_L16 = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096, patch_size=16)
+_L16 = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+            patch_size=16)
 
 # The registry: model_type -> its one entry. Order = the page's model list.
 FAMILIES: dict[str, Family] = {f.key: f for f in (
@@ -407,8 +423,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            pooling="pooler",
            random_archs={"beit-base-patch16-224": dict(_B16, image_size=224, patch_size=16,
                                                        use_relative_position_bias=True,
-                                                       use_absolute_position_embeddings=False, use_mean_pooling=True,
-                                                       layer_scale_init_value=0.1)},
+                                                       use_absolute_position_embeddings=False,
+                                                       use_mean_pooling=True, layer_scale_init_value=0.1)},
            curated={"microsoft/beit-base-patch16-224": 347}),
     # Image-text models: the image tower is the ViT, the typed labels its classes (both towers load);
     # vision / text numbers as in the checkpoints (the whole model is built).
@@ -419,21 +435,21 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, pooling="projection",
            text=CLIP_TEXT,
            random_archs={
-               "clip-vit-base-patch16": dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=16),
-                                             text_config=_CLIP_TEXT),
-               "clip-vit-base-patch32": dict(projection_dim=512, vision_config=dict(_B16, image_size=224, patch_size=32),
-                                             text_config=_CLIP_TEXT)},
+               "clip-vit-base-patch16": dict(projection_dim=512, text_config=_CLIP_TEXT,
+                                             vision_config=dict(_B16, image_size=224, patch_size=16)),
+               "clip-vit-base-patch32": dict(projection_dim=512, text_config=_CLIP_TEXT,
+                                             vision_config=dict(_B16, image_size=224, patch_size=32))},
            curated={"openai/clip-vit-base-patch16": 599, "openai/clip-vit-base-patch32": 605}),
     Family("siglip", "SigLIP (image tower)", lambda c: (), "learned",
            "Learned absolute position embeddings, one per patch position (no [CLS]).",
-           _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every token "
-           "after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
+           _TOWER_HEAD + "no [CLS]: a multihead attention pooling (MAP) head's probe attends over every "
+           "token after the last block; probability = a sigmoid per label of exp(logit_scale)·cosine + bias",
            lambda c, h: (MAP_HEAD,), ("SiglipModel",), "SiglipModel", "SiglipConfig", pe_prefix=0,
            pooling_kwarg=False, pooling="map", text=SIGLIP_TEXT,
            random_archs={"siglip-base-patch16-224": dict(
                vision_config=dict(_B16, image_size=224, patch_size=16),
-               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000, pad_token_id=1, eos_token_id=1,
-                                bos_token_id=None))},
+               text_config=dict(_B16, max_position_embeddings=64, vocab_size=32000, pad_token_id=1,
+                                eos_token_id=1, bos_token_id=None))},
            curated={"google/siglip-base-patch16-224": 813}),
 )}
 
@@ -441,7 +457,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
 def register_family(fam: Family) -> None:
     """Add (or replace) a family: its models load, analyse, and its random architectures and curated
     checkpoints appear in the catalog; nothing else needs to change."""
-    clash = [a for f in FAMILIES.values() if f.key != fam.key for a in f.random_archs if a in fam.random_archs]
+    clash = [a for f in FAMILIES.values() if f.key != fam.key
+             for a in f.random_archs if a in fam.random_archs]
     if clash:
         raise UserError(f"random:{clash[0]} belongs to another family already.")
     FAMILIES[fam.key] = fam
@@ -498,8 +515,9 @@ def family_of_type(model_type: str, name: str = "this model") -> Family:
     if model_type in FAMILIES:
         return FAMILIES[model_type]
     why = NOT_VITS.get(model_type, "it is not one of the ViT families vizvit knows")
-    raise UserError(f"{name!r} is a {model_type!r} model, not a ViT in vizvit's sense: {why}. vizvit shows ViTs "
-                    f"whose tokens are the photo's patches and whose every layer attends globally: "
+    raise UserError(f"{name!r} is a {model_type!r} model, not a ViT in vizvit's sense: {why}. vizvit "
+                    f"shows ViTs whose tokens are the photo's patches and whose every layer attends "
+                    f"globally: "
                     f"{supported_text()}; e.g. {DEFAULT_MODEL}.")
 
 
@@ -559,7 +577,7 @@ def geometry_of(config: PretrainedConfig, has_head: bool = True) -> Geometry:
     )
 
 
-def at_input_size(g: Geometry, pp: "Preprocess") -> Geometry:
+def at_input_size(g: Geometry, pp: Preprocess) -> Geometry:
     """A family that interpolates its positions at every forward (DINOv2) runs at whatever size
     its processor makes (224 for dinov2-small, trained at 518): the geometry follows the input."""
     size = pp.crop or (pp.resize if isinstance(pp.resize, tuple) else None)
@@ -584,7 +602,7 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
         # ImportError: a processor that exists only for the torchvision backend.
         log.warning("no usable PIL image processor for %s (%s): ViT's defaults", name, e)
         return default
-    size = getattr(proc, "size", None)
+    size: Any = getattr(proc, "size", None)  # a SizeDict (height/width or shortest_edge), or None
     resize: tuple[int, int] | int = (h, w)
     if not getattr(proc, "do_resize", True):
         log.warning("%s: its processor does not resize, but the model needs %d×%d: resizing", name, h, w)
@@ -595,7 +613,7 @@ def _preprocess_of(name: str, config: PretrainedConfig) -> Preprocess:
     else:
         log.warning("%s: unsupported processor size %s: resizing to %d×%d", name, size, h, w)
     crop = None
-    cs = getattr(proc, "crop_size", None)
+    cs: Any = getattr(proc, "crop_size", None)
     if getattr(proc, "do_center_crop", False) and getattr(cs, "height", None) and getattr(cs, "width", None):
         crop = (int(cs.height), int(cs.width))
     if getattr(proc, "do_normalize", True):
@@ -618,14 +636,15 @@ def _image_processor(name: str) -> Any:
     """The checkpoint's PIL image processor, never running code from the checkpoint. The local
     copy first: with the hub unreachable (and HF_HUB_OFFLINE unset) each online lookup waits
     on retries, and the model's own load has just waited on them once."""
-    kw = dict(backend="pil", trust_remote_code=False)
+    kw: dict[str, Any] = dict(backend="pil", trust_remote_code=False)
     try:
         return AutoImageProcessor.from_pretrained(name, local_files_only=True, **kw)
     except OSError:
         return AutoImageProcessor.from_pretrained(name, **kw)
 
 
-def _three(v: object, default: tuple[float, float, float]) -> tuple[float, float, float]:
+def _three(v: float | Iterable[float] | None,
+           default: tuple[float, float, float]) -> tuple[float, float, float]:
     """A processor's per-channel mean or std: a scalar means the same for R, G and B."""
     if v is None:
         return default
@@ -638,7 +657,7 @@ def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     if not has_head:
         return ()
     id2label = getattr(config, "id2label", None) or {}
-    n = int(config.num_labels)
+    n = int(config.num_labels or 0)  # None when the config has no id2label (int(None) raised)
     labels = [str(id2label.get(i, id2label.get(str(i), f"class {i}"))) for i in range(n)]
     # Configs built without labels say "LABEL_3"; ImageNet-1k heads get real names.
     if n == 1000 and all(lab.startswith("LABEL_") for lab in labels) and _LABELS_FILE.exists():
@@ -663,7 +682,7 @@ def _random_model(arch: str) -> PreTrainedModel:
     return model
 
 
-def _random_preprocess(kind: str, default: "Preprocess") -> "Preprocess":
+def _random_preprocess(kind: str, default: Preprocess) -> Preprocess:
     """random:<arch> has no processor: the published checkpoint's (DINOv2: 256 bicubic, 224 crop,
     ImageNet statistics), else ViT's defaults."""
     if FAMILIES[kind].interpolates_positions:
@@ -708,6 +727,7 @@ def load_checkpoint(name: str = DEFAULT_MODEL, device: str = "auto") -> VitModel
     """
     name = str(name).strip()
     dev = pick_device(device)
+    missing: tuple[str, ...]
     if name.startswith(RANDOM_PREFIX):
         model = _random_model(name[len(RANDOM_PREFIX):])
         is_pretrained, missing = False, ()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .errors import UserError
 from .models import Geometry
+
+Values = TypeVar("Values", torch.Tensor, np.ndarray)  # to_grid gives back what it was given
 
 
 def token_index(row: int, col: int, g: Geometry) -> int:
@@ -43,7 +47,7 @@ def patch_at(x: float, y: float, g: Geometry, scale: float = 1.0) -> tuple[int, 
     return row, col
 
 
-def to_grid(values: torch.Tensor | np.ndarray, g: Geometry) -> torch.Tensor | np.ndarray:
+def to_grid(values: Values, g: Geometry) -> Values:
     """(..., num_patches) -> (..., gh, gw), row-major. Patch tokens only: slice prefixes first."""
     if values.shape[-1] != g.num_patches:
         raise UserError(f"Expected {g.num_patches} patch values, got {values.shape[-1]}.")

@@ -7,8 +7,8 @@ and the deletion/insertion curves need dozens of views, so they run as BATCHED f
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -45,7 +45,8 @@ def shift_cosine(base: torch.Tensor, shifted: torch.Tensor, dx: int, dy: int, g:
     i0, i1 = max(0, -di), min(gh, gh - di)
     j0, j1 = max(0, -dj), min(gw, gw - dj)
     if i0 < i1 and j0 < j1:
-        cos = torch.nn.functional.cosine_similarity(a[i0:i1, j0:j1], b[i0 + di:i1 + di, j0 + dj:j1 + dj], dim=-1)
+        cos = torch.nn.functional.cosine_similarity(a[i0:i1, j0:j1], b[i0 + di:i1 + di, j0 + dj:j1 + dj],
+                                                    dim=-1)
         out[i0:i1, j0:j1] = cos.numpy()
     return out
 
@@ -178,7 +179,8 @@ class Curves:
 
 def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.ndarray], steps: int = 10,
                         mode: MaskMode = "black", target: int | None = None,
-                        chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER, progress: Progress | None = None) -> Curves:
+                        chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
+                        progress: Progress | None = None) -> Curves:
     """Delete (insert) patches most-important-first by each map; track the target's probability.
 
     base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
@@ -191,8 +193,9 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
     if steps < 1:
         raise UserError("Use at least one step.")
-    if mode == "mask":  # the batched forwards have no [MASK] hook: say so rather than leave the pixels as they are
-        raise UserError("The curves remove patches by a pixel fill or by token drop, not by the [MASK] token.")
+    if mode == "mask":  # the batched forwards have no [MASK] hook: say so, not leave the pixels as they are
+        raise UserError("The curves remove patches by a pixel fill or by token drop, "
+                        "not by the [MASK] token.")
     g = vm.geometry
     names = tuple(maps)
     fractions = np.linspace(0.0, 1.0, steps + 1)
@@ -206,7 +209,8 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     unique: dict[tuple[int, ...], int] = {(): 0}
     slots: dict[str, tuple[list[int], list[int]]] = {}
     for name in names:
-        dele, ins = [], []
+        dele: list[int] = []
+        ins: list[int] = []
         for n in counts:
             for masked, out in ((orders[name][:n], dele), (orders[name][n:], ins)):
                 key = tuple(sorted(int(i) for i in masked))
@@ -218,14 +222,17 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         keeps = [keep_indices(m, g) for m in masks]
         # Group equal sequence lengths so batches are rectangular.
         order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
-        pred = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
-                             progress=progress)
-        probs = torch.empty_like(pred.probs)
-        probs[torch.tensor(order)] = pred.probs
+        found = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
+                              progress=progress).probs
+        assert found is not None  # the model has a classifier (checked above)
+        probs = torch.empty_like(found)
+        probs[torch.tensor(order)] = found
     else:
         filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
         views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
-        probs = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+        found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+        assert found is not None  # the model has a classifier (checked above)
+        probs = found
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])
@@ -245,7 +252,8 @@ def merge_curves(parts: Sequence[Curves]) -> Curves:
 
 
 # ------------------------------------------------------------------ the random baseline as a spread
-RANDOM_ORDERS = 10  # random patch orders behind the baseline: one draw ranked first on chelsea by luck (issue 43)
+# Random patch orders behind the baseline: one draw ranked first on chelsea by luck (issue 43).
+RANDOM_ORDERS = 10
 
 
 def random_orders(grid: tuple[int, int], n: int = RANDOM_ORDERS, seed: int = 0) -> dict[str, np.ndarray]:
@@ -295,7 +303,7 @@ def split_curves(c: Curves, names: Sequence[str]) -> tuple[Curves, Curves]:
     rest = [k for k in range(len(c.names)) if k not in keep]
 
     def part(idx: list[int]) -> Curves:
-        return Curves(tuple(c.names[k] for k in idx), c.fractions, c.deletion[idx], c.insertion[idx], c.target,
-                      c.target_label, c.mode, c.forwards)
+        return Curves(tuple(c.names[k] for k in idx), c.fractions, c.deletion[idx], c.insertion[idx],
+                      c.target, c.target_label, c.mode, c.forwards)
 
     return part(keep), part(rest)

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from .errors import UserError
 from .models import Geometry
-from .patches import grid_at, interpolate_patch_positions  # noqa: F401 (part of this module's maths)
+from .patches import grid_at, interpolate_patch_positions
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5
@@ -40,7 +40,8 @@ class PositionTables:
     antialias: bool  # the family's interpolate_pos_encoding antialiases (DINOv2 with registers)
     table: torch.Tensor | None  # (pe_prefix + P0, D) as stored; None: a relative bias instead (BEiT)
     random_table: torch.Tensor | None  # the same, from the architecture's seeded random init
-    bias: tuple[tuple[torch.Tensor, tuple[int, int]], ...]  # relative bias: ((R + 3, H) table, window) per module
+    # relative bias: ((R + 3, H) table, window) per module
+    bias: tuple[tuple[torch.Tensor, tuple[int, int]], ...]
     missing: str  # what to say when there is no table
 
 
@@ -66,7 +67,7 @@ def positions_at(t: PositionTables, grid: tuple[int, int]) -> torch.Tensor:
     _, patches, g0 = stored_positions(t)
     if g0 == tuple(grid):
         return patches
-    return interpolate_patch_positions(patches, g0, tuple(grid), t.antialias)
+    return interpolate_patch_positions(patches, g0, (grid[0], grid[1]), t.antialias)
 
 
 def position_embeddings(t: PositionTables) -> tuple[torch.Tensor, torch.Tensor]:
@@ -196,7 +197,8 @@ def position_report(t: PositionTables) -> PositionReport:
         BASELINES[1]: cosine_similarity_matrix(sincos_2d(g.grid, d)),
         BASELINES[2]: cosine_similarity_matrix(random_init_positions(t)),
     }
-    cls = (cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid) if len(prefix)  # [CLS] is prefix 0
+    cls = (cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid)  # [CLS] is prefix 0
+           if len(prefix)
            else torch.full(g.grid, float("nan")))  # SigLIP: no [CLS], no [CLS] position
     return PositionReport(
         grid=g.grid,
@@ -216,7 +218,8 @@ def interpolated_similarity(t: PositionTables, size: int) -> tuple[tuple[int, in
 
 # ------------------------------------------------------------------ BEiT: relative position bias
 RELATIVE_BIAS_METHOD = ("relative position bias (BEiT): a learned value per (Δrow, Δcol) = query − key and "
-                        "head, added to the attention logits; 3 more for [CLS]→patch, patch→[CLS], [CLS]→[CLS]")
+                        "head, added to the attention logits; 3 more for [CLS]→patch, patch→[CLS], "
+                        "[CLS]→[CLS]")
 
 
 @dataclass(frozen=True)

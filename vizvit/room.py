@@ -24,9 +24,9 @@ import secrets
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .errors import UserError
 from .roomstore import RoomStore, SQLiteStore, default_path, now as wall_clock
@@ -111,9 +111,9 @@ class State:
     locked: bool = False  # no new student may join
 
     def as_json(self) -> dict:
-        return {"code": self.code, "step": self.step, "n_steps": self.n_steps, "revealed": list(self.revealed),
-                "version": self.version, "closed": self.closed, "model": self.model, "joined": self.joined,
-                "locked": self.locked}
+        return {"code": self.code, "step": self.step, "n_steps": self.n_steps,
+                "revealed": list(self.revealed), "version": self.version, "closed": self.closed,
+                "model": self.model, "joined": self.joined, "locked": self.locked}
 
 
 @dataclass(frozen=True)
@@ -156,8 +156,9 @@ class Rooms:
     """The server's rooms over a RoomStore (its rules here, its data there). store None: SQLite in
     memory (tests, notebooks); a server passes open_store(...)."""
 
-    def __init__(self, store: RoomStore | None = None, max_rooms: int = MAX_ROOMS, max_students: int = MAX_STUDENTS,
-                 host_away_s: float = HOST_AWAY_S, max_per_owner: int = MAX_ROOMS_PER_OWNER,
+    def __init__(self, store: RoomStore | None = None, max_rooms: int = MAX_ROOMS,
+                 max_students: int = MAX_STUDENTS, host_away_s: float = HOST_AWAY_S,
+                 max_per_owner: int = MAX_ROOMS_PER_OWNER,
                  clock: Callable[[], float] = wall_clock, on_change: Callable[[str], None] | None = None):
         """on_change(code): called (from any thread) after a room's version grows, here or on another
         replica (the store's subscription): the waiting pages wake. clock: wall-clock seconds (persisted)."""
@@ -225,10 +226,12 @@ class Rooms:
             raise UserError(self.store.gone(parsed, self.clock()) or UNKNOWN_ROOM)
         return parsed, meta
 
-    def _host_change(self, code: object, host_key: object, fn: Callable[[dict], bool] | None = None) -> tuple[str, dict]:
+    def _host_change(self, code: object, host_key: object,
+                     fn: Callable[[dict], bool] | None = None) -> tuple[str, dict]:
         """A host-keyed call: the key checked, the host marked seen and fn(meta) applied, in one write."""
         parsed, meta = self._live(code)
-        if not isinstance(host_key, str) or not secrets.compare_digest(host_key.encode(), meta["host_key"].encode()):
+        if not isinstance(host_key, str) or not secrets.compare_digest(host_key.encode(),
+                                                                      meta["host_key"].encode()):
             raise UserError(WRONG_KEY)
         bumped = []
 
@@ -247,11 +250,12 @@ class Rooms:
         return parsed, new
 
     def _state(self, code: str, meta: dict) -> State:
-        return State(code, meta["step"], len(meta["questions"]), tuple(sorted(meta["revealed"])), meta["version"],
-                     False, meta["model"], self.store.joined(code), bool(meta.get("locked")))
+        return State(code, meta["step"], len(meta["questions"]), tuple(sorted(meta["revealed"])),
+                     meta["version"], False, meta["model"], self.store.joined(code), bool(meta.get("locked")))
 
     # -------------------------------------------------------------- the lecturer
-    def open(self, model: str, photo: bytes | None, questions: Sequence[Question], owner: str = "") -> tuple[str, str]:
+    def open(self, model: str, photo: bytes | None, questions: Sequence[Question],
+             owner: str = "") -> tuple[str, str]:
         """A new room -> (code, host_key). photo: the model's input view as PNG (the exact pixels the model
         saw: the truths are measured from it), or None. owner: the opener's address; refused politely when
         it has MAX_ROOMS_PER_OWNER open, or the server MAX_ROOMS ("" counts toward no owner)."""
@@ -260,8 +264,8 @@ class Rooms:
         self._sweep()
         t = self.clock()
         key = secrets.token_urlsafe(16)
-        meta = {"model": model, "host_key": key, "owner": str(owner or ""), "step": 1, "revealed": [], "version": 0,
-                "locked": False, "host_seen": t, "opened": t, "notes": {},
+        meta = {"model": model, "host_key": key, "owner": str(owner or ""), "step": 1, "revealed": [],
+                "version": 0, "locked": False, "host_seen": t, "opened": t, "notes": {},
                 "questions": [list(q.options) for q in questions]}
         while True:
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LEN))
@@ -315,7 +319,7 @@ class Rooms:
         wakes the pages (its truth arrives late)."""
         parsed = parse_code(code)
         meta = self._meta(parsed) if parsed is not None else None
-        if meta is None:
+        if parsed is None or meta is None:
             return  # closed meanwhile: nothing to keep
         n = _step(meta, step)
         if picture is not None:  # first: a page woken by the note finds its picture

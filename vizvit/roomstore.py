@@ -22,8 +22,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal, Protocol
+from typing import Literal, Protocol
 
 Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full"]
 Created = Literal["ok", "taken", "full", "owner"]
@@ -99,12 +100,14 @@ CREATE TABLE IF NOT EXISTS rooms (code TEXT PRIMARY KEY, meta TEXT NOT NULL, ver
 CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
 CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, step INTEGER NOT NULL, student TEXT NOT NULL,
                                     answer TEXT NOT NULL, PRIMARY KEY (code, step, student));
-CREATE TABLE IF NOT EXISTS blobs (code TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (code, name));
+CREATE TABLE IF NOT EXISTS blobs (code TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
+                                  PRIMARY KEY (code, name));
 CREATE TABLE IF NOT EXISTS gone (code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL);
 """
 
 
-def check_answer(meta: dict, step: int, known: bool, locked_ok: bool, count: int, max_students: int) -> Outcome:
+def check_answer(meta: dict, step: int, known: bool, locked_ok: bool, count: int,
+                 max_students: int) -> Outcome:
     """The answer rule both stores apply inside their atomic write (Redis: the same rule in Lua)."""
     if step > meta["step"]:
         return "ahead"
@@ -189,7 +192,8 @@ class SQLiteStore:
             meta = json.loads(row[0])
             if fn(meta):
                 meta["version"] += 1
-            db.execute("UPDATE rooms SET meta=?, version=? WHERE code=?", (json.dumps(meta), meta["version"], code))
+            db.execute("UPDATE rooms SET meta=?, version=? WHERE code=?",
+                       (json.dumps(meta), meta["version"], code))
             return meta
 
         return self._tx(tx)  # type: ignore[return-value]
@@ -200,8 +204,10 @@ class SQLiteStore:
         if row is None:
             return "gone", None
         meta = json.loads(row[0])
-        known = db.execute("SELECT 1 FROM students WHERE code=? AND student=?", (code, student)).fetchone() is not None
-        count = 0 if known else db.execute("SELECT COUNT(*) FROM students WHERE code=?", (code,)).fetchone()[0]
+        known = db.execute("SELECT 1 FROM students WHERE code=? AND student=?",
+                           (code, student)).fetchone() is not None
+        count = 0 if known else db.execute("SELECT COUNT(*) FROM students WHERE code=?",
+                                           (code,)).fetchone()[0]
         probe = meta if step is not None else {**meta, "step": 0, "revealed": []}
         got = check_answer(probe, step if step is not None else 0, known, False, count, max_students)
         if got == "ok" and not known:

@@ -16,8 +16,8 @@ import json
 import logging
 import secrets
 import threading
-import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis
 
@@ -35,7 +35,9 @@ STORE_DOWN = "The server's room store (Redis) is not answering: try again in a m
 _CREATE = """
 local p = 'vizvit:'
 local code = ARGV[1]
-if redis.call('EXISTS', p..'room:'..code) == 1 or redis.call('EXISTS', p..'gone:'..code) == 1 then return 'taken' end
+if redis.call('EXISTS', p..'room:'..code) == 1 or redis.call('EXISTS', p..'gone:'..code) == 1 then
+  return 'taken'
+end
 local open = redis.call('SMEMBERS', p..'rooms')
 if #open >= tonumber(ARGV[3]) then return 'full' end
 local owner = cjson.decode(ARGV[2]).owner
@@ -92,6 +94,12 @@ return 1
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _text(v: bytes | str) -> str:
+    """A reply as text: redis-py types every reply ``bytes | str`` (str with decode_responses=True);
+    this client keeps bytes, for the blobs."""
+    return v.decode() if isinstance(v, bytes) else v
+
+
 def _answers_down(fn: F) -> F:
     """Redis unreachable -> one plain sentence (a UserError), never a traceback; the server keeps serving."""
 
@@ -117,7 +125,8 @@ class RedisStore:
                                                      socket_timeout=5, socket_connect_timeout=5,
                                                      health_check_interval=30)
         self.r = redis.Redis(connection_pool=pool)
-        self._create, self._enter, self._close = (self.r.register_script(s) for s in (_CREATE, _ENTER, _CLOSE))
+        self._create, self._enter, self._close = (self.r.register_script(s)
+                                                  for s in (_CREATE, _ENTER, _CLOSE))
         # Each message names its sender: this process's Rooms has woken its own pages already
         self.origin = secrets.token_hex(8)
         self._stop = threading.Event()
@@ -137,7 +146,7 @@ class RedisStore:
 
     @_answers_down
     def metas(self) -> dict[str, dict]:
-        codes = sorted(c.decode() for c in self.r.smembers(P + "rooms"))
+        codes = sorted(_text(c) for c in self.r.smembers(P + "rooms"))
         raws = self.r.mget([self._key(c) for c in codes]) if codes else []
         return {c: json.loads(m) for c, m in zip(codes, raws) if m is not None}
 
@@ -179,7 +188,7 @@ class RedisStore:
 
     @_answers_down
     def answers(self, code: str, step: int) -> dict[str, str]:
-        return {k.decode(): v.decode() for k, v in self.r.hgetall(f"{self._key(code)}:a:{int(step)}").items()}
+        return {_text(k): _text(v) for k, v in self.r.hgetall(f"{self._key(code)}:a:{int(step)}").items()}
 
     @_answers_down
     def joined(self, code: str) -> int:
@@ -192,11 +201,12 @@ class RedisStore:
 
     @_answers_down
     def blob(self, code: str, name: str) -> bytes | None:
-        return self.r.hget(f"{self._key(code)}:b", name)
+        raw = self.r.hget(f"{self._key(code)}:b", name)
+        return raw.encode() if isinstance(raw, str) else raw
 
     @_answers_down
     def blob_names(self, code: str) -> set[str]:
-        return {k.decode() for k in self.r.hkeys(f"{self._key(code)}:b")}
+        return {_text(k) for k in self.r.hkeys(f"{self._key(code)}:b")}
 
     @_answers_down
     def close(self, code: str, reason: str, now: float) -> bool:
@@ -208,7 +218,7 @@ class RedisStore:
     @_answers_down
     def gone(self, code: str, now: float) -> str | None:
         raw = self.r.get(f"{P}gone:{code}")
-        return raw.decode() if raw is not None else None
+        return _text(raw) if raw is not None else None
 
     def _announce(self, code: str) -> None:
         self.r.publish(CHANNEL, f"{code} {self.origin}")

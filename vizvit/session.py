@@ -11,29 +11,39 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
-
 from PIL import Image
 
-from .catalog import Catalog, ModelId
 from .ablation import Ablation
+from .catalog import Catalog, ModelId
 from .cnn import load_cnn
+from .engine import (
+    Analysis,
+    Prediction,
+    Request,
+    ablation_hooks,
+    load_model,
+    nbytes,
+    predict_batch,
+    text_embeddings,
+    top_predictions,
+    with_zero_shot,
+)
 from .errors import UserError
-from .engine import (Analysis, Prediction, Request, ablation_hooks, load_model, nbytes, predict_batch,
-                     text_embeddings, top_predictions, with_zero_shot)
 from .forwards import MAX_BATCH, ForwardQueue
 from .images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
 from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
+
 
 class PhotoGone(UserError):
     """A kept photo pushed out by newer ones (the budget photo_bytes): a caller that can keep it again
@@ -171,7 +181,7 @@ class PhotoKey:
     template: str = ""
 
     @property
-    def intact(self) -> "PhotoKey":
+    def intact(self) -> PhotoKey:
         """The same photo, model and labels with every head on."""
         return PhotoKey(self.model_id, self.sha1, labels=self.labels, template=self.template)
 
@@ -233,7 +243,8 @@ class Workbench:
                 # The page names a local model by its short name, never its path: the cached prompts
                 # (CLIP / SigLIP's default labels) are keyed by that name too.
                 vm = load_model(source, self.device,
-                                head=lambda vm, labels, t: self._head(dataclasses.replace(vm, id=model_id), labels, t))
+                                head=lambda vm, labels, t: self._head(dataclasses.replace(vm, id=model_id),
+                                                                      labels, t))
                 if vm.id != model_id:
                     vm = dataclasses.replace(vm, id=model_id)
             except ValueError:
@@ -244,7 +255,8 @@ class Workbench:
                 self._models[model_id] = vm
                 while len(self._models) > self.max_models:
                     self._models.popitem(last=False)
-            if self.warm_photos:  # in the background: the visitor who picked it waits for their own photo only
+            # In the background: the visitor who picked it waits for their own photo only.
+            if self.warm_photos:
                 threading.Thread(target=self.warm, args=(model_id, self.warm_photos), daemon=True).start()
             return vm
 
@@ -281,7 +293,7 @@ class Workbench:
                 w(self.handle(key))
             except UserError:  # e.g. a photo evicted meanwhile: the tab says so when opened
                 pass
-            except Exception:  # noqa: BLE001 - preparation only: the tab computes it again and says why
+            except Exception:
                 log.warning("preparing %s for %s failed", getattr(w, "__qualname__", w), key, exc_info=True)
 
     def add_model(self, vm: VitModel) -> None:
@@ -351,6 +363,9 @@ class Workbench:
         """zero_shot's work for a loaded image-text model (also its default labels, at load)."""
         model_id = vm.id
         labs, t = required_labels(labels), check_template(template)
+        if vm.text is None:  # (text_embeddings says so too, but only when a prompt is not cached)
+            raise UserError("This model has no text tower.")
+        rule = vm.text.rule
 
         def compute() -> ZeroShotHead:
             texts = prompts(labs, t)
@@ -358,10 +373,10 @@ class Workbench:
             if missing:
                 for p, e in zip(missing, text_embeddings(vm, missing)):
                     self.cache.put(text_key(model_id, p), e)
-            got = {p: self.cache.get(text_key(model_id, p)) for p in texts}
-            for p in [p for p, e in got.items() if e is None]:  # evicted meanwhile: recompute
-                got[p] = text_embeddings(vm, [p])[0]
-            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]), vm.text.rule)
+            cached = {p: self.cache.get(text_key(model_id, p)) for p in texts}
+            got = {p: text_embeddings(vm, [p])[0] if e is None else e  # evicted meanwhile: recompute
+                   for p, e in cached.items()}
+            return head_of(vm.model, labs, t, torch.stack([got[p] for p in texts]), rule)
 
         return self.cache.get_or_compute(head_key(model_id, labs, t), compute)
 
@@ -380,13 +395,14 @@ class Workbench:
 
     def peek_derived(self, key: PhotoKey, name: Hashable) -> Any | None:
         """The cached derived result, or None: for streamed computations that store at the end."""
-        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation, key.labels, key.template))
+        return self.cache.get(derived_key(key.model_id, key.sha1, name, key.ablation, key.labels,
+                                          key.template))
 
     def per_model(self, model_id: str, name: Hashable, compute: Callable[[], Any]) -> Any:
         """Cache anything that depends on the model alone."""
         return self.cache.get_or_compute(model_key(model_id, name), compute)
 
-    def handle(self, key: PhotoKey) -> "Photo":
+    def handle(self, key: PhotoKey) -> Photo:
         """The handle views use for this photo under this model."""
         return Photo(self, key)
 
@@ -436,8 +452,8 @@ class Photo:
             shown = apply_view(self.input_view(), view, g.patch_size, g.grid[1])
             pred = predict_batch(vm, [shown], extra=ablation_hooks(vm, self.key.ablation))
             probs = None if pred.probs is None else pred.probs[0]
-            return ViewPrediction(shown, probs, top_predictions(probs, vm.labels) if probs is not None else (),
-                                  pred.patch_embeddings[0])
+            top = top_predictions(probs, vm.labels) if probs is not None else ()
+            return ViewPrediction(shown, probs, top, pred.patch_embeddings[0])
 
         return self.derived(view_prediction_name(view), compute)
 

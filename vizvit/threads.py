@@ -74,8 +74,8 @@ class _Mallinfo2(ctypes.Structure):
     """glibc's struct mallinfo2 (malloc.h), every field a size_t."""
 
     _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                 "fordblks", "keepcost")]
 
 
 @functools.cache

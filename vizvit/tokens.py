@@ -29,7 +29,8 @@ class EmbeddingWeights:
     conv_weight: torch.Tensor  # (D, 3, p, p): the patch conv, kernel = stride = p
     conv_bias: torch.Tensor | None  # (D,); None for CLIP / SigLIP
     stride: int  # p
-    prefix: torch.Tensor  # (T', D) the prefix tokens that get a position ([CLS]; DeiT [CLS] [DIST]; SigLIP none)
+    # (T', D) the prefix tokens that get a position ([CLS]; DeiT [CLS] [DIST]; SigLIP none)
+    prefix: torch.Tensor
     positions: torch.Tensor | None  # (T' + P0, D) the learned table; None for a relative bias (BEiT)
     registers: torch.Tensor | None  # (R, D) register tokens (no position), or None
     pre_norm: tuple[torch.Tensor, torch.Tensor, float] | None  # CLIP's pre-layernorm (weight, bias, eps)
@@ -78,7 +79,8 @@ def embedding_stage_of(w: EmbeddingWeights, pixels: torch.Tensor, patch_embeddin
     lin = conv_as_unfold_linear(x, w.conv_weight, w.conv_bias)  # (1, P, D)
     # The prefix tokens that get a position ([CLS], and DeiT's [DIST]) go in front first (SigLIP: none).
     pe_names = g.prefix_names[:pe_prefix]
-    tokens = torch.cat([w.prefix[None].to(seq.dtype), seq], dim=1) if pe_names else seq  # (1, pe_prefix + P, D)
+    # (1, pe_prefix + P, D)
+    tokens = torch.cat([w.prefix[None].to(seq.dtype), seq], dim=1) if pe_names else seq
     shapes = [("pixels", tuple(x.shape)), ("conv 3→D, kernel = stride = p", tuple(fmap.shape)),
               ("flatten row-major", tuple(seq.shape))]
     if pe_names:
@@ -87,13 +89,15 @@ def embedding_stage_of(w: EmbeddingWeights, pixels: torch.Tensor, patch_embeddin
         pe_pre, pe_patches = w.positions[:pe_prefix], w.positions[pe_prefix:]
         n0 = round(pe_patches.shape[0] ** 0.5)
         if (n0, n0) != g.grid:
-            pe_patches = interpolate_patch_positions(pe_patches.float(), (n0, n0), g.grid, antialias).to(pe_patches.dtype)
+            pe_patches = interpolate_patch_positions(pe_patches.float(), (n0, n0), g.grid,
+                                                     antialias).to(pe_patches.dtype)
         embedded = tokens + torch.cat([pe_pre, pe_patches])[None]  # (1, pe_prefix + P, D)
         shapes.append(("add position embeddings", tuple(embedded.shape)))
     else:  # BEiT: positions enter inside attention, as a relative bias
         embedded = tokens
         shapes.append(("no absolute positions (relative bias in attention)", tuple(embedded.shape)))
-    if w.registers is not None:  # registers go between [CLS] and the patches, after the positions: they have none
+    # Registers go between [CLS] and the patches, after the positions: they have none.
+    if w.registers is not None:
         embedded = torch.cat([embedded[:, :1], w.registers[None], embedded[:, 1:]], dim=1)
         shapes.append((f"insert [REG1]…[REG{g.num_registers}] after [CLS]", tuple(embedded.shape)))
     if w.pre_norm is not None:
@@ -255,20 +259,22 @@ def token_norms(hidden: torch.Tensor, g: Geometry) -> torch.Tensor:
 # output norm exceeds 150 in DINOv2 ViT-L/g; that absolute number does not carry over to other
 # widths or depths, so vizvit flags norms far out in each depth's own patch-norm distribution.
 OUTLIER_K = 3.0
-OUTLIER_METHOD = ("high-norm outlier: ‖token‖₂ > Q3 + 3·IQR of that depth's patch-token norms (Tukey's far-out "
-                  "fence); Darcet et al. 2024 use ‖token‖ > 150 for DINOv2 ViT-L/g")
+OUTLIER_METHOD = ("high-norm outlier: ‖token‖₂ > Q3 + 3·IQR of that depth's patch-token norms (Tukey's "
+                  "far-out fence); Darcet et al. 2024 use ‖token‖ > 150 for DINOv2 ViT-L/g")
 
 
 def norm_outliers(norms: torch.Tensor, k: float = OUTLIER_K) -> torch.Tensor:
     """(..., gh, gw) patch-token norms -> bool, same shape: norm > Q3 + k·IQR of the patch norms
     at the same depth (the last two axes)."""
     flat = norms.flatten(-2).float()  # (..., P)
-    q1, q3 = torch.quantile(flat, 0.25, dim=-1, keepdim=True), torch.quantile(flat, 0.75, dim=-1, keepdim=True)
+    q1 = torch.quantile(flat, 0.25, dim=-1, keepdim=True)
+    q3 = torch.quantile(flat, 0.75, dim=-1, keepdim=True)
     return (flat > q3 + k * (q3 - q1)).reshape(norms.shape)
 
 
 def cosine_to(x: torch.Tensor, i: int) -> torch.Tensor:
-    """(n, D) -> (n,): cosine similarity of token i to every token (one row of positional.cosine_similarity_matrix)."""
+    """(n, D) -> (n,): cosine similarity of token i to every token (one row of
+    positional.cosine_similarity_matrix)."""
     return F.cosine_similarity(x.float(), x[i:i + 1].float(), dim=-1)
 
 

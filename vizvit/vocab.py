@@ -9,7 +9,8 @@ from typing import Literal, get_args
 # tab, page/tabs/<id>.py wires it (both found by the id); ids double as URL values (?tab=attention).
 TABS: dict[str, str] = {"patches": "Patches", "embeddings": "Embeddings", "attention": "Attention",
                         "camera": "Camera", "positions": "Positions", "compare": "Compare",
-                        "experiments": "Experiments", "inside": "Inside", "lesson": "Lesson", "lecture": "For lecturers"}
+                        "experiments": "Experiments", "inside": "Inside", "lesson": "Lesson",
+                        "lecture": "For lecturers"}
 TabId = str  # one of TAB_IDS
 TAB_IDS: tuple[str, ...] = tuple(TABS)
 
@@ -56,7 +57,8 @@ MaskMode = Literal["drop", "mask", "black", "mean", "blur"]
 # drop first: a transformer's own way; "mask": the patch's embedding replaced by the [MASK] token
 # (BERT, BEiT, the ViT paper's masked-patch prediction), its position embedding kept.
 MASK_MODES: tuple[str, ...] = get_args(MaskMode)
-MASK_MODE_LABELS: dict[str, str] = {"mask": "[MASK] token"}  # what the page shows for a value, where not the value
+# What the page shows for a value, where not the value itself.
+MASK_MODE_LABELS: dict[str, str] = {"mask": "[MASK] token"}
 TOKEN_MODES: tuple[str, ...] = ("drop", "mask")  # masks applied to the tokens, not the pixels
 PIXEL_FILLS: tuple[str, ...] = tuple(m for m in MASK_MODES if m not in TOKEN_MODES)
 CURVE_MODES: tuple[str, ...] = (*PIXEL_FILLS, "drop")  # a pixel fill first: comparable with CNN papers

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from transformers import PreTrainedModel
 
 from .errors import UserError
 
@@ -45,8 +46,8 @@ MAX_LABELS = 64
 MAX_LABEL_CHARS = 80
 PATCH_LABEL_METHOD = ("patch-label similarity: cosine of each patch token (final layernorm, then the image "
                       "projection) with the label's text embedding")
-PATCH_LABEL_CAVEAT = ("CLIP and SigLIP were trained to align the *pooled* image embedding with text, not each "
-                      "patch token: this map is known to be noisy and can even highlight the background "
+PATCH_LABEL_CAVEAT = ("CLIP and SigLIP were trained to align the *pooled* image embedding with text, not "
+                      "each patch token: this map is known to be noisy and can even highlight the background "
                       "(Zhou et al. 2022, MaskCLIP; Li et al. 2023, CLIP Surgery). Read it as a probe, not "
                       "as an explanation; class relevance is the explanation.")
 
@@ -62,7 +63,8 @@ def parse_labels(text: str | tuple[str, ...] | list[str] | None) -> tuple[str, .
         raise UserError(f"{len(labels)} labels: give at most {MAX_LABELS}.")
     long = [lab for lab in labels if len(lab) > MAX_LABEL_CHARS]
     if long:
-        raise UserError(f"The label {long[0][:30]!r}… is too long: keep each under {MAX_LABEL_CHARS} characters.")
+        raise UserError(f"The label {long[0][:30]!r}… is too long: keep each under {MAX_LABEL_CHARS} "
+                        "characters.")
     return labels
 
 
@@ -78,7 +80,8 @@ def check_template(template: str | None) -> str:
     """"" -> the label as it is; otherwise the template must hold one {} where the label goes."""
     t = " ".join(str(template or "").split())
     if t and t.count("{}") != 1:
-        raise UserError('The prompt template needs exactly one {} where the label goes, e.g. "a photo of {}".')
+        raise UserError("The prompt template needs exactly one {} where the label goes, "
+                        'e.g. "a photo of {}".')
     if "{" in t.replace("{}", "") or "}" in t.replace("{}", ""):
         raise UserError("The prompt template may hold only one pair of braces, {}, where the label goes.")
     return t
@@ -132,8 +135,8 @@ def head_of(model: torch.nn.Module, labels: tuple[str, ...], template: str, text
             rule: Rule) -> ZeroShotHead:
     """A head from already-computed (C, E) text embeddings (normalised here); model: the CLIP /
     SigLIP model (its logit scale and bias); rule: the family's (VitModel.text.rule)."""
-    scale = float(model.logit_scale.detach().float().exp())
-    bias = float(model.logit_bias.detach().float()) if hasattr(model, "logit_bias") else 0.0
+    scale = float(model.get_parameter("logit_scale").detach().float().exp())
+    bias = float(model.get_parameter("logit_bias").detach().float()) if hasattr(model, "logit_bias") else 0.0
     emb = text_embeds.float().cpu()
     emb = emb / emb.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return ZeroShotHead(labels, template, emb, scale, bias, rule)
@@ -150,11 +153,11 @@ class ByteTokenizer:
         self.max_length, self.pad_to_max = max_length, pad_to_max
 
     def __call__(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        seqs = []
+        seqs: list[list[int]] = []
         for t in texts:
-            ids = [b + 3 for b in t.lower().encode("utf-8")]
+            codes = [b + 3 for b in t.lower().encode("utf-8")]
             room = self.max_length - 1 - (self.bos is not None)
-            seqs.append(([self.bos] if self.bos is not None else []) + ids[:room] + [self.eos])
+            seqs.append(([self.bos] if self.bos is not None else []) + codes[:room] + [self.eos])
         n = self.max_length if self.pad_to_max else max(len(s) for s in seqs)
         ids = torch.full((len(seqs), n), self.pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), n), dtype=torch.long)
@@ -187,7 +190,7 @@ class TextSide:
     use_attention_mask: bool  # SigLIP's text tower was trained without one
 
 
-def text_side(model: torch.nn.Module, name: str | None, rule: TextRule) -> TextSide:
+def text_side(model: PreTrainedModel, name: str | None, rule: TextRule) -> TextSide:
     """The tokenizer and rule of a CLIP/SigLIP model (rule: its family's): the checkpoint's own
     tokenizer (name), or a byte tokenizer (name None: random weights) with the text config's ids
     (random SigLIP: </s> = <pad> = 1, no <s>; CLIP pads with its end token)."""
@@ -195,8 +198,8 @@ def text_side(model: torch.nn.Module, name: str | None, rule: TextRule) -> TextS
     max_len = int(tc.max_position_embeddings)
     if name is None:
         pad = int(tc.pad_token_id) if rule.pad_to_max else int(tc.eos_token_id)
-        tok: Any = ByteTokenizer(int(tc.bos_token_id) if rule.bos else None, int(tc.eos_token_id), pad, max_len,
-                                 rule.pad_to_max)
+        tok: Any = ByteTokenizer(int(tc.bos_token_id) if rule.bos else None, int(tc.eos_token_id), pad,
+                                 max_len, rule.pad_to_max)
     else:
         tok = HubTokenizer(_auto_tokenizer(name), max_len, rule.pad_to_max)
     return TextSide(tok, rule.rule, rule.attention_mask)
