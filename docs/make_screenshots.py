@@ -5,7 +5,8 @@
 Writes docs/screenshot.png (Patches tab), docs/attention.png (Attention tab), and, for
 lecture halls and phones, docs/projector.png (Attention, projector mode at 1366×900) and
 docs/phone.png (390×844). --tour DIR instead writes every tab at desktop (1366×900), projector
-(1366×900, ?projector=1) and phone (390×844) sizes into DIR, full page, to look at each one.
+(1366×900, ?projector=1) and phone (390×844) sizes into DIR, full page, to look at each one, with the
+Compare tab against the model's random twin and a live room's two pages (a lecturer, one student).
 --lesson DIR writes lesson steps (question, then reveal) at desktop and phone sizes, the reveal's
 Open on the real tab, and the presenter view (projector mode, the step's QR code) into DIR.
 """
@@ -49,6 +50,51 @@ def tour(vm: vizvit.VitModel, out: Path) -> None:
                     page.screenshot(path=str(out / f"{layout}_{tab_id}.png"), full_page=True)
                     page.screenshot(path=str(out / f"{layout}_{tab_id}_first_screen.png"))
                     print(out / f"{layout}_{tab_id}.png")
+            compare_with_twin(url + query, w, h, out / f"{layout}_compare_with_b.png")
+            room_pages(url + query, w, h, out, layout)
+
+
+def compare_with_twin(url: str, w: int, h: int, path: Path) -> None:
+    """The Compare tab with model B the shown model's random twin (its "UNTRAINED" top-5 title)."""
+    twin = "random:vit-tiny-patch16-224"
+    sep = "&" if "?" in url else "?"
+    with page_at(f"{url}{sep}tab=compare&compare={twin}", width=w, height=h) as page:
+        page.wait_for_function(f"() => (document.querySelector('#cmp-model input') || {{}}).value?.includes('{twin}')")
+        upload(page, str(ROOT / "assets" / "examples" / "chelsea.jpg"))
+        for y in range(0, 12000, h):  # lazy pictures: loaded once in view
+            page.evaluate(f"window.scrollTo(0, {y})")
+            page.wait_for_timeout(400)
+        page.wait_for_timeout(4000)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(path), full_page=True)
+        print(path)
+
+
+def room_pages(url: str, w: int, h: int, out: Path, layout: str) -> None:
+    """A live room at this size: the lecturer's page after a student answered step 2, the student's."""
+    base = url.split("?")[0]
+    with page_at(base + "room?host=1" + ("&projector=1" if "projector" in url else ""), width=w, height=h,
+                 wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        student = host.context.browser.new_page(viewport={"width": w, "height": h})
+        student.goto(base + f"room?code={code}")
+        host.click("#next")
+        host.wait_for_selector("text=Step 2 of", timeout=30_000)
+        student.wait_for_selector("button[data-k]", timeout=60_000)
+        student.locator("button[data-k]").first.click()
+        host.wait_for_selector("#total:has-text('1 answered')", timeout=30_000)
+        host.wait_for_timeout(1000)
+        host.screenshot(path=str(out / f"{layout}_room_host.png"), full_page=True)
+        student.screenshot(path=str(out / f"{layout}_room_student.png"), full_page=True)
+        host.click("#reveal")
+        student.wait_for_selector("text=The truth on this photo", timeout=60_000)
+        student.wait_for_timeout(1000)
+        host.screenshot(path=str(out / f"{layout}_room_host_revealed.png"), full_page=True)
+        student.screenshot(path=str(out / f"{layout}_room_student_revealed.png"), full_page=True)
+        student.close()
+        print(out / f"{layout}_room_host.png")
 
 
 LESSON_SHOTS = {"patches": ("desktop", 1280, 1000), "shift1": ("phone", 390, 844), "mask": ("desktop", 1280, 1000)}

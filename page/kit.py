@@ -20,10 +20,11 @@ from typing import Any, Callable, Iterator
 import gradio as gr
 import numpy as np
 
-from vizvit import figures
+from vizvit import figures, render
 from . import web
 from vizvit.cancel import Cancel
 from vizvit.errors import UserError
+from vizvit.models import Geometry
 from vizvit import jobs as jobs_mod
 from vizvit.jobs import Caller, Jobs, Ticket
 from vizvit.readings import methods
@@ -284,6 +285,24 @@ def values(result: Any, shown: dict[str, gr.components.Component]) -> dict:
     if missing:
         raise AttributeError(f"{type(result).__name__} has no field(s) {missing}")
     return {c: getattr(result, n) for n, c in shown.items()}
+
+
+def with_cells(picture: Any, rows: int, cols: int, step: tuple[int, int] | None = None,
+               at: tuple[int, int] = (0, 0)) -> Any:
+    """A clickable picture of rows × cols cells (web.cells_class: step, at in its own pixels) as an
+    update that also gives it its cells' class, so the arrow keys and Enter choose a cell (web/a11y.js).
+    An update, not a gr.Image(...): that would encode its own file apart from the component's settings
+    (and the work ahead, _ahead, takes an update carrying a picture). No picture: unchanged."""
+    if not isinstance(picture, np.ndarray):
+        return picture
+    return gr.update(value=picture, elem_classes=[web.cells_class(rows, cols, step, at)])
+
+
+def patch_cells(picture: Any, g: Geometry) -> Any:
+    """with_cells for a picture of the model's patch grid enlarged render.display_scale(g) times from its
+    top-left corner (the Patches grid, the attention map, the Embeddings pictures, the mask grid)."""
+    p = g.patch_size * render.display_scale(g)
+    return with_cells(picture, *g.grid, step=(p, p))
 
 
 def reader(named: dict[str, gr.components.Component]) -> Callable[[tuple], dict[str, Any]]:

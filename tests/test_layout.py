@@ -86,3 +86,17 @@ def test_the_strip_outlines_the_chosen_layer():
     cols = np.flatnonzero((out != strip).any(-1).any(0))  # the columns the outline changed
     assert x0 - 2 <= cols.min() <= x0 and x0 + layout.STRIP_TILE - 2 <= cols.max() <= x0 + layout.STRIP_TILE + 1
     np.testing.assert_array_equal(out[1, x0 + 10], render.HIGHLIGHT_COLOR)
+
+
+@pytest.mark.parametrize("layers", [12, 24])
+def test_the_strip_wraps_so_its_labels_stay_readable_on_a_phone(layers):
+    """A 390-px phone gives the strip ~358 px: its "<=l" labels (render.TEXT_PX in the picture) must
+    show at >= 11 CSS px there, so the strip may be at most 358 * TEXT_PX / 11 px wide (one row of
+    twelve tiles was ~1,190 px: ~8 px labels)."""
+    maps = np.zeros((layers, 14, 14), np.float32)
+    strip = layout.compose_strip(np.zeros((224, 224, 3), np.uint8), maps, AttnParams())
+    step = layout.STRIP_TILE + 3
+    per_row = (strip.shape[1] + 3) // step
+    assert per_row * step - 3 == strip.shape[1]  # whole tiles, 3 px apart
+    assert -(-layers // per_row) * (layout.STRIP_TILE + layout.strip_caption() + 3) - 3 == strip.shape[0]
+    assert 358 * render.TEXT_PX / strip.shape[1] >= 11, f"{strip.shape[1]} px wide: labels at {358 * render.TEXT_PX / strip.shape[1]:.1f} px"

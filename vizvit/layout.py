@@ -225,12 +225,15 @@ def grid_cell_at(g: Geometry, x: float, y: float) -> tuple[int, int]:
 
 # ------------------------------------------------------------------ rollout strip
 STRIP_TILE = 96
+# Six tiles a row (12 layers: two rows, ~600 px wide): one row of twelve was ~1,190 px, which a 390-px
+# phone shrank to 0.3×, its "<=l" labels to ~8 px (issue 51); at six, ~0.6×: ~17 px.
+STRIP_PER_ROW = 6
 
 
 def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: int | None = None,
-                  vmax: float | None = None, per_row: int = 12, artifacts: np.ndarray | None = None,
+                  vmax: float | None = None, per_row: int = STRIP_PER_ROW, artifacts: np.ndarray | None = None,
                   floor: float = 1e-12) -> np.ndarray:
-    """(L, gh, gw) rollout maps -> one row of small overlays, each with "≤l" written below it (not
+    """(L, gh, gw) rollout maps -> rows of `per_row` small overlays, each with "≤l" written below it (not
     over the map); selected: 0-based layer outlined. vmax: a shared scale (None = each tile from 0
     to its own max, at least `floor`, outside its artifact tokens unless p.artifacts_in_range).
     artifacts: (L, gh, gw) bool, painted render.ARTIFACT_COLOR."""
@@ -251,7 +254,7 @@ def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: i
     return out if selected is None else outline_strip_tile(out, n, selected, per_row)
 
 
-def outline_strip_tile(img: np.ndarray, n: int, selected: int, per_row: int = 12) -> np.ndarray:
+def outline_strip_tile(img: np.ndarray, n: int, selected: int, per_row: int = STRIP_PER_ROW) -> np.ndarray:
     """A copy of a compose_strip image with the 0-based layer's tile outlined in yellow."""
     cols = min(n, per_row)
     r, c = divmod(selected, cols)

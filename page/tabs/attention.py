@@ -7,7 +7,7 @@ from typing import Any
 
 import gradio as gr
 
-from vizvit import vocab
+from vizvit import layout, vocab
 from vizvit.readings import methods
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap
@@ -39,7 +39,11 @@ def opened(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     g = ph.vm.geometry
     page = ap.show(ph, params(dict(zip(CONTROLS, v))))
     p = page.params
-    return {**{n: getattr(page, n) for n in SHOWN},
+    # The map's patches and the grid's layers × heads, chosen by the arrow keys and Enter too (web/a11y.js).
+    step = layout.grid_tile(g) + layout.GRID_SEP
+    cells = {"main": kit.patch_cells(page.main, g),
+             "grid": kit.with_cells(page.grid, g.num_layers, g.num_heads, (step, step), (layout.GRID_LEFT, layout.GRID_TOP))}
+    return {**{n: getattr(page, n) for n in SHOWN}, **cells,
             "layer": gr.Slider(maximum=g.num_layers, value=p.layer), "head": gr.Slider(maximum=g.num_heads, value=p.head),
             "query": p.query,
             "cls": gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),

@@ -51,8 +51,11 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     """The tab opened (or a new photo or model while open): every table, text and depth picture."""
     if key is None:
         return kit.skip([*OPENED, "depth"])
-    page = embeddings.show(wb.handle(key), params(v))
-    return {**kit.values(page, {n: n for n in SHOWN}), "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
+    ph = wb.handle(key)
+    page = embeddings.show(ph, params(v))
+    g = ph.vm.geometry  # both pictures' patches chosen by the arrow keys and Enter too (web/a11y.js)
+    cells = {n: kit.patch_cells(getattr(page, n), g) for n in ("pca", "similarity")}
+    return {**kit.values(page, {n: n for n in SHOWN}), **cells, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
             "book": book_value(ui, page.book)}
 
 

@@ -40,9 +40,12 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
     """The tab opened (or a new photo or model while open): the pictures, both books, the shift range."""
     if key is None:
         return kit.skip(OPENED)
-    page = experiments.show(wb.handle(key), params(v))
+    ph = wb.handle(key)
+    page = experiments.show(ph, params(v))
     lo, hi = page.shift_limits
-    return {**{n: getattr(page, n) for n in SHOWN}, "dx": gr.update(minimum=lo, maximum=hi),
+    return {**{n: getattr(page, n) for n in SHOWN},
+            "mask_grid": kit.patch_cells(page.mask_grid, ph.vm.geometry),  # keys toggle a patch too (web/a11y.js)
+            "dx": gr.update(minimum=lo, maximum=hi),
             "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
             "mask_book": fetch["mask"].value(page.mask_book, key)}
 

@@ -35,8 +35,11 @@ def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, An
     """The tab opened (or a new photo, model or ablation while open): the lens, the grid, the depth slider's range."""
     if key is None:
         return kit.skip(OPENED)
-    page = inside.show(wb.handle(key), inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
-    return {**{n: getattr(page, n) for n in SHOWN}, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
+    ph = wb.handle(key)
+    page = inside.show(ph, inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
+    g = ph.vm.geometry  # a head switched by the arrow keys and Enter too (web/a11y.js)
+    grid = kit.with_cells(page.grid, g.num_layers, g.num_heads, (inside.CELL, inside.CELL), (inside.LEFT, inside.TOP))
+    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
             "lens_book": lens_book(ui, page.lens_book)}
 
 

@@ -55,8 +55,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     def show(key: PhotoKey | None, *v: Any) -> dict:
         if key is None:
             return kit.skip(outs)
-        page = positions.show(ctx.wb.handle(key), positions.PositionsParams.from_controls(read(v)))
-        return {**kit.values(page, shown), marks: flip.marks_for_page("pos-grid", page.marks, grid_img)}
+        ph = ctx.wb.handle(key)
+        page = positions.show(ph, positions.PositionsParams.from_controls(read(v)))
+        # A tile chosen by the arrow keys and Enter too (web/a11y.js)
+        grid = kit.with_cells(page.grid, *positions.tile_layout(ph))
+        return {**kit.values(page, shown), grid_img: grid, marks: flip.marks_for_page("pos-grid", page.marks, grid_img)}
 
     @safe
     def resize(key: PhotoKey | None, *v: Any) -> dict:

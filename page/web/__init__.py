@@ -14,8 +14,9 @@ from pathlib import Path
 from .. import ids
 
 HERE = Path(__file__).resolve().parent
-# A picture that is a grid of cells (the Patches tab's grid) carries the class CELLS_CLASS-<rows>x<cols>:
-# a11y.js then lets the arrow keys choose a cell and Enter click it (issue 51).
+# A clickable picture that is a grid of cells (the Patches tab's grid, the attention map, the layers × heads
+# grids...) carries the class CELLS_CLASS-<rows>x<cols>[-<left>-<top>-<step x>-<step y>]: a11y.js then lets
+# the arrow keys choose a cell and Enter click it (issue 51).
 CELLS_CLASS = "vv-cells"
 
 
@@ -55,9 +56,13 @@ def after_paint(selector: str) -> str:
     return asset("after_paint.js").replace("SELECTOR", selector)
 
 
-def cells_class(rows: int, cols: int) -> str:
-    """The class that makes a picture of rows × cols cells keyboard-choosable (a11y.js)."""
-    return f"{CELLS_CLASS}-{rows}x{cols}"
+def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: tuple[int, int] = (0, 0)) -> str:
+    """The class that makes a picture of rows × cols cells keyboard-choosable (a11y.js). step: (x, y) px,
+    in the picture's own pixels, from one cell's top-left corner to the next one's (a cell and its
+    separator); at: the first cell's top-left corner (after the labels). No step: the cells fill the picture."""
+    if step is None:
+        return f"{CELLS_CLASS}-{rows}x{cols}"
+    return f"{CELLS_CLASS}-{rows}x{cols}-{at[0]}-{at[1]}-{step[0]}-{step[1]}"
 
 
 def page_scripts() -> str:

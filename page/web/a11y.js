@@ -1,12 +1,16 @@
 // Accessibility (issue 51), installed once at page load after page.js. Three parts:
 // 1. Names (and the radio groups' one name each): a clickable picture is a <button> around an <img> in Gradio 6.31, with no text: a screen
-//    reader said "button" (axe: button-name, critical). It gets its block's label as its name (the label
-//    is in the page even where it is not shown: show_label=False keeps it sr-only). An empty chart's
+//    reader said "button" (axe: button-name, critical). It gets its block's label as its name (from
+//    Gradio's config where show_label=False leaves the label empty). An empty chart's
 //    placeholder carries aria-label on a plain <div> (axe: aria-prohibited-attr): it becomes role=img.
-// 2. Keys: a picture whose block has the class CELLS_CLASS-<rows>x<cols> (the Patches tab's grid, set from
-//    Python: page/tabs/patches.py) is a grid of cells: the arrow keys move a focus mark from cell to
-//    cell, Enter or Space clicks the marked cell's centre with the same click event a mouse sends, so
-//    Gradio's image select (which reads clientX/clientY against the <img>) answers as for a mouse.
+// 2. Keys: a picture whose block has the class CELLS_CLASS-<rows>x<cols>[-<left>-<top>-<step x>-<step y>]
+//    (set from Python: page/web/__init__.py's cells_class; the Patches grid, the attention map and the
+//    layers × heads grids, the Embeddings pictures, the mask grid, the Positions tiles, the Inside heads)
+//    is a grid of cells: the arrow keys move a focus mark from cell to cell, Enter or Space clicks the
+//    marked cell's centre with the same click event a mouse sends, so Gradio's image select (which reads
+//    clientX/clientY against the <img>) and the page's own drawing of a click answer as for a mouse.
+//    Without the four numbers the cells fill the picture; with them, cell (r, c) starts at
+//    (left + c·step x, top + r·step y) of the picture's own pixels (past its labels).
 // 3. The same names again whenever Gradio redraws (a MutationObserver, one pass per frame).
 () => {
   if (window.__vizvitA11y) return;
@@ -14,9 +18,15 @@
   const PREFIX = 'CELLS_CLASS-';
   let groups = 0;
 
+  // The block's label; Gradio 6.31 leaves a show_label=False block's label empty (the layers × heads
+  // grid was named "picture"), so then the label the page was built with (Gradio's own config, by elem_id).
+  const configLabel = (id) => {
+    const c = id && ((window.gradio_config && window.gradio_config.components) || []).find((k) => k.props && k.props.elem_id === id);
+    return (c && c.props.label) || '';
+  };
   const labelOf = (block) => {
     const label = block && block.querySelector('[data-testid="block-label"]');
-    return label ? label.textContent.trim() : '';
+    return (label && label.textContent.trim()) || (block && configLabel(block.id)) || '';
   };
   const name = () => {
     for (const btn of document.querySelectorAll('.image-container button:not(.icon-button)')) {
@@ -24,7 +34,7 @@
       const block = btn.closest('.block');
       const text = labelOf(block) || 'picture';
       const cells = cellsOf(block);
-      const want = cells ? `${text}. Arrow keys choose a patch, Enter clicks it.` : text;
+      const want = cells ? `${text}. Arrow keys choose a cell, Enter clicks it.` : text;
       if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
     }
     for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
@@ -47,11 +57,12 @@
   }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['name'] });
   name();
 
-  // [rows, cols] from the block's class, or null: a picture without cells keeps Gradio's behaviour.
+  // {rows, cols, box: [left, top, step x, step y] or null} from the block's class, or null: a picture
+  // without cells keeps Gradio's behaviour.
   const cellsOf = (block) => {
     const cls = block && [...block.classList].find((c) => c.startsWith(PREFIX));
-    const m = cls && cls.slice(PREFIX.length).match(/^(\d+)x(\d+)$/);
-    return m ? [Number(m[1]), Number(m[2])] : null;
+    const m = cls && cls.slice(PREFIX.length).match(/^(\d+)x(\d+)(?:-(\d+)-(\d+)-(\d+)-(\d+))?$/);
+    return m ? { rows: Number(m[1]), cols: Number(m[2]), box: m[3] === undefined ? null : m.slice(3, 7).map(Number) } : null;
   };
   // The drawn picture's box (object-fit: contain centres it in the <img> box), as Gradio maps a click.
   const drawn = (img) => {
@@ -60,7 +71,14 @@
     const w = img.naturalWidth * s, h = img.naturalHeight * s;
     return { left: b.left + (b.width - w) / 2, top: b.top + (b.height - h) / 2, w, h };
   };
-  const place = (btn, img, rows, cols) => {
+  // Cell [r, c]'s box on the screen: {left, top, w, h} in client pixels.
+  const cellBox = (img, cells, [r, c]) => {
+    const d = drawn(img);
+    if (!cells.box) return { left: d.left + (c * d.w) / cells.cols, top: d.top + (r * d.h) / cells.rows, w: d.w / cells.cols, h: d.h / cells.rows };
+    const k = d.w / img.naturalWidth, [x0, y0, sx, sy] = cells.box;
+    return { left: d.left + (x0 + c * sx) * k, top: d.top + (y0 + r * sy) * k, w: sx * k, h: sy * k };
+  };
+  const place = (btn, img, cells) => {
     let mark = btn.querySelector('.vv-cell-mark');
     if (!mark) {
       mark = document.createElement('span');
@@ -68,10 +86,9 @@
       mark.setAttribute('aria-hidden', 'true');
       btn.append(mark);
     }
-    const d = drawn(img), b = btn.getBoundingClientRect();
-    const [r, c] = btn.__vvCell;
-    Object.assign(mark.style, { left: `${d.left - b.left + (c * d.w) / cols}px`, top: `${d.top - b.top + (r * d.h) / rows}px`,
-                                width: `${d.w / cols}px`, height: `${d.h / rows}px`, display: 'block' });
+    const x = cellBox(img, cells, btn.__vvCell), b = btn.getBoundingClientRect();
+    Object.assign(mark.style, { left: `${x.left - b.left}px`, top: `${x.top - b.top}px`,
+                                width: `${x.w}px`, height: `${x.h}px`, display: 'block' });
   };
   const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
   document.addEventListener('keydown', (e) => {
@@ -79,18 +96,21 @@
     const cells = btn && cellsOf(btn.closest('.block'));
     const img = btn && btn.querySelector('img');
     if (!cells || !img || !img.naturalWidth) return;
-    const [rows, cols] = cells;
-    const at = btn.__vvCell || [Math.floor(rows / 2), Math.floor(cols / 2)];
+    const { rows, cols } = cells;
+    // A new grid (another model: 16 × 16 patches, 12 layers): the mark starts again in the middle.
+    const fits = btn.__vvCell && btn.__vvCell[0] < rows && btn.__vvCell[1] < cols;
+    const at = fits ? btn.__vvCell : [Math.floor(rows / 2), Math.floor(cols / 2)];
     if (MOVES[e.key]) {
       const [dr, dc] = MOVES[e.key];
       btn.__vvCell = [Math.min(rows - 1, Math.max(0, at[0] + dr)), Math.min(cols - 1, Math.max(0, at[1] + dc))];
-      place(btn, img, rows, cols);
+      place(btn, img, cells);
       e.preventDefault();
     } else if (e.key === 'Enter' || e.key === ' ') {
       btn.__vvCell = at;
-      place(btn, img, rows, cols);
-      const d = drawn(img);
-      const x = d.left + ((at[1] + 0.5) * d.w) / cols, y = d.top + ((at[0] + 0.5) * d.h) / rows;
+      place(btn, img, cells);
+      const box = cellBox(img, cells, at);
+      // The step's centre: inside the cell itself, whose separator (2 px) ends the step.
+      const x = box.left + box.w / 2, y = box.top + box.h / 2;
       e.preventDefault();  // else the button's own click (at 0, 0) follows
       img.dispatchEvent(new MouseEvent('click', { clientX: x, clientY: y, bubbles: true, cancelable: true }));
     }
@@ -104,7 +124,7 @@
   window.addEventListener('resize', () => {
     for (const btn of document.querySelectorAll('.image-container button')) {
       const img = btn.querySelector('img'), cells = cellsOf(btn.closest('.block'));
-      if (btn.__vvCell && img && cells && document.activeElement === btn) place(btn, img, ...cells);
+      if (btn.__vvCell && img && cells && document.activeElement === btn) place(btn, img, cells);
     }
   });
 }

@@ -60,13 +60,14 @@ def _listing(found: dict[str, list]) -> str:
                      for tab, rows in found.items() for rule, impact, target, why in rows)
 
 
-@pytest.mark.parametrize("query", ["", "?projector=1"], ids=["desktop", "projector"])
-def test_axe_finds_nothing_critical_or_serious_on_any_tab(url, query):
+@pytest.mark.parametrize("query, width, height", [("", 1366, 900), ("?projector=1", 1366, 900), ("", 390, 844)],
+                         ids=["desktop", "projector", "phone"])
+def test_axe_finds_nothing_critical_or_serious_on_any_tab(url, query, width, height):
     if not AXE.is_file():
         if os.environ.get("CI"):
             pytest.fail("axe-core not installed: scripts/setup --dev runs npm ci")
         pytest.skip("axe-core not installed (npm ci at the repo root)")
-    found = axe_violations(url, query)
+    found = axe_violations(url, query, width, height)
     assert not any(found.values()), "axe-core, WCAG 2.1 AA:\n" + _listing(found)
 
 
@@ -120,3 +121,36 @@ def test_a_lesson_step_is_answered_and_revealed_by_keyboard_alone(url):
         page.keyboard.press("Enter")
         page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
                                timeout=60_000)
+
+
+# Every other clickable picture (a select handler, or the page's own click drawing): (tab, picture,
+# keys from the middle cell, the element whose text says what was picked, that text). The tiny ViT:
+# 14 × 14 patches, 2 layers × 2 heads, so the middle cell is (7, 7) of the patches, (1, 1) of the heads.
+PICKS = [
+    ("Attention", "attn-main", ("ArrowUp", "ArrowLeft"), "#attn-readout", "patch (row 6, col 6)"),
+    ("Attention", "attn-grid", ("ArrowUp",), "#attn-readout", "Layer 1 · head 2"),
+    ("Embeddings", "emb-pca", ("ArrowDown", "ArrowRight"), "#emb-sim-info", "Patch (row 8, col 8)"),
+    ("Embeddings", "emb-sim", ("ArrowLeft", "ArrowLeft", "ArrowLeft"), "#emb-sim-info", "Patch (row 7, col 4)"),
+    ("Positions", "pos-grid", ("ArrowRight", "ArrowRight"), "#pos-tile .gtitle", "Position (7, 9)"),
+    ("Experiments", "mask-grid", (), "#mask-info", "1 of 196 patches masked"),
+    ("Inside", "ablate-grid", ("ArrowLeft",), "#ablate-text", "Switched off (zero): 2.1 "),
+]
+
+
+def test_every_clickable_picture_is_named_and_picks_with_the_arrow_keys_and_enter(url):
+    """Tab to each picture from its tab, arrow keys, Enter: the same answer a mouse click there gets."""
+    with page_at(url, 1366, 900) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.wait_for_selector("#status:has-text('top-1')")
+        for tab, elem, keys, where, want in PICKS:
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_selector(f"#{elem}[class*='vv-cells-'] img", timeout=60_000)  # the show's answer: its cells
+            page.wait_for_timeout(1500)  # the tab's other answers (a click is answered after them)
+            page.get_by_role("tab", name=tab).focus()
+            tab_to(page, f"#{elem} .image-container button:not(.icon-button)")
+            name = page.evaluate("document.activeElement.getAttribute('aria-label')")
+            assert name and "Arrow keys choose a cell" in name and not name.startswith("picture"), (elem, name)
+            for key in (*keys, "Enter"):
+                page.keyboard.press(key)
+            page.wait_for_selector(f"{where}:has-text('{want}')", timeout=30_000)

@@ -58,6 +58,12 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         limit = page.evaluate("""() => { const m = document.querySelector('#attn-discard [data-testid=max-value]');
             return [m.getBoundingClientRect().right, document.querySelector('#attn-discard').getBoundingClientRect().right]; }""")
         assert limit[0] <= limit[1], f"the slider's limit runs past its panel: {limit}"
+        # A checkbox's words whole beside a slider ("one shared colour scale" was cut to "one share").
+        cut_boxes = page.evaluate("""() => [...document.querySelectorAll('.block input[type=checkbox]')]
+            .filter((i) => i.offsetParent).map((i) => { const l = i.closest('label'), b = i.closest('.block');
+              return [b.id, l.scrollWidth, l.clientWidth, l.getBoundingClientRect().right, b.getBoundingClientRect().right]; })
+            .filter(([, sw, cw, lr, br]) => sw > cw + 1 || lr > br + 1)""")
+        assert not cut_boxes, f"checkbox labels cut in projector mode: {cut_boxes}"
         width = page.evaluate("document.querySelector('#attn-readout').getBoundingClientRect().width")
         shot(page, "corners_projector_attention", full_page=True)
         assert width > 700, f"the readout is a {width:.0f} px column"

@@ -10,6 +10,7 @@ import time
 import inspect
 
 import gradio as gr
+import numpy as np
 import pytest
 
 from page import kit
@@ -278,3 +279,21 @@ def test_every_tabs_open_with_no_photo_yet_clears_nothing(tiny16):
         vals = list(out.values()) if isinstance(out, dict) else list(out if isinstance(out, (list, tuple)) else [out])
         cleared = [v for v in vals if _blank(v) or (isinstance(v, dict) and "value" in v and _blank(v["value"]))]
         assert not cleared, (fn.name, [tabs[t[0]].id for t in fn.targets], cleared[:3])
+
+
+def test_a_picture_of_cells_carries_its_layout_for_the_keys_and_nothing_else_changes():
+    """kit.patch_cells / with_cells (issue 51: web/a11y.js reads the class): a 14×14 grid of 16-px
+    patches shown 3× (render.display_scale for 224 px) steps 48 px from the corner; the heads grid
+    starts past its labels; no picture (a skip, None) passes through untouched."""
+    from vizvit import render
+    from vizvit.models import Geometry
+
+    g = Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=12,
+                 num_heads=3, hidden_size=8)
+    assert render.display_scale(g) == 3
+    pic = np.zeros((672, 760, 3), np.uint8)  # the map with its colour bar to the right
+    assert kit.patch_cells(pic, g)["elem_classes"] == ["vv-cells-14x14-0-0-48-48"]
+    assert kit.patch_cells(pic, g)["value"] is pic
+    assert kit.with_cells(pic, 12, 3, (86, 86), (66, 30))["elem_classes"] == ["vv-cells-12x3-66-30-86-86"]
+    skip = gr.skip()
+    assert kit.with_cells(skip, 2, 2) is skip and kit.with_cells(None, 2, 2) is None

@@ -1,6 +1,7 @@
 """Issue 51, accessibility of the live room's two pages: axe-core's WCAG 2.0/2.1 A and AA rules find
 nothing critical or serious on the student's page (the join form, an open question, a revealed step)
-nor on the lecturer's (before and after opening a room); and a student answers by keyboard alone.
+nor on the lecturer's (before and after opening a room), each at a phone's size (390 px) and a
+projector's (1366 px); and a student answers by keyboard alone.
 axe-core comes from npm (see tests/page/test_a11y.py); without it the axe test skips with one line."""
 
 from __future__ import annotations
@@ -32,15 +33,21 @@ def _need_axe() -> None:
         pytest.skip("axe-core not installed (npm ci at the repo root)")
 
 
-def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_answers_by_keyboard(url):
+# (host's, student's) viewport: a lecturer at the projector with students on phones, and the other way round.
+SIZES = {"host-1366-student-390": ((1366, 900), (390, 844)), "host-390-student-1366": ((390, 844), (1366, 900))}
+
+
+@pytest.mark.parametrize("sizes", SIZES.values(), ids=SIZES.keys())
+def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_answers_by_keyboard(url, sizes):
     _need_axe()
+    (hw, hh), (sw, sh) = sizes
     found: dict[str, list] = {}
-    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+    with page_at(url + "room?host=1", width=hw, height=hh, wait_for="#ex") as host:
         found["host: open a room"] = _axe(host)
         host.click("#ex")
         host.wait_for_selector("#room-code", timeout=120_000)
         code = host.inner_text("#room-code").strip()
-        student = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+        student = host.context.browser.new_page(viewport={"width": sw, "height": sh})
         student.set_default_timeout(60_000)
         student.goto(url + "room")
         student.wait_for_selector("#code")

@@ -78,3 +78,17 @@ def test_cls_chart_uses_its_own_symmetric_range():
     assert fig.data[0].zmin == -0.12 and fig.data[0].zmax == 0.12
     assert "±0.12" in fig.layout.title.text
 
+
+
+def test_tile_layout_puts_each_step_centre_on_its_own_tile(tiny, cat):
+    """The keyboard's cells (tile_layout, page/web/a11y.js clicks a step's centre) against the grid
+    image's own geometry: rows × cols tiles of gh·cell (gw·cell) px, SEP px apart."""
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny)
+    ph = wb.handle(PhotoKey(tiny.id, wb.add_photo(cat)))
+    gh, gw = tiny.geometry.grid
+    cell = positions_panel.cached_model_positions(ph).cell
+    rows, cols, (sx, sy) = positions_panel.tile_layout(ph)
+    assert (rows, cols, sx, sy) == (gh, gw, gw * cell + positions_panel.SEP, gh * cell + positions_panel.SEP)
+    for r, c in ((0, 0), (rows - 1, cols - 1), (2, 5)):
+        assert positions_panel.tile_at((c + 0.5) * sx, (r + 0.5) * sy, (gh, gw), cell) == (r, c)

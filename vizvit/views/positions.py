@@ -448,6 +448,18 @@ def click_tile(ph: Photo, x: float, y: float) -> tuple[np.ndarray, go.Figure] | 
     return highlight_tile(mp.grid_img, rc, r.grid, mp.cell), tile_figure(r.sim, r.grid, rc)
 
 
+def tile_layout(ph: Photo) -> tuple[int, int, tuple[int, int]]:
+    """The grid image's tiles as click_tile finds them: (rows, cols, (x, y) px from one tile's corner
+    to the next, its separator included), from the image's top-left corner. BEiT: the (layer, head) tables."""
+    if ph.vm.family.has_bias_table:
+        bp = cached_bias_positions(ph)
+        n_l, n_h, th, tw = bp.bias.tables.shape
+        return n_l, n_h, (tw * bp.cell + SEP, th * bp.cell + SEP)
+    mp = cached_model_positions(ph)
+    gh, gw = mp.report.grid
+    return gh, gw, (gw * mp.cell + SEP, gh * mp.cell + SEP)
+
+
 @dataclass(frozen=True)
 class ResolutionPanel:
     grid_img: np.ndarray  # grid of maps at the new size + colour bar
