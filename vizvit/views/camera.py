@@ -53,9 +53,9 @@ PROB_COLOR = (198, 219, 239)  # a top-5 row's probability bar
 # Below this many pictures a second a camera view stops looking live: the panel says the model
 # is too slow, with its measured forward time, and on a CPU names the fastest model of the list.
 LIVE_FPS = 4.0
-# The page's loop (web/camera_live.js) sends the next frame when the last frame's picture comes
-# back: one frame in flight per camera, so a frame never waits for the model to finish an older
-# one, and the browser captures no frame the server would drop. Gradio's webcam stream sent a
+# The page's loop (web/camera_live.js) sends frames as the server can read them (IN_FLIGHT
+# below), so a frame never waits long for the model to finish an older one, and the browser
+# captures no frame the server would drop. Gradio's webcam stream sent a
 # frame every 66 ms whatever the server did: a frame waited ~half a step for the model, and the
 # browser's extra captures slowed the forward (it shares this machine's two cores): 7.1 pictures/s
 # at 222 ms from capture to paint (3.4 bare forwards) on the trained ViT-Ti (benchmarks/camera.py).
