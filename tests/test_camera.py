@@ -120,6 +120,45 @@ def test_a_client_sending_many_frames_at_once_holds_two_callers_not_one_each():
     assert shown == [19], f"the waiting caller shows the newest frame: {shown}"
 
 
+def test_each_frame_says_how_long_it_waited_for_the_work_before_it_or_how_long_the_feed_stood_idle():
+    """The page times its next frame by these (camera_live.js): a frame that arrives while the
+    previous frame's work runs waited until that work ended; one that arrives after it ended found
+    the feed idle since then. Constructed on a clock: work 1 runs 0.05-0.13 s; frame 2 arrives at 0.10
+    (waits 0.03 s), frame 3 at 0.30, 0.07 s after work 2 ended at 0.23."""
+    clock = Clock()
+    feed = camera.Feed(clock=clock)
+    seen: list[camera.Frame] = []
+    working, go = threading.Event(), threading.Event()
+
+    def slow(frame: camera.Frame) -> None:  # work 1: held until frame 2 waits, then ends at 0.13
+        seen.append(frame)
+        working.set()
+        assert go.wait(5)
+        clock.t = 0.13
+
+    def work(frame: camera.Frame) -> None:  # 0.10 s of work
+        seen.append(frame)
+        clock.t += 0.10
+
+    clock.t = 0.05
+    first = threading.Thread(target=lambda: feed.step(1, slow))
+    first.start()
+    assert working.wait(5)
+    clock.t = 0.10
+    second = threading.Thread(target=lambda: feed.step(2, work))
+    second.start()
+    deadline = time.time() + 5
+    while len(feed.slot) == 0 and time.time() < deadline:  # frame 2 waits in the slot
+        time.sleep(0.001)
+    go.set()
+    first.join()
+    second.join()
+    clock.t = 0.30
+    feed.step(3, work)
+    got = [(f.rgb, round(f.waited, 6), round(f.idle, 6)) for f in seen]
+    assert got == [(1, 0.0, 0.0), (2, 0.03, 0.0), (3, 0.0, 0.07)], got
+
+
 def test_feeds_forget_a_session_when_it_closes_idles_or_is_pushed_out():
     clock = Clock()
     feeds = camera.Feeds(idle_s=10, max_feeds=2, clock=clock)

@@ -20,7 +20,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Generic, TypeVar
 
 from .errors import UserError
@@ -105,10 +105,15 @@ class RateMeter:
 
 @dataclass(frozen=True)
 class Frame:
-    """One camera frame as it arrived: the RGB pixels and when it arrived (monotonic seconds)."""
+    """One camera frame as it arrived: the RGB pixels and when it arrived (monotonic seconds).
+    As its work begins (Feed.step), how long it waited for the session's previous work (waited) or
+    how long the session stood idle before it came (idle): a page that sends its next frame while
+    the last one's forward runs times it by these (web/camera_live.js)."""
 
     rgb: object  # (H, W, 3) uint8 numpy array
     arrived: float
+    waited: float = 0.0  # seconds from arriving to its work's start
+    idle: float = 0.0  # seconds from the session's previous work's end to this frame's arrival
 
 
 class Feed:
@@ -132,6 +137,7 @@ class Feed:
         # shows, which may be a picture or two behind the last one made (its answer still on the way).
         self.recent: OrderedDict[int, Frame] = OrderedDict()
         self.seen = clock()  # when the last frame arrived
+        self.ended: float | None = None  # when the last work ended
         self.done = 0  # pictures made
         self.note = ""  # what the panel last said about speed (sent again only when it changes)
 
@@ -156,8 +162,14 @@ class Feed:
             if got is None:  # a newer frame came in and an earlier caller took it: nothing to draw
                 return None
             _, frame = got
-            out = work(frame)
-            self.seen = self._clock()  # a long forward (behind uploads) is not a pause of the stream
+            start = self._clock()
+            frame = replace(frame, waited=start - frame.arrived,
+                            idle=max(0.0, frame.arrived - self.ended) if self.ended is not None else 0.0)
+            try:
+                out = work(frame)
+            finally:
+                self.ended = self._clock()
+            self.seen = self.ended  # a long forward (behind uploads) is not a pause of the stream
             self.last = frame
             self.done += 1
             self.recent[self.done] = frame

@@ -159,7 +159,8 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
 def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
     """POST FRAME_PATH?sid=...&layer=...&heads=...&mode=...&restart=0|1, a frame's JPEG in the body
     -> the live picture as the page draws it (views/camera.py: live_book's JSON; X-Frame: its number, X-Side: the model-input view's side,
-    X-Note: 1 when the speed note changed), 204 when a newer frame took its place, or a JSON
+    X-Note: 1 when the speed note changed, Server-Timing: where the server's time went, LiveStep.timing),
+    204 when a newer frame took its place, or a JSON
     {"error": ...} the page shows (409: refused, with what to do; 413: too big; 500)."""
 
     async def frame(request: Request) -> Response:
@@ -184,6 +185,7 @@ def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
             return Response(status_code=204)
         return Response(step.book, media_type="application/json",
                         headers={"X-Frame": str(step.frame), "X-Side": str(step.side),
-                                 "X-Note": "1" if step.note is not None else "0", "Cache-Control": "no-store"})
+                                 "X-Note": "1" if step.note is not None else "0", "Cache-Control": "no-store",
+                                 "Server-Timing": step.server_timing()})
 
     return APIRoute("/" + camera.FRAME_PATH, frame, methods=["POST"])

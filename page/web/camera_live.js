@@ -1,8 +1,9 @@
 // The camera page's loop (views/camera.py: live_markup, FRAME_PATH). Start asks for the camera and
-// sends one frame at a time to the frames' route, a JPEG in the request body; the answer is the
-// live picture's book (camera.py: live_book), drawn here (page/web/camera_draw.js), and the next
-// frame is captured as soon as it is painted. One frame in flight:
-// a frame never waits behind an older one, and no frame is captured that the server would drop.
+// sends frames to the frames' route, a JPEG in the request body; the answer is the live picture's
+// book (camera.py: live_book), drawn here (page/web/camera_draw.js). Two frames on their way at
+// most (IN_FLIGHT): the next frame leaves while the last one's forward runs, timed to reach the
+// server as that forward ends, so the server never waits for the page's drawing, a frame never
+// waits long behind an older one, and no frame is captured that the server would drop.
 // The map's controls are read from the page for each frame. sid: this page's camera token; side:
 // the short side a frame is sent at (views/camera.py: frame_side), no bigger than the camera's.
 (sid, side) => {
@@ -62,52 +63,96 @@
   };
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+  // The server's account of a frame (Server-Timing: 'wait;dur=2.1, idle;dur=0.0, ...') -> {wait: 2.1, ...}
+  const timing = (r) => Object.fromEntries((r.headers.get('Server-Timing') || '').split(',')
+    .map((e) => e.trim().match(/^([\w-]+);dur=([\d.]+)$/)).filter(Boolean).map((m) => [m[1], +m[2]]));
+
   // run: this run's number. A loop whose run is over (Stop, then Start again while its fetch was
-  // on its way) ends at its next step, so one run never has two frames in flight.
+  // on its way) ends at its next step, so one run never has frames of two loops in flight.
+  // cfg.in_flight frames on their way at once (views/camera.py: IN_FLIGHT): while one frame's forward
+  // runs, the next is captured `lead` ms after that frame was sent, so that it reaches the server as
+  // the forward ends: lead is the server's recent work on a frame (the median of the last five, from
+  // its Server-Timing) and an offset that follows its account of each frame: the frame waited for
+  // the forward before it (sent too early: later next time) or the server stood idle before it
+  // came (too late: sooner).
+  // Answers are drawn in the order sent, one drawing at a time; an answer older than the picture
+  // shown is not drawn.
   let run = 0;
+  const WAIT_MS = 2;  // what a frame sent ahead should wait for the forward before it: a little, never idle
   async function loop(mine) {
-    let restart = true, sent = 0;
+    let restart = true, sent = 0, lead = 0, offset = 0, seq = 0, shown = 0, drawing = Promise.resolve();
+    const works = [];
+    const flying = new Set();
     const live = () => running && run === mine;
-    while (live()) {
+    const fail = (e) => {  // anything unexpected: say it and stop, rather than hang with the camera on
+      if (live()) stop('The camera stopped: ' + (e && e.message || e) + '. Press Start again.');
+    };
+    // One frame's trip: sent, answered, drawn (in turn).
+    async function trip(frame, q, n) {
+      let r;
       try {
-        if (!video.videoWidth) { await sleep(50); continue; }
-        const wait = cfg.min_interval_ms - (performance.now() - sent);
-        if (wait > 0) await sleep(wait);
-        sent = performance.now();
-        const frame = capture();
-        if (!live()) break;
-        const q = new URLSearchParams({ sid, layer: value(ID.CAM_LAYER), heads: value(ID.CAM_HEADS),
-                                        mode: value(ID.CAM_MODE), restart: restart ? '1' : '0' });
-        let r;
-        try {
-          r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
-        } catch (e) {
-          say('The server cannot be reached: retrying…'); await sleep(1000); continue;
-        }
-        if (!live()) break;
-        restart = false;
-        if (r.status === 204) continue;  // a newer frame of this camera took its place
-        if (!r.ok) {
-          let msg = r.statusText;
-          try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
-          stop(msg);
-          break;
-        }
-        const book = JSON.parse(await r.text());
-        if (!live()) break;
+        r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
+      } catch (e) {
+        say('The server cannot be reached: retrying…'); await sleep(1000); return;
+      }
+      if (!live()) return;
+      if (q.get('restart') === '1') restart = false;
+      if (r.status === 204) return;  // a newer frame of this camera took its place
+      if (!r.ok) {
+        let msg = r.statusText;
+        try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
+        stop(msg);
+        return;
+      }
+      const t = timing(r);
+      if ('forward' in t) {
+        works.push((t.decode || 0) + t.forward + (t.book || 0));
+        if (works.length > 5) works.shift();
+        const work = [...works].sort((a, b) => a - b)[works.length >> 1];  // the median: one slow forward moves it little
+        if (works.length > 1) offset = Math.max(-work / 2, Math.min(work / 2, offset + 0.3 * ((t.wait || 0) - (t.idle || 0) - WAIT_MS)));
+        lead = work + offset;
+      }
+      const book = JSON.parse(await r.text());
+      drawing = drawing.then(async () => {
+        if (!live() || n < shown) return;  // stopped, or a newer picture is on screen
         const cv = await window.__vizvitCamDraw.draw(book, picture(), live);
-        if (!live()) break;  // stopped while the view decoded: nothing drawn, the stop's message stays
+        if (!live()) return;  // stopped while the view decoded: nothing drawn, the stop's message stays
+        shown = n;
         if (!cv.isConnected) document.querySelector(`#${ID.CAM_PICTURE}`).replaceChildren(cv);
         cv.style.maxWidth = book.layout.width + 'px';
         cv.dataset.side = r.headers.get('X-Side');
         cv.dataset.frame = r.headers.get('X-Frame');  // last: the capture probe and Freeze read it
         say('');
         if (r.headers.get('X-Note') === '1') document.querySelector(`#${ID.CAM_NOTE_REFRESH}`)?.click();
-        // The next frame is captured once this picture is painted: captured at once, its capture and
-        // upload held the paint back (~7 ms a picture, A/B in benchmarks/camera.py's page).
-        await painted();
-      } catch (e) {  // anything else: say it and stop, rather than hang with the camera on
-        if (live()) stop('The camera stopped: ' + (e && e.message || e) + '. Press Start again.');
+      }).catch(fail);
+      await drawing;
+    }
+    while (live()) {
+      try {
+        if (!video.videoWidth) { await sleep(50); continue; }
+        // The first frame (the run's restart) goes alone; then at most cfg.in_flight at once.
+        if (flying.size && (restart || flying.size >= cfg.in_flight)) { await Promise.race(flying); continue; }
+        if (flying.size) {  // one on its way: the next leaves as that one's forward is about to end
+          const wait = sent + lead - performance.now();
+          if (wait > 0) await Promise.race([sleep(wait), ...flying]);
+          if (!live()) break;
+          if (flying.size >= cfg.in_flight) continue;
+        } else if (seq) {
+          // Nothing on its way (one at a time, or the answer came before `lead`): let the
+          // picture just drawn be painted before this capture takes the page's time.
+          await painted();
+        }
+        const wait = cfg.min_interval_ms - (performance.now() - sent);
+        if (wait > 0) await sleep(wait);
+        if (!live()) break;
+        sent = performance.now();
+        const frame = capture();
+        const q = new URLSearchParams({ sid, layer: value(ID.CAM_LAYER), heads: value(ID.CAM_HEADS),
+                                        mode: value(ID.CAM_MODE), restart: restart ? '1' : '0' });
+        const job = trip(frame, q, ++seq).catch(fail).finally(() => flying.delete(job));
+        flying.add(job);
+      } catch (e) {
+        fail(e);
         break;
       }
     }

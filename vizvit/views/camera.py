@@ -15,7 +15,8 @@ import base64
 import html
 import json
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
@@ -52,13 +53,21 @@ PROB_COLOR = (198, 219, 239)  # a top-5 row's probability bar
 # Below this many pictures a second a camera view stops looking live: the panel says the model
 # is too slow, with its measured forward time, and on a CPU names the fastest model of the list.
 LIVE_FPS = 4.0
-# The page's loop (web/camera_live.js) sends the next frame when the last frame's picture comes
-# back: one frame in flight per camera, so a frame never waits for the model to finish an older
-# one, and the browser captures no frame the server would drop. Gradio's webcam stream sent a
+# The page's loop (web/camera_live.js) sends frames as the server can read them (IN_FLIGHT
+# below), so a frame never waits long for the model to finish an older one, and the browser
+# captures no frame the server would drop. Gradio's webcam stream sent a
 # frame every 66 ms whatever the server did: a frame waited ~half a step for the model, and the
 # browser's extra captures slowed the forward (it shares this machine's two cores): 7.1 pictures/s
 # at 222 ms from capture to paint (3.4 bare forwards) on the trained ViT-Ti (benchmarks/camera.py).
 MIN_INTERVAL_S = 1 / 30  # no faster than a webcam's frames (a GPU answers in ~10 ms)
+# Frames on their way at once from one page. With one, the server stood idle while the answer
+# travelled back, was drawn and painted and the next frame was captured and sent (~25 ms of a ~100 ms
+# cycle on the trained ViT-Ti here). With two, the page sends the next frame while the server runs
+# the last one's forward, timed by the server's own account (LiveStep.timing: how long a frame
+# waited for the forward before it, or how long the server stood idle before it came) to arrive as
+# that forward ends: the server reads one frame after another and a frame waits little. Never more:
+# a third would only wait, or be dropped (Feed.step keeps one waiting frame).
+IN_FLIGHT = 2
 # What the page asks the camera for: the model reads 224 px (384 at most), so a small frame is
 # enough, and the page's capture and its upload cost less.
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
@@ -158,6 +167,7 @@ def _layout(g: Any) -> Layout:
     return Layout(side, side + GAP, side + GAP + bar, side + ROW + BAND_ROWS * ROW + GAP)
 
 
+@lru_cache(maxsize=1024)  # a frame's texts repeat from frame to frame: ~2 ms of measuring a frame
 def _fit(text: str, width: int) -> str:
     """text cut (with …) to `width` px at TEXT_PX."""
     if render.text_size(text, TEXT_PX)[0] <= width:
@@ -299,9 +309,10 @@ def live_markup() -> str:
     """The camera page's camera: the preview (mirrored, as a mirror shows you), Start and Stop, a
     status line, and where the live picture goes. Start is enabled once the page's loop is wired
     (it needs the page's camera token). data-config: what web/camera_live.js reads (the
-    frames' route, the camera constraints, the frame JPEG's quality, the fastest pace)."""
+    frames' route, the camera constraints, the frame JPEG's quality, the fastest pace, the frames
+    on their way at once)."""
     config = {"path": FRAME_PATH, "constraints": CONSTRAINTS, "quality": FRAME_QUALITY,
-              "min_interval_ms": round(MIN_INTERVAL_S * 1000)}
+              "min_interval_ms": round(MIN_INTERVAL_S * 1000), "in_flight": IN_FLIGHT}
     return (f"<div id=\"cam-live\" data-config='{html.escape(json.dumps(config), quote=True)}'>"
             "<video id=\"cam-video\" autoplay muted playsinline></video>"
             "<div class=\"vv-cam-bar\"><button id=\"cam-start\" class=\"lg primary\" disabled>▶ Start</button>"
@@ -392,6 +403,15 @@ class LiveStep:
     analysis_s: float  # the model's forward for this frame
     frame: int  # the picture's number in this camera session (1, 2, ...)
     side: int  # the model-input view's side in the picture, px from its top-left corner
+    # Where the server's time went (ms), as the route's Server-Timing header: decode (the frame's
+    # JPEG), wait (for this session's previous frame), idle (the session before this frame came),
+    # forward (the worker's whole run: its queue, the model input, the forward, the results),
+    # model (the forward alone), book (live_book). The page times its next frame by wait and idle.
+    timing: tuple[tuple[str, float], ...] = ()
+
+    def server_timing(self) -> str:
+        """The Server-Timing header's value, e.g. 'decode;dur=0.6, wait;dur=2.1, ...'."""
+        return ", ".join(f"{k};dur={v:.1f}" for k, v in self.timing)
 
 
 def frame_side(vm: VitModel) -> int:
@@ -439,15 +459,20 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
     ap = p.attn(vm)
 
     def work(frame: Frame) -> LiveStep:
+        t0 = time.perf_counter()
         a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(frame.rgb), ablation=key.ablation),
                             live=True)
         a = with_zero_shot(a, vm) if vm.is_zero_shot else a
+        t1 = time.perf_counter()
         feed.meter.record(a.seconds)
         fwd = feed.meter.forward_s()
         book = live_book(vm, a, ap, rate_lines(feed, fwd), feed.done + 1)
         note = speed_note(wb, vm, feed.meter.rate(), fwd, feed.meter.count())
         changed, feed.note = note != feed.note, note
-        return LiveStep(book, note if changed else None, a.seconds, feed.done + 1, layout(vm).side)
+        ms = lambda s: round(1000 * s, 1)  # noqa: E731
+        timing = (("wait", ms(frame.waited)), ("idle", ms(frame.idle)), ("forward", ms(t1 - t0)),
+                  ("model", ms(a.seconds)), ("book", ms(time.perf_counter() - t1)))
+        return LiveStep(book, note if changed else None, a.seconds, feed.done + 1, layout(vm).side, timing)
 
     return feed.step(rgb, work)
 
@@ -463,8 +488,11 @@ def live_frame(wb: Workbench, feeds: Feeds, token: str, data: bytes, params: dic
     if not isinstance(key, PhotoKey):
         raise UserError("This camera page is still opening: wait a moment, then press Start.")
     vm = wb.model(key.model_id)
+    t0 = time.perf_counter()
     rgb = frame_rgb(data, frame_side(vm))
-    return live_step(wb, feed, key, rgb, CameraParams.from_link(params, vm.geometry))
+    decode = ("decode", round(1000 * (time.perf_counter() - t0), 1))
+    step = live_step(wb, feed, key, rgb, CameraParams.from_link(params, vm.geometry))
+    return None if step is None else replace(step, timing=(decode, *step.timing))
 
 
 def page_query(params: dict[str, Any]) -> str:
