@@ -13,6 +13,15 @@ import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # a test that reaches for the hub fails fast
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist (README's test command: -n 2) each worker serves its own pages. Gradio
+    # files an upload under a hash of its bytes and a closing server deletes the files it made,
+    # so two workers sharing one upload folder delete each other's copy of the same photo. Each
+    # worker gets a folder of its own; set here, before anything imports gradio.
+    import tempfile
+
+    _base = os.environ.get("GRADIO_TEMP_DIR") or os.path.join(tempfile.gettempdir(), "gradio")
+    os.environ["GRADIO_TEMP_DIR"] = os.path.join(_base, os.environ["PYTEST_XDIST_WORKER"])
 
 from pathlib import Path  # noqa: E402
 
@@ -96,6 +105,18 @@ def cat() -> Image.Image:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(items) -> None:
+    """Browser tests run in one xdist group ("--dist loadgroup" keeps a group on one worker): the
+    browser and the page's server each take a core while a test waits on them, so two workers
+    driving browsers at once on CI's 2 cores starve each other. The other tests share the second
+    worker (and the first, once the browser tests are done). A module that imports page_at from
+    browser.py is a browser test module. Without xdist the mark does nothing."""
+    for item in items:
+        if getattr(getattr(item, "module", None), "page_at", None) is not None:
+            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
