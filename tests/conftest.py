@@ -144,6 +144,16 @@ def pytest_xdist_make_scheduler(config, log):
     return BrowserGroup(config, log)
 
 
+def pytest_runtest_logreport(report) -> None:
+    """VIZVIT_TEST_TIMES=<file>: one line a test phase as it ends (worker, seconds, outcome, test),
+    appended at once, so a long or stuck run (CI, xdist) shows where its time went before it ends."""
+    path = os.environ.get("VIZVIT_TEST_TIMES")
+    if path and (report.when == "call" or report.duration >= 0.5 or report.outcome != "passed"):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{worker}\t{report.duration:.2f}\t{report.when}:{report.outcome}\t{report.nodeid}\n")
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """One line when browser tests were skipped for want of a browser, and how to get one."""
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if "no Chromium/Chrome found" in str(r.longrepr)]

@@ -350,7 +350,7 @@ def test_a_new_photo_while_the_attention_tab_is_open_redraws_it(url):
     handler answers component -> value; that event once zipped its keys as values (a TypeError in
     the server log) and the tab stayed empty, or showed the old photo, until reopened."""
     with page_at(url + "?tab=attention") as page:
-        page.wait_for_timeout(1500)  # the link's event has opened the tab
+        page.wait_for_selector("button[role=tab][aria-selected=true]:has-text('Attention')")  # the link opened it
         upload(page, str(EXAMPLES / "chelsea.jpg"))
         first = wait_image(page, "attn-main", timeout_ms=30_000)
         page.wait_for_selector("#attn-readout:has-text('Layer')")
