@@ -148,6 +148,8 @@ def pytest_runtest_logreport(report) -> None:
     """VIZVIT_TEST_TIMES=<file>: one line a test phase as it ends (worker, seconds, outcome, test),
     appended at once, so a long or stuck run (CI, xdist) shows where its time went before it ends."""
     path = os.environ.get("VIZVIT_TEST_TIMES")
+    if getattr(report, "node", None) is not None:  # xdist's controller, handed a worker's report: written there
+        return
     if path and (report.when == "call" or report.duration >= 0.5 or report.outcome != "passed"):
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(path, "a", encoding="utf-8") as f:
