@@ -154,6 +154,8 @@ def pytest_runtest_logreport(report) -> None:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{worker}\t{report.duration:.2f}\t{report.when}:{report.outcome}\t{report.nodeid}\n")
+            if report.failed:  # the error's last lines, indented, at once
+                f.writelines(f"    {line}\n" for line in report.longreprtext.splitlines()[-15:])
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

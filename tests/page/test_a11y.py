@@ -61,6 +61,7 @@ def _listing(found: dict[str, list]) -> str:
 
 
 @pytest.mark.parametrize("query", ["", "?projector=1"], ids=["desktop", "projector"])
+@pytest.mark.slow
 def test_axe_finds_nothing_critical_or_serious_on_any_tab(url, query):
     if not AXE.is_file():
         if os.environ.get("CI"):
