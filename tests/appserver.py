@@ -35,10 +35,13 @@ def serving(vm, **build_kw) -> Iterator[tuple[str, Workbench]]:
             demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                         **app.launch_kwargs(demo))
             break
-        except ValueError as e:
+        except (ValueError, OSError) as e:
             # Gradio's one HEAD check of the new server gives up after 3 s ("localhost is not
-            # accessible"): on a loaded 2-core machine the first page can take longer. Start it again.
-            if "localhost is not accessible" not in str(e) or attempt == 2:
+            # accessible"): on a loaded 2-core machine the first page can take longer. And under
+            # pytest-xdist another worker may take the free port between free_port and launch
+            # (OSError: "Cannot find empty port"). Start it again on another port.
+            busy = isinstance(e, OSError) and "empty port" in str(e)
+            if not (busy or "localhost is not accessible" in str(e)) or attempt == 2:
                 raise
             demo.close()
     try:

@@ -9,10 +9,21 @@ this folder on pythonpath."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # a test that reaches for the hub fails fast
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist (README's test command: -n 2) each worker serves its own pages. Gradio
+    # files an upload under a hash of its bytes and a closing server deletes the files it made,
+    # so two workers sharing one upload folder delete each other's copy of the same photo. Each
+    # worker gets a folder of its own; set here, before anything imports gradio.
+    import tempfile
+
+    _base = os.environ.get("GRADIO_TEMP_DIR") or os.path.join(tempfile.gettempdir(), "gradio")
+    os.environ["GRADIO_TEMP_DIR"] = os.path.join(_base, os.environ["PYTEST_XDIST_WORKER"])
 
 from pathlib import Path  # noqa: E402
 
@@ -96,6 +107,55 @@ def cat() -> Image.Image:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+# A module that imports page_at from browser.py drives a browser: a browser test module.
+_BROWSER_IMPORT = re.compile(r"^from browser import [^\n]*\bpage_at\b", re.M)
+
+
+@functools.cache
+def _is_browser_module(path: str) -> bool:
+    try:
+        return bool(_BROWSER_IMPORT.search(Path(path).read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: none without it
+def pytest_xdist_make_scheduler(config, log):
+    """"--dist loadgroup" (README's test command) with every browser test module in one group, run
+    on one worker: the browser and the page's server each take a core while a test waits on them,
+    so two workers driving browsers at once on CI's 2 cores starve each other (and time out). The
+    other tests go one at a time to whichever worker is free. (xdist 3.8 reads groups from
+    xdist_group marks through a node-id suffix that pytest 9.2 no longer keeps, pytest-xdist issue
+    1386, so the group is decided here, from the test's file, in the controller.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    root = config.rootpath
+
+    class BrowserGroup(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if _is_browser_module(str(root / nodeid.split("::", 1)[0])):
+                return "browser"
+            return super()._split_scope(nodeid)
+
+    return BrowserGroup(config, log)
+
+
+def pytest_runtest_logreport(report) -> None:
+    """VIZVIT_TEST_TIMES=<file>: one line a test phase as it ends (worker, seconds, outcome, test),
+    appended at once, so a long or stuck run (CI, xdist) shows where its time went before it ends."""
+    path = os.environ.get("VIZVIT_TEST_TIMES")
+    if getattr(report, "node", None) is not None:  # xdist's controller, handed a worker's report: written there
+        return
+    if path and (report.when == "call" or report.duration >= 0.5 or report.outcome != "passed"):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{worker}\t{report.duration:.2f}\t{report.when}:{report.outcome}\t{report.nodeid}\n")
+            if report.failed:  # the error's last lines, indented, at once
+                f.writelines(f"    {line}\n" for line in report.longreprtext.splitlines()[-15:])
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from tiny import ROOT, make_tiny_vit
 
 FIELDS = ("model", "students", "bare_forward_ms", "first_answer_example", "first_answer_own",
@@ -18,6 +19,7 @@ FIELDS = ("model", "students", "bare_forward_ms", "first_answer_example", "first
           "crossed_compared", "crossed_answers", "server_crashed", "per_student")
 
 
+@pytest.mark.slow
 def test_hall_benchmark_runs_with_a_tiny_model(tmp_path):
     model = make_tiny_vit(tmp_path / "tiny", 224, 16)
     out = tmp_path / "hall.json"
@@ -58,6 +60,7 @@ def test_forwards_count_is_read_from_a_stats_answer_when_there_is_one():
     assert hall._find_forwards({"queue": 3, "ok": True}) is None
 
 
+@pytest.mark.slow
 def test_room_mode_counts_every_answer_once_and_times_every_push(tmp_path):
     """--room (issue 45): 4 students join one room, the host moves through 2 steps and reveals each;
     the report counts every answer once, student by student, and times a push per student and change."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 
+
+@pytest.mark.slow
 def test_load_script_zero_errors_queue_full_and_bounded_memory(capsys):
     import load_test
 

@@ -62,6 +62,7 @@ def _listing(found: dict[str, list]) -> str:
 
 @pytest.mark.parametrize("query, width, height", [("", 1366, 900), ("?projector=1", 1366, 900), ("", 390, 844)],
                          ids=["desktop", "projector", "phone"])
+@pytest.mark.slow
 def test_axe_finds_nothing_critical_or_serious_on_any_tab(url, query, width, height):
     if not AXE.is_file():
         if os.environ.get("CI"):

@@ -8,6 +8,7 @@ import dataclasses
 import time
 
 import numpy as np
+import pytest
 
 import vizvit
 
@@ -18,6 +19,7 @@ from vizvit.views import attention as ap
 from vizvit import render
 
 
+@pytest.mark.slow
 def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
     with page_at(url) as page:
         upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")
@@ -283,6 +285,7 @@ def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
         assert [tuple(b) for b in bars] == want_bar, q  # the same numbers where the server writes them
 
 
+@pytest.mark.slow
 def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url, tiny16):
     photo = str(EXAMPLES / "chelsea.jpg")
     a = vizvit.analyze(tiny16, vizvit.load_image(photo))
@@ -325,6 +328,7 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
                                                     scale="this map's range"))
 
 
+@pytest.mark.slow
 def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_does(trained):
     """The trained ViT-Ti has artifact tokens (the corners, layers 9-12): the page's drawing leaves
     them out of each map's colour range and outlines them exactly as the server does, also for a
@@ -345,12 +349,13 @@ def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_doe
         shot(page, "attention_trained_artifacts")
 
 
+@pytest.mark.slow
 def test_a_new_photo_while_the_attention_tab_is_open_redraws_it(url):
     """The key's event (a photo or model change) runs the open tab's views. The Attention tab's
     handler answers component -> value; that event once zipped its keys as values (a TypeError in
     the server log) and the tab stayed empty, or showed the old photo, until reopened."""
     with page_at(url + "?tab=attention") as page:
-        page.wait_for_timeout(1500)  # the link's event has opened the tab
+        page.wait_for_selector("button[role=tab][aria-selected=true]:has-text('Attention')")  # the link opened it
         upload(page, str(EXAMPLES / "chelsea.jpg"))
         first = wait_image(page, "attn-main", timeout_ms=30_000)
         page.wait_for_selector("#attn-readout:has-text('Layer')")
@@ -359,6 +364,7 @@ def test_a_new_photo_while_the_attention_tab_is_open_redraws_it(url):
         assert wait_image(page, "attn-main", first, timeout_ms=30_000) != first
 
 
+@pytest.mark.slow
 def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(url, tiny16):
     """The number box is a way of setting the slider like the range: the page draws the map for the
     typed layer (or head) itself, the server's very picture, before the event goes to the server
@@ -385,6 +391,7 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
             assert set(log) == {"page", "gradio", "sent"}, (elem, log)  # no picture from the server
 
 
+@pytest.mark.slow
 def test_a_colour_scale_picked_is_drawn_in_the_page_before_it_goes_to_the_server(url, tiny16):
     """The colour-scale radio, like the layer: the book holds the maps on every scale, so the page
     paints the picked scale at once (for every layer × head and fusion, on every scale, the
@@ -477,6 +484,7 @@ def _opened_at_layer_2(page, photo: str) -> None:
     page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
 
 
+@pytest.mark.slow
 def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(url, tiny16):
     """Arrow keys on the layer slider, then a click on the map, inside one round trip, the slider's
     event reaching the server last (held back: Gradio's "always_last", or the network). At the end the
@@ -502,6 +510,7 @@ def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(
         _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5)))
 
 
+@pytest.mark.slow
 def test_an_older_answer_reaching_the_server_last_is_dropped(url, tiny16):
     """A layer change, then a fusion click, the layer's event reaching the server last: its answer
     (the readout, grid and strip of the mean, from before the click) must not land over the fusion's."""
@@ -534,6 +543,7 @@ def _shows_one_state(page, vm, a) -> dict:
     return s
 
 
+@pytest.mark.slow
 def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url, tiny16, monkeypatch):
     """A grid click sets the layer, head and heads choice when its answer lands; a layer change made
     before that (its event gathered the controls as they were) must not leave a readout for other
@@ -559,6 +569,7 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
         _shows_one_state(page, tiny16, a)
 
 
+@pytest.mark.slow
 def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_server_does(url, tiny16):
     """A constructed book whose maps sit on the boundaries between two colour rows ((k + ½)/255 of the
     range, and one float32 step either side): the page's picture of every map is map_image's, pixel

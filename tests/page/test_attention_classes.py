@@ -3,12 +3,15 @@ it, and the class-specific map is that class's (issue 43: class maps for any cla
 
 from __future__ import annotations
 
+import pytest
+
 import vizvit
 
 from browser import page_at, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
 
 
+@pytest.mark.slow
 def test_a_class_outside_the_top5_is_found_by_typing_and_explained(url, tiny16):
     a = vizvit.analyze(tiny16, vizvit.load_image(str(EXAMPLES / "chelsea.jpg")))
     top = {p.index for p in a.top5}

@@ -40,6 +40,7 @@ def square_where(view: np.ndarray, pp, code: int) -> tuple[float, float]:
     return fc.bright_columns(view, (sq[1] + 0.02, sq[3] - 0.02), (below[1], below[3])), (sq[0] + sq[2]) / 2
 
 
+@pytest.mark.slow
 def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(url, tiny16, clip):
     pp = tiny16.preprocess
     box = fc.box_in_view(pp)

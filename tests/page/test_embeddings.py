@@ -166,8 +166,6 @@ def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
                 page.wait_for_function("([k, v]) => document.querySelector('#emb-' + k + ' canvas.vv-drawn')?.dataset.drawn === v",
                                        arg=[kind, f"{r},{c}"], timeout=5000)
         token = g.num_prefix_tokens + 9 * g.grid[1] + 11
-        page.wait_for_timeout(3000)
-        print("DBG", page.evaluate("[document.querySelector('#emb-sim-info').innerText.slice(0, 60), window.__simLog, window.__vizvitEmb.state.pending.length, window.__vizvitHandOn.held()]"))
         page.wait_for_function(f"() => document.querySelector('#emb-sim-info').innerText.includes('token {token} ')")
         page.wait_for_function("() => !document.querySelector('#emb-pictures canvas.vv-drawn')")
         log = page.evaluate("window.__simLog")

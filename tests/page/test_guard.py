@@ -146,6 +146,7 @@ def test_new_students_per_address_are_limited_known_ones_never(server, room):
         assert r.json() == {"accepted": True, "reason": ""}
 
 
+@pytest.mark.slow
 def test_rooms_opened_per_address_are_limited(server, clock):
     """OPENS.burst rooms from one address (each closed again: the server's own limit is not the one
     seen here), then "Too many rooms"; a refused photo costs no try; a minute later, one more."""

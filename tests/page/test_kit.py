@@ -252,6 +252,7 @@ def _blank(v) -> bool:
     return v is None or (isinstance(v, str) and not v)
 
 
+@pytest.mark.slow
 def test_every_tabs_open_with_no_photo_yet_clears_nothing(tiny16):
     """A deep link clicks its tab open while the photo still loads: that show (no key yet) must not
     clear what the photo's own answer, which may land first, drew (CI: the Compare tab stayed blank).

@@ -211,6 +211,7 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
         ap.AttnParams(layer=g.num_layers, head=g.num_heads, query=None)
 
 
+@pytest.mark.slow
 def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
     from vizvit.export import export
 
