@@ -389,15 +389,11 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
 def backward(vm: VitModel, pixel_values: torch.Tensor, grads: Callable[[Out, "Hooked"], T],
              hooks: Sequence[Hook] = (), ablation: Ablation = Ablation(), written: Written = PLAIN,
              patches: bool = False, **kw: Any) -> T:
-    """One forward with gradients and what a method takes from it, under the run lock: the method's
-    `hooks` (then `ablation`'s heads switched off) and `written` on the parts written out here, a
-    forward (`kw`: output_attentions=True, ...), then `grads(out, run)`, its torch.autograd.grad calls
-    (run.patches: (1, P, D) the patch embeddings when `patches`).
-
-    The model is shared read-only and its parameters have requires_grad=False, so the graph is
-    rooted at a private copy of the pixel values that requires grad; the tensors a forward returns
-    or a hook keeps are then graph tensors whose gradients a method takes directly. Nothing on the
-    model is changed, and every hook is gone when this returns."""
+    """One forward with gradients, under the run lock, with the method's `hooks` (then `ablation`'s) and
+    `written` (kw: output_attentions=True, ...); returns `grads(out, run)`, the method's autograd.grad calls
+    (run.patches: (1, P, D) when `patches`). The model's parameters do not require grad: the graph is
+    rooted at a private copy of the pixels, so what the forward returns or a hook keeps is in it.
+    Nothing on the model is changed; every hook is gone when this returns."""
     if vm.family.tower and vm.zero_shot is None:
         raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
     pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
