@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import vizvit  # noqa: E402
-from vizvit import engine, explain, maps  # noqa: E402
+from vizvit import engine, maps  # noqa: E402
+from vizvit.methods import flow as explain  # noqa: E402
 from vizvit.cancel import NEVER  # noqa: E402
 from vizvit.readings import methods as registry  # noqa: E402
 from vizvit.relevance import relevance_parts  # noqa: E402

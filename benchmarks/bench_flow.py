@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import vizvit  # noqa: E402
-from vizvit import explain  # noqa: E402
+from vizvit.methods import flow as explain  # noqa: E402
 
 
 def load() -> str:
@@ -46,7 +46,7 @@ def main() -> None:
           f"{cpu:.1f} s CPU (graph {build:.2f} s, {(wall - build) / steps[-1].total * 1000:.0f} ms per max-flow); "
           f"estimate after it {sp.estimate(shape):.1f} s; {load()}")
     if args.networkx_tokens:
-        from test_explain import networkx_flow_values  # the tests' reference
+        from methods.test_flow import networkx_flow_values  # the tests' reference
 
         t0 = time.perf_counter()
         networkx_flow_values(a.attentions, [1])  # the graph, its residual network and one max-flow

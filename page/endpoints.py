@@ -98,7 +98,7 @@ def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[...,
         runs as a job, refused at once when this server would not finish it within its limit."""
         if not methods.is_costly(method):  # one backward pass: answered on the ordinary threads
             return api.relevance(uploaded(photo), model, class_index, method)
-        api.check_flow(uploaded(photo), model, JOBS.jobs.limit_of(method))  # before any wait
+        api.check_job(uploaded(photo), model, method, JOBS.jobs.limit_of(method))  # before any wait
         with JOBS.hold(request, method) as cancel:
             return api.relevance(uploaded(photo), model, class_index, method, cancel)
 

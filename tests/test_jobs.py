@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import engine, explain, perturb
+from vizvit import engine, perturb
+from vizvit.methods import flow as explain
 from vizvit.cancel import Cancel, Cancelled
 from vizvit.errors import UserError
 from vizvit.jobs import Caller, Jobs

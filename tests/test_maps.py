@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import vizvit
+from vizvit.methods.flow import flow_map
 from vizvit import maps
 from vizvit.errors import UserError
 from vizvit.images import View
@@ -82,17 +83,6 @@ def test_the_head_rollout_stacks_each_head_on_the_mean_rollout_below(analysis):
 def test_token_drop_is_refused_in_one_sentence(tiny16, cat):
     dropped = vizvit.analyze(tiny16, cat, View(mask=(0, 3), mask_mode="drop"))
     assert dropped.dropped
-    for call in (maps.full_attentions, maps.mean_rollout, maps.head_rollout, maps.flow_map):
+    for call in (maps.full_attentions, maps.mean_rollout, maps.head_rollout, flow_map):
         with pytest.raises(UserError, match="need the full token sequence: turn token drop off"):
             call(dropped)
-
-
-def test_the_flow_map_is_the_flow_over_the_patches_in_grid_order(analysis, monkeypatch):
-    g = analysis.geometry
-    n = g.num_prefix_tokens + g.num_patches
-    flows = np.arange(n, dtype=np.float64)  # token t's flow = t: its place in the map shows
-    monkeypatch.setattr(maps.explain, "attention_flow", lambda att, w, cancel: flows)
-    m = maps.flow_map(analysis)
-    assert m.shape == g.grid and m.dtype == np.float32
-    assert m[0, 0] == g.num_prefix_tokens and m[0, 1] == g.num_prefix_tokens + 1
-    assert m[1, 0] == g.num_prefix_tokens + g.grid[1]  # row-major patches

@@ -22,14 +22,12 @@ from . import compare as cmp
 from . import room as room_mod, vocab
 from .cancel import NEVER, Cancel
 from .engine import Analysis, Prediction, mask_token
-from .errors import UserError
-from .explain import check_flow_time
+from .errors import NO_CLASS, UserError
 from .jobs import Jobs
 from .images import View
 from .models import Geometry
 from .readings import methods
 from .readings import attention as ra
-from .maps import ATTENTION_FLOW
 from .session import Photo, PhotoGone, PhotoKey, Workbench
 from .views import compare as compare_view
 from .views import experiments, positions
@@ -189,30 +187,31 @@ class PublicApi:
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
 
-    def check_flow(self, path: str, model: str, limit_s: float | None) -> None:
-        """Refuse attention flow on this photo and model before it waits for a slot: a graph over
-        explain.FLOW_MAX_EDGES, or one this server's measured speed cannot finish within `limit_s`
-        (a UserError naming a smaller model). Nothing to refuse once the flow is cached."""
+    def check_job(self, path: str, model: str, method: str, limit_s: float | None) -> None:
+        """Refuse a costly method on this photo and model before it waits for a slot: its record's check
+        (attention flow: a graph too large, or one this server's measured speed cannot finish within
+        `limit_s`: a UserError naming a smaller model). Nothing to refuse once its result is cached."""
+        m = methods.get(method, methods.COSTLY)
         ph, a = self._photo(path, model)
-        if ph.peek(ATTENTION_FLOW) is None:
-            check_flow_time(tuple(a.attentions.shape), limit_s)
+        if m.check is not None and ph.peek(m.cached_as) is None:
+            m.check(a, limit_s)
 
     def relevance(self, path: str, model: str, class_index: int = -1,
                   method: str = methods.MENU[0].name, cancel: Cancel = NEVER) -> dict[str, Any]:
         """One map of the Attention tab's method menu (readings.methods.MENU) for a class (-1: the top-1);
         a method without a class (attention flow) ignores class_index; a costly one runs only where its
-        check passes (attention flow: its graph within explain.FLOW_MAX_EDGES; its estimated time within
-        `cancel`'s limit, see check_flow); `cancel` is checked as it runs (Cancelled)."""
+        check passes (attention flow: its graph within its size; its estimated time within `cancel`'s
+        limit, see check_job); `cancel` is checked as it runs (Cancelled)."""
         m = methods.get(_choice("method", method, tuple(x.name for x in methods.MENU)), methods.MENU)
         ph, a = self._photo(path, model)
         vm = ph.vm
         if not m.needs_class:
             if m.check is not None:
-                m.check(a)
+                m.check(a, None)
             return {"class_index": None, "label": None, "method": m.caption,
                     "map": _grid(m(vm, a, None, ph.derived, cancel=cancel))}
         if not vm.has_classifier:
-            raise UserError("This model has no classifier, so there is no class to explain.")
+            raise UserError(NO_CLASS)
         c = a.top5[0].index if class_index in (-1, None) else _int("class_index", class_index, 0, len(vm.labels) - 1)
         values = m(vm, a, c, ph.derived)
         return {"class_index": c, "label": vm.labels[c], "method": m.caption, "map": _grid(values)}

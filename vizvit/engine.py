@@ -1,44 +1,43 @@
-"""The only place the model runs, and the only owner of hooks on it.
+"""The only place the model runs.
 
-Every forward (and the one backward) goes through here: ``analyze`` (one view, everything
-the tabs need), ``predict_chunks`` / ``predict_batch`` (many views, probabilities and patch
-embeddings only), ``predict_at_size`` (another input size) and ``attention_gradients``
-(Chefer relevance). ``cnn_probs`` runs the optional CNN under the same lock, and so does every
-other use of the model's modules or weights: ``readout`` (the logit lens), ``text_embeddings``,
-``patch_label_cosine``, ``embedding_stage`` / ``patch_filters`` and ``position_tables``; the maths
-modules (lens, tokens, positional, zeroshot) only get tensors.
+Every forward goes through here: ``analyze`` (one view, everything the tabs need), ``predict_chunks``
+/ ``predict_batch`` (many views, probabilities and patch embeddings only), ``predict_at_size`` (another
+input size) and ``backward`` (every class-specific method of vizvit.methods: one forward with the
+hooks the method asks for, then its gradients). ``cnn_probs`` runs the optional CNN under the same
+lock, and so does every other use of the model's modules or weights: ``readout`` (the logit lens),
+``text_embeddings``, ``patch_label_cosine``, ``embedding_stage`` / ``patch_filters`` and
+``position_tables``; the maths modules (lens, tokens, positional, zeroshot) only get tensors.
 
-The model object is shared by every request. Hooks are registered on it for exactly one
-run, under one process-wide lock, by ``Hooked`` (a context manager, in the manner of
-pytorch-grad-cam's ``ActivationsAndGradients``). What differs between model families
-(where the embedding stage, patch embedding, blocks, final norm, heads and relative-bias
-modules live; the token layout) is one ``models.Family`` entry in ``models.FAMILIES``
-(re-exported here); extra hooks (e.g. one that zeroes a head's output before the output
-projection) are ``Hook`` values passed to a run.
+The model object is shared by every request: hooks go on it for one run only, under one lock, by
+vizvit.hooks' ``Hooked``. What differs between model families (where the embedding stage, patch
+embedding, blocks, final norm, heads and relative-bias modules live; the token layout) is one
+``models.Family`` entry in ``models.FAMILIES`` (re-exported here). The results (``Analysis`` and
+kin) are vizvit.results' dataclasses.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import torch
 from PIL import Image
 
-from .ablation import Ablation, ablate_pre_hook, per_sample_zero_hook
+from .ablation import Ablation, per_sample_zero_hook
 from .cancel import NEVER, Cancel
-from .errors import UserError
+from .errors import NO_CLASS, UserError
 from .gpu import on_gpu
-from . import lrp as lrp_rules
+from .hooks import Hook, Hooked, ablation_hooks
 from .images import View, apply_view, model_input_view, to_pixel_values, view_at_size
 from .models import FAMILIES, Family, Geometry, VitModel, backbone_of  # noqa: F401  (Family, FAMILIES: re-exported)
 from .models import DEFAULT_MODEL, RANDOM_SEED, load_checkpoint
 from .patches import grid_at
 from .positional import PositionTables
+from .results import (Analysis, BatchPrediction, Prediction, ResolutionPrediction, kept_token_indices,  # noqa: F401
+                      keep_indices, nbytes, top_predictions)  # (Prediction, keep_indices, nbytes: read as engine's)
 from .tokens import EmbeddingStage, EmbeddingWeights, embedding_stage_of
 from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_template, head_of, prompts, required_labels
 
@@ -48,143 +47,9 @@ from .zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE, ZeroShotHead, check_temp
 # so the readout's 4th decimal can move by one (the README says so).
 ATTENTION_FP32_LIMIT = 128 * 2**20
 DEFAULT_CHUNK = 8  # views per batched forward: ViT-B/16 needs ~0.6 GB of activations at 8
-# Hooks live on the shared model object: two concurrent hooked forwards (a token drop and
-# a batched sweep, say) would each run the other's hooks. Every run holds this lock, so
-# no run ever sees another's hooks.
-_RUN_LOCK = threading.RLock()
 # (views done, views in all) after each batch of a batched run: what a progress bar is told.
 Progress = Callable[[int, int], None]
-
-
-# ------------------------------------------------------------------ results
-@dataclass(frozen=True)
-class Prediction:
-    index: int  # class index into the model's labels
-    label: str
-    prob: float
-
-
-@dataclass(frozen=True, eq=False)
-class Analysis:
-    """Everything one forward pass tells about one (model, photo, view). CPU tensors."""
-
-    model_id: str
-    geometry: Geometry
-    view: View
-    input_view: np.ndarray  # (H, W, 3) uint8: exactly what the model saw
-    pixel_values: torch.Tensor  # (1, 3, H, W) float32, normalised
-    logits: torch.Tensor | None  # (C,) or None without a classifier
-    probs: torch.Tensor | None  # (C,) softmax of logits
-    top5: tuple[Prediction, ...]  # best first; empty without a classifier
-    attentions: torch.Tensor  # (L, H, N, N), rows = queries, sum to 1 over keys
-    hidden_states: torch.Tensor  # (L+1, N, D): [0] after the embedding stage, [l] after block l
-    patch_embeddings: torch.Tensor  # (P, D): conv output before [CLS] and position embeddings
-    kept_tokens: torch.Tensor  # (N,) index of each kept token in the full sequence
-    seconds: float  # wall time of the forward pass
-    ablation: Ablation = Ablation()  # heads switched off in this forward (none by default)
-    # Families with more than one head (DeiT distilled): name -> (C,) logits of each head;
-    # `logits` is then their mean, as the model's own output. Empty for one head.
-    head_logits: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
-    image_embeds: torch.Tensor | None = None  # (E,) CLIP / SigLIP: the image tower's output embedding
-    summary_attention: torch.Tensor | None = None  # (H, P) SigLIP: the MAP head's attention over the patches
-
-    @property
-    def summary_weights(self) -> torch.Tensor | None:
-        """(N,) float32 the summary's weights over the tokens when it is not a token of the sequence
-        (SigLIP's MAP head, mean over its heads); None for a [CLS] summary (row 0 of the attentions)."""
-        return None if self.summary_attention is None else self.summary_attention.float().mean(0)
-
-    @property
-    def nbytes(self) -> int:
-        return nbytes(self)
-
-    @property
-    def dropped(self) -> bool:
-        """True when masked patch tokens were removed from the sequence (token drop)."""
-        return self.kept_tokens.numel() != self.geometry.seq_len
-
-
-@dataclass(frozen=True)
-class BatchPrediction:
-    """What a batched forward keeps of each view. CPU tensors."""
-
-    probs: torch.Tensor | None  # (B, C) softmax; None without a classifier
-    patch_embeddings: torch.Tensor  # (B, P, D) conv output, before [CLS] and position embeddings
-
-
-@dataclass(frozen=True)
-class ResolutionPrediction:
-    """One forward at another input size, with the position table interpolated."""
-
-    size: int  # input is size×size pixels
-    grid: tuple[int, int]
-    input_view: np.ndarray  # (size, size, 3) uint8
-    probs: np.ndarray | None  # (C,) float32; None without a classifier
-    top5: tuple[Prediction, ...]
-    seconds: float
-
-
-def nbytes(obj: Any) -> int:
-    """Bytes that obj (dataclasses, tuples, lists, dicts of tensors, arrays, PIL images, bytes and
-    strings) keeps alive: a tensor's or array's whole buffer, counted once however many views of
-    it obj holds. A view keeps its whole buffer: a batched forward's (C,) logits of one photo were
-    a view of the batch's (B, C) (issue 42: the cache's count must match what eviction frees)."""
-    return _nbytes(obj, set())
-
-
-def _nbytes(obj: Any, seen: set) -> int:
-    if isinstance(obj, torch.Tensor):
-        if obj.is_nested or obj.layout != torch.strided:
-            return obj.numel() * obj.element_size()
-        storage = obj.untyped_storage()
-        if (storage.device, storage.data_ptr()) in seen:
-            return 0
-        seen.add((storage.device, storage.data_ptr()))
-        return storage.nbytes()
-    if isinstance(obj, np.ndarray):
-        base = obj
-        while isinstance(base.base, np.ndarray):
-            base = base.base
-        if id(base) in seen:
-            return 0
-        seen.add(id(base))
-        return base.nbytes if base.base is None else obj.nbytes  # a buffer numpy does not own: obj's share
-    if isinstance(obj, Image.Image):
-        return obj.width * obj.height * len(obj.getbands())
-    if isinstance(obj, (bytes, bytearray, str)):
-        return len(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return sum(_nbytes(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
-    if isinstance(obj, (tuple, list)):
-        return sum(_nbytes(x, seen) for x in obj)
-    if isinstance(obj, dict):
-        return sum(_nbytes(x, seen) for x in obj.values())
-    return 0
-
-
-def kept_token_indices(mask: tuple[int, ...], g: Geometry, allow_empty: bool = False) -> torch.Tensor:
-    """(N',) sequence positions left after dropping the masked patches' tokens.
-
-    allow_empty: dropping every patch is allowed (only the prefix tokens remain), as the
-    100 % point of a deletion curve needs; a user's mask must leave one patch."""
-    keep = torch.ones(g.seq_len, dtype=torch.bool)
-    idx = torch.tensor(mask, dtype=torch.long) + g.num_prefix_tokens
-    if idx.numel() and (idx.max() >= g.seq_len or idx.min() < g.num_prefix_tokens):
-        raise UserError(f"Mask indices must be patch numbers 0..{g.num_patches - 1}.")
-    keep[idx] = False
-    if keep.sum() == g.num_prefix_tokens and not allow_empty:
-        raise UserError("Every patch is masked: leave at least one patch for the model to see.")
-    return keep.nonzero().squeeze(1)
-
-
-def keep_indices(mask: Sequence[int], g: Geometry) -> torch.Tensor:
-    """(N',) tokens left after dropping the masked patches; dropping all of them is allowed."""
-    return kept_token_indices(tuple(int(i) for i in mask), g, allow_empty=True)
-
-
-def top_predictions(probs: torch.Tensor, labels: tuple[str, ...]) -> tuple[Prediction, ...]:
-    p, i = probs.topk(min(5, probs.numel()))
-    return tuple(Prediction(int(k), labels[int(k)], float(v)) for v, k in zip(p, i))
+T = TypeVar("T")
 
 
 def probs_of(vm: VitModel, logits: torch.Tensor) -> torch.Tensor:
@@ -204,8 +69,8 @@ def with_zero_shot(a: Analysis, vm: VitModel) -> Analysis:
 
 
 @dataclass(frozen=True)
-class _Out:
-    """What one forward of a model gives, whatever its family."""
+class Out:
+    """What one forward of a model gives, whatever its family (what a method's backward reads)."""
 
     logits: torch.Tensor | None  # (B, C)
     attentions: tuple[torch.Tensor, ...] | None  # L × (B, H, N, N)
@@ -216,12 +81,30 @@ class _Out:
 
 
 # ------------------------------------------------------------------ where each family's head reads
-def _map_pool(head: torch.nn.Module, x: torch.Tensor, lrp: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def _same(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+@dataclass(frozen=True)
+class Written:
+    """Hooks on the parts of a forward the engine writes out itself, which have no module to hook: SigLIP's
+    pooling head's keys and values (B, H, P, d), and the image embedding (B, E) before the zero-shot
+    head's cosine. Identity by default; a method's rules replace them (vizvit.methods.attnlrp)."""
+
+    keys: Callable[[torch.Tensor], torch.Tensor] = _same
+    values: Callable[[torch.Tensor], torch.Tensor] = _same
+    embedding: Callable[[torch.Tensor], torch.Tensor] = _same
+
+
+PLAIN = Written()
+
+
+def map_pool(head: torch.nn.Module, x: torch.Tensor, written: Written = PLAIN) -> tuple[torch.Tensor, torch.Tensor]:
     """SigLIP's multihead attention pooling head, written out as its own forward does it, keeping
     the per-head attention. x: (B, P, D) after the final layernorm -> pooled (B, D), attention
     (B, H, 1, P): the probe's (one query's) softmax weights over the tokens. The output is computed FROM that
     attention tensor, so a gradient with respect to it exists (relevance); nn.MultiheadAttention
-    returns only a copy of its weights. lrp: AttnLRP's uniform rule on its matmuls (vizvit.lrp)."""
+    returns only a copy of its weights. written: hooks on its keys and values."""
     mha = head.attention
     b, n, d = x.shape
     h = mha.num_heads
@@ -231,8 +114,7 @@ def _map_pool(head: torch.nn.Module, x: torch.Tensor, lrp: bool = False) -> tupl
     q = torch.nn.functional.linear(probe, wq, bq).reshape(b, 1, h, d // h).transpose(1, 2)  # (B, H, 1, d)
     k = torch.nn.functional.linear(x, wk, bk).reshape(b, n, h, d // h).transpose(1, 2)  # (B, H, P, d)
     v = torch.nn.functional.linear(x, wv, bv).reshape(b, n, h, d // h).transpose(1, 2)
-    if lrp:
-        k, v = lrp_rules.divide_gradient(k, lrp_rules.QK_DIVISOR), lrp_rules.divide_gradient(v, lrp_rules.V_DIVISOR)
+    k, v = written.keys(k), written.values(v)
     att = ((q @ k.transpose(-1, -2)) * (d // h) ** -0.5).softmax(-1)  # (B, H, 1, P)
     out = mha.out_proj((att @ v).transpose(1, 2).reshape(b, 1, d))  # (B, 1, D)
     out = out + head.mlp(head.layernorm(out))
@@ -240,16 +122,16 @@ def _map_pool(head: torch.nn.Module, x: torch.Tensor, lrp: bool = False) -> tupl
 
 
 def _pooled(fam: Family, model: torch.nn.Module, z: torch.Tensor,
-            lrp: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+            written: Written = PLAIN) -> tuple[torch.Tensor, torch.Tensor | None]:
     """z: (B, N, D) token states AFTER the image tower's final layernorm -> image embeddings (B, E)
     and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a token
     of the sequence ([CLS]: its attention is in the blocks' attentions)."""
     if fam.pooling == "map":
-        return _map_pool(backbone_of(model).head, z, lrp)
+        return map_pool(backbone_of(model).head, z, written)
     return model.visual_projection(z[:, 0]), None  # "projection" (CLIP): [CLS]
 
 
-def _readout(fam: Family, model: torch.nn.Module, states: torch.Tensor,
+def read_logits(fam: Family, model: torch.nn.Module, states: torch.Tensor,
              head: ZeroShotHead | None = None) -> torch.Tensor:
     """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them from
     its last block, by the family's pooling: final norm, then [CLS]'s head (ViT), the mean of the
@@ -275,135 +157,23 @@ def _readout(fam: Family, model: torch.nn.Module, states: torch.Tensor,
     return heads["head"](normed[:, 0])
 
 
-def _forward(vm: VitModel, pixels: torch.Tensor, lrp: bool = False, **kw: Any) -> _Out:
+def _forward(vm: VitModel, pixels: torch.Tensor, written: Written = PLAIN, **kw: Any) -> Out:
     """One forward: a classifier as it is; CLIP / SigLIP through the image tower, the image
-    embedding, then the zero-shot head (the typed labels' text embeddings). lrp: AttnLRP's rules
-    where the forward is written here (SigLIP's pooling head, the cosine's norm; the rest: hooks)."""
+    embedding, then the zero-shot head (the typed labels' text embeddings). written: hooks on the
+    parts written out here (SigLIP's pooling head, the embedding before the cosine)."""
     if vm.text is None:
         out = vm.model(pixels, **kw)
-        return _Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None),
-                    raw=out)
+        return Out(getattr(out, "logits", None), getattr(out, "attentions", None), getattr(out, "hidden_states", None),
+                   raw=out)
     out = vm.vit(pixels, **kw)
     if vm.family.pooling == "map":  # SigLIP: last_hidden_state is after the final layernorm
-        emb, summ = _pooled(vm.family, vm.model, out.last_hidden_state, lrp)
+        emb, summ = _pooled(vm.family, vm.model, out.last_hidden_state, written)
     else:  # CLIP: pooler_output is [CLS] after the final layernorm
-        emb, summ = _pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1), lrp)
-    if lrp and vm.zero_shot is not None:  # the cosine's norm a constant: the identity rule
-        emb = lrp_rules.l2_normalize(emb.float())
+        emb, summ = _pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1), written)
+    if vm.zero_shot is not None:
+        emb = written.embedding(emb)
     logits = vm.zero_shot.logits(emb) if vm.zero_shot is not None else None
-    return _Out(logits, getattr(out, "attentions", None), getattr(out, "hidden_states", None), emb, summ)
-
-
-# ------------------------------------------------------------------ families and hooks
-def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
-    """Pre-hooks on the output projections (the Linear that mixes a layer's concatenated head
-    outputs, (B, N, H·d)) of the layers that have heads switched off."""
-    if not ablation:
-        return []
-    fam = family_of(vm)
-    ablation.checked(vm.geometry)
-    return [Hook(lambda b, l=l: fam.out_proj(b, l),
-                 ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
-            for l, heads in ablation.by_layer().items()]
-
-
-def family_of(vm: VitModel) -> Family:
-    """The model's family description (models.FAMILIES): where its parts live, its token layout."""
-    return vm.family
-
-
-@dataclass(frozen=True)
-class Hook:
-    """An extra forward hook for one run: `where(backbone)` is the module, `fn` the hook
-    (as for ``register_forward_hook``; with pre=True, ``register_forward_pre_hook``)."""
-
-    where: Callable[[torch.nn.Module], torch.nn.Module]
-    fn: Callable[..., Any]
-    pre: bool = False
-
-
-class Hooked:
-    """One run of a shared model with its hooks: register on enter, remove on exit, and
-    hold the run lock in between, so no other run sees them.
-
-        with Hooked(vm, keep=idx) as run:
-            out = vm.model(pixels)
-        run.patches  # (B, P, D) patch embeddings before [CLS] and position embeddings
-
-    keep: tokens to keep after the embedding stage (token drop), (N',) for every view or
-    (B, N') per view; None keeps all. Each kept patch keeps its own position embedding:
-    something only a transformer can do.
-    """
-
-    def __init__(self, vm: VitModel | None, keep: torch.Tensor | None = None, capture_patches: bool = True,
-                 extra: Sequence[Hook] = (), masked: torch.Tensor | None = None, token: torch.Tensor | None = None):
-        self.vm = vm
-        self.keep = keep
-        # [MASK]: (B, P) bool, the patches whose embedding becomes `token` (D,), before [CLS] and the
-        # position embeddings are added: transformers' own bool_masked_pos rule (ViT, BEiT, DINOv2).
-        self.masked, self.token = masked, token
-        self.capture_patches = capture_patches and vm is not None
-        self.extra = tuple(extra)
-        self.patches: torch.Tensor | None = None
-        self._handles: list[Any] = []
-
-    def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
-        out = out[0] if isinstance(out, tuple) else out
-        self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out  # (B, P, D); a Conv2d gives (B, D, gh, gw)
-
-    def _mask(self, _m: torch.nn.Module, _inp: Any, out: Any) -> Any:
-        """The patch embeddings (B, P, D) with the masked rows replaced by the [MASK] token, as
-        ViTEmbeddings does with bool_masked_pos: x·(1 − m) + token·m."""
-        x = out[0] if isinstance(out, tuple) else out
-        m = self.masked.to(x.device).unsqueeze(-1).to(x.dtype)  # type: ignore[union-attr]
-        y = x * (1.0 - m) + self.token.to(x.device, x.dtype) * m  # type: ignore[union-attr]
-        return (y, *out[1:]) if isinstance(out, tuple) else y
-
-    def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
-        keep = self.keep.to(out.device)  # type: ignore[union-attr]
-        if keep.dim() == 1:
-            return out[:, keep]
-        return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
-
-    def _drop_bias(self, _m: torch.nn.Module, _inp: Any, bias: torch.Tensor) -> torch.Tensor:
-        """A relative position bias (1, H, N, N) computed for the whole window -> the kept
-        tokens' rows and columns: (1, H, N', N'), or (B, H, N', N') for per-view keeps. Without
-        this, BEiT would add the first N' rows of the full bias to a shorter sequence."""
-        keep = self.keep.to(bias.device)  # type: ignore[union-attr]
-        if keep.dim() == 1:
-            return bias[:, :, keep][:, :, :, keep]
-        b = bias[0]  # (H, N, N)
-        return torch.stack([b[:, k][:, :, k] for k in keep])
-
-    def __enter__(self) -> "Hooked":
-        _RUN_LOCK.acquire()
-        try:
-            if self.vm is not None:
-                backbone = self.vm.vit
-                fam = family_of(self.vm)
-                if self.capture_patches:  # first: the conv's own output, before any [MASK]
-                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
-                if self.masked is not None:
-                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._mask))
-                if self.keep is not None:
-                    self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
-                    for m in fam.bias_modules(backbone):
-                        self._handles.append(m.register_forward_hook(self._drop_bias))
-                for h in self.extra:
-                    m = h.where(backbone)
-                    self._handles.append(m.register_forward_pre_hook(h.fn) if h.pre else m.register_forward_hook(h.fn))
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            for h in self._handles:
-                h.remove()
-            self._handles.clear()
-        finally:
-            _RUN_LOCK.release()
+    return Out(logits, getattr(out, "attentions", None), getattr(out, "hidden_states", None), emb, summ)
 
 
 # ------------------------------------------------------------------ one view, everything
@@ -579,7 +349,7 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
         raise UserError("This model has no classifier: there is no prediction for a head to change.")
     if chunk < 1:
         raise UserError("The chunk size must be at least 1.")
-    fam = family_of(vm)
+    fam = vm.family
     H = vm.geometry.num_heads
     pixels = to_pixel_values(view, vm.preprocess).to(vm.device)  # (1, 3, H, W)
     for start in range(0, len(cells), chunk):
@@ -614,174 +384,31 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     return ResolutionPrediction(size, grid, view, probs.numpy(), top_predictions(probs, vm.labels), seconds)
 
 
-# ------------------------------------------------------------------ gradients
+# ------------------------------------------------------------------ one backward, for every method
 @on_gpu
-def attention_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
-                        ablation: Ablation = Ablation()) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """One forward and one backward pass: the attentions (H, N, N) per layer and the
-    gradients of logit `class_index` with respect to them, in layer order, on the CPU.
-
-    The model is shared read-only and its parameters have requires_grad=False, so the
-    graph is rooted at a private copy of the pixel values that requires grad; the
-    attention probabilities the model returns are then graph tensors whose gradients we
-    take directly. Nothing on the model is changed."""
+def backward(vm: VitModel, pixel_values: torch.Tensor, grads: Callable[[Out, "Hooked"], T],
+             hooks: Sequence[Hook] = (), ablation: Ablation = Ablation(), written: Written = PLAIN,
+             patches: bool = False, **kw: Any) -> T:
+    """One forward with gradients, under the run lock, with the method's `hooks` (then `ablation`'s) and
+    `written` (kw: output_attentions=True, ...); returns `grads(out, run)`, the method's autograd.grad calls
+    (run.patches: (1, P, D) when `patches`). The model's parameters do not require grad: the graph is
+    rooted at a private copy of the pixels, so what the forward returns or a hook keeps is in it.
+    Nothing on the model is changed; every hook is gone when this returns."""
+    if vm.family.tower and vm.zero_shot is None:
+        raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
     pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
-    with Hooked(vm, capture_patches=False, extra=ablation_hooks(vm, ablation)), \
+    with Hooked(vm, capture_patches=patches, extra=[*hooks, *ablation_hooks(vm, ablation)]) as run, \
             torch.inference_mode(False), torch.enable_grad():
-        out = _forward(vm, pixels, output_attentions=True)
-        # SigLIP: the MAP head's attention (1, H, P) comes last, as a (H, 1, P) "layer" whose
-        # one query is the probe (relevance.relevance_row reads it so).
-        atts = list(out.attentions) + ([out.summary_attention] if out.summary_attention is not None else [])
-        grads = torch.autograd.grad(out.logits[0, class_index], atts)  # (1, H, N, N) each
-    return [t[0].detach().cpu() for t in atts], [t[0].cpu() for t in grads]
+        return grads(_forward(vm, pixels, written, **kw), run)
 
 
-def _target_logit(vm: VitModel, logits: torch.Tensor | None, class_index: int) -> torch.Tensor:
+def target_logit(logits: torch.Tensor | None, class_index: int) -> torch.Tensor:
+    """The logit a class-specific method explains (a graph tensor): class `class_index` of image 0."""
     if logits is None:
-        raise UserError("This model has no classifier, so there is no class to explain.")
+        raise UserError(NO_CLASS)
     if not 0 <= class_index < logits.shape[-1]:
         raise UserError(f"Class index {class_index} is outside 0..{logits.shape[-1] - 1}.")
     return logits[0, class_index]
-
-
-@on_gpu
-def activation_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
-                         ablation: Ablation = Ablation(), layer: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """One forward and one backward pass: the output (N, D) of block `layer`'s first layernorm
-    (Grad-CAM's target layer) and the gradient of logit `class_index` with respect to it, on the CPU.
-    A forward hook keeps that output (it is in the graph, rooted at a private copy of the pixels)."""
-    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
-    kept: dict[str, torch.Tensor] = {}
-
-    def keep(_m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> None:
-        kept["act"] = out
-
-    hooks = [Hook(lambda b: vm.family.attention_norm(b, layer), keep), *ablation_hooks(vm, ablation)]
-    with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode(False), torch.enable_grad():
-        out = _forward(vm, pixels)
-        (grad,) = torch.autograd.grad(_target_logit(vm, out.logits, class_index), [kept["act"]])
-    return kept["act"][0].detach().float().cpu(), grad[0].float().cpu()
-
-
-def _layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
-                 readout: str = "summary") -> tuple[torch.Tensor, torch.Tensor | None]:
-    """LeGrad's score of one layer's tokens z (1, N, D) for one class, and for SigLIP the pooling
-    head's attention (1, H, 1, N) it was read through (None: the block's own attention is the target).
-
-    A classifier: the model's own head on those tokens (its final norm and pooling, engine._readout).
-    readout="token mean" (explain.LEGRAD_TOKEN_MEAN; classifiers only) reads the MEAN of every token
-    instead, through the same final norm and head: torchcam 0.5's LeGrad (heads(ln(z.mean(1)))), as
-    LeGrad reads CLIP. Every token is set to the mean, so each family's pooling reads it unchanged.
-    CLIP: LeGrad's compute_legrad_clip, the MEAN of every token through the final layernorm and the
-    projection (not [CLS]). SigLIP: its compute_legrad_siglip, the pooling head applied to the block's
-    output without the final layernorm. The score is the class's logit, scale·cos(+ bias): a positive
-    multiple of LeGrad's plain cosine."""
-    fam, model = vm.family, vm.model
-    if not fam.tower:
-        if readout == "token mean":
-            z = z.mean(1, keepdim=True).expand_as(z)  # (1, N, D): the mean where the head reads a token
-        return _readout(fam, model, z)[0, class_index], None
-    backbone = backbone_of(model)
-    if fam.pooling == "map":
-        emb, att = _map_pool(backbone.head, z)
-        return vm.zero_shot.logits(emb)[0, class_index], att  # type: ignore[union-attr]
-    emb = model.visual_projection(backbone.post_layernorm(z.mean(1)))
-    return vm.zero_shot.logits(emb)[0, class_index], None  # type: ignore[union-attr]
-
-
-@on_gpu
-def layer_score_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int, layers: Sequence[int],
-                          ablation: Ablation = Ablation(), readout: str = "summary") -> list[torch.Tensor]:
-    """LeGrad's gradients: one forward, then for each block l in `layers` the gradient of that
-    layer's own score (``_layer_score`` of its output tokens, read by `readout`) with respect to its attention,
-    (H, N, N) per layer (SigLIP: the pooling head's (H, 1, N), the head run on that layer's tokens).
-    Each backward runs from s_l to A_l only, through block l (autograd prunes the rest), so all of
-    them together cost about one full backward (benchmarks/methods_effects.py measures it)."""
-    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
-    if vm.family.tower and vm.zero_shot is None:
-        raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
-    out_grads = []
-    with Hooked(vm, capture_patches=False, extra=ablation_hooks(vm, ablation)), \
-            torch.inference_mode(False), torch.enable_grad():
-        out = _forward(vm, pixels, output_attentions=True, output_hidden_states=True)
-        _target_logit(vm, out.logits, class_index)  # checks the class
-        for l in layers:
-            score, pool_att = _layer_score(vm, out.hidden_states[l + 1], class_index, readout)
-            target = pool_att if pool_att is not None else out.attentions[l]
-            (g,) = torch.autograd.grad(score, [target], retain_graph=True)
-            out_grads.append(g[0].float().cpu())
-    return out_grads
-
-
-# ------------------------------------------------------------------ AttnLRP
-_QK_NAMES = ("query", "key", "q_proj", "k_proj")  # each family's attention projections (HF module names)
-_V_NAMES = ("value", "v_proj")
-
-
-def _is_activation(m: torch.nn.Module) -> bool:
-    """An element-wise non-linearity module (transformers' ACT2FN modules, torch's GELU and kin)."""
-    return type(m).__module__ == "transformers.activations" or isinstance(
-        m, (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh))
-
-
-def attnlrp_hooks(vm: VitModel) -> list[Hook]:
-    """Forward hooks that put AttnLRP's rules (vizvit.lrp) on every family's blocks, found by kind, not
-    by family: every LayerNorm (std detached), every activation (identity rule), every attention's
-    query and key (gradient ÷ 4) and value (÷ 2) projections. SigLIP's pooling head and the
-    cosine are written out in _forward (lrp=True). A UserError if the attention is not found."""
-    hooks: list[Hook] = []
-    qkv = 0
-    for name, m in vm.model.named_modules():
-        last = name.rsplit(".", 1)[-1]
-        if isinstance(m, torch.nn.LayerNorm):
-            fn = (lambda mod, inp, out: lrp_rules.layer_norm(inp[0], mod.weight, mod.bias, mod.eps))
-        elif _is_activation(m):
-            fn = (lambda mod, inp, out: lrp_rules.identity_rule(inp[0], out))
-        elif isinstance(m, torch.nn.Linear) and last in _QK_NAMES + _V_NAMES:
-            k = lrp_rules.QK_DIVISOR if last in _QK_NAMES else lrp_rules.V_DIVISOR
-            fn = (lambda mod, inp, out, k=k: lrp_rules.divide_gradient(out, k))
-            qkv += 1
-        else:
-            continue
-        hooks.append(Hook(lambda _b, m=m: m, fn))
-    if qkv < 3 * vm.geometry.num_layers:
-        raise UserError(f"AttnLRP does not know where {vm.family.title}'s attention projections are.")
-    return hooks
-
-
-@dataclass(frozen=True)
-class LrpRelevance:
-    """AttnLRP's relevance of one class, on the CPU (float64)."""
-
-    tokens: torch.Tensor  # (N,) each token at the embedding stage's output (embedding + position, [CLS], registers)
-    patches: torch.Tensor  # (P,) the patch embeddings' own part (the conv's output): the map; the rest of
-    # tokens[prefix:] is the position embeddings' (a bias term: no input depends on it)
-    logit: float  # the logit explained
-
-
-@on_gpu
-def attnlrp_relevance(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
-                      ablation: Ablation = Ablation()) -> LrpRelevance:
-    """AttnLRP: one forward with the rules' hooks (attnlrp_hooks) and one backward from logit
-    `class_index`: the relevance of each token at the embedding stage's output and of each patch
-    embedding alone (LrpRelevance), and the logit explained. Under the run lock."""
-    pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
-    if vm.family.tower and vm.zero_shot is None:
-        raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
-    kept: dict[str, torch.Tensor] = {}
-
-    def keep(_m: torch.nn.Module, _inp: Any, out: Any) -> None:
-        kept["h0"] = out[0] if isinstance(out, tuple) else out  # (1, N, D)
-
-    hooks = [*attnlrp_hooks(vm), Hook(lambda b: vm.family.embeddings(b), keep), *ablation_hooks(vm, ablation)]
-    with Hooked(vm, extra=hooks) as run, torch.inference_mode(False), torch.enable_grad():
-        out = _forward(vm, pixels, lrp=True)
-        logit = _target_logit(vm, out.logits, class_index)
-        (grad,) = torch.autograd.grad(logit, [kept["h0"]])
-    p0 = vm.geometry.num_prefix_tokens
-    patches = lrp_rules.token_relevance(run.patches[0].detach(), grad[0, p0:p0 + run.patches.shape[1]])  # type: ignore[index]
-    return LrpRelevance(lrp_rules.token_relevance(kept["h0"][0].detach(), grad[0]).cpu(), patches.cpu(),
-                        float(logit.detach()))
 
 
 # ------------------------------------------------------------------ the text tower
@@ -822,7 +449,7 @@ def readout(vm: VitModel, states: torch.Tensor) -> torch.Tensor:
     bit for bit. What vizvit.lens reads."""
     p = next(vm.model.parameters())
     with Hooked(None), torch.inference_mode():
-        rows = [_readout(vm.family, vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype), vm.zero_shot)
+        rows = [read_logits(vm.family, vm.model, h.unsqueeze(0).to(device=p.device, dtype=p.dtype), vm.zero_shot)
                 for h in states]
     return torch.cat(rows).float().cpu()
 

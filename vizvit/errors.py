@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# What every class-specific method says on a model without a classifier (vizvit.methods).
+NO_CLASS = "This model has no classifier, so there is no class to explain."
+
 
 class UserError(ValueError):
     """Bad input or a request that cannot be done, with a message that says what to do.

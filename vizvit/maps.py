@@ -1,4 +1,4 @@
-"""One path per computation: the cached rollouts, relevance and attention flow.
+"""One path per computation: the cached rollouts and relevance (attention flow: vizvit.methods.flow).
 
 The mean-fusion, no-discard rollout is read by the Attention tab (maps, strip, grid, export), the
 masks ("top / bottom by rollout"), the faithfulness curves, the Embeddings tab's colours and the
@@ -11,14 +11,12 @@ one ``Method`` record in vizvit.readings.methods, whatever asks for it.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterator
+from typing import Any, Callable, Hashable
 
 import numpy as np
 import torch
 
 from . import attention as att_mod
-from . import explain
-from .cancel import NEVER, Cancel
 from .engine import Analysis
 from .errors import UserError
 from .models import VitModel
@@ -55,9 +53,6 @@ def method_map_name(method: str, class_index: int) -> tuple:
     """(gh, gw) map of one class-specific method of vizvit.readings.methods (not Chefer's:
     relevance_name) for one class."""
     return ("method map", method, int(class_index))
-
-
-ATTENTION_FLOW = ("attention_flow",)  # (N,) exact attention flow from the summary (vizvit.explain)
 
 
 def full_attentions(a: Analysis) -> torch.Tensor:
@@ -103,32 +98,6 @@ def relevance(vm: VitModel, a: Analysis, class_index: int,
               cache: Cache = no_cache) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Chefer relevance parts of one class (relevance.relevance_parts: one backward pass), cached."""
     return cache(relevance_name(class_index), lambda: relevance_parts(vm, a, int(class_index)))
-
-
-# ------------------------------------------------------------------ attention flow: a job
-def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], bool] = lambda: False,
-               cancel: Cancel = NEVER) -> Iterator[explain.FlowStep]:
-    """Exact attention flow from the summary, streamed (explain.attention_flow_steps); the finished
-    (N,) flows are cached under ATTENTION_FLOW. Pure maths on the cached attentions: it never
-    holds the engine's lock (minutes on ViT-Ti, and every other user would wait)."""
-    for step in explain.attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
-        if step.flows is not None:
-            flows = step.flows
-            cache(ATTENTION_FLOW, lambda: flows)
-        yield step
-
-
-def attention_flow(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
-    """(N,) attention flow of the analysis, from the cache or computed to the end (Cancelled: nothing cached)."""
-    def run() -> np.ndarray:
-        return explain.attention_flow(full_attentions(a), a.summary_weights, cancel)
-    return cache(ATTENTION_FLOW, run)
-
-
-def flow_map(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
-    """(gh, gw) float32 attention flow over the patches (the input tokens after the prefix)."""
-    g = a.geometry
-    return attention_flow(a, cache, cancel)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
 
 
 # ------------------------------------------------------------------ maps every method reads

@@ -1,5 +1,6 @@
-"""Class-specific relevance (Chefer et al. 2021b, generic attention) of one analysis: checks, then the
-engine's forward and backward pass, then the maths in ``attention.chefer_relevance``.
+"""The gradients of a class with respect to every attention map, which class relevance (Chefer et al.
+2021b, generic attention: vizvit.methods.class_relevance) and gradient rollout read: checks, then one
+forward and backward pass (engine.backward), then the maths in ``attention.chefer_relevance``.
 Only run when a user asks for it.
 
 For CLIP and SigLIP the "class" is a typed label and the explained number is that label's logit,
@@ -14,31 +15,45 @@ from __future__ import annotations
 
 import torch
 
+from .ablation import Ablation
 from .attention import chefer_relevance
-from .engine import Analysis, attention_gradients
-from .errors import UserError
+from .engine import Analysis, Out, backward, target_logit
+from .errors import NO_CLASS, UserError
 from .models import VitModel
 
 
 def check_class(vm: VitModel, a: Analysis, class_index: int) -> None:
     """A clear message unless `class_index` is a class of `vm` that `a` can be explained for."""
     if not vm.has_classifier or a.logits is None:
-        raise UserError("This model has no classifier, so there is no class to explain.")
+        raise UserError(NO_CLASS)
     if not 0 <= class_index < a.logits.numel():
         raise UserError(f"Class index {class_index} is outside 0..{a.logits.numel() - 1}.")
     if a.dropped:
         raise UserError("Relevance needs the full token sequence: turn token drop off.")
 
 
+def attention_gradients(vm: VitModel, pixel_values: torch.Tensor, class_index: int,
+                        ablation: Ablation = Ablation()) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """One forward and one backward pass (engine.backward): the attentions (H, N, N) per layer and the
+    gradients of logit `class_index` with respect to them, in layer order, on the CPU. SigLIP: the MAP
+    head's attention (1, H, P) comes last, as a (H, 1, P) "layer" whose one query is the probe
+    (relevance_row reads it so)."""
+    def grads(out: Out, _run: object) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        atts = list(out.attentions or ()) + ([out.summary_attention] if out.summary_attention is not None else [])
+        got = torch.autograd.grad(target_logit(out.logits, class_index), atts)  # (1, H, N, N) each
+        return [t[0].detach().cpu() for t in atts], [t[0].cpu() for t in got]
+    return backward(vm, pixel_values, grads, ablation=ablation, output_attentions=True)
+
+
 def checked_gradients(vm: VitModel, a: Analysis, class_index: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """engine.attention_gradients of `a`'s input after check_class: (H, N, N) per layer, twice."""
+    """attention_gradients of `a`'s input after check_class: (H, N, N) per layer, twice."""
     check_class(vm, a, class_index)
     return attention_gradients(vm, a.pixel_values, class_index, a.ablation)
 
 
 def map_step(att: list[torch.Tensor], grads: list[torch.Tensor], num_layers: int) -> torch.Tensor | None:
     """SigLIP's MAP-head step mean_h[(∇A_map ⊙ A_map)⁺] (N,) from the (L+1)-long lists of
-    engine.attention_gradients; None where the summary is a token ([CLS])."""
+    attention_gradients; None where the summary is a token ([CLS])."""
     if len(att) == num_layers:
         return None
     return (grads[num_layers].float() * att[num_layers].float()).clamp(min=0).mean(0)[0]

@@ -137,7 +137,7 @@ def class_map(wb: Workbench, key: PhotoKey | None, class_index: int | None, name
 
 
 def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
-    """Attention flow, streamed: progress lines, then the map (cached per photo)."""
+    """A costly method (attention flow), streamed: its progress lines, then the map (cached per photo)."""
     if not methods.is_costly(name):  # class_map's: leave its answer alone (a bare return would blank it)
         yield kit.skip(RELEVANCE)
         return
@@ -146,7 +146,7 @@ def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: g
     with kit.JOBS.line(request, name) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
             yield {"rel_text": kit.waiting_text(name, ahead)}
-        for img, text in ap.flow_progress(wb.handle(key), params(dict(zip(CONTROLS, v))), ticket.cancel):
+        for img, text in ap.job_progress(wb.handle(key), name, params(dict(zip(CONTROLS, v))), ticket.cancel):
             yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}
 
 

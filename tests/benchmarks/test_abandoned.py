@@ -11,7 +11,7 @@ import pytest
 
 from appserver import page_name, serving
 
-from vizvit import explain
+from vizvit.methods import flow as explain
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,8 +1,10 @@
-"""The method registry (vizvit/readings/methods.py): ONE record per method, read by every consumer.
+"""The method registry (vizvit/readings/methods.py): ONE record per method, each in its own module of
+vizvit/methods/, read by every consumer.
 
-A method's name is written as a string in the registry only: the grep below reads every string
-literal in vizvit/ and page/ and refuses a registered name outside it, but for the few places where
-the same word names something else (each counted and explained in SAME_WORD)."""
+A method's name is written as a string in its own module only: the grep below reads every string
+literal in vizvit/ and page/ and refuses a registered name anywhere else (the registry and the other
+methods' modules included), but for the few places where the same word names something else (each
+counted and explained in SAME_WORD)."""
 
 from __future__ import annotations
 
@@ -13,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vizvit import explain, maps
+from vizvit import maps
+from vizvit.methods import flow
 from vizvit.errors import UserError
 from vizvit.readings import methods
 from vizvit.views import attention as ap
 from vizvit.views import experiments
 
 ROOT = Path(__file__).resolve().parents[2]
-REGISTRY = ROOT / "vizvit" / "readings" / "methods.py"
 
 # (file, word) -> how many literals there spell it, and what it names there (not a method).
 SAME_WORD: dict[tuple[str, str], tuple[int, str]] = {
@@ -41,26 +43,45 @@ SAME_WORD: dict[tuple[str, str], tuple[int, str]] = {
 }
 
 
-def name_literals(names: set[str], root: Path = ROOT) -> Counter:
+def name_literals(names: set[str], root: Path = ROOT, own: dict[str, str] | None = None) -> Counter:
     """(file, literal) -> count of string constants in vizvit/ and page/ that equal a registered name,
-    outside the registry."""
+    outside the name's own module (`own`: name -> that module's path under root)."""
+    own = own or {}
     found: Counter = Counter()
     for top in ("vizvit", "page"):
         for path in sorted((root / top).rglob("*.py")):
-            if path == REGISTRY:
-                continue
+            rel = str(path.relative_to(root))
             for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
-                    found[(str(path.relative_to(root)), node.value)] += 1
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names \
+                        and own.get(node.value) != rel:
+                    found[(rel, node.value)] += 1
     return found
 
 
-def test_each_method_name_is_written_in_the_registry_only():
+def own_modules(root: Path = ROOT) -> dict[str, str]:
+    """Each name a record is built with (``Method("name", ...)``) in a module of vizvit/methods/ -> that
+    module's path."""
+    out = {}
+    for path in sorted((root / "vizvit" / "methods").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Method" and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                out[node.args[0].value] = str(path.relative_to(root))
+    return out
+
+
+def test_each_method_name_is_written_in_its_own_module_only():
     names = {m.name for m in methods.METHODS}
-    found = name_literals(names)
+    own = own_modules()
+    assert set(own) == names  # every record lives in a module of vizvit/methods/
+    for name, path in own.items():  # ... and is written there once
+        literals = [n for n in ast.walk(ast.parse((ROOT / path).read_text()))
+                    if isinstance(n, ast.Constant) and n.value == name]
+        assert len(literals) == 1, (name, path)
+    found = name_literals(names, own=own)
     extra = {k: n for k, n in found.items() if n > SAME_WORD.get(k, (0, ""))[0]}
-    assert not extra, ("a method name written as a string outside vizvit/readings/methods.py (read the record "
-                       f"instead: methods.get(name), a field, methods.ROLLOUT.name): {extra}")
+    assert not extra, ("a method name written as a string outside its own module of vizvit/methods/ (read the "
+                       f"record instead: methods.get(name), a field, methods.ROLLOUT.name): {extra}")
     assert set(SAME_WORD) <= set(found), f"stale SAME_WORD entries: {set(SAME_WORD) - set(found)}"
 
 
@@ -122,7 +143,7 @@ def test_a_class_specific_record_needs_a_classifier(tiny16, cat):
 
 def test_the_flow_record_is_a_costly_job_checked_first():
     assert methods.FLOW.costly and not methods.FLOW.needs_class and methods.FLOW.cached_as is not None
-    assert methods.FLOW.caption == explain.FLOW_METHOD
+    assert methods.FLOW.caption == flow.FLOW_METHOD
     assert "flatter than rollout" in methods.FLOW.note(np.full((2, 2), 0.25))  # type: ignore[misc]
 
 

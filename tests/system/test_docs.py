@@ -101,6 +101,7 @@ def test_the_attnlrp_position_share_correlations_quoted_are_the_trained_models()
     from PIL import Image
 
     from vizvit import engine
+    from vizvit.methods.attnlrp import attnlrp_relevance
 
     text = (DOCS / "methods.md").read_text().replace("\n", " ")
     m = re.search(r"correlate at r = ([\d.]+) on the example cat, ([\d.]+) on the coffee and ([\d.]+) on\s+the astronaut", text)
@@ -109,6 +110,6 @@ def test_the_attnlrp_position_share_correlations_quoted_are_the_trained_models()
     p0 = vm.geometry.num_prefix_tokens
     for name, quoted in zip(("chelsea", "coffee", "astronaut"), m.groups()):
         a = engine.analyze(vm, Image.open(EXAMPLES / f"{name}.jpg").convert("RGB"))
-        r = engine.attnlrp_relevance(vm, a.pixel_values, int(a.logits.argmax()))
+        r = attnlrp_relevance(vm, a, int(a.logits.argmax()))
         got = np.corrcoef(r.tokens[p0:].numpy(), r.patches.numpy())[0, 1]
         assert f"{got:.2f}" == quoted, (name, got, quoted)

@@ -19,38 +19,9 @@ from vizvit import attention as A
 from vizvit import engine, positional, tokens
 from vizvit.perturb import Curves
 from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
+from vit_explain import vit_explain_rollout
 
 # ------------------------------------------------------------------ vit-explain
-def vit_explain_rollout(attentions: list[torch.Tensor], discard_ratio: float, head_fusion: str,
-                        keepdim: bool = False) -> np.ndarray:
-    """Port of `rollout` in jacobgil/vit-explain vit_rollout.py (commit
-    1d68f2249970190ca109a4922f3c0e94f8d7db0d). attentions: per layer (1, H, N, N).
-
-    keepdim=False is the code as published (`a / a.sum(dim=-1)` divides column j by row j's
-    sum, its issue #16); keepdim=True is the one-word fix. Returns the map / its max."""
-    result = torch.eye(attentions[0].size(-1))
-    with torch.no_grad():
-        for attention in attentions:
-            if head_fusion == "mean":
-                attention_heads_fused = attention.mean(axis=1)
-            elif head_fusion == "max":
-                attention_heads_fused = attention.max(axis=1)[0]
-            else:
-                attention_heads_fused = attention.min(axis=1)[0]
-            flat = attention_heads_fused.view(attention_heads_fused.size(0), -1)
-            _, indices = flat.topk(int(flat.size(-1) * discard_ratio), -1, False)
-            indices = indices[indices != 0]
-            flat[0, indices] = 0
-            eye = torch.eye(attention_heads_fused.size(-1))
-            a = (attention_heads_fused + 1.0 * eye) / 2
-            a = a / a.sum(dim=-1, keepdim=True) if keepdim else a / a.sum(dim=-1)
-            result = torch.matmul(a, result)
-    mask = result[0, 0, 1:]
-    width = int(mask.size(-1) ** 0.5)
-    mask = mask.reshape(width, width).numpy()
-    return mask / np.max(mask)
-
-
 def _layers(att: torch.Tensor) -> list[torch.Tensor]:
     return [att[l:l + 1].clone() for l in range(att.shape[0])]
 

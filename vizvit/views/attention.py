@@ -17,9 +17,8 @@ import torch
 from .. import artifacts as art_mod
 from .. import attention as att_mod
 from .. import maps
-from ..explain import FLOW_SPEED, duration
 from ..cancel import NEVER, Cancel
-from ..errors import UserError
+from ..errors import NO_CLASS, UserError
 from ..engine import Analysis
 from ..models import Geometry, VitModel
 from ..patches import patch_at
@@ -90,7 +89,6 @@ RELEVANCE_TEXT = methods.menu_text()  # each menu method's sentence, from its re
 
 # The methods of the Attention tab's map menu (vizvit.readings.methods.MENU, in registry order).
 EXPLAIN_METHODS = tuple(m.name for m in methods.MENU)
-FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
 
 
 # ------------------------------------------------------------------ main map
@@ -395,7 +393,7 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
     as the relevance map is, with its readout."""
     m = methods.get(method, methods.MENU)
     if m.needs_class and class_index is None:
-        raise UserError("This model has no classifier, so there is no class to explain.")
+        raise UserError(NO_CLASS)
     if m.reads_summary:  # the relevance panel: read from the tab's chosen summary token
         return relevance_panel(vm, a, int(class_index), p, cache)  # type: ignore[arg-type]
     g = vm.geometry
@@ -416,21 +414,16 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
     return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
 
 
-def flow_progress(ph: Photo, p: AttnParams, cancel: Cancel = NEVER) -> Iterator[tuple[np.ndarray | None, str]]:
-    """Attention flow as a job: progress lines (no picture) every FLOW_PROGRESS_EVERY max-flows, then
-    the map; from the cache at once once computed. Closing the generator (Stop) ends the job, and
-    so does `cancel` (checked between max-flows: Cancelled)."""
+def job_progress(ph: Photo, method: str, p: AttnParams,
+                 cancel: Cancel = NEVER) -> Iterator[tuple[np.ndarray | None, str]]:
+    """A costly method as a job: its record's progress lines (no picture), then the map; from the cache at
+    once once computed. Closing the generator (Stop) ends the job, and so does `cancel` (Cancelled)."""
+    m = methods.get(method, methods.COSTLY)
     a = ph.analysis()
-    if ph.peek(methods.FLOW.cached_as) is None:
-        shape = tuple(a.attentions.shape)  # the first estimate: this process's measured speed, else the default's
-        yield None, (f"Attention flow: building the attention graph, then {shape[-1]} max-flows: about "
-                     f"{duration(FLOW_SPEED.estimate(shape))}…")
-        for step in maps.flow_steps(a, ph.derived, cancel=cancel):
-            if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
-                left = step.seconds / step.done * (step.total - step.done)
-                yield None, (f"Attention flow: {step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "
-                             f"{left:.0f} s left. Stop ends it (nothing is kept until it is done).")
-    yield method_panel(ph.vm, a, methods.FLOW.name, None, p, ph.derived)
+    if ph.peek(m.cached_as) is None and m.progress is not None:
+        for line in m.progress(a, ph.derived, cancel):
+            yield None, line
+    yield method_panel(ph.vm, a, m.name, None, p, ph.derived)
 
 
 # ------------------------------------------------------------------ export
@@ -560,10 +553,10 @@ def relevance(ph: Photo, class_index: int, p: AttnParams) -> tuple[np.ndarray, s
 
 
 def explain(ph: Photo, method: str, class_index: int | None, p: AttnParams) -> tuple[np.ndarray, str]:
-    """On request: one EXPLAIN_METHODS map (a costly one: only once computed, see flow_progress)."""
+    """On request: one EXPLAIN_METHODS map (a costly one: only once computed, see job_progress)."""
     m = methods.get(method, methods.MENU)
     if m.costly and ph.peek(m.cached_as) is None:
-        raise UserError(f"{m.name[0].upper()}{m.name[1:]} runs as a job: use flow_progress.")
+        raise UserError(f"{m.name[0].upper()}{m.name[1:]} runs as a job: use job_progress.")
     return method_panel(ph.vm, ph.analysis(), method, class_index, p, ph.derived)
 
 

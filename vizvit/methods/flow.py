@@ -1,16 +1,9 @@
-"""The explanation methods beyond rollout and Chefer relevance, as pure functions over tensors.
+"""Attention flow (Abnar & Zuidema 2020): an exact max-flow from the summary to each input token through
+the attention graph, one per token (Dinic's in C, scipy), on the cached attentions: no forward. The one
+costly method: a job, streamed (``flow_progress``), checked against its time limit before it waits
+(``check_flow_time``), its result cached per photo under ATTENTION_FLOW.
 
-Each takes what one forward (and at most one backward, vizvit.engine) gave and returns a map over
-the tokens or patches; vizvit.maps caches them and names them for the page (docs/methods.md has the
-formulas, sources and commits):
-
-- ``grad_rollout``: vit-explain's gradient-weighted rollout (jacobgil/vit-explain vit_grad_rollout.py);
-- ``gradcam``: Grad-CAM on the last block's first layernorm, pytorch-grad-cam's ViT reshape;
-- ``legrad``: LeGrad (Bousselham et al. 2024), the positive gradients of each layer's own readout
-  with respect to that layer's attention;
-- ``attention_flow``: Abnar & Zuidema 2020's attention flow, one exact max-flow per input token.
-
-Shapes: A, ∇A are (L, H, N, N), rows = queries; N = T prefix tokens + P patches.
+Shapes: A is (L, H, N, N), rows = queries; N = T prefix tokens + P patches.
 """
 
 from __future__ import annotations
@@ -24,76 +17,28 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from .cancel import NEVER, Cancel
-from .errors import UserError
+from ..cancel import NEVER, Cancel
+from ..engine import Analysis
+from ..errors import UserError
+from ..maps import Cache, full_attentions, no_cache
+from ..models import VitModel
+from .base import Method
 
-GRAD_ROLLOUT_METHOD = "gradient rollout (vit-explain)"
-GRADCAM_METHOD = "Grad-CAM (last block, pytorch-grad-cam's ViT reshape)"
-LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
 FLOW_METHOD = "attention flow (Abnar & Zuidema 2020, exact max-flow)"
-GRAD_ROLLOUT_DISCARD = 0.9  # vit-explain's default discard_ratio for vit_grad_rollout
-LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
-# A classifier's LeGrad reads each layer with the model's own head: [CLS] for a ViT. torchcam 0.5's
-# LeGrad reads the MEAN of all tokens instead (as LeGrad reads CLIP, whose pooled embedding is
-# trained on it); on the trained ViT-Ti the two maps agree at r 0.74-0.85 but share 0-2 of their
-# top-5 patches (docs/methods.md). The mean readout is offered as its own map.
-LEGRAD_TOKEN_MEAN = "token mean"
 # Exact flow runs one max-flow per input token on a graph of ~L·N² edges: bounded by this many edges
 # (ViT-Ti/16 at 224 px: 12·197² = 466k; measured in benchmarks/methods_effects.py).
 FLOW_MAX_EDGES = 600_000
 # A model whose flow graph is ~15x smaller than ViT-Ti/16's (50 tokens at 224 px: 11·50²+50 edges, 50
 # max-flows), named when a flow is refused for time.
 FLOW_SMALLER_MODEL = "openai/clip-vit-base-patch32"
+ATTENTION_FLOW = ("attention_flow",)  # the cache name of the (N,) exact attention flow from the summary
+FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
+# Seconds a flow job may run (vizvit.jobs.Jobs(limits=...)): Attention flow on ViT-Ti/16 or ViT-B/16 takes
+# 4-8 s on two busy cores since issue 52 (benchmarks/bench_flow.py; ~10 min in networkx before): 120 s is ten
+# times that on a machine many times busier, and still a tenth of the old limit for a job holding a slot.
+FLOW_LIMIT_S = 120.0
 
 
-def grad_rollout(att: torch.Tensor, grads: torch.Tensor, discard: float = GRAD_ROLLOUT_DISCARD) -> torch.Tensor:
-    """vit-explain's gradient rollout. att, grads: (L, H, N, N), grads in layer order -> (N, N) R.
-
-    Per layer: F = mean_h(A ⊙ ∇A), negatives set to 0; the lowest ⌊discard·N²⌋ entries of F zeroed
-    (the whole matrix, [CLS]→[CLS] included, as vit-explain's code); Â = (F + I)/2, rows
-    renormalised; R ← Â·R from R = I. vit-explain divides by ``a.sum(dim=-1)`` without keepdim
-    (column j by row j's sum, its issue #16) and zips its gradients in reverse layer order (its
-    issue #6); here the rows are renormalised and the layers kept in order (docs/methods.md)."""
-    if att.shape != grads.shape:
-        raise UserError("Attentions and gradients must have the same shape.")
-    n = att.shape[-1]
-    eye = torch.eye(n)
-    r = eye.clone()
-    for a, g in zip(att.float(), grads.float()):
-        fused = (a * g).mean(0).clamp(min=0)
-        k = int(n * n * discard)
-        if k:
-            flat = fused.reshape(-1)
-            flat[flat.topk(k, largest=False).indices] = 0
-        m = (fused + eye) / 2
-        r = (m / m.sum(-1, keepdim=True)) @ r
-    return r
-
-
-def gradcam(act: torch.Tensor, grad: torch.Tensor, num_prefix_tokens: int, grid: tuple[int, int]) -> torch.Tensor:
-    """Grad-CAM over the patch tokens. act, grad: (N, D) a layer's output and the class logit's
-    gradient there -> (gh, gw) relu(Σ_d w_d·act[:, d]), w_d = mean over patches of grad[:, d].
-
-    pytorch-grad-cam's ViT recipe (its `reshape_transform`) drops token 0 and reshapes the rest to
-    (D, gh, gw); here every prefix token (T of them: [CLS], [DIST], registers) is dropped. Not
-    resized to the image and not min-max scaled (pytorch-grad-cam does both)."""
-    t = num_prefix_tokens
-    a, g = act[t:].float(), grad[t:].float()  # (P, D)
-    w = g.mean(0)  # (D,) the pooled gradients
-    return (a @ w).clamp(min=0).reshape(grid)
-
-
-def legrad(layer_grads: list[torch.Tensor], num_prefix_tokens: int) -> torch.Tensor:
-    """LeGrad: Σ_l mean_h mean_q [∂s_l/∂A_l]⁺ over the patch keys. layer_grads: per used layer
-    (H, Q, N) the gradient of that layer's own score s_l (its tokens read out by the model's head)
-    with respect to its attention (Q queries: N for a block, 1 for SigLIP's pooling probe) -> (P,).
-    Not min-max scaled (LeGrad's code scales the sum to 0..1)."""
-    if not layer_grads:
-        raise UserError("LeGrad needs at least one layer.")
-    return sum(g.float().clamp(min=0).mean(0).mean(0)[num_prefix_tokens:] for g in layer_grads)
-
-
-# ------------------------------------------------------------------ attention flow
 def residual_attention(att: torch.Tensor) -> np.ndarray:
     """(L, H, N, N) -> (L, N, N) float64 Â_l = (mean_h A_l + I) / rowsum: the capacities."""
     m = att.double().mean(1) + torch.eye(att.shape[-1], dtype=torch.float64)
@@ -294,3 +239,62 @@ def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None, cance
         pass
     assert last is not None and last.flows is not None
     return last.flows
+
+
+# ------------------------------------------------------------------ on an analysis, through the cache
+def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], bool] = lambda: False,
+               cancel: Cancel = NEVER) -> Iterator[FlowStep]:
+    """Exact attention flow from the summary, streamed (attention_flow_steps); the finished (N,) flows
+    are cached under ATTENTION_FLOW. Pure maths on the cached attentions: it never holds the engine's
+    lock (seconds on ViT-Ti, and every other user would wait)."""
+    for step in attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
+        if step.flows is not None:
+            flows = step.flows
+            cache(ATTENTION_FLOW, lambda: flows)
+        yield step
+
+
+def flow_of(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
+    """(N,) attention flow of the analysis, from the cache or computed to the end (Cancelled: nothing cached)."""
+    def run() -> np.ndarray:
+        return attention_flow(full_attentions(a), a.summary_weights, cancel)
+    return cache(ATTENTION_FLOW, run)
+
+
+def flow_map(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
+    """(gh, gw) float32 attention flow over the patches (the input tokens after the prefix)."""
+    g = a.geometry
+    return flow_of(a, cache, cancel)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
+
+
+def flow_progress(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> Iterator[str]:
+    """The flow as a job: a progress line before the graph and every FLOW_PROGRESS_EVERY max-flows; at its
+    end the flows are cached (Method.progress)."""
+    shape = tuple(a.attentions.shape)  # the first estimate: this process's measured speed, else the default's
+    yield (f"Attention flow: building the attention graph, then {shape[-1]} max-flows: about "
+           f"{duration(FLOW_SPEED.estimate(shape))}…")
+    for step in flow_steps(a, cache, cancel=cancel):
+        if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
+            left = step.seconds / step.done * (step.total - step.done)
+            yield (f"Attention flow: {step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "
+                   f"{left:.0f} s left. Stop ends it (nothing is kept until it is done).")
+
+
+def _flow(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:
+    return flow_map(a, cache, cancel)
+
+
+def flat_note(values: np.ndarray) -> str:
+    """Max-flows share their bottlenecks: the map is nearly flat."""
+    return (f" Every patch gets between {values.min():.4g} and {values.max():.4g} (uniform: {1 / values.size:.4g}): "
+            "flow spreads over many paths, so its maps are flatter than rollout's.")
+
+
+FLOW = Method(
+    "attention flow", _flow, FLOW_METHOD, "Abnar & Zuidema 2020",
+    "*Attention flow* (Abnar & Zuidema 2020): an exact max-flow from [CLS] to each input token through the "
+    "attention graph; not class-specific, 5-10 s on a 12-layer model (one max-flow per token), streamed and "
+    "stoppable.",
+    menu=True, costly=True, limit_s=FLOW_LIMIT_S, cached_as=ATTENTION_FLOW,
+    check=lambda a, limit_s: check_flow_time(tuple(a.attentions.shape), limit_s), progress=flow_progress,
+    note=flat_note)

@@ -1,4 +1,4 @@
-"""AttnLRP (vizvit/lrp.py, engine.attnlrp_relevance, the registry's record).
+"""AttnLRP (vizvit/methods/attnlrp.py: its rules, attnlrp_relevance, its record).
 
 The rules against the authors' own code: lxt 2.1's efficient rules (lxt/efficient/rules.py, loaded
 from its file: `import lxt.efficient` needs transformers.modeling_attn_mask_utils, gone in
@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 
 import vizvit
-from vizvit import engine, lrp
+from vizvit import engine
+from vizvit.methods import attnlrp as lrp
 from vizvit.readings import methods
 from tiny import make_tiny_vit
 
@@ -136,7 +137,7 @@ def test_relevance_is_conserved_on_a_bias_free_vit(bias_free, cat):
     pixels = a.pixel_values.clone().requires_grad_(True)
     kept: dict[str, torch.Tensor] = {}
     qk: list[torch.Tensor] = []
-    hooks = [*engine.attnlrp_hooks(vm),
+    hooks = [*lrp.attnlrp_hooks(vm),
              engine.Hook(lambda b: vm.family.embeddings(b), lambda m, i, o: kept.__setitem__("h0", o))]
     qk_mods = [m for n, m in vm.model.named_modules() if n.endswith((".query", ".key", ".q_proj", ".k_proj"))]  # layer order, q then k
     assert len(qk_mods) == 2 * vm.geometry.num_layers
@@ -162,7 +163,7 @@ def test_relevance_is_conserved_on_a_bias_free_vit(bias_free, cat):
     logit = logit.detach()
     assert float(tokens.sum()) + leaks == pytest.approx(float(logit), rel=1e-4, abs=1e-5)
     assert abs(leaks) > 1e-3 * abs(float(logit))  # the softmax's term is really there (the test sees it)
-    got = engine.attnlrp_relevance(vm, a.pixel_values, c)  # the engine's own run: the same tokens
+    got = lrp.attnlrp_relevance(vm, a, c)  # the engine's own run: the same tokens
     torch.testing.assert_close(got.tokens, tokens, rtol=1e-4, atol=1e-6)
     assert got.logit == pytest.approx(float(logit), rel=1e-5)
     # The map: each patch token's relevance less its position embedding's share (a bias term).
@@ -182,7 +183,7 @@ def test_without_attention_the_patches_cls_and_positions_sum_to_the_logit(bias_f
                 p.zero_()
     a = vizvit.analyze(vm, cat)
     for c in (int(a.top5[0].index), int(a.top5[-1].index)):
-        got = engine.attnlrp_relevance(vm, a.pixel_values, c)
+        got = lrp.attnlrp_relevance(vm, a, c)
         assert float(got.tokens.sum()) == pytest.approx(got.logit, rel=1e-5, abs=1e-6)
 
 
@@ -193,7 +194,7 @@ def test_attnlrp_runs_on_every_classifier_family(fam, towers, cat):
             continue
         a = vizvit.analyze(vm, cat)
         c = int(a.top5[0].index)
-        got = engine.attnlrp_relevance(vm, a.pixel_values, c)
+        got = lrp.attnlrp_relevance(vm, a, c)
         assert got.tokens.shape == (vm.geometry.seq_len,) and torch.isfinite(got.tokens).all()
         assert got.patches.shape == (vm.geometry.num_patches,) and torch.isfinite(got.patches).all()
         assert got.logit == pytest.approx(float(a.logits.reshape(-1)[c]), rel=1e-4, abs=1e-5)  # the forward unchanged

@@ -1,0 +1,22 @@
+"""Rollout (Abnar & Zuidema 2020): the summary's row of the mean-fusion, no-discard rollout through every
+layer. The maths is vizvit.attention's rollout, computed once per photo (vizvit.maps.mean_rollout),
+since every tab reads the same rollout."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import attention as att_mod
+from ..cancel import Cancel
+from ..engine import Analysis
+from ..maps import Cache, summary_rollout_map
+from ..models import VitModel
+from .base import Method
+
+
+def rollout_map(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:
+    """(gh, gw) the summary's row of the mean rollout (SigLIP: the MAP head's weights·R)."""
+    return summary_rollout_map(a, cache)
+
+
+ROLLOUT = Method("rollout", rollout_map, att_mod.ROLLOUT_METHOD + ", mean fusion, no discard", "Abnar & Zuidema 2020")
