@@ -26,6 +26,11 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+# Leaves where a thread waits (a lock, a queue, epoll, a sleep): py-spy counts one as running while it
+# is runnable, woken and waiting for a core, which on a loaded 2-core machine is often. Left out of the
+# shares and reported apart ("waiting"): they are not the work that costs the CPU.
+WAITS = ("Condition.wait (threading.py)", "Event.wait (threading.py)", "select (selectors.py)",
+         "Blocks.block_thread (gradio/blocks.py)", "sleep (")
 RATE_HZ = 100  # samples a second per thread: py-spy's own cost stays ~1 % of a core at this rate
 _LINE = re.compile(r":\d+\)$")  # "f (file.py:12)" -> "f (file.py)": a function, not a line
 
@@ -50,8 +55,9 @@ class Profile:
     """The summed samples: top functions by self time (the leaf of a stack), by total time (anywhere on
     the stack; each function counted once per stack), and by the package of the leaf."""
 
-    samples: int
+    samples: int  # counted (the waiting ones left out)
     cpu_s: float
+    waiting: float  # share of all samples whose leaf is a wait (WAITS), left out
     self_top: tuple[Entry, ...]
     total_top: tuple[Entry, ...]
     packages: tuple[Entry, ...]
@@ -76,17 +82,22 @@ def package(frame: str) -> str:
     return head.removesuffix(".py") or "?"
 
 
-def summarize(raw: str, cpu_s: float, top: int = 15, skip: tuple[str, ...] = ()) -> Profile:
-    """Sum py-spy's raw output. Stacks holding any of `skip` (e.g. a warm-up's function) are left out."""
+def summarize(raw: str, cpu_s: float, top: int = 15, skip: tuple[str, ...] = (),
+              waits: tuple[str, ...] = WAITS) -> Profile:
+    """Sum py-spy's raw output. Stacks holding any of `skip` (e.g. a warm-up's function) are left out,
+    and those whose leaf is one of `waits` (counted apart as Profile.waiting)."""
     self_c: Counter[str] = Counter()
     total: Counter[str] = Counter()
     pkgs: Counter[str] = Counter()
-    n = 0
+    n = waited = 0
     for line in raw.splitlines():
         if not line.strip():
             continue
         fr, c = frames(line)
         if not fr or any(s in f for s in skip for f in fr):
+            continue
+        if any(w in fr[-1] for w in waits):
+            waited += c
             continue
         n += c
         self_c[fr[-1]] += c
@@ -97,7 +108,7 @@ def summarize(raw: str, cpu_s: float, top: int = 15, skip: tuple[str, ...] = ())
     def entries(counter: Counter[str], k: int) -> tuple[Entry, ...]:
         return tuple(Entry(f, c / n, cpu_s * c / n) for f, c in counter.most_common(k)) if n else ()
 
-    return Profile(n, cpu_s, entries(self_c, top), entries(total, top * 3), entries(pkgs, 10))
+    return Profile(n, cpu_s, waited / (n + waited) if n + waited else 0.0, entries(self_c, top), entries(total, top * 3), entries(pkgs, 10))
 
 
 def report(p: Profile, per: int = 1, per_name: str = "") -> str:
@@ -113,7 +124,7 @@ def report(p: Profile, per: int = 1, per_name: str = "") -> str:
             out.append(f"  {e.share:6.1%}  {e.cpu_s:6.2f}{extra}  {e.function}")
         return out
 
-    return "\n".join([f"{p.samples} samples over {p.cpu_s:.2f} CPU s",
+    return "\n".join([f"{p.samples} samples over {p.cpu_s:.2f} CPU s ({p.waiting:.0%} more were waits, left out)",
                       *rows("by package (of the running function)", p.packages),
                       *rows("by function, self", p.self_top),
                       *rows("by function, total (with what it calls)", p.total_top)])

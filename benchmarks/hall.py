@@ -31,6 +31,9 @@ Reports (JSON, and a short table):
   - the bare forward of the model, measured in this process before the server starts
     (vizvit.load_model + vizvit.analyze on the cat, median of 5 after a warm-up), and the own-photo
     p95 in bare forwards, beside the forward time the server itself measured during the hall;
+  - where the server's CPU went: py-spy samples the server process during the hall (not the
+    start, not the clients' connections), its top functions by package, self and total time,
+    each share spread over the server's measured CPU seconds (benchmarks/cpu_profile.py);
   - context for a noisy machine: the CPU (in cores) the simulated clients and other processes used
     during the hall (each gradio_client call costs the client ~70 ms of CPU: on 2 cores the students
     take a share of the machine), and one cached call's time alone on the quiet server (the floor).
@@ -499,7 +502,7 @@ def where_cpu_went(rep: dict, spy: Any, raw: str, replicas: int) -> str:
         return f"where the server's CPU went: no profile ({spy.error or 'py-spy wrote nothing'})"
     cpu_s = rep["server_cpu_s_during_hall"] / max(1, replicas)  # one replica's share, roughly
     p = cpu_profile.summarize(raw, cpu_s)
-    rep["cpu_profile"] = {"samples": p.samples, "cpu_s": p.cpu_s,
+    rep["cpu_profile"] = {"samples": p.samples, "cpu_s": p.cpu_s, "waiting_left_out": round(p.waiting, 4),
                           **{k: [[e.function, round(e.share, 4), round(e.cpu_s, 3)] for e in getattr(p, k)]
                              for k in ("packages", "self_top", "total_top")}}
     head = ("where the server's CPU went (py-spy, the server process" +
@@ -911,7 +914,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="the server's and the bare forward's device (cpu, cuda)")
     ap.add_argument("--no-profile", action="store_true",
                     help="skip py-spy: by default the server is sampled during the hall and its top functions "
-                         "printed (benchmarks/cpu_profile.py; needs the py-spy package)")
+                         "printed (benchmarks/cpu_profile.py; needs the py-spy package; with --json, every "
+                         "stack is kept beside it as OUT.py-spy.txt)")
     ap.add_argument("--room", action="store_true",
                     help="a live room (issue 45): the students join one room, the host moves through the steps, "
                          "every student answers each question; reports the step push p95 and answers counted")
@@ -1003,6 +1007,8 @@ def main(argv: list[str] | None = None) -> int:
                                         hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s))
     rep["server_crashed"] = crashed
     profile = where_cpu_went(rep, spy, spy_raw, args.replicas)
+    if args.json and spy_raw:  # every stack, for a closer look (flamegraph.pl, speedscope)
+        Path(args.json).with_suffix(".py-spy.txt").write_text(spy_raw)
     print(json.dumps({k: v for k, v in rep.items() if k not in ("per_student", "cpu_profile")}, indent=2))
     print()
     print(table(rep))

@@ -70,3 +70,10 @@ def test_a_recording_of_a_busy_process_finds_its_busy_function():
     assert p.samples > 20
     assert p.total_top[0].function.startswith("spin_here") or any(
         e.function.startswith("spin_here") and e.share > 0.9 for e in p.total_top)
+
+
+def test_waiting_leaves_are_left_out_and_counted_apart():
+    raw = RAW + "Thread._bootstrap (threading.py:1002);Queue.get (queue.py:171);Condition.wait (threading.py:327) 10\n"
+    p = cpu_profile.summarize(raw, cpu_s=20.0)
+    assert p.samples == 10 and p.waiting == 0.5
+    assert {e.function: round(e.share, 6) for e in p.self_top}["forward (torch/nn/modules/linear.py)"] == 0.6
