@@ -423,14 +423,29 @@ def test_a_file_changed_since_is_decoded_again(monkeypatch, tmp_path):
     calls = _decodes(monkeypatch)
     path = tmp_path / "a.png"
     Image.new("RGB", (40, 30), (200, 10, 10)).save(path)
+    st = os.stat(path)
     wb = Workbench()
     k1 = wb.add_photo(str(path))
-    Image.new("RGB", (40, 30), (10, 200, 10)).save(path)  # other pixels, same size in bytes or not
-    st = os.stat(path)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a clock too coarse never hides it
+    Image.new("RGB", (40, 30), (10, 200, 10)).save(path)  # other pixels under the same name
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same time: only the bytes tell
     k2 = wb.add_photo(str(path))
     assert k1 != k2 and len(calls) == 2
     assert k2 == vizvit.images.image_sha1(Image.new("RGB", (40, 30), (10, 200, 10)))
+
+
+def test_the_same_bytes_uploaded_again_elsewhere_are_not_decoded_again(monkeypatch, tmp_path):
+    """Gradio writes each upload of a photo anew (another file, or the same name rewritten): the
+    bytes are the same, so is the photo."""
+    from PIL import Image
+
+    calls = _decodes(monkeypatch)
+    first, again = tmp_path / "a.png", tmp_path / "b" / "a.png"
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(first)
+    again.parent.mkdir()
+    again.write_bytes(first.read_bytes())
+    wb = Workbench()
+    assert wb.add_photo(str(first)) == wb.add_photo(str(again)) == wb.add_photo(first.read_bytes())
+    assert len(calls) == 1
 
 
 def test_a_file_whose_photo_was_pushed_out_is_decoded_again(monkeypatch, tmp_path):

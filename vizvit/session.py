@@ -10,6 +10,7 @@ the same handle, so it shares these caches. Plain Python (no gradio).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import threading
@@ -35,19 +36,26 @@ from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
 
-MAX_FILES_REMEMBERED = 4096  # paths -> keys (add_photo): ~0.5 MB at most
+MAX_FILES_REMEMBERED = 4096  # file digests -> keys (add_photo): ~0.3 MB at most
+MAX_DIGESTED_BYTES = 64 << 20  # a bigger file is decoded each time (load_image refuses most of those anyway)
 
 
-def _file_stamp(src: ImageInput) -> tuple | None:
-    """A path's identity and version: (path, inode, size, mtime in ns); None for anything else or a
-    path that cannot be read (load_image then says why)."""
-    if not isinstance(src, (str, os.PathLike)):
+def _file_digest(src: ImageInput) -> bytes | None:
+    """The BLAKE2b digest of a photo file's bytes (a path or the bytes themselves); None for a
+    decoded picture, or a file that cannot be read or is too big (load_image then says why)."""
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            if os.path.getsize(src) > MAX_DIGESTED_BYTES:
+                return None
+            with open(src, "rb") as f:
+                data = f.read()
+        except (OSError, ValueError):
+            return None
+    elif isinstance(src, (bytes, bytearray)):
+        data = bytes(src)
+    else:
         return None
-    try:
-        st = os.stat(src)
-    except (OSError, ValueError):
-        return None
-    return (os.fspath(src), st.st_ino, st.st_size, st.st_mtime_ns)
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 class PhotoGone(UserError):
@@ -211,9 +219,10 @@ class Workbench:
         self.photo_bytes = photo_bytes  # decoded uploads kept (RGB, 3 bytes a pixel)
         self.max_models = max_models
         self._photos: OrderedDict[str, Image.Image] = OrderedDict()
-        # A file already decoded -> its key: the API names the same upload in every call (a student's
-        # /analyze, then each /attention), and decoding + hashing it again was 7 % of a hall's CPU.
-        self._files: OrderedDict[tuple, str] = OrderedDict()
+        # An encoded photo already decoded (the digest of its file's bytes) -> its key: an API client
+        # uploads the same photo for each call (a student's /analyze, then each /attention; Gradio
+        # writes each upload anew), and decoding + hashing its pixels again was 7 % of a hall's CPU.
+        self._files: OrderedDict[bytes, str] = OrderedDict()
         self._models: OrderedDict[str, VitModel] = OrderedDict()
         self._lock = threading.Lock()
         self._model_locks: dict[str, threading.Lock] = {}
@@ -310,9 +319,9 @@ class Workbench:
     # -- photos ---------------------------------------------------------------
     def add_photo(self, src: ImageInput) -> str:
         """Decode and keep a photo; returns its content hash. Raises ValueError for bad input.
-        A file (path) kept already, unchanged since (same inode, size and modification time), is
-        not decoded again."""
-        stamp = _file_stamp(src)
+        A file (a path, or its bytes) whose bytes were decoded before, and whose photo is still kept,
+        is not decoded again: the same bytes decode to the same pixels."""
+        stamp = _file_digest(src)
         with self._lock:
             key = self._files.get(stamp) if stamp is not None else None
             if key is not None and key in self._photos:
