@@ -36,16 +36,13 @@ from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
 
-MAX_FILES_REMEMBERED = 4096  # file digests -> keys (add_photo): ~0.3 MB at most
-MAX_DIGESTED_BYTES = 64 << 20  # a bigger file is decoded each time (load_image refuses most of those anyway)
-
-
-def _file_digest(src: ImageInput) -> bytes | None:
+def _file_digest(src: ImageInput, max_bytes: int = 64 << 20) -> bytes | None:
     """The BLAKE2b digest of a photo file's bytes (a path or the bytes themselves); None for a
-    decoded picture, or a file that cannot be read or is too big (load_image then says why)."""
+    decoded picture, or a file that cannot be read or is bigger than max_bytes (decoded each time;
+    load_image refuses most of those anyway)."""
     if isinstance(src, (str, os.PathLike)):
         try:
-            if os.path.getsize(src) > MAX_DIGESTED_BYTES:
+            if os.path.getsize(src) > max_bytes:
                 return None
             with open(src, "rb") as f:
                 data = f.read()
@@ -203,6 +200,7 @@ class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
     MODEL_VIEW = "view-"  # a kept picture's key prefix when it is a model's input view (add_model_view)
+    FILES_REMEMBERED = 4096  # file digests -> keys (add_photo): ~0.3 MB at most
 
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
                  device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None,
@@ -332,7 +330,7 @@ class Workbench:
         if stamp is not None:
             with self._lock:
                 self._files[stamp] = key
-                while len(self._files) > MAX_FILES_REMEMBERED:
+                while len(self._files) > self.FILES_REMEMBERED:
                     self._files.popitem(last=False)
         return key
 
