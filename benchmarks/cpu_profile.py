@@ -136,7 +136,9 @@ class Recorder:
     def __init__(self, pid: int, rate: int = RATE_HZ, exe: str | None = None):
         self.pid, self.rate, self.exe = pid, rate, exe or py_spy()
         self.proc: subprocess.Popen | None = None
-        self.out = Path(tempfile.mkstemp(prefix="vizvit-spy-", suffix=".txt")[1])
+        fd, out = tempfile.mkstemp(prefix="vizvit-spy-", suffix=".txt")
+        os.close(fd)  # py-spy writes it
+        self.out = Path(out)
         self.error = ""
 
     def available(self) -> bool:
