@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import tempfile
+from copy import copy
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -30,6 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from gradio import processing_utils, route_utils
 from gradio.blocks import Blocks
 from gradio.exceptions import Error, InvalidPathError
+from gradio.state_holder import SessionState
 from gradio_client.utils import is_http_url_like
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -60,9 +62,46 @@ def _atomic_save_pil_to_cache(img: Any, cache_dir: str, name: str = "image", for
     return str(target)
 
 
+# Gradio's queue sums every recorded event (up to 10,000) with pandas after EACH event, for its
+# monitoring page (GRADIO_ANALYTICS_CACHE_FREQUENCY=1); the page runs without it (launch_kwargs:
+# enable_monitoring=False), so the sum is never read: 5 % of the server's CPU in a hall (issue 52),
+# growing with the events recorded. Summed once in a billion events instead (read when a queue is made).
+ANALYTICS_EVERY = str(10**9)
+
+
+def _lazy_session_init(self: SessionState, blocks: Blocks) -> None:
+    """SessionState.__init__ of Gradio 6.31, less its config of every block (config_for_block, each
+    component's get_config through inspect.signature): made for every new session, 60 ms of CPU on
+    this page's 400-odd components, 0.06 s of each student's 0.16 s in a hall (issue 52). Made on
+    first need instead: one block at a time as Gradio updates it (it fills what is missing), all of
+    them when read together (`components`: Gradio's own deep-link route, which the page does not use)."""
+    self.blocks_config = copy(blocks.default_config)
+    self.vizvit_config_keys = [k for k in self.blocks_config.blocks if k in blocks.blocks]  # as Gradio's filter
+    self.config_values = {}
+    self.state_data = {}
+    self._state_ttl = {}
+    self.is_closed = False
+    self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+
+
+_eager_components = SessionState.components
+
+
+def _lazy_components(self: SessionState) -> Any:
+    """Every block's config, those not made yet made now (from the session's blocks, as __init__
+    made them eagerly), in Gradio's order."""
+    made, blocks = self.config_values, self.blocks_config.blocks
+    full = {k: made[k] if k in made else self.blocks_config.config_for_block(k, [], blocks[k])
+            for k in getattr(self, "vizvit_config_keys", ()) if k in blocks or k in made}
+    self.config_values = {**full, **made}
+    return _eager_components.fget(self)  # type: ignore[attr-defined]
+
+
 def install() -> None:
     """Replace Gradio's save_pil_to_cache with the atomic one, its preprocessing's refusals with
-    plain ones, and its upload parser with one that cleans up after a dropped client (idempotent)."""
+    plain ones, and its upload parser with one that cleans up after a dropped client (idempotent).
+    Also turns off the queue's per-event analytics (ANALYTICS_EVERY) unless the environment sets it."""
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
     processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
     if not getattr(Blocks.preprocess_data, "vizvit_plain", False):
         Blocks.preprocess_data = plain_preprocess(Blocks.preprocess_data)  # type: ignore[method-assign]
@@ -71,6 +110,8 @@ def install() -> None:
         parser.parse = _parse_or_clean(parser.parse)  # type: ignore[method-assign]
     if not getattr(route_utils.get_fn, "vizvit_known", False):
         route_utils.get_fn = _known_fn(route_utils.get_fn)  # queueing.py and routes.py call it through the module
+    SessionState.__init__ = _lazy_session_init  # type: ignore[method-assign]
+    SessionState.components = property(_lazy_components)  # type: ignore[method-assign]
 
 
 def unlaid(blocks: Any, children: Sequence[Any]) -> None:

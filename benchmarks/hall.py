@@ -31,6 +31,9 @@ Reports (JSON, and a short table):
   - the bare forward of the model, measured in this process before the server starts
     (vizvit.load_model + vizvit.analyze on the cat, median of 5 after a warm-up), and the own-photo
     p95 in bare forwards, beside the forward time the server itself measured during the hall;
+  - where the server's CPU went: py-spy samples the server process during the hall (not the
+    start, not the clients' connections), its top functions by package, self and total time,
+    each share spread over the server's measured CPU seconds (benchmarks/cpu_profile.py);
   - context for a noisy machine: the CPU (in cores) the simulated clients and other processes used
     during the hall (each gradio_client call costs the client ~70 ms of CPU: on 2 cores the students
     take a share of the machine), and one cached call's time alone on the quiet server (the floor).
@@ -60,6 +63,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
+import cpu_profile  # noqa: E402
 from fakes import free_port, photo  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
@@ -96,13 +100,14 @@ _TLS = _tls()
 
 
 # ------------------------------------------------------------------ the server
-def start_server(model: str, port: int, queue: int | None, conc: int | None, extra: Sequence[str] = ()) -> Any:
+def start_server(model: str, port: int, queue: int | None, conc: int | None, extra: Sequence[str] = (),
+                 device: str = "cpu") -> Any:
     """app.py as a subprocess; --queue-size / --concurrency only when given (else app.py's defaults);
     extra: more flags (load_test.py's memory budgets). Its stderr: server_log(proc)."""
     import subprocess
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    cmd = [sys.executable, str(ROOT / "app.py"), "--model", model, "--device", "cpu", "--port", str(port)]
+    cmd = [sys.executable, str(ROOT / "app.py"), "--model", model, "--device", device, "--port", str(port)]
     if queue is not None:
         cmd += ["--queue-size", str(queue)]
     if conc is not None:
@@ -127,11 +132,11 @@ def start_server(model: str, port: int, queue: int | None, conc: int | None, ext
 class ThroughNginx:
     """--replicas N: deploy/cluster.py's replicas behind nginx, in place of start_server's process."""
 
-    def __init__(self, model: str, n: int, queue: int | None, conc: int | None):
+    def __init__(self, model: str, n: int, queue: int | None, conc: int | None, device: str = "cpu"):
         sys.path.insert(0, str(ROOT / "deploy"))
         from cluster import Cluster
 
-        flags = ["--device", "cpu", *(["--queue-size", str(queue)] if queue is not None else []),
+        flags = ["--device", device, *(["--queue-size", str(queue)] if queue is not None else []),
                  *(["--concurrency", str(conc)] if conc is not None else [])]
         self.cluster = Cluster(model, n, app_args=flags).start()
         self.url = self.cluster.url
@@ -257,11 +262,11 @@ def _find_forwards(data: Any) -> int | None:
 
 
 # ------------------------------------------------------------------ the model alone
-def bare_forward(model: str, repeats: int = 5) -> dict[str, float]:
+def bare_forward(model: str, repeats: int = 5, device: str = "cpu") -> dict[str, float]:
     """vizvit.load_model + vizvit.analyze on the cat in this process: median of `repeats` after a warm-up."""
     import vizvit
 
-    vm = vizvit.load_model(model, device="cpu")
+    vm = vizvit.load_model(model, device=device)
     image = vizvit.load_image(str(EXAMPLE))
     vizvit.analyze(vm, image)
     fwd, wall = [], []
@@ -486,6 +491,23 @@ def budgets(rep: dict) -> list[tuple[str, bool]]:
         (f"zero crossed answers (got {rep['crossed_answers']} of {rep['crossed_compared']})",
          rep["crossed_answers"] == 0 and rep["crossed_compared"] == rep["students"]),
     ]
+
+
+def where_cpu_went(rep: dict, spy: Any, raw: str, replicas: int) -> str:
+    """The server's top functions during the hall (py-spy's samples spread over its measured CPU seconds);
+    adds them to the report as rep["cpu_profile"]; returns the printed text."""
+    if spy is None:
+        return "where the server's CPU went: not profiled (--no-profile)"
+    if not raw:
+        return f"where the server's CPU went: no profile ({spy.error or 'py-spy wrote nothing'})"
+    cpu_s = rep["server_cpu_s_during_hall"] / max(1, replicas)  # one replica's share, roughly
+    p = cpu_profile.summarize(raw, cpu_s)
+    rep["cpu_profile"] = {"samples": p.samples, "cpu_s": p.cpu_s, "waiting_left_out": round(p.waiting, 4),
+                          **{k: [[e.function, round(e.share, 4), round(e.cpu_s, 3)] for e in getattr(p, k)]
+                             for k in ("packages", "self_top", "total_top")}}
+    head = ("where the server's CPU went (py-spy, the server process" +
+            (" of the first replica" if replicas else "") + ", during the hall):")
+    return head + "\n" + cpu_profile.report(p, per=rep["students"] // max(1, replicas), per_name="student")
 
 
 def table(rep: dict) -> str:
@@ -889,6 +911,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicas", type=int, default=0,
                     help="through a proxy: N app replicas behind nginx (deploy/cluster.py); 0: the app alone")
     ap.add_argument("--json", metavar="OUT", help="write the report here")
+    ap.add_argument("--device", default="cpu", help="the server's and the bare forward's device (cpu, cuda)")
+    ap.add_argument("--no-profile", action="store_true",
+                    help="skip py-spy: by default the server is sampled during the hall and its top functions "
+                         "printed (benchmarks/cpu_profile.py; needs the py-spy package; with --json, every "
+                         "stack is kept beside it as OUT.py-spy.txt)")
     ap.add_argument("--room", action="store_true",
                     help="a live room (issue 45): the students join one room, the host moves through the steps, "
                          "every student answers each question; reports the step push p95 and answers counted")
@@ -916,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     load_avg_before = [round(x, 2) for x in os.getloadavg()]
-    bare = bare_forward(args.model)
+    bare = bare_forward(args.model, device=args.device)
     print(f"bare forward: {bare['forward_ms']:.1f} ms", flush=True)
 
     folder = Path(tempfile.mkdtemp(prefix="vizvit-hall-"))
@@ -927,10 +954,10 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}/"
     try:
         if args.replicas:
-            proc = ThroughNginx(args.model, args.replicas, args.queue_size, args.concurrency)
+            proc = ThroughNginx(args.model, args.replicas, args.queue_size, args.concurrency, args.device)
             url = proc.url
         else:
-            proc = start_server(args.model, port, args.queue_size, args.concurrency)
+            proc = start_server(args.model, port, args.queue_size, args.concurrency, device=args.device)
     except RuntimeError as e:
         print(f"server did not start: {e}", file=sys.stderr)
         return 1
@@ -947,10 +974,13 @@ def main(argv: list[str] | None = None) -> int:
         clients = connect(url, len(files))
         connect_s = time.perf_counter() - t_connect
         me = psutil.Process()
+        # The server's own process (the first replica behind nginx): py-spy samples it during the hall only.
+        spy = None if args.no_profile else cpu_profile.Recorder(proc.pid[1] if args.replicas else proc.pid).start()
         busy0, ours0, me0, t0 = cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
         results = hall(clients, model, files, examples, args.seconds)
         busy1, ours1, me1, wall = (cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
                                    time.perf_counter() - t0)
+        spy_raw = spy.stop() if spy is not None else ""
         clients_cores = (me1 - me0) / wall  # the simulated students themselves (this process)
         server_cpu_s = (ours1 - ours0) - (me1 - me0)
         peak = sampler.stop()
@@ -976,9 +1006,14 @@ def main(argv: list[str] | None = None) -> int:
                                         others_cores=others_cores, clients_cores=clients_cores,
                                         hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s))
     rep["server_crashed"] = crashed
-    print(json.dumps({k: v for k, v in rep.items() if k != "per_student"}, indent=2))
+    profile = where_cpu_went(rep, spy, spy_raw, args.replicas)
+    if args.json and spy_raw:  # every stack, for a closer look (flamegraph.pl, speedscope)
+        Path(args.json).with_suffix(".py-spy.txt").write_text(spy_raw)
+    print(json.dumps({k: v for k, v in rep.items() if k not in ("per_student", "cpu_profile")}, indent=2))
     print()
     print(table(rep))
+    print()
+    print(profile)
     print()
     for line, ok in budgets(rep):
         print(("pass  " if ok else "MISS  ") + line)

@@ -29,3 +29,50 @@ def test_identical_outputs_written_concurrently_are_never_partial(tmp_path):
     for t in threads:
         t.join()
     assert not bad and len(set(paths)) == 1
+
+
+def test_the_queue_sums_no_analytics_after_each_event(monkeypatch):
+    """Monitoring is off (app.launch_kwargs), so Gradio's per-event pandas summary of every recorded
+    event (issue 52: 5 % of a hall's CPU) is never computed: records of 50 finished events give the
+    empty summary, and its pandas step is never reached."""
+    import gradio as gr
+    from gradio import queueing
+
+    assert app.launch_kwargs()["enable_monitoring"] is False
+    with gr.Blocks() as demo:
+        gr.Button()
+    demo.queue()
+    q = demo._queue
+    monkeypatch.setattr(queueing.Queue, "_get_df", staticmethod(lambda records: (_ for _ in ()).throw(
+        AssertionError("the analytics were summed"))))
+    records = [{"function": "f", "status": "success", "process_time": 0.1, "time": 1.0}] * 50
+    q.events_recorded = 50
+    assert q.compute_analytics_summary(records) == {"functions": {}}
+
+
+def test_a_new_session_makes_no_block_config_until_one_is_read(monkeypatch):
+    """Gradio made every block's config for each new session (60 ms on the page, issue 52); now none
+    until needed, and the configs read together (Gradio's deep-link route) equal the eager ones, an
+    update made on the way included."""
+    import gradio as gr
+    from gradio.blocks import BlocksConfig
+    from gradio.state_holder import SessionState
+
+    with gr.Blocks() as demo:
+        gr.Textbox("a", label="t")
+        n = gr.Number(3, label="n")
+        gr.State(5)
+    # The reference: Gradio's own per-block config, made here for every block, n's value then set.
+    expected = {k: BlocksConfig.config_for_block(k, [], v) for k, v in demo.blocks.items()}
+    expected[n._id]["props"]["value"] = 7
+    made = []
+    real = BlocksConfig.config_for_block
+    monkeypatch.setattr(BlocksConfig, "config_for_block",
+                        staticmethod(lambda k, *a, **kw: made.append(k) or real(k, *a, **kw)))
+    state = SessionState(demo)
+    assert made == []
+    state._update_value_in_config(n._id, 7)  # Gradio's path when an event sets a value
+    assert made == [n._id]
+    assert list(state.components) == [c for c in expected.values() if c]
+    assert list(state.components) == [c for c in expected.values() if c]  # read again: made once
+    assert sorted(made) == sorted(expected)

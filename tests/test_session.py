@@ -391,3 +391,72 @@ def test_a_model_view_analysed_again_is_the_photos_own_analysis(fam, tiny16, tow
         if vm is deit_like:  # the processor again on the view: another picture (why add_model_view exists)
             again = wb.analysis(PhotoKey(vm.id, wb.add_photo(buf.getvalue())))
             assert not np.array_equal(again.input_view, photo.input_view)
+
+
+# ------------------------------------------------------------------ a file decoded once (issue 52)
+def _decodes(monkeypatch) -> list:
+    """Counts load_image calls made by the Workbench."""
+    calls: list = []
+    real = session.load_image
+    monkeypatch.setattr(session, "load_image", lambda src, *a, **k: calls.append(src) or real(src, *a, **k))
+    return calls
+
+
+def test_the_same_file_is_decoded_once_and_keeps_its_key(monkeypatch, tmp_path):
+    from PIL import Image
+
+    calls = _decodes(monkeypatch)
+    path = tmp_path / "a.png"
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(path)
+    wb = Workbench()
+    k1 = wb.add_photo(str(path))
+    k2 = wb.add_photo(str(path))
+    assert k1 == k2 == vizvit.images.image_sha1(Image.open(path).convert("RGB"))
+    assert len(calls) == 1
+
+
+def test_a_file_changed_since_is_decoded_again(monkeypatch, tmp_path):
+    import os
+
+    from PIL import Image
+
+    calls = _decodes(monkeypatch)
+    path = tmp_path / "a.png"
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(path)
+    st = os.stat(path)
+    wb = Workbench()
+    k1 = wb.add_photo(str(path))
+    Image.new("RGB", (40, 30), (10, 200, 10)).save(path)  # other pixels under the same name
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same time: only the bytes tell
+    k2 = wb.add_photo(str(path))
+    assert k1 != k2 and len(calls) == 2
+    assert k2 == vizvit.images.image_sha1(Image.new("RGB", (40, 30), (10, 200, 10)))
+
+
+def test_the_same_bytes_uploaded_again_elsewhere_are_not_decoded_again(monkeypatch, tmp_path):
+    """Gradio writes each upload of a photo anew (another file, or the same name rewritten): the
+    bytes are the same, so is the photo."""
+    from PIL import Image
+
+    calls = _decodes(monkeypatch)
+    first, again = tmp_path / "a.png", tmp_path / "b" / "a.png"
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(first)
+    again.parent.mkdir()
+    again.write_bytes(first.read_bytes())
+    wb = Workbench()
+    assert wb.add_photo(str(first)) == wb.add_photo(str(again)) == wb.add_photo(first.read_bytes())
+    assert len(calls) == 1
+
+
+def test_a_file_whose_photo_was_pushed_out_is_decoded_again(monkeypatch, tmp_path):
+    from PIL import Image
+
+    calls = _decodes(monkeypatch)
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    Image.new("RGB", (100, 100), (200, 10, 10)).save(a)
+    Image.new("RGB", (100, 100), (10, 10, 200)).save(b)
+    wb = Workbench(photo_bytes=3 * 100 * 100)  # room for one photo
+    ka = wb.add_photo(str(a))
+    wb.add_photo(str(b))  # pushes a out
+    assert wb.add_photo(str(a)) == ka and len(calls) == 3
+    assert wb.photo(ka).getpixel((0, 0)) == (200, 10, 10)

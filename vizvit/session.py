@@ -10,7 +10,9 @@ the same handle, so it shares these caches. Plain Python (no gradio).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -43,6 +45,24 @@ from .images import ImageInput, View, apply_view, image_sha1, load_image, model_
 from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
+
+def _file_digest(src: ImageInput, max_bytes: int = 64 << 20) -> bytes | None:
+    """The BLAKE2b digest of a photo file's bytes (a path or the bytes themselves); None for a
+    decoded picture, or a file that cannot be read or is bigger than max_bytes (decoded each time;
+    load_image refuses most of those anyway)."""
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            if os.path.getsize(src) > max_bytes:
+                return None
+            with open(src, "rb") as f:
+                data = f.read()
+        except (OSError, ValueError):
+            return None
+    elif isinstance(src, (bytes, bytearray)):
+        data = bytes(src)
+    else:
+        return None
+    return hashlib.blake2b(data, digest_size=20).digest()
 
 
 class PhotoGone(UserError):
@@ -190,6 +210,7 @@ class Workbench:
     """Loads models once, keeps recent photos, and caches analyses and derived results."""
 
     MODEL_VIEW = "view-"  # a kept picture's key prefix when it is a model's input view (add_model_view)
+    FILES_REMEMBERED = 4096  # file digests -> keys (add_photo): ~0.3 MB at most
 
     def __init__(self, cache_bytes: int = 1 << 30, photo_bytes: int = 256 << 20, max_models: int = 2,
                  device: str = "auto", cnn: str | None = None, catalog: Catalog | None = None,
@@ -206,6 +227,10 @@ class Workbench:
         self.photo_bytes = photo_bytes  # decoded uploads kept (RGB, 3 bytes a pixel)
         self.max_models = max_models
         self._photos: OrderedDict[str, Image.Image] = OrderedDict()
+        # An encoded photo already decoded (the digest of its file's bytes) -> its key: an API client
+        # uploads the same photo for each call (a student's /analyze, then each /attention; Gradio
+        # writes each upload anew), and decoding + hashing its pixels again was 7 % of a hall's CPU.
+        self._files: OrderedDict[bytes, str] = OrderedDict()
         self._models: OrderedDict[str, VitModel] = OrderedDict()
         self._lock = threading.Lock()
         self._model_locks: dict[str, threading.Lock] = {}
@@ -303,9 +328,23 @@ class Workbench:
 
     # -- photos ---------------------------------------------------------------
     def add_photo(self, src: ImageInput) -> str:
-        """Decode and keep a photo; returns its content hash. Raises ValueError for bad input."""
+        """Decode and keep a photo; returns its content hash. Raises ValueError for bad input.
+        A file (a path, or its bytes) whose bytes were decoded before, and whose photo is still kept,
+        is not decoded again: the same bytes decode to the same pixels."""
+        stamp = _file_digest(src)
+        with self._lock:
+            key = self._files.get(stamp) if stamp is not None else None
+            if key is not None and key in self._photos:
+                self._photos.move_to_end(key)
+                return key
         image = load_image(src)
-        return self._keep(image_sha1(image), image)
+        key = self._keep(image_sha1(image), image)
+        if stamp is not None:
+            with self._lock:
+                self._files[stamp] = key
+                while len(self._files) > self.FILES_REMEMBERED:
+                    self._files.popitem(last=False)
+        return key
 
     def add_model_view(self, src: ImageInput) -> str:
         """Keep a picture that already is a model's input view (the exact pixels it saw: all a live room

@@ -431,3 +431,22 @@ def test_the_background_work_after_an_upload_caches_the_heads_distances(tiny, ca
     wb.prepare_later(key).result(60)
     want = att_mod.attention_distance(wb.analysis(key).attentions.float(), tiny.geometry, "renormalised")
     assert torch.allclose(wb.peek_derived(key, distance_name("renormalised")), want)
+
+
+def test_a_change_the_page_draws_itself_draws_no_main_map(tiny, cat, monkeypatch):
+    """Issue 52: a layer, head or fusion change the page draws from its book was drawn here too, then
+    dropped. Now map_image is not called for it; the readout, grid and strip are those of a full change."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    ph = wb.handle(PhotoKey(tiny.id, wb.add_photo(cat)))
+    p = ap.AttnParams(layer=2, show=ap.ONE_HEAD, head=2)
+    full = ap.change(ph, p)  # the reference: drawn, as a query click is
+    assert full.main is not None and full.matrix is not None
+    drawn = []
+    real = ap.map_image
+    monkeypatch.setattr(ap, "map_image", lambda *a, **k: drawn.append(1) or real(*a, **k))
+    got = ap.change(ph, p, drawn_in_page=True)
+    assert got.main is None and drawn == []
+    assert got.readout == full.readout
+    assert np.array_equal(got.grid, full.grid) and np.array_equal(got.strip, full.strip)
+    assert got.matrix == full.matrix

@@ -94,7 +94,7 @@ EXPLAIN_METHODS = tuple(m.name for m in methods.MENU)
 # ------------------------------------------------------------------ main map
 @dataclass(frozen=True)
 class MainPanel:
-    image: np.ndarray  # (s·H, s·W, 3) uint8
+    image: np.ndarray | None  # (s·H, s·W, 3) uint8; None: not drawn (main_panel with_image=False)
     values: np.ndarray  # (gh, gw) float32: the map drawn
     readout: str  # markdown with exact numbers
 
@@ -133,9 +133,10 @@ def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
 
 
 def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,
-               fixed_max: float | None = None, scale: int | None = None) -> MainPanel:
+               fixed_max: float | None = None, scale: int | None = None, with_image: bool = True) -> MainPanel:
     """fixed_max: the top of the "fixed across layers and heads" scale (default: computed from
-    every layer and head of this query and direction); scale: the picture's enlargement (see map_image)."""
+    every layer and head of this query and direction); scale: the picture's enlargement (see map_image).
+    with_image False: the values and readout only (image None), for a map the page draws itself."""
     g = vm.geometry
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
@@ -195,7 +196,7 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
               artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
     image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
-                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts, scale=scale)
+                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts, scale=scale) if with_image else None
     return MainPanel(image=image, values=values, readout="\n".join(lines).rstrip())
 
 
@@ -228,16 +229,18 @@ def strip_image_name(*look: Hashable) -> tuple:
 
 @dataclass(frozen=True)
 class AttentionView:
-    main: np.ndarray
+    main: np.ndarray | None  # None: not drawn (attention_view's with_main_image)
     readout: str
     grid: np.ndarray
     strip: np.ndarray
 
 
-def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) -> AttentionView:
-    """Main map, readout, layers × heads grid and rollout strip for one set of controls."""
+def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache,
+                   with_main_image: bool = True) -> AttentionView:
+    """Main map, readout, layers × heads grid and rollout strip for one set of controls.
+    with_main_image False: the main map not drawn (main None), its readout still made."""
     p = p.checked(vm.geometry)
-    main = main_panel(vm, a, p, cache)  # first: the fixed scale reads the same cached stacks
+    main = main_panel(vm, a, p, cache, with_image=with_main_image)  # first: the fixed scale reads the same cached stacks
     gmaps = grid_maps(a, p, cache).numpy()
     smaps = strip_maps(a, p, cache).numpy()
     g = vm.geometry
@@ -541,9 +544,11 @@ def change(ph: Photo, p: AttnParams, drawn_in_page: bool = False, with_book: boo
     """On a control change: the main map, its readout, the layers × heads grid, the strip and the
     matrix behind the map. drawn_in_page: a layer, head or fusion change, which the page draws
     itself from its book (when it has one). with_book: a new look or query, a new book too."""
-    view = attention_view(ph.vm, ph.analysis(), p, ph.derived)
     m = page_matrix(ph, p)
-    return AttentionChange(None if drawn_in_page and m is not None else view.main, view.readout, view.grid,
+    # A map the page draws itself is not drawn here only to be dropped (issue 52: each layer move
+    # drew the enlarged map, ~a third of the change's time).
+    view = attention_view(ph.vm, ph.analysis(), p, ph.derived, with_main_image=not (drawn_in_page and m is not None))
+    return AttentionChange(view.main, view.readout, view.grid,
                            view.strip, m, page_book(ph, p) if with_book else None)
 
 
