@@ -447,11 +447,15 @@ def test_a_lesson_step_opens_its_tab_without_the_picture_drawn_ahead_for_other_c
     assert len(views) >= 3, views
 
 
-def test_a_tabs_follow_up_waits_until_the_person_pauses():
+def test_a_tabs_follow_up_waits_until_the_person_pauses(monkeypatch):
     """on_show's `then` (the tab's charts) is sent once the person has not touched the page for
     web.QUIET_MS (input_clock.js marks each trusted input), at most web.QUIET_LIMIT_MS: its answer
-    held back a control moved right after the tab's first open (issue 52). Run on a blank page."""
+    held back a control moved right after the tab's first open (issue 52). Run on a blank page, with
+    the pause and the limit made long, so a busy machine's delays stay well inside the margins."""
     from browser import _browser, _find_browser
+
+    monkeypatch.setattr(web, "QUIET_MS", 2000)
+    monkeypatch.setattr(web, "QUIET_LIMIT_MS", 5000)
 
     chromium = _find_browser()
     if chromium is None:
@@ -467,9 +471,9 @@ def test_a_tabs_follow_up_waits_until_the_person_pauses():
         assert value == 7 and ms < web.QUIET_MS / 2, "no input yet: sent at once"
         page.press("#box", "a")  # a trusted key press, just now
         ms, _ = page.evaluate(follow_up, 7)
-        assert web.QUIET_MS - 100 <= ms < web.QUIET_LIMIT_MS, f"sent {ms:.0f} ms after a key press"
+        assert web.QUIET_MS - 500 <= ms < web.QUIET_LIMIT_MS - 500, f"sent {ms:.0f} ms after a key press"
         page.evaluate("() => { window.__vizvitInputAt = performance.now(); window.__keep = setInterval(() => { window.__vizvitInputAt = performance.now(); }, 50); }")
         ms, _ = page.evaluate(follow_up, 7)  # a person who never pauses: at most the limit
-        assert web.QUIET_LIMIT_MS - 50 <= ms < web.QUIET_LIMIT_MS + 500, f"sent after {ms:.0f} ms"
+        assert web.QUIET_LIMIT_MS - 50 <= ms < web.QUIET_LIMIT_MS + 2000, f"sent after {ms:.0f} ms"
     finally:
         ctx.close()
