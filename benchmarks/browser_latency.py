@@ -543,7 +543,8 @@ def settle(page, ms: int = 400) -> None:
 
 
 PARTS = ("minimal", "load", "upload", "tabs", "patches", "attention", "embeddings", "positions", "experiments",
-         "inside")
+         "inside", "live")
+LIVE_AFTER_MS = 300  # "live": a control moved this long after a tab's first open (issue 52)
 
 
 def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None = None,
@@ -554,7 +555,7 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
     geo = vizvit.load_model("random:vit-base-patch16-224").geometry
     scale = render.display_scale(geo)
     cell = geo.patch_size * scale
-    later = {"patches", "attention", "embeddings", "positions", "experiments", "inside"} & set(parts)
+    later = {"patches", "attention", "embeddings", "positions", "experiments", "inside", "live"} & set(parts)
 
     # Page load -> the upload box exists (usable), from navigation start.
     loads = page_loads(ctx, url, "#upload input[type=file]", repeat if "load" in parts else 0)
@@ -604,8 +605,35 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         experiments_events(page, t, repeat, geo)
     if "inside" in parts:
         inside_events(page, t, repeat)
+    if "live" in parts:
+        live_events(page, t, pics, repeat)
     page.close()
     return t
+
+
+def live_events(page, t: Timer, pics: list[str], repeat: int) -> None:
+    """Issue 52, live from the first second: for each new photo (uploaded on the Patches tab, the
+    closed tabs' pictures drawn ahead), the Attention tab's first open, then its layer slider moved
+    LIVE_AFTER_MS after that click, while the page may still be busy with the open."""
+    for i, photo in enumerate(pics[1:repeat + 1]):  # pics[0] is shown already: each one new here
+        stale = page.evaluate("(id) => window.__vv.src(id)", "attn-main")  # the photo before's map, if any
+        page.get_by_role("tab", name="Patches").click()
+        page.locator("#upload button[aria-label='Clear']").first.click()
+        page.wait_for_selector("#upload input[type=file]", state="attached")
+        settle(page, 500)
+        upload_photo(page, t, photo, record=False)
+        settle(page, 2500)  # the closed tabs' first pictures drawn ahead
+        r = t.measure("live: first open of the Attention tab, a new photo", "attn-main", tab(page, "Attention"),
+                      stale=stale)
+        if r is None:
+            continue
+        left = LIVE_AFTER_MS - page.evaluate("(t0) => performance.now() - t0", r["t0"])
+        if left > 0:
+            page.wait_for_timeout(left)
+        key = ("ArrowLeft", "ArrowRight")[i % 2]
+        t.measure(f"live: attention layer moved {LIVE_AFTER_MS} ms after its first open", "attn-main",
+                  range_key(page, "attn-layer", key))
+        settle(page, 1500)
 
 
 def patches_events(page, t: Timer, repeat: int) -> None:
@@ -1138,7 +1166,7 @@ def print_table(res: list[dict], forward: list[float], lost: dict[str, int]) -> 
 def run(args: argparse.Namespace) -> dict:
     model = args.model
     tmp = Path(tempfile.mkdtemp(prefix="vizvit-latency-"))
-    pics = photos(args.repeat, tmp)
+    pics = photos(args.repeat + 1, tmp)  # "live" needs `repeat` photos after the first
     forward = [1000 * s for s in bare_forward_s(model, args.forward_repeat)]
     rows: dict[str, list[float]] = {}
     busy: dict[str, list[float]] = {}

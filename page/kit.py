@@ -108,32 +108,35 @@ class Ctx:
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
                 then: tuple[Callable, list, list, str] | None = None,
-                first: gr.components.Component | None = None, first_clears: tuple = ()) -> None:
+                first: gr.components.Component | None = None, first_with: tuple = ()) -> None:
         """Run fn(*inputs) -> {output: value} when the tab is opened, and when the photo or model
         changes while it is open (see show_visible). Hidden tabs compute nothing (lazy tabs).
         Once per tab: its one views `show` call fills the whole tab.
 
         then: (fn2, inputs2, outputs2, selector): the tab's slow part (e.g. a forward at another
-        size), answered by a second event once the pictures under `selector` are painted, so the
-        tab's first picture never waits for it.
+        size), answered by a second event once the pictures under `selector` are painted and the
+        person pauses (web/after_quiet.js), so neither the tab's first picture nor a control moved
+        right after the open waits for it.
 
         first: the tab's first picture (one of `outputs`). While the tab is closed, it is drawn
         ahead for each new photo (see show_visible): the tab then opens with it in place.
-        first_clears: outputs set to None with it, until the tab's own answer: what the page would
-        otherwise draw over the new picture from the photo before (the Attention tab's map book)."""
+        first_with: outputs sent with it, as the tab's fn draws them for the new photo (None where it
+        draws none): what the page draws from as the tab opens, which would otherwise be the photo
+        before's until the tab's own answer: the Attention tab's map book (with it, a layer moved
+        right after the first open is drawn at once, not after that answer; issue 52)."""
         if any(tab_id == tab.id for tab_id, *_ in self.shows):
             raise ValueError(f"tab {tab.id!r} registers on_show twice: one show per tab")
         self.shows.append((tab.id, fn, inputs, outputs))
         if first is not None:
-            if any(all(c is not o for o in outputs) for c in (first, *first_clears)):
-                raise ValueError(f"tab {tab.id!r}: its first picture and what it clears must be among its outputs")
-            self.firsts[tab.id] = (first, tuple(first_clears))
+            if any(all(c is not o for o in outputs) for c in (first, *first_with)):
+                raise ValueError(f"tab {tab.id!r}: its first picture and what is sent with it must be among its outputs")
+            self.firsts[tab.id] = (first, tuple(first_with))
         shown = tab.select(fn, inputs, outputs, show_progress="minimal")
         if then is not None:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            shown.then(fn2, ins2, outs2, show_progress="hidden", js=web.after_paint(selector))
+            shown.then(fn2, ins2, outs2, show_progress="hidden", js=web.after_quiet(selector))
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -181,11 +184,11 @@ class Ctx:
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
             shown = shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",
-                               js=web.after_paint(", ".join(self.then_after)))
+                               js=web.after_quiet(", ".join(self.then_after)))
         if not self.firsts:
             return None
-        firsts = [(tab_id, first, clears) for tab_id, (first, clears) in self.firsts.items()]
-        outs = [c for _, first, clears in firsts for c in (first, *clears)]
+        firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]
+        outs = [c for _, first, with_ in firsts for c in (first, *with_)]
 
         open_tab = gr.Textbox(visible="hidden", elem_id="vv-open-tab")  # set by open_tab.js as it is sent
 
@@ -247,15 +250,17 @@ _AHEAD = threading.Semaphore(1)
 
 
 def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple) -> list:
-    """For each tab in `firsts` ((tab id, first picture, what it clears)) but `current`: its first
+    """For each tab in `firsts` ((tab id, first picture, what is sent with it)) but `current`: its first
     picture as its on_show fn draws it from `values` of `inputs` (the very value, and so the same
-    file, that its select event will bring; an array, or an update carrying one), then None for each output it clears. gr.skip() for
+    file, that its select event will bring; an array, or an update carrying one), then the fn's value
+    for each output sent with it (None where the fn gives none). gr.skip() for
     all of the open tab's, and of a tab whose fn fails or has no photo: its own event says why."""
     given = {id(c): v for c, v in zip(inputs, values)}
     fns = {tab_id: (fn, ins) for tab_id, fn, ins, _ in shows}
     out: list = []
-    for tab_id, first, clears in firsts:
+    for tab_id, first, with_ in firsts:
         pic: Any = None
+        res: Any = {}
         if tab_id != current:
             fn, ins = fns[tab_id]
             try:
@@ -264,7 +269,8 @@ def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple)
             except Exception:  # noqa: BLE001 - work ahead only: the tab's own event reports it
                 log.debug("drawing tab %s ahead failed", tab_id, exc_info=True)
         drawn = isinstance(pic, np.ndarray) or (isinstance(pic, dict) and isinstance(pic.get("value"), np.ndarray))
-        out += [pic, *(None for _ in clears)] if drawn else [gr.skip() for _ in (first, *clears)]
+        out += ([pic, *(next((v for c, v in res.items() if c is w), None) for w in with_)] if drawn
+                else [gr.skip() for _ in (first, *with_)])
     return out
 
 

@@ -37,18 +37,26 @@ def opened(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
         return kit.skip(OPENED)
     ph = wb.handle(key)
     g = ph.vm.geometry
-    page = ap.show(ph, params(dict(zip(CONTROLS, v))))
+    c = dict(zip(CONTROLS, v))
+    page = ap.show(ph, params(c))
     p = page.params
     # The map's patches and the grid's layers × heads, chosen by the arrow keys and Enter too (web/a11y.js).
     step = layout.grid_tile(g) + layout.GRID_SEP
     cells = {"main": kit.patch_cells(page.main, g),
              "grid": kit.with_cells(page.grid, g.num_layers, g.num_heads, (step, step), (layout.GRID_LEFT, layout.GRID_TOP))}
     return {**{n: getattr(page, n) for n in SHOWN}, **cells,
-            "layer": gr.Slider(maximum=g.num_layers, value=p.layer), "head": gr.Slider(maximum=g.num_heads, value=p.head),
+            "layer": _slider(g.num_layers, p.layer, c["layer"]), "head": _slider(g.num_heads, p.head, c["head"]),
             "query": p.query,
             "cls": gr.Dropdown(choices=page.classes, value=page.classes[0][1] if page.classes else None),
             "rel_img": None, "rel_text": "",
             "summary": gr.Radio(list(g.summaries), value=p.who(g), visible=len(g.summaries) > 1)}
+
+
+def _slider(maximum: int, value: int, sent: Any) -> gr.Slider:
+    """A slider's range for the model, and its value only where the model's range clipped the one the
+    page sent: a move made while this answer was on its way (a layer 0.3 s after the first open,
+    issue 52) stays, where setting the old value again undid it."""
+    return gr.Slider(maximum=maximum) if sent is not None and value == sent else gr.Slider(maximum=maximum, value=value)
 
 
 def opened_chart(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
@@ -264,8 +272,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ins = [ctx.key, *controls]
     ctx.on_show(tab, kit.answer(opened, ui, wb), ins, [ui[n] for n in OPENED],
                 then=(kit.answer(opened_chart, ui, wb), ins, [ui[n] for n in CHART], "#attn-main img"),
-                # The map book of the photo before would draw its maps over the new one's (attention_map.js).
-                first=ui["main"], first_clears=(ui["book"],))
+                # Its map book with it: the photo before's would draw its maps over the new one's
+                # (attention_map.js), and with the new one a layer moved as the tab opens is drawn at once.
+                first=ui["main"], first_with=(ui["book"],))
     ui["mode"].change(lambda m: gr.Slider(label=ap.layer_label(m)), ui["mode"], ui["layer"], queue=False,
                       show_progress="hidden")
     _wire_line(ui, order, ins, wb)

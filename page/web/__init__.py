@@ -56,6 +56,19 @@ def after_paint(selector: str) -> str:
     return asset("after_paint.js").replace("SELECTOR", selector)
 
 
+# A tab's follow-up (after_quiet.js) waits until the person has not touched the page for QUIET_MS,
+# at most LIMIT_MS after its pictures are painted (issue 52: live from the first second).
+QUIET_MS = 500
+QUIET_LIMIT_MS = 2000
+
+
+def after_quiet(selector: str) -> str:
+    """The js= that holds a tab's follow-up until the pictures under CSS `selector` are painted and
+    the person pauses (see after_quiet.js)."""
+    return (asset("after_quiet.js").replace("SELECTOR", selector).replace("QUIET_MS", str(QUIET_MS))
+            .replace("LIMIT_MS", str(QUIET_LIMIT_MS)))
+
+
 def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: tuple[int, int] = (0, 0)) -> str:
     """The class that makes a picture of rows × cols cells keyboard-choosable (a11y.js). step: (x, y) px,
     in the picture's own pixels, from one cell's top-left corner to the next one's (a cell and its
@@ -66,6 +79,7 @@ def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: t
 
 
 def page_scripts() -> str:
-    """The page-load js= (one function): page.js, then a11y.js (names and keys, issue 51)."""
+    """The page-load js= (one function): page.js, then a11y.js (names and keys, issue 51), then
+    input_clock.js (the last input's time, for after_quiet.js)."""
     a11y = asset("a11y.js").replace("CELLS_CLASS", CELLS_CLASS)
-    return f"() => {{ ({asset('page.js')})(); ({a11y})(); }}"
+    return f"() => {{ ({asset('page.js')})(); ({a11y})(); ({asset('input_clock.js')})(); }}"

@@ -3,6 +3,7 @@ component inside it on every status message), and a tab's slow part follows its 
 
 from __future__ import annotations
 
+import json
 import threading
 
 import gradio as gr
@@ -11,7 +12,7 @@ import pytest
 from PIL import Image
 
 from browser import image_src, page_at, served_path, set_slider, upload, upload_and_open, wait_image
-from page import kit, shell
+from page import kit, shell, web
 from vizvit import engine
 from vizvit.session import Workbench
 
@@ -145,7 +146,7 @@ def test_a_new_photos_follow_up_starts_the_other_tabs_preparation(tiny16, monkey
 # with it in place, before (and without) its own select event's answer.
 FIRSTS = {"patches": "patch-grid", "embeddings": "emb-pca", "attention": "attn-main", "positions": "pos-grid",
           "experiments": "mask-grid", "inside": "ablate-grid"}
-AHEAD_OUTS = [*FIRSTS.values(), "attn-book"]  # the Attention tab's map book is cleared with its map
+AHEAD_OUTS = [*FIRSTS.values(), "attn-book"]  # the Attention tab's map book is sent with its map
 
 
 def _event_values(f, key, tab: str) -> list:
@@ -200,7 +201,14 @@ def test_the_work_ahead_skips_a_tab_whose_view_fails_and_yields_to_another_visit
     monkeypatch.setattr(positions, "show", broken)
     got = dict(zip((c.elem_id for c in ahead.outputs), ahead.fn(*_event_values(ahead, key, "patches"))))
     assert isinstance(got["pos-grid"], type(gr.skip())) and isinstance(got["attn-main"], np.ndarray)
-    assert got["attn-book"] is None  # cleared with the new map: the page would draw the old photo's maps
+    # The new photo's map book with the new map (the page would draw the old photo's maps, and a
+    # layer moved as the tab opens waited for the tab's own answer): the one its select brings.
+    book = json.loads(got["attn-book"])
+    assert key.sha1 in book["photo"] and book["index"], "not this photo's book"
+    select, = [f for f in demo.fns.values() if "attn-book" in {c.elem_id for c in f.outputs}
+               and any(ev == "select" and getattr(demo.blocks.get(b), "id", None) == "attention" for b, ev in f.targets)]
+    own = select.fn(*_event_values(select, key, "attention"))
+    assert got["attn-book"] == next(v for c, v in own.items() if c.elem_id == "attn-book")
     # The tab open in the page as the event is sent (open_tab.js) wins over the session's tab state,
     # which may not have heard of it yet: that tab is not drawn ahead over.
     vals = _event_values(ahead, key, "patches")
@@ -437,3 +445,36 @@ def test_a_lesson_step_opens_its_tab_without_the_picture_drawn_ahead_for_other_c
             assert res[FIRSTS[step.view]] is None, (n, step.view)
         assert not {e for e in FIRSTS.values() if e in res} - {FIRSTS.get(step.view)}, n  # only its own tab's
     assert len(views) >= 3, views
+
+
+def test_a_tabs_follow_up_waits_until_the_person_pauses(monkeypatch):
+    """on_show's `then` (the tab's charts) is sent once the person has not touched the page for
+    web.QUIET_MS (input_clock.js marks each trusted input), at most web.QUIET_LIMIT_MS: its answer
+    held back a control moved right after the tab's first open (issue 52). Run on a blank page, with
+    the pause and the limit made long, so a busy machine's delays stay well inside the margins."""
+    from browser import _browser, _find_browser
+
+    monkeypatch.setattr(web, "QUIET_MS", 2000)
+    monkeypatch.setattr(web, "QUIET_LIMIT_MS", 5000)
+
+    chromium = _find_browser()
+    if chromium is None:
+        pytest.skip("no browser")
+    ctx = _browser(chromium, ()).new_context()
+    try:
+        page = ctx.new_page()
+        page.set_content("<input id='box'>")
+        page.evaluate(web.asset("input_clock.js"))
+        held = ("async (v) => { const t0 = performance.now(); const r = await (%s)(v); "
+                "return [performance.now() - t0, r, performance.now() - window.__vizvitInputAt]; }")
+        follow_up = held % web.after_quiet("#none img")
+        ms, value, _ = page.evaluate(follow_up, 7)
+        assert value == 7 and ms < web.QUIET_MS / 2, "no input yet: sent at once"
+        page.press("#box", "a")  # a trusted key press, just now
+        ms, _, since = page.evaluate(follow_up, 7)
+        assert since >= web.QUIET_MS and ms < web.QUIET_LIMIT_MS, f"sent {since:.0f} ms after a key press"
+        page.evaluate("() => { window.__vizvitInputAt = performance.now(); window.__keep = setInterval(() => { window.__vizvitInputAt = performance.now(); }, 50); }")
+        ms, _, _ = page.evaluate(follow_up, 7)  # a person who never pauses: at most the limit
+        assert web.QUIET_LIMIT_MS - 50 <= ms < web.QUIET_LIMIT_MS + 2000, f"sent after {ms:.0f} ms"
+    finally:
+        ctx.close()

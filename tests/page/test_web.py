@@ -90,6 +90,9 @@ def test_the_templates_fill_their_placeholder():
     assert "BOX" not in filled and "#charts-file-x" in filled
     assert "SELECTOR" in web.asset("after_paint.js")
     assert "SELECTOR" not in web.after_paint("#a img") and "#a img" in web.after_paint("#a img")
+    quiet = web.after_quiet("#a img")
+    assert not any(p in quiet for p in ("SELECTOR", "QUIET_MS", "LIMIT_MS")) and "#a img" in quiet
+    assert f"+ {web.QUIET_MS}, t0 + {web.QUIET_LIMIT_MS})" in quiet
 
 
 def test_an_unknown_name_is_a_clear_error():

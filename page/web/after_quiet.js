@@ -1,0 +1,21 @@
+// js= of a tab's follow-up (page/kit.py: on_show's `then`, the open tab's charts and slow parts):
+// as after_paint.js, wait until the pictures of SELECTOR are painted; then until the person has
+// not touched the page for QUIET_MS (input_clock.js keeps the time of the last input), at most
+// LIMIT_MS from the start, and for an idle moment. The follow-up's answer keeps this page's main
+// thread busy for 100-300 ms (Gradio's handling of its outputs, Plotly's first render of a chart):
+// landing while a control was moved right after a tab's first open, it held that control's new
+// picture back (issue 52: a layer moved 0.3 s after the Attention tab's first open, 187 ms).
+async (...inputs) => {
+  const t0 = performance.now();
+  const imgs = [...document.querySelectorAll('SELECTOR')].filter((i) => i.offsetParent !== null);
+  const decoded = Promise.all(imgs.map((i) => (i.decode ? i.decode().catch(() => null) : null)));
+  await Promise.race([decoded, new Promise((r) => setTimeout(r, 1000))]);
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (;;) {
+    const left = Math.min((window.__vizvitInputAt ?? -Infinity) + QUIET_MS, t0 + LIMIT_MS) - performance.now();
+    if (left <= 0) break;
+    await new Promise((r) => setTimeout(r, left));
+  }
+  await new Promise((r) => (window.requestIdleCallback ? requestIdleCallback(r, { timeout: 100 }) : setTimeout(r, 0)));
+  return inputs.length === 1 ? inputs[0] : inputs;
+}
