@@ -54,15 +54,15 @@ def model_b_choices(ctx: Ctx) -> list[tuple[str, str]]:
 def _sides() -> dict[str, dict[str, gr.components.Component]]:
     """Side ("a", "b") -> kind -> its component: each kind's row, A left and B right."""
     # One row per kind, A left and B right, so the two of a kind line up whatever each title's length.
-    # min_width: the maps stay side by side on a phone (half its width each); the charts and the
-    # position grids, unreadable at half a phone's width, go one under the other there.
+    # min_width 300: on a phone every row goes one under the other (A, then B): at half a phone's
+    # width a map's caption and colour-bar numbers were ~6 px (issue 51); the pictures name their side.
     sides: dict[str, dict[str, gr.components.Component]] = {"a": {}, "b": {}}
     for kind, make in (
-            ("title", lambda s: gr.Markdown(elem_id=f"cmp-title-{s}", min_width=150)),
+            ("title", lambda s: gr.Markdown(elem_id=f"cmp-title-{s}", min_width=300)),
             ("attention", lambda s: gr.Image(label=f"side {s.upper()}: attention map", show_label=False, interactive=False, format="jpeg", buttons=[],
-                                             elem_id=f"cmp-attn-{s}", elem_classes=[MAP_CLASS], min_width=150)),
+                                             elem_id=f"cmp-attn-{s}", elem_classes=[MAP_CLASS], min_width=300)),
             ("rollout", lambda s: gr.Image(label=f"side {s.upper()}: rollout map", show_label=False, interactive=False, format="jpeg", buttons=[],
-                                           elem_id=f"cmp-roll-{s}", elem_classes=[MAP_CLASS], min_width=150)),
+                                           elem_id=f"cmp-roll-{s}", elem_classes=[MAP_CLASS], min_width=300)),
             ("top5", lambda s: gr.Plot(label=f"side {s.upper()}: top-5", show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
             ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
                                              format="png", elem_id=f"cmp-pos-{s}", min_width=300))):

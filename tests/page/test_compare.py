@@ -63,3 +63,15 @@ def test_the_shared_cursor_moves_both_models_maps_over_relative_depth(url):
         verdict = page.inner_text("#cmp-verdict")
         assert "A (layer 1/2)" in verdict and "B (layer 5/12)" in verdict, verdict
         shot(page, "compare_tab_own_ranges", full_page=False)
+
+
+def test_on_a_phone_each_sides_map_takes_the_width_a_under_b(url):
+    # Side by side at half a 390-px phone, a map's burnt-in caption and colour-bar numbers were ~6 px
+    # (issue 51); one under the other they get the phone's width (~12 px). The boxes exist before a photo.
+    with page_at(f"{url}?tab=compare", 390, 844) as page:
+        page.wait_for_selector("#cmp-attn-a", state="attached", timeout=60_000)
+        boxes = {m: page.evaluate(f"() => {{ const r = document.querySelector('#{m}').getBoundingClientRect();"
+                                  f" return [r.left, r.top, r.width]; }}") for m in MAPS}
+    for m, (_, _, width) in boxes.items():
+        assert width >= 0.8 * 390, (m, boxes)
+    assert boxes["cmp-attn-a"][1] < boxes["cmp-attn-b"][1] and boxes["cmp-roll-a"][1] < boxes["cmp-roll-b"][1], boxes
