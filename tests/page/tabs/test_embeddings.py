@@ -14,6 +14,7 @@ import pytest
 
 from page.kit import Ctx
 from page.tabs import embeddings as tab
+from built_page import same
 from vizvit import render
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import embeddings
@@ -34,12 +35,6 @@ def controls(**changed) -> tuple:
 
 def params(**changed) -> embeddings.EmbeddingsParams:
     return embeddings.EmbeddingsParams.from_controls(dict(zip(tab.CONTROLS, controls(**changed))))
-
-
-def same(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(a, b)
-    return a.to_json() == b.to_json() if hasattr(a, "to_json") else a == b
 
 
 def assert_shows(answer: dict, want, names: list[str]) -> None:

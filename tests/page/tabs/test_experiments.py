@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from page.tabs import experiments as tab
+from built_page import same
 from vizvit import render
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench
@@ -31,12 +32,6 @@ def controls(**changed) -> tuple:
     c = dict(dx=0, dy=0, fill="edge", mask=(), mode="drop")
     assert list(c) == tab.CONTROLS
     return tuple({**c, **changed}.values())
-
-
-def same(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(a, b)
-    return a.to_json() == b.to_json() if hasattr(a, "to_json") else a == b
 
 
 def select(x: float, y: float) -> gr.SelectData:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from page.tabs import inside as tab
+from built_page import same
 from vizvit.ablation import Ablation
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench
@@ -21,12 +22,6 @@ from vizvit.views import inside as iv
 def ui() -> dict:
     with gr.Blocks():
         return tab._layout()  # the tab's own components: the books name their elem ids
-
-
-def same(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(a, b)
-    return a.to_json() == b.to_json() if hasattr(a, "to_json") else a == b
 
 
 def select(x: float, y: float) -> gr.SelectData:
