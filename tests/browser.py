@@ -156,9 +156,12 @@ def upload_and_open(page, photo: str, tab: str) -> None:
 
 def served_path(picture, fmt: str = "jpeg") -> str:
     """Where a gr.Image of format `fmt` saves `picture` as an output: a path named by the hash of
-    the encoded bytes, so two equal paths mean byte-identical files."""
+    the encoded bytes, so two equal paths mean byte-identical files. A picture sent in an update (with
+    its keyboard cells class) is saved as its value."""
     import gradio as gr
 
+    if isinstance(picture, dict) and picture.get("__type__") == "update":
+        picture = picture["value"]
     return gr.Image(format=fmt).postprocess(picture).path
 
 
