@@ -225,7 +225,10 @@ def test_a_clicked_position_tile_is_outlined_by_the_page_as_the_server_outlines_
             want = positions.highlight_tile(mp.grid_img, rc, (gh, gw), mp.cell)
             got = _pixels(page, "pos-grid")
             assert got.shape == want.shape and np.array_equal(got, want), (rc, np.argwhere(got != want)[:5])
-            page.wait_for_timeout(600)  # the server's answer: the same pixels
+            page.wait_for_timeout(600)  # the server's answer: the same pixels (once loaded: under load it
+            # may be arriving right now, an image of width 0 until it is decoded)
+            page.wait_for_function("() => { const i = document.querySelector('#pos-grid img');"
+                                   " return i.complete && i.naturalWidth > 0; }")
             assert np.array_equal(_pixels(page, "pos-grid"), want), rc
 
 
