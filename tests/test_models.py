@@ -385,3 +385,38 @@ def test_no_family_branch_outside_models_and_the_engine():
     hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name not in ("models.py", "engine.py")
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert hits == [], hits
+
+
+def test_a_random_model_built_while_another_thread_loads_a_checkpoint_is_the_same_random_model(tmp_path, monkeypatch):
+    """transformers' from_pretrained makes torch.nn.init's functions no-ops process-wide while it builds
+    (no_init_weights): a random model built then in another thread kept uninitialised weights (seen in
+    the page tests: the twin's top-1 'centipede' instead of 'ear'). Here a checkpoint's load holds that
+    state for a while; the random model asked for meanwhile must equal one built alone."""
+    import threading
+    import time
+
+    from transformers import PreTrainedModel, ViTConfig, ViTForImageClassification
+    from transformers.initialization import no_init_weights
+
+    from vizvit import models
+
+    ViTForImageClassification(ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=64, image_size=32, patch_size=16,
+                                        num_labels=3)).save_pretrained(tmp_path)
+    alone = models._random_model("vit-tiny-patch16-224").state_dict()
+    inside = threading.Event()
+    original = PreTrainedModel.from_pretrained.__func__
+
+    def slow(cls, *a, **k):
+        with no_init_weights():  # what from_pretrained does while it builds, held a while
+            inside.set()
+            time.sleep(1.5)
+        return original(cls, *a, **k)
+
+    monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(slow))
+    loader = threading.Thread(target=models._pretrained_model, args=(str(tmp_path),))
+    loader.start()
+    assert inside.wait(60)
+    during = models._random_model("vit-tiny-patch16-224").state_dict()
+    loader.join()
+    assert all(torch.equal(alone[k], during[k]) for k in alone)

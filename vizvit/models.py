@@ -7,6 +7,7 @@ Everything the rest of vizvit needs to know about the model's shape lives in
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -665,6 +666,13 @@ def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     return tuple(labels)
 
 
+# transformers' from_pretrained swaps torch.nn.init's functions (and init_weights) for no-ops process-wide
+# while it builds a model (transformers.initialization.no_init_weights): a random model built meanwhile
+# in another thread kept uninitialised weights, a different "untrained" model each time. Every model
+# this module builds is built under this lock.
+_BUILD_LOCK = threading.RLock()
+
+
 def _random_model(arch: str) -> PreTrainedModel:
     if arch not in RANDOM_ARCHS:
         raise UserError(
@@ -675,7 +683,7 @@ def _random_model(arch: str) -> PreTrainedModel:
     fam = FAMILIES[kind]
     config = fam.build_class("config")(**({} if fam.tower else {"num_labels": 1000}), **numbers)
     # Seeded so that every process (and every test) sees the same "untrained" model.
-    with torch.random.fork_rng(devices=[]):
+    with _BUILD_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(RANDOM_SEED)
         model = fam.build_class("random")(config)
     model.set_attn_implementation("eager")
@@ -711,7 +719,8 @@ def _pretrained_model(name: str) -> tuple[PreTrainedModel, tuple[str, ...]]:
             cls = AutoModel
         if cls.__name__.endswith("Model") and fam.pooling_kwarg:
             kwargs["add_pooling_layer"] = False
-        model, info = cls.from_pretrained(name, output_loading_info=True, **kwargs)
+        with _BUILD_LOCK:
+            model, info = cls.from_pretrained(name, output_loading_info=True, **kwargs)
         return model, tuple(sorted(info.get("missing_keys") or ()))
     except Exception as e:
         raise UserError(f"Cannot load weights of {name!r}: {type(e).__name__}. {hint}") from e
