@@ -79,8 +79,9 @@ def _top1_by_transformers(path) -> str:
 
 
 def _twin_top1() -> str:
-    """The random twin's top-1 on the example cat, in a fresh Python: in this worker, after other tests'
-    in-process work, it once came out different from a fresh process's (the server's was the fresh one)."""
+    """The random twin's top-1 on the example cat, in a fresh Python, apart from this process's server
+    (built here while the server loaded a checkpoint, the twin once kept uninitialised weights:
+    transformers' no-op init is process-wide; vizvit.models now builds under one lock)."""
     import subprocess
     import sys
 
