@@ -10,6 +10,7 @@ the same handle, so it shares these caches. Plain Python (no gradio).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
@@ -46,23 +47,22 @@ from .models import VitModel
 from .threads import lower_priority
 from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
 
+
 def _file_digest(src: ImageInput, max_bytes: int = 64 << 20) -> bytes | None:
     """The BLAKE2b digest of a photo file's bytes (a path or the bytes themselves); None for a
     decoded picture, or a file that cannot be read or is bigger than max_bytes (decoded each time;
     load_image refuses most of those anyway)."""
-    if isinstance(src, (str, os.PathLike)):
-        try:
-            if os.path.getsize(src) > max_bytes:
-                return None
-            with open(src, "rb") as f:
-                data = f.read()
-        except (OSError, ValueError):
-            return None
-    elif isinstance(src, (bytes, bytearray)):
-        data = bytes(src)
-    else:
+    if isinstance(src, (bytes, bytearray)):
+        return hashlib.blake2b(src, digest_size=20).digest()
+    if not isinstance(src, (str, os.PathLike)):
         return None
-    return hashlib.blake2b(data, digest_size=20).digest()
+    try:
+        if os.path.getsize(src) > max_bytes:
+            return None
+        with open(src, "rb") as f:
+            return hashlib.file_digest(f, functools.partial(hashlib.blake2b, digest_size=20)).digest()
+    except (OSError, ValueError):
+        return None
 
 
 class PhotoGone(UserError):
@@ -318,7 +318,7 @@ class Workbench:
                 w(self.handle(key))
             except UserError:  # e.g. a photo evicted meanwhile: the tab says so when opened
                 pass
-            except Exception:
+            except Exception:  # preparation only: the tab computes it again and says why
                 log.warning("preparing %s for %s failed", getattr(w, "__qualname__", w), key, exc_info=True)
 
     def add_model(self, vm: VitModel) -> None:
