@@ -159,10 +159,9 @@ def served_path(picture, fmt: str = "jpeg") -> str:
     the encoded bytes, so two equal paths mean byte-identical files. A picture sent in an update (with
     its keyboard cells class) is saved as its value."""
     import gradio as gr
+    from built_page import picture as shown
 
-    if isinstance(picture, dict) and picture.get("__type__") == "update":
-        picture = picture["value"]
-    return gr.Image(format=fmt).postprocess(picture).path
+    return gr.Image(format=fmt).postprocess(shown(picture)).path
 
 
 def wait_flip_pages(page, name: str, n: int, timeout_ms: int = 60_000) -> None:

@@ -19,11 +19,16 @@ def wired(demo, elem_id: str, trigger: str):
     return fns[0]
 
 
+def picture(answer):
+    """The picture an answer shows: a picture sent in an update (it carries the picture's keyboard
+    cells class, issue 51) is its value; anything else is itself."""
+    is_update = isinstance(answer, dict) and answer.get("__type__") == "update" and "value" in answer
+    return answer["value"] if is_update else answer
+
+
 def same(a, b) -> bool:
-    """The handler's answer a shows the view's b: a picture sent in an update (it carries the picture's
-    keyboard cells class, issue 51) is compared by its value; a chart by its JSON."""
-    if isinstance(a, dict) and a.get("__type__") == "update" and "value" in a:
-        a = a["value"]
+    """The handler's answer a shows the view's b: a picture by its pixels, a chart by its JSON."""
+    a = picture(a)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
     return a.to_json() == b.to_json() if hasattr(a, "to_json") else a == b
