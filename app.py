@@ -14,24 +14,25 @@ import os
 from pathlib import Path
 from typing import Any
 
-import page  # noqa: F401 - first: the thread settings, before torch loads
-
 import gradio as gr  # noqa: E402
 
 import gradio_patch  # noqa: E402
-
-from page import sessions  # noqa: E402
+import page  # noqa: F401 - first: the thread settings, before torch loads
+from page import (
+    sessions,  # noqa: E402
+    web,  # noqa: E402
+)
 from page.kit import COSTLY_THREADS  # noqa: E402
 from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
-from vizvit import hub, views  # noqa: E402
-from page import web  # noqa: E402
-from vizvit.catalog import Catalog  # noqa: E402
+from vizvit import views
+from vizvit.classroom.room import Rooms, open_store  # noqa: E402
+from vizvit.classroom.roomstore import REDIS_URL_ENV  # noqa: E402
 from vizvit.launch import server_address, start, start_model  # noqa: E402,F401 - start_model: for callers of app
-from vizvit.models import DEFAULT_MODEL  # noqa: E402
-from vizvit.room import Rooms, open_store  # noqa: E402
-from vizvit.roomstore import REDIS_URL_ENV  # noqa: E402
+from vizvit.model import hub  # noqa: E402
+from vizvit.model.catalog import Catalog  # noqa: E402
+from vizvit.model.models import DEFAULT_MODEL  # noqa: E402
+from vizvit.service.threads import start_trimming  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
-from vizvit.threads import start_trimming  # noqa: E402
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent
@@ -64,7 +65,7 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
 
 
 # Events computed at once, per event. Forwards do not need this limit: they wait in the session's
-# one forward worker (vizvit/forwards.py), batched. It is what lets an answer that needs no forward
+# one forward worker (vizvit/model/forwards.py), batched. It is what lets an answer that needs no forward
 # (a cached photo, a control) be computed while other visitors' forwards wait (issue 28).
 CONCURRENCY = 16
 QUEUE_SIZE = 64

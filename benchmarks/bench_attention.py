@@ -20,18 +20,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vizvit.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
-
-from vizvit.views import attention as ap  # noqa: E402
-from vizvit.engine import analyze  # noqa: E402
-from vizvit.session import PhotoKey, Workbench  # noqa: E402
-
 from timing import median_s, once_s  # noqa: E402
+
+from vizvit.model.engine import analyze  # noqa: E402
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import attention as ap  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 

@@ -1,4 +1,4 @@
-"""The model list's sizes and forward times (vizvit/catalog.py MEASURED): one `analyze` of a photo
+"""The model list's sizes and forward times (vizvit/model/catalog.py MEASURED): one `analyze` of a photo
 (the page's forward: attentions and hidden states kept), median of 10 after 2 warm-ups, on CPU.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/bench_catalog.py [--trained ../shared/models/vit-tiny-augreg]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vizvit.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 from gradio.processing_utils import encode_pil_to_bytes  # noqa: E402  (what gr.Image does)
 from PIL import Image  # noqa: E402
 
-from vizvit.views import embeddings as ep  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import embeddings as ep  # noqa: E402
 
 PHOTO = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
 
@@ -55,7 +55,7 @@ def main() -> None:
     key = PhotoKey(vm.id, wb.add_photo(PHOTO))
     g = vm.geometry
     wb.analysis(key)  # warm-up: first forward pays for lazy init
-    from vizvit.engine import analyze
+    from vizvit.model.engine import analyze
 
     forward = median_s(lambda: analyze(vm, wb.photo(key.sha1)), args.repeat)
     a = wb.analysis(key)

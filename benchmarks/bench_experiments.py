@@ -17,15 +17,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import vizvit  # noqa: E402  (sets the thread policy before torch loads)
-from vizvit import perturb  # noqa: E402
-from vizvit.readings import methods  # noqa: E402
-from vizvit.views import experiments  # noqa: E402
-from vizvit.images import View  # noqa: E402
-from vizvit.session import PhotoKey, Workbench  # noqa: E402
-
-
 from timing import median_s  # noqa: E402
+
+import vizvit  # noqa: E402  (sets the thread policy before torch loads)
+from vizvit.model.images import View  # noqa: E402
+from vizvit.readings import (
+    methods,  # noqa: E402
+    perturb,  # noqa: E402
+)
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import experiments  # noqa: E402
 
 
 def main() -> None:

@@ -23,15 +23,18 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from timing import median_s  # noqa: E402
+
 import vizvit  # noqa: E402
-from vizvit import engine, maps  # noqa: E402
-from vizvit.methods import flow as explain  # noqa: E402
 from vizvit.cancel import NEVER  # noqa: E402
+from vizvit.methods import (
+    flow as explain,  # noqa: E402
+    maps,
+)
+from vizvit.methods.relevance import relevance_parts  # noqa: E402
 from vizvit.readings import methods as registry  # noqa: E402
-from vizvit.relevance import relevance_parts  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import experiments  # noqa: E402
-from timing import median_s  # noqa: E402
 
 
 def cpu_median(fn, repeat: int, warmup: int = 1) -> float:

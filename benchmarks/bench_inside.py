@@ -17,15 +17,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from timing import median_s, once_s  # noqa: E402
 
 import vizvit  # noqa: E402  (sets the thread policy before torch loads)
-from vizvit import engine, lens  # noqa: E402
-from vizvit.ablation import Ablation  # noqa: E402
-from vizvit.images import to_pixel_values  # noqa: E402
+from vizvit.model import engine  # noqa: E402
+from vizvit.model.ablation import Ablation  # noqa: E402
+from vizvit.model.images import to_pixel_values  # noqa: E402
+from vizvit.readings import lens_maths as lens
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
-from vizvit.views import inside  # noqa: E402
-
-from timing import median_s, once_s  # noqa: E402
 
 
 def main() -> None:

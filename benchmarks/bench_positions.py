@@ -21,19 +21,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vizvit.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-
-from vizvit import analyze, engine, load_image, load_model, positional, render  # noqa: E402
-from vizvit.views import positions as positions_panel  # noqa: E402
-from vizvit.session import PhotoKey, Workbench  # noqa: E402
-
-
 from timing import median_s  # noqa: E402
+
+from vizvit import analyze, load_image, load_model  # noqa: E402
+from vizvit.model import engine, positional
+from vizvit.pictures import render
+from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import positions as positions_panel  # noqa: E402
 
 
 def grid_ours(vm) -> None:

@@ -26,7 +26,6 @@ with queue=False) measured the same way in the same run.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import socket
@@ -43,7 +42,7 @@ from typing import Callable, Iterator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from vizvit.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
@@ -438,7 +437,7 @@ def bare_forward(model: str) -> Callable[[], None]:
 
     vm = vizvit.load_model(model, device="cpu")
     image = vizvit.load_image(EXAMPLE)
-    pixels = vizvit.images.to_pixel_values(vizvit.model_input_view(image, vm.preprocess), vm.preprocess)
+    pixels = vizvit.model.images.to_pixel_values(vizvit.model_input_view(image, vm.preprocess), vm.preprocess)
 
     def bare() -> None:
         with torch.inference_mode():
@@ -550,7 +549,7 @@ LIVE_AFTER_MS = 300  # "live": a control moved this long after a tab's first ope
 def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None = None,
                   parts: tuple[str, ...] = PARTS, bare: Callable[[], float] | None = None) -> Timer:
     import vizvit
-    from vizvit import render
+    from vizvit.pictures import render
 
     geo = vizvit.load_model("random:vit-base-patch16-224").geometry
     scale = render.display_scale(geo)

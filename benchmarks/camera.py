@@ -33,18 +33,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from vizvit.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
+import fake_camera  # noqa: E402
 import numpy as np  # noqa: E402
+from appserver import free_port  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import app  # noqa: E402
-import fake_camera  # noqa: E402
-from appserver import free_port  # noqa: E402
-from vizvit import engine  # noqa: E402
-from vizvit.engine import load_model  # noqa: E402
+from vizvit.model import engine  # noqa: E402
+from vizvit.model.engine import load_model  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import camera as cam_view  # noqa: E402
 

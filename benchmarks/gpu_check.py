@@ -20,10 +20,14 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import vizvit  # noqa: E402
-from vizvit import engine, lens, perturb  # noqa: E402
-from vizvit.readings import methods  # noqa: E402
-from vizvit.ablation import Ablation  # noqa: E402
-from vizvit.images import View  # noqa: E402
+from vizvit.model import engine  # noqa: E402
+from vizvit.model.ablation import Ablation  # noqa: E402
+from vizvit.model.images import View  # noqa: E402
+from vizvit.readings import (
+    lens_maths as lens,
+    methods,  # noqa: E402
+    perturb,
+)
 
 TOL = {"probs": 1e-4, "attentions": 1e-4, "hidden_states": 2e-3, "patch_embeddings": 1e-3}
 
@@ -45,7 +49,7 @@ def main() -> int:
     name = sys.argv[1] if len(sys.argv) > 1 else "random:vit-base-patch16-224"
     cat = vizvit.load_image(ROOT / "assets" / "examples" / "chelsea.jpg")
     cpu, gpu = vizvit.load_model(name, "cpu"), vizvit.load_model(name, "cuda")
-    assert vizvit.models.pick_device("auto").type == "cuda"
+    assert vizvit.model.models.pick_device("auto").type == "cuda"
     ok = True
     for view in (View(), View(dx=5, dy=-3), View(mask=(3, 17, 40), mask_mode="drop"),
                  View(mask=(3, 17, 40), mask_mode="blur")):
@@ -57,7 +61,7 @@ def main() -> int:
         print(f"view {view}: max|cuda-cpu| " + ", ".join(f"{f} {d:.2e}" for f, d in diffs.items())
               + f" · same top-5 order {same_top} · {'OK' if good else 'OVER TOLERANCE'}")
     base = vizvit.analyze(cpu, cat).input_view
-    views = [vizvit.images.shift_view(base, k, 0, "edge") for k in range(33)]
+    views = [vizvit.model.images.shift_view(base, k, 0, "edge") for k in range(33)]
     pc, pg = engine.predict_batch(cpu, views), engine.predict_batch(gpu, views)
     d = float((pc.probs - pg.probs).abs().max())
     ok &= d <= 1e-4

@@ -723,7 +723,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
 
     import aiohttp
 
-    from vizvit.lesson import load_steps
+    from vizvit.classroom.lesson import load_steps
 
     steps = load_steps()[:n_steps]
     options = [[k for k, _ in st.options] for st in steps]
@@ -853,7 +853,7 @@ def room_main(args: argparse.Namespace) -> int:
     else:
         store_flags = ["--rooms-db", str(folder / "rooms.sqlite3")]
     proc = start_server(args.model, port, args.queue_size, args.concurrency, store_flags)
-    from vizvit.catalog import Catalog
+    from vizvit.model.catalog import Catalog
 
     model = Catalog(args.model).public(args.model)
     load_avg_before = [round(x, 2) for x in os.getloadavg()]
@@ -961,7 +961,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         print(f"server did not start: {e}", file=sys.stderr)
         return 1
-    from vizvit.catalog import Catalog
+    from vizvit.model.catalog import Catalog
 
     model = Catalog(args.model).public(args.model)  # the name the page lists it under
     crashed = False

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     proc = start_server(model, port, args.cache_mb, args.photo_mb, args.queue_size, args.concurrency)
-    from vizvit.catalog import Catalog
+    from vizvit.model.catalog import Catalog
 
     model = Catalog(model).public(model)  # the name the page lists it under (a local folder: its name)
     report: dict = {"model": model}

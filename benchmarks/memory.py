@@ -36,8 +36,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
-from hall import server_log, start_server, student, tree_rss  # noqa: E402
 from fakes import free_port, photo  # noqa: E402
+from hall import server_log, start_server, student, tree_rss  # noqa: E402
 
 TRAINED = os.environ.get("VIZVIT_TRAINED") or str(ROOT.parent / "shared" / "models" / "vit-tiny-augreg")
 OVERHEAD_MB = 300  # the fixed allowance above start + budgets (docs/memory.md: what it is, measured)
@@ -55,7 +55,7 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
     photos and after `idle_s` idle seconds. new_sessions: each photo from a new session (a lecture
     hall: every student a new visitor), else each thread is one session. stop_over: send no more
     photos once a reading is over the line (a test: the answer is known). Returns the report (see the module's docstring)."""
-    from vizvit.catalog import Catalog
+    from vizvit.model.catalog import Catalog
 
     extra_env = dict(e.split("=", 1) for e in env)
     saved = {k: os.environ.get(k) for k in extra_env}

@@ -17,9 +17,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "system")]
 
-import vizvit  # noqa: E402
-from vizvit import attention as A, engine, positional  # noqa: E402
 import test_methods as ports  # noqa: E402
+
+import vizvit  # noqa: E402
+from vizvit.methods import maths as A  # noqa: E402
+from vizvit.model import engine, positional
 
 
 def r(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor) -> float:

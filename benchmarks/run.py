@@ -29,18 +29,18 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from vizvit.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
+from timing import times_s  # noqa: E402
 
 import vizvit  # noqa: E402
-from timing import times_s  # noqa: E402
-from vizvit.views import patches as panels  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
+from vizvit.views import patches as panels  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 
@@ -85,9 +85,7 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     is reported separately as "first open"."""
     from dataclasses import replace
 
-    from vizvit.views import attention as ap
-    from vizvit.views import embeddings as ep
-    from vizvit.views import experiments, positions as positions_panel
+    from vizvit.views import attention as ap, embeddings as ep, experiments, positions as positions_panel
 
     vm = wb.model(key.model_id)
     a = wb.analysis(key)
@@ -151,9 +149,9 @@ def ship(*outs: object) -> None:
 def sweep_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     """The shift sweep batched (as the page streams it) vs one analyze() per shift, and
     the position grid vs the per-pair cosine loop."""
-    from vizvit import perturb
-
     from bench_positions import grid_ours, sim_pair_loop
+
+    from vizvit.readings import perturb
 
     vm = wb.model(key.model_id)
     view = wb.analysis(key).input_view
@@ -234,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     dev = vm.device
     image = vizvit.load_image(EXAMPLE)
     photo_bytes = EXAMPLE.read_bytes()
-    pixels = vizvit.images.to_pixel_values(vizvit.model_input_view(image, vm.preprocess), vm.preprocess).to(dev)
+    pixels = vizvit.model.images.to_pixel_values(vizvit.model_input_view(image, vm.preprocess), vm.preprocess).to(dev)
     b = Bench(repeat)
 
     def bare() -> None:

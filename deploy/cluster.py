@@ -191,7 +191,7 @@ class Cluster:
             raise RuntimeError("redis-server is not installed (Debian: apt-get install redis-server): "
                                "the replicas keep their live rooms in it")
         # The machine's cores shared out: each replica's torch would otherwise take them all
-        # (vizvit.threads), and N replicas' forwards would fight over them (VIZVIT_THREADS wins).
+        # (vizvit.service.threads), and N replicas' forwards would fight over them (VIZVIT_THREADS wins).
         share = str(max(1, len(os.sched_getaffinity(0)) // self.n))
         redis_port = free_port()
         self.redis_url = f"redis://127.0.0.1:{redis_port}/0"

@@ -22,10 +22,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from appserver import running  # noqa: E402
 from browser import page_at, upload, wait_image  # noqa: E402
-from vizvit.vocab import TABS  # noqa: E402
 
 import vizvit  # noqa: E402
-
+from vizvit.vocab import TABS  # noqa: E402
 
 LAYOUTS = {"desktop": ("", 1366, 900), "projector": ("?projector=1", 1366, 900), "phone": ("", 390, 844)}
 

@@ -7,7 +7,7 @@ tabs/<id>   one module per tab, named like its tab id: components named like the
             fields of its view's Page, handlers that make one views call
 """
 
-from vizvit.threads import configure_malloc, configure_threads
+from vizvit.service.threads import configure_malloc, configure_threads
 
 configure_threads()  # OMP_WAIT_POLICY=PASSIVE and the thread count, before torch loads
 configure_malloc()  # freed result tensors go back to the OS: RSS stays within the cache budget

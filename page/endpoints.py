@@ -10,9 +10,9 @@ from gradio.data_classes import FileData
 from gradio.utils import get_upload_folder, is_in_or_equal
 
 from vizvit.api import PublicApi
+from vizvit.classroom.room import Rooms
 from vizvit.errors import UserError
 from vizvit.readings import methods
-from vizvit.room import Rooms
 from vizvit.session import Workbench
 
 from .guard import Guard
@@ -45,7 +45,7 @@ def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None, gu
     guard: the room routes' (page/guard.py), so a caller's wrong codes count on every surface."""
     api = PublicApi(wb, JOBS.jobs, rooms)
     guard = guard if guard is not None else Guard(api.rooms)
-    # relevance too: only attention flow takes a costly slot (vizvit.jobs), and a class map is answered
+    # relevance too: only attention flow takes a costly slot (vizvit.service.jobs), and a class map is answered
     # at once even while every slot is taken (COSTLY has more threads than slots).
     costly = ("sweep", "relevance")
     for fn in (*reading_endpoints(api, default_model), *room_endpoints(api, default_model, guard)):

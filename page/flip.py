@@ -23,13 +23,12 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from . import web
 from vizvit.errors import UserError
 from vizvit.session import Photo, PhotoKey, Workbench
-
-from .kit import safe, skip
-
 from vizvit.views.flip import Chart, Flipbook, Marks, set_key
+
+from . import web
+from .kit import safe, skip
 
 log = logging.getLogger("vizvit.flip")
 

@@ -9,7 +9,7 @@ their room closed are not guessing). New students (a page's hello, a first answe
 address to what a whole class behind one NAT needs (JOINS), and rooms opened per address (OPENS).
 
 The caller is page.kit.caller_of: the socket's peer, or X-Forwarded-For's entry the outermost trusted
-proxy wrote (VIZVIT_PROXY_HOPS). The buckets live in this process (vizvit.limits).
+proxy wrote (VIZVIT_PROXY_HOPS). The buckets live in this process (vizvit.service.limits).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from vizvit.classroom.room import BAD_CODE, NO_CODE, Rooms, parse_code
 from vizvit.errors import UserError
-from vizvit.limits import Limiter, Rate, Recent, Verdict
-from vizvit.room import BAD_CODE, NO_CODE, Rooms, parse_code
+from vizvit.service.limits import Limiter, Rate, Recent, Verdict
 
 from .kit import caller_of
 

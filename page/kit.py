@@ -20,15 +20,16 @@ from typing import Any, Callable, Iterator
 import gradio as gr
 import numpy as np
 
-from vizvit import figures, render
-from . import web
 from vizvit.cancel import Cancel
 from vizvit.errors import UserError
-from vizvit.models import Geometry
-from vizvit import jobs as jobs_mod
-from vizvit.jobs import Caller, Jobs, Ticket
+from vizvit.model.models import Geometry
+from vizvit.pictures import figures, render
 from vizvit.readings import methods
+from vizvit.service import jobs as jobs_mod
+from vizvit.service.jobs import Caller, Jobs, Ticket
 from vizvit.session import PhotoKey, Workbench
+
+from . import web
 
 log = logging.getLogger("vizvit.app")
 
@@ -103,7 +104,7 @@ class Ctx:
     routes: list = field(default_factory=list)  # plain HTTP routes a tab serves (fastapi APIRoute), beside Gradio's
     # tab id -> (its first picture, drawn ahead, and the outputs that drawing leaves stale): on_show's first
     firsts: dict = field(default_factory=dict)
-    rooms: Any = None  # the server's live rooms (vizvit.room.Rooms, issue 45): the Lesson tab opens one
+    rooms: Any = None  # the server's live rooms (vizvit.classroom.room.Rooms, issue 45): the Lesson tab opens one
     room_opening: Callable[[Any], None] | None = None  # (request): raises when this caller may not open one now (page/guard.py)
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
@@ -541,9 +542,9 @@ def _descendants(block: gr.blocks.BlockContext) -> list:
 
 
 # The costly jobs (the shift sweep, the deletion curves, head importance, attention flow) share
-# vizvit.jobs' slots (COSTLY_SLOTS) across every caller, taken in turn by address, then by session.
+# vizvit.service.jobs' slots (COSTLY_SLOTS) across every caller, taken in turn by address, then by session.
 # Their events run in Gradio's concurrency group "costly" with a thread for each slot and each place
-# in vizvit.jobs' line (LINE_TOTAL): a job waits for its turn in vizvit.jobs (fair, its place shown,
+# in vizvit.service.jobs' line (LINE_TOTAL): a job waits for its turn in vizvit.service.jobs (fair, its place shown,
 # listed in /stats, stopped when the caller leaves), never unseen in Gradio's own first-come queue;
 # and a listener that answers at once (attention flow's, for any other method) never waits behind
 # the running jobs. They can never take the threads that answer cached photos and controls (issue 28).
@@ -609,7 +610,7 @@ class _Watched:
     loop: Any  # the server's event loop, to see whether the event's task was cancelled (Stop)
     event_id: str | None
     queue: Any = None  # Gradio's Queue: the event's session's messages show whether anyone reads them
-    session: str = ""  # the caller's session (vizvit.jobs.Caller): a closed page stops its jobs
+    session: str = ""  # the caller's session (vizvit.service.jobs.Caller): a closed page stops its jobs
     head: Any = None  # the oldest unread message last seen, since when and how many times
     head_since: float = 0.0
     head_looks: int = 0
@@ -640,7 +641,7 @@ class _Free:
 
 
 class CostlyJobs:
-    """Costly jobs of the page and the API (vizvit.jobs.Jobs), and who stops them, waiting or running:
+    """Costly jobs of the page and the API (vizvit.service.jobs.Jobs), and who stops them, waiting or running:
     a job whose caller disconnected, whose page closed, whose answer nobody reads (UNREAD_S) or whose
     event was cancelled (Stop, a new upload) gets its token set within WATCH_S of seeing it; a waiting
     one leaves the line, a running one stops at its next step (vizvit.cancel)."""
@@ -653,7 +654,7 @@ class CostlyJobs:
 
     @contextlib.contextmanager
     def hold(self, request: gr.Request | None, what: str) -> Iterator[Cancel]:
-        """Wait for the job's turn (vizvit.jobs), then yield its token: pass it to the job's loops.
+        """Wait for the job's turn (vizvit.service.jobs), then yield its token: pass it to the job's loops.
         Set when the caller leaves or the job passes its limit."""
         with self.line(request, what) as ticket:
             for _ in ticket.waiting():

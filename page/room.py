@@ -16,19 +16,20 @@ from pathlib import Path
 from typing import Callable
 
 from fastapi.routing import APIRoute
-from starlette.requests import Request
 from PIL import Image
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from vizvit import launch, lesson as lesson_mod, room as room_mod
+from vizvit import launch
 from vizvit.api import PublicApi
-
-from . import web
+from vizvit.classroom import lesson as lesson_mod, room as room_mod
+from vizvit.classroom.room import Rooms, parse_code
 from vizvit.errors import UserError
-from vizvit.room import Rooms, parse_code
 from vizvit.session import Workbench
 from vizvit.views import lesson as lesson_view
+
+from . import web
 
 PAGE_PATH = "room"  # the room's own page: ?host=1 the lecturer's, ?code=XXXXX a student's
 EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
@@ -218,7 +219,7 @@ def _lan() -> str | None:
 
 def page_html() -> str:
     """The room's page: one HTML file with its script (page/web/room.html, room.js), and what the script
-    checks a room code with, from vizvit.room (never written twice): alphabet, length, sentences."""
+    checks a room code with, from vizvit.classroom.room (never written twice): alphabet, length, sentences."""
     config = json.dumps({"alphabet": room_mod.CODE_ALPHABET, "length": room_mod.CODE_LEN,
                          "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE})
     config = config.replace("<", "\\u003c")  # JSON inside <script>: no "</script>" can close it

@@ -5,34 +5,32 @@ from __future__ import annotations
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import gradio as gr
 
 import gradio_patch
-from vizvit import deeplink, figures, views
-from vizvit.ablation import format_heads
-from vizvit.catalog import SIZES_INFO, Catalog
+from vizvit import deeplink, views
+from vizvit.classroom.room import Rooms
 from vizvit.deeplink import DeepLink
 from vizvit.errors import UserError
-from vizvit.images import image_sha1, load_image
 from vizvit.launch import Start
-from vizvit.models import DEFAULT_MODEL, Geometry
+from vizvit.model.ablation import format_heads
+from vizvit.model.catalog import SIZES_INFO, Catalog
+from vizvit.model.images import image_sha1, load_image
+from vizvit.model.models import DEFAULT_MODEL, Geometry
+from vizvit.model.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
+from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import common as panels
-from vizvit.views import header, patches
-from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
-
-from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
-from .guard import Guard
-from vizvit.room import Rooms
+from vizvit.views import common as panels, header, patches
 
 from . import kit, room, web
+from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
+from .guard import Guard
 from .kit import Ctx, charts_download
-from .tabs import PAGES, TABS
-from .tabs import camera as camera_tab
+from .tabs import PAGES, TABS, camera as camera_tab
 
 HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import app
@@ -13,7 +13,7 @@ from vizvit.session import Workbench
 
 def page_name(vm) -> str:
     """The name the page lists a model under: a local directory (every tiny test model) by its
-    folder's name, never its path (vizvit.catalog)."""
+    folder's name, never its path (vizvit.model.catalog)."""
     return Path(vm.id).name if Path(vm.id).is_dir() else vm.id
 
 

@@ -12,7 +12,6 @@ from typing import Iterator
 
 import numpy as np
 import pytest
-
 from browser_path import find_browser
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"

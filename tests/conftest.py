@@ -30,12 +30,19 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
+from synthetic import GEOMS  # noqa: E402
+from tiny import (  # noqa: E402,F401
+    EXAMPLES,
+    FAMILY_CONFIGS,
+    GEOMETRIES,
+    make_tiny_family,
+    make_tiny_tower,
+    make_tiny_vit,
+    trained_dir,
+)
 
 import vizvit  # noqa: E402
-from synthetic import GEOMS  # noqa: E402
-from vizvit.models import Geometry  # noqa: E402
-from tiny import (EXAMPLES, FAMILY_CONFIGS, GEOMETRIES, make_tiny_family, make_tiny_tower, make_tiny_vit,  # noqa: E402,F401
-                  trained_dir)
+from vizvit.model.models import Geometry  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,7 @@ def box_in_view(pp, size: tuple[int, int] = (W, H), box: tuple[float, ...] = COD
     """A box (fractions of a (w, h) frame; CODE_BOX by default) as fractions of the model-input
     view under the processor `pp` (models.Preprocess: its resize, then its centre crop, as
     images.model_input_view does)."""
-    from vizvit.images import resized_size
+    from vizvit.model.images import resized_size
 
     rw, rh = resized_size(size, pp)
     ch, cw = pp.crop if pp.crop is not None else (rh, rw)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from vizvit import engine
+from vizvit.model import engine
 
 
 class HeldForwards:

@@ -1,14 +1,14 @@
-"""The room stores the room tests run on (tests/test_room.py, tests/test_roomstore.py): SQLite in a
+"""The room stores the room tests run on (tests/classroom/test_room.py, tests/classroom/test_roomstore.py): SQLite in a
 temp file and Redis on a throwaway redis-server, each as a function that makes another client of the
 same data (another process's connection: a restarted server, a second replica)."""
 
 from __future__ import annotations
 
 import pytest
-
 from redisserver import need_redis, redis_server
-from vizvit.room import Question, Rooms
-from vizvit.roomstore import SQLiteStore
+
+from vizvit.classroom.room import Question, Rooms
+from vizvit.classroom.roomstore import SQLiteStore
 
 QS = (Question(), Question(("a", "b", "c")), Question())  # a number, a choice, a number
 S1, S2, S3 = "student-one", "student-two", "student-three"
@@ -35,7 +35,7 @@ def store(request, tmp_path):
     if request.param == "sqlite":
         path = tmp_path / "rooms.sqlite3"
         return lambda: SQLiteStore(path)
-    from vizvit.roomstore_redis import RedisStore
+    from vizvit.classroom.roomstore_redis import RedisStore
 
     url = request.getfixturevalue("redis_url")
     RedisStore(url).r.flushdb()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from vizvit.models import Geometry
+from vizvit.model.models import Geometry
 
 GEOMS = {"g14": Geometry((224, 224), 16, (14, 14), 1, 3, 4, 32),
          "g7": Geometry((224, 224), 32, (7, 7), 1, 3, 4, 32)}
@@ -29,8 +29,8 @@ def pointing_attention(g: Geometry, target: int, weight: float = 0.9) -> torch.T
 
 def stand_in_analysis(g: Geometry, att: torch.Tensor):
     """A stand-in Analysis: only geometry, input view and attentions are read by the views tested."""
-    from vizvit.engine import Analysis
-    from vizvit.images import View
+    from vizvit.model.engine import Analysis
+    from vizvit.model.images import View
 
     return Analysis(model_id="constructed", geometry=g, view=View(),
                     input_view=np.full((*g.image_size, 3), 128, np.uint8), pixel_values=torch.zeros(1),

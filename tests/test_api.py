@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from appserver import page_name, serving
 from gradio_client import Client, handle_file
+from tiny import EXAMPLES
 
 from page.endpoints import PUBLIC_ENDPOINTS
-from appserver import page_name, serving
-from tiny import EXAMPLES
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
 
@@ -117,7 +117,7 @@ def test_predict_under_a_mask_and_the_rest_answer_json(served, tiny16):
 def test_predict_with_the_mask_token(served, tiny16):
     """mask_mode="mask": the [MASK] token (zeros, never trained, for this ViT classifier) as the engine gives it."""
     import vizvit
-    from vizvit.images import View
+    from vizvit.model.images import View
 
     client, _ = served
     r = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), mask=[0, 5, 17], mask_mode="mask",

@@ -1,6 +1,6 @@
 """The cancellation token (vizvit/cancel.py): it fires once set (the first reason stays) or past its
 wall-time limit, never for the shared default; a step with nowhere to check is interrupted inside and
-only inside. The loops that ask it are tested with their jobs (tests/test_jobs.py)."""
+only inside. The loops that ask it are tested with their jobs (tests/service/test_jobs.py)."""
 
 from __future__ import annotations
 

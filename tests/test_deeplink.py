@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 
 from vizvit import deeplink
 from vizvit.deeplink import DeepLink, fit, literal, parse, to_query
-from vizvit.models import Geometry
+from vizvit.model.models import Geometry
 
 EXAMPLES = ["/x/assets/examples/astronaut.jpg", "/x/assets/examples/chelsea.jpg"]
 MODELS = ["google/vit-base-patch16-224", "random:vit-base-patch16-224"]
@@ -89,7 +89,7 @@ def test_plan_resolves_head_choice_and_falls_back_on_an_unloadable_model():
 
 
 def test_ablated_heads_travel_in_links_counted_from_one(tiny16):
-    from vizvit.ablation import Ablation
+    from vizvit.model.ablation import Ablation
 
     g = tiny16.geometry
     link, notes = deeplink.parse({"ablate": "1.2,2.1", "ablate_mode": "mean"}, [], [], [])
@@ -177,7 +177,7 @@ def test_a_long_value_is_cut():
 
 def test_a_model_that_fails_in_a_link_is_named_without_the_servers_paths():
     from vizvit.deeplink import plan
-    from vizvit.models import Geometry
+    from vizvit.model.models import Geometry
 
     def geometry_of(m):
         if m == "local-cut":

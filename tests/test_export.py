@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 from tiny import run_export
 
 
@@ -57,10 +56,10 @@ def test_export_inside_the_model_keys(tiny_dirs, tmp_path):
 def test_export_progress_goes_to_stderr_and_the_json_alone_to_stdout(tiny_dirs, tmp_path, capsys, monkeypatch):
     """In-process `python -m vizvit export`: a bar per stage on stderr (the costly readings named), stdout
     exactly the JSON summary; --quiet draws none. Charts as PNG (a browser) are not this test's subject."""
-    from vizvit import figures
-    from vizvit.__main__ import main
-
     from tiny import EXAMPLES
+
+    from vizvit.__main__ import main
+    from vizvit.pictures import figures
 
     monkeypatch.setattr(figures, "charts_png", lambda charts, folder: [])
     args = ["export", str(EXAMPLES / "coffee.jpg"), "--model", str(tiny_dirs["p32"]), "--device", "cpu"]

@@ -1,6 +1,6 @@
 """Launch settings as plain functions: the address to listen on, the QR code's address, and the start
 model (a --model that fails to load starts its twin and says why). The catalog and the hub check
-have their own files (tests/test_catalog.py, tests/test_hub.py)."""
+have their own files (tests/model/test_catalog.py, tests/model/test_hub.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-import app
 from appserver import free_port
 from tiny import trained_dir
+
+import app
 from vizvit import launch
-from vizvit.catalog import OFFLINE_FALLBACK, Catalog
 from vizvit.errors import UserError
 from vizvit.launch import server_address, start
+from vizvit.model.catalog import OFFLINE_FALLBACK, Catalog
 from vizvit.session import Workbench
 from vizvit.views.common import banner
 
@@ -41,7 +41,7 @@ def test_a_bad_port_is_a_clear_error():
 
 
 def test_the_small_models_random_twins_have_the_published_parameter_counts():
-    from vizvit.engine import load_model
+    from vizvit.model.engine import load_model
 
     # ViT-Ti/16: 5,717,416 as the trained checkpoint (shared/models/README.md); ViT-S/16: timm's count
     assert load_model("random:vit-tiny-patch16-224", "cpu").num_parameters == 5_717_416

@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny import EXAMPLES
 
 import vizvit
-from vizvit import attention as att_mod
-from vizvit import engine, maps, session, views
-from vizvit.ablation import Ablation
+from vizvit import session, views
 from vizvit.api import PublicApi
-from vizvit.images import View
+from vizvit.methods import maps, maths as att_mod
+from vizvit.model import engine
+from vizvit.model.ablation import Ablation
+from vizvit.model.images import View
 from vizvit.session import AnalysisCache, PhotoKey, Workbench
 from vizvit.views import attention, embeddings, experiments, positions
-
-from tiny import EXAMPLES
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vizvit"
 CACHE_CALLS = {"derived", "per_model", "peek", "peek_derived", "cache", "get_or_compute"}
@@ -45,7 +45,7 @@ def spelled_names(path: Path) -> list[str]:
 
 def test_views_and_the_api_spell_no_cache_name():
     files = [*sorted((PACKAGE / "views").glob("*.py")), *sorted((PACKAGE / "readings").glob("*.py")),
-             PACKAGE / "api.py", PACKAGE / "maps.py"]
+             PACKAGE / "api.py", PACKAGE / "methods" / "maps.py"]
     assert [hit for f in files for hit in spelled_names(f)] == [], "name what you cache in the module that computes it"
 
 
@@ -162,8 +162,9 @@ def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_pro
     default labels on, caching each prompt, so a typed list of default labels runs no text tower.
     Its classes and probabilities equal vizvit.load_model's (the engine's own labelling)."""
     from tiny import make_tiny_tower
-    from vizvit import engine, models
-    from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
+
+    from vizvit.model import engine, models
+    from vizvit.model.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 
     path = str(make_tiny_tower(tmp_path / "clip", "clip"))
     assert models.load_checkpoint(path, "cpu").zero_shot is None  # the checkpoint alone: no labels
@@ -183,10 +184,10 @@ def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_pro
 def test_a_model_id_is_checked_once_at_the_entry_and_trusted_below(tiny16, monkeypatch):
     """Catalog.check makes a ModelId; the Workbench and the header's model change trust one (no
     second or third check), and still check a plain string (a library caller's, the API's)."""
-    from vizvit.catalog import Catalog, ModelId
     from vizvit.errors import UserError
+    from vizvit.model.catalog import Catalog, ModelId
+    from vizvit.model.zeroshot import DEFAULT_TEMPLATE
     from vizvit.views import header
-    from vizvit.zeroshot import DEFAULT_TEMPLATE
 
     catalog = Catalog(tiny16.id)
     wb = Workbench(device="cpu", catalog=catalog)
@@ -213,7 +214,7 @@ def test_load_model_is_defined_once():
     found = [str(p.relative_to(root)) for d in ("vizvit", "page") for p in (root / d).rglob("*.py")
              for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "load_model"]
-    assert found == ["vizvit/engine.py"]
+    assert found == ["vizvit/model/engine.py"]
 
 
 # ---- From tests/test_prediction.py (merged, issue 44) ------------------------------------------
@@ -411,7 +412,7 @@ def test_the_same_file_is_decoded_once_and_keeps_its_key(monkeypatch, tmp_path):
     wb = Workbench()
     k1 = wb.add_photo(str(path))
     k2 = wb.add_photo(str(path))
-    assert k1 == k2 == vizvit.images.image_sha1(Image.open(path).convert("RGB"))
+    assert k1 == k2 == vizvit.model.images.image_sha1(Image.open(path).convert("RGB"))
     assert len(calls) == 1
 
 
@@ -430,7 +431,7 @@ def test_a_file_changed_since_is_decoded_again(monkeypatch, tmp_path):
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same time: only the bytes tell
     k2 = wb.add_photo(str(path))
     assert k1 != k2 and len(calls) == 2
-    assert k2 == vizvit.images.image_sha1(Image.new("RGB", (40, 30), (10, 200, 10)))
+    assert k2 == vizvit.model.images.image_sha1(Image.new("RGB", (40, 30), (10, 200, 10)))
 
 
 def test_the_same_bytes_uploaded_again_elsewhere_are_not_decoded_again(monkeypatch, tmp_path):

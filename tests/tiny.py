@@ -11,13 +11,22 @@ from pathlib import Path
 
 import torch
 import transformers
-from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessorPil
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 from tokenizers.processors import TemplateProcessing
-from transformers import (CLIPConfig, CLIPImageProcessorPil, CLIPModel, PreTrainedTokenizerFast, SiglipConfig,
-                          SiglipImageProcessorPil, SiglipModel)
+from transformers import (
+    CLIPConfig,
+    CLIPImageProcessorPil,
+    CLIPModel,
+    PreTrainedTokenizerFast,
+    SiglipConfig,
+    SiglipImageProcessorPil,
+    SiglipModel,
+    ViTConfig,
+    ViTForImageClassification,
+    ViTImageProcessorPil,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"

@@ -8,15 +8,15 @@
 
 import sys as _sys
 
-from .threads import configure_threads
+from vizvit.service.threads import configure_threads
 
 if "torch" not in _sys.modules:
     configure_threads()  # PASSIVE OpenMP waits must be set before torch loads (CLI, notebooks)
 
-from .engine import Analysis, Prediction, analyze, load_model
-from .images import View, load_image, model_input_view
-from .models import DEFAULT_MODEL, Geometry, VitModel
-from .session import AnalysisCache, PhotoKey, Workbench
+from vizvit.model.engine import Analysis, Prediction, analyze, load_model
+from vizvit.model.images import View, load_image, model_input_view
+from vizvit.model.models import DEFAULT_MODEL, Geometry, VitModel
+from vizvit.session import AnalysisCache, PhotoKey, Workbench
 
 __all__ = [
     "Analysis", "AnalysisCache", "DEFAULT_MODEL", "Geometry", "PhotoKey", "Prediction", "View",

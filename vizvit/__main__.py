@@ -7,7 +7,7 @@ import json
 import sys
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
-from .vocab import ABLATE_MODES, MASK_MODES
+from vizvit.vocab import ABLATE_MODES, MASK_MODES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,10 +32,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="no progress bars (they go to stderr; the JSON to stdout)")
     args = parser.parse_args(argv)
 
-    from .ablation import Ablation, parse_heads
-    from .engine import load_model
-    from .export import export
-    from .images import View
+    from vizvit.export import export
+    from vizvit.model.ablation import Ablation, parse_heads
+    from vizvit.model.engine import load_model
+    from vizvit.model.images import View
 
     try:
         mask = tuple(int(i) for i in args.mask.split(",") if i.strip())

@@ -17,21 +17,18 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 from PIL import Image
 
-from . import attention as att_mod
-from . import compare as cmp
-from . import room as room_mod, vocab
-from .cancel import NEVER, Cancel
-from .engine import Analysis, Prediction, mask_token
-from .errors import NO_CLASS, UserError
-from .jobs import Jobs
-from .images import View
-from .models import Geometry
-from .readings import methods
-from .readings import attention as ra
-from .session import Photo, PhotoGone, PhotoKey, Workbench
-from .views import compare as compare_view
-from .views import experiments, positions
-from .views import lesson as lesson_view
+from vizvit import vocab
+from vizvit.cancel import NEVER, Cancel
+from vizvit.classroom import room as room_mod
+from vizvit.errors import NO_CLASS, UserError
+from vizvit.methods import maths as att_mod
+from vizvit.model.engine import Analysis, Prediction, mask_token
+from vizvit.model.images import View
+from vizvit.model.models import Geometry
+from vizvit.readings import attention as ra, compare as cmp, methods
+from vizvit.service.jobs import Jobs
+from vizvit.session import Photo, PhotoGone, PhotoKey, Workbench
+from vizvit.views import compare as compare_view, experiments, lesson as lesson_view, positions
 
 MAX_DISCARD = 0.99
 ROOM_PHOTO_TRIES = 3  # a room's model view kept again in the Workbench after other work pushed it out

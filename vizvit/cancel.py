@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from .errors import UserError
+from vizvit.errors import UserError
 
 
 class Cancelled(UserError):

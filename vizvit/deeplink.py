@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
-from .ablation import Ablation
-from .models import Geometry
-from .vocab import ABLATE_MODES, DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
+from vizvit.model.ablation import Ablation
+from vizvit.model.models import Geometry
+from vizvit.vocab import ABLATE_MODES, DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
 
 LESSON_TAB = "lesson"  # the tab lesson=1 opens
 # Every ASCII punctuation character but '/' (no markup starts with it: a tag needs '<', an autolink

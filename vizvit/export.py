@@ -21,20 +21,19 @@ import plotly.graph_objects as go
 from PIL import Image
 from tqdm import tqdm
 
-from . import artifacts, attention, figures
-from .readings import methods
-from .ablation import Ablation, format_heads
-from .images import View
-from .engine import load_model
-from .models import VitModel
-from .numbers import model_numbers
-from .errors import UserError
-from .session import Photo, PhotoKey, Workbench
-from .zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
-from .tokens import OUTLIER_METHOD
-from .views import VIEWS
-from .views import experiments, inside
-from .engine import Progress
+from vizvit.classroom.numbers import model_numbers
+from vizvit.errors import UserError
+from vizvit.methods import maths as attention
+from vizvit.model.ablation import Ablation, format_heads
+from vizvit.model.engine import Progress, load_model
+from vizvit.model.images import View
+from vizvit.model.models import VitModel
+from vizvit.model.tokens import OUTLIER_METHOD
+from vizvit.model.zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
+from vizvit.pictures import figures
+from vizvit.readings import artifacts_rule as artifacts, methods
+from vizvit.session import Photo, PhotoKey, Workbench
+from vizvit.views import VIEWS, experiments, inside
 
 
 class Bars:
@@ -215,7 +214,7 @@ def methods_used() -> dict[str, str]:
         "token_pca_rgb_no_artifacts": "the same PCA fitted without that depth's artifact tokens "
                                       "(artifact_tokens_at_depth); they are projected and clipped to [0, 1]",
         "artifact_tokens_at_depth": "‖x‖₂ of the patch token at depth l > Q3 + 3·IQR of that depth's patch norms "
-                                    f"and > {artifacts.NORM_FACTOR:g}× their median (vizvit.artifacts.high_norm_at_depth)",
+                                    f"and > {artifacts.NORM_FACTOR:g}× their median (vizvit.readings.artifacts_rule.high_norm_at_depth)",
         "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
         "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
         "insertion_curves": "insertion: the same maps, patches added back to an all-removed photo, black fill",

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from .catalog import OFFLINE_FALLBACK
-from .errors import UserError
-from .models import RANDOM_PREFIX, is_local_path
+from vizvit.errors import UserError
+from vizvit.model.catalog import OFFLINE_FALLBACK
+from vizvit.model.models import RANDOM_PREFIX, is_local_path
 
 if TYPE_CHECKING:
-    from .session import Workbench
+    from vizvit.session import Workbench
 
 log = logging.getLogger("vizvit.app")
 

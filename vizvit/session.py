@@ -25,10 +25,11 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .ablation import Ablation
-from .catalog import Catalog, ModelId
-from .cnn import load_cnn
-from .engine import (
+from vizvit.errors import UserError
+from vizvit.model.ablation import Ablation
+from vizvit.model.catalog import Catalog, ModelId
+from vizvit.model.cnn import load_cnn
+from vizvit.model.engine import (
     Analysis,
     Prediction,
     Request,
@@ -40,12 +41,11 @@ from .engine import (
     top_predictions,
     with_zero_shot,
 )
-from .errors import UserError
-from .forwards import MAX_BATCH, ForwardQueue
-from .images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
-from .models import VitModel
-from .threads import lower_priority
-from .zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
+from vizvit.model.forwards import MAX_BATCH, ForwardQueue
+from vizvit.model.images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
+from vizvit.model.models import VitModel
+from vizvit.model.zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
+from vizvit.service.threads import lower_priority
 
 
 def _file_digest(src: ImageInput, max_bytes: int = 64 << 20) -> bytes | None:
@@ -181,7 +181,7 @@ def model_key(model_id: str, name: Hashable) -> tuple:
 
 
 # ------------------------------------------------------------------ the one name cached here
-# Every other name a derived_key or model_key ends in belongs to the module that computes it (vizvit.maps,
+# Every other name a derived_key or model_key ends in belongs to the module that computes it (vizvit.methods.maps,
 # vizvit.readings.*, the views that still compute): this module keys them, whatever they are.
 def view_prediction_name(view: View) -> tuple:
     """Per photo: one perturbed view's lighter forward (Photo.prediction)."""
@@ -348,7 +348,7 @@ class Workbench:
 
     def add_model_view(self, src: ImageInput) -> str:
         """Keep a picture that already is a model's input view (the exact pixels it saw: all a live room
-        keeps of its photo, vizvit.room) -> its key (MODEL_VIEW + its hash). Analysed as it is: the
+        keeps of its photo, vizvit.classroom.room) -> its key (MODEL_VIEW + its hash). Analysed as it is: the
         processor's resize and crop are skipped, since they are not the identity on a model-sized
         picture (DeiT resizes to 256 and crops 224). Kept like a photo, under photo_bytes."""
         image = load_image(src)

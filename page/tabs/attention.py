@@ -7,15 +7,14 @@ from typing import Any
 
 import gradio as gr
 
-from vizvit import layout, vocab
+from vizvit import vocab
 from vizvit.readings import methods
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as ap
+from vizvit.views import attention as ap, layout
 
 from .. import ids, kit, web
 from ..kit import Ctx
 from ..ordered import AnswerOrder
-
 
 # The AttnParams fields the tab's controls set, in the order its events list them (kit.in_line reads them by name).
 CONTROLS = ["layer", "head", "show", "mode", "query", "direction", "discard", "alpha", "cmap", "tau", "shared_scale",
@@ -152,7 +151,7 @@ def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: g
     if key is None:
         raise gr.Error("Upload a photo first.")
     with kit.JOBS.line(request, name) as ticket:
-        for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
+        for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"rel_text": kit.waiting_text(name, ahead)}
         for img, text in ap.job_progress(wb.handle(key), name, params(dict(zip(CONTROLS, v))), ticket.cancel):
             yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}

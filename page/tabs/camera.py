@@ -20,21 +20,20 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from vizvit import camera as live
 from vizvit import deeplink
-from .. import web
-from vizvit.ablation import format_heads
 from vizvit.errors import UserError
+from vizvit.model.ablation import format_heads
+from vizvit.model.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
+from vizvit.service import camera as live
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import camera, header
 from vizvit.vocab import MODES
-from vizvit.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 
-from .. import kit
+from .. import kit, web
 from ..kit import Ctx, safe
 
 PATH = "camera"  # the live page's URL path, beside the main page
-log = logging.getLogger("vizvit.camera")
+log = logging.getLogger("vizvit.service.camera")
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:

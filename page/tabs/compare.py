@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 
 from vizvit import vocab
-from vizvit.images import image_sha1, load_image
+from vizvit.model.images import image_sha1, load_image
 from vizvit.session import PhotoKey
 from vizvit.views import compare
 from vizvit.views.flip import Flipbook

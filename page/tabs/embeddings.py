@@ -9,8 +9,7 @@ import gradio as gr
 
 from vizvit import vocab
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as ap
-from vizvit.views import embeddings
+from vizvit.views import attention as ap, embeddings
 from vizvit.views.flip import Flipbook
 
 from .. import flip, kit, web

@@ -14,7 +14,6 @@ from vizvit.views import experiments
 from .. import flip, kit
 from ..kit import Ctx
 
-
 # The ExperimentsParams fields the tab's controls set, in the order its events list them.
 CONTROLS = ["dx", "dy", "fill", "mask", "mode"]
 SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info", "top5": "shift_top5"}  # ShiftPanel field -> page name
@@ -113,7 +112,7 @@ def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     if key is None:
         raise UserError("Upload a photo first.")
     with kit.JOBS.line(request, "shift sweep") as ticket:
-        for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
+        for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"sweep_text": kit.waiting_text("shift sweep", ahead)}
         for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel):
             yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text}

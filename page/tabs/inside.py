@@ -14,7 +14,6 @@ from vizvit.views import inside
 from .. import flip, kit
 from ..kit import Ctx
 
-
 # The InsideParams fields the tab's controls set, in the order its events list them (the heads off are in the key).
 CONTROLS = ["depth"]
 # The Page fields the tab shows on open; the three charts follow the heads grid (Plotly's first
@@ -93,7 +92,7 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
         raise UserError("Upload a photo first.")
     ph = wb.handle(key)
     with kit.JOBS.line(request, "head importance") as ticket:
-        for ahead in ticket.waiting():  # its place in the fair line (vizvit.jobs), until its turn
+        for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"importance_text": kit.waiting_text("head importance", ahead)}
         for imp, done, total in inside.importance_steps(ph, cancel=ticket.cancel):
             yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),

@@ -1,4 +1,4 @@
-"""The Lesson tab: one step at a time (vizvit/lesson.toml), its question before its reveal, the step's
+"""The Lesson tab: one step at a time (vizvit/classroom/lesson.toml), its question before its reveal, the step's
 link and, in projector mode, its QR code (the presenter view)."""
 
 from __future__ import annotations

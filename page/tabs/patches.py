@@ -7,8 +7,7 @@ from typing import Any
 import gradio as gr
 
 from vizvit.session import PhotoKey
-from vizvit.views import common as panels
-from vizvit.views import patches
+from vizvit.views import common as panels, patches
 from vizvit.views.flip import Flipbook
 
 from .. import flip, kit, web

@@ -1,4 +1,4 @@
-// A map picture drawn in the page, as vizvit.render / views/attention.py: map_image draws it: the
+// A map picture drawn in the page, as vizvit.pictures.render / views/attention.py: map_image draws it: the
 // shared drawing of the Attention tab's main map (attention_map.js) and the live camera's picture
 // (web/camera_live.js). js_on_load of a component on each page that draws maps: installs
 // window.__vizvitMapDraw once. Every constant shared with the server comes in the book b
@@ -42,7 +42,7 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
     x.restore();
   };
 
-  // One map -> the picture, as vizvit.render draws it (overlay, _dim_outside, enlarge, outline,
+  // One map -> the picture, as vizvit.pictures.render draws it (overlay, _dim_outside, enlarge, outline,
   // with_colorbar). The map: its colour-table rows (mp.index, computed by the server). Drawn on
   // `cv` (default: one canvas kept here); returns it.
   const render = (b, mp, cv = null) => {

@@ -3,7 +3,7 @@
 // Issue 50: nothing from the address, a response or storage ever becomes markup. Every value reaches the
 // DOM as text or as a property (el() below: no innerHTML anywhere), every URL path part passes through
 // encodeURIComponent (roomPath), and a room code is checked against its alphabet and length (parseCode)
-// before it is used at all. The alphabet, the length and the sentences come from vizvit.room
+// before it is used at all. The alphabet, the length and the sentences come from vizvit.classroom.room
 // (window.VIZVIT_ROOM, written into the page by page/room.py's page_html).
 (function () {
   const CFG = window.VIZVIT_ROOM;
@@ -26,7 +26,7 @@
   }
   const show = (...children) => app.replaceChildren(...children.flat().filter((c) => c != null && c !== false));
 
-  // vizvit.room.parse_code, the same rule: spaces and dashes dropped, upper-cased, CFG.length of CFG.alphabet.
+  // vizvit.classroom.room.parse_code, the same rule: spaces and dashes dropped, upper-cased, CFG.length of CFG.alphabet.
   function parseCode(raw) {
     if (typeof raw !== "string" || raw.length > 4 * CFG.length) return null;
     const t = raw.replace(/[\s-]/g, "").toUpperCase();

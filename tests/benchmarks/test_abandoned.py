@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from appserver import page_name, serving
 
 from vizvit.methods import flow as explain

@@ -6,13 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 import cpu_profile
+import pytest
 
 RAW = """\
 Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:10);analyze (vizvit/api.py:92);forward (torch/nn/modules/linear.py:134) 6
-Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:12);load_image (vizvit/images.py:83) 3
+Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:12);load_image (vizvit/model/images.py:83) 3
 Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:10);analyze (vizvit/api.py:95);analyze (vizvit/api.py:99) 1
 """
 
@@ -22,7 +21,7 @@ def test_shares_by_self_total_and_package_are_the_sample_counts():
     assert p.samples == 10
     self_ = {e.function: (round(e.share, 6), round(e.cpu_s, 6)) for e in p.self_top}
     assert self_ == {"forward (torch/nn/modules/linear.py)": (0.6, 12.0),
-                     "load_image (vizvit/images.py)": (0.3, 6.0),
+                     "load_image (vizvit/model/images.py)": (0.3, 6.0),
                      "analyze (vizvit/api.py)": (0.1, 2.0)}
     total = {e.function: round(e.share, 6) for e in p.total_top}
     # every line of a function is one function; a function twice on one stack counts once there

@@ -5,9 +5,8 @@ from __future__ import annotations
 import socket
 
 import numpy as np
-from PIL import Image
-
 from fakes import free_port, photo
+from PIL import Image
 
 
 def test_free_port_can_be_bound():

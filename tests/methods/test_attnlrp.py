@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from tiny import make_tiny_vit
 
 import vizvit
-from vizvit import engine
 from vizvit.methods import attnlrp as lrp
+from vizvit.model import engine
 from vizvit.readings import methods
-from tiny import make_tiny_vit
 
 
 def _lxt_efficient_rules():
@@ -203,8 +203,7 @@ def test_attnlrp_runs_on_every_classifier_family(fam, towers, cat):
 
 def test_attnlrp_is_offered_everywhere_through_its_record_alone():
     from vizvit import export
-    from vizvit.views import attention as ap
-    from vizvit.views import experiments
+    from vizvit.views import attention as ap, experiments
     m = methods.get("AttnLRP")
     assert m.name in ap.EXPLAIN_METHODS and m.name in experiments.MASK_MAPS and m in methods.CONTEST
     assert export.methods_used()["map_attnlrp"].startswith("AttnLRP (Achtibat et al. 2024")
@@ -217,7 +216,7 @@ def test_on_the_trained_vit_removing_attnlrps_top_patches_costs_more_than_its_bo
     whose removal the model feels: docs/methods.md), the 20 % of patches AttnLRP ranks highest,
     dropped, lower p(cat) more than the 20 % it ranks lowest. (Measured: 0.769 against 0.797; Chefer's
     relevance 0.615 against 0.889. A patch dropped alone barely moves p: no per-patch correlation.)"""
-    from vizvit import artifacts as art_mod
+    from vizvit.readings import artifacts_rule as art_mod
     from vizvit.readings.artifacts import artifact_masks
     a = vizvit.analyze(trained, cat)
     c, g = int(a.top5[0].index), trained.geometry

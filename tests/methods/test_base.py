@@ -9,8 +9,8 @@ import pytest
 
 import vizvit
 from vizvit.errors import NO_CLASS, UserError
-from vizvit.maps import method_map_name
 from vizvit.methods.base import Method, of_class
+from vizvit.methods.maps import method_map_name
 
 
 def _record(calls: list, **kw) -> Method:

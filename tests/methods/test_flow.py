@@ -3,17 +3,16 @@ cases with a known answer, and wired through the API and the Attention tab's job
 
 from __future__ import annotations
 
-
 import networkx as nx
 import numpy as np
 import pytest
 import torch
 
 import vizvit
-from vizvit import maps
-from vizvit.readings import methods
 from vizvit.errors import UserError
-from vizvit.methods import flow
+from vizvit.methods import flow, maps
+from vizvit.readings import methods
+
 
 # ------------------------------------------------------------------ attention flow
 def abnar_get_adjmat(mat, input_tokens):
@@ -81,7 +80,7 @@ def test_attention_flow_equals_the_known_answer_and_networkx_on_two_layers():
     np.testing.assert_allclose(flow.attention_flow(att), want, atol=1e-12)
     np.testing.assert_allclose(abnar_flow(att.numpy().astype(np.float64)), want, atol=1e-12)
     rollout = np.array([.25, .15, .23, .12, .25])
-    from vizvit.attention import rollout_stack
+    from vizvit.methods.maths import rollout_stack
     np.testing.assert_allclose(rollout_stack(att, "mean", 0.0, 1)[-1, 0].numpy(), rollout, atol=1e-6)
 
 

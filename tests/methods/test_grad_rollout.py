@@ -3,16 +3,16 @@ documented differences (its issues #6 and #16)."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
+from synthetic import random_attention
+from vit_explain import vit_explain_grad_rollout
 
 import vizvit
-from vizvit.readings import methods
-from synthetic import random_attention
 from vizvit.methods import grad_rollout
-from vit_explain import vit_explain_grad_rollout
+from vizvit.readings import methods
+
 
 def _attentions_and_grads(vm, a, index):
     """The attentions (L, H, N, N) and d logit / d attention, taken as the authors' hooks see them:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from synthetic import GEOMS, pointing_attention, random_attention, stand_in_analysis
 
 from vizvit.methods.last_layer import LAST_LAYER
-from synthetic import GEOMS, pointing_attention, random_attention, stand_in_analysis
 
 
 def test_the_last_layer_map_is_the_summary_row_of_the_last_attention_mean_over_heads():

@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import vizvit
+from vizvit.methods import legrad, relevance
 from vizvit.readings import methods
-from vizvit import relevance
-from vizvit.methods import legrad
+
 
 # ------------------------------------------------------------------ LeGrad
 def legrad_min_max(logits):

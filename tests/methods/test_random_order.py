@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from synthetic import GEOMS, random_attention, stand_in_analysis
 
 from vizvit.methods.random_order import RANDOM
-from synthetic import GEOMS, random_attention, stand_in_analysis
 
 
 def test_the_random_map_is_numpys_seeded_uniform_draw_over_the_grid():

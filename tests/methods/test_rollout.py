@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from synthetic import GEOMS, random_attention, stand_in_analysis
 
 from vizvit.methods.rollout import ROLLOUT
-from synthetic import GEOMS, random_attention, stand_in_analysis
 
 
 def test_the_rollout_map_is_the_summary_row_of_the_plain_mean_rollout():

@@ -6,16 +6,16 @@ test too (browser.page_at: a fresh context each), closed at the end."""
 from __future__ import annotations
 
 import pytest
-
 from appserver import running
 from browser import close_browsers
-from vizvit.room import Rooms
+
+from vizvit.classroom.room import Rooms
 
 
 @pytest.fixture(scope="session")
 def url(tiny16):
     # Every test here is one caller (127.0.0.1) on one server for the whole session: the rooms they open
-    # would pass the 3 open rooms one address may hold. That limit has its own tests (tests/test_room.py,
+    # would pass the 3 open rooms one address may hold. That limit has its own tests (tests/classroom/test_room.py,
     # tests/page/tabs/test_lesson.py, tests/page/test_guard.py); this server lifts it.
     with running(tiny16, rooms=Rooms(max_per_owner=10_000)) as u:
         yield u

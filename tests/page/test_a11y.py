@@ -7,14 +7,13 @@ it, the axe test is skipped with one line (CI installs it)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import os
-
 import pytest
-
 from browser import page_at, upload, wait_image
 from tiny import EXAMPLES
+
 from vizvit.vocab import TABS
 
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"

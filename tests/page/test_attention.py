@@ -9,14 +9,24 @@ import time
 
 import numpy as np
 import pytest
+from appserver import running
+from browser import (
+    CANVAS_RGB_JS,
+    click_pixel,
+    image_src,
+    page_at,
+    rgb_array,
+    set_slider,
+    shot,
+    upload,
+    upload_and_open,
+    wait_image,
+)
+from tiny import EXAMPLES
 
 import vizvit
-
-from appserver import running
-from browser import CANVAS_RGB_JS, rgb_array, click_pixel, image_src, page_at, set_slider, shot, upload, upload_and_open, wait_image
-from tiny import EXAMPLES
+from vizvit.pictures import render
 from vizvit.views import attention as ap
-from vizvit import render
 
 
 @pytest.mark.slow
@@ -437,8 +447,8 @@ def _is_on_screen(page, vm, a, p: ap.AttnParams) -> None:
         assert shown is not None and shown[0] == f"{p.layer}|{p.head}|{p.show}", (p, shown and shown[0])
         _agree(shown[1], want, vm.geometry, p)
         return
-    from PIL import Image
     from gradio import processing_utils
+    from PIL import Image
 
     got = page.evaluate("""async (src) => { const b = new Uint8Array(await (await fetch(src)).arrayBuffer());
       let s = ''; for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));

@@ -4,11 +4,10 @@ it, and the class-specific map is that class's (issue 43: class maps for any cla
 from __future__ import annotations
 
 import pytest
-
-import vizvit
-
 from browser import page_at, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
+
+import vizvit
 
 
 @pytest.mark.slow

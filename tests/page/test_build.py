@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import gradio as gr
 import pytest
+from appserver import page_name, running
 from gradio_client import Client, handle_file
+from make_inputs import CASES, write_all
+from tiny import EXAMPLES
 
 import app
 from page import kit, shell
 from page.endpoints import PUBLIC_ENDPOINTS
 from vizvit.launch import start_model
-from appserver import page_name, running
-from tiny import EXAMPLES
-from make_inputs import CASES, write_all
 from vizvit.session import Workbench
 
 

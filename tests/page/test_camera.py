@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import cv2
+import fake_camera as fc
 import numpy as np
 import pytest
-
-import fake_camera as fc
 from appserver import page_name
 from browser import page_at, shot, wait_image
 from gradio.utils import get_upload_folder
@@ -209,10 +208,10 @@ def test_the_page_draws_the_servers_live_picture(url, tiny16, trained):
     colour bar's colours exactly, the probability bars exactly, and ink where each text is (the text
     itself is the browser's font). On the tiny model, raw and rolled out, and on the trained ViT-Ti,
     whose last layers have artifact tokens (outlined), for frames of the fake camera and the cat."""
-    from vizvit import engine, render
-    from vizvit.images import load_image
-    from vizvit.views import attention as attn
-    from vizvit.views import camera as view
+    from vizvit.model import engine
+    from vizvit.model.images import load_image
+    from vizvit.pictures import render
+    from vizvit.views import attention as attn, camera as view
 
     cat = load_image(str(Path(__file__).resolve().parents[2] / "assets" / "examples" / "chelsea.jpg"))
     cases = [(tiny16, fc.frame_rgb(4, FRAMES), view.CameraParams(mode="raw", layer=1, heads="head 2")),

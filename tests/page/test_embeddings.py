@@ -4,8 +4,16 @@ hover the token scatter (thumbnail), recolour it. Screenshots are artifacts."""
 from __future__ import annotations
 
 import numpy as np
-
-from browser import CANVAS_RGB_JS, IMG_RGB_JS, click_image_at, page_at, rgb_array, shot, upload_and_open, wait_image
+from browser import (
+    CANVAS_RGB_JS,
+    IMG_RGB_JS,
+    click_image_at,
+    page_at,
+    rgb_array,
+    shot,
+    upload_and_open,
+    wait_image,
+)
 from tiny import EXAMPLES
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-
 from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
 

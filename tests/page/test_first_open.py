@@ -9,12 +9,12 @@ import threading
 import gradio as gr
 import numpy as np
 import pytest
+from browser import image_src, page_at, served_path, set_slider, upload, upload_and_open, wait_image
+from built_page import picture
 from PIL import Image
 
-from built_page import picture
-from browser import image_src, page_at, served_path, set_slider, upload, upload_and_open, wait_image
 from page import kit, shell, web
-from vizvit import engine
+from vizvit.model import engine
 from vizvit.session import Workbench
 
 

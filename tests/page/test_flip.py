@@ -9,15 +9,25 @@ import time
 
 import numpy as np
 import pytest
-
 from appserver import page_name, serving
-from browser import FLIPPED_JS, IMG_RGB_JS, click_pixel, rgb_array, page_at, served_path, upload, upload_and_open, wait_flip_pages, wait_image
+from browser import (
+    FLIPPED_JS,
+    IMG_RGB_JS,
+    click_pixel,
+    page_at,
+    rgb_array,
+    served_path,
+    upload,
+    upload_and_open,
+    wait_flip_pages,
+    wait_image,
+)
 from tiny import EXAMPLES
-from vizvit import render
-from vizvit.images import image_sha1, load_image
+
+from vizvit.model.images import image_sha1, load_image
+from vizvit.pictures import render
 from vizvit.session import PhotoKey
-from vizvit.views import header
-from vizvit.views import embeddings, experiments, inside, patches, positions
+from vizvit.views import embeddings, experiments, header, inside, patches, positions
 
 PHOTO = str(EXAMPLES / "chelsea.jpg")
 DEPTH_IDS = {"pca": "emb-pca", "maps": "emb-maps", "similarity": "emb-sim"}

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from appserver import running
 from browser import page_at
+
 from vizvit.vocab import TAB_IDS, TABS
 
 SETTLE_S = 6  # after the photo's forward: the open tab's own events (a liveness wait, not a timing test)
@@ -68,9 +68,8 @@ def _top1_by_transformers(path) -> str:
     """The trained ViT-Ti's top-1 on the example cat, by transformers' own processor and model."""
     import torch
     from PIL import Image
-    from transformers import AutoImageProcessor, ViTForImageClassification
-
     from tiny import EXAMPLES
+    from transformers import AutoImageProcessor, ViTForImageClassification
 
     model = ViTForImageClassification.from_pretrained(path).eval()
     x = AutoImageProcessor.from_pretrained(path)(Image.open(EXAMPLES / "chelsea.jpg").convert("RGB"), return_tensors="pt")
@@ -81,7 +80,7 @@ def _top1_by_transformers(path) -> str:
 def _twin_top1() -> str:
     """The random twin's top-1 on the example cat, in a fresh Python, apart from this process's server
     (built here while the server loaded a checkpoint, the twin once kept uninitialised weights:
-    transformers' no-op init is process-wide; vizvit.models now builds under one lock)."""
+    transformers' no-op init is process-wide; vizvit.model.models now builds under one lock)."""
     import subprocess
     import sys
 

@@ -13,12 +13,12 @@ import re
 
 import httpx
 import pytest
-from gradio_client import Client, handle_file
-
 from appserver import page_name, serving
-from page import guard
+from gradio_client import Client, handle_file
 from tiny import EXAMPLES
-from vizvit.room import BAD_CODE, CLOSED_BY_HOST, UNKNOWN_ROOM
+
+from page import guard
+from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, UNKNOWN_ROOM
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 TOO_MANY = re.compile(r"^Too many tries: wait \d+ s\.$")

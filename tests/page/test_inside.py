@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-
 from browser import click_pixel, page_at, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
+
 from vizvit.views import inside
 
 

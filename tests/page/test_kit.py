@@ -5,9 +5,9 @@ then who a caller is (address, session), the fair line's wait shown, and who sto
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
-import inspect
 
 import gradio as gr
 import numpy as np
@@ -15,9 +15,9 @@ import pytest
 
 from page import kit
 from page.ordered import AnswerOrder
-from vizvit.session import PhotoKey
 from vizvit.errors import UserError
-from vizvit.jobs import Jobs
+from vizvit.service.jobs import Jobs
+from vizvit.session import PhotoKey
 
 KEY = PhotoKey("m", "sha1")
 
@@ -286,8 +286,8 @@ def test_a_picture_of_cells_carries_its_layout_for_the_keys_and_nothing_else_cha
     """kit.patch_cells / with_cells (issue 51: web/a11y.js reads the class): a 14×14 grid of 16-px
     patches shown 3× (render.display_scale for 224 px) steps 48 px from the corner; the heads grid
     starts past its labels; no picture (a skip, None) passes through untouched."""
-    from vizvit import render
-    from vizvit.models import Geometry
+    from vizvit.model.models import Geometry
+    from vizvit.pictures import render
 
     g = Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=12,
                  num_heads=3, hidden_size=8)

@@ -4,11 +4,11 @@ one tap away; the attention colour bar marks the uniform level and the scale cho
 
 from __future__ import annotations
 
-
 from appserver import running
 from browser import page_at, shot, upload, wait_image
 from tiny import EXAMPLES
-from vizvit import render
+
+from vizvit.pictures import render
 
 # tab name -> its main picture
 MAIN = {"Patches": "patch-grid", "Embeddings": "emb-pca", "Attention": "attn-main",
@@ -169,7 +169,7 @@ def _titles_clear_of_labels(page) -> None:
 def test_projector_mode_draws_every_chart_text_at_24_px_the_title_below_its_label_the_tabs_on_one_line(url):
     """Issue 43, item 6: the charts' labels were ~14-16 px against the promised ≥ 24 px, the top-5 title
     ran into its panel label, and "For lecturers" wrapped to a second line of tabs at 1366 px."""
-    from vizvit.figures import PROJECTOR_CHART_PX as PX
+    from vizvit.pictures.figures import PROJECTOR_CHART_PX as PX
 
     with page_at(url + "?projector=1", 1366, 900) as page:
         page.wait_for_function("() => document.body.classList.contains('vizvit-projector')")

@@ -3,7 +3,6 @@ head; bad links fall back with a notice; projector mode; the calculator; copy li
 
 from __future__ import annotations
 
-
 from browser import page_at, set_slider, shot, wait_image
 
 

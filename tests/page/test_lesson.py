@@ -10,6 +10,7 @@ import re
 
 from browser import page_at, upload, wait_image
 from tiny import EXAMPLES
+
 from vizvit.views import lesson
 
 STEPS = lesson.steps()

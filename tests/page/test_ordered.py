@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from page.ordered import AnswerOrder
 from page import web
+from page.ordered import AnswerOrder
 
 
 def _order(**kw) -> AnswerOrder:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-
 from browser import click_image_at, page_at, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
+
 from vizvit.views import positions as positions_panel
 
 

@@ -6,13 +6,12 @@ axe-core comes from npm (see tests/page/test_a11y.py); without it the axe test s
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
-
 from browser import page_at
-import importlib.util
-from pathlib import Path
 
 # test_a11y's axe runner (test files import by path here: pytest's importlib mode)
 _spec = importlib.util.spec_from_file_location("vizvit_test_a11y", Path(__file__).with_name("test_a11y.py"))

@@ -11,12 +11,12 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from gradio_client import Client, handle_file
-
 from appserver import page_name
 from browser import page_at, shot
+from gradio_client import Client, handle_file
 from tiny import EXAMPLES
-from vizvit.room import BAD_CODE, CLOSED_BY_HOST, NO_CODE
+
+from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, NO_CODE
 
 TITLE = "vizvit · live room"
 RUN = "window.top.__pwned=1;document.title='PWNED';alert(1)"
@@ -91,7 +91,7 @@ def test_a_hostile_key_on_a_real_code_runs_nothing(url, room):
 
 
 def test_the_code_as_a_student_types_it_still_joins(url, room):
-    """Lower case, a dash and spaces are the same code (vizvit.room.parse_code's rule, in the page too)."""
+    """Lower case, a dash and spaces are the same code (vizvit.classroom.room.parse_code's rule, in the page too)."""
     code = room["code"]
     typed = f" {code[:4].lower()}-{code[4:].lower()} "
     with page_at(url + "room?code=" + quote(typed), width=390, height=844, wait_for="#num") as page:

@@ -154,11 +154,11 @@ def test_a_student_waiting_for_the_model_sees_where_their_photo_is(tiny16, tmp_p
     import threading
 
     import numpy as np
-    from PIL import Image
-
     from appserver import page_name, serving
     from forwards_kit import HeldForwards
-    from vizvit.forwards import ForwardQueue
+    from PIL import Image
+
+    from vizvit.model.forwards import ForwardQueue
     from vizvit.session import PhotoKey
 
     with serving(tiny16) as (url, wb):
@@ -192,7 +192,7 @@ import pytest  # noqa: E402
 
 from page import shell  # noqa: E402
 from vizvit import deeplink, vocab  # noqa: E402
-from vizvit.catalog import Catalog  # noqa: E402
+from vizvit.model.catalog import Catalog  # noqa: E402
 from vizvit.session import Workbench  # noqa: E402
 
 

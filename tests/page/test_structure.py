@@ -9,8 +9,8 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
-
 from tiny import EXAMPLES, ROOT
+
 from page import kit, shell
 from page.tabs import PAGES
 from vizvit import deeplink, vocab
@@ -18,7 +18,8 @@ from vizvit.session import PhotoKey, Workbench
 from vizvit.views import VIEWS
 
 APP = ROOT / "app.py"
-NOT_TABS = {"__init__", "common", "header", "flip", "books"}  # vizvit/views modules shared by the tabs (books: the page's drawing data)
+NOT_TABS = {"__init__", "common", "header", "flip", "books", "layout"}  # vizvit/views modules shared by the tabs
+# (books: the page's drawing data; layout: the Attention pictures' pixels)
 
 
 def test_app_py_is_launch_settings_only():
@@ -168,7 +169,6 @@ def test_costly_jobs_share_two_slots_and_nothing_else_is_held_to_them(tiny16):
     visitors together; every other event keeps the queue's wider limit (issue 28)."""
     import app
     from page import kit
-
     from vizvit.session import Workbench
 
     wb = Workbench(device="cpu")
@@ -176,7 +176,7 @@ def test_costly_jobs_share_two_slots_and_nothing_else_is_held_to_them(tiny16):
     demo = app.configure_queue(app.build_demo(wb, tiny16.id))
     costly = {fn.name for fn in demo.fns.values() if fn.concurrency_id == kit.COSTLY["concurrency_id"]}
     assert {"sweep", "curves", "importance"} <= costly, costly
-    # Two slots, held in vizvit.jobs (issue 42: a class map's listener answers at once beside them).
+    # Two slots, held in vizvit.service.jobs (issue 42: a class map's listener answers at once beside them).
     assert all(fn.concurrency_limit == kit.COSTLY_THREADS for fn in demo.fns.values() if fn.name in costly)
     assert kit.JOBS.jobs.slots == 2
     assert "analyze" not in costly and "new_photo" not in costly
@@ -188,7 +188,7 @@ def test_a_visitors_second_costly_job_waits_behind_its_first_and_a_stopped_one_f
     from types import SimpleNamespace
 
     from page.kit import CostlyJobs
-    from vizvit.jobs import Jobs
+    from vizvit.service.jobs import Jobs
 
     jobs = CostlyJobs(Jobs(slots=2))
     me, other = SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")

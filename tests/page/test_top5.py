@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import plotly.io as pio
 import pytest
-
 from browser import page_at
-from vizvit.engine import Prediction
-from vizvit.figures import top5_bar
+
+from vizvit.model.engine import Prediction
+from vizvit.pictures.figures import top5_bar
 
 # Experiments tab, chelsea shifted 8 px on ViT-Ti: the top-1 lost 2.1 points; and a case with the
 # longest labels: a top-1 just under the inside threshold, and one at 100 %.

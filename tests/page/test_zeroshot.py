@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from appserver import running
 from browser import page_at, shot, upload_and_open, wait_image
-from tiny import EXAMPLES
-from tiny import make_tiny_tower
+from tiny import EXAMPLES, make_tiny_tower
 
 import vizvit
 
@@ -39,7 +37,8 @@ def test_the_zero_shot_boxes_show_only_for_an_image_text_model_also_after_a_mode
     """A plain ViT has its own classes: no labels box, no template box, no patch-label map.
     Picking a CLIP model shows them; picking the plain ViT again hides them."""
     from appserver import page_name
-    from vizvit.catalog import Catalog
+
+    from vizvit.model.catalog import Catalog
 
     clip_dir = make_tiny_tower(tmp_path / "clip", "clip", 16)
     boxes = ("#zs-box", "#zs-labels", "#zs-template", "#label-map-box")

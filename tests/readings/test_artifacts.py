@@ -7,10 +7,9 @@ import dataclasses
 
 import numpy as np
 import torch
+from synthetic import GEOMS, random_attention, stand_in_analysis
 
 from vizvit.readings import artifacts as rart
-
-from synthetic import GEOMS, random_attention, stand_in_analysis
 
 
 def with_long_token(depth: int, patch: int):

@@ -8,11 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from synthetic import GEOMS, random_attention, stand_in_analysis
 
 from vizvit.errors import UserError
 from vizvit.readings import attention as ra
-
-from synthetic import GEOMS, random_attention, stand_in_analysis
 
 
 def plain_rollout(att: np.ndarray) -> np.ndarray:

@@ -15,12 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vizvit import maps
-from vizvit.methods import flow
 from vizvit.errors import UserError
+from vizvit.methods import flow, maps
 from vizvit.readings import methods
-from vizvit.views import attention as ap
-from vizvit.views import experiments
+from vizvit.views import attention as ap, experiments
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SAME_WORD: dict[tuple[str, str], tuple[int, str]] = {
     ("vizvit/vocab.py", "rollout"): (3, "the Attention tab's mode in a URL and the Embeddings tab's colour choice"),
     ("vizvit/vocab.py", "random"): (1, "a mask action (its button)"),
-    ("vizvit/models.py", "random"): (3, "a random-weights architecture (random:<arch>)"),
-    ("vizvit/maps.py", "rollout"): (1, "the tag of a rollout stack's cache name (maps.rollout_name)"),
+    ("vizvit/model/models.py", "random"): (3, "a random-weights architecture (random:<arch>)"),
+    ("vizvit/methods/maps.py", "rollout"): (1, "the tag of a rollout stack's cache name (maps.rollout_name)"),
     ("vizvit/api.py", "rollout"): (1, "/analyze's JSON key for the mean rollout map"),
     ("vizvit/export.py", "rollout"): (1, "summary.json's key for the rollout array"),
     ("vizvit/views/attention.py", "rollout"): (1, "arrays.npz's key for the rollout stack"),
@@ -133,6 +131,7 @@ def test_ranking_maps_are_the_records_maps_in_registry_order(tiny16, cat):
 
 def test_a_class_specific_record_needs_a_classifier(tiny16, cat):
     import dataclasses
+
     import vizvit
     a = dataclasses.replace(vizvit.analyze(tiny16, cat), top5=())
     assert not methods.GRADCAM.applies(tiny16, a) and methods.ROLLOUT.applies(tiny16, a)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import engine
-from vizvit.images import View
+from vizvit.model import engine
+from vizvit.model.images import View
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
@@ -19,7 +19,7 @@ ATOL = {"probs": 1e-4, "attentions": 1e-4, "hidden_states": 2e-3, "patch_embeddi
 def test_cuda_matches_cpu(name, cat):
     cpu = vizvit.load_model(name, device="cpu")
     gpu = vizvit.load_model(name, device="cuda")
-    assert vizvit.models.pick_device("auto").type == "cuda"
+    assert vizvit.model.models.pick_device("auto").type == "cuda"
     for view in (View(), View(dx=5, dy=-3), View(mask=(3, 17, 40), mask_mode="drop")):
         a, b = vizvit.analyze(cpu, cat, view), vizvit.analyze(gpu, cat, view)
         for field, tol in ATOL.items():
@@ -34,8 +34,8 @@ def test_cuda_matches_cpu(name, cat):
 
 def test_cuda_inside_the_model_matches_cpu(cat):
     """Logit lens, an ablated forward and which heads matter: the same on CUDA as on the CPU."""
-    from vizvit import lens
-    from vizvit.ablation import Ablation
+    from vizvit.model.ablation import Ablation
+    from vizvit.readings import lens_maths as lens
 
     name = "random:vit-base-patch16-224"
     cpu, gpu = vizvit.load_model(name, device="cpu"), vizvit.load_model(name, device="cuda")

@@ -22,7 +22,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
 from tiny import EXAMPLES, ROOT, make_tiny_vit
 
 sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "benchmarks")]
@@ -208,9 +207,9 @@ def routes_in(access_log: Path) -> dict[str, set[str]]:
 def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx, redis_ok):
     import hall
     from fakes import photo
-
     from tiny import trained_dir
-    from vizvit.catalog import Catalog
+
+    from vizvit.model.catalog import Catalog
 
     model_dir = trained_dir() or make_tiny_vit(tmp_path / "tiny", 224, 16)
     model = Catalog(str(model_dir)).public(str(model_dir))
@@ -298,7 +297,7 @@ def test_a_room_across_two_replicas_then_one_dies(tmp_path, nginx, redis_ok):
     import httpx
     from gradio_client import Client, handle_file
 
-    from vizvit.catalog import Catalog
+    from vizvit.model.catalog import Catalog
 
     model_dir = make_tiny_vit(tmp_path / "tiny", 224, 16)
     model = Catalog(str(model_dir)).public(str(model_dir))

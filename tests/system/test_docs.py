@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from tiny import EXAMPLES, ROOT, trained_dir
 
 README = ROOT / "README.md"
@@ -100,8 +99,8 @@ def test_the_attnlrp_position_share_correlations_quoted_are_the_trained_models()
         pytest.skip("trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo")
     from PIL import Image
 
-    from vizvit import engine
     from vizvit.methods.attnlrp import attnlrp_relevance
+    from vizvit.model import engine
 
     text = (DOCS / "methods.md").read_text().replace("\n", " ")
     m = re.search(r"correlate at r = ([\d.]+) on the example cat, ([\d.]+) on the coffee and ([\d.]+) on\s+the astronaut", text)

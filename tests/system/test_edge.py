@@ -19,11 +19,11 @@ from typing import Iterator
 
 import httpx
 import pytest
-from gradio_client import Client, handle_file
-
 from appserver import page_name, serving
-from page.endpoints import PUBLIC_ENDPOINTS
+from gradio_client import Client
 from tiny import EXAMPLES
+
+from page.endpoints import PUBLIC_ENDPOINTS
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 NOT_UPLOADED = "photo must be an uploaded file (gradio_client: handle_file(path))"
@@ -113,7 +113,7 @@ _ROOMS: dict[str, dict] = {}  # url -> the room these tests share while it stays
 
 def _open_room(url: str, model: str) -> dict:
     """A room open on this server, opened again only once a test closed it: one caller may hold 3 open
-    rooms (vizvit.room.MAX_ROOMS_PER_OWNER), and every test here calls from 127.0.0.1."""
+    rooms (vizvit.classroom.room.MAX_ROOMS_PER_OWNER), and every test here calls from 127.0.0.1."""
     kept = _ROOMS.get(url)
     if kept is None or httpx.get(f"{url}vizvit_room/{kept['code']}", timeout=60).json().get("closed"):
         ok, text = rest(url, "room_open", [uploaded(url), model])

@@ -16,8 +16,8 @@ import pytest
 import torch
 from PIL import Image
 
-from vizvit.engine import nbytes
-from vizvit.threads import malloc_free_bytes, trim_malloc
+from vizvit.model.engine import nbytes
+from vizvit.service.threads import malloc_free_bytes, trim_malloc
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
-from vizvit import attention as A
-from vizvit import engine, positional, tokens
-from vizvit.perturb import Curves
 from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 from vit_explain import vit_explain_rollout
+
+from vizvit.methods import maths as A
+from vizvit.model import engine, positional, tokens
+from vizvit.readings.perturb import Curves
+
 
 # ------------------------------------------------------------------ vit-explain
 def _layers(att: torch.Tensor) -> list[torch.Tensor]:
@@ -125,7 +126,7 @@ def test_relevance_on_a_tiny_model_equals_chefers_generate_relevance(tiny, cat):
     """The whole backward pass, as the notebook does it: a one-hot · logits backward and the
     gradients kept on the attention maps (retain_grad here, hooks there)."""
     import vizvit
-    from vizvit.relevance import relevance_matrix
+    from vizvit.methods.relevance import relevance_matrix
 
     a = vizvit.analyze(tiny, cat)
     index = a.top5[1].index
@@ -352,7 +353,7 @@ def test_token_drop_equals_maes_masking(tiny16, cat):
     """MAE's encoder: patches + positions, random_masking, then [CLS] + its position prepended.
     vizvit keeps the same tokens in sorted order; attention does not care about order."""
     import vizvit
-    from vizvit.images import View
+    from vizvit.model.images import View
 
     g = tiny16.geometry
     noise = torch.rand(1, g.num_patches, generator=torch.Generator().manual_seed(10))
@@ -388,8 +389,8 @@ def test_curve_areas_equal_rises_auc(rng):
 
 # ------------------------------------------------------------------ labels
 def test_labels_name_the_exact_methods():
-    from vizvit.views import attention as ap
     from vizvit.export import methods_used
+    from vizvit.views import attention as ap
 
     assert "2021b" in ap.RELEVANCE_TEXT and "generic attention" in A.RELEVANCE_METHOD
     assert A.rollout_label("max", 0.9, "per row") == \

@@ -9,12 +9,12 @@ import time
 
 import httpx
 import pytest
+from appserver import page_name, serving
 from gradio_client import Client, handle_file
 from PIL import Image
-
-from appserver import page_name, serving
 from tiny import EXAMPLES
-from vizvit.room import BAD_CODE, CLOSED_BY_HOST, LOCKED, UNKNOWN_ROOM, WRONG_KEY
+
+from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, LOCKED, UNKNOWN_ROOM, WRONG_KEY
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 

@@ -11,13 +11,12 @@ import sys
 
 import httpx
 from gradio_client import Client, handle_file
-
 from tiny import EXAMPLES, ROOT, make_tiny_vit
 
 sys.path[:0] = [str(ROOT / "deploy")]
 import cluster  # noqa: E402 - free_port, wait_http
 
-from vizvit.catalog import Catalog  # noqa: E402
+from vizvit.model.catalog import Catalog  # noqa: E402
 
 
 def start(cmd: list[str], env: dict, log) -> subprocess.Popen:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny import EXAMPLES
 
 import vizvit
-from tiny import EXAMPLES
-from vizvit import perturb, render
-from vizvit.views import attention as ap
+from vizvit.pictures import render
+from vizvit.readings import perturb
 from vizvit.readings.artifacts import artifact_masks
+from vizvit.views import attention as ap
 
 
 @pytest.fixture(scope="module")

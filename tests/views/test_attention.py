@@ -9,16 +9,15 @@ import json
 import numpy as np
 import pytest
 import torch
+from synthetic import GEOMS, StandInModel, pointing_attention, stand_in_analysis
 
 import vizvit
-from vizvit import attention as A
-from vizvit import attention as att_mod
-from vizvit import render, vocab
-from vizvit.models import Geometry
+from vizvit import vocab
+from vizvit.methods import maths as A, maths as att_mod
+from vizvit.model.models import Geometry
+from vizvit.pictures import render
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap
-
-from synthetic import GEOMS, StandInModel, pointing_attention, stand_in_analysis
 
 # ------------------------------------------------------------------ "points at (r, c)" in every view
 RC = {"g14": (3, 11), "g7": (5, 2)}
@@ -213,9 +212,9 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
 
 @pytest.mark.slow
 def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
-    from vizvit.export import export
-
     from tiny import EXAMPLES
+
+    from vizvit.export import export
 
     export(EXAMPLES / "chelsea.jpg", tmp_path, model=tiny)
     z = np.load(tmp_path / "arrays.npz")

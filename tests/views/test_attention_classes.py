@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiny import EXAMPLES
 
 import vizvit
 from vizvit.errors import UserError
 from vizvit.views import attention as ap
-
-from tiny import EXAMPLES
 
 
 def test_the_class_menu_lists_every_class_top5_first(tiny16, cat):

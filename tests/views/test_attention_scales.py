@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-
-from vizvit import render
-from vizvit.views import attention as ap
-
 from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
+
+from vizvit.pictures import render
+from vizvit.views import attention as ap
 
 
 def test_the_distance_chart_colours_heads_as_categories():

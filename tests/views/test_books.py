@@ -10,12 +10,11 @@ import json
 import numpy as np
 import pytest
 import torch
+from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 
-from vizvit import render
+from vizvit.pictures import render
 from vizvit.readings.attention import AttnParams
 from vizvit.views import books
-
-from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 
 
 @pytest.fixture(params=list(GEOMS))

@@ -1,7 +1,7 @@
 """The live camera's picture (vizvit/views/camera.py): the composed picture puts a constructed map where
 it points; the params fit any model and refuse nonsense; a slow model is called so; a frozen frame is
 the same photo as that frame uploaded, opened with the live map's layer, heads and mode; every family
-gets a live picture. The frames' sessions and slots (vizvit/camera.py) are tests/test_camera.py."""
+gets a live picture. The frames' sessions and slots (vizvit/service/camera.py) are tests/service/test_camera.py."""
 
 from __future__ import annotations
 
@@ -10,26 +10,25 @@ import dataclasses
 import io
 import json
 
+import fake_camera
 import matplotlib
 import numpy as np
 import pytest
 from PIL import Image
-
-from vizvit import camera, engine
-from vizvit.forwards import ForwardQueue
-from vizvit.images import model_input_view
-from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as attn
-from vizvit.views import camera as view
-
-import fake_camera
 from synthetic import pointing_attention, stand_in_analysis
+
+from vizvit.model import engine
+from vizvit.model.forwards import ForwardQueue
+from vizvit.model.images import model_input_view
+from vizvit.service import camera
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import attention as attn, camera as view
 
 
 def test_the_live_picture_draws_a_constructed_map_where_it_points(tiny16):
     """Every query of every layer puts 0.9 on patch (3, 9): in the picture's map part that patch's
     tile is the colour map's top colour over the grey view, every other tile the bottom one. (So
-    sharp a sink is an artifact token by vizvit.artifacts' rule: kept in the colour range here.)"""
+    sharp a sink is an artifact token by vizvit.readings.artifacts_rule' rule: kept in the colour range here.)"""
     g = tiny16.geometry
     r, c = 3, 9
     target = g.num_prefix_tokens + r * g.grid[1] + c
@@ -142,7 +141,7 @@ def test_freeze_opens_the_frozen_photo_with_the_live_maps_layer_heads_and_mode(t
 def test_the_live_map_shows_the_heads_switched_off(tiny16):
     """A session with heads off (Inside tab) sees the ablated model live: its frames' forwards run
     with those heads off, and the picture differs from the intact model's."""
-    from vizvit.ablation import Ablation
+    from vizvit.model.ablation import Ablation
 
     seen = []
 

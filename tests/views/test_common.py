@@ -3,9 +3,10 @@ photos ahead), worked out by hand for constructed photos and models."""
 
 from __future__ import annotations
 
-import vizvit
 from make_inputs import make_all
 from tiny import EXAMPLES
+
+import vizvit
 
 
 def test_status_warns_about_strongly_squashed_or_enlarged_photos(tiny16):
@@ -37,7 +38,7 @@ def test_status_says_how_much_of_the_photo_a_centre_crop_keeps(tiny16):
     import re
     from dataclasses import replace
 
-    from vizvit.models import Preprocess
+    from vizvit.model.models import Preprocess
     from vizvit.views.common import resize_note
 
     augreg = replace(tiny16, preprocess=Preprocess(resize=248, crop=(224, 224), resample=3,

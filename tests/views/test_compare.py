@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from vizvit import render
-from vizvit.catalog import Catalog
-from vizvit.errors import UserError
-from vizvit.maps import MEAN_ROLLOUT
-from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as ap
-from vizvit.views import compare
-
 from tiny import EXAMPLES
+
+from vizvit.errors import UserError
+from vizvit.methods.maps import MEAN_ROLLOUT
+from vizvit.model.catalog import Catalog
+from vizvit.pictures import render
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import attention as ap, compare
 
 TWIN = "random:vit-tiny-patch16-224"  # the random twin of the listed WinKawaks/vit-tiny-patch16-224
 
@@ -123,8 +121,8 @@ def test_the_random_twin_reads_the_trained_models_input_view(tiny16):
 
     from PIL import Image
 
-    from vizvit.images import model_input_view
-    from vizvit.models import Preprocess
+    from vizvit.model.images import model_input_view
+    from vizvit.model.models import Preprocess
 
     crop = Preprocess(resize=256, crop=(224, 224), resample=Image.Resampling.BICUBIC, mean=(0.5,) * 3, std=(0.5,) * 3)
     a_vm = dataclasses.replace(tiny16, preprocess=crop)

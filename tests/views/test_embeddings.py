@@ -9,10 +9,9 @@ import pytest
 import torch
 
 import vizvit
-from vizvit import render
+from vizvit.pictures import render
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import embeddings as embed_panels
-from vizvit.views import embeddings as embed_view
+from vizvit.views import embeddings as embed_panels, embeddings as embed_view
 
 
 # ------------------------------------------------------------------ clicks and the depth slider

@@ -5,16 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny import EXAMPLES
 
 import vizvit
-from vizvit import perturb
-from vizvit.readings import methods
 from vizvit.export import export
-from vizvit.images import View, shift_view
+from vizvit.model.images import View, shift_view
+from vizvit.readings import methods, perturb
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
-
-from tiny import EXAMPLES
 
 
 def test_workbench_panels_cache_their_forwards(tiny16, cat):
@@ -34,7 +32,6 @@ def test_workbench_panels_cache_their_forwards(tiny16, cat):
     assert wb.cache.misses == misses and c1.table == c2.table
     m = experiments.mask_action(wb.handle(key), (), "top", 10)
     assert len(m) == round(0.1 * 196)
-    from vizvit import maps
     a = wb.analysis(key)
     for by in ("LeGrad", "Grad-CAM", "gradient rollout"):  # masks by any map (issue 32), the same map as elsewhere
         want = perturb.mask_by_map(methods.class_map(by, tiny16, a, a.top5[0].index), 0.1)
@@ -90,7 +87,7 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
 def test_cnn_beside_the_vit_in_the_sweep(tiny16, cat, tmp_path):
     from transformers import ResNetConfig, ResNetForImageClassification
 
-    from vizvit.cnn import cnn_shift_probs, load_cnn
+    from vizvit.model.cnn import cnn_shift_probs, load_cnn
 
     torch.manual_seed(0)
     ResNetForImageClassification(ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
@@ -275,7 +272,7 @@ def test_the_contest_as_export_runs_it_equals_one_plain_forward_per_masked_view(
 def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     """Issue 51: the button said "7 maps" and the contest ran 8 once attention flow was computed. The
     maps the contest ranks on a classifier, counted (the random baseline is the random orders)."""
-    from vizvit import engine
+    from vizvit.model import engine
     from vizvit.readings import methods
 
     a = engine.analyze(tiny16, cat)

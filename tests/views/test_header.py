@@ -9,12 +9,12 @@ import shutil
 
 import pytest
 
-from vizvit.ablation import Ablation
-from vizvit.catalog import Catalog
 from vizvit.errors import UserError
+from vizvit.model.ablation import Ablation
+from vizvit.model.catalog import Catalog
+from vizvit.model.zeroshot import DEFAULT_TEMPLATE
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import header
-from vizvit.zeroshot import DEFAULT_TEMPLATE
 
 
 @pytest.fixture

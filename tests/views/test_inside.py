@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from vizvit.ablation import Ablation
+from vizvit.model.ablation import Ablation
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import inside
 

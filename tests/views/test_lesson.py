@@ -1,4 +1,4 @@
-"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/lesson.toml, vizvit/lesson.py):
+"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/classroom/lesson.toml, vizvit/classroom/lesson.py):
 every step's question needs no photo, its reveal measures this photo, its number is the one the step's
 own tab shows for the step's controls, and its picture is that tab's own picture."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from tiny import EXAMPLES
-from vizvit import lesson as lesson_mod
+
 from vizvit import vocab
+from vizvit.classroom import lesson as lesson_mod
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import lesson

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vizvit import positional, render
+from vizvit.model import positional
+from vizvit.pictures import render
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import positions as positions_panel
 

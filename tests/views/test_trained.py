@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiny import EXAMPLES
 
 import vizvit
 from vizvit.session import PhotoKey, Workbench
-
-from tiny import EXAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,7 @@ def test_neighbouring_positions_are_more_similar_than_distant_ones(photo):
 
 
 def test_logit_lens_strip_early_depths_are_not_one_colour(photo):
-    from vizvit import render
+    from vizvit.pictures import render
     from vizvit.views import inside
 
     fig = inside.lens_panel(photo).figure

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..engine import Analysis, Out, Written, backward, target_logit
-from ..errors import UserError
-from ..hooks import Hook, Hooked
-from ..models import VitModel
-from .base import TOP1, Method, of_class
+from vizvit.errors import UserError
+from vizvit.methods.base import TOP1, Method, of_class
+from vizvit.model.engine import Analysis, Out, Written, backward, target_logit
+from vizvit.model.hooks import Hook, Hooked
+from vizvit.model.models import VitModel
 
 ATTNLRP_METHOD = ("AttnLRP (Achtibat et al. 2024; lxt 2.1's rules: epsilon on linear layers, identity on "
                   "LayerNorm's 1/std and GELU, uniform on the attention matmuls), gradient × input at the "

@@ -18,12 +18,12 @@ from typing import Callable, Hashable, Iterator
 
 import numpy as np
 
-from ..cancel import NEVER, Cancel
-from ..engine import Analysis
-from ..errors import NO_CLASS, UserError
-from ..maps import Cache, method_map_name, no_cache
-from ..models import VitModel
-from ..relevance import check_class
+from vizvit.cancel import NEVER, Cancel
+from vizvit.errors import NO_CLASS, UserError
+from vizvit.methods.maps import Cache, method_map_name, no_cache
+from vizvit.methods.relevance import check_class
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 Compute = Callable[[VitModel, Analysis, "int | None", Cache, int, Cancel], np.ndarray]
 # A costly method's job: progress lines while it runs; at its end its result is in the cache, under
@@ -46,7 +46,7 @@ class Method:
     contest: bool = True  # ranked by the faithfulness curves and offered as the mask's "rank by"
     baseline: bool = False  # the contest's baseline (random order): no "rank by", drawn grey
     costly: bool = False  # minutes: a job (a slot, a time limit), streamed, stoppable
-    limit_s: float | None = None  # a costly job's wall-time limit (vizvit.jobs)
+    limit_s: float | None = None  # a costly job's wall-time limit (vizvit.service.jobs)
     cached_as: Hashable | None = None  # a costly one's cache name: in the curves only once computed
     # A costly one: refuses an input it cannot finish (within limit_s seconds at this server's speed;
     # None: no time limit), before any wait or work, and returns its estimated seconds.

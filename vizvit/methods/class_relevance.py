@@ -1,18 +1,18 @@
 """Class relevance (Chefer et al. 2021b, generic attention; not their 2021a LRP method): one backward
-pass gives the gradient of the class's logit with respect to every attention map (vizvit.relevance),
-and R ← R + meanₕ[(∇A ⊙ A)⁺] · R from R = I (vizvit.attention.chefer_relevance); the map is R's
-summary row, read from the tab's chosen summary token (vizvit.maps.relevance_map, cached per class)."""
+pass gives the gradient of the class's logit with respect to every attention map (vizvit.methods.relevance),
+and R ← R + meanₕ[(∇A ⊙ A)⁺] · R from R = I (vizvit.methods.maths.chefer_relevance); the map is R's
+summary row, read from the tab's chosen summary token (vizvit.methods.maps.relevance_map, cached per class)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import attention as att_mod
-from ..cancel import Cancel
-from ..engine import Analysis
-from ..maps import Cache, relevance_map
-from ..models import VitModel
-from .base import TOP1, Method
+from vizvit.cancel import Cancel
+from vizvit.methods import maths as att_mod
+from vizvit.methods.base import TOP1, Method
+from vizvit.methods.maps import Cache, relevance_map
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 
 def class_relevance_map(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int,

@@ -17,12 +17,12 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from ..cancel import NEVER, Cancel
-from ..engine import Analysis
-from ..errors import UserError
-from ..maps import Cache, full_attentions, no_cache
-from ..models import VitModel
-from .base import Method
+from vizvit.cancel import NEVER, Cancel
+from vizvit.errors import UserError
+from vizvit.methods.base import Method
+from vizvit.methods.maps import Cache, full_attentions, no_cache
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 FLOW_METHOD = "attention flow (Abnar & Zuidema 2020, exact max-flow)"
 # Exact flow runs one max-flow per input token on a graph of ~L·N² edges: bounded by this many edges
@@ -33,7 +33,7 @@ FLOW_MAX_EDGES = 600_000
 FLOW_SMALLER_MODEL = "openai/clip-vit-base-patch32"
 ATTENTION_FLOW = ("attention_flow",)  # the cache name of the (N,) exact attention flow from the summary
 FLOW_PROGRESS_EVERY = 10  # max-flows between two progress lines
-# Seconds a flow job may run (vizvit.jobs.Jobs(limits=...)): Attention flow on ViT-Ti/16 or ViT-B/16 takes
+# Seconds a flow job may run (vizvit.service.jobs.Jobs(limits=...)): Attention flow on ViT-Ti/16 or ViT-B/16 takes
 # 4-8 s on two busy cores since issue 52 (benchmarks/bench_flow.py; ~10 min in networkx before): 120 s is ten
 # times that on a machine many times busier, and still a tenth of the old limit for a job holding a slot.
 FLOW_LIMIT_S = 120.0

@@ -1,5 +1,5 @@
 """Gradient rollout (jacobgil/vit-explain): rollout of meanₕ(A ⊙ ∇A)⁺ with the lowest 90 % dropped, from
-one backward pass (vizvit.relevance.checked_gradients); two of vit-explain's bugs fixed (docs/methods.md).
+one backward pass (vizvit.methods.relevance.checked_gradients); two of vit-explain's bugs fixed (docs/methods.md).
 
 Shapes: A, ∇A are (L, H, N, N), rows = queries; N = T prefix tokens + P patches.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import attention as att_mod
-from ..engine import Analysis
-from ..errors import UserError
-from ..models import VitModel
-from ..relevance import checked_gradients, map_step
-from .base import TOP1, Method, of_class
+from vizvit.errors import UserError
+from vizvit.methods import maths as att_mod
+from vizvit.methods.base import TOP1, Method, of_class
+from vizvit.methods.relevance import checked_gradients, map_step
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 GRAD_ROLLOUT_METHOD = "gradient rollout (vit-explain)"
 GRAD_ROLLOUT_DISCARD = 0.9  # vit-explain's default discard_ratio for vit_grad_rollout

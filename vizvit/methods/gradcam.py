@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..engine import Analysis, Out, backward, target_logit
-from ..hooks import Hook, Hooked
-from ..models import VitModel
-from .base import TOP1, Method, of_class
+from vizvit.methods.base import TOP1, Method, of_class
+from vizvit.model.engine import Analysis, Out, backward, target_logit
+from vizvit.model.hooks import Hook, Hooked
+from vizvit.model.models import VitModel
 
 GRADCAM_METHOD = "Grad-CAM (last block, pytorch-grad-cam's ViT reshape)"
 

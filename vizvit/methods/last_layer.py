@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import attention as att_mod
-from ..cancel import Cancel
-from ..engine import Analysis
-from ..maps import Cache
-from ..models import VitModel
-from .base import Method
+from vizvit.cancel import Cancel
+from vizvit.methods import maths as att_mod
+from vizvit.methods.base import Method
+from vizvit.methods.maps import Cache
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 
 def last_layer_map(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:

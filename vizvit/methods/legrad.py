@@ -12,11 +12,11 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..engine import Analysis, Out, backward, map_pool, read_logits, target_logit
-from ..hooks import Hooked
-from ..errors import UserError
-from ..models import VitModel, backbone_of
-from .base import TOP1, Method, of_class
+from vizvit.errors import UserError
+from vizvit.methods.base import TOP1, Method, of_class
+from vizvit.model.engine import Analysis, Out, backward, map_pool, read_logits, target_logit
+from vizvit.model.hooks import Hooked
+from vizvit.model.models import VitModel, backbone_of
 
 LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
 LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cancel import Cancel
-from ..engine import Analysis
-from ..maps import Cache
-from ..models import VitModel
-from .base import Method
+from vizvit.cancel import Cancel
+from vizvit.methods.base import Method
+from vizvit.methods.maps import Cache
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 
 def random_map(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:

@@ -1,17 +1,17 @@
 """Rollout (Abnar & Zuidema 2020): the summary's row of the mean-fusion, no-discard rollout through every
-layer. The maths is vizvit.attention's rollout, computed once per photo (vizvit.maps.mean_rollout),
+layer. The maths is vizvit.methods.maths's rollout, computed once per photo (vizvit.methods.maps.mean_rollout),
 since every tab reads the same rollout."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import attention as att_mod
-from ..cancel import Cancel
-from ..engine import Analysis
-from ..maps import Cache, summary_rollout_map
-from ..models import VitModel
-from .base import Method
+from vizvit.cancel import Cancel
+from vizvit.methods import maths as att_mod
+from vizvit.methods.base import Method
+from vizvit.methods.maps import Cache, summary_rollout_map
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 
 def rollout_map(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:

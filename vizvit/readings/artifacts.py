@@ -1,13 +1,13 @@
-"""Artifact tokens as a reading: each layer's high-norm tokens of one photo (vizvit.artifacts
+"""Artifact tokens as a reading: each layer's high-norm tokens of one photo (vizvit.readings.artifacts_rule
 holds the pure rule), cached per photo under this module's name."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import artifacts as art_mod
-from ..engine import Analysis
-from ..maps import Cache
+from vizvit.methods.maps import Cache
+from vizvit.model.engine import Analysis
+from vizvit.readings import artifacts_rule as art_mod
 
 ARTIFACTS = ("artifacts",)  # (L, gh, gw) bool artifact tokens per layer
 

@@ -4,10 +4,10 @@ AttnParams is every control; main_matrix / main_map the main map of a setting (w
 range, map_range); grid_maps / strip_maps / fused_maps the stacks the grid, the strip and the page's
 map book show; distances the heads' mean attention distance. The SigLIP MAP-head case (a summary
 that is not a token of the sequence) is decided in summary_of and read_weights, nowhere else.
-Nothing here draws: vizvit.layout lays the pictures out, vizvit.views.attention presents them.
+Nothing here draws: vizvit.views.layout lays the pictures out, vizvit.views.attention presents them.
 
 `cache(name, compute)` is ``Photo.derived`` (or maps.no_cache); the names are this module's
-(distance_name) and vizvit.maps' (the rollouts).
+(distance_name) and vizvit.methods.maps' (the rollouts).
 """
 
 from __future__ import annotations
@@ -18,17 +18,30 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import artifacts as art_mod
-from .. import attention as att_mod
-from .. import maps
-from ..engine import Analysis
-from ..errors import UserError
-from ..maps import Cache, no_cache
-from ..models import MAP_HEAD, Geometry
-from ..patches import token_index
-from ..vocab import (ATTN_SCALES, COLORMAPS, DISCARD_MODES, DISTANCE_NORMS, FUSIONS, MODES, ONE_HEAD, SHOW_CHOICES,
-                     AttnScale, Direction, DiscardMode, DistanceNorm, Fusion, Mode)
-from .artifacts import artifact_masks
+from vizvit.errors import UserError
+from vizvit.methods import maps, maths as att_mod
+from vizvit.methods.maps import Cache, no_cache
+from vizvit.model.engine import Analysis
+from vizvit.model.models import MAP_HEAD, Geometry
+from vizvit.model.patches import token_index
+from vizvit.readings import artifacts_rule as art_mod
+from vizvit.readings.artifacts import artifact_masks
+from vizvit.vocab import (
+    ATTN_SCALES,
+    COLORMAPS,
+    DISCARD_MODES,
+    DISTANCE_NORMS,
+    FUSIONS,
+    MODES,
+    ONE_HEAD,
+    SHOW_CHOICES,
+    AttnScale,
+    Direction,
+    DiscardMode,
+    DistanceNorm,
+    Fusion,
+    Mode,
+)
 
 full_attentions = maps.full_attentions  # (L, H, N, N), refused (UserError) after a token drop
 
@@ -60,7 +73,7 @@ class AttnParams:
     shared_scale: bool = False
     summary: str | None = None  # the token maps are read from (Geometry.summaries); None = the family's default
     scale: AttnScale = "0 to max"  # the main map's colour scale (vocab.ATTN_SCALES)
-    # Artifact tokens (vizvit.artifacts) take most of a trained ViT's late attention: by default
+    # Artifact tokens (vizvit.readings.artifacts_rule) take most of a trained ViT's late attention: by default
     # they are left out of every colour range (clipped to the top colour when above it, marked) so the rest shows.
     artifacts_in_range: bool = False
 
@@ -107,7 +120,7 @@ class AttnParams:
 # ------------------------------------------------------------------ cached stacks
 def layer_rollout(a: Analysis, fusion: Fusion, discard: float, cache: Cache = no_cache,
                   discard_mode: DiscardMode = "per row") -> torch.Tensor:
-    """(L, N, N) rollout after each layer, cached per (fusion, discard, discard mode) (vizvit.maps)."""
+    """(L, N, N) rollout after each layer, cached per (fusion, discard, discard mode) (vizvit.methods.maps)."""
     return maps.rollout(a, fusion, discard, cache, discard_mode)
 
 

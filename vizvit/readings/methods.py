@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import Analysis
-from ..errors import UserError
-from ..maps import Cache, no_cache
-from ..methods.attnlrp import ATTNLRP
-from ..methods.base import Method
-from ..methods.class_relevance import RELEVANCE
-from ..methods.flow import FLOW
-from ..methods.grad_rollout import GRAD_ROLLOUT
-from ..methods.gradcam import GRADCAM
-from ..methods.last_layer import LAST_LAYER
-from ..methods.legrad import LEGRAD, LEGRAD_MEAN
-from ..methods.random_order import RANDOM
-from ..methods.rollout import ROLLOUT
-from ..models import VitModel
+from vizvit.errors import UserError
+from vizvit.methods.attnlrp import ATTNLRP
+from vizvit.methods.base import Method
+from vizvit.methods.class_relevance import RELEVANCE
+from vizvit.methods.flow import FLOW
+from vizvit.methods.grad_rollout import GRAD_ROLLOUT
+from vizvit.methods.gradcam import GRADCAM
+from vizvit.methods.last_layer import LAST_LAYER
+from vizvit.methods.legrad import LEGRAD, LEGRAD_MEAN
+from vizvit.methods.maps import Cache, no_cache
+from vizvit.methods.random_order import RANDOM
+from vizvit.methods.rollout import ROLLOUT
+from vizvit.model.engine import Analysis
+from vizvit.model.models import VitModel
 
 __all__ = ["Method", "ROLLOUT", "LAST_LAYER", "RANDOM", "RELEVANCE", "GRAD_ROLLOUT", "LEGRAD", "LEGRAD_MEAN",
            "GRADCAM", "ATTNLRP", "FLOW"]
@@ -35,7 +35,7 @@ CONTEST: tuple[Method, ...] = tuple(m for m in METHODS if m.contest)  # the curv
 EXPORTED: tuple[Method, ...] = tuple(m for m in METHODS if m.export_key)  # arrays.npz, top-1 class
 RANK_BY: tuple[Method, ...] = tuple(m for m in CONTEST if not m.baseline and not m.costly)  # the mask's "rank by"
 COSTLY: tuple[Method, ...] = tuple(m for m in METHODS if m.costly)  # jobs: streamed, checked, stoppable
-# Seconds a costly job may run (vizvit.jobs.Jobs(limits=...)): each costly record's own.
+# Seconds a costly job may run (vizvit.service.jobs.Jobs(limits=...)): each costly record's own.
 JOB_LIMITS: dict[str, float] = {m.name: m.limit_s for m in COSTLY if m.limit_s is not None}
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from ..vocab import TAB_IDS
+from vizvit.vocab import TAB_IDS
 
 if TYPE_CHECKING:
-    from ..session import Workbench
+    from vizvit.session import Workbench
 
 # In the page's order: the module named like each tab id of vocab.TABS (the one tab list).
 VIEWS = tuple(import_module(f".{tab_id}", __name__) for tab_id in TAB_IDS)

@@ -1,5 +1,5 @@
 """The Attention tab's presenter: readings (vizvit.readings.attention, cached through the photo's
-`Photo.derived`) -> pictures (vizvit.layout), texts, figures, the page's books (views.books), a Page.
+`Photo.derived`) -> pictures (vizvit.views.layout), texts, figures, the page's books (views.books), a Page.
 No gradio here; page/tabs/attention.py only wires these. Nothing here runs the model except
 `relevance_panel` (one backward pass, on request).
 """
@@ -14,31 +14,70 @@ import plotly.colors
 import plotly.graph_objects as go
 import torch
 
-from .. import artifacts as art_mod
-from .. import attention as att_mod
-from .. import maps
-from ..cancel import NEVER, Cancel
-from ..errors import NO_CLASS, UserError
-from ..engine import Analysis
-from ..models import Geometry, VitModel
-from ..patches import patch_at
-from ..maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
-from ..readings import methods
-from ..session import Photo
-from ..vocab import DISTANCE_NORMS, DistanceNorm
-from ..vocab import FUSIONS, ONE_HEAD
-from .. import render
+from vizvit.cancel import NEVER, Cancel
+from vizvit.errors import NO_CLASS, UserError
+from vizvit.methods import maps, maths as att_mod
+from vizvit.methods.maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
+from vizvit.model.engine import Analysis
+from vizvit.model.models import Geometry, VitModel
+from vizvit.model.patches import patch_at
+from vizvit.pictures import render
+from vizvit.readings import artifacts_rule as art_mod, methods
+from vizvit.readings.artifacts import artifact_masks, artifacts_through
+from vizvit.readings.attention import (  # noqa: F401
+    NEAR_ZERO,
+    AttnParams,
+    MainMap,
+    artifact_stack,
+    distances,
+    excluded,
+    full_attentions,
+    grid_maps,
+    head_rollout,
+    layer_rollout,
+    main_map,
+    main_matrix,
+    map_range,
+    query_token,
+    range_floor,
+    strip_maps,
+    summary_of,
+    uniform_level,
+)
+from vizvit.session import Photo
+from vizvit.views.books import (  # noqa: F401
+    MapBook,
+    book_for_page,
+    book_index,
+    draws_in_page,
+    map_book,
+    matrix_for_page,
+    page_book,
+    page_drawing,
+    page_matrix,
+    page_style,
+    query_book,
+)
+
 # The tab's readings, layout and page data, also read as this tab's API (page/tabs/attention.py, tests).
-from ..layout import (DIM, GRID_LEFT, GRID_SEP, GRID_TOP, TILE_PERCENTILE, UNIFORM_MARK,  # noqa: F401
-                      compose_grid, compose_strip, grid_bar, grid_cell_at, grid_tile, map_image, outline_grid_cell,
-                      outline_strip_tile, tile_tops)
-from ..readings.artifacts import artifact_masks, artifacts_through
-from ..readings.attention import (NEAR_ZERO, AttnParams, MainMap, artifact_stack, distances,  # noqa: F401
-                                  excluded, full_attentions, grid_maps, head_rollout, layer_rollout, main_map,
-                                  main_matrix, map_range, query_token, range_floor, strip_maps, summary_of,
-                                  uniform_level)
-from .books import (MapBook, book_for_page, book_index, draws_in_page, map_book, matrix_for_page,  # noqa: F401
-                    page_book, page_drawing, page_matrix, page_style, query_book)
+from vizvit.views.layout import (  # noqa: F401
+    DIM,
+    GRID_LEFT,
+    GRID_SEP,
+    GRID_TOP,
+    TILE_PERCENTILE,
+    UNIFORM_MARK,
+    compose_grid,
+    compose_strip,
+    grid_bar,
+    grid_cell_at,
+    grid_tile,
+    map_image,
+    outline_grid_cell,
+    outline_strip_tile,
+    tile_tops,
+)
+from vizvit.vocab import DISTANCE_NORMS, FUSIONS, ONE_HEAD, DistanceNorm
 
 # ------------------------------------------------------------------ texts
 MAP_SENSE_RAW = ("SigLIP has no [CLS]: its summary is the **MAP head** (a learned probe that attends once, after "

@@ -5,7 +5,7 @@ and attention_map.js read.
 
 Here, not in page/: the tab's answers (views.attention.show, change) carry a book, and vizvit
 never imports page/. Its maps come from vizvit.readings.attention, its pixels' rules from
-vizvit.layout (map_image), so the page paints the server's very pixels.
+vizvit.views.layout (map_image), so the page paints the server's very pixels.
 """
 
 from __future__ import annotations
@@ -19,17 +19,27 @@ import cv2
 import numpy as np
 import torch
 
-from .. import attention as att_mod
-from .. import render
-from ..engine import Analysis
-from ..errors import UserError
-from ..layout import DIM, UNIFORM_MARK, artifact_outline, bar_text_width
-from ..maps import Cache, no_cache
-from ..models import Geometry, VitModel
-from ..readings.attention import (AttnParams, artifact_stack, excluded, fixed_scale_max, fused_maps, grid_maps,
-                                  main_matrix, map_range, range_floor, uniform_level)
-from ..session import Photo
-from ..vocab import ATTN_SCALES, DIRECTIONS, FUSIONS, ONE_HEAD, AttnScale
+from vizvit.errors import UserError
+from vizvit.methods import maths as att_mod
+from vizvit.methods.maps import Cache, no_cache
+from vizvit.model.engine import Analysis
+from vizvit.model.models import Geometry, VitModel
+from vizvit.pictures import render
+from vizvit.readings.attention import (
+    AttnParams,
+    artifact_stack,
+    excluded,
+    fixed_scale_max,
+    fused_maps,
+    grid_maps,
+    main_matrix,
+    map_range,
+    range_floor,
+    uniform_level,
+)
+from vizvit.session import Photo
+from vizvit.views.layout import DIM, UNIFORM_MARK, artifact_outline, bar_text_width
+from vizvit.vocab import ATTN_SCALES, DIRECTIONS, FUSIONS, ONE_HEAD, AttnScale
 
 # ------------------------------------------------------------------ the main map, drawn in the page
 BOOK_MAX_BYTES = 1_500_000  # larger models (e.g. 24 layers on a 37×37 grid) are drawn by the server

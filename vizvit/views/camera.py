@@ -26,21 +26,23 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .. import attention as att_mod
-from .. import render
-from ..ablation import format_heads
-from ..camera import CONCURRENT_STREAMS, IDLE_S, RECENT, TIME_LIMIT_S, Feed, Feeds, Frame
-from ..catalog import CURATED, MEASURED, arch_of
-from ..engine import Analysis, Request, with_zero_shot
-from ..errors import UserError
-from ..images import load_image
-from ..layout import UNIFORM_MARK, map_image
-from ..models import VitModel, short_name
-from ..readings import attention as ra
-from ..session import Photo, PhotoKey, Workbench
-from ..vocab import FUSIONS, MODE_URL, MODES, ONE_HEAD, Mode
-from . import attention as attn  # its MAP_DRAW_SCRIPT only
-from . import books
+from vizvit.errors import UserError
+from vizvit.methods import maths as att_mod
+from vizvit.model.ablation import format_heads
+from vizvit.model.catalog import CURATED, MEASURED, arch_of
+from vizvit.model.engine import Analysis, Request, with_zero_shot
+from vizvit.model.images import load_image
+from vizvit.model.models import VitModel, short_name
+from vizvit.pictures import render
+from vizvit.readings import attention as ra
+from vizvit.service.camera import CONCURRENT_STREAMS, IDLE_S, RECENT, TIME_LIMIT_S, Feed, Feeds, Frame
+from vizvit.session import Photo, PhotoKey, Workbench
+from vizvit.views import (
+    attention as attn,  # its MAP_DRAW_SCRIPT only
+    books,
+)
+from vizvit.views.layout import UNIFORM_MARK, map_image
+from vizvit.vocab import FUSIONS, MODE_URL, MODES, ONE_HEAD, Mode
 
 SCALE = 2  # the live picture's enlargement of the model-input view (the Attention tab's is 3: fewer bytes a frame)
 GAP = 8  # white px between the parts

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .. import figures, render
-from ..ablation import format_heads
-from ..engine import Analysis
-from ..models import Geometry, VitModel, short_name
-from ..images import resized_size
-from ..patches import patch_at
+from vizvit.model.ablation import format_heads
+from vizvit.model.engine import Analysis
+from vizvit.model.images import resized_size
+from vizvit.model.models import Geometry, VitModel, short_name
+from vizvit.model.patches import patch_at
+from vizvit.pictures import figures, render
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
 Upload a photo (or pick an example). The model cuts it into square patches, turns each

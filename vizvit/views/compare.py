@@ -5,7 +5,7 @@ passes the same gate (Workbench.model -> Catalog.check). Each side is read throu
 handle, so its analysis, rollout, artifact masks, distances and position pictures are the very
 cache entries its own tabs use, and it is drawn by the Attention and Positions tabs' functions
 (attention.map_image, positions.positions_panel). The cursor runs over relative depth
-(vizvit.compare.matched_layer): the page swaps the two sides' maps from a flipbook at every
+(vizvit.readings.compare.matched_layer): the page swaps the two sides' maps from a flipbook at every
 position; the verdict line follows from the server.
 """
 
@@ -19,20 +19,19 @@ import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
-from .. import attention as att_mod
-from .. import compare as cmp
-from .. import layout, render
-from ..catalog import Catalog
-from ..deeplink import DeepLink, to_query
-from ..engine import Analysis
-from ..errors import UserError
-from ..models import RANDOM_PREFIX, Geometry, VitModel, short_name
-from ..readings import attention as ra
-from ..readings.artifacts import artifact_masks
-from ..session import Photo, PhotoKey
-from ..vocab import FUSIONS, ONE_HEAD
-from . import flip, positions
-from .common import top5_figure
+from vizvit.deeplink import DeepLink, to_query
+from vizvit.errors import UserError
+from vizvit.methods import maths as att_mod
+from vizvit.model.catalog import Catalog
+from vizvit.model.engine import Analysis
+from vizvit.model.models import RANDOM_PREFIX, Geometry, VitModel, short_name
+from vizvit.pictures import render
+from vizvit.readings import attention as ra, compare as cmp
+from vizvit.readings.artifacts import artifact_masks
+from vizvit.session import Photo, PhotoKey
+from vizvit.views import flip, layout, positions
+from vizvit.views.common import top5_figure
+from vizvit.vocab import FUSIONS, ONE_HEAD
 
 TEXT = """**Two models, one photo, one cursor.** Model A is the model chosen at the top of the page; pick
 model B here (or open a teaching pair below). Both read the same photo, each through its own image

@@ -17,30 +17,30 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import artifacts as art_mod
-from .. import figures, render
-from ..errors import UserError
-from .. import engine, maps
-from ..engine import Analysis
-from ..models import Geometry, VitModel
-from ..patches import patch_at, token_index
-from ..positional import cosine_similarity_matrix
-from ..readings import methods
-from ..session import Photo
-from ..tokens import (
+from vizvit.errors import UserError
+from vizvit.methods import maps
+from vizvit.model import engine
+from vizvit.model.engine import Analysis
+from vizvit.model.models import Geometry, VitModel
+from vizvit.model.patches import patch_at, token_index
+from vizvit.model.positional import cosine_similarity_matrix
+from vizvit.model.tokens import (
+    OUTLIER_METHOD,
+    DropoutCheck,
     EmbeddingStage,
     FilterPCA,
     ParamRow,
-    OUTLIER_METHOD,
     TokenStats,
-    DropoutCheck,
     dropout_check,
     embedding_filters_pca,
     parameter_table,
     token_stats,
 )
-from ..vocab import COLOR_CHOICES
-from . import flip
+from vizvit.pictures import figures, render
+from vizvit.readings import artifacts_rule as art_mod, methods
+from vizvit.session import Photo
+from vizvit.views import flip
+from vizvit.vocab import COLOR_CHOICES
 
 # The names this module's results are cached under (Photo.derived / per_model).
 EMBEDDINGS = "embeddings"  # the Embeddings tab's per-photo data

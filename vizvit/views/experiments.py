@@ -1,6 +1,6 @@
 """Panel functions of the Experiments tab: (photo handle, UI params) -> what the
 components show. Every single perturbed view is one cached forward (``Photo.analysis``);
-the sweep and the curves are batched (vizvit.perturb) and cached as derived results.
+the sweep and the curves are batched (vizvit.readings.perturb) and cached as derived results.
 No gradio here; app.py only wires these."""
 
 from __future__ import annotations
@@ -11,21 +11,21 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import artifacts as art_mod
-from .. import engine, perturb, render
-from ..cancel import NEVER, Cancel
-from ..engine import Progress
-from ..cnn import cnn_shift_probs
-from ..errors import UserError
-from ..images import View
-from ..models import Geometry, VitModel
-from . import flip
-from .common import top5_figure
-from ..patches import patch_at
-from ..vocab import FILLS, MASK_MODES, TOKEN_MODES
-from ..readings import methods
-from ..readings.artifacts import artifact_masks
-from ..session import Photo
+from vizvit.cancel import NEVER, Cancel
+from vizvit.errors import UserError
+from vizvit.model import engine
+from vizvit.model.cnn import cnn_shift_probs
+from vizvit.model.engine import Progress
+from vizvit.model.images import View
+from vizvit.model.models import Geometry, VitModel
+from vizvit.model.patches import patch_at
+from vizvit.pictures import render
+from vizvit.readings import artifacts_rule as art_mod, methods, perturb
+from vizvit.readings.artifacts import artifact_masks
+from vizvit.session import Photo
+from vizvit.views import flip
+from vizvit.views.common import top5_figure
+from vizvit.vocab import FILLS, MASK_MODES, TOKEN_MODES
 
 # The names this module's results are cached under (Photo.derived / per_model).
 SHIFT_SWEEP = ("shift_sweep", "edge")  # the Experiments tab's sweep, streamed or whole

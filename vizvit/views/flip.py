@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import UserError
+from vizvit.errors import UserError
 
 
 def key_value(v: Any) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..catalog import ModelId
-from ..session import PhotoKey, Workbench
-from ..zeroshot import check_template, required_labels
-from . import common, inside
-from .patches import label_rule_text
+from vizvit.model.catalog import ModelId
+from vizvit.model.zeroshot import check_template, required_labels
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import common, inside
+from vizvit.views.patches import label_rule_text
 
 
 def labelled(wb: Workbench, k: PhotoKey, labels_text: str, template: str) -> PhotoKey:

@@ -1,7 +1,7 @@
 """The "Inside" tab: perturb the model itself while the top-5 moves.
 
 Logit lens: the summary token after every block read through the final layernorm and head
-(vizvit.lens; from the cached Analysis, no forward). Head ablation: switch heads off (the
+(vizvit.readings.lens_maths; from the cached Analysis, no forward). Head ablation: switch heads off (the
 session's PhotoKey carries the Ablation, so every tab shows the ablated model; one forward
 per change, cached per ablation set). Which heads matter: the drop of the top-1 probability
 when one head alone is zeroed, L·H forwards batched, streamed and cached per photo.
@@ -17,16 +17,16 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import figures, render
-from ..ablation import Ablation, format_heads, parse_heads
-from ..cancel import NEVER, Cancel
-from ..engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
-from ..errors import UserError
-from ..models import Geometry, VitModel
-from ..readings.lens import HEAD_IMPORTANCE, lens_of
-from ..session import Photo, PhotoKey
-from . import flip
-from .common import status_line, top5_figure
+from vizvit.cancel import NEVER, Cancel
+from vizvit.errors import UserError
+from vizvit.model.ablation import Ablation, format_heads, parse_heads
+from vizvit.model.engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
+from vizvit.model.models import Geometry, VitModel
+from vizvit.pictures import figures, render
+from vizvit.readings.lens import HEAD_IMPORTANCE, lens_of
+from vizvit.session import Photo, PhotoKey
+from vizvit.views import flip
+from vizvit.views.common import status_line, top5_figure
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
 last block): the model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head trained to read depth L only: early rows show how

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UserError
-from ..numbers import attention_cost, attention_cost_table, human_bytes
-from ..session import Photo
-from ..vocab import TAB_IDS
+from vizvit.classroom.numbers import attention_cost, attention_cost_table, human_bytes
+from vizvit.errors import UserError
+from vizvit.session import Photo
+from vizvit.vocab import TAB_IDS
 
 LECTURE_TEXT = """## For lecturers
 **Link straight to a view.** Add query parameters to the page address, e.g.

@@ -1,6 +1,6 @@
-"""The Lesson tab: the steps of vizvit/lesson.toml one at a time, a question before each reveal.
+"""The Lesson tab: the steps of vizvit/classroom/lesson.toml one at a time, a question before each reveal.
 
-A step is data (vizvit.lesson.Step); what it measures is one of MEASURES below, each computing its
+A step is data (vizvit.classroom.lesson.Step); what it measures is one of MEASURES below, each computing its
 number on this photo with the functions the step's own tab uses, formatted as that tab writes it (the
 tests find each number in the tab's own text). The reveal shows the tab's own picture for the step's
 controls (the tab's `show`), and the page can open that tab with those controls set.
@@ -15,24 +15,20 @@ from typing import Any, Callable
 import numpy as np
 import segno
 
-from .. import artifacts as art_mod
-from .. import claims
-from .. import lesson as lesson_mod
-from .. import perturb
-from ..cnn import cnn_shift_probs
-from ..engine import embedding_stage, mask_token
-from ..errors import UserError
-from ..images import View
-from ..lesson import MEASURED, Step
-from ..models import Geometry
-from ..numbers import attention_cost
-from ..readings import methods
-from ..readings import attention as ra
-from ..readings.artifacts import artifact_masks
-from ..session import Photo
-from ..tokens import dropout_check
-from ..vocab import TABS
-from . import attention, embeddings, experiments, inside, lecture, patches, positions
+from vizvit.classroom import claims, lesson as lesson_mod
+from vizvit.classroom.lesson import MEASURED, Step
+from vizvit.classroom.numbers import attention_cost
+from vizvit.errors import UserError
+from vizvit.model.cnn import cnn_shift_probs
+from vizvit.model.engine import embedding_stage, mask_token
+from vizvit.model.images import View
+from vizvit.model.models import Geometry
+from vizvit.model.tokens import dropout_check
+from vizvit.readings import artifacts_rule as art_mod, attention as ra, methods, perturb
+from vizvit.readings.artifacts import artifact_masks
+from vizvit.session import Photo
+from vizvit.views import attention, embeddings, experiments, inside, lecture, patches, positions
+from vizvit.vocab import TABS
 
 LESSON_TEXT = """**A guided lesson on your photo.** Each step asks a question first: answer it, then press
 **Reveal** to see the number measured on this photo, what it means, and the view it comes from (**Open**

@@ -10,16 +10,16 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import render
-from ..engine import Analysis, patch_label_cosine
-from ..models import Geometry, VitModel
-from ..numbers import model_numbers
-from ..patches import describe_patch
-from ..session import Photo
-from ..errors import UserError
-from ..zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
-from . import flip
-from .common import on_grid, top5_figure
+from vizvit.classroom.numbers import model_numbers
+from vizvit.errors import UserError
+from vizvit.model.engine import Analysis, patch_label_cosine
+from vizvit.model.models import Geometry, VitModel
+from vizvit.model.patches import describe_patch
+from vizvit.model.zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
+from vizvit.pictures import render
+from vizvit.session import Photo
+from vizvit.views import flip
+from vizvit.views.common import on_grid, top5_figure
 
 # The names this module's results are cached under (Photo.derived / per_model).
 PATCH_LABEL_COSINE = "patch-label cosine"  # CLIP / SigLIP: (C, gh, gw) per label list

@@ -16,11 +16,12 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from .. import engine, figures, positional, render
-from ..models import VitModel
-from ..session import Photo
-from . import flip
-from ..vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
+from vizvit.model import engine, positional
+from vizvit.model.models import VitModel
+from vizvit.pictures import figures, render
+from vizvit.session import Photo
+from vizvit.views import flip
+from vizvit.vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
 
 # The names this module's results are cached under (Photo.derived / per_model).
 POSITIONS = "positions"  # per model: the Positions tab's report and pictures

@@ -7,15 +7,15 @@ from __future__ import annotations
 import gradio as gr
 import numpy as np
 import pytest
+from built_page import same
 
-from page.ordered import AnswerOrder
 from page import kit
+from page.ordered import AnswerOrder
 from page.tabs import attention as tab
-from vizvit import render, vocab
-from vizvit.session import PhotoKey, Workbench
+from vizvit import vocab
+from vizvit.pictures import render
 from vizvit.readings import methods
 from vizvit.views import attention as ap
-from built_page import same
 
 FLOW = next(m.name for m in methods.METHODS if m.costly)  # attention flow: a costly job, flow_job's
 

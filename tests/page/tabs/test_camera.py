@@ -11,12 +11,9 @@ from urllib.parse import parse_qs
 import gradio as gr
 import pytest
 
-from page import shell
-from vizvit.ablation import Ablation
-from vizvit.session import PhotoKey, Workbench
+from vizvit.model.ablation import Ablation
+from vizvit.session import PhotoKey
 from vizvit.views import camera
-
-
 
 
 def wired(demo, elem_id: str, trigger: str):

@@ -6,16 +6,11 @@ past the top instead of refusing it. The tab in Chromium is tests/page/test_comp
 from __future__ import annotations
 
 import gradio as gr
-import numpy as np
 import pytest
-
-from page import shell
-from page.tabs import compare as tab
-from vizvit.session import PhotoKey, Workbench
-from vizvit.views import compare
 from built_page import by_id, same, wired
 
-
+from page.tabs import compare as tab
+from vizvit.views import compare
 
 DEPTH_IDS = {"attention_a": "cmp-attn-a", "attention_b": "cmp-attn-b", "rollout_a": "cmp-roll-a",
              "rollout_b": "cmp-roll-b", "verdict": "cmp-verdict"}

@@ -9,14 +9,12 @@ import json
 from types import SimpleNamespace
 
 import gradio as gr
-import numpy as np
 import pytest
+from built_page import same
 
 from page.kit import Ctx
 from page.tabs import embeddings as tab
-from built_page import same
-from vizvit import render
-from vizvit.session import PhotoKey, Workbench
+from vizvit.pictures import render
 from vizvit.views import embeddings
 
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 
 import gradio as gr
-import numpy as np
 import pytest
+from built_page import same
 
 from page.tabs import experiments as tab
-from built_page import same
-from vizvit import render
 from vizvit.errors import UserError
-from vizvit.session import PhotoKey, Workbench
+from vizvit.pictures import render
 from vizvit.views import experiments as ev
 
 
@@ -119,7 +117,7 @@ def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_then_runs(photo, mon
     import threading
 
     from page import kit
-    from vizvit.jobs import Jobs
+    from vizvit.service.jobs import Jobs
 
     wb, key = photo
     jobs = kit.CostlyJobs(Jobs(slots=1))

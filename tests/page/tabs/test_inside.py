@@ -9,12 +9,11 @@ import json
 import gradio as gr
 import numpy as np
 import pytest
+from built_page import same
 
 from page.tabs import inside as tab
-from built_page import same
-from vizvit.ablation import Ablation
 from vizvit.errors import UserError
-from vizvit.session import PhotoKey, Workbench
+from vizvit.model.ablation import Ablation
 from vizvit.views import inside as iv
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from built_page import by_id
 
 from page import shell
 from vizvit.session import Workbench
-from built_page import by_id
 
 
 @pytest.fixture(scope="module")

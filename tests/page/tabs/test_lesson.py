@@ -6,7 +6,6 @@ and next move one step and stop at the ends; the reveal answers what the view's 
 from __future__ import annotations
 
 import dataclasses
-
 from types import SimpleNamespace
 
 import gradio as gr
@@ -16,7 +15,7 @@ from page.kit import Ctx
 from page.tabs import lesson as tab
 from vizvit import deeplink
 from vizvit.api import PublicApi
-from vizvit.room import Rooms
+from vizvit.classroom.room import Rooms
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import lesson
 

@@ -6,16 +6,11 @@ under the pixel clicked. The tab in Chromium is tests/page/test_patches.py."""
 from __future__ import annotations
 
 import gradio as gr
-import numpy as np
 import pytest
-
-from page import shell
-from vizvit import render
-from vizvit.session import PhotoKey, Workbench
-from vizvit.views import common as panels
-from vizvit.views import patches
 from built_page import by_id, same, wired
 
+from vizvit.pictures import render
+from vizvit.views import common as panels, patches
 
 
 @pytest.mark.parametrize("lines, indices, clicked", [(True, False, None), (False, True, (1, 2))])

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import gradio as gr
 import pytest
+from built_page import by_id
 
 from page import shell
 from vizvit import vocab
 from vizvit.session import PhotoKey, Workbench
-from built_page import by_id
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,87 @@
+"""The lesson's sentences follow the numbers (vizvit/classroom/claims.py, issue 43 item 3): each rule on constructed
+numbers, both the case where the numbers support the claim and the case where they do not."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vizvit.classroom import claims
+
+
+def test_an_untrained_mask_token_is_said_first():
+    source = "the [MASK] here is transformers' initial value, zeros, **never trained**"
+    t = claims.mask_line(False, source, "Egyptian cat, x", 0.82, 0.31, 49, "tabby, tabby cat")
+    assert t.startswith("**First: the [MASK] here is transformers' initial value, zeros, never trained.** So the")
+    assert "not the learned masking of BERT or BEiT" in t
+    assert t.index("never trained") < t.index("p(Egyptian cat) **82.0% → 31.0%** with 49 patches")
+    assert "top-1 now **tabby**" in t
+    trained = claims.mask_line(True, "the [MASK] token read from the checkpoint", "cat", 0.8, 0.7, 49, "cat")
+    assert trained.startswith("p(cat) **80.0% → 70.0%**") and "First" not in trained
+    assert trained.endswith("Here the [MASK] token read from the checkpoint.")
+
+
+def test_a_cnn_is_claimed_to_hide_a_shift_only_when_its_own_sweep_shows_it():
+    # Without --cnn: no claim about this photo, and CNNs are not called shift-invariant.
+    t = claims.cnn_shift_sentence(None)
+    assert "hides" not in t and "Azulay & Weiss 2019" in t and "Zhang 2019" in t and "--cnn" in t
+    ks = list(range(33))
+    # A CNN whose p(top-1) moves from 0.90 to 0.62 at 7 px: not shift-invariant either.
+    p = np.full(33, 0.90)
+    p[1], p[7] = 0.88, 0.62
+    t = claims.cnn_shift_sentence("microsoft/resnet-50", ks, p, 0.90)
+    assert "not shift-invariant either" in t and "90.0% unshifted, 88.0% at 1 px, 62.0% at 7 px" in t
+    assert "0–32 px" in t
+    # One that stays within 1 %: here the pooling does hide it.
+    t = claims.cnn_shift_sentence("microsoft/resnet-50", ks, np.full(33, 0.9) + np.linspace(0, 0.009, 33), 0.9)
+    assert "barely moves" in t and "does hide the shift" in t
+
+
+def test_survives_says_the_label_survives_and_the_probability_only_when_it_holds():
+    # chelsea on the trained ViT-Ti: 0.82 -> 0.84 at 1 px, but 0.58 at 12 px in the sweep.
+    sweep = [(0, 0.82), (1, 0.84), (4, 0.84), (8, 0.80), (12, 0.577), (16, 0.622), (32, 0.7)]
+    t = claims.survives_sentence("Egyptian cat", 0.82, "Egyptian cat", 0.84, 1, sweep)
+    assert "The top-1 label survives the 1-px shift (p(Egyptian cat) 82.0% → 84.0%)" in t
+    assert "falls from 82.0% to **57.7% at 12 px**" in t and "not the model's confidence" in t
+    # A probability that stays within 5 points everywhere: then it holds, and the sentence says so.
+    flat = [(k, 0.8 + 0.01 * (k % 3)) for k in range(33)]
+    t = claims.survives_sentence("cat", 0.8, "cat", 0.81, 1, flat)
+    assert "stays within 5% of it at every shift" in t and "falls" not in t
+    # Another top-1: it does not survive.
+    t = claims.survives_sentence("cat", 0.8, "dog", 0.4, 1, flat)
+    assert t.startswith("The prediction does not survive") and "**dog**" in t
+    # No sweep: the label only, the probability left open.
+    assert "the top-1 label only" in claims.survives_sentence("cat", 0.8, "cat", 0.6, 1)
+
+
+def test_uniform_distance_is_the_mean_pair_distance_by_hand():
+    # 2×2 grid of 16-px patches: 16 ordered pairs, 4 self (0), 8 sides (16), 4 diagonals (16·√2).
+    want = (8 * 16 + 4 * 16 * np.sqrt(2)) / 16
+    assert abs(claims.uniform_distance((2, 2), 16) - want) < 1e-9
+    # 224 px, 14×14 grid: about 0.52 of the side (the mean distance of two points in a square), on the grid
+    assert 110 < claims.uniform_distance((14, 14), 16) < 120
+
+
+def test_early_heads_look_across_the_whole_photo_only_when_a_distance_says_so():
+    uniform = claims.uniform_distance((14, 14), 16)  # ≈ 116 px
+    # The trained ViT-Ti: the farthest layer-1 head at 95 px on a 224-px input: not the whole photo.
+    t = claims.early_heads_sentence([21.0, 95.0, 40.0], 224, uniform)
+    assert t.startswith("No layer-1 head looks across the whole photo: the farthest, head 2, averages 95 px")
+    assert "224-px input would give 116 px" in t and "nearest stays at 21 px" in t
+    t = claims.early_heads_sentence([21.0, 110.0, 40.0], 224, uniform)
+    assert t.startswith("Some layer-1 heads already look across the whole photo: head 2 at 110 px")
+    assert claims.early_heads_sentence([20.0, 30.0, 25.0], 224, uniform).startswith("Every layer-1 head stays local")
+
+
+def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():
+    # Not run: no claim either way.
+    t = claims.rollout_claim(artifacts_top=5, top_n=5)
+    assert "not shown by the map itself" in t and "rests on these" in t
+    assert "5 of its 5 brightest patches are artifact tokens" in t
+    # chelsea, black fill: rollout 7th of 7 (issue 43).
+    t = claims.rollout_claim(7, 7, False, "black", 0, 5)
+    assert "ranks rollout 7th of 7, no better than random order" in t and "not shown to be what" in t
+    assert "artifact" not in t
+    t = claims.rollout_claim(3, 7, True, "blur")
+    assert "3rd of 7, above random order on at least one curve" in t and "not shown" in t
+    t = claims.rollout_claim(1, 7, True, "blur")
+    assert "ranks rollout 1st of 7 and above random order" in t and "not shown" not in t

@@ -1,0 +1,294 @@
+"""vizvit.classroom.room (issues 45, 50): one lecturer paces, every student answers once per step, over both
+stores (SQLite in a temp file, Redis on a throwaway redis-server). Cases built by hand with known
+answers; a fake wall clock for the host-away rule and the tombstones."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: F401 (fixtures)
+
+from vizvit.classroom.lesson import load_steps
+from vizvit.classroom.room import (
+    CLOSED_AWAY,
+    CLOSED_BY_HOST,
+    CODE_LEN,
+    LOCKED,
+    MAX_ANSWER_CHARS,
+    OWNER_FULL,
+    UNKNOWN_ROOM,
+    WRONG_KEY,
+    Rooms,
+    questions_of,
+)
+from vizvit.errors import UserError
+
+
+def test_a_code_is_short_and_readable_and_the_key_is_long(opened):
+    rooms, code, key = opened()
+    assert len(code) == CODE_LEN and code.isalnum() and code.upper() == code
+    assert not set(code) & set("01OI")
+    assert len(key) >= 20
+    assert rooms.state(code.lower()).step == 1  # typed in lower case on a phone: the same room
+
+
+def test_one_answer_per_student_per_step_and_a_change_replaces(opened):
+    rooms, code, key = opened()
+    assert rooms.answer(code, S1, 1, 196) == (True, "")
+    assert rooms.answer(code, S2, 1, "196") == (True, "")
+    assert rooms.answer(code, S3, 1, 197.0) == (True, "")
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 2, "197": 1}, "total": 3}
+    assert rooms.answer(code, S3, 1, "196") == (True, "")  # changed its mind: replaces, not adds
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 3}, "total": 3}
+    assert rooms.own(code, S3, 1) == "196"
+
+
+def test_a_student_answers_only_the_lecturers_open_step(opened):
+    rooms, code, key = opened()
+    ok, why = rooms.answer(code, S1, 2, "a")
+    assert not ok and "not open yet" in why  # not ahead of the lecturer
+    rooms.move(code, key, 2)
+    assert rooms.answer(code, S1, 2, "b")[0]
+    ok, why = rooms.answer(code, S1, 1, 5)
+    assert not ok and "closed" in why  # a past step: look back, but no late answer
+    rooms.move(code, key, 2, reveal=True)
+    ok, why = rooms.answer(code, S1, 2, "a")
+    assert not ok and "closed" in why  # after the reveal: the answer is fixed
+    assert rooms.own(code, S1, 2) == "b"
+    assert rooms.revealed_tally(code, 2).answers == {"b": 1}
+    with pytest.raises(UserError, match="not been revealed"):
+        rooms.revealed_tally(code, 1)
+
+
+def test_answers_are_checked_against_the_question(opened):
+    rooms, code, key = opened()
+    for bad in ("x", None, [1], {"a": 1}, float("nan"), float("inf"), 1e13, True, "9" * (MAX_ANSWER_CHARS + 1)):
+        ok, why = rooms.answer(code, S1, 1, bad)
+        assert not ok and why, bad
+    rooms.move(code, key, 2)
+    for bad in ("d", "A", 1, None, ""):
+        ok, why = rooms.answer(code, S1, 2, bad)
+        assert not ok and "one of: a, b, c" in why, bad
+    for bad_student in ("", "short", "x" * 65, "has space!", None, 12345678):
+        ok, why = rooms.answer(code, bad_student, 2, "a")
+        assert not ok and "student" in why
+    assert rooms.tally(code, key, 2).total == 0 and rooms.tally(code, key, 1).total == 0
+
+
+def test_wrong_key_and_unknown_code_are_one_plain_sentence(opened):
+    rooms, code, key = opened()
+    for call in (lambda: rooms.move(code, "nope", 2), lambda: rooms.tally(code, None, 1),
+                 lambda: rooms.close(code, key + "x")):
+        with pytest.raises(UserError) as e:
+            call()
+        assert str(e.value) == WRONG_KEY
+    for bad in ("ZZZZZ", "", None, 5, "A" * 100):
+        with pytest.raises(UserError) as e:
+            rooms.state(bad)
+        assert str(e.value) == UNKNOWN_ROOM
+        assert rooms.answer(bad, S1, 1, 3) == (False, UNKNOWN_ROOM)
+    for bad_step in (0, 4, 1.5, "x", None, True, 10 ** 30):
+        with pytest.raises(UserError, match="step must be a whole number from 1 to 3"):
+            rooms.move(code, key, bad_step)
+
+
+def test_bounded_rooms_and_students(store):
+    rooms = Rooms(store(), max_rooms=2, max_students=3)
+    code, key = rooms.open("m", None, QS)
+    rooms.open("m", None, QS)
+    with pytest.raises(UserError, match="2 open rooms"):
+        rooms.open("m", None, QS)
+    for s in (S1, S2, S3):
+        assert rooms.answer(code, s, 1, 1)[0]
+    ok, why = rooms.answer(code, "student-four", 1, 1)
+    assert not ok and "full (3 students)" in why
+    assert rooms.answer(code, S1, 1, 2)[0]  # one already in may still change its answer
+    rooms.close(code, key)
+    rooms.open("m", None, QS)  # a closed room frees its place
+
+
+def test_a_room_closes_when_the_host_page_is_away_and_says_why(opened):
+    clock = Clock()
+    rooms, code, key = opened(host_away_s=60, clock=clock)
+    clock.t += 50
+    rooms.move(code, key, 2)  # the lecturer acts: the away time starts again
+    clock.t += 50
+    assert rooms.host(code, key)["step"] == 2  # the host page's heartbeat: seen again
+    clock.t += 50
+    assert rooms.state(code).step == 2
+    assert rooms.answer(code, S1, 2, "a")[0]  # students do not keep a room alive, the lecturer does
+    clock.t += 11
+    with pytest.raises(UserError) as e:
+        rooms.state(code)
+    assert str(e.value) == CLOSED_AWAY
+    assert rooms.answer(code, S1, 2, "a") == (False, CLOSED_AWAY)
+    assert rooms.version(code) == -1 and len(rooms) == 0
+    with pytest.raises(UserError, match="^" + CLOSED_AWAY):
+        rooms.move(code, key, 3)  # the lecturer's page comes back too late: told why
+
+
+def test_the_sweep_closes_away_rooms_it_never_visits(opened):
+    clock = Clock()
+    rooms, code, key = opened(host_away_s=60, clock=clock)
+    clock.t += 61
+    assert len(rooms) == 0  # the sweep (at open and len), not only a visit, closes an away room
+    with pytest.raises(UserError, match="^" + CLOSED_AWAY):
+        rooms.view(code)
+
+
+def test_close_forgets_and_the_version_tells_pages(opened):
+    rooms, code, key = opened()
+    v0 = rooms.version(code)
+    rooms.move(code, key, 1)  # no change: no version bump (no page reloads for nothing)
+    assert rooms.version(code) == v0
+    rooms.move(code, key, 2)
+    rooms.move(code, key, 2, reveal=True)
+    assert rooms.version(code) == v0 + 2
+    rooms.close(code, key)
+    assert rooms.version(code) == -1
+    with pytest.raises(UserError):
+        rooms.tally(code, key, 1)
+    with pytest.raises(UserError) as e:
+        rooms.view(code)
+    assert str(e.value) == CLOSED_BY_HOST  # not "no open room": the student hears what happened
+    assert rooms.answer(code, S1, 2, "a") == (False, CLOSED_BY_HOST)
+
+
+def test_many_threads_count_every_answer_exactly_once(opened):
+    rooms, code, key = opened()
+    students = [f"student-{i:04d}" for i in range(200)]
+
+    def answer_all(s: str) -> None:
+        for v in (1, 2, 3):  # each changes its answer twice; the last one counts
+            assert rooms.answer(code, s, 1, v)[0]
+
+    threads = [threading.Thread(target=answer_all, args=(s,)) for s in students]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert rooms.tally(code, key, 1).as_json()["answers"] == {"3": 200}
+
+
+def test_rooms_per_owner_are_limited_and_a_closed_one_frees_its_place(store):
+    rooms = Rooms(store(), max_rooms=10, max_per_owner=3)
+    mine = [rooms.open("m", None, QS, owner="10.0.0.7") for _ in range(3)]
+    with pytest.raises(UserError) as e:
+        rooms.open("m", None, QS, owner="10.0.0.7")
+    assert str(e.value) == OWNER_FULL
+    rooms.open("m", None, QS, owner="10.0.0.8")  # another address: its own three
+    for _ in range(4):
+        rooms.open("m", None, QS)  # no address known (a notebook): no owner to count
+    rooms.close(*mine[0])
+    rooms.open("m", None, QS, owner="10.0.0.7")
+    assert len(rooms) == 3 + 1 + 4
+
+
+def test_a_locked_room_refuses_new_students_but_not_those_in(opened):
+    rooms, code, key = opened()
+    assert rooms.join(code, S1) == (True, "")
+    assert rooms.answer(code, S2, 1, 5)[0]  # a first answer registers a student too
+    v = rooms.version(code)
+    st = rooms.lock(code, key, True)
+    assert st.locked is True and st.joined == 2 and rooms.version(code) == v + 1  # the pages show it
+    assert rooms.view(code)["locked"] is True
+    assert rooms.join(code, S3) == (False, LOCKED)
+    assert rooms.answer(code, S3, 1, 5) == (False, LOCKED)
+    assert rooms.answer(code, S1, 1, 7) == (True, "") and rooms.join(code, S2) == (True, "")
+    with pytest.raises(UserError, match="locked must be true or false"):
+        rooms.lock(code, key, "yes")
+    with pytest.raises(UserError) as e:
+        rooms.lock(code, "nope", False)
+    assert str(e.value) == WRONG_KEY
+    rooms.lock(code, key, False)
+    assert rooms.join(code, S3) == (True, "")
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"5": 1, "7": 1}, "total": 2}
+
+
+def test_hello_counts_students_toward_the_limit(store):
+    rooms = Rooms(store(), max_students=2)
+    code, key = rooms.open("m", None, QS)
+    assert rooms.view(code)["joined"] == 0
+    assert rooms.join(code, S1) == (True, "") and rooms.join(code, S1) == (True, "")  # again: harmless
+    assert rooms.join(code, S2) == (True, "")
+    assert rooms.view(code)["joined"] == 2 and rooms.state(code).joined == 2
+    assert rooms.join(code, S3) == (False, "This room is full (2 students).")
+    assert rooms.answer(code, S3, 1, 1) == (False, "This room is full (2 students).")
+    assert rooms.join(code, "bad id") == (False, "student must be the page's random id: 8 to 64 letters, digits, - or _.")
+    assert rooms.join("NOPE", S1) == (False, UNKNOWN_ROOM)
+
+
+def test_the_lessons_questions_become_room_questions():
+    steps = load_steps()
+    qs = questions_of(steps)
+    assert len(qs) == len(steps)
+    by_id = {s.id: q for s, q in zip(steps, qs)}
+    assert by_id["image"].is_number and by_id["patches"].options == ("a", "b", "c", "d")
+
+
+def test_a_students_view_shows_only_revealed_steps_tally_and_truth(opened):
+    rooms, code, key = opened()
+    rooms.answer(code, S1, 1, 224)
+    rooms.answer(code, S2, 1, 196)
+    assert rooms.view(code)["shown"] == {}
+    rooms.prepare(code, 1, {"truth": "224"}, None)  # measured ahead: still hidden
+    assert rooms.view(code)["shown"] == {}
+    rooms.move(code, key, 1, reveal=True)
+    assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2},
+                                               "truth": "224", "picture": False}}
+
+
+def test_every_change_and_only_a_change_calls_on_change(store):
+    seen: list[str] = []
+    rooms = Rooms(store(), on_change=seen.append)
+    code, key = rooms.open("m", None, QS)
+    rooms.move(code, key, 1)  # no change
+    rooms.answer(code, S1, 1, 3)  # an answer is not the lecturer's move
+    assert seen == []
+    rooms.move(code, key, 2)
+    rooms.prepare(code, 3, {"truth": "7"}, b"fig")  # measured ahead, not revealed: no page needs waking
+    assert seen == [code]
+    rooms.move(code, key, 2, reveal=True)
+    rooms.prepare(code, 2, {"truth": "b"}, None)  # revealed before its truth was ready: the pages fetch it
+    rooms.close(code, key)
+    assert seen[:4] == [code] * 4 and set(seen) == {code}  # (Redis: each may come twice, here and published)
+
+
+def test_a_steps_figure_is_shown_only_after_its_reveal(opened):
+    """Before the reveal every step's picture is the photo (the figure may show the answer); after it,
+    the step's own figure; a step without a figure keeps the photo."""
+    rooms, code, key = opened()
+    assert rooms.picture(code, 1) is None and rooms.view(code)["picture"] is False  # nothing drawn yet
+    rooms.keep_photo_view(code, b"photo")
+    rooms.prepare(code, 1, {"truth": "224"}, b"grid")
+    rooms.prepare(code, 2, {"truth": "b"}, None)
+    v = rooms.version(code)
+    assert rooms.version(code) == v and rooms.view(code)["picture"] is True
+    assert rooms.picture(code, 1) == b"photo" and rooms.picture(code, "0") == b"photo"
+    assert rooms.prepared(code, 1) and rooms.prepared(code, 2) and not rooms.prepared(code, 3)
+    rooms.move(code, key, 1, reveal=True)
+    assert rooms.picture(code, 1) == b"grid" and rooms.picture(code, 0) == b"photo"
+    assert rooms.view(code)["shown"]["1"]["picture"] is True
+    rooms.move(code, key, 2, reveal=True)
+    assert rooms.picture(code, 2) == b"photo"  # no figure for that step
+    with pytest.raises(UserError, match="step must be"):
+        rooms.picture(code, 9)
+    rooms.close(code, key)
+    rooms.prepare(code, 3, {"truth": "1"}, b"late")  # the opening's measuring ends after the close: dropped
+    assert rooms.store.blob(code, "p3") is None
+    with pytest.raises(UserError, match="^" + CLOSED_BY_HOST):
+        rooms.picture(code, 3)
+
+
+def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
+    """Issue 51: a CSV of the room's answers per step, for the host key only; the students are their
+    pages' random ids, nothing more. Rows written by hand."""
+    rooms, code, key = opened()
+    assert rooms.answer(code, S2, 1, "196")[0] and rooms.answer(code, S1, 1, 224)[0]
+    rooms.move(code, key, 2, reveal=True)
+    assert rooms.answer(code, S1, 3, "x")[0] is False  # step 3 is not open: not in the file
+    rows = rooms.answers_csv(code, key, ["one", "two, with a comma"]).splitlines()
+    assert rows == ["step,title,student,answer,revealed", f"1,one,{S1},224,no", f"1,one,{S2},196,no"]
+    with pytest.raises(UserError, match="host key"):
+        rooms.answers_csv(code, "not the key")

@@ -1,0 +1,94 @@
+"""vizvit.classroom.roomstore (issue 50): what the stores themselves promise, on both (SQLite in a temp file,
+Redis on a throwaway redis-server): the answer's rule inside the store's write, two clients of one
+store at once, a restart that finds its rooms, tombstones. Cases built by hand with known answers."""
+
+from __future__ import annotations
+
+import threading
+
+from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: F401 (fixtures)
+
+from vizvit.classroom.room import CLOSED_BY_HOST, UNKNOWN_ROOM, Rooms
+from vizvit.classroom.roomstore import TOMBSTONE_S, SQLiteStore
+
+
+def test_two_clients_of_one_store_answering_at_once_count_each_answer_once(opened, store):
+    """Two servers (replicas, or a server and its restart) on the same store, each with its own
+    connection, take answers at once, and the lecturer reveals in the middle: every accepted answer is
+    counted once, no refused one at all, and no answer lands after the reveal."""
+    rooms, code, key = opened()
+    other = Rooms(store())
+    students = [f"student-{i:04d}" for i in range(120)]
+    accepted: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def answer_all(r: Rooms, group: list[str]) -> None:
+        for s in group:
+            for v in (1, 2):
+                ok, _ = r.answer(code, s, 1, v)
+                if ok:
+                    with lock:
+                        accepted[s] = str(v)
+
+    threads = [threading.Thread(target=answer_all, args=(r, students[i::4])) for i, r in
+               enumerate((rooms, other, rooms, other))]
+    for t in threads:
+        t.start()
+    rooms.move(code, key, 1, reveal=True)  # closes step 1 while they answer
+    for t in threads:
+        t.join()
+    got = rooms.revealed_tally(code, 1)
+    assert got.total == len(accepted)
+    from collections import Counter
+    assert got.answers == dict(Counter(accepted.values()))
+    assert Rooms(store()).revealed_tally(code, 1) == got  # another server reads the same room
+
+
+def test_a_restarted_server_finds_its_rooms_and_answers(opened, store):
+    rooms, code, key = opened()
+    for s, v in ((S1, 224), (S2, 196), (S3, 224)):
+        assert rooms.answer(code, s, 1, v)[0]
+    rooms.prepare(code, 1, {"truth": "224"}, b"grid")
+    del rooms
+    again = Rooms(store())  # a new process on the same data
+    shown = again.move(code, key, 1, reveal=True)  # the lecturer's page reconnects with its host key
+    assert shown.revealed == (1,)
+    assert again.view(code)["shown"]["1"] == {"tally": {"step": 1, "answers": {"224": 2, "196": 1}, "total": 3},
+                                              "truth": "224", "picture": True}
+    assert again.model_view(code) == b"view"
+
+
+def test_a_tombstone_says_why_for_a_day_then_the_code_is_unknown(store):
+    clock = Clock()
+    rooms = Rooms(store(), clock=clock)
+    code, key = rooms.open("m", None, QS)
+    rooms.close(code, key)
+    clock.t += TOMBSTONE_S - 60
+    assert rooms.join(code, S1) == (False, CLOSED_BY_HOST)
+    clock.t += 120
+    s = rooms.store
+    if isinstance(s, SQLiteStore):
+        assert rooms.join(code, S1) == (False, UNKNOWN_ROOM)  # a day later: forgotten
+    else:  # Redis forgets it by itself (EXPIRE): its time to live is a day
+        assert 0 < s.r.ttl(f"vizvit:gone:{code}") <= TOMBSTONE_S
+
+
+def test_the_store_itself_checks_each_answer_in_its_write(opened):
+    """The rule that makes answers atomic lives in the store's write (a SQLite transaction, a Redis Lua
+    script), not only in Rooms' check before it: called directly, the store refuses what Rooms would."""
+    rooms, code, key = opened(max_students=2)
+    s = rooms.store
+    assert s.answer(code, S1, 2, "a", 2) == "ahead"
+    assert s.answer(code, S1, 1, "5", 2) == "ok" and s.answer(code, S1, 1, "6", 2) == "ok"
+    assert s.answers(code, 1) == {S1: "6"}  # replaced, not added
+    rooms.move(code, key, 1, reveal=True)
+    assert s.answer(code, S2, 1, "5", 2) == "closed"
+    rooms.move(code, key, 2)
+    assert s.answer(code, S1, 1, "5", 2) == "closed"
+    rooms.lock(code, key, True)
+    assert s.answer(code, S2, 2, "a", 2) == "locked" and s.join(code, S2, 2) == "locked"
+    assert s.answer(code, S1, 2, "a", 2) == "ok"
+    rooms.lock(code, key, False)
+    assert s.join(code, S2, 2) == "ok" and s.join(code, S3, 2) == "full" and s.answer(code, S3, 2, "b", 2) == "full"
+    assert s.joined(code) == 2 and s.answers(code, 2) == {S1: "a"}
+    assert s.answer("ZZZZZZZZ", S1, 1, "5", 2) == "gone"

@@ -1,0 +1,142 @@
+"""Head ablation and "which heads matter" against a plain reference: a ViT forward written out
+from the weights, with one head's slice of the concatenated head outputs zeroed (or replaced by its
+token mean) before the output projection; and a constructed model where one head alone carries the
+answer."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import vizvit
+from vizvit.errors import UserError
+from vizvit.model.ablation import Ablation, format_heads, parse_heads
+from vizvit.model.images import model_input_view, to_pixel_values
+from vizvit.session import PhotoKey, Workbench
+from vizvit.views import inside
+
+
+def manual_logits(vm, pixels: torch.Tensor, off: dict[int, list[int]], mode: str = "zero") -> torch.Tensor:
+    """(C,) logits of a transformers ViT computed by hand from its weights, heads in `off` ablated."""
+    m, vit = vm.model, vm.vit
+    H = vm.geometry.num_heads
+    conv = vit.embeddings.patch_embeddings.projection
+    x = torch.nn.functional.conv2d(pixels, conv.weight, conv.bias, stride=conv.stride)  # (1, D, gh, gw)
+    x = x.flatten(2).transpose(1, 2)  # (1, P, D)
+    x = torch.cat([vit.embeddings.cls_token, x], 1) + vit.embeddings.position_embeddings
+    for l, blk in enumerate(vit.layers):
+        a = blk.attention
+        h = torch.nn.functional.layer_norm(x, x.shape[-1:], blk.layernorm_before.weight, blk.layernorm_before.bias,
+                                           blk.layernorm_before.eps)
+        n, D = h.shape[1], h.shape[2]
+        d = D // H
+        q, k, v = (lin(h).view(1, n, H, d).transpose(1, 2) for lin in (a.q_proj, a.k_proj, a.v_proj))
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), -1)
+        heads = (att @ v).transpose(1, 2)  # (1, n, H, d)
+        for hd in off.get(l, []):
+            heads[:, :, hd] = 0 if mode == "zero" else heads[:, :, hd].mean(1, keepdim=True)
+        x = x + a.o_proj(heads.reshape(1, n, D))
+        h = torch.nn.functional.layer_norm(x, x.shape[-1:], blk.layernorm_after.weight, blk.layernorm_after.bias,
+                                           blk.layernorm_after.eps)
+        x = x + blk.mlp.fc2(torch.nn.functional.gelu(blk.mlp.fc1(h)))
+    x = vit.layernorm(x)
+    return m.classifier(x[:, 0])[0]
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_ablation_equals_a_manual_forward_with_that_slice_changed(tiny, cat, mode):
+    pixels = to_pixel_values(model_input_view(cat, tiny.preprocess), tiny.preprocess)
+    with torch.no_grad():
+        intact = manual_logits(tiny, pixels, {})
+        np.testing.assert_allclose(intact.numpy(), vizvit.analyze(tiny, cat).logits.numpy(), atol=1e-4)
+        for off in ({0: [1]}, {1: [0]}, {0: [0, 1], 1: [1]}):
+            ab = Ablation(tuple((l, h) for l, hs in off.items() for h in hs), mode)
+            got = vizvit.analyze(tiny, cat, ablation=ab)
+            want = manual_logits(tiny, pixels, off, mode)
+            np.testing.assert_allclose(got.logits.numpy(), want.numpy(), atol=1e-4, err_msg=str(off))
+            assert not torch.allclose(got.logits, intact, atol=1e-3), "the ablation changed nothing"
+            assert got.ablation == ab
+
+
+@pytest.fixture(scope="module")
+def one_head_model(tiny_dirs):
+    """Only head 2 of the last layer writes anything: its value is a constant vector that the
+    output projection turns into +100 along coordinate 0, which class 3 reads; class 0 has a bias."""
+    vm = vizvit.load_model(str(tiny_dirs["p16"]), device="cpu")
+    vm = type(vm)(**{**vm.__dict__, "id": "one-head", "model": copy.deepcopy(vm.model)})
+    L, H, D = vm.geometry.num_layers, vm.geometry.num_heads, vm.geometry.hidden_size
+    d = D // H
+    with torch.no_grad():
+        for l, blk in enumerate(vm.vit.layers):
+            blk.attention.v_proj.weight.zero_()
+            blk.attention.v_proj.bias.zero_()
+            blk.attention.o_proj.bias.zero_()
+        last = vm.vit.layers[L - 1].attention
+        last.v_proj.bias[1 * d:2 * d] = 1.0  # head 2 (index 1) outputs the ones vector at every token
+        last.o_proj.weight.zero_()
+        last.o_proj.weight[0, 1 * d:2 * d] = 100.0 / d  # -> +100 on coordinate 0
+        vm.vit.layernorm.weight.fill_(1.0)
+        vm.vit.layernorm.bias.zero_()
+        vm.model.classifier.weight.zero_()
+        vm.model.classifier.bias.zero_()
+        vm.model.classifier.weight[3, 0] = 1.0
+        vm.model.classifier.bias[0] = 4.0
+    return vm
+
+
+def test_one_head_alone_carries_the_answer(one_head_model, cat):
+    vm = one_head_model
+    L = vm.geometry.num_layers
+    intact = vizvit.analyze(vm, cat)
+    assert intact.top5[0].index == 3
+    carrier = vizvit.analyze(vm, cat, ablation=Ablation(((L - 1, 1),)))
+    assert carrier.top5[0].index != 3, "zeroing the carrying head must change the prediction"
+    other = vizvit.analyze(vm, cat, ablation=Ablation(((L - 1, 0), (0, 1))))
+    assert torch.equal(other.logits, intact.logits), "zeroing a head that writes nothing changes nothing"
+    imp = inside.head_importance(photo_of(vm, cat), chunk=3)
+    assert imp[L - 1, 1] > 0.5 and np.abs(np.delete(imp.ravel(), (L - 1) * 2 + 1)).max() == 0.0
+
+
+def photo_of(vm, image):
+    wb = Workbench(device="cpu")
+    wb.add_model(vm)
+    return wb.handle(PhotoKey(vm.id, wb.add_photo(image)))
+
+
+def test_head_importance_equals_single_ablations_one_by_one(tiny, cat):
+    ph = photo_of(tiny, cat)
+    wb = ph.wb
+    imp = inside.head_importance(ph, chunk=3)  # chunks that cut across layers
+    g = tiny.geometry
+    base = ph.analysis()
+    c = base.top5[0].index
+    for l in range(g.num_layers):
+        for h in range(g.num_heads):
+            one = vizvit.analyze(tiny, cat, ablation=Ablation(((l, h),)))
+            assert imp[l, h] == pytest.approx(float(base.probs[c] - one.probs[c]), abs=1e-5)
+    assert wb.peek_derived(ph.key, "head_importance") is not None, "cached per photo"
+
+
+def test_heads_parse_and_print_counted_from_one(tiny):
+    g = tiny.geometry
+    assert parse_heads("2.1, 1.2", g) == ((0, 1), (1, 0))
+    assert parse_heads("2", g) == ((1, 0), (1, 1))  # a whole layer
+    assert format_heads(((0, 1), (1, 0))) == "1.2,2.1"
+    for bad in ("3.1", "1.3", "x", "1.2.3"):
+        with pytest.raises(UserError):
+            parse_heads(bad, g)
+
+
+def test_ablation_reaches_every_family(fam, cat):
+    """The hook sits on each family's own output projection: the stream after it changes, the
+    ablated layer's own attention does not."""
+    a = vizvit.analyze(fam, cat)
+    b = vizvit.analyze(fam, cat, ablation=Ablation(((0, 1),)))
+    assert torch.equal(a.attentions[0], b.attentions[0])
+    assert not torch.allclose(a.hidden_states[1], b.hidden_states[1])
+
+

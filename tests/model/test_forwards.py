@@ -1,0 +1,146 @@
+"""The forward worker (vizvit/model/forwards.py) and batched analyses (engine.analyze_batch): batched
+results equal single forwards, requests that wait share one forward, and a cached answer never
+waits behind a forward."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+from forwards_kit import HeldForwards
+from tiny import EXAMPLES
+
+import vizvit
+from vizvit.model import engine
+from vizvit.model.ablation import Ablation
+from vizvit.model.engine import Request
+from vizvit.model.forwards import ForwardQueue
+from vizvit.model.images import View
+from vizvit.session import PhotoKey, Workbench
+
+PHOTOS = [vizvit.load_image(EXAMPLES / n) for n in ("chelsea.jpg", "coffee.jpg", "astronaut.jpg")]
+
+
+def assert_same_analysis(got: engine.Analysis, want: engine.Analysis, atol: float = 1e-5) -> None:
+    """Equal up to float32 summation order: a (B·N, D) matmul is tiled differently for another
+    batch size B, so sums change in their last bits (≤ 1e-5 on these tensors)."""
+    assert [p.label for p in got.top5] == [p.label for p in want.top5]
+    for name in ("logits", "probs", "attentions", "hidden_states", "patch_embeddings", "image_embeds"):
+        g, w = getattr(got, name), getattr(want, name)
+        assert (g is None) == (w is None), name
+        if g is not None:
+            torch.testing.assert_close(g, w, rtol=0, atol=atol, msg=name)
+    assert np.array_equal(got.input_view, want.input_view)
+    assert torch.equal(got.pixel_values, want.pixel_values)
+    assert got.view == want.view and got.ablation == want.ablation
+
+
+def test_a_batch_equals_each_photo_alone_for_every_family(fam):
+    alone = [vizvit.analyze(fam, p) for p in PHOTOS]
+    batch = engine.analyze_batch(fam, [Request(p) for p in PHOTOS])
+    assert len(batch) == len(PHOTOS)
+    for got, want in zip(batch, alone):
+        assert_same_analysis(got, want)
+
+
+def test_a_batch_with_a_mask_and_heads_off_equals_alone(tiny16):
+    off = Ablation(((0, 1),))
+    view = View(mask=(0, 5, 17), mask_mode="drop")
+    alone = [vizvit.analyze(tiny16, p, view, ablation=off) for p in PHOTOS]
+    for got, want in zip(engine.analyze_batch(tiny16, [Request(p, view, off) for p in PHOTOS]), alone):
+        assert_same_analysis(got, want)
+
+
+def test_requests_that_cannot_share_a_forward_are_refused_together(tiny16):
+    a, b = Request(PHOTOS[0]), Request(PHOTOS[1], View(mask=(3,), mask_mode="drop"))
+    assert not engine.batchable(tiny16, a, b)
+    assert not engine.batchable(tiny16, a, Request(PHOTOS[1], ablation=Ablation(((1, 0),))))
+    assert engine.batchable(tiny16, a, Request(PHOTOS[1], View(dx=3)))  # a shift keeps every token
+    with pytest.raises(ValueError):
+        engine.analyze_batch(tiny16, [a, b])
+
+
+def test_requests_that_arrive_while_a_forward_runs_share_the_next_one(tiny16):
+    held = HeldForwards()
+    q = ForwardQueue(max_batch=4, run_batch=held)
+    first = q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    later = [q.submit(tiny16, Request(PHOTOS[i % 3], View(dx=i))) for i in range(6)]
+    assert q.waiting() == 6
+    # Where each photo stands: the one forward running, then the queue in order.
+    assert (q.ahead(PHOTOS[0]), q.ahead(PHOTOS[2]), q.ahead(object())) == (1, 3, None)
+    held.release.set()
+    results = [first.result(30)] + [f.result(30) for f in later]
+    assert held.batches == [1, 4, 2]  # the first alone, then the six waiting, four at a time
+    assert q.stats().forwards == 3 and q.stats().images == 7 and q.stats().largest_batch == 4
+    for i, got in enumerate(results[1:]):
+        assert_same_analysis(got, vizvit.analyze(tiny16, PHOTOS[i % 3], View(dx=i)))
+
+
+def test_a_request_that_fails_fails_alone(tiny16):
+    held = HeldForwards()
+    q = ForwardQueue(run_batch=held)
+    q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    bad = q.submit(tiny16, Request(np.zeros((5, 5, 3), np.uint8)))  # not a model-input view
+    good = q.submit(tiny16, Request(PHOTOS[1]))
+    held.release.set()
+    assert_same_analysis(good.result(30), vizvit.analyze(tiny16, PHOTOS[1]))
+    with pytest.raises(Exception):
+        bad.result(30)
+
+
+def test_a_cached_photo_is_answered_while_another_photo_waits_for_its_forward(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    held = HeldForwards()
+    cached = PhotoKey(tiny16.id, wb.add_photo(PHOTOS[0]))
+    want = wb.analysis(cached)  # in the cache now
+    wb.forwards = ForwardQueue(run_batch=held)
+    new = PhotoKey(tiny16.id, wb.add_photo(PHOTOS[1]))
+    waiting = threading.Thread(target=wb.analysis, args=(new,))
+    waiting.start()
+    assert held.started.wait(30)  # the new photo's forward is running (held)
+    assert wb.analysis(cached) is want  # answered while it is held: no wait behind it
+    held.release.set()
+    waiting.join(30)
+    assert not waiting.is_alive()
+
+
+def test_students_at_once_get_what_they_get_alone_in_fewer_forwards(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    keys = [PhotoKey(tiny16.id, wb.add_photo(p)) for p in PHOTOS] * 3  # three students per photo
+    out: dict[int, engine.Analysis] = {}
+    go = threading.Barrier(len(keys))
+
+    def student(i: int) -> None:
+        go.wait()
+        out[i] = wb.analysis(keys[i])
+
+    threads = [threading.Thread(target=student, args=(i,)) for i in range(len(keys))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for i, k in enumerate(keys):
+        assert_same_analysis(out[i], vizvit.analyze(tiny16, PHOTOS[i % 3]))
+    assert wb.forwards.stats().images == len(PHOTOS)  # one analysis per photo: the cache shares it
+
+
+def test_a_request_with_a_bad_mask_gets_its_error_and_the_worker_keeps_serving(tiny16):
+    held = HeldForwards()
+    q = ForwardQueue(run_batch=held)
+    q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    bad = q.submit(tiny16, Request(PHOTOS[1], View(mask=tuple(range(196)), mask_mode="drop")))  # every patch
+    also_bad = q.submit(tiny16, Request(PHOTOS[2], View(mask=tuple(range(196)), mask_mode="drop")))
+    held.release.set()
+    for f in (bad, also_bad):
+        with pytest.raises(Exception, match="at least one patch|every patch|patch") as e:
+            f.result(30)
+        assert not isinstance(e.value, TimeoutError)  # its own error, not a worker that died
+    later = q.submit(tiny16, Request(PHOTOS[2]))
+    assert_same_analysis(later.result(30), vizvit.analyze(tiny16, PHOTOS[2]))

@@ -1,0 +1,208 @@
+"""load_image on every odd input; the model-input view against the real image processor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from make_inputs import CASES, make_all
+from PIL import Image
+from transformers import ViTImageProcessorPil
+
+import vizvit
+from vizvit.model.images import (
+    MAX_PIXELS,
+    View,
+    apply_view,
+    mask_pixels,
+    model_input_view,
+    shift_view,
+    to_pixel_values,
+)
+
+INPUTS = make_all()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_odd_inputs(name):
+    kind, expect = CASES[name]
+    data = INPUTS[name]
+    if kind == "error":
+        with pytest.raises(ValueError, match=f"(?i){expect}"):
+            vizvit.load_image(data)
+    else:
+        im = vizvit.load_image(data)
+        assert im.mode == "RGB", f"{name}: got mode {im.mode}"
+        assert im.size == expect, f"{name}: got size {im.size}, expected {expect}"
+
+
+def test_bomb_is_refused_before_decoding(monkeypatch):
+    # If the loader decoded first, Image.load would be called: make that fail loudly.
+    monkeypatch.setattr(Image.Image, "load", lambda self: pytest.fail("decoded a bomb"))
+    with pytest.raises(ValueError, match="too large"):
+        vizvit.load_image(INPUTS["bomb.png"])
+    assert 10_000 * 10_000 > MAX_PIXELS
+
+
+def test_alpha_composited_on_white():
+    im = Image.new("RGBA", (4, 4), (255, 0, 0, 0))  # fully transparent red
+    assert np.asarray(vizvit.load_image(im)).reshape(-1, 3).tolist() == [[255, 255, 255]] * 16
+
+
+def test_exif_rotation_moves_pixels():
+    stored = np.asarray(Image.open(__import__("io").BytesIO(INPUTS["exif_rotated.jpg"])).convert("RGB"))
+    shown = np.asarray(vizvit.load_image(INPUTS["exif_rotated.jpg"]))
+    # Orientation 6 = rotate 90° clockwise for display: displayed (y, x) = stored (W-1-x... )
+    assert np.abs(shown.astype(int) - np.rot90(stored, k=-1).astype(int)).mean() < 2
+
+
+def test_animation_takes_first_frame():
+    for name in ("animated.gif", "animated.webp"):
+        first = np.asarray(vizvit.load_image(INPUTS[name])).astype(int)
+        # frame 0 is dark at the top-left, frame 1 (inverted) is bright there
+        assert first[0, 0].sum() < 100, name
+
+
+def test_16_bit_uses_full_range():
+    a = np.asarray(vizvit.load_image(INPUTS["i16.png"]))
+    assert a.min() == 0 and a.max() == 255
+
+
+@pytest.mark.parametrize("size", [(224, 224), (300, 451), (640, 17), (1, 1)])
+def test_view_and_pixels_match_the_image_processor(size, rng):
+    h, w = size
+    im = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+    pp = vizvit.model.models.Preprocess(resize=(224, 224), crop=None, resample=Image.Resampling.BILINEAR,
+                                  mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
+    view = model_input_view(im, pp)
+    assert view.shape == (224, 224, 3) and view.dtype == np.uint8
+    ref = ViTImageProcessorPil()(im, return_tensors="pt")["pixel_values"]
+    assert torch.allclose(to_pixel_values(view, pp), ref, atol=1e-6)
+
+
+def test_tiny_model_reads_its_processor_config(tiny16, cat):
+    ref = ViTImageProcessorPil(size={"height": 224, "width": 224})(cat, return_tensors="pt")["pixel_values"]
+    a = vizvit.analyze(tiny16, cat)
+    assert torch.allclose(a.pixel_values, ref, atol=1e-6)
+
+
+def test_shortest_edge_and_centre_crop():
+    im = Image.fromarray(np.arange(300 * 400 * 3, dtype=np.uint32).reshape(300, 400, 3).astype(np.uint8))
+    pp = vizvit.model.models.Preprocess(resize=256, crop=(224, 224), resample=Image.Resampling.BICUBIC,
+                                  mean=(0.5,) * 3, std=(0.5,) * 3)
+    view = model_input_view(im, pp)
+    resized = np.asarray(im.resize((341, 256), Image.Resampling.BICUBIC))
+    assert view.shape == (224, 224, 3)
+    assert np.array_equal(view, resized[16:240, 58:282])
+
+
+# Processor configs as checkpoints save them. The reference is the checkpoint's own processor,
+# loaded by transformers from the same folder; these sizes are where rounding the long side and
+# truncating it (what transformers does) disagree: 451·224/300 = 336.75.
+PROCESSOR_CONFIGS = {
+    "deit, class defaults only": {"feature_extractor_type": "DeiTFeatureExtractor"},  # 256² bicubic, crop 224²
+    "shortest edge + crop": {"image_processor_type": "ViTImageProcessor", "size": {"shortest_edge": 224},
+                             "do_center_crop": True, "crop_size": {"height": 224, "width": 224},
+                             "resample": 3, "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]},
+    "scalar mean and std": {"image_processor_type": "ViTImageProcessor", "image_mean": 0.4,
+                                       "image_std": 0.2},
+}
+
+
+@pytest.mark.parametrize("name", list(PROCESSOR_CONFIGS))
+def test_every_processor_config_gives_the_processors_own_pixels(name, tmp_path, rng):
+    import json
+
+    from tiny import make_tiny_vit
+    from transformers import AutoImageProcessor
+
+    from vizvit.model.images import view_at_size
+
+    path = make_tiny_vit(tmp_path / "m", 224, 16)
+    (path / "preprocessor_config.json").write_text(json.dumps(PROCESSOR_CONFIGS[name]))
+    vm = vizvit.load_model(str(path), device="cpu")
+    proc = AutoImageProcessor.from_pretrained(str(path), backend="pil")
+    for h, w in [(300, 451), (451, 300), (224, 224), (97, 500)]:
+        im = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+        ref = proc(im, return_tensors="pt")["pixel_values"]
+        view = model_input_view(im, vm.preprocess)
+        assert view.shape == (224, 224, 3), (name, h, w)
+        assert torch.allclose(to_pixel_values(view, vm.preprocess), ref, atol=1e-5), (name, h, w)
+        # The Positions tab's view at another size, asked for the native size, is this view.
+        assert np.array_equal(view_at_size(im, vm.preprocess, 224, 224), view), (name, h, w)
+
+
+def test_processors_we_cannot_use_fall_back_to_vit_defaults_and_never_run_checkpoint_code(tmp_path, capfd):
+    import json
+
+    from tiny import make_tiny_vit
+
+    path = make_tiny_vit(tmp_path / "m", 224, 16)
+    (path / "evil.py").write_text("print('REMOTE CODE RAN')\nfrom transformers import ViTImageProcessorPil as Evil\n")
+    import importlib.util
+
+    configs = [{"image_processor_type": "Evil", "auto_map": {"AutoImageProcessor": "evil.Evil"}}]
+    if importlib.util.find_spec("torchvision") is None:  # as in CI: this processor cannot load
+        configs.append({"image_processor_type": "DINOv3ViTImageProcessorFast"})
+    for cfg in configs:
+        (path / "preprocessor_config.json").write_text(json.dumps(cfg))
+        vm = vizvit.load_model(str(path), device="cpu")
+        assert vm.preprocess.resize == (224, 224) and vm.preprocess.mean == (0.5, 0.5, 0.5)
+    assert "REMOTE CODE RAN" not in capfd.readouterr().out
+
+
+def test_view_at_another_size_keeps_the_field_of_view_of_a_resize_then_crop():
+    # A horizontal ramp: the crop's left edge shows which part of the photo is in view.
+    ramp = np.tile(np.linspace(0, 255, 1000).round().astype(np.uint8)[None, :, None], (1000, 1, 3))
+    im = Image.fromarray(ramp)
+    pp = vizvit.model.models.Preprocess(resize=(256, 256), crop=(224, 224), resample=Image.Resampling.BILINEAR,
+                                  mean=(0.5,) * 3, std=(0.5,) * 3)
+    from vizvit.model.images import view_at_size
+
+    native = model_input_view(im, pp).astype(float)
+    big = view_at_size(im, pp, 224, 384).astype(float)
+    assert big.shape == (384, 384, 3)
+    # Same field of view: the first and last columns show the same part of the ramp (±1 level).
+    assert abs(big[:, 0].mean() - native[:, 0].mean()) < 1.5
+    assert abs(big[:, -1].mean() - native[:, -1].mean()) < 1.5
+
+
+def test_shift_zero_is_identity(rng):
+    v = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    for fill in ("edge", "wrap", "constant"):
+        assert np.array_equal(shift_view(v, 0, 0, fill), v)
+
+
+def test_shift_moves_content_and_fills(rng):
+    v = rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)
+    s = shift_view(v, 3, -2, "edge")
+    assert np.array_equal(s[0:6, 3:], v[2:8, :7])  # pixel (y, x) <- (y + 2, x - 3)
+    assert np.array_equal(s[0:6, 0], v[2:8, 0])  # left strip repeats the edge column
+    assert np.array_equal(s[6:, 3:], np.repeat(v[7:8, :7], 2, axis=0))  # bottom repeats last row
+    c = shift_view(v, 3, -2, "constant")
+    assert (c[:, :3] == 0).all() and (c[6:] == 0).all()
+    w = shift_view(v, 3, -2, "wrap")
+    assert np.array_equal(w, np.roll(v, (-2, 3), (0, 1)))
+
+
+def test_pixel_mask_changes_exactly_the_masked_patches(rng):
+    v = rng.integers(1, 256, (64, 64, 3), dtype=np.uint8)
+    for mode in ("black", "mean", "blur"):
+        out = mask_pixels(v, (0, 5, 15), patch=16, grid_w=4, mode=mode)
+        changed = (out != v).any(-1)
+        expect = np.zeros((64, 64), bool)
+        for i in (0, 5, 15):
+            r, c = divmod(i, 4)
+            expect[r * 16:(r + 1) * 16, c * 16:(c + 1) * 16] = True
+        assert not changed[~expect].any(), mode
+        assert changed[expect].mean() > 0.9, mode
+    assert (mask_pixels(v, (5,), 16, 4, "black")[16:32, 16:32] == 0).all()
+
+
+def test_view_key_is_normalised():
+    assert View(mask=(3, 1, 3)) == View(mask=(1, 3))
+    assert hash(View(mask=(3, 1))) == hash(View(mask=(1, 3)))
+    with pytest.raises(ValueError):
+        View(fill="mirror")
+    v = np.zeros((32, 32, 3), np.uint8)
+    assert np.array_equal(apply_view(v, View(), 16, 2), v)

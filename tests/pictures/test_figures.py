@@ -1,0 +1,105 @@
+"""The charts (vizvit/pictures/figures.py): the top-5 bars and the token scatter on constructed numbers, and the
+standalone HTML page that keeps their data."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from vizvit.pictures import figures
+
+
+def test_charts_html_is_standalone_and_keeps_the_data():
+    from vizvit.pictures.figures import charts_html
+
+    fig = go.Figure(go.Bar(x=[0.25, 0.75], y=["cat", "dog"]))
+    html = charts_html([("Top-5", fig.to_json()), ("again", fig.to_json())], "test")
+    assert html.count("<h2>") == 2 and "0.75" in html and "dog" in html
+    assert html.count("plotly.js v") <= 2 and len(html) > 1_000_000  # plotly.js embedded once
+    with pytest.raises(ValueError, match="no charts"):
+        charts_html([])
+
+
+def top5():
+    from vizvit.model.engine import Prediction
+
+    return [Prediction(281, "tabby, tabby cat", 0.8), Prediction(282, "tiger cat", 0.1),
+            Prediction(285, "Egyptian cat", 0.05), Prediction(7, "a label far longer than thirty-two characters", 0.03),
+            Prediction(1, "goldfish", 0.02)]
+
+
+def test_top5_bars_best_on_top_with_their_values_inside_a_long_bar_only():
+    fig = figures.top5_bar(top5())
+    bars = fig.data[0]
+    # plotly draws the first category at the bottom: the best class is the last one given
+    assert list(bars.x) == [0.02, 0.03, 0.05, 0.1, 0.8]
+    # a label's first name only (ImageNet's synonyms after the comma), cut to 32 characters
+    assert list(bars.y) == ["goldfish", "a label far longer than thirty-…", "Egyptian cat", "tiger cat", "tabby"]
+    assert list(bars.text) == ["2.0%", "3.0%", "5.0%", "10.0%", "80.0%"]
+    assert list(bars.textposition) == ["outside"] * 4 + ["inside"]  # 80 % >= INSIDE_FROM (50 %)
+    assert list(fig.layout.xaxis.range) == [0, 1] and len(fig.data) == 1
+
+
+def test_top5_bars_write_each_change_from_the_baseline_on_the_right():
+    before = {281: 0.9, 282: 0.05, 285: 0.05, 7: 0.0}  # class 1 was not in the baseline: +2.0 %
+    fig = figures.top5_bar(top5(), baseline=before)
+    assert list(fig.layout.yaxis2.ticktext) == ["+2.0%", "+3.0%", "+0.0%", "+5.0%", "-10.0%"]
+    assert fig.layout.yaxis2.side == "right" and list(fig.layout.yaxis2.tickvals) == list(fig.data[0].y)
+
+
+def test_the_token_scatter_keeps_one_point_per_patch_and_rings_the_marked_ones():
+    xy = np.array([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
+    marked = np.array([False, True, True])
+    fig = figures.token_scatter(xy, np.array([0.1, 0.2, 0.3]), "norm", np.array([0, 0, 1]), np.array([0, 1, 0]),
+                                np.array([1, 2, 3]), ["a", "b", "c"], ("x", "y"), "tokens", marked=marked,
+                                marked_name="artifacts")
+    every, ring = fig.data
+    assert list(every.x) == [0.0, 2.0, 4.0] and list(every.y) == [1.0, 3.0, 5.0]
+    assert [list(c) for c in every.customdata] == [[0, 0, 1, None, "a"], [0, 1, 2, None, "b"], [1, 0, 3, None, "c"]]
+    assert list(ring.x) == [2.0, 4.0] and list(ring.y) == [3.0, 5.0] and ring.name == "artifacts"
+    assert fig.layout.yaxis.scaleanchor == "x"  # equal units while plotly picks the ranges
+    fixed = figures.token_scatter(xy, np.zeros(3), "norm", np.zeros(3), np.zeros(3), np.zeros(3), ["", "", ""],
+                                  ("x", "y"), "t", marked=np.zeros(3, bool), ranges=((-1, 5), (0, 6)))
+    assert len(fixed.data) == 1 and list(fixed.layout.xaxis.range) == [-1, 5] and fixed.layout.yaxis.scaleanchor is None
+
+
+def _noisy_writer(fail: bool):
+    """plotly.io.write_images as kaleido's browser channel behaved in one export of three: a traceback on
+    stderr (from this process's logging and from a child's fd 2), then the PNGs, or a failure."""
+    import subprocess
+    import sys
+
+    def write_images(figs, paths):
+        print("Traceback (most recent call last):\nchoreographer JSONError decoding message. Ignoring", file=sys.stderr)
+        subprocess.run([sys.executable, "-c", "import os; os.write(2, b'chromium: [ERROR] a stray line\\n')"])
+        if fail:
+            raise RuntimeError("the browser closed")
+        for p in paths:
+            with open(p, "wb") as f:
+                f.write(b"\x89PNG")
+    return write_images
+
+
+def test_kaleidos_noise_stays_out_of_the_terminal_when_the_charts_are_written(tmp_path, capfd, caplog, monkeypatch):
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio, "write_images", _noisy_writer(fail=False))
+    with caplog.at_level("DEBUG", logger="vizvit.pictures.figures"):
+        assert figures.charts_png({"a": go.Figure(), "b": go.Figure()}, tmp_path) == ["a.png", "b.png"]
+    out, err = capfd.readouterr()
+    assert "JSONError" not in err and "stray line" not in err and not out
+    kept = [r for r in caplog.records if r.name == "vizvit.pictures.figures"]
+    assert kept and all(r.levelname == "DEBUG" for r in kept) and "stray line" in kept[0].getMessage()
+
+
+def test_a_real_kaleido_failure_still_reaches_the_terminal_with_what_it_said(tmp_path, capfd, caplog, monkeypatch):
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio, "write_images", _noisy_writer(fail=True))
+    with caplog.at_level("WARNING", logger="vizvit.pictures.figures"):
+        assert figures.charts_png({"a": go.Figure()}, tmp_path) == []
+    (warning,) = [r for r in caplog.records if r.name == "vizvit.pictures.figures"]
+    text = warning.getMessage()
+    assert warning.levelname == "WARNING" and "the browser closed" in text and "stray line" in text
+    assert "charts.html has every chart" in text

@@ -1,0 +1,167 @@
+"""Pictures: enlargement, colour maps, overlays, grid lines, mosaics and the token strip,
+against plain numpy references and constructed inputs."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from vizvit.model.models import Geometry
+from vizvit.pictures import render
+
+
+def geom(grid=(7, 7), p=32) -> Geometry:
+    return Geometry(image_size=(grid[0] * p, grid[1] * p), patch_size=p, grid=grid, num_prefix_tokens=1,
+                    num_layers=2, num_heads=2, hidden_size=8)
+
+
+@pytest.mark.parametrize("scale", [1, 2, 3, 5])
+def test_enlarge_equals_repeating_pixels(scale, rng):
+    img = rng.integers(0, 256, (13, 7, 3), dtype=np.uint8)
+    ref = np.repeat(np.repeat(img, scale, axis=0), scale, axis=1)
+    assert np.array_equal(render.enlarge(img, scale), ref)
+
+
+def test_colorize_ends_and_nan():
+    v = np.array([[0.0, 1.0], [0.5, np.nan]])
+    out = render.colorize(v, "gray", 0.0, 1.0)
+    assert out[0, 0].tolist() == [0, 0, 0] and out[0, 1].tolist() == [255, 255, 255]
+    assert abs(int(out[1, 0, 0]) - 128) <= 1 and out[1, 1].tolist() == [128, 128, 128]
+    with pytest.raises(ValueError, match="colour map"):
+        render.colorize(v, "no-such-map")
+
+
+def test_colorbar_runs_from_vmax_on_top_to_vmin_with_ticks_at_their_values():
+    # gray: value v is drawn as grey level 255·(v − vmin)/(vmax − vmin).
+    bar = render.colorbar(401, "gray", vmin=0.0, vmax=0.02, width=10)
+    assert bar.shape[0] == 401 and bar.shape[1] > 10 + render.text_size("0.015")[0]  # room for the labels
+    assert bar[0, :10].tolist() == [[255] * 3] * 10 and bar[-1, :10].tolist() == [[0] * 3] * 10
+    assert abs(int(bar[200, 0, 0]) - 128) <= 1
+    # Default ticks: five, evenly spaced, a black tick mark right of the bar at rows 0, 100, ..., 400.
+    marks = [y for y in range(401) if bar[y, 10:14].max() == 0]
+    assert marks == [0, 100, 200, 300, 400]
+    # A short bar gets fewer ticks, never overlapping labels.
+    short = render.colorbar(101, "gray", vmin=0.0, vmax=0.02, width=10)
+    ys = [y for y in range(101) if short[y, 10:14].max() == 0]
+    assert len(ys) >= 2 and min(b - a for a, b in zip(ys, ys[1:])) >= 1.5 * render.text_size("0")[1]
+    # A flat map (vmin == vmax) still gets a bar of one colour with one tick, not a division by zero.
+    flat = render.colorbar(40, "gray", 0.3, 0.3, width=10)
+    assert flat.shape[0] == 40 and (flat[:, :10] == flat[0, 0]).all()
+    assert [y for y in range(40) if flat[y, 10:14].max() == 0] == [0]
+
+
+def test_with_colorbar_keeps_the_image_pixels_where_they_were(rng):
+    img = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    out = render.with_colorbar(img, "inferno", 0.0, 1.0)
+    assert out.shape[0] == 60 and out.shape[1] > 80
+    assert np.array_equal(out[:, :80], img)
+
+
+def test_overlay_puts_patch_values_on_their_patches():
+    g = geom()
+    view = np.zeros((224, 224, 3), np.uint8)
+    m = np.zeros(g.grid)
+    m[2, 5] = 1.0  # the hot patch
+    out = render.overlay(view, m, alpha=1.0, cmap="gray", vmin=0, vmax=1)
+    hot = out[2 * 32:3 * 32, 5 * 32:6 * 32]
+    assert (hot == 255).all() and out.sum() == hot.sum()
+
+
+def test_grid_lines_sit_on_patch_borders():
+    g = geom()
+    out = render.draw_grid(np.zeros((448, 448, 3), np.uint8), g, color=(255, 0, 0))  # scale 2
+    lit_rows = set(np.nonzero((out[:, 1] == (255, 0, 0)).all(-1))[0])
+    assert lit_rows == {64 * k for k in range(1, 7)}
+
+
+def test_mosaic_places_tile_k_at_row_major_position(rng):
+    tiles = rng.integers(0, 256, (5, 4, 6, 3), dtype=np.uint8)
+    out = render.mosaic(tiles, rows=2, cols=3, sep=2)
+    assert out.shape == (2 * 4 + 2, 3 * 6 + 2 * 2, 3)
+    for k in range(5):
+        r, c = divmod(k, 3)
+        assert np.array_equal(out[r * 6:r * 6 + 4, c * 8:c * 8 + 6], tiles[k])
+    assert (out[4:6] == 255).all()  # separator row
+
+
+def test_sequence_strip_wraps_at_the_grid_width_with_cls_first_and_outlines_the_clicked_patch():
+    g = geom()
+    view = np.zeros((224, 224, 3), np.uint8)
+    for i in range(49):  # patch i is filled with grey level i
+        r, c = divmod(i, 7)
+        view[r * 32:(r + 1) * 32, c * 32:(c + 1) * 32] = i
+    strip = render.sequence_strip(view, g, tile=20)
+    step = 20 + render.STRIP_SEP
+    margin = strip.shape[1] - 7 * step + render.STRIP_SEP  # 7 tokens a row: the grid's width
+    assert strip.shape[0] == 8 * step - render.STRIP_SEP  # [CLS] row + 7 grid rows
+    assert strip[10, margin + 10].tolist() == list(render.CLS_COLOR)
+    for k in range(49):  # patch k (token k + 1) sits at strip row 1 + k // 7, column k % 7
+        r, c = divmod(k, 7)
+        assert (strip[(1 + r) * step + 10, margin + c * step + 10] == k).all(), k
+    lit = render.sequence_strip(view, g, tile=20, highlight=(2, 3))
+    y0, x0 = 3 * step, margin + 3 * step
+    assert lit[y0, x0 + 10].tolist() == [255, 230, 0] and not np.array_equal(lit, strip)
+    dropped = render.sequence_strip(view, g, tile=20, kept=np.array([0, 1, 3]))
+    assert dropped.shape[0] == 2 * step - render.STRIP_SEP
+    m2 = dropped.shape[1] - 2 * step + render.STRIP_SEP
+    assert (dropped[step + 10, m2 + 10] == 0).all() and (dropped[step + 10, m2 + step + 10] == 2).all()
+
+
+def _ink_height(px: float) -> int:
+    img = np.zeros((120, 200, 3), np.uint8)
+    render.put_text(img, "H", (10, 100), px, (255, 255, 255))
+    rows = np.nonzero(img[..., 0].max(1) > 128)[0]
+    return int(rows.max() - rows.min() + 1)
+
+
+@pytest.mark.parametrize("px", [render.MIN_TEXT_PX, render.TEXT_PX, 40])
+def test_text_in_pictures_has_the_cap_height_of_its_font_size(px):
+    """A label's ink is CAP_RATIO of its font size (as in a browser's sans-serif), so the font
+    size it is drawn at is the size a visitor reads, times the picture's display scale."""
+    assert abs(_ink_height(px) - render.CAP_RATIO * px) <= 2
+
+
+def test_no_label_is_below_the_size_a_lecture_hall_reads():
+    """put_text refuses small text, every label goes through it, and the page's projector mode
+    shows pictures at a scale that keeps the smallest label at ≥ READABLE_PX (about 24 px nominal)."""
+    with pytest.raises(ValueError, match="lecture hall"):
+        render.put_text(np.zeros((40, 40, 3), np.uint8), "1", (2, 30), render.MIN_TEXT_PX - 1)
+    assert render.MIN_TEXT_PX * render.PROJECTOR_MIN_SCALE >= render.READABLE_PX
+    assert render.CAP_RATIO * render.MIN_TEXT_PX * render.PROJECTOR_MIN_SCALE >= 15  # cap height on screen
+    import pathlib
+    import re
+
+    src = pathlib.Path(render.__file__).parent
+    for f in [*src.glob("*.py"), *src.glob("views/*.py")]:
+        text = f.read_text()
+        if f.name == "render.py":
+            text = text[text.index("def put_text"):]
+            text = text[text.index("\ndef ", 1):]  # everything after put_text itself
+        assert not re.search(r"cv2\.putText", text), f"{f.name} draws text without render.put_text"
+
+
+def test_colorbar_marks_a_level_and_says_when_it_is_outside_the_range():
+    bar = render.colorbar(400, "gray", 0.0, 0.01, width=18, marks={"1/N": 0.005})
+    blue = [y for y in range(400) if tuple(bar[y, 0]) == render.MARK_COLOR]
+    assert blue and abs(np.mean(blue) - 200) <= 2, "the mark sits at its value"
+    above = render.colorbar(400, "gray", 0.0, 0.004, width=18, marks={"1/N": 0.005})
+    assert tuple(above[0, 0]) == render.MARK_COLOR  # pinned to the top end, labelled "above"
+    assert above.shape[1] > bar.shape[1]
+
+
+@pytest.mark.parametrize("t", [1, 2, 4, 5])
+def test_outline_has_square_corners_and_edges_t_px_wide_centred_on_the_border(t):
+    """The outline the page's script also draws (attention_map.js): each edge covers the border line
+    and (t + 1) // 2 px on each side of it (t > 1), corners filled; the inside is untouched."""
+    img = np.zeros((60, 60, 3), np.uint8)
+    render.outline(img, (20, 10), (39, 29), (255, 230, 0), t)
+    e = 0 if t == 1 else (t + 1) // 2
+    want = np.zeros((60, 60), bool)
+    want[10 - e:29 + e + 1, 20 - e:39 + e + 1] = True
+    want[10 + e + 1:29 - e, 20 + e + 1:39 - e] = False
+    assert ((img == (255, 230, 0)).all(-1) == want).all()
+    # Where cv2.rectangle has rounded corners, ours are square; along the edges they agree.
+    ref = np.zeros((60, 60), np.uint8)
+    cv2.rectangle(ref, (20, 10), (39, 29), 255, t)
+    assert (want[:, 30] == (ref[:, 30] > 0)).all() and (want[20, :] == (ref[20, :] > 0)).all()

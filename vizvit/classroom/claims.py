@@ -1,0 +1,139 @@
+"""The lesson's claims, each a pure function: this photo's numbers in, the sentence they support out.
+
+A sentence that a step once said whatever the numbers (issue 43: "survives", "some early heads already
+look across the whole photo", "its bright patches are what the decision rests on", "a CNN's pooling
+hides such a shift", a [MASK] token that was never trained) is written here from the numbers, and says
+less, or the opposite, when they do not support it. vizvit/views/lesson.py measures the numbers;
+tests/classroom/test_claims.py holds each rule to constructed numbers. No model, no cache, no gradio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+# A probability "holds" under a shift while it stays within this of the unshifted one (absolute).
+HOLDS = 0.05
+# A head "looks across the whole photo" when its mean distance reaches this share of what attention
+# spread evenly over every patch gives (uniform_distance): 0.9, not 1, since no trained head is uniform.
+WHOLE_PHOTO = 0.9
+# The CNN's answer "moves" under the sweep when its probability changes by more than this.
+CNN_MOVES = 0.01
+
+
+def _short(label: str) -> str:
+    return label.split(",")[0]
+
+
+def _nth(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+# ------------------------------------------------------------------ step "mask": the [MASK] token
+def mask_line(trained: bool, source: str, label: str, p0: float, p1: float, n: int, top_now: str) -> str:
+    """The [MASK] step's measured line. An untrained token (a classifier checkpoint has none: transformers'
+    zeros) is said FIRST: the step then measures zeros in place of patches, not BERT-style masking."""
+    number = (f"p({_short(label)}) **{p0:.1%} → {p1:.1%}** with {n} patches as [MASK]; top-1 now "
+              f"**{_short(top_now)}**.")
+    if trained:
+        return f"{number} Here {source}."
+    return (f"**First: {source.replace('**', '')}.** So the number measures {n} patches replaced by one "
+            "vector that was never trained (their position embeddings kept), not "
+            f"the learned masking of BERT or BEiT. {number}")
+
+
+# ------------------------------------------------------------------ step "shift1": a CNN under the same shift
+def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Sequence[float] | np.ndarray = (),
+                       p0: float | None = None) -> str:
+    """What a CNN does under a shift. Without one measured (no --cnn): claim nothing about this photo;
+    CNNs are not shift-invariant either (Azulay & Weiss 2019; Zhang 2019). With one: its own sweep,
+    probs[k] = p(its unshifted top-1) shifted shifts[k] px, p0 unshifted."""
+    if cnn is None or p0 is None or len(probs) == 0:
+        return ("A CNN is not immune either: its strided convolutions and pooling also change its features, "
+                "and often its answer, under a shift of a pixel or two (Azulay & Weiss 2019; Zhang 2019). "
+                "Start the app with `--cnn microsoft/resnet-50` to measure one beside the ViT on this photo.")
+    p = np.asarray(probs, float)
+    k = int(np.argmax(np.abs(p - p0)))
+    moved = float(abs(p[k] - p0))
+    one = [q for s, q in zip(shifts, p) if s == 1]
+    at1 = f"{one[0]:.1%} at 1 px, " if one else ""
+    span = f"{min(shifts)}–{max(shifts)} px"
+    if moved <= CNN_MOVES:
+        return (f"The CNN beside it ({cnn}) barely moves on this photo: p(its top-1) {p0:.1%} unshifted, "
+                f"{at1}within {CNN_MOVES:.0%} over {span}: here its pooling does hide the shift.")
+    return (f"The CNN beside it ({cnn}) is not shift-invariant either: p(its top-1) {p0:.1%} unshifted, {at1}"
+            f"{p[k]:.1%} at {shifts[k]} px (the largest change over {span}; Azulay & Weiss 2019, "
+            "Zhang 2019).")
+
+
+# -------------------------------------------------- step "survives": top-1 against probability
+def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: float, dx: int,
+                      sweep: Sequence[tuple[int, float]] = ()) -> str:
+    """Whether the prediction survives the shift: the top-1 label, and its probability, which the
+    sweep (k px, p(unshifted top-1)) may show falling even where the label holds."""
+    name = _short(label)
+    if shifted_label != label:
+        return (f"The prediction does not survive: after {dx} px the top-1 is **{_short(shifted_label)}**, "
+                f"not {name}.")
+    out = f"The top-1 label survives the {dx}-px shift (p({name}) {p0:.1%} → {p_shifted:.1%})"
+    if len(sweep):
+        k, low = min(sweep, key=lambda r: r[1])
+        if low < p0 - HOLDS:
+            return (out + f"; its probability does not hold across shifts: p({name}) falls from {p0:.1%} to "
+                    f"**{low:.1%} at {k} px** (the shift sweep, 0–{max(r[0] for r in sweep)} px). The label "
+                    "survives, not the model's confidence.")
+        return out + (f", and p({name}) stays within {HOLDS:.0%} of it at every shift of the sweep "
+                      f"(0–{max(r[0] for r in sweep)} px).")
+    return out + " (the top-1 label only: the probability is a separate question)."
+
+
+# ------------------------------------------------------------------ step "distance": how far early heads look
+def uniform_distance(grid: tuple[int, int], patch: int) -> float:
+    """Mean distance in px between two patch centres drawn independently over the grid (self pairs
+    included): the distance of a head whose attention is spread evenly over every patch."""
+    gh, gw = grid
+    r, c = np.divmod(np.arange(gh * gw), gw)
+    d = np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :])
+    return float(d.mean() * patch)
+
+
+def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, uniform: float) -> str:
+    """What layer 1's heads do, from their mean distances (px): 'across the whole photo' only for a head
+    at WHOLE_PHOTO of `uniform` (attention spread over every patch) or more."""
+    d = np.asarray(layer1, float)
+    far, near = float(d.max()), float(d.min())
+    h = int(d.argmax()) + 1
+    ref = f"attention spread evenly over the {side}-px input would give {uniform:.0f} px"
+    if far >= WHOLE_PHOTO * uniform:
+        return (f"Some layer-1 heads already look across the whole photo: head {h} at {far:.0f} px ({ref}); "
+                f"the nearest head at {near:.0f} px.")
+    if far >= 0.5 * uniform:
+        return (f"No layer-1 head looks across the whole photo: the farthest, head {h}, averages "
+                f"{far:.0f} px ({ref}), well beyond its neighbours; the nearest stays at {near:.0f} px.")
+    return f"Every layer-1 head stays local: {near:.0f}–{far:.0f} px ({ref})."
+
+
+# -------------------------------------------------- step "rollout": does the decision rest on it?
+def rollout_claim(rank: int | None = None, of: int = 0, beats_random: bool | None = None, fill: str = "",
+                  artifacts_top: int = 0, top_n: int = 0) -> str:
+    """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
+    measures that (rank of `of` maps by insertion − deletion, and whether it beats the random orders'
+    band), so without it the sentence claims nothing; artifacts_top of its top_n brightest patches are
+    artifact tokens."""
+    out = []
+    if rank is None:
+        out.append("Whether the model's decision rests on these bright patches is not shown by the map "
+                   "itself: the faithfulness contest on the Experiments tab tests it on this photo.")
+    elif beats_random and rank == 1:
+        out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout 1st of {of} and "
+                   "above random order: removing its bright patches first takes the prediction away soonest.")
+    else:
+        out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout {_nth(rank)} of {of}"
+                   + (", above random order on at least one curve" if beats_random else
+                      ", no better than random order") + ": its bright patches are not shown to be what the "
+                   "decision rests on.")
+    if artifacts_top:
+        out.append(f"{artifacts_top} of its {top_n} brightest patches are artifact tokens (high-norm scratch "
+                   "space, Darcet et al. 2024), not the object.")
+    return " ".join(out)

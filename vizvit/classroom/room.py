@@ -1,0 +1,496 @@
+"""A live room (issues 45, 50): one lecturer paces the lesson, every student in the hall predicts.
+
+A room's state lives in a store (vizvit.classroom.roomstore: SQLite in the server's data folder by default, so a
+restart loses nothing; Redis when a URL is given, so every replica sees every room). No account, no
+name: the code is the invitation, the host key the lecturer's. A room closes when the lecturer closes
+it, or when no host call came for HOST_AWAY_S; a closed room leaves its reason for a day. Everything is
+bounded: rooms at once, rooms per owner (an address), students per room, an answer's size. Pure Python
+(no gradio, no model): the page and the public API call it.
+
+State of a room: the step the lecturer shows (1..n_steps), which steps are revealed, per step student
+-> answer (one answer per student per step; a changed answer replaces the old one), the students
+registered, each step's measured truth and picture, and the model's input view (the exact pixels the
+model saw, PNG) from which the truths are measured. `version` grows by one at each change the pages
+must see, so a student's page waits for "anything newer than v" instead of re-reading the whole state.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, now as wall_clock
+from vizvit.errors import UserError
+
+MAX_ROOMS = 20  # rooms open at once on this server (all its replicas: they share one store)
+MAX_ROOMS_PER_OWNER = 3  # open rooms per owner (the opener's address): one stranger cannot take them all
+MAX_STUDENTS = 300  # distinct students who may answer in one room
+MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
+MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
+HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every ~60 s)
+VIEW_TTL_S = 1.0  # a room's view is computed once per version for this long: a push answers 300 polls
+META_TTL_S = 0.5  # a room's meta read again from the store after this long (a change announced: at once)
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
+CODE_LEN = 8  # 32**8 = 1.1e12 codes: with wrong codes rate-limited per address, a stranger cannot find a room
+CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
+STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")  # a random token the student's page keeps
+
+UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the lecturer for the link."
+WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
+LOCKED = "The lecturer has locked this room to new students."
+CLOSED_BY_HOST = "The lecturer has closed this room."
+CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
+               "for a new room.")
+OWNER_FULL = (f"You already have {MAX_ROOMS_PER_OWNER} open rooms, the limit per address: close one, "
+              "or reopen the lecturer's page of one you left, before opening another.")
+BAD_CODE = "A room code is 8 letters and digits, like ABCD2345."  # CODE_LEN of CODE_ALPHABET (no 0, O, 1, I)
+NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
+
+
+def parse_code(code: object) -> str | None:
+    """A room code as typed or linked -> its canonical form (spaces and dashes dropped, upper-cased),
+    or None when it is not CODE_LEN letters of CODE_ALPHABET: anything else never reaches a room,
+    a page's markup or an address."""
+    if not isinstance(code, str) or len(code) > 4 * CODE_LEN:
+        return None
+    text = re.sub(r"[\s-]", "", code).upper()
+    return text if CODE_RE.fullmatch(text) else None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One step's question as the room checks it: its option keys, or () for a number."""
+
+    options: tuple[str, ...] = ()
+
+    @property
+    def is_number(self) -> bool:
+        return not self.options
+
+    def normalise(self, answer: object) -> str:
+        """An answer -> its canonical text (the tally's key), or a UserError saying what is wanted.
+        A number is written "%g" so that 196, "196" and 196.0 are one bar."""
+        if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:
+            raise UserError(f"The answer must be at most {MAX_ANSWER_CHARS} characters.")
+        if self.options:
+            if not isinstance(answer, str) or answer not in self.options:
+                raise UserError(f"The answer must be one of: {', '.join(self.options)}.")
+            return answer
+        if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
+            raise UserError("The answer to this question must be a number.")
+        try:
+            x = float(str(answer).replace(",", "").strip()) if isinstance(answer, str) else float(answer)
+        except (ValueError, OverflowError):
+            raise UserError("The answer to this question must be a number.") from None
+        if not math.isfinite(x) or abs(x) > MAX_NUMBER:
+            raise UserError(f"The answer must be a number of at most {MAX_NUMBER:g} in size.")
+        return f"{x:g}"
+
+
+@dataclass(frozen=True)
+class State:
+    """What a student's page needs to follow the lecturer (plain JSON via as_json)."""
+
+    code: str
+    step: int  # the lecturer's step, 1..n_steps
+    n_steps: int
+    revealed: tuple[int, ...]  # steps whose answer the lecturer has shown
+    version: int
+    closed: bool
+    model: str
+    joined: int = 0  # students registered (a page's hello, or a first answer)
+    locked: bool = False  # no new student may join
+
+    def as_json(self) -> dict:
+        return {"code": self.code, "step": self.step, "n_steps": self.n_steps,
+                "revealed": list(self.revealed), "version": self.version, "closed": self.closed,
+                "model": self.model, "joined": self.joined, "locked": self.locked}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One step's answers: answer -> count (descending count), and how many answered."""
+
+    step: int
+    answers: dict[str, int]
+    total: int
+
+    def as_json(self) -> dict:
+        return {"step": self.step, "answers": dict(self.answers), "total": self.total}
+
+
+def _tally(n: int, got: dict[str, str]) -> Tally:
+    return Tally(n, dict(Counter(got.values()).most_common()), len(got))
+
+
+def _step(meta: dict, step: object) -> int:
+    """A step number as sent (int, float or text) -> 1..n_steps of this room, or a UserError."""
+    n_steps = len(meta["questions"])
+    if isinstance(step, bool) or not isinstance(step, (int, float, str)):
+        raise UserError(f"step must be a whole number from 1 to {n_steps}.")
+    try:
+        f = float(step)
+    except ValueError:
+        f = math.nan
+    if not math.isfinite(f) or f != int(f) or not 1 <= f <= n_steps:
+        raise UserError(f"step must be a whole number from 1 to {n_steps}.")
+    return int(f)
+
+
+def _check_student(student: object) -> str:
+    if not isinstance(student, str) or not STUDENT_ID.fullmatch(student):
+        raise UserError("student must be the page's random id: 8 to 64 letters, digits, - or _.")
+    return student
+
+
+class Rooms:
+    """The server's rooms over a RoomStore (its rules here, its data there). store None: SQLite in
+    memory (tests, notebooks); a server passes open_store(...)."""
+
+    def __init__(self, store: RoomStore | None = None, max_rooms: int = MAX_ROOMS,
+                 max_students: int = MAX_STUDENTS, host_away_s: float = HOST_AWAY_S,
+                 max_per_owner: int = MAX_ROOMS_PER_OWNER,
+                 clock: Callable[[], float] = wall_clock, on_change: Callable[[str], None] | None = None):
+        """on_change(code): called (from any thread) after a room's version grows, here or on another
+        replica (the store's subscription): the waiting pages wake. clock: wall-clock seconds (persisted)."""
+        self.store: RoomStore = store if store is not None else SQLiteStore(None)
+        self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
+        self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
+        self._views: dict[str, tuple[int, float, dict]] = {}  # code -> (version, when, view)
+        # Each read of the store costs: Redis is another process, and under load each read waits for it
+        # to be scheduled (100 polls x 2 reads after a push: p95 2 s at load average 10 on 2 cores);
+        # SQLite parses the meta's JSON under the store's lock. So metas are kept here for META_TTL_S,
+        # dropped at once when a change is made here or announced by another replica: a push's hundred
+        # polls cost one read. A stale meta is harmless: each write checks the store's own (an answer,
+        # a host change), and a room is closed as away only on a fresh read.
+        self._metas: dict[str, tuple[dict, float]] = {}
+        self._gens: dict[str, int] = {}  # code -> changes announced: a read begun before one is not kept
+        self._views_lock = threading.Lock()
+        self.store.subscribe(self._changed)
+
+    # -------------------------------------------------------------- helpers
+    def _changed(self, code: str) -> None:
+        self._forget_view(code)
+        if self.on_change is not None:
+            self.on_change(code)
+
+    def _forget_view(self, code: str) -> None:
+        with self._views_lock:
+            self._views.pop(code, None)
+            self._metas.pop(code, None)
+            self._gens[code] = self._gens.get(code, 0) + 1
+
+    def _meta(self, code: str, fresh: bool = False) -> dict | None:
+        """An open room's meta (never to be edited: it may be shared), None when not open."""
+        with self._views_lock:
+            hit, gen = self._metas.get(code), self._gens.get(code, 0)
+        if hit is not None and not fresh and time.monotonic() - hit[1] < META_TTL_S:
+            return hit[0]
+        meta = self.store.meta(code)
+        with self._views_lock:
+            if meta is not None and self._gens.get(code, 0) == gen:
+                self._metas[code] = (meta, time.monotonic())
+        return meta
+
+    def _away(self, meta: dict) -> bool:
+        return self.clock() - float(meta["host_seen"]) > self.host_away_s
+
+    def _sweep(self) -> None:
+        """Close every room whose lecturer's page has been away HOST_AWAY_S."""
+        for code, meta in self.store.metas().items():
+            if self._away(meta) and self.store.close(code, CLOSED_AWAY, self.clock()):
+                self._changed(code)
+
+    def _live(self, code: object) -> tuple[str, dict]:
+        """An open room's (code, meta), or a UserError: a closed room's own reason, else UNKNOWN_ROOM."""
+        parsed = parse_code(code)
+        if parsed is None:
+            raise UserError(UNKNOWN_ROOM)
+        meta = self._meta(parsed)
+        if meta is not None and self._away(meta):
+            meta = self._meta(parsed, fresh=True)
+        if meta is not None and self._away(meta):
+            if self.store.close(parsed, CLOSED_AWAY, self.clock()):
+                self._changed(parsed)
+            meta = None
+        if meta is None:
+            raise UserError(self.store.gone(parsed, self.clock()) or UNKNOWN_ROOM)
+        return parsed, meta
+
+    def _host_change(self, code: object, host_key: object,
+                     fn: Callable[[dict], bool] | None = None) -> tuple[str, dict]:
+        """A host-keyed call: the key checked, the host marked seen and fn(meta) applied, in one write."""
+        parsed, meta = self._live(code)
+        if not isinstance(host_key, str) or not secrets.compare_digest(host_key.encode(),
+                                                                      meta["host_key"].encode()):
+            raise UserError(WRONG_KEY)
+        bumped = []
+
+        def change(m: dict) -> bool:
+            m["host_seen"] = self.clock()
+            bump = fn(m) if fn is not None else False
+            bumped.append(bump)
+            return bump
+
+        new = self.store.change(parsed, change)
+        self._forget_view(parsed)
+        if new is None:
+            raise UserError(self.store.gone(parsed, self.clock()) or UNKNOWN_ROOM)
+        if bumped and bumped[-1]:
+            self._changed(parsed)
+        return parsed, new
+
+    def _state(self, code: str, meta: dict) -> State:
+        return State(code, meta["step"], len(meta["questions"]), tuple(sorted(meta["revealed"])),
+                     meta["version"], False, meta["model"], self.store.joined(code), bool(meta.get("locked")))
+
+    # -------------------------------------------------------------- the lecturer
+    def open(self, model: str, photo: bytes | None, questions: Sequence[Question],
+             owner: str = "") -> tuple[str, str]:
+        """A new room -> (code, host_key). photo: the model's input view as PNG (the exact pixels the model
+        saw: the truths are measured from it), or None. owner: the opener's address; refused politely when
+        it has MAX_ROOMS_PER_OWNER open, or the server MAX_ROOMS ("" counts toward no owner)."""
+        if not questions:
+            raise UserError("A room needs a lesson with at least one step.")
+        self._sweep()
+        t = self.clock()
+        key = secrets.token_urlsafe(16)
+        meta = {"model": model, "host_key": key, "owner": str(owner or ""), "step": 1, "revealed": [],
+                "version": 0, "locked": False, "host_seen": t, "opened": t, "notes": {},
+                "questions": [list(q.options) for q in questions]}
+        while True:
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LEN))
+            got = self.store.create(code, meta, self.max_rooms, self.max_per_owner, t)
+            if got == "ok":
+                break
+            if got == "full":
+                raise UserError(f"This server already holds {self.max_rooms} open rooms, its limit: "
+                                "close one, or try again later.")
+            if got == "owner":
+                raise UserError(OWNER_FULL)
+        if photo is not None:
+            self.store.put_blob(code, "view", bytes(photo))
+        return code, key
+
+    def move(self, code: str, host_key: str, step: object, reveal: bool = False) -> State:
+        """The lecturer shows `step` (and, with reveal, its answer): every student's page follows."""
+
+        def fn(m: dict) -> bool:
+            n = _step(m, step)
+            changed = n != m["step"] or (reveal and n not in m["revealed"])
+            m["step"] = n
+            if reveal and n not in m["revealed"]:
+                m["revealed"] = sorted([*m["revealed"], n])
+            return changed
+
+        parsed, meta = self._host_change(code, host_key, fn)
+        return self._state(parsed, meta)
+
+    def host(self, code: str, host_key: str) -> dict:
+        """The lecturer's page is still there (it calls every ~60 s): the room stays open; its view back."""
+        parsed, _ = self._host_change(code, host_key)
+        return self.view(parsed)
+
+    def lock(self, code: str, host_key: str, locked: bool) -> State:
+        """Lock (or unlock) the room to new students; those already in still answer."""
+        if not isinstance(locked, bool):
+            raise UserError("locked must be true or false.")
+
+        def fn(m: dict) -> bool:
+            changed = bool(m.get("locked")) != locked
+            m["locked"] = locked
+            return changed
+
+        parsed, meta = self._host_change(code, host_key, fn)
+        return self._state(parsed, meta)
+
+    def prepare(self, code: str, step: int, note: dict, picture: bytes | None) -> None:
+        """Keep a step's truth and figure, measured ahead (at the room's opening, or at its reveal):
+        hidden until the reveal, so the reveal itself does no model work. Only a step already revealed
+        wakes the pages (its truth arrives late)."""
+        parsed = parse_code(code)
+        meta = self._meta(parsed) if parsed is not None else None
+        if parsed is None or meta is None:
+            return  # closed meanwhile: nothing to keep
+        n = _step(meta, step)
+        if picture is not None:  # first: a page woken by the note finds its picture
+            self.store.put_blob(parsed, f"p{n}", picture)
+
+        def fn(m: dict) -> bool:
+            m["notes"][str(n)] = dict(note)
+            return n in m["revealed"]
+
+        new = self.store.change(parsed, fn)
+        self._forget_view(parsed)
+        if new is not None and n in new["revealed"]:
+            self._changed(parsed)
+
+    def prepared(self, code: str, step: object) -> bool:
+        """Whether a step's truth is measured already (a reveal then needs no model work)."""
+        _, meta = self._live(code)
+        return str(_step(meta, step)) in meta["notes"]
+
+    def keep_photo_view(self, code: str, picture: bytes) -> None:
+        """The photo as the model sees it (JPEG): every open step's picture (and the room's thumbnail)."""
+        parsed = parse_code(code)
+        if parsed is not None:
+            self.store.put_blob(parsed, "p0", picture)
+            self._forget_view(parsed)
+
+    def model_view(self, code: str) -> bytes | None:
+        """The model's input view the room was opened on (PNG), from which its truths are measured."""
+        parsed, _ = self._live(code)
+        return self.store.blob(parsed, "view")
+
+    def picture(self, code: str, step: object) -> bytes | None:
+        """A step's picture for anyone in the room: its figure once revealed, else (and for step 0) the
+        photo the model sees (the figure may show the answer: predict first, as in the Lesson tab);
+        None: not ready yet."""
+        parsed, meta = self._live(code)
+        if step in (0, "0"):
+            return self.store.blob(parsed, "p0")
+        n = _step(meta, step)
+        if n in meta["revealed"]:
+            fig = self.store.blob(parsed, f"p{n}")
+            if fig is not None:
+                return fig
+        return self.store.blob(parsed, "p0")
+
+    def view(self, code: str) -> dict:
+        """A student's page's whole view: the state, and per revealed step its tally and truth. Computed
+        once per version and VIEW_TTL_S (a revealed step's tally no longer changes): a push's hundreds
+        of answered polls cost one reading of the store."""
+        parsed, meta = self._live(code)
+        with self._views_lock:
+            hit = self._views.get(parsed)
+        if hit is not None and hit[0] == meta["version"] and time.monotonic() - hit[1] < VIEW_TTL_S:
+            return {**hit[2]}
+        names = self.store.blob_names(parsed)
+        out = self._state(parsed, meta).as_json()
+        out["shown"] = {str(n): {"tally": _tally(n, self.store.answers(parsed, n)).as_json(),
+                                 **meta["notes"].get(str(n), {}), "picture": f"p{n}" in names}
+                        for n in sorted(meta["revealed"])}
+        out["picture"] = "p0" in names  # the open step's picture (the photo) is ready
+        with self._views_lock:
+            self._views[parsed] = (meta["version"], time.monotonic(), out)
+        return {**out}
+
+    def close(self, code: str, host_key: str) -> None:
+        """The lecturer closes the room: its answers are forgotten at once; its code says why for a day."""
+        parsed, _ = self._host_change(code, host_key)
+        if self.store.close(parsed, CLOSED_BY_HOST, self.clock()):
+            self._changed(parsed)
+
+    def tally(self, code: str, host_key: str, step: object) -> Tally:
+        parsed, meta = self._host_change(code, host_key)
+        n = _step(meta, step)
+        return _tally(n, self.store.answers(parsed, n))
+
+    def answers_csv(self, code: str, host_key: str, titles: Sequence[str] = ()) -> str:
+        """Every answer of the room for its lecturer, as CSV: one row per step and student
+        (step, its title where given, the student's random id, the answer as tallied, whether that
+        step is revealed). Students are the ids their pages made up: nothing else is known of them."""
+        parsed, meta = self._host_change(code, host_key)
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(["step", "title", "student", "answer", "revealed"])
+        for n in range(1, len(meta["questions"]) + 1):
+            title = titles[n - 1] if n - 1 < len(titles) else ""
+            for student, text in sorted(self.store.answers(parsed, n).items()):
+                w.writerow([n, title, student, text, "yes" if n in meta["revealed"] else "no"])
+        return out.getvalue()
+
+    # -------------------------------------------------------------- a student
+    def state(self, code: str) -> State:
+        """The room as a student's page follows it (no key needed: the code is the invitation)."""
+        return self._state(*self._live(code))
+
+    def version(self, code: str) -> int:
+        """The room's version, -1 once closed or unknown: the cheap check a waiting page repeats."""
+        parsed = parse_code(code)
+        if parsed is None:
+            return -1
+        meta = self._meta(parsed)
+        return -1 if meta is None else int(meta["version"])
+
+    def _refusal(self, got: str, code: str, meta: dict, n: int = 0) -> str:
+        return {"gone": self.store.gone(code, self.clock()) or UNKNOWN_ROOM,
+                "ahead": f"The lecturer is on step {meta['step']}: step {n} is not open yet.",
+                "closed": f"Step {n} is closed: its answer has been shown.",
+                "locked": LOCKED, "full": f"This room is full ({self.max_students} students)."}[got]
+
+    def join(self, code: object, student: object) -> tuple[bool, str]:
+        """A student's page says hello on load -> (joined, reason): it counts toward MAX_STUDENTS; refused
+        when the room is locked (to a new student) or full. Saying hello again is harmless."""
+        try:
+            parsed, meta = self._live(code)
+            got = self.store.join(parsed, _check_student(student), self.max_students)
+            if got != "ok":
+                raise UserError(self._refusal(got, parsed, meta))
+            self._forget_view(parsed)
+            return True, ""
+        except UserError as e:
+            return False, str(e)
+
+    def answer(self, code: object, student: object, step: object, answer: object) -> tuple[bool, str]:
+        """One student's answer to one step -> (accepted, reason). Only the lecturer's current step,
+        before its reveal; the same student again replaces the old answer. The store checks the step
+        again in the same atomic write that keeps the answer (a reveal cannot fall in between)."""
+        try:
+            parsed, meta = self._live(code)
+            sid = _check_student(student)
+            n = _step(meta, step)
+            if n > meta["step"]:
+                raise UserError(self._refusal("ahead", parsed, meta, n))
+            if n < meta["step"] or n in meta["revealed"]:
+                raise UserError(self._refusal("closed", parsed, meta, n))
+            text = Question(tuple(meta["questions"][n - 1])).normalise(answer)
+            got = self.store.answer(parsed, sid, n, text, self.max_students)
+            if got != "ok":
+                raise UserError(self._refusal(got, parsed, meta, n))
+            return True, ""
+        except UserError as e:
+            return False, str(e)
+
+    def own(self, code: str, student: str, step: int) -> str | None:
+        """A student's own answer to a step (None: none given)."""
+        parsed, meta = self._live(code)
+        return self.store.answers(parsed, _step(meta, step)).get(student)
+
+    def revealed_tally(self, code: str, step: object) -> Tally:
+        """A step's tally for a student: only once the lecturer revealed it (no peeking at the room)."""
+        parsed, meta = self._live(code)
+        n = _step(meta, step)
+        if n not in meta["revealed"]:
+            raise UserError(f"Step {n} has not been revealed yet.")
+        return _tally(n, self.store.answers(parsed, n))
+
+    def __len__(self) -> int:
+        self._sweep()
+        return len(self.store.metas())
+
+
+def open_store(db: str | Path | None = None, redis_url: str | None = None) -> RoomStore:
+    """The server's store: Redis when a URL is given (every replica sees every room), else SQLite at
+    `db` (roomstore.default_path() when None)."""
+    if redis_url:
+        from vizvit.classroom.roomstore_redis import (
+            RedisStore,  # only a server given a URL needs the redis package
+        )
+
+        return RedisStore(redis_url)
+    return SQLiteStore(db if db is not None else default_path())
+
+
+def questions_of(steps: Sequence[object]) -> tuple[Question, ...]:
+    """The lesson's steps (vizvit.classroom.lesson.Step) -> their questions as a room checks answers."""
+    return tuple(Question(tuple(k for k, _ in s.options)) for s in steps)  # type: ignore[attr-defined]

@@ -1,0 +1,268 @@
+"""Where live rooms keep their state (issue 50): one small interface, SQLite by default, Redis across
+replicas (vizvit.classroom.roomstore_redis). vizvit.classroom.room.Rooms holds the rules; a store holds the data and makes
+the few writes that must be atomic atomic: a room's creation under the limits, an answer checked
+against the lecturer's step, a student's registration under the room's size, a room's meta changed.
+
+A room is:
+- meta: one small JSON object (model, host key, owner, questions, step, revealed steps, version,
+  locked, host_seen and opened as wall-clock seconds, notes = each step's measured truth);
+- students: a set of the page's random ids (counts toward MAX_STUDENTS);
+- answers: per step, student -> answer text (one per student per step; a new one replaces);
+- blobs: named bytes (the model's input view as PNG, the pictures the phones show as JPEG).
+A closed room leaves a tombstone (its closing sentence) for a day, so a student's page hears why.
+
+Why not pickle a Room object: two replicas, or two threads, answering at once would each write back
+their own copy and lose the other's answer; each write here touches only what it changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, Protocol
+
+Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full"]
+Created = Literal["ok", "taken", "full", "owner"]
+TOMBSTONE_S = 24 * 3600.0  # how long a closed room's reason is kept (a student's page open overnight)
+ROOMS_DB_ENV = "VIZVIT_ROOMS_DB"
+REDIS_URL_ENV = "VIZVIT_REDIS_URL"
+
+
+class RoomStore(Protocol):
+    """What vizvit.classroom.room.Rooms needs of a store. Every method is safe from any thread."""
+
+    def create(self, code: str, meta: dict, max_rooms: int, max_per_owner: int, now: float) -> Created:
+        """A new room, unless the code is taken (open or a tombstone), `max_rooms` are open, or its
+        owner (meta["owner"], when not empty) has `max_per_owner` open: checked and written at once."""
+
+    def meta(self, code: str) -> dict | None:
+        """An open room's meta (a copy), None when it is not open."""
+
+    def metas(self) -> dict[str, dict]:
+        """Every open room's meta: the sweep for rooms whose host is away, the owners' counts."""
+
+    def version(self, code: str) -> int:
+        """An open room's version, -1 otherwise: the cheap read a waiting page repeats."""
+
+    def change(self, code: str, fn: Callable[[dict], bool]) -> dict | None:
+        """Atomically: read the meta, fn(meta) edits it in place and returns whether the students' pages
+        must hear of it (then the version grows by one and the change is announced), write it back.
+        -> the new meta, None when the room is not open. fn may raise: nothing is written."""
+
+    def join(self, code: str, student: str, max_students: int) -> Outcome:
+        """Register a student: "ok" (also when already in), "gone", "locked" (a new student in a locked
+        room), "full"."""
+
+    def answer(self, code: str, student: str, step: int, text: str, max_students: int) -> Outcome:
+        """One answer, checked against the meta in the same atomic write: "ok"; "gone"; "ahead" (step is
+        after the lecturer's); "closed" (before it, or revealed); "locked"/"full" (a new student)."""
+
+    def answers(self, code: str, step: int) -> dict[str, str]:
+        """One step's answers, student -> text."""
+
+    def joined(self, code: str) -> int:
+        """Students registered in the room."""
+
+    def put_blob(self, code: str, name: str, data: bytes) -> None:
+        """Keep named bytes with an open room (nothing when it is closed)."""
+
+    def blob(self, code: str, name: str) -> bytes | None: ...
+
+    def blob_names(self, code: str) -> set[str]: ...
+
+    def close(self, code: str, reason: str, now: float) -> bool:
+        """Forget an open room at once and leave its tombstone; False when it was not open."""
+
+    def gone(self, code: str, now: float) -> str | None:
+        """A closed room's reason (its tombstone, under a day old), else None."""
+
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        """callback(code) whenever a room's version grows in another process (a replica): its waiting
+        pages wake. A store only this process uses calls nothing."""
+
+
+def default_path() -> Path:
+    """Where a server keeps its rooms when told nothing: $VIZVIT_ROOMS_DB, else the user's data folder
+    ($XDG_DATA_HOME, else ~/.local/share)/vizvit/rooms.sqlite3."""
+    if os.environ.get(ROOMS_DB_ENV):
+        return Path(os.environ[ROOMS_DB_ENV])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "vizvit" / "rooms.sqlite3"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rooms (code TEXT PRIMARY KEY, meta TEXT NOT NULL, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
+CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, step INTEGER NOT NULL, student TEXT NOT NULL,
+                                    answer TEXT NOT NULL, PRIMARY KEY (code, step, student));
+CREATE TABLE IF NOT EXISTS blobs (code TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
+                                  PRIMARY KEY (code, name));
+CREATE TABLE IF NOT EXISTS gone (code TEXT PRIMARY KEY, reason TEXT NOT NULL, at REAL NOT NULL);
+"""
+
+
+def check_answer(meta: dict, step: int, known: bool, locked_ok: bool, count: int,
+                 max_students: int) -> Outcome:
+    """The answer rule both stores apply inside their atomic write (Redis: the same rule in Lua)."""
+    if step > meta["step"]:
+        return "ahead"
+    if step < meta["step"] or step in meta["revealed"]:
+        return "closed"
+    if not known:
+        if meta.get("locked") and not locked_ok:
+            return "locked"
+        if count >= max_students:
+            return "full"
+    return "ok"
+
+
+class SQLiteStore:
+    """Rooms in one SQLite file (WAL: the long polls read while an answer is written). One connection
+    behind a lock serialises this process's writes; BEGIN IMMEDIATE (with a busy timeout) another
+    process's on the same file. path None or ":memory:": in memory, for this process only (tests,
+    notebooks)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = ":memory:" if path in (None, ":memory:") else str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level None: no implicit transactions; each write says BEGIN IMMEDIATE itself
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10.0)
+        self._lock = threading.Lock()
+        with self._lock:
+            if self.path != ":memory:":
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process crash (kill -9)
+            self._db.executescript(_SCHEMA)
+
+    # a transaction: the lock for this process's threads, IMMEDIATE for other processes
+    def _tx(self, fn: Callable[[sqlite3.Connection], object]) -> object:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self._db)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return out
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def create(self, code: str, meta: dict, max_rooms: int, max_per_owner: int, now: float) -> Created:
+        def tx(db: sqlite3.Connection) -> Created:
+            db.execute("DELETE FROM gone WHERE at < ?", (now - TOMBSTONE_S,))
+            if db.execute("SELECT 1 FROM rooms WHERE code=? UNION SELECT 1 FROM gone WHERE code=?",
+                          (code, code)).fetchone():
+                return "taken"
+            metas = [json.loads(m) for (m,) in db.execute("SELECT meta FROM rooms")]
+            if len(metas) >= max_rooms:
+                return "full"
+            owner = meta.get("owner", "")
+            if owner and sum(m.get("owner") == owner for m in metas) >= max_per_owner:
+                return "owner"
+            db.execute("INSERT INTO rooms VALUES (?, ?, ?)", (code, json.dumps(meta), meta["version"]))
+            return "ok"
+
+        return self._tx(tx)  # type: ignore[return-value]
+
+    def meta(self, code: str) -> dict | None:
+        row = self._read("SELECT meta FROM rooms WHERE code=?", (code,))
+        return json.loads(row[0][0]) if row else None
+
+    def metas(self) -> dict[str, dict]:
+        return {c: json.loads(m) for c, m in self._read("SELECT code, meta FROM rooms")}
+
+    def version(self, code: str) -> int:
+        row = self._read("SELECT version FROM rooms WHERE code=?", (code,))
+        return int(row[0][0]) if row else -1
+
+    def change(self, code: str, fn: Callable[[dict], bool]) -> dict | None:
+        def tx(db: sqlite3.Connection) -> dict | None:
+            row = db.execute("SELECT meta FROM rooms WHERE code=?", (code,)).fetchone()
+            if row is None:
+                return None
+            meta = json.loads(row[0])
+            if fn(meta):
+                meta["version"] += 1
+            db.execute("UPDATE rooms SET meta=?, version=? WHERE code=?",
+                       (json.dumps(meta), meta["version"], code))
+            return meta
+
+        return self._tx(tx)  # type: ignore[return-value]
+
+    def _enter(self, db: sqlite3.Connection, code: str, student: str, step: int | None, max_students: int
+               ) -> tuple[Outcome, dict | None]:
+        row = db.execute("SELECT meta FROM rooms WHERE code=?", (code,)).fetchone()
+        if row is None:
+            return "gone", None
+        meta = json.loads(row[0])
+        known = db.execute("SELECT 1 FROM students WHERE code=? AND student=?",
+                           (code, student)).fetchone() is not None
+        count = 0 if known else db.execute("SELECT COUNT(*) FROM students WHERE code=?",
+                                           (code,)).fetchone()[0]
+        probe = meta if step is not None else {**meta, "step": 0, "revealed": []}
+        got = check_answer(probe, step if step is not None else 0, known, False, count, max_students)
+        if got == "ok" and not known:
+            db.execute("INSERT INTO students VALUES (?, ?)", (code, student))
+        return got, meta
+
+    def join(self, code: str, student: str, max_students: int) -> Outcome:
+        return self._tx(lambda db: self._enter(db, code, student, None, max_students)[0])  # type: ignore[return-value]
+
+    def answer(self, code: str, student: str, step: int, text: str, max_students: int) -> Outcome:
+        def tx(db: sqlite3.Connection) -> Outcome:
+            got, _ = self._enter(db, code, student, step, max_students)
+            if got == "ok":
+                db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)", (code, step, student, text))
+            return got
+
+        return self._tx(tx)  # type: ignore[return-value]
+
+    def answers(self, code: str, step: int) -> dict[str, str]:
+        return dict(self._read("SELECT student, answer FROM answers WHERE code=? AND step=?", (code, step)))
+
+    def joined(self, code: str) -> int:
+        return int(self._read("SELECT COUNT(*) FROM students WHERE code=?", (code,))[0][0])
+
+    def put_blob(self, code: str, name: str, data: bytes) -> None:
+        self._tx(lambda db: db.execute(
+            "INSERT OR REPLACE INTO blobs SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM rooms WHERE code=?)",
+            (code, name, sqlite3.Binary(data), code)))
+
+    def blob(self, code: str, name: str) -> bytes | None:
+        row = self._read("SELECT data FROM blobs WHERE code=? AND name=?", (code, name))
+        return bytes(row[0][0]) if row else None
+
+    def blob_names(self, code: str) -> set[str]:
+        return {n for (n,) in self._read("SELECT name FROM blobs WHERE code=?", (code,))}
+
+    def close(self, code: str, reason: str, now: float) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            if db.execute("DELETE FROM rooms WHERE code=?", (code,)).rowcount == 0:
+                return False
+            for table in ("students", "answers", "blobs"):
+                db.execute(f"DELETE FROM {table} WHERE code=?", (code,))
+            db.execute("INSERT OR REPLACE INTO gone VALUES (?, ?, ?)", (code, reason, now))
+            return True
+
+        return bool(self._tx(tx))
+
+    def gone(self, code: str, now: float) -> str | None:
+        row = self._read("SELECT reason FROM gone WHERE code=? AND at >= ?", (code, now - TOMBSTONE_S))
+        return row[0][0] if row else None
+
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        pass  # one process: Rooms calls its own on_change
+
+
+def now() -> float:
+    """Wall-clock seconds: what is persisted outlives the process (a monotonic clock does not)."""
+    return time.time()

@@ -1,0 +1,174 @@
+"""One forward worker for the whole process: every analysis the cache misses waits here, and the
+requests that pile up while a forward runs go in ONE batched forward (engine.analyze_batch).
+
+Why one worker: the model runs under one lock anyway (engine.Hooked), so a request that needs a
+forward can only wait. Waiting here instead of in the page's event queue lets every answer that
+needs no forward (a cached photo, a control, the API on a cached analysis) be served at once by
+the page's other threads, and lets the waiting forwards share one pass over the weights.
+
+Live camera frames (vizvit/service/camera.py) wait in a second lane that the worker serves only when no
+other request waits: a photo uploaded during a camera session waits at most for the one camera
+forward that runs, never behind a stream of frames. Frames batch only with frames.
+
+Plain Python (no gradio). Nothing here holds a photo after its forward.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from vizvit.model.engine import Analysis, Request, analyze_batch, batchable
+from vizvit.model.models import VitModel
+
+# Images per batched forward, measured here (2 CPU cores, attentions and hidden states kept): per
+# image, a batch of 4 costs 0.86× a single ViT-B/16 forward and 0.68× a ViT-Ti/16 one, a batch of
+# 8 0.83× and 0.62×. But every photo in a batch waits for the whole batch: in the hall benchmark
+# (40 students in 10 s, ViT-B/16) batches of 8 gave an own-photo p95 of 6.7 s, batches of 4 5.1 s.
+# A GPU gains far more per image; raise it there (Workbench(max_batch=...)).
+MAX_BATCH = 4
+
+
+@dataclass(frozen=True)
+class ForwardStats:
+    """What the worker has done: forwards (batches) run, images analysed, the largest batch, and
+    the requests waiting now."""
+
+    forwards: int
+    images: int
+    largest_batch: int
+    waiting: int
+    image_s: float  # the last forward's seconds per image (0 before the first)
+
+
+@dataclass
+class _Job:
+    vm: VitModel
+    request: Request
+    future: Future
+
+
+def _shares(a: _Job, b: _Job) -> bool:
+    """Whether b can join a's forward. A request batchable cannot judge (a bad mask) runs alone,
+    where its own error reaches its caller: the worker itself never raises."""
+    try:
+        return batchable(a.vm, a.request, b.request)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class ForwardQueue:
+    """Runs analyses one batch at a time on one daemon thread.
+
+    run(vm, request) blocks its caller until the analysis is done. A batch takes the oldest
+    waiting request and every other waiting one that can share its forward (same model, same
+    heads off, same kept tokens), up to max_batch; wait_s: how long to wait for more after the
+    first (0: none; requests that arrive while a forward runs are batched anyway)."""
+
+    def __init__(self, max_batch: int = MAX_BATCH, wait_s: float = 0.0,
+                 run_batch: Callable[[VitModel, Sequence[Request]], list[Analysis]] = analyze_batch):
+        self.max_batch = max(1, int(max_batch))
+        self.wait_s = float(wait_s)
+        self._run_batch = run_batch
+        self._jobs: deque[_Job] = deque()
+        self._live: deque[_Job] = deque()  # camera frames: served when _jobs is empty
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._forwards = self._images = self._largest = 0
+        self._image_s = 0.0
+        self._running = 0  # images in the forward that runs now
+
+    # -- callers ---------------------------------------------------------------
+    def run(self, vm: VitModel, request: Request, live: bool = False) -> Analysis:
+        """The analysis of `request` under `vm`, from a (possibly shared) batched forward."""
+        return self.submit(vm, request, live).result()
+
+    def submit(self, vm: VitModel, request: Request, live: bool = False) -> Future:
+        """live: a camera frame, run only when no other request waits (see the module's note)."""
+        job = _Job(vm, request, Future())
+        with self._cond:
+            (self._live if live else self._jobs).append(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="vizvit-forwards", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return job.future
+
+    def waiting(self) -> int:
+        """Requests waiting for a forward now (not counting the batch that runs; camera frames included)."""
+        with self._cond:
+            return len(self._jobs) + len(self._live)
+
+    def ahead(self, image: object) -> int | None:
+        """How many images the model will analyse before the first waiting request for `image`
+        (the batch running now, and the requests queued before it); None when none waits (its
+        forward runs, or it is done)."""
+        with self._cond:
+            for i, job in enumerate(self._jobs):
+                if job.request.image is image:
+                    return self._running + i
+            return None
+
+    def stats(self) -> ForwardStats:
+        with self._cond:
+            return ForwardStats(self._forwards, self._images, self._largest,
+                                len(self._jobs) + len(self._live), self._image_s)
+
+    # -- the worker ------------------------------------------------------------
+    def _take(self) -> list[_Job]:
+        """The next batch: the oldest job and the waiting jobs that can share its forward; camera
+        frames only when no other job waits, and only with other frames."""
+        with self._cond:
+            while not self._jobs and not self._live:
+                self._cond.wait()
+            lane = self._jobs if self._jobs else self._live
+            first = lane.popleft()
+            batch = [first]
+            deadline = time.monotonic() + self.wait_s
+            while len(batch) < self.max_batch:
+                for job in list(lane):
+                    if len(batch) >= self.max_batch:
+                        break
+                    if job.vm is first.vm and _shares(first, job):
+                        lane.remove(job)
+                        batch.append(job)
+                left = deadline - time.monotonic()
+                if len(batch) >= self.max_batch or left <= 0:
+                    break
+                self._cond.wait(left)
+            return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._take()
+            with self._cond:
+                self._running = len(batch)
+            t0 = time.perf_counter()
+            try:
+                results: Sequence[Analysis | BaseException] = self._run_batch(batch[0].vm,
+                                                                              [j.request for j in batch])
+            except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
+                if len(batch) == 1:
+                    batch[0].future.set_exception(e)
+                    continue
+                results = []  # one answer or one error per request
+                for job in batch:
+                    try:
+                        results.append(self._run_batch(job.vm, [job.request])[0])
+                    except BaseException as one:  # noqa: BLE001
+                        results.append(one)
+            with self._cond:
+                self._forwards += 1
+                self._images += len(batch)
+                self._largest = max(self._largest, len(batch))
+                self._image_s = (time.perf_counter() - t0) / len(batch)
+                self._running = 0
+            for job, res in zip(batch, results):
+                if isinstance(res, BaseException):
+                    job.future.set_exception(res)
+                else:
+                    job.future.set_result(res)

@@ -1,0 +1,127 @@
+"""Hooks on the shared model, for exactly one run: ``Hooked`` registers them on enter, removes them on
+exit, and holds the one process-wide run lock in between (in the manner of pytorch-grad-cam's
+``ActivationsAndGradients``). Every run of the model (vizvit.model.engine, vizvit.model.forwards) goes through it;
+extra hooks (e.g. one that zeroes a head's output before the output projection, or a method's rules)
+are ``Hook`` values passed to a run."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+
+from vizvit.model.ablation import Ablation, ablate_pre_hook
+from vizvit.model.models import VitModel
+
+# Hooks live on the shared model object: two concurrent hooked forwards (a token drop and
+# a batched sweep, say) would each run the other's hooks. Every run holds this lock, so
+# no run ever sees another's hooks.
+_RUN_LOCK = threading.RLock()
+
+
+def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
+    """Pre-hooks on the output projections (the Linear that mixes a layer's concatenated head
+    outputs, (B, N, H·d)) of the layers that have heads switched off."""
+    if not ablation:
+        return []
+    fam = vm.family
+    ablation.checked(vm.geometry)
+    return [Hook(lambda b, l=l: fam.out_proj(b, l),
+                 ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
+            for l, heads in ablation.by_layer().items()]
+
+
+@dataclass(frozen=True)
+class Hook:
+    """An extra forward hook for one run: `where(backbone)` is the module, `fn` the hook
+    (as for ``register_forward_hook``; with pre=True, ``register_forward_pre_hook``)."""
+
+    where: Callable[[torch.nn.Module], torch.nn.Module]
+    fn: Callable[..., Any]
+    pre: bool = False
+
+
+class Hooked:
+    """One run of a shared model with its hooks: register on enter, remove on exit, and
+    hold the run lock in between, so no other run sees them.
+
+        with Hooked(vm, keep=idx) as run:
+            out = vm.model(pixels)
+        run.patches  # (B, P, D) patch embeddings before [CLS] and position embeddings
+
+    keep: tokens to keep after the embedding stage (token drop), (N',) for every view or
+    (B, N') per view; None keeps all. Each kept patch keeps its own position embedding:
+    something only a transformer can do.
+    """
+
+    def __init__(self, vm: VitModel | None, keep: torch.Tensor | None = None, capture_patches: bool = True,
+                 extra: Sequence[Hook] = (), masked: torch.Tensor | None = None, token: torch.Tensor | None = None):
+        self.vm = vm
+        self.keep = keep
+        # [MASK]: (B, P) bool, the patches whose embedding becomes `token` (D,), before [CLS] and the
+        # position embeddings are added: transformers' own bool_masked_pos rule (ViT, BEiT, DINOv2).
+        self.masked, self.token = masked, token
+        self.capture_patches = capture_patches and vm is not None
+        self.extra = tuple(extra)
+        self.patches: torch.Tensor | None = None
+        self._handles: list[Any] = []
+
+    def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
+        out = out[0] if isinstance(out, tuple) else out
+        self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out  # (B, P, D); a Conv2d gives (B, D, gh, gw)
+
+    def _mask(self, _m: torch.nn.Module, _inp: Any, out: Any) -> Any:
+        """The patch embeddings (B, P, D) with the masked rows replaced by the [MASK] token, as
+        ViTEmbeddings does with bool_masked_pos: x·(1 − m) + token·m."""
+        x = out[0] if isinstance(out, tuple) else out
+        m = self.masked.to(x.device).unsqueeze(-1).to(x.dtype)  # type: ignore[union-attr]
+        y = x * (1.0 - m) + self.token.to(x.device, x.dtype) * m  # type: ignore[union-attr]
+        return (y, *out[1:]) if isinstance(out, tuple) else y
+
+    def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
+        keep = self.keep.to(out.device)  # type: ignore[union-attr]
+        if keep.dim() == 1:
+            return out[:, keep]
+        return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
+    def _drop_bias(self, _m: torch.nn.Module, _inp: Any, bias: torch.Tensor) -> torch.Tensor:
+        """A relative position bias (1, H, N, N) computed for the whole window -> the kept
+        tokens' rows and columns: (1, H, N', N'), or (B, H, N', N') for per-view keeps. Without
+        this, BEiT would add the first N' rows of the full bias to a shorter sequence."""
+        keep = self.keep.to(bias.device)  # type: ignore[union-attr]
+        if keep.dim() == 1:
+            return bias[:, :, keep][:, :, :, keep]
+        b = bias[0]  # (H, N, N)
+        return torch.stack([b[:, k][:, :, k] for k in keep])
+
+    def __enter__(self) -> "Hooked":
+        _RUN_LOCK.acquire()
+        try:
+            if self.vm is not None:
+                backbone = self.vm.vit
+                fam = self.vm.family
+                if self.capture_patches:  # first: the conv's own output, before any [MASK]
+                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
+                if self.masked is not None:
+                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._mask))
+                if self.keep is not None:
+                    self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
+                    for m in fam.bias_modules(backbone):
+                        self._handles.append(m.register_forward_hook(self._drop_bias))
+                for h in self.extra:
+                    m = h.where(backbone)
+                    self._handles.append(m.register_forward_pre_hook(h.fn) if h.pre else m.register_forward_hook(h.fn))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
+        finally:
+            _RUN_LOCK.release()

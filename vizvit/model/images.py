@@ -1,0 +1,266 @@
+"""Uploads in, model-input views out.
+
+``load_image`` turns whatever a user uploads into one RGB PIL image, or raises a
+ValueError that says what went wrong. ``model_input_view`` reproduces the
+checkpoint's image processor up to the uint8 stage, so overlays are drawn on
+exactly the pixels the model sees; ``apply_view`` then shifts or masks that view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import torch
+from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+from transformers.image_transforms import get_resize_output_image_size
+from transformers.image_utils import ChannelDimension
+
+from vizvit.errors import UserError
+from vizvit.model.models import Preprocess
+from vizvit.vocab import FILLS, MASK_MODES, Fill, MaskMode
+
+MAX_PIXELS = 40_000_000  # ~ a 7700×5200 photo; bigger is refused before decoding
+ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF", "MPO")
+ImageInput = Union[str, Path, bytes, Image.Image]
+# Magic numbers of the formats we read: a file that starts like one but does not
+# open is damaged, not "not an image".
+_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+
+# Never let PIL silently pad a truncated file with grey.
+ImageFile.LOAD_TRUNCATED_IMAGES = False
+
+
+def _open(src: ImageInput) -> Image.Image:
+    if isinstance(src, Image.Image):
+        return src
+    if isinstance(src, (bytes, bytearray)):
+        data = bytes(src)
+    else:
+        try:
+            data = Path(src).read_bytes()
+        except OSError as e:
+            raise UserError("The file could not be read. Please upload it again.") from e
+    if not data:
+        raise UserError("The file is empty. Please upload a photo (JPEG, PNG, WebP, GIF, BMP or TIFF).")
+    head = data[:256].lstrip().lower()
+    if head.startswith((b"<svg", b"<?xml")) or b"<svg" in head:
+        raise UserError("SVG drawings are not supported: export it as PNG or JPEG first.")
+    if data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypmsf1", b"ftyphevc", b"ftypavif"):
+        raise UserError("HEIC/AVIF photos are not supported: save it as JPEG or PNG first.")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we check the size ourselves
+            return Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as e:
+        raise UserError(_too_big_message()) from e
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        if data.startswith(_SIGNATURES) or data[8:12] == b"WEBP":
+            raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
+        raise UserError(
+            "This file is not an image we can read. Please upload a JPEG, PNG, WebP, GIF, BMP or TIFF photo."
+        ) from e
+
+
+def _too_big_message(w: int | None = None, h: int | None = None) -> str:
+    size = f" ({w}×{h} = {w * h / 1e6:.0f} Mpx)" if w and h else ""
+    return f"The image is too large{size}; the limit is {MAX_PIXELS / 1e6:.0f} Mpx. Please downscale it."
+
+
+def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
+    """Any common photo -> one RGB PIL image.
+
+    EXIF orientation applied, alpha composited on white, palette/grayscale/CMYK/
+    16-bit converted, first frame of an animation. The pixel limit is checked on
+    the header, before decoding, so a decompression bomb never allocates.
+    Raises ValueError with a message meant for the user.
+    """
+    im = _open(src)
+    if im.format is not None and im.format not in ALLOWED_FORMATS:
+        raise UserError(f"{im.format} images are not supported. Please upload a JPEG, PNG or WebP photo.")
+    w, h = im.size
+    if w * h > max_pixels:
+        raise UserError(_too_big_message(w, h))
+    if w < 1 or h < 1:
+        raise UserError("The image has no pixels.")
+    try:
+        frames = int(getattr(im, "n_frames", 1) or 1)
+        im.seek(0)  # first frame of an animated GIF/WebP
+        im.load()
+        im = ImageOps.exif_transpose(im)
+        out = _to_rgb(im)
+        out.info["frames"] = frames  # the page says when only the first of several frames is used
+        return out
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
+        raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode == "RGB":
+        return im.copy()
+    if im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        # 16/32-bit grey: scale the actual range to 8 bits instead of clipping at 255.
+        a = np.asarray(im, dtype=np.float64)
+        lo, hi = float(a.min()), float(a.max())
+        a = (a - lo) / (hi - lo) * 255.0 if hi > lo else np.zeros_like(a)
+        return Image.fromarray(a.round().astype(np.uint8), "L").convert("RGB")
+    if im.mode == "P":
+        im = im.convert("RGBA")
+    if im.mode in ("RGBA", "LA", "PA", "La", "RGBa"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return im.convert("RGB")
+
+
+def image_sha1(image: Image.Image) -> str:
+    """Content key of a decoded image (size + pixels), for the analysis cache."""
+    h = hashlib.sha1(f"{image.size}{image.mode}".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def resized_size(size: tuple[int, int], pp: Preprocess) -> tuple[int, int]:
+    """(width, height) of a photo of `size` (w, h) after the processor's resize, before its crop."""
+    w, h = size
+    if isinstance(pp.resize, int):  # shortest edge -> pp.resize, keep aspect
+        # transformers' own size rule (it truncates the long side): a zero-copy stand-in image
+        # carries the shape, so the rule is the processor's, not a copy of it.
+        shape = np.broadcast_to(np.uint8(0), (3, h, w))
+        nh, nw = get_resize_output_image_size(shape, pp.resize, default_to_square=False,
+                                              input_data_format=ChannelDimension.FIRST)
+        return max(1, nw), max(1, nh)
+    return pp.resize[1], pp.resize[0]
+
+
+def model_input_view(image: Image.Image, pp: Preprocess) -> np.ndarray:
+    """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop."""
+    im = image.resize(resized_size(image.size, pp), resample=pp.resample)
+    if pp.crop is not None:
+        ch, cw = pp.crop
+        left = (im.width - cw) // 2
+        top = (im.height - ch) // 2
+        im = im.crop((left, top, left + cw, top + ch))
+    return np.asarray(im, dtype=np.uint8).copy()
+
+
+def to_pixel_values(view: np.ndarray, pp: Preprocess) -> torch.Tensor:
+    """(H, W, 3) uint8 -> (1, 3, H, W) float32, rescaled and normalised as the processor does."""
+    x = torch.from_numpy(np.ascontiguousarray(view)).permute(2, 0, 1).float() * pp.rescale
+    mean = torch.tensor(pp.mean, dtype=torch.float32).view(3, 1, 1)
+    std = torch.tensor(pp.std, dtype=torch.float32).view(3, 1, 1)
+    return ((x - mean) / std).unsqueeze(0)
+
+
+
+
+@dataclass(frozen=True)
+class View:
+    """A perturbation of the model-input view. Hashable: part of the cache key.
+
+    dx, dy: shift in model-input pixels (content moves right/down when positive).
+    fill: what enters at the border: repeat the edge, wrap around, or black.
+    mask: 0-based row-major patch indices; mask_mode says how they are removed.
+    """
+
+    dx: int = 0
+    dy: int = 0
+    fill: Fill = "edge"
+    mask: tuple[int, ...] = ()
+    mask_mode: MaskMode = "drop"
+
+    def __post_init__(self) -> None:
+        if self.fill not in FILLS:
+            raise UserError(f"Unknown shift fill {self.fill!r}: use edge, wrap or constant.")
+        if self.mask_mode not in MASK_MODES:
+            raise UserError(f"Unknown mask mode {self.mask_mode!r}: use one of {', '.join(MASK_MODES)}.")
+        # Normalise so equal masks give equal cache keys.
+        object.__setattr__(self, "mask", tuple(sorted({int(i) for i in self.mask})))
+
+    @property
+    def is_identity(self) -> bool:
+        return self.dx == 0 and self.dy == 0 and not self.mask
+
+
+def shift_view(view: np.ndarray, dx: int, dy: int, fill: Fill = "edge") -> np.ndarray:
+    """Move the picture by (dx, dy) pixels inside a frame of the same size.
+
+    (H, W, 3) -> (H, W, 3). Pixel (y, x) of the result is pixel (y - dy, x - dx) of
+    the input; the strip that enters is filled per ``fill``.
+    """
+    if dx == 0 and dy == 0:
+        return view.copy()
+    h, w = view.shape[:2]
+    if abs(dx) >= w or abs(dy) >= h:
+        raise UserError(f"A shift of ({dx}, {dy}) moves the photo out of the {w}×{h} frame.")
+    if fill == "wrap":
+        return np.roll(view, shift=(dy, dx), axis=(0, 1))
+    pad = ((max(dy, 0), max(-dy, 0)), (max(dx, 0), max(-dx, 0)), (0, 0))
+    mode = "edge" if fill == "edge" else "constant"
+    padded = np.pad(view, pad, mode=mode)
+    y0, x0 = max(-dy, 0), max(-dx, 0)
+    return padded[y0:y0 + h, x0:x0 + w].copy()
+
+
+def fill_pixels(view: np.ndarray, patch: int, mode: MaskMode) -> np.ndarray | None:
+    """(H, W, 3) uint8 -> what a masked patch's pixels become under `mode`, for the whole view: black,
+    the image mean, or a strong blur (None for drop and [MASK]: the tokens change, not the pixels).
+    Computed once, it serves every mask of the same view (the contest's ~300 views per fill: the blur
+    alone is ~25 ms a view on a busy core, a ViT-Ti forward's order)."""
+    if mode == "blur":
+        import cv2
+
+        k = 2 * patch + 1
+        return cv2.GaussianBlur(view, (k, k), sigmaX=patch / 2)
+    if mode == "mean":
+        return np.broadcast_to(view.reshape(-1, 3).mean(0).round().astype(np.uint8), view.shape)
+    if mode == "black":
+        return np.zeros_like(view)
+    return None
+
+
+def mask_pixels(view: np.ndarray, mask: tuple[int, ...], patch: int, grid_w: int,
+                mode: MaskMode, filler: np.ndarray | None = None) -> np.ndarray:
+    """Fill the masked patches' pixels: black, the image mean, or a strong blur.
+
+    Only the pixels of the masked patches change. 'drop' and 'mask' leave pixels alone: the
+    tokens are removed (or replaced by the [MASK] token) later, in the forward pass.
+    filler: fill_pixels(view, patch, mode), when the caller masks the same view many times.
+    """
+    out = view.copy()
+    if not mask or mode not in ("black", "mean", "blur"):  # drop, [MASK]: the tokens change, not the pixels
+        return out
+    if filler is None:
+        filler = fill_pixels(view, patch, mode)
+    for i in mask:
+        r, c = divmod(i, grid_w)
+        ys, xs = slice(r * patch, (r + 1) * patch), slice(c * patch, (c + 1) * patch)
+        out[ys, xs] = filler[ys, xs]  # type: ignore[index]
+    return out
+
+
+def apply_view(base: np.ndarray, view: View, patch: int, grid_w: int) -> np.ndarray:
+    """Shift, then pixel-mask, the model-input view. (H, W, 3) uint8 -> same."""
+    out = shift_view(base, view.dx, view.dy, view.fill)
+    return mask_pixels(out, view.mask, patch, grid_w, view.mask_mode)
+
+
+def view_at_size(image: Image.Image, pp: Preprocess, native: int, size: int) -> np.ndarray:
+    """The processor's resize and crop, every length scaled by size/native, so the size×size view
+    shows the same field of view as the native one (at size == native: exactly model_input_view).
+    E.g. DeiT (resize 256², crop 224²) at 384: resize 439², crop 384²."""
+    k = size / native
+    if isinstance(pp.resize, int):
+        resize: tuple[int, int] | int = round(pp.resize * k)
+    else:
+        resize = (round(pp.resize[0] * k), round(pp.resize[1] * k))
+    if pp.crop is not None:
+        crop: tuple[int, int] | None = (size, size)
+    else:  # the resize alone makes the input: it must be size×size
+        resize, crop = (resize if isinstance(resize, int) else (size, size)), None
+    return model_input_view(image, replace(pp, resize=resize, crop=crop))

@@ -1,0 +1,203 @@
+"""plotly Figure builders. Pure: data in, Figure out."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from vizvit.errors import UserError
+from vizvit.model.engine import Prediction
+
+INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value inside
+# Projector mode: the least font size of any chart text, in CSS px (issue 43: a lecture hall reads
+# ≥ 24 px; render.MIN_TEXT_PX is the same for text drawn into pictures). web/projector.js applies it
+# through plotly, so that plotly's automargins make room for the larger labels.
+PROJECTOR_CHART_PX = 24
+
+
+def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
+             title: str = "Top-5 predictions") -> go.Figure:
+    """Horizontal bars, best on top. baseline: class index -> probability before a
+    perturbation; when given, each bar's change is written at the chart's right edge."""
+    labels = [_short(p.label) for p in top5][::-1]
+    probs = [p.prob for p in top5][::-1]
+    text = [f"{p:.1%}" for p in probs]
+    # A long bar's value goes inside it, at its end: after an 80 % bar it ran past the chart's
+    # right edge and was cut. A short bar's value stays outside, where half the axis is free.
+    position = ["inside" if p >= INSIDE_FROM else "outside" for p in probs]
+    data = [dict(type="bar", x=probs, y=labels, orientation="h", text=text, textposition=position,
+                 insidetextanchor="end", insidetextfont=dict(color="#fff"), constraintext="none",
+                 cliponaxis=False, marker=dict(color="#1f77b4"),
+                 hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
+    # A second title line needs t=76: at 60 it touched the first bar's label (issue 51,
+    # tests/page/test_top5.py).
+    layout: dict[str, Any] = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
+                                  font=dict(size=16), yaxis=dict(automargin=True),
+                                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260,
+                                  showlegend=False)
+    if baseline is not None:
+        # The change as the tick labels of a second y axis on the right: plotly measures those
+        # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
+        deltas = [f"{p.prob - baseline.get(p.index, 0.0):+.1%}" for p in top5][::-1]
+        data.append(dict(type="scatter", x=[0] * len(labels), y=labels, yaxis="y2", mode="markers",
+                         marker=dict(opacity=0), hoverinfo="skip", showlegend=False))
+        layout["yaxis2"] = dict(overlaying="y", side="right", automargin=True, tickmode="array",
+                                tickvals=labels, ticktext=deltas, showgrid=False, zeroline=False,
+                                categoryorder="array", categoryarray=labels, ticklen=0)
+        layout["yaxis"]["categoryorder"] = "array"
+        layout["yaxis"]["categoryarray"] = labels
+    # One dict, unvalidated: plotly's validation is most of a small figure's cost, and
+    # these properties are fixed (the browser tests render them). Labels measured by plotly
+    # itself (automargin) at a readable size: page CSS that enlarged plotly's text after layout
+    # clipped labels (issue 17).
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
+
+
+def _short(label: str, n: int = 32) -> str:
+    first = label.split(",")[0]
+    return first if len(first) <= n else first[: n - 1] + "…"
+
+
+def token_scatter(xy: np.ndarray, color: np.ndarray, color_label: str, rows: np.ndarray, cols: np.ndarray,
+                  tokens: np.ndarray, thumbs: Sequence[str], axis_titles: tuple[str, str], title: str,
+                  colorscale: str = "Viridis", marked: np.ndarray | None = None, marked_name: str = "",
+                  ranges: tuple[tuple[float, float], tuple[float, float]] | None = None) -> go.Figure:
+    """2-D scatter of patch tokens (one point per patch).
+
+    xy (P, 2); color, rows, cols, tokens (P,). thumbs: one image URI per patch, carried in
+    customdata[4] for the page's hover script (plotly's hover labels cannot show images);
+    customdata[3] is empty (it held the colour value, which the hover now reads from the marker).
+    marked (P,) bool: points ringed in red as a second trace named marked_name (trace 0 keeps
+    every patch, for the hover script). ranges: fixed (x, y) axis ranges.
+    """
+    # Plain lists: plotly validates and serialises them ~2× faster than an object array. The
+    # colour is not in customdata (the hover reads marker.color): another colouring then changes
+    # the marker and the hover text only, which the page can restyle without the thumbnails.
+    custom = [[int(r), int(c), int(t), None, str(u)] for r, c, t, u in zip(rows, cols, tokens, thumbs)]
+    # SVG Scatter, not Scattergl: WebGL is often missing in headless or remote browsers.
+    # One dict, unvalidated: validating 196 thumbnails is most of the cost of a depth move.
+    data = [dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="markers", customdata=custom, showlegend=False,
+                 marker=dict(color=color, colorscale=colorscale, size=9, line=dict(width=0.5, color="#333"),
+                             colorbar=dict(title=dict(text=color_label, side="right"), thickness=12)),
+                 hovertemplate=("patch (row %{customdata[0]}, col %{customdata[1]})<br>token %{customdata[2]}"
+                                f"<br>{color_label}: " + "%{marker.color:.4~f}<extra></extra>"))]
+    if marked is not None and np.any(marked):
+        m = np.asarray(marked, bool).reshape(-1)
+        data.append(dict(type="scatter", x=xy[m, 0], y=xy[m, 1], mode="markers", name=marked_name,
+                         hoverinfo="skip", marker=dict(symbol="circle-open", size=17,
+                                                       line=dict(width=2.5, color="rgb(230,30,30)"))))
+    xaxis: dict[str, Any] = dict(title=dict(text=axis_titles[0]))
+    yaxis: dict[str, Any] = dict(title=dict(text=axis_titles[1]))
+    if ranges is not None:
+        xaxis["range"], yaxis["range"] = list(ranges[0]), list(ranges[1])
+    else:  # equal units on both axes only when plotly picks the ranges (fixed ones would fight it)
+        yaxis.update(scaleanchor="x", scaleratio=1)
+    return go.Figure(dict(
+        data=data,
+        layout=dict(title=dict(text=title), xaxis=xaxis, yaxis=yaxis,
+                    legend=dict(orientation="h", x=0, y=-0.12, xanchor="left", yanchor="top"),
+                    margin=dict(l=10, r=10, t=40, b=10), height=480, hovermode="closest",
+                    uirevision="tokens")), _validate=False)
+
+
+def charts_html(charts: Sequence[tuple[str, str]], title: str = "vizvit charts") -> str:
+    """One standalone HTML page from plotly figures given as (name, figure JSON).
+
+    plotly.js is embedded once, so the file works offline (slides, a lecture hall)."""
+    import plotly.io as pio
+
+    parts = []
+    for i, (name, fig_json) in enumerate(charts):
+        fig = pio.from_json(fig_json)
+        parts.append(f"<h2>{name}</h2>" + fig.to_html(full_html=False, include_plotlyjs=(i == 0)))
+    if not parts:
+        raise UserError("There are no charts on this tab yet: upload a photo first.")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+            f"<body style='font-family:sans-serif'><h1>{title}</h1>{''.join(parts)}</body></html>")
+
+
+CHARTS_DIR = Path(tempfile.gettempdir()) / "vizvit-charts"
+CHARTS_MAX_AGE_S = 3600
+
+
+def save_charts_html(charts: Sequence[tuple[str, str]], title: str, stem: str) -> Path:
+    """charts_html written to a fresh file for download. Files older than an hour are
+    removed first, so a public server's disk does not fill up with them."""
+    CHARTS_DIR.mkdir(exist_ok=True)
+    now = time.time()
+    for old in CHARTS_DIR.glob("*.html"):
+        if now - old.stat().st_mtime > CHARTS_MAX_AGE_S:
+            old.unlink(missing_ok=True)
+    html = charts_html(charts, title)
+    fd, name = tempfile.mkstemp(dir=CHARTS_DIR, prefix=f"{stem}-", suffix=".html")
+    with os.fdopen(fd, "w") as f:
+        f.write(html)
+    return Path(name)
+
+
+@contextlib.contextmanager
+def captured_stderr(into: list[str]) -> Iterator[None]:
+    """File descriptor 2 of this process, and so of the browser it starts, into a temporary file;
+    its text is appended to `into` on the way out. Process-wide: for the command line only (no
+    server calls it), around a step whose noise must not reach the user's terminal."""
+    sys.stderr.flush()
+    saved, saved_obj = os.dup(2), sys.stderr
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 2)
+        # sys.stderr too: where it is not fd 2 (a notebook, a test's capture), Python's own lines still
+        # land here.
+        sys.stderr = text = open(os.dup(f.fileno()), "w", encoding="utf-8", errors="replace")
+        try:
+            yield
+        finally:
+            text.close()
+            sys.stderr = saved_obj
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            into.append(f.read().decode("utf-8", errors="replace"))
+
+
+_LOG = logging.getLogger(__name__)
+
+
+def charts_png(charts: dict[str, go.Figure], folder: Path) -> list[str]:
+    """Render plotly charts to folder/<name>.png in one browser session (kaleido + a
+    Chrome/Chromium on the machine). Returns the file names written, [] if that is missing.
+
+    Kaleido's browser channel (choreographer) sometimes logs a traceback it then ignores ("JSONError
+    decoding message. Ignoring": one run in three on ViT-B/16), and Chromium prints its own lines:
+    everything written to stderr meanwhile is captured. When every PNG is written it is only logged
+    at DEBUG (logger vizvit.pictures.figures); when a PNG is missing or kaleido raises, it is logged as a
+    WARNING with the error, so a real failure still reaches the terminal."""
+    try:
+        import kaleido  # noqa: F401
+        import plotly.io as pio
+    except ImportError:  # no kaleido: the HTML copy still has every chart (summary.json: charts_as_png)
+        return []
+    names = list(charts)
+    said: list[str] = []
+    try:
+        with captured_stderr(said):
+            pio.write_images([charts[n] for n in names], [folder / f"{n}.png" for n in names])
+    except Exception as e:  # noqa: BLE001 - no browser, a crash: the HTML copy still has every chart
+        _LOG.warning("Charts as PNG failed (%s: %s); charts.html has every chart. Kaleido's output:\n%s",
+                     type(e).__name__, e, "".join(said).strip() or "(none)")
+        return []
+    missing = [n for n in names if not (folder / f"{n}.png").is_file()]
+    if missing:
+        _LOG.warning("Charts as PNG: %s not written; charts.html has every chart. Kaleido's output:\n%s",
+                     ", ".join(missing), "".join(said).strip() or "(none)")
+    elif "".join(said).strip():
+        _LOG.debug("Kaleido's output while every chart was written:\n%s", "".join(said))
+    return [f"{n}.png" for n in names if n not in missing]
