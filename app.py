@@ -14,25 +14,25 @@ import os
 from pathlib import Path
 from typing import Any
 
-import gradio as gr  # noqa: E402
+import gradio as gr
 
-import gradio_patch  # noqa: E402
+import gradio_patch
 import page  # noqa: F401 - first: the thread settings, before torch loads
 from page import (
-    sessions,  # noqa: E402
-    web,  # noqa: E402
+    sessions,
+    web,
 )
-from page.kit import COSTLY_THREADS  # noqa: E402
-from page.shell import EXAMPLES, THEME, build_demo  # noqa: E402,F401 - build_demo: the page, for callers of app
+from page.kit import COSTLY_THREADS
+from page.shell import EXAMPLES, THEME, build_demo
 from vizvit import views
-from vizvit.classroom.room import Rooms, open_store  # noqa: E402
-from vizvit.classroom.roomstore import REDIS_URL_ENV  # noqa: E402
-from vizvit.launch import server_address, start, start_model  # noqa: E402,F401 - start_model: for callers of app
-from vizvit.model import hub  # noqa: E402
-from vizvit.model.catalog import Catalog  # noqa: E402
-from vizvit.model.models import DEFAULT_MODEL  # noqa: E402
-from vizvit.service.threads import start_trimming  # noqa: E402
-from vizvit.session import Workbench  # noqa: E402
+from vizvit.classroom.room import Rooms, open_store
+from vizvit.classroom.roomstore import REDIS_URL_ENV
+from vizvit.launch import server_address, start, start_model  # noqa: F401 - start_model: for callers of app
+from vizvit.model import hub
+from vizvit.model.catalog import Catalog
+from vizvit.model.models import DEFAULT_MODEL
+from vizvit.service.threads import start_trimming
+from vizvit.session import Workbench
 
 log = logging.getLogger("vizvit.app")
 HERE = Path(__file__).resolve().parent

@@ -22,9 +22,10 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from copy import copy
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -191,7 +192,7 @@ _NAMES_A_PATH = ("File not allowed", "Invalid file name", "Error reading file", 
 
 async def _plain_http_error(request: Request, exc: Exception) -> Response:
     """Gradio's HTTPException, its detail shown without paths ("File not allowed: /srv/app.py.")."""
-    assert isinstance(exc, HTTPException)  # noqa: S101 - registered for HTTPException only
+    assert isinstance(exc, HTTPException)
     detail = exc.detail
     if isinstance(detail, str):  # Gradio's own words about a path the caller sent: the words alone
         known = next((k for k in _NAMES_A_PATH if detail.startswith(k)), None)

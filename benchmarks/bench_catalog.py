@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from timing import median_s  # noqa: E402
+from timing import median_s
 
-from vizvit import analyze, load_image, load_model  # noqa: E402
+from vizvit import analyze, load_image, load_model
 
 HERE = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vizvit.service.threads import configure_threads  # noqa: E402
+from vizvit.service.threads import configure_threads
 
 configure_threads()
 

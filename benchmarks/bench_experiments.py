@@ -22,8 +22,8 @@ from timing import median_s  # noqa: E402
 import vizvit  # noqa: E402  (sets the thread policy before torch loads)
 from vizvit.model.images import View  # noqa: E402
 from vizvit.readings import (
-    methods,  # noqa: E402
-    perturb,  # noqa: E402
+    methods,
+    perturb,
 )
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import experiments  # noqa: E402

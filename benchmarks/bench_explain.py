@@ -28,7 +28,7 @@ from timing import median_s  # noqa: E402
 import vizvit  # noqa: E402
 from vizvit.cancel import NEVER  # noqa: E402
 from vizvit.methods import (
-    flow as explain,  # noqa: E402
+    flow as explain,
     maps,
 )
 from vizvit.methods.relevance import relevance_parts  # noqa: E402
@@ -50,7 +50,7 @@ class Counts:
     def __init__(self, vm: vizvit.VitModel):
         self.vm, self.forwards, self.grads = vm, 0, 0
 
-    def __enter__(self) -> "Counts":
+    def __enter__(self) -> Counts:
         self._h = self.vm.family.patch_embedding(self.vm.vit).register_forward_hook(self._fwd)
         self._grad = torch.autograd.grad
 

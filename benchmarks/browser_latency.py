@@ -35,9 +35,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
@@ -836,7 +836,7 @@ def minimal_events(ctx, url: str, repeat: int) -> Timer:
 # Wraps fetch: the queue join (sent, answered) and every SSE chunk of /queue/data with the
 # message kinds it carries, in epoch ms (performance.timeOrigin + now, comparable with the
 # server's time.time()).
-NET_HELPER = """
+NET_HELPER = r"""
 (() => {
   const log = window.__vvnet = [];
   const now = () => performance.timeOrigin + performance.now();

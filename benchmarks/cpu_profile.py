@@ -144,7 +144,7 @@ class Recorder:
     def available(self) -> bool:
         return self.exe is not None
 
-    def start(self) -> "Recorder":
+    def start(self) -> Recorder:
         if self.exe is None:
             self.error = "py-spy not found (pip install py-spy)"
             return self

@@ -25,7 +25,7 @@ from vizvit.model.ablation import Ablation  # noqa: E402
 from vizvit.model.images import View  # noqa: E402
 from vizvit.readings import (
     lens_maths as lens,
-    methods,  # noqa: E402
+    methods,
     perturb,
 )
 

@@ -54,8 +54,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import psutil
@@ -700,7 +701,7 @@ def _room_students_process(out: Any, go: Any, start_at: Any, joined: Any, kwargs
     go.wait()
     try:
         out.put(asyncio.run(_room_students(start_at=start_at.value, joined=joined, **kwargs)))
-    except BaseException:  # noqa: BLE001 - said to the host's process, which would otherwise wait for it
+    except BaseException:
         out.put({"error": traceback.format_exc()})
         raise
 

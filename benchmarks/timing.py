@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def times_s(fn: Callable[[], object], repeat: int, warmup: int = 0,

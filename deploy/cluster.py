@@ -29,9 +29,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).resolve().parent / "nginx.conf.in"
@@ -172,7 +172,7 @@ class Cluster:
         """How nginx names replica i (its X-Vizvit-Replica header)."""
         return f"127.0.0.1:{self.replica_ports[i]}"
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         self.nginx = self.nginx or find_nginx()
         if self.nginx is None:
             raise RuntimeError("nginx is not installed (Debian: apt-get install nginx)")
@@ -260,7 +260,7 @@ class Cluster:
                     p.kill()
                     p.wait()
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -13,7 +13,8 @@ import logging
 import secrets
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gradio as gr
 import numpy as np
@@ -39,7 +40,7 @@ def component(name: str) -> gr.HTML:
                    elem_id=f"flip-{name}", apply_default_css=False)
 
 
-def _page_value(target: gr.components.Component, value: "np.ndarray | Chart") -> Any:
+def _page_value(target: gr.components.Component, value: np.ndarray | Chart) -> Any:
     """A picture: its path in Gradio's cache; a chart: the figure as gr.Plot sends it (plotly's own
     JSON), or the restyle in plotly's JSON encoding (numpy arrays as its figures carry them)."""
     if not isinstance(value, Chart):
@@ -147,7 +148,7 @@ class Fetcher:
             q = request.query_params
             try:
                 status, body = await run_in_threadpool(self.answer, q.get("t", ""), q.get("key", ""))
-            except Exception:  # noqa: BLE001 - a bad page never stops the server; Gradio's answer still comes
+            except Exception:
                 log.exception("flipbook %s: page %r failed", self.name, q.get("key"))
                 return JSONResponse({"error": "Something went wrong with this view."}, status_code=500)
             return Response(body, status_code=status, media_type="application/json",

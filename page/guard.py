@@ -15,7 +15,8 @@ proxy wrote (VIZVIT_PROXY_HOPS). The buckets live in this process (vizvit.servic
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request

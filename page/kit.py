@@ -14,8 +14,9 @@ import threading
 import time
 import typing
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import gradio as gr
 import numpy as np
@@ -267,7 +268,7 @@ def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple)
             try:
                 res = fn(*(given[id(c)] for c in ins))
                 pic = next((v for c, v in res.items() if c is first), None) if isinstance(res, dict) else None
-            except Exception:  # noqa: BLE001 - work ahead only: the tab's own event reports it
+            except Exception:
                 log.debug("drawing tab %s ahead failed", tab_id, exc_info=True)
         drawn = isinstance(pic, np.ndarray) or (isinstance(pic, dict) and isinstance(pic.get("value"), np.ndarray))
         out += ([pic, *(next((v for c, v in res.items() if c is w), None) for w in with_)] if drawn

@@ -12,8 +12,8 @@ import io
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fastapi.routing import APIRoute
 from PIL import Image
@@ -53,7 +53,7 @@ class Wakeups:
         ev = self._events.setdefault(parse_code(code) or code, asyncio.Event())
         try:
             await asyncio.wait_for(ev.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     def changed(self, code: str) -> None:

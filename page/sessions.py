@@ -54,7 +54,7 @@ def start_forgetting(demo: Any, idle_s: float = IDLE_S, every_s: float = EVERY_S
                 continue
             try:
                 n = forget_idle(holder, idle_s)
-            except Exception:  # noqa: BLE001 - a sweep never stops the server
+            except Exception:
                 log.warning("forgetting idle sessions failed", exc_info=True)
                 continue
             if n:

@@ -4,10 +4,11 @@ order (each built by page/tabs/<id>.py), the methods, projector mode and deep li
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 

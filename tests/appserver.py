@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import app
 from vizvit.session import Workbench

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pytest

@@ -25,13 +25,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     _base = os.environ.get("GRADIO_TEMP_DIR") or os.path.join(tempfile.gettempdir(), "gradio")
     os.environ["GRADIO_TEMP_DIR"] = os.path.join(_base, os.environ["PYTEST_XDIST_WORKER"])
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from PIL import Image  # noqa: E402
-from synthetic import GEOMS  # noqa: E402
-from tiny import (  # noqa: E402,F401
+import numpy as np
+import pytest
+from PIL import Image
+from synthetic import GEOMS
+from tiny import (
     EXAMPLES,
     FAMILY_CONFIGS,
     GEOMETRIES,
@@ -41,8 +41,8 @@ from tiny import (  # noqa: E402,F401
     trained_dir,
 )
 
-import vizvit  # noqa: E402
-from vizvit.model.models import Geometry  # noqa: E402
+import vizvit
+from vizvit.model.models import Geometry
 
 
 @pytest.fixture(scope="session")

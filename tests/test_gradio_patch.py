@@ -9,7 +9,7 @@ import numpy as np
 from gradio import processing_utils
 from PIL import Image
 
-import app  # noqa: F401 - app.py installs the patch, as the server does
+import app
 
 
 def test_identical_outputs_written_concurrently_are_never_partial(tmp_path):

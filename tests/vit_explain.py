@@ -51,7 +51,7 @@ def vit_explain_grad_rollout(attentions, gradients, discard_ratio, keepdim=False
             flat = attention_heads_fused.view(attention_heads_fused.size(0), -1)
             _, indices = flat.topk(int(flat.size(-1) * discard_ratio), -1, False)
             flat[0, indices] = 0
-            I = torch.eye(attention_heads_fused.size(-1))  # noqa: E741 (as published)
+            I = torch.eye(attention_heads_fused.size(-1))
             a = (attention_heads_fused + 1.0 * I) / 2
             a = a / a.sum(dim=-1, keepdim=True) if keepdim else a / a.sum(dim=-1)
             result = torch.matmul(a, result)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import io
 import math
 import threading
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from PIL import Image

@@ -44,7 +44,7 @@ class Bars:
         self.enabled = enabled
         self.bar: Any = None
 
-    def stage(self, name: str, total: int | None = None, unit: str = "step") -> "Bars":
+    def stage(self, name: str, total: int | None = None, unit: str = "step") -> Bars:
         self.close()
         self.bar = tqdm(total=total, desc=name, unit=unit, file=sys.stderr, disable=not self.enabled,
                         dynamic_ncols=True, leave=True)

@@ -177,7 +177,7 @@ def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
                                            q.get("restart") == "1")
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=409)
-        except Exception:  # noqa: BLE001 - one bad frame never stops the server
+        except Exception:
             log.exception("camera frame failed")
             return JSONResponse({"error": "Something went wrong with this frame: press Start again."}, status_code=500)
         if step is None:

@@ -8,7 +8,7 @@ reads them: this module is the only reader.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from .. import ids
@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 CELLS_CLASS = "vv-cells"
 
 
-@lru_cache(maxsize=None)
+@cache
 def asset(name: str) -> str:
     """The text of page/web/<name>; for .js, without its leading comment lines."""
     path = HERE / name

@@ -13,7 +13,7 @@ from vizvit.classroom.roomstore import TOMBSTONE_S
 from vizvit.classroom.roomstore_redis import RedisStore
 
 
-def test_a_move_on_one_replica_wakes_the_pages_of_another(redis_url):  # noqa: F811
+def test_a_move_on_one_replica_wakes_the_pages_of_another(redis_url):
     RedisStore(redis_url).r.flushdb()
     seen: list[str] = []
     here = Rooms(RedisStore(redis_url))
@@ -27,7 +27,7 @@ def test_a_move_on_one_replica_wakes_the_pages_of_another(redis_url):  # noqa: F
     assert there.state(code).step == 2
 
 
-def test_a_gone_rooms_reason_expires_by_itself(redis_url):  # noqa: F811
+def test_a_gone_rooms_reason_expires_by_itself(redis_url):
     RedisStore(redis_url).r.flushdb()
     rooms = Rooms(RedisStore(redis_url))
     code, key = rooms.open("m", None, QS)

@@ -13,9 +13,9 @@ import re
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest

@@ -13,8 +13,8 @@ input with its heads switched off, cached per class through ``cache`` (``Photo.d
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterator
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class Method:
     cached_as: Hashable | None = None  # a costly one's cache name: in the curves only once computed
     # A costly one: refuses an input it cannot finish (within limit_s seconds at this server's speed;
     # None: no time limit), before any wait or work, and returns its estimated seconds.
-    check: Callable[[Analysis, "float | None"], float] | None = None
+    check: Callable[[Analysis, float | None], float] | None = None
     progress: Progress | None = None  # a costly one's job, streamed (see Progress)
     per_class: bool = False  # its maps cached per class, under maps.method_map_name(name, class)
     reads_summary: bool = False  # read from the tab's chosen summary token (the relevance panel)

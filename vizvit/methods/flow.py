@@ -9,8 +9,8 @@ Shapes: A is (L, H, N, N), rows = queries; N = T prefix tokens + P patches.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 import scipy.sparse as sp

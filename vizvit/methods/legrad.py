@@ -7,7 +7,7 @@ Shapes: ∂s_l/∂A_l is (H, Q, N) per layer (Q queries: N for a block, 1 for Si
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch

@@ -11,7 +11,8 @@ one ``Method`` record in vizvit.readings.methods, whatever asks for it.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 import torch

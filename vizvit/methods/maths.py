@@ -10,7 +10,7 @@ import torch
 
 from vizvit.errors import UserError
 from vizvit.model.models import MAP_HEAD, Geometry
-from vizvit.vocab import DISCARD_MODES, DISTANCE_NORMS, Direction, DiscardMode, DistanceNorm, Fusion  # noqa: F401
+from vizvit.vocab import DISCARD_MODES, DISTANCE_NORMS, Direction, DiscardMode, DistanceNorm, Fusion
 
 # Exact method names for titles, texts and export (docs/methods.md has the formulas).
 ROLLOUT_METHOD = "rollout (Abnar & Zuidema 2020)"

@@ -11,8 +11,8 @@ The hooks themselves are registered by the engine (vizvit.model.engine), the one
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 import torch
 
@@ -39,7 +39,7 @@ class Ablation:
     def __bool__(self) -> bool:
         return bool(self.heads)
 
-    def checked(self, g: Geometry) -> "Ablation":
+    def checked(self, g: Geometry) -> Ablation:
         for l, h in self.heads:
             if not (0 <= l < g.num_layers and 0 <= h < g.num_heads):
                 raise UserError(f"Head {l + 1}.{h + 1} does not exist: layers 1..{g.num_layers}, "
@@ -52,7 +52,7 @@ class Ablation:
             out.setdefault(l, []).append(h)
         return out
 
-    def toggled(self, cells: Iterable[tuple[int, int]]) -> "Ablation":
+    def toggled(self, cells: Iterable[tuple[int, int]]) -> Ablation:
         """The same mode with each cell switched: on if it was off, off if it was on."""
         now = set(self.heads)
         return Ablation(tuple(now.symmetric_difference({(int(l), int(h)) for l, h in cells})), self.mode)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -410,7 +411,7 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
 
 # ------------------------------------------------------------------ one backward, for every method
 @on_gpu
-def backward(vm: VitModel, pixel_values: torch.Tensor, grads: Callable[[Out, "Hooked"], T],
+def backward(vm: VitModel, pixel_values: torch.Tensor, grads: Callable[[Out, Hooked], T],
              hooks: Sequence[Hook] = (), ablation: Ablation = Ablation(), written: Written = PLAIN,
              patches: bool = False, **kw: Any) -> T:
     """One forward with gradients, under the run lock, with the method's `hooks` (then `ablation`'s) and

@@ -7,7 +7,8 @@ ordinary hardware). Without it, ``on_gpu`` returns the function unchanged.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
 

@@ -7,8 +7,9 @@ are ``Hook`` values passed to a run."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -96,7 +97,7 @@ class Hooked:
         b = bias[0]  # (H, N, N)
         return torch.stack([b[:, k][:, :, k] for k in keep])
 
-    def __enter__(self) -> "Hooked":
+    def __enter__(self) -> Hooked:
         _RUN_LOCK.acquire()
         try:
             if self.vm is not None:

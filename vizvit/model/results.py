@@ -5,8 +5,9 @@ what it keeps alive in bytes, and which tokens a masked view keeps: plain data, 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch

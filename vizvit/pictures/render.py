@@ -6,7 +6,7 @@ milliseconds, not a figure with 196 subplots.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import cv2
 import numpy as np
@@ -71,7 +71,7 @@ def display_scale(g: Geometry, target: int = 600) -> int:
     return max(1, round(target / max(g.image_size)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def lut(cmap: str) -> np.ndarray:
     """(256, 3) uint8 lookup table of a matplotlib colour map."""
     import matplotlib
@@ -83,8 +83,8 @@ def lut(cmap: str) -> np.ndarray:
     return (cm(np.linspace(0.0, 1.0, 256))[:, :3] * 255).round().astype(np.uint8)
 
 
-def color_index(values: np.ndarray, vmin: "float | np.ndarray | None" = None,
-                vmax: "float | np.ndarray | None" = None) -> np.ndarray:
+def color_index(values: np.ndarray, vmin: float | np.ndarray | None = None,
+                vmax: float | np.ndarray | None = None) -> np.ndarray:
     """Floats -> the uint8 row of the colour table (lut) that colorize paints each one with:
     round(clip((v - lo) / (hi - lo), 0, 1) · 255), rounded half to even (0 where hi <= lo).
     vmin/vmax default to the values' own finite range; arrays give each map of a stack its own

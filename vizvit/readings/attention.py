@@ -78,7 +78,7 @@ class AttnParams:
     artifacts_in_range: bool = False
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "AttnParams":
+    def from_controls(cls, v: dict[str, Any]) -> AttnParams:
         """The page's control values by field name -> AttnParams (numbers typed, empty summary = default)."""
         return cls(layer=int(v["layer"]), head=int(v["head"]), show=v["show"], mode=v["mode"], query=v["query"],
                    direction=v["direction"], discard=float(v["discard"]), alpha=float(v["alpha"]), cmap=v["cmap"],
@@ -86,7 +86,7 @@ class AttnParams:
                    discard_mode=v["discard_mode"], distance_norm=v["distance_norm"], scale=v["scale"],
                    artifacts_in_range=bool(v.get("artifacts_in_range", False)))
 
-    def checked(self, g: Geometry) -> "AttnParams":
+    def checked(self, g: Geometry) -> AttnParams:
         if not 1 <= self.layer <= g.num_layers:
             raise UserError(f"Layer must be 1..{g.num_layers}.")
         if not 1 <= self.head <= g.num_heads:

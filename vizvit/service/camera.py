@@ -20,8 +20,9 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from vizvit.errors import UserError
 

@@ -38,8 +38,8 @@ import itertools
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
 from vizvit.cancel import Cancel, Cancelled
 from vizvit.errors import UserError

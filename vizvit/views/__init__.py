@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 VIEWS = tuple(import_module(f".{tab_id}", __name__) for tab_id in TAB_IDS)
 
 
-def attach(wb: "Workbench") -> "Workbench":
+def attach(wb: Workbench) -> Workbench:
     """Give the workbench each view's preparation (a view module's optional ``warm_model`` and
     ``warm_photo``, each taking a Photo handle): run when a model is warmed and after each
     photo's forward (Workbench.model_work, photo_work, prepare_later). Idempotent."""

@@ -6,8 +6,8 @@ No gradio here; page/tabs/attention.py only wires these. Nothing here runs the m
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterator
 
 import numpy as np
 import plotly.colors
@@ -17,7 +17,7 @@ import torch
 from vizvit.cancel import NEVER, Cancel
 from vizvit.errors import NO_CLASS, UserError
 from vizvit.methods import maps, maths as att_mod
-from vizvit.methods.maps import Cache, no_cache, relevance_map  # noqa: F401 (relevance_map: part of this tab's API)
+from vizvit.methods.maps import Cache, no_cache, relevance_map
 from vizvit.model.engine import Analysis
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at
@@ -379,7 +379,7 @@ def choice_value(p: AttnParams) -> str:
 def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
     """(label, "layer,head") pairs for the 'open a head' list, nearest-looking heads first."""
     n_l, n_h = d.shape
-    order = sorted(((float(d[l, h]), l, h) for l in range(n_l) for h in range(n_h)))
+    order = sorted((float(d[l, h]), l, h) for l in range(n_l) for h in range(n_h))
     return [(f"layer {l + 1} · head {h + 1} · {v:.1f} px", f"{l + 1},{h + 1}") for v, l, h in order]
 
 
@@ -498,7 +498,7 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     return out
 
 
-def attention_figures(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, "np.ndarray | go.Figure"]:
+def attention_figures(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict[str, np.ndarray | go.Figure]:
     p = AttnParams()
     v = attention_view(vm, a, p, cache)
     out: dict[str, np.ndarray | go.Figure] = {
@@ -608,5 +608,5 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     return attention_arrays(ph.vm, ph.analysis(), ph.derived)
 
 
-def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     return attention_figures(ph.vm, ph.analysis(), ph.derived)

@@ -115,11 +115,11 @@ class CameraParams:
     mode: Mode = "rolled out"  # the fused rollout through the layer: the classic "where it looks"
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "CameraParams":
+    def from_controls(cls, v: dict[str, Any]) -> CameraParams:
         return cls(layer=int(v["layer"] or 0), heads=str(v["heads"]), mode=v["mode"])
 
     @classmethod
-    def from_link(cls, params: dict[str, str], g: Any) -> "CameraParams":
+    def from_link(cls, params: dict[str, str], g: Any) -> CameraParams:
         """The camera page's link (camera_query's parameters) -> params fitted to the model: a value
         that is not one of its choices falls back to the default."""
         layer = params.get("layer", "")

@@ -71,7 +71,7 @@ class CompareParams:
     example: str | None = None  # the photo's name in a link when it is an example (the pairs' links keep it)
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "CompareParams":
+    def from_controls(cls, v: dict[str, Any]) -> CompareParams:
         return cls(model_b=v.get("model_b") or None, depth=int(float(v.get("depth") or 0)),
                    head=str(v.get("head") or "mean"), shared_range=bool(v.get("shared_range", True)),
                    example=v.get("example"))

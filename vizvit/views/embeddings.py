@@ -631,7 +631,7 @@ class EmbeddingsParams:
     dropout: float = DEFAULT_DROPOUT  # the dropout panel's p
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "EmbeddingsParams":
+    def from_controls(cls, v: dict[str, Any]) -> EmbeddingsParams:
         """The page's control values by field name -> EmbeddingsParams."""
         return cls(depth=int(v["depth"]), clicked=v["clicked"], color_by=v.get("color_by", "row"),
                    dropout=float(v.get("dropout", DEFAULT_DROPOUT)))

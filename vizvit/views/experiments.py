@@ -5,8 +5,9 @@ No gradio here; app.py only wires these."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -794,7 +795,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     return out
 
 
-def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     """The sweep chart and the deletion / insertion charts, for `python -m vizvit export`."""
     out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(ph.vm, full_sweep(ph)).figure}
     if ph.vm.has_classifier:
@@ -817,7 +818,7 @@ class ExperimentsParams:
     mode: str = "drop"  # how a masked patch is removed (vocab.MASK_MODES)
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "ExperimentsParams":
+    def from_controls(cls, v: dict[str, Any]) -> ExperimentsParams:
         """The page's control values by field name -> ExperimentsParams (missing: the default)."""
         d = cls()
         return cls(dx=int(v.get("dx", d.dx)), dy=int(v.get("dy", d.dy)), fill=v.get("fill", d.fill),

@@ -15,8 +15,9 @@ Page fields (targets) and Params fields (controls); page/ maps them to its compo
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class Chart:
     trace: int = 0
 
 
-def set_key(ids: "tuple[int, ...] | list[int]") -> str:
+def set_key(ids: tuple[int, ...] | list[int]) -> str:
     """A set of cell ids as a key part: sorted, comma-separated ("" for none)."""
     return ",".join(str(int(i)) for i in sorted(ids))
 
@@ -100,7 +101,7 @@ class Flipbook:
 
     look: str
     controls: tuple[str, ...]
-    pages: Mapping[str, Mapping[str, "np.ndarray | Chart"]] = field(default_factory=dict)
+    pages: Mapping[str, Mapping[str, np.ndarray | Chart]] = field(default_factory=dict)
     merge: bool = False
     rows: str | None = None  # a table field: a click on its row k sets the one control to k, in the page
     toggle: Toggle | None = None

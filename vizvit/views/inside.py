@@ -9,8 +9,9 @@ when one head alone is zeroed, L·H forwards batched, streamed and cached per ph
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import cv2
 import numpy as np
@@ -303,7 +304,7 @@ class InsideParams:
     depth: int | None = None  # the logit lens's readout depth (None: the last)
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "InsideParams":
+    def from_controls(cls, v: dict[str, Any]) -> InsideParams:
         d = v.get("depth")
         return cls(depth=None if d is None else int(d))
 
@@ -385,7 +386,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     return {"logit_lens": lens_of(ph).probs, "head_importance": head_importance(ph)}
 
 
-def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     if not ph.vm.has_classifier:
         return {}
     return {"logit_lens": lens_panel(ph).figure,

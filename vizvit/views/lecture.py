@@ -75,7 +75,7 @@ class LectureParams:
     patch: int = 16  # patch size P
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "LectureParams":
+    def from_controls(cls, v: dict[str, Any]) -> LectureParams:
         return cls(side=int(v["side"]), patch=int(v["patch"]))
 
 

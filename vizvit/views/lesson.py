@@ -9,8 +9,9 @@ controls (the tab's `show`), and the page can open that tab with those controls 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import segno
@@ -349,7 +350,7 @@ class LessonParams:
     dont_know: bool = False  # "I don't know" pressed: the reveal without an answer
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "LessonParams":
+    def from_controls(cls, v: dict[str, Any]) -> LessonParams:
         n = v.get("number")
         return cls(step=int(v.get("step") or 1), choice=v.get("choice") or None,
                    number=None if n is None or n == "" else float(n), dont_know=bool(v.get("dont_know")))

@@ -34,7 +34,7 @@ k % width); token 0 is [CLS], so patch k is token k + 1. Layers and heads count 
 
 
 def patches_panel(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
-                  clicked: tuple[int, int] | None = None) -> "PatchesPage":
+                  clicked: tuple[int, int] | None = None) -> PatchesPage:
     """Everything on the Patches tab for a new photo or model (a plain ViT's: no labels)."""
     g = vm.geometry
     return PatchesPage(
@@ -88,7 +88,7 @@ class PatchesParams:
     clicked: tuple[int, int] | None = None  # (row, col)
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "PatchesParams":
+    def from_controls(cls, v: dict[str, Any]) -> PatchesParams:
         """The page's control values by field name -> PatchesParams."""
         return cls(lines=bool(v["lines"]), indices=bool(v["indices"]), clicked=v["clicked"])
 
@@ -248,7 +248,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     return out
 
 
-def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     vm, a = ph.vm, ph.analysis()
     g = vm.geometry
     s = render.display_scale(g)

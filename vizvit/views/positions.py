@@ -293,7 +293,7 @@ class BiasPositions:
     cell: int
     grid_img: np.ndarray  # (layers or 1) × heads tables, one colour scale, + colour bar
     compare_img: np.ndarray  # each layer's table averaged over heads
-    numbers: "pd.DataFrame"
+    numbers: pd.DataFrame
     text: str
     vmax: float
 
@@ -388,7 +388,7 @@ def _bias_outline(bp: BiasPositions, rc: tuple[int, int]) -> np.ndarray:
     return bias_outline(bp).on(bp.grid_img, rc)
 
 
-def _bias_panel(vm: VitModel, bp: BiasPositions, rc: tuple[int, int] | None) -> "PositionsPanel":
+def _bias_panel(vm: VitModel, bp: BiasPositions, rc: tuple[int, int] | None) -> PositionsPanel:
     rc = rc or (bp.bias.tables.shape[0] - 1, 0)
     l, h = rc
     return PositionsPanel(grid_img=_bias_outline(bp, rc), marks=bias_outline(bp).marks(marks_look(vm), bp.grid_img, rc),
@@ -561,7 +561,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
 
 
-def export_figures(ph: Photo) -> dict[str, "np.ndarray | go.Figure"]:
+def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     if ph.vm.family.has_bias_table:
         bp = cached_bias_positions(ph)
         return {"relative_position_bias_grid": bp.grid_img, "relative_position_bias_layers": bp.compare_img}
@@ -577,7 +577,7 @@ class PositionsParams:
     size: int = 384  # the other resolution's input side (px, vocab.RESOLUTIONS)
 
     @classmethod
-    def from_controls(cls, v: dict[str, Any]) -> "PositionsParams":
+    def from_controls(cls, v: dict[str, Any]) -> PositionsParams:
         return cls(size=int(v["size"]))
 
 
