@@ -150,8 +150,9 @@ def watch_flows(rest: Rest, since: float, settle_s: float, out: dict) -> None:
 
 
 def serve(repo: Path, model: str, port: int, log: Path, env: dict | None = None) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "app.py", "--model", str(Path(model).resolve()), "--port", str(port)],
-                            cwd=repo, stdout=open(log, "w"), stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    cmd = [sys.executable, "app.py", "--model", str(Path(model).resolve()), "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=repo, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:

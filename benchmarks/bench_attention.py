@@ -75,19 +75,26 @@ def main() -> None:
     for name, p in events.items():
         rows.append((name, median_s(lambda p=p: ap.attention_view(vm, a, p, cache), args.repeat, warmup=1)))
     rolled = replace(base, mode="rolled out", show=ap.ONE_HEAD, head=3)
-    rows.append(("rolled out per head, cold (L×H rollout stack)", once_s(lambda: ap.attention_view(vm, a, rolled, cache))))
-    rows.append(("rolled out per head, warm", median_s(lambda: ap.attention_view(vm, a, rolled, cache), args.repeat, warmup=1)))
+    rows.append(("rolled out per head, cold (L×H rollout stack)",
+                 once_s(lambda: ap.attention_view(vm, a, rolled, cache))))
+    rows.append(("rolled out per head, warm",
+                 median_s(lambda: ap.attention_view(vm, a, rolled, cache), args.repeat, warmup=1)))
     disc = replace(base, mode="rolled out", discard=0.7)
     rows.append(("discard ratio, cold (new rollout stack)", once_s(lambda: ap.attention_view(vm, a, disc, cache))))
     rows.append(("discard ratio, warm", median_s(lambda: ap.attention_view(vm, a, disc, cache), args.repeat, warmup=1)))
     tile = ap.grid_tile(g)
-    rows.append(("grid cell click (cell lookup + redraw)", median_s(
-        lambda: ap.attention_view(vm, a, replace(base, layer=ap.grid_cell_at(g, ap.GRID_LEFT + tile, ap.GRID_TOP + 5)[0]),
-                                  cache), args.repeat)))
+
+    def grid_click() -> None:
+        layer = ap.grid_cell_at(g, ap.GRID_LEFT + tile, ap.GRID_TOP + 5)[0]
+        ap.attention_view(vm, a, replace(base, layer=layer), cache)
+
+    rows.append(("grid cell click (cell lookup + redraw)", median_s(grid_click, args.repeat)))
     if a.top5:
         top1 = a.top5[0].index
-        rows.append(("class relevance, cold (forward + backward)", once_s(lambda: ap.relevance_panel(vm, a, top1, base, cache))))
-        rows.append(("class relevance, warm", median_s(lambda: ap.relevance_panel(vm, a, top1, base, cache), args.repeat, warmup=1)))
+        rows.append(("class relevance, cold (forward + backward)",
+                     once_s(lambda: ap.relevance_panel(vm, a, top1, base, cache))))
+        rows.append(("class relevance, warm",
+                     median_s(lambda: ap.relevance_panel(vm, a, top1, base, cache), args.repeat, warmup=1)))
     v = ap.attention_view(vm, a, base, cache)
     for name, img in (("main map", v.main), ("grid", v.grid), ("strip", v.strip)):
         for fmt in ("PNG", "JPEG"):

@@ -42,7 +42,7 @@ def main() -> None:
     print("| catalog id | timed on | parameters | forward ms (median) |")
     for hub_id, source in rows:
         vm = load_model(source, "cpu")
-        ms = 1000 * median_s(lambda: analyze(vm, photo), repeat=10, warmup=2)
+        ms = 1000 * median_s(lambda vm=vm: analyze(vm, photo), repeat=10, warmup=2)
         print(f"| {hub_id} | {Path(source).name if os.path.isdir(source) else source} | "
               f"{vm.num_parameters:,} | {ms:.0f} |")
 

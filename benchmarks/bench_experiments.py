@@ -21,10 +21,7 @@ from timing import median_s  # noqa: E402
 
 import vizvit  # noqa: E402  (sets the thread policy before torch loads)
 from vizvit.model.images import View  # noqa: E402
-from vizvit.readings import (
-    methods,
-    perturb,
-)
+from vizvit.readings import methods, perturb  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import experiments  # noqa: E402
 

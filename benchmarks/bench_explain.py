@@ -27,10 +27,7 @@ from timing import median_s  # noqa: E402
 
 import vizvit  # noqa: E402
 from vizvit.cancel import NEVER  # noqa: E402
-from vizvit.methods import (
-    flow as explain,
-    maps,
-)
+from vizvit.methods import flow as explain, maps  # noqa: E402
 from vizvit.methods.relevance import relevance_parts  # noqa: E402
 from vizvit.readings import methods as registry  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
@@ -126,8 +123,9 @@ def main() -> None:
           f"{fb:.2f}× a forward")
     for name in methods:
         q = statistics.median(ratios[name])
+        rounds = ", ".join(f"{x:.2f}" for x in ratios[name])
         print(f"{name}: {counts[name][0]} forward, {counts[name][1]} autograd.grad call(s); {q:.2f}× a bare "
-              f"forward = {q / fb:.2f}× forward + full backward (rounds: {', '.join(f'{x:.2f}' for x in ratios[name])})")
+              f"forward = {q / fb:.2f}× forward + full backward (rounds: {rounds})")
 
     n = g.seq_len if args.flow_tokens <= 0 else min(args.flow_tokens, g.seq_len)
     t0 = time.perf_counter()

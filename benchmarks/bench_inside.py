@@ -23,7 +23,7 @@ import vizvit  # noqa: E402  (sets the thread policy before torch loads)
 from vizvit.model import engine  # noqa: E402
 from vizvit.model.ablation import Ablation  # noqa: E402
 from vizvit.model.images import to_pixel_values  # noqa: E402
-from vizvit.readings import lens_maths as lens
+from vizvit.readings import lens_maths as lens  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 
 

@@ -74,13 +74,19 @@ PAGE_HELPER = """
     return new Promise((resolve) => {
       let seen = false;
       const finish = (r) => { onEnd(); mo.disconnect(); clearTimeout(timer); resolve({ t0: vv.t0, ...r }); };
+      // Painted: a frame, then a task after it.
+      const painted = (r) => requestAnimationFrame(
+        () => setTimeout(() => finish({ ...r, tPainted: performance.now() }), 0));
       const shown = () => {
         if (seen) return;
         const img = document.querySelector('#' + id + ' img');
-        if (vv.t0 === null || !img || !img.complete || img.getBoundingClientRect().width === 0) { requestAnimationFrame(shown); return; }
+        if (vv.t0 === null || !img || !img.complete || img.getBoundingClientRect().width === 0) {
+          requestAnimationFrame(shown);
+          return;
+        }
         seen = true;
         const tSrc = performance.now();
-        requestAnimationFrame(() => setTimeout(() => finish({ tSrc, tDecoded: tSrc, tPainted: performance.now(), src: 'ahead ' + old }), 0));
+        painted({ tSrc, tDecoded: tSrc, src: 'ahead ' + old });
       };
       if (ahead) requestAnimationFrame(shown);
       const check = () => {
@@ -89,7 +95,7 @@ PAGE_HELPER = """
         if (cv && cv !== drawn0) {
           seen = true;
           const tSrc = performance.now();
-          requestAnimationFrame(() => setTimeout(() => finish({ tSrc, tDecoded: tSrc, tPainted: performance.now(), src: 'canvas ' + cv.dataset.drawn }), 0));
+          painted({ tSrc, tDecoded: tSrc, src: 'canvas ' + cv.dataset.drawn });
           return;
         }
         const img = document.querySelector('#' + id + ' img');
@@ -97,13 +103,11 @@ PAGE_HELPER = """
         if (!s || s === old) return;
         seen = true;
         const tSrc = performance.now();
-        img.decode().catch(() => null).then(() => {
-          const tDecoded = performance.now();
-          requestAnimationFrame(() => setTimeout(() => finish({ tSrc, tDecoded, tPainted: performance.now(), src: s }), 0));
-        });
+        img.decode().catch(() => null).then(() => painted({ tSrc, tDecoded: performance.now(), src: s }));
       };
       const mo = new MutationObserver(check);
-      mo.observe(document.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
+      mo.observe(document.documentElement,
+                 { subtree: true, childList: true, attributes: true, attributeFilter: ['src'] });
       const timer = setTimeout(() => finish({ timeout: true }), timeoutMs);
     });
   };
@@ -136,7 +140,8 @@ PAGE_HELPER = """
       const poll = () => {
         const now = window.__vizvitPreloaded;
         if (now && now !== old) {
-          Promise.all(now.map((im) => im.decode().catch(() => null))).then(() => resolve({ t0: vv.t0, tReady: performance.now() }));
+          Promise.all(now.map((im) => im.decode().catch(() => null)))
+            .then(() => resolve({ t0: vv.t0, tReady: performance.now() }));
         } else if (performance.now() > t1) resolve({ timeout: true }); else requestAnimationFrame(poll);
       };
       poll();
@@ -217,7 +222,8 @@ MAKE = {"markdown": lambda i: gr.Markdown(f"**Text {i}** with some words, as a t
         "image": lambda i: gr.Image(interactive=False, format="jpeg", label=f"picture {i}"),
         "button": lambda i: gr.Button(f"button {i}"), "slider": lambda i: gr.Slider(0, 12, step=1, label=f"s{i}"),
         "plot": lambda i: gr.Plot(label=f"chart {i}"), "textbox": lambda i: gr.Textbox(label=f"t{i}"),
-        "html": lambda i: gr.HTML(f"<span>html {i}</span>"), "radio": lambda i: gr.Radio(["a", "b", "c"], label=f"r{i}"),
+        "html": lambda i: gr.HTML(f"<span>html {i}</span>"),
+        "radio": lambda i: gr.Radio(["a", "b", "c"], label=f"r{i}"),
         "dropdown": lambda i: gr.Dropdown(["a", "b", "c"], label=f"d{i}"), "state": lambda i: gr.State(i),
         "file": lambda i: gr.File(label=f"f{i}"), "dataframe": lambda i: gr.Dataframe(headers=["a", "b"]),
         "checkbox": lambda i: gr.Checkbox(label=f"c{i}"), "number": lambda i: gr.Number(label=f"n{i}")}
@@ -306,9 +312,9 @@ def server(cmd: list[str], port: int, log: Path) -> Iterator[str]:
                 try:
                     urllib.request.urlopen(url, timeout=2)
                     break
-                except OSError:
+                except OSError as err:
                     if proc.poll() is not None or time.perf_counter() - t0 > 300:
-                        raise RuntimeError(f"server did not start: see {log}")
+                        raise RuntimeError(f"server did not start: see {log}") from err
                     time.sleep(0.2)
             yield url
         finally:
@@ -367,7 +373,8 @@ class Timer:
         stale: the src elem_id showed for the previous photo (see PAGE_HELPER's watch).
         ahead: a row name: also time the input to the closed tabs' first pictures drawn ahead and
         decoded in the page (from then on a tab opens with its picture in place)."""
-        bare_ms = self.bare() if self.bare is not None and record and ("one forward" in name or name.startswith("upload")) else None
+        with_bare = record and ("one forward" in name or name.startswith("upload"))
+        bare_ms = self.bare() if self.bare is not None and with_bare else None
         if chart:
             self.page.evaluate("([id, t, w]) => window.__vv.armChange(id, t, w)", [elem_id, self.timeout_ms, chart])
         else:
@@ -400,7 +407,10 @@ class Timer:
                 self.lost[ahead] = self.lost.get(ahead, 0) + 1
             elif record:
                 self.rows.setdefault(ahead, []).append(hr["tReady"] - hr["t0"])
-        print(f"  {name}: {r.get('tPainted', float('nan')) - (r.get('t0') or float('nan')):.0f} ms {str(r.get('src'))[:12]} src at {r.get('tSrc', 0) - (r.get('t0') or 0):.0f} decoded at {r.get('tDecoded', 0) - (r.get('t0') or 0):.0f}", file=sys.stderr, flush=True)
+        r0 = r.get("t0")
+        print(f"  {name}: {r.get('tPainted', float('nan')) - (r0 or float('nan')):.0f} ms {str(r.get('src'))[:12]} "
+              f"src at {r.get('tSrc', 0) - (r0 or 0):.0f} decoded at {r.get('tDecoded', 0) - (r0 or 0):.0f}",
+              file=sys.stderr, flush=True)
         if r.get("timeout") or r.get("t0") is None:
             self.lost[name] = self.lost.get(name, 0) + 1
             return None
@@ -580,8 +590,8 @@ def vizvit_events(ctx, url: str, pics: list[str], repeat: int, t: Timer | None =
         upload_photo(page, t, photo, record="upload" in parts)
         if "tabs" not in parts:
             continue
-        first_opens(page, t, "first open: {} tab" if i == 0 else "first open for a new photo, tab opened before: {} tab",
-                    shown, skip=("Positions", "Inside") if i else ())
+        row = "first open: {} tab" if i == 0 else "first open for a new photo, tab opened before: {} tab"
+        first_opens(page, t, row, shown, skip=("Positions", "Inside") if i else ())
         if i:
             fresh = open_page(page.context, page.url, "#upload input[type=file]")
             upload_photo(fresh, t, photo, record=False)
@@ -676,7 +686,8 @@ def attention_events(page, t: Timer, repeat: int, cell: float) -> None:
     scroll_to(page, "attn-main")
     for i in range(repeat):
         r, c = 2 + i % 10, 3 + (3 * i) % 10
-        t.measure("attention: query click", "attn-main", click_pixel(page, "attn-main", (c + 0.5) * cell, (r + 0.5) * cell))
+        t.measure("attention: query click", "attn-main",
+                  click_pixel(page, "attn-main", (c + 0.5) * cell, (r + 0.5) * cell))
         settle(page)
         t.measure("attention: back to [CLS]", "attn-main", lambda: page.locator("#attn-to-cls").click())
         settle(page)
@@ -688,7 +699,7 @@ def embeddings_events(page, t: Timer, repeat: int) -> None:
     page.get_by_role("tab", name="Embeddings").click()
     settle(page, 1500)
     scroll_to(page, "emb-pca")
-    for i in range(repeat):
+    for _ in range(repeat):
         t.measure("embeddings: depth slider", "emb-pca", range_key(page, "emb-depth", "ArrowRight"))
         settle(page, 600)
     box = page.locator("#emb-depth input[type=number]")
@@ -698,7 +709,8 @@ def embeddings_events(page, t: Timer, repeat: int) -> None:
     cell = page.locator("#emb-sim img").first.evaluate("i => i.naturalWidth") / 14
     for i in range(repeat):
         r, c = 2 + i % 10, 9 - i % 8
-        t.measure("embeddings: token click", "emb-sim", click_pixel(page, "emb-sim", (c + 0.5) * cell, (r + 0.5) * cell))
+        t.measure("embeddings: token click", "emb-sim",
+                  click_pixel(page, "emb-sim", (c + 0.5) * cell, (r + 0.5) * cell))
         settle(page, 800)
     scroll_to(page, "emb-color")
     for i in range(repeat):
@@ -719,7 +731,8 @@ def positions_events(page, t: Timer, repeat: int, geo) -> None:
     for i in range(repeat):
         nw = page.locator("#pos-grid img").first.evaluate("i => i.naturalWidth")
         tile = nw / geo.grid[1]
-        t.measure("positions: tile click", "pos-grid", click_pixel(page, "pos-grid", (3 + i % 8 + 0.5) * tile, (4 + 0.5) * tile))
+        t.measure("positions: tile click", "pos-grid",
+                  click_pixel(page, "pos-grid", (3 + i % 8 + 0.5) * tile, (4 + 0.5) * tile))
         settle(page)
     del positions_panel
 
@@ -904,7 +917,7 @@ def breakdown(args: argparse.Namespace) -> dict:
         page.get_by_role("tab", name="Attention").click()
         settle(page, 2500)
         scroll_to(page, "attn-main")
-        for i in range(args.repeat):
+        for _ in range(args.repeat):
             page.evaluate("() => { window.__vvnet.length = 0; performance.clearResourceTimings(); }")
             clear_traces(url)
             # Always a layer not shown before, so the picture is a new file (not in the browser cache).
@@ -916,16 +929,18 @@ def breakdown(args: argparse.Namespace) -> dict:
             net = page.evaluate("() => window.__vvnet")
             res = page.evaluate("(s) => performance.getEntriesByType('resource').filter(e => e.name.endsWith(s))"
                                 ".map(e => ({start: e.startTime, req: e.requestStart, resp: e.responseStart, "
-                                "end: e.responseEnd, size: e.encodedBodySize}))", r["src"].split("/")[-2] + "/" + r["src"].split("/")[-1])
+                                "end: e.responseEnd, size: e.encodedBodySize}))", "/".join(r["src"].split("/")[-2:]))
             tr = traces(url)
-            files = page.evaluate("() => performance.getEntriesByType('resource').filter(e => e.name.includes('/file=')).length")
+            files = page.evaluate("() => performance.getEntriesByType('resource')"
+                                  ".filter(e => e.name.includes('/file=')).length")
             abs0 = origin + r["t0"]
             joins = [n for n in net if n["kind"] == "join"]
             done = [n for n in net if n["kind"] == "sse" and "process_completed" in n["msgs"]]
+            sent = joins[0]["sent"] if joins else float("nan")
             rows.append({
-                "input -> join sent": joins[0]["sent"] - abs0 if joins else float("nan"),
-                "join sent -> join answered": joins[0]["answered"] - joins[0]["sent"] if joins else float("nan"),
-                "join sent -> result message (SSE) in page": done[0]["at"] - joins[0]["sent"] if joins and done else float("nan"),
+                "input -> join sent": sent - abs0,
+                "join sent -> join answered": joins[0]["answered"] - sent if joins else float("nan"),
+                "join sent -> result message (SSE) in page": done[0]["at"] - sent if done else float("nan"),
                 "server: queue wait": sum(x["queue_wait_ms"] for x in tr),
                 "server: preprocess": sum(x["preprocess_ms"] for x in tr),
                 "server: handler": sum(x["fn_call_ms"] for x in tr),
@@ -943,8 +958,9 @@ def breakdown(args: argparse.Namespace) -> dict:
                 "main picture bytes": res[0]["size"] if res else 0,
             })
             if args.verbose:
-                print("timeline (ms from the input):", [(n["kind"], round(n.get("sent", n.get("at", 0)) - abs0), n.get("msgs"))
-                                                        for n in net], [(x["fn_name"], round(x["timestamp"] * 1000 - abs0)) for x in tr])
+                net_at = [(n["kind"], round(n.get("sent", n.get("at", 0)) - abs0), n.get("msgs")) for n in net]
+                server_at = [(x["fn_name"], round(x["timestamp"] * 1000 - abs0)) for x in tr]
+                print("timeline (ms from the input):", net_at, server_at)
         page.close()
     print(f"bare forward: median {statistics.median(forward):.0f} ms (n={len(forward)})")
     print_medians(rows, f"attention layer slider, {len(rows)} repeats: median (min–max), ms", 50)
@@ -956,8 +972,9 @@ def _timeline(page, url: str, r: dict) -> list[tuple[float, str]]:
     origin = page.evaluate("() => performance.timeOrigin")
     abs0 = origin + r["t0"]
     net = page.evaluate("() => window.__vvnet")
-    res = page.evaluate("() => performance.getEntriesByType('resource').map(e => ({n: e.name.replace(location.origin, ''),"
-                        " s: e.startTime, e: e.responseEnd, b: e.encodedBodySize}))")
+    res = page.evaluate("() => performance.getEntriesByType('resource')"
+                        ".map(e => ({n: e.name.replace(location.origin, ''), s: e.startTime, e: e.responseEnd,"
+                        " b: e.encodedBodySize}))")
     ev = [(x["s"] - r["t0"], f"request {x['n'].split('?')[0][-60:]} done at {x['e'] - r['t0']:.0f} ({x['b']} B)")
           for x in res if x["s"] >= r["t0"] - 1]
     ev += [(n["sent"] - abs0, f"join answered at {n['answered'] - abs0:.0f}") if n["kind"] == "join" else
@@ -986,7 +1003,7 @@ def upload_breakdown(args: argparse.Namespace) -> dict:
                 settle(page, 500)
             page.evaluate("() => { window.__vvnet.length = 0; performance.clearResourceTimings(); }")
             clear_traces(url)
-            r = t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic),
+            r = t.measure("upload", "patch-grid", lambda pic=pic: page.set_input_files("#upload input[type=file]", pic),
                           text=("forward shown", "#status", "top-1"))
             settle(page, 2000)
             if r is None:
@@ -1081,7 +1098,8 @@ def tabs_breakdown(args: argparse.Namespace) -> dict:
                 page.locator("#upload button[aria-label='Clear']").first.click()
                 page.wait_for_selector("#upload input[type=file]", state="attached")
                 settle(page, 500)
-            t.measure("upload", "patch-grid", lambda: page.set_input_files("#upload input[type=file]", pic), record=False)
+            t.measure("upload", "patch-grid", lambda pic=pic: page.set_input_files("#upload input[type=file]", pic),
+                      record=False)
             settle(page, 2500)
             for name, target in TAB_FIRSTS:
                 if name in ("Positions", "Inside") and i:  # per model: nothing new to paint

@@ -117,7 +117,8 @@ def breakdown(caps: list, paints: list, trips: list) -> dict[str, float]:
         server = sum(st.get(k, 0.0) for k in ("decode", "wait", "forward", "book"))
         parts = {"capture -> sent": t["sent"] - cap if cap is not None else None,
                  "server decode": st.get("decode"), "server wait (previous frame)": st.get("wait"),
-                 "server forward (queue, input, model, results)": st.get("forward"), "  of which the model": st.get("model"),
+                 "server forward (queue, input, model, results)": st.get("forward"),
+                 "  of which the model": st.get("model"),
                  "server book": st.get("book"), "HTTP both ways": (t["back"] - t["sent"]) - server,
                  "answer -> paint": t_paint - t["back"], "server idle before the frame": st.get("idle")}
         for k, v in parts.items():
@@ -137,8 +138,8 @@ def stream(url: str, clip: Path, seconds: float, box: tuple[float, ...], during=
         try:
             page = browser.new_page(viewport={"width": 1366, "height": 900})
             # Stamped: each capture writes its own number into the frame (see fake_camera.PROBE_JS).
-            page.add_init_script(fake_camera.PROBE_JS + f"window.__cam.viewBox = {list(box)}; window.__cam.stamp = true;"
-                                 + TRIPS_JS)
+            page.add_init_script(fake_camera.PROBE_JS
+                                 + f"window.__cam.viewBox = {list(box)}; window.__cam.stamp = true;" + TRIPS_JS)
             page.goto(url + cam_view.page_query({"model": model}), wait_until="load")
             page.locator("#cam-start:enabled").click()
             page.wait_for_function("window.__cam.paints.length > 3", timeout=120_000)
@@ -192,9 +193,10 @@ def summary(label: str, s: dict, bare: float) -> str:
     med, p95 = pct(s["lat"], 50), pct(s["lat"], 95)
     parts = "; ".join(f"{k} {v:.1f}" for k, v in s["parts"].items())
     return (f"  {label}: {s['rate']:.1f} pictures/s ({s['paints']} painted; {s['rate'] * bare / 1000:.2f} per bare "
-            f"forward); capture -> paint median {med:.0f} ms ({med / bare:.2f}x), p95 {p95:.0f} ms ({p95 / bare:.2f}x), "
-            f"{len(s['lat'])} matched; first third {s['first']:.0f} ms, last third {s['last']:.0f} ms; 'too slow' shown: "
-            f"{s['slow_note']}\n    path, medians (ms): {parts}")
+            f"forward); capture -> paint median {med:.0f} ms ({med / bare:.2f}x), "
+            f"p95 {p95:.0f} ms ({p95 / bare:.2f}x), {len(s['lat'])} matched; "
+            f"first third {s['first']:.0f} ms, last third {s['last']:.0f} ms; "
+            f"'too slow' shown: {s['slow_note']}\n    path, medians (ms): {parts}")
 
 
 def run_model(model: str, seconds: float, clip: Path, pairs: int) -> list[str]:

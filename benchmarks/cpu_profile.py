@@ -108,7 +108,8 @@ def summarize(raw: str, cpu_s: float, top: int = 15, skip: tuple[str, ...] = (),
     def entries(counter: Counter[str], k: int) -> tuple[Entry, ...]:
         return tuple(Entry(f, c / n, cpu_s * c / n) for f, c in counter.most_common(k)) if n else ()
 
-    return Profile(n, cpu_s, waited / (n + waited) if n + waited else 0.0, entries(self_c, top), entries(total, top * 3), entries(pkgs, 10))
+    waited_share = waited / (n + waited) if n + waited else 0.0
+    return Profile(n, cpu_s, waited_share, entries(self_c, top), entries(total, top * 3), entries(pkgs, 10))
 
 
 def report(p: Profile, per: int = 1, per_name: str = "") -> str:

@@ -23,11 +23,7 @@ import vizvit  # noqa: E402
 from vizvit.model import engine  # noqa: E402
 from vizvit.model.ablation import Ablation  # noqa: E402
 from vizvit.model.images import View  # noqa: E402
-from vizvit.readings import (
-    lens_maths as lens,
-    methods,
-    perturb,
-)
+from vizvit.readings import lens_maths as lens, methods, perturb  # noqa: E402
 
 TOL = {"probs": 1e-4, "attentions": 1e-4, "hidden_states": 2e-3, "patch_embeddings": 1e-3}
 
@@ -41,6 +37,34 @@ def median_s(fn, n: int, device: torch.device) -> float:
             torch.cuda.synchronize()
         out.append(time.perf_counter() - t0)
     return statistics.median(out)
+
+
+def print_sweep_timings(vm, base) -> None:
+    """One analyze against the 33-view shift sweep, batched and one by one, and the faithfulness curves."""
+    dev = vm.device
+    one = median_s(lambda: vizvit.analyze(vm, base), 9, dev)
+    batched = median_s(lambda: perturb.shift_sweep(vm, base), 3, dev)
+    single = median_s(lambda: [vizvit.analyze(vm, base, View(dx=k)) for k in range(33)], 1, dev)
+    names = ("rollout", "last-layer [CLS] attention", "random")
+    maps = methods.ranking_maps(vm, vizvit.analyze(vm, base), names=names)
+    curves = median_s(lambda: perturb.faithfulness_curves(vm, base, maps, steps=10), 1, dev)
+    print(f"{dev.type}: analyze {one * 1000:.1f} ms · sweep of 33 batched {batched * 1000:.0f} ms "
+          f"({batched / one:.1f}× one analyze) · one by one {single * 1000:.0f} ms ({single / one:.1f}×) "
+          f"· batched is {single / batched:.1f}× faster · curves {curves * 1000:.0f} ms")
+
+
+def print_inside_timings(vm, base, ab: Ablation, cells: list[tuple[int, int]]) -> None:
+    """An ablation toggle, and "which heads matter" (one forward per head) in batches of several sizes."""
+    dev = vm.device
+    one = median_s(lambda: vizvit.analyze(vm, base), 5, dev)
+    toggle = median_s(lambda: vizvit.analyze(vm, base, ablation=ab), 5, dev)
+    for chunk in (8, 16, 48):
+        batched = median_s(lambda chunk=chunk: list(engine.zeroed_head_chunks(vm, base, cells, chunk)), 1, dev)
+        print(f"{dev.type}: which heads matter, {len(cells)} forwards in batches of {chunk}: "
+              f"{batched * 1000:.0f} ms ({batched / one:.1f}× one analyze)")
+    singles = median_s(lambda: list(engine.zeroed_head_chunks(vm, base, cells, 1)), 1, dev)
+    print(f"{dev.type}: ablation toggle {toggle * 1000:.1f} ms ({toggle / one:.2f}× one analyze) · "
+          f"{len(cells)} single forwards one by one {singles * 1000:.0f} ms")
 
 
 def main() -> int:
@@ -68,20 +92,14 @@ def main() -> int:
     print(f"batched predictions (33 shifted views): max|cuda-cpu| probs {d:.2e}")
 
     for vm in (cpu, gpu):
-        dev = vm.device
-        one = median_s(lambda: vizvit.analyze(vm, base), 9, dev)
-        batched = median_s(lambda: perturb.shift_sweep(vm, base), 3, dev)
-        single = median_s(lambda: [vizvit.analyze(vm, base, View(dx=k)) for k in range(33)], 1, dev)
-        maps = methods.ranking_maps(vm, vizvit.analyze(vm, base), names=("rollout", "last-layer [CLS] attention", "random"))
-        curves = median_s(lambda: perturb.faithfulness_curves(vm, base, maps, steps=10), 1, dev)
-        print(f"{dev.type}: analyze {one * 1000:.1f} ms · sweep of 33 batched {batched * 1000:.0f} ms "
-              f"({batched / one:.1f}× one analyze) · one by one {single * 1000:.0f} ms ({single / one:.1f}×) "
-              f"· batched is {single / batched:.1f}× faster · curves {curves * 1000:.0f} ms")
+        print_sweep_timings(vm, base)
     # Inside the model: an ablated forward, the logit lens, and which heads matter (L·H forwards).
     ab = Ablation(((3, 4), (7, 0)), "mean")
     a, b = vizvit.analyze(cpu, base, ablation=ab), vizvit.analyze(gpu, base, ablation=ab)
     d_ab = float((a.probs - b.probs).abs().max())
-    d_lens = float(abs(lens.logit_lens(cpu, engine.readout(cpu, a.hidden_states)).probs - lens.logit_lens(gpu, engine.readout(gpu, b.hidden_states)).probs).max())
+    lens_cpu = lens.logit_lens(cpu, engine.readout(cpu, a.hidden_states)).probs
+    lens_gpu = lens.logit_lens(gpu, engine.readout(gpu, b.hidden_states)).probs
+    d_lens = float(abs(lens_cpu - lens_gpu).max())
     g = cpu.geometry
     cells = [(l, h) for l in range(g.num_layers) for h in range(g.num_heads)]
     ic = torch.cat([p for _, p in engine.zeroed_head_chunks(cpu, base, cells, 16)])
@@ -91,16 +109,7 @@ def main() -> int:
     print(f"inside: max|cuda-cpu| ablated probs {d_ab:.2e} · logit lens {d_lens:.2e} · "
           f"{len(cells)} single-head ablations {d_imp:.2e}")
     for vm in (cpu, gpu):
-        dev = vm.device
-        one = median_s(lambda: vizvit.analyze(vm, base), 5, dev)
-        toggle = median_s(lambda: vizvit.analyze(vm, base, ablation=ab), 5, dev)
-        for chunk in (8, 16, 48):
-            batched = median_s(lambda: list(engine.zeroed_head_chunks(vm, base, cells, chunk)), 1, dev)
-            print(f"{dev.type}: which heads matter, {len(cells)} forwards in batches of {chunk}: "
-                  f"{batched * 1000:.0f} ms ({batched / one:.1f}× one analyze)")
-        singles = median_s(lambda: list(engine.zeroed_head_chunks(vm, base, cells, 1)), 1, dev)
-        print(f"{dev.type}: ablation toggle {toggle * 1000:.1f} ms ({toggle / one:.2f}× one analyze) · "
-              f"{len(cells)} single forwards one by one {singles * 1000:.0f} ms")
+        print_inside_timings(vm, base, ab, cells)
     print("RESULT:", "CUDA matches CPU within tolerance" if ok else "MISMATCH")
     return 0 if ok else 1
 

@@ -413,7 +413,10 @@ def pct(values: list[float]) -> dict[str, Any]:
 
 def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dict:
     ok = [r for r in results if "error" not in r]
-    first = lambda ex: [r["times"]["analyze"] for r in results if r["example"] == ex and "analyze" in r.get("times", {})]  # noqa: E731
+
+    def first(ex: bool) -> list[float]:
+        return [r["times"]["analyze"] for r in results if r["example"] == ex and "analyze" in r.get("times", {})]
+
     errs = [r for r in results if "error" in r]
     full = [r for r in errs if r.get("queue_full")]
     other = [r for r in errs if not r.get("queue_full")]
@@ -783,7 +786,8 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
                     if via == "gradio":  # the public API's /room_step, through Gradio's queue
                         await _call(http, url, "room_step", [code, key, s, reveal])
                     else:  # the host page's plain route (page/room.py step_route)
-                        await _host(http, f"{url}vizvit_room/{code}/step", {"host_key": key, "step": s, "reveal": reveal})
+                        await _host(http, f"{url}vizvit_room/{code}/step",
+                                    {"host_key": key, "step": s, "reveal": reveal})
                     host_s[kind].append(time.monotonic() - t)
                 if reveal:  # the answers are closed now: this tally is final
                     tallies[s] = await tally_of(s)

@@ -64,10 +64,10 @@ def steady(url: str, model: str, clients: int, seconds: float, folder: Path) -> 
         while time.time() < stop:
             n += 1
             mine = handle_file(photo(i * 10_000 + n, folder))
-            calls = [("upload", lambda: c.predict(mine, model, api_name="/analyze"))]
+            calls = [("upload", lambda mine=mine: c.predict(mine, model, api_name="/analyze"))]
             # Controls on the cached analysis (no forward): the attention map of another head.
-            calls += [("attention", lambda: c.predict(mine, model, layer=1, head=rnd.choice([1, 2, "mean"]),
-                                                       api_name="/attention"))] * 4
+            calls += [("attention", lambda mine=mine: c.predict(mine, model, layer=1, head=rnd.choice([1, 2, "mean"]),
+                                                                 api_name="/attention"))] * 4
             for kind, call in calls:
                 t0 = time.perf_counter()
                 try:

@@ -52,10 +52,11 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
         photo_mb: int = 256, overhead_mb: int = OVERHEAD_MB, idle_s: float = 30.0,
         env: Sequence[str] = (), log: Any = print, url: str = "", pid: int = 0,
         new_sessions: bool = False, stop_over: bool = False) -> dict[str, Any]:
-    """Start the server (or use the one at `url`, process `pid`), send `photos` new photos from `threads` sessions, read RSS every `every`
-    photos and after `idle_s` idle seconds. new_sessions: each photo from a new session (a lecture
-    hall: every student a new visitor), else each thread is one session. stop_over: send no more
-    photos once a reading is over the line (a test: the answer is known). Returns the report (see the module's docstring)."""
+    """Start the server (or use the one at `url`, process `pid`), send `photos` new photos from
+    `threads` sessions, read RSS every `every` photos and after `idle_s` idle seconds. new_sessions:
+    each photo from a new session (a lecture hall: every student a new visitor), else each thread is
+    one session. stop_over: send no more photos once a reading is over the line (a test: the answer
+    is known). Returns the report (see the module's docstring)."""
     from vizvit.model.catalog import Catalog
 
     extra_env = dict(e.split("=", 1) for e in env)
@@ -77,8 +78,8 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
                     os.environ[k] = v
     public = Catalog(model).public(model)
     report: dict[str, Any] = {"model": public, "photos": photos, "threads": threads, "cache_mb": cache_mb,
-                              "photo_mb": photo_mb, "new_sessions": new_sessions, "overhead_mb": overhead_mb, "env": extra_env, "rows": [],
-                              "errors": []}
+                              "photo_mb": photo_mb, "new_sessions": new_sessions, "overhead_mb": overhead_mb,
+                              "env": extra_env, "rows": [], "errors": []}
     try:
         clients = [student(url) for _ in range(threads)]
         start = mb(tree_rss(proc.pid))
@@ -161,9 +162,11 @@ def run(model: str, photos: int = 1000, threads: int = 4, every: int = 50, cache
 def table(report: dict[str, Any]) -> str:
     """The report's readings as a markdown table."""
     start = report["rss_start_mb"]
+    per_photo = ", a new session per photo" if report.get("new_sessions") else ""
     out = [f"{report['model']}, --cache-mb {report['cache_mb']} --photo-mb {report['photo_mb']}, "
-           f"{report['threads']} threads{', a new session per photo' if report.get('new_sessions') else ''}; line = start {start} + {report['cache_mb']} + {report['photo_mb']} "
-           f"+ {report['overhead_mb']} = {report['line_mb']} MB",
+           f"{report['threads']} threads{per_photo}; "
+           f"line = start {start} + {report['cache_mb']} + {report['photo_mb']} + {report['overhead_mb']} "
+           f"= {report['line_mb']} MB",
            "", "| photos | RSS (MB) | over start (MB) | seconds |", "|---:|---:|---:|---:|",
            f"| 0 | {start} | 0 | 0 |"]
     out += [f"| {r['photos']} | {r['rss_mb']} | {r['over_start_mb']} | {r['seconds']} |" for r in report["rows"]]

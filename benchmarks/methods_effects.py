@@ -21,7 +21,7 @@ import test_methods as ports  # noqa: E402
 
 import vizvit  # noqa: E402
 from vizvit.methods import maths as A  # noqa: E402
-from vizvit.model import engine, positional
+from vizvit.model import engine, positional  # noqa: E402
 
 
 def r(a: np.ndarray | torch.Tensor, b: np.ndarray | torch.Tensor) -> float:

@@ -106,7 +106,8 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     layers = iter(range(10**6))
     b.add("event: attention layer slider",
           lambda: ship(ap.attention_view(vm, a, replace(base, layer=next(layers) % g.num_layers + 1), cache)))
-    b.add("event: attention head", lambda: ship(ap.attention_view(vm, a, replace(base, show=ap.ONE_HEAD, head=2), cache)))
+    b.add("event: attention head",
+          lambda: ship(ap.attention_view(vm, a, replace(base, show=ap.ONE_HEAD, head=2), cache)))
     b.add("event: attention fusion (max)", lambda: ship(ap.attention_view(vm, a, replace(base, show="max"), cache)))
     b.add("event: rollout discard ratio (cached)",
           lambda: ship(ap.attention_view(vm, a, replace(base, mode="rolled out", discard=0.5), cache)))
@@ -222,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--browser", action="store_true",
-                    help="also time the real page in Chromium (benchmarks/browser_latency.py: action -> picture painted)")
+                    help="also time the real page in Chromium "
+                         "(benchmarks/browser_latency.py: action -> picture painted)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     repeat = 3 if args.quick else args.repeat
@@ -296,7 +298,8 @@ def budgets(results: dict) -> str:
     rows = {r["what"]: r for r in results["rows"]}
     lines = ["budgets:"]
     up = next(r for k, r in rows.items() if k.startswith("upload"))
-    lines.append(f"  upload -> first tab {up['ratio']:.2f}x forward (<= 1.3): {'PASS' if up['ratio'] <= 1.3 else 'MISS'}")
+    verdict = "PASS" if up["ratio"] <= 1.3 else "MISS"
+    lines.append(f"  upload -> first tab {up['ratio']:.2f}x forward (<= 1.3): {verdict}")
     events = [r for k, r in rows.items() if k.startswith("event:")]  # none of these runs a forward
     worst = max(events, key=lambda r: r["ratio"])
     lines.append(f"  events without a forward: worst {worst['ratio']:.3f}x ({worst['what']}) (<= 0.05): "

@@ -118,8 +118,8 @@ def render(listen: str, replicas: Sequence[str], folder: Path, workers: int = 1,
         raise ValueError(f"cookie name {cookie!r}: letters, digits and _ only (nginx names it $cookie_{cookie})")
     servers = "\n".join(f"        server {r} max_fails=1 fail_timeout=10s;" for r in replicas)
     text = TEMPLATE.read_text()
-    for name, value in (("SERVERS", servers), ("LISTEN", listen), ("DIR", str(folder)), ("TEMP", str(temp or folder)), ("WORKERS", str(workers)),
-                        ("COOKIE", cookie), ("MAX_BODY", max_body)):
+    for name, value in (("SERVERS", servers), ("LISTEN", listen), ("DIR", str(folder)), ("TEMP", str(temp or folder)),
+                        ("WORKERS", str(workers)), ("COOKIE", cookie), ("MAX_BODY", max_body)):
         text = text.replace(f"@{name}@", value)
     user = worker_user()
     return f"{user}\n{text}" if user else text
@@ -275,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         argv, app_args = argv[:cut], argv[cut + 1:]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=os.environ.get("VIZVIT_MODEL", "google/vit-base-patch16-224"))
-    ap.add_argument("--replicas", type=int, default=2, help="app processes (about one per 2 cores, see deploy/README.md)")
+    ap.add_argument("--replicas", type=int, default=2,
+                    help="app processes (about one per 2 cores, see deploy/README.md)")
     ap.add_argument("--host", default="127.0.0.1", help="where nginx listens (0.0.0.0: every interface)")
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--workers", type=int, default=1, help="nginx worker processes")
