@@ -195,4 +195,4 @@ def rgb_array(got: list) -> np.ndarray:
 # The picture in #id's <img> as shown, pixel for pixel, read back through a canvas.
 IMG_RGB_JS = """(id) => { const i = document.querySelector('#' + id + ' img'), c = document.createElement('canvas');
   c.width = i.naturalWidth; c.height = i.naturalHeight; c.getContext('2d').drawImage(i, 0, 0);
-  return (%s)(c); }""" % CANVAS_RGB_JS
+  return (""" + CANVAS_RGB_JS + ")(c); }"

@@ -14,7 +14,8 @@ def by_id(demo, elem_id: str):
 def wired(demo, elem_id: str, trigger: str):
     """The one event the component's trigger runs (a handler, not a page script)."""
     c = by_id(demo, elem_id)
-    fns = [fn for fn in demo.fns.values() if fn.fn is not None and any(t[0] == c._id and t[1] == trigger for t in fn.targets)]
+    fns = [fn for fn in demo.fns.values()
+           if fn.fn is not None and any(t[0] == c._id and t[1] == trigger for t in fn.targets)]
     assert len(fns) == 1, (elem_id, trigger)
     return fns[0]
 

@@ -123,7 +123,7 @@ def chromium_args(clip: Path) -> list[str]:
 PROBE_JS = """
 (() => {
   const cam = window.__cam = { captures: [], paints: [] };
-  const BITS = %d, FRAME_BOX = %s;
+""" + f"  const BITS = {BITS}, FRAME_BOX = {list(CODE_BOX)};\n" + """\
   cam.viewBox = FRAME_BOX;  // set by the test: where the code row lies in the model-input view
   function code(ctx, w, h, box) {  // read_code's rule
     const bx0 = box[0] * w, by0 = box[1] * h, bx1 = box[2] * w, by1 = box[3] * h;
@@ -133,7 +133,8 @@ PROBE_JS = """
     for (let b = 0; b < BITS; b++) {
       const x0 = bx0 + (bx1 - bx0) * b / BITS, x1 = bx0 + (bx1 - bx0) * (b + 1) / BITS;
       let s = 0, k = 0;
-      for (let y = 0; y < y1 - y0; y++) for (let x = Math.floor(x0 + (x1 - x0) / 4); x < Math.floor(x1 - (x1 - x0) / 4); x++) {
+      const xa = Math.floor(x0 + (x1 - x0) / 4), xb = Math.floor(x1 - (x1 - x0) / 4);
+      for (let y = 0; y < y1 - y0; y++) for (let x = xa; x < xb; x++) {
         const i = 4 * (y * w + x); s += d[i] + d[i + 1] + d[i + 2]; k += 3; }
       n = (n << 1) | (s / k > 127 ? 1 : 0);
     }
@@ -183,7 +184,7 @@ PROBE_JS = """
     });
   }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-frame'] });
 })();
-""" % (BITS, list(CODE_BOX))
+"""
 
 
 def latencies(captures: list, paints: list, stamped: bool = False) -> list[float]:

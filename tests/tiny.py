@@ -106,7 +106,8 @@ def trained_dir() -> Path | None:
 WORDS = ["a", "photo", "of", "cat", "dog", "teapot", "coffee", "mug", "an", "astronaut", "car", "bird",
          "flower", "building", "person", "fish"]
 VISION = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=224)
-TEXT = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, max_position_embeddings=16)
+TEXT = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=16)
 
 
 def tiny_tokenizer(kind: str) -> PreTrainedTokenizerFast:

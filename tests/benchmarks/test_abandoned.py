@@ -39,7 +39,8 @@ def test_abandoned_flows_stop_and_a_third_caller_is_answered(tiny16, tmp_path, m
     # Seconds after the callers left, no flow runs or waits (both stopped), per /stats.
     assert res["flows_gone_after_s"] is not None and res["flows_gone_after_s"] < 10, res
     flows = [r for r in res["stats"]["recent"] if r["job"] == "attention flow"]
-    assert len(flows) == 2 and all(r["outcome"].startswith(("stopped: the caller left", "not started")) for r in flows), res
+    assert len(flows) == 2, res
+    assert all(r["outcome"].startswith(("stopped: the caller left", "not started")) for r in flows), res
     running = [r for r in flows if r["outcome"].startswith("stopped")]
     assert running and all(r["stop_s"] is not None and r["stop_s"] < 2.0 for r in running), res
 
@@ -113,8 +114,8 @@ def test_a_gradio_client_call_that_reads_its_answer_is_never_taken_for_unread(ti
     with serving(tiny16) as (url, _):
         def call(i: int) -> None:
             try:
-                r = Client(url, verbose=False).predict(handle_file(str(ROOT / "assets/examples/chelsea.jpg")), page_name(tiny16),
-                                                       api_name="/sweep")
+                photo = handle_file(str(ROOT / "assets/examples/chelsea.jpg"))
+                r = Client(url, verbose=False).predict(photo, page_name(tiny16), api_name="/sweep")
                 out[i] = r
             except Exception as e:  # noqa: BLE001 - the test reads it
                 out[i] = e

@@ -9,11 +9,12 @@ import sys
 import cpu_profile
 import pytest
 
-RAW = """\
-Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:10);analyze (vizvit/api.py:92);forward (torch/nn/modules/linear.py:134) 6
-Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:12);load_image (vizvit/model/images.py:83) 3
-Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:10);analyze (vizvit/api.py:95);analyze (vizvit/api.py:99) 1
-"""
+# py-spy's collapsed stacks: frames joined by ";", then the sample count.
+RAW = ("Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:10);analyze (vizvit/api.py:92);"
+       "forward (torch/nn/modules/linear.py:134) 6\n"
+       "Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:12);load_image (vizvit/model/images.py:83) 3\n"
+       "Thread._bootstrap (threading.py:1002);serve (gradio/routes.py:10);analyze (vizvit/api.py:95);"
+       "analyze (vizvit/api.py:99) 1\n")
 
 
 def test_shares_by_self_total_and_package_are_the_sample_counts():
@@ -53,8 +54,8 @@ def test_the_report_names_each_line_per_student():
 @pytest.mark.skipif(cpu_profile.py_spy() is None, reason="py-spy not installed")
 def test_a_recording_of_a_busy_process_finds_its_busy_function():
     busy = subprocess.Popen([sys.executable, "-c",
-                             "import time\ndef spin_here():\n    t = time.time()\n    while time.time() - t < 20: pass\n"
-                             "spin_here()"])
+                             "import time\ndef spin_here():\n    t = time.time()\n"
+                             "    while time.time() - t < 20: pass\nspin_here()"])
     try:
         rec = cpu_profile.Recorder(busy.pid).start()
         import time

@@ -42,7 +42,8 @@ def test_cuda_inside_the_model_matches_cpu(cat):
     ab = Ablation(((3, 4), (7, 0)), "mean")
     a, b = vizvit.analyze(cpu, cat, ablation=ab), vizvit.analyze(gpu, cat, ablation=ab)
     assert torch.allclose(a.probs, b.probs, atol=1e-4)
-    la, lb = lens.logit_lens(cpu, engine.readout(cpu, a.hidden_states)), lens.logit_lens(gpu, engine.readout(gpu, b.hidden_states))
+    la = lens.logit_lens(cpu, engine.readout(cpu, a.hidden_states))
+    lb = lens.logit_lens(gpu, engine.readout(gpu, b.hidden_states))
     assert abs(la.probs - lb.probs).max() < 1e-4
     cells = [(0, 0), (5, 3), (11, 11)]
     pc = torch.cat([p for _, p in engine.zeroed_head_chunks(cpu, a.input_view, cells, 2)])

@@ -252,7 +252,8 @@ def test_a_hall_through_nginx_then_a_replica_dies(tmp_path, nginx, redis_ok):
         results = out[0]
         dead, alive = c.replica_address(0), c.replica_address(1)
         hall.alone(c.url, model, results)  # now all on the surviving replica
-        lost = [r for r, w in zip(results, where) if w == alive and ("error" in r or hall.differs(r["answers"], r["alone"]))]
+        lost = [r for r, w in zip(results, where)
+                if w == alive and ("error" in r or hall.differs(r["answers"], r["alone"]))]
         assert not lost, [r.get("error") for r in lost][:3]
         on_dead = [(r, cl) for r, w, cl in zip(results, where, clients) if w == dead]
         hit = [r for r, _ in on_dead if "error" in r]
@@ -317,7 +318,8 @@ def test_a_room_across_two_replicas_then_one_dies(tmp_path, nginx, redis_ok):
         assert set(where) == {c.replica_address(0), c.replica_address(1)}, where
 
         for i, s in enumerate(students):
-            assert s.post(f"{room}/hello", json={"student": f"student-{i:03d}"}).json() == {"accepted": True, "reason": ""}
+            hello = s.post(f"{room}/hello", json={"student": f"student-{i:03d}"})
+            assert hello.json() == {"accepted": True, "reason": ""}
             got = s.post(f"{room}/answer", json={"student": f"student-{i:03d}", "step": 1, "answer": 100 + i % 3})
             assert got.json() == {"accepted": True, "reason": ""}, got.text
 

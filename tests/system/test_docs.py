@@ -16,6 +16,7 @@ from tiny import EXAMPLES, ROOT, trained_dir
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+NO_WEIGHTS = "trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo"
 
 
 def _slug(heading: str) -> str:
@@ -70,7 +71,7 @@ def test_the_quoted_artifact_norm_ratio_is_what_the_trained_model_gives():
     examples: computed with transformers' own image processor and model, not vizvit's engine."""
     path = trained_dir()
     if path is None:
-        pytest.skip("trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo")
+        pytest.skip(NO_WEIGHTS)
     from PIL import Image
     from transformers import AutoImageProcessor, ViTForImageClassification
 
@@ -96,14 +97,15 @@ def test_the_attnlrp_position_share_correlations_quoted_are_the_trained_models()
     (with the position embedding's share): the r it quotes per example, measured again (issue 51)."""
     path = trained_dir()
     if path is None:
-        pytest.skip("trained weights not found: set VIZVIT_TRAINED or put ../shared/models/vit-tiny-augreg beside the repo")
+        pytest.skip(NO_WEIGHTS)
     from PIL import Image
 
     from vizvit.methods.attnlrp import attnlrp_relevance
     from vizvit.model import engine
 
     text = (DOCS / "methods.md").read_text().replace("\n", " ")
-    m = re.search(r"correlate at r = ([\d.]+) on the example cat, ([\d.]+) on the coffee and ([\d.]+) on\s+the astronaut", text)
+    m = re.search(r"correlate at r = ([\d.]+) on the example cat, ([\d.]+) on the coffee"
+                  r" and ([\d.]+) on\s+the astronaut", text)
     assert m, "the AttnLRP paragraph no longer quotes its correlations"
     vm = engine.load_model(str(path), device="cpu")
     p0 = vm.geometry.num_prefix_tokens

@@ -285,11 +285,12 @@ def test_a_made_up_event_index_is_refused_in_a_sentence(server, log_has_no_trace
     a KeyError, a 500 and its traceback in the log. Now a 4xx with a sentence, nothing in the log."""
     url, _ = server
     for fn_index, status in ((99_999, 404), (-1, 404), ("x", 422), (1.5, 422), (None, 400)):
-        r = httpx.post(f"{url}gradio_api/queue/join", json={"data": [], "fn_index": fn_index, "session_hash": "edge1234"},
-                       timeout=60)
+        r = httpx.post(f"{url}gradio_api/queue/join",
+                       json={"data": [], "fn_index": fn_index, "session_hash": "edge1234"}, timeout=60)
         assert r.status_code == status, (fn_index, r.status_code, r.text)
         detail = r.json()["detail"]
         assert isinstance(detail, str) and detail.endswith("."), detail
         shows_nothing_of_the_server(detail)
-    r = httpx.post(f"{url}gradio_api/queue/join", json={"data": [], "fn_index": 99_999, "session_hash": "edge1234"}, timeout=60)
+    r = httpx.post(f"{url}gradio_api/queue/join",
+                   json={"data": [], "fn_index": 99_999, "session_hash": "edge1234"}, timeout=60)
     assert "no event with that fn_index" in r.json()["detail"]

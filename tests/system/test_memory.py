@@ -79,7 +79,8 @@ def test_idle_sessions_are_forgotten_whole():
     holder = StateHolder()
     now = datetime.datetime(2026, 1, 1, 12, 0, 0)
     holder.session_data = collections.OrderedDict((s, object()) for s in ("old", "recent", "new"))
-    holder.time_last_used = {"old": now - datetime.timedelta(seconds=3601), "recent": now - datetime.timedelta(seconds=60)}
+    holder.time_last_used = {"old": now - datetime.timedelta(seconds=3601),
+                             "recent": now - datetime.timedelta(seconds=60)}
     assert forget_idle(holder, 3600, now) == 1
     # "new" has no recorded use yet (Gradio records it right after creating it): kept
     assert list(holder.session_data) == ["recent", "new"] and list(holder.time_last_used) == ["recent"]

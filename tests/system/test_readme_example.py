@@ -1,4 +1,5 @@
-"""The notebook example in docs/api.md (linked from the README) runs as written (with a tiny local model instead of the hub id)."""
+"""The notebook example in docs/api.md (linked from the README) runs as written (with a tiny local
+model instead of the hub id)."""
 
 from __future__ import annotations
 
