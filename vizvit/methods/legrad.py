@@ -7,16 +7,19 @@ Shapes: ∂s_l/∂A_l is (H, Q, N) per layer (Q queries: N for a block, 1 for Si
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
+from functools import reduce
 
 import numpy as np
 import torch
 
-from vizvit.errors import UserError
+from vizvit.errors import NO_LABELS, UserError
 from vizvit.methods.base import TOP1, Method, of_class
-from vizvit.model.engine import Analysis, Out, backward, map_pool, read_logits, target_logit
+from vizvit.model.engine import Analysis, Out, backward, target_logit
 from vizvit.model.hooks import Hooked
 from vizvit.model.models import VitModel, backbone_of
+from vizvit.model.pooling import map_pool, read_logits
 
 LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
 LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
@@ -34,7 +37,7 @@ def legrad(layer_grads: list[torch.Tensor], num_prefix_tokens: int) -> torch.Ten
     Not min-max scaled (LeGrad's code scales the sum to 0..1)."""
     if not layer_grads:
         raise UserError("LeGrad needs at least one layer.")
-    return sum(g.float().clamp(min=0).mean(0).mean(0)[num_prefix_tokens:] for g in layer_grads)
+    return reduce(operator.add, (g.float().clamp(min=0).mean(0).mean(0)[num_prefix_tokens:] for g in layer_grads))
 
 
 def layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
@@ -55,12 +58,14 @@ def layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
         if readout == LEGRAD_TOKEN_MEAN:
             z = z.mean(1, keepdim=True).expand_as(z)  # (1, N, D): the mean where the head reads a token
         return read_logits(fam, model, z)[0, class_index], None
+    if vm.zero_shot is None:
+        raise UserError(NO_LABELS)
     backbone = backbone_of(model)
     if fam.pooling == "map":
-        emb, att = map_pool(backbone.head, z)
-        return vm.zero_shot.logits(emb)[0, class_index], att  # type: ignore[union-attr]
-    emb = model.visual_projection(backbone.post_layernorm(z.mean(1)))
-    return vm.zero_shot.logits(emb)[0, class_index], None  # type: ignore[union-attr]
+        emb, att = map_pool(backbone.get_submodule("head"), z)
+        return vm.zero_shot.logits(emb)[0, class_index], att
+    emb = model.get_submodule("visual_projection")(backbone.get_submodule("post_layernorm")(z.mean(1)))
+    return vm.zero_shot.logits(emb)[0, class_index], None
 
 
 def layer_score_gradients(vm: VitModel, a: Analysis, class_index: int, layers: Sequence[int],

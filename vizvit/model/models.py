@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 import transformers
@@ -196,6 +196,16 @@ def part(module: Module, path: str, kind: type[M]) -> M:
     if not isinstance(m, kind):
         raise TypeError(f"{type(module).__name__}.{path} is a {type(m).__name__}, not a {kind.__name__}")
     return m
+
+
+@runtime_checkable
+class BiasTable(Protocol):
+    """A relative-position-bias module (BEiT): its (num_relative_distance, H) table and its (gh, gw) window."""
+
+    relative_position_bias_table: torch.Tensor
+    window_size: tuple[int, int]
+
+
 Pooling = str  # "token" | "pooler" | "projection" | "map": see Family.pooling
 
 
