@@ -1,6 +1,6 @@
 """Where live rooms keep their state (issue 50): one small interface, SQLite by default, Redis across
-replicas (vizvit.classroom.roomstore_redis). vizvit.classroom.room.Rooms holds the rules; a store holds the data and makes
-the few writes that must be atomic atomic: a room's creation under the limits, an answer checked
+replicas (vizvit.classroom.roomstore_redis). vizvit.classroom.room.Rooms holds the rules; a store holds the data
+and makes the few writes that must be atomic atomic: a room's creation under the limits, an answer checked
 against the lecturer's step, a student's registration under the room's size, a room's meta changed.
 
 A room is:
