@@ -45,7 +45,7 @@ def layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
     """LeGrad's score of one layer's tokens z (1, N, D) for one class, and for SigLIP the pooling
     head's attention (1, H, 1, N) it was read through (None: the block's own attention is the target).
 
-    A classifier: the model's own head on those tokens (its final norm and pooling, engine.read_logits).
+    A classifier: the model's own head on those tokens (its final norm and pooling, pooling.read_logits).
     readout=LEGRAD_TOKEN_MEAN (classifiers only) reads the MEAN of every token instead, through the same
     final norm and head: torchcam 0.5's LeGrad (heads(ln(z.mean(1)))), as LeGrad reads CLIP. Every
     token is set to the mean, so each family's pooling reads it unchanged. CLIP: LeGrad's
@@ -77,10 +77,11 @@ def layer_score_gradients(vm: VitModel, a: Analysis, class_index: int, layers: S
     the rest), so all of them together cost about one full backward (benchmarks/methods_effects.py)."""
     def grads(out: Out, _run: Hooked) -> list[torch.Tensor]:
         target_logit(out.logits, class_index)  # checks the class
+        attentions, states = out.layers()
         got = []
         for l in layers:
-            score, pool_att = layer_score(vm, out.hidden_states[l + 1], class_index, readout)  # type: ignore[index]
-            target = pool_att if pool_att is not None else out.attentions[l]  # type: ignore[index]
+            score, pool_att = layer_score(vm, states[l + 1], class_index, readout)
+            target = pool_att if pool_att is not None else attentions[l]
             (g,) = torch.autograd.grad(score, [target], retain_graph=True)
             got.append(g[0].float().cpu())
         return got

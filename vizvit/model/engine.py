@@ -108,6 +108,15 @@ class Out:
     summary_attention: torch.Tensor | None = None  # (B, H, 1, P) SigLIP's MAP head: one query, the probe
     raw: Any = None  # the model's own output (a classifier's: DeiT distilled's per-head logits)
 
+    def layers(self) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        """The attentions (L × (B, H, N, N)) and hidden states ((L+1) × (B, N, D)) the forward was asked for
+        (output_attentions, output_hidden_states); a RuntimeError where the model gave none."""
+        if not self.attentions:
+            raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")
+        if not self.hidden_states:
+            raise RuntimeError("The model returned no hidden states.")
+        return self.attentions, self.hidden_states
+
     @property
     def class_logits(self) -> torch.Tensor:
         """(B, C) logits; a UserError for a model with no classes."""
@@ -183,17 +192,12 @@ def _masked(vm: VitModel, requests: Sequence[Request]) -> tuple[torch.Tensor | N
     return masked, token
 
 
-def _layers(out: Out) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], torch.dtype]:
-    """The attentions (L × (B, H, N, N)) and hidden states ((L+1) × (B, N, D)) an analysis keeps, and
-    the dtype its attentions are kept in (float16 above ATTENTION_FP32_LIMIT)."""
-    if not out.attentions:
-        raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")
-    if not out.hidden_states:
-        raise RuntimeError("The model returned no hidden states.")
-    # Choose the dtype before concatenating, layer by layer: a float32 copy of all of
-    # ViT-L/16@384's attentions (511 MB) would otherwise exist next to the originals.
-    fp32_bytes = sum(t[:1].numel() for t in out.attentions) * 4
-    return out.attentions, out.hidden_states, torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
+def _kept_dtype(attentions: Sequence[torch.Tensor]) -> torch.dtype:
+    """The dtype an analysis keeps its attentions (L × (B, H, N, N)) in: float16 above ATTENTION_FP32_LIMIT.
+    Chosen before concatenating, layer by layer: a float32 copy of all of ViT-L/16@384's attentions
+    (511 MB) would otherwise exist next to the originals."""
+    fp32_bytes = sum(t[:1].numel() for t in attentions) * 4
+    return torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
 
 
 @on_gpu
@@ -222,7 +226,8 @@ def analyze_batch(vm: VitModel, requests: Sequence[Request], extra: Sequence[Hoo
             if vm.device.type == "cuda":
                 torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    attentions, hidden_states, dtype = _layers(out)
+    attentions, hidden_states = out.layers()
+    dtype = _kept_dtype(attentions)
     results = []
     for i, r in enumerate(requests):
         logits = out.logits[i].float().cpu() if out.logits is not None else None

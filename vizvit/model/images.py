@@ -237,10 +237,11 @@ def mask_pixels(view: np.ndarray, mask: tuple[int, ...], patch: int, grid_w: int
         return out
     if filler is None:
         filler = fill_pixels(view, patch, mode)
+        assert filler is not None  # a pixel fill (checked above) always has its pixels
     for i in mask:
         r, c = divmod(i, grid_w)
         ys, xs = slice(r * patch, (r + 1) * patch), slice(c * patch, (c + 1) * patch)
-        out[ys, xs] = filler[ys, xs]  # type: ignore[index]
+        out[ys, xs] = filler[ys, xs]
     return out
 
 

@@ -656,12 +656,15 @@ def _image_processor(name: str) -> Any:
 
 def _three(v: float | Iterable[float] | None,
            default: tuple[float, float, float]) -> tuple[float, float, float]:
-    """A processor's per-channel mean or std: a scalar means the same for R, G and B."""
+    """A processor's per-channel mean or std: a scalar (or a list of one) means the same for R, G and B."""
     if v is None:
         return default
-    if isinstance(v, (int, float)):
-        return (float(v),) * 3
-    return tuple(float(x) for x in v)  # type: ignore[return-value]
+    vals = (float(v),) if isinstance(v, (int, float)) else tuple(float(x) for x in v)
+    if len(vals) == 1:
+        return vals[0], vals[0], vals[0]
+    if len(vals) != 3:
+        raise UserError(f"The image processor gives {len(vals)} per-channel values; a photo has 3 (R, G, B).")
+    return vals[0], vals[1], vals[2]
 
 
 def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:

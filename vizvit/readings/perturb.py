@@ -18,6 +18,7 @@ from vizvit.errors import UserError
 from vizvit.model.engine import DEFAULT_CHUNK, Progress, keep_indices, predict_batch, predict_chunks
 from vizvit.model.images import MaskMode, fill_pixels, mask_pixels, shift_view
 from vizvit.model.models import Geometry, VitModel
+from vizvit.vocab import Fill
 
 
 # ------------------------------------------------------------------ shift
@@ -83,7 +84,7 @@ class ShiftSweep:
         return np.array([[r.k, r.mean_cos, r.min_cos, r.base_class_prob] for r in self.rows], np.float32)
 
 
-def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
+def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge",
                       chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[ShiftSweep]:
     """Shift the photo k = 0..2P pixels right, batched; yields the growing sweep per chunk.
 
@@ -93,7 +94,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
     """
     g = vm.geometry
     ks = list(range(2 * g.patch_size + 1))
-    views = [shift_view(base_view, k, 0, fill) for k in ks]  # type: ignore[arg-type]
+    views = [shift_view(base_view, k, 0, fill) for k in ks]
     rows: list[SweepRow] = []
     ref: torch.Tensor | None = None
     base_class = -1
@@ -115,7 +116,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
         yield ShiftSweep(tuple(rows), len(ks))
 
 
-def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: str = "edge", chunk: int = DEFAULT_CHUNK,
+def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge", chunk: int = DEFAULT_CHUNK,
                 cancel: Cancel = NEVER) -> ShiftSweep:
     """The complete sweep (see shift_sweep_steps)."""
     *_, last = shift_sweep_steps(vm, base_view, fill, chunk, cancel)
