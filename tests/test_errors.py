@@ -39,7 +39,9 @@ def bare(source: str) -> list[int]:
 
 
 def test_the_finder_sees_a_constructed_bare_raise():
-    src = 'def f():\n    raise UserError("say what to do")\n\ndef g():\n    raise UserError\n\ndef h():\n    raise UserError()\n'
+    src = ('def f():\n    raise UserError("say what to do")\n\n'
+           'def g():\n    raise UserError\n\n'
+           'def h():\n    raise UserError()\n')
     assert [line for line, _ in user_error_raises(src)] == [2, 5, 8]
     assert bare(src) == [5, 8]
 

@@ -32,7 +32,8 @@ REPO_WIDE = {"test_imports.py", "test_mirror.py"}
 # Flat files whose tests belong in a module's mirror but that other branches of this round (issue 44)
 # edit at the same time: merged once those branches have landed, so that no edit is lost in a
 # conflict. The list may only shrink: a name here must still be a file (the test below says so).
-TO_MERGE: dict[str, str] = {}  # all merged (h/split-c): test_costly, test_explain_torchcam, test_prediction, test_prepare
+# all merged (h/split-c): test_costly, test_explain_torchcam, test_prediction, test_prepare
+TO_MERGE: dict[str, str] = {}
 
 
 def defines_something(path: Path) -> bool:
@@ -78,7 +79,8 @@ def strays(root: Path = ROOT) -> list[str]:
     names = {f"test_{p.stem}.py" for p in (root / "vizvit").glob("*.py")}
     names |= {f"test_{p.name}.py" for p in (root / "vizvit").iterdir() if (p / "__init__.py").is_file()}
     names |= {f"test_{p.stem}.py" for p in root.glob("*.py")}  # app.py, gradio_patch.py
-    return sorted(p.name for p in (root / "tests").glob("test_*.py") if p.name not in names | REPO_WIDE | TO_MERGE.keys())
+    return sorted(p.name for p in (root / "tests").glob("test_*.py")
+                  if p.name not in names | REPO_WIDE | TO_MERGE.keys())
 
 
 def test_every_module_has_its_mirror():

@@ -76,116 +76,175 @@ def _int(value: str) -> int | None:
         return None
 
 
+_KNOWN = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
+          "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[str],
           tabs: Sequence[str], compare_models: Sequence[str] | None = None) -> tuple[DeepLink, list[str]]:
     """Query parameters -> (DeepLink, notices). Geometry-free checks only; see `fit`.
-    compare_models: what `compare` may name (default: `models`)."""
-    notices: list[str] = []
-    link = DeepLink()
-    known = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
-             "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
+    compare_models: what `compare` may name (default: `models`). The notices come in the order the
+    parameters are read here."""
+    r = _Reader(params)
     for k in params:
-        if k not in known and k != "__theme":
-            notices.append(f"Unknown link parameter '{literal(k)}' ignored.")
+        if k not in _KNOWN and k != "__theme":
+            r.notices.append(f"Unknown link parameter '{literal(k)}' ignored.")
+    example = _example(r, examples)
+    model, tab, direction = r.choice("model", models), r.choice("tab", tabs), r.choice("direction", DIRECTIONS)
+    compare = r.choice("compare", models if compare_models is None else compare_models)
+    mode, query = _mode(r), _query(r)
+    layer, dx, dy = r.number("layer"), r.number("dx") or 0, r.number("dy") or 0
+    head, mask = _head(r), _mask(r)
+    ablate_mode = r.choice("ablate_mode", ABLATE_MODES)
+    ablate = _ablate(r)
+    lesson = r.flag("lesson")
+    if lesson:
+        tab = tab or (LESSON_TAB if LESSON_TAB in tabs else None)
+    step, photo, projector = _step(r), _photo(r), r.flag("projector")
+    return DeepLink(example=example, model=model, tab=tab, layer=layer, head=head, query=query, direction=direction,
+                    mode=mode, dx=dx, dy=dy, mask=mask, projector=projector, ablate=ablate, ablate_mode=ablate_mode,
+                    lesson=lesson, step=step, photo=photo, compare=compare), r.notices
 
-    def choice(name: str, allowed: Sequence[str]) -> str | None:
-        v = params.get(name)
+
+class _Reader:
+    """The query parameters of one link, read one value at a time; what a bad value earns is a notice."""
+
+    def __init__(self, params: Mapping[str, str]) -> None:
+        self.params = params
+        self.notices: list[str] = []
+
+    def get(self, name: str) -> str | None:
+        return self.params.get(name)
+
+    def choice(self, name: str, allowed: Sequence[str]) -> str | None:
+        """One of `allowed`, or None (missing, empty or not allowed: a notice)."""
+        v = self.params.get(name)
         if v is None or v == "":
             return None
         if v in allowed:
             return v
-        notices.append(f"'{name}={literal(v)}' is not one of {', '.join(allowed)}; using the default.")
+        self.notices.append(f"'{name}={literal(v)}' is not one of {', '.join(allowed)}; using the default.")
         return None
 
-    ex = params.get("example")
-    stems = {e.rsplit("/", 1)[-1].rsplit(".", 1)[0]: e for e in examples}
-    if ex:
-        if ex in stems:
-            link = replace(link, example=stems[ex])
-        else:
-            notices.append(f"Unknown example '{literal(ex)}'; choose one of {', '.join(stems)}.")
-    link = replace(link, model=choice("model", models), tab=choice("tab", tabs),
-                   direction=choice("direction", DIRECTIONS),
-                   compare=choice("compare", models if compare_models is None else compare_models))
-    mode = params.get("mode")
-    if mode:
-        if mode in MODE_FROM_URL:
-            link = replace(link, mode=MODE_FROM_URL[mode])
-        else:
-            notices.append(f"'mode={literal(mode)}' is not raw or rollout; using raw.")
-    query = params.get("query")
-    if query:
-        rc = [_int(s) for s in query.split(",")]
-        row, col = rc if len(rc) == 2 else (None, None)
-        if row is not None and col is not None:
-            link = replace(link, query=(row, col))
-        else:
-            notices.append(f"'query={literal(query)}' must be a patch's row,col (e.g. 4,7); using [CLS].")
-
-    def number(name: str) -> int | None:
-        v = params.get(name)
+    def number(self, name: str) -> int | None:
+        """A whole number, or None (missing, empty or not a number: a notice)."""
+        v = self.params.get(name)
         if v is None or v == "":
             return None
         i = _int(v)
         if i is None:
-            notices.append(f"'{name}={literal(v)}' is not a whole number; using the default.")
+            self.notices.append(f"'{name}={literal(v)}' is not a whole number; using the default.")
         return i
 
-    link = replace(link, layer=number("layer"), dx=number("dx") or 0, dy=number("dy") or 0)
-    head = params.get("head")
-    if head:
-        if head in FUSIONS:
-            link = replace(link, head=head)
-        elif _int(head) is not None:
-            link = replace(link, head=_int(head))
-        else:
-            notices.append(f"'head={literal(head)}' is neither a head number nor one of "
-                           f"{', '.join(FUSIONS)}.")
-    mask = params.get("mask")
-    if mask:
-        items = [_int(s) for s in mask.split(",") if s.strip()]
-        patches = [i for i in items if i is not None]
-        if len(patches) < len(items):
-            notices.append(f"'mask={literal(mask)}' must be patch numbers separated by commas; ignored.")
-        else:
-            link = replace(link, mask=tuple(sorted(set(patches))))
-    link = replace(link, ablate_mode=choice("ablate_mode", ABLATE_MODES))
-    ablate = params.get("ablate")
-    if ablate:
-        cells = [tuple(_int(x) for x in part.split(".")) for part in ablate.split(",") if part.strip()]
-        heads = [(c[0], c[1]) for c in cells if len(c) == 2]
-        pairs = [(l, h) for l, h in heads if l is not None and h is not None]
-        if len(pairs) == len(cells):
-            link = replace(link, ablate=tuple(sorted({(l - 1, h - 1) for l, h in pairs})))
-        else:
-            notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 "
-                           "(e.g. 3.5,7.1); ignored.")
-    lesson = params.get("lesson")
-    if lesson:
-        if lesson.lower() in ("1", "true", "yes", "on"):
-            link = replace(link, lesson=True, tab=link.tab or (LESSON_TAB if LESSON_TAB in tabs else None))
-        elif lesson.lower() not in ("0", "false", "no", "off"):
-            notices.append(f"'lesson={literal(lesson)}' should be 1 or 0; ignored.")
-    step = params.get("step")
-    if step:
-        i = _int(step)
-        if i is None or i < 1:
-            notices.append(f"'step={literal(step)}' is not a step number (1, 2, …); showing the first step.")
-        else:
-            link = replace(link, step=i)
-    photo = params.get("photo")
-    if photo:
-        if PHOTO_KEY.fullmatch(photo.strip().lower()):
-            link = replace(link, photo=photo.strip().lower())
-        else:
-            notices.append(f"'photo={literal(photo)}' is not a photo's key (40 hex digits); ignored.")
-    projector = params.get("projector")
-    if projector:
-        if projector.lower() in ("1", "true", "yes", "on"):
-            link = replace(link, projector=True)
-        elif projector.lower() not in ("0", "false", "no", "off"):
-            notices.append(f"'projector={literal(projector)}' should be 1 or 0; ignored.")
-    return link, notices
+    def flag(self, name: str) -> bool:
+        """1 / true / yes / on; anything but 0 / false / no / off earns a notice."""
+        v = self.params.get(name)
+        if not v:
+            return False
+        if v.lower() in _YES:
+            return True
+        if v.lower() not in _NO:
+            self.notices.append(f"'{name}={literal(v)}' should be 1 or 0; ignored.")
+        return False
+
+
+def _example(r: _Reader, examples: Sequence[str]) -> str | None:
+    """An example photo named by its file's stem (chelsea), as its path in `examples`."""
+    ex = r.get("example")
+    if not ex:
+        return None
+    stems = {e.rsplit("/", 1)[-1].rsplit(".", 1)[0]: e for e in examples}
+    if ex in stems:
+        return stems[ex]
+    r.notices.append(f"Unknown example '{literal(ex)}'; choose one of {', '.join(stems)}.")
+    return None
+
+
+def _mode(r: _Reader) -> str | None:
+    mode = r.get("mode")
+    if not mode:
+        return None
+    if mode in MODE_FROM_URL:
+        return MODE_FROM_URL[mode]
+    r.notices.append(f"'mode={literal(mode)}' is not raw or rollout; using raw.")
+    return None
+
+
+def _query(r: _Reader) -> tuple[int, int] | None:
+    """A query patch as row,col (4,7)."""
+    query = r.get("query")
+    if not query:
+        return None
+    rc = [_int(s) for s in query.split(",")]
+    row, col = rc if len(rc) == 2 else (None, None)
+    if row is not None and col is not None:
+        return row, col
+    r.notices.append(f"'query={literal(query)}' must be a patch's row,col (e.g. 4,7); using [CLS].")
+    return None
+
+
+def _head(r: _Reader) -> int | str | None:
+    """A head number (1-based) or a fusion of the heads (mean, max, min)."""
+    head = r.get("head")
+    if not head:
+        return None
+    if head in FUSIONS:
+        return head
+    if _int(head) is not None:
+        return _int(head)
+    r.notices.append(f"'head={literal(head)}' is neither a head number nor one of {', '.join(FUSIONS)}.")
+    return None
+
+
+def _mask(r: _Reader) -> tuple[int, ...]:
+    """Patch numbers separated by commas -> sorted, each once; () if any is not a number."""
+    mask = r.get("mask")
+    if not mask:
+        return ()
+    items = [_int(s) for s in mask.split(",") if s.strip()]
+    patches = [i for i in items if i is not None]
+    if len(patches) < len(items):
+        r.notices.append(f"'mask={literal(mask)}' must be patch numbers separated by commas; ignored.")
+        return ()
+    return tuple(sorted(set(patches)))
+
+
+def _ablate(r: _Reader) -> tuple[tuple[int, int], ...]:
+    """Heads as layer.head counted from 1 (3.5,7.1) -> 0-based (layer, head), sorted, each once."""
+    ablate = r.get("ablate")
+    if not ablate:
+        return ()
+    cells = [tuple(_int(x) for x in part.split(".")) for part in ablate.split(",") if part.strip()]
+    heads = [(c[0], c[1]) for c in cells if len(c) == 2]
+    pairs = [(l, h) for l, h in heads if l is not None and h is not None]
+    if len(pairs) == len(cells):
+        return tuple(sorted({(l - 1, h - 1) for l, h in pairs}))
+    r.notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
+    return ()
+
+
+def _step(r: _Reader) -> int | None:
+    """A lesson step, counted from 1."""
+    step = r.get("step")
+    if not step:
+        return None
+    i = _int(step)
+    if i is None or i < 1:
+        r.notices.append(f"'step={literal(step)}' is not a step number (1, 2, …); showing the first step.")
+        return None
+    return i
+
+
+def _photo(r: _Reader) -> str | None:
+    """An uploaded photo's key: 40 hex digits, in any case."""
+    photo = r.get("photo")
+    if not photo:
+        return None
+    if PHOTO_KEY.fullmatch(photo.strip().lower()):
+        return photo.strip().lower()
+    r.notices.append(f"'photo={literal(photo)}' is not a photo's key (40 hex digits); ignored.")
+    return None
 
 
 def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:

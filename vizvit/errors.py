@@ -4,6 +4,8 @@ from __future__ import annotations
 
 # What every class-specific method says on a model without a classifier (vizvit.methods).
 NO_CLASS = "This model has no classifier, so there is no class to explain."
+# What they say on an image-text model (CLIP, SigLIP) with no labels typed: its classes are the labels.
+NO_LABELS = "Zero-shot labels are needed to explain this image-text model: type some."
 
 
 class UserError(ValueError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ from vizvit.classroom.numbers import model_numbers
 from vizvit.errors import UserError
 from vizvit.methods import maths as attention
 from vizvit.model.ablation import Ablation, format_heads
-from vizvit.model.engine import Progress, load_model
+from vizvit.model.engine import Analysis, Prediction, Progress, load_model
 from vizvit.model.images import View
-from vizvit.model.models import VitModel
+from vizvit.model.models import Geometry, VitModel
 from vizvit.model.tokens import OUTLIER_METHOD
 from vizvit.model.zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
 from vizvit.pictures import figures
@@ -121,68 +122,19 @@ def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, 
 
     t1 = time.perf_counter()
     costly_readings(ph, bars)
-    arrays: dict[str, np.ndarray] = {}
-    bars.stage("arrays", total=len(VIEWS), unit="tab")
-    for v in VIEWS:
-        arrays.update(v.export_arrays(ph))
-        bars.step()
+    arrays = _tab_arrays(ph, bars)
     if not view.is_identity and a.probs is not None:
         arrays["masked_probs"] = a.probs.numpy().astype(np.float32)
     ablated = (wb.analysis(PhotoKey(vm.id, ph.key.sha1, ablation.checked(vm.geometry), labs, ph.key.template), view)
                if ablation else None)
     if ablated is not None and ablated.probs is not None:
         arrays["ablated_probs"] = ablated.probs.numpy().astype(np.float32)
-    np.savez_compressed(out / "arrays.npz", **arrays)
-    written: list[str] = []
-    charts: dict[str, go.Figure] = {}
-    bars.stage("figures", total=len(VIEWS), unit="tab")
-    for v in VIEWS:  # a picture (uint8) becomes a PNG; a chart a PNG and a part of charts.html
-        for name, fig in v.export_figures(ph).items():
-            if isinstance(fig, go.Figure):
-                charts[name] = fig
-            else:
-                Image.fromarray(fig).save(out / f"{name}.png")
-                written.append(f"{name}.png")
-        bars.step()
-    if charts:
-        (out / "charts.html").write_text(figures.charts_html([(n, f.to_json()) for n, f in charts.items()],
-                                                             f"vizvit: {Path(image_path).name}"))
-        bars.stage("charts as PNG (kaleido)", total=len(charts), unit="chart")
-        written += figures.charts_png(charts, out)
-        bars.step(len(charts))
+    # allow_pickle named (its default): mypy checks a ** of arrays against that keyword too
+    np.savez_compressed(out / "arrays.npz", allow_pickle=True, **arrays)
+    written, charts = _figures(ph, out, Path(image_path).name, bars)
     bars.close()
-    g = vm.geometry
     summary = {
-        "model": vm.id,
-        "pretrained": vm.is_pretrained,
-        "image": Path(image_path).name,
-        "geometry": {
-            "image_size": list(g.image_size), "patch_size": g.patch_size, "grid": list(g.grid),
-            "num_prefix_tokens": g.num_prefix_tokens, "seq_len": g.seq_len,
-            "num_layers": g.num_layers, "num_heads": g.num_heads, "hidden_size": g.hidden_size,
-            # every token in sequence order: [CLS], [DIST] or [REG1..R], then patch 0 … patch P−1 (row-major)
-            "token_layout": list(g.token_names),
-            "summary_tokens": list(g.summaries),
-        },
-        "family": {"model_type": vm.family.key, "title": vm.family.title, "position_encoding": vm.family.pe,
-                   "position_text": vm.family.pe_text, "head": vm.family.head_text},
-        "num_parameters": vm.num_parameters,
-        "numbers": dict(model_numbers(vm)),
-        "top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in base.top5],
-        "zero_shot": {"labels": list(ph.vm.labels), "template": ph.vm.zero_shot.template,
-                      "rule": ph.vm.zero_shot.rule, "scale": ph.vm.zero_shot.scale, "bias": ph.vm.zero_shot.bias}
-        if ph.vm.zero_shot is not None else None,
-        # DeiT distilled: each head's top-5 (the model's prediction, top5, is the mean of their logits)
-        "head_top5": {name: [{"index": int(i), "label": vm.labels[int(i)], "prob": float(v)}
-                             for v, i in zip(*logits.softmax(-1).topk(min(5, logits.numel())))]
-                      for name, logits in base.head_logits.items()},
-        "view": {"dx": view.dx, "dy": view.dy, "fill": view.fill, "mask": list(view.mask),
-                 "mask_mode": view.mask_mode},
-        "masked_top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in a.top5]
-        if not view.is_identity else None,
-        "ablation": {"heads": format_heads(ablation.heads), "mode": ablation.mode,
-                     "top5": [{"index": p.index, "label": p.label, "prob": p.prob} for p in ablated.top5]}
-        if ablated is not None else None,
+        **_summary(vm, ph, Path(image_path).name, base, a, view, ablation, ablated),
         "timings_s": {"load_model": t_load, "forward": base.seconds,
                       "arrays_and_figures": time.perf_counter() - t1,
                       "total": time.perf_counter() - t0},
@@ -193,6 +145,84 @@ def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, 
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _tab_arrays(ph: Photo, bars: Bars) -> dict[str, np.ndarray]:
+    """Every tab's arrays of the photo (export_arrays), one bar step a tab."""
+    arrays: dict[str, np.ndarray] = {}
+    bars.stage("arrays", total=len(VIEWS), unit="tab")
+    for v in VIEWS:
+        arrays.update(v.export_arrays(ph))
+        bars.step()
+    return arrays
+
+
+def _figures(ph: Photo, out: Path, image_name: str, bars: Bars) -> tuple[list[str], dict[str, go.Figure]]:
+    """Every tab's figures written to `out`: a picture (uint8) as a PNG, a chart as a part of charts.html and,
+    where kaleido can, a PNG. -> (the PNG files written, the charts by name)."""
+    written: list[str] = []
+    charts: dict[str, go.Figure] = {}
+    bars.stage("figures", total=len(VIEWS), unit="tab")
+    for v in VIEWS:
+        for name, fig in v.export_figures(ph).items():
+            if isinstance(fig, go.Figure):
+                charts[name] = fig
+            else:
+                Image.fromarray(fig).save(out / f"{name}.png")
+                written.append(f"{name}.png")
+        bars.step()
+    if charts:
+        (out / "charts.html").write_text(figures.charts_html([(n, f.to_json()) for n, f in charts.items()],
+                                                             f"vizvit: {image_name}"))
+        bars.stage("charts as PNG (kaleido)", total=len(charts), unit="chart")
+        written += figures.charts_png(charts, out)
+        bars.step(len(charts))
+    return written, charts
+
+
+def _top5(predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
+    return [{"index": p.index, "label": p.label, "prob": p.prob} for p in predictions]
+
+
+def _geometry(g: Geometry) -> dict[str, Any]:
+    """summary.json "geometry": the model's shape and its token layout."""
+    return {
+        "image_size": list(g.image_size), "patch_size": g.patch_size, "grid": list(g.grid),
+        "num_prefix_tokens": g.num_prefix_tokens, "seq_len": g.seq_len,
+        "num_layers": g.num_layers, "num_heads": g.num_heads, "hidden_size": g.hidden_size,
+        # every token in sequence order: [CLS], [DIST] or [REG1..R], then patch 0 … patch P−1 (row-major)
+        "token_layout": list(g.token_names),
+        "summary_tokens": list(g.summaries),
+    }
+
+
+def _summary(vm: VitModel, ph: Photo, image_name: str, base: Analysis, a: Analysis, view: View,
+             ablation: Ablation, ablated: Analysis | None) -> dict[str, Any]:
+    """summary.json up to its timings: the model, the photo, the predictions of the intact model (`base`), of
+    the view (`a`) and with the heads off (`ablated`); the zero-shot labels are the photo's (`ph.vm`)."""
+    zs = ph.vm.zero_shot
+    return {
+        "model": vm.id,
+        "pretrained": vm.is_pretrained,
+        "image": image_name,
+        "geometry": _geometry(vm.geometry),
+        "family": {"model_type": vm.family.key, "title": vm.family.title, "position_encoding": vm.family.pe,
+                   "position_text": vm.family.pe_text, "head": vm.family.head_text},
+        "num_parameters": vm.num_parameters,
+        "numbers": dict(model_numbers(vm)),
+        "top5": _top5(base.top5),
+        "zero_shot": {"labels": list(ph.vm.labels), "template": zs.template, "rule": zs.rule, "scale": zs.scale,
+                      "bias": zs.bias} if zs is not None else None,
+        # DeiT distilled: each head's top-5 (the model's prediction, top5, is the mean of their logits)
+        "head_top5": {name: [{"index": int(i), "label": vm.labels[int(i)], "prob": float(v)}
+                             for v, i in zip(*logits.softmax(-1).topk(min(5, logits.numel())))]
+                      for name, logits in base.head_logits.items()},
+        "view": {"dx": view.dx, "dy": view.dy, "fill": view.fill, "mask": list(view.mask),
+                 "mask_mode": view.mask_mode},
+        "masked_top5": _top5(a.top5) if not view.is_identity else None,
+        "ablation": {"heads": format_heads(ablation.heads), "mode": ablation.mode, "top5": _top5(ablated.top5)}
+        if ablated is not None else None,
+    }
 
 
 def methods_used() -> dict[str, str]:
@@ -214,7 +244,8 @@ def methods_used() -> dict[str, str]:
         "token_pca_rgb_no_artifacts": "the same PCA fitted without that depth's artifact tokens "
                                       "(artifact_tokens_at_depth); they are projected and clipped to [0, 1]",
         "artifact_tokens_at_depth": "‖x‖₂ of the patch token at depth l > Q3 + 3·IQR of that depth's patch norms "
-                                    f"and > {artifacts.NORM_FACTOR:g}× their median (vizvit.readings.artifacts_rule.high_norm_at_depth)",
+                                    f"and > {artifacts.NORM_FACTOR:g}× their median "
+                                    "(vizvit.readings.artifacts_rule.high_norm_at_depth)",
         "shift_sweep": "patch pairing: moved back d/P patches rounded toward 0",
         "deletion_curves": "deletion (Petsiuk et al. 2018) over whole patches, black fill, 11 steps",
         "insertion_curves": "insertion: the same maps, patches added back to an all-removed photo, black fill",

@@ -12,7 +12,8 @@ from vizvit.model.models import Geometry
 
 VIT_B16 = Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=12,
                    num_heads=12, hidden_size=768)
-BASE = 'id="{id}"\ntitle="t"\nquestion="q"\nview="patches"\nmeasure="tokens"\nfield="numbers"\nmeaning="""m  spaced\n out"""\n'
+BASE = ('id="{id}"\ntitle="t"\nquestion="q"\nview="patches"\nmeasure="tokens"\nfield="numbers"\n'
+        'meaning="""m  spaced\n out"""\n')
 
 
 def step(id_: str = "x", **extra: str) -> str:

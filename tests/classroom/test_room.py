@@ -215,7 +215,8 @@ def test_hello_counts_students_toward_the_limit(store):
     assert rooms.view(code)["joined"] == 2 and rooms.state(code).joined == 2
     assert rooms.join(code, S3) == (False, "This room is full (2 students).")
     assert rooms.answer(code, S3, 1, 1) == (False, "This room is full (2 students).")
-    assert rooms.join(code, "bad id") == (False, "student must be the page's random id: 8 to 64 letters, digits, - or _.")
+    assert rooms.join(code, "bad id") == (False, "student must be the page's random id: 8 to 64 letters, digits, "
+                                                 "- or _.")
     assert rooms.join("NOPE", S1) == (False, UNKNOWN_ROOM)
 
 

@@ -102,7 +102,8 @@ def test_layer_norm_softmax_matmul_and_normalize_equal_lxts_explicit_relevance()
     torch.testing.assert_close(a0 * ga, a2.grad, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(b0 * gb, b2.grad, rtol=1e-5, atol=1e-6)
     # An L2 normalisation (the cosine's): identity, the relevance passes unchanged.
-    torch.testing.assert_close(_grad_x_input(lrp.l2_normalize, x, r), _explicit(lambda t: lf.normalize(t, dim=-1), x, r))
+    torch.testing.assert_close(_grad_x_input(lrp.l2_normalize, x, r),
+                               _explicit(lambda t: lf.normalize(t, dim=-1), x, r))
     torch.testing.assert_close(_grad_x_input(lrp.l2_normalize, x, r), r)
 
 
@@ -139,7 +140,8 @@ def test_relevance_is_conserved_on_a_bias_free_vit(bias_free, cat):
     qk: list[torch.Tensor] = []
     hooks = [*lrp.attnlrp_hooks(vm),
              engine.Hook(lambda b: vm.family.embeddings(b), lambda m, i, o: kept.__setitem__("h0", o))]
-    qk_mods = [m for n, m in vm.model.named_modules() if n.endswith((".query", ".key", ".q_proj", ".k_proj"))]  # layer order, q then k
+    # in layer order, q then k
+    qk_mods = [m for n, m in vm.model.named_modules() if n.endswith((".query", ".key", ".q_proj", ".k_proj"))]
     assert len(qk_mods) == 2 * vm.geometry.num_layers
     for lin in qk_mods:  # the q and k values, to rebuild each softmax's input x
         hooks.append(engine.Hook(lambda b, lin=lin: lin, lambda m, i, o: qk.append(o.detach())))

@@ -1,5 +1,5 @@
-"""Gradient rollout (vizvit/methods/grad_rollout.py) against jacobgil/vit-explain's own code (tests/vit_explain.py), with the
-documented differences (its issues #6 and #16)."""
+"""Gradient rollout (vizvit/methods/grad_rollout.py) against jacobgil/vit-explain's own code
+(tests/vit_explain.py), with the documented differences (its issues #6 and #16)."""
 
 from __future__ import annotations
 

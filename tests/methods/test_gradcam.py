@@ -1,4 +1,5 @@
-"""Grad-CAM (vizvit/methods/gradcam.py) against pytorch-grad-cam's code, ported here as plain functions, and captum's."""
+"""Grad-CAM (vizvit/methods/gradcam.py) against pytorch-grad-cam's code, ported here as plain functions, and
+captum's."""
 
 from __future__ import annotations
 
@@ -92,27 +93,32 @@ def test_gradcam_on_a_tiny_vit_and_deit_equals_captums_layer_grad_cam(tiny32, fa
     """The authors of captum (0.9.0, installed as a test dependency) on the same layer: its
     LayerGradCam pools the gradient over the dimensions after the channels, so it gets the patch
     tokens as a (B, D, gh, gw) grid through an identity-valued detour of the layernorm's output."""
-    from captum.attr import LayerGradCam
-
     for vm in (tiny32, families["deit"]):
         a = vizvit.analyze(vm, cat)
         index = a.top5[1].index
-        g = vm.geometry
-        to_grid = _ToGrid(g.num_prefix_tokens, g.grid)
-
-        def detour(_m, _i, out):  # the same values, now through to_grid's output
-            grid = to_grid(out)
-            return torch.cat([out[:, :g.num_prefix_tokens], grid.flatten(2).transpose(1, 2)], 1)
-
-        handle = vm.family.attention_norm(vm.vit, -1).register_forward_hook(detour)
-        try:
-            with torch.inference_mode(False), torch.enable_grad():
-                want = LayerGradCam(lambda x: vm.model(x).logits, to_grid).attribute(
-                    a.pixel_values.detach().clone(), target=index, relu_attributions=True)
-        finally:
-            handle.remove()
-        np.testing.assert_allclose(methods.class_map("Grad-CAM", vm, a, index), want[0, 0].detach().numpy(),
+        np.testing.assert_allclose(methods.class_map("Grad-CAM", vm, a, index), _captum_gradcam(vm, a, index),
                                    rtol=1e-4, atol=1e-7)
+
+
+def _captum_gradcam(vm, a, index: int) -> np.ndarray:
+    """captum's LayerGradCam of class `index` on the last block's first layernorm, as a (gh, gw) map."""
+    from captum.attr import LayerGradCam
+
+    g = vm.geometry
+    to_grid = _ToGrid(g.num_prefix_tokens, g.grid)
+
+    def detour(_m, _i, out):  # the same values, now through to_grid's output
+        grid = to_grid(out)
+        return torch.cat([out[:, :g.num_prefix_tokens], grid.flatten(2).transpose(1, 2)], 1)
+
+    handle = vm.family.attention_norm(vm.vit, -1).register_forward_hook(detour)
+    try:
+        with torch.inference_mode(False), torch.enable_grad():
+            want = LayerGradCam(lambda x: vm.model(x).logits, to_grid).attribute(
+                a.pixel_values.detach().clone(), target=index, relu_attributions=True)
+    finally:
+        handle.remove()
+    return want[0, 0].detach().numpy()
 
 
 def test_gradcam_on_a_tiny_clip_equals_pytorch_grad_cam(towers, cat):

@@ -170,7 +170,8 @@ class TorchvisionBlock(nn.Module):
         self.ln_1, self.ln_2, self.mlp = layer.layernorm_before, layer.layernorm_after, layer.mlp  # fc1, GELU, fc2
         self.self_attention = nn.MultiheadAttention(d, heads, batch_first=True)
         with torch.no_grad():
-            self.self_attention.in_proj_weight.copy_(torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]))
+            self.self_attention.in_proj_weight.copy_(
+                torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]))
             self.self_attention.in_proj_bias.copy_(torch.cat([att.q_proj.bias, att.k_proj.bias, att.v_proj.bias]))
             self.self_attention.out_proj.weight.copy_(att.o_proj.weight)
             self.self_attention.out_proj.bias.copy_(att.o_proj.bias)

@@ -71,7 +71,7 @@ def one_head_model(tiny_dirs):
     L, H, D = vm.geometry.num_layers, vm.geometry.num_heads, vm.geometry.hidden_size
     d = D // H
     with torch.no_grad():
-        for l, blk in enumerate(vm.vit.layers):
+        for blk in vm.vit.layers:
             blk.attention.v_proj.weight.zero_()
             blk.attention.v_proj.bias.zero_()
             blk.attention.o_proj.bias.zero_()

@@ -71,9 +71,11 @@ def test_the_small_augreg_models_are_listed_with_their_size_and_forward_time():
     labels = dict((m, label) for label, m in c.choices())
     # 5,717,416 and 22,050,664 parameters: ViT-Ti/16 and ViT-S/16 with a 1000-class head
     assert re.fullmatch(r"WinKawaks/vit-tiny-patch16-224 \(5\.7M, ~\d+ ms\)", labels["WinKawaks/vit-tiny-patch16-224"])
-    assert re.fullmatch(r"WinKawaks/vit-small-patch16-224 \(22\.1M, ~\d+ ms\)", labels["WinKawaks/vit-small-patch16-224"])
+    assert re.fullmatch(r"WinKawaks/vit-small-patch16-224 \(22\.1M, ~\d+ ms\)",
+                        labels["WinKawaks/vit-small-patch16-224"])
     assert re.fullmatch(r"google/vit-base-patch16-224 \(86\.6M, ~\d+ ms\)", labels["google/vit-base-patch16-224"])
-    assert "Downloading **WinKawaks/vit-tiny-patch16-224** (about 23 MB)" in c.loading_text("WinKawaks/vit-tiny-patch16-224")
+    assert ("Downloading **WinKawaks/vit-tiny-patch16-224** (about 23 MB)"
+            in c.loading_text("WinKawaks/vit-tiny-patch16-224"))
     assert random_twin("WinKawaks/vit-small-patch16-224") == "random:vit-small-patch16-224"
     assert c.ids[0] == "random:vit-base-patch16-224"  # the default first (ViT-B/16 stays the default model)
 

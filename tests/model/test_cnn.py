@@ -31,7 +31,8 @@ def test_without_a_preprocessor_the_imagenet_statistics(tmp_path):
 def test_its_own_preprocessor_statistics_win(tmp_path):
     folder = tiny_resnet(tmp_path / "own")
     (folder / "preprocessor_config.json").write_text(json.dumps(
-        {"image_processor_type": "ConvNextImageProcessor", "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.5, 1.0]}))
+        {"image_processor_type": "ConvNextImageProcessor", "image_mean": [0.5, 0.5, 0.5],
+         "image_std": [0.25, 0.5, 1.0]}))
     c = cnn.load_cnn(str(folder), device="cpu")
     assert c.mean == (0.5, 0.5, 0.5) and c.std == (0.25, 0.5, 1.0)
 
@@ -43,7 +44,8 @@ def test_a_vit_is_refused_in_one_sentence(tiny16):
 
 @pytest.mark.xfail(strict=True, raises=ValueError, reason="known: a folder without a model_type makes AutoConfig "
                    "raise a plain ValueError, which load_cnn passes on as it is (its text names the server's path), "
-                   "not the UserError it gives other failures; vizvit/model/cnn.py's `except ValueError: raise` lets it through")
+                   "not the UserError it gives other failures; vizvit/model/cnn.py's `except ValueError: raise` "
+                   "lets it through")
 def test_a_folder_that_is_no_model_is_refused_in_one_sentence(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="Cannot load the CNN .*check the id or directory"):

@@ -276,7 +276,8 @@ def test_a_family_with_a_mask_token_equals_transformers_bool_masked_pos(families
     t = engine.mask_token(vm)
     pos = torch.zeros(1, g.num_patches, dtype=torch.bool)
     pos[0, list(mask)] = True
-    given = backbone.embeddings.mask_token is None  # BEiT's classifier class builds none: zeros, as BeitModel(use_mask_token=True) starts
+    # BEiT's classifier class builds none: zeros, as BeitModel(use_mask_token=True) starts
+    given = backbone.embeddings.mask_token is None
     if given:
         backbone.embeddings.mask_token = torch.nn.Parameter(torch.zeros(1, 1, g.hidden_size), requires_grad=False)
     try:

@@ -127,7 +127,8 @@ def test_a_label_typed_twice_runs_the_text_tower_once(towers, cat):
     wb.add_model(vm)
     sha = wb.add_photo(cat)
     calls: list[int] = []
-    h = vm.model.text_model.embeddings.token_embedding.register_forward_hook(lambda m, i, o: calls.append(i[0].shape[0]))
+    embedding = vm.model.text_model.embeddings.token_embedding
+    h = embedding.register_forward_hook(lambda m, i, o: calls.append(i[0].shape[0]))
     image_runs: list[int] = []
     hv = vm.vit.register_forward_hook(lambda *a: image_runs.append(1))
     try:
@@ -161,7 +162,8 @@ def test_labels_parse_and_template_errors():
 
 
 def test_random_towers_offline():
-    for name, prefix, summary in (("random:clip-vit-base-patch16", 1, "cls"), ("random:siglip-base-patch16-224", 0, "map")):
+    for name, prefix, summary in (("random:clip-vit-base-patch16", 1, "cls"),
+                                  ("random:siglip-base-patch16-224", 0, "map")):
         vm = vizvit.load_model(name, device="cpu")
         assert not vm.is_pretrained and "UNTRAINED" in vm.display_name
         assert vm.geometry.num_prefix_tokens == prefix and vm.geometry.summary == summary

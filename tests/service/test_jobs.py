@@ -94,7 +94,7 @@ class Line:
         base = len(self.started)
         self.end(first)
         for i in range(n):
-            wait_until(lambda: len(self.started) > base + i)
+            wait_until(lambda i=i: len(self.started) > base + i)
             self.end(self.started[-1])
 
 
@@ -139,7 +139,7 @@ def test_six_callers_behind_one_address_all_get_their_job():
     wait_until(lambda: len(line.started) == 2)
     assert not line.errors
     for i in range(6):
-        wait_until(lambda: len(line.started) > i)
+        wait_until(lambda i=i: len(line.started) > i)
         line.end(line.started[i])
     assert sorted(line.started) == [f"student {i}" for i in range(6)] and not line.errors
 
@@ -188,7 +188,7 @@ def test_the_line_is_bounded_per_address_and_overall_with_a_plain_sentence():
     assert time.monotonic() - t0 < 5.0, "refused at once, not after a wait"
     assert jobs.stats().recent[0]["outcome"].startswith("refused: The server's line")
     for n in ["run", "B1", "A1", "A2"]:  # B was never served: before the rest of A
-        wait_until(lambda: n in line.started)
+        wait_until(lambda n=n: n in line.started)
         line.end(n)
     assert not line.errors
 

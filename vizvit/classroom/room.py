@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, now as wall_clock
 from vizvit.errors import UserError
@@ -491,6 +492,13 @@ def open_store(db: str | Path | None = None, redis_url: str | None = None) -> Ro
     return SQLiteStore(db if db is not None else default_path())
 
 
-def questions_of(steps: Sequence[object]) -> tuple[Question, ...]:
+class Asks(Protocol):
+    """A lesson step as a room reads it (vizvit.classroom.lesson.Step): its options as (key, text)."""
+
+    @property
+    def options(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def questions_of(steps: Sequence[Asks]) -> tuple[Question, ...]:
     """The lesson's steps (vizvit.classroom.lesson.Step) -> their questions as a room checks answers."""
-    return tuple(Question(tuple(k for k, _ in s.options)) for s in steps)  # type: ignore[attr-defined]
+    return tuple(Question(tuple(k for k, _ in s.options)) for s in steps)

@@ -1,6 +1,6 @@
 """Where live rooms keep their state (issue 50): one small interface, SQLite by default, Redis across
-replicas (vizvit.classroom.roomstore_redis). vizvit.classroom.room.Rooms holds the rules; a store holds the data and makes
-the few writes that must be atomic atomic: a room's creation under the limits, an answer checked
+replicas (vizvit.classroom.roomstore_redis). vizvit.classroom.room.Rooms holds the rules; a store holds the data
+and makes the few writes that must be atomic atomic: a room's creation under the limits, an answer checked
 against the lecturer's step, a student's registration under the room's size, a room's meta changed.
 
 A room is:
@@ -24,13 +24,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full"]
 Created = Literal["ok", "taken", "full", "owner"]
 TOMBSTONE_S = 24 * 3600.0  # how long a closed room's reason is kept (a student's page open overnight)
 ROOMS_DB_ENV = "VIZVIT_ROOMS_DB"
 REDIS_URL_ENV = "VIZVIT_REDIS_URL"
+T = TypeVar("T")
 
 
 class RoomStore(Protocol):
@@ -141,7 +142,7 @@ class SQLiteStore:
             self._db.executescript(_SCHEMA)
 
     # a transaction: the lock for this process's threads, IMMEDIATE for other processes
-    def _tx(self, fn: Callable[[sqlite3.Connection], object]) -> object:
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -171,7 +172,7 @@ class SQLiteStore:
             db.execute("INSERT INTO rooms VALUES (?, ?, ?)", (code, json.dumps(meta), meta["version"]))
             return "ok"
 
-        return self._tx(tx)  # type: ignore[return-value]
+        return self._tx(tx)
 
     def meta(self, code: str) -> dict | None:
         row = self._read("SELECT meta FROM rooms WHERE code=?", (code,))
@@ -196,7 +197,7 @@ class SQLiteStore:
                        (json.dumps(meta), meta["version"], code))
             return meta
 
-        return self._tx(tx)  # type: ignore[return-value]
+        return self._tx(tx)
 
     def _enter(self, db: sqlite3.Connection, code: str, student: str, step: int | None, max_students: int
                ) -> tuple[Outcome, dict | None]:
@@ -215,7 +216,7 @@ class SQLiteStore:
         return got, meta
 
     def join(self, code: str, student: str, max_students: int) -> Outcome:
-        return self._tx(lambda db: self._enter(db, code, student, None, max_students)[0])  # type: ignore[return-value]
+        return self._tx(lambda db: self._enter(db, code, student, None, max_students)[0])
 
     def answer(self, code: str, student: str, step: int, text: str, max_students: int) -> Outcome:
         def tx(db: sqlite3.Connection) -> Outcome:
@@ -224,7 +225,7 @@ class SQLiteStore:
                 db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)", (code, step, student, text))
             return got
 
-        return self._tx(tx)  # type: ignore[return-value]
+        return self._tx(tx)
 
     def answers(self, code: str, step: int) -> dict[str, str]:
         return dict(self._read("SELECT student, answer FROM answers WHERE code=? AND step=?", (code, step)))

@@ -17,7 +17,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import redis
 
@@ -91,7 +91,8 @@ redis.call('SET', p..'gone:'..code, ARGV[2], 'EX', tonumber(ARGV[3]))
 return 1
 """
 
-F = TypeVar("F", bound=Callable[..., Any])
+Args = ParamSpec("Args")
+R = TypeVar("R")
 
 
 def _text(v: bytes | str) -> str:
@@ -100,18 +101,18 @@ def _text(v: bytes | str) -> str:
     return v.decode() if isinstance(v, bytes) else v
 
 
-def _answers_down(fn: F) -> F:
+def _answers_down(fn: Callable[Args, R]) -> Callable[Args, R]:
     """Redis unreachable -> one plain sentence (a UserError), never a traceback; the server keeps serving."""
 
     @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: Args.args, **kwargs: Args.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except redis.RedisError as e:
             log.warning("room store: %s", e)
             raise UserError(STORE_DOWN) from None
 
-    return call  # type: ignore[return-value]
+    return call
 
 
 class RedisStore:

@@ -21,7 +21,9 @@ lxt/efficient/patches.py; lxt/explicit/functional.py states the same rules as ex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,9 +31,10 @@ import torch
 
 from vizvit.errors import UserError
 from vizvit.methods.base import TOP1, Method, of_class
-from vizvit.model.engine import Analysis, Out, Written, backward, target_logit
+from vizvit.model.engine import Analysis, Out, backward, target_logit
 from vizvit.model.hooks import Hook, Hooked
 from vizvit.model.models import VitModel
+from vizvit.model.pooling import Written
 
 ATTNLRP_METHOD = ("AttnLRP (Achtibat et al. 2024; lxt 2.1's rules: epsilon on linear layers, identity on "
                   "LayerNorm's 1/std and GELU, uniform on the attention matmuls), gradient × input at the "
@@ -91,6 +94,26 @@ def _is_activation(m: torch.nn.Module) -> bool:
         m, (torch.nn.GELU, torch.nn.ReLU, torch.nn.SiLU, torch.nn.Tanh))
 
 
+def _norm_rule(mod: torch.nn.LayerNorm, inp: tuple[Any, ...], out: torch.Tensor) -> torch.Tensor:
+    """A LayerNorm's forward hook: its output again, with the standard deviation detached."""
+    return layer_norm(inp[0], mod.weight, mod.bias, mod.eps)
+
+
+def _activation_rule(_mod: torch.nn.Module, inp: tuple[Any, ...], out: torch.Tensor) -> torch.Tensor:
+    """An activation's forward hook: the identity rule."""
+    return identity_rule(inp[0], out)
+
+
+def _divide_rule(factor: float, _mod: torch.nn.Module, _inp: tuple[Any, ...], out: torch.Tensor) -> torch.Tensor:
+    """A query, key or value projection's forward hook: the uniform rule, its gradient ÷ `factor`."""
+    return divide_gradient(out, factor)
+
+
+def _itself(m: torch.nn.Module, _backbone: torch.nn.Module) -> torch.nn.Module:
+    """Where a hook on a module found by name goes: that module, whatever the backbone."""
+    return m
+
+
 def attnlrp_hooks(vm: VitModel) -> list[Hook]:
     """Forward hooks that put AttnLRP's rules on every family's blocks, found by kind, not by family:
     every LayerNorm (std detached), every activation (identity rule), every attention's query and key
@@ -100,17 +123,17 @@ def attnlrp_hooks(vm: VitModel) -> list[Hook]:
     qkv = 0
     for name, m in vm.model.named_modules():
         last = name.rsplit(".", 1)[-1]
+        fn: Callable[..., torch.Tensor]
         if isinstance(m, torch.nn.LayerNorm):
-            fn = (lambda mod, inp, out: layer_norm(inp[0], mod.weight, mod.bias, mod.eps))
+            fn = _norm_rule
         elif _is_activation(m):
-            fn = (lambda mod, inp, out: identity_rule(inp[0], out))
+            fn = _activation_rule
         elif isinstance(m, torch.nn.Linear) and last in _QK_NAMES + _V_NAMES:
-            k = QK_DIVISOR if last in _QK_NAMES else V_DIVISOR
-            fn = (lambda mod, inp, out, k=k: divide_gradient(out, k))
+            fn = partial(_divide_rule, QK_DIVISOR if last in _QK_NAMES else V_DIVISOR)
             qkv += 1
         else:
             continue
-        hooks.append(Hook(lambda _b, m=m: m, fn))
+        hooks.append(Hook(partial(_itself, m), fn))
     if qkv < 3 * vm.geometry.num_layers:
         raise UserError(f"AttnLRP does not know where {vm.family.title}'s attention projections are.")
     return hooks
@@ -139,7 +162,8 @@ def attnlrp_relevance(vm: VitModel, a: Analysis, class_index: int) -> LrpRelevan
         logit = target_logit(out.logits, class_index)
         (grad,) = torch.autograd.grad(logit, [kept["h0"]])
         p0 = vm.geometry.num_prefix_tokens
-        patches = token_relevance(run.patches[0].detach(), grad[0, p0:p0 + run.patches.shape[1]])  # type: ignore[index]
+        conv = run.patch_embeddings[0].detach()  # (P, D): the patch embeddings alone
+        patches = token_relevance(conv, grad[0, p0:p0 + conv.shape[0]])
         return LrpRelevance(token_relevance(kept["h0"][0].detach(), grad[0]).cpu(), patches.cpu(),
                             float(logit.detach()))
 

@@ -58,6 +58,10 @@ class Method:
     export_text: str = ""  # summary.json "methods"[export_key]
     note: Callable[[np.ndarray], str] | None = None  # a sentence on this map's values, after its readout
 
+    def __post_init__(self) -> None:
+        if self.per_class and not self.needs_class:
+            raise ValueError(f"{self.name}: a map cached per class needs a class (needs_class=True).")
+
     def __call__(self, vm: VitModel, a: Analysis, class_index: int | None = None, cache: Cache = no_cache,
                  seed: int = 0, cancel: Cancel = NEVER) -> np.ndarray:
         """(gh, gw) float32 map; a class-specific method checks the class (None: the top-1)."""
@@ -66,10 +70,9 @@ class Method:
             if class_index is None:
                 raise UserError(NO_CLASS)
             check_class(vm, a, int(class_index))
-            class_index = int(class_index)
-        if self.per_class:
-            c = int(class_index)  # type: ignore[arg-type]
-            return cache(method_map_name(self.name, c), lambda: self.compute(vm, a, c, cache, seed, cancel))
+            c = class_index = int(class_index)
+            if self.per_class:  # (only a method that needs a class: __post_init__)
+                return cache(method_map_name(self.name, c), lambda: self.compute(vm, a, c, cache, seed, cancel))
         return self.compute(vm, a, class_index, cache, seed, cancel)
 
     def applies(self, vm: VitModel, a: Analysis) -> bool:
@@ -79,4 +82,8 @@ class Method:
 
 def of_class(fn: Callable[[VitModel, Analysis, int], np.ndarray]) -> Compute:
     """A Compute from a class-specific map fn(vm, a, class_index) (no cache, seed or cancel to read)."""
-    return lambda vm, a, c, cache, seed, cancel: fn(vm, a, int(c))  # type: ignore[arg-type]
+    def compute(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int, cancel: Cancel) -> np.ndarray:
+        if c is None:
+            raise UserError(NO_CLASS)
+        return fn(vm, a, int(c))
+    return compute

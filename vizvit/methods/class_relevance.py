@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from vizvit.cancel import Cancel
+from vizvit.errors import NO_CLASS, UserError
 from vizvit.methods import maths as att_mod
 from vizvit.methods.base import TOP1, Method
 from vizvit.methods.maps import Cache, relevance_map
@@ -18,7 +19,9 @@ from vizvit.model.models import VitModel
 def class_relevance_map(vm: VitModel, a: Analysis, c: int | None, cache: Cache, seed: int,
                         cancel: Cancel) -> np.ndarray:
     """(gh, gw) float32 relevance of class `c` from the summary's row."""
-    return relevance_map(vm, a, int(c), cache)  # type: ignore[arg-type]
+    if c is None:
+        raise UserError(NO_CLASS)
+    return relevance_map(vm, a, int(c), cache)
 
 
 RELEVANCE = Method(

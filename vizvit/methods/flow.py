@@ -234,11 +234,10 @@ def _left(cancel: Cancel) -> float | None:
 
 def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None, cancel: Cancel = NEVER) -> np.ndarray:
     """(L, H, N, N) -> (N,) float64 attention flow from the summary (see attention_flow_steps)."""
-    last = None
-    for last in attention_flow_steps(att, summary, cancel=cancel):
-        pass
-    assert last is not None and last.flows is not None
-    return last.flows
+    for step in attention_flow_steps(att, summary, cancel=cancel):
+        if step.flows is not None:  # the last step
+            return step.flows
+    raise RuntimeError("Attention flow ended without its flows.")  # only should_stop ends it early
 
 
 # ------------------------------------------------------------------ on an analysis, through the cache
@@ -248,10 +247,14 @@ def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], b
     are cached under ATTENTION_FLOW. Pure maths on the cached attentions: it never holds the engine's
     lock (seconds on ViT-Ti, and every other user would wait)."""
     for step in attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
-        if step.flows is not None:
-            flows = step.flows
-            cache(ATTENTION_FLOW, lambda: flows)
+        if step.flows is not None:  # the last step: cached before it is handed on, in case the caller stops there
+            cache(ATTENTION_FLOW, _computed(step.flows))
         yield step
+
+
+def _computed(value: np.ndarray) -> Callable[[], np.ndarray]:
+    """What the cache computes for a value the stream already has: that value."""
+    return lambda: value
 
 
 def flow_of(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:

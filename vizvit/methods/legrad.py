@@ -7,16 +7,19 @@ Shapes: ∂s_l/∂A_l is (H, Q, N) per layer (Q queries: N for a block, 1 for Si
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
+from functools import reduce
 
 import numpy as np
 import torch
 
-from vizvit.errors import UserError
+from vizvit.errors import NO_LABELS, UserError
 from vizvit.methods.base import TOP1, Method, of_class
-from vizvit.model.engine import Analysis, Out, backward, map_pool, read_logits, target_logit
+from vizvit.model.engine import Analysis, Out, backward, target_logit
 from vizvit.model.hooks import Hooked
 from vizvit.model.models import VitModel, backbone_of
+from vizvit.model.pooling import map_pool, read_logits
 
 LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
 LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
@@ -34,7 +37,7 @@ def legrad(layer_grads: list[torch.Tensor], num_prefix_tokens: int) -> torch.Ten
     Not min-max scaled (LeGrad's code scales the sum to 0..1)."""
     if not layer_grads:
         raise UserError("LeGrad needs at least one layer.")
-    return sum(g.float().clamp(min=0).mean(0).mean(0)[num_prefix_tokens:] for g in layer_grads)
+    return reduce(operator.add, (g.float().clamp(min=0).mean(0).mean(0)[num_prefix_tokens:] for g in layer_grads))
 
 
 def layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
@@ -42,7 +45,7 @@ def layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
     """LeGrad's score of one layer's tokens z (1, N, D) for one class, and for SigLIP the pooling
     head's attention (1, H, 1, N) it was read through (None: the block's own attention is the target).
 
-    A classifier: the model's own head on those tokens (its final norm and pooling, engine.read_logits).
+    A classifier: the model's own head on those tokens (its final norm and pooling, pooling.read_logits).
     readout=LEGRAD_TOKEN_MEAN (classifiers only) reads the MEAN of every token instead, through the same
     final norm and head: torchcam 0.5's LeGrad (heads(ln(z.mean(1)))), as LeGrad reads CLIP. Every
     token is set to the mean, so each family's pooling reads it unchanged. CLIP: LeGrad's
@@ -55,12 +58,14 @@ def layer_score(vm: VitModel, z: torch.Tensor, class_index: int,
         if readout == LEGRAD_TOKEN_MEAN:
             z = z.mean(1, keepdim=True).expand_as(z)  # (1, N, D): the mean where the head reads a token
         return read_logits(fam, model, z)[0, class_index], None
+    if vm.zero_shot is None:
+        raise UserError(NO_LABELS)
     backbone = backbone_of(model)
     if fam.pooling == "map":
-        emb, att = map_pool(backbone.head, z)
-        return vm.zero_shot.logits(emb)[0, class_index], att  # type: ignore[union-attr]
-    emb = model.visual_projection(backbone.post_layernorm(z.mean(1)))
-    return vm.zero_shot.logits(emb)[0, class_index], None  # type: ignore[union-attr]
+        emb, att = map_pool(backbone.get_submodule("head"), z)
+        return vm.zero_shot.logits(emb)[0, class_index], att
+    emb = model.get_submodule("visual_projection")(backbone.get_submodule("post_layernorm")(z.mean(1)))
+    return vm.zero_shot.logits(emb)[0, class_index], None
 
 
 def layer_score_gradients(vm: VitModel, a: Analysis, class_index: int, layers: Sequence[int],
@@ -72,10 +77,11 @@ def layer_score_gradients(vm: VitModel, a: Analysis, class_index: int, layers: S
     the rest), so all of them together cost about one full backward (benchmarks/methods_effects.py)."""
     def grads(out: Out, _run: Hooked) -> list[torch.Tensor]:
         target_logit(out.logits, class_index)  # checks the class
+        attentions, states = out.layers()
         got = []
         for l in layers:
-            score, pool_att = layer_score(vm, out.hidden_states[l + 1], class_index, readout)  # type: ignore[index]
-            target = pool_att if pool_att is not None else out.attentions[l]  # type: ignore[index]
+            score, pool_att = layer_score(vm, states[l + 1], class_index, readout)
+            target = pool_att if pool_att is not None else attentions[l]
             (g,) = torch.autograd.grad(score, [target], retain_graph=True)
             got.append(g[0].float().cpu())
         return got

@@ -11,8 +11,9 @@ lock, and so does every other use of the model's modules or weights: ``readout``
 The model object is shared by every request: hooks go on it for one run only, under one lock, by
 vizvit.model.hooks' ``Hooked``. What differs between model families (where the embedding stage, patch
 embedding, blocks, final norm, heads and relative-bias modules live; the token layout) is one
-``models.Family`` entry in ``models.FAMILIES`` (re-exported here). The results (``Analysis`` and
-kin) are vizvit.model.results' dataclasses.
+``models.Family`` entry in ``models.FAMILIES`` (re-exported here); what each family's head reads after
+the last block is written out in vizvit.model.pooling. The results (``Analysis`` and kin) are
+vizvit.model.results' dataclasses.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,7 +30,7 @@ import torch
 from PIL import Image
 
 from vizvit.cancel import NEVER, Cancel
-from vizvit.errors import NO_CLASS, UserError
+from vizvit.errors import NO_CLASS, NO_LABELS, UserError
 from vizvit.model.ablation import Ablation, per_sample_zero_hook
 from vizvit.model.gpu import on_gpu
 from vizvit.model.hooks import Hook, Hooked, ablation_hooks
@@ -37,13 +39,14 @@ from vizvit.model.models import (  # noqa: F401  (Family, FAMILIES: re-exported)
     DEFAULT_MODEL,
     FAMILIES,
     RANDOM_SEED,
+    BiasTable,
     Family,
     Geometry,
     VitModel,
-    backbone_of,
     load_checkpoint,
 )
 from vizvit.model.patches import grid_at
+from vizvit.model.pooling import PLAIN, Written, pooled, read_logits
 from vizvit.model.positional import PositionTables
 from vizvit.model.results import (  # noqa: F401
     Analysis,
@@ -59,6 +62,7 @@ from vizvit.model.tokens import EmbeddingStage, EmbeddingWeights, embedding_stag
 from vizvit.model.zeroshot import (
     DEFAULT_LABELS,
     DEFAULT_TEMPLATE,
+    TextTower,
     ZeroShotHead,
     check_template,
     head_of,
@@ -104,82 +108,21 @@ class Out:
     summary_attention: torch.Tensor | None = None  # (B, H, 1, P) SigLIP's MAP head: one query, the probe
     raw: Any = None  # the model's own output (a classifier's: DeiT distilled's per-head logits)
 
+    def layers(self) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        """The attentions (L × (B, H, N, N)) and hidden states ((L+1) × (B, N, D)) the forward was asked for
+        (output_attentions, output_hidden_states); a RuntimeError where the model gave none."""
+        if not self.attentions:
+            raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")
+        if not self.hidden_states:
+            raise RuntimeError("The model returned no hidden states.")
+        return self.attentions, self.hidden_states
 
-# ------------------------------------------------------------------ where each family's head reads
-def _same(x: torch.Tensor) -> torch.Tensor:
-    return x
-
-
-@dataclass(frozen=True)
-class Written:
-    """Hooks on the parts of a forward the engine writes out itself, which have no module to hook: SigLIP's
-    pooling head's keys and values (B, H, P, d), and the image embedding (B, E) before the zero-shot
-    head's cosine. Identity by default; a method's rules replace them (vizvit.methods.attnlrp)."""
-
-    keys: Callable[[torch.Tensor], torch.Tensor] = _same
-    values: Callable[[torch.Tensor], torch.Tensor] = _same
-    embedding: Callable[[torch.Tensor], torch.Tensor] = _same
-
-
-PLAIN = Written()
-
-
-def map_pool(head: torch.nn.Module, x: torch.Tensor, written: Written = PLAIN) -> tuple[torch.Tensor, torch.Tensor]:
-    """SigLIP's multihead attention pooling head, written out as its own forward does it, keeping
-    the per-head attention. x: (B, P, D) after the final layernorm -> pooled (B, D), attention
-    (B, H, 1, P): the probe's (one query's) softmax weights over the tokens. The output is computed FROM that
-    attention tensor, so a gradient with respect to it exists (relevance); nn.MultiheadAttention
-    returns only a copy of its weights. written: hooks on its keys and values."""
-    mha = head.attention
-    b, n, d = x.shape
-    h = mha.num_heads
-    wq, wk, wv = mha.in_proj_weight.chunk(3)
-    bq, bk, bv = mha.in_proj_bias.chunk(3)
-    probe = head.probe.expand(b, 1, d)
-    q = torch.nn.functional.linear(probe, wq, bq).reshape(b, 1, h, d // h).transpose(1, 2)  # (B, H, 1, d)
-    k = torch.nn.functional.linear(x, wk, bk).reshape(b, n, h, d // h).transpose(1, 2)  # (B, H, P, d)
-    v = torch.nn.functional.linear(x, wv, bv).reshape(b, n, h, d // h).transpose(1, 2)
-    k, v = written.keys(k), written.values(v)
-    att = ((q @ k.transpose(-1, -2)) * (d // h) ** -0.5).softmax(-1)  # (B, H, 1, P)
-    out = mha.out_proj((att @ v).transpose(1, 2).reshape(b, 1, d))  # (B, 1, D)
-    out = out + head.mlp(head.layernorm(out))
-    return out[:, 0], att  # (B, D), (B, H, 1, P): a view would not be in the graph
-
-
-def _pooled(fam: Family, model: torch.nn.Module, z: torch.Tensor,
-            written: Written = PLAIN) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """z: (B, N, D) token states AFTER the image tower's final layernorm -> image embeddings (B, E)
-    and the summary's attention over the tokens (B, H, 1, N), or None where the summary is a token
-    of the sequence ([CLS]: its attention is in the blocks' attentions)."""
-    if fam.pooling == "map":
-        return map_pool(backbone_of(model).head, z, written)
-    return model.visual_projection(z[:, 0]), None  # "projection" (CLIP): [CLS]
-
-
-def read_logits(fam: Family, model: torch.nn.Module, states: torch.Tensor,
-             head: ZeroShotHead | None = None) -> torch.Tensor:
-    """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them from
-    its last block, by the family's pooling: final norm, then [CLS]'s head (ViT), the mean of the
-    [CLS] and [DIST] heads (DeiT distilled), the head on the normed patch mean (a "pooler": BEiT's
-    mean pooling), or the image tower's end and the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
-    if fam.tower:
-        if head is None:
-            raise UserError("Zero-shot labels are needed to read this image-text model out: type some.")
-        backbone = backbone_of(model)
-        return head.logits(_pooled(fam, model, backbone.post_layernorm(states))[0])
-    heads = fam.heads(model)
-    if not heads:
-        raise UserError("This model has no classifier, so there is nothing to read out: the logit lens "
-                        "needs a head that maps the summary token to classes.")
-    backbone = model.base_model
-    normed = backbone.layernorm(states)
-    pooler = fam.pooler(backbone)
-    if pooler is not None:
-        return heads["head"](pooler(normed))
-    if len(heads) == 2:  # DeiT distilled
-        cls, dist = heads.values()
-        return (cls(normed[:, 0]) + dist(normed[:, 1])) / 2
-    return heads["head"](normed[:, 0])
+    @property
+    def class_logits(self) -> torch.Tensor:
+        """(B, C) logits; a UserError for a model with no classes."""
+        if self.logits is None:
+            raise UserError(NO_CLASS)
+        return self.logits
 
 
 def _forward(vm: VitModel, pixels: torch.Tensor, written: Written = PLAIN, **kw: Any) -> Out:
@@ -192,9 +135,9 @@ def _forward(vm: VitModel, pixels: torch.Tensor, written: Written = PLAIN, **kw:
                    raw=out)
     out = vm.vit(pixels, **kw)
     if vm.family.pooling == "map":  # SigLIP: last_hidden_state is after the final layernorm
-        emb, summ = _pooled(vm.family, vm.model, out.last_hidden_state, written)
+        emb, summ = pooled(vm.family, vm.model, out.last_hidden_state, written)
     else:  # CLIP: pooler_output is [CLS] after the final layernorm
-        emb, summ = _pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1), written)
+        emb, summ = pooled(vm.family, vm.model, out.pooler_output.unsqueeze(1), written)
     if vm.zero_shot is not None:
         emb = written.embedding(emb)
     logits = vm.zero_shot.logits(emb) if vm.zero_shot is not None else None
@@ -228,6 +171,35 @@ def batchable(vm: VitModel, a: Request, b: Request) -> bool:
     return a.ablation == b.ablation and keep(a) == keep(b)
 
 
+def _inputs(vm: VitModel, r: Request) -> tuple[np.ndarray, torch.Tensor]:
+    """What the model sees of one request: its view (H, W, 3) uint8 and its pixels (1, 3, H, W)."""
+    g = vm.geometry
+    base = r.image if isinstance(r.image, np.ndarray) else model_input_view(r.image, vm.preprocess)
+    shown = apply_view(base, r.view, g.patch_size, g.grid[1])
+    return shown, to_pixel_values(shown, vm.preprocess)
+
+
+def _masked(vm: VitModel, requests: Sequence[Request]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The [MASK] of a batch: (B, P) bool, the patches each request masks with the token, and the
+    token (D,); (None, None) when no request masks with it."""
+    if not any(r.view.mask_mode == "mask" and r.view.mask for r in requests):
+        return None, None
+    token = mask_token(vm).vector
+    masked = torch.zeros(len(requests), vm.geometry.num_patches, dtype=torch.bool)  # (B, P)
+    for i, r in enumerate(requests):
+        if r.view.mask_mode == "mask":
+            masked[i, list(r.view.mask)] = True
+    return masked, token
+
+
+def _kept_dtype(attentions: Sequence[torch.Tensor]) -> torch.dtype:
+    """The dtype an analysis keeps its attentions (L × (B, H, N, N)) in: float16 above ATTENTION_FP32_LIMIT.
+    Chosen before concatenating, layer by layer: a float32 copy of all of ViT-L/16@384's attentions
+    (511 MB) would otherwise exist next to the originals."""
+    fp32_bytes = sum(t[:1].numel() for t in attentions) * 4
+    return torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
+
+
 @on_gpu
 def analyze_batch(vm: VitModel, requests: Sequence[Request], extra: Sequence[Hook] = ()) -> list[Analysis]:
     """analyze() of several requests in ONE forward (a batch of B images: one pass over the
@@ -241,41 +213,23 @@ def analyze_batch(vm: VitModel, requests: Sequence[Request], extra: Sequence[Hoo
     first = requests[0]
     if any(not batchable(vm, first, r) for r in requests[1:]):
         raise ValueError("analyze_batch needs requests with the same ablation and the same kept tokens")
-    shown, pixels = [], []
-    for r in requests:
-        base = r.image if isinstance(r.image, np.ndarray) else model_input_view(r.image, vm.preprocess)
-        shown.append(apply_view(base, r.view, g.patch_size, g.grid[1]))
-        pixels.append(to_pixel_values(shown[-1], vm.preprocess))
+    shown, pixels = zip(*(_inputs(vm, r) for r in requests))
     view = first.view
     keep = kept_token_indices(view.mask, g) if view.mask_mode == "drop" else torch.arange(g.seq_len)
-
     hooks = [*extra, *ablation_hooks(vm, first.ablation)]
-    batch = torch.cat(pixels)  # (B, 3, H, W)
-    masked = token = None
-    if any(r.view.mask_mode == "mask" and r.view.mask for r in requests):
-        token = mask_token(vm).vector
-        masked = torch.zeros(len(requests), g.num_patches, dtype=torch.bool)  # (B, P)
-        for i, r in enumerate(requests):
-            if r.view.mask_mode == "mask":
-                masked[i, list(r.view.mask)] = True
+    masked, token = _masked(vm, requests)
     with Hooked(vm, keep=keep if keep.numel() != g.seq_len else None, extra=hooks, masked=masked,
                 token=token) as run:
         t0 = time.perf_counter()
         with torch.inference_mode():
-            out = _forward(vm, batch.to(vm.device), output_attentions=True, output_hidden_states=True)
+            out = _forward(vm, torch.cat(pixels).to(vm.device), output_attentions=True, output_hidden_states=True)
             if vm.device.type == "cuda":
                 torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    if not out.attentions:
-        raise RuntimeError("The model returned no attentions: it must be loaded with attn_implementation='eager'.")
-
-    # Choose the dtype before concatenating, layer by layer: a float32 copy of all of
-    # ViT-L/16@384's attentions (511 MB) would otherwise exist next to the originals.
-    fp32_bytes = sum(t[:1].numel() for t in out.attentions) * 4
-    dtype = torch.float16 if fp32_bytes > ATTENTION_FP32_LIMIT else torch.float32
+    attentions, hidden_states = out.layers()
+    dtype = _kept_dtype(attentions)
     results = []
     for i, r in enumerate(requests):
-        attentions = torch.cat([t[i:i + 1].to(dtype) for t in out.attentions])  # (L, H, N, N)
         logits = out.logits[i].float().cpu() if out.logits is not None else None
         probs = probs_of(vm, logits) if logits is not None else None
         results.append(Analysis(
@@ -287,14 +241,14 @@ def analyze_batch(vm: VitModel, requests: Sequence[Request], extra: Sequence[Hoo
             logits=logits,
             probs=probs,
             top5=top_predictions(probs, vm.labels) if probs is not None else (),
-            attentions=attentions.cpu(),
-            hidden_states=torch.cat([t[i:i + 1] for t in out.hidden_states]).float().cpu(),  # (L+1, N, D)
-            patch_embeddings=run.patches[i].float().cpu(),  # (P, D)
+            attentions=torch.cat([t[i:i + 1].to(dtype) for t in attentions]).cpu(),  # (L, H, N, N)
+            hidden_states=torch.cat([t[i:i + 1] for t in hidden_states]).float().cpu(),  # (L+1, N, D)
+            patch_embeddings=run.patch_embeddings[i].float().cpu(),  # (P, D)
             kept_tokens=keep,
             seconds=seconds / len(requests),  # this image's share of the forward
             ablation=r.ablation,
-            image_embeds=out.image_embeds[i].float().cpu() if out.image_embeds is not None else None,
-            summary_attention=out.summary_attention[i, :, 0].float().cpu() if out.summary_attention is not None else None,
+            image_embeds=None if out.image_embeds is None else out.image_embeds[i].float().cpu(),
+            summary_attention=None if out.summary_attention is None else out.summary_attention[i, :, 0].float().cpu(),
             head_logits=_head_logits(out.raw, i),
         ))
     return results
@@ -338,12 +292,12 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
         pixels = torch.cat([to_pixel_values(v, vm.preprocess) for v in views[start:stop]]).to(vm.device)
         idx = None
         if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
-            idx = torch.stack([k for k in keeps[start:stop]])  # (b, N')
+            idx = torch.stack(list(keeps[start:stop]))  # (b, N')
         # One run per chunk, so interactive single views can run between chunks.
         with Hooked(vm, keep=idx, extra=extra) as run, torch.inference_mode():
             out = _forward(vm, pixels)
         probs = probs_of(vm, out.logits).cpu() if vm.has_classifier and out.logits is not None else None
-        yield start, BatchPrediction(probs, run.patches.float().cpu())
+        yield start, BatchPrediction(probs, run.patch_embeddings.float().cpu())
         start = stop
 
 
@@ -357,8 +311,8 @@ def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[tor
         parts.append(p)
         if progress is not None:
             progress(start + p.patch_embeddings.shape[0], len(views))
-    probs = None if parts[0].probs is None else torch.cat([p.probs for p in parts])
-    return BatchPrediction(probs, torch.cat([p.patch_embeddings for p in parts]))
+    probs = [p.probs for p in parts if p.probs is not None]  # all or none: the model has classes or not
+    return BatchPrediction(torch.cat(probs) if probs else None, torch.cat([p.patch_embeddings for p in parts]))
 
 
 # ------------------------------------------------------------------ which heads matter
@@ -380,11 +334,11 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
     for start in range(0, len(cells), chunk):
         cancel.check()
         part = torch.tensor(cells[start:start + chunk], dtype=torch.long)  # (b, 2)
-        hooks = [Hook(lambda bb, l=l: fam.out_proj(bb, l), per_sample_zero_hook(l, part, H), pre=True)
+        hooks = [Hook(partial(fam.out_proj, layer=l), per_sample_zero_hook(l, part, H), pre=True)
                  for l in sorted({int(c[0]) for c in part})]
         with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode():
             out = _forward(vm, pixels.expand(len(part), -1, -1, -1))
-        yield start, probs_of(vm, out.logits).cpu()
+        yield start, probs_of(vm, out.class_logits).cpu()
 
 
 # ------------------------------------------------------------------ another input size
@@ -401,7 +355,7 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     t0 = time.perf_counter()
     kwargs = {"interpolate_pos_encoding": True} if vm.family.interpolate_kwarg else {}  # DINOv2 always does
     with Hooked(vm, capture_patches=False), torch.inference_mode():
-        out = _forward(vm, pixels.to(vm.device), **kwargs)
+        out = _forward(vm, pixels.to(vm.device), PLAIN, **kwargs)
     seconds = time.perf_counter() - t0
     if out.logits is None:
         return ResolutionPrediction(size, grid, view, None, (), seconds)
@@ -420,7 +374,7 @@ def backward(vm: VitModel, pixel_values: torch.Tensor, grads: Callable[[Out, Hoo
     rooted at a private copy of the pixels, so what the forward returns or a hook keeps is in it.
     Nothing on the model is changed; every hook is gone when this returns."""
     if vm.family.tower and vm.zero_shot is None:
-        raise UserError("Zero-shot labels are needed to explain this image-text model: type some.")
+        raise UserError(NO_LABELS)
     pixels = pixel_values.detach().clone().to(vm.device).requires_grad_(True)
     with Hooked(vm, capture_patches=patches, extra=[*hooks, *ablation_hooks(vm, ablation)]) as run, \
             torch.inference_mode(False), torch.enable_grad():
@@ -441,14 +395,15 @@ def target_logit(logits: torch.Tensor | None, class_index: int) -> torch.Tensor:
 def text_embeddings(vm: VitModel, prompts: Sequence[str]) -> torch.Tensor:
     """(C, E) float32 CPU embeddings of the prompts by CLIP's / SigLIP's text tower (not yet
     normalised). One batched forward; the caller caches (session.text_key)."""
-    if vm.text is None:
+    model = vm.model
+    if vm.text is None or not isinstance(model, TextTower):
         raise UserError("This model has no text tower.")
     enc = vm.text.tokenize(list(prompts))
     kw = {"input_ids": enc["input_ids"].to(vm.device)}
     if vm.text.use_attention_mask and "attention_mask" in enc:
         kw["attention_mask"] = enc["attention_mask"].to(vm.device)
     with Hooked(None), torch.inference_mode():
-        out = vm.model.get_text_features(**kw)
+        out = model.get_text_features(**kw)
     emb = out.pooler_output if hasattr(out, "pooler_output") else out
     return emb.float().cpu()
 
@@ -488,8 +443,9 @@ def embedding_weights(vm: VitModel) -> EmbeddingWeights:
     with Hooked(None):
         learned = {"[CLS]": "cls_token", "[DIST]": "distillation_token"}
         pe_names = vm.geometry.prefix_names[:fam.pe_prefix]
-        prefix = [getattr(emb, learned[n])[0] if hasattr(emb, learned.get(n, "")) else emb.class_embedding[None]
-                  for n in pe_names]  # each (1, D); CLIP: a (D,) class embedding
+        # each (1, D); CLIP has a (D,) class embedding
+        prefix = [emb.get_parameter(learned[n])[0] if hasattr(emb, learned.get(n, ""))
+                  else emb.get_parameter("class_embedding")[None] for n in pe_names]
         w = conv.weight.detach()
         pre = getattr(backbone, "pre_layrnorm", None)
         return EmbeddingWeights(
@@ -497,7 +453,7 @@ def embedding_weights(vm: VitModel) -> EmbeddingWeights:
             stride=int(conv.stride[0]),
             prefix=torch.cat(prefix).detach() if prefix else w.new_zeros(0, w.shape[0]),
             positions=fam.position_table_of(emb),
-            registers=emb.register_tokens.detach()[0] if vm.geometry.num_registers else None,
+            registers=emb.get_parameter("register_tokens").detach()[0] if vm.geometry.num_registers else None,
             pre_norm=None if pre is None else (pre.weight.detach(), pre.bias.detach(), float(pre.eps)))
 
 
@@ -529,9 +485,9 @@ def mask_token(vm: VitModel) -> MaskToken:
         emb = vm.family.embeddings(vm.vit)
         if not hasattr(emb, "mask_token"):
             raise UserError(f"{vm.family.title} has no [MASK] token in its embedding stage: use drop or a pixel fill.")
-        t = emb.mask_token
+        t = emb.mask_token  # a Parameter, or None where the class was built without one
         d = vm.geometry.hidden_size
-        if t is None:
+        if not isinstance(t, torch.Tensor):
             return MaskToken(torch.zeros(d), False, (
                 "this checkpoint has no [MASK] token (its class was built for classification, without one): "
                 "the [MASK] here is transformers' initial value, zeros, **never trained**"))
@@ -565,12 +521,14 @@ def position_tables(vm: VitModel, random_init: bool = True, seed: int = RANDOM_S
                 torch.manual_seed(seed)
                 emb = emb_cls(getattr(vm.model.config, "vision_config", vm.model.config))  # CLIP / SigLIP: the tower's
                 vm.model._init_weights(emb)  # the checkpoint class's init (trunc-normal, std 0.02 for ViT)
-            random_table = fam.position_table_of(emb).float()
-        bias = tuple((m.relative_position_bias_table.detach().float().cpu(), tuple(m.window_size))
-                     for m in fam.bias_modules(vm.vit))
+            random_table = fam.position_table_of(emb)
+        bias = tuple((m.relative_position_bias_table.detach().float().cpu(),
+                      (int(m.window_size[0]), int(m.window_size[1])))
+                     for m in fam.bias_modules(vm.vit) if isinstance(m, BiasTable))
     return PositionTables(
         geometry=g, pe_prefix=fam.pe_prefix, antialias=fam.pe_antialias,
-        table=None if table is None else table.float().cpu(), random_table=random_table, bias=bias,
+        table=None if table is None else table.float().cpu(), bias=bias,
+        random_table=None if random_table is None else random_table.float(),
         missing=f"{fam.title} has no absolute position embeddings: {fam.pe_text}")
 
 
@@ -585,9 +543,9 @@ def patch_label_cosine(vm: VitModel, last_state: torch.Tensor, head: ZeroShotHea
     p = vm.geometry.num_prefix_tokens
     w = next(vm.vit.parameters())
     with Hooked(None), torch.inference_mode():
-        z = vm.vit.post_layernorm(last_state.to(device=w.device, dtype=w.dtype))[p:]  # (P, D)
+        z = vm.vit.get_submodule("post_layernorm")(last_state.to(device=w.device, dtype=w.dtype))[p:]  # (P, D)
         if hasattr(vm.model, "visual_projection"):
-            z = vm.model.visual_projection(z)
+            z = vm.model.get_submodule("visual_projection")(z)
         z = z.float().cpu()
     if z.shape[-1] != head.text_embeds.shape[-1]:
         raise UserError("This model's patch tokens and text embeddings have different widths.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -29,8 +30,7 @@ def ablation_hooks(vm: VitModel, ablation: Ablation) -> list[Hook]:
         return []
     fam = vm.family
     ablation.checked(vm.geometry)
-    return [Hook(lambda b, l=l: fam.out_proj(b, l),
-                 ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
+    return [Hook(partial(fam.out_proj, layer=l), ablate_pre_hook(heads, ablation.mode, vm.geometry.num_heads), pre=True)
             for l, heads in ablation.by_layer().items()]
 
 
@@ -63,6 +63,8 @@ class Hooked:
         self.keep = keep
         # [MASK]: (B, P) bool, the patches whose embedding becomes `token` (D,), before [CLS] and the
         # position embeddings are added: transformers' own bool_masked_pos rule (ViT, BEiT, DINOv2).
+        if (masked is None) != (token is None):
+            raise ValueError("A [MASK] run needs both the masked patches and the token.")
         self.masked, self.token = masked, token
         self.capture_patches = capture_patches and vm is not None
         self.extra = tuple(extra)
@@ -71,31 +73,16 @@ class Hooked:
 
     def _grab(self, _m: torch.nn.Module, _inp: Any, out: Any) -> None:
         out = out[0] if isinstance(out, tuple) else out
-        self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out  # (B, P, D); a Conv2d gives (B, D, gh, gw)
+        # (B, P, D); a Conv2d gives (B, D, gh, gw)
+        self.patches = out.flatten(2).transpose(1, 2) if out.dim() == 4 else out
 
-    def _mask(self, _m: torch.nn.Module, _inp: Any, out: Any) -> Any:
-        """The patch embeddings (B, P, D) with the masked rows replaced by the [MASK] token, as
-        ViTEmbeddings does with bool_masked_pos: x·(1 − m) + token·m."""
-        x = out[0] if isinstance(out, tuple) else out
-        m = self.masked.to(x.device).unsqueeze(-1).to(x.dtype)  # type: ignore[union-attr]
-        y = x * (1.0 - m) + self.token.to(x.device, x.dtype) * m  # type: ignore[union-attr]
-        return (y, *out[1:]) if isinstance(out, tuple) else y
-
-    def _drop(self, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
-        keep = self.keep.to(out.device)  # type: ignore[union-attr]
-        if keep.dim() == 1:
-            return out[:, keep]
-        return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
-
-    def _drop_bias(self, _m: torch.nn.Module, _inp: Any, bias: torch.Tensor) -> torch.Tensor:
-        """A relative position bias (1, H, N, N) computed for the whole window -> the kept
-        tokens' rows and columns: (1, H, N', N'), or (B, H, N', N') for per-view keeps. Without
-        this, BEiT would add the first N' rows of the full bias to a shorter sequence."""
-        keep = self.keep.to(bias.device)  # type: ignore[union-attr]
-        if keep.dim() == 1:
-            return bias[:, :, keep][:, :, :, keep]
-        b = bias[0]  # (H, N, N)
-        return torch.stack([b[:, k][:, :, k] for k in keep])
+    @property
+    def patch_embeddings(self) -> torch.Tensor:
+        """(B, P, D) the patch embeddings this run captured; a RuntimeError if it captured none
+        (capture_patches=False, or no forward ran)."""
+        if self.patches is None:
+            raise RuntimeError("This run captured no patch embeddings.")
+        return self.patches
 
     def __enter__(self) -> Hooked:
         _RUN_LOCK.acquire()
@@ -105,12 +92,13 @@ class Hooked:
                 fam = self.vm.family
                 if self.capture_patches:  # first: the conv's own output, before any [MASK]
                     self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._grab))
-                if self.masked is not None:
-                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(self._mask))
+                if self.masked is not None and self.token is not None:
+                    mask = partial(_mask, self.masked, self.token)
+                    self._handles.append(fam.patch_embedding(backbone).register_forward_hook(mask))
                 if self.keep is not None:
-                    self._handles.append(fam.embeddings(backbone).register_forward_hook(self._drop))
+                    self._handles.append(fam.embeddings(backbone).register_forward_hook(partial(_drop, self.keep)))
                     for m in fam.bias_modules(backbone):
-                        self._handles.append(m.register_forward_hook(self._drop_bias))
+                        self._handles.append(m.register_forward_hook(partial(_drop_bias, self.keep)))
                 for h in self.extra:
                     m = h.where(backbone)
                     self._handles.append(m.register_forward_pre_hook(h.fn) if h.pre else m.register_forward_hook(h.fn))
@@ -126,3 +114,31 @@ class Hooked:
             self._handles.clear()
         finally:
             _RUN_LOCK.release()
+
+
+def _mask(masked: torch.Tensor, token: torch.Tensor, _m: torch.nn.Module, _inp: Any, out: Any) -> Any:
+    """The patch embeddings (B, P, D) with the `masked` (B, P) rows replaced by the [MASK] `token` (D,), as
+    ViTEmbeddings does with bool_masked_pos: x·(1 − m) + token·m."""
+    x = out[0] if isinstance(out, tuple) else out
+    m = masked.to(x.device).unsqueeze(-1).to(x.dtype)
+    y = x * (1.0 - m) + token.to(x.device, x.dtype) * m
+    return (y, *out[1:]) if isinstance(out, tuple) else y
+
+
+def _drop(keep: torch.Tensor, _m: torch.nn.Module, _inp: Any, out: torch.Tensor) -> torch.Tensor:
+    """The embedding stage's output (B, N, D) -> the kept tokens' (B, N', D); keep: (N',) or (B, N')."""
+    keep = keep.to(out.device)
+    if keep.dim() == 1:
+        return out[:, keep]
+    return out.gather(1, keep.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
+
+def _drop_bias(keep: torch.Tensor, _m: torch.nn.Module, _inp: Any, bias: torch.Tensor) -> torch.Tensor:
+    """A relative position bias (1, H, N, N) computed for the whole window -> the kept
+    tokens' rows and columns: (1, H, N', N'), or (B, H, N', N') for per-view keeps. Without
+    this, BEiT would add the first N' rows of the full bias to a shorter sequence."""
+    keep = keep.to(bias.device)
+    if keep.dim() == 1:
+        return bias[:, :, keep][:, :, :, keep]
+    b = bias[0]  # (H, N, N)
+    return torch.stack([b[:, k][:, :, k] for k in keep])

@@ -13,7 +13,7 @@ import io
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Union
+from typing import Literal
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ from vizvit.vocab import FILLS, MASK_MODES, Fill, MaskMode
 
 MAX_PIXELS = 40_000_000  # ~ a 7700×5200 photo; bigger is refused before decoding
 ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF", "MPO")
-ImageInput = Union[str, Path, bytes, Image.Image]
+ImageInput = str | Path | bytes | Image.Image
 # Magic numbers of the formats we read: a file that starts like one but does not
 # open is damaged, not "not an image".
 _SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
@@ -201,7 +201,7 @@ def shift_view(view: np.ndarray, dx: int, dy: int, fill: Fill = "edge") -> np.nd
     if fill == "wrap":
         return np.roll(view, shift=(dy, dx), axis=(0, 1))
     pad = ((max(dy, 0), max(-dy, 0)), (max(dx, 0), max(-dx, 0)), (0, 0))
-    mode = "edge" if fill == "edge" else "constant"
+    mode: Literal["edge", "constant"] = "edge" if fill == "edge" else "constant"
     padded = np.pad(view, pad, mode=mode)
     y0, x0 = max(-dy, 0), max(-dx, 0)
     return padded[y0:y0 + h, x0:x0 + w].copy()
@@ -237,10 +237,11 @@ def mask_pixels(view: np.ndarray, mask: tuple[int, ...], patch: int, grid_w: int
         return out
     if filler is None:
         filler = fill_pixels(view, patch, mode)
+        assert filler is not None  # a pixel fill (checked above) always has its pixels
     for i in mask:
         r, c = divmod(i, grid_w)
         ys, xs = slice(r * patch, (r + 1) * patch), slice(c * patch, (c + 1) * patch)
-        out[ys, xs] = filler[ys, xs]  # type: ignore[index]
+        out[ys, xs] = filler[ys, xs]
     return out
 
 

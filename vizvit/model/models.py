@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 import transformers
@@ -196,6 +196,16 @@ def part(module: Module, path: str, kind: type[M]) -> M:
     if not isinstance(m, kind):
         raise TypeError(f"{type(module).__name__}.{path} is a {type(m).__name__}, not a {kind.__name__}")
     return m
+
+
+@runtime_checkable
+class BiasTable(Protocol):
+    """A relative-position-bias module (BEiT): its (num_relative_distance, H) table and its (gh, gw) window."""
+
+    relative_position_bias_table: torch.Tensor
+    window_size: tuple[int, int]
+
+
 Pooling = str  # "token" | "pooler" | "projection" | "map": see Family.pooling
 
 
@@ -646,12 +656,15 @@ def _image_processor(name: str) -> Any:
 
 def _three(v: float | Iterable[float] | None,
            default: tuple[float, float, float]) -> tuple[float, float, float]:
-    """A processor's per-channel mean or std: a scalar means the same for R, G and B."""
+    """A processor's per-channel mean or std: a scalar (or a list of one) means the same for R, G and B."""
     if v is None:
         return default
-    if isinstance(v, (int, float)):
-        return (float(v),) * 3
-    return tuple(float(x) for x in v)  # type: ignore[return-value]
+    vals = (float(v),) if isinstance(v, (int, float)) else tuple(float(x) for x in v)
+    if len(vals) == 1:
+        return vals[0], vals[0], vals[0]
+    if len(vals) != 3:
+        raise UserError(f"The image processor gives {len(vals)} per-channel values; a photo has 3 (R, G, B).")
+    return vals[0], vals[1], vals[2]
 
 
 def labels_of(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:

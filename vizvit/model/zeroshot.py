@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 from transformers import PreTrainedModel
@@ -179,6 +179,13 @@ class HubTokenizer:
         enc = self.tok(texts, padding="max_length" if self.pad_to_max else True, truncation=True,
                        max_length=self.max_length, return_tensors="pt")
         return {k: enc[k] for k in ("input_ids", "attention_mask") if k in enc}
+
+
+@runtime_checkable
+class TextTower(Protocol):
+    """A model with a text tower (CLIP, SigLIP): what the engine calls to embed the prompts."""
+
+    def get_text_features(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from vizvit.errors import UserError
 from vizvit.model.engine import DEFAULT_CHUNK, Progress, keep_indices, predict_batch, predict_chunks
 from vizvit.model.images import MaskMode, fill_pixels, mask_pixels, shift_view
 from vizvit.model.models import Geometry, VitModel
+from vizvit.vocab import Fill
 
 
 # ------------------------------------------------------------------ shift
@@ -83,7 +84,7 @@ class ShiftSweep:
         return np.array([[r.k, r.mean_cos, r.min_cos, r.base_class_prob] for r in self.rows], np.float32)
 
 
-def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
+def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge",
                       chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[ShiftSweep]:
     """Shift the photo k = 0..2P pixels right, batched; yields the growing sweep per chunk.
 
@@ -93,7 +94,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
     """
     g = vm.geometry
     ks = list(range(2 * g.patch_size + 1))
-    views = [shift_view(base_view, k, 0, fill) for k in ks]  # type: ignore[arg-type]
+    views = [shift_view(base_view, k, 0, fill) for k in ks]
     rows: list[SweepRow] = []
     ref: torch.Tensor | None = None
     base_class = -1
@@ -115,7 +116,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: str = "edge",
         yield ShiftSweep(tuple(rows), len(ks))
 
 
-def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: str = "edge", chunk: int = DEFAULT_CHUNK,
+def shift_sweep(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge", chunk: int = DEFAULT_CHUNK,
                 cancel: Cancel = NEVER) -> ShiftSweep:
     """The complete sweep (see shift_sweep_steps)."""
     *_, last = shift_sweep_steps(vm, base_view, fill, chunk, cancel)
@@ -200,23 +201,47 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     names = tuple(maps)
     fractions = np.linspace(0.0, 1.0, steps + 1)
     counts = [int(round(f * g.num_patches)) for f in fractions]
-    orders = {}
-    for name in names:
-        m = np.asarray(maps[name], dtype=np.float64)
-        if m.shape != g.grid:
-            raise UserError(f"Map {name!r} has shape {m.shape}; expected the patch grid {g.grid}.")
-        orders[name] = np.argsort(-m.ravel(), kind="stable")
+    orders = {name: _order(name, maps[name], g) for name in names}
+    masks, slots = _distinct_masks(orders, counts)
+    probs = _masked_probs(vm, base_view, masks, mode, chunk, cancel, progress)
+    tgt = int(probs[0].argmax()) if target is None else int(target)
+    p = probs[:, tgt].numpy()
+    deletion = np.stack([p[slots[n][0]] for n in names])
+    insertion = np.stack([p[slots[n][1]] for n in names])
+    return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(masks))
+
+
+def _order(name: str, scores: np.ndarray, g: Geometry) -> np.ndarray:
+    """(gh, gw) scores -> (P,) patch indices, most important first (ties: the lower index first)."""
+    m = np.asarray(scores, dtype=np.float64)
+    if m.shape != g.grid:
+        raise UserError(f"Map {name!r} has shape {m.shape}; expected the patch grid {g.grid}.")
+    return np.argsort(-m.ravel(), kind="stable")
+
+
+def _distinct_masks(orders: dict[str, np.ndarray], counts: Sequence[int],
+                    ) -> tuple[list[tuple[int, ...]], dict[str, tuple[list[int], list[int]]]]:
+    """Every map's deletion and insertion masks at each count of removed patches, each distinct mask once.
+    -> (the distinct masks, the unmasked view first: each a sorted tuple of patch indices; per map, the
+    index of each step's deletion mask and insertion mask in that list)."""
     unique: dict[tuple[int, ...], int] = {(): 0}
     slots: dict[str, tuple[list[int], list[int]]] = {}
-    for name in names:
+    for name, order in orders.items():
         dele: list[int] = []
         ins: list[int] = []
         for n in counts:
-            for masked, out in ((orders[name][:n], dele), (orders[name][n:], ins)):
+            for masked, out in ((order[:n], dele), (order[n:], ins)):
                 key = tuple(sorted(int(i) for i in masked))
                 out.append(unique.setdefault(key, len(unique)))
         slots[name] = (dele, ins)
-    masks = list(unique)
+    return list(unique), slots
+
+
+def _masked_probs(vm: VitModel, base_view: np.ndarray, masks: Sequence[tuple[int, ...]], mode: MaskMode,
+                  chunk: int, cancel: Cancel, progress: Progress | None) -> torch.Tensor:
+    """(M, C) the model's probabilities of the view with each mask's patches removed by `mode` (a pixel
+    fill, or token drop), batched."""
+    g = vm.geometry
     if mode == "drop":
         views = [base_view] * len(masks)
         keeps = [keep_indices(m, g) for m in masks]
@@ -227,17 +252,12 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
         assert found is not None  # the model has a classifier (checked above)
         probs = torch.empty_like(found)
         probs[torch.tensor(order)] = found
-    else:
-        filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
-        views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
-        found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
-        assert found is not None  # the model has a classifier (checked above)
-        probs = found
-    tgt = int(probs[0].argmax()) if target is None else int(target)
-    p = probs[:, tgt].numpy()
-    deletion = np.stack([p[slots[n][0]] for n in names])
-    insertion = np.stack([p[slots[n][1]] for n in names])
-    return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(masks))
+        return probs
+    filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
+    views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
+    found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+    assert found is not None  # the model has a classifier (checked above)
+    return found
 
 
 def merge_curves(parts: Sequence[Curves]) -> Curves:

@@ -261,7 +261,7 @@ class Feeds:
                     raise UserError(f"{busy} visitors are using the camera now, the most at once on this server: "
                                     "try again in a minute.")
                 f.started, f.expired = now, False
-            elif now - f.started > self.time_limit_s:
+            elif f.started is not None and now - f.started > self.time_limit_s:  # streaming: it has started
                 f.expired = True
                 raise UserError(self._limit_text())
             f.seen = now
