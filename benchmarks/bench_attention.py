@@ -29,8 +29,12 @@ from PIL import Image  # noqa: E402
 from timing import median_s, once_s  # noqa: E402
 
 from vizvit.model.engine import analyze  # noqa: E402
+from vizvit.readings import attention as ra  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
-from vizvit.views import attention as ap  # noqa: E402
+from vizvit.views import (
+    attention as ap,  # noqa: E402
+    layout,  # noqa: E402
+)
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 
@@ -57,7 +61,7 @@ def main() -> None:
     a = wb.analysis(key)
     cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
     g = vm.geometry
-    base = ap.AttnParams(layer=g.num_layers)
+    base = ra.AttnParams(layer=g.num_layers)
     rows: list[tuple[str, float]] = []
 
     rows.append(("open tab, cold (distances, rollout stack)", once_s(lambda: ap.attention_page(vm, a, base, cache))))
@@ -80,9 +84,9 @@ def main() -> None:
     disc = replace(base, mode="rolled out", discard=0.7)
     rows.append(("discard ratio, cold (new rollout stack)", once_s(lambda: ap.attention_view(vm, a, disc, cache))))
     rows.append(("discard ratio, warm", median_s(lambda: ap.attention_view(vm, a, disc, cache), args.repeat, warmup=1)))
-    tile = ap.grid_tile(g)
+    tile = layout.grid_tile(g)
     rows.append(("grid cell click (cell lookup + redraw)", median_s(
-        lambda: ap.attention_view(vm, a, replace(base, layer=ap.grid_cell_at(g, ap.GRID_LEFT + tile, ap.GRID_TOP + 5)[0]),
+        lambda: ap.attention_view(vm, a, replace(base, layer=layout.grid_cell_at(g, layout.GRID_LEFT + tile, layout.GRID_TOP + 5)[0]),
                                   cache), args.repeat)))
     if a.top5:
         top1 = a.top5[0].index

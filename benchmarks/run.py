@@ -91,7 +91,7 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     a = wb.analysis(key)
     g = vm.geometry
     cache = functools.partial(wb.derived, key)
-    base = ap.AttnParams(layer=g.num_layers)
+    base = ra.AttnParams(layer=g.num_layers)
 
     b.add("first open: Attention tab (rollout stack, distances)",
           lambda: ship(ap.attention_page(vm, a, base, cache)), repeat=1, warmup=0)
@@ -195,6 +195,7 @@ LARGE_SNIPPET = """
 import resource, sys, time
 sys.path.insert(0, {root!r})
 import vizvit
+from vizvit.readings import attention as ra
 vm = vizvit.load_model("random:vit-large-patch16-384", device={device!r})
 img = vizvit.load_image({example!r})
 vizvit.analyze(vm, img)

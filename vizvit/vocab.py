@@ -68,3 +68,7 @@ MASK_ACTIONS: tuple[str, ...] = get_args(MaskAction)
 # -- inside the model: how a switched-off head's output is replaced
 AblateMode = Literal["zero", "mean"]
 ABLATE_MODES: tuple[str, ...] = get_args(AblateMode)
+
+# -- embeddings: the dropout panel's p (the ViT paper's dropout for ImageNet-21k/JFT training, Table 3,
+# where the config says 0); a lesson step without its own p measures this one
+DEFAULT_DROPOUT = 0.1

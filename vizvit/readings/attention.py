@@ -315,6 +315,12 @@ def rollout_maps(a: Analysis, fusion: Fusion = "mean", discard: float = 0.0, cac
                                   summary_of(a, summary))
 
 
+def rollout_through(a: Analysis, layer: int, cache: Cache = no_cache) -> np.ndarray:
+    """(gh, gw) float32 the summary's mean rollout (no discard) through `layer` (1-based): the /rollout
+    endpoint's map of that layer, from the same cached stack (the Compare tab and /compare)."""
+    return rollout_maps(a, cache=cache)[layer - 1].numpy().astype(np.float32)
+
+
 def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cache) -> torch.Tensor:
     """(L, gh, gw): main_panel's map for every layer with the heads fused by `fusion` (raw: the
     fused attention; rolled out: the fused rollout through each layer)."""

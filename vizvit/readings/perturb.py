@@ -217,27 +217,34 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
                 out.append(unique.setdefault(key, len(unique)))
         slots[name] = (dele, ins)
     masks = list(unique)
-    if mode == "drop":
-        views = [base_view] * len(masks)
-        keeps = [keep_indices(m, g) for m in masks]
-        # Group equal sequence lengths so batches are rectangular.
-        order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
-        found = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
-                              progress=progress).probs
-        assert found is not None  # the model has a classifier (checked above)
-        probs = torch.empty_like(found)
-        probs[torch.tensor(order)] = found
-    else:
-        filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
-        views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
-        found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
-        assert found is not None  # the model has a classifier (checked above)
-        probs = found
+    probs = _masked_probs(vm, base_view, masks, mode, chunk, cancel, progress)
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])
     insertion = np.stack([p[slots[n][1]] for n in names])
     return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(masks))
+
+
+def _masked_probs(vm: VitModel, base_view: np.ndarray, masks: list[tuple[int, ...]], mode: MaskMode, chunk: int,
+                  cancel: Cancel, progress: Progress | None) -> torch.Tensor:
+    """(len(masks), classes) the probabilities of base_view with each mask's patches removed by `mode`
+    (a pixel fill, or token drop), batched."""
+    g = vm.geometry
+    if mode == "drop":
+        keeps = [keep_indices(m, g) for m in masks]
+        # Group equal sequence lengths so batches are rectangular.
+        order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
+        found = predict_batch(vm, [base_view] * len(masks), [keeps[i] for i in order], chunk, cancel=cancel,
+                              progress=progress).probs
+        assert found is not None  # the model has a classifier (faithfulness_curves checks)
+        probs = torch.empty_like(found)
+        probs[torch.tensor(order)] = found
+        return probs
+    filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
+    views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
+    found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+    assert found is not None  # the model has a classifier (faithfulness_curves checks)
+    return found
 
 
 def merge_curves(parts: Sequence[Curves]) -> Curves:

@@ -93,8 +93,9 @@ INTRO = ("**Live camera.** Press **Start** (your browser asks for the camera) an
          "opens it in every tab here (as an upload would). A camera run lasts at most {limit} s (press Start "
          "again), and {streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
 PRIVACY = ("**Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
-           "back as the answer to its frame, never as a file). The server keeps only the frames of the last {recent} pictures, in "
-           "memory, for Freeze, and forgets them when you close the page or after {idle} min without a frame. A frozen frame "
+           "back as the answer to its frame, never as a file). The server keeps only the frames of the last {recent} "
+           "pictures, in memory, for Freeze, and forgets them when you close the page or after {idle} min without a "
+           "frame. A frozen frame "
            "becomes a photo like an upload: kept in memory, and its link opens it while the server holds it.")
 
 
@@ -195,7 +196,8 @@ def parts(lay: Layout, caption: str, caption_left: str, rows: list[tuple[str, fl
     0..1 or None) on the left, `right` on the right."""
     cap = render.text_size("0", TEXT_PX)[1]
     mid = lambda y: y + (ROW + cap) // 2  # noqa: E731 - a row's text baseline
-    texts = [(caption_left, 4, mid(lay.side), lay.side - 8), (caption, lay.map_x + 4, mid(lay.side), lay.width - lay.map_x - 8)]
+    texts = [(caption_left, 4, mid(lay.side), lay.side - 8),
+             (caption, lay.map_x + 4, mid(lay.side), lay.width - lay.map_x - 8)]
     half, top, bars = lay.width // 2, lay.side + ROW + GAP, []
     for i, (text, prob) in enumerate(rows):
         y = top + i * ROW
@@ -302,7 +304,8 @@ def as_html(img: np.ndarray, frame: int = 0, side: int = 0) -> str:
     written to disk. data-frame: the picture's number in this session; data-side: the model-input
     view's side in it, px from the top-left corner (tests and the benchmark read both)."""
     src = "data:image/jpeg;base64," + base64.b64encode(jpeg(img)).decode("ascii")
-    return (f'<img class="vv-live" src="{src}" data-frame="{frame}" data-side="{side}" width="{img.shape[1]}" height="{img.shape[0]}" '
+    return (f'<img class="vv-live" src="{src}" data-frame="{frame}" data-side="{side}" width="{img.shape[1]}" '
+            f'height="{img.shape[0]}" '
             f'alt="the live camera picture: model input with patch grid, attention map, top-5" '
             f'style="width:100%;height:auto;max-width:{img.shape[1]}px">')
 

@@ -55,7 +55,8 @@ def patches_explanation(vm: VitModel) -> str:
     return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
             f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
             f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with {' '.join(g.prefix_names)} in "
-            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
+            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the "
+            f"{g.num_layers} layers "
             f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table. "
             f"**{vm.family.title}**: the head reads {vm.family.head_text}. {vm.family.pe_text}")
 
@@ -167,7 +168,8 @@ def label_rule_text(vm: VitModel) -> str:
     """What the labels box means for this model (shown beside it)."""
     if vm.zero_shot is None:
         return ("*Labels apply to image-text models (CLIP, SigLIP) only: this model has its own "
-                f"{len(vm.labels):,} classes.*" if vm.has_classifier else "*This model has no classifier and no text tower.*")
+                f"{len(vm.labels):,} classes.*" if vm.has_classifier
+                else "*This model has no classifier and no text tower.*")
     return (f"**Zero-shot labels** ({len(vm.labels)}), each read as “{vm.zero_shot.template or '{}'}”. "
             f"Probabilities: {vm.zero_shot.rule_text}.")
 
@@ -226,7 +228,8 @@ def label_book(ph: Photo, labels: list[str], merge: bool = False) -> flip.Flipbo
     """The patch-label maps of `labels` (~3 ms each), for the page to swap when one is picked from
     the list; merge: add them to the ones the page holds (a label picked since)."""
     return flip.Flipbook(repr(ph.key), LABEL_CONTROLS,
-                         {flip.page_key(label): {"label_map": label_map(ph, label)[0]} for label in labels}, merge=merge)
+                         {flip.page_key(label): {"label_map": label_map(ph, label)[0]} for label in labels},
+                         merge=merge)
 
 
 def label_choices(vm: VitModel) -> list[str]:
