@@ -8,18 +8,42 @@ import re
 from tiny import ROOT
 
 from vizvit import vocab
-from vizvit.views import VIEWS
+from vizvit.views import VIEWS, TabView
 
 
 def test_one_view_module_per_tab_in_page_order():
     assert tuple(v.__name__.rsplit(".", 1)[-1] for v in VIEWS) == vocab.TAB_IDS
 
 
-def test_every_view_has_the_same_export_entry_points():
+def test_every_view_has_the_tab_views_members():
+    """TabView (mypy checks VIEWS against it too): each member a callable of every view module."""
+    members = sorted(n for n, f in vars(TabView).items() if callable(f) and not n.startswith("_"))
+    assert members == ["export_arrays", "export_figures", "show"]
     for v in VIEWS:
-        for name in ("export_arrays", "export_figures"):
+        for name in members:
             assert callable(getattr(v, name, None)), f"{v.__name__} lacks {name}"
-        assert callable(getattr(v, "show", None)), f"{v.__name__} lacks show"
+        assert isinstance(v, TabView), v.__name__
+
+
+def test_a_module_lacking_a_member_is_no_tab_view():
+    import types
+
+    half = types.ModuleType("half")
+    half.show = lambda ph, p: None  # type: ignore[attr-defined]
+    half.export_arrays = lambda ph: {}  # type: ignore[attr-defined]
+    assert not isinstance(half, TabView)
+    half.export_figures = lambda ph: {}  # type: ignore[attr-defined]
+    assert isinstance(half, TabView)
+
+
+def test_every_view_has_one_params_with_from_controls_and_one_page():
+    import dataclasses
+
+    for v in VIEWS:
+        params = {c for n, c in vars(v).items() if n.endswith("Params") and dataclasses.is_dataclass(c)}
+        pages = {c for n, c in vars(v).items() if n.endswith("Page") and dataclasses.is_dataclass(c)}
+        assert len(params) == 1 and callable(getattr(next(iter(params)), "from_controls", None)), v.__name__
+        assert len(pages) == 1, v.__name__
 
 
 def test_hooks_are_registered_in_one_module_only():

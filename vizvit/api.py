@@ -42,6 +42,7 @@ from vizvit.session import Photo, PhotoGone, PhotoKey, Workbench
 MAX_DISCARD = 0.99
 ROOM_PHOTO_TRIES = 3  # a room's model view kept again in the Workbench after other work pushed it out
 T = TypeVar("T")
+C = TypeVar("C", bound=str)
 
 
 def _int(name: str, value: object, low: int, high: int) -> int:
@@ -55,10 +56,12 @@ def _int(name: str, value: object, low: int, high: int) -> int:
     return int(f)
 
 
-def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise UserError(f"{name} must be one of: {', '.join(map(str, allowed))}.")
-    return str(value)
+def _choice(name: str, value: object, allowed: Sequence[C]) -> C:
+    """The allowed choice equal to value (typed as the choices are), or a UserError naming them."""
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise UserError(f"{name} must be one of: {', '.join(map(str, allowed))}.")
 
 
 def _top5(preds: Sequence[Prediction]) -> list[dict[str, Any]]:
@@ -105,7 +108,8 @@ class PublicApi:
         ph, a = self._photo(path, model)
         g = a.geometry
         layer = _int("layer", layer, 1, g.num_layers)
-        mode = _choice("mode", mode, vocab.MODES)
+        how = _choice("mode", mode, vocab.MODES)
+        show: str
         if isinstance(head, str) and head in vocab.FUSIONS:
             show, h = head, 1
         else:
@@ -113,7 +117,7 @@ class PublicApi:
         query = None
         if (query_row, query_col) != (-1, -1):
             query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
-        p = ra.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
+        p = ra.AttnParams(layer=layer, head=h, show=show, mode=how, query=query).checked(g)
         m = ra.main_matrix(a, p, ph.derived)
         values = att_mod.query_map(m, ra.query_token(p, g), p.direction, g)
         return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
@@ -121,15 +125,15 @@ class PublicApi:
 
     def rollout(self, path: str, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
         ph, a = self._photo(path, model)
-        fusion = _choice("fusion", fusion, vocab.FUSIONS)
+        fused = _choice("fusion", fusion, vocab.FUSIONS)
         try:
             discard = float(discard)
         except (TypeError, ValueError):
             discard = float("nan")
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
-        maps = ra.rollout_maps(a, fusion, discard, ph.derived)  # (L, gh, gw)
-        return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
+        maps = ra.rollout_maps(a, fused, discard, ph.derived)  # (L, gh, gw)
+        return {"fusion": fused, "discard": discard, "maps": _grid(maps.numpy())}
 
     def compare(self, path: str, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
         """Two models on one photo at one relative depth (0 < depth <= 1: layer ceil(depth·L) of each,

@@ -104,7 +104,8 @@ def _mask(ph: Photo, step: Step) -> Measured:
     c = step_controls(step, ph.vm.geometry)
     mask, mode = tuple(c.get("mask", ())), c.get("mode", "mask")
     base = ph.analysis()
-    a = ph.analysis(View(mask=mask, mask_mode=mode))  # type: ignore[arg-type]
+    a = ph.analysis(View(mask=mask, mask_mode=mode))
+    assert a.probs is not None  # a classifier (checked above)
     b0 = base.top5[0]
     now = float(a.probs[b0.index])
     tok = mask_token(ph.vm) if mode == "mask" else None

@@ -31,6 +31,7 @@ from vizvit.readings.attention import (
     distances,
     excluded,
     full_attentions,
+    fusion_of,
     grid_maps,
     head_rollout,
     main_map,
@@ -54,7 +55,7 @@ from vizvit.views.layout import (
     outline_strip_tile,
     tile_tops,
 )
-from vizvit.vocab import DISTANCE_NORMS, FUSIONS, ONE_HEAD, DistanceNorm
+from vizvit.vocab import DISTANCE_NORMS, ONE_HEAD, DistanceNorm
 
 # ------------------------------------------------------------------ texts
 MAP_SENSE_RAW = ("SigLIP has no [CLS]: its summary is the **MAP head** (a learned probe that attends once, after "
@@ -296,7 +297,7 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     selected = (p.layer - 1, p.head - 1 if p.show == ONE_HEAD else None)
     tops = None if p.shared_scale else tile_tops(gmaps, excluded(arts, p), range_floor(g))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
-    strip_key = strip_image_name(p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
+    strip_key = strip_image_name(fusion_of(p.show), p.discard, p.discard_mode, p.alpha,
                  p.cmap, strip_vmax, p.who(g), p.artifacts_in_range)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax, artifacts=strip_arts,
                                                    floor=range_floor(g)))
@@ -428,8 +429,8 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
         return relevance_panel(vm, a, int(class_index), p, cache)  # type: ignore[arg-type]
     g = vm.geometry
     values = m(vm, a, class_index, cache)
-    about = (f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})" if m.needs_class
-             else "from the summary token, any class")
+    about = ("from the summary token, any class" if not m.needs_class or class_index is None
+             else f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})")
     v, r, c = _where(values, np.argmax)
     arts = art_mod.through_layers(artifact_masks(a, cache))[-1]
     text = (f"**{method}** {about}: sum over patches {values.sum():.4g}, max {v:.4g} at (row {r}, col {c}). "
@@ -463,7 +464,7 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     att = full_attentions(a)
     stack = maps.mean_rollout(a, cache)  # (L, N, N)
     s = summary_of(a)  # SigLIP: the MAP head's weights (N,); else the default summary's name
-    out = {
+    out: dict[str, np.ndarray] = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
         "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.pools_with_map_head else "[CLS]"
                                                 ).numpy().astype(np.float32),  # (L, H, gh, gw)
@@ -526,6 +527,7 @@ def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     """Everything the tab shows when opened or when the photo/model changes."""
     d = distances(a, cache, p.distance_norm).numpy()
     v = attention_view(vm, a, p, cache)
+    assert v.main is not None  # drawn (attention_view's with_main_image)
     return AttentionPage(p, v.main, v.readout, v.grid, v.strip, distance_choices(d), class_choices(a, vm.labels),
                          book, matrix)
 

@@ -90,7 +90,7 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
         lo_hi = np.array([[map_range(maps[l, k], scale, p.query, fixed.get(shows[k]),
                                      None if out is None else out[l], range_floor(g)) for k in range(n_k)]
                           for l in range(n_l)], np.float64)
-        return lo_hi, [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)]
+        return lo_hi, [[render.colorbar_labels(height, lo_hi[l, k, 0], lo_hi[l, k, 1], marks=marks) for k in range(n_k)]
                        for l in range(n_l)]
 
     by_scale = {scale: ranges(scale) for scale in ATTN_SCALES}

@@ -128,7 +128,7 @@ class CameraParams:
         whole = layer.isascii() and layer.isdigit() and len(layer) < 4  # not "²", not 5000 digits
         return cls(layer=min(int(layer), g.num_layers) if whole and int(layer) >= 1 else g.num_layers,
                    heads=heads if heads in head_choices(g.num_heads) else HEAD_CHOICES[0],
-                   mode=params.get("mode") if params.get("mode") in MODES else "rolled out")
+                   mode=next((m for m in MODES if m == params.get("mode")), "rolled out"))
 
     def attn(self, vm: VitModel) -> ra.AttnParams:
         """The Attention tab's params for this map (checked against the model: a layer or head
@@ -218,7 +218,7 @@ def caption(ap: ra.AttnParams, vm: VitModel) -> str:
 def top5_rows(vm: VitModel, a: Analysis) -> list[tuple[str, float | None]]:
     if not a.top5:
         return [("no classifier: no top-5", None)]
-    head = [] if vm.is_pretrained else [("UNTRAINED weights: meaningless", None)]
+    head: list[tuple[str, float | None]] = [] if vm.is_pretrained else [("UNTRAINED weights: meaningless", None)]
     return head + [(f"{p.prob * 100:5.1f}%  {p.label}", p.prob) for p in a.top5][: 5 - len(head)]
 
 
@@ -465,7 +465,7 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
 
     def work(frame: Frame) -> LiveStep:
         t0 = time.perf_counter()
-        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(frame.rgb), ablation=key.ablation),
+        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(np.asarray(frame.rgb)), ablation=key.ablation),
                             live=True)
         a = with_zero_shot(a, vm) if vm.is_zero_shot else a
         t1 = time.perf_counter()

@@ -177,7 +177,7 @@ def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
     mean = att_mod.fuse_heads(ra.full_attentions(a)[layer - 1], "mean")  # (N, N)
     row = att_mod.summary_row(mean, g, summary).numpy()
     per_layer = artifact_masks(a, ph.derived)  # (L, gh, gw)
-    through = per_layer[:layer].any(0)
+    through = np.asarray(per_layer[:layer].any(0))  # (gh, gw) bool
     return SideMaps(attention, ra.rollout_through(a, layer, ph.derived), per_layer[layer - 1], through, row)
 
 
@@ -364,6 +364,8 @@ def teaching_pairs(catalog: Catalog | None, model_a: str) -> list[tuple[str, str
     if catalog is None:
         return []
     out = []
+    ra: str | None
+    rb: str | None
     for name, a, b in PAIRS:
         if b == TWIN:
             ra, rb = model_a, catalog.twin_of(model_a)

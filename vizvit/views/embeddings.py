@@ -421,7 +421,7 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
         marked_name = (f"{n} artifact token{'s' if n != 1 else ''}: left out of the fit, projected, "
                        "clipped to the edge")
     return figures.token_scatter(
-        xy, color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs,
+        xy, color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs.tolist(),
         (f"PC 1 ({ratio[0]:.1%})", f"PC 2 ({ratio[1]:.1%})"),
         title + " (hover a point)", scale, marked=art, marked_name=marked_name, ranges=ranges)
 

@@ -355,7 +355,7 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     else:
         what = f"pixels filled with {mode}; the model still gets all {g.seq_len} tokens"
     text = f"**{len(mask)} of {g.num_patches}** patches masked ({mode}): {what}"
-    if a.top5 and base.top5:
+    if a.top5 and base.top5 and a.probs is not None:
         b0 = base.top5[0]
         now = float(a.probs[b0.index])
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} · unmasked top-1 "
@@ -389,9 +389,9 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
     out = []
     for r, (name, d, i) in enumerate(contest.contestants(c, band)):
         shown = name if name == contest.RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
-        d2, i2 = other.get(name, ("", ""))
+        two = other.get(name)  # the second fill's AUCs ("" until computed)
         out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4),
-                    round(d2, 4) if d2 != "" else "", round(i2, 4) if i2 != "" else ""])
+                    *(("", "") if two is None else (round(two[0], 4), round(two[1], 4)))])
     return out
 
 

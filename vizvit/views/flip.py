@@ -30,7 +30,7 @@ def key_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, numbers.Real) and float(v).is_integer():
-        return str(int(v))
+        return str(int(float(v)))
     return str(v)
 
 

@@ -37,7 +37,8 @@ TAB_VIEWS: dict[str, Any] = {"patches": patches, "embeddings": embeddings, "atte
 def params_class(view_id: str) -> type:
     """The tab's one *Params dataclass (every tab has exactly one: tests/page/test_structure.py)."""
     mod = TAB_VIEWS[view_id]
-    return next(c for n, c in vars(mod).items() if n.endswith("Params") and dataclasses.is_dataclass(c))
+    return next(c for n, c in vars(mod).items()
+                if n.endswith("Params") and isinstance(c, type) and dataclasses.is_dataclass(c))
 
 
 def tab_params(step: Step, g: Geometry) -> Any:

@@ -178,7 +178,8 @@ def label_cosines(ph: Photo) -> np.ndarray:
     """(C, gh, gw) float32 cosine of each patch token with each label's text embedding, cached
     per photo and label list (engine.patch_label_cosine)."""
     vm = ph.vm
-    if vm.zero_shot is None:
+    head = vm.zero_shot
+    if head is None:
         raise UserError("Patch-label similarity needs an image-text model (CLIP or SigLIP) and labels.")
     g = vm.geometry
 
@@ -186,7 +187,7 @@ def label_cosines(ph: Photo) -> np.ndarray:
         a = ph.analysis()
         if a.dropped:
             raise UserError("Patch-label similarity needs the full token sequence: turn token drop off.")
-        cos = patch_label_cosine(vm, a.hidden_states[-1], vm.zero_shot)  # (C, P)
+        cos = patch_label_cosine(vm, a.hidden_states[-1], head)  # (C, P)
         return cos.reshape(-1, *g.grid).numpy().astype(np.float32)
 
     return ph.derived(PATCH_LABEL_COSINE, compute)
