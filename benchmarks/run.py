@@ -85,6 +85,8 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     is reported separately as "first open"."""
     from dataclasses import replace
 
+    from vizvit import vocab
+    from vizvit.readings import attention as ra
     from vizvit.views import attention as ap, embeddings as ep, experiments, positions as positions_panel
 
     vm = wb.model(key.model_id)
@@ -106,7 +108,8 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     layers = iter(range(10**6))
     b.add("event: attention layer slider",
           lambda: ship(ap.attention_view(vm, a, replace(base, layer=next(layers) % g.num_layers + 1), cache)))
-    b.add("event: attention head", lambda: ship(ap.attention_view(vm, a, replace(base, show=ap.ONE_HEAD, head=2), cache)))
+    one_head = replace(base, show=vocab.ONE_HEAD, head=2)
+    b.add("event: attention head", lambda: ship(ap.attention_view(vm, a, one_head, cache)))
     b.add("event: attention fusion (max)", lambda: ship(ap.attention_view(vm, a, replace(base, show="max"), cache)))
     b.add("event: rollout discard ratio (cached)",
           lambda: ship(ap.attention_view(vm, a, replace(base, mode="rolled out", discard=0.5), cache)))
@@ -195,7 +198,6 @@ LARGE_SNIPPET = """
 import resource, sys, time
 sys.path.insert(0, {root!r})
 import vizvit
-from vizvit.readings import attention as ra
 vm = vizvit.load_model("random:vit-large-patch16-384", device={device!r})
 img = vizvit.load_image({example!r})
 vizvit.analyze(vm, img)

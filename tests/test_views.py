@@ -3,6 +3,7 @@ vocab and engine: choices defined once, hooks registered in one module only."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 from tiny import ROOT
@@ -48,7 +49,8 @@ def test_every_view_has_one_params_with_from_controls_and_one_page():
 
 def test_hooks_are_registered_in_one_module_only():
     # vizvit/model/hooks.py (the Hooked runs the engine and the methods use) is the one place a hook is put on a model.
-    hits = {p.relative_to(ROOT).as_posix() for p in [*(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py"), ROOT / "app.py"]
+    sources = [*(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py"), ROOT / "app.py"]
+    hits = {p.relative_to(ROOT).as_posix() for p in sources
             if re.search(r"register_\w*hook\(", p.read_text(encoding="utf-8"))}
     assert hits == {"vizvit/model/hooks.py"}, hits
 
@@ -57,3 +59,37 @@ def test_no_js_or_css_left_in_python():
     for p in [*(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py"), ROOT / "app.py"]:
         text = p.read_text(encoding="utf-8")
         assert not re.search(r"=\s*\"\"\"\(\)\s*=>|=\s*\"\(\w*\)\s*=>|\.vizvit-projector \{", text), p
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(names a module defines, names it only imports) at its top level (TYPE_CHECKING imports included)."""
+    defined, imported = set(), set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                defined |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        for n in ast.walk(node) if isinstance(node, (ast.Import, ast.ImportFrom, ast.If)) else ():
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                imported |= {a.asname or a.name.split(".")[0] for a in n.names}
+    return defined, imported - defined
+
+
+def test_nothing_reaches_a_computation_through_a_view():
+    """Issue 53: no re-export blocks. A name a view only imports (a reading, a layout helper, a vocab
+    choice) is read from where it lives, never as `view.name` (vizvit, page, tests, benchmarks)."""
+    views = {p.stem: _top_level_names(ast.parse(p.read_text(encoding="utf-8")))[1]
+             for p in (ROOT / "vizvit" / "views").glob("*.py") if p.stem != "__init__"}
+    assert not any("noqa: F401" in p.read_text(encoding="utf-8") for p in (ROOT / "vizvit" / "views").glob("*.py"))
+    found = []
+    for top in ("vizvit", "page", "tests", "benchmarks"):
+        for path in (ROOT / top).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            alias = {a.asname or a.name: a.name for n in ast.walk(tree)
+                     if isinstance(n, ast.ImportFrom) and n.module == "vizvit.views"
+                     for a in n.names if a.name in views}
+            found += [f"{path.relative_to(ROOT)}:{n.lineno} {n.value.id}.{n.attr}" for n in ast.walk(tree)
+                      if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in alias
+                      and n.attr in views[alias[n.value.id]]]
+    assert found == [], found

@@ -25,6 +25,7 @@ from browser import (
 from tiny import EXAMPLES
 
 import vizvit
+from vizvit import vocab
 from vizvit.pictures import render
 from vizvit.readings import attention as ra
 from vizvit.views import attention as ap, books, layout
@@ -272,7 +273,7 @@ def _same_pictures(page, vm, a, p: ra.AttnParams, scale: str | None = None) -> N
     book's scales), against the server's picture."""
     g = vm.geometry
     for layer in range(1, g.num_layers + 1):
-        for head, show in [(k + 1, ap.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]:
+        for head, show in [(k + 1, vocab.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in vocab.FUSIONS]:
             q = dataclasses.replace(p, layer=layer, head=head, show=show, scale=scale or p.scale)
             _agree(_page_frame(page, layer, head, show, scale=scale), ap.main_panel(vm, a, q).image, g, q)
 
@@ -388,7 +389,7 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
         page.evaluate(WATCH_JS)
         for elem, value, key, readout, p in [
                 ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ra.AttnParams(layer=1)),
-                ("attn-head", 2, f"1|2|{ap.ONE_HEAD}", "Layer 1 · head 2 ", ra.AttnParams(layer=1, head=2, show=ap.ONE_HEAD))]:
+                ("attn-head", 2, f"1|2|{vocab.ONE_HEAD}", "Layer 1 · head 2 ", ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD))]:
             _quiet_log(page)
             page.locator(f"#{elem} input[type=number]").fill(str(value))
             page.wait_for_function("(k) => document.querySelector('#attn-main img').dataset.drawn === k", arg=key)
@@ -421,7 +422,7 @@ def test_a_colour_scale_picked_is_drawn_in_the_page_before_it_goes_to_the_server
             # Their colour bars' labels, laid out by the page from each range: the server's.
             want = books.map_book(tiny16, a, ra.AttnParams(layer=g.num_layers)).by_scale[scale][1]
             for layer, k in [(1, 0), (g.num_layers, g.num_heads), (g.num_layers, g.num_heads + 2)]:
-                head, show = (k + 1, ap.ONE_HEAD) if k < g.num_heads else (1, ap.FUSIONS[k - g.num_heads])
+                head, show = (k + 1, vocab.ONE_HEAD) if k < g.num_heads else (1, vocab.FUSIONS[k - g.num_heads])
                 bars = page.evaluate("([l, h, s, sc]) => window.__vizvitAttn.bookMap(window.__vizvitAttn.state.book, l, h, s, sc).bars",
                                      [layer, head, show, scale])
                 assert [tuple(b) for b in bars] == [tuple(b) for b in want[layer - 1][k]], (scale, layer, k)
@@ -547,7 +548,7 @@ def _shows_one_state(page, vm, a) -> dict:
     assert len(s["show"]) == 1, s
     q = tuple(s["highlight"]) if s["highlight"] else None
     p = ra.AttnParams(layer=s["layer"], head=s["head"], show=s["show"][0], query=q)
-    what = f"head {p.head} " if p.show == ap.ONE_HEAD else f"{p.show} of"
+    what = f"head {p.head} " if p.show == vocab.ONE_HEAD else f"{p.show} of"
     assert f"Layer {p.layer} · {what}" in s["readout"], s
     assert ("[CLS]" if q is None else f"patch (row {q[0]}, col {q[1]})") in s["readout"], s
     _is_on_screen(page, vm, a, p)
@@ -586,7 +587,7 @@ def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_serve
     range, and one float32 step either side): the page's picture of every map is map_image's, pixel
     for pixel (gray at full opacity: a pixel is its colour row, so a row off by one anywhere fails)."""
     g = tiny16.geometry
-    n_l, n_k = g.num_layers, g.num_heads + len(ap.FUSIONS)
+    n_l, n_k = g.num_layers, g.num_heads + len(vocab.FUSIONS)
     p = ra.AttnParams(alpha=1.0, cmap="gray")
     rng = np.random.default_rng(0)
     ranges = [(0.0, 1.0), (0.001, 0.0213), (0.0, 0.0051), (0.002, 0.5)]
@@ -608,7 +609,7 @@ def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_serve
         page.wait_for_function(BOOK_READY % "b.highlight === null")
         page.evaluate("(t) => window.__vizvitAttn.setBook(t)", books.book_for_page(book, view, g, photo="constructed"))
         page.wait_for_function(BOOK_READY % "b.photo === 'constructed'")
-        shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+        shows = [(h + 1, vocab.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in vocab.FUSIONS]
         for l in range(n_l):
             for k, (head, show) in enumerate(shows):
                 want = layout.map_image(view, maps[l, k], g, p, lo_hi=tuple(lo_hi[l, k]), marks=marks)
@@ -625,4 +626,4 @@ def test_a_deep_link_to_a_layer_head_and_query_ends_with_the_servers_picture_for
         page.wait_for_function(BOOK_READY % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5")
         page.wait_for_timeout(1500)  # every answer is in
         s = _shows_one_state(page, tiny16, a)
-        assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [ap.ONE_HEAD], [2, 5]), s
+        assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [vocab.ONE_HEAD], [2, 5]), s

@@ -13,6 +13,8 @@ import torch
 from tiny import EXAMPLES
 
 import vizvit
+from vizvit import vocab
+from vizvit.methods.maps import relevance_map
 from vizvit.pictures import render
 from vizvit.readings import attention as ra, perturb
 from vizvit.readings.artifacts import artifact_masks
@@ -135,7 +137,7 @@ def test_the_default_layers_by_heads_grid_shows_structure_in_most_tiles(trained,
 def test_a_head_that_attends_only_to_cls_is_drawn_dark_and_said_to_be_near_zero(trained, analyses):
     a = analyses["chelsea"]
     g = trained.geometry
-    p = ra.AttnParams(layer=1, head=3, show=ap.ONE_HEAD)
+    p = ra.AttnParams(layer=1, head=3, show=vocab.ONE_HEAD)
     assert float(a.attentions[0, 2, 0, 0]) > 0.9999  # [CLS] -> [CLS] = 1.0000 in layer 1, head 3
     main = ap.main_panel(trained, a, p)
     assert "Nearly zero everywhere" in main.readout and "nearly uniform" not in main.readout
@@ -151,7 +153,7 @@ def test_the_relevance_map_names_the_corner_artifacts_and_peaks_on_the_cat_outsi
     a = analyses["chelsea"]
     img, text = ap.relevance_panel(trained, a, a.top5[0].index, ra.AttnParams())
     assert "artifact tokens" in text and "the four corners" in text
-    values = ap.relevance_map(trained, a, a.top5[0].index)
+    values = relevance_map(trained, a, a.top5[0].index)
     corners = [(0, 0), (0, 13), (13, 0), (13, 13)]
     assert np.unravel_index(values.argmax(), values.shape) in corners  # the model's own artifact (Chefer's code too)
     rest = values.copy()

@@ -1,4 +1,5 @@
-"""The Attention tab's view (vizvit/views/attention.py): the main map, grid, strip, readout, the book the page draws from, relevance and export, on constructed attentions and tiny models."""
+"""The Attention tab's view (vizvit/views/attention.py): the main map, grid, strip, readout, the book the page draws
+from, relevance and export, on constructed attentions and tiny models."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from synthetic import GEOMS, StandInModel, pointing_attention, stand_in_analysis
 import vizvit
 from vizvit import vocab
 from vizvit.methods import maths as A, maths as att_mod
+from vizvit.methods.maps import relevance_map
 from vizvit.model.models import Geometry
 from vizvit.pictures import render
 from vizvit.readings import attention as ra
+from vizvit.readings.artifacts import artifact_masks
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap, books, layout
 
@@ -44,7 +47,7 @@ def test_main_map_has_a_colour_bar_from_the_map_min_to_max_and_clicks_on_it_pick
     g = geom
     r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
     a = stand_in_analysis(g, pointing_attention(g, g.num_prefix_tokens + r * g.grid[1] + c, weight=0.5))
-    main = ap.main_panel(StandInModel(g), a, _params(show=ap.ONE_HEAD))
+    main = ap.main_panel(StandInModel(g), a, _params(show=vocab.ONE_HEAD))
     side = g.image_size[0] * render.display_scale(g)  # the enlarged map is side × side
     assert main.image.shape[0] == side and main.image.shape[1] > side + 40
     bar = main.image[:, side:]
@@ -66,12 +69,13 @@ def test_the_query_patch_attending_to_itself_does_not_set_the_colour_scale(geom)
     att[..., tq, tq] = 0.9
     att[..., tq, tu] = 0.05
     att = att / att.sum(-1, keepdim=True)
-    main = ap.main_panel(StandInModel(g), stand_in_analysis(g, att), _params(show=ap.ONE_HEAD, query=q))
+    main = ap.main_panel(StandInModel(g), stand_in_analysis(g, att), _params(show=vocab.ONE_HEAD, query=q))
     assert main.values[q] > 10 * main.values[u]
     # u is the brightest of the others: it gets the top colour, as does the query (clipped).
     assert sorted(_brightest_tile(main.image, g)) == sorted([q, u])
     # The grid's shared scale ignores the query's own cell the same way.
-    v = ap.attention_view(StandInModel(g), stand_in_analysis(g, att), _params(show=ap.ONE_HEAD, query=q, shared_scale=True))
+    p = _params(show=vocab.ONE_HEAD, query=q, shared_scale=True)
+    v = ap.attention_view(StandInModel(g), stand_in_analysis(g, att), p)
     t = layout.grid_tile(g)
     assert sorted(_brightest_tile(v.grid, g, layout.GRID_LEFT, layout.GRID_TOP, t)) == sorted([q, u])
 
@@ -91,7 +95,7 @@ def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, requ
             assert np.unravel_index(main.values.argmax(), g.grid) == (r, c), (show, mode)
             assert _brightest_tile(main.image, g) == [(r, c)], (show, mode)
     # A clicked query patch's row points at (r, c) too.
-    p = _params(show=ap.ONE_HEAD, query=(0, 0))
+    p = _params(show=vocab.ONE_HEAD, query=(0, 0))
     assert np.unravel_index(ap.main_panel(vm, a, p).values.argmax(), g.grid) == (r, c)
     # Column: only patch (r, c) attends to [CLS] -> the [CLS] column lights (r, c).
     n = g.seq_len
@@ -171,10 +175,10 @@ def test_relevance_on_a_tiny_model_is_finite_non_negative_and_cached(tiny, cat):
     a = wb.analysis(key)
     before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
     cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
-    m = ap.relevance_map(tiny, a, a.top5[1].index, cache)
+    m = relevance_map(tiny, a, a.top5[1].index, cache)
     assert m.shape == tiny.geometry.grid
     assert np.isfinite(m).all() and (m >= 0).all() and m.sum() > 0
-    ap.artifact_masks(a, cache)  # the panel also names the artifact tokens (cached once per photo)
+    artifact_masks(a, cache)  # the panel also names the artifact tokens (cached once per photo)
     misses = wb.cache.misses
     img, text = ap.relevance_panel(tiny, a, a.top5[1].index, ra.AttnParams(), cache)
     assert wb.cache.misses == misses, "the second request must come from the cache"
@@ -204,7 +208,7 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
     assert "<br><sub>local: p16" in chart.layout.title.text or "<br><sub>" in title, "model on its own line"
     forwards = sum(1 for k in wb.cache._items if k[0] == "analysis")
     for p in (ra.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),
-              ra.AttnParams(show=ap.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):
+              ra.AttnParams(show=vocab.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):
         v = ap.attention_view(tiny, wb.analysis(key), p, cache)
         assert v.grid.ndim == 3 and v.strip.ndim == 3 and "Layer 1" in v.readout
     assert sum(1 for k in wb.cache._items if k[0] == "analysis") == forwards
@@ -275,10 +279,10 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
     same values, same colour range, same τ mask, same colour-bar labels, same picture width."""
     g = vm.geometry
     a = vizvit.analyze(vm, photo)
-    shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+    shows = [(h + 1, vocab.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in vocab.FUSIONS]
     for p in _book_cases(g):
         book = books.map_book(vm, a, p)
-        assert book.maps.shape == (g.num_layers, g.num_heads + len(ap.FUSIONS), *g.grid)
+        assert book.maps.shape == (g.num_layers, g.num_heads + len(vocab.FUSIONS), *g.grid)
         for l in range(g.num_layers):
             for k, (head, show) in enumerate(shows):
                 q = dataclasses.replace(p, layer=l + 1, head=head, show=show)
@@ -377,7 +381,7 @@ def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny1
     """QueryBook entry i (what the page paints for a click on patch i) is main_panel's map for that
     query: its colour rows, its colour range (the query and the artifact tokens left out) and its τ
     mask, for rows and columns, raw and rolled out, both scales the page draws, registers too."""
-    cases = [ra.AttnParams(layer=2), ra.AttnParams(layer=1, head=2, show=ap.ONE_HEAD, direction="column", tau=0.5),
+    cases = [ra.AttnParams(layer=2), ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD, direction="column", tau=0.5),
              ra.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3)]
     for vm in (tiny16, families["dinov2_reg"]):
         g = vm.geometry
@@ -407,8 +411,9 @@ def test_a_rolled_out_map_read_as_one_row_is_the_whole_rollouts(families, towers
     with a discard, one head, a clicked patch; a column has no one row and reads the stack."""
     from vizvit.views import attention as ap
 
-    cases = [ra.AttnParams(mode="rolled out", layer=2), ra.AttnParams(mode="rolled out", layer=1, show="max", discard=0.5),
-             ra.AttnParams(mode="rolled out", layer=2, show=ap.ONE_HEAD, head=2),
+    cases = [ra.AttnParams(mode="rolled out", layer=2),
+             ra.AttnParams(mode="rolled out", layer=1, show="max", discard=0.5),
+             ra.AttnParams(mode="rolled out", layer=2, show=vocab.ONE_HEAD, head=2),
              ra.AttnParams(mode="rolled out", layer=2, query=(1, 3)),
              ra.AttnParams(mode="rolled out", layer=2, query=(1, 3), direction="column")]
     for vm in [*families.values(), towers["siglip16"]]:
@@ -442,7 +447,7 @@ def test_a_change_the_page_draws_itself_draws_no_main_map(tiny, cat, monkeypatch
     wb = Workbench(device="cpu")
     wb.add_model(tiny)
     ph = wb.handle(PhotoKey(tiny.id, wb.add_photo(cat)))
-    p = ra.AttnParams(layer=2, show=ap.ONE_HEAD, head=2)
+    p = ra.AttnParams(layer=2, show=vocab.ONE_HEAD, head=2)
     full = ap.change(ph, p)  # the reference: drawn, as a query click is
     assert full.main is not None and full.matrix is not None
     drawn = []

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 
+from vizvit import vocab
 from vizvit.pictures import render
 from vizvit.readings import attention as ra
 from vizvit.views import attention as ap, layout
@@ -41,7 +42,7 @@ def test_the_grid_outlines_one_cell_for_a_head_and_the_whole_layer_for_a_fusion(
     step = t + layout.GRID_SEP
     layer = 2
     y_mid = layout.GRID_TOP + (layer - 1) * step + t // 2  # a row through the layer's cells
-    one = ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=layer, head=2, show=ap.ONE_HEAD)).grid
+    one = ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=layer, head=2, show=vocab.ONE_HEAD)).grid
     xs = _yellow_columns(one, y_mid)
     assert xs.min() >= layout.GRID_LEFT + step - 2 and xs.max() <= layout.GRID_LEFT + step + t + 1, "head 2's cell"
     fused = ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=layer, head=1, show="mean")).grid
@@ -72,7 +73,7 @@ def test_the_per_tile_bar_gives_the_outlined_cells_top_a_number():
     att[1, 0] *= 0.01  # layer 2, head 1: a much lower top than head 2
     att[1, 0, :, 0] += 1 - att[1, 0].sum(-1)  # rows still sum to 1 (the rest on [CLS])
     a = stand_in_analysis(g, att)
-    grids = [ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=2, head=h, show=ap.ONE_HEAD)).grid
+    grids = [ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=2, head=h, show=vocab.ONE_HEAD)).grid
              for h in (1, 2)]
     assert grids[0].shape == grids[1].shape, "the picture keeps its width while the cell changes"
     right = grids[0].shape[1] - layout.GRID_LEFT - g.num_heads * (layout.grid_tile(g) + layout.GRID_SEP)

@@ -68,7 +68,8 @@ def test_one_shared_colour_range_or_each_its_own(bench):
     assert top_a != top_b
     g = ph.vm.geometry
     for pics, hi in ((shared, max(top_a, top_b)), (own, top_a)):
-        expect = layout.map_image(ph.analysis().input_view, sa.attention, g, compare.attn_params(c.layer_a, "mean", "raw"),
+        expect = layout.map_image(ph.analysis().input_view, sa.attention, g,
+                                  compare.attn_params(c.layer_a, "mean", "raw"),
                               lo_hi=(0.0, hi), marks={layout.UNIFORM_MARK: ra.uniform_level(g)}, artifacts=sa.arts,
                               scale=render.display_scale(g, compare.MAP_PX))
         assert np.array_equal(pics["attention_a"][:expect.shape[0]], expect)  # the caption below it

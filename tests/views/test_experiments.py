@@ -1,4 +1,5 @@
-"""The Experiments tab's view (vizvit/views/experiments.py): shifts, masks, the sweep, the deletion curves and their charts, cached per photo."""
+"""The Experiments tab's view (vizvit/views/experiments.py): shifts, masks, the sweep, the deletion curves and their
+charts, cached per photo."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     assert np.allclose(rand[0], auc[names.index("random")], atol=1e-6)  # order 1 is the "random" map
     rows = [(n, a[2]) for n, a in zip(names, auc) if n != "random"] + [("random (baseline)", rand[:, 2].mean())]
     assert list(arrays["contest_ranking"]) == [rows[k][0] for k in np.argsort([-r[1] for r in rows], kind="stable")]
-    assert arrays["contest_auc_second_fill"].shape == (8, 3) and arrays["contest_random_auc_second_fill"].shape == (10, 3)
+    assert arrays["contest_auc_second_fill"].shape == (8, 3)
+    assert arrays["contest_random_auc_second_fill"].shape == (10, 3)
     assert not np.allclose(arrays["contest_auc_second_fill"], auc)  # blur removes patches otherwise than black
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)
@@ -198,7 +200,8 @@ def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
     filled = [t for t in fig.data if t.fill == "tonexty"]
     assert len(filled) == 2  # deletion and insertion bands
     sd = dele.std(0, ddof=1)
-    assert np.allclose(filled[0].y, dele.mean(0) + sd) and any("random ×3: del 0.400±0.050" in (t.name or "") for t in fig.data)
+    assert np.allclose(filled[0].y, dele.mean(0) + sd)
+    assert any("random ×3: del 0.400±0.050" in (t.name or "") for t in fig.data)
     assert not any(t.name and t.name.endswith("random (del 0.400, ins 0.400)") for t in fig.data)
 
 
@@ -243,13 +246,17 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     ranked = [n for n in methods.ranking_maps(tiny16, a) if not methods.get(n).baseline]
     costly = [m.name for m in methods.CONTEST if m.costly]
     assert costly == ["attention flow"]
-    assert experiments.CONTEST_BUTTON.startswith(f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)")
+    want = f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)"
+    assert experiments.CONTEST_BUTTON.startswith(want)
 
 
 # Machado, Oliveira & Fernandes 2009, severity 1.0, on linear RGB: the simulated colour-blind view.
-CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
-       "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
-       "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]]}
+CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                      [-0.003882, -0.048116, 1.051998]],
+       "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                        [-0.011820, 0.042940, 0.968881]],
+       "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                      [0.004733, 0.691367, 0.303900]]}
 
 
 def _closest_pair_under_cvd(colours) -> float:

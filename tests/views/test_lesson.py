@@ -1,6 +1,6 @@
-"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/classroom/lesson.toml, vizvit/classroom/lesson.py):
-every step's question needs no photo, its reveal measures this photo, its number is the one the step's
-own tab shows for the step's controls, and its picture is that tab's own picture."""
+"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/classroom/lesson.toml,
+vizvit/classroom/lesson.py): every step's question needs no photo, its reveal measures this photo, its number is the
+one the step's own tab shows for the step's controls, and its picture is that tab's own picture."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def test_each_steps_number_is_the_one_its_tab_shows(photo, n):
     s = rl.steps()[n - 1]
     m = rl.MEASURES[s.measure](photo, s)
     tab = lesson.tab_page(photo, s)  # the tab's own show, with the step's controls
-    assert m.value in lesson.text_of(getattr(tab, s.field)), (s.id, m.value, lesson.text_of(getattr(tab, s.field))[:400])
+    shown = lesson.text_of(getattr(tab, s.field))
+    assert m.value in shown, (s.id, m.value, shown[:400])
     r = lesson.reveal(photo, lesson.LessonParams(step=n, dont_know=True))
     assert m.line in r.answer and r.view == s.view
     if s.picture:
@@ -130,6 +131,7 @@ def test_a_rooms_invitation_gives_phones_their_address_and_keeps_the_key_out_of_
     assert "Room K7QX2" in inv.text and "192.168.1.20" in inv.text and f"]({inv.host})" in inv.text
     text, _, _ = cv2.QRCodeDetector().detectAndDecode(inv.qr)
     assert text == inv.students
-    alone = lesson.room_invite("K7QX2", "k", "http://127.0.0.1:7860", phone_address("http://127.0.0.1:7860", "127.0.0.1"))
+    here = "http://127.0.0.1:7860"
+    alone = lesson.room_invite("K7QX2", "k", here, phone_address(here, "127.0.0.1"))
     assert "no phone can open this QR code" in alone.text  # honest about loopback, as the lesson's QR
     assert alone.host.startswith("http://127.0.0.1:7860/room?host=1")

@@ -247,11 +247,6 @@ def sweep_progress(ph: Photo, chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER
     yield sweep_panel(ph.vm, s, sweep.cnn_probs(ph, [r.k for r in s.rows]))
 
 # ------------------------------------------------------------------ masks
-def rollout_map(ph: Photo) -> np.ndarray:
-    """(gh, gw) rollout through all layers of the unmasked photo (the cached mean rollout)."""
-    return methods.ROLLOUT(ph.vm, ph.analysis(), None, ph.derived)
-
-
 def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
     """Keep valid patch ids only (a model change can shrink the grid)."""
     return tuple(sorted({int(i) for i in (mask or ()) if 0 <= int(i) < g.num_patches}))
