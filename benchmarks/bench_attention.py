@@ -28,9 +28,11 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 from timing import median_s, once_s  # noqa: E402
 
+from vizvit import vocab  # noqa: E402
 from vizvit.model.engine import analyze  # noqa: E402
+from vizvit.readings import attention as ra  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
-from vizvit.views import attention as ap  # noqa: E402
+from vizvit.views import attention as ap, layout  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 
@@ -57,14 +59,14 @@ def main() -> None:
     a = wb.analysis(key)
     cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
     g = vm.geometry
-    base = ap.AttnParams(layer=g.num_layers)
+    base = ra.AttnParams(layer=g.num_layers)
     rows: list[tuple[str, float]] = []
 
     rows.append(("open tab, cold (distances, rollout stack)", once_s(lambda: ap.attention_page(vm, a, base, cache))))
     rows.append(("open tab, warm", median_s(lambda: ap.attention_page(vm, a, base, cache), args.repeat, warmup=1)))
     events = {
         "layer slider (raw, mean)": replace(base, layer=5),
-        "one head": replace(base, show=ap.ONE_HEAD, head=4),
+        "one head": replace(base, show=vocab.ONE_HEAD, head=4),
         "fusion max": replace(base, show="max"),
         "query patch click (row)": replace(base, query=(3, 4)),
         "query column": replace(base, query=(3, 4), direction="column"),
@@ -74,7 +76,7 @@ def main() -> None:
     }
     for name, p in events.items():
         rows.append((name, median_s(lambda p=p: ap.attention_view(vm, a, p, cache), args.repeat, warmup=1)))
-    rolled = replace(base, mode="rolled out", show=ap.ONE_HEAD, head=3)
+    rolled = replace(base, mode="rolled out", show=vocab.ONE_HEAD, head=3)
     rows.append(("rolled out per head, cold (L×H rollout stack)",
                  once_s(lambda: ap.attention_view(vm, a, rolled, cache))))
     rows.append(("rolled out per head, warm",
@@ -82,10 +84,10 @@ def main() -> None:
     disc = replace(base, mode="rolled out", discard=0.7)
     rows.append(("discard ratio, cold (new rollout stack)", once_s(lambda: ap.attention_view(vm, a, disc, cache))))
     rows.append(("discard ratio, warm", median_s(lambda: ap.attention_view(vm, a, disc, cache), args.repeat, warmup=1)))
-    tile = ap.grid_tile(g)
+    tile = layout.grid_tile(g)
 
     def grid_click() -> None:
-        layer = ap.grid_cell_at(g, ap.GRID_LEFT + tile, ap.GRID_TOP + 5)[0]
+        layer = layout.grid_cell_at(g, layout.GRID_LEFT + tile, layout.GRID_TOP + 5)[0]
         ap.attention_view(vm, a, replace(base, layer=layer), cache)
 
     rows.append(("grid cell click (cell lookup + redraw)", median_s(grid_click, args.repeat)))

@@ -29,7 +29,7 @@ import vizvit  # noqa: E402
 from vizvit.cancel import NEVER  # noqa: E402
 from vizvit.methods import flow as explain, maps  # noqa: E402
 from vizvit.methods.relevance import relevance_parts  # noqa: E402
-from vizvit.readings import methods as registry  # noqa: E402
+from vizvit.readings import contest as readings_contest, methods as registry  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import experiments  # noqa: E402
 
@@ -153,7 +153,7 @@ def contest(vm: vizvit.VitModel, image: str, t_fwd: float) -> None:
     ph.analysis()
     with Counts(vm) as k:
         t0 = time.perf_counter()
-        m = experiments.curve_maps(ph)
+        m = readings_contest.curve_maps(ph)
         t_maps = time.perf_counter() - t0
         f_maps, g_maps = k.forwards, k.grads
         panel = list(experiments.curves_progress(ph))[-1]  # as the page's button runs it: map by map

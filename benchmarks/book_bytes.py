@@ -19,14 +19,16 @@ from vizvit.service.threads import configure_threads  # noqa: E402
 
 configure_threads()
 
+from vizvit import vocab  # noqa: E402
+from vizvit.readings import attention as ra  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
-from vizvit.views import attention as ap  # noqa: E402
+from vizvit.views import books  # noqa: E402
 
 EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 
 LOOKS = {
-    "default ([CLS], raw, mean)": ap.AttnParams(layer=12),
-    "a clicked patch, rolled out, tau 0.5": ap.AttnParams(layer=12, query=(3, 4), mode="rolled out", tau=0.5),
+    "default ([CLS], raw, mean)": ra.AttnParams(layer=12),
+    "a clicked patch, rolled out, tau 0.5": ra.AttnParams(layer=12, query=(3, 4), mode="rolled out", tau=0.5),
 }
 
 
@@ -38,11 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     vm = wb.model(args.model)
     ph = wb.handle(PhotoKey(vm.id, wb.add_photo(EXAMPLE)))
     g = vm.geometry
-    print(f"{args.model}: {g.num_layers} layers × ({g.num_heads} heads + {len(ap.FUSIONS)} fusions), "
+    print(f"{args.model}: {g.num_layers} layers × ({g.num_heads} heads + {len(vocab.FUSIONS)} fusions), "
           f"grid {g.grid[0]}×{g.grid[1]}, N = {g.seq_len}")
     print(f"{'look':<40} {'book bytes':>11} {'matrix bytes':>13}")
     for name, p in LOOKS.items():
-        book, matrix = ap.page_book(ph, p), ap.page_matrix(ph, p)
+        book, matrix = books.page_book(ph, p), books.page_matrix(ph, p)
         print(f"{name:<40} {len(book or ''):>11,} {len(matrix or ''):>13,}")
     return 0
 

@@ -85,13 +85,15 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     is reported separately as "first open"."""
     from dataclasses import replace
 
+    from vizvit import vocab
+    from vizvit.readings import attention as ra
     from vizvit.views import attention as ap, embeddings as ep, experiments, positions as positions_panel
 
     vm = wb.model(key.model_id)
     a = wb.analysis(key)
     g = vm.geometry
     cache = functools.partial(wb.derived, key)
-    base = ap.AttnParams(layer=g.num_layers)
+    base = ra.AttnParams(layer=g.num_layers)
 
     b.add("first open: Attention tab (rollout stack, distances)",
           lambda: ship(ap.attention_page(vm, a, base, cache)), repeat=1, warmup=0)
@@ -106,8 +108,8 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     layers = iter(range(10**6))
     b.add("event: attention layer slider",
           lambda: ship(ap.attention_view(vm, a, replace(base, layer=next(layers) % g.num_layers + 1), cache)))
-    b.add("event: attention head",
-          lambda: ship(ap.attention_view(vm, a, replace(base, show=ap.ONE_HEAD, head=2), cache)))
+    one_head = replace(base, show=vocab.ONE_HEAD, head=2)
+    b.add("event: attention head", lambda: ship(ap.attention_view(vm, a, one_head, cache)))
     b.add("event: attention fusion (max)", lambda: ship(ap.attention_view(vm, a, replace(base, show="max"), cache)))
     b.add("event: rollout discard ratio (cached)",
           lambda: ship(ap.attention_view(vm, a, replace(base, mode="rolled out", discard=0.5), cache)))

@@ -101,7 +101,7 @@ LESSON_SHOTS = {"patches": ("desktop", 1280, 1000), "shift1": ("phone", 390, 844
 
 def lesson_shots(vm: vizvit.VitModel, out: Path) -> None:
     """Three steps (question, then reveal), one step's Open, and the presenter view with its QR code."""
-    from vizvit.views import lesson
+    from vizvit.readings import lesson
 
     out.mkdir(parents=True, exist_ok=True)
     ids = [s.id for s in lesson.steps()]

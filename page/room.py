@@ -26,6 +26,7 @@ from vizvit.api import PublicApi
 from vizvit.classroom import lesson as lesson_mod, room as room_mod
 from vizvit.classroom.room import Rooms, parse_code
 from vizvit.errors import UserError
+from vizvit.readings import lesson as lesson_readings
 from vizvit.session import Workbench
 from vizvit.views import lesson as lesson_view
 
@@ -242,7 +243,7 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
             return JSONResponse({"error": str(e)})
         steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
                   "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number}
-                 for s in lesson_view.steps()]
+                 for s in lesson_readings.steps()]
         return JSONResponse({"steps": steps})
 
     async def answers_csv(request: Request) -> Response:
@@ -252,7 +253,7 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
             body = await _json_body(request)
             st = rooms.state(code)
             g = wb.model(st.model).geometry
-            text = rooms.answers_csv(code, body.get("host_key"), [lesson_mod.fill(s.title, g) for s in lesson_view.steps()])
+            text = rooms.answers_csv(code, body.get("host_key"), [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()])
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         name = f"room-{st.code}-answers.csv"  # the canonical code: letters and digits only

@@ -108,7 +108,8 @@ def test_predict_under_a_mask_and_the_rest_answer_json(served, tiny16):
     assert np.array(rel["map"]).shape == (14, 14) and "2021b" in rel["method"]
     from vizvit.readings import methods
     a = vizvit_analysis(tiny16)
-    for method in ("gradient rollout", "LeGrad", "LeGrad (token mean)", "Grad-CAM"):  # the same maps as the Attention tab's menu
+    # The same maps as the Attention tab's menu.
+    for method in ("gradient rollout", "LeGrad", "LeGrad (token mean)", "Grad-CAM"):
         r = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), class_index=2, method=method,
                            api_name="/relevance")
         assert np.allclose(np.array(r["map"]), methods.class_map(method, tiny16, a, 2), atol=1e-5), method

@@ -1,5 +1,6 @@
-"""One path per computation (issue 26): every cache name is a named constant or function of the
-module that computes it (session.py keys them generically, issue 44), and the mean rollout is computed once per photo whichever tab, mask, curve, export or API call asks first.
+"""One path per computation (issue 26): every cache name is a named constant or function of the module that computes
+it (session.py keys them generically, issue 44), and the mean rollout is computed once per photo whichever tab, mask,
+curve, export or API call asks first.
 Then, by origin: Photo.prediction (merged from tests/test_prediction.py) and what is prepared before
 a tab's first open (merged from tests/test_prepare.py)."""
 
@@ -20,6 +21,7 @@ from vizvit.methods import maps, maths as att_mod
 from vizvit.model import engine
 from vizvit.model.ablation import Ablation
 from vizvit.model.images import View
+from vizvit.readings import attention as ra, contest, positions as rp
 from vizvit.session import AnalysisCache, PhotoKey, Workbench
 from vizvit.views import attention, embeddings, experiments, positions
 
@@ -83,8 +85,8 @@ def test_the_mean_rollout_is_computed_once_for_every_reader(tiny16, monkeypatch)
     attention.export_arrays(ph)  # maps, prefix rollouts, per-head rollout
     embeddings.data(ph)  # the scatter's rollout colours
     experiments.mask_action(ph, (), "top", 10)  # a mask by rollout
-    experiments.curve_maps(ph)  # the curves' rollout map
-    attention.change(ph, attention.AttnParams(mode="rolled out"))  # the strip, rolled out
+    contest.curve_maps(ph)  # the curves' rollout map
+    attention.change(ph, ra.AttnParams(mode="rolled out"))  # the strip, rolled out
     PublicApi(wb).rollout(photo, tiny16.id)  # the API's rollout endpoint
     assert calls == [("mean", 0.0)], "one mean rollout per photo, whoever reads it"
     assert wb.peek_derived(ph.key, maps.MEAN_ROLLOUT) is not None
@@ -301,8 +303,9 @@ def wb(tiny16) -> Workbench:
 
 def model_keys(model_id: str) -> list[tuple]:
     size = positions.PositionsParams().size
-    return [session.model_key(model_id, n) for n in (positions.POSITIONS, embeddings.FILTER_PCA,
-                                                      positions.positions_at_name(size))]
+    names = (rp.POSITIONS, positions.DRAWN, embeddings.FILTER_PCA, rp.positions_at_name(size),
+             positions.drawn_at_name(size))
+    return [session.model_key(model_id, n) for n in names]
 
 
 def test_attach_gives_the_workbench_each_views_preparation(wb):

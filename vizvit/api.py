@@ -13,6 +13,7 @@ import io
 import math
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -21,19 +22,27 @@ from PIL import Image
 from vizvit import vocab
 from vizvit.cancel import NEVER, Cancel
 from vizvit.classroom import room as room_mod
+from vizvit.classroom.lesson import MEASURED
 from vizvit.errors import NO_CLASS, UserError
 from vizvit.methods import maths as att_mod
 from vizvit.model.engine import Analysis, Prediction, mask_token
 from vizvit.model.images import View
 from vizvit.model.models import Geometry
-from vizvit.readings import attention as ra, compare as cmp, methods
+from vizvit.readings import (
+    attention as ra,
+    compare as cmp,
+    lesson as rlesson,
+    methods,
+    positions as rpos,
+    sweep as rsweep,
+)
 from vizvit.service.jobs import Jobs
 from vizvit.session import Photo, PhotoGone, PhotoKey, Workbench
-from vizvit.views import compare as compare_view, experiments, lesson as lesson_view, positions
 
 MAX_DISCARD = 0.99
 ROOM_PHOTO_TRIES = 3  # a room's model view kept again in the Workbench after other work pushed it out
 T = TypeVar("T")
+C = TypeVar("C", bound=str)
 
 
 def _int(name: str, value: object, low: int, high: int) -> int:
@@ -47,10 +56,12 @@ def _int(name: str, value: object, low: int, high: int) -> int:
     return int(f)
 
 
-def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise UserError(f"{name} must be one of: {', '.join(map(str, allowed))}.")
-    return str(value)
+def _choice(name: str, value: object, allowed: Sequence[C]) -> C:
+    """The allowed choice equal to value (typed as the choices are), or a UserError naming them."""
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise UserError(f"{name} must be one of: {', '.join(map(str, allowed))}.")
 
 
 def _top5(preds: Sequence[Prediction]) -> list[dict[str, Any]]:
@@ -97,7 +108,8 @@ class PublicApi:
         ph, a = self._photo(path, model)
         g = a.geometry
         layer = _int("layer", layer, 1, g.num_layers)
-        mode = _choice("mode", mode, vocab.MODES)
+        how = _choice("mode", mode, vocab.MODES)
+        show: str
         if isinstance(head, str) and head in vocab.FUSIONS:
             show, h = head, 1
         else:
@@ -105,7 +117,7 @@ class PublicApi:
         query = None
         if (query_row, query_col) != (-1, -1):
             query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
-        p = ra.AttnParams(layer=layer, head=h, show=show, mode=mode, query=query).checked(g)
+        p = ra.AttnParams(layer=layer, head=h, show=show, mode=how, query=query).checked(g)
         m = ra.main_matrix(a, p, ph.derived)
         values = att_mod.query_map(m, ra.query_token(p, g), p.direction, g)
         return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
@@ -113,15 +125,15 @@ class PublicApi:
 
     def rollout(self, path: str, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
         ph, a = self._photo(path, model)
-        fusion = _choice("fusion", fusion, vocab.FUSIONS)
+        fused = _choice("fusion", fusion, vocab.FUSIONS)
         try:
             discard = float(discard)
         except (TypeError, ValueError):
             discard = float("nan")
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
-        maps = ra.rollout_maps(a, fusion, discard, ph.derived)  # (L, gh, gw)
-        return {"fusion": fusion, "discard": discard, "maps": _grid(maps.numpy())}
+        maps = ra.rollout_maps(a, fused, discard, ph.derived)  # (L, gh, gw)
+        return {"fusion": fused, "discard": discard, "maps": _grid(maps.numpy())}
 
     def compare(self, path: str, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
         """Two models on one photo at one relative depth (0 < depth <= 1: layer ceil(depth·L) of each,
@@ -142,7 +154,7 @@ class PublicApi:
             ph, a = self._photo(path, model)
             g = a.geometry
             layer = cmp.layer_at_depth(d, g.num_layers)
-            maps.append(compare_view.rollout_map(ph, layer))
+            maps.append(ra.rollout_through(a, layer, ph.derived))
             sides[name] = {"model": ph.vm.display_name, "untrained": not ph.vm.is_pretrained, "layer": layer,
                            "num_layers": g.num_layers, "summary": g.summaries[0],
                            "prefix_tokens": list(g.prefix_names), "top5": _top5(a.top5), "rollout": _grid(maps[-1])}
@@ -153,7 +165,7 @@ class PublicApi:
         vm = self.wb.model(model)
         g = vm.geometry
         row, col = _int("row", row, 0, g.grid[0] - 1), _int("col", col, 0, g.grid[1] - 1)
-        r = self.wb.per_model(vm.id, positions.POSITIONS, lambda: positions.model_positions(vm)).report
+        r = rpos.report(vm, partial(self.wb.per_model, vm.id))
         k = row * g.grid[1] + col
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
                 "cls_similarity": _grid(r.cls_sim)}
@@ -180,7 +192,7 @@ class PublicApi:
     def sweep(self, path: str, model: str, cancel: Cancel = NEVER) -> dict[str, Any]:
         """The shift sweep; `cancel` is checked between batches (Cancelled)."""
         ph, _ = self._photo(path, model)
-        s = experiments.full_sweep(ph, cancel)  # the Experiments tab's own cached sweep
+        s = rsweep.full_sweep(ph, cancel)  # the Experiments tab's own cached sweep
         return {"rows": [{"k": r.k, "patches_moved_back": r.moved_back, "mean_cos": _num(r.mean_cos),
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
@@ -237,16 +249,16 @@ class PublicApi:
         The room keeps only the model's input view (PNG: the exact pixels the model saw) and its JPEG for
         the phones, in its store: never the full photo, which may be 39 megapixels and outside any budget."""
         view = ph.analysis().input_view  # (H, W, 3) uint8
-        code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(lesson_view.steps()), owner)
+        code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(rlesson.steps()), owner)
         self.rooms.keep_photo_view(code, jpeg(view))
         # Every step's truth and figure, measured now in the background (seconds on a CPU) while the
         # lecturer talks: a reveal then does no model work, and its push is a store update (issue 45).
         threading.Thread(target=self.room_prepare, args=(code,), name=f"room-{code}", daemon=True).start()
-        return {"code": code, "host_key": key, "steps": len(lesson_view.steps())}
+        return {"code": code, "host_key": key, "steps": len(rlesson.steps())}
 
     def room_prepare(self, code: str) -> None:
         """Measure every step's truth and draw its figure ahead, in step order; stops once the room is gone."""
-        for n in range(1, len(lesson_view.steps()) + 1):
+        for n in range(1, len(rlesson.steps()) + 1):
             try:
                 self._room_ready(code, n)
             except UserError:  # the room closed meanwhile
@@ -278,34 +290,32 @@ class PublicApi:
         raise UserError("The server is too busy to measure this room's step now: try again in a minute.")
 
     def room_figure(self, code: str, step: int) -> bytes | None:
-        """Step `step`'s figure on the room's photo (the Lesson tab's reveal picture) as JPEG, or None."""
-        s = lesson_view.steps()[step - 1]
-        if not s.picture:
+        """Step `step`'s figure on the room's photo (the Lesson tab's reveal picture, Workbench.step_picture:
+        none on a Workbench without the views attached) as JPEG, or None (its truth says why: room_truth)."""
+        s = rlesson.steps()[step - 1]
+        draw = self.wb.step_picture
+        if not s.picture or draw is None:
             return None
 
-        def draw(ph: Photo) -> bytes | None:
-            try:
-                return jpeg(getattr(lesson_view.tab_page(ph, s), s.picture))
-            except PhotoGone:
-                raise
-            except UserError:
-                return None  # its truth says why (room_truth)
+        def figure(ph: Photo) -> bytes | None:
+            picture = draw(ph, s)
+            return None if picture is None else jpeg(picture)
 
-        return self._on_room_photo(code, draw)
+        return self._on_room_photo(code, figure)
 
     def room_truth(self, code: str, step: int) -> dict[str, Any]:
         """A revealed step's truth on the room's photo, measured as the Lesson tab measures it:
         {"truth": the right option's key or number as text, "line": the measured sentence}."""
-        s = lesson_view.steps()[step - 1]
+        s = rlesson.steps()[step - 1]
 
         def measure(ph: Photo) -> dict[str, Any]:
             try:
-                m = lesson_view.MEASURES[s.measure](ph, s)
+                m = rlesson.MEASURES[s.measure](ph, s)
             except PhotoGone:
                 raise
             except UserError as e:
                 return {"truth": None, "line": f"This step cannot be measured on {ph.vm.display_name}: {e}"}
-            right = m.right if s.answer == lesson_view.MEASURED else s.answer
+            right = m.right if s.answer == MEASURED else s.answer
             text = f"{float(right):g}" if s.is_number else str(right)
             return {"truth": text, "line": m.line}
 

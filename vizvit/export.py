@@ -32,9 +32,9 @@ from vizvit.model.models import Geometry, VitModel
 from vizvit.model.tokens import OUTLIER_METHOD
 from vizvit.model.zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
 from vizvit.pictures import figures
-from vizvit.readings import artifacts_rule as artifacts, methods
+from vizvit.readings import artifacts_rule as artifacts, contest, methods, sweep
 from vizvit.session import Photo, PhotoKey, Workbench
-from vizvit.views import VIEWS, experiments, inside
+from vizvit.views import VIEWS, inside
 
 
 class Bars:
@@ -70,18 +70,18 @@ def costly_readings(ph: Photo, bars: Bars) -> None:
     """Run the readings that take most of an export's time, each under its own bar, into the caches the
     tabs' export_arrays and export_figures then read (the same calls with the same defaults)."""
     bars.stage("shift sweep", unit="view")
-    experiments.full_sweep(ph, progress=bars.tell)
+    sweep.full_sweep(ph, progress=bars.tell)
     if not ph.vm.has_classifier:
         return
     bars.stage("contest maps", total=1, unit="step")  # the class-specific maps: a backward pass each
-    experiments.curve_maps(ph)
+    contest.curve_maps(ph)
     bars.step()
 
     def fill(name: str) -> Progress:
         bars.stage(f"contest views ({name} fill)", unit="view")
         return bars.tell
 
-    experiments.compute_contest(ph, progress=fill)
+    contest.compute_contest(ph, progress=fill)
     bars.stage("head importance", unit="forward")
     for _, done, total in inside.importance_steps(ph):
         bars.tell(done, total)

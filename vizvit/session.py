@@ -241,6 +241,9 @@ class Workbench:
         # the cache, so a tab's first open only draws.
         self.model_work: tuple[Work, ...] = ()
         self.photo_work: tuple[Work, ...] = ()
+        # A lesson step's picture on a photo, (Photo, Step) -> (H, W, 3) uint8 or None (set by attach too):
+        # the figure a live room shows once the step is revealed (api.PublicApi.room_figure).
+        self.step_picture: Callable[[Photo, Any], np.ndarray | None] | None = None
         # ONE thread: background preparation never takes more than one core from the visible tab.
         self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vizvit-prepare")
 

@@ -16,13 +16,13 @@ TAB_IDS: tuple[str, ...] = tuple(TABS)
 
 # -- attention: how heads are fused, which way a clicked patch is read, raw or rolled out
 Fusion = Literal["mean", "max", "min"]
-FUSIONS: tuple[str, ...] = get_args(Fusion)
+FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
 ONE_HEAD = "one head"
 SHOW_CHOICES: tuple[str, ...] = (ONE_HEAD, *FUSIONS)
 Direction = Literal["row", "column"]
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
 Mode = Literal["raw", "rolled out"]
-MODES: tuple[str, ...] = get_args(Mode)
+MODES: tuple[Mode, ...] = get_args(Mode)
 # URL spellings (a space is awkward in a link); every accepted spelling -> the mode.
 MODE_URL: dict[str, str] = {"raw": "raw", "rolled out": "rollout"}
 MODE_FROM_URL: dict[str, str] = {"raw": "raw", "rollout": "rolled out", "rolled": "rolled out",
@@ -32,16 +32,16 @@ DiscardMode = Literal["per row", "global (vit-explain)"]
 # per row: each query's lowest patch keys, prefix columns untouched (vizvit's default);
 # global: the lowest entries of the whole N×N matrix, only [CLS]→[CLS] kept, as
 # jacobgil/vit-explain's vit_rollout.py does (docs/methods.md, "Rollout").
-DISCARD_MODES: tuple[str, ...] = get_args(DiscardMode)
+DISCARD_MODES: tuple[DiscardMode, ...] = get_args(DiscardMode)
 DistanceNorm = Literal["renormalised", "raw (probing-vits)"]
 # renormalised: each query's patch weights divided by their sum ([CLS] dropped, rest
 # rescaled to 1); raw: [CLS] dropped and not rescaled, as sayakpaul/probing-vits does.
-DISTANCE_NORMS: tuple[str, ...] = get_args(DistanceNorm)
+DISTANCE_NORMS: tuple[DistanceNorm, ...] = get_args(DistanceNorm)
 # the main attention map's colour scale (issue 17): 0..max shows near-uniform attention as
 # near-uniform (the default); the map's own range stretches any difference to the whole colour
 # map; fixed: one range (0 .. the largest value of this query over every layer and head).
 AttnScale = Literal["0 to max", "this map's range", "fixed across layers and heads"]
-ATTN_SCALES: tuple[str, ...] = get_args(AttnScale)
+ATTN_SCALES: tuple[AttnScale, ...] = get_args(AttnScale)
 COLORMAPS: tuple[str, ...] = ("inferno", "viridis", "magma", "turbo", "jet", "gray", "RdBu_r")
 
 # -- embeddings: what colours the points of the PCA scatter
@@ -68,3 +68,7 @@ MASK_ACTIONS: tuple[str, ...] = get_args(MaskAction)
 # -- inside the model: how a switched-off head's output is replaced
 AblateMode = Literal["zero", "mean"]
 ABLATE_MODES: tuple[str, ...] = get_args(AblateMode)
+
+# -- embeddings: the dropout panel's p (the ViT paper's dropout for ImageNet-21k/JFT training, Table 3,
+# where the config says 0); a lesson step without its own p measures this one
+DEFAULT_DROPOUT = 0.1

@@ -8,7 +8,7 @@ from typing import Any
 import gradio as gr
 
 from vizvit import vocab
-from vizvit.readings import methods
+from vizvit.readings import attention as ra, methods
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap, layout
 
@@ -24,9 +24,9 @@ SHOWN = [*SHOWN_CHANGE, "book"]  # the Page fields the tab shows (the distance c
 OPENED = ["layer", "head", "query", *SHOWN_CHANGE, "cls", "rel_img", "rel_text", "summary", "book"]
 CHART = ["dist", "pick"]
 RELEVANCE = ["rel_img", "rel_text"]
-def params(c: dict[str, Any], **changed: Any) -> ap.AttnParams:
+def params(c: dict[str, Any], **changed: Any) -> ra.AttnParams:
     """The controls' values by name as AttnParams, with `changed` fields replaced."""
-    return ap.AttnParams.from_controls({**c, **changed})
+    return ra.AttnParams.from_controls({**c, **changed})
 
 
 # -- handlers: explicit values in, {name: value} out (page names: CONTROLS, SHOWN, OPENED, CHART) ---------
@@ -69,7 +69,7 @@ def opened_chart(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]
     return {"dist": fig, "pick": gr.Dropdown(choices=choices, value=ap.choice_value(p))}
 
 
-def views(wb: Workbench, key: PhotoKey, p: ap.AttnParams, drawn_in_page: bool = False,
+def views(wb: Workbench, key: PhotoKey, p: ra.AttnParams, drawn_in_page: bool = False,
           with_book: bool = False) -> dict[str, Any]:
     """drawn_in_page: a layer, head or fusion change, which the page draws itself from its book."""
     ch = ap.change(wb.handle(key), p, drawn_in_page=drawn_in_page, with_book=with_book)
@@ -112,7 +112,7 @@ def to_cls_view(wb: Workbench, key: PhotoKey, c: dict[str, Any]) -> dict[str, An
 
 def click_grid(wb: Workbench, key: PhotoKey, c: dict[str, Any], xy: tuple[int, int]) -> dict[str, Any]:
     """A click at pixel xy of the layers × heads grid opens that cell's head."""
-    lay, hd = ap.grid_cell_at(wb.model(key.model_id).geometry, xy[0], xy[1])
+    lay, hd = layout.grid_cell_at(wb.model(key.model_id).geometry, xy[0], xy[1])
     return {"layer": lay, "head": hd, "show": vocab.ONE_HEAD,
             **views(wb, key, params(c, layer=lay, head=hd, show=vocab.ONE_HEAD), drawn_in_page=True)}
 

@@ -144,7 +144,7 @@ def _stage() -> Ui:
             params_total = gr.Markdown(elem_id="emb-params-total")
     with gr.Row(elem_id="emb-dropout-row"):
         with gr.Column(scale=2):
-            dropout = gr.Slider(0, 0.9, value=embeddings.DEFAULT_DROPOUT, step=0.05, elem_id="emb-dropout",
+            dropout = gr.Slider(0, 0.9, value=vocab.DEFAULT_DROPOUT, step=0.05, elem_id="emb-dropout",
                                 label="Dropout p on the tokens (train against eval)")
             dropout_text = gr.Markdown(elem_id="emb-dropout-info")
         with gr.Column(scale=3):

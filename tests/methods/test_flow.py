@@ -11,7 +11,7 @@ import torch
 import vizvit
 from vizvit.errors import UserError
 from vizvit.methods import flow, maps
-from vizvit.readings import methods
+from vizvit.readings import attention as ra, methods
 
 
 # ------------------------------------------------------------------ attention flow
@@ -204,13 +204,13 @@ def test_the_api_and_the_attention_tab_give_every_method_and_flow_through_the_ca
         want = maps.relevance_map(tiny32, a, 3) if method == "class relevance" else \
             methods.class_map(method, tiny32, a, 3)
         np.testing.assert_allclose(np.array(r["map"]), want, atol=1e-6)
-        img, text = ap.explain(ph, method, 3, ap.AttnParams())
+        img, text = ap.explain(ph, method, 3, ra.AttnParams())
         assert img.ndim == 3 and f"**{method}**" in text or method == "class relevance"
     with pytest.raises(UserError, match="job_progress"):
-        ap.explain(ph, "attention flow", None, ap.AttnParams())  # a job: never blocks a plain event
-    steps = list(ap.job_progress(ph, "attention flow", ap.AttnParams()))
+        ap.explain(ph, "attention flow", None, ra.AttnParams())  # a job: never blocks a plain event
+    steps = list(ap.job_progress(ph, "attention flow", ra.AttnParams()))
     assert steps[0][0] is None and steps[-1][0] is not None and ph.peek(ATTENTION_FLOW) is not None
-    assert len(list(ap.job_progress(ph, "attention flow", ap.AttnParams()))) == 1  # cached now: the map at once
+    assert len(list(ap.job_progress(ph, "attention flow", ra.AttnParams()))) == 1  # cached now: the map at once
     r = api.relevance(path, tiny32.id, -1, "attention flow")
     np.testing.assert_allclose(np.array(r["map"]), abnar_flow(a.attentions.double().numpy())[1:].reshape(7, 7),
                                atol=1e-6)

@@ -14,6 +14,7 @@ import vizvit
 from vizvit.errors import UserError
 from vizvit.model import engine
 from vizvit.model.images import View
+from vizvit.readings.lens import lens_of
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import VIEWS, embeddings, inside, patches
 
@@ -222,7 +223,7 @@ def test_no_tab_runs_model_code_during_another_photos_forward(models):
         inside_a.wait(60)
         # the parts of B's tabs that read the model (the lens, the embedding stage, the patch-label
         # probe, the positions), then everything else
-        inside.lens_of(ph_b)
+        lens_of(ph_b)
         embeddings.data(ph_b)
         patches.label_cosines(ph_b)
         inside.export_arrays(ph_b)

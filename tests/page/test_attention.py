@@ -25,8 +25,10 @@ from browser import (
 from tiny import EXAMPLES
 
 import vizvit
+from vizvit import vocab
 from vizvit.pictures import render
-from vizvit.views import attention as ap
+from vizvit.readings import attention as ra
+from vizvit.views import attention as ap, books, layout
 
 
 @pytest.mark.slow
@@ -48,8 +50,8 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
 
         # tiny16: 2 layers × 2 heads. Click the middle of cell (layer 1, head 2).
         grid = image_src(page, "attn-grid")
-        t = ap.grid_tile(tiny16.geometry)
-        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
+        t = layout.grid_tile(tiny16.geometry)
+        click_pixel(page, "attn-grid", layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2)
         main = wait_image(page, "attn-main", main)
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 1 · head 2')")
         assert wait_image(page, "attn-grid", grid) != grid  # the yellow outline moved
@@ -107,7 +109,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         click_dot(2)
         shows(2, 1)
         # Elsewhere (a grid cell), then the same dot again: it must open (layer 2, head 1) again.
-        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)
+        click_pixel(page, "attn-grid", layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2)
         shows(1, 2)
         click_dot(2)
         shows(2, 1)
@@ -266,17 +268,17 @@ def _open_on_cls(page, photo: str) -> None:
     page.wait_for_selector("#attn-readout:has-text('Layer 2 · mean')")
 
 
-def _same_pictures(page, vm, a, p: ap.AttnParams, scale: str | None = None) -> None:
+def _same_pictures(page, vm, a, p: ra.AttnParams, scale: str | None = None) -> None:
     """Every layer × (head, fusion) the page draws from its book (on p's scale, or on another of the
     book's scales), against the server's picture."""
     g = vm.geometry
     for layer in range(1, g.num_layers + 1):
-        for head, show in [(k + 1, ap.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]:
+        for head, show in [(k + 1, vocab.ONE_HEAD) for k in range(g.num_heads)] + [(1, f) for f in vocab.FUSIONS]:
             q = dataclasses.replace(p, layer=layer, head=head, show=show, scale=scale or p.scale)
             _agree(_page_frame(page, layer, head, show, scale=scale), ap.main_panel(vm, a, q).image, g, q)
 
 
-def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
+def _same_clicks(page, vm, a, p: ra.AttnParams) -> None:
     """A click drawn in the page from the shown map's matrix (its row or column for the clicked
     patch, the colour range without it, τ, the colour bar's labels), against the server's picture
     for that query, at patches all over the grid."""
@@ -286,9 +288,9 @@ def _same_clicks(page, vm, a, p: ap.AttnParams) -> None:
         q = dataclasses.replace(p, query=rc)
         main = ap.main_panel(vm, a, q)
         _agree(_page_frame(page, p.layer, p.head, p.show, rc), main.image, g, q)
-        out = ap.excluded(ap.artifact_stack(a, q)[p.layer - 1], q)
-        want_bar = render.colorbar_labels(main.image.shape[0], *ap.map_range(main.values, p.scale, rc, None, out,
-                                                                              ap.range_floor(g)),
+        out = ra.excluded(ra.artifact_stack(a, q)[p.layer - 1], q)
+        want_bar = render.colorbar_labels(main.image.shape[0], *ra.map_range(main.values, p.scale, rc, None, out,
+                                                                              ra.range_floor(g)),
                                           marks={"1/N": 1 / g.seq_len})
         bars = page.evaluate("([rc, l]) => { const A = window.__vizvitAttn; return A.queryMap(A.state.book, A.matrix(), rc, l).bars; }",
                              [list(rc), p.layer])
@@ -304,14 +306,14 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         upload_and_open(page, photo, "Attention")
         main = wait_image(page, "attn-main")
         page.wait_for_function(book % "b.highlight === null")
-        _same_pictures(page, tiny16, a, ap.AttnParams())
-        _same_clicks(page, tiny16, a, ap.AttnParams(layer=2))
+        _same_pictures(page, tiny16, a, ra.AttnParams())
+        _same_clicks(page, tiny16, a, ra.AttnParams(layer=2))
         # Other opacities: cv2.addWeighted's fused multiply-add in float32, rounded half to even (0.5
         # makes ties; at 0.65 two separately rounded products differ at ~0.2 % of the pixels).
         for alpha in (0.5, 0.65):
             set_slider(page, "attn-alpha", alpha)
             page.wait_for_function(book % f"b.alpha === {alpha}")
-            _same_pictures(page, tiny16, a, ap.AttnParams(alpha=alpha))
+            _same_pictures(page, tiny16, a, ra.AttnParams(alpha=alpha))
         set_slider(page, "attn-alpha", 0.6)
         page.wait_for_function(book % "b.alpha === 0.6")
 
@@ -320,7 +322,7 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         page.wait_for_function("() => document.querySelector('#attn-main img').dataset.drawn === '1|1|mean'")
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 1 · mean')")
         drawn = page.evaluate("() => { const i = document.querySelector('#attn-main img'); return [i.naturalWidth, i.naturalHeight]; }")
-        assert tuple(drawn) == ap.main_panel(tiny16, a, ap.AttnParams(layer=1)).image.shape[1::-1]
+        assert tuple(drawn) == ap.main_panel(tiny16, a, ra.AttnParams(layer=1)).image.shape[1::-1]
 
         # A new query, rolled out, τ: each a new book from the server; the pictures still agree.
         px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
@@ -330,11 +332,11 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('rollout')")
         set_slider(page, "attn-tau", 0.5)
         page.wait_for_function(book % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5 && b.keep !== null")
-        _same_pictures(page, tiny16, a, ap.AttnParams(query=(2, 5), mode="rolled out", tau=0.5))
+        _same_pictures(page, tiny16, a, ra.AttnParams(query=(2, 5), mode="rolled out", tau=0.5))
         page.locator("#attn-scale input[value=\"this map's range\"]").check()
         page.wait_for_function(book % "b.scale_name === \"this map's range\"")
         page.wait_for_function("() => (window.__vizvitAttnMatrix || '').includes('this map')")
-        _same_clicks(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5), mode="rolled out", tau=0.5,
+        _same_clicks(page, tiny16, a, ra.AttnParams(layer=1, query=(2, 5), mode="rolled out", tau=0.5,
                                                     scale="this map's range"))
 
 
@@ -351,11 +353,11 @@ def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_doe
         wait_image(page, "attn-main")
         page.wait_for_function(book % "b.highlight === null && b.artifacts[11].length === 4")
         assert "artifact tokens" in page.inner_text("#attn-readout")
-        _same_pictures(page, trained, a, ap.AttnParams())
-        _same_clicks(page, trained, a, ap.AttnParams(layer=12))
+        _same_pictures(page, trained, a, ra.AttnParams())
+        _same_clicks(page, trained, a, ra.AttnParams(layer=12))
         page.locator("#attn-artifacts input").check()
         page.wait_for_function(book % "b.artifacts_in_range === true")
-        _same_clicks(page, trained, a, ap.AttnParams(layer=12, artifacts_in_range=True))
+        _same_clicks(page, trained, a, ra.AttnParams(layer=12, artifacts_in_range=True))
         shot(page, "attention_trained_artifacts")
 
 
@@ -386,8 +388,8 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
         _open_on_cls(page, photo)
         page.evaluate(WATCH_JS)
         for elem, value, key, readout, p in [
-                ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ap.AttnParams(layer=1)),
-                ("attn-head", 2, f"1|2|{ap.ONE_HEAD}", "Layer 1 · head 2 ", ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD))]:
+                ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ra.AttnParams(layer=1)),
+                ("attn-head", 2, f"1|2|{vocab.ONE_HEAD}", "Layer 1 · head 2 ", ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD))]:
             _quiet_log(page)
             page.locator(f"#{elem} input[type=number]").fill(str(value))
             page.wait_for_function("(k) => document.querySelector('#attn-main img').dataset.drawn === k", arg=key)
@@ -416,28 +418,28 @@ def test_a_colour_scale_picked_is_drawn_in_the_page_before_it_goes_to_the_server
         _open_on_cls(page, photo)
         g = tiny16.geometry
         for scale in ATTN_SCALES[1:]:  # the book is on the first; it holds the others too
-            _same_pictures(page, tiny16, a, ap.AttnParams(), scale=scale)
+            _same_pictures(page, tiny16, a, ra.AttnParams(), scale=scale)
             # Their colour bars' labels, laid out by the page from each range: the server's.
-            want = ap.map_book(tiny16, a, ap.AttnParams(layer=g.num_layers)).by_scale[scale][1]
+            want = books.map_book(tiny16, a, ra.AttnParams(layer=g.num_layers)).by_scale[scale][1]
             for layer, k in [(1, 0), (g.num_layers, g.num_heads), (g.num_layers, g.num_heads + 2)]:
-                head, show = (k + 1, ap.ONE_HEAD) if k < g.num_heads else (1, ap.FUSIONS[k - g.num_heads])
+                head, show = (k + 1, vocab.ONE_HEAD) if k < g.num_heads else (1, vocab.FUSIONS[k - g.num_heads])
                 bars = page.evaluate("([l, h, s, sc]) => window.__vizvitAttn.bookMap(window.__vizvitAttn.state.book, l, h, s, sc).bars",
                                      [layer, head, show, scale])
                 assert [tuple(b) for b in bars] == [tuple(b) for b in want[layer - 1][k]], (scale, layer, k)
         px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
         click_pixel(page, "attn-main", 3.5 * px, 1.5 * px)
         page.wait_for_function(book % "b.highlight && b.highlight[0] === 1 && b.highlight[1] === 3")
-        _same_pictures(page, tiny16, a, ap.AttnParams(query=(1, 3)), scale="this map's range")
+        _same_pictures(page, tiny16, a, ra.AttnParams(query=(1, 3)), scale="this map's range")
         page.evaluate(WATCH_JS)
         page.locator("#attn-scale input[value=\"this map's range\"]").check()
         page.wait_for_function(book % "b.scale_name === \"this map's range\"")
         page.wait_for_selector("#attn-readout:has-text(\"this map's range\")")
         log = page.evaluate("() => window.__attnLog")
         assert log[:1] == ["page"] and "sent" in log, log  # painted first, then handed on
-        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=2, query=(1, 3), scale="this map's range"))
+        _is_on_screen(page, tiny16, a, ra.AttnParams(layer=2, query=(1, 3), scale="this map's range"))
 
 
-def _is_on_screen(page, vm, a, p: ap.AttnParams) -> None:
+def _is_on_screen(page, vm, a, p: ra.AttnParams) -> None:
     """The main map on screen is the server's picture for p: drawn in the page (its canvas, pixel for
     pixel), or the very JPEG file the server makes of main_panel's picture."""
     want = ap.main_panel(vm, a, p).image
@@ -517,7 +519,7 @@ def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(
         assert s["layer"] == 1 and s["show"] == ["mean"], s
         assert "Layer 1 · mean" in s["readout"] and "patch (row 2, col 5)" in s["readout"], s
         assert s["highlight"] == [2, 5], s
-        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, query=(2, 5)))
+        _is_on_screen(page, tiny16, a, ra.AttnParams(layer=1, query=(2, 5)))
 
 
 @pytest.mark.slow
@@ -536,7 +538,7 @@ def test_an_older_answer_reaching_the_server_last_is_dropped(url, tiny16):
         s = _page_state(page)
         assert s["layer"] == 1 and s["show"] == ["max"], s
         assert "Layer 1 · max" in s["readout"], s
-        _is_on_screen(page, tiny16, a, ap.AttnParams(layer=1, show="max"))
+        _is_on_screen(page, tiny16, a, ra.AttnParams(layer=1, show="max"))
 
 
 def _shows_one_state(page, vm, a) -> dict:
@@ -545,8 +547,8 @@ def _shows_one_state(page, vm, a) -> dict:
     s = _page_state(page)
     assert len(s["show"]) == 1, s
     q = tuple(s["highlight"]) if s["highlight"] else None
-    p = ap.AttnParams(layer=s["layer"], head=s["head"], show=s["show"][0], query=q)
-    what = f"head {p.head} " if p.show == ap.ONE_HEAD else f"{p.show} of"
+    p = ra.AttnParams(layer=s["layer"], head=s["head"], show=s["show"][0], query=q)
+    what = f"head {p.head} " if p.show == vocab.ONE_HEAD else f"{p.show} of"
     assert f"Layer {p.layer} · {what}" in s["readout"], s
     assert ("[CLS]" if q is None else f"patch (row {q[0]}, col {q[1]})") in s["readout"], s
     _is_on_screen(page, vm, a, p)
@@ -562,7 +564,7 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
 
     photo = str(EXAMPLES / "chelsea.jpg")
     a = vizvit.analyze(tiny16, vizvit.load_image(photo))
-    t = ap.grid_tile(tiny16.geometry)
+    t = layout.grid_tile(tiny16.geometry)
     change = ap.change
 
     def slow(*args, **kw):  # an answer slow enough to act before it lands
@@ -572,7 +574,7 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
     with page_at(url) as page:
         _opened_at_layer_2(page, photo)
         monkeypatch.setattr(ap, "change", slow)
-        click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)  # (layer 1, head 2)
+        click_pixel(page, "attn-grid", layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2)  # (layer 1, head 2)
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.wait_for_selector("#attn-readout:has-text('Layer 1')")
         page.wait_for_timeout(3000)  # every answer is in
@@ -585,8 +587,8 @@ def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_serve
     range, and one float32 step either side): the page's picture of every map is map_image's, pixel
     for pixel (gray at full opacity: a pixel is its colour row, so a row off by one anywhere fails)."""
     g = tiny16.geometry
-    n_l, n_k = g.num_layers, g.num_heads + len(ap.FUSIONS)
-    p = ap.AttnParams(alpha=1.0, cmap="gray")
+    n_l, n_k = g.num_layers, g.num_heads + len(vocab.FUSIONS)
+    p = ra.AttnParams(alpha=1.0, cmap="gray")
     rng = np.random.default_rng(0)
     ranges = [(0.0, 1.0), (0.001, 0.0213), (0.0, 0.0051), (0.002, 0.5)]
     maps, lo_hi = np.zeros((n_l, n_k, *g.grid), np.float32), np.zeros((n_l, n_k, 2))
@@ -597,20 +599,20 @@ def test_the_page_paints_maps_on_the_boundaries_between_colour_rows_as_the_serve
         maps[m // n_k, m % n_k] = rng.permutation(vals).reshape(g.grid)
         lo_hi[m // n_k, m % n_k] = lo, hi
     height = render.display_scale(g) * g.image_size[0]
-    marks = {ap.UNIFORM_MARK: ap.uniform_level(g)}
+    marks = {layout.UNIFORM_MARK: ra.uniform_level(g)}
     bars = [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)] for l in range(n_l)]
-    book = ap.MapBook(maps, lo_hi, None, bars, p, np.zeros((n_l, *g.grid), bool))
+    book = books.MapBook(maps, lo_hi, None, bars, p, np.zeros((n_l, *g.grid), bool))
     photo = str(EXAMPLES / "chelsea.jpg")
     view = vizvit.analyze(tiny16, vizvit.load_image(photo)).input_view
     with page_at(url) as page:
         upload_and_open(page, photo, "Attention")
         page.wait_for_function(BOOK_READY % "b.highlight === null")
-        page.evaluate("(t) => window.__vizvitAttn.setBook(t)", ap.book_for_page(book, view, g, photo="constructed"))
+        page.evaluate("(t) => window.__vizvitAttn.setBook(t)", books.book_for_page(book, view, g, photo="constructed"))
         page.wait_for_function(BOOK_READY % "b.photo === 'constructed'")
-        shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+        shows = [(h + 1, vocab.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in vocab.FUSIONS]
         for l in range(n_l):
             for k, (head, show) in enumerate(shows):
-                want = ap.map_image(view, maps[l, k], g, p, lo_hi=tuple(lo_hi[l, k]), marks=marks)
+                want = layout.map_image(view, maps[l, k], g, p, lo_hi=tuple(lo_hi[l, k]), marks=marks)
                 _agree(_page_frame(page, l + 1, head, show), want, g, (l, k))
 
 
@@ -624,4 +626,4 @@ def test_a_deep_link_to_a_layer_head_and_query_ends_with_the_servers_picture_for
         page.wait_for_function(BOOK_READY % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5")
         page.wait_for_timeout(1500)  # every answer is in
         s = _shows_one_state(page, tiny16, a)
-        assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [ap.ONE_HEAD], [2, 5]), s
+        assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [vocab.ONE_HEAD], [2, 5]), s

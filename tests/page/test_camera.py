@@ -211,7 +211,8 @@ def test_the_page_draws_the_servers_live_picture(url, tiny16, trained):
     from vizvit.model import engine
     from vizvit.model.images import load_image
     from vizvit.pictures import render
-    from vizvit.views import attention as attn, camera as view
+    from vizvit.readings import attention as ra
+    from vizvit.views import camera as view
 
     cat = load_image(str(Path(__file__).resolve().parents[2] / "assets" / "examples" / "chelsea.jpg"))
     cases = [(tiny16, fc.frame_rgb(4, FRAMES), view.CameraParams(mode="raw", layer=1, heads="head 2")),
@@ -249,5 +250,5 @@ def test_the_page_draws_the_servers_live_picture(url, tiny16, trained):
                 box = np.s_[y - cap:y + 1, x:x + min(render.text_size(text)[0], 60)]
                 assert (got[box].min(-1) < 100).any() and (want[box].min(-1) < 100).any(), (what, text)
             if vm is trained and cp.mode == "rolled out":
-                assert attn.main_map(a, ap).artifacts.any(), "the trained ViT-Ti's last layer has artifact tokens"
+                assert ra.main_map(a, ap).artifacts.any(), "the trained ViT-Ti's last layer has artifact tokens"
         shot(page, "camera-drawn")

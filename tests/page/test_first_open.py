@@ -430,7 +430,7 @@ def test_a_lesson_step_opens_its_tab_without_the_picture_drawn_ahead_for_other_c
     """A step sets its tab's controls, then opens it: the picture drawn ahead (for the controls as
     they were) is cleared, so the tab never shows it under the step's controls."""
     from vizvit.session import PhotoKey
-    from vizvit.views import lesson
+    from vizvit.readings import lesson
 
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)

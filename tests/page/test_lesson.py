@@ -11,7 +11,7 @@ import re
 from browser import page_at, upload, wait_image
 from tiny import EXAMPLES
 
-from vizvit.views import lesson
+from vizvit.readings import lesson
 
 STEPS = lesson.steps()
 TAB_PICTURE = {"patches": "patch-grid", "embeddings": "emb-pca", "attention": "attn-main", "positions": "pos-grid",

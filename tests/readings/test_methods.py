@@ -34,7 +34,7 @@ SAME_WORD: dict[tuple[str, str], tuple[int, str]] = {
     ("vizvit/views/camera.py", "rollout"): (1, "which picture the live camera draws"),
     ("vizvit/views/embeddings.py", "rollout"): (2, "the colour choice (vocab.COLOR_CHOICES)"),
     ("vizvit/views/experiments.py", "random"): (1, "the mask action"),
-    ("vizvit/views/lesson.py", "rollout"): (1, "the lesson step's measure id (lesson.toml)"),
+    ("vizvit/readings/lesson.py", "rollout"): (1, "the lesson step's measure id (lesson.toml)"),
     ("page/endpoints.py", "rollout"): (1, "the /rollout endpoint's name"),
     ("page/tabs/compare.py", "rollout"): (2, "the Compare tab's rollout picture"),
     ("page/tabs/experiments.py", "random"): (2, "the mask action's button"),

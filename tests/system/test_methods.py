@@ -19,6 +19,7 @@ from vit_explain import vit_explain_rollout
 
 from vizvit.methods import maths as A
 from vizvit.model import engine, positional, tokens
+from vizvit.readings import attention as ra
 from vizvit.readings.perturb import Curves
 
 
@@ -404,7 +405,7 @@ def test_labels_name_the_exact_methods():
     with pytest.raises(ValueError):
         A.attention_distance(random_attention(GEOMS["g7"]), GEOMS["g7"], "halfway")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        ap.AttnParams(discard_mode="sideways").checked(GEOMS["g7"])  # type: ignore[arg-type]
+        ra.AttnParams(discard_mode="sideways").checked(GEOMS["g7"])  # type: ignore[arg-type]
 
 
 def test_the_attention_tab_threads_the_discard_mode_and_distance_normalisation(geom):
@@ -413,14 +414,14 @@ def test_the_attention_tab_threads_the_discard_mode_and_distance_normalisation(g
     att = random_attention(geom, seed=11)
     a, vm = stand_in_analysis(geom, att), StandInModel(geom)
     vm.display_name = "constructed"
-    p = ap.AttnParams(layer=geom.num_layers, show="max", mode="rolled out", discard=0.9,
+    p = ra.AttnParams(layer=geom.num_layers, show="max", mode="rolled out", discard=0.9,
                       discard_mode="global (vit-explain)")
     want = A.rollout_maps(att, geom, "max", 0.9, "global (vit-explain)")
-    np.testing.assert_allclose(ap.strip_maps(a, p).numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ra.strip_maps(a, p).numpy(), want.numpy(), rtol=1e-6)
     main = ap.main_panel(vm, a, p)
     np.testing.assert_allclose(main.values, want[-1].numpy(), rtol=1e-6)
     assert "global (vit-explain) discard 0.90" in main.readout
-    per_row = ap.strip_maps(a, ap.AttnParams(show="max", discard=0.9)).numpy()
+    per_row = ra.strip_maps(a, ra.AttnParams(show="max", discard=0.9)).numpy()
     assert np.abs(per_row - want.numpy()).max() > 1e-4
     fig, choices = ap.distance_view(vm, a, "raw (probing-vits)")
     assert "probing-vits" in fig.layout.title.text and len(choices) == geom.num_layers * geom.num_heads

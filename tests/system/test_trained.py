@@ -13,10 +13,12 @@ import torch
 from tiny import EXAMPLES
 
 import vizvit
+from vizvit import vocab
+from vizvit.methods.maps import relevance_map
 from vizvit.pictures import render
-from vizvit.readings import perturb
+from vizvit.readings import attention as ra, perturb
 from vizvit.readings.artifacts import artifact_masks
-from vizvit.views import attention as ap
+from vizvit.views import attention as ap, layout
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,7 @@ def test_attention_distance_grows_with_depth(trained, analyses):
     assert per_layer[-3:].mean() > 2 * per_layer[:2].mean(), per_layer
     assert d[-1].min() > d[0].mean(), d[[0, -1]]
     # The README's distances come from the same function the page uses: it agrees with this one.
-    np.testing.assert_allclose(ap.distances(analyses["chelsea"]).numpy(), d, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(ra.distances(analyses["chelsea"]).numpy(), d, rtol=1e-4, atol=1e-3)
 
 
 def test_a_16px_shift_moves_every_patch_exactly_and_a_1px_shift_changes_them(trained, analyses):
@@ -107,11 +109,11 @@ def test_artifact_tokens_are_the_high_norm_corners_in_late_layers(trained, analy
 
 def _tile_spreads(img: np.ndarray, g) -> list[float]:
     """5–95 % luminance spread of each cell of the layers × heads picture, cyan artifact pixels left out."""
-    t = ap.grid_tile(g)
+    t = layout.grid_tile(g)
     out = []
     for l in range(g.num_layers):
         for h in range(g.num_heads):
-            x0, y0 = ap.GRID_LEFT + h * (t + ap.GRID_SEP), ap.GRID_TOP + l * (t + ap.GRID_SEP)
+            x0, y0 = layout.GRID_LEFT + h * (t + layout.GRID_SEP), layout.GRID_TOP + l * (t + layout.GRID_SEP)
             cell = img[y0:y0 + t, x0:x0 + t].reshape(-1, 3).astype(float)
             cell = cell[~np.all(cell == render.ARTIFACT_COLOR, axis=1)]
             lum = cell @ np.array([0.299, 0.587, 0.114])
@@ -121,13 +123,13 @@ def _tile_spreads(img: np.ndarray, g) -> list[float]:
 
 def test_the_default_layers_by_heads_grid_shows_structure_in_most_tiles(trained, analyses):
     for name, a in analyses.items():
-        grid = ap.attention_view(trained, a, ap.AttnParams()).grid
+        grid = ap.attention_view(trained, a, ra.AttnParams()).grid
         spreads = _tile_spreads(grid, trained.geometry)
         share = np.mean(np.array(spreads) >= 40)
         # Measured: 0.92 (cat) and 0.97 (coffee) of the 36 tiles (each tile to its own max: 0.81 and 0.92;
         # one shared 0..max range: 0.00).
         assert share >= 0.8, (name, share, spreads)
-    shared = ap.attention_view(trained, analyses["chelsea"], ap.AttnParams(shared_scale=True,
+    shared = ap.attention_view(trained, analyses["chelsea"], ra.AttnParams(shared_scale=True,
                                                                            artifacts_in_range=True)).grid
     assert np.mean(np.array(_tile_spreads(shared, trained.geometry)) >= 40) < 0.2  # why the default changed
 
@@ -135,7 +137,7 @@ def test_the_default_layers_by_heads_grid_shows_structure_in_most_tiles(trained,
 def test_a_head_that_attends_only_to_cls_is_drawn_dark_and_said_to_be_near_zero(trained, analyses):
     a = analyses["chelsea"]
     g = trained.geometry
-    p = ap.AttnParams(layer=1, head=3, show=ap.ONE_HEAD)
+    p = ra.AttnParams(layer=1, head=3, show=vocab.ONE_HEAD)
     assert float(a.attentions[0, 2, 0, 0]) > 0.9999  # [CLS] -> [CLS] = 1.0000 in layer 1, head 3
     main = ap.main_panel(trained, a, p)
     assert "Nearly zero everywhere" in main.readout and "nearly uniform" not in main.readout
@@ -149,9 +151,9 @@ def test_a_head_that_attends_only_to_cls_is_drawn_dark_and_said_to_be_near_zero(
 
 def test_the_relevance_map_names_the_corner_artifacts_and_peaks_on_the_cat_outside_them(trained, analyses):
     a = analyses["chelsea"]
-    img, text = ap.relevance_panel(trained, a, a.top5[0].index, ap.AttnParams())
+    img, text = ap.relevance_panel(trained, a, a.top5[0].index, ra.AttnParams())
     assert "artifact tokens" in text and "the four corners" in text
-    values = ap.relevance_map(trained, a, a.top5[0].index)
+    values = relevance_map(trained, a, a.top5[0].index)
     corners = [(0, 0), (0, 13), (13, 0), (13, 13)]
     assert np.unravel_index(values.argmax(), values.shape) in corners  # the model's own artifact (Chefer's code too)
     rest = values.copy()

@@ -1,4 +1,5 @@
-"""The Attention tab's view (vizvit/views/attention.py): the main map, grid, strip, readout, the book the page draws from, relevance and export, on constructed attentions and tiny models."""
+"""The Attention tab's view (vizvit/views/attention.py): the main map, grid, strip, readout, the book the page draws
+from, relevance and export, on constructed attentions and tiny models."""
 
 from __future__ import annotations
 
@@ -14,19 +15,22 @@ from synthetic import GEOMS, StandInModel, pointing_attention, stand_in_analysis
 import vizvit
 from vizvit import vocab
 from vizvit.methods import maths as A, maths as att_mod
+from vizvit.methods.maps import relevance_map
 from vizvit.model.models import Geometry
 from vizvit.pictures import render
+from vizvit.readings import attention as ra
+from vizvit.readings.artifacts import artifact_masks
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as ap
+from vizvit.views import attention as ap, books, layout
 
 # ------------------------------------------------------------------ "points at (r, c)" in every view
 RC = {"g14": (3, 11), "g7": (5, 2)}
 
 
-def _params(**kw) -> ap.AttnParams:
+def _params(**kw) -> ra.AttnParams:
     # A constructed attention that points every query at one patch makes that patch an attention
     # sink, i.e. an artifact token: these tests are about the map itself, so it stays in the range.
-    return ap.AttnParams(**{"layer": 2, "head": 3, "alpha": 1.0, "cmap": "inferno", "artifacts_in_range": True, **kw})
+    return ra.AttnParams(**{"layer": 2, "head": 3, "alpha": 1.0, "cmap": "inferno", "artifacts_in_range": True, **kw})
 
 
 def _brightest_tile(img: np.ndarray, g: Geometry, x0: int = 0, y0: int = 0, tile: int | None = None):
@@ -43,7 +47,7 @@ def test_main_map_has_a_colour_bar_from_the_map_min_to_max_and_clicks_on_it_pick
     g = geom
     r, c = RC[[k for k, v in GEOMS.items() if v == g][0]]
     a = stand_in_analysis(g, pointing_attention(g, g.num_prefix_tokens + r * g.grid[1] + c, weight=0.5))
-    main = ap.main_panel(StandInModel(g), a, _params(show=ap.ONE_HEAD))
+    main = ap.main_panel(StandInModel(g), a, _params(show=vocab.ONE_HEAD))
     side = g.image_size[0] * render.display_scale(g)  # the enlarged map is side × side
     assert main.image.shape[0] == side and main.image.shape[1] > side + 40
     bar = main.image[:, side:]
@@ -65,14 +69,15 @@ def test_the_query_patch_attending_to_itself_does_not_set_the_colour_scale(geom)
     att[..., tq, tq] = 0.9
     att[..., tq, tu] = 0.05
     att = att / att.sum(-1, keepdim=True)
-    main = ap.main_panel(StandInModel(g), stand_in_analysis(g, att), _params(show=ap.ONE_HEAD, query=q))
+    main = ap.main_panel(StandInModel(g), stand_in_analysis(g, att), _params(show=vocab.ONE_HEAD, query=q))
     assert main.values[q] > 10 * main.values[u]
     # u is the brightest of the others: it gets the top colour, as does the query (clipped).
     assert sorted(_brightest_tile(main.image, g)) == sorted([q, u])
     # The grid's shared scale ignores the query's own cell the same way.
-    v = ap.attention_view(StandInModel(g), stand_in_analysis(g, att), _params(show=ap.ONE_HEAD, query=q, shared_scale=True))
-    t = ap.grid_tile(g)
-    assert sorted(_brightest_tile(v.grid, g, ap.GRID_LEFT, ap.GRID_TOP, t)) == sorted([q, u])
+    p = _params(show=vocab.ONE_HEAD, query=q, shared_scale=True)
+    v = ap.attention_view(StandInModel(g), stand_in_analysis(g, att), p)
+    t = layout.grid_tile(g)
+    assert sorted(_brightest_tile(v.grid, g, layout.GRID_LEFT, layout.GRID_TOP, t)) == sorted([q, u])
 
 
 def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, request):
@@ -90,7 +95,7 @@ def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, requ
             assert np.unravel_index(main.values.argmax(), g.grid) == (r, c), (show, mode)
             assert _brightest_tile(main.image, g) == [(r, c)], (show, mode)
     # A clicked query patch's row points at (r, c) too.
-    p = _params(show=ap.ONE_HEAD, query=(0, 0))
+    p = _params(show=vocab.ONE_HEAD, query=(0, 0))
     assert np.unravel_index(ap.main_panel(vm, a, p).values.argmax(), g.grid) == (r, c)
     # Column: only patch (r, c) attends to [CLS] -> the [CLS] column lights (r, c).
     n = g.seq_len
@@ -101,14 +106,14 @@ def test_attention_pointing_at_a_patch_lights_that_tile_in_every_view(geom, requ
     v = ap.main_panel(vm, stand_in_analysis(g, col_att), p).values
     assert np.unravel_index(v.argmax(), g.grid) == (r, c)
     # Rollout strip maps and the all-heads grid, raw and rolled out.
-    assert all(np.unravel_index(m.argmax(), g.grid) == (r, c) for m in ap.strip_maps(a, _params()).numpy())
+    assert all(np.unravel_index(m.argmax(), g.grid) == (r, c) for m in ra.strip_maps(a, _params()).numpy())
     for mode in vocab.MODES:
-        img = ap.compose_grid(ap.grid_maps(a, _params(mode=mode)).numpy(), "inferno", shared=False)
-        tile = ap.grid_tile(g)
+        img = layout.compose_grid(ra.grid_maps(a, _params(mode=mode)).numpy(), "inferno", shared=False)
+        tile = layout.grid_tile(g)
         for l in range(g.num_layers):
             for h in range(g.num_heads):
-                x0 = ap.GRID_LEFT + h * (tile + ap.GRID_SEP)
-                y0 = ap.GRID_TOP + l * (tile + ap.GRID_SEP)
+                x0 = layout.GRID_LEFT + h * (tile + layout.GRID_SEP)
+                y0 = layout.GRID_TOP + l * (tile + layout.GRID_SEP)
                 assert _brightest_tile(img, g, x0, y0, tile) == [(r, c)], (mode, l, h)
 
 
@@ -121,7 +126,7 @@ def test_only_one_head_pointing_lights_only_its_rolled_out_cell(geom):
     l0, h0 = g.num_layers - 1, 2
     att[l0, h0] = 0.1 / n
     att[l0, h0, :, t] += 0.9
-    maps = ap.grid_maps(stand_in_analysis(g, att), _params(mode="rolled out")).numpy()  # (L, H, gh, gw)
+    maps = ra.grid_maps(stand_in_analysis(g, att), _params(mode="rolled out")).numpy()  # (L, H, gh, gw)
     for l in range(g.num_layers):
         for h in range(g.num_heads):
             m = maps[l, h]
@@ -134,25 +139,25 @@ def test_only_one_head_pointing_lights_only_its_rolled_out_cell(geom):
 
 def test_grid_click_maps_back_to_layer_and_head(geom):
     g = geom
-    tile = ap.grid_tile(g)
+    tile = layout.grid_tile(g)
     for l in range(g.num_layers):
         for h in range(g.num_heads):
-            x = ap.GRID_LEFT + h * (tile + ap.GRID_SEP) + tile - 1
-            y = ap.GRID_TOP + l * (tile + ap.GRID_SEP) + 1
-            assert ap.grid_cell_at(g, x, y) == (l + 1, h + 1)
+            x = layout.GRID_LEFT + h * (tile + layout.GRID_SEP) + tile - 1
+            y = layout.GRID_TOP + l * (tile + layout.GRID_SEP) + 1
+            assert layout.grid_cell_at(g, x, y) == (l + 1, h + 1)
     maps = np.random.rand(g.num_layers, g.num_heads, *g.grid)
-    height = ap.GRID_TOP + g.num_layers * (tile + ap.GRID_SEP) - ap.GRID_SEP
-    width = ap.GRID_LEFT + g.num_heads * (tile + ap.GRID_SEP) - ap.GRID_SEP
-    per_tile = ap.compose_grid(maps, shared=False)  # + a bar naming the rule ("tile max"), cells unmoved
+    height = layout.GRID_TOP + g.num_layers * (tile + layout.GRID_SEP) - layout.GRID_SEP
+    width = layout.GRID_LEFT + g.num_heads * (tile + layout.GRID_SEP) - layout.GRID_SEP
+    per_tile = layout.compose_grid(maps, shared=False)  # + a bar naming the rule ("tile max"), cells unmoved
     assert per_tile.shape[0] == height and per_tile.shape[1] > width + 30
-    shared = ap.compose_grid(maps, shared=True)  # + a colour bar on the right, cells unmoved
+    shared = layout.compose_grid(maps, shared=True)  # + a colour bar on the right, cells unmoved
     assert shared.shape[0] == height and shared.shape[1] > width + 30
     top = render.colorize(np.array([[1.0]]), "inferno", 0, 1)[0, 0]
     assert any(np.array_equal(shared[0, x], top) for x in range(width, shared.shape[1]))
     with pytest.raises(ValueError):
-        ap.grid_cell_at(g, 3, 3)  # the label margin
+        layout.grid_cell_at(g, 3, 3)  # the label margin
     with pytest.raises(ValueError):
-        ap.grid_cell_at(g, width + 10, ap.GRID_TOP + 1)  # the colour bar
+        layout.grid_cell_at(g, width + 10, layout.GRID_TOP + 1)  # the colour bar
 
 
 def test_head_choices_and_chart_clicks_parse_to_layer_and_head():
@@ -170,12 +175,12 @@ def test_relevance_on_a_tiny_model_is_finite_non_negative_and_cached(tiny, cat):
     a = wb.analysis(key)
     before = {k: v.clone() for k, v in tiny.model.state_dict().items()}
     cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
-    m = ap.relevance_map(tiny, a, a.top5[1].index, cache)
+    m = relevance_map(tiny, a, a.top5[1].index, cache)
     assert m.shape == tiny.geometry.grid
     assert np.isfinite(m).all() and (m >= 0).all() and m.sum() > 0
-    ap.artifact_masks(a, cache)  # the panel also names the artifact tokens (cached once per photo)
+    artifact_masks(a, cache)  # the panel also names the artifact tokens (cached once per photo)
     misses = wb.cache.misses
-    img, text = ap.relevance_panel(tiny, a, a.top5[1].index, ap.AttnParams(), cache)
+    img, text = ap.relevance_panel(tiny, a, a.top5[1].index, ra.AttnParams(), cache)
     assert wb.cache.misses == misses, "the second request must come from the cache"
     assert img.shape[2] == 3 and "Relevance" in text
     assert all(not p.requires_grad for p in tiny.model.parameters())
@@ -189,25 +194,28 @@ def test_attention_views_on_a_tiny_model_run_no_forward(tiny, cat):
     key = PhotoKey(tiny.id, wb.add_photo(cat))
     a = wb.analysis(key)
     cache = lambda name, f: wb.derived(key, name, f)  # noqa: E731
-    page = ap.attention_page(tiny, a, ap.AttnParams(layer=2), cache)
+    page = ap.attention_page(tiny, a, ra.AttnParams(layer=2), cache)
     g = tiny.geometry
     s = render.display_scale(g)
     side = g.image_size[1] * s
     assert page.view.main.shape[0] == g.image_size[0] * s and page.view.main.shape[1] > side  # + colour bar
-    assert len(page.distance_choices) == g.num_layers * g.num_heads and len(page.classes) == len(tiny.labels)  # every class, top-5 first
-    title = page.distance.layout.title.text.replace("</sub>", "")  # the model's line (issue 17)
+    assert len(page.distance_choices) == g.num_layers * g.num_heads
+    assert len(page.classes) == len(tiny.labels)  # every class, top-5 first
+    chart, choices = ap.distance_view(tiny, a, page.params.distance_norm, cache)  # the chart: after the first picture
+    assert choices == page.distance_choices
+    title = chart.layout.title.text.replace("</sub>", "")  # the model's line (issue 17)
     assert "Mean attention distance" in title and "/" not in title, "no server path in the page"
-    assert "<br><sub>local: p16" in page.distance.layout.title.text or "<br><sub>" in title, "model on its own line"
+    assert "<br><sub>local: p16" in chart.layout.title.text or "<br><sub>" in title, "model on its own line"
     forwards = sum(1 for k in wb.cache._items if k[0] == "analysis")
-    for p in (ap.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),
-              ap.AttnParams(show=ap.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):
+    for p in (ra.AttnParams(mode="rolled out", show="max", discard=0.5, tau=0.6, query=(1, 2), direction="column"),
+              ra.AttnParams(show=vocab.ONE_HEAD, head=2, mode="rolled out", shared_scale=False, cmap="viridis")):
         v = ap.attention_view(tiny, wb.analysis(key), p, cache)
         assert v.grid.ndim == 3 and v.strip.ndim == 3 and "Layer 1" in v.readout
     assert sum(1 for k in wb.cache._items if k[0] == "analysis") == forwards
     with pytest.raises(ValueError):
-        ap.attention_view(tiny, a, ap.AttnParams(layer=g.num_layers + 1))
-    assert ap.clip_params(ap.AttnParams(layer=99, head=99, query=(20, 20)), g) == \
-        ap.AttnParams(layer=g.num_layers, head=g.num_heads, query=None)
+        ap.attention_view(tiny, a, ra.AttnParams(layer=g.num_layers + 1))
+    assert ap.clip_params(ra.AttnParams(layer=99, head=99, query=(20, 20)), g) == \
+        ra.AttnParams(layer=g.num_layers, head=g.num_heads, query=None)
 
 
 @pytest.mark.slow
@@ -234,11 +242,11 @@ def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
 
 # ------------------------------------------------------------------ the book the page draws from
 def _book_cases(g):
-    yield ap.AttnParams()
-    yield ap.AttnParams(mode="rolled out", discard=0.3, tau=0.5, scale="fixed across layers and heads")
-    yield ap.AttnParams(query=(1, g.grid[1] - 2), direction="column", scale="this map's range")
+    yield ra.AttnParams()
+    yield ra.AttnParams(mode="rolled out", discard=0.3, tau=0.5, scale="fixed across layers and heads")
+    yield ra.AttnParams(query=(1, g.grid[1] - 2), direction="column", scale="this map's range")
     for s in g.summaries[1:]:
-        yield ap.AttnParams(summary=s, mode="rolled out")
+        yield ra.AttnParams(summary=s, mode="rolled out")
 
 
 def _color_rows(values: np.ndarray, lo: float, hi: float) -> list:
@@ -257,8 +265,8 @@ def test_the_books_colour_rows_hold_at_the_boundaries_between_two_rows():
         mids = (lo + (hi - lo) * (np.arange(65) + 0.5) / 255).astype(np.float32)
         vals = np.concatenate([np.nextafter(mids, -np.inf), mids, np.nextafter(mids, np.inf), [hi]]).astype(np.float32)
         maps = vals.reshape(1, 1, *g.grid)
-        book = ap.MapBook(maps, np.array([[[lo, hi]]]), None, [[[]]], ap.AttnParams(), np.zeros((1, *g.grid), bool))
-        rows = ap.book_index(book)[0, 0]
+        book = books.MapBook(maps, np.array([[[lo, hi]]]), None, [[[]]], ra.AttnParams(), np.zeros((1, *g.grid), bool))
+        rows = books.book_index(book)[0, 0]
         assert rows.tolist() == _color_rows(maps[0, 0], lo, hi)
         gray = render.colorize(maps[0, 0], "gray", lo, hi)[..., 0]  # the gray table's row r is the colour r
         assert (rows == gray).all(), (lo, hi)
@@ -271,10 +279,10 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
     same values, same colour range, same τ mask, same colour-bar labels, same picture width."""
     g = vm.geometry
     a = vizvit.analyze(vm, photo)
-    shows = [(h + 1, ap.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in ap.FUSIONS]
+    shows = [(h + 1, vocab.ONE_HEAD) for h in range(g.num_heads)] + [(1, f) for f in vocab.FUSIONS]
     for p in _book_cases(g):
-        book = ap.map_book(vm, a, p)
-        assert book.maps.shape == (g.num_layers, g.num_heads + len(ap.FUSIONS), *g.grid)
+        book = books.map_book(vm, a, p)
+        assert book.maps.shape == (g.num_layers, g.num_heads + len(vocab.FUSIONS), *g.grid)
         for l in range(g.num_layers):
             for k, (head, show) in enumerate(shows):
                 q = dataclasses.replace(p, layer=l + 1, head=head, show=show)
@@ -287,7 +295,7 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
                     assert (book.keep[l, k] == keep).all()
                 assert book.bars[l][k] == render.colorbar_labels(main.image.shape[0], lo, hi,
                                                                  marks={"1/N": 1 / g.seq_len})
-        page = json.loads(ap.book_for_page(book, a.input_view, g))
+        page = json.loads(books.book_for_page(book, a.input_view, g))
         assert page["width"] == ap.main_panel(vm, a, p).image.shape[1], vm.id  # clicks map alike
         # The page gets each map as the colour-table rows it is painted with, under its own range.
         index = np.frombuffer(base64.b64decode(page["index"]), np.uint8).reshape(book.maps.shape)
@@ -306,7 +314,7 @@ def test_the_book_holds_the_main_map_of_every_layer_head_and_fusion(tiny16, fami
 def test_models_too_large_for_a_book_are_drawn_by_the_server():
     vit_b = Geometry((224, 224), 16, (14, 14), 1, 12, 12, 768)
     dinov2_l = Geometry((518, 518), 14, (37, 37), 1, 24, 16, 1024)  # 24 × 19 maps of 37² floats: 2.5 MB
-    assert ap.draws_in_page(vit_b) and not ap.draws_in_page(dinov2_l)
+    assert books.draws_in_page(vit_b) and not books.draws_in_page(dinov2_l)
 
 
 def test_page_drawing_takes_every_shared_constant_from_the_book():
@@ -320,13 +328,13 @@ def test_page_drawing_takes_every_shared_constant_from_the_book():
 
     js = web.scripts(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT)
     code = "\n".join(line.split("//")[0] for line in js.splitlines())  # comments may name values
-    style = ap.page_style()
+    style = books.page_style()
     used = set(re.findall(r"\bS\.(\w+)", code)) | set(re.findall(r"style\.(\w+)", code))
     assert used and used <= set(style), used - set(style)
     words = [v for v in style.values() if isinstance(v, str) and v.strip()]
     for w in words:
         assert f"'{w}'" not in code and f'"{w}"' not in code, f"{w!r} is written in the script"
-    numbers = {ap.DIM, render.LINE_SPACING}
+    numbers = {layout.DIM, render.LINE_SPACING}
     literals = {float(m) for m in re.findall(r"(?<![\w.])(\d+\.\d+)", code)}
     assert not literals & numbers, literals & numbers
     for key in ("gap", "bar", "tick", "overhang", "label_offset", "dim", "one_head", "mark"):
@@ -345,17 +353,17 @@ def test_attention_view_reads_from_dist_and_names_every_prefix_token(families, c
     vm = families["deit"]
     g = vm.geometry
     a = vizvit.analyze(vm, cat)
-    p = ap.AttnParams(layer=2, summary="[DIST]")
+    p = ra.AttnParams(layer=2, summary="[DIST]")
     panel = ap.main_panel(vm, a, p)
     want = a.attentions[1].float().mean(0)[1, g.num_prefix_tokens:].reshape(g.grid)
     assert np.allclose(panel.values, want.numpy(), atol=1e-6), "main map = [DIST]'s row"
     assert "[DIST]→[DIST]" in panel.readout and "mean patch→[CLS]" in panel.readout
-    strip = ap.strip_maps(a, p)
+    strip = ra.strip_maps(a, p)
     assert torch.allclose(strip, att_mod.rollout_maps(a.attentions, g, summary="[DIST]"))
     with pytest.raises(ValueError, match="Read maps from"):
-        ap.main_panel(vm, a, ap.AttnParams(summary="[REG1]"))
+        ap.main_panel(vm, a, ra.AttnParams(summary="[REG1]"))
     regs = families["dinov2_reg"]
-    readout = ap.main_panel(regs, vizvit.analyze(regs, cat), ap.AttnParams()).readout
+    readout = ap.main_panel(regs, vizvit.analyze(regs, cat), ra.AttnParams()).readout
     assert all(f"mean patch→[REG{i}]" in readout for i in range(1, 5)), "the attention registers receive"
 
 
@@ -364,7 +372,7 @@ def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):
     assert not vm.has_classifier
     a = vizvit.analyze(vm, cat)
     assert a.top5 == () and a.logits is None
-    v = ap.attention_view(vm, a, ap.AttnParams(tau=0.6))
+    v = ap.attention_view(vm, a, ra.AttnParams(tau=0.6))
     assert v.main.ndim == 3
 
 
@@ -373,28 +381,28 @@ def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny1
     """QueryBook entry i (what the page paints for a click on patch i) is main_panel's map for that
     query: its colour rows, its colour range (the query and the artifact tokens left out) and its τ
     mask, for rows and columns, raw and rolled out, both scales the page draws, registers too."""
-    cases = [ap.AttnParams(layer=2), ap.AttnParams(layer=1, head=2, show=ap.ONE_HEAD, direction="column", tau=0.5),
-             ap.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3)]
+    cases = [ra.AttnParams(layer=2), ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD, direction="column", tau=0.5),
+             ra.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3)]
     for vm in (tiny16, families["dinov2_reg"]):
         g = vm.geometry
         a = vizvit.analyze(vm, cat)
         for p in cases:
-            qb = ap.query_book(a, p)
-            page = json.loads(ap.matrix_for_page(a, p))
+            qb = books.query_book(a, p)
+            page = json.loads(books.matrix_for_page(a, p))
             assert base64.b64decode(page["index"]) == qb.index.tobytes(), (vm.id, p)
             for i in range(g.num_patches):
                 rc = divmod(i, g.grid[1])
                 q = dataclasses.replace(p, query=rc)
                 main = ap.main_panel(vm, a, q)
-                out = ap.excluded(ap.artifact_stack(a, q)[q.layer - 1], q)
-                lo, hi = ap.map_range(main.values, q.scale, rc, None, out, ap.range_floor(g))
+                out = ra.excluded(ra.artifact_stack(a, q)[q.layer - 1], q)
+                lo, hi = ra.map_range(main.values, q.scale, rc, None, out, ra.range_floor(g))
                 assert tuple(qb.lo_hi[i]) == (lo, hi), (vm.id, q)
                 assert qb.index[i].tolist() == _color_rows(main.values, lo, hi), (vm.id, q)
                 if p.tau > 0:
                     assert (qb.keep[i] == A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()).all(), q
                 else:
                     assert qb.keep is None
-    assert ap.query_book(a, ap.AttnParams(scale="fixed across layers and heads")) is None  # the server draws
+    assert books.query_book(a, ra.AttnParams(scale="fixed across layers and heads")) is None  # the server draws
 
 
 def test_a_rolled_out_map_read_as_one_row_is_the_whole_rollouts(families, towers, cat):
@@ -403,16 +411,17 @@ def test_a_rolled_out_map_read_as_one_row_is_the_whole_rollouts(families, towers
     with a discard, one head, a clicked patch; a column has no one row and reads the stack."""
     from vizvit.views import attention as ap
 
-    cases = [ap.AttnParams(mode="rolled out", layer=2), ap.AttnParams(mode="rolled out", layer=1, show="max", discard=0.5),
-             ap.AttnParams(mode="rolled out", layer=2, show=ap.ONE_HEAD, head=2),
-             ap.AttnParams(mode="rolled out", layer=2, query=(1, 3)),
-             ap.AttnParams(mode="rolled out", layer=2, query=(1, 3), direction="column")]
+    cases = [ra.AttnParams(mode="rolled out", layer=2),
+             ra.AttnParams(mode="rolled out", layer=1, show="max", discard=0.5),
+             ra.AttnParams(mode="rolled out", layer=2, show=vocab.ONE_HEAD, head=2),
+             ra.AttnParams(mode="rolled out", layer=2, query=(1, 3)),
+             ra.AttnParams(mode="rolled out", layer=2, query=(1, 3), direction="column")]
     for vm in [*families.values(), towers["siglip16"]]:
         a = vizvit.analyze(vm, cat)
         for p in cases:
             for summary in vm.geometry.summaries:
                 q = dataclasses.replace(p, summary=summary).checked(vm.geometry)
-                fast, whole = ap.main_map(a, q, one_row=True), ap.main_panel(vm, a, q)
+                fast, whole = ra.main_map(a, q, one_row=True), ap.main_panel(vm, a, q)
                 np.testing.assert_allclose(fast.values, whole.values, rtol=1e-4, atol=1e-7, err_msg=f"{vm.id} {q}")
 
 
@@ -438,11 +447,11 @@ def test_a_change_the_page_draws_itself_draws_no_main_map(tiny, cat, monkeypatch
     wb = Workbench(device="cpu")
     wb.add_model(tiny)
     ph = wb.handle(PhotoKey(tiny.id, wb.add_photo(cat)))
-    p = ap.AttnParams(layer=2, show=ap.ONE_HEAD, head=2)
+    p = ra.AttnParams(layer=2, show=vocab.ONE_HEAD, head=2)
     full = ap.change(ph, p)  # the reference: drawn, as a query click is
     assert full.main is not None and full.matrix is not None
     drawn = []
-    real = ap.map_image
+    real = layout.map_image
     monkeypatch.setattr(ap, "map_image", lambda *a, **k: drawn.append(1) or real(*a, **k))
     got = ap.change(ph, p, drawn_in_page=True)
     assert got.main is None and drawn == []

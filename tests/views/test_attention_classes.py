@@ -9,6 +9,7 @@ from tiny import EXAMPLES
 
 import vizvit
 from vizvit.errors import UserError
+from vizvit.readings import attention as ra
 from vizvit.views import attention as ap
 
 
@@ -28,7 +29,7 @@ def test_a_class_outside_the_top5_gets_its_own_map(tiny16, cat):
     a = vizvit.analyze(tiny16, cat)
     top = {p.index for p in a.top5}
     other = next(i for i in range(len(tiny16.labels)) if i not in top)
-    p = ap.AttnParams()
+    p = ra.AttnParams()
     img, text = ap.method_panel(tiny16, a, "class relevance", other, p)
     assert f"Relevance for **{tiny16.labels[other]}** (class {other})" in text
     mine, _ = ap.method_panel(tiny16, a, "LeGrad", other, p)

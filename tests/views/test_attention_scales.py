@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 
+from vizvit import vocab
 from vizvit.pictures import render
-from vizvit.views import attention as ap
+from vizvit.readings import attention as ra
+from vizvit.views import attention as ap, layout
 
 
 def test_the_distance_chart_colours_heads_as_categories():
@@ -36,16 +38,16 @@ def _yellow_columns(img: np.ndarray, y: int) -> np.ndarray:
 def test_the_grid_outlines_one_cell_for_a_head_and_the_whole_layer_for_a_fusion(name):
     g = GEOMS[name]
     a = stand_in_analysis(g, random_attention(g))
-    t = ap.grid_tile(g)
-    step = t + ap.GRID_SEP
+    t = layout.grid_tile(g)
+    step = t + layout.GRID_SEP
     layer = 2
-    y_mid = ap.GRID_TOP + (layer - 1) * step + t // 2  # a row through the layer's cells
-    one = ap.attention_view(StandInModel(g), a, ap.AttnParams(layer=layer, head=2, show=ap.ONE_HEAD)).grid
+    y_mid = layout.GRID_TOP + (layer - 1) * step + t // 2  # a row through the layer's cells
+    one = ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=layer, head=2, show=vocab.ONE_HEAD)).grid
     xs = _yellow_columns(one, y_mid)
-    assert xs.min() >= ap.GRID_LEFT + step - 2 and xs.max() <= ap.GRID_LEFT + step + t + 1, "head 2's cell"
-    fused = ap.attention_view(StandInModel(g), a, ap.AttnParams(layer=layer, head=1, show="mean")).grid
+    assert xs.min() >= layout.GRID_LEFT + step - 2 and xs.max() <= layout.GRID_LEFT + step + t + 1, "head 2's cell"
+    fused = ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=layer, head=1, show="mean")).grid
     xs = _yellow_columns(fused, y_mid)
-    assert xs.min() <= ap.GRID_LEFT and xs.max() >= ap.GRID_LEFT + (g.num_heads - 1) * step + t - 1, \
+    assert xs.min() <= layout.GRID_LEFT and xs.max() >= layout.GRID_LEFT + (g.num_heads - 1) * step + t - 1, \
         "every head of the layer: the mean is no one cell"
 
 
@@ -57,11 +59,11 @@ def test_tile_tops_are_each_tiles_p99_outside_the_excluded_patches_or_half_its_m
     exclude = np.zeros((2, 7, 7), bool)
     exclude[0, 0, 0] = True
     maps[0, :, 0, 0] = 50.0  # an excluded patch never sets a top
-    tops = ap.tile_tops(maps, exclude)
+    tops = layout.tile_tops(maps, exclude)
     for l in range(2):
         for h in range(3):
             kept = maps[l, h][~exclude[l]]
-            want = max(np.percentile(kept, ap.TILE_PERCENTILE), kept.max() / 2)
+            want = max(np.percentile(kept, layout.TILE_PERCENTILE), kept.max() / 2)
             assert tops[l, h] == pytest.approx(want, rel=1e-6), (l, h)
 
 
@@ -71,20 +73,20 @@ def test_the_per_tile_bar_gives_the_outlined_cells_top_a_number():
     att[1, 0] *= 0.01  # layer 2, head 1: a much lower top than head 2
     att[1, 0, :, 0] += 1 - att[1, 0].sum(-1)  # rows still sum to 1 (the rest on [CLS])
     a = stand_in_analysis(g, att)
-    grids = [ap.attention_view(StandInModel(g), a, ap.AttnParams(layer=2, head=h, show=ap.ONE_HEAD)).grid
+    grids = [ap.attention_view(StandInModel(g), a, ra.AttnParams(layer=2, head=h, show=vocab.ONE_HEAD)).grid
              for h in (1, 2)]
     assert grids[0].shape == grids[1].shape, "the picture keeps its width while the cell changes"
-    right = grids[0].shape[1] - ap.GRID_LEFT - g.num_heads * (ap.grid_tile(g) + ap.GRID_SEP)
+    right = grids[0].shape[1] - layout.GRID_LEFT - g.num_heads * (layout.grid_tile(g) + layout.GRID_SEP)
     bar0, bar1 = grids[0][:, -right:], grids[1][:, -right:]
     assert (bar0 != bar1).any(), "the bar names the outlined cell's top"
-    maps = ap.grid_maps(a, ap.AttnParams(layer=2)).numpy()
-    tops = ap.tile_tops(maps, None, ap.range_floor(g))
+    maps = ra.grid_maps(a, ra.AttnParams(layer=2)).numpy()
+    tops = layout.tile_tops(maps, None, ra.range_floor(g))
     assert tops[1, 0] < tops[1, 1] / 10  # the two numbers differ, as constructed
 
 
 def test_the_artifact_caption_does_not_say_every_artifact_is_in_the_top_colour():
     arts = np.zeros((14, 14), bool)
     arts[0, 0] = True
-    text = ap.artifact_note(arts, ap.AttnParams(), "through layer", 12)
+    text = ap.artifact_note(arts, ra.AttnParams(), "through layer", 12)
     assert "show in the top colour" not in text and "clipped to the top colour" in text
     assert "low-information" in text and "only receives much attention is not one" in text

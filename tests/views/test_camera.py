@@ -20,6 +20,7 @@ from synthetic import pointing_attention, stand_in_analysis
 from vizvit.model import engine
 from vizvit.model.forwards import ForwardQueue
 from vizvit.model.images import model_input_view
+from vizvit.readings import attention as ra
 from vizvit.service import camera
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as attn, camera as view
@@ -171,7 +172,7 @@ def test_on_trained_weights_the_live_map_follows_the_square(trained):
         frame = fake_camera.frame_rgb(i, 30)
         a = engine.analyze(trained, Image.fromarray(frame))
         values = attn.main_panel(trained, a, p).values.copy()
-        values[attn.artifact_stack(a, p)[p.layer - 1]] = np.nan
+        values[ra.artifact_stack(a, p)[p.layer - 1]] = np.nan
         x0, y0, x1, y1 = fake_camera.square_in_view(i, 30, trained.preprocess)
         rows = slice(int(y0 * g.grid[0]), int(np.ceil(y1 * g.grid[0])))
         inside = np.zeros(g.grid, bool)

@@ -12,8 +12,9 @@ from vizvit.errors import UserError
 from vizvit.methods.maps import MEAN_ROLLOUT
 from vizvit.model.catalog import Catalog
 from vizvit.pictures import render
+from vizvit.readings import attention as ra
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import attention as ap, compare
+from vizvit.views import attention as ap, compare, layout
 
 TWIN = "random:vit-tiny-patch16-224"  # the random twin of the listed WinKawaks/vit-tiny-patch16-224
 
@@ -35,9 +36,9 @@ def test_each_side_reads_the_cache_its_own_tabs_use_and_draws_their_maps(bench):
     # position 3 of 12: layer 1 of the 2-layer A, layer 3 of B; head 2 of 3: A's head 2 of 2, B's head 2
     for side, layer, head in ((ph, 1, 2), (b, 3, 2)):
         s = compare.side_maps(side, layer, head)
-        p = ap.AttnParams(layer=layer, head=head, show="one head")
+        p = ra.AttnParams(layer=layer, head=head, show="one head")
         assert np.array_equal(s.attention, ap.main_panel(side.vm, side.analysis(), p, side.derived).values)
-        roll = ap.main_panel(side.vm, side.analysis(), ap.AttnParams(layer=layer, show="mean", mode="rolled out"),
+        roll = ap.main_panel(side.vm, side.analysis(), ra.AttnParams(layer=layer, show="mean", mode="rolled out"),
                              side.derived).values
         assert np.allclose(s.rollout, roll, atol=1e-7)
     assert "A (layer 1/2)" in page.verdict and "B (layer 3/12)" in page.verdict
@@ -67,8 +68,9 @@ def test_one_shared_colour_range_or_each_its_own(bench):
     assert top_a != top_b
     g = ph.vm.geometry
     for pics, hi in ((shared, max(top_a, top_b)), (own, top_a)):
-        expect = ap.map_image(ph.analysis().input_view, sa.attention, g, compare.attn_params(c.layer_a, "mean", "raw"),
-                              lo_hi=(0.0, hi), marks={ap.UNIFORM_MARK: ap.uniform_level(g)}, artifacts=sa.arts,
+        expect = layout.map_image(ph.analysis().input_view, sa.attention, g,
+                                  compare.attn_params(c.layer_a, "mean", "raw"),
+                              lo_hi=(0.0, hi), marks={layout.UNIFORM_MARK: ra.uniform_level(g)}, artifacts=sa.arts,
                               scale=render.display_scale(g, compare.MAP_PX))
         assert np.array_equal(pics["attention_a"][:expect.shape[0]], expect)  # the caption below it
 

@@ -1,4 +1,5 @@
-"""The Embeddings tab's view (vizvit/views/embeddings.py): depth, clicked token, similarity, scatter, artifact marks and export."""
+"""The Embeddings tab's view (vizvit/views/embeddings.py): depth, clicked token, similarity, scatter, artifact marks
+and export."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 import vizvit
+from vizvit import vocab
 from vizvit.pictures import render
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import embeddings as embed_panels, embeddings as embed_view
@@ -39,10 +41,10 @@ def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
         g = tiny.geometry
         for depth in range(g.num_layers + 1):  # every slider position, as the app's handlers do
             a = wb.analysis(key)
-            d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
+            d = wb.derived(key, "embeddings", lambda a=a: embed_panels.prepare(tiny, a))
             p = embed_panels.depth_panel(tiny, a, d, depth, (1, 2))
             s = embed_panels.similarity_panel(tiny, a, d, depth, (g.grid[0] - 1, 0))
-            for color in embed_panels.COLOR_CHOICES:
+            for color in vocab.COLOR_CHOICES:
                 embed_panels.scatter_figure(tiny, d, depth, color)
             assert p.pca_over_photo.shape[:2] == tuple(v * render.display_scale(g) for v in g.image_size)
             assert s.image.shape == p.pca_over_photo.shape

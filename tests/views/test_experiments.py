@@ -1,4 +1,5 @@
-"""The Experiments tab's view (vizvit/views/experiments.py): shifts, masks, the sweep, the deletion curves and their charts, cached per photo."""
+"""The Experiments tab's view (vizvit/views/experiments.py): shifts, masks, the sweep, the deletion curves and their
+charts, cached per photo."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tiny import EXAMPLES
 import vizvit
 from vizvit.export import export
 from vizvit.model.images import View, shift_view
-from vizvit.readings import methods, perturb
+from vizvit.readings import contest, methods, perturb
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
 
@@ -57,7 +58,8 @@ def test_export_writes_sweep_and_deletion_curves(tiny_dirs, tmp_path):
     assert np.allclose(rand[0], auc[names.index("random")], atol=1e-6)  # order 1 is the "random" map
     rows = [(n, a[2]) for n, a in zip(names, auc) if n != "random"] + [("random (baseline)", rand[:, 2].mean())]
     assert list(arrays["contest_ranking"]) == [rows[k][0] for k in np.argsort([-r[1] for r in rows], kind="stable")]
-    assert arrays["contest_auc_second_fill"].shape == (8, 3) and arrays["contest_random_auc_second_fill"].shape == (10, 3)
+    assert arrays["contest_auc_second_fill"].shape == (8, 3)
+    assert arrays["contest_random_auc_second_fill"].shape == (10, 3)
     assert not np.allclose(arrays["contest_auc_second_fill"], auc)  # blur removes patches otherwise than black
     assert arrays["masked_probs"].shape == (7,)
     assert set(summary["arrays"]) == set(arrays.files)
@@ -69,14 +71,14 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     wb.add_model(tiny16)
     key = PhotoKey(tiny16.id, wb.add_photo(cat))
     started, *panels_seen = list(experiments.curves_progress(wb.handle(key), steps=4, mode="black"))
-    maps = experiments.curve_maps(wb.handle(key))
+    maps = contest.curve_maps(wb.handle(key))
     # First the news that work started (no figures yet), then one update per map, as they come.
     assert started.chart is None and "Computing" in started.text and f"{len(maps)} maps" in started.text
     assert len(panels_seen) == len(maps) + 2  # each map, then the random orders, then the second fill
     assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
     assert "then by blur" in panels_seen[-1].text and "beats random only outside the band" in panels_seen[-1].text
     whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
-    cached = experiments.compute_curves(wb.handle(key), steps=4, mode="black")  # filled by the progress run
+    cached = contest.compute_curves(wb.handle(key), steps=4, mode="black")  # filled by the progress run
     assert cached.names == whole.names
     assert np.allclose(cached.deletion, whole.deletion, atol=1e-6)
     assert np.allclose(cached.insertion, whole.insertion, atol=1e-6)
@@ -138,14 +140,12 @@ def test_curves_and_sweep_charts_have_clean_ticks_and_one_view_count(tiny16, cat
 
 
 def _score(fill, names, dele, ins, band_del, band_ins):
-    from vizvit.views.experiments import FillScore
-
-    return FillScore(fill, tuple(names), np.array(dele), np.array(ins), perturb.spread(band_del),
+    return contest.FillScore(fill, tuple(names), np.array(dele), np.array(ins), perturb.spread(band_del),
                      perturb.spread(band_ins))
 
 
 def test_contest_verdict_on_constructed_aucs():
-    from vizvit.views.experiments import contest_verdict, first_removed
+    from vizvit.views.experiments import contest_verdict
 
     names = ("rollout", "last-layer [CLS] attention", "Grad-CAM")
     # Issue 43: one random order at 0.463 made random "win" on chelsea. Ten orders around 0.50 ± 0.04 do not:
@@ -178,11 +178,12 @@ def test_contest_verdict_on_constructed_aucs():
     assert "Within the band on both: rollout" in contest_verdict([edge], "cat", 0.8)
     # the first step removes round(P / steps) patches, highest first, ties by patch number
     m = np.array([[0.1, 0.9], [0.9, 0.2]])
-    assert first_removed(m, 2).tolist() == [1, 2]
+    assert contest.first_removed(m, 2).tolist() == [1, 2]
 
 
 def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
-    from vizvit.views.experiments import RANDOM_ROW, FillContest, contest_figure, contest_rows
+    from vizvit.readings.contest import RANDOM_ROW, FillContest
+    from vizvit.views.experiments import contest_figure, contest_rows
 
     f = np.linspace(0, 1, 3)
     maps = perturb.Curves(("rollout", "random"), f, np.array([[0.8, 0.2, 0.0], [0.8, 0.5, 0.0]]),
@@ -199,7 +200,8 @@ def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
     filled = [t for t in fig.data if t.fill == "tonexty"]
     assert len(filled) == 2  # deletion and insertion bands
     sd = dele.std(0, ddof=1)
-    assert np.allclose(filled[0].y, dele.mean(0) + sd) and any("random ×3: del 0.400±0.050" in (t.name or "") for t in fig.data)
+    assert np.allclose(filled[0].y, dele.mean(0) + sd)
+    assert any("random ×3: del 0.400±0.050" in (t.name or "") for t in fig.data)
     assert not any(t.name and t.name.endswith("random (del 0.400, ins 0.400)") for t in fig.data)
 
 
@@ -234,41 +236,6 @@ def test_a_page_asked_for_by_key_is_the_views_own_and_any_other_key_is_refused(t
             experiments.mask_book_at(ph, bad)
 
 
-def test_the_contest_as_export_runs_it_equals_one_plain_forward_per_masked_view(tiny16, cat):
-    """compute_contest (both fills, every map and random order batched through engine.predict_batch, shared
-    views run once) against a reference: each curve point as its own analyze() of the view with those
-    patches filled (no batching, no sharing), for every contestant and two random orders at three steps;
-    the progress callbacks see each fill's distinct views, in batches, up to all of them."""
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(EXAMPLES / "chelsea.jpg")))
-    told: dict[str, list[tuple[int, int]]] = {}
-
-    def progress(fill: str):
-        return lambda done, total: told.setdefault(fill, []).append((done, total))
-
-    c = experiments.compute_contest(ph, progress=progress)
-    base = ph.analysis()
-    g = tiny16.geometry
-    maps = {**experiments.curve_maps(ph), **perturb.random_orders(g.grid, perturb.RANDOM_ORDERS, 0)}
-    for part in (c.first, c.second):
-        curves, band = part.curves, part.band
-        fill, target = curves.mode, curves.target
-        rows = {n: (curves.deletion[k], curves.insertion[k]) for k, n in enumerate(curves.names)}
-        rows.update({n: (band.deletion[k], band.insertion[k]) for k, n in enumerate(band.names)})
-        for name in [*curves.names, "random order 2", "random order 7"]:
-            order = np.argsort(-np.asarray(maps[name], np.float64).ravel(), kind="stable")
-            for s in (1, 4, 9):
-                n = int(round(s / 10 * g.num_patches))
-                for k, removed in ((0, order[:n]), (1, order[n:])):  # deletion, insertion
-                    v = vizvit.analyze(tiny16, base.input_view, View(mask=tuple(int(i) for i in removed),
-                                                                     mask_mode=fill))
-                    assert abs(rows[name][k][s] - float(v.probs[target])) < 1e-5, (fill, name, s, k)
-        steps = told[fill]
-        assert len(steps) > 1 and steps[-1] == (part.forwards, part.forwards), (fill, steps[-3:])
-        assert all(a[0] < b[0] for a, b in zip(steps, steps[1:]))
-
-
 def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     """Issue 51: the button said "7 maps" and the contest ran 8 once attention flow was computed. The
     maps the contest ranks on a classifier, counted (the random baseline is the random orders)."""
@@ -279,13 +246,17 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     ranked = [n for n in methods.ranking_maps(tiny16, a) if not methods.get(n).baseline]
     costly = [m.name for m in methods.CONTEST if m.costly]
     assert costly == ["attention flow"]
-    assert experiments.CONTEST_BUTTON.startswith(f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)")
+    want = f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)"
+    assert experiments.CONTEST_BUTTON.startswith(want)
 
 
 # Machado, Oliveira & Fernandes 2009, severity 1.0, on linear RGB: the simulated colour-blind view.
-CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
-       "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
-       "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]]}
+CVD = {"protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                      [-0.003882, -0.048116, 1.051998]],
+       "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                        [-0.011820, 0.042940, 0.968881]],
+       "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                      [0.004733, 0.691367, 0.303900]]}
 
 
 def _closest_pair_under_cvd(colours) -> float:

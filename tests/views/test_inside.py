@@ -1,4 +1,5 @@
-"""The Inside tab's view (vizvit/views/inside.py): the logit lens strip and sentence, heads switched off, head importance."""
+"""The Inside tab's view (vizvit/views/inside.py): the logit lens strip and sentence, heads switched off, head
+importance."""
 
 from __future__ import annotations
 

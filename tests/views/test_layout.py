@@ -99,4 +99,5 @@ def test_the_strip_wraps_so_its_labels_stay_readable_on_a_phone(layers):
     per_row = (strip.shape[1] + 3) // step
     assert per_row * step - 3 == strip.shape[1]  # whole tiles, 3 px apart
     assert -(-layers // per_row) * (layout.STRIP_TILE + layout.strip_caption() + 3) - 3 == strip.shape[0]
-    assert 358 * render.TEXT_PX / strip.shape[1] >= 11, f"{strip.shape[1]} px wide: labels at {358 * render.TEXT_PX / strip.shape[1]:.1f} px"
+    label_px = 358 * render.TEXT_PX / strip.shape[1]
+    assert label_px >= 11, f"{strip.shape[1]} px wide: labels at {label_px:.1f} px"

@@ -1,6 +1,6 @@
-"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/classroom/lesson.toml, vizvit/classroom/lesson.py):
-every step's question needs no photo, its reveal measures this photo, its number is the one the step's
-own tab shows for the step's controls, and its picture is that tab's own picture."""
+"""The Lesson tab's view (vizvit/views/lesson.py) and its steps (vizvit/classroom/lesson.toml,
+vizvit/classroom/lesson.py): every step's question needs no photo, its reveal measures this photo, its number is the
+one the step's own tab shows for the step's controls, and its picture is that tab's own picture."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from tiny import EXAMPLES
 
-from vizvit import vocab
 from vizvit.classroom import lesson as lesson_mod
 from vizvit.errors import UserError
+from vizvit.readings import lesson as rl
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import lesson
 
@@ -22,29 +22,26 @@ def photo(tiny16):
     return wb.handle(PhotoKey(tiny16.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
 
 
-def test_the_steps_follow_the_lectures_order_and_open_real_tabs():
-    ids = [s.id for s in lesson.steps()]
-    assert ids == ["image", "patches", "conv", "cls", "positions", "mask", "dropout", "cost", "shift1", "shift16",
-                   "survives", "distance", "rollout"]
-    assert vocab.TAB_IDS.index("lesson") == vocab.TAB_IDS.index("lecture") - 1
-    for s in lesson.steps():
-        assert s.view in vocab.TABS and s.view != "lesson"
-        assert s.is_number or 2 <= len(s.options) <= 4
+def test_every_step_opens_a_tab_view_with_a_params():
+    assert set(lesson.TAB_VIEWS) == set(rl.STEP_TABS)
+    for s in rl.steps():
+        assert lesson.params_class(s.view).__name__.endswith("Params")
 
 
 def test_every_question_shows_without_a_photo():
-    for n in range(1, len(lesson.steps()) + 1):
+    for n in range(1, len(rl.steps()) + 1):
         page = lesson.show(None, lesson.LessonParams(step=n))
         assert page.step == n and f"Step {n} of" in page.header and "photo" in page.header
-    assert lesson.show(None, lesson.LessonParams(step=99)).step == len(lesson.steps())  # clamped, not an error
+    assert lesson.show(None, lesson.LessonParams(step=99)).step == len(rl.steps())  # clamped, not an error
 
 
 @pytest.mark.parametrize("n", range(1, 14))
 def test_each_steps_number_is_the_one_its_tab_shows(photo, n):
-    s = lesson.steps()[n - 1]
-    m = lesson.MEASURES[s.measure](photo, s)
+    s = rl.steps()[n - 1]
+    m = rl.MEASURES[s.measure](photo, s)
     tab = lesson.tab_page(photo, s)  # the tab's own show, with the step's controls
-    assert m.value in lesson.text_of(getattr(tab, s.field)), (s.id, m.value, lesson.text_of(getattr(tab, s.field))[:400])
+    shown = lesson.text_of(getattr(tab, s.field))
+    assert m.value in shown, (s.id, m.value, shown[:400])
     r = lesson.reveal(photo, lesson.LessonParams(step=n, dont_know=True))
     assert m.line in r.answer and r.view == s.view
     if s.picture:
@@ -59,18 +56,18 @@ def test_on_random_weights_a_step_that_needs_training_says_so_and_what_still_hol
     vm = vizvit.load_model("random:vit-tiny-patch16-224", device="cpu")
     wb.add_model(vm)
     ph = wb.handle(PhotoKey(vm.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
-    for n, s in enumerate(lesson.steps(), 1):
+    for n, s in enumerate(rl.steps(), 1):
         if s.trained:
             r = lesson.reveal(ph, lesson.LessonParams(step=n, dont_know=True))
             assert "untrained" in r.answer and lesson_mod.fill(s.holds, vm.geometry) in r.answer, s.id
 
 
 def test_a_right_and_a_wrong_answer(photo):
-    n = [s.id for s in lesson.steps()].index("patches") + 1
+    n = [s.id for s in rl.steps()].index("patches") + 1
     right = lesson.reveal(photo, lesson.LessonParams(step=n, choice="b"))
     wrong = lesson.reveal(photo, lesson.LessonParams(step=n, choice="a"))
     assert right.answer.startswith("✓") and wrong.answer.startswith("✗") and "196 patches of 768" in wrong.answer
-    k = [s.id for s in lesson.steps()].index("cls") + 1
+    k = [s.id for s in rl.steps()].index("cls") + 1
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=197)).answer.startswith("✓")
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=196)).answer.startswith("✗")
 
@@ -78,13 +75,13 @@ def test_a_right_and_a_wrong_answer(photo):
 def test_the_reveal_waits_for_a_prediction_or_i_dont_know(photo):
     """Predict before the reveal: an empty answer measures nothing and asks for one; "I don't know"
     reveals the answer without a verdict; a typed 0 is an answer (not an empty box)."""
-    for n, s in enumerate(lesson.steps(), 1):
+    for n, s in enumerate(rl.steps(), 1):
         empty = lesson.reveal(photo, lesson.LessonParams(step=n))
         assert not empty.revealed and empty.picture is None, s.id
         assert "prediction first" in empty.answer and "I don't know" in empty.answer
-        m = lesson.MEASURES[s.measure](photo, s)
+        m = rl.MEASURES[s.measure](photo, s)
         assert m.line not in empty.answer and "The answer" not in empty.answer, s.id
-    k = [s.id for s in lesson.steps()].index("cls") + 1
+    k = [s.id for s in rl.steps()].index("cls") + 1
     told = lesson.reveal(photo, lesson.LessonParams(step=k, dont_know=True))
     assert told.revealed and told.answer.startswith("The answer: **197**")
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=0)).answer.startswith("✗")
@@ -134,6 +131,7 @@ def test_a_rooms_invitation_gives_phones_their_address_and_keeps_the_key_out_of_
     assert "Room K7QX2" in inv.text and "192.168.1.20" in inv.text and f"]({inv.host})" in inv.text
     text, _, _ = cv2.QRCodeDetector().detectAndDecode(inv.qr)
     assert text == inv.students
-    alone = lesson.room_invite("K7QX2", "k", "http://127.0.0.1:7860", phone_address("http://127.0.0.1:7860", "127.0.0.1"))
+    here = "http://127.0.0.1:7860"
+    alone = lesson.room_invite("K7QX2", "k", here, phone_address(here, "127.0.0.1"))
     assert "no phone can open this QR code" in alone.text  # honest about loopback, as the lesson's QR
     assert alone.host.startswith("http://127.0.0.1:7860/room?host=1")

@@ -1,4 +1,5 @@
-"""The Positions tab's view (vizvit/views/positions.py): the similarity grid, a clicked tile, other resolutions, the [CLS] chart."""
+"""The Positions tab's view (vizvit/views/positions.py): the similarity grid, a clicked tile, other resolutions, the
+[CLS] chart."""
 
 from __future__ import annotations
 

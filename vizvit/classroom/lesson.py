@@ -15,7 +15,7 @@ A step:
     within = 0                    # number questions: how far off still counts as right
     view = "experiments"          # the tab the reveal opens (vizvit.vocab.TABS)
     controls = { dx = 1 }         # that tab's controls (its Params fields); "{patch}" = this model's P
-    measure = "shift"             # vizvit.views.lesson.MEASURES
+    measure = "shift"             # vizvit.readings.lesson.MEASURES
     field = "shift_info"          # the tab's Page field whose text shows the number (tests check it)
     picture = "shift_cos"         # the tab's Page field the reveal shows ("" = none)
     meaning = "Two or three sentences: what the number means."
@@ -54,7 +54,7 @@ class Step:
     title: str
     question: str
     view: str  # tab id
-    measure: str  # a name in vizvit.views.lesson.MEASURES
+    measure: str  # a name in vizvit.readings.lesson.MEASURES
     field: str  # the tab's Page field whose text shows the measured number
     meaning: str
     options: tuple[tuple[str, str], ...] = ()  # (key, text), in the order shown; () = a number question

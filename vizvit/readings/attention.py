@@ -273,13 +273,17 @@ def read_weights(a: Analysis, p: AttnParams) -> torch.Tensor | None:
     return q
 
 
+def fusion_of(show: str) -> Fusion:
+    """The heads' fusion a `show` control names: itself, or mean for one head (its rollout and strip)."""
+    return next((f for f in FUSIONS if f == show), "mean")
+
+
 def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> float:
     """The top of the fixed scale: the largest weight of this query and direction over every layer
     and head (raw, or rolled out per head and fused), the query's weight on itself left out."""
     maps = [grid_maps(a, p, cache).numpy()]
     if p.mode != "raw":  # the fused rollout through every layer, same query and direction
-        fusion = p.show if p.show in FUSIONS else "mean"
-        stack = layer_rollout(a, fusion, p.discard, cache, p.discard_mode)
+        stack = layer_rollout(a, fusion_of(p.show), p.discard, cache, p.discard_mode)
         maps.append(query_maps(a, p, stack).numpy()[:, None])
     out = excluded(artifact_stack(a, p, cache), p)  # (L, gh, gw) or None
     top = 0.0
@@ -303,7 +307,7 @@ def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tens
 def strip_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
     """(L, gh, gw) fused rollout after each layer ([CLS] row); fusion = the shown one, or mean
     when a single head is shown."""
-    return rollout_maps(a, p.show if p.show in FUSIONS else "mean", p.discard, cache, p.discard_mode, p.summary)
+    return rollout_maps(a, fusion_of(p.show), p.discard, cache, p.discard_mode, p.summary)
 
 
 def rollout_maps(a: Analysis, fusion: Fusion = "mean", discard: float = 0.0, cache: Cache = no_cache,
@@ -313,6 +317,12 @@ def rollout_maps(a: Analysis, fusion: Fusion = "mean", discard: float = 0.0, cac
     read this one map."""
     return att_mod.cls_to_patches(layer_rollout(a, fusion, discard, cache, discard_mode), a.geometry,
                                   summary_of(a, summary))
+
+
+def rollout_through(a: Analysis, layer: int, cache: Cache = no_cache) -> np.ndarray:
+    """(gh, gw) float32 the summary's mean rollout (no discard) through `layer` (1-based): the /rollout
+    endpoint's map of that layer, from the same cached stack (the Compare tab and /compare)."""
+    return rollout_maps(a, cache=cache)[layer - 1].numpy().astype(np.float32)
 
 
 def fused_maps(a: Analysis, p: AttnParams, fusion: Fusion, cache: Cache = no_cache) -> torch.Tensor:

@@ -52,7 +52,7 @@ def common_grid(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
 def map_cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine similarity of two maps (flattened), after resampling both to the finer grid; nan when
     either is all zero."""
-    g = common_grid(a.shape, b.shape)  # type: ignore[arg-type]
+    g = common_grid(a.shape, b.shape)
     x, y = on_grid(a, g).ravel().astype(np.float64), on_grid(b, g).ravel().astype(np.float64)
     n = float(np.linalg.norm(x) * np.linalg.norm(y))
     return float(x @ y / n) if n > 0 else float("nan")
@@ -62,7 +62,7 @@ def centred_cosine(a: np.ndarray, b: np.ndarray) -> float:
     """map_cosine after each map's mean is subtracted (Pearson's r over the patches). Two maps of
     non-negative weights have a large plain cosine whatever their shapes (two uniform maps: 1): this
     one is 0 for unrelated maps and 1 for maps equal up to scale and offset."""
-    g = common_grid(a.shape, b.shape)  # type: ignore[arg-type]
+    g = common_grid(a.shape, b.shape)
     x, y = on_grid(a, g).ravel().astype(np.float64), on_grid(b, g).ravel().astype(np.float64)
     return map_cosine((x - x.mean()).reshape(g), (y - y.mean()).reshape(g))
 

@@ -23,12 +23,12 @@ and when one has left.
 
     jobs = Jobs(slots=2)
     with jobs.hold(Caller("address 203.0.113.7", "session-1"), "shift sweep") as cancel:
-        experiments.full_sweep(ph, cancel)
+        sweep.full_sweep(ph, cancel)
 
     with jobs.line(caller, "shift sweep") as ticket:      # to show the wait
         for ahead in ticket.waiting():
             show(f"{ahead} ahead of you")
-        experiments.full_sweep(ph, ticket.cancel)
+        sweep.full_sweep(ph, ticket.cancel)
 """
 
 from __future__ import annotations

@@ -24,17 +24,16 @@ from vizvit.model.patches import patch_at
 from vizvit.pictures import render
 from vizvit.readings import artifacts_rule as art_mod, methods
 from vizvit.readings.artifacts import artifact_masks, artifacts_through
-from vizvit.readings.attention import (  # noqa: F401
+from vizvit.readings.attention import (
     NEAR_ZERO,
     AttnParams,
-    MainMap,
     artifact_stack,
     distances,
     excluded,
     full_attentions,
+    fusion_of,
     grid_maps,
     head_rollout,
-    layer_rollout,
     main_map,
     main_matrix,
     map_range,
@@ -45,39 +44,18 @@ from vizvit.readings.attention import (  # noqa: F401
     uniform_level,
 )
 from vizvit.session import Photo
-from vizvit.views.books import (  # noqa: F401
-    MapBook,
-    book_for_page,
-    book_index,
-    draws_in_page,
-    map_book,
-    matrix_for_page,
-    page_book,
-    page_drawing,
-    page_matrix,
-    page_style,
-    query_book,
-)
-
-# The tab's readings, layout and page data, also read as this tab's API (page/tabs/attention.py, tests).
-from vizvit.views.layout import (  # noqa: F401
-    DIM,
-    GRID_LEFT,
-    GRID_SEP,
-    GRID_TOP,
-    TILE_PERCENTILE,
+from vizvit.views.books import page_book, page_matrix
+from vizvit.views.layout import (
     UNIFORM_MARK,
     compose_grid,
     compose_strip,
     grid_bar,
-    grid_cell_at,
-    grid_tile,
     map_image,
     outline_grid_cell,
     outline_strip_tile,
     tile_tops,
 )
-from vizvit.vocab import DISTANCE_NORMS, FUSIONS, ONE_HEAD, DistanceNorm
+from vizvit.vocab import DISTANCE_NORMS, ONE_HEAD, DistanceNorm
 
 # ------------------------------------------------------------------ texts
 MAP_SENSE_RAW = ("SigLIP has no [CLS]: its summary is the **MAP head** (a learned probe that attends once, after "
@@ -98,17 +76,16 @@ The blue line on the colour bar is the uniform level 1/N (N tokens). A clicked p
 is left out of the range (in rollout it would make every other patch dark): it shows in the top colour,
 and the table gives it."""
 
-GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top)
-to the last, columns = heads. It shows the same query and direction as the main map. **Click a cell**
-to open that layer and head above (the main map's cell is outlined in yellow; when it fuses the heads,
-the whole layer is). By default each cell runs from **0 to its own 99th percentile** (the
-bar says *tile p99* and, under it, that top's value for the outlined cell; the one or two brightest patches take the top colour, never more than twice
-the top: a tile's top is at least half its max), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts
-at 0, not at its minimum). *One shared colour scale*: one range for every cell, from 0 to the bar's top
-(compare heads; the blue line is the uniform level 1/N). Artifact tokens (cyan) are left out of every
-range unless you tick *artifact tokens in the colour range*. *Rolled out*: per-head
-rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of the mean rollout of the layers below;
-its mean over the heads is exactly the layer's rollout."""
+GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top) to the
+last, columns = heads. It shows the same query and direction as the main map. **Click a cell** to open that layer and
+head above (the main map's cell is outlined in yellow; when it fuses the heads, the whole layer is). By default each
+cell runs from **0 to its own 99th percentile** (the bar says *tile p99* and, under it, that top's value for the
+outlined cell; the one or two brightest patches take the top colour, never more than twice the top: a tile's top is at
+least half its max), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts at 0,
+not at its minimum). *One shared colour scale*: one range for every cell, from 0 to the bar's top (compare heads; the
+blue line is the uniform level 1/N). Artifact tokens (cyan) are left out of every range unless you tick *artifact
+tokens in the colour range*. *Rolled out*: per-head rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of
+the mean rollout of the layers below; its mean over the heads is exactly the layer's rollout."""
 
 ROLLOUT_TEXT = """**Attention rollout** (Abnar & Zuidema 2020), one map per layer. Each layer's heads are fused
 (mean, max or min), optionally the lowest fraction of the weights is discarded (*per row*: each row's
@@ -179,10 +156,22 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     g = vm.geometry
     p = p.checked(g)
     m = main_matrix(a, p, cache)  # (N, N)
-    t = query_token(p, g)
-    pooling = g.pools_with_map_head and p.query is None  # SigLIP's summary: the MAP head, not a token
     mm = main_map(a, p, cache, fixed_max, m)
     values, arts, (lo, hi) = mm.values, mm.artifacts, mm.lo_hi
+    lines = _readout(a, p, m, values, arts)
+    lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
+              artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
+    image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
+                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts, scale=scale) if with_image else None
+    return MainPanel(image=image, values=values, readout="\n".join(lines).rstrip())
+
+
+def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, arts: np.ndarray) -> list[str]:
+    """The main map's readout table: what it shows, the summary's and the prefix tokens' shares, the
+    query's, the map's sum, max and min, the artifact tokens' share, the patches holding τ."""
+    g = a.geometry
+    t = query_token(p, g)
+    pooling = g.pools_with_map_head and p.query is None  # SigLIP's summary: the MAP head, not a token
     pre = g.num_prefix_tokens
     what = "head " + str(p.head) if p.show == ONE_HEAD else f"{p.show} of {g.num_heads} heads"
     kind = ("attention" if p.mode == "raw" else
@@ -204,7 +193,8 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     ]
     if pooling:
         if a.summary_weights is not None:
-            lines.append(f"| MAP head's largest weight (after block {g.num_layers}) | {float(a.summary_weights.max()):.4f} |")
+            top = float(a.summary_weights.max())
+            lines.append(f"| MAP head's largest weight (after block {g.num_layers}) | {top:.4f} |")
     elif s >= 0:
         lines.append(f"| {s_name}→{s_name} | {float(m[s, s]):.4f} |")
     else:
@@ -227,16 +217,13 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     if arts.any():
         rest = np.where(arts, -np.inf, values)
         v2, r2, c2 = _where(rest, np.argmax)
-        lines += [f"| artifact tokens' share of the map | {float(values[arts].sum()):.4f} ({int(arts.sum())} patches) |",
+        share = float(values[arts].sum())
+        lines += [f"| artifact tokens' share of the map | {share:.4f} ({int(arts.sum())} patches) |",
                   f"| max outside them | {v2:.4f} at (row {r2}, col {c2}) |"]
     if p.tau > 0:
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
-    lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
-              artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
-    image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
-                      marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts, scale=scale) if with_image else None
-    return MainPanel(image=image, values=values, readout="\n".join(lines).rstrip())
+    return lines
 
 
 def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> str:
@@ -248,7 +235,8 @@ def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> st
             if p.artifacts_in_range else
             "are **not in the colour range**: the range is set by the other patches, and an artifact token above "
             "it is clipped to the top colour (tick *artifact tokens in the colour range* to put them back)")
-    return (f"🔷 **{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, {kept}. "
+    return (f"🔷 **{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, "
+            f"{kept}. "
             "A trained ViT turns a few low-information patches into scratch space with very long tokens that soak "
             "up attention (Darcet et al. 2024, *Vision Transformers Need Registers*). "
             f"Artifact token: {art_mod.ARTIFACT_SHORT}. A patch that only receives much attention is not one: "
@@ -279,7 +267,8 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     """Main map, readout, layers × heads grid and rollout strip for one set of controls.
     with_main_image False: the main map not drawn (main None), its readout still made."""
     p = p.checked(vm.geometry)
-    main = main_panel(vm, a, p, cache, with_image=with_main_image)  # first: the fixed scale reads the same cached stacks
+    # First: the fixed scale reads the same cached stacks.
+    main = main_panel(vm, a, p, cache, with_image=with_main_image)
     gmaps = grid_maps(a, p, cache).numpy()
     smaps = strip_maps(a, p, cache).numpy()
     g = vm.geometry
@@ -308,7 +297,7 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     selected = (p.layer - 1, p.head - 1 if p.show == ONE_HEAD else None)
     tops = None if p.shared_scale else tile_tops(gmaps, excluded(arts, p), range_floor(g))
     strip_vmax = vmax if p.shared_scale and p.mode != "raw" else None
-    strip_key = strip_image_name(p.show if p.show in FUSIONS else "mean", p.discard, p.discard_mode, p.alpha,
+    strip_key = strip_image_name(fusion_of(p.show), p.discard, p.discard_mode, p.alpha,
                  p.cmap, strip_vmax, p.who(g), p.artifacts_in_range)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax, artifacts=strip_arts,
                                                    floor=range_floor(g)))
@@ -440,8 +429,8 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
         return relevance_panel(vm, a, int(class_index), p, cache)  # type: ignore[arg-type]
     g = vm.geometry
     values = m(vm, a, class_index, cache)
-    about = (f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})" if m.needs_class
-             else "from the summary token, any class")
+    about = ("from the summary token, any class" if not m.needs_class or class_index is None
+             else f"for **{vm.labels[int(class_index)].split(',')[0]}** (class {class_index})")
     v, r, c = _where(values, np.argmax)
     arts = art_mod.through_layers(artifact_masks(a, cache))[-1]
     text = (f"**{method}** {about}: sum over patches {values.sum():.4g}, max {v:.4g} at (row {r}, col {c}). "
@@ -475,7 +464,7 @@ def attention_arrays(vm: VitModel, a: Analysis, cache: Cache = no_cache) -> dict
     att = full_attentions(a)
     stack = maps.mean_rollout(a, cache)  # (L, N, N)
     s = summary_of(a)  # SigLIP: the MAP head's weights (N,); else the default summary's name
-    out = {
+    out: dict[str, np.ndarray] = {
         "attentions": att.numpy().astype(np.float16),  # (L, H, N, N)
         "cls_attention": att_mod.cls_to_patches(att.float(), g, s if g.pools_with_map_head else "[CLS]"
                                                 ).numpy().astype(np.float32),  # (L, H, gh, gw)
@@ -521,7 +510,8 @@ class AttentionPage:
     readout: str
     grid: np.ndarray
     strip: np.ndarray
-    distance: go.Figure
+    # The heads by mean attention distance (the chart itself follows the first picture: distance_view;
+    # drawn here, it was dropped by the page).
     distance_choices: list[tuple[str, str]]
     classes: list[tuple[str, int]]  # (label, class index): top-5 first, then every class; empty without a classifier
     book: str | None  # every layer × head of the main map, for the page to draw (None: the server draws)
@@ -536,10 +526,10 @@ def attention_page(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
                    book: str | None = None, matrix: str | None = None) -> AttentionPage:
     """Everything the tab shows when opened or when the photo/model changes."""
     d = distances(a, cache, p.distance_norm).numpy()
-    fig = distance_figure(d, vm.display_name, p.distance_norm)
     v = attention_view(vm, a, p, cache)
-    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, fig, distance_choices(d), class_choices(a, vm.labels), book,
-                         matrix)
+    assert v.main is not None  # drawn (attention_view's with_main_image)
+    return AttentionPage(p, v.main, v.readout, v.grid, v.strip, distance_choices(d), class_choices(a, vm.labels),
+                         book, matrix)
 
 
 def clip_params(p: AttnParams, g: Geometry) -> AttnParams:

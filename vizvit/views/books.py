@@ -90,7 +90,7 @@ def map_book(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache) 
         lo_hi = np.array([[map_range(maps[l, k], scale, p.query, fixed.get(shows[k]),
                                      None if out is None else out[l], range_floor(g)) for k in range(n_k)]
                           for l in range(n_l)], np.float64)
-        return lo_hi, [[render.colorbar_labels(height, *lo_hi[l, k], marks=marks) for k in range(n_k)]
+        return lo_hi, [[render.colorbar_labels(height, lo_hi[l, k, 0], lo_hi[l, k, 1], marks=marks) for k in range(n_k)]
                        for l in range(n_l)]
 
     by_scale = {scale: ranges(scale) for scale in ATTN_SCALES}
@@ -121,14 +121,15 @@ def book_index(book: MapBook, lo_hi: np.ndarray | None = None) -> np.ndarray:
 def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "") -> str:
     """The MapBook as the page's script reads it: ONE JSON string (Gradio's page copies an output
     value on every event, and a nested value costs one copy per list: 48 000 copies, ~150 ms, for
-    ViT-B/16's colour-bar layouts), arrays as base64 little-endian bytes. Everything map_image draws is here: the view, the colour table, the outline's place
-    and width, the colour bar's layout, so the script draws the server's very pixels (the bar's
-    text aside: the browser's font)."""
+    ViT-B/16's colour-bar layouts), arrays as base64 little-endian bytes. Everything map_image draws
+    is here: the view, the colour table, the outline's place and width, the colour bar's layout, so
+    the script draws the server's very pixels (the bar's text aside: the browser's font)."""
     p = book.params
     png = cv2.imencode(".png", cv2.cvtColor(view, cv2.COLOR_RGB2BGR))[1]
     return json.dumps({
         **page_drawing(g, p, render.display_scale(g)),
-        "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers, "heads": g.num_heads, "fusions": list(FUSIONS),
+        "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers,
+        "heads": g.num_heads, "fusions": list(FUSIONS),
         # Each map as the colour-table rows its patches are painted with (render.color_index, with its
         # colour range): all the page's drawing reads of a map's values (L·K·gh·gw bytes, not floats).
         "index": base64.b64encode(book_index(book).tobytes()).decode(),

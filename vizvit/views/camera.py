@@ -93,8 +93,9 @@ INTRO = ("**Live camera.** Press **Start** (your browser asks for the camera) an
          "opens it in every tab here (as an upload would). A camera run lasts at most {limit} s (press Start "
          "again), and {streams} visitors can stream at once; photos uploaded meanwhile reach the model first.")
 PRIVACY = ("**Privacy:** frames are decoded in the server's memory and never written to disk (the picture comes "
-           "back as the answer to its frame, never as a file). The server keeps only the frames of the last {recent} pictures, in "
-           "memory, for Freeze, and forgets them when you close the page or after {idle} min without a frame. A frozen frame "
+           "back as the answer to its frame, never as a file). The server keeps only the frames of the last {recent} "
+           "pictures, in memory, for Freeze, and forgets them when you close the page or after {idle} min without a "
+           "frame. A frozen frame "
            "becomes a photo like an upload: kept in memory, and its link opens it while the server holds it.")
 
 
@@ -127,7 +128,7 @@ class CameraParams:
         whole = layer.isascii() and layer.isdigit() and len(layer) < 4  # not "²", not 5000 digits
         return cls(layer=min(int(layer), g.num_layers) if whole and int(layer) >= 1 else g.num_layers,
                    heads=heads if heads in head_choices(g.num_heads) else HEAD_CHOICES[0],
-                   mode=params.get("mode") if params.get("mode") in MODES else "rolled out")
+                   mode=next((m for m in MODES if m == params.get("mode")), "rolled out"))
 
     def attn(self, vm: VitModel) -> ra.AttnParams:
         """The Attention tab's params for this map (checked against the model: a layer or head
@@ -195,7 +196,8 @@ def parts(lay: Layout, caption: str, caption_left: str, rows: list[tuple[str, fl
     0..1 or None) on the left, `right` on the right."""
     cap = render.text_size("0", TEXT_PX)[1]
     mid = lambda y: y + (ROW + cap) // 2  # noqa: E731 - a row's text baseline
-    texts = [(caption_left, 4, mid(lay.side), lay.side - 8), (caption, lay.map_x + 4, mid(lay.side), lay.width - lay.map_x - 8)]
+    texts = [(caption_left, 4, mid(lay.side), lay.side - 8),
+             (caption, lay.map_x + 4, mid(lay.side), lay.width - lay.map_x - 8)]
     half, top, bars = lay.width // 2, lay.side + ROW + GAP, []
     for i, (text, prob) in enumerate(rows):
         y = top + i * ROW
@@ -216,7 +218,7 @@ def caption(ap: ra.AttnParams, vm: VitModel) -> str:
 def top5_rows(vm: VitModel, a: Analysis) -> list[tuple[str, float | None]]:
     if not a.top5:
         return [("no classifier: no top-5", None)]
-    head = [] if vm.is_pretrained else [("UNTRAINED weights: meaningless", None)]
+    head: list[tuple[str, float | None]] = [] if vm.is_pretrained else [("UNTRAINED weights: meaningless", None)]
     return head + [(f"{p.prob * 100:5.1f}%  {p.label}", p.prob) for p in a.top5][: 5 - len(head)]
 
 
@@ -302,7 +304,8 @@ def as_html(img: np.ndarray, frame: int = 0, side: int = 0) -> str:
     written to disk. data-frame: the picture's number in this session; data-side: the model-input
     view's side in it, px from the top-left corner (tests and the benchmark read both)."""
     src = "data:image/jpeg;base64," + base64.b64encode(jpeg(img)).decode("ascii")
-    return (f'<img class="vv-live" src="{src}" data-frame="{frame}" data-side="{side}" width="{img.shape[1]}" height="{img.shape[0]}" '
+    return (f'<img class="vv-live" src="{src}" data-frame="{frame}" data-side="{side}" width="{img.shape[1]}" '
+            f'height="{img.shape[0]}" '
             f'alt="the live camera picture: model input with patch grid, attention map, top-5" '
             f'style="width:100%;height:auto;max-width:{img.shape[1]}px">')
 
@@ -462,7 +465,7 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
 
     def work(frame: Frame) -> LiveStep:
         t0 = time.perf_counter()
-        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(frame.rgb), ablation=key.ablation),
+        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(np.asarray(frame.rgb)), ablation=key.ablation),
                             live=True)
         a = with_zero_shot(a, vm) if vm.is_zero_shot else a
         t1 = time.perf_counter()

@@ -11,6 +11,7 @@ from vizvit.model.images import resized_size
 from vizvit.model.models import Geometry, VitModel, short_name
 from vizvit.model.patches import patch_at
 from vizvit.pictures import figures, render
+from vizvit.session import ViewPrediction
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
 Upload a photo (or pick an example). The model cuts it into square patches, turns each
@@ -27,7 +28,7 @@ def on_grid(clicked: tuple[int, int] | None, g: Geometry) -> tuple[int, int] | N
 UNTRAINED_TOP5_TITLE = "Top-5 predictions<br><sub>UNTRAINED weights: meaningless</sub>"
 
 
-def top5_figure(vm: VitModel, a: Analysis, baseline: Analysis | None = None) -> go.Figure | None:
+def top5_figure(vm: VitModel, a: Analysis | ViewPrediction, baseline: Analysis | None = None) -> go.Figure | None:
     """Top-5 bars; with `baseline`, each bar shows its change from the baseline's probability."""
     if not vm.has_classifier or a.probs is None:
         return None

@@ -167,12 +167,6 @@ class SideMaps:
     row: np.ndarray  # (N,) the summary's raw attention row over every token, heads averaged
 
 
-def rollout_map(ph: Photo, layer: int) -> np.ndarray:
-    """(gh, gw) the summary's mean rollout (no discard) through `layer` (1-based): the /rollout
-    endpoint's map of that layer, from the same cached stack."""
-    return ra.rollout_maps(ph.analysis(), cache=ph.derived)[layer - 1].numpy().astype(np.float32)
-
-
 def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
     a = ph.analysis()
     g = a.geometry
@@ -183,8 +177,8 @@ def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
     mean = att_mod.fuse_heads(ra.full_attentions(a)[layer - 1], "mean")  # (N, N)
     row = att_mod.summary_row(mean, g, summary).numpy()
     per_layer = artifact_masks(a, ph.derived)  # (L, gh, gw)
-    through = per_layer[:layer].any(0)
-    return SideMaps(attention, rollout_map(ph, layer), per_layer[layer - 1], through, row)
+    through = np.asarray(per_layer[:layer].any(0))  # (gh, gw) bool
+    return SideMaps(attention, ra.rollout_through(a, layer, ph.derived), per_layer[layer - 1], through, row)
 
 
 def _range(values: np.ndarray, arts: np.ndarray, g: Geometry) -> tuple[float, float]:
@@ -370,6 +364,8 @@ def teaching_pairs(catalog: Catalog | None, model_a: str) -> list[tuple[str, str
     if catalog is None:
         return []
     out = []
+    ra: str | None
+    rb: str | None
     for name, a, b in PAIRS:
         if b == TWIN:
             ra, rb = model_a, catalog.twin_of(model_a)

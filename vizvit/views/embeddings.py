@@ -40,7 +40,7 @@ from vizvit.pictures import figures, render
 from vizvit.readings import artifacts_rule as art_mod, methods
 from vizvit.session import Photo
 from vizvit.views import flip
-from vizvit.vocab import COLOR_CHOICES
+from vizvit.vocab import COLOR_CHOICES, DEFAULT_DROPOUT
 
 # The names this module's results are cached under (Photo.derived / per_model).
 EMBEDDINGS = "embeddings"  # the Embeddings tab's per-photo data
@@ -271,7 +271,7 @@ def log_colorbar(height: int, lo: float, hi: float, cmap: str = NORM_CMAP) -> np
     out = np.full((height, bw + 12 + max(render.text_size(t)[0] for t in texts), 3), 255, np.uint8)
     out[:, :bw] = bar[:, :bw]
     cap = render.text_size("0")[1]
-    for (v, y), t in zip(ticks, texts):
+    for (_, y), t in zip(ticks, texts):
         out[y, bw:bw + 5] = 0
         render.put_text(out, t, (bw + 8, min(max(y + cap // 2, 2 * cap + 12), height - 3)))
     render.put_text(out, "log", (bw + 8, cap + 2))  # the scale's name, above the top tick
@@ -345,7 +345,9 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int) 
     # [CLS]'s attention over the patches in the last layer, mean over heads (what the Attention
     # tab's default map shows), summed over these patches; n/P would be a uniform share.
     pre = g.num_prefix_tokens
-    share = float(a.attentions[-1, :, 0, pre:].float().mean(0).reshape(g.grid)[torch.from_numpy(art)].sum())         if pre and not a.dropped else float("nan")
+    share = float("nan")
+    if pre and not a.dropped:
+        share = float(a.attentions[-1, :, 0, pre:].float().mean(0).reshape(g.grid)[torch.from_numpy(art)].sum())
     cls_part = ""
     if np.isfinite(share):
         spots = "corners" if art_mod.describe(art) == "the four corners" else "spots"
@@ -419,7 +421,7 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
         marked_name = (f"{n} artifact token{'s' if n != 1 else ''}: left out of the fit, projected, "
                        "clipped to the edge")
     return figures.token_scatter(
-        xy, color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs,
+        xy, color, label, rows, cols, rows * gw + cols + g.num_prefix_tokens, d.thumbs.tolist(),
         (f"PC 1 ({ratio[0]:.1%})", f"PC 2 ({ratio[1]:.1%})"),
         title + " (hover a point)", scale, marked=art, marked_name=marked_name, ranges=ranges)
 
@@ -571,7 +573,6 @@ def warm_photo(ph: Photo) -> EmbeddingsData | None:
 
 
 # ------------------------------------------------------------------ dropout, train against eval
-DEFAULT_DROPOUT = 0.1  # the ViT paper's dropout for ImageNet-21k/JFT training (Table 3), where the config says 0
 DROPOUT_TOKENS, DROPOUT_DIMS, DROPOUT_CELL = 32, 64, 6  # the picture: the first tokens × the first numbers of each
 
 
@@ -747,9 +748,11 @@ def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
     vm, a, d = ph.vm, ph.analysis(), data(ph)
     L = vm.geometry.num_layers
     depth = min(p.depth, L)
-    dp, sp, st = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked), stage_panel(vm, d)
+    dp, sp = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked)
+    st = stage_panel(vm, d)
     dr = dropout_panel(vm, a, p.dropout)
-    return EmbeddingsPage(dropout_image=dr.image, dropout_text=dr.text, pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
+    return EmbeddingsPage(dropout_image=dr.image, dropout_text=dr.text, pca=dp.pca_over_photo, maps=dp.maps,
+                          similarity=sp.image, similarity_text=sp.text,
                           depth_text=dp.text, steps=st.steps, check=st.check, params=st.params, params_total=st.total,
                           cls_text=cls_similarity_text(vm, d), filters_text=filters_text(vm, d), depth=depth,
                           num_layers=L, book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))

@@ -5,7 +5,7 @@ No gradio here; app.py only wires these."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,36 +15,16 @@ import plotly.graph_objects as go
 from vizvit.cancel import NEVER, Cancel
 from vizvit.errors import UserError
 from vizvit.model import engine
-from vizvit.model.cnn import cnn_shift_probs
-from vizvit.model.engine import Progress
+from vizvit.model.engine import DEFAULT_CHUNK
 from vizvit.model.images import View
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at
 from vizvit.pictures import render
-from vizvit.readings import artifacts_rule as art_mod, methods, perturb
-from vizvit.readings.artifacts import artifact_masks
+from vizvit.readings import contest, methods, perturb, sweep
 from vizvit.session import Photo
 from vizvit.views import flip
 from vizvit.views.common import top5_figure
 from vizvit.vocab import FILLS, MASK_MODES, TOKEN_MODES
-
-# The names this module's results are cached under (Photo.derived / per_model).
-SHIFT_SWEEP = ("shift_sweep", "edge")  # the Experiments tab's sweep, streamed or whole
-
-
-def cnn_sweep_name(cnn_id: str) -> tuple:
-    return ("cnn_sweep", cnn_id)
-
-
-def ranking_maps_name(seed: int) -> tuple:
-    """The maps the curves rank patches by (vizvit.readings.methods.CONTEST), per random seed."""
-    return ("experiments_maps", seed)
-
-
-def curves_name(steps: int, mode: str, seed: int, maps: tuple[str, ...]) -> tuple:
-    """Deletion and insertion curves of the named maps."""
-    return ("curves", int(steps), mode, seed, tuple(maps))
-
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
 shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
@@ -224,9 +204,6 @@ def shift_book_at(ph: Photo, key: str) -> flip.Flipbook:
 
 
 # ------------------------------------------------------------------ sweep
-SWEEP_NAME = SHIFT_SWEEP
-
-
 def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray] | None = None) -> SweepPanel:
     """The sweep so far; cnn: (name, probability of its unshifted top-1 per k) beside the ViT."""
     p = vm.geometry.patch_size
@@ -260,44 +237,16 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
-def full_sweep(ph: Photo, cancel: Cancel = NEVER, progress: Progress | None = None) -> perturb.ShiftSweep:
-    """The complete sweep, cached under the same name as the streamed one (Cancelled: nothing cached).
-    progress: told (views done, views in all) after each batch."""
-    def run() -> perturb.ShiftSweep:
-        for s in perturb.shift_sweep_steps(ph.vm, ph.analysis().input_view, "edge", cancel=cancel):
-            if progress is not None:
-                progress(len(s.rows), s.total)
-        return s
-
-    return ph.derived(SWEEP_NAME, run)
-
-
-def sweep_progress(ph: Photo, chunk: int = perturb.DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[SweepPanel]:
-    """Yields the growing sweep after each batched chunk; cached once complete. `cancel` is checked
-    between chunks (Cancelled)."""
-    vm = ph.vm
-    name = SWEEP_NAME
-    done = ph.peek(name)
-    if done is None:
-        for s in perturb.shift_sweep_steps(vm, ph.analysis().input_view, "edge", chunk, cancel):
-            yield sweep_panel(vm, s)
-        done = s
-        ph.derived(name, lambda: done)
-    if ph.wb.cnn is None:
-        yield sweep_panel(vm, done)
-        return
-    ks = [r.k for r in done.rows]
-    probs = ph.derived(cnn_sweep_name(ph.wb.cnn.id),
-                       lambda: cnn_shift_probs(ph.wb.cnn, ph.analysis().input_view, ks, "edge"))
-    yield sweep_panel(vm, done, (ph.wb.cnn.id, probs))
-
+def sweep_progress(ph: Photo, chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[SweepPanel]:
+    """The growing sweep (readings.sweep) drawn after each batched chunk, then once more whole with the
+    app's CNN beside it; the cached sweep at once. `cancel` is checked between chunks (Cancelled)."""
+    fresh = ph.peek(sweep.SHIFT_SWEEP) is None
+    for s in sweep.sweep_steps(ph, chunk, cancel):
+        if fresh:
+            yield sweep_panel(ph.vm, s)
+    yield sweep_panel(ph.vm, s, sweep.cnn_probs(ph, [r.k for r in s.rows]))
 
 # ------------------------------------------------------------------ masks
-def rollout_map(ph: Photo) -> np.ndarray:
-    """(gh, gw) rollout through all layers of the unmasked photo (the cached mean rollout)."""
-    return methods.ROLLOUT(ph.vm, ph.analysis(), None, ph.derived)
-
-
 def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
     """Keep valid patch ids only (a model change can shrink the grid)."""
     return tuple(sorted({int(i) for i in (mask or ()) if 0 <= int(i) < g.num_patches}))
@@ -341,7 +290,8 @@ def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: f
 MASK_CONTROLS = ("mode",)
 
 
-def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPanel, clicked: bool = False) -> flip.Flipbook:
+def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPanel,
+              clicked: bool = False) -> flip.Flipbook:
     """The mask pictures just drawn and their top-5, for the page to keep (a toggle back to a mask
     seen before is then drawn at once), and the click rule: a click toggles the patch under it (toggle_at). The
     page keeps its own mask through clicks (clicked: this answer is a click's, maybe not the last)."""
@@ -400,7 +350,7 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     else:
         what = f"pixels filled with {mode}; the model still gets all {g.seq_len} tokens"
     text = f"**{len(mask)} of {g.num_patches}** patches masked ({mode}): {what}"
-    if a.top5 and base.top5:
+    if a.top5 and base.top5 and a.probs is not None:
         b0 = base.top5[0]
         now = float(a.probs[b0.index])
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} · unmasked top-1 "
@@ -409,19 +359,6 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
 
 
 # ------------------------------------------------------------------ faithfulness
-def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
-    """name -> (gh, gw) map for the curves, cached per photo: every contest method of
-    readings.methods (the class-specific ones for the top-1 class, shared with the Attention tab's
-    cache so each is computed once), and a costly one (attention flow: seconds, a job) once the
-    Attention tab has computed it."""
-    out = dict(ph.derived(ranking_maps_name(seed),
-                          lambda: methods.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
-    for m in methods.CONTEST:
-        if m.costly and ph.peek(m.cached_as) is not None:
-            out[m.name] = m(ph.vm, ph.analysis(), None, ph.derived)
-    return out
-
-
 def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     ys, auc = (c.insertion, c.insertion_auc) if insertion else (c.deletion, c.deletion_auc)
     fig = go.Figure()
@@ -437,64 +374,19 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     return fig
 
 
-RANDOM_ROW = "random (baseline)"  # the table's row for the random orders' mean (the band)
-# The second way of removing patches: a strong blur keeps the photo's colours and coarse shapes, close to
-# the photos the model was trained on (RISE's insertion canvas); black squares are not (issue 43). A
-# contest run with blur chosen takes black second, so every verdict rests on two fills.
-SECOND_FILL = "blur"
-
-
-def second_fill(mode: str) -> str:
-    return "black" if mode == SECOND_FILL else SECOND_FILL
-
-
-@dataclass(frozen=True)
-class FillContest:
-    """One fill's contest: the maps' curves and the random orders' curves (the band), same target."""
-
-    curves: perturb.Curves  # the maps (their "random" is random order 1)
-    band: perturb.Curves  # perturb.RANDOM_ORDERS random orders
-    forwards: int  # distinct views run for both
-
-    @property
-    def deletion_band(self) -> perturb.Spread:
-        return perturb.spread(self.band.deletion_auc)
-
-    @property
-    def insertion_band(self) -> perturb.Spread:
-        return perturb.spread(self.band.insertion_auc)
-
-
-@dataclass(frozen=True)
-class Contest:
-    first: FillContest  # the fill chosen on the page: the chart
-    second: FillContest  # second_fill(first's): the table's last columns and the verdict
-
-
-def contestants(c: perturb.Curves, band: perturb.Curves | None) -> list[tuple[str, float, float]]:
-    """(name, deletion AUC, insertion AUC) best first by insertion − deletion (ties by registry order).
-    With a band, the one "random" map gives way to the random orders' mean, named RANDOM_ROW."""
-    rows = [(n, float(d), float(i)) for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)
-            if band is None or n != methods.RANDOM.name]
-    if band is not None:
-        rows.append((RANDOM_ROW, float(band.deletion_auc.mean()), float(band.insertion_auc.mean())))
-    order = np.argsort([-(i - d) for _, d, i in rows], kind="stable")
-    return [rows[k] for k in order]
-
-
 def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
-                 second: FillContest | None = None) -> list[list]:
+                 second: contest.FillContest | None = None) -> list[list]:
     """The AUC table, best first: [rank, map, deletion AUC, insertion AUC, insertion − deletion, and the
     second fill's deletion and insertion AUC ("" until computed)]."""
     other: dict[str, tuple[float, float]] = {}
     if second is not None:
-        other = {n: (d, i) for n, d, i in contestants(second.curves, second.band)}
+        other = {n: (d, i) for n, d, i in contest.contestants(second.curves, second.band)}
     out = []
-    for r, (name, d, i) in enumerate(contestants(c, band)):
-        shown = name if name == RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
-        d2, i2 = other.get(name, ("", ""))
+    for r, (name, d, i) in enumerate(contest.contestants(c, band)):
+        shown = name if name == contest.RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
+        two = other.get(name)  # the second fill's AUCs ("" until computed)
         out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4),
-                    round(d2, 4) if d2 != "" else "", round(i2, 4) if i2 != "" else ""])
+                    *(("", "") if two is None else (round(two[0], 4), round(two[1], 4)))])
     return out
 
 
@@ -507,11 +399,12 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
     insertion) in place of the one random curve; without: random order grey."""
     fig = go.Figure()
     # Colours over the maps but random (drawn grey), in registry order: the same map, the same colour.
-    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(x for x in c.names if x != methods.RANDOM.name)}
+    ranked = [x for x in c.names if x != methods.RANDOM.name]
+    colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(ranked)}
     curves = {n: (c.deletion[k], c.insertion[k]) for k, n in enumerate(c.names)}
-    for r, (name, d, i) in enumerate(contestants(c, band)):
+    for r, (name, d, i) in enumerate(contest.contestants(c, band)):
         label = f"{r + 1}. {name} (del {d:.3f}, ins {i:.3f})"
-        if name == RANDOM_ROW and band is not None:
+        if name == contest.RANDOM_ROW and band is not None:
             ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
             # Mean ± sd of n orders, short enough for a phone's legend (the text above the chart says more).
             label = f"{r + 1}. random ×{ds.n}: del {ds.mean:.3f}±{ds.sd:.3f}, ins {is_.mean:.3f}±{is_.sd:.3f}"
@@ -548,89 +441,15 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
 CONTEST_COLOURS = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#882255")
 
 
-def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
-    # The random orders are part of the key: a cached contest of the one-draw days is not this one.
-    return curves_name(steps, mode, seed, (*maps, f"{perturb.RANDOM_ORDERS} random orders", second_fill(mode)))
-
-
-def _fill_contest(ph: Photo, maps: dict[str, np.ndarray], steps: int, mode: str, seed: int,
-                  target: int | None = None, cancel: Cancel = NEVER, progress: Progress | None = None) -> FillContest:
-    """The maps and the random orders in one batched run (shared views run once), split."""
-    orders = perturb.random_orders(ph.vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
-    c = perturb.faithfulness_curves(ph.vm, ph.analysis().input_view, {**maps, **orders}, int(steps),
-                                    mode, target=target, cancel=cancel, progress=progress)  # type: ignore[arg-type]
-    return FillContest(*perturb.split_curves(c, tuple(maps)), c.forwards)
-
-
-def compute_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0,
-                    progress: Callable[[str], Progress] | None = None) -> Contest:
-    """Both fills' contests, cached per photo (the same entry curves_progress fills). progress: given
-    each fill's name, the callback its batched run tells (views done, views of that fill)."""
-    maps = curve_maps(ph, seed)
-
-    def run() -> Contest:
-        first = _fill_contest(ph, maps, steps, mode, seed, progress=None if progress is None else progress(mode))
-        fill2 = second_fill(mode)
-        return Contest(first, _fill_contest(ph, maps, steps, fill2, seed, first.curves.target,
-                                            progress=None if progress is None else progress(fill2)))
-
-    return ph.derived(_curves_key(steps, mode, seed, maps), run)
-
-
-def peek_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> Contest | None:
-    """The contest if it has been run for this photo (the button, export), else None: never runs it."""
-    if ph.peek(ranking_maps_name(seed)) is None:
-        return None
-    return ph.peek(_curves_key(steps, mode, seed, curve_maps(ph, seed)))
-
-
-def compute_curves(ph: Photo, steps: int = 10, mode: str = "black",
-                   seed: int = 0) -> perturb.Curves:
-    """The maps' curves with the chosen fill (the contest's first fill), cached per photo."""
-    return compute_contest(ph, steps, mode, seed).first.curves
-
-
 def curves_panel(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> CurvesPanel:
-    c = compute_contest(ph, steps, mode, seed)
-    return _contest_panel(c, steps, verdict=_verdict_of(ph, c, curve_maps(ph, seed), int(steps)))
+    c = contest.compute_contest(ph, steps, mode, seed)
+    return _contest_panel(c, steps, verdict=_verdict_of(ph, c, contest.curve_maps(ph, seed), int(steps)))
 
 
-def first_removed(m: np.ndarray, steps: int) -> np.ndarray:
-    """(gh, gw) map -> the patch ids the deletion curve removes at its first step (the same
-    order as perturb.faithfulness_curves: descending, ties by patch number)."""
-    n = max(1, round(m.size / steps))
-    return np.argsort(-m.ravel(), kind="stable")[:n]
-
-
-@dataclass(frozen=True)
-class FillScore:
-    """One fill's AUCs, as the verdict reads them (numbers only: the verdict is a pure function)."""
-
-    fill: str
-    names: tuple[str, ...]  # the maps, random excluded
-    deletion: np.ndarray  # (M,) lower is better
-    insertion: np.ndarray  # (M,) higher is better
-    deletion_band: perturb.Spread  # the random orders'
-    insertion_band: perturb.Spread
-
-
-def fill_score(f: FillContest) -> FillScore:
-    keep = [k for k, n in enumerate(f.curves.names) if n != methods.RANDOM.name]
-    return FillScore(f.curves.mode, tuple(f.curves.names[k] for k in keep), f.curves.deletion_auc[keep],
-                     f.curves.insertion_auc[keep], f.deletion_band, f.insertion_band)
-
-
-def beats_random(s: FillScore) -> dict[str, tuple[str, str]]:
-    """map -> (deletion, insertion) each 'better', 'within' or 'worse' than the random orders' band."""
-    return {n: (perturb.against_band(float(d), s.deletion_band, False),
-                perturb.against_band(float(i), s.insertion_band, True))
-            for n, d, i in zip(s.names, s.deletion, s.insertion)}
-
-
-def fill_verdict(s: FillScore) -> str:
+def fill_verdict(s: contest.FillScore) -> str:
     """What one fill says: the random band, then the maps outside it (better on both, on one) and inside."""
     db, ib = s.deletion_band, s.insertion_band
-    v = beats_random(s)
+    v = contest.beats_random(s)
     auc = {n: (float(d), float(i)) for n, d, i in zip(s.names, s.deletion, s.insertion)}
 
     def named(ns: list[str]) -> str:
@@ -641,8 +460,9 @@ def fill_verdict(s: FillScore) -> str:
     ins_only = [n for n, (d, i) in v.items() if i == "better" and d != "better"]
     inside = [n for n, (d, i) in v.items() if d == i == "within"]
     worse = [n for n, (d, i) in v.items() if "better" not in (d, i) and "worse" in (d, i)]
-    out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: deletion AUC **{db.mean:.3f} ± {db.sd:.3f}**, "
-           f"insertion **{ib.mean:.3f} ± {ib.sd:.3f}** (maps below: deletion, insertion)."]
+    out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: deletion AUC "
+           f"**{db.mean:.3f} ± {db.sd:.3f}**, insertion **{ib.mean:.3f} ± {ib.sd:.3f}** "
+           "(maps below: deletion, insertion)."]
     if not (both or del_only or ins_only):
         out.append("No map beats random order outside its band: none ranks the patches the class needs better "
                    "than chance here.")
@@ -659,7 +479,7 @@ def fill_verdict(s: FillScore) -> str:
     return " ".join(out)
 
 
-def contest_verdict(scores: list[FillScore] | tuple[FillScore, ...], label: str, p0: float,
+def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, ...], label: str, p0: float,
                     artifacts_first: dict[str, int] | None = None, where: str = "", first_n: int = 0) -> str:
     """The verdict from this photo's AUCs under each fill: a map beats random only outside the random
     orders' mean ± sd, on deletion (lower) or insertion (higher); the fills named, and where they
@@ -668,11 +488,11 @@ def contest_verdict(scores: list[FillScore] | tuple[FillScore, ...], label: str,
     out = [f"**Verdict on this photo**, tracking p({label}); a map beats random only outside the band of "
            f"{scores[0].deletion_band.n} random orders (mean ± sd)."]
     out += [fill_verdict(s) for s in scores]
-    wins = [{n for n, dv in beats_random(s).items() if "better" in dv} for s in scores]
+    wins = [{n for n, dv in contest.beats_random(s).items() if "better" in dv} for s in scores]
     if len(scores) > 1 and wins[0] != wins[1]:
         a, b = scores[0].fill, scores[1].fill
-        only = [f"{', '.join(sorted(w - o))} with {f} only" for w, o, f in ((wins[0], wins[1], a), (wins[1], wins[0], b))
-                if w - o]
+        pairs = ((wins[0], wins[1], a), (wins[1], wins[0], b))
+        only = [f"{', '.join(sorted(w - o))} with {f} only" for w, o, f in pairs if w - o]
         out.append(f"The fills disagree (beat random: {'; '.join(only)}): such a win rests on how patches are "
                    "removed, not on the map alone.")
     hit = {n: k for n, k in (artifacts_first or {}).items() if k}
@@ -693,66 +513,44 @@ def contest_verdict(scores: list[FillScore] | tuple[FillScore, ...], label: str,
 
 def curves_verdict(ph: Photo, steps: int, mode: str, seed: int = 0) -> str:
     """contest_verdict for this photo's cached contest and maps."""
-    return _verdict_of(ph, compute_contest(ph, steps, mode, seed), curve_maps(ph, seed), steps)
+    return _verdict_of(ph, contest.compute_contest(ph, steps, mode, seed), contest.curve_maps(ph, seed), steps)
 
 
-def _verdict_of(ph: Photo, c: Contest, maps: dict[str, np.ndarray], steps: int) -> str:
-    a = ph.analysis()
-    art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,) any layer's artifacts
-    counts = {n: int(art[first_removed(maps[n], steps)].sum()) for n in c.first.curves.names
-              if n != methods.RANDOM.name and n in maps}
-    n_first = max(1, round(art.size / steps))
-    where = f"{int(art.sum())} artifact token{'s' if art.sum() != 1 else ''}: {art_mod.describe(art.reshape(a.geometry.grid))}"
+def _verdict_of(ph: Photo, c: contest.Contest, maps: dict[str, np.ndarray], steps: int) -> str:
     first = c.first.curves
-    return contest_verdict([fill_score(c.first), fill_score(c.second)], _short(first.target_label),
-                           float(first.deletion[0, 0]), counts, where if art.any() else "", n_first)
+    art = contest.artifacts_first(ph, c, maps, steps)
+    return contest_verdict([contest.fill_score(c.first), contest.fill_score(c.second)], _short(first.target_label),
+                           float(first.deletion[0, 0]), art.counts, art.where, art.first_n)
 
 
 def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
                     seed: int = 0, cancel: Cancel = NEVER) -> Iterator[CurvesPanel]:
-    """The curves map by map (each map's views batched), then the random orders, then the second fill,
-    so the page shows them as they come; the complete contest is cached like compute_contest's. `cancel` is checked
+    """The contest as it comes (readings.contest.contest_steps): map by map, then the random orders, then
+    the second fill, the last panel with the verdict; the cached contest at once. `cancel` is checked
     between batches."""
-    maps = curve_maps(ph, seed)
-    name = _curves_key(steps, mode, seed, maps)
-    done = ph.peek(name)
-    if done is not None:
-        yield _contest_panel(done, steps, verdict=_verdict_of(ph, done, maps, int(steps)))
-        return
-    vm = ph.vm
-    view = ph.analysis().input_view
-    n_orders, fill2 = perturb.RANDOM_ORDERS, second_fill(mode)
-    # Say at once what is coming: the first map's views take seconds on a CPU.
-    # No view count here: views shared between deletion and insertion are run once, and the
-    # final line gives the true total (it once promised "22 views each" and ended with 80).
-    yield CurvesPanel(None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}) and {n_orders} random orders, "
-                                f"{int(steps)} steps each, deletion and insertion, batched, removing patches by "
-                                f"{mode}, then again by {fill2}. The curves appear map by map…")
-    parts: list[perturb.Curves] = []
-    total = len(maps) + 2  # the maps, the random orders, the second fill
-    for map_name, m in maps.items():
-        target = parts[0].target if parts else None
-        parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
-                                                 target=target, cancel=cancel))
-        yield _curves_panel(perturb.merge_curves(parts), steps, (len(parts), total))
-    first_curves = perturb.merge_curves(parts)
-    band = perturb.faithfulness_curves(vm, view, perturb.random_orders(vm.geometry.grid, n_orders, seed), int(steps),
-                                       mode, target=first_curves.target, cancel=cancel)  # type: ignore[arg-type]
-    first = FillContest(first_curves, band, first_curves.forwards + band.forwards)
-    yield _curves_panel(first_curves, steps, (total - 1, total), band=band)
-    final = Contest(first, _fill_contest(ph, maps, steps, fill2, seed, first_curves.target, cancel))
-    ph.derived(name, lambda: final)
-    # The last panel carries the verdict: it needs every map's AUC under both fills.
-    yield _contest_panel(final, steps, verdict=_verdict_of(ph, final, maps, int(steps)))
+    maps = contest.curve_maps(ph, seed)
+    for s in contest.contest_steps(ph, steps, mode, seed, cancel):
+        if s.contest is not None:
+            # The last panel carries the verdict: it needs every map's AUC under both fills.
+            yield _contest_panel(s.contest, steps, verdict=_verdict_of(ph, s.contest, maps, int(steps)))
+        elif s.curves is None:
+            # Say at once what is coming: the first map's views take seconds on a CPU. No view count here:
+            # views shared between deletion and insertion are run once, and the final line gives the true
+            # total (it once promised "22 views each" and ended with 80).
+            yield CurvesPanel(None, [], f"Computing: {len(maps)} maps ({', '.join(maps)}) and "
+                                        f"{perturb.RANDOM_ORDERS} random orders, {int(steps)} steps each, deletion "
+                                        f"and insertion, batched, removing patches by {mode}, then again by "
+                                        f"{contest.second_fill(mode)}. The curves appear map by map…")
+        else:
+            yield _curves_panel(s.curves, steps, (s.done, s.total), band=s.band)
 
-
-def _contest_panel(c: Contest, steps: int, verdict: str = "") -> CurvesPanel:
+def _contest_panel(c: contest.Contest, steps: int, verdict: str = "") -> CurvesPanel:
     return _curves_panel(c.first.curves, steps, band=c.first.band, second=c.second, verdict=verdict,
                          forwards=c.first.forwards + c.second.forwards)
 
 
 def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | None = None,
-                  verdict: str = "", band: perturb.Curves | None = None, second: FillContest | None = None,
+                  verdict: str = "", band: perturb.Curves | None = None, second: contest.FillContest | None = None,
                   forwards: int | None = None) -> CurvesPanel:
     done = "" if progress is None or progress[0] == progress[1] else f"{progress[0]} of {progress[1]} parts so far · "
     views = c.forwards if forwards is None else forwards
@@ -763,7 +561,7 @@ def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | Non
     if verdict:
         text += (f"\n\n**Ranking:** {' > '.join(str(r[1]) for r in rows)} (best: **{rows[0][1]}**; {c.mode} fill).\n\n"
                  + RANKING_NOTE.format(label=_short(c.target_label), fill=c.mode,
-                                       fill2=second.curves.mode if second is not None else SECOND_FILL,
+                                       fill2=second.curves.mode if second is not None else contest.SECOND_FILL,
                                        n=perturb.RANDOM_ORDERS))
     return CurvesPanel(contest_figure(c, band), rows, text)
 
@@ -777,33 +575,33 @@ def _auc_table(c: perturb.Curves) -> np.ndarray:
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     """arrays.npz: shift_sweep (2P+1, 4) and deletion_curves (maps × steps) of the unperturbed
     view; the same cached sweep and contest as the page's buttons."""
-    out = {"shift_sweep": full_sweep(ph).array()}
+    out = {"shift_sweep": sweep.full_sweep(ph).array()}
     if ph.vm.has_classifier:
-        contest = compute_contest(ph)
-        c = contest.first.curves
+        ct = contest.compute_contest(ph)
+        c = ct.first.curves
         out["deletion_curves"] = c.deletion.astype(np.float32)
         out["insertion_curves"] = c.insertion.astype(np.float32)
         out["deletion_curve_maps"] = np.array(c.names)
         # (maps, 3): deletion AUC, insertion AUC, insertion − deletion, in deletion_curve_maps order
         out["contest_auc"] = _auc_table(c)
-        out["contest_random_auc"] = _auc_table(contest.first.band)  # (orders, 3), the baseline's spread
+        out["contest_random_auc"] = _auc_table(ct.first.band)  # (orders, 3), the baseline's spread
         # best first; "random (baseline)" is the random orders' mean
-        out["contest_ranking"] = np.array([n for n, _, _ in contestants(c, contest.first.band)])
+        out["contest_ranking"] = np.array([n for n, _, _ in contest.contestants(c, ct.first.band)])
         # The second fill (blur): the same tables, the same map order.
-        out["contest_auc_second_fill"] = _auc_table(contest.second.curves)
-        out["contest_random_auc_second_fill"] = _auc_table(contest.second.band)
+        out["contest_auc_second_fill"] = _auc_table(ct.second.curves)
+        out["contest_random_auc_second_fill"] = _auc_table(ct.second.band)
     return out
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     """The sweep chart and the deletion / insertion charts, for `python -m vizvit export`."""
-    out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(ph.vm, full_sweep(ph)).figure}
+    out: dict[str, np.ndarray | go.Figure] = {"shift_sweep_chart": sweep_panel(ph.vm, sweep.full_sweep(ph)).figure}
     if ph.vm.has_classifier:
-        contest = compute_contest(ph)
-        c = contest.first.curves
+        ct = contest.compute_contest(ph)
+        c = ct.first.curves
         out["deletion_chart"] = curves_figure(c, insertion=False)
         out["insertion_chart"] = curves_figure(c, insertion=True)
-        out["contest_chart"] = contest_figure(c, contest.first.band)
+        out["contest_chart"] = contest_figure(c, ct.first.band)
     return out
 
 

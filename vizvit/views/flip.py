@@ -30,7 +30,7 @@ def key_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, numbers.Real) and float(v).is_integer():
-        return str(int(v))
+        return str(int(float(v)))
     return str(v)
 
 
@@ -134,7 +134,8 @@ class Marks:
     at: tuple[int, int] | None = None  # the cell the server's picture marks
 
 
-def stamp(draw: Callable[[np.ndarray, int, int], Any], size: tuple[int, int], pad: int) -> tuple[np.ndarray, tuple[int, int]]:
+def stamp(draw: Callable[[np.ndarray, int, int], Any], size: tuple[int, int],
+          pad: int) -> tuple[np.ndarray, tuple[int, int]]:
     """What draw(img, x0, y0) paints for a cell of size (w, h) starting at (x0, y0), alone: (mark
     (h', w', 4) RGBA, its top-left from (x0, y0)). Drawn once on black and once on white, so a
     mark of any colour is found; pad: px the mark may reach outside the cell."""

@@ -76,7 +76,7 @@ def new_model(wb: Workbench, model_id: ModelId, k: PhotoKey | None, labels_text:
         vm = wb.model(model_id)
     except ValueError:
         current = wb.model(k.model_id if k else default_model)
-        text = common.model_unavailable(model_id, current, catalog.twin(model_id))
+        text = common.model_unavailable(model_id, current, catalog.twin(model_id) if catalog is not None else None)
         if k is not None:
             text += "\n\n" + status_of(wb, k)
         return ModelChange(False, None, text, current.id)

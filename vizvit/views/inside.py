@@ -29,17 +29,18 @@ from vizvit.session import Photo, PhotoKey
 from vizvit.views import flip
 from vizvit.views.common import status_line, top5_figure
 
-LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the
-last block): the model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head trained to read depth L only: early rows show how
-far [CLS] already points at a class in the final head's coordinates, not what the layer "thinks".
-The last row is the model's own prediction. **Click a row** for its full top-5. No new forward."""
+LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the last block): the
+model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head
+trained to read depth L only: early rows show how far [CLS] already points at a class in the final head's coordinates,
+not what the layer "thinks". The last row is the model's own prediction. **Click a row** for its full top-5. No new
+forward."""
 
-ABLATE_TEXT = """**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's output is its slice of the concatenated head outputs, before
-the output projection mixes them: *zero* sets it to 0, *mean* replaces it by its mean over the photo's
-tokens. **Click a cell** of the layers × heads grid to
-switch that head off or on; click a row's label (L3) for the whole layer, or type heads as
-layer.head counted from 1 (`3.5, 7.1`; `7` = all of layer 7). The top-5 shows the change from the
-intact model, and **every tab shows the ablated model** while heads are off (one forward per change)."""
+ABLATE_TEXT = """**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's
+output is its slice of the concatenated head outputs, before the output projection mixes them: *zero* sets it to 0,
+*mean* replaces it by its mean over the photo's tokens. **Click a cell** of the layers × heads grid to switch that
+head off or on; click a row's label (L3) for the whole layer, or type heads as layer.head counted from 1 (`3.5, 7.1`;
+`7` = all of layer 7). The top-5 shows the change from the intact model, and **every tab shows the ablated model**
+while heads are off (one forward per change)."""
 
 IMPORTANCE_TEXT = """**Which heads matter.** For each (layer, head), the drop of the top-1 probability when
 that head alone is zeroed: one forward per head, batched. Red: the prediction needs that head;

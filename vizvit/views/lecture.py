@@ -15,14 +15,14 @@ from vizvit.vocab import TAB_IDS
 
 LECTURE_TEXT = """## For lecturers
 **Link straight to a view.** Add query parameters to the page address, e.g.
-`?example=chelsea&tab=attention&layer=6&head=3` opens the cat on the Attention tab at layer 6,
-head 3. Parameters: `example` (astronaut, chelsea, coffee), `model`, `tab` ({tabs}), `layer` and `head` (1-based; `head` may also be
-mean, max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`),
-`direction` (row or column), `mode` (raw or rollout), `dx` and `dy` (shift in pixels), `mask`
-(patch numbers, e.g. `3,17,40`), `ablate` (heads switched off as layer.head from 1, e.g. `3.5,7.1`),
-`ablate_mode` (zero or mean), `compare` (the Compare tab's model B) and `projector=1`; a lesson step is `?lesson=1&step=5&example=chelsea`
-(the **Lesson** tab gives each step's link, and its QR code in projector mode). A wrong value falls back to the default with a
-note at the top. Or set the view up and press **Copy link to this view** at the bottom of the page.
+`?example=chelsea&tab=attention&layer=6&head=3` opens the cat on the Attention tab at layer 6, head 3. Parameters:
+`example` (astronaut, chelsea, coffee), `model`, `tab` ({tabs}), `layer` and `head` (1-based; `head` may also be mean,
+max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`), `direction` (row or column),
+`mode` (raw or rollout), `dx` and `dy` (shift in pixels), `mask` (patch numbers, e.g. `3,17,40`), `ablate` (heads
+switched off as layer.head from 1, e.g. `3.5,7.1`), `ablate_mode` (zero or mean), `compare` (the Compare tab's model
+B) and `projector=1`; a lesson step is `?lesson=1&step=5&example=chelsea` (the **Lesson** tab gives each step's link,
+and its QR code in projector mode). A wrong value falls back to the default with a note at the top. Or set the view up
+and press **Copy link to this view** at the bottom of the page.
 
 **Projector mode** (bottom of the page, or `projector=1`) enlarges all text and uses black on white.
 Every picture has a download button; each tab's charts download as one HTML file that works offline.
@@ -44,7 +44,8 @@ high-norm artifact tokens, which the Attention tab outlines, and only the Experi
 contest tests whether a map is what the decision rests on), and the predictions themselves.
 
 ### Why patches? The attention-cost calculator
-Attention compares every token with every other: n tokens make an n×n table per head and layer.""".format(tabs=", ".join(TAB_IDS))  # the tab ids, from THE list
+Attention compares every token with every other: n tokens make an n×n table per head and layer.""".format(
+    tabs=", ".join(TAB_IDS))  # the tab ids, from THE list
 
 
 def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:

@@ -55,7 +55,8 @@ def patches_explanation(vm: VitModel) -> str:
     return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
             f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
             f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with {' '.join(g.prefix_names)} in "
-            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the {g.num_layers} layers "
+            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the "
+            f"{g.num_layers} layers "
             f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table. "
             f"**{vm.family.title}**: the head reads {vm.family.head_text}. {vm.family.pe_text}")
 
@@ -167,7 +168,8 @@ def label_rule_text(vm: VitModel) -> str:
     """What the labels box means for this model (shown beside it)."""
     if vm.zero_shot is None:
         return ("*Labels apply to image-text models (CLIP, SigLIP) only: this model has its own "
-                f"{len(vm.labels):,} classes.*" if vm.has_classifier else "*This model has no classifier and no text tower.*")
+                f"{len(vm.labels):,} classes.*" if vm.has_classifier
+                else "*This model has no classifier and no text tower.*")
     return (f"**Zero-shot labels** ({len(vm.labels)}), each read as “{vm.zero_shot.template or '{}'}”. "
             f"Probabilities: {vm.zero_shot.rule_text}.")
 
@@ -176,7 +178,8 @@ def label_cosines(ph: Photo) -> np.ndarray:
     """(C, gh, gw) float32 cosine of each patch token with each label's text embedding, cached
     per photo and label list (engine.patch_label_cosine)."""
     vm = ph.vm
-    if vm.zero_shot is None:
+    head = vm.zero_shot
+    if head is None:
         raise UserError("Patch-label similarity needs an image-text model (CLIP or SigLIP) and labels.")
     g = vm.geometry
 
@@ -184,7 +187,7 @@ def label_cosines(ph: Photo) -> np.ndarray:
         a = ph.analysis()
         if a.dropped:
             raise UserError("Patch-label similarity needs the full token sequence: turn token drop off.")
-        cos = patch_label_cosine(vm, a.hidden_states[-1], vm.zero_shot)  # (C, P)
+        cos = patch_label_cosine(vm, a.hidden_states[-1], head)  # (C, P)
         return cos.reshape(-1, *g.grid).numpy().astype(np.float32)
 
     return ph.derived(PATCH_LABEL_COSINE, compute)
@@ -226,7 +229,8 @@ def label_book(ph: Photo, labels: list[str], merge: bool = False) -> flip.Flipbo
     """The patch-label maps of `labels` (~3 ms each), for the page to swap when one is picked from
     the list; merge: add them to the ones the page holds (a label picked since)."""
     return flip.Flipbook(repr(ph.key), LABEL_CONTROLS,
-                         {flip.page_key(label): {"label_map": label_map(ph, label)[0]} for label in labels}, merge=merge)
+                         {flip.page_key(label): {"label_map": label_map(ph, label)[0]} for label in labels},
+                         merge=merge)
 
 
 def label_choices(vm: VitModel) -> list[str]:

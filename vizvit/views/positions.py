@@ -1,41 +1,37 @@
-"""Panel functions of the Positions tab: position-embedding similarity as pictures,
-plotly heatmaps and text. No gradio; app.py only wires these.
+"""Panel functions of the Positions tab: the position readings (vizvit.readings.positions) as
+pictures, plotly heatmaps and text. No gradio; page/tabs/positions.py only wires these.
 
-Position embeddings do not depend on the photo, so the per-model results are cached
-per model (Photo.per_model); only the predictions at another resolution are per
-photo (Photo.derived).
+Position embeddings do not depend on the photo, so the pictures drawn of them are cached per model
+(Photo.per_model), under this module's names, beside the readings they draw.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
 import plotly.graph_objects as go
-import torch
 
-from vizvit.model import engine, positional
+from vizvit.model import positional
 from vizvit.model.models import VitModel
 from vizvit.pictures import figures, render
+from vizvit.readings import positions as rp
 from vizvit.session import Photo
 from vizvit.views import flip
-from vizvit.vocab import RESOLUTIONS  # noqa: F401 - views.positions.RESOLUTIONS, for the page and benchmarks
 
-# The names this module's results are cached under (Photo.derived / per_model).
-POSITIONS = "positions"  # per model: the Positions tab's report and pictures
-RELATIVE_BIAS = "relative-bias"  # per model: a relative-bias family's tables and pictures
+if TYPE_CHECKING:
+    import pandas as pd
 
-
-def positions_at_name(size: int) -> tuple:
-    """Per model: the position table interpolated for a size×size input, drawn."""
-    return ("positions-at", size)
+# The names this module's pictures are cached under (per_model), beside the readings they draw.
+DRAWN = "positions-drawn"  # the Positions tab's pictures of the position report
+BIAS_DRAWN = "relative-bias-drawn"  # a relative-bias family's pictures
 
 
-def predict_at_name(size: int) -> tuple:
-    """Per photo: one forward at size×size."""
-    return ("predict-at", size)
+def drawn_at_name(size: int) -> tuple:
+    """The interpolated table's similarity grid for a size×size input, drawn."""
+    return ("positions-at-drawn", size)
 
 
 CMAP = "RdBu_r"  # diverging: red = similar, white = orthogonal, blue = opposite
@@ -48,7 +44,8 @@ SEP_COLOR = (70, 70, 70)  # dark: white would read as similarity 0 in RdBu
 # period ~2 along rows and columns): at 3 px per position they alias into a moiré, so each position
 # gets at least MIN_CELL px, and the grid is drawn nearest-neighbour (the page shows it as PNG,
 # pixelated; a JPEG or a smoothing resize would blur one tile's cells into the next).
-GRID_TARGET = 640  # px the whole grid of tiles aims at: projector mode shows it at scale >= 0.92 (its bar labels readable)
+# GRID_TARGET: px the whole grid of tiles aims at; projector mode shows it at scale >= 0.92 (its bar labels readable).
+GRID_TARGET = 640
 MIN_CELL = 3  # px per position inside a tile, at least: 42-px tiles on a 14×14 grid (crisp at 1:1, PNG, no smoothing)
 MAX_TILES = 14  # tiles per side at most; a bigger grid (384 px: 24×24) shows every k-th tile
 
@@ -197,8 +194,7 @@ class ModelPositions:
     text: str
 
 
-def model_positions(vm: VitModel) -> ModelPositions:
-    r = positional.position_report(engine.position_tables(vm))
+def model_positions(vm: VitModel, r: positional.PositionReport) -> ModelPositions:
     cell = tile_cell(r.grid)
     grid_img = render.with_colorbar(similarity_grid(r.sim, r.grid, cell), CMAP)
     return ModelPositions(report=r, cell=cell, grid_img=grid_img, compare_img=compare_image(r),
@@ -304,45 +300,47 @@ def _bias_tiles(tables: np.ndarray, cell: int, vmax: float) -> np.ndarray:
     return np.repeat(np.repeat(rgb, cell, axis=1), cell, axis=2)
 
 
-def bias_positions(vm: VitModel) -> BiasPositions:
-    import pandas as pd
-
-    rb = positional.relative_bias(engine.position_tables(vm, random_init=False))
+def bias_positions(vm: VitModel, rb: positional.RelativeBias) -> BiasPositions:
     n_l, n_h, th, tw = rb.tables.shape
     vmax = float(np.abs(rb.tables).max()) or 1.0
     cell = max(1, round(56 / max(th, tw)))
     grid_img = render.with_colorbar(render.mosaic(_bias_tiles(rb.tables.reshape(-1, th, tw), cell, vmax), n_l, n_h,
                                                   sep=SEP, sep_color=SEP_COLOR), CMAP, -vmax, vmax)
-    mean = rb.tables.mean(1)  # (L, th, tw)
-    cmp_cell = max(1, round(96 / max(th, tw)))
     tiles = [_titled(t, f"layer {l + 1}" if not rb.shared else "all layers")
-             for l, t in enumerate(_bias_tiles(mean, cmp_cell, vmax))]
+             for l, t in enumerate(_bias_tiles(rb.tables.mean(1), max(1, round(96 / max(th, tw))), vmax))]
     cols = min(len(tiles), 6)
     while len(tiles) % cols:
         tiles.append(np.full_like(tiles[0], 255))
     compare = render.with_colorbar(render.mosaic(np.stack(tiles), len(tiles) // cols, cols, sep=8), CMAP, -vmax, vmax)
+    return BiasPositions(rb, cell, grid_img, compare, bias_numbers(rb, vm.geometry.grid), bias_text(vm, rb, vmax),
+                         vmax)
+
+
+def bias_numbers(rb: positional.RelativeBias, grid: tuple[int, int]) -> pd.DataFrame:
+    """The table of each layer's mean bias at offset 0, at the 4 neighbours, far (readings.positions)."""
+    import pandas as pd
+
+    rows = [[("all layers" if rb.shared else f"layer {l + 1}") + " (mean of heads)", f"{z:+.3f}", f"{n:+.3f}",
+             "—" if np.isnan(f) else f"{f:+.3f}"] for l, (z, n, f) in enumerate(rp.bias_contrast(rb, grid))]
+    return pd.DataFrame(rows, columns=["relative bias", "Δ = (0, 0)", "4 neighbours", f"≥{positional.FAR} apart"])
+
+
+def bias_text(vm: VitModel, rb: positional.RelativeBias, vmax: float) -> str:
+    n_l, n_h = rb.tables.shape[:2]
     gh, gw = vm.geometry.grid
-    dr = np.abs(np.arange(th) - (gh - 1))[:, None]
-    dc = np.abs(np.arange(tw) - (gw - 1))[None, :]
-    near, far, zero = (dr + dc) == 1, np.maximum(dr, dc) >= positional.FAR, (dr + dc) == 0
-    rows = []
-    for l, t in enumerate(mean):
-        rows.append([("all layers" if rb.shared else f"layer {l + 1}") + " (mean of heads)", f"{t[zero].mean():+.3f}",
-                     f"{t[near].mean():+.3f}", f"{t[far].mean():+.3f}" if far.any() else "—"])
-    numbers = pd.DataFrame(rows, columns=["relative bias", "Δ = (0, 0)", "4 neighbours", f"≥{positional.FAR} apart"])
     fam = vm.family
     which = "one table shared by all layers" if rb.shared else f"one table per layer ({n_l})"
-    zero = " (every bias is 0: BEiT starts its tables at zero, so the tables are blank)" if not np.abs(rb.tables).max() else ""
+    zero = (" (every bias is 0: BEiT starts its tables at zero, so the tables are blank)"
+            if not np.abs(rb.tables).max() else "")
     warn = (f"\n\n⚠️ **Untrained random weights**: the bias tables are an initialisation, not learned{zero}."
             if not vm.is_pretrained else "")
-    text = f"""**{fam.title}: no position embeddings to compare.** {fam.pe_text} This model has {which}, each
+    return f"""**{fam.title}: no position embeddings to compare.** {fam.pe_text} This model has {which}, each
 with {n_h} heads. Each small table above is one (layer, head) — rows = layers, columns = heads; its pixel
 (Δrow + {gh - 1}, Δcol + {gw - 1}) is the bias added when a query patch is Δrow rows below and Δcol columns right
 of the key patch (Δ = query − key, centre = the patch itself). Red raises attention, blue lowers it; one
 scale ±{vmax:.2f} for all. **Click a table** to open it large. Three more values per head concern [CLS]
 (chart on the right). Method: {positional.RELATIVE_BIAS_METHOD}. Attention rollout and every other view
 are unchanged: the bias is already inside the attention weights they read.{warn}"""
-    return BiasPositions(rb, cell, grid_img, compare, numbers, text, vmax)
 
 
 def bias_figure(table: np.ndarray, grid: tuple[int, int], layer: int, head: int, vmax: float,
@@ -403,7 +401,8 @@ def marks_look(vm: VitModel) -> str:
 
 
 def cached_bias_positions(ph: Photo) -> BiasPositions:
-    return ph.per_model(RELATIVE_BIAS, lambda: bias_positions(ph.vm))
+    """The model's relative-bias pictures, drawn once per model."""
+    return ph.per_model(BIAS_DRAWN, lambda: bias_positions(ph.vm, rp.relative_bias(ph.vm, ph.per_model)))
 
 
 @dataclass(frozen=True)
@@ -419,7 +418,7 @@ class PositionsPanel:
 
 def cached_model_positions(ph: Photo) -> ModelPositions:
     """The model's position results, computed once per model (not per photo)."""
-    return ph.per_model(POSITIONS, lambda: model_positions(ph.vm))
+    return ph.per_model(DRAWN, lambda: model_positions(ph.vm, rp.report(ph.vm, ph.per_model)))
 
 
 def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPanel:
@@ -470,20 +469,22 @@ class ResolutionPanel:
 
 @dataclass(frozen=True)
 class PositionsAtSize:
-    """Per (model, input size): the interpolated table's similarity, drawn (cached)."""
+    """Per (model, input size): the interpolated table's similarity (readings.positions.at_size), drawn."""
 
-    grid: tuple[int, int]
-    sim: np.ndarray  # (P', P') float32
+    at: rp.SimilarityAtSize
     grid_img: np.ndarray  # uint8, with colour bar
-    contrast: positional.Contrast
     stride: int  # every stride-th row and column of tiles is drawn
 
 
-def positions_at_size(vm: VitModel, size: int) -> PositionsAtSize:
-    new_grid, sim = positional.interpolated_similarity(engine.position_tables(vm, random_init=False), size)
-    k = tile_stride(new_grid)
-    img = render.with_colorbar(similarity_grid(sim, new_grid, tile_cell(new_grid, stride=k), stride=k), CMAP)
-    return PositionsAtSize(new_grid, sim, img, positional.neighbour_contrast(torch.from_numpy(sim), new_grid), k)
+def positions_at_size(at: rp.SimilarityAtSize) -> PositionsAtSize:
+    k = tile_stride(at.grid)
+    img = render.with_colorbar(similarity_grid(at.sim, at.grid, tile_cell(at.grid, stride=k), stride=k), CMAP)
+    return PositionsAtSize(at, img, k)
+
+
+def cached_positions_at_size(ph: Photo, size: int) -> PositionsAtSize:
+    """The interpolated table's similarity grid for a size×size input, drawn once per model."""
+    return ph.per_model(drawn_at_name(size), lambda: positions_at_size(rp.at_size(ph.vm, size, ph.per_model)))
 
 
 def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
@@ -491,9 +492,8 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     size = int(size)
     if vm.family.has_bias_table:
         return _bias_resolution_panel(ph, size)
-    at = ph.per_model(positions_at_name(size), lambda: positions_at_size(vm, size))
-    pred = ph.derived(predict_at_name(size),
-                      lambda: engine.predict_at_size(vm, ph.image, size))
+    at = cached_positions_at_size(ph, size)
+    pred = rp.predict_at(ph, size)
     native = ph.analysis()
     fig = None
     if pred.probs is not None and native.probs is not None:
@@ -502,13 +502,13 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
         title += ("; UNTRAINED weights: meaningless</sub>" if not vm.is_pretrained else "</sub>")
         fig = figures.top5_bar(pred.top5, base, title)
     g = vm.geometry
-    nh, nw = at.grid
-    c = at.contrast
+    nh, nw = at.at.grid
+    c = at.at.contrast
     top = ""
     if pred.top5 and native.top5:
         top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
                f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
-    _, _, (th, tw) = positional.stored_positions(engine.position_tables(vm, random_init=False))
+    th, tw = rp.stored_grid(vm)
     shown = ("" if at.stride == 1 else f" The picture shows every {at.stride}{'nd' if at.stride == 2 else 'th'} "
              f"row and column of tiles ({-(-nh // at.stride)}×{-(-nw // at.stride)} of the {nh}×{nw}), each tile "
              "whole, so the stripes stay readable.")
@@ -519,7 +519,8 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
             f"(align_corners=False{aa}) to {nh}×{nw}; {' and '.join(g.prefix_names[:vm.family.pe_prefix])} "
             f"{'keep their' if vm.family.pe_prefix > 1 else 'keeps its'} own. Contrast at this size: "
             f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
-            f"one new step is {th / nh:.2f} of a learned one{', so neighbours look more alike' if th < nh else ''}.{top} "
+            f"one new step is {th / nh:.2f} of a learned one"
+            f"{', so neighbours look more alike' if th < nh else ''}.{top} "
             f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.{shown}")
     return ResolutionPanel(grid_img=at.grid_img, top5=fig, text=text)
 
@@ -528,10 +529,10 @@ def _bias_resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     """BEiT at another size: the bias tables are resized bilinearly to the new offsets."""
     vm = ph.vm
     g = vm.geometry
-    pred = ph.derived(predict_at_name(size), lambda: engine.predict_at_size(vm, ph.image, size))
+    pred = rp.predict_at(ph, size)
     nh, nw = positional.grid_at(g, size)
     bp = cached_bias_positions(ph)
-    tables = positional.relative_bias(engine.position_tables(vm, random_init=False), (nh, nw)).tables  # (L or 1, H, 2nh−1, 2nw−1)
+    tables = rp.bias_at_size(vm, size)  # (L or 1, H, 2nh−1, 2nw−1)
     mean = tables.mean(1)[-6:]  # the last layers, mean of heads
     cell = max(1, round(96 / max(mean.shape[1:])))
     img = render.with_colorbar(render.mosaic(_bias_tiles(mean, cell, bp.vmax), 1, len(mean), sep=8),
@@ -555,9 +556,9 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     a relative-bias family (BEiT) instead: relative_position_bias (L or 1, H, 2gh−1, 2gw−1) and
     relative_position_bias_cls (L or 1, H, 3)."""
     if ph.vm.family.has_bias_table:
-        rb = cached_bias_positions(ph).bias
+        rb = rp.relative_bias(ph.vm, ph.per_model)
         return {"relative_position_bias": rb.tables, "relative_position_bias_cls": rb.special}
-    r = cached_model_positions(ph).report
+    r = rp.report(ph.vm, ph.per_model)
     return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
 
 
@@ -599,8 +600,8 @@ class PositionsPage:
 def show(ph: Photo, p: PositionsParams) -> PositionsPage:
     """On open: the model's position similarity (per model: cached, see warm_model)."""
     pp = positions_panel(ph)
-    return PositionsPage(grid=pp.grid_img, marks=pp.marks, tile=pp.tile_fig, cls=pp.cls_fig, text=pp.text, compare=pp.compare_img,
-                         numbers=pp.numbers)
+    return PositionsPage(grid=pp.grid_img, marks=pp.marks, tile=pp.tile_fig, cls=pp.cls_fig, text=pp.text,
+                         compare=pp.compare_img, numbers=pp.numbers)
 
 
 def warm_model(ph: Photo) -> None:
@@ -610,5 +611,4 @@ def warm_model(ph: Photo) -> None:
         cached_bias_positions(ph)
         return
     cached_model_positions(ph)
-    size = PositionsParams().size
-    ph.per_model(positions_at_name(size), lambda: positions_at_size(ph.vm, size))
+    cached_positions_at_size(ph, PositionsParams().size)

@@ -14,8 +14,8 @@ from page.ordered import AnswerOrder
 from page.tabs import attention as tab
 from vizvit import vocab
 from vizvit.pictures import render
-from vizvit.readings import methods
-from vizvit.views import attention as ap
+from vizvit.readings import attention as ra, methods
+from vizvit.views import attention as ap, layout
 
 FLOW = next(m.name for m in methods.METHODS if m.costly)  # attention flow: a costly job, flow_job's
 
@@ -43,7 +43,7 @@ def test_opening_the_tab_shows_the_views_page_and_sets_the_sliders_to_the_model(
     wb, key = photo
     got = tab.opened(wb, key, *controls(layer=99, head=99).values())
     assert set(got) == set(tab.OPENED)
-    want = ap.show(wb.handle(key), ap.AttnParams.from_controls(controls(layer=99, head=99)))
+    want = ap.show(wb.handle(key), ra.AttnParams.from_controls(controls(layer=99, head=99)))
     assert_shows(got, want, tab.SHOWN)
     g = tiny16.geometry
     assert (got["layer"].maximum, got["layer"].value) == (g.num_layers, g.num_layers), "clipped to the model"
@@ -67,22 +67,22 @@ def test_a_click_on_the_main_map_makes_the_patch_under_it_the_query(photo, tiny1
     r, c = 3, 5
     got = tab.click_main(wb, key, controls(), ((c + 0.5) * pw * s, (r + 0.5) * pw * s))
     assert got["query"] == (r, c)
-    want = ap.change(wb.handle(key), ap.AttnParams.from_controls(controls(query=(r, c))), with_book=True)
+    want = ap.change(wb.handle(key), ra.AttnParams.from_controls(controls(query=(r, c))), with_book=True)
     assert_shows(got, want, [*tab.SHOWN_CHANGE, "book"])
     back = tab.to_cls_view(wb, key, controls(query=(r, c)))
     assert back["query"] is None
-    assert same(back["readout"], ap.change(wb.handle(key), ap.AttnParams.from_controls(controls())).readout)
+    assert same(back["readout"], ap.change(wb.handle(key), ra.AttnParams.from_controls(controls())).readout)
 
 
 def test_a_click_on_the_grid_opens_the_head_of_the_cell_under_it(photo, tiny16):
     wb, key = photo
     g = tiny16.geometry
-    tile = ap.grid_tile(g)
+    tile = layout.grid_tile(g)
     lay, hd = g.num_layers, g.num_heads  # the last cell: bottom right
-    xy = (ap.GRID_LEFT + (hd - 1) * (tile + ap.GRID_SEP) + tile // 2, ap.GRID_TOP + (lay - 1) * (tile + ap.GRID_SEP) + 1)
+    xy = (layout.GRID_LEFT + (hd - 1) * (tile + layout.GRID_SEP) + tile // 2, layout.GRID_TOP + (lay - 1) * (tile + layout.GRID_SEP) + 1)
     got = tab.click_grid(wb, key, controls(layer=1, head=1), xy)
     assert (got["layer"], got["head"], got["show"]) == (lay, hd, vocab.ONE_HEAD)
-    one = ap.AttnParams.from_controls(controls(layer=lay, head=hd, show=vocab.ONE_HEAD))
+    one = ra.AttnParams.from_controls(controls(layer=lay, head=hd, show=vocab.ONE_HEAD))
     assert_shows(got, ap.change(wb.handle(key), one, drawn_in_page=True), tab.SHOWN_CHANGE)
     moved = tab.redraw_one_head(wb, key, controls(layer=lay, head=hd, show="max"))
     assert moved["show"] == vocab.ONE_HEAD and moved["readout"] == got["readout"], "the head slider leaves a fusion"
@@ -97,11 +97,11 @@ def test_a_grid_clicks_answer_sets_the_controls_an_event_sent_before_it_landed_r
         order = AnswerOrder("attention-test")
         ui = {n: gr.Textbox(elem_id=n) for n in [*tab.CONTROLS, *tab.SHOWN, "cls", "rel_img", "rel_text"]}
     g = tiny16.geometry
-    tile = ap.grid_tile(g)
+    tile = layout.grid_tile(g)
     click = kit.in_line(order, tab.CONTROLS, tab.click_grid, ui, ["layer", "head", "show", *tab.SHOWN_CHANGE], wb,
                         sets=("layer", "head", "show"), select=True)
     redraw = kit.in_line(order, tab.CONTROLS, tab.redraw, ui, tab.SHOWN_CHANGE, wb)
-    evt = gr.SelectData(None, {"index": [ap.GRID_LEFT + tile + ap.GRID_SEP + 1, ap.GRID_TOP + 1], "value": None})
+    evt = gr.SelectData(None, {"index": [layout.GRID_LEFT + tile + layout.GRID_SEP + 1, layout.GRID_TOP + 1], "value": None})
     clicked = click(evt, "p:1:0", key, *controls(layer=1, head=1).values())
     assert clicked[ui["head"]] == 2 and clicked[order.stamp] == "p:1:0"
     late = redraw("p:2:0", key, *controls(layer=1, head=1, show="mean").values())  # sent before p:1's answer
@@ -118,7 +118,7 @@ def test_a_head_picked_from_the_list_or_the_chart_opens_that_head():
 def test_class_maps_answer_as_the_views_and_leave_attention_flow_to_its_job(photo):
     wb, key = photo
     v = controls().values()
-    img, text = ap.explain(wb.handle(key), ap.EXPLAIN_METHODS[0], 1, ap.AttnParams.from_controls(controls()))
+    img, text = ap.explain(wb.handle(key), ap.EXPLAIN_METHODS[0], 1, ra.AttnParams.from_controls(controls()))
     got = tab.class_map(wb, key, 1, ap.EXPLAIN_METHODS[0], *v)
     assert np.array_equal(got["rel_img"], img) and got["rel_text"] == text
     assert tab.class_map(wb, key, 1, FLOW, *v) == {n: gr.skip() for n in tab.RELEVANCE}

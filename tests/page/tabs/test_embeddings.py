@@ -14,6 +14,7 @@ from built_page import same
 
 from page.kit import Ctx
 from page.tabs import embeddings as tab
+from vizvit import vocab
 from vizvit.pictures import render
 from vizvit.views import embeddings
 
@@ -26,7 +27,7 @@ def ui() -> dict:
 
 def controls(**changed) -> tuple:
     """The tab's control values as its events send them (CONTROLS order)."""
-    c = {**dict(depth=1, clicked=None, color_by="row", dropout=embeddings.DEFAULT_DROPOUT), **changed}
+    c = {**dict(depth=1, clicked=None, color_by="row", dropout=vocab.DEFAULT_DROPOUT), **changed}
     assert list(c) == tab.CONTROLS
     return tuple(c.values())
 

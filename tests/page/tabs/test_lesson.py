@@ -16,6 +16,7 @@ from page.tabs import lesson as tab
 from vizvit import deeplink
 from vizvit.api import PublicApi
 from vizvit.classroom.room import Rooms
+from vizvit.readings import lesson as rl
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import lesson
 
@@ -85,7 +86,7 @@ def test_the_step_shown_drawn_again_keeps_the_answer_and_its_reveal(photo):
     assert all(again[n] == gr.skip() for n in ("header", "choice", "number", "answer", "picture", "open_btn")), again
     assert again["step"] == 2 and again["link"] == first["link"], "the link and QR code are drawn as before"
     assert tab.go(ctx, None, +1, key, 2, PAGE, first["drawn"])["answer"] == "", "the next step clears"
-    last = len(lesson.steps())
+    last = len(rl.steps())
     assert tab.go(ctx, None, +1, key, last, PAGE, (key, last))["answer"] == gr.skip(), "next at the end stays"
     other = PhotoKey(key.model_id, "0" * 40)
     assert tab.at_step(ctx, None, key, 2, PAGE, (other, 2))["answer"] == "", "another photo clears"
@@ -101,7 +102,7 @@ def test_a_loopback_page_links_the_share_address_phones_can_open(photo):
 
 def test_previous_and_next_move_one_step_and_stop_at_the_ends(photo):
     ctx, key = photo
-    last = len(lesson.steps())
+    last = len(rl.steps())
     assert tab.go(ctx, None, +1, key, 2, PAGE)["step"] == 3
     assert tab.go(ctx, None, -1, key, 2, PAGE)["step"] == 1
     assert tab.go(ctx, None, -1, key, 1, PAGE)["step"] == 1

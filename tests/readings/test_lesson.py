@@ -1,0 +1,59 @@
+"""The lesson's numbers (vizvit/readings/lesson.py): the steps in the lecture's order, each checked
+against what it names; the step's controls for a model; measures against the model's own numbers."""
+
+from __future__ import annotations
+
+import pytest
+from tiny import EXAMPLES
+
+from vizvit import vocab
+from vizvit.classroom.lesson import Step
+from vizvit.errors import UserError
+from vizvit.readings import lesson as rl
+from vizvit.session import PhotoKey, Workbench
+
+
+@pytest.fixture(scope="module")
+def photo(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    return wb.handle(PhotoKey(tiny16.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+
+
+def test_the_steps_follow_the_lectures_order_and_open_real_tabs():
+    ids = [s.id for s in rl.steps()]
+    assert ids == ["image", "patches", "conv", "cls", "positions", "mask", "dropout", "cost", "shift1", "shift16",
+                   "survives", "distance", "rollout"]
+    assert vocab.TAB_IDS.index("lesson") == vocab.TAB_IDS.index("lecture") - 1
+    for s in rl.steps():
+        assert s.view in vocab.TABS and s.view != "lesson"
+        assert s.is_number or 2 <= len(s.options) <= 4
+
+
+def test_the_centre_mask_is_the_middle_half_of_rows_and_columns(tiny16):
+    g = tiny16.geometry  # 14×14
+    want = tuple(r * 14 + c for r in range(3, 10) for c in range(3, 10))
+    assert rl.centre_mask(g) == want
+    mask_step = next(s for s in rl.steps() if s.id == "mask")
+    assert tuple(rl.step_controls(mask_step, g)["mask"]) == want
+
+
+def test_counting_steps_measure_the_models_own_numbers(photo):
+    g = photo.vm.geometry
+    by_id = {s.id: s for s in rl.steps()}
+    assert rl.MEASURES["input_side"](photo, by_id["image"]).right == float(g.image_size[0]) == 224.0
+    assert rl.MEASURES["tokens"](photo, by_id["cls"]).right == 197.0  # 196 patches + [CLS]
+    assert rl.MEASURES["patches"](photo, by_id["patches"]).value == "196"
+    rollout = rl.MEASURES["rollout"](photo, by_id["rollout"])
+    assert 0 < float(rollout.value) <= 1 and rollout.right in ("most", "some")
+
+
+def test_a_step_naming_no_measure_or_no_tab_is_refused():
+    s = rl.steps()[0]
+    import dataclasses
+
+    with pytest.raises(UserError, match="unknown measure"):
+        rl.check_steps((dataclasses.replace(s, measure="nothing"),))
+    with pytest.raises(UserError, match="cannot open the Camera tab"):
+        rl.check_steps((dataclasses.replace(s, view="camera"),))
+    assert isinstance(s, Step) and set(rl.STEP_TABS) < set(vocab.TABS)

@@ -1,0 +1,229 @@
+"""The faithfulness contest (Petsiuk et al. 2018, RISE) of the Experiments tab, as numbers: every map
+of readings.methods.CONTEST and perturb.RANDOM_ORDERS random orders, removed patch by patch
+(deletion) and added back (insertion) under two fills, the top-1 class tracked; cached per photo.
+The ranking (contestants), which maps beat the random orders' band (beats_random) and the artifact
+tokens each map removes first are read here; vizvit.views.experiments charts and words them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from vizvit.cancel import NEVER, Cancel
+from vizvit.model.engine import Progress
+from vizvit.readings import artifacts_rule as art_mod, methods, perturb
+from vizvit.readings.artifacts import artifact_masks
+from vizvit.session import Photo
+
+
+# The names this module's results are cached under (Photo.derived).
+def ranking_maps_name(seed: int) -> tuple:
+    """The maps the curves rank patches by (vizvit.readings.methods.CONTEST), per random seed."""
+    return ("experiments_maps", seed)
+
+
+def curves_name(steps: int, mode: str, seed: int, maps: tuple[str, ...]) -> tuple:
+    """Deletion and insertion curves of the named maps."""
+    return ("curves", int(steps), mode, seed, tuple(maps))
+
+
+RANDOM_ROW = "random (baseline)"  # the ranking's row for the random orders' mean (the band)
+# The second way of removing patches: a strong blur keeps the photo's colours and coarse shapes, close to
+# the photos the model was trained on (RISE's insertion canvas); black squares are not (issue 43). A
+# contest run with blur chosen takes black second, so every verdict rests on two fills.
+SECOND_FILL = "blur"
+
+
+def second_fill(mode: str) -> str:
+    return "black" if mode == SECOND_FILL else SECOND_FILL
+
+
+@dataclass(frozen=True)
+class FillContest:
+    """One fill's contest: the maps' curves and the random orders' curves (the band), same target."""
+
+    curves: perturb.Curves  # the maps (their "random" is random order 1)
+    band: perturb.Curves  # perturb.RANDOM_ORDERS random orders
+    forwards: int  # distinct views run for both
+
+    @property
+    def deletion_band(self) -> perturb.Spread:
+        return perturb.spread(self.band.deletion_auc)
+
+    @property
+    def insertion_band(self) -> perturb.Spread:
+        return perturb.spread(self.band.insertion_auc)
+
+
+@dataclass(frozen=True)
+class Contest:
+    first: FillContest  # the fill chosen on the page: the chart
+    second: FillContest  # second_fill(first's): the table's last columns and the verdict
+
+
+# ------------------------------------------------------------------ the maps
+def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
+    """name -> (gh, gw) map for the curves, cached per photo: every contest method of
+    readings.methods (the class-specific ones for the top-1 class, shared with the Attention tab's
+    cache so each is computed once), and a costly one (attention flow: seconds, a job) once the
+    Attention tab has computed it."""
+    out = dict(ph.derived(ranking_maps_name(seed),
+                          lambda: methods.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
+    for m in methods.CONTEST:
+        if m.costly and ph.peek(m.cached_as) is not None:
+            out[m.name] = m(ph.vm, ph.analysis(), None, ph.derived)
+    return out
+
+
+def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
+    # The random orders are part of the key: a cached contest of the one-draw days is not this one.
+    return curves_name(steps, mode, seed, (*maps, f"{perturb.RANDOM_ORDERS} random orders", second_fill(mode)))
+
+
+# ------------------------------------------------------------------ running it
+def _fill_contest(ph: Photo, maps: dict[str, np.ndarray], steps: int, mode: str, seed: int,
+                  target: int | None = None, cancel: Cancel = NEVER, progress: Progress | None = None) -> FillContest:
+    """The maps and the random orders in one batched run (shared views run once), split."""
+    orders = perturb.random_orders(ph.vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
+    c = perturb.faithfulness_curves(ph.vm, ph.analysis().input_view, {**maps, **orders}, int(steps),
+                                    mode, target=target, cancel=cancel, progress=progress)  # type: ignore[arg-type]
+    return FillContest(*perturb.split_curves(c, tuple(maps)), c.forwards)
+
+
+def compute_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0,
+                    progress: Callable[[str], Progress] | None = None) -> Contest:
+    """Both fills' contests, cached per photo (the same entry contest_steps fills). progress: given
+    each fill's name, the callback its batched run tells (views done, views of that fill)."""
+    maps = curve_maps(ph, seed)
+
+    def run() -> Contest:
+        first = _fill_contest(ph, maps, steps, mode, seed, progress=None if progress is None else progress(mode))
+        fill2 = second_fill(mode)
+        return Contest(first, _fill_contest(ph, maps, steps, fill2, seed, first.curves.target,
+                                            progress=None if progress is None else progress(fill2)))
+
+    return ph.derived(_curves_key(steps, mode, seed, maps), run)
+
+
+def peek_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> Contest | None:
+    """The contest if it has been run for this photo (the button, export), else None: never runs it."""
+    if ph.peek(ranking_maps_name(seed)) is None:
+        return None
+    return ph.peek(_curves_key(steps, mode, seed, curve_maps(ph, seed)))
+
+
+def compute_curves(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> perturb.Curves:
+    """The maps' curves with the chosen fill (the contest's first fill), cached per photo."""
+    return compute_contest(ph, steps, mode, seed).first.curves
+
+
+@dataclass(frozen=True)
+class ContestSoFar:
+    """One step of a contest run map by map (contest_steps), for the page to show as it comes."""
+
+    maps: tuple[str, ...]  # the maps the contest ranks
+    curves: perturb.Curves | None = None  # the first fill's curves of the maps done so far (None: none yet)
+    done: int = 0  # parts done of `total`: each map, the random orders, the second fill
+    total: int = 0
+    band: perturb.Curves | None = None  # the random orders' curves, once run
+    contest: Contest | None = None  # the whole contest, cached: the last step
+
+
+def contest_steps(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0,
+                  cancel: Cancel = NEVER) -> Iterator[ContestSoFar]:
+    """The contest map by map (each map's views batched), then the random orders, then the second fill;
+    the complete contest is cached like compute_contest's (the cached one alone when it is there
+    already). First a step with nothing done: the maps' views take seconds on a CPU. `cancel` is checked
+    between batches (Cancelled: nothing cached)."""
+    maps = curve_maps(ph, seed)
+    name = _curves_key(steps, mode, seed, maps)
+    done = ph.peek(name)
+    if done is not None:
+        yield ContestSoFar(tuple(maps), contest=done)
+        return
+    vm, view = ph.vm, ph.analysis().input_view
+    total = len(maps) + 2
+    yield ContestSoFar(tuple(maps), total=total)
+    parts: list[perturb.Curves] = []
+    for map_name, m in maps.items():
+        target = parts[0].target if parts else None
+        parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
+                                                 target=target, cancel=cancel))
+        yield ContestSoFar(tuple(maps), perturb.merge_curves(parts), len(parts), total)
+    curves = perturb.merge_curves(parts)
+    orders = perturb.random_orders(vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
+    band = perturb.faithfulness_curves(vm, view, orders, int(steps), mode,  # type: ignore[arg-type]
+                                       target=curves.target, cancel=cancel)
+    yield ContestSoFar(tuple(maps), curves, total - 1, total, band)
+    first = FillContest(curves, band, curves.forwards + band.forwards)
+    final = Contest(first, _fill_contest(ph, maps, steps, second_fill(mode), seed, curves.target, cancel))
+    ph.derived(name, lambda: final)
+    yield ContestSoFar(tuple(maps), curves, total, total, band, final)
+
+
+# ------------------------------------------------------------------ reading it
+def contestants(c: perturb.Curves, band: perturb.Curves | None) -> list[tuple[str, float, float]]:
+    """(name, deletion AUC, insertion AUC) best first by insertion − deletion (ties by registry order).
+    With a band, the one "random" map gives way to the random orders' mean, named RANDOM_ROW."""
+    rows = [(n, float(d), float(i)) for n, d, i in zip(c.names, c.deletion_auc, c.insertion_auc)
+            if band is None or n != methods.RANDOM.name]
+    if band is not None:
+        rows.append((RANDOM_ROW, float(band.deletion_auc.mean()), float(band.insertion_auc.mean())))
+    order = np.argsort([-(i - d) for _, d, i in rows], kind="stable")
+    return [rows[k] for k in order]
+
+
+@dataclass(frozen=True)
+class FillScore:
+    """One fill's AUCs, as the verdict reads them (numbers only: the verdict is a pure function)."""
+
+    fill: str
+    names: tuple[str, ...]  # the maps, random excluded
+    deletion: np.ndarray  # (M,) lower is better
+    insertion: np.ndarray  # (M,) higher is better
+    deletion_band: perturb.Spread  # the random orders'
+    insertion_band: perturb.Spread
+
+
+def fill_score(f: FillContest) -> FillScore:
+    keep = [k for k, n in enumerate(f.curves.names) if n != methods.RANDOM.name]
+    return FillScore(f.curves.mode, tuple(f.curves.names[k] for k in keep), f.curves.deletion_auc[keep],
+                     f.curves.insertion_auc[keep], f.deletion_band, f.insertion_band)
+
+
+def beats_random(s: FillScore) -> dict[str, tuple[str, str]]:
+    """map -> (deletion, insertion) each 'better', 'within' or 'worse' than the random orders' band."""
+    return {n: (perturb.against_band(float(d), s.deletion_band, False),
+                perturb.against_band(float(i), s.insertion_band, True))
+            for n, d, i in zip(s.names, s.deletion, s.insertion)}
+
+
+def first_removed(m: np.ndarray, steps: int) -> np.ndarray:
+    """(gh, gw) map -> the patch ids the deletion curve removes at its first step (the same
+    order as perturb.faithfulness_curves: descending, ties by patch number)."""
+    n = max(1, round(m.size / steps))
+    return np.argsort(-m.ravel(), kind="stable")[:n]
+
+
+@dataclass(frozen=True)
+class ArtifactsFirst:
+    """The artifact tokens among the patches each map removes first (Darcet et al. 2024)."""
+
+    counts: dict[str, int]  # map -> how many of the first `first_n` patches it removes are artifact tokens
+    first_n: int  # patches the deletion curve removes at its first step
+    where: str  # the photo's artifact tokens, counted and placed ("" when it has none)
+
+
+def artifacts_first(ph: Photo, c: Contest, maps: dict[str, np.ndarray], steps: int) -> ArtifactsFirst:
+    """For the contest's maps (random excluded): the artifact tokens of any layer among the patches the
+    first deletion step removes."""
+    a = ph.analysis()
+    art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,) any layer's artifacts
+    counts = {n: int(art[first_removed(maps[n], steps)].sum()) for n in c.first.curves.names
+              if n != methods.RANDOM.name and n in maps}
+    n = int(art.sum())
+    where = f"{n} artifact token{'s' if n != 1 else ''}: {art_mod.describe(art.reshape(a.geometry.grid))}"
+    return ArtifactsFirst(counts, max(1, round(art.size / steps)), where if n else "")

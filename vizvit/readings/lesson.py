@@ -1,0 +1,260 @@
+"""The Lesson's numbers: what each step of vizvit/classroom/lesson.toml measures on this photo (MEASURES),
+with the readings the step's own tab uses, formatted as that tab writes it (the tests find each number
+in the tab's own text), and the lesson's steps, read and checked once. vizvit.views.lesson shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vizvit.classroom import claims, lesson as lesson_mod
+from vizvit.classroom.lesson import Step
+from vizvit.classroom.numbers import attention_cost
+from vizvit.errors import UserError
+from vizvit.model.engine import embedding_stage, mask_token
+from vizvit.model.images import View
+from vizvit.model.models import Geometry
+from vizvit.model.tokens import dropout_check
+from vizvit.readings import artifacts_rule as art_mod, attention as ra, contest, methods, perturb, positions, sweep
+from vizvit.readings.artifacts import artifact_masks
+from vizvit.session import Photo
+from vizvit.vocab import DEFAULT_DROPOUT, TABS
+
+# The tabs a step's reveal may open (each has a view with a Params and a `show`: vizvit.views.lesson).
+STEP_TABS = ("patches", "embeddings", "attention", "positions", "experiments", "inside", "lecture")
+SAME = 0.9999  # a patch vector "stays the same" when its cosine with its partner reaches this
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A step's number on this photo."""
+
+    value: str  # the number as the step's tab writes it (found in the tab's text: tests check)
+    line: str  # one sentence saying what was measured, with the number in bold
+    right: str | float  # the right option's key, or the right number (a number question)
+
+
+def centre_mask(g: Geometry) -> tuple[int, ...]:
+    """The patches of the middle half of the rows and of the columns (a 7×7 block of a 14×14 grid)."""
+    (gh, gw) = g.grid
+    rows = range(gh // 4, gh // 4 + max(1, gh // 2))
+    cols = range(gw // 4, gw // 4 + max(1, gw // 2))
+    return tuple(r * gw + c for r in rows for c in cols)
+
+
+def step_controls(step: Step, g: Geometry) -> dict[str, Any]:
+    """The step's controls for this model: its numbers put in, mask = "centre" made the patch list."""
+    c = lesson_mod.controls_for(step, g)
+    if c.get("mask") == "centre":
+        c["mask"] = centre_mask(g)
+    return c
+
+
+# ------------------------------------------------------------------ what the steps measure
+def _input_side(ph: Photo, step: Step) -> Measured:
+    h, w = ph.vm.geometry.image_size
+    return Measured(f"(1, 3, {h}, {w})", f"The model-input view is **{h}×{w} pixels**: input shape (1, 3, {h}, {w}).",
+                    float(h))
+
+
+def _patches(ph: Photo, step: Step) -> Measured:
+    g = ph.vm.geometry
+    p = g.patch_size
+    return Measured(f"{g.num_patches:,}", f"**{g.num_patches:,} patches** ({g.grid[0]}×{g.grid[1]}) of {p}×{p}×3 = "
+                    f"**{p * p * 3:,} numbers** each.", step.answer)
+
+
+def _conv(ph: Photo, step: Step) -> Measured:
+    d = embedding_stage(ph.vm, ph.analysis()).conv_vs_linear
+    return Measured(f"{d:.2e}", f"On your photo, **max |conv − unfold·W| = {d:.2e}**: float32 rounding.", step.answer)
+
+
+def _tokens(ph: Photo, step: Step) -> Measured:
+    g = ph.vm.geometry
+    names = " ".join(g.prefix_names) or "no prefix token"
+    return Measured(f"{g.seq_len:,}", f"**{g.seq_len:,} tokens**: {names} + {g.num_patches:,} patches.",
+                    float(g.seq_len))
+
+
+def _positions(ph: Photo, step: Step) -> Measured:
+    if ph.vm.family.has_bias_table:
+        raise UserError(f"{ph.vm.family.title} has no position table (a relative bias in every attention instead): "
+                        "see its bias tables on the Positions tab.")
+    c = positions.report(ph.vm, ph.per_model).contrasts
+    learned, base = c["learned"], [(k, c[k].contrast) for k in c if k != "learned"]
+    rand = c["random init"].contrast
+    right = "yes" if learned.contrast > rand + 0.1 else "no"
+    others = ", ".join(f"{k} {v:+.2f}" for k, v in base)
+    return Measured(f"{learned.contrast:+.2f}", "Neighbour contrast of the learned positions: "
+                    f"**{learned.contrast:+.2f}** (neighbours {learned.neighbour:+.2f}, far {learned.far:+.2f}); "
+                    f"for comparison {others}.", right)
+
+
+def _classifier(ph: Photo) -> None:
+    if not ph.vm.has_classifier:
+        raise UserError("This model has no classifier (no top-1 class): pick a model with a head for this step.")
+
+
+def _mask(ph: Photo, step: Step) -> Measured:
+    _classifier(ph)
+    c = step_controls(step, ph.vm.geometry)
+    mask, mode = tuple(c.get("mask", ())), c.get("mode", "mask")
+    base = ph.analysis()
+    a = ph.analysis(View(mask=mask, mask_mode=mode))
+    assert a.probs is not None  # a classifier (checked above)
+    b0 = base.top5[0]
+    now = float(a.probs[b0.index])
+    tok = mask_token(ph.vm) if mode == "mask" else None
+    trained, how = (tok.trained, tok.source) if tok is not None else (True, f"masked by {mode}")
+    return Measured(f"{now:.1%}", claims.mask_line(trained, how, b0.label, b0.prob, now, len(mask), a.top5[0].label),
+                    "stays" if a.top5[0].index == b0.index else "changes")
+
+
+def _dropout(ph: Photo, step: Step) -> Measured:
+    p = float(step_controls(step, ph.vm.geometry).get("dropout", DEFAULT_DROPOUT))
+    c = dropout_check(ph.analysis().hidden_states[0], p)
+    return Measured(f"{c.zeros_train:.1%}", f"Train mode, p = {p:g}: **{c.zeros_train:.1%}** of the tokens' "
+                    f"numbers are zero (before: {c.zeros_before:.1%}); survivors × {c.scale:.4f} = 1/(1−p). "
+                    "Eval mode changed "
+                    f"**{c.eval_changed}** numbers.", round(100 * c.zeros_train, 1))
+
+
+def _cost(ph: Photo, step: Step) -> Measured:
+    c = step_controls(step, ph.vm.geometry)
+    cost = attention_cost(int(c["side"]), int(c["side"]), int(c["patch"]))
+    return Measured(f"{cost.ratio:,.0f}×", f"{cost.pixel_weights:,} weights for pixel tokens against "
+                    f"{cost.patch_weights:,} for patch tokens: **{cost.ratio:,.0f}× more**.", step.answer)
+
+
+def _shift_cosines(ph: Photo, step: Step) -> tuple[np.ndarray, int, int]:
+    c = step_controls(step, ph.vm.geometry)
+    dx, dy = int(c.get("dx", 0)), int(c.get("dy", 0))
+    g = ph.vm.geometry
+    base, a = ph.analysis(), ph.analysis(View(dx=dx, dy=dy, fill=c.get("fill", "edge")))
+    return perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, dx, dy, g), dx, dy
+
+
+def _shift_line(cos: np.ndarray, dx: int, dy: int) -> tuple[str, float]:
+    mean, low = perturb.cos_summary(cos)
+    finite = cos[np.isfinite(cos)]
+    same = float((finite >= SAME).mean()) if finite.size else 0.0
+    return (f"Shift ({dx}, {dy}) px: **mean cos {mean:.3f}**, min {low:.3f}; {int((finite >= SAME).sum())} of "
+            f"{finite.size} patch vectors the same (cos ≥ {SAME})."), same
+
+
+def _shift_stay(ph: Photo, step: Step) -> Measured:
+    """How many patch vectors stay the same: none / few / all."""
+    cos, dx, dy = _shift_cosines(ph, step)
+    line, same = _shift_line(cos, dx, dy)
+    mean, _ = perturb.cos_summary(cos)
+    return Measured(f"mean cos {mean:.3f}", f"{line} {_cnn_sentence(ph)}",
+                    "none" if same <= 0.01 else "all" if same >= 0.9 else "few")
+
+
+def _cnn_sentence(ph: Photo) -> str:
+    """The CNN's own sweep when the app has one (--cnn; the Experiments tab's cached sweep), else less."""
+    ks = list(range(2 * ph.vm.geometry.patch_size + 1))
+    cnn = sweep.cnn_probs(ph, ks)
+    if cnn is None:
+        return claims.cnn_shift_sentence(None)
+    cnn_id, probs = cnn
+    return claims.cnn_shift_sentence(cnn_id, ks, probs, float(probs[0]))  # k = 0 is the unshifted photo
+
+
+def _shift_change(ph: Photo, step: Step) -> Measured:
+    """How many patch vectors change: none / half / all."""
+    cos, dx, dy = _shift_cosines(ph, step)
+    line, same = _shift_line(cos, dx, dy)
+    mean, _ = perturb.cos_summary(cos)
+    changed = 1.0 - same
+    return Measured(f"mean cos {mean:.3f}", line, "none" if changed <= 0.01 else "all" if changed >= 0.9 else "half")
+
+
+def _survives(ph: Photo, step: Step) -> Measured:
+    _classifier(ph)
+    c = step_controls(step, ph.vm.geometry)
+    base = ph.analysis()
+    a = ph.analysis(View(dx=int(c.get("dx", 0)), dy=int(c.get("dy", 0)), fill=c.get("fill", "edge")))
+    t, b = a.top5[0], base.top5[0]
+    shifts = [(r.k, r.base_class_prob) for r in sweep.full_sweep(ph).rows]  # cached: the tab's own sweep
+    return Measured(f"{t.prob:.1%}", f"Shifted: top-1 **{t.label.split(',')[0]} {t.prob:.1%}**; unshifted: "
+                    f"{b.label.split(',')[0]} {b.prob:.1%}. "
+                    + claims.survives_sentence(b.label, b.prob, t.label, t.prob, int(c.get("dx", 0)), shifts),
+                    "same" if t.index == b.index else "other")
+
+
+def _distance(ph: Photo, step: Step) -> Measured:
+    d = ra.distances(ph.analysis(), ph.derived).numpy()  # (L, H) px
+    L = d.shape[0]
+    h = int(d[-1].argmax())
+    first, last = float(d[0].mean()), float(d[-1].mean())
+    right = "nearer" if last > 1.1 * first else "farther" if first > 1.1 * last else "same"
+    each = lambda row: ", ".join(f"{v:.1f}" for v in row)  # noqa: E731
+    g = ph.vm.geometry
+    early = claims.early_heads_sentence(d[0], g.image_size[0], claims.uniform_distance(g.grid, g.patch_size))
+    return Measured(f"layer {L} · head {h + 1} · {d[-1, h]:.1f} px",
+                    f"Mean attention distance, layer 1: {each(d[0])} px (mean **{first:.1f}**); layer {L}: "
+                    f"{each(d[-1])} px (mean **{last:.1f}**). {early}", right)
+
+
+def _rollout(ph: Photo, step: Step) -> Measured:
+    a = ph.analysis()
+    g = ph.vm.geometry
+    r = ra.rollout_maps(a, cache=ph.derived)[-1]  # (gh, gw), mean, no discard: the cached maps.mean_rollout
+    s = float(r.sum())
+    return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of [CLS]'s rolled-out attention is on the "
+                    f"{g.num_patches} patches; the rest on the prefix tokens. {_rollout_claim(ph, r)}",
+                    "most" if s > 0.5 else "some")
+
+
+ROLLOUT_TOP = 5  # the brightest patches the rollout step checks for artifact tokens
+
+
+def _rollout_claim(ph: Photo, r: Any) -> str:
+    """What the contest says of rollout on this photo, if it has been run (never run here: minutes),
+    and how many of the map's brightest patches are artifact tokens."""
+    a = ph.analysis()
+    art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,)
+    top = np.argsort(-np.asarray(r, np.float64).ravel(), kind="stable")[:ROLLOUT_TOP]
+    n_art = int(art[top].sum())
+    ct = contest.peek_contest(ph)
+    rollout = methods.ROLLOUT.name
+    if ct is None or rollout not in ct.first.curves.names:
+        return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP)
+    ranked = [n for n, _, _ in contest.contestants(ct.first.curves, ct.first.band)]
+    wins = "better" in contest.beats_random(contest.fill_score(ct.first))[rollout]
+    return claims.rollout_claim(ranked.index(rollout) + 1, len(ranked), wins, ct.first.curves.mode, n_art,
+                                ROLLOUT_TOP)
+
+
+MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
+    "input_side": _input_side, "patches": _patches, "conv": _conv, "tokens": _tokens, "positions": _positions,
+    "mask": _mask, "dropout": _dropout, "cost": _cost, "shift_stay": _shift_stay, "shift_change": _shift_change,
+    "survives": _survives, "distance": _distance, "rollout": _rollout}
+
+
+def check_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """Every step names a measurement that exists and a view that is a tab with a Params."""
+    for s in steps:
+        if s.measure not in MEASURES:
+            raise UserError(f"Lesson step {s.id!r}: unknown measure {s.measure!r} ({', '.join(MEASURES)}).")
+        if s.view not in STEP_TABS:
+            raise UserError(f"Lesson step {s.id!r}: the lesson cannot open the {TABS.get(s.view, s.view)} tab.")
+    return steps
+
+
+_STEPS: tuple[Step, ...] | None = None
+
+
+def steps() -> tuple[Step, ...]:
+    """The lesson's steps (read and checked once)."""
+    global _STEPS
+    if _STEPS is None:
+        _STEPS = check_steps(lesson_mod.load_steps())
+    return _STEPS
+
+
