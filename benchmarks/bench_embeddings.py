@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 from gradio.processing_utils import encode_pil_to_bytes  # noqa: E402  (what gr.Image does)
 from PIL import Image  # noqa: E402
 
+from vizvit.readings import embeddings as emb  # noqa: E402
 from vizvit.session import PhotoKey, Workbench  # noqa: E402
 from vizvit.views import embeddings as ep  # noqa: E402
 
@@ -61,7 +62,7 @@ def main() -> None:
     a = wb.analysis(key)
 
     def data():
-        return wb.derived(key, "embeddings", lambda: ep.prepare(vm, a))
+        return wb.derived(key, "embeddings", lambda: emb.prepare(vm, a))
 
     def open_tab():
         d = data()

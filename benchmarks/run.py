@@ -86,7 +86,7 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     from dataclasses import replace
 
     from vizvit import vocab
-    from vizvit.readings import attention as ra
+    from vizvit.readings import attention as ra, embeddings as emb
     from vizvit.views import attention as ap, embeddings as ep, experiments, positions as positions_panel
 
     vm = wb.model(key.model_id)
@@ -98,7 +98,7 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     b.add("first open: Attention tab (rollout stack, distances)",
           lambda: ship(ap.attention_page(vm, a, base, cache)), repeat=1, warmup=0)
     b.add("first open: Embeddings tab (PCA per depth, filters)",
-          lambda: wb.derived(key, "embeddings", lambda: ep.prepare(vm, a)), repeat=1, warmup=0)
+          lambda: wb.derived(key, "embeddings", lambda: emb.prepare(vm, a)), repeat=1, warmup=0)
     b.add("first open: Positions tab (per model)",
           lambda: ship(positions_panel.positions_panel(wb.handle(key))), repeat=1, warmup=0)
     ap.attention_view(vm, a, replace(base, mode="rolled out", discard=0.5), cache)  # warm the rolled stacks
@@ -114,7 +114,7 @@ def event_benchmarks(b: Bench, wb: Workbench, key: PhotoKey) -> None:
     b.add("event: rollout discard ratio (cached)",
           lambda: ship(ap.attention_view(vm, a, replace(base, mode="rolled out", discard=0.5), cache)))
     b.add("event: query-patch click", lambda: ship(ap.attention_view(vm, a, replace(base, query=(3, 4)), cache)))
-    d = wb.derived(key, "embeddings", lambda: ep.prepare(vm, a))
+    d = wb.derived(key, "embeddings", lambda: emb.prepare(vm, a))
     depths = iter(range(10**6))
 
     # The page answers a depth move in two events: the pictures first, then the scatter.

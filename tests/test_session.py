@@ -21,9 +21,9 @@ from vizvit.methods import maps, maths as att_mod
 from vizvit.model import engine
 from vizvit.model.ablation import Ablation
 from vizvit.model.images import View
-from vizvit.readings import attention as ra, contest, positions as rp
+from vizvit.readings import attention as ra, contest, embeddings as emb, masks, positions as rp
 from vizvit.session import AnalysisCache, PhotoKey, Workbench
-from vizvit.views import attention, embeddings, experiments, positions
+from vizvit.views import attention, embeddings, positions
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vizvit"
 CACHE_CALLS = {"derived", "per_model", "peek", "peek_derived", "cache", "get_or_compute"}
@@ -83,8 +83,8 @@ def test_the_mean_rollout_is_computed_once_for_every_reader(tiny16, monkeypatch)
     photo = str(EXAMPLES / "chelsea.jpg")
     ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(photo)))
     attention.export_arrays(ph)  # maps, prefix rollouts, per-head rollout
-    embeddings.data(ph)  # the scatter's rollout colours
-    experiments.mask_action(ph, (), "top", 10)  # a mask by rollout
+    emb.data(ph)  # the scatter's rollout colours
+    masks.mask_action(ph, (), "top", 10)  # a mask by rollout
     contest.curve_maps(ph)  # the curves' rollout map
     attention.change(ph, ra.AttnParams(mode="rolled out"))  # the strip, rolled out
     PublicApi(wb).rollout(photo, tiny16.id)  # the API's rollout endpoint
@@ -303,7 +303,7 @@ def wb(tiny16) -> Workbench:
 
 def model_keys(model_id: str) -> list[tuple]:
     size = positions.PositionsParams().size
-    names = (rp.POSITIONS, positions.DRAWN, embeddings.FILTER_PCA, rp.positions_at_name(size),
+    names = (rp.POSITIONS, positions.DRAWN, emb.FILTER_PCA, rp.positions_at_name(size),
              positions.drawn_at_name(size))
     return [session.model_key(model_id, n) for n in names]
 
@@ -321,19 +321,19 @@ def test_warm_leaves_the_models_position_tables_and_filters_and_the_photos_embed
     for k in model_keys(tiny16.id):
         assert k in wb.cache, f"{k} not cached by the warm-up"
     key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
-    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None, "the example's Embeddings data is not ready"
+    assert wb.peek_derived(key, emb.EMBEDDINGS) is not None, "the example's Embeddings data is not ready"
 
 
 def test_prepare_later_fills_the_cache_so_a_first_open_recomputes_nothing(wb, tiny16, monkeypatch):
     key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
     wb.analysis(key)  # the photo's forward, as the upload runs it
-    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is None
+    assert wb.peek_derived(key, emb.EMBEDDINGS) is None
     wb.prepare_later(key).result(timeout=120)
-    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None
+    assert wb.peek_derived(key, emb.EMBEDDINGS) is not None
     assert all(k in wb.cache for k in model_keys(tiny16.id))
     # The tabs' first open now only draws: the preparations' own computations are not run again.
     for name in ("prepare", "model_filters"):
-        monkeypatch.setattr(embeddings, name, lambda *a, **k: pytest.fail("recomputed after prepare_later"))
+        monkeypatch.setattr(emb, name, lambda *a, **k: pytest.fail("recomputed after prepare_later"))
     monkeypatch.setattr(positions, "model_positions", lambda *a, **k: pytest.fail("recomputed after prepare_later"))
     ph = wb.handle(key)
     embeddings.show(ph, embeddings.EmbeddingsParams())
@@ -349,7 +349,7 @@ def test_a_failing_preparation_is_logged_and_the_others_still_run(wb, tiny16, ca
     key = PhotoKey(tiny16.id, wb.add_photo(PHOTO))
     wb.prepare_later(key).result(timeout=120)
     assert "boom" in caplog.text or "broken" in caplog.text
-    assert wb.peek_derived(key, embeddings.EMBEDDINGS) is not None
+    assert wb.peek_derived(key, emb.EMBEDDINGS) is not None
 
 
 def test_the_positions_first_answer_runs_no_forward_at_another_size(wb, tiny16, monkeypatch):

@@ -32,9 +32,9 @@ from vizvit.model.models import Geometry, VitModel
 from vizvit.model.tokens import OUTLIER_METHOD
 from vizvit.model.zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
 from vizvit.pictures import figures
-from vizvit.readings import artifacts_rule as artifacts, contest, methods, sweep
+from vizvit.readings import artifacts_rule as artifacts, contest, heads, methods, sweep
 from vizvit.session import Photo, PhotoKey, Workbench
-from vizvit.views import VIEWS, inside
+from vizvit.views import VIEWS
 
 
 class Bars:
@@ -83,7 +83,7 @@ def costly_readings(ph: Photo, bars: Bars) -> None:
 
     contest.compute_contest(ph, progress=fill)
     bars.stage("head importance", unit="forward")
-    for _, done, total in inside.importance_steps(ph):
+    for _, done, total in heads.importance_steps(ph):
         bars.tell(done, total)
 
 

@@ -8,6 +8,7 @@ import gradio as gr
 
 from vizvit import vocab
 from vizvit.errors import UserError
+from vizvit.readings import masks
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
 
@@ -23,7 +24,7 @@ CHARTS = ["shift_top5", "mask_top5"]  # they follow the pictures on open (Plotly
 OPENED = [*SHOWN, "dx", "dy", "book", "mask_book"]
 SHIFT_OUT = [*SHIFT.values(), "book"]
 MASK_OUT = [*MASK.values(), "mask_book"]
-MASK_BUTTONS = ("clear", "invert", "random", "top", "bottom")  # experiments.mask_action's names, in the row's order
+MASK_BUTTONS = ("clear", "invert", "random", "top", "bottom")  # masks.mask_action's names, in the row's order
 SWEEP = ["sweep_plot", "sweep_table", "sweep_text"]
 CURVES = ["del_plot", "auc_table", "curves_text"]
 
@@ -103,7 +104,7 @@ def run(wb: Workbench, fetch: dict[str, flip.Fetcher], name: str, key: PhotoKey 
     """The mask button `name` (MASK_BUTTONS): the new mask, the random draws' seed (one more per random), the views."""
     if key is None:
         return {n: gr.skip() for n in ["mask", "seed", *MASK_OUT]}
-    m = experiments.mask_action(wb.handle(key), m, name, pct, s, by)
+    m = masks.mask_action(wb.handle(key), m, name, pct, s, by)
     return {"mask": m, "seed": s + (name == "random"), **mask_views(wb, fetch, key, m, md)}
 
 
@@ -174,7 +175,7 @@ def _mask_layout() -> dict[str, gr.components.Component]:
     with gr.Row():
         buttons = {n: gr.Button(label, size="sm", elem_id=f"mask-{n}") for n, label in zip(
             MASK_BUTTONS, ("clear", "invert", "random p %", "top k % by the map", "bottom k % by the map"))}
-        rank_by = gr.Dropdown(list(experiments.MASK_MAPS), value=experiments.MASK_MAPS[0], label="map (top-1 class)",
+        rank_by = gr.Dropdown(list(masks.MASK_MAPS), value=masks.MASK_MAPS[0], label="map (top-1 class)",
                               elem_id="mask-rank-by")
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",

@@ -8,6 +8,7 @@ import gradio as gr
 
 from vizvit import vocab
 from vizvit.errors import UserError
+from vizvit.readings import heads
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import inside
 
@@ -94,7 +95,7 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     with kit.JOBS.line(request, "head importance") as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"importance_text": kit.waiting_text("head importance", ahead)}
-        for imp, done, total in inside.importance_steps(ph, cancel=ticket.cancel):
+        for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel):
             yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
                    "importance_text": inside.importance_text(ph.vm, done, total, imp)}
 

@@ -205,9 +205,10 @@ def test_attnlrp_runs_on_every_classifier_family(fam, towers, cat):
 
 def test_attnlrp_is_offered_everywhere_through_its_record_alone():
     from vizvit import export
-    from vizvit.views import attention as ap, experiments
+    from vizvit.readings import masks
+    from vizvit.views import attention as ap
     m = methods.get("AttnLRP")
-    assert m.name in ap.EXPLAIN_METHODS and m.name in experiments.MASK_MAPS and m in methods.CONTEST
+    assert m.name in ap.EXPLAIN_METHODS and m.name in masks.MASK_MAPS and m in methods.CONTEST
     assert export.methods_used()["map_attnlrp"].startswith("AttnLRP (Achtibat et al. 2024")
     assert "*AttnLRP*" in ap.RELEVANCE_TEXT
 

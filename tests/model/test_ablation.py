@@ -16,8 +16,8 @@ import vizvit
 from vizvit.errors import UserError
 from vizvit.model.ablation import Ablation, format_heads, parse_heads
 from vizvit.model.images import model_input_view, to_pixel_values
+from vizvit.readings import heads
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import inside
 
 
 def manual_logits(vm, pixels: torch.Tensor, off: dict[int, list[int]], mode: str = "zero") -> torch.Tensor:
@@ -97,7 +97,7 @@ def test_one_head_alone_carries_the_answer(one_head_model, cat):
     assert carrier.top5[0].index != 3, "zeroing the carrying head must change the prediction"
     other = vizvit.analyze(vm, cat, ablation=Ablation(((L - 1, 0), (0, 1))))
     assert torch.equal(other.logits, intact.logits), "zeroing a head that writes nothing changes nothing"
-    imp = inside.head_importance(photo_of(vm, cat), chunk=3)
+    imp = heads.head_importance(photo_of(vm, cat), chunk=3)
     assert imp[L - 1, 1] > 0.5 and np.abs(np.delete(imp.ravel(), (L - 1) * 2 + 1)).max() == 0.0
 
 
@@ -105,20 +105,6 @@ def photo_of(vm, image):
     wb = Workbench(device="cpu")
     wb.add_model(vm)
     return wb.handle(PhotoKey(vm.id, wb.add_photo(image)))
-
-
-def test_head_importance_equals_single_ablations_one_by_one(tiny, cat):
-    ph = photo_of(tiny, cat)
-    wb = ph.wb
-    imp = inside.head_importance(ph, chunk=3)  # chunks that cut across layers
-    g = tiny.geometry
-    base = ph.analysis()
-    c = base.top5[0].index
-    for l in range(g.num_layers):
-        for h in range(g.num_heads):
-            one = vizvit.analyze(tiny, cat, ablation=Ablation(((l, h),)))
-            assert imp[l, h] == pytest.approx(float(base.probs[c] - one.probs[c]), abs=1e-5)
-    assert wb.peek_derived(ph.key, "head_importance") is not None, "cached per photo"
 
 
 def test_heads_parse_and_print_counted_from_one(tiny):

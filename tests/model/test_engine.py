@@ -14,9 +14,10 @@ import vizvit
 from vizvit.errors import UserError
 from vizvit.model import engine
 from vizvit.model.images import View
+from vizvit.readings import embeddings as re_emb, patches as rp
 from vizvit.readings.lens import lens_of
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import VIEWS, embeddings, inside, patches
+from vizvit.views import VIEWS, inside
 
 
 def manual_forward(vm, pixels: torch.Tensor, keep: torch.Tensor | None = None):
@@ -142,7 +143,7 @@ def everything(ph) -> dict[str, np.ndarray]:
         out.update({f"{v.__name__.rsplit('.', 1)[-1]}.{k}": np.asarray(x) for k, x in v.export_arrays(ph).items()})
     a = ph.analysis()
     out["patch_embeddings"] = a.patch_embeddings.numpy()
-    st = embeddings.data(ph).stage
+    st = re_emb.data(ph).stage
     out["stage"] = np.array([st.conv_vs_linear, st.conv_vs_forward, st.embed_vs_forward])
     pred = engine.predict_at_size(ph.vm, ph.image, SIZE)
     out["at_size"] = pred.probs if pred.probs is not None else np.zeros(0)
@@ -224,8 +225,8 @@ def test_no_tab_runs_model_code_during_another_photos_forward(models):
         # the parts of B's tabs that read the model (the lens, the embedding stage, the patch-label
         # probe, the positions), then everything else
         lens_of(ph_b)
-        embeddings.data(ph_b)
-        patches.label_cosines(ph_b)
+        re_emb.data(ph_b)
+        rp.label_cosines(ph_b)
         inside.export_arrays(ph_b)
         return everything(ph_b)
 

@@ -191,25 +191,3 @@ def test_export_with_labels(towers, tmp_path, name):
     if name.startswith("siglip"):
         assert z["summary_attention"].shape == (g.num_heads, *g.grid)
         assert s["zero_shot"]["rule"] == "sigmoid"
-
-
-def test_patch_label_cosine_plain_reference(towers, cat):
-    from vizvit.views import patches
-
-    vm = towers["clip16"]
-    wb = Workbench()
-    wb.add_model(vm)
-    ph = wb.handle(PhotoKey(vm.id, wb.add_photo(cat), labels=LABELS, template="a photo of {}"))
-    cos = patches.label_cosines(ph)  # (C, gh, gw)
-    a = ph.analysis()
-    with torch.no_grad():
-        z = vm.model.visual_projection(vm.vit.post_layernorm(a.hidden_states[-1]))[1:]  # (P, E)
-    t = ph.vm.zero_shot.text_embeds
-    for c in range(len(LABELS)):
-        for p in (0, 5, 48):
-            want = float(torch.dot(z[p], t[c]) / z[p].norm())
-            assert abs(cos[c].flat[p] - want) < 1e-5
-    img, text = patches.label_map(ph, "a dog")
-    assert img.ndim == 3 and "a dog" in text and "not" in text
-
-

@@ -120,6 +120,7 @@ def test_a_clicked_token_is_drawn_in_the_page_as_the_server_draws_it(url, tiny16
     shown and after a depth change; on the trained ViT-Ti at a depth with artifact tokens (their red
     boxes), through a book the page is handed."""
     import vizvit
+    from vizvit.readings import embeddings as emb
     from vizvit.session import PhotoKey, Workbench
     from vizvit.views import embeddings as ev
 
@@ -130,7 +131,7 @@ def test_a_clicked_token_is_drawn_in_the_page_as_the_server_draws_it(url, tiny16
         wait_image(page, "emb-pca")
         page.wait_for_function(TOKENS, arg=0)
         a = vizvit.analyze(tiny16, vizvit.load_image(photo))
-        d = ev.prepare(tiny16, a)
+        d = emb.prepare(tiny16, a)
         _same_clicks(page, tiny16, a, d, 0, [(0, 0), (3, 5), (g.grid[0] - 1, g.grid[1] - 1)])
         box = page.locator("#emb-depth input[type=number]")
         box.fill(str(g.num_layers))
@@ -142,11 +143,11 @@ def test_a_clicked_token_is_drawn_in_the_page_as_the_server_draws_it(url, tiny16
         wb.add_model(trained)
         ph = wb.handle(PhotoKey(trained.id, wb.add_photo(vizvit.load_image(photo))))
         at = trained.geometry.num_layers
-        assert ev.data(ph).tokens.excluded[at].any(), "the trained ViT-Ti has artifact tokens at its last depth"
+        assert emb.data(ph).tokens.excluded[at].any(), "the trained ViT-Ti has artifact tokens at its last depth"
         page.evaluate("(t) => window.__vizvitEmb.setBook(t)", ev.token_book(ph, ev.EmbeddingsParams(depth=at)))
         page.wait_for_function("() => window.__vizvitEmb.state.book && window.__vizvitEmb.state.book.excluded.length > 0")
-        art = tuple(int(v) for v in np.argwhere(ev.data(ph).tokens.excluded[at])[0])
-        _same_clicks(page, trained, ph.analysis(), ev.data(ph), at, [art, (6, 7)])
+        art = tuple(int(v) for v in np.argwhere(emb.data(ph).tokens.excluded[at])[0])
+        _same_clicks(page, trained, ph.analysis(), emb.data(ph), at, [art, (6, 7)])
 
 
 def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
@@ -155,6 +156,7 @@ def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
     click's once the second is drawn; once both are in, the drawings are gone and the pictures are
     the server's for the second click (its text too). The drawing lies exactly over its picture."""
     import vizvit
+    from vizvit.readings import embeddings as emb
     from vizvit.views import embeddings as ev
 
     g = tiny16.geometry
@@ -183,8 +185,8 @@ def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
         assert log and None not in log and log[-1] == "9,11" and "2,3" not in log[log.index("9,11"):], log
         shown = rgb_array(page.evaluate(IMG_RGB_JS, "emb-sim"))
         a = vizvit.analyze(tiny16, vizvit.load_image(str(EXAMPLES / "chelsea.jpg")))
-        want = ev.similarity_panel(tiny16, a, ev.prepare(tiny16, a), 0, (9, 11)).image
-        other = ev.similarity_panel(tiny16, a, ev.prepare(tiny16, a), 0, (2, 3)).image
+        want = ev.similarity_panel(tiny16, a, emb.prepare(tiny16, a), 0, (9, 11)).image
+        other = ev.similarity_panel(tiny16, a, emb.prepare(tiny16, a), 0, (2, 3)).image
         err = lambda x: float(np.abs(shown.astype(int) - x).mean())  # noqa: E731 - the server's JPEG
         assert err(want) < 3 and err(other) > 3 * err(want), (err(want), err(other))
         # A drawing lies exactly over its picture (same box), so what is seen does not move.

@@ -26,6 +26,7 @@ from tiny import EXAMPLES
 
 from vizvit.model.images import image_sha1, load_image
 from vizvit.pictures import render
+from vizvit.readings import embeddings as emb
 from vizvit.session import PhotoKey
 from vizvit.views import embeddings, experiments, header, inside, patches, positions
 
@@ -274,7 +275,7 @@ def test_the_colour_by_choice_recolours_the_scatter_in_the_page_as_the_server_wo
         for choice in ("rollout", "column", "row"):
             page.locator("#emb-color").get_by_text(choice, exact=True).click()
             drawn = page.evaluate(TRACE_JS)  # at once: the page's restyle
-            want = embeddings.scatter_figure(tiny16, embeddings.data(ph), 0, choice).data[0]
+            want = embeddings.scatter_figure(tiny16, emb.data(ph), 0, choice).data[0]
             assert drawn["title"] == want.marker.colorbar.title.text and drawn["hover"] == want.hovertemplate
             assert np.allclose(drawn["color"], np.asarray(want.marker.color, float)), choice
             page.wait_for_timeout(1000)  # the server's figure for the same choice: the same trace

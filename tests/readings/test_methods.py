@@ -17,8 +17,8 @@ import pytest
 
 from vizvit.errors import UserError
 from vizvit.methods import flow, maps
-from vizvit.readings import methods
-from vizvit.views import attention as ap, experiments
+from vizvit.readings import masks, methods
+from vizvit.views import attention as ap
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ SAME_WORD: dict[tuple[str, str], tuple[int, str]] = {
     ("vizvit/views/attention.py", "rollout"): (1, "arrays.npz's key for the rollout stack"),
     ("vizvit/views/camera.py", "rollout"): (1, "which picture the live camera draws"),
     ("vizvit/views/embeddings.py", "rollout"): (2, "the colour choice (vocab.COLOR_CHOICES)"),
-    ("vizvit/views/experiments.py", "random"): (1, "the mask action"),
+    ("vizvit/readings/masks.py", "random"): (1, "the mask action"),
     ("vizvit/readings/lesson.py", "rollout"): (1, "the lesson step's measure id (lesson.toml)"),
     ("page/endpoints.py", "rollout"): (1, "the /rollout endpoint's name"),
     ("page/tabs/compare.py", "rollout"): (2, "the Compare tab's rollout picture"),
@@ -95,7 +95,7 @@ def test_records_are_unique_and_every_consumer_reads_the_registry():
     names = [m.name for m in methods.METHODS]
     assert len(set(names)) == len(names)
     assert ap.EXPLAIN_METHODS == tuple(m.name for m in methods.METHODS if m.menu)  # the tab's menu, /relevance
-    assert experiments.MASK_MAPS == tuple(m.name for m in methods.METHODS
+    assert masks.MASK_MAPS == tuple(m.name for m in methods.METHODS
                                           if m.contest and not m.baseline and not m.costly)
     assert all(m.blurb.split("*")[1].lower() == m.name.lower() for m in methods.MENU)  # the tab's text, in order
     assert [k for k in methods.JOB_LIMITS] == [m.name for m in methods.METHODS if m.costly]

@@ -12,6 +12,7 @@ import torch
 import vizvit
 from vizvit import vocab
 from vizvit.pictures import render
+from vizvit.readings import embeddings as emb
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import embeddings as embed_panels, embeddings as embed_view
 
@@ -36,12 +37,12 @@ def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
     hook = tiny.model.register_forward_hook(lambda *_: forwards.append(1))
     try:
         a = wb.analysis(key)
-        d = wb.derived(key, "embeddings", lambda: embed_panels.prepare(tiny, a))
+        d = wb.derived(key, "embeddings", lambda: emb.prepare(tiny, a))
         assert len(forwards) == 1
         g = tiny.geometry
         for depth in range(g.num_layers + 1):  # every slider position, as the app's handlers do
             a = wb.analysis(key)
-            d = wb.derived(key, "embeddings", lambda a=a: embed_panels.prepare(tiny, a))
+            d = wb.derived(key, "embeddings", lambda a=a: emb.prepare(tiny, a))
             p = embed_panels.depth_panel(tiny, a, d, depth, (1, 2))
             s = embed_panels.similarity_panel(tiny, a, d, depth, (g.grid[0] - 1, 0))
             for color in vocab.COLOR_CHOICES:
@@ -56,7 +57,7 @@ def test_depth_slider_and_clicks_run_no_forward(tiny, cat):
 
 def test_similarity_panel_reports_the_clicked_token(tiny, cat):
     a = vizvit.analyze(tiny, cat)
-    d = embed_panels.prepare(tiny, a)
+    d = emb.prepare(tiny, a)
     g = tiny.geometry
     r, c = 1, 2
     s = embed_panels.similarity_panel(tiny, a, d, 1, (r, c))
@@ -70,7 +71,7 @@ def test_similarity_panel_reports_the_clicked_token(tiny, cat):
 
 def test_scatter_carries_row_col_and_a_thumbnail_per_patch(tiny, cat):
     a = vizvit.analyze(tiny, cat)
-    d = embed_panels.prepare(tiny, a)
+    d = emb.prepare(tiny, a)
     g = tiny.geometry
     fig = embed_panels.scatter_figure(tiny, d, g.num_layers, "rollout")
     tr = fig.data[0]
@@ -115,7 +116,7 @@ def test_norm_colours_are_a_log_scale_over_the_ordinary_patches():
 def test_depth_panel_marks_and_leaves_out_the_artifact_tokens(tiny16, cat):
     a = vizvit.analyze(tiny16, cat)
     g = tiny16.geometry
-    d = embed_panels.prepare(tiny16, a)
+    d = emb.prepare(tiny16, a)
     # Plant an artifact at depth L: patch (0, 1) excluded by hand, as the views do.
     ex = d.tokens.excluded.copy()
     ex[-1, 0, 1] = True
@@ -137,7 +138,7 @@ def test_register_norms_are_exported(families, cat):
     assert arr["register_norms"].shape == (g.num_layers + 1, 4)
     assert np.allclose(arr["register_norms"], want, atol=1e-5)
     assert arr["prefix_norms"].shape == (g.num_layers + 1, 5)
-    assert "[REG4]" in embed_view.norms_table(vm, embed_view.prepare(vm, a))
+    assert "[REG4]" in embed_view.norms_table(vm, emb.prepare(vm, a))
 
 
 

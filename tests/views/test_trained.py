@@ -13,6 +13,7 @@ import pytest
 from tiny import EXAMPLES
 
 import vizvit
+from vizvit.readings import embeddings as emb
 from vizvit.session import PhotoKey, Workbench
 
 
@@ -31,9 +32,8 @@ def _luminance(rgb: np.ndarray) -> np.ndarray:
 
 
 def test_artifact_tokens_at_depth_are_the_four_corners_from_depth_8(photo):
-    from vizvit.views import embeddings
 
-    d = embeddings.data(photo)
+    d = emb.data(photo)
     corners = np.zeros((14, 14), bool)
     corners[[0, 0, 13, 13], [0, 13, 0, 13]] = True
     for depth in range(13):
@@ -44,7 +44,7 @@ def test_artifact_tokens_at_depth_are_the_four_corners_from_depth_8(photo):
 def test_norm_map_of_depth_12_shows_the_ordinary_patches(photo):
     from vizvit.views import embeddings
 
-    d = embeddings.data(photo)
+    d = emb.data(photo)
     norms, art = d.tokens.norms[12], d.tokens.excluded[12]
     rgb, lo, hi = embeddings.norm_colors(norms, art)
     lum = _luminance(rgb[~art].astype(float))
@@ -58,19 +58,19 @@ def test_norm_map_of_depth_12_shows_the_ordinary_patches(photo):
 def test_pca_without_artifacts_is_no_longer_one_component(photo):
     from vizvit.views import embeddings
 
-    t = embeddings.data(photo).tokens
+    t = emb.data(photo).tokens
     # Measured at depth 12: 94.1 % with the artifacts, 19.0 % without.
     assert t.pca_ratio[12, 0] > 0.9
     assert t.fit_ratio[12, 0] < 0.35
     # The scatter's axes are the ordinary patches'; the four artifacts are ringed on the edge.
-    fig = embeddings.scatter_figure(photo.vm, embeddings.data(photo), 12, "rollout")
+    fig = embeddings.scatter_figure(photo.vm, emb.data(photo), 12, "rollout")
     assert len(fig.data[1].x) == 4 and "192 ordinary" in fig.layout.title.text
 
 
 def test_depth_text_names_the_artifacts_and_their_attention(photo):
     from vizvit.views import embeddings
 
-    vm, a, d = photo.vm, photo.analysis(), embeddings.data(photo)
+    vm, a, d = photo.vm, photo.analysis(), emb.data(photo)
     text = embeddings.depth_panel(vm, a, d, 12).text
     assert "4 artifact tokens: the four corners" in text and "Darcet et al. 2024" in text
     assert "bright corners of the Attention tab" in text  # [CLS] gives them 57 % in layer 12

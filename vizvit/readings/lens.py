@@ -1,5 +1,5 @@
 """The Inside tab's readings: the logit lens of one photo (vizvit.readings.lens_maths holds its maths, the engine
-its readout), cached per photo, and the name the head-importance sweep is stored under."""
+its readout), cached per photo (readings.heads holds the head-importance sweep)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from vizvit.readings import lens_maths as lens
 from vizvit.session import Photo
 
 LOGIT_LENS = "logit_lens"  # lens.Lens: the readout at every depth
-HEAD_IMPORTANCE = "head_importance"  # (L, H) drop of the top-1 probability per zeroed head (views.inside streams it)
 
 
 def lens_of(ph: Photo) -> lens.Lens:

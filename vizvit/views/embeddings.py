@@ -1,6 +1,6 @@
 """Panel functions for the Embeddings tab: Analysis + UI params -> images, tables, figures.
 
-`prepare` does the per-photo work once (cached by the caller); the depth slider, a click
+vizvit.readings.embeddings does the per-photo work once (cached per photo); the depth slider, a click
 and the colour choice only render from it, so none of them runs the model.
 """
 
@@ -18,8 +18,6 @@ import plotly.graph_objects as go
 import torch
 
 from vizvit.errors import UserError
-from vizvit.methods import maps
-from vizvit.model import engine
 from vizvit.model.engine import Analysis
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at, token_index
@@ -27,24 +25,16 @@ from vizvit.model.positional import cosine_similarity_matrix
 from vizvit.model.tokens import (
     OUTLIER_METHOD,
     DropoutCheck,
-    EmbeddingStage,
     FilterPCA,
-    ParamRow,
-    TokenStats,
     dropout_check,
-    embedding_filters_pca,
-    parameter_table,
-    token_stats,
 )
 from vizvit.pictures import figures, render
-from vizvit.readings import artifacts_rule as art_mod, methods
+from vizvit.readings import artifacts_rule as art_mod, embeddings as emb
 from vizvit.session import Photo
 from vizvit.views import flip
 from vizvit.vocab import COLOR_CHOICES, DEFAULT_DROPOUT
 
 # The names this module's results are cached under (Photo.derived / per_model).
-EMBEDDINGS = "embeddings"  # the Embeddings tab's per-photo data
-FILTER_PCA = "filter_pca"  # per model: the patch-embedding filters' PCA
 
 
 SIM_CMAP = "RdBu_r"  # cosine similarity: blue −1, white 0, red +1
@@ -75,60 +65,6 @@ RGB patches (grey = 0), with the share of the filters' variance each explains. T
 smooth, Fourier-like patterns; random weights show noise."""
 
 
-@dataclass(frozen=True)
-class EmbeddingsData:
-    """Per-photo results the tab renders from (cached by the caller)."""
-
-    stage: EmbeddingStage
-    params: tuple[ParamRow, ...]
-    total_params: int
-    filters: FilterPCA
-    tokens: TokenStats
-    rollout: np.ndarray  # (gh, gw) float32: [CLS] rollout through all blocks
-    thumbs: np.ndarray  # (P,) str: each patch as a PNG data URI, for the scatter's hover
-    big: np.ndarray  # (s·H, s·W, 3) uint8: the model-input view enlarged for display
-
-
-def prepare(vm: VitModel, a: Analysis, filters: FilterPCA | None = None,
-            cache: maps.Cache = maps.no_cache) -> EmbeddingsData:
-    """Everything the tab shows that depends on the photo but on no slider. No forward pass:
-    one conv for the demonstration, a few SVDs, a rollout. filters: the model's filter PCA when
-    already computed (it depends on the model only; see `data`)."""
-    g = vm.geometry
-    if a.dropped:
-        raise UserError("The Embeddings tab needs the full token sequence; remove the token drop.")
-    return EmbeddingsData(
-        stage=engine.embedding_stage(vm, a),
-        params=parameter_table(vm.model),
-        total_params=vm.num_parameters,
-        filters=filters or model_filters(vm),
-        # Fitted without each depth's artifact tokens: with them, PCA's first component is
-        # "artifact or not" and every ordinary patch gets one colour.
-        tokens=token_stats(a.hidden_states, g, art_mod.high_norm_at_depth(a.hidden_states, g)),
-        rollout=methods.ROLLOUT(vm, a, None, cache).astype(np.float32),
-        thumbs=np.array(patch_thumbnails(a.input_view, g)),
-        big=render.enlarge(a.input_view, render.display_scale(g)),
-    )
-
-
-def model_filters(vm: VitModel) -> FilterPCA:
-    """The principal components of the model's patch-embedding filters."""
-    return embedding_filters_pca(engine.patch_filters(vm))
-
-
-def patch_thumbnails(view: np.ndarray, g: Geometry) -> list[str]:
-    """Each patch of the (H, W, 3) view as a PNG data URI, row-major."""
-    p = g.patch_size
-    gh, gw = g.grid
-    out = []
-    for r in range(gh):
-        for c in range(gw):
-            tile = view[r * p:(r + 1) * p, c * p:(c + 1) * p, ::-1]  # RGB -> BGR for OpenCV
-            _, buf = cv2.imencode(".png", np.ascontiguousarray(tile))
-            out.append("data:image/png;base64," + base64.b64encode(buf.tobytes()).decode())
-    return out
-
-
 # ------------------------------------------------------------------ section 1: the embedding stage
 @dataclass(frozen=True)
 class StagePanel:
@@ -142,7 +78,7 @@ def _shape(s: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(v) for v in s) + ")"
 
 
-def stage_panel(vm: VitModel, d: EmbeddingsData) -> StagePanel:
+def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
     g = vm.geometry
     p, dim, (_gh, gw) = g.patch_size, g.hidden_size, g.grid
     fam = vm.family
@@ -238,7 +174,7 @@ def _blend_tiles(big: np.ndarray, tiles: np.ndarray, alpha: float) -> np.ndarray
     return cv2.addWeighted(_map_image(tiles, big.shape[1]), float(alpha), big, 1.0 - float(alpha), 0.0)
 
 
-def pca_over_photo(vm: VitModel, d: EmbeddingsData, depth: int,
+def pca_over_photo(vm: VitModel, d: emb.EmbeddingsData, depth: int,
                    clicked: tuple[int, int] | None) -> np.ndarray:
     """(s·H, s·W, 3) uint8: the patch-token PCA colours at `depth` over the photo, grid, clicked patch."""
     g = vm.geometry
@@ -278,7 +214,7 @@ def log_colorbar(height: int, lo: float, hi: float, cmap: str = NORM_CMAP) -> np
     return out
 
 
-def depth_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
+def depth_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int,
                 clicked: tuple[int, int] | None = None) -> DepthPanel:
     g = vm.geometry
     depth = _check_depth(g, depth)
@@ -328,7 +264,7 @@ def _titled(img: np.ndarray, text: str) -> np.ndarray:
     return np.concatenate([strip, img], axis=0)
 
 
-def artifact_sentence(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int) -> str:
+def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int) -> str:
     """One sentence on this depth's artifact tokens: where, how many × the median norm, how much of
     [CLS]'s last-layer attention they take (the Attention tab's bright spots), and the paper."""
     g = vm.geometry
@@ -368,7 +304,7 @@ def token_similarities(a: Analysis, depth: int) -> np.ndarray:
     return cosine_similarity_matrix(a.hidden_states[depth]).numpy()
 
 
-def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
+def similarity_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int,
                      clicked: tuple[int, int] | None) -> SimilarityPanel:
     """Cosine similarity of the clicked patch's token to every patch token and to [CLS]."""
     g = vm.geometry
@@ -390,7 +326,7 @@ def similarity_panel(vm: VitModel, a: Analysis, d: EmbeddingsData, depth: int,
     return SimilarityPanel(image=img, text=text)
 
 
-def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = "row") -> go.Figure:
+def scatter_figure(vm: VitModel, d: emb.EmbeddingsData, depth: int, color_by: str = "row") -> go.Figure:
     """The patch tokens at `depth` on their first two principal components."""
     g = vm.geometry
     depth = _check_depth(g, depth)
@@ -427,7 +363,7 @@ def scatter_figure(vm: VitModel, d: EmbeddingsData, depth: int, color_by: str = 
 
 
 # ------------------------------------------------------------------ per photo: [CLS] by layer, filters
-def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 196) -> np.ndarray:
+def cls_similarity_image(vm: VitModel, d: emb.EmbeddingsData, tile: int = 196) -> np.ndarray:
     """One tile per depth: cos([CLS], patch) on a shared −1..1 scale."""
     sims = d.tokens.cls_sim  # (L+1, gh, gw)
     # Titles above the tiles: a label box on them would hide the top-left artifact's outline.
@@ -437,7 +373,7 @@ def cls_similarity_image(vm: VitModel, d: EmbeddingsData, tile: int = 196) -> np
     return render.mosaic(tiles, -(-len(tiles) // cols), cols, sep=4)
 
 
-def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
+def cls_similarity_text(vm: VitModel, d: emb.EmbeddingsData) -> str:
     if vm.geometry.num_prefix_tokens == 0:
         return ("**How similar [CLS] is to each patch**: this model has **no [CLS] token** (SigLIP sums the "
                 "photo up with an attention-pooling head after the last block), so there is nothing to compare.")
@@ -454,7 +390,7 @@ def cls_similarity_text(vm: VitModel, d: EmbeddingsData) -> str:
             f"Mean over patches for l = 0…{vm.geometry.num_layers}: {means}.{art}\n\n" + norms_table(vm, d))
 
 
-def norms_table(vm: VitModel, d: EmbeddingsData) -> str:
+def norms_table(vm: VitModel, d: emb.EmbeddingsData) -> str:
     """Markdown: ‖token‖₂ of every prefix token ([CLS], [DIST], [REG1..R]) at each depth, beside the
     patch tokens' median and maximum and the number of high-norm outlier patches."""
     g = vm.geometry
@@ -501,7 +437,7 @@ def inset_of(thickness: int) -> int:
 ARTIFACT_BOX = 3  # px: an artifact token's box on the PCA and similarity pictures
 
 
-def filters_image(d: EmbeddingsData, scale: int | None = None) -> np.ndarray:
+def filters_image(d: emb.EmbeddingsData, scale: int | None = None) -> np.ndarray:
     """The filter components as RGB P×P tiles, 4 rows of 7, each labelled with its variance share."""
     tiles = d.filters.tiles  # (k, p, p, 3), signed
     p = tiles.shape[1]
@@ -516,7 +452,7 @@ def filters_image(d: EmbeddingsData, scale: int | None = None) -> np.ndarray:
     return render.mosaic(np.stack(out), -(-len(out) // cols), cols, sep=3)
 
 
-def filters_text(vm: VitModel, d: EmbeddingsData) -> str:
+def filters_text(vm: VitModel, d: emb.EmbeddingsData) -> str:
     k = len(d.filters.explained_ratio)
     p = vm.geometry.patch_size
     return (f"First {k} principal components of the {vm.geometry.hidden_size} filters "
@@ -525,9 +461,9 @@ def filters_text(vm: VitModel, d: EmbeddingsData) -> str:
 
 
 # ------------------------------------------------------------------ export
-def embedding_arrays(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None) -> dict[str, np.ndarray]:
+def embedding_arrays(vm: VitModel, a: Analysis, d: emb.EmbeddingsData | None = None) -> dict[str, np.ndarray]:
     """arrays.npz keys of this tab (see README)."""
-    d = d or prepare(vm, a)
+    d = d or emb.prepare(vm, a)
     return {
         "patch_embeddings": a.patch_embeddings.numpy().astype(np.float32),  # (P, D)
         "token_norms": d.tokens.norms,  # (L+1, gh, gw)
@@ -542,8 +478,8 @@ def embedding_arrays(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None)
     }
 
 
-def embedding_figures(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None) -> dict[str, np.ndarray]:
-    d = d or prepare(vm, a)
+def embedding_figures(vm: VitModel, a: Analysis, d: emb.EmbeddingsData | None = None) -> dict[str, np.ndarray]:
+    d = d or emb.prepare(vm, a)
     return {
         "embedding_filters_pca": filters_image(d),
         "token_pca_last_layer": depth_panel(vm, a, d, vm.geometry.num_layers).pca_over_photo,
@@ -553,23 +489,15 @@ def embedding_figures(vm: VitModel, a: Analysis, d: EmbeddingsData | None = None
 
 
 # ------------------------------------------------------------------ entry points
-def data(ph: Photo) -> EmbeddingsData:
-    """The per-photo work of the tab, once per photo and model."""
-    # The filter PCA is the slowest part of opening the tab and depends on the model alone:
-    # cached once per model, in the same cache as everything else.
-    filters = warm_model(ph)
-    return ph.derived(EMBEDDINGS, lambda: prepare(ph.vm, ph.analysis(), filters, ph.derived))
-
-
 def warm_model(ph: Photo) -> FilterPCA:
     """The model's own work (the filter PCA), when the model is warmed (Workbench.model_work)."""
-    return ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+    return emb.filters_of(ph)
 
 
-def warm_photo(ph: Photo) -> EmbeddingsData | None:
+def warm_photo(ph: Photo) -> emb.EmbeddingsData | None:
     """The photo's work (token statistics, rollout, thumbnails), after its forward, in the
     background (Workbench.photo_work); None where the tab has nothing to prepare (a token drop)."""
-    return None if ph.analysis().dropped else data(ph)
+    return None if ph.analysis().dropped else emb.data(ph)
 
 
 # ------------------------------------------------------------------ dropout, train against eval
@@ -709,7 +637,7 @@ def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:
     blend weights, outline widths and colours, and (with_view) the model-input view as PNG (the
     page keeps the last one of the same look: a depth change sends none). ~51 kB + the view's
     ~140 kB for 196 patches."""
-    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    vm, a, d = ph.vm, ph.analysis(), emb.data(ph)
     g = vm.geometry
     depth = _check_depth(g, p.depth)
     pre = g.num_prefix_tokens
@@ -745,7 +673,7 @@ class EmbeddingsRest:
 
 def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
     """On open (a new photo or model): the tab's first part at `depth` (clamped to L); see rest."""
-    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    vm, a, d = ph.vm, ph.analysis(), emb.data(ph)
     L = vm.geometry.num_layers
     depth = min(p.depth, L)
     dp, sp = depth_panel(vm, a, d, depth, p.clicked), similarity_panel(vm, a, d, depth, p.clicked)
@@ -760,14 +688,14 @@ def show(ph: Photo, p: EmbeddingsParams) -> EmbeddingsPage:
 
 def rest(ph: Photo, p: EmbeddingsParams) -> EmbeddingsRest:
     """After show: the token scatter at `depth` (clamped to L), [CLS] by depth, the filters."""
-    vm, d = ph.vm, data(ph)
+    vm, d = ph.vm, emb.data(ph)
     return EmbeddingsRest(scatter=scatter_figure(vm, d, min(p.depth, vm.geometry.num_layers), p.color_by),
                           cls_image=cls_similarity_image(vm, d), filters_image=filters_image(d))
 
 
 def change_depth(ph: Photo, p: EmbeddingsParams) -> DepthChange:
     """On a depth change: the pictures and texts at the new depth."""
-    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    vm, a, d = ph.vm, ph.analysis(), emb.data(ph)
     dp, sp = depth_panel(vm, a, d, p.depth, p.clicked), similarity_panel(vm, a, d, p.depth, p.clicked)
     return DepthChange(pca=dp.pca_over_photo, maps=dp.maps, similarity=sp.image, similarity_text=sp.text,
                        depth_text=dp.text)
@@ -775,7 +703,7 @@ def change_depth(ph: Photo, p: EmbeddingsParams) -> DepthChange:
 
 def change_click(ph: Photo, p: EmbeddingsParams) -> ClickChange:
     """On a clicked patch: the PCA picture and the similarity picture, outlining it."""
-    vm, a, d = ph.vm, ph.analysis(), data(ph)
+    vm, a, d = ph.vm, ph.analysis(), emb.data(ph)
     sp = similarity_panel(vm, a, d, p.depth, p.clicked)
     return ClickChange(pca=pca_over_photo(vm, d, p.depth, p.clicked), similarity=sp.image, similarity_text=sp.text,
                        book=flip.empty(depth_look(ph, p), DEPTH_CONTROLS))
@@ -797,7 +725,7 @@ def color_book(ph: Photo, p: EmbeddingsParams, shown: go.Figure | None = None) -
     text: ~3 KB, where the figure with its thumbnails is ~190 KB)."""
     pages = {}
     for c in COLOR_CHOICES:
-        fig = shown if shown is not None and c == p.color_by else scatter_figure(ph.vm, data(ph), p.depth, c)
+        fig = shown if shown is not None and c == p.color_by else scatter_figure(ph.vm, emb.data(ph), p.depth, c)
         trace = fig.data[0]
         pages[flip.page_key(c)] = {"scatter": flip.Chart(restyle={"marker": trace.marker.to_plotly_json(),
                                                                    "hovertemplate": trace.hovertemplate})}
@@ -806,13 +734,13 @@ def color_book(ph: Photo, p: EmbeddingsParams, shown: go.Figure | None = None) -
 
 def scatter(ph: Photo, p: EmbeddingsParams) -> ScatterChange:
     """On a depth or colour change: the PCA scatter (the slowest part of a slider move)."""
-    fig = scatter_figure(ph.vm, data(ph), p.depth, p.color_by)
+    fig = scatter_figure(ph.vm, emb.data(ph), p.depth, p.color_by)
     return ScatterChange(fig, color_book(ph, p, fig))
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
-    return embedding_arrays(ph.vm, ph.analysis(), data(ph))
+    return embedding_arrays(ph.vm, ph.analysis(), emb.data(ph))
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray]:
-    return embedding_figures(ph.vm, ph.analysis(), data(ph))
+    return embedding_figures(ph.vm, ph.analysis(), emb.data(ph))

@@ -20,7 +20,7 @@ from vizvit.model.images import View
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at
 from vizvit.pictures import render
-from vizvit.readings import contest, methods, perturb, sweep
+from vizvit.readings import contest, masks, methods, perturb, sweep
 from vizvit.session import Photo
 from vizvit.views import flip
 from vizvit.views.common import top5_figure
@@ -246,45 +246,13 @@ def sweep_progress(ph: Photo, chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER
             yield sweep_panel(ph.vm, s)
     yield sweep_panel(ph.vm, s, sweep.cnn_probs(ph, [r.k for r in s.rows]))
 
+
 # ------------------------------------------------------------------ masks
-def clean_mask(mask: tuple[int, ...] | list[int] | None, g: Geometry) -> tuple[int, ...]:
-    """Keep valid patch ids only (a model change can shrink the grid)."""
-    return tuple(sorted({int(i) for i in (mask or ()) if 0 <= int(i) < g.num_patches}))
-
-
 def toggle_at(ph: Photo, mask: tuple[int, ...] | None, x: float, y: float) -> tuple[int, ...]:
     """A click at (x, y) on the enlarged mask grid toggles that patch."""
     g = ph.vm.geometry
     r, c = patch_at(x, y, g, render.display_scale(g))
-    return perturb.toggle(clean_mask(mask, g), r * g.grid[1] + c)
-
-
-# The maps "top / bottom k %" can rank the patches by (readings.methods.RANK_BY: the contest's but the
-# baseline, which has its own button, and the costly ones); class-specific ones for the top-1 class.
-MASK_MAPS = tuple(m.name for m in methods.RANK_BY)
-
-
-def mask_action(ph: Photo, mask: tuple[int, ...] | None, action: str, percent: float,
-                seed: int = 0, rank_by: str = methods.ROLLOUT.name) -> tuple[int, ...]:
-    """clear | invert | random | top | bottom (by the map `rank_by`, MASK_MAPS) -> the new mask."""
-    g = ph.vm.geometry
-    mask = clean_mask(mask, g)
-    f = float(percent) / 100.0
-    if action == "clear":
-        return ()
-    if action == "invert":
-        return perturb.invert(mask, g.num_patches)
-    if action == "random":
-        return perturb.random_mask(g.num_patches, f, seed)
-    if action in ("top", "bottom"):
-        if rank_by not in MASK_MAPS:
-            raise UserError(f"Rank patches by one of: {', '.join(MASK_MAPS)}.")
-        m = methods.get(rank_by)
-        if not m.applies(ph.vm, ph.analysis()):
-            raise UserError(f"{rank_by} needs a class to explain, and this model has no classifier.")
-        values = m(ph.vm, ph.analysis(), None, ph.derived)
-        return perturb.mask_by_map(values, f, top=action == "top")
-    raise UserError(f"Unknown mask action {action!r}.")
+    return perturb.toggle(masks.clean_mask(mask, g), r * g.grid[1] + c)
 
 
 MASK_CONTROLS = ("mode",)
@@ -296,7 +264,7 @@ def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPan
     seen before is then drawn at once), and the click rule: a click toggles the patch under it (toggle_at). The
     page keeps its own mask through clicks (clicked: this answer is a click's, maybe not the last)."""
     g = ph.vm.geometry
-    mask = clean_mask(mask, g)
+    mask = masks.clean_mask(mask, g)
     toggle = flip.Toggle("grid", g.patch_size * render.display_scale(g), g.grid, None if clicked else mask, box="box",
                          prefix=PAGE_MASK)
     page = _with_top5({"grid": panel.grid, "masked": panel.masked}, panel.top5)
@@ -313,7 +281,7 @@ def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
     if not text.startswith(PAGE_MASK):
         return None
     try:
-        return clean_mask([int(t) for t in text[len(PAGE_MASK):].split(",") if t.strip()], g)
+        return masks.clean_mask([int(t) for t in text[len(PAGE_MASK):].split(",") if t.strip()], g)
     except ValueError:
         raise UserError(f"A mask is patch numbers separated by commas, not {text!r}.") from None
 
@@ -331,7 +299,7 @@ def mask_book_at(ph: Photo, key: str) -> flip.Flipbook:
 def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> MaskPanel:
     vm = ph.vm
     g = vm.geometry
-    mask = clean_mask(mask, g)
+    mask = masks.clean_mask(mask, g)
     base = ph.analysis()
     if len(mask) == g.num_patches and mode == "drop":
         raise UserError("Every patch is masked: leave at least one patch for the model to see.")

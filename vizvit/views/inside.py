@@ -9,7 +9,6 @@ when one head alone is zeroed, L·H forwards batched, streamed and cached per ph
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +17,13 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from vizvit.cancel import NEVER, Cancel
 from vizvit.errors import UserError
 from vizvit.model.ablation import Ablation, format_heads, parse_heads
-from vizvit.model.engine import DEFAULT_CHUNK, top_predictions, zeroed_head_chunks
+from vizvit.model.engine import top_predictions
 from vizvit.model.models import Geometry, VitModel
 from vizvit.pictures import figures, render
-from vizvit.readings.lens import HEAD_IMPORTANCE, lens_of
+from vizvit.readings import heads
+from vizvit.readings.lens import lens_of
 from vizvit.session import Photo, PhotoKey
 from vizvit.views import flip
 from vizvit.views.common import status_line, top5_figure
@@ -225,7 +224,7 @@ def ablation_panel(ph: Photo) -> AblationPanel:
     """ph.key.ablation is the set switched off; the intact analysis is the baseline."""
     vm = ph.vm
     ab = ph.key.ablation
-    importance = ph.wb.peek_derived(ph.key.intact, HEAD_IMPORTANCE)
+    importance = heads.cached_importance(ph)
     grid = ablation_grid(vm.geometry, ab, importance)
     intact = ph.wb.analysis(ph.key.intact)
     if not ab:
@@ -240,37 +239,6 @@ def ablation_panel(ph: Photo) -> AblationPanel:
 
 
 # ------------------------------------------------------------------ which heads matter
-def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK,
-                     cancel: Cancel = NEVER) -> Iterator[tuple[np.ndarray, int, int]]:
-    """Yields (importance (L, H) float32 with NaN where not yet computed, done, total) per batch;
-    stores the complete map per photo (intact model) at the end. `cancel`: checked per batch."""
-    key = ph.key.intact
-    done_map = ph.wb.peek_derived(key, HEAD_IMPORTANCE)
-    g = ph.vm.geometry
-    total = g.num_layers * g.num_heads
-    if done_map is not None:
-        yield done_map, total, total
-        return
-    a = ph.wb.analysis(key)
-    if a.probs is None:
-        raise UserError("This model has no classifier: there is no prediction for a head to change.")
-    c = int(a.probs.argmax())
-    p0 = float(a.probs[c])
-    cells = [(l, hd) for l in range(g.num_layers) for hd in range(g.num_heads)]
-    imp = np.full((g.num_layers, g.num_heads), np.nan, np.float32)
-    for start, probs in zeroed_head_chunks(ph.vm, a.input_view, cells, chunk, cancel):
-        for b, (l, hd) in enumerate(cells[start:start + len(probs)]):
-            imp[l, hd] = p0 - float(probs[b, c])
-        yield imp.copy(), start + len(probs), total
-    ph.wb.derived(key, HEAD_IMPORTANCE, lambda: imp)
-
-
-def head_importance(ph: Photo, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
-    """(L, H) float32: drop of the top-1 probability when each head alone is zeroed."""
-    *_, (imp, _, _) = importance_steps(ph, chunk)
-    return imp
-
-
 IMPORTANT = 0.05  # a head "matters" when zeroing it alone moves the top-1 probability by more than this
 
 
@@ -384,11 +352,11 @@ def typed(ph: Photo, text: str, mode: str) -> Ablated:
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     if not ph.vm.has_classifier:
         return {}
-    return {"logit_lens": lens_of(ph).probs, "head_importance": head_importance(ph)}
+    return {"logit_lens": lens_of(ph).probs, "head_importance": heads.head_importance(ph)}
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
     if not ph.vm.has_classifier:
         return {}
     return {"logit_lens": lens_panel(ph).figure,
-            "head_importance": ablation_grid(ph.vm.geometry, ph.key.ablation, head_importance(ph))}
+            "head_importance": ablation_grid(ph.vm.geometry, ph.key.ablation, heads.head_importance(ph))}

@@ -12,18 +12,15 @@ import plotly.graph_objects as go
 
 from vizvit.classroom.numbers import model_numbers
 from vizvit.errors import UserError
-from vizvit.model.engine import Analysis, patch_label_cosine
+from vizvit.model.engine import Analysis
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import describe_patch
 from vizvit.model.zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
 from vizvit.pictures import render
+from vizvit.readings import patches as rp
 from vizvit.session import Photo
 from vizvit.views import flip
 from vizvit.views.common import on_grid, top5_figure
-
-# The names this module's results are cached under (Photo.derived / per_model).
-PATCH_LABEL_COSINE = "patch-label cosine"  # CLIP / SigLIP: (C, gh, gw) per label list
-
 
 PATCHES_TEXT = """**What you see.** The photo resized exactly as the model's image processor does it,
 cut into a grid of P×P patches. Each patch is flattened (P·P·3 numbers) and projected to one
@@ -174,31 +171,12 @@ def label_rule_text(vm: VitModel) -> str:
             f"Probabilities: {vm.zero_shot.rule_text}.")
 
 
-def label_cosines(ph: Photo) -> np.ndarray:
-    """(C, gh, gw) float32 cosine of each patch token with each label's text embedding, cached
-    per photo and label list (engine.patch_label_cosine)."""
-    vm = ph.vm
-    head = vm.zero_shot
-    if head is None:
-        raise UserError("Patch-label similarity needs an image-text model (CLIP or SigLIP) and labels.")
-    g = vm.geometry
-
-    def compute() -> np.ndarray:
-        a = ph.analysis()
-        if a.dropped:
-            raise UserError("Patch-label similarity needs the full token sequence: turn token drop off.")
-        cos = patch_label_cosine(vm, a.hidden_states[-1], head)  # (C, P)
-        return cos.reshape(-1, *g.grid).numpy().astype(np.float32)
-
-    return ph.derived(PATCH_LABEL_COSINE, compute)
-
-
 def label_map(ph: Photo, label: int | str | None = None, alpha: float = 0.6) -> tuple[np.ndarray, str]:
     """The patch-label map of one label (index or text; None: the top-1): an overlay on the
     enlarged view and a text with the numbers and the caveat."""
     vm, a = ph.vm, ph.analysis()
     g = vm.geometry
-    cos = label_cosines(ph)
+    cos = rp.label_cosines(ph)
     if label is None or label == "":
         i = a.top5[0].index
     elif isinstance(label, str) and not label.lstrip("-").isdigit():
@@ -248,7 +226,7 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     if vm.zero_shot is not None and a.probs is not None:
         out["zero_shot_probs"] = a.probs.numpy().astype(np.float32)
         out["label_names"] = np.array(vm.labels)
-        out["patch_label_cosine"] = label_cosines(ph)
+        out["patch_label_cosine"] = rp.label_cosines(ph)
     return out
 
 

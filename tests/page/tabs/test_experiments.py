@@ -14,6 +14,7 @@ from built_page import same
 from page.tabs import experiments as tab
 from vizvit.errors import UserError
 from vizvit.pictures import render
+from vizvit.readings import masks
 from vizvit.views import experiments as ev
 
 
@@ -90,7 +91,7 @@ def test_the_mask_buttons_answer_their_masks_and_only_random_draws_a_new_seed(ph
     wb, key = photo
     fetch = page[1]
     N = tiny16.geometry.num_patches
-    by = ev.MASK_MAPS[0]
+    by = masks.MASK_MAPS[0]
     assert tab.run(wb, fetch, "clear", key, (1, 2), 25, 0, "drop", by)["mask"] == ()
     inv = tab.run(wb, fetch, "invert", key, (0,), 25, 0, "drop", by)
     assert inv["mask"] == tuple(range(1, N)) and inv["seed"] == 0

@@ -14,6 +14,7 @@ from built_page import same
 from page.tabs import inside as tab
 from vizvit.errors import UserError
 from vizvit.model.ablation import Ablation
+from vizvit.readings import heads
 from vizvit.views import inside as iv
 
 
@@ -84,7 +85,7 @@ def test_which_heads_matter_streams_the_grid_and_ends_with_every_head_counted(ph
     steps = list(tab.importance(wb, key))
     g = tiny16.geometry
     assert steps and all(set(s) == {"grid", "importance_text"} for s in steps)
-    imp = iv.head_importance(wb.handle(key))
+    imp = heads.head_importance(wb.handle(key))
     assert np.array_equal(steps[-1]["grid"], iv.ablation_grid(g, key.ablation, imp))
     assert steps[-1]["importance_text"] == iv.importance_text(tiny16, g.num_layers * g.num_heads,
                                                                g.num_layers * g.num_heads, imp)

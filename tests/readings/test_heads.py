@@ -1,0 +1,47 @@
+"""The head importance (vizvit/readings/heads.py): each (layer, head) against the model run with that head alone
+zeroed, streamed per batch and cached per photo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vizvit
+from vizvit.model.ablation import Ablation
+from vizvit.readings import heads
+from vizvit.session import PhotoKey, Workbench
+
+
+def photo_of(vm, image):
+    wb = Workbench(device="cpu")
+    wb.add_model(vm)
+    return wb.handle(PhotoKey(vm.id, wb.add_photo(image)))
+
+
+def test_head_importance_equals_single_ablations_one_by_one(tiny, cat):
+    ph = photo_of(tiny, cat)
+    wb = ph.wb
+    assert heads.cached_importance(ph) is None
+    imp = heads.head_importance(ph, chunk=3)  # chunks that cut across layers
+    g = tiny.geometry
+    base = ph.analysis()
+    c = base.top5[0].index
+    for l in range(g.num_layers):
+        for h in range(g.num_heads):
+            one = vizvit.analyze(tiny, cat, ablation=Ablation(((l, h),)))
+            assert imp[l, h] == pytest.approx(float(base.probs[c] - one.probs[c]), abs=1e-5)
+    assert wb.peek_derived(ph.key, heads.HEAD_IMPORTANCE) is not None, "cached per photo"
+    assert np.array_equal(heads.cached_importance(ph), imp)
+
+
+def test_the_stream_fills_the_grid_batch_by_batch_then_answers_at_once(tiny, cat):
+    ph = photo_of(tiny, cat)
+    g = tiny.geometry
+    total = g.num_layers * g.num_heads
+    steps = list(heads.importance_steps(ph, chunk=3))
+    dones = [done for _, done, _ in steps]
+    assert dones == sorted(dones) and dones[-1] == total and all(0 < b - a <= 3 for a, b in zip([0, *dones], dones))
+    assert all(t == total for _, _, t in steps)
+    assert [int(np.isnan(imp).sum()) for imp, _, _ in steps] == [total - done for _, done, _ in steps]
+    again = list(heads.importance_steps(ph, chunk=3))
+    assert len(again) == 1 and again[0][1:] == (total, total) and np.array_equal(again[0][0], steps[-1][0])
