@@ -52,3 +52,20 @@ def test_data_is_cached_per_photo_and_the_filters_once_per_model(tiny16, cat):
     assert wb.peek_derived(one.key, emb.EMBEDDINGS) is d1 and emb.data(one) is d1
     assert emb.data(two).filters is d1.filters is emb.filters_of(one), "one filter PCA per model"
     assert emb.data(two) is not d1
+
+
+def test_token_similarities_and_the_cls_share_against_plain_loops(tiny16, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    a = wb.analysis(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    g = tiny16.geometry
+    x = a.hidden_states[2].double().numpy()  # (N, D)
+    sims = emb.token_similarities(a, 2)
+    for i, j in ((0, 0), (0, 5), (7, 100), (196, 3)):
+        want = x[i] @ x[j] / np.linalg.norm(x[i]) / np.linalg.norm(x[j])
+        assert abs(sims[i, j] - want) < 1e-5
+    cells = np.zeros(g.grid, bool)
+    cells[0, 0] = cells[3, 4] = True
+    att = a.attentions[-1].double().numpy()  # (H, N, N)
+    want = sum(att[:, 0, 1 + r * g.grid[1] + c].mean() for r, c in ((0, 0), (3, 4)))
+    assert abs(emb.cls_attention_share(a, g, cells) - want) < 1e-5

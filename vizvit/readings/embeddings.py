@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
+import torch
 
 from vizvit.errors import UserError
 from vizvit.methods import maps
 from vizvit.model import engine
 from vizvit.model.engine import Analysis
 from vizvit.model.models import Geometry, VitModel
+from vizvit.model.positional import cosine_similarity_matrix
 from vizvit.model.tokens import (
     EmbeddingStage,
     FilterPCA,
@@ -100,3 +102,19 @@ def data(ph: Photo) -> EmbeddingsData:
 def filters_of(ph: Photo) -> FilterPCA:
     """The model's filter PCA, cached per model under FILTER_PCA."""
     return ph.per_model(FILTER_PCA, lambda: model_filters(ph.vm))
+
+
+def token_similarities(a: Analysis, depth: int) -> np.ndarray:
+    """(N, N) float32: the cosine similarity of every token to every token at `depth`, in one
+    matmul of unit rows. The view's similarity picture reads a row of it, its token book sends all the
+    patches' rows: the same numbers, so the page's colours are the server's."""
+    return cosine_similarity_matrix(a.hidden_states[depth]).numpy()
+
+
+def cls_attention_share(a: Analysis, g: Geometry, cells: np.ndarray) -> float:
+    """[CLS]'s attention over the patches in the last layer, mean over heads (what the Attention tab's default
+    map shows), summed over the (gh, gw) bool `cells`; NaN without a [CLS] or after a token drop."""
+    pre = g.num_prefix_tokens
+    if not pre or a.dropped:
+        return float("nan")
+    return float(a.attentions[-1, :, 0, pre:].float().mean(0).reshape(g.grid)[torch.from_numpy(cells)].sum())

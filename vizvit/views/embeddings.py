@@ -21,7 +21,6 @@ from vizvit.errors import UserError
 from vizvit.model.engine import Analysis
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at, token_index
-from vizvit.model.positional import cosine_similarity_matrix
 from vizvit.model.tokens import (
     OUTLIER_METHOD,
     DropoutCheck,
@@ -278,12 +277,8 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: i
     norms = d.tokens.norms[depth]
     ratio = float(norms[art].mean() / np.median(norms))
     n = int(art.sum())
-    # [CLS]'s attention over the patches in the last layer, mean over heads (what the Attention
-    # tab's default map shows), summed over these patches; n/P would be a uniform share.
-    pre = g.num_prefix_tokens
-    share = float("nan")
-    if pre and not a.dropped:
-        share = float(a.attentions[-1, :, 0, pre:].float().mean(0).reshape(g.grid)[torch.from_numpy(art)].sum())
+    # n/P would be a uniform share of [CLS]'s attention.
+    share = emb.cls_attention_share(a, g, art)
     cls_part = ""
     if np.isfinite(share):
         spots = "corners" if art_mod.describe(art) == "the four corners" else "spots"
@@ -297,13 +292,6 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: i
             f"2024, \"Vision Transformers Need Registers\").{cls_part}")
 
 
-def token_similarities(a: Analysis, depth: int) -> np.ndarray:
-    """(N, N) float32: the cosine similarity of every token to every token at `depth`, in one
-    matmul of unit rows. similarity_panel reads a row of it, token_book sends all the patches'
-    rows: the same numbers, so the page's colours are the server's."""
-    return cosine_similarity_matrix(a.hidden_states[depth]).numpy()
-
-
 def similarity_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int,
                      clicked: tuple[int, int] | None) -> SimilarityPanel:
     """Cosine similarity of the clicked patch's token to every patch token and to [CLS]."""
@@ -311,7 +299,7 @@ def similarity_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: in
     depth = _check_depth(g, depth)
     r, c = _patch_or_default(g, clicked)
     t = token_index(r, c, g)
-    sims = token_similarities(a, depth)[t]  # (N,)
+    sims = emb.token_similarities(a, depth)[t]  # (N,)
     pre = g.num_prefix_tokens
     grid = sims[pre:].reshape(g.grid)
     heat = render.colorize(grid, SIM_CMAP, -1.0, 1.0)  # (gh, gw, 3)
@@ -641,7 +629,7 @@ def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:
     g = vm.geometry
     depth = _check_depth(g, p.depth)
     pre = g.num_prefix_tokens
-    sims = token_similarities(a, depth)[pre:, pre:]  # (P, P): row i, patch i's similarity_panel map
+    sims = emb.token_similarities(a, depth)[pre:, pre:]  # (P, P): row i, patch i's similarity_panel map
     rgb = (d.tokens.fit_rgb[depth] * 255).round().astype(np.uint8)
     s = render.display_scale(g)
     step = s * g.image_size[0] / g.grid[0]
