@@ -16,7 +16,8 @@ from vizvit.readings import methods
 from vizvit.session import Workbench
 
 from .guard import Guard
-from .kit import COSTLY, JOBS, caller_of, safe
+from .jobs import COSTLY, JOBS, caller_of
+from .kit import safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
                     "stats", "room_open", "room_step", "room_answer", "room_tally", "room_close")

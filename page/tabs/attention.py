@@ -12,7 +12,7 @@ from vizvit.readings import methods
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap, layout
 
-from .. import ids, kit, web
+from .. import ids, jobs, kit, web
 from ..kit import Ctx
 from ..ordered import AnswerOrder
 
@@ -150,9 +150,9 @@ def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: g
         return
     if key is None:
         raise gr.Error("Upload a photo first.")
-    with kit.JOBS.line(request, name) as ticket:
+    with jobs.JOBS.line(request, name) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
-            yield {"rel_text": kit.waiting_text(name, ahead)}
+            yield {"rel_text": jobs.waiting_text(name, ahead)}
         for img, text in ap.job_progress(wb.handle(key), name, params(dict(zip(CONTROLS, v))), ticket.cancel):
             yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}
 
@@ -328,6 +328,6 @@ def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
             # No queue status on the text: this listener answers nothing for the other methods, and
             # flow streams its own progress lines.
             flows.append(trigger(flowed, [ctx.key, ui["method"], *controls], rel, show_progress="hidden",
-                                 **kit.COSTLY))
+                                 **jobs.COSTLY))
     ui["flow_stop"].click(None, None, None, cancels=flows)
     ctx.long_work.extend(flows)

@@ -116,17 +116,17 @@ def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_then_runs(photo, mon
     """Issue 50: a costly job past the slots waits its turn and says so in its status line."""
     import threading
 
-    from page import kit
+    from page import jobs
     from vizvit.service.jobs import Jobs
 
     wb, key = photo
-    jobs = kit.CostlyJobs(Jobs(slots=1))
-    monkeypatch.setattr(kit, "JOBS", jobs)
+    costly = jobs.CostlyJobs(Jobs(slots=1))
+    monkeypatch.setattr(jobs, "JOBS", costly)
     req = lambda host, session: gr.Request(session_hash=session, client={"host": host, "port": 1}, headers={})  # noqa: E731
     holding, release = threading.Event(), threading.Event()
 
     def other() -> None:  # another address holds the only slot until released
-        with jobs.hold(req("192.0.2.9", "x"), "deletion curves"):
+        with costly.hold(req("192.0.2.9", "x"), "deletion curves"):
             holding.set()
             release.wait(10)
 
