@@ -57,7 +57,8 @@ class Ctx:
     # tab id -> (its first picture, drawn ahead, and the outputs that drawing leaves stale): on_show's first
     firsts: dict = field(default_factory=dict)
     rooms: Any = None  # the server's live rooms (vizvit.classroom.room.Rooms, issue 45): the Lesson tab opens one
-    room_opening: Callable[[Any], None] | None = None  # (request): raises when this caller may not open one now (page/guard.py)
+    # (request): raises when this caller may not open a room now (page/guard.py)
+    room_opening: Callable[[Any], None] | None = None
 
     def on_show(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list,
                 then: tuple[Callable, list, list, str] | None = None,
@@ -82,7 +83,8 @@ class Ctx:
         self.shows.append((tab.id, fn, inputs, outputs))
         if first is not None:
             if any(all(c is not o for o in outputs) for c in (first, *first_with)):
-                raise ValueError(f"tab {tab.id!r}: its first picture and what is sent with it must be among its outputs")
+                raise ValueError(f"tab {tab.id!r}: its first picture and what is sent with it must be among its "
+                                 "outputs")
             self.firsts[tab.id] = (first, tuple(first_with))
         shown = tab.select(fn, inputs, outputs, show_progress="minimal")
         if then is not None:

@@ -35,7 +35,8 @@ from .tabs import PAGES, TABS, camera as camera_tab
 
 HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
-METHODS_LINK = "📐 How each map here is computed, from which paper, and how other code differs: [Methods and sources](#methods) (bottom of the page)."
+METHODS_LINK = ("📐 How each map here is computed, from which paper, and how other code differs: "
+                "[Methods and sources](#methods) (bottom of the page).")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
 # What the page says it takes, and only that: Gradio's own refusal of another file ("Only .jpg, ...
 # allowed") lists these, and listed HEIC/AVIF/SVG read as allowed (issue 51). An API caller's HEIC
@@ -338,10 +339,14 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None), getattr(demo, "share_url", None))))]  # type: ignore[attr-defined]
+    def served() -> tuple[str | None, str | None]:  # where the server listens, its --share link: known once launched
+        return getattr(demo, "server_name", None), getattr(demo, "share_url", None)
+
+    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room.room_routes(rooms, wb, served))]  # type: ignore[attr-defined]
     events.check_no_container_outputs(demo)
     events.few_progress_targets(demo)  # every event registered by now, the camera page's too
-    sessions.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))  # a session from a replica that died: "reload the page"
+    # A session from a replica that died: "reload the page".
+    sessions.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 

@@ -16,9 +16,10 @@ from ..kit import Ctx
 
 # The ExperimentsParams fields the tab's controls set, in the order its events list them.
 CONTROLS = ["dx", "dy", "fill", "mask", "mode"]
-SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info", "top5": "shift_top5"}  # ShiftPanel field -> page name
-MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5": "mask_top5"}  # MaskPanel field -> page name
-SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # the Page fields shown on open
+# A ShiftPanel's and a MaskPanel's field -> its page name.
+SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info", "top5": "shift_top5"}
+MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5": "mask_top5"}
+SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # Page fields shown on open
 CHARTS = ["shift_top5", "mask_top5"]  # they follow the pictures on open (Plotly's first render held them back)
 OPENED = [*SHOWN, "dx", "dy", "book", "mask_book"]
 SHIFT_OUT = [*SHIFT.values(), "book"]

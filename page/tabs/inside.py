@@ -38,8 +38,8 @@ def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, An
     page = inside.show(ph, inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
     g = ph.vm.geometry  # a head switched by the arrow keys and Enter too (web/a11y.js)
     grid = kit.with_cells(page.grid, g.num_layers, g.num_heads, (inside.CELL, inside.CELL), (inside.LEFT, inside.TOP))
-    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
-            "lens_book": lens_book(ui, page.lens_book)}
+    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid,
+            "depth": gr.Slider(maximum=page.num_layers, value=page.depth), "lens_book": lens_book(ui, page.lens_book)}
 
 
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
