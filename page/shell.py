@@ -339,10 +339,10 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    def served() -> tuple[str | None, str | None]:  # where the server listens, its --share link: known once launched
-        return getattr(demo, "server_name", None), getattr(demo, "share_url", None)
-
-    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room.room_routes(rooms, wb, served))]  # type: ignore[attr-defined]
+    # The room's: where the server listens and its --share link are known once launched.
+    room_routes = room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None),
+                                                       getattr(demo, "share_url", None)))
+    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room_routes)]  # type: ignore[attr-defined]
     events.check_no_container_outputs(demo)
     events.few_progress_targets(demo)  # every event registered by now, the camera page's too
     # A session from a replica that died: "reload the page".
