@@ -79,7 +79,8 @@ def test_a_click_on_the_grid_opens_the_head_of_the_cell_under_it(photo, tiny16):
     g = tiny16.geometry
     tile = ap.grid_tile(g)
     lay, hd = g.num_layers, g.num_heads  # the last cell: bottom right
-    xy = (ap.GRID_LEFT + (hd - 1) * (tile + ap.GRID_SEP) + tile // 2, ap.GRID_TOP + (lay - 1) * (tile + ap.GRID_SEP) + 1)
+    step = tile + ap.GRID_SEP
+    xy = (ap.GRID_LEFT + (hd - 1) * step + tile // 2, ap.GRID_TOP + (lay - 1) * step + 1)
     got = tab.click_grid(wb, key, controls(layer=1, head=1), xy)
     assert (got["layer"], got["head"], got["show"]) == (lay, hd, vocab.ONE_HEAD)
     one = ap.AttnParams.from_controls(controls(layer=lay, head=hd, show=vocab.ONE_HEAD))

@@ -20,7 +20,8 @@ def wired(demo, elem_id: str, trigger: str):
     """The one handler (not a page script) a trigger of a component with this elem_id runs (the
     live page reuses the tab's control ids: its controls have no such event)."""
     ids = {b._id for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id}
-    fns = [fn for fn in demo.fns.values() if fn.fn is not None and any(t[0] in ids and t[1] == trigger for t in fn.targets)]
+    fns = [fn for fn in demo.fns.values()
+           if fn.fn is not None and any(t[0] in ids and t[1] == trigger for t in fn.targets)]
     assert len(fns) == 1, (elem_id, trigger)
     return fns[0]
 
