@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import time
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from browser import (
     upload_and_open,
     wait_image,
 )
+from settle import settled
 from tiny import EXAMPLES
 
 import vizvit
@@ -217,16 +217,11 @@ WATCH_JS = """() => {
 }"""
 
 
-def _quiet_log(page, quiet_s: float = 1.5, within_s: float = 60) -> None:
-    """Empty the watch log once nothing has been logged for quiet_s: an event the tab's open sent
-    late (a busy machine, CI) must not be read as the next change's (a liveness wait, not timing)."""
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        page.evaluate("() => { window.__attnLog.length = 0; }")
-        time.sleep(quiet_s)
-        if not page.evaluate("() => window.__attnLog.length"):
-            return
-    raise AssertionError(f"the page kept sending events for {within_s} s: {page.evaluate('() => window.__attnLog')}")
+def _quiet_log(page) -> None:
+    """Empty the watch log once every answer is in: an event the tab's open sent late (a busy
+    machine, CI) must not be read as the next change's (a liveness wait, not timing)."""
+    settled(page)
+    page.evaluate("() => { window.__attnLog.length = 0; }")
 
 
 FRAME_JS = """([layer, head, show, query, scale]) => {
@@ -477,7 +472,12 @@ DELAY_NEXT_SEND_JS = """(ms) => {
       const wait = window.__sendDelay;
       if (!wait || !String(args[0] && args[0].url || args[0]).includes('queue/join')) return window.__fetch0.apply(this, args);
       window.__sendDelay = 0;
-      return new Promise((r) => setTimeout(r, wait)).then(() => window.__fetch0.apply(this, args));
+      const b = document.body;  // held: settle.settled counts it as an event still waiting to be sent
+      b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting || 0) + 1;
+      return new Promise((r) => setTimeout(r, wait)).then(() => {
+        b.dataset.vizvitWaiting -= 1;
+        return window.__fetch0.apply(this, args);
+      });
     };
   }
   window.__sendDelay = ms;
@@ -512,7 +512,7 @@ def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(
             rng.press(key)
         click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
         page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
-        page.wait_for_timeout(2500)  # every answer is in
+        settled(page)  # every answer is in
         s = _page_state(page)
         assert s["layer"] == 1 and s["show"] == ["mean"], s
         assert "Layer 1 · mean" in s["readout"] and "patch (row 2, col 5)" in s["readout"], s
@@ -532,7 +532,7 @@ def test_an_older_answer_reaching_the_server_last_is_dropped(url, tiny16):
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.locator("#attn-show").get_by_text("max", exact=True).click()
         page.wait_for_selector("#attn-readout:has-text('Layer 1 · max')")
-        page.wait_for_timeout(2500)  # the layer's answer is in
+        settled(page)  # the layer's answer is in
         s = _page_state(page)
         assert s["layer"] == 1 and s["show"] == ["max"], s
         assert "Layer 1 · max" in s["readout"], s
@@ -575,7 +575,7 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
         click_pixel(page, "attn-grid", ap.GRID_LEFT + t + ap.GRID_SEP + t / 2, ap.GRID_TOP + t / 2)  # (layer 1, head 2)
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.wait_for_selector("#attn-readout:has-text('Layer 1')")
-        page.wait_for_timeout(3000)  # every answer is in
+        settled(page)  # every answer is in
         _shows_one_state(page, tiny16, a)
 
 
@@ -622,6 +622,6 @@ def test_a_deep_link_to_a_layer_head_and_query_ends_with_the_servers_picture_for
         page.wait_for_selector("#attn-readout:has-text('Layer 1 · head 2 ')", timeout=60_000)
         page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
         page.wait_for_function(BOOK_READY % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5")
-        page.wait_for_timeout(1500)  # every answer is in
+        settled(page)  # every answer is in
         s = _shows_one_state(page, tiny16, a)
         assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [ap.ONE_HEAD], [2, 5]), s

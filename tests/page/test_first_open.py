@@ -12,6 +12,7 @@ import pytest
 from browser import image_src, page_at, served_path, set_slider, upload, upload_and_open, wait_image
 from built_page import picture
 from PIL import Image
+from settle import settled
 
 from page import kit, shell, web
 from vizvit.model import engine
@@ -266,7 +267,7 @@ def test_a_closed_tab_opens_with_its_picture_before_its_own_answer(tmp_path, tin
         for r in held:
             r.continue_()
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.trim() !== ''")
-        page.wait_for_timeout(300)
+        settled(page)
         assert image_src(page, "attn-main") == src, "the tab's own answer brought another picture"
 
 
@@ -300,7 +301,7 @@ def test_a_reopened_attention_tab_keeps_the_new_photos_map_until_its_answer(tmp_
         for r in held:
             r.continue_()
         page.wait_for_function("(t) => document.querySelector('#attn-readout').innerText !== t", arg=readout)
-        page.wait_for_timeout(300)
+        settled(page)
         assert image_src(page, "attn-main") == drawn
 
 
@@ -315,7 +316,7 @@ def test_a_reopened_tab_never_shows_the_photo_before_while_its_own_answer_comes(
     with running(trained) as url, page_at(url) as page:
         upload_and_open(page, str(photos[0]), "Attention")
         before = wait_image(page, "attn-main")
-        page.wait_for_timeout(1500)  # the tab's follow-ups are in
+        settled(page)  # the tab's follow-ups are in
         page.get_by_role("tab", name="Patches").click()
         grid = image_src(page, "patch-grid")
         page.locator("#upload button[aria-label='Clear']").first.click()
@@ -330,7 +331,7 @@ def test_a_reopened_tab_never_shows_the_photo_before_while_its_own_answer_comes(
         drawn = wait_image(page, "attn-main", old=before)  # in the closed tab: drawn ahead
         page.evaluate("() => { window.__seen.length = 0; }")
         page.get_by_role("tab", name="Attention").click()
-        page.wait_for_timeout(2000)  # the tab's own answer and its follow-ups
+        settled(page)  # the tab's own answer and its follow-ups
         seen = set(page.evaluate("() => window.__seen"))
         assert before not in seen and image_src(page, "attn-main") == drawn, "the photo before's map came back"
 
@@ -416,10 +417,10 @@ def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_p
         wait_image(page, "patch-grid", old=grid)
         page.wait_for_timeout(1000)  # the new photo's events are in
         release.set()
-        page.wait_for_timeout(1500)  # its answer would be in the page now
+        settled(page)  # its answer would be in the page now
         page.get_by_role("tab", name="Attention").click()
         shown = wait_image(page, "attn-main")
-        page.wait_for_timeout(500)
+        settled(page)
         old = answers[0]["attn-main"]
         assert not any(served_path(old) in s for s in page.evaluate("() => [...window.__seen]")), \
             "the first photo's map was put in the new photo's Attention tab"

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from pathlib import Path
 
 import pytest
 from appserver import running
 from browser import page_at
+from settle import settled
 
 from vizvit.vocab import TAB_IDS, TABS
-
-SETTLE_S = 6  # after the photo's forward: the open tab's own events (a liveness wait, not a timing test)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +35,7 @@ def test_every_tab_opens_from_a_fresh_link_without_an_error(trained_url, tab, ca
         page.wait_for_selector("#status:has-text('top-1')", timeout=180_000)  # the forward is done
         page.wait_for_function("t => [...document.querySelectorAll('[role=tab][aria-selected=true]')]"
                                ".some(b => b.innerText.trim() === t)", arg=TABS[tab])  # the link's tab is open
-        time.sleep(SETTLE_S)
+        settled(page)  # the open tab's own events and their follow-ups (an error toast comes with its answer)
         errors = _errors(page)
     log = capfd.readouterr()
     assert not errors, f"tab {tab}: error toast(s) {errors}"
