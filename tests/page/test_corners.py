@@ -5,6 +5,7 @@ getComputedStyle; a label is cut where its scrollWidth exceeds its clientWidth."
 from __future__ import annotations
 
 from browser import page_at, set_slider, shot, upload, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 # Every visible panel label (picture, chart) whose text is cut, as [its block's id, its text].
@@ -22,7 +23,7 @@ def _cat(page) -> None:
 def test_embeddings_first_picture_is_in_the_first_screen_from_a_projector_link(url):
     with page_at(url + "?example=chelsea&tab=embeddings&projector=1", 1366, 900) as page:
         wait_image(page, "emb-pca")
-        page.wait_for_timeout(1500)  # the rest of the tab's answer
+        settled(page)  # the rest of the tab's answer
         page.evaluate("window.scrollTo(0, 0)")
         top = page.evaluate("document.querySelector('#emb-pca img').getBoundingClientRect().top")
         shot(page, "corners_projector_embeddings_link", full_page=False)
@@ -50,7 +51,7 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         page.get_by_role("tab", name="Attention").click()
         wait_image(page, "attn-main")
         set_slider(page, "attn-discard", 0.95)
-        page.wait_for_timeout(500)
+        settled(page)
         whole = page.evaluate("""() => { const i = document.querySelector('#attn-discard input[type=number]');
             return [i.value, i.scrollWidth, i.clientWidth]; }""")
         assert whole[0] == "0.95" and whole[1] <= whole[2], f"the discard box cuts its value: {whole}"

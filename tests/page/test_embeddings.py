@@ -14,6 +14,7 @@ from browser import (
     upload_and_open,
     wait_image,
 )
+from settle import settled
 from tiny import EXAMPLES
 
 
@@ -89,7 +90,7 @@ def test_embeddings_tab_before_any_photo_is_empty_not_an_error(url):
     with page_at(url) as page:
         page.get_by_role("tab", name="Embeddings").click()
         page.wait_for_selector("#emb-depth")
-        page.wait_for_timeout(500)
+        settled(page)
         assert page.locator(".toast-body.error").count() == 0
 
 

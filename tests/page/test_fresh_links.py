@@ -82,7 +82,7 @@ def _twin_top1() -> str:
     import subprocess
     import sys
 
-    code = ("from PIL import Image; from vizvit import engine; from tiny import EXAMPLES; "
+    code = ("from PIL import Image; from vizvit.model import engine; from tiny import EXAMPLES; "
             f"vm = engine.load_model({TWIN!r}, device='cpu'); "
             "print(engine.analyze(vm, Image.open(EXAMPLES / 'chelsea.jpg').convert('RGB')).top5[0].label)")
     root = Path(__file__).resolve().parents[2]

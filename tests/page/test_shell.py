@@ -6,6 +6,7 @@ import re
 
 from appserver import running
 from browser import click_image_at, page_at, shot, upload, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 
@@ -87,7 +88,7 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         page.wait_for_selector("#status:has-text('random weights')", timeout=5_000)  # "Building … random weights"
         page.wait_for_selector("#status:has-text('top-1')")
         page.wait_for_selector("#banner:has-text('untrained random weights')")
-        page.wait_for_timeout(1500)
+        settled(page)
         assert page.locator("#model input").input_value().startswith("random:vit-base-patch16-224")
         assert "random:vit-base-patch16-224" in page.inner_text("#status")
     # A second visitor never sees the model that failed for the first.
