@@ -120,7 +120,8 @@ def test_a_lesson_step_is_answered_and_revealed_by_keyboard_alone(url):
         assert checked[:2] == [False, True], (checked, focused)
         tab_to(page, "#lesson-reveal")
         page.keyboard.press("Enter")
-        page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
+        page.wait_for_function("() => /Right|Not quite|The answer/"
+                               ".test(document.querySelector('#lesson-answer').innerText)",
                                timeout=60_000)
 
 

@@ -57,12 +57,14 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         assert whole[0] == "0.95" and whole[1] <= whole[2], f"the discard box cuts its value: {whole}"
         # Its limit under the track ("0.95"), whole inside its panel (it showed "0.").
         limit = page.evaluate("""() => { const m = document.querySelector('#attn-discard [data-testid=max-value]');
-            return [m.getBoundingClientRect().right, document.querySelector('#attn-discard').getBoundingClientRect().right]; }""")
+            return [m.getBoundingClientRect().right,
+                    document.querySelector('#attn-discard').getBoundingClientRect().right]; }""")
         assert limit[0] <= limit[1], f"the slider's limit runs past its panel: {limit}"
         # A checkbox's words whole beside a slider ("one shared colour scale" was cut to "one share").
         cut_boxes = page.evaluate("""() => [...document.querySelectorAll('.block input[type=checkbox]')]
             .filter((i) => i.offsetParent).map((i) => { const l = i.closest('label'), b = i.closest('.block');
-              return [b.id, l.scrollWidth, l.clientWidth, l.getBoundingClientRect().right, b.getBoundingClientRect().right]; })
+              return [b.id, l.scrollWidth, l.clientWidth, l.getBoundingClientRect().right,
+                      b.getBoundingClientRect().right]; })
             .filter(([, sw, cw, lr, br]) => sw > cw + 1 || lr > br + 1)""")
         assert not cut_boxes, f"checkbox labels cut in projector mode: {cut_boxes}"
         width = page.evaluate("document.querySelector('#attn-readout').getBoundingClientRect().width")

@@ -258,7 +258,8 @@ def test_grid_lines_and_numbers_swap_the_servers_grid_at_once(server, tiny16):
         _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, True, True))], by_page=False)
 
 
-# The scatter's first trace as drawn (plotly's full data: typed arrays decoded): its colours, colour scale, colour-bar title and hover text.
+# The scatter's first trace as drawn (plotly's full data: typed arrays decoded): its colours, colour scale,
+# colour-bar title and hover text.
 TRACE_JS = """() => { const t = document.querySelector('#emb-scatter .js-plotly-plot')._fullData[0];
   return { color: Array.from(t.marker.color), scale: JSON.stringify(t.marker.colorscale),
            title: t.marker.colorbar.title.text, hover: t.hovertemplate, n: t.x.length }; }"""

@@ -70,7 +70,8 @@ def _top1_by_transformers(path) -> str:
     from transformers import AutoImageProcessor, ViTForImageClassification
 
     model = ViTForImageClassification.from_pretrained(path).eval()
-    x = AutoImageProcessor.from_pretrained(path)(Image.open(EXAMPLES / "chelsea.jpg").convert("RGB"), return_tensors="pt")
+    photo = Image.open(EXAMPLES / "chelsea.jpg").convert("RGB")
+    x = AutoImageProcessor.from_pretrained(path)(photo, return_tensors="pt")
     with torch.inference_mode():
         return model.config.id2label[int(model(**x).logits.argmax())]
 

@@ -42,7 +42,8 @@ def _answer_and_reveal(page, n: int) -> None:
     else:
         page.locator("#lesson-choice label").first.click()
     page.click("#lesson-reveal")
-    page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
+    page.wait_for_function("() => /Right|Not quite|The answer/"
+                           ".test(document.querySelector('#lesson-answer').innerText)",
                            timeout=60_000)
     if s.picture:
         wait_image(page, "lesson-picture")

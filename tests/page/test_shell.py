@@ -255,7 +255,8 @@ def test_a_new_photo_answers_its_key_at_once_then_the_forwards_result_and_a_bad_
     assert steps[0]["key"].sha1 and steps[0]["shown_file"] == str(EXAMPLES / "chelsea.jpg")
     assert "top-1" in steps[-1]["status"]
     k = steps[0]["key"]
-    again = list(shell.new_photo(server, str(bad), m, k, "", "zero", "", "a photo of {}", str(EXAMPLES / "chelsea.jpg")))
+    cat = str(EXAMPLES / "chelsea.jpg")
+    again = list(shell.new_photo(server, str(bad), m, k, "", "zero", "", "a photo of {}", cat))
     assert again[0]["upload"] == str(EXAMPLES / "chelsea.jpg"), "the box names the photo the tabs still show"
     assert "still show the previous photo" in again[0]["status"]
     assert list(shell.new_photo(server, None, m, k, "", "zero")) == [{n: gr.skip() for n in shell.PHOTO_OUTS}]
