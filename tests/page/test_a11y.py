@@ -139,6 +139,7 @@ PICKS = [
 ]
 
 
+@pytest.mark.slow
 def test_every_clickable_picture_is_named_and_picks_with_the_arrow_keys_and_enter(url):
     """Tab to each picture from its tab, arrow keys, Enter: the same answer a mouse click there gets."""
     with page_at(url, 1366, 900) as page:

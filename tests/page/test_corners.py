@@ -4,6 +4,7 @@ getComputedStyle; a label is cut where its scrollWidth exceeds its clientWidth."
 
 from __future__ import annotations
 
+import pytest
 from browser import page_at, set_slider, shot, upload, wait_image
 from settle import settled
 from tiny import EXAMPLES
@@ -40,6 +41,7 @@ def _cut_labels(page, tabs: tuple[str, ...]) -> dict[str, list]:
     return cut
 
 
+@pytest.mark.slow
 def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
     with page_at(url + "?projector=1", 1366, 900) as page:
         _cat(page)
@@ -81,6 +83,7 @@ def _title_below_label(page, elem_id: str) -> dict:
                 smallest: Math.min(...sizes)}; }""", elem_id)
 
 
+@pytest.mark.slow
 def test_positions_chart_titles_clear_of_their_labels_whole_and_large_enough(url):
     for query, least in (("", 12), ("?projector=1", 24)):
         with page_at(url + query, 1366, 900) as page:

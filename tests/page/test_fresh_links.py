@@ -99,6 +99,7 @@ def _shown_model(page) -> tuple[str, str, str]:
     return page.inner_text("#status"), banner, page.locator("#model input").input_value()
 
 
+@pytest.mark.slow
 def test_a_links_model_is_the_model_every_part_of_the_page_shows(trained_url, trained):
     """Issue 51: ?model=random:... showed the random model's name and banner over the start model's
     header and top-5. Each model link, and a teaching pair (model=A&compare=B), shows that model alone:

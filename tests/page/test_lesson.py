@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from browser import page_at, upload, wait_image
 from settle import settled
 from tiny import EXAMPLES
@@ -77,6 +78,7 @@ def _walk(page, open_tabs: bool) -> None:
             page.click("#lesson-next")
 
 
+@pytest.mark.slow
 def test_every_step_on_an_example_at_desktop_size(url):
     with page_at(url + "?lesson=1&step=1&example=chelsea") as page:
         _at_step(page, 1)
@@ -91,6 +93,7 @@ def test_every_step_on_an_example_at_desktop_size(url):
         assert f"step={len(STEPS)}" in link and "example=chelsea" in link and "projector" not in link
 
 
+@pytest.mark.slow
 def test_every_step_on_an_uploaded_photo_at_phone_size_and_its_link(url, tmp_path):
     from PIL import Image
 
