@@ -121,8 +121,9 @@ def rng() -> np.random.Generator:
 def _is_browser_module(path: str) -> bool:
     """A module that imports page_at from browser.py at its top drives a browser: a browser test
     module. Read from its syntax tree: ruff's isort wraps a long import in parentheses over many
-    lines (after issue 53 a regex on one line missed 9 of the 25 modules, which then ran on both
-    workers at once)."""
+    lines (after issue 53 a regex on one line missed 3 of the 25 modules, test_attention,
+    test_embeddings and test_flip: 28 of the longest browser tests, then free to run on both workers
+    at once)."""
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
