@@ -11,6 +11,11 @@ settled(page) returns once, for `quiet_ms` on end:
 The quiet window covers the moment between an answer and the event chained after it (Gradio sends
 it when the answer lands, and a slider's event held back while its last one ran).
 
+One stream of answers may stay open with nothing pending (seen once in ~250 waits: a stream opened as
+the last answer came on the one before; the server closes a stream only after an answer): a stream
+open alone, STREAM_ALONE_S after the page last sent an event, counts as settled. That is never weaker
+than the fixed sleeps this replaced (at most 6 s after the action).
+
 browser.page_at watches each page from before it loads (watch): a request sent before the watch
 began would not be seen."""
 
@@ -22,6 +27,7 @@ import weakref
 
 _WATCHED = re.compile(r"/gradio_api/(queue/|upload|file=)|/vizvit")
 _WAITING_JS = "() => Number(document.body.dataset.vizvitWaiting || 0)"
+STREAM_ALONE_S = 6.0
 
 
 class _Open:
@@ -29,6 +35,7 @@ class _Open:
 
     def __init__(self, page) -> None:
         self.requests: set = set()
+        self.last_join = 0.0  # time.monotonic() of the page's last event sent (a queue join)
         page.on("request", self._sent)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
@@ -36,6 +43,8 @@ class _Open:
     def _sent(self, request) -> None:
         if _WATCHED.search(request.url):
             self.requests.add(request)
+            if "/queue/join" in request.url:
+                self.last_join = time.monotonic()
 
     def _ended(self, request) -> None:
         self.requests.discard(request)
@@ -53,13 +62,16 @@ def watch(page) -> None:
 def settled(page, quiet_ms: int = 200, timeout_ms: int = 60_000) -> None:
     """Wait until every answer the page asked for is in (see the module's docstring)."""
     watch(page)
-    requests = _open[page].requests
+    watched = _open[page]
+    requests = watched.requests
     start = time.monotonic()
     quiet_since = None
     while True:
         page.wait_for_timeout(25)  # a poll: Playwright hands over the page's request events meanwhile
         now = time.monotonic()
-        busy = bool(requests) or page.evaluate(_WAITING_JS) > 0
+        streams_only = all("/queue/data" in r.url for r in requests)
+        stale = streams_only and now - watched.last_join > STREAM_ALONE_S
+        busy = (bool(requests) and not stale) or page.evaluate(_WAITING_JS) > 0
         quiet_since = None if busy else (quiet_since or now)
         if quiet_since is not None and now - quiet_since >= quiet_ms / 1000:
             return
