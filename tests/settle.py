@@ -11,7 +11,7 @@ settled(page) returns once, for `quiet_ms` on end:
 The quiet window covers the moment between an answer and the event chained after it (Gradio sends
 it when the answer lands, and a slider's event held back while its last one ran).
 
-One stream of answers may stay open with nothing pending (seen once in ~250 waits: a stream opened as
+One stream of answers may stay open with nothing pending (seen once in ~250 waits; probably a stream opened as
 the last answer came on the one before; the server closes a stream only after an answer): a stream
 open alone, STREAM_ALONE_S after the page last sent an event, counts as settled. That is never weaker
 than the fixed sleeps this replaced (at most 6 s after the action).
