@@ -201,7 +201,8 @@ def function_lengths(root: Path) -> dict[str, int]:
 
 def test_the_length_count_counts_from_the_def_to_the_last_line_nested_ones_too(tmp_path):
     (tmp_path / "page").mkdir()
-    (tmp_path / "page" / "m.py").write_text("@deco\ndef f(\n    a,\n):\n    def g():\n        return 1\n\n    return g\n")
+    (tmp_path / "page" / "m.py").write_text("@deco\ndef f(\n    a,\n):\n"
+                                            "    def g():\n        return 1\n\n    return g\n")
     assert function_lengths(tmp_path / "page") == {"page/m.py:f": 7, "page/m.py:g": 2}
 
 
