@@ -587,7 +587,8 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
     with page_at(url) as page:
         _opened_at_layer_2(page, photo)
         monkeypatch.setattr(ap, "change", slow)
-        click_pixel(page, "attn-grid", layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2)  # (layer 1, head 2)
+        x, y = layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2  # (layer 1, head 2)
+        click_pixel(page, "attn-grid", x, y)
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.wait_for_selector("#attn-readout:has-text('Layer 1')")
         settled(page)  # every answer is in

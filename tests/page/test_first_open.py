@@ -390,8 +390,8 @@ def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_p
 def test_a_lesson_step_opens_its_tab_without_the_picture_drawn_ahead_for_other_controls(tiny16):
     """A step sets its tab's controls, then opens it: the picture drawn ahead (for the controls as
     they were) is cleared, so the tab never shows it under the step's controls."""
-    from vizvit.session import PhotoKey
     from vizvit.readings import lesson
+    from vizvit.session import PhotoKey
 
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
