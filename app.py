@@ -22,7 +22,7 @@ from page import (
     sessions,
     web,
 )
-from page.kit import COSTLY_THREADS
+from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
 from vizvit import views
 from vizvit.classroom.room import Rooms, open_store
@@ -49,7 +49,7 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,
         # Gradio's 40 worker threads, plus one for each costly job running or waiting its turn
-        # (page.kit.COSTLY_THREADS): a full line of waiting jobs never takes the page's threads.
+        # (page.jobs.COSTLY_THREADS): a full line of waiting jobs never takes the page's threads.
         max_threads=40 + COSTLY_THREADS,
         ssr_mode=False,  # CVE-2026-134825 affects Gradio 6.27–6.31 with SSR on
         run_history=False,

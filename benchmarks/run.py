@@ -48,7 +48,9 @@ EXAMPLE = ROOT / "assets" / "examples" / "chelsea.jpg"
 def encode(img: np.ndarray, fmt: str = "JPEG") -> bytes:
     """What Gradio does with every returned image (gr.Image format="jpeg" for photos)."""
     buf = io.BytesIO()
-    Image.fromarray(img).save(buf, fmt)
+    pic = Image.fromarray(img)
+    # A picture with an alpha channel (the Positions tiles) cannot be a JPEG: Gradio sends it as PNG.
+    pic.save(buf, "PNG" if pic.mode == "RGBA" and fmt == "JPEG" else fmt)
     return buf.getvalue()
 
 

@@ -16,11 +16,13 @@ from vizvit.readings import methods
 from vizvit.session import Workbench
 
 from .guard import Guard
-from .kit import COSTLY, JOBS, caller_of, safe
+from .jobs import COSTLY, JOBS, caller_of
+from .kit import safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
                     "stats", "room_open", "room_step", "room_answer", "room_tally", "room_close")
-ROOM_ENDPOINTS = ("room_open", "room_step", "room_answer", "room_tally", "room_close")  # issue 45: no photo but room_open
+# The live room's endpoints (issue 45): none takes a photo but room_open.
+ROOM_ENDPOINTS = ("room_open", "room_step", "room_answer", "room_tally", "room_close")
 
 
 NOT_A_FILE = "photo must be an uploaded file (gradio_client: handle_file(path))."

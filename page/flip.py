@@ -67,8 +67,8 @@ def for_page(name: str, book: Flipbook, targets: dict[str, gr.components.Compone
     tg = book.toggle
     toggle = None if tg is None else {
         "target": every[tg.target].elem_id, "cell": tg.cell, "cells": list(tg.cells),
-        "state": None if tg.state is None else set_key(tg.state), "box": None if tg.box is None else every[tg.box].elem_id,
-        "prefix": tg.prefix}
+        "state": None if tg.state is None else set_key(tg.state),
+        "box": None if tg.box is None else every[tg.box].elem_id, "prefix": tg.prefix}
     return json.dumps({"name": name, "look": book.look, "merge": book.merge, "rows": rows, "toggle": toggle,
                        "controls": [controls[c].elem_id for c in book.controls], "pages": pages, "fetch": fetch})
 

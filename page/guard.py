@@ -8,7 +8,7 @@ pace are never found. A code that is open, or was lately, costs nothing (a class
 their room closed are not guessing). New students (a page's hello, a first answer) are limited per
 address to what a whole class behind one NAT needs (JOINS), and rooms opened per address (OPENS).
 
-The caller is page.kit.caller_of: the socket's peer, or X-Forwarded-For's entry the outermost trusted
+The caller is page.jobs.caller_of: the socket's peer, or X-Forwarded-For's entry the outermost trusted
 proxy wrote (VIZVIT_PROXY_HOPS). The buckets live in this process (vizvit.service.limits).
 """
 
@@ -26,7 +26,7 @@ from vizvit.classroom.room import BAD_CODE, NO_CODE, Rooms, parse_code
 from vizvit.errors import UserError
 from vizvit.service.limits import Limiter, Rate, Recent, Verdict
 
-from .kit import caller_of
+from .jobs import caller_of
 
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
 JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its

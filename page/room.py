@@ -1,7 +1,8 @@
 """The live room's plain HTTP route (issue 45): a student's page waits here for the lecturer's next
 move. One long poll per page: the answer comes as soon as the room's version differs from the one the
-page has (woken by the room's change, Rooms.on_change; re-checked at least every POLL_S), or after WAIT_S with no change.
-A Gradio event per student per half second would cost far more on a 2-core server (see docs/lecture.md)."""
+page has (woken by the room's change, Rooms.on_change; re-checked at least every POLL_S), or after
+WAIT_S with no change. A Gradio event per student per half second would cost far more on a 2-core
+server (see docs/lecture.md)."""
 
 from __future__ import annotations
 
@@ -228,12 +229,43 @@ def page_html() -> str:
 
 
 def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | None, str | None]]) -> list[APIRoute]:
-    """The room's page, the students' long poll, the lesson's questions for the room's model, and the
-    students' link with its QR code (honest about loopback addresses: launch.phone_address).
-    served: () -> (the address the server listens on, its --share link), known once launched."""
+    """Every route of the live room: the room's page, the students' long poll, the step, answers and
+    tally, the presence calls, the lesson's questions for the room's model, and the students' link
+    with its QR code. served: () -> (the address the server listens on, its --share link), known once
+    launched."""
+    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), *presence_routes(rooms),
+            *page_routes(rooms), *lesson_routes(rooms, wb), join_route(rooms, served)]
+
+
+def page_routes(rooms: Rooms) -> list[APIRoute]:
+    """GET /room: the room's page; GET /room/example.jpg: the example photo; GET
+    /vizvit_room/{code}/picture/{step}: a step's figure (404 with {"error"} until it is ready)."""
 
     async def page(request: Request) -> HTMLResponse:
         return HTMLResponse(page_html(), headers={"Cache-Control": "no-store"})
+
+    async def example(request: Request) -> FileResponse:
+        return FileResponse(EXAMPLE, media_type="image/jpeg")
+
+    async def picture(request: Request) -> Response:
+        try:
+            data = rooms.picture(request.path_params.get("code", ""), request.path_params.get("step", ""))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=404)
+        if data is None:
+            return JSONResponse({"error": "The picture is not ready yet: ask again in a second."}, status_code=404)
+        # The page asks with the room's version in the query: a revealed step's figure is a new address
+        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=600"})
+
+    return [APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
+            APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/picture/{step}", picture, methods=["GET"])]
+
+
+def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
+    """GET /vizvit_room/{code}/lesson: the lesson's steps filled for the room's model; POST
+    /vizvit_room/{code}/answers.csv {"host_key"}: the room's answers as a CSV file, for its lecturer
+    (issue 51)."""
 
     async def lesson(request: Request) -> JSONResponse:
         try:
@@ -247,18 +279,26 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
         return JSONResponse({"steps": steps})
 
     async def answers_csv(request: Request) -> Response:
-        """POST {"host_key"} -> the room's answers as a CSV file, for its lecturer (issue 51)."""
         code = request.path_params.get("code", "")
         try:
             body = await _json_body(request)
             st = rooms.state(code)
             g = wb.model(st.model).geometry
-            text = rooms.answers_csv(code, body.get("host_key"), [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()])
+            titles = [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()]
+            text = rooms.answers_csv(code, body.get("host_key"), titles)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         name = f"room-{st.code}-answers.csv"  # the canonical code: letters and digits only
         return Response(text, media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"})
+
+    return [APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),
+            APIRoute("/vizvit_room/{code}/answers.csv", answers_csv, methods=["POST"])]
+
+
+def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]) -> APIRoute:
+    """GET /vizvit_room/{code}/join -> {"url", "note", "reachable", "qr"}: the students' link and its
+    QR code, honest about loopback addresses (launch.phone_address)."""
 
     async def join(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
@@ -274,22 +314,4 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
         qr = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
         return JSONResponse({"url": url, "note": where.note, "reachable": where.reachable, "qr": qr})
 
-    async def example(request: Request) -> FileResponse:
-        return FileResponse(EXAMPLE, media_type="image/jpeg")
-
-    async def picture(request: Request) -> Response:
-        try:
-            data = rooms.picture(request.path_params.get("code", ""), request.path_params.get("step", ""))
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=404)
-        if data is None:
-            return JSONResponse({"error": "The picture is not ready yet: ask again in a second."}, status_code=404)
-        # The page asks with the room's version in the query: a revealed step's figure is a new address
-        return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, max-age=600"})
-
-    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), *presence_routes(rooms), APIRoute("/" + PAGE_PATH, page, methods=["GET"]),
-            APIRoute(f"/{PAGE_PATH}/example.jpg", example, methods=["GET"]),
-            APIRoute("/vizvit_room/{code}/picture/{step}", picture, methods=["GET"]),
-            APIRoute("/vizvit_room/{code}/lesson", lesson, methods=["GET"]),
-            APIRoute("/vizvit_room/{code}/join", join, methods=["GET"]),
-            APIRoute("/vizvit_room/{code}/answers.csv", answers_csv, methods=["POST"])]
+    return APIRoute("/vizvit_room/{code}/join", join, methods=["GET"])

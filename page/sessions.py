@@ -1,22 +1,34 @@
-"""Gradio's memory per visitor, bounded in count and in time (issue 42).
+"""Gradio's sessions as this page keeps them: bounded in memory, and told to reload where this
+process never served their page.
 
-Gradio 6.31 keeps a SessionState for every session that ever sent an event (its StateHolder), an
-API client's as much as a page's. Each holds a copy of the config of every one of the page's ~300
-components (SessionState.config_values, for deep links): 0.5-0.6 MB a session here, measured with
-benchmarks/memory.py --new-sessions (docs/memory.md). Gradio drops a session only past
-`state_session_capacity` (10,000 by default: ~5.5 GB), and its expiry (gr.State's time_to_live,
-an hour after a page closes) empties the State values but keeps the SessionState itself. So:
+Memory per visitor, bounded in count and in time (issue 42). Gradio 6.31 keeps a SessionState for
+every session that ever sent an event (its StateHolder), an API client's as much as a page's. Each
+holds a copy of the config of every one of the page's ~300 components (SessionState.config_values,
+for deep links): 0.5-0.6 MB a session here, measured with benchmarks/memory.py --new-sessions
+(docs/memory.md). Gradio drops a session only past `state_session_capacity` (10,000 by default:
+~5.5 GB), and its expiry (gr.State's time_to_live, an hour after a page closes) empties the State
+values but keeps the SessionState itself. So:
 - at most MAX_SESSIONS sessions are kept (Gradio's own LRU: launch's state_session_capacity), and
 - a session nobody has used for IDLE_S seconds is dropped whole (forget_idle, on a thread).
 A visitor whose session was dropped finds the page as a new visitor does: the photo is asked for again.
+
+A session this process never served (Pages, refuse_lost_sessions): behind a load balancer, a
+replica that died sends its visitors to another one, where their photo key is not; their events
+answer RESTARTED ("reload the page") instead of empty panels.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import inspect
 import logging
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
+
+import gradio as gr
 
 log = logging.getLogger("vizvit.sessions")
 
@@ -63,3 +75,101 @@ def start_forgetting(demo: Any, idle_s: float = IDLE_S, every_s: float = EVERY_S
     t = threading.Thread(target=loop, name="vizvit-forget-sessions", daemon=True)
     t.start()
     return t
+
+
+# -- a page this process never served (issue 42: replicas behind nginx, deploy/) ---------------------
+RESTARTED = "This server was restarted: reload the page to reconnect."
+
+
+class Pages:
+    """The sessions whose page this process served (a load event of theirs ran here), the `limit`
+    most recent. Behind a load balancer, a student whose replica died reaches another replica
+    with a session it never had: the photo key is gone, and the tabs answered empty panels with
+    no word of why (seen in Chromium through nginx, a replica killed)."""
+
+    def __init__(self, limit: int = 100_000):
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Condition()
+        self.limit = limit
+
+    def saw(self, session: str | None) -> None:
+        if session:
+            with self._lock:
+                self._seen[session] = None
+                self._seen.move_to_end(session)
+                while len(self._seen) > self.limit:
+                    self._seen.popitem(last=False)
+                self._lock.notify_all()
+
+    def knows(self, session: str | None) -> bool:
+        """False only for a session this process never served a page to; True without one (a direct call)."""
+        if not session:
+            return True
+        with self._lock:
+            return session in self._seen
+
+    def knows_within(self, session: str | None, timeout: float) -> bool:
+        """knows(), waiting up to `timeout` s for the session's load event: a tab clicked as the page
+        opens sends its event with the load's, and the queue may run it first (a fresh visitor was told
+        the server had restarted)."""
+        if not session:
+            return True
+        with self._lock:
+            return self._lock.wait_for(lambda: session in self._seen, timeout)
+
+
+PAGES = Pages()
+
+
+def current_session() -> str | None:
+    """The session_hash of the Gradio event running in this thread (None outside one)."""
+    from gradio.context import LocalContext
+
+    return getattr(LocalContext.request.get(None), "session_hash", None)
+
+
+def refuse_lost_sessions(demo: gr.Blocks, key: gr.State, fresh: tuple = (), pages: Pages = PAGES) -> int:
+    """Every load event of `demo`, and every event of a component in `fresh` (the photo upload: a
+    new photo starts afresh), records its session in `pages`; every other event that reads the
+    photo `key` answers RESTARTED (a message in the page) for a session `pages` does not know,
+    instead of computing on a key that is not there. The public API (gr.api) reads no key:
+    untouched. Returns how many events now check."""
+    checked = 0
+    fresh_ids = {c._id for c in fresh}
+    for block_fn in demo.fns.values():
+        f = block_fn.fn
+        if f is None or inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f):
+            continue
+        if any(event == "load" or target in fresh_ids for target, event in block_fn.targets):
+            block_fn.fn = _before(f, lambda: pages.saw(current_session()))
+        elif any(c is key for c in block_fn.inputs):
+            block_fn.fn = _before(f, lambda: _refuse_unknown(pages))
+            checked += 1
+    return checked
+
+
+LOAD_WAIT_S = 10.0  # how long an event waits for its page's load event before "reload the page"
+
+
+def _refuse_unknown(pages: Pages) -> None:
+    if not pages.knows_within(current_session(), LOAD_WAIT_S):
+        raise gr.Error(RESTARTED, print_exception=False)
+
+
+def _before(fn: Callable, first: Callable[[], None]) -> Callable:
+    """fn with first() run before it; the same signature (Gradio reads it to pass gr.Request)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            first()
+            yield from fn(*args, **kwargs)
+
+        return stream
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        first()
+        return fn(*args, **kwargs)
+
+    return call
+

@@ -27,7 +27,7 @@ from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
-from . import kit, room, web
+from . import events, jobs, kit, room, sessions, web
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from .guard import Guard
 from .kit import Ctx, charts_download
@@ -35,7 +35,8 @@ from .tabs import PAGES, TABS, camera as camera_tab
 
 HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
-METHODS_LINK = "📐 How each map here is computed, from which paper, and how other code differs: [Methods and sources](#methods) (bottom of the page)."
+METHODS_LINK = ("📐 How each map here is computed, from which paper, and how other code differs: "
+                "[Methods and sources](#methods) (bottom of the page).")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
 # What the page says it takes, and only that: Gradio's own refusal of another file ("Only .jpg, ...
 # allowed") lists these, and listed HEIC/AVIF/SVG read as allowed (issue 51). An API caller's HEIC
@@ -318,7 +319,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         ui: dict[str, Any] = dict(key=gr.State(None, time_to_live=SESSION_TTL_S), tab=gr.State("patches"))
         # What a deep link or a model change asks of the page's containers (the tab to open, the
         # zero-shot boxes shown), as hidden leaves whose change runs page JS (see
-        # kit.NO_CONTAINER_OUTPUTS). Not gr.State: page JS cannot read a State's value.
+        # events.NO_CONTAINER_OUTPUTS). Not gr.State: page JS cannot read a State's value.
         ui["link_tab"] = gr.Textbox("", visible=False, elem_id="link-tab")
         ui["zs_on"] = gr.Textbox("", visible=False, elem_id="zs-on")  # "on" / "off"
         # The model asked for at start, when default_model stands in for it: (its name, why it failed).
@@ -338,10 +339,14 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         routes = camera_tab.live_page(demo, wb, default_model)
     # Plain HTTP routes beside Gradio's (the camera's frames): app.launch_kwargs(demo) hands them
     # to the app Gradio builds at launch.
-    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None), getattr(demo, "share_url", None))))]  # type: ignore[attr-defined]
-    kit.check_no_container_outputs(demo)
-    kit.few_progress_targets(demo)  # every event registered by now, the camera page's too
-    kit.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))  # a session from a replica that died: "reload the page"
+    # The room's: where the server listens and its --share link are known once launched.
+    room_routes = room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None),
+                                                       getattr(demo, "share_url", None)))
+    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room_routes)]  # type: ignore[attr-defined]
+    events.check_no_container_outputs(demo)
+    events.few_progress_targets(demo)  # every event registered by now, the camera page's too
+    # A session from a replica that died: "reload the page".
+    sessions.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
     return demo
 
@@ -387,7 +392,7 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
     ui["zs_on"].change(None, ui["zs_on"], None, js=web.asset("zero_shot_on.js"))
     for fn in ctx.unloads:
         demo.unload(fn)
-    demo.unload(kit.JOBS.left)  # a closed page's costly jobs stop
+    demo.unload(jobs.JOBS.left)  # a closed page's costly jobs stop
     demo.load(None, None, None, js=web.asset("upload_replace.js"))  # drop, paste or choose: one step
     ui["link_btn"].click(kit.answer(copy_link, ui, server),
                          [key, model, ui["tab"], ui["projector"], ui["cmp_depth"], *link_parts], ui["link_box"]).then(

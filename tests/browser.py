@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser_path import find_browser
+from settle import watch
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 NO_BROWSER = "no Chromium/Chrome found"  # the skip reason conftest counts in the run's summary
@@ -74,6 +75,7 @@ def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#u
     try:
         context = browser.new_context(viewport={"width": width, "height": height})
         page = context.new_page()
+        watch(page)  # settle.settled(page): every answer in, watched from the first request
         page.set_default_timeout(60_000)
         if init_script:
             page.add_init_script(init_script)

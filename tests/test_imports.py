@@ -83,6 +83,54 @@ def test_the_package_has_no_import_cycles():
     assert cycles(graph) == [], "imports must run one way (see README, code layout)"
 
 
+# vizvit's layers, lowest first (README, code layout): a module may import only from its own package
+# or from a lower layer, so the packages show the layers and no package imports one that imports it back.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "vocab"),
+    ("cancel",),
+    ("model",),
+    ("methods", "pictures", "service", "classroom", "deeplink"),
+    ("session",),
+    ("readings",),
+    ("views",),
+    ("api", "export", "launch"),
+    ("__main__",),
+)
+
+
+def package_of(module: str) -> str:
+    """'vizvit.model.engine' -> 'model'; 'vizvit.session' -> 'session'; 'vizvit.views' -> 'views'."""
+    return module.split(".")[1]
+
+
+def upward_imports(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """'a -> b' for each import of a module in the same or a higher layer's other package (and of a
+    package no layer names)."""
+    rank = {name: i for i, names in enumerate(layers) for name in names}
+    bad = []
+    for a, targets in sorted(graph.items()):
+        for b in sorted(targets):
+            pa, pb = package_of(a), package_of(b)
+            if pa != pb and rank.get(pb, len(layers)) >= rank.get(pa, -1):
+                bad.append(f"{a} -> {b}")
+    return bad
+
+
+def test_the_layer_rule_on_a_constructed_graph():
+    graph = {"vizvit.model.engine": {"vizvit.errors", "vizvit.model.models"},
+             "vizvit.methods.rollout": {"vizvit.model.engine", "vizvit.readings.maps"},
+             "vizvit.service.jobs": {"vizvit.classroom.room"}, "vizvit.odd.x": set()}
+    assert upward_imports(graph) == ["vizvit.methods.rollout -> vizvit.readings.maps",
+                                     "vizvit.service.jobs -> vizvit.classroom.room"]
+
+
+def test_the_packages_are_layers():
+    graph = {m: t for m, t in import_graph().items() if m != "vizvit"}  # the top __init__ re-exports only
+    unplaced = {package_of(m) for m in graph} - {n for names in LAYERS for n in names}
+    assert not unplaced, f"a package or top-level module that LAYERS does not place: {unplaced}"
+    assert not upward_imports(graph), "imports must run down the layers (see README, code layout)"
+
+
 def test_the_repository_has_no_import_cycles():
     """vizvit, page, app.py, gradio_patch.py, benchmarks/ and deploy/ together: a benchmark that
     imports a script which imports it back (hall.py and load_test.py did) is a cycle too."""

@@ -12,7 +12,7 @@ from vizvit.readings import attention as ra, methods
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap, layout
 
-from .. import ids, kit, web
+from .. import ids, jobs, kit, web
 from ..kit import Ctx
 from ..ordered import AnswerOrder
 
@@ -42,7 +42,8 @@ def opened(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     # The map's patches and the grid's layers × heads, chosen by the arrow keys and Enter too (web/a11y.js).
     step = layout.grid_tile(g) + layout.GRID_SEP
     cells = {"main": kit.patch_cells(page.main, g),
-             "grid": kit.with_cells(page.grid, g.num_layers, g.num_heads, (step, step), (layout.GRID_LEFT, layout.GRID_TOP))}
+             "grid": kit.with_cells(page.grid, g.num_layers, g.num_heads, (step, step),
+                                    (layout.GRID_LEFT, layout.GRID_TOP))}
     return {**{n: getattr(page, n) for n in SHOWN}, **cells,
             "layer": _slider(g.num_layers, p.layer, c["layer"]), "head": _slider(g.num_heads, p.head, c["head"]),
             "query": p.query,
@@ -150,9 +151,9 @@ def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: g
         return
     if key is None:
         raise gr.Error("Upload a photo first.")
-    with kit.JOBS.line(request, name) as ticket:
+    with jobs.JOBS.line(request, name) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
-            yield {"rel_text": kit.waiting_text(name, ahead)}
+            yield {"rel_text": jobs.waiting_text(name, ahead)}
         for img, text in ap.job_progress(wb.handle(key), name, params(dict(zip(CONTROLS, v))), ticket.cancel):
             yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}
 
@@ -168,7 +169,8 @@ def _top() -> dict[str, gr.components.Component]:
                                 format="jpeg", elem_id="attn-main", buttons=[])
             # Every layer × head (and fusion) of the main map, sent with each query or look change;
             # page/web/attention_map.js draws layer, head and fusion changes from it with no round trip.
-            book = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT),
+            book = gr.HTML(None, html_template="<span></span>",
+                           js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
             # Each patch's map as the query (the matrix behind the shown map, as the server paints it),
             # with every picture: a click on the map is drawn at once.
@@ -176,7 +178,8 @@ def _top() -> dict[str, gr.components.Component]:
                              visible="hidden", elem_id="attn-matrix", apply_default_css=False)
             with gr.Row():
                 direction = gr.Radio(list(vocab.DIRECTIONS), value="row", elem_id="attn-direction",
-                                     label="clicked patch: its row (what it attends to) or its column (what attends to it)")
+                                     label="clicked patch: its row (what it attends to) or its column "
+                                           "(what attends to it)")
                 to_cls = gr.Button("Query: back to the summary token", size="sm", elem_id="attn-to-cls")
             # Families with more than one summary token (DeiT: [CLS] or [DIST]; BEiT: patch mean or [CLS]).
             summary = gr.Radio(["[CLS]"], value="[CLS]", label="read maps, rollout and relevance from",
@@ -194,8 +197,8 @@ def _top() -> dict[str, gr.components.Component]:
             scale = gr.Radio(list(vocab.ATTN_SCALES), value=vocab.ATTN_SCALES[0], elem_id="attn-scale",
                              label="colour scale of the map (blue line on the bar: uniform 1/N)")
             with gr.Row():
-                discard = gr.Slider(0, 0.95, value=0, step=0.05, label="rollout: discard the lowest fraction (fused heads)",
-                                    elem_id="attn-discard")
+                discard = gr.Slider(0, 0.95, value=0, step=0.05, elem_id="attn-discard",
+                                    label="rollout: discard the lowest fraction (fused heads)")
                 discard_mode = gr.Radio(list(vocab.DISCARD_MODES), value=vocab.DISCARD_MODES[0],
                                         label="discard per row, or over the whole matrix as vit-explain does",
                                         elem_id="attn-discard-mode")
@@ -207,8 +210,8 @@ def _top() -> dict[str, gr.components.Component]:
                                 elem_id="attn-tau")
                 shared_scale = gr.Checkbox(value=False, label="one shared colour scale (grid and strip)",
                                      elem_id="attn-shared")
-            artifacts_in_range = gr.Checkbox(value=False, label="artifact tokens in the colour range (cyan: see the note)",
-                                       elem_id="attn-artifacts")
+            artifacts_in_range = gr.Checkbox(value=False, elem_id="attn-artifacts",
+                                             label="artifact tokens in the colour range (cyan: see the note)")
     return dict(main=main, book=book, matrix=matrix, direction=direction, to_cls=to_cls, summary=summary,
                 layer=layer, show=show, head=head, mode=mode, scale=scale, discard=discard, discard_mode=discard_mode,
                 alpha=alpha, cmap=cmap, tau=tau, shared_scale=shared_scale, artifacts_in_range=artifacts_in_range,
@@ -219,12 +222,14 @@ def _bottom() -> dict[str, gr.components.Component]:
     """The strip, the grid, the distance chart and class relevance."""
     gr.Markdown(ap.MAIN_TEXT)
     gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
-    strip = gr.Image(label="Rollout after each layer", show_label=False, interactive=False, format="jpeg", elem_id="attn-strip")
+    strip = gr.Image(label="Rollout after each layer", show_label=False, interactive=False, format="jpeg",
+                     elem_id="attn-strip")
     gr.Markdown(ap.ROLLOUT_TEXT)
     with gr.Row():
         with gr.Column(scale=3):
             gr.Markdown("### All layers × heads (click a cell to open it)")
-            grid = gr.Image(label="All layers × heads (click a cell to open it)", show_label=False, interactive=False, format="jpeg", elem_id="attn-grid")
+            grid = gr.Image(label="All layers × heads (click a cell to open it)", show_label=False,
+                            interactive=False, format="jpeg", elem_id="attn-grid")
         with gr.Column(scale=2):
             gr.Markdown(ap.GRID_TEXT)
     with gr.Row():
@@ -247,7 +252,8 @@ def _bottom() -> dict[str, gr.components.Component]:
                                      elem_id="attn-method")
             with gr.Row():
                 rel_btn = gr.Button("Compute the map", elem_id="attn-relevance-btn")
-                # Attention flow is a job (5-10 s on a 12-layer model, seconds to minutes on a busy server): this button ends it.
+                # Attention flow is a job (5-10 s on a 12-layer model, seconds to minutes on a busy server):
+                # this button ends it.
                 flow_stop = gr.Button("Stop", size="sm", elem_id="attn-flow-stop")
             rel_img = gr.Image(label="Class-specific map", interactive=False, format="jpeg",
                                elem_id="attn-relevance")
@@ -298,7 +304,8 @@ def _wire_line(ui: dict, order: AnswerOrder, ins: list, wb: Workbench) -> None:
     # Each carries the controls as they were when it was sent, so two at once (a head change, then
     # a click right after it) could otherwise land in either order, the older view last.
     one_line = order.line(show_progress="hidden")
-    for c in ("layer", "show", "shared_scale"):  # the page draws the main map (attention_map.js); here: readout, grid, strip
+    # The page draws the main map (attention_map.js); here: the readout, the grid, the strip.
+    for c in ("layer", "show", "shared_scale"):
         ui[c].input(**line(redraw, []), trigger_mode="always_last", **one_line)
     for c in ("mode", "direction", "discard", "discard_mode", "alpha", "cmap", "tau", "summary", "scale",
               "artifacts_in_range"):
@@ -322,12 +329,13 @@ def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
     rel = [ui[n] for n in RELEVANCE]
     class_mapped, flowed = kit.answer(class_map, ui, ctx.wb), kit.answer(flow_job, ui, ctx.wb)
     flows = []
-    for trigger in (ui["rel_btn"].click, ui["cls"].input, ui["method"].input):  # a new class or method is computed at once
+    # A new class or method is computed at once.
+    for trigger in (ui["rel_btn"].click, ui["cls"].input, ui["method"].input):
         trigger(class_mapped, [ctx.key, ui["cls"], ui["method"], *controls], rel)
         if trigger != ui["cls"].input:  # flow has no class: a class change leaves a running flow alone
             # No queue status on the text: this listener answers nothing for the other methods, and
             # flow streams its own progress lines.
             flows.append(trigger(flowed, [ctx.key, ui["method"], *controls], rel, show_progress="hidden",
-                                 **kit.COSTLY))
+                                 **jobs.COSTLY))
     ui["flow_stop"].click(None, None, None, cancels=flows)
     ctx.long_work.extend(flows)

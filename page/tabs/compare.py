@@ -11,15 +11,23 @@ import gradio as gr
 
 from vizvit import vocab
 from vizvit.model.images import image_sha1, load_image
-from vizvit.session import PhotoKey
+from vizvit.session import PhotoKey, Workbench
 from vizvit.views import compare
 from vizvit.views.flip import Flipbook
 
 from .. import flip, kit
-from ..kit import Ctx, safe
+from ..kit import Ctx
 
 MAP_CLASS = "cmp-map"  # style.css: no room kept for a label these pictures do not have
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+# The CompareParams fields the tab's controls set, in the order its events list them.
+CONTROLS = ["model_b", "depth", "head", "shared_range"]
+SIDES = ("a", "b")
+# The Page fields a cursor move shows (the page names are the fields' names), then those the tab shows on opening.
+SHOWN_DEPTH = [*(f"{kind}_{s}" for kind in ("attention", "rollout") for s in SIDES), "verdict"]
+SHOWN = [*SHOWN_DEPTH, *(f"{kind}_{s}" for kind in ("title", "top5", "positions") for s in SIDES), "distance", "pairs"]
+OPENED = [*SHOWN, "book", "depth", "head"]
+Ui = dict[str, gr.components.Component]
 
 
 class ClampedSlider(gr.Slider):
@@ -59,20 +67,63 @@ def _sides() -> dict[str, dict[str, gr.components.Component]]:
     sides: dict[str, dict[str, gr.components.Component]] = {"a": {}, "b": {}}
     for kind, make in (
             ("title", lambda s: gr.Markdown(elem_id=f"cmp-title-{s}", min_width=300)),
-            ("attention", lambda s: gr.Image(label=f"side {s.upper()}: attention map", show_label=False, interactive=False, format="jpeg", buttons=[],
-                                             elem_id=f"cmp-attn-{s}", elem_classes=[MAP_CLASS], min_width=300)),
-            ("rollout", lambda s: gr.Image(label=f"side {s.upper()}: rollout map", show_label=False, interactive=False, format="jpeg", buttons=[],
-                                           elem_id=f"cmp-roll-{s}", elem_classes=[MAP_CLASS], min_width=300)),
-            ("top5", lambda s: gr.Plot(label=f"side {s.upper()}: top-5", show_label=False, elem_id=f"cmp-top5-{s}", min_width=300)),
+            ("attention", lambda s: gr.Image(label=f"side {s.upper()}: attention map", show_label=False,
+                                             interactive=False, format="jpeg", buttons=[], elem_id=f"cmp-attn-{s}",
+                                             elem_classes=[MAP_CLASS], min_width=300)),
+            ("rollout", lambda s: gr.Image(label=f"side {s.upper()}: rollout map", show_label=False,
+                                           interactive=False, format="jpeg", buttons=[], elem_id=f"cmp-roll-{s}",
+                                           elem_classes=[MAP_CLASS], min_width=300)),
+            ("top5", lambda s: gr.Plot(label=f"side {s.upper()}: top-5", show_label=False, elem_id=f"cmp-top5-{s}",
+                                       min_width=300)),
             ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
                                              format="png", elem_id=f"cmp-pos-{s}", min_width=300))):
         with gr.Row(elem_id=f"cmp-row-{kind}"):
-            for s in ("a", "b"):
+            for s in SIDES:
                 sides[s][kind] = make(s)
     return sides
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
+def params(v: tuple, **changed: Any) -> compare.CompareParams:
+    """The controls' values (in CONTROLS order) as CompareParams, with `changed` fields added."""
+    return compare.CompareParams.from_controls({**dict(zip(CONTROLS, v)), **changed})
+
+
+def book_value(ui: Ui, b: Flipbook) -> str:
+    """Both sides' maps at every cursor position, as the page reads them (page/web/flipbook.js)."""
+    return flip.for_page("cmp-depth", b, {t: ui[t] for t in compare.DEPTH_TARGETS}, {n: ui[n] for n in CONTROLS})
+
+
+# -- handlers: explicit values in, {name: value} out (page names: CONTROLS, OPENED, SHOWN_DEPTH) ---------------
+def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
+    """The tab opened, or model B, the heads or the colour range changed: both sides, the cursor's range."""
+    if key is None:
+        return kit.skip(OPENED)
+    page = compare.show(wb.handle(key), params(v, example=_example_stems().get(key.sha1)))
+    # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
+    return {**kit.values(page, {n: n for n in SHOWN}), "book": book_value(ui, page.book),
+            "depth": gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),
+            "head": gr.Dropdown(choices=page.heads, value=page.head)}
+
+
+def show_depth(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict:
+    """The cursor moved: both sides' maps at that depth and the verdict."""
+    p = params(v)
+    if key is None or not p.model_b:
+        return kit.skip(SHOWN_DEPTH)
+    return kit.values(compare.change_depth(wb.handle(key), p), {n: n for n in SHOWN_DEPTH})
+
+
+def fill_book(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
+    """The book's pages: both sides' maps at every cursor position."""
+    p = params(v)
+    if key is None or not p.model_b:
+        return kit.skip(["book"])
+    return {"book": book_value(ui, compare.depth_book(wb.handle(key), p))}
+
+
+# -- the page: components by name, then the wiring ---------------------------------------------------
+def _layout(ctx: Ctx) -> Ui:
+    """The tab's components by page name: model B and the cursor, both sides' rows, the distances."""
     with gr.Row():
         # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin.
         model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (A: the model at the top)",
@@ -89,52 +140,21 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")
     gr.Markdown(compare.TEXT)
     book = flip.component("cmp-depth")  # both sides' maps at every cursor position (page/web/flipbook.js)
-    ctx.links.update(compare=model_b)
+    return {"model_b": model_b, "head": head, "shared_range": shared, "pairs": pairs, "depth": depth,
+            "verdict": verdict, **{f"{kind}_{s}": c for s in SIDES for kind, c in sides[s].items()},
+            "distance": distance, "book": book}
 
-    named = dict(model_b=model_b, depth=depth, head=head, shared_range=shared)
-    ctx.controls[tab.id] = named  # a link's layer= sets the depth cursor (page/shell.py)
-    shown_depth = {**{f"{kind}_{s}": sides[s][kind] for kind in ("attention", "rollout") for s in ("a", "b")},
-                   "verdict": verdict}
-    shown = dict(**shown_depth, **{f"{kind}_{s}": sides[s][kind] for kind in ("title", "top5", "positions")
-                                   for s in ("a", "b")}, distance=distance, pairs=pairs)
-    targets = {t: shown_depth[t] for t in compare.DEPTH_TARGETS}
-    read = kit.reader(named)
-    ins = [ctx.key, *named.values()]
 
-    def params_of(v: tuple) -> compare.CompareParams:
-        return compare.CompareParams.from_controls(read(v))
-
-    def book_value(b: Flipbook) -> str:
-        return flip.for_page("cmp-depth", b, targets, named)
-
-    @safe
-    def show(key: PhotoKey | None, *v: Any) -> dict:
-        if key is None:
-            return kit.skip(outs)
-        p = compare.CompareParams.from_controls({**read(v), "example": _example_stems().get(key.sha1)})
-        page = compare.show(ctx.wb.handle(key), p)
-        # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
-        return {**kit.values(page, shown), book: book_value(page.book),
-                depth: gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),
-                head: gr.Dropdown(choices=page.heads, value=page.head)}
-
-    @safe
-    def show_depth(key: PhotoKey | None, *v: Any) -> dict:
-        p = params_of(v)
-        if key is None or not p.model_b:
-            return kit.skip(list(shown_depth.values()))
-        return kit.values(compare.change_depth(ctx.wb.handle(key), p), shown_depth)
-
-    def fill_book(key: PhotoKey | None, *v: Any) -> dict:
-        p = params_of(v)
-        if key is None or not p.model_b:
-            return kit.skip([book])
-        return {book: book_value(compare.depth_book(ctx.wb.handle(key), p))}
-
-    outs = [*shown.values(), book, depth, head]
-    ctx.on_show(tab, show, ins, outs)
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    ui = _layout(ctx)
+    ctx.links.update(compare=ui["model_b"])
+    ctx.controls[tab.id] = {n: ui[n] for n in CONTROLS}  # a link's layer= sets the depth cursor (page/shell.py)
+    ins = [ctx.key, *(ui[n] for n in CONTROLS)]
+    opened = [ui[n] for n in OPENED]
+    show_ = kit.answer(show, ui, ctx.wb, ui)  # one handler object: the four events share its concurrency group
+    ctx.on_show(tab, show_, ins, opened)
     # .input, not .change: a link sets model B while another tab is open; the tab's open computes it.
-    for control in (model_b, head, shared):
-        control.input(show, ins, outs, show_progress="minimal")
-    depth.change(show_depth, ins, list(shown_depth.values()), show_progress="hidden")
-    flip.filled_later(book, fill_book, ins, [book], after="#cmp-attn-a img")
+    for control in ("model_b", "head", "shared_range"):
+        ui[control].input(show_, ins, opened, show_progress="minimal")
+    ui["depth"].change(kit.answer(show_depth, ui, ctx.wb), ins, [ui[n] for n in SHOWN_DEPTH], show_progress="hidden")
+    flip.filled_later(ui["book"], kit.answer(fill_book, ui, ctx.wb, ui), ins, [ui["book"]], after="#cmp-attn-a img")

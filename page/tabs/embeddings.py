@@ -54,8 +54,8 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     page = embeddings.show(ph, params(v))
     g = ph.vm.geometry  # both pictures' patches chosen by the arrow keys and Enter too (web/a11y.js)
     cells = {n: kit.patch_cells(getattr(page, n), g) for n in ("pca", "similarity")}
-    return {**kit.values(page, {n: n for n in SHOWN}), **cells, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
-            "book": book_value(ui, page.book)}
+    return {**kit.values(page, {n: n for n in SHOWN}), **cells,
+            "depth": gr.Slider(maximum=page.num_layers, value=page.depth), "book": book_value(ui, page.book)}
 
 
 def show_rest(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
@@ -196,7 +196,8 @@ def _filters_and_carriers() -> Ui:
     colors = flip.component("emb-color")  # the scatter's other colourings, at this depth
     # What a click on either picture needs at this depth: the page draws the click at once
     # (page/web/embeddings_click.js), then the server's answer brings the text.
-    tokens = gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, embeddings.CLICK_SCRIPT),
+    tokens = gr.HTML(None, html_template="<span></span>",
+                     js_on_load=web.with_hand_on(ap.MAP_DRAW_SCRIPT, embeddings.CLICK_SCRIPT),
                      visible="hidden", elem_id="emb-tokens", apply_default_css=False)
     pick = gr.Textbox(visible="hidden", elem_id="emb-click")  # a drawn click's patch (embeddings_click.js)
     return dict(filters_text=filters_text, filters_image=filters_image, clicked=clicked, book=book, colors=colors,

@@ -12,14 +12,15 @@ from vizvit.readings import masks
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
 
-from .. import flip, kit
+from .. import flip, jobs, kit
 from ..kit import Ctx
 
 # The ExperimentsParams fields the tab's controls set, in the order its events list them.
 CONTROLS = ["dx", "dy", "fill", "mask", "mode"]
-SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info", "top5": "shift_top5"}  # ShiftPanel field -> page name
-MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5": "mask_top5"}  # MaskPanel field -> page name
-SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # the Page fields shown on open
+# A ShiftPanel's and a MaskPanel's field -> its page name.
+SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info", "top5": "shift_top5"}
+MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5": "mask_top5"}
+SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # Page fields shown on open
 CHARTS = ["shift_top5", "mask_top5"]  # they follow the pictures on open (Plotly's first render held them back)
 OPENED = [*SHOWN, "dx", "dy", "book", "mask_book"]
 SHIFT_OUT = [*SHIFT.values(), "book"]
@@ -112,9 +113,9 @@ def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     """The shift sweep, streamed as it goes (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
-    with kit.JOBS.line(request, "shift sweep") as ticket:
+    with jobs.JOBS.line(request, "shift sweep") as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
-            yield {"sweep_text": kit.waiting_text("shift sweep", ahead)}
+            yield {"sweep_text": jobs.waiting_text("shift sweep", ahead)}
         for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel):
             yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text}
 
@@ -123,9 +124,9 @@ def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Req
     """Deletion and insertion curves for every map, streamed as they go (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
-    with kit.JOBS.line(request, "deletion curves") as ticket:
+    with jobs.JOBS.line(request, "deletion curves") as ticket:
         for ahead in ticket.waiting():
-            yield {"curves_text": kit.waiting_text("deletion curves", ahead)}
+            yield {"curves_text": jobs.waiting_text("deletion curves", ahead)}
         for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=ticket.cancel):
             if p.chart is None:  # only the news that work has started
                 yield {"curves_text": p.text}
@@ -233,9 +234,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
                 first=ui["mask_grid"])
     _wire_shift_and_mask(ctx, ui, ins, fetch)
-    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key], [ui[n] for n in SWEEP], **kit.COSTLY)
+    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key], [ui[n] for n in SWEEP], **jobs.COSTLY)
     curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
-                                     [ui[n] for n in CURVES], **kit.COSTLY)
+                                     [ui[n] for n in CURVES], **jobs.COSTLY)
     ui["stop_btn"].click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
 

@@ -12,7 +12,7 @@ from vizvit.readings import heads
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import inside
 
-from .. import flip, kit
+from .. import flip, jobs, kit
 from ..kit import Ctx
 
 # The InsideParams fields the tab's controls set, in the order its events list them (the heads off are in the key).
@@ -39,8 +39,8 @@ def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, An
     page = inside.show(ph, inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
     g = ph.vm.geometry  # a head switched by the arrow keys and Enter too (web/a11y.js)
     grid = kit.with_cells(page.grid, g.num_layers, g.num_heads, (inside.CELL, inside.CELL), (inside.LEFT, inside.TOP))
-    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid, "depth": gr.Slider(maximum=page.num_layers, value=page.depth),
-            "lens_book": lens_book(ui, page.lens_book)}
+    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid,
+            "depth": gr.Slider(maximum=page.num_layers, value=page.depth), "lens_book": lens_book(ui, page.lens_book)}
 
 
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
@@ -92,9 +92,9 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     if key is None:
         raise UserError("Upload a photo first.")
     ph = wb.handle(key)
-    with kit.JOBS.line(request, "head importance") as ticket:
+    with jobs.JOBS.line(request, "head importance") as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
-            yield {"importance_text": kit.waiting_text("head importance", ahead)}
+            yield {"importance_text": jobs.waiting_text("head importance", ahead)}
         for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel):
             yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
                    "importance_text": inside.importance_text(ph.vm, done, total, imp)}
@@ -160,6 +160,6 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui["depth"].change(kit.answer(depth, ui, wb), [key, ui["depth"]], ui["depth_top5"], show_progress="hidden",
                        trigger_mode="always_last")
     running = ui["run_btn"].click(kit.answer(importance, ui, wb), [key], [ui["grid"], ui["importance_text"]],
-                                  **kit.COSTLY)
+                                  **jobs.COSTLY)
     ui["stop_btn"].click(None, None, None, cancels=[running])
     ctx.long_work.append(running)

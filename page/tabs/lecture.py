@@ -10,30 +10,42 @@ from vizvit.session import PhotoKey
 from vizvit.views import lecture
 
 from .. import kit
-from ..kit import Ctx, safe
+from ..kit import Ctx
+
+CONTROLS = ["side", "patch"]  # the LectureParams fields the calculator's sliders set, in the order its events list them
+SHOWN = ["cost", "cost_text"]  # the Page fields shown (the page names are the fields' names)
 
 
-def build(ctx: Ctx, tab: gr.Tab) -> None:
+# -- handlers: explicit values in, {name: value} out (page names: SHOWN) -------------------------------------
+def calculate(*v: Any) -> dict:
+    """The calculator for the sliders' values (in CONTROLS order): the cost table and its sentence."""
+    return kit.values(lecture.show(None, lecture.LectureParams.from_controls(dict(zip(CONTROLS, v)))),
+                      {n: n for n in SHOWN})
+
+
+def show(key: PhotoKey | None, *v: Any) -> dict:
+    """The tab opened: the calculator as the sliders stand (no photo needed)."""
+    return calculate(*v)
+
+
+# -- the page: components by name, then the wiring ---------------------------------------------------
+def _layout() -> dict[str, gr.components.Component]:
+    """The text, the two sliders, and the table and sentence, filled at once (no photo needed)."""
     gr.Markdown(lecture.LECTURE_TEXT)
     with gr.Row():
         size = gr.Slider(16, 1024, value=224, step=1, label="image side (pixels)", elem_id="cost-size")
         patch = gr.Slider(1, 64, value=16, step=1, label="patch size P", elem_id="cost-patch")
-    first = lecture.show(None, lecture.LectureParams())  # no photo needed: filled at once
+    first = lecture.show(None, lecture.LectureParams())
     cost = gr.Dataframe(first.cost, headers=["", "pixels as tokens", "patches as tokens"], interactive=False,
                         elem_id="cost-table")
     cost_text = gr.Markdown(first.cost_text, elem_id="cost-text")
-    named = dict(side=size, patch=patch)
-    shown = dict(cost=cost, cost_text=cost_text)
-    read = kit.reader(named)
+    return dict(side=size, patch=patch, cost=cost, cost_text=cost_text)
 
-    @safe
-    def show(key: PhotoKey | None, *v: Any) -> dict:
-        return kit.values(lecture.show(None, lecture.LectureParams.from_controls(read(v))), shown)
 
-    @safe
-    def calculate(*v: Any) -> dict:
-        return kit.values(lecture.show(None, lecture.LectureParams.from_controls(read(v))), shown)
-
-    ctx.on_show(tab, show, [ctx.key, *named.values()], list(shown.values()))
-    for c in named.values():
-        c.change(calculate, list(named.values()), list(shown.values()), show_progress="hidden")
+def build(ctx: Ctx, tab: gr.Tab) -> None:
+    ui = _layout()
+    controls, shown = [ui[n] for n in CONTROLS], [ui[n] for n in SHOWN]
+    ctx.on_show(tab, kit.answer(show, ui), [ctx.key, *controls], shown)
+    calculate_ = kit.answer(calculate, ui)  # one handler object: both sliders share its concurrency group
+    for c in controls:
+        c.change(calculate_, controls, shown, show_progress="hidden")

@@ -16,7 +16,7 @@ from vizvit.session import PhotoKey
 from vizvit.views import lesson
 from vizvit.vocab import TABS
 
-from .. import kit, web
+from .. import jobs, kit, web
 from ..kit import Ctx
 
 PRESENTER_CSS_ID = "lesson-presenter"  # shown in projector mode only (style.css)
@@ -134,7 +134,7 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, request:
     if ctx.room_opening is not None:
         ctx.room_opening(request)  # rooms opened per address (issue 50): the API's limit, here too
     # owner: the lecturer's address, so one stranger cannot hold every room (room.MAX_ROOMS_PER_OWNER)
-    opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), kit.caller_of(request) or "")
+    opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), jobs.caller_of(request) or "")
     page_url = address(request, page_url)
     invite = lesson.room_invite(opened["code"], opened["host_key"], page_url, phone(demo, page_url))
     return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True)}

@@ -8,7 +8,7 @@ reads them: this module is the only reader.
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
 from .. import ids

@@ -5,17 +5,24 @@
 // thread busy for 100-300 ms (Gradio's handling of its outputs, Plotly's first render of a chart):
 // landing while a control was moved right after a tab's first open, it held that control's new
 // picture back (issue 52: a layer moved 0.3 s after the Attention tab's first open, 187 ms).
+// While it waits, <body data-vizvit-waiting> counts the events held (tests/settle.py: every answer in).
 async (...inputs) => {
-  const t0 = performance.now();
-  const imgs = [...document.querySelectorAll('SELECTOR')].filter((i) => i.offsetParent !== null);
-  const decoded = Promise.all(imgs.map((i) => (i.decode ? i.decode().catch(() => null) : null)));
-  await Promise.race([decoded, new Promise((r) => setTimeout(r, 1000))]);
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  for (;;) {
-    const left = Math.min((window.__vizvitInputAt ?? -Infinity) + QUIET_MS, t0 + LIMIT_MS) - performance.now();
-    if (left <= 0) break;
-    await new Promise((r) => setTimeout(r, left));
+  const b = document.body;
+  b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting || 0) + 1;
+  try {
+    const t0 = performance.now();
+    const imgs = [...document.querySelectorAll('SELECTOR')].filter((i) => i.offsetParent !== null);
+    const decoded = Promise.all(imgs.map((i) => (i.decode ? i.decode().catch(() => null) : null)));
+    await Promise.race([decoded, new Promise((r) => setTimeout(r, 1000))]);
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    for (;;) {
+      const left = Math.min((window.__vizvitInputAt ?? -Infinity) + QUIET_MS, t0 + LIMIT_MS) - performance.now();
+      if (left <= 0) break;
+      await new Promise((r) => setTimeout(r, left));
+    }
+    await new Promise((r) => (window.requestIdleCallback ? requestIdleCallback(r, { timeout: 100 }) : setTimeout(r, 0)));
+    return inputs.length === 1 ? inputs[0] : inputs;
+  } finally {
+    b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting) - 1;
   }
-  await new Promise((r) => (window.requestIdleCallback ? requestIdleCallback(r, { timeout: 100 }) : setTimeout(r, 0)));
-  return inputs.length === 1 ? inputs[0] : inputs;
 }

@@ -15,6 +15,9 @@
     window.addEventListener(type, () => { touched = true; }, {once: true, capture: true, passive: true});
   }
   for (const ms of [300, 1000, 2500]) {
-    setTimeout(() => { if (!touched && Math.abs(window.scrollY - at) < 2) { land(); at = window.scrollY; } }, ms);
+    setTimeout(() => {
+      if (!touched && Math.abs(window.scrollY - at) < 2) { land(); at = window.scrollY; }
+      if (ms === 2500) document.body.dataset.vizvitLanding = 'done';  // its last try (tests wait on it)
+    }, ms);
   }
 }

@@ -73,7 +73,7 @@ def test_six_callers_behind_one_address_all_get_their_sweep(tiny16, tmp_path, mo
 @pytest.mark.slow
 def test_two_flows_posted_and_never_read_do_not_delay_a_third_addresses_sweep(tiny16, tmp_path, monkeypatch):
     """Issue 50: Gradio keeps an event whose stream is never opened alive and runs it to its end; the
-    two flows held both slots. Now each is stopped once its answer lies unread (page.kit.UNREAD_S)."""
+    two flows held both slots. Now each is stopped once its answer lies unread (page.jobs.UNREAD_S)."""
     ab = abandoned_module()
     real = explain.flow_value
 
@@ -94,22 +94,22 @@ def test_two_flows_posted_and_never_read_do_not_delay_a_third_addresses_sweep(ti
 @pytest.mark.slow
 def test_a_gradio_client_call_that_reads_its_answer_is_never_taken_for_unread(tiny16, monkeypatch):
     """gradio_client reads its session's stream (/queue/data) while the call runs: a sweep longer than
-    page.kit.UNREAD_S, and a second one waiting as long behind it, both answer."""
+    page.jobs.UNREAD_S, and a second one waiting as long behind it, both answer."""
     import threading
 
     from gradio_client import Client, handle_file
 
-    from page import kit
+    from page import jobs
     from vizvit.api import PublicApi
 
     sweep = PublicApi.sweep
 
     def slow_sweep(self, path, model, cancel):
-        cancel.wait(kit.UNREAD_S + 2.0)
+        cancel.wait(jobs.UNREAD_S + 2.0)
         return sweep(self, path, model, cancel)
 
     monkeypatch.setattr(PublicApi, "sweep", slow_sweep)
-    monkeypatch.setattr(kit.JOBS.jobs, "slots", 1)
+    monkeypatch.setattr(jobs.JOBS.jobs, "slots", 1)
     out: dict = {}
     with serving(tiny16) as (url, _):
         def call(i: int) -> None:
@@ -126,7 +126,7 @@ def test_a_gradio_client_call_that_reads_its_answer_is_never_taken_for_unread(ti
         for t in threads:
             t.join(120)
     assert all(isinstance(out.get(i), dict) for i in range(2)), out
-    recent = [r["outcome"] for r in kit.JOBS.jobs.stats().recent if r["job"] == "shift sweep"][:2]
+    recent = [r["outcome"] for r in jobs.JOBS.jobs.stats().recent if r["job"] == "shift sweep"][:2]
     assert recent == ["done", "done"], recent
 
 
@@ -137,17 +137,17 @@ def test_a_call_never_read_leaves_the_line_while_it_waits(tiny16, tmp_path, monk
     import threading
     import time
 
-    from page import kit
+    from page import jobs
     from vizvit.api import PublicApi
 
     sweep = PublicApi.sweep
 
     def slow_sweep(self, path, model, cancel):
-        cancel.wait(kit.UNREAD_S + 4.0)  # holds the only slot past the unread call's UNREAD_S
+        cancel.wait(jobs.UNREAD_S + 4.0)  # holds the only slot past the unread call's UNREAD_S
         return sweep(self, path, model, cancel)
 
     monkeypatch.setattr(PublicApi, "sweep", slow_sweep)
-    monkeypatch.setattr(kit.JOBS.jobs, "slots", 1)
+    monkeypatch.setattr(jobs.JOBS.jobs, "slots", 1)
     ab = abandoned_module()
     out: dict = {}
     with serving(tiny16) as (url, _):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from browser import page_at, upload, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 from vizvit.vocab import TABS
@@ -32,13 +33,13 @@ def open_every_tab(page, each) -> None:
     """Open each tab in vocab.TABS' order, let its pictures load (lazy ones too: scrolled to), call each(tab_id)."""
     for tab_id, label in TABS.items():
         page.get_by_role("tab", name=label).click()
-        page.wait_for_timeout(2500)
+        settled(page)  # the tab's answers
         height = page.evaluate("document.body.scrollHeight")
         for y in range(0, height, 800):
             page.evaluate(f"window.scrollTo(0, {y})")
             page.wait_for_timeout(100)
         page.evaluate("window.scrollTo(0, 0)")
-        page.wait_for_timeout(500)
+        settled(page)  # the lazy pictures scrolled to
         each(tab_id)
 
 
@@ -119,7 +120,8 @@ def test_a_lesson_step_is_answered_and_revealed_by_keyboard_alone(url):
         assert checked[:2] == [False, True], (checked, focused)
         tab_to(page, "#lesson-reveal")
         page.keyboard.press("Enter")
-        page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
+        page.wait_for_function("() => /Right|Not quite|The answer/"
+                               ".test(document.querySelector('#lesson-answer').innerText)",
                                timeout=60_000)
 
 
@@ -137,6 +139,7 @@ PICKS = [
 ]
 
 
+@pytest.mark.slow
 def test_every_clickable_picture_is_named_and_picks_with_the_arrow_keys_and_enter(url):
     """Tab to each picture from its tab, arrow keys, Enter: the same answer a mouse click there gets."""
     with page_at(url, 1366, 900) as page:
@@ -146,7 +149,7 @@ def test_every_clickable_picture_is_named_and_picks_with_the_arrow_keys_and_ente
         for tab, elem, keys, where, want in PICKS:
             page.get_by_role("tab", name=tab).click()
             page.wait_for_selector(f"#{elem}[class*='vv-cells-'] img", timeout=60_000)  # the show's answer: its cells
-            page.wait_for_timeout(1500)  # the tab's other answers (a click is answered after them)
+            settled(page)  # the tab's other answers (a click is answered after them)
             page.get_by_role("tab", name=tab).focus()
             tab_to(page, f"#{elem} .image-container button:not(.icon-button)")
             name = page.evaluate("document.activeElement.getAttribute('aria-label')")

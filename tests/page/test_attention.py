@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import time
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from browser import (
     upload_and_open,
     wait_image,
 )
+from settle import settled
 from tiny import EXAMPLES
 
 import vizvit
@@ -29,6 +29,9 @@ from vizvit import vocab
 from vizvit.pictures import render
 from vizvit.readings import attention as ra
 from vizvit.views import attention as ap, books, layout
+
+# The readout names `%s` (a text without quotes).
+READOUT_HAS = "() => document.querySelector('#attn-readout').innerText.includes('%s')"
 
 
 @pytest.mark.slow
@@ -61,7 +64,7 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
         click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
         main = wait_image(page, "attn-main", main)
-        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('patch (row 2, col 5)')")
+        page.wait_for_function(READOUT_HAS % "patch (row 2, col 5)")
         page.locator("#attn-mode").get_by_text("rolled out").click()
         main = wait_image(page, "attn-main", main)
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('per-head rollout')")
@@ -103,7 +106,8 @@ def test_attention_tab_grid_click_changes_the_main_map(url, tiny16):
         def shows(layer: int, head: int) -> None:
             page.wait_for_function(
                 f"() => document.querySelector('#attn-readout').innerText.includes('Layer {layer} · head {head} ')")
-            page.wait_for_function(f"""() => document.querySelector('#attn-layer input[type=number]').value === '{layer}'
+            page.wait_for_function(f"""() =>
+                document.querySelector('#attn-layer input[type=number]').value === '{layer}'
                 && document.querySelector('#attn-head input[type=number]').value === '{head}'""")
 
         click_dot(2)
@@ -186,8 +190,8 @@ SHOWN_JS = """() => {
   const A = window.__vizvitAttn, img = document.querySelector('#attn-main img'), cv = A.state.canvas;
   const src = img && img.getAttribute('src');
   if (!cv || !A.state.drawn || src !== A.state.drawn.src || cv.toDataURL('image/jpeg', 0.92) !== src) return null;
-  return [img.dataset.drawn, (%s)(cv)];
-}""" % CANVAS_RGB
+  return [img.dataset.drawn, (""" + CANVAS_RGB + """)(cv)];
+}"""
 
 
 def _shown(page) -> tuple[str, np.ndarray] | None:
@@ -219,23 +223,18 @@ WATCH_JS = """() => {
 }"""
 
 
-def _quiet_log(page, quiet_s: float = 1.5, within_s: float = 60) -> None:
-    """Empty the watch log once nothing has been logged for quiet_s: an event the tab's open sent
-    late (a busy machine, CI) must not be read as the next change's (a liveness wait, not timing)."""
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        page.evaluate("() => { window.__attnLog.length = 0; }")
-        time.sleep(quiet_s)
-        if not page.evaluate("() => window.__attnLog.length"):
-            return
-    raise AssertionError(f"the page kept sending events for {within_s} s: {page.evaluate('() => window.__attnLog')}")
+def _quiet_log(page) -> None:
+    """Empty the watch log once every answer is in: an event the tab's open sent late (a busy
+    machine, CI) must not be read as the next change's (a liveness wait, not timing)."""
+    settled(page)
+    page.evaluate("() => { window.__attnLog.length = 0; }")
 
 
 FRAME_JS = """([layer, head, show, query, scale]) => {
   const A = window.__vizvitAttn, b = A.state.book;
   const cv = A.render(b, query ? A.queryMap(b, A.matrix(), query, layer) : A.bookMap(b, layer, head, show, scale));
-  return (%s)(cv);
-}""" % CANVAS_RGB_JS
+  return (""" + CANVAS_RGB_JS + """)(cv);
+}"""
 
 
 def _page_frame(page, layer: int, head: int, show: str, query: tuple[int, int] | None = None,
@@ -247,7 +246,7 @@ def _page_frame(page, layer: int, head: int, show: str, query: tuple[int, int] |
 def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:
     """The page's picture against the server's: the map (the view, the colour map, τ, the outline)
     and the colour bar's colours exactly, the same size (so a click maps to the same patch)."""
-    s, (h, w) = render.display_scale(g), g.image_size
+    s, (_, w) = render.display_scale(g), g.image_size
     assert got.shape == want.shape, what
     diff = np.abs(got[:, :s * w].astype(int) - want[:, :s * w])
     assert diff.max() <= 0, (what, diff.max(), np.argwhere(diff > 0)[:5])
@@ -256,7 +255,8 @@ def _agree(got: np.ndarray, want: np.ndarray, g, what) -> None:
 
 
 # True once the page holds a decoded MapBook for which %s (a JS condition on b, the book) holds.
-BOOK = "() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book; return b && !window.__vizvitAttn.state.pending && %s; }"
+BOOK = ("() => { const b = window.__vizvitAttn && window.__vizvitAttn.state.book;"
+        " return b && !window.__vizvitAttn.state.pending && %s; }")
 
 
 def _open_on_cls(page, photo: str) -> None:
@@ -292,7 +292,8 @@ def _same_clicks(page, vm, a, p: ra.AttnParams) -> None:
         want_bar = render.colorbar_labels(main.image.shape[0], *ra.map_range(main.values, p.scale, rc, None, out,
                                                                               ra.range_floor(g)),
                                           marks={"1/N": 1 / g.seq_len})
-        bars = page.evaluate("([rc, l]) => { const A = window.__vizvitAttn; return A.queryMap(A.state.book, A.matrix(), rc, l).bars; }",
+        bars = page.evaluate("([rc, l]) => { const A = window.__vizvitAttn;"
+                             " return A.queryMap(A.state.book, A.matrix(), rc, l).bars; }",
                              [list(rc), p.layer])
         assert [tuple(b) for b in bars] == want_bar, q  # the same numbers where the server writes them
 
@@ -304,7 +305,7 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
     book = BOOK
     with page_at(url) as page:
         upload_and_open(page, photo, "Attention")
-        main = wait_image(page, "attn-main")
+        wait_image(page, "attn-main")
         page.wait_for_function(book % "b.highlight === null")
         _same_pictures(page, tiny16, a, ra.AttnParams())
         _same_clicks(page, tiny16, a, ra.AttnParams(layer=2))
@@ -321,13 +322,14 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.wait_for_function("() => document.querySelector('#attn-main img').dataset.drawn === '1|1|mean'")
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('Layer 1 · mean')")
-        drawn = page.evaluate("() => { const i = document.querySelector('#attn-main img'); return [i.naturalWidth, i.naturalHeight]; }")
+        drawn = page.evaluate("() => { const i = document.querySelector('#attn-main img');"
+                              " return [i.naturalWidth, i.naturalHeight]; }")
         assert tuple(drawn) == ap.main_panel(tiny16, a, ra.AttnParams(layer=1)).image.shape[1::-1]
 
         # A new query, rolled out, τ: each a new book from the server; the pictures still agree.
         px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
         click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
-        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('patch (row 2, col 5)')")
+        page.wait_for_function(READOUT_HAS % "patch (row 2, col 5)")
         page.locator("#attn-mode").get_by_text("rolled out").click()
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('rollout')")
         set_slider(page, "attn-tau", 0.5)
@@ -389,7 +391,8 @@ def test_a_layer_or_head_typed_in_the_sliders_number_box_is_drawn_in_the_page(ur
         page.evaluate(WATCH_JS)
         for elem, value, key, readout, p in [
                 ("attn-layer", 1, "1|1|mean", "Layer 1 · mean", ra.AttnParams(layer=1)),
-                ("attn-head", 2, f"1|2|{vocab.ONE_HEAD}", "Layer 1 · head 2 ", ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD))]:
+                ("attn-head", 2, f"1|2|{vocab.ONE_HEAD}", "Layer 1 · head 2 ",
+                 ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD))]:
             _quiet_log(page)
             page.locator(f"#{elem} input[type=number]").fill(str(value))
             page.wait_for_function("(k) => document.querySelector('#attn-main img').dataset.drawn === k", arg=key)
@@ -423,7 +426,8 @@ def test_a_colour_scale_picked_is_drawn_in_the_page_before_it_goes_to_the_server
             want = books.map_book(tiny16, a, ra.AttnParams(layer=g.num_layers)).by_scale[scale][1]
             for layer, k in [(1, 0), (g.num_layers, g.num_heads), (g.num_layers, g.num_heads + 2)]:
                 head, show = (k + 1, vocab.ONE_HEAD) if k < g.num_heads else (1, vocab.FUSIONS[k - g.num_heads])
-                bars = page.evaluate("([l, h, s, sc]) => window.__vizvitAttn.bookMap(window.__vizvitAttn.state.book, l, h, s, sc).bars",
+                bars = page.evaluate("([l, h, s, sc]) =>"
+                                     " window.__vizvitAttn.bookMap(window.__vizvitAttn.state.book, l, h, s, sc).bars",
                                      [layer, head, show, scale])
                 assert [tuple(b) for b in bars] == [tuple(b) for b in want[layer - 1][k]], (scale, layer, k)
         px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
@@ -453,7 +457,8 @@ def _is_on_screen(page, vm, a, p: ra.AttnParams) -> None:
     from PIL import Image
 
     got = page.evaluate("""async (src) => { const b = new Uint8Array(await (await fetch(src)).arrayBuffer());
-      let s = ''; for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+      let s = '';
+      for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
       return btoa(s); }""", src)
     assert base64.b64decode(got) == processing_utils.encode_pil_to_bytes(Image.fromarray(want), "jpeg"), p
 
@@ -462,11 +467,13 @@ def _page_state(page) -> dict:
     """What the page shows when every answer is in: the controls, the readout, and the main map
     (page-drawn: the canvas behind the <img> and the book's query)."""
     return page.evaluate("""() => {
-      const A = window.__vizvitAttn, num = (id) => Number(document.querySelector('#' + id + ' input[type=range]').value);
+      const A = window.__vizvitAttn;
+      const num = (id) => Number(document.querySelector('#' + id + ' input[type=range]').value);
       return { layer: num('attn-layer'), head: num('attn-head'),
                show: [...document.querySelectorAll('#attn-show input:checked')].map((i) => i.value),
                readout: document.querySelector('#attn-readout').innerText,
-               highlight: A.state.book && A.state.book.highlight, drawn: document.querySelector('#attn-main img').dataset.drawn };
+               highlight: A.state.book && A.state.book.highlight,
+               drawn: document.querySelector('#attn-main img').dataset.drawn };
     }""")
 
 
@@ -477,9 +484,15 @@ DELAY_NEXT_SEND_JS = """(ms) => {
     window.__fetch0 = window.fetch;
     window.fetch = function (...args) {
       const wait = window.__sendDelay;
-      if (!wait || !String(args[0] && args[0].url || args[0]).includes('queue/join')) return window.__fetch0.apply(this, args);
+      const join = String(args[0] && args[0].url || args[0]).includes('queue/join');
+      if (!wait || !join) return window.__fetch0.apply(this, args);
       window.__sendDelay = 0;
-      return new Promise((r) => setTimeout(r, wait)).then(() => window.__fetch0.apply(this, args));
+      const b = document.body;  // held: settle.settled counts it as an event still waiting to be sent
+      b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting || 0) + 1;
+      return new Promise((r) => setTimeout(r, wait)).then(() => {
+        b.dataset.vizvitWaiting -= 1;
+        return window.__fetch0.apply(this, args);
+      });
     };
   }
   window.__sendDelay = ms;
@@ -514,7 +527,7 @@ def test_a_slider_answer_sent_before_a_click_never_overwrites_the_clicks_answer(
             rng.press(key)
         click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
         page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
-        page.wait_for_timeout(2500)  # every answer is in
+        settled(page)  # every answer is in
         s = _page_state(page)
         assert s["layer"] == 1 and s["show"] == ["mean"], s
         assert "Layer 1 · mean" in s["readout"] and "patch (row 2, col 5)" in s["readout"], s
@@ -534,7 +547,7 @@ def test_an_older_answer_reaching_the_server_last_is_dropped(url, tiny16):
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.locator("#attn-show").get_by_text("max", exact=True).click()
         page.wait_for_selector("#attn-readout:has-text('Layer 1 · max')")
-        page.wait_for_timeout(2500)  # the layer's answer is in
+        settled(page)  # the layer's answer is in
         s = _page_state(page)
         assert s["layer"] == 1 and s["show"] == ["max"], s
         assert "Layer 1 · max" in s["readout"], s
@@ -574,10 +587,11 @@ def test_a_control_moved_before_a_grid_clicks_answer_lands_leaves_one_state(url,
     with page_at(url) as page:
         _opened_at_layer_2(page, photo)
         monkeypatch.setattr(ap, "change", slow)
-        click_pixel(page, "attn-grid", layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2)  # (layer 1, head 2)
+        x, y = layout.GRID_LEFT + t + layout.GRID_SEP + t / 2, layout.GRID_TOP + t / 2  # (layer 1, head 2)
+        click_pixel(page, "attn-grid", x, y)
         page.locator("#attn-layer input[type=range]").press("ArrowLeft")
         page.wait_for_selector("#attn-readout:has-text('Layer 1')")
-        page.wait_for_timeout(3000)  # every answer is in
+        settled(page)  # every answer is in
         _shows_one_state(page, tiny16, a)
 
 
@@ -624,6 +638,6 @@ def test_a_deep_link_to_a_layer_head_and_query_ends_with_the_servers_picture_for
         page.wait_for_selector("#attn-readout:has-text('Layer 1 · head 2 ')", timeout=60_000)
         page.wait_for_selector("#attn-readout:has-text('patch (row 2, col 5)')")
         page.wait_for_function(BOOK_READY % "b.highlight && b.highlight[0] === 2 && b.highlight[1] === 5")
-        page.wait_for_timeout(1500)  # every answer is in
+        settled(page)  # every answer is in
         s = _shows_one_state(page, tiny16, a)
         assert (s["layer"], s["head"], s["show"], s["highlight"]) == (1, 2, [vocab.ONE_HEAD], [2, 5]), s

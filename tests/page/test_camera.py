@@ -1,4 +1,5 @@
-"""The live camera page (/camera, opened from the Camera tab) in Chromium with a fake camera (a clip made here: a bright square moving across,
+"""The live camera page (/camera, opened from the Camera tab) in Chromium with a fake camera (a clip made here:
+a bright square moving across,
 each frame's number written near its top): live pictures arrive one after another, each shows
 the frame it was made of with the square where that frame has it, a frame's picture comes after
 the frame (never one older than a picture already shown), and Freeze hands the frame to the other
@@ -83,7 +84,8 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         page.locator("#cam-freeze").click()
         shown = {c for _, c, _ in page.evaluate("window.__cam.paints")}  # every picture shown by the click
         page.wait_for_url("**/?photo=**", timeout=60_000)
-        page.wait_for_function("document.querySelector('#status') && /top-1/.test(document.querySelector('#status').innerText)",
+        page.wait_for_function("document.querySelector('#status')"
+                               " && /top-1/.test(document.querySelector('#status').innerText)",
                                timeout=60_000)
         # The live map's layer, heads and mode carry over (the live page shows "rolled out"; the frozen
         # photo opened in "raw"): the Attention tab opens with them.
@@ -199,7 +201,7 @@ def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, 
 DRAW_JS = """async (t) => {
     const cv = document.createElement('canvas');
     await window.__vizvitCamDraw.draw(JSON.parse(t), cv);
-    return (%s)(cv); }""" % CANVAS_PNG_JS
+    return (""" + CANVAS_PNG_JS + """)(cv); }"""
 
 
 def test_the_page_draws_the_servers_live_picture(url, tiny16, trained):

@@ -4,7 +4,9 @@ getComputedStyle; a label is cut where its scrollWidth exceeds its clientWidth."
 
 from __future__ import annotations
 
+import pytest
 from browser import page_at, set_slider, shot, upload, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 # Every visible panel label (picture, chart) whose text is cut, as [its block's id, its text].
@@ -22,7 +24,7 @@ def _cat(page) -> None:
 def test_embeddings_first_picture_is_in_the_first_screen_from_a_projector_link(url):
     with page_at(url + "?example=chelsea&tab=embeddings&projector=1", 1366, 900) as page:
         wait_image(page, "emb-pca")
-        page.wait_for_timeout(1500)  # the rest of the tab's answer
+        settled(page)  # the rest of the tab's answer
         page.evaluate("window.scrollTo(0, 0)")
         top = page.evaluate("document.querySelector('#emb-pca img').getBoundingClientRect().top")
         shot(page, "corners_projector_embeddings_link", full_page=False)
@@ -39,6 +41,7 @@ def _cut_labels(page, tabs: tuple[str, ...]) -> dict[str, list]:
     return cut
 
 
+@pytest.mark.slow
 def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
     with page_at(url + "?projector=1", 1366, 900) as page:
         _cat(page)
@@ -50,18 +53,20 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         page.get_by_role("tab", name="Attention").click()
         wait_image(page, "attn-main")
         set_slider(page, "attn-discard", 0.95)
-        page.wait_for_timeout(500)
+        settled(page)
         whole = page.evaluate("""() => { const i = document.querySelector('#attn-discard input[type=number]');
             return [i.value, i.scrollWidth, i.clientWidth]; }""")
         assert whole[0] == "0.95" and whole[1] <= whole[2], f"the discard box cuts its value: {whole}"
         # Its limit under the track ("0.95"), whole inside its panel (it showed "0.").
         limit = page.evaluate("""() => { const m = document.querySelector('#attn-discard [data-testid=max-value]');
-            return [m.getBoundingClientRect().right, document.querySelector('#attn-discard').getBoundingClientRect().right]; }""")
+            return [m.getBoundingClientRect().right,
+                    document.querySelector('#attn-discard').getBoundingClientRect().right]; }""")
         assert limit[0] <= limit[1], f"the slider's limit runs past its panel: {limit}"
         # A checkbox's words whole beside a slider ("one shared colour scale" was cut to "one share").
         cut_boxes = page.evaluate("""() => [...document.querySelectorAll('.block input[type=checkbox]')]
             .filter((i) => i.offsetParent).map((i) => { const l = i.closest('label'), b = i.closest('.block');
-              return [b.id, l.scrollWidth, l.clientWidth, l.getBoundingClientRect().right, b.getBoundingClientRect().right]; })
+              return [b.id, l.scrollWidth, l.clientWidth, l.getBoundingClientRect().right,
+                      b.getBoundingClientRect().right]; })
             .filter(([, sw, cw, lr, br]) => sw > cw + 1 || lr > br + 1)""")
         assert not cut_boxes, f"checkbox labels cut in projector mode: {cut_boxes}"
         width = page.evaluate("document.querySelector('#attn-readout').getBoundingClientRect().width")
@@ -78,6 +83,7 @@ def _title_below_label(page, elem_id: str) -> dict:
                 smallest: Math.min(...sizes)}; }""", elem_id)
 
 
+@pytest.mark.slow
 def test_positions_chart_titles_clear_of_their_labels_whole_and_large_enough(url):
     for query, least in (("", 12), ("?projector=1", 24)):
         with page_at(url + query, 1366, 900) as page:

@@ -14,6 +14,7 @@ from browser import (
     upload_and_open,
     wait_image,
 )
+from settle import settled
 from tiny import EXAMPLES
 
 
@@ -89,15 +90,16 @@ def test_embeddings_tab_before_any_photo_is_empty_not_an_error(url):
     with page_at(url) as page:
         page.get_by_role("tab", name="Embeddings").click()
         page.wait_for_selector("#emb-depth")
-        page.wait_for_timeout(500)
+        settled(page)
         assert page.locator(".toast-body.error").count() == 0
 
 
 # The page's drawing of picture `kind` ('pca' or 'sim') for a click on patch [r, c], from its book.
 PICTURE_JS = """([kind, cell]) => {
   const E = window.__vizvitEmb, b = E.state.book;
-  return (%s)(E.picture(b, E.state.view.px, kind, cell)); }""" % CANVAS_RGB_JS
-TOKENS = "(d) => { const E = window.__vizvitEmb; return E && E.state.book && E.state.book.depth === d && !!E.state.view; }"
+  return (""" + CANVAS_RGB_JS + """)(E.picture(b, E.state.view.px, kind, cell)); }"""
+TOKENS = ("(d) => { const E = window.__vizvitEmb;"
+          " return E && E.state.book && E.state.book.depth === d && !!E.state.view; }")
 
 
 def _same_clicks(page, vm, a, d, depth: int, cells) -> None:
@@ -145,7 +147,8 @@ def test_a_clicked_token_is_drawn_in_the_page_as_the_server_draws_it(url, tiny16
         at = trained.geometry.num_layers
         assert emb.data(ph).tokens.excluded[at].any(), "the trained ViT-Ti has artifact tokens at its last depth"
         page.evaluate("(t) => window.__vizvitEmb.setBook(t)", ev.token_book(ph, ev.EmbeddingsParams(depth=at)))
-        page.wait_for_function("() => window.__vizvitEmb.state.book && window.__vizvitEmb.state.book.excluded.length > 0")
+        page.wait_for_function("() => window.__vizvitEmb.state.book"
+                               " && window.__vizvitEmb.state.book.excluded.length > 0")
         art = tuple(int(v) for v in np.argwhere(emb.data(ph).tokens.excluded[at])[0])
         _same_clicks(page, trained, ph.analysis(), emb.data(ph), at, [art, (6, 7)])
 
@@ -173,7 +176,8 @@ def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
         for r, c in [(2, 3), (9, 11)]:
             click_image_at(page, "emb-sim", (c + 0.5) / g.grid[1], (r + 0.5) / g.grid[0])
             for kind in ("sim", "pca"):  # at once, or once the picture loading under it is decoded (page.js)
-                page.wait_for_function("([k, v]) => document.querySelector('#emb-' + k + ' canvas.vv-drawn')?.dataset.drawn === v",
+                page.wait_for_function("([k, v]) => document.querySelector('#emb-' + k + ' canvas.vv-drawn')"
+                                       "?.dataset.drawn === v",
                                        arg=[kind, f"{r},{c}"], timeout=5000)
         token = g.num_prefix_tokens + 9 * g.grid[1] + 11
         page.wait_for_function(f"() => document.querySelector('#emb-sim-info').innerText.includes('token {token} ')")
@@ -192,6 +196,7 @@ def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
         # A drawing lies exactly over its picture (same box), so what is seen does not move.
         click_image_at(page, "emb-sim", 0.5 / g.grid[1], 0.5 / g.grid[0])
         boxes = page.evaluate("""() => ['img', 'canvas.vv-drawn'].map((s) => {
-            const r = document.querySelector('#emb-sim ' + s).getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })""")
+            const r = document.querySelector('#emb-sim ' + s).getBoundingClientRect();
+            return [r.left, r.top, r.width, r.height]; })""")
         img_box, cv_box = boxes
         assert all(abs(p - q) < 1 for p, q in zip(img_box, cv_box)), boxes

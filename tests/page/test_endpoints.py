@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from page import endpoints, kit
+from page import endpoints, jobs
 from vizvit.api import PublicApi
 from vizvit.errors import UserError
 from vizvit.session import Workbench
@@ -51,15 +51,15 @@ def test_only_the_documented_endpoints_are_public(tiny16):
 def test_the_endpoints_are_registered_in_the_documented_order_with_their_threads(tiny16):
     """The split builders (reading_endpoints, room_endpoints) register, in PUBLIC_ENDPOINTS' order, one
     event per endpoint named by its function; only the shift sweep and the class map run on the costly
-    threads (kit.COSTLY), every other endpoint on Gradio's default ones."""
+    threads (jobs.COSTLY), every other endpoint on Gradio's default ones."""
     wb = Workbench(cache_bytes=32 << 20, device="cpu")
     with gr.Blocks() as demo:
         endpoints.public_api(wb, tiny16.id)
     fns = list(demo.fns.values())
     assert [fn.api_name for fn in fns] == list(endpoints.PUBLIC_ENDPOINTS)
-    costly = {fn.api_name for fn in fns if fn.concurrency_id == kit.COSTLY["concurrency_id"]}
+    costly = {fn.api_name for fn in fns if fn.concurrency_id == jobs.COSTLY["concurrency_id"]}
     assert costly == {"sweep", "relevance"}
-    assert all(fn.concurrency_limit == kit.COSTLY_THREADS for fn in fns if fn.api_name in costly)
+    assert all(fn.concurrency_limit == jobs.COSTLY_THREADS for fn in fns if fn.api_name in costly)
     assert all(fn.concurrency_limit == "default" for fn in fns if fn.api_name not in costly)
     assert [fn.api_name for fn in fns][-len(endpoints.ROOM_ENDPOINTS):] == list(endpoints.ROOM_ENDPOINTS)
 
@@ -69,7 +69,7 @@ def test_each_endpoint_answers_as_the_backend_does(tiny16, cat, upload_dir):
     answer equals the backend's own for the same arguments (a constructed photo in the upload folder)."""
     wb = Workbench(cache_bytes=32 << 20, device="cpu")
     wb.add_model(tiny16)
-    api = PublicApi(wb, kit.JOBS.jobs, None)
+    api = PublicApi(wb, jobs.JOBS.jobs, None)
     by_name = {fn.__name__: fn for fn in (*endpoints.reading_endpoints(api, tiny16.id),
                                           *endpoints.room_endpoints(api, tiny16.id))}
     assert tuple(by_name) == endpoints.PUBLIC_ENDPOINTS

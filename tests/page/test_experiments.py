@@ -84,17 +84,17 @@ def test_shift_sweep_and_curves(url):
 
 def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_in_the_page(url, monkeypatch):
     """Issue 50: every slot taken by another address, the page's sweep says where it is in line
-    (page.kit.waiting_text), then runs once the slot frees."""
+    (page.jobs.waiting_text), then runs once the slot frees."""
     import threading
     from types import SimpleNamespace
 
-    from page import kit
+    from page import jobs
 
-    monkeypatch.setattr(kit.JOBS.jobs, "slots", 1)
+    monkeypatch.setattr(jobs.JOBS.jobs, "slots", 1)
     holding, release = threading.Event(), threading.Event()
 
     def other() -> None:  # another address's job holds the only slot
-        with kit.JOBS.hold(SimpleNamespace(client=SimpleNamespace(host="192.0.2.99"), session_hash="x", headers={}),
+        with jobs.JOBS.hold(SimpleNamespace(client=SimpleNamespace(host="192.0.2.99"), session_hash="x", headers={}),
                            "deletion curves"):
             holding.set()
             release.wait(60)

@@ -3,11 +3,13 @@ BEiT's relative position bias."""
 
 from __future__ import annotations
 
+import pytest
 from appserver import running
 from browser import page_at, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
 
 
+@pytest.mark.slow
 def test_deit_distilled_offers_dist_and_reads_from_it(families):
     with running(families["deit"]) as url, page_at(url) as page:
         upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")

@@ -1,5 +1,5 @@
-"""Issue 27, a tab's first open: no layout container is an event output (Gradio then re-reads every
-component inside it on every status message), and a tab's slow part follows its first picture."""
+"""Issue 27, a tab's first open: a tab's slow part follows its first picture, and each closed tab's
+first picture is drawn ahead. That no layout container is an event output: tests/page/test_events.py."""
 
 from __future__ import annotations
 
@@ -12,64 +12,17 @@ import pytest
 from browser import image_src, page_at, served_path, set_slider, upload, upload_and_open, wait_image
 from built_page import picture
 from PIL import Image
+from settle import settled
 
 from page import kit, shell, web
 from vizvit.model import engine
 from vizvit.session import Workbench
 
 
-def test_the_built_page_has_no_container_among_any_events_outputs(tiny16):
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    demo = shell.build_demo(wb, tiny16.id)  # build_demo runs the check itself; and again here
-    kit.check_no_container_outputs(demo)
-    outs = [o for fn in demo.fns.values() for o in fn.outputs]
-    assert outs and not any(isinstance(o, kit.NO_CONTAINER_OUTPUTS) for o in outs)
-
-
-def test_every_event_of_the_built_page_keeps_at_most_one_progress_status(tiny16):
-    """Gradio writes every kept loading status back on every status message of every event: the
-    page's events keep none where they show no progress, else one (kit.few_progress_targets)."""
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    demo = shell.build_demo(wb, tiny16.id)
-    deps = demo.get_config_file()["dependencies"]
-    assert len(deps) > 100 and all(d["show_progress_on"] is not None and len(d["show_progress_on"]) <= 1
-                                   for d in deps), [d for d in deps if not d["show_progress_on"] or len(d["show_progress_on"]) > 1][:3]
-    for d in deps:
-        if d["show_progress"] == "hidden" or not d["outputs"]:
-            assert d["show_progress_on"] == [], d
-    kept = {i for d in deps for i in d["show_progress_on"]}
-    assert len(kept) < 0.2 * len({i for d in deps for i in d["outputs"]}), len(kept)
-
-
-def test_progress_shows_on_an_events_first_picture_else_its_first_output():
-    with gr.Blocks() as demo:
-        md, img, plot, box = gr.Markdown(), gr.Image(), gr.Plot(), gr.Textbox()
-        b = gr.Button()
-        b.click(lambda: None, None, [md, img], show_progress="hidden")
-        b.click(lambda: None, None, [md, plot, img], show_progress="minimal")
-        b.click(lambda: None, None, [box, md])
-        b.click(lambda: None, None, [md, img], show_progress_on=md)
-        b.click(lambda: None, None, None)
-    assert kit.few_progress_targets(demo) == 4
-    assert [fn.show_progress_on for fn in demo.fns.values()] == [[], [plot], [box], [md], []]
-
-
-@pytest.mark.parametrize("container", [gr.Tabs, gr.Group, gr.Accordion])
-def test_the_check_refuses_a_container_output(container):
-    with gr.Blocks() as demo:
-        with container() as box:
-            with (gr.Tab("x") if container is gr.Tabs else gr.Column()):
-                md = gr.Markdown()
-        gr.Button().click(lambda: None, None, [md, box])
-    with pytest.raises(ValueError, match="containers"):
-        kit.check_no_container_outputs(demo)
-
-
 @pytest.mark.parametrize("tab_id, first_pic, later", [
     ("positions", "pos-grid", {"pos-res-grid", "pos-res-top5", "pos-res-text"}),
-    ("embeddings", "emb-pca", {"emb-scatter", "emb-cls", "emb-filters", "emb-tokens"}),  # tokens: the clicked-token book
+    # tokens: the clicked-token book
+    ("embeddings", "emb-pca", {"emb-scatter", "emb-cls", "emb-filters", "emb-tokens"}),
     ("experiments", "mask-grid", {"shift-top5", "mask-top5"}),
     ("attention", "attn-main", {"attn-distance", "attn-pick"}),
     ("inside", "ablate-grid", {"lens-plot", "lens-top5", "ablate-top5"}),
@@ -206,8 +159,10 @@ def test_the_work_ahead_skips_a_tab_whose_view_fails_and_yields_to_another_visit
     # layer moved as the tab opens waited for the tab's own answer): the one its select brings.
     book = json.loads(got["attn-book"])
     assert key.sha1 in book["photo"] and book["index"], "not this photo's book"
-    select, = [f for f in demo.fns.values() if "attn-book" in {c.elem_id for c in f.outputs}
-               and any(ev == "select" and getattr(demo.blocks.get(b), "id", None) == "attention" for b, ev in f.targets)]
+    def opens_attention(f) -> bool:
+        return any(ev == "select" and getattr(demo.blocks.get(b), "id", None) == "attention" for b, ev in f.targets)
+
+    select, = [f for f in demo.fns.values() if "attn-book" in {c.elem_id for c in f.outputs} and opens_attention(f)]
     own = select.fn(*_event_values(select, key, "attention"))
     assert got["attn-book"] == next(v for c, v in own.items() if c.elem_id == "attn-book")
     # The tab open in the page as the event is sent (open_tab.js) wins over the session's tab state,
@@ -229,7 +184,8 @@ DEPS = """(firsts) => { const c = window.gradio_config, id = (e) => c.components
   const tab = (name) => c.components.find((x) => x.type === 'tabitem' && x.props.label === name).id;
   const att = tab('Attention'), main = id('attn-main'), ids = firsts.map(id).sort().join();
   const ahead = c.dependencies.filter((d) => [...d.outputs].sort().join() === ids);
-  const open = c.dependencies.filter((d) => d.targets.some(([t, e]) => t === att && e === 'select') && d.outputs.includes(main));
+  const open = c.dependencies.filter((d) => d.targets.some(([t, e]) => t === att && e === 'select')
+    && d.outputs.includes(main));
   return [ahead.map((d) => d.id), open.map((d) => [d.id, d.outputs.length])]; }"""
 
 
@@ -266,7 +222,7 @@ def test_a_closed_tab_opens_with_its_picture_before_its_own_answer(tmp_path, tin
         for r in held:
             r.continue_()
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.trim() !== ''")
-        page.wait_for_timeout(300)
+        settled(page)
         assert image_src(page, "attn-main") == src, "the tab's own answer brought another picture"
 
 
@@ -300,7 +256,7 @@ def test_a_reopened_attention_tab_keeps_the_new_photos_map_until_its_answer(tmp_
         for r in held:
             r.continue_()
         page.wait_for_function("(t) => document.querySelector('#attn-readout').innerText !== t", arg=readout)
-        page.wait_for_timeout(300)
+        settled(page)
         assert image_src(page, "attn-main") == drawn
 
 
@@ -315,7 +271,7 @@ def test_a_reopened_tab_never_shows_the_photo_before_while_its_own_answer_comes(
     with running(trained) as url, page_at(url) as page:
         upload_and_open(page, str(photos[0]), "Attention")
         before = wait_image(page, "attn-main")
-        page.wait_for_timeout(1500)  # the tab's follow-ups are in
+        settled(page)  # the tab's follow-ups are in
         page.get_by_role("tab", name="Patches").click()
         grid = image_src(page, "patch-grid")
         page.locator("#upload button[aria-label='Clear']").first.click()
@@ -326,11 +282,12 @@ def test_a_reopened_tab_never_shows_the_photo_before_while_its_own_answer_comes(
         page.evaluate("() => { window.__pre0 = window.__vizvitPreloaded; }")
         upload(page, str(photos[1]))
         wait_image(page, "patch-grid", old=grid)
-        page.wait_for_function("() => window.__vizvitPreloaded && window.__vizvitPreloaded !== window.__pre0", timeout=60_000)
+        page.wait_for_function("() => window.__vizvitPreloaded && window.__vizvitPreloaded !== window.__pre0",
+                               timeout=60_000)
         drawn = wait_image(page, "attn-main", old=before)  # in the closed tab: drawn ahead
         page.evaluate("() => { window.__seen.length = 0; }")
         page.get_by_role("tab", name="Attention").click()
-        page.wait_for_timeout(2000)  # the tab's own answer and its follow-ups
+        settled(page)  # the tab's own answer and its follow-ups
         seen = set(page.evaluate("() => window.__seen"))
         assert before not in seen and image_src(page, "attn-main") == drawn, "the photo before's map came back"
 
@@ -347,9 +304,11 @@ def test_a_reopened_tabs_flipbook_of_the_photo_before_never_draws_over_the_new_p
         photos.append(tmp_path / f"p{seed}.png")
         Image.fromarray(np.random.default_rng(seed).integers(0, 255, (230, 250, 3), dtype=np.uint8)).save(photos[-1])
     with running(tiny16) as url, page_at(url) as page:
-        tab_id = page.evaluate("() => gradio_config.components.find((x) => x.type === 'tabitem' && x.props.label === 'Embeddings').id")
-        opened = page.evaluate("""(t) => gradio_config.dependencies.filter((d) => d.targets.some(([i, e]) => i === t && e === 'select')
-            && d.outputs.length > 3).map((d) => d.id)""", tab_id)
+        tab_id = page.evaluate("() => gradio_config.components.find((x) => x.type === 'tabitem'"
+                               " && x.props.label === 'Embeddings').id")
+        opened = page.evaluate("""(t) => gradio_config.dependencies
+            .filter((d) => d.targets.some(([i, e]) => i === t && e === 'select') && d.outputs.length > 3)
+            .map((d) => d.id)""", tab_id)
         upload_and_open(page, str(photos[0]), "Embeddings")
         before = wait_image(page, "emb-pca")
         wait_flip_pages(page, "emb-depth", 3)
@@ -364,7 +323,8 @@ def test_a_reopened_tabs_flipbook_of_the_photo_before_never_draws_over_the_new_p
         drawn = wait_image(page, "emb-pca", old=before)  # in the closed tab: drawn ahead
         page.wait_for_function("() => (window.__vizvitPreloaded || []).length >= 5", timeout=60_000)
         page.evaluate("""() => { const seen = window.__seen = []; new MutationObserver(() => {
-            const s = document.querySelector('#emb-pca img')?.getAttribute('src'); if (s && s !== seen.at(-1)) seen.push(s); })
+            const s = document.querySelector('#emb-pca img')?.getAttribute('src');
+            if (s && s !== seen.at(-1)) seen.push(s); })
             .observe(document.body, {subtree: true, childList: true, attributes: true}); }""")
         page.get_by_role("tab", name="Embeddings").click()
         page.wait_for_timeout(300)
@@ -401,7 +361,8 @@ def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_p
     monkeypatch.setattr(kit, "_ahead", held)
     with running(tiny16) as url, page_at(url) as page:
         page.evaluate("""() => { const seen = window.__seen = new Set(); new MutationObserver(() => {
-            const i = document.querySelector('#attn-main img'); if (i && i.getAttribute('src')) seen.add(i.getAttribute('src')); })
+            const i = document.querySelector('#attn-main img');
+            if (i && i.getAttribute('src')) seen.add(i.getAttribute('src')); })
             .observe(document.body, {subtree: true, childList: true, attributes: true}); }""")
         upload(page, str(photos[0]))
         grid = wait_image(page, "patch-grid")
@@ -416,10 +377,10 @@ def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_p
         wait_image(page, "patch-grid", old=grid)
         page.wait_for_timeout(1000)  # the new photo's events are in
         release.set()
-        page.wait_for_timeout(1500)  # its answer would be in the page now
+        settled(page)  # its answer would be in the page now
         page.get_by_role("tab", name="Attention").click()
         shown = wait_image(page, "attn-main")
-        page.wait_for_timeout(500)
+        settled(page)
         old = answers[0]["attn-main"]
         assert not any(served_path(old) in s for s in page.evaluate("() => [...window.__seen]")), \
             "the first photo's map was put in the new photo's Attention tab"
@@ -429,8 +390,8 @@ def test_a_new_photos_page_never_shows_the_work_ahead_for_the_photo_before(tmp_p
 def test_a_lesson_step_opens_its_tab_without_the_picture_drawn_ahead_for_other_controls(tiny16):
     """A step sets its tab's controls, then opens it: the picture drawn ahead (for the controls as
     they were) is cleared, so the tab never shows it under the step's controls."""
-    from vizvit.session import PhotoKey
     from vizvit.readings import lesson
+    from vizvit.session import PhotoKey
 
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
@@ -474,7 +435,8 @@ def test_a_tabs_follow_up_waits_until_the_person_pauses(monkeypatch):
         page.press("#box", "a")  # a trusted key press, just now
         ms, _, since = page.evaluate(follow_up, 7)
         assert since >= web.QUIET_MS and ms < web.QUIET_LIMIT_MS, f"sent {since:.0f} ms after a key press"
-        page.evaluate("() => { window.__vizvitInputAt = performance.now(); window.__keep = setInterval(() => { window.__vizvitInputAt = performance.now(); }, 50); }")
+        page.evaluate("() => { window.__vizvitInputAt = performance.now();"
+                      " window.__keep = setInterval(() => { window.__vizvitInputAt = performance.now(); }, 50); }")
         ms, _, _ = page.evaluate(follow_up, 7)  # a person who never pauses: at most the limit
         assert web.QUIET_LIMIT_MS - 50 <= ms < web.QUIET_LIMIT_MS + 2000, f"sent after {ms:.0f} ms"
     finally:

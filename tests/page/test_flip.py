@@ -22,6 +22,7 @@ from browser import (
     wait_flip_pages,
     wait_image,
 )
+from settle import settled
 from tiny import EXAMPLES
 
 from vizvit.model.images import image_sha1, load_image
@@ -94,7 +95,7 @@ def test_the_depth_slider_shows_the_servers_pictures_at_once_by_keys_and_number_
         page.evaluate("() => { window.__seen = []; }")
         # Every answer has come (the last one names depth L); none put an older depth on screen.
         page.wait_for_function(f"() => document.querySelector('#emb-depth-info').innerText.includes('Depth l = {L}')")
-        page.wait_for_timeout(1000)
+        settled(page)
         _shows(page, ids, _depth_files(ph, L), by_page=False)
         final = [src for src, _ in page.evaluate(FLIPPED_JS, ids)]
         assert all(seen == final for seen in page.evaluate("() => window.__seen")), page.evaluate("() => window.__seen")
@@ -104,7 +105,7 @@ def test_the_depth_slider_shows_the_servers_pictures_at_once_by_keys_and_number_
         _shows(page, ids, _depth_files(ph, 0), by_page=True)
         box.press("Enter")
         page.wait_for_function("() => document.querySelector('#emb-depth-info').innerText.includes('Depth l = 0')")
-        page.wait_for_timeout(500)
+        settled(page)
         _shows(page, ids, _depth_files(ph, 0), by_page=False)
 
 
@@ -236,8 +237,7 @@ def test_a_clicked_position_tile_is_outlined_by_the_page_as_the_server_outlines_
             want = positions.highlight_tile(mp.grid_img, rc, (gh, gw), mp.cell)
             got = _pixels(page, "pos-grid")
             assert got.shape == want.shape and np.array_equal(got, want), (rc, np.argwhere(got != want)[:5])
-            page.wait_for_timeout(600)  # the server's answer: the same pixels (once loaded: under load it
-            # may be arriving right now, an image of width 0 until it is decoded)
+            settled(page)  # the server's answer: the same pixels (once loaded: an image of width 0 until decoded)
             page.wait_for_function("() => { const i = document.querySelector('#pos-grid img');"
                                    " return i.complete && i.naturalWidth > 0; }")
             assert np.array_equal(_pixels(page, "pos-grid"), want), rc
@@ -255,11 +255,12 @@ def test_grid_lines_and_numbers_swap_the_servers_grid_at_once(server, tiny16):
                                     ("patch-lines", True, True)]:
             page.locator(f"#{box} input[type=checkbox]").click()
             _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, lines, indices))], by_page=True)
-        page.wait_for_timeout(800)  # the server's answer: the same file
+        settled(page)  # the server's answer: the same file
         _shows(page, ["patch-grid"], [served_path(patches.grid_of_view(g, view, True, True))], by_page=False)
 
 
-# The scatter's first trace as drawn (plotly's full data: typed arrays decoded): its colours, colour scale, colour-bar title and hover text.
+# The scatter's first trace as drawn (plotly's full data: typed arrays decoded): its colours, colour scale,
+# colour-bar title and hover text.
 TRACE_JS = """() => { const t = document.querySelector('#emb-scatter .js-plotly-plot')._fullData[0];
   return { color: Array.from(t.marker.color), scale: JSON.stringify(t.marker.colorscale),
            title: t.marker.colorbar.title.text, hover: t.hovertemplate, n: t.x.length }; }"""
@@ -278,7 +279,7 @@ def test_the_colour_by_choice_recolours_the_scatter_in_the_page_as_the_server_wo
             want = embeddings.scatter_figure(tiny16, emb.data(ph), 0, choice).data[0]
             assert drawn["title"] == want.marker.colorbar.title.text and drawn["hover"] == want.hovertemplate
             assert np.allclose(drawn["color"], np.asarray(want.marker.color, float)), choice
-            page.wait_for_timeout(1000)  # the server's figure for the same choice: the same trace
+            settled(page)  # the server's figure for the same choice: the same trace
             assert page.evaluate(TRACE_JS) == drawn, choice
 
 
@@ -302,13 +303,13 @@ def test_the_logit_lens_depth_swaps_in_the_servers_chart_for_each_depth(server, 
             want = inside.depth_top5(ph, d)
             assert title == want.layout.title.text, (d, title)
             assert json.loads(bars)[0][1] == list(want.data[0].y), d  # the same five classes, in order
-        page.wait_for_timeout(1000)  # the server's chart for depth 0: the same bars
+        settled(page)  # the server's chart for depth 0: the same bars
         assert page.evaluate(BARS_JS)[1] == bars
         # A row of the table sets the slider, drawn at once too.
         page.locator(f"#lens-table [data-row='{L}'][data-col='0']").click()
         assert page.evaluate(BARS_JS)[0] == inside.depth_top5(ph, L).layout.title.text
         assert page.locator("#lens-depth input[type=range]").input_value() == str(L)
-        page.wait_for_timeout(1000)  # and the server agrees
+        settled(page)  # and the server agrees
         assert page.evaluate(BARS_JS)[0] == inside.depth_top5(ph, L).layout.title.text
         assert page.locator("#lens-depth input[type=number]").input_value() == str(L)
 
@@ -333,13 +334,13 @@ def test_masks_seen_before_come_back_at_once_and_quick_clicks_are_never_lost(ser
         wait_flip_pages(page, "mask", 1)
         click(*a)  # a new mask: the server's answer (one forward)
         wait_flip_pages(page, "mask", 2)
-        page.wait_for_timeout(300)
+        settled(page)
         _shows(page, ids, files((ia,)), by_page=False)
         click(*a)  # back to no mask: the page's own copy, at once
         _shows(page, ids, files(()), by_page=True)
         click(*a)
         _shows(page, ids, files((ia,)), by_page=True)
-        page.wait_for_timeout(800)
+        settled(page)
         # Three new patches inside one round trip (the first one's answer held back a second):
         # Gradio sends only the last click held meanwhile, which must carry every click before it.
         panel_of = experiments.mask_panel
@@ -354,7 +355,7 @@ def test_masks_seen_before_come_back_at_once_and_quick_clicks_are_never_lost(ser
         page.wait_for_timeout(200)
         click(*c)
         click(*d)
-        page.wait_for_timeout(2500)
+        settled(page)
         _shows(page, ids, files(tuple(sorted((ia, ib, ic, id_)))), by_page=False)
 
 

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from pathlib import Path
 
 import pytest
 from appserver import running
 from browser import page_at
+from settle import settled
 
 from vizvit.vocab import TAB_IDS, TABS
-
-SETTLE_S = 6  # after the photo's forward: the open tab's own events (a liveness wait, not a timing test)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +35,7 @@ def test_every_tab_opens_from_a_fresh_link_without_an_error(trained_url, tab, ca
         page.wait_for_selector("#status:has-text('top-1')", timeout=180_000)  # the forward is done
         page.wait_for_function("t => [...document.querySelectorAll('[role=tab][aria-selected=true]')]"
                                ".some(b => b.innerText.trim() === t)", arg=TABS[tab])  # the link's tab is open
-        time.sleep(SETTLE_S)
+        settled(page)  # the open tab's own events and their follow-ups (an error toast comes with its answer)
         errors = _errors(page)
     log = capfd.readouterr()
     assert not errors, f"tab {tab}: error toast(s) {errors}"
@@ -72,7 +70,8 @@ def _top1_by_transformers(path) -> str:
     from transformers import AutoImageProcessor, ViTForImageClassification
 
     model = ViTForImageClassification.from_pretrained(path).eval()
-    x = AutoImageProcessor.from_pretrained(path)(Image.open(EXAMPLES / "chelsea.jpg").convert("RGB"), return_tensors="pt")
+    photo = Image.open(EXAMPLES / "chelsea.jpg").convert("RGB")
+    x = AutoImageProcessor.from_pretrained(path)(photo, return_tensors="pt")
     with torch.inference_mode():
         return model.config.id2label[int(model(**x).logits.argmax())]
 
@@ -100,6 +99,7 @@ def _shown_model(page) -> tuple[str, str, str]:
     return page.inner_text("#status"), banner, page.locator("#model input").input_value()
 
 
+@pytest.mark.slow
 def test_a_links_model_is_the_model_every_part_of_the_page_shows(trained_url, trained):
     """Issue 51: ?model=random:... showed the random model's name and banner over the start model's
     header and top-5. Each model link, and a teaching pair (model=A&compare=B), shows that model alone:

@@ -1,4 +1,5 @@
-"""Rooms no stranger can break (issue 50), over a loopback server whose guard's clock is frozen: callers on distinct 127.0.0.x
+"""Rooms no stranger can break (issue 50), over a loopback server whose guard's clock is frozen: callers on
+distinct 127.0.0.x
 addresses (Linux answers the whole 127/8 on loopback; the server listens on 127.0.0.1 only).
 A burst of wrong codes from one address is answered as guesses about 20 times, then "Too many tries"
 on every surface that takes a code; another address is unaffected, and an open room's own code is
@@ -92,7 +93,8 @@ def test_a_burst_of_wrong_codes_is_slowed_and_another_address_is_not(server, roo
         assert TOO_MANY.match(rest_error(guesser, url, "room_tally", [WRONG[8], "key", 1]))
         assert TOO_MANY.match(rest_error(guesser, url, "room_answer", ["NOPE9", 1, 3, "stud-aaaa"]))
         # an open room's code costs nothing: the guesser's own class still works
-        ok = guesser.post(f"{url}vizvit_room/{room['code']}/answer", json={"student": "stud-gggg", "step": 1, "answer": 3})
+        ok = guesser.post(f"{url}vizvit_room/{room['code']}/answer",
+                          json={"student": "stud-gggg", "step": 1, "answer": 3})
         assert ok.json() == {"accepted": True, "reason": ""}
         assert guesser.get(f"{url}vizvit_room/{room['code']}").json()["step"] == 1
     with client_at("127.0.0.3") as other:  # another address is unaffected
@@ -136,13 +138,16 @@ def test_new_students_per_address_are_limited_known_ones_never(server, room):
         refused = [r for r in got if r.status_code == 429]
         assert accepted == 300, "a class of 300 behind one NAT joins at once, then no one more"
         assert refused and accepted + len(refused) == 380
-        assert all(r.json()["error"].startswith("Too many new students from this network at once: wait ") for r in refused)
-        again = nat.post(f"{url}vizvit_room/{room['code']}/answer", json={"student": "stuffed-0000", "step": 1, "answer": 6})
+        too_many = "Too many new students from this network at once: wait "
+        assert all(r.json()["error"].startswith(too_many) for r in refused)
+        again = nat.post(f"{url}vizvit_room/{room['code']}/answer",
+                         json={"student": "stuffed-0000", "step": 1, "answer": 6})
         assert again.json() == {"accepted": True, "reason": ""}, "a student who joined changes an answer freely"
         # the public API counts the same bucket
         assert rest_error(nat, url, "room_answer", [second, 1, 5, "stuffed-api-1"]).startswith("Too many new students")
     with client_at("127.0.0.6") as other:
-        r = other.post(f"{url}vizvit_room/{room['code']}/answer", json={"student": "other-0001", "step": 1, "answer": 5})
+        r = other.post(f"{url}vizvit_room/{room['code']}/answer",
+                       json={"student": "other-0001", "step": 1, "answer": 5})
         assert r.json() == {"accepted": True, "reason": ""}
 
 

@@ -16,7 +16,8 @@ def test_switch_a_head_off_and_the_top5_shows_a_change(url, tiny16):
     with page_at(url, height=1500) as page:
         upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Inside")
         page.wait_for_selector("#lens-table:has-text('(embedding)')")
-        assert f"\n{g.num_layers}\t" in page.inner_text("#lens-table") or str(g.num_layers) in page.inner_text("#lens-table")
+        table = page.inner_text("#lens-table")
+        assert f"\n{g.num_layers}\t" in table or str(g.num_layers) in table
         grid = wait_image(page, "ablate-grid")
         page.wait_for_selector("#ablate-top5 .js-plotly-plot")
         # no change written at the chart's edge (a signed percentage) while every head is on

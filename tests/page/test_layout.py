@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from appserver import running
 from browser import page_at, shot, upload, wait_image
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tiny import EXAMPLES
 
 from vizvit.pictures import render
@@ -143,9 +144,10 @@ def _chart_sizes_settle(page, least: float) -> list:
     """Wait until the visible charts' smallest text reaches `least` px (projector.js applies it after
     each draw), or 30 s; then return every text's [px, text, chart]."""
     try:
-        page.wait_for_function(f"() => {{ const s = ({CHART_TEXTS})(); return s.length && s.every((x) => x[0] >= {least}); }}",
+        page.wait_for_function(f"() => {{ const s = ({CHART_TEXTS})();"
+                               f" return s.length && s.every((x) => x[0] >= {least}); }}",
                                timeout=30_000)
-    except Exception:
+    except PlaywrightTimeout:  # a last look below says what is wrong
         pass
     return page.evaluate(CHART_TEXTS)
 
@@ -153,7 +155,8 @@ def _chart_sizes_settle(page, least: float) -> list:
 def _titles_clear_of_labels(page) -> None:
     """Every visible chart's title sits apart from its panel label (waits up to 10 s: projector.js
     measures again each second)."""
-    overlaps = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((g) => g.offsetParent && g.querySelector('.gtitle'))
+    overlaps = """() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter((g) => g.offsetParent && g.querySelector('.gtitle'))
         .map((g) => { const l = g.closest('.block').querySelector('[data-testid="block-label"]');
             if (!l || !l.offsetParent) return null;
             const a = l.getBoundingClientRect(), t = g.querySelector('.gtitle').getBoundingClientRect();
@@ -161,7 +164,7 @@ def _titles_clear_of_labels(page) -> None:
             return apart ? null : [g.closest('[id]').id, a.bottom, t.top]; }).filter((x) => x)"""
     try:
         page.wait_for_function(f"() => ({overlaps})().length === 0", timeout=10_000)
-    except Exception:
+    except PlaywrightTimeout:  # a last look below says what is wrong
         pass
     assert page.evaluate(overlaps) == [], f"chart titles under their panel labels: {page.evaluate(overlaps)}"
 
@@ -176,7 +179,8 @@ def test_projector_mode_draws_every_chart_text_at_24_px_the_title_below_its_labe
         upload(page, str(EXAMPLES / "chelsea.jpg"))
         wait_image(page, "patch-grid")
         page.wait_for_selector("#top5 .js-plotly-plot .main-svg text.bartext")
-        tops = page.evaluate("() => [...document.querySelectorAll('button[role=tab]')].map((b) => [b.innerText, b.getBoundingClientRect().top])")
+        tops = page.evaluate("() => [...document.querySelectorAll('button[role=tab]')]"
+                             ".map((b) => [b.innerText, b.getBoundingClientRect().top])")
         assert len({round(t) for _, t in tops}) == 1, f"the tabs wrap: {tops}"
         sizes = _chart_sizes_settle(page, PX)
         small = [s for s in sizes if s[0] < PX]

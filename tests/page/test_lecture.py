@@ -17,7 +17,8 @@ def test_deep_link_opens_layer_and_head_of_the_cat(url):
         page.wait_for_function("() => document.querySelector(\"#attn-show input[value='one head']\").checked")
         page.wait_for_function("() => document.querySelector('#attn-readout').innerText.length > 0")
         readout = page.inner_text("#attn-readout")
-        assert "Layer 2 · head 2 · per-head rollout" in readout and "attends to patch (row 2, col 5) (its column)" in readout
+        assert "Layer 2 · head 2 · per-head rollout" in readout, readout
+        assert "attends to patch (row 2, col 5) (its column)" in readout, readout
         shot(page, "deep_link_attention")
         # Projector mode enlarges the charts' text too, not only the page's.
         page.wait_for_selector("#attn-distance .xtick text")
@@ -42,7 +43,8 @@ def test_bad_link_values_fall_back_with_a_notice(url):
         assert "nowhere" in text and "Layer 99" in text
         assert page.get_by_role("tab", name="Patches").get_attribute("aria-selected") == "true"
         page.wait_for_function("() => document.body.classList.contains('vizvit-projector')")
-        size = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#notice li, #notice p')).fontSize)")
+        size = page.evaluate("() => parseFloat(getComputedStyle("
+                             "document.querySelector('#notice li, #notice p')).fontSize)")
         assert size >= 20, size
         shot(page, "bad_link_projector", full_page=False)
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from browser import page_at, upload, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 from vizvit.readings import lesson
@@ -41,7 +43,8 @@ def _answer_and_reveal(page, n: int) -> None:
     else:
         page.locator("#lesson-choice label").first.click()
     page.click("#lesson-reveal")
-    page.wait_for_function("() => /Right|Not quite|The answer/.test(document.querySelector('#lesson-answer').innerText)",
+    page.wait_for_function("() => /Right|Not quite|The answer/"
+                           ".test(document.querySelector('#lesson-answer').innerText)",
                            timeout=60_000)
     if s.picture:
         wait_image(page, "lesson-picture")
@@ -69,12 +72,13 @@ def _walk(page, open_tabs: bool) -> None:
             page.click("#tabs button[role=tab][data-tab-id='lesson']")
             _at_step(page, n)
             if len(opened) == 1:  # back on the step: the tab's answer (once it lands) keeps the reveal
-                page.wait_for_timeout(2000)
+                settled(page)
                 assert page.inner_text("#lesson-answer") == revealed, f"step {n}: the reveal was wiped"
         if n < len(STEPS):
             page.click("#lesson-next")
 
 
+@pytest.mark.slow
 def test_every_step_on_an_example_at_desktop_size(url):
     with page_at(url + "?lesson=1&step=1&example=chelsea") as page:
         _at_step(page, 1)
@@ -84,10 +88,12 @@ def test_every_step_on_an_example_at_desktop_size(url):
         assert not page.locator("#lesson-qr").is_visible()
         page.locator("#projector input").check()
         wait_image(page, "lesson-qr")
+        settled(page)  # the last step's answer (its link) is in
         link = page.inner_text("#lesson-link")
         assert f"step={len(STEPS)}" in link and "example=chelsea" in link and "projector" not in link
 
 
+@pytest.mark.slow
 def test_every_step_on_an_uploaded_photo_at_phone_size_and_its_link(url, tmp_path):
     from PIL import Image
 
@@ -142,7 +148,8 @@ def test_a_step_link_on_a_phone_lands_on_the_step(url):
         _at_step(page, 3)
         page.wait_for_function("() => { const r = document.querySelector('#lesson-step').getBoundingClientRect();"
                                " return r.top >= -2 && r.top < 200; }", timeout=20_000)
-        page.wait_for_timeout(3000)  # the examples' pictures load above it: it stays in view
+        page.wait_for_selector("body[data-vizvit-landing=done]", state="attached")  # lesson_land.js: its last try
+        settled(page)  # the examples' pictures load above it: it stays in view
         top = page.evaluate("() => document.querySelector('#lesson-step').getBoundingClientRect().top")
         assert -2 <= top < 200, top
 
@@ -159,6 +166,6 @@ def test_a_step_link_stops_landing_once_the_student_touches_the_page(url):
         page.evaluate("() => { document.documentElement.style.overflowAnchor = 'none';"
                       " const d = document.createElement('div'); d.style.height = '600px';"
                       " document.querySelector('#lesson-step').before(d); }")
-        page.wait_for_timeout(3000)  # past the last landing (2.5 s after the first)
+        page.wait_for_selector("body[data-vizvit-landing=done]", state="attached")  # past the last landing
         top = page.evaluate("() => document.querySelector('#lesson-step').getBoundingClientRect().top")
         assert top > 500, f"the page jumped back to the step after the tap (its top at {top} px)"

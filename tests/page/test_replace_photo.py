@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 
 from browser import page_at
+from settle import settled
 from tiny import EXAMPLES
 
 # A File built in the page from bytes (what a drop or a paste carries).
@@ -43,7 +44,7 @@ def test_drop_choose_and_paste_replace_the_photo_in_one_step_and_a_refused_file_
         page.evaluate(DROP, [_file(b"not a photo at all", "notes.jpg"), MAKE_FILE])
         page.wait_for_selector("#status:has-text('was not used')", timeout=60_000)
         page.wait_for_selector("#upload:has-text('coffee')", timeout=60_000)
-        page.wait_for_timeout(2000)  # the box put back: its change is the shown photo, nothing runs again
+        settled(page)  # the box put back: its change is the shown photo, nothing runs again
         assert "was not used" in page.inner_text("#status") and "notes" not in page.inner_text("#upload")
         # Chosen: a click on the filled box's file name opens the file chooser.
         with page.expect_file_chooser() as fc:

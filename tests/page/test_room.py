@@ -63,7 +63,8 @@ def test_one_host_and_three_students(url):
             text = s.inner_text("body")
             assert "The room: 3 answered" in text
             # each bar carries its option's words ("b: ..."), the truth's a tick
-            assert re.search(r"b: [^\n]*✓\s*(\(you\))?\s*2", text) and re.search(r"a: [^\n]*?(\(you\))?\s*1", text), text
+            assert re.search(r"b: [^\n]*✓\s*(\(you\))?\s*2", text), text
+            assert re.search(r"a: [^\n]*?(\(you\))?\s*1", text), text
             assert f"Your answer: {key}:" in text
             assert picture_size(s)[0] > 224  # the revealed step's figure: the Patches tab's grid on the photo
         students[2].click("#back")  # looking back at step 1: its reveal was never made, its question closed

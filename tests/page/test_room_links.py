@@ -31,12 +31,16 @@ PAYLOADS = [  # {c}: the real room's code; each is sent as the link's raw query 
     "{c}/../../room%3Fhost=1",
     "%3Cscript%3E" + quote(RUN, safe="") + "%3C/script%3E{c}",
 ]
-IDS = ["img-onerror", "iframe-javascript", "svg-onload", "code-then-svg", "path-up-to-api", "code-then-path-up", "script-tag"]
+IDS = ["img-onerror", "iframe-javascript", "svg-onload", "code-then-svg", "path-up-to-api", "code-then-path-up",
+       "script-tag"]
 # What the page may hold on a refused link: its two scripts (the config, room.js), one h1, no picture.
+PICTURE_SHOWN = ("() => { const i = document.getElementById('step-picture');"
+                 " return i && i.complete && i.naturalWidth > 0; }")
 DAMAGE_JS = """() => ({ pwned: window.__pwned === undefined ? null : String(window.__pwned), title: document.title,
   iframes: document.querySelectorAll('iframe').length, svgs: document.querySelectorAll('svg').length,
   pwn: document.querySelectorAll('#pwn').length, imgs: document.querySelectorAll('img').length,
-  scripts: document.querySelectorAll('script').length, h1s: [...document.querySelectorAll('h1')].map((h) => h.textContent) })"""
+  scripts: document.querySelectorAll('script').length,
+  h1s: [...document.querySelectorAll('h1')].map((h) => h.textContent) })"""
 
 
 @pytest.fixture(scope="module")
@@ -118,31 +122,36 @@ def test_the_join_form_says_what_a_code_is(url, room):
         page.wait_for_selector(f"#join-error:has-text('{NO_CODE}')")  # an empty code in a link: a sentence too
 
 
+def _answer_with_contract(page, url: str, code: str) -> None:
+    """Answer the room's view with the contract's fields added (27 joined, locked as last set)."""
+    state = {"locked": False}
+
+    def with_contract(route):
+        view = route.fetch().json()
+        route.fulfill(json={**view, "joined": 27, "locked": state["locked"]})
+
+    def lock(route):
+        state["locked"] = route.request.post_data_json["locked"]
+        view = page.context.request.get(url + f"vizvit_room/{code}").json()
+        route.fulfill(json={**view, "joined": 27, "locked": state["locked"]})
+
+    page.route(f"**/vizvit_room/{code}", with_contract)
+    page.route(f"**/vizvit_room/{code}/lock", lock)
+
+
 def test_screenshots_of_the_student_and_the_host_page(url, room):
     """The host's page with the h/store contract's view fields (joined, locked) as that server answers
     them: the view is answered here with both added, so the page's side is seen before the server's."""
     code, key = room["code"], room["host_key"]
     for width, height in ((1366, 900), (390, 844)):
         with page_at(url + f"room?code={code}", width=width, height=height, wait_for="#num") as page:
-            page.wait_for_function("() => { const i = document.getElementById('step-picture'); return i && i.complete && i.naturalWidth > 0; }")
+            page.wait_for_function(PICTURE_SHOWN)
             shot(page, f"room_student_{width}")
         with page_at(url + "room", width=width, height=height, wait_for="#code") as page:
-            state = {"locked": False}
-
-            def with_contract(route):
-                view = route.fetch().json()
-                route.fulfill(json={**view, "joined": 27, "locked": state["locked"]})
-
-            def lock(route):
-                state["locked"] = route.request.post_data_json["locked"]
-                view = page.context.request.get(url + f"vizvit_room/{code}").json()
-                route.fulfill(json={**view, "joined": 27, "locked": state["locked"]})
-
-            page.route(f"**/vizvit_room/{code}", with_contract)
-            page.route(f"**/vizvit_room/{code}/lock", lock)
+            _answer_with_contract(page, url, code)
             page.goto(url + f"room?host=1&code={code}#key={quote(key, safe='')}")
             page.wait_for_selector("#joined:has-text('27 joined')")
-            page.wait_for_function("() => { const i = document.getElementById('step-picture'); return i && i.complete && i.naturalWidth > 0; }")
+            page.wait_for_function(PICTURE_SHOWN)
             assert page.inner_text("#lock").startswith("Lock")
             shot(page, f"room_host_{width}")
             page.click("#lock")
@@ -189,7 +198,8 @@ def test_the_host_page_rides_out_a_server_that_is_away(url, tiny16):
         page.unroute("**/vizvit_room/**", away)
         page.wait_for_selector("#room-code", timeout=30_000)
         assert page.inner_text("#room-code").strip() == code
-        r = httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": "stud-back", "step": 1, "answer": 224}, timeout=60)
+        r = httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": "stud-back", "step": 1, "answer": 224},
+                       timeout=60)
         assert r.json()["accepted"] is True
         page.wait_for_selector("#total:has-text('1 answered')", timeout=30_000)  # the live tally goes on
         page.click("#next")

@@ -1,13 +1,19 @@
-"""Idle sessions forgotten (page/sessions.py), on a constructed holder shaped like Gradio's
+"""page/sessions.py: idle sessions forgotten, on a constructed holder shaped like Gradio's
 StateHolder (its lock, session_data, time_last_used): who is dropped at which cutoff is written by
-hand. No browser: this file does not use the page's server. The server's bound over hundreds of
-photos is tests/system/test_memory.py."""
+hand; and an event of a session this process never served answers "reload the page", on a small
+Blocks whose events are called as Gradio calls them. No browser: this file does not use the page's
+server. The server's bound over hundreds of photos is tests/system/test_memory.py; a replica killed
+behind nginx, tests/system/test_deploy.py."""
 
 from __future__ import annotations
 
 import datetime
 import threading
 import types
+
+import gradio as gr
+import pytest
+from gradio.context import LocalContext
 
 from page import sessions
 
@@ -44,3 +50,48 @@ def test_the_sweep_waits_for_the_apps_holder_then_forgets(monkeypatch):
             break
         deadline.wait(0.01)
     assert h.session_data == {}
+
+
+# -- a page whose replica died (moved from tests/system/test_deploy.py with the code) --
+def test_an_event_from_a_session_this_process_never_served_says_reload(monkeypatch):
+    """A student whose replica died reaches another with their old page: its events that read the
+    photo key answer "reload the page" instead of computing on a key that is not there; a page
+    loaded here, or a new photo, starts afresh; the public API reads no key and is untouched."""
+    with gr.Blocks() as demo:
+        key = gr.State(None)
+        photo = gr.File()
+        out = gr.Textbox()
+        demo.load(lambda: None, None, None)
+        photo.change(lambda f, k: "new photo", [photo, key], out)
+        out.change(lambda k: f"key {k}", key, out)
+        def echo(x: int) -> int:
+            return x
+
+        gr.api(echo, api_name="echo")
+    pages = sessions.Pages()
+    monkeypatch.setattr(sessions, "LOAD_WAIT_S", 0.5)
+    assert sessions.refuse_lost_sessions(demo, key, fresh=(photo,), pages=pages) == 1
+    fns = {}
+    for f in demo.fns.values():
+        kind = "api" if f.api_name == "echo" else f.targets[0][1] if f.targets[0][0] != photo._id else "photo"
+        fns[kind] = f.fn
+
+    def as_session(session: str | None, fn, *args):
+        token = LocalContext.request.set(types.SimpleNamespace(session_hash=session) if session else None)
+        try:
+            return fn(*args)
+        finally:
+            LocalContext.request.reset(token)
+
+    with pytest.raises(gr.Error, match="This server was restarted: reload the page to reconnect"):
+        as_session("from-a-dead-replica", fns["change"], None)
+    assert as_session(None, fns["change"], None) == "key None"  # no session: a direct call
+    as_session("loaded-here", fns["load"])
+    assert as_session("loaded-here", fns["change"], None) == "key None"
+    assert as_session("from-a-dead-replica", fns["photo"], "f", None) == "new photo"  # a new upload works
+    assert as_session("from-a-dead-replica", fns["change"], None) == "key None"  # and then everything
+    assert as_session("never-loaded", fns["api"], 3) == 3
+    # A tab clicked as the page opens: its event may run before the page's load event; it waits
+    # for the load instead of telling a fresh visitor that the server restarted.
+    threading.Timer(0.2, lambda: as_session("opening", fns["load"])).start()
+    assert as_session("opening", fns["change"], None) == "key None"

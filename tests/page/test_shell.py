@@ -6,6 +6,7 @@ import re
 
 from appserver import running
 from browser import click_image_at, page_at, shot, upload, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 
@@ -87,7 +88,7 @@ def test_a_model_that_cannot_be_loaded_leaves_the_list_and_the_box_names_the_sho
         page.wait_for_selector("#status:has-text('random weights')", timeout=5_000)  # "Building … random weights"
         page.wait_for_selector("#status:has-text('top-1')")
         page.wait_for_selector("#banner:has-text('untrained random weights')")
-        page.wait_for_timeout(1500)
+        settled(page)
         assert page.locator("#model input").input_value().startswith("random:vit-base-patch16-224")
         assert "random:vit-base-patch16-224" in page.inner_text("#status")
     # A second visitor never sees the model that failed for the first.
@@ -254,7 +255,8 @@ def test_a_new_photo_answers_its_key_at_once_then_the_forwards_result_and_a_bad_
     assert steps[0]["key"].sha1 and steps[0]["shown_file"] == str(EXAMPLES / "chelsea.jpg")
     assert "top-1" in steps[-1]["status"]
     k = steps[0]["key"]
-    again = list(shell.new_photo(server, str(bad), m, k, "", "zero", "", "a photo of {}", str(EXAMPLES / "chelsea.jpg")))
+    cat = str(EXAMPLES / "chelsea.jpg")
+    again = list(shell.new_photo(server, str(bad), m, k, "", "zero", "", "a photo of {}", cat))
     assert again[0]["upload"] == str(EXAMPLES / "chelsea.jpg"), "the box names the photo the tabs still show"
     assert "still show the previous photo" in again[0]["status"]
     assert list(shell.new_photo(server, None, m, k, "", "zero")) == [{n: gr.skip() for n in shell.PHOTO_OUTS}]

@@ -168,48 +168,18 @@ def test_costly_jobs_share_two_slots_and_nothing_else_is_held_to_them(tiny16):
     """The sweep, the curves and head importance (page and API) run at most two at once, for all
     visitors together; every other event keeps the queue's wider limit (issue 28)."""
     import app
-    from page import kit
+    from page import jobs
     from vizvit.session import Workbench
 
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     demo = app.configure_queue(app.build_demo(wb, tiny16.id))
-    costly = {fn.name for fn in demo.fns.values() if fn.concurrency_id == kit.COSTLY["concurrency_id"]}
+    costly = {fn.name for fn in demo.fns.values() if fn.concurrency_id == jobs.COSTLY["concurrency_id"]}
     assert {"sweep", "curves", "importance"} <= costly, costly
     # Two slots, held in vizvit.service.jobs (issue 42: a class map's listener answers at once beside them).
-    assert all(fn.concurrency_limit == kit.COSTLY_THREADS for fn in demo.fns.values() if fn.name in costly)
-    assert kit.JOBS.jobs.slots == 2
+    assert all(fn.concurrency_limit == jobs.COSTLY_THREADS for fn in demo.fns.values() if fn.name in costly)
+    assert jobs.JOBS.jobs.slots == 2
     assert "analyze" not in costly and "new_photo" not in costly
-
-
-def test_a_visitors_second_costly_job_waits_behind_its_first_and_a_stopped_one_frees_its_slot():
-    """Issue 50: a second costly job of the same visitor waits its turn (never refused for the first);
-    another visitor's runs beside it; a job stopped mid-run (the generator closed) frees its slot."""
-    from types import SimpleNamespace
-
-    from page.kit import CostlyJobs
-    from vizvit.service.jobs import Jobs
-
-    jobs = CostlyJobs(Jobs(slots=2))
-    me, other = SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")
-    with jobs.hold(me, "shift sweep"):
-        with jobs.hold(other, "deletion curves"):  # the second slot
-            with jobs.line(me, "deletion curves") as ticket:
-                assert not ticket.started and ticket.ahead() == 0  # waits for a slot, not refused
-                ticket.cancel.set("the page was closed")
-                with pytest.raises(Exception, match="the page was closed"):
-                    ticket.wait()
-
-    def run():
-        with jobs.hold(me, "head importance"):
-            yield 1
-            yield 2
-
-    g = run()
-    next(g)
-    g.close()  # Stop pressed: the generator is closed mid-run
-    with jobs.hold(me, "shift sweep"), jobs.hold(me, "deletion curves"):  # alone: both slots
-        assert len(jobs.jobs.stats().running) == 2
 
 
 MAX_FUNCTION_LINES = 80  # issue 44: a page function that long is a builder doing a handler's work
@@ -231,7 +201,8 @@ def function_lengths(root: Path) -> dict[str, int]:
 
 def test_the_length_count_counts_from_the_def_to_the_last_line_nested_ones_too(tmp_path):
     (tmp_path / "page").mkdir()
-    (tmp_path / "page" / "m.py").write_text("@deco\ndef f(\n    a,\n):\n    def g():\n        return 1\n\n    return g\n")
+    (tmp_path / "page" / "m.py").write_text("@deco\ndef f(\n    a,\n):\n"
+                                            "    def g():\n        return 1\n\n    return g\n")
     assert function_lengths(tmp_path / "page") == {"page/m.py:f": 7, "page/m.py:g": 2}
 
 

@@ -61,7 +61,8 @@ def test_an_untrained_models_title_line_is_readable_and_clear_of_the_bars(width)
         page.wait_for_selector(".bartext")
         m = page.evaluate("""() => { const t = document.querySelector('.gtitle');
             const sizes = [t, ...t.querySelectorAll('tspan')].map((e) => parseFloat(getComputedStyle(e).fontSize));
-            const first = Math.min(...[...document.querySelectorAll('.ytick text, .bartext')].map((e) => e.getBoundingClientRect().top));
+            const first = Math.min(...[...document.querySelectorAll('.ytick text, .bartext')]
+              .map((e) => e.getBoundingClientRect().top));
             return {bottom: t.getBoundingClientRect().bottom, first, smallest: Math.min(...sizes)}; }""")
         assert m["smallest"] >= 12, m
         assert m["bottom"] + 4 <= m["first"], f"the title's last line touches the bars at {width} px: {m}"

@@ -99,10 +99,10 @@ def test_records_are_unique_and_every_consumer_reads_the_registry():
                                           if m.contest and not m.baseline and not m.costly)
     assert all(m.blurb.split("*")[1].lower() == m.name.lower() for m in methods.MENU)  # the tab's text, in order
     assert [k for k in methods.JOB_LIMITS] == [m.name for m in methods.METHODS if m.costly]
-    from page import kit
+    from page import jobs
     for m in methods.METHODS:
         if m.costly:
-            assert kit.JOBS.jobs.limit_of(m.name) == m.limit_s  # the page's jobs take the record's limit
+            assert jobs.JOBS.jobs.limit_of(m.name) == m.limit_s  # the page's jobs take the record's limit
     keys = [m.export_key for m in methods.EXPORTED]
     assert len(set(keys)) == len(keys) and "relevance" in keys
     from vizvit import export

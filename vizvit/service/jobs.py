@@ -18,7 +18,7 @@ throw away work nobody asked to stop.
 
 Each job gets a Cancel token carrying its wall-time limit; whoever runs the job passes the token to
 the loops (vizvit.cancel), and sets it when the caller leaves or nobody reads the answer, while the
-job waits as well as while it runs. Plain threading, no server: page/kit.py decides who a caller is
+job waits as well as while it runs. Plain threading, no server: page/jobs.py decides who a caller is
 and when one has left.
 
     jobs = Jobs(slots=2)
@@ -46,7 +46,7 @@ from vizvit.errors import UserError
 
 COSTLY_SLOTS = 2  # jobs running at once, over all callers: a 2-core server keeps a core for everyone else
 # Seconds a job may run (not counting its wait for a slot), by job name: none by default. The page's
-# jobs take the costly methods' own (vizvit.readings.methods.JOB_LIMITS, page.kit); the batched jobs
+# jobs take the costly methods' own (vizvit.readings.methods.JOB_LIMITS, page.jobs); the batched jobs
 # take seconds to a minute, within DEFAULT_LIMIT_S.
 LIMITS: Mapping[str, float] = {}
 DEFAULT_LIMIT_S = 300.0
@@ -61,7 +61,7 @@ WAIT_TICK_S = 5.0  # how often Ticket.waiting() says the place again when it has
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asked: `address` decides the share (an address: page/kit.py's caller_of), `session` the
+    """Who asked: `address` decides the share (an address: page/jobs.py's caller_of), `session` the
     turn within it (a page's session, or a REST call's own event)."""
 
     address: str

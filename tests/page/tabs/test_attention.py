@@ -79,7 +79,8 @@ def test_a_click_on_the_grid_opens_the_head_of_the_cell_under_it(photo, tiny16):
     g = tiny16.geometry
     tile = layout.grid_tile(g)
     lay, hd = g.num_layers, g.num_heads  # the last cell: bottom right
-    xy = (layout.GRID_LEFT + (hd - 1) * (tile + layout.GRID_SEP) + tile // 2, layout.GRID_TOP + (lay - 1) * (tile + layout.GRID_SEP) + 1)
+    step = tile + layout.GRID_SEP
+    xy = (layout.GRID_LEFT + (hd - 1) * step + tile // 2, layout.GRID_TOP + (lay - 1) * step + 1)
     got = tab.click_grid(wb, key, controls(layer=1, head=1), xy)
     assert (got["layer"], got["head"], got["show"]) == (lay, hd, vocab.ONE_HEAD)
     one = ra.AttnParams.from_controls(controls(layer=lay, head=hd, show=vocab.ONE_HEAD))
@@ -101,7 +102,8 @@ def test_a_grid_clicks_answer_sets_the_controls_an_event_sent_before_it_landed_r
     click = kit.in_line(order, tab.CONTROLS, tab.click_grid, ui, ["layer", "head", "show", *tab.SHOWN_CHANGE], wb,
                         sets=("layer", "head", "show"), select=True)
     redraw = kit.in_line(order, tab.CONTROLS, tab.redraw, ui, tab.SHOWN_CHANGE, wb)
-    evt = gr.SelectData(None, {"index": [layout.GRID_LEFT + tile + layout.GRID_SEP + 1, layout.GRID_TOP + 1], "value": None})
+    at = [layout.GRID_LEFT + tile + layout.GRID_SEP + 1, layout.GRID_TOP + 1]
+    evt = gr.SelectData(None, {"index": at, "value": None})
     clicked = click(evt, "p:1:0", key, *controls(layer=1, head=1).values())
     assert clicked[ui["head"]] == 2 and clicked[order.stamp] == "p:1:0"
     late = redraw("p:2:0", key, *controls(layer=1, head=1, show="mean").values())  # sent before p:1's answer

@@ -20,7 +20,8 @@ def wired(demo, elem_id: str, trigger: str):
     """The one handler (not a page script) a trigger of a component with this elem_id runs (the
     live page reuses the tab's control ids: its controls have no such event)."""
     ids = {b._id for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id}
-    fns = [fn for fn in demo.fns.values() if fn.fn is not None and any(t[0] in ids and t[1] == trigger for t in fn.targets)]
+    fns = [fn for fn in demo.fns.values()
+           if fn.fn is not None and any(t[0] in ids and t[1] == trigger for t in fn.targets)]
     assert len(fns) == 1, (elem_id, trigger)
     return fns[0]
 
@@ -42,13 +43,18 @@ def test_a_control_moved_redraws_the_photo_as_the_view_draws_it(built, elem_id):
 def test_the_buttons_link_names_the_model_controls_and_heads_off_on_that_model(built):
     wb, demo, key = built
     fn = wired(demo, "cam-open", "click")
+    assert [o.elem_id for o in fn.outputs] == ["cam-target"]
+
+    def link(*values) -> str:  # the link the button's answer puts in the hidden box
+        return fn.fn(*values)[fn.outputs[0]]
+
     model = wb.catalog.public(key.model_id)
-    link = fn.fn(key, key.model_id, 2, "head 1", "raw")
-    assert link.startswith("camera?")
-    assert parse_qs(link.split("?", 1)[1]) == {"model": [model], "layer": ["2"], "heads": ["head 1"], "mode": ["raw"]}
+    first = link(key, key.model_id, 2, "head 1", "raw")
+    assert first.startswith("camera?")
+    assert parse_qs(first.split("?", 1)[1]) == {"model": [model], "layer": ["2"], "heads": ["head 1"], "mode": ["raw"]}
     off = PhotoKey(key.model_id, key.sha1, Ablation(heads=((1, 2),), mode="zero"))
-    q = parse_qs(fn.fn(off, key.model_id, 2, "head 1", "raw").split("?", 1)[1])
+    q = parse_qs(link(off, key.model_id, 2, "head 1", "raw").split("?", 1)[1])
     assert q["ablate"] and q["ablate_mode"] == ["zero"] and q["model"] == [model]
-    other = parse_qs(fn.fn(off, "some/other-model", 2, "head 1", "raw").split("?", 1)[1])
+    other = parse_qs(link(off, "some/other-model", 2, "head 1", "raw").split("?", 1)[1])
     assert "ablate" not in other, "heads switched off on another model do not follow"
-    assert fn.fn(None, key.model_id, 2, "head 1", "raw") == link, "no photo: the same link"
+    assert link(None, key.model_id, 2, "head 1", "raw") == first, "no photo: the same link"

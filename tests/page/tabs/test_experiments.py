@@ -46,10 +46,13 @@ def test_opening_the_tab_shows_the_views_page_and_sets_the_shift_range_to_the_mo
     for n in tab.SHOWN:
         assert same(got[n], getattr(want, n)), f"{n} differs from the view's own answer"
     P = tiny16.geometry.patch_size
-    assert (got["dx"]["minimum"], got["dx"]["maximum"]) == (got["dy"]["minimum"], got["dy"]["maximum"]) == (-2 * P, 2 * P)
+    dx, dy = got["dx"], got["dy"]
+    assert (dx["minimum"], dx["maximum"]) == (dy["minimum"], dy["maximum"]) == (-2 * P, 2 * P)
     shift, mask = json.loads(got["book"]), json.loads(got["mask_book"])
-    assert shift["controls"] == ["shift-dx", "shift-dy", "shift-fill"] and shift["fetch"].endswith(fetch["shift"].token(key))
-    assert mask["controls"] == ["mask-mode"] and mask["toggle"]["target"] == "mask-grid" and mask["toggle"]["box"] == "mask-box"
+    assert shift["controls"] == ["shift-dx", "shift-dy", "shift-fill"]
+    assert shift["fetch"].endswith(fetch["shift"].token(key))
+    assert mask["controls"] == ["mask-mode"]
+    assert (mask["toggle"]["target"], mask["toggle"]["box"]) == ("mask-grid", "mask-box")
     charts = tab.show_charts(wb, key, *controls(dx=3, mask=(1, 2)))
     assert set(charts) == set(tab.CHARTS) and all(same(charts[n], getattr(want, n)) for n in tab.CHARTS)
     assert tab.show(wb, fetch, None, *controls()) == {n: gr.skip() for n in tab.OPENED}
@@ -98,15 +101,17 @@ def test_the_mask_buttons_answer_their_masks_and_only_random_draws_a_new_seed(ph
     rnd = tab.run(wb, fetch, "random", key, (), 25, 4, "drop", by)
     assert len(rnd["mask"]) == round(0.25 * N) and rnd["seed"] == 5
     top, bottom = (tab.run(wb, fetch, a, key, (), 50, 0, "drop", by)["mask"] for a in ("top", "bottom"))
-    assert len(top) == len(bottom) == N // 2 and set(top) | set(bottom) == set(range(N)), "the two halves of one ranking"
-    assert tab.run(wb, fetch, "clear", None, (), 25, 0, "drop", by) == {n: gr.skip() for n in ["mask", "seed", *tab.MASK_OUT]}
+    assert len(top) == len(bottom) == N // 2 and set(top) | set(bottom) == set(range(N)), "two halves of one ranking"
+    cleared = tab.run(wb, fetch, "clear", None, (), 25, 0, "drop", by)
+    assert cleared == {n: gr.skip() for n in ["mask", "seed", *tab.MASK_OUT]}
 
 
 def test_the_sweep_streams_every_shift_and_both_jobs_need_a_photo(photo, tiny16):
     wb, key = photo
     steps = list(tab.sweep(wb, key))
     assert steps and all(set(p) == set(tab.SWEEP) for p in steps)
-    assert [r[0] for r in steps[-1]["sweep_table"]["data"]] == list(range(2 * tiny16.geometry.patch_size + 1)), "k = 0..2P"
+    ks = [r[0] for r in steps[-1]["sweep_table"]["data"]]
+    assert ks == list(range(2 * tiny16.geometry.patch_size + 1)), "k = 0..2P"
     with pytest.raises(UserError):
         next(tab.sweep(wb, None))
     with pytest.raises(UserError):
@@ -117,17 +122,17 @@ def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_then_runs(photo, mon
     """Issue 50: a costly job past the slots waits its turn and says so in its status line."""
     import threading
 
-    from page import kit
+    from page import jobs
     from vizvit.service.jobs import Jobs
 
     wb, key = photo
-    jobs = kit.CostlyJobs(Jobs(slots=1))
-    monkeypatch.setattr(kit, "JOBS", jobs)
+    costly = jobs.CostlyJobs(Jobs(slots=1))
+    monkeypatch.setattr(jobs, "JOBS", costly)
     req = lambda host, session: gr.Request(session_hash=session, client={"host": host, "port": 1}, headers={})  # noqa: E731
     holding, release = threading.Event(), threading.Event()
 
     def other() -> None:  # another address holds the only slot until released
-        with jobs.hold(req("192.0.2.9", "x"), "deletion curves"):
+        with costly.hold(req("192.0.2.9", "x"), "deletion curves"):
             holding.set()
             release.wait(10)
 

@@ -178,7 +178,8 @@ def test_rooms_opened_from_the_tab_count_per_address_like_the_apis(photo, monkey
     monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
     # the server's own limits (rooms at once, per owner) are not the one seen here
     rooms = Rooms(max_rooms=int(OPENS.burst) + 5, max_per_owner=int(OPENS.burst) + 5)
-    ctx = dataclasses.replace(ctx, rooms=rooms, room_opening=Guard(rooms, clock=lambda: 0.0).open)  # frozen clock: no refill
+    frozen_clock = Guard(rooms, clock=lambda: 0.0)  # no refill
+    ctx = dataclasses.replace(ctx, rooms=rooms, room_opening=frozen_clock.open)
     caller = request(PAGE + "?lesson=1")
     caller.client = SimpleNamespace(host="10.1.2.3")
     for _ in range(int(OPENS.burst)):
