@@ -1,9 +1,9 @@
 """The page's own JavaScript, CSS and HTML, as real files beside this module.
 
 Each ``.js`` file holds one JavaScript function (what Gradio's ``js=`` takes); its
-leading ``//`` lines document it and are left out when it is read. The library (vizvit/) names
-the scripts its views draw with by plain file names (e.g. views.attention.PAGE_SCRIPT) and never
-reads them: this module is the only reader.
+leading ``//`` lines document it and are left out when it is read. The library (vizvit/) neither
+names nor reads them: the scripts the page draws with are named below, and this module is the only
+reader.
 """
 
 from __future__ import annotations
@@ -18,6 +18,12 @@ HERE = Path(__file__).resolve().parent
 # grids...) carries the class CELLS_CLASS-<rows>x<cols>[-<left>-<top>-<step x>-<step y>]: a11y.js then lets
 # the arrow keys choose a cell and Enter click it (issue 51).
 CELLS_CLASS = "vv-cells"
+
+# The page's own drawing (a js_on_load each), from the books the views send (vizvit.views.books...).
+MAP_DRAW = "map_draw.js"  # one attention map, views.layout.map_image's pixels: run before the two below
+ATTENTION_MAP = "attention_map.js"  # the Attention tab's layer, head, fusion and clicks, with no round trip
+CAMERA_DRAW = "camera_draw.js"  # the live camera's picture, from views.camera.live_book
+EMBEDDINGS_CLICK = "embeddings_click.js"  # a clicked token, from views.embeddings.token_book
 
 
 @cache

@@ -57,13 +57,13 @@ def test_every_file_in_page_web_is_named_somewhere():
     assert orphans == []
 
 
-def test_the_views_name_their_scripts_by_plain_name():
-    """vizvit names its scripts and never reads them: a str (not a Path), resolved by page/web."""
-    from vizvit.views import attention, camera, embeddings
-
-    named = [attention.PAGE_SCRIPT, attention.MAP_DRAW_SCRIPT, embeddings.CLICK_SCRIPT, *camera.PAGE_SCRIPTS]
+def test_the_page_names_its_drawing_scripts_and_the_library_none():
+    """The scripts the page draws with are named in page/web (plain file names there); vizvit names none."""
+    named = [web.MAP_DRAW, web.ATTENTION_MAP, web.CAMERA_DRAW, web.EMBEDDINGS_CLICK]
     for name in named:
         assert type(name) is str and "/" not in name and (WEB / name).is_file(), name
+    library = [p for p in (WEB.parent.parent / "vizvit").rglob("*.py") if ".js\"" in p.read_text()]
+    assert library == [], library
 
 
 def test_asset_drops_only_the_leading_comment_lines():

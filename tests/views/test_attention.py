@@ -324,9 +324,8 @@ def test_page_drawing_takes_every_shared_constant_from_the_book():
     import re
 
     from page import web
-    from vizvit.views import attention as ap
 
-    js = web.scripts(ap.MAP_DRAW_SCRIPT, ap.PAGE_SCRIPT)
+    js = web.scripts(web.MAP_DRAW, web.ATTENTION_MAP)
     code = "\n".join(line.split("//")[0] for line in js.splitlines())  # comments may name values
     style = books.page_style()
     used = set(re.findall(r"\bS\.(\w+)", code)) | set(re.findall(r"style\.(\w+)", code))

@@ -115,11 +115,6 @@ class MainPanel:
     readout: str  # markdown with exact numbers
 
 
-# The page's drawing of the main map (layer, head, fusion and a clicked query, with no round
-# trip): a port of map_image, beside the view it mirrors; its constants come from page_style().
-PAGE_SCRIPT = "attention_map.js"  # page/web/: the page reads it, the library only names it
-MAP_DRAW_SCRIPT = "map_draw.js"  # its drawing, shared with the live camera: run first
-
 
 def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry,
                elsewhere: str = "the prefix tokens") -> str:

@@ -37,10 +37,7 @@ from vizvit.pictures import render
 from vizvit.readings import attention as ra
 from vizvit.service.camera import CONCURRENT_STREAMS, IDLE_S, RECENT, TIME_LIMIT_S, Feed, Feeds, Frame
 from vizvit.session import Photo, PhotoKey, Workbench
-from vizvit.views import (
-    attention as attn,  # its MAP_DRAW_SCRIPT only
-    books,
-)
+from vizvit.views import books
 from vizvit.views.layout import UNIFORM_MARK, map_image
 from vizvit.vocab import FUSIONS, MODE_URL, MODES, ONE_HEAD, Mode
 
@@ -79,8 +76,6 @@ MAX_FRAME_PIXELS = 1920 * 1080  # a webcam's HD frame; checked on the header, be
 # Frames decoded at once, for every camera together (the page sends one at a time; a client that
 # sends many at once gets "busy" for the rest, instead of holding a thread and ~6 MB each).
 DECODES = threading.BoundedSemaphore(2 * CONCURRENT_STREAMS)
-# The camera page draws each live picture itself (live_book): the map's drawing, then the picture's.
-PAGE_SCRIPTS = (attn.MAP_DRAW_SCRIPT, "camera_draw.js")  # in page/web/
 FRAME_PATH = "vizvit/camera/frame"  # the frames' route, beside the page (POST, a JPEG in, a JPEG out)
 
 # On the tab, before INTRO: why the camera opens a page of its own.

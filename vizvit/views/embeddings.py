@@ -613,9 +613,6 @@ def depth_book(ph: Photo, p: EmbeddingsParams) -> flip.Flipbook:
     return flip.Flipbook(depth_look(ph, p), DEPTH_CONTROLS, pages)
 
 
-# The page's drawing of a clicked token (page/web/embeddings_click.js): both clickable
-# pictures, pca_over_photo's and similarity_panel's, from a TokenBook, with no round trip.
-CLICK_SCRIPT = "embeddings_click.js"
 
 
 def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:
