@@ -167,7 +167,10 @@ def test_the_class_box_is_a_search_box_empty_on_focus_type_to_filter_enter_or_cl
         box.click()
         page.wait_for_function("document.querySelector('#attn-class input').value === ''")
         page.keyboard.type(a)
-        page.wait_for_function("document.querySelectorAll('#attn-class ul li').length > 0")
+        # The list is re-filtered a tick after each key: wait for the filtered list, not the first one.
+        filtered = """([a]) => { const li = [...document.querySelectorAll('#attn-class ul li')];
+                                  return li.length > 0 && li.every(x => x.innerText.includes(a)); }"""
+        page.wait_for_function(filtered, arg=[a], timeout=10_000)
         texts = page.locator("#attn-class ul li").all_inner_texts()
         assert texts and all(a in t for t in texts), texts
         page.keyboard.press("Enter")
