@@ -89,11 +89,12 @@ def test_beits_shared_bias_too(tmp_path, cat):
 
 
 def test_the_model_object_is_left_as_it_was(tiny16, cat):
-    """No module, parameter or hook is added, removed or replaced on the shared model."""
+    """No module, parameter or hook is added, removed or replaced on the shared model. (Taken after a whole
+    forward: transformers hooks the blocks itself, once, at a model's first forward, to record hidden states.)"""
     vm = tiny16
+    intact, _ = whole(vm, pixels_of(vm, cat))
     before = ([(n, id(m), len(m._forward_hooks), len(m._forward_pre_hooks)) for n, m in vm.model.named_modules()],
               {n: p.clone() for n, p in vm.model.state_dict().items()})
-    intact, _ = whole(vm, pixels_of(vm, cat))
     with torch.inference_mode():
         truncated.logits_from(vm.family, vm.model, intact[1:2].expand(3, -1, -1), 1, vm.geometry)
     assert [(n, id(m), len(m._forward_hooks), len(m._forward_pre_hooks))

@@ -82,9 +82,10 @@ def blocks_from(fam: Family, model: torch.nn.Module, states: torch.Tensor, layer
     blocks: Sequence[torch.nn.Module] = fam.blocks(backbone)
     if not 0 <= layer < len(blocks):
         raise ValueError(f"Layer {layer} is outside 0..{len(blocks) - 1}.")
+    kw = _block_kwargs(backbone, blocks[layer], states.shape[1], g)  # one model's blocks: one class
     x = states
     for block in blocks[layer:]:
-        x = block(x, **_block_kwargs(backbone, block, x.shape[1], g))
+        x = block(x, **kw)
     return x
 
 
