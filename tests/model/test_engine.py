@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from tiny import EXAMPLES, make_tiny_tower
+import transformers
+from ablated import reference_probs
+from tiny import EXAMPLES, make_tiny_tower, save_perturbed
 
 import vizvit
 from vizvit.errors import UserError
-from vizvit.model import engine
-from vizvit.model.images import View
+from vizvit.model import engine, truncated
+from vizvit.model.images import View, model_input_view, to_pixel_values
 from vizvit.readings import embeddings as re_emb, patches as rp
 from vizvit.readings.lens import lens_of
 from vizvit.session import PhotoKey, Workbench
@@ -297,3 +299,56 @@ def test_a_family_without_a_mask_token_is_refused(towers, cat):
     vm = towers["clip16"]
     with pytest.raises(UserError, match="no \\[MASK\\] token"):
         engine.mask_token(vm)
+
+
+# ---- head importance: engine.zeroed_head_chunks (each run from the intact state entering the zeroed head's
+# layer, vizvit/model/truncated.py) against whole forwards with that head zeroed by the tests' own hook
+def zeroed(vm, view, chunk: int = 3, states=None) -> tuple[list[tuple[int, int]], torch.Tensor]:
+    """Every (layer, head) cell, and zeroed_head_chunks' probabilities (L·H, C), its yields checked to
+    tile the cells in order."""
+    g = vm.geometry
+    cells = [(l, h) for l in range(g.num_layers) for h in range(g.num_heads)]
+    parts = list(engine.zeroed_head_chunks(vm, view, cells, chunk, states=states))
+    assert [s for s, _ in parts] == list(np.cumsum([0] + [len(p) for _, p in parts[:-1]]))
+    assert all(len(p) <= chunk for _, p in parts)
+    return cells, torch.cat([p for _, p in parts])
+
+
+@pytest.mark.parametrize("name", ["p16", "deit", "beit", "clip16", "siglip32"])
+def test_zeroed_heads_equal_whole_forwards_with_that_head_zeroed(families, towers, tiny16, cat, name):
+    vm = {"p16": tiny16, **families, **towers}[name]
+    view = model_input_view(cat, vm.preprocess)
+    cells, got = zeroed(vm, view)
+    want = reference_probs(vm, to_pixel_values(view, vm.preprocess), cells)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    a = engine.analyze(vm, cat)  # the analysis' hidden states as the start states
+    torch.testing.assert_close(zeroed(vm, view, 8, a.hidden_states)[1], want, rtol=0, atol=1e-5)
+    batches = [s for s, _ in engine.zeroed_head_chunks(vm, view, cells, 8)]
+    assert batches == [l * vm.geometry.num_heads for l in range(vm.geometry.num_layers)], "one batch a layer"
+
+
+@pytest.fixture(scope="module")
+def dinov2_classifier(tmp_path_factory) -> vizvit.VitModel:
+    """A tiny DINOv2 classifier: its head reads [CLS] ⊕ the patch mean (2·D wide)."""
+    config = transformers.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2,
+                                       image_size=112, patch_size=16, num_labels=5)
+    torch.manual_seed(0)
+    path = save_perturbed(transformers.Dinov2ForImageClassification(config), tmp_path_factory.mktemp("dino"), 112)
+    return vizvit.load_model(str(path), device="cpu")
+
+
+def test_what_cannot_start_inside_runs_whole_forwards(dinov2_classifier, tiny16, cat, monkeypatch):
+    """A head the truncated run cannot read (DINOv2's classifier) and a block class it has not read (here
+    faked): whole forwards, batched across layers, the same numbers."""
+    vm = dinov2_classifier
+    assert not truncated.starts_inside(vm.family, vm.model)
+    view = model_input_view(cat, vm.preprocess)
+    cells, got = zeroed(vm, view, chunk=3)
+    torch.testing.assert_close(got, reference_probs(vm, to_pixel_values(view, vm.preprocess), cells),
+                               rtol=0, atol=1e-5)
+    monkeypatch.setattr(truncated, "PLAIN_BLOCKS", frozenset())
+    view = model_input_view(cat, tiny16.preprocess)
+    cells, got = zeroed(tiny16, view, chunk=3, states=engine.analyze(tiny16, cat).hidden_states)
+    assert [s for s, _ in engine.zeroed_head_chunks(tiny16, view, cells, 3)] == [0, 3], "across layers"
+    torch.testing.assert_close(got, reference_probs(tiny16, to_pixel_values(view, tiny16.preprocess), cells),
+                               rtol=0, atol=1e-5)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ablated import reference_importance
 
 import vizvit
 from vizvit.model.ablation import Ablation
+from vizvit.model.images import to_pixel_values
 from vizvit.readings import heads
 from vizvit.session import PhotoKey, Workbench
 
@@ -45,3 +47,21 @@ def test_the_stream_fills_the_grid_batch_by_batch_then_answers_at_once(tiny, cat
     assert [int(np.isnan(imp).sum()) for imp, _, _ in steps] == [total - done for _, done, _ in steps]
     again = list(heads.importance_steps(ph, chunk=3))
     assert len(again) == 1 and again[0][1:] == (total, total) and np.array_equal(again[0][0], steps[-1][0])
+
+
+@pytest.mark.parametrize("name", ["p32", "deit", "beit", "clip32", "siglip16"])
+def test_the_importance_is_that_of_whole_forwards_with_one_head_zeroed(families, towers, tiny_dirs, cat, name):
+    """Each family: the importance (each run from the analysis' state entering the head's layer) against
+    L·H whole forwards with that head zeroed by the tests' own hook (tests/ablated.py)."""
+    vm = vizvit.load_model(str(tiny_dirs["p32"]), device="cpu") if name == "p32" else {**families, **towers}[name]
+    ph = photo_of(vm, cat)
+    want = reference_importance(vm, to_pixel_values(ph.analysis().input_view, vm.preprocess))
+    np.testing.assert_allclose(heads.head_importance(ph), want, rtol=0, atol=1e-5)
+    assert np.abs(want).max() > 1e-4, "some head must matter"
+
+
+def test_on_the_trained_vit_ti_too(trained, cat):
+    ph = photo_of(trained, cat)
+    want = reference_importance(trained, to_pixel_values(ph.analysis().input_view, trained.preprocess))
+    np.testing.assert_allclose(heads.head_importance(ph), want, rtol=0, atol=1e-5)
+    assert want.max() > 0.1, "a trained ViT-Ti has heads its answer leans on"

@@ -1,5 +1,6 @@
 """The Inside tab's head importance: for each (layer, head), the drop of the top-1 probability when that head
-alone is zeroed (engine.zeroed_head_chunks, batched), streamed per batch and cached per photo (intact model).
+alone is zeroed (engine.zeroed_head_chunks, batched per layer, each run starting from the analysis' hidden state
+entering that layer), streamed per batch and cached per photo (intact model).
 Nothing here draws: vizvit.views.inside colours the layers × heads grid with it."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def importance_steps(ph: Photo, chunk: int = DEFAULT_CHUNK,
     p0 = float(a.probs[c])
     cells = [(l, hd) for l in range(g.num_layers) for hd in range(g.num_heads)]
     imp = np.full((g.num_layers, g.num_heads), np.nan, np.float32)
-    for start, probs in zeroed_head_chunks(ph.vm, a.input_view, cells, chunk, cancel):
+    for start, probs in zeroed_head_chunks(ph.vm, a.input_view, cells, chunk, cancel, a.hidden_states):
         for b, (l, hd) in enumerate(cells[start:start + len(probs)]):
             imp[l, hd] = p0 - float(probs[b, c])
         yield imp.copy(), start + len(probs), total
