@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import gradio
+from browser import page_at
 
 from page import core_chunk, shell
 from vizvit.session import Workbench
@@ -131,3 +132,12 @@ def test_the_chunk_is_served_patched_as_gradio_serves_its_assets(url):
         assert ours["etag"] and ours["last-modified"]
     ours, body = get(core_chunk.PATH, "gzip")
     assert core_chunk.PATCHED in gzip.decompress(body).decode()
+
+
+def test_the_page_loads_the_chunk_from_the_patched_route(url):
+    """The browser asks for the chunk at the route's path (not another URL of the same file), so the
+    page and every browser test here run on the patched text."""
+    with page_at(url) as page:
+        loaded = page.evaluate("performance.getEntriesByType('resource').map(e => new URL(e.name).pathname)")
+        assert page.locator("#upload input[type=file]").count() == 1
+    assert core_chunk.PATH in loaded
