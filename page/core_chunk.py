@@ -8,7 +8,7 @@ components, 184 events) that is a fifth of the load's CPU. The patched method bu
 each node's list from it: the same names in the same order (a dependency counted once per node, at
 its first target naming the node; empty names dropped, as the original's filter(Boolean)).
 
-The server answers the chunk's URL with the patched text (route(), one plain route before Gradio's
+The server answers the chunk's URL with the patched text (routes(): one plain route before Gradio's
 own /assets/ route), with Gradio's own headers for it: no Cache-Control, an ETag and Last-Modified,
 compressed by Gradio's Brotli/gzip middleware like every .js it serves. Another Gradio version (the
 chunk missing, or the method's text not found exactly once) gets no route: Gradio serves its own
