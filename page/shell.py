@@ -27,7 +27,7 @@ from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
-from . import events, jobs, kit, room, sessions, web
+from . import core_chunk, events, jobs, kit, room, sessions, web
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from .guard import Guard
 from .kit import Ctx, charts_download
@@ -342,7 +342,9 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # The room's: where the server listens and its --share link are known once launched.
     room_routes = room.room_routes(rooms, wb, lambda: (getattr(demo, "server_name", None),
                                                        getattr(demo, "share_url", None)))
-    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room_routes)]  # type: ignore[attr-defined]
+    # And Gradio's core chunk, patched: a cheaper page load (page/core_chunk.py).
+    demo.vizvit_routes = [*routes, *ctx.routes, *guard.routes(room_routes),  # type: ignore[attr-defined]
+                          *core_chunk.routes()]
     events.check_no_container_outputs(demo)
     events.few_progress_targets(demo)  # every event registered by now, the camera page's too
     # A session from a replica that died: "reload the page".
