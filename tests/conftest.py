@@ -32,6 +32,7 @@ import pytest
 from PIL import Image
 from synthetic import GEOMS
 from tiny import (
+    DINO_CLASSIFIERS,
     EXAMPLES,
     FAMILY_CONFIGS,
     GEOMETRIES,
@@ -72,6 +73,14 @@ def families(family_dirs) -> dict[str, vizvit.VitModel]:
 @pytest.fixture(scope="session", params=list(FAMILY_CONFIGS))
 def fam(request, families) -> vizvit.VitModel:
     return families[request.param]
+
+
+@pytest.fixture(scope="session")
+def dino_classifiers(tmp_path_factory) -> dict[str, vizvit.VitModel]:
+    """Tiny DINOv2 and DINOv2-with-registers image classifiers (dinov2_cls, dinov2_reg_cls): their head reads
+    [CLS] ⊕ the patch mean."""
+    base = tmp_path_factory.mktemp("dino_classifiers")
+    return {k: vizvit.load_model(str(make_tiny_family(base / k, k)), device="cpu") for k in DINO_CLASSIFIERS}
 
 
 @pytest.fixture(scope="session")

@@ -82,8 +82,18 @@ FAMILY_CONFIGS = {
 }
 
 
+# DINOv2 image classifiers (tests: conftest's dino_classifiers): the head reads [CLS] ⊕ the mean of the
+# patch tokens (the registers left out), 2·D wide; numbers as the self-supervised tiny ones above.
+DINO_CLASSIFIERS = {
+    "dinov2_cls": ("Dinov2Config", "Dinov2ForImageClassification",
+                   dict(FAMILY_CONFIGS["dinov2"][2], num_labels=5), 112),
+    "dinov2_reg_cls": ("Dinov2WithRegistersConfig", "Dinov2WithRegistersForImageClassification",
+                       dict(FAMILY_CONFIGS["dinov2_reg"][2], num_labels=5), 112),
+}
+
+
 def make_tiny_family(path: Path, name: str, seed: int = 0) -> Path:
-    cfg_cls, model_cls, numbers, size = FAMILY_CONFIGS[name]
+    cfg_cls, model_cls, numbers, size = {**FAMILY_CONFIGS, **DINO_CLASSIFIERS}[name]
     config = getattr(transformers, cfg_cls)(**numbers)
     if "num_labels" in numbers:
         n = numbers["num_labels"]

@@ -133,6 +133,26 @@ def test_legrad_on_a_tiny_vit_reads_each_layer_through_the_models_own_head(tiny3
     torch.testing.assert_close(as_legrad_shows_it(mine, 32), want, atol=1e-5, rtol=1e-4)
 
 
+def test_legrad_on_a_tiny_dinov2_classifier_reads_cls_and_the_patch_mean(dino_classifiers, cat):
+    """A DINOv2 classifier's head reads [CLS] ⊕ the patch mean (2·D wide): each layer's score is that head on
+    that layer's tokens after the final layernorm."""
+    vm = dino_classifiers["dinov2_cls"]
+    a = vizvit.analyze(vm, cat)
+    index = a.top5[1].index
+    with torch.inference_mode(False), torch.enable_grad():
+        out = vm.model(a.pixel_values.detach().clone().requires_grad_(True), output_attentions=True,
+                       output_hidden_states=True)
+
+        def score(feat, _layer):
+            z = vm.model.dinov2.layernorm(feat)
+            return vm.model.classifier(torch.cat([z[:, 0], z[:, 1:].mean(1)], dim=1))[:, index]
+
+        L = len(out.attentions)
+        want = legrad_loop(list(out.hidden_states[1:]), list(out.attentions), score, L - legrad.LEGRAD_LAYERS, 14)
+    mine = methods.class_map("LeGrad", vm, a, index)
+    torch.testing.assert_close(as_legrad_shows_it(mine, 14), want, atol=1e-5, rtol=1e-4)
+
+
 def test_legrad_backward_runs_once_per_layer_from_that_layers_score(tiny32, cat):
     """A constructed check of what "that layer's score" means: the LeGrad gradient of the last layer
     is d logit / d A_L, the same number Chefer's backward gives for the last layer."""

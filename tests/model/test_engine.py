@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-import transformers
 from ablated import reference_probs
-from tiny import EXAMPLES, make_tiny_tower, save_perturbed
+from tiny import EXAMPLES, make_tiny_tower
 
 import vizvit
 from vizvit.errors import UserError
@@ -314,9 +313,12 @@ def zeroed(vm, view, chunk: int = 3, states=None) -> tuple[list[tuple[int, int]]
     return cells, torch.cat([p for _, p in parts])
 
 
-@pytest.mark.parametrize("name", ["p16", "deit", "beit", "clip16", "siglip32"])
-def test_zeroed_heads_equal_whole_forwards_with_that_head_zeroed(families, towers, tiny16, cat, name):
-    vm = {"p16": tiny16, **families, **towers}[name]
+@pytest.mark.parametrize("name", ["p16", "deit", "beit", "clip16", "siglip32", "dinov2_cls", "dinov2_reg_cls"])
+def test_zeroed_heads_equal_whole_forwards_with_that_head_zeroed(families, towers, dino_classifiers, tiny16, cat,
+                                                                  name):
+    """Every family's head, DINOv2's classifiers' [CLS] ⊕ patch mean too, run from inside (one batch a layer)."""
+    vm = {"p16": tiny16, **families, **towers, **dino_classifiers}[name]
+    assert truncated.starts_inside(vm.family, vm.model)
     view = model_input_view(cat, vm.preprocess)
     cells, got = zeroed(vm, view)
     want = reference_probs(vm, to_pixel_values(view, vm.preprocess), cells)
@@ -327,25 +329,9 @@ def test_zeroed_heads_equal_whole_forwards_with_that_head_zeroed(families, tower
     assert batches == [l * vm.geometry.num_heads for l in range(vm.geometry.num_layers)], "one batch a layer"
 
 
-@pytest.fixture(scope="module")
-def dinov2_classifier(tmp_path_factory) -> vizvit.VitModel:
-    """A tiny DINOv2 classifier: its head reads [CLS] ⊕ the patch mean (2·D wide)."""
-    config = transformers.Dinov2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2,
-                                       image_size=112, patch_size=16, num_labels=5)
-    torch.manual_seed(0)
-    path = save_perturbed(transformers.Dinov2ForImageClassification(config), tmp_path_factory.mktemp("dino"), 112)
-    return vizvit.load_model(str(path), device="cpu")
-
-
-def test_what_cannot_start_inside_runs_whole_forwards(dinov2_classifier, tiny16, cat, monkeypatch):
-    """A head the truncated run cannot read (DINOv2's classifier) and a block class it has not read (here
-    faked): whole forwards, batched across layers, the same numbers."""
-    vm = dinov2_classifier
-    assert not truncated.starts_inside(vm.family, vm.model)
-    view = model_input_view(cat, vm.preprocess)
-    cells, got = zeroed(vm, view, chunk=3)
-    torch.testing.assert_close(got, reference_probs(vm, to_pixel_values(view, vm.preprocess), cells),
-                               rtol=0, atol=1e-5)
+def test_what_cannot_start_inside_runs_whole_forwards(tiny16, cat, monkeypatch):
+    """A block class the truncated run has not read (here faked): whole forwards, batched across layers,
+    the same numbers."""
     monkeypatch.setattr(truncated, "PLAIN_BLOCKS", frozenset())
     view = model_input_view(cat, tiny16.preprocess)
     cells, got = zeroed(tiny16, view, chunk=3, states=engine.analyze(tiny16, cat).hidden_states)

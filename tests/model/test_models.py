@@ -144,14 +144,28 @@ def test_token_layout_comes_from_geometry(families, cat):
     assert families["beit"].geometry.summaries == (PATCH_MEAN, "[CLS]")  # use_mean_pooling
 
 
+def test_what_a_dinov2_head_reads_is_cls_and_the_patch_mean(families, dino_classifiers):
+    """The family says what the head reads (Geometry.summaries, the page's sentence): a DINOv2 classifier
+    (with or without registers) reads [CLS] ⊕ the patch mean, [CLS] the default map; a self-supervised
+    checkpoint, of the same family, has no head and [CLS] alone sums the photo up."""
+    for name, ssl in (("dinov2_cls", "dinov2"), ("dinov2_reg_cls", "dinov2_reg")):
+        vm, bare = dino_classifiers[name], families[ssl]
+        assert vm.family is bare.family and vm.has_classifier and not bare.has_classifier
+        assert vm.geometry.summaries == ("[CLS]", PATCH_MEAN), name
+        assert bare.geometry.summaries == ("[CLS]",), ssl
+        assert vm.family.pooling == "cls+mean"
+        assert "[CLS] ⊕ the mean of the patch tokens" in vm.family.head_text
+    assert "the patch mean leaves them out" in dino_classifiers["dinov2_reg_cls"].family.head_text
+
+
 def test_dinov2_runs_at_its_processor_size_not_its_training_size(families):
     g = families["dinov2"].geometry
     assert g.image_size == (112, 112) and g.grid == (8, 8), "trained at 126 px (9×9), run at 112 px (8×8)"
 
 
-@pytest.mark.parametrize("name", ["deit", "dinov2_reg", "beit"])
-def test_rollout_from_each_prefix_token_matches_a_plain_loop(families, cat, name):
-    vm = families[name]
+@pytest.mark.parametrize("name", ["deit", "dinov2_reg", "beit", "dinov2_reg_cls"])
+def test_rollout_from_each_prefix_token_matches_a_plain_loop(families, dino_classifiers, cat, name):
+    vm = {**families, **dino_classifiers}[name]
     g = vm.geometry
     a = vizvit.analyze(vm, cat)
     p = g.num_prefix_tokens
@@ -163,7 +177,7 @@ def test_rollout_from_each_prefix_token_matches_a_plain_loop(families, cat, name
     if PATCH_MEAN in g.summaries:
         got = att_mod.rollout_maps(a.attentions, g, summary=PATCH_MEAN).double()
         want = ref[:, p:, p:].mean(1).reshape(-1, *g.grid)
-        assert torch.allclose(got, want, atol=1e-6), "rollout from the patch mean (BEiT's pooled head)"
+        assert torch.allclose(got, want, atol=1e-6), "rollout from the patch mean (no register in it)"
 
 
 @pytest.mark.parametrize("name", ["deit", "dinov2_reg", "beit", "dino"])

@@ -95,8 +95,54 @@ def test_an_image_text_models_logits_are_read_through_the_typed_labels(towers, c
         read_logits(vm.family, vm.model, last)
 
 
-def test_a_model_without_a_classifier_has_nothing_to_read(families):
-    vm = families["dino"]
+@pytest.mark.parametrize("name", ["dino", "dinov2", "dinov2_reg"])
+def test_a_model_without_a_classifier_has_nothing_to_read(families, name):
+    """DINO v1 and the self-supervised DINOv2 checkpoints (with and without registers) have no head."""
+    vm = families[name]
     states = torch.zeros(1, vm.geometry.seq_len, vm.geometry.hidden_size)
     with pytest.raises(UserError, match="no classifier"):
         read_logits(vm.family, vm.model, states)
+
+
+def _dino_head_by_hand(vm, last: torch.Tensor) -> torch.Tensor:
+    """(1, N, D) last block output -> (C,) float64: the final layernorm by hand, then the linear head on
+    [CLS] ⊕ the mean of the patch tokens, which are the last gh·gw tokens (registers before them)."""
+    ln, fc = vm.vit.layernorm, vm.model.classifier
+    x = last[0].double()
+    x = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + ln.eps)
+    x = x * ln.weight.double() + ln.bias.double()
+    patches = x[-vm.geometry.num_patches:]
+    return fc.weight.double() @ torch.cat([x[0], patches.mean(0)]) + fc.bias.double()
+
+
+@pytest.mark.parametrize("name", ["dinov2_cls", "dinov2_reg_cls"])
+def test_a_dinov2_classifiers_logits_read_from_its_last_block_are_its_own(dino_classifiers, cat, name):
+    """A DINOv2 classifier's head reads [CLS] ⊕ the patch mean (2·D wide; the registers are not in the
+    mean): read from its last block's output (before the final layernorm) it is the model's own logits,
+    and the head by hand."""
+    vm = dino_classifiers[name]
+    g = vm.geometry
+    assert vm.model.classifier.in_features == 2 * g.hidden_size
+    with torch.no_grad():
+        out = vm.model(_pixels(vm, cat), output_hidden_states=True)
+        last = out.hidden_states[-1]  # (1, N, D)
+        got = read_logits(vm.family, vm.model, last)
+    assert last.shape == (1, g.seq_len, g.hidden_size)
+    torch.testing.assert_close(got, out.logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(got[0].double(), _dino_head_by_hand(vm, last), rtol=0, atol=1e-5)
+
+
+def test_a_dinov2_classifier_does_not_read_its_registers(dino_classifiers, cat):
+    """Whatever the register tokens hold, the logits stay (Darcet et al.'s scratch space); [CLS] and a
+    patch each change them."""
+    vm = dino_classifiers["dinov2_reg_cls"]
+    regs = vm.geometry.register_tokens
+    assert regs == (1, 2, 3, 4)
+    with torch.no_grad():
+        last = vm.model(_pixels(vm, cat), output_hidden_states=True).hidden_states[-1]
+        base = read_logits(vm.family, vm.model, last)
+        for token, same in ((list(regs), True), ([0], False), ([vm.geometry.num_prefix_tokens], False)):
+            moved = last.clone()
+            moved[:, token] = 5 * torch.randn_like(moved[:, token])
+            got = read_logits(vm.family, vm.model, moved)
+            assert torch.allclose(got, base, rtol=0, atol=1e-6) == same, token

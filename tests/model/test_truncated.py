@@ -42,11 +42,13 @@ def test_the_blocks_from_layer_l_give_the_whole_forward_with_a_head_of_layer_l_z
                 assert not torch.allclose(want[-1], intact[-1], atol=1e-4), "the zeroed head must matter"
 
 
-def test_the_logits_from_layer_l_are_the_models_own(families, towers, tiny16, cat):
+def test_the_logits_from_layer_l_are_the_models_own(families, towers, dino_classifiers, tiny16, cat):
     """The head after the blocks: the model's own logits (ViT, DeiT's mean of two heads, BEiT's pooled
-    patch mean; CLIP's and SigLIP's logits_per_image through the whole image-text model)."""
-    models = [vm for vm in every_model(families, towers, tiny16) if vm.has_classifier]
-    assert {vm.family.key for vm in models} == {"vit", "deit", "beit", "clip", "siglip"}
+    patch mean, DINOv2's classifiers' [CLS] ⊕ patch mean, with and without registers; CLIP's and
+    SigLIP's logits_per_image through the whole image-text model)."""
+    models = [vm for vm in every_model(families, towers, tiny16) if vm.has_classifier] + list(dino_classifiers.values())
+    assert {vm.family.key for vm in models} == {"vit", "deit", "beit", "clip", "siglip", "dinov2",
+                                                 "dinov2_with_registers"}
     for vm in models:
         g = vm.geometry
         px = pixels_of(vm, cat)
@@ -103,7 +105,7 @@ def test_the_model_object_is_left_as_it_was(tiny16, cat):
 
 
 def test_what_it_cannot_run_it_says(monkeypatch, tiny16):
-    """A block class not read here (a DINOv2 classifier's 2·D-wide head: tests/model/test_engine.py)."""
+    """A block class not read here (faked); every family's head is read_logits', a DINOv2 classifier's too."""
     assert truncated.starts_inside(tiny16.family, tiny16.model)
     monkeypatch.setattr(truncated, "PLAIN_BLOCKS", frozenset())
     assert not truncated.starts_inside(tiny16.family, tiny16.model)

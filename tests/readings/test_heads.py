@@ -8,6 +8,7 @@ import pytest
 from ablated import reference_importance
 
 import vizvit
+from vizvit.model import truncated
 from vizvit.model.ablation import Ablation
 from vizvit.model.images import to_pixel_values
 from vizvit.readings import heads
@@ -49,11 +50,15 @@ def test_the_stream_fills_the_grid_batch_by_batch_then_answers_at_once(tiny, cat
     assert len(again) == 1 and again[0][1:] == (total, total) and np.array_equal(again[0][0], steps[-1][0])
 
 
-@pytest.mark.parametrize("name", ["p32", "deit", "beit", "clip32", "siglip16"])
-def test_the_importance_is_that_of_whole_forwards_with_one_head_zeroed(families, towers, tiny_dirs, cat, name):
-    """Each family: the importance (each run from the analysis' state entering the head's layer) against
-    L·H whole forwards with that head zeroed by the tests' own hook (tests/ablated.py)."""
-    vm = vizvit.load_model(str(tiny_dirs["p32"]), device="cpu") if name == "p32" else {**families, **towers}[name]
+@pytest.mark.parametrize("name", ["p32", "deit", "beit", "clip32", "siglip16", "dinov2_cls", "dinov2_reg_cls"])
+def test_the_importance_is_that_of_whole_forwards_with_one_head_zeroed(families, towers, dino_classifiers, tiny_dirs,
+                                                                       cat, name):
+    """Each family (DINOv2's classifiers, whose head reads [CLS] ⊕ the patch mean, too): the importance (each
+    run from the analysis' state entering the head's layer) against L·H whole forwards with that head zeroed by
+    the tests' own hook (tests/ablated.py)."""
+    vm = (vizvit.load_model(str(tiny_dirs["p32"]), device="cpu") if name == "p32"
+          else {**families, **towers, **dino_classifiers}[name])
+    assert truncated.starts_inside(vm.family, vm.model), "run from inside, not by whole forwards"
     ph = photo_of(vm, cat)
     want = reference_importance(vm, to_pixel_values(ph.analysis().input_view, vm.preprocess))
     np.testing.assert_allclose(heads.head_importance(ph), want, rtol=0, atol=1e-5)

@@ -16,7 +16,7 @@ import vizvit
 from vizvit import vocab
 from vizvit.methods import maths as A, maths as att_mod
 from vizvit.methods.maps import relevance_map
-from vizvit.model.models import Geometry
+from vizvit.model.models import PATCH_MEAN, Geometry
 from vizvit.pictures import render
 from vizvit.readings import attention as ra
 from vizvit.readings.artifacts import artifact_masks
@@ -364,6 +364,23 @@ def test_attention_view_reads_from_dist_and_names_every_prefix_token(families, c
     regs = families["dinov2_reg"]
     readout = ap.main_panel(regs, vizvit.analyze(regs, cat), ra.AttnParams()).readout
     assert all(f"mean patch→[REG{i}]" in readout for i in range(1, 5)), "the attention registers receive"
+
+
+def test_a_dinov2_classifiers_patch_mean_map_says_the_head_reads_cls_and_the_patch_mean(dino_classifiers, families,
+                                                                                         cat):
+    """A DINOv2 classifier's maps read from [CLS] (default) or the patch mean (the registers not in it); the
+    note says the head reads both. BEiT's head reads the patch mean alone."""
+    vm = dino_classifiers["dinov2_reg_cls"]
+    g = vm.geometry
+    a = vizvit.analyze(vm, cat)
+    panel = ap.main_panel(vm, a, ra.AttnParams(layer=2, summary=PATCH_MEAN))
+    want = a.attentions[1].float().mean(0)[5:, 5:].mean(0).reshape(g.grid)  # the 64 patch queries' rows
+    assert g.num_prefix_tokens == 5 and np.allclose(panel.values, want.numpy(), atol=1e-6)
+    assert "head reads [CLS] ⊕ the mean of the patch tokens" in panel.readout
+    assert "note" not in ap.main_panel(vm, a, ra.AttnParams(layer=2)).readout  # [CLS]: no note
+    beit = families["beit"]
+    readout = ap.main_panel(beit, vizvit.analyze(beit, cat), ra.AttnParams()).readout
+    assert "head reads the mean of the patch tokens, not [CLS]" in readout
 
 
 def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):

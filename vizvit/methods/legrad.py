@@ -23,10 +23,11 @@ from vizvit.model.pooling import map_pool, read_logits
 
 LEGRAD_METHOD = "LeGrad (Bousselham et al. 2024)"
 LEGRAD_LAYERS = 2  # LeGrad's default layer_index=-2: the last two blocks
-# A classifier's LeGrad reads each layer with the model's own head: [CLS] for a ViT. torchcam 0.5's
-# LeGrad reads the MEAN of all tokens instead (as LeGrad reads CLIP, whose pooled embedding is
-# trained on it); on the trained ViT-Ti the two maps agree at r 0.74-0.85 but share 0-2 of their
-# top-5 patches (docs/methods.md). The mean readout is offered as its own map.
+# A classifier's LeGrad reads each layer with the model's own head: [CLS] for a ViT (a DINOv2 classifier's:
+# [CLS] ⊕ the patch mean, pooling.read_logits). torchcam 0.5's LeGrad reads the MEAN of all tokens instead
+# (as LeGrad reads CLIP, whose pooled embedding is trained on it); on the trained ViT-Ti the two maps agree
+# at r 0.74-0.85 but share 0-2 of their top-5 patches (docs/methods.md). The mean readout is offered as
+# its own map.
 LEGRAD_TOKEN_MEAN = "token mean"
 
 
@@ -104,8 +105,9 @@ def legrad_of(readout: str) -> Callable[[VitModel, Analysis, int], np.ndarray]:
 _CAPTION = LEGRAD_METHOD + f", last {LEGRAD_LAYERS} layers"
 LEGRAD = Method(
     "LeGrad", of_class(legrad_of("summary")), _CAPTION, "Bousselham et al. 2024, WalBouss/LeGrad",
-    "*LeGrad* (Bousselham et al. 2024): each of the last two layers read out by the model's own head ([CLS]), and "
-    "the positive gradient of that score with respect to that layer's attention, averaged;",
+    "*LeGrad* (Bousselham et al. 2024): each of the last two layers read out by the model's own head ([CLS]; a "
+    "DINOv2 classifier's: [CLS] ⊕ the patch mean), and the positive gradient of that score with respect to that "
+    "layer's attention, averaged;",
     needs_class=True, menu=True, per_class=True, export_key="map_legrad",
     export_text=_CAPTION + TOP1 + "; each layer read by the model's own head; not min-max scaled")
 # A variant the menu and the API offer, but that the contest does not rank and export does not write

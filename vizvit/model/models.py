@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = "google/vit-base-patch16-224"
 RANDOM_PREFIX = "random:"
 _LABELS_FILE = Path(__file__).resolve().parents[2] / "assets" / "imagenet1k_labels.txt"
-PATCH_MEAN = "patch mean"  # the pseudo-token a mean-pooling head reads (BEiT): the mean of the patch tokens
+# The pseudo-token a mean-pooling head reads: the mean of the patch tokens (no prefix token, no register):
+# BEiT's head reads it alone, a DINOv2 classifier's beside [CLS].
+PATCH_MEAN = "patch mean"
 # The summary of a SigLIP image tower: a multihead attention pooling head's probe, outside the
 # sequence, attending once over every token after the last block (its weights: Analysis.summary_weights).
 MAP_HEAD = "MAP head"
@@ -55,8 +57,8 @@ class Geometry:
     num_heads: int  # H
     hidden_size: int  # D
     prefix_names: tuple[str, ...] = ()  # len num_prefix_tokens; () = ("[CLS]",) for plain ViTs
-    # Tokens a map can be read from, default first: prefix tokens the heads read, or
-    # PATCH_MEAN for a mean-pooling head (BEiT).
+    # Tokens a map can be read from, default first: prefix tokens the heads read, and PATCH_MEAN for
+    # a head that reads the patch mean (BEiT: first; a DINOv2 classifier: after [CLS]).
     summaries: tuple[str, ...] = ("[CLS]",)
     family: str = "vit"  # key into FAMILIES
 
@@ -206,7 +208,7 @@ class BiasTable(Protocol):
     window_size: tuple[int, int]
 
 
-Pooling = str  # "token" | "pooler" | "projection" | "map": see Family.pooling
+Pooling = str  # "token" | "cls+mean" | "pooler" | "projection" | "map": see Family.pooling
 
 
 @dataclass(frozen=True)
@@ -232,9 +234,10 @@ class Family:
     interpolate_kwarg: bool = True  # forward() takes interpolate_pos_encoding (DINOv2 always interpolates)
     pooling_kwarg: bool = True  # the base class takes add_pooling_layer
     # What the head reads after the last block: "token" (the final norm, then [CLS]'s head, or DeiT's
-    # [CLS] and [DIST] heads), "pooler" (the base model's pooler when it has one: BEiT's mean of the
-    # patch tokens, normed), "projection" (CLIP: [CLS] through visual_projection) or "map" (SigLIP: a
-    # multihead attention-pooling head over every token).
+    # [CLS] and [DIST] heads), "cls+mean" (the final norm, then one head on [CLS] ⊕ the mean of the
+    # patch tokens, 2·D wide, the registers left out: DINOv2's classifiers), "pooler" (the base model's
+    # pooler when it has one: BEiT's mean of the patch tokens, normed), "projection" (CLIP: [CLS]
+    # through visual_projection) or "map" (SigLIP: a multihead attention-pooling head over every token).
     pooling: Pooling = "token"
     # An image-text model (CLIP, SigLIP): the backbone is its image tower (model.vision_model), the
     # classes are the labels a user types, read through the text tower by this rule (vizvit/model/zeroshot.py).
@@ -360,6 +363,11 @@ def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     return ("[CLS]",)
 
 
+def _cls_and_mean(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
+    """A DINOv2 classifier's head reads [CLS] ⊕ the patch mean; without one, [CLS] sums the photo up."""
+    return ("[CLS]", PATCH_MEAN) if has_head else ("[CLS]",)
+
+
 def backbone_of(model: Module) -> Module:
     """The image backbone: CLIP's / SigLIP's image tower, else the model's base model."""
     tower = getattr(model, "vision_model", None)
@@ -371,6 +379,8 @@ _TOWER_HEAD = ("no classifier: the labels you type are the classes, each embedde
 _DINO_PE = ("Learned absolute position embeddings for the training grid (37×37 for 518 px in the published "
             "checkpoints), bicubically interpolated to the input's grid at every forward: DINOv2 runs at "
             "any size.")
+_DINO_HEAD = ("nothing in the self-supervised checkpoints (no classifier); a classifier's linear head reads "
+              "[CLS] ⊕ the mean of the patch tokens (concatenated, 2·D numbers, after the final layernorm)")
 _B16 = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 _DINO_S = dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, mlp_ratio=4, image_size=518,
                patch_size=14)
@@ -412,16 +422,15 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            random_archs={"deit-base-distilled-patch16-224": dict(_B16, image_size=224, patch_size=16)},
            curated={"facebook/deit-base-distilled-patch16-224": 349}),
     Family("dinov2", "DINOv2", _cls, "learned, interpolated", _DINO_PE,
-           "no classifier in the self-supervised checkpoints (a linear probe reads [CLS] ⊕ patch mean)",
-           _cls_only, ("Dinov2ForImageClassification", "Dinov2Model"), "Dinov2Model", "Dinov2Config",
-           interpolate_kwarg=False, pooling_kwarg=False,
+           _DINO_HEAD, _cls_and_mean, ("Dinov2ForImageClassification", "Dinov2Model"), "Dinov2Model",
+           "Dinov2Config", interpolate_kwarg=False, pooling_kwarg=False, pooling="cls+mean",
            random_archs={"dinov2-small": dict(_DINO_S)}, curated={"facebook/dinov2-small": 88}),
     Family("dinov2_with_registers", "DINOv2 with registers", _cls_regs, "learned, interpolated", _DINO_PE,
-           "no classifier in the self-supervised checkpoints; register tokens are read by nothing: they "
-           "are scratch space (Darcet et al. 2024)",
-           _cls_only, ("Dinov2WithRegistersForImageClassification", "Dinov2WithRegistersModel"),
+           _DINO_HEAD + "; register tokens are read by nothing (the patch mean leaves them out): they are scratch "
+           "space (Darcet et al. 2024)",
+           _cls_and_mean, ("Dinov2WithRegistersForImageClassification", "Dinov2WithRegistersModel"),
            "Dinov2WithRegistersModel", "Dinov2WithRegistersConfig", pe_antialias=True,
-           interpolate_kwarg=False, pooling_kwarg=False,
+           interpolate_kwarg=False, pooling_kwarg=False, pooling="cls+mean",
            random_archs={"dinov2-with-registers-small": dict(_DINO_S, num_register_tokens=4)},
            curated={"facebook/dinov2-with-registers-small": 88}),
     Family("beit", "BEiT", _cls, "relative bias",

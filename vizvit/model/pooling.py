@@ -1,6 +1,7 @@
 """What each family's head reads after the last block, written out: SigLIP's multihead attention
 pooling head (``map_pool``, keeping the probe's attention), CLIP's projection of [CLS] (``pooled``), and
-a classifier's final norm, pooling and heads (``read_logits``).
+a classifier's final norm, pooling and heads (``read_logits``; DINOv2's classifiers read [CLS] ⊕ the
+patch mean: ``cls_and_patch_mean``).
 
 Functions of the model's modules and tensors only: the caller holds the run lock (vizvit.model.engine's
 forward and backward, and its readout; a method's score inside engine.backward). The modules are
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from transformers import PretrainedConfig
 
 from vizvit.errors import UserError
 from vizvit.model.models import Family, backbone_of, part
@@ -70,12 +72,24 @@ def pooled(fam: Family, model: torch.nn.Module, z: torch.Tensor,
     return model.get_submodule("visual_projection")(z[:, 0]), None  # "projection" (CLIP): [CLS]
 
 
+def cls_and_patch_mean(fam: Family, model: torch.nn.Module, normed: torch.Tensor) -> torch.Tensor:
+    """(B, N, D) final-normed tokens -> (B, 2·D) what a DINOv2 classifier's head reads: [CLS] ⊕ the mean
+    of the patch tokens, which begin after the family's prefix tokens ([CLS], then the registers: never
+    in the mean, as in Dinov2WithRegistersForImageClassification's ``1 + num_register_tokens`` slice)."""
+    config = getattr(model, "config", None)
+    if not isinstance(config, PretrainedConfig):  # every transformers model has one
+        raise UserError("This model has no config to read its token layout from.")
+    start = len(fam.prefix(config))  # 1 + R
+    return torch.cat([normed[:, 0], normed[:, start:].mean(dim=1)], dim=1)
+
+
 def read_logits(fam: Family, model: torch.nn.Module, states: torch.Tensor,
                 head: ZeroShotHead | None = None) -> torch.Tensor:
     """(B, N, D) block outputs -> (B, C) logits, exactly as the model's own head computes them from
     its last block, by the family's pooling: final norm, then [CLS]'s head (ViT), the mean of the
-    [CLS] and [DIST] heads (DeiT distilled), the head on the normed patch mean (a "pooler": BEiT's
-    mean pooling), or the image tower's end and the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
+    [CLS] and [DIST] heads (DeiT distilled), the head on [CLS] ⊕ the patch mean (DINOv2's classifiers),
+    the head on the normed patch mean (a "pooler": BEiT's mean pooling), or the image tower's end and
+    the typed labels' text embeddings (`head`: CLIP, SigLIP)."""
     backbone = backbone_of(model)
     if fam.tower:
         if head is None:
@@ -89,6 +103,8 @@ def read_logits(fam: Family, model: torch.nn.Module, states: torch.Tensor,
     pooler = fam.pooler(backbone)
     if pooler is not None:
         return heads["head"](pooler(normed))
+    if fam.pooling == "cls+mean":
+        return heads["head"](cls_and_patch_mean(fam, model, normed))
     if len(heads) == 2:  # DeiT distilled
         cls, dist = heads.values()
         return (cls(normed[:, 0]) + dist(normed[:, 1])) / 2

@@ -22,8 +22,8 @@ fire as in the whole forward. The head is ``pooling.read_logits``, the logit len
 last block's output, which reproduces the model's own logits.
 
 Not run here (``starts_inside`` is False, and the engine runs whole forwards): a block class whose
-forward this module has not read, and a classifier read_logits does not describe (a DINOv2
-classifier reads [CLS] ⊕ the patch mean, 2·D wide).
+forward this module has not read. Every family's head is read_logits' (a DINOv2 classifier's [CLS] ⊕
+the patch mean included).
 """
 
 from __future__ import annotations
@@ -47,13 +47,9 @@ BIAS_BLOCKS = frozenset({"BeitLayer"})
 
 
 def starts_inside(fam: Family, model: torch.nn.Module) -> bool:
-    """Whether `model` can be run from a layer's input here: every block of a class read here, and a
-    head that reads one D-wide vector (or an image-text tower, read through its zero-shot head)."""
-    backbone = backbone_of(model)
-    if not all(type(b).__name__ in PLAIN_BLOCKS | BIAS_BLOCKS for b in fam.blocks(backbone)):
-        return False
-    width = int(getattr(getattr(backbone, "config", None), "hidden_size", 0))
-    return fam.tower or all(getattr(h, "in_features", None) == width for h in fam.heads(model).values())
+    """Whether `model` can be run from a layer's input here: every block of a class read here (the head
+    after them is the family's, read_logits)."""
+    return all(type(b).__name__ in PLAIN_BLOCKS | BIAS_BLOCKS for b in fam.blocks(backbone_of(model)))
 
 
 def _block_kwargs(backbone: torch.nn.Module, block: torch.nn.Module, n: int, g: Geometry) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """Logit lens: read the summary token's state after every block through the FINAL head.
 
 For depth l = 0..L, probs[l] = softmax(classifier(layernorm(h_l[summary]))), where h_l is
-the hidden state after block l (h_0: after the embedding stage). It is a readout through the
+the hidden state after block l (h_0: after the embedding stage) and the summary is what the head
+reads ([CLS]; DeiT: [CLS] and [DIST]; BEiT: the patch mean; a DINOv2 classifier: [CLS] ⊕ the
+patch mean, registers left out: pooling.read_logits). It is a readout through the
 model's last layernorm and classifier, which were trained to read h_L only; what it shows at
 early depths is how far the summary token already points at a class in the final head's
 coordinates, not what the layer "thinks" (nostalgebraist 2020; ViT-Prisma's logit lens).

@@ -19,7 +19,7 @@ from vizvit.errors import NO_CLASS, UserError
 from vizvit.methods import maps, maths as att_mod
 from vizvit.methods.maps import Cache, no_cache, relevance_map
 from vizvit.model.engine import Analysis
-from vizvit.model.models import Geometry, VitModel
+from vizvit.model.models import PATCH_MEAN, Geometry, VitModel
 from vizvit.model.patches import patch_at
 from vizvit.pictures import render
 from vizvit.readings import artifacts_rule as art_mod, methods
@@ -207,8 +207,7 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
         f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
     ]
     if s < 0 and p.query is None and not pooling:
-        lines.append("| note | this model's head reads the mean of the patch tokens, not [CLS]: the map is the "
-                     "mean of the patch queries' rows |")
+        lines.append(patch_mean_note(g))
     if arts.any():
         rest = np.where(arts, -np.inf, values)
         v2, r2, c2 = _where(rest, np.argmax)
@@ -219,6 +218,14 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
     return lines
+
+
+def patch_mean_note(g: Geometry) -> str:
+    """The readout's note on a map read from the patch mean: what the head reads, the patch mean alone
+    (BEiT, whose default summary it is) or beside [CLS] (a DINOv2 classifier: [CLS] ⊕ patch mean)."""
+    reads = ("the mean of the patch tokens, not [CLS]" if g.summaries[0] == PATCH_MEAN
+             else "[CLS] ⊕ the mean of the patch tokens")
+    return f"| note | this model's head reads {reads}: the map is the mean of the patch queries' rows |"
 
 
 def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> str:

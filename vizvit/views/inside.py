@@ -1,6 +1,6 @@
 """The "Inside" tab: perturb the model itself while the top-5 moves.
 
-Logit lens: the summary token after every block read through the final layernorm and head
+Logit lens: the tokens the head reads, after every block, read through the final layernorm and head
 (vizvit.readings.lens_maths; from the cached Analysis, no forward). Head ablation: switch heads off (the
 session's PhotoKey carries the Ablation, so every tab shows the ablated model; one forward
 per change, cached per ablation set). Which heads matter: the drop of the top-1 probability
@@ -29,10 +29,11 @@ from vizvit.views import flip
 from vizvit.views.common import status_line, top5_figure
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the last block): the
-model's **final** layernorm and classifier applied to [CLS]'s hidden state there. It is a readout through a head
-trained to read depth L only: early rows show how far [CLS] already points at a class in the final head's coordinates,
-not what the layer "thinks". The last row is the model's own prediction. **Click a row** for its full top-5. No new
-forward."""
+model's **final** layernorm and classifier applied to the hidden states there, read as the head reads the last block's
+([CLS] for a ViT; DeiT: [CLS] and [DIST]; BEiT: the patch mean; a DINOv2 classifier: [CLS] ⊕ the patch mean). It is a
+readout through a head trained to read depth L only: early rows show how far those tokens already point at a class in
+the final head's coordinates, not what the layer "thinks". The last row is the model's own prediction. **Click a row**
+for its full top-5. No new forward."""
 
 ABLATE_TEXT = """**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's
 output is its slice of the concatenated head outputs, before the output projection mixes them: *zero* sets it to 0,
