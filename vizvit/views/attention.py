@@ -207,7 +207,9 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
         f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
     ]
     if s < 0 and p.query is None and not pooling:
-        lines.append(patch_mean_note(g))
+        reads = ("the mean of the patch tokens, not [CLS]" if g.summaries[0] == PATCH_MEAN  # BEiT
+                 else "[CLS] ⊕ the mean of the patch tokens")  # a DINOv2 classifier
+        lines.append(f"| note | this model's head reads {reads}: the map is the mean of the patch queries' rows |")
     if arts.any():
         rest = np.where(arts, -np.inf, values)
         v2, r2, c2 = _where(rest, np.argmax)
@@ -218,14 +220,6 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
     return lines
-
-
-def patch_mean_note(g: Geometry) -> str:
-    """The readout's note on a map read from the patch mean: what the head reads, the patch mean alone
-    (BEiT, whose default summary it is) or beside [CLS] (a DINOv2 classifier: [CLS] ⊕ patch mean)."""
-    reads = ("the mean of the patch tokens, not [CLS]" if g.summaries[0] == PATCH_MEAN
-             else "[CLS] ⊕ the mean of the patch tokens")
-    return f"| note | this model's head reads {reads}: the map is the mean of the patch queries' rows |"
 
 
 def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> str:
