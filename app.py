@@ -61,6 +61,7 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
         theme=THEME,
         css=web.asset("style.css"),
         js=web.page_scripts(),  # page.js and a11y.js
+        head=web.page_head(),  # the drawing scripts, once for the page: each component's js_on_load calls one
     )
 
 

@@ -36,8 +36,8 @@ log = logging.getLogger("vizvit.flip")
 
 def component(name: str) -> gr.HTML:
     """The hidden carrier of the book `name` (its value: for_page's JSON)."""
-    return gr.HTML(None, html_template="<span></span>", js_on_load=web.with_hand_on("flipbook.js"), visible="hidden",
-                   elem_id=f"flip-{name}", apply_default_css=False)
+    return gr.HTML(None, html_template="<span></span>", js_on_load=web.on_load(web.HAND_ON, web.FLIPBOOK),
+                   visible="hidden", elem_id=f"flip-{name}", apply_default_css=False)
 
 
 def _page_value(target: gr.components.Component, value: np.ndarray | Chart) -> Any:

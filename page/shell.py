@@ -280,8 +280,11 @@ def _tabs(ctx: Ctx) -> list[gr.Tab]:
 def _footer() -> dict:
     """The methods and sources, projector mode and "Copy link to this view"."""
     with gr.Accordion("Methods and sources: every computation, its paper, and how other code differs",
-                      open=False, elem_id="methods"):
-        gr.Markdown(METHODS_TEXT)
+                      open=False, elem_id="methods") as methods:
+        methods_text = gr.Markdown(elem_id="methods-text")
+    # The text (docs/methods.md, ~53 KB) comes when the panel opens, not in the page's config: the
+    # page loads without it (issue 52). Sent again at each opening: the same text changes nothing.
+    methods.expand(lambda: METHODS_TEXT, None, methods_text, queue=False, show_progress="hidden")
     with gr.Row():
         projector = gr.Checkbox(False, label="Projector mode (large text, high contrast)", elem_id="projector")
         link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")

@@ -170,7 +170,7 @@ def _top() -> dict[str, gr.components.Component]:
             # Every layer × head (and fusion) of the main map, sent with each query or look change;
             # page/web/attention_map.js draws layer, head and fusion changes from it with no round trip.
             book = gr.HTML(None, html_template="<span></span>",
-                           js_on_load=web.with_hand_on(web.MAP_DRAW, web.ATTENTION_MAP),
+                           js_on_load=web.on_load(web.HAND_ON, web.MAP_DRAW, web.ATTENTION_MAP),
                            visible="hidden", elem_id="attn-book", apply_default_css=False)
             # Each patch's map as the query (the matrix behind the shown map, as the server paints it),
             # with every picture: a click on the map is drawn at once.

@@ -197,7 +197,7 @@ def _filters_and_carriers() -> Ui:
     # What a click on either picture needs at this depth: the page draws the click at once
     # (page/web/embeddings_click.js), then the server's answer brings the text.
     tokens = gr.HTML(None, html_template="<span></span>",
-                     js_on_load=web.with_hand_on(web.MAP_DRAW, web.EMBEDDINGS_CLICK),
+                     js_on_load=web.on_load(web.HAND_ON, web.MAP_DRAW, web.EMBEDDINGS_CLICK),
                      visible="hidden", elem_id="emb-tokens", apply_default_css=False)
     pick = gr.Textbox(visible="hidden", elem_id="emb-click")  # a drawn click's patch (embeddings_click.js)
     return dict(filters_text=filters_text, filters_image=filters_image, clicked=clicked, book=book, colors=colors,

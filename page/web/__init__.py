@@ -8,6 +8,8 @@ reader.
 
 from __future__ import annotations
 
+import json
+import re
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +26,14 @@ MAP_DRAW = "map_draw.js"  # one attention map, views.layout.map_image's pixels: 
 ATTENTION_MAP = "attention_map.js"  # the Attention tab's layer, head, fusion and clicks, with no round trip
 CAMERA_DRAW = "camera_draw.js"  # the live camera's picture, from views.camera.live_book
 EMBEDDINGS_CLICK = "embeddings_click.js"  # a clicked token, from views.embeddings.token_book
+FLIPBOOK = "flipbook.js"  # a view's Flipbook (page/flip.py): pictures swapped in as the controls move
+HAND_ON = "hand_on.js"  # the one queue of events held until the page's picture is painted: before the others
+# Every script a component's js_on_load runs (on_load): the page defines each once, in its head (page_head).
+DRAWING = (HAND_ON, MAP_DRAW, ATTENTION_MAP, CAMERA_DRAW, EMBEDDINGS_CLICK, FLIPBOOK)
+# The page's table of them: window.<DRAWN>[file name] is that file's statements as a function of
+# js_on_load's arguments.
+DRAWN = "__vizvitDrawing"
+ON_LOAD_ARGS = "element, trigger, props, server, upload, watch"  # Gradio 6.31's gr.HTML js_on_load
 
 
 @cache
@@ -42,14 +52,30 @@ def asset(name: str) -> str:
 
 
 def scripts(*names: str) -> str:
-    """Scripts run one after the other (a js_on_load): each file's statements, in order."""
+    """Scripts run one after the other: each file's statements, in order."""
     return "\n".join(asset(n) for n in names)
 
 
-def with_hand_on(*names: str) -> str:
-    """Page-drawing scripts (js_on_load), in order, with hand_on.js before them: the one queue of
-    events held until the page's picture is painted, shared by every such script."""
-    return scripts("hand_on.js", *names)
+def page_head() -> str:
+    """launch's head=: every DRAWING script, defined once for the page as a function of js_on_load's
+    arguments (its text compiled once, not once per component: issue 52). Gradio 6.31 adds the head's
+    scripts to the document before it renders a component, so each is defined before any js_on_load
+    calls it; js= runs only once every component has mounted, after their js_on_load."""
+    defs = "".join(f"{json.dumps(n)}: function ({ON_LOAD_ARGS}) {{\n{asset(n)}\n}},\n" for n in DRAWING)
+    script = f"window.{DRAWN} = {{\n{defs}}};"
+    if re.search(r"</script|<!--", script, re.I):  # would end the <script> early (the head is HTML)
+        raise ValueError("a drawing script holds '</script' or '<!--'")
+    return f"<script>\n{script}\n</script>"
+
+
+def on_load(*names: str) -> str:
+    """A component's js_on_load: the DRAWING scripts `names` (page_head), in order, each run with this
+    component's own arguments (its element, its props and watch: the book it carries), at each mount
+    as a script of its own would be."""
+    unknown = [n for n in names if n not in DRAWING]
+    if unknown:
+        raise ValueError(f"not a drawing script (web.DRAWING): {unknown}")
+    return f"for (const n of {json.dumps(list(names))}) window.{DRAWN}[n]({ON_LOAD_ARGS});"
 
 
 def click_new_file(box: str) -> str:

@@ -217,7 +217,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     return (b.want !== null && draw(b, wanted(b))) || [];
   };
 
-  // Held until the new pictures are painted, then handed to Gradio (hand_on.js, prepended).
+  // Held until the new pictures are painted, then handed to Gradio (hand_on.js, run before this).
   const { handedOn } = window.__vizvitHandOn;
   const handOn = (e, drawn, limit) => window.__vizvitHandOn.handOn(
     e, e.target, Promise.all(drawn.map((p) => Promise.resolve(p).catch(() => null))), limit);

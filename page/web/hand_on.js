@@ -1,5 +1,5 @@
-// Paint first, then tell Gradio: prepended to the scripts that draw in the page
-// (page/web/attention_map.js, page/web/flipbook.js; see web.with_hand_on). Gradio's own handling
+// Paint first, then tell Gradio: run before the scripts that draw in the page
+// (page/web/attention_map.js, page/web/flipbook.js; see web.on_load). Gradio's own handling
 // of one event keeps this large page's main thread busy for 100-300 ms, and a new picture paints
 // only when the thread is free. So the user's input event is held until the page's picture is
 // decoded and two frames have passed (at most 300 ms), then dispatched again, unchanged, for

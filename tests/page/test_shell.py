@@ -26,6 +26,17 @@ def test_upload_shows_the_patch_grid_and_a_click_names_the_patch(url):
         shot(page, "patches_tab_clicked", full_page=False)
 
 
+def test_the_methods_link_reaches_the_panel_and_its_text_comes_when_it_opens(url):
+    """The text is not in the page's config (issue 52): opening the panel brings it."""
+    with page_at(url + "#methods") as page:
+        panel = page.locator("#methods")
+        panel.wait_for(state="visible")
+        assert "Head ablation" not in panel.inner_text()
+        panel.get_by_text("Methods and sources", exact=False).first.click()
+        page.wait_for_selector("#methods-text h2:has-text('Head ablation')", timeout=30_000)
+        assert "Attention rollout" in page.inner_text("#methods-text")
+
+
 def test_invalid_upload_shows_an_error_and_says_the_old_photo_is_still_shown(url, tmp_path):
     bad = tmp_path / "notes.jpg"
     bad.write_text("not a photo at all")

@@ -78,10 +78,57 @@ def test_asset_drops_only_the_leading_comment_lines():
     assert web.asset("style.css") == css  # not a script: read as it is
 
 
-def test_scripts_runs_each_in_order_and_hand_on_first():
+def test_scripts_runs_each_in_order():
     a, b = web.asset("map_draw.js"), web.asset("attention_map.js")
     assert web.scripts("map_draw.js", "attention_map.js") == a + "\n" + b
-    assert web.with_hand_on("map_draw.js") == web.asset("hand_on.js") + "\n" + a
+
+
+def test_the_head_defines_each_drawing_script_once_and_on_load_calls_them_in_order():
+    head = web.page_head()
+    assert head.startswith("<script>") and head.endswith("</script>") and head.count("</script>") == 1
+    for name in web.DRAWING:
+        assert head.count(web.asset(name)) == 1, name
+        assert head.count(f'"{name}": function ({web.ON_LOAD_ARGS}) {{') == 1, name
+    call = web.on_load(web.HAND_ON, web.MAP_DRAW, web.ATTENTION_MAP)
+    assert call == ('for (const n of ["hand_on.js", "map_draw.js", "attention_map.js"]) '
+                    f"window.{web.DRAWN}[n]({web.ON_LOAD_ARGS});")
+    with pytest.raises(ValueError, match="not a drawing script"):
+        web.on_load("page.js")
+
+
+# The whole page's js_on_load, every component's together (issue 52: 232 KB when each carried its
+# scripts' text): the flipbooks', the attention map's, the clicked token's, the camera's calls,
+# attn_matrix.js (~370 bytes) and the camera picture's click trigger (Gradio's default).
+JS_ON_LOAD_MAX_BYTES = 3_000
+CALL_MAX_BYTES = 200  # one component's call into the head's scripts
+OWN_MAX_BYTES = 500  # a component's own script
+SNIPPET = 80  # characters: a piece of a drawing script this long found in a js_on_load is its text
+
+
+def test_the_served_config_carries_each_drawing_script_once(url):
+    """The config the app serves (tests/page/conftest.py: the production launch settings): each
+    drawing script's text once, in the head; each component that draws only calls it."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url + "config", timeout=60) as r:
+        config = json.loads(r.read())
+    loads = {c["props"].get("elem_id"): c["props"]["js_on_load"] for c in config["components"]
+             if c.get("props", {}).get("js_on_load")}
+    assert {"attn-book", "emb-tokens", "flip-emb-depth"} <= set(loads), sorted(loads)
+    total = sum(len(v.encode()) for v in loads.values())
+    assert total <= JS_ON_LOAD_MAX_BYTES, (total, {k: len(v) for k, v in loads.items()})
+    calls = {k: v for k, v in loads.items() if f"window.{web.DRAWN}[" in v}
+    assert all(len(v.encode()) <= CALL_MAX_BYTES for v in calls.values())
+    # The rest: a component's own short script (attn_matrix.js; Gradio's default click trigger).
+    others = {k: len(v.encode()) for k, v in loads.items() if k not in calls}
+    assert len(others) <= 2 and all(n <= OWN_MAX_BYTES for n in others.values()), others
+    for name in web.DRAWING:  # no piece of a drawing script in any component: each is the head's, once
+        text = web.asset(name)
+        pieces = {text[i:i + SNIPPET] for i in range(0, len(text) - SNIPPET, SNIPPET)}
+        assert not any(p in v for p in pieces for v in loads.values()), name
+        assert config["head"].count(text) == 1, name
+    assert config["head"] == web.page_head()
 
 
 def test_the_templates_fill_their_placeholder():
