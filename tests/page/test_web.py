@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from page import web
+from page import core_chunk, web
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "page" / "web"
@@ -43,7 +43,9 @@ def test_the_library_holds_no_browser_file():
 
 
 def test_every_named_file_is_in_page_web_and_reads():
-    names = referenced_names()
+    # Gradio's own chunks (page/core_chunk.py serves one patched) are Gradio's files, not the page's.
+    gradio_assets = core_chunk.chunk_file().parent
+    names = {n: srcs for n, srcs in referenced_names().items() if not (gradio_assets / n).is_file()}
     missing = {n: sorted(names[n]) for n in names if not (WEB / n).is_file()}
     assert not missing, f"named but not in page/web: {missing}"
     for name in names:
