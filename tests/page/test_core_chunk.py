@@ -66,8 +66,10 @@ def test_the_patch_applies_to_the_pinned_gradio():
     source = core_chunk.chunk_file().read_text(encoding="utf-8")
     patched = core_chunk.patch(source)
     assert patched is not None, f"Gradio {gradio.__version__}'s {core_chunk.CHUNK} no longer holds the method"
-    assert core_chunk.ORIGINAL not in patched and patched.count(core_chunk.PATCHED) == 1
-    assert len(patched) - len(source) == len(core_chunk.PATCHED) - len(core_chunk.ORIGINAL)  # nothing else changed
+    for original, replacement in core_chunk.PATCHES:
+        assert original not in patched and patched.count(replacement) == 1
+    growth = sum(len(replacement) - len(original) for original, replacement in core_chunk.PATCHES)
+    assert len(patched) - len(source) == growth  # nothing else changed
     assert len(core_chunk.routes()) == 1
 
 
@@ -80,7 +82,8 @@ def test_the_patched_chunk_parses(tmp_path):
 def test_another_gradio_gets_its_own_file_and_one_log_line(tmp_path, monkeypatch, caplog):
     other = tmp_path / core_chunk.CHUNK
     monkeypatch.setattr(core_chunk, "chunk_file", lambda: other)
-    for text in (None, "find_attached_events(e,t){return e}", core_chunk.ORIGINAL * 2):
+    for text in (None, "find_attached_events(e,t){return e}", core_chunk.ORIGINAL * 2,
+                 core_chunk.ORIGINAL, core_chunk.FIND_ORIGINAL + core_chunk.ORIGINAL * 2):
         if text is not None:
             other.write_text(text, encoding="utf-8")
         caplog.clear()
@@ -116,6 +119,69 @@ def test_the_patched_method_names_this_pages_events_as_gradios(tiny16):
     assert sum(map(len, result["first"][0].values())) > 100  # names to compare: most events name a target
 
 
+# Gradio's get_state (with its Z) and the patched one, as methods of two bare classes over the same
+# tree (stdin: JSON {original, patched, z, layout, ids}); the patched class gets Z too, for its
+# fallback. The tree is changed as Gradio changes it, within one synchronous run and across runs:
+# children replaced (rerender), a node's id changed, a new root (reload). At each step every id's
+# node must be the very node Z finds (or null for both), and get_state's answers must agree.
+FIND_SCRIPT = r"""
+const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const Z = eval("(" + input.z + ")");
+const make = body => eval("(class { #s = new Map; root; " + body + " })");
+const Original = make(input.original), Patched = make(input.patched);
+const tree = n => ({id: n.id, props: {props: {value: "v" + n.id}}, children: (n.children || []).map(tree)});
+let steps = 0;
+const failures = [];
+async function check(original, patched, ids, label) {
+  for (const id of ids) {
+    const want = Z(original.root, id), got = patched.vizvit_find(id);
+    if (got !== Z(patched.root, id) || (want === null) !== (got === null)) failures.push([label, id]);
+    const [a, b] = [original.get_state(id), patched.get_state(id)];
+    if (JSON.stringify(await a) !== JSON.stringify(await b)) failures.push([label, id, "state"]);
+  }
+  steps++;
+}
+(async () => {
+  const original = new Original(), patched = new Patched(), ids = input.ids;
+  original.root = patched.root = tree(input.layout);
+  await check(original, patched, ids, "first");
+  await check(original, patched, ids, "again");
+  // Within one run: a subtree's children replaced by new nodes (a rerender), then an id changed.
+  const find = id => Z(patched.root, id);
+  for (const id of ids) patched.vizvit_find(id);  // the index of this run, built before the changes
+  const host = ids.map(find).find(n => n !== patched.root && n.children.length > 1), moved = host.children;
+  host.children = [tree({id: 10 ** 6, children: []}), ...moved.map(n => tree({id: n.id, children: []}))];
+  for (const id of [...ids, 10 ** 6]) if (find(id) !== patched.vizvit_find(id)) failures.push(["rerender", id]);
+  const renamed = find(input.layout_ids[input.layout_ids.length - 1]);
+  renamed.id = -7;
+  for (const id of [...ids, -7]) if (find(id) !== patched.vizvit_find(id)) failures.push(["renamed", id]);
+  steps++;
+  // A new root (reload), looked up in the same run and the next; one more node, last in preorder,
+  // has the id of one before it (Z finds the first).
+  original.root = patched.root = tree(input.layout);
+  patched.root.children.push(tree({id: input.layout_ids[2], children: []}));
+  await check(original, patched, [...ids, -7, 10 ** 6], "reload");
+  process.stdout.write(JSON.stringify({steps, failures}));
+})();
+"""
+
+
+def test_the_patched_get_state_finds_this_pages_nodes_as_gradios(tiny16):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    config = shell.build_demo(wb, tiny16.id).get_config_file()
+    source = core_chunk.chunk_file().read_text(encoding="utf-8")
+    z = re.search(r"function Z\(e,t\)\{.*?return null\}", source).group(0)  # Gradio's search, as the chunk has it
+    in_layout = layout_ids(config["layout"])
+    assert len(in_layout) > 300 and len(set(in_layout)) == len(in_layout)
+    ids = in_layout + [c["id"] for c in config["components"] if c["id"] not in in_layout] + [10**7]
+    data = dict(original=core_chunk.FIND_ORIGINAL, patched=core_chunk.FIND_PATCHED, z=z, layout=config["layout"],
+                ids=ids, layout_ids=in_layout)
+    done = subprocess.run(["node", "-e", FIND_SCRIPT], input=json.dumps(data), capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert json.loads(done.stdout) == {"steps": 4, "failures": []}
+
+
 def test_the_chunk_is_served_patched_as_gradio_serves_its_assets(url):
     def get(path: str, encoding: str) -> tuple[dict, bytes]:
         request = urllib.request.Request(url.rstrip("/") + path, headers={"Accept-Encoding": encoding})
@@ -131,7 +197,8 @@ def test_the_chunk_is_served_patched_as_gradio_serves_its_assets(url):
             assert ours.get(header) == gradios.get(header), header
         assert ours["etag"] and ours["last-modified"]
     ours, body = get(core_chunk.PATH, "gzip")
-    assert core_chunk.PATCHED in gzip.decompress(body).decode()
+    served = gzip.decompress(body).decode()
+    assert all(replacement in served for _, replacement in core_chunk.PATCHES)
 
 
 def test_the_page_loads_the_chunk_from_the_patched_route(url):
