@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser_path import find_browser
-from settle import watch
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from settle import report, watch
 
 SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 NO_BROWSER = "no Chromium/Chrome found"  # the skip reason conftest counts in the run's summary
@@ -114,11 +115,15 @@ def image_src(page, elem_id: str) -> str | None:
 
 
 def wait_image(page, elem_id: str, old: str | None = None, timeout_ms: int = 60_000) -> str:
-    """Wait until the gr.Image shows an image different from `old`; return its src."""
-    page.wait_for_function(
-        """([id, old]) => { const i = document.querySelector('#' + id + ' img');
-                             return i && i.src && i.complete && i.naturalWidth > 0 && i.src !== old; }""",
-        arg=[elem_id, old], timeout=timeout_ms)
+    """Wait until the gr.Image shows an image different from `old`; return its src. On a timeout the
+    error says what the page still waited for (settle.report): a lost answer shows in CI's log."""
+    try:
+        page.wait_for_function(
+            """([id, old]) => { const i = document.querySelector('#' + id + ' img');
+                                 return i && i.src && i.complete && i.naturalWidth > 0 && i.src !== old; }""",
+            arg=[elem_id, old], timeout=timeout_ms)
+    except PlaywrightTimeout as e:
+        raise AssertionError(f"#{elem_id} showed no new picture in {timeout_ms} ms: {report(page)}") from e
     return image_src(page, elem_id)
 
 

@@ -36,7 +36,9 @@ class _Open:
     def __init__(self, page) -> None:
         self.requests: set = set()
         self.last_join = 0.0  # time.monotonic() of the page's last event sent (a queue join)
+        self.errors: list[str] = []  # the page's last console errors and failed requests (a failure's report)
         page.on("request", self._sent)
+        page.on("console", lambda m: m.type == "error" and self._note(f"console: {m.text}"))
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
 
@@ -48,6 +50,22 @@ class _Open:
 
     def _ended(self, request) -> None:
         self.requests.discard(request)
+        failure = request.failure
+        if failure:
+            self._note(f"failed: {request.url} ({failure})")
+
+    def _note(self, text: str) -> None:
+        self.errors = [*self.errors[-9:], text[:300]]
+
+
+def report(page) -> str:
+    """What a timed-out wait should say: the page's open requests, last errors and status line."""
+    watched = _open.get(page)
+    status = page.evaluate("() => document.querySelector('#status')?.innerText.slice(0, 300) ?? null")
+    if watched is None:
+        return f"status: {status!r}"
+    return (f"status: {status!r}; open: {sorted(r.url for r in watched.requests)}; "
+            f"errors: {watched.errors}")
 
 
 _open: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
