@@ -146,6 +146,9 @@ def test_the_peers_conventions_are_options_on_the_page(url):
         main = wait_image(page, "attn-main", main)
         set_slider(page, "attn-discard", 0.5)
         main = wait_image(page, "attn-main", main)
+        # the readout comes with the answer; the map may be drawn before it
+        page.wait_for_function("([t]) => document.querySelector('#attn-readout').innerText.includes(t)",
+                               arg=["per-row discard 0.50"])
         assert "per-row discard 0.50" in page.inner_text("#attn-readout")
         page.locator("#attn-discard-mode input[value='global (vit-explain)']").check()
         wait_image(page, "attn-main", main)
@@ -357,6 +360,8 @@ def test_on_trained_weights_the_page_draws_the_artifact_tokens_as_the_server_doe
         upload_and_open(page, photo, "Attention")
         wait_image(page, "attn-main")
         page.wait_for_function(book % "b.highlight === null && b.artifacts[11].length === 4")
+        # the readout comes with the answer; the map may be drawn before it
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('artifact tokens')")
         assert "artifact tokens" in page.inner_text("#attn-readout")
         _same_pictures(page, trained, a, ra.AttnParams())
         _same_clicks(page, trained, a, ra.AttnParams(layer=12))

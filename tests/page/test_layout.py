@@ -75,6 +75,8 @@ def test_attention_colour_bar_marks_the_uniform_level_and_the_scale_choice_redra
         page.get_by_role("tab", name="Attention").click()
         main = wait_image(page, "attn-main")
         n = tiny16.geometry.seq_len
+        # The map is drawn ahead of the tab's answer (issue 52); the readout comes with the answer.
+        page.wait_for_function("() => document.querySelector('#attn-readout').innerText.includes('0 to max')")
         text = page.inner_text("#attn-readout")
         assert "0 to max" in text and f"1/N = 1/{n}" in text
         page.locator("#attn-scale label", has_text="this map's range").click()
