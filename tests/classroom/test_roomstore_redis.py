@@ -10,14 +10,22 @@ from roomstores import QS, redis_url  # noqa: F401 (fixture)
 
 from vizvit.classroom.room import CLOSED_BY_HOST, Rooms
 from vizvit.classroom.roomstore import TOMBSTONE_S
-from vizvit.classroom.roomstore_redis import RedisStore
+from vizvit.classroom.roomstore_redis import CHANNEL, RedisStore
 
 
 def test_a_move_on_one_replica_wakes_the_pages_of_another(redis_url):
     RedisStore(redis_url).r.flushdb()
     seen: list[str] = []
     here = Rooms(RedisStore(redis_url))
+    subscribers = lambda: dict(here.store.r.pubsub_numsub(CHANNEL)).get(CHANNEL.encode(), 0)  # noqa: E731
+    before = subscribers()
     there = Rooms(RedisStore(redis_url), on_change=seen.append)  # another replica, its pages waiting
+    # Its listener subscribes in a thread of its own; Redis drops what is published before that (a
+    # waiting page then re-reads the version every POLL_S). Move once it listens, as a replica that runs.
+    end = time.monotonic() + 10
+    while subscribers() <= before and time.monotonic() < end:
+        time.sleep(0.02)
+    assert subscribers() > before, "the other replica never subscribed"
     code, key = here.open("m", None, QS)
     here.move(code, key, 2)
     end = time.monotonic() + 10
