@@ -120,17 +120,24 @@ def test_legrad_on_a_tiny_vit_reads_each_layer_through_the_models_own_head(tiny3
     vm = tiny32
     a = vizvit.analyze(vm, cat)
     index = a.top5[1].index
+    want = _loop_through_the_models_head(vm, a, lambda feat: vm.model.vit.layernorm(feat)[:, 0], index, 32)
+    mine = methods.class_map("LeGrad", vm, a, index)
+    torch.testing.assert_close(as_legrad_shows_it(mine, 32), want, atol=1e-5, rtol=1e-4)
+
+
+def _loop_through_the_models_head(vm, a, head_input, index: int, grid: int) -> torch.Tensor:
+    """LeGrad's loop (the authors' rule) on the model's own forward, each layer's score the model's classifier
+    on head_input(that layer's tokens), written here from the model's modules."""
     with torch.inference_mode(False), torch.enable_grad():
         out = vm.model(a.pixel_values.detach().clone().requires_grad_(True), output_attentions=True,
                        output_hidden_states=True)
 
         def score(feat, _layer):
-            return vm.model.classifier(vm.model.vit.layernorm(feat)[:, 0])[:, index]
+            return vm.model.classifier(head_input(feat))[:, index]
 
         L = len(out.attentions)
-        want = legrad_loop(list(out.hidden_states[1:]), list(out.attentions), score, L - legrad.LEGRAD_LAYERS, 32)
-    mine = methods.class_map("LeGrad", vm, a, index)
-    torch.testing.assert_close(as_legrad_shows_it(mine, 32), want, atol=1e-5, rtol=1e-4)
+        return legrad_loop(list(out.hidden_states[1:]), list(out.attentions), score, L - legrad.LEGRAD_LAYERS,
+                           grid)
 
 
 def test_legrad_on_a_tiny_dinov2_classifier_reads_cls_and_the_patch_mean(dino_classifiers, cat):
@@ -139,16 +146,12 @@ def test_legrad_on_a_tiny_dinov2_classifier_reads_cls_and_the_patch_mean(dino_cl
     vm = dino_classifiers["dinov2_cls"]
     a = vizvit.analyze(vm, cat)
     index = a.top5[1].index
-    with torch.inference_mode(False), torch.enable_grad():
-        out = vm.model(a.pixel_values.detach().clone().requires_grad_(True), output_attentions=True,
-                       output_hidden_states=True)
 
-        def score(feat, _layer):
-            z = vm.model.dinov2.layernorm(feat)
-            return vm.model.classifier(torch.cat([z[:, 0], z[:, 1:].mean(1)], dim=1))[:, index]
+    def cls_and_patch_mean(feat):
+        z = vm.model.dinov2.layernorm(feat)
+        return torch.cat([z[:, 0], z[:, 1:].mean(1)], dim=1)
 
-        L = len(out.attentions)
-        want = legrad_loop(list(out.hidden_states[1:]), list(out.attentions), score, L - legrad.LEGRAD_LAYERS, 14)
+    want = _loop_through_the_models_head(vm, a, cls_and_patch_mean, index, 14)
     mine = methods.class_map("LeGrad", vm, a, index)
     torch.testing.assert_close(as_legrad_shows_it(mine, 14), want, atol=1e-5, rtol=1e-4)
 
