@@ -33,15 +33,28 @@ def test_export_cli_writes_everything(tiny_dirs, tmp_path):
     assert summary["methods"]["discard_mode"] == "per row" and "2021b" in summary["methods"]["relevance"]
 
 
-def test_export_cli_bad_model_is_a_clean_error(tmp_path):
-    r = run_export(tmp_path / "nothing-here", tmp_path / "out")
-    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+def test_export_cli_bad_model_is_a_clean_error(tmp_path, capsys):
+    """In this process (any other exception than the command's own error would raise here)."""
+    from tiny import EXAMPLES
+
+    from vizvit.__main__ import main
+
+    assert main(["export", str(EXAMPLES / "coffee.jpg"), "--model", str(tmp_path / "nothing-here"), "--device", "cpu",
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
 
 
-def test_export_inside_the_model_keys(tiny_dirs, tmp_path):
-    """logit_lens (L+1, C) whose last row is probs; head_importance (L, H); ablated_probs with --ablate."""
-    r = run_export(tiny_dirs["p32"], tmp_path, "--ablate", "2.1,1.2", "--ablate-mode", "mean")
-    assert r.returncode == 0, r.stderr
+def test_export_inside_the_model_keys_and_no_charts_as_png(tiny_dirs, tmp_path, capsys):
+    """logit_lens (L+1, C) whose last row is probs; head_importance (L, H); ablated_probs with --ablate.
+    In this process, with --no-png: the charts only in charts.html, the pictures still as PNG."""
+    from tiny import EXAMPLES
+
+    from vizvit.__main__ import main
+
+    args = ["export", str(EXAMPLES / "coffee.jpg"), "--model", str(tiny_dirs["p32"]), "--device", "cpu", "--quiet",
+            "--no-png"]
+    assert main(args + ["--out", str(tmp_path), "--ablate", "2.1,1.2", "--ablate-mode", "mean"]) == 0
     arrays = np.load(tmp_path / "arrays.npz")
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert arrays["logit_lens"].shape == (3, 7) and arrays["logit_lens"].dtype == np.float32
@@ -49,8 +62,16 @@ def test_export_inside_the_model_keys(tiny_dirs, tmp_path):
     assert arrays["head_importance"].shape == (2, 2) and arrays["head_importance"].dtype == np.float32
     assert arrays["ablated_probs"].shape == (7,) and not np.allclose(arrays["ablated_probs"], arrays["probs"])
     assert summary["ablation"]["heads"] == "1.2,2.1" and summary["ablation"]["mode"] == "mean"
-    r = run_export(tiny_dirs["p32"], tmp_path / "bad", "--ablate", "3.1")
-    assert r.returncode == 2 and "does not exist" in r.stderr
+    charts = {"top5_chart", "attention_distance_chart", "shift_sweep_chart", "deletion_chart", "contest_chart"}
+    pictures = {"patch_grid", "attention_heads_grid", "rollout_strip", "relevance_top1"}
+    written = {p.stem for p in tmp_path.glob("*.png")}
+    assert pictures <= written and not charts & written, written
+    assert {n[:-4] for n in summary["figures"]} == written and summary["charts_as_png"] is False
+    html = (tmp_path / "charts.html").read_text()
+    assert all(f"<h2>{n}</h2>" in html for n in charts), [n for n in charts if f"<h2>{n}</h2>" not in html]
+    capsys.readouterr()
+    assert main(args + ["--out", str(tmp_path / "bad"), "--ablate", "3.1"]) == 2
+    assert "does not exist" in capsys.readouterr().err
 
 
 def test_export_progress_goes_to_stderr_and_the_json_alone_to_stdout(tiny_dirs, tmp_path, capsys, monkeypatch):

@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--labels", default="", help='CLIP / SigLIP: zero-shot labels, e.g. "a cat,a dog" '
                                                  "(adds zero_shot_probs and label_names)")
     ex.add_argument("--template", default="a photo of {}", help="CLIP / SigLIP: the prompt, {} = the label")
+    ex.add_argument("--no-png", action="store_true",
+                    help="charts only in charts.html, not as PNG (kaleido starts a browser: seconds)")
     ex.add_argument("--quiet", action="store_true",
                     help="no progress bars (they go to stderr; the JSON to stdout)")
     args = parser.parse_args(argv)
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         ablation = Ablation(parse_heads(args.ablate, vm.geometry), args.ablate_mode)
         summary = export(args.image, args.out, model=vm, view=View(mask=mask, mask_mode=args.mask_mode),
                          ablation=ablation, labels=args.labels, template=args.template,
-                         progress=not args.quiet)
+                         progress=not args.quiet, charts_png=not args.no_png)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

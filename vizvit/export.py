@@ -90,20 +90,22 @@ def costly_readings(ph: Photo, bars: Bars) -> None:
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View(), ablation: Ablation = Ablation(),
            labels: str | tuple[str, ...] | None = None, template: str = DEFAULT_TEMPLATE,
-           progress: bool = False) -> dict:
+           progress: bool = False, charts_png: bool = True) -> dict:
     """Analyse one photo and write summary.json, arrays.npz and one PNG per figure. Every array is
     of the intact model; with `ablation`, ``ablated_probs`` (C,) adds its heads-off prediction.
     labels (CLIP / SigLIP): "a cat,a dog" are the classes (default: the model's list), read through
-    `template`; arrays then hold zero_shot_probs and label_names. progress: a bar per stage on stderr."""
+    `template`; arrays then hold zero_shot_probs and label_names. progress: a bar per stage on stderr.
+    charts_png=False: the charts only in charts.html, no PNG of them (kaleido starts a browser: seconds)."""
     bars = Bars(progress)
     try:
-        return _export(image_path, out_dir, model, device, view, ablation, labels, template, bars)
+        return _export(image_path, out_dir, model, device, view, ablation, labels, template, bars, charts_png)
     finally:
         bars.close()
 
 
 def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, device: str, view: View,
-            ablation: Ablation, labels: str | tuple[str, ...] | None, template: str, bars: Bars) -> dict:
+            ablation: Ablation, labels: str | tuple[str, ...] | None, template: str, bars: Bars,
+            charts_png: bool) -> dict:
     t0 = time.perf_counter()
     vm = model if isinstance(model, VitModel) else load_model(model, device)
     t_load = time.perf_counter() - t0
@@ -131,7 +133,7 @@ def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, 
         arrays["ablated_probs"] = ablated.probs.numpy().astype(np.float32)
     # allow_pickle named (its default): mypy checks a ** of arrays against that keyword too
     np.savez_compressed(out / "arrays.npz", allow_pickle=True, **arrays)
-    written, charts = _figures(ph, out, Path(image_path).name, bars)
+    written, charts = _figures(ph, out, Path(image_path).name, bars, charts_png)
     bars.close()
     summary = {
         **_summary(vm, ph, Path(image_path).name, base, a, view, ablation, ablated),
@@ -157,9 +159,10 @@ def _tab_arrays(ph: Photo, bars: Bars) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _figures(ph: Photo, out: Path, image_name: str, bars: Bars) -> tuple[list[str], dict[str, go.Figure]]:
+def _figures(ph: Photo, out: Path, image_name: str, bars: Bars,
+             charts_png: bool) -> tuple[list[str], dict[str, go.Figure]]:
     """Every tab's figures written to `out`: a picture (uint8) as a PNG, a chart as a part of charts.html and,
-    where kaleido can, a PNG. -> (the PNG files written, the charts by name)."""
+    where kaleido can and `charts_png`, a PNG. -> (the PNG files written, the charts by name)."""
     written: list[str] = []
     charts: dict[str, go.Figure] = {}
     bars.stage("figures", total=len(VIEWS), unit="tab")
@@ -174,6 +177,7 @@ def _figures(ph: Photo, out: Path, image_name: str, bars: Bars) -> tuple[list[st
     if charts:
         (out / "charts.html").write_text(figures.charts_html([(n, f.to_json()) for n, f in charts.items()],
                                                              f"vizvit: {image_name}"))
+    if charts and charts_png:
         bars.stage("charts as PNG (kaleido)", total=len(charts), unit="chart")
         written += figures.charts_png(charts, out)
         bars.step(len(charts))

@@ -280,14 +280,15 @@ def test_export_writes_the_token_layout_and_per_family_keys(families, tmp_path):
 
     from vizvit.export import export
 
-    s = export(EXAMPLES / "chelsea.jpg", tmp_path / "beit", families["beit"])
+    # charts as PNG (kaleido, a browser: seconds a call) are the same code for every family: tests/test_export.py
+    s = export(EXAMPLES / "chelsea.jpg", tmp_path / "beit", families["beit"], charts_png=False)
     g = families["beit"].geometry
     assert s["geometry"]["token_layout"][:2] == ["[CLS]", "patch 0"]
     assert s["family"]["position_encoding"] == "relative bias"
     arr = np.load(tmp_path / "beit" / "arrays.npz")
     assert arr["relative_position_bias"].shape == (g.num_layers, g.num_heads, 2 * g.grid[0] - 1, 2 * g.grid[1] - 1)
     assert "pos_similarity" not in arr
-    s = export(EXAMPLES / "chelsea.jpg", tmp_path / "deit", families["deit"])
+    s = export(EXAMPLES / "chelsea.jpg", tmp_path / "deit", families["deit"], charts_png=False)
     assert s["geometry"]["token_layout"][:3] == ["[CLS]", "[DIST]", "patch 0"]
     assert set(s["head_top5"]) == {"[CLS] head", "[DIST] head"}
     arr = np.load(tmp_path / "deit" / "arrays.npz")
@@ -323,13 +324,18 @@ def test_random_dinov2_with_registers_builds_with_its_layout(cat):
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_export_cli_works_for_every_family(family_dirs, tmp_path, name):
+def test_export_cli_works_for_every_family(family_dirs, tmp_path, name, capsys):
+    """The command line's export of each family's model, in this process (`python -m vizvit` itself and
+    the charts as PNG, the same for every family: tests/test_export.py)."""
     import json
 
-    from tiny import run_export
+    from tiny import EXAMPLES
 
-    r = run_export(family_dirs[name], tmp_path)
-    assert r.returncode == 0, r.stderr
+    from vizvit.__main__ import main
+
+    rc = main(["export", str(EXAMPLES / "coffee.jpg"), "--model", str(family_dirs[name]), "--device", "cpu",
+               "--out", str(tmp_path), "--quiet", "--no-png"])
+    assert rc == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert tuple(summary["geometry"]["token_layout"][:len(LAYOUTS[name])]) == LAYOUTS[name]
     arrays = np.load(tmp_path / "arrays.npz")

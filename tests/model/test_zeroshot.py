@@ -181,7 +181,7 @@ def test_export_with_labels(towers, tmp_path, name):
     from vizvit.export import export
 
     s = export(Path(__file__).resolve().parents[2] / "assets/examples/chelsea.jpg", tmp_path, towers[name],
-               labels="a cat,a dog")
+               labels="a cat,a dog", charts_png=False)  # charts as PNG: tests/test_export.py
     z = np.load(tmp_path / "arrays.npz")
     assert z["zero_shot_probs"].shape == (2,) and list(z["label_names"]) == ["a cat", "a dog"]
     g = towers[name].geometry

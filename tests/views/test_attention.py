@@ -224,7 +224,7 @@ def test_export_writes_the_attention_keys(tiny, cat, tmp_path):
 
     from vizvit.export import export
 
-    export(EXAMPLES / "chelsea.jpg", tmp_path, model=tiny)
+    export(EXAMPLES / "chelsea.jpg", tmp_path, model=tiny, charts_png=False)  # charts as PNG: tests/test_export.py
     z = np.load(tmp_path / "arrays.npz")
     g = tiny.geometry
     n_l, n_h, n = g.num_layers, g.num_heads, g.seq_len
