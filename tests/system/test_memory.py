@@ -1,6 +1,6 @@
 """Memory that keeps its promise (issue 42): the cache counts what eviction frees, glibc's free heap
 pages go back to the OS, Gradio's sessions are bounded, and the real server on the trained ViT-Ti
-stays within start + --cache-mb + --photo-mb + a fixed overhead over ~400 new photos."""
+stays within start + --cache-mb + --photo-mb + a fixed overhead over 250 new photos."""
 
 from __future__ import annotations
 
@@ -100,18 +100,23 @@ def _trained() -> str | None:
 
 
 @pytest.mark.skipif(_trained() is None, reason="no trained ViT-Ti (VIZVIT_TRAINED or ../shared/models/vit-tiny-augreg)")
-def test_400_new_photos_keep_rss_within_start_plus_budgets_plus_overhead():
-    """app.py on the trained ViT-Ti with --cache-mb 256 --photo-mb 64; 400 distinct generated photos
+def test_new_photos_keep_rss_within_start_plus_budgets_plus_overhead():
+    """app.py on the trained ViT-Ti with --cache-mb 256 --photo-mb 64; 250 distinct generated photos
     through /analyze from 4 sessions. Every RSS reading (every 50 photos, the peak sampled between,
-    and after 10 s idle) within start + 256 + 64 + 300 MB."""
+    and after 10 s idle) within start + 256 + 64 + 300 MB.
+
+    Why 250 photos (400 before issue 52; each ~0.2 s of the suite): both budgets are full after ~70
+    (64 MB holds ~70 decoded 640×480 photos, 256 MB ~32 ViT-Ti analyses of 8 MB), and RSS plateaus by
+    100 (a 400-photo run: +304 MB at 50, +359 at 100, +329..+390 from there on). The last 180 run with
+    both evicting: a leak of the issue's 2 MB a photo adds 360 MB to the plateau, past the line's +620."""
     sys.path[:0] = [str(ROOT / "benchmarks")]
     import memory
 
     lines: list[str] = []
-    report = memory.run(_trained(), photos=400, threads=4, every=50, cache_mb=256, photo_mb=64, overhead_mb=300,
+    report = memory.run(_trained(), photos=250, threads=4, every=50, cache_mb=256, photo_mb=64, overhead_mb=300,
                         idle_s=10, log=lines.append, stop_over=True)
     text = memory.table(report)
     print(text)
     assert report["ok"], f"RSS over the line:\n{text}"
     # A few client timeouts on a loaded machine are load, not memory; most photos must be answered.
-    assert len(report["errors"]) <= 40 and report["rows"][-1]["photos"] == 400, report["errors"][:3]
+    assert len(report["errors"]) <= 25 and report["rows"][-1]["photos"] == 250, report["errors"][:3]
