@@ -18,12 +18,15 @@ endpoints' components keep their schemas: these four keys go from every other co
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 import gradio as gr
+from gradio.data_classes import BlocksConfigDict
 
 # What Gradio's Blocks.config_for_block adds for a component that is not skip_api, besides its props.
 API_KEYS = ("api_info", "api_info_as_input", "api_info_as_output", "example_inputs")
+Config = TypeVar("Config", bound=Mapping[str, Any])  # Gradio's BlocksConfigDict, or a plain dict
 
 
 def api_component_ids(demo: gr.Blocks) -> set[int]:
@@ -32,7 +35,7 @@ def api_component_ids(demo: gr.Blocks) -> set[int]:
             for block in [*fn.inputs, *fn.outputs]}
 
 
-def trimmed(config: dict[str, Any], keep: set[int]) -> dict[str, Any]:
+def trimmed(config: Config, keep: set[int]) -> Config:
     """config (Gradio's get_config_file()), its components outside `keep` without API_KEYS (in place)."""
     for component in config.get("components", []):
         if component["id"] not in keep:
@@ -47,7 +50,7 @@ def install(demo: gr.Blocks) -> None:
     so call it at any time."""
     build = demo.get_config_file
 
-    def get_config_file() -> dict[str, Any]:
+    def get_config_file() -> BlocksConfigDict:
         return trimmed(build(), api_component_ids(demo))
 
     # An instance attribute: Gradio calls demo.get_config_file() wherever it builds the config.
