@@ -27,7 +27,7 @@ from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
-from . import core_chunk, events, jobs, kit, room, sessions, web
+from . import core_chunk, events, jobs, kit, lean_config, room, sessions, web
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from .guard import Guard
 from .kit import Ctx, charts_download
@@ -353,6 +353,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
     # A session from a replica that died: "reload the page".
     sessions.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now
+    lean_config.install(demo)  # its config without the API schemas no caller reads (page/lean_config.py)
     return demo
 
 
