@@ -46,9 +46,8 @@ BOTH = "Send either photo or photo_sha1, not both."
 
 def photo_of(photo: Any, photo_sha1: Any) -> str | Held:
     """The photo a reading names: an uploaded file (`uploaded`), or with photo_sha1 (not both) a photo this
-    server keeps, by the key /analyze answered (its format and whether it is kept: vizvit.api.Held, where
-    why a key reads only the photo its uploader was told about is written). An empty photo_sha1 (or None,
-    as a REST caller may send it) is none."""
+    server keeps, by the key /analyze answered (its format, whether it is kept, and who can know a key:
+    vizvit.api.Held). An empty photo_sha1 (or None, as a REST caller may send it) is none."""
     if photo_sha1 is None or photo_sha1 == "":
         if photo is None:
             raise UserError(NEITHER)

@@ -1,10 +1,9 @@
 """The public API: a few calls a notebook or another app makes against a running page.
 
-Every call names a photo (a file path the server already holds, or a photo it keeps by its key:
-Held) and a model id. The
-model id goes through the Workbench's gate (the page's list) before anything loads,
-and every other value is checked here, in the backend, so one request can never
-cost more than the page itself can make it cost. Results are plain JSON: numbers,
+Every call names a photo (a file path the server already holds, or a photo it keeps, by its
+key: Held) and a model id. The model id goes through the Workbench's gate (the page's list)
+before anything loads, and every other value is checked here, in the backend, so one request
+can never cost more than the page itself can make it cost. Results are plain JSON: numbers,
 lists and strings (maps as nested lists, row-major, rows = patch rows).
 """
 
