@@ -13,8 +13,9 @@ student is its own gradio_client Client (connected before the hall starts, so th
 the server, not the client's handshake), arriving at evenly spaced times over T seconds, the
 example students spread evenly among them. Each calls /analyze (the example: assets/examples/
 chelsea.jpg; the others: a distinct generated 640×480 photo), then /attention layer 1 head "mean",
-then /attention last layer head 1. With --replicas N the students reach N such servers through
-nginx, sticky per student (deploy/cluster.py); peak RSS and CPU are then the replicas' and nginx's.
+then /attention last layer head 1, both naming the photo by the "photo_sha1" /analyze answered
+(issue 52: no upload again). With --replicas N the students reach N such servers through nginx,
+sticky per student (deploy/cluster.py); peak RSS and CPU are then the replicas' and nginx's.
 With --room, the students join one live room instead (issue 45): the host (this process) paces 5
 steps, the students (--room-clients processes, aiohttp) answer each; see _room_hall and docs/lecture.md.
 
@@ -25,9 +26,9 @@ Reports (JSON, and a short table):
   - peak RSS of the server (process + children, sampled every 50 ms);
   - forwards run (from the server's stats endpoint if it has one, else "unknown") against forwards
     needed (distinct photos: own-photo students + 1);
-  - crossed answers: afterwards the same calls again, one by one from one fresh client on the
-    quiet server, compared with each student's hall answers (top-5 labels and probabilities within
-    1e-5, attention maps within 1e-5 max abs);
+  - crossed answers: afterwards the same calls again (each sending the file), one by one from one
+    fresh client on the quiet server, compared with each student's hall answers (top-5 labels and
+    probabilities within 1e-5, attention maps within 1e-5 max abs);
   - the bare forward of the model, measured in this process before the server starts
     (vizvit.load_model + vizvit.analyze on the cat, median of 5 after a warm-up), and the own-photo
     p95 in bare forwards, beside the forward time the server itself measured during the hall;
@@ -335,9 +336,12 @@ def hall(clients: list[Any], model: str, files: list[str], examples: list[bool],
             r["answers"][kind] = c.predict(handle_file(f), model, api_name="/analyze")
             r["times"][kind] = time.perf_counter() - arrival  # the first answer counts from the arrival
             last = r["answers"][kind]["geometry"]["num_layers"]
+            # The photo by the key /analyze answered, as a client that keeps it does (issue 52): no upload
+            # again. `alone` sends the file itself, so the check of crossed answers also covers the keys.
+            sha1 = r["answers"][kind]["photo_sha1"]
             for kind, layer, head in (("attention_l1_mean", 1, "mean"), ("attention_last_h1", last, 1)):
                 t0 = time.perf_counter()  # the later calls count from when they are made
-                r["answers"][kind] = c.predict(handle_file(f), model, layer=layer, head=head,
+                r["answers"][kind] = c.predict(model=model, layer=layer, head=head, photo_sha1=sha1,
                                                api_name="/attention")
                 r["times"][kind] = time.perf_counter() - t0
             r["total_s"] = time.perf_counter() - arrival

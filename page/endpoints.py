@@ -9,7 +9,7 @@ import gradio as gr
 from gradio.data_classes import FileData
 from gradio.utils import get_upload_folder, is_in_or_equal
 
-from vizvit.api import PublicApi
+from vizvit.api import Held, PublicApi
 from vizvit.classroom.room import Rooms
 from vizvit.errors import UserError
 from vizvit.readings import methods
@@ -40,6 +40,23 @@ def uploaded(photo: Any) -> str:
     return path  # one since cleaned away: load_image says "upload it again", after the model's gate
 
 
+NEITHER = NOT_A_FILE[:-1] + ", or photo_sha1: the \"photo_sha1\" of /analyze's answer on it."
+BOTH = "Send either photo or photo_sha1, not both."
+
+
+def photo_of(photo: Any, photo_sha1: Any) -> str | Held:
+    """The photo a reading names: an uploaded file (`uploaded`), or with photo_sha1 (not both) a photo this
+    server keeps, by the key /analyze answered (its format, whether it is kept, and who can know a key:
+    vizvit.api.Held). An empty photo_sha1 (or None, as a REST caller may send it) is none."""
+    if photo_sha1 is None or photo_sha1 == "":
+        if photo is None:
+            raise UserError(NEITHER)
+        return uploaded(photo)
+    if photo is not None:
+        raise UserError(BOTH)
+    return Held.parse(photo_sha1)
+
+
 def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None, guard: Guard | None = None) -> None:
     """The documented endpoints. Each is one backend call; the photo is a file uploaded by the
     client (gradio_client's handle_file), the model one of the page's list. Maps are nested lists
@@ -56,53 +73,18 @@ def public_api(wb: Workbench, default_model: str, rooms: Rooms | None = None, gu
 
 def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
     """The endpoints that read a photo or a model, in the order /gradio_api/info lists them.
-    Gradio documents each from its signature and docstring, so they are plain functions."""
+    Gradio documents each from its signature and docstring, so they are plain functions.
+    Every one that reads a photo but /analyze takes it as a file (`photo`) or, in its last argument
+    `photo_sha1`, as the key /analyze answered for a photo this server keeps: no upload again."""
 
     def analyze(photo: FileData, model: str = default_model) -> dict:
-        """Analyze a photo: top-5 predictions, the model's geometry, and the forward's time."""
+        """Analyze a photo: top-5 predictions, the model's geometry, the forward's time, and "photo_sha1":
+        the photo's key, for the other endpoints' photo_sha1 (no upload again while the server keeps it)."""
         return api.analyze(uploaded(photo), model)
-
-    def attention(photo: FileData, model: str = default_model, layer: int = 1, head: int | str = "mean",
-                  mode: str = "raw", query_row: int = -1, query_col: int = -1) -> dict:
-        """The attention map of one layer: head 1..H or a fusion (mean, max, min); mode raw or
-        'rolled out'; from [CLS] (query -1, -1) or from the patch at (query_row, query_col)."""
-        return api.attention(uploaded(photo), model, layer, head, mode, query_row, query_col)
-
-    def rollout(photo: FileData, model: str = default_model, fusion: str = "mean", discard: float = 0.0) -> dict:
-        """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
-        return api.rollout(uploaded(photo), model, fusion, discard)
-
-    def compare(photo: FileData, model_a: str = default_model, model_b: str = default_model,
-                depth: float = 1.0) -> dict:
-        """Two models on one photo at relative depth 0 < depth <= 1 (layer ceil(depth·L) of each): both
-        top-5 lists and both rollout maps at those layers (each equal to /rollout's map of that layer)."""
-        return api.compare(uploaded(photo), model_a, model_b, depth)
 
     def positions(model: str = default_model, row: int = 0, col: int = 0) -> dict:
         """Cosine similarity of the position embedding of patch (row, col) with every patch's."""
         return api.positions(model, row, col)
-
-    def predict(photo: FileData, model: str = default_model, dx: int = 0, dy: int = 0, fill: str = "edge",
-                mask: list[int] | None = None, mask_mode: str = "drop") -> dict:
-        """Top-5 under a shift (dx, dy within ±2P pixels; fill edge, wrap or constant) and/or
-        masked patches (0-based, row-major; mask_mode drop, black, mean or blur)."""
-        return api.predict(uploaded(photo), model, dx, dy, fill, mask or [], mask_mode)
-
-    def sweep(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
-        """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
-        with JOBS.hold(request, "shift sweep") as cancel:
-            return api.sweep(uploaded(photo), model, cancel)
-
-    def relevance(photo: FileData, model: str = default_model, class_index: int = -1,
-                  method: str = methods.MENU[0].name, request: gr.Request = None) -> dict:
-        """A map of a class (-1: the top-1) by one method of the Attention tab's menu, each as its
-        caption names it; a costly one (attention flow: exact, any class; minutes on a 12-layer model)
-        runs as a job, refused at once when this server would not finish it within its limit."""
-        if not methods.is_costly(method):  # one backward pass: answered on the ordinary threads
-            return api.relevance(uploaded(photo), model, class_index, method)
-        api.check_job(uploaded(photo), model, method, JOBS.jobs.limit_of(method))  # before any wait
-        with JOBS.hold(request, method) as cancel:
-            return api.relevance(uploaded(photo), model, class_index, method, cancel)
 
     def stats() -> dict:
         """The model's queue: forwards run (each a batch of waiting photos), images analysed, the
@@ -110,7 +92,65 @@ def reading_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[...,
         jobs ("costly"): slots, wall-time limits, jobs running and waiting, the last ones ended."""
         return api.stats()
 
+    attention, rollout, compare = map_endpoints(api, default_model)
+    predict, sweep, relevance = view_endpoints(api, default_model)
     return analyze, attention, rollout, compare, positions, predict, sweep, relevance, stats
+
+
+def map_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
+    """/attention, /rollout and /compare: maps of a photo (a file, or photo_sha1: see photo_of)."""
+
+    def attention(photo: FileData | None = None, model: str = default_model, layer: int = 1,
+                  head: int | str = "mean", mode: str = "raw", query_row: int = -1, query_col: int = -1,
+                  photo_sha1: str = "") -> dict:
+        """The attention map of one layer: head 1..H or a fusion (mean, max, min); mode raw or
+        'rolled out'; from [CLS] (query -1, -1) or from the patch at (query_row, query_col)."""
+        return api.attention(photo_of(photo, photo_sha1), model, layer, head, mode, query_row, query_col)
+
+    def rollout(photo: FileData | None = None, model: str = default_model, fusion: str = "mean",
+                discard: float = 0.0, photo_sha1: str = "") -> dict:
+        """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
+        return api.rollout(photo_of(photo, photo_sha1), model, fusion, discard)
+
+    def compare(photo: FileData | None = None, model_a: str = default_model, model_b: str = default_model,
+                depth: float = 1.0, photo_sha1: str = "") -> dict:
+        """Two models on one photo at relative depth 0 < depth <= 1 (layer ceil(depth·L) of each): both
+        top-5 lists and both rollout maps at those layers (each equal to /rollout's map of that layer)."""
+        return api.compare(photo_of(photo, photo_sha1), model_a, model_b, depth)
+
+    return attention, rollout, compare
+
+
+def view_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dict], ...]:
+    """/predict, /sweep and /relevance: a photo seen otherwise (a file, or photo_sha1: see photo_of)."""
+
+    def predict(photo: FileData | None = None, model: str = default_model, dx: int = 0, dy: int = 0,
+                fill: str = "edge", mask: list[int] | None = None, mask_mode: str = "drop",
+                photo_sha1: str = "") -> dict:
+        """Top-5 under a shift (dx, dy within ±2P pixels; fill edge, wrap or constant) and/or
+        masked patches (0-based, row-major; mask_mode drop, black, mean or blur)."""
+        return api.predict(photo_of(photo, photo_sha1), model, dx, dy, fill, mask or [], mask_mode)
+
+    def sweep(photo: FileData | None = None, model: str = default_model, photo_sha1: str = "",
+              request: gr.Request = None) -> dict:
+        """Shift the photo k = 0..2P pixels right: cosine of patch embeddings and the top-1 per k."""
+        source = photo_of(photo, photo_sha1)
+        with JOBS.hold(request, "shift sweep") as cancel:
+            return api.sweep(source, model, cancel)
+
+    def relevance(photo: FileData | None = None, model: str = default_model, class_index: int = -1,
+                  method: str = methods.MENU[0].name, photo_sha1: str = "", request: gr.Request = None) -> dict:
+        """A map of a class (-1: the top-1) by one method of the Attention tab's menu, each as its
+        caption names it; a costly one (attention flow: exact, any class; minutes on a 12-layer model)
+        runs as a job, refused at once when this server would not finish it within its limit."""
+        source = photo_of(photo, photo_sha1)
+        if not methods.is_costly(method):  # one backward pass: answered on the ordinary threads
+            return api.relevance(source, model, class_index, method)
+        api.check_job(source, model, method, JOBS.jobs.limit_of(method))  # before any wait
+        with JOBS.hold(request, method) as cancel:
+            return api.relevance(source, model, class_index, method, cancel)
+
+    return predict, sweep, relevance
 
 
 def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = None) -> tuple[Callable[..., dict], ...]:

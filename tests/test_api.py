@@ -173,3 +173,54 @@ def test_compare_equals_two_single_model_calls(served, tiny16):
 
 def maps_of(alone: dict, model: str, layer: int) -> np.ndarray:
     return alone[model][0][layer - 1].ravel()
+
+
+# Issue 52: each reading of a photo but /analyze takes the photo's key from /analyze's answer instead
+# of the file (no upload again), as its last argument. Each endpoint's own arguments: the tiny model
+# on both sides of /compare, relevance by a class map (attention flow: test_flow).
+BY_KEY = {"attention": dict(layer=2, head=1, query_row=3, query_col=4), "rollout": dict(discard=0.5),
+          "compare": dict(depth=0.5), "predict": dict(dx=5, mask=[1, 2]), "sweep": {},
+          "relevance": dict(class_index=3, method="Grad-CAM")}
+
+
+def models_of(endpoint: str, vm) -> dict:
+    return dict(model_a=page_name(vm), model_b=page_name(vm)) if endpoint == "compare" else dict(model=page_name(vm))
+
+
+def test_a_photo_named_by_its_key_reads_as_the_file_itself(served, tiny16):
+    """The key /analyze answered is the photo's: SHA-1 of its size, mode and pixels (computed here by hand),
+    and every endpoint answers for the key exactly as for the file, in either case of hex digit."""
+    import hashlib
+
+    from PIL import Image
+
+    client, _ = served
+    sha1 = client.predict(handle_file(PHOTO), page_name(tiny16), api_name="/analyze")["photo_sha1"]
+    im = Image.open(PHOTO).convert("RGB")
+    assert sha1 == hashlib.sha1(f"{im.size}{im.mode}".encode() + im.tobytes()).hexdigest()
+    for endpoint, kwargs in BY_KEY.items():
+        models = models_of(endpoint, tiny16)
+        by_file = client.predict(photo=handle_file(PHOTO), **models, **kwargs, api_name=f"/{endpoint}")
+        by_key = client.predict(photo_sha1=sha1, **models, **kwargs, api_name=f"/{endpoint}")
+        assert by_key == by_file, endpoint
+    att = dict(**models_of("attention", tiny16), **BY_KEY["attention"], api_name="/attention")
+    assert client.predict(photo_sha1=sha1.upper(), **att) == client.predict(photo=handle_file(PHOTO), **att)
+
+
+@pytest.mark.parametrize("endpoint", list(BY_KEY))
+@pytest.mark.parametrize("args, message", [
+    (dict(photo_sha1="0" * 40), "holds no photo with that photo_sha1"),  # well formed, never uploaded
+    (dict(photo_sha1="abc"), "photo_sha1 must be the 40 hex digits"),
+    (dict(photo_sha1="g" * 40), "photo_sha1 must be the 40 hex digits"),
+    (dict(photo_sha1="0" * 41), "photo_sha1 must be the 40 hex digits"),
+    (dict(photo_sha1="view-" + "0" * 40), "photo_sha1 must be the 40 hex digits"),  # a room's model view
+    (dict(photo_sha1="../../etc/passwd"), "photo_sha1 must be the 40 hex digits"),
+    (dict(photo_sha1=42), "photo_sha1 must be the 40 hex digits"),
+    (dict(photo=handle_file(PHOTO), photo_sha1="0" * 40), "either photo or photo_sha1, not both"),
+    ({}, "photo must be an uploaded file .* or photo_sha1"),  # neither
+])
+def test_a_key_that_is_no_kept_photo_or_comes_with_the_file_is_refused(served, tiny16, endpoint, args, message):
+    client, _ = served
+    with pytest.raises(Exception, match=message) as e:
+        client.predict(**args, **models_of(endpoint, tiny16), api_name=f"/{endpoint}")
+    assert "Traceback" not in str(e.value)

@@ -158,6 +158,17 @@ def test_photo_store_forgets_and_says_so(cat):
         wb.photo(s1)
 
 
+def test_a_photo_named_by_its_key_stays_kept_as_one_uploaded_again(cat):
+    """touch_photo: True for a kept photo, which becomes the most recent (a newer photo pushes out the
+    other one); False for a key never kept or one pushed out, and it keeps nothing."""
+    one, two, three = cat, cat.rotate(90, expand=True), cat.transpose(0)
+    wb = Workbench(photo_bytes=2 * 3 * cat.width * cat.height)  # room for two photos of this size
+    k1, k2 = wb.add_photo(one), wb.add_photo(two)
+    assert wb.touch_photo(k1) and not wb.touch_photo("0" * 40)
+    k3 = wb.add_photo(three)  # pushes out the least recent: k2, since k1 was named after it
+    assert wb.touch_photo(k1) and wb.touch_photo(k3) and not wb.touch_photo(k2)
+
+
 
 def test_a_clip_model_gets_its_default_labels_in_the_session_and_keeps_their_prompts(tmp_path, cat, monkeypatch):
     """The checkpoint loads bare (models.load_checkpoint runs no text forward); the Workbench puts the

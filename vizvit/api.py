@@ -1,9 +1,9 @@
 """The public API: a few calls a notebook or another app makes against a running page.
 
-Every call names a photo (a file path the server already holds) and a model id. The
-model id goes through the Workbench's gate (the page's list) before anything loads,
-and every other value is checked here, in the backend, so one request can never
-cost more than the page itself can make it cost. Results are plain JSON: numbers,
+Every call names a photo (a file path the server already holds, or a photo it keeps, by its
+key: Held) and a model id. The model id goes through the Workbench's gate (the page's list)
+before anything loads, and every other value is checked here, in the backend, so one request
+can never cost more than the page itself can make it cost. Results are plain JSON: numbers,
 lists and strings (maps as nested lists, row-major, rows = patch rows).
 """
 
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -43,6 +45,35 @@ MAX_DISCARD = 0.99
 ROOM_PHOTO_TRIES = 3  # a room's model view kept again in the Workbench after other work pushed it out
 T = TypeVar("T")
 C = TypeVar("C", bound=str)
+PHOTO_SHA1 = re.compile(r"[0-9a-f]{40}")  # a photo's key: images.image_sha1, as /analyze answers it
+NOT_A_SHA1 = 'photo_sha1 must be the 40 hex digits /analyze answered as "photo_sha1".'
+NOT_HELD = ("This server holds no photo with that photo_sha1 (never uploaded here, or pushed out by newer "
+            "photos since): send the photo itself again.")
+
+
+@dataclass(frozen=True)
+class Held:
+    """A photo this server keeps, named by its key: the "photo_sha1" /analyze answered (issue 52). A client
+    reads it again by this key instead of uploading the same file for every call.
+
+    Whoever names a key reads that photo's maps and predictions (never its pixels: no endpoint returns the
+    photo). The key is the SHA-1 of the photo's size, mode and pixels (images.image_sha1): 160 bits that
+    only its uploader was told, and that only someone holding the same pixels can compute, so a stranger
+    cannot guess another visitor's key. What a key does tell, to whoever has a photo, is whether this
+    server still holds it (an answer, or NOT_HELD): the same as the page's ?photo= links and as an upload
+    answered from the cache. A photo is only as private as the key its uploader shares."""
+
+    sha1: str
+
+    @staticmethod
+    def parse(value: object) -> Held:
+        """A caller's value as a key (40 hex digits, any case), else a UserError that says what one is."""
+        if not isinstance(value, str) or not PHOTO_SHA1.fullmatch(value.lower()):
+            raise UserError(NOT_A_SHA1)
+        return Held(value.lower())
+
+
+Source = str | Held  # a photo: the server path of an uploaded file, or a photo the server holds
 
 
 def _int(name: str, value: object, low: int, high: int) -> int:
@@ -91,21 +122,30 @@ class PublicApi:
         self.jobs = jobs  # the costly jobs' slots, limits and queue, reported by stats()
         self.rooms = rooms if rooms is not None else room_mod.Rooms()  # the live rooms (issue 45)
 
-    def _photo(self, path: str, model: str) -> tuple[Photo, Analysis]:
+    def _photo(self, photo: Source, model: str) -> tuple[Photo, Analysis]:
         vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
-        ph = self.wb.handle(PhotoKey(vm.id, self.wb.add_photo(path)))
+        ph = self.wb.handle(PhotoKey(vm.id, self._sha1(photo)))
         return ph, ph.analysis()
 
-    def analyze(self, path: str, model: str) -> dict[str, Any]:
-        ph, a = self._photo(path, model)
+    def _sha1(self, photo: Source) -> str:
+        """The photo's key: an uploaded file decoded and kept (add_photo), or a held photo's own key once
+        the Workbench is found to keep it (pushed out since, or never kept: NOT_HELD)."""
+        if not isinstance(photo, Held):
+            return self.wb.add_photo(photo)
+        if not self.wb.touch_photo(photo.sha1):
+            raise UserError(NOT_HELD)
+        return photo.sha1
+
+    def analyze(self, photo: Source, model: str) -> dict[str, Any]:
+        ph, a = self._photo(photo, model)
         vm = ph.vm
         return {"model": vm.display_name, "untrained": not vm.is_pretrained, "has_classifier": vm.has_classifier,
                 "geometry": geometry_json(a.geometry), "top5": _top5(a.top5),
                 "timings": {"forward_ms": round(a.seconds * 1000, 2)}, "photo_sha1": ph.key.sha1}
 
-    def attention(self, path: str, model: str, layer: int, head: int | str, mode: str = "raw",
+    def attention(self, photo: Source, model: str, layer: int, head: int | str, mode: str = "raw",
                   query_row: int = -1, query_col: int = -1) -> dict[str, Any]:
-        ph, a = self._photo(path, model)
+        ph, a = self._photo(photo, model)
         g = a.geometry
         layer = _int("layer", layer, 1, g.num_layers)
         how = _choice("mode", mode, vocab.MODES)
@@ -123,8 +163,8 @@ class PublicApi:
         return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
                 "uniform_level": 1.0 / g.seq_len, "map": _grid(values.numpy())}
 
-    def rollout(self, path: str, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
-        ph, a = self._photo(path, model)
+    def rollout(self, photo: Source, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
+        ph, a = self._photo(photo, model)
         fused = _choice("fusion", fusion, vocab.FUSIONS)
         try:
             discard = float(discard)
@@ -135,7 +175,7 @@ class PublicApi:
         maps = ra.rollout_maps(a, fused, discard, ph.derived)  # (L, gh, gw)
         return {"fusion": fused, "discard": discard, "maps": _grid(maps.numpy())}
 
-    def compare(self, path: str, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
+    def compare(self, photo: Source, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
         """Two models on one photo at one relative depth (0 < depth <= 1: layer ceil(depth·L) of each,
         as the Compare tab's cursor names them): each one's top-5 and its mean rollout (no discard)
         through that layer, the very map /rollout returns for that layer of that model alone."""
@@ -151,7 +191,7 @@ class PublicApi:
         sides = {}
         maps = []
         for name, model in (("a", model_a), ("b", model_b)):
-            ph, a = self._photo(path, model)
+            ph, a = self._photo(photo, model)
             g = a.geometry
             layer = cmp.layer_at_depth(d, g.num_layers)
             maps.append(ra.rollout_through(a, layer, ph.derived))
@@ -170,9 +210,9 @@ class PublicApi:
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
                 "cls_similarity": _grid(r.cls_sim)}
 
-    def predict(self, path: str, model: str, dx: int = 0, dy: int = 0, fill: str = "edge",
+    def predict(self, photo: Source, model: str, dx: int = 0, dy: int = 0, fill: str = "edge",
                 mask: Sequence[int] = (), mask_mode: str = "drop") -> dict[str, Any]:
-        ph, base = self._photo(path, model)
+        ph, base = self._photo(photo, model)
         g = base.geometry
         lim = 2 * g.patch_size
         dx, dy = _int("dx", dx, -lim, lim), _int("dy", dy, -lim, lim)
@@ -189,31 +229,31 @@ class PublicApi:
         return {"dx": dx, "dy": dy, "fill": fill, "mask": list(a.view.mask), "mask_mode": mask_mode,
                 "top5": _top5(a.top5), "unperturbed_top5": _top5(base.top5)}
 
-    def sweep(self, path: str, model: str, cancel: Cancel = NEVER) -> dict[str, Any]:
+    def sweep(self, photo: Source, model: str, cancel: Cancel = NEVER) -> dict[str, Any]:
         """The shift sweep; `cancel` is checked between batches (Cancelled)."""
-        ph, _ = self._photo(path, model)
+        ph, _ = self._photo(photo, model)
         s = rsweep.full_sweep(ph, cancel)  # the Experiments tab's own cached sweep
         return {"rows": [{"k": r.k, "patches_moved_back": r.moved_back, "mean_cos": _num(r.mean_cos),
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
 
-    def check_job(self, path: str, model: str, method: str, limit_s: float | None) -> None:
+    def check_job(self, photo: Source, model: str, method: str, limit_s: float | None) -> None:
         """Refuse a costly method on this photo and model before it waits for a slot: its record's check
         (attention flow: a graph too large, or one this server's measured speed cannot finish within
         `limit_s`: a UserError naming a smaller model). Nothing to refuse once its result is cached."""
         m = methods.get(method, methods.COSTLY)
-        ph, a = self._photo(path, model)
+        ph, a = self._photo(photo, model)
         if m.check is not None and ph.peek(m.cached_as) is None:
             m.check(a, limit_s)
 
-    def relevance(self, path: str, model: str, class_index: int = -1,
+    def relevance(self, photo: Source, model: str, class_index: int = -1,
                   method: str = methods.MENU[0].name, cancel: Cancel = NEVER) -> dict[str, Any]:
         """One map of the Attention tab's method menu (readings.methods.MENU) for a class (-1: the top-1);
         a method without a class (attention flow) ignores class_index; a costly one runs only where its
         check passes (attention flow: its graph within its size; its estimated time within `cancel`'s
         limit, see check_job); `cancel` is checked as it runs (Cancelled)."""
         m = methods.get(_choice("method", method, tuple(x.name for x in methods.MENU)), methods.MENU)
-        ph, a = self._photo(path, model)
+        ph, a = self._photo(photo, model)
         vm = ph.vm
         if not m.needs_class:
             if m.check is not None:

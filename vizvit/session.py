@@ -372,6 +372,16 @@ class Workbench:
         image = self.photo(sha1)
         return np.asarray(image, dtype=np.uint8).copy() if sha1.startswith(self.MODEL_VIEW) else image
 
+    def touch_photo(self, sha1: str) -> bool:
+        """Whether the photo `sha1` is kept; a kept one becomes the most recent, as its upload again would
+        (add_photo): a client that names it by its key (vizvit.api.Held) keeps it as long as one that
+        uploads it for every call."""
+        with self._lock:
+            if sha1 not in self._photos:
+                return False
+            self._photos.move_to_end(sha1)
+            return True
+
     @property
     def photos_nbytes(self) -> int:
         return sum(3 * im.width * im.height for im in self._photos.values())

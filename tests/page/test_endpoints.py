@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 
 from page import endpoints, jobs
-from vizvit.api import PublicApi
+from vizvit.api import Held, PublicApi
 from vizvit.errors import UserError
 from vizvit.session import Workbench
 
@@ -85,3 +85,39 @@ def test_each_endpoint_answers_as_the_backend_does(tiny16, cat, upload_dir):
     assert by_name["predict"](photo, mask=None) == api.predict(str(path), tiny16.id, 0, 0, "edge", [], "drop")
     with pytest.raises(UserError, match="photo must be an uploaded file"):
         by_name["analyze"]({"path": "/etc/passwd"})
+
+
+def test_a_photo_is_a_file_or_a_key_never_both_nor_neither(upload_dir):
+    """photo_of: an uploaded file's path; or, with photo_sha1, the key in lower case (a key's format is
+    checked there too); an empty key (or None, as a REST caller may send it) is none."""
+    inside = upload_dir / "cat.jpg"
+    inside.write_bytes(b"x")
+    key = "0123456789abcdef" * 2 + "01234567"
+    assert endpoints.photo_of({"path": str(inside)}, "") == endpoints.photo_of({"path": str(inside)}, None)
+    assert endpoints.photo_of({"path": str(inside)}, "") == str(inside)
+    assert endpoints.photo_of(None, key) == Held(key) == endpoints.photo_of(None, key.upper())
+    for photo, sha1, message in ((None, "", "photo must be an uploaded file .* or photo_sha1"),
+                                 (None, None, "or photo_sha1"),
+                                 ({"path": str(inside)}, key, "not both"),
+                                 ({"path": "/etc/passwd"}, key, "not both"),
+                                 (None, key[:-1], "40 hex digits"), (None, key + "0", "40 hex digits"),
+                                 (None, " " + key[1:], "40 hex digits"), (None, ["x"], "40 hex digits"),
+                                 (None, {"path": "/etc/passwd"}, "40 hex digits")):
+        with pytest.raises(UserError, match=message):
+            endpoints.photo_of(photo, sha1)
+
+
+def test_a_key_reads_the_kept_photo_until_newer_ones_push_it_out(tiny16, cat, upload_dir):
+    """The attention endpoint by key answers as by file while the photo is kept; once a second photo
+    pushed it out of a Workbench that keeps one photo, the key is refused with "send the photo again"."""
+    wb = Workbench(cache_bytes=32 << 20, photo_bytes=1, device="cpu")  # keeps the last photo only
+    wb.add_model(tiny16)
+    attention = endpoints.reading_endpoints(PublicApi(wb), tiny16.id)[1]
+    path, other = upload_dir / "cat.png", upload_dir / "turned.png"
+    cat.save(path)
+    cat.rotate(90, expand=True).save(other)
+    key = endpoints.reading_endpoints(PublicApi(wb), tiny16.id)[0]({"path": str(path)})["photo_sha1"]
+    assert attention(photo_sha1=key, layer=2) == attention({"path": str(path)}, layer=2)
+    attention({"path": str(other)})
+    with pytest.raises(UserError, match="holds no photo with that photo_sha1.*send the photo itself again"):
+        attention(photo_sha1=key)

@@ -182,6 +182,38 @@ def test_a_photo_cleaned_away_since_its_upload_is_refused_plainly(server, log_ha
     shows_nothing_of_the_server(message)
 
 
+# Issue 52: a photo named by the key /analyze answered ("photo_sha1", the last argument of these).
+KEY_ENDPOINTS = ("attention", "rollout", "compare", "predict", "sweep", "relevance")
+BAD_KEYS = {"short": "abc", "not hex": "g" * 40, "one too many": "0" * 41, "a room's model view": "view-" + "0" * 40,
+            "a path": "../../etc/passwd", "number": 42, "float": 1.5, "list": ["0" * 40],
+            "dict": {"path": "/etc/passwd"}}
+
+
+def test_the_key_endpoints_are_every_photo_endpoint_but_analyze_and_room_open():
+    assert set(KEY_ENDPOINTS) == set(PHOTO_ENDPOINTS) - {"analyze", "room_open"}
+
+
+@pytest.mark.parametrize("endpoint", KEY_ENDPOINTS)
+def test_a_photo_key_that_names_no_kept_photo_gets_one_plain_message(server, endpoint, log_has_no_traceback):
+    """Over REST: a key of the wrong shape says what a key is; a well-formed key of no photo this server
+    keeps says to send the photo again; the key with the file too, or neither, says which to send."""
+    url, model = server
+    params = httpx.get(url + "gradio_api/info", timeout=60).json()["named_endpoints"][f"/{endpoint}"]["parameters"]
+    names = [p["parameter_name"] for p in params]
+    assert names[0] == "photo" and names[-1] == "photo_sha1", names
+    good = defaults(url, endpoint, model)
+    ok, text = rest(url, endpoint, [None, *good[1:-1], json.loads(rest(url, "analyze", good[:2])[1])[0]["photo_sha1"]])
+    assert ok, f"the good call by key answers: {text}"
+    cases = {name: ([None, *good[1:-1], bad], "photo_sha1 must be the 40 hex digits") for name, bad in BAD_KEYS.items()}
+    cases |= {"never kept": ([None, *good[1:-1], "0" * 40], "holds no photo with that photo_sha1"),
+              "both": ([*good[:-1], "0" * 40], "either photo or photo_sha1, not both"),
+              "neither": ([None, *good[1:-1], ""], NOT_UPLOADED + ", or photo_sha1")}
+    for name, (data, expected) in cases.items():
+        ok, message = rest(url, endpoint, data)
+        assert not ok and expected in message, (name, message)
+        shows_nothing_of_the_server(message)
+
+
 @pytest.mark.parametrize("endpoint", PUBLIC_ENDPOINTS)
 def test_too_few_values_say_how_many_and_which(server, endpoint, log_has_no_traceback):
     url, model = server
