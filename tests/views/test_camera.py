@@ -9,6 +9,8 @@ import base64
 import dataclasses
 import io
 import json
+import threading
+import time
 
 import fake_camera
 import matplotlib
@@ -181,6 +183,40 @@ def test_on_trained_weights_the_live_map_follows_the_square(trained):
         same_rows[rows] = True
         ratio = np.nanmean(values[inside]) / np.nanmean(values[same_rows & ~inside])
         assert ratio > 1.3, f"frame {i}: the map is {ratio:.2f}x as high on the square as beside it"
+
+
+def test_a_frames_book_is_made_beside_the_next_frames_forward(tiny16, monkeypatch):
+    """Only the forward waits for the session's previous frame: frame 1's book waits until frame 2's
+    forward has run (it would wait forever if the book held the feed), and both pictures come."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    forwarded, seen = threading.Event(), []
+
+    def run_batch(vm, requests):
+        if seen:
+            forwarded.set()  # the second frame's forward
+        seen.append(len(requests))
+        return engine.analyze_batch(vm, requests)
+
+    wb.forwards = ForwardQueue(run_batch=run_batch)
+    book = view.live_book
+
+    def waiting_book(*args, **kw):
+        if not forwarded.is_set():
+            assert forwarded.wait(10), "the next frame's forward waited for this book"
+        return book(*args, **kw)
+
+    monkeypatch.setattr(view, "live_book", waiting_book)
+    feed, key, out = camera.Feed(), PhotoKey(tiny16.id, ""), {}
+    first = threading.Thread(target=lambda: out.setdefault(1, view.live_step(
+        wb, feed, key, fake_camera.frame_rgb(1, 10), view.CameraParams())))
+    first.start()
+    while not seen:
+        time.sleep(0.01)
+    time.sleep(0.1)  # frame 1's forward done, its book waiting
+    out[2] = view.live_step(wb, feed, key, fake_camera.frame_rgb(2, 10), view.CameraParams())
+    first.join(15)
+    assert out[1] is not None and out[2] is not None and (out[1].frame, out[2].frame) == (1, 2)
 
 
 @pytest.mark.parametrize("params", [view.CameraParams(), view.CameraParams(layer=6, heads="head 2", mode="raw"),
