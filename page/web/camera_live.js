@@ -71,10 +71,10 @@
   // on its way) ends at its next step, so one run never has frames of two loops in flight.
   // cfg.in_flight frames on their way at once (views/camera.py: IN_FLIGHT): while one frame's forward
   // runs, the next is captured `lead` ms after that frame was sent, so that it reaches the server as
-  // the forward ends: lead is the server's recent work on a frame (the median of the last five, from
-  // its Server-Timing) and an offset that follows its account of each frame: the frame waited for
-  // the forward before it (sent too early: later next time) or the server stood idle before it
-  // came (too late: sooner).
+  // the forward ends: lead is the server's recent work on a frame up to its forward's end (the
+  // median of the last five, from its Server-Timing) and an offset that follows its account of each
+  // frame: the frame waited for the forward before it (sent too early: later next time) or the
+  // server stood idle before it came (too late: sooner).
   // Answers are drawn in the order sent, one drawing at a time; an answer older than the picture
   // shown is not drawn.
   let run = 0;
@@ -106,7 +106,7 @@
       }
       const t = timing(r);
       if ('forward' in t) {
-        works.push((t.decode || 0) + t.forward + (t.book || 0));
+        works.push((t.decode || 0) + t.forward);  // not the book: it runs beside the next frame's forward
         if (works.length > 5) works.shift();
         const work = [...works].sort((a, b) => a - b)[works.length >> 1];  // the median: one slow forward moves it little
         if (works.length > 1) offset = Math.max(-work / 2, Math.min(work / 2, offset + 0.3 * ((t.wait || 0) - (t.idle || 0) - WAIT_MS)));

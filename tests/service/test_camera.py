@@ -88,6 +88,31 @@ def test_a_busy_feed_never_queues_more_than_one_frame_and_reads_the_newest():
     assert feed.slot.dropped == offered - len(read) and feed.last.rgb == read[-1] and feed.done == len(read)
 
 
+def test_what_a_frame_brings_travels_with_it_and_a_newer_frame_brings_its_own():
+    """step(rgb, work, view): the work reads the view offered with the frame it reads; when a newer
+    frame took a waiting one's place, its own view comes with it."""
+    feed = camera.Feed()
+    started, release = threading.Event(), threading.Event()
+
+    def slow(frame: camera.Frame) -> object:
+        started.set()
+        release.wait(5)
+        return frame.view
+
+    first = threading.Thread(target=lambda: feed.step("a", slow, "view of a"))
+    first.start()
+    assert started.wait(5)
+    got: list[object] = []
+    second = threading.Thread(target=lambda: got.append(feed.step("b", lambda f: (f.rgb, f.view), "view of b")))
+    second.start()
+    time.sleep(0.05)  # b waits for a's work
+    got.append(feed.step("c", lambda f: (f.rgb, f.view), "view of c"))  # leaves c in the slot for b's caller
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert got == [None, ("c", "view of c")]  # c returned at once (b waits); b's caller read c
+
+
 def test_a_client_sending_many_frames_at_once_holds_two_callers_not_one_each():
     """20 more frames of one camera while the model works on one: that caller works,
     one waits (and then reads the newest frame), and the other 19 return at once with nothing to

@@ -9,6 +9,8 @@ import base64
 import dataclasses
 import io
 import json
+import threading
+import time
 
 import fake_camera
 import matplotlib
@@ -181,6 +183,81 @@ def test_on_trained_weights_the_live_map_follows_the_square(trained):
         same_rows[rows] = True
         ratio = np.nanmean(values[inside]) / np.nanmean(values[same_rows & ~inside])
         assert ratio > 1.3, f"frame {i}: the map is {ratio:.2f}x as high on the square as beside it"
+
+
+def test_a_frames_book_is_made_beside_the_next_frames_forward(tiny16, monkeypatch):
+    """Only the forward waits for the session's previous frame: frame 1's book waits until frame 2's
+    forward has run (it would wait forever if the book held the feed), and both pictures come."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    forwarded, seen = threading.Event(), []
+
+    def run_batch(vm, requests):
+        if seen:
+            forwarded.set()  # the second frame's forward
+        seen.append(len(requests))
+        return engine.analyze_batch(vm, requests)
+
+    wb.forwards = ForwardQueue(run_batch=run_batch)
+    book = view.live_book
+
+    def waiting_book(*args, **kw):
+        if not forwarded.is_set():
+            assert forwarded.wait(10), "the next frame's forward waited for this book"
+        return book(*args, **kw)
+
+    monkeypatch.setattr(view, "live_book", waiting_book)
+    feed, key, out = camera.Feed(), PhotoKey(tiny16.id, ""), {}
+    first = threading.Thread(target=lambda: out.setdefault(1, view.live_step(
+        wb, feed, key, fake_camera.frame_rgb(1, 10), view.CameraParams())))
+    first.start()
+    while not seen:
+        time.sleep(0.01)
+    time.sleep(0.1)  # frame 1's forward done, its book waiting
+    out[2] = view.live_step(wb, feed, key, fake_camera.frame_rgb(2, 10), view.CameraParams())
+    first.join(15)
+    assert out[1] is not None and out[2] is not None and (out[1].frame, out[2].frame) == (1, 2)
+
+
+@pytest.mark.parametrize("params", [view.CameraParams(), view.CameraParams(layer=6, heads="head 2", mode="raw"),
+                                    view.CameraParams(layer=9, heads="max of heads")])
+def test_the_live_picture_is_what_the_ordinary_analysis_of_its_frame_shows(trained, params):
+    """A frame through the camera (its model-input view made before the feed's lock, its book after)
+    and the same frame frozen and analysed as an upload: the same probabilities and top-5, the same
+    map values (the Attention tab's main panel; the camera's rollout is one row, so up to summation
+    order: 1e-5), colour range, colour rows and artifact tokens, and the book's top-5 texts."""
+    from vizvit.pictures import render
+
+    kept = []
+
+    def run_batch(vm, requests):
+        kept.extend(out := engine.analyze_batch(vm, requests))
+        return out
+
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    wb.forwards = ForwardQueue(run_batch=run_batch)
+    feed = camera.Feed()
+    frame = fake_camera.frame_rgb(11, 30)
+    step = view.live_step(wb, feed, PhotoKey(trained.id, ""), frame, params)
+    assert step is not None and len(kept) == 1
+    live, book = kept[0], json.loads(step.book)
+    a = wb.analysis(PhotoKey(trained.id, view.freeze(wb, feed)))  # the ordinary path: an upload of the frame
+    assert a is not live
+    np.testing.assert_allclose(live.probs.numpy(), a.probs.numpy(), rtol=0, atol=1e-5)
+    assert [t.label for t in live.top5] == [t.label for t in a.top5]
+    ap = params.attn(trained)
+    ref = attn.main_panel(trained, a, ap, with_image=False).values
+    mm = view.live_map(live, ap)
+    np.testing.assert_allclose(mm.values, ref, rtol=0, atol=1e-5)
+    lo, hi = ra.main_map(a, ap).lo_hi
+    assert abs(book["map"]["lo"] - lo) <= 1e-5 and abs(book["map"]["hi"] - hi) <= 1e-5
+    index = np.frombuffer(base64.b64decode(book["map"]["index"]), np.uint8).reshape(trained.geometry.grid)
+    assert np.abs(index.astype(int) - render.color_index(ref, lo, hi).astype(int)).max() <= 1  # a rounding edge
+    assert book["map"]["art"] == np.flatnonzero(ra.artifact_stack(a, ap)[ap.layer - 1]).tolist()
+    said = [t[0] for t in book["texts"] if "%  " in t[0]]  # cut to fit, with "..."
+    top5 = [f"{t.prob * 100:5.1f}%  {t.label}" for t in a.top5]
+    assert len(said) == 5 and all(s == t or (s.endswith("...") and t.startswith(s[:-3])) for s, t in zip(said, top5))
 
 
 @pytest.mark.parametrize("mode", ["rolled out", "raw"])

@@ -113,6 +113,7 @@ class Frame:
 
     rgb: object  # (H, W, 3) uint8 numpy array
     arrived: float
+    view: object = None  # what the caller made of it before its work (views/camera: the model-input view)
     waited: float = 0.0  # seconds from arriving to its work's start
     idle: float = 0.0  # seconds from the session's previous work's end to this frame's arrival
 
@@ -142,16 +143,18 @@ class Feed:
         self.done = 0  # pictures made
         self.note = ""  # what the panel last said about speed (sent again only when it changes)
 
-    def step(self, rgb: object, work: Callable[[Frame], R]) -> R | None:
-        """Offer `rgb`, then run work(newest frame) once this session's previous work is done;
-        None when a newer frame took this one's place (it is dropped, never queued).
+    def step(self, rgb: object, work: Callable[[Frame], R], view: object = None) -> R | None:
+        """Offer `rgb` (and `view`, made of it: it travels with the frame), then run work(newest
+        frame) once this session's previous work is done; None when a newer frame took this one's
+        place (it is dropped, never queued). Only work runs one at a time: what a caller does with
+        its result runs beside the next frame's work.
 
         At most two callers per session are inside at once, one working and one waiting: a caller
         that finds another waiting leaves its frame in the slot for that one and returns None at
         once, so a client sending many frames at a time holds two server threads, not one each."""
         now = self._clock()
         self.seen = now
-        self.slot.put(Frame(rgb, now))
+        self.slot.put(Frame(rgb, now, view))
         if not self._waiter.acquire(blocking=False):  # the waiting caller will read this newest frame
             return None
         try:

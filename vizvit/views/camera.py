@@ -31,7 +31,7 @@ from vizvit.methods import maths as att_mod
 from vizvit.model.ablation import format_heads
 from vizvit.model.catalog import CURATED, MEASURED, arch_of
 from vizvit.model.engine import Analysis, Request, with_zero_shot
-from vizvit.model.images import load_image
+from vizvit.model.images import load_image, model_input_view
 from vizvit.model.models import VitModel, short_name
 from vizvit.pictures import render
 from vizvit.readings import attention as ra
@@ -452,29 +452,49 @@ def frame_image(rgb: np.ndarray) -> Image.Image:
     return Image.fromarray(np.ascontiguousarray(arr[..., :3]))
 
 
+@dataclass(frozen=True)
+class _Forward:
+    """What a frame's turn on the model gives (Feed.step's work): its analysis and what the picture
+    says of the feed then."""
+
+    a: Analysis
+    frame: Frame  # the frame read (the newest waiting one), with its wait and idle
+    forward_s: float  # the worker's whole run (its queue, the forward, the results)
+    lines: list[str]  # rate_lines
+    note: str | None  # the speed note, None when unchanged
+    number: int  # the picture's number in the session
+
+
 def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: CameraParams) -> LiveStep | None:
     """One camera frame: offered to the session's feed; None when a newer frame took its place.
-    key: the model, the heads switched off and the typed labels (its sha1 is not read)."""
+    key: the model, the heads switched off and the typed labels (its sha1 is not read).
+
+    Only the forward waits for the session's previous frame: the model-input view is made before
+    (it travels with the frame in the feed's slot), the book after (beside the next frame's
+    forward), so two frames in flight keep the model busy with forwards alone."""
     vm = wb.labelled(key)
     ap = p.attn(vm)
 
-    def work(frame: Frame) -> LiveStep:
+    def forward(frame: Frame) -> _Forward:
         t0 = time.perf_counter()
-        a = wb.forwards.run(wb.model(key.model_id), Request(frame_image(np.asarray(frame.rgb)), ablation=key.ablation),
-                            live=True)
+        a = wb.forwards.run(wb.model(key.model_id), Request(np.asarray(frame.view), ablation=key.ablation), live=True)
         a = with_zero_shot(a, vm) if vm.is_zero_shot else a
-        t1 = time.perf_counter()
+        took = time.perf_counter() - t0
         feed.meter.record(a.seconds)
         fwd = feed.meter.forward_s()
-        book = live_book(vm, a, ap, rate_lines(feed, fwd), feed.done + 1)
         note = speed_note(wb, vm, feed.meter.rate(), fwd, feed.meter.count())
         changed, feed.note = note != feed.note, note
-        ms = lambda s: round(1000 * s, 1)  # noqa: E731
-        timing = (("wait", ms(frame.waited)), ("idle", ms(frame.idle)), ("forward", ms(t1 - t0)),
-                  ("model", ms(a.seconds)), ("book", ms(time.perf_counter() - t1)))
-        return LiveStep(book, note if changed else None, a.seconds, feed.done + 1, layout(vm).side, timing)
+        return _Forward(a, frame, took, rate_lines(feed, fwd), note if changed else None, feed.done + 1)
 
-    return feed.step(rgb, work)
+    got = feed.step(rgb, forward, model_input_view(frame_image(rgb), vm.preprocess))
+    if got is None:
+        return None
+    t1 = time.perf_counter()
+    book = live_book(vm, got.a, ap, got.lines, got.number)
+    ms = lambda s: round(1000 * s, 1)  # noqa: E731
+    timing = (("wait", ms(got.frame.waited)), ("idle", ms(got.frame.idle)), ("forward", ms(got.forward_s)),
+              ("model", ms(got.a.seconds)), ("book", ms(time.perf_counter() - t1)))
+    return LiveStep(book, got.note, got.a.seconds, got.number, layout(vm).side, timing)
 
 
 def live_frame(wb: Workbench, feeds: Feeds, token: str, data: bytes, params: dict[str, str],
