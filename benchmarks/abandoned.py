@@ -176,7 +176,7 @@ def run(url: str, model_name: str, folder: Path, abandon_s: float, timeout: floa
     events = []
     for i, c in enumerate(gone):
         photo = c.upload(new_photo(folder, 100 + i))
-        events.append((c, c.start("relevance", [photo, model_name, -1, "attention flow"])))
+        events.append((c, c.start("relevance", [photo, model_name, -1, "attention flow", ""])))
     threads = [threading.Thread(target=c.abandon, args=("relevance", e, abandon_s)) for c, e in events]
     for t in threads:
         t.start()
@@ -188,10 +188,10 @@ def run(url: str, model_name: str, folder: Path, abandon_s: float, timeout: floa
     watcher = threading.Thread(target=watch_flows, args=(Rest(url, "198.51.100.4" if distinct else None), t_gone,
                                                           settle_s, out))
     watcher.start()
-    kind, data, s = third.call("relevance", [third.upload(new_photo(folder, 200)), model_name, -1, "class relevance"],
+    kind, data, s = third.call("relevance", [third.upload(new_photo(folder, 200)), model_name, -1, "class relevance", ""],
                                timeout)
     out["relevance"] = {"outcome": kind, "seconds": round(s, 2)}
-    kind, data, s = third.call("sweep", [third.upload(new_photo(folder, 201)), model_name], timeout)
+    kind, data, s = third.call("sweep", [third.upload(new_photo(folder, 201)), model_name, ""], timeout)
     out["sweep"] = {"outcome": kind, "seconds": round(s, 2),
                     "error": data if kind == "error" else None}
     watcher.join()
@@ -206,7 +206,7 @@ def never_read(url: str, model_name: str, folder: Path, timeout: float, settle_s
     seconds from the POSTs until /stats shows no flow running or waiting."""
     gone = [Rest(url, local_address="127.0.0.2"), Rest(url, local_address="127.0.0.3")]
     for i, c in enumerate(gone):
-        c.start("relevance", [c.upload(new_photo(folder, 300 + i)), model_name, -1, "attention flow"])
+        c.start("relevance", [c.upload(new_photo(folder, 300 + i)), model_name, -1, "attention flow", ""])
     t_posted = time.perf_counter()
     out: dict = {}
     # As in the issue, the third caller comes once both flows have reached the costly jobs (a flow
@@ -218,7 +218,7 @@ def never_read(url: str, model_name: str, folder: Path, timeout: float, settle_s
     watcher = threading.Thread(target=watch_flows, args=(looker, t_posted, settle_s, out))
     watcher.start()
     third = Rest(url, local_address="127.0.0.4")
-    kind, data, s = third.call("sweep", [third.upload(new_photo(folder, 301 + len(gone))), model_name], timeout)
+    kind, data, s = third.call("sweep", [third.upload(new_photo(folder, 301 + len(gone))), model_name, ""], timeout)
     out["sweep"] = {"outcome": kind, "seconds": round(s, 2), "since_posts_s": round(time.perf_counter() - t_posted, 2),
                     "error": data if kind == "error" else None}
     watcher.join()
@@ -239,7 +239,7 @@ def hall(url: str, model_name: str, folder: Path, n: int, timeout: float, addres
 
     def one(i: int) -> None:
         go.wait()
-        kind, data, s = callers[i].call("sweep", [files[i], model_name], timeout)
+        kind, data, s = callers[i].call("sweep", [files[i], model_name, ""], timeout)
         results[i] = {"outcome": kind, "seconds": round(s, 2), "error": data if kind == "error" else None}
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
