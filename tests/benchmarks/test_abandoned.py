@@ -153,14 +153,14 @@ def test_a_call_never_read_leaves_the_line_while_it_waits(tiny16, tmp_path, monk
     with serving(tiny16) as (url, _):
         name = page_name(tiny16)
         reader, ghost = ab.Rest(url, local_address="127.0.0.7"), ab.Rest(url, local_address="127.0.0.8")
-        event = reader.start("sweep", [reader.upload(ab.new_photo(tmp_path, 500)), name])
+        event = reader.start("sweep", [reader.upload(ab.new_photo(tmp_path, 500)), name, ""])
         t = threading.Thread(target=lambda: out.update(read=reader.answer("sweep", event, 60.0)))
         t.start()
         for _ in range(300):  # until the reader's sweep holds the slot
             if ghost.stats()["costly"]["running"]:
                 break
             time.sleep(0.1)
-        ghost.start("sweep", [ghost.upload(ab.new_photo(tmp_path, 501)), name])
+        ghost.start("sweep", [ghost.upload(ab.new_photo(tmp_path, 501)), name, ""])
         t.join(60)
         recent = ghost.stats()["costly"]["recent"]
     assert out["read"][0] == "complete", out
