@@ -188,8 +188,8 @@ def run(url: str, model_name: str, folder: Path, abandon_s: float, timeout: floa
     watcher = threading.Thread(target=watch_flows, args=(Rest(url, "198.51.100.4" if distinct else None), t_gone,
                                                           settle_s, out))
     watcher.start()
-    kind, data, s = third.call("relevance", [third.upload(new_photo(folder, 200)), model_name, -1, "class relevance", ""],
-                               timeout)
+    photo = third.upload(new_photo(folder, 200))
+    kind, data, s = third.call("relevance", [photo, model_name, -1, "class relevance", ""], timeout)
     out["relevance"] = {"outcome": kind, "seconds": round(s, 2)}
     kind, data, s = third.call("sweep", [third.upload(new_photo(folder, 201)), model_name, ""], timeout)
     out["sweep"] = {"outcome": kind, "seconds": round(s, 2),
