@@ -16,16 +16,24 @@ from vizvit.classroom.roomstore_redis import CHANNEL, RedisStore
 def test_a_move_on_one_replica_wakes_the_pages_of_another(redis_url):
     RedisStore(redis_url).r.flushdb()
     seen: list[str] = []
-    here = Rooms(RedisStore(redis_url))
-    subscribers = lambda: dict(here.store.r.pubsub_numsub(CHANNEL)).get(CHANNEL.encode(), 0)  # noqa: E731
-    before = subscribers()
-    there = Rooms(RedisStore(redis_url), on_change=seen.append)  # another replica, its pages waiting
-    # Its listener subscribes in a thread of its own; Redis drops what is published before that (a
-    # waiting page then re-reads the version every POLL_S). Move once it listens, as a replica that runs.
-    end = time.monotonic() + 10
-    while subscribers() <= before and time.monotonic() < end:
-        time.sleep(0.02)
-    assert subscribers() > before, "the other replica never subscribed"
+    probe = RedisStore(redis_url).r
+    subscribers = lambda: dict(probe.pubsub_numsub(CHANNEL)).get(CHANNEL.encode(), 0)  # noqa: E731
+
+    def subscribed_after(rooms: Rooms, before: int) -> Rooms:
+        """rooms once its listener has subscribed (a thread of its own): Redis drops what is published
+        before that (a waiting page then re-reads the version every POLL_S)."""
+        end = time.monotonic() + 10
+        while subscribers() <= before and time.monotonic() < end:
+            time.sleep(0.02)
+        assert subscribers() > before, "a replica never subscribed"
+        return rooms
+
+    # Each replica listens, this one too: counting the other's subscription from a count read before this
+    # one's had landed took this one's for the other's, and the move was once published unheard.
+    count = subscribers()  # read before the replica starts listening
+    here = subscribed_after(Rooms(RedisStore(redis_url)), count)
+    count = subscribers()
+    there = subscribed_after(Rooms(RedisStore(redis_url), on_change=seen.append), count)  # its pages wait
     code, key = here.open("m", None, QS)
     here.move(code, key, 2)
     end = time.monotonic() + 10
