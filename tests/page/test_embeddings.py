@@ -72,6 +72,7 @@ def test_embeddings_tab_depth_click_hover(url, tiny16):
             page.wait_for_function("""() => { const gd = document.querySelector('#emb-scatter .js-plotly-plot');
                                               return gd && gd._ev && gd.__vizvitEv === gd._ev; }""")
             point = page.locator("#emb-scatter .scatterlayer .point").nth(20)
+            point.wait_for(state="visible")  # a re-plot under load can leave it unlaid for a moment: no box yet
             box = point.bounding_box()
             page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             page.wait_for_function(
