@@ -1,0 +1,84 @@
+"""page/queue_wake.py: Gradio's queue starts a job when it is pushed or when a worker frees up,
+not on a 1 ms poll. Each test sets the safety net's poll to 60 s, so a wake-up that did not happen
+would hold its call a minute (the assertions allow 20 s); and the idle loops are counted."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import gradio as gr
+import pytest
+from appserver import free_port
+from gradio.queueing import Queue
+from gradio_client import Client
+
+from page import queue_wake
+
+NET_S = 60.0  # the safety net's poll in these tests: a missed wake-up costs a call this long
+
+
+@pytest.fixture
+def served(monkeypatch) -> Iterator[tuple[str, threading.Event, list[float]]]:
+    """(url, the gate that holds /slow, the time of each look the queue took at its length: the job
+    loop looks once a turn, Gradio's own and this one)."""
+    monkeypatch.setattr(queue_wake, "MISSED_WAKE_S", NET_S)
+    looks: list[float] = []
+    length = Queue.__len__
+
+    def counted(self):
+        looks.append(time.monotonic())
+        return length(self)
+
+    monkeypatch.setattr(Queue, "__len__", counted)
+    queue_wake.install()
+    gate = threading.Event()
+
+    def slow(x: float) -> float:
+        assert gate.wait(30), "the test never opened the gate"
+        return x + 1
+
+    with gr.Blocks() as demo:
+        n, out = gr.Number(), gr.Number()
+        gr.Button().click(slow, n, out, api_name="slow", concurrency_limit=1)
+        gr.Button().click(lambda x: x * 2, n, out, api_name="double", concurrency_limit=1)
+    demo.queue(max_size=20)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", gate, looks
+    finally:
+        gate.set()
+        demo.close()
+
+
+def test_a_pushed_call_starts_at_once_and_an_idle_queue_sleeps(served):
+    url, _, looks = served
+    client = Client(url, verbose=False)
+    t = time.monotonic()
+    assert client.predict(3, api_name="/double") == 6
+    assert time.monotonic() - t < 20, "the call waited for the safety net's poll: its push did not wake the queue"
+    before = len(looks)
+    time.sleep(1.0)  # idle: Gradio's own loop would have looked ~1,000 times
+    assert len(looks) - before <= 2, f"{len(looks) - before} looks in 1 s of an idle queue"
+    client.close()
+
+
+def test_a_call_queued_behind_a_full_slot_starts_when_the_slot_frees(served):
+    url, gate, _ = served
+    clients = [Client(url, verbose=False) for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(clients[0].predict, 1, api_name="/slow")
+        time.sleep(0.5)  # the first holds /slow's only slot
+        second = pool.submit(clients[1].predict, 10, api_name="/slow")
+        time.sleep(0.5)  # the second is queued behind it
+        assert not first.done() and not second.done()
+        t = time.monotonic()
+        gate.set()
+        assert first.result(timeout=20) == 2
+        assert second.result(timeout=20) == 11, "the second never started"
+        assert time.monotonic() - t < 20, "the freed slot did not wake the queue"
+    for c in clients:
+        c.close()
