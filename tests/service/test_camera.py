@@ -105,7 +105,10 @@ def test_what_a_frame_brings_travels_with_it_and_a_newer_frame_brings_its_own():
     got: list[object] = []
     second = threading.Thread(target=lambda: got.append(feed.step("b", lambda f: (f.rgb, f.view), "view of b")))
     second.start()
-    time.sleep(0.05)  # b waits for a's work
+    deadline = time.monotonic() + 5
+    while not feed._waiter.locked():  # until b is the caller waiting for a's work (a let go of it when it began)
+        assert time.monotonic() < deadline, "b never came to wait"
+        time.sleep(0.001)
     got.append(feed.step("c", lambda f: (f.rgb, f.view), "view of c"))  # leaves c in the slot for b's caller
     release.set()
     first.join(5)
