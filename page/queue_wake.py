@@ -29,10 +29,12 @@ MISSED_WAKE_S = 0.25  # the longest a job would wait if a wake-up were ever miss
 PROGRESS_EVERY_S = 0.01  # Gradio's own cadence for progress messages while a job runs
 
 
-def _signal(queue: Any, name: str) -> asyncio.Event:
-    """The queue's asyncio.Event `name`, made on first use (on the server's loop: Queue.start runs there)."""
+def _signal(queue: Any, name: str, new: bool = False) -> asyncio.Event:
+    """The queue's asyncio.Event `name`, made on first use or when new (a loop starting: the queue of
+    a Blocks launched again runs on another event loop, and an Event once waited on is bound to its
+    loop)."""
     event = queue.__dict__.get(name)
-    if event is None:
+    if event is None or new:
         event = queue.__dict__[name] = asyncio.Event()
     return event
 
@@ -45,7 +47,7 @@ async def _sleep_until(event: asyncio.Event, most_s: float) -> None:
 
 async def start_processing(self: Queue) -> None:
     """Gradio's Queue.start_processing (6.31), its 1 ms polls replaced by a wait for work."""
-    work = _signal(self, "_vizvit_work")
+    work = _signal(self, "_vizvit_work", new=True)
     try:
         while not self.stopped:
             work.clear()  # before looking: a push or a finished job from here on wakes the wait below
@@ -85,7 +87,7 @@ def _start(self: Queue, events: list, batch: bool, concurrency_id: str) -> None:
 
 async def start_progress_updates(self: Queue) -> None:
     """Gradio's Queue.start_progress_updates (6.31): every 10 ms while a job is active, asleep otherwise."""
-    jobs = _signal(self, "_vizvit_jobs")
+    jobs = _signal(self, "_vizvit_jobs", new=True)
     while not self.stopped:
         jobs.clear()
         events = [evt for job in self.active_jobs if job is not None for evt in job]

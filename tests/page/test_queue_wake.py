@@ -35,6 +35,16 @@ def served(monkeypatch) -> Iterator[tuple[str, threading.Event, list[float]]]:
     monkeypatch.setattr(Queue, "__len__", counted)
     queue_wake.install()
     gate = threading.Event()
+    demo = blocks(gate)
+    try:
+        yield launched(demo), gate, looks
+    finally:
+        gate.set()
+        demo.close()
+
+
+def blocks(gate: threading.Event) -> gr.Blocks:
+    """/slow waits for the gate (one at a time), /double answers at once."""
 
     def slow(x: float) -> float:
         assert gate.wait(30), "the test never opened the gate"
@@ -45,13 +55,13 @@ def served(monkeypatch) -> Iterator[tuple[str, threading.Event, list[float]]]:
         gr.Button().click(slow, n, out, api_name="slow", concurrency_limit=1)
         gr.Button().click(lambda x: x * 2, n, out, api_name="double", concurrency_limit=1)
     demo.queue(max_size=20)
+    return demo
+
+
+def launched(demo: gr.Blocks) -> str:
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", gate, looks
-    finally:
-        gate.set()
-        demo.close()
+    return f"http://127.0.0.1:{port}/"
 
 
 def test_a_pushed_call_starts_at_once_and_an_idle_queue_sleeps(served):
@@ -82,3 +92,21 @@ def test_a_call_queued_behind_a_full_slot_starts_when_the_slot_frees(served):
         assert time.monotonic() - t < 20, "the freed slot did not wake the queue"
     for c in clients:
         c.close()
+
+
+def test_a_blocks_launched_again_runs_its_queue_on_the_new_loop(monkeypatch):
+    """The same Blocks closed and launched again (tests/appserver.py does, when a launch fails) serves
+    from another event loop: its queue's wake-ups are made anew there, so its calls still start."""
+    monkeypatch.setattr(queue_wake, "MISSED_WAKE_S", NET_S)
+    queue_wake.install()
+    demo = blocks(threading.Event())
+    try:
+        for _ in range(2):
+            client = Client(launched(demo), verbose=False)
+            t = time.monotonic()
+            assert client.predict(4, api_name="/double") == 8
+            assert time.monotonic() - t < 20, "the call waited for the safety net: no wake-up on this loop"
+            client.close()
+            demo.close()
+    finally:
+        demo.close()
