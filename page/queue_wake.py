@@ -5,7 +5,7 @@ empty or every worker is busy) and for progress every 10 ms (start_progress_upda
 not anything happens: an idle vizvit server spent 3.7 % of a core on its event loop, and a hall of
 students pays for the same ~1,100 wake-ups a second on top of its own work (issue 52: server CPU a
 student). Here both loops sleep until what they wait for can have changed:
-  - an event pushed, or a job finished (a worker free, a concurrency slot given back): the loop
+  - an event pushed, or a worker given back (a job's end, its concurrency slot with it): the loop
     that starts jobs looks again;
   - a job started: the progress loop runs at Gradio's own 10 ms cadence until no job is active.
 A wake-up that is somehow missed costs at most MISSED_WAKE_S of a job's wait, never the job.
@@ -40,14 +40,33 @@ def _signal(queue: Any, name: str, new: bool = False) -> asyncio.Event:
 
 
 async def _sleep_until(event: asyncio.Event, most_s: float) -> None:
-    """Until event is set (it is cleared by the caller before it looks at the state), at most most_s."""
+    """Until event is set (it is cleared by the caller before it looks at the state), at most most_s.
+    (asyncio.timeout, not wait_for: on 3.11 wait_for returns normally when the event is set just
+    before a cancellation, and the loop would outlive its server's shutdown.)"""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), most_s)
+        async with asyncio.timeout(most_s):
+            await event.wait()
+
+
+class _Slots(list):
+    """Queue.active_jobs: a worker given back (None written in its place, by process_events' finally)
+    wakes the job loop at once, not when process_events returns after its clean-up (iterators reset,
+    analytics on a worker thread)."""
+
+    def __init__(self, slots: list, queue: Queue) -> None:
+        super().__init__(slots)
+        self.queue = queue
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        super().__setitem__(index, value)
+        if value is None:
+            _signal(self.queue, "_vizvit_work").set()
 
 
 async def start_processing(self: Queue) -> None:
     """Gradio's Queue.start_processing (6.31), its 1 ms polls replaced by a wait for work."""
     work = _signal(self, "_vizvit_work", new=True)
+    self.active_jobs = _Slots(self.active_jobs, self)
     try:
         while not self.stopped:
             work.clear()  # before looking: a push or a finished job from here on wakes the wait below
@@ -102,7 +121,8 @@ async def start_progress_updates(self: Queue) -> None:
 
 
 def _waking(original: Any) -> Any:
-    """An async Queue method that wakes the job loop when it returns (pushed, or finished)."""
+    """An async Queue method that wakes the job loop when it returns (pushed; or finished, after
+    _Slots woke it when the worker was given back)."""
 
     @functools.wraps(original)
     async def wrapper(self: Queue, *args: Any, **kwargs: Any) -> Any:

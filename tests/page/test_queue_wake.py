@@ -4,6 +4,7 @@ would hold its call a minute (the assertions allow 20 s); and the idle loops are
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from gradio_client import Client
 from page import queue_wake
 
 NET_S = 60.0  # the safety net's poll in these tests: a missed wake-up costs a call this long
+STARTED: list[tuple[float, float]] = []  # (x, when) of each /slow call as it began
 
 
 @pytest.fixture
@@ -47,13 +49,20 @@ def blocks(gate: threading.Event) -> gr.Blocks:
     """/slow waits for the gate (one at a time), /double answers at once."""
 
     def slow(x: float) -> float:
+        STARTED.append((x, time.monotonic()))
         assert gate.wait(30), "the test never opened the gate"
         return x + 1
+
+    def halfway(x: float, progress=gr.Progress()) -> float:  # noqa: B008 - Gradio's own idiom
+        progress(0.5, desc="halfway")
+        assert gate.wait(30), "the test never opened the gate"
+        return x
 
     with gr.Blocks() as demo:
         n, out = gr.Number(), gr.Number()
         gr.Button().click(slow, n, out, api_name="slow", concurrency_limit=1)
         gr.Button().click(lambda x: x * 2, n, out, api_name="double", concurrency_limit=1)
+        gr.Button().click(halfway, n, out, api_name="halfway")
     demo.queue(max_size=20)
     return demo
 
@@ -85,11 +94,9 @@ def test_a_call_queued_behind_a_full_slot_starts_when_the_slot_frees(served):
         second = pool.submit(clients[1].predict, 10, api_name="/slow")
         time.sleep(0.5)  # the second is queued behind it
         assert not first.done() and not second.done()
-        t = time.monotonic()
         gate.set()
         assert first.result(timeout=20) == 2
         assert second.result(timeout=20) == 11, "the second never started"
-        assert time.monotonic() - t < 20, "the freed slot did not wake the queue"
     for c in clients:
         c.close()
 
@@ -110,3 +117,48 @@ def test_a_blocks_launched_again_runs_its_queue_on_the_new_loop(monkeypatch):
             demo.close()
     finally:
         demo.close()
+
+
+def test_a_worker_given_back_starts_the_next_job_before_its_last_jobs_clean_up_ends(served, monkeypatch):
+    """Gradio gives a job's worker back at the start of its clean-up (then resets the job's iterators
+    and counts analytics on a worker thread): the queued job starts then, not after the clean-up.
+    Here the clean-up takes 3 s."""
+    url, gate, _ = served
+    tidy = Queue.reset_iterators
+
+    async def slow_tidy(self, event_id):
+        await asyncio.sleep(3.0)
+        await tidy(self, event_id)
+
+    monkeypatch.setattr(Queue, "reset_iterators", slow_tidy)
+    STARTED.clear()
+    clients = [Client(url, verbose=False) for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(clients[0].predict, 1, api_name="/slow")
+        while not STARTED:
+            time.sleep(0.01)
+        second = pool.submit(clients[1].predict, 10, api_name="/slow")
+        time.sleep(0.5)  # queued behind the first
+        opened = time.monotonic()
+        gate.set()
+        assert first.result(timeout=30) == 2 and second.result(timeout=30) == 11
+    _, (x2, t2) = STARTED
+    assert x2 == 10 and t2 - opened < 1.5, f"the second began {t2 - opened:.2f} s after the first was let go"
+    for c in clients:
+        c.close()
+
+
+def test_a_jobs_progress_reaches_its_caller_while_it_runs(served):
+    """The progress loop sleeps while no job runs; a job's start wakes it (with the 60 s net, a missed
+    wake-up would hold the message a minute)."""
+    url, gate, _ = served
+    client = Client(url, verbose=False)
+    job = client.submit(5, api_name="/halfway")
+    deadline = time.monotonic() + 20
+    while not job.status().progress_data:
+        assert time.monotonic() < deadline, "no progress message while the job ran"
+        time.sleep(0.05)
+    assert job.status().progress_data[0].desc == "halfway"
+    gate.set()
+    assert job.result(timeout=20) == 5
+    client.close()
