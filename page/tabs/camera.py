@@ -186,7 +186,8 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
 
 
 def frame_route(wb: Workbench, feeds: live.Feeds) -> APIRoute:
-    """POST FRAME_PATH?sid=...&layer=...&heads=...&mode=...&restart=0|1, a frame's JPEG in the body
+    """POST FRAME_PATH?sid=...&layer=...&heads=...&mode=...&restart=0|1&run=R&n=N (the page's run and
+    frame number: views/camera.frame_order), a frame's JPEG in the body
     -> the live picture as the page draws it (views/camera.py: live_book's JSON; X-Frame: its number,
     X-Side: the model-input view's side, X-Note: 1 when the speed note changed, Server-Timing: where
     the server's time went, LiveStep.timing), 204 when a newer frame took its place, or a JSON

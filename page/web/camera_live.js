@@ -147,9 +147,11 @@
         if (!live()) break;
         sent = performance.now();
         const frame = capture();
+        // run and n: the frame's place, so that the server drops one that reaches it after a newer one.
         const q = new URLSearchParams({ sid, layer: value(ID.CAM_LAYER), heads: value(ID.CAM_HEADS),
-                                        mode: value(ID.CAM_MODE), restart: restart ? '1' : '0' });
-        const job = trip(frame, q, ++seq).catch(fail).finally(() => flying.delete(job));
+                                        mode: value(ID.CAM_MODE), restart: restart ? '1' : '0',
+                                        run: String(mine), n: String(++seq) });
+        const job = trip(frame, q, seq).catch(fail).finally(() => flying.delete(job));
         flying.add(job);
       } catch (e) {
         fail(e);

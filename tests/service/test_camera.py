@@ -320,3 +320,23 @@ def test_camera_frames_wait_behind_every_upload_and_batch_only_with_frames(tiny1
     for f in [running, *frames, *uploads]:
         f.result(30)
     assert order == [[100], [0, 1], [200, 201]], order  # the uploads first, then the frames together
+
+
+def test_a_frame_that_reaches_the_feed_after_a_newer_one_is_dropped_never_drawn_after_it():
+    """Two frames in flight are decoded on two server threads: the page's frame 5 can reach step before
+    its frame 4. Frame 4 is then dropped at once (None, no work), so no picture steps back a frame;
+    a new run (Start again: a higher run number) begins again from its frame 1."""
+    feed = camera.Feed()
+    ran: list[object] = []
+
+    def work(frame: camera.Frame) -> object:
+        ran.append(frame.rgb)
+        return frame.rgb
+
+    assert feed.step("f3", work, order=(1, 3)) == "f3"
+    assert feed.step("f5", work, order=(1, 5)) == "f5"
+    assert feed.step("f4", work, order=(1, 4)) is None  # came after 5
+    assert feed.step("f5 again", work, order=(1, 5)) is None  # the same number twice: not newer
+    assert feed.step("run 2, f1", work, order=(2, 1)) == "run 2, f1"
+    assert feed.step("no order", work) == "no order"  # a caller that sends none streams as before
+    assert ran == ["f3", "f5", "run 2, f1", "no order"] and feed.late == 2

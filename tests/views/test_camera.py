@@ -283,3 +283,15 @@ def test_every_family_and_tower_gets_a_live_picture(families, towers, mode):
 def decode(src: str) -> np.ndarray:
     """A data: URL's picture -> its pixels."""
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))))
+
+
+@pytest.mark.parametrize("query, order", [
+    ({"run": "1", "n": "7"}, (1, 7)), ({"run": "3", "n": "0"}, (3, 0)),
+    ({}, None), ({"run": "1"}, None), ({"n": "2"}, None), ({"run": "x", "n": "2"}, None),
+    ({"run": "1", "n": "2.5"}, None), ({"run": "-1", "n": "2"}, None), ({"run": "1", "n": str(2**31)}, None),
+    ({"run": "1", "n": "9" * 5000}, None),
+])
+def test_a_frames_place_is_read_from_the_query_or_left_out(query, order):
+    """run and n as the camera page sends them; anything else keeps no order (the frame still streams).
+    A 5,000-digit number is refused before Python's int() limit raises."""
+    assert view.frame_order(query) == order

@@ -134,6 +134,12 @@ class Feed:
         self._clock = clock
         self._busy = threading.Lock()  # one forward per camera session at a time
         self._waiter = threading.Lock()  # held by the one caller waiting for _busy (see step)
+        # The page's (run, number) of the newest frame offered: two frames in flight are decoded on two
+        # server threads, and the later one can reach step first; the earlier is then dropped, never
+        # drawn after it (the live picture would step back a frame).
+        self.newest: tuple[int, int] | None = None
+        self.late = 0  # frames dropped for arriving after a newer one
+        self._order = threading.Lock()
         self.last: Frame | None = None  # the frame of the last picture made
         # The frames of the last RECENT pictures, by picture number: Freeze keeps the one the page
         # shows, which may be a picture or two behind the last one made (its answer still on the way).
@@ -143,15 +149,23 @@ class Feed:
         self.done = 0  # pictures made
         self.note = ""  # what the panel last said about speed (sent again only when it changes)
 
-    def step(self, rgb: object, work: Callable[[Frame], R], view: object = None) -> R | None:
+    def step(self, rgb: object, work: Callable[[Frame], R], view: object = None,
+             order: tuple[int, int] | None = None) -> R | None:
         """Offer `rgb` (and `view`, made of it: it travels with the frame), then run work(newest
         frame) once this session's previous work is done; None when a newer frame took this one's
         place (it is dropped, never queued). Only work runs one at a time: what a caller does with
-        its result runs beside the next frame's work.
+        its result runs beside the next frame's work. order: the page's (run, number) of the frame;
+        a frame not newer than one already offered is dropped at once (None).
 
         At most two callers per session are inside at once, one working and one waiting: a caller
         that finds another waiting leaves its frame in the slot for that one and returns None at
         once, so a client sending many frames at a time holds two server threads, not one each."""
+        if order is not None:
+            with self._order:
+                if self.newest is not None and order <= self.newest:
+                    self.late += 1
+                    return None
+                self.newest = order
         now = self._clock()
         self.seen = now
         self.slot.put(Frame(rgb, now, view))

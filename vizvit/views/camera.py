@@ -465,8 +465,10 @@ class _Forward:
     number: int  # the picture's number in the session
 
 
-def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: CameraParams) -> LiveStep | None:
-    """One camera frame: offered to the session's feed; None when a newer frame took its place.
+def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: CameraParams,
+              order: tuple[int, int] | None = None) -> LiveStep | None:
+    """One camera frame: offered to the session's feed; None when a newer frame took its place (or
+    came before it: order, the page's (run, number) of the frame, Feed.step).
     key: the model, the heads switched off and the typed labels (its sha1 is not read).
 
     Only the forward waits for the session's previous frame: the model-input view is made before
@@ -486,7 +488,7 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
         changed, feed.note = note != feed.note, note
         return _Forward(a, frame, took, rate_lines(feed, fwd), note if changed else None, feed.done + 1)
 
-    got = feed.step(rgb, forward, model_input_view(frame_image(rgb), vm.preprocess))
+    got = feed.step(rgb, forward, model_input_view(frame_image(rgb), vm.preprocess), order)
     if got is None:
         return None
     t1 = time.perf_counter()
@@ -501,8 +503,9 @@ def live_frame(wb: Workbench, feeds: Feeds, token: str, data: bytes, params: dic
                restart: bool = False) -> LiveStep | None:
     """One frame from the camera page: its token's feed (time and concurrency limits: Feeds.admit),
     the frame decoded, the map's controls as the page has them now (params: layer, heads, mode,
-    as in the page's link; a value that fits the model falls back to its default), one step.
-    None: a newer frame of the same camera took its place."""
+    as in the page's link; a value that fits the model falls back to its default; run and n: the
+    frame's place in the page's runs, frame_order), one step.
+    None: a newer frame of the same camera took its place, or came first."""
     feed = feeds.admit(token, restart)
     key = feed.key
     if not isinstance(key, PhotoKey):
@@ -511,8 +514,22 @@ def live_frame(wb: Workbench, feeds: Feeds, token: str, data: bytes, params: dic
     t0 = time.perf_counter()
     rgb = frame_rgb(data, frame_side(vm))
     decode = ("decode", round(1000 * (time.perf_counter() - t0), 1))
-    step = live_step(wb, feed, key, rgb, CameraParams.from_link(params, vm.geometry))
+    step = live_step(wb, feed, key, rgb, CameraParams.from_link(params, vm.geometry), frame_order(params))
     return None if step is None else replace(step, timing=(decode, *step.timing))
+
+
+ORDER_MAX = 2**31  # a run or frame number the page could send: it counts from 1, a run at a time
+
+
+def frame_order(params: dict[str, str]) -> tuple[int, int] | None:
+    """The page's (run, frame number) of a frame, from its query's run and n; None (no order kept)
+    when either is missing or not a whole number in [0, ORDER_MAX): a caller without them still
+    streams, as before."""
+    try:
+        run, n = int(params["run"]), int(params["n"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return (run, n) if 0 <= run < ORDER_MAX and 0 <= n < ORDER_MAX else None
 
 
 def page_query(params: dict[str, Any]) -> str:
