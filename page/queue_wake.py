@@ -2,7 +2,7 @@
 
 Gradio 6.31's Queue looks for work every 1 ms (start_processing: `sleep(0.001)` while the queue is
 empty or every worker is busy) and for progress every 10 ms (start_progress_updates), whether or
-not anything happens: an idle vizvit server spent 3.7 % of a core on its event loop, and a hall of
+not anything happens: an idle vizvit server spent 4.4 % of a core on it, and a hall of
 students pays for the same ~1,100 wake-ups a second on top of its own work (issue 52: server CPU a
 student). Here both loops sleep until what they wait for can have changed:
   - an event pushed, or a worker given back (a job's end, its concurrency slot with it): the loop
@@ -11,8 +11,10 @@ student). Here both loops sleep until what they wait for can have changed:
 A wake-up that is somehow missed costs at most MISSED_WAKE_S of a job's wait, never the job.
 
 install() replaces Queue.start_processing and Queue.start_progress_updates with the same loops
-(Gradio's code, with its sleeps replaced by waits), and wraps Queue.push and Queue.process_events
-to wake them. Idempotent."""
+(Gradio's code, with its sleeps replaced by waits); Queue.active_jobs becomes a list that wakes the
+job loop when a worker is given back (_Slots), and Queue.push and Queue.process_events wake it when
+they return (process_events also for a job run without a worker: routes.py's queue join).
+Idempotent."""
 
 from __future__ import annotations
 

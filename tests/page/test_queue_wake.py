@@ -67,6 +67,14 @@ def blocks(gate: threading.Event) -> gr.Blocks:
     return demo
 
 
+def began(n: int) -> None:
+    """Until n /slow calls have begun (20 s at most)."""
+    deadline = time.monotonic() + 20
+    while len(STARTED) < n:
+        assert time.monotonic() < deadline, f"{len(STARTED)} of {n} /slow calls began"
+        time.sleep(0.01)
+
+
 def launched(demo: gr.Blocks) -> str:
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
@@ -87,10 +95,11 @@ def test_a_pushed_call_starts_at_once_and_an_idle_queue_sleeps(served):
 
 def test_a_call_queued_behind_a_full_slot_starts_when_the_slot_frees(served):
     url, gate, _ = served
+    STARTED.clear()
     clients = [Client(url, verbose=False) for _ in range(2)]
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(clients[0].predict, 1, api_name="/slow")
-        time.sleep(0.5)  # the first holds /slow's only slot
+        began(1)  # the first holds /slow's only slot
         second = pool.submit(clients[1].predict, 10, api_name="/slow")
         time.sleep(0.5)  # the second is queued behind it
         assert not first.done() and not second.done()
@@ -135,8 +144,7 @@ def test_a_worker_given_back_starts_the_next_job_before_its_last_jobs_clean_up_e
     clients = [Client(url, verbose=False) for _ in range(2)]
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(clients[0].predict, 1, api_name="/slow")
-        while not STARTED:
-            time.sleep(0.01)
+        began(1)  # the first holds /slow's only slot
         second = pool.submit(clients[1].predict, 10, api_name="/slow")
         time.sleep(0.5)  # queued behind the first
         opened = time.monotonic()

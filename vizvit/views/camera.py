@@ -527,7 +527,7 @@ def frame_order(params: dict[str, str]) -> tuple[int, int] | None:
     streams, as before."""
     try:
         run, n = int(params["run"]), int(params["n"])
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError):
         return None
     return (run, n) if 0 <= run < ORDER_MAX and 0 <= n < ORDER_MAX else None
 
