@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 import gradio_patch
 import page  # noqa: F401 - first: the thread settings, before torch loads
@@ -24,6 +25,7 @@ from page import (
 )
 from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
+from page.stream_grace import StreamGrace
 from vizvit import views
 from vizvit.classroom.room import Rooms, open_store
 from vizvit.classroom.roomstore import REDIS_URL_ENV
@@ -44,7 +46,9 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
     # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS).
-    app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS)}
+    # A session's answer stream kept open a moment after its last answer (page/stream_grace.py).
+    app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),
+                                  "middleware": [Middleware(StreamGrace)]}
     return dict(
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,

@@ -111,23 +111,23 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   };
   const ASK_LIMIT_MS = 5000;  // the longest an event waits for an asked page before it goes to Gradio
 
-  // A target showing a picture drawn ahead for a new photo (page/kit.py: the work ahead; the page
-  // holds them in web/preload.js's list) that this book does not hold: the book is the photo
-  // before's until the tab's own answer brings the new one, and its pages would draw that photo
-  // over the new one. Such a book draws nothing and asks for nothing (the event goes to Gradio).
-  const beforeAhead = (b) => {
-    const pre = window.__vizvitPreloaded;
-    if (!pre || !pre.length) return false;
-    const ahead = new Set(pre.map((im) => im.dataset.url));
-    const ids = new Set(Object.values(b.pages).flatMap((page) => Object.keys(page)));
-    return [...ids].some((id) => { const s = imgOf(id)?.getAttribute('src'); return s && ahead.has(s) && !b.urls.has(s); });
+  // A target showing a picture this book does not hold: the screen is newer than the book (a new
+  // photo's picture drawn ahead, page/kit.py: the work ahead; a new photo's or a click's answer;
+  // a mark drawn on it) until the answer that brings the new book. Its pages would draw the photo
+  // before over the new one, so such a book draws nothing and asks for nothing (the event goes to
+  // Gradio). A book that is current holds every picture on its targets: the server's answer for a
+  // position carries the same URLs as the book's page for it.
+  const behind = (b) => {
+    const ids = new Set(Object.values(b.pages).flatMap((page) =>
+      Object.entries(page).filter(([, v]) => typeof v === 'string').map(([id]) => id)));
+    return [...ids].some((id) => { const s = imgOf(id)?.getAttribute('src'); return s && !b.urls.has(s); });
   };
 
   // Show book b's page `key`: a promise per target drawn (the picture decoded, the chart drawn),
   // or null if the book has no such page.
   const draw = (b, key) => {
     const page = b.pages[key];
-    if (!page || beforeAhead(b)) return null;
+    if (!page || behind(b)) return null;
     const done = [], charts = [];
     for (const [id, v] of Object.entries(page)) {
       if (typeof v !== 'string') {  // a chart: drawn once per move (a restyle is not idempotent to time)
@@ -226,7 +226,7 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
   const show = (name, b, key) => {
     const drawn = draw(b, key);
     if (drawn) return [drawn, undefined];
-    return b.fetch && !beforeAhead(b) ? [[ask(name, key)], ASK_LIMIT_MS] : null;
+    return b.fetch && !behind(b) ? [[ask(name, key)], ASK_LIMIT_MS] : null;
   };
   const onInput = (e) => {
     const t = e.target;

@@ -1,0 +1,65 @@
+"""A session's answer stream held open a moment after its last answer, so no answer is lost.
+
+Gradio 6.31 ends a session's answer stream (/gradio_api/queue/data) as soon as the last event it
+knows of completes, with a close_stream message. Its clients (the page's, gradio_client) open a
+stream only when they join an event with none open, and on close_stream they close it whatever
+they still wait for. So when the page joins its next event while that close is on its way, the
+client can read the join's answer first (a stream is open: it opens none), then the close: the new
+event's answer comes to a stream nobody reads, and its picture never comes (seen in CI: the
+browser logs the stream as net::ERR_ABORTED, and nothing is left pending on the page).
+
+StreamGrace, an ASGI middleware, holds such a stream GRACE_S after each completed answer that
+leaves the session with nothing else pending, until the session joins another event: then Gradio
+sees that event pending and keeps the stream open, and the event's answer comes on it. The events a
+page starts because of an answer (its follow-ups, a tab's pictures) join within milliseconds; a
+join that arrives just as the grace runs out is still exposed, as before, but that window is narrow.
+Other routes (REST's /call/ streams included) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import parse_qs
+
+PATH = "/gradio_api/queue/data"
+GRACE_S = 2.0  # how long a stream waits, after a session's last answer, for its next event
+CHECK_S = 0.02  # how often it looks (a dict lookup): ~100 looks per stream end at most
+COMPLETED = b'"msg":"process_completed"'  # Gradio's message, as orjson writes it (no spaces)
+
+
+async def next_event(queue: Any, session: str, grace_s: float) -> bool:
+    """Until `session` has an event pending beside the one just answered (that one stays in
+    Gradio's pending set until the stream's next turn), at most grace_s or until the queue stops.
+    Whether one came."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace_s
+    while len(queue.pending_event_ids_session.get(session, ())) < 2:
+        if queue.stopped or loop.time() >= deadline:
+            return False
+        await asyncio.sleep(CHECK_S)
+    return True
+
+
+class StreamGrace:
+    """ASGI middleware: a queue/data stream's completed answer is sent, then the stream waits
+    (next_event) before Gradio decides whether to close it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith(PATH):
+            await self.app(scope, receive, send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        session = (query.get("session_hash") or [""])[0]
+        queue = scope["app"].get_blocks()._queue  # Starlette puts the Gradio App in the scope
+
+        async def graced(message: dict) -> None:
+            await send(message)  # Gradio's stream resumes (and may close) only after this returns
+            if (message["type"] == "http.response.body" and message.get("more_body")
+                    and COMPLETED in message.get("body", b"")):
+                await next_event(queue, session, GRACE_S)
+
+        await self.app(scope, receive, graced)

@@ -1,0 +1,105 @@
+"""page/stream_grace.py: a session's answer stream stays open for an event joined just after its
+last answer, so that event's answer comes on it (Gradio alone sends close_stream at once, and a
+client that read the join's answer first never reads the new event's). The stream is read here as
+Gradio's clients read it: raw server-sent events over HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import gradio as gr
+import httpx
+import pytest
+from appserver import free_port
+from starlette.middleware import Middleware
+
+from page import stream_grace
+
+API = "gradio_api"
+
+
+@pytest.fixture
+def url(monkeypatch) -> Iterator[str]:
+    monkeypatch.setattr(stream_grace, "GRACE_S", 1.5)
+    with gr.Blocks() as demo:
+        n, out = gr.Number(), gr.Number()
+        gr.Button().click(lambda x: x * 2, n, out, api_name="double")
+    demo.queue()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": [Middleware(stream_grace.StreamGrace)]})
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+def join(url: str, session: str, x: float) -> str:
+    """The event's id, once Gradio has it queued (what the page's client does for each event)."""
+    body = {"data": [x], "fn_index": 0, "session_hash": session, "event_data": None, "trigger_id": None}
+    got = httpx.post(f"{url}{API}/queue/join", json=body, timeout=30)
+    got.raise_for_status()
+    return got.json()["event_id"]
+
+
+def read(url: str, session: str, seen: list[tuple[float, dict]]) -> threading.Thread:
+    """The session's stream, read on a thread into seen as (when, message) until it ends."""
+
+    def run() -> None:
+        with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=30) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    seen.append((time.monotonic(), json.loads(line[6:])))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_for(seen: list, test, what: str, limit_s: float = 20.0) -> float:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        for when, message in list(seen):
+            if test(message):
+                return when
+        time.sleep(0.01)
+    raise AssertionError(f"no {what} in {limit_s} s: {[m.get('msg') for _, m in seen]}")
+
+
+def completed(event: str):
+    return lambda m: m.get("msg") == "process_completed" and m.get("event_id") == event
+
+
+def test_an_event_joined_just_after_the_last_answer_is_answered_on_the_same_stream(url):
+    session, seen = "grace-one", []
+    first = join(url, session, 2)
+    reader = read(url, session, seen)
+    wait_for(seen, completed(first), "first answer")
+    time.sleep(0.3)  # the page joins its next event a moment after an answer
+    assert not any(m.get("msg") == "close_stream" for _, m in seen), "the stream closed at the last answer"
+    second = join(url, session, 5)
+    wait_for(seen, completed(second), "second answer on the same stream")
+    answer = next(m for _, m in seen if completed(second)(m))
+    assert answer["output"]["data"] == [10]
+    reader.join(10)
+    assert seen[-1][1]["msg"] == "close_stream" and not reader.is_alive(), "the stream never closed"
+
+
+def test_a_session_with_nothing_more_to_answer_is_closed_after_the_grace(url):
+    session, seen = "grace-two", []
+    event = join(url, session, 1)
+    reader = read(url, session, seen)
+    answered = wait_for(seen, completed(event), "answer")
+    closed = wait_for(seen, lambda m: m.get("msg") == "close_stream", "close", limit_s=10)
+    reader.join(10)
+    assert 1.2 <= closed - answered <= 6, f"closed {closed - answered:.2f} s after the answer"
+    assert not reader.is_alive()
+
+
+def test_the_app_launches_with_the_grace():
+    import app
+
+    assert [m.cls for m in app.launch_kwargs()["app_kwargs"]["middleware"]] == [stream_grace.StreamGrace]
