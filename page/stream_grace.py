@@ -13,7 +13,10 @@ leaves the session with nothing else pending, until the session joins another ev
 sees that event pending and keeps the stream open, and the event's answer comes on it. The events a
 page starts because of an answer (its follow-ups, a tab's pictures) join within milliseconds; a
 join that arrives just as the grace runs out is still exposed, as before, but that window is narrow.
-Other routes (REST's /call/ streams included) pass through untouched.
+Other routes (REST's /call/ streams included) pass through untouched, and so do the streams of
+vizvit's own page, which says so (REOPENS_HEADER): it asks for its stream again itself when a close
+comes while it still waits for an answer (web/answer_stream.js), so a close held for it would only
+keep it waiting (the browser tests wait for the page's streams to close).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ PATH = "/gradio_api/queue/data"
 GRACE_S = 2.0  # how long a stream waits, after a session's last answer, for its next event
 CHECK_S = 0.02  # how often it looks (a dict lookup): ~100 looks per stream end at most
 COMPLETED = b'"msg":"process_completed"'  # Gradio's message, as orjson writes it (no spaces)
+REOPENS_HEADER = "x-vizvit-reopens"  # sent by the page's streams (web/answer_stream.js): no grace needed
 
 
 async def next_event(queue: Any, session: str, grace_s: float) -> bool:
@@ -49,7 +53,8 @@ class StreamGrace:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not scope["path"].endswith(PATH):
+        if (scope["type"] != "http" or not scope["path"].endswith(PATH)
+                or any(k == REOPENS_HEADER.encode() for k, _ in scope.get("headers", ()))):
             await self.app(scope, receive, send)
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))

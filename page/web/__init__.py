@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from .. import ids
+from ..stream_grace import REOPENS_HEADER
 
 HERE = Path(__file__).resolve().parent
 # A clickable picture that is a grid of cells (the Patches tab's grid, the attention map, the layers × heads
@@ -62,7 +63,9 @@ def page_head() -> str:
     scripts to the document before it renders a component, so each is defined before any js_on_load
     calls it; js= runs only once every component has mounted, after their js_on_load."""
     defs = "".join(f"{json.dumps(n)}: function ({ON_LOAD_ARGS}) {{\n{asset(n)}\n}},\n" for n in DRAWING)
-    script = f"window.{DRAWN} = {{\n{defs}}};"
+    # First, the page's fetch that keeps the stream of answers (answer_stream.js): before any event.
+    answers = asset("answer_stream.js").replace("REOPENS_HEADER", json.dumps(REOPENS_HEADER))
+    script = f"({answers})();\nwindow.{DRAWN} = {{\n{defs}}};"
     if re.search(r"</script|<!--", script, re.I):  # would end the <script> early (the head is HTML)
         raise ValueError("a drawing script holds '</script' or '<!--'")
     return f"<script>\n{script}\n</script>"

@@ -45,11 +45,12 @@ def join(url: str, session: str, x: float) -> str:
     return got.json()["event_id"]
 
 
-def read(url: str, session: str, seen: list[tuple[float, dict]]) -> threading.Thread:
+def read(url: str, session: str, seen: list[tuple[float, dict]], headers: dict | None = None) -> threading.Thread:
     """The session's stream, read on a thread into seen as (when, message) until it ends."""
 
     def run() -> None:
-        with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=30) as r:
+        with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=30,
+                          headers=headers) as r:
             for line in r.iter_lines():
                 if line.startswith("data: "):
                     seen.append((time.monotonic(), json.loads(line[6:])))
@@ -97,6 +98,17 @@ def test_a_session_with_nothing_more_to_answer_is_closed_after_the_grace(url):
     reader.join(10)
     assert 1.2 <= closed - answered <= 6, f"closed {closed - answered:.2f} s after the answer"
     assert not reader.is_alive()
+
+
+def test_the_pages_own_stream_is_closed_at_once(url):
+    """vizvit's page asks for its stream again itself (web/answer_stream.js) and says so."""
+    session, seen = "grace-three", []
+    event = join(url, session, 1)
+    reader = read(url, session, seen, headers={stream_grace.REOPENS_HEADER: "1"})
+    answered = wait_for(seen, completed(event), "answer")
+    closed = wait_for(seen, lambda m: m.get("msg") == "close_stream", "close", limit_s=10)
+    reader.join(10)
+    assert closed - answered < 1.0, f"closed {closed - answered:.2f} s after the answer"
 
 
 def test_the_app_launches_with_the_grace():
