@@ -8,6 +8,7 @@ tabs (the main page opens on it, and its Patches grid shows the same frame)."""
 from __future__ import annotations
 
 import base64
+import json
 import time
 from pathlib import Path
 
@@ -81,9 +82,13 @@ def test_live_pictures_follow_the_camera_and_freeze_hands_the_frame_to_the_tabs(
         assert not written, f"camera pictures written to disk: {written}"
 
         # Freeze: the frame becomes a photo; the main page opens on it, its Patches tab shows that frame.
+        # Every picture shown by the click, kept as it happens: the page may have left for the main page
+        # before a read after the click (CI: "execution context was destroyed").
+        page.evaluate("""() => document.querySelector('#cam-freeze').addEventListener('click',
+            () => sessionStorage.setItem('vv-shown', JSON.stringify(window.__cam.paints)), {capture: true})""")
         page.locator("#cam-freeze").click()
-        shown = {c for _, c, _ in page.evaluate("window.__cam.paints")}  # every picture shown by the click
         page.wait_for_url("**/?photo=**", timeout=60_000)
+        shown = {c for _, c, _ in json.loads(page.evaluate("sessionStorage.getItem('vv-shown')"))}
         page.wait_for_function("document.querySelector('#status')"
                                " && /top-1/.test(document.querySelector('#status').innerText)",
                                timeout=60_000)
