@@ -13,30 +13,57 @@
 // (REOPENS_HEADER), so the server does not hold their close (page/stream_grace.py).
 () => {
   if (window.__vizvitAnswers) return;
-  const owed = {};  // session hash -> Set of its events joined whose answer has not passed
-  const wakes = {};  // session hash -> the stream's resolve, while it waits for an event joined
-  const answers = window.__vizvitAnswers = { owed, streams: 0 };  // streams: asked again
+  // session hash -> {owed: its events joined whose answer has not passed, early: answers that
+  // passed before their join was noted (a quick event's answer can beat its join's on the other
+  // connection), wake: the stream's resolve while it waits for an event joined}
+  const sessions = {};
+  const answers = window.__vizvitAnswers = { sessions, streams: 0 };  // streams: asked again
   const real = window.fetch.bind(window);
-  const owedOf = (session) => owed[session] || (owed[session] = new Set());
+  const of = (session) => sessions[session] || (sessions[session] = { owed: new Set(), early: new Set(), wake: null });
   const HEAD = /^\{"msg":"([a-z_]+)","event_id":(?:null|"([^"]*)")/;  // orjson's message, as Gradio writes it
+  const EARLY_KEPT = 64;
+  const TRIES = 3;  // a server stream that fails while an answer is owed is asked for again this often
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   // One message of a server stream ("data: {...}"): whether Gradio's client gets it.
-  const passes = (session, event) => {
+  const passes = (s, event) => {
     const m = HEAD.exec(event.startsWith('data: ') ? event.slice(6, 200) : '');
     if (!m) return true;
-    if (m[1] === 'process_completed' && m[2]) owedOf(session).delete(m[2]);
-    if (m[1] === 'unexpected_error') owedOf(session).clear();  // the server stopped, or lost the session
+    if (m[1] === 'process_completed' && m[2] && !s.owed.delete(m[2])) {
+      s.early.add(m[2]);
+      if (s.early.size > EARLY_KEPT) s.early.delete(s.early.values().next().value);
+    }
+    if (m[1] === 'unexpected_error') { s.owed.clear(); s.early.clear(); }  // the server stopped, or lost the session
     return m[1] !== 'close_stream';
+  };
+  const noteJoin = (session, id) => {
+    const s = of(session);
+    if (s.early.delete(id)) return;  // answered already
+    s.owed.add(id);
+    s.wake?.();
+    s.wake = null;
   };
 
   // Gradio's stream for `session`: the server's streams one after another (the first, then each
   // asked for with ask() when an event is owed and none is open). Pulled only as Gradio reads.
+  // A server stream that fails or ends with nothing said while an answer is owed is asked for again
+  // (TRIES times, waiting longer each time), then the error goes to Gradio ("connection lost"); one
+  // that fails with nothing owed is forgotten: this is the only stream Gradio will read again.
   const kept = (session, first, ask, signal) => {
-    const text = new TextDecoder(), bytes = new TextEncoder();
-    let reader = first.body.getReader(), buffer = '';
-    const stopped = new Promise((_, fail) => signal.addEventListener('abort', () => fail(signal.reason), { once: true }));
+    const s = of(session), text = new TextDecoder(), bytes = new TextEncoder();
+    let reader = first.body.getReader(), buffer = '', said = false, tries = 0;
+    const stopped = new Promise((_, fail) => signal.addEventListener('abort', () => {
+      s.owed.clear();  // Gradio gave up its stream: the server drops the session's events
+      fail(signal.reason);
+    }, { once: true }));
     stopped.catch(() => null);
-    const joined = () => new Promise((resolve) => { wakes[session] = resolve; });
+    const joined = () => new Promise((resolve) => { s.wake = resolve; });
+    const failed = async (e) => {
+      reader = null;
+      buffer = '';
+      if (signal.aborted || (s.owed.size > 0 && ++tries > TRIES)) throw e;
+      if (s.owed.size > 0) await Promise.race([sleep(250 * 2 ** tries), stopped]);
+    };
     return new ReadableStream({
       async pull(out) {
         try {
@@ -45,23 +72,29 @@
             if (cut >= 0) {
               const event = buffer.slice(0, cut);
               buffer = buffer.slice(cut + 2);
-              if (passes(session, event)) { out.enqueue(bytes.encode(event + '\n\n')); return; }
+              said = true;
+              tries = 0;
+              if (passes(s, event)) { out.enqueue(bytes.encode(event + '\n\n')); return; }
               continue;
             }
             if (reader) {
-              const chunk = await reader.read();
+              let chunk;
+              try { chunk = await reader.read(); } catch (e) { await failed(e); continue; }
               if (!chunk.done) { buffer += text.decode(chunk.value, { stream: true }); continue; }
               reader = null;  // the server closed its stream: the next event owed asks for another
               buffer = '';
+              if (!said) { await failed(new Error('answer stream: ended with nothing said')); continue; }
             }
-            if (owedOf(session).size === 0) { await Promise.race([joined(), stopped]); continue; }
-            const response = await Promise.race([ask(), stopped]);
-            if (!response.ok || !response.body) throw new Error(`answer stream: HTTP ${response.status}`);
+            if (s.owed.size === 0) { await Promise.race([joined(), stopped]); continue; }
+            let response;
+            try { response = await Promise.race([ask(), stopped]); } catch (e) { await failed(e); continue; }
+            if (!response.ok || !response.body) { await failed(new Error(`answer stream: HTTP ${response.status}`)); continue; }
             answers.streams += 1;
             reader = response.body.getReader();
+            said = false;
           }
         } catch (e) {
-          owedOf(session).clear();
+          s.owed.clear();
           out.error(e);
         }
       },
@@ -71,27 +104,23 @@
 
   window.fetch = async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input), location.href);
-    if (url.pathname.endsWith('/queue/join')) {
+    const method = (init?.method || (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    if (url.pathname.endsWith('/queue/join') && method === 'POST') {
       const r = await real(input, init);
       if (r.ok) {  // noted before Gradio reads the answer: the stream then waits for its answer
         let session = null;
         try { session = JSON.parse(String(init?.body ?? 'null'))?.session_hash; } catch { /* not Gradio's join */ }
         const id = (await r.clone().json().catch(() => null))?.event_id;
-        if (typeof session === 'string' && typeof id === 'string') {
-          owedOf(session).add(id);
-          wakes[session]?.();
-          delete wakes[session];
-        }
+        if (typeof session === 'string' && typeof id === 'string') noteJoin(session, id);
       }
       return r;
     }
-    if (!url.pathname.endsWith('/queue/data')) return real(input, init);
+    if (!url.pathname.endsWith('/queue/data') || method !== 'GET') return real(input, init);
     const request = new Request(input, init);
     request.headers.set(REOPENS_HEADER, '1');
-    const session = url.searchParams.get('session_hash') || '';
     const first = await real(request.clone());
     if (!first.ok || !first.body) return first;
-    return new Response(kept(session, first, () => real(request.clone()), request.signal),
+    return new Response(kept(url.searchParams.get('session_hash') || '', first, () => real(request.clone()), request.signal),
       { status: first.status, statusText: first.statusText, headers: first.headers });
   };
 }

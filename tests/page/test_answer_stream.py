@@ -20,14 +20,18 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 # stdin: {"streams": [[message, ...], ...] (each /queue/data answer in turn; a 404 once none is
 # left), "joined": ids joined before the stream opens, "then": {n: [id, wait]}: after the reader's
 # nth message (0-based) the page joins event id, before reading on (wait) or 200 ms later while the
-# reader waits, "expect": messages to read}. Prints what the reader got and the requests made.
+# reader waits, "expect": messages to read, "limit_ms"}; a message "cut" breaks its stream's connection. Prints
+# what the reader got and the requests made.
 NODE = r"""
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 globalThis.window = globalThis;
 globalThis.location = new URL('http://x/');
 const calls = [];
 const sse = (messages) => new ReadableStream({ start(c) {
-  for (const m of messages) c.enqueue(new TextEncoder().encode('data: ' + JSON.stringify(m) + '\n\n'));
+  for (const m of messages) {
+    if (m === 'cut') { setTimeout(() => c.error(new Error('cut')), 100); return; }  // lost, after what was sent
+    c.enqueue(new TextEncoder().encode('data: ' + JSON.stringify(m) + '\n\n'));
+  }
   c.close(); } });
 const streams = input.streams.slice();
 globalThis.fetch = async (req, init) => {
@@ -68,7 +72,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
       }
     }
   };
-  await Promise.race([read(), sleep(3000)]);
+  await Promise.race([read(), sleep(input.limit_ms)]);
   await sleep(300);  // anything asked for after the last message expected
   console.log(JSON.stringify({ got, calls, streams: window.__vizvitAnswers.streams }));
   process.exit(0);
@@ -81,6 +85,7 @@ def completed(event: str) -> dict:
 
 
 CLOSE = {"msg": "close_stream", "event_id": None}
+HEARTBEAT = {"msg": "heartbeat", "event_id": None}
 
 
 def script() -> str:
@@ -91,9 +96,11 @@ def script() -> str:
     return body.group(1)
 
 
-def run(streams: list, joined: list[str], then: dict[int, tuple[str, bool]], expect: int) -> dict:
+def run(streams: list, joined: list[str], then: dict[int, tuple[str, bool]], expect: int, limit_ms: int = 1500) -> dict:
+    """The reader stops after `expect` messages or limit_ms (the stream Gradio reads never ends)."""
     node = NODE.replace("HEADER", json.dumps(REOPENS_HEADER)).replace("eval(HEAD)", f"eval({json.dumps(script())})")
-    data = {"streams": streams, "joined": joined, "then": {str(k): v for k, v in then.items()}, "expect": expect}
+    data = {"streams": streams, "joined": joined, "then": {str(k): v for k, v in then.items()}, "expect": expect,
+            "limit_ms": limit_ms}
     done = subprocess.run(["node", "-e", node], input=json.dumps(data), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -123,11 +130,33 @@ def test_nothing_owed_asks_for_nothing():
     assert len(data_calls(out)) == 1 and out["streams"] == 0
 
 
-def test_a_stream_that_cannot_be_asked_again_ends_in_an_error_gradio_reports():
-    # The session is gone when the page asks again (a restarted server): the reader gets an error,
-    # which Gradio's client turns into its "connection lost" message, instead of waiting forever.
-    out = run([[completed("A"), CLOSE]], ["A"], {0: ("B", True)}, expect=3)
+def test_an_answer_that_beats_its_join_is_not_owed_after():
+    # B, a quick event, is answered on the open stream before its join's own answer is read: B is
+    # not owed once its join is noted, so no stream is asked for it (one would never close).
+    out = run([[completed("A"), completed("B"), CLOSE], [HEARTBEAT]], ["A"], {1: ("B", True)}, expect=3)
+    assert out["got"] == ["process_completed A", "process_completed B"]
+    assert len(data_calls(out)) == 1 and out["streams"] == 0
+
+
+def test_a_restarted_servers_lost_session_reaches_gradio_and_nothing_more_is_asked():
+    # As Gradio's server answers a session it no longer holds: 200, unexpected_error, then a cut.
+    lost = {"msg": "unexpected_error", "event_id": None, "message": "", "session_not_found": True, "success": False}
+    out = run([[completed("A"), CLOSE], [lost, "cut"]], ["A"], {0: ("B", True)}, expect=3)
+    assert out["got"] == ["process_completed A", "unexpected_error"]  # Gradio tells the user
+    assert len(data_calls(out)) == 2
+
+
+def test_a_stream_that_cannot_be_had_again_ends_in_an_error_gradio_reports():
+    # No stream to be had (a proxy's 404) while B is owed: asked again 3 times, then Gradio's client
+    # gets the error (its "connection lost") instead of waiting forever.
+    out = run([[completed("A"), CLOSE]], ["A"], {0: ("B", True)}, expect=3, limit_ms=6000)  # 0.5 + 1 + 2 s between
     assert out["got"] == ["process_completed A", "error: answer stream: HTTP 404"]
+    assert len(data_calls(out)) == 1 + 1 + 3
+
+
+def test_a_connection_lost_while_nothing_is_owed_is_forgotten():
+    out = run([[completed("A"), "cut"], [completed("B"), CLOSE]], ["A"], {0: ("B", False)}, expect=2)
+    assert out["got"] == ["process_completed A", "process_completed B"]
 
 
 def test_a_lost_session_forgets_what_it_owed():
