@@ -60,6 +60,10 @@ def close_browsers() -> None:
         _driver = None
 
 
+# The events of each session whose answer has not come (web/answer_stream.js).
+OWED = "() => Object.entries(window.__vizvitAnswers?.sessions ?? {}).map(([k, s]) => [k, [...s.owed]])"
+
+
 @contextmanager
 def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#upload", args: tuple = (),
             init_script: str | None = None) -> Iterator:
@@ -88,7 +92,11 @@ def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#u
         # has no file input, so on a fast machine the input may never be seen at all.
         page.goto(url, wait_until="load")
         page.wait_for_selector(wait_for, state="attached")
-        yield page
+        try:
+            yield page
+        except PlaywrightTimeout as e:  # any wait that timed out says what the page was still waiting for
+            e.add_note(f"the page then: {report(page)}; answers owed: {page.evaluate(OWED)}")
+            raise
     finally:
         for ctx in [c for c in browser.contexts if c not in before]:
             try:
