@@ -46,7 +46,8 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
     # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS).
-    # A session's answer stream kept open a moment after its last answer (page/stream_grace.py).
+    # An API client's answer stream kept open a moment after its last answer (page/stream_grace.py;
+    # the page keeps its own: web/answer_stream.js).
     app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),
                                   "middleware": [Middleware(StreamGrace)]}
     return dict(

@@ -8,7 +8,8 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 
 import gradio as gr
 import pytest
@@ -75,6 +76,23 @@ def began(n: int) -> None:
         time.sleep(0.01)
 
 
+@contextmanager
+def one_behind_another(url: str) -> Iterator[tuple[Future, Future]]:
+    """/slow(1) from one client holding /slow's only slot, and /slow(10) from another queued behind it."""
+    STARTED.clear()
+    clients = [Client(url, verbose=False) for _ in range(2)]
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(clients[0].predict, 1, api_name="/slow")
+            began(1)
+            second = pool.submit(clients[1].predict, 10, api_name="/slow")
+            time.sleep(0.5)  # the second is queued behind the first
+            yield first, second
+    finally:
+        for c in clients:
+            c.close()
+
+
 def launched(demo: gr.Blocks) -> str:
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
@@ -95,19 +113,11 @@ def test_a_pushed_call_starts_at_once_and_an_idle_queue_sleeps(served):
 
 def test_a_call_queued_behind_a_full_slot_starts_when_the_slot_frees(served):
     url, gate, _ = served
-    STARTED.clear()
-    clients = [Client(url, verbose=False) for _ in range(2)]
-    with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(clients[0].predict, 1, api_name="/slow")
-        began(1)  # the first holds /slow's only slot
-        second = pool.submit(clients[1].predict, 10, api_name="/slow")
-        time.sleep(0.5)  # the second is queued behind it
+    with one_behind_another(url) as (first, second):
         assert not first.done() and not second.done()
         gate.set()
         assert first.result(timeout=20) == 2
         assert second.result(timeout=20) == 11, "the second never started"
-    for c in clients:
-        c.close()
 
 
 def test_a_blocks_launched_again_runs_its_queue_on_the_new_loop(monkeypatch):
@@ -140,20 +150,12 @@ def test_a_worker_given_back_starts_the_next_job_before_its_last_jobs_clean_up_e
         await tidy(self, event_id)
 
     monkeypatch.setattr(Queue, "reset_iterators", slow_tidy)
-    STARTED.clear()
-    clients = [Client(url, verbose=False) for _ in range(2)]
-    with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(clients[0].predict, 1, api_name="/slow")
-        began(1)  # the first holds /slow's only slot
-        second = pool.submit(clients[1].predict, 10, api_name="/slow")
-        time.sleep(0.5)  # queued behind the first
+    with one_behind_another(url) as (first, second):
         opened = time.monotonic()
         gate.set()
         assert first.result(timeout=30) == 2 and second.result(timeout=30) == 11
     _, (x2, t2) = STARTED
     assert x2 == 10 and t2 - opened < 1.5, f"the second began {t2 - opened:.2f} s after the first was let go"
-    for c in clients:
-        c.close()
 
 
 def test_a_jobs_progress_reaches_its_caller_while_it_runs(served):
