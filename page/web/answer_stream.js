@@ -24,10 +24,47 @@
   const EARLY_KEPT = 64;
   const TRIES = 3;  // a server stream that fails while an answer is owed is asked for again this often
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const ascii = new TextDecoder();
+  const LF = 10;
 
-  // One message of a server stream ("data: {...}"): whether Gradio's client gets it.
-  const passes = (s, event) => {
-    const m = HEAD.exec(event.startsWith('data: ') ? event.slice(6, 200) : '');
+  // A server stream's bytes cut into its messages, each ending in a blank line ("\n\n"), in time
+  // linear in the bytes however the network cuts them (a large answer comes in many pieces; the
+  // text decoded, searched from its start and encoded again for each piece cost the upload's
+  // answer tens of milliseconds). feed(piece) returns the messages the piece completes.
+  const splitter = () => {
+    let parts = [], lf = false;  // the message so far, and whether its last byte is "\n"
+    const whole = () => {
+      if (parts.length === 1) return parts[0];
+      const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const p of parts) { out.set(p, at); at += p.length; }
+      return out;
+    };
+    return {
+      feed(piece) {
+        const done = [];
+        let start = 0, from = 0, i;
+        while ((i = piece.indexOf(LF, from)) >= 0) {
+          if (i > start ? piece[i - 1] === LF : lf) {
+            parts.push(piece.subarray(start, i + 1));
+            done.push(whole());
+            parts = [];
+            lf = false;
+            start = i + 1;
+          }
+          from = i + 1;
+        }
+        if (start < piece.length) { parts.push(piece.subarray(start)); lf = piece[piece.length - 1] === LF; }
+        return done;
+      },
+    };
+  };
+
+  // One message of a server stream (the bytes of "data: {...}\n\n"): whether Gradio's client gets it.
+  // Only its head is read: the message itself goes on as the server's bytes.
+  const passes = (s, message) => {
+    const head = ascii.decode(message.subarray(0, 200));
+    const m = HEAD.exec(head.startsWith('data: ') ? head.slice(6) : '');
     if (!m) return true;
     if (m[1] === 'process_completed' && m[2] && !s.owed.delete(m[2])) {
       s.early.add(m[2]);
@@ -50,8 +87,8 @@
   // (TRIES times, waiting longer each time), then the error goes to Gradio ("connection lost"); one
   // that fails with nothing owed is forgotten: this is the only stream Gradio will read again.
   const kept = (session, first, ask, signal) => {
-    const s = of(session), text = new TextDecoder(), bytes = new TextEncoder();
-    let reader = first.body.getReader(), buffer = '', said = false, tries = 0;
+    const s = of(session), ready = [];  // ready: messages read, not yet given to Gradio
+    let reader = first.body.getReader(), split = splitter(), said = false, tries = 0;
     const stopped = new Promise((_, fail) => signal.addEventListener('abort', () => {
       s.owed.clear();  // Gradio gave up its stream: the server drops the session's events
       fail(signal.reason);
@@ -60,7 +97,7 @@
     const joined = () => new Promise((resolve) => { s.wake = resolve; });
     const failed = async (e) => {
       reader = null;
-      buffer = '';
+      split = splitter();
       if (signal.aborted || (s.owed.size > 0 && ++tries > TRIES)) throw e;
       if (s.owed.size > 0) await Promise.race([sleep(250 * 2 ** tries), stopped]);
     };
@@ -68,21 +105,19 @@
       async pull(out) {
         try {
           for (;;) {
-            const cut = buffer.indexOf('\n\n');
-            if (cut >= 0) {
-              const event = buffer.slice(0, cut);
-              buffer = buffer.slice(cut + 2);
+            if (ready.length > 0) {
+              const message = ready.shift();
               said = true;
               tries = 0;
-              if (passes(s, event)) { out.enqueue(bytes.encode(event + '\n\n')); return; }
+              if (passes(s, message)) { out.enqueue(message); return; }
               continue;
             }
             if (reader) {
               let chunk;
               try { chunk = await reader.read(); } catch (e) { await failed(e); continue; }
-              if (!chunk.done) { buffer += text.decode(chunk.value, { stream: true }); continue; }
+              if (!chunk.done) { ready.push(...split.feed(chunk.value)); continue; }
               reader = null;  // the server closed its stream: the next event owed asks for another
-              buffer = '';
+              split = splitter();
               if (!said) { await failed(new Error('answer stream: ended with nothing said')); continue; }
             }
             if (s.owed.size === 0) { await Promise.race([joined(), stopped]); continue; }

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 # stdin: {"streams": [[message, ...], ...] (each /queue/data answer in turn; a 404 once none is
 # left), "joined": ids joined before the stream opens, "then": {n: [id, wait]}: after the reader's
 # nth message (0-based) the page joins event id, before reading on (wait) or 200 ms later while the
-# reader waits, "expect": messages to read, "limit_ms"}; a message "cut" breaks its stream's connection. Prints
+# reader waits, "expect": messages to read, "limit_ms", "pieces": the sizes in bytes the stream's bytes
+# come in, in turn (none: a message a piece)}; a message "cut" breaks its stream's connection. Prints
 # what the reader got and the requests made.
 NODE = r"""
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
@@ -28,10 +29,21 @@ globalThis.window = globalThis;
 globalThis.location = new URL('http://x/');
 const calls = [];
 const sse = (messages) => new ReadableStream({ start(c) {
+  const bytes = [];
+  const send = () => {  // as the network cuts them: input.pieces' sizes in turn, or a message a piece
+    const all = Buffer.concat(bytes.splice(0));
+    for (let at = 0, k = 0; at < all.length; k++) {
+      const n = input.pieces.length ? input.pieces[k % input.pieces.length] : all.length;
+      c.enqueue(new Uint8Array(all.subarray(at, at + n)));
+      at += n;
+    }
+  };
   for (const m of messages) {
-    if (m === 'cut') { setTimeout(() => c.error(new Error('cut')), 100); return; }  // lost, after what was sent
-    c.enqueue(new TextEncoder().encode('data: ' + JSON.stringify(m) + '\n\n'));
+    if (m === 'cut') { send(); setTimeout(() => c.error(new Error('cut')), 100); return; }  // lost, after what was sent
+    bytes.push(Buffer.from('data: ' + JSON.stringify(m) + '\n\n'));
+    if (!input.pieces.length) send();
   }
+  send();
   c.close(); } });
 const streams = input.streams.slice();
 globalThis.fetch = async (req, init) => {
@@ -65,7 +77,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
       while ((cut = text.indexOf('\n\n')) >= 0) {
         const m = JSON.parse(text.slice(6, cut));
         text = text.slice(cut + 2);
-        got.push(m.msg + (m.event_id ? ' ' + m.event_id : ''));
+        got.push(m.msg + (m.event_id ? ' ' + m.event_id : '') + (m.output?.text ? ' ' + m.output.text : ''));
         const then = input.then[got.length - 1];
         if (then && then[1]) await join(then[0]);
         else if (then) setTimeout(() => join(then[0]), 200);
@@ -74,8 +86,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   };
   await Promise.race([read(), sleep(input.limit_ms)]);
   await sleep(300);  // anything asked for after the last message expected
-  console.log(JSON.stringify({ got, calls, streams: window.__vizvitAnswers.streams }));
-  process.exit(0);
+  // written whole before the exit (a pipe is written asynchronously)
+  process.stdout.write(JSON.stringify({ got, calls, streams: window.__vizvitAnswers.streams }), () => process.exit(0));
 })();
 """
 
@@ -96,11 +108,12 @@ def script() -> str:
     return body.group(1)
 
 
-def run(streams: list, joined: list[str], then: dict[int, tuple[str, bool]], expect: int, limit_ms: int = 1500) -> dict:
+def run(streams: list, joined: list[str], then: dict[int, tuple[str, bool]], expect: int, limit_ms: int = 1500,
+        pieces: tuple[int, ...] = ()) -> dict:
     """The reader stops after `expect` messages or limit_ms (the stream Gradio reads never ends)."""
     node = NODE.replace("HEADER", json.dumps(REOPENS_HEADER)).replace("eval(HEAD)", f"eval({json.dumps(script())})")
     data = {"streams": streams, "joined": joined, "then": {str(k): v for k, v in then.items()}, "expect": expect,
-            "limit_ms": limit_ms}
+            "limit_ms": limit_ms, "pieces": list(pieces)}
     done = subprocess.run(["node", "-e", node], input=json.dumps(data), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -163,3 +176,15 @@ def test_a_lost_session_forgets_what_it_owed():
     lost = {"msg": "unexpected_error", "event_id": None, "message": "x", "success": False}
     out = run([[lost]], ["A"], {}, expect=2)
     assert out["got"] == ["unexpected_error"] and len(data_calls(out)) == 1
+
+
+def test_messages_cut_anywhere_by_the_network_reach_gradio_whole_and_in_order():
+    # A large answer comes in many pieces: cuts inside a message, between its blank line's two
+    # "\n", and inside a character of several bytes ("é", "猫") must give Gradio the same messages.
+    text = "é猫\\n" * 20_000  # an escaped newline inside the JSON, as orjson writes one
+    messages = [{"msg": "process_completed", "event_id": e, "output": {"text": f"{e}{text}{e}"}, "success": True}
+                for e in ("A", "B")]
+    for pieces in ((1, 2, 3, 5, 8), (4096,), (len("data: ") + 2 * len(json.dumps(messages[0]).encode()) // 3,)):
+        out = run([[messages[0], HEARTBEAT, messages[1], CLOSE]], ["A", "B"], {}, expect=3, pieces=pieces,
+                  limit_ms=10_000)
+        assert out["got"] == [f"process_completed A A{text}A", "heartbeat", f"process_completed B B{text}B"], pieces
