@@ -294,10 +294,7 @@ def _same_clicks(page, vm, a, p: ra.AttnParams) -> None:
         q = dataclasses.replace(p, query=rc)
         main = ap.main_panel(vm, a, q)
         _agree(_page_frame(page, p.layer, p.head, p.show, rc), main.image, g, q)
-        out = ra.excluded(ra.artifact_stack(a, q)[p.layer - 1], q)
-        want_bar = render.colorbar_labels(main.image.shape[0], *ra.map_range(main.values, p.scale, rc, None, out,
-                                                                              ra.range_floor(g)),
-                                          marks={"1/N": 1 / g.seq_len})
+        want_bar = render.colorbar_labels(main.image.shape[0], *ra.main_map(a, q).lo_hi, marks={"1/N": 1 / g.seq_len})
         bars = page.evaluate("([rc, l]) => { const A = window.__vizvitAttn;"
                              " return A.queryMap(A.state.book, A.matrix(), rc, l).bars; }",
                              [list(rc), p.layer])
@@ -346,6 +343,11 @@ def test_the_page_draws_the_servers_main_map_for_every_layer_head_and_fusion(url
         page.wait_for_function("() => (window.__vizvitAttnMatrix || '').includes('this map')")
         _same_clicks(page, tiny16, a, ra.AttnParams(layer=1, query=(2, 5), mode="rolled out", tau=0.5,
                                                     scale="this map's range"))
+        fixed = "fixed across layers and heads"  # each click's top spans every layer and head
+        page.locator(f"#attn-scale input[value=\"{fixed}\"]").check()
+        page.wait_for_function(book % f"b.scale_name === \"{fixed}\"")
+        page.wait_for_function("() => (window.__vizvitAttnMatrix || '').includes('fixed across')")
+        _same_clicks(page, tiny16, a, ra.AttnParams(layer=1, query=(2, 5), mode="rolled out", tau=0.5, scale=fixed))
 
 
 @pytest.mark.slow

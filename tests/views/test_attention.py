@@ -395,10 +395,15 @@ def test_dino_without_classifier_has_no_top5_but_every_view(families, cat):
 
 def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny16, families, cat):
     """QueryBook entry i (what the page paints for a click on patch i) is main_panel's map for that
-    query: its colour rows, its colour range (the query and the artifact tokens left out) and its τ
-    mask, for rows and columns, raw and rolled out, both scales the page draws, registers too."""
+    query: its colour rows, its colour range (the query and the artifact tokens left out; on the fixed
+    scale the top of every layer and head for that query, as the server finds it for a click) and its
+    τ mask, for rows and columns, raw and rolled out, every scale, registers too."""
+    fixed = "fixed across layers and heads"
     cases = [ra.AttnParams(layer=2), ra.AttnParams(layer=1, head=2, show=vocab.ONE_HEAD, direction="column", tau=0.5),
-             ra.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3)]
+             ra.AttnParams(layer=2, show="max", mode="rolled out", scale="this map's range", tau=0.3),
+             ra.AttnParams(layer=2, show="min", scale=fixed),
+             ra.AttnParams(layer=1, head=1, show=vocab.ONE_HEAD, mode="rolled out", direction="column", scale=fixed),
+             ra.AttnParams(layer=2, show="max", mode="rolled out", scale=fixed, tau=0.4)]
     for vm in (tiny16, families["dinov2_reg"]):
         g = vm.geometry
         a = vizvit.analyze(vm, cat)
@@ -410,15 +415,13 @@ def test_the_query_book_holds_main_panels_map_for_every_patch_as_the_query(tiny1
                 rc = divmod(i, g.grid[1])
                 q = dataclasses.replace(p, query=rc)
                 main = ap.main_panel(vm, a, q)
-                out = ra.excluded(ra.artifact_stack(a, q)[q.layer - 1], q)
-                lo, hi = ra.map_range(main.values, q.scale, rc, None, out, ra.range_floor(g))
+                lo, hi = ra.main_map(a, q).lo_hi  # the server's range for this click (fixed: fixed_scale_max)
                 assert tuple(qb.lo_hi[i]) == (lo, hi), (vm.id, q)
                 assert qb.index[i].tolist() == _color_rows(main.values, lo, hi), (vm.id, q)
                 if p.tau > 0:
                     assert (qb.keep[i] == A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()).all(), q
                 else:
                     assert qb.keep is None
-    assert books.query_book(a, ra.AttnParams(scale="fixed across layers and heads")) is None  # the server draws
 
 
 def test_a_rolled_out_map_read_as_one_row_is_the_whole_rollouts(families, towers, cat):

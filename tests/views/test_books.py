@@ -5,6 +5,7 @@ render.color_index paints them, and each query's colour range leaves that query 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import numpy as np
@@ -55,7 +56,36 @@ def test_each_query_range_leaves_that_query_out(case):
         others = np.delete(patches[i], i)
         assert qb.lo_hi[i, 0] == 0.0 and qb.lo_hi[i, 1] == pytest.approx(others.max(), rel=1e-6)
         np.testing.assert_array_equal(qb.index[i], render.color_index(patches[i].reshape(g.grid), 0.0, qb.lo_hi[i, 1]))
-    assert books.query_book(a, AttnParams(scale="fixed across layers and heads")) is None  # drawn by the server
+    # The fixed scale: 0 .. the largest weight of that query's row in any layer and head, itself left out.
+    fixed = books.query_book(a, dataclasses.replace(p, scale="fixed across layers and heads"))
+    rows = att[:, :, pre:, pre:].astype(np.float32)  # (L, H, P, P)
+    for i in (0, 7, patches.shape[0] - 1):
+        others = np.delete(rows[:, :, i], i, axis=-1)
+        assert fixed.lo_hi[i, 0] == 0.0 and fixed.lo_hi[i, 1] == others.max()
+
+
+def test_a_fixed_scale_click_leaves_the_artifact_tokens_out_of_its_range(case):
+    """On the fixed scale a clicked query's top is its row's largest weight in any layer and head,
+    itself left out, and each layer's artifact tokens too unless asked to keep them: patch k, a
+    high-norm token entering layer 2, draws every query's largest weight there."""
+    g, att, _ = case
+    pre, k = g.num_prefix_tokens, 3
+    att = att.copy()
+    att[1, 0, pre:, pre + k] += 2.0
+    hidden = torch.ones(g.num_layers + 1, g.seq_len, 4)
+    hidden[1, pre + k] = 100.0  # depth 1: what layer 2's attention is computed from
+    a = dataclasses.replace(stand_in_analysis(g, torch.from_numpy(att)), hidden_states=hidden)
+    rows = att[:, :, pre:, pre:].astype(np.float32)  # (L, H, P, P): query patch × key patch
+    for keep_artifacts in (False, True):
+        p = AttnParams(layer=1, scale="fixed across layers and heads", artifacts_in_range=keep_artifacts)
+        qb = books.query_book(a, p)
+        for i in (0, 7, rows.shape[2] - 1):
+            m = rows[:, :, i].copy()  # (L, H, P)
+            m[..., i] = 0.0
+            if not keep_artifacts:
+                m[1, :, k] = 0.0
+            assert qb.lo_hi[i, 0] == 0.0 and qb.lo_hi[i, 1] == m.max(), (keep_artifacts, i)
+        assert ((np.delete(qb.lo_hi[:, 1], k) >= 2.0) == keep_artifacts).all()  # k's own weight is left out
 
 
 def test_the_page_draws_only_books_small_enough():

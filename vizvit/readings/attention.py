@@ -297,6 +297,31 @@ def fixed_scale_max(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> floa
     return top
 
 
+def fixed_scale_tops(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> np.ndarray:
+    """(P,) float64: fixed_scale_max for every patch as the query (patch i = divmod(i, gw)), the
+    page's QueryBook on the fixed scale, one layer at a time. Left out (as zero, as there): each query
+    itself, and each layer's artifact tokens. A max over heads taken before the zeros is the same
+    max, and rounding to float32 (grid_maps) keeps order, so each top is fixed_scale_max's."""
+    g, pre = a.geometry, a.geometry.num_prefix_tokens
+    out = excluded(artifact_stack(a, p, cache), p)  # (L, gh, gw) or None
+    stacks = [(maps.HEAD_STACKS[p.mode](a, cache), True)]  # (L, H, N, N), read as float32
+    if p.mode != "raw":
+        stacks.append((layer_rollout(a, fusion_of(p.show), p.discard, cache, p.discard_mode), False))  # (L, N, N)
+    top = np.zeros(g.num_patches)
+    for stack, as_float32 in stacks:
+        for layer in range(g.num_layers):
+            m = stack[layer, ..., pre:, pre:]
+            m = m.amax(0) if m.dim() == 3 else m.clone()  # (P, P): query patch × key patch (a copy)
+            m = m.float() if as_float32 else m
+            if p.direction != "row":
+                m = m.T  # patch i's column: what attends to it
+            m.fill_diagonal_(0.0)
+            if out is not None:
+                m[:, torch.from_numpy(out[layer].reshape(-1))] = 0.0
+            top = np.maximum(top, m.amax(1).double().numpy())
+    return top
+
+
 def grid_maps(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> torch.Tensor:
     """(L, H, gh, gw): the main map's query and direction for every (layer, head), raw or
     per-head rolled out."""

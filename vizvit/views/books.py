@@ -30,6 +30,7 @@ from vizvit.readings.attention import (
     artifact_stack,
     excluded,
     fixed_scale_max,
+    fixed_scale_tops,
     fused_maps,
     grid_maps,
     main_matrix,
@@ -204,20 +205,20 @@ def query_ranges(values: np.ndarray, scale: AttnScale, exclude: np.ndarray | Non
     return np.stack([np.zeros(q), np.maximum(hi, floor)], 1)
 
 
-def query_book(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> QueryBook | None:
+def query_book(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> QueryBook:
     """The QueryBook of p's shown map: main_panel's map, colour range and τ mask for each patch as the
-    query (None on the fixed scale: its top spans every layer and head, so the server draws a click
-    there)."""
+    query (on the fixed scale, each query's own top over every layer and head: fixed_scale_tops)."""
     g = a.geometry
-    if p.scale == "fixed across layers and heads":
-        return None
     if p.direction not in DIRECTIONS:
         raise UserError(f"Unknown direction {p.direction!r}: use row or column.")
     pre = g.num_prefix_tokens
     patches = main_matrix(a, p, cache)[pre:, pre:]  # (P, P): query patches × key patches
     # Patch i's row (what it attends to) or column (what attends to it): attention.query_map's values.
     values = (patches if p.direction == "row" else patches.T).numpy().astype(np.float32).reshape(-1, *g.grid)
-    lo_hi = query_ranges(values, p.scale, excluded(artifact_stack(a, p, cache)[p.layer - 1], p), range_floor(g))
+    if p.scale == "fixed across layers and heads":  # map_range's 0 .. the top, never below the floor
+        lo_hi = np.stack([np.zeros(len(values)), np.maximum(fixed_scale_tops(a, p, cache), range_floor(g))], 1)
+    else:
+        lo_hi = query_ranges(values, p.scale, excluded(artifact_stack(a, p, cache)[p.layer - 1], p), range_floor(g))
     index = render.color_index(values, lo_hi[:, :1, None], lo_hi[:, 1:, None])
     keep = (att_mod.mass_thresholds(torch.from_numpy(values.reshape(len(values), -1)), p.tau).numpy()
             .reshape(values.shape) if p.tau > 0 else None)
@@ -226,16 +227,15 @@ def query_book(a: Analysis, p: AttnParams, cache: Cache = no_cache) -> QueryBook
 
 def matrix_for_page(a: Analysis, p: AttnParams, cache: Cache = no_cache, photo: str = "") -> str:
     """The QueryBook behind the shown map as ONE JSON string, arrays as base64 little-endian bytes (the
-    τ masks one bit a patch); "index": null on the fixed scale. Once this was the (N, N) float32 matrix,
+    τ masks one bit a patch). Once this was the (N, N) float32 matrix,
     from which the page computed each query's map, range and τ mask: ViT-B/16's was 207 kB with every
     picture, these rows ~57 kB, and the page paints the server's own rows. photo: names the photo and
     model (the session key; the book carries it too), so the page never mixes two photos'."""
     qb = query_book(a, p, cache)
     enc = lambda x: base64.b64encode(x.tobytes()).decode()  # noqa: E731
     return json.dumps({"for": "|".join(map(str, (p.layer, p.head, p.show))), "look": look(p), "photo": photo,
-                       "index": None if qb is None else enc(qb.index),
-                       "lo_hi": None if qb is None else enc(qb.lo_hi.astype("<f8")),
-                       "keep": None if qb is None or qb.keep is None else enc(np.packbits(qb.keep.reshape(-1)))},
+                       "index": enc(qb.index), "lo_hi": enc(qb.lo_hi.astype("<f8")),
+                       "keep": None if qb.keep is None else enc(np.packbits(qb.keep.reshape(-1)))},
                       separators=(",", ":"))
 
 
