@@ -33,7 +33,7 @@ from vizvit.launch import server_address, start, start_model  # noqa: F401 - sta
 from vizvit.model import hub
 from vizvit.model.catalog import Catalog
 from vizvit.model.models import DEFAULT_MODEL
-from vizvit.service.threads import start_trimming
+from vizvit.service.threads import CROWD_S, follow_crowd, start_trimming
 from vizvit.session import Workbench
 
 log = logging.getLogger("vizvit.app")
@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     # heap pages given back.
     sessions.start_forgetting(demo)
     start_trimming()
+    # Every core for one visitor's forward, one for a crowd's (vizvit.service.threads).
+    wb.forwards.threads = follow_crowd(lambda: sessions.callers_within(demo, CROWD_S))
     log.info("serving on http://%s:%d", host, port)
     demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs(demo))
 

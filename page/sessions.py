@@ -52,6 +52,16 @@ def forget_idle(holder: Any, idle_s: float, now: datetime.datetime | None = None
     return dropped
 
 
+def callers_within(demo: Any, seconds: float, now: datetime.datetime | None = None) -> int:
+    """How many sessions (a page, an API client) sent an event within `seconds` of now: Gradio's
+    StateHolder notes each session's last use as its event starts (0 before the app exists)."""
+    holder = getattr(demo, "state_holder", None)
+    if holder is None:
+        return 0
+    cutoff = (now or datetime.datetime.now()) - datetime.timedelta(seconds=seconds)
+    return sum(t >= cutoff for t in list(holder.time_last_used.values()))  # list(): a copy in one step
+
+
 def start_forgetting(demo: Any, idle_s: float = IDLE_S, every_s: float = EVERY_S) -> threading.Thread:
     """A daemon thread: every `every_s` seconds, forget_idle on the demo's StateHolder (there once the
     app is created: until then it waits)."""

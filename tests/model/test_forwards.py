@@ -92,6 +92,32 @@ def test_a_request_that_fails_fails_alone(tiny16):
         bad.result(30)
 
 
+def test_each_forward_runs_on_the_thread_count_its_policy_gives_then_and_a_failing_policy_changes_nothing(tiny16):
+    seen = []
+
+    def run_batch(vm, requests):
+        seen.append(torch.get_num_threads())  # on the worker's thread, as the forward runs
+        return engine.analyze_batch(vm, requests)
+
+    q = ForwardQueue(run_batch=run_batch)
+    counts = iter([1, 2, 1])
+    q.threads = lambda: next(counts)
+    for photo in PHOTOS[:3]:
+        q.run(tiny16, Request(photo))
+    assert seen == [1, 2, 1]
+
+    def broken() -> int:
+        raise RuntimeError("no policy")
+
+    q.threads = broken
+    assert_same_analysis(q.run(tiny16, Request(PHOTOS[0])), vizvit.analyze(tiny16, PHOTOS[0]))
+    assert seen[-1] == 1  # kept as it was
+    main = torch.get_num_threads()
+    q.threads = lambda: 1 if main != 1 else 2
+    q.run(tiny16, Request(PHOTOS[1]))
+    assert torch.get_num_threads() == main  # the caller's thread keeps its own count
+
+
 def test_a_cached_photo_is_answered_while_another_photo_waits_for_its_forward(tiny16):
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)

@@ -38,6 +38,34 @@ def test_a_last_use_without_data_is_cleared_but_not_counted():
     assert sessions.forget_idle(h, 60, NOW) == 1 and h.time_last_used == {} and h.session_data == {}
 
 
+def test_callers_lately_are_the_sessions_used_within_the_window():
+    h = holder({"now": 0, "edge": 10, "old": 10.5, "long gone": 4000}, ())
+    assert sessions.callers_within(types.SimpleNamespace(state_holder=h), 10, NOW) == 2
+    assert sessions.callers_within(types.SimpleNamespace(), 10, NOW) == 0  # before the app exists
+
+
+def test_each_api_client_of_a_running_app_counts_as_a_caller():
+    """What the forwards' thread count follows (vizvit.service.threads.follow_crowd): Gradio notes a
+    session's use as its event runs, an API client's as much as a page's."""
+    from appserver import free_port
+    from gradio_client import Client
+
+    with gr.Blocks() as demo:
+        n, out = gr.Number(), gr.Number()
+        gr.Button().click(lambda x: x * 2, n, out, api_name="double")
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        assert sessions.callers_within(demo, 60) == 0
+        first = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        assert first.predict(2, api_name="/double") == 4 and first.predict(3, api_name="/double") == 6
+        assert sessions.callers_within(demo, 60) == 1  # one client, one caller
+        assert Client(f"http://127.0.0.1:{port}/", verbose=False).predict(1, api_name="/double") == 2
+        assert sessions.callers_within(demo, 60) == 2
+    finally:
+        demo.close()
+
+
 def test_the_sweep_waits_for_the_apps_holder_then_forgets(monkeypatch):
     demo = types.SimpleNamespace()  # no state_holder until the app is created
     h = holder({"old": 10_000}, ("old",))

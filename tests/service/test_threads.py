@@ -82,3 +82,17 @@ def test_the_trimmer_trims_only_above_its_bound(monkeypatch):
     free["bytes"] = None
     t.join(30)
     assert not t.is_alive()
+
+
+def test_one_caller_gets_every_core_and_a_crowd_one_thread_each_forward(monkeypatch):
+    assert [threads.forward_threads(n, 2) for n in (0, 1, 2, 40)] == [2, 2, 1, 1]
+    assert threads.forward_threads(1, 0) == 1  # never no thread at all
+    callers = [1]
+    monkeypatch.delenv("VIZVIT_THREADS", raising=False)
+    policy = threads.follow_crowd(lambda: callers[0])
+    cores = torch.get_num_threads()
+    assert policy() == cores
+    callers[0] = 3
+    assert policy() == 1
+    monkeypatch.setenv("VIZVIT_THREADS", "2")  # a count fixed by hand is kept
+    assert threads.follow_crowd(lambda: 3) is None

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import torch
+
 from vizvit.model.engine import Analysis, Request, analyze_batch, batchable
 from vizvit.model.models import VitModel
 
@@ -81,6 +83,9 @@ class ForwardQueue:
         self._forwards = self._images = self._largest = 0
         self._image_s = 0.0
         self._running = 0  # images in the forward that runs now
+        # The intra-op threads of each forward, asked before it runs (None: torch's setting). Set on
+        # the worker's own thread, so forwards run elsewhere (the sweep, a job) keep theirs.
+        self.threads: Callable[[], int] | None = None
 
     # -- callers ---------------------------------------------------------------
     def run(self, vm: VitModel, request: Request, live: bool = False) -> Analysis:
@@ -142,11 +147,21 @@ class ForwardQueue:
                 self._cond.wait(left)
             return batch
 
+    def _set_threads(self) -> None:
+        """The worker's thread count as `threads` says now; a failing policy changes nothing."""
+        try:
+            n = self.threads() if self.threads is not None else None
+        except Exception:  # noqa: BLE001 - a thread count is never worth a lost forward
+            return
+        if n is not None and n >= 1 and n != torch.get_num_threads():
+            torch.set_num_threads(n)
+
     def _work(self) -> None:
         while True:
             batch = self._take()
             with self._cond:
                 self._running = len(batch)
+            self._set_threads()
             t0 = time.perf_counter()
             try:
                 results: Sequence[Analysis | BaseException] = self._run_batch(batch[0].vm,
