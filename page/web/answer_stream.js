@@ -24,7 +24,7 @@
   const EARLY_KEPT = 64;
   const TRIES = 3;  // a server stream that fails while an answer is owed is asked for again this often
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  const ascii = new TextDecoder();
+  const utf8 = new TextDecoder();  // a message head (its msg and event_id are ASCII)
   const LF = 10;
 
   // A server stream's bytes cut into its messages, each ending in a blank line ("\n\n"), in time
@@ -63,7 +63,7 @@
   // One message of a server stream (the bytes of "data: {...}\n\n"): whether Gradio's client gets it.
   // Only its head is read: the message itself goes on as the server's bytes.
   const passes = (s, message) => {
-    const head = ascii.decode(message.subarray(0, 200));
+    const head = utf8.decode(message.subarray(0, 200));
     const m = HEAD.exec(head.startsWith('data: ') ? head.slice(6) : '');
     if (!m) return true;
     if (m[1] === 'process_completed' && m[2] && !s.owed.delete(m[2])) {

@@ -92,30 +92,37 @@ def test_a_request_that_fails_fails_alone(tiny16):
         bad.result(30)
 
 
-def test_each_forward_runs_on_the_thread_count_its_policy_gives_then_and_a_failing_policy_changes_nothing(tiny16):
+def test_each_forward_runs_on_the_thread_count_its_policy_gives_and_no_other_thread_changes(tiny16):
+    """A forward runs on as many threads as `threads` says then; the count of every other thread, and
+    of every thread started after (torch's process-wide default), stays as it was; a policy that
+    fails or gives no count runs the forward as before."""
     seen = []
 
     def run_batch(vm, requests):
-        seen.append(torch.get_num_threads())  # on the worker's thread, as the forward runs
+        seen.append(torch.get_num_threads())  # on the thread that runs the forward, as it runs
         return engine.analyze_batch(vm, requests)
 
+    main = torch.get_num_threads()
+    other = 1 if main != 1 else 2
     q = ForwardQueue(run_batch=run_batch)
-    counts = iter([1, 2, 1])
+    counts = iter([other, main, other])
     q.threads = lambda: next(counts)
     for photo in PHOTOS[:3]:
         q.run(tiny16, Request(photo))
-    assert seen == [1, 2, 1]
+    assert seen == [other, main, other]
 
     def broken() -> int:
         raise RuntimeError("no policy")
 
-    q.threads = broken
-    assert_same_analysis(q.run(tiny16, Request(PHOTOS[0])), vizvit.analyze(tiny16, PHOTOS[0]))
-    assert seen[-1] == 1  # kept as it was
-    main = torch.get_num_threads()
-    q.threads = lambda: 1 if main != 1 else 2
-    q.run(tiny16, Request(PHOTOS[1]))
-    assert torch.get_num_threads() == main  # the caller's thread keeps its own count
+    for policy in (broken, lambda: 0, lambda: "2", lambda: 1.5):
+        q.threads = policy
+        assert_same_analysis(q.run(tiny16, Request(PHOTOS[0])), vizvit.analyze(tiny16, PHOTOS[0]))
+        assert seen[-1] == main  # on the worker's own count
+    later = []
+    started = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+    started.start()
+    started.join()
+    assert torch.get_num_threads() == main and later == [main]  # nothing leaked to other threads
 
 
 def test_a_cached_photo_is_answered_while_another_photo_waits_for_its_forward(tiny16):

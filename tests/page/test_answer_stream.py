@@ -184,7 +184,9 @@ def test_messages_cut_anywhere_by_the_network_reach_gradio_whole_and_in_order():
     text = "é猫\\n" * 20_000  # an escaped newline inside the JSON, as orjson writes one
     messages = [{"msg": "process_completed", "event_id": e, "output": {"text": f"{e}{text}{e}"}, "success": True}
                 for e in ("A", "B")]
-    for pieces in ((1, 2, 3, 5, 8), (4096,), (len("data: ") + 2 * len(json.dumps(messages[0]).encode()) // 3,)):
+    wire = len(("data: " + json.dumps(messages[0], ensure_ascii=False, separators=(",", ":"))).encode())  # node's bytes
+    # tiny pieces (some split a blank line's two "\n"), the network's usual size, and a cut 2/3 into a message
+    for pieces in ((1, 2, 3, 5, 8), (4096,), (2 * wire // 3,)):
         out = run([[messages[0], HEARTBEAT, messages[1], CLOSE]], ["A", "B"], {}, expect=3, pieces=pieces,
                   limit_ms=10_000)
         assert out["got"] == [f"process_completed A A{text}A", "heartbeat", f"process_completed B B{text}B"], pieces

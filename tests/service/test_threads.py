@@ -86,7 +86,8 @@ def test_the_trimmer_trims_only_above_its_bound(monkeypatch):
 
 def test_one_caller_gets_every_core_and_a_crowd_one_thread_each_forward(monkeypatch):
     assert [threads.forward_threads(n, 2) for n in (0, 1, 2, 40)] == [2, 2, 1, 1]
-    assert threads.forward_threads(1, 0) == 1  # never no thread at all
+    assert [threads.forward_threads(n, 16) for n in (1, 40)] == [16, 15]  # a crowd leaves one core to the rest
+    assert threads.forward_threads(1, 0) == threads.forward_threads(9, 1) == 1  # never no thread at all
     callers = [1]
     monkeypatch.delenv("VIZVIT_THREADS", raising=False)
     policy = threads.follow_crowd(lambda: callers[0])

@@ -19,7 +19,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +63,13 @@ def _shares(a: _Job, b: _Job) -> bool:
         return False
 
 
+def _set_own_threads(n: int) -> None:
+    """This thread's intra-op count, for good: torch gives each thread the process-wide default on its
+    first use (get_num_threads is one), which would undo a count set before it."""
+    torch.get_num_threads()
+    torch.set_num_threads(n)
+
+
 class ForwardQueue:
     """Runs analyses one batch at a time on one daemon thread.
 
@@ -83,9 +90,12 @@ class ForwardQueue:
         self._forwards = self._images = self._largest = 0
         self._image_s = 0.0
         self._running = 0  # images in the forward that runs now
-        # The intra-op threads of each forward, asked before it runs (None: torch's setting). Set on
-        # the worker's own thread, so forwards run elsewhere (the sweep, a job) keep theirs.
+        # The intra-op threads of each forward, asked before it runs (None: torch's setting). A count
+        # other than the worker's own runs on a thread of its own, set once to that count: switching one
+        # thread's count for each forward would also move torch's process-wide default, which every
+        # thread started later (Gradio's workers, a job's) takes for good.
         self.threads: Callable[[], int] | None = None
+        self._runners: dict[int, ThreadPoolExecutor] = {}
 
     # -- callers ---------------------------------------------------------------
     def run(self, vm: VitModel, request: Request, live: bool = False) -> Analysis:
@@ -147,25 +157,40 @@ class ForwardQueue:
                 self._cond.wait(left)
             return batch
 
-    def _set_threads(self) -> None:
-        """The worker's thread count as `threads` says now; a failing policy changes nothing."""
+    def _runner(self) -> ThreadPoolExecutor | None:
+        """Where the next forward runs: None (this worker thread) or the thread kept for the count
+        `threads` gives now. A failing or odd policy runs it here."""
+        own = torch.get_num_threads()
         try:
             n = self.threads() if self.threads is not None else None
+            if not isinstance(n, int) or n < 1 or n == own:
+                return None
+            if n not in self._runners:
+                runner = ThreadPoolExecutor(1, f"vizvit-forward-{n}", _set_own_threads, (n,))
+                try:
+                    runner.submit(lambda: None).result()  # its count set, which also set torch's default...
+                finally:
+                    torch.set_num_threads(own)  # ...back to what every other thread starts with
+                self._runners[n] = runner
+            return self._runners[n]
         except Exception:  # noqa: BLE001 - a thread count is never worth a lost forward
-            return
-        if n is not None and n >= 1 and n != torch.get_num_threads():
-            torch.set_num_threads(n)
+            return None
+
+    def _call(self, runner: ThreadPoolExecutor | None, vm: VitModel, requests: list[Request]) -> list[Analysis]:
+        if runner is None:
+            return self._run_batch(vm, requests)
+        return runner.submit(self._run_batch, vm, requests).result()
 
     def _work(self) -> None:
         while True:
             batch = self._take()
             with self._cond:
                 self._running = len(batch)
-            self._set_threads()
+            runner = self._runner()
             t0 = time.perf_counter()
             try:
-                results: Sequence[Analysis | BaseException] = self._run_batch(batch[0].vm,
-                                                                              [j.request for j in batch])
+                results: Sequence[Analysis | BaseException] = self._call(runner, batch[0].vm,
+                                                                         [j.request for j in batch])
             except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
                 if len(batch) == 1:
                     batch[0].future.set_exception(e)
@@ -173,7 +198,7 @@ class ForwardQueue:
                 results = []  # one answer or one error per request
                 for job in batch:
                     try:
-                        results.append(self._run_batch(job.vm, [job.request])[0])
+                        results.append(self._call(runner, job.vm, [job.request])[0])
                     except BaseException as one:  # noqa: BLE001
                         results.append(one)
             with self._cond:

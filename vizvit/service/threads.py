@@ -42,8 +42,9 @@ CROWD_S = 10.0
 
 def forward_threads(callers: int, cores: int) -> int:
     """The intra-op threads of the next forward: every core while at most one caller is about (its
-    answer as soon as can be), one for a crowd (the least CPU a forward; see CROWD_S)."""
-    return max(1, cores) if callers <= 1 else 1
+    answer as soon as can be); for a crowd one core fewer, left to everybody else's requests (on two
+    cores: one thread, the least CPU a forward; see CROWD_S)."""
+    return max(1, cores) if callers <= 1 else max(1, cores - 1)
 
 
 def follow_crowd(callers: Callable[[], int]) -> Callable[[], int] | None:
