@@ -171,6 +171,24 @@ class Ctx:
         return dict(zip(outputs, _open_tab(self.previews, inputs, outputs, current, values, key)))
 
 
+class ClampedSlider(gr.Slider):
+    """A slider whose top follows the model (layers, heads: built for 12, then 2 for a tiny model)
+    that clamps a value outside its range instead of refusing the event. An event sent before the
+    browser heard of the new top (a photo uploaded as the page opens, while the load's answer that
+    sets it is under way; the Compare tab's model B) still carries the old position, and Gradio's own
+    Slider refuses it ("Value 12 is greater than maximum value 2"), failing the event: its pictures
+    never came (seen in the browser tests, an upload right after the page opened). The views read the
+    clamped value: the last layer, as the page's 12 meant.
+    is_template: drawn by the page as a plain slider (Gradio's mechanism for template components)."""
+
+    is_template = True
+
+    def preprocess(self, payload: float | None) -> float | None:
+        if payload is None:
+            return None
+        return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
+
+
 def _io(entries: list) -> tuple[list, list]:
     """The union of the entries' inputs and of their outputs, each component once, in order."""
     return (list({id(c): c for _, _, ins, _ in entries for c in ins}.values()),

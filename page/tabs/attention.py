@@ -189,10 +189,12 @@ def _top() -> dict[str, gr.components.Component]:
             readout = gr.Markdown(elem_id="attn-readout")
         with gr.Column(scale=2):
             # No reset button: it fires no .input (the page would draw a layer the server never hears of).
-            layer = gr.Slider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer", buttons=[])
+            layer = kit.ClampedSlider(1, 12, value=12, step=1, label=ap.layer_label("raw"), elem_id="attn-layer",
+                                      buttons=[])
             show = gr.Radio(list(vocab.SHOW_CHOICES), value="mean", label="heads: one head, or fuse them",
                             elem_id="attn-show")
-            head = gr.Slider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head", buttons=[])
+            head = kit.ClampedSlider(1, 12, value=1, step=1, label="head (for 'one head')", elem_id="attn-head",
+                                     buttons=[])
             mode = gr.Radio(list(vocab.MODES), value="raw", label="attention", elem_id="attn-mode")
             scale = gr.Radio(list(vocab.ATTN_SCALES), value=vocab.ATTN_SCALES[0], elem_id="attn-scale",
                              label="colour scale of the map (blue line on the bar: uniform 1/N)")

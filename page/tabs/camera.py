@@ -152,7 +152,7 @@ def _live_layout() -> Ui:
             # frames' route and come back as pictures' books, one at a time, drawn in the page.
             gr.HTML(camera.live_markup(), elem_id="cam", js_on_load=web.on_load(web.MAP_DRAW, web.CAMERA_DRAW))
             freeze_btn = gr.Button("❄️ Freeze: open this frame in every tab", elem_id="cam-freeze", size="sm")
-            layer = gr.Slider(1, 12, value=12, step=1, label="layer", elem_id="cam-layer")
+            layer = kit.ClampedSlider(1, 12, value=12, step=1, label="layer", elem_id="cam-layer")
             heads = gr.Dropdown(camera.head_choices(12), value=camera.HEAD_CHOICES[0], label="heads",
                                 elem_id="cam-heads")
             mode = gr.Radio(list(MODES), value="rolled out", label="map", elem_id="cam-mode")

@@ -30,21 +30,6 @@ OPENED = [*SHOWN, "book", "depth", "head"]
 Ui = dict[str, gr.components.Component]
 
 
-class ClampedSlider(gr.Slider):
-    """A slider that clamps a value outside its range instead of refusing the event. The cursor's top
-    changes with model B (12 layers, then 2): an event sent before the browser heard of the new top
-    (the tab's open and the photo's key, both under way) still carries the old position, and Gradio's
-    own Slider refuses it ("Value 12 is greater than maximum value 2"); the view clamps it anyway.
-    is_template: drawn by the page as a plain slider (Gradio's mechanism for template components)."""
-
-    is_template = True
-
-    def preprocess(self, payload: float | None) -> float | None:
-        if payload is None:
-            return None
-        return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
-
-
 @functools.cache
 def _example_stems() -> dict[str, str]:
     """Each example photo's hash -> its name in a link (decoded once, on the first open of the tab)."""
@@ -133,7 +118,7 @@ def _layout(ctx: Ctx) -> Ui:
         shared = gr.Checkbox(True, label="one colour range for both sides", elem_id="cmp-shared")
     pairs = gr.Markdown(elem_id="cmp-pairs")
     # No reset button: it fires no .input (see the Attention tab's layer slider).
-    depth = ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
+    depth = kit.ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
                       label="depth cursor, relative (each picture names its model's layer)")
     verdict = gr.Markdown(elem_id="cmp-verdict")
     sides = _sides()

@@ -108,7 +108,7 @@ def _layout() -> dict[str, gr.components.Component]:
         lens_table = gr.Dataframe(headers=inside.LENS_HEADERS, interactive=False, elem_id="lens-table", scale=3,
                                   wrap=True, max_height=inside.LENS_TABLE_PX)  # every depth, no scroll box
         with gr.Column(scale=2):
-            lens_depth = gr.Slider(0, 12, value=12, step=1, elem_id="lens-depth",
+            lens_depth = kit.ClampedSlider(0, 12, value=12, step=1, elem_id="lens-depth",
                                    label="readout depth (0 = the embedding stage), or click a row of the table")
             depth_top5 = gr.Plot(label="Top-5 of the readout at that depth", elem_id="lens-top5")
             # The readout at every depth, swapped in by the page as the slider moves (page/web/flipbook.js).

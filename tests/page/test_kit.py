@@ -138,3 +138,24 @@ def test_a_picture_of_cells_carries_its_layout_for_the_keys_and_nothing_else_cha
     assert kit.with_cells(pic, 12, 3, (86, 86), (66, 30))["elem_classes"] == ["vv-cells-12x3-66-30-86-86"]
     skip = gr.skip()
     assert kit.with_cells(skip, 2, 2) is skip and kit.with_cells(None, 2, 2) is None
+
+
+def test_a_clamped_slider_takes_a_position_past_its_top_as_its_top():
+    s = kit.ClampedSlider(1, 2, value=2, step=1)
+    assert s.preprocess(12) == 2 and s.preprocess(-3) == 1 and s.preprocess(None) is None
+    with pytest.raises(gr.Error):
+        gr.Slider(1, 2, value=2, step=1).preprocess(12)  # what Gradio's own slider does: the event fails
+
+
+def test_every_slider_built_for_twelve_layers_or_heads_clamps(tiny16):
+    """The page is built with ViT-B/16's 12 layers and heads, then each slider's top is set for the
+    model: an event sent before the page heard of the new top (a photo uploaded as the page opens)
+    carries 12, and a plain Slider would fail it (seen: "Value 12 is greater than maximum value 2",
+    the upload's pictures never came)."""
+    from page import shell
+    from vizvit.session import Workbench
+
+    demo = shell.build_demo(Workbench(cache_bytes=64 << 20, device="cpu"), tiny16.id)
+    built_for_12 = {b.elem_id: type(b) for b in demo.blocks.values() if isinstance(b, gr.Slider) and b.maximum == 12}
+    assert {"attn-layer", "attn-head", "cam-layer", "lens-depth", "emb-depth", "cmp-depth"} <= set(built_for_12)
+    assert all(t is kit.ClampedSlider for t in built_for_12.values()), built_for_12

@@ -6,7 +6,6 @@ past the top instead of refusing it. The tab in Chromium is tests/page/test_comp
 from __future__ import annotations
 
 import gradio as gr
-import pytest
 from built_page import by_id, same, wired
 
 from page.tabs import compare as tab
@@ -50,10 +49,3 @@ def test_picking_model_b_shows_both_sides_as_the_view_does(built):
     assert got[head].choices == [(h, h) for h in want.heads] or [c[1] for c in got[head].choices] == list(want.heads)
     before = fn.fn(None, b, 2, "mean", True)
     assert all(v == gr.skip() for v in before.values()), "no photo yet: nothing cleared (kit.skip says why)"
-
-
-def test_the_cursor_clamps_a_position_past_its_top():
-    s = tab.ClampedSlider(1, 2, value=2, step=1)
-    assert s.preprocess(12) == 2 and s.preprocess(-3) == 1 and s.preprocess(None) is None
-    with pytest.raises(gr.Error):
-        gr.Slider(1, 2, value=2, step=1).preprocess(12)  # what Gradio's own slider does
