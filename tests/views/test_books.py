@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import itertools
 import json
 
 import numpy as np
@@ -65,26 +66,30 @@ def test_each_query_range_leaves_that_query_out(case):
 
 
 def test_a_fixed_scale_click_leaves_the_artifact_tokens_out_of_its_range(case):
-    """On the fixed scale a clicked query's top is its row's largest weight in any layer and head,
+    """On the fixed scale a clicked query's top is its map's (row or column) largest weight in any layer and head,
     itself left out, and each layer's artifact tokens too unless asked to keep them: patch k, a
     high-norm token entering layer 2, draws every query's largest weight there."""
     g, att, _ = case
     pre, k = g.num_prefix_tokens, 3
     att = att.copy()
-    att[1, 0, pre:, pre + k] += 2.0
+    att[1, 0, pre:, pre + k] += 2.0  # every query's largest weight: on k (rows) ...
+    att[1, 0, pre + k, pre:] += 2.0  # ... and k's on every key (columns: what attends to each patch)
     hidden = torch.ones(g.num_layers + 1, g.seq_len, 4)
     hidden[1, pre + k] = 100.0  # depth 1: what layer 2's attention is computed from
     a = dataclasses.replace(stand_in_analysis(g, torch.from_numpy(att)), hidden_states=hidden)
-    rows = att[:, :, pre:, pre:].astype(np.float32)  # (L, H, P, P): query patch × key patch
-    for keep_artifacts in (False, True):
-        p = AttnParams(layer=1, scale="fixed across layers and heads", artifacts_in_range=keep_artifacts)
+    for direction, keep_artifacts in itertools.product(("row", "column"), (False, True)):
+        rows = att[:, :, pre:, pre:].astype(np.float32)  # (L, H, P, P): query patch × key patch
+        if direction == "column":
+            rows = rows.swapaxes(-1, -2)  # patch i's map: what attends to it
+        p = AttnParams(layer=1, scale="fixed across layers and heads", artifacts_in_range=keep_artifacts,
+                       direction=direction)
         qb = books.query_book(a, p)
         for i in (0, 7, rows.shape[2] - 1):
             m = rows[:, :, i].copy()  # (L, H, P)
             m[..., i] = 0.0
             if not keep_artifacts:
                 m[1, :, k] = 0.0
-            assert qb.lo_hi[i, 0] == 0.0 and qb.lo_hi[i, 1] == m.max(), (keep_artifacts, i)
+            assert qb.lo_hi[i, 0] == 0.0 and qb.lo_hi[i, 1] == m.max(), (direction, keep_artifacts, i)
         assert ((np.delete(qb.lo_hi[:, 1], k) >= 2.0) == keep_artifacts).all()  # k's own weight is left out
 
 
