@@ -3,6 +3,8 @@ standalone HTML page that keeps their data."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -103,3 +105,30 @@ def test_a_real_kaleido_failure_still_reaches_the_terminal_with_what_it_said(tmp
     text = warning.getMessage()
     assert warning.levelname == "WARNING" and "the browser closed" in text and "stray line" in text
     assert "charts.html has every chart" in text
+
+
+def test_a_chart_kaleido_left_unwritten_is_written_again_and_one_left_twice_is_said(tmp_path, caplog, monkeypatch):
+    import plotly.io as pio
+
+    asked: list[list[str]] = []
+
+    def drops(figs, paths, **kw) -> None:  # kaleido's busy-machine flake: the first chart asked is not written
+        asked.append([Path(p).stem for p in paths])
+        for p in paths[1:]:
+            Path(p).write_bytes(b"\x89PNG")
+
+    monkeypatch.setattr(pio, "write_images", drops)
+    with caplog.at_level("WARNING", logger="vizvit.pictures.figures"):
+        assert figures.charts_png({"a": go.Figure(), "b": go.Figure()}, tmp_path) == ["b.png"]
+    assert asked == [["a", "b"], ["a"]]  # again, that chart alone, once
+    assert "a not written" in caplog.records[-1].getMessage()
+    asked.clear()
+
+    def drops_once(figs, paths, **kw) -> None:
+        asked.append([Path(p).stem for p in paths])
+        for p in (paths[1:] if len(asked) == 1 else paths):
+            Path(p).write_bytes(b"\x89PNG")
+
+    monkeypatch.setattr(pio, "write_images", drops_once)
+    assert figures.charts_png({"c": go.Figure(), "d": go.Figure()}, tmp_path) == ["c.png", "d.png"]
+    assert asked == [["c", "d"], ["c"]]
