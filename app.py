@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     # heap pages given back.
     sessions.start_forgetting(demo)
     start_trimming()
-    # Every core for one visitor's forward, one for a crowd's (vizvit.service.threads).
+    # Every core for one visitor's forward, one core fewer for a crowd's (vizvit.service.threads).
     wb.forwards.threads = follow_crowd(lambda: sessions.callers_within(demo, CROWD_S))
     log.info("serving on http://%s:%d", host, port)
     demo.launch(server_name=host, server_port=port, share=args.share, **launch_kwargs(demo))

@@ -119,7 +119,7 @@ def _layout(ctx: Ctx) -> Ui:
     pairs = gr.Markdown(elem_id="cmp-pairs")
     # No reset button: it fires no .input (see the Attention tab's layer slider).
     depth = kit.ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
-                      label="depth cursor, relative (each picture names its model's layer)")
+                              label="depth cursor, relative (each picture names its model's layer)")
     verdict = gr.Markdown(elem_id="cmp-verdict")
     sides = _sides()
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")

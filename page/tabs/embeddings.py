@@ -159,7 +159,7 @@ def _depth() -> Ui:
     gr.Markdown("### 2 · Tokens at depth l")
     gr.Markdown(embeddings.DEPTH_TEXT)
     depth = kit.ClampedSlider(0, 12, value=0, step=1, elem_id="emb-depth",
-                      label="depth l (0 = after the embedding stage; l = after block l)")
+                              label="depth l (0 = after the embedding stage; l = after block l)")
     depth_text = gr.Markdown(elem_id="emb-depth-info")
     with gr.Row(elem_id="emb-pictures"):  # first on the screen in projector mode (style.css)
         # JPEG (also for the maps below): these change on every slider move or click, and

@@ -109,7 +109,7 @@ def _layout() -> dict[str, gr.components.Component]:
                                   wrap=True, max_height=inside.LENS_TABLE_PX)  # every depth, no scroll box
         with gr.Column(scale=2):
             lens_depth = kit.ClampedSlider(0, 12, value=12, step=1, elem_id="lens-depth",
-                                   label="readout depth (0 = the embedding stage), or click a row of the table")
+                                           label="readout depth (0 = the embedding stage), or click a row of the table")
             depth_top5 = gr.Plot(label="Top-5 of the readout at that depth", elem_id="lens-top5")
             # The readout at every depth, swapped in by the page as the slider moves (page/web/flipbook.js).
             book = flip.component("lens")

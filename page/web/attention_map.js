@@ -59,9 +59,9 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     const text = window.__vizvitAttnMatrix;
     if (!text) return null;
     if (st.mxText !== text) {
-      const mx = JSON.parse(text), index = mx.index && bytes(mx.index);
-      st.mx = index ? { ...mx, index, lo_hi: new Float64Array(bytes(mx.lo_hi).buffer),
-                        keep: mx.keep ? bits(bytes(mx.keep), index.length) : null } : null;
+      const mx = JSON.parse(text), index = bytes(mx.index);
+      st.mx = { ...mx, index, lo_hi: new Float64Array(bytes(mx.lo_hi).buffer),
+                keep: mx.keep ? bits(bytes(mx.keep), index.length) : null };
       st.mxText = text;
     }
     return st.mx;
