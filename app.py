@@ -23,6 +23,7 @@ from page import (
     sessions,
     web,
 )
+from page.config_cache import ConfigCache
 from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
 from page.stream_grace import StreamGrace
@@ -47,9 +48,10 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     routes = list(getattr(demo, "vizvit_routes", ()))
     # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS).
     # An API client's answer stream kept open a moment after its last answer (page/stream_grace.py;
-    # the page keeps its own: web/answer_stream.js).
+    # the page keeps its own: web/answer_stream.js). The page's HTML and /config built once and sent
+    # compressed (page/config_cache.py).
     app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),
-                                  "middleware": [Middleware(StreamGrace)]}
+                                  "middleware": [Middleware(ConfigCache), Middleware(StreamGrace)]}
     return dict(
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,

@@ -23,6 +23,8 @@ Reports (JSON, and a short table):
   - the wait for the first answer (arrival -> /analyze answer), p50/p95, example and own-photo
     students apart; each /attention call's time; each student's total;
   - errors (count + samples) and "queue full" refusals apart;
+  - the server's CPU for the students' connections before the hall (each Client reads /config and the
+    API info, as a browser reads the page's HTML), a student's share, beside the hall's own figure;
   - peak RSS of the server (process + children, sampled every 50 ms);
   - forwards run (from the server's stats endpoint if it has one, else "unknown") against forwards
     needed (distinct photos: own-photo students + 1);
@@ -484,6 +486,7 @@ def summarize(results: list[dict], args: argparse.Namespace, extra: dict) -> dic
         "server_cpu_s_during_hall": round(extra.get("server_cpu_s", float("nan")), 2),
         "server_cpu_s_per_student": round(extra.get("server_cpu_s", float("nan")) / max(1, len(results)), 3),
         "hall_wall_s": round(extra["hall_wall_s"], 2), "connect_clients_s": round(extra["connect_s"], 2),
+        "server_cpu_s_per_connection": round(extra.get("connect_cpu_s", float("nan")) / max(1, len(results)), 4),
         "bare_forward_ms": round(extra["bare"]["forward_ms"], 2),
         "bare_analyze_ms": round(extra["bare"]["analyze_ms"], 2),
         "server_forward_ms_p50": round(statistics.median(in_server), 2) if in_server else None,
@@ -561,6 +564,7 @@ def table(rep: dict) -> str:
                     f"{rep['clients_cores_during_hall']:.2f}, during the hall ({rep['hall_wall_s']:.1f} s)"),
         ("server CPU during the hall", f"{rep['server_cpu_s_during_hall']} s = "
                                        f"{rep['server_cpu_s_per_student']} s a student"),
+        ("server CPU a student's connection (before the hall)", f"{rep['server_cpu_s_per_connection']} s"),
         ("bare forward (in process)", f"{rep['bare_forward_ms']:.1f} ms (analyze {rep['bare_analyze_ms']:.1f} ms); "
                                       f"in the server during the hall: p50 {rep['server_forward_ms_p50']} ms, "
                                       f"max {rep['server_forward_ms_max']} ms"),
@@ -1008,10 +1012,13 @@ def main(argv: list[str] | None = None) -> int:
         rss_start = tree_rss(proc.pid)
         sampler = RssSampler(proc.pid)
         sampler.start()
-        t_connect = time.perf_counter()
+        me = psutil.Process()
+        t_connect, c_ours0, c_me0 = time.perf_counter(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2])
         clients = connect(url, len(files))
         connect_s = time.perf_counter() - t_connect
-        me = psutil.Process()
+        # The server's CPU for the students' connections (each Client reads /config and the API info, as
+        # each browser reads the page's HTML): outside the hall's figure, reported beside it.
+        connect_cpu_s = (own_cpu_s(proc.pid) - c_ours0) - (sum(me.cpu_times()[:2]) - c_me0)
         # The server's own process (the first replica behind nginx): py-spy samples it during the hall only.
         spy = None if args.no_profile else cpu_profile.Recorder(proc.pid[1] if args.replicas else proc.pid).start()
         busy0, ours0, me0, t0 = cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
@@ -1042,7 +1049,8 @@ def main(argv: list[str] | None = None) -> int:
                                         rss_samples=sampler.samples, forwards_run=forwards_run,
                                         forwards_source=source, load_avg_before=load_avg_before,
                                         others_cores=others_cores, clients_cores=clients_cores,
-                                        hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s))
+                                        hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s,
+                                        connect_cpu_s=connect_cpu_s))
     rep["server_crashed"] = crashed
     profile = where_cpu_went(rep, spy, spy_raw, args.replicas)
     if args.json and spy_raw:  # every stack, for a closer look (flamegraph.pl, speedscope)

@@ -16,7 +16,8 @@ from tiny import ROOT, make_tiny_vit
 FIELDS = ("model", "students", "bare_forward_ms", "first_answer_example", "first_answer_own",
           "own_p95_in_bare_forwards", "attention_l1_mean", "attention_last_h1", "total", "errors",
           "error_samples", "queue_full", "peak_rss_mb", "forwards_needed", "forwards_run",
-          "crossed_compared", "crossed_answers", "server_crashed", "per_student")
+          "crossed_compared", "crossed_answers", "server_crashed", "per_student", "server_cpu_s_per_student",
+          "server_cpu_s_per_connection")
 
 
 @pytest.mark.slow
@@ -35,6 +36,7 @@ def test_hall_benchmark_runs_with_a_tiny_model(tmp_path):
     assert rep["crossed_compared"] == 4 and rep["crossed_answers"] == 0, rep["crossed_samples"]
     assert rep["first_answer_example"]["n"] == 2 and rep["first_answer_own"]["n"] == 2
     assert rep["peak_rss_mb"] > 0 and rep["bare_forward_ms"] > 0 and not rep["server_crashed"]
+    assert rep["server_cpu_s_per_student"] > 0 and rep["server_cpu_s_per_connection"] > 0
     assert "pass  zero crossed answers" in p.stdout
 
 

@@ -1,0 +1,131 @@
+"""The page's HTML and /config built once, and sent compressed (issue 52: server CPU a student, page load).
+
+Gradio 6.31 builds the page's config again for every GET / (the HTML embeds it) and GET /config
+(gradio_client reads it as it connects): a deep copy of the whole config, then a walk over it to put
+the server's root URL into every file URL. On this page (~500 KB of config) that cost the server
+40-72 ms of CPU a request, as much as all of a student's calls in the lecture-hall benchmark. And it
+went out uncompressed: Gradio's Brotli middleware compresses only paths with a file extension.
+
+Both answers are the same for every visitor: they depend only on the config, the request's root (its
+scheme, host and forwarding headers) and Gradio's `page` and `deep_link` parameters (vizvit's own link
+parameters, ?photo= and the rest, are read by the page itself). ConfigCache, an ASGI middleware, keeps
+Gradio's answer under those and sends it again, compressed with Brotli or gzip when the client takes
+it. A request with `page` or `deep_link`, an app with a login, or an answer that is not a plain 200
+passes through as before. At most MAX_ENTRIES answers are kept (a caller inventing hosts only pushes
+out older ones, which are built again as they were before).
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+import brotli
+
+PATHS = ("/", "/config")
+MAX_ENTRIES = 8
+# Headers that change the root URL Gradio writes into the config (route_utils.get_root_url).
+ROOT_HEADERS = (b"host", b"forwarded")
+BROTLI_QUALITY = 5  # 534 KB of HTML -> ~55 KB in ~15 ms, once per entry
+GZIP_LEVEL = 6
+
+
+@dataclass
+class Entry:
+    """One kept answer: its status, headers (without length and encoding) and body, and its
+    compressed bodies as they are first asked for."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    encoded: dict[str, bytes] = field(default_factory=dict)
+
+    def body_for(self, encoding: str) -> bytes:
+        if encoding not in self.encoded:
+            self.encoded[encoding] = (brotli.compress(self.body, quality=BROTLI_QUALITY) if encoding == "br"
+                                      else gzip.compress(self.body, GZIP_LEVEL, mtime=0))
+        return self.encoded[encoding]
+
+
+def key_of(scope: dict, config: Any) -> tuple | None:
+    """What Gradio's answer depends on; None when it must not be kept (not a plain GET of PATHS, a
+    Gradio page or deep link asked for)."""
+    if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in PATHS:
+        return None
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    if "page" in query or "deep_link" in query:
+        return None
+    root = tuple((k, v) for k, v in scope.get("headers", ()) if k in ROOT_HEADERS or k.startswith(b"x-forwarded"))
+    return (id(config), scope["path"], scope.get("scheme"), scope.get("server"), scope.get("root_path", ""), root)
+
+
+def encoding_for(scope: dict) -> str:
+    """The encoding to send: br, gzip, or "" (none), from the request's Accept-Encoding."""
+    accept = b",".join(v for k, v in scope.get("headers", ()) if k == b"accept-encoding").decode("latin-1")
+    names = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return "br" if "br" in names else "gzip" if "gzip" in names else ""
+
+
+class ConfigCache:
+    """ASGI middleware: GET / and GET /config answered from kept answers (see the module's note)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.entries: OrderedDict[tuple, Entry] = OrderedDict()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        gradio_app = scope.get("app")
+        blocks = gradio_app.get_blocks() if gradio_app is not None and hasattr(gradio_app, "get_blocks") else None
+        login = blocks is None or blocks.auth is not None or getattr(gradio_app, "auth_dependency", None) is not None
+        key = None if login else key_of(scope, blocks.config)
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = await self._build(scope, receive, send)
+            if entry is None:  # not kept: already sent as Gradio made it
+                return
+            self.entries[key] = entry
+            while len(self.entries) > MAX_ENTRIES:
+                self.entries.popitem(last=False)
+        self.entries.move_to_end(key)
+        await self._send(entry, encoding_for(scope), send)
+
+    async def _build(self, scope: dict, receive: Any, send: Any) -> Entry | None:
+        """Gradio's answer, kept when it is a whole 200 without cookies; otherwise sent through as it
+        comes (None)."""
+        start: dict | None = None
+        chunks: list[bytes] = []
+        passing = False
+
+        async def capture(message: dict) -> None:
+            nonlocal start, passing
+            if passing:
+                await send(message)
+            elif message["type"] == "http.response.start":
+                start = message
+                names = {k.lower() for k, _ in message.get("headers", ())}
+                if message["status"] != 200 or b"set-cookie" in names or b"content-encoding" in names:
+                    passing = True
+                    await send(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, capture)
+        if passing or start is None:
+            return None
+        headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"content-length", b"vary")]
+        return Entry(start["status"], headers, b"".join(chunks))
+
+    @staticmethod
+    async def _send(entry: Entry, encoding: str, send: Any) -> None:
+        body = entry.body_for(encoding) if encoding else entry.body
+        headers = [*entry.headers, (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding")]
+        if encoding:
+            headers.append((b"content-encoding", encoding.encode()))
+        await send({"type": "http.response.start", "status": entry.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

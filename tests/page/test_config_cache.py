@@ -1,0 +1,140 @@
+"""page/config_cache.py: the page's HTML and /config are Gradio's own answers, built once per root and
+sent compressed. Against Gradio itself in the same server (a request the cache passes through: /config/
+and /?page= reach the same Gradio handlers), and on a constructed inner app that counts its calls."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import threading
+from typing import Any
+
+import brotli
+import gradio as gr
+import httpx
+import pytest
+from appserver import free_port
+
+import app
+from page import config_cache
+
+
+@pytest.fixture(scope="module")
+def url() -> Any:
+    with gr.Blocks() as demo:
+        n, out = gr.Number(label="n"), gr.Image(label="a picture")
+        gr.Button("go").click(lambda x: None, n, out, api_name="go")
+    demo.queue()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                **app.launch_kwargs())  # the app's own middleware, the cache among it
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        demo.close()
+
+
+def get(url: str, path: str, encoding: str = "identity", **headers: str) -> httpx.Response:
+    return httpx.get(url + path, headers={"Accept-Encoding": encoding, **headers}, timeout=30)
+
+
+def test_the_html_and_config_are_gradios_own_every_time_and_in_every_encoding(url):
+    gradio_html = get(url, "/?page=").content  # passed through: Gradio's main page, built now
+    gradio_config = get(url, "/config/").content
+    assert b"window.gradio_config" in gradio_html and b'"components"' in gradio_config
+    for _ in range(3):
+        plain = get(url, "/")
+        assert plain.content == gradio_html and "content-encoding" not in plain.headers
+        assert get(url, "/config").content == gradio_config
+    br = get(url, "/", "gzip, deflate, br, zstd")
+    assert br.headers["content-encoding"] == "br" and br.headers["vary"] == "Accept-Encoding"
+    assert int(br.headers["content-length"]) < len(gradio_html) / 3  # what a phone on campus Wi-Fi downloads
+    assert br.content == gradio_html  # httpx decodes it: the same bytes
+    with httpx.stream("GET", url + "/config", headers={"Accept-Encoding": "gzip"}, timeout=30) as gz:
+        raw = b"".join(gz.iter_raw())  # the bytes on the wire
+    assert gz.headers["content-encoding"] == "gzip" and gzip.decompress(raw) == gradio_config
+
+
+@pytest.mark.parametrize("proxied,root", [({"X-Forwarded-Host": "example.org"}, "http://example.org"),
+                                          ({"X-Forwarded-Host": "e.org", "X-Forwarded-Proto": "https"}, "https://e.org")])
+def test_a_root_behind_a_proxy_is_its_own_and_never_leaks_to_another_caller(url, proxied, root):
+    ours = get(url, "/config").json()["root"]
+    assert get(url, "/config", **proxied).json()["root"] == root
+    assert get(url, "/config", **proxied).content == get(url, "/config/", **proxied).content
+    assert get(url, "/", **proxied).content == get(url, "/?page=", **proxied).content
+    assert get(url, "/config").json()["root"] == ours == url
+    assert root.encode() not in get(url, "/").content
+
+
+# ------------------------------------------------------------------ on a constructed inner app
+class Inner:
+    """An ASGI app that answers like Gradio's routes, counting its calls; `blocks` as get_blocks gives."""
+
+    def __init__(self, headers: list[tuple[bytes, bytes]] | None = None, status: int = 200,
+                 auth: object = None) -> None:
+        self.calls = 0
+        self.headers = headers or [(b"content-type", b"text/html; charset=utf-8")]
+        self.status = status
+        self.blocks = type("Blocks", (), {"auth": auth, "config": {"components": []}})()
+        self.auth_dependency = None
+
+    def get_blocks(self) -> Any:
+        return self.blocks
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        self.calls += 1
+        body = f"answer {self.calls} for {dict(scope['headers']).get(b'host', b'').decode()}".encode()
+        await send({"type": "http.response.start", "status": self.status,
+                    "headers": [*self.headers, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def call(cache: config_cache.ConfigCache, inner: Inner, path: str = "/", query: bytes = b"",
+         host: bytes = b"h", encoding: bytes = b"", method: str = "GET") -> tuple[dict, bytes]:
+    """One request through the cache, as Starlette hands it to a middleware (the app in the scope)."""
+    sent: list[dict] = []
+    scope = {"type": "http", "method": method, "path": path, "query_string": query, "scheme": "http",
+             "server": ("127.0.0.1", 80), "root_path": "", "app": inner,
+             "headers": [(b"host", host), (b"accept-encoding", encoding)]}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b""}
+
+    # On a thread of its own: a test before may have left this thread's event loop marked running.
+    done = threading.Thread(target=lambda: asyncio.run(cache(scope, receive, send)))
+    done.start()
+    done.join(30)
+    start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
+    return start, body
+
+
+def test_gradio_builds_each_answer_once_per_root_and_keeps_a_bounded_few():
+    inner = Inner()
+    cache = config_cache.ConfigCache(inner)
+    assert [call(cache, inner)[1] for _ in range(4)] == [b"answer 1 for h"] * 4 and inner.calls == 1
+    assert call(cache, inner, "/config")[1] == b"answer 2 for h" and inner.calls == 2
+    _, br = call(cache, inner, encoding=b"gzip, br")
+    assert brotli.decompress(br) == b"answer 1 for h" and inner.calls == 2  # compressed from the kept answer
+    assert call(cache, inner, host=b"other")[1] == b"answer 3 for other"  # another root: its own answer
+    for i in range(3 * config_cache.MAX_ENTRIES):  # a caller inventing hosts
+        call(cache, inner, host=f"x{i}".encode())
+    assert len(cache.entries) == config_cache.MAX_ENTRIES
+    calls = inner.calls
+    assert call(cache, inner)[1] == f"answer {calls + 1} for h".encode()  # pushed out: built again
+
+
+@pytest.mark.parametrize("case", ["page", "deep_link", "head", "other path", "login", "cookie", "error"])
+def test_what_may_differ_between_callers_is_never_kept(case):
+    inner = Inner(headers=[(b"content-type", b"text/html"), (b"set-cookie", b"s=1")] if case == "cookie" else None,
+                  status=500 if case == "error" else 200, auth=[("u", "p")] if case == "login" else None)
+    cache = config_cache.ConfigCache(inner)
+    kw: dict[str, Any] = {"page": {"query": b"page="}, "deep_link": {"query": b"deep_link=abc"},
+                          "head": {"method": "HEAD"}, "other path": {"path": "/gradio_api/info"}}.get(case, {})
+    for n in (1, 2):
+        start, body = call(cache, inner, **kw)
+        assert body == f"answer {n} for h".encode() and inner.calls == n  # Gradio's, built again
+        assert start["status"] == inner.status
+    assert not cache.entries
