@@ -6,17 +6,22 @@ the server's root URL into every file URL. On this page (~500 KB of config) that
 40-72 ms of CPU a request, as much as all of a student's calls in the lecture-hall benchmark. And it
 went out uncompressed: Gradio's Brotli middleware compresses only paths with a file extension.
 
-Both answers are the same for every visitor: they depend only on the config, the request's root (its
-scheme, host and forwarding headers) and Gradio's `page` and `deep_link` parameters (vizvit's own link
-parameters, ?photo= and the rest, are read by the page itself). ConfigCache, an ASGI middleware, keeps
-Gradio's answer under those and sends it again, compressed with Brotli or gzip when the client takes
-it. A request with `page` or `deep_link`, an app with a login, or an answer that is not a plain 200
-passes through as before. At most MAX_ENTRIES answers are kept (a caller inventing hosts only pushes
-out older ones, which are built again as they were before).
+Both answers are the same for every visitor: they depend only on the config, the request's root URL
+(route_utils.get_root_url: the URL's scheme, host and root path, and the X-Forwarded-Host,
+X-Forwarded-Proto and X-Gradio-Server headers) and Gradio's query parameters `page`, `deep_link` and
+`all_endpoints` (vizvit's own link parameters, ?photo= and the rest, are read by the page itself).
+ConfigCache, an ASGI middleware, keeps Gradio's answer under the root's parts and sends it again,
+compressed with Brotli or gzip when the client takes it. A request with one of Gradio's parameters, an
+app with a login, or an answer that is not a plain 200 passes through as before. Each caller's root is
+its own: a header that moves the root is part of the key, so it never reaches another caller's page.
+Headers Gradio does not read (X-Forwarded-For, which nginx sets per client) are not: a hall behind one
+proxy shares one entry. At most MAX_ENTRIES answers are kept (a caller inventing hosts only pushes out
+older ones, which are built again as they were before).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -27,8 +32,10 @@ import brotli
 
 PATHS = ("/", "/config")
 MAX_ENTRIES = 8
-# Headers that change the root URL Gradio writes into the config (route_utils.get_root_url).
-ROOT_HEADERS = (b"host", b"forwarded")
+# What Gradio reads of a request for these answers besides the URL (route_utils.get_request_origin,
+# routes.main / get_config / get_api_info): the headers that move the root, the query's own parameters.
+ROOT_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server")
+GRADIO_PARAMS = ("page", "deep_link", "all_endpoints")
 BROTLI_QUALITY = 5  # 534 KB of HTML -> ~55 KB in ~15 ms, once per entry
 GZIP_LEVEL = 6
 
@@ -56,17 +63,26 @@ def key_of(scope: dict, config: Any) -> tuple | None:
     if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in PATHS:
         return None
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-    if "page" in query or "deep_link" in query:
+    if any(p in query for p in GRADIO_PARAMS):
         return None
-    root = tuple((k, v) for k, v in scope.get("headers", ()) if k in ROOT_HEADERS or k.startswith(b"x-forwarded"))
+    root = tuple((k, v) for k, v in scope.get("headers", ()) if k in ROOT_HEADERS)
     return (id(config), scope["path"], scope.get("scheme"), scope.get("server"), scope.get("root_path", ""), root)
 
 
 def encoding_for(scope: dict) -> str:
-    """The encoding to send: br, gzip, or "" (none), from the request's Accept-Encoding."""
+    """The encoding to send: br, gzip, or "" (none), from the request's Accept-Encoding (one refused
+    with q=0 is not taken)."""
     accept = b",".join(v for k, v in scope.get("headers", ()) if k == b"accept-encoding").decode("latin-1")
-    names = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return "br" if "br" in names else "gzip" if "gzip" in names else ""
+    taken = set()
+    for part in accept.split(","):
+        name, *params = (p.strip().lower() for p in part.split(";"))
+        q = next((p[2:] for p in params if p.startswith("q=")), "1")
+        try:
+            if float(q) > 0:
+                taken.add(name)
+        except ValueError:
+            continue
+    return "br" if "br" in taken else "gzip" if "gzip" in taken else ""
 
 
 class ConfigCache:
@@ -123,7 +139,8 @@ class ConfigCache:
 
     @staticmethod
     async def _send(entry: Entry, encoding: str, send: Any) -> None:
-        body = entry.body_for(encoding) if encoding else entry.body
+        # The first compression of an entry (~15 ms of Brotli) off the event loop.
+        body = await asyncio.to_thread(entry.body_for, encoding) if encoding else entry.body
         headers = [*entry.headers, (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding")]
         if encoding:
             headers.append((b"content-encoding", encoding.encode()))

@@ -66,6 +66,15 @@ def test_a_root_behind_a_proxy_is_its_own_and_never_leaks_to_another_caller(url,
     assert root.encode() not in get(url, "/").content
 
 
+def test_a_header_that_moves_gradios_root_stays_with_its_caller(url):
+    """X-Gradio-Server moves the root Gradio writes (route_utils.get_request_origin) when no proxy host is
+    given: one caller's value must never be what the next caller's page points at."""
+    evil = {"X-Gradio-Server": "http://evil.example"}
+    assert get(url, "/config", **evil).content == get(url, "/config/", **evil).content
+    assert get(url, "/config").json()["root"] == url
+    assert b"evil.example" not in get(url, "/").content and b"evil.example" not in get(url, "/config").content
+
+
 # ------------------------------------------------------------------ on a constructed inner app
 class Inner:
     """An ASGI app that answers like Gradio's routes, counting its calls; `blocks` as get_blocks gives."""
@@ -90,12 +99,13 @@ class Inner:
 
 
 def call(cache: config_cache.ConfigCache, inner: Inner, path: str = "/", query: bytes = b"",
-         host: bytes = b"h", encoding: bytes = b"", method: str = "GET") -> tuple[dict, bytes]:
+         host: bytes = b"h", encoding: bytes = b"", method: str = "GET",
+         headers: tuple[tuple[bytes, bytes], ...] = ()) -> tuple[dict, bytes]:
     """One request through the cache, as Starlette hands it to a middleware (the app in the scope)."""
     sent: list[dict] = []
     scope = {"type": "http", "method": method, "path": path, "query_string": query, "scheme": "http",
              "server": ("127.0.0.1", 80), "root_path": "", "app": inner,
-             "headers": [(b"host", host), (b"accept-encoding", encoding)]}
+             "headers": [(b"host", host), (b"accept-encoding", encoding), *headers]}
 
     async def send(message: dict) -> None:
         sent.append(message)
@@ -119,6 +129,18 @@ def test_gradio_builds_each_answer_once_per_root_and_keeps_a_bounded_few():
     _, br = call(cache, inner, encoding=b"gzip, br")
     assert brotli.decompress(br) == b"answer 1 for h" and inner.calls == 2  # compressed from the kept answer
     assert call(cache, inner, host=b"other")[1] == b"answer 3 for other"  # another root: its own answer
+    # Behind nginx each client has its own X-Forwarded-For, which Gradio never reads: one entry for all.
+    for ip in (b"10.0.0.1", b"10.0.0.2"):
+        assert call(cache, inner, headers=((b"x-forwarded-for", ip),))[1] == b"answer 1 for h"
+    for header in (b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-server"):  # what moves the root
+        before = inner.calls
+        call(cache, inner, headers=((header, b"v"),))
+        assert inner.calls == before + 1, header
+    for i in range(config_cache.MAX_ENTRIES - 1):  # the least recently used goes first: h, just used, stays
+        call(cache, inner, host=f"y{i}".encode())
+        call(cache, inner)
+    calls = inner.calls
+    assert call(cache, inner)[1] == b"answer 1 for h" and inner.calls == calls
     for i in range(3 * config_cache.MAX_ENTRIES):  # a caller inventing hosts
         call(cache, inner, host=f"x{i}".encode())
     assert len(cache.entries) == config_cache.MAX_ENTRIES
@@ -126,15 +148,24 @@ def test_gradio_builds_each_answer_once_per_root_and_keeps_a_bounded_few():
     assert call(cache, inner)[1] == f"answer {calls + 1} for h".encode()  # pushed out: built again
 
 
-@pytest.mark.parametrize("case", ["page", "deep_link", "head", "other path", "login", "cookie", "error"])
+@pytest.mark.parametrize("case", ["page", "deep_link", "all_endpoints", "head", "other path", "login", "cookie",
+                                  "error"])
 def test_what_may_differ_between_callers_is_never_kept(case):
     inner = Inner(headers=[(b"content-type", b"text/html"), (b"set-cookie", b"s=1")] if case == "cookie" else None,
                   status=500 if case == "error" else 200, auth=[("u", "p")] if case == "login" else None)
     cache = config_cache.ConfigCache(inner)
     kw: dict[str, Any] = {"page": {"query": b"page="}, "deep_link": {"query": b"deep_link=abc"},
+                          "all_endpoints": {"query": b"photo=x&all_endpoints=true"},
                           "head": {"method": "HEAD"}, "other path": {"path": "/gradio_api/info"}}.get(case, {})
     for n in (1, 2):
         start, body = call(cache, inner, **kw)
         assert body == f"answer {n} for h".encode() and inner.calls == n  # Gradio's, built again
         assert start["status"] == inner.status
     assert not cache.entries
+
+
+@pytest.mark.parametrize("accept,chosen", [("gzip, deflate, br, zstd", "br"), ("gzip", "gzip"), ("", ""),
+                                           ("br;q=0, gzip", "gzip"), ("gzip;q=0", ""), ("BR;q=0.5", "br"),
+                                           ("identity", ""), ("br;q=x, gzip;q=1.0", "gzip")])
+def test_an_encoding_the_client_refuses_is_never_sent(accept, chosen):
+    assert config_cache.encoding_for({"headers": [(b"accept-encoding", accept.encode())]}) == chosen
