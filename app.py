@@ -46,10 +46,8 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     """Safe defaults shared by `python app.py` and the tests; with the demo, its own HTTP routes
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
-    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS).
-    # An API client's answer stream kept open a moment after its last answer (page/stream_grace.py;
-    # the page keeps its own: web/answer_stream.js). The page's HTML and /config built once and sent
-    # compressed (page/config_cache.py).
+    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); the HTML and /config
+    # built once, compressed (page/config_cache.py); an API client's answer stream kept open a moment.
     app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),
                                   "middleware": [Middleware(ConfigCache), Middleware(StreamGrace)]}
     return dict(

@@ -78,12 +78,17 @@
   // Answers are drawn in the order sent, one drawing at a time; an answer older than the picture
   // shown is not drawn.
   let run = 0;
+  // The run's frames on their way: Stop aborts them, so a Start right after never has the old run's
+  // frame in flight beside its own (seen under load: three at once).
+  let runAbort = null;
   const WAIT_MS = 2;  // what a frame sent ahead should wait for the forward before it: a little, never idle
   async function loop(mine) {
     let restart = true, sent = 0, lead = 0, offset = 0, seq = 0, shown = 0, drawing = Promise.resolve();
     const works = [];
     const flying = new Set();
     const live = () => running && run === mine;
+    const aborting = new AbortController();
+    runAbort = aborting;
     const fail = (e) => {  // anything unexpected: say it and stop, rather than hang with the camera on
       if (live()) stop('The camera stopped: ' + (e && e.message || e) + '. Press Start again.');
     };
@@ -91,8 +96,10 @@
     async function trip(frame, q, n) {
       let r;
       try {
-        r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' } });
+        r = await fetch(url + '?' + q, { method: 'POST', body: frame, headers: { 'Content-Type': 'image/jpeg' },
+                                         signal: aborting.signal });
       } catch (e) {
+        if (!live()) return;  // stopped: its frames were called back
         say('The server cannot be reached: retrying…'); await sleep(1000); return;
       }
       if (!live()) return;
@@ -163,6 +170,8 @@
   function stop(msg) {
     running = false;
     run++;
+    if (runAbort) runAbort.abort();
+    runAbort = null;
     if (stream) stream.getTracks().forEach((t) => t.stop());
     stream = null;
     video.srcObject = null;

@@ -203,6 +203,34 @@ def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, 
         assert s["cams"] == 4 and s["most"] == view.IN_FLIGHT, s  # one camera per Start; two frames at most
 
 
+def test_stop_calls_back_its_frames_so_a_start_at_once_never_has_more_in_flight(url, clip, monkeypatch):
+    """A slow server (each frame 0.6 s): Stop aborts the run's frames on their way, so a Start right after
+    sends its own beside none of them (before, the old run's two frames were still out: three at once)."""
+    import time
+
+    from vizvit.views import camera as view
+
+    answer = view.live_frame
+
+    def slow(*args, **kwargs):
+        time.sleep(0.6)
+        return answer(*args, **kwargs)
+
+    monkeypatch.setattr(view, "live_frame", slow)
+    with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
+                 init_script=INFLIGHT_JS) as page:
+        page.locator("#cam-start").click()
+        page.wait_for_selector("#cam-picture canvas.vv-live[data-frame]", timeout=60_000)
+        page.wait_for_function("window.__inflight.now >= 2", timeout=30_000)  # two on their way
+        for _ in range(2):
+            page.evaluate("() => { document.querySelector('#cam-stop').click(); }")
+            page.locator("#cam-start:enabled").click()
+            page.wait_for_function("window.__inflight.now >= 1", timeout=30_000)
+        page.wait_for_timeout(1500)
+        s = page.evaluate("window.__inflight")
+        assert s["cams"] == 3 and s["most"] == view.IN_FLIGHT, s
+
+
 DRAW_JS = """async (t) => {
     const cv = document.createElement('canvas');
     await window.__vizvitCamDraw.draw(JSON.parse(t), cv);
