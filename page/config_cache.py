@@ -42,10 +42,9 @@ GZIP_LEVEL = 6
 
 @dataclass
 class Entry:
-    """One kept answer: its status, headers (without length and encoding) and body, and its
+    """One kept answer (a 200): its headers (without length and encoding) and body, and its
     compressed bodies as they are first asked for."""
 
-    status: int
     headers: list[tuple[bytes, bytes]]
     body: bytes
     encoded: dict[str, bytes] = field(default_factory=dict)
@@ -135,7 +134,7 @@ class ConfigCache:
         if passing or start is None:
             return None
         headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"content-length", b"vary")]
-        return Entry(start["status"], headers, b"".join(chunks))
+        return Entry(headers, b"".join(chunks))
 
     @staticmethod
     async def _send(entry: Entry, encoding: str, send: Any) -> None:
@@ -144,5 +143,5 @@ class ConfigCache:
         headers = [*entry.headers, (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding")]
         if encoding:
             headers.append((b"content-encoding", encoding.encode()))
-        await send({"type": "http.response.start", "status": entry.status, "headers": headers})
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
