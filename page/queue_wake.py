@@ -41,7 +41,7 @@ def _signal(queue: Any, name: str, new: bool = False) -> asyncio.Event:
     return event
 
 
-async def _sleep_until(event: asyncio.Event, most_s: float) -> None:
+async def sleep_until(event: asyncio.Event, most_s: float) -> None:
     """Until event is set (it is cleared by the caller before it looks at the state), at most most_s.
     (asyncio.timeout, not wait_for: on 3.11 wait_for returns normally when the event is set just
     before a cancellation, and the loop would outlive its server's shutdown.)"""
@@ -73,12 +73,12 @@ async def start_processing(self: Queue) -> None:
         while not self.stopped:
             work.clear()  # before looking: a push or a finished job from here on wakes the wait below
             if len(self) == 0 or None not in self.active_jobs:
-                await _sleep_until(work, MISSED_WAKE_S)
+                await sleep_until(work, MISSED_WAKE_S)
                 continue
             async with self.delete_lock:
                 event_batch = self.get_events()
             if not event_batch:  # queued, but each event's concurrency group is full
-                await _sleep_until(work, MISSED_WAKE_S)
+                await sleep_until(work, MISSED_WAKE_S)
                 continue
             _start(self, *event_batch)
     finally:
@@ -113,7 +113,7 @@ async def start_progress_updates(self: Queue) -> None:
         jobs.clear()
         events = [evt for job in self.active_jobs if job is not None for evt in job]
         if not events:
-            await _sleep_until(jobs, MISSED_WAKE_S)  # no job to report on: a started one wakes this
+            await sleep_until(jobs, MISSED_WAKE_S)  # no job to report on: a started one wakes this
             continue
         for event in events:
             if event.progress_pending and event.progress:

@@ -17,17 +17,27 @@ Other routes (REST's /call/ streams included) pass through untouched, and so do 
 vizvit's own page, which says so (REOPENS_HEADER): it asks for its stream again itself when a close
 comes while it still waits for an answer (web/answer_stream.js), so a close held for it would only
 keep it waiting (the browser tests wait for the page's streams to close).
+
+A held stream sleeps until its session joins an event (Queue.push, wrapped here to wake it), not
+polling: a hall of students holds dozens of streams at once, and a 20 ms poll of each cost the
+server's event loop ~700 wake-ups a second (issue 52: server CPU a student).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 from urllib.parse import parse_qs
 
+from gradio.queueing import Queue
+
+from .queue_wake import sleep_until
+
 PATH = "/gradio_api/queue/data"
 GRACE_S = 2.0  # how long a stream waits, after a session's last answer, for its next event
-CHECK_S = 0.02  # how often it looks (a dict lookup): ~100 looks per stream end at most
+CHECK_S = 0.25  # the safety net: how often a held stream looks without being woken (a stopped queue too)
+WAITERS = "_vizvit_join_waiters"  # the queue's {session: {asyncio.Event of each held stream}}
 COMPLETED = b'"msg":"process_completed"'  # Gradio's message, as orjson writes it (no spaces)
 REOPENS_HEADER = "x-vizvit-reopens"  # sent by the page's streams (web/answer_stream.js): no grace needed
 
@@ -38,11 +48,41 @@ async def next_event(queue: Any, session: str, grace_s: float) -> bool:
     Whether one came."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace_s
-    while len(queue.pending_event_ids_session.get(session, ())) < 2:
-        if queue.stopped or loop.time() >= deadline:
-            return False
-        await asyncio.sleep(CHECK_S)
-    return True
+    joined = asyncio.Event()
+    waiters = queue.__dict__.setdefault(WAITERS, {})
+    waiters.setdefault(session, set()).add(joined)
+    try:
+        while len(queue.pending_event_ids_session.get(session, ())) < 2:
+            left = deadline - loop.time()
+            if queue.stopped or left <= 0:
+                return False
+            joined.clear()  # before the wait, after the look: a join from here on wakes it
+            await sleep_until(joined, min(left, CHECK_S))
+        return True
+    finally:
+        mine = waiters.get(session, set())
+        mine.discard(joined)
+        if not mine:
+            waiters.pop(session, None)
+
+
+def install() -> None:
+    """Queue.push wrapped to wake the streams held for the session it queued an event of (idempotent;
+    queue_wake's wrapper may sit above or below it: functools.wraps carries each one's mark)."""
+    if getattr(Queue.push, "vizvit_joins", False):
+        return
+    original = Queue.push
+
+    @functools.wraps(original)
+    async def push(self: Queue, body: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await original(self, body, *args, **kwargs)
+        finally:
+            for joined in self.__dict__.get(WAITERS, {}).get(getattr(body, "session_hash", None), ()):
+                joined.set()
+
+    push.vizvit_joins = True  # type: ignore[attr-defined]
+    Queue.push = push  # type: ignore[method-assign]
 
 
 class StreamGrace:
@@ -51,6 +91,7 @@ class StreamGrace:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        install()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if (scope["type"] != "http" or not scope["path"].endswith(PATH)

@@ -22,7 +22,7 @@ API = "gradio_api"
 
 
 @pytest.fixture
-def url(monkeypatch) -> Iterator[str]:
+def served(monkeypatch) -> Iterator[tuple[str, gr.Blocks]]:
     monkeypatch.setattr(stream_grace, "GRACE_S", 1.5)
     with gr.Blocks() as demo:
         n, out = gr.Number(), gr.Number()
@@ -32,9 +32,14 @@ def url(monkeypatch) -> Iterator[str]:
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 app_kwargs={"middleware": [Middleware(stream_grace.StreamGrace)]})
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield f"http://127.0.0.1:{port}/", demo
     finally:
         demo.close()
+
+
+@pytest.fixture
+def url(served) -> str:
+    return served[0]
 
 
 def join(url: str, session: str, x: float) -> str:
@@ -87,6 +92,26 @@ def test_an_event_joined_just_after_the_last_answer_is_answered_on_the_same_stre
     assert answer["output"]["data"] == [10]
     reader.join(10)
     assert seen[-1][1]["msg"] == "close_stream" and not reader.is_alive(), "the stream never closed"
+
+
+def test_a_held_stream_is_woken_by_its_sessions_join_not_by_a_poll(served, monkeypatch):
+    """The held stream sleeps until its session joins (Queue.push wakes it): with the safety-net poll
+    set longer than the grace, an event joined during the grace is answered at once, not when the
+    grace runs out; and no waiter is left behind on the queue once the stream has closed."""
+    url, demo = served
+    monkeypatch.setattr(stream_grace, "CHECK_S", 60.0)
+    session, seen = "grace-woken", []
+    first = join(url, session, 2)
+    reader = read(url, session, seen)
+    wait_for(seen, completed(first), "first answer")
+    time.sleep(0.3)
+    joined = time.monotonic()
+    second = join(url, session, 5)
+    answered = wait_for(seen, completed(second), "second answer")
+    assert answered - joined < 0.6, f"answered {answered - joined:.2f} s after the join (the grace is 1.5 s)"
+    reader.join(10)
+    assert not reader.is_alive()
+    assert not demo._queue.__dict__.get(stream_grace.WAITERS), "a closed stream's waiter stayed on the queue"
 
 
 def test_a_session_with_nothing_more_to_answer_is_closed_after_the_grace(url):
