@@ -86,14 +86,33 @@ def _lazy_session_init(self: SessionState, blocks: Blocks) -> None:
 
 
 _eager_components = SessionState.components
+GRADIO_SESSION_INIT = SessionState.__init__  # Gradio's own, the tests' reference
+GRADIO_VALUE_IN_CONFIG = SessionState._update_value_in_config
+
+
+def _lazy_value_in_config(self: SessionState, key: int, value: Any) -> None:
+    """SessionState._update_value_in_config of Gradio 6.31, made lazy like __init__: Gradio made the
+    output block's whole config to set its value in it after every event of a new session (each REST
+    call is one: ~1 ms of the event loop, through inspect.signature). Its value is noted instead and
+    set when the configs are read (_lazy_components); a config made meanwhile (__setitem__,
+    _update_config: the block replaced) is kept as it is, as Gradio's would have been."""
+    made = self.config_values.get(key)
+    if made is None:
+        self.__dict__.setdefault("vizvit_values", {})[key] = value
+    elif "props" in made:
+        made["props"]["value"] = value
 
 
 def _lazy_components(self: SessionState) -> Any:
     """Every block's config, those not made yet made now (from the session's blocks, as __init__
     made them eagerly), in Gradio's order."""
     made, blocks = self.config_values, self.blocks_config.blocks
+    noted = {k: v for k, v in self.__dict__.pop("vizvit_values", {}).items() if k not in made}
     full = {k: made[k] if k in made else self.blocks_config.config_for_block(k, [], blocks[k])
-            for k in getattr(self, "vizvit_config_keys", ()) if k in blocks or k in made}
+            for k in dict.fromkeys([*getattr(self, "vizvit_config_keys", ()), *noted]) if k in blocks or k in made}
+    for k, value in noted.items():
+        if "props" in full.get(k, {}):
+            full[k]["props"]["value"] = value
     self.config_values = {**full, **made}
     return _eager_components.fget(self)  # type: ignore[attr-defined]
 
@@ -113,6 +132,7 @@ def install() -> None:
         route_utils.get_fn = _known_fn(route_utils.get_fn)  # queueing.py and routes.py call it through the module
     SessionState.__init__ = _lazy_session_init  # type: ignore[method-assign]
     SessionState.components = property(_lazy_components)  # type: ignore[method-assign]
+    SessionState._update_value_in_config = _lazy_value_in_config  # type: ignore[method-assign]
 
 
 def unlaid(blocks: Any, children: Sequence[Any]) -> None:

@@ -4,6 +4,7 @@ pictures at once."""
 from __future__ import annotations
 
 import threading
+import types
 
 import numpy as np
 from gradio import processing_utils
@@ -72,7 +73,36 @@ def test_a_new_session_makes_no_block_config_until_one_is_read(monkeypatch):
     state = SessionState(demo)
     assert made == []
     state._update_value_in_config(n._id, 7)  # Gradio's path when an event sets a value
-    assert made == [n._id]
+    assert made == [], "an event's value made its block's config before anything read it"
     assert list(state.components) == [c for c in expected.values() if c]
     assert list(state.components) == [c for c in expected.values() if c]  # read again: made once
     assert sorted(made) == sorted(expected)
+
+
+def test_a_value_noted_before_its_block_is_replaced_gives_way_as_gradios_eager_one_does():
+    """Gradio's own order of events on a session's config, replayed on a session made by Gradio's
+    code (the reference) and on the lazy one: a value set, the block replaced (its own value wins),
+    a value set again (it wins); another block's value set twice (the last wins)."""
+    import gradio as gr
+    from gradio.state_holder import SessionState
+
+    import gradio_patch
+
+    with gr.Blocks() as demo:
+        t = gr.Textbox("a", label="t")
+        n = gr.Number(3, label="n")
+
+    def replay(state: SessionState) -> list[dict]:
+        state._update_value_in_config(n._id, 7)
+        state[n._id] = gr.Number(9, label="n", render=False)
+        state._update_value_in_config(t._id, "b")
+        state._update_value_in_config(t._id, "c")
+        first = [dict(c, props=dict(c["props"])) for c in state.components]
+        state._update_value_in_config(n._id, 8)
+        return first + list(state.components)
+
+    lazy = SessionState(demo)
+    eager = SessionState.__new__(SessionState)
+    gradio_patch.GRADIO_SESSION_INIT(eager, demo)
+    eager._update_value_in_config = types.MethodType(gradio_patch.GRADIO_VALUE_IN_CONFIG, eager)
+    assert replay(lazy) == replay(eager)

@@ -1,0 +1,94 @@
+"""page/file_walk.py: Gradio's walks for files skip a value that cannot hold one, and still find every
+file in one that can. Compared with Gradio's own walks (the functions the wrappers call), on
+constructed values with known answers."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import gradio as gr
+import numpy as np
+import pytest
+from gradio import processing_utils
+from gradio.data_classes import FileData
+from gradio_client import utils as client_utils
+
+from page import file_walk
+
+file_walk.install()
+MOVE = processing_utils.async_move_files_to_cache
+GRADIO_MOVE = MOVE.__wrapped__  # Gradio's own, as the wrapper calls it
+ROOT = processing_utils.add_root_url
+GRADIO_ROOT = ROOT.__wrapped__
+
+PLAIN = {"top5": [["tabby", 0.5], ["tiger cat", 0.25]], "map": [[0.1] * 14] * 14, "layer": 3,
+         "note": "a FileData is not this", "nothing": None}
+
+
+def a_file(folder: Path, url: str | None = None) -> dict:
+    path = folder / "cat.txt"
+    path.write_text("meow")
+    file = FileData(path=str(path)).model_dump()
+    if url is not None:
+        file["url"] = url
+    return file
+
+
+@pytest.mark.parametrize("value, plain", [
+    (PLAIN, True),
+    ([1, 2.5, "x", None, [True]], True),
+    ({"meta": {"_type": "gradio.FileData"}}, False),  # the string anywhere: walked
+    ({"label": "gradio.FileData"}, False),
+    (np.zeros(3), False),  # orjson writes no array without an option: walked
+    ({1: "a"}, False),  # a key that is not a string
+    ({"x": {1, 2}}, False),
+    (FileData(path="/tmp/x"), False),  # a model, not plain JSON
+])
+def test_only_plain_json_without_the_file_type_is_plain(value, plain):
+    assert file_walk.holds_no_file(value) is plain
+
+
+def test_a_plain_answer_comes_back_as_it_is_without_a_walk(monkeypatch):
+    walked = []
+    original = client_utils.async_traverse
+
+    async def counting(*args, **kwargs):
+        walked.append(1)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(client_utils, "async_traverse", counting)
+    block = gr.JSON(render=False)
+    got = asyncio.run(MOVE(PLAIN, block, postprocess=True))
+    assert got is PLAIN and not walked
+    assert asyncio.run(GRADIO_MOVE(PLAIN, block, postprocess=True)) == PLAIN  # what Gradio's walk made of it
+    assert walked, "the counter never saw Gradio's walk"
+    assert ROOT([PLAIN], "http://host/", None) == GRADIO_ROOT([PLAIN], "http://host/", None) == [PLAIN]
+
+
+def test_a_file_inside_an_answer_is_still_moved_and_given_its_url(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "cache"))
+    block = gr.JSON(render=False)
+    block.GRADIO_CACHE = str(tmp_path / "cache")
+    folder = Path(block.GRADIO_CACHE) / "src"
+    folder.mkdir(parents=True)
+    value = {"maps": [1, 2], "deep": [{"file": a_file(folder)}]}
+    ours = asyncio.run(MOVE(value, block, postprocess=True))
+    theirs = asyncio.run(GRADIO_MOVE(value, block, postprocess=True))
+    assert ours == theirs
+    assert ours["deep"][0]["file"]["url"].startswith("/gradio_api/file="), ours
+    shutil.rmtree(folder)
+
+
+def test_a_file_url_in_an_answer_still_gets_the_root():
+    value = [{"deep": [{"file": {"path": "/x/cat.txt", "url": "/gradio_api/file=/x/cat.txt",
+                                 "meta": {"_type": "gradio.FileData"}}}]}]
+    ours = ROOT(value, "http://host", None)
+    assert ours == GRADIO_ROOT(value, "http://host", None)
+    assert ours[0]["deep"][0]["file"]["url"] == "http://host/gradio_api/file=/x/cat.txt"
+
+
+def test_install_is_idempotent():
+    file_walk.install()
+    assert processing_utils.async_move_files_to_cache is MOVE and processing_utils.add_root_url is ROOT
