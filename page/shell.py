@@ -27,7 +27,7 @@ from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
-from . import core_chunk, events, file_walk, jobs, kit, lean_config, queue_wake, room, sessions, web
+from . import core_chunk, events, file_walk, hot_routes, jobs, kit, lean_config, queue_wake, room, sessions, web
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from .guard import Guard
 from .kit import Ctx, charts_download
@@ -61,6 +61,7 @@ THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
 gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
 queue_wake.install()  # Gradio's queue sleeps until it has work, instead of polling every 1 ms
 file_walk.install()  # no walk for files through an event's values that cannot hold one
+hot_routes.install()  # the routes every call takes tried first
 
 
 @functools.cache

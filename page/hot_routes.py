@@ -1,0 +1,78 @@
+"""The routes every call takes, looked at first.
+
+FastAPI (0.165) finds a request's route by trying each route in order, twice (whether its router
+matches, then which route), through a few Python calls each. Gradio 6.31 declares ~60 API routes,
+and the ones every event takes come late: /queue/join is the 41st, /queue/data the 45th, /upload the
+50th. So each of a student's requests tried ~110 routes: a sixth of what the server's event loop
+spent in a hall (issue 52: server CPU a student, cProfile of the loop thread).
+
+install() wraps Gradio's App.create_app: the app's API router then lists HOT first, each only where
+no route before it could take its requests (a literal path that no earlier route's pattern matches
+for one of its methods), so every request reaches the same route as before, sooner. Only the order of
+the list changes; if FastAPI's router is not the shape this expects, nothing changes. Idempotent.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from gradio.routes import App
+
+# In the order a hall's requests take them most: an event's join, its answers' stream, a photo's upload,
+# a client's heartbeat.
+HOT = ("/gradio_api/queue/join", "/gradio_api/queue/data", "/gradio_api/upload", "/gradio_api/heartbeat/{session_hash}")
+
+
+def takes(route: Any, path: str, methods: set[str]) -> bool:
+    """Whether `route` could take a request that the route declared at `path` takes, by one of
+    `methods`. A literal path: the route's pattern matches it. A pattern ({param}): the two literal
+    beginnings, up to their first parameter, are not apart (one begins the other), which keeps more
+    than it must, never less. The methods overlap (a route without methods takes every one); a route
+    this cannot read (a mount, a host) takes everything."""
+    regex, own = getattr(route, "path_regex", None), getattr(route, "methods", None)
+    if regex is None:
+        return True
+    if "{" in path:
+        mine, theirs = path.split("{")[0], route.path.split("{")[0]
+        near = mine.startswith(theirs) or theirs.startswith(mine)
+    else:
+        near = regex.match(path) is not None
+    return near and (not own or bool(own & methods))
+
+
+def hot_first(routes: Sequence[Any], hot: Sequence[str] = HOT) -> list[Any]:
+    """`routes` with each route whose path is in `hot` moved to the front (in hot's order), where no
+    route before it takes its requests; the others keep their order."""
+    routes = list(routes)
+    moved = []
+    for path in hot:
+        for i, route in enumerate(routes):
+            if getattr(route, "path", None) != path or route in moved:
+                continue
+            methods = set(getattr(route, "methods", None) or ())
+            if methods and not any(takes(r, path, methods) for r in routes[:i] if r not in moved):
+                moved.append(route)
+    return moved + [r for r in routes if r not in moved]
+
+
+def _reordered(create_app: Any) -> Any:
+    @functools.wraps(create_app)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        app = create_app(*args, **kwargs)
+        for included in app.router.routes:
+            router = getattr(included, "original_router", None)  # FastAPI's _IncludedRouter
+            if router is not None and hasattr(router, "_mark_routes_changed"):
+                router.routes[:] = hot_first(router.routes)
+                router._mark_routes_changed()  # FastAPI caches each router's candidates until told
+        return app
+
+    wrapper.vizvit_hot_first = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install() -> None:
+    """App.create_app wrapped (idempotent)."""
+    if not getattr(App.create_app, "vizvit_hot_first", False):
+        App.create_app = staticmethod(_reordered(App.create_app))  # type: ignore[method-assign]
