@@ -6,8 +6,10 @@ JSON answer such as /attention's map that is a few Python calls per number, on t
 loop, for every call (issue 52: server CPU a student). A file object is a dict whose meta._type is
 "gradio.FileData" (gradio_client.utils.is_file_obj_with_meta, is_file_obj_with_url), so a value
 that orjson writes without that string holds none, and comes back as it is: the walk would only
-have copied it. A value orjson cannot write (an array, a model, a non-string key) is walked as
-before, and so is one with the string anywhere in it.
+have copied it (each component's postprocess already hands it a value of its own, a model's dump).
+A value orjson cannot write (an array, a model, a non-string key) is walked as before, and so is one
+with that string anywhere in it, or with a "meta" key: a caller's malformed file ({"path": ...,
+"meta": null}) still meets Gradio's walk and its refusal.
 
 install() wraps the two functions in processing_utils, where blocks.py and route_utils.py look them
 up at each call. Idempotent.
@@ -22,15 +24,17 @@ import orjson
 from gradio import processing_utils
 
 FILE_TYPE = b'"gradio.FileData"'  # meta._type of every file object, as orjson writes the string
+META = b'"meta":'  # the key that holds it, as orjson writes a key
 
 
 def holds_no_file(value: Any) -> bool:
     """True only when `value` is plain JSON (str keys, lists, numbers, strings, None) without the
-    string "gradio.FileData" anywhere: no node of it can be a file object."""
+    string "gradio.FileData" or a "meta" key anywhere: no node of it is, or claims to be, a file."""
     try:
-        return FILE_TYPE not in orjson.dumps(value)
+        written = orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError: a type it does not write, so the walk decides
         return False
+    return FILE_TYPE not in written and META not in written
 
 
 def _skipping_async(walk: Any) -> Any:

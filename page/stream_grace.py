@@ -26,6 +26,7 @@ server's event loop ~700 wake-ups a second (issue 52: server CPU a student).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from typing import Any
 from urllib.parse import parse_qs
@@ -78,8 +79,9 @@ def install() -> None:
         try:
             return await original(self, body, *args, **kwargs)
         finally:
-            for joined in self.__dict__.get(WAITERS, {}).get(getattr(body, "session_hash", None), ()):
-                joined.set()
+            for joined in list(self.__dict__.get(WAITERS, {}).get(getattr(body, "session_hash", None), ())):
+                with contextlib.suppress(RuntimeError):  # a waiter of a closed loop: never the join's failure
+                    joined.set()
 
     push.vizvit_joins = True  # type: ignore[attr-defined]
     Queue.push = push  # type: ignore[method-assign]

@@ -41,6 +41,8 @@ def a_file(folder: Path, url: str | None = None) -> dict:
     ([1, 2.5, "x", None, [True]], True),
     ({"meta": {"_type": "gradio.FileData"}}, False),  # the string anywhere: walked
     ({"label": "gradio.FileData"}, False),
+    ({"photo": {"path": "/etc/passwd", "meta": None}}, False),  # a malformed file: Gradio's walk refuses it
+    ({"meta": "x"}, False),
     (np.zeros(3), False),  # orjson writes no array without an option: walked
     ({1: "a"}, False),  # a key that is not a string
     ({"x": {1, 2}}, False),
@@ -92,3 +94,25 @@ def test_a_file_url_in_an_answer_still_gets_the_root():
 def test_install_is_idempotent():
     file_walk.install()
     assert processing_utils.async_move_files_to_cache is MOVE and processing_utils.add_root_url is ROOT
+
+
+def test_a_file_outside_the_upload_folder_is_still_refused(tmp_path):
+    """An input's file that was never uploaded meets Gradio's check as before (the walk is not skipped
+    for it), and so does a malformed one."""
+    from types import SimpleNamespace
+
+    from gradio.context import LocalContext
+    from gradio.exceptions import InvalidPathError
+
+    # Gradio checks a file's folder only for a launched app: one, as far as its check reads it.
+    token = LocalContext.blocks.set(SimpleNamespace(has_launched=True, blocked_paths=[], allowed_paths=[]))
+    block = gr.JSON(render=False)
+    block.GRADIO_CACHE = str(tmp_path / "cache")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("no")
+    value = {"photo": FileData(path=str(outside)).model_dump()}
+    with pytest.raises(InvalidPathError):
+        asyncio.run(MOVE(value, block, check_in_upload_folder=True))
+    with pytest.raises(AttributeError):  # Gradio's own walk on a "meta" that is not a dict
+        asyncio.run(MOVE({"photo": {"path": str(outside), "meta": None}}, block, check_in_upload_folder=True))
+    LocalContext.blocks.reset(token)
