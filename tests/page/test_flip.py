@@ -141,6 +141,11 @@ AT_CHANGE_JS = """([id, text]) => { window.__at = []; new MutationObserver(() =>
 }).observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['src'] }); }"""
 
 
+CHART_SHOWS_JS = """([bars]) => { const gd = document.querySelector('#shift-top5 .js-plotly-plot');
+  const x = gd && gd.data && gd.data[0].x;
+  return x && JSON.stringify(Array.from(x)) === JSON.stringify(bars); }"""  # the shift chart's bars are these
+
+
 def _first_shown(page, path: str) -> list:
     """The record of the first change that put the file `path` on screen (AT_CHANGE_JS)."""
     page.wait_for_function("(p) => window.__at.some((r) => r[0].endsWith('file=' + p))", arg=path)
@@ -159,6 +164,12 @@ def test_a_new_shift_and_a_new_mask_are_drawn_from_the_servers_page_before_gradi
         wait_flip_pages(page, "shift", 1)
         wait_flip_pages(page, "mask", 1)
         ph = _photo(wb, tiny16)
+        # The open's charts come after its pictures (on_show's `then`): wait for them, so that their
+        # answer (for dx = 0) is not the one still on its way when the slider moves. (Were it answered
+        # after the move's, it would draw dx = 0's chart last: a race of the page itself, seen once
+        # under the full suite's load; noted in docs/speed.md, not this test's subject.)
+        opened = json.loads(experiments.shift_panel(ph, 0, 0, "edge").top5.to_json())["data"][0]["x"]
+        page.wait_for_function(CHART_SHOWS_JS, arg=[opened])
         page.evaluate(AT_CHANGE_JS, ["shift-view", "shift-info"])
         rng = page.locator("#shift-dx input[type=range]")
         rng.focus()
@@ -170,9 +181,7 @@ def test_a_new_shift_and_a_new_mask_are_drawn_from_the_servers_page_before_gradi
         # it after the picture, and on a loaded machine the answer's text can land first; the full
         # suite on 2 workers timed out waiting for that order twice.)
         bars = json.loads(want.top5.to_json())["data"][0]["x"]
-        page.wait_for_function("""([bars]) => { const gd = document.querySelector('#shift-top5 .js-plotly-plot');
-          const x = gd && gd.data && gd.data[0].x;
-          return x && JSON.stringify(Array.from(x)) === JSON.stringify(bars); }""", arg=[bars])
+        page.wait_for_function(CHART_SHOWS_JS, arg=[bars])
         page.wait_for_function("() => document.querySelector('#shift-info').innerText.includes('dx = 1,')")
         _shows(page, ["shift-view", "shift-cos"], [served_path(want.view), served_path(want.cosine)], by_page=False)
 
