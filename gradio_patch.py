@@ -85,8 +85,9 @@ def _lazy_session_init(self: SessionState, blocks: Blocks) -> None:
     self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
 
 
-_eager_components = SessionState.components
-GRADIO_SESSION_INIT = SessionState.__init__  # Gradio's own, the tests' reference
+# Gradio's own SessionState methods: what the lazy ones fall back on, and the tests' reference.
+GRADIO_COMPONENTS = SessionState.components
+GRADIO_SESSION_INIT = SessionState.__init__
 GRADIO_VALUE_IN_CONFIG = SessionState._update_value_in_config
 
 
@@ -114,7 +115,7 @@ def _lazy_components(self: SessionState) -> Any:
         if "props" in full.get(k, {}):
             full[k]["props"]["value"] = value
     self.config_values = {**full, **made}
-    return _eager_components.fget(self)  # type: ignore[attr-defined]
+    return GRADIO_COMPONENTS.fget(self)  # type: ignore[attr-defined]
 
 
 def install() -> None:

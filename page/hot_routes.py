@@ -7,8 +7,8 @@ and the ones every event takes come late: /queue/join is the 41st, /queue/data t
 spent in a hall (issue 52: server CPU a student, cProfile of the loop thread).
 
 install() wraps Gradio's App.create_app: the app's API router then lists HOT first, each only where
-no route before it could take its requests (a literal path that no earlier route's pattern matches
-for one of its methods), so every request reaches the same route as before, sooner. Only the order of
+no route before it could take its requests (see takes()), so every request reaches the same route
+as before, sooner. Only the order of
 the list changes; if FastAPI's router is not the shape this expects, nothing changes. Idempotent.
 """
 
