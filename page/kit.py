@@ -91,7 +91,7 @@ class Ctx:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            shown.then(fn2, ins2, outs2, show_progress="hidden", js=web.after_quiet(selector))
+            _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="hidden")
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -138,8 +138,8 @@ class Ctx:
                 prepare(then_ins, values)
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
-            shown = shown.then(dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden",
-                               js=web.after_quiet(", ".join(self.then_after)))
+            shown = _after_quiet(shown, ", ".join(self.then_after)).then(
+                dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden")
         if not self.firsts:
             return None
         firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]
@@ -187,6 +187,15 @@ class ClampedSlider(gr.Slider):
         if payload is None:
             return None
         return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
+
+
+def _after_quiet(event: gr.events.Dependency, selector: str) -> gr.events.Dependency:
+    """A step after `event` that only waits in the page (web/after_quiet.js) until the pictures under
+    `selector` are painted and the person pauses. The follow-up chained after it gathers its inputs
+    only then: as the wait's own js= it would send the controls as they were when the wait began,
+    and a slider moved meanwhile would be drawn, then overwritten by the follow-up's answer for the
+    old position (issue 52: the Experiments tab's top-5 chart showed dx = 0 beside dx = 1's picture)."""
+    return event.then(None, None, None, js=web.after_quiet(selector), show_progress="hidden")
 
 
 def _io(entries: list) -> tuple[list, list]:

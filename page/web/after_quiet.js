@@ -1,5 +1,6 @@
-// js= of a tab's follow-up (page/kit.py: on_show's `then`, the open tab's charts and slow parts):
-// as after_paint.js, wait until the pictures of SELECTOR are painted; then until the person has
+// js= of the step before a tab's follow-up (page/kit.py _after_quiet: on_show's `then`, the open
+// tab's charts and slow parts), a step with no inputs, so the follow-up gathers the controls as they
+// are once this wait ends: as after_paint.js, wait until the pictures of SELECTOR are painted; then until the person has
 // not touched the page for QUIET_MS (input_clock.js keeps the time of the last input), at most
 // LIMIT_MS from the start, and for an idle moment. The follow-up's answer keeps this page's main
 // thread busy for 100-300 ms (Gradio's handling of its outputs, Plotly's first render of a chart):
