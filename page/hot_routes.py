@@ -1,4 +1,4 @@
-"""The routes every call takes, looked at first.
+"""The routes every call takes, looked at first, and their login check run inline.
 
 FastAPI (0.165) finds a request's route by trying each route in order, twice (whether its router
 matches, then which route), through a few Python calls each. Gradio 6.31 declares ~60 API routes,
@@ -10,12 +10,20 @@ install() wraps Gradio's App.create_app: the app's API router then lists HOT fir
 no route before it could take its requests (see takes()), so every request reaches the same route
 as before, sooner. Only the order of
 the list changes; if FastAPI's router is not the shape this expects, nothing changes. Idempotent.
+
+It also runs Gradio's login check inline. Nearly every API route depends on `login_check`, a plain
+def (a look at the app's auth and the caller's cookie, no I/O), so FastAPI ran it in a worker thread:
+one thread hop per request, ~1,500 in a hall of 100 (issue 52). inline_login_check gives each route's
+dependency an async wrapper of the same function: the same answer, the same refusal (HTTP 401), on
+the event loop. (An app that overrides login_check through dependency_overrides would no longer
+match it: Gradio sets none.)
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from gradio.routes import App
@@ -57,6 +65,40 @@ def hot_first(routes: Sequence[Any], hot: Sequence[str] = HOT) -> list[Any]:
     return moved + [r for r in routes if r not in moved]
 
 
+def _dependants(dependant: Any) -> Iterator[Any]:
+    """Every sub-dependency of a FastAPI Dependant, depth first."""
+    for sub in getattr(dependant, "dependencies", None) or ():
+        yield sub
+        yield from _dependants(sub)
+
+
+def _inline(check: Callable[..., Any]) -> Callable[..., Any]:
+    """An async def that calls the plain def `check` on the event loop (FastAPI awaits it instead
+    of sending it to a worker thread)."""
+    @functools.wraps(check)
+    async def inline(**values: Any) -> Any:
+        return check(**values)
+
+    inline.vizvit_inline = True  # type: ignore[attr-defined]
+    return inline
+
+
+def inline_login_check(routes: Sequence[Any]) -> int:
+    """Swap Gradio's plain-def login_check, wherever a route depends on it, for its inline wrapper
+    (one wrapper per function); returns how many dependencies were swapped."""
+    wrappers: dict[Any, Callable[..., Any]] = {}
+    swapped = 0
+    for route in routes:
+        for sub in _dependants(getattr(route, "dependant", None)):
+            call = sub.call
+            gradios = getattr(call, "__module__", None) == "gradio.routes"
+            if (gradios and getattr(call, "__name__", None) == "login_check" and inspect.isfunction(call)
+                    and not inspect.iscoroutinefunction(call)):
+                sub.call = wrappers.setdefault(call, _inline(call))
+                swapped += 1
+    return swapped
+
+
 def _reordered(create_app: Any) -> Any:
     @functools.wraps(create_app)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -66,6 +108,8 @@ def _reordered(create_app: Any) -> Any:
             if router is not None and hasattr(router, "_mark_routes_changed"):
                 router.routes[:] = hot_first(router.routes)
                 router._mark_routes_changed()  # FastAPI caches each router's candidates until told
+                inline_login_check(router.routes)
+        inline_login_check(app.router.routes)  # the app's own routes (/config, /file=...)
         return app
 
     wrapper.vizvit_hot_first = True  # type: ignore[attr-defined]
@@ -73,6 +117,6 @@ def _reordered(create_app: Any) -> Any:
 
 
 def install() -> None:
-    """App.create_app wrapped (idempotent)."""
+    """App.create_app wrapped: hot routes first, the login check inline (idempotent)."""
     if not getattr(App.create_app, "vizvit_hot_first", False):
         App.create_app = staticmethod(_reordered(App.create_app))  # type: ignore[method-assign]
