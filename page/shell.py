@@ -27,20 +27,7 @@ from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
-from . import (
-    core_chunk,
-    events,
-    file_walk,
-    hot_routes,
-    jobs,
-    kit,
-    lean_config,
-    queue_wake,
-    room,
-    sessions,
-    type_hints,
-    web,
-)
+from . import core_chunk, events, file_walk, hot_routes, jobs, kit, lean_config, queue_wake, room, sessions, web
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from .guard import Guard
 from .kit import Ctx, charts_download
@@ -75,7 +62,6 @@ gradio_patch.install()  # atomic writes of cached output images (see gradio_patc
 queue_wake.install()  # Gradio's queue sleeps until it has work, instead of polling every 1 ms
 file_walk.install()  # no walk for files through an event's values that cannot hold one
 hot_routes.install()  # the routes every call takes tried first, their login check inline
-type_hints.install()  # a handler's type hints looked up once, not at each event
 
 
 @functools.cache
