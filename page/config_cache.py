@@ -17,6 +17,14 @@ its own: a header that moves the root is part of the key, so it never reaches an
 Headers Gradio does not read (X-Forwarded-For, which nginx sets per client) are not: a hall behind one
 proxy shares one entry. At most MAX_ENTRIES answers are kept (a caller inventing hosts only pushes out
 older ones, which are built again as they were before).
+
+Gradio's frontend files (GET /assets/<file>: the page's ~90 scripts and styles, the patched core chunk
+among them) are the same for every caller too, whatever its root. Gradio served each from disk and
+Brotli-compressed it again for every request: 118 ms of server CPU for one page load's set, three
+quarters of what a student's page load cost the server (issue 52; a hall of 40 opening the link is
+40 such loads). They are kept the same way, compressed once, within MAX_ASSET_BYTES. A request that
+asks for part of a file or only for a change (Range, If-None-Match, If-Modified-Since, ...), a query,
+or an answer that is not a plain 200 (a file that is not there) passes through to Gradio as before.
 """
 
 from __future__ import annotations
@@ -38,6 +46,12 @@ ROOT_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-s
 GRADIO_PARAMS = ("page", "deep_link", "all_endpoints")
 BROTLI_QUALITY = 5  # 534 KB of HTML -> ~55 KB in ~15 ms, once per entry
 GZIP_LEVEL = 6
+ASSETS = "/assets/"
+# Kept frontend files, raw and compressed (one page load's set: ~1 MB raw, ~0.3 MB compressed; Gradio's
+# whole frontend folder, all a caller could ask for, ~20 MB): least recently sent dropped beyond it.
+MAX_ASSET_BYTES = 48 << 20
+# Request headers that ask for part of a file or only for a change: Gradio answers those itself.
+PARTIAL = (b"range", b"if-range", b"if-match", b"if-none-match", b"if-modified-since", b"if-unmodified-since")
 
 
 @dataclass
@@ -55,6 +69,12 @@ class Entry:
                                       else gzip.compress(self.body, GZIP_LEVEL, mtime=0))
         return self.encoded[encoding]
 
+    @property
+    def size(self) -> int:
+        """The bytes it may come to hold: its body and two compressed copies (none bigger than the body
+        for text; a few bytes more for a file already compressed)."""
+        return 3 * len(self.body) + 64
+
 
 def key_of(scope: dict, config: Any) -> tuple | None:
     """What Gradio's answer depends on; None when it must not be kept (not a plain GET of PATHS, a
@@ -66,6 +86,16 @@ def key_of(scope: dict, config: Any) -> tuple | None:
         return None
     root = tuple((k, v) for k, v in scope.get("headers", ()) if k in ROOT_HEADERS)
     return (id(config), scope["path"], scope.get("scheme"), scope.get("server"), scope.get("root_path", ""), root)
+
+
+def asset_key(scope: dict) -> tuple | None:
+    """A frontend file's key (its path: the same file for every root); None when it must pass through
+    (not a plain GET of a file under ASSETS, a query, a partial or conditional request)."""
+    if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].startswith(ASSETS):
+        return None
+    if scope.get("query_string") or any(k.lower() in PARTIAL for k, _ in scope.get("headers", ())):
+        return None
+    return ("asset", scope["path"])
 
 
 def encoding_for(scope: dict) -> str:
@@ -84,30 +114,54 @@ def encoding_for(scope: dict) -> str:
     return "br" if "br" in taken else "gzip" if "gzip" in taken else ""
 
 
-class ConfigCache:
-    """ASGI middleware: GET / and GET /config answered from kept answers (see the module's note)."""
+@dataclass
+class Store:
+    """Kept answers; the least recently sent dropped first beyond max_entries or max_bytes (Entry.size)."""
 
-    def __init__(self, app: Any) -> None:
+    max_entries: int
+    max_bytes: int
+    entries: OrderedDict[tuple, Entry] = field(default_factory=OrderedDict)
+
+    def get(self, key: tuple) -> Entry | None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: tuple, entry: Entry) -> None:
+        if entry.size > self.max_bytes:
+            return
+        self.entries[key] = entry
+        while len(self.entries) > self.max_entries or sum(e.size for e in self.entries.values()) > self.max_bytes:
+            self.entries.popitem(last=False)
+
+
+class ConfigCache:
+    """ASGI middleware: GET / and GET /config, and Gradio's frontend files, answered from kept answers
+    (see the module's note)."""
+
+    def __init__(self, app: Any, max_asset_bytes: int = MAX_ASSET_BYTES) -> None:
         self.app = app
-        self.entries: OrderedDict[tuple, Entry] = OrderedDict()
+        self.pages = Store(MAX_ENTRIES, 1 << 62)
+        self.assets = Store(1 << 62, max_asset_bytes)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        gradio_app = scope.get("app")
-        blocks = gradio_app.get_blocks() if gradio_app is not None and hasattr(gradio_app, "get_blocks") else None
-        login = blocks is None or blocks.auth is not None or getattr(gradio_app, "auth_dependency", None) is not None
-        key = None if login else key_of(scope, blocks.config)
+        key, store = asset_key(scope), self.assets
+        if key is None:  # the HTML or /config, for an app without a login
+            gradio_app = scope.get("app")
+            blocks = gradio_app.get_blocks() if gradio_app is not None and hasattr(gradio_app, "get_blocks") else None
+            login = (blocks is None or blocks.auth is not None
+                     or getattr(gradio_app, "auth_dependency", None) is not None)
+            key, store = None if login else key_of(scope, blocks.config), self.pages
         if key is None:
             await self.app(scope, receive, send)
             return
-        entry = self.entries.get(key)
+        entry = store.get(key)
         if entry is None:
             entry = await self._build(scope, receive, send)
             if entry is None:  # not kept: already sent as Gradio made it
                 return
-            self.entries[key] = entry
-            while len(self.entries) > MAX_ENTRIES:
-                self.entries.popitem(last=False)
-        self.entries.move_to_end(key)
+            store.put(key, entry)
         await self._send(entry, encoding_for(scope), send)
 
     async def _build(self, scope: dict, receive: Any, send: Any) -> Entry | None:
@@ -138,8 +192,9 @@ class ConfigCache:
 
     @staticmethod
     async def _send(entry: Entry, encoding: str, send: Any) -> None:
-        # The first compression of an entry (~15 ms of Brotli) off the event loop.
-        body = await asyncio.to_thread(entry.body_for, encoding) if encoding else entry.body
+        body = entry.body
+        if encoding:  # an entry's first compression (~15 ms of Brotli for the HTML) off the event loop
+            body = entry.encoded.get(encoding) or await asyncio.to_thread(entry.body_for, encoding)
         headers = [*entry.headers, (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding")]
         if encoding:
             headers.append((b"content-encoding", encoding.encode()))

@@ -143,7 +143,7 @@ def test_gradio_builds_each_answer_once_per_root_and_keeps_a_bounded_few():
     assert call(cache, inner)[1] == b"answer 1 for h" and inner.calls == calls
     for i in range(3 * config_cache.MAX_ENTRIES):  # a caller inventing hosts
         call(cache, inner, host=f"x{i}".encode())
-    assert len(cache.entries) == config_cache.MAX_ENTRIES
+    assert len(cache.pages.entries) == config_cache.MAX_ENTRIES
     calls = inner.calls
     assert call(cache, inner)[1] == f"answer {calls + 1} for h".encode()  # pushed out: built again
 
@@ -161,7 +161,7 @@ def test_what_may_differ_between_callers_is_never_kept(case):
         start, body = call(cache, inner, **kw)
         assert body == f"answer {n} for h".encode() and inner.calls == n  # Gradio's, built again
         assert start["status"] == inner.status
-    assert not cache.entries
+    assert not cache.pages.entries and not cache.assets.entries
 
 
 @pytest.mark.parametrize("accept,chosen", [("gzip, deflate, br, zstd", "br"), ("gzip", "gzip"), ("", ""),
@@ -169,3 +169,60 @@ def test_what_may_differ_between_callers_is_never_kept(case):
                                            ("identity", ""), ("br;q=x, gzip;q=1.0", "gzip")])
 def test_an_encoding_the_client_refuses_is_never_sent(accept, chosen):
     assert config_cache.encoding_for({"headers": [(b"accept-encoding", accept.encode())]}) == chosen
+
+
+# ------------------------------------------------------------------ Gradio's frontend files
+def _frontend_files(url: str) -> list[str]:
+    """The /assets/ files the page's HTML names (its scripts and styles)."""
+    import re
+    return sorted(set(re.findall(r'/assets/[\w.-]+\.(?:js|css)', get(url, "/").text)))
+
+
+def test_a_frontend_file_is_gradios_own_file_every_time_and_in_every_encoding(url):
+    files = _frontend_files(url)
+    assert len(files) >= 2, files
+    for path in files:
+        gradio = get(url, path + "?passed")  # a query: passed through to Gradio's own route
+        assert gradio.status_code == 200 and gradio.content
+        for encoding in ("identity", "gzip", "gzip, deflate, br, zstd", "identity"):
+            ours = get(url, path, encoding)
+            assert ours.content == gradio.content, (path, encoding)  # httpx decodes: the same bytes
+            for h in ("content-type", "etag", "last-modified"):
+                assert ours.headers[h] == gradio.headers[h], (path, h)
+        assert ours.headers.get("content-encoding") is None
+    big = max(files, key=lambda p: len(get(url, p).content))
+    br = get(url, big, "br")
+    assert br.headers["content-encoding"] == "br" and int(br.headers["content-length"]) < len(br.content) / 2
+
+
+def test_a_part_of_a_file_or_a_change_since_is_asked_of_gradio(url):
+    path = _frontend_files(url)[0]
+    whole = get(url, path).content
+    etag = get(url, path).headers["etag"]
+    assert get(url, path, **{"If-None-Match": etag}).content == get(url, path + "?p", **{"If-None-Match": etag}).content
+    part = get(url, path, Range="bytes=0-9")
+    assert part.content == get(url, path + "?p", Range="bytes=0-9").content
+    assert part.status_code in (200, 206) and part.content == whole[:len(part.content)]
+    assert get(url, "/assets/no-such-file.js").status_code == 404
+
+
+def test_frontend_files_are_read_once_and_kept_within_their_bytes():
+    inner = Inner(headers=[(b"content-type", b"text/javascript")], auth=[("u", "p")])  # served without a login
+    size = config_cache.Entry([], b"answer 1 for h").size
+    cache = config_cache.ConfigCache(inner, max_asset_bytes=3 * size)
+    assert [call(cache, inner, "/assets/a.js")[1] for _ in range(3)] == [b"answer 1 for h"] * 3 and inner.calls == 1
+    _, br = call(cache, inner, "/assets/a.js", encoding=b"br")
+    assert brotli.decompress(br) == b"answer 1 for h" and inner.calls == 1
+    for name in "bcd":  # three more: the least recently sent (a) goes
+        call(cache, inner, f"/assets/{name}.js")
+    assert len(cache.assets.entries) == 3 and inner.calls == 4
+    assert call(cache, inner, "/assets/a.js")[1] == b"answer 5 for h"  # read again
+    for kw in ({"query": b"v=2"}, {"method": "HEAD"}, {"headers": ((b"Range", b"bytes=0-3"),)},
+               {"headers": ((b"if-none-match", b'"x"'),)}, {"headers": ((b"if-modified-since", b"Mon"),)}):
+        before = inner.calls
+        call(cache, inner, "/assets/a.js", **kw)
+        assert inner.calls == before + 1, kw  # Gradio's answer, not the kept one
+    missing = Inner(status=404)
+    cache = config_cache.ConfigCache(missing)
+    assert [call(cache, missing, "/assets/x.js")[0]["status"] for _ in range(2)] == [404, 404] and missing.calls == 2
+    assert not cache.assets.entries
