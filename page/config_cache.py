@@ -47,9 +47,9 @@ GRADIO_PARAMS = ("page", "deep_link", "all_endpoints")
 BROTLI_QUALITY = 5  # 534 KB of HTML -> ~55 KB in ~15 ms, once per entry
 GZIP_LEVEL = 6
 ASSETS = "/assets/"
-# Kept frontend files, raw and compressed (one page load's set: ~1 MB raw, ~0.3 MB compressed; Gradio's
-# whole frontend folder, all a caller could ask for, ~20 MB): least recently sent dropped beyond it.
-MAX_ASSET_BYTES = 48 << 20
+# Kept frontend files, as Entry.size counts them (one page load's set: ~1 MB raw, ~3 MB counted; Gradio's
+# whole frontend folder, all a caller could ask for, 21 MB raw): least recently sent dropped beyond it.
+MAX_ASSET_BYTES = 16 << 20
 # Request headers that ask for part of a file or only for a change: Gradio answers those itself.
 PARTIAL = (b"range", b"if-range", b"if-match", b"if-none-match", b"if-modified-since", b"if-unmodified-since")
 
