@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,10 +47,14 @@ ROOT_HEADERS = (b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-gradio-s
 GRADIO_PARAMS = ("page", "deep_link", "all_endpoints")
 BROTLI_QUALITY = 5  # 534 KB of HTML -> ~55 KB in ~15 ms, once per entry
 GZIP_LEVEL = 6
-ASSETS = "/assets/"
-# Kept frontend files, as Entry.size counts them (one page load's set: ~1 MB raw, ~3 MB counted; Gradio's
-# whole frontend folder, all a caller could ask for, 21 MB raw): least recently sent dropped beyond it.
-MAX_ASSET_BYTES = 16 << 20
+# A frontend file's path as the page asks for it (Vite's chunk names): one name, no other spelling of
+# it (Gradio reads /assets/./a.js and /assets/x/../a.js as a.js; each would be a key of its own).
+ASSET = re.compile(r"/assets/[\w-][\w.-]*")
+# Kept frontend files, as Entry.size counts them (one page load's set: ~1 MB raw, ~2 MB counted; Gradio's
+# whole frontend folder, all a caller could ask for, 21 MB raw, Plotly's chunk 4.6 MB of it): least
+# recently sent dropped beyond either bound.
+MAX_ASSET_BYTES = 48 << 20
+MAX_ASSET_ENTRIES = 1024  # the folder holds 919 files
 # Request headers that ask for part of a file or only for a change: Gradio answers those itself.
 PARTIAL = (b"range", b"if-range", b"if-match", b"if-none-match", b"if-modified-since", b"if-unmodified-since")
 
@@ -71,9 +76,9 @@ class Entry:
 
     @property
     def size(self) -> int:
-        """The bytes it may come to hold: its body and two compressed copies (none bigger than the body
-        for text; a few bytes more for a file already compressed)."""
-        return 3 * len(self.body) + 64
+        """The bytes it may come to hold: its body and its compressed copies (Brotli's and gzip's of text
+        together under the body's size; a file already compressed, a few bytes more), and its key."""
+        return 2 * len(self.body) + 256
 
 
 def key_of(scope: dict, config: Any) -> tuple | None:
@@ -90,8 +95,8 @@ def key_of(scope: dict, config: Any) -> tuple | None:
 
 def asset_key(scope: dict) -> tuple | None:
     """A frontend file's key (its path: the same file for every root); None when it must pass through
-    (not a plain GET of a file under ASSETS, a query, a partial or conditional request)."""
-    if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].startswith(ASSETS):
+    (not a plain GET of a path ASSET spells, a query, a partial or conditional request)."""
+    if scope["type"] != "http" or scope["method"] != "GET" or not ASSET.fullmatch(scope["path"]):
         return None
     if scope.get("query_string") or any(k.lower() in PARTIAL for k, _ in scope.get("headers", ())):
         return None
@@ -114,13 +119,13 @@ def encoding_for(scope: dict) -> str:
     return "br" if "br" in taken else "gzip" if "gzip" in taken else ""
 
 
-@dataclass
 class Store:
     """Kept answers; the least recently sent dropped first beyond max_entries or max_bytes (Entry.size)."""
 
-    max_entries: int
-    max_bytes: int
-    entries: OrderedDict[tuple, Entry] = field(default_factory=OrderedDict)
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self.entries: OrderedDict[tuple, Entry] = OrderedDict()
+        self.bytes = 0  # the kept entries' sizes
 
     def get(self, key: tuple) -> Entry | None:
         entry = self.entries.get(key)
@@ -129,11 +134,12 @@ class Store:
         return entry
 
     def put(self, key: tuple, entry: Entry) -> None:
-        if entry.size > self.max_bytes:
+        if entry.size > self.max_bytes or key in self.entries:
             return
         self.entries[key] = entry
-        while len(self.entries) > self.max_entries or sum(e.size for e in self.entries.values()) > self.max_bytes:
-            self.entries.popitem(last=False)
+        self.bytes += entry.size
+        while len(self.entries) > self.max_entries or self.bytes > self.max_bytes:
+            self.bytes -= self.entries.popitem(last=False)[1].size
 
 
 class ConfigCache:
@@ -143,7 +149,7 @@ class ConfigCache:
     def __init__(self, app: Any, max_asset_bytes: int = MAX_ASSET_BYTES) -> None:
         self.app = app
         self.pages = Store(MAX_ENTRIES, 1 << 62)
-        self.assets = Store(1 << 62, max_asset_bytes)
+        self.assets = Store(MAX_ASSET_ENTRIES, max_asset_bytes)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         key, store = asset_key(scope), self.assets
@@ -166,13 +172,15 @@ class ConfigCache:
 
     async def _build(self, scope: dict, receive: Any, send: Any) -> Entry | None:
         """Gradio's answer, kept when it is a whole 200 without cookies; otherwise sent through as it
-        comes (None)."""
+        comes (None). Whole: its last body message said so and it is as long as it said. (Starlette's
+        FileResponse stops mid-file, without an error, when the client goes: a caller who hangs up
+        would otherwise leave every later caller a cut file.)"""
         start: dict | None = None
         chunks: list[bytes] = []
-        passing = False
+        passing = ended = False
 
         async def capture(message: dict) -> None:
-            nonlocal start, passing
+            nonlocal start, passing, ended
             if passing:
                 await send(message)
             elif message["type"] == "http.response.start":
@@ -183,12 +191,19 @@ class ConfigCache:
                     await send(message)
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
+                ended = not message.get("more_body", False)
 
         await self.app(scope, receive, capture)
         if passing or start is None:
             return None
+        body = b"".join(chunks)
+        length = dict((k.lower(), v) for k, v in start.get("headers", ())).get(b"content-length")
+        if not ended or (length is not None and length != str(len(body)).encode()):
+            await send(start)  # as it came, to a client most likely gone
+            await send({"type": "http.response.body", "body": body})
+            return None
         headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() not in (b"content-length", b"vary")]
-        return Entry(headers, b"".join(chunks))
+        return Entry(headers, body)
 
     @staticmethod
     async def _send(entry: Entry, encoding: str, send: Any) -> None:

@@ -21,6 +21,7 @@ match it: Gradio sets none.)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -83,18 +84,31 @@ def _inline(check: Callable[..., Any]) -> Callable[..., Any]:
     return inline
 
 
+def _is_login_check(call: Any) -> bool:
+    """Gradio's own plain-def login_check (routes.App.create_app's)."""
+    return (getattr(call, "__module__", None) == "gradio.routes" and getattr(call, "__name__", None) == "login_check"
+            and inspect.isfunction(call) and not inspect.iscoroutinefunction(call))
+
+
 def inline_login_check(routes: Sequence[Any]) -> int:
     """Swap Gradio's plain-def login_check, wherever a route depends on it, for its inline wrapper
-    (one wrapper per function); returns how many dependencies were swapped."""
+    (one wrapper per function); returns how many dependencies were swapped. Both places FastAPI reads:
+    the route's declared dependencies (each `Depends`, from which an included router builds the
+    dependant it serves with, once told its routes changed) and the dependant a route built itself
+    (what an app's own routes, /config, serve with)."""
     wrappers: dict[Any, Callable[..., Any]] = {}
     swapped = 0
     for route in routes:
+        declared = getattr(route, "dependencies", None)
+        if isinstance(declared, list):
+            for i, dep in enumerate(declared):
+                if _is_login_check(getattr(dep, "dependency", None)):
+                    declared[i] = dataclasses.replace(dep, dependency=wrappers.setdefault(dep.dependency,
+                                                                                         _inline(dep.dependency)))
+                    swapped += 1
         for sub in _dependants(getattr(route, "dependant", None)):
-            call = sub.call
-            gradios = getattr(call, "__module__", None) == "gradio.routes"
-            if (gradios and getattr(call, "__name__", None) == "login_check" and inspect.isfunction(call)
-                    and not inspect.iscoroutinefunction(call)):
-                sub.call = wrappers.setdefault(call, _inline(call))
+            if _is_login_check(sub.call):
+                sub.call = wrappers.setdefault(sub.call, _inline(sub.call))
                 swapped += 1
     return swapped
 
@@ -107,8 +121,8 @@ def _reordered(create_app: Any) -> Any:
             router = getattr(included, "original_router", None)  # FastAPI's _IncludedRouter
             if router is not None and hasattr(router, "_mark_routes_changed"):
                 router.routes[:] = hot_first(router.routes)
-                router._mark_routes_changed()  # FastAPI caches each router's candidates until told
                 inline_login_check(router.routes)
+                router._mark_routes_changed()  # FastAPI caches each router's candidates (and dependants) until told
         inline_login_check(app.router.routes)  # the app's own routes (/config, /file=...)
         return app
 

@@ -91,7 +91,7 @@ class Ctx:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="hidden")
+            _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="hidden", trigger_mode="always_last")
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -139,7 +139,7 @@ class Ctx:
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
             shown = _after_quiet(shown, ", ".join(self.then_after)).then(
-                dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden")
+                dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden", trigger_mode="always_last")
         if not self.firsts:
             return None
         firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]
@@ -194,7 +194,9 @@ def _after_quiet(event: gr.events.Dependency, selector: str) -> gr.events.Depend
     `selector` are painted and the person pauses. The follow-up chained after it gathers its inputs
     only then: as the wait's own js= it would send the controls as they were when the wait began,
     and a slider moved meanwhile would be drawn, then overwritten by the follow-up's answer for the
-    old position (issue 52: the Experiments tab's top-5 chart showed dx = 0 beside dx = 1's picture)."""
+    old position (issue 52: the Experiments tab's top-5 chart showed dx = 0 beside dx = 1's picture).
+    The follow-ups are always_last: one whose last run is still going (a new photo's, right after the
+    photo before's) runs again once it ends, with the controls then, instead of being dropped."""
     return event.then(None, None, None, js=web.after_quiet(selector), show_progress="hidden")
 
 

@@ -178,6 +178,13 @@ def _frontend_files(url: str) -> list[str]:
     return sorted(set(re.findall(r'/assets/[\w.-]+\.(?:js|css)', get(url, "/").text)))
 
 
+def _cache_of(url: str) -> config_cache.ConfigCache:
+    """The served app's ConfigCache (the middleware stack Starlette built for it)."""
+    import gc
+    caches = [o for o in gc.get_objects() if type(o) is config_cache.ConfigCache]  # type(): no attribute read
+    return next(c for c in caches if any(k[1] in get(url, "/").text for k in c.assets.entries))
+
+
 def test_a_frontend_file_is_gradios_own_file_every_time_and_in_every_encoding(url):
     files = _frontend_files(url)
     assert len(files) >= 2, files
@@ -190,20 +197,48 @@ def test_a_frontend_file_is_gradios_own_file_every_time_and_in_every_encoding(ur
             for h in ("content-type", "etag", "last-modified"):
                 assert ours.headers[h] == gradio.headers[h], (path, h)
         assert ours.headers.get("content-encoding") is None
-    big = max(files, key=lambda p: len(get(url, p).content))
-    br = get(url, big, "br")
-    assert br.headers["content-encoding"] == "br" and int(br.headers["content-length"]) < len(br.content) / 2
+    kept = _cache_of(url).assets.entries
+    assert {("asset", p) for p in files} <= set(kept)  # kept: not Gradio's answer every time
+    assert not any("passed" in k[1] for k in kept)
 
 
-def test_a_part_of_a_file_or_a_change_since_is_asked_of_gradio(url):
+def test_a_part_of_a_file_or_another_spelling_of_its_path_is_asked_of_gradio(url):
     path = _frontend_files(url)[0]
     whole = get(url, path).content
-    etag = get(url, path).headers["etag"]
-    assert get(url, path, **{"If-None-Match": etag}).content == get(url, path + "?p", **{"If-None-Match": etag}).content
     part = get(url, path, Range="bytes=0-9")
     assert part.content == get(url, path + "?p", Range="bytes=0-9").content
     assert part.status_code in (200, 206) and part.content == whole[:len(part.content)]
     assert get(url, "/assets/no-such-file.js").status_code == 404
+    name = path.removeprefix("/assets/")
+    for spelling in (f"/assets/./{name}", f"/assets/x/../{name}"):  # Gradio reads both as the file
+        assert get(url, spelling).content == whole
+    kept = _cache_of(url).assets.entries
+    assert not any(k[1].endswith(name) and k[1] != path for k in kept)  # one key a file, not one a spelling
+
+
+class Cut(Inner):
+    """A file sent in two parts that stops after the first (a client gone: Starlette's FileResponse
+    returns without an error), or whose one part is shorter than its Content-Length."""
+
+    def __init__(self, parts: bool) -> None:
+        super().__init__(headers=[(b"content-type", b"text/javascript")])
+        self.parts = parts
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        self.calls += 1
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [*self.headers, (b"content-length", b"100")]})
+        await send({"type": "http.response.body", "body": b"x" * 10, "more_body": self.parts})
+
+
+@pytest.mark.parametrize("parts", [True, False])
+def test_a_cut_file_is_never_kept(parts):
+    inner = Cut(parts)
+    cache = config_cache.ConfigCache(inner)
+    for n in (1, 2):
+        start, body = call(cache, inner, "/assets/a.js")
+        assert body == b"x" * 10 and inner.calls == n  # sent as it came, asked for again next time
+    assert not cache.assets.entries
 
 
 def test_frontend_files_are_read_once_and_kept_within_their_bytes():
@@ -215,14 +250,32 @@ def test_frontend_files_are_read_once_and_kept_within_their_bytes():
     assert brotli.decompress(br) == b"answer 1 for h" and inner.calls == 1
     for name in "bcd":  # three more: the least recently sent (a) goes
         call(cache, inner, f"/assets/{name}.js")
-    assert len(cache.assets.entries) == 3 and inner.calls == 4
+    assert len(cache.assets.entries) == 3 and inner.calls == 4 and cache.assets.bytes == 3 * size
     assert call(cache, inner, "/assets/a.js")[1] == b"answer 5 for h"  # read again
     for kw in ({"query": b"v=2"}, {"method": "HEAD"}, {"headers": ((b"Range", b"bytes=0-3"),)},
                {"headers": ((b"if-none-match", b'"x"'),)}, {"headers": ((b"if-modified-since", b"Mon"),)}):
         before = inner.calls
         call(cache, inner, "/assets/a.js", **kw)
         assert inner.calls == before + 1, kw  # Gradio's answer, not the kept one
+    for spelling in ("/assets/./a.js", "/assets/x/../a.js", "/assets//a.js", "/assets/.a.js", "/assets/"):
+        before = inner.calls
+        call(cache, inner, spelling)
+        assert inner.calls == before + 1 and ("asset", spelling) not in cache.assets.entries, spelling
     missing = Inner(status=404)
     cache = config_cache.ConfigCache(missing)
     assert [call(cache, missing, "/assets/x.js")[0]["status"] for _ in range(2)] == [404, 404] and missing.calls == 2
     assert not cache.assets.entries
+
+
+def test_many_small_files_are_bounded_by_count_and_dropped_one_at_a_time():
+    store = config_cache.Store(config_cache.MAX_ASSET_ENTRIES, 1 << 30)
+    small = config_cache.Entry([], b"")
+    for i in range(3 * config_cache.MAX_ASSET_ENTRIES):
+        store.put(("asset", f"/assets/{i}.js"), small)
+    assert len(store.entries) == config_cache.MAX_ASSET_ENTRIES and store.bytes == len(store.entries) * small.size
+    big = config_cache.Entry([], b"x" * (1 << 20))
+    store = config_cache.Store(10 ** 6, big.size)
+    for i in range(100):
+        store.put(("asset", f"/assets/{i}.js"), small)
+    store.put(("asset", "/assets/big.js"), big)  # pushes out every small one, each once
+    assert list(store.entries) == [("asset", "/assets/big.js")] and store.bytes == big.size

@@ -5,7 +5,6 @@ take the request)."""
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import gradio as gr
@@ -81,30 +80,43 @@ def test_the_served_app_answers_on_each_hot_route():
         demo.close()
 
 
-def _login_checks(app) -> list:
-    """The login_check dependencies of the app's routes (its own and its API router's)."""
-    routes = [*app.router.routes, *app.router.routes[-1].original_router.routes]
-    return [sub for r in routes for sub in hot_routes._dependants(getattr(r, "dependant", None))
-            if getattr(sub.call, "__name__", None) == "login_check"]
+def _hops(app, path: str, monkeypatch) -> int:
+    """How many dependencies FastAPI ran in a worker thread to answer GET `path` (its
+    run_in_threadpool, as solve_dependencies calls it)."""
+    from fastapi.dependencies import utils
+    from starlette.testclient import TestClient
+
+    hops = []
+    real = utils.run_in_threadpool
+
+    async def counted(fn, *args, **kwargs):
+        hops.append(getattr(fn, "__name__", fn))
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(utils, "run_in_threadpool", counted)
+    TestClient(app).get(path)  # no lifespan: Gradio's starts its queue, which never returns here
+    monkeypatch.setattr(utils, "run_in_threadpool", real)
+    return len(hops)
 
 
-def test_the_login_check_runs_on_the_event_loop_and_still_refuses_a_stranger():
-    """Gradio's login_check is a plain def, which FastAPI runs in a worker thread: every route's
-    dependency on it is now an async wrapper (no thread hop), and an app with a login still refuses
-    a caller without one (HTTP 401) and lets a logged-in one through, on the same routes."""
+def test_the_login_check_runs_on_the_event_loop_and_still_refuses_a_stranger(monkeypatch):
+    """Gradio's login_check is a plain def, which FastAPI runs in a worker thread: on the served
+    routes (an included router builds its own dependants from the declared Depends) it now runs on
+    the event loop, with no hop, while Gradio's own app still hops (the reference). An app with a
+    login still refuses a caller without one (HTTP 401) and lets a logged-in one through."""
     with gr.Blocks() as demo:
         gr.Button().click(lambda: 1, None, gr.Number(), api_name="one")
     demo.queue()
-    checks = _login_checks(App.create_app(demo))
-    assert len(checks) > 10 and all(inspect.iscoroutinefunction(c.call) for c in checks)
-    gradios = _login_checks(App.create_app.__wrapped__(demo))
-    assert gradios and not any(inspect.iscoroutinefunction(c.call) for c in gradios)  # Gradio's own: a plain def
+    for path in ("/gradio_api/file=nothing.txt", "/gradio_api/info", "/config"):
+        assert _hops(App.create_app.__wrapped__(demo), path, monkeypatch) == 1, path  # Gradio's: the check's hop
+        assert _hops(App.create_app(demo), path, monkeypatch) == 0, path
 
     _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", auth=("ann", "pw"))
     try:
         body = {"data": [], "fn_index": 0, "session_hash": "hot", "event_data": None, "trigger_id": None}
         assert httpx.post(f"{url}gradio_api/queue/join", json=body, timeout=30).status_code == 401
         assert httpx.get(f"{url}config", timeout=30).status_code == 401
+        assert httpx.get(f"{url}gradio_api/file=x.txt", timeout=30).status_code == 401
         with httpx.Client(timeout=30) as client:
             assert client.post(f"{url}login", data={"username": "ann", "password": "pw"}).status_code == 200
             assert client.post(f"{url}gradio_api/queue/join", json=body).status_code == 200
