@@ -8,8 +8,8 @@ spent in a hall (issue 52: server CPU a student, cProfile of the loop thread).
 
 install() wraps Gradio's App.create_app: the app's API router then lists HOT first, each only where
 no route before it could take its requests (see takes()), so every request reaches the same route
-as before, sooner. Only the order of
-the list changes; if FastAPI's router is not the shape this expects, nothing changes. Idempotent.
+as before, sooner. Only the order of the list changes; if FastAPI's router is not the shape this
+expects, nothing changes. Idempotent.
 
 It also runs Gradio's login check inline. Nearly every API route depends on `login_check`, a plain
 def (a look at the app's auth and the caller's cookie, no I/O), so FastAPI ran it in a worker thread:
@@ -80,7 +80,6 @@ def _inline(check: Callable[..., Any]) -> Callable[..., Any]:
     async def inline(**values: Any) -> Any:
         return check(**values)
 
-    inline.vizvit_inline = True  # type: ignore[attr-defined]
     return inline
 
 
@@ -90,14 +89,13 @@ def _is_login_check(call: Any) -> bool:
             and inspect.isfunction(call) and not inspect.iscoroutinefunction(call))
 
 
-def inline_login_check(routes: Sequence[Any]) -> int:
+def inline_login_check(routes: Sequence[Any]) -> None:
     """Swap Gradio's plain-def login_check, wherever a route depends on it, for its inline wrapper
-    (one wrapper per function); returns how many dependencies were swapped. Both places FastAPI reads:
+    (one wrapper per function), in both places FastAPI reads:
     the route's declared dependencies (each `Depends`, from which an included router builds the
     dependant it serves with, once told its routes changed) and the dependant a route built itself
     (what an app's own routes, /config, serve with)."""
     wrappers: dict[Any, Callable[..., Any]] = {}
-    swapped = 0
     for route in routes:
         declared = getattr(route, "dependencies", None)
         if isinstance(declared, list):
@@ -105,12 +103,9 @@ def inline_login_check(routes: Sequence[Any]) -> int:
                 if _is_login_check(getattr(dep, "dependency", None)):
                     declared[i] = dataclasses.replace(dep, dependency=wrappers.setdefault(dep.dependency,
                                                                                          _inline(dep.dependency)))
-                    swapped += 1
         for sub in _dependants(getattr(route, "dependant", None)):
             if _is_login_check(sub.call):
                 sub.call = wrappers.setdefault(sub.call, _inline(sub.call))
-                swapped += 1
-    return swapped
 
 
 def _reordered(create_app: Any) -> Any:
@@ -123,7 +118,7 @@ def _reordered(create_app: Any) -> Any:
                 router.routes[:] = hot_first(router.routes)
                 inline_login_check(router.routes)
                 router._mark_routes_changed()  # FastAPI caches each router's candidates (and dependants) until told
-        inline_login_check(app.router.routes)  # the app's own routes (/config, /file=...)
+        inline_login_check(app.router.routes)  # the app's own routes (/config, /gradio_api/deep_link)
         return app
 
     wrapper.vizvit_hot_first = True  # type: ignore[attr-defined]
