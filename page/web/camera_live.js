@@ -1,9 +1,11 @@
 // The camera page's loop (views/camera.py: live_markup, FRAME_PATH). Start asks for the camera and
 // sends frames to the frames' route, a JPEG in the request body; the answer is the live picture's
-// book (camera.py: live_book), drawn here (page/web/camera_draw.js). Two frames on their way at
-// most (IN_FLIGHT): the next frame leaves while the last one's forward runs, timed to reach the
-// server as that forward ends, so the server never waits for the page's drawing, a frame never
-// waits long behind an older one, and no frame is captured that the server would drop.
+// book (camera.py: live_book), drawn here (page/web/camera_draw.js). One frame on its way while that
+// paints SMOOTH_FPS pictures a second: each picture then shows the newest frame it can. Below that
+// pace, where the server's own work would keep it, two (IN_FLIGHT): the next frame leaves while the
+// last one's forward runs, timed to reach the server as that forward ends, so the server never
+// waits for the page's drawing, a frame never waits long behind an older one, and no frame is
+// captured that the server would drop: more pictures a second, each about a forward older.
 // The map's controls are read from the page for each frame. sid: this page's camera token; side:
 // the short side a frame is sent at (views/camera.py: frame_side), no bigger than the camera's.
 (sid, side) => {
@@ -12,7 +14,7 @@
   if (!box || box.dataset.wired) return;
   box.dataset.wired = '1';
   box.dataset.sid = sid;  // this page's own token (tests read it)
-  const cfg = JSON.parse(box.dataset.config);
+  let cfg = JSON.parse(box.dataset.config);  // read again at each Start
   const video = box.querySelector(`#${ID.CAM_VIDEO}`), status = box.querySelector(`#${ID.CAM_STATUS}`);
   const startBtn = box.querySelector(`#${ID.CAM_START}`), stopBtn = box.querySelector(`#${ID.CAM_STOP}`);
   const url = new URL(cfg.path, (window.gradio_config?.root || location.origin) + '/').href;
@@ -82,9 +84,46 @@
   // frame in flight beside its own (seen under load: three at once).
   let runAbort = null;
   const WAIT_MS = 2;  // what a frame sent ahead should wait for the forward before it: a little, never idle
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   async function loop(mine) {
     let restart = true, sent = 0, lead = 0, offset = 0, seq = 0, shown = 0, drawing = Promise.resolve();
     const works = [];
+    // The frames on their way at once (box.dataset.inFlight; tests and the benchmark read it), chosen
+    // by the pictures a second each choice paints here, measured over its last PACE_N pictures. One
+    // while that reaches cfg.smooth_fps. Below it, cfg.in_flight, but only where the server's own work
+    // on a frame (decode and forward, the median of the last five) fits 1/cfg.smooth_fps s: then
+    // what sending ahead hides is the rest of the trip (HTTP, drawing, a far server's round trip).
+    // Where the forward itself is slower (1.15 of that, a margin), one: a frame sent ahead would only
+    // wait for it (random ViT-B/16 here: ~5 pictures/s either way, 191 -> 217 ms capture to paint).
+    // A frame sent ahead waits for the forward before it, so while two are on their way one frame at
+    // a time is tried again, after 3 s, then 6, 12 ... 30 (it may suffice now: another model, a
+    // quieter machine). An estimate from two's own trips would not do: with the page's drawing beside
+    // each forward on the same cores, the forwards take longer than they would alone.
+    // No cfg.smooth_fps: cfg.in_flight always (no pace to keep).
+    const PACE_N = 8, PROBE_MS = 3000, PROBE_MAX_MS = 30000;
+    let ahead = 0, modeAt = 0, probeMs = PROBE_MS;
+    const drawn = [];  // the current choice's pictures, when each was drawn (the last PACE_N)
+    const choose = (k) => {
+      ahead = k; modeAt = performance.now(); drawn.length = 0;
+      box.dataset.inFlight = String(k);
+    };
+    choose(cfg.smooth_fps ? 1 : cfg.in_flight);
+    const pace = () => {
+      if (!cfg.smooth_fps) return;
+      const now = performance.now();
+      drawn.push(now);
+      if (drawn.length > PACE_N) drawn.shift();
+      const budget = 1000 / cfg.smooth_fps, work = works.length ? median(works) : 0;
+      if (ahead > 1) {
+        if (work > 1.15 * budget) choose(1);
+        else if (now - modeAt > probeMs) { probeMs = Math.min(2 * probeMs, PROBE_MAX_MS); choose(1); }
+        return;
+      }
+      if (drawn.length < PACE_N) return;
+      const rate = 1000 * (PACE_N - 1) / (now - drawn[0]);
+      if (rate >= cfg.smooth_fps) probeMs = PROBE_MS;  // one suffices: a later slowdown is tried early
+      else if (work < budget) choose(cfg.in_flight);
+    };
     const flying = new Set();
     const live = () => running && run === mine;
     const aborting = new AbortController();
@@ -115,7 +154,7 @@
       if ('forward' in t) {
         works.push((t.decode || 0) + t.forward);  // not the book: it runs beside the next frame's forward
         if (works.length > 5) works.shift();
-        const work = [...works].sort((a, b) => a - b)[works.length >> 1];  // the median: one slow forward moves it little
+        const work = median(works);  // the median: one slow forward moves it little
         if (works.length > 1) offset = Math.max(-work / 2, Math.min(work / 2, offset + 0.3 * ((t.wait || 0) - (t.idle || 0) - WAIT_MS)));
         lead = work + offset;
       }
@@ -125,6 +164,7 @@
         const cv = await window.__vizvitCamDraw.draw(book, picture(), live);
         if (!live()) return;  // stopped while the view decoded: nothing drawn, the stop's message stays
         shown = n;
+        pace();
         if (!cv.isConnected) document.querySelector(`#${ID.CAM_PICTURE}`).replaceChildren(cv);
         cv.style.maxWidth = book.layout.width + 'px';
         cv.dataset.side = r.headers.get('X-Side');
@@ -138,12 +178,12 @@
       try {
         if (!video.videoWidth) { await sleep(50); continue; }
         // The first frame (the run's restart) goes alone; then at most cfg.in_flight at once.
-        if (flying.size && (restart || flying.size >= cfg.in_flight)) { await Promise.race(flying); continue; }
+        if (flying.size && (restart || flying.size >= ahead)) { await Promise.race(flying); continue; }
         if (flying.size) {  // one on its way: the next leaves as that one's forward is about to end
           const wait = sent + lead - performance.now();
           if (wait > 0) await Promise.race([sleep(wait), ...flying]);
           if (!live()) break;
-          if (flying.size >= cfg.in_flight) continue;
+          if (flying.size >= ahead) continue;
         } else if (seq) {
           // Nothing on its way (one at a time, or the answer came before `lead`): let the
           // picture just drawn be painted before this capture takes the page's time.
@@ -186,6 +226,7 @@
       return;
     }
     startBtn.disabled = true;  // one camera per page: a second click while the browser asks does nothing
+    cfg = JSON.parse(box.dataset.config);
     say('Asking for the camera…');
     try {
       stream = await navigator.mediaDevices.getUserMedia(cfg.constraints);

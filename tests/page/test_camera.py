@@ -184,14 +184,22 @@ navigator.mediaDevices.getUserMedia = (c) => { window.__inflight.cams++; return 
 """
 
 
+# The page's pace (web/camera_live.js reads its config at each Start): `fps` pictures a second asked.
+PACE_JS = """(fps) => { const b = document.querySelector('#cam-live'), c = JSON.parse(b.dataset.config);
+    c.smooth_fps = fps; b.dataset.config = JSON.stringify(c); }"""
+IN_FLIGHT_NOW = "document.querySelector('#cam-live').dataset.inFlight"
+
+
 def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, clip):
     """Start clicked twice opens one camera; Stop then Start at once, three times, never leaves an
     old loop running beside the new one: never more than IN_FLIGHT (2) frames on their way at once
-    (two loops would have up to 4), and the page does send its next frame while one is on its way."""
+    (two loops would have up to 4), and the page does send its next frame while one is on its way
+    (no pace asked: the page sends ahead always)."""
     from vizvit.views import camera as view
 
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
+        page.evaluate(PACE_JS, None)
         page.evaluate("() => { const b = document.querySelector('#cam-start'); b.click(); b.click(); }")
         page.wait_for_selector("#cam-picture canvas.vv-live[data-frame]", timeout=60_000)
         for _ in range(3):
@@ -229,6 +237,54 @@ def test_stop_calls_back_its_frames_so_a_start_at_once_never_has_more_in_flight(
         page.wait_for_timeout(1500)
         s = page.evaluate("window.__inflight")
         assert s["cams"] == 3 and s["most"] == view.IN_FLIGHT, s
+
+
+def test_one_frame_on_its_way_while_that_is_smooth_two_where_that_makes_the_pace(url, clip, monkeypatch):
+    """The page's pace, asked for 4 pictures a second (250 ms a picture): a fast server gets one frame
+    at a time, never two on their way (the newest frame in each picture); each answer held back 0.4 s
+    outside the server's work (as a far server's round trip would), the page sends a second frame
+    ahead; fast again, back to one; then a slow decode, the server's own work 0.4 s a frame: one, since
+    a frame sent ahead would only wait for it."""
+    import time
+
+    from vizvit.views import camera as view
+
+    answer, decode, delay = view.live_frame, view.frame_rgb, {"answer": 0.0, "decode": 0.0}
+
+    def held(*args, **kwargs):
+        time.sleep(delay["answer"])
+        return answer(*args, **kwargs)
+
+    def slow_decode(*args, **kwargs):
+        time.sleep(delay["decode"])
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(view, "live_frame", held)
+    monkeypatch.setattr(view, "frame_rgb", slow_decode)
+    with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
+                 init_script=INFLIGHT_JS) as page:
+        page.evaluate(PACE_JS, 4)
+
+        def one_at_a_time(what: str) -> None:
+            page.wait_for_function(f"{IN_FLIGHT_NOW} === '1'", timeout=30_000)
+            page.wait_for_timeout(800)
+            page.evaluate("window.__inflight.most = window.__inflight.now")
+            page.wait_for_timeout(2500)
+            s = page.evaluate("window.__inflight")
+            assert s["most"] == 1 and page.evaluate(IN_FLIGHT_NOW) == "1", (what, s)
+
+        page.locator("#cam-start").click()
+        page.wait_for_selector("#cam-picture canvas.vv-live[data-frame]", timeout=60_000)
+        one_at_a_time("a fast server")
+        delay["answer"] = 0.4
+        page.wait_for_function(f"{IN_FLIGHT_NOW} === '2' && window.__inflight.now >= 2", timeout=30_000)
+        assert page.evaluate("window.__inflight.most") == view.IN_FLIGHT
+        delay["answer"] = 0.0
+        one_at_a_time("the server fast again")
+        delay["decode"] = 0.4
+        page.wait_for_function("window.__inflight.now >= 1", timeout=30_000)
+        page.wait_for_timeout(2000)  # five slow frames' accounts
+        one_at_a_time("the server's own work slow")
 
 
 DRAW_JS = """async (t) => {
