@@ -19,10 +19,7 @@ from starlette.middleware import Middleware
 
 import gradio_patch
 import page  # noqa: F401 - first: the thread settings, before torch loads
-from page import (
-    sessions,
-    web,
-)
+from page import sessions, web
 from page.config_cache import ConfigCache
 from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
@@ -30,7 +27,7 @@ from page.stream_grace import StreamGrace
 from vizvit import views
 from vizvit.classroom.room import Rooms, open_store
 from vizvit.classroom.roomstore import REDIS_URL_ENV
-from vizvit.launch import server_address, start, start_model  # noqa: F401 - start_model: for callers of app
+from vizvit.launch import own_upload_folder, server_address, start, start_model  # noqa: F401 - start_model: for callers
 from vizvit.model import hub
 from vizvit.model.catalog import Catalog
 from vizvit.model.models import DEFAULT_MODEL
@@ -109,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     host, port = server_address(args.host, args.port, os.environ)
+    own_upload_folder(port, os.environ)  # before the page is built: its examples are filed there
     online = hub.ensure_hub_or_offline()  # one short check, instead of the hub client's retry ladder per load
     try:
         wb = Workbench(cache_bytes=args.cache_mb << 20, photo_bytes=args.photo_mb << 20, device=args.device,

@@ -40,6 +40,19 @@ def test_a_bad_port_is_a_clear_error():
         server_address(None, 70000, {})
 
 
+def test_each_port_files_its_uploads_in_a_folder_of_its_own(tmp_path):
+    import tempfile
+
+    env: dict[str, str] = {}
+    assert launch.own_upload_folder(7860, env) == str(Path(tempfile.gettempdir()) / "gradio" / "vizvit-7860")
+    assert env["GRADIO_TEMP_DIR"] == str(Path(tempfile.gettempdir()) / "gradio" / "vizvit-7860")
+    assert launch.own_upload_folder(7860, env) == env["GRADIO_TEMP_DIR"]  # a second call: the same folder
+    shared = {"GRADIO_TEMP_DIR": str(tmp_path)}
+    other = dict(shared)
+    assert launch.own_upload_folder(7861, shared) == str(tmp_path / "vizvit-7861")
+    assert launch.own_upload_folder(7862, other) == str(tmp_path / "vizvit-7862")
+
+
 def test_the_small_models_random_twins_have_the_published_parameter_counts():
     from vizvit.model.engine import load_model
 

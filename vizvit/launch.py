@@ -12,7 +12,8 @@ import ipaddress
 import json
 import logging
 import socket
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,21 @@ def server_address(host: str | None, port: int | None, env: Mapping[str, str]) -
     if not 0 < port < 65536:
         raise UserError(f"Port {port} is out of range (1..65535).")
     return host, port
+
+
+def own_upload_folder(port: int, env: MutableMapping[str, str]) -> str:
+    """Gradio's upload folder for this server alone: `vizvit-<port>` inside GRADIO_TEMP_DIR (else
+    <tmp>/gradio), written back to env["GRADIO_TEMP_DIR"], where Gradio reads it as it files each
+    upload and caches each example. Gradio names a file's folder by a hash of its bytes and a server
+    that closes deletes the files it made: two servers on one machine (replicas, or two models on
+    two ports) sharing a folder deleted each other's copy of the same photo, and a click on an
+    example then found no file ("The file could not be read"). The port keeps it the same folder
+    across restarts. Returns the folder."""
+    base = Path(env.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio")
+    own = f"vizvit-{port}"
+    folder = str(base if base.name == own else base / own)  # already set by an earlier call
+    env["GRADIO_TEMP_DIR"] = folder
+    return folder
 
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
