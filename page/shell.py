@@ -180,7 +180,8 @@ def link_controls(k: DeepLink, g: Geometry, show: str | None) -> dict[str, Any]:
                 head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
                 show=show or gr.skip(), query=k.query if k.query else gr.skip(),
                 direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
-                mask=k.mask, ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero",
+                fill=k.fill or gr.skip(), mask=k.mask, mask_mode=k.mask_mode or gr.skip(),
+                ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero",
                 compare=k.compare or gr.skip())
 
 

@@ -69,6 +69,17 @@ def test_round_trip():
     assert go(**params) == (link, [])
     assert to_query(DeepLink()) == ""
     assert to_query(DeepLink(direction="row", mode="raw")) == "", "defaults are left out"
+    assert to_query(DeepLink(fill="edge", mask_mode="drop")) == "", "the Experiments tab's defaults too"
+
+
+def test_the_experiments_border_fill_and_mask_mode_travel_in_a_link():
+    link = DeepLink(example=EXAMPLES[1], tab="experiments", dx=5, dy=-7, fill="wrap", mask=(3, 17), mask_mode="blur")
+    q = to_query(link)
+    assert q == "?example=chelsea&tab=experiments&dx=5&dy=-7&fill=wrap&mask=3,17&mask_mode=blur"
+    assert go(**dict(kv.split("=") for kv in q[1:].split("&"))) == (link, [])
+    link, notes = go(fill="mirror", mask_mode="erase")
+    assert (link.fill, link.mask_mode) == (None, None) and len(notes) == 2
+    assert "edge, wrap, constant" in notes[0] and "drop, mask, black, mean, blur" in notes[1]
 
 
 def test_plan_resolves_head_choice_and_falls_back_on_an_unloadable_model():

@@ -1,7 +1,8 @@
 """Deep links: URL query parameters <-> a view of the page.
 
     ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
-    &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&mask=3,17,40&ablate=3.5,7.1&ablate_mode=mean
+    &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&fill=wrap&mask=3,17,40&mask_mode=blur
+    &ablate=3.5,7.1&ablate_mode=mean
     ?lesson=1&step=5&photo=<the photo's key>     (a lesson step, on a photo the server holds)
     ?example=chelsea&model=facebook/dinov2-small&tab=compare&compare=facebook/dinov2-with-registers-small
 
@@ -18,7 +19,7 @@ from urllib.parse import urlencode
 
 from vizvit.model.ablation import Ablation
 from vizvit.model.models import Geometry
-from vizvit.vocab import ABLATE_MODES, DIRECTIONS, FUSIONS, MODE_FROM_URL, MODE_URL, ONE_HEAD
+from vizvit.vocab import ABLATE_MODES, DIRECTIONS, FILLS, FUSIONS, MASK_MODES, MODE_FROM_URL, MODE_URL, ONE_HEAD
 
 LESSON_TAB = "lesson"  # the tab lesson=1 opens
 # Every ASCII punctuation character but '/' (no markup starts with it: a tag needs '<', an autolink
@@ -42,7 +43,9 @@ class DeepLink:
     mode: str | None = None  # "raw" or "rolled out"
     dx: int = 0
     dy: int = 0
+    fill: str | None = None  # what enters at the border of a shift (vocab.FILLS); None = edge
     mask: tuple[int, ...] = ()
+    mask_mode: str | None = None  # how a masked patch is removed (vocab.MASK_MODES); None = drop
     projector: bool = False  # large fonts, high contrast
     ablate: tuple[tuple[int, int], ...] = ()  # heads switched off, 0-based (layer, head); 1-based in the URL
     ablate_mode: str | None = None  # "zero" or "mean"; None = zero
@@ -54,8 +57,9 @@ class DeepLink:
 
 # The page's controls a link sets and "Copy link to this view" reads, in THE order: the page's
 # events list them so (page/shell.py), each tab registers its own by these names (ctx.links).
-VIEW_CONTROLS: tuple[str, ...] = ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "mask",
-                                  "ablate", "ablate_mode", "compare")
+VIEW_CONTROLS: tuple[str, ...] = ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "fill", "mask",
+                                  "mask_mode", "ablate", "ablate_mode", "compare")
+DEFAULT_FILL, DEFAULT_MASK_MODE = "edge", "drop"  # the Experiments tab's, left out of a link
 
 
 def literal(value: object, limit: int = SHOWN_CHARS) -> str:
@@ -76,8 +80,8 @@ def _int(value: str) -> int | None:
         return None
 
 
-_KNOWN = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "mask",
-          "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
+_KNOWN = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "fill", "mask",
+          "mask_mode", "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -95,7 +99,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     compare = r.choice("compare", models if compare_models is None else compare_models)
     mode, query = _mode(r), _query(r)
     layer, dx, dy = r.number("layer"), r.number("dx") or 0, r.number("dy") or 0
-    head, mask = _head(r), _mask(r)
+    fill = r.choice("fill", FILLS)
+    head, mask, mask_mode = _head(r), _mask(r), r.choice("mask_mode", MASK_MODES)
     ablate_mode = r.choice("ablate_mode", ABLATE_MODES)
     ablate = _ablate(r)
     lesson = r.flag("lesson")
@@ -103,7 +108,8 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
         tab = tab or (LESSON_TAB if LESSON_TAB in tabs else None)
     step, photo, projector = _step(r), _photo(r), r.flag("projector")
     return DeepLink(example=example, model=model, tab=tab, layer=layer, head=head, query=query, direction=direction,
-                    mode=mode, dx=dx, dy=dy, mask=mask, projector=projector, ablate=ablate, ablate_mode=ablate_mode,
+                    mode=mode, dx=dx, dy=dy, fill=fill, mask=mask, mask_mode=mask_mode, projector=projector,
+                    ablate=ablate, ablate_mode=ablate_mode,
                     lesson=lesson, step=step, photo=photo, compare=compare), r.notices
 
 
@@ -283,14 +289,16 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
 
 def of_view(example: str | None, model: str, tab: str, layer: int, head: int, show: str,
             query: Sequence[int] | None, direction: str, mode: str, dx: int, dy: int, mask: Sequence[int],
-            projector: bool, ablation: Ablation | None = None, compare: str | None = None) -> DeepLink:
+            projector: bool, ablation: Ablation | None = None, compare: str | None = None,
+            fill: str | None = None, mask_mode: str | None = None) -> DeepLink:
     """The page's controls -> the DeepLink that reopens them ("Copy link to this view"). compare
     (the Compare tab's model B) is kept on that tab only: elsewhere it would only lengthen the link."""
     return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
                     compare=compare if tab == "compare" else None,
                     head=int(head) if show == ONE_HEAD else show,
                     query=(query[0], query[1]) if query else None,
-                    direction=direction, mode=mode, dx=int(dx), dy=int(dy), mask=tuple(mask),
+                    direction=direction, mode=mode, dx=int(dx), dy=int(dy), fill=fill, mask=tuple(mask),
+                    mask_mode=mask_mode,
                     projector=bool(projector), ablate=ablation.heads if ablation else (),
                     ablate_mode=ablation.mode if ablation else None)
 
@@ -314,8 +322,12 @@ def to_query(link: DeepLink) -> str:
         q["dx"] = str(link.dx)
     if link.dy:
         q["dy"] = str(link.dy)
+    if link.fill not in (None, DEFAULT_FILL):
+        q["fill"] = link.fill
     if link.mask:
         q["mask"] = ",".join(map(str, link.mask))
+    if link.mask_mode not in (None, DEFAULT_MASK_MODE):
+        q["mask_mode"] = link.mask_mode
     if link.projector:
         q["projector"] = "1"
     if link.ablate:

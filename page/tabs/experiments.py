@@ -222,7 +222,7 @@ def fetchers(wb: Workbench, ui: dict[str, Any]) -> dict[str, flip.Fetcher]:
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui = {**_shift_layout(), **_mask_layout(), **_curves_layout()}
-    ctx.links.update(dx=ui["dx"], dy=ui["dy"], mask=ui["mask"])
+    ctx.links.update(dx=ui["dx"], dy=ui["dy"], fill=ui["fill"], mask=ui["mask"], mask_mode=ui["mode"])
     named = {n: ui[n] for n in CONTROLS}  # every control by the ExperimentsParams field it sets
     ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)
     wb, ins = ctx.wb, [ctx.key, *named.values()]

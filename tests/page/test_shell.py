@@ -250,7 +250,7 @@ def test_opening_a_link_sets_the_tab_and_its_controls(server):
 def test_the_copied_link_reopens_the_view_it_was_copied_from(server):
     g = server.wb.model(server.default_model).geometry
     parts = dict(layer=2, head=2, show=vocab.ONE_HEAD, query=(1, 3), direction="column", mode="raw", dx=0, dy=0,
-                 mask=[], ablate="", ablate_mode="zero", compare=None)
+                 fill="edge", mask=[], mask_mode="drop", ablate="", ablate_mode="zero", compare=None)
     url = shell.copy_link(server, _request(), None, server.default_model, "attention", False, 1,
                           *(parts[n] for n in deeplink.VIEW_CONTROLS))
     page, query = url.split("?")
@@ -261,6 +261,16 @@ def test_the_copied_link_reopens_the_view_it_was_copied_from(server):
     on_compare = shell.copy_link(server, _request(), None, server.default_model, "compare", False, 1,
                                  *(parts[n] for n in deeplink.VIEW_CONTROLS))
     assert "layer=1" in on_compare, "on the Compare tab the layer is its cursor's"
+    # The Experiments tab's shift with its border fill, and its mask with how it is removed.
+    parts |= dict(dx=5, dy=-7, fill="wrap", mask=[3, 17], mask_mode="blur")
+    url = shell.copy_link(server, _request(), None, server.default_model, "experiments", False, 1,
+                          *(parts[n] for n in deeplink.VIEW_CONTROLS))
+    assert "dx=5&dy=-7&fill=wrap&mask=3,17&mask_mode=blur" in url, url
+    reopened = shell.open_link(server, _request(dict(q.split("=") for q in url.split("?")[1].split("&"))))
+    assert (reopened["dx"], reopened["dy"], reopened["fill"], reopened["mask"], reopened["mask_mode"]) == (
+        5, -7, "wrap", (3, 17), "blur")
+    plain = shell.open_link(server, _request({"tab": "experiments"}))
+    assert plain["fill"] == gr.skip() and plain["mask_mode"] == gr.skip(), "a link without them leaves them be"
 
 
 def test_a_new_photo_answers_its_key_at_once_then_the_forwards_result_and_a_bad_file_keeps_the_old(server, tmp_path):

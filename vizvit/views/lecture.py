@@ -18,7 +18,8 @@ LECTURE_TEXT = """## For lecturers
 `?example=chelsea&tab=attention&layer=6&head=3` opens the cat on the Attention tab at layer 6, head 3. Parameters:
 `example` (astronaut, chelsea, coffee), `model`, `tab` ({tabs}), `layer` and `head` (1-based; `head` may also be mean,
 max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`), `direction` (row or column),
-`mode` (raw or rollout), `dx` and `dy` (shift in pixels), `mask` (patch numbers, e.g. `3,17,40`), `ablate` (heads
+`mode` (raw or rollout), `dx` and `dy` (shift in pixels), `fill` (what enters at the shift's border: edge, wrap or
+constant), `mask` (patch numbers, e.g. `3,17,40`), `mask_mode` (drop, mask, black, mean or blur), `ablate` (heads
 switched off as layer.head from 1, e.g. `3.5,7.1`), `ablate_mode` (zero or mean), `compare` (the Compare tab's model
 B) and `projector=1`; a lesson step is `?lesson=1&step=5&example=chelsea` (the **Lesson** tab gives each step's link,
 and its QR code in projector mode). A wrong value falls back to the default with a note at the top. Or set the view up
