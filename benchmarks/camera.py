@@ -8,7 +8,8 @@ when each frame is captured and when each live picture is painted (tests/fake_ca
 For each model, in one run: one bare forward (engine.analyze on a camera frame, median of 10, the
 server idle); then --pairs rounds of --seconds of streaming each (after 3 s of warm-up), the page
 sending one frame at a time (before issue 52), then always two at once (issue 52), then as the page
-chooses (now: one while that paints views/camera.SMOOTH_FPS pictures a second, else two), back to
+chooses (now: one while that paints views/camera.SMOOTH_FPS pictures a second, else two where the
+server's own work would keep that pace), back to
 back: pictures painted per second and capture -> paint (ms, median and p95) as ratios to it, and
 where a picture's time went (the page's capture, the server's parts from its Server-Timing header,
 HTTP, answer -> paint); then the same (now) while one photo upload after another asks for a

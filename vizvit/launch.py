@@ -60,7 +60,9 @@ def own_upload_folder(port: int, env: MutableMapping[str, str]) -> str:
     that closes deletes the files it made: two servers on one machine (replicas, or two models on
     two ports) sharing a folder deleted each other's copy of the same photo, and a click on an
     example then found no file ("The file could not be read"). The port keeps it the same folder
-    across restarts. Returns the folder."""
+    across restarts; servers on one machine listen on distinct ports (containers that share a mounted
+    folder and all listen on 7860 still share it: give each its own GRADIO_TEMP_DIR, as
+    deploy/cluster.py does). Returns the folder."""
     base = Path(env.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio")
     own = f"vizvit-{port}"
     folder = str(base if base.name == own else base / own)  # already set by an earlier call

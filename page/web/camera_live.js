@@ -71,7 +71,7 @@
 
   // run: this run's number. A loop whose run is over (Stop, then Start again while its fetch was
   // on its way) ends at its next step, so one run never has frames of two loops in flight.
-  // cfg.in_flight frames on their way at once (views/camera.py: IN_FLIGHT): while one frame's forward
+  // With two frames on their way (`ahead` below; views/camera.py: IN_FLIGHT): while one frame's forward
   // runs, the next is captured `lead` ms after that frame was sent, so that it reaches the server as
   // the forward ends: lead is the server's recent work on a frame up to its forward's end (the
   // median of the last five, from its Server-Timing) and an offset that follows its account of each
@@ -96,12 +96,15 @@
     // Where the forward itself is slower (1.15 of that, a margin), one: a frame sent ahead would only
     // wait for it (random ViT-B/16 here: ~5 pictures/s either way, 191 -> 217 ms capture to paint).
     // A frame sent ahead waits for the forward before it, so while two are on their way one frame at
-    // a time is tried again, after 3 s, then 6, 12 ... 30 (it may suffice now: another model, a
-    // quieter machine). An estimate from two's own trips would not do: with the page's drawing beside
-    // each forward on the same cores, the forwards take longer than they would alone.
+    // a time is tried again, after cfg.retry_ms, then twice that, up to ten times (it may suffice now:
+    // another model, a quieter machine). An estimate from two's own trips would not do: with the
+    // page's drawing beside each forward on the same cores, the forwards take longer than they would
+    // alone. For the same reason, after two gave way to one because the work grew, two are not
+    // chosen again before that wait (else a forward just under the time alone and over it beside the
+    // drawing would switch the choice about once a second).
     // No cfg.smooth_fps: cfg.in_flight always (no pace to keep).
-    const PACE_N = 8, PROBE_MS = 3000, PROBE_MAX_MS = 30000;
-    let ahead = 0, modeAt = 0, probeMs = PROBE_MS;
+    const PACE_N = 8, PROBE_MS = cfg.retry_ms, PROBE_MAX_MS = 10 * cfg.retry_ms;
+    let ahead = 0, modeAt = 0, probeMs = PROBE_MS, holdUntil = 0;
     const drawn = [];  // the current choice's pictures, when each was drawn (the last PACE_N)
     const choose = (k) => {
       ahead = k; modeAt = performance.now(); drawn.length = 0;
@@ -115,14 +118,17 @@
       if (drawn.length > PACE_N) drawn.shift();
       const budget = 1000 / cfg.smooth_fps, work = works.length ? median(works) : 0;
       if (ahead > 1) {
-        if (work > 1.15 * budget) choose(1);
-        else if (now - modeAt > probeMs) { probeMs = Math.min(2 * probeMs, PROBE_MAX_MS); choose(1); }
+        if (work > 1.15 * budget || now - modeAt > probeMs) {
+          if (work > 1.15 * budget) holdUntil = now + probeMs;
+          probeMs = Math.min(2 * probeMs, PROBE_MAX_MS);
+          choose(1);
+        }
         return;
       }
       if (drawn.length < PACE_N) return;
       const rate = 1000 * (PACE_N - 1) / (now - drawn[0]);
       if (rate >= cfg.smooth_fps) probeMs = PROBE_MS;  // one suffices: a later slowdown is tried early
-      else if (work < budget) choose(cfg.in_flight);
+      else if (work < budget && now >= holdUntil) choose(cfg.in_flight);
     };
     const flying = new Set();
     const live = () => running && run === mine;
@@ -177,7 +183,7 @@
     while (live()) {
       try {
         if (!video.videoWidth) { await sleep(50); continue; }
-        // The first frame (the run's restart) goes alone; then at most cfg.in_flight at once.
+        // The first frame (the run's restart) goes alone; then at most `ahead` at once.
         if (flying.size && (restart || flying.size >= ahead)) { await Promise.race(flying); continue; }
         if (flying.size) {  // one on its way: the next leaves as that one's forward is about to end
           const wait = sent + lead - performance.now();

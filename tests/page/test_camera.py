@@ -184,22 +184,33 @@ navigator.mediaDevices.getUserMedia = (c) => { window.__inflight.cams++; return 
 """
 
 
-# The page's pace (web/camera_live.js reads its config at each Start): `fps` pictures a second asked.
-PACE_JS = """(fps) => { const b = document.querySelector('#cam-live'), c = JSON.parse(b.dataset.config);
-    c.smooth_fps = fps; b.dataset.config = JSON.stringify(c); }"""
+# The page's pace (web/camera_live.js reads its config at each Start): `fps` pictures a second asked,
+# and (if given) how long two frames stay out before one is tried again (ms).
+PACE_JS = """([fps, retry]) => { const b = document.querySelector('#cam-live'), c = JSON.parse(b.dataset.config);
+    c.smooth_fps = fps; if (retry) c.retry_ms = retry; b.dataset.config = JSON.stringify(c); }"""
 IN_FLIGHT_NOW = "document.querySelector('#cam-live').dataset.inFlight"
 
 
-def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, clip):
+def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, clip, monkeypatch):
     """Start clicked twice opens one camera; Stop then Start at once, three times, never leaves an
     old loop running beside the new one: never more than IN_FLIGHT (2) frames on their way at once
     (two loops would have up to 4), and the page does send its next frame while one is on its way
-    (no pace asked: the page sends ahead always)."""
+    (no pace asked: the page sends ahead always; each answer held back 0.15 s, so that a frame is
+    still out when the next leaves: on a quiet machine the tiny model's answer came back first)."""
+    import time
+
     from vizvit.views import camera as view
 
+    answer = view.live_frame
+
+    def held(*args, **kwargs):
+        time.sleep(0.15)
+        return answer(*args, **kwargs)
+
+    monkeypatch.setattr(view, "live_frame", held)
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
-        page.evaluate(PACE_JS, None)
+        page.evaluate(PACE_JS, [None, None])
         page.evaluate("() => { const b = document.querySelector('#cam-start'); b.click(); b.click(); }")
         page.wait_for_selector("#cam-picture canvas.vv-live[data-frame]", timeout=60_000)
         for _ in range(3):
@@ -263,7 +274,7 @@ def test_one_frame_on_its_way_while_that_is_smooth_two_where_that_makes_the_pace
     monkeypatch.setattr(view, "frame_rgb", slow_decode)
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
-        page.evaluate(PACE_JS, 4)
+        page.evaluate(PACE_JS, [4, None])
 
         def one_at_a_time(what: str) -> None:
             page.wait_for_function(f"{IN_FLIGHT_NOW} === '1'", timeout=30_000)
@@ -285,6 +296,41 @@ def test_one_frame_on_its_way_while_that_is_smooth_two_where_that_makes_the_pace
         page.wait_for_function("window.__inflight.now >= 1", timeout=30_000)
         page.wait_for_timeout(2000)  # five slow frames' accounts
         one_at_a_time("the server's own work slow")
+
+
+def test_two_frames_out_give_way_to_one_when_the_servers_own_work_grows(url, clip, monkeypatch):
+    """Two frames on their way (each answer held back 0.4 s outside the server's work), then the
+    server's own work grows to 0.4 s a frame (a slow decode): the page goes back to one frame at a
+    time and stays there. One is never tried again on a timer here (retry after 10 minutes), so only
+    the server's account of its work can bring it back."""
+    import time
+
+    from vizvit.views import camera as view
+
+    answer, decode, delay = view.live_frame, view.frame_rgb, {"answer": 0.4, "decode": 0.0}
+
+    def held(*args, **kwargs):
+        time.sleep(delay["answer"])
+        return answer(*args, **kwargs)
+
+    def slow_decode(*args, **kwargs):
+        time.sleep(delay["decode"])
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(view, "live_frame", held)
+    monkeypatch.setattr(view, "frame_rgb", slow_decode)
+    with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
+                 init_script=INFLIGHT_JS) as page:
+        page.evaluate(PACE_JS, [4, 600_000])
+        page.locator("#cam-start").click()
+        page.wait_for_function(f"{IN_FLIGHT_NOW} === '2' && window.__inflight.now >= 2", timeout=60_000)
+        delay["decode"] = 0.4
+        page.wait_for_function(f"{IN_FLIGHT_NOW} === '1'", timeout=30_000)
+        page.wait_for_timeout(800)
+        page.evaluate("window.__inflight.most = window.__inflight.now")
+        page.wait_for_timeout(2500)
+        s = page.evaluate("window.__inflight")
+        assert s["most"] == 1 and page.evaluate(IN_FLIGHT_NOW) == "1", s
 
 
 DRAW_JS = """async (t) => {

@@ -77,6 +77,7 @@ MIN_INTERVAL_S = 1 / 30  # no faster than a webcam's frames (a GPU answers in ~1
 IN_FLIGHT = 2
 # Pictures a second that look smooth (issue 52's goal for the trained ViT-Ti); None: IN_FLIGHT always.
 SMOOTH_FPS: float | None = 15.0
+RETRY_ONE_S = 3.0  # while two are on their way, one is tried again after this, then twice that, up to 10x
 # What the page asks the camera for: the model reads 224 px (384 at most), so a small frame is
 # enough, and the page's capture and its upload cost less.
 CONSTRAINTS = {"video": {"width": {"ideal": 320}, "height": {"ideal": 240}}}
@@ -320,10 +321,11 @@ def live_markup() -> str:
     status line, and where the live picture goes. Start is enabled once the page's loop is wired
     (it needs the page's camera token). data-config: what web/camera_live.js reads (the
     frames' route, the camera constraints, the frame JPEG's quality, the fastest pace, the frames
-    on their way at most, and the pace below which the page sends a second one ahead)."""
+    on their way at most, the pace below which the page sends a second one ahead, and when it tries
+    one again)."""
     config = {"path": FRAME_PATH, "constraints": CONSTRAINTS, "quality": FRAME_QUALITY,
               "min_interval_ms": round(MIN_INTERVAL_S * 1000), "in_flight": IN_FLIGHT,
-              "smooth_fps": SMOOTH_FPS}
+              "smooth_fps": SMOOTH_FPS, "retry_ms": round(RETRY_ONE_S * 1000)}
     return (f"<div id=\"cam-live\" data-config='{html.escape(json.dumps(config), quote=True)}'>"
             "<video id=\"cam-video\" autoplay muted playsinline></video>"
             "<div class=\"vv-cam-bar\"><button id=\"cam-start\" class=\"lg primary\" disabled>▶ Start</button>"
