@@ -191,23 +191,46 @@ PACE_JS = """([fps, retry]) => { const b = document.querySelector('#cam-live'), 
 IN_FLIGHT_NOW = "document.querySelector('#cam-live').dataset.inFlight"
 
 
+def _slowed(monkeypatch, answer: float = 0.0, decode: float = 0.0) -> dict[str, float]:
+    """The in-process server's frames slowed, by the returned dict's seconds (changeable mid-test):
+    "answer" holds each answer back outside the server's account of its work (as a far server's
+    round trip would), "decode" is the server's own work (counted in its Server-Timing)."""
+    from vizvit.views import camera as view
+
+    delay, answered, decoded = {"answer": answer, "decode": decode}, view.live_frame, view.frame_rgb
+
+    def held(*args, **kwargs):
+        time.sleep(delay["answer"])
+        return answered(*args, **kwargs)
+
+    def slow_decode(*args, **kwargs):
+        time.sleep(delay["decode"])
+        return decoded(*args, **kwargs)
+
+    monkeypatch.setattr(view, "live_frame", held)
+    monkeypatch.setattr(view, "frame_rgb", slow_decode)
+    return delay
+
+
+def _one_at_a_time(page, what: str) -> None:
+    """The page chose one frame on its way, and keeps to it for 2.5 s."""
+    page.wait_for_function(f"{IN_FLIGHT_NOW} === '1'", timeout=30_000)
+    page.wait_for_timeout(800)
+    page.evaluate("window.__inflight.most = window.__inflight.now")
+    page.wait_for_timeout(2500)
+    s = page.evaluate("window.__inflight")
+    assert s["most"] == 1 and page.evaluate(IN_FLIGHT_NOW) == "1", (what, s)
+
+
 def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, clip, monkeypatch):
     """Start clicked twice opens one camera; Stop then Start at once, three times, never leaves an
     old loop running beside the new one: never more than IN_FLIGHT (2) frames on their way at once
     (two loops would have up to 4), and the page does send its next frame while one is on its way
     (no pace asked: the page sends ahead always; each answer held back 0.15 s, so that a frame is
     still out when the next leaves: on a quiet machine the tiny model's answer came back first)."""
-    import time
-
     from vizvit.views import camera as view
 
-    answer = view.live_frame
-
-    def held(*args, **kwargs):
-        time.sleep(0.15)
-        return answer(*args, **kwargs)
-
-    monkeypatch.setattr(view, "live_frame", held)
+    _slowed(monkeypatch, answer=0.15)
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
         page.evaluate(PACE_JS, [None, None])
@@ -225,17 +248,9 @@ def test_two_frames_in_flight_at_most_through_double_clicks_and_stop_start(url, 
 def test_stop_calls_back_its_frames_so_a_start_at_once_never_has_more_in_flight(url, clip, monkeypatch):
     """A slow server (each frame 0.6 s): Stop aborts the run's frames on their way, so a Start right after
     sends its own beside none of them (before, the old run's two frames were still out: three at once)."""
-    import time
-
     from vizvit.views import camera as view
 
-    answer = view.live_frame
-
-    def slow(*args, **kwargs):
-        time.sleep(0.6)
-        return answer(*args, **kwargs)
-
-    monkeypatch.setattr(view, "live_frame", slow)
+    _slowed(monkeypatch, answer=0.6)
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
         page.locator("#cam-start").click()
@@ -256,46 +271,24 @@ def test_one_frame_on_its_way_while_that_is_smooth_two_where_that_makes_the_pace
     outside the server's work (as a far server's round trip would), the page sends a second frame
     ahead; fast again, back to one; then a slow decode, the server's own work 0.4 s a frame: one, since
     a frame sent ahead would only wait for it."""
-    import time
-
     from vizvit.views import camera as view
 
-    answer, decode, delay = view.live_frame, view.frame_rgb, {"answer": 0.0, "decode": 0.0}
-
-    def held(*args, **kwargs):
-        time.sleep(delay["answer"])
-        return answer(*args, **kwargs)
-
-    def slow_decode(*args, **kwargs):
-        time.sleep(delay["decode"])
-        return decode(*args, **kwargs)
-
-    monkeypatch.setattr(view, "live_frame", held)
-    monkeypatch.setattr(view, "frame_rgb", slow_decode)
+    delay = _slowed(monkeypatch)
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
         page.evaluate(PACE_JS, [4, None])
-
-        def one_at_a_time(what: str) -> None:
-            page.wait_for_function(f"{IN_FLIGHT_NOW} === '1'", timeout=30_000)
-            page.wait_for_timeout(800)
-            page.evaluate("window.__inflight.most = window.__inflight.now")
-            page.wait_for_timeout(2500)
-            s = page.evaluate("window.__inflight")
-            assert s["most"] == 1 and page.evaluate(IN_FLIGHT_NOW) == "1", (what, s)
-
         page.locator("#cam-start").click()
         page.wait_for_selector("#cam-picture canvas.vv-live[data-frame]", timeout=60_000)
-        one_at_a_time("a fast server")
+        _one_at_a_time(page, "a fast server")
         delay["answer"] = 0.4
         page.wait_for_function(f"{IN_FLIGHT_NOW} === '2' && window.__inflight.now >= 2", timeout=30_000)
         assert page.evaluate("window.__inflight.most") == view.IN_FLIGHT
         delay["answer"] = 0.0
-        one_at_a_time("the server fast again")
+        _one_at_a_time(page, "the server fast again")
         delay["decode"] = 0.4
         page.wait_for_function("window.__inflight.now >= 1", timeout=30_000)
         page.wait_for_timeout(2000)  # five slow frames' accounts
-        one_at_a_time("the server's own work slow")
+        _one_at_a_time(page, "the server's own work slow")
 
 
 def test_two_frames_out_give_way_to_one_when_the_servers_own_work_grows(url, clip, monkeypatch):
@@ -303,34 +296,14 @@ def test_two_frames_out_give_way_to_one_when_the_servers_own_work_grows(url, cli
     server's own work grows to 0.4 s a frame (a slow decode): the page goes back to one frame at a
     time and stays there. One is never tried again on a timer here (retry after 10 minutes), so only
     the server's account of its work can bring it back."""
-    import time
-
-    from vizvit.views import camera as view
-
-    answer, decode, delay = view.live_frame, view.frame_rgb, {"answer": 0.4, "decode": 0.0}
-
-    def held(*args, **kwargs):
-        time.sleep(delay["answer"])
-        return answer(*args, **kwargs)
-
-    def slow_decode(*args, **kwargs):
-        time.sleep(delay["decode"])
-        return decode(*args, **kwargs)
-
-    monkeypatch.setattr(view, "live_frame", held)
-    monkeypatch.setattr(view, "frame_rgb", slow_decode)
+    delay = _slowed(monkeypatch, answer=0.4)
     with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
                  init_script=INFLIGHT_JS) as page:
         page.evaluate(PACE_JS, [4, 600_000])
         page.locator("#cam-start").click()
         page.wait_for_function(f"{IN_FLIGHT_NOW} === '2' && window.__inflight.now >= 2", timeout=60_000)
         delay["decode"] = 0.4
-        page.wait_for_function(f"{IN_FLIGHT_NOW} === '1'", timeout=30_000)
-        page.wait_for_timeout(800)
-        page.evaluate("window.__inflight.most = window.__inflight.now")
-        page.wait_for_timeout(2500)
-        s = page.evaluate("window.__inflight")
-        assert s["most"] == 1 and page.evaluate(IN_FLIGHT_NOW) == "1", s
+        _one_at_a_time(page, "the server's own work grew")
 
 
 DRAW_JS = """async (t) => {
