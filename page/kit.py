@@ -91,7 +91,7 @@ class Ctx:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="hidden", trigger_mode="always_last")
+            _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="minimal", trigger_mode="always_last")
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward

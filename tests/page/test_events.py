@@ -60,3 +60,19 @@ def test_the_check_refuses_a_container_output(container):
         gr.Button().click(lambda: None, None, [md, box])
     with pytest.raises(ValueError, match="containers"):
         events.check_no_container_outputs(demo)
+
+
+def test_a_tabs_follow_up_shows_its_progress_on_its_own_chart(tiny16):
+    """A tab's slow part (on_show's `then`: the Attention tab's distance chart, the Experiments and
+    Inside charts) arrives a beat after its pictures, seconds under load: a student sees a timer on
+    the chart it fills, not a blank box (a review found them blank, with nothing said)."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    demo = shell.build_demo(wb, tiny16.id)
+    by_id = {b._id: b for b in demo.blocks.values()}
+    for elem in ("attn-distance", "shift-top5", "lens-plot"):
+        ids = [i for i, b in by_id.items() if b.elem_id == elem]
+        assert ids, elem
+        shown = [fn for fn in demo.fns.values() if fn.show_progress_on and fn.show_progress_on[0]._id in ids]
+        follow = [fn for fn in shown if fn.trigger_mode == "always_last" and fn.show_progress == "minimal"]
+        assert follow, (elem, [(fn.name, fn.show_progress) for fn in shown])
