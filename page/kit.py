@@ -50,6 +50,9 @@ class Ctx:
     previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
     thens: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show's `then`
     then_after: list = field(default_factory=list)  # the pictures each `then` waits for (CSS selectors)
+    # The event ids of those follow-ups (each tab's, and the open tab's after a new photo): a newer
+    # answer to the same output wins over theirs (page/follow_up.py).
+    follow_ups: list[int] = field(default_factory=list)
     # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)
@@ -91,7 +94,9 @@ class Ctx:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="minimal", trigger_mode="always_last")
+            follow = _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="minimal",
+                                                        trigger_mode="always_last")
+            self.follow_ups.append(follow["id"])
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -140,6 +145,7 @@ class Ctx:
 
             shown = _after_quiet(shown, ", ".join(self.then_after)).then(
                 dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden", trigger_mode="always_last")
+            self.follow_ups.append(shown["id"])
         if not self.firsts:
             return None
         firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]

@@ -27,7 +27,20 @@ from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
-from . import core_chunk, events, file_walk, hot_routes, jobs, kit, lean_config, queue_wake, room, sessions, web
+from . import (
+    core_chunk,
+    events,
+    file_walk,
+    follow_up,
+    hot_routes,
+    jobs,
+    kit,
+    lean_config,
+    queue_wake,
+    room,
+    sessions,
+    web,
+)
 from .endpoints import PUBLIC_ENDPOINTS, private_except, public_api
 from .guard import Guard
 from .kit import Ctx, charts_download
@@ -354,6 +367,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                           *core_chunk.routes()]
     events.check_no_container_outputs(demo)
     events.few_progress_targets(demo)  # every event registered by now, the camera page's too
+    follow_up.guard(demo, ctx.follow_ups)  # a tab's follow-up never lands over a newer answer
     # A session from a replica that died: "reload the page".
     sessions.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now

@@ -51,7 +51,8 @@ def test_projector_labels_whole_readout_wide_and_slider_values_whole(url):
         x, box = (page.locator(sel).first.bounding_box() for sel in ("#upload button[aria-label='Clear']", "#upload"))
         assert x["y"] >= box["y"] + 6 and x["x"] + x["width"] <= box["x"] + box["width"] - 6, (x, box)
         # Without the corner tab's border: moved in from the corner, its two sides drew a bracket round it.
-        sides = page.evaluate("""() => { const s = getComputedStyle(document.querySelector('#upload .icon-button-wrapper'));
+        sides = page.evaluate("""() => {
+            const s = getComputedStyle(document.querySelector('#upload .icon-button-wrapper'));
             return [s.borderLeftWidth, s.borderBottomWidth, s.borderTopWidth, s.borderRightWidth]; }""")
         assert sides == ["0px"] * 4, sides
         page.get_by_role("tab", name="Attention").click()

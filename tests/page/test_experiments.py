@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+import threading
+import time
 
+from appserver import page_name, serving
 from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from tiny import EXAMPLES
+
+from page.tabs import experiments as experiments_tab
+from vizvit.model.images import image_sha1, load_image
+from vizvit.session import PhotoKey
+from vizvit.views import experiments
 
 
 def plot_text(page, elem_id: str) -> str:
@@ -114,3 +124,38 @@ def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_in_the_page(url, mon
     finally:
         release.set()
         t.join(10)
+
+
+def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(tiny16, monkeypatch):
+    """The review's race (page/follow_up.py): the tab's follow-up reads dx = 0 and is sent; dx moves
+    to 8 just after; the follow-up is the slow one (held 1.5 s here), so the shift's own answer ends
+    first. The top-5 chart must stay dx = 8's: before the fix, dx = 0's landed last, beside dx = 8's
+    picture. Checked against the server's own chart for each shift."""
+    sent = threading.Event()
+    show_charts = experiments_tab.show_charts
+
+    @functools.wraps(show_charts)  # its signature: Gradio passes the inputs as before
+    def slow(*args, **kwargs):
+        sent.set()
+        time.sleep(1.5)
+        return show_charts(*args, **kwargs)
+
+    monkeypatch.setattr(experiments_tab, "show_charts", slow)
+    photo = str(EXAMPLES / "chelsea.jpg")
+    with serving(tiny16) as (url, wb), page_at(url, height=1400) as page:
+        upload_and_open(page, photo, "Experiments")
+        wait_image(page, "mask-grid")
+        deadline = time.monotonic() + 60
+        while not sent.is_set() and time.monotonic() < deadline:
+            page.wait_for_timeout(20)
+        assert sent.is_set(), "the tab's charts were never asked for"
+        set_slider(page, "shift-dx", 8)
+        ph = wb.handle(PhotoKey(page_name(tiny16), image_sha1(load_image(photo))))
+        bars = {dx: json.loads(experiments.shift_panel(ph, dx, 0, "edge").top5.to_json())["data"][0]["x"]
+                for dx in (0, 8)}
+        assert bars[0] != bars[8]
+        shows = """([bars]) => { const gd = document.querySelector('#shift-top5 .js-plotly-plot');
+            return gd && gd.data && JSON.stringify(Array.from(gd.data[0].x)) === JSON.stringify(bars); }"""
+        page.wait_for_function(shows, arg=[bars[8]], timeout=30000)
+        page.wait_for_timeout(2500)  # the follow-up has answered by now (1.5 s + its work)
+        assert page.evaluate(shows, [bars[8]]), "the open's chart for dx = 0 landed over dx = 8's"

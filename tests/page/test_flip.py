@@ -164,10 +164,9 @@ def test_a_new_shift_and_a_new_mask_are_drawn_from_the_servers_page_before_gradi
         wait_flip_pages(page, "shift", 1)
         wait_flip_pages(page, "mask", 1)
         ph = _photo(wb, tiny16)
-        # The open's charts come after its pictures (on_show's `then`): wait for them, so that their
-        # answer (for dx = 0) is not the one still on its way when the slider moves. (Were it answered
-        # after the move's, it would draw dx = 0's chart last: a race of the page itself, seen once
-        # under the full suite's load; noted in docs/speed.md, not this test's subject.)
+        # The open's charts come after its pictures (on_show's `then`): wait for them, so that the
+        # chart read below is the move's (a follow-up answered after the move's leaves the chart
+        # alone: page/follow_up.py, tested in test_experiments.py).
         opened = json.loads(experiments.shift_panel(ph, 0, 0, "edge").top5.to_json())["data"][0]["x"]
         page.wait_for_function(CHART_SHOWS_JS, arg=[opened])
         page.evaluate(AT_CHANGE_JS, ["shift-view", "shift-info"])

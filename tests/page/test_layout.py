@@ -68,7 +68,8 @@ def test_phone_reaches_every_tab_with_one_visible_button(url):
         shot(page, "phone_attention", full_page=False)
         # A slider shows its ends (Gradio hides them under 480 px): the layers run 1..L, inside the screen.
         ends = page.evaluate("""() => [...document.querySelectorAll('#attn-layer .min_value, #attn-layer .max_value')]
-            .map(e => { const b = e.getBoundingClientRect(); return [e.textContent.trim(), b.width > 0, b.right <= 390]; })""")
+            .map(e => { const b = e.getBoundingClientRect();
+                        return [e.textContent.trim(), b.width > 0, b.right <= 390]; })""")
         layers = page.evaluate("() => document.querySelector('#attn-layer input[type=range]').max")
         assert ends == [["1", True, True], [layers, True, True]], ends
 

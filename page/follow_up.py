@@ -1,0 +1,166 @@
+"""A tab's follow-up never lands over a newer answer (review of issue 52: the follow-up's race).
+
+A tab's follow-up (kit.Ctx.on_show's `then`, and the open tab's after a new photo) draws its slow
+part, the charts, once the tab's pictures are painted and the person pauses. It reads the controls as
+they are when it is sent. A control moved just after that has its own event, which answers the same
+chart for the new value; when that event ends first (the follow-up is the slower one, and runs in
+another concurrency group), the follow-up's chart for the old value landed last: the Experiments
+tab's top-5 for dx = 0 beside the picture for dx = 1.
+
+So, per session, each output a follow-up writes keeps the start of the newest event that wrote it
+(a value, not gr.skip() or an update without one). A follow-up that ends after such a write by an
+event that started after it leaves that output alone: the newer event has shown it already, for the
+controls the page shows now. An event that started after the follow-up but has not yet answered
+lands after it anyway. Start order stands in for the order the page sent the events: an event sent
+earlier but started later carries controls no newer than the follow-up's (the follow-up is sent once
+the person has paused), so either answer shows them.
+
+Applied once the page is built (page/shell.py: build_demo), to the handlers Gradio holds: each event
+writing a follow-up's output is wrapped to record its writes, each follow-up to drop stale outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import gradio as gr
+from gradio.context import LocalContext
+
+KEEP = 10_000  # sessions remembered (least recently written dropped first)
+
+
+def _session() -> str | None:
+    """The calling event's session, where Gradio gives one (a REST call without one: None)."""
+    request = LocalContext.request.get(None)
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+def writes(value: Any) -> bool:
+    """Whether an answer's value for an output sets it: gr.skip() and an update without a value don't."""
+    return not (isinstance(value, dict) and value.get("__type__") == "update" and "value" not in value)
+
+
+def _values(result: Any, outputs: list) -> list[Any]:
+    """An answer as one value per output, in `outputs` order (Gradio's three forms: a dict keyed by
+    component, a list or tuple, or the one output's value); a component the dict leaves out: skipped."""
+    if isinstance(result, dict) and result and all(isinstance(k, gr.components.Component) for k in result):
+        return [result.get(o, gr.skip()) for o in outputs]
+    if len(outputs) == 1:
+        return [result]
+    return list(result) if isinstance(result, (list, tuple)) else [result] * len(outputs)
+
+
+def _without(result: Any, outputs: list, stale: set[int]) -> Any:
+    """The answer with gr.skip() for the outputs at positions `stale`, in the answer's own form."""
+    if isinstance(result, dict) and result and all(isinstance(k, gr.components.Component) for k in result):
+        return {o: (gr.skip() if i in stale else result[o]) for i, o in enumerate(outputs) if o in result}
+    if len(outputs) == 1:
+        return gr.skip()
+    return [gr.skip() if i in stale else v for i, v in enumerate(_values(result, outputs))]
+
+
+class Writes:
+    """Per session: for each watched output (a component id), the start number of the newest event
+    that wrote it."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep = keep
+        self._starts = itertools.count(1)
+        self._lock = threading.Lock()
+        self._at: OrderedDict[str, dict[int, int]] = OrderedDict()
+
+    def start(self) -> int:
+        """A number for an event's start: later starts get larger ones."""
+        return next(self._starts)
+
+    def wrote(self, session: str | None, started: int, ids: Iterable[int]) -> None:
+        """The event that started at `started` set these outputs."""
+        if session is None:
+            return
+        with self._lock:
+            at = self._at.setdefault(session, {})
+            self._at.move_to_end(session)
+            for i in ids:
+                at[i] = max(at.get(i, 0), started)
+            while len(self._at) > self.keep:
+                self._at.popitem(last=False)
+
+    def newer(self, session: str | None, started: int, ids: Iterable[int]) -> set[int]:
+        """Of `ids`, those set by an event that started after `started`."""
+        if session is None:
+            return set()
+        with self._lock:
+            at = self._at.get(session, {})
+            return {i for i in ids if at.get(i, 0) > started}
+
+
+def _wrap(fn: Callable, after: Callable[[int, Any], Any], role: str) -> Callable:
+    """fn with after(its start number, answer) -> answer applied to each answer (a generator's each
+    yield). Gradio reads the signature (through __wrapped__) and whether fn is a generator. `role`
+    ("follow-up" or "writer") stays on the wrapper as vizvit_role (the tests read it)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            started = BOOK.start()
+            for res in fn(*args, **kwargs):
+                yield after(started, res)
+
+        wrapped = stream
+    else:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = BOOK.start()
+            return after(started, fn(*args, **kwargs))
+
+        wrapped = call
+    wrapped.vizvit_role = role  # type: ignore[attr-defined]
+    return wrapped
+
+
+BOOK = Writes()
+
+
+def guard(demo: gr.Blocks, follow_ups: list[int]) -> int:
+    """Wrap `demo`'s handlers: each follow-up (by event id) drops outputs a newer event has written,
+    and each other event writing one of their outputs records its writes. Returns how many handlers
+    it wrapped. An async handler among the writers is refused (none is wrapped for it)."""
+    fns = demo.fns
+    watched = {o._id for i in follow_ups for o in fns[i].outputs}
+    wrapped = 0
+    for i, block_fn in fns.items():
+        if block_fn.fn is None or not any(o._id in watched for o in block_fn.outputs):
+            continue
+        if inspect.iscoroutinefunction(block_fn.fn) or inspect.isasyncgenfunction(block_fn.fn):
+            raise TypeError(f"event {i} ({block_fn.name}) writes a follow-up's output from an async handler")
+        outs = list(block_fn.outputs)
+        block_fn.fn = (_wrap(block_fn.fn, _follow_up(outs), "follow-up") if i in follow_ups
+                       else _wrap(block_fn.fn, _writer(outs, watched), "writer"))
+        wrapped += 1
+    return wrapped
+
+
+def _writer(outputs: list, watched: set[int]) -> Callable[[int, Any], Any]:
+    def after(started: int, res: Any) -> Any:
+        BOOK.wrote(_session(), started, (o._id for o, v in zip(outputs, _values(res, outputs))
+                                         if o._id in watched and writes(v)))
+        return res
+
+    return after
+
+
+def _follow_up(outputs: list) -> Callable[[int, Any], Any]:
+    def after(started: int, res: Any) -> Any:
+        session = _session()
+        newer = BOOK.newer(session, started, (o._id for o in outputs))
+        if newer:
+            res = _without(res, outputs, {k for k, o in enumerate(outputs) if o._id in newer})
+        BOOK.wrote(session, started, (o._id for o, v in zip(outputs, _values(res, outputs)) if writes(v)))
+        return res
+
+    return after
