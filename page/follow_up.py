@@ -7,13 +7,17 @@ chart for the new value; when that event ends first (the follow-up is the slower
 another concurrency group), the follow-up's chart for the old value landed last: the Experiments
 tab's top-5 for dx = 0 beside the picture for dx = 1.
 
-So, per session, each output a follow-up writes keeps the start of the newest event that wrote it
-(a value, not gr.skip() or an update without one). A follow-up that ends after such a write by an
-event that started after it leaves that output alone: the newer event has shown it already, for the
-controls the page shows now. An event that started after the follow-up but has not yet answered
-lands after it anyway. Start order stands in for the order the page sent the events: an event sent
-earlier but started later carries controls no newer than the follow-up's (the follow-up is sent once
-the person has paused), so either answer shows them.
+So, per session, each output a follow-up writes keeps when the newest event that wrote it (a value,
+not gr.skip() or an update without one) joined Gradio's queue: the order the page sent them in, not
+the order they started (each event waits in its own concurrency group, and Gradio picks among the
+groups at random: under a hall's load a follow-up can start after a move sent later). A follow-up
+that ends after such a write by an event sent after it leaves that output alone: the newer event
+has shown it already, for the controls the page shows now. An event sent after the follow-up that
+has not yet answered lands after it anyway. Left open: a newer answer sent in the few milliseconds
+between the follow-up's check and Gradio's sending of its answer.
+
+Outputs named `exempt` are not guarded: the Embeddings tab's token book, whose follow-up copy
+carries the picture its clicks are drawn on and a depth move's copy does not (page/tabs/embeddings.py).
 
 Applied once the page is built (page/shell.py: build_demo), to the handlers Gradio holds: each event
 writing a follow-up's output is wrapped to record its writes, each follow-up to drop stale outputs.
@@ -23,8 +27,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -32,13 +36,18 @@ from typing import Any
 import gradio as gr
 from gradio.context import LocalContext
 
+from .sessions import current_session
+
 KEEP = 10_000  # sessions remembered (least recently written dropped first)
 
 
-def _session() -> str | None:
-    """The calling event's session, where Gradio gives one (a REST call without one: None)."""
-    request = LocalContext.request.get(None)
-    return getattr(request, "session_hash", None) if request is not None else None
+def sent_at() -> float:
+    """When the running event joined Gradio's queue (time.monotonic(), as Gradio stamps it); now
+    where it did not come through the queue (a direct call)."""
+    blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    queue = getattr(blocks, "_queue", None)
+    event = queue.event_ids_to_events.get(event_id) if queue is not None and event_id else None
+    return event.enqueue_time if event is not None else time.monotonic()
 
 
 def writes(value: Any) -> bool:
@@ -66,21 +75,16 @@ def _without(result: Any, outputs: list, stale: set[int]) -> Any:
 
 
 class Writes:
-    """Per session: for each watched output (a component id), the start number of the newest event
-    that wrote it."""
+    """Per session: for each watched output (a component id), when the newest event that wrote it was
+    sent (sent_at)."""
 
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
-        self._starts = itertools.count(1)
         self._lock = threading.Lock()
-        self._at: OrderedDict[str, dict[int, int]] = OrderedDict()
+        self._at: OrderedDict[str, dict[int, float]] = OrderedDict()
 
-    def start(self) -> int:
-        """A number for an event's start: later starts get larger ones."""
-        return next(self._starts)
-
-    def wrote(self, session: str | None, started: int, ids: Iterable[int]) -> None:
-        """The event that started at `started` set these outputs."""
+    def wrote(self, session: str | None, started: float, ids: Iterable[int]) -> None:
+        """The event sent at `started` set these outputs."""
         if session is None:
             return
         with self._lock:
@@ -91,8 +95,8 @@ class Writes:
             while len(self._at) > self.keep:
                 self._at.popitem(last=False)
 
-    def newer(self, session: str | None, started: int, ids: Iterable[int]) -> set[int]:
-        """Of `ids`, those set by an event that started after `started`."""
+    def newer(self, session: str | None, started: float, ids: Iterable[int]) -> set[int]:
+        """Of `ids`, those set by an event sent after `started`."""
         if session is None:
             return set()
         with self._lock:
@@ -100,14 +104,14 @@ class Writes:
             return {i for i in ids if at.get(i, 0) > started}
 
 
-def _wrap(fn: Callable, after: Callable[[int, Any], Any], role: str) -> Callable:
-    """fn with after(its start number, answer) -> answer applied to each answer (a generator's each
+def _wrap(fn: Callable, after: Callable[[float, Any], Any], role: str) -> Callable:
+    """fn with after(when it was sent, answer) -> answer applied to each answer (a generator's each
     yield). Gradio reads the signature (through __wrapped__) and whether fn is a generator. `role`
     ("follow-up" or "writer") stays on the wrapper as vizvit_role (the tests read it)."""
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def stream(*args: Any, **kwargs: Any) -> Any:
-            started = BOOK.start()
+            started = sent_at()
             for res in fn(*args, **kwargs):
                 yield after(started, res)
 
@@ -115,7 +119,7 @@ def _wrap(fn: Callable, after: Callable[[int, Any], Any], role: str) -> Callable
     else:
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
-            started = BOOK.start()
+            started = sent_at()
             return after(started, fn(*args, **kwargs))
 
         wrapped = call
@@ -126,12 +130,13 @@ def _wrap(fn: Callable, after: Callable[[int, Any], Any], role: str) -> Callable
 BOOK = Writes()
 
 
-def guard(demo: gr.Blocks, follow_ups: list[int]) -> int:
+def guard(demo: gr.Blocks, follow_ups: list[int], exempt: Iterable[gr.blocks.Block] = ()) -> int:
     """Wrap `demo`'s handlers: each follow-up (by event id) drops outputs a newer event has written,
-    and each other event writing one of their outputs records its writes. Returns how many handlers
-    it wrapped. An async handler among the writers is refused (none is wrapped for it)."""
+    and each other event writing one of their outputs records its writes; outputs in `exempt` are
+    neither. Returns how many handlers it wrapped. An async handler among the writers is refused."""
     fns = demo.fns
-    watched = {o._id for i in follow_ups for o in fns[i].outputs}
+    free = {b._id for b in exempt}
+    watched = {o._id for i in follow_ups for o in fns[i].outputs} - free
     wrapped = 0
     for i, block_fn in fns.items():
         if block_fn.fn is None or not any(o._id in watched for o in block_fn.outputs):
@@ -139,28 +144,29 @@ def guard(demo: gr.Blocks, follow_ups: list[int]) -> int:
         if inspect.iscoroutinefunction(block_fn.fn) or inspect.isasyncgenfunction(block_fn.fn):
             raise TypeError(f"event {i} ({block_fn.name}) writes a follow-up's output from an async handler")
         outs = list(block_fn.outputs)
-        block_fn.fn = (_wrap(block_fn.fn, _follow_up(outs), "follow-up") if i in follow_ups
+        block_fn.fn = (_wrap(block_fn.fn, _follow_up(outs, watched), "follow-up") if i in follow_ups
                        else _wrap(block_fn.fn, _writer(outs, watched), "writer"))
         wrapped += 1
     return wrapped
 
 
-def _writer(outputs: list, watched: set[int]) -> Callable[[int, Any], Any]:
-    def after(started: int, res: Any) -> Any:
-        BOOK.wrote(_session(), started, (o._id for o, v in zip(outputs, _values(res, outputs))
+def _writer(outputs: list, watched: set[int]) -> Callable[[float, Any], Any]:
+    def after(started: float, res: Any) -> Any:
+        BOOK.wrote(current_session(), started, (o._id for o, v in zip(outputs, _values(res, outputs))
                                          if o._id in watched and writes(v)))
         return res
 
     return after
 
 
-def _follow_up(outputs: list) -> Callable[[int, Any], Any]:
-    def after(started: int, res: Any) -> Any:
-        session = _session()
-        newer = BOOK.newer(session, started, (o._id for o in outputs))
+def _follow_up(outputs: list, watched: set[int]) -> Callable[[float, Any], Any]:
+    def after(started: float, res: Any) -> Any:
+        session = current_session()
+        newer = BOOK.newer(session, started, (o._id for o in outputs if o._id in watched))
         if newer:
             res = _without(res, outputs, {k for k, o in enumerate(outputs) if o._id in newer})
-        BOOK.wrote(session, started, (o._id for o, v in zip(outputs, _values(res, outputs)) if writes(v)))
+        BOOK.wrote(session, started, (o._id for o, v in zip(outputs, _values(res, outputs))
+                                      if o._id in watched and writes(v)))
         return res
 
     return after

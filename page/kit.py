@@ -53,6 +53,7 @@ class Ctx:
     # The event ids of those follow-ups (each tab's, and the open tab's after a new photo): a newer
     # answer to the same output wins over theirs (page/follow_up.py).
     follow_ups: list[int] = field(default_factory=list)
+    unguarded: list = field(default_factory=list)  # their outputs a newer answer does not hold back (follow_up.py)
     # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
     zero_shot_only: list = field(default_factory=list)

@@ -367,7 +367,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
                           *core_chunk.routes()]
     events.check_no_container_outputs(demo)
     events.few_progress_targets(demo)  # every event registered by now, the camera page's too
-    follow_up.guard(demo, ctx.follow_ups)  # a tab's follow-up never lands over a newer answer
+    follow_up.guard(demo, ctx.follow_ups, ctx.unguarded)  # a tab's follow-up never lands over a newer answer
     # A session from a replica that died: "reload the page".
     sessions.refuse_lost_sessions(demo, ui["key"], fresh=(ui["upload"],))
     private_except(demo, PUBLIC_ENDPOINTS)  # last: every event above is registered by now

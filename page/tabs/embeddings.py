@@ -224,6 +224,9 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
 
     ctx.on_show(tab, h["show"], ins, comps(OPENED),
                 then=(h["show_rest"], ins, comps([*SHOWN_REST, "tokens"]), "#emb-pictures img"), first=ui["pca"])
+    # The open's token book always lands: it carries the picture the page draws clicks on, a depth
+    # move's does not (with_view=False); held back, clicks went to the server until a reopen (review).
+    ctx.unguarded.append(ui["tokens"])
     # Pictures first, then the scatter (its figure is the slowest part of a slider move).
     ui["depth"].change(h["show_depth"], ins, comps([*SHOWN_DEPTH, "tokens"]), show_progress="hidden").then(
         h["show_scatter"], ins, comps(SCATTER), show_progress="hidden", js=web.after_paint("#emb-pictures img"))

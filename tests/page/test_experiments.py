@@ -10,6 +10,7 @@ import time
 
 from appserver import page_name, serving
 from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 from page.tabs import experiments as experiments_tab
@@ -131,14 +132,17 @@ def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(t
     to 8 just after; the follow-up is the slow one (held 1.5 s here), so the shift's own answer ends
     first. The top-5 chart must stay dx = 8's: before the fix, dx = 0's landed last, beside dx = 8's
     picture. Checked against the server's own chart for each shift."""
-    sent = threading.Event()
+    sent, done = threading.Event(), threading.Event()
     show_charts = experiments_tab.show_charts
 
     @functools.wraps(show_charts)  # its signature: Gradio passes the inputs as before
     def slow(*args, **kwargs):
         sent.set()
         time.sleep(1.5)
-        return show_charts(*args, **kwargs)
+        try:
+            return show_charts(*args, **kwargs)
+        finally:
+            done.set()
 
     monkeypatch.setattr(experiments_tab, "show_charts", slow)
     photo = str(EXAMPLES / "chelsea.jpg")
@@ -157,5 +161,6 @@ def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(t
         shows = """([bars]) => { const gd = document.querySelector('#shift-top5 .js-plotly-plot');
             return gd && gd.data && JSON.stringify(Array.from(gd.data[0].x)) === JSON.stringify(bars); }"""
         page.wait_for_function(shows, arg=[bars[8]], timeout=30000)
-        page.wait_for_timeout(2500)  # the follow-up has answered by now (1.5 s + its work)
+        assert done.wait(30), "the follow-up never ended"
+        settled(page)  # every answer in, the follow-up's too
         assert page.evaluate(shows, [bars[8]]), "the open's chart for dx = 0 landed over dx = 8's"
