@@ -95,9 +95,10 @@ class Ctx:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            follow = _after_quiet(shown, selector).then(fn2, ins2, outs2, show_progress="minimal",
-                                                        trigger_mode="always_last")
+            follow = _after_quiet(shown, selector, outs2).then(fn2, ins2, outs2, show_progress="minimal",
+                                                               trigger_mode="always_last")
             self.follow_ups.append(follow["id"])
+            _done(follow, outs2)
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -144,9 +145,10 @@ class Ctx:
                 prepare(then_ins, values)
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
-            shown = _after_quiet(shown, ", ".join(self.then_after)).then(
+            shown = _after_quiet(shown, ", ".join(self.then_after), then_outs).then(
                 dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden", trigger_mode="always_last")
             self.follow_ups.append(shown["id"])
+            _done(shown, then_outs)
         if not self.firsts:
             return None
         firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]
@@ -196,15 +198,27 @@ class ClampedSlider(gr.Slider):
         return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
 
 
-def _after_quiet(event: gr.events.Dependency, selector: str) -> gr.events.Dependency:
+def _busy(outputs: list) -> list[str]:
+    """A follow-up's pictures and charts, by CSS selector: marked on screen while it is on its way."""
+    return [f"#{o.elem_id}" for o in outputs if isinstance(o, (gr.Image, gr.Plot)) and o.elem_id]
+
+
+def _done(follow: gr.events.Dependency, outputs: list) -> None:
+    """After the follow-up (answered or failed), its charts no longer marked (web/follow_done.js)."""
+    follow.then(None, None, None, js=web.follow_done(_busy(outputs)), show_progress="hidden")
+
+
+def _after_quiet(event: gr.events.Dependency, selector: str, outputs: list) -> gr.events.Dependency:
     """A step after `event` that only waits in the page (web/after_quiet.js) until the pictures under
     `selector` are painted and the person pauses. The follow-up chained after it gathers its inputs
     only then: as the wait's own js= it would send the controls as they were when the wait began,
     and a slider moved meanwhile would be drawn, then overwritten by the follow-up's answer for the
     old position (issue 52: the Experiments tab's top-5 chart showed dx = 0 beside dx = 1's picture).
     The follow-ups are always_last: one whose last run is still going (a new photo's, right after the
-    photo before's) runs again once it ends, with the controls then, instead of being dropped."""
-    return event.then(None, None, None, js=web.after_quiet(selector), show_progress="hidden")
+    photo before's) runs again once it ends, with the controls then, instead of being dropped.
+    From the wait's start, the follow-up's pictures and charts among `outputs` are marked as being
+    redrawn, until _done's step after it."""
+    return event.then(None, None, None, js=web.after_quiet(selector, _busy(outputs)), show_progress="hidden")
 
 
 def _io(entries: list) -> tuple[list, list]:
