@@ -79,11 +79,14 @@ def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None
     return f"session {session}" if session else None
 
 
+WAITING = "Waiting for a free slot: "  # how every waiting line begins
+
+
 def waiting_text(what: str, ahead: int) -> str:
     """What a waiting job shows in its status line."""
     if ahead == 0:
-        return f"Waiting for a free slot: your {what} is next in line."
-    return f"Waiting for a free slot: {ahead} ahead of you in line for the {what}."
+        return f"{WAITING}your {what} is next in line."
+    return f"{WAITING}{ahead} ahead of you in line for the {what}."
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 
 from vizvit import vocab
+from vizvit.methods import flow
 from vizvit.readings import attention as ra, methods
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import attention as ap, layout
@@ -61,13 +62,15 @@ def _slider(maximum: int, value: int, sent: Any) -> gr.Slider:
 
 def opened_chart(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
     """The distance chart and its list, after the map is painted (Plotly's first render of it
-    held the tab's first picture back ~95 ms)."""
+    held the tab's first picture back ~95 ms). The list is a chooser with no value: one naming
+    the shown head went stale at the next layer or head move ("layer 1 · head 3" beside layer
+    12's map, a student's walk found), and named head 1 beside a mean of the heads."""
     if key is None:
         return kit.skip(CHART)
     ph = wb.handle(key)
     p = ap.clip_params(params(dict(zip(CONTROLS, v))), ph.vm.geometry)
     fig, choices = ap.distance_view(ph.vm, ph.analysis(), p.distance_norm, ph.derived)
-    return {"dist": fig, "pick": gr.Dropdown(choices=choices, value=ap.choice_value(p))}
+    return {"dist": fig, "pick": gr.Dropdown(choices=choices, value=None)}
 
 
 def views(wb: Workbench, key: PhotoKey, p: ra.AttnParams, drawn_in_page: bool = False,
@@ -119,11 +122,12 @@ def click_grid(wb: Workbench, key: PhotoKey, c: dict[str, Any], xy: tuple[int, i
 
 
 def pick_head(choice: str | None) -> dict[str, Any]:
-    """A head picked in the list or clicked on the distance chart ("layer,head[,clicks]")."""
+    """A head picked in the list or clicked on the distance chart ("layer,head[,clicks]"): that head
+    opens, and the list is a chooser again (see opened_chart)."""
     if not choice:
-        return kit.skip(["layer", "head", "show"])
+        return kit.skip(["layer", "head", "show", "pick"])
     lay, hd = ap.parse_choice(choice)
-    return {"layer": lay, "head": hd, "show": vocab.ONE_HEAD}
+    return {"layer": lay, "head": hd, "show": vocab.ONE_HEAD, "pick": None}
 
 
 def redistance(wb: Workbench, key: PhotoKey | None, norm: str) -> dict[str, Any]:
@@ -156,6 +160,14 @@ def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: g
             yield {"rel_text": jobs.waiting_text(name, ahead)}
         for img, text in ap.job_progress(wb.handle(key), name, params(dict(zip(CONTROLS, v))), ticket.cancel):
             yield {"rel_text": text} if img is None else {"rel_img": img, "rel_text": text}
+
+
+def stop_job(name: str, shown: str | None) -> dict[str, Any]:
+    """Stop pressed: a costly job's line (its progress, or its place in the fair line) becomes a note that
+    it stopped; the text of a finished map, or another method's, stays. Without it the last progress
+    line ("50 of 197 max-flows, about 9 s left") stayed up after Stop (a student's walk)."""
+    running = shown is not None and (flow.is_progress(shown) or shown.startswith(jobs.WAITING))
+    return {"rel_text": ap.STOPPED_TEXT} if methods.is_costly(name) and running else kit.skip(["rel_text"])
 
 
 # -- the page: components, then wiring ---------------------------------------------------------------
@@ -322,8 +334,8 @@ def _wire_line(ui: dict, order: AnswerOrder, ins: list, wb: Workbench) -> None:
     # The chart and the list sit below the main map: bring the opened head's map into view.
     picked = kit.answer(pick_head, ui)
     for chooser, ev in ((ui["pick"], ui["pick"].input), (ui["dist_click"], ui["dist_click"].change)):
-        ev(picked, [chooser], [ui["layer"], ui["head"], ui["show"]]).then(**line(redraw, []), **one_line).then(
-            None, None, None, js=web.asset("scroll_to_main.js"))
+        chosen = ev(picked, [chooser], [ui["layer"], ui["head"], ui["show"], ui["pick"]])
+        chosen.then(**line(redraw, []), **one_line).then(None, None, None, js=web.asset("scroll_to_main.js"))
 
 
 def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
@@ -339,5 +351,6 @@ def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
             # flow streams its own progress lines.
             flows.append(trigger(flowed, [ctx.key, ui["method"], *controls], rel, show_progress="hidden",
                                  **jobs.COSTLY))
-    ui["flow_stop"].click(None, None, None, cancels=flows)
+    ui["flow_stop"].click(kit.answer(stop_job, ui), [ui["method"], ui["rel_text"]], ui["rel_text"], cancels=flows,
+                          queue=False, show_progress="hidden")
     ctx.long_work.extend(flows)

@@ -132,3 +132,10 @@ def test_a_chart_kaleido_left_unwritten_is_written_again_and_one_left_twice_is_s
     monkeypatch.setattr(pio, "write_images", drops_once)
     assert figures.charts_png({"c": go.Figure(), "d": go.Figure()}, tmp_path) == ["c.png", "d.png"]
     assert asked == [["c", "d"], ["c"]]
+
+
+@pytest.mark.parametrize(("change", "shown"), [(0.0123, "+1.2%"), (-0.0123, "-1.2%"), (-0.0004, "+0.0%"),
+                                              (0.0004, "+0.0%"), (0.0, "+0.0%"), (-0.0, "+0.0%"), (-0.0006, "-0.1%")])
+def test_a_change_that_rounds_to_zero_is_never_minus_zero(change, shown):
+    """The top-5 charts' Δ labels: "-0.0%" read as a drop that is not there (a student's walk)."""
+    assert figures.signed_percent(change) == shown

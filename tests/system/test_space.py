@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# The target is 15 s (10.7 s measured here); the bound is looser because this machine's two
-# cores are shared, and what it must catch is the hub client's retry ladder, checked in the log.
-ANSWER_WITHIN_S = 45.0
+# The target is 15 s (10.7 s measured here on a quiet machine). What this test must catch is
+# the hub client's retry ladder, and that is read from the log; the time is only a bound against a
+# hang: at load ~9 on these two shared cores the start took 54 s (2026-12-06), and speed belongs in
+# benchmarks/, not in a timed test.
+ANSWER_WITHIN_S = 150.0
 
 
 def netns_prefix() -> list[str]:
@@ -52,7 +54,7 @@ def test_listens_on_all_interfaces_port_7860(space):
     assert "0.0.0.0:7860" in space["listening"], (space["listening"], space["log"])
 
 
-def test_answers_quickly_without_network(space):
+def test_answers_without_network_and_without_the_hub_retry_ladder(space):
     assert space["answered_s"] < ANSWER_WITHIN_S, space["log"]
     assert "Retrying in" not in space["log"], "the hub client's retry ladder ran"
     assert space["log"].count("cannot be reached") == 1, "the hub is asked once and the log says so once"

@@ -67,6 +67,8 @@ def test_a_right_and_a_wrong_answer(photo):
     right = lesson.reveal(photo, lesson.LessonParams(step=n, choice="b"))
     wrong = lesson.reveal(photo, lesson.LessonParams(step=n, choice="a"))
     assert right.answer.startswith("✓") and wrong.answer.startswith("✗") and "196 patches of 768" in wrong.answer
+    # The option's own capital starts a sentence ("on this photo, About 65,000× more" read oddly).
+    assert wrong.answer.startswith("✗ **Not quite**. On this photo: **"), wrong.answer
     k = [s.id for s in rl.steps()].index("cls") + 1
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=197)).answer.startswith("✓")
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=196)).answer.startswith("✗")

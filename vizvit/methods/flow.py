@@ -270,16 +270,24 @@ def flow_map(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np
     return flow_of(a, cache, cancel)[g.num_prefix_tokens:].reshape(g.grid).astype(np.float32)
 
 
+PROGRESS = "Attention flow: "  # how every progress line of the job begins (the finished map's text does not)
+
+
+def is_progress(text: str | None) -> bool:
+    """Whether `text` is one of flow_progress's lines (the job still running when it was shown)."""
+    return bool(text) and text.startswith(PROGRESS)  # type: ignore[union-attr]
+
+
 def flow_progress(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> Iterator[str]:
     """The flow as a job: a progress line before the graph and every FLOW_PROGRESS_EVERY max-flows; at its
     end the flows are cached (Method.progress)."""
     shape = tuple(a.attentions.shape)  # the first estimate: this process's measured speed, else the default's
-    yield (f"Attention flow: building the attention graph, then {shape[-1]} max-flows: about "
+    yield (f"{PROGRESS}building the attention graph, then {shape[-1]} max-flows: about "
            f"{duration(FLOW_SPEED.estimate(shape))}…")
     for step in flow_steps(a, cache, cancel=cancel):
         if step.flows is None and step.done % FLOW_PROGRESS_EVERY == 0:
             left = step.seconds / step.done * (step.total - step.done)
-            yield (f"Attention flow: {step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "
+            yield (f"{PROGRESS}{step.done} of {step.total} max-flows in {step.seconds:.0f} s, about "
                    f"{left:.0f} s left. Stop ends it (nothing is kept until it is done).")
 
 

@@ -25,6 +25,12 @@ INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value ins
 PROJECTOR_CHART_PX = 24
 
 
+def signed_percent(change: float) -> str:
+    """A change of a probability as "+1.2%" / "-1.2%", and "+0.0%" (not "-0.0%") where it rounds to zero."""
+    text = f"{change:+.1%}"
+    return "+0.0%" if text == "-0.0%" else text
+
+
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
              title: str = "Top-5 predictions") -> go.Figure:
     """Horizontal bars, best on top. baseline: class index -> probability before a
@@ -48,7 +54,7 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
-        deltas = [f"{p.prob - baseline.get(p.index, 0.0):+.1%}" for p in top5][::-1]
+        deltas = [signed_percent(p.prob - baseline.get(p.index, 0.0)) for p in top5][::-1]
         data.append(dict(type="scatter", x=[0] * len(labels), y=labels, yaxis="y2", mode="markers",
                          marker=dict(opacity=0), hoverinfo="skip", showlegend=False))
         layout["yaxis2"] = dict(overlaying="y", side="right", automargin=True, tickmode="array",

@@ -356,11 +356,6 @@ def layer_label(mode: str) -> str:
     return "layer" if mode == "raw" else "layer (rolled out through this layer)"
 
 
-def choice_value(p: AttnParams) -> str:
-    """The 'open a head' list's value for the shown layer and head (the head slider's head)."""
-    return f"{p.layer},{p.head}"
-
-
 def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
     """(label, "layer,head") pairs for the 'open a head' list, nearest-looking heads first."""
     n_l, n_h = d.shape
@@ -435,10 +430,17 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
         text += m.note(values)
     if arts.any():
         top = np.argsort(values, axis=None)[::-1][:int(arts.sum())]
-        text += (f" {int(arts.reshape(-1)[top].sum())} of the {int(arts.sum())} highest patches are artifact "
-                 f"tokens.\n\n" + artifact_note(arts, p, "through layer", g.num_layers))
+        hits = int(arts.reshape(-1)[top].sum())
+        are = "is an artifact token" if hits == 1 else "are artifact tokens"
+        text += (f" {hits} of the {int(arts.sum())} highest patches {are}.\n\n"
+                 + artifact_note(arts, p, "through layer", g.num_layers))
     lo_hi = map_range(values, p.scale, None, exclude=excluded(arts, p))
     return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
+
+
+# The class-map text once Stop ends a costly map's job (page/tabs/attention.py stop_job).
+STOPPED_TEXT = ("Stopped: nothing was kept (a costly map is kept only once it is done). "
+                "Press “Compute the map” to start it again.")
 
 
 def job_progress(ph: Photo, method: str, p: AttnParams,

@@ -19,7 +19,7 @@ from vizvit.model.engine import DEFAULT_CHUNK
 from vizvit.model.images import View
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at
-from vizvit.pictures import render
+from vizvit.pictures import figures, render
 from vizvit.readings import contest, masks, methods, perturb, sweep
 from vizvit.session import Photo
 from vizvit.views import flip
@@ -322,7 +322,7 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
         b0 = base.top5[0]
         now = float(a.probs[b0.index])
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} · unmasked top-1 "
-                 f"{_short(b0.label)}: {b0.prob:.1%} → {now:.1%} (Δ {now - b0.prob:+.1%})")
+                 f"{_short(b0.label)}: {b0.prob:.1%} → {now:.1%} (Δ {figures.signed_percent(now - b0.prob)})")
     return MaskPanel(grid, masked, text, top5_figure(vm, a, base))
 
 

@@ -195,7 +195,7 @@ def _verdict(s: Step, p: LessonParams, right: str | float, g: Geometry) -> str:
     text = lesson_mod.fill(dict(s.options)[str(right)], g)
     if p.choice is None:
         return f"The answer: **{text}**."
-    return "✓ **Right**: " + text + "." if p.choice == right else f"✗ **Not quite**: on this photo, **{text}**."
+    return "✓ **Right**: " + text + "." if p.choice == right else f"✗ **Not quite**. On this photo: **{text}**."
 
 
 def reveal(ph: Photo, p: LessonParams) -> Reveal:

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from built_page import same
 
-from page import kit
+from page import jobs, kit
 from page.ordered import AnswerOrder
 from page.tabs import attention as tab
 from vizvit import vocab
+from vizvit.methods import flow
 from vizvit.pictures import render
 from vizvit.readings import attention as ra, methods
 from vizvit.views import attention as ap, layout
@@ -58,6 +59,7 @@ def test_opening_the_tab_shows_the_views_page_and_sets_the_sliders_to_the_model(
     assert tab.opened(wb, None, *controls().values()) == {n: gr.skip() for n in tab.OPENED}
     chart = tab.opened_chart(wb, key, *controls().values())
     assert [c[1] for c in chart["pick"].choices] == [c[1] for c in want.distance_choices]
+    assert chart["pick"].value is None  # a chooser: a head named there went stale at the next move
 
 
 def test_a_click_on_the_main_map_makes_the_patch_under_it_the_query(photo, tiny16):
@@ -112,9 +114,10 @@ def test_a_grid_clicks_answer_sets_the_controls_an_event_sent_before_it_landed_r
 
 
 def test_a_head_picked_from_the_list_or_the_chart_opens_that_head():
-    assert tab.pick_head("2,1") == {"layer": 2, "head": 1, "show": vocab.ONE_HEAD}
-    assert tab.pick_head("2,1,7") == {"layer": 2, "head": 1, "show": vocab.ONE_HEAD}  # a chart click's count
-    assert tab.pick_head(None) == tab.pick_head("") == {n: gr.skip() for n in ("layer", "head", "show")}
+    # The head opens and the list is a chooser again (a value there went stale at the next move).
+    assert tab.pick_head("2,1") == {"layer": 2, "head": 1, "show": vocab.ONE_HEAD, "pick": None}
+    assert tab.pick_head("2,1,7") == {"layer": 2, "head": 1, "show": vocab.ONE_HEAD, "pick": None}  # a click's count
+    assert tab.pick_head(None) == tab.pick_head("") == {n: gr.skip() for n in ("layer", "head", "show", "pick")}
 
 
 def test_class_maps_answer_as_the_views_and_leave_attention_flow_to_its_job(photo):
@@ -130,3 +133,20 @@ def test_class_maps_answer_as_the_views_and_leave_attention_flow_to_its_job(phot
     fig_norm = vocab.DISTANCE_NORMS[-1]
     d = tab.redistance(wb, key, fig_norm)
     assert d["pick"].value is None and d["dist"] is not None
+
+
+def test_stop_says_a_running_job_stopped_and_leaves_a_finished_maps_text_alone():
+    """Stop ends a costly map's job (Gradio's cancels=); its last progress line ("50 of 197 max-flows,
+    about 9 s left") stayed up as if it still ran. The job's own lines become a note; a finished map's
+    text, or another method's, is left as it is."""
+    costly = next(m.name for m in methods.COSTLY)
+    running = ["Attention flow: 50 of 197 max-flows in 3 s, about 9 s left. Stop ends it (nothing is kept "
+               "until it is done).", jobs.waiting_text("attention flow", 2), jobs.waiting_text("attention flow", 0)]
+    for line in running:
+        assert flow.is_progress(line) or line.startswith(jobs.WAITING)
+        assert tab.stop_job(costly, line) == {"rel_text": ap.STOPPED_TEXT}, line
+    skipped = {"rel_text": gr.skip()}
+    assert tab.stop_job(costly, "**attention flow** from the summary token, any class: sum 0.99") == skipped
+    assert tab.stop_job(costly, None) == tab.stop_job(costly, "") == skipped
+    other = next(m.name for m in methods.METHODS if not m.costly)
+    assert tab.stop_job(other, running[0]) == skipped
