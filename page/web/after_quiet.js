@@ -7,18 +7,24 @@
 // landing while a control was moved right after a tab's first open, it held that control's new
 // picture back (issue 52: a layer moved 0.3 s after the Attention tab's first open, 187 ms).
 // While it waits, <body data-vizvit-waiting> counts the events held (tests/settle.py: every answer in).
-// From its start the follow-up's charts on screen (BUSY: CSS selectors) are marked as being redrawn
-// (aria-busy, and the class UPDATING: dimmed, style.css) until the step after it (follow_done.js):
-// after a new photo they still show the photo before's (a review found them with nothing said).
+// From its start (and again as it is sent: its tab may have opened meanwhile) the follow-up's charts
+// on screen (BUSY: CSS selectors) are marked as being redrawn (aria-busy, and the class UPDATING:
+// dimmed, style.css) until the step after it (follow_done.js): after a new photo they still show
+// the photo before's (a review found them with nothing said).
 // A minute at most, should that step never come.
 async (...inputs) => {
   const b = document.body;
   b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting || 0) + 1;
-  const busy = BUSY.flatMap((s) => [...document.querySelectorAll(s)]).filter((e) => e.offsetParent !== null);
-  for (const e of busy) {
-    e.setAttribute('aria-busy', 'true');
-    e.classList.add(UPDATING);
-  }
+  const busy = new Set();
+  const mark = () => {  // at the start, and again as the follow-up is sent: its tab may have opened meanwhile
+    for (const e of BUSY.flatMap((s) => [...document.querySelectorAll(s)])) {
+      if (e.offsetParent === null || busy.has(e)) continue;
+      busy.add(e);
+      e.setAttribute('aria-busy', 'true');
+      e.classList.add(UPDATING);
+    }
+  };
+  mark();
   setTimeout(() => busy.forEach((e) => { e.removeAttribute('aria-busy'); e.classList.remove(UPDATING); }), 60000);
   try {
     const t0 = performance.now();
@@ -32,6 +38,7 @@ async (...inputs) => {
       await new Promise((r) => setTimeout(r, left));
     }
     await new Promise((r) => (window.requestIdleCallback ? requestIdleCallback(r, { timeout: 100 }) : setTimeout(r, 0)));
+    mark();
     return inputs.length === 1 ? inputs[0] : inputs;
   } finally {
     b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting) - 1;
