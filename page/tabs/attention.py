@@ -351,12 +351,6 @@ def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
             # flow streams its own progress lines.
             flows.append(trigger(flowed, [ctx.key, ui["method"], *controls], rel, show_progress="hidden",
                                  **jobs.COSTLY))
-    # One costly job a page: each trigger ends the other's job as it starts its own. Choosing the method,
-    # then pressing "Compute the map", ran two flows side by side (both costly slots, twice the CPU) whose
-    # progress lines interleaved ("40 of 197", then "30", then "50": a student's walk).
-    by_button, by_method = flows
-    ui["rel_btn"].click(None, None, None, cancels=[by_method], queue=False, show_progress="hidden")
-    ui["method"].input(None, None, None, cancels=[by_button], queue=False, show_progress="hidden")
     ui["flow_stop"].click(kit.answer(stop_job, ui), [ui["method"], ui["rel_text"]], ui["rel_text"], cancels=flows,
                           queue=False, show_progress="hidden")
     ctx.long_work.extend(flows)

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from built_page import same
 
-from page import jobs, kit, shell
+from page import jobs, kit
 from page.ordered import AnswerOrder
 from page.tabs import attention as tab
 from vizvit import vocab
 from vizvit.methods import flow
 from vizvit.pictures import render
 from vizvit.readings import attention as ra, methods
-from vizvit.session import Workbench
 from vizvit.views import attention as ap, layout
 
 FLOW = next(m.name for m in methods.METHODS if m.costly)  # attention flow: a costly job, flow_job's
@@ -151,25 +150,3 @@ def test_stop_says_a_running_job_stopped_and_leaves_a_finished_maps_text_alone()
     assert tab.stop_job(costly, None) == tab.stop_job(costly, "") == skipped
     other = next(m.name for m in methods.METHODS if not m.costly)
     assert tab.stop_job(other, running[0]) == skipped
-
-
-def test_a_page_runs_one_costly_job_each_trigger_ends_the_others(tiny16):
-    """Choosing attention flow in the list starts it; pressing "Compute the map" then started a second one
-    beside it (both costly slots, and their progress lines interleaved). Each trigger's press now also
-    cancels the flow the other started; Stop cancels both."""
-    wb = Workbench(device="cpu")
-    wb.add_model(tiny16)
-    demo = shell.build_demo(wb, tiny16.id)
-    by_elem = {b.elem_id: b._id for b in demo.blocks.values() if getattr(b, "elem_id", None)}
-    deps = demo.get_config_file()["dependencies"]
-    flow_deps = {d["targets"][0][0]: d["id"] for d in deps
-                 if getattr(demo.fns[d["id"]].fn, "__name__", "") == "flow_job"}
-    button, method = by_elem["attn-relevance-btn"], by_elem["attn-method"]
-    assert set(flow_deps) == {button, method}
-
-    def cancelled_on(target: int, event: str) -> set[int]:
-        return {c for d in deps if [target, event] in [list(t) for t in d["targets"]] for c in d["cancels"]}
-
-    assert flow_deps[method] in cancelled_on(button, "click")
-    assert flow_deps[button] in cancelled_on(method, "input")
-    assert set(flow_deps.values()) <= cancelled_on(by_elem["attn-flow-stop"], "click")
