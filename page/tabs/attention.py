@@ -351,6 +351,8 @@ def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
             # flow streams its own progress lines.
             flows.append(trigger(flowed, [ctx.key, ui["method"], *controls], rel, show_progress="hidden",
                                  **jobs.COSTLY))
-    ui["flow_stop"].click(kit.answer(stop_job, ui), [ui["method"], ui["rel_text"]], ui["rel_text"], cancels=flows,
-                          queue=False, show_progress="hidden")
+    # The note that it stopped comes through the queue after the cancel: a progress line already on its
+    # way then lands before it, not over it (answered at once, the note was overwritten under load).
+    ui["flow_stop"].click(None, None, None, cancels=flows, queue=False, show_progress="hidden").then(
+        kit.answer(stop_job, ui), [ui["method"], ui["rel_text"]], ui["rel_text"], show_progress="hidden")
     ctx.long_work.extend(flows)
