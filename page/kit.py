@@ -95,10 +95,10 @@ class Ctx:
             fn2, ins2, outs2, selector = then
             self.thens.append((tab.id, fn2, ins2, outs2))
             self.then_after.append(selector)
-            follow = _after_quiet(shown, selector, outs2).then(fn2, ins2, outs2, show_progress="minimal",
-                                                               trigger_mode="always_last")
+            follow = _after_quiet(shown, selector, outs2, f"then-{tab.id}").then(
+                fn2, ins2, outs2, show_progress="minimal", trigger_mode="always_last")
             self.follow_ups.append(follow["id"])
-            _done(follow, outs2)
+            _done(follow, f"then-{tab.id}")
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -145,10 +145,10 @@ class Ctx:
                 prepare(then_ins, values)
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
-            shown = _after_quiet(shown, ", ".join(self.then_after), then_outs).then(
+            shown = _after_quiet(shown, ", ".join(self.then_after), then_outs, "then-new-photo").then(
                 dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden", trigger_mode="always_last")
             self.follow_ups.append(shown["id"])
-            _done(shown, then_outs)
+            _done(shown, "then-new-photo")
         if not self.firsts:
             return None
         firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]
@@ -203,12 +203,12 @@ def _busy(outputs: list) -> list[str]:
     return [f"#{o.elem_id}" for o in outputs if isinstance(o, (gr.Image, gr.Plot)) and o.elem_id]
 
 
-def _done(follow: gr.events.Dependency, outputs: list) -> None:
-    """After the follow-up (answered or failed), its charts no longer marked (web/follow_done.js)."""
-    follow.then(None, None, None, js=web.follow_done(_busy(outputs)), show_progress="hidden")
+def _done(follow: gr.events.Dependency, key: str) -> None:
+    """After the follow-up (answered or failed), the marks its wait put under `key` end (web/follow_done.js)."""
+    follow.then(None, None, None, js=web.follow_done(key), show_progress="hidden")
 
 
-def _after_quiet(event: gr.events.Dependency, selector: str, outputs: list) -> gr.events.Dependency:
+def _after_quiet(event: gr.events.Dependency, selector: str, outputs: list, key: str) -> gr.events.Dependency:
     """A step after `event` that only waits in the page (web/after_quiet.js) until the pictures under
     `selector` are painted and the person pauses. The follow-up chained after it gathers its inputs
     only then: as the wait's own js= it would send the controls as they were when the wait began,
@@ -217,8 +217,8 @@ def _after_quiet(event: gr.events.Dependency, selector: str, outputs: list) -> g
     The follow-ups are always_last: one whose last run is still going (a new photo's, right after the
     photo before's) runs again once it ends, with the controls then, instead of being dropped.
     From the wait's start, the follow-up's pictures and charts among `outputs` are marked as being
-    redrawn, until _done's step after it."""
-    return event.then(None, None, None, js=web.after_quiet(selector, _busy(outputs)), show_progress="hidden")
+    redrawn (under `key`: one per follow-up), until _done's step after it."""
+    return event.then(None, None, None, js=web.after_quiet(selector, _busy(outputs), key), show_progress="hidden")
 
 
 def _io(entries: list) -> tuple[list, list]:

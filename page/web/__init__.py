@@ -97,21 +97,21 @@ QUIET_MS = 500
 QUIET_LIMIT_MS = 2000
 
 
-def after_quiet(selector: str, busy: list[str] | tuple[str, ...] = ()) -> str:
+def after_quiet(selector: str, busy: list[str] | tuple[str, ...] = (), key: str = "") -> str:
     """The js= that holds a tab's follow-up until the pictures under CSS `selector` are painted and
     the person pauses (see after_quiet.js); the elements under the `busy` selectors shown on screen
-    are marked as being redrawn until follow_done(busy) runs."""
+    are marked as being redrawn, under `key`, until follow_done(key) runs."""
     return (asset("after_quiet.js").replace("SELECTOR", selector).replace("QUIET_MS", str(QUIET_MS))
             .replace("LIMIT_MS", str(QUIET_LIMIT_MS)).replace("BUSY", json.dumps(list(busy)))
-            .replace("UPDATING", json.dumps(UPDATING)))
+            .replace("UPDATING", json.dumps(UPDATING)).replace("KEY", json.dumps(key)))
 
 
 UPDATING = "vv-updating"  # CSS class (style.css) of a chart a follow-up is redrawing
 
 
-def follow_done(busy: list[str] | tuple[str, ...]) -> str:
-    """The js= of the step after a follow-up: its charts (the `busy` selectors) no longer marked."""
-    return asset("follow_done.js").replace("BUSY", json.dumps(list(busy))).replace("UPDATING", json.dumps(UPDATING))
+def follow_done(key: str) -> str:
+    """The js= of the step after a follow-up: the marks its wait put under `key` end (see after_quiet)."""
+    return asset("follow_done.js").replace("KEY", json.dumps(key))
 
 
 def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: tuple[int, int] = (0, 0)) -> str:

@@ -9,23 +9,36 @@
 // While it waits, <body data-vizvit-waiting> counts the events held (tests/settle.py: every answer in).
 // From its start (and again as it is sent: its tab may have opened meanwhile) the follow-up's charts
 // on screen (BUSY: CSS selectors) are marked as being redrawn (aria-busy, and the class UPDATING:
-// dimmed, style.css) until the step after it (follow_done.js): after a new photo they still show
-// the photo before's (a review found them with nothing said).
-// A minute at most, should that step never come.
+// dimmed, style.css) until the step after it (follow_done.js) ends this follow-up's (KEY) marks:
+// after a new photo they still show the photo before's (a review found them with nothing said).
+// A chart another follow-up still marks stays marked (the open tab's and a new photo's may overlap:
+// the first to end cleared the other's marks). A minute at most, should that step never come.
 async (...inputs) => {
   const b = document.body;
   b.dataset.vizvitWaiting = Number(b.dataset.vizvitWaiting || 0) + 1;
-  const busy = new Set();
-  const mark = () => {  // at the start, and again as the follow-up is sent: its tab may have opened meanwhile
+  const marks = (window.__vvBusy = window.__vvBusy || {});
+  window.__vvUnbusy = window.__vvUnbusy || ((key, only) => {  // only: end these marks, if still the key's
+    const mine = marks[key];
+    if (!mine || (only && only !== mine)) return;
+    delete marks[key];
+    const held = new Set(Object.values(marks).flatMap((m) => [...m]));
+    for (const e of mine) {
+      if (held.has(e)) continue;
+      e.removeAttribute('aria-busy');
+      e.classList.remove(UPDATING);
+    }
+  });
+  const busy = (marks[KEY] = marks[KEY] || new Set());
+  const mark = () => {
     for (const e of BUSY.flatMap((s) => [...document.querySelectorAll(s)])) {
-      if (e.offsetParent === null || busy.has(e)) continue;
+      if (e.offsetParent === null) continue;
       busy.add(e);
       e.setAttribute('aria-busy', 'true');
       e.classList.add(UPDATING);
     }
   };
   mark();
-  setTimeout(() => busy.forEach((e) => { e.removeAttribute('aria-busy'); e.classList.remove(UPDATING); }), 60000);
+  setTimeout(() => window.__vvUnbusy(KEY, busy), 60000);
   try {
     const t0 = performance.now();
     const imgs = [...document.querySelectorAll('SELECTOR')].filter((i) => i.offsetParent !== null);

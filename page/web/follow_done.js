@@ -1,11 +1,6 @@
-// js= of the step after a tab's follow-up (page/kit.py): its charts (BUSY: CSS selectors), marked by
-// after_quiet.js while it was on its way, are no longer marked. It runs whether the follow-up
-// answered or failed.
+// js= of the step after a tab's follow-up (page/kit.py): the marks its wait (after_quiet.js, the same
+// KEY) put on its charts end, but where another follow-up still marks a chart. It runs whether the
+// follow-up answered or failed.
 () => {
-  for (const s of BUSY) {
-    for (const e of document.querySelectorAll(s)) {
-      e.removeAttribute('aria-busy');
-      e.classList.remove(UPDATING);
-    }
-  }
+  if (window.__vvUnbusy) window.__vvUnbusy(KEY);
 }
