@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import gradio as gr
+from gradio.blocks import Block, convert_component_dict_to_list
 from gradio.context import LocalContext
 
 from .sessions import current_session
@@ -55,11 +56,16 @@ def writes(value: Any) -> bool:
     return not (isinstance(value, dict) and value.get("__type__") == "update" and "value" not in value)
 
 
+def _keyed(result: Any) -> bool:
+    """Whether an answer is Gradio's dict keyed by component (as Gradio reads one: not empty)."""
+    return isinstance(result, dict) and bool(result) and all(isinstance(k, Block) for k in result)
+
+
 def _values(result: Any, outputs: list) -> list[Any]:
     """An answer as one value per output, in `outputs` order (Gradio's three forms: a dict keyed by
     component, a list or tuple, or the one output's value); a component the dict leaves out: skipped."""
-    if isinstance(result, dict) and result and all(isinstance(k, gr.components.Component) for k in result):
-        return [result.get(o, gr.skip()) for o in outputs]
+    if _keyed(result):
+        return convert_component_dict_to_list(outputs, result)  # type: ignore[return-value]
     if len(outputs) == 1:
         return [result]
     return list(result) if isinstance(result, (list, tuple)) else [result] * len(outputs)
@@ -67,7 +73,7 @@ def _values(result: Any, outputs: list) -> list[Any]:
 
 def _without(result: Any, outputs: list, stale: set[int]) -> Any:
     """The answer with gr.skip() for the outputs at positions `stale`, in the answer's own form."""
-    if isinstance(result, dict) and result and all(isinstance(k, gr.components.Component) for k in result):
+    if _keyed(result):
         return {o: (gr.skip() if i in stale else result[o]) for i, o in enumerate(outputs) if o in result}
     if len(outputs) == 1:
         return gr.skip()
@@ -130,7 +136,7 @@ def _wrap(fn: Callable, after: Callable[[float, Any], Any], role: str) -> Callab
 BOOK = Writes()
 
 
-def guard(demo: gr.Blocks, follow_ups: list[int], exempt: Iterable[gr.blocks.Block] = ()) -> int:
+def guard(demo: gr.Blocks, follow_ups: list[int], exempt: Iterable[Block] = ()) -> int:
     """Wrap `demo`'s handlers: each follow-up (by event id) drops outputs a newer event has written,
     and each other event writing one of their outputs records its writes; outputs in `exempt` are
     neither. Returns how many handlers it wrapped. An async handler among the writers is refused."""
@@ -150,13 +156,15 @@ def guard(demo: gr.Blocks, follow_ups: list[int], exempt: Iterable[gr.blocks.Blo
     return wrapped
 
 
-def _writer(outputs: list, watched: set[int]) -> Callable[[float, Any], Any]:
-    def after(started: float, res: Any) -> Any:
-        BOOK.wrote(current_session(), started, (o._id for o, v in zip(outputs, _values(res, outputs))
-                                         if o._id in watched and writes(v)))
-        return res
+def _record(session: str | None, started: float, outputs: list, res: Any, watched: set[int]) -> Any:
+    """Note the watched outputs that answer `res` (of an event sent at `started`) sets; returns `res`."""
+    BOOK.wrote(session, started, (o._id for o, v in zip(outputs, _values(res, outputs))
+                                  if o._id in watched and writes(v)))
+    return res
 
-    return after
+
+def _writer(outputs: list, watched: set[int]) -> Callable[[float, Any], Any]:
+    return lambda started, res: _record(current_session(), started, outputs, res, watched)
 
 
 def _follow_up(outputs: list, watched: set[int]) -> Callable[[float, Any], Any]:
@@ -165,8 +173,6 @@ def _follow_up(outputs: list, watched: set[int]) -> Callable[[float, Any], Any]:
         newer = BOOK.newer(session, started, (o._id for o in outputs if o._id in watched))
         if newer:
             res = _without(res, outputs, {k for k, o in enumerate(outputs) if o._id in newer})
-        BOOK.wrote(session, started, (o._id for o, v in zip(outputs, _values(res, outputs))
-                                      if o._id in watched and writes(v)))
-        return res
+        return _record(session, started, outputs, res, watched)
 
     return after

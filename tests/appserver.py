@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +18,25 @@ def page_name(vm) -> str:
     """The name the page lists a model under: a local directory (every tiny test model) by its
     folder's name, never its path (vizvit.model.catalog)."""
     return Path(vm.id).name if Path(vm.id).is_dir() else vm.id
+
+
+def held(monkeypatch, module, name: str, seconds: float) -> tuple[threading.Event, threading.Event]:
+    """Hold the page handler `module.name` back `seconds` (set before the page is built: the wiring
+    binds the function then); returns (asked, done): set as a call starts and as it ends."""
+    asked, done = threading.Event(), threading.Event()
+    fn = getattr(module, name)
+
+    @functools.wraps(fn)  # its signature: Gradio passes the inputs as before
+    def slow(*args, **kwargs):
+        asked.set()
+        time.sleep(seconds)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(module, name, slow)
+    return asked, done
 
 
 def free_port() -> int:

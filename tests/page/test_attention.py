@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import functools
-import threading
-import time
 
 import numpy as np
 import pytest
-from appserver import running, serving
+from appserver import held, running, serving
 from browser import (
     CANVAS_RGB_JS,
     click_pixel,
@@ -663,19 +660,7 @@ def test_the_distance_chart_is_marked_busy_while_its_follow_up_is_on_its_way(tin
     photo before's chart stays until then. While it is on its way the chart says so (aria-busy, and
     dimmed: web.UPDATING), on the tab's first open and after a new photo; once it lands, no longer
     (a review found the chart blank or stale with nothing said). The follow-up is held 1.5 s here."""
-    asked, done = threading.Event(), threading.Event()
-    opened_chart = attention_tab.opened_chart
-
-    @functools.wraps(opened_chart)  # its signature: Gradio passes the inputs as before
-    def slow(*args, **kwargs):
-        asked.set()
-        time.sleep(1.5)
-        try:
-            return opened_chart(*args, **kwargs)
-        finally:
-            done.set()
-
-    monkeypatch.setattr(attention_tab, "opened_chart", slow)
+    asked, done = held(monkeypatch, attention_tab, "opened_chart", 1.5)
     busy = "() => { const e = document.querySelector('#attn-distance'); return [e.getAttribute('aria-busy'), " \
            f"e.classList.contains('{web.UPDATING}')]; }}"
     with serving(tiny16) as (url, _), page_at(url, height=1400) as page:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import threading
 import time
 
-from appserver import page_name, serving
+from appserver import held, page_name, serving
 from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from settle import settled
 from tiny import EXAMPLES
@@ -132,19 +130,7 @@ def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(t
     to 8 just after; the follow-up is the slow one (held 1.5 s here), so the shift's own answer ends
     first. The top-5 chart must stay dx = 8's: before the fix, dx = 0's landed last, beside dx = 8's
     picture. Checked against the server's own chart for each shift."""
-    sent, done = threading.Event(), threading.Event()
-    show_charts = experiments_tab.show_charts
-
-    @functools.wraps(show_charts)  # its signature: Gradio passes the inputs as before
-    def slow(*args, **kwargs):
-        sent.set()
-        time.sleep(1.5)
-        try:
-            return show_charts(*args, **kwargs)
-        finally:
-            done.set()
-
-    monkeypatch.setattr(experiments_tab, "show_charts", slow)
+    sent, done = held(monkeypatch, experiments_tab, "show_charts", 1.5)
     photo = str(EXAMPLES / "chelsea.jpg")
     with serving(tiny16) as (url, wb), page_at(url, height=1400) as page:
         upload_and_open(page, photo, "Experiments")
