@@ -76,6 +76,8 @@ ERRORS = "window.__errors = []; addEventListener('error', (e) => window.__errors
 def test_the_page_loads_from_the_trimmed_config(url):
     with page_at(url, init_script=ERRORS) as page:
         page.wait_for_selector("#upload input[type=file]", state="attached")
+        # The tabs render after the upload box under load (CI saw 0 at once): wait for them, at most 30 s.
+        page.get_by_role("tab", name="Attention").wait_for(state="attached", timeout=30_000)
         assert page.get_by_role("tab", name="Attention").count() == 1
         settled(page)  # every answer in: the page-load event's (open_link) too
         assert page.locator("#model input").input_value() and page.locator(".toast-body.error").count() == 0
