@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from vizvit.cancel import Cancel
+from vizvit.cancel import Cancel, Cancelled
 from vizvit.readings import methods
 from vizvit.service import jobs as jobs_mod
 from vizvit.service.jobs import Caller, Jobs, Ticket
@@ -148,9 +148,11 @@ class CostlyJobs:
             yield ticket.cancel
 
     @contextlib.contextmanager
-    def line(self, request: gr.Request | None, what: str) -> Iterator[Ticket | _Free]:
+    def line(self, request: gr.Request | None, what: str, replace: bool = False) -> Iterator[Ticket | _Free]:
         """Join the fair line and yield the Ticket: `for ahead in ticket.waiting(): show(waiting_text(...))`,
-        then run the job with ticket.cancel. Watched from now on, while it waits as while it runs."""
+        then run the job with ticket.cancel. Watched from now on, while it waits as while it runs.
+        replace (a tab's job): this page's older job of the same kind stops, and ends quietly (no
+        error: the newer one is already showing its own lines); the API's calls never replace."""
         event, loop, event_id, queue = _gradio_event()
         caller = who(request, event)
         if caller is None:  # a direct call (a test, a script): no caller to count, the limit still holds
@@ -162,8 +164,12 @@ class CostlyJobs:
             self._watched[key] = _Watched(token, event, loop, event_id, queue, session=caller.session)
             self._start_watcher()
         try:
-            with self.jobs.line(caller, what, token) as ticket:
+            with self.jobs.line(caller, what, token, replace=replace) as ticket:
                 yield ticket
+        except Cancelled:
+            if token.reason != jobs_mod.REPLACED:
+                raise
+            log.info("a %s was replaced by a newer one from the same page", what)
         finally:  # also when the job is stopped or the visitor leaves (the generator is closed)
             with self._lock:
                 self._watched.pop(key, None)

@@ -322,14 +322,24 @@ def reader(named: dict[str, gr.components.Component]) -> Callable[[tuple], dict[
     return lambda v: dict(zip(names, v))
 
 
+def _is_special(hint: Any) -> bool:
+    """Whether Gradio fills a parameter with this hint itself (a gr.Request, gr.EventData or one of its kinds)."""
+    kinds = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    return any(k is gr.Request or (isinstance(k, type) and issubclass(k, gr.EventData)) for k in kinds)
+
+
 def _shaped(wrapper: Callable, fn: Callable, lead: int) -> Callable:
     """wrapper, named and signed as `fn` without its first `lead` parameters (the values the wiring
     binds): Gradio reads the signature and the resolved hints to pass gr.Request / gr.EventData."""
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())[lead:]
     names = {p.name for p in params}
+    hints = typing.get_type_hints(fn)
+    late = [p.name for p in params if p.kind is p.KEYWORD_ONLY and _is_special(hints.get(p.name))]
+    if late:  # Gradio's special_args reads the positional parameters only: these would stay None
+        raise TypeError(f"{fn.__qualname__}: Gradio passes {late} only before *args (make it positional)")
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {k: v for k, v in typing.get_type_hints(fn).items() if k in names}
+    wrapper.__annotations__ = {k: v for k, v in hints.items() if k in names}
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(wrapper, attr, getattr(fn, attr))
     return wrapper

@@ -148,14 +148,16 @@ def class_map(wb: Workbench, key: PhotoKey | None, class_index: int | None, name
     return {"rel_img": img, "rel_text": text}
 
 
-def flow_job(wb: Workbench, key: PhotoKey | None, name: str, *v: Any, request: gr.Request = None):
-    """A costly method (attention flow), streamed: its progress lines, then the map (cached per photo)."""
+def flow_job(wb: Workbench, key: PhotoKey | None, name: str, request: gr.Request | None, *v: Any):
+    """A costly method (attention flow), streamed: its progress lines, then the map (cached per photo).
+    The request comes before the controls: Gradio passes a gr.Request only to a positional parameter
+    (after *v it passed none, and the page's flows ran outside the fair line; kit._shaped checks it)."""
     if not methods.is_costly(name):  # class_map's: leave its answer alone (a bare return would blank it)
         yield kit.skip(RELEVANCE)
         return
     if key is None:
         raise gr.Error("Upload a photo first.")
-    with jobs.JOBS.line(request, name) as ticket:
+    with jobs.JOBS.line(request, name, replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"rel_text": jobs.waiting_text(name, ahead)}
         for img, text in ap.job_progress(wb.handle(key), name, params(dict(zip(CONTROLS, v))), ticket.cancel):

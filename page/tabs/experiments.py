@@ -113,7 +113,7 @@ def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     """The shift sweep, streamed as it goes (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
-    with jobs.JOBS.line(request, "shift sweep") as ticket:
+    with jobs.JOBS.line(request, "shift sweep", replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"sweep_text": jobs.waiting_text("shift sweep", ahead)}
         for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel):
@@ -124,7 +124,7 @@ def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Req
     """Deletion and insertion curves for every map, streamed as they go (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
-    with jobs.JOBS.line(request, "deletion curves") as ticket:
+    with jobs.JOBS.line(request, "deletion curves", replace=True) as ticket:
         for ahead in ticket.waiting():
             yield {"curves_text": jobs.waiting_text("deletion curves", ahead)}
         for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=ticket.cancel):

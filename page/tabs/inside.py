@@ -92,7 +92,7 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     if key is None:
         raise UserError("Upload a photo first.")
     ph = wb.handle(key)
-    with jobs.JOBS.line(request, "head importance") as ticket:
+    with jobs.JOBS.line(request, "head importance", replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"importance_text": jobs.waiting_text("head importance", ahead)}
         for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel):

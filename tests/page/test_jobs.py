@@ -13,7 +13,7 @@ import gradio as gr
 import pytest
 
 from page import jobs
-from vizvit.cancel import Cancel
+from vizvit.cancel import Cancel, Cancelled
 from vizvit.errors import UserError
 from vizvit.service.jobs import Jobs
 
@@ -192,3 +192,38 @@ def test_a_visitors_second_costly_job_waits_behind_its_first_and_a_stopped_one_f
     g.close()  # Stop pressed: the generator is closed mid-run
     with costly.hold(me, "shift sweep"), costly.hold(me, "deletion curves"):  # alone: both slots
         assert len(costly.jobs.stats().running) == 2
+
+
+def test_a_pages_newer_job_of_the_same_kind_ends_its_older_one_quietly_and_an_api_call_replaces_nothing():
+    """Attention flow chosen, then Compute (two events): the older job's generator ends with no error (the
+    newer one shows its own lines) and frees its slot; a call without replace (the API's) keeps both."""
+    costly = jobs.CostlyJobs(Jobs(slots=1))
+    me = request("203.0.113.7", "s1")
+    steps: list[str] = []
+
+    def job(name: str, replace: bool = True):
+        with costly.line(me, "attention flow", replace=replace) as ticket:
+            for _ in ticket.waiting():
+                yield f"{name} waits"
+            for i in range(100):
+                ticket.cancel.check()
+                steps.append(name)
+                yield f"{name} step {i}"
+
+    older, newer = job("older"), job("newer")
+    assert next(older) == "older step 0"
+    assert next(newer) == "newer waits"  # joined: the older one's token is set
+    assert list(older) == []  # its next step ends it, quietly: no Cancelled reaches the page
+    assert next(newer) == "newer step 0" and costly.jobs.stats().running[0]["stopping"] is None
+    newer.close()
+    api_first, api_second = job("first", replace=False), job("second", replace=False)
+    assert next(api_first) == "first step 0" and next(api_second) == "second waits"
+    assert next(api_first) == "first step 1"  # not replaced
+    api_first.close()
+    assert next(api_second) == "second step 0"
+    api_second.close()
+    stopped = job("stopped")  # a Stop (any other reason) still reaches the page as Cancelled
+    assert next(stopped) == "stopped step 0"
+    costly.jobs.stop_caller(jobs.who(me), "it was stopped")
+    with pytest.raises(Cancelled, match="it was stopped"):
+        next(stopped)

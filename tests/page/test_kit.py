@@ -6,6 +6,7 @@ tests/page/test_jobs.py."""
 from __future__ import annotations
 
 import inspect
+import typing
 
 import gradio as gr
 import numpy as np
@@ -86,6 +87,44 @@ def test_answer_names_components_binds_the_lead_and_keeps_request_and_generators
     assert kit.answer(lambda: kit.skip(["pic"]), ui)() == {ui["pic"]: gr.skip()}
     other = gr.Textbox()  # a component another part answers for (a tab's preview), merged in as it is
     assert kit.answer(lambda: {"pic": 1, other: 2}, ui)() == {ui["pic"]: 1, other: 2}
+
+
+def test_a_request_after_star_args_is_refused_at_wiring_gradio_would_never_pass_it():
+    """Gradio's special_args reads the positional parameters only: a gr.Request after *v stayed None, so
+    the page's attention flows ran outside the fair line (seen in /stats: no job listed)."""
+    _, ui = _ui()
+
+    def late(wb, key, *v, request: gr.Request = None):
+        return {}
+
+    def late_event(wb, *v, evt: gr.SelectData | None = None):
+        return {}
+
+    for fn in (late, late_event):
+        with pytest.raises(TypeError, match="only before"):
+            kit.answer(fn, ui, "WB")
+
+
+@pytest.mark.slow
+def test_every_handler_of_the_page_that_names_a_request_gets_one_from_gradio(tiny16):
+    """Gradio's own special_args, over the built page: each handler with a gr.Request parameter receives it."""
+    from gradio.helpers import special_args
+
+    from page import shell
+    from vizvit.session import Workbench
+
+    wb = Workbench(cache_bytes=16 << 20, device="cpu")
+    wb.add_model(tiny16)
+    demo = shell.build_demo(wb, tiny16.id)
+    sentinel, names = object(), []
+    for fn in demo.fns.values():
+        if fn.fn is None or gr.Request not in {a for h in gr.utils.get_type_hints(fn.fn).values()
+                                               for a in (h, *typing.get_args(h))}:
+            continue
+        inputs, *_ = special_args(fn.fn, inputs=[None] * len(fn.inputs), request=sentinel)
+        assert any(x is sentinel for x in inputs), fn.name
+        names.append(fn.name)
+    assert {"flow_job", "sweep", "curves", "importance"} <= set(names), names
 
 
 def _blank(v) -> bool:

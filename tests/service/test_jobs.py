@@ -17,7 +17,7 @@ from vizvit.errors import UserError
 from vizvit.methods import flow as explain
 from vizvit.model import engine
 from vizvit.readings import perturb
-from vizvit.service.jobs import Caller, Jobs
+from vizvit.service.jobs import REPLACED, Caller, Jobs
 
 
 def two_layer_attentions(n: int = 5) -> torch.Tensor:
@@ -128,6 +128,26 @@ def test_one_addresses_sessions_take_turns_and_a_sessions_second_job_waits_behin
     line.end_in_turn("s0", 4)
     assert line.started == ["s0", "s1 first", "s2", "s3", "s1 second"], line.started
     assert not line.errors
+
+
+def test_a_sessions_newer_job_of_the_same_kind_replaces_its_older_ones_only_when_asked():
+    """Attention flow chosen, then Compute: the page's newer request stops its older one of that kind,
+    running or waiting; another kind, another session, a request without replace and a caller with no
+    session stop nothing."""
+    jobs = Jobs(slots=1)
+    me = Caller("address A", "s1")
+    with jobs.line(me, "attention flow") as running:
+        assert running.started
+        with jobs.line(Caller("address A", "s2"), "attention flow") as other_session, \
+                jobs.line(me, "shift sweep") as other_kind, jobs.line(me, "attention flow") as waiting:
+            assert not running.cancel.is_set() and not waiting.started  # no replace: both kept
+            with jobs.line(me, "attention flow", replace=True) as newer:
+                assert running.cancel.reason == waiting.cancel.reason == REPLACED
+                assert not any(t.cancel.is_set() for t in (other_session, other_kind, newer))
+                assert [w["job"] for w in jobs.stats().waiting if w["ahead"] is not None] == \
+                    ["attention flow", "shift sweep", "attention flow"]  # the replaced one left the line
+                with jobs.line(Caller("address A"), "attention flow", replace=True):
+                    assert not newer.cancel.is_set()  # no session: nothing to replace
 
 
 def test_six_callers_behind_one_address_all_get_their_job():

@@ -14,7 +14,10 @@ per address and overall: past either bound a job is refused at once with a sente
 A session's second job waits behind its first (its session's turn comes once per round): the
 page's costly buttons are different work the student asked for (the sweep, then the curves), and
 Gradio already ignores a second click of a button whose event is pending; replacing the first would
-throw away work nobody asked to stop.
+throw away work nobody asked to stop. A job of the same kind from the same session is another matter
+where the caller says so (`replace=True`, the page's tabs): attention flow starts on a choice of the
+method and again on Compute, two events Gradio does not merge, and the newer request is the one the
+student wants; the older one stops (its token says REPLACED) and frees its slot.
 
 Each job gets a Cancel token carrying its wall-time limit; whoever runs the job passes the token to
 the loops (vizvit.cancel), and sets it when the caller leaves or nobody reads the answer, while the
@@ -56,6 +59,7 @@ LINE_PER_ADDRESS = 32
 LINE_TOTAL = 46  # waiting over all callers (the page gives each waiting job a thread: kit.COSTLY_THREADS)
 RECENT = 20  # ended jobs kept for stats()
 REMEMBERED = 4096  # addresses and sessions whose last turn is remembered (older ones count as never served)
+REPLACED = "a newer request of the same kind from the same page replaced it"  # Cancel.reason (replace=True)
 WAIT_TICK_S = 5.0  # how often Ticket.waiting() says the place again when it has not changed (a liveness sign)
 
 
@@ -178,13 +182,20 @@ class Jobs:
             yield ticket.cancel
 
     @contextlib.contextmanager
-    def line(self, caller: Caller | str, what: str, cancel: Cancel | None = None) -> Iterator[Ticket]:
-        """Join the line and yield the Ticket: run the job once ticket.waiting() (or wait()) returns."""
+    def line(self, caller: Caller | str, what: str, cancel: Cancel | None = None,
+             replace: bool = False) -> Iterator[Ticket]:
+        """Join the line and yield the Ticket: run the job once ticket.waiting() (or wait()) returns.
+        replace: first stop every job of this caller's session (not empty) and kind, waiting or running
+        (their tokens' reason is REPLACED)."""
         who = caller if isinstance(caller, Caller) else Caller(caller)
         token = cancel if cancel is not None else Cancel(what=what)
         token.what = what
         job = _Job(next(self._ids), who, what, token, time.monotonic())
         with self._cond:
+            if replace and who.session:
+                for j in (*self._running, *self._waiting):
+                    if j.caller == who and j.what == what:
+                        j.cancel.set(REPLACED)
             try:
                 self._join(job)
             except UserError as e:

@@ -129,7 +129,7 @@ def test_class_maps_answer_as_the_views_and_leave_attention_flow_to_its_job(phot
     assert tab.class_map(wb, key, 1, FLOW, *v) == {n: gr.skip() for n in tab.RELEVANCE}
     with pytest.raises(gr.Error, match="Upload a photo first"):
         tab.class_map(wb, None, 1, ap.EXPLAIN_METHODS[0], *v)
-    assert list(tab.flow_job(wb, key, ap.EXPLAIN_METHODS[0], *v)) == [{n: gr.skip() for n in tab.RELEVANCE}]
+    assert list(tab.flow_job(wb, key, ap.EXPLAIN_METHODS[0], None, *v)) == [{n: gr.skip() for n in tab.RELEVANCE}]
     fig_norm = vocab.DISTANCE_NORMS[-1]
     d = tab.redistance(wb, key, fig_norm)
     assert d["pick"].value is None and d["dist"] is not None
