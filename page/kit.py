@@ -53,6 +53,9 @@ class Ctx:
     # The event ids of those follow-ups (each tab's, and the open tab's after a new photo): a newer
     # answer to the same output wins over theirs (page/follow_up.py).
     follow_ups: list[int] = field(default_factory=list)
+    # (tab id, key, by) of the open tab's last drawing, by its open ("open") or a new key's ("photo"): a
+    # follow-up runs only after the drawing it follows, for the key it is sent with (on_show's `then`).
+    drawn: gr.State = field(default_factory=lambda: gr.State(None))
     unguarded: list = field(default_factory=list)  # their outputs a newer answer does not hold back (follow_up.py)
     # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
@@ -90,15 +93,45 @@ class Ctx:
                 raise ValueError(f"tab {tab.id!r}: its first picture and what is sent with it must be among its "
                                  "outputs")
             self.firsts[tab.id] = (first, tuple(first_with))
-        shown = tab.select(fn, inputs, outputs, show_progress="minimal")
-        if then is not None:
-            fn2, ins2, outs2, selector = then
-            self.thens.append((tab.id, fn2, ins2, outs2))
-            self.then_after.append(selector)
-            follow = _after_quiet(shown, selector, outs2, f"then-{tab.id}").then(
-                fn2, ins2, outs2, show_progress="minimal", trigger_mode="always_last")
-            self.follow_ups.append(follow["id"])
-            _done(follow, f"then-{tab.id}")
+        if then is None:
+            tab.select(fn, inputs, outputs, show_progress="minimal")
+            return
+        fn2, ins2, outs2, selector = then
+        if inputs[:1] != [self.key] or ins2[:1] != [self.key] or _specials(fn):
+            raise ValueError(f"tab {tab.id!r}: a tab with a follow-up takes the key first and no gr.Request")
+        self.thens.append((tab.id, fn2, ins2, outs2))
+        self.then_after.append(selector)
+        # Each wrapped handler keeps its own fn's concurrency group (Gradio's default: the fn's id), which
+        # another event of the tab may share (the Positions tab's size change runs its follow-up's fn).
+        shown = tab.select(self._drawing(tab.id, fn), inputs, [*outputs, self.drawn], show_progress="minimal",
+                           concurrency_id=str(id(fn)))
+        follow = _after_quiet(shown, selector, outs2, f"then-{tab.id}").then(
+            self._if_drawn(tab.id, fn2, outs2), [*ins2, self.drawn], outs2, show_progress="minimal",
+            trigger_mode="always_last", concurrency_id=str(id(fn2)))
+        self.follow_ups.append(follow["id"])
+        _done(follow, f"then-{tab.id}")
+
+    def _drawing(self, tab_id: str, fn: Callable) -> Callable:
+        """fn (a tab's select, the key first), whose answer also says which key the tab drew (self.drawn).
+        An open with no photo yet draws nothing, and says nothing: it may land after the photo's own."""
+        def drawing(*args: Any) -> dict:
+            return {**fn(*args), self.drawn: gr.skip() if args[0] is None else (tab_id, args[0], "open")}
+
+        drawing.__name__ = getattr(fn, "__name__", "drawing")
+        return drawing
+
+    def _if_drawn(self, tab_id: str, fn2: Callable, outs2: list) -> Callable:
+        """fn2 (a tab's follow-up, the key first, self.drawn last), run only where the tab's open drew the
+        key it is sent with: a tab opened by a deep link before its photo came drew nothing, and its
+        follow-up, sent once the photo's key was in, computed the charts ahead of the tab's map, then
+        the new photo's own follow-up again after it; a tab left for another, or a new photo meanwhile
+        (its own follow-up comes), likewise."""
+        def if_drawn(*args: Any) -> Any:
+            *values, drawn = args
+            return fn2(*values) if drawn == (tab_id, values[0], "open") else skip(outs2)
+
+        if_drawn.__name__ = getattr(fn2, "__name__", "if_drawn")
+        return if_drawn
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -126,27 +159,43 @@ class Ctx:
             if isinstance(key, PhotoKey):
                 self.wb.prepare_later(key)
 
-        def dispatch(current: str, *values: Any) -> list:
+        # The tab open in the page, set by open_tab.js as an event is sent: the session's tab state may
+        # not have heard yet of a tab opened a moment ago. A deep link's tab is opened by a click once
+        # the link is read, and the Patches tab's own first select can reach the server after that
+        # answer: a new key's dispatch then read "patches" and drew the hidden tab, and the linked tab's
+        # map never came (seen with its empty open slow to answer, as on a busy server).
+        open_tab = gr.Textbox(visible="hidden", elem_id="vv-open-tab")
+        tab_ids = {t for t, *_ in self.shows}
+
+        def dispatch(in_page: str | None, current: str, *values: Any) -> list:
+            current = in_page if in_page in tab_ids else current
             out = _open_tab(self.shows, inputs, outputs, current, values)
             if not self.thens:  # else once the open tab's answer is in the page (dispatch_then)
                 prepare(inputs, values)
-            return out
+            return [*out, (current, values[0], "photo")]  # inputs[0] is the key (_io: every show takes it first)
 
         # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
         # event would otherwise hold that first picture back (see web/after_paint.js).
-        shown = self.key.change(dispatch, [self.tab, *inputs], outputs, show_progress="minimal",
-                                js=web.after_paint("#patch-grid img"))
+        if inputs[:1] != [self.key]:
+            raise ValueError("every tab's show takes the key first")
+        shown = self.key.change(dispatch, [open_tab, self.tab, *inputs], [*outputs, self.drawn],
+                                show_progress="minimal", js=web.with_open_tab(web.after_paint("#patch-grid img")))
         if self.thens:  # the open tab's slow part (see on_show's then), after its pictures
             then_ins, then_outs = _io(self.thens)
 
-            def dispatch_then(current: str, *values: Any) -> list:
+            def dispatch_then(in_page: str | None, current: str, *values: Any) -> list:
                 # Sent once the open tab's first answer is painted: the background work for the
                 # other tabs starts now, so it never competes with that answer's encoding.
+                current = in_page if in_page in tab_ids else current
+                *values, drawn = values
                 prepare(then_ins, values)
+                if drawn != (current, values[0], "photo"):  # a tab opened meanwhile: its own follow-up comes
+                    return [gr.skip() for _ in then_outs]
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
             shown = _after_quiet(shown, ", ".join(self.then_after), then_outs, "then-new-photo").then(
-                dispatch_then, [self.tab, *then_ins], then_outs, show_progress="hidden", trigger_mode="always_last")
+                dispatch_then, [open_tab, self.tab, *then_ins, self.drawn], then_outs, show_progress="hidden",
+                trigger_mode="always_last", js=web.asset("open_tab.js"))
             self.follow_ups.append(shown["id"])
             _done(shown, "then-new-photo")
         if not self.firsts:
@@ -154,13 +203,11 @@ class Ctx:
         firsts = [(tab_id, first, with_) for tab_id, (first, with_) in self.firsts.items()]
         outs = [c for _, first, with_ in firsts for c in (first, *with_)]
 
-        open_tab = gr.Textbox(visible="hidden", elem_id="vv-open-tab")  # set by open_tab.js as it is sent
-
         def ahead(in_page: str | None, current: str, *values: Any) -> list:
             if not _AHEAD.acquire(blocking=False):  # another visitor's is running: tabs open as before
                 return [gr.skip() for _ in outs]
             try:
-                opened = in_page if any(in_page == t for t, *_ in self.shows) else current
+                opened = in_page if in_page in tab_ids else current
                 return _ahead(self.shows, firsts, inputs, opened, values)
             finally:
                 _AHEAD.release()
@@ -196,6 +243,14 @@ class ClampedSlider(gr.Slider):
         if payload is None:
             return None
         return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
+
+
+def _specials(fn: Callable) -> list[str]:
+    """The parameters of fn that Gradio fills itself (a gr.Request, gr.EventData)."""
+    try:
+        return [n for n, h in typing.get_type_hints(fn).items() if _is_special(h)]
+    except (NameError, TypeError):
+        return []
 
 
 def _busy(outputs: list) -> list[str]:

@@ -14,7 +14,7 @@ from built_page import picture
 from PIL import Image
 from settle import settled
 
-from page import kit, shell, web
+from page import ids, kit, shell, web
 from vizvit.model import engine
 from vizvit.session import Workbench
 
@@ -441,5 +441,71 @@ def test_a_tabs_follow_up_waits_until_the_person_pauses(monkeypatch):
                       " window.__keep = setInterval(() => { window.__vizvitInputAt = performance.now(); }, 50); }")
         ms, _, _ = page.evaluate(follow_up, 7)  # a person who never pauses: at most the limit
         assert web.QUIET_LIMIT_MS - 50 <= ms < web.QUIET_LIMIT_MS + 2000, f"sent after {ms:.0f} ms"
+    finally:
+        ctx.close()
+
+
+def test_a_deep_linked_tabs_charts_follow_its_map_once_not_its_empty_open(tiny16, monkeypatch):
+    """?example=...&tab=attention opens the tab before its photo comes: that open draws nothing, and its
+    follow-up, sent once the photo's key was in, computed the distance chart ahead of the map (a chart
+    beside a blank map box under load) and again after it (the new photo's own follow-up). The open
+    is held here until the key is in, as a busy page did. Now the chart is computed once, after the map."""
+    import functools
+    import time
+
+    from appserver import page_name, running
+
+    from page.tabs import attention
+
+    calls: list[tuple[str, float, float]] = []  # (which, start, end) of the calls with a photo
+
+    def recorded(name: str, hold_empty_s: float = 0.0):
+        fn = getattr(attention, name)
+
+        @functools.wraps(fn)
+        def call(wb, key, *v):
+            if key is None:
+                time.sleep(hold_empty_s)  # the empty open answers after the photo's key is in
+                return fn(wb, key, *v)
+            t0 = time.monotonic()
+            try:
+                return fn(wb, key, *v)
+            finally:
+                calls.append((name, t0, time.monotonic()))
+
+        monkeypatch.setattr(attention, name, call)
+
+    recorded("opened", hold_empty_s=3.0)
+    recorded("opened_chart")
+    with running(tiny16) as url, page_at(f"{url}?example=chelsea&tab=attention&model={page_name(tiny16)}") as page:
+        page.wait_for_selector("#attn-distance .js-plotly-plot", timeout=60_000)
+        settled(page)
+    maps = [c for c in calls if c[0] == "opened"]
+    charts = [c for c in calls if c[0] == "opened_chart"]
+    assert maps and len(charts) == 1, calls
+    assert charts[0][1] >= maps[0][2], "the chart after the map"
+
+
+def test_with_open_tab_waits_for_its_js_then_sends_the_tab_open_in_the_page():
+    """web.with_open_tab: the new key's dispatch reads the open tab from the page (not the session's
+    state, which a late tab select may have left behind), after its own wait (after_paint.js)."""
+    from browser import _browser, _find_browser
+
+    chromium = _find_browser()
+    if chromium is None:
+        pytest.skip("no browser")
+    ctx = _browser(chromium, ()).new_context()
+    try:
+        page = ctx.new_page()
+        page.set_content(f"<div id='{ids.TABS}'><button role='tab' data-tab-id='patches' aria-selected='false'>"
+                         "</button><button role='tab' data-tab-id='attention' aria-selected='true'></button></div>")
+        slow = "async (...inputs) => { await new Promise((r) => setTimeout(r, 300)); return inputs; }"
+        ms, out = page.evaluate("async (js) => { const t0 = performance.now(); const r = await (eval(js))("
+                                "'patches', 'state', 7); return [performance.now() - t0, r]; }",
+                                web.with_open_tab(slow))
+        assert out == ["attention", "state", 7] and ms >= 290
+        assert page.evaluate(f"({web.with_open_tab(web.after_paint('#none img'))})('x', 1)") == ["attention", 1]
+        page.set_content("<p>no tabs</p>")
+        assert page.evaluate(f"({web.with_open_tab(slow)})('patches', 1)") == ["patches", 1]  # none: as sent
     finally:
         ctx.close()
