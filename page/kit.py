@@ -53,9 +53,15 @@ class Ctx:
     # The event ids of those follow-ups (each tab's, and the open tab's after a new photo): a newer
     # answer to the same output wins over theirs (page/follow_up.py).
     follow_ups: list[int] = field(default_factory=list)
-    # (tab id, key, by) of the open tab's last drawing, by its open ("open") or a new key's ("photo"): a
-    # follow-up runs only after the drawing it follows, for the key it is sent with (on_show's `then`).
-    drawn: gr.State = field(default_factory=lambda: gr.State(None))
+    # Each tab with a follow-up (on_show's `then`): (key, by) of its last drawing, by its open ("open") or
+    # by a new key's dispatch ("photo"). One state a tab: tabs opened in turn answer in any order.
+    drawn: dict[str, gr.State] = field(default_factory=dict)
+    # The tab open in the page, set by open_tab.js as an event is sent: the session's tab state may not
+    # have heard yet of a tab opened a moment ago. A deep link's tab is opened by a click once the link
+    # is read, and the Patches tab's own first select can reach the server after that answer: a new
+    # key's dispatch then read "patches" and drew the hidden tab, and the linked tab's map never came
+    # (seen with its empty open slow to answer, as on a busy server).
+    open_tab: gr.Textbox = field(default_factory=lambda: gr.Textbox(visible="hidden", elem_id="vv-open-tab"))
     unguarded: list = field(default_factory=list)  # their outputs a newer answer does not hold back (follow_up.py)
     # Shown only while the model is an image-text one (CLIP / SigLIP), hidden for a plain ViT: each
     # carries the CSS class ZERO_SHOT_ONLY, and the page sets body.vv-zero-shot (see zero_shot_visible).
@@ -97,41 +103,21 @@ class Ctx:
             tab.select(fn, inputs, outputs, show_progress="minimal")
             return
         fn2, ins2, outs2, selector = then
-        if inputs[:1] != [self.key] or ins2[:1] != [self.key] or _specials(fn):
+        if inputs[:1] != [self.key] or ins2[:1] != [self.key] or _specials(fn) or _specials(fn2):
             raise ValueError(f"tab {tab.id!r}: a tab with a follow-up takes the key first and no gr.Request")
         self.thens.append((tab.id, fn2, ins2, outs2))
         self.then_after.append(selector)
+        drawn = self.drawn[tab.id] = gr.State(None)
         # Each wrapped handler keeps its own fn's concurrency group (Gradio's default: the fn's id), which
         # another event of the tab may share (the Positions tab's size change runs its follow-up's fn).
-        shown = tab.select(self._drawing(tab.id, fn), inputs, [*outputs, self.drawn], show_progress="minimal",
+        shown = tab.select(_drawing(fn, drawn), inputs, [*outputs, drawn], show_progress="minimal",
                            concurrency_id=str(id(fn)))
         follow = _after_quiet(shown, selector, outs2, f"then-{tab.id}").then(
-            self._if_drawn(tab.id, fn2, outs2), [*ins2, self.drawn], outs2, show_progress="minimal",
-            trigger_mode="always_last", concurrency_id=str(id(fn2)))
+            _if_drawn(tab.id, fn2, outs2), [self.open_tab, *ins2, drawn], outs2, show_progress="minimal",
+            trigger_mode="always_last", concurrency_id=str(id(fn2)), js=web.asset("open_tab.js"))
         self.follow_ups.append(follow["id"])
         _done(follow, f"then-{tab.id}")
 
-    def _drawing(self, tab_id: str, fn: Callable) -> Callable:
-        """fn (a tab's select, the key first), whose answer also says which key the tab drew (self.drawn).
-        An open with no photo yet draws nothing, and says nothing: it may land after the photo's own."""
-        def drawing(*args: Any) -> dict:
-            return {**fn(*args), self.drawn: gr.skip() if args[0] is None else (tab_id, args[0], "open")}
-
-        drawing.__name__ = getattr(fn, "__name__", "drawing")
-        return drawing
-
-    def _if_drawn(self, tab_id: str, fn2: Callable, outs2: list) -> Callable:
-        """fn2 (a tab's follow-up, the key first, self.drawn last), run only where the tab's open drew the
-        key it is sent with: a tab opened by a deep link before its photo came drew nothing, and its
-        follow-up, sent once the photo's key was in, computed the charts ahead of the tab's map, then
-        the new photo's own follow-up again after it; a tab left for another, or a new photo meanwhile
-        (its own follow-up comes), likewise."""
-        def if_drawn(*args: Any) -> Any:
-            *values, drawn = args
-            return fn2(*values) if drawn == (tab_id, values[0], "open") else skip(outs2)
-
-        if_drawn.__name__ = getattr(fn2, "__name__", "if_drawn")
-        return if_drawn
 
     def on_preview(self, tab: gr.Tab, fn: Callable, inputs: list, outputs: list) -> None:
         """fn(new key, *inputs) -> outputs: what the tab shows of a new photo before its forward
@@ -159,26 +145,22 @@ class Ctx:
             if isinstance(key, PhotoKey):
                 self.wb.prepare_later(key)
 
-        # The tab open in the page, set by open_tab.js as an event is sent: the session's tab state may
-        # not have heard yet of a tab opened a moment ago. A deep link's tab is opened by a click once
-        # the link is read, and the Patches tab's own first select can reach the server after that
-        # answer: a new key's dispatch then read "patches" and drew the hidden tab, and the linked tab's
-        # map never came (seen with its empty open slow to answer, as on a busy server).
-        open_tab = gr.Textbox(visible="hidden", elem_id="vv-open-tab")
-        tab_ids = {t for t, *_ in self.shows}
+        open_tab, tab_ids = self.open_tab, {t for t, *_ in self.shows}
+        states = list(self.drawn.items())
 
         def dispatch(in_page: str | None, current: str, *values: Any) -> list:
             current = in_page if in_page in tab_ids else current
             out = _open_tab(self.shows, inputs, outputs, current, values)
             if not self.thens:  # else once the open tab's answer is in the page (dispatch_then)
                 prepare(inputs, values)
-            return [*out, (current, values[0], "photo")]  # inputs[0] is the key (_io: every show takes it first)
+            # inputs[0] is the key (checked below): the open tab drew it
+            return [*out, *((values[0], "photo") if t == current else gr.skip() for t, _ in states)]
 
         # js: sent once the upload's preview (the patch grid) is painted; Gradio's work for this
         # event would otherwise hold that first picture back (see web/after_paint.js).
         if inputs[:1] != [self.key]:
             raise ValueError("every tab's show takes the key first")
-        shown = self.key.change(dispatch, [open_tab, self.tab, *inputs], [*outputs, self.drawn],
+        shown = self.key.change(dispatch, [open_tab, self.tab, *inputs], [*outputs, *(d for _, d in states)],
                                 show_progress="minimal", js=web.with_open_tab(web.after_paint("#patch-grid img")))
         if self.thens:  # the open tab's slow part (see on_show's then), after its pictures
             then_ins, then_outs = _io(self.thens)
@@ -187,14 +169,16 @@ class Ctx:
                 # Sent once the open tab's first answer is painted: the background work for the
                 # other tabs starts now, so it never competes with that answer's encoding.
                 current = in_page if in_page in tab_ids else current
-                *values, drawn = values
+                drawn = dict(zip((t for t, _ in states), values[len(then_ins):]))
+                values = values[:len(then_ins)]
                 prepare(then_ins, values)
-                if drawn != (current, values[0], "photo"):  # a tab opened meanwhile: its own follow-up comes
+                if drawn.get(current) == (values[0], "open"):  # the tab's open drew it: its own follow-up comes
                     return [gr.skip() for _ in then_outs]
                 return _open_tab(self.thens, then_ins, then_outs, current, values)
 
             shown = _after_quiet(shown, ", ".join(self.then_after), then_outs, "then-new-photo").then(
-                dispatch_then, [open_tab, self.tab, *then_ins, self.drawn], then_outs, show_progress="hidden",
+                dispatch_then, [open_tab, self.tab, *then_ins, *(d for _, d in states)], then_outs,
+                show_progress="hidden",
                 trigger_mode="always_last", js=web.asset("open_tab.js"))
             self.follow_ups.append(shown["id"])
             _done(shown, "then-new-photo")
@@ -243,6 +227,31 @@ class ClampedSlider(gr.Slider):
         if payload is None:
             return None
         return super().preprocess(min(max(float(payload), self.minimum), self.maximum))
+
+
+def _drawing(fn: Callable, drawn: gr.State) -> Callable:
+    """fn (a tab's select, the key first), whose answer also sets the tab's `drawn` to (key, "open"). An
+    open with no photo yet draws nothing, and says nothing: it may land after the photo's own."""
+    def drawing(*args: Any) -> dict:
+        return {**fn(*args), drawn: gr.skip() if args[0] is None else (args[0], "open")}
+
+    drawing.__name__ = getattr(fn, "__name__", "drawing")
+    return drawing
+
+
+def _if_drawn(tab_id: str, fn2: Callable, outs2: list) -> Callable:
+    """fn2 (a tab's follow-up: the tab open in the page first, then fn2's inputs, the key first, then the
+    tab's drawn), run only while its tab is open and its open drew the key it is sent with. A tab opened
+    by a deep link before its photo came drew nothing, and its follow-up, sent once the photo's key was
+    in, computed the charts ahead of the tab's map, then the new photo's own follow-up again after it;
+    a new photo meanwhile has its own follow-up too; a tab left for another is drawn again on its reopen."""
+    def if_drawn(in_page: str | None, *args: Any) -> Any:
+        *values, drawn = args
+        still_open = in_page in (None, "", tab_id)  # none: a page without the tab strip (a test's)
+        return fn2(*values) if still_open and drawn == (values[0], "open") else skip(outs2)
+
+    if_drawn.__name__ = getattr(fn2, "__name__", "if_drawn")
+    return if_drawn
 
 
 def _specials(fn: Callable) -> list[str]:

@@ -509,3 +509,53 @@ def test_with_open_tab_waits_for_its_js_then_sends_the_tab_open_in_the_page():
         assert page.evaluate(f"({web.with_open_tab(slow)})('patches', 1)") == ["patches", 1]  # none: as sent
     finally:
         ctx.close()
+
+
+def test_a_tab_opened_while_the_tab_before_still_answers_gets_its_charts(tiny16, monkeypatch):
+    """Attention opened, then Experiments 0.3 s later while Attention's open still computes: held here
+    until Experiments' open has answered, so it lands while Experiments' follow-up waits for the person
+    to pause (as on a busy server). Each tab keeps its own record of what it drew, so Attention's late
+    answer cannot make Experiments' follow-up skip (a review found its charts never came with one
+    record shared by every tab)."""
+    import functools
+
+    from appserver import page_name, running
+
+    from page.tabs import attention, experiments
+
+    slow, shown, charts = threading.Event(), threading.Event(), []
+    real_open, real_show, real_charts = attention.opened, experiments.show, experiments.show_charts
+
+    @functools.wraps(real_open)
+    def opened(wb, key, *v):
+        if key is not None and slow.is_set():
+            shown.wait(30)  # Experiments' open has answered
+        return real_open(wb, key, *v)
+
+    @functools.wraps(real_show)
+    def show(*a, **k):
+        try:
+            return real_show(*a, **k)
+        finally:
+            if slow.is_set() and a[2] is not None:  # (wb, fetch, key, ...)
+                shown.set()
+
+    @functools.wraps(real_charts)
+    def show_charts(wb, key, *v):
+        charts.append(key)
+        return real_charts(wb, key, *v)
+
+    monkeypatch.setattr(attention, "opened", opened)
+    monkeypatch.setattr(experiments, "show", show)
+    monkeypatch.setattr(experiments, "show_charts", show_charts)
+    with running(tiny16) as url, page_at(f"{url}?example=chelsea&model={page_name(tiny16)}") as page:
+        wait_image(page, "patch-grid")
+        settled(page)
+        slow.set()
+        charts.clear()
+        page.get_by_role("tab", name="Attention").click()
+        page.wait_for_timeout(300)
+        page.get_by_role("tab", name="Experiments").click()
+        assert shown.wait(30)
+        settled(page)
+        assert [k for k in charts if k is not None], "Experiments' charts never came"

@@ -148,6 +148,17 @@ def test_a_sessions_newer_job_of_the_same_kind_replaces_its_older_ones_only_when
                     ["attention flow", "shift sweep", "attention flow"]  # the replaced one left the line
                 with jobs.line(Caller("address A"), "attention flow", replace=True):
                     assert not newer.cancel.is_set()  # no session: nothing to replace
+    # A refused newer job replaces nothing; the one it replaces leaves room for it in a full line.
+    full = Jobs(slots=1, line_total=1)
+    with full.line(me, "attention flow") as mine, full.line(Caller("address C", "c"), "shift sweep"):
+        with pytest.raises(UserError, match="full"):
+            with full.line(me, "attention flow", replace=True):
+                pass
+        assert not mine.cancel.is_set()
+    full = Jobs(slots=1, line_per_address=1)
+    with full.line(Caller("address B", "t0"), "shift sweep"), full.line(me, "attention flow") as mine:
+        with full.line(me, "attention flow", replace=True) as newer:  # in address A's one place, mine's
+            assert mine.cancel.reason == REPLACED and not newer.cancel.is_set()
 
 
 def test_six_callers_behind_one_address_all_get_their_job():

@@ -41,7 +41,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from vizvit.cancel import Cancel, Cancelled
@@ -192,16 +192,16 @@ class Jobs:
         token.what = what
         job = _Job(next(self._ids), who, what, token, time.monotonic())
         with self._cond:
-            if replace and who.session:
-                for j in (*self._running, *self._waiting):
-                    if j.caller == who and j.what == what:
-                        j.cancel.set(REPLACED)
+            older = [j for j in (*self._running, *self._waiting)
+                     if replace and who.session and j.caller == who and j.what == what]
             try:
-                self._join(job)
+                self._join(job, leaving=older)
             except UserError as e:
                 job.ended, job.outcome = time.monotonic(), f"refused: {e}"
                 self._recent.append(job)
                 raise
+            for j in older:  # only once the newer one is in line: a refused one replaces nothing
+                j.cancel.set(REPLACED)
         ticket = Ticket(self, job)
         try:
             yield ticket
@@ -224,14 +224,16 @@ class Jobs:
                 self._start_what_may()
                 self._cond.notify_all()
 
-    def _join(self, job: _Job) -> None:
-        """Put `job` in line (holding self._cond), or refuse it when the line is full."""
-        mine = sum(j.caller.address == job.caller.address for j in self._waiting)
+    def _join(self, job: _Job, leaving: Sequence[_Job] = ()) -> None:
+        """Put `job` in line (holding self._cond), or refuse it when the line is full. Jobs leaving the line
+        (their token set, or in `leaving`: the ones `job` replaces) take no place in it."""
+        waiting = [j for j in self._waiting if not j.cancel.is_set() and all(j is not o for o in leaving)]
+        mine = sum(j.caller.address == job.caller.address for j in waiting)
         if mine >= self.line_per_address:
             raise UserError(f"Too many costly jobs from your network are waiting ({mine}): try the {job.what} "
                             "again when one of them has finished.")
-        if len(self._waiting) >= self.line_total:
-            raise UserError(f"The server's line for costly jobs is full ({len(self._waiting)} waiting): try the "
+        if len(waiting) >= self.line_total:
+            raise UserError(f"The server's line for costly jobs is full ({len(waiting)} waiting): try the "
                             f"{job.what} again in a minute.")
         self._waiting.append(job)
         self._start_what_may()
