@@ -87,6 +87,11 @@ def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str
     query = dict(request.query_params) if request is not None else {}
     if n is None and request is not None:  # first open: the link's step (?lesson=1&step=N)
         n = deeplink.parse(query, (), (), ())[0].step
+    if n is None and request is None:
+        # A new photo's answer before the tab's own first open has answered (that open reads the link's
+        # step, and a photo's answer now draws the tab open in the page, web.with_open_tab): drawn here,
+        # step 1 could land over the link's step 13. The open draws it, with the photo it then holds.
+        return kit.skip(OUTS)
     if key is None and ("example" in query or "photo" in query):
         # The link's tab opened while its photo loads: the photo's answer draws the step, with the
         # photo in its link and QR code, and this one, landing after it, would drop them (kit.skip).
