@@ -148,8 +148,12 @@ class Ctx:
         open_tab, tab_ids = self.open_tab, {t for t, *_ in self.shows}
         states = list(self.drawn.items())
 
+        def opened(in_page: str | None, current: str) -> str:
+            """The tab open in the page where it says (open_tab.js), else the session's tab state."""
+            return in_page if in_page in tab_ids else current
+
         def dispatch(in_page: str | None, current: str, *values: Any) -> list:
-            current = in_page if in_page in tab_ids else current
+            current = opened(in_page, current)
             out = _open_tab(self.shows, inputs, outputs, current, values)
             if not self.thens:  # else once the open tab's answer is in the page (dispatch_then)
                 prepare(inputs, values)
@@ -168,7 +172,7 @@ class Ctx:
             def dispatch_then(in_page: str | None, current: str, *values: Any) -> list:
                 # Sent once the open tab's first answer is painted: the background work for the
                 # other tabs starts now, so it never competes with that answer's encoding.
-                current = in_page if in_page in tab_ids else current
+                current = opened(in_page, current)
                 drawn = dict(zip((t for t, _ in states), values[len(then_ins):]))
                 values = values[:len(then_ins)]
                 prepare(then_ins, values)
@@ -191,8 +195,7 @@ class Ctx:
             if not _AHEAD.acquire(blocking=False):  # another visitor's is running: tabs open as before
                 return [gr.skip() for _ in outs]
             try:
-                opened = in_page if in_page in tab_ids else current
-                return _ahead(self.shows, firsts, inputs, opened, values)
+                return _ahead(self.shows, firsts, inputs, opened(in_page, current), values)
             finally:
                 _AHEAD.release()
 

@@ -64,18 +64,36 @@ def close_browsers() -> None:
 OWED = "() => Object.entries(window.__vizvitAnswers?.sessions ?? {}).map(([k, s]) => [k, [...s.owed]])"
 
 
+def _chromium() -> str:
+    """The browser's path; the test is skipped without one (failed under CI, which must have it)."""
+    chromium = _find_browser()
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{NO_BROWSER}: .ci/run must install Debian's chromium")
+        pytest.skip(NO_BROWSER)
+    return chromium
+
+
+@contextmanager
+def blank_page(html: str = "") -> Iterator:
+    """A page of `html` alone, no server (a page script tried on its own), in a fresh context of the
+    shared browser, closed after the block."""
+    context = _browser(_chromium(), ()).new_context()
+    try:
+        page = context.new_page()
+        page.set_content(html)
+        yield page
+    finally:
+        context.close()
+
+
 @contextmanager
 def page_at(url: str, width: int = 1400, height: int = 1100, wait_for: str = "#upload", args: tuple = (),
             init_script: str | None = None) -> Iterator:
     """args: more Chromium flags (e.g. a fake camera); init_script: run before the page's own.
     The page is in a fresh context of a shared browser; every context opened during the block (a
     test's extra pages, browser.new_page) is closed with it."""
-    chromium = _find_browser()
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{NO_BROWSER}: .ci/run must install Debian's chromium")
-        pytest.skip(NO_BROWSER)
-    browser = _browser(chromium, tuple(args))
+    browser = _browser(_chromium(), tuple(args))
     before = set(browser.contexts)
     try:
         context = browser.new_context(viewport={"width": width, "height": height})

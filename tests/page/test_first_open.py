@@ -416,18 +416,12 @@ def test_a_tabs_follow_up_waits_until_the_person_pauses(monkeypatch):
     web.QUIET_MS (input_clock.js marks each trusted input), at most web.QUIET_LIMIT_MS: its answer
     held back a control moved right after the tab's first open (issue 52). Run on a blank page, with
     the pause and the limit made long, so a busy machine's delays stay well inside the margins."""
-    from browser import _browser, _find_browser
+    from browser import blank_page
 
     monkeypatch.setattr(web, "QUIET_MS", 2000)
     monkeypatch.setattr(web, "QUIET_LIMIT_MS", 5000)
 
-    chromium = _find_browser()
-    if chromium is None:
-        pytest.skip("no browser")
-    ctx = _browser(chromium, ()).new_context()
-    try:
-        page = ctx.new_page()
-        page.set_content("<input id='box'>")
+    with blank_page("<input id='box'>") as page:
         page.evaluate(web.asset("input_clock.js"))
         held = ("async (v) => { const t0 = performance.now(); const r = await (%s)(v); "
                 "return [performance.now() - t0, r, performance.now() - window.__vizvitInputAt]; }")
@@ -441,8 +435,6 @@ def test_a_tabs_follow_up_waits_until_the_person_pauses(monkeypatch):
                       " window.__keep = setInterval(() => { window.__vizvitInputAt = performance.now(); }, 50); }")
         ms, _, _ = page.evaluate(follow_up, 7)  # a person who never pauses: at most the limit
         assert web.QUIET_LIMIT_MS - 50 <= ms < web.QUIET_LIMIT_MS + 2000, f"sent after {ms:.0f} ms"
-    finally:
-        ctx.close()
 
 
 def test_a_deep_linked_tabs_charts_follow_its_map_once_not_its_empty_open(tiny16, monkeypatch):
@@ -489,16 +481,11 @@ def test_a_deep_linked_tabs_charts_follow_its_map_once_not_its_empty_open(tiny16
 def test_with_open_tab_waits_for_its_js_then_sends_the_tab_open_in_the_page():
     """web.with_open_tab: the new key's dispatch reads the open tab from the page (not the session's
     state, which a late tab select may have left behind), after its own wait (after_paint.js)."""
-    from browser import _browser, _find_browser
+    from browser import blank_page
 
-    chromium = _find_browser()
-    if chromium is None:
-        pytest.skip("no browser")
-    ctx = _browser(chromium, ()).new_context()
-    try:
-        page = ctx.new_page()
-        page.set_content(f"<div id='{ids.TABS}'><button role='tab' data-tab-id='patches' aria-selected='false'>"
-                         "</button><button role='tab' data-tab-id='attention' aria-selected='true'></button></div>")
+    tabs = (f"<div id='{ids.TABS}'><button role='tab' data-tab-id='patches' aria-selected='false'></button>"
+            "<button role='tab' data-tab-id='attention' aria-selected='true'></button></div>")
+    with blank_page(tabs) as page:
         slow = "async (...inputs) => { await new Promise((r) => setTimeout(r, 300)); return inputs; }"
         ms, out = page.evaluate("async (js) => { const t0 = performance.now(); const r = await (eval(js))("
                                 "'patches', 'state', 7); return [performance.now() - t0, r]; }",
@@ -507,8 +494,6 @@ def test_with_open_tab_waits_for_its_js_then_sends_the_tab_open_in_the_page():
         assert page.evaluate(f"({web.with_open_tab(web.after_paint('#none img'))})('x', 1)") == ["attention", 1]
         page.set_content("<p>no tabs</p>")
         assert page.evaluate(f"({web.with_open_tab(slow)})('patches', 1)") == ["patches", 1]  # none: as sent
-    finally:
-        ctx.close()
 
 
 def test_a_tab_opened_while_the_tab_before_still_answers_gets_its_charts(tiny16, monkeypatch):
