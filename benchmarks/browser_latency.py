@@ -3,6 +3,7 @@
     python benchmarks/browser_latency.py                  # random ViT-B/16, 5 repeats per event
     python benchmarks/browser_latency.py --repeat 9 --json out.json
     python benchmarks/browser_latency.py --only load,upload   # just those parts (see PARTS)
+    python benchmarks/browser_latency.py --only pair --repeat 15  # page load beside the minimal app, alternated
     python benchmarks/browser_latency.py --breakdown      # where one event's time goes
     python benchmarks/browser_latency.py --breakdown upload   # ... a new photo's; or: load (page load)
     python benchmarks/browser_latency.py --breakdown tabs     # each tab's first open, CPU-profiled
@@ -20,7 +21,10 @@ min–max over repeats and as a ratio to one bare forward pass of the same model
 this run, in this process, while the server is idle (as benchmarks/run.py does).
 
 The Gradio floor: a minimal Gradio app (one slider -> one 672-px JPEG, through the queue and
-with queue=False) measured the same way in the same run.
+with queue=False) measured the same way in the same run. "pair" runs both servers at once and
+loads them in alternate order, round by round: its ratio is the median of each round's own
+(the page over the minimal app loaded next to it), so a machine that speeds up or slows down
+during the run moves both sides of each ratio alike.
 """
 
 from __future__ import annotations
@@ -278,6 +282,18 @@ def page_loads(ctx, url: str, ready: str, repeat: int) -> list[float]:
         loads.append(p.evaluate("(s) => window.__vv.ready[s]", ready))
         p.close()
     return loads
+
+
+def paired_loads(ctx, urls: tuple[str, str], ready: tuple[str, str], rounds: int) -> tuple[list[float], list[float]]:
+    """Page loads of two apps, one of each a round, the first app first in even rounds and second in
+    odd ones (an order effect cancels): (ms of the first app's loads, ms of the second's), round by round."""
+    a: list[float] = []
+    b: list[float] = []
+    for r in range(rounds):
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        for i in order:
+            (a if i == 0 else b).extend(page_loads(ctx, urls[i], ready[i], 1))
+    return a, b
 
 
 def same_size_events(ctx, url: str, repeat: int, tabs: int) -> Timer:
@@ -551,7 +567,11 @@ def settle(page, ms: int = 400) -> None:
     page.wait_for_timeout(ms)
 
 
-PARTS = ("minimal", "load", "upload", "tabs", "patches", "attention", "embeddings", "positions", "experiments",
+MIN_READY = "#min-slider input[type=range]"
+UPLOAD_READY = "#upload input[type=file]"
+PAIR_MIN = "minimal Gradio: page load -> slider ready (pair)"
+PAIR_PAGE = "page load -> upload box ready (pair; x adjacent: over the minimal app's)"
+PARTS = ("minimal", "pair", "load", "upload", "tabs", "patches", "attention", "embeddings", "positions", "experiments",
          "inside", "live")
 LIVE_AFTER_MS = 300  # "live": a control moved this long after a tab's first open (issue 52)
 
@@ -1187,6 +1207,7 @@ def run(args: argparse.Namespace) -> dict:
     forward = [1000 * s for s in bare_forward_s(model, args.forward_repeat)]
     rows: dict[str, list[float]] = {}
     busy: dict[str, list[float]] = {}
+    adjacent: dict[str, list[float]] = {}
     lost: dict[str, int] = {}
     parts = tuple(args.only.split(",")) if getattr(args, "only", None) else PARTS
     with browser() as ctx:
@@ -1208,13 +1229,28 @@ def run(args: argparse.Namespace) -> dict:
             rows.update(m.rows)
             busy.update(m.busy)
             lost.update(m.lost)
-        port = free_port()
-        with server([sys.executable, args.app, "--model", model, "--port", str(port)], port, tmp / "app.log") as url:
-            t = vizvit_events(ctx, url, pics, args.repeat, parts=parts, bare=adjacent_forward(model))
-        rows.update(t.rows)
-        adjacent = dict(t.adjacent)
-        busy.update(t.busy)
-        lost.update({k: v for k, v in t.lost.items()})
+        if "pair" in parts:
+            (tmp / "minimal_app.py").write_text(MINIMAL_APP)
+            p_min, p_app = free_port(), free_port()
+            with server([sys.executable, str(tmp / "minimal_app.py"), str(p_min), str(EXAMPLE)], p_min,
+                        tmp / "minimal_pair.log") as u_min, \
+                    server([sys.executable, args.app, "--model", model, "--port", str(p_app)], p_app,
+                           tmp / "app_pair.log") as u_app:
+                page_loads(ctx, u_min, MIN_READY, 1)  # each server's first answer builds its caches
+                page_loads(ctx, u_app, UPLOAD_READY, 1)
+                mins, ours = paired_loads(ctx, (u_min, u_app), (MIN_READY, UPLOAD_READY), args.repeat)
+            rows[PAIR_MIN] = mins
+            rows[PAIR_PAGE] = ours
+            adjacent[PAIR_PAGE] = mins
+        if set(parts) - {"minimal", "pair"}:
+            port = free_port()
+            with server([sys.executable, args.app, "--model", model, "--port", str(port)], port,
+                        tmp / "app.log") as url:
+                t = vizvit_events(ctx, url, pics, args.repeat, parts=parts, bare=adjacent_forward(model))
+            rows.update(t.rows)
+            adjacent.update(t.adjacent)
+            busy.update(t.busy)
+            lost.update(t.lost)
     forward += [1000 * s for s in bare_forward_s(model, args.forward_repeat)]  # before and after: drift shows
     res = summarise(rows, statistics.median(forward), busy, adjacent)
     print_table(res, forward, lost)
