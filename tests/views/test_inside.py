@@ -36,7 +36,22 @@ def test_lens_sentence_follows_the_ranks():
     t = inside.lens_text("cat", prob, np.array([703, 5, 2, 1]))
     assert "rank 703" in t and "top 5 from depth **1**" in t and "only at the last depth" in t and "rank 2, 30.0%" in t
     t = inside.lens_text("cat", prob, np.array([9, 3, 1, 1]))
-    assert "top-1 from depth **2** on" in t and "top 5 from depth **1**" in t
+    assert "top-1 from depth **2** on" in t and "top 5 from depth **1**" in t and "earlier" not in t
+
+
+def test_a_top_1_held_then_lost_is_not_denied():
+    """The trained ViT-Ti, Egyptian cat with heads 3.2 and 7.1 off: rank 1 at depth 10, 2 at depth 11,
+    1 at the last. "Top-1 only at the last depth" was false; the sentence now names depth 10."""
+    from vizvit.views import inside
+
+    prob = np.array([0.001, 0.01, 0.195, 0.336, 0.662])
+    rank = np.array([40, 7, 1, 2, 1])
+    t = inside.lens_text("cat", prob, rank)
+    assert "only at the last depth" not in t.replace("for good only at the last depth", "")
+    assert "for good only at the last depth (depth 3: rank 2, 33.6%)" in t
+    assert "earlier too, at depth 2, and lost it again" in t
+    t = inside.lens_text("cat", prob, np.array([1, 7, 1, 1, 1]))
+    assert "from depth **2** on" in t and "at depth 0, and lost it" in t
 
 
 def test_every_tab_sees_the_ablated_model_through_the_session_key(tiny, cat):

@@ -103,9 +103,15 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray) -> str:
     stay = ("only at the last depth" if first == last else f"from depth **{first}** on")
     before = (f" (depth {last - 1}: rank {int(rank[last - 1])}, {prob[last - 1]:.1%})" if first == last and last > 0
               else "")
+    # "From depth F on" is where it stays top-1; a top-1 it held before F and lost is said too, or
+    # "only at the last depth" would deny what the table's earlier rows show.
+    lost = [d for d in range(first) if rank[d] == 1]
+    earlier = (f"; it was top-1 earlier too, at depth{'s' if len(lost) > 1 else ''} "
+               f"{', '.join(str(d) for d in lost)}, and lost it again" if lost else "")
+    stay = stay.replace("only at the last depth", "for good only at the last depth") if lost else stay
     return (f"Final top-1: **{final}** ({prob[last]:.1%}). Read through the final head it has rank {int(rank[0])} "
             f"(p = {prob[0]:.2%}) at depth 0, is in the readout's top 5 from depth **{top5}** on, and its top-1 "
-            f"{stay}{before}.")
+            f"{stay}{before}{earlier}.")
 
 
 def lens_log_range(probs: np.ndarray) -> tuple[float, float]:
