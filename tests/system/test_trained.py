@@ -161,3 +161,13 @@ def test_the_relevance_map_names_the_corner_artifacts_and_peaks_on_the_cat_outsi
         rest[rc] = -np.inf
     r, c = np.unravel_index(rest.argmax(), rest.shape)
     assert 3 <= r <= 12 and 2 <= c <= 11, (r, c)  # measured (11, 7): the cat's nose, not the border
+
+
+def test_a_column_map_with_one_bright_patch_is_not_called_uniform(trained, analyses):
+    """Layer 12's column at (4, 7) on the cat: every value below 1/N (max 0.00196 at (9, 9), min
+    ~6e-5), a 30x range the map shows; "nearly uniform" was said of it (the spread read against 1/N)."""
+    p = ra.AttnParams(layer=12, query=(4, 7), direction="column")
+    main = ap.main_panel(trained, analyses["chelsea"], p, with_image=False)
+    v = main.values
+    assert v.max() < 1 / trained.geometry.seq_len and v.max() > 10 * v.min()  # the case: far below 1/N, not flat
+    assert "nearly uniform" not in main.readout and "Nearly zero" not in main.readout

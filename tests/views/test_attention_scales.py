@@ -90,3 +90,27 @@ def test_the_artifact_caption_does_not_say_every_artifact_is_in_the_top_colour()
     text = ap.artifact_note(arts, ra.AttnParams(), "through layer", 12)
     assert "show in the top colour" not in text and "clipped to the top colour" in text
     assert "low-information" in text and "only receives much attention is not one" in text
+
+
+def test_nearly_uniform_is_said_of_flat_maps_only_read_as_the_colours_are():
+    """The helper's catches on the trained ViT-Ti: a column map far below 1/N everywhere but 34x
+    brighter at one patch was called "nearly uniform" (its spread was measured against 1/N), and a flat
+    map beside four artifact corners was not (their values set the spread, though the colours leave
+    them out). Constructed maps with known answers."""
+    g = GEOMS["g14"]
+    u = 1 / g.seq_len
+    column = np.full(g.grid, 6e-5, np.float32)
+    column[9, 9] = 0.002  # 0.4 of 1/N at most, 34x its floor
+    assert "nearly uniform" not in ap.scale_note(column, 0, 0.002, "0 to max", g)
+    flat = np.full(g.grid, 0.3 * u, np.float32)
+    flat[5, 5] = 0.33 * u  # within 10 % of the level
+    corners = np.zeros(g.grid, bool)
+    corners[[0, 0, -1, -1], [0, -1, 0, -1]] = True
+    flat[corners] = 0.2
+    note = ap.scale_note(flat, 0, 0.33 * u, "0 to max", g, exclude=corners)
+    assert "nearly uniform" in note and "(the artifact tokens left out)" in note and "10% of their mean" in note
+    assert "nearly uniform" not in ap.scale_note(flat, 0, 0.2, "0 to max", g)  # the corners in the range: not flat
+    faint = np.full(g.grid, 1e-7, np.float32)
+    faint[corners] = 0.2
+    note = ap.scale_note(faint, 0, 1e-7, "0 to max", g, exclude=corners)
+    assert "Nearly zero everywhere" in note and "the artifact tokens" in note.split("the rest goes to")[1]

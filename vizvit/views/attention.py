@@ -117,21 +117,28 @@ class MainPanel:
 
 
 def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry,
-               elsewhere: str = "the prefix tokens") -> str:
+               elsewhere: str = "the prefix tokens", exclude: np.ndarray | None = None) -> str:
     """One line under the map: the colour range, and how narrow the map's own spread is (or that
-    it is nearly zero everywhere). elsewhere: where the rest of the row's attention goes."""
+    it is nearly zero everywhere). elsewhere: where the rest of the row's attention goes. exclude:
+    (gh, gw) bool, the patches the colour range leaves out (the artifact tokens): the note reads the
+    patches the colours are read from, as the range does."""
     u = uniform_level(g)
-    vmin, vmax = float(values.min()), float(values.max())
+    shown = values[~exclude] if exclude is not None and not exclude.all() else values.ravel()
+    vmin, vmax, mean = float(shown.min()), float(shown.max()), float(shown.mean())
     note = (f"Colours: **{scale}**, {lo:.3g} … {hi:.3g}; the blue line on the bar is the uniform level "
             f"1/N = 1/{g.seq_len} = {u:.3g}.")
-    spread = (vmax - vmin) / u
+    besides = " (the artifact tokens left out)" if shown.size < values.size else ""
     if vmax < range_floor(g):  # nothing to see: say so instead of calling it uniform
-        note += (f" ⚠️ **Nearly zero everywhere**: every patch gets less than {vmax:.2g} (in all "
-                 f"{float(values.sum()):.2g}); the rest goes to {elsewhere}. The colours start at "
+        rest = f"{elsewhere} and the artifact tokens" if besides else elsewhere
+        note += (f" ⚠️ **Nearly zero everywhere**: every patch{besides} gets less than {vmax:.2g} (in all "
+                 f"{float(shown.sum()):.2g}); the rest goes to {rest}. The colours start at "
                  f"{NEAR_ZERO:.0%} of 1/N, so no pattern is made up from it.")
-    elif spread < 0.5:
-        note += (f" ⚠️ This map is nearly uniform: all patches lie within {vmin:.3g} … {vmax:.3g}, "
-                 f"a spread of {spread:.0%} of 1/N")
+    # Uniform is a spread small against the patches' own level, not against 1/N: a column (what
+    # every query gives this patch) can sit far below 1/N everywhere and still be 30x brighter in one
+    # place than another.
+    elif vmax - vmin < 0.5 * mean:
+        note += (f" ⚠️ This map is nearly uniform: all patches{besides} lie within {vmin:.3g} … {vmax:.3g}, "
+                 f"a spread of {(vmax - vmin) / mean:.0%} of their mean")
         note += ("; *this map's range* stretches that to the whole colour map." if scale == "this map's range"
                  else ".")
     return note
@@ -154,7 +161,8 @@ def main_panel(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_cache
     mm = main_map(a, p, cache, fixed_max, m)
     values, arts, (lo, hi) = mm.values, mm.artifacts, mm.lo_hi
     lines = _readout(a, p, m, values, arts)
-    lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head"),
+    lines += ["", scale_note(values, lo, hi, p.scale, g, " and ".join(g.prefix_names) or "the MAP head",
+                             excluded(arts, p)),
               artifact_note(arts, p, "through layer" if p.mode != "raw" else "in layer", p.layer)]
     image = map_image(a.input_view, values, g, p, highlight=p.query, lo_hi=(lo, hi),
                       marks={UNIFORM_MARK: uniform_level(g)}, artifacts=arts, scale=scale) if with_image else None
