@@ -240,3 +240,25 @@ def test_phone_shows_whole_dropdown_values_a_readable_colour_bar_and_the_whole_u
         shot(page, "phone_attention_controls", full_page=True)
     with page_at(url, 1366, 900) as page:
         assert page.evaluate(label_whole), "the upload label is cut at 1366 px"
+
+
+def _qr_read(page, elem_id: str) -> str:
+    """The text a phone's camera would read from the QR code as drawn on the screen."""
+    import cv2
+    import numpy as np
+
+    page.wait_for_function("(id) => { const i = document.querySelector('#' + id + ' img');"
+                           " return i && i.complete && i.naturalWidth > 0; }", arg=elem_id)
+    page.locator(f"#{elem_id}").evaluate("e => e.scrollIntoView()")
+    png = page.locator(f"#{elem_id}").screenshot()
+    return cv2.QRCodeDetector().detectAndDecode(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR))[0]
+
+
+def test_the_lessons_qr_codes_are_whole_on_the_projector_and_a_phone(url):
+    """The step's code in projector mode, and the room's: at 1366x900 the block's fixed height with the
+    larger label cut the code's bottom ~36 px, on a 390 px phone ~70 px; no phone could read either."""
+    for w, h in ((1366, 900), (390, 844)):
+        with page_at(url + "?example=chelsea&lesson=1&step=5&projector=1", width=w, height=h) as page:
+            assert _qr_read(page, "lesson-qr").endswith("?example=chelsea&lesson=1&step=5"), w
+            page.click("#lesson-room-open")
+            assert "/room?code=" in _qr_read(page, "lesson-room-qr"), w
