@@ -12,6 +12,7 @@
 //    Without the four numbers the cells fill the picture; with them, cell (r, c) starts at
 //    (left + c·step x, top + r·step y) of the picture's own pixels (past its labels).
 // 3. The same names again whenever Gradio redraws (a MutationObserver, one pass per frame).
+// 4. A dropdown's open list leaves the Tab order (below, at the keydown listener for Tab).
 () => {
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
@@ -127,4 +128,18 @@
       if (btn.__vvCell && img && cells && document.activeElement === btn) place(btn, img, cells);
     }
   });
+  // 4. Tab out of a dropdown (the Model list) left its list open over the status line, for good: Gradio
+  //    6.31's dropdown reads every key but the arrows, Home, End, Enter and Escape as typing, after a
+  //    tick, so Tab's keydown opened the list again (filtered to the value) just after the focus had left
+  //    and the list had closed; Escape and clicks no longer reached it. Tab is not typing: its keydown
+  //    stops here, before the dropdown's handler, and the browser still moves the focus. And a long list
+  //    scrolls, and Chromium makes a scrolling box a Tab stop of its own, so the focus went into the list
+  //    and then fell to the page; the list is worked from its input (arrow keys, Enter): it leaves the
+  //    Tab order.
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Tab' || !(e.target instanceof Element) || e.target.getAttribute('role') !== 'combobox') return;
+    const list = document.getElementById(e.target.getAttribute('aria-controls') || '');
+    if (list) list.tabIndex = -1;
+    e.stopPropagation();
+  }, true);
 }

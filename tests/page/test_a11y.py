@@ -125,6 +125,23 @@ def test_a_lesson_step_is_answered_and_revealed_by_keyboard_alone(url):
                                timeout=60_000)
 
 
+def test_tab_leaves_the_model_list_closed(url):
+    """The Model dropdown's list scrolls; Tab from its input went into the list (a scrolling box is a Tab
+    stop in Chromium), focus then fell to the page and the list stayed open over the status line."""
+    with page_at(url + "?example=chelsea", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.focus("#model input")
+        page.wait_for_function("() => document.querySelector('#model input').getAttribute('aria-expanded') === 'true'")
+        scrolls = page.evaluate("""() => { const l = document.getElementById(
+            document.querySelector('#model input').getAttribute('aria-controls'));
+            return l.scrollHeight > l.clientHeight; }""")
+        assert scrolls, "the case: a list that scrolls"
+        page.keyboard.press("Tab")
+        page.wait_for_function("() => document.querySelector('#model input').getAttribute('aria-expanded') === 'false'")
+        where = page.evaluate("document.activeElement.tagName + ' ' + !!document.activeElement.closest('#model')")
+        assert where.split()[0] != "BODY" and where.endswith("false"), where
+
+
 # Every other clickable picture (a select handler, or the page's own click drawing): (tab, picture,
 # keys from the middle cell, the element whose text says what was picked, that text). The tiny ViT:
 # 14 × 14 patches, 2 layers × 2 heads, so the middle cell is (7, 7) of the patches, (1, 1) of the heads.
