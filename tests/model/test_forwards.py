@@ -177,3 +177,38 @@ def test_a_request_with_a_bad_mask_gets_its_error_and_the_worker_keeps_serving(t
         assert not isinstance(e.value, TimeoutError)  # its own error, not a worker that died
     later = q.submit(tiny16, Request(PHOTOS[2]))
     assert_same_analysis(later.result(30), vizvit.analyze(tiny16, PHOTOS[2]))
+
+
+def test_ready_views_that_wait_behind_one_that_cannot_share_are_batched_and_the_worker_lives_on(tiny16):
+    """The hostile caller's crash: rooms opened at once queue ready (224, 224, 3) views; taking the second
+    of two that share a forward past one that cannot compared the jobs with == and so their arrays,
+    numpy raised, and the one forward thread died: no photo was analysed again."""
+    from vizvit.model.images import model_input_view
+
+    held = HeldForwards()
+    q = ForwardQueue(max_batch=4, run_batch=held)
+    q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    views = [model_input_view(p, tiny16.preprocess) for p in PHOTOS]
+    a = q.submit(tiny16, Request(views[0]))
+    apart = q.submit(tiny16, Request(views[1], ablation=Ablation(((0, 1),))))  # cannot share a's forward
+    b = q.submit(tiny16, Request(views[2]))  # can: taken past `apart`
+    held.release.set()
+    off = Ablation(((0, 1),))
+    for fut, view, heads in ((a, views[0], Ablation()), (apart, views[1], off), (b, views[2], Ablation())):
+        assert_same_analysis(fut.result(30), vizvit.analyze(tiny16, view, ablation=heads))
+    assert held.batches == [1, 2, 1]
+    assert_same_analysis(q.submit(tiny16, Request(PHOTOS[1])).result(30), vizvit.analyze(tiny16, PHOTOS[1]))
+
+
+def test_a_request_whose_caller_cancelled_it_leaves_the_others_answered(tiny16):
+    held = HeldForwards()
+    q = ForwardQueue(max_batch=4, run_batch=held)
+    q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    gone = q.submit(tiny16, Request(PHOTOS[1]))
+    kept = q.submit(tiny16, Request(PHOTOS[2]))
+    assert gone.cancel()
+    held.release.set()
+    assert_same_analysis(kept.result(30), vizvit.analyze(tiny16, PHOTOS[2]))
+    assert_same_analysis(q.submit(tiny16, Request(PHOTOS[1])).result(30), vizvit.analyze(tiny16, PHOTOS[1]))

@@ -47,7 +47,9 @@ class ForwardStats:
     image_s: float  # the last forward's seconds per image (0 before the first)
 
 
-@dataclass
+# eq=False: a job is itself, not its fields. deque.remove compared jobs with ==, and so their requests'
+# images: two ready (H, W, 3) views compared as arrays, numpy raised, and the worker thread died.
+@dataclass(eq=False)
 class _Job:
     vm: VitModel
     request: Request
@@ -184,31 +186,48 @@ class ForwardQueue:
     def _work(self) -> None:
         while True:
             batch = self._take()
-            with self._cond:
-                self._running = len(batch)
-            runner = self._runner()
-            t0 = time.perf_counter()
             try:
-                results: Sequence[Analysis | BaseException] = self._call(runner, batch[0].vm,
-                                                                         [j.request for j in batch])
-            except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
-                if len(batch) == 1:
-                    batch[0].future.set_exception(e)
-                    continue
-                results = []  # one answer or one error per request
+                self._serve(batch)
+            except BaseException as e:  # noqa: BLE001 - the one forward thread outlives any batch: every
+                # photo after it would wait for ever (its callers get the error instead)
+                with self._cond:
+                    self._running = 0
                 for job in batch:
-                    try:
-                        results.append(self._call(runner, job.vm, [job.request])[0])
-                    except BaseException as one:  # noqa: BLE001
-                        results.append(one)
-            with self._cond:
-                self._forwards += 1
-                self._images += len(batch)
-                self._largest = max(self._largest, len(batch))
-                self._image_s = (time.perf_counter() - t0) / len(batch)
-                self._running = 0
-            for job, res in zip(batch, results):
-                if isinstance(res, BaseException):
-                    job.future.set_exception(res)
-                else:
-                    job.future.set_result(res)
+                    if not job.future.done():
+                        job.future.set_exception(e)
+
+    def _serve(self, batch: list[_Job]) -> None:
+        """Run one batch and answer each of its jobs."""
+        with self._cond:
+            self._running = len(batch)
+        runner = self._runner()
+        t0 = time.perf_counter()
+        try:
+            results: Sequence[Analysis | BaseException] = self._call(runner, batch[0].vm,
+                                                                     [j.request for j in batch])
+        except BaseException as e:  # noqa: BLE001 - a bad request must not fail the others: run each alone
+            if len(batch) == 1:
+                with self._cond:
+                    self._running = 0
+                if not batch[0].future.cancelled():
+                    batch[0].future.set_exception(e)
+                return
+            results = []  # one answer or one error per request
+            for job in batch:
+                try:
+                    results.append(self._call(runner, job.vm, [job.request])[0])
+                except BaseException as one:  # noqa: BLE001
+                    results.append(one)
+        with self._cond:
+            self._forwards += 1
+            self._images += len(batch)
+            self._largest = max(self._largest, len(batch))
+            self._image_s = (time.perf_counter() - t0) / len(batch)
+            self._running = 0
+        for job, res in zip(batch, results):
+            if job.future.cancelled():  # its caller gave up: set_* would raise, and the others wait
+                continue
+            if isinstance(res, BaseException):
+                job.future.set_exception(res)
+            else:
+                job.future.set_result(res)
