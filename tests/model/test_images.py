@@ -206,3 +206,27 @@ def test_view_key_is_normalised():
         View(fill="mirror")
     v = np.zeros((32, 32, 3), np.uint8)
     assert np.array_equal(apply_view(v, View(), 16, 2), v)
+
+
+def test_a_strip_whose_resize_would_pass_the_pixel_limit_is_refused_before_it_is_made():
+    """The hostile caller's 20000×1 PNG passed the upload's 40 Mpx check, then the processor's resize to a
+    248-px short side made it 248×4,960,000 px: the server's memory peaked at 5.6 GB."""
+    import tracemalloc
+
+    from vizvit.errors import UserError
+    from vizvit.model.images import MAX_PIXELS, model_input_view, resized_size
+
+    pp = vizvit.model.models.Preprocess(resize=248, crop=(224, 224), resample=Image.Resampling.BICUBIC,
+                                        mean=(0.5,) * 3, std=(0.5,) * 3)
+    strip = Image.new("RGB", (20000, 1), (200, 10, 10))
+    assert resized_size(strip.size, pp) == (4_960_000, 248)
+    tracemalloc.start()
+    with pytest.raises(UserError, match=r"20000×1 px.*4960000×248 px \(1230 Mpx.*at most about 650:1"):
+        model_input_view(strip, pp)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 20
+    # The widest strip under the limit is still made, and is what the model sees.
+    w = MAX_PIXELS // 248 ** 2 * 5 // 6  # about 540:1
+    ok = Image.new("RGB", (w, 1), (200, 10, 10))
+    assert model_input_view(ok, pp).shape == (224, 224, 3)

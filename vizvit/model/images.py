@@ -72,6 +72,14 @@ def _too_big_message(w: int | None = None, h: int | None = None) -> str:
     return f"The image is too large{size}; the limit is {MAX_PIXELS / 1e6:.0f} Mpx. Please downscale it."
 
 
+def _too_thin_message(size: tuple[int, int], resized: tuple[int, int], pp: Preprocess) -> str:
+    (w, h), (rw, rh) = size, resized
+    side = pp.resize if isinstance(pp.resize, int) else min(pp.resize)
+    return (f"This image is {w}×{h} px: this model's processor scales its short side to {side} px, which "
+            f"would make it {rw}×{rh} px ({rw * rh / 1e6:.0f} Mpx, over the {MAX_PIXELS / 1e6:.0f} Mpx limit). "
+            f"Please crop it to a less extreme shape (at most about {MAX_PIXELS // side ** 2}:1).")
+
+
 def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Any common photo -> one RGB PIL image.
 
@@ -139,8 +147,13 @@ def resized_size(size: tuple[int, int], pp: Preprocess) -> tuple[int, int]:
 
 
 def model_input_view(image: Image.Image, pp: Preprocess) -> np.ndarray:
-    """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop."""
-    im = image.resize(resized_size(image.size, pp), resample=pp.resample)
+    """The uint8 (H, W, 3) picture the model sees: the processor's resize and crop. A photo whose
+    resize would pass MAX_PIXELS is refused (UserError): the limit on the upload does not bound it, as
+    a 20000×1 strip scaled to a 248-px short side is 248×4,960,000 px (3.7 GB, 5.6 GB at the peak)."""
+    size = resized_size(image.size, pp)
+    if size[0] * size[1] > MAX_PIXELS:
+        raise UserError(_too_thin_message(image.size, size, pp))
+    im = image.resize(size, resample=pp.resample)
     if pp.crop is not None:
         ch, cw = pp.crop
         left = (im.width - cw) // 2
