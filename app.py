@@ -43,6 +43,7 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     """Safe defaults shared by `python app.py` and the tests; with the demo, its own HTTP routes
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
+    os.environ.setdefault("FORWARDED_ALLOW_IPS", "")  # uvicorn trusts no X-Forwarded-For: page.jobs.caller_of reads it
     # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); the HTML and /config
     # built once, compressed (page/config_cache.py); an API client's answer stream kept open a moment.
     app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),

@@ -168,3 +168,25 @@ def test_the_served_page_shows_that_banner(tmp_path):
     shown = [c["props"] for c in config["components"] if c.get("props", {}).get("elem_id") == "banner"]
     assert shown and shown[0]["visible"] and "vit-ti-truncated" in shown[0]["value"], shown
     assert "damaged or incomplete" in shown[0]["value"]
+
+
+def test_a_callers_x_forwarded_for_is_not_its_address_without_a_trusted_proxy(monkeypatch):
+    """uvicorn trusts X-Forwarded-For from 127.0.0.1 by default: a caller on the server's own host (a
+    tunnel, a local proxy without VIZVIT_PROXY_HOPS) wrote any address it liked into request.client,
+    and so past every per-address limit (rooms opened past 3 an address, the hostile caller showed)."""
+    import gradio as gr
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+    with gr.Blocks() as demo:
+        gr.Markdown("who")
+    demo.vizvit_routes = [Route("/vizvit_who", lambda r: PlainTextResponse(r.client.host))]
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                **app.launch_kwargs(demo))
+    try:
+        who = httpx.get(f"http://127.0.0.1:{port}/vizvit_who", headers={"X-Forwarded-For": "10.9.8.7"}, timeout=60)
+    finally:
+        demo.close()
+    assert who.text == "127.0.0.1"
