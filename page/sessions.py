@@ -24,6 +24,7 @@ import functools
 import inspect
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -91,6 +92,9 @@ def start_forgetting(demo: Any, idle_s: float = IDLE_S, every_s: float = EVERY_S
 RESTARTED = "This server was restarted: reload the page to reconnect."
 
 
+UNHEARD_S = 2.0  # how long an event of a session never heard of waits before "reload the page"
+
+
 class Pages:
     """The sessions whose page this process served (a load event of theirs ran here), the `limit`
     most recent. Behind a load balancer, a student whose replica died reaches another replica
@@ -99,17 +103,27 @@ class Pages:
 
     def __init__(self, limit: int = 100_000):
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._opening: OrderedDict[str, None] = OrderedDict()  # a load event of theirs is in the queue
         self._lock = threading.Condition()
         self.limit = limit
+
+    def _add(self, sessions: OrderedDict[str, None], session: str) -> None:
+        sessions[session] = None
+        sessions.move_to_end(session)
+        while len(sessions) > self.limit:
+            sessions.popitem(last=False)
+        self._lock.notify_all()
 
     def saw(self, session: str | None) -> None:
         if session:
             with self._lock:
-                self._seen[session] = None
-                self._seen.move_to_end(session)
-                while len(self._seen) > self.limit:
-                    self._seen.popitem(last=False)
-                self._lock.notify_all()
+                self._add(self._seen, session)
+
+    def opening(self, session: str | None) -> None:
+        """A load event of this session joined the queue (it runs soon, and then saw() is called)."""
+        if session:
+            with self._lock:
+                self._add(self._opening, session)
 
     def knows(self, session: str | None) -> bool:
         """False only for a session this process never served a page to; True without one (a direct call)."""
@@ -118,14 +132,25 @@ class Pages:
         with self._lock:
             return session in self._seen
 
-    def knows_within(self, session: str | None, timeout: float) -> bool:
+    def heard(self, session: str) -> bool:
+        """Whether this session's page loaded here or is opening (its load event joined the queue)."""
+        with self._lock:
+            return session in self._seen or session in self._opening
+
+    def knows_within(self, session: str | None, timeout: float, unheard: float = UNHEARD_S) -> bool:
         """knows(), waiting up to `timeout` s for the session's load event: a tab clicked as the page
         opens sends its event with the load's, and the queue may run it first (a fresh visitor was told
-        the server had restarted)."""
+        the server had restarted). Only a session whose load event has joined the queue (opening())
+        waits that long; one never heard of waits `unheard` s (two requests sent together can reach
+        the queue in either order) and is refused: a made-up session held a worker thread and a queue
+        place for the whole wait, and ten of them a second kept the queue full for everyone."""
         if not session:
             return True
+        end = time.monotonic() + timeout
         with self._lock:
-            return self._lock.wait_for(lambda: session in self._seen, timeout)
+            if self._lock.wait_for(lambda: self.heard(session), min(unheard, timeout)):
+                return self._lock.wait_for(lambda: session in self._seen, max(0.0, end - time.monotonic()))
+            return False
 
 
 PAGES = Pages()
@@ -152,6 +177,7 @@ def refuse_lost_sessions(demo: gr.Blocks, key: gr.State, fresh: tuple = (), page
             continue
         if any(event == "load" or target in fresh_ids for target, event in block_fn.targets):
             block_fn.fn = _before(f, lambda: pages.saw(current_session()))
+            block_fn.vizvit_opens = pages  # type: ignore[attr-defined] - its join says a page is opening (install)
         elif any(c is key for c in block_fn.inputs):
             block_fn.fn = _before(f, lambda: _refuse_unknown(pages))
             checked += 1
@@ -159,6 +185,30 @@ def refuse_lost_sessions(demo: gr.Blocks, key: gr.State, fresh: tuple = (), page
 
 
 LOAD_WAIT_S = 10.0  # how long an event waits for its page's load event before "reload the page"
+
+
+def _opening_on_join(push: Callable) -> Callable:
+    """Gradio's Queue.push, telling the event's Pages (refuse_lost_sessions) when a page's load event
+    (or a new photo's) joins, before it runs."""
+    @functools.wraps(push)
+    async def wrapper(self: Any, body: Any, *args: Any, **kwargs: Any) -> Any:
+        fn_index = getattr(body, "fn_index", None)
+        fn = self.blocks.fns.get(fn_index) if isinstance(fn_index, int) else None
+        pages = getattr(fn, "vizvit_opens", None)
+        if pages is not None:
+            pages.opening(getattr(body, "session_hash", None))
+        return await push(self, body, *args, **kwargs)
+
+    wrapper.vizvit_opening = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install() -> None:
+    """Queue.push tells Pages of a page opening (idempotent)."""
+    from gradio.queueing import Queue
+
+    if not getattr(Queue.push, "vizvit_opening", False):
+        Queue.push = _opening_on_join(Queue.push)  # type: ignore[method-assign]
 
 
 def _refuse_unknown(pages: Pages) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 import types
 
 import gradio as gr
@@ -123,3 +124,41 @@ def test_an_event_from_a_session_this_process_never_served_says_reload(monkeypat
     # for the load instead of telling a fresh visitor that the server restarted.
     threading.Timer(0.2, lambda: as_session("opening", fns["load"])).start()
     assert as_session("opening", fns["change"], None) == "key None"
+
+
+def test_a_session_never_heard_of_is_refused_soon_and_an_opening_page_waits_for_its_load():
+    """The hostile caller's flood: events with made-up sessions each waited LOAD_WAIT_S (10 s) for a load
+    event that never comes, holding a worker thread and a queue place; ten a second kept the queue full
+    (503 for everyone). Now only a session whose load event has joined the queue waits that long."""
+    pages = sessions.Pages()
+    t0 = time.monotonic()
+    assert not pages.knows_within("made-up", timeout=5.0, unheard=0.2)
+    assert 0.15 < time.monotonic() - t0 < 1.5
+    pages.opening("opening")  # its load event joined the queue: it runs later than the grace
+    threading.Timer(0.6, lambda: pages.saw("opening")).start()
+    t0 = time.monotonic()
+    assert pages.knows_within("opening", timeout=5.0, unheard=0.2)
+    assert 0.5 < time.monotonic() - t0 < 3
+    pages.opening("stuck")  # joined, never ran: refused at the timeout
+    assert not pages.knows_within("stuck", timeout=0.4, unheard=0.2)
+    threading.Timer(0.1, lambda: pages.opening("racing")).start()  # the load's join came second
+    threading.Timer(0.5, lambda: pages.saw("racing")).start()
+    assert pages.knows_within("racing", timeout=5.0, unheard=0.3)
+
+
+def test_a_load_event_joining_the_queue_marks_its_page_opening(url):
+    """Through the real queue: a page's load event joined under a new session makes that session's
+    next event wait for it; a made-up session's event is answered "reload" within UNHEARD_S."""
+    import httpx
+
+    config = httpx.get(url + "config", timeout=60).json()
+    load = next(d["id"] for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"]))
+    session = "opening1234"
+    assert not sessions.PAGES.heard(session)
+    r = httpx.post(url + "gradio_api/queue/join", json={"data": [], "fn_index": load, "session_hash": session,
+                                                         "event_data": None, "trigger_id": None}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert sessions.PAGES.heard(session)
+    t0 = time.monotonic()
+    assert not sessions.PAGES.knows_within("never-opened", timeout=30)
+    assert time.monotonic() - t0 < sessions.UNHEARD_S + 1
