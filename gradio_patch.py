@@ -12,7 +12,9 @@ cannot read) would otherwise reach the caller as its message, with server paths 
 and the log as a traceback. HTTP_HANDLERS does the same for Gradio's routes' HTTPException details
 (launch's app_kwargs). And an upload whose client drops mid-body leaves no partial file
 (see _parse_or_clean). An event index that names no event (queue/join's fn_index) is refused with a
-sentence and HTTP 404 instead of a KeyError's traceback (see _known_fn).
+sentence and HTTP 404 instead of a KeyError's traceback (see _known_fn). And an error Gradio's own
+code raises around a handler's call (a select event without its event data) is one sentence, not
+its Python message and a traceback (see plain_call).
 """
 
 from __future__ import annotations
@@ -119,13 +121,16 @@ def _lazy_components(self: SessionState) -> Any:
 
 
 def install() -> None:
-    """Replace Gradio's save_pil_to_cache with the atomic one, its preprocessing's refusals with
-    plain ones, and its upload parser with one that cleans up after a dropped client (idempotent).
-    Also turns off the queue's per-event analytics (ANALYTICS_EVERY) unless the environment sets it."""
+    """Replace Gradio's save_pil_to_cache with the atomic one, its preprocessing's refusals and its
+    own errors in a handler's call with plain ones, and its upload parser with one that cleans up
+    after a dropped client (idempotent). Also turns off the queue's per-event analytics
+    (ANALYTICS_EVERY) unless the environment sets it."""
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
     processing_utils.save_pil_to_cache = _atomic_save_pil_to_cache
     if not getattr(Blocks.preprocess_data, "vizvit_plain", False):
         Blocks.preprocess_data = plain_preprocess(Blocks.preprocess_data)  # type: ignore[method-assign]
+    if not getattr(Blocks.call_function, "vizvit_plain", False):
+        Blocks.call_function = plain_call(Blocks.call_function)  # type: ignore[method-assign]
     parser = route_utils.GradioMultiPartParser
     if not getattr(parser.parse, "vizvit_clean", False):
         parser.parse = _parse_or_clean(parser.parse)  # type: ignore[method-assign]
@@ -205,6 +210,31 @@ def plain_preprocess(original: Any) -> Any:
 
     preprocess_data.vizvit_plain = True  # type: ignore[attr-defined]
     return preprocess_data
+
+
+EVENT_REFUSED = ("This event's values are not what the page sends: reload the page, or call a named endpoint "
+                 "(gradio_client's view_api() lists them).")
+
+
+def plain_call(original: Any) -> Any:
+    """Blocks.call_function, any error that is not a gr.Error told in one plain sentence (logged at
+    info, one line). The app's handlers answer every error of theirs as a gr.Error (`safe`), so what
+    reaches here is Gradio's own code tripping on values no page sends: a select event without its
+    event data answered "'NoneType' object is not subscriptable", an example's load "cannot unpack
+    non-iterable NoneType object", each with a traceback in the log, for any caller at will."""
+    async def call_function(self: Blocks, block_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await original(self, block_fn, *args, **kwargs)
+        except Error:
+            raise
+        except Exception as e:  # noqa: BLE001
+            fn = self.fns.get(block_fn) if isinstance(block_fn, int) else block_fn
+            log.info("refused event %s: %s: %s", getattr(fn, "api_name", None) or getattr(fn, "name", ""),
+                     type(e).__name__, plain(str(e)))
+            raise Error(EVENT_REFUSED, print_exception=False) from None
+
+    call_function.vizvit_plain = True  # type: ignore[attr-defined]
+    return call_function
 
 
 # Gradio's HTTPException details that go on to name a path (routes.py, route_utils.py).

@@ -340,3 +340,37 @@ def test_a_made_up_event_index_is_refused_in_a_sentence(server, log_has_no_trace
     r = httpx.post(f"{url}gradio_api/queue/join",
                    json={"data": [], "fn_index": 99_999, "session_hash": "edge1234"}, timeout=60)
     assert "no event with that fn_index" in r.json()["detail"]
+
+
+def _event_answer(url: str, fn_index: int, n_inputs: int, session: str) -> str:
+    """queue/join one page event with None for every value and no event data, as no page sends it;
+    the message its stream ends with ("" where it succeeded)."""
+    r = httpx.post(f"{url}gradio_api/queue/join", json={"data": [None] * n_inputs, "fn_index": fn_index,
+                                                        "session_hash": session, "event_data": None,
+                                                        "trigger_id": None}, timeout=60)
+    if r.status_code != 200:
+        return r.json().get("detail", r.text)
+    with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=60) as s:
+        for line in s.iter_lines():
+            if '"process_completed"' in line:
+                msg = json.loads(line.removeprefix("data: "))
+                return "" if msg.get("success") else str(msg.get("output", {}).get("error") or "")
+    return ""
+
+
+def test_page_events_sent_without_their_event_data_are_refused_in_a_sentence(server, log_has_no_traceback):
+    """The hostile caller's catch: a select handler sent without its event data answered "'NoneType'
+    object is not subscriptable", an example's load "cannot unpack non-iterable NoneType object" (Gradio's
+    own code, before the app's handler), each with a traceback in the log."""
+    url, _ = server
+    config = httpx.get(url + "config", timeout=60).json()
+    picked = [d for d in config["dependencies"]
+              if any(t[1] in ("select", "click") for t in d["targets"]) and d.get("backend_fn")]
+    assert len(picked) >= 5
+    with ThreadPoolExecutor(8) as pool:  # an event of a session never heard of waits UNHEARD_S (2 s) to say so
+        answers = pool.map(lambda d: (d["id"], _event_answer(url, d["id"], len(d["inputs"]), f"edge{d['id']:07d}")),
+                           picked)
+    for fn_index, msg in answers:
+        if msg:
+            shows_nothing_of_the_server(msg)
+            assert not re.search(r"NoneType|subscriptable|unpack|object has no", msg), (fn_index, msg)
