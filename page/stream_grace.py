@@ -18,6 +18,9 @@ vizvit's own page, which says so (REOPENS_HEADER): it asks for its stream again 
 comes while it still waits for an answer (web/answer_stream.js), so a close held for it would only
 keep it waiting (the browser tests wait for the page's streams to close).
 
+Every answer stream, held or not, ends its Gradio heartbeat task as it ends (page/heartbeats.py: a
+stream its client hung up on left the task running for the life of the process).
+
 A held stream sleeps until its session joins an event (Queue.push, wrapped here to wake it), not
 polling: a hall of students holds dozens of streams at once, and a 20 ms poll of each cost the
 server's event loop ~700 wake-ups a second (issue 52: server CPU a student).
@@ -33,6 +36,7 @@ from urllib.parse import parse_qs
 
 from gradio.queueing import Queue
 
+from . import heartbeats
 from .queue_wake import sleep_until
 
 PATH = "/gradio_api/queue/data"
@@ -94,14 +98,24 @@ class StreamGrace:
     def __init__(self, app: Any) -> None:
         self.app = app
         install()
+        heartbeats.quiet()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if (scope["type"] != "http" or not scope["path"].endswith(PATH)
-                or any(k == REOPENS_HEADER.encode() for k, _ in scope.get("headers", ()))):
+        if scope["type"] != "http" or not scope["path"].endswith(PATH):
             await self.app(scope, receive, send)
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         session = (query.get("session_hash") or [""])[0]
+        before = heartbeats.running()
+        try:
+            await self._stream(scope, receive, send, session)
+        finally:  # however the stream ended (its client hung up): its heartbeat ends too
+            heartbeats.ended(session, before)
+
+    async def _stream(self, scope: dict, receive: Any, send: Any, session: str) -> None:
+        if any(k == REOPENS_HEADER.encode() for k, _ in scope.get("headers", ())):
+            await self.app(scope, receive, send)
+            return
         queue = scope["app"].get_blocks()._queue  # Starlette puts the Gradio App in the scope
 
         async def graced(message: dict) -> None:
