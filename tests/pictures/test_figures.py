@@ -3,6 +3,7 @@ standalone HTML page that keeps their data."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -139,3 +140,17 @@ def test_a_chart_kaleido_left_unwritten_is_written_again_and_one_left_twice_is_s
 def test_a_change_that_rounds_to_zero_is_never_minus_zero(change, shown):
     """The top-5 charts' Δ labels: "-0.0%" read as a drop that is not there (a student's walk)."""
     assert figures.signed_percent(change) == shown
+
+
+@pytest.mark.parametrize("before, after, shown", [
+    (0.8224, 0.8215, "82.24% → 82.15% (Δ -0.09%)"),  # at one decimal: "82.2% → 82.2% (Δ -0.1%)"
+    (0.822, 0.801, "82.2% → 80.1% (Δ -2.1%)"),
+    (0.5, 0.5, "50.0% → 50.0% (Δ +0.0%)"),
+    (0.82241, 0.82239, "82.2% → 82.2% (Δ +0.0%)"),  # equal as shown, and the Δ says so
+    (0.10049, 0.10051, "10.05% → 10.05% (Δ +0.00%)"),
+])
+def test_a_change_is_the_difference_of_the_two_numbers_it_shows(before, after, shown):
+    text = figures.prob_change(before, after)
+    assert text == shown
+    b, a, d = (float(x) for x in re.findall(r"[-+]?\d+\.\d+", text))
+    assert round(a - b, 3) == round(d, 3)

@@ -54,6 +54,9 @@ def test_status_says_how_much_of_the_photo_a_centre_crop_keeps(tiny16):
     assert "kept: 100% of the photo's area;" in square and "cut off" not in square
     # No crop (tiny16's processor resizes to 224×224): no crop named
     assert "kept" not in resize_note(tiny16, (451, 300))
+    # Enlarged by the scale the line names: 20×20 -> 248×248 is 12.4×, not 224 / 20 (the crop's 11×)
+    tiny = re.sub(r"<[^>]+>", "", resize_note(augreg, (20, 20)))
+    assert "scaled to 248×248" in tiny and "Enlarged 12×" in tiny, tiny
 
 
 def test_the_running_line_says_how_many_photos_are_ahead(tiny16):

@@ -25,10 +25,20 @@ INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value ins
 PROJECTOR_CHART_PX = 24
 
 
-def signed_percent(change: float) -> str:
+def signed_percent(change: float, decimals: int = 1) -> str:
     """A change of a probability as "+1.2%" / "-1.2%", and "+0.0%" (not "-0.0%") where it rounds to zero."""
-    text = f"{change:+.1%}"
-    return "+0.0%" if text == "-0.0%" else text
+    text = f"{change:+.{decimals}%}"
+    return text.replace("-", "+") if text.strip("-+0.%") == "" else text
+
+
+def prob_change(before: float, after: float) -> str:
+    """"82.2% → 80.1% (Δ -2.1%)", with as many decimals (one to three) as it takes for the Δ to be the
+    difference of the two numbers shown: at one decimal 0.8224 → 0.8215 read "82.2% → 82.2% (Δ -0.1%)"."""
+    for d in (1, 2, 3):
+        b, a, ch = (round(100 * x, d) for x in (before, after, after - before))
+        if round(a - b, d) == ch:
+            break
+    return f"{100 * before:.{d}f}% → {100 * after:.{d}f}% (Δ {signed_percent(after - before, d)})"
 
 
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,

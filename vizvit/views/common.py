@@ -126,7 +126,8 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
         note += f" ({detail('its shape was ')}squashed to a square{detail(', as the model’s image processor does')})"
     if squash >= 2.5 and vm.preprocess.crop is None:  # 3:1 and beyond (a 3:1 portrait once got no note)
         note += f". ⚠️ Squashed {squash:.0f}:1, so shapes are distorted: a crop nearer to square reads better"
-    enlarged = max(W / w, H / h)
+    rw, rh = resized_size(photo_size, pp)  # the processor's scale (before any crop), as the sentence above says
+    enlarged = max(rw / w, rh / h)
     if enlarged > 4:
         note += (f". ⚠️ Enlarged {enlarged:.0f}×: the model sees blurred pixels, each patch holds "
                  "little of the photo")

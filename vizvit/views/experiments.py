@@ -322,7 +322,7 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
         b0 = base.top5[0]
         now = float(a.probs[b0.index])
         text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} · unmasked top-1 "
-                 f"{_short(b0.label)}: {b0.prob:.1%} → {now:.1%} (Δ {figures.signed_percent(now - b0.prob)})")
+                 f"{_short(b0.label)}: {figures.prob_change(b0.prob, now)}")
     return MaskPanel(grid, masked, text, top5_figure(vm, a, base))
 
 
