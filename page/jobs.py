@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import threading
@@ -56,6 +57,21 @@ def proxy_hops() -> int:
     return 1 if os.environ.get("SPACE_ID") else 0
 
 
+def _site(host: str) -> str:
+    """An IPv6 address as its /64: one home or site gets a whole /64 (RFC 6177), and a host picks any of
+    its 2^64 addresses at will, so counted one by one they were as many callers as it liked (seven
+    addresses took every room on the server). IPv4 (and v4-mapped IPv6) and names stay as they are."""
+    try:
+        ip = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
 def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None:
     """Who a request comes from: its network address (every REST call and every new gradio_client
     is a new session, so the session alone would let one machine hold every slot); the session
@@ -74,7 +90,7 @@ def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None
     elif (client := getattr(request, "client", None)) is not None:  # no proxy: the socket's peer
         host = getattr(client, "host", None)
     if host:
-        return f"address {host}"
+        return f"address {_site(host)}"
     session = getattr(request, "session_hash", None)
     return f"session {session}" if session else None
 

@@ -227,3 +227,16 @@ def test_a_pages_newer_job_of_the_same_kind_ends_its_older_one_quietly_and_an_ap
     costly.jobs.stop_caller(jobs.who(me), "it was stopped")
     with pytest.raises(Cancelled, match="it was stopped"):
         next(stopped)
+
+
+def test_an_ipv6_caller_is_its_64_and_ipv4_its_address():
+    """A host chooses any of its /64's 2^64 addresses: counted one by one, seven of them took every
+    room on the server (the hostile caller's catch). One /64 is one site, as one IPv4 behind a NAT is."""
+    a = jobs.caller_of(request("2001:db8:1:2::10", "s1"), hops=0)
+    b = jobs.caller_of(request("2001:db8:1:2:ffff:1:2:3", "s2"), hops=0)
+    assert a == b == "address 2001:db8:1:2::/64"
+    assert jobs.caller_of(request("2001:db8:1:3::10", "s1"), hops=0) == "address 2001:db8:1:3::/64"
+    assert jobs.caller_of(request("::ffff:192.0.2.7", "s1"), hops=0) == "address 192.0.2.7"  # v4-mapped: its v4
+    assert jobs.caller_of(request("192.0.2.7", "s1"), hops=0) == "address 192.0.2.7"
+    assert jobs.caller_of(request("10.0.0.2", "s1", "2001:db8::5"), hops=1) == "address 2001:db8::/64"  # via a proxy
+    assert jobs.caller_of(request("testclient", "s1"), hops=0) == "address testclient"  # not an IP: as it is
