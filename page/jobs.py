@@ -57,6 +57,14 @@ def proxy_hops() -> int:
     return 1 if os.environ.get("SPACE_ID") else 0
 
 
+def current_caller() -> str | None:
+    """caller_of the Gradio event running in this thread (None outside one): whose turn a forward
+    takes (vizvit.model.forwards.ForwardQueue.caller)."""
+    from gradio.context import LocalContext
+
+    return caller_of(LocalContext.request.get(None))
+
+
 def _site(host: str) -> str:
     """An IPv6 address as its /64: one home or site gets a whole /64 (RFC 6177), and a host picks any of
     its 2^64 addresses at will, so counted one by one they were as many callers as it liked (seven

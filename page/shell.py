@@ -337,6 +337,7 @@ def build_demo(wb: Workbench, default_model: str = DEFAULT_MODEL, catalog: Catal
         # registered in the Blocks (the API's schema and calls read them), out of the page's layout,
         # and invisible: the page waits for every visible component to mount before it is ready.
         gradio_patch.unlaid(demo, demo.children[before:])
+        wb.forwards.caller = jobs.current_caller  # the model takes callers (addresses) in turns
         ui: dict[str, Any] = dict(key=gr.State(None, time_to_live=SESSION_TTL_S), tab=gr.State("patches"))
         # What a deep link or a model change asks of the page's containers (the tab to open, the
         # zero-shot boxes shown), as hidden leaves whose change runs page JS (see

@@ -212,3 +212,49 @@ def test_a_request_whose_caller_cancelled_it_leaves_the_others_answered(tiny16):
     held.release.set()
     assert_same_analysis(kept.result(30), vizvit.analyze(tiny16, PHOTOS[2]))
     assert_same_analysis(q.submit(tiny16, Request(PHOTOS[1])).result(30), vizvit.analyze(tiny16, PHOTOS[1]))
+
+
+def test_callers_take_turns_and_one_callers_pile_waits_behind_anothers_one_photo(tiny16):
+    """The hostile caller's flood: forty forwards from one address, then another address's one photo
+    waited behind all forty (19–47 s). Now the worker serves callers in turns: the other's photo goes
+    next, and each caller's own requests keep their order. ahead() counts as the worker will serve."""
+    held = HeldForwards()
+    q = ForwardQueue(max_batch=1, run_batch=held)
+    who = threading.local()
+    q.caller = lambda: getattr(who, "name", None)
+    order: list[str] = []
+
+    def ask(name: str, photo, view=View()):
+        who.name = name
+        fut = q.submit(tiny16, Request(photo, view))
+        fut.add_done_callback(lambda f: order.append(f"{name}{view.dx}"))
+        return fut
+
+    first = ask("flood", PHOTOS[0])
+    assert held.started.wait(30)
+    pile = [ask("flood", PHOTOS[0], View(dx=i)) for i in range(1, 6)]
+    mine = ask("me", PHOTOS[1])
+    later = ask("me", PHOTOS[2], View(dx=1))
+    # One forward runs; then "me" (served longest ago: never) goes first, then turns alternate.
+    assert q.ahead(PHOTOS[1]) == 1 and q.ahead(PHOTOS[2]) == 3
+    held.release.set()
+    for f in [first, mine, later, *pile]:
+        f.result(30)
+    assert order == ["flood0", "me0", "flood1", "me1", "flood2", "flood3", "flood4", "flood5"]
+    assert_same_analysis(mine.result(), vizvit.analyze(tiny16, PHOTOS[1]))
+
+
+def test_without_callers_the_worker_serves_in_order(tiny16):
+    held = HeldForwards()
+    q = ForwardQueue(max_batch=1, run_batch=held)
+    order: list[int] = []
+    q.submit(tiny16, Request(PHOTOS[0]))
+    assert held.started.wait(30)
+    futs = [q.submit(tiny16, Request(PHOTOS[i % 3], View(dx=i))) for i in range(5)]
+    for i, f in enumerate(futs):
+        f.add_done_callback(lambda _, i=i: order.append(i))
+    assert q.ahead(PHOTOS[2]) == 3  # the running one, then dx=0 and dx=1 before the first with PHOTOS[2]
+    held.release.set()
+    for f in futs:
+        f.result(30)
+    assert order == [0, 1, 2, 3, 4]
