@@ -13,6 +13,7 @@
 //    (left + c·step x, top + r·step y) of the picture's own pixels (past its labels).
 // 3. The same names again whenever Gradio redraws (a MutationObserver, one pass per frame).
 // 4. A dropdown's open list leaves the Tab order (below, at the keydown listener for Tab).
+// 5. The tab strip answers the arrow keys, Home and End, as a tab list does (WAI-ARIA's tabs pattern).
 () => {
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
@@ -141,5 +142,20 @@
     const list = document.getElementById(e.target.getAttribute('aria-controls') || '');
     if (list) list.tabIndex = -1;
     e.stopPropagation();
+  }, true);
+  // 5. Gradio 6.31's tab strip takes Enter only: each of the ten tabs was a Tab stop of its own and the arrow
+  //    keys did nothing. Left / Right move to the previous / next tab (round the ends), Home / End to the
+  //    first / last, and open it (automatic activation: a tab opens quickly, its pictures drawn ahead).
+  document.addEventListener('keydown', (e) => {
+    const tab = e.target instanceof Element && e.target.closest('button[role=tab]');
+    if (!tab || e.altKey || e.ctrlKey || e.metaKey || !['ArrowLeft', 'ArrowRight', 'Home', 'End'].includes(e.key)) return;
+    const tabs = [...tab.closest('[role=tablist]').querySelectorAll('button[role=tab]')].filter((t) => !t.disabled && t.offsetParent);
+    const i = tabs.indexOf(tab);
+    const next = { ArrowLeft: i - 1, ArrowRight: i + 1, Home: 0, End: tabs.length - 1 }[e.key];
+    const to = tabs[(next + tabs.length) % tabs.length];
+    if (!to || to === tab) return;
+    e.preventDefault();
+    to.focus();
+    to.click();
   }, true);
 }

@@ -142,6 +142,25 @@ def test_tab_leaves_the_model_list_closed(url):
         assert where.split()[0] != "BODY" and where.endswith("false"), where
 
 
+def test_the_tab_strip_moves_with_the_arrow_keys_home_and_end(url):
+    """Gradio's tab strip took Enter only: the arrow keys did nothing (a keyboard user's walk)."""
+    names = list(TABS.values())
+    with page_at(url + "?example=chelsea", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.get_by_role("tab", name=names[0]).focus()
+
+        def now() -> list[str]:
+            return page.evaluate("""() => [document.querySelector('[role=tab][aria-selected=true]').innerText.trim(),
+                                           document.activeElement.innerText.trim()]""")
+
+        for key, want in (("ArrowRight", names[1]), ("ArrowRight", names[2]), ("ArrowLeft", names[1]),
+                          ("End", names[-1]), ("ArrowRight", names[0]), ("ArrowLeft", names[-1]), ("Home", names[0])):
+            page.keyboard.press(key)
+            page.wait_for_function("(w) => document.querySelector('[role=tab][aria-selected=true]')"
+                                   ".innerText.trim() === w", arg=want)
+            assert now() == [want, want], (key, now())
+
+
 # Every other clickable picture (a select handler, or the page's own click drawing): (tab, picture,
 # keys from the middle cell, the element whose text says what was picked, that text). The tiny ViT:
 # 14 × 14 patches, 2 layers × 2 heads, so the middle cell is (7, 7) of the patches, (1, 1) of the heads.
