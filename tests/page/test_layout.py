@@ -262,3 +262,20 @@ def test_the_lessons_qr_codes_are_whole_on_the_projector_and_a_phone(url):
             assert _qr_read(page, "lesson-qr").endswith("?example=chelsea&lesson=1&step=5"), w
             page.click("#lesson-room-open")
             assert "/room?code=" in _qr_read(page, "lesson-room-qr"), w
+
+
+def test_projector_mode_on_a_phone_keeps_the_model_name_clear_of_its_arrow_and_the_file_clear_of_its_x(url):
+    """390 px, projector mode: the model's name ran under the dropdown's arrow and the file's size under
+    the upload's ✕ (a new user's walk)."""
+    with page_at(url + "?example=chelsea&projector=1", width=390, height=844) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.wait_for_selector("#upload .file-preview")
+        got = page.evaluate("""() => {
+            const i = document.querySelector('#model input[role=combobox]'), s = getComputedStyle(i);
+            const row = document.querySelector('#upload .file-preview').getBoundingClientRect();
+            const xs = [...document.querySelectorAll('#upload button')].map((b) => b.getBoundingClientRect())
+                .filter((b) => b.width > 0 && b.top < row.bottom && b.bottom > row.top);
+            return {ellipsis: s.textOverflow, pad: parseFloat(s.paddingRight), row: row.right,
+                    x: Math.min(...xs.map((b) => b.left))}; }""")
+        assert got["ellipsis"] == "ellipsis" and got["pad"] >= 20, got
+        assert got["row"] <= got["x"] + 1, got
