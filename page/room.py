@@ -124,9 +124,9 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
             body = await _json_body(request)
         except UserError:
             return JSONResponse({"error": 'Send JSON: {"host_key": ..., "step": n, "reveal": false}.'}, status_code=400)
-        key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal") is True
+        key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal", False)
         try:
-            if reveal and not rooms.prepared(code, n):
+            if reveal is True and not rooms.prepared(code, n):
                 await run_in_threadpool(api.room_step, code, key, n, True)  # measured now: never in the loop
             else:
                 api.room_step(code, key, n, reveal)  # a dict update under the room's lock

@@ -70,6 +70,14 @@ def app_model_id(wb) -> str:
     ("compare", dict(depth=1.01), "depth must be"),
     ("compare", dict(depth="deep"), "depth must be"),
     ("relevance", dict(method="SmoothGrad"), "method must be one of"),
+    # true/false and text are not numbers: float() read them as 1, 0 or what they spell (a stranger's probe)
+    ("attention", dict(layer=True), "layer must be"),
+    ("relevance", dict(class_index=True), "class_index must be"),
+    ("predict", dict(dx=True), "dx must be"),
+    ("predict", dict(mask=["1", "2"]), "mask index must be"),
+    ("predict", dict(mask=[True, False]), "mask index must be"),
+    ("compare", dict(depth=True), "depth must be"),
+    ("compare", dict(depth="0.5"), "depth must be"),
 ])
 def test_out_of_range_values_are_refused_in_the_backend(served, tiny16, endpoint, kwargs, message):
     client, _ = served

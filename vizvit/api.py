@@ -77,11 +77,11 @@ Source = str | Held  # a photo: the server path of an uploaded file, or a photo 
 
 
 def _int(name: str, value: object, low: int, high: int) -> int:
-    """An integer in [low, high], or a UserError that says so (floats with a fraction refused)."""
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise UserError(f"{name} must be a whole number from {low} to {high}.") from None
+    """An integer in [low, high], or a UserError that says so (floats with a fraction refused; so are
+    true/false and text, which float() would read as 1, 0 or the number they spell)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"{name} must be a whole number from {low} to {high}.")
+    f = float(value)
     if not math.isfinite(f) or f != int(f) or not low <= f <= high:
         raise UserError(f"{name} must be a whole number from {low} to {high}.")
     return int(f)
@@ -182,10 +182,7 @@ class PublicApi:
         if self.wb.catalog is not None:  # both through the gate before either loads
             for m in (model_a, model_b):
                 self.wb.catalog.check(m)
-        try:
-            d = float(depth)
-        except (TypeError, ValueError):
-            d = float("nan")
+        d = float(depth) if isinstance(depth, (int, float)) and not isinstance(depth, bool) else float("nan")
         if not 0.0 < d <= 1.0:
             raise UserError("depth must be a relative depth above 0 and at most 1 (1: each model's last layer).")
         sides = {}
@@ -364,7 +361,7 @@ class PublicApi:
     def room_step(self, code: str, host_key: str, step: int, reveal: bool = False) -> dict[str, Any]:
         """The lecturer moves the room to `step` (and with reveal, shows its answer); with reveal,
         the step's truth and tally come back too."""
-        st = self.rooms.move(code, host_key, step, bool(reveal) if isinstance(reveal, bool) else False)
+        st = self.rooms.move(code, host_key, step, reveal)  # reveal checked there: true or false
         out = {k: v for k, v in st.as_json().items()}
         if st.step in st.revealed:
             shown = self._room_ready(code, st.step)  # measured ahead at the opening: no model work

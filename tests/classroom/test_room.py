@@ -91,6 +91,18 @@ def test_wrong_key_and_unknown_code_are_one_plain_sentence(opened):
     for bad_step in (0, 4, 1.5, "x", None, True, 10 ** 30):
         with pytest.raises(UserError, match="step must be a whole number from 1 to 3"):
             rooms.move(code, key, bad_step)
+    # A true/false that is not one is refused, not read as "no" ("yes" did not reveal, quietly), and only
+    # after the key: a stranger with a null key hears that the key is wrong, not what the flag must be.
+    for bad_flag in ("yes", "true", 1, None, [True]):
+        with pytest.raises(UserError, match="reveal must be true or false"):
+            rooms.move(code, key, 2, bad_flag)
+        with pytest.raises(UserError, match="locked must be true or false"):
+            rooms.lock(code, key, bad_flag)
+        for call in (lambda f=bad_flag: rooms.move(code, None, 2, f), lambda f=bad_flag: rooms.lock(code, None, f)):
+            with pytest.raises(UserError) as e:
+                call()
+            assert str(e.value) == WRONG_KEY
+    assert 2 not in rooms.state(code).revealed
 
 
 def test_bounded_rooms_and_students(store):

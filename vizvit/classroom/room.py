@@ -227,13 +227,24 @@ class Rooms:
             raise UserError(self.store.gone(parsed, self.clock()) or UNKNOWN_ROOM)
         return parsed, meta
 
-    def _host_change(self, code: object, host_key: object,
-                     fn: Callable[[dict], bool] | None = None) -> tuple[str, dict]:
-        """A host-keyed call: the key checked, the host marked seen and fn(meta) applied, in one write."""
+    def _keyed(self, code: object, host_key: object) -> tuple[str, dict]:
+        """The live room's (code, meta) where host_key is its host's, else UserError (WRONG_KEY)."""
         parsed, meta = self._live(code)
         if not isinstance(host_key, str) or not secrets.compare_digest(host_key.encode(),
                                                                       meta["host_key"].encode()):
             raise UserError(WRONG_KEY)
+        return parsed, meta
+
+    def _flag(self, code: object, host_key: object, name: str, value: object) -> None:
+        """A host's true/false, else UserError: after the key (a stranger hears only that the key is wrong)."""
+        if not isinstance(value, bool):
+            self._keyed(code, host_key)
+            raise UserError(f"{name} must be true or false.")
+
+    def _host_change(self, code: object, host_key: object,
+                     fn: Callable[[dict], bool] | None = None) -> tuple[str, dict]:
+        """A host-keyed call: the key checked, the host marked seen and fn(meta) applied, in one write."""
+        parsed, meta = self._keyed(code, host_key)
         bumped = []
 
         def change(m: dict) -> bool:
@@ -282,8 +293,9 @@ class Rooms:
             self.store.put_blob(code, "view", bytes(photo))
         return code, key
 
-    def move(self, code: str, host_key: str, step: object, reveal: bool = False) -> State:
+    def move(self, code: str, host_key: str, step: object, reveal: object = False) -> State:
         """The lecturer shows `step` (and, with reveal, its answer): every student's page follows."""
+        self._flag(code, host_key, "reveal", reveal)
 
         def fn(m: dict) -> bool:
             n = _step(m, step)
@@ -303,8 +315,7 @@ class Rooms:
 
     def lock(self, code: str, host_key: str, locked: bool) -> State:
         """Lock (or unlock) the room to new students; those already in still answer."""
-        if not isinstance(locked, bool):
-            raise UserError("locked must be true or false.")
+        self._flag(code, host_key, "locked", locked)
 
         def fn(m: dict) -> bool:
             changed = bool(m.get("locked")) != locked
