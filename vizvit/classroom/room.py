@@ -296,12 +296,13 @@ class Rooms:
     def move(self, code: str, host_key: str, step: object, reveal: object = False) -> State:
         """The lecturer shows `step` (and, with reveal, its answer): every student's page follows."""
         self._flag(code, host_key, "reveal", reveal)
+        shown = reveal is True
 
         def fn(m: dict) -> bool:
             n = _step(m, step)
-            changed = n != m["step"] or (reveal and n not in m["revealed"])
+            changed = bool(n != m["step"] or (shown and n not in m["revealed"]))
             m["step"] = n
-            if reveal and n not in m["revealed"]:
+            if shown and n not in m["revealed"]:
                 m["revealed"] = sorted([*m["revealed"], n])
             return changed
 
