@@ -8,8 +8,8 @@ left at a `yield` (or, closed later, catches GeneratorExit in `except BaseExcept
 stream left a task waking every 15 s for the life of the process: 27 of 30 hung-up streams here, and a
 REST caller, a closed tab or a stranger can hang up as often as they like.
 
-`ended(session, before)` cancels the heartbeat tasks started for `session` since `before` (the tasks
-that ran when the stream began) that are still running; StreamGrace calls it as each stream ends.
+`ended(session, before)` cancels the heartbeat tasks started for `session` since `before` (asyncio's
+tasks when the stream began) that are still running; StreamGrace calls it as each stream ends.
 A heartbeat is recognised by its coroutine's name and the session its closure holds.
 
 `quiet()` keeps the left generator's own last word out of the log: closed when it is collected, it
@@ -23,11 +23,6 @@ import asyncio
 import logging
 
 HEARTBEAT = "heartbeat"  # Gradio's coroutine's name (routes.py, queue_data_helper)
-
-
-def running() -> set[asyncio.Task]:
-    """The event loop's tasks now."""
-    return asyncio.all_tasks()
 
 
 def _session_of(task: asyncio.Task) -> str | None:

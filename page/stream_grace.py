@@ -106,7 +106,7 @@ class StreamGrace:
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         session = (query.get("session_hash") or [""])[0]
-        before = heartbeats.running()
+        before = asyncio.all_tasks()
         try:
             await self._stream(scope, receive, send, session)
         finally:  # however the stream ended (its client hung up): its heartbeat ends too
