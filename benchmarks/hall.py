@@ -220,9 +220,10 @@ def cpu_busy_s() -> float:
     return sum(t) - t.idle - getattr(t, "iowait", 0.0)
 
 
-def own_cpu_s(pid: int | list[int]) -> float:
-    """CPU seconds of this process and of the server's tree (the part of the machine's load that is ours)."""
-    total = sum(psutil.Process().cpu_times()[:2])
+def server_cpu_s(pid: int | list[int]) -> float:
+    """CPU seconds of the server's tree alone. Read on its own, not as (ours - this process): two reads of
+    this process a moment apart differ by a clock tick, which made a short span's figure negative."""
+    total = 0.0
     for q in _trees(pid):
         try:
             total += sum(q.cpu_times()[:2])
@@ -904,13 +905,13 @@ def room_main(args: argparse.Namespace) -> int:
         sampler = RssSampler(proc.pid)
         sampler.start()
         me = psutil.Process()
-        ours0, me0, t0 = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
+        srv0, me0, t0 = server_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
         rep = asyncio.run(_room_hall(url, model, args.students, args.seconds, args.room_steps, 0.2, args.room_via,
                                       args.room_pause, tuple(float(x) for x in args.room_think.split(",")),
                                       args.room_clients))
-        ours1, me1, wall = own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter() - t0
-        rep.update(model=model, wall_s=round(wall, 1), server_cpu_s=round((ours1 - ours0) - (me1 - me0), 1),
-                   server_cores=round(((ours1 - ours0) - (me1 - me0)) / wall, 2),
+        srv1, me1, wall = server_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter() - t0
+        rep.update(model=model, wall_s=round(wall, 1), server_cpu_s=round(srv1 - srv0, 1),
+                   server_cores=round((srv1 - srv0) / wall, 2),
                    clients_cpu_s=round(me1 - me0 + rep["client_processes_cpu_s"], 1),
                    peak_rss_mb=round(sampler.stop() / 2**20, 1), rss_start_mb=round(rss_start / 2**20, 1),
                    cpu_count=os.cpu_count(), load_avg_before=load_avg_before)
@@ -1013,25 +1014,25 @@ def main(argv: list[str] | None = None) -> int:
         sampler = RssSampler(proc.pid)
         sampler.start()
         me = psutil.Process()
-        t_connect, c_ours0, c_me0 = time.perf_counter(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2])
+        t_connect, c_srv0 = time.perf_counter(), server_cpu_s(proc.pid)
         clients = connect(url, len(files))
         connect_s = time.perf_counter() - t_connect
         # The server's CPU for the students' connections (each Client reads /config and the API info, as
         # each browser reads the page's HTML): outside the hall's figure, reported beside it.
-        connect_cpu_s = (own_cpu_s(proc.pid) - c_ours0) - (sum(me.cpu_times()[:2]) - c_me0)
+        connect_cpu_s = server_cpu_s(proc.pid) - c_srv0
         # The server's own process (the first replica behind nginx): py-spy samples it during the hall only.
         spy = None if args.no_profile else cpu_profile.Recorder(proc.pid[1] if args.replicas else proc.pid).start()
-        busy0, ours0, me0, t0 = cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
+        busy0, srv0, me0, t0 = cpu_busy_s(), server_cpu_s(proc.pid), sum(me.cpu_times()[:2]), time.perf_counter()
         results = hall(clients, model, files, examples, args.seconds)
-        busy1, ours1, me1, wall = (cpu_busy_s(), own_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
-                                   time.perf_counter() - t0)
+        busy1, srv1, me1, wall = (cpu_busy_s(), server_cpu_s(proc.pid), sum(me.cpu_times()[:2]),
+                                  time.perf_counter() - t0)
         spy_raw = spy.stop() if spy is not None else ""
         clients_cores = (me1 - me0) / wall  # the simulated students themselves (this process)
-        server_cpu_s = (ours1 - ours0) - (me1 - me0)
+        hall_cpu_s = srv1 - srv0
         peak = sampler.stop()
         close_all(clients)
         # Others on the machine during the hall, in cores (what this run could not use).
-        others_cores = max(0.0, (busy1 - busy0) - (ours1 - ours0)) / wall
+        others_cores = max(0.0, (busy1 - busy0) - (srv1 - srv0) - (me1 - me0)) / wall
         after, _ = server_forwards(url)
         forwards_run = after - before if before is not None and after is not None else None
         crashed = proc.poll() is not None
@@ -1049,7 +1050,7 @@ def main(argv: list[str] | None = None) -> int:
                                         rss_samples=sampler.samples, forwards_run=forwards_run,
                                         forwards_source=source, load_avg_before=load_avg_before,
                                         others_cores=others_cores, clients_cores=clients_cores,
-                                        hall_wall_s=wall, connect_s=connect_s, server_cpu_s=server_cpu_s,
+                                        hall_wall_s=wall, connect_s=connect_s, server_cpu_s=hall_cpu_s,
                                         connect_cpu_s=connect_cpu_s))
     rep["server_crashed"] = crashed
     profile = where_cpu_went(rep, spy, spy_raw, args.replicas)

@@ -36,7 +36,10 @@ def test_hall_benchmark_runs_with_a_tiny_model(tmp_path):
     assert rep["crossed_compared"] == 4 and rep["crossed_answers"] == 0, rep["crossed_samples"]
     assert rep["first_answer_example"]["n"] == 2 and rep["first_answer_own"]["n"] == 2
     assert rep["peak_rss_mb"] > 0 and rep["bare_forward_ms"] > 0 and not rep["server_crashed"]
-    assert rep["server_cpu_s_per_student"] > 0 and rep["server_cpu_s_per_connection"] > 0
+    assert rep["server_cpu_s_per_student"] > 0
+    # Four connections may cost the server less than one 10-ms clock tick: zero is a fair reading, a
+    # negative or missing one is not (it was once read as a difference of two reads of this process).
+    assert rep["server_cpu_s_per_connection"] >= 0
     assert "pass  zero crossed answers" in p.stdout
 
 
