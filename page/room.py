@@ -152,7 +152,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
     lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
     (a full queue refuses with 503). The public API's /room_answer and /room_tally do the same.
     POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"};
-    POST /vizvit_room/{code}/tally {"host_key", "step"} -> {"answers", "total"} or {"error"}."""
+    POST /vizvit_room/{code}/tally {"host_key", "step"} -> Tally.as_json() or {"error"}."""
 
     async def answer(request: Request) -> JSONResponse:
         try:
@@ -168,7 +168,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
             t = rooms.tally(request.path_params.get("code", ""), b.get("host_key"), b.get("step"))
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse({"answers": t.answers, "total": t.total}, headers={"Cache-Control": "no-store"})
+        return JSONResponse(t.as_json(), headers={"Cache-Control": "no-store"})
 
     return [APIRoute("/vizvit_room/{code}/answer", answer, methods=["POST"]),
             APIRoute("/vizvit_room/{code}/tally", tally, methods=["POST"])]

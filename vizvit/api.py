@@ -351,7 +351,7 @@ class PublicApi:
             except UserError as e:
                 return {"truth": None, "line": f"This step cannot be measured on {ph.vm.display_name}: {e}"}
             right = m.right if s.answer == MEASURED else s.answer
-            text = f"{float(right):g}" if s.is_number else str(right)
+            text = room_mod.number_text(float(right)) if s.is_number else str(right)
             return {"truth": text, "line": m.line}
 
         return self._on_room_photo(code, measure)
@@ -372,8 +372,7 @@ class PublicApi:
         return {"accepted": ok, "reason": why}
 
     def room_tally(self, code: str, host_key: str, step: int) -> dict[str, Any]:
-        t = self.rooms.tally(code, host_key, step)
-        return {"answers": t.answers, "total": t.total}
+        return self.rooms.tally(code, host_key, step).as_json()
 
     def room_close(self, code: str, host_key: str) -> dict[str, Any]:
         self.rooms.close(code, host_key)

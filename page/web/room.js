@@ -24,7 +24,25 @@
     for (const c of children.flat()) if (c != null && c !== false) e.append(c instanceof Node ? c : String(c));
     return e;
   }
-  const show = (...children) => app.replaceChildren(...children.flat().filter((c) => c != null && c !== false));
+  // Every redraw replaces the page's nodes: the focused control (by id, or an option by its key) is
+  // focused again after it, so a keyboard user keeps their place (WCAG 2.4.3).
+  function show(...children) {
+    const was = document.activeElement, id = was && was.id, k = was && was.dataset && was.dataset.k;
+    app.replaceChildren(...children.flat().filter((c) => c != null && c !== false));
+    const again = (id && document.getElementById(id)) || (k && app.querySelector(`[data-k="${CSS.escape(k)}"]`));
+    if (again && again !== was) again.focus();
+  }
+  // What changed, read out by a screen reader (a polite live region outside the redrawn part, WCAG 4.1.3).
+  const said = document.getElementById("said");
+  let lastSaid = "";
+  function say(text) {
+    if (!said || !text || text === lastSaid) return;
+    lastSaid = text;
+    said.textContent = text;
+  }
+  // A dropped connection's TypeError ("Failed to fetch") in words a lecturer can act on.
+  const UNREACHABLE_NOW = "The server cannot be reached: try again in a moment.";
+  const plain = (e) => (e instanceof TypeError ? UNREACHABLE_NOW : e.message);
 
   // vizvit.classroom.room.parse_code, the same rule: spaces and dashes dropped, upper-cased, CFG.length of CFG.alphabet.
   function parseCode(raw) {
@@ -63,21 +81,28 @@
 
   // A step's bars: an option step has one bar per option, in the lesson's order, labelled with its words
   // and drawn at 0 when nobody chose it (a bar only for the answers given hid the options nobody took, and
-  // "b" alone said nothing); a number step has one bar per number given, most first.
+  // "b" alone said nothing); a number step has the server's bars (vizvit.classroom.room.number_bars: the
+  // most given numbers, the truth among them) and one for every other number given.
+  const OTHERS = "\u0000others";  // a key no answer can be
   function bars(tally, truth, own, step) {
     const got = (tally && tally.answers) || {};
     const count = (a) => Number(got[a]) || 0;
     let entries;
     if (step && !step.is_number && Array.isArray(step.options) && step.options.length) {
       entries = step.options.map(([k]) => [k, count(k)]);
-    } else {
+    } else if (tally && Array.isArray(tally.bars)) {
+      entries = tally.bars.map(([a, n]) => [String(a), Number(n) || 0]);
+      if (Number(tally.others) > 0) entries.push([OTHERS, Number(tally.others)]);
+    } else {  // an older server: a bar per number given
       entries = Object.keys(got).map((a) => [a, count(a)]);
       if (truth != null && !entries.some(([a]) => a === truth)) entries.push([truth, 0]);
     }
     const most = Math.max(1, ...entries.map(([, n]) => n));
-    const label = (a) => (step && !step.is_number ? optionText(step, a) : a);
+    const mineElsewhere = own != null && !entries.some(([a]) => a === own);
+    const label = (a) => (a === OTHERS ? "other numbers" : step && !step.is_number ? optionText(step, a) : a);
+    const you = (a) => a === own || (a === OTHERS && mineElsewhere);
     return el("div", { className: "bars" }, entries.map(([a, n]) => el("div", { className: "bar" + (a === truth ? " truth" : "") },
-      el("span", { className: "label" }, `${label(a)}${a === truth ? " ✓" : ""}${a === own ? " (you)" : ""}`),
+      el("span", { className: "label" }, `${label(a)}${a === truth ? " ✓" : ""}${you(a) ? " (you)" : ""}`),
       el("span", { className: "fill", style: { width: `${Math.round(50 * n / most)}%` } }),
       el("span", { className: "count" }, String(n)))));
   }
@@ -141,9 +166,19 @@
     try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page."); }
     if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.");
     const lesson = got.body;
-    const refused = await hello(code, id);
-    if (refused) return show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "refused" }, refused));
-    let state = null, looking = null, message = "";
+    // Refused (locked, full): the page says why and asks again every 10 s while the room is open, since
+    // the lecturer may unlock it; a room that is gone ends it.
+    for (let refused = await hello(code, id); refused; refused = await hello(code, id)) {
+      let open = false;
+      try { const r = await fetchJSON(roomPath(code)); open = r.ok && !r.body.closed && !r.body.error; } catch (e) { open = true; }
+      show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "refused" }, refused),
+           open ? el("p", { className: "muted" }, "This page asks again by itself every 10 seconds.") : null);
+      say(refused);
+      if (!open) return;
+      await sleep(10_000);
+    }
+    const UNREACHABLE = "The server cannot be reached: try again.";
+    let state = null, looking = null, message = "", lost = false;
     function render() {
       if (!state) return;
       if (state.closed) return show(el("h1", {}, "The room is closed"), el("p", {}, state.error || ""));
@@ -159,7 +194,7 @@
                      el("button", { className: "primary", id: "send", onclick: () => send(document.getElementById("num").value.trim()) }, "Send"));
         } else {
           parts.push(...s.options.map(([k, t]) => el("div", {}, el("button", {
-            className: mine[n] === k ? "chosen" : "", dataset: { k }, onclick: () => send(k) }, t))));
+            className: mine[n] === k ? "chosen" : "", "aria-pressed": String(mine[n] === k), dataset: { k }, onclick: () => send(k) }, t))));
         }
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
                                  : el("p", {}, "Your prediction, before the lecturer reveals."));
@@ -181,9 +216,12 @@
       async function send(value) {
         try {
           const a = await post(roomPath(code, "answer"), { student: id, step: n, answer: value });
-          if (a.body.accepted) { mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; }
-          else message = String(a.body.reason || a.body.error || "The server refused that answer.");
-        } catch (e) { message = "The server cannot be reached: try again."; }
+          if (a.body.accepted) {
+            mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = "";
+            say(`Your answer is in: ${s.is_number ? value : optionText(s, value)}`);
+          } else message = String(a.body.reason || a.body.error || "The server refused that answer.");
+        } catch (e) { message = UNREACHABLE; }
+        say(message);
         render();
       }
     }
@@ -194,13 +232,22 @@
         if (r.status === 429 || (!r.ok && !r.body.closed)) { await sleep(r.status === 429 ? waitMs(r) : 2000); continue; }
         const next = r.body;
         const moved = !state || next.step !== state.step;
+        const revealedNow = (x) => !!(x && (x.shown || {})[String(x.step)]);
+        const revealed = !moved && !revealedNow(state) && revealedNow(next);
         state = next;
         v = Number.isInteger(state.version) ? state.version : -2;
         if (moved) looking = null;  // the lecturer moved: follow
+        if (lost) { lost = false; if (message === UNREACHABLE) message = ""; }
+        // A number half typed is kept through a mere count change; a move or a reveal ends the question.
         const typing = document.activeElement && document.activeElement.id === "num";
-        if (!typing || moved || state.closed) render();
+        if (!typing || moved || revealed || state.closed) render();
+        const s = lesson.steps[state.step - 1];
+        if (state.closed) say("The room is closed.");
+        else if (revealed) say(`Step ${state.step} revealed: see the room's answers and the truth.`);
+        else if (moved && s) say(`Step ${state.step} of ${state.n_steps}: ${s.question}`);
         if (state.closed) return;
       } catch (e) {
+        lost = true;
         await sleep(1000);  // a dropped connection (a server restarting): ask again
       }
     }
@@ -281,7 +328,7 @@
     const stR = await patiently(() => fetchJSON(roomPath(code)), live);
     if (!stR.ok || stR.body.closed) return gone(code, stR.body.error);
     let st = stR.body, tally = { answers: {}, total: 0 }, err = "";
-    let timer = null, beatEvery = null, ticks = 0, gen = 0;
+    let timer = null, beatEvery = null, ticks = 0, gen = 0, closing = false, lost = false;
     const stop = () => { alive = false; clearTimeout(timer); clearInterval(beatEvery); };
     const end = (why) => { stop(); gone(code, why); };
 
@@ -296,7 +343,7 @@
       const s = lesson.steps[st.step - 1], shown = (st.shown || {})[String(st.step)];
       if (!s) return;
       const shownTally = shown ? shown.tally : tally;
-      const left = el("div", {}, picture(code, st.step, shown),
+      const left = el("div", {}, el("h1", { className: "sr-only" }, `Room ${code}: the lecturer's view`), picture(code, st.step, shown),
         el("p", { className: "muted" }, `Step ${st.step} of ${st.n_steps} · ${s.title}`),
         el("p", { className: "question" }, s.question),
         s.is_number ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, `${k}: ${t}`))),
@@ -311,9 +358,14 @@
           el("button", { id: "back", disabled: st.step <= 1, onclick: () => step(st.step - 1, false) }, "← back"), " ",
           el("button", { className: "primary", id: "reveal", disabled: !!shown, onclick: () => step(st.step, true) }, "Reveal"), " ",
           el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →"), " ",
-          el("button", { id: "close", onclick: closeRoom }, "Close the room"), " ",
+          el("button", { id: "close", onclick: () => { closing = true; render(); } }, "Close the room"), " ",
           el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")),
-        el("p", { className: "error", id: "host-err" }, err));
+        closing ? el("div", { id: "close-ask", role: "alertdialog", "aria-labelledby": "close-q",
+                              onkeydown: (e) => { if (e.key === "Escape") document.getElementById("close-no").click(); } },
+          el("p", { className: "question", id: "close-q" }, "Close the room? Every answer is deleted at once: download them first if you want them."),
+          el("button", { id: "close-yes", className: "primary", onclick: closeRoom }, "Yes, close it"), " ",
+          el("button", { id: "close-no", onclick: () => { closing = false; render(); document.getElementById("close").focus(); } }, "Keep it open")) : null,
+        el("p", { className: "error", id: "host-err", role: "status" }, err));
       const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
         el("p", { id: "joined", className: "total" }, joinedText()),
         el("button", { id: "lock", onclick: lock }, lockText()),
@@ -321,6 +373,7 @@
         link ? el("p", {}, el("a", { href: link }, link)) : null,
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
       show(el("div", { id: "host" }, left, right));
+      if (closing && !document.getElementById("close-ask").contains(document.activeElement)) document.getElementById("close-no").focus();
     }
 
     // The live bars can sway the answers still to come (the first few answers pull the rest): the
@@ -346,7 +399,7 @@
         document.body.append(a); a.click(); a.remove();
         setTimeout(() => URL.revokeObjectURL(url), 10000);
         err = "";
-      } catch (e) { err = e.message; render(); }
+      } catch (e) { err = plain(e); render(); }
     }
 
     async function step(n, reveal) {
@@ -354,7 +407,9 @@
         const r = await post(roomPath(code, "step"), { host_key: key, step: n, reveal });
         if (r.body.error) throw new Error(r.body.error);
         st = r.body; tally = { answers: {}, total: 0 }; err = "";
-      } catch (e) { err = e.message; }
+        const s = lesson.steps[st.step - 1];
+        if (s) say(reveal ? `Step ${st.step} revealed.` : `Step ${st.step} of ${st.n_steps}: ${s.question}`);
+      } catch (e) { err = plain(e); }
       render(); tick();
     }
 
@@ -366,7 +421,8 @@
         if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
         else if (typeof r.body.locked === "boolean") st.locked = r.body.locked;
         err = "";
-      } catch (e) { err = e.message; }
+        say(st.locked ? "Locked: no new students." : "Unlocked: new students may join.");
+      } catch (e) { err = plain(e); }
       render();
     }
 
@@ -409,7 +465,16 @@
           if (mine !== gen || !alive) return;
           if (view.status !== 429 && !took(view.body)) return;
         }
-      } catch (e) { /* a dropped connection (a server restarting): the next tick asks again */ }
+        if (lost || err === UNREACHABLE_NOW) {  // the server answers again: its silence is no longer news
+          lost = false; err = "";
+          const note = document.getElementById("host-err");
+          if (note) note.textContent = "";
+        }
+      } catch (e) {  // a dropped connection (a server restarting): said, and the next tick asks again
+        lost = true; err = "The server cannot be reached: reconnecting…";
+        const note = document.getElementById("host-err");
+        if (note) note.textContent = err;
+      }
       if (mine === gen && alive) timer = setTimeout(tick, 1000);
     }
 

@@ -19,10 +19,62 @@ from vizvit.classroom.room import (
     OWNER_FULL,
     UNKNOWN_ROOM,
     WRONG_KEY,
+    Question,
     Rooms,
+    number_bars,
+    parse_number,
     questions_of,
 )
 from vizvit.errors import UserError
+
+
+@pytest.mark.parametrize("typed, value", [
+    ("12.5", 12.5), ("12,5", 12.5), ("0,85", 0.85), ("9,5", 9.5), ("0,850", 0.85),  # a decimal comma
+    ("1,234", 1234), ("1,234,567", 1234567), ("1 234", 1234), ("1\u202f234,5", 1234.5),  # digits grouped
+    ("1,234.5", 1234.5), ("1.234,5", 1234.5), ("1.234.567", 1234567), ("1.234", 1.234),
+    ("10%", 10), (" 10 % ", 10), ("\u22123", -3), ("-1,5", -1.5), ("1e3", 1000), ("224", 224)])
+def test_a_number_typed_on_any_phone_is_read_as_its_writer_meant(typed, value):
+    assert parse_number(typed) == pytest.approx(value, rel=0, abs=1e-12)
+
+
+@pytest.mark.parametrize("typed", ["", "%", "1,2,3", "1.2.3,4,5", "twelve", "1..2", "12,5,"])
+def test_a_string_that_is_no_number_is_refused(typed):
+    with pytest.raises(ValueError):
+        parse_number(typed)
+
+
+def test_a_number_answer_keeps_twelve_digits_and_a_comma_answer_meets_its_dot_twin():
+    q = Question(())
+    assert q.normalise("1234567") == "1234567" != q.normalise("1234568")  # "%g" once made both 1.23457e+06
+    assert q.normalise("12,5") == q.normalise("12.5") == q.normalise(12.5) == "12.5"
+    assert q.normalise("10%") == q.normalise(10.0) == "10"
+    with pytest.raises(UserError, match="must be a number"):
+        q.normalise("1,2,3")
+
+
+def test_a_number_steps_bars_are_the_most_given_and_the_truth_the_rest_one_count():
+    answers = {"224": 9, "196": 4, "256": 4, "16": 2, "14": 1, "7": 1, "1000": 1}
+    bars, others = number_bars(answers, "224", keep=3)  # ties in the numbers' order: 196 before 256
+    assert bars == (("224", 9), ("196", 4), ("256", 4)) and others == 2 + 1 + 1 + 1
+    bars, others = number_bars(answers, "7", keep=3)  # the truth given once: its bar replaces the third
+    assert bars == (("224", 9), ("196", 4), ("7", 1)) and others == 4 + 2 + 1 + 1
+    bars, others = number_bars(answers, "197", keep=3)  # nobody gave it: drawn at 0, last
+    assert bars == (("224", 9), ("196", 4), ("197", 0)) and others == 4 + 2 + 1 + 1 + 1
+    assert number_bars({}, None) == ((), 0)
+    bars, others = number_bars({str(n): 1 for n in range(25)}, None)  # 25 numbers: five bars, one "others"
+    assert bars == tuple((str(n), 1) for n in range(5)) and others == 20
+
+
+def test_a_revealed_number_step_in_the_view_has_its_bars_with_the_truth(opened):
+    rooms, code, key = opened()
+    for i in range(12):
+        rooms.answer(code, f"student-{i:04d}", 1, 200 + i % 7)  # 7 different numbers
+    rooms.prepare(code, 1, {"truth": "224"}, None)
+    live = rooms.tally(code, key, 1).as_json()  # before the reveal: no truth among the bars
+    assert live["bars"] == [["200", 2], ["201", 2], ["202", 2], ["203", 2], ["204", 2]] and live["others"] == 2
+    rooms.move(code, key, 1, reveal=True)
+    shown = rooms.view(code)["shown"]["1"]["tally"]
+    assert shown["bars"] == [["200", 2], ["201", 2], ["202", 2], ["203", 2], ["224", 0]] and shown["others"] == 4
 
 
 def test_a_code_is_short_and_readable_and_the_key_is_long(opened):
@@ -38,9 +90,11 @@ def test_one_answer_per_student_per_step_and_a_change_replaces(opened):
     assert rooms.answer(code, S1, 1, 196) == (True, "")
     assert rooms.answer(code, S2, 1, "196") == (True, "")
     assert rooms.answer(code, S3, 1, 197.0) == (True, "")
-    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 2, "197": 1}, "total": 3}
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 2, "197": 1}, "total": 3,
+                                                  "bars": [["196", 2], ["197", 1]], "others": 0}
     assert rooms.answer(code, S3, 1, "196") == (True, "")  # changed its mind: replaces, not adds
-    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 3}, "total": 3}
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"196": 3}, "total": 3,
+                                                  "bars": [["196", 3]], "others": 0}
     assert rooms.own(code, S3, 1) == "196"
 
 
@@ -215,7 +269,8 @@ def test_a_locked_room_refuses_new_students_but_not_those_in(opened):
     assert str(e.value) == WRONG_KEY
     rooms.lock(code, key, False)
     assert rooms.join(code, S3) == (True, "")
-    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"5": 1, "7": 1}, "total": 2}
+    assert rooms.tally(code, key, 1).as_json() == {"step": 1, "answers": {"5": 1, "7": 1}, "total": 2,
+                                                  "bars": [["5", 1], ["7", 1]], "others": 0}
 
 
 def test_hello_counts_students_toward_the_limit(store):
@@ -248,7 +303,8 @@ def test_a_students_view_shows_only_revealed_steps_tally_and_truth(opened):
     rooms.prepare(code, 1, {"truth": "224"}, None)  # measured ahead: still hidden
     assert rooms.view(code)["shown"] == {}
     rooms.move(code, key, 1, reveal=True)
-    assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2},
+    assert rooms.view(code)["shown"] == {"1": {"tally": {"step": 1, "answers": {"224": 1, "196": 1}, "total": 2,
+                                                         "bars": [["196", 1], ["224", 1]], "others": 0},
                                                "truth": "224", "picture": False}}
 
 

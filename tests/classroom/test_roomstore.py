@@ -53,7 +53,8 @@ def test_a_restarted_server_finds_its_rooms_and_answers(opened, store):
     again = Rooms(store())  # a new process on the same data
     shown = again.move(code, key, 1, reveal=True)  # the lecturer's page reconnects with its host key
     assert shown.revealed == (1,)
-    assert again.view(code)["shown"]["1"] == {"tally": {"step": 1, "answers": {"224": 2, "196": 1}, "total": 3},
+    assert again.view(code)["shown"]["1"] == {"tally": {"step": 1, "answers": {"224": 2, "196": 1}, "total": 3,
+                                                        "bars": [["224", 2], ["196", 1]], "others": 0},
                                               "truth": "224", "picture": True}
     assert again.model_view(code) == b"view"
 

@@ -70,8 +70,58 @@ def test_one_host_and_three_students(url):
         students[2].click("#back")  # looking back at step 1: its reveal was never made, its question closed
         assert "step 1 of" in students[2].inner_text("h1") and "closed" in students[2].inner_text("body")
         host.click("#close")
+        host.click("#close-yes")  # the page asks first: closing deletes every answer
         for s in students:
             s.wait_for_selector("text=The room is closed", timeout=10_000)
+
+
+def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_with_a_question(url):
+    """25 different numbers keep the lecturer's buttons on a 1366x900 projector (five bars and "other
+    numbers"); a student with a half-typed number sees the reveal; a control pressed by keyboard keeps
+    the focus; the reveal is said in the live region; Close asks first, and "Keep it open" keeps it."""
+    import httpx
+
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        for i in range(25):  # 25 students, 25 different numbers (each 200 + i), given over the plain route
+            r = httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": f"stud-{i:04d}", "step": 1,
+                                                                     "answer": str(200 + i)}, timeout=30)
+            assert r.json()["accepted"], r.text
+        s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+        s.set_default_timeout(60_000)
+        s.goto(url + f"room?code={code}")
+        s.wait_for_selector("#num")
+        host.wait_for_selector("#total:has-text('25 answered')", timeout=30_000)
+        labels = host.locator("#tally .bar .label").all_inner_texts()
+        assert len(labels) == 6 and labels[-1].startswith("other numbers"), labels
+        assert host.locator("#tally .bar .count").all_inner_texts()[-1] == "20"
+        for b in ("#reveal", "#next", "#close", "#lock"):  # no scrolling in front of the class
+            box = host.locator(b).bounding_box()
+            assert box and box["y"] + box["height"] <= 900, (b, box)
+        host.focus("#lock")  # the keyboard: a control pressed keeps the focus through the redraw
+        host.keyboard.press("Enter")
+        host.wait_for_selector("#lock:has-text('Unlock')")
+        assert host.evaluate("document.activeElement.id") == "lock"
+        host.keyboard.press("Enter")
+        host.wait_for_selector("#lock:has-text('Lock:')")
+        s.fill("#num", "22")  # typing, the cursor in the box, as the lecturer reveals
+        assert s.evaluate("document.activeElement.id") == "num"
+        host.click("#reveal")
+        s.wait_for_selector("text=The truth on this photo", timeout=15_000)
+        s.wait_for_function("() => /revealed/.test(document.getElementById('said').textContent)", timeout=10_000)
+        assert "224 ✓" in host.inner_text("#tally")  # the truth has a bar of its own, at 0
+        host.click("#close")
+        host.wait_for_selector("#close-ask")
+        assert host.evaluate("document.activeElement.id") == "close-no"
+        host.keyboard.press("Escape")
+        host.wait_for_selector("#close-ask", state="detached")
+        assert host.locator("#room-code").is_visible() and "closed" not in s.inner_text("body")
+        host.click("#close")
+        host.click("#close-yes")
+        s.wait_for_selector("text=The room is closed", timeout=10_000)
+        host.wait_for_selector("#ex")
 
 
 def test_the_lesson_tab_opens_a_room_for_this_class(url):

@@ -354,8 +354,9 @@ def test_a_room_across_two_replicas_then_one_dies(tmp_path, nginx, redis_ok):
             assert view.status_code == 200 and view.json()["step"] == 2 and view.headers[cluster.REPLICA_HEADER] == \
                 c.replica_address(1)
         tallies = [httpx.post(f"{room}/tally", json={"host_key": key, "step": n}, timeout=60).json() for n in (1, 2)]
-        assert tallies[0] == {"answers": {"100": 7, "101": 7, "102": 6}, "total": 20}
-        assert tallies[1] == {"answers": {"a": 5, "b": 5, "c": 5, "d": 5}, "total": 20}
+        assert tallies[0] == {"step": 1, "answers": {"100": 7, "101": 7, "102": 6}, "total": 20,
+                              "bars": [["100", 7], ["101", 7], ["102", 6]], "others": 0}
+        assert tallies[1] == {"step": 2, "answers": {"a": 5, "b": 5, "c": 5, "d": 5}, "total": 20}
         assert httpx.get(room, timeout=60).json()["joined"] == 20
         for s in students:
             s.close()

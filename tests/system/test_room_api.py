@@ -36,7 +36,8 @@ def test_a_room_from_open_to_close(server):
         assert c.predict(code, 1, answer, student, api_name="/room_answer") == {"accepted": True, "reason": ""}
     ahead = c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")
     assert ahead["accepted"] is False and "not open yet" in ahead["reason"]
-    assert c.predict(code, key, 1, api_name="/room_tally") == {"answers": {"224": 2, "32": 1}, "total": 3}
+    assert c.predict(code, key, 1, api_name="/room_tally") == {
+        "step": 1, "answers": {"224": 2, "32": 1}, "total": 3, "bars": [["224", 2], ["32", 1]], "others": 0}
     shown = c.predict(code, key, 1, True, api_name="/room_step")
     assert shown["step"] == 1 and shown["revealed"] == [1]
     assert shown["truth"] == "224"  # tiny16 reads a 224-pixel square (tests/tiny.py)
@@ -174,7 +175,7 @@ def test_the_room_pages_answer_and_tally_routes_count_like_the_public_api(server
     assert "must be a number" in answer("stud-dddd", 1, "many")["reason"]
     assert "random id" in answer("x", 1, 3)["reason"]
     tally = httpx.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}, timeout=60).json()
-    assert tally == {"answers": {"224": 2, "7": 1}, "total": 3}
+    assert tally == {"step": 1, "answers": {"224": 2, "7": 1}, "total": 3, "bars": [["224", 2], ["7", 1]], "others": 0}
     refused = httpx.post(f"{url}vizvit_room/{code}/tally", json={"host_key": "nope", "step": 1}, timeout=60)
     assert refused.status_code == 400 and refused.json() == {"error": WRONG_KEY}
     assert httpx.post(f"{url}vizvit_room/{code}/answer", content=b"[", timeout=60).json()["accepted"] is False

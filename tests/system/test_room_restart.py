@@ -70,7 +70,8 @@ def test_a_room_survives_kill_9_and_a_restart(tmp_path):
         assert after["closed"] is False and after["version"] == before["version"] and after["step"] == 1
         assert after["joined"] == 5
         tally = httpx.post(f"{room}/tally", json={"host_key": key, "step": 1}, timeout=60).json()
-        assert tally == {"answers": {"224": 3, "196": 1, "16": 1}, "total": 5}
+        assert tally == {"step": 1, "answers": {"224": 3, "196": 1, "16": 1}, "total": 5,
+                         "bars": [["224", 3], ["16", 1], ["196", 1]], "others": 0}
         shown = httpx.post(f"{room}/step", json={"host_key": key, "step": 1, "reveal": True}, timeout=120).json()
         one = shown["shown"]["1"]
         assert one["truth"] == "224" and one["tally"]["total"] == 5  # tiny16 reads a 224-pixel square

@@ -89,12 +89,38 @@ class Question:
         if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
             raise UserError("The answer to this question must be a number.")
         try:
-            x = float(str(answer).replace(",", "").strip()) if isinstance(answer, str) else float(answer)
+            x = parse_number(answer) if isinstance(answer, str) else float(answer)
         except (ValueError, OverflowError):
             raise UserError("The answer to this question must be a number.") from None
         if not math.isfinite(x) or abs(x) > MAX_NUMBER:
             raise UserError(f"The answer must be a number of at most {MAX_NUMBER:g} in size.")
-        return f"{x:g}"
+        return number_text(x)
+
+
+_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}([,.]\d{3})+")  # 1,234 or 1.234.567: groups of three
+
+
+def parse_number(text: str) -> float:
+    """A number as a student types it on any phone -> its value, or ValueError.
+    "12.5" and "12,5" (a decimal comma: a European keypad's) are 12.5; "1,234", "1 234" and "1,234.5"
+    group thousands; "10%" is 10 (the percentage a question asks for). One separator followed by three
+    digits after a non-zero lead ("1,234", "1.234") is read the English way: thousands for a comma,
+    a decimal point for a dot, as `float` reads it."""
+    t = text.strip().replace("\u2212", "-").removesuffix("%").strip()
+    t = re.sub(r"[\s\u00a0\u202f_']", "", t)  # spaces and apostrophes group digits, never mean anything else
+    if "," in t and "." in t:  # the last one is the decimal mark, the other groups thousands
+        t = t.replace(",", "") if t.rfind(".") > t.rfind(",") else t.replace(".", "").replace(",", ".")
+    elif t.count(",") == 1 and not _THOUSANDS.fullmatch(t):
+        t = t.replace(",", ".")
+    elif _THOUSANDS.fullmatch(t) and (t.count(",") or t.count(".") > 1):
+        t = t.replace(",", "").replace(".", "")
+    return float(t)
+
+
+def number_text(x: float) -> str:
+    """A number as the tally keys it: 196, "196" and 196.0 are one bar. 12 significant digits: "%g"'s
+    six made 1234567 and 1234568 one answer, "1.23457e+06"."""
+    return f"{x:.12g}"
 
 
 @dataclass(frozen=True)
@@ -119,18 +145,48 @@ class State:
 
 @dataclass(frozen=True)
 class Tally:
-    """One step's answers: answer -> count (descending count), and how many answered."""
+    """One step's answers: answer -> count (descending count), and how many answered. A number step's
+    bars too (number_bars): its most given numbers, and how many students gave any other."""
 
     step: int
     answers: dict[str, int]
     total: int
+    bars: tuple[tuple[str, int], ...] | None = None  # a number step's bars, most first; None: an option step
+    others: int = 0  # students whose number has no bar of its own
 
     def as_json(self) -> dict:
-        return {"step": self.step, "answers": dict(self.answers), "total": self.total}
+        out = {"step": self.step, "answers": dict(self.answers), "total": self.total}
+        if self.bars is not None:
+            out.update(bars=[list(b) for b in self.bars], others=self.others)
+        return out
 
 
-def _tally(n: int, got: dict[str, str]) -> Tally:
-    return Tally(n, dict(Counter(got.values()).most_common()), len(got))
+NUMBER_BARS = 5  # a number step's own bars at most; 25 different numbers, a bar each, once pushed the
+                 # lecturer's buttons off the projector
+
+
+def number_bars(answers: dict[str, int], truth: str | None,
+                keep: int = NUMBER_BARS) -> tuple[tuple[tuple[str, int], ...], int]:
+    """A number step's answers (number text -> count) -> (its bars, most given first and ties in
+    the numbers' order, the truth always among them, drawn at 0 if nobody gave it; how many
+    students gave a number without a bar). Numbers are predictions of one exact value (224, 197,
+    10): the room wants to see the few most given and the truth, not a histogram of typos."""
+    ranked = sorted(answers.items(), key=lambda kv: (-kv[1], float(kv[0])))
+    bars = ranked[:keep]
+    if truth is not None and all(a != truth for a, _ in bars):
+        bars = sorted([*ranked[:keep - 1], (truth, answers.get(truth, 0))], key=lambda kv: (-kv[1], float(kv[0])))
+    shown = sum(n for _, n in bars)
+    return tuple(bars), sum(answers.values()) - shown
+
+
+def _tally(n: int, got: dict[str, str], meta: dict) -> Tally:
+    """Step n's tally; a number step's with its bars (the truth among them once it is revealed)."""
+    answers = dict(Counter(got.values()).most_common())
+    if meta["questions"][n - 1]:  # an option step: one bar per option, drawn by the page
+        return Tally(n, answers, len(got))
+    truth = meta["notes"].get(str(n), {}).get("truth") if n in meta["revealed"] else None
+    bars, others = number_bars(answers, truth if isinstance(truth, str) else None)
+    return Tally(n, answers, len(got), bars, others)
 
 
 def _step(meta: dict, step: object) -> int:
@@ -389,7 +445,7 @@ class Rooms:
             return {**hit[2]}
         names = self.store.blob_names(parsed)
         out = self._state(parsed, meta).as_json()
-        out["shown"] = {str(n): {"tally": _tally(n, self.store.answers(parsed, n)).as_json(),
+        out["shown"] = {str(n): {"tally": _tally(n, self.store.answers(parsed, n), meta).as_json(),
                                  **meta["notes"].get(str(n), {}), "picture": f"p{n}" in names}
                         for n in sorted(meta["revealed"])}
         out["picture"] = "p0" in names  # the open step's picture (the photo) is ready
@@ -406,7 +462,7 @@ class Rooms:
     def tally(self, code: str, host_key: str, step: object) -> Tally:
         parsed, meta = self._host_change(code, host_key)
         n = _step(meta, step)
-        return _tally(n, self.store.answers(parsed, n))
+        return _tally(n, self.store.answers(parsed, n), meta)
 
     def answers_csv(self, code: str, host_key: str, titles: Sequence[str] = ()) -> str:
         """Every answer of the room for its lecturer, as CSV: one row per step and student
@@ -485,7 +541,7 @@ class Rooms:
         n = _step(meta, step)
         if n not in meta["revealed"]:
             raise UserError(f"Step {n} has not been revealed yet.")
-        return _tally(n, self.store.answers(parsed, n))
+        return _tally(n, self.store.answers(parsed, n), meta)
 
     def __len__(self) -> int:
         self._sweep()
