@@ -72,7 +72,7 @@ def test_the_shipped_lesson_parses_and_a_missing_file_is_one_sentence(tmp_path):
 
 def test_the_cost_steps_options_are_all_written_roundly():
     """Issue 51: "About 64,872× more" beside "About 16×" gave the answer away by its exactness.
-    (224² + 1)² / (196 + 1)² = 64,872.3 attention weights more: offered as 65,000; the distractors are
+    (224² + 1)² / (196 + 1)² = 64,874.9 attention weights more: offered as 65,000; the distractors are
     the patch side (16) and the pixels per patch (256: the token ratio, not squared)."""
     s = next(s for s in lesson.load_steps() if s.id == "cost")
     options = {k: lesson.fill(t, VIT_B16) for k, t in s.options}

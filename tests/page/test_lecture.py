@@ -51,9 +51,9 @@ def test_bad_link_values_fall_back_with_a_notice(url):
 
 def test_attention_cost_calculator(url):
     with page_at(url + "?tab=lecture") as page:
-        page.wait_for_selector("#cost-table:has-text('64,872×')", timeout=60_000)
+        page.wait_for_selector("#cost-table:has-text('64,875×')", timeout=60_000)
         table = page.inner_text("#cost-table")
-        assert "50,176" in table and "2,517,630,976" in table and "38,809" in table and "155 kB" in table
+        assert "50,177" in table and "2,517,731,329" in table and "38,809" in table and "155 kB" in table
         shot(page, "lecture_tab")
         # P = 10 does not divide 224: the numbers follow (22×22 patches, 4 px unread), no error.
         set_slider(page, "cost-patch", 10)

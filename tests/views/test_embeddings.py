@@ -167,3 +167,23 @@ def test_a_drawn_clicks_patch_from_the_page_is_checked(tiny16):
     for bad in ("", "3", "a,b", "-1,2", f"{g.grid[0]},0", "²,1", "99999999,1", None):
         with pytest.raises(UserError):
             ev.picked_cell(g, bad)
+
+
+def test_the_stage_table_says_the_processors_own_resize_and_crop():
+    """A reviewer on the trained ViT-Ti: the table said "resized to 224×224" while the status line said
+    "scaled to 372×248, centre 224×224 kept" (its processor: short side 248, centre crop 224)."""
+    from vizvit.model.models import Preprocess
+    from vizvit.views.embeddings import resize_text
+
+    kw = dict(resample=3, mean=(0.5,) * 3, std=(0.5,) * 3)
+    assert resize_text(Preprocess(248, (224, 224), **kw)) == "short side scaled to 248 px, centre 224×224 kept"
+    assert resize_text(Preprocess((224, 224), None, **kw)) == "resized to 224×224"
+    assert resize_text(Preprocess((256, 256), (224, 224), **kw)) == "resized to 256×256, centre 224×224 kept"
+
+
+@pytest.mark.parametrize("k, said", [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+                                     (13, "13th"), (21, "21st"), (22, "22nd"), (112, "112th")])
+def test_ordinals_as_written(k, said):
+    from vizvit.classroom.claims import nth
+
+    assert nth(k) == said  # the Positions tab once said "every 3th row"

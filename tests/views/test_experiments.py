@@ -168,6 +168,17 @@ def test_contest_verdict_on_constructed_aucs():
     t = contest_verdict([same, same], "cat", 0.8)
     assert t.count("No map beats random order outside its band") == 2 and "disagree" not in t
     assert "artifact" not in t
+    # Better on one curve and worse on the other (a reviewer's chelsea: rollout's insertion above the
+    # band, its deletion past the band's worse edge): not listed "on insertion only", nor as a win.
+    split = _score("black", names, [0.60, 0.40, 0.50], [0.62, 0.50, 0.62], band_del, band_ins)
+    t = contest_verdict([split], "cat", 0.8)
+    assert "Better than random on insertion but worse on deletion: rollout (0.600, 0.620)." in t
+    assert "Better than random on deletion but worse on insertion: last-layer [CLS] attention (0.400, 0.500)." in t
+    assert "On insertion only (deletion within the band): Grad-CAM (0.500, 0.620)." in t
+    assert "On insertion only (deletion within the band): rollout" not in t and "Worse than random" not in t
+    mixed_only = _score("black", names[:1], [0.60], [0.62], band_del, band_ins)
+    t = contest_verdict([mixed_only], "cat", 0.8)
+    assert "No map beats random order outside its band without doing worse than it on the other curve" in t
     # A map on the band's edge is inside it; an AUC one sd away from the mean is not "better".
     edge = _score("black", names[:1], [0.50 - sd_del], [0.56], band_del, band_ins)
     assert "Within the band on both: rollout" in contest_verdict([edge], "cat", 0.8)

@@ -113,10 +113,22 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
     text = experiments.curves_panel(photo).text
     # Measured (issue 43): one random order had deletion AUC 0.463 and "won"; ten orders give 0.505 ± 0.032
     # (black) and 0.390 ± 0.027 (blur). Black: rollout beats random on insertion only (0.563 against
-    # 0.504 ± 0.046); blur: attention beats it on both (0.345, 0.517), rollout on insertion (0.738).
+    # 0.504 ± 0.046) but is worse on deletion; blur: attention beats it on both (0.345, 0.517).
     assert "mean ± sd of 10 orders: deletion AUC **0.50" in text and "no map beats" not in text.lower()
     assert "**black fill:**" in text and "**blur fill:**" in text and "The fills disagree" in text
-    assert "On insertion only: rollout" in text and "Beat random on both curves: last-layer [CLS] attention" in text
+    # rollout: insertion above the band, deletion 0.596 past its worse edge 0.537: not a win (a reviewer, 2026-12-06)
+    assert "Better than random on insertion but worse on deletion: rollout (0.596, 0.563)" in text
+    assert "Beat random on both curves: last-layer [CLS] attention" in text
+    # AttnLRP ranks 1st with a deletion AUC worse than random's: the note no longer says the top maps
+    # lowered the prediction sooner, only that the rank is insertion − deletion on balance.
+    assert "the rank alone does not say which" in text and "lowered p(Egyptian cat) sooner and" not in text
+    # The Lesson's rollout step reads the same contest: below random order's row, and not a win.
+    from vizvit.readings import lesson as rlesson
+
+    step = next(s for s in rlesson.steps() if s.measure == "rollout")
+    line = rlesson.MEASURES["rollout"](photo, step).line
+    assert "below random order's row; it beats random order on insertion but does worse than it on deletion" in line
+    assert "ranks rollout 7th of its 7 maps" in line and "soonest" not in line
     # AttnLRP (issue 44) joined the contest: insertion − deletion 0.042 against random's −0.001 (black fill).
     assert "**Ranking:** AttnLRP > random (baseline) > " in text
     assert "; black fill)" in text and "What it does not" in text

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# A probability "holds" under a shift while it stays within this of the unshifted one (absolute).
+# A probability "holds" under a shift while it stays within this of the unshifted one: absolute, so
+# said as percentage points ("within 5%" read as relative: 3.5% -> 2.6% is -26%, inside 5 points).
 HOLDS = 0.05
 # A head "looks across the whole photo" when its mean distance reaches this share of what attention
 # spread evenly over every patch gives (uniform_distance): 0.9, not 1, since no trained head is uniform.
@@ -26,7 +27,7 @@ def _short(label: str) -> str:
     return label.split(",")[0]
 
 
-def _nth(k: int) -> str:
+def nth(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
@@ -61,7 +62,8 @@ def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Seque
     span = f"{min(shifts)}–{max(shifts)} px"
     if moved <= CNN_MOVES:
         return (f"The CNN beside it ({cnn}) barely moves on this photo: p(its top-1) {p0:.1%} unshifted, "
-                f"{at1}within {CNN_MOVES:.0%} over {span}: here its pooling does hide the shift.")
+                f"{at1}within {CNN_MOVES * 100:.0f} percentage point over {span}: here its pooling does hide the "
+                "shift.")
     return (f"The CNN beside it ({cnn}) is not shift-invariant either: p(its top-1) {p0:.1%} unshifted, {at1}"
             f"{p[k]:.1%} at {shifts[k]} px (the largest change over {span}; Azulay & Weiss 2019, "
             "Zhang 2019).")
@@ -79,12 +81,18 @@ def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: floa
     out = f"The top-1 label survives the {dx}-px shift (p({name}) {p0:.1%} → {p_shifted:.1%})"
     if len(sweep):
         k, low = min(sweep, key=lambda r: r[1])
+        j, high = max(sweep, key=lambda r: r[1])
+        span = f"0–{max(r[0] for r in sweep)} px"
         if low < p0 - HOLDS:
             return (out + f"; its probability does not hold across shifts: p({name}) falls from {p0:.1%} to "
-                    f"**{low:.1%} at {k} px** (the shift sweep, 0–{max(r[0] for r in sweep)} px). The label "
-                    "survives, not the model's confidence.")
-        return out + (f", and p({name}) stays within {HOLDS:.0%} of it at every shift of the sweep "
-                      f"(0–{max(r[0] for r in sweep)} px).")
+                    f"**{low:.1%} at {k} px** (the shift sweep, {span}). The label survives, not the model's "
+                    "confidence.")
+        if high > p0 + HOLDS:
+            return (out + f"; its probability does not hold across shifts: p({name}) rises from {p0:.1%} to "
+                    f"**{high:.1%} at {j} px** (the shift sweep, {span}): a pixel's shift moves the model's "
+                    "confidence.")
+        return out + (f", and p({name}) stays between {low:.1%} and {high:.1%} at every shift of the sweep "
+                      f"({span}), within {HOLDS * 100:.0f} percentage points of {p0:.1%}.")
     return out + " (the top-1 label only: the probability is a separate question)."
 
 
@@ -115,24 +123,40 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
 
 
 # -------------------------------------------------- step "rollout": does the decision rest on it?
-def rollout_claim(rank: int | None = None, of: int = 0, beats_random: bool | None = None, fill: str = "",
-                  artifacts_top: int = 0, top_n: int = 0) -> str:
+def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] = ("within", "within"),
+                  fill: str = "", artifacts_top: int = 0, top_n: int = 0, above_random: bool = False) -> str:
     """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
-    measures that (rank of `of` maps by insertion − deletion, and whether it beats the random orders'
-    band), so without it the sentence claims nothing; artifacts_top of its top_n brightest patches are
-    artifact tokens."""
+    measures that, so without it the sentence claims nothing. rank: rollout's place among `of` maps
+    by insertion − deletion AUC (random order's row not counted), above_random: whether it ranks above
+    that row; versus: its (deletion, insertion) against the random orders' band, each 'better',
+    'within' or 'worse'. artifacts_top of its top_n brightest patches are artifact tokens."""
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
                    "itself: the faithfulness contest on the Experiments tab tests it on this photo.")
-    elif beats_random and rank == 1:
-        out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout 1st of {of} and "
-                   "above random order: removing its bright patches first takes the prediction away soonest.")
     else:
-        out.append(f"On this photo the faithfulness contest ({fill} fill) ranks rollout {_nth(rank)} of {of}"
-                   + (", above random order on at least one curve" if beats_random else
-                      ", no better than random order") + ": its bright patches are not shown to be what the "
-                   "decision rests on.")
+        d, i = versus
+        said = (f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} "
+                f"maps, {'above' if above_random else 'below'} random order's row")
+        if d == i == "better":
+            out.append(f"{said}, and it beats random order on both curves: removing its bright patches first "
+                       "lowers the prediction sooner than a random order does, and adding them back first "
+                       "raises it sooner, so the decision rests on them here.")
+        elif "better" in versus and "worse" not in versus:
+            good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
+            out.append(f"{said}; it beats random order on {good} only ({other} within the band): partly "
+                       "supported, not shown to be what the decision rests on.")
+        elif "better" in versus:
+            good, bad = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
+            out.append(f"{said}; it beats random order on {good} but does worse than it on {bad}: its bright "
+                       "patches are not shown to be what the decision rests on.")
+        elif "worse" in versus:
+            bad = " and ".join(c for c, x in (("deletion", d), ("insertion", i)) if x == "worse")
+            out.append(f"{said}, and does worse than random order on {bad}: its bright patches are not what "
+                       "the decision rests on here.")
+        else:
+            out.append(f"{said}, no better than random order on either curve: its bright patches are not "
+                       "shown to be what the decision rests on.")
     if artifacts_top:
         out.append(f"{artifacts_top} of its {top_n} brightest patches are artifact tokens (high-norm scratch "
                    "space, Darcet et al. 2024), not the object.")

@@ -83,7 +83,7 @@ def numbers_of(g: Geometry) -> dict[str, Any]:
 
 
 def about(x: float) -> str:
-    """x to two significant figures ("65,000" for 64,872): an option to choose, written as roundly as
+    """x to two significant figures ("65,000" for 64,875): an option to choose, written as roundly as
     the options beside it, so that its exactness does not give the answer away."""
     return f"{float(f'{x:.2g}'):,.0f}"
 

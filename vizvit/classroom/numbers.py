@@ -40,7 +40,7 @@ def model_numbers(vm: VitModel) -> list[tuple[str, str]]:
 class AttentionCost:
     """Cost of ONE attention table (one head, one layer) for a square-ish image."""
 
-    pixel_tokens: int  # one token per pixel: H·W
+    pixel_tokens: int  # prefix + one token per pixel: the same [CLS] on both sides
     pixel_weights: int  # (H·W)²
     pixel_bytes: int  # float32
     patch_tokens: int  # prefix + ⌊H/P⌋·⌊W/P⌋
@@ -54,8 +54,9 @@ def attention_cost(height: int, width: int, patch: int, num_prefix_tokens: int =
                    bytes_per_weight: int = 4) -> AttentionCost:
     """Tokens and n² weights of one attention table: pixels as tokens vs P×P patches.
 
-    At 224×224 with P=16: 50,176 pixel tokens -> 2,517,630,976 weights (~10 GB float32)
-    versus 197 patch tokens -> 38,809 weights (~155 kB): about 64,872× fewer.
+    At 224×224 with P=16: 50,177 pixel tokens ([CLS] too) -> 2,517,731,329 weights (~10 GB float32)
+    versus 197 patch tokens -> 38,809 weights (~155 kB): about 64,875× fewer. [CLS] is counted on
+    both sides: on the patches' only, the ratio was 64,872×, neither (50,177/197)² nor (50,176/196)².
     A side that is not a multiple of P is allowed: the stride-P patch conv covers ⌊side/P⌋
     patches and never reads the last side mod P pixels (`uncovered`).
     """
@@ -63,7 +64,7 @@ def attention_cost(height: int, width: int, patch: int, num_prefix_tokens: int =
         raise UserError("Resolution and patch size must be positive.")
     if patch > min(height, width):
         raise UserError(f"A {patch}-pixel patch does not fit in {height}×{width} pixels.")
-    n_pix = height * width
+    n_pix = num_prefix_tokens + height * width
     n_tok = num_prefix_tokens + (height // patch) * (width // patch)
     return AttentionCost(
         pixel_tokens=n_pix, pixel_weights=n_pix ** 2, pixel_bytes=n_pix ** 2 * bytes_per_weight,

@@ -201,6 +201,13 @@ def beats_random(s: FillScore) -> dict[str, tuple[str, str]]:
             for n, d, i in zip(s.names, s.deletion, s.insertion)}
 
 
+def wins(verdict: tuple[str, str]) -> bool:
+    """A map's (deletion, insertion) against the band -> whether it beats random order: outside the
+    band on the better side of one curve at least, and on the worse side of neither (a map better on
+    insertion and worse on deletion is not said to beat chance)."""
+    return "better" in verdict and "worse" not in verdict
+
+
 def first_removed(m: np.ndarray, steps: int) -> np.ndarray:
     """(gh, gw) map -> the patch ids the deletion curve removes at its first step (the same
     order as perturb.faithfulness_curves: descending, ties by patch number)."""

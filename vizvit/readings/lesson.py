@@ -225,10 +225,12 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     rollout = methods.ROLLOUT.name
     if ct is None or rollout not in ct.first.curves.names:
         return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP)
-    ranked = [n for n, _, _ in contest.contestants(ct.first.curves, ct.first.band)]
-    wins = "better" in contest.beats_random(contest.fill_score(ct.first))[rollout]
-    return claims.rollout_claim(ranked.index(rollout) + 1, len(ranked), wins, ct.first.curves.mode, n_art,
-                                ROLLOUT_TOP)
+    rows = [n for n, _, _ in contest.contestants(ct.first.curves, ct.first.band)]
+    maps = [n for n in rows if n != contest.RANDOM_ROW]  # the ranks said are among the maps alone
+    above = contest.RANDOM_ROW not in rows or rows.index(rollout) < rows.index(contest.RANDOM_ROW)
+    versus = contest.beats_random(contest.fill_score(ct.first))[rollout]
+    return claims.rollout_claim(maps.index(rollout) + 1, len(maps), versus, ct.first.curves.mode, n_art,
+                                ROLLOUT_TOP, above)
 
 
 MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {

@@ -19,7 +19,7 @@ import torch
 
 from vizvit.errors import UserError
 from vizvit.model.engine import Analysis
-from vizvit.model.models import Geometry, VitModel
+from vizvit.model.models import Geometry, Preprocess, VitModel
 from vizvit.model.patches import patch_at, token_index
 from vizvit.model.tokens import (
     OUTLIER_METHOD,
@@ -77,13 +77,21 @@ def _shape(s: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(v) for v in s) + ")"
 
 
+def resize_text(pp: Preprocess) -> str:
+    """The processor's resize and crop in words: "resized to 224×224" was said of a ViT whose
+    processor scales the short side to 248 and keeps the centre 224×224 (the status line's sizes)."""
+    size = (f"short side scaled to {pp.resize} px" if isinstance(pp.resize, int)
+            else f"resized to {pp.resize[0]}×{pp.resize[1]}")
+    return size + (f", centre {pp.crop[0]}×{pp.crop[1]} kept" if pp.crop is not None else "")
+
+
 def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
     g = vm.geometry
     p, dim, (_gh, gw) = g.patch_size, g.hidden_size, g.grid
     fam = vm.family
     pe_names = " ".join(g.prefix_names[:fam.pe_prefix])
     ops = [
-        ("photo → pixels", f"resized to {g.image_size[0]}×{g.image_size[1]}, normalised per colour"),
+        ("photo → pixels", f"{resize_text(vm.preprocess)}, normalised per colour"),
         ("patch conv", f"Conv2d(3 → {dim}, kernel = stride = {p}): one {dim}-vector per {p}×{p} patch"),
         ("flatten", f"row-major: token {g.num_prefix_tokens}+i is patch (i // {gw}, i % {gw})"),
         (f"prepend {pe_names}", f"{fam.pe_prefix} learned token{'s' if fam.pe_prefix > 1 else ''} in front"),

@@ -27,7 +27,8 @@ from vizvit.views.common import top5_figure
 from vizvit.vocab import FILLS, MASK_MODES, TOKEN_MODES
 
 EXPERIMENTS_TEXT = """**Shift** the photo by a few pixels and watch the predictions: a ViT cuts a fixed grid, so a
-shift that is not a whole number of patches gives every patch different pixels. The cosine map compares
+shift that is not a whole number of patches gives every patch different pixels (the same ones only where the
+photo is flat: one colour across the patch and its neighbour). The cosine map compares
 each original patch's embedding (before position embeddings) with the shifted photo's patch at
 (i + dy/P, j + dx/P), each rounded toward 0: the grid moved back by the whole patches the photo moved
 (so −3 px and +3 px both compare a patch with itself). Grey = no partner.
@@ -36,8 +37,9 @@ At a shift of exactly P (edge fill) every compared patch is identical: cosine 1.
 MASKS_TEXT = """**Masks.** Click patches on the left grid to mask them. *black / mean / blur* replace the pixels,
 so the model still gets a token there; *drop* removes those tokens from the sequence after the embedding
 stage (each kept token keeps its own position embedding), which only a transformer allows; *[MASK] token*
-keeps every token but replaces each masked patch's embedding by one learned vector, as BERT, BEiT and the
-ViT paper's masked-patch pre-training do (its position embedding is still added)."""
+keeps every token but replaces each masked patch's embedding by the model's mask token, one vector for all,
+as BERT, BEiT and the ViT paper's masked-patch pre-training do (its position embedding is still added); the
+readout below says whether this checkpoint ever trained it (a classifier's is often all zeros)."""
 
 CURVES_TEXT = """**Faithfulness contest** (Petsiuk et al. 2018, RISE): for every map (rollout, raw attention, the
 class-specific maps of the Attention tab's menu for the top-1 class, attention flow once computed there),
@@ -101,13 +103,14 @@ CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {
                 + " + 10 random orders, 2 fills: 4 backward passes + ~600 forward views, about a minute for "
                 "ViT-Ti on 2 CPU cores")
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
-RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, removing patches in the order of "
-                "the maps near the top lowered p({label}) sooner and adding them back raised it sooner (rank by "
-                "insertion − deletion AUC; *random order*, the mean of {n} random orders, is the baseline to beat, "
-                "and a map beats it only outside their mean ± sd). **What it does not:** it is one photo and two "
-                "ways of removing patches ({fill}, then {fill2}: the table's last two columns; black or mean squares "
-                "are pixels the model never saw in training, a blur stays closer to its photos, a token drop changes "
-                "the sequence), so it ranks these maps here, not the methods in general.")
+RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, the maps are ranked by insertion "
+                "− deletion AUC: a map near the top raised p({label}) sooner when its patches were added back, "
+                "lowered it sooner when they were removed, or both, on balance; the rank alone does not say which "
+                "(the table's columns do). *Random order*, the mean of {n} random orders, is the baseline to beat, "
+                "and a map beats it only outside their mean ± sd (the verdict below). **What it does not:** it is "
+                "one photo and two ways of removing patches ({fill}, then {fill2}: the table's last two columns; "
+                "black or mean squares are pixels the model never saw in training, a blur stays closer to its "
+                "photos, a token drop changes the sequence), so it ranks these maps here, not the methods in general.")
 
 
 def _short(label: str) -> str:
@@ -424,22 +427,29 @@ def fill_verdict(s: contest.FillScore) -> str:
         return ", ".join(f"{n} ({auc[n][0]:.3f}, {auc[n][1]:.3f})" for n in ns)
 
     both = [n for n, (d, i) in v.items() if d == i == "better"]
-    del_only = [n for n, (d, i) in v.items() if d == "better" and i != "better"]
-    ins_only = [n for n, (d, i) in v.items() if i == "better" and d != "better"]
+    del_only = [n for n, (d, i) in v.items() if (d, i) == ("better", "within")]
+    ins_only = [n for n, (d, i) in v.items() if (d, i) == ("within", "better")]
+    # better on one curve and worse on the other: neither a win nor a loss, and said as such (a map
+    # listed "on insertion only" while its deletion AUC lay past the band's worse edge read as a win)
+    split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
     inside = [n for n, (d, i) in v.items() if d == i == "within"]
     worse = [n for n, (d, i) in v.items() if "better" not in (d, i) and "worse" in (d, i)]
     out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: deletion AUC "
            f"**{db.mean:.3f} ± {db.sd:.3f}**, insertion **{ib.mean:.3f} ± {ib.sd:.3f}** "
            "(maps below: deletion, insertion)."]
     if not (both or del_only or ins_only):
-        out.append("No map beats random order outside its band: none ranks the patches the class needs better "
-                   "than chance here.")
+        out.append("No map beats random order outside its band"
+                   + (" without doing worse than it on the other curve" if split else "")
+                   + ": none ranks the patches the class needs better than chance here.")
     if both:
         out.append(f"Beat random on both curves: {named(both)}.")
     if del_only:
-        out.append(f"On deletion only: {named(del_only)}.")
+        out.append(f"On deletion only (insertion within the band): {named(del_only)}.")
     if ins_only:
-        out.append(f"On insertion only: {named(ins_only)}.")
+        out.append(f"On insertion only (deletion within the band): {named(ins_only)}.")
+    for n in split:
+        good, bad = ("deletion", "insertion") if v[n][0] == "better" else ("insertion", "deletion")
+        out.append(f"Better than random on {good} but worse on {bad}: {named([n])}.")
     if inside:
         out.append(f"Within the band on both: {named(inside)}.")
     if worse:
@@ -456,7 +466,7 @@ def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, .
     out = [f"**Verdict on this photo**, tracking p({label}); a map beats random only outside the band of "
            f"{scores[0].deletion_band.n} random orders (mean ± sd)."]
     out += [fill_verdict(s) for s in scores]
-    wins = [{n for n, dv in contest.beats_random(s).items() if "better" in dv} for s in scores]
+    wins = [{n for n, dv in contest.beats_random(s).items() if contest.wins(dv)} for s in scores]
     if len(scores) > 1 and wins[0] != wins[1]:
         a, b = scores[0].fill, scores[1].fill
         pairs = ((wins[0], wins[1], a), (wins[1], wins[0], b))

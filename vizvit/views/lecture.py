@@ -33,7 +33,7 @@ Every picture has a download button; each tab's charts download as one HTML file
 197 tokens with [CLS]) → Embeddings (one linear map per patch; the conv is the same thing) →
 Attention (layer 1 heads look near, late heads look far: the distance plot) → Positions (nobody
 told the model about 2-D, yet the similarity grid shows rows and columns) → Experiments (shift by
-8 px and by 16 px: only whole-patch shifts leave the tokens unchanged).
+8 px and by 16 px: only whole-patch shifts leave the tokens unchanged, flat patches aside).
 
 **Which claims need trained weights.** With the untrained architecture (the banner at the top says
 when) these still hold, because they are arithmetic: the patch grid and token counts, the embedding
@@ -56,9 +56,9 @@ def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:
     except UserError as e:  # said where the numbers were, so no stale table stays up
         return [], f"⚠️ {e}"
     saving = (f"**{c.ratio:,.0f}× smaller**" if c.ratio >= 2 else
-              f"{c.ratio:.2f}× as large: **no saving**, P = 1 makes every pixel a token (plus [CLS])"
-              if c.ratio < 1 else f"only **{c.ratio:.2f}×** smaller")
-    text = (f"At {side}×{side} px, one token per pixel gives **{c.pixel_tokens:,}** tokens and a table of "
+              "the same table: **no saving**, P = 1 makes every pixel a token" if c.ratio <= 1
+              else f"only **{c.ratio:.2f}×** smaller")
+    text = (f"At {side}×{side} px, one token per pixel gives **{c.pixel_tokens:,}** tokens (with [CLS]) and a table of "
             f"**{c.pixel_weights:,}** weights (**{human_bytes(c.pixel_bytes)}** in float32) for ONE head of ONE "
             f"layer. Cutting it into {patch}×{patch} patches gives {c.patch_tokens:,} tokens (with [CLS]), "
             f"{c.patch_weights:,} weights, {human_bytes(c.patch_bytes)}: {saving}.")

@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 import plotly.graph_objects as go
 
+from vizvit.classroom.claims import nth
 from vizvit.model import positional
 from vizvit.model.models import VitModel
 from vizvit.pictures import figures, render
@@ -509,7 +510,7 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
         top = (f" Top-1 at {size} px: **{pred.top5[0].label.split(',')[0]}** ({pred.top5[0].prob:.1%}); "
                f"at {g.image_size[0]} px: **{native.top5[0].label.split(',')[0]}** ({native.top5[0].prob:.1%}).")
     th, tw = rp.stored_grid(vm)
-    shown = ("" if at.stride == 1 else f" The picture shows every {at.stride}{'nd' if at.stride == 2 else 'th'} "
+    shown = ("" if at.stride == 1 else f" The picture shows every {nth(at.stride)} "
              f"row and column of tiles ({-(-nh // at.stride)}×{-(-nw // at.stride)} of the {nh}×{nw}), each tile "
              "whole, so the stripes stay readable.")
     aa = ", antialiased" if vm.family.pe_antialias else ""

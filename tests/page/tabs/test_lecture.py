@@ -1,6 +1,6 @@
 """The For-lecturers tab's wiring (page/tabs/lecture.py), without a browser: in the built page, moving
 the calculator's sliders calls the tab's handler, whose table and sentence are the counts worked out by
-hand (224 px, 16 px patches: 50,176 pixel tokens, 197 patch tokens with [CLS]). This file does not use
+hand (224 px, 16 px patches: 50,177 pixel tokens with [CLS], 197 patch tokens with [CLS]). This file does not use
 the page's server; the tab in Chromium is tests/page/test_lecture.py."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_the_sliders_call_the_calculator_with_the_counts_by_hand(demo):
     assert {b._id for b in wired[0].outputs} == {table._id, text._id}
     out = wired[0].fn(224, 16)
     sentence = out[text]
-    assert "**50,176** tokens" in sentence and "197 tokens (with [CLS])" in sentence  # 224² and 14² + 1
+    assert "**50,177** tokens (with [CLS])" in sentence and "197 tokens (with [CLS])" in sentence  # 224² + 1, 14² + 1
     assert re.search(r"\*\*\d[\d,]*× smaller\*\*", sentence)
-    assert "no saving" in wired[0].fn(224, 1)[text]  # P = 1: every pixel a token, plus [CLS]
+    assert "no saving" in wired[0].fn(224, 1)[text]  # P = 1: every pixel a token, as with pixels
     assert "last 4 px" in wired[0].fn(100, 16)[text]  # 100 = 6·16 + 4
