@@ -137,6 +137,9 @@ def test_the_lesson_tab_opens_a_room_for_this_class(url):
         info = page.inner_text("#lesson-room-info")
         code = re.search(r"Room ([A-Z2-9]{8})", info).group(1)
         assert f"room?code={code}" in info and "no phone can open this QR code" in info  # 127.0.0.1: honest
+        page.locator("#projector input").check()  # on the projector: the room's QR code, not the step's beside it
+        page.wait_for_selector("body.vizvit-projector")
+        assert page.locator("#lesson-room-qr img").is_visible() and not page.locator("#lesson-qr").is_visible()
         host_link = page.get_attribute("#lesson-room-info a:has-text('Open the host view')", "href")
         assert f"room?host=1&code={code}#key=" in host_link
         page.goto(host_link)

@@ -109,7 +109,7 @@ def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, c
     corners = row[0, 0] + row[0, 13] + row[13, 0] + row[13, 13]
     assert corners == pytest.approx(0.57, abs=0.01)
     assert f"gives **{corners:.0%}** to its 4 artifact tokens" in page.verdict, page.verdict
-    assert "B (layer 12/12): no artifact tokens" in page.verdict
+    assert "B (layer 12/12): no artifact tokens among the tokens entering this layer" in page.verdict
     assert "top-1 **differs**: A Egyptian cat" in page.verdict
     assert "[trained against its random twin](?example" not in page.pairs  # no example given to the view
     assert f"compare={TWIN}" in page.pairs
