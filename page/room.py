@@ -151,7 +151,8 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
     """The students' answers and the host's live tally as plain routes (dict updates under the room's
     lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
     (a full queue refuses with 503). The public API's /room_answer and /room_tally do the same.
-    POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"};
+    POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"}, and "answer":
+    the text it is tallied as when accepted ("12,5" -> "12.5");
     POST /vizvit_room/{code}/tally {"host_key", "step"} -> Tally.as_json() or {"error"}."""
 
     async def answer(request: Request) -> JSONResponse:
@@ -159,8 +160,10 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
             b = await _json_body(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
-        ok, why = rooms.answer(request.path_params.get("code", ""), b.get("student"), b.get("step"), b.get("answer"))
-        return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
+        code, step, given = request.path_params.get("code", ""), b.get("step"), b.get("answer")
+        ok, why = rooms.answer(code, b.get("student"), step, given)
+        kept = {"answer": rooms.kept(code, step, given)} if ok else {}
+        return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
 
     async def tally(request: Request) -> JSONResponse:
         try:

@@ -369,7 +369,7 @@ class PublicApi:
 
     def room_answer(self, code: str, step: int, answer: Any, student: str) -> dict[str, Any]:
         ok, why = self.rooms.answer(code, student, step, answer)
-        return {"accepted": ok, "reason": why}
+        return {"accepted": ok, "reason": why, **({"answer": self.rooms.kept(code, step, answer)} if ok else {})}
 
     def room_tally(self, code: str, host_key: str, step: int) -> dict[str, Any]:
         return self.rooms.tally(code, host_key, step).as_json()

@@ -217,8 +217,9 @@
         try {
           const a = await post(roomPath(code, "answer"), { student: id, step: n, answer: value });
           if (a.body.accepted) {
-            mine[n] = String(value); sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = "";
-            say(`Your answer is in: ${s.is_number ? value : optionText(s, value)}`);
+            mine[n] = String(a.body.answer != null ? a.body.answer : value);  // as tallied: "12,5" is 12.5
+            sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = "";
+            say(`Your answer is in: ${s.is_number ? mine[n] : optionText(s, mine[n])}`);
           } else message = String(a.body.reason || a.body.error || "The server refused that answer.");
         } catch (e) { message = UNREACHABLE; }
         say(message);

@@ -65,6 +65,13 @@ def test_a_number_steps_bars_are_the_most_given_and_the_truth_the_rest_one_count
     assert bars == tuple((str(n), 1) for n in range(5)) and others == 20
 
 
+def test_an_answer_is_kept_as_the_tally_keys_it(opened):
+    rooms, code, key = opened()
+    assert rooms.answer(code, S1, 1, "12,5") == (True, "")
+    assert rooms.kept(code, 1, "12,5") == rooms.own(code, S1, 1) == "12.5"  # the page's "(you)" finds its bar
+    assert rooms.kept(code, 1, "twelve") is None and rooms.kept("NOPE9", 1, "1") is None
+
+
 def test_a_revealed_number_step_in_the_view_has_its_bars_with_the_truth(opened):
     rooms, code, key = opened()
     for i in range(12):

@@ -33,7 +33,8 @@ def test_a_room_from_open_to_close(server):
     assert len(code) == 8 and n >= 5
     # three students answer step 1 (a number: the input side); one changes its mind
     for student, answer in (("stud-aaaa", 224), ("stud-bbbb", "196"), ("stud-cccc", 224), ("stud-bbbb", 32)):
-        assert c.predict(code, 1, answer, student, api_name="/room_answer") == {"accepted": True, "reason": ""}
+        assert c.predict(code, 1, answer, student, api_name="/room_answer") == {"accepted": True, "reason": "",
+                                                                                "answer": str(answer)}
     ahead = c.predict(code, 2, "b", "stud-aaaa", api_name="/room_answer")
     assert ahead["accepted"] is False and "not open yet" in ahead["reason"]
     assert c.predict(code, key, 1, api_name="/room_tally") == {
@@ -167,9 +168,9 @@ def test_the_room_pages_answer_and_tally_routes_count_like_the_public_api(server
         return httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": student, "step": step, "answer": value},
                           timeout=60).json()
 
-    assert answer("stud-aaaa", 1, "224") == {"accepted": True, "reason": ""}
-    assert answer("stud-bbbb", 1, 196) == {"accepted": True, "reason": ""}
-    assert answer("stud-bbbb", 1, "224") == {"accepted": True, "reason": ""}  # changed: replaces
+    assert answer("stud-aaaa", 1, "224") == {"accepted": True, "reason": "", "answer": "224"}
+    assert answer("stud-bbbb", 1, 196) == {"accepted": True, "reason": "", "answer": "196"}
+    assert answer("stud-bbbb", 1, "224,0") == {"accepted": True, "reason": "", "answer": "224"}  # changed: replaces
     assert c.predict(code, 1, 7, "stud-cccc", api_name="/room_answer")["accepted"] is True  # the API: same room
     assert answer("stud-aaaa", 2, "b")["accepted"] is False
     assert "must be a number" in answer("stud-dddd", 1, "many")["reason"]

@@ -530,6 +530,15 @@ class Rooms:
         except UserError as e:
             return False, str(e)
 
+    def kept(self, code: object, step: object, answer: object) -> str | None:
+        """The text an answer is tallied as ("12,5" -> "12.5"), None if the room would refuse it: a page
+        marks its own bar "(you)" by it (the room's meta only, no answers read)."""
+        try:
+            _, meta = self._live(code)
+            return Question(tuple(meta["questions"][_step(meta, step) - 1])).normalise(answer)
+        except UserError:
+            return None
+
     def own(self, code: str, student: str, step: int) -> str | None:
         """A student's own answer to a step (None: none given)."""
         parsed, meta = self._live(code)
