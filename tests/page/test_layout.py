@@ -279,3 +279,13 @@ def test_projector_mode_on_a_phone_keeps_the_model_name_clear_of_its_arrow_and_t
                     x: Math.min(...xs.map((b) => b.left))}; }""")
         assert got["ellipsis"] == "ellipsis" and got["pad"] >= 20, got
         assert got["row"] <= got["x"] + 1, got
+
+
+def test_projector_mode_at_1366_shows_the_files_whole_name(url):
+    """A lecturer's walk: at 1366×900 in projector mode the upload box read "ch…  .jpg" (its size and
+    download link took the room); the name now shows whole."""
+    with page_at(url + "?example=chelsea&projector=1", width=1366, height=900) as page:
+        page.wait_for_selector("#upload .file-preview .stem")
+        stem = page.evaluate("() => { const s = document.querySelector('#upload .file-preview .stem');"
+                             " return [s.textContent.trim(), s.scrollWidth, s.clientWidth]; }")
+        assert stem[0] == "chelsea" and stem[1] <= stem[2] + 1, stem
