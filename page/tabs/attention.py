@@ -237,13 +237,13 @@ def _top() -> dict[str, gr.components.Component]:
 def _bottom() -> dict[str, gr.components.Component]:
     """The strip, the grid, the distance chart and class relevance."""
     gr.Markdown(ap.MAIN_TEXT)
-    gr.Markdown("### Rollout after each layer (tile ≤l: through layer l)")
+    gr.Markdown("## Rollout after each layer (tile ≤l: through layer l)")
     strip = gr.Image(label="Rollout after each layer", show_label=False, interactive=False, format="jpeg",
                      elem_id="attn-strip")
     gr.Markdown(ap.ROLLOUT_TEXT)
     with gr.Row():
         with gr.Column(scale=3):
-            gr.Markdown("### All layers × heads (click a cell to open it)")
+            gr.Markdown("## All layers × heads (click a cell to open it)")
             grid = gr.Image(label="All layers × heads (click a cell to open it)", show_label=False,
                             interactive=False, format="jpeg", elem_id="attn-grid")
         with gr.Column(scale=2):

@@ -129,7 +129,7 @@ def show_dropout(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
 def _stage() -> Ui:
     """Section 1: the embedding stage's shapes, the parameters, dropout."""
     gr.Markdown(embeddings.EMBED_TEXT)
-    gr.Markdown("### 1 · The embedding stage on this photo")
+    gr.Markdown("## 1 · The embedding stage on this photo")
     with gr.Row():
         with gr.Column(scale=3):
             steps = gr.Dataframe(headers=["step", "shape", "what happens"], label="Shapes, step by step",
@@ -156,7 +156,7 @@ def _stage() -> Ui:
 
 def _depth() -> Ui:
     """Section 2: tokens at depth l (PCA, similarity, norms, the scatter, [CLS])."""
-    gr.Markdown("### 2 · Tokens at depth l")
+    gr.Markdown("## 2 · Tokens at depth l")
     gr.Markdown(embeddings.DEPTH_TEXT)
     depth = kit.ClampedSlider(0, 12, value=0, step=1, elem_id="emb-depth",
                               label="depth l (0 = after the embedding stage; l = after block l)")
@@ -185,7 +185,7 @@ def _depth() -> Ui:
 
 def _filters_and_carriers() -> Ui:
     """Section 3 (the filters) and the hidden parts the page scripts read and write."""
-    gr.Markdown("### 3 · Patch-embedding filters")
+    gr.Markdown("## 3 · Patch-embedding filters")
     gr.Markdown(embeddings.FILTERS_TEXT)
     filters_text = gr.Markdown(elem_id="emb-filters-info")
     filters_image = gr.Image(label="Principal components of the embedding filters", interactive=False,

@@ -153,7 +153,7 @@ def _shift_layout() -> dict[str, gr.components.Component]:
     # The shifts seen so far, swapped in by the page when a slider comes back to one (page/web/flipbook.js).
     book = flip.component("shift")
 
-    gr.Markdown("### Shift sweep: k = 0..2P pixels right, edge fill, batched")
+    gr.Markdown("## Shift sweep: k = 0..2P pixels right, edge fill, batched")
     with gr.Row():
         sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run")
         stop_btn = gr.Button("Stop", elem_id="sweep-stop")
@@ -167,7 +167,7 @@ def _shift_layout() -> dict[str, gr.components.Component]:
 
 def _mask_layout() -> dict[str, gr.components.Component]:
     """The mask controls and buttons (by MASK_BUTTONS name), its pictures, book and state."""
-    gr.Markdown("### Masks")
+    gr.Markdown("## Masks")
     gr.Markdown(experiments.MASKS_TEXT)
     with gr.Row():
         mode = gr.Radio([(vocab.MASK_MODE_LABELS.get(m, m), m) for m in vocab.MASK_MODES], value="drop",
@@ -198,7 +198,7 @@ def _mask_layout() -> dict[str, gr.components.Component]:
 
 def _curves_layout() -> dict[str, gr.components.Component]:
     """The faithfulness contest: its controls, chart and table."""
-    gr.Markdown("### Faithfulness contest: deletion and insertion for every map")
+    gr.Markdown("## Faithfulness contest: deletion and insertion for every map")
     gr.Markdown(experiments.CURVES_TEXT)
     with gr.Row():
         steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")

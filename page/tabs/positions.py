@@ -75,7 +75,7 @@ def _layout() -> Ui:
         with gr.Column(scale=2):
             numbers = gr.Dataframe(headers=positions.CONTRAST_HEADERS, label="Neighbour contrast",
                                    interactive=False, elem_id="pos-numbers", wrap=True)
-    gr.Markdown("### Other resolutions")
+    gr.Markdown("## Other resolutions")
     size = gr.Dropdown([int(s) for s in vocab.RESOLUTIONS], value=384, label="input size (px)",
                        elem_id="pos-size")
     with gr.Row():

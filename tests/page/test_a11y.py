@@ -193,3 +193,19 @@ def test_every_clickable_picture_is_named_and_picks_with_the_arrow_keys_and_ente
             for key in (*keys, "Enter"):
                 page.keyboard.press(key)
             page.wait_for_selector(f"{where}:has-text('{want}')", timeout=30_000)
+
+
+def test_section_titles_keep_the_heading_order_at_their_old_size(url):
+    """A lecturer's walk (axe, best practice): a tab's section titles were h3 right under the page's h1.
+    They are h2 now, drawn at the size h3 had (16 px; the page's h1 stays the one larger title)."""
+    if not AXE.is_file():
+        pytest.skip("axe-core not installed (npm ci at the repo root)")
+    with page_at(url + "?example=chelsea&tab=embeddings") as page:
+        page.wait_for_selector("#tabs .prose :is(h2, h3):has-text('The embedding stage')", timeout=60_000)
+        page.add_script_tag(path=str(AXE))
+        found = page.evaluate("""async () => (await axe.run(document, {
+            runOnly: {type: 'rule', values: ['heading-order']}, resultTypes: ['violations']}))
+            .violations.flatMap((v) => v.nodes.map((n) => n.target.join(' ')))""")
+        assert not found, found
+        size = page.evaluate("getComputedStyle(document.querySelector('#tabs .prose h2')).fontSize")
+        assert size == "16px", size

@@ -176,7 +176,7 @@ def show(ph: Photo | None, p: LessonParams) -> LessonPage:
     n = clamp_step(p.step)
     s = steps()[n - 1]
     g = ph.vm.geometry if ph is not None else None
-    header = (f"### Step {n} of {len(steps())} · {lesson_mod.fill(s.title, g)}\n\n**{lesson_mod.fill(s.question, g)}**")
+    header = (f"## Step {n} of {len(steps())} · {lesson_mod.fill(s.title, g)}\n\n**{lesson_mod.fill(s.question, g)}**")
     if ph is None:
         header += "\n\n*Pick an example or upload a photo: the reveal measures it.*"
     return LessonPage(step=n, header=header, options=[(lesson_mod.fill(t, g), k) for k, t in s.options],
