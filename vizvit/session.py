@@ -42,6 +42,7 @@ from vizvit.model.engine import (
     with_zero_shot,
 )
 from vizvit.model.forwards import MAX_BATCH, ForwardQueue
+from vizvit.model.hooks import Hook
 from vizvit.model.images import ImageInput, View, apply_view, image_sha1, load_image, model_input_view
 from vizvit.model.models import VitModel
 from vizvit.model.zeroshot import ZeroShotHead, check_template, head_of, prompts, required_labels
@@ -520,6 +521,11 @@ class Photo:
 
     def derived(self, name: Hashable, compute: Callable[[], Any]) -> Any:
         return self.wb.derived(self.key, name, compute)
+
+    def forward_hooks(self) -> list[Hook]:
+        """The hooks every forward of this photo's views runs with: the heads the session switched off
+        (every tab shows that model; a sweep or a contest of the intact one beside it mixed two models)."""
+        return ablation_hooks(self.vm, self.key.ablation)
 
     def peek(self, name: Hashable) -> Any | None:
         return self.wb.peek_derived(self.key, name)

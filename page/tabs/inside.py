@@ -97,7 +97,7 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
             yield {"importance_text": jobs.waiting_text("head importance", ahead)}
         for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel):
             yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
-                   "importance_text": inside.importance_text(ph.vm, done, total, imp)}
+                   "importance_text": inside.importance_text(ph.vm, done, total, imp, len(key.ablation.heads))}
 
 
 # -- the page: components by name, then the wiring ---------

@@ -45,3 +45,17 @@ def test_on_the_trained_vit_every_imagenet_label_can_be_found(trained):
     assert len(choices) == 1000 and choices[0][0].startswith("Egyptian cat")
     found = [(name, i) for name, i in choices if "tabby" in name.lower()]  # what the menu's search matches
     assert [i for _, i in found] == [281], found
+
+
+def test_a_signed_maps_negative_patches_are_said_as_this_scale_draws_them(tiny16, cat):
+    """A reviewer, AttnLRP on the trained ViT-Ti with "this map's range": the text said the negative
+    patches were "drawn as 0" while the colour bar started at −0.0279 and they took its lowest colours."""
+    from dataclasses import replace
+
+    a = vizvit.analyze(tiny16, cat)
+    p = ra.AttnParams()
+    _, zero_based = ap.method_panel(tiny16, a, "AttnLRP", a.top5[0].index, p)
+    _, stretched = ap.method_panel(tiny16, a, "AttnLRP", a.top5[0].index, replace(p, scale="this map's range"))
+    assert "the patches below 0 are drawn as 0" in zero_based and "drawn as 0" not in stretched
+    lo = float(stretched.split("(it starts at ")[1].split(")")[0])
+    assert lo < 0 and "take the bar's colours under 0" in stretched

@@ -66,6 +66,32 @@ def test_every_tab_sees_the_ablated_model_through_the_session_key(tiny, cat):
 
 
 
+def test_the_sweep_the_contest_and_other_sizes_run_the_ablated_model_too(tiny, cat):
+    """A reviewer on the trained ViT-Ti, head 3.1 off: the Positions tab set "at 224 px: brain coral
+    18.6%" (ablated) beside "at 384 px: Egyptian cat 84.2%" (the intact model's), and the shift sweep's
+    and the contest's curves started at the intact 0.822. Each now starts where the ablated analysis is."""
+    from vizvit.readings import contest, positions, sweep
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    off = inside.with_ablation(key, Ablation(tuple((l, h) for l in range(tiny.geometry.num_layers)
+                                                   for h in range(tiny.geometry.num_heads))))
+    intact, ablated = wb.analysis(key).probs, wb.analysis(off).probs
+    t = int(ablated.argmax())
+    assert abs(float(intact[t]) - float(ablated[t])) > 1e-3, "the ablation must move the probability"
+    ph = wb.handle(off)
+    row0 = sweep.full_sweep(ph).rows[0]
+    assert row0.k == 0 and abs(row0.base_class_prob - float(ablated[t])) < 1e-5
+    native = tiny.geometry.image_size[0]
+    np.testing.assert_allclose(positions.predict_at(ph, native).probs, ablated.numpy(), atol=1e-5)
+    c = contest.compute_contest(ph, steps=2)
+    assert c.first.curves.target == t
+    np.testing.assert_allclose(c.first.curves.deletion[:, 0], float(ablated[t]), atol=1e-5)
+    # the intact photo's own runs are unchanged: another cache entry
+    assert abs(sweep.full_sweep(wb.handle(key)).rows[0].base_class_prob - float(intact.max())) < 1e-5
+
+
 def test_grid_clicks_toggle_a_head_or_a_whole_layer(tiny):
     g = tiny.geometry
     x = inside.LEFT + 1.5 * inside.CELL
@@ -94,5 +120,27 @@ def test_importance_sentence_names_the_heads_from_the_numbers():
     assert "Largest drop: head **2.1** (+0.600); next: 2.2 (+0.070)" in t
     assert "3 of 6 heads" in t and "zeroing 1.2 (-0.200)" in t
     assert "Largest" not in inside.importance_text(vm, 6, 6, None)
+    assert "intact model" not in t  # every head on: nothing to say
+    # heads switched off: the run still measures the intact model, and says so beside the ablated top-5
+    t = inside.importance_text(vm, 6, 6, imp, off=2)
+    assert "Measured on the intact model, every head on: not on the 2 heads switched off above" in t
     assert inside.importance_text(vm, 3, 6, imp).startswith("Running")
 
+
+
+def test_the_lens_says_depth_0_is_the_same_on_every_photo_when_it_is(tiny, cat):
+    """A reviewer: "crayfish 5.0%" at depth 0 on every photo, read as this photo's. A ViT's head reads
+    [CLS], which at depth 0 is its learned token plus its position: two photos, one row."""
+    from PIL import Image
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    grey = Image.new("RGB", (300, 200), (90, 90, 90))
+    panels = [inside.lens_panel(wb.handle(PhotoKey(tiny.id, wb.add_photo(im)))) for im in (cat, grey)]
+    assert tiny.family.pooling == "token"
+    # the readout's own top class and p at depth 0 (the last two columns follow each photo's final class)
+    assert panels[0].rows[0][:3] == panels[1].rows[0][:3]
+    assert panels[0].rows[0][0] == "0 (embedding, the same on every photo)"
+    assert panels[0].rows[-1][:3] != panels[1].rows[-1][:3], "the last depth does read the photo"
+    assert "at depth 0 (before any block: the same on every photo" in panels[0].text
+    assert "the same on every photo" not in inside.lens_text("cat", np.array([0.1, 0.8]), np.array([3, 1]))

@@ -180,7 +180,7 @@ def attnlrp_map(vm: VitModel, a: Analysis, class_index: int) -> np.ndarray:
 def signed_note(values: np.ndarray) -> str:
     """AttnLRP's map is signed: say how much of it speaks against the class."""
     neg = float(-values[values < 0].sum())
-    return (f" Signed: the patches' negative relevance (evidence against the class, drawn as 0) totals {neg:.4g}, "
+    return (f" Signed: the patches' negative relevance (evidence against the class) totals {neg:.4g}, "
             f"their positive {float(values[values > 0].sum()):.4g}.")
 
 

@@ -359,8 +359,10 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
 
 # ------------------------------------------------------------------ another input size
 @on_gpu
-def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPrediction:
-    """ONE forward on a size×size view with ``interpolate_pos_encoding=True``.
+def predict_at_size(vm: VitModel, image: Image.Image, size: int,
+                    ablation: Ablation = Ablation()) -> ResolutionPrediction:
+    """ONE forward on a size×size view with ``interpolate_pos_encoding=True``, with `ablation`'s heads
+    off (the session's model: its 224-px top-1 beside this one was the ablated model's, this the intact's).
 
     Not through ``analyze``: it needs none of the attentions or hidden states (at 384 px
     they would be 3× larger)."""
@@ -370,7 +372,7 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int) -> ResolutionPr
     pixels = to_pixel_values(view, vm.preprocess)
     t0 = time.perf_counter()
     kwargs = {"interpolate_pos_encoding": True} if vm.family.interpolate_kwarg else {}  # DINOv2 always does
-    with Hooked(vm, capture_patches=False), torch.inference_mode():
+    with Hooked(vm, capture_patches=False, extra=ablation_hooks(vm, ablation)), torch.inference_mode():
         out = _forward(vm, pixels.to(vm.device), PLAIN, **kwargs)
     seconds = time.perf_counter() - t0
     if out.logits is None:

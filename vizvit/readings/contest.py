@@ -89,7 +89,8 @@ def _fill_contest(ph: Photo, maps: dict[str, np.ndarray], steps: int, mode: str,
     """The maps and the random orders in one batched run (shared views run once), split."""
     orders = perturb.random_orders(ph.vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
     c = perturb.faithfulness_curves(ph.vm, ph.analysis().input_view, {**maps, **orders}, int(steps),
-                                    mode, target=target, cancel=cancel, progress=progress)  # type: ignore[arg-type]
+                                    mode, target=target, cancel=cancel, progress=progress,  # type: ignore[arg-type]
+                                    extra=ph.forward_hooks())
     return FillContest(*perturb.split_curves(c, tuple(maps)), c.forwards)
 
 
@@ -151,12 +152,12 @@ def contest_steps(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
         parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
-                                                 target=target, cancel=cancel))
+                                                 target=target, cancel=cancel, extra=ph.forward_hooks()))
         yield ContestSoFar(tuple(maps), perturb.merge_curves(parts), len(parts), total)
     curves = perturb.merge_curves(parts)
     orders = perturb.random_orders(vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
     band = perturb.faithfulness_curves(vm, view, orders, int(steps), mode,  # type: ignore[arg-type]
-                                       target=curves.target, cancel=cancel)
+                                       target=curves.target, cancel=cancel, extra=ph.forward_hooks())
     yield ContestSoFar(tuple(maps), curves, total - 1, total, band)
     first = FillContest(curves, band, curves.forwards + band.forwards)
     final = Contest(first, _fill_contest(ph, maps, steps, second_fill(mode), seed, curves.target, cancel))

@@ -16,6 +16,7 @@ import torch
 from vizvit.cancel import NEVER, Cancel
 from vizvit.errors import UserError
 from vizvit.model.engine import DEFAULT_CHUNK, Progress, keep_indices, predict_batch, predict_chunks
+from vizvit.model.hooks import Hook
 from vizvit.model.images import MaskMode, fill_pixels, mask_pixels, shift_view
 from vizvit.model.models import Geometry, VitModel
 from vizvit.vocab import Fill
@@ -85,12 +86,14 @@ class ShiftSweep:
 
 
 def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge",
-                      chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[ShiftSweep]:
+                      chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
+                      extra: Sequence[Hook] = ()) -> Iterator[ShiftSweep]:
     """Shift the photo k = 0..2P pixels right, batched; yields the growing sweep per chunk.
 
     base_view: (H, W, 3) uint8 model-input view. k = 0 is in the first chunk and serves
     as the reference for the cosines and the base class, so all rows share one numeric path.
-    cancel: checked before each batch (Cancelled).
+    cancel: checked before each batch (Cancelled). extra: hooks for every forward (ablation_hooks:
+    the session's heads switched off, so the sweep is the model every other tab shows).
     """
     g = vm.geometry
     ks = list(range(2 * g.patch_size + 1))
@@ -98,7 +101,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge",
     rows: list[SweepRow] = []
     ref: torch.Tensor | None = None
     base_class = -1
-    for start, pred in predict_chunks(vm, views, chunk=chunk, cancel=cancel):
+    for start, pred in predict_chunks(vm, views, chunk=chunk, extra=extra, cancel=cancel):
         if ref is None:
             ref = pred.patch_embeddings[0]
             base_class = int(pred.probs[0].argmax()) if pred.probs is not None else -1
@@ -181,14 +184,15 @@ class Curves:
 def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.ndarray], steps: int = 10,
                         mode: MaskMode = "black", target: int | None = None,
                         chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
-                        progress: Progress | None = None) -> Curves:
+                        progress: Progress | None = None, extra: Sequence[Hook] = ()) -> Curves:
     """Delete (insert) patches most-important-first by each map; track the target's probability.
 
     base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
     counts, ties broken by patch index). Step s removes round(s/steps · P) patches.
     Identical masks (step 0, the last step, equal rankings) run once; all views run
     batched. target: class to track, default the unmasked view's top-1. cancel: checked before
-    each batch (Cancelled). progress: told (views done, distinct views) after each batch.
+    each batch (Cancelled). progress: told (views done, distinct views) after each batch. extra: hooks
+    for every forward (ablation_hooks: the session's heads switched off).
     """
     if not vm.has_classifier:
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
@@ -203,7 +207,7 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     counts = [int(round(f * g.num_patches)) for f in fractions]
     orders = {name: _order(name, maps[name], g) for name in names}
     masks, slots = _distinct_masks(orders, counts)
-    probs = _masked_probs(vm, base_view, masks, mode, chunk, cancel, progress)
+    probs = _masked_probs(vm, base_view, masks, mode, chunk, cancel, progress, extra)
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])
@@ -238,7 +242,7 @@ def _distinct_masks(orders: dict[str, np.ndarray], counts: Sequence[int],
 
 
 def _masked_probs(vm: VitModel, base_view: np.ndarray, masks: Sequence[tuple[int, ...]], mode: MaskMode,
-                  chunk: int, cancel: Cancel, progress: Progress | None) -> torch.Tensor:
+                  chunk: int, cancel: Cancel, progress: Progress | None, extra: Sequence[Hook] = ()) -> torch.Tensor:
     """(M, C) the model's probabilities of the view with each mask's patches removed by `mode` (a pixel
     fill, or token drop), batched."""
     g = vm.geometry
@@ -247,7 +251,7 @@ def _masked_probs(vm: VitModel, base_view: np.ndarray, masks: Sequence[tuple[int
         keeps = [keep_indices(m, g) for m in masks]
         # Group equal sequence lengths so batches are rectangular.
         order = sorted(range(len(masks)), key=lambda i: keeps[i].numel())
-        found = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, cancel=cancel,
+        found = predict_batch(vm, [views[i] for i in order], [keeps[i] for i in order], chunk, extra, cancel=cancel,
                               progress=progress).probs
         assert found is not None  # the model has a classifier (checked above)
         probs = torch.empty_like(found)
@@ -255,7 +259,7 @@ def _masked_probs(vm: VitModel, base_view: np.ndarray, masks: Sequence[tuple[int
         return probs
     filler = fill_pixels(base_view, g.patch_size, mode)  # once for all the masks: the blur is costly
     views = [mask_pixels(base_view, m, g.patch_size, g.grid[1], mode, filler) for m in masks]
-    found = predict_batch(vm, views, None, chunk, cancel=cancel, progress=progress).probs
+    found = predict_batch(vm, views, None, chunk, extra, cancel=cancel, progress=progress).probs
     assert found is not None  # the model has a classifier (checked above)
     return found
 

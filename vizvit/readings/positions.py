@@ -93,4 +93,4 @@ def stored_grid(vm: VitModel) -> tuple[int, int]:
 
 def predict_at(ph: Photo, size: int) -> engine.ResolutionPrediction:
     """The photo's prediction at size×size (one forward), cached per photo."""
-    return ph.derived(predict_at_name(size), lambda: engine.predict_at_size(ph.vm, ph.image, size))
+    return ph.derived(predict_at_name(size), lambda: engine.predict_at_size(ph.vm, ph.image, size, ph.key.ablation))

@@ -28,7 +28,8 @@ def full_sweep(ph: Photo, cancel: Cancel = NEVER, progress: Progress | None = No
     """The complete sweep, cached under the same name as the streamed one (Cancelled: nothing cached).
     progress: told (views done, views in all) after each batch."""
     def run() -> perturb.ShiftSweep:
-        for s in perturb.shift_sweep_steps(ph.vm, ph.analysis().input_view, "edge", cancel=cancel):
+        for s in perturb.shift_sweep_steps(ph.vm, ph.analysis().input_view, "edge", cancel=cancel,
+                                           extra=ph.forward_hooks()):
             if progress is not None:
                 progress(len(s.rows), s.total)
         return s
@@ -43,7 +44,7 @@ def sweep_steps(ph: Photo, chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -
     if done is not None:
         yield done
         return
-    for s in perturb.shift_sweep_steps(ph.vm, ph.analysis().input_view, "edge", chunk, cancel):
+    for s in perturb.shift_sweep_steps(ph.vm, ph.analysis().input_view, "edge", chunk, cancel, ph.forward_hooks()):
         yield s
     ph.derived(SHIFT_SWEEP, lambda: s)
 

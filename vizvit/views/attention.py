@@ -443,6 +443,9 @@ def method_panel(vm: VitModel, a: Analysis, method: str, class_index: int | None
         text += (f" {hits} of the {int(arts.sum())} highest patches {are}.\n\n"
                  + artifact_note(arts, p, "through layer", g.num_layers))
     lo_hi = map_range(values, p.scale, None, exclude=excluded(arts, p))
+    if (values < 0).any():  # how a signed map's negative patches are drawn depends on the scale chosen
+        text += (f" On this colour scale the patches below 0 take the bar's colours under 0 (it starts at "
+                 f"{lo_hi[0]:.3g})." if lo_hi[0] < 0 else " On this colour scale the patches below 0 are drawn as 0.")
     return map_image(a.input_view, values, g, p, lo_hi=lo_hi, artifacts=arts), text
 
 

@@ -85,18 +85,25 @@ def lens_panel(ph: Photo) -> LensPanel:
                         "through: the logit lens needs one (DINO-style models have none).")
     ln = lens_of(ph)
     final = vm.labels[ln.final_class].split(",")[0]
+    # A head that reads learned tokens alone ([CLS], DeiT's [DIST], CLIP's class embedding) reads at
+    # depth 0 what no patch has reached yet: that row is the model's, not the photo's (a reviewer saw
+    # "crayfish 5.0%" on every photo). A head reading the patches (BEiT's mean, DINOv2's, SigLIP's
+    # pooling) sees the photo from depth 0 on.
+    blind = vm.family.pooling in ("token", "projection")
     rows = []
     for depth, p in enumerate(ln.probs):
         top = int(p.argmax())
-        rows.append([f"{depth}" + (" (embedding)" if depth == 0 else ""), vm.labels[top].split(",")[0],
+        rows.append([f"{depth}" + ((" (embedding, the same on every photo)" if blind else " (embedding)")
+                                   if depth == 0 else ""), vm.labels[top].split(",")[0],
                      f"{p[top]:.1%}", f"{ln.final_prob[depth]:.2%}", str(int(ln.final_rank[depth]))])
     top5 = np.argsort(-ln.probs[-1])[:5]
     fig = lens_figure(ln.probs[:, top5], [vm.labels[i].split(",")[0][:24] for i in top5])
-    return LensPanel(rows, fig, lens_text(final, ln.final_prob, ln.final_rank))
+    return LensPanel(rows, fig, lens_text(final, ln.final_prob, ln.final_rank, blind))
 
 
-def lens_text(final: str, prob: np.ndarray, rank: np.ndarray) -> str:
-    """The final top-1's path through the depths (prob, rank (L+1,)), from the numbers themselves."""
+def lens_text(final: str, prob: np.ndarray, rank: np.ndarray, blind: bool = False) -> str:
+    """The final top-1's path through the depths (prob, rank (L+1,)), from the numbers themselves.
+    blind: the head reads learned tokens alone, so depth 0 is the same for every photo (said)."""
     last = len(rank) - 1
     first = next((d for d in range(len(rank)) if (rank[d:] == 1).all()), last)
     top5 = next((d for d in range(len(rank)) if (rank[d:] <= 5).all()), last)
@@ -109,9 +116,10 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray) -> str:
     earlier = (f"; it was top-1 earlier too, at depth{'s' if len(lost) > 1 else ''} "
                f"{', '.join(str(d) for d in lost)}, and lost it again" if lost else "")
     stay = stay.replace("only at the last depth", "for good only at the last depth") if lost else stay
+    zero = " (before any block: the same on every photo, since the head reads no patch yet)" if blind else ""
     return (f"Final top-1: **{final}** ({prob[last]:.1%}). Read through the final head it has rank {int(rank[0])} "
-            f"(p = {prob[0]:.2%}) at depth 0, is in the readout's top 5 from depth **{top5}** on, and its top-1 "
-            f"{stay}{before}{earlier}.")
+            f"(p = {prob[0]:.2%}) at depth 0{zero}, is in the readout's top 5 from depth **{top5}** on, and its "
+            f"top-1 {stay}{before}{earlier}.")
 
 
 def lens_log_range(probs: np.ndarray) -> tuple[float, float]:
@@ -249,14 +257,19 @@ def ablation_panel(ph: Photo) -> AblationPanel:
 IMPORTANT = 0.05  # a head "matters" when zeroing it alone moves the top-1 probability by more than this
 
 
-def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None = None) -> str:
+def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None = None, off: int = 0) -> str:
     """The run's progress; when done and given the (L, H) drops, the heads that matter most, from
-    the numbers (on the trained ViT-Ti, chelsea: head 3.1 alone takes 0.82 → 0.01)."""
+    the numbers (on the trained ViT-Ti, chelsea: head 3.1 alone takes 0.82 → 0.01). off: heads the
+    session has switched off; the run measures the intact model all the same, and says so (a drop
+    of 0.816 beside an ablated top-1 of 18.6% read as impossible)."""
     g = vm.geometry
     if done < total:
         return f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched."
     text = (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}). Cells show the drop of the top-1 "
             "probability when that head alone is zeroed; read the colours against the bar on the right.")
+    if off:
+        text += (f" Measured on the intact model, every head on: not on the {off} head{'s' if off != 1 else ''} "
+                 "switched off above, whose top-5 the chart shows.")
     if imp is None or not np.isfinite(imp).all():
         return text
     order = np.argsort(-imp.ravel(), kind="stable")
