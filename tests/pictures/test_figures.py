@@ -24,6 +24,28 @@ def test_charts_html_is_standalone_and_keeps_the_data():
         charts_html([])
 
 
+def test_a_save_survives_an_old_file_another_save_removed_meanwhile(tmp_path, monkeypatch):
+    """The full suite, two servers sharing /tmp: both found an hour-old chart file, one removed it,
+    the other's stat raised FileNotFoundError and its save answered "Something went wrong"."""
+    import os
+    import time
+    from pathlib import Path
+
+    monkeypatch.setattr(figures, "CHARTS_DIR", tmp_path)
+    old = tmp_path / "vizvit-old.html"
+    old.write_text("old")
+    os.utime(old, (time.time() - 2 * figures.CHARTS_MAX_AGE_S,) * 2)
+    gone = tmp_path / "vizvit-gone.html"  # listed, then removed by another save before its stat
+    real_glob = Path.glob
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter([*real_glob(self, pattern), gone]))
+    fig = go.Figure(go.Bar(x=[1], y=["cat"]))
+    path = figures.save_charts_html([("Top-5", fig.to_json())], "t", "vizvit-test")
+    assert path.parent == tmp_path and path.read_text().startswith("<!doctype html>")
+    assert not old.exists(), "the hour-old file is still removed"
+    with pytest.raises(ValueError, match="no charts"):  # refused before the disk is touched
+        figures.save_charts_html([], "t", "vizvit-test")
+
+
 def top5():
     from vizvit.model.engine import Prediction
 

@@ -148,13 +148,16 @@ CHARTS_MAX_AGE_S = 3600
 
 def save_charts_html(charts: Sequence[tuple[str, str]], title: str, stem: str) -> Path:
     """charts_html written to a fresh file for download. Files older than an hour are
-    removed first, so a public server's disk does not fill up with them."""
+    removed first, so a public server's disk does not fill up with them. Two saves at once (or two
+    servers sharing the folder) may both find an old file: the second's stat then finds it gone,
+    which once failed that save with FileNotFoundError."""
+    html = charts_html(charts, title)  # a refusal (no charts yet) before the disk is touched
     CHARTS_DIR.mkdir(exist_ok=True)
     now = time.time()
     for old in CHARTS_DIR.glob("*.html"):
-        if now - old.stat().st_mtime > CHARTS_MAX_AGE_S:
-            old.unlink(missing_ok=True)
-    html = charts_html(charts, title)
+        with contextlib.suppress(FileNotFoundError):  # removed by another save meanwhile
+            if now - old.stat().st_mtime > CHARTS_MAX_AGE_S:
+                old.unlink(missing_ok=True)
     fd, name = tempfile.mkstemp(dir=CHARTS_DIR, prefix=f"{stem}-", suffix=".html")
     with os.fdopen(fd, "w") as f:
         f.write(html)
