@@ -503,7 +503,7 @@ class Photo:
         def compute() -> ViewPrediction:
             vm, g = self.vm, self.vm.geometry
             shown = apply_view(self.input_view(), view, g.patch_size, g.grid[1])
-            pred = predict_batch(vm, [shown], extra=ablation_hooks(vm, self.key.ablation))
+            pred = predict_batch(vm, [shown], extra=self.forward_hooks())
             probs = None if pred.probs is None else pred.probs[0]
             top = top_predictions(probs, vm.labels) if probs is not None else ()
             return ViewPrediction(shown, probs, top, pred.patch_embeddings[0])

@@ -40,9 +40,11 @@
     lastSaid = text;
     said.textContent = text;
   }
-  // A dropped connection's TypeError ("Failed to fetch") in words a lecturer can act on.
-  const UNREACHABLE_NOW = "The server cannot be reached: try again in a moment.";
-  const plain = (e) => (e instanceof TypeError ? UNREACHABLE_NOW : e.message);
+  // A dropped connection's TypeError ("Failed to fetch") in words a lecturer can act on; a host page's
+  // own loop says it is asking again.
+  const UNREACHABLE = "The server cannot be reached: try again in a moment.";
+  const RECONNECTING = "The server cannot be reached: reconnecting…";
+  const plain = (e) => (e instanceof TypeError ? UNREACHABLE : e.message);
 
   // vizvit.classroom.room.parse_code, the same rule: spaces and dashes dropped, upper-cased, CFG.length of CFG.alphabet.
   function parseCode(raw) {
@@ -177,7 +179,6 @@
       if (!open) return;
       await sleep(10_000);
     }
-    const UNREACHABLE = "The server cannot be reached: try again.";
     let state = null, looking = null, message = "", lost = false;
     function render() {
       if (!state) return;
@@ -308,8 +309,8 @@
         await sleep(r.status === 429 ? waitMs(r) : wait);
       } catch (e) {
         const note = document.getElementById("host-err");
-        if (note) note.textContent = "The server cannot be reached: reconnecting…";
-        else show(el("p", { className: "muted", id: "host-err" }, "The server cannot be reached: reconnecting…"));
+        if (note) note.textContent = RECONNECTING;
+        else show(el("p", { className: "muted", id: "host-err" }, RECONNECTING));
         await sleep(wait);
       }
     }
@@ -466,13 +467,13 @@
           if (mine !== gen || !alive) return;
           if (view.status !== 429 && !took(view.body)) return;
         }
-        if (lost || err === UNREACHABLE_NOW) {  // the server answers again: its silence is no longer news
+        if (lost || err === UNREACHABLE) {  // the server answers again: its silence is no longer news
           lost = false; err = "";
           const note = document.getElementById("host-err");
           if (note) note.textContent = "";
         }
       } catch (e) {  // a dropped connection (a server restarting): said, and the next tick asks again
-        lost = true; err = "The server cannot be reached: reconnecting…";
+        lost = true; err = RECONNECTING;
         const note = document.getElementById("host-err");
         if (note) note.textContent = err;
       }

@@ -4,6 +4,7 @@ numbers, both the case where the numbers support the claim and the case where th
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from vizvit.classroom import claims
 
@@ -101,3 +102,9 @@ def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():
     assert "ranks rollout 1st of its 7 maps, above random order's row, and it beats random order on both" in t
     assert "the decision rests on them here" in t and "not shown" not in t and "soonest" not in t
     assert "rests on them" not in claims.rollout_claim(1, 7, ("within", "better"), "blur", above_random=True)
+
+
+@pytest.mark.parametrize("k, said", [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+                                     (13, "13th"), (21, "21st"), (22, "22nd"), (112, "112th")])
+def test_ordinals_as_written(k, said):
+    assert claims.nth(k) == said  # the Positions tab once said "every 3th row"

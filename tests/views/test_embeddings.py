@@ -179,11 +179,3 @@ def test_the_stage_table_says_the_processors_own_resize_and_crop():
     assert resize_text(Preprocess(248, (224, 224), **kw)) == "short side scaled to 248 px, centre 224×224 kept"
     assert resize_text(Preprocess((224, 224), None, **kw)) == "resized to 224×224"
     assert resize_text(Preprocess((256, 256), (224, 224), **kw)) == "resized to 256×256, centre 224×224 kept"
-
-
-@pytest.mark.parametrize("k, said", [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
-                                     (13, "13th"), (21, "21st"), (22, "22nd"), (112, "112th")])
-def test_ordinals_as_written(k, said):
-    from vizvit.classroom.claims import nth
-
-    assert nth(k) == said  # the Positions tab once said "every 3th row"

@@ -136,6 +136,7 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
                    "itself: the faithfulness contest on the Experiments tab tests it on this photo.")
     else:
         d, i = versus
+        good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
         said = (f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} "
                 f"maps, {'above' if above_random else 'below'} random order's row")
         if d == i == "better":
@@ -143,12 +144,10 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
                        "lowers the prediction sooner than a random order does, and adding them back first "
                        "raises it sooner, so the decision rests on them here.")
         elif "better" in versus and "worse" not in versus:
-            good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
             out.append(f"{said}; it beats random order on {good} only ({other} within the band): partly "
                        "supported, not shown to be what the decision rests on.")
         elif "better" in versus:
-            good, bad = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
-            out.append(f"{said}; it beats random order on {good} but does worse than it on {bad}: its bright "
+            out.append(f"{said}; it beats random order on {good} but does worse than it on {other}: its bright "
                        "patches are not shown to be what the decision rests on.")
         elif "worse" in versus:
             bad = " and ".join(c for c, x in (("deletion", d), ("insertion", i)) if x == "worse")

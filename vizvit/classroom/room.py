@@ -171,10 +171,13 @@ def number_bars(answers: dict[str, int], truth: str | None,
     the numbers' order, the truth always among them, drawn at 0 if nobody gave it; how many
     students gave a number without a bar). Numbers are predictions of one exact value (224, 197,
     10): the room wants to see the few most given and the truth, not a histogram of typos."""
-    ranked = sorted(answers.items(), key=lambda kv: (-kv[1], float(kv[0])))
+    def most_first(kv: tuple[str, int]) -> tuple[int, float]:
+        return -kv[1], float(kv[0])
+
+    ranked = sorted(answers.items(), key=most_first)
     bars = ranked[:keep]
-    if truth is not None and all(a != truth for a, _ in bars):
-        bars = sorted([*ranked[:keep - 1], (truth, answers.get(truth, 0))], key=lambda kv: (-kv[1], float(kv[0])))
+    if truth is not None and truth not in dict(bars):
+        bars = sorted([*ranked[:keep - 1], (truth, answers.get(truth, 0))], key=most_first)
     shown = sum(n for _, n in bars)
     return tuple(bars), sum(answers.values()) - shown
 
