@@ -30,7 +30,8 @@ from .jobs import caller_of
 
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
 JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its
-# first question at once, then 5 a second; a stranger stuffing rooms is stopped by the room's limit and its lock
+# first question at once, then 5 a second; one address fills at most its share of a room
+# (vizvit.classroom.room.ADDRESS_SHARE), and the lecturer may turn it away or lock the room
 OPENS = Rate(burst=20, per_s=1 / 30)  # per address: a department's rooms at once (each costs an analysis
 # and every step measured ahead), then one each 30 s: no stream of open-and-close
 OPEN_CODES_KEPT = 1_000  # room codes seen open lately (MAX_ROOMS is 20: plenty of closed ones remembered)

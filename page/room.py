@@ -32,6 +32,7 @@ from vizvit.session import Workbench
 from vizvit.views import lesson as lesson_view
 
 from . import web
+from .jobs import caller_of
 
 PAGE_PATH = "room"  # the room's own page: ?host=1 the lecturer's, ?code=XXXXX a student's
 EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
@@ -161,7 +162,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, step, given = request.path_params.get("code", ""), b.get("step"), b.get("answer")
-        ok, why = rooms.answer(code, b.get("student"), step, given)
+        ok, why = rooms.answer(code, b.get("student"), step, given, caller_of(request) or "")
         kept = {"answer": rooms.kept(code, step, given)} if ok else {}
         return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
 
@@ -179,8 +180,10 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
 
 def presence_routes(rooms: Rooms) -> list[APIRoute]:
     """The host page's heartbeat and lock, and a student page's hello (issue 50), as plain routes:
-    POST /vizvit_room/{code}/host {"host_key"} -> the room's view (the room stays open: it closes after
-    room.HOST_AWAY_S without a host call; the host page calls every ~60 s);
+    POST /vizvit_room/{code}/host {"host_key"} -> the room's view and "largest_network" (Rooms.host: the
+    room stays open, it closes after room.HOST_AWAY_S without a host call; the host page calls every 5 s);
+    POST /vizvit_room/{code}/turn_away {"host_key"} -> the same, and "turned_away": how many students of the
+    address with the most (other than the lecturer's) were turned away with their answers;
     POST /vizvit_room/{code}/lock {"host_key", "locked": true|false} -> the room's view ("locked" in it);
     POST /vizvit_room/{code}/hello {"student"} -> {"accepted", "reason"}: the page registers on load
     (counts toward the room's students; refused when the room is locked or full).
@@ -189,7 +192,7 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
     async def host(request: Request) -> JSONResponse:
         try:
             b = await _json_body(request)
-            body = rooms.host(request.path_params.get("code", ""), b.get("host_key"))
+            body = rooms.host(request.path_params.get("code", ""), b.get("host_key"), caller_of(request) or "")
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -204,16 +207,27 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
+    async def turn_away(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            b = await _json_body(request)
+            gone = rooms.turn_away(code, b.get("host_key"))
+            body = {**rooms.host(code, b.get("host_key"), caller_of(request) or ""), "turned_away": gone}
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
     async def hello(request: Request) -> JSONResponse:
         try:
             b = await _json_body(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
-        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"))
+        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"), caller_of(request) or "")
         return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
 
     return [APIRoute("/vizvit_room/{code}/host", host, methods=["POST"]),
             APIRoute("/vizvit_room/{code}/lock", lock, methods=["POST"]),
+            APIRoute("/vizvit_room/{code}/turn_away", turn_away, methods=["POST"]),
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
 
 

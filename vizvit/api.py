@@ -367,8 +367,9 @@ class PublicApi:
             out["tally"] = self.rooms.tally(code, host_key, st.step).as_json()
         return out
 
-    def room_answer(self, code: str, step: int, answer: Any, student: str) -> dict[str, Any]:
-        ok, why = self.rooms.answer(code, student, step, answer)
+    def room_answer(self, code: str, step: int, answer: Any, student: str, addr: str = "") -> dict[str, Any]:
+        """addr: the caller's address (a new student counts toward its share of the room)."""
+        ok, why = self.rooms.answer(code, student, step, answer, addr)
         return {"accepted": ok, "reason": why, **({"answer": self.rooms.kept(code, step, answer)} if ok else {})}
 
     def room_tally(self, code: str, host_key: str, step: int) -> dict[str, Any]:

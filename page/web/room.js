@@ -330,8 +330,8 @@
     const stR = await patiently(() => fetchJSON(roomPath(code)), live);
     if (!stR.ok || stR.body.closed) return gone(code, stR.body.error);
     let st = stR.body, tally = { answers: {}, total: 0 }, err = "";
-    let timer = null, beatEvery = null, ticks = 0, gen = 0, closing = false, lost = false;
-    const stop = () => { alive = false; clearTimeout(timer); clearInterval(beatEvery); };
+    let timer = null, ticks = 0, gen = 0, closing = false, turning = false, lost = false;
+    const stop = () => { alive = false; clearTimeout(timer); };
     const end = (why) => { stop(); gone(code, why); };
 
     const qrSrc = typeof join.qr === "string" && join.qr.startsWith("data:image/png;base64,") ? join.qr : null;
@@ -340,6 +340,22 @@
 
     function lockText() { return st.locked ? "Unlock: let new students in" : "Lock: no new students"; }
     function joinedText() { return typeof st.joined === "number" ? `${st.joined} joined${st.locked ? " · locked" : ""}` : ""; }
+
+    // One network other than the lecturer's with many students (Rooms.host's "largest_network"): another
+    // campus network's hall, or one caller minting ids to stuff the answers. Only the lecturer can tell
+    // which, so the page says how many and offers to turn them away (asked first: their answers go too).
+    function crowdBox() {
+      const n = Number(st.largest_network) || 0;
+      if (!n) return el("div", { id: "crowd" });
+      if (turning) return el("div", { id: "crowd", role: "alertdialog", "aria-labelledby": "crowd-q",
+                                      onkeydown: (e) => { if (e.key === "Escape") document.getElementById("turn-no").click(); } },
+        el("p", { id: "crowd-q" }, `Turn away the ${n} students of that network? Their answers are deleted, and that network cannot join this room again.`),
+        el("button", { id: "turn-yes", className: "primary", onclick: turnAway }, "Yes, turn them away"), " ",
+        el("button", { id: "turn-no", onclick: () => { turning = false; render(); document.getElementById("turn-away").focus(); } }, "Keep them"));
+      return el("div", { id: "crowd" },
+        el("p", { className: "muted", id: "crowd-text" }, `${n} of them from one network other than yours: another network's students, or one caller posing as many.`),
+        el("button", { id: "turn-away", onclick: () => { turning = true; render(); document.getElementById("turn-no").focus(); } }, "Turn them away…"));
+    }
 
     function render() {
       const s = lesson.steps[st.step - 1], shown = (st.shown || {})[String(st.step)];
@@ -371,6 +387,7 @@
       const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
         el("p", { id: "joined", className: "total" }, joinedText()),
         el("button", { id: "lock", onclick: lock }, lockText()),
+        crowdBox(),
         el("div", { id: "qr" }, qrSrc ? el("img", { alt: "QR code of the students' link", src: qrSrc }) : null),
         link ? el("p", {}, el("a", { href: link }, link)) : null,
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
@@ -428,6 +445,19 @@
       render();
     }
 
+    async function turnAway() {
+      try {
+        const r = await post(roomPath(code, "turn_away"), { host_key: key });
+        if (r.body.error) throw new Error(r.body.error);
+        turning = false; err = "";
+        if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
+        say(`${Number(r.body.turned_away) || 0} students turned away.`);
+      } catch (e) { turning = false; err = plain(e); }
+      render(); tick();  // the tally without their answers now, not at the next second
+      const b = document.getElementById("turn-away") || document.getElementById("lock");
+      if (b) b.focus();
+    }
+
     async function closeRoom() {
       stop();
       try { await call("room_close", [code, key]); } catch (e) { /* closed already */ }
@@ -439,10 +469,13 @@
       if (view.closed) { end(view.error); return false; }
       if (!Number.isInteger(view.version)) return true;
       if (view.version !== st.version) { st = view; render(); return true; }
-      st = { ...st, joined: view.joined, locked: view.locked };
+      const crowd = view.largest_network !== st.largest_network;
+      st = { ...st, joined: view.joined, locked: view.locked, largest_network: view.largest_network };
       const j = document.getElementById("joined"), b = document.getElementById("lock");
       if (j) j.textContent = joinedText();
       if (b) b.textContent = lockText();
+      const box = document.getElementById("crowd");
+      if (crowd && box && !turning) box.replaceWith(crowdBox());
       return true;
     }
 
@@ -462,10 +495,9 @@
             if (box && s) { box.replaceChildren(liveBars(tally, null, s)); document.getElementById("total").textContent = `${Number(tally.total) || 0} answered`; }
           }
         }
-        if (++ticks % 5 === 0) {
-          const view = await fetchJSON(roomPath(code));
+        if (++ticks % 5 === 0) {  // the host's call every 5 s: the room stays open, and its view comes back
+          await beat();
           if (mine !== gen || !alive) return;
-          if (view.status !== 429 && !took(view.body)) return;
         }
         if (lost || err === UNREACHABLE) {  // the server answers again: its silence is no longer news
           lost = false; err = "";
@@ -480,21 +512,19 @@
       if (mine === gen && alive) timer = setTimeout(tick, 1000);
     }
 
-    // The host is present: the room stays open while this page is (it closes 30 min after the host's last sign).
+    // The host is present: the room stays open while this page is (it closes 30 min after the host's
+    // last sign); its view (joined, locked, closed, the largest network) comes back.
     async function beat() {
       if (!alive) return;
-      try {
-        const r = await post(roomPath(code, "host"), { host_key: key });
-        if (alive && !absent(r) && r.status !== 429) {
-          if (r.body.closed || (r.body.error && !Number.isInteger(r.body.version))) {
-            const view = await fetchJSON(roomPath(code));
-            if (view.body.closed) end(view.body.error);
-          } else if (Number.isInteger(r.body.version)) took(r.body);
-        }
-      } catch (e) { /* the next beat, or the tick, reconnects */ }
+      const r = await post(roomPath(code, "host"), { host_key: key });
+      if (alive && !absent(r) && r.status !== 429) {
+        if (r.body.closed || (r.body.error && !Number.isInteger(r.body.version))) {
+          const view = await fetchJSON(roomPath(code));
+          if (view.body.closed) end(view.body.error);
+        } else if (Number.isInteger(r.body.version)) took(r.body);
+      }
     }
-    beatEvery = setInterval(beat, 60_000);
-    render(); beat(); tick();
+    render(); beat().catch(() => { /* the tick reconnects */ }); tick();
   }
 
   // ---------------------------------------------------------------- which page

@@ -11,6 +11,7 @@ from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: 
 
 from vizvit.classroom.lesson import load_steps
 from vizvit.classroom.room import (
+    BARRED,
     CLOSED_AWAY,
     CLOSED_BY_HOST,
     CODE_LEN,
@@ -24,6 +25,7 @@ from vizvit.classroom.room import (
     number_bars,
     parse_number,
     questions_of,
+    share_full,
 )
 from vizvit.errors import UserError
 
@@ -368,3 +370,42 @@ def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
     assert rows == ["step,title,student,answer,revealed", f"1,one,{S1},224,no", f"1,one,{S2},196,no"]
     with pytest.raises(UserError, match="host key"):
         rooms.answers_csv(code, "not the key")
+
+
+HALL, STRANGER, OTHER = "address 10.0.0.1", "address 203.0.113.9", "address 198.51.100.7"
+
+
+def test_one_address_never_fills_a_room_and_the_lecturer_turns_it_away(store):
+    """A stranger minting student ids from one address gets the address's share of the room and no more;
+    the hall (the lecturer's address) is not limited by it. The lecturer's page hears how many one other
+    address brought (the students' view never does), turns them away with their answers, and that
+    address joins no more; the other students and their answers stay."""
+    rooms = Rooms(store(), max_students=12, address_share=6)
+    code, key = rooms.open("vit-tiny", b"view", QS, owner=HALL)
+    for i in range(6):
+        assert rooms.answer(code, f"minted-{i:03d}", 1, 999, STRANGER) == (True, "")
+    assert rooms.join(code, "minted-006", STRANGER) == (False, share_full(6))
+    assert rooms.answer(code, "minted-007", 1, 999, STRANGER) == (False, share_full(6))
+    assert rooms.answer(code, "minted-000", 1, 998, STRANGER) == (True, "")  # one already in still answers
+    for i in range(4):
+        assert rooms.answer(code, f"hall-{i:04d}", 1, 196, HALL) == (True, "")
+    assert rooms.join(code, "travelling", OTHER) == (True, "")
+    seen = rooms.host(code, key, HALL)
+    assert (seen["joined"], seen["largest_network"]) == (11, 6)
+    assert "largest_network" not in rooms.view(code), "a student never hears of other networks"
+    assert rooms.tally(code, key, 1).answers == {"998": 1, "999": 5, "196": 4}
+
+    assert rooms.turn_away(code, key) == 6
+    assert rooms.tally(code, key, 1).answers == {"196": 4}
+    seen = rooms.host(code, key, HALL)
+    assert (seen["joined"], seen["largest_network"]) == (5, 0)  # OTHER's one student: below CROWD_SHOWN
+    assert rooms.join(code, "minted-100", STRANGER) == (False, BARRED)
+    assert rooms.answer(code, "minted-101", 1, 5, STRANGER) == (False, BARRED)
+    assert rooms.turn_away(code, key) == 0, "nothing to turn away below CROWD_SHOWN"
+    with pytest.raises(UserError, match=WRONG_KEY):
+        rooms.turn_away(code, "not-the-host-key")
+
+    # the lecturer's page now calls from another network: the hall's address has a share like any other
+    rooms.host(code, key, OTHER)
+    assert [rooms.join(code, f"hall-late-{i}", HALL)[0] for i in range(3)] == [True, True, False]
+    assert rooms.join(code, "travelling-2", OTHER) == (True, "")

@@ -4,6 +4,7 @@ store at once, a restart that finds its rooms, tombstones. Cases built by hand w
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: F401 (fixtures)
@@ -79,17 +80,65 @@ def test_the_store_itself_checks_each_answer_in_its_write(opened):
     script), not only in Rooms' check before it: called directly, the store refuses what Rooms would."""
     rooms, code, key = opened(max_students=2)
     s = rooms.store
-    assert s.answer(code, S1, 2, "a", 2) == "ahead"
-    assert s.answer(code, S1, 1, "5", 2) == "ok" and s.answer(code, S1, 1, "6", 2) == "ok"
+    assert s.answer(code, S1, 2, "a", "", 2, 9) == "ahead"
+    assert s.answer(code, S1, 1, "5", "", 2, 9) == "ok" and s.answer(code, S1, 1, "6", "", 2, 9) == "ok"
     assert s.answers(code, 1) == {S1: "6"}  # replaced, not added
     rooms.move(code, key, 1, reveal=True)
-    assert s.answer(code, S2, 1, "5", 2) == "closed"
+    assert s.answer(code, S2, 1, "5", "", 2, 9) == "closed"
     rooms.move(code, key, 2)
-    assert s.answer(code, S1, 1, "5", 2) == "closed"
+    assert s.answer(code, S1, 1, "5", "", 2, 9) == "closed"
     rooms.lock(code, key, True)
-    assert s.answer(code, S2, 2, "a", 2) == "locked" and s.join(code, S2, 2) == "locked"
-    assert s.answer(code, S1, 2, "a", 2) == "ok"
+    assert s.answer(code, S2, 2, "a", "", 2, 9) == "locked" and s.join(code, S2, "", 2, 9) == "locked"
+    assert s.answer(code, S1, 2, "a", "", 2, 9) == "ok"
     rooms.lock(code, key, False)
-    assert s.join(code, S2, 2) == "ok" and s.join(code, S3, 2) == "full" and s.answer(code, S3, 2, "b", 2) == "full"
+    assert s.join(code, S2, "", 2, 9) == "ok" and s.join(code, S3, "", 2, 9) == "full"
+    assert s.answer(code, S3, 2, "b", "", 2, 9) == "full"
     assert s.joined(code) == 2 and s.answers(code, 2) == {S1: "a"}
-    assert s.answer("ZZZZZZZZ", S1, 1, "5", 2) == "gone"
+    assert s.answer("ZZZZZZZZ", S1, 1, "5", "", 2, 9) == "gone"
+
+
+HALL, STRANGER, OTHER = "address 10.0.0.1", "address 203.0.113.9", "address 198.51.100.7"
+
+
+def test_the_store_counts_each_addresss_students_in_its_write(store):
+    """One address other than the lecturer's holds at most `share` new students, checked in the same
+    write as the room's size; the lecturer's own address (the hall) and "" (unknown) have no share, a
+    barred address no new student at all. The largest other address, and removing one: its students
+    and all their answers forgotten, on every client of the store."""
+    rooms = Rooms(store())
+    code, _ = rooms.open("vit-tiny", b"view", QS, owner=HALL)
+    s, other_client = rooms.store, store()
+    assert [s.join(code, f"stranger-{i}", STRANGER, 10, 3) for i in range(4)] == ["ok", "ok", "ok", "share"]
+    assert s.answer(code, "stranger-9", 1, "5", STRANGER, 10, 3) == "share"
+    assert s.answer(code, "stranger-0", 1, "5", STRANGER, 10, 3) == "ok"  # one already in answers
+    assert [s.join(code, f"hall-{i}", HALL, 10, 3) for i in range(5)] == ["ok"] * 5
+    assert s.join(code, "unknown-1", "", 10, 3) == "ok"
+    assert s.join(code, "other-001", OTHER, 10, 3) == "ok"
+    assert s.join(code, "other-002", OTHER, 10, 3) == "full"  # ten in: the room's size
+    assert s.largest(code, HALL) == (STRANGER, 3) and other_client.largest(code, STRANGER) == (HALL, 5)
+    assert s.answer(code, "hall-0", 1, "7", HALL, 10, 3) == "ok"
+    assert other_client.remove_address(code, STRANGER) == 3
+    assert s.answers(code, 1) == {"hall-0": "7"} and s.joined(code) == 7
+    assert s.largest(code, HALL) == (OTHER, 1) and s.remove_address(code, STRANGER) == 0
+    s.change(code, lambda m: m.update(barred=[OTHER]) is not None)
+    assert s.join(code, "other-003", OTHER, 10, 3) == "barred"
+    assert s.join(code, "other-001", OTHER, 10, 3) == "ok"  # barring stops new students only
+    assert s.largest("ZZZZZZZZ", HALL) == ("", 0) and s.remove_address("ZZZZZZZZ", HALL) == 0
+
+
+def test_a_rooms_file_from_before_addresses_keeps_its_students(tmp_path):
+    """A server upgraded over its rooms file: the students table without addresses gains the column,
+    its students stay (no address: no share), new ones are counted."""
+    path = tmp_path / "rooms.sqlite3"
+    rooms = Rooms(SQLiteStore(path))
+    code, _ = rooms.open("vit-tiny", b"view", QS, owner=HALL)
+    assert rooms.answer(code, S1, 1, 5) == (True, "")
+    db = sqlite3.connect(path)
+    db.executescript("""CREATE TABLE old (code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
+                        INSERT INTO old SELECT code, student FROM students; DROP TABLE students;
+                        ALTER TABLE old RENAME TO students;""")
+    db.close()
+    s = SQLiteStore(path)
+    assert s.joined(code) == 1 and s.answers(code, 1) == {S1: "5"}
+    assert [s.join(code, f"stranger-{i}", STRANGER, 10, 1) for i in range(2)] == ["ok", "share"]
+    assert s.largest(code, HALL) == (STRANGER, 1)

@@ -19,6 +19,7 @@ from gradio_client import Client, handle_file
 from tiny import EXAMPLES
 
 from page import guard
+from vizvit.classroom import room as room_mod
 from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, UNKNOWN_ROOM
 
 PHOTO = EXAMPLES / "chelsea.jpg"
@@ -126,12 +127,16 @@ def test_a_closed_rooms_pages_hear_it_at_no_cost(server):
 
 def test_new_students_per_address_are_limited_known_ones_never(server, room):
     """A class of 300 behind one NAT joins at once; beyond, new students from that address wait
-    (two rooms: the join count is the address's, whatever the room)."""
+    (two rooms: the join count is the address's, whatever the room). The lecturer's page calls from the
+    hall's network (its laptop is there), so that address has no share of the rooms."""
     url, model = server
     c = Client(url, verbose=False)
-    second = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")["code"]
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    second = opened["code"]
     c.close()
     with client_at("127.0.0.5") as nat:
+        for code, key in ((room["code"], room["host_key"]), (second, opened["host_key"])):
+            assert nat.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).status_code == 200
         got = [nat.post(f"{url}vizvit_room/{code}/answer", json={"student": f"stuffed-{i:04d}", "step": 1, "answer": 5})
                for code, i in [(room["code"], i) for i in range(200)] + [(second, i) for i in range(200, 380)]]
         accepted = sum(r.status_code == 200 and r.json()["accepted"] for r in got)
@@ -178,3 +183,40 @@ def test_rooms_opened_per_address_are_limited(server, clock):
         assert errors[-1].startswith("Too many rooms opened from this address: wait "), errors
         clock.t += 1 / guard.OPENS.per_s
         assert open_and_close() == ""
+
+
+def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_away(server):
+    """Over the plain routes: one address other than the lecturer's fills its share of a room (half of
+    it), then is refused with the reason; the host page's call hears how many it brought, turns them
+    away (their answers go), and the address joins no more. The lecturer's hall is unaffected."""
+    url, model = server
+    c = Client(url, verbose=False)
+    opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
+    c.close()
+    code, key = opened["code"], opened["host_key"]
+    share = room_mod.ADDRESS_SHARE
+    with client_at("127.0.0.8") as stranger, client_at("127.0.0.9") as hall:
+        assert hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()["largest_network"] == 0
+        got = [stranger.post(f"{url}vizvit_room/{code}/answer",
+                             json={"student": f"minted-{i:04d}", "step": 1, "answer": 999}).json()
+               for i in range(share + 3)]
+        assert [g["accepted"] for g in got] == [True] * share + [False] * 3
+        assert got[-1]["reason"] == room_mod.share_full(share)
+        for i in range(4):
+            r = hall.post(f"{url}vizvit_room/{code}/answer", json={"student": f"hall-{i:04d}", "step": 1,
+                                                                   "answer": 196})
+            assert r.json()["accepted"] is True
+        seen = hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()
+        assert (seen["joined"], seen["largest_network"]) == (share + 4, share)
+        tally = hall.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}).json()
+        assert tally["answers"] == {"999": share, "196": 4}
+
+        assert stranger.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": "guessed-key"}).json() == {
+            "error": room_mod.WRONG_KEY}
+        out = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key}).json()
+        assert (out["turned_away"], out["joined"], out["largest_network"]) == (share, 4, 0)
+        tally = hall.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}).json()
+        assert tally["answers"] == {"196": 4}
+        again = stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": "minted-9999"}).json()
+        assert again == {"accepted": False, "reason": room_mod.BARRED}
+        assert hall.post(f"{url}vizvit_room/{code}/hello", json={"student": "hall-late-1"}).json()["accepted"] is True

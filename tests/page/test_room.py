@@ -78,7 +78,8 @@ def test_one_host_and_three_students(url):
 def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_with_a_question(url):
     """25 different numbers keep the lecturer's buttons on a 1366x900 projector (five bars and "other
     numbers"); a student with a half-typed number sees the reveal; a control pressed by keyboard keeps
-    the focus; the reveal is said in the live region; Close asks first, and "Keep it open" keeps it."""
+    the focus; a stranger's minted students are named and turned away (asked first); the reveal is said in
+    the live region; Close asks first, and "Keep it open" keeps it."""
     import httpx
 
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
@@ -106,6 +107,26 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
         assert host.evaluate("document.activeElement.id") == "lock"
         host.keyboard.press("Enter")
         host.wait_for_selector("#lock:has-text('Lock:')")
+        # a stranger on another address minting six students: the host page names them (its 5-s call)
+        # and turns them away, asked first (Escape keeps them); their answers leave the tally
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=30) as stranger:
+            for i in range(6):
+                r = stranger.post(f"{url}vizvit_room/{code}/answer", json={"student": f"minted-{i:04d}", "step": 1,
+                                                                           "answer": "999"})
+                assert r.json()["accepted"], r.text
+        host.wait_for_selector("#crowd-text:has-text('6 of them from one network other than yours')", timeout=15_000)
+        host.wait_for_selector("#total:has-text('31 answered')", timeout=15_000)
+        host.click("#turn-away")
+        assert host.evaluate("document.activeElement.id") == "turn-no"
+        host.keyboard.press("Escape")
+        host.wait_for_selector("#crowd-q", state="detached")
+        assert host.evaluate("document.activeElement.id") == "turn-away"
+        host.click("#turn-away")
+        host.click("#turn-yes")
+        host.wait_for_function("() => /6 students turned away/.test(document.getElementById('said').textContent)",
+                               timeout=10_000)
+        host.wait_for_selector("#total:has-text('25 answered')", timeout=15_000)
+        assert host.locator("#crowd-text").count() == 0 and "999" not in host.inner_text("#tally")
         s.fill("#num", "22")  # typing, the cursor in the box, as the lecturer reveals
         assert s.evaluate("document.activeElement.id") == "num"
         host.click("#reveal")

@@ -1,6 +1,7 @@
 """Issue 51, accessibility of the live room's two pages: axe-core's WCAG 2.0/2.1 A and AA rules find
 nothing critical or serious on the student's page (the join form, an open question, a revealed step)
-nor on the lecturer's (before and after opening a room), each at a phone's size (390 px) and a
+nor on the lecturer's (before and after opening a room, with another network's students named and
+turning them away asked), each at a phone's size (390 px) and a
 projector's (1366 px); and a student answers by keyboard alone.
 axe-core comes from npm (see tests/page/test_a11y.py); without it the axe test skips with one line."""
 
@@ -10,6 +11,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 from browser import page_at
 
@@ -60,6 +62,15 @@ def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_a
         host.click("#next")
         host.wait_for_selector("text=Step 2 of", timeout=30_000)
         found["host: a room, step 2"] = _axe(host)
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.4"), timeout=30) as stranger:
+            for i in range(5):  # one other network's students: the host page names them, offers to turn them away
+                r = stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": f"other-{i:04d}"})
+                assert r.json()["accepted"], r.text
+        host.wait_for_selector("#crowd-text", timeout=15_000)
+        found["host: another network named"] = _axe(host)
+        host.click("#turn-away")
+        found["host: turning them away, asked"] = _axe(host)
+        host.click("#turn-no")
         student.wait_for_selector("button[data-k]")
         for _ in range(40):
             if student.evaluate("() => !!document.activeElement?.dataset?.k"):

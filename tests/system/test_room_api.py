@@ -209,10 +209,12 @@ def test_the_host_heartbeat_lock_and_hello_routes(server):
                                                                                     "reason": LOCKED}
     assert post("answer", {"student": "stud-aaaa", "step": 1, "answer": 3}).json()["accepted"] is True
     for path, body in (("lock", {"host_key": key, "locked": "yes"}), ("lock", {"host_key": key}),
-                       ("hello", {"student": 5}), ("host", {}), ("hello", ["x"])):
+                       ("hello", {"student": 5}), ("host", {}), ("hello", ["x"]), ("turn_away", {}),
+                       ("turn_away", {"host_key": ["x"]}), ("turn_away", "a string")):
         got = post(path, body)
         assert got.status_code in (200, 400) and (got.json().get("error") or got.json().get("reason")), (path, body)
-    for path in ("host", "lock", "hello"):
+    assert post("turn_away", {"host_key": key}).json()["turned_away"] == 0  # nobody from another network
+    for path in ("host", "lock", "hello", "turn_away"):
         got = post(path, None, content=b"\xff not json")
         assert got.status_code == 400 and "JSON" in str(got.json()), path
     assert post("lock", {"host_key": key, "locked": False}).json()["locked"] is False

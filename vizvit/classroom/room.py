@@ -4,7 +4,8 @@ A room's state lives in a store (vizvit.classroom.roomstore: SQLite in the serve
 restart loses nothing; Redis when a URL is given, so every replica sees every room). No account, no
 name: the code is the invitation, the host key the lecturer's. A room closes when the lecturer closes
 it, or when no host call came for HOST_AWAY_S; a closed room leaves its reason for a day. Everything is
-bounded: rooms at once, rooms per owner (an address), students per room, an answer's size. Pure Python
+bounded: rooms at once, rooms per owner (an address), students per room and per address in a room, an
+answer's size. Pure Python
 (no gradio, no model): the page and the public API call it.
 
 State of a room: the step the lecturer shows (1..n_steps), which steps are revealed, per step student
@@ -29,15 +30,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, now as wall_clock
+from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, host_address, now as wall_clock
 from vizvit.errors import UserError
 
 MAX_ROOMS = 20  # rooms open at once on this server (all its replicas: they share one store)
 MAX_ROOMS_PER_OWNER = 3  # open rooms per owner (the opener's address): one stranger cannot take them all
 MAX_STUDENTS = 300  # distinct students who may answer in one room
+# Students one address other than the lecturer's may bring into a room: a hall behind one NAT shares an
+# address, so this cannot be small, and one caller minting ids must never fill a room (take it from the
+# class). The lecturer's own address (the hall's network, where the laptop sits) has no share; what one
+# address brought the lecturer sees (Rooms.host's "largest_network") and may turn away (Rooms.turn_away).
+ADDRESS_SHARE = MAX_STUDENTS // 2
+BARRED_KEPT = 20  # addresses a room remembers as turned away (a meta stays small)
+CROWD_SHOWN = 5  # the host page names one address's students from this many (a household is not news)
 MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
 MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
-HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every ~60 s)
+HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every 5 s)
 VIEW_TTL_S = 1.0  # a room's view is computed once per version for this long: a push answers 300 polls
 META_TTL_S = 0.5  # a room's meta read again from the store after this long (a change announced: at once)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
@@ -48,6 +56,7 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")  # a random token the student's 
 UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the lecturer for the link."
 WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
 LOCKED = "The lecturer has locked this room to new students."
+BARRED = "The lecturer has turned away the students of your network from this room."
 CLOSED_BY_HOST = "The lecturer has closed this room."
 CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
                "for a new room.")
@@ -55,6 +64,11 @@ OWNER_FULL = (f"You already have {MAX_ROOMS_PER_OWNER} open rooms, the limit per
               "or reopen the lecturer's page of one you left, before opening another.")
 BAD_CODE = "A room code is 8 letters and digits, like ABCD2345."  # CODE_LEN of CODE_ALPHABET (no 0, O, 1, I)
 NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
+
+
+def share_full(share: int) -> str:
+    return (f"This room already has {share} students from your network, the most from one network other "
+            "than the lecturer's: ask the lecturer to open the room from this network.")
 
 
 def parse_code(code: object) -> str | None:
@@ -218,13 +232,14 @@ class Rooms:
 
     def __init__(self, store: RoomStore | None = None, max_rooms: int = MAX_ROOMS,
                  max_students: int = MAX_STUDENTS, host_away_s: float = HOST_AWAY_S,
-                 max_per_owner: int = MAX_ROOMS_PER_OWNER,
+                 max_per_owner: int = MAX_ROOMS_PER_OWNER, address_share: int = ADDRESS_SHARE,
                  clock: Callable[[], float] = wall_clock, on_change: Callable[[str], None] | None = None):
         """on_change(code): called (from any thread) after a room's version grows, here or on another
         replica (the store's subscription): the waiting pages wake. clock: wall-clock seconds (persisted)."""
         self.store: RoomStore = store if store is not None else SQLiteStore(None)
         self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
         self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
+        self.address_share = address_share
         self._views: dict[str, tuple[int, float, dict]] = {}  # code -> (version, when, view)
         # Each read of the store costs: Redis is another process, and under load each read waits for it
         # to be scheduled (100 polls x 2 reads after a push: p95 2 s at load average 10 on 2 cores);
@@ -368,10 +383,39 @@ class Rooms:
         parsed, meta = self._host_change(code, host_key, fn)
         return self._state(parsed, meta)
 
-    def host(self, code: str, host_key: str) -> dict:
-        """The lecturer's page is still there (it calls every ~60 s): the room stays open; its view back."""
-        parsed, _ = self._host_change(code, host_key)
-        return self.view(parsed)
+    def host(self, code: str, host_key: str, addr: str = "") -> dict:
+        """The lecturer's page is still there (it calls every 5 s): the room stays open, and addr
+        (where the page calls from, when known) becomes the lecturer's address, whose students have no
+        share. -> the room's view, and "largest_network": the most students from one address other than
+        the lecturer's (0 below CROWD_SHOWN: the page names no household)."""
+
+        def at(m: dict) -> bool:
+            if addr:
+                m["host_at"] = str(addr)
+            return False  # the students' pages need not hear of it
+
+        parsed, meta = self._host_change(code, host_key, at)
+        n = self.store.largest(parsed, host_address(meta))[1]
+        return {**self.view(parsed), "largest_network": n if n >= CROWD_SHOWN else 0}
+
+    def turn_away(self, code: str, host_key: str) -> int:
+        """The lecturer turns away the students of the address that brought the most, other than the
+        lecturer's own (a stranger's minted ids, or another network's hall): they and their answers are
+        forgotten, and that address may not join this room again. -> how many were turned away (0: none
+        to turn away). The address itself never leaves the server: the page hears only a count."""
+        parsed, meta = self._keyed(code, host_key)
+        addr, n = self.store.largest(parsed, host_address(meta))
+        if n < CROWD_SHOWN:
+            return 0
+
+        def bar(m: dict) -> bool:  # barred first: none of its students joins between the two writes
+            m["barred"] = [*[b for b in m.get("barred", []) if b != addr], addr][-BARRED_KEPT:]
+            return False  # the students' pages need not wake: the host page reads the new count
+
+        self._host_change(parsed, host_key, bar)
+        gone = self.store.remove_address(parsed, addr)
+        self._forget_view(parsed)
+        return gone
 
     def lock(self, code: str, host_key: str, locked: bool) -> State:
         """Lock (or unlock) the room to new students; those already in still answer."""
@@ -498,14 +542,17 @@ class Rooms:
         return {"gone": self.store.gone(code, self.clock()) or UNKNOWN_ROOM,
                 "ahead": f"The lecturer is on step {meta['step']}: step {n} is not open yet.",
                 "closed": f"Step {n} is closed: its answer has been shown.",
-                "locked": LOCKED, "full": f"This room is full ({self.max_students} students)."}[got]
+                "locked": LOCKED, "full": f"This room is full ({self.max_students} students).",
+                "share": share_full(self.address_share), "barred": BARRED}[got]
 
-    def join(self, code: object, student: object) -> tuple[bool, str]:
-        """A student's page says hello on load -> (joined, reason): it counts toward MAX_STUDENTS; refused
-        when the room is locked (to a new student) or full. Saying hello again is harmless."""
+    def join(self, code: object, student: object, addr: str = "") -> tuple[bool, str]:
+        """A student's page says hello on load from address addr ("": unknown) -> (joined, reason): it
+        counts toward MAX_STUDENTS and its address's share; refused when the room is locked (to a new
+        student) or full, its address turned away or holding its share. Saying hello again is harmless."""
         try:
             parsed, meta = self._live(code)
-            got = self.store.join(parsed, _check_student(student), self.max_students)
+            got = self.store.join(parsed, _check_student(student), str(addr), self.max_students,
+                                  self.address_share)
             if got != "ok":
                 raise UserError(self._refusal(got, parsed, meta))
             self._forget_view(parsed)
@@ -513,10 +560,12 @@ class Rooms:
         except UserError as e:
             return False, str(e)
 
-    def answer(self, code: object, student: object, step: object, answer: object) -> tuple[bool, str]:
+    def answer(self, code: object, student: object, step: object, answer: object,
+               addr: str = "") -> tuple[bool, str]:
         """One student's answer to one step -> (accepted, reason). Only the lecturer's current step,
-        before its reveal; the same student again replaces the old answer. The store checks the step
-        again in the same atomic write that keeps the answer (a reveal cannot fall in between)."""
+        before its reveal; the same student again replaces the old answer; a new student is checked as
+        join checks it. The store checks the step again in the same atomic write that keeps the answer
+        (a reveal cannot fall in between)."""
         try:
             parsed, meta = self._live(code)
             sid = _check_student(student)
@@ -526,7 +575,7 @@ class Rooms:
             if n < meta["step"] or n in meta["revealed"]:
                 raise UserError(self._refusal("closed", parsed, meta, n))
             text = Question(tuple(meta["questions"][n - 1])).normalise(answer)
-            got = self.store.answer(parsed, sid, n, text, self.max_students)
+            got = self.store.answer(parsed, sid, n, text, str(addr), self.max_students, self.address_share)
             if got != "ok":
                 raise UserError(self._refusal(got, parsed, meta, n))
             return True, ""

@@ -6,7 +6,8 @@ against the lecturer's step, a student's registration under the room's size, a r
 A room is:
 - meta: one small JSON object (model, host key, owner, questions, step, revealed steps, version,
   locked, host_seen and opened as wall-clock seconds, notes = each step's measured truth);
-- students: a set of the page's random ids (counts toward MAX_STUDENTS);
+- students: the page's random ids, each with the address it joined from (counts toward MAX_STUDENTS, and
+  toward its address's share: one network other than the lecturer's holds at most ADDRESS_SHARE);
 - answers: per step, student -> answer text (one per student per step; a new one replaces);
 - blobs: named bytes (the model's input view as PNG, the pictures the phones show as JPEG).
 A closed room leaves a tombstone (its closing sentence) for a day, so a student's page hears why.
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
-Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full"]
+Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full", "share", "barred"]
 Created = Literal["ok", "taken", "full", "owner"]
 TOMBSTONE_S = 24 * 3600.0  # how long a closed room's reason is kept (a student's page open overnight)
 ROOMS_DB_ENV = "VIZVIT_ROOMS_DB"
@@ -55,13 +56,21 @@ class RoomStore(Protocol):
         must hear of it (then the version grows by one and the change is announced), write it back.
         -> the new meta, None when the room is not open. fn may raise: nothing is written."""
 
-    def join(self, code: str, student: str, max_students: int) -> Outcome:
-        """Register a student: "ok" (also when already in), "gone", "locked" (a new student in a locked
-        room), "full"."""
+    def join(self, code: str, student: str, addr: str, max_students: int, share: int) -> Outcome:
+        """Register a student from address `addr`: "ok" (also when already in), "gone", or for a new
+        student check_answer's "locked", "full", "barred", "share"."""
 
-    def answer(self, code: str, student: str, step: int, text: str, max_students: int) -> Outcome:
+    def answer(self, code: str, student: str, step: int, text: str, addr: str, max_students: int,
+               share: int) -> Outcome:
         """One answer, checked against the meta in the same atomic write: "ok"; "gone"; "ahead" (step is
-        after the lecturer's); "closed" (before it, or revealed); "locked"/"full" (a new student)."""
+        after the lecturer's); "closed" (before it, or revealed); a new student's refusals as join's."""
+
+    def largest(self, code: str, besides: str) -> tuple[str, int]:
+        """The address with the most students in the room, other than "" and `besides` (the lecturer's),
+        and its count; ("", 0) when there is none."""
+
+    def remove_address(self, code: str, addr: str) -> int:
+        """Forget every student of `addr` in the room and all their answers, at once -> how many."""
 
     def answers(self, code: str, step: int) -> dict[str, str]:
         """One step's answers, student -> text."""
@@ -98,7 +107,8 @@ def default_path() -> Path:
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (code TEXT PRIMARY KEY, meta TEXT NOT NULL, version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
+CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, student TEXT NOT NULL, addr TEXT NOT NULL DEFAULT '',
+                                     PRIMARY KEY (code, student));
 CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, step INTEGER NOT NULL, student TEXT NOT NULL,
                                     answer TEXT NOT NULL, PRIMARY KEY (code, step, student));
 CREATE TABLE IF NOT EXISTS blobs (code TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
@@ -107,18 +117,31 @@ CREATE TABLE IF NOT EXISTS gone (code TEXT PRIMARY KEY, reason TEXT NOT NULL, at
 """
 
 
-def check_answer(meta: dict, step: int, known: bool, locked_ok: bool, count: int,
-                 max_students: int) -> Outcome:
-    """The answer rule both stores apply inside their atomic write (Redis: the same rule in Lua)."""
+def host_address(meta: dict) -> str:
+    """The lecturer's address: where its page last called from, else where the room was opened."""
+    return str(meta.get("host_at") or meta.get("owner") or "")
+
+
+def check_answer(meta: dict, step: int, known: bool, count: int, max_students: int,
+                 addr: str = "", addr_count: int = 0, share: int = 0) -> Outcome:
+    """The answer rule both stores apply inside their atomic write (Redis: the same rule in Lua).
+    A new student (not `known`) is refused in a locked room, a full one (`count` students already), from
+    an address the lecturer turned away, or from an address other than the lecturer's that holds its
+    `share` (`addr_count` students already): one caller can never fill a room. "" (no address known:
+    an in-process caller) and the lecturer's own address (the hall's network) have no share."""
     if step > meta["step"]:
         return "ahead"
     if step < meta["step"] or step in meta["revealed"]:
         return "closed"
     if not known:
-        if meta.get("locked") and not locked_ok:
+        if meta.get("locked"):
             return "locked"
         if count >= max_students:
             return "full"
+        if addr and addr in meta.get("barred", ()):
+            return "barred"
+        if addr and addr != host_address(meta) and addr_count >= share:
+            return "share"
     return "ok"
 
 
@@ -140,6 +163,9 @@ class SQLiteStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process crash (kill -9)
             self._db.executescript(_SCHEMA)
+            # a file from before students had addresses: theirs is "" (no share), new ones have one
+            if "addr" not in {r[1] for r in self._db.execute("PRAGMA table_info(students)")}:
+                self._db.execute("ALTER TABLE students ADD COLUMN addr TEXT NOT NULL DEFAULT ''")
 
     # a transaction: the lock for this process's threads, IMMEDIATE for other processes
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -199,31 +225,48 @@ class SQLiteStore:
 
         return self._tx(tx)
 
-    def _enter(self, db: sqlite3.Connection, code: str, student: str, step: int | None, max_students: int
-               ) -> tuple[Outcome, dict | None]:
+    def _enter(self, db: sqlite3.Connection, code: str, student: str, step: int | None, addr: str,
+               max_students: int, share: int) -> Outcome:
         row = db.execute("SELECT meta FROM rooms WHERE code=?", (code,)).fetchone()
         if row is None:
-            return "gone", None
+            return "gone"
         meta = json.loads(row[0])
         known = db.execute("SELECT 1 FROM students WHERE code=? AND student=?",
                            (code, student)).fetchone() is not None
-        count = 0 if known else db.execute("SELECT COUNT(*) FROM students WHERE code=?",
-                                           (code,)).fetchone()[0]
+        count = addr_count = 0
+        if not known:
+            count, addr_count = db.execute("SELECT COUNT(*), COALESCE(SUM(addr=?), 0) FROM students "
+                                           "WHERE code=?", (addr, code)).fetchone()
         probe = meta if step is not None else {**meta, "step": 0, "revealed": []}
-        got = check_answer(probe, step if step is not None else 0, known, False, count, max_students)
+        got = check_answer(probe, step if step is not None else 0, known, count, max_students, addr,
+                           addr_count, share)
         if got == "ok" and not known:
-            db.execute("INSERT INTO students VALUES (?, ?)", (code, student))
-        return got, meta
+            db.execute("INSERT INTO students VALUES (?, ?, ?)", (code, student, addr))
+        return got
 
-    def join(self, code: str, student: str, max_students: int) -> Outcome:
-        return self._tx(lambda db: self._enter(db, code, student, None, max_students)[0])
+    def join(self, code: str, student: str, addr: str, max_students: int, share: int) -> Outcome:
+        return self._tx(lambda db: self._enter(db, code, student, None, addr, max_students, share))
 
-    def answer(self, code: str, student: str, step: int, text: str, max_students: int) -> Outcome:
+    def answer(self, code: str, student: str, step: int, text: str, addr: str, max_students: int,
+               share: int) -> Outcome:
         def tx(db: sqlite3.Connection) -> Outcome:
-            got, _ = self._enter(db, code, student, step, max_students)
+            got = self._enter(db, code, student, step, addr, max_students, share)
             if got == "ok":
                 db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)", (code, step, student, text))
             return got
+
+        return self._tx(tx)
+
+    def largest(self, code: str, besides: str) -> tuple[str, int]:
+        row = self._read("SELECT addr, COUNT(*) AS n FROM students WHERE code=? AND addr NOT IN ('', ?) "
+                         "GROUP BY addr ORDER BY n DESC, addr LIMIT 1", (code, besides))
+        return (str(row[0][0]), int(row[0][1])) if row else ("", 0)
+
+    def remove_address(self, code: str, addr: str) -> int:
+        def tx(db: sqlite3.Connection) -> int:
+            db.execute("DELETE FROM answers WHERE code=? AND student IN "
+                       "(SELECT student FROM students WHERE code=? AND addr=?)", (code, code, addr))
+            return int(db.execute("DELETE FROM students WHERE code=? AND addr=?", (code, addr)).rowcount)
 
         return self._tx(tx)
 

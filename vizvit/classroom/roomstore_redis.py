@@ -2,11 +2,12 @@
 reaches the students waiting on any replica (a PUBLISH wakes their long polls; page/room.py).
 
 Keys (prefix "vizvit:"): rooms (the set of open codes); room:{code} (the meta, JSON, as in
-vizvit.classroom.roomstore); room:{code}:s (students, a set); room:{code}:a:{n} (step n's answers, a hash
-student -> text); room:{code}:b (blobs, a hash name -> bytes); gone:{code} (a closed room's reason,
-expiring after TOMBSTONE_S). The writes that check a rule run as Lua scripts: Redis runs a script
-alone, so two replicas answering at once can neither lose nor double-count an answer, and a reveal
-can never fall between an answer's check and its write. A meta change is a WATCH/MULTI transaction.
+vizvit.classroom.roomstore); room:{code}:s (students, a set); room:{code}:sa (student -> the address it
+joined from, a hash); room:{code}:a:{n} (step n's answers, a hash student -> text); room:{code}:b (blobs,
+a hash name -> bytes); gone:{code} (a closed room's reason, expiring after TOMBSTONE_S). The writes that
+check a rule run as Lua scripts: Redis runs a script alone, so two replicas answering at once can neither
+lose nor double-count an answer, and a reveal can never fall between an answer's check and its write. A
+meta change is a WATCH/MULTI transaction.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import logging
 import secrets
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -54,8 +56,10 @@ redis.call('SADD', p..'rooms', code)
 return 'ok'
 """
 
-# ARGV: code, student, step (0: a registration, no step checked), text, max_students.
-# The same rule as vizvit.classroom.roomstore.check_answer.
+# ARGV: code, student, step (0: a registration, no step checked), text, max_students, addr, share.
+# The same rule as vizvit.classroom.roomstore.check_answer (and host_address: host_at, else owner). An
+# address's students are counted over the room's own student -> address hash (at most MAX_STUDENTS), so
+# the count can never drift from the students themselves.
 _ENTER = """
 local p = 'vizvit:'
 local code, student, step = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -71,7 +75,21 @@ local skey = p..'room:'..code..':s'
 if redis.call('SISMEMBER', skey, student) == 0 then
   if meta.locked == true then return 'locked' end
   if redis.call('SCARD', skey) >= tonumber(ARGV[5]) then return 'full' end
+  local addr = ARGV[6]
+  if addr ~= '' then
+    if type(meta.barred) == 'table' then
+      for _, b in ipairs(meta.barred) do if b == addr then return 'barred' end end
+    end
+    local host = meta.host_at
+    if host == nil or host == '' then host = meta.owner end
+    if addr ~= host then
+      local n = 0
+      for _, a in ipairs(redis.call('HVALS', skey..'a')) do if a == addr then n = n + 1 end end
+      if n >= tonumber(ARGV[7]) then return 'share' end
+    end
+  end
   redis.call('SADD', skey, student)
+  redis.call('HSET', skey..'a', student, addr)
 end
 if step > 0 then redis.call('HSET', p..'room:'..code..':a:'..step, student, ARGV[4]) end
 return 'ok'
@@ -85,10 +103,29 @@ local m = redis.call('GET', p..'room:'..code)
 if not m then return 0 end
 local meta = cjson.decode(m)
 for n = 1, #meta.questions do redis.call('DEL', p..'room:'..code..':a:'..n) end
-redis.call('DEL', p..'room:'..code, p..'room:'..code..':s', p..'room:'..code..':b')
+redis.call('DEL', p..'room:'..code, p..'room:'..code..':s', p..'room:'..code..':sa', p..'room:'..code..':b')
 redis.call('SREM', p..'rooms', code)
 redis.call('SET', p..'gone:'..code, ARGV[2], 'EX', tonumber(ARGV[3]))
 return 1
+"""
+
+# ARGV: code, addr. -> how many students of addr were forgotten, with every answer they gave.
+_REMOVE = """
+local base = 'vizvit:room:'..ARGV[1]
+local m = redis.call('GET', base)
+if not m then return 0 end
+local steps = #cjson.decode(m).questions
+local all = redis.call('HGETALL', base..':sa')
+local gone = 0
+for i = 1, #all, 2 do
+  if all[i + 1] == ARGV[2] then
+    redis.call('SREM', base..':s', all[i])
+    redis.call('HDEL', base..':sa', all[i])
+    for n = 1, steps do redis.call('HDEL', base..':a:'..n, all[i]) end
+    gone = gone + 1
+  end
+end
+return gone
 """
 
 Args = ParamSpec("Args")
@@ -126,8 +163,8 @@ class RedisStore:
                                                      socket_timeout=5, socket_connect_timeout=5,
                                                      health_check_interval=30)
         self.r = redis.Redis(connection_pool=pool)
-        self._create, self._enter, self._close = (self.r.register_script(s)
-                                                  for s in (_CREATE, _ENTER, _CLOSE))
+        self._create, self._enter, self._close, self._remove = (self.r.register_script(s)
+                                                                for s in (_CREATE, _ENTER, _CLOSE, _REMOVE))
         # Each message names its sender: this process's Rooms has woken its own pages already
         self.origin = secrets.token_hex(8)
         self._stop = threading.Event()
@@ -180,12 +217,24 @@ class RedisStore:
         return out["meta"]
 
     @_answers_down
-    def join(self, code: str, student: str, max_students: int) -> Outcome:
-        return self._enter(args=[code, student, 0, "", max_students]).decode()
+    def join(self, code: str, student: str, addr: str, max_students: int, share: int) -> Outcome:
+        return self._enter(args=[code, student, 0, "", max_students, addr, share]).decode()
 
     @_answers_down
-    def answer(self, code: str, student: str, step: int, text: str, max_students: int) -> Outcome:
-        return self._enter(args=[code, student, int(step), text, max_students]).decode()
+    def answer(self, code: str, student: str, step: int, text: str, addr: str, max_students: int,
+               share: int) -> Outcome:
+        return self._enter(args=[code, student, int(step), text, max_students, addr, share]).decode()
+
+    @_answers_down
+    def largest(self, code: str, besides: str) -> tuple[str, int]:
+        counts = Counter(_text(a) for a in self.r.hvals(f"{self._key(code)}:sa"))
+        counts.pop("", None)
+        counts.pop(besides, None)
+        return min(counts.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
+
+    @_answers_down
+    def remove_address(self, code: str, addr: str) -> int:
+        return int(self._remove(args=[code, addr]))
 
     @_answers_down
     def answers(self, code: str, step: int) -> dict[str, str]:
