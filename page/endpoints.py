@@ -16,7 +16,7 @@ from vizvit.readings import methods
 from vizvit.session import Workbench
 
 from .guard import Guard
-from .jobs import COSTLY, JOBS, caller_of
+from .jobs import COSTLY, JOBS, caller_of, network_of
 from .kit import safe
 
 PUBLIC_ENDPOINTS = ("analyze", "attention", "rollout", "compare", "positions", "predict", "sweep", "relevance",
@@ -182,7 +182,7 @@ def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = Non
         code = guard.code(request, code)
         who = student or (getattr(request, "session_hash", None) or "")
         guard.join(request, code, who)
-        return api.room_answer(code, step, answer, who, caller_of(request) or "")
+        return api.room_answer(code, step, answer, who, network_of(request))
 
     def room_tally(code: str, host_key: str, step: int = 1, request: gr.Request = None) -> dict:
         """The answers to one step so far: {"answers": {answer: count}, "total": n}."""

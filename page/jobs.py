@@ -103,6 +103,18 @@ def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None
     return f"session {session}" if session else None
 
 
+UNKNOWN_NETWORK = "address unknown"
+
+
+def network_of(request: gr.Request | None) -> str:
+    """The network a room counts a student or a lecturer by (vizvit.classroom.room.ADDRESS_SHARE):
+    caller_of's address, else one shared UNKNOWN_NETWORK. Never a session: a session id is the client's
+    to choose, so each would bring a share of its own; and never "" (no share), which is kept for
+    in-process callers."""
+    who = caller_of(request)
+    return who if who is not None and who.startswith("address ") else UNKNOWN_NETWORK
+
+
 WAITING = "Waiting for a free slot: "  # how every waiting line begins
 
 

@@ -32,7 +32,7 @@ from vizvit.session import Workbench
 from vizvit.views import lesson as lesson_view
 
 from . import web
-from .jobs import caller_of
+from .jobs import network_of
 
 PAGE_PATH = "room"  # the room's own page: ?host=1 the lecturer's, ?code=XXXXX a student's
 EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chelsea.jpg"
@@ -162,7 +162,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, step, given = request.path_params.get("code", ""), b.get("step"), b.get("answer")
-        ok, why = rooms.answer(code, b.get("student"), step, given, caller_of(request) or "")
+        ok, why = rooms.answer(code, b.get("student"), step, given, network_of(request))
         kept = {"answer": rooms.kept(code, step, given)} if ok else {}
         return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
 
@@ -180,19 +180,21 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
 
 def presence_routes(rooms: Rooms) -> list[APIRoute]:
     """The host page's heartbeat and lock, and a student page's hello (issue 50), as plain routes:
-    POST /vizvit_room/{code}/host {"host_key"} -> the room's view and "largest_network" (Rooms.host: the
-    room stays open, it closes after room.HOST_AWAY_S without a host call; the host page calls every 5 s);
-    POST /vizvit_room/{code}/turn_away {"host_key"} -> the same, and "turned_away": how many students of the
-    address with the most (other than the lecturer's) were turned away with their answers;
+    POST /vizvit_room/{code}/host {"host_key"} -> the room's view and its "crowd" (Rooms.host: the room stays
+    open, it closes after room.HOST_AWAY_S without a host call; the host page calls every 5 s);
+    POST /vizvit_room/{code}/turn_away {"host_key", "network"} -> the same, and "turned_away": how many
+    students of that network (the crowd's) went, with their answers; POST /vizvit_room/{code}/let_in
+    {"host_key", "network"} -> the same: that network counts as the lecturer's (no share, not barred);
     POST /vizvit_room/{code}/lock {"host_key", "locked": true|false} -> the room's view ("locked" in it);
     POST /vizvit_room/{code}/hello {"student"} -> {"accepted", "reason"}: the page registers on load
-    (counts toward the room's students; refused when the room is locked or full).
+    (counts toward the room's students and its network's share; refused when the room is locked or full,
+    its network turned away or holding its share).
     A refusal: {"error": the sentence} (host, lock) with status 400."""
 
     async def host(request: Request) -> JSONResponse:
         try:
             b = await _json_body(request)
-            body = rooms.host(request.path_params.get("code", ""), b.get("host_key"), caller_of(request) or "")
+            body = rooms.host(request.path_params.get("code", ""), b.get("host_key"), network_of(request))
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -211,8 +213,18 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
         code = request.path_params.get("code", "")
         try:
             b = await _json_body(request)
-            gone = rooms.turn_away(code, b.get("host_key"))
-            body = {**rooms.host(code, b.get("host_key"), caller_of(request) or ""), "turned_away": gone}
+            gone = rooms.turn_away(code, b.get("host_key"), b.get("network"))
+            body = {**rooms.host(code, b.get("host_key"), network_of(request)), "turned_away": gone}
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    async def let_in(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            b = await _json_body(request)
+            rooms.let_in(code, b.get("host_key"), b.get("network"))
+            body = rooms.host(code, b.get("host_key"), network_of(request))
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -222,12 +234,13 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             b = await _json_body(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
-        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"), caller_of(request) or "")
+        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"), network_of(request))
         return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
 
     return [APIRoute("/vizvit_room/{code}/host", host, methods=["POST"]),
             APIRoute("/vizvit_room/{code}/lock", lock, methods=["POST"]),
             APIRoute("/vizvit_room/{code}/turn_away", turn_away, methods=["POST"]),
+            APIRoute("/vizvit_room/{code}/let_in", let_in, methods=["POST"]),
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
 
 
@@ -240,7 +253,7 @@ def page_html() -> str:
     """The room's page: one HTML file with its script (page/web/room.html, room.js), and what the script
     checks a room code with, from vizvit.classroom.room (never written twice): alphabet, length, sentences."""
     config = json.dumps({"alphabet": room_mod.CODE_ALPHABET, "length": room_mod.CODE_LEN,
-                         "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE})
+                         "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE, "barred": room_mod.BARRED})
     config = config.replace("<", "\\u003c")  # JSON inside <script>: no "</script>" can close it
     return web.asset("room.html").replace("/*ROOM_CONFIG*/", config).replace("/*ROOM_JS*/", web.asset("room.js"))
 

@@ -66,7 +66,10 @@
     try { body = await r.json(); } catch (e) { /* not JSON: an empty object below */ }
     return { ok: r.ok, status: r.status, body: body && typeof body === "object" ? body : {}, retry: r.headers.get("Retry-After") };
   }
-  const post = (url, body) => fetchJSON(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  // A plain route answers in milliseconds: one that has not in 20 s is a lost connection (a fetch that never
+  // settles would stop the host page's tick, and with it the heartbeat that keeps the room open).
+  const post = (url, body) => fetchJSON(url, { method: "POST", headers: { "Content-Type": "application/json" },
+                                               body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
 
   async function call(endpoint, data) {  // the public API (Gradio's queue): room_open, room_close
     const r = await fetch(`${root}gradio_api/call/${encodeURIComponent(endpoint)}`, {
@@ -168,16 +171,18 @@
     try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page."); }
     if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.");
     const lesson = got.body;
-    // Refused (locked, full): the page says why and asks again every 10 s while the room is open, since
-    // the lecturer may unlock it; a room that is gone ends it.
-    for (let refused = await hello(code, id); refused; refused = await hello(code, id)) {
+    // Refused (locked, full, its network's share taken): the page says why and asks again while the room
+    // is open, after 10 s, then 20, then every 30 s, since the lecturer may unlock it or let the network
+    // in; a network turned away, or a room that is gone, ends it.
+    for (let refused = await hello(code, id), tries = 1; refused; refused = await hello(code, id), tries++) {
       let open = false;
       try { const r = await fetchJSON(roomPath(code)); open = r.ok && !r.body.closed && !r.body.error; } catch (e) { open = true; }
+      const again = open && refused !== CFG.barred, wait = Math.min(10 * tries, 30);
       show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "refused" }, refused),
-           open ? el("p", { className: "muted" }, "This page asks again by itself every 10 seconds.") : null);
+           again ? el("p", { className: "muted" }, `This page asks again by itself in ${wait} seconds.`) : null);
       say(refused);
-      if (!open) return;
-      await sleep(10_000);
+      if (!again) return;
+      await sleep(wait * 1000);
     }
     let state = null, looking = null, message = "", lost = false;
     function render() {
@@ -330,7 +335,8 @@
     const stR = await patiently(() => fetchJSON(roomPath(code)), live);
     if (!stR.ok || stR.body.closed) return gone(code, stR.body.error);
     let st = stR.body, tally = { answers: {}, total: 0 }, err = "";
-    let timer = null, ticks = 0, gen = 0, closing = false, turning = false, lost = false;
+    let timer = null, ticks = 0, gen = 0, closing = false, lost = false;
+    let turning = null, turned = null;  // the network being asked about; the one last turned away: { network, n }
     const stop = () => { alive = false; clearTimeout(timer); };
     const end = (why) => { stop(); gone(code, why); };
 
@@ -341,20 +347,26 @@
     function lockText() { return st.locked ? "Unlock: let new students in" : "Lock: no new students"; }
     function joinedText() { return typeof st.joined === "number" ? `${st.joined} joined${st.locked ? " · locked" : ""}` : ""; }
 
-    // One network other than the lecturer's with many students (Rooms.host's "largest_network"): another
-    // campus network's hall, or one caller minting ids to stuff the answers. Only the lecturer can tell
-    // which, so the page says how many and offers to turn them away (asked first: their answers go too).
+    // One network other than the lecturer's with many students (Rooms.host's "crowd"): another network's
+    // hall (staff and student Wi-Fi apart), or one caller minting ids to stuff the answers. Only the
+    // lecturer can tell which, so the page says how many and offers both: let it in, or turn it away
+    // (asked first: their answers go too; then undone by letting it in again).
+    const crowdOf = (v) => (v && v.crowd && typeof v.crowd.network === "string" ? v.crowd : null);
     function crowdBox() {
-      const n = Number(st.largest_network) || 0;
-      if (!n) return el("div", { id: "crowd" });
-      if (turning) return el("div", { id: "crowd", role: "alertdialog", "aria-labelledby": "crowd-q",
-                                      onkeydown: (e) => { if (e.key === "Escape") document.getElementById("turn-no").click(); } },
-        el("p", { id: "crowd-q" }, `Turn away the ${n} students of that network? Their answers are deleted, and that network cannot join this room again.`),
-        el("button", { id: "turn-yes", className: "primary", onclick: turnAway }, "Yes, turn them away"), " ",
-        el("button", { id: "turn-no", onclick: () => { turning = false; render(); document.getElementById("turn-away").focus(); } }, "Keep them"));
-      return el("div", { id: "crowd" },
-        el("p", { className: "muted", id: "crowd-text" }, `${n} of them from one network other than yours: another network's students, or one caller posing as many.`),
-        el("button", { id: "turn-away", onclick: () => { turning = true; render(); document.getElementById("turn-no").focus(); } }, "Turn them away…"));
+      const c = crowdOf(st), parts = [];
+      if (turned) parts.push(el("p", { className: "muted", id: "turned" }, `Turned away ${turned.n} students of one network.`),
+        el("button", { id: "let-back", onclick: () => letIn(turned.network, true) }, "Let that network in again"));
+      if (turning) {
+        return el("div", { id: "crowd" }, ...parts, el("div", { role: "alertdialog", "aria-labelledby": "crowd-q", id: "turn-ask",
+                                                        onkeydown: (e) => { if (e.key === "Escape") document.getElementById("turn-no").click(); } },
+          el("p", { id: "crowd-q" }, `Turn away the ${turning.n} students of that network? Their answers are deleted, and that network cannot join this room again.`),
+          el("button", { id: "turn-yes", className: "primary", onclick: turnAway }, "Yes, turn them away"), " ",
+          el("button", { id: "turn-no", onclick: () => { turning = null; render(); (document.getElementById("turn-away") || document.getElementById("lock")).focus(); } }, "Keep them")));
+      }
+      if (c) parts.push(el("p", { className: "muted", id: "crowd-text" }, `${c.students} of them from one network other than yours: another network's students, or one caller posing as many.`),
+        el("button", { id: "let-in", onclick: () => letIn(c.network, false) }, "They are my students"), " ",
+        el("button", { id: "turn-away", onclick: () => { turning = { network: c.network, n: c.students }; render(); document.getElementById("turn-no").focus(); } }, "Turn them away…"));
+      return el("div", { id: "crowd" }, ...parts);
     }
 
     function render() {
@@ -393,6 +405,7 @@
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
       show(el("div", { id: "host" }, left, right));
       if (closing && !document.getElementById("close-ask").contains(document.activeElement)) document.getElementById("close-no").focus();
+      else if (turning && !document.getElementById("turn-ask").contains(document.activeElement)) document.getElementById("turn-no").focus();
     }
 
     // The live bars can sway the answers still to come (the first few answers pull the rest): the
@@ -446,15 +459,32 @@
     }
 
     async function turnAway() {
+      const asked = turning, yes = document.getElementById("turn-yes");
+      if (!asked || (yes && yes.disabled)) return;
+      if (yes) yes.disabled = true;  // one click, one network: a second would find the next one the largest
       try {
-        const r = await post(roomPath(code, "turn_away"), { host_key: key });
+        const r = await post(roomPath(code, "turn_away"), { host_key: key, network: asked.network });
         if (r.body.error) throw new Error(r.body.error);
-        turning = false; err = "";
+        err = ""; turned = { network: asked.network, n: Number(r.body.turned_away) || 0 };
         if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
-        say(`${Number(r.body.turned_away) || 0} students turned away.`);
-      } catch (e) { turning = false; err = plain(e); }
+        say(`${turned.n} students turned away.`);
+      } catch (e) { err = plain(e); }
+      turning = null;
       render(); tick();  // the tally without their answers now, not at the next second
-      const b = document.getElementById("turn-away") || document.getElementById("lock");
+      const b = document.getElementById("let-back") || document.getElementById("lock");
+      if (b) b.focus();
+    }
+
+    async function letIn(network, back) {
+      try {
+        const r = await post(roomPath(code, "let_in"), { host_key: key, network });
+        if (r.body.error) throw new Error(r.body.error);
+        err = ""; turned = null;
+        if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
+        say(back ? "That network may join again." : "That network's students now join as yours.");
+      } catch (e) { err = plain(e); }
+      render();
+      const b = document.getElementById("lock");
       if (b) b.focus();
     }
 
@@ -469,13 +499,14 @@
       if (view.closed) { end(view.error); return false; }
       if (!Number.isInteger(view.version)) return true;
       if (view.version !== st.version) { st = view; render(); return true; }
-      const crowd = view.largest_network !== st.largest_network;
-      st = { ...st, joined: view.joined, locked: view.locked, largest_network: view.largest_network };
+      const was = crowdOf(st), now = crowdOf(view);
+      st = { ...st, joined: view.joined, locked: view.locked, crowd: view.crowd };
       const j = document.getElementById("joined"), b = document.getElementById("lock");
       if (j) j.textContent = joinedText();
       if (b) b.textContent = lockText();
+      if (now && (!was || was.network !== now.network)) say(`${now.students} students joined from one network other than yours.`);
       const box = document.getElementById("crowd");
-      if (crowd && box && !turning) box.replaceWith(crowdBox());
+      if (JSON.stringify(was) !== JSON.stringify(now) && box && !turning && !box.contains(document.activeElement)) box.replaceWith(crowdBox());
       return true;
     }
 

@@ -4,6 +4,7 @@ answers; a fake wall clock for the host-away rule and the tombstones."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -17,11 +18,14 @@ from vizvit.classroom.room import (
     CODE_LEN,
     LOCKED,
     MAX_ANSWER_CHARS,
+    NO_NETWORK,
+    OWN_NETWORK,
     OWNER_FULL,
     UNKNOWN_ROOM,
     WRONG_KEY,
     Question,
     Rooms,
+    network_id,
     number_bars,
     parse_number,
     questions_of,
@@ -372,40 +376,72 @@ def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
         rooms.answers_csv(code, "not the key")
 
 
-HALL, STRANGER, OTHER = "address 10.0.0.1", "address 203.0.113.9", "address 198.51.100.7"
+HALL, STRANGER, OTHER, WIFI = "address 10.0.0.1", "address 203.0.113.9", "address 198.51.100.7", "address 2001:db8::/64"
 
 
 def test_one_address_never_fills_a_room_and_the_lecturer_turns_it_away(store):
     """A stranger minting student ids from one address gets the address's share of the room and no more;
     the hall (the lecturer's address) is not limited by it. The lecturer's page hears how many one other
-    address brought (the students' view never does), turns them away with their answers, and that
-    address joins no more; the other students and their answers stay."""
-    rooms = Rooms(store(), max_students=12, address_share=6)
+    network brought, under an id that is not the address (the students' view never hears of it), turns
+    that network away with its answers, and it joins no more until let in again."""
+    rooms = Rooms(store(), max_students=20, address_share=6)
     code, key = rooms.open("vit-tiny", b"view", QS, owner=HALL)
     for i in range(6):
         assert rooms.answer(code, f"minted-{i:03d}", 1, 999, STRANGER) == (True, "")
     assert rooms.join(code, "minted-006", STRANGER) == (False, share_full(6))
     assert rooms.answer(code, "minted-007", 1, 999, STRANGER) == (False, share_full(6))
     assert rooms.answer(code, "minted-000", 1, 998, STRANGER) == (True, "")  # one already in still answers
-    for i in range(4):
+    for i in range(8):
         assert rooms.answer(code, f"hall-{i:04d}", 1, 196, HALL) == (True, "")
     assert rooms.join(code, "travelling", OTHER) == (True, "")
     seen = rooms.host(code, key, HALL)
-    assert (seen["joined"], seen["largest_network"]) == (11, 6)
-    assert "largest_network" not in rooms.view(code), "a student never hears of other networks"
-    assert rooms.tally(code, key, 1).answers == {"998": 1, "999": 5, "196": 4}
+    crowd = seen["crowd"]
+    assert seen["joined"] == 15 and crowd["students"] == 6 and crowd["network"] == network_id(key, STRANGER)
+    assert "address" not in json.dumps(seen) + json.dumps(rooms.view(code)), "no address leaves the server"
+    assert "crowd" not in rooms.view(code), "a student never hears of other networks"
+    assert rooms.tally(code, key, 1).answers == {"998": 1, "999": 5, "196": 8}
 
-    assert rooms.turn_away(code, key) == 6
-    assert rooms.tally(code, key, 1).answers == {"196": 4}
+    v = rooms.version(code)
+    assert rooms.turn_away(code, key, crowd["network"]) == 6
+    assert rooms.version(code) > v, "every page re-reads: a revealed tally may have changed"
+    assert rooms.tally(code, key, 1).answers == {"196": 8}
     seen = rooms.host(code, key, HALL)
-    assert (seen["joined"], seen["largest_network"]) == (5, 0)  # OTHER's one student: below CROWD_SHOWN
+    assert (seen["joined"], seen["crowd"]) == (9, None)  # OTHER's one student: below CROWD_SHOWN
     assert rooms.join(code, "minted-100", STRANGER) == (False, BARRED)
     assert rooms.answer(code, "minted-101", 1, 5, STRANGER) == (False, BARRED)
-    assert rooms.turn_away(code, key) == 0, "nothing to turn away below CROWD_SHOWN"
+    with pytest.raises(UserError, match=NO_NETWORK):  # the same click twice turns nobody else away
+        rooms.turn_away(code, key, network_id(key, OTHER) + "0")
+    with pytest.raises(UserError, match=OWN_NETWORK):
+        rooms.turn_away(code, key, network_id(key, HALL))
     with pytest.raises(UserError, match=WRONG_KEY):
-        rooms.turn_away(code, "not-the-host-key")
+        rooms.turn_away(code, "not-the-host-key", crowd["network"])
+    rooms.let_in(code, key, crowd["network"])  # undone: it may join again, its old answers stay gone
+    assert rooms.join(code, "minted-100", STRANGER) == (True, "")
+    assert rooms.tally(code, key, 1).answers == {"196": 8}
 
-    # the lecturer's page now calls from another network: the hall's address has a share like any other
-    rooms.host(code, key, OTHER)
-    assert [rooms.join(code, f"hall-late-{i}", HALL)[0] for i in range(3)] == [True, True, False]
-    assert rooms.join(code, "travelling-2", OTHER) == (True, "")
+
+def test_the_lecturers_addresses_are_all_its_own_and_a_network_let_in_has_no_share(store):
+    """A laptop calls from several addresses (wired, Wi-Fi, IPv6): each one it called from stays the
+    lecturer's, so the hall never becomes "another network" to be turned away, and an address it calls
+    from is never barred. A hall on another network fills its share until the lecturer lets it in."""
+    rooms = Rooms(store(), max_students=40, address_share=5)
+    code, key = rooms.open("vit-tiny", b"view", QS, owner=HALL)
+    assert all(rooms.join(code, f"hall-{i:04d}", HALL)[0] for i in range(8))
+    assert rooms.host(code, key, WIFI)["crowd"] is None, "the hall is still the lecturer's"
+    assert all(rooms.join(code, f"hall-{i:04d}", HALL)[0] for i in range(8, 12))
+    with pytest.raises(UserError, match=OWN_NETWORK):
+        rooms.turn_away(code, key, network_id(key, HALL))
+    # another network's hall: its share, then "ask the lecturer"; let in, the rest join
+    got = [rooms.join(code, f"other-{i:04d}", OTHER) for i in range(7)]
+    assert [ok for ok, _ in got] == [True] * 5 + [False] * 2 and got[-1][1] == share_full(5)
+    crowd = rooms.host(code, key, WIFI)["crowd"]
+    assert crowd == {"network": network_id(key, OTHER), "students": 5}
+    rooms.let_in(code, key, crowd["network"])
+    assert rooms.join(code, "other-0006", OTHER) == (True, "")
+    assert rooms.host(code, key, WIFI)["crowd"] is None
+    # a network turned away that the lecturer's page then calls from is its own again
+    assert all(rooms.join(code, f"minted-{i:03d}", STRANGER)[0] for i in range(5))
+    rooms.turn_away(code, key, rooms.host(code, key, WIFI)["crowd"]["network"])
+    assert rooms.join(code, "minted-100", STRANGER) == (False, BARRED)
+    rooms.host(code, key, STRANGER)
+    assert rooms.join(code, "minted-100", STRANGER) == (True, "")

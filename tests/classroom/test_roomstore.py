@@ -102,43 +102,60 @@ HALL, STRANGER, OTHER = "address 10.0.0.1", "address 203.0.113.9", "address 198.
 
 def test_the_store_counts_each_addresss_students_in_its_write(store):
     """One address other than the lecturer's holds at most `share` new students, checked in the same
-    write as the room's size; the lecturer's own address (the hall) and "" (unknown) have no share, a
-    barred address no new student at all. The largest other address, and removing one: its students
-    and all their answers forgotten, on every client of the store."""
+    write as the room's size; the lecturer's own addresses (the owner, its hosts) and "" (unknown) have no
+    share, a barred address no new student at all. The students per address, and removing one: its
+    students and all their answers forgotten, on every client of the store."""
     rooms = Rooms(store())
     code, _ = rooms.open("vit-tiny", b"view", QS, owner=HALL)
     s, other_client = rooms.store, store()
-    assert [s.join(code, f"stranger-{i}", STRANGER, 10, 3) for i in range(4)] == ["ok", "ok", "ok", "share"]
-    assert s.answer(code, "stranger-9", 1, "5", STRANGER, 10, 3) == "share"
-    assert s.answer(code, "stranger-0", 1, "5", STRANGER, 10, 3) == "ok"  # one already in answers
-    assert [s.join(code, f"hall-{i}", HALL, 10, 3) for i in range(5)] == ["ok"] * 5
-    assert s.join(code, "unknown-1", "", 10, 3) == "ok"
-    assert s.join(code, "other-001", OTHER, 10, 3) == "ok"
-    assert s.join(code, "other-002", OTHER, 10, 3) == "full"  # ten in: the room's size
-    assert s.largest(code, HALL) == (STRANGER, 3) and other_client.largest(code, STRANGER) == (HALL, 5)
-    assert s.answer(code, "hall-0", 1, "7", HALL, 10, 3) == "ok"
+    assert [s.join(code, f"stranger-{i}", STRANGER, 12, 3) for i in range(4)] == ["ok", "ok", "ok", "share"]
+    assert s.answer(code, "stranger-9", 1, "5", STRANGER, 12, 3) == "share"
+    assert s.answer(code, "stranger-0", 1, "5", STRANGER, 12, 3) == "ok"  # one already in answers
+    assert [s.join(code, f"hall-{i}", HALL, 12, 3) for i in range(5)] == ["ok"] * 5
+    assert s.join(code, "unknown-1", "", 12, 3) == "ok"
+    s.change(code, lambda m: m.update(hosts=[OTHER]) is not None)  # a host address: no share either
+    assert [s.join(code, f"other-{i:03d}", OTHER, 12, 3) for i in range(4)] == ["ok"] * 3 + ["full"]
+    assert s.networks(code) == {STRANGER: 3, HALL: 5, "": 1, OTHER: 3} == other_client.networks(code)
+    assert s.answer(code, "hall-0", 1, "7", HALL, 12, 3) == "ok"
     assert other_client.remove_address(code, STRANGER) == 3
-    assert s.answers(code, 1) == {"hall-0": "7"} and s.joined(code) == 7
-    assert s.largest(code, HALL) == (OTHER, 1) and s.remove_address(code, STRANGER) == 0
-    s.change(code, lambda m: m.update(barred=[OTHER]) is not None)
-    assert s.join(code, "other-003", OTHER, 10, 3) == "barred"
-    assert s.join(code, "other-001", OTHER, 10, 3) == "ok"  # barring stops new students only
-    assert s.largest("ZZZZZZZZ", HALL) == ("", 0) and s.remove_address("ZZZZZZZZ", HALL) == 0
+    assert s.answers(code, 1) == {"hall-0": "7"} and s.joined(code) == 9
+    assert s.networks(code) == {HALL: 5, "": 1, OTHER: 3} and s.remove_address(code, STRANGER) == 0
+    s.change(code, lambda m: m.update(hosts=[], barred=[OTHER]) is not None)
+    assert s.join(code, "other-009", OTHER, 12, 3) == "barred"
+    assert s.join(code, "other-000", OTHER, 12, 3) == "ok"  # barring stops new students only
+    assert s.networks("ZZZZZZZZ") == {} and s.remove_address("ZZZZZZZZ", HALL) == 0
+
+
+def test_both_stores_read_an_odd_meta_alike(store):
+    """The rule is written twice (Python for SQLite, Lua for Redis): metas with an empty owner, a null
+    or missing hosts list, a null barred list get the same answers from both."""
+    rooms = Rooms(store())
+    code, _ = rooms.open("vit-tiny", b"view", QS, owner="")
+    s = rooms.store
+    for i, edit in enumerate(({"hosts": None, "barred": None}, {"owner": None}, {"hosts": [STRANGER]},
+                              {"hosts": ["", None, 5], "barred": [None, STRANGER]})):
+        s.change(code, lambda m, e=edit: m.update(e) is not None)
+        got = [s.join(code, f"s{i}-{j:05d}", STRANGER, 100, 2) for j in range(3)]
+        want = {0: ["ok", "ok", "share"], 1: ["ok", "ok", "share"], 2: ["ok"] * 3, 3: ["barred"] * 3}[i]
+        assert got == want, (edit, got)
+        s.remove_address(code, STRANGER)
+        s.change(code, lambda m: m.update(hosts=[], barred=[]) is not None)
 
 
 def test_a_rooms_file_from_before_addresses_keeps_its_students(tmp_path):
-    """A server upgraded over its rooms file: the students table without addresses gains the column,
-    its students stay (no address: no share), new ones are counted."""
+    """A server upgraded over its rooms file: the students table without addresses stays as it was (a
+    server of the old code may still write to it), its students stay (no address: no share), new ones
+    are counted, and the old code's two-column insert still works."""
     path = tmp_path / "rooms.sqlite3"
     rooms = Rooms(SQLiteStore(path))
     code, _ = rooms.open("vit-tiny", b"view", QS, owner=HALL)
-    assert rooms.answer(code, S1, 1, 5) == (True, "")
     db = sqlite3.connect(path)
-    db.executescript("""CREATE TABLE old (code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
-                        INSERT INTO old SELECT code, student FROM students; DROP TABLE students;
-                        ALTER TABLE old RENAME TO students;""")
-    db.close()
+    db.executescript("DROP TABLE student_addrs;")  # the file as the code before addresses left it
+    db.execute("INSERT INTO students VALUES (?, ?)", (code, S1))
+    db.commit()
     s = SQLiteStore(path)
-    assert s.joined(code) == 1 and s.answers(code, 1) == {S1: "5"}
+    assert s.joined(code) == 1 and s.networks(code) == {"": 1}
     assert [s.join(code, f"stranger-{i}", STRANGER, 10, 1) for i in range(2)] == ["ok", "share"]
-    assert s.largest(code, HALL) == (STRANGER, 1)
+    db.execute("INSERT INTO students VALUES (?, ?)", (code, S2))  # an old server beside the new one
+    db.commit()
+    assert s.joined(code) == 3 and s.networks(code) == {"": 2, STRANGER: 1}

@@ -186,9 +186,9 @@ def test_rooms_opened_per_address_are_limited(server, clock):
 
 
 def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_away(server):
-    """Over the plain routes: one address other than the lecturer's fills its share of a room (half of
-    it), then is refused with the reason; the host page's call hears how many it brought, turns them
-    away (their answers go), and the address joins no more. The lecturer's hall is unaffected."""
+    """Over the plain routes: one address other than the lecturer's fills its share of a room, then is
+    refused with the reason; the host page's call hears how many it brought, turns them away (their
+    answers go), and the address joins no more until let in. The lecturer's hall is unaffected."""
     url, model = server
     c = Client(url, verbose=False)
     opened = c.predict(handle_file(str(PHOTO)), model, api_name="/room_open")
@@ -196,7 +196,7 @@ def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_aw
     code, key = opened["code"], opened["host_key"]
     share = room_mod.ADDRESS_SHARE
     with client_at("127.0.0.8") as stranger, client_at("127.0.0.9") as hall:
-        assert hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()["largest_network"] == 0
+        assert hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()["crowd"] is None
         got = [stranger.post(f"{url}vizvit_room/{code}/answer",
                              json={"student": f"minted-{i:04d}", "step": 1, "answer": 999}).json()
                for i in range(share + 3)]
@@ -207,16 +207,25 @@ def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_aw
                                                                    "answer": 196})
             assert r.json()["accepted"] is True
         seen = hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()
-        assert (seen["joined"], seen["largest_network"]) == (share + 4, share)
+        assert seen["joined"] == share + 4 and seen["crowd"]["students"] == share
+        assert "127.0.0" not in json.dumps(seen), "no address reaches the host page"
         tally = hall.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}).json()
         assert tally["answers"] == {"999": share, "196": 4}
 
-        assert stranger.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": "guessed-key"}).json() == {
-            "error": room_mod.WRONG_KEY}
-        out = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key}).json()
-        assert (out["turned_away"], out["joined"], out["largest_network"]) == (share, 4, 0)
+        network = seen["crowd"]["network"]
+        guessed = stranger.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": "guessed", "network": network})
+        assert guessed.json() == {"error": room_mod.WRONG_KEY}
+        out = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key, "network": network}).json()
+        assert (out["turned_away"], out["joined"], out["crowd"]) == (share, 4, None)
+        again = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key, "network": network}).json()
+        assert (again["turned_away"], again["joined"]) == (0, 4), "a second click turns nobody else away"
+        bogus = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key, "network": "f" * 16}).json()
+        assert bogus == {"error": room_mod.NO_NETWORK}
         tally = hall.post(f"{url}vizvit_room/{code}/tally", json={"host_key": key, "step": 1}).json()
         assert tally["answers"] == {"196": 4}
-        again = stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": "minted-9999"}).json()
-        assert again == {"accepted": False, "reason": room_mod.BARRED}
+        refused = stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": "minted-9999"}).json()
+        assert refused == {"accepted": False, "reason": room_mod.BARRED}
         assert hall.post(f"{url}vizvit_room/{code}/hello", json={"student": "hall-late-1"}).json()["accepted"] is True
+        back = hall.post(f"{url}vizvit_room/{code}/let_in", json={"host_key": key, "network": network}).json()
+        assert back["joined"] == 5
+        assert stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": "minted-9999"}).json()["accepted"]

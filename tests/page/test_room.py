@@ -115,6 +115,8 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
                                                                            "answer": "999"})
                 assert r.json()["accepted"], r.text
         host.wait_for_selector("#crowd-text:has-text('6 of them from one network other than yours')", timeout=15_000)
+        host.wait_for_function("() => /6 students joined from one network/"
+                               ".test(document.getElementById('said').textContent)")
         host.wait_for_selector("#total:has-text('31 answered')", timeout=15_000)
         host.click("#turn-away")
         assert host.evaluate("document.activeElement.id") == "turn-no"
@@ -127,6 +129,7 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
                                timeout=10_000)
         host.wait_for_selector("#total:has-text('25 answered')", timeout=15_000)
         assert host.locator("#crowd-text").count() == 0 and "999" not in host.inner_text("#tally")
+        assert host.evaluate("document.activeElement.id") == "let-back" and "Turned away 6" in host.inner_text("#crowd")
         s.fill("#num", "22")  # typing, the cursor in the box, as the lecturer reveals
         assert s.evaluate("document.activeElement.id") == "num"
         host.click("#reveal")

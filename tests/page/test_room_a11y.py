@@ -70,7 +70,11 @@ def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_a
         found["host: another network named"] = _axe(host)
         host.click("#turn-away")
         found["host: turning them away, asked"] = _axe(host)
-        host.click("#turn-no")
+        host.click("#turn-yes")
+        host.wait_for_selector("#let-back")
+        found["host: turned away, undo offered"] = _axe(host)
+        host.click("#let-back")
+        host.wait_for_selector("#let-back", state="detached")
         student.wait_for_selector("button[data-k]")
         for _ in range(40):
             if student.evaluate("() => !!document.activeElement?.dataset?.k"):

@@ -16,7 +16,7 @@ from browser import page_at, shot
 from gradio_client import Client, handle_file
 from tiny import EXAMPLES
 
-from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, NO_CODE
+from vizvit.classroom.room import ADDRESS_SHARE, BAD_CODE, BARRED, CLOSED_BY_HOST, NO_CODE, share_full
 
 TITLE = "vizvit · live room"
 RUN = "window.top.__pwned=1;document.title='PWNED';alert(1)"
@@ -136,6 +136,7 @@ def _answer_with_contract(page, url: str, code: str) -> None:
         route.fulfill(json={**view, "joined": 27, "locked": state["locked"]})
 
     page.route(f"**/vizvit_room/{code}", with_contract)
+    page.route(f"**/vizvit_room/{code}/host", with_contract)  # the host page's call every 5 s: its view too
     page.route(f"**/vizvit_room/{code}/lock", lock)
 
 
@@ -205,3 +206,36 @@ def test_the_host_page_rides_out_a_server_that_is_away(url, tiny16):
         page.click("#next")
         page.wait_for_selector("text=Step 2 of", timeout=30_000)  # and the key still moves the room
     c.close()
+
+
+def _refusing(reason: str, hellos: list[int]):
+    """A route handler answering each hello as the room refuses it, counted in hellos."""
+
+    def refuse(route) -> None:
+        hellos.append(1)
+        route.fulfill(json={"accepted": False, "reason": reason})
+
+    return refuse
+
+
+def test_a_student_turned_away_stops_asking_and_one_over_the_share_asks_again(url, room):
+    """The room's refusals as a student's page meets them (the hello answered here as the server does):
+    a network turned away is told so and the page stops asking; one over its network's share is told to
+    ask the lecturer, and the page asks again by itself, later each time."""
+    code = room["code"]
+    share = share_full(ADDRESS_SHARE)
+    for reason, again in ((BARRED, None), (share, "This page asks again by itself in 10 seconds.")):
+        hellos: list[int] = []
+        with page_at(url + "room", width=390, height=844, wait_for="#code") as page:
+            page.route(f"**/vizvit_room/{code}/hello", _refusing(reason, hellos))
+            page.goto(url + f"room?code={code}")
+            page.wait_for_selector("#refused")
+            assert page.inner_text("#refused") == reason
+            page.wait_for_function("(r) => document.getElementById('said').textContent.includes(r)", arg=reason)
+            text = page.inner_text("body")
+            if again is None:
+                assert "asks again" not in text and len(hellos) == 1  # the page's loop ends where it says so
+            else:
+                assert again in text
+                page.wait_for_function("() => /in 20 seconds/.test(document.body.innerText)", timeout=15_000)
+                assert len(hellos) == 2

@@ -14,7 +14,7 @@ from gradio_client import Client, handle_file
 from PIL import Image
 from tiny import EXAMPLES
 
-from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, LOCKED, UNKNOWN_ROOM, WRONG_KEY
+from vizvit.classroom.room import BAD_CODE, CLOSED_BY_HOST, LOCKED, NO_NETWORK, UNKNOWN_ROOM, WRONG_KEY
 
 PHOTO = EXAMPLES / "chelsea.jpg"
 
@@ -210,11 +210,12 @@ def test_the_host_heartbeat_lock_and_hello_routes(server):
     assert post("answer", {"student": "stud-aaaa", "step": 1, "answer": 3}).json()["accepted"] is True
     for path, body in (("lock", {"host_key": key, "locked": "yes"}), ("lock", {"host_key": key}),
                        ("hello", {"student": 5}), ("host", {}), ("hello", ["x"]), ("turn_away", {}),
-                       ("turn_away", {"host_key": ["x"]}), ("turn_away", "a string")):
+                       ("turn_away", {"host_key": ["x"]}), ("turn_away", "a string"),
+                       ("let_in", {"host_key": key, "network": ["x"]}), ("let_in", {"host_key": key, "network": 5})):
         got = post(path, body)
         assert got.status_code in (200, 400) and (got.json().get("error") or got.json().get("reason")), (path, body)
-    assert post("turn_away", {"host_key": key}).json()["turned_away"] == 0  # nobody from another network
-    for path in ("host", "lock", "hello", "turn_away"):
+    assert post("turn_away", {"host_key": key, "network": "0" * 16}).json() == {"error": NO_NETWORK}
+    for path in ("host", "lock", "hello", "turn_away", "let_in"):
         got = post(path, None, content=b"\xff not json")
         assert got.status_code == 400 and "JSON" in str(got.json()), path
     assert post("lock", {"host_key": key, "locked": False}).json()["locked"] is False

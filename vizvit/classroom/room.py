@@ -18,6 +18,8 @@ must see, so a student's page waits for "anything newer than v" instead of re-re
 from __future__ import annotations
 
 import csv
+import hashlib
+import hmac
 import io
 import math
 import re
@@ -30,19 +32,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, host_address, now as wall_clock
+from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, host_addresses, now as wall_clock
 from vizvit.errors import UserError
 
 MAX_ROOMS = 20  # rooms open at once on this server (all its replicas: they share one store)
 MAX_ROOMS_PER_OWNER = 3  # open rooms per owner (the opener's address): one stranger cannot take them all
 MAX_STUDENTS = 300  # distinct students who may answer in one room
-# Students one address other than the lecturer's may bring into a room: a hall behind one NAT shares an
-# address, so this cannot be small, and one caller minting ids must never fill a room (take it from the
-# class). The lecturer's own address (the hall's network, where the laptop sits) has no share; what one
-# address brought the lecturer sees (Rooms.host's "largest_network") and may turn away (Rooms.turn_away).
-ADDRESS_SHARE = MAX_STUDENTS // 2
+# Students one address other than the lecturer's may bring into a room: a seminar's worth. One caller
+# minting ids can then neither fill a room (take it from the class) nor outvote a class unseen. The
+# lecturer's own addresses (where the room was opened and its page calls from: in a lecture, the hall's
+# network) have no share; a hall on another network (staff and student Wi-Fi apart) fills its share, and
+# the lecturer, who sees what each network brought (Rooms.host's "crowd"), lets it in (Rooms.let_in) or
+# turns it away (Rooms.turn_away). Only the lecturer can tell a hall from a stranger.
+ADDRESS_SHARE = 30
+HOSTS_KEPT = 16  # addresses a room counts as the lecturer's (a laptop's wired, Wi-Fi, IPv4 and IPv6)
 BARRED_KEPT = 20  # addresses a room remembers as turned away (a meta stays small)
 CROWD_SHOWN = 5  # the host page names one address's students from this many (a household is not news)
+NETWORK_ID_HEX = 16  # a network as the host page knows it: a keyed hash, never the address itself
 MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
 MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
 HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every 5 s)
@@ -57,6 +63,8 @@ UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the
 WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
 LOCKED = "The lecturer has locked this room to new students."
 BARRED = "The lecturer has turned away the students of your network from this room."
+NO_NETWORK = "That network has no students in this room any more."
+OWN_NETWORK = "That is a network your page called from or you let in: its students stay."
 CLOSED_BY_HOST = "The lecturer has closed this room."
 CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
                "for a new room.")
@@ -68,7 +76,13 @@ NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABC
 
 def share_full(share: int) -> str:
     return (f"This room already has {share} students from your network, the most from one network other "
-            "than the lecturer's: ask the lecturer to open the room from this network.")
+            "than the lecturer's: ask the lecturer to let this network in.")
+
+
+def network_id(host_key: str, addr: str) -> str:
+    """An address as the host page may know it: keyed by the room's host key, so it names one network
+    in one room and reveals nothing of the address."""
+    return hmac.new(host_key.encode(), addr.encode(), hashlib.sha256).hexdigest()[:NETWORK_ID_HEX]
 
 
 def parse_code(code: object) -> str | None:
@@ -218,6 +232,21 @@ def _step(meta: dict, step: object) -> int:
     if not math.isfinite(f) or f != int(f) or not 1 <= f <= n_steps:
         raise UserError(f"step must be a whole number from 1 to {n_steps}.")
     return int(f)
+
+
+def _listed(meta: dict, name: str) -> list[str]:
+    got = meta.get(name)
+    return [a for a in got if isinstance(a, str)] if isinstance(got, list) else []
+
+
+def _add(meta: dict, name: str, addr: str, keep: int) -> None:
+    """addr last in meta[name] (the newest), the list at most `keep` long."""
+    meta[name] = [*[a for a in _listed(meta, name) if a != addr], addr][-keep:]
+
+
+def _drop(meta: dict, name: str, addr: str) -> None:
+    if addr in _listed(meta, name):
+        meta[name] = [a for a in _listed(meta, name) if a != addr]
 
 
 def _check_student(student: object) -> str:
@@ -384,38 +413,65 @@ class Rooms:
         return self._state(parsed, meta)
 
     def host(self, code: str, host_key: str, addr: str = "") -> dict:
-        """The lecturer's page is still there (it calls every 5 s): the room stays open, and addr
-        (where the page calls from, when known) becomes the lecturer's address, whose students have no
-        share. -> the room's view, and "largest_network": the most students from one address other than
-        the lecturer's (0 below CROWD_SHOWN: the page names no household)."""
+        """The lecturer's page is still there (it calls every 5 s): the room stays open, and addr (where
+        the page calls from, when known) counts as the lecturer's from now on (no share; never barred).
+        -> the room's view, and "crowd": the network other than the lecturer's with the most students,
+        {"network": its network_id, "students": n}, or None (none with CROWD_SHOWN: no household named)."""
 
         def at(m: dict) -> bool:
             if addr:
-                m["host_at"] = str(addr)
+                _add(m, "hosts", str(addr), HOSTS_KEPT)
+                _drop(m, "barred", str(addr))
             return False  # the students' pages need not hear of it
 
         parsed, meta = self._host_change(code, host_key, at)
-        n = self.store.largest(parsed, host_address(meta))[1]
-        return {**self.view(parsed), "largest_network": n if n >= CROWD_SHOWN else 0}
+        return {**self.view(parsed), "crowd": self._crowd(parsed, meta)}
 
-    def turn_away(self, code: str, host_key: str) -> int:
-        """The lecturer turns away the students of the address that brought the most, other than the
-        lecturer's own (a stranger's minted ids, or another network's hall): they and their answers are
-        forgotten, and that address may not join this room again. -> how many were turned away (0: none
-        to turn away). The address itself never leaves the server: the page hears only a count."""
+    def _crowd(self, code: str, meta: dict) -> dict | None:
+        hosts = host_addresses(meta)
+        counts = [(n, a) for a, n in self.store.networks(code).items() if a and a not in hosts]
+        n, addr = min(counts, key=lambda na: (-na[0], na[1]), default=(0, ""))  # the most; ties: one order
+        return {"network": network_id(meta["host_key"], addr), "students": n} if n >= CROWD_SHOWN else None
+
+    def _network(self, code: str, meta: dict, network: object) -> str:
+        """The address behind a network id the host page was shown: among the room's students or the
+        addresses it turned away; else UserError (NO_NETWORK)."""
+        if isinstance(network, str):
+            for addr in {*self.store.networks(code), *_listed(meta, "barred")} - {""}:
+                if hmac.compare_digest(network_id(meta["host_key"], addr), network):
+                    return addr
+        raise UserError(NO_NETWORK)
+
+    def turn_away(self, code: str, host_key: str, network: object) -> int:
+        """The lecturer turns away the network it was shown (Rooms.host's crowd: a stranger's minted ids,
+        or another network's hall; never one of the lecturer's own): its students and every answer they
+        gave are forgotten, and it may not join this room again (until let in). -> how many went."""
         parsed, meta = self._keyed(code, host_key)
-        addr, n = self.store.largest(parsed, host_address(meta))
-        if n < CROWD_SHOWN:
-            return 0
+        addr = self._network(parsed, meta, network)
 
         def bar(m: dict) -> bool:  # barred first: none of its students joins between the two writes
-            m["barred"] = [*[b for b in m.get("barred", []) if b != addr], addr][-BARRED_KEPT:]
-            return False  # the students' pages need not wake: the host page reads the new count
+            if addr in host_addresses(m):
+                raise UserError(OWN_NETWORK)
+            _add(m, "barred", addr, BARRED_KEPT)
+            return False
 
         self._host_change(parsed, host_key, bar)
         gone = self.store.remove_address(parsed, addr)
-        self._forget_view(parsed)
+        self._host_change(parsed, host_key, lambda m: True)  # every page re-reads: revealed tallies changed
         return gone
+
+    def let_in(self, code: str, host_key: str, network: object) -> None:
+        """The lecturer lets a network in: its students count as the lecturer's own (no share), and a
+        network turned away may join again (its answers, forgotten then, stay forgotten)."""
+        parsed, meta = self._keyed(code, host_key)
+        addr = self._network(parsed, meta, network)
+
+        def admit(m: dict) -> bool:
+            _add(m, "hosts", addr, HOSTS_KEPT)
+            _drop(m, "barred", addr)
+            return False
+
+        self._host_change(parsed, host_key, admit)
 
     def lock(self, code: str, host_key: str, locked: bool) -> State:
         """Lock (or unlock) the room to new students; those already in still answer."""

@@ -5,9 +5,10 @@ against the lecturer's step, a student's registration under the room's size, a r
 
 A room is:
 - meta: one small JSON object (model, host key, owner, questions, step, revealed steps, version,
-  locked, host_seen and opened as wall-clock seconds, notes = each step's measured truth);
-- students: the page's random ids, each with the address it joined from (counts toward MAX_STUDENTS, and
-  toward its address's share: one network other than the lecturer's holds at most ADDRESS_SHARE);
+  locked, host_seen and opened as wall-clock seconds, notes = each step's measured truth, hosts = the
+  addresses the lecturer's page called from or let in, barred = the addresses it turned away);
+- students: the page's random ids (counts toward MAX_STUDENTS), each with the address it joined from
+  (counts toward that address's share: one network other than the lecturer's brings at most ADDRESS_SHARE);
 - answers: per step, student -> answer text (one per student per step; a new one replaces);
 - blobs: named bytes (the model's input view as PNG, the pictures the phones show as JPEG).
 A closed room leaves a tombstone (its closing sentence) for a day, so a student's page hears why.
@@ -65,9 +66,8 @@ class RoomStore(Protocol):
         """One answer, checked against the meta in the same atomic write: "ok"; "gone"; "ahead" (step is
         after the lecturer's); "closed" (before it, or revealed); a new student's refusals as join's."""
 
-    def largest(self, code: str, besides: str) -> tuple[str, int]:
-        """The address with the most students in the room, other than "" and `besides` (the lecturer's),
-        and its count; ("", 0) when there is none."""
+    def networks(self, code: str) -> dict[str, int]:
+        """The room's students per address they joined from ("" for none known)."""
 
     def remove_address(self, code: str, addr: str) -> int:
         """Forget every student of `addr` in the room and all their answers, at once -> how many."""
@@ -107,8 +107,11 @@ def default_path() -> Path:
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rooms (code TEXT PRIMARY KEY, meta TEXT NOT NULL, version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, student TEXT NOT NULL, addr TEXT NOT NULL DEFAULT '',
-                                     PRIMARY KEY (code, student));
+CREATE TABLE IF NOT EXISTS students (code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
+-- Each student's address in a table of its own: a file written before addresses keeps working, even
+-- with a server of the old code still writing to it (its two-column inserts into students stay valid).
+CREATE TABLE IF NOT EXISTS student_addrs (code TEXT NOT NULL, student TEXT NOT NULL, addr TEXT NOT NULL,
+                                          PRIMARY KEY (code, student));
 CREATE TABLE IF NOT EXISTS answers (code TEXT NOT NULL, step INTEGER NOT NULL, student TEXT NOT NULL,
                                     answer TEXT NOT NULL, PRIMARY KEY (code, step, student));
 CREATE TABLE IF NOT EXISTS blobs (code TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
@@ -117,9 +120,12 @@ CREATE TABLE IF NOT EXISTS gone (code TEXT PRIMARY KEY, reason TEXT NOT NULL, at
 """
 
 
-def host_address(meta: dict) -> str:
-    """The lecturer's address: where its page last called from, else where the room was opened."""
-    return str(meta.get("host_at") or meta.get("owner") or "")
+def host_addresses(meta: dict) -> set[str]:
+    """The lecturer's addresses: where the room was opened, every address its page called from (a laptop
+    has several: wired, Wi-Fi, IPv4 and IPv6) and every network the lecturer let in."""
+    hosts = meta.get("hosts")
+    return {a for a in [meta.get("owner"), *(hosts if isinstance(hosts, list) else [])]
+            if isinstance(a, str) and a}
 
 
 def check_answer(meta: dict, step: int, known: bool, count: int, max_students: int,
@@ -128,7 +134,7 @@ def check_answer(meta: dict, step: int, known: bool, count: int, max_students: i
     A new student (not `known`) is refused in a locked room, a full one (`count` students already), from
     an address the lecturer turned away, or from an address other than the lecturer's that holds its
     `share` (`addr_count` students already): one caller can never fill a room. "" (no address known:
-    an in-process caller) and the lecturer's own address (the hall's network) have no share."""
+    an in-process caller) and the lecturer's own addresses (the hall's network) have no share."""
     if step > meta["step"]:
         return "ahead"
     if step < meta["step"] or step in meta["revealed"]:
@@ -138,9 +144,10 @@ def check_answer(meta: dict, step: int, known: bool, count: int, max_students: i
             return "locked"
         if count >= max_students:
             return "full"
-        if addr and addr in meta.get("barred", ()):
+        barred = meta.get("barred")
+        if addr and isinstance(barred, list) and addr in barred:
             return "barred"
-        if addr and addr != host_address(meta) and addr_count >= share:
+        if addr and addr not in host_addresses(meta) and addr_count >= share:
             return "share"
     return "ok"
 
@@ -163,9 +170,6 @@ class SQLiteStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process crash (kill -9)
             self._db.executescript(_SCHEMA)
-            # a file from before students had addresses: theirs is "" (no share), new ones have one
-            if "addr" not in {r[1] for r in self._db.execute("PRAGMA table_info(students)")}:
-                self._db.execute("ALTER TABLE students ADD COLUMN addr TEXT NOT NULL DEFAULT ''")
 
     # a transaction: the lock for this process's threads, IMMEDIATE for other processes
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -195,6 +199,7 @@ class SQLiteStore:
             owner = meta.get("owner", "")
             if owner and sum(m.get("owner") == owner for m in metas) >= max_per_owner:
                 return "owner"
+            db.execute("DELETE FROM student_addrs WHERE code=?", (code,))  # an old server's close leaves them
             db.execute("INSERT INTO rooms VALUES (?, ?, ?)", (code, json.dumps(meta), meta["version"]))
             return "ok"
 
@@ -235,13 +240,16 @@ class SQLiteStore:
                            (code, student)).fetchone() is not None
         count = addr_count = 0
         if not known:
-            count, addr_count = db.execute("SELECT COUNT(*), COALESCE(SUM(addr=?), 0) FROM students "
-                                           "WHERE code=?", (addr, code)).fetchone()
+            count = db.execute("SELECT COUNT(*) FROM students WHERE code=?", (code,)).fetchone()[0]
+            addr_count = db.execute("SELECT COUNT(*) FROM student_addrs WHERE code=? AND addr=?",
+                                    (code, addr)).fetchone()[0]
         probe = meta if step is not None else {**meta, "step": 0, "revealed": []}
         got = check_answer(probe, step if step is not None else 0, known, count, max_students, addr,
                            addr_count, share)
         if got == "ok" and not known:
-            db.execute("INSERT INTO students VALUES (?, ?, ?)", (code, student, addr))
+            db.execute("INSERT INTO students (code, student) VALUES (?, ?)", (code, student))
+            db.execute("INSERT OR REPLACE INTO student_addrs (code, student, addr) VALUES (?, ?, ?)",
+                       (code, student, addr))
         return got
 
     def join(self, code: str, student: str, addr: str, max_students: int, share: int) -> Outcome:
@@ -257,16 +265,18 @@ class SQLiteStore:
 
         return self._tx(tx)
 
-    def largest(self, code: str, besides: str) -> tuple[str, int]:
-        row = self._read("SELECT addr, COUNT(*) AS n FROM students WHERE code=? AND addr NOT IN ('', ?) "
-                         "GROUP BY addr ORDER BY n DESC, addr LIMIT 1", (code, besides))
-        return (str(row[0][0]), int(row[0][1])) if row else ("", 0)
+    def networks(self, code: str) -> dict[str, int]:
+        rows = self._read("SELECT COALESCE(a.addr, ''), COUNT(*) FROM students s LEFT JOIN student_addrs a "
+                          "ON a.code = s.code AND a.student = s.student WHERE s.code=? GROUP BY 1", (code,))
+        return {str(a): int(n) for a, n in rows}
 
     def remove_address(self, code: str, addr: str) -> int:
         def tx(db: sqlite3.Connection) -> int:
-            db.execute("DELETE FROM answers WHERE code=? AND student IN "
-                       "(SELECT student FROM students WHERE code=? AND addr=?)", (code, code, addr))
-            return int(db.execute("DELETE FROM students WHERE code=? AND addr=?", (code, addr)).rowcount)
+            gone = "(SELECT student FROM student_addrs WHERE code=? AND addr=?)"
+            db.execute(f"DELETE FROM answers WHERE code=? AND student IN {gone}", (code, code, addr))
+            n = db.execute(f"DELETE FROM students WHERE code=? AND student IN {gone}", (code, code, addr)).rowcount
+            db.execute("DELETE FROM student_addrs WHERE code=? AND addr=?", (code, addr))
+            return int(n)
 
         return self._tx(tx)
 
@@ -292,7 +302,7 @@ class SQLiteStore:
         def tx(db: sqlite3.Connection) -> bool:
             if db.execute("DELETE FROM rooms WHERE code=?", (code,)).rowcount == 0:
                 return False
-            for table in ("students", "answers", "blobs"):
+            for table in ("students", "student_addrs", "answers", "blobs"):
                 db.execute(f"DELETE FROM {table} WHERE code=?", (code,))
             db.execute("INSERT OR REPLACE INTO gone VALUES (?, ?, ?)", (code, reason, now))
             return True

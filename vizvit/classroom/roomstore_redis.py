@@ -57,9 +57,10 @@ return 'ok'
 """
 
 # ARGV: code, student, step (0: a registration, no step checked), text, max_students, addr, share.
-# The same rule as vizvit.classroom.roomstore.check_answer (and host_address: host_at, else owner). An
-# address's students are counted over the room's own student -> address hash (at most MAX_STUDENTS), so
-# the count can never drift from the students themselves.
+# The same rule as vizvit.classroom.roomstore.check_answer (and host_addresses: the owner and the hosts
+# list; a JSON null decodes to cjson.null here, not nil, so every field is type-checked). An address's
+# students are counted over the room's own student -> address hash (at most MAX_STUDENTS), so the count
+# can never drift from the students themselves.
 _ENTER = """
 local p = 'vizvit:'
 local code, student, step = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -80,9 +81,11 @@ if redis.call('SISMEMBER', skey, student) == 0 then
     if type(meta.barred) == 'table' then
       for _, b in ipairs(meta.barred) do if b == addr then return 'barred' end end
     end
-    local host = meta.host_at
-    if host == nil or host == '' then host = meta.owner end
-    if addr ~= host then
+    local host = (type(meta.owner) == 'string' and meta.owner == addr)
+    if type(meta.hosts) == 'table' then
+      for _, h in ipairs(meta.hosts) do if h == addr then host = true end end
+    end
+    if not host then
       local n = 0
       for _, a in ipairs(redis.call('HVALS', skey..'a')) do if a == addr then n = n + 1 end end
       if n >= tonumber(ARGV[7]) then return 'share' end
@@ -226,11 +229,8 @@ class RedisStore:
         return self._enter(args=[code, student, int(step), text, max_students, addr, share]).decode()
 
     @_answers_down
-    def largest(self, code: str, besides: str) -> tuple[str, int]:
-        counts = Counter(_text(a) for a in self.r.hvals(f"{self._key(code)}:sa"))
-        counts.pop("", None)
-        counts.pop(besides, None)
-        return min(counts.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
+    def networks(self, code: str) -> dict[str, int]:
+        return dict(Counter(_text(a) for a in self.r.hvals(f"{self._key(code)}:sa")))
 
     @_answers_down
     def remove_address(self, code: str, addr: str) -> int:
