@@ -363,9 +363,9 @@ def layer_label(mode: str) -> str:
     """The layer slider's label: what the layer means in this mode. Layer l (1..L) attends over the
     tokens block l-1 wrote: the Embeddings tab's depth l-1 (0 = the embedding stage), so a token that
     turns odd at depth 8 shows in the attention of layer 9 on."""
-    if mode == "raw":
-        return "layer l (its attention reads the tokens at depth l − 1 of the Embeddings tab)"
-    return "layer l (rolled out through layer l)"
+    if mode == "raw":  # "n", not "l": in the page's font "l − 1" reads as "1 − 1"
+        return "layer (layer n attends over the tokens at depth n − 1 of the Embeddings tab)"
+    return "layer (rolled out through this layer)"
 
 
 def distance_choices(d: np.ndarray) -> list[tuple[str, str]]:
