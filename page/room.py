@@ -184,7 +184,8 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
     open, it closes after room.HOST_AWAY_S without a host call; the host page calls every 5 s);
     POST /vizvit_room/{code}/turn_away {"host_key", "network"} -> the same, and "turned_away": how many
     students of that network (the crowd's) went, with their answers; POST /vizvit_room/{code}/let_in
-    {"host_key", "network"} -> the same: that network counts as the lecturer's (no share, not barred);
+    {"host_key", "network", "trust": true|false} -> the same: that network may join again, and with trust
+    (the default) without a share;
     POST /vizvit_room/{code}/lock {"host_key", "locked": true|false} -> the room's view ("locked" in it);
     POST /vizvit_room/{code}/hello {"student"} -> {"accepted", "reason"}: the page registers on load
     (counts toward the room's students and its network's share; refused when the room is locked or full,
@@ -223,7 +224,7 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
         code = request.path_params.get("code", "")
         try:
             b = await _json_body(request)
-            rooms.let_in(code, b.get("host_key"), b.get("network"))
+            rooms.let_in(code, b.get("host_key"), b.get("network"), b.get("trust", True))
             body = rooms.host(code, b.get("host_key"), network_of(request))
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)

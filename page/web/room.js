@@ -44,7 +44,8 @@
   // own loop says it is asking again.
   const UNREACHABLE = "The server cannot be reached: try again in a moment.";
   const RECONNECTING = "The server cannot be reached: reconnecting…";
-  const plain = (e) => (e instanceof TypeError ? UNREACHABLE : e.message);
+  const plain = (e) => (e instanceof TypeError ? UNREACHABLE
+    : e && (e.name === "TimeoutError" || e.name === "AbortError") ? "The server took too long to answer: try again." : e.message);
 
   // vizvit.classroom.room.parse_code, the same rule: spaces and dashes dropped, upper-cased, CFG.length of CFG.alphabet.
   function parseCode(raw) {
@@ -66,10 +67,18 @@
     try { body = await r.json(); } catch (e) { /* not JSON: an empty object below */ }
     return { ok: r.ok, status: r.status, body: body && typeof body === "object" ? body : {}, retry: r.headers.get("Retry-After") };
   }
-  // A plain route answers in milliseconds: one that has not in 20 s is a lost connection (a fetch that never
-  // settles would stop the host page's tick, and with it the heartbeat that keeps the room open).
-  const post = (url, body) => fetchJSON(url, { method: "POST", headers: { "Content-Type": "application/json" },
-                                               body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
+  // A plain route answers in milliseconds (a reveal measured on the spot: seconds): one that has not in
+  // `ms` is a lost connection (a fetch that never settles would stop the host page's tick, and with it the
+  // heartbeat that keeps the room open). AbortSignal.timeout is Safari 16+: an older phone gets a timer.
+  function timeout(ms) {
+    if (typeof AbortSignal !== "undefined" && typeof AbortSignal.timeout === "function") return AbortSignal.timeout(ms);
+    if (typeof AbortController === "undefined") return undefined;
+    const c = new AbortController();
+    setTimeout(() => c.abort(), ms);
+    return c.signal;
+  }
+  const post = (url, body, ms = 20_000) => fetchJSON(url, { method: "POST", headers: { "Content-Type": "application/json" },
+                                                            body: JSON.stringify(body), signal: timeout(ms) });
 
   async function call(endpoint, data) {  // the public API (Gradio's queue): room_open, room_close
     const r = await fetch(`${root}gradio_api/call/${encodeURIComponent(endpoint)}`, {
@@ -347,15 +356,16 @@
     function lockText() { return st.locked ? "Unlock: let new students in" : "Lock: no new students"; }
     function joinedText() { return typeof st.joined === "number" ? `${st.joined} joined${st.locked ? " · locked" : ""}` : ""; }
 
-    // One network other than the lecturer's with many students (Rooms.host's "crowd"): another network's
-    // hall (staff and student Wi-Fi apart), or one caller minting ids to stuff the answers. Only the
-    // lecturer can tell which, so the page says how many and offers both: let it in, or turn it away
-    // (asked first: their answers go too; then undone by letting it in again).
-    const crowdOf = (v) => (v && v.crowd && typeof v.crowd.network === "string" ? v.crowd : null);
+    // The networks other than the lecturer's (Rooms.host's "crowd"): the one with the most students may be
+    // another network's hall (staff and student Wi-Fi apart), or one caller minting ids to stuff the
+    // answers. Only the lecturer can tell which, so the page says how many and offers both: let it in,
+    // or turn it away (asked first: their answers go too; undone by letting it in again).
+    const crowdOf = (v) => (v && v.crowd && typeof v.crowd === "object" ? v.crowd : {});
+    const named = (c) => (typeof c.network === "string" ? c : null);
     function crowdBox() {
-      const c = crowdOf(st), parts = [];
+      const all = crowdOf(st), c = named(all), parts = [];
       if (turned) parts.push(el("p", { className: "muted", id: "turned" }, `Turned away ${turned.n} students of one network.`),
-        el("button", { id: "let-back", onclick: () => letIn(turned.network, true) }, "Let that network in again"));
+        el("button", { id: "let-back", onclick: () => letIn(turned.network, false) }, "Let that network in again"));
       if (turning) {
         return el("div", { id: "crowd" }, ...parts, el("div", { role: "alertdialog", "aria-labelledby": "crowd-q", id: "turn-ask",
                                                         onkeydown: (e) => { if (e.key === "Escape") document.getElementById("turn-no").click(); } },
@@ -363,9 +373,15 @@
           el("button", { id: "turn-yes", className: "primary", onclick: turnAway }, "Yes, turn them away"), " ",
           el("button", { id: "turn-no", onclick: () => { turning = null; render(); (document.getElementById("turn-away") || document.getElementById("lock")).focus(); } }, "Keep them")));
       }
-      if (c) parts.push(el("p", { className: "muted", id: "crowd-text" }, `${c.students} of them from one network other than yours: another network's students, or one caller posing as many.`),
-        el("button", { id: "let-in", onclick: () => letIn(c.network, false) }, "They are my students"), " ",
-        el("button", { id: "turn-away", onclick: () => { turning = { network: c.network, n: c.students }; render(); document.getElementById("turn-no").focus(); } }, "Turn them away…"));
+      const others = Number(all.others) || 0;
+      if (others > (c ? Number(c.students) : 0)) parts.push(el("p", { className: "muted", id: "crowd-all" }, `${others} of them from networks other than yours.`));
+      if (c) {
+        const ask = () => { turning = { network: c.network, n: c.students }; render(); document.getElementById("turn-no").focus(); };
+        parts.push(el("p", { className: "muted", id: "crowd-text" }, c.trusted ? `${c.students} of them from one network you let in.`
+          : `${c.students} of them from one network other than yours: another network's students, or one caller posing as many.`));
+        if (!c.trusted) parts.push(el("button", { id: "let-in", onclick: () => letIn(c.network, true) }, "They are my students"), " ");
+        parts.push(el("button", { id: "turn-away", onclick: ask }, "Turn them away…"));
+      }
       return el("div", { id: "crowd" }, ...parts);
     }
 
@@ -436,7 +452,7 @@
 
     async function step(n, reveal) {
       try {  // a plain route, not a Gradio event: the move skips the queue where the answers wait
-        const r = await post(roomPath(code, "step"), { host_key: key, step: n, reveal });
+        const r = await post(roomPath(code, "step"), { host_key: key, step: n, reveal }, 180_000);  // a reveal may measure
         if (r.body.error) throw new Error(r.body.error);
         st = r.body; tally = { answers: {}, total: 0 }; err = "";
         const s = lesson.steps[st.step - 1];
@@ -465,6 +481,7 @@
       try {
         const r = await post(roomPath(code, "turn_away"), { host_key: key, network: asked.network });
         if (r.body.error) throw new Error(r.body.error);
+        if (absent(r) || !r.ok) throw new Error("The server could not turn them away: try again.");
         err = ""; turned = { network: asked.network, n: Number(r.body.turned_away) || 0 };
         if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
         say(`${turned.n} students turned away.`);
@@ -475,13 +492,14 @@
       if (b) b.focus();
     }
 
-    async function letIn(network, back) {
+    async function letIn(network, trust) {
       try {
-        const r = await post(roomPath(code, "let_in"), { host_key: key, network });
+        const r = await post(roomPath(code, "let_in"), { host_key: key, network, trust });
         if (r.body.error) throw new Error(r.body.error);
+        if (absent(r) || !r.ok) throw new Error("The server could not let them in: try again.");
         err = ""; turned = null;
         if (Number.isInteger(r.body.version)) st = { ...st, ...r.body };
-        say(back ? "That network may join again." : "That network's students now join as yours.");
+        say(trust ? "That network's students now join as yours." : "That network may join again.");
       } catch (e) { err = plain(e); }
       render();
       const b = document.getElementById("lock");
@@ -504,7 +522,7 @@
       const j = document.getElementById("joined"), b = document.getElementById("lock");
       if (j) j.textContent = joinedText();
       if (b) b.textContent = lockText();
-      if (now && (!was || was.network !== now.network)) say(`${now.students} students joined from one network other than yours.`);
+      if (named(now) && !now.trusted && (!named(was) || was.network !== now.network)) say(`${now.students} students joined from one network other than yours.`);
       const box = document.getElementById("crowd");
       if (JSON.stringify(was) !== JSON.stringify(now) && box && !turning && !box.contains(document.activeElement)) box.replaceWith(crowdBox());
       return true;
@@ -548,7 +566,10 @@
     async function beat() {
       if (!alive) return;
       const r = await post(roomPath(code, "host"), { host_key: key });
-      if (alive && !absent(r) && r.status !== 429) {
+      if (alive && absent(r)) {  // an older server without the host's call: its view, read as before
+        const view = await fetchJSON(roomPath(code));
+        if (view.status !== 429) took(view.body);
+      } else if (alive && r.status !== 429) {
         if (r.body.closed || (r.body.error && !Number.isInteger(r.body.version))) {
           const view = await fetchJSON(roomPath(code));
           if (view.body.closed) end(view.body.error);

@@ -379,12 +379,17 @@ def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
 HALL, STRANGER, OTHER, WIFI = "address 10.0.0.1", "address 203.0.113.9", "address 198.51.100.7", "address 2001:db8::/64"
 
 
+def _id(rooms: Rooms, code: str, addr: str) -> str:
+    """A network's id as the host page gets it: keyed by the room's salt (in its meta, never sent)."""
+    return network_id(rooms.store.meta(code)["salt"], addr)
+
+
 def test_one_address_never_fills_a_room_and_the_lecturer_turns_it_away(store):
     """A stranger minting student ids from one address gets the address's share of the room and no more;
     the hall (the lecturer's address) is not limited by it. The lecturer's page hears how many one other
     network brought, under an id that is not the address (the students' view never hears of it), turns
-    that network away with its answers, and it joins no more until let in again."""
-    rooms = Rooms(store(), max_students=20, address_share=6)
+    that network away with its answers, and it joins no more until let in again, with its share."""
+    rooms = Rooms(store(), max_students=40, address_share=6)
     code, key = rooms.open("vit-tiny", b"view", QS, owner=HALL)
     for i in range(6):
         assert rooms.answer(code, f"minted-{i:03d}", 1, 999, STRANGER) == (True, "")
@@ -396,7 +401,9 @@ def test_one_address_never_fills_a_room_and_the_lecturer_turns_it_away(store):
     assert rooms.join(code, "travelling", OTHER) == (True, "")
     seen = rooms.host(code, key, HALL)
     crowd = seen["crowd"]
-    assert seen["joined"] == 15 and crowd["students"] == 6 and crowd["network"] == network_id(key, STRANGER)
+    assert seen["joined"] == 15 and crowd == {"others": 7, "network": _id(rooms, code, STRANGER), "students": 6,
+                                              "trusted": False}
+    assert crowd["network"] != network_id(key, STRANGER), "keyed by the room's salt, not the host key"
     assert "address" not in json.dumps(seen) + json.dumps(rooms.view(code)), "no address leaves the server"
     assert "crowd" not in rooms.view(code), "a student never hears of other networks"
     assert rooms.tally(code, key, 1).answers == {"998": 1, "999": 5, "196": 8}
@@ -406,42 +413,51 @@ def test_one_address_never_fills_a_room_and_the_lecturer_turns_it_away(store):
     assert rooms.version(code) > v, "every page re-reads: a revealed tally may have changed"
     assert rooms.tally(code, key, 1).answers == {"196": 8}
     seen = rooms.host(code, key, HALL)
-    assert (seen["joined"], seen["crowd"]) == (9, None)  # OTHER's one student: below CROWD_SHOWN
+    assert (seen["joined"], seen["crowd"]) == (9, {"others": 0})  # OTHER's one student: below CROWD_SHOWN
     assert rooms.join(code, "minted-100", STRANGER) == (False, BARRED)
     assert rooms.answer(code, "minted-101", 1, 5, STRANGER) == (False, BARRED)
-    with pytest.raises(UserError, match=NO_NETWORK):  # the same click twice turns nobody else away
-        rooms.turn_away(code, key, network_id(key, OTHER) + "0")
+    assert rooms.turn_away(code, key, crowd["network"]) == 0, "the same click twice turns nobody else away"
+    with pytest.raises(UserError, match=NO_NETWORK):
+        rooms.turn_away(code, key, crowd["network"][:-1] + "x")
     with pytest.raises(UserError, match=OWN_NETWORK):
-        rooms.turn_away(code, key, network_id(key, HALL))
+        rooms.turn_away(code, key, _id(rooms, code, HALL))
     with pytest.raises(UserError, match=WRONG_KEY):
         rooms.turn_away(code, "not-the-host-key", crowd["network"])
-    rooms.let_in(code, key, crowd["network"])  # undone: it may join again, its old answers stay gone
-    assert rooms.join(code, "minted-100", STRANGER) == (True, "")
-    assert rooms.tally(code, key, 1).answers == {"196": 8}
+    with pytest.raises(UserError, match="trust must be true or false"):
+        rooms.let_in(code, key, crowd["network"], "yes")
+    rooms.let_in(code, key, crowd["network"], trust=False)  # undone: it may join again, with its share
+    assert [rooms.join(code, f"minted-{i}", STRANGER)[0] for i in range(100, 107)] == [True] * 6 + [False]
+    assert rooms.tally(code, key, 1).answers == {"196": 8}, "its old answers stay gone"
+    assert rooms.host(code, key, HALL)["crowd"]["trusted"] is False
 
 
-def test_the_lecturers_addresses_are_all_its_own_and_a_network_let_in_has_no_share(store):
+def test_the_lecturers_addresses_are_its_own_and_a_network_let_in_can_be_turned_away(store):
     """A laptop calls from several addresses (wired, Wi-Fi, IPv6): each one it called from stays the
     lecturer's, so the hall never becomes "another network" to be turned away, and an address it calls
-    from is never barred. A hall on another network fills its share until the lecturer lets it in."""
-    rooms = Rooms(store(), max_students=40, address_share=5)
+    from is never barred. A hall on another network fills its share until the lecturer lets it in; a
+    network let in is still named, and may still be turned away."""
+    rooms = Rooms(store(), max_students=60, address_share=5)
     code, key = rooms.open("vit-tiny", b"view", QS, owner=HALL)
     assert all(rooms.join(code, f"hall-{i:04d}", HALL)[0] for i in range(8))
-    assert rooms.host(code, key, WIFI)["crowd"] is None, "the hall is still the lecturer's"
+    assert rooms.host(code, key, WIFI)["crowd"] == {"others": 0}, "the hall is still the lecturer's"
     assert all(rooms.join(code, f"hall-{i:04d}", HALL)[0] for i in range(8, 12))
     with pytest.raises(UserError, match=OWN_NETWORK):
-        rooms.turn_away(code, key, network_id(key, HALL))
+        rooms.turn_away(code, key, _id(rooms, code, HALL))
     # another network's hall: its share, then "ask the lecturer"; let in, the rest join
     got = [rooms.join(code, f"other-{i:04d}", OTHER) for i in range(7)]
     assert [ok for ok, _ in got] == [True] * 5 + [False] * 2 and got[-1][1] == share_full(5)
     crowd = rooms.host(code, key, WIFI)["crowd"]
-    assert crowd == {"network": network_id(key, OTHER), "students": 5}
+    assert crowd == {"others": 5, "network": _id(rooms, code, OTHER), "students": 5, "trusted": False}
     rooms.let_in(code, key, crowd["network"])
-    assert rooms.join(code, "other-0006", OTHER) == (True, "")
-    assert rooms.host(code, key, WIFI)["crowd"] is None
+    assert all(rooms.join(code, f"other-{i:04d}", OTHER)[0] for i in range(5, 20))
+    assert rooms.host(code, key, WIFI)["crowd"] == {**crowd, "others": 20, "students": 20, "trusted": True}
+    # many small networks add up where no one of them is named
+    for n in range(4):
+        assert all(rooms.join(code, f"small-{n}-{i}", f"address 192.0.2.{n}")[0] for i in range(4))
+    assert rooms.host(code, key, WIFI)["crowd"]["others"] == 36
+    # a network let in, then turned away: barred, no longer trusted
+    assert rooms.turn_away(code, key, crowd["network"]) == 20
+    assert rooms.join(code, "other-9999", OTHER) == (False, BARRED)
     # a network turned away that the lecturer's page then calls from is its own again
-    assert all(rooms.join(code, f"minted-{i:03d}", STRANGER)[0] for i in range(5))
-    rooms.turn_away(code, key, rooms.host(code, key, WIFI)["crowd"]["network"])
-    assert rooms.join(code, "minted-100", STRANGER) == (False, BARRED)
-    rooms.host(code, key, STRANGER)
-    assert rooms.join(code, "minted-100", STRANGER) == (True, "")
+    rooms.host(code, key, OTHER)
+    assert rooms.join(code, "other-9999", OTHER) == (True, "")

@@ -132,14 +132,18 @@ def test_both_stores_read_an_odd_meta_alike(store):
     rooms = Rooms(store())
     code, _ = rooms.open("vit-tiny", b"view", QS, owner="")
     s = rooms.store
-    for i, edit in enumerate(({"hosts": None, "barred": None}, {"owner": None}, {"hosts": [STRANGER]},
-                              {"hosts": ["", None, 5], "barred": [None, STRANGER]})):
+    cases = [({"hosts": None, "barred": None, "trusted": None}, ["ok", "ok", "share"]),
+             ({"owner": None}, ["ok", "ok", "share"]),
+             ({"hosts": [STRANGER]}, ["ok"] * 3),
+             ({"hosts": None, "trusted": [STRANGER]}, ["ok"] * 3),  # Lua: a nil list before another one
+             ({"trusted": {"a": STRANGER}}, ["ok", "ok", "share"]),  # not a list: nobody trusted
+             ({"hosts": ["", None, 5], "barred": [None, STRANGER]}, ["barred"] * 3)]
+    for i, (edit, want) in enumerate(cases):
         s.change(code, lambda m, e=edit: m.update(e) is not None)
         got = [s.join(code, f"s{i}-{j:05d}", STRANGER, 100, 2) for j in range(3)]
-        want = {0: ["ok", "ok", "share"], 1: ["ok", "ok", "share"], 2: ["ok"] * 3, 3: ["barred"] * 3}[i]
         assert got == want, (edit, got)
         s.remove_address(code, STRANGER)
-        s.change(code, lambda m: m.update(hosts=[], barred=[]) is not None)
+        s.change(code, lambda m: m.update(hosts=[], barred=[], trusted=[]) is not None)
 
 
 def test_a_rooms_file_from_before_addresses_keeps_its_students(tmp_path):

@@ -196,7 +196,7 @@ def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_aw
     code, key = opened["code"], opened["host_key"]
     share = room_mod.ADDRESS_SHARE
     with client_at("127.0.0.8") as stranger, client_at("127.0.0.9") as hall:
-        assert hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()["crowd"] is None
+        assert hall.post(f"{url}vizvit_room/{code}/host", json={"host_key": key}).json()["crowd"] == {"others": 0}
         got = [stranger.post(f"{url}vizvit_room/{code}/answer",
                              json={"student": f"minted-{i:04d}", "step": 1, "answer": 999}).json()
                for i in range(share + 3)]
@@ -216,7 +216,7 @@ def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_aw
         guessed = stranger.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": "guessed", "network": network})
         assert guessed.json() == {"error": room_mod.WRONG_KEY}
         out = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key, "network": network}).json()
-        assert (out["turned_away"], out["joined"], out["crowd"]) == (share, 4, None)
+        assert (out["turned_away"], out["joined"], out["crowd"]) == (share, 4, {"others": 0})
         again = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key, "network": network}).json()
         assert (again["turned_away"], again["joined"]) == (0, 4), "a second click turns nobody else away"
         bogus = hall.post(f"{url}vizvit_room/{code}/turn_away", json={"host_key": key, "network": "f" * 16}).json()
@@ -226,6 +226,9 @@ def test_a_stranger_minting_students_gets_one_share_and_the_lecturer_turns_it_aw
         refused = stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": "minted-9999"}).json()
         assert refused == {"accepted": False, "reason": room_mod.BARRED}
         assert hall.post(f"{url}vizvit_room/{code}/hello", json={"student": "hall-late-1"}).json()["accepted"] is True
-        back = hall.post(f"{url}vizvit_room/{code}/let_in", json={"host_key": key, "network": network}).json()
-        assert back["joined"] == 5
-        assert stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": "minted-9999"}).json()["accepted"]
+        back = hall.post(f"{url}vizvit_room/{code}/let_in", json={"host_key": key, "network": network,
+                                                                   "trust": False}).json()
+        assert back["joined"] == 5  # undone: it may join again, with its share
+        got = [stranger.post(f"{url}vizvit_room/{code}/hello", json={"student": f"again-{i:04d}"}).json()["accepted"]
+               for i in range(share + 1)]
+        assert got == [True] * share + [False]

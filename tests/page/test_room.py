@@ -130,6 +130,8 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
         host.wait_for_selector("#total:has-text('25 answered')", timeout=15_000)
         assert host.locator("#crowd-text").count() == 0 and "999" not in host.inner_text("#tally")
         assert host.evaluate("document.activeElement.id") == "let-back" and "Turned away 6" in host.inner_text("#crowd")
+        host.click("#let-back")  # undone: that network may join again
+        host.wait_for_selector("#let-back", state="detached")
         s.fill("#num", "22")  # typing, the cursor in the box, as the lecturer reveals
         assert s.evaluate("document.activeElement.id") == "num"
         host.click("#reveal")

@@ -32,7 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from vizvit.classroom.roomstore import RoomStore, SQLiteStore, default_path, host_addresses, now as wall_clock
+from vizvit.classroom.roomstore import (
+    RoomStore,
+    SQLiteStore,
+    default_path,
+    host_addresses,
+    listed,
+    now as wall_clock,
+)
 from vizvit.errors import UserError
 
 MAX_ROOMS = 20  # rooms open at once on this server (all its replicas: they share one store)
@@ -46,9 +53,11 @@ MAX_STUDENTS = 300  # distinct students who may answer in one room
 # turns it away (Rooms.turn_away). Only the lecturer can tell a hall from a stranger.
 ADDRESS_SHARE = 30
 HOSTS_KEPT = 16  # addresses a room counts as the lecturer's (a laptop's wired, Wi-Fi, IPv4 and IPv6)
-BARRED_KEPT = 20  # addresses a room remembers as turned away (a meta stays small)
+BARRED_KEPT = MAX_STUDENTS  # networks a room remembers as turned away: no more than could have come
 CROWD_SHOWN = 5  # the host page names one address's students from this many (a household is not news)
 NETWORK_ID_HEX = 16  # a network as the host page knows it: a keyed hash, never the address itself
+# Not counted per IPv6 /48 or /56: a caller with many addresses (a tunnel broker's /48, a VPN's exits) gets a
+# share on each; the host page then sees them in "others" (Rooms._crowd), and Lock is the remedy.
 MAX_ANSWER_CHARS = 24  # an answer: an option key or a number, never prose
 MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a prediction)
 HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every 5 s)
@@ -79,10 +88,15 @@ def share_full(share: int) -> str:
             "than the lecturer's: ask the lecturer to let this network in.")
 
 
-def network_id(host_key: str, addr: str) -> str:
-    """An address as the host page may know it: keyed by the room's host key, so it names one network
-    in one room and reveals nothing of the address."""
-    return hmac.new(host_key.encode(), addr.encode(), hashlib.sha256).hexdigest()[:NETWORK_ID_HEX]
+def network_id(salt: str, addr: str) -> str:
+    """An address as the host page may know it: keyed by the room's own secret salt (kept in its meta,
+    never sent), so it names one network in one room and reveals nothing of the address: with the host
+    key as the key, the lecturer could have tried all 2**32 IPv4 addresses."""
+    return hmac.new(salt.encode(), addr.encode(), hashlib.sha256).hexdigest()[:NETWORK_ID_HEX]
+
+
+def _network_id(meta: dict, addr: str) -> str:
+    return network_id(str(meta.get("salt") or meta["host_key"]), addr)  # a room from before the salt
 
 
 def parse_code(code: object) -> str | None:
@@ -234,19 +248,14 @@ def _step(meta: dict, step: object) -> int:
     return int(f)
 
 
-def _listed(meta: dict, name: str) -> list[str]:
-    got = meta.get(name)
-    return [a for a in got if isinstance(a, str)] if isinstance(got, list) else []
-
-
 def _add(meta: dict, name: str, addr: str, keep: int) -> None:
     """addr last in meta[name] (the newest), the list at most `keep` long."""
-    meta[name] = [*[a for a in _listed(meta, name) if a != addr], addr][-keep:]
+    meta[name] = [*[a for a in listed(meta, name) if a != addr], addr][-keep:]
 
 
 def _drop(meta: dict, name: str, addr: str) -> None:
-    if addr in _listed(meta, name):
-        meta[name] = [a for a in _listed(meta, name) if a != addr]
+    if addr in listed(meta, name):
+        meta[name] = [a for a in listed(meta, name) if a != addr]
 
 
 def _check_student(student: object) -> str:
@@ -379,7 +388,8 @@ class Rooms:
         self._sweep()
         t = self.clock()
         key = secrets.token_urlsafe(16)
-        meta = {"model": model, "host_key": key, "owner": str(owner or ""), "step": 1, "revealed": [],
+        meta = {"model": model, "host_key": key, "salt": secrets.token_hex(16), "owner": str(owner or ""),
+                "step": 1, "revealed": [],
                 "version": 0, "locked": False, "host_seen": t, "opened": t, "notes": {},
                 "questions": [list(q.options) for q in questions]}
         while True:
@@ -414,44 +424,55 @@ class Rooms:
 
     def host(self, code: str, host_key: str, addr: str = "") -> dict:
         """The lecturer's page is still there (it calls every 5 s): the room stays open, and addr (where
-        the page calls from, when known) counts as the lecturer's from now on (no share; never barred).
-        -> the room's view, and "crowd": the network other than the lecturer's with the most students,
-        {"network": its network_id, "students": n}, or None (none with CROWD_SHOWN: no household named)."""
+        the page calls from, when known) counts as the lecturer's own from now on (no share; never
+        turned away). -> the room's view, and "crowd" (Rooms._crowd)."""
 
         def at(m: dict) -> bool:
             if addr:
                 _add(m, "hosts", str(addr), HOSTS_KEPT)
                 _drop(m, "barred", str(addr))
+                _drop(m, "trusted", str(addr))
             return False  # the students' pages need not hear of it
 
         parsed, meta = self._host_change(code, host_key, at)
         return {**self.view(parsed), "crowd": self._crowd(parsed, meta)}
 
-    def _crowd(self, code: str, meta: dict) -> dict | None:
-        hosts = host_addresses(meta)
-        counts = [(n, a) for a, n in self.store.networks(code).items() if a and a not in hosts]
+    def _crowd(self, code: str, meta: dict) -> dict:
+        """What the host page says of the other networks: {"others": students from networks other than
+        the lecturer's own (many small ones add up there; 0 below CROWD_SHOWN), "network": the id of the one
+        with the most,
+        "students": its count, "trusted": whether the lecturer let it in}; the network's fields only from
+        CROWD_SHOWN students (no household named)."""
+        own, trusted = host_addresses(meta), set(listed(meta, "trusted"))
+        counts = [(n, a) for a, n in self.store.networks(code).items() if a and a not in own]
         n, addr = min(counts, key=lambda na: (-na[0], na[1]), default=(0, ""))  # the most; ties: one order
-        return {"network": network_id(meta["host_key"], addr), "students": n} if n >= CROWD_SHOWN else None
+        others = sum(c for c, _ in counts)
+        out: dict = {"others": others if others >= CROWD_SHOWN else 0}
+        if n >= CROWD_SHOWN:
+            out |= {"network": _network_id(meta, addr), "students": n, "trusted": addr in trusted}
+        return out
 
     def _network(self, code: str, meta: dict, network: object) -> str:
         """The address behind a network id the host page was shown: among the room's students or the
-        addresses it turned away; else UserError (NO_NETWORK)."""
+        networks it turned away; else UserError (NO_NETWORK)."""
         if isinstance(network, str):
-            for addr in {*self.store.networks(code), *_listed(meta, "barred")} - {""}:
-                if hmac.compare_digest(network_id(meta["host_key"], addr), network):
+            for addr in {*self.store.networks(code), *listed(meta, "barred")} - {""}:
+                if hmac.compare_digest(_network_id(meta, addr), network):
                     return addr
         raise UserError(NO_NETWORK)
 
     def turn_away(self, code: str, host_key: str, network: object) -> int:
         """The lecturer turns away the network it was shown (Rooms.host's crowd: a stranger's minted ids,
-        or another network's hall; never one of the lecturer's own): its students and every answer they
-        gave are forgotten, and it may not join this room again (until let in). -> how many went."""
+        or another network's hall, let in before or not; never one of the lecturer's own addresses): its
+        students and every answer they gave are forgotten, and it may not join this room again (until let
+        back in). -> how many went."""
         parsed, meta = self._keyed(code, host_key)
         addr = self._network(parsed, meta, network)
 
         def bar(m: dict) -> bool:  # barred first: none of its students joins between the two writes
             if addr in host_addresses(m):
                 raise UserError(OWN_NETWORK)
+            _drop(m, "trusted", addr)
             _add(m, "barred", addr, BARRED_KEPT)
             return False
 
@@ -460,14 +481,17 @@ class Rooms:
         self._host_change(parsed, host_key, lambda m: True)  # every page re-reads: revealed tallies changed
         return gone
 
-    def let_in(self, code: str, host_key: str, network: object) -> None:
-        """The lecturer lets a network in: its students count as the lecturer's own (no share), and a
-        network turned away may join again (its answers, forgotten then, stay forgotten)."""
+    def let_in(self, code: str, host_key: str, network: object, trust: object = True) -> None:
+        """The lecturer lets a network in. trust True ("They are my students"): its students have no
+        share from now on (until turned away). trust False (undoing a turn-away): it may join again, with
+        its share as before (its answers, forgotten then, stay forgotten)."""
+        self._flag(code, host_key, "trust", trust)
         parsed, meta = self._keyed(code, host_key)
         addr = self._network(parsed, meta, network)
 
         def admit(m: dict) -> bool:
-            _add(m, "hosts", addr, HOSTS_KEPT)
+            if trust is True:
+                _add(m, "trusted", addr, MAX_STUDENTS)
             _drop(m, "barred", addr)
             return False
 

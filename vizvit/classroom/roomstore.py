@@ -6,7 +6,8 @@ against the lecturer's step, a student's registration under the room's size, a r
 A room is:
 - meta: one small JSON object (model, host key, owner, questions, step, revealed steps, version,
   locked, host_seen and opened as wall-clock seconds, notes = each step's measured truth, hosts = the
-  addresses the lecturer's page called from or let in, barred = the addresses it turned away);
+  addresses the lecturer's page called from, trusted = the networks the lecturer let in, barred = the
+  networks it turned away, salt = the key of the networks' names on the host page);
 - students: the page's random ids (counts toward MAX_STUDENTS), each with the address it joined from
   (counts toward that address's share: one network other than the lecturer's brings at most ADDRESS_SHARE);
 - answers: per step, student -> answer text (one per student per step; a new one replaces);
@@ -120,12 +121,22 @@ CREATE TABLE IF NOT EXISTS gone (code TEXT PRIMARY KEY, reason TEXT NOT NULL, at
 """
 
 
+def listed(meta: dict, name: str) -> list[str]:
+    """meta[name] as a list of addresses (a missing or odd field: none)."""
+    got = meta.get(name)
+    return [a for a in got if isinstance(a, str) and a] if isinstance(got, list) else []
+
+
 def host_addresses(meta: dict) -> set[str]:
-    """The lecturer's addresses: where the room was opened, every address its page called from (a laptop
-    has several: wired, Wi-Fi, IPv4 and IPv6) and every network the lecturer let in."""
-    hosts = meta.get("hosts")
-    return {a for a in [meta.get("owner"), *(hosts if isinstance(hosts, list) else [])]
-            if isinstance(a, str) and a}
+    """The lecturer's own addresses: where the room was opened and every address its page called from (a
+    laptop has several: wired, Wi-Fi, IPv4, IPv6). Never turned away."""
+    owner = meta.get("owner")
+    return {*listed(meta, "hosts"), *([owner] if isinstance(owner, str) and owner else [])}
+
+
+def unlimited(meta: dict) -> set[str]:
+    """The addresses without a share: the lecturer's own and the networks it let in."""
+    return host_addresses(meta) | set(listed(meta, "trusted"))
 
 
 def check_answer(meta: dict, step: int, known: bool, count: int, max_students: int,
@@ -134,7 +145,8 @@ def check_answer(meta: dict, step: int, known: bool, count: int, max_students: i
     A new student (not `known`) is refused in a locked room, a full one (`count` students already), from
     an address the lecturer turned away, or from an address other than the lecturer's that holds its
     `share` (`addr_count` students already): one caller can never fill a room. "" (no address known:
-    an in-process caller) and the lecturer's own addresses (the hall's network) have no share."""
+    an in-process caller), the lecturer's own addresses (the hall's network) and the networks it let in
+    have no share."""
     if step > meta["step"]:
         return "ahead"
     if step < meta["step"] or step in meta["revealed"]:
@@ -144,10 +156,9 @@ def check_answer(meta: dict, step: int, known: bool, count: int, max_students: i
             return "locked"
         if count >= max_students:
             return "full"
-        barred = meta.get("barred")
-        if addr and isinstance(barred, list) and addr in barred:
+        if addr and addr in listed(meta, "barred"):
             return "barred"
-        if addr and addr not in host_addresses(meta) and addr_count >= share:
+        if addr and addr not in unlimited(meta) and addr_count >= share:
             return "share"
     return "ok"
 

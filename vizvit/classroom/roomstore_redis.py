@@ -51,14 +51,15 @@ if owner and owner ~= '' then
   end
   if n >= tonumber(ARGV[4]) then return 'owner' end
 end
+redis.call('DEL', p..'room:'..code..':sa')  -- a close by an older replica leaves it
 redis.call('SET', p..'room:'..code, ARGV[2])
 redis.call('SADD', p..'rooms', code)
 return 'ok'
 """
 
 # ARGV: code, student, step (0: a registration, no step checked), text, max_students, addr, share.
-# The same rule as vizvit.classroom.roomstore.check_answer (and host_addresses: the owner and the hosts
-# list; a JSON null decodes to cjson.null here, not nil, so every field is type-checked). An address's
+# The same rule as vizvit.classroom.roomstore.check_answer (and unlimited: the owner, the hosts and the
+# trusted lists; a JSON null decodes to cjson.null here, not nil, so every field is type-checked). An address's
 # students are counted over the room's own student -> address hash (at most MAX_STUDENTS), so the count
 # can never drift from the students themselves.
 _ENTER = """
@@ -81,11 +82,14 @@ if redis.call('SISMEMBER', skey, student) == 0 then
     if type(meta.barred) == 'table' then
       for _, b in ipairs(meta.barred) do if b == addr then return 'barred' end end
     end
-    local host = (type(meta.owner) == 'string' and meta.owner == addr)
-    if type(meta.hosts) == 'table' then
-      for _, h in ipairs(meta.hosts) do if h == addr then host = true end end
+    local free = (type(meta.owner) == 'string' and meta.owner == addr)
+    for _, name in ipairs({'hosts', 'trusted'}) do
+      local list = meta[name]
+      if type(list) == 'table' then
+        for _, h in ipairs(list) do if h == addr then free = true end end
+      end
     end
-    if not host then
+    if not free then
       local n = 0
       for _, a in ipairs(redis.call('HVALS', skey..'a')) do if a == addr then n = n + 1 end end
       if n >= tonumber(ARGV[7]) then return 'share' end
