@@ -305,7 +305,8 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
         except UserError as e:
             return JSONResponse({"error": str(e)})
         steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
-                  "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number}
+                  "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number,
+                  "within": s.within}
                  for s in lesson_readings.steps()]
         return JSONResponse({"steps": steps})
 

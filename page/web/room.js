@@ -115,23 +115,34 @@
     const mineElsewhere = own != null && !entries.some(([a]) => a === own);
     const label = (a) => (a === OTHERS ? "other numbers" : step && !step.is_number ? optionText(step, a) : a);
     const you = (a) => a === own || (a === OTHERS && mineElsewhere);
-    return el("div", { className: "bars" }, entries.map(([a, n]) => el("div", { className: "bar" + (a === truth ? " truth" : "") },
-      el("span", { className: "label" }, `${label(a)}${a === truth ? " ✓" : ""}${you(a) ? " (you)" : ""}`),
+    const right = (a) => a === truth || (rightNumber(step, truth, a) && a !== OTHERS);
+    return el("div", { className: "bars" }, entries.map(([a, n]) => el("div", { className: "bar" + (right(a) ? " truth" : "") },
+      el("span", { className: "label" }, `${label(a)}${right(a) ? " ✓" : ""}${you(a) ? " (you)" : ""}`),
       el("span", { className: "fill", style: { width: `${Math.round(50 * n / most)}%` } }),
       el("span", { className: "count" }, String(n)))));
   }
 
+  // A number step's "within" (the Lesson tab's tolerance, lesson.toml): a guess that far off counts as right.
+  function rightNumber(step, truth, a) {
+    const w = step && step.is_number ? Number(step.within) || 0 : 0, t = Number(truth), x = Number(a);
+    return w > 0 && truth != null && a != null && Number.isFinite(t) && Number.isFinite(x) && Math.abs(x - t) <= w;
+  }
+  const truthText = (s, truth) => (s.is_number ? `${truth}${Number(s.within) > 0 ? ` (±${s.within} counts as right)` : ""}` : optionText(s, truth));
+
   // The step's picture: the photo as the model sees it while the question is open, the step's figure
   // once revealed (the figure may show the answer). The address changes when the picture does.
-  function picture(code, n, shown) {
+  function picture(code, n, shown, title) {
     const revealed = !!(shown && shown.picture);
-    return el("img", { id: "step-picture", alt: revealed ? "The view this number comes from" : "The photo as the model sees it",
+    return el("img", { id: "step-picture", alt: revealed ? `Step ${n}, ${title}: the figure the truth is measured on` : "The photo as the model sees it",
                        src: revealed ? `${roomPath(code, "picture", n)}?revealed=1` : roomPath(code, "picture", 0) });
   }
 
+  // An option as every page shows it: a letter key with its words ("b: 196 patches…", so "most of you said b"
+  // matches the phones' buttons), a word key by its words alone ("same: Yes: exactly…" read as two answers).
+  const keyed = (key, text) => (key.length === 1 ? `${key}: ${text}` : text);
   function optionText(step, key) {
     const o = (step.options || []).find((x) => x[0] === key);
-    return o ? `${key}: ${o[1]}` : key;
+    return o ? keyed(key, o[1]) : key;
   }
 
   const lessonOk = (r) => r.ok && Array.isArray(r.body.steps) && !r.body.error;
@@ -182,18 +193,20 @@
     const lesson = got.body;
     // Refused (locked, full, its network's share taken): the page says why and asks again while the room
     // is open, after 10 s, then 20, then every 30 s, since the lecturer may unlock it or let the network
-    // in; a network turned away, or a room that is gone, ends it.
+    // in; a network turned away every 60 s; a room that is gone ends it.
     for (let refused = await hello(code, id), tries = 1; refused; refused = await hello(code, id), tries++) {
       let open = false;
       try { const r = await fetchJSON(roomPath(code)); open = r.ok && !r.body.closed && !r.body.error; } catch (e) { open = true; }
-      const again = open && refused !== CFG.barred, wait = Math.min(10 * tries, 30);
+      // a network turned away may be let back in: asked again, but only once a minute
+      const again = open, wait = refused === CFG.barred ? 60 : Math.min(10 * tries, 30);
       show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "refused" }, refused),
            again ? el("p", { className: "muted" }, `This page asks again by itself in ${wait} seconds.`) : null);
       say(refused);
       if (!again) return;
       await sleep(wait * 1000);
     }
-    let state = null, looking = null, message = "", lost = false;
+    let state = null, looking = null, message = "", lost = false, draft = null;  // draft: a refused number, kept to mend
+    let turnedSeen = null;  // the room's count of networks turned away, as this page last saw it
     function render() {
       if (!state) return;
       if (state.closed) return show(el("h1", {}, "The room is closed"), el("p", {}, state.error || ""));
@@ -205,11 +218,13 @@
                      el("p", { className: "muted" }, s.title), el("p", { className: "question" }, s.question)];
       if (open) {
         if (s.is_number) {
-          parts.push(el("input", { id: "num", inputMode: "decimal", value: mine[n] || "", "aria-label": "Your answer" }), " ",
-                     el("button", { className: "primary", id: "send", onclick: () => send(document.getElementById("num").value.trim()) }, "Send"));
+          const typed = () => document.getElementById("num").value.trim();
+          parts.push(el("input", { id: "num", inputMode: "decimal", enterKeyHint: "send", value: draft != null ? draft : mine[n] || "",
+                                   "aria-label": "Your answer", onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); send(typed()); } } }), " ",
+                     el("button", { className: "primary", id: "send", onclick: () => send(typed()) }, "Send"));
         } else {
           parts.push(...s.options.map(([k, t]) => el("div", {}, el("button", {
-            className: mine[n] === k ? "chosen" : "", "aria-pressed": String(mine[n] === k), dataset: { k }, onclick: () => send(k) }, t))));
+            className: mine[n] === k ? "chosen" : "", "aria-pressed": String(mine[n] === k), dataset: { k }, onclick: () => send(k) }, keyed(k, t)))));
         }
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
                                  : el("p", {}, "Your prediction, before the lecturer reveals."));
@@ -218,12 +233,12 @@
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given))
                                  : el("p", { id: "no-answer" }, "You did not answer this step."),
                    el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n], s));
-        if (shown.truth != null) parts.push(el("p", {}, "The truth on this photo: ", el("b", {}, s.is_number ? shown.truth : optionText(s, shown.truth))));
-        if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*/g, "")));
+        if (shown.truth != null) parts.push(el("p", {}, "The truth on this photo: ", el("b", {}, truthText(s, shown.truth))));
+        if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")));
       } else {
         parts.push(el("p", { className: "muted" }, "This question is closed."));
       }
-      parts.push(picture(code, n, shown), el("p", { className: "error" }, message),
+      parts.push(picture(code, n, shown, s.title), el("p", { className: "error" }, message),
                  el("div", {}, el("button", { id: "back", disabled: n <= 1, onclick: () => { looking = Math.max(1, n - 1); render(); } }, "← look back"),
                     " ", el("button", { id: "fwd", disabled: n >= state.step, onclick: () => { looking = n + 1 >= state.step ? null : n + 1; render(); } }, "forward →")),
                  el("p", { className: "muted" }, `The lecturer is on step ${state.step}. You follow: you may look back, not ahead.`));
@@ -233,10 +248,10 @@
           const a = await post(roomPath(code, "answer"), { student: id, step: n, answer: value });
           if (a.body.accepted) {
             mine[n] = String(a.body.answer != null ? a.body.answer : value);  // as tallied: "12,5" is 12.5
-            sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = "";
+            sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; draft = null;
             say(`Your answer is in: ${s.is_number ? mine[n] : optionText(s, mine[n])}`);
-          } else message = String(a.body.reason || a.body.error || "The server refused that answer.");
-        } catch (e) { message = UNREACHABLE; }
+          } else { message = String(a.body.reason || a.body.error || "The server refused that answer."); draft = value; }
+        } catch (e) { message = UNREACHABLE; draft = value; }
         say(message);
         render();
       }
@@ -252,7 +267,16 @@
         const revealed = !moved && !revealedNow(state) && revealedNow(next);
         state = next;
         v = Number.isInteger(state.version) ? state.version : -2;
-        if (moved) looking = null;  // the lecturer moved: follow
+        // A network was turned away: is this page's among them? Its answers are gone then, and it says so.
+        if (Number.isInteger(state.turned) && turnedSeen !== null && state.turned !== turnedSeen && !state.closed) {
+          turnedSeen = state.turned;
+          if (await hello(code, id)) {
+            sessionStorage.removeItem("vizvit-answers-" + code);
+            return student(code);
+          }
+        }
+        if (Number.isInteger(state.turned)) turnedSeen = state.turned;
+        if (moved) { looking = null; draft = null; }  // the lecturer moved: follow
         if (lost) { lost = false; if (message === UNREACHABLE) message = ""; }
         // A number half typed is kept through a mere count change; a move or a reveal ends the question.
         const typing = document.activeElement && document.activeElement.id === "num";
@@ -378,7 +402,8 @@
       if (c) {
         const ask = () => { turning = { network: c.network, n: c.students }; render(); document.getElementById("turn-no").focus(); };
         parts.push(el("p", { className: "muted", id: "crowd-text" }, c.trusted ? `${c.students} of them from one network you let in.`
-          : `${c.students} of them from one network other than yours: another network's students, or one caller posing as many.`));
+          : `${c.students} of them from one network other than yours: another network's students, or one caller posing as many.${
+            c.full ? " That is the most one network may bring: more of them may be waiting." : ""}`));
         if (!c.trusted) parts.push(el("button", { id: "let-in", onclick: () => letIn(c.network, true) }, "They are my students"), " ");
         parts.push(el("button", { id: "turn-away", onclick: ask }, "Turn them away…"));
       }
@@ -389,35 +414,39 @@
       const s = lesson.steps[st.step - 1], shown = (st.shown || {})[String(st.step)];
       if (!s) return;
       const shownTally = shown ? shown.tally : tally;
-      const left = el("div", {}, el("h1", { className: "sr-only" }, `Room ${code}: the lecturer's view`), picture(code, st.step, shown),
+      // The lecturer's buttons right under the question: on a 900-pixel projector they stay on screen
+      // whatever the bars and the revealed sentence below them take (a reveal pushed them off, below the
+      // fold). The options are listed only while the bars are hidden: the bars carry their words.
+      const left = el("div", {}, el("h1", { className: "sr-only" }, `Room ${code}: the lecturer's view`), picture(code, st.step, shown, s.title),
         el("p", { className: "muted" }, `Step ${st.step} of ${st.n_steps} · ${s.title}`),
         el("p", { className: "question" }, s.question),
-        s.is_number ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, `${k}: ${t}`))),
-        el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
-        el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
-        el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
-          onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
-          " Hide the answers until the reveal"),
-        shown && shown.truth != null ? el("p", { className: "question" }, `Truth on this photo: ${s.is_number ? shown.truth : optionText(s, shown.truth)}`) : null,
-        shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*/g, "")) : null,
-        el("div", {},
+        el("div", { id: "moves" },
           el("button", { id: "back", disabled: st.step <= 1, onclick: () => step(st.step - 1, false) }, "← back"), " ",
           el("button", { className: "primary", id: "reveal", disabled: !!shown, onclick: () => step(st.step, true) }, "Reveal"), " ",
-          el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →"), " ",
-          el("button", { id: "close", onclick: () => { closing = true; render(); } }, "Close the room"), " ",
-          el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")),
+          el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →")),
         closing ? el("div", { id: "close-ask", role: "alertdialog", "aria-labelledby": "close-q",
                               onkeydown: (e) => { if (e.key === "Escape") document.getElementById("close-no").click(); } },
           el("p", { className: "question", id: "close-q" }, "Close the room? Every answer is deleted at once: download them first if you want them."),
           el("button", { id: "close-yes", className: "primary", onclick: closeRoom }, "Yes, close it"), " ",
           el("button", { id: "close-no", onclick: () => { closing = false; render(); document.getElementById("close").focus(); } }, "Keep it open")) : null,
-        el("p", { className: "error", id: "host-err", role: "status" }, err));
+        el("p", { className: "error", id: "host-err", role: "status" }, err),
+        s.is_number || (!hidden() || shown) ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, keyed(k, t)))),
+        el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
+        el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
+        shown && shown.truth != null ? el("p", { className: "question" }, `Truth on this photo: ${truthText(s, shown.truth)}`) : null,
+        shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")) : null,
+        el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
+          onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
+          " Hide the answers until the reveal"), " ",
+        el("div", {},
+          el("button", { id: "close", onclick: () => { closing = true; render(); } }, "Close the room"), " ",
+          el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")));
       const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
         el("p", { id: "joined", className: "total" }, joinedText()),
         el("button", { id: "lock", onclick: lock }, lockText()),
         crowdBox(),
         el("div", { id: "qr" }, qrSrc ? el("img", { alt: "QR code of the students' link", src: qrSrc }) : null),
-        link ? el("p", {}, el("a", { href: link }, link)) : null,
+        link ? el("p", {}, el("a", { href: link, target: "_blank", rel: "noopener" }, link)) : null,
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
       show(el("div", { id: "host" }, left, right));
       if (closing && !document.getElementById("close-ask").contains(document.activeElement)) document.getElementById("close-no").focus();
@@ -459,6 +488,13 @@
         if (s) say(reveal ? `Step ${st.step} revealed.` : `Step ${st.step} of ${st.n_steps}: ${s.question}`);
       } catch (e) { err = plain(e); }
       render(); tick();
+      // the button pressed may be disabled now (Reveal once revealed, next on the last step): the keyboard
+      // goes on from the next move instead of from the page's top
+      const at = document.activeElement;
+      if (!at || at === document.body || at.disabled) {
+        const to = ["next", "back", "close"].map((b) => document.getElementById(b)).find((b) => b && !b.disabled);
+        if (to) to.focus();
+      }
     }
 
     async function lock() {

@@ -38,12 +38,14 @@ from vizvit.errors import UserError
     ("12.5", 12.5), ("12,5", 12.5), ("0,85", 0.85), ("9,5", 9.5), ("0,850", 0.85),  # a decimal comma
     ("1,234", 1234), ("1,234,567", 1234567), ("1 234", 1234), ("1\u202f234,5", 1234.5),  # digits grouped
     ("1,234.5", 1234.5), ("1.234,5", 1234.5), ("1.234.567", 1234567), ("1.234", 1.234),
-    ("10%", 10), (" 10 % ", 10), ("\u22123", -3), ("-1,5", -1.5), ("1e3", 1000), ("224", 224)])
+    ("10%", 10), (" 10 % ", 10), ("\u22123", -3), ("-1,5", -1.5), ("1e3", 1000), ("224", 224),
+    ("224px", 224), ("224 px", 224), ("196 patches", 196), ("64,875×", 64875), ("12,5 cm.", 12.5)])  # a unit
 def test_a_number_typed_on_any_phone_is_read_as_its_writer_meant(typed, value):
     assert parse_number(typed) == pytest.approx(value, rel=0, abs=1e-12)
 
 
-@pytest.mark.parametrize("typed", ["", "%", "1,2,3", "1.2.3,4,5", "twelve", "1..2", "12,5,"])
+@pytest.mark.parametrize("typed", ["", "%", "1,2,3", "1.2.3,4,5", "twelve", "1..2", "12,5,", "px", "abc",
+                                   "12 and 13 px", "inf px"])
 def test_a_string_that_is_no_number_is_refused(typed):
     with pytest.raises(ValueError):
         parse_number(typed)
@@ -402,7 +404,7 @@ def test_one_address_never_fills_a_room_and_the_lecturer_turns_it_away(store):
     seen = rooms.host(code, key, HALL)
     crowd = seen["crowd"]
     assert seen["joined"] == 15 and crowd == {"others": 7, "network": _id(rooms, code, STRANGER), "students": 6,
-                                              "trusted": False}
+                                              "trusted": False, "full": True}
     assert crowd["network"] != network_id(key, STRANGER), "keyed by the room's salt, not the host key"
     assert "address" not in json.dumps(seen) + json.dumps(rooms.view(code)), "no address leaves the server"
     assert "crowd" not in rooms.view(code), "a student never hears of other networks"
@@ -447,10 +449,11 @@ def test_the_lecturers_addresses_are_its_own_and_a_network_let_in_can_be_turned_
     got = [rooms.join(code, f"other-{i:04d}", OTHER) for i in range(7)]
     assert [ok for ok, _ in got] == [True] * 5 + [False] * 2 and got[-1][1] == share_full(5)
     crowd = rooms.host(code, key, WIFI)["crowd"]
-    assert crowd == {"others": 5, "network": _id(rooms, code, OTHER), "students": 5, "trusted": False}
+    assert crowd == {"others": 5, "network": _id(rooms, code, OTHER), "students": 5, "trusted": False, "full": True}
     rooms.let_in(code, key, crowd["network"])
     assert all(rooms.join(code, f"other-{i:04d}", OTHER)[0] for i in range(5, 20))
-    assert rooms.host(code, key, WIFI)["crowd"] == {**crowd, "others": 20, "students": 20, "trusted": True}
+    assert rooms.host(code, key, WIFI)["crowd"] == {**crowd, "others": 20, "students": 20, "trusted": True,
+                                                    "full": False}
     # many small networks add up where no one of them is named
     for n in range(4):
         assert all(rooms.join(code, f"small-{n}-{i}", f"address 192.0.2.{n}")[0] for i in range(4))

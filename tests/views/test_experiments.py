@@ -289,3 +289,16 @@ def test_the_contest_curves_stay_apart_for_colour_blind_students():
     assert _closest_pair_under_cvd(experiments.CONTEST_COLOURS) > 0.1
     plotly_default = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#e377c2", "#17becf", "#bcbd22")
     assert _closest_pair_under_cvd(plotly_default) < 0.1
+
+
+def test_a_cosine_tile_reads_1_only_where_the_vector_counts_as_the_same():
+    """The shift step's tiles beside its sentence ("0 of 196 patch vectors the same (cos ≥ 0.9999)"): a
+    cosine of 0.998 rounded to '1' contradicted it on the trained ViT-Ti. Below SAME a tile is cut, not
+    rounded; written values by hand."""
+    from vizvit.readings.lesson import SAME
+    from vizvit.views.experiments import _two_decimals
+
+    assert SAME == 0.9999
+    cases = {0.9999: "1", 1.0: "1", 0.99989: ".99", 0.998: ".99", 0.995: ".99", 0.973: ".97", 0.104: ".10",
+             0.0: ".00", -0.04: ".00", -0.41: "-.4", -1.0: "-1"}
+    assert {v: _two_decimals(v) for v in cases} == cases

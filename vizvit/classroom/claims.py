@@ -53,7 +53,8 @@ def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Seque
     if cnn is None or p0 is None or len(probs) == 0:
         return ("A CNN is not immune either: its strided convolutions and pooling also change its features, "
                 "and often its answer, under a shift of a pixel or two (Azulay & Weiss 2019; Zhang 2019). "
-                "Start the app with `--cnn microsoft/resnet-50` to measure one beside the ViT on this photo.")
+                "No CNN runs beside the ViT on this server, so none is measured on this photo (a server started "
+                "with --cnn microsoft/resnet-50 measures one).")  # said to a room's phones too: no instruction
     p = np.asarray(probs, float)
     k = int(np.argmax(np.abs(p - p0)))
     moved = float(abs(p[k] - p0))

@@ -145,10 +145,13 @@ _THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}([,.]\d{3})+")  # 1,234 or 1.234.567:
 def parse_number(text: str) -> float:
     """A number as a student types it on any phone -> its value, or ValueError.
     "12.5" and "12,5" (a decimal comma: a European keypad's) are 12.5; "1,234", "1 234" and "1,234.5"
-    group thousands; "10%" is 10 (the percentage a question asks for). One separator followed by three
+    group thousands; "10%" is 10 (the percentage a question asks for), "224 px" 224 (a unit after the
+    number is dropped, whatever it is: the question says what it counts). One separator followed by three
     digits after a non-zero lead ("1,234", "1.234") is read the English way: thousands for a comma,
     a decimal point for a dot, as `float` reads it."""
     t = text.strip().replace("\u2212", "-").removesuffix("%").strip()
+    if unit := re.fullmatch(r"(.*\d)\s*[A-Za-z×]{1,12}\.?", t):  # "224px", "224 pixels", "64875×": the unit dropped
+        t = unit.group(1)
     t = re.sub(r"[\s\u00a0\u202f_']", "", t)  # spaces and apostrophes group digits, never mean anything else
     if "," in t and "." in t:  # the last one is the decimal mark, the other groups thousands
         t = t.replace(",", "") if t.rfind(".") > t.rfind(",") else t.replace(".", "").replace(",", ".")
@@ -178,11 +181,12 @@ class State:
     model: str
     joined: int = 0  # students registered (a page's hello, or a first answer)
     locked: bool = False  # no new student may join
+    turned: int = 0  # networks turned away so far: a student's page that sees it grow asks whether it is still in
 
     def as_json(self) -> dict:
         return {"code": self.code, "step": self.step, "n_steps": self.n_steps,
                 "revealed": list(self.revealed), "version": self.version, "closed": self.closed,
-                "model": self.model, "joined": self.joined, "locked": self.locked}
+                "model": self.model, "joined": self.joined, "locked": self.locked, "turned": self.turned}
 
 
 @dataclass(frozen=True)
@@ -375,7 +379,8 @@ class Rooms:
 
     def _state(self, code: str, meta: dict) -> State:
         return State(code, meta["step"], len(meta["questions"]), tuple(sorted(meta["revealed"])),
-                     meta["version"], False, meta["model"], self.store.joined(code), bool(meta.get("locked")))
+                     meta["version"], False, meta["model"], self.store.joined(code), bool(meta.get("locked")),
+                     int(meta.get("turned") or 0))
 
     # -------------------------------------------------------------- the lecturer
     def open(self, model: str, photo: bytes | None, questions: Sequence[Question],
@@ -441,7 +446,8 @@ class Rooms:
         """What the host page says of the other networks: {"others": students from networks other than
         the lecturer's own (many small ones add up there; 0 below CROWD_SHOWN), "network": the id of the one
         with the most,
-        "students": its count, "trusted": whether the lecturer let it in}; the network's fields only from
+        "students": its count, "trusted": whether the lecturer let it in, "full": whether it holds its share
+        (its next students are refused)}; the network's fields only from
         CROWD_SHOWN students (no household named)."""
         own, trusted = host_addresses(meta), set(listed(meta, "trusted"))
         counts = [(n, a) for a, n in self.store.networks(code).items() if a and a not in own]
@@ -449,7 +455,8 @@ class Rooms:
         others = sum(c for c, _ in counts)
         out: dict = {"others": others if others >= CROWD_SHOWN else 0}
         if n >= CROWD_SHOWN:
-            out |= {"network": _network_id(meta, addr), "students": n, "trusted": addr in trusted}
+            out |= {"network": _network_id(meta, addr), "students": n, "trusted": addr in trusted,
+                    "full": addr not in trusted and n >= self.address_share}  # more of them may be waiting
         return out
 
     def _network(self, code: str, meta: dict, network: object) -> str:
@@ -478,7 +485,11 @@ class Rooms:
 
         self._host_change(parsed, host_key, bar)
         gone = self.store.remove_address(parsed, addr)
-        self._host_change(parsed, host_key, lambda m: True)  # every page re-reads: revealed tallies changed
+        def told(m: dict) -> bool:  # every page re-reads: revealed tallies changed, and a page turned away asks
+            m["turned"] = int(m.get("turned") or 0) + 1
+            return True
+
+        self._host_change(parsed, host_key, told)
         return gone
 
     def let_in(self, code: str, host_key: str, network: object, trust: object = True) -> None:

@@ -5,6 +5,7 @@ No gradio here; app.py only wires these."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import patch_at
 from vizvit.pictures import figures, render
 from vizvit.readings import contest, masks, methods, perturb, sweep
+from vizvit.readings.lesson import SAME
 from vizvit.session import Photo
 from vizvit.views import flip
 from vizvit.views.common import top5_figure
@@ -123,13 +125,16 @@ def _grid_image(view: np.ndarray, g: Geometry, marked: tuple[int, ...] = ()) -> 
 
 # ------------------------------------------------------------------ shift
 def _two_decimals(v: float) -> str:
-    """0.973 -> '.97', 0.9999 -> '1', -0.41 -> '-.4' (one decimal below 0: a minus sign and two
-    decimals do not fit a 48 px tile at a size a lecture hall can read)."""
+    """0.973 -> '.97', 0.9999 -> '1', 0.998 -> '.99', -0.41 -> '-.4' (one decimal below 0: a minus sign and
+    two decimals do not fit a 48 px tile at a size a lecture hall can read). Cut, not rounded, below 1:
+    '1' only where the cosine counts as the same (lesson.SAME), or a tile read '1' beside a sentence
+    that said no vector stayed the same."""
     if v < -0.05:
         t = f"{v:.1f}".replace("0.", ".", 1)
         return "-1" if t == "-1.0" else t
-    t = f"{max(v, 0.0):.2f}".replace("0.", ".", 1)
-    return "1" if t == "1.00" else t
+    if v >= SAME:
+        return "1"
+    return f"{math.floor(max(v, 0.0) * 100) / 100:.2f}".replace("0.", ".", 1)
 
 
 def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:
