@@ -36,7 +36,7 @@ OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "li
 # and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
 KEPT = ["header", "choice", "number", "answer", "picture", "open_btn"]
 REVEALED = ["answer", "picture", "open_btn"]
-ROOM = ["room_md", "room_qr"]
+ROOM = ["room_md", "room_qr", "room_kept"]
 Ui = dict[str, gr.components.Component]
 
 
@@ -132,17 +132,26 @@ def do_open(ctx: Ctx, key: PhotoKey | None, n: int | None, opened: str) -> dict:
     return {"goto": f"{view}#{count}", **first, **{comps[k]: v for k, v in controls.items() if k in comps}}
 
 
-def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, request: gr.Request = None) -> dict:
-    """A live room on this tab's photo and model: its code, the students' link and QR code, the host view."""
+def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tuple | None,
+              request: gr.Request = None) -> dict:
+    """A live room on this tab's photo and model: its code, the students' link and QR code, the host view.
+    kept: (photo key, code, host key) of the room this page opened last: while it is open on the same
+    photo, the button shows it again instead of opening another (each click opened one, the earlier ones
+    stayed open, and the fourth was refused: 3 open rooms per address, the earlier host links gone)."""
     if key is None:
         return {"room_md": gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), "room_qr": gr.Image(visible=False)}
-    if ctx.room_opening is not None:
-        ctx.room_opening(request)  # rooms opened per address (issue 50): the API's limit, here too
-    # owner: the lecturer's address, so one stranger cannot hold every room (room.MAX_ROOMS_PER_OWNER)
-    opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), jobs.caller_of(request) or "")
     page_url = address(request, page_url)
-    invite = lesson.room_invite(opened["code"], opened["host_key"], page_url, phone(demo, page_url))
-    return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True)}
+    if kept is not None and kept[0] == key and ctx.rooms is not None and ctx.rooms.version(kept[1]) >= 0:
+        code, host_key = kept[1], kept[2]
+    else:
+        if ctx.room_opening is not None:
+            ctx.room_opening(request)  # rooms opened per address (issue 50): the API's limit, here too
+        # owner: the lecturer's address, so one stranger cannot hold every room (room.MAX_ROOMS_PER_OWNER)
+        opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), jobs.caller_of(request) or "")
+        code, host_key = opened["code"], opened["host_key"]
+    invite = lesson.room_invite(code, host_key, page_url, phone(demo, page_url))
+    return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True),
+            "room_kept": (key, code, host_key)}
 
 
 # -- the page: components, then wiring ---------------------------------------------------------------
@@ -157,7 +166,8 @@ def _room() -> Ui:
         room_md = gr.Markdown(visible=False, elem_id="lesson-room-info")
         room_qr = gr.Image(label="Scan: join the room", interactive=False, format="png", visible=False, buttons=[],
                            height=260, elem_id="lesson-room-qr")
-    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr)
+    room_kept = gr.State(None)  # (photo key, code, host key): the room this page opened last
+    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr, room_kept=room_kept)
 
 
 def _step() -> Ui:
@@ -194,8 +204,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui = {**_room(), **_step()}
     demo = Context.root_block  # the page being built: where it listens and its --share link, once launched
     outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
-    ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"]], [ui[n] for n in ROOM],
-                         show_progress="minimal")
+    ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"], ui["room_kept"]],
+                         [ui[n] for n in ROOM], show_progress="minimal")
     ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"], ui["drawn"]], outs)
     for btn, delta in (("prev", -1), ("nxt", +1)):
         ui[btn].click(kit.answer(go, ui, ctx, demo, delta), [key, ui["step"], ui["base"], ui["drawn"]], outs,

@@ -145,16 +145,24 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     # The room's steps measured ahead run in a thread (vizvit/api.py), not the page's concern here: a
     # forward still running as the interpreter exits aborts it.
     monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
-    none = tab.open_room(ctx, None, None, PAGE)
+    none = tab.open_room(ctx, None, None, PAGE, None)
     assert none["room_md"].value == lesson.ROOM_NO_PHOTO and none["room_qr"].visible is False
     asked = request(PAGE + "?lesson=1")
     asked.client = SimpleNamespace(host="10.1.2.3")
-    got = tab.open_room(ctx, None, key, "", asked)
+    got = tab.open_room(ctx, None, key, "", None, asked)
     assert got["room_md"].visible is True and got["room_qr"].visible is True
     code = got["room_md"].value.split("**Room ")[1].split("**")[0]
     assert f"{PAGE}room?code={code}" in got["room_md"].value
     # the opener's address is the room's owner (issue 50: 3 open rooms per address)
     assert ctx.rooms.store.meta(code)["owner"] == "address 10.1.2.3"
+    # the button again, its room still open on this photo: the same room, none opened beside it
+    rooms_before = len(ctx.rooms)
+    again = tab.open_room(ctx, None, key, "", got["room_kept"], asked)
+    assert again["room_md"].value == got["room_md"].value and len(ctx.rooms) == rooms_before
+    # once that room is closed, the button opens a new one
+    ctx.rooms.close(code, got["room_kept"][2])
+    new = tab.open_room(ctx, None, key, "", got["room_kept"], asked)
+    assert new["room_kept"][1] != code and ctx.rooms.version(new["room_kept"][1]) >= 0
 
 
 def test_a_room_opens_when_its_photo_was_pushed_out_of_memory(photo, monkeypatch):
@@ -164,7 +172,7 @@ def test_a_room_opens_when_its_photo_was_pushed_out_of_memory(photo, monkeypatch
     monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
     ctx.wb.analysis(key)
     ctx.wb._photos.clear()
-    got = tab.open_room(ctx, None, key, "", request(PAGE + "?lesson=1"))
+    got = tab.open_room(ctx, None, key, "", None, request(PAGE + "?lesson=1"))
     code = got["room_md"].value.split("**Room ")[1].split("**")[0]
     view = ctx.rooms.model_view(code)
     assert view is not None and view.startswith(b"\x89PNG")
@@ -185,6 +193,6 @@ def test_rooms_opened_from_the_tab_count_per_address_like_the_apis(photo, monkey
     caller = request(PAGE + "?lesson=1")
     caller.client = SimpleNamespace(host="10.1.2.3")
     for _ in range(int(OPENS.burst)):
-        assert tab.open_room(ctx, None, key, "", caller)["room_md"].visible is True
+        assert tab.open_room(ctx, None, key, "", None, caller)["room_md"].visible is True
     with pytest.raises(Exception, match=r"^Too many rooms opened from this address: wait \d+ s\.$"):
-        tab.open_room(ctx, None, key, "", caller)
+        tab.open_room(ctx, None, key, "", None, caller)
