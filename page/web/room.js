@@ -148,9 +148,9 @@
   const lessonOk = (r) => r.ok && Array.isArray(r.body.steps) && !r.body.error;
 
   // ---------------------------------------------------------------- the join form (no code, or a bad one)
-  function joinForm(message) {
+  function joinForm(message, typed = "") {  // typed: a well-formed code of no open room, kept to be mended
     const input = el("input", { id: "code", name: "code", autocapitalize: "characters", autocomplete: "off",
-                                maxLength: 2 * CFG.length, "aria-label": "Room code" });
+                                maxLength: 2 * CFG.length, "aria-label": "Room code", value: typed });
     const err = el("p", { className: "error", id: "join-error" }, message || "");
     const form = el("form", { onsubmit: (e) => {
       e.preventDefault();
@@ -188,8 +188,8 @@
     try { mine = JSON.parse(sessionStorage.getItem("vizvit-answers-" + code) || "{}") || {}; } catch (e) { mine = {}; }
     if (typeof mine !== "object" || Array.isArray(mine)) mine = {};
     let got;
-    try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page."); }
-    if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.");
+    try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page.", code); }
+    if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.", code);
     const lesson = got.body;
     // Refused (locked, full, its network's share taken): the page says why and asks again while the room
     // is open, after 10 s, then 20, then every 30 s, since the lecturer may unlock it or let the network

@@ -373,7 +373,17 @@ def test_the_lecturer_gets_every_answer_as_csv_and_no_one_else_does(opened):
     rooms.move(code, key, 2, reveal=True)
     assert rooms.answer(code, S1, 3, "x")[0] is False  # step 3 is not open: not in the file
     rows = rooms.answers_csv(code, key, ["one", "two, with a comma"]).splitlines()
-    assert rows == ["step,title,student,answer,revealed", f"1,one,{S1},224,no", f"1,one,{S2},196,no"]
+    head = "step,title,student,answer,revealed,truth,right"
+    assert rows == [head, f"1,one,{S1},224,no,,", f"1,one,{S2},196,no,,"]
+    # revealed with its truth measured: right is the truth's text, or a number within the step's tolerance
+    rooms.move(code, key, 1)
+    assert rooms.answer(code, S3, 1, "220")[0]
+    rooms.prepare(code, 1, {"truth": "224"}, None)
+    rooms.move(code, key, 1, reveal=True)
+    rows = rooms.answers_csv(code, key, ["one"], [3.0]).splitlines()
+    assert rows == [head, f"1,one,{S1},224,yes,224,yes", f"1,one,{S3},220,yes,224,no", f"1,one,{S2},196,yes,224,no"]
+    rows = rooms.answers_csv(code, key, ["one"], [4.0]).splitlines()
+    assert rows[2] == f"1,one,{S3},220,yes,224,yes"  # 4 off, within 4
     with pytest.raises(UserError, match="host key"):
         rooms.answers_csv(code, "not the key")
 

@@ -238,6 +238,7 @@ def test_a_room_as_a_lecturer_runs_it_hidden_bars_every_option_no_answer_and_a_c
         step9 = [r for r in rows if r["step"] == "9"]
         assert sorted(r["answer"] for r in step9) == ["few", "few"] and all(r["revealed"] == "yes" for r in step9)
         assert {r["student"] for r in rows} and all(re.fullmatch(r"[A-Za-z0-9_-]{8,64}", r["student"]) for r in rows)
-        assert rows and rows[0].keys() == {"step", "title", "student", "answer", "revealed"}
+        assert rows and rows[0].keys() == {"step", "title", "student", "answer", "revealed", "truth", "right"}
+        assert all(r["truth"] == "none" and r["right"] == "no" for r in step9), step9  # "few" against "none"
         for s in students:
             s.close()

@@ -242,3 +242,15 @@ def test_a_student_turned_away_asks_once_a_minute_and_one_over_the_share_sooner(
                 page.wait_for_timeout(300)  # its view read and the refusal drawn, the page's sleep begun
                 assert len(hellos) == k + 1 and page.evaluate(again) == str(wait), (k, len(hellos))
                 page.clock.run_for(wait * 1000 + 100)
+
+
+def test_a_code_of_no_open_room_stays_in_the_box_to_be_mended(url):
+    """A well-formed code of no room: the join form says so and keeps the code typed (the box came back
+    empty, and the student could not see what was wrong); a malformed one says what a code is."""
+    with page_at(url + "room?code=abcd-2345", width=390, height=844, wait_for="#code") as page:
+        page.wait_for_selector("#join-error:has-text('no open room')")
+        assert page.input_value("#code") == "ABCD2345"
+        page.fill("#code", "WRONGCOD")
+        page.click("#join")
+        page.wait_for_selector(f"#join-error:has-text('{BAD_CODE}')")
+        assert "never O, 0, I or 1" in BAD_CODE

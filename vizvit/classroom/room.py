@@ -79,7 +79,7 @@ CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 min
                "for a new room.")
 OWNER_FULL = (f"You already have {MAX_ROOMS_PER_OWNER} open rooms, the limit per address: close one, "
               "or reopen the lecturer's page of one you left, before opening another.")
-BAD_CODE = "A room code is 8 letters and digits, like ABCD2345."  # CODE_LEN of CODE_ALPHABET (no 0, O, 1, I)
+BAD_CODE = "A room code is 8 letters and digits (never O, 0, I or 1), like ABCD2345."  # CODE_LEN of CODE_ALPHABET
 NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
 
 
@@ -260,6 +260,18 @@ def _add(meta: dict, name: str, addr: str, keep: int) -> None:
 def _drop(meta: dict, name: str, addr: str) -> None:
     if addr in listed(meta, name):
         meta[name] = [a for a in listed(meta, name) if a != addr]
+
+
+def _right(answer: str, truth: str, within: Sequence[float], n: int) -> bool:
+    """An answer against its step's truth: the same text (an option key, or a number as tallied), or a
+    number within step n's tolerance (within[n - 1])."""
+    if answer == truth:
+        return True
+    tol = within[n - 1] if n - 1 < len(within) else 0.0
+    try:
+        return tol > 0 and abs(float(answer) - float(truth)) <= tol
+    except ValueError:
+        return False
 
 
 def _check_student(student: object) -> str:
@@ -602,18 +614,24 @@ class Rooms:
         n = _step(meta, step)
         return _tally(n, self.store.answers(parsed, n), meta)
 
-    def answers_csv(self, code: str, host_key: str, titles: Sequence[str] = ()) -> str:
+    def answers_csv(self, code: str, host_key: str, titles: Sequence[str] = (),
+                    within: Sequence[float] = ()) -> str:
         """Every answer of the room for its lecturer, as CSV: one row per step and student
         (step, its title where given, the student's random id, the answer as tallied, whether that
-        step is revealed). Students are the ids their pages made up: nothing else is known of them."""
+        step is revealed, and once it is, the truth measured on the room's photo and whether the answer
+        is right: the truth's option, or a number within the step's `within`). Students are the ids
+        their pages made up: nothing else is known of them."""
         parsed, meta = self._host_change(code, host_key)
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
-        w.writerow(["step", "title", "student", "answer", "revealed"])
+        w.writerow(["step", "title", "student", "answer", "revealed", "truth", "right"])
         for n in range(1, len(meta["questions"]) + 1):
             title = titles[n - 1] if n - 1 < len(titles) else ""
+            shown = n in meta["revealed"]
+            truth = meta["notes"].get(str(n), {}).get("truth") if shown else None
             for student, text in sorted(self.store.answers(parsed, n).items()):
-                w.writerow([n, title, student, text, "yes" if n in meta["revealed"] else "no"])
+                right = "" if truth is None else "yes" if _right(text, str(truth), within, n) else "no"
+                w.writerow([n, title, student, text, "yes" if shown else "no", "" if truth is None else truth, right])
         return out.getvalue()
 
     # -------------------------------------------------------------- a student
