@@ -177,7 +177,7 @@ def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = Non
     def room_answer(code: str, step: int = 1, answer: str | float = "", student: str = "",
                     request: gr.Request = None) -> dict:
         """A student's answer to the lecturer's open step: an option key, or a number.
-        student: a random id of 8-64 letters/digits/-/_ the caller keeps (empty: this client's
+        student: a random id of 8-64 letters/digits/-/_ (a letter or digit first) the caller keeps (empty: this client's
         session). One answer per student per step; a new one replaces it. -> {"accepted", "reason"}."""
         code = guard.code(request, code)
         who = student or (getattr(request, "session_hash", None) or "")

@@ -317,7 +317,8 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
             st = rooms.state(code)
             g = wb.model(st.model).geometry
             titles = [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()]
-            text = rooms.answers_csv(code, body.get("host_key"), titles, [s.within for s in lesson_readings.steps()])
+            within = [s.within if s.is_number else 0.0 for s in lesson_readings.steps()]  # options: the key itself
+            text = rooms.answers_csv(code, body.get("host_key"), titles, within)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         name = f"room-{st.code}-answers.csv"  # the canonical code: letters and digits only

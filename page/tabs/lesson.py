@@ -12,6 +12,7 @@ from gradio.context import Context
 
 from vizvit import deeplink, launch
 from vizvit.api import PublicApi
+from vizvit.errors import UserError
 from vizvit.session import PhotoKey
 from vizvit.views import lesson
 from vizvit.vocab import TABS
@@ -132,6 +133,15 @@ def do_open(ctx: Ctx, key: PhotoKey | None, n: int | None, opened: str) -> dict:
     return {"goto": f"{view}#{count}", **first, **{comps[k]: v for k, v in controls.items() if k in comps}}
 
 
+def _open(ctx: Ctx, code: str) -> bool:
+    """Whether a room is open: read as a student's page reads it (a room whose lecturer has been away
+    30 minutes is closed by that read; its version alone still said open)."""
+    try:
+        return ctx.rooms is not None and not ctx.rooms.state(code).closed
+    except UserError:
+        return False
+
+
 def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tuple | None,
               request: gr.Request = None) -> dict:
     """A live room on this tab's photo and model: its code, the students' link and QR code, the host view.
@@ -141,7 +151,7 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tu
     if key is None:
         return {"room_md": gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), "room_qr": gr.Image(visible=False)}
     page_url = address(request, page_url)
-    if kept is not None and kept[0] == key and ctx.rooms is not None and ctx.rooms.version(kept[1]) >= 0:
+    if kept is not None and kept[0] == key and _open(ctx, kept[1]):
         code, host_key = kept[1], kept[2]
     else:
         if ctx.room_opening is not None:

@@ -180,7 +180,7 @@
 
   async function student(code) {
     let id = localStorage.getItem("vizvit-student");
-    if (!id || !/^[A-Za-z0-9_-]{8,64}$/.test(id)) {
+    if (!id || !/^[A-Za-z0-9][A-Za-z0-9_-]{7,63}$/.test(id)) {
       id = "s-" + crypto.getRandomValues(new Uint32Array(3)).join("-");
       localStorage.setItem("vizvit-student", id);
     }
@@ -207,8 +207,9 @@
     }
     let state = null, looking = null, message = "", lost = false, draft = null;  // draft: a refused number, kept to mend
     let turnedSeen = null;  // the room's count of networks turned away, as this page last saw it
+    let gone = false;  // this page was turned away: an answer still on its way draws nothing
     function render() {
-      if (!state) return;
+      if (!state || gone) return;
       if (state.closed) return show(el("h1", {}, "The room is closed"), el("p", {}, state.error || ""));
       const n = looking || state.step, s = lesson.steps[n - 1], shown = (state.shown || {})[String(n)];
       if (!s) return;
@@ -268,9 +269,12 @@
         state = next;
         v = Number.isInteger(state.version) ? state.version : -2;
         // A network was turned away: is this page's among them? Its answers are gone then, and it says so.
+        // Each page waits 0-3 s first: a room's 300 pages asking at the same moment queue behind each other.
         if (Number.isInteger(state.turned) && turnedSeen !== null && state.turned !== turnedSeen && !state.closed) {
           turnedSeen = state.turned;
-          if (await hello(code, id)) {
+          await sleep(Math.random() * 3000);
+          if (await hello(code, id) === CFG.barred) {  // not a busy server's or a proxy's refusal: those pass
+            gone = true;  // this page's answers and drawing end here; the refusal's page takes over
             sessionStorage.removeItem("vizvit-answers-" + code);
             return student(code);
           }
@@ -492,7 +496,7 @@
       // goes on from the next move instead of from the page's top
       const at = document.activeElement;
       if (!at || at === document.body || at.disabled) {
-        const to = ["next", "back", "close"].map((b) => document.getElementById(b)).find((b) => b && !b.disabled);
+        const to = ["reveal", "next", "back", "close"].map((b) => document.getElementById(b)).find((b) => b && !b.disabled);
         if (to) to.focus();
       }
     }

@@ -45,7 +45,7 @@ def test_a_number_typed_on_any_phone_is_read_as_its_writer_meant(typed, value):
 
 
 @pytest.mark.parametrize("typed", ["", "%", "1,2,3", "1.2.3,4,5", "twelve", "1..2", "12,5,", "px", "abc",
-                                   "12 and 13 px", "inf px"])
+                                   "12 and 13 px", "inf px", "1e", "2x"])  # a lone letter is no unit
 def test_a_string_that_is_no_number_is_refused(typed):
     with pytest.raises(ValueError):
         parse_number(typed)
@@ -139,7 +139,7 @@ def test_answers_are_checked_against_the_question(opened):
     for bad in ("d", "A", 1, None, ""):
         ok, why = rooms.answer(code, S1, 2, bad)
         assert not ok and "one of: a, b, c" in why, bad
-    for bad_student in ("", "short", "x" * 65, "has space!", None, 12345678):
+    for bad_student in ("", "short", "x" * 65, "has space!", None, 12345678, "-A1-B1-C1"):  # "-" first: a CSV formula
         ok, why = rooms.answer(code, bad_student, 2, "a")
         assert not ok and "student" in why
     assert rooms.tally(code, key, 2).total == 0 and rooms.tally(code, key, 1).total == 0
@@ -298,7 +298,7 @@ def test_hello_counts_students_toward_the_limit(store):
     assert rooms.join(code, S3) == (False, "This room is full (2 students).")
     assert rooms.answer(code, S3, 1, 1) == (False, "This room is full (2 students).")
     assert rooms.join(code, "bad id") == (False, "student must be the page's random id: 8 to 64 letters, digits, "
-                                                 "- or _.")
+                                                 "- or _, a letter or digit first.")
     assert rooms.join("NOPE", S1) == (False, UNKNOWN_ROOM)
 
 

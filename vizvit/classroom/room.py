@@ -66,7 +66,8 @@ META_TTL_S = 0.5  # a room's meta read again from the store after this long (a c
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
 CODE_LEN = 8  # 32**8 = 1.1e12 codes: with wrong codes rate-limited per address, a stranger cannot find a room
 CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
-STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")  # a random token the student's page keeps
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{7,63}")  # a random token the student's page keeps (never
+# "-" first: a spreadsheet opening the answers' CSV would read "-A1-B1" as a formula)
 
 UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the lecturer for the link."
 WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
@@ -150,7 +151,9 @@ def parse_number(text: str) -> float:
     digits after a non-zero lead ("1,234", "1.234") is read the English way: thousands for a comma,
     a decimal point for a dot, as `float` reads it."""
     t = text.strip().replace("\u2212", "-").removesuffix("%").strip()
-    if unit := re.fullmatch(r"(.*\d)\s*[A-Za-z×]{1,12}\.?", t):  # "224px", "224 pixels", "64875×": the unit dropped
+    # "224px", "224 pixels", "64875×": the unit dropped; not a lone letter after a digit ("1e": an exponent
+    # half typed, "2x"), which is no unit
+    if unit := re.fullmatch(r"(.*\d)\s*([A-Za-z]{2,12}\.?|×)", t):
         t = unit.group(1)
     t = re.sub(r"[\s\u00a0\u202f_']", "", t)  # spaces and apostrophes group digits, never mean anything else
     if "," in t and "." in t:  # the last one is the decimal mark, the other groups thousands
@@ -276,7 +279,8 @@ def _right(answer: str, truth: str, within: Sequence[float], n: int) -> bool:
 
 def _check_student(student: object) -> str:
     if not isinstance(student, str) or not STUDENT_ID.fullmatch(student):
-        raise UserError("student must be the page's random id: 8 to 64 letters, digits, - or _.")
+        raise UserError("student must be the page's random id: 8 to 64 letters, digits, - or _, a letter or digit "
+                        "first.")
     return student
 
 

@@ -134,7 +134,7 @@ def _two_decimals(v: float) -> str:
         return "-1" if t == "-1.0" else t
     if v >= SAME:
         return "1"
-    return f"{math.floor(max(v, 0.0) * 100) / 100:.2f}".replace("0.", ".", 1)
+    return f"{math.floor(max(v, 0.0) * 100 + 1e-9) / 100:.2f}".replace("0.", ".", 1)  # 0.29 * 100 is 28.999…
 
 
 def cosine_image(cos: np.ndarray, g: Geometry) -> np.ndarray:

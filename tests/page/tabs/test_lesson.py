@@ -163,6 +163,14 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     ctx.rooms.close(code, got["room_kept"][2])
     new = tab.open_room(ctx, None, key, "", got["room_kept"], asked)
     assert new["room_kept"][1] != code and ctx.rooms.version(new["room_kept"][1]) >= 0
+    # a room whose lecturer's page has been away 30 minutes is closed (its version alone still read open)
+    clock = [1000.0]
+    away = dataclasses.replace(ctx, rooms=Rooms(clock=lambda: clock[0]))
+    first = tab.open_room(away, None, key, "", None, asked)
+    clock[0] += 31 * 60
+    assert away.rooms.version(first["room_kept"][1]) >= 0
+    later = tab.open_room(away, None, key, "", first["room_kept"], asked)
+    assert later["room_kept"][1] != first["room_kept"][1]
 
 
 def test_a_room_opens_when_its_photo_was_pushed_out_of_memory(photo, monkeypatch):
