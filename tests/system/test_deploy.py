@@ -192,10 +192,13 @@ def test_render_refuses_no_replica_and_a_cookie_nginx_cannot_name(tmp_path):
 
 # ------------------------------------------------------------------ the real app: two replicas
 def replica_of(url: str, client) -> str:
-    """Which replica nginx sends this gradio_client student to (its cookie, from its first answer)."""
+    """Which replica answers this gradio_client student (its cookie, from its first answer). nginx's
+    $upstream_addr names every replica it tried, "dead, alive" where it tried a dead one first (seen under
+    load): the one that answered is the last."""
     import httpx
 
-    return httpx.get(url + "gradio_api/info", cookies=client.cookies, timeout=60).headers[cluster.REPLICA_HEADER]
+    tried = httpx.get(url + "gradio_api/info", cookies=client.cookies, timeout=60).headers[cluster.REPLICA_HEADER]
+    return tried.split(",")[-1].strip()
 
 
 def routes_in(access_log: Path) -> dict[str, set[str]]:
