@@ -301,12 +301,13 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
     async def lesson(request: Request) -> JSONResponse:
         try:
             st = rooms.state(request.path_params.get("code", ""))
-            g = wb.model(st.model).geometry
+            vm = wb.model(st.model)
+            g = vm.geometry
         except UserError as e:
             return JSONResponse({"error": str(e)})
         steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
                   "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number,
-                  "within": s.within}
+                  "within": s.within, "meaning": lesson_view.meaning(s, vm)}
                  for s in lesson_readings.steps()]
         return JSONResponse({"steps": steps})
 

@@ -146,6 +146,8 @@
   }
 
   const lessonOk = (r) => r.ok && Array.isArray(r.body.steps) && !r.body.error;
+  // A step's meaning, written for the Lesson tab's Markdown, as plain text (this page draws no markup).
+  const plainText = (md) => String(md).replace(/\*\*|`/g, "").replace(/\s*\n\s*/g, " ").trim();
 
   // ---------------------------------------------------------------- the join form (no code, or a bad one)
   function joinForm(message, typed = "") {  // typed: a well-formed code of no open room, kept to be mended
@@ -236,6 +238,7 @@
                    el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n], s));
         if (shown.truth != null) parts.push(el("p", {}, "The truth on this photo: ", el("b", {}, truthText(s, shown.truth))));
         if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")));
+        if (s.meaning) parts.push(el("p", { id: "meaning" }, plainText(s.meaning)));
       } else {
         parts.push(el("p", { className: "muted" }, "This question is closed."));
       }
@@ -439,6 +442,7 @@
         el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
         shown && shown.truth != null ? el("p", { className: "question" }, `Truth on this photo: ${truthText(s, shown.truth)}`) : null,
         shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")) : null,
+        shown && s.meaning ? el("p", { id: "meaning" }, plainText(s.meaning)) : null,
         el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
           onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
           " Hide the answers until the reveal"), " ",

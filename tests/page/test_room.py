@@ -55,6 +55,7 @@ def test_one_host_and_three_students(url):
         host.click("#reveal")
         host.wait_for_selector("text=Truth on this photo", timeout=60_000)
         assert "196 patches of 768 numbers" in host.inner_text("#host")
+        assert "(224/16)² = 196 patches" in host.inner_text("#meaning") and "**" not in host.inner_text("#meaning")
         # beside the floated picture too, a bar's length is its count's share: 1 answer draws half of 2
         fills = host.evaluate("() => Object.fromEntries([...document.querySelectorAll('#tally .bar')].map("
                               "b => [b.querySelector('.label').textContent.trim()[0],"
@@ -68,6 +69,7 @@ def test_one_host_and_three_students(url):
             assert re.search(r"b: [^\n]*✓\s*(\(you\))?\s*2", text), text
             assert re.search(r"a: [^\n]*?(\(you\))?\s*1", text), text
             assert f"Your answer: {key}:" in text
+            assert "like words in a sentence" in s.inner_text("#meaning")  # the step's meaning, as the Lesson tab's
             assert picture_size(s)[0] > 224  # the revealed step's figure: the Patches tab's grid on the photo
         students[2].click("#back")  # looking back at step 1: its reveal was never made, its question closed
         assert "step 1 of" in students[2].inner_text("h1") and "closed" in students[2].inner_text("body")

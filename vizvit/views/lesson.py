@@ -18,7 +18,7 @@ import segno
 from vizvit.classroom import lesson as lesson_mod
 from vizvit.classroom.lesson import MEASURED, Step
 from vizvit.errors import UserError
-from vizvit.model.models import Geometry
+from vizvit.model.models import Geometry, VitModel
 from vizvit.readings.lesson import MEASURES, step_controls, steps
 from vizvit.session import Photo, PhotoGone
 from vizvit.views import attention, embeddings, experiments, inside, lecture, patches, positions
@@ -198,6 +198,17 @@ def _verdict(s: Step, p: LessonParams, right: str | float, g: Geometry) -> str:
     return "✓ **Right**: " + text + "." if p.choice == right else f"✗ **Not quite**. On this photo: **{text}**."
 
 
+def meaning(s: Step, vm: VitModel) -> str:
+    """A step's meaning for this model (Markdown): on untrained weights, what needs trained ones and
+    what still holds (the Lesson tab's reveal and a live room's revealed step say the same)."""
+    text = lesson_mod.fill(s.meaning, vm.geometry)
+    if s.trained and not vm.is_pretrained:
+        text += (f"\n\n**These weights are untrained** (random): {lesson_mod.fill(s.trained, vm.geometry)} needs a "
+                 f"trained model, so this photo's answer is not the lesson's claim. What still holds: "
+                 f"{lesson_mod.fill(s.holds, vm.geometry)}.")
+    return text
+
+
 def reveal(ph: Photo, p: LessonParams) -> Reveal:
     """A step's answer: the measurement on this photo, the verdict on the student's answer, the
     meaning, and the step's tab's own picture. A step that cannot be measured on this model says why."""
@@ -214,11 +225,7 @@ def reveal(ph: Photo, p: LessonParams) -> Reveal:
     except UserError as e:
         return Reveal(f"**This step cannot be measured on {vm.display_name}:** {e}", None, s.view, controls)
     right = m.right if s.answer == MEASURED else s.answer
-    parts = [_verdict(s, p, right, g), m.line, lesson_mod.fill(s.meaning, g)]
-    if s.trained and not vm.is_pretrained:
-        parts.append(f"**These weights are untrained** (random): {lesson_mod.fill(s.trained, g)} needs a trained "
-                     f"model, so this photo's answer is not the lesson's claim. What still holds: "
-                     f"{lesson_mod.fill(s.holds, g)}.")
+    parts = [_verdict(s, p, right, g), m.line, meaning(s, vm)]
     picture = getattr(tab_page(ph, s), s.picture) if s.picture else None
     return Reveal("\n\n".join(parts), picture, s.view, controls)
 
