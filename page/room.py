@@ -13,7 +13,7 @@ import io
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from fastapi.routing import APIRoute
@@ -166,16 +166,11 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
         kept = {"answer": rooms.kept(code, step, given)} if ok else {}
         return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
 
-    async def tally(request: Request) -> JSONResponse:
-        try:
-            b = await _json_body(request)
-            t = rooms.tally(request.path_params.get("code", ""), b.get("host_key"), b.get("step"))
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse(t.as_json(), headers={"Cache-Control": "no-store"})
+    def tally(request: Request, code: str, b: dict) -> dict:
+        return rooms.tally(code, b.get("host_key"), b.get("step")).as_json()
 
     return [APIRoute("/vizvit_room/{code}/answer", answer, methods=["POST"]),
-            APIRoute("/vizvit_room/{code}/tally", tally, methods=["POST"])]
+            APIRoute("/vizvit_room/{code}/tally", _host_route(tally), methods=["POST"])]
 
 
 def presence_routes(rooms: Rooms) -> list[APIRoute]:
@@ -192,43 +187,20 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
     its network turned away or holding its share).
     A refusal: {"error": the sentence} (host, lock) with status 400."""
 
-    async def host(request: Request) -> JSONResponse:
-        try:
-            b = await _json_body(request)
-            body = rooms.host(request.path_params.get("code", ""), b.get("host_key"), network_of(request))
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+    def host(request: Request, code: str, b: dict) -> dict:
+        return rooms.host(code, b.get("host_key"), network_of(request))
 
-    async def lock(request: Request) -> JSONResponse:
-        code = request.path_params.get("code", "")
-        try:
-            b = await _json_body(request)
-            rooms.lock(code, b.get("host_key"), b.get("locked"))
-            body = rooms.view(code)
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+    def lock(request: Request, code: str, b: dict) -> dict:
+        rooms.lock(code, b.get("host_key"), b.get("locked"))
+        return rooms.view(code)
 
-    async def turn_away(request: Request) -> JSONResponse:
-        code = request.path_params.get("code", "")
-        try:
-            b = await _json_body(request)
-            gone = rooms.turn_away(code, b.get("host_key"), b.get("network"))
-            body = {**rooms.host(code, b.get("host_key"), network_of(request)), "turned_away": gone}
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+    def turn_away(request: Request, code: str, b: dict) -> dict:
+        gone = rooms.turn_away(code, b.get("host_key"), b.get("network"))
+        return {**host(request, code, b), "turned_away": gone}
 
-    async def let_in(request: Request) -> JSONResponse:
-        code = request.path_params.get("code", "")
-        try:
-            b = await _json_body(request)
-            rooms.let_in(code, b.get("host_key"), b.get("network"), b.get("trust", True))
-            body = rooms.host(code, b.get("host_key"), network_of(request))
-        except UserError as e:
-            return JSONResponse({"error": str(e)}, status_code=400)
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+    def let_in(request: Request, code: str, b: dict) -> dict:
+        rooms.let_in(code, b.get("host_key"), b.get("network"), b.get("trust", True))
+        return host(request, code, b)
 
     async def hello(request: Request) -> JSONResponse:
         try:
@@ -238,11 +210,25 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
         ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"), network_of(request))
         return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
 
-    return [APIRoute("/vizvit_room/{code}/host", host, methods=["POST"]),
-            APIRoute("/vizvit_room/{code}/lock", lock, methods=["POST"]),
-            APIRoute("/vizvit_room/{code}/turn_away", turn_away, methods=["POST"]),
-            APIRoute("/vizvit_room/{code}/let_in", let_in, methods=["POST"]),
+    return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(act), methods=["POST"])
+              for act in (host, lock, turn_away, let_in)),
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
+
+
+def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """A host-keyed plain route: act(request, code, its JSON body) -> the answer; a refusal (a bad body,
+    a wrong key, a closed room) -> {"error": its sentence}, status 400."""
+
+    async def route(request: Request) -> JSONResponse:
+        code = request.path_params.get("code", "")
+        try:
+            body = act(request, code, await _json_body(request))
+        except UserError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    route.__name__ = act.__name__
+    return route
 
 
 @functools.cache

@@ -261,8 +261,8 @@ def _add(meta: dict, name: str, addr: str, keep: int) -> None:
 
 
 def _drop(meta: dict, name: str, addr: str) -> None:
-    if addr in listed(meta, name):
-        meta[name] = [a for a in listed(meta, name) if a != addr]
+    if addr in (got := listed(meta, name)):
+        meta[name] = [a for a in got if a != addr]
 
 
 def _right(answer: str, truth: str, within: Sequence[float], n: int) -> bool:
@@ -459,12 +459,11 @@ class Rooms:
         return {**self.view(parsed), "crowd": self._crowd(parsed, meta)}
 
     def _crowd(self, code: str, meta: dict) -> dict:
-        """What the host page says of the other networks: {"others": students from networks other than
-        the lecturer's own (many small ones add up there; 0 below CROWD_SHOWN), "network": the id of the one
-        with the most,
-        "students": its count, "trusted": whether the lecturer let it in, "full": whether it holds its share
-        (its next students are refused)}; the network's fields only from
-        CROWD_SHOWN students (no household named)."""
+        """What the host page says of the other networks: {"others": students from networks other than the
+        lecturer's own (many small ones add up there; 0 below CROWD_SHOWN), "network": the id of the one
+        with the most, "students": its count, "trusted": whether the lecturer let it in, "full": whether it
+        holds its share (its next students are refused)}; the network's fields only from CROWD_SHOWN
+        students (no household named)."""
         own, trusted = host_addresses(meta), set(listed(meta, "trusted"))
         counts = [(n, a) for a, n in self.store.networks(code).items() if a and a not in own]
         n, addr = min(counts, key=lambda na: (-na[0], na[1]), default=(0, ""))  # the most; ties: one order
@@ -499,12 +498,12 @@ class Rooms:
             _add(m, "barred", addr, BARRED_KEPT)
             return False
 
-        self._host_change(parsed, host_key, bar)
-        gone = self.store.remove_address(parsed, addr)
         def told(m: dict) -> bool:  # every page re-reads: revealed tallies changed, and a page turned away asks
             m["turned"] = int(m.get("turned") or 0) + 1
             return True
 
+        self._host_change(parsed, host_key, bar)
+        gone = self.store.remove_address(parsed, addr)
         self._host_change(parsed, host_key, told)
         return gone
 
