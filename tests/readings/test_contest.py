@@ -36,12 +36,21 @@ def test_the_contest_as_export_runs_it_equals_one_plain_forward_per_masked_view(
         rows.update({n: (band.deletion[k], band.insertion[k]) for k, n in enumerate(band.names)})
         for name in [*curves.names, "random order 2", "random order 7"]:
             order = np.argsort(-np.asarray(maps[name], np.float64).ravel(), kind="stable")
+            # A random order (the "random" map is order 1) inserts least-ranked first: n patches back = its
+            # last n kept.
+            inserted = order[::-1] if name.startswith("random") else order
             for s in (1, 4, 9):
                 n = int(round(s / 10 * g.num_patches))
-                for k, removed in ((0, order[:n]), (1, order[n:])):  # deletion, insertion
+                for k, removed in ((0, order[:n]), (1, inserted[n:])):  # deletion, insertion
                     v = vizvit.analyze(tiny16, base.input_view, View(mask=tuple(int(i) for i in removed),
                                                                      mask_mode=fill))
                     assert abs(rows[name][k][s] - float(v.probs[target])) < 1e-5, (fill, name, s, k)
+        # Read back, each random order's insertion curve is its deletion curve backwards (one set of views;
+        # 196 patches: the counts are symmetric): equal AUCs, and the distinct views of a fill are 2 (intact,
+        # empty) + 9 inner steps × (2 per map + 1 per order), the "random" map being order 1 (no ties).
+        assert np.allclose(band.insertion, band.deletion[:, ::-1], atol=1e-6)
+        assert np.allclose(band.insertion_auc, band.deletion_auc, atol=1e-6)
+        assert part.forwards == 2 + 9 * (2 * (len(curves.names) - 1) + len(band.names)), part.forwards
         steps = told[fill]
         assert len(steps) > 1 and steps[-1] == (part.forwards, part.forwards), (fill, steps[-3:])
         assert all(a[0] < b[0] for a, b in zip(steps, steps[1:]))
@@ -60,7 +69,8 @@ def test_the_steps_end_in_the_contest_compute_contest_returns_and_cache_it(tiny1
     assert first.curves is None and first.done == 0 and first.total == len(maps) + 2
     assert [s.done for s in middle] == list(range(1, len(maps) + 2)) and middle[-1].band is not None
     assert last.contest is not None and last.done == last.total
-    whole = perturb.faithfulness_curves(tiny16, ph.analysis().input_view, maps, 3, "black")
+    whole = perturb.faithfulness_curves(tiny16, ph.analysis().input_view, maps, 3, "black",
+                                        read_back=contest.read_back({}))
     assert last.contest.first.curves.names == whole.names
     assert np.allclose(last.contest.first.curves.deletion, whole.deletion, atol=1e-6)
     assert last.contest.second.curves.mode == "blur" and last.contest.second.curves.target == whole.target

@@ -72,7 +72,8 @@ def test_curves_shown_map_by_map_end_equal_to_one_batched_run(tiny16, cat):
     assert len(panels_seen) == len(maps) + 2  # each map, then the random orders, then the second fill
     assert "1 of" in panels_seen[0].text and "of" not in panels_seen[-1].text.split("·")[0]
     assert "then by blur" in panels_seen[-1].text and "beats random only outside the band" in panels_seen[-1].text
-    whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black")
+    whole = perturb.faithfulness_curves(tiny16, wb.analysis(key).input_view, maps, steps=4, mode="black",
+                                        read_back=contest.read_back({}))  # "random" inserts read back
     cached = contest.compute_curves(wb.handle(key), steps=4, mode="black")  # filled by the progress run
     assert cached.names == whole.names
     assert np.allclose(cached.deletion, whole.deletion, atol=1e-6)
@@ -153,6 +154,10 @@ def test_contest_verdict_on_constructed_aucs():
     t = contest_verdict([black, blur], "cat", 0.82, {"rollout": 4, "last-layer [CLS] attention": 4, "Grad-CAM": 0},
                         "the four corners", 20)
     assert f"deletion AUC **0.500 ± {sd_del:.3f}**" in t and "mean ± sd of 10 orders" in t
+    assert "one band" not in t  # two different bands are given as two
+    one = contest_verdict([_score("black", names, [0.596, 0.519, 0.40], [0.563, 0.50, 0.62], band_del, band_del)],
+                          "cat", 0.82, {}, "", 20)
+    assert f"deletion and insertion AUC **0.500 ± {sd_del:.3f}** (one band: a random order's insertion is" in one
     assert "**black fill:**" in t and "**blur fill:**" in t and "One photo, 2 fills (black and blur)" in t
     # black: Grad-CAM beats random on both; rollout's deletion is above the band; insertion 0.563 is inside it
     assert "Beat random on both curves: Grad-CAM (0.400, 0.620)." in t

@@ -112,9 +112,12 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
 
     text = experiments.curves_panel(photo).text
     # Measured (issue 43): one random order had deletion AUC 0.463 and "won"; ten orders give 0.505 ± 0.032
-    # (black) and 0.390 ± 0.027 (blur). Black: rollout beats random on insertion only (0.563 against
-    # 0.504 ± 0.046) but is worse on deletion; blur: attention beats it on both (0.345, 0.517).
-    assert "mean ± sd of 10 orders: deletion AUC **0.50" in text and "no map beats" not in text.lower()
+    # (black) and 0.390 ± 0.027 (blur), deletion and insertion alike (read back). Black: rollout beats random
+    # on insertion (0.563 against 0.505 ± 0.032) but is worse on deletion; blur: attention beats it on both
+    # (0.345, 0.517).
+    # Read back (contest.read_back), the orders' insertion AUCs are their deletion AUCs: one band a fill.
+    assert "mean ± sd of 10 orders: deletion and insertion AUC **0.505 ± 0.032** (one band" in text
+    assert "deletion and insertion AUC **0.390 ± 0.027** (one band" in text and "no map beats" not in text.lower()
     assert "**black fill:**" in text and "**blur fill:**" in text and "The fills disagree" in text
     # rollout: insertion above the band, deletion 0.596 past its worse edge 0.537: not a win (a reviewer, 2026-12-06)
     assert "Better than random on insertion but worse on deletion: rollout (0.596, 0.563)" in text

@@ -37,6 +37,14 @@ RANDOM_ROW = "random (baseline)"  # the ranking's row for the random orders' mea
 SECOND_FILL = "blur"
 
 
+def read_back(orders: dict[str, np.ndarray]) -> set[str]:
+    """The rankings whose insertion is their deletion read backwards (perturb.faithfulness_curves): the
+    random orders and the "random" map (random order 1). Any random order reversed is as random, and
+    deletion at a fraction f and insertion at 1 − f are then one experiment on the same views: each
+    random order's insertion AUC is its deletion AUC, and the band costs half the views."""
+    return {*orders, methods.RANDOM.name}
+
+
 def second_fill(mode: str) -> str:
     return "black" if mode == SECOND_FILL else SECOND_FILL
 
@@ -79,8 +87,10 @@ def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
-    # The random orders are part of the key: a cached contest of the one-draw days is not this one.
-    return curves_name(steps, mode, seed, (*maps, f"{perturb.RANDOM_ORDERS} random orders", second_fill(mode)))
+    # The random orders are part of the key: a cached contest of the one-draw days, or of the days their
+    # insertion ran views of its own, is not this one.
+    return curves_name(steps, mode, seed, (*maps, f"{perturb.RANDOM_ORDERS} random orders read back",
+                                           second_fill(mode)))
 
 
 # ------------------------------------------------------------------ running it
@@ -90,7 +100,7 @@ def _fill_contest(ph: Photo, maps: dict[str, np.ndarray], steps: int, mode: str,
     orders = perturb.random_orders(ph.vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
     c = perturb.faithfulness_curves(ph.vm, ph.analysis().input_view, {**maps, **orders}, int(steps),
                                     mode, target=target, cancel=cancel, progress=progress,  # type: ignore[arg-type]
-                                    extra=ph.forward_hooks())
+                                    extra=ph.forward_hooks(), read_back=read_back(orders))
     return FillContest(*perturb.split_curves(c, tuple(maps)), c.forwards)
 
 
@@ -152,12 +162,14 @@ def contest_steps(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0
     for map_name, m in maps.items():
         target = parts[0].target if parts else None
         parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
-                                                 target=target, cancel=cancel, extra=ph.forward_hooks()))
+                                                 target=target, cancel=cancel, extra=ph.forward_hooks(),
+                                                 read_back=read_back({})))
         yield ContestSoFar(tuple(maps), perturb.merge_curves(parts), len(parts), total)
     curves = perturb.merge_curves(parts)
     orders = perturb.random_orders(vm.geometry.grid, perturb.RANDOM_ORDERS, seed)
     band = perturb.faithfulness_curves(vm, view, orders, int(steps), mode,  # type: ignore[arg-type]
-                                       target=curves.target, cancel=cancel, extra=ph.forward_hooks())
+                                       target=curves.target, cancel=cancel, extra=ph.forward_hooks(),
+                                       read_back=read_back(orders))
     yield ContestSoFar(tuple(maps), curves, total - 1, total, band)
     first = FillContest(curves, band, curves.forwards + band.forwards)
     final = Contest(first, _fill_contest(ph, maps, steps, second_fill(mode), seed, curves.target, cancel))

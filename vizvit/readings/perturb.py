@@ -7,7 +7,7 @@ and the deletion/insertion curves need dozens of views, so they run as BATCHED f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,7 +184,8 @@ class Curves:
 def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.ndarray], steps: int = 10,
                         mode: MaskMode = "black", target: int | None = None,
                         chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
-                        progress: Progress | None = None, extra: Sequence[Hook] = ()) -> Curves:
+                        progress: Progress | None = None, extra: Sequence[Hook] = (),
+                        read_back: Collection[str] = ()) -> Curves:
     """Delete (insert) patches most-important-first by each map; track the target's probability.
 
     base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
@@ -192,7 +193,9 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     Identical masks (step 0, the last step, equal rankings) run once; all views run
     batched. target: class to track, default the unmasked view's top-1. cancel: checked before
     each batch (Cancelled). progress: told (views done, distinct views) after each batch. extra: hooks
-    for every forward (ablation_hooks: the session's heads switched off).
+    for every forward (ablation_hooks: the session's heads switched off). read_back: maps (random
+    orders) whose insertion adds patches in the reverse of their deletion order: its views are then
+    the deletion's read backwards, run once (see _distinct_masks).
     """
     if not vm.has_classifier:
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
@@ -206,7 +209,7 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     fractions = np.linspace(0.0, 1.0, steps + 1)
     counts = [int(round(f * g.num_patches)) for f in fractions]
     orders = {name: _order(name, maps[name], g) for name in names}
-    masks, slots = _distinct_masks(orders, counts)
+    masks, slots = _distinct_masks(orders, counts, frozenset(read_back))
     probs = _masked_probs(vm, base_view, masks, mode, chunk, cancel, progress, extra)
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
@@ -223,18 +226,23 @@ def _order(name: str, scores: np.ndarray, g: Geometry) -> np.ndarray:
     return np.argsort(-m.ravel(), kind="stable")
 
 
-def _distinct_masks(orders: dict[str, np.ndarray], counts: Sequence[int],
+def _distinct_masks(orders: dict[str, np.ndarray], counts: Sequence[int], read_back: frozenset[str] = frozenset(),
                     ) -> tuple[list[tuple[int, ...]], dict[str, tuple[list[int], list[int]]]]:
     """Every map's deletion and insertion masks at each count of removed patches, each distinct mask once.
     -> (the distinct masks, the unmasked view first: each a sorted tuple of patch indices; per map, the
-    index of each step's deletion mask and insertion mask in that list)."""
+    index of each step's deletion mask and insertion mask in that list). A map in read_back inserts
+    along its order reversed: n patches in = its last n kept = its deletion's view at P − n removed,
+    one view for both. For a random order that is still a uniformly random order, so a random
+    baseline's insertion then costs no views: deletion at a fraction f and insertion at 1 − f are the
+    same experiment (a random f of the patches removed), and its insertion AUC equals its deletion AUC."""
     unique: dict[tuple[int, ...], int] = {(): 0}
     slots: dict[str, tuple[list[int], list[int]]] = {}
     for name, order in orders.items():
         dele: list[int] = []
         ins: list[int] = []
+        inserted = order[::-1] if name in read_back else order
         for n in counts:
-            for masked, out in ((order[:n], dele), (order[n:], ins)):
+            for masked, out in ((order[:n], dele), (inserted[n:], ins)):
                 key = tuple(sorted(int(i) for i in masked))
                 out.append(unique.setdefault(key, len(unique)))
         slots[name] = (dele, ins)

@@ -439,9 +439,13 @@ def fill_verdict(s: contest.FillScore) -> str:
     split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
     inside = [n for n, (d, i) in v.items() if d == i == "within"]
     worse = [n for n, (d, i) in v.items() if "better" not in (d, i) and "worse" in (d, i)]
-    out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: deletion AUC "
-           f"**{db.mean:.3f} ± {db.sd:.3f}**, insertion **{ib.mean:.3f} ± {ib.sd:.3f}** "
-           "(maps below: deletion, insertion)."]
+    dband, iband = f"{db.mean:.3f} ± {db.sd:.3f}", f"{ib.mean:.3f} ± {ib.sd:.3f}"
+    # The random orders insert read back (contest.read_back), so their two bands are one: said, not left
+    # for a student to wonder at two equal pairs of numbers.
+    bands = (f"deletion and insertion AUC **{dband}** (one band: a random order's insertion is its deletion "
+             "read backwards)" if dband == iband else f"deletion AUC **{dband}**, insertion **{iband}**")
+    out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: {bands} (maps below: deletion, "
+           "insertion)."]
     if not (both or del_only or ins_only):
         out.append("No map beats random order outside its band"
                    + (" without doing worse than it on the other curve" if split else "")
