@@ -88,7 +88,7 @@ def room_pages(url: str, w: int, h: int, out: Path, layout: str) -> None:
         host.screenshot(path=str(out / f"{layout}_room_host.png"), full_page=True)
         student.screenshot(path=str(out / f"{layout}_room_student.png"), full_page=True)
         host.click("#reveal")
-        student.wait_for_selector("text=The truth on this photo", timeout=60_000)
+        student.wait_for_selector("text=The truth for this model", timeout=60_000)
         student.wait_for_timeout(1000)
         host.screenshot(path=str(out / f"{layout}_room_host_revealed.png"), full_page=True)
         student.screenshot(path=str(out / f"{layout}_room_student_revealed.png"), full_page=True)

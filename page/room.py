@@ -293,7 +293,8 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
             return JSONResponse({"error": str(e)})
         steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
                   "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number,
-                  "within": s.within, "meaning": lesson_view.meaning(s, vm)}
+                  "within": s.within, "meaning": lesson_view.meaning(s, vm),
+                  "of_model": s.measure in lesson_readings.MODEL_FACTS}
                  for s in lesson_readings.steps()]
         return JSONResponse({"steps": steps})
 

@@ -127,6 +127,8 @@
     const w = step && step.is_number ? Number(step.within) || 0 : 0, t = Number(truth), x = Number(a);
     return w > 0 && truth != null && a != null && Number.isFinite(t) && Number.isFinite(x) && Math.abs(x - t) <= w;
   }
+  // A truth of the model alone (the input's side, the patch count…) is not "on this photo".
+  const truthLabel = (s) => (s.of_model ? "The truth for this model" : "The truth on this photo");
   const truthText = (s, truth) => (s.is_number ? `${truth}${Number(s.within) > 0 ? ` (±${s.within} counts as right)` : ""}` : optionText(s, truth));
 
   // The step's picture: the photo as the model sees it while the question is open, the step's figure
@@ -236,7 +238,7 @@
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given))
                                  : el("p", { id: "no-answer" }, "You did not answer this step."),
                    el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n], s));
-        if (shown.truth != null) parts.push(el("p", {}, "The truth on this photo: ", el("b", {}, truthText(s, shown.truth))));
+        if (shown.truth != null) parts.push(el("p", {}, `${truthLabel(s)}: `, el("b", {}, truthText(s, shown.truth))));
         if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")));
         if (s.meaning) parts.push(el("p", { id: "meaning" }, plainText(s.meaning)));
       } else {
@@ -440,7 +442,7 @@
         s.is_number || (!hidden() || shown) ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, keyed(k, t)))),
         el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
         el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
-        shown && shown.truth != null ? el("p", { className: "question" }, `Truth on this photo: ${truthText(s, shown.truth)}`) : null,
+        shown && shown.truth != null ? el("p", { className: "question" }, `${truthLabel(s)}: ${truthText(s, shown.truth)}`) : null,
         shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")) : null,
         shown && s.meaning ? el("p", { id: "meaning" }, plainText(s.meaning)) : null,
         el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),

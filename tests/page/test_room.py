@@ -53,8 +53,9 @@ def test_one_host_and_three_students(url):
             s.wait_for_selector("button.chosen")
         host.wait_for_selector("#total:has-text('3 answered')", timeout=30_000)
         host.click("#reveal")
-        host.wait_for_selector("text=Truth on this photo", timeout=60_000)
-        assert "196 patches of 768 numbers" in host.inner_text("#host")
+        host.wait_for_selector("text=The truth for this model", timeout=60_000)
+        shown = host.inner_text("#host")
+        assert "196 patches of 768 numbers" in shown and "on this photo" not in shown  # the model's own count
         assert "(224/16)² = 196 patches" in host.inner_text("#meaning") and "**" not in host.inner_text("#meaning")
         # beside the floated picture too, a bar's length is its count's share: 1 answer draws half of 2
         fills = host.evaluate("() => Object.fromEntries([...document.querySelectorAll('#tally .bar')].map("
@@ -62,7 +63,7 @@ def test_one_host_and_three_students(url):
                               " b.querySelector('.fill').getBoundingClientRect().width]))")
         assert abs(fills["a"] / fills["b"] - 0.5) < 0.02, fills
         for s, key in zip(students, ("b", "b", "a")):
-            s.wait_for_selector("text=The truth on this photo", timeout=10_000)
+            s.wait_for_selector("text=The truth for this model", timeout=10_000)
             text = s.inner_text("body")
             assert "The room: 3 answered" in text
             # each bar carries its option's words ("b: ..."), the truth's a tick
@@ -152,7 +153,7 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
         s.fill("#num", "22")  # typing, the cursor in the box, as the lecturer reveals
         assert s.evaluate("document.activeElement.id") == "num"
         host.click("#reveal")
-        s.wait_for_selector("text=The truth on this photo", timeout=15_000)
+        s.wait_for_selector("text=The truth for this model", timeout=15_000)
         s.wait_for_function("() => /revealed/.test(document.getElementById('said').textContent)", timeout=10_000)
         assert "224 ✓" in host.inner_text("#tally")  # the truth has a bar of its own, at 0
         host.click("#close")

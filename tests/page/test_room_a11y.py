@@ -85,7 +85,7 @@ def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_a
         student.wait_for_selector(f"button.chosen[data-k='{key}']")
         host.wait_for_selector("#total:has-text('1 answered')", timeout=30_000)
         host.click("#reveal")
-        student.wait_for_selector("text=The truth on this photo", timeout=60_000)
+        student.wait_for_selector("text=The truth for this model", timeout=60_000)
         found["student: revealed"] = _axe(student)
         found["host: revealed"] = _axe(host)
         student.close()

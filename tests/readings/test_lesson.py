@@ -57,3 +57,22 @@ def test_a_step_naming_no_measure_or_no_tab_is_refused():
     with pytest.raises(UserError, match="cannot open the Camera tab"):
         rl.check_steps((dataclasses.replace(s, view="camera"),))
     assert isinstance(s, Step) and set(rl.STEP_TABS) < set(vocab.TABS)
+
+
+def test_model_facts_are_the_same_on_two_photos_and_the_rest_read_the_photo(tiny16):
+    """MODEL_FACTS (a room's truth "for this model"): the same value on a photo and on a flat grey picture;
+    the shift and rollout steps (said "on this photo") give another on at least one of them."""
+    import numpy as np
+    from PIL import Image
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    grey = Image.fromarray(np.full((200, 300, 3), 128, np.uint8))
+    a, b = (wb.handle(PhotoKey(tiny16.id, wb.add_photo(x))) for x in (str(EXAMPLES / "chelsea.jpg"), grey))
+    by_measure = {s.measure: s for s in rl.steps()}
+    assert rl.MODEL_FACTS < set(by_measure)
+    for m in rl.MODEL_FACTS:
+        assert rl.MEASURES[m](a, by_measure[m]).value == rl.MEASURES[m](b, by_measure[m]).value, m
+    differ = [m for m in ("shift_stay", "shift_change", "rollout")
+              if rl.MEASURES[m](a, by_measure[m]).value != rl.MEASURES[m](b, by_measure[m]).value]
+    assert differ and not set(differ) & rl.MODEL_FACTS

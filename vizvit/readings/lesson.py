@@ -239,6 +239,12 @@ MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
     "survives": _survives, "distance": _distance, "rollout": _rollout}
 
 
+# The measures that read the model alone (its geometry, its position table): the same truth on every
+# photo, so a room says "for this model", not "on this photo" (a lecturer's walk-through: "224 on this
+# photo" told the class that another photo might give another side).
+MODEL_FACTS = frozenset({"input_side", "patches", "tokens", "positions", "cost"})
+
+
 def check_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """Every step names a measurement that exists and a view that is a tab with a Params."""
     for s in steps:
