@@ -167,7 +167,10 @@ def test_contest_verdict_on_constructed_aucs():
     assert "Within the band on both: Grad-CAM (0.500, 0.560)." in t
     assert "The fills disagree" in t and "Grad-CAM with black only" in t and "attention with blur only" in t
     # artifacts: named for the maps that remove them first; rollout and attention do not beat random with black
-    assert "rollout 4, last-layer [CLS] attention 4;" in t and "Grad-CAM 0" not in t and "a likely reason" in t
+    assert "rollout 4, last-layer [CLS] attention 4;" in t and "Grad-CAM 0" not in t
+    # attention wins with blur: only rollout, which wins with neither fill, is the likely loser (a reviewer:
+    # "these maps do no better than random" stood beside attention's win with blur)
+    assert "; a likely reason rollout does no better than random here." in t
     # Nothing outside the band: said once per fill; no disagreement.
     same = _score("black", names, [0.49, 0.51, 0.47], [0.55, 0.57, 0.56], band_del, band_ins)
     t = contest_verdict([same, same], "cat", 0.8)
@@ -181,6 +184,10 @@ def test_contest_verdict_on_constructed_aucs():
     assert "Better than random on deletion but worse on insertion: last-layer [CLS] attention (0.400, 0.500)." in t
     assert "On insertion only (deletion within the band): Grad-CAM (0.500, 0.620)." in t
     assert "On insertion only (deletion within the band): rollout" not in t and "Worse than random" not in t
+    # two maps split the same way: one sentence naming both, not the heading said twice
+    two = contest_verdict([_score("black", names[:2], [0.60, 0.61], [0.62, 0.63], band_del, band_ins)], "cat", 0.8)
+    assert ("Better than random on insertion but worse on deletion: rollout (0.600, 0.620), last-layer [CLS] "
+            "attention (0.610, 0.630).") in two and two.count("Better than random") == 1
     mixed_only = _score("black", names[:1], [0.60], [0.62], band_del, band_ins)
     t = contest_verdict([mixed_only], "cat", 0.8)
     assert "No map beats random order outside its band without doing worse than it on the other curve" in t
@@ -259,6 +266,20 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     assert costly == ["attention flow"]
     want = f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)"
     assert experiments.CONTEST_BUTTON.startswith(want)
+    # and its views: the count it gives a step and at 10 steps is what a contest runs (a reviewer: it said
+    # "~600" at any steps)
+    import re
+
+    from vizvit.readings import contest
+
+    a_step, at_ten = map(int, re.search(r"(\d+) forward views a step \((\d+) at 10 steps", experiments.CONTEST_BUTTON)
+                         .groups())
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    for steps, want_views in ((10, at_ten), (4, 4 + 3 * a_step)):
+        c = contest.compute_contest(ph, steps)
+        assert c.first.forwards + c.second.forwards == want_views, steps
 
 
 # Machado, Oliveira & Fernandes 2009, severity 1.0, on linear RGB: the simulated colour-blind view.

@@ -136,3 +136,5 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
     assert "**Ranking:** AttnLRP > random (baseline) > " in text
     assert "; black fill)" in text and "What it does not" in text
     assert "artifact tokens" in text and "One photo, 2 fills (black and blur)" in text
+    # attention and class relevance beat random with blur: only the two that win with neither fill are named
+    assert "a likely reason rollout and gradient rollout do no better than random here." in text

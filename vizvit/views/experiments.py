@@ -92,24 +92,26 @@ SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min co
                  "top-1 prob", "p(unshifted top-1)"]
 CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC (higher = better)",
                   "insertion − deletion (higher = better)", "second fill: deletion AUC", "second fill: insertion AUC"]
-# What one contest costs, said on its button. benchmarks/bench_explain.py --only-contest (trained ViT-Ti/16,
-# chelsea.jpg, 10 steps, black then blur): 612 views as the button runs them, 405 s on this project's 2 cores
-# shared by eight engineers (load ≈ 18); one fill and one random order, 140 views, took 12.3 s idle, so about
-# 50 s idle by that rate (issue 43: not measured idle).
-# The maps counted from the registry (issue 51: the button said 7 and ran 8 once attention flow was
-# computed): the costly ones join only once computed, and the random baseline is the random orders.
+# What one contest costs, said on its button. The maps counted from the registry (issue 51: the button said 7
+# and ran 8 once attention flow was computed): the costly ones join only once computed, and the random
+# baseline is the random orders. The views a step: each map's deletion and insertion view, each random order's
+# one (read back, contest.read_back), for each fill; plus the intact and the empty view of each fill (a
+# reviewer: the button said ~600 at any steps). Measured 2026-12-06 on 2 quiet cores, 10 steps, 436 views:
+# trained ViT-Ti 10 s (python -c "experiments.curves_panel(...)"), random ViT-B/16 78 s (the export's bars).
 _ALWAYS = [m for m in methods.CONTEST if not m.costly and not m.baseline]
 _ONCE = [m.name for m in methods.CONTEST if m.costly]
+_A_STEP = 2 * (2 * len(_ALWAYS) + perturb.RANDOM_ORDERS)
 CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {' and '.join(_ONCE)} is computed)"
                                           if _ONCE else "")
-                + " + 10 random orders, 2 fills: 4 backward passes + ~600 forward views, about a minute for "
-                "ViT-Ti on 2 CPU cores")
+                + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + {_A_STEP} forward views "
+                f"a step ({4 + 9 * _A_STEP} at 10 steps: about 10 s for ViT-Ti, 1½ minutes for ViT-B/16 on 2 CPU "
+                "cores)")
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
 RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, the maps are ranked by insertion "
                 "− deletion AUC: a map near the top raised p({label}) sooner when its patches were added back, "
                 "lowered it sooner when they were removed, or both, on balance; the rank alone does not say which "
                 "(the table's columns do). *Random order*, the mean of {n} random orders, is the baseline to beat, "
-                "and a map beats it only outside their mean ± sd (the verdict below). **What it does not:** it is "
+                "and a map beats it only outside their mean ± sd (the verdict above). **What it does not:** it is "
                 "one photo and two ways of removing patches ({fill}, then {fill2}: the table's last two columns; "
                 "black or mean squares are pixels the model never saw in training, a blur stays closer to its "
                 "photos, a token drop changes the sequence), so it ranks these maps here, not the methods in general.")
@@ -456,14 +458,20 @@ def fill_verdict(s: contest.FillScore) -> str:
         out.append(f"On deletion only (insertion within the band): {named(del_only)}.")
     if ins_only:
         out.append(f"On insertion only (deletion within the band): {named(ins_only)}.")
-    for n in split:
-        good, bad = ("deletion", "insertion") if v[n][0] == "better" else ("insertion", "deletion")
-        out.append(f"Better than random on {good} but worse on {bad}: {named([n])}.")
+    for good, bad, k in (("deletion", "insertion", 0), ("insertion", "deletion", 1)):
+        these = [n for n in split if v[n][k] == "better"]
+        if these:  # one sentence a direction, as every other group (not one repeated heading a map)
+            out.append(f"Better than random on {good} but worse on {bad}: {named(these)}.")
     if inside:
         out.append(f"Within the band on both: {named(inside)}.")
     if worse:
         out.append(f"Worse than random: {named(worse)}.")
     return " ".join(out)
+
+
+def _listed(names: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, ...], label: str, p0: float,
@@ -484,12 +492,17 @@ def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, .
                    "removed, not on the map alone.")
     hit = {n: k for n, k in (artifacts_first or {}).items() if k}
     if hit:
-        lose = all(n not in wins[0] for n in hit)
+        # Only the maps that win under no fill: one that beats random with either fill is no "likely loser"
+        # (a reviewer: "these maps do no better" stood beside attention's win with blur).
+        losers = [n for n in hit if not any(n in w for w in wins)]
+        why = ("" if not losers else "; a likely reason these maps do no better than random here"
+               if len(losers) == len(hit) else
+               f"; a likely reason {_listed(losers)} {'does' if len(losers) == 1 else 'do'} no better than random here")
         out.append(f"Among the first {first_n} patches each map removes are artifact tokens ("
                    + ", ".join(f"{n} {k}" for n, k in hit.items())
                    + f"; this photo has {where}): high-norm patches that draw attention because a trained ViT "
                    "uses them as scratch space (Darcet et al. 2024), so attention ranks them high whatever they show"
-                   + ("; a likely reason these maps do no better than random here." if lose else "."))
+                   + why + ".")
     if p0 < 0.05:
         out.append(f"p({label}) is only {p0:.2%} with nothing removed, so every curve stays near 0.")
     fills = " and ".join(s.fill for s in scores)
