@@ -178,12 +178,14 @@ def _mask_layout() -> dict[str, gr.components.Component]:
             MASK_BUTTONS, ("clear", "invert", "random p %", "top k % by the map", "bottom k % by the map"))}
         rank_by = gr.Dropdown(list(masks.MASK_MAPS), value=masks.MASK_MAPS[0], label="map (top-1 class)",
                               elem_id="mask-rank-by")
+    # min_width 300: on a phone each goes under the other at the full width (side by side, a patch to tap
+    # was 13 px and the labels broke a word a line: a walk-through at 390 px)
     with gr.Row():
         mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
-                             elem_id="mask-grid")
+                             elem_id="mask-grid", min_width=300)
         masked_view = gr.Image(label="What the model gets (hatched = token dropped or [MASK])", interactive=False,
-                               format="jpeg", elem_id="masked-view")
-        mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5")
+                               format="jpeg", elem_id="masked-view", min_width=300)
+        mask_top5 = gr.Plot(label="Top-5, Δ from the unmasked photo", elem_id="mask-top5", min_width=300)
     mask_info = gr.Markdown(elem_id="mask-info")
     mask = gr.State(())  # row-major patch ids
     # The masks seen so far, swapped in by the page when a click comes back to one; the page writes

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,6 +24,19 @@ INSIDE_FROM = 0.5  # a bar this long (of the 0–100 % axis) shows its value ins
 # ≥ 24 px; render.MIN_TEXT_PX is the same for text drawn into pictures). web/projector.js applies it
 # through plotly, so that plotly's automargins make room for the larger labels.
 PROJECTOR_CHART_PX = 24
+# A legend under the plot, placed against the figure's bottom edge ("container"): plotly then makes room
+# for it below the x axis's title at any width. Placed against the plot ("paper", y = −0.25: a quarter of
+# the plot's height), a phone's legend of 8 rows sat on the axis title (a walk-through at 390 px).
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
+# plotly does not wrap a title: one line longer than a phone's chart (~360 px at 17 px) was cut short.
+TITLE_CHARS = 40
+
+
+def title_lines(text: str, top: int = 10) -> tuple[str, int]:
+    """A chart title broken at spaces into lines of at most TITLE_CHARS characters (a word longer stays
+    whole), and the top margin they need: 22 px a line plus `top`."""
+    lines = textwrap.wrap(text, TITLE_CHARS, break_long_words=False, break_on_hyphens=False) or [""]
+    return "<br>".join(lines), 22 * len(lines) + top
 
 
 def signed_percent(change: float, decimals: int = 1) -> str:

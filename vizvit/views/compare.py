@@ -25,7 +25,7 @@ from vizvit.methods import maths as att_mod
 from vizvit.model.catalog import Catalog
 from vizvit.model.engine import Analysis
 from vizvit.model.models import RANDOM_PREFIX, Geometry, VitModel, short_name
-from vizvit.pictures import render
+from vizvit.pictures import figures, render
 from vizvit.readings import attention as ra, compare as cmp
 from vizvit.readings.artifacts import artifact_masks
 from vizvit.session import Photo, PhotoKey
@@ -344,7 +344,7 @@ def distance_figure(pr: Pair) -> go.Figure:
     return go.Figure(dict(data=traces, layout=dict(
         title=dict(text="Mean attention distance per head, both models", font=dict(size=14)),
         xaxis=xaxis, yaxis=dict(title="distance (model-input px)"), height=360,
-        margin=dict(l=10, r=10, t=50, b=10), legend=dict(orientation="h", y=-0.25))))
+        margin=dict(l=10, r=10, t=50, b=10), legend=figures.LEGEND_BELOW)))
 
 
 def resolve(catalog: Catalog, hub_id: str) -> str | None:

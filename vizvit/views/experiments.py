@@ -229,14 +229,16 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
                         mode="lines+markers", yaxis="y2", line=dict(dash="dashdot"))
     for k in range(p, 2 * p + 1, p):
         fig.add_vline(x=k, line=dict(color="grey", dash="dash", width=1))
+    title, top = figures.title_lines(f"Shift sweep, k = 0..{2 * p} px right, edge fill ({len(s.rows)}/{s.total} "
+                                     "views)")
     fig.update_layout(
-        title=f"Shift sweep, k = 0..{2 * p} px right, edge fill ({len(s.rows)}/{s.total} views)",
+        title=title,
         xaxis=dict(title="k (pixels shifted right)", range=[-0.5, 2 * p + 0.5]),
         yaxis=dict(title="cosine", range=[-1.05, 1.05]),
         # Fixed ticks: left to plotly, an exported chart got 2/26/50/74/98 % (issue 17).
         yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%",
                     tickmode="array", tickvals=[0, 0.25, 0.5, 0.75, 1.0]),
-        legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=340)
+        legend=figures.LEGEND_BELOW, margin=dict(l=10, r=10, t=top, b=10), height=340 + top)
     rows = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
              round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
     headers = list(SWEEP_HEADERS)
@@ -343,12 +345,13 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     for name, y, area in zip(c.names, ys, auc):
         fig.add_scatter(x=c.fractions, y=y, name=f"{name} (AUC {area:.3f})", mode="lines+markers")
     what = "added back" if insertion else "removed"
-    fig.update_layout(title=f"{'Insertion' if insertion else 'Deletion'}: p({_short(c.target_label)}) "
-                            f"as patches are {what} ({c.mode})",
+    title, top = figures.title_lines(f"{'Insertion' if insertion else 'Deletion'}: p({_short(c.target_label)}) "
+                                     f"as patches are {what} ({c.mode})")
+    fig.update_layout(title=title,
                       # a little room left of 0 %: its tick label overlapped the y axis's "0"
                       xaxis=dict(title=f"fraction of patches {what}", range=[-0.04, 1.02], tickformat=".0%"),
                       yaxis=dict(title="probability", rangemode="tozero"),
-                      legend=dict(orientation="h", y=-0.3), margin=dict(l=10, r=10, t=40, b=10), height=360)
+                      legend=figures.LEGEND_BELOW, margin=dict(l=10, r=10, t=top, b=10), height=330 + top)
     return fig
 
 
@@ -402,12 +405,13 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
                         line=dict(color=col, width=2))
         fig.add_scatter(x=c.fractions, y=iy, name=label, legendgroup=name, mode="lines",
                         line=dict(color=col, width=2, dash="dash"), showlegend=False)
-    fig.update_layout(title=f"p({_short(c.target_label)}) as patches are removed (solid) or added back (dashed), "
-                            f"{c.mode}",
+    title, top = figures.title_lines(f"p({_short(c.target_label)}) as patches are removed (solid) or added back "
+                                     f"(dashed), {c.mode}")
+    fig.update_layout(title=title,
                       xaxis=dict(title="fraction of patches removed / added back", range=[-0.04, 1.02],
                                  tickformat=".0%"),
                       yaxis=dict(title="probability", rangemode="tozero"),
-                      legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=40, b=10), height=460)
+                      legend=figures.LEGEND_BELOW, margin=dict(l=10, r=10, t=top, b=10), height=450 + top)
     return fig
 
 
