@@ -150,3 +150,29 @@ def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(t
         assert done.wait(30), "the follow-up never ended"
         settled(page)  # every answer in, the follow-up's too
         assert page.evaluate(shows, [bars[8]]), "the open's chart for dx = 0 landed over dx = 8's"
+
+
+def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fits(url):
+    """A walk-through at 390 px: the sweep's and the contest's legends (placed a quarter of the plot's height
+    below it) sat on the x axis's title, and their one-line titles were cut at the chart's edge. Measured in
+    the browser: the legend starts below the axis title, and every title line ends inside the chart."""
+    with page_at(url + "?example=chelsea&tab=experiments", width=390, height=844, wait_for="#sweep-run") as page:
+        page.click("#sweep-run")
+        page.wait_for_function("() => /33 of 33|33\\/33/.test(document.querySelector('#sweep-plot')?.innerText)",
+                               timeout=120_000)
+        page.click("#curves-run")
+        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        for plot in ("sweep-plot", "deletion-plot"):
+            page.wait_for_selector(f"#{plot} .js-plotly-plot .legend")
+            box = page.evaluate("""(id) => {
+                const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+                const r = (s) => gd.querySelector(s).getBoundingClientRect();
+                const lines = [...gd.querySelectorAll('.gtitle, .gtitle tspan')]
+                    .map((e) => e.getBoundingClientRect().right);
+                return { legend: r('.legend').top, xtitle: r('.g-xtitle').bottom,
+                         right: gd.getBoundingClientRect().right, title: Math.max(...lines),
+                         plot: r('.nsewdrag').height };
+            }""", plot)
+            assert box["legend"] >= box["xtitle"], (plot, box)
+            assert box["title"] <= box["right"] + 1, (plot, box)
+            assert box["plot"] > 150, (plot, box)  # the plot itself is not squeezed by the legend

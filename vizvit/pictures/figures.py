@@ -27,7 +27,8 @@ PROJECTOR_CHART_PX = 24
 # A legend under the plot, placed against the figure's bottom edge ("container"): plotly then makes room
 # for it below the x axis's title at any width. Placed against the plot ("paper", y = −0.25: a quarter of
 # the plot's height), a phone's legend of 8 rows sat on the axis title (a walk-through at 390 px).
-LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0)
+# No gap between legend groups (plotly's default 10 px a group took 70 of a phone's contest chart).
+LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, tracegroupgap=0)
 # plotly does not wrap a title: one line longer than a phone's chart (~360 px at 17 px) was cut short.
 TITLE_CHARS = 40
 
