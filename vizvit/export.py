@@ -256,7 +256,10 @@ def methods_used() -> dict[str, str]:
         "contest_auc": "deletion AUC, insertion AUC, insertion − deletion (trapezoid over 0..1); "
                        "contest_ranking: best first by insertion − deletion, random order the baseline",
         "contest_random_auc": "the baseline: the same AUCs for 10 random patch orders (seeds 0-9); a map beats "
-                              "random only outside their mean ± sd (ddof 1)",
+                              "random on a curve only outside that curve's mean ± sd (ddof 1). Each order inserts "
+                              "in the reverse of its deletion order (the same views read back), so its insertion "
+                              "AUC is its deletion AUC and insertion − deletion is 0: not a spread to judge the "
+                              "ranking's column by",
         "contest_auc_second_fill": "contest_auc and contest_random_auc with the patches removed by a blur "
                                    "(Gaussian, kernel 2P+1, sigma P/2) instead of black",
         **{m.export_key: m.export_text for m in methods.EXPORTED if m.export_key},  # relevance, map_<method>

@@ -52,8 +52,10 @@
       if (fl.showlegend) lay['legend.font.size'] = big(fl.legend && fl.legend.font && fl.legend.font.size);
       (fl.annotations || []).forEach((a, i) => { lay[`annotations[${i}].font.size`] = big(a.font && a.font.size); });
       // Larger labels need more room: a chart that is not tall already grows with its text.
+      // Measured below the title: a title broken into lines (figures.title_lines) adds its own height,
+      // and a contest chart of 504 px with a 2-line title was no longer grown (a reviewer).
       const h = fl.height;
-      if (gd.layout.height && h < 500) lay.height = Math.round(h * Math.min(1.5, Math.max(1, PX / base)));
+      if (gd.layout.height && h - (fl.margin.t || 0) < 460) lay.height = Math.round(h * Math.min(1.5, Math.max(1, PX / base)));
       Object.assign(lay, room(gd, fl, lay['title.font.size'] || PX, fl.margin.t));
       const keys = ['textfont.size', 'insidetextfont.size', 'outsidetextfont.size', 'marker.colorbar.tickfont.size',
                     'marker.colorbar.title.font.size', 'colorbar.tickfont.size', 'colorbar.title.font.size'];

@@ -169,10 +169,14 @@ def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fi
                 const r = (s) => gd.querySelector(s).getBoundingClientRect();
                 const lines = [...gd.querySelectorAll('.gtitle, .gtitle tspan')]
                     .map((e) => e.getBoundingClientRect().right);
+                const bottoms = [...gd.querySelectorAll('.gtitle, .gtitle tspan')]
+                    .map((e) => e.getBoundingClientRect().bottom);
                 return { legend: r('.legend').top, xtitle: r('.g-xtitle').bottom,
                          right: gd.getBoundingClientRect().right, title: Math.max(...lines),
+                         titleBottom: Math.max(...bottoms), plotTop: r('.nsewdrag').top,
                          plot: r('.nsewdrag').height };
             }""", plot)
             assert box["legend"] >= box["xtitle"], (plot, box)
             assert box["title"] <= box["right"] + 1, (plot, box)
+            assert box["titleBottom"] <= box["plotTop"], (plot, box)  # a wrapped title stays above the plot
             assert box["plot"] > 150, (plot, box)  # the plot itself is not squeezed by the legend

@@ -171,6 +171,9 @@ def test_contest_verdict_on_constructed_aucs():
     # attention wins with blur: only rollout, which wins with neither fill, is the likely loser (a reviewer:
     # "these maps do no better than random" stood beside attention's win with blur)
     assert "; a likely reason rollout does no better than random here." in t
+    # every map that removes artifacts first loses, one of them: named, not "these maps"
+    alone = contest_verdict([black, blur], "cat", 0.82, {"rollout": 3}, "the four corners", 20)
+    assert "(rollout 3;" in alone and "; a likely reason rollout does no better than random here." in alone
     # Nothing outside the band: said once per fill; no disagreement.
     same = _score("black", names, [0.49, 0.51, 0.47], [0.55, 0.57, 0.56], band_del, band_ins)
     t = contest_verdict([same, same], "cat", 0.8)
@@ -272,8 +275,8 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
 
     from vizvit.readings import contest
 
-    a_step, at_ten = map(int, re.search(r"(\d+) forward views a step \((\d+) at 10 steps", experiments.CONTEST_BUTTON)
-                         .groups())
+    a_step, at_ten = map(int, re.search(r"~(\d+) forward views a step \(~(\d+) at 10 steps",
+                                        experiments.CONTEST_BUTTON).groups())
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))

@@ -68,7 +68,12 @@ def test_a_right_and_a_wrong_answer(photo):
     wrong = lesson.reveal(photo, lesson.LessonParams(step=n, choice="a"))
     assert right.answer.startswith("✓") and wrong.answer.startswith("✗") and "196 patches of 768" in wrong.answer
     # The option's own capital starts a sentence ("on this photo, About 65,000× more" read oddly).
-    assert wrong.answer.startswith("✗ **Not quite**. On this photo: **"), wrong.answer
+    # The patch count is the model's, the same on every photo (readings.lesson.MODEL_FACTS): "For this model".
+    assert wrong.answer.startswith("✗ **Not quite**. For this model: **"), wrong.answer
+    m = [s.id for s in rl.steps()].index("mask") + 1  # read on this photo
+    wrongs = [a for a in (lesson.reveal(photo, lesson.LessonParams(step=m, choice=c)).answer
+                          for c in ("stays", "changes")) if a.startswith("✗")]
+    assert len(wrongs) == 1 and wrongs[0].startswith("✗ **Not quite**. On this photo: **"), wrongs
     k = [s.id for s in rl.steps()].index("cls") + 1
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=197)).answer.startswith("✓")
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=196)).answer.startswith("✗")

@@ -239,10 +239,11 @@ MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
     "survives": _survives, "distance": _distance, "rollout": _rollout}
 
 
-# The measures that read the model alone (its geometry, its position table): the same truth on every
-# photo, so a room says "for this model", not "on this photo" (a lecturer's walk-through: "224 on this
-# photo" told the class that another photo might give another side).
-MODEL_FACTS = frozenset({"input_side", "patches", "tokens", "positions", "cost"})
+# The measures whose truth is the same on every photo: the model's geometry and position table, and what
+# its patch embedding and dropout do whatever the pixels (conv = linear, a whole-patch shift changes no
+# vector, dropout's share of zeros). A room and the Lesson tab say "for this model", not "on this photo"
+# (a lecturer's walk-through: "224 on this photo" told the class that another photo might give another side).
+MODEL_FACTS = frozenset({"input_side", "patches", "conv", "tokens", "positions", "dropout", "cost", "shift_change"})
 
 
 def check_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:

@@ -21,7 +21,7 @@ from vizvit.methods.maps import Cache, no_cache, relevance_map
 from vizvit.model.engine import Analysis
 from vizvit.model.models import PATCH_MEAN, Geometry, VitModel
 from vizvit.model.patches import patch_at
-from vizvit.pictures import render
+from vizvit.pictures import figures, render
 from vizvit.readings import artifacts_rule as art_mod, methods
 from vizvit.readings.artifacts import artifact_masks, artifacts_through
 from vizvit.readings.attention import (
@@ -335,11 +335,12 @@ def distance_figure(d: np.ndarray, model_id: str = "", norm: DistanceNorm = "ren
     short = model_id if len(model_id) <= 64 else "…" + model_id[-63:]
     how = "" if norm == "renormalised" else " ([CLS] weight not renormalised, probing-vits)"
     # The model on a second, smaller line: one line was cut at the chart's width.
-    fig.update_layout(title="Mean attention distance per head" + how + (f"<br><sub>{short}</sub>" if model_id else ""),
+    title, top = figures.title_lines("Mean attention distance per head" + how, top=20 + (22 if model_id else 0))
+    fig.update_layout(title=title + (f"<br><sub>{short}</sub>" if model_id else ""),
                       xaxis=dict(title="layer", dtick=1), yaxis=dict(title="distance (model-input px)"),
-                      margin=dict(l=10, r=10, t=64, b=10), height=340,
-                      # Below the axis, in one row: a legend on the right took a phone's plot width.
-                      legend=dict(title=dict(text="head"), orientation="h", yanchor="top", y=-0.28, x=0))
+                      margin=dict(l=10, r=10, t=top, b=10), height=276 + top,
+                      # Below the axis: a legend on the right took a phone's plot width.
+                      legend=dict(title=dict(text="head"), **figures.LEGEND_BELOW))
     return fig
 
 

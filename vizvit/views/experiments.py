@@ -96,15 +96,16 @@ CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC
 # and ran 8 once attention flow was computed): the costly ones join only once computed, and the random
 # baseline is the random orders. The views a step: each map's deletion and insertion view, each random order's
 # one (read back, contest.read_back), for each fill; plus the intact and the empty view of each fill (a
-# reviewer: the button said ~600 at any steps). Measured 2026-12-06 on 2 quiet cores, 10 steps, 436 views:
+# reviewer: the button said ~600 at any steps); "~": 4 more a step once attention flow is computed, and more
+# on a grid whose step counts round unevenly (49 patches). Measured 2026-12-06 on 2 quiet cores, 10 steps, 436 views:
 # trained ViT-Ti 10 s (python -c "experiments.curves_panel(...)"), random ViT-B/16 78 s (the export's bars).
 _ALWAYS = [m for m in methods.CONTEST if not m.costly and not m.baseline]
 _ONCE = [m.name for m in methods.CONTEST if m.costly]
 _A_STEP = 2 * (2 * len(_ALWAYS) + perturb.RANDOM_ORDERS)
 CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {' and '.join(_ONCE)} is computed)"
                                           if _ONCE else "")
-                + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + {_A_STEP} forward views "
-                f"a step ({4 + 9 * _A_STEP} at 10 steps: about 10 s for ViT-Ti, 1½ minutes for ViT-B/16 on 2 CPU "
+                + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + ~{_A_STEP} forward views "
+                f"a step (~{4 + 9 * _A_STEP} at 10 steps: about 10 s for ViT-Ti, 1½ minutes for ViT-B/16 on 2 CPU "
                 "cores)")
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
 RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, the maps are ranked by insertion "
@@ -366,7 +367,8 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
     for r, (name, d, i) in enumerate(contest.contestants(c, band)):
         shown = name if name == contest.RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
         two = other.get(name)  # the second fill's AUCs ("" until computed)
-        out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4),
+        # + 0.0: the random row's insertion − deletion is 0 up to rounding, shown "0", not "-0"
+        out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4) + 0.0,
                     *(("", "") if two is None else (round(two[0], 4), round(two[1], 4)))])
     return out
 
@@ -499,9 +501,8 @@ def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, .
         # Only the maps that win under no fill: one that beats random with either fill is no "likely loser"
         # (a reviewer: "these maps do no better" stood beside attention's win with blur).
         losers = [n for n in hit if not any(n in w for w in wins)]
-        why = ("" if not losers else "; a likely reason these maps do no better than random here"
-               if len(losers) == len(hit) else
-               f"; a likely reason {_listed(losers)} {'does' if len(losers) == 1 else 'do'} no better than random here")
+        why = (f"; a likely reason {_listed(losers)} {'does' if len(losers) == 1 else 'do'} no better than random "
+               "here" if losers else "")
         out.append(f"Among the first {first_n} patches each map removes are artifact tokens ("
                    + ", ".join(f"{n} {k}" for n, k in hit.items())
                    + f"; this photo has {where}): high-norm patches that draw attention because a trained ViT "

@@ -19,7 +19,7 @@ from vizvit.classroom import lesson as lesson_mod
 from vizvit.classroom.lesson import MEASURED, Step
 from vizvit.errors import UserError
 from vizvit.model.models import Geometry, VitModel
-from vizvit.readings.lesson import MEASURES, step_controls, steps
+from vizvit.readings.lesson import MEASURES, MODEL_FACTS, step_controls, steps
 from vizvit.session import Photo, PhotoGone
 from vizvit.views import attention, embeddings, experiments, inside, lecture, patches, positions
 
@@ -195,7 +195,8 @@ def _verdict(s: Step, p: LessonParams, right: str | float, g: Geometry) -> str:
     text = lesson_mod.fill(dict(s.options)[str(right)], g)
     if p.choice is None:
         return f"The answer: **{text}**."
-    return "✓ **Right**: " + text + "." if p.choice == right else f"✗ **Not quite**. On this photo: **{text}**."
+    where = "For this model" if s.measure in MODEL_FACTS else "On this photo"
+    return "✓ **Right**: " + text + "." if p.choice == right else f"✗ **Not quite**. {where}: **{text}**."
 
 
 def meaning(s: Step, vm: VitModel) -> str:
