@@ -445,15 +445,17 @@
         shown && shown.truth != null ? el("p", { className: "question" }, `${truthLabel(s)}: ${truthText(s, shown.truth)}`) : null,
         shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")) : null,
         shown && s.meaning ? el("p", { id: "meaning" }, plainText(s.meaning)) : null,
-        el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
-          onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
-          " Hide the answers until the reveal"), " ",
         el("div", {},
           el("button", { id: "close", onclick: () => { closing = true; render(); } }, "Close the room"), " ",
           el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")));
       const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
         el("p", { id: "joined", className: "total" }, joinedText()),
         el("button", { id: "lock", onclick: lock }, lockText()),
+        // Beside Lock, with the room's other setting: under the tally it went below the fold once a reveal's
+        // sentences came (a lecturer's walk-through), where it is wanted before the next step's answers.
+        el("p", {}, el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
+          onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
+          " Hide the answers until the reveal")),
         crowdBox(),
         el("div", { id: "qr" }, qrSrc ? el("img", { alt: "QR code of the students' link", src: qrSrc }) : null),
         link ? el("p", {}, el("a", { href: link, target: "_blank", rel: "noopener" }, link)) : null,

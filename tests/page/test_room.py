@@ -57,6 +57,9 @@ def test_one_host_and_three_students(url):
         shown = host.inner_text("#host")
         assert "196 patches of 768 numbers" in shown and "on this photo" not in shown  # the model's own count
         assert "(224/16)² = 196 patches" in host.inner_text("#meaning") and "**" not in host.inner_text("#meaning")
+        # the hide box, wanted before the next step's answers, is on the projector's screen after a reveal too
+        # (under the tally it went below the fold)
+        assert host.evaluate("document.getElementById('hide-bars').getBoundingClientRect().bottom") < 900
         # beside the floated picture too, a bar's length is its count's share: 1 answer draws half of 2
         fills = host.evaluate("() => Object.fromEntries([...document.querySelectorAll('#tally .bar')].map("
                               "b => [b.querySelector('.label').textContent.trim()[0],"
