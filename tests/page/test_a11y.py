@@ -209,3 +209,17 @@ def test_section_titles_keep_the_heading_order_at_their_old_size(url):
         assert not found, found
         size = page.evaluate("getComputedStyle(document.querySelector('#tabs .prose h2')).fontSize")
         assert size == "16px", size
+
+
+def test_a_ticked_checkbox_reached_by_tab_shows_its_focus(url):
+    """A walk-through: a ticked checkbox ("grid lines", on by default) looked the same focused or not
+    (Gradio sets no outline on it); WCAG 2.4.7 wants the focus visible. Measured: its outline when the Tab
+    key lands on it."""
+    with page_at(url, 1366, 900) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Patches").focus()
+        tab_to(page, "#patch-lines input")
+        ring = page.evaluate("() => { const e = document.activeElement, s = getComputedStyle(e);"
+                             " return [e.checked, s.outlineStyle, parseFloat(s.outlineWidth)]; }")
+        assert ring[0] and ring[1] != "none" and ring[2] >= 2, ring

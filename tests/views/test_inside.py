@@ -21,7 +21,8 @@ def test_heat_strip_colours_log10_p_on_whole_decades():
     np.testing.assert_allclose(np.asarray(tr.z), np.log10(probs), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(tr.customdata), probs)  # exact p on hover
     assert list(tr.colorbar.tickvals) == [-5, -4, -3, -2, -1, 0]
-    assert list(tr.colorbar.ticktext)[-3:] == ["1%", "10%", "100%"]
+    # every tick a percentage (a walk-through read "1e-3" beside "1%" as 1e-3 %)
+    assert list(tr.colorbar.ticktext) == ["0.001%", "0.01%", "0.1%", "1%", "10%", "100%"]
     assert "log" in tr.colorbar.title.text
     # a probability of exactly 0 is floored, not -inf
     floor = inside.lens_figure(np.array([[0.0, 1.0]]), ["a", "b"]).data[0]
@@ -37,6 +38,11 @@ def test_lens_sentence_follows_the_ranks():
     assert "rank 703" in t and "top 5 from depth **1**" in t and "only at the last depth" in t and "rank 2, 30.0%" in t
     t = inside.lens_text("cat", prob, np.array([9, 3, 1, 1]))
     assert "top-1 from depth **2** on" in t and "top 5 from depth **1**" in t and "earlier" not in t
+    assert "before, then out of it" not in t
+    # in the top 5 at depths 1-2 and 4, out of it at 3 and 5: "from depth 6 on" names the earlier stints
+    # (a walk-through: "from depth 12 on" beside a table with ranks 4, 1, 3, 3 at depths 5-8)
+    t = inside.lens_text("cat", np.full(8, 0.1), np.array([9, 4, 2, 8, 5, 7, 3, 1]))
+    assert "top 5 from depth **6** on (and at depths 1–2, 4 before, then out of it)" in t
 
 
 def test_a_top_1_held_then_lost_is_not_denied():
@@ -140,7 +146,7 @@ def test_the_lens_says_depth_0_is_the_same_on_every_photo_when_it_is(tiny, cat):
     assert tiny.family.pooling == "token"
     # the readout's own top class and p at depth 0 (the last two columns follow each photo's final class)
     assert panels[0].rows[0][:3] == panels[1].rows[0][:3]
-    assert panels[0].rows[0][0] == "0 (embedding, the same on every photo)"
+    assert panels[0].rows[0][0] == "0 (embedding)"  # short: the text says why (a phone's column)
     assert panels[0].rows[-1][:3] != panels[1].rows[-1][:3], "the last depth does read the photo"
     assert "at depth 0 (before any block: the same on every photo" in panels[0].text
     assert "the same on every photo" not in inside.lens_text("cat", np.array([0.1, 0.8]), np.array([3, 1]))

@@ -74,6 +74,8 @@ def test_a_right_and_a_wrong_answer(photo):
     wrongs = [a for a in (lesson.reveal(photo, lesson.LessonParams(step=m, choice=c)).answer
                           for c in ("stays", "changes")) if a.startswith("✗")]
     assert len(wrongs) == 1 and wrongs[0].startswith("✗ **Not quite**. On this photo: **"), wrongs
+    d = [s.id for s in rl.steps()].index("dropout") + 1  # a percentage, not counts: "counts as right"
+    assert "(±3 counts as right)." in lesson.reveal(photo, lesson.LessonParams(step=d, number=50)).answer
     k = [s.id for s in rl.steps()].index("cls") + 1
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=197)).answer.startswith("✓")
     assert lesson.reveal(photo, lesson.LessonParams(step=k, number=196)).answer.startswith("✗")
@@ -88,6 +90,8 @@ def test_the_reveal_waits_for_a_prediction_or_i_dont_know(photo):
         assert "prediction first" in empty.answer and "I don't know" in empty.answer
         m = rl.MEASURES[s.measure](photo, s)
         assert m.line not in empty.answer and "The answer" not in empty.answer, s.id
+    d = [s.id for s in rl.steps()].index("dropout") + 1  # a percentage, not counts: "counts as right"
+    assert "(±3 counts as right)." in lesson.reveal(photo, lesson.LessonParams(step=d, number=50)).answer
     k = [s.id for s in rl.steps()].index("cls") + 1
     told = lesson.reveal(photo, lesson.LessonParams(step=k, dont_know=True))
     assert told.revealed and told.answer.startswith("The answer: **197**")

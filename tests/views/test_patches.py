@@ -33,3 +33,5 @@ def test_patches_explanation_uses_the_model_numbers():
     text = patches_explanation(vizvit.load_model("random:vit-base-patch16-224", device="cpu"))
     assert "14×14 = **196 patches**" in text and "**768 numbers**" in text and "**197 tokens**" in text
     assert "38,809-weight" in text
+    # the family's head said as a sentence ("the head reads a linear head on …" read twice: a walk-through)
+    assert "**ViT**: on top, a linear head on the final [CLS] token." in text and "head reads a" not in text

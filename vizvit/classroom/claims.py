@@ -134,7 +134,8 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
-                   "itself: the faithfulness contest on the Experiments tab tests it on this photo.")
+                   "itself: the faithfulness contest on the Experiments tab tests it on this photo, and it "
+                   "has not been run on it yet.")
     else:
         d, i = versus
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")

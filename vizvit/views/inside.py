@@ -93,8 +93,9 @@ def lens_panel(ph: Photo) -> LensPanel:
     rows = []
     for depth, p in enumerate(ln.probs):
         top = int(p.argmax())
-        rows.append([f"{depth}" + ((" (embedding, the same on every photo)" if blind else " (embedding)")
-                                   if depth == 0 else ""), vm.labels[top].split(",")[0],
+        # Short: a long first cell made the depth column a phone's whole width (the text says why depth 0
+        # is the same on every photo).
+        rows.append([f"{depth}" + (" (embedding)" if depth == 0 else ""), vm.labels[top].split(",")[0],
                      f"{p[top]:.1%}", f"{ln.final_prob[depth]:.2%}", str(int(ln.final_rank[depth]))])
     top5 = np.argsort(-ln.probs[-1])[:5]
     fig = lens_figure(ln.probs[:, top5], [vm.labels[i].split(",")[0][:24] for i in top5])
@@ -117,9 +118,24 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray, blind: bool = Fals
                f"{', '.join(str(d) for d in lost)}, and lost it again" if lost else "")
     stay = stay.replace("only at the last depth", "for good only at the last depth") if lost else stay
     zero = " (before any block: the same on every photo, since the head reads no patch yet)" if blind else ""
+    # Its top 5 before it stays there, said as the top-1 is ("from depth 12 on" read as "first at 12" beside
+    # a table with rank 1 at depth 6: a walk-through).
+    in5 = [d for d in range(top5) if rank[d] <= 5]
+    was5 = f" (and at depth{'s' if len(in5) > 1 else ''} {_runs(in5)} before, then out of it)" if in5 else ""
     return (f"Final top-1: **{final}** ({prob[last]:.1%}). Read through the final head it has rank {int(rank[0])} "
-            f"(p = {prob[0]:.2%}) at depth 0{zero}, is in the readout's top 5 from depth **{top5}** on, and its "
-            f"top-1 {stay}{before}{earlier}.")
+            f"(p = {prob[0]:.2%}) at depth 0{zero}, is in the readout's top 5 from depth **{top5}** on{was5}, "
+            f"and its top-1 {stay}{before}{earlier}.")
+
+
+def _runs(depths: list[int]) -> str:
+    """[5, 6, 7, 8, 10] -> "5–8, 10"."""
+    out: list[str] = []
+    for d in depths:
+        if out and d == int(out[-1].split("–")[-1]) + 1:
+            out[-1] = f"{out[-1].split('–')[0]}–{d}"
+        else:
+            out.append(str(d))
+    return ", ".join(out)
 
 
 def lens_log_range(probs: np.ndarray) -> tuple[float, float]:
@@ -137,7 +153,8 @@ def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
     lo, hi = lens_log_range(probs)
     logp = np.log10(np.clip(probs, 10.0 ** LENS_LOG_FLOOR, 1.0))
     ticks = list(range(int(lo), int(hi) + 1))
-    text = [f"{10.0 ** t:.0%}" if t >= -2 else f"1e{t}" for t in ticks]
+    # Every tick a percentage ("1e-3" beside "1%" read as 1e-3 %: a walk-through)
+    text = [f"{100 * 10.0 ** t:.{max(0, -t - 2)}f}%" for t in ticks]
     return go.Figure(dict(
         data=[dict(type="heatmap", z=logp.tolist(), customdata=probs.tolist(), x=names,
                    y=list(range(len(probs))), colorscale="Viridis", zmin=lo, zmax=hi,

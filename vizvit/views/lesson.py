@@ -191,7 +191,7 @@ def _verdict(s: Step, p: LessonParams, right: str | float, g: Geometry) -> str:
             return f"The answer: **{shown}**."
         ok = abs(p.number - r) <= s.within
         return (f"✓ **Right**: {shown}." if ok else f"✗ **Not quite**: you said {p.number:g}, it is **{shown}**"
-                + (f" (±{s.within:g} counts)." if s.within else "."))
+                + (f" (±{s.within:g} counts as right)." if s.within else "."))
     text = lesson_mod.fill(dict(s.options)[str(right)], g)
     if p.choice is None:
         return f"The answer: **{text}**."

@@ -55,7 +55,7 @@ def patches_explanation(vm: VitModel) -> str:
             f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the "
             f"{g.num_layers} layers "
             f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table. "
-            f"**{vm.family.title}**: the head reads {vm.family.head_text}. {vm.family.pe_text}")
+            f"**{vm.family.title}**: on top, {vm.family.head_text}. {vm.family.pe_text}")
 
 
 def patch_grid(vm: VitModel, a: Analysis, lines: bool = True, indices: bool = False,
