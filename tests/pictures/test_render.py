@@ -165,3 +165,27 @@ def test_outline_has_square_corners_and_edges_t_px_wide_centred_on_the_border(t)
     ref = np.zeros((60, 60), np.uint8)
     cv2.rectangle(ref, (20, 10), (39, 29), 255, t)
     assert (want[:, 30] == (ref[:, 30] > 0)).all() and (want[20, :] == (ref[20, :] > 0)).all()
+
+
+def test_patch_numbers_never_run_together():
+    """A walk-through: at 3× (a 48-px cell) "100101102…" ran together, every 3-digit number wider than its
+    cell at the least readable size. Where the widest fits, every patch is numbered; where it does not,
+    every other one in a checkerboard, so a number's left and right neighbours hold no ink of their own."""
+    def ink(out, step, r, c):  # white text pixels in the middle half of cell (r, c)
+        q = step // 4
+        return int((out[r * step + q:(r + 1) * step - q, c * step + q:(c + 1) * step - q] > 200).any(-1).sum())
+
+    g = geom((14, 14), 16)  # 196 patches: "195" is 49 px at 24 px, wider than a 48-px cell
+    step = 48
+    out = render.draw_grid(np.zeros((14 * step, 14 * step, 3), np.uint8), g, lines=False, indices=True)
+    for r in range(14):
+        for c in range(14):
+            assert (ink(out, step, r, c) > 0) == ((r + c) % 2 == 0), (r, c)
+    # each row's ink runs in separate pieces, one per number (they ran together as one)
+    for r in range(14):
+        cols = (out[r * step:(r + 1) * step] > 200).any(-1).any(0)
+        pieces = int(np.count_nonzero(np.diff(cols.astype(int)) == 1) + cols[0])
+        assert pieces >= 7, (r, pieces)
+    # 49 patches at 64 px a cell: every number fits, every patch numbered
+    small = render.draw_grid(np.zeros((7 * 64, 7 * 64, 3), np.uint8), geom(), lines=False, indices=True)
+    assert all(ink(small, 64, r, c) > 0 for r in range(7) for c in range(7))

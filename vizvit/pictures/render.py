@@ -138,7 +138,8 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
     """Patch grid on an image that is the model-input view enlarged by any integer factor.
 
     marked: row-major patch indices to hatch (e.g. masked patches); highlight: (row, col)
-    outlined in yellow; indices: each patch's 0-based row-major number.
+    outlined in yellow; indices: each patch's 0-based row-major number (every other patch's, in a
+    checkerboard, where the widest does not fit a cell).
     """
     out = np.ascontiguousarray(img.copy())
     gh, gw = g.grid
@@ -162,10 +163,18 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
         widest = str(gh * gw - 1)
         px = max(MIN_TEXT_PX, min(TEXT_PX, TEXT_PX * (step - 4) / max(1, text_size(widest)[0])))
         cap = text_size(widest, px)[1]
+        # Where the widest number does not fit a cell at the least readable size ("195" is 49 px at 24 px,
+        # a 3× cell 48), every other patch is numbered, in a checkerboard, each centred in its cell: its
+        # neighbours left and right are empty, so no two numbers run together ("100101102…": a
+        # walk-through); the numbers between are the ones either side ± 1.
+        sparse = text_size(widest, px)[0] > step - 4
         for r in range(gh):
             for c in range(gw):
-                org = (int(c * step + 2), int(r * step + (step + cap) / 2))
-                put_text(out, str(r * gw + c), org, px, (255, 255, 255), outline=(0, 0, 0))
+                if sparse and (r + c) % 2:
+                    continue
+                text = str(r * gw + c)
+                org = (int(c * step + (step - text_size(text, px)[0]) / 2), int(r * step + (step + cap) / 2))
+                put_text(out, text, org, px, (255, 255, 255), outline=(0, 0, 0))
     if highlight is not None:
         r, c = highlight
         p0 = (int(round(c * step)), int(round(r * step)))
