@@ -29,6 +29,8 @@ PROJECTOR_CHART_PX = 24
 # the plot's height), a phone's legend of 8 rows sat on the axis title (a walk-through at 390 px).
 # No gap between legend groups (plotly's default 10 px a group took 70 of a phone's contest chart).
 LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, tracegroupgap=0)
+# How far the page's panel label reaches into a chart (page/web/style.css starts pictures this far down).
+PANEL_LABEL_PX = 36
 # plotly does not wrap a title: one line longer than a phone's chart (~360 px at 17 px) was cut short.
 TITLE_CHARS = 40
 

@@ -9,6 +9,7 @@ when one head alone is zeroed, L·H forwards batched, streamed and cached per ph
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +49,8 @@ blue: it does better without it. Cached per photo; it can be stopped."""
 
 NO_LENS_TEXT = ("**No logit lens for this model:** it has no classifier, so there is no final head to read "
                 "the layers through.")
-LENS_HEADERS = ["depth", "top-1 at this depth", "its probability", "final top-1's probability", "its rank"]
+# Short: long headers broke mid-word ("probabi|lity") at 1366 px and pushed the data off a phone.
+LENS_HEADERS = ["depth", "top-1 here", "its p", "final top-1: p", "final top-1: rank"]
 # The lens table's height on the page: room for 25 rows (ViT-L's depths 0..24) at two lines each,
 # so depth L (the model's own prediction) is never hidden in a scroll box (Gradio's default: 500 px).
 LENS_TABLE_PX = 2000
@@ -155,15 +157,22 @@ def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
     ticks = list(range(int(lo), int(hi) + 1))
     # Every tick a percentage ("1e-3" beside "1%" read as 1e-3 %: a walk-through)
     text = [f"{100 * 10.0 ** t:.{max(0, -t - 2)}f}%" for t in ticks]
+    title, top = figures.title_lines("Readout of the final top-5 classes at each depth")
+    sub = textwrap.wrap("colour: log₁₀ of the probability, so the early depths' small values differ too",
+                        figures.TITLE_CHARS + 12)  # a <sub> line's letters are smaller
     return go.Figure(dict(
         data=[dict(type="heatmap", z=logp.tolist(), customdata=probs.tolist(), x=names,
                    y=list(range(len(probs))), colorscale="Viridis", zmin=lo, zmax=hi,
                    hovertemplate="depth %{y}, %{x}: p = %{customdata:.2e}<extra></extra>",
                    colorbar=dict(title=dict(text="p (log scale)"), tickvals=ticks, ticktext=text))],
-        layout=dict(title=dict(text="Readout of the final top-5 classes at each depth<br><sub>colour: log₁₀ of "
-                                    "the probability, so the early depths' small values differ too</sub>"),
+        # Lines a phone's chart holds (figures.title_lines): one line each was cut at 390 px. Laid from the
+        # top down, below the panel label (placed by plotly, 4 lines overlapped the plot).
+        layout=dict(title=dict(text=title + "".join(f"<br><sub>{line}</sub>" for line in sub), yref="container",
+                               y=1, yanchor="top", pad=dict(t=figures.PANEL_LABEL_PX)),
                     yaxis=dict(title="depth (0 = embedding)", autorange="reversed", dtick=1),
-                    margin=dict(l=10, r=10, t=60, b=10), height=360)), _validate=False)
+                    margin=dict(l=10, r=10, t=figures.PANEL_LABEL_PX + top + 18 * len(sub), b=10),
+                    height=300 + figures.PANEL_LABEL_PX + top + 18 * len(sub))),
+        _validate=False)
 
 
 def depth_top5(ph: Photo, depth: int) -> go.Figure:

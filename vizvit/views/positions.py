@@ -136,9 +136,6 @@ def highlight_tile(img: np.ndarray, rc: tuple[int, int], grid: tuple[int, int], 
     return tile_outline(grid, cell, sep).on(img, rc)
 
 
-# How far the page's panel label reaches into a chart (page/web/style.css starts pictures this far down).
-PANEL_LABEL_PX = 36
-
 
 def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.Figure:
     """(gh, gw) similarities as a plotly heatmap on the symmetric scale −vmax..vmax (default the
@@ -156,8 +153,8 @@ def similarity_heatmap(values: np.ndarray, title: str, vmax: float = 1.0) -> go.
         # and below the page's panel label, which floats over the chart's top 34 px (at y=0.98 the title
         # hid behind it: issue 51). Lines short enough for the chart's width at the projector's 24 px.
         layout=dict(title=dict(text=title, font=dict(size=13), yref="container", y=1, yanchor="top",
-                               pad=dict(t=PANEL_LABEL_PX)), height=430,
-                    margin=dict(l=10, r=10, t=PANEL_LABEL_PX + 22 * (title.count("<br>") + 1) + 60, b=10),
+                               pad=dict(t=figures.PANEL_LABEL_PX)), height=430,
+                    margin=dict(l=10, r=10, t=figures.PANEL_LABEL_PX + 22 * (title.count("<br>") + 1) + 60, b=10),
                     xaxis=dict(constrain="domain", title=dict(text="col"), side="top"),
                     yaxis=dict(autorange="reversed", scaleanchor="x", constrain="domain",
                                title=dict(text="row"))),
