@@ -111,6 +111,13 @@ def test_ablated_heads_travel_in_links_counted_from_one(tiny16):
     assert far.ablate == ((0, 1),) and "9.9" in notes[0]
     bad, notes = deeplink.parse({"ablate": "three.five", "ablate_mode": "half"}, [], [], [])
     assert bad.ablate == () and bad.ablate_mode is None and len(notes) == 2
+    # a whole layer, as the page's box takes it ("7 = all of layer 7"): every head of it once the model is
+    # known (a walk-through: the box took "12", the link dropped it); a layer the model lacks, said
+    whole, notes = deeplink.fit(deeplink.parse({"ablate": "1.2,2"}, [], [], [])[0], g)
+    assert whole.ablate == ((0, 1), (1, 0), (1, 1)) and not notes
+    assert "ablate=1.2,2.1,2.2" in deeplink.to_query(whole)
+    none, notes = deeplink.fit(deeplink.parse({"ablate": "9"}, [], [], [])[0], g)
+    assert none.ablate == () and notes == ["Layer 9 does not exist (1–2); its heads stay on."]
     v = deeplink.of_view(None, "m", "inside", 1, 1, "mean", None, "row", "raw", 0, 0, (), False,
                          Ablation(((1, 1),), "zero"))
     assert deeplink.to_query(v).endswith("ablate=2.2")

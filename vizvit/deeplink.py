@@ -216,17 +216,24 @@ def _mask(r: _Reader) -> tuple[int, ...]:
     return tuple(sorted(set(patches)))
 
 
+# A whole layer in a link ("ablate=7", as the page's box takes it): every head of layer 7, once the model's
+# head count is known (fit). A walk-through: the box took "12" and the link dropped it.
+WHOLE_LAYER = -1
+
+
 def _ablate(r: _Reader) -> tuple[tuple[int, int], ...]:
-    """Heads as layer.head counted from 1 (3.5,7.1) -> 0-based (layer, head), sorted, each once."""
+    """Heads as layer.head counted from 1 (3.5,7.1), or a whole layer (7) -> 0-based (layer, head), sorted,
+    each once; a whole layer as (layer, WHOLE_LAYER) until fit expands it."""
     ablate = r.get("ablate")
     if not ablate:
         return ()
     cells = [tuple(_int(x) for x in part.split(".")) for part in ablate.split(",") if part.strip()]
-    heads = [(c[0], c[1]) for c in cells if len(c) == 2]
+    heads = [(c[0], c[1]) if len(c) == 2 else (c[0], WHOLE_LAYER + 1) for c in cells if len(c) in (1, 2)]
     pairs = [(l, h) for l, h in heads if l is not None and h is not None]
     if len(pairs) == len(cells):
         return tuple(sorted({(l - 1, h - 1) for l, h in pairs}))
-    r.notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1 (e.g. 3.5,7.1); ignored.")
+    r.notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1, or whole layers "
+                     "(e.g. 3.5,7.1,9); ignored.")
     return ()
 
 
@@ -279,6 +286,15 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
     if bad:
         notices.append(f"Mask patches {bad} are outside 0–{g.num_patches - 1}; they were left out.")
         link = replace(link, mask=tuple(i for i in link.mask if 0 <= i < g.num_patches))
+    whole = {l for l, h in link.ablate if h == WHOLE_LAYER}
+    if whole:
+        gone = sorted(l for l in whole if not 0 <= l < g.num_layers)
+        if gone:
+            notices.append(f"Layer{'s' if len(gone) > 1 else ''} {', '.join(str(l + 1) for l in gone)} "
+                           f"{'do' if len(gone) > 1 else 'does'} not exist (1–{g.num_layers}); its heads stay on.")
+        heads = {c for c in link.ablate if c[1] != WHOLE_LAYER}
+        heads |= {(l, h) for l in whole if 0 <= l < g.num_layers for h in range(g.num_heads)}
+        link = replace(link, ablate=tuple(sorted(heads)))
     off = [(l, h) for l, h in link.ablate if not (0 <= l < g.num_layers and 0 <= h < g.num_heads)]
     if off:
         notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist "

@@ -140,6 +140,12 @@ def test_the_random_twin_reads_the_trained_models_input_view(tiny16):
     assert not np.array_equal(squash, va)  # so the test above tells the two apart
     c = compare.cursor(pr, compare.CompareParams(model_b=TWIN))
     _, sa, sb = compare.depth_pictures(pr, c, shared=True)
-    assert "(both read A's model-input view)" in compare.verdict(pr, c, sa, sb)
+    said = compare.verdict(pr, c, sa, sb)
+    assert "(both read A's model-input view)" in said
+    # each number beside its own words, computed here by hand: the plain cosine, then Pearson's r
+    a, b = np.asarray(sa.rollout, float).ravel(), np.asarray(sb.rollout, float).ravel()
+    cos, r = a @ b / np.linalg.norm(a) / np.linalg.norm(b), np.corrcoef(a, b)[0, 1]
+    assert (f"cosine **{cos:.2f}** as they are, **{r:.2f}** with each map's mean taken out (a correlation)"
+            in said), said
     # A trained model B keeps its own processor: the same upload.
     assert compare.photo_for_b(ph, a_vm) == ph.key.sha1

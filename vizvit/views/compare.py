@@ -296,7 +296,10 @@ def verdict(pr: Pair, c: Cursor, sa: SideMaps, sb: SideMaps) -> str:
     else:
         agree = f"top-1 **differs**: A {t_a}, B {t_b}"
     return (f"**Verdict at position {c.position} of {c.positions}.** " + "; ".join(parts)
-            + f". Rollout maps: cosine **{cos:.2f}**, **{r:.2f}** with each map's mean taken out{resampled}{crops}. "
+            # each number beside its own words ("cosine 0.96, -0.10 with each map's mean taken out" left it
+            # unclear which went with which: a walk-through)
+            + f". Rollout maps: cosine **{cos:.2f}** as they are, **{r:.2f}** with each map's mean taken out "
+            f"(a correlation){resampled}{crops}. "
             f"{agree}.")
 
 
