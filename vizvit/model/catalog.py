@@ -64,8 +64,10 @@ MEASURED: dict[str, tuple[int, int]] = {
 
 # Says what the numbers after a name mean without quoting one model's: an example such as
 # "(5.7M, ~52 ms)" read as the loaded model's own numbers when ViT-B/16 was loaded (issue 51).
-SIZES_INFO = ("The numbers after a name: its parameters (M: millions) and the time of one forward on 2 "
-              "CPU cores")
+# The forward is a reference measured once on busy cores; the status line's "forward … ms" is this server's
+# own (a walk-through read "~52 ms" beside "forward 22 ms" as a contradiction).
+SIZES_INFO = ("The numbers after a name: its parameters (M: millions) and the time of one forward on 2 busy "
+              "CPU cores, measured once to compare the models; the status line gives this server's own")
 
 
 def arch_of(model_id: str) -> str:
