@@ -110,9 +110,10 @@ def fill_book(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
 def _layout(ctx: Ctx) -> Ui:
     """The tab's components by page name: model B and the cursor, both sides' rows, the distances."""
     with gr.Row():
-        # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin.
+        # allow_custom_value: the gate (Workbench.model) checks the choice; a link may name a twin. scale 3:
+        # most of the row, or projector mode cut the name ("random:vit-tiny-patch16-224 (5.7": a walk-through).
         model_b = gr.Dropdown(model_b_choices(ctx), value=None, label="Model B (A: the model at the top)",
-                              elem_id="cmp-model", allow_custom_value=True)
+                              elem_id="cmp-model", allow_custom_value=True, scale=3)
         head = gr.Dropdown(list(vocab.FUSIONS), value="mean", elem_id="cmp-head",
                            label="heads: fused, or head k (each model's matching head)")
         shared = gr.Checkbox(True, label="one colour range for both sides", elem_id="cmp-shared")
