@@ -162,12 +162,12 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
     if indices:
         widest = str(gh * gw - 1)
         px = max(MIN_TEXT_PX, min(TEXT_PX, TEXT_PX * (step - 4) / max(1, text_size(widest)[0])))
-        cap = text_size(widest, px)[1]
+        wide, cap = text_size(widest, px)
         # Where the widest number does not fit a cell at the least readable size ("195" is 49 px at 24 px,
         # a 3× cell 48), every other patch is numbered, in a checkerboard, each centred in its cell: its
         # neighbours left and right are empty, so no two numbers run together ("100101102…": a
         # walk-through); the numbers between are the ones either side ± 1.
-        sparse = text_size(widest, px)[0] > step - 4
+        sparse = wide > step - 4
         for r in range(gh):
             for c in range(gw):
                 if sparse and (r + c) % 2:

@@ -7,7 +7,7 @@ tokens each map removes first are read here; vizvit.views.experiments charts and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +37,7 @@ RANDOM_ROW = "random (baseline)"  # the ranking's row for the random orders' mea
 SECOND_FILL = "blur"
 
 
-def read_back(orders: dict[str, np.ndarray]) -> set[str]:
+def read_back(orders: Iterable[str] = ()) -> set[str]:
     """The rankings whose insertion is their deletion read backwards (perturb.faithfulness_curves): the
     random orders and the "random" map (random order 1). Any random order reversed is as random, and
     deletion at a fraction f and insertion at 1 − f are then one experiment on the same views: each
@@ -163,7 +163,7 @@ def contest_steps(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0
         target = parts[0].target if parts else None
         parts.append(perturb.faithfulness_curves(vm, view, {map_name: m}, int(steps), mode,  # type: ignore[arg-type]
                                                  target=target, cancel=cancel, extra=ph.forward_hooks(),
-                                                 read_back=read_back({})))
+                                                 read_back=read_back()))
         yield ContestSoFar(tuple(maps), perturb.merge_curves(parts), len(parts), total)
     curves = perturb.merge_curves(parts)
     orders = perturb.random_orders(vm.geometry.grid, perturb.RANDOM_ORDERS, seed)

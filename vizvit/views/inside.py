@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import cv2
@@ -130,14 +131,9 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray, blind: bool = Fals
 
 
 def _runs(depths: list[int]) -> str:
-    """[5, 6, 7, 8, 10] -> "5–8, 10"."""
-    out: list[str] = []
-    for d in depths:
-        if out and d == int(out[-1].split("–")[-1]) + 1:
-            out[-1] = f"{out[-1].split('–')[0]}–{d}"
-        else:
-            out.append(str(d))
-    return ", ".join(out)
+    """Increasing depths [5, 6, 7, 8, 10] -> "5–8, 10" (a run: depth − its index is constant)."""
+    runs = [[d for _, d in run] for _, run in groupby(enumerate(depths), lambda kd: kd[1] - kd[0])]
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
 
 
 def lens_log_range(probs: np.ndarray) -> tuple[float, float]:
@@ -160,6 +156,7 @@ def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
     title, top = figures.title_lines("Readout of the final top-5 classes at each depth")
     sub = textwrap.wrap("colour: log₁₀ of the probability, so the early depths' small values differ too",
                         figures.TITLE_CHARS + 12)  # a <sub> line's letters are smaller
+    head = figures.PANEL_LABEL_PX + top + 18 * len(sub)  # the label, the title's lines, the sub's
     return go.Figure(dict(
         data=[dict(type="heatmap", z=logp.tolist(), customdata=probs.tolist(), x=names,
                    y=list(range(len(probs))), colorscale="Viridis", zmin=lo, zmax=hi,
@@ -170,8 +167,7 @@ def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
         layout=dict(title=dict(text=title + "".join(f"<br><sub>{line}</sub>" for line in sub), yref="container",
                                y=1, yanchor="top", pad=dict(t=figures.PANEL_LABEL_PX)),
                     yaxis=dict(title="depth (0 = embedding)", autorange="reversed", dtick=1),
-                    margin=dict(l=10, r=10, t=figures.PANEL_LABEL_PX + top + 18 * len(sub), b=10),
-                    height=300 + figures.PANEL_LABEL_PX + top + 18 * len(sub))),
+                    margin=dict(l=10, r=10, t=head, b=10), height=300 + head)),
         _validate=False)
 
 
