@@ -48,7 +48,7 @@ from .tabs import PAGES, TABS, camera as camera_tab
 
 HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
-METHODS_LINK = ("📐 How each map here is computed, from which paper, and how other code differs: "
+METHODS_LINK = ("How each map here is computed, from which paper, and how other code differs: "
                 "[Methods and sources](#methods) (bottom of the page).")
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
 # What the page says it takes, and only that: Gradio's own refusal of another file ("Only .jpg, ...

@@ -117,7 +117,9 @@ def test_ablated_heads_travel_in_links_counted_from_one(tiny16):
     assert whole.ablate == ((0, 1), (1, 0), (1, 1)) and not notes
     assert "ablate=1.2,2.1,2.2" in deeplink.to_query(whole)
     none, notes = deeplink.fit(deeplink.parse({"ablate": "9"}, [], [], [])[0], g)
-    assert none.ablate == () and notes == ["Layer 9 does not exist (1–2); its heads stay on."]
+    assert none.ablate == () and notes == ["Layer 9 does not exist (1–2); nothing was switched off for it."]
+    two, notes = deeplink.fit(deeplink.parse({"ablate": "1.1,8,9"}, [], [], [])[0], g)
+    assert two.ablate == ((0, 0),) and notes == ["Layers 8, 9 do not exist (1–2); nothing was switched off for them."]
     v = deeplink.of_view(None, "m", "inside", 1, 1, "mean", None, "row", "raw", 0, 0, (), False,
                          Ablation(((1, 1),), "zero"))
     assert deeplink.to_query(v).endswith("ablate=2.2")

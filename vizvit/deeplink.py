@@ -290,8 +290,10 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
     if whole:
         gone = sorted(l for l in whole if not 0 <= l < g.num_layers)
         if gone:
-            notices.append(f"Layer{'s' if len(gone) > 1 else ''} {', '.join(str(l + 1) for l in gone)} "
-                           f"{'do' if len(gone) > 1 else 'does'} not exist (1–{g.num_layers}); its heads stay on.")
+            many = len(gone) > 1
+            notices.append(f"Layer{'s' * many} {', '.join(str(l + 1) for l in gone)} "
+                           f"{'do' if many else 'does'} not exist (1–{g.num_layers}); nothing was switched off "
+                           f"for {'them' if many else 'it'}.")
         heads = {c for c in link.ablate if c[1] != WHOLE_LAYER}
         heads |= {(l, h) for l in whole if 0 <= l < g.num_layers for h in range(g.num_heads)}
         link = replace(link, ablate=tuple(sorted(heads)))

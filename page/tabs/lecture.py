@@ -36,8 +36,9 @@ def _layout() -> dict[str, gr.components.Component]:
         size = gr.Slider(16, 1024, value=224, step=1, label="image side (pixels)", elem_id="cost-size")
         patch = gr.Slider(1, 64, value=16, step=1, label="patch size P", elem_id="cost-patch")
     first = lecture.show(None, lecture.LectureParams())
-    cost = gr.Dataframe(first.cost, headers=["", "pixels as tokens", "patches as tokens"], interactive=False,
-                        elem_id="cost-table")
+    # wrap: on a 390-px phone the three columns fit without a sideways scroll (a walk-through: it cut the last)
+    cost = gr.Dataframe(first.cost, headers=["", "pixels as tokens", "patches as tokens"], interactive=False, wrap=True,
+                        column_widths=["30%", "40%", "30%"], elem_id="cost-table")
     cost_text = gr.Markdown(first.cost_text, elem_id="cost-text")
     return dict(side=size, patch=patch, cost=cost, cost_text=cost_text)
 

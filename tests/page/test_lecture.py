@@ -59,3 +59,12 @@ def test_attention_cost_calculator(url):
         set_slider(page, "cost-patch", 10)
         page.wait_for_selector("#cost-text:has-text('22×22 patches')")
         assert "485" in page.inner_text("#cost-text") and page.locator(".toast-body.error").count() == 0
+
+
+def test_the_cost_table_fits_a_phone_without_a_sideways_scroll(url):
+    # A walk-through at 390 px: the table's third column was cut at "patch", with no cue to scroll.
+    with page_at(url + "?tab=lecture", width=390, height=844) as page:
+        page.wait_for_selector("#cost-table:has-text('64,875×')", timeout=60_000)
+        right = page.evaluate("() => Math.max(...[...document.querySelectorAll('#cost-table th, #cost-table td')]"
+                              ".map(c => c.getBoundingClientRect().right))")
+        assert right <= 390, f"the table's last column ends at {right:.0f} px on a 390-px phone"

@@ -239,7 +239,7 @@ def artifact_note(arts: np.ndarray, p: AttnParams, where: str, layer: int) -> st
             if p.artifacts_in_range else
             "are **not in the colour range**: the range is set by the other patches, and an artifact token above "
             "it is clipped to the top colour (tick *artifact tokens in the colour range* to put them back)")
-    return (f"🔷 **{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, "
+    return (f"**{n} artifact token{'s' * (n > 1)}** {where} {layer}, {art_mod.describe(arts)}, outlined in cyan, "
             f"{kept}. "
             "A trained ViT turns a few low-information patches into scratch space with very long tokens that soak "
             "up attention (Darcet et al. 2024, *Vision Transformers Need Registers*). "
