@@ -104,16 +104,19 @@ def test_attention_flow_streams_stops_and_refuses_a_graph_too_large():
         flow.check_flow_size((13, 3, 300, 300))
 
 
-def networkx_flow_values(att: torch.Tensor, tokens: list[int], summary: np.ndarray | None = None) -> np.ndarray:
+def networkx_flow_values(att: torch.Tensor, tokens: list[int], summary: np.ndarray | slice | None = None) -> np.ndarray:
     """The max-flow values (not normalised) from the summary to a few input tokens, in networkx's pure-Python
     float max-flow: vizvit's own networkx code before issue 52 (one layered graph, zero capacities
     dropped, preflow-push on one residual network), kept here as the reference. Abnar's loop above
     runs every token on the full adjacency graph: minutes on ViT-Ti, so it only checks the small
-    models. att: (L, H, N, N); summary: SigLIP's probe weights (N,) above every layer, or None for
-    [CLS] after the last layer."""
+    models. att: (L, H, N, N); summary: SigLIP's probe weights (N,) above every layer, the rows of the
+    last layer a mean-pooling head averages (BEiT: the patch rows), or None for [CLS] after the last layer."""
     m = att.double().numpy().mean(1) + np.eye(att.shape[-1])
     res = m / m.sum(-1, keepdims=True)  # (L, N, N) Â, rows = queries
-    top, below = (res[-1, 0], res[:-1]) if summary is None else (np.asarray(summary, np.float64), res)
+    if isinstance(summary, slice):  # a mean-pooling head: the mean of those rows of the last layer
+        top, below = res[-1, summary].mean(0), res[:-1]
+    else:
+        top, below = (res[-1, 0], res[:-1]) if summary is None else (np.asarray(summary, np.float64), res)
     K = below.shape[0]
     g = nx.DiGraph()
     for j in np.nonzero(top)[0]:
@@ -223,8 +226,23 @@ def test_the_flow_map_is_the_flow_over_the_patches_in_grid_order(tiny16, cat, mo
     g = analysis.geometry
     n = g.num_prefix_tokens + g.num_patches
     flows = np.arange(n, dtype=np.float64)  # token t's flow = t: its place in the map shows
-    monkeypatch.setattr(flow, "attention_flow", lambda att, w, cancel: flows)
+    monkeypatch.setattr(flow, "attention_flow", lambda att, w, cancel, rows: flows)
     m = flow.flow_map(analysis)
     assert m.shape == g.grid and m.dtype == np.float32
     assert m[0, 0] == g.num_prefix_tokens and m[0, 1] == g.num_prefix_tokens + 1
     assert m[1, 0] == g.num_prefix_tokens + g.grid[1]  # row-major patches
+
+
+def test_a_mean_pooling_head_flows_from_the_patch_mean_that_rollout_reads(families, cat):
+    """BEiT's head reads the mean of the patch tokens, not [CLS] (an audit: flow alone started from [CLS],
+    ranked in the contest beside maps that start from the patch mean): its flow's source is the mean of
+    the last layer's patch rows, as networkx computes it from that source."""
+    vm = families["beit"]
+    a = vizvit.analyze(vm, cat)
+    g = a.geometry
+    n = a.attentions.shape[-1]
+    want = networkx_flow_values(a.attentions, list(range(n)), slice(g.num_prefix_tokens, None))
+    got = flow.flow_map(a)
+    np.testing.assert_allclose(got.ravel(), (want / want.sum())[g.num_prefix_tokens:], atol=1e-4)
+    from_cls = networkx_flow_values(a.attentions, list(range(n)))
+    assert np.abs(got.ravel() - (from_cls / from_cls.sum())[g.num_prefix_tokens:]).max() > 1e-4  # not [CLS]'s

@@ -22,7 +22,7 @@ from vizvit.errors import UserError
 from vizvit.methods.base import Method
 from vizvit.methods.maps import Cache, full_attentions, no_cache
 from vizvit.model.engine import Analysis
-from vizvit.model.models import VitModel
+from vizvit.model.models import PATCH_MEAN, Geometry, VitModel
 
 FLOW_METHOD = "attention flow (Abnar & Zuidema 2020, exact max-flow)"
 # Exact flow runs one max-flow per input token on a graph of ~L·N² edges: bounded by this many edges
@@ -112,12 +112,27 @@ def flow_value(g: FlowGraph, j: int) -> float:
     return float(g.weight[side[g.tail] & ~side[g.head]].sum())
 
 
-def flow_inputs(att: torch.Tensor, summary: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(L, H, N, N) attentions -> (res, top) for flow_graph: [CLS] (token 0) after the last layer,
-    or `summary` (N,), the weights of a pooling probe above the last layer (SigLIP)."""
+CLS_ROW = slice(0, 1)  # the source a [CLS] head reads: token 0's row of the last layer
+
+
+def summary_rows(g: Geometry) -> slice:
+    """The last layer's rows whose mean is the source, as rollout reads the family's summary: [CLS] (or
+    the first summary token) its own row; a mean-pooling head (BEiT) the mean of the patch rows. SigLIP's
+    probe is not a row (its weights are flow_inputs' `summary`)."""
+    if g.summaries[0] == PATCH_MEAN:
+        return slice(g.num_prefix_tokens, None)
+    i = max(g.summary_index(), 0)
+    return slice(i, i + 1)
+
+
+def flow_inputs(att: torch.Tensor, summary: torch.Tensor | None = None,
+                rows: slice = CLS_ROW) -> tuple[np.ndarray, np.ndarray]:
+    """(L, H, N, N) attentions -> (res, top) for flow_graph: the mean of the last layer's `rows` (default
+    [CLS], token 0; summary_rows), or `summary` (N,), the weights of a pooling probe above the last
+    layer (SigLIP)."""
     res = residual_attention(att)
     if summary is None:
-        return res[:-1], res[-1, 0]
+        return res[:-1], res[-1, rows].mean(0)  # one row: that row itself
     return res, summary.double().numpy()
 
 
@@ -193,8 +208,10 @@ def _smaller_factor(shape: tuple[int, ...]) -> float:
 
 def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
                          should_stop: Callable[[], bool] = lambda: False,
-                         cancel: Cancel = NEVER, speed: FlowSpeed = FLOW_SPEED) -> Iterator[FlowStep]:
-    """Attention flow from the summary ([CLS], or SigLIP's probe with weights `summary` (N,)) to
+                         cancel: Cancel = NEVER, speed: FlowSpeed = FLOW_SPEED,
+                         rows: slice = CLS_ROW) -> Iterator[FlowStep]:
+    """Attention flow from the summary ([CLS]; the mean of the last layer's `rows`, e.g. BEiT's patch
+    rows; or SigLIP's probe with weights `summary` (N,)) to
     every input token, one exact max-flow each (flow_value: Dinic's in C on one graph built once),
     streamed; stops early (without a final `flows`) when should_stop() says so, and raises Cancelled
     when `cancel` is set (checked before the graph and between max-flows) or when the speed seen so
@@ -205,7 +222,7 @@ def attention_flow_steps(att: torch.Tensor, summary: torch.Tensor | None = None,
     e = flow_edges(shape)
     t0 = time.perf_counter()
     cancel.check()
-    g = flow_graph(*flow_inputs(att, summary))  # ~0.1 s on ViT-B/16's graph: numpy, nothing to check inside
+    g = flow_graph(*flow_inputs(att, summary, rows))  # ~0.1 s on ViT-B/16's graph: numpy, nothing to check inside
     speed.build_s_per_edge = (time.perf_counter() - t0) / e
     t1 = time.perf_counter()
     n = att.shape[-1]
@@ -232,9 +249,10 @@ def _left(cancel: Cancel) -> float | None:
     return None if cancel.limit_s is None else cancel.limit_s - cancel.elapsed()
 
 
-def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None, cancel: Cancel = NEVER) -> np.ndarray:
+def attention_flow(att: torch.Tensor, summary: torch.Tensor | None = None, cancel: Cancel = NEVER,
+                   rows: slice = CLS_ROW) -> np.ndarray:
     """(L, H, N, N) -> (N,) float64 attention flow from the summary (see attention_flow_steps)."""
-    for step in attention_flow_steps(att, summary, cancel=cancel):
+    for step in attention_flow_steps(att, summary, cancel=cancel, rows=rows):
         if step.flows is not None:  # the last step
             return step.flows
     raise RuntimeError("Attention flow ended without its flows.")  # only should_stop ends it early
@@ -246,7 +264,8 @@ def flow_steps(a: Analysis, cache: Cache = no_cache, should_stop: Callable[[], b
     """Exact attention flow from the summary, streamed (attention_flow_steps); the finished (N,) flows
     are cached under ATTENTION_FLOW. Pure maths on the cached attentions: it never holds the engine's
     lock (seconds on ViT-Ti, and every other user would wait)."""
-    for step in attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel):
+    for step in attention_flow_steps(full_attentions(a), a.summary_weights, should_stop, cancel,
+                                     rows=summary_rows(a.geometry)):
         if step.flows is not None:  # the last step: cached before it is handed on, in case the caller stops there
             cache(ATTENTION_FLOW, _computed(step.flows))
         yield step
@@ -260,7 +279,7 @@ def _computed(value: np.ndarray) -> Callable[[], np.ndarray]:
 def flow_of(a: Analysis, cache: Cache = no_cache, cancel: Cancel = NEVER) -> np.ndarray:
     """(N,) attention flow of the analysis, from the cache or computed to the end (Cancelled: nothing cached)."""
     def run() -> np.ndarray:
-        return attention_flow(full_attentions(a), a.summary_weights, cancel)
+        return attention_flow(full_attentions(a), a.summary_weights, cancel, summary_rows(a.geometry))
     return cache(ATTENTION_FLOW, run)
 
 
@@ -303,8 +322,9 @@ def flat_note(values: np.ndarray) -> str:
 
 FLOW = Method(
     "attention flow", _flow, FLOW_METHOD, "Abnar & Zuidema 2020",
-    "*Attention flow* (Abnar & Zuidema 2020): an exact max-flow from [CLS] to each input token through the "
-    "attention graph; not class-specific, 5-10 s on a 12-layer model (one max-flow per token), streamed and "
+    "*Attention flow* (Abnar & Zuidema 2020): an exact max-flow from the summary ([CLS]; BEiT: the patch mean; "
+    "SigLIP: its pooling probe) to each input token through the attention graph; not class-specific, "
+    "5-10 s on a 12-layer model (one max-flow per token), streamed and "
     "stoppable.",
     menu=True, costly=True, limit_s=FLOW_LIMIT_S, cached_as=ATTENTION_FLOW,
     check=lambda a, limit_s: check_flow_time(tuple(a.attentions.shape), limit_s), progress=flow_progress,
