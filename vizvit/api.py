@@ -26,7 +26,6 @@ from vizvit.cancel import NEVER, Cancel
 from vizvit.classroom import room as room_mod
 from vizvit.classroom.lesson import MEASURED
 from vizvit.errors import NO_CLASS, UserError
-from vizvit.methods import maths as att_mod
 from vizvit.model.engine import Analysis, Prediction, mask_token
 from vizvit.model.images import View
 from vizvit.model.models import Geometry
@@ -157,8 +156,9 @@ class PublicApi:
             query = (_int("query_row", query_row, 0, g.grid[0] - 1), _int("query_col", query_col, 0, g.grid[1] - 1))
         p = ra.AttnParams(layer=layer, head=h, show=show, mode=how, query=query).checked(g)
         m = ra.main_matrix(a, p, ph.derived)
-        values = att_mod.query_map(m, ra.query_token(p, g), p.direction, g)
-        return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else "[CLS]",
+        values = ra.query_maps(a, p, m)  # as the Attention tab reads it: SigLIP's from its MAP head
+        # No patch asked: the family's summary ([CLS]; BEiT's patch mean; SigLIP's MAP head)
+        return {"layer": layer, "head": head, "mode": mode, "query": list(query) if query else p.who(g),
                 "uniform_level": 1.0 / g.seq_len, "map": _grid(values.numpy())}
 
     def rollout(self, photo: Source, model: str, fusion: str = "mean", discard: float = 0.0) -> dict[str, Any]:
@@ -171,7 +171,7 @@ class PublicApi:
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
         maps = ra.rollout_maps(a, fused, discard, ph.derived)  # (L, gh, gw)
-        return {"fusion": fused, "discard": discard, "maps": _grid(maps.numpy())}
+        return {"fusion": fused, "discard": discard, "summary": a.geometry.summaries[0], "maps": _grid(maps.numpy())}
 
     def compare(self, photo: Source, model_a: str, model_b: str, depth: float = 1.0) -> dict[str, Any]:
         """Two models on one photo at one relative depth (0 < depth <= 1: layer ceil(depth·L) of each,
@@ -203,7 +203,7 @@ class PublicApi:
         r = rpos.report(vm, partial(self.wb.per_model, vm.id))
         k = row * g.grid[1] + col
         return {"row": row, "col": col, "similarity": _grid(r.sim[k].reshape(g.grid)),
-                "cls_similarity": _grid(r.cls_sim)}
+                "cls_similarity": None if r.cls_sim is None else _grid(r.cls_sim)}  # SigLIP: no [CLS]
 
     def predict(self, photo: Source, model: str, dx: int = 0, dy: int = 0, fill: str = "edge",
                 mask: Sequence[int] = (), mask_mode: str = "drop") -> dict[str, Any]:

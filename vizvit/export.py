@@ -30,7 +30,7 @@ from vizvit.model.engine import Analysis, Prediction, Progress, load_model
 from vizvit.model.images import View
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.tokens import OUTLIER_METHOD
-from vizvit.model.zeroshot import DEFAULT_TEMPLATE, PATCH_LABEL_METHOD, parse_labels
+from vizvit.model.zeroshot import DEFAULT_TEMPLATE, parse_labels, patch_label_method
 from vizvit.pictures import figures
 from vizvit.readings import artifacts_rule as artifacts, contest, heads, methods, sweep
 from vizvit.session import Photo, PhotoKey, Workbench
@@ -142,7 +142,7 @@ def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, 
                       "total": time.perf_counter() - t0},
         "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()},
         "figures": written,
-        "methods": methods_used(),
+        "methods": methods_used(vm),
         "charts_as_png": all(f"{n}.png" in written for n in charts),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -229,9 +229,28 @@ def _summary(vm: VitModel, ph: Photo, image_name: str, base: Analysis, a: Analys
     }
 
 
-def methods_used() -> dict[str, str]:
+def _positions_used(vm: VitModel) -> dict[str, str]:
+    """summary.json "methods" for the position arrays: what this family's table is and how it is resized."""
+    fam = vm.family
+    if fam.has_bias_table:
+        return {"relative_position_bias": "the learned bias added to the attention logits, per offset (Δrow, Δcol), "
+                                          "per layer (or shared) and head; no absolute position table"}
+    aa = "antialiased" if fam.pe_antialias else "no antialias"
+    return {"pos_similarity": "cosine similarity of the learned patch position embeddings",
+            "position_interpolation": f"bicubic, align_corners=False, {aa} ({fam.title}'s interpolate_pos_encoding)"}
+
+
+def _lens_used(vm: VitModel) -> str:
+    """summary.json "methods" logit_lens: the model's own head, as this family reads it, at every depth."""
+    head = vm.family.head_text
+    probs = "" if vm.zero_shot is not None else "; probabilities: softmax of the logits"
+    return f"the model's own head applied to the hidden states after block l, l = 0..L ({head}){probs}"
+
+
+def methods_used(vm: VitModel) -> dict[str, str]:
     """summary.json "methods": the exact method and convention behind each array (the defaults
-    the export uses; docs/methods.md has the formulas and how peers' code differs)."""
+    the export uses; docs/methods.md has the formulas and how peers' code differs), in this
+    model's family's terms (its head, its positions)."""
     return {
         "rollout": attention.rollout_label("mean", 0.0)
         + "; Â = ½A + ½I, rows renormalised; the summary token's row ([CLS]; a mean-pooling head such as "
@@ -240,9 +259,7 @@ def methods_used() -> dict[str, str]:
         "rollout_heads": attention.PER_HEAD_ROLLOUT_METHOD,
         "discard_mode": attention.DISCARD_MODES[0],
         "attention_distance": attention.distance_label(attention.DISTANCE_NORMS[0]),
-        "pos_similarity": "cosine similarity of the learned patch position embeddings",
-        "position_interpolation": "bicubic, align_corners=False, no antialias "
-                                  "(HF ViT interpolate_pos_encoding)",
+        **_positions_used(vm),
         "token_pca_rgb": "PCA per depth; sign: each component's largest-|loading| entry positive "
                          "(scikit-learn's svd_flip(u_based_decision=False))",
         "token_pca_rgb_no_artifacts": "the same PCA fitted without that depth's artifact tokens "
@@ -263,11 +280,11 @@ def methods_used() -> dict[str, str]:
         "contest_auc_second_fill": "contest_auc and contest_random_auc with the patches removed by a blur "
                                    "(Gaussian, kernel 2P+1, sigma P/2) instead of black",
         **{m.export_key: m.export_text for m in methods.EXPORTED if m.export_key},  # relevance, map_<method>
-        "logit_lens": "softmax(classifier(final layernorm([CLS] after block l))), l = 0..L",
+        "logit_lens": _lens_used(vm),
         "head_importance": "p_top1(intact) − p_top1(that head alone zeroed before the output projection)",
         "zero_shot_probs": "CLIP: softmax over the labels of exp(logit_scale)·cos(image, text); "
                            "SigLIP: sigmoid(exp(logit_scale)·cos + logit_bias) per label",
-        "patch_label_cosine": PATCH_LABEL_METHOD + " (not trained to align: a probe, not an explanation)",
+        "patch_label_cosine": patch_label_method(vm.model) + " (not trained to align: a probe, not an explanation)",
         "summary_attention": "SigLIP: the MAP head's attention over the patches, per head; rollout and "
                              "relevance end with it (summary·R)",
         "docs": "docs/methods.md",

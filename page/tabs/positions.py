@@ -35,7 +35,9 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     page = positions.show(ph, params(v))
     # A tile chosen by the arrow keys and Enter too (web/a11y.js)
     grid = kit.with_cells(page.grid, *positions.tile_layout(ph))
-    return {**kit.values(page, {n: n for n in SHOWN}), "grid": grid,
+    # No [CLS] (SigLIP): its chart hidden, shown again for the next model that has one
+    cls = gr.update(value=page.cls, visible=page.cls is not None)
+    return {**kit.values(page, {n: n for n in SHOWN}), "grid": grid, "cls": cls,
             "marks": flip.marks_for_page("pos-grid", page.marks, ui["grid"])}
 
 

@@ -203,13 +203,13 @@ def test_attnlrp_runs_on_every_classifier_family(fam, towers, cat):
         assert methods.ATTNLRP(vm, a, c).shape == vm.geometry.grid
 
 
-def test_attnlrp_is_offered_everywhere_through_its_record_alone():
+def test_attnlrp_is_offered_everywhere_through_its_record_alone(tiny16):
     from vizvit import export
     from vizvit.readings import masks
     from vizvit.views import attention as ap
     m = methods.get("AttnLRP")
     assert m.name in ap.EXPLAIN_METHODS and m.name in masks.MASK_MAPS and m in methods.CONTEST
-    assert export.methods_used()["map_attnlrp"].startswith("AttnLRP (Achtibat et al. 2024")
+    assert export.methods_used(tiny16)["map_attnlrp"].startswith("AttnLRP (Achtibat et al. 2024")
     assert "*AttnLRP*" in ap.RELEVANCE_TEXT
 
 

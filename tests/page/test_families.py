@@ -45,3 +45,13 @@ def test_beit_positions_tab_shows_the_relative_bias_table(families):
             "() => document.querySelector('#pos-tile').textContent.includes('Relative position bias')")
         assert "Δ = (0, 0)" in page.inner_text("#pos-numbers")
         shot(page, "families_beit_positions")
+
+
+def test_siglip_positions_tab_has_no_cls_chart(towers):
+    # No [CLS] in SigLIP: the [CLS] chart was drawn empty (all NaN) with "+nan" in the text (an audit)
+    with running(towers["siglip32"]) as url, page_at(url) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Positions")
+        wait_image(page, "pos-grid")
+        page.wait_for_function("() => document.querySelector('#pos-text').innerText.includes('No [CLS] position')")
+        assert page.locator("#pos-cls").is_hidden() and "nan" not in page.inner_text("#pos-text")
+        shot(page, "families_siglip_positions")

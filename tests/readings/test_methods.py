@@ -91,7 +91,7 @@ def test_the_grep_sees_a_planted_name(tmp_path):
     assert name_literals({"Grad-CAM"}, tmp_path) == Counter({("page/x.py", "Grad-CAM"): 1})
 
 
-def test_records_are_unique_and_every_consumer_reads_the_registry():
+def test_records_are_unique_and_every_consumer_reads_the_registry(tiny16):
     names = [m.name for m in methods.METHODS]
     assert len(set(names)) == len(names)
     assert ap.EXPLAIN_METHODS == tuple(m.name for m in methods.METHODS if m.menu)  # the tab's menu, /relevance
@@ -106,7 +106,7 @@ def test_records_are_unique_and_every_consumer_reads_the_registry():
     keys = [m.export_key for m in methods.EXPORTED]
     assert len(set(keys)) == len(keys) and "relevance" in keys
     from vizvit import export
-    assert all(export.methods_used()[k] == m.export_text for m in methods.EXPORTED for k in [m.export_key])
+    assert all(export.methods_used(tiny16)[k] == m.export_text for m in methods.EXPORTED for k in [m.export_key])
 
 
 def test_an_unknown_method_is_refused_with_the_names():

@@ -389,7 +389,7 @@ def test_curve_areas_equal_rises_auc(rng):
 
 
 # ------------------------------------------------------------------ labels
-def test_labels_name_the_exact_methods():
+def test_labels_name_the_exact_methods(tiny16):
     from vizvit.export import methods_used
     from vizvit.views import attention as ap
 
@@ -397,7 +397,7 @@ def test_labels_name_the_exact_methods():
     assert A.rollout_label("max", 0.9, "per row") == \
         "rollout (Abnar & Zuidema 2020), max fusion, per-row discard 0.90"
     assert "vit-explain" in A.rollout_label("max", 0.9, "global (vit-explain)")
-    m = methods_used()
+    m = methods_used(tiny16)
     assert "Chefer et al. 2021b" in m["relevance"] and m["discard_mode"] in A.DISCARD_MODES
     assert "renormalised" in m["attention_distance"]
     with pytest.raises(ValueError):

@@ -74,12 +74,20 @@ class Step:
 def numbers_of(g: Geometry) -> dict[str, Any]:
     """The model's numbers a step's text and controls may name, e.g. {patch}."""
     p = g.patch_size
-    # As the For-lecturers calculator counts ([CLS]).
-    cost = attention_cost(g.image_size[0], g.image_size[1], p)
+    # This model's prefix tokens on both sides, as {tokens} (its sequence) counts them: 1 on a ViT,
+    # none on SigLIP, [CLS] and 4 registers on DINOv2 with registers.
+    cost = attention_cost(g.image_size[0], g.image_size[1], p, g.num_prefix_tokens)
     return dict(side=g.image_size[0], patch=p, cost_ratio=f"{cost.ratio:,.0f}", cost_about=about(cost.ratio),
                 pixels_per_patch=f"{p * p:,}", grid=g.grid[0], patches=f"{g.num_patches:,}",
                 patch_numbers=f"{p * p * 3:,}", tokens=f"{g.seq_len:,}", hidden=f"{g.hidden_size:,}",
-                layers=g.num_layers, heads=g.num_heads)
+                layers=g.num_layers, heads=g.num_heads, summary=summary_name(g))
+
+
+def summary_name(g: Geometry) -> str:
+    """The token or probe the model's maps are read from, as a sentence names it: '[CLS]', 'the patch
+    mean' (BEiT), 'the MAP head' (SigLIP)."""
+    s = g.summaries[0]
+    return s if s.startswith("[") else f"the {s}"
 
 
 def about(x: float) -> str:

@@ -179,7 +179,7 @@ class PositionReport:
 
     grid: tuple[int, int]
     sim: np.ndarray  # (P, P) float32: learned patch positions, row-major
-    cls_sim: np.ndarray  # (gh, gw) float32: [CLS] position vs every patch position
+    cls_sim: np.ndarray | None  # (gh, gw) float32: [CLS] position vs every patch position; None: no [CLS] (SigLIP)
     baselines: dict[str, np.ndarray]  # name -> (P, P) float32 (1-D sin, 2-D sin-cos, random)
     contrasts: dict[str, Contrast]  # "learned" and each baseline
 
@@ -197,13 +197,12 @@ def position_report(t: PositionTables) -> PositionReport:
         BASELINES[1]: cosine_similarity_matrix(sincos_2d(g.grid, d)),
         BASELINES[2]: cosine_similarity_matrix(random_init_positions(t)),
     }
-    cls = (cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid)  # [CLS] is prefix 0
-           if len(prefix)
-           else torch.full(g.grid, float("nan")))  # SigLIP: no [CLS], no [CLS] position
+    # [CLS] is prefix 0. SigLIP has no [CLS] and so no [CLS] position: None, not a grid of NaN
+    cls = cosine_similarity_matrix(prefix[:1], patches)[0].reshape(g.grid) if len(prefix) else None
     return PositionReport(
         grid=g.grid,
         sim=sims["learned"].numpy().astype(np.float32),
-        cls_sim=cls.numpy().astype(np.float32),
+        cls_sim=None if cls is None else cls.numpy().astype(np.float32),
         baselines={k: sims[k].numpy().astype(np.float32) for k in BASELINES},
         contrasts={k: neighbour_contrast(v, g.grid) for k, v in sims.items()},
     )

@@ -44,8 +44,12 @@ DEFAULT_LABELS = ("a cat", "a dog", "a teapot", "a coffee mug", "an astronaut", 
 DEFAULT_TEMPLATE = "a photo of {}"
 MAX_LABELS = 64
 MAX_LABEL_CHARS = 80
-PATCH_LABEL_METHOD = ("patch-label similarity: cosine of each patch token (final layernorm, then the image "
-                      "projection) with the label's text embedding")
+def patch_label_method(model: PreTrainedModel) -> str:
+    """How the patch-label map is computed, for this tower (the whole CLIP / SigLIP model): CLIP projects
+    the patch tokens, SigLIP has no projection (its tokens are already in the text's width)."""
+    projected = ", then the image projection" if hasattr(model, "visual_projection") else ""
+    return (f"patch-label similarity: cosine of each patch token (final layernorm{projected}) with the label's "
+            "text embedding")
 PATCH_LABEL_CAVEAT = ("CLIP and SigLIP were trained to align the *pooled* image embedding with text, not "
                       "each patch token: this map is known to be noisy and can even highlight the background "
                       "(Zhou et al. 2022, MaskCLIP; Li et al. 2023, CLIP Surgery). Read it as a probe, not "

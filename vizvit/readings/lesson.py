@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from vizvit.classroom import claims, lesson as lesson_mod
-from vizvit.classroom.lesson import Step
+from vizvit.classroom.lesson import Step, summary_name
 from vizvit.classroom.numbers import attention_cost
 from vizvit.errors import UserError
 from vizvit.model.engine import embedding_stage, mask_token
@@ -125,7 +125,8 @@ def _dropout(ph: Photo, step: Step) -> Measured:
 
 def _cost(ph: Photo, step: Step) -> Measured:
     c = step_controls(step, ph.vm.geometry)
-    cost = attention_cost(int(c["side"]), int(c["side"]), int(c["patch"]))
+    # This model's prefix tokens on both sides (SigLIP none, DINOv2 with registers 5), as {tokens} counts them
+    cost = attention_cost(int(c["side"]), int(c["side"]), int(c["patch"]), ph.vm.geometry.num_prefix_tokens)
     return Measured(f"{cost.ratio:,.0f}×", f"{cost.pixel_weights:,} weights for pixel tokens against "
                     f"{cost.patch_weights:,} for patch tokens: **{cost.ratio:,.0f}× more**.", step.answer)
 
@@ -206,8 +207,10 @@ def _rollout(ph: Photo, step: Step) -> Measured:
     g = ph.vm.geometry
     r = ra.rollout_maps(a, cache=ph.derived)[-1]  # (gh, gw), mean, no discard: the cached maps.mean_rollout
     s = float(r.sum())
-    return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of [CLS]'s rolled-out attention is on the "
-                    f"{g.num_patches} patches; the rest on the prefix tokens. {_rollout_claim(ph, r)}",
+    # The family's summary ([CLS]; BEiT's patch mean; SigLIP's MAP head), as the map is read from it
+    rest = "the rest on the prefix tokens" if g.num_prefix_tokens else "this model has no prefix tokens"
+    return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of {summary_name(g)}'s rolled-out "
+                    f"attention is on the {g.num_patches} patches; {rest}. {_rollout_claim(ph, r)}",
                     "most" if s > 0.5 else "some")
 
 

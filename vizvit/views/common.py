@@ -67,7 +67,7 @@ def model_line(vm: VitModel) -> str:
     flag = "" if vm.is_pretrained else detail(" ⚠️ **untrained random weights**")
     head = "" if vm.has_classifier else " · no classifier: predictions hidden"
     return (f"**{short_name(vm.id)}**{flag}" + detail(
-        f" · {vm.family.title}: {' '.join(g.prefix_names)} + "
+        f" · {vm.family.title}: {' '.join(g.prefix_names) or 'no [CLS]'} + "
         f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size}px · {g.image_size[0]}×{g.image_size[1]} px · "
         f"{g.num_layers} layers × {g.num_heads} heads") + f"{head}" + detail(f" · {vm.device}"))
 

@@ -90,16 +90,22 @@ def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
     p, dim, (_gh, gw) = g.patch_size, g.hidden_size, g.grid
     fam = vm.family
     pe_names = " ".join(g.prefix_names[:fam.pe_prefix])
+    # One row per step vizvit.model.tokens.embedding_stage_of took, in its order: a step only some
+    # families take (SigLIP prepends nothing, CLIP layer-norms) is a row only where it was taken.
     ops = [
         ("photo → pixels", f"{resize_text(vm.preprocess)}, normalised per colour"),
         ("patch conv", f"Conv2d(3 → {dim}, kernel = stride = {p}): one {dim}-vector per {p}×{p} patch"),
         ("flatten", f"row-major: token {g.num_prefix_tokens}+i is patch (i // {gw}, i % {gw})"),
-        (f"prepend {pe_names}", f"{fam.pe_prefix} learned token{'s' if fam.pe_prefix > 1 else ''} in front"),
-        ("+ position embeddings", fam.pe_text),
+        *([(f"prepend {pe_names}", f"{fam.pe_prefix} learned token{'s' if fam.pe_prefix > 1 else ''} in front")]
+          if fam.pe_prefix else []),
+        ("+ position embeddings" if not fam.has_bias_table else "no position embeddings", fam.pe_text),
+        *([(f"insert {g.num_registers} registers", "learned [REG] tokens between [CLS] and the patches, "
+                                                   "with no position")] if g.num_registers else []),
+        *([("pre-layernorm", "CLIP layer-norms every token before block 1")]
+          if hasattr(vm.vit, "pre_layrnorm") else []),
     ]
-    if g.num_registers:
-        ops.append((f"insert {g.num_registers} registers", "learned [REG] tokens between [CLS] and the patches, "
-                                                            "with no position"))
+    if len(ops) != len(d.stage.shapes):  # a step taken that this table does not name: a mistake, not a shifted row
+        raise AssertionError(f"embedding steps {[n for n, _ in d.stage.shapes]} against rows {[n for n, _ in ops]}")
     steps = [[name, _shape(shape), op] for (name, op), (_, shape) in zip(ops, d.stage.shapes)]
     pd = d.stage.patch_dim
     check = (f"**The conv is one matrix.** `F.unfold` cuts the pixels into {g.num_patches} columns of "
@@ -119,6 +125,17 @@ def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
 
 
 # ------------------------------------------------------------------ section 2: tokens at depth l
+def _stage_added(vm: VitModel) -> str:
+    """What the embedding stage adds to the patch tokens, in this family: '[CLS] + positions added';
+    SigLIP 'positions added'; BEiT '[CLS] added (positions: a bias inside attention)'."""
+    fam, g = vm.family, vm.geometry
+    added = " + ".join([*([" ".join(g.prefix_names[:fam.pe_prefix])] if fam.pe_prefix else []),
+                        *([] if fam.has_bias_table else ["positions"])]) + " added"
+    if fam.has_bias_table:
+        added += " (positions: a bias inside attention)"
+    return added + (f", {g.num_registers} registers inserted" if g.num_registers else "")
+
+
 @dataclass(frozen=True)
 class DepthPanel:
     pca_over_photo: np.ndarray  # (s·H, s·W, 3) uint8, clickable
@@ -240,7 +257,7 @@ def depth_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int,
     maps = np.concatenate([maps, np.full((maps.shape[0], 8, 3), 255, np.uint8), bar], axis=1)
     ratio, full = t.fit_ratio[depth], t.pca_ratio[depth]
     n_art = int(art.sum())
-    where = "the embedding stage ([CLS] + positions added)" if depth == 0 else f"block {depth}"
+    where = f"the embedding stage ({_stage_added(vm)})" if depth == 0 else f"block {depth}"
     if n_art:
         fitted = (f"PCA fitted on the {g.num_patches - n_art} ordinary patch tokens (the {n_art} artifact "
                   f"token{'s' if n_art != 1 else ''} left out, then projected and clipped to the colour ends): its 3 "
@@ -316,8 +333,9 @@ def similarity_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: in
     others = np.delete(sims[pre:], t - pre)
     best = [int(i) for i in np.argsort(-sims[pre:]) if i != t - pre][:3]
     near = ", ".join(f"({i // g.grid[1]}, {i % g.grid[1]}) {sims[pre + i]:.2f}" for i in best)
-    text = (f"Patch (row {r}, col {c}) = token {t} at depth {depth}: cosine to **[CLS] = {sims[0]:+.3f}**; "
-            f"to the other patches {others.min():+.2f} … {others.max():+.2f} (mean {others.mean():+.2f}); "
+    to_cls = f"cosine to **[CLS] = {sims[0]:+.3f}**; to" if pre else "cosine (no [CLS] in this model) to"
+    text = (f"Patch (row {r}, col {c}) = token {t} at depth {depth}: {to_cls} "
+            f"the other patches {others.min():+.2f} … {others.max():+.2f} (mean {others.mean():+.2f}); "
             f"most similar: {near}. Colours: blue −1, white 0, red +1.")
     return SimilarityPanel(image=img, text=text)
 
@@ -542,7 +560,8 @@ def dropout_panel(vm: VitModel, a: Analysis, p: float) -> DropoutPanel:
             f"every survivor is multiplied by 1/(1−p) = {expect:.4f} (measured {c.scale:.4f}, largest deviation "
             f"{c.scale_error:.1e}), so each number keeps its expected value. **Eval mode changes {c.eval_changed} "
             f"numbers**: at inference dropout is the identity, which is what every other view of this page shows. "
-            f"Picture: the first {t} tokens ([CLS] on top) × their first {k} numbers; zeros black.")
+            f"Picture: the first {t} tokens ({(vm.geometry.prefix_names or ('patch 0',))[0]} on top) × their first "
+            f"{k} numbers; zeros black.")
     return DropoutPanel(image, text, c)
 
 

@@ -323,8 +323,9 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     # never sees those pixels.
     masked = _grid_image(a.input_view, g, marked=mask if mode in TOKEN_MODES else ())
     if mode == "drop":
-        what = (f"the model gets {a.kept_tokens.numel()} tokens ({' '.join(g.prefix_names)} + "
-                f"{g.num_patches - len(mask)} patches)")
+        kept = f"{g.num_patches - len(mask)} patches"
+        what = (f"the model gets {a.kept_tokens.numel()} tokens "
+                f"({' '.join(g.prefix_names) + ' + ' if g.prefix_names else ''}{kept})")
     elif token is not None:
         what = (f"the model still gets all {g.seq_len} tokens; each masked patch's embedding is the [MASK] token "
                 f"(‖[MASK]‖ = {float(token.vector.norm()):.3g}) plus its own position embedding: {token.source}")

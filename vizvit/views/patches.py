@@ -15,7 +15,7 @@ from vizvit.errors import UserError
 from vizvit.model.engine import Analysis
 from vizvit.model.models import Geometry, VitModel
 from vizvit.model.patches import describe_patch
-from vizvit.model.zeroshot import PATCH_LABEL_CAVEAT, PATCH_LABEL_METHOD
+from vizvit.model.zeroshot import PATCH_LABEL_CAVEAT, patch_label_method
 from vizvit.pictures import render
 from vizvit.readings import patches as rp
 from vizvit.session import Photo
@@ -49,10 +49,12 @@ def patches_explanation(vm: VitModel) -> str:
     """The Patches tab's text, with the numbers of the model on screen."""
     g = vm.geometry
     p, (gh, gw), (h, w) = g.patch_size, g.grid, g.image_size
+    # SigLIP has no token in front of the patches
+    front = f"with {' '.join(g.prefix_names)} in front" if g.prefix_names else "with no token in front (no [CLS])"
     return (f"**On this model:** the {w}×{h} input is cut into {gh}×{gw} = **{g.num_patches} patches** of "
             f"{p}×{p}×3 = **{p * p * 3:,} numbers** each. Each patch is multiplied by one learned {p * p * 3:,}×"
-            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; with {' '.join(g.prefix_names)} in "
-            f"front the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the "
+            f"{g.hidden_size} matrix to become a {g.hidden_size}-number token; {front} "
+            f"the sequence has **{g.seq_len} tokens**, so each of the {g.num_heads} heads in each of the "
             f"{g.num_layers} layers "
             f"fills a {g.seq_len}×{g.seq_len} = {g.seq_len ** 2:,}-weight attention table. "
             f"**{vm.family.title}**: on top, {vm.family.head_text}. {vm.family.pe_text}")
@@ -192,7 +194,8 @@ def label_map(ph: Photo, label: int | str | None = None, alpha: float = 0.6) -> 
     img = render.overlay(a.input_view, m, alpha, "RdBu_r", vmin=-max(abs(lo), abs(hi)), vmax=max(abs(lo), abs(hi)))
     big = render.enlarge(img, render.display_scale(g))
     r, c = divmod(int(m.argmax()), g.grid[1])
-    text = (f"**Which patches match “{vm.labels[i]}”** — {PATCH_LABEL_METHOD}. Red: closer to the label, blue: "
+    how = patch_label_method(vm.model)
+    text = (f"**Which patches match “{vm.labels[i]}”** — {how}. Red: closer to the label, blue: "
             f"further (scale ±{max(abs(lo), abs(hi)):.3f}). Max {hi:+.3f} at (row {r}, col {c}), min {lo:+.3f}, "
             f"mean {float(m.mean()):+.3f}. ⚠️ {PATCH_LABEL_CAVEAT}")
     if not vm.is_pretrained:

@@ -260,11 +260,19 @@ def explanation(vm: VitModel, r: positional.PositionReport) -> str:
     gh, gw = r.grid
     learned = c["learned"]
     cls = r.cls_sim
+    if cls is None:
+        cls_text = ("**No [CLS] position**: this model has no [CLS] token (its attention-pooling head reads every "
+                    "patch after the last block), so every row of its position table belongs to a patch.")
+    else:
+        cls_text = (f"The **[CLS] position** is not a place in the photo: its embedding's similarity to the patch "
+                    f"positions ranges {float(cls.min()):+.2f} … {float(cls.max()):+.2f} "
+                    f"(mean {float(cls.mean()):+.2f}).")
     warn = ("\n\n⚠️ **This model has untrained random weights**: its \"learned\" embeddings are a random "
             "init, so expect a contrast near 0 and no structure." if not vm.is_pretrained else "")
-    return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position (row-major,
-[CLS] excluded); its {gh}×{gw} pixels show the cosine similarity of that position's embedding to every
-patch position (red +1, white 0, blue −1). A position of **{vm.display_name}** is on average
+    excluded = "" if cls is None else ", [CLS] excluded"
+    return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position (row-major{excluded});
+its {gh}×{gw} pixels show the cosine similarity of that position's embedding to every patch position
+(red +1, white 0, blue −1). A position of **{vm.display_name}** is on average
 **{learned.neighbour:+.2f}** similar to its 4 neighbours and **{learned.far:+.2f}** to positions at least
 {positional.FAR} apart (Chebyshev distance: ≥ {positional.FAR} rows or ≥ {positional.FAR} columns away),
 a contrast of **{learned.contrast:+.2f}**. For comparison, on the same scale: 1-D sinusoidal
@@ -274,8 +282,7 @@ encodings of the row-major sequence {c[positional.BASELINES[0]].contrast:+.2f}, 
 a contrast well above the random init's means training put the grid into the embeddings (in the
 ViT paper's Fig. 7, tiles show a bright spot at their own place plus row and column stripes).
 
-The **[CLS] position** is not a place in the photo: its embedding's similarity to the patch positions
-ranges {float(cls.min()):+.2f} … {float(cls.max()):+.2f} (mean {float(cls.mean()):+.2f}).{warn}"""
+{cls_text}{warn}"""
 
 
 # ------------------------------------------------------------------ relative position bias (BEiT)
@@ -408,7 +415,7 @@ class PositionsPanel:
     grid_img: np.ndarray
     marks: flip.Marks  # the grid without its outline, for the page to outline a clicked tile
     tile_fig: go.Figure
-    cls_fig: go.Figure
+    cls_fig: go.Figure | None  # None: the model has no [CLS] (SigLIP), and the page hides the chart
     compare_img: np.ndarray
     numbers: list[list[str]]
     text: str
@@ -427,7 +434,8 @@ def positions_panel(ph: Photo, rc: tuple[int, int] | None = None) -> PositionsPa
     rc = rc or (r.grid[0] // 2, r.grid[1] // 2)
     outline = tile_outline(r.grid, mp.cell)
     return PositionsPanel(grid_img=outline.on(mp.grid_img, rc), marks=outline.marks(marks_look(ph.vm), mp.grid_img, rc),
-                          tile_fig=tile_figure(r.sim, r.grid, rc), cls_fig=cls_figure(r.cls_sim),
+                          tile_fig=tile_figure(r.sim, r.grid, rc),
+                          cls_fig=None if r.cls_sim is None else cls_figure(r.cls_sim),
                           compare_img=mp.compare_img, numbers=mp.numbers, text=mp.text)
 
 
@@ -512,10 +520,11 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
              "whole, so the stripes stay readable.")
     aa = ", antialiased" if vm.family.pe_antialias else ""
     learned = "only " if th * tw < nh * nw else ""
+    own = g.prefix_names[:vm.family.pe_prefix]  # SigLIP: none, and no clause about them
+    kept = f"; {' and '.join(own)} {'keep their' if len(own) > 1 else 'keeps its'} own" if own else ""
     text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches; the model learned {learned}"
             f"{th}×{tw} positions. `interpolate_pos_encoding` resizes the {th}×{tw} table bicubically "
-            f"(align_corners=False{aa}) to {nh}×{nw}; {' and '.join(g.prefix_names[:vm.family.pe_prefix])} "
-            f"{'keep their' if vm.family.pe_prefix > 1 else 'keeps its'} own. Contrast at this size: "
+            f"(align_corners=False{aa}) to {nh}×{nw}{kept}. Contrast at this size: "
             f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
             f"one new step is {th / nh:.2f} of a learned one"
             f"{', so neighbours look more alike' if th < nh else ''}.{top} "
@@ -557,7 +566,8 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
         rb = rp.relative_bias(ph.vm, ph.per_model)
         return {"relative_position_bias": rb.tables, "relative_position_bias_cls": rb.special}
     r = rp.report(ph.vm, ph.per_model)
-    return {"pos_similarity": r.sim, "cls_pos_similarity": r.cls_sim}
+    cls = {} if r.cls_sim is None else {"cls_pos_similarity": r.cls_sim}  # SigLIP: no [CLS], no array
+    return {"pos_similarity": r.sim, **cls}
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
@@ -565,8 +575,9 @@ def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
         bp = cached_bias_positions(ph)
         return {"relative_position_bias_grid": bp.grid_img, "relative_position_bias_layers": bp.compare_img}
     mp = cached_model_positions(ph)
+    cls = mp.report.cls_sim
     return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img,
-            "cls_pos_similarity_chart": cls_figure(mp.report.cls_sim)}
+            **({} if cls is None else {"cls_pos_similarity_chart": cls_figure(cls)})}
 
 
 @dataclass(frozen=True)
@@ -589,7 +600,7 @@ class PositionsPage:
     grid: np.ndarray
     marks: flip.Marks
     tile: go.Figure
-    cls: go.Figure
+    cls: go.Figure | None  # None: no [CLS] (SigLIP): the chart is hidden
     text: str
     compare: np.ndarray
     numbers: list[list[str]]
