@@ -8,7 +8,8 @@ for deep links): 0.5-0.6 MB a session here, measured with benchmarks/memory.py -
 (docs/memory.md). Gradio drops a session only past `state_session_capacity` (10,000 by default:
 ~5.5 GB), and its expiry (gr.State's time_to_live, an hour after a page closes) empties the State
 values but keeps the SessionState itself. So:
-- at most MAX_SESSIONS sessions are kept (Gradio's own LRU: launch's state_session_capacity), and
+- at most MAX_SESSIONS sessions are kept (Gradio's own LRU: launch's state_session_capacity), a
+  session that is no page pushed out before any page (pages_first), and
 - a session nobody has used for IDLE_S seconds is dropped whole (forget_idle, on a thread).
 A visitor whose session was dropped finds the page as a new visitor does: the photo is asked for again.
 
@@ -203,12 +204,41 @@ def _opening_on_join(push: Callable) -> Callable:
     return wrapper
 
 
+def pages_first(holder: Any, session_id: str, pages: Pages = PAGES) -> None:
+    """Gradio's StateHolder.update with pages kept first: over capacity, the least recently used session
+    that is no page (a REST call or gradio_client: every call a new session, which reads no state) goes
+    before any page. Before this, 300 cheap REST calls from anyone pushed out every student's session
+    (an audit: a student's next sweep said "Upload a photo first"). The session being used is never the
+    one pushed out; where every other session is a page, it alone stays over capacity, by one, until
+    the next session arrives. A page is a session whose load event ran or joined (Pages.heard)."""
+    with holder.lock:
+        data = holder.session_data
+        if session_id in data:
+            data.move_to_end(session_id)
+        while len(data) > holder.capacity:
+            others = [s for s in data if s != session_id]  # oldest first
+            victim = next((s for s in others if not pages.heard(s)), None)
+            if victim is None:  # every other one is a page
+                if pages.heard(session_id) and others:
+                    victim = others[0]  # a page over capacity: the oldest page, as Gradio did
+                else:
+                    break  # the new non-page session waits over capacity (by one) for the next to push it out
+            data.pop(victim)
+            holder.time_last_used.pop(victim, None)
+
+
+def _pages_first_update(self: Any, session_id: str) -> None:
+    pages_first(self, session_id, PAGES)  # PAGES read now, not bound at import (a test gives its own)
+
+
 def install() -> None:
-    """Queue.push tells Pages of a page opening (idempotent)."""
+    """Queue.push tells Pages of a page opening; StateHolder keeps pages first (pages_first). Idempotent."""
     from gradio.queueing import Queue
+    from gradio.state_holder import StateHolder
 
     if not getattr(Queue.push, "vizvit_opening", False):
         Queue.push = _opening_on_join(Queue.push)  # type: ignore[method-assign]
+    StateHolder.update = _pages_first_update  # type: ignore[method-assign]
 
 
 def _refuse_unknown(pages: Pages) -> None:

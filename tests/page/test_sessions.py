@@ -162,3 +162,63 @@ def test_a_load_event_joining_the_queue_marks_its_page_opening(url):
     t0 = time.monotonic()
     assert not sessions.PAGES.knows_within("never-opened", timeout=30)
     assert time.monotonic() - t0 < sessions.UNHEARD_S + 1
+
+
+def lru(pages_: list[str], others: list[str], capacity: int) -> types.SimpleNamespace:
+    from collections import OrderedDict
+    return types.SimpleNamespace(lock=threading.Lock(), capacity=capacity, time_last_used={},
+                                 session_data=OrderedDict((s, object()) for s in [*pages_, *others]))
+
+
+def test_sessions_that_are_no_page_go_first_and_never_push_out_a_page():
+    """An audit: 310 REST calls (each a new session) pushed every student's page out of Gradio's LRU. Who
+    goes is written by hand: the oldest non-page first; a page only for a page over capacity."""
+    pages = sessions.Pages()
+    for p in ("p1", "p2", "p3"):
+        pages.saw(p)
+    h = lru(["p1", "p2", "p3"], [], capacity=3)
+    for k in range(5):  # REST calls arriving at a full holder of pages
+        h.session_data[f"api{k}"] = object()
+        sessions.pages_first(h, f"api{k}", pages)
+        assert list(h.session_data) == ["p1", "p2", "p3", f"api{k}"]  # over by one, every page kept
+    pages.saw("p4")
+    h.session_data["p4"] = object()
+    sessions.pages_first(h, "p4", pages)
+    assert list(h.session_data) == ["p2", "p3", "p4"]  # the non-page first, then pages over capacity: the oldest
+    mixed = lru(["a"], ["x", "y"], capacity=2)
+    sessions.pages_first(mixed, "a", pages)  # a used again: moved to the end, the oldest non-page out
+    assert list(mixed.session_data) == ["y", "a"]
+
+
+def test_rest_calls_on_a_running_app_leave_its_pages_sessions(monkeypatch):
+    """Through Gradio's own StateHolder and routes (capacity 3): a page's session survives 8 REST
+    clients, and the holder stays within capacity + 1."""
+    import httpx
+    from appserver import free_port
+    from gradio_client import Client
+
+    sessions.install()
+    monkeypatch.setattr(sessions, "PAGES", sessions.Pages())
+    with gr.Blocks() as demo:
+        key = gr.State()
+        n, out = gr.Number(), gr.Number()
+        demo.load(lambda: "k", None, key)
+        gr.Button().click(lambda x: x * 2, n, out, api_name="double")
+    sessions.refuse_lost_sessions(demo, key, pages=sessions.PAGES)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        state_session_capacity=3)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        load = next(i for i, d in demo.fns.items() if any(t[1] == "load" for t in d.targets))
+        r = httpx.post(url + "gradio_api/queue/join", json={"data": [], "fn_index": load, "session_hash": "page-1",
+                                                             "event_data": None, "trigger_id": None}, timeout=60)
+        assert r.status_code == 200, r.text
+        assert sessions.PAGES.knows_within("page-1", timeout=30)
+        for k in range(8):
+            assert Client(url, verbose=False).predict(k, api_name="/double") == 2 * k
+        held = demo.state_holder.session_data
+        assert "page-1" in held, "a REST caller pushed the page's session out"
+        assert len(held) <= 4
+    finally:
+        demo.close()
