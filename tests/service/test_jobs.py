@@ -319,3 +319,22 @@ def test_attention_flow_is_refused_up_front_when_the_measured_speed_cannot_finis
     with pytest.raises(UserError, match="smaller model"):  # before the graph is built
         next(explain.attention_flow_steps(two_layer_attentions(5), cancel=Cancel(limit_s=10.0), speed=slow))
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_a_hall_of_fifty_behind_one_address_all_get_in_line_and_strangers_still_do():
+    """An audit: 40 students behind one NAT each ran the sweep on their own photo; 6 were refused (32
+    waiting per address). Every student is a session of one address."""
+    jobs = Jobs()
+    line = Line(jobs)
+    for k in range(50):
+        line.add(f"s{k}", "address campus", f"student{k}")
+    for k in range(16):
+        line.add(f"x{k}", f"address stranger{k}", "x")
+    with pytest.raises(UserError, match=r"line for costly jobs is full"):
+        with jobs.hold(Caller("address late", "y"), "shift sweep"):
+            pytest.fail("past the overall bound a job must not wait")
+    assert not line.errors
+    for k in range(50):
+        line.tickets[f"s{k}"].cancel.set("done")
+    for k in range(16):
+        line.tickets[f"x{k}"].cancel.set("done")
