@@ -36,6 +36,7 @@ from tiny import (
     EXAMPLES,
     FAMILY_CONFIGS,
     GEOMETRIES,
+    RECT,
     make_tiny_family,
     make_tiny_tower,
     make_tiny_vit,
@@ -94,6 +95,13 @@ def towers(tmp_path_factory) -> dict[str, vizvit.VitModel]:
 @pytest.fixture(scope="session")
 def tiny16(tiny_dirs) -> vizvit.VitModel:
     return vizvit.load_model(str(tiny_dirs["p16"]), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_rect(tmp_path_factory) -> vizvit.VitModel:
+    """A tiny ViT trained (built) at 160×224 px, patch 32: a non-square 5×7 grid and position table
+    (tiny.RECT), loaded on the CPU through load_model."""
+    return vizvit.load_model(str(make_tiny_vit(tmp_path_factory.mktemp("rect") / "vit_rect", *RECT)), device="cpu")
 
 
 @pytest.fixture(scope="session")

@@ -33,9 +33,11 @@ EXAMPLES = ROOT / "assets" / "examples"
 
 # name -> (image_size, patch_size): 224/16 gives a 14×14 grid, 224/32 a 7×7 one.
 GEOMETRIES = {"p16": (224, 16), "p32": (224, 32)}
+# A non-square ViT (conftest's tiny_rect): 160×224 px at patch 32, a 5×7 grid and position table.
+RECT = ((160, 224), 32)
 
 
-def make_tiny_vit(path: Path, image_size: int, patch_size: int, num_labels: int = 7,
+def make_tiny_vit(path: Path, image_size: int | tuple[int, int], patch_size: int, num_labels: int = 7,
                   seed: int = 0) -> Path:
     config = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                        intermediate_size=64, image_size=image_size, patch_size=patch_size,
@@ -46,14 +48,16 @@ def make_tiny_vit(path: Path, image_size: int, patch_size: int, num_labels: int 
     return save_perturbed(ViTForImageClassification(config), path, image_size)
 
 
-def save_perturbed(model: torch.nn.Module, path: Path, size: int) -> Path:
+def save_perturbed(model: torch.nn.Module, path: Path, size: int | tuple[int, int]) -> Path:
     """Random init leaves position embeddings tiny (and BEiT's bias table at zero): perturb every
-    parameter so each part matters in tests, then save the model and a processor for size×size."""
+    parameter so each part matters in tests, then save the model and a processor for size×size
+    (or (height, width))."""
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.05)
     model.save_pretrained(path)
-    ViTImageProcessorPil(size={"height": size, "width": size}).save_pretrained(path)
+    h, w = (size, size) if isinstance(size, int) else size
+    ViTImageProcessorPil(size={"height": h, "width": w}).save_pretrained(path)
     return path
 
 

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import pytest
+import torch
+import torch.nn.functional as F
 
+from vizvit.errors import UserError
 from vizvit.model.models import Geometry
-from vizvit.model.patches import describe_patch, patch_at, patch_box, patch_of_token, to_grid, token_index
+from vizvit.model.patches import (
+    check_resizable,
+    describe_patch,
+    patch_at,
+    patch_box,
+    patch_of_token,
+    positions_for_grid,
+    to_grid,
+    token_index,
+)
 
 
 def geom(grid=(7, 5), p=32, prefix=1) -> Geometry:
@@ -62,3 +74,19 @@ def test_describe_patch_numbers():
     assert "patch #1 (patches 0–34" in s and "patch #1 is token 2" in s
 
 
+
+
+def test_positions_for_a_non_square_table_keep_its_own_grid():
+    """A 2×3 table is laid out on its 2×3 grid (row 1, col 0 is row 3), never on a √6 square: at that
+    grid it is used as stored; transformers cannot resize it, so another grid is refused."""
+    table = torch.arange(6 * 4, dtype=torch.float32).reshape(6, 4)  # (th·tw, D)
+    assert torch.equal(positions_for_grid(table, (2, 3), (2, 3)), table)
+    with pytest.raises(UserError, match="2×3 grid"):
+        positions_for_grid(table, (2, 3), (3, 3))
+    with pytest.raises(UserError, match="6 patch rows"):
+        positions_for_grid(table, (3, 3), (3, 3))
+    check_resizable((4, 4), (5, 7))  # a square table resizes to any grid, as transformers does
+    square = torch.randn(9, 4, generator=torch.Generator().manual_seed(0))
+    ref = F.interpolate(square.reshape(1, 3, 3, 4).permute(0, 3, 1, 2), size=(2, 5), mode="bicubic",
+                        align_corners=False).permute(0, 2, 3, 1).reshape(10, 4)
+    torch.testing.assert_close(positions_for_grid(square, (3, 3), (2, 5)), ref)

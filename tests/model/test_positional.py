@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from vizvit.errors import UserError
 from vizvit.model import engine, positional
 from vizvit.model.engine import analyze
 from vizvit.pictures import render
@@ -177,3 +178,24 @@ def test_predict_at_native_size_equals_analyze_and_differs_at_384(tiny, cat):
     assert not np.allclose(big.probs, same.probs)
 
 
+
+
+def test_a_non_square_table_is_read_on_its_own_grid_and_refused_at_another_size(tiny_rect, cat):
+    """160×224 px, patch 32: a 5×7 table. Its similarity is over those 35 rows (a loop here); an
+    other-size view is refused with a UserError where transformers' own resize fails (a RuntimeError)."""
+    vm = tiny_rect
+    t = engine.position_tables(vm)
+    assert positional.stored_positions(t)[2] == (5, 7)
+    r = positional.position_report(t)
+    table = table_of(vm)
+    assert r.sim.shape == (35, 35) and r.cls_sim.shape == (5, 7)
+    for i, j in [(0, 34), (6, 7), (12, 30)]:
+        assert r.sim[i, j] == pytest.approx(cos(table[1 + i], table[1 + j]), abs=1e-5)
+    assert r.cls_sim[4, 6] == pytest.approx(cos(table[0], table[1 + 34]), abs=1e-5)
+    assert positional.random_init_positions(t).shape == (35, vm.geometry.hidden_size)
+    with pytest.raises(RuntimeError):  # what the forward itself does at 224×224 (7×7)
+        vm.vit.embeddings.interpolate_pos_encoding(torch.zeros(1, 50, vm.geometry.hidden_size), 224, 224)
+    with pytest.raises(UserError, match="5×7 grid"):
+        positional.interpolated_similarity(t, 224)
+    with pytest.raises(UserError, match="5×7 grid"):
+        engine.predict_at_size(vm, cat, 224)

@@ -277,3 +277,30 @@ def test_dropout_check_refuses_p_of_one():
 
     with pytest.raises(UserError, match="dropout"):
         dropout_check(torch.ones(3, 4), 1.0)
+
+
+def test_embedding_stage_of_a_non_square_vit_equals_its_forward(tiny_rect, cat):
+    """A 160×224 ViT's table is 5×7 (35 rows), not round(√35) = 6 square: the stage rebuilt by hand
+    equals transformers' own hidden_states[0], which a plain sum written here also gives."""
+    vm = tiny_rect
+    g = vm.geometry
+    assert g.grid == (5, 7) and vm.position_grid == (5, 7)
+    a = vizvit.analyze(vm, cat)
+    st = engine.embedding_stage(vm, a)
+    d = g.hidden_size
+    assert [s for _, s in st.shapes] == [(1, 3, 160, 224), (1, d, 5, 7), (1, 35, d), (1, 36, d), (1, 36, d)]
+    with torch.no_grad():
+        hf = vm.model(pixel_values=a.pixel_values, output_hidden_states=True).hidden_states[0][0]  # (36, D)
+        emb = vm.vit.embeddings
+        conv = emb.patch_embeddings.projection
+        x = a.pixel_values[0]
+        ref = torch.empty(36, d)
+        ref[0] = emb.cls_token[0, 0] + emb.position_embeddings[0, 0]
+        for r in range(5):  # patch (r, c) is token 1 + 7r + c and takes table row 1 + 7r + c
+            for c in range(7):
+                patch = x[:, r * 32:(r + 1) * 32, c * 32:(c + 1) * 32].reshape(-1)
+                ref[1 + 7 * r + c] = (conv.weight.reshape(d, -1) @ patch + conv.bias
+                                      + emb.position_embeddings[0, 1 + 7 * r + c])
+    torch.testing.assert_close(hf, ref, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(a.hidden_states[0].float(), hf, atol=1e-5, rtol=0)
+    assert st.embed_vs_forward < 1e-5 and st.conv_vs_forward < 1e-5

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from vizvit.errors import UserError
 from vizvit.model import positional
 from vizvit.pictures import render
 from vizvit.session import PhotoKey, Workbench
@@ -94,3 +96,15 @@ def test_tile_layout_puts_each_step_centre_on_its_own_tile(tiny, cat):
     assert (rows, cols, sx, sy) == (gh, gw, gw * cell + positions_panel.SEP, gh * cell + positions_panel.SEP)
     for r, c in ((0, 0), (rows - 1, cols - 1), (2, 5)):
         assert positions_panel.tile_at((c + 0.5) * sx, (r + 0.5) * sy, (gh, gw), cell) == (r, c)
+
+
+def test_a_non_square_vit_shows_its_table_and_refuses_another_size(tiny_rect, cat):
+    """A 5×7 table: the tab shows 5×7 tiles; the other-size panel says why it cannot (transformers
+    resizes only a square table) instead of failing inside the forward."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny_rect)
+    ph = wb.handle(PhotoKey(tiny_rect.id, wb.add_photo(cat)))
+    page = positions_panel.show(ph, positions_panel.PositionsParams())
+    assert "5×7" in page.text
+    with pytest.raises(UserError, match="only a square position table"):
+        positions_panel.resolution_panel(ph, 384)

@@ -46,7 +46,7 @@ from vizvit.model.models import (  # noqa: F401  (Family, FAMILIES: re-exported)
     VitModel,
     load_checkpoint,
 )
-from vizvit.model.patches import grid_at
+from vizvit.model.patches import check_resizable, grid_at
 from vizvit.model.pooling import PLAIN, Written, pooled, read_logits
 from vizvit.model.positional import PositionTables
 from vizvit.model.results import (  # noqa: F401
@@ -368,6 +368,8 @@ def predict_at_size(vm: VitModel, image: Image.Image, size: int,
     they would be 3× larger)."""
     g = vm.geometry
     grid = grid_at(g, size)
+    if vm.family.position_table(vm.vit) is not None:  # its forward would fail mid-way on a non-square table
+        check_resizable(vm.position_grid, grid)
     view = view_at_size(image, vm.preprocess, g.image_size[0], size)
     pixels = to_pixel_values(view, vm.preprocess)
     t0 = time.perf_counter()
@@ -470,7 +472,7 @@ def embedding_weights(vm: VitModel) -> EmbeddingWeights:
             conv_weight=w, conv_bias=None if conv.bias is None else conv.bias.detach(),
             stride=int(conv.stride[0]),
             prefix=torch.cat(prefix).detach() if prefix else w.new_zeros(0, w.shape[0]),
-            positions=fam.position_table_of(emb),
+            positions=fam.position_table_of(emb), table_grid=vm.position_grid,
             registers=emb.get_parameter("register_tokens").detach()[0] if vm.geometry.num_registers else None,
             pre_norm=None if pre is None else (pre.weight.detach(), pre.bias.detach(), float(pre.eps)))
 
@@ -545,7 +547,7 @@ def position_tables(vm: VitModel, random_init: bool = True, seed: int = RANDOM_S
                      for m in fam.bias_modules(vm.vit) if isinstance(m, BiasTable))
     return PositionTables(
         geometry=g, pe_prefix=fam.pe_prefix, antialias=fam.pe_antialias,
-        table=None if table is None else table.float().cpu(), bias=bias,
+        table=None if table is None else table.float().cpu(), table_grid=vm.position_grid, bias=bias,
         random_table=None if random_table is None else random_table.float(),
         missing=f"{fam.title} has no absolute position embeddings: {fam.pe_text}")
 

@@ -174,6 +174,14 @@ class VitModel:
         return FAMILIES[self.geometry.family]
 
     @property
+    def position_grid(self) -> tuple[int, int]:
+        """(th, tw): the grid the learned position table's patch rows are laid out on, the one the
+        model was trained at (its config's image_size / patch_size). geometry.grid is the input's
+        grid instead, which differs for a family that interpolates at every forward (DINOv2 at its
+        processor's size). Not the table's row count's square root: a 160×224 ViT's table is 5×7."""
+        return geometry_of(self.model.config).grid
+
+    @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 

@@ -83,6 +83,32 @@ def interpolate_patch_positions(patches: torch.Tensor, grid: tuple[int, int],
     return x.permute(0, 2, 3, 1).reshape(-1, d)
 
 
+def check_resizable(table_grid: tuple[int, int], grid: tuple[int, int]) -> None:
+    """Raise UserError where transformers cannot make a position table for `grid`: every family's
+    ``interpolate_pos_encoding`` reshapes the stored patch rows to √P0×√P0, so a table learned on a
+    non-square grid (a 160×224 ViT's 5×7) runs only at its own grid; there the forward adds it as is."""
+    th, tw = table_grid
+    if th != tw and (th, tw) != tuple(grid):
+        raise UserError(f"This model learned its positions on a {th}×{tw} grid (a non-square input), and "
+                        f"transformers resizes only a square position table, so the model runs only at "
+                        f"its own size, not on a {grid[0]}×{grid[1]} grid.")
+
+
+def positions_for_grid(patches: torch.Tensor, table_grid: tuple[int, int], grid: tuple[int, int],
+                       antialias: bool = False) -> torch.Tensor:
+    """(th·tw, D) stored patch positions laid out on `table_grid` -> (gh·gw, D) for `grid`, as the
+    forward makes them: the rows as stored at their own grid, else interpolated
+    (interpolate_patch_positions). UserError where transformers cannot (check_resizable)."""
+    th, tw = table_grid
+    if th * tw != patches.shape[0]:
+        raise UserError(f"The position table has {patches.shape[0]} patch rows, not the {th}×{tw} grid "
+                        "its config names.")
+    if (th, tw) == tuple(grid):
+        return patches
+    check_resizable(table_grid, grid)
+    return interpolate_patch_positions(patches, (th, tw), (grid[0], grid[1]), antialias)
+
+
 def grid_at(g: Geometry, size: int) -> tuple[int, int]:
     """The patch grid of a size×size input."""
     if size < g.patch_size:

@@ -24,7 +24,11 @@ import torch.nn.functional as F
 
 from vizvit.errors import UserError
 from vizvit.model.models import Geometry
-from vizvit.model.patches import grid_at, interpolate_patch_positions
+from vizvit.model.patches import (
+    grid_at,
+    interpolate_patch_positions as interpolate_patch_positions,  # re-exported: the docstring lists it
+    positions_for_grid,
+)
 
 # Positions at least this far apart (Chebyshev grid distance) count as "far".
 FAR = 5
@@ -39,6 +43,7 @@ class PositionTables:
     pe_prefix: int  # prefix tokens with a row in the table ([CLS]; DeiT: [CLS], [DIST]; SigLIP: 0)
     antialias: bool  # the family's interpolate_pos_encoding antialiases (DINOv2 with registers)
     table: torch.Tensor | None  # (pe_prefix + P0, D) as stored; None: a relative bias instead (BEiT)
+    table_grid: tuple[int, int]  # (th, tw), th·tw = P0: the grid the table was trained at (VitModel.position_grid)
     random_table: torch.Tensor | None  # the same, from the architecture's seeded random init
     # relative bias: ((R + 3, H) table, window) per module
     bias: tuple[tuple[torch.Tensor, tuple[int, int]], ...]
@@ -49,25 +54,24 @@ def stored_positions(t: PositionTables) -> tuple[torch.Tensor, torch.Tensor, tup
     """The model's position table as stored: (prefix rows (T', D), patch rows (P0, D), its grid).
 
     T' counts the prefix tokens that have a position ([CLS]; DeiT: [CLS], [DIST]; registers
-    have none). The grid is the training grid, which DINOv2 interpolates at every forward."""
+    have none). The grid is the training grid (from the config, not √P0: it may be non-square),
+    which DINOv2 interpolates at every forward."""
     if t.table is None:
         raise UserError(t.missing)
     table = t.table  # (T' + P0, D)
     pre, patches = table[:t.pe_prefix], table[t.pe_prefix:]
-    n0 = round(patches.shape[0] ** 0.5)
-    grid = t.geometry.grid if patches.shape[0] == t.geometry.num_patches else (n0, n0)
-    if grid[0] * grid[1] != patches.shape[0]:
-        raise UserError(f"The position table has {patches.shape[0]} patch rows, which is not a grid.")
-    return pre, patches, grid
+    th, tw = t.table_grid
+    if th * tw != patches.shape[0]:
+        raise UserError(f"The position table has {patches.shape[0]} patch rows, not the {th}×{tw} grid "
+                        "its config names.")
+    return pre, patches, (th, tw)
 
 
 def positions_at(t: PositionTables, grid: tuple[int, int]) -> torch.Tensor:
     """(gh'·gw', D) patch positions for a grid, exactly as the model's forward makes them
     (the stored rows, or those rows interpolated as the family's interpolate_pos_encoding does)."""
     _, patches, g0 = stored_positions(t)
-    if g0 == tuple(grid):
-        return patches
-    return interpolate_patch_positions(patches, g0, (grid[0], grid[1]), t.antialias)
+    return positions_for_grid(patches, g0, grid, t.antialias)
 
 
 def position_embeddings(t: PositionTables) -> tuple[torch.Tensor, torch.Tensor]:
@@ -133,11 +137,8 @@ def random_init_positions(t: PositionTables) -> torch.Tensor:
     g = t.geometry
     if t.random_table is None:
         raise UserError(t.missing)
-    patches = t.random_table[t.pe_prefix:].float()
-    if patches.shape[0] != g.num_patches:  # DINOv2: a training-size table, interpolated like the model's
-        n0 = round(patches.shape[0] ** 0.5)
-        patches = interpolate_patch_positions(patches, (n0, n0), g.grid, t.antialias)
-    return patches
+    # DINOv2: a training-size table, interpolated like the model's
+    return positions_for_grid(t.random_table[t.pe_prefix:].float(), t.table_grid, g.grid, t.antialias)
 
 
 def grid_distances(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:

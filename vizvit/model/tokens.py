@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from vizvit.errors import UserError
 from vizvit.model.models import Geometry
-from vizvit.model.patches import interpolate_patch_positions, patch_tokens, to_grid
+from vizvit.model.patches import patch_tokens, positions_for_grid, to_grid
 
 NUM_FILTER_COMPONENTS = 28  # ViT paper, Fig. 7 left
 
@@ -32,6 +32,7 @@ class EmbeddingWeights:
     # (T', D) the prefix tokens that get a position ([CLS]; DeiT [CLS] [DIST]; SigLIP none)
     prefix: torch.Tensor
     positions: torch.Tensor | None  # (T' + P0, D) the learned table; None for a relative bias (BEiT)
+    table_grid: tuple[int, int]  # (th, tw), th·tw = P0: the grid the table was trained at (VitModel.position_grid)
     registers: torch.Tensor | None  # (R, D) register tokens (no position), or None
     pre_norm: tuple[torch.Tensor, torch.Tensor, float] | None  # CLIP's pre-layernorm (weight, bias, eps)
 
@@ -87,10 +88,7 @@ def embedding_stage_of(w: EmbeddingWeights, pixels: torch.Tensor, patch_embeddin
         shapes.append((f"prepend {' '.join(pe_names)}", tuple(tokens.shape)))
     if w.positions is not None:  # (pe_prefix + P0, D), interpolated to this grid as the family does
         pe_pre, pe_patches = w.positions[:pe_prefix], w.positions[pe_prefix:]
-        n0 = round(pe_patches.shape[0] ** 0.5)
-        if (n0, n0) != g.grid:
-            pe_patches = interpolate_patch_positions(pe_patches.float(), (n0, n0), g.grid,
-                                                     antialias).to(pe_patches.dtype)
+        pe_patches = positions_for_grid(pe_patches.float(), w.table_grid, g.grid, antialias).to(pe_patches.dtype)
         embedded = tokens + torch.cat([pe_pre, pe_patches])[None]  # (1, pe_prefix + P, D)
         shapes.append(("add position embeddings", tuple(embedded.shape)))
     else:  # BEiT: positions enter inside attention, as a relative bias
