@@ -179,3 +179,23 @@ def test_the_stage_table_says_the_processors_own_resize_and_crop():
     assert resize_text(Preprocess(248, (224, 224), **kw)) == "short side scaled to 248 px, centre 224×224 kept"
     assert resize_text(Preprocess((224, 224), None, **kw)) == "resized to 224×224"
     assert resize_text(Preprocess((256, 256), (224, 224), **kw)) == "resized to 256×256, centre 224×224 kept"
+
+
+def test_the_tab_opens_on_a_non_square_vit(tiny_rect, cat):
+    """160×224 px, patch 32 (a 5×7 grid and position table): show, rest and a depth book draw, the
+    maps as the grid's shape (7 wide : 5 tall) with the colour bar beside them, the steps' shapes 5×7."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny_rect)
+    ph = wb.handle(PhotoKey(tiny_rect.id, wb.add_photo(cat)))
+    p = embed_view.EmbeddingsParams()
+    page = embed_view.show(ph, p)
+    embed_view.rest(ph, p)
+    embed_view.depth_book(ph, p)
+    s = render.display_scale(tiny_rect.geometry)
+    assert page.pca.shape[:2] == (160 * s, 224 * s)
+    d = emb.data(ph)
+    heat, _, _ = embed_panels.norm_colors(d.tokens.norms[0], d.tokens.excluded[0])
+    assert heat.shape[:2] == (5, 7)
+    assert page.maps.shape[0] >= 336 * 5 // 7
+    rows = {row[0]: row[1] for row in page.steps}
+    assert rows["flatten"] == "(1, 35, 32)" and rows["+ position embeddings"] == "(1, 36, 32)"

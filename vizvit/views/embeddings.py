@@ -249,11 +249,13 @@ def depth_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int,
     art = t.excluded[depth]  # (gh, gw) bool: this depth's artifact tokens
     heat, lo, hi = norm_colors(norms, art)
     # Titles above the maps, not on them: a label box would hide the top-left artifact's outline.
+    heat_img = _map_image(heat, side)  # (side·gh/gw, side, 3): as tall as the grid's shape makes it
     tiles = np.stack([_titled(_outline_cells(_map_image(rgb, side), art), f"PCA -> RGB, l={depth}"),
-                      _titled(_outline_cells(_map_image(heat, side), art), "token norm")])
+                      _titled(_outline_cells(heat_img, art), "token norm")])
     maps = render.mosaic(tiles, 1, 2, sep=6)
-    bar = log_colorbar(side, lo, hi)
-    bar = np.concatenate([np.full((maps.shape[0] - side, bar.shape[1], 3), 255, np.uint8), bar])
+    # The bar spans the maps below their titles; a non-square grid's maps are not `side` tall.
+    bar = log_colorbar(heat_img.shape[0], lo, hi)
+    bar = np.concatenate([np.full((maps.shape[0] - len(bar), bar.shape[1], 3), 255, np.uint8), bar])
     maps = np.concatenate([maps, np.full((maps.shape[0], 8, 3), 255, np.uint8), bar], axis=1)
     ratio, full = t.fit_ratio[depth], t.pca_ratio[depth]
     n_art = int(art.sum())
