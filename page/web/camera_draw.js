@@ -24,15 +24,17 @@ window.__vizvitCamDraw || (window.__vizvitCamDraw = (() => {
     x.fillStyle = '#fff';
     x.fillRect(0, 0, L.width, L.height);
     // render.draw_grid(render.enlarge(view, SCALE), lines=True): nearest-neighbour enlargement, then
-    // one-pixel lines at round(k · step), step the enlarged height over the grid's rows.
+    // one-pixel lines at round(k · step), step a patch's side (render.patch_step), k = gh closing a
+    // grid that stops short of the edge (a side not a multiple of P).
     small.width = w; small.height = h;
     small.getContext('2d').putImageData(new ImageData(view, w, h), 0, 0);
     x.imageSmoothingEnabled = false;
     x.drawImage(small, 0, 0, L.side, L.side);
     x.fillStyle = rgb(b.grid_color);
-    const step = L.side / b.grid[0];
-    for (let k = 1; k < b.grid[0]; k++) x.fillRect(0, D.roundHalfEven(k * step), L.side, 1);
-    for (let k = 1; k < b.grid[1]; k++) x.fillRect(D.roundHalfEven(k * step), 0, 1, L.side);
+    const step = L.side * b.patch / h, gH = Math.min(L.side, D.roundHalfEven(b.grid[0] * step));
+    const gW = Math.min(L.side, D.roundHalfEven(b.grid[1] * step));
+    for (let k = 1; k <= b.grid[0]; k++) if (D.roundHalfEven(k * step) < L.side) x.fillRect(0, D.roundHalfEven(k * step), gW, 1);
+    for (let k = 1; k <= b.grid[1]; k++) if (D.roundHalfEven(k * step) < L.side) x.fillRect(D.roundHalfEven(k * step), 0, 1, gH);
     x.drawImage(right, L.map_x, 0);
     x.fillStyle = rgb(b.bar_color);
     for (const [bx, by, bw, bh] of b.bars) x.fillRect(bx, by, bw, bh);

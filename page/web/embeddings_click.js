@@ -48,12 +48,14 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
       tile.set(b.pca.subarray(0, 3 * n));
     }
     const fa = Math.fround(b.alpha[kind]), fb = Math.fround(1 - b.alpha[kind]);
-    const small = new ImageData(w, h), out = small.data;
+    // render.tile_picture: patch (r, c) on its own P×P pixels; past the gh·P × gw·P the grid covers
+    // (a side not a multiple of P) no patch reads: grey 128, blended.
+    const small = new ImageData(w, h), out = small.data, gy = Math.min(h, gh * b.patch), gx = Math.min(w, gw * b.patch);
     for (let y = 0; y < h; y++) {
-      const pr = Math.floor(y * gh / h);
+      const pr = Math.floor(y * gh / gy);
       for (let x = 0; x < w; x++) {
-        const i = pr * gw + Math.floor(x * gw / w), o = 4 * (y * w + x);
-        for (let ch = 0; ch < 3; ch++) out[o + ch] = D.blend(tile[3 * i + ch], view[o + ch], fa, fb);
+        const i = pr * gw + Math.floor(x * gw / gx), o = 4 * (y * w + x), unread = y >= gy || x >= gx;
+        for (let ch = 0; ch < 3; ch++) out[o + ch] = D.blend(unread ? 128 : tile[3 * i + ch], view[o + ch], fa, fb);
         out[o + 3] = 255;
       }
     }
@@ -65,15 +67,16 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
     const x = cv.getContext('2d');
     x.imageSmoothingEnabled = false;
     x.drawImage(sc, 0, 0, W, H);
-    const step = H / gh, C = b.colors;
-    if (kind === 'pca') {  // draw_grid(lines=True): one-pixel lines at round(k · step)
+    const step = s * b.patch, C = b.colors;  // render.patch_step
+    if (kind === 'pca') {  // draw_grid(lines=True): one-pixel lines at round(k · step), k = gh closing a short grid
       x.fillStyle = `rgb(${C.grid})`;
-      for (let k = 1; k < gh; k++) x.fillRect(0, D.roundHalfEven(k * step), W, 1);
-      for (let k = 1; k < gw; k++) x.fillRect(D.roundHalfEven(k * step), 0, 1, H);
+      const gH = Math.min(H, D.roundHalfEven(gh * step)), gW = Math.min(W, D.roundHalfEven(gw * step));
+      for (let k = 1; k <= gh; k++) if (D.roundHalfEven(k * step) < H) x.fillRect(0, D.roundHalfEven(k * step), gW, 1);
+      for (let k = 1; k <= gw; k++) if (D.roundHalfEven(k * step) < W) x.fillRect(D.roundHalfEven(k * step), 0, 1, gH);
     }
     D.box(x, [D.roundHalfEven(c * step), D.roundHalfEven(r * step)],
           [D.roundHalfEven((c + 1) * step) - 1, D.roundHalfEven((r + 1) * step) - 1], b.outline, C.highlight, [W, H]);
-    const sy = H / gh, sx = W / gw, k = b.inset;
+    const sy = step, sx = step, k = b.inset;  // _outline_cells over the photo: a patch's side
     for (const i of b.excluded) {
       const rr = Math.floor(i / gw), cc = i % gw;
       const x0 = Math.trunc(cc * sx), y0 = Math.trunc(rr * sy), x1 = Math.trunc((cc + 1) * sx) - 1, y1 = Math.trunc((rr + 1) * sy) - 1;

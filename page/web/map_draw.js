@@ -57,13 +57,17 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
       tile.set(b.lut.subarray(3 * j, 3 * j + 3), 3 * i);
     }
     // At model-input size: cv2.addWeighted(heat, α, view, 1 − α) rounded; outside τ: view · DIM.
+    // render.upsample_map: patch (r, c) on its own P×P pixels; the grid covers gh·P rows and gw·P
+    // columns, and past them (a side not a multiple of P) no patch reads: blended grey, as a NaN is.
     const small = new ImageData(w, h);
-    const out = small.data, v = b.view;
+    const out = small.data, v = b.view, gy = Math.min(h, gh * b.patch), gx = Math.min(w, gw * b.patch);
     for (let y = 0; y < h; y++) {
-      const r = Math.floor(y * gh / h);
+      const r = Math.floor(y * gh / gy);
       for (let x = 0; x < w; x++) {
-        const c = Math.floor(x * gw / w), i = r * gw + c, o = 4 * (y * w + x);
-        if (keep && !keep[i]) {
+        const c = Math.floor(x * gw / gx), i = r * gw + c, o = 4 * (y * w + x);
+        if (y >= gy || x >= gx) {
+          for (let ch = 0; ch < 3; ch++) out[o + ch] = blend(128, v[o + ch], fa, fb);
+        } else if (keep && !keep[i]) {
           for (let ch = 0; ch < 3; ch++) out[o + ch] = Math.floor(v[o + ch] * S.dim);
         } else {
           for (let ch = 0; ch < 3; ch++) out[o + ch] = blend(tile[3 * i + ch], v[o + ch], fa, fb);
@@ -84,7 +88,7 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
     x.drawImage(sc, 0, 0, w * s, h * s);
     // draw_grid's outline of a cell: render.outline, clipped to the map.
     const outline = ([r, c], t, color) => {
-      const step = H / gh;
+      const step = s * b.patch;  // render.patch_step
       box(x, [Math.round(c * step), Math.round(r * step)], [Math.round((c + 1) * step) - 1, Math.round((r + 1) * step) - 1],
           t, color, [w * s, h * s]);
     };

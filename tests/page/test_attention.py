@@ -676,3 +676,35 @@ def test_the_distance_chart_is_marked_busy_while_its_follow_up_is_on_its_way(tin
             settled(page)
             assert page.evaluate(busy) == [None, False]
             page.wait_for_selector("#attn-distance .js-plotly-plot")
+
+
+def test_the_page_draws_a_grid_that_stops_short_of_the_edge_as_the_server_does():
+    """120 px at patch 16: 7 patches cover 112 px, the last 8 read by none. map_draw.js lays each
+    patch on its own 16 px (not 120/7) and blends the unread strip grey, pixel for pixel as
+    layout.map_image; a click's outline too (no server: the script on a blank page)."""
+    from browser import blank_page
+
+    from vizvit.model.models import Geometry
+
+    g = Geometry((120, 120), 16, (7, 7), 1, 2, 2, 8)
+    rng = np.random.default_rng(0)
+    view = rng.integers(0, 256, (120, 120, 3), dtype=np.uint8)
+    m = rng.random(g.grid).astype(np.float32)
+    p = ra.AttnParams(alpha=0.6, cmap="inferno", query=(3, 6))
+    scale = 3
+    want = layout.map_image(view, m, g, p, highlight=(3, 6), lo_hi=(0.0, 1.0), scale=scale)
+    rgba = np.concatenate([view, np.full((120, 120, 1), 255, np.uint8)], -1)
+    b = {**books.page_drawing(g, p, scale), "view": base64.b64encode(rgba.tobytes()).decode(),
+         "lut": base64.b64encode(render.lut(p.cmap).tobytes()).decode()}
+    mp = {"index": base64.b64encode(render.color_index(m, 0.0, 1.0).tobytes()).decode(), "lo": 0.0, "hi": 1.0,
+          "bars": render.colorbar_labels(want.shape[0], 0.0, 1.0), "art": [], "at": [3, 6]}
+    with blank_page() as page:
+        page.add_script_tag(content=web.asset("map_draw.js"))
+        got = page.evaluate("""([b, mp]) => { const D = window.__vizvitMapDraw;
+            const cv = D.render({ ...b, view: D.bytes(b.view), lut: D.bytes(b.lut) },
+                                { ...mp, index: D.bytes(mp.index), keep: null });
+            return Array.from(cv.getContext('2d').getImageData(0, 0, 120 * 3, 120 * 3).data); }""", [b, mp])
+    got = np.array(got, np.uint8).reshape(360, 360, 4)[..., :3]
+    np.testing.assert_array_equal(got, want[:360, :360])
+    strip = view[:40, 112:].repeat(3, 0).repeat(3, 1)  # above the clicked patch's outline
+    assert (np.abs(got[:120, 336:].astype(int) - (0.6 * 128 + 0.4 * strip)) <= 1).all()  # blended grey

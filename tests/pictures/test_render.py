@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from vizvit.model.models import Geometry
+from vizvit.model.patches import patch_box
 from vizvit.pictures import render
 
 
@@ -63,7 +64,7 @@ def test_overlay_puts_patch_values_on_their_patches():
     view = np.zeros((224, 224, 3), np.uint8)
     m = np.zeros(g.grid)
     m[2, 5] = 1.0  # the hot patch
-    out = render.overlay(view, m, alpha=1.0, cmap="gray", vmin=0, vmax=1)
+    out = render.overlay(view, m, alpha=1.0, cmap="gray", vmin=0, vmax=1, g=g)
     hot = out[2 * 32:3 * 32, 5 * 32:6 * 32]
     assert (hot == 255).all() and out.sum() == hot.sum()
 
@@ -189,3 +190,67 @@ def test_patch_numbers_never_run_together():
     # 49 patches at 64 px a cell: every number fits, every patch numbered
     small = render.draw_grid(np.zeros((7 * 64, 7 * 64, 3), np.uint8), geom(), lines=False, indices=True)
     assert all(ink(small, 64, r, c) > 0 for r in range(7) for c in range(7))
+
+
+# SigLIP so400m-patch14-384: 384 = 27·14 + 6, so patch (r, c) is pixels 14c..14c+13 (patches.patch_box)
+# and the last 6 px of each row and column are read by no patch.
+SO400M = Geometry((384, 384), 14, (27, 27), 0, 1, 1, 8, summaries=("MAP head",), family="siglip")
+
+
+def test_a_map_sits_on_patch_box_pixels_when_the_side_is_not_a_multiple_of_the_patch():
+    g = SO400M
+    m = np.zeros(g.grid, np.float32)
+    m[0, 26] = 1.0
+    x0, y0, x1, y1 = patch_box(0, 26, g)
+    assert (x0, y0, x1, y1) == (364, 0, 378, 14)
+    up = render.upsample_map(m, (384, 384), g=g)
+    assert np.array_equal(np.argwhere(up == 1), [(y, x) for y in range(0, 14) for x in range(364, 378)])
+    assert np.isnan(up[:, 378:]).all() and np.isnan(up[378:]).all() and not np.isnan(up[:378, :378]).any()
+    # The overlay at alpha 1 in grey: the patch white, the unread strip grey (a NaN's colour), the rest black.
+    out = render.overlay(np.zeros((384, 384, 3), np.uint8), m, alpha=1.0, cmap="gray", vmin=0, vmax=1, g=g)
+    assert (out[0:14, 364:378] == 255).all() and (out[:, 378:] == 128).all() and (out[378:] == 128).all()
+    assert out[:378, :378].sum() == 255 * 3 * 14 * 14
+    # Enlarged 2×: every patch box doubled, the strip 12 px.
+    big = render.upsample_map(m, (768, 768), g=g)
+    assert np.array_equal(np.argwhere(big == 1)[[0, -1]], [(0, 728), (27, 755)])
+    assert np.isnan(big[:, 756:]).all() and not np.isnan(big[:756, :756]).any()
+    # Every patch on its box (a loop over patch_box, the click's geometry).
+    idx = np.arange(g.num_patches, dtype=np.float32).reshape(g.grid)
+    up = render.upsample_map(idx, (384, 384), g=g)
+    for r, c in [(0, 0), (5, 13), (26, 0), (26, 26), (13, 25)]:
+        x0, y0, x1, y1 = patch_box(r, c, g)
+        assert (up[y0:y1, x0:x1] == r * 27 + c).all() and up[y0 - 1 if y0 else y1, x0] != r * 27 + c
+
+
+def test_grid_lines_and_outlines_follow_the_patch_not_the_side_over_the_grid():
+    g = SO400M
+    for scale in (1, 2):
+        out = render.draw_grid(np.zeros((384 * scale, 384 * scale, 3), np.uint8), g, color=(255, 0, 0))
+        lit_rows = set(np.nonzero((out[:, 1] == (255, 0, 0)).all(-1))[0])
+        # 14k (not 384k/27) up to the line closing the grid at 378: the strip beyond holds no line.
+        assert lit_rows == {14 * scale * k for k in range(1, 28)}
+        lit_cols = set(np.nonzero((out[1] == (255, 0, 0)).all(-1))[0])
+        assert lit_cols == lit_rows
+        assert not out[1:378 * scale, 378 * scale + 1:].any()  # the lines stop at the grid's edge
+    # The clicked patch's outline, an artifact's outline and a painted patch: patch_box's pixels.
+    hi = render.draw_grid(np.zeros((384, 384, 3), np.uint8), g, lines=False, highlight=(0, 26))
+    ys, xs = np.nonzero(hi.any(-1))
+    assert (xs.min(), xs.max(), ys.min(), ys.max()) == (364, 377, 0, 13)
+    cells = np.zeros(g.grid, bool)
+    cells[26, 0] = True
+    ol = render.outline_patches(np.zeros((384, 384, 3), np.uint8), g, cells, (0, 255, 0), 1)
+    ys, xs = np.nonzero(ol.any(-1))
+    assert (xs.min(), xs.max(), ys.min(), ys.max()) == (0, 13, 364, 377)
+    painted = render.paint_patches(np.zeros((384, 384, 3), np.uint8), cells, (0, 255, 0), g)
+    assert np.array_equal(np.argwhere(painted.any(-1))[[0, -1]], [(364, 0), (377, 13)])
+    assert painted.any(-1).sum() == 14 * 14
+
+
+def test_patch_colours_sit_on_patch_boxes_and_the_unread_strip_is_grey():
+    """tile_picture (the Embeddings tab's colours over the photo): patch (0, 26)'s colour on x 364-377."""
+    tiles = np.zeros((27, 27, 3), np.uint8)
+    tiles[0, 26] = (255, 0, 0)
+    out = render.tile_picture(tiles, (384, 384), SO400M)
+    red = np.argwhere((out == (255, 0, 0)).all(-1))
+    assert (red[:, 1].min(), red[:, 1].max(), red[:, 0].min(), red[:, 0].max()) == (364, 377, 0, 13)
+    assert len(red) == 14 * 14 and (out[:, 378:] == 128).all() and (out[378:] == 128).all()

@@ -9,6 +9,7 @@ import pytest
 from synthetic import GEOMS
 
 from vizvit.errors import UserError
+from vizvit.model.models import Geometry
 from vizvit.pictures import render
 from vizvit.readings.attention import AttnParams
 from vizvit.views import layout
@@ -101,3 +102,18 @@ def test_the_strip_wraps_so_its_labels_stay_readable_on_a_phone(layers):
     assert -(-layers // per_row) * (layout.STRIP_TILE + layout.strip_caption() + 3) - 3 == strip.shape[0]
     label_px = 358 * render.TEXT_PX / strip.shape[1]
     assert label_px >= 11, f"{strip.shape[1]} px wide: labels at {label_px:.1f} px"
+
+
+def test_a_map_on_a_side_not_a_multiple_of_the_patch_sits_on_patch_boxes_and_greys_the_unread_strip():
+    """SigLIP so400m-patch14-384: 27 patches of 14 px cover 378 px; patch (0, 26) is x 364-377 (patch_box),
+    not 370-383 (384/27 px a patch). Enlarged 2×: x 728-755. The 6 px (12 enlarged) no patch reads are
+    blended grey, and τ, which dims left-out patches, leaves them so."""
+    g = Geometry((384, 384), 14, (27, 27), 0, 1, 1, 8, summaries=("MAP head",), family="siglip")
+    view = np.full((384, 384, 3), 200, np.uint8)
+    m = one_hot(g.grid, (0, 26))
+    img = layout.map_image(view, m, g, AttnParams(alpha=1.0, cmap="gray"), lo_hi=(0.0, 1.0), scale=2)
+    hot = np.argwhere((img[:768, :768] == 255).all(-1))
+    assert (hot[:, 1].min(), hot[:, 1].max(), hot[:, 0].min(), hot[:, 0].max()) == (728, 755, 0, 27)
+    assert (img[:768, 756:768] == 128).all() and (img[756:768, :768] == 128).all()
+    dimmed = layout.map_image(view, m, g, AttnParams(alpha=1.0, cmap="gray", tau=0.5), lo_hi=(0.0, 1.0), scale=2)
+    assert (dimmed[100, 100] == int(200 * layout.DIM)).all() and (dimmed[:768, 756:768] == 128).all()

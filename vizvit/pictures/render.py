@@ -118,17 +118,66 @@ def enlarge(img: np.ndarray, scale: int) -> np.ndarray:
     return cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_NEAREST_EXACT)
 
 
-def upsample_map(values: np.ndarray, size: tuple[int, int], smooth: bool = False) -> np.ndarray:
-    """(gh, gw) -> (H, W) floats; nearest keeps one flat tile per patch (honest), or bilinear."""
-    h, w = size
-    interp = cv2.INTER_LINEAR if smooth else cv2.INTER_NEAREST
-    return cv2.resize(np.asarray(values, dtype=np.float32), (w, h), interpolation=interp)
+def patch_step(g: Geometry, height: int) -> float:
+    """Pixels per patch side in a picture `height` px tall of the model-input view (any enlargement):
+    patch_size · height / the view's height. Not height / gh: where a side is not a multiple of the
+    patch (SigLIP so400m: 384 = 27·14 + 6) the last side mod P pixels are read by no patch
+    (patches.patch_box), so the grid stops short of the picture's edge."""
+    return height * g.patch_size / g.image_size[0]
+
+
+def grid_extent(grid: tuple[int, int], size: tuple[int, int], step: float) -> tuple[int, int]:
+    """(rows, cols) of pixels a (gh, gw) grid of `step`-px patches covers in a picture of `size`
+    (H, W): round(gh·step), round(gw·step), at most the picture; the rest is read by no patch."""
+    return min(size[0], round(grid[0] * step)), min(size[1], round(grid[1] * step))
+
+
+def upsample_map(values: np.ndarray, size: tuple[int, int], smooth: bool = False, *,
+                 g: Geometry | None) -> np.ndarray:
+    """(gh, gw) -> (H, W) float32, patch (r, c) on its own pixels: with the model's geometry `g`,
+    rows ⌊y·gh/ch⌋ over the ch = round(gh·step) rows the grid covers (patch_step; columns likewise),
+    so at an integer enlargement s exactly patches.patch_box's pixels × s. Pixels past the grid (the
+    last side mod P, read by no patch) are NaN, which colorize paints grey. g None: a map that fills
+    the picture (no photo under it); required, so no caller stretches a grid over a photo by
+    forgetting it. Nearest keeps one flat tile per patch (honest), or bilinear."""
+    v = np.asarray(values, dtype=np.float32)
+    rows, cols = patch_rows_cols(v.shape, size, g)
+    out = np.full(size, np.nan, np.float32)
+    if smooth:
+        out[:len(rows), :len(cols)] = cv2.resize(v, (len(cols), len(rows)), interpolation=cv2.INTER_LINEAR)
+    else:
+        out[:len(rows), :len(cols)] = v[rows[:, None], cols[None, :]]
+    return out
+
+
+def patch_rows_cols(grid: tuple[int, int], size: tuple[int, int],
+                    g: Geometry | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The patch row of each pixel row the grid covers, (ch,) int, and the patch column of each
+    pixel column, (cw,) int, in a picture of `size` (H, W) of the model-input view (g: the model's
+    geometry; None: the grid fills the picture): ⌊y·gh/ch⌋ in integers, exact, as the page's
+    scripts compute it (Math.floor(y * gh / ch)). Pixel rows ≥ ch and columns ≥ cw: no patch."""
+    gh, gw = grid
+    ch, cw = grid_extent(grid, size, size[0] / gh if g is None else patch_step(g, size[0]))
+    return np.arange(ch) * gh // ch, np.arange(cw) * gw // cw
+
+
+def tile_picture(tiles: np.ndarray, size: tuple[int, int], g: Geometry, fill: int = 128) -> np.ndarray:
+    """(gh, gw, 3) uint8 patch colours -> (H, W, 3) uint8 over the model-input view's pixels: each
+    patch's colour on its own pixels (upsample_map's layout), the strip no patch reads `fill` (the
+    grey colorize gives a NaN, so blending this equals overlay's picture)."""
+    rows, cols = patch_rows_cols(tiles.shape[:2], size, g)
+    out = np.full((*size, tiles.shape[2]), fill, np.uint8)
+    out[:len(rows), :len(cols)] = tiles[rows[:, None], cols[None, :]]
+    return out
 
 
 def overlay(view: np.ndarray, values: np.ndarray, alpha: float = 0.6, cmap: str = "inferno",
-            vmin: float | None = None, vmax: float | None = None, smooth: bool = False) -> np.ndarray:
-    """Blend a (gh, gw) map over the (H, W, 3) view it was computed on -> (H, W, 3) uint8."""
-    heat = colorize(upsample_map(values, view.shape[:2], smooth), cmap, vmin, vmax)
+            vmin: float | None = None, vmax: float | None = None, smooth: bool = False, *,
+            g: Geometry | None) -> np.ndarray:
+    """Blend a (gh, gw) map over the (H, W, 3) view it was computed on -> (H, W, 3) uint8, each
+    patch on its pixels (upsample_map with the model's geometry `g`); the strip no patch reads is
+    blended grey, as a NaN value is."""
+    heat = colorize(upsample_map(values, view.shape[:2], smooth, g=g), cmap, vmin, vmax)
     return cv2.addWeighted(heat, float(alpha), view, 1.0 - float(alpha), 0.0)
 
 
@@ -139,11 +188,13 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
 
     marked: row-major patch indices to hatch (e.g. masked patches); highlight: (row, col)
     outlined in yellow; indices: each patch's 0-based row-major number (every other patch's, in a
-    checkerboard, where the widest does not fit a cell).
+    checkerboard, where the widest does not fit a cell). Lines sit on the patch borders (patch_step);
+    where the grid stops short of the edge (a side not a multiple of P) a line closes it, so the
+    strip beyond shows as outside every patch.
     """
     out = np.ascontiguousarray(img.copy())
     gh, gw = g.grid
-    step = out.shape[0] / gh
+    step = patch_step(g, out.shape[0])
     for i in marked:
         r, c = divmod(int(i), gw)
         y0, x0 = int(round(r * step)), int(round(c * step))
@@ -153,12 +204,15 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
         cv2.line(out, (x0, y0), (x1 - 1, y1 - 1), (255, 80, 80), 1, cv2.LINE_AA)
         cv2.line(out, (x0, y1 - 1), (x1 - 1, y0), (255, 80, 80), 1, cv2.LINE_AA)
     if lines:
-        for k in range(1, gh):
+        ch, cw = grid_extent(g.grid, out.shape[:2], step)
+        for k in range(1, gh + 1):  # k = gh: the grid's closing line, where it ends before the edge
             y = int(round(k * step))
-            out[y, :] = color
-        for k in range(1, gw):
+            if y < out.shape[0]:
+                out[y, :cw] = color
+        for k in range(1, gw + 1):
             x = int(round(k * step))
-            out[:, x] = color
+            if x < out.shape[1]:
+                out[:ch, x] = color
     if indices:
         widest = str(gh * gw - 1)
         px = max(MIN_TEXT_PX, min(TEXT_PX, TEXT_PX * (step - 4) / max(1, text_size(widest)[0])))
@@ -204,18 +258,19 @@ def outline_patches(img: np.ndarray, g: Geometry, cells: np.ndarray, color: tupl
     """A copy of an enlarged model-input picture with the patches where `cells` (gh, gw bool) is
     True outlined (as draw_grid outlines its highlight)."""
     out = np.ascontiguousarray(img.copy())
-    step = out.shape[0] / g.grid[0]
+    step = patch_step(g, out.shape[0])
     for r, c in np.argwhere(cells):
         outline(out, (int(round(c * step)), int(round(r * step))),
                 (int(round((c + 1) * step)) - 1, int(round((r + 1) * step)) - 1), color, thickness)
     return out
 
 
-def paint_patches(img: np.ndarray, cells: np.ndarray, color: tuple[int, int, int]) -> np.ndarray:
+def paint_patches(img: np.ndarray, cells: np.ndarray, color: tuple[int, int, int],
+                  g: Geometry | None) -> np.ndarray:
     """A copy of an (h, w, 3) picture of a (gh, gw) grid with the pixels of the patches where
-    `cells` is True set to `color` (nearest-neighbour, as upsample_map lays patches out)."""
+    `cells` is True set to `color` (nearest-neighbour, as upsample_map lays patches out with `g`)."""
     out = img.copy()
-    out[upsample_map(cells.astype(np.float32), img.shape[:2]) > 0.5] = color
+    out[upsample_map(cells.astype(np.float32), img.shape[:2], g=g) > 0.5] = color
     return out
 
 

@@ -304,7 +304,7 @@ def attention_view(vm: VitModel, a: Analysis, p: AttnParams, cache: Cache = no_c
     strip_key = strip_image_name(fusion_of(p.show), p.discard, p.discard_mode, p.alpha,
                  p.cmap, strip_vmax, p.who(g), p.artifacts_in_range)
     strip = cache(strip_key, lambda: compose_strip(a.input_view, smaps, p, None, strip_vmax, artifacts=strip_arts,
-                                                   floor=range_floor(g)))
+                                                   floor=range_floor(g), g=g))
     return AttentionView(main.image, main.readout,
                          grid_bar(outline_grid_cell(grid, gmaps.shape, selected), p.cmap, vmax, marks, tops, selected),
                          outline_strip_tile(strip, len(smaps), p.layer - 1))

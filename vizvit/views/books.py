@@ -158,7 +158,7 @@ def page_drawing(g: Geometry, p: AttnParams, scale: int) -> dict[str, object]:
     `scale`: sizes, the colour table and blend, the outlines' widths and colours, the colour bar's
     layout (page_style), and for a click drawn in the page the patch it falls on and the uniform
     level its colour bar marks."""
-    step = scale * g.image_size[0] / g.grid[0]
+    step = scale * g.patch_size  # a patch's side in the picture (not the side over gh: see render.patch_step)
     return {
         "grid": list(g.grid), "size": list(g.image_size), "scale": scale, "style": page_style(),
         "width": scale * g.image_size[1] + render.BAR_GAP + render.BAR_WIDTH + render.BAR_PAD + bar_text_width(),

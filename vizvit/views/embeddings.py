@@ -191,11 +191,13 @@ def _map_image(values: np.ndarray, size: int) -> np.ndarray:
     return cv2.resize(values, (size, size * gh // gw), interpolation=cv2.INTER_NEAREST)
 
 
-def _blend_tiles(big: np.ndarray, tiles: np.ndarray, alpha: float) -> np.ndarray:
-    """Blend a (gh, gw, 3) uint8 map, one flat tile per patch, over the enlarged view.
+def _blend_tiles(big: np.ndarray, tiles: np.ndarray, alpha: float, g: Geometry) -> np.ndarray:
+    """Blend a (gh, gw, 3) uint8 map, one flat tile per patch on its own pixels, over the enlarged view.
     Colouring the small map before enlarging is the same picture as render.overlay with
-    nearest upsampling, and ~10× cheaper at 672 px, which matters on every slider move."""
-    return cv2.addWeighted(_map_image(tiles, big.shape[1]), float(alpha), big, 1.0 - float(alpha), 0.0)
+    nearest upsampling (the strip no patch reads grey there too), and ~10× cheaper at 672 px,
+    which matters on every slider move."""
+    heat = render.tile_picture(tiles, big.shape[:2], g)
+    return cv2.addWeighted(heat, float(alpha), big, 1.0 - float(alpha), 0.0)
 
 
 def pca_over_photo(vm: VitModel, d: emb.EmbeddingsData, depth: int,
@@ -204,8 +206,8 @@ def pca_over_photo(vm: VitModel, d: emb.EmbeddingsData, depth: int,
     g = vm.geometry
     depth = _check_depth(g, depth)
     rgb = (d.tokens.fit_rgb[depth] * 255).round().astype(np.uint8)  # (gh, gw, 3)
-    img = render.draw_grid(_blend_tiles(d.big, rgb, PCA_ALPHA), g, highlight=_patch_or_default(g, clicked))
-    return _outline_cells(img, d.tokens.excluded[depth], ARTIFACT_BOX)
+    img = render.draw_grid(_blend_tiles(d.big, rgb, PCA_ALPHA, g), g, highlight=_patch_or_default(g, clicked))
+    return _outline_cells(img, d.tokens.excluded[depth], ARTIFACT_BOX, render.patch_step(g, img.shape[0]))
 
 
 def norm_colors(norms: np.ndarray, excluded: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -330,8 +332,8 @@ def similarity_panel(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: in
     pre = g.num_prefix_tokens
     grid = sims[pre:].reshape(g.grid)
     heat = render.colorize(grid, SIM_CMAP, -1.0, 1.0)  # (gh, gw, 3)
-    img = _outline_cells(render.draw_grid(_blend_tiles(d.big, heat, SIM_ALPHA), g, lines=False, highlight=(r, c)),
-                         d.tokens.excluded[depth], ARTIFACT_BOX)
+    img = render.draw_grid(_blend_tiles(d.big, heat, SIM_ALPHA, g), g, lines=False, highlight=(r, c))
+    img = _outline_cells(img, d.tokens.excluded[depth], ARTIFACT_BOX, render.patch_step(g, img.shape[0]))
     others = np.delete(sims[pre:], t - pre)
     best = [int(i) for i in np.argsort(-sims[pre:]) if i != t - pre][:3]
     near = ", ".join(f"({i // g.grid[1]}, {i % g.grid[1]}) {sims[pre + i]:.2f}" for i in best)
@@ -427,14 +429,15 @@ def norms_table(vm: VitModel, d: emb.EmbeddingsData) -> str:
             + "\n".join([head, "|---|" + "---|" * len(flat), *rows]))
 
 
-def _outline_cells(img: np.ndarray, cells: np.ndarray, thickness: int = 2) -> np.ndarray:
+def _outline_cells(img: np.ndarray, cells: np.ndarray, thickness: int = 2, step: float | None = None) -> np.ndarray:
     """Red boxes (ARTIFACT_COLOR) around the True cells of a (gh, gw) mask drawn over an enlarged map,
     with a 1-px white line inside so the box also shows on a red tile (RdBu similarity maps).
-    render.outline's square corners: the page draws the same pixels (embeddings_click.js)."""
+    render.outline's square corners: the page draws the same pixels (embeddings_click.js). step: a
+    patch's side in px over the photo (render.patch_step); None: the cells fill the map (no photo)."""
     if not cells.any():
         return img
     gh, gw = cells.shape
-    sy, sx = img.shape[0] / gh, img.shape[1] / gw
+    sy, sx = (img.shape[0] / gh, img.shape[1] / gw) if step is None else (step, step)
     out = img.copy()
     for r, c in zip(*np.nonzero(cells)):
         x0, y0, x1, y1 = int(c * sx), int(r * sy), int((c + 1) * sx) - 1, int((r + 1) * sy) - 1
@@ -658,7 +661,7 @@ def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:
     sims = emb.token_similarities(a, depth)[pre:, pre:]  # (P, P): row i, patch i's similarity_panel map
     rgb = (d.tokens.fit_rgb[depth] * 255).round().astype(np.uint8)
     s = render.display_scale(g)
-    step = s * g.image_size[0] / g.grid[0]
+    step = s * g.patch_size  # a patch's side in the picture (render.patch_step)
     view = None
     if with_view:
         png = cv2.imencode(".png", cv2.cvtColor(a.input_view, cv2.COLOR_RGB2BGR))[1]

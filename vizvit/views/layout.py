@@ -23,17 +23,19 @@ DIM = 0.3  # the τ threshold darkens the view outside the kept patches to this 
 UNIFORM_MARK = "1/N"  # the uniform level's name on a map's colour bar
 
 
-def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """Replace pixels of patches not in `keep` (gh, gw bool) by the darkened view."""
-    inside = render.upsample_map(keep.astype(np.float32), img.shape[:2]) > 0.5
+def _dim_outside(img: np.ndarray, view: np.ndarray, keep: np.ndarray, g: Geometry) -> np.ndarray:
+    """Replace pixels of patches not in `keep` (gh, gw bool) by the darkened view. The strip no patch
+    reads (a side not a multiple of P) is no patch left out: it stays as the overlay drew it."""
+    kept = render.upsample_map(keep.astype(np.float32), img.shape[:2], g=g)  # NaN: no patch
+    dim = kept < 0.5
     out = img.copy()
-    out[~inside] = (view[~inside] * DIM).astype(np.uint8)
+    out[dim] = (view[dim] * DIM).astype(np.uint8)
     return out
 
 
 def artifact_outline(g: Geometry, scale: int | None = None) -> int:
     """Width of an artifact token's outline on the enlarged map: half the query's."""
-    step = (scale or render.display_scale(g)) * g.image_size[0] / g.grid[0]
+    step = (scale or render.display_scale(g)) * g.patch_size
     return max(1, int(step // 24))
 
 
@@ -49,10 +51,10 @@ def map_image(view: np.ndarray, values: np.ndarray, g: Geometry, p: AttnParams,
     enlargement (default render.display_scale: two maps side by side, the Compare tab, take
     less; so does the camera's live picture)."""
     lo, hi = lo_hi if lo_hi is not None else map_range(values, p.scale, highlight, floor=range_floor(g))
-    img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi)
+    img = render.overlay(view, values, p.alpha, p.cmap, vmin=lo, vmax=hi, g=g)
     if p.tau > 0:
         keep = att_mod.mass_threshold(torch.from_numpy(values), p.tau).numpy()
-        img = _dim_outside(img, view, keep)
+        img = _dim_outside(img, view, keep, g)
     big = render.enlarge(img, render.display_scale(g) if scale is None else scale)
     if artifacts is not None and artifacts.any():
         big = render.outline_patches(big, g, artifacts, render.ARTIFACT_COLOR, artifact_outline(g, scale))
@@ -233,11 +235,12 @@ STRIP_PER_ROW = 6
 
 def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: int | None = None,
                   vmax: float | None = None, per_row: int = STRIP_PER_ROW, artifacts: np.ndarray | None = None,
-                  floor: float = 1e-12) -> np.ndarray:
+                  floor: float = 1e-12, g: Geometry | None = None) -> np.ndarray:
     """(L, gh, gw) rollout maps -> rows of `per_row` small overlays, each with "≤l" written below it (not
     over the map); selected: 0-based layer outlined. vmax: a shared scale (None = each tile from 0
     to its own max, at least `floor`, outside its artifact tokens unless p.artifacts_in_range).
-    artifacts: (L, gh, gw) bool, painted render.ARTIFACT_COLOR."""
+    artifacts: (L, gh, gw) bool, painted render.ARTIFACT_COLOR. g: the model's geometry, so each
+    patch sits on its own pixels of the shrunk view (None: the grid fills the tile)."""
     small = cv2.resize(view, (STRIP_TILE, STRIP_TILE), interpolation=cv2.INTER_AREA)
     tiles = []
     for l, m in enumerate(maps):
@@ -245,9 +248,9 @@ def compose_strip(view: np.ndarray, maps: np.ndarray, p: AttnParams, selected: i
         counted = m if p.artifacts_in_range or not arts.any() or arts.all() else m[~arts]
         # From 0 (never the tile's own minimum): a near-uniform rollout must not look patterned.
         lo_hi = (0.0, max(float(counted.max()), floor) if vmax is None else vmax)
-        tile = render.overlay(small, m, p.alpha, p.cmap, *lo_hi)
+        tile = render.overlay(small, m, p.alpha, p.cmap, *lo_hi, g=g)
         if arts.any():
-            tile = render.paint_patches(tile, arts, render.ARTIFACT_COLOR)
+            tile = render.paint_patches(tile, arts, render.ARTIFACT_COLOR, g)
         tiles.append(render.caption_below(tile, f"<={l + 1}"))
     n = len(tiles)
     cols = min(n, per_row)

@@ -191,7 +191,8 @@ def label_map(ph: Photo, label: int | str | None = None, alpha: float = 0.6) -> 
             raise UserError(f"Label index {i} is outside 0..{len(vm.labels) - 1}.")
     m = cos[i]
     lo, hi = float(m.min()), float(m.max())
-    img = render.overlay(a.input_view, m, alpha, "RdBu_r", vmin=-max(abs(lo), abs(hi)), vmax=max(abs(lo), abs(hi)))
+    img = render.overlay(a.input_view, m, alpha, "RdBu_r", vmin=-max(abs(lo), abs(hi)), vmax=max(abs(lo), abs(hi)),
+                         g=g)
     big = render.enlarge(img, render.display_scale(g))
     r, c = divmod(int(m.argmax()), g.grid[1])
     how = patch_label_method(vm.model)
