@@ -36,6 +36,7 @@ from . import (
     jobs,
     kit,
     lean_config,
+    queue_share,
     queue_wake,
     room,
     sessions,
@@ -74,6 +75,7 @@ THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
 gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
 queue_wake.install()  # Gradio's queue sleeps until it has work, instead of polling every 1 ms
 sessions.install()  # a page's load event joining the queue is told to Pages (refuse_lost_sessions)
+queue_share.install()  # no one address fills Gradio's queue for everyone (checked before the line above)
 file_walk.install()  # no walk for files through an event's values that cannot hold one
 hot_routes.install()  # the routes every call takes tried first, their login check inline
 
