@@ -340,3 +340,35 @@ def test_a_frame_that_reaches_the_feed_after_a_newer_one_is_dropped_never_drawn_
     assert feed.step("run 2, f1", work, order=(2, 1)) == "run 2, f1"
     assert feed.step("no order", work) == "no order"  # a caller that sends none streams as before
     assert ran == ["f3", "f5", "run 2, f1", "no order"] and feed.late == 2
+
+
+def test_a_visitor_refused_the_camera_gets_the_next_stream_that_ends():
+    """An audit: four pages of one machine pressed Start again at each time limit and kept every stream
+    for 400 s while another visitor, trying every 100 s, was refused each time. A refused page now goes
+    before any other new run, for one run's length: the stranger's restart at 121 s is refused, the
+    student's next try (150 s) streams; the stranger's page gets the stream after."""
+    clock = Clock()
+    feeds = camera.Feeds(time_limit_s=120, streams=4, clock=clock)
+    mine = [feeds.open(f"stranger-{i}", None) for i in range(4)]
+    for tok in mine:
+        feeds.admit(tok, restart=True)
+    student = feeds.open("student", None)
+    admitted_at, refused = None, []
+    for step in range(400):
+        clock.t = float(step)
+        for tok in mine:
+            try:
+                feeds.admit(tok)
+            except ValueError:
+                try:
+                    feeds.admit(tok, restart=True)  # "press Start to go on", at once
+                except ValueError as e:
+                    refused.append(str(e))
+        if admitted_at is None and step % 100 == 50:
+            try:
+                feeds.admit(student, restart=True)
+                admitted_at = step
+            except ValueError as e:
+                assert "you are in line for the next one free" in str(e)
+    assert admitted_at == 150, admitted_at
+    assert refused and "visitors who were waiting before you" in refused[0]

@@ -210,6 +210,9 @@ EXPIRED = "This camera page has expired (or the server restarted): reload the pa
 CONCURRENT_STREAMS = 4
 ACTIVE_S = 3.0
 MAX_PER_OWNER = 4  # camera pages kept per browser session (its newest); others are forgotten
+# A page told "the camera is busy" goes before any other new run for a stream that ends, for as long as
+# a run lasts (Feeds.time_limit_s): a visitor who restarts at each time limit cannot keep every stream
+# (an audit: four pages of one machine, Start again at each limit, refused everyone else for 400 s).
 
 
 class Feeds:
@@ -224,6 +227,7 @@ class Feeds:
         self.streams = streams
         self._clock = clock
         self._feeds: OrderedDict[str, Feed] = OrderedDict()
+        self._waiting: OrderedDict[str, float] = OrderedDict()  # token -> when it was last refused a stream
         self._lock = threading.Lock()
 
     def feed(self, session: str, owner: str = "", key: object = None) -> Feed:
@@ -274,9 +278,18 @@ class Feeds:
                 raise UserError(self._limit_text())
             if not self._streaming(f, now):  # a new run
                 busy = sum(1 for o in self._feeds.values() if o is not f and self._streaming(o, now))
-                if busy >= self.streams:
-                    raise UserError(f"{busy} visitors are using the camera now, the most at once on this server: "
-                                    "try again in a minute.")
+                # Pages refused lately go first: a free stream is theirs before anyone else's new run
+                ahead = [t for t in self._waiting if t != token]  # refused before this page, still waiting
+                if token in self._waiting:
+                    ahead = ahead[:list(self._waiting).index(token)]
+                if busy + len(ahead) >= self.streams:
+                    self._waiting.setdefault(token, now)  # its place kept from its first refusal
+                    raise UserError(
+                        f"{busy} visitors are using the camera now, the most at once on this server: you are "
+                        "in line for the next one free, try again in a minute." if busy >= self.streams else
+                        "The camera's free streams go to visitors who were waiting before you: try again in a "
+                        "minute.")
+                self._waiting.pop(token, None)
                 f.started, f.expired = now, False
             elif f.started is not None and now - f.started > self.time_limit_s:  # streaming: it has started
                 f.expired = True
@@ -308,6 +321,9 @@ class Feeds:
         now = self._clock()
         for s in [s for s, f in self._feeds.items() if now - f.seen > self.idle_s]:
             del self._feeds[s]
+        # A page waits at most one run's length, or until it is gone
+        for t in [t for t, at in self._waiting.items() if now - at > self.time_limit_s or t not in self._feeds]:
+            del self._waiting[t]
 
     def __len__(self) -> int:
         with self._lock:
