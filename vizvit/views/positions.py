@@ -270,9 +270,14 @@ def explanation(vm: VitModel, r: positional.PositionReport) -> str:
     warn = ("\n\n⚠️ **This model has untrained random weights**: its \"learned\" embeddings are a random "
             "init, so expect a contrast near 0 and no structure." if not vm.is_pretrained else "")
     excluded = "" if cls is None else ", [CLS] excluded"
-    return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position (row-major{excluded});
-its {gh}×{gw} pixels show the cosine similarity of that position's embedding to every patch position
-(red +1, white 0, blue −1). A position of **{vm.display_name}** is on average
+    th, tw = vm.position_grid
+    resized = ""
+    if (th, tw) != (gh, gw):  # DINOv2: the table is stored at its training grid, resized at every forward
+        resized = (f", from the stored {th}×{tw} table resized to the {gh}×{gw} grid this model runs at, as its "
+                   "forward adds it (so is the random init below)")
+    return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position
+(row-major{excluded}){resized}; its {gh}×{gw} pixels show the cosine similarity of that position's
+embedding to every patch position (red +1, white 0, blue −1). A position of **{vm.display_name}** is on average
 **{learned.neighbour:+.2f}** similar to its 4 neighbours and **{learned.far:+.2f}** to positions at least
 {positional.FAR} apart (Chebyshev distance: ≥ {positional.FAR} rows or ≥ {positional.FAR} columns away),
 a contrast of **{learned.contrast:+.2f}**. For comparison, on the same scale: 1-D sinusoidal
