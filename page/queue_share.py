@@ -10,7 +10,10 @@ the network, not the session, which a REST caller makes anew for every call) are
 - a caller with no page (REST, gradio_client: a session no load event of ours ever opened) may have
   API_SHARE of its address's non-page events waiting: a script gets its answers, not the queue;
 - any address, pages included (a lecture hall behind one NAT is forty pages of one address), may
-  have all but RESERVE places: those stay for the rest of the world.
+  have all but RESERVE places, and once only those are free, a network with RESERVE_EACH waiting is
+  refused: the reserve goes to the networks with few (two networks cannot fill it between them).
+A "page" is only a session some load event named, and anyone can send one: API_SHARE stops a naive
+script, not a determined one; the reserve is what keeps the queue open to others.
 A refused event is answered as Gradio answers a full queue (503, with this module's sentence), so the
 page and gradio_client show it as they show that. install() wraps Queue.push; idempotent.
 """
@@ -28,6 +31,7 @@ from .jobs import caller_of
 
 API_SHARE = 8  # non-page events of one address waiting at once (a script's calls in flight)
 RESERVE = 16  # of the queue's places, never all taken by one address (a quarter of a smaller queue)
+RESERVE_EACH = 4  # once only the reserve is left, a network with this many waiting is refused
 
 
 def _is_page(event_fn: Any, session: str | None) -> bool:
@@ -42,12 +46,20 @@ def refusal(waiting: Iterable[tuple[str | None, bool]], caller: str | None, page
     waiting: (caller, page) of each event already waiting."""
     if caller is None:
         return None  # an in-process call: nobody to count
+    waiting = list(waiting)
     mine = [p for c, p in waiting if c == caller]
     if not page and sum(not p for p in mine) >= api_share:
         return (f"Too many requests from your network are waiting ({api_share}): wait for their answers "
                 "before sending more.")
-    if max_size is not None and len(mine) >= max_size - min(reserve, max_size // 4):  # a small queue keeps a quarter
+    if max_size is None:
+        return None
+    kept = min(reserve, max_size // 4)  # a small queue keeps a quarter
+    if len(mine) >= max_size - kept:
         return (f"The server's queue is full of requests from your network ({len(mine)} waiting): "
+                "try again in a moment.")
+    # The reserve itself goes to networks with few waiting: two networks cannot fill it between them
+    if max_size - len(waiting) <= kept and len(mine) >= min(RESERVE_EACH, kept):
+        return (f"The server's queue is nearly full and your network has {len(mine)} requests waiting: "
                 "try again in a moment.")
     return None
 
@@ -64,9 +76,11 @@ def _shared(push: Callable) -> Callable:
         fn_index = getattr(body, "fn_index", None)
         fn = self.blocks.fns.get(fn_index) if isinstance(fn_index, int) else None
         session = getattr(body, "session_hash", None)
-        why = refusal(_waiting(self), caller_of(request), _is_page(fn, session), self.max_size)
+        caller = caller_of(request)
+        why = refusal(_waiting(self), caller, _is_page(fn, session), self.max_size)
         if why is not None:
             return False, why, "queue_full"
+        sessions.PAGES.note_address(session, caller)  # the network whose sessions go first (pages_first)
         return await push(self, body, request, *args, **kwargs)
 
     wrapper.vizvit_shared = True  # type: ignore[attr-defined]

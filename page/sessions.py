@@ -26,7 +26,7 @@ import inspect
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -105,6 +105,7 @@ class Pages:
     def __init__(self, limit: int = 100_000):
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._opening: OrderedDict[str, None] = OrderedDict()  # a load event of theirs is in the queue
+        self._address: OrderedDict[str, str] = OrderedDict()  # session -> the network its events came from
         self._lock = threading.Condition()
         self.limit = limit
 
@@ -114,6 +115,19 @@ class Pages:
         while len(sessions) > self.limit:
             sessions.popitem(last=False)
         self._lock.notify_all()
+
+    def note_address(self, session: str | None, address: str | None) -> None:
+        """The network a session's event came from (page/queue_share.py, as it joins the queue)."""
+        if session and address:
+            with self._lock:
+                self._address[session] = address
+                self._address.move_to_end(session)
+                while len(self._address) > self.limit:
+                    self._address.popitem(last=False)
+
+    def address_of(self, session: str) -> str | None:
+        with self._lock:
+            return self._address.get(session)
 
     def saw(self, session: str | None) -> None:
         if session:
@@ -205,25 +219,29 @@ def _opening_on_join(push: Callable) -> Callable:
 
 
 def pages_first(holder: Any, session_id: str, pages: Pages = PAGES) -> None:
-    """Gradio's StateHolder.update with pages kept first: over capacity, the least recently used session
-    that is no page (a REST call or gradio_client: every call a new session, which reads no state) goes
-    before any page. Before this, 300 cheap REST calls from anyone pushed out every student's session
-    (an audit: a student's next sweep said "Upload a photo first"). The session being used is never the
-    one pushed out; where every other session is a page, it alone stays over capacity, by one, until
-    the next session arrives. A page is a session whose load event ran or joined (Pages.heard)."""
+    """Gradio's StateHolder.update, pages first and fair by network: over capacity, the least recently
+    used session that is no page (a REST call or gradio_client: every call a new session, which reads no
+    state) goes first; then the least recently used page of the network holding the most sessions.
+    Before this, 300 cheap REST calls from anyone pushed out every student's session (an audit: a
+    student's next sweep said "Upload a photo first"), and a page is only a session some load event
+    named (anyone can send one): so a network making hundreds loses its own first. The session being
+    used is never the one pushed out; where every other session is a page, a new non-page session
+    stays over capacity, by one, until the next session arrives."""
     with holder.lock:
         data = holder.session_data
         if session_id in data:
             data.move_to_end(session_id)
         while len(data) > holder.capacity:
-            others = [s for s in data if s != session_id]  # oldest first
+            # One step in C (Gradio adds a session outside this lock): the walk below is over a copy
+            others = [s for s in list(data) if s != session_id]  # oldest first
             victim = next((s for s in others if not pages.heard(s)), None)
             if victim is None:  # every other one is a page
-                if pages.heard(session_id) and others:
-                    victim = others[0]  # a page over capacity: the oldest page, as Gradio did
-                else:
+                if not (pages.heard(session_id) and others):
                     break  # the new non-page session waits over capacity (by one) for the next to push it out
-            data.pop(victim)
+                net = {s: pages.address_of(s) for s in [*others, session_id]}
+                counts = Counter(net.values())
+                victim = max(others, key=lambda s: counts[net[s]])  # max: the first, the oldest, of the biggest
+            data.pop(victim, None)
             holder.time_last_used.pop(victim, None)
 
 

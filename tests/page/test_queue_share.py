@@ -26,6 +26,10 @@ def test_a_script_may_keep_a_few_calls_waiting_a_page_all_but_the_reserve():
     assert queue_share.refusal(script, None, False, 64) is None  # in-process: nobody to count
     assert queue_share.refusal([("address A", True)] * 2, "address A", True, 4) is None  # a queue of 4: 3 each
     assert queue_share.refusal([("address A", True)] * 3, "address A", True, 4) is not None
+    # a review: A's 48 and B's 16 filled all 64; with the reserve's own rule B gets 4 of them, C its own
+    two = hall + [("address B", True)] * 4
+    assert "nearly full" in queue_share.refusal(two, "address B", True, 64)
+    assert queue_share.refusal(two, "address C", True, 64) is None
 
 
 @pytest.fixture

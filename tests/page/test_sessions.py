@@ -185,9 +185,30 @@ def test_sessions_that_are_no_page_go_first_and_never_push_out_a_page():
     h.session_data["p4"] = object()
     sessions.pages_first(h, "p4", pages)
     assert list(h.session_data) == ["p2", "p3", "p4"]  # the non-page first, then pages over capacity: the oldest
+    pages.saw("a")
     mixed = lru(["a"], ["x", "y"], capacity=2)
-    sessions.pages_first(mixed, "a", pages)  # a used again: moved to the end, the oldest non-page out
+    sessions.pages_first(mixed, "a", pages)  # the page a used again: moved to the end, the oldest non-page out
     assert list(mixed.session_data) == ["y", "a"]
+
+
+def test_a_network_making_many_pages_loses_its_own_first():
+    """A review: a page is any session a load event named, and anyone can send one; four forged loads
+    pushed a real student out. Past the bound the biggest network's oldest session goes."""
+    pages = sessions.Pages()
+    pages.saw("student")
+    pages.note_address("student", "address school")
+    h = lru(["student"], [], capacity=4)
+    for k in range(6):
+        pages.saw(f"forged{k}")
+        pages.note_address(f"forged{k}", "address stranger")
+        h.session_data[f"forged{k}"] = object()
+        sessions.pages_first(h, f"forged{k}", pages)
+    assert list(h.session_data) == ["student", "forged3", "forged4", "forged5"]
+    pages.saw("teacher")
+    pages.note_address("teacher", "address school")
+    h.session_data["teacher"] = object()
+    sessions.pages_first(h, "teacher", pages)
+    assert list(h.session_data) == ["student", "forged4", "forged5", "teacher"]  # the stranger's (3), not the school's
 
 
 def test_rest_calls_on_a_running_app_leave_its_pages_sessions(monkeypatch):

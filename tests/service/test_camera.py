@@ -372,3 +372,22 @@ def test_a_visitor_refused_the_camera_gets_the_next_stream_that_ends():
                 assert "you are in line for the next one free" in str(e)
     assert admitted_at == 150, admitted_at
     assert refused and "visitors who were waiting before you" in refused[0]
+
+
+def test_a_page_that_gave_up_holds_no_stream_back():
+    """A review: four pages refused once and never back kept the free streams from a newcomer for 120 s.
+    The line holds back only a page that has had its run, never a newcomer."""
+    clock = Clock()
+    feeds = camera.Feeds(time_limit_s=120, streams=2, clock=clock)
+    busy = [feeds.open(f"b{i}", None) for i in range(2)]
+    for tok in busy:
+        feeds.admit(tok, restart=True)
+    quitters = [feeds.open(f"q{i}", None) for i in range(2)]
+    for tok in quitters:
+        with pytest.raises(ValueError, match="you are in line"):
+            feeds.admit(tok, restart=True)
+    clock.t = 10.0  # the two streams stop (no frame since 0 s); the quitters never come back
+    newcomer = feeds.open("new", None)
+    assert feeds.admit(newcomer, restart=True).started == clock.t  # the quitters' places hold no newcomer back
+    with pytest.raises(ValueError, match="waiting before you"):
+        feeds.admit(busy[0], restart=True)  # but a page that had its run waits behind them

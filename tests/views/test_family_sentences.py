@@ -106,7 +106,9 @@ def test_the_exports_method_notes_follow_the_family(towers, families, dino_class
     assert "relative_position_bias" in m and "pos_similarity" not in m and "position_interpolation" not in m
     assert "mean of the patch tokens" in m["logit_lens"] and "[CLS] after block" not in m["logit_lens"]
     assert "antialiased" in methods_used(reg)["position_interpolation"]
-    assert "sigmoid" in methods_used(siglip)["logit_lens"] and "softmax of the logits" not in methods_used(siglip)
+    assert "sigmoid" in methods_used(siglip)["logit_lens"]
+    assert "softmax of the logits" not in methods_used(siglip)["logit_lens"]
+    assert "softmax of the logits" in methods_used(beit)["logit_lens"]
     assert "projection" not in methods_used(siglip)["patch_label_cosine"]
     assert "image projection" in methods_used(clip)["patch_label_cosine"]
 

@@ -239,6 +239,7 @@ class Family:
     config_class: str | type  # its config class (likewise)
     pe_prefix: int = 1  # prefix tokens with a row in the position table ([CLS], [DIST])
     pe_antialias: bool = False  # the family's interpolate_pos_encoding antialiases (DINOv2 w/ registers)
+    pre_norm: bool = False  # a layernorm on every token before block 1 (CLIP's pre_layrnorm)
     interpolate_kwarg: bool = True  # forward() takes interpolate_pos_encoding (DINOv2 always interpolates)
     pooling_kwarg: bool = True  # the base class takes add_pooling_layer
     # What the head reads after the last block: "token" (the final norm, then [CLS]'s head, or DeiT's
@@ -461,6 +462,7 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            _TOWER_HEAD + "the image embedding is the final [CLS] token, layer-normed and projected; "
            "probability = softmax over your labels of exp(logit_scale)·cosine",
            _cls_only, ("CLIPModel",), "CLIPModel", "CLIPConfig", pooling_kwarg=False, pooling="projection",
+           pre_norm=True,
            text=CLIP_TEXT,
            random_archs={
                "clip-vit-base-patch16": dict(projection_dim=512, text_config=_CLIP_TEXT,

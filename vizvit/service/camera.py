@@ -210,9 +210,11 @@ EXPIRED = "This camera page has expired (or the server restarted): reload the pa
 CONCURRENT_STREAMS = 4
 ACTIVE_S = 3.0
 MAX_PER_OWNER = 4  # camera pages kept per browser session (its newest); others are forgotten
-# A page told "the camera is busy" goes before any other new run for a stream that ends, for as long as
-# a run lasts (Feeds.time_limit_s): a visitor who restarts at each time limit cannot keep every stream
-# (an audit: four pages of one machine, Start again at each limit, refused everyone else for 400 s).
+# A page told "the camera is busy" goes before the restart of a page that has had its run, for one run's
+# length (Feeds.time_limit_s) from its last try: a visitor who restarts at each time limit cannot keep
+# every stream (an audit: four pages of one machine, Start again at each limit, refused everyone else for
+# 400 s). It does not hold back a page that never streamed: a page refused once and gone keeps no free
+# stream from a newcomer (a review: with every new run held back, four such pages did for 120 s).
 
 
 class Feeds:
@@ -227,7 +229,7 @@ class Feeds:
         self.streams = streams
         self._clock = clock
         self._feeds: OrderedDict[str, Feed] = OrderedDict()
-        self._waiting: OrderedDict[str, float] = OrderedDict()  # token -> when it was last refused a stream
+        self._waiting: OrderedDict[str, float] = OrderedDict()  # token -> its last refused try, in line order
         self._lock = threading.Lock()
 
     def feed(self, session: str, owner: str = "", key: object = None) -> Feed:
@@ -278,12 +280,12 @@ class Feeds:
                 raise UserError(self._limit_text())
             if not self._streaming(f, now):  # a new run
                 busy = sum(1 for o in self._feeds.values() if o is not f and self._streaming(o, now))
-                # Pages refused lately go first: a free stream is theirs before anyone else's new run
-                ahead = [t for t in self._waiting if t != token]  # refused before this page, still waiting
-                if token in self._waiting:
-                    ahead = ahead[:list(self._waiting).index(token)]
+                # Pages refused lately go before a page that has had a run (its restart at the limit, or
+                # back from a pause); a page that never streamed is not held back by them, so a page that
+                # was refused and gave up keeps no free stream from a newcomer.
+                ahead = [t for t in self._waiting if t != token] if f.started is not None else []
                 if busy + len(ahead) >= self.streams:
-                    self._waiting.setdefault(token, now)  # its place kept from its first refusal
+                    self._waiting[token] = now  # its place kept from its first refusal, its last try noted
                     raise UserError(
                         f"{busy} visitors are using the camera now, the most at once on this server: you are "
                         "in line for the next one free, try again in a minute." if busy >= self.streams else

@@ -57,7 +57,7 @@ DEFAULT_LIMIT_S = 300.0
 # waiting) all get in line; past it a stuffing machine is refused, and the overall bound still has
 # room for strangers (16 places). At 32 an audit's hall of 40, each sweeping their own photo, had 6 refused.
 LINE_PER_ADDRESS = 48
-LINE_TOTAL = 64  # waiting over all callers (the page gives each waiting job a thread: kit.COSTLY_THREADS)
+LINE_TOTAL = 64  # waiting over all callers (the page gives each waiting job a thread: page.jobs.COSTLY_THREADS)
 RECENT = 20  # ended jobs kept for stats()
 REMEMBERED = 4096  # addresses and sessions whose last turn is remembered (older ones count as never served)
 REPLACED = "a newer request of the same kind from the same page replaced it"  # Cancel.reason (replace=True)

@@ -101,8 +101,7 @@ def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
         ("+ position embeddings" if not fam.has_bias_table else "no position embeddings", fam.pe_text),
         *([(f"insert {g.num_registers} registers", "learned [REG] tokens between [CLS] and the patches, "
                                                    "with no position")] if g.num_registers else []),
-        *([("pre-layernorm", "CLIP layer-norms every token before block 1")]
-          if hasattr(vm.vit, "pre_layrnorm") else []),
+        *([("pre-layernorm", "CLIP layer-norms every token before block 1")] if fam.pre_norm else []),
     ]
     if len(ops) != len(d.stage.shapes):  # a step taken that this table does not name: a mistake, not a shifted row
         raise AssertionError(f"embedding steps {[n for n, _ in d.stage.shapes]} against rows {[n for n, _ in ops]}")
