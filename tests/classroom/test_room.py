@@ -60,6 +60,21 @@ def test_a_number_answer_keeps_twelve_digits_and_a_comma_answer_meets_its_dot_tw
         q.normalise("1,2,3")
 
 
+def test_minus_zero_is_zero_in_the_tally_and_against_the_truth(opened):
+    """"-0" was tallied as its own bar beside "0" and was wrong against a truth of 0 at tolerance 0."""
+    q = Question(())
+    assert {q.normalise(a) for a in ("0", "+0", "0e5", "-0", "-0.0", "\u22120", -0.0, 0)} == {"0"}
+    assert q.normalise("-1e-300") == "-1e-300"  # a tiny negative number keeps its sign: only zero is folded
+    rooms, code, key = opened()
+    for i, typed in enumerate(["0", "+0", "0e5", "-0"]):
+        assert rooms.answer(code, f"student-{i:04d}", 1, typed) == (True, "")
+    assert rooms.tally(code, key, 1).answers == {"0": 4}
+    rooms.prepare(code, 1, {"truth": "0"}, None)
+    rooms.move(code, key, 1, reveal=True)
+    rows = rooms.answers_csv(code, key, ["one"], [0.0]).splitlines()[1:]
+    assert [r.split(",")[-1] for r in rows] == ["yes"] * 4
+
+
 def test_a_number_steps_bars_are_the_most_given_and_the_truth_the_rest_one_count():
     answers = {"224": 9, "196": 4, "256": 4, "16": 2, "14": 1, "7": 1, "1000": 1}
     bars, others = number_bars(answers, "224", keep=3)  # ties in the numbers' order: 196 before 256

@@ -167,8 +167,9 @@ def parse_number(text: str) -> float:
 
 def number_text(x: float) -> str:
     """A number as the tally keys it: 196, "196" and 196.0 are one bar. 12 significant digits: "%g"'s
-    six made 1234567 and 1234568 one answer, "1.23457e+06"."""
-    return f"{x:.12g}"
+    six made 1234567 and 1234568 one answer, "1.23457e+06". -0.0 is 0: "-0" typed was a bar of its own
+    beside "0", and no answer at tolerance 0 (x + 0.0 is +0.0 for either zero, x for any other x)."""
+    return f"{x + 0.0:.12g}"
 
 
 @dataclass(frozen=True)
