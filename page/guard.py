@@ -27,6 +27,7 @@ from vizvit.errors import UserError
 from vizvit.service.limits import Limiter, Rate, Recent, Verdict
 
 from .jobs import caller_of
+from .room import json_object
 
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
 JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its
@@ -139,11 +140,10 @@ class Guard:
                 code = self.code(request, request.path_params.get("code", ""))
                 if joins:
                     try:
-                        body = await request.json()  # starlette keeps the body: the route reads it again
-                    except ValueError:
-                        body = None
-                    if isinstance(body, dict):
-                        self.join(request, code, body.get("student"))
+                        body = await json_object(request)  # starlette keeps the body: the route reads it again
+                    except UserError:
+                        body = {}  # the route answers it with its own sentence
+                    self.join(request, code, body.get("student"))
             except Refused as e:
                 out: dict[str, Any] = {"error": str(e)}
                 if poll:

@@ -122,7 +122,7 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
     async def step(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            body = await _json_body(request)
+            body = await json_object(request)
         except UserError:
             return JSONResponse({"error": 'Send JSON: {"host_key": ..., "step": n, "reveal": false}.'}, status_code=400)
         key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal", False)
@@ -138,14 +138,18 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
     return APIRoute("/vizvit_room/{code}/step", step, methods=["POST"])
 
 
-async def _json_body(request: Request) -> dict:
+async def json_object(request: Request) -> dict:
+    """The request's JSON object, or UserError("Send a JSON object."): for a body that is no JSON, JSON
+    that is no object, or JSON nested deeper than Python's recursion limit (json.loads raises
+    RecursionError there, not ValueError: "[" * 100000 + "]" * 100000 was an HTTP 500 and a traceback)."""
     try:
         body = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     if not isinstance(body, dict):
         raise UserError("Send a JSON object.")
     return body
+
 
 
 def answer_routes(rooms: Rooms) -> list[APIRoute]:
@@ -158,7 +162,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
 
     async def answer(request: Request) -> JSONResponse:
         try:
-            b = await _json_body(request)
+            b = await json_object(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, step, given = request.path_params.get("code", ""), b.get("step"), b.get("answer")
@@ -204,7 +208,7 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
 
     async def hello(request: Request) -> JSONResponse:
         try:
-            b = await _json_body(request)
+            b = await json_object(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"), network_of(request))
@@ -222,7 +226,7 @@ def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request]
     async def route(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            body = act(request, code, await _json_body(request))
+            body = act(request, code, await json_object(request))
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -301,7 +305,7 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
     async def answers_csv(request: Request) -> Response:
         code = request.path_params.get("code", "")
         try:
-            body = await _json_body(request)
+            body = await json_object(request)
             st = rooms.state(code)
             g = wb.model(st.model).geometry
             titles = [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()]

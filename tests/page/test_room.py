@@ -8,9 +8,40 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from browser import page_at, wait_image
+from fastapi import FastAPI
+from starlette.testclient import TestClient
 
-from vizvit.classroom.room import BARRED
+from page import room
+from page.guard import Guard
+from vizvit.classroom.room import BARRED, Question, Rooms
+from vizvit.session import Workbench
+
+POSTS = ("answer", "hello", "host", "step", "tally", "lock", "answers.csv", "turn_away", "let_in")  # every POST
+
+
+@pytest.fixture(scope="module")
+def plain_routes():
+    """The room's routes, guarded as build_demo serves them, over an in-memory store: no model, no server."""
+    rooms = Rooms()
+    code, _ = rooms.open("a model", None, [Question(())])  # an open room's code: the guard never slows it
+    routes = Guard(rooms).routes(room.room_routes(rooms, Workbench(device="cpu"), lambda: (None, None)))
+    with TestClient(FastAPI(routes=routes), raise_server_exceptions=False) as client:
+        yield client, code
+
+
+@pytest.mark.parametrize("path", POSTS)
+@pytest.mark.parametrize("body", ["[" * 100_000 + "]" * 100_000, "[" * 2_000 + "]" * 2_000, '{"a": ' * 5_000 + "1"
+                                  + "}" * 5_000, "not json", "[1, 2]"])
+def test_a_body_that_is_no_json_object_is_one_sentence_even_nested_past_pythons_limit(plain_routes, path, body):
+    """JSON nested deeper than the recursion limit made json.loads raise RecursionError, which the routes
+    (and the guard, for hello and answer) did not catch: HTTP 500 and a traceback in the log."""
+    client, code = plain_routes
+    r = client.post(f"/vizvit_room/{code}/{path}", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400, (r.status_code, r.text[:200])
+    said = r.json()
+    assert said.get("error", said.get("reason", "")).startswith("Send"), said
 
 
 def picture_size(page) -> tuple[int, int]:
