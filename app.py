@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 import gradio_patch
 import page  # noqa: F401 - first: the thread settings, before torch loads
 from page import sessions, web
+from page.body_limit import BodyLimit
 from page.config_cache import ConfigCache
 from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
@@ -46,8 +47,10 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     os.environ.setdefault("FORWARDED_ALLOW_IPS", "")  # uvicorn trusts no X-Forwarded-For: page.jobs.caller_of reads it
     # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); the HTML and /config
     # built once, compressed (page/config_cache.py); an API client's answer stream kept open a moment.
+    # First, before anything reads a body: bodies bounded on the room's and Gradio's JSON routes (page/body_limit.py).
     app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),
-                                  "middleware": [Middleware(ConfigCache), Middleware(StreamGrace)]}
+                                  "middleware": [Middleware(BodyLimit), Middleware(ConfigCache),
+                                                 Middleware(StreamGrace)]}
     return dict(
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,
