@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import tracemalloc
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +21,7 @@ from vizvit.model.images import (
     model_input_view,
     shift_view,
     to_pixel_values,
+    wide_grey_to_8bit,
 )
 
 INPUTS = make_all()
@@ -66,6 +70,65 @@ def test_animation_takes_first_frame():
 def test_16_bit_uses_full_range():
     a = np.asarray(vizvit.load_image(INPUTS["i16.png"]))
     assert a.min() == 0 and a.max() == 255
+
+
+def _png(im: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _scaled(a: np.ndarray) -> np.ndarray:
+    """The reference, in plain numpy on the whole array: round((v - lo) / (hi - lo) * 255) as uint8."""
+    a = a.astype(np.float64)
+    lo, hi = a.min(), a.max()
+    return np.round((a - lo) / (hi - lo) * 255.0).astype(np.uint8)
+
+
+def test_a_16_bit_ramp_becomes_the_grey_levels_it_was_made_from():
+    """Column i holds 1000 + 4i (i = 0..255): 1000..2020 scaled to 0..255 is i itself, in R, G and B."""
+    a = np.tile(1000 + 4 * np.arange(256, dtype=np.uint16), (5, 1))  # (5, 256)
+    im = Image.open(io.BytesIO(_png(Image.fromarray(a))))
+    assert im.mode == "I;16"
+    out = np.asarray(vizvit.load_image(_png(Image.fromarray(a))))
+    assert out.shape == (5, 256, 3) and (out == np.arange(256, dtype=np.uint8)[None, :, None]).all()
+
+
+@pytest.mark.parametrize("band_pixels", [1, 7, 37 * 3, 37 * 5 + 1, 1 << 20])  # a row, a few rows, all at once
+@pytest.mark.parametrize("mode", ["I;16", "I;16B", "I", "F"])
+def test_wide_grey_is_scaled_band_by_band_as_one_whole_array_would_be(mode, band_pixels, rng):
+    """Bit for bit the whole array's answer, whatever the bands: the minimum in the last band, the maximum in
+    the first, 23 rows of 37 split unevenly."""
+    dtype = {"I;16": np.uint16, "I;16B": np.uint16, "I": np.int32, "F": np.float32}[mode]
+    span = {"I;16": (0, 65535), "I;16B": (0, 65535), "I": (-2**31, 2**31 - 1), "F": (-3.5, 1e6)}[mode]
+    a = rng.uniform(span[0] / 2, span[1] / 2, size=(23, 37)).astype(dtype)
+    a[0, 5], a[22, 30] = span[1], span[0]
+    im = Image.frombytes(mode, (37, 23), a.astype(">u2").tobytes()) if mode == "I;16B" else Image.fromarray(a, mode)
+    assert im.mode == mode and np.array_equal(np.asarray(im, dtype=np.float64), a.astype(np.float64))
+    out = wide_grey_to_8bit(im, band_pixels)
+    assert out.mode == "L" and np.array_equal(np.asarray(out), _scaled(a))
+    assert np.asarray(out).min() == 0 and np.asarray(out).max() == 255
+
+
+def test_a_flat_wide_grey_image_is_black():
+    assert not np.asarray(wide_grey_to_8bit(Image.fromarray(np.full((4, 6), 700, np.uint16)), 5)).any()
+
+
+def test_a_large_16_bit_image_is_scaled_without_a_float_copy_of_it():
+    """The audit's case, smaller: a 3000×3000 16-bit grey image (9 Mpx; its float64 copy is 72 MB, and the
+    whole-array pass took two or three such) is scaled within its 9 MB result and one band's temporaries."""
+    a = np.zeros((3000, 3000), dtype=np.uint16)
+    a[::7, ::5] = 1000
+    im = Image.fromarray(a)
+    im.load()
+    tracemalloc.start()
+    try:
+        out = wide_grey_to_8bit(im)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 36 << 20, f"peak {peak >> 20} MB"  # half one float64 copy (tracemalloc counts numpy's)
+    assert np.array_equal(np.asarray(out), np.where(a == 1000, 255, 0).astype(np.uint8))
 
 
 @pytest.mark.parametrize("size", [(224, 224), (300, 451), (640, 17), (1, 1)])
