@@ -1,5 +1,4 @@
-"""vizvit: launch settings. The page is built in page/ (page.shell.build_demo), every
-computation lives in the `vizvit` package.
+"""vizvit: launch settings. The page is built in page/ (page.shell.build_demo), every computation in `vizvit`.
 
     python app.py                                  # google/vit-base-patch16-224, 127.0.0.1:7860
     python app.py --model random:vit-base-patch16-224   # offline, untrained weights
@@ -45,12 +44,11 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
     os.environ.setdefault("FORWARDED_ALLOW_IPS", "")  # uvicorn trusts no X-Forwarded-For: page.jobs.caller_of reads it
-    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); the HTML and /config
-    # built once, compressed (page/config_cache.py); an API client's answer stream kept open a moment.
-    # First, before anything reads a body: bodies bounded on the room's and Gradio's JSON routes (page/body_limit.py).
-    app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS),
-                                  "middleware": [Middleware(BodyLimit), Middleware(ConfigCache),
-                                                 Middleware(StreamGrace)]}
+    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); bodies bounded before
+    # anything reads one (page/body_limit.py); the HTML and /config built once, compressed (page/config_cache.py);
+    # an API client's answer stream kept open a moment.
+    middleware = [Middleware(BodyLimit), Middleware(ConfigCache), Middleware(StreamGrace)]
+    app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS), "middleware": middleware}
     return dict(
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
         max_file_size=MAX_FILE_SIZE,
