@@ -291,7 +291,8 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
     async def lesson(request: Request) -> JSONResponse:
         try:
             st = rooms.state(request.path_params.get("code", ""))
-            vm = wb.model(st.model)
+            # In a thread: after a restart the room's model may load here, seconds the event loop never waits
+            vm = await run_in_threadpool(wb.model, st.model)
             g = vm.geometry
         except UserError as e:
             return JSONResponse({"error": str(e)})
@@ -302,15 +303,19 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
                  for s in lesson_readings.steps()]
         return JSONResponse({"steps": steps})
 
+    def csv_text(code: str, host_key: object) -> str:
+        rooms.check_host(code, host_key)  # the key first: a stranger makes no model load (a review)
+        g = wb.model(rooms.state(code).model).geometry
+        titles = [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()]
+        within = [s.within if s.is_number else 0.0 for s in lesson_readings.steps()]  # options: the key itself
+        return rooms.answers_csv(code, host_key, titles, within)
+
     async def answers_csv(request: Request) -> Response:
         code = request.path_params.get("code", "")
         try:
             body = await json_object(request)
             st = rooms.state(code)
-            g = wb.model(st.model).geometry
-            titles = [lesson_mod.fill(s.title, g) for s in lesson_readings.steps()]
-            within = [s.within if s.is_number else 0.0 for s in lesson_readings.steps()]  # options: the key itself
-            text = rooms.answers_csv(code, body.get("host_key"), titles, within)
+            text = await run_in_threadpool(csv_text, code, body.get("host_key"))  # a model may load: not in the loop
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         name = f"room-{st.code}-answers.csv"  # the canonical code: letters and digits only

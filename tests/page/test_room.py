@@ -44,6 +44,16 @@ def test_a_body_that_is_no_json_object_is_one_sentence_even_nested_past_pythons_
     assert said.get("error", said.get("reason", "")).startswith("Send"), said
 
 
+def test_a_strangers_csv_request_loads_no_model(plain_routes, monkeypatch):
+    """A review: answers.csv loaded the room's model (seconds, after a restart; on the event loop) before it
+    checked the host key. A wrong key now answers at once, with no model asked for."""
+    client, code = plain_routes
+    asked = []
+    monkeypatch.setattr(Workbench, "model", lambda self, m: asked.append(m) or pytest.fail("a model was loaded"))
+    r = client.post(f"/vizvit_room/{code}/answers.csv", json={"host_key": "not the key"})
+    assert r.status_code == 400 and "key" in r.json()["error"].lower() and not asked, (r.status_code, r.text)
+
+
 def picture_size(page) -> tuple[int, int]:
     """The step picture's natural size once it has loaded (the page may be redrawing it)."""
     page.wait_for_function("() => { const i = document.getElementById('step-picture');"

@@ -368,6 +368,10 @@ class Rooms:
             raise UserError(WRONG_KEY)
         return parsed, meta
 
+    def check_host(self, code: object, host_key: object) -> None:
+        """UserError (WRONG_KEY) unless host_key is the live room's host's: before costly work for a host."""
+        self._keyed(code, host_key)
+
     def _flag(self, code: object, host_key: object, name: str, value: object) -> None:
         """A host's true/false, else UserError: after the key (a stranger hears only that the key is wrong)."""
         if not isinstance(value, bool):
