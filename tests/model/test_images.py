@@ -293,3 +293,33 @@ def test_a_strip_whose_resize_would_pass_the_pixel_limit_is_refused_before_it_is
     w = MAX_PIXELS // 248 ** 2 * 5 // 6  # about 540:1
     ok = Image.new("RGB", (w, 1), (200, 10, 10))
     assert model_input_view(ok, pp).shape == (224, 224, 3)
+
+
+def test_decodes_wait_until_their_pixels_fit_the_budget():
+    """An audit: nothing bounded how many decodes ran at once (ten 40 Mpx 16-bit PNGs peaked at 3-8 GB).
+    A decode waits while the pixels being decoded would pass the budget; one bigger than it takes all."""
+    import threading
+
+    from vizvit.model.images import PixelBudget
+
+    budget = PixelBudget(100)
+    entered, leave = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with budget.hold(60):
+            entered.set()
+            leave.wait(5)
+
+    with budget.hold(60):
+        t = threading.Thread(target=second)
+        t.start()
+        assert not entered.wait(0.3), "60 + 60 pixels ran inside a budget of 100"
+        with budget.hold(40):  # fits beside the first: no wait
+            assert budget.used == 100
+    assert entered.wait(5) and budget.used == 60  # the first left: the second runs
+    leave.set()
+    t.join(5)
+    budget = PixelBudget(100)
+    with budget.hold(10**9):  # larger than the whole budget: it alone, never stuck
+        assert budget.used == 100
+    assert budget.used == 0

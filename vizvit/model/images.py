@@ -8,8 +8,10 @@ exactly the pixels the model sees; ``apply_view`` then shifts or masks that view
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -81,6 +83,35 @@ def _too_thin_message(size: tuple[int, int], resized: tuple[int, int], pp: Prepr
             f"Please crop it to a less extreme shape (at most about {MAX_PIXELS // side ** 2}:1).")
 
 
+class PixelBudget:
+    """Pixels being decoded at once, bounded: a decode waits until its pixels fit. A decode takes several
+    times its RGB size while it runs (the decoded image, its EXIF-turned copy, the RGB result; a 16-bit
+    grey image more), and nothing else bounded how many ran at once (an audit: ten 40 Mpx 16-bit PNGs of
+    90 KB each, sent together, peaked at 3-8 GB). An image larger than the whole budget takes all of it."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, pixels: int) -> Iterator[None]:
+        n = min(int(pixels), self.total)
+        with self._cond:
+            self._cond.wait_for(lambda: self.used + n <= self.total)
+            self.used += n
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.used -= n
+                self._cond.notify_all()
+
+
+# Two of the largest images allowed at once; a phone's 12 Mpx photos, six (their decodes take ~0.1 s)
+DECODING = PixelBudget(2 * MAX_PIXELS)
+
+
 def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Any common photo -> one RGB PIL image.
 
@@ -98,11 +129,12 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
     if w < 1 or h < 1:
         raise UserError("The image has no pixels.")
     try:
-        frames = int(getattr(im, "n_frames", 1) or 1)
-        im.seek(0)  # first frame of an animated GIF/WebP
-        im.load()
-        im = ImageOps.exif_transpose(im)
-        out = _to_rgb(im)
+        with DECODING.hold(w * h):
+            frames = int(getattr(im, "n_frames", 1) or 1)
+            im.seek(0)  # first frame of an animated GIF/WebP
+            im.load()
+            im = ImageOps.exif_transpose(im)
+            out = _to_rgb(im)
         out.info["frames"] = frames  # the page says when only the first of several frames is used
         return out
     except (OSError, SyntaxError, ValueError, EOFError) as e:
