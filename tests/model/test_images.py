@@ -323,3 +323,16 @@ def test_decodes_wait_until_their_pixels_fit_the_budget():
     with budget.hold(10**9):  # larger than the whole budget: it alone, never stuck
         assert budget.used == 100
     assert budget.used == 0
+
+
+def test_load_image_decodes_inside_the_budget(monkeypatch, tmp_path):
+    from vizvit.model import images
+
+    held = []
+    budget = images.PixelBudget(10**9)
+    real = budget.hold
+    monkeypatch.setattr(budget, "hold", lambda n: held.append(n) or real(n))
+    monkeypatch.setattr(images, "DECODING", budget)
+    Image.new("RGB", (30, 20)).save(tmp_path / "a.png")
+    images.load_image(tmp_path / "a.png")
+    assert held == [600] and budget.used == 0
