@@ -104,12 +104,13 @@ def map_endpoints(api: PublicApi, default_model: str) -> tuple[Callable[..., dic
                   head: int | str = "mean", mode: str = "raw", query_row: int = -1, query_col: int = -1,
                   photo_sha1: str = "") -> dict:
         """The attention map of one layer: head 1..H or a fusion (mean, max, min); mode raw or
-        'rolled out'; from [CLS] (query -1, -1) or from the patch at (query_row, query_col)."""
+        'rolled out'; from the model's summary ([CLS]; BEiT: the patch mean; SigLIP: the MAP head) (query -1, -1)
+        or from the patch at (query_row, query_col)."""
         return api.attention(photo_of(photo, photo_sha1), model, layer, head, mode, query_row, query_col)
 
     def rollout(photo: FileData | None = None, model: str = default_model, fusion: str = "mean",
                 discard: float = 0.0, photo_sha1: str = "") -> dict:
-        """The attention rollout stack (Abnar & Zuidema 2020): [CLS]'s map after each layer, (L, gh, gw)."""
+        """The attention rollout stack (Abnar & Zuidema 2020): the summary's map after each layer, (L, gh, gw)."""
         return api.rollout(photo_of(photo, photo_sha1), model, fusion, discard)
 
     def compare(photo: FileData | None = None, model_a: str = default_model, model_b: str = default_model,

@@ -93,7 +93,10 @@ def test_attention_map_equals_the_cached_analysis(served, tiny16):
     a = vizvit_analysis(tiny16)
     expected = a.attentions[1, 1, 0, 1:].reshape(14, 14).numpy()
     assert np.allclose(np.array(r["map"]), expected, atol=1e-6)
-    assert r["uniform_level"] == pytest.approx(1 / 197)
+    assert r["uniform_level"] == pytest.approx(1 / 197) and r["query"] == "[CLS]"
+    # "2" as text, as a REST caller may send the int | str head (a walk-through: it was refused)
+    text = client.predict(photo=handle_file(PHOTO), model=page_name(tiny16), layer=2, head="2", api_name="/attention")
+    assert np.allclose(np.array(text["map"]), expected, atol=1e-6)
 
 
 def vizvit_analysis(vm):

@@ -147,6 +147,8 @@ class PublicApi:
         layer = _int("layer", layer, 1, g.num_layers)
         how = _choice("mode", mode, vocab.MODES)
         show: str
+        if isinstance(head, str) and head.strip().isdecimal():  # "1": the endpoint's head is int | str
+            head = int(head.strip())
         if isinstance(head, str) and head in vocab.FUSIONS:
             show, h = head, 1
         else:
