@@ -235,3 +235,31 @@ def test_a_key_that_is_no_kept_photo_or_comes_with_the_file_is_refused(served, t
     with pytest.raises(Exception, match=message) as e:
         client.predict(**args, **models_of(endpoint, tiny16), api_name=f"/{endpoint}")
     assert "Traceback" not in str(e.value)
+
+
+def test_an_upload_pushed_out_before_its_forward_is_kept_again_a_held_key_is_not(tiny16):
+    """An audit, with a small --photo-mb and six large uploads at once: a fresh upload was pushed out of the
+    photos' budget between its keeping and its forward, and /analyze answered "no longer in memory". The
+    caller sent the file: it is kept again. A photo named by its key is gone once pushed out."""
+    from vizvit.api import Held, PublicApi
+    from vizvit.session import PhotoGone, Workbench
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    real = wb.analysis
+    pushed = []
+
+    def push_out_first(key, *args, **kwargs):
+        if not pushed:  # another upload took the budget just now
+            pushed.append(key.sha1)
+            wb._photos.pop(key.sha1, None)
+        return real(key, *args, **kwargs)
+
+    wb.analysis = push_out_first
+    answer = PublicApi(wb).analyze(PHOTO, tiny16.id)
+    assert pushed == [answer["photo_sha1"]] and len(answer["top5"]) == 5
+    pushed.clear()
+    wb.cache.clear()  # no cached analysis: the forward needs the photo, pushed out again before it
+    with pytest.raises(PhotoGone):
+        PublicApi(wb).analyze(Held(answer["photo_sha1"]), tiny16.id)
+    assert len(pushed) == 1  # not tried again: a key names a photo the server holds, or none

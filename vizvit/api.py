@@ -41,7 +41,7 @@ from vizvit.service.jobs import Jobs
 from vizvit.session import Photo, PhotoGone, PhotoKey, Workbench
 
 MAX_DISCARD = 0.99
-ROOM_PHOTO_TRIES = 3  # a room's model view kept again in the Workbench after other work pushed it out
+ROOM_PHOTO_TRIES = 3  # a room's model view (or an upload) kept again in the Workbench after other work pushed it out
 T = TypeVar("T")
 C = TypeVar("C", bound=str)
 PHOTO_SHA1 = re.compile(r"[0-9a-f]{40}")  # a photo's key: images.image_sha1, as /analyze answers it
@@ -120,9 +120,19 @@ class PublicApi:
         self.rooms = rooms if rooms is not None else room_mod.Rooms()  # the live rooms (issue 45)
 
     def _photo(self, photo: Source, model: str) -> tuple[Photo, Analysis]:
+        """The photo's handle and its analysis. An uploaded file pushed out of the photos' budget between
+        its keeping and its forward (other uploads at once, a small --photo-mb) is kept again and its
+        forward tried again: the caller sent it, it is not gone (an audit: a fresh upload answered "no
+        longer in memory"). A photo named by its key (Held) is what it is: PhotoGone is the answer."""
         vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
-        ph = self.wb.handle(PhotoKey(vm.id, self._sha1(photo)))
-        return ph, ph.analysis()
+        for attempt in range(1, ROOM_PHOTO_TRIES + 1):
+            ph = self.wb.handle(PhotoKey(vm.id, self._sha1(photo)))
+            try:
+                return ph, ph.analysis()
+            except PhotoGone:
+                if isinstance(photo, Held) or attempt == ROOM_PHOTO_TRIES:
+                    raise
+        raise AssertionError("unreachable")
 
     def _sha1(self, photo: Source) -> str:
         """The photo's key: an uploaded file decoded and kept (add_photo), or a held photo's own key once
