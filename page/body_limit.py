@@ -15,14 +15,9 @@ and the camera's frames have their own limit (vizvit.service.camera.MAX_FRAME_BY
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 @dataclass(frozen=True)
@@ -89,8 +84,7 @@ async def refuse(send: Send, limit: Limit) -> None:
 
 
 class BodyLimit:
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]],
-                 limits: tuple[Limit, ...] = LIMITS) -> None:
+    def __init__(self, app: ASGIApp, limits: tuple[Limit, ...] = LIMITS) -> None:
         self.app, self.limits = app, limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -21,7 +21,7 @@ page and gradio_client show it as they show that. install() wraps Queue.push; id
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gradio.queueing import Queue
@@ -40,13 +40,12 @@ def _is_page(event_fn: Any, session: str | None) -> bool:
     return getattr(event_fn, "vizvit_opens", None) is not None or (bool(session) and sessions.PAGES.heard(session))
 
 
-def refusal(waiting: Iterable[tuple[str | None, bool]], caller: str | None, page: bool, max_size: int | None,
+def refusal(waiting: Sequence[tuple[str | None, bool]], caller: str | None, page: bool, max_size: int | None,
             api_share: int = API_SHARE, reserve: int = RESERVE) -> str | None:
     """Why an event of `caller` (page: whether it is a page's) may not join now, or None.
     waiting: (caller, page) of each event already waiting."""
     if caller is None:
         return None  # an in-process call: nobody to count
-    waiting = list(waiting)
     mine = [p for c, p in waiting if c == caller]
     if not page and sum(not p for p in mine) >= api_share:
         return (f"Too many requests from your network are waiting ({api_share}): wait for their answers "

@@ -125,14 +125,15 @@ class PublicApi:
         forward tried again: the caller sent it, it is not gone (an audit: a fresh upload answered "no
         longer in memory"). A photo named by its key (Held) is what it is: PhotoGone is the answer."""
         vm = self.wb.model(model)  # the gate: refuses anything not on the page's list, before loading
-        for attempt in range(1, ROOM_PHOTO_TRIES + 1):
+        tries = 1 if isinstance(photo, Held) else ROOM_PHOTO_TRIES
+        for attempt in range(tries):
             ph = self.wb.handle(PhotoKey(vm.id, self._sha1(photo)))
             try:
                 return ph, ph.analysis()
             except PhotoGone:
-                if isinstance(photo, Held) or attempt == ROOM_PHOTO_TRIES:
+                if attempt == tries - 1:
                     raise
-        raise AssertionError("unreachable")
+        raise AssertionError("unreachable")  # the last try returns or raises
 
     def _sha1(self, photo: Source) -> str:
         """The photo's key: an uploaded file decoded and kept (add_photo), or a held photo's own key once

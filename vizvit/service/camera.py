@@ -210,11 +210,6 @@ EXPIRED = "This camera page has expired (or the server restarted): reload the pa
 CONCURRENT_STREAMS = 4
 ACTIVE_S = 3.0
 MAX_PER_OWNER = 4  # camera pages kept per browser session (its newest); others are forgotten
-# A page told "the camera is busy" goes before the restart of a page that has had its run, for one run's
-# length (Feeds.time_limit_s) from its last try: a visitor who restarts at each time limit cannot keep
-# every stream (an audit: four pages of one machine, Start again at each limit, refused everyone else for
-# 400 s). It does not hold back a page that never streamed: a page refused once and gone keeps no free
-# stream from a newcomer (a review: with every new run held back, four such pages did for 120 s).
 
 
 class Feeds:
@@ -229,7 +224,12 @@ class Feeds:
         self.streams = streams
         self._clock = clock
         self._feeds: OrderedDict[str, Feed] = OrderedDict()
-        self._waiting: OrderedDict[str, float] = OrderedDict()  # token -> its last refused try, in line order
+        # Pages told "the camera is busy" (token -> its last refused try, in line order). They go before the
+        # restart of a page that has had its run, for one run's length from their last try: a visitor who
+        # restarts at each time limit cannot keep every stream (an audit: four pages of one machine did, for
+        # 400 s). A page that never streamed is not held back: one refused once and gone keeps no free stream
+        # from a newcomer (a review: with every new run held back, four such pages did for 120 s).
+        self._waiting: OrderedDict[str, float] = OrderedDict()
         self._lock = threading.Lock()
 
     def feed(self, session: str, owner: str = "", key: object = None) -> Feed:
