@@ -96,8 +96,19 @@ DINO_CLASSIFIERS = {
 }
 
 
+# BEiTs whose config turns the relative bias off (tests/views/test_beit_positions.py): an absolute
+# position table instead, or no position information at all. No published BEiT is built so.
+BEIT_POSITIONS = {
+    "beit_abs": ("BeitConfig", "BeitForImageClassification",
+                 dict(FAMILY_CONFIGS["beit"][2], use_relative_position_bias=False,
+                      use_absolute_position_embeddings=True), 112),
+    "beit_nopos": ("BeitConfig", "BeitForImageClassification",
+                   dict(FAMILY_CONFIGS["beit"][2], use_relative_position_bias=False), 112),
+}
+
+
 def make_tiny_family(path: Path, name: str, seed: int = 0) -> Path:
-    cfg_cls, model_cls, numbers, size = {**FAMILY_CONFIGS, **DINO_CLASSIFIERS}[name]
+    cfg_cls, model_cls, numbers, size = {**FAMILY_CONFIGS, **DINO_CLASSIFIERS, **BEIT_POSITIONS}[name]
     config = getattr(transformers, cfg_cls)(**numbers)
     if "num_labels" in numbers:
         n = numbers["num_labels"]

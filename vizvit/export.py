@@ -232,6 +232,8 @@ def _summary(vm: VitModel, ph: Photo, image_name: str, base: Analysis, a: Analys
 def _positions_used(vm: VitModel) -> dict[str, str]:
     """summary.json "methods" for the position arrays: what this family's table is and how it is resized."""
     fam = vm.family
+    if not fam.has_positions:
+        return {"positions": fam.pe_text}
     if fam.has_bias_table:
         return {"relative_position_bias": "the learned bias added to the attention logits, per offset (Δrow, Δcol), "
                                           "per layer (or shared) and head; no absolute position table"}

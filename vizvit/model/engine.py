@@ -549,7 +549,8 @@ def position_tables(vm: VitModel, random_init: bool = True, seed: int = RANDOM_S
         geometry=g, pe_prefix=fam.pe_prefix, antialias=fam.pe_antialias,
         table=None if table is None else table.float().cpu(), table_grid=vm.position_grid, bias=bias,
         random_table=None if random_table is None else random_table.float(),
-        missing=f"{fam.title} has no absolute position embeddings: {fam.pe_text}")
+        missing=f"{fam.title} has no absolute position embeddings: {fam.pe_text}" if fam.has_positions
+        else f"Nothing to show on this tab. {fam.pe_text}")
 
 
 # ------------------------------------------------------------------ zero-shot labels (the text tower)

@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -169,9 +170,10 @@ class VitModel:
         model, or the image tower of CLIP / SigLIP."""
         return backbone_of(self.model)
 
-    @property
+    @cached_property
     def family(self) -> Family:
-        return FAMILIES[self.geometry.family]
+        """The family's description as this checkpoint's config has it (Family.for_config)."""
+        return FAMILIES[self.geometry.family].for_config(self.model.config)
 
     @property
     def position_grid(self) -> tuple[int, int]:
@@ -230,7 +232,7 @@ class Family:
     key: str  # config.model_type
     title: str  # e.g. "DINOv2 with registers"
     prefix: Callable[[PretrainedConfig], tuple[str, ...]]  # names of the tokens before the patches
-    pe: str  # "learned" | "learned, interpolated" | "relative bias"
+    pe: str  # "learned" | "learned, interpolated" | "relative bias" | "none"
     pe_text: str  # one sentence for the Positions tab
     head_text: str  # what the classifier reads, for the page
     summaries: Callable[[PretrainedConfig, bool], tuple[str, ...]]  # (config, has head) -> Geometry.summaries
@@ -255,6 +257,15 @@ class Family:
     # part of that hub id, so catalog.random_twin finds it); curated hub id -> download size in MB.
     random_archs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
     curated: Mapping[str, int] = field(default_factory=dict, compare=False)
+    # A family whose config chooses its position encoding (BEiT: a relative bias, shared or per layer,
+    # an absolute table, or neither): config -> pe. None: always ``pe``.
+    pe_of: Callable[[PretrainedConfig], str] | None = field(default=None, compare=False)
+
+    def for_config(self, config: PretrainedConfig) -> Family:
+        """The family as this checkpoint has it: its own ``pe`` (and sentence) where the config
+        chooses it, so a BEiT built with an absolute table and no bias is read as a table."""
+        pe = self.pe if self.pe_of is None else self.pe_of(config)
+        return self if pe == self.pe else replace(self, pe=pe, pe_text=PE_TEXTS[pe])
 
     @property
     def tower(self) -> bool:
@@ -265,6 +276,16 @@ class Family:
     def has_bias_table(self) -> bool:
         """Positions are a relative position bias in every attention (BEiT), not a table of embeddings."""
         return self.pe == "relative bias"
+
+    @property
+    def has_position_table(self) -> bool:
+        """Learned absolute positions are added to the tokens before block 1 (not a bias, not none)."""
+        return self.pe in ("learned", "learned, interpolated")
+
+    @property
+    def has_positions(self) -> bool:
+        """The model is told where its patches are at all (a table or a bias): a config may turn both off."""
+        return self.pe != "none"
 
     @property
     def interpolates_positions(self) -> bool:
@@ -368,6 +389,26 @@ def _cls_regs(config: PretrainedConfig) -> tuple[str, ...]:
     return ("[CLS]",) + tuple(f"[REG{i + 1}]" for i in range(int(config.num_register_tokens)))
 
 
+# The sentence for a position encoding a config chose against its family's usual one (Family.for_config).
+PE_TEXTS = {
+    "learned": "Learned absolute position embeddings for [CLS] and each patch position, added once "
+               "before block 1 (this checkpoint's config turns the relative bias off and the table on).",
+    "relative bias": "No absolute position embeddings: each layer (or all layers, shared) adds a learned bias "
+                     "to the attention logits that depends only on the offset (Δrow, Δcol) between query and "
+                     "key patch.",
+    "none": "No position information at all: this checkpoint's config turns off both the position table and "
+            "the relative bias, so the model sees its patches as an unordered set: shuffle them and each "
+            "patch's token comes out the same, only moved with it.",
+}
+
+
+def _beit_pe(config: PretrainedConfig) -> str:
+    """BEiT's config chooses: a relative bias (per layer or shared) wins, else an absolute table, else none."""
+    if any(getattr(config, k, False) for k in ("use_relative_position_bias", "use_shared_relative_position_bias")):
+        return "relative bias"
+    return "learned" if getattr(config, "use_absolute_position_embeddings", False) else "none"
+
+
 def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:
     return ("[CLS]",)
 
@@ -442,14 +483,12 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
            interpolate_kwarg=False, pooling_kwarg=False, pooling="cls+mean",
            random_archs={"dinov2-with-registers-small": dict(_DINO_S, num_register_tokens=4)},
            curated={"facebook/dinov2-with-registers-small": 88}),
-    Family("beit", "BEiT", _cls, "relative bias",
-           "No absolute position embeddings: each layer (or all layers, shared) adds a learned bias to the "
-           "attention logits that depends only on the offset (Δrow, Δcol) between query and key patch.",
+    Family("beit", "BEiT", _cls, "relative bias", PE_TEXTS["relative bias"],
            "a linear head on the layer-normed mean of the patch tokens ([CLS] is not read) when "
            "use_mean_pooling, else on [CLS]",
            lambda c, h: (PATCH_MEAN, "[CLS]") if h and getattr(c, "use_mean_pooling", False) else ("[CLS]",),
            ("BeitForImageClassification", "BeitModel"), "BeitForImageClassification", "BeitConfig",
-           pooling="pooler",
+           pooling="pooler", pe_of=_beit_pe,
            random_archs={"beit-base-patch16-224": dict(_B16, image_size=224, patch_size=16,
                                                        use_relative_position_bias=True,
                                                        use_absolute_position_embeddings=False,

@@ -91,9 +91,9 @@ def embedding_stage_of(w: EmbeddingWeights, pixels: torch.Tensor, patch_embeddin
         pe_patches = positions_for_grid(pe_patches.float(), w.table_grid, g.grid, antialias).to(pe_patches.dtype)
         embedded = tokens + torch.cat([pe_pre, pe_patches])[None]  # (1, pe_prefix + P, D)
         shapes.append(("add position embeddings", tuple(embedded.shape)))
-    else:  # BEiT: positions enter inside attention, as a relative bias
+    else:  # BEiT: positions enter inside attention, as a relative bias (or, as its config may say, not at all)
         embedded = tokens
-        shapes.append(("no absolute positions (relative bias in attention)", tuple(embedded.shape)))
+        shapes.append(("no absolute positions added", tuple(embedded.shape)))
     # Registers go between [CLS] and the patches, after the positions: they have none.
     if w.registers is not None:
         embedded = torch.cat([embedded[:, :1], w.registers[None], embedded[:, 1:]], dim=1)

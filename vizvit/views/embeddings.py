@@ -98,7 +98,7 @@ def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
         ("flatten", f"row-major: token {g.num_prefix_tokens}+i is patch (i // {gw}, i % {gw})"),
         *([(f"prepend {pe_names}", f"{fam.pe_prefix} learned token{'s' if fam.pe_prefix > 1 else ''} in front")]
           if fam.pe_prefix else []),
-        ("+ position embeddings" if not fam.has_bias_table else "no position embeddings", fam.pe_text),
+        ("+ position embeddings" if fam.has_position_table else "no position embeddings", fam.pe_text),
         *([(f"insert {g.num_registers} registers", "learned [REG] tokens between [CLS] and the patches, "
                                                    "with no position")] if g.num_registers else []),
         *([("pre-layernorm", "CLIP layer-norms every token before block 1")] if fam.pre_norm else []),
@@ -126,12 +126,15 @@ def stage_panel(vm: VitModel, d: emb.EmbeddingsData) -> StagePanel:
 # ------------------------------------------------------------------ section 2: tokens at depth l
 def _stage_added(vm: VitModel) -> str:
     """What the embedding stage adds to the patch tokens, in this family: '[CLS] + positions added';
-    SigLIP 'positions added'; BEiT '[CLS] added (positions: a bias inside attention)'."""
+    SigLIP 'positions added'; BEiT '[CLS] added (positions: a bias inside attention)'; a model told
+    no positions '[CLS] added (no positions at all)'."""
     fam, g = vm.family, vm.geometry
     added = " + ".join([*([" ".join(g.prefix_names[:fam.pe_prefix])] if fam.pe_prefix else []),
-                        *([] if fam.has_bias_table else ["positions"])]) + " added"
+                        *(["positions"] if fam.has_position_table else [])]) + " added"
     if fam.has_bias_table:
         added += " (positions: a bias inside attention)"
+    elif not fam.has_positions:
+        added += " (no positions at all)"
     return added + (f", {g.num_registers} registers inserted" if g.num_registers else "")
 
 

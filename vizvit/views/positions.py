@@ -566,7 +566,9 @@ def _bias_resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32;
     a relative-bias family (BEiT) instead: relative_position_bias (L or 1, H, 2gh−1, 2gw−1) and
-    relative_position_bias_cls (L or 1, H, 3)."""
+    relative_position_bias_cls (L or 1, H, 3); none for a model told no positions."""
+    if not ph.vm.family.has_positions:
+        return {}
     if ph.vm.family.has_bias_table:
         rb = rp.relative_bias(ph.vm, ph.per_model)
         return {"relative_position_bias": rb.tables, "relative_position_bias_cls": rb.special}
@@ -576,6 +578,8 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
+    if not ph.vm.family.has_positions:
+        return {}
     if ph.vm.family.has_bias_table:
         bp = cached_bias_positions(ph)
         return {"relative_position_bias_grid": bp.grid_img, "relative_position_bias_layers": bp.compare_img}
@@ -621,6 +625,8 @@ def show(ph: Photo, p: PositionsParams) -> PositionsPage:
 def warm_model(ph: Photo) -> None:
     """The model's own work, when the model is warmed (Workbench.model_work): the position tables'
     pictures and, at the default other size, the interpolated table's."""
+    if not ph.vm.family.has_positions:
+        return
     if ph.vm.family.has_bias_table:
         cached_bias_positions(ph)
         return
