@@ -15,6 +15,7 @@ import vizvit
 from vizvit.errors import UserError
 from vizvit.export import methods_used
 from vizvit.model.models import FAMILIES
+from vizvit.readings import lesson as rl
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import embeddings, positions
 
@@ -70,6 +71,8 @@ def test_a_beit_told_no_positions_says_so_and_its_claim_holds(beits, cat):
     assert [r[0] for r in page.steps if "position" in r[0]] == ["no position embeddings"], page.steps
     with pytest.raises(UserError, match="No position information"):
         positions.show(ph, positions.PositionsParams())
+    with pytest.raises(UserError, match="no position table to measure"):
+        rl.MEASURES["positions"](ph, next(s for s in rl.steps() if s.measure == "positions"))
     # The sentence's claim: shuffle the patches and each patch's last-layer token moves with its patch.
     p, (gh, gw) = vm.geometry.patch_size, vm.geometry.grid
     x = torch.randn(1, 3, gh * p, gw * p)

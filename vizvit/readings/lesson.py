@@ -84,6 +84,8 @@ def _positions(ph: Photo, step: Step) -> Measured:
     if ph.vm.family.has_bias_table:
         raise UserError(f"{ph.vm.family.title} has no position table (a relative bias in every attention instead): "
                         "see its bias tables on the Positions tab.")
+    if not ph.vm.family.has_positions:
+        raise UserError(f"This {ph.vm.family.title} has no position table to measure. {ph.vm.family.pe_text}")
     c = positions.report(ph.vm, ph.per_model).contrasts
     learned, base = c["learned"], [(k, c[k].contrast) for k in c if k != "learned"]
     rand = c["random init"].contrast
