@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from tiny import EXAMPLES
 
 from vizvit.errors import UserError
@@ -113,6 +114,29 @@ def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, c
     assert "top-1 **differs**: A Egyptian cat" in page.verdict
     assert "[trained against its random twin](?example" not in page.pairs  # no example given to the view
     assert f"compare={TWIN}" in page.pairs
+
+
+def test_the_verdicts_share_is_the_head_the_maps_show(trained, cat):
+    """A walk-through: with head 2 picked, the map beside the verdict was captioned "head 2 of 3" while the
+    verdict said "[CLS] gives 57 %", the heads' mean; head 2 alone gives 66 % to the corners. The share
+    follows the head control, and a fused map (whose max or min row is no distribution) says it is the
+    heads' mean. Computed here from the attentions by hand."""
+    wb = Workbench(device="cpu", catalog=Catalog(str(trained.id)))
+    wb.add_model(trained)
+    ph = wb.handle(PhotoKey(wb.catalog.public(trained.id), wb.add_photo(cat)))
+    last = ph.analysis().attentions[11].float()  # (H, N, N)
+
+    def corners(row: torch.Tensor) -> float:  # (N,) -> the four corner patches' share
+        grid = row[1:].reshape(14, 14)
+        return float(grid[0, 0] + grid[0, 13] + grid[13, 0] + grid[13, 13])
+
+    head2, mean = corners(last[1, 0]), corners(last.mean(0)[0])
+    assert f"{head2:.0%}" != f"{mean:.0%}"  # 66 % against 57 %: the test tells them apart
+    verdict = compare.show(ph, compare.CompareParams(model_b=TWIN, head="2")).verdict
+    assert f"[CLS] (head 2 of 3) gives **{head2:.0%}** to its 4 artifact tokens" in verdict, verdict
+    for fused in ("mean", "max"):
+        verdict = compare.show(ph, compare.CompareParams(model_b=TWIN, head=fused)).verdict
+        assert f"[CLS] (mean of 3 heads) gives **{mean:.0%}** to its 4 artifact tokens" in verdict, verdict
 
 
 def test_the_random_twin_reads_the_trained_models_input_view(tiny16):

@@ -164,7 +164,7 @@ class SideMaps:
     rollout: np.ndarray  # (gh, gw) the summary's mean rollout through the layer
     arts: np.ndarray  # (gh, gw) bool artifact tokens of the layer
     arts_through: np.ndarray  # (gh, gw) bool artifact tokens of any layer up to it (rollout's)
-    row: np.ndarray  # (N,) the summary's raw attention row over every token, heads averaged
+    row: np.ndarray  # (N,) the summary's raw attention row over every token: the cursor's head, or heads averaged
 
 
 def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
@@ -174,8 +174,11 @@ def side_maps(ph: Photo, layer: int, head: int | str) -> SideMaps:
     m = ra.main_matrix(a, p, ph.derived)  # (N, N)
     summary = ra.summary_of(a)
     attention = att_mod.cls_to_patches(m, g, summary).numpy().astype(np.float32)
-    mean = att_mod.fuse_heads(ra.full_attentions(a)[layer - 1], "mean")  # (N, N)
-    row = att_mod.summary_row(mean, g, summary).numpy()
+    # The verdict's shares read one row that sums to 1: the head the maps show, or the heads' mean for any
+    # fusion (a max or min row is no distribution). It said the mean beside a map of head 2 (a walk-through).
+    att = ra.full_attentions(a)[layer - 1]  # (H, N, N)
+    m_row = att[head - 1] if isinstance(head, int) else att_mod.fuse_heads(att, "mean")  # (N, N)
+    row = att_mod.summary_row(m_row, g, summary).numpy()
     per_layer = artifact_masks(a, ph.derived)  # (L, gh, gw)
     through = np.asarray(per_layer[:layer].any(0))  # (gh, gw) bool
     return SideMaps(attention, ra.rollout_through(a, layer, ph.derived), per_layer[layer - 1], through, row)
@@ -267,14 +270,15 @@ def verdict(pr: Pair, c: Cursor, sa: SideMaps, sb: SideMaps) -> str:
     """One line from the maps: the summary's share of attention to artifact tokens (and to the other
     prefix tokens) in each model, the cosine of the two rollouts, and whether top-1 agrees."""
     parts = []
-    for side, ph, s, layer in (("A", pr.a, sa, c.layer_a), ("B", pr.b, sb, c.layer_b)):
+    for side, ph, s, layer, head in (("A", pr.a, sa, c.layer_a, c.head_a), ("B", pr.b, sb, c.layer_b, c.head_b)):
         g = ph.vm.geometry
         n = int(s.arts.sum())
         gives = ([f"**{_pct(cmp.share_to(s.row, g.num_prefix_tokens, s.arts))}** to its {n} artifact token"
                   f"{'s' if n != 1 else ''}"] if n else [])
         si = g.summary_index()
         gives += [f"{_pct(float(s.row[j]))} to {name}" for j, name in enumerate(g.prefix_names) if j != si]
-        what = f"{g.summaries[0]} gives " + ", ".join(gives) if gives else ""
+        whose = head_words(head if isinstance(head, int) else "mean", g)  # the row side_maps read
+        what = f"{g.summaries[0]} ({whose}) gives " + ", ".join(gives) if gives else ""
         # flagged by their norm entering this layer: on the trained ViT-Ti the corners only pass the rule
         # after block 8, so "layer 8: none" beside [CLS]'s 19% to the corners read as a contradiction
         arts = "" if n else "no artifact tokens among the tokens entering this layer"
