@@ -83,6 +83,9 @@ def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():
     assert "not shown by the map itself" in t and "rests on these" in t
     assert "has not been run on it yet" in t  # the step's meaning points at this line for what it found
     assert "5 of its 5 brightest patches are artifact tokens" in t
+    # One of five is one token (a walk-through, the panorama: "1 of its 5 brightest patches are artifact tokens").
+    t = claims.rollout_claim(artifacts_top=1, top_n=5)
+    assert "1 of its 5 brightest patches is an artifact token (high-norm" in t, t
     # chelsea, black fill: rollout last of 7 maps, below random order's row, within the band (issue 43).
     t = claims.rollout_claim(7, 7, ("within", "within"), "black", 0, 5)
     assert "ranks rollout 7th of its 7 maps, below random order's row, no better than random order" in t

@@ -159,6 +159,7 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
             out.append(f"{said}, no better than random order on either curve: its bright patches are not "
                        "shown to be what the decision rests on.")
     if artifacts_top:
-        out.append(f"{artifacts_top} of its {top_n} brightest patches are artifact tokens (high-norm scratch "
+        are = "is an artifact token" if artifacts_top == 1 else "are artifact tokens"
+        out.append(f"{artifacts_top} of its {top_n} brightest patches {are} (high-norm scratch "
                    "space, Darcet et al. 2024), not the object.")
     return " ".join(out)
