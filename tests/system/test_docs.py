@@ -74,6 +74,15 @@ def test_the_artifact_norm_ratio_is_stated_once():
     assert len(found) == 1 and found[0][0] == "README.md", found
 
 
+def test_the_methods_page_quotes_the_readmes_artifact_norm_ratio():
+    """docs/methods.md is the page's Methods panel: a walk-through read "20–45× the median norm" in its LeGrad
+    section and "12–45×" in its artifact section, while the README's measured ratio (tested above against a
+    fresh forward) is 12.7–44.7×. Wherever the methods page quotes the ratio, it is the README's."""
+    readme = RATIO.search(README.read_text().replace("\n", " "))
+    quoted = [m.groups() for m in RATIO.finditer((DOCS / "methods.md").read_text().replace("\n", " "))]
+    assert quoted and all(q == readme.groups() for q in quoted), (readme.groups(), quoted)
+
+
 def test_the_quoted_artifact_norm_ratio_is_what_the_trained_model_gives():
     """The four corners' token norm over the median patch-token norm, after blocks 8..12, on the three
     examples: computed with transformers' own image processor and model, not vizvit's engine."""
