@@ -160,3 +160,11 @@ def test_the_first_layers_cls_head_numbers_quoted_are_the_trained_models():
     lo, hi, cat, q_lo, q_hi = m.groups()
     assert (lo, hi) == (f"{min(medians):.2f}", f"{max(medians):.2f}"), medians
     assert cat == f"{medians[0]:.2f}" and (q_lo, q_hi) == tuple(f"{v:.3f}" for v in spans["chelsea"]), spans
+
+
+def test_the_methods_panel_has_no_unfilled_placeholder():
+    """docs/methods.md is rendered as the page's Methods panel: a walk-through read "Measured (python
+    benchmarks/bench_inside.py, random ViT-B/16, CPU): BENCH_NUMBERS" under Head ablation, a placeholder
+    never filled in. A constant's name in code spans (`FLOW_MAX_EDGES`) and maths (W_O) are fine."""
+    prose = re.sub(r"`[^`]*`", "", (DOCS / "methods.md").read_text())
+    assert not re.findall(r"\b[A-Z]{3,}_[A-Z_]{3,}\b", prose)
