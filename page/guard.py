@@ -35,8 +35,8 @@ JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) 
 # (vizvit.classroom.room.ADDRESS_SHARE), and the lecturer may turn it away or lock the room
 OPENS = Rate(burst=20, per_s=1 / 30)  # per address: a department's rooms at once (each costs an analysis
 # and every step measured ahead), then one each 30 s: no stream of open-and-close
-OPEN_CODES_KEPT = 1_000  # room codes seen open lately (MAX_ROOMS is 20: plenty of closed ones remembered)
-JOINED_KEPT = 20_000  # (code, student) pairs seen joining lately: MAX_ROOMS × MAX_STUDENTS is 6,000
+OPEN_CODES_KEPT = 1_000  # room codes seen open lately (MAX_ROOMS is 60: plenty of closed ones remembered)
+JOINED_KEPT = 20_000  # (code, student) pairs seen joining lately: MAX_ROOMS × MAX_STUDENTS is 18,000
 CLOCK: Callable[[], float] = time.monotonic  # the buckets' clock (a test freezes it: page/guard.CLOCK)
 JOIN_PATHS = ("/hello", "/answer")  # a student's page's first request that makes it one of the room's
 

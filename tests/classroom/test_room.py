@@ -268,7 +268,7 @@ def test_many_threads_count_every_answer_exactly_once(opened):
 
 
 def test_rooms_per_owner_are_limited_and_a_closed_one_frees_its_place(store):
-    rooms = Rooms(store(), max_rooms=10, max_per_owner=3)
+    rooms = Rooms(store(), max_rooms=10, max_per_owner=3, roomy_per_owner=3)
     mine = [rooms.open("m", None, QS, owner="10.0.0.7") for _ in range(3)]
     with pytest.raises(UserError) as e:
         rooms.open("m", None, QS, owner="10.0.0.7")
@@ -279,6 +279,29 @@ def test_rooms_per_owner_are_limited_and_a_closed_one_frees_its_place(store):
     rooms.close(*mine[0])
     rooms.open("m", None, QS, owner="10.0.0.7")
     assert len(rooms) == 3 + 1 + 4
+
+
+def test_an_address_holds_more_rooms_while_the_server_is_roomy_and_three_once_it_is_half_full(store):
+    """A campus behind one NAT is several lecturers: a fourth room was refused at 3 on an empty server.
+    With 12 places: 5 rooms for one address while fewer than 6 are open, then 3 for each newcomer."""
+    rooms = Rooms(store(), max_rooms=12, max_per_owner=3, roomy_per_owner=5)
+    campus = [rooms.open("m", None, QS, owner="10.0.0.1") for _ in range(5)]  # 0..4 open before each: roomy
+    with pytest.raises(UserError) as e:
+        rooms.open("m", None, QS, owner="10.0.0.1")  # its roomy share is full (5 open: still roomy)
+    assert str(e.value) == OWNER_FULL
+    rooms.open("m", None, QS, owner="10.0.0.2")  # 5 open before it: roomy, so 6 now: half full
+    rooms.open("m", None, QS, owner="10.0.0.2")
+    rooms.open("m", None, QS, owner="10.0.0.2")
+    with pytest.raises(UserError):
+        rooms.open("m", None, QS, owner="10.0.0.2")  # half full or more: 3 an address
+    rooms.close(*campus[0])
+    rooms.close(*campus[1])  # 6 open: still half full, and the campus holds 3
+    with pytest.raises(UserError):
+        rooms.open("m", None, QS, owner="10.0.0.1")
+    for _ in range(2):
+        rooms.close(*campus.pop())  # 4 open: roomy again, the campus holds 1
+    rooms.open("m", None, QS, owner="10.0.0.1")
+    assert len(rooms) == 5
 
 
 def test_a_locked_room_refuses_new_students_but_not_those_in(opened):

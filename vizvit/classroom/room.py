@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from vizvit.classroom.roomstore import (
+    OwnerLimit,
     RoomStore,
     SQLiteStore,
     default_path,
@@ -42,8 +43,13 @@ from vizvit.classroom.roomstore import (
 )
 from vizvit.errors import UserError
 
-MAX_ROOMS = 20  # rooms open at once on this server (all its replicas: they share one store)
-MAX_ROOMS_PER_OWNER = 3  # open rooms per owner (the opener's address): one stranger cannot take them all
+MAX_ROOMS = 60  # rooms open at once on this server (all its replicas: they share one store)
+# Open rooms per owner (the opener's address): one stranger cannot take them all. While fewer than half the
+# server's rooms are open, an address may hold ROOMY_PER_OWNER: a campus behind one NAT is several lecturers
+# (the fourth was refused at 3). From half on, MAX_ROOMS_PER_OWNER: a stranger then needs 13 addresses to
+# hold every room (with 20 rooms and 3 each, 7 did).
+MAX_ROOMS_PER_OWNER = 3
+ROOMY_PER_OWNER = 12
 MAX_STUDENTS = 300  # distinct students who may answer in one room
 # Students one address other than the lecturer's may bring into a room: a seminar's worth. One caller
 # minting ids can then neither fill a room (take it from the class) nor outvote a class unseen. The
@@ -78,8 +84,9 @@ OWN_NETWORK = "That is a network your page called from or you let in: its studen
 CLOSED_BY_HOST = "The lecturer has closed this room."
 CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
                "for a new room.")
-OWNER_FULL = (f"You already have {MAX_ROOMS_PER_OWNER} open rooms, the limit per address: close one, "
-              "or reopen the lecturer's page of one you left, before opening another.")
+OWNER_FULL = (f"Your address already holds the most open rooms one address may hold now ({MAX_ROOMS_PER_OWNER} "
+              f"while the server is busy, {ROOMY_PER_OWNER} while it is not): close one, or reopen the "
+              "lecturer's page of one you left, before opening another.")
 BAD_CODE = "A room code is 8 letters and digits (never O, 0, I or 1), like ABCD2345."  # CODE_LEN of CODE_ALPHABET
 NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
 
@@ -291,13 +298,15 @@ class Rooms:
 
     def __init__(self, store: RoomStore | None = None, max_rooms: int = MAX_ROOMS,
                  max_students: int = MAX_STUDENTS, host_away_s: float = HOST_AWAY_S,
-                 max_per_owner: int = MAX_ROOMS_PER_OWNER, address_share: int = ADDRESS_SHARE,
+                 max_per_owner: int = MAX_ROOMS_PER_OWNER, roomy_per_owner: int = ROOMY_PER_OWNER,
+                 address_share: int = ADDRESS_SHARE,
                  clock: Callable[[], float] = wall_clock, on_change: Callable[[str], None] | None = None):
         """on_change(code): called (from any thread) after a room's version grows, here or on another
         replica (the store's subscription): the waiting pages wake. clock: wall-clock seconds (persisted)."""
         self.store: RoomStore = store if store is not None else SQLiteStore(None)
         self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
         self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
+        self.owners = OwnerLimit(max_per_owner, max(roomy_per_owner, max_per_owner))
         self.address_share = address_share
         self._views: dict[str, tuple[int, float, dict]] = {}  # code -> (version, when, view)
         # Each read of the store costs: Redis is another process, and under load each read waits for it
@@ -408,7 +417,8 @@ class Rooms:
              owner: str = "") -> tuple[str, str]:
         """A new room -> (code, host_key). photo: the model's input view as PNG (the exact pixels the model
         saw: the truths are measured from it), or None. owner: the opener's address; refused politely when
-        it has MAX_ROOMS_PER_OWNER open, or the server MAX_ROOMS ("" counts toward no owner)."""
+        it holds its share (OwnerLimit: ROOMY_PER_OWNER while the server is less than half full, then
+        MAX_ROOMS_PER_OWNER), or the server MAX_ROOMS ("" counts toward no owner)."""
         if not questions:
             raise UserError("A room needs a lesson with at least one step.")
         self._sweep()
@@ -420,7 +430,7 @@ class Rooms:
                 "questions": [list(q.options) for q in questions]}
         while True:
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LEN))
-            got = self.store.create(code, meta, self.max_rooms, self.max_per_owner, t)
+            got = self.store.create(code, meta, self.max_rooms, self.owners, t)
             if got == "ok":
                 break
             if got == "full":

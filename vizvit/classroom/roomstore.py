@@ -26,6 +26,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
@@ -37,12 +38,24 @@ REDIS_URL_ENV = "VIZVIT_REDIS_URL"
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class OwnerLimit:
+    """How many open rooms one owner may hold: `roomy` while fewer than half the server's rooms are open,
+    `busy` from then on (vizvit.classroom.room.MAX_ROOMS_PER_OWNER; roomstore_redis's _CREATE says the same)."""
+
+    busy: int
+    roomy: int
+
+    def at(self, open_rooms: int, max_rooms: int) -> int:
+        return self.roomy if 2 * open_rooms < max_rooms else self.busy
+
+
 class RoomStore(Protocol):
     """What vizvit.classroom.room.Rooms needs of a store. Every method is safe from any thread."""
 
-    def create(self, code: str, meta: dict, max_rooms: int, max_per_owner: int, now: float) -> Created:
+    def create(self, code: str, meta: dict, max_rooms: int, owners: OwnerLimit, now: float) -> Created:
         """A new room, unless the code is taken (open or a tombstone), `max_rooms` are open, or its
-        owner (meta["owner"], when not empty) has `max_per_owner` open: checked and written at once."""
+        owner (meta["owner"], when not empty) holds its share (owners.at): checked and written at once."""
 
     def meta(self, code: str) -> dict | None:
         """An open room's meta (a copy), None when it is not open."""
@@ -198,7 +211,7 @@ class SQLiteStore:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
-    def create(self, code: str, meta: dict, max_rooms: int, max_per_owner: int, now: float) -> Created:
+    def create(self, code: str, meta: dict, max_rooms: int, owners: OwnerLimit, now: float) -> Created:
         def tx(db: sqlite3.Connection) -> Created:
             db.execute("DELETE FROM gone WHERE at < ?", (now - TOMBSTONE_S,))
             if db.execute("SELECT 1 FROM rooms WHERE code=? UNION SELECT 1 FROM gone WHERE code=?",
@@ -208,7 +221,7 @@ class SQLiteStore:
             if len(metas) >= max_rooms:
                 return "full"
             owner = meta.get("owner", "")
-            if owner and sum(m.get("owner") == owner for m in metas) >= max_per_owner:
+            if owner and sum(m.get("owner") == owner for m in metas) >= owners.at(len(metas), max_rooms):
                 return "owner"
             db.execute("DELETE FROM student_addrs WHERE code=?", (code,))  # an old server's close leaves them
             db.execute("INSERT INTO rooms VALUES (?, ?, ?)", (code, json.dumps(meta), meta["version"]))

@@ -23,7 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import redis
 
-from vizvit.classroom.roomstore import TOMBSTONE_S, Created, Outcome
+from vizvit.classroom.roomstore import TOMBSTONE_S, Created, Outcome, OwnerLimit
 from vizvit.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,9 @@ CHANNEL = P + "rooms:changed"
 MAX_CONNECTIONS = 64
 STORE_DOWN = "The server's room store (Redis) is not answering: try again in a moment."
 
-# ARGV: code, meta JSON, max_rooms, max_per_owner. Owners are counted over the open rooms' metas
-# (at most MAX_ROOMS of them), so the count can never drift from the rooms themselves.
+# ARGV: code, meta JSON, max_rooms, owners' busy share, owners' roomy share (roomstore.OwnerLimit: roomy
+# while fewer than half the rooms are open). Owners are counted over the open rooms' metas (at most
+# MAX_ROOMS of them), so the count can never drift from the rooms themselves.
 _CREATE = """
 local p = 'vizvit:'
 local code = ARGV[1]
@@ -49,7 +50,9 @@ if owner and owner ~= '' then
     local m = redis.call('GET', p..'room:'..c)
     if m and cjson.decode(m).owner == owner then n = n + 1 end
   end
-  if n >= tonumber(ARGV[4]) then return 'owner' end
+  local share = tonumber(ARGV[4])
+  if 2 * #open < tonumber(ARGV[3]) then share = tonumber(ARGV[5]) end
+  if n >= share then return 'owner' end
 end
 redis.call('DEL', p..'room:'..code..':sa')  -- a close by an older replica leaves it
 redis.call('SET', p..'room:'..code, ARGV[2])
@@ -181,8 +184,8 @@ class RedisStore:
         return f"{P}room:{code}"
 
     @_answers_down
-    def create(self, code: str, meta: dict, max_rooms: int, max_per_owner: int, now: float) -> Created:
-        return self._create(args=[code, json.dumps(meta), max_rooms, max_per_owner]).decode()
+    def create(self, code: str, meta: dict, max_rooms: int, owners: OwnerLimit, now: float) -> Created:
+        return self._create(args=[code, json.dumps(meta), max_rooms, owners.busy, owners.roomy]).decode()
 
     @_answers_down
     def meta(self, code: str) -> dict | None:
