@@ -106,7 +106,9 @@ def _layout() -> dict[str, gr.components.Component]:
     gr.Markdown(inside.LENS_TEXT)
     with gr.Row():
         lens_table = gr.Dataframe(headers=inside.LENS_HEADERS, interactive=False, elem_id="lens-table", scale=3,
-                                  wrap=True, max_height=inside.LENS_TABLE_PX)  # every depth, no scroll box
+                                  wrap=True, max_height=inside.LENS_TABLE_PX,  # every depth, no scroll box
+                                  # shares, not content widths: a phone's 382 px held 3 of 5 columns (489 px)
+                                  column_widths=["20%", "26%", "16%", "19%", "19%"])
         with gr.Column(scale=2):
             lens_depth = kit.ClampedSlider(0, 12, value=12, step=1, elem_id="lens-depth",
                                            label="readout depth (0 = the embedding stage), or click a row of the table")

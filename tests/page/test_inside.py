@@ -15,7 +15,7 @@ def test_switch_a_head_off_and_the_top5_shows_a_change(url, tiny16):
     g = tiny16.geometry
     with page_at(url, height=1500) as page:
         upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Inside")
-        page.wait_for_selector("#lens-table:has-text('0 (embedding)')")
+        page.wait_for_selector("#lens-table:has-text('0 (emb.)')")
         page.wait_for_selector("#lens-text:has-text('the same on every photo')")  # the text says why
         table = page.inner_text("#lens-table")
         assert f"\n{g.num_layers}\t" in table or str(g.num_layers) in table

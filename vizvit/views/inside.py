@@ -98,7 +98,7 @@ def lens_panel(ph: Photo) -> LensPanel:
         top = int(p.argmax())
         # Short: a long first cell made the depth column a phone's whole width (the text says why depth 0
         # is the same on every photo).
-        rows.append([f"{depth}" + (" (embedding)" if depth == 0 else ""), vm.labels[top].split(",")[0],
+        rows.append([f"{depth}" + (" (emb.)" if depth == 0 else ""), vm.labels[top].split(",")[0],
                      f"{p[top]:.1%}", f"{ln.final_prob[depth]:.2%}", str(int(ln.final_rank[depth]))])
     top5 = np.argsort(-ln.probs[-1])[:5]
     fig = lens_figure(ln.probs[:, top5], [vm.labels[i].split(",")[0][:24] for i in top5])
