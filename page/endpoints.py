@@ -163,7 +163,8 @@ def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = Non
     def room_open(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
         """Open a live room on this photo and model (issue 45): {"code": the short code students type,
         "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}.
-        At most 3 open rooms per caller's address once the server is half full (12 before); a room closes after 30 minutes without its host."""
+        At most 3 open rooms per caller's address once the server is half full (12 before); a room closes
+        after 30 minutes without its host."""
         path = uploaded(photo)
         guard.may_open(request)
         opened = api.room_open(path, model, caller_of(request) or "")
