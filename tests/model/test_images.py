@@ -336,3 +336,36 @@ def test_load_image_decodes_inside_the_budget(monkeypatch, tmp_path):
     Image.new("RGB", (30, 20)).save(tmp_path / "a.png")
     images.load_image(tmp_path / "a.png")
     assert held == [600] and budget.used == 0
+
+
+def test_a_photo_decoded_from_bytes_is_one_copy_at_its_peak_and_keeps_no_file(tmp_path):
+    """A 40 Mpx upload peaked at two full decoded copies (~300 MB): exif_transpose copied, then _to_rgb.
+    Measured in a fresh interpreter (Pillow's buffers are outside tracemalloc): a 12 Mpx JPEG is 48 MB
+    decoded (Pillow keeps RGB as 4 bytes a pixel); the peak may pass one copy by a little, never two."""
+    import subprocess
+    import sys
+
+    from tiny import ROOT
+
+    path = tmp_path / "big.jpg"
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (3000, 4000, 3), dtype=np.uint8)).save(path, quality=70)
+    code = f"""
+from vizvit.model.images import load_image
+def kb(field):
+    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(field))
+data = open({str(path)!r}, 'rb').read()
+open('/proc/self/clear_refs', 'w').write('5')  # the peak (VmHWM) starts again from now
+base = kb('VmRSS:')
+im = load_image(data)
+print((kb('VmHWM:') - base) / 1024, getattr(im, 'fp', None) is None)
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": ""}).stdout.split()
+    one_copy_mb = 3000 * 4000 * 4 / 2**20
+    assert float(out[0]) < 1.5 * one_copy_mb, f"peak {out[0]} MB for a {one_copy_mb:.0f} MB image"
+    assert out[1] == "True", "the decoded photo keeps the uploaded file's bytes alive"
+    # A caller's own image is never changed: only a copy is turned upright.
+    rotated = Image.open(io.BytesIO(INPUTS["exif_rotated.jpg"]))
+    rotated.load()
+    size = rotated.size
+    assert vizvit.load_image(rotated).size == size[::-1] and rotated.size == size
