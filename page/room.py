@@ -186,7 +186,8 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
     {"host_key", "network", "trust": true|false} -> the same: that network may join again, and with trust
     (the default) without a share;
     POST /vizvit_room/{code}/lock {"host_key", "locked": true|false} -> the room's view ("locked" in it);
-    POST /vizvit_room/{code}/hello {"student"} -> {"accepted", "reason"}: the page registers on load
+    POST /vizvit_room/{code}/hello {"student"} -> {"accepted", "reason"}, and when accepted "answers": the
+    student's answers the room holds ({"1": "224"}, a page opened again shows them); the page registers on load
     (counts toward the room's students and its network's share; refused when the room is locked or full,
     its network turned away or holding its share).
     A refusal: {"error": the sentence} (host, lock) with status 400."""
@@ -211,12 +212,22 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             b = await json_object(request)
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
-        ok, why = rooms.join(request.path_params.get("code", ""), b.get("student"), network_of(request))
-        return JSONResponse({"accepted": ok, "reason": why}, headers={"Cache-Control": "no-store"})
+        code, student = request.path_params.get("code", ""), b.get("student")
+        ok, why = rooms.join(code, student, network_of(request))
+        mine = {"answers": _mine(rooms, code, student)} if ok else {}
+        return JSONResponse({"accepted": ok, "reason": why, **mine}, headers={"Cache-Control": "no-store"})
 
     return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(act), methods=["POST"])
               for act in (host, lock, turn_away, let_in)),
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
+
+
+def _mine(rooms: Rooms, code: str, student: object) -> dict[str, str]:
+    """A student's answers as its page keeps them ({"1": "224"}); none when the room closed meanwhile."""
+    try:
+        return {str(n): text for n, text in rooms.mine(code, student).items()}
+    except UserError:
+        return {}
 
 
 def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request], Awaitable[JSONResponse]]:

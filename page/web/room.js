@@ -168,15 +168,17 @@
   }
 
   // ---------------------------------------------------------------- a student
-  async function hello(code, id) {
+  async function hello(code, id, held) {
     // Registers this page in the room (the room counts who joined; a locked room refuses newcomers).
     // A server without the route: the first answer registers instead. Too many at once: wait, again.
+    // Accepted, it hands held() the answers the room holds for this student: a page opened again shows them.
     for (let tries = 0; tries < 20; tries++) {
       let r;
       try { r = await post(roomPath(code, "hello"), { student: id }); } catch (e) { await sleep(2000); continue; }
       if (absent(r)) return "";
       if (r.status === 429) { show(el("p", { className: "muted" }, r.body.error || "Busy: waiting…")); await sleep(waitMs(r)); continue; }
       const refused = !r.ok || r.body.error || r.body.ok === false || r.body.accepted === false || r.body.joined === false;
+      if (!refused && held && r.body.answers && typeof r.body.answers === "object" && !Array.isArray(r.body.answers)) held(r.body.answers);
       return refused ? String(r.body.error || r.body.reason || "The room refused to let this page in.") : "";
     }
     return "The server is too busy: reload the page in a minute.";
@@ -195,10 +197,17 @@
     try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page.", code); }
     if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.", code);
     const lesson = got.body;
+    // The room's record of this student's answers replaces the tab's own copy: the tab's was lost with a
+    // closed tab (the page then said "You did not answer" under a tally counting the answer).
+    const keepHeld = (answers) => {
+      mine = {};
+      for (const [n, a] of Object.entries(answers)) if (/^[1-9]\d*$/.test(n) && typeof a === "string") mine[n] = a;
+      sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine));
+    };
     // Refused (locked, full, its network's share taken): the page says why and asks again while the room
     // is open, after 10 s, then 20, then every 30 s, since the lecturer may unlock it or let the network
     // in; a network turned away every 60 s; a room that is gone ends it.
-    for (let refused = await hello(code, id), tries = 1; refused; refused = await hello(code, id), tries++) {
+    for (let refused = await hello(code, id, keepHeld), tries = 1; refused; refused = await hello(code, id, keepHeld), tries++) {
       let open = false;
       try { const r = await fetchJSON(roomPath(code)); open = r.ok && !r.body.closed && !r.body.error; } catch (e) { open = true; }
       // a network turned away may be let back in: asked again, but only once a minute

@@ -163,3 +163,20 @@ def test_a_rooms_file_from_before_addresses_keeps_its_students(tmp_path):
     db.execute("INSERT INTO students VALUES (?, ?)", (code, S2))  # an old server beside the new one
     db.commit()
     assert s.joined(code) == 3 and s.networks(code) == {"": 2, STRANGER: 1}
+
+
+def test_a_students_own_answers_come_back_to_a_page_opened_again(opened, store):
+    """A walk-through: a student answered, closed the phone's tab and opened the link again. The page's own
+    copy of its answers died with the tab: it asked the question again and, after the reveal, said "You did
+    not answer this step." under a tally counting its answer. The room now gives a student its answers, as
+    tallied ("12,5" is 12.5), and nobody else's; a restarted server too."""
+    rooms, code, key = opened()
+    assert rooms.answer(code, S1, 1, "224")[0] and rooms.answer(code, S2, 1, "196")[0]
+    rooms.move(code, key, 2)
+    assert rooms.answer(code, S1, 2, "c")[0] and rooms.answer(code, S1, 2, "b")[0]  # changed: the last one holds
+    rooms.move(code, key, 3)
+    assert rooms.answer(code, S1, 3, "12,5")[0] and rooms.answer(code, S3, 3, "7")[0]
+    again = Rooms(store())  # the server restarted on the same data
+    assert again.mine(code, S1) == {1: "224", 2: "b", 3: "12.5"}
+    assert again.mine(code, S2) == {1: "196"}
+    assert again.mine(code, "student-who-never-answered") == {}

@@ -289,3 +289,36 @@ def test_a_room_as_a_lecturer_runs_it_hidden_bars_every_option_no_answer_and_a_c
         assert all(r["truth"] == "none" and r["right"] == "no" for r in step9), step9  # "few" against "none"
         for s in students:
             s.close()
+
+
+def test_a_student_who_closes_the_tab_and_comes_back_sees_the_answer_the_room_counts(url):
+    """A lecturer's walk-through: a student answered 196, closed the phone's tab, then opened the link
+    again (localStorage keeps the page's student id; the tab's sessionStorage, where the page kept its own
+    answers, is gone). The page asked the question as if unanswered and, after the reveal, said "You did
+    not answer this step." beside "The room: 1 answered", the student's own 196 among the bars."""
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        phone = host.context.browser.new_context(viewport={"width": 390, "height": 844})
+        s = phone.new_page()
+        s.set_default_timeout(60_000)
+        s.goto(url + f"room?code={code}")
+        s.wait_for_selector("#num")
+        s.fill("#num", "196")
+        s.click("#send")
+        s.wait_for_selector("text=Your answer: 196")
+        s.close()  # the tab closed; the phone's browser (its localStorage) stays
+        s = phone.new_page()
+        s.set_default_timeout(60_000)
+        s.goto(url + f"room?code={code}")
+        s.wait_for_selector("#num")
+        s.wait_for_selector("text=Your answer: 196", timeout=10_000)
+        assert s.input_value("#num") == "196"
+        host.wait_for_selector("#total:has-text('1 answered')", timeout=30_000)
+        host.click("#reveal")
+        s.wait_for_selector("text=The truth for this model", timeout=60_000)
+        text = s.inner_text("body")
+        assert "You did not answer" not in text and "Your answer: 196" in text, text
+        assert re.search(r"196 \(you\)\s*1", text), text
+        phone.close()

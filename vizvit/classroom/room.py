@@ -723,6 +723,14 @@ class Rooms:
         parsed, meta = self._live(code)
         return self.store.answers(parsed, _step(meta, step)).get(student)
 
+    def mine(self, code: object, student: object) -> dict[int, str]:
+        """A student's own answers, step -> the text tallied. A page opened again (a phone's tab closed,
+        the browser restarted) shows them: its own copy lived in the closed tab, so it asked a question
+        it had answered and, after the reveal, said "You did not answer this step." under a tally that
+        counted its answer."""
+        parsed, meta = self._live(code)
+        return self.store.student_answers(parsed, _check_student(student), len(meta["questions"]))
+
     def revealed_tally(self, code: str, step: object) -> Tally:
         """A step's tally for a student: only once the lecturer revealed it (no peeking at the room)."""
         parsed, meta = self._live(code)

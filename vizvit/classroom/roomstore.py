@@ -89,6 +89,10 @@ class RoomStore(Protocol):
     def answers(self, code: str, step: int) -> dict[str, str]:
         """One step's answers, student -> text."""
 
+    def student_answers(self, code: str, student: str, steps: int) -> dict[int, str]:
+        """One student's answers to steps 1..steps, step -> text: a page opened again (a phone's tab
+        closed, a reload) learns what the room holds for it."""
+
     def joined(self, code: str) -> int:
         """Students registered in the room."""
 
@@ -306,6 +310,10 @@ class SQLiteStore:
 
     def answers(self, code: str, step: int) -> dict[str, str]:
         return dict(self._read("SELECT student, answer FROM answers WHERE code=? AND step=?", (code, step)))
+
+    def student_answers(self, code: str, student: str, steps: int) -> dict[int, str]:
+        return {int(n): a for n, a in self._read("SELECT step, answer FROM answers WHERE code=? AND student=?"
+                                                 " AND step BETWEEN 1 AND ?", (code, student, int(steps)))}
 
     def joined(self, code: str) -> int:
         return int(self._read("SELECT COUNT(*) FROM students WHERE code=?", (code,))[0][0])

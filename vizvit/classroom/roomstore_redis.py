@@ -248,6 +248,14 @@ class RedisStore:
         return {_text(k): _text(v) for k, v in self.r.hgetall(f"{self._key(code)}:a:{int(step)}").items()}
 
     @_answers_down
+    def student_answers(self, code: str, student: str, steps: int) -> dict[int, str]:
+        with self.r.pipeline(transaction=False) as pipe:  # one round trip for every step
+            for n in range(1, int(steps) + 1):
+                pipe.hget(f"{self._key(code)}:a:{n}", student)
+            got = pipe.execute()
+        return {n: _text(a) for n, a in enumerate(got, start=1) if a is not None}
+
+    @_answers_down
     def joined(self, code: str) -> int:
         return int(self.r.scard(f"{self._key(code)}:s"))
 
