@@ -23,7 +23,6 @@ from vizvit.model.catalog import SIZES_INFO, Catalog
 from vizvit.model.images import image_sha1, load_image
 from vizvit.model.models import DEFAULT_MODEL, Geometry
 from vizvit.model.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
-from vizvit.pictures import figures
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
@@ -310,8 +309,7 @@ def _footer() -> dict:
         link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
         link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
                               elem_id="link-box", scale=3)
-    projector.change(None, projector, None,
-                     js=web.asset("projector.js").replace("CHART_PX", str(figures.PROJECTOR_CHART_PX)))
+    projector.change(None, projector, None, js=web.projector_js())
     return dict(projector=projector, link_btn=link_btn, link_box=link_box)
 
 

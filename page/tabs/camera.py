@@ -38,7 +38,7 @@ log = logging.getLogger("vizvit.service.camera")
 CONTROLS = ["layer", "heads", "mode"]
 SHOWN = ["picture", "note"]  # the tab's Page fields shown (the page names are the fields' names)
 OPENED = [*SHOWN, "layer", "heads"]
-LIVE_OPENED = ["sid", "side", "title", "layer", "heads", "mode"]  # what the live page's load sets
+LIVE_OPENED = ["sid", "side", "title", "layer", "heads", "mode", "projector"]  # what the live page's load sets
 Ui = dict[str, gr.components.Component]
 
 
@@ -107,7 +107,7 @@ def opened(wb: Workbench, feeds: live.Feeds, default_model: str, request: gr.Req
     """The link's model (the page's list only, else the default), heads off and controls."""
     query = dict(request.query_params)
     catalog = wb.catalog
-    p = deeplink.plan({k: v for k, v in query.items() if k in ("model", "ablate", "ablate_mode")},
+    p = deeplink.plan({k: v for k, v in query.items() if k in ("model", "ablate", "ablate_mode", "projector")},
                       [], catalog.ids if catalog else [default_model], [], default_model,
                       lambda m: wb.model(m).geometry)
     k = header.photo_key(wb, p.model, "", format_heads(p.link.ablate), p.link.ablate_mode or "zero",
@@ -117,9 +117,11 @@ def opened(wb: Workbench, feeds: live.Feeds, default_model: str, request: gr.Req
     choices = camera.head_choices(g.num_heads)
     notes = "\n".join(f"- {n}" for n in p.notices)
     vm = wb.model(p.model)
+    # A lecturer's projector mode comes along (camera_go.js adds it to the link) and goes back with Freeze
+    # (camera_go.js again): without it the live page was in desk type on the projector, and the frozen frame's too.
     return {"sid": feeds.open(request.session_hash or "", k), "side": camera.frame_side(vm),
             "title": camera.title(vm, k, notes), "layer": gr.Slider(maximum=g.num_layers, value=c.layer),
-            "heads": gr.Dropdown(choices=choices, value=c.heads), "mode": c.mode}
+            "heads": gr.Dropdown(choices=choices, value=c.heads), "mode": c.mode, "projector": p.link.projector}
 
 
 def speed(feeds: live.Feeds, token: str) -> dict:
@@ -163,11 +165,12 @@ def _live_layout() -> Ui:
     sid = gr.Textbox("", visible=False, elem_id="cam-sid")  # this page's camera token (Feeds.open)
     side = gr.Number(0, visible=False, precision=0, elem_id="cam-side")  # a frame's short side (frame_side)
     frozen = gr.Textbox("", visible=False, elem_id="cam-frozen")
+    projector = gr.Checkbox(False, visible=False, elem_id="cam-projector")  # the link's ?projector=1
     # Clicked by the loop when the speed note changed (rarely: the first pictures, a slow model).
     note_refresh = gr.Button("note", elem_id="cam-note-refresh", elem_classes=["vv-offstage"])
     shown_no = gr.Textbox("", visible=False)  # the number of the picture the page shows, read by camera_shown.js
     return dict(title=title, freeze_btn=freeze_btn, layer=layer, heads=heads, mode=mode, note=note, sid=sid,
-                side=side, frozen=frozen, note_refresh=note_refresh, shown_no=shown_no)
+                side=side, frozen=frozen, note_refresh=note_refresh, shown_no=shown_no, projector=projector)
 
 
 def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRoute]:
@@ -176,7 +179,8 @@ def live_page(demo: gr.Blocks, wb: Workbench, default_model: str) -> list[APIRou
     feeds = live.Feeds()  # every camera session, by its token
     ui = _live_layout()
     demo.load(kit.answer(opened, ui, wb, feeds, default_model), None, [ui[n] for n in LIVE_OPENED],
-              show_progress="hidden").then(None, [ui["sid"], ui["side"]], None, js=web.asset("camera_live.js"))
+              show_progress="hidden").then(None, [ui["sid"], ui["side"]], None, js=web.asset("camera_live.js")).then(
+        None, ui["projector"], None, js=web.projector_js())
     ui["note_refresh"].click(kit.answer(speed, ui, feeds), ui["sid"], ui["note"], queue=False, show_progress="hidden")
     ui["freeze_btn"].click(kit.answer(freeze, ui, wb, feeds), [ui["sid"], ui["shown_no"], *(ui[n] for n in CONTROLS)],
                            ui["frozen"], js=web.asset("camera_shown.js")).then(

@@ -13,6 +13,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from vizvit.pictures import figures
+
 from .. import ids
 from ..stream_grace import REOPENS_HEADER
 
@@ -50,6 +52,12 @@ def asset(name: str) -> str:
         # the element ids it names (VIZVIT_IDS.ATTN_MAIN): page/ids.py's table, written in
         text = text.replace(ids.PLACEHOLDER, ids.as_js())
     return text
+
+
+def projector_js() -> str:
+    """projector.js with its charts' text size written in: run by the main page's checkbox, and by the camera
+    page opened from a page in projector mode."""
+    return asset("projector.js").replace("CHART_PX", str(figures.PROJECTOR_CHART_PX))
 
 
 def scripts(*names: str) -> str:

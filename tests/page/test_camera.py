@@ -367,3 +367,26 @@ def test_the_page_draws_the_servers_live_picture(url, tiny16, trained):
             if vm is trained and cp.mode == "rolled out":
                 assert ra.main_map(a, ap).artifacts.any(), "the trained ViT-Ti's last layer has artifact tokens"
         shot(page, "camera-drawn")
+
+
+def test_projector_mode_goes_to_the_camera_page_and_back_with_the_frozen_frame(url, clip):
+    """A lecturer's walk-through: on the projector (?projector=1), the Camera tab's button opened the live
+    page in desk type (its notes 14 px), and Freeze opened the frozen frame's Attention tab out of
+    projector mode too (the map below the fold, the text small), so the class saw neither. Both pages
+    keep the mode now: the link says so and the page is drawn in it."""
+    with page_at(url + "?tab=camera&projector=1", wait_for="#cam-open", args=tuple(fc.chromium_args(clip)),
+                 init_script=fc.PROBE_JS) as page:
+        page.wait_for_function("document.body.classList.contains('vizvit-projector')", timeout=60_000)
+        page.locator("#cam-open").click()
+        page.wait_for_url("**/camera?**", timeout=60_000)
+        assert "projector=1" in page.url, page.url
+        page.wait_for_function("document.body.classList.contains('vizvit-projector')", timeout=60_000)
+        px = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#cam-note .prose')).fontSize)")
+        assert px >= 20, f"the camera page's notes are {px} px on the projector"
+        page.locator("#cam-start:enabled").click(timeout=60_000)
+        page.wait_for_function("window.__cam.paints.length >= 2", timeout=120_000)
+        page.locator("#cam-freeze").click()
+        page.wait_for_url("**/?photo=**", timeout=60_000)
+        assert "projector=1" in page.url and "tab=attention" in page.url, page.url
+        page.wait_for_function("document.body.classList.contains('vizvit-projector')", timeout=60_000)
+        assert page.locator("#projector input").is_checked()
