@@ -23,6 +23,7 @@ from vizvit.model.catalog import SIZES_INFO, Catalog
 from vizvit.model.images import image_sha1, load_image
 from vizvit.model.models import DEFAULT_MODEL, Geometry
 from vizvit.model.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
+from vizvit.readings.lesson import steps as lesson_steps
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import common as panels, header, patches
 
@@ -204,7 +205,8 @@ def open_link(s: Server, request: gr.Request) -> dict:
     """The page opened: what its link (?example=...&tab=...) asks for, with a notice for what it could not."""
     wb = s.wb
     p = deeplink.plan(dict(request.query_params), EXAMPLES, s.catalog.ids, list(s.tab_ids), s.default_model,
-                      lambda m: wb.model(m).geometry, compare_models=[*s.catalog.ids, *s.catalog.twins()])
+                      lambda m: wb.model(m).geometry, compare_models=[*s.catalog.ids, *s.catalog.twins()],
+                      n_steps=len(lesson_steps()))
     k = p.link
     vm = wb.model(p.model)
     b = panels.banner(vm, s.offline, *(s.failed if p.model == s.default_model else (None, "")))

@@ -209,3 +209,14 @@ def test_a_model_that_fails_in_a_link_is_named_without_the_servers_paths():
              "random:vit-base-patch16-224", geometry_of)
     assert p.model == "random:vit-base-patch16-224"
     assert "local\\-cut" in p.notice_text and "/srv" not in p.notice_text and "Safetensor" not in p.notice_text
+
+
+def test_a_step_past_the_lesson_is_said_and_shows_the_last_step():
+    """A walk-through: ?lesson=1&step=99 showed step 13 of 13 with no word (step=0 earns a notice)."""
+    from vizvit.deeplink import plan
+
+    p = plan({"lesson": "1", "step": "99"}, EXAMPLES, MODELS, [*TABS, "lesson"], "m", lambda m: B16, n_steps=13)
+    assert p.link.step == 13
+    assert p.notices == ("The lesson has 13 steps: step 99 does not exist; showing the last step.",)
+    p = plan({"lesson": "1", "step": "13"}, EXAMPLES, MODELS, [*TABS, "lesson"], "m", lambda m: B16, n_steps=13)
+    assert (p.link.step, p.notices) == (13, ())

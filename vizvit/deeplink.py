@@ -386,9 +386,10 @@ class LinkPlan:
 
 def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[str], tabs: Sequence[str],
          default_model: str, geometry_of: Callable[[str], Geometry],
-         compare_models: Sequence[str] | None = None) -> LinkPlan:
+         compare_models: Sequence[str] | None = None, n_steps: int | None = None) -> LinkPlan:
     """Query parameters -> LinkPlan. geometry_of(model) may raise ValueError (offline):
-    the default model is then used, with a notice."""
+    the default model is then used, with a notice. n_steps: the lesson's steps, where a step past them
+    is said (the page showed the last one with no word, while step=0 earned a notice)."""
     link, notices = parse(params, examples, models, tabs, compare_models)
     model = link.model or default_model
     try:
@@ -401,5 +402,8 @@ def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[st
         model = default_model
         g = geometry_of(model)
     link, more = fit(link, g)
+    if n_steps is not None and link.step is not None and link.step > n_steps:
+        more.append(f"The lesson has {n_steps} steps: step {link.step} does not exist; showing the last step.")
+        link = replace(link, step=n_steps)
     show = ONE_HEAD if isinstance(link.head, int) else link.head
     return LinkPlan(link=link, model=model, show=show, notices=tuple(notices + more))

@@ -245,6 +245,9 @@ def test_opening_a_link_sets_the_tab_and_its_controls(server):
     assert got["link_example"] is None and got["notice_md"] == gr.skip() and got["zs_on"] == "off"
     bad = shell.open_link(server, _request({"tab": "nowhere"}))
     assert "About this link" in bad["notice_md"].value and bad["tab"] == gr.skip()
+    # a step past the lesson's 13 (lesson.toml) is said, as step=0 is (it showed step 13 with no word)
+    far = shell.open_link(server, _request({"lesson": "1", "step": "99"}))
+    assert "The lesson has 13 steps: step 99 does not exist" in far["notice_md"].value
 
 
 def test_the_copied_link_reopens_the_view_it_was_copied_from(server):
