@@ -51,6 +51,14 @@ def test_a_string_that_is_no_number_is_refused(typed):
         parse_number(typed)
 
 
+@pytest.mark.parametrize("given", ["nan", "NaN", " nan ", float("nan")])
+def test_nan_is_refused_as_no_number_not_as_too_big(given):
+    """A hostile student's "nan" (float reads it) was told "The answer must be a number of at most 1e+12 in size."."""
+    with pytest.raises(UserError) as e:
+        Question(()).normalise(given)
+    assert str(e.value) == "The answer to this question must be a number."
+
+
 def test_a_number_answer_keeps_twelve_digits_and_a_comma_answer_meets_its_dot_twin():
     q = Question(())
     assert q.normalise("1234567") == "1234567" != q.normalise("1234568")  # "%g" once made both 1.23457e+06

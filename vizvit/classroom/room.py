@@ -142,6 +142,8 @@ class Question:
             x = parse_number(answer) if isinstance(answer, str) else float(answer)
         except (ValueError, OverflowError):
             raise UserError("The answer to this question must be a number.") from None
+        if math.isnan(x):  # "nan" is float's word, not a student's number: "at most 1e+12 in size" read as nonsense
+            raise UserError("The answer to this question must be a number.")
         if not math.isfinite(x) or abs(x) > MAX_NUMBER:
             raise UserError(f"The answer must be a number of at most {MAX_NUMBER:g} in size.")
         return number_text(x)
