@@ -326,8 +326,35 @@
     return { path: (await r.json())[0], meta: { _type: "gradio.FileData" } };
   }
 
+  // The rooms this browser opened, kept across tabs (localStorage): the tab's own copy (sessionStorage) went
+  // with a projector tab closed by mistake, and with it the only way back to a room full of answers (it
+  // stayed open 30 minutes, holding one of the lecturer's 3 rooms). The start page offers each one still open.
+  const HOSTED = "vizvit-hosted", HOSTED_MAX = 5;
+  function hostedRooms() {
+    let got = [];
+    try { got = JSON.parse(localStorage.getItem(HOSTED) || "[]"); } catch (e) { got = []; }
+    return Array.isArray(got) ? got.filter((r) => r && parseCode(r.code) === r.code && typeof r.host_key === "string" && r.host_key) : [];
+  }
+  function keepHosted(code, key) {
+    const rest = hostedRooms().filter((r) => r.code !== code);
+    localStorage.setItem(HOSTED, JSON.stringify([...rest, { code, host_key: key }].slice(-HOSTED_MAX)));
+  }
+  const forgetHosted = (code) => localStorage.setItem(HOSTED, JSON.stringify(hostedRooms().filter((r) => r.code !== code)));
+  async function offerHosted(box) {  // a button back to each room this browser opened that is still open
+    for (const r of hostedRooms().reverse()) {
+      let view;
+      try { view = await fetchJSON(roomPath(r.code)); } catch (e) { continue; }  // unreachable: asked next time
+      if (view.ok && !view.body.closed && !view.body.error) {
+        const n = Number(view.body.step) || 1, of = Number(view.body.n_steps) || n;
+        box.append(el("p", {}, el("button", { className: "primary", dataset: { room: r.code }, onclick: () => {
+          sessionStorage.setItem("vizvit-host", JSON.stringify(r)); host(r); } }, `Back to your room ${r.code} (step ${n} of ${of})`)));
+      } else if (view.body.closed) forgetHosted(r.code);  // closed, or forgotten by the server
+    }
+  }
+
   function hostStart(message) {
     const err = el("p", { className: "error", id: "err" }, message || "");
+    const back = el("div", { id: "hosted" });
     const go = async (blobPromise, name) => {
       try {
         err.textContent = "Opening…";
@@ -344,12 +371,14 @@
          el("p", {}, "Students follow your steps on their phones and answer each question; you see the room's answers."),
          el("button", { className: "primary", id: "ex", onclick: () => go(fetch(`${root}room/example.jpg`).then((r) => r.blob()), "chelsea.jpg") },
             "Open a room on the example photo (the cat)"),
-         el("p", {}, el("label", { htmlFor: "own" }, "or on your own photo: "), own), err);
+         el("p", {}, el("label", { htmlFor: "own" }, "or on your own photo: "), own), err, back);
+    offerHosted(back);
   }
 
   // The lecturer's room is gone (closed, idle, the server lost it): say so and why, offer a new one.
   function gone(code, why) {
     sessionStorage.removeItem("vizvit-host");
+    forgetHosted(code);
     show(el("h1", {}, "Your room is gone"),
          el("p", { className: "error", id: "gone" }, `Room ${code} is no longer open: ${why || "the server no longer holds it."}`),
          el("button", { className: "primary", id: "new-room", onclick: () => hostStart() }, "Open a new room"));
@@ -381,6 +410,7 @@
     const lessonR = await patiently(() => fetchJSON(roomPath(code, "lesson")), live);
     if (!lessonOk(lessonR)) return gone(code, lessonR.body.error);
     const lesson = lessonR.body;
+    keepHosted(code, key);
     const joinR = await patiently(() => fetchJSON(roomPath(code, "join")), live);
     const join = joinR && joinR.ok && !joinR.body.error ? joinR.body : {};
     const stR = await patiently(() => fetchJSON(roomPath(code)), live);
@@ -566,7 +596,7 @@
     async function closeRoom() {
       stop();
       try { await call("room_close", [code, key]); } catch (e) { /* closed already */ }
-      sessionStorage.removeItem("vizvit-host"); hostStart();
+      sessionStorage.removeItem("vizvit-host"); forgetHosted(code); hostStart();
     }
 
     // The room's view (joined, locked, closed), re-read now and then; a gone room ends the page's loop.

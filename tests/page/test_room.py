@@ -322,3 +322,36 @@ def test_a_student_who_closes_the_tab_and_comes_back_sees_the_answer_the_room_co
         assert "You did not answer" not in text and "Your answer: 196" in text, text
         assert re.search(r"196 \(you\)\s*1", text), text
         phone.close()
+
+
+def test_a_lecturer_who_closes_the_host_tab_gets_back_to_the_room(url):
+    """A lecturer's walk-through: the host key lived in the tab's sessionStorage only, so a projector tab
+    closed by mistake lost the room (its answers, the students on it) until it closed itself 30 minutes
+    later, holding one of the lecturer's 3 rooms. /room?host=1 in a new tab of the same browser now offers
+    the way back to each room this browser opened that is still open, and none that is closed."""
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        ctx = host.context
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        host.click("#next")
+        host.wait_for_selector("text=Step 2 of", timeout=30_000)
+        host.close()  # the projector's tab, closed by mistake
+        again = ctx.new_page()
+        again.set_default_timeout(60_000)
+        again.goto(url + "room?host=1")
+        back = again.locator(f"button[data-room='{code}']")
+        back.wait_for(timeout=30_000)
+        assert back.inner_text() == f"Back to your room {code} (step 2 of 13)"
+        back.click()
+        again.wait_for_selector("#room-code")
+        assert again.inner_text("#room-code").strip() == code and "Step 2 of 13" in again.inner_text("#host")
+        again.click("#close")
+        again.click("#close-yes")
+        again.wait_for_selector("#ex")
+        assert again.locator("#hosted button").count() == 0  # a closed room is offered no more
+        third = ctx.new_page()
+        third.goto(url + "room?host=1")
+        third.wait_for_selector("#ex")
+        third.wait_for_timeout(1000)
+        assert third.locator("#hosted button").count() == 0
