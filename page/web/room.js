@@ -133,10 +133,19 @@
 
   // The step's picture: the photo as the model sees it while the question is open, the step's figure
   // once revealed (the figure may show the answer). The address changes when the picture does.
+  // A wide figure (the dropout step's two panels, 3.5:1) is marked "wide": the host page gives it the whole
+  // column instead of the floated 42%, where its captions shrank to 9 px on a 1366-pixel projector. The
+  // sources seen wide are remembered, so a redraw draws them wide at once.
+  const wideSrc = new Set();
   function picture(code, n, shown, title) {
     const revealed = !!(shown && shown.picture);
+    const src = revealed ? `${roomPath(code, "picture", n)}?revealed=1` : roomPath(code, "picture", 0);
     return el("img", { id: "step-picture", alt: revealed ? `Step ${n}, ${title}: the figure the truth is measured on` : "The photo as the model sees it",
-                       src: revealed ? `${roomPath(code, "picture", n)}?revealed=1` : roomPath(code, "picture", 0) });
+                       src, className: wideSrc.has(src) ? "wide" : "", onload: (e) => {
+                         const img = e.target, wide = img.naturalWidth >= 2 * img.naturalHeight;
+                         if (wide) wideSrc.add(src);
+                         img.classList.toggle("wide", wide);
+                       } });
   }
 
   // An option as every page shows it: a letter key with its words ("b: 196 patches…", so "most of you said b"

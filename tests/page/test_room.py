@@ -355,3 +355,33 @@ def test_a_lecturer_who_closes_the_host_tab_gets_back_to_the_room(url):
         third.wait_for_selector("#ex")
         third.wait_for_timeout(1000)
         assert third.locator("#hosted button").count() == 0
+
+
+
+def test_a_wide_revealed_figure_takes_the_host_pages_column(trained):
+    """A lecturer's walk-through on a 1366x900 projector, trained ViT-Ti: the dropout step's figure (two
+    panels side by side, 776x222) was floated at 42% of the column like the square photo, so its captions
+    shrank to ~9 px. A figure at least twice as wide as tall takes the whole column; the square photo stays
+    beside the question."""
+    from appserver import running
+
+    size = ("() => { const i = document.getElementById('step-picture'), c = i.parentElement;"
+            " return [i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width, c.getBoundingClientRect().width]; }")
+    with running(trained) as url, page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        host.wait_for_function("() => { const i = document.getElementById('step-picture');"
+                               " return i && i.complete && i.naturalWidth > 0; }")
+        nw, nh, shown, column = host.evaluate(size)
+        assert nw == nh and shown < 0.45 * column, (nw, nh, shown, column)  # the photo, floated beside the question
+        for n in range(2, 8):  # step 7: dropout
+            host.click("#next")
+            host.wait_for_selector(f"text=Step {n} of", timeout=30_000)
+        host.click("#reveal")
+        host.wait_for_selector("text=The truth for this model", timeout=120_000)
+        host.wait_for_function("() => { const i = document.getElementById('step-picture');"
+                               " return i && i.complete && i.naturalWidth > 0 && i.src.includes('revealed'); }")
+        host.wait_for_timeout(200)
+        nw, nh, shown, column = host.evaluate(size)
+        assert nw >= 2 * nh, (nw, nh)  # the constructed case: ViT-Ti's 192 numbers a token, two panels
+        assert shown >= 0.95 * column, f"a {nw}x{nh} figure drawn {shown:.0f} px wide in a {column:.0f} px column"
