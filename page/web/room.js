@@ -419,6 +419,16 @@
     const lessonR = await patiently(() => fetchJSON(roomPath(code, "lesson")), live);
     if (!lessonOk(lessonR)) return gone(code, lessonR.body.error);
     const lesson = lessonR.body;
+    // The key is checked before the lecturer's view is drawn: a wrong one (a student's guess, a link cut
+    // short) drew the whole host view, its buttons failing one by one, and was kept as the browser's room.
+    const keyR = await patiently(() => post(roomPath(code, "host"), { host_key: key }), live);
+    if (keyR && !absent(keyR) && keyR.body.error && !Number.isInteger(keyR.body.version)) {
+      let view = null;
+      try { view = await fetchJSON(roomPath(code)); } catch (e) { /* said below as the refusal */ }
+      if (view && view.body.closed) return gone(code, view.body.error);
+      sessionStorage.removeItem("vizvit-host");
+      return hostStart(String(keyR.body.error));
+    }
     keepHosted(code, key);
     const joinR = await patiently(() => fetchJSON(roomPath(code, "join")), live);
     const join = joinR && joinR.ok && !joinR.body.error ? joinR.body : {};

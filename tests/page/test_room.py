@@ -366,7 +366,8 @@ def test_a_wide_revealed_figure_takes_the_host_pages_column(trained):
     from appserver import running
 
     size = ("() => { const i = document.getElementById('step-picture'), c = i.parentElement;"
-            " return [i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width, c.getBoundingClientRect().width]; }")
+            " return [i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width,"
+            " c.getBoundingClientRect().width]; }")
     with running(trained) as url, page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
         host.click("#ex")
         host.wait_for_selector("#room-code", timeout=120_000)
@@ -385,3 +386,23 @@ def test_a_wide_revealed_figure_takes_the_host_pages_column(trained):
         nw, nh, shown, column = host.evaluate(size)
         assert nw >= 2 * nh, (nw, nh)  # the constructed case: ViT-Ti's 192 numbers a token, two panels
         assert shown >= 0.95 * column, f"a {nw}x{nh} figure drawn {shown:.0f} px wide in a {column:.0f} px column"
+
+
+def test_a_wrong_host_key_in_the_link_is_refused_not_drawn_as_the_lecturers_view(url):
+    """A hostile student's walk-through: /room?host=1&code=<the room>#key=<a guess> drew the whole lecturer's
+    view (the question, the moves, Close the room...) with no word that the key was wrong; each button then
+    failed on its own. The page now says the key does not open the room, and keeps no such room."""
+    from vizvit.classroom.room import WRONG_KEY
+
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        guess = host.context.browser.new_context(viewport={"width": 390, "height": 844})
+        s = guess.new_page()
+        s.goto(url + f"room?host=1&code={code}#key=guessed-key-1234")
+        s.wait_for_selector("#err:not(:empty)", timeout=30_000)
+        assert s.inner_text("#err") == WRONG_KEY
+        assert s.locator("#room-code").count() == 0 and s.locator("#close").count() == 0
+        assert code not in (s.evaluate("localStorage.getItem('vizvit-hosted')") or "")
+        guess.close()
