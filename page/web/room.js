@@ -262,7 +262,7 @@
       } else {
         parts.push(el("p", { className: "muted" }, "This question is closed."));
       }
-      parts.push(picture(code, n, shown, s.title), el("p", { className: "error" }, message),
+      parts.push(picture(code, n, shown, s.title), el("p", { className: "error", id: "student-err" }, message),
                  el("div", {}, el("button", { id: "back", disabled: n <= 1, onclick: () => { looking = Math.max(1, n - 1); render(); } }, "← look back"),
                     " ", el("button", { id: "fwd", disabled: n >= state.step, onclick: () => { looking = n + 1 >= state.step ? null : n + 1; render(); } }, "forward →")),
                  el("p", { className: "muted" }, `The lecturer is on step ${state.step}. You follow: you may look back, not ahead.`));
@@ -280,11 +280,24 @@
         render();
       }
     }
+    // The server cannot be reached (restarting, or a proxy's 502 meanwhile): said on the page, as the host
+    // page says it (the student's page went on showing the question as if all were well), and cleared by the
+    // first answer after; that first poll asks for the room at once (v=-2), not after a 20-s wait.
+    const note = (text) => { const p = document.getElementById("student-err"); if (p) p.textContent = text; };
+    function unreachable() {
+      lost = true; v = -2;
+      if (message && message !== UNREACHABLE) return;  // a refusal of the student's answer stays
+      message = RECONNECTING; note(message); say(message);
+    }
     let v = -2;
     for (;;) {
       try {
         const r = await fetchJSON(`${roomPath(code)}?v=${v}`);
-        if (r.status === 429 || (!r.ok && !r.body.closed)) { await sleep(r.status === 429 ? waitMs(r) : 2000); continue; }
+        if (r.status === 429 || (!r.ok && !r.body.closed)) {
+          if (r.status >= 500) unreachable();
+          await sleep(r.status === 429 ? waitMs(r) : 2000);
+          continue;
+        }
         const next = r.body;
         const moved = !state || next.step !== state.step;
         const revealedNow = (x) => !!(x && (x.shown || {})[String(x.step)]);
@@ -304,7 +317,7 @@
         }
         if (Number.isInteger(state.turned)) turnedSeen = state.turned;
         if (moved) { looking = null; draft = null; }  // the lecturer moved: follow
-        if (lost) { lost = false; if (message === UNREACHABLE) message = ""; }
+        if (lost) { lost = false; if (message === UNREACHABLE || message === RECONNECTING) { message = ""; note(""); } }
         // A number half typed is kept through a mere count change; a move or a reveal ends the question.
         const typing = document.activeElement && document.activeElement.id === "num";
         if (!typing || moved || revealed || state.closed) render();
@@ -314,7 +327,7 @@
         else if (moved && s) say(`Step ${state.step} of ${state.n_steps}: ${s.question}`);
         if (state.closed) return;
       } catch (e) {
-        lost = true;
+        unreachable();
         await sleep(1000);  // a dropped connection (a server restarting): ask again
       }
     }

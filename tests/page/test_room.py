@@ -406,3 +406,26 @@ def test_a_wrong_host_key_in_the_link_is_refused_not_drawn_as_the_lecturers_view
         assert s.locator("#room-code").count() == 0 and s.locator("#close").count() == 0
         assert code not in (s.evaluate("localStorage.getItem('vizvit-hosted')") or "")
         guess.close()
+
+
+def test_a_students_page_says_when_the_server_cannot_be_reached_and_clears_it_at_once(url):
+    """A lecturer's walk-through of a server restart: the host page said "reconnecting…", the students'
+    pages went on showing the open question as if all were well (an answer sent then was lost to a
+    refusal). The student's page now says it too, and clears it with the first answer after, at once
+    (its first poll asked to hear of the next change, up to 20 s later)."""
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+        s.set_default_timeout(60_000)
+        s.goto(url + f"room?code={code}")
+        s.wait_for_selector("#num")
+        down = lambda route: route.abort()  # noqa: E731 - the server gone, as a phone sees it
+        s.route(f"**/vizvit_room/{code}?v=*", down)
+        host.click("#next")  # the poll in flight answers; the next one finds no server
+        s.wait_for_selector("h1:has-text('step 2 of')", timeout=10_000)
+        s.wait_for_selector("#student-err:has-text('The server cannot be reached: reconnecting')", timeout=10_000)
+        s.unroute(f"**/vizvit_room/{code}?v=*", down)
+        s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=8_000)
+        s.close()
