@@ -59,6 +59,14 @@ def test_nan_is_refused_as_no_number_not_as_too_big(given):
     assert str(e.value) == "The answer to this question must be a number."
 
 
+@pytest.mark.parametrize("given", ["inf", "-Infinity", 2e12, "-1000000000001"])
+def test_a_number_out_of_range_is_told_the_range_in_plain_digits(given):
+    with pytest.raises(UserError) as e:
+        Question(()).normalise(given)
+    assert str(e.value) == "The answer must be a number between -1,000,000,000,000 and 1,000,000,000,000."
+    assert Question(()).normalise("-1000000000000") == "-1e+12"  # the edge itself is an answer
+
+
 def test_a_number_answer_keeps_twelve_digits_and_a_comma_answer_meets_its_dot_twin():
     q = Question(())
     assert q.normalise("1234567") == "1234567" != q.normalise("1234568")  # "%g" once made both 1.23457e+06

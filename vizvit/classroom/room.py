@@ -145,7 +145,8 @@ class Question:
         if math.isnan(x):  # "nan" is float's word, not a student's number: "at most 1e+12 in size" read as nonsense
             raise UserError("The answer to this question must be a number.")
         if not math.isfinite(x) or abs(x) > MAX_NUMBER:
-            raise UserError(f"The answer must be a number of at most {MAX_NUMBER:g} in size.")
+            # written out: a phone's student reads "1e+12" as a typo of the page's, not as a trillion
+            raise UserError(f"The answer must be a number between -{MAX_NUMBER:,.0f} and {MAX_NUMBER:,.0f}.")
         return number_text(x)
 
 
