@@ -3,9 +3,36 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
-from tiny import run_export
+from tiny import ROOT, run_export
+
+# A row of docs/export.md's table of arrays.npz that says when its key is written: a key absent from an
+# export must have one (a family's, a flag's or a classifier's), or the table names a key no export writes.
+WHEN = re.compile(r"only|absent|with `--|CLIP|SigLIP|BEiT")
+
+
+def documented_arrays() -> dict[str, str]:
+    """docs/export.md's table of arrays.npz: each key -> its row (a row may name several keys)."""
+    rows = {}
+    for line in (ROOT / "docs" / "export.md").read_text().splitlines():
+        if line.startswith("| `"):
+            for key in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1]):
+                rows[key] = line
+    return rows
+
+
+def check_documented(arrays) -> None:
+    """What a user reads in docs/export.md is what arrays.npz holds: every key written has its row (map_attnlrp
+    had none), every row of a key not written says when it is, and deletion_curve_maps' row names every map."""
+    rows = documented_arrays()
+    assert set(arrays.files) <= set(rows), sorted(set(arrays.files) - set(rows))
+    unsaid = [k for k in set(rows) - set(arrays.files) if not WHEN.search(rows[k])]
+    assert not unsaid, f"docs/export.md rows that never say when they are written: {sorted(unsaid)}"
+    maps_row = rows["deletion_curve_maps"].split("|")[3]
+    missing = [str(m) for m in arrays["deletion_curve_maps"] if str(m) not in maps_row]
+    assert not missing, f"deletion_curve_maps' row does not name {missing}"
 
 
 def test_export_cli_writes_everything(tiny_dirs, tmp_path):
@@ -30,6 +57,7 @@ def test_export_cli_writes_everything(tiny_dirs, tmp_path):
     assert expect <= {n[:-4] for n in summary["figures"]}, expect - {n[:-4] for n in summary["figures"]}
     assert summary["charts_as_png"] and "plotly" in (tmp_path / "charts.html").read_text()[:5_000_000]
     assert set(summary["arrays"]) == set(arrays.files)
+    check_documented(arrays)
     assert summary["methods"]["discard_mode"] == "per row" and "2021b" in summary["methods"]["relevance"]
 
 
@@ -62,6 +90,7 @@ def test_export_inside_the_model_keys_and_no_charts_as_png(tiny_dirs, tmp_path, 
     assert arrays["head_importance"].shape == (2, 2) and arrays["head_importance"].dtype == np.float32
     assert arrays["ablated_probs"].shape == (7,) and not np.allclose(arrays["ablated_probs"], arrays["probs"])
     assert summary["ablation"]["heads"] == "1.2,2.1" and summary["ablation"]["mode"] == "mean"
+    check_documented(arrays)
     charts = {"top5_chart", "attention_distance_chart", "shift_sweep_chart", "deletion_chart", "contest_chart"}
     pictures = {"patch_grid", "attention_heads_grid", "rollout_strip", "relevance_top1"}
     written = {p.stem for p in tmp_path.glob("*.png")}
