@@ -1,4 +1,4 @@
-"""Screenshots for the README: the real page, ViT-B/16 architecture, the example cat.
+"""Screenshots for the README: the real page, the trained ViT-Ti/16 (--model's default), the example cat.
 
     python docs/make_screenshots.py [--model ../shared/models/vit-tiny-augreg] [--tour DIR]
 
