@@ -168,3 +168,24 @@ def test_the_methods_panel_has_no_unfilled_placeholder():
     never filled in. A constant's name in code spans (`FLOW_MAX_EDGES`) and maths (W_O) are fine."""
     prose = re.sub(r"`[^`]*`", "", (DOCS / "methods.md").read_text())
     assert not re.findall(r"\b[A-Z]{3,}_[A-Z_]{3,}\b", prose)
+
+
+def _api_row(endpoint: str) -> str:
+    """docs/api.md's table row of one public endpoint."""
+    rows = [line for line in (DOCS / "api.md").read_text().splitlines() if line.startswith(f"| `{endpoint}` |")]
+    assert len(rows) == 1, f"docs/api.md has {len(rows)} rows for {endpoint}"
+    return rows[0]
+
+
+def test_the_api_table_names_every_choice_an_endpoint_takes():
+    """A script writer reads the choices in docs/api.md, not in vizvit.vocab: /relevance's list left out
+    AttnLRP, and /predict's and /rollout's rows named fill, mask_mode and fusion without their values."""
+    from vizvit import vocab
+    from vizvit.readings import methods
+
+    takes = {"/attention": vocab.MODES, "/rollout": vocab.FUSIONS, "/relevance": [m.name for m in methods.MENU],
+             "/predict": (*vocab.FILLS, *vocab.MASK_MODES)}
+    for endpoint, choices in takes.items():
+        row = _api_row(endpoint)
+        missing = [c for c in choices if f"`{c}`" not in row]
+        assert not missing, f"docs/api.md's {endpoint} row does not name {missing}"
