@@ -189,3 +189,26 @@ def test_the_api_table_names_every_choice_an_endpoint_takes():
         row = _api_row(endpoint)
         missing = [c for c in choices if f"`{c}`" not in row]
         assert not missing, f"docs/api.md's {endpoint} row does not name {missing}"
+
+
+# A repository path in prose: `vizvit/methods/flow.py`, `tests/page/test_guard.py`, `page/jobs._site` (a module's
+# name), not a prefix such as `tests/methods/test_` (ends in "_") or a pattern (`tests/<package>/...`).
+REPO_PATH = re.compile(r"(?<![\w./<-])((?:vizvit|page|tests|benchmarks|scripts|docs|deploy|assets)/"
+                       r"[\w./-]*[A-Za-z0-9])(?![\w/-])")
+
+
+def _named_path_exists(name: str) -> bool:
+    if (ROOT / name).exists():
+        return True
+    module, _, attr = name.rpartition(".")  # page/jobs._site: page/jobs.py defines _site
+    source = ROOT / f"{module}.py"
+    return bool(module) and source.is_file() and re.search(rf"\b{re.escape(attr)}\b", source.read_text()) is not None
+
+
+@pytest.mark.parametrize("doc", [README, *sorted(DOCS.glob("*.md")), ROOT / "deploy" / "README.md",
+                                 *sorted(ROOT.glob("requirements*.txt"))], ids=lambda p: p.name)
+def test_every_file_the_docs_name_is_in_the_repository(doc):
+    """A newcomer opens the file a sentence names: after the move into packages (vizvit/methods/, tests/methods/)
+    requirements*.txt and four docs still named vizvit/explain.py, tests/test_lrp.py and others that are gone."""
+    gone = sorted({m.group(1) for m in REPO_PATH.finditer(doc.read_text()) if not _named_path_exists(m.group(1))})
+    assert not gone, f"{doc.name} names {gone}"
