@@ -212,3 +212,35 @@ def test_every_file_the_docs_name_is_in_the_repository(doc):
     requirements*.txt and four docs still named vizvit/explain.py, tests/test_lrp.py and others that are gone."""
     gone = sorted({m.group(1) for m in REPO_PATH.finditer(doc.read_text()) if not _named_path_exists(m.group(1))})
     assert not gone, f"{doc.name} names {gone}"
+
+
+def _help_flags(*command: str) -> set[str]:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, *command, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out.stdout)) - {"--help"}
+
+
+def _spans_flags(text: str, program: str) -> set[str]:
+    """The flags in every code span or line that runs `program`, e.g. `python app.py --model X --host 0.0.0.0`."""
+    spans = re.findall(r"`([^`\n]*)`", text) + text.splitlines()
+    return {flag for span in spans if program in span
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", span.split(program, 1)[1].split(" -- ")[0])}
+
+
+def test_every_flag_the_docs_give_the_app_and_the_export_is_theirs():
+    """A newcomer types the flags the README and docs give: each must be in `app.py --help` or `python -m
+    vizvit export --help`, and docs/running.md's flag list names every flag the app has."""
+    docs = [README, *sorted(DOCS.glob("*.md"))]
+    app, export = _help_flags("app.py"), _help_flags("-m", "vizvit", "export")
+    for doc in docs:
+        text = doc.read_text()
+        assert _spans_flags(text, "app.py") <= app, (doc.name, _spans_flags(text, "app.py") - app)
+        assert _spans_flags(text, "vizvit export") <= export, (doc.name, _spans_flags(text, "vizvit export") - export)
+    # docs/export.md is the export's page: every flag in it is the export's (`--mask 3,17,40 --mask-mode drop`).
+    in_export = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", (DOCS / "export.md").read_text()))
+    assert in_export <= export, in_export - export
+    listed = (DOCS / "running.md").read_text().split("Flags: ", 1)[1].split("\n\n", 1)[0]
+    assert app <= set(re.findall(r"--[a-z][a-z-]*", listed)), app - set(re.findall(r"--[a-z][a-z-]*", listed))
