@@ -21,9 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from appserver import page_name, serving  # noqa: E402
 from browser import page_at, wait_image  # noqa: E402
 from tiny import make_tiny_family, trained_dir  # noqa: E402
-from vizvit.catalog import Catalog  # noqa: E402
 
 import vizvit  # noqa: E402
+from vizvit.model.catalog import Catalog  # noqa: E402
 
 LAYOUTS = {"desktop": ("&projector=0", 1280, 900), "projector": ("&projector=1", 1366, 900),
            "phone": ("&projector=0", 390, 844)}
