@@ -268,3 +268,12 @@ def test_the_readme_code_layout_names_every_module():
                      if p.stem not in ("__init__", "__main__") and not (p.parent.name == "views" and p.stem in TABS)
                      and not re.search(rf"\b{p.stem}\b", layout))
     assert not unnamed, unnamed
+
+
+def test_every_random_architecture_the_docs_name_exists():
+    """`--model random:NAME` is the offline way in: every NAME the docs give is one vizvit builds."""
+    from vizvit.model.models import RANDOM_ARCHS
+
+    docs = [README, *DOCS.glob("*.md")]
+    named = {m for doc in docs for m in re.findall(r"random:([a-z0-9.-]*[a-z0-9])", doc.read_text())}
+    assert named and named <= set(RANDOM_ARCHS), named - set(RANDOM_ARCHS)
