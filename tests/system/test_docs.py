@@ -277,3 +277,13 @@ def test_every_random_architecture_the_docs_name_exists():
     docs = [README, *DOCS.glob("*.md")]
     named = {m for doc in docs for m in re.findall(r"random:([a-z0-9.-]*[a-z0-9])", doc.read_text())}
     assert named and named <= set(RANDOM_ARCHS), named - set(RANDOM_ARCHS)
+
+
+def test_every_environment_variable_the_app_reads_is_documented():
+    """A Space runs `python app.py` with no flags: its owner sets the app through variables. app.py read
+    VIZVIT_MODEL, VIZVIT_CACHE_MB, VIZVIT_PHOTO_MB and VIZVIT_CNN, and no doc named them (the README told a
+    CPU Space to pick ViT-Ti/16 without saying how). VIZVIT_IDS is the page scripts' placeholder, no variable."""
+    sources = [ROOT / "app.py", *(ROOT / "vizvit").rglob("*.py"), *(ROOT / "page").rglob("*.py")]
+    read = {v for p in sources for v in re.findall(r"\"(VIZVIT_[A-Z_]+)\"", p.read_text())} - {"VIZVIT_IDS"}
+    docs = README.read_text() + "".join(p.read_text() for p in DOCS.glob("*.md"))
+    assert read and not {v for v in read if v not in docs}, sorted(v for v in read if v not in docs)
