@@ -41,6 +41,9 @@ def test_export_cli_writes_everything(tiny_dirs, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["geometry"]["grid"] == [7, 7] and summary["num_parameters"] > 0
     assert len(summary["top5"]) == 5 and summary["timings_s"]["forward"] > 0
+    # the command line loads the model before the export: its time was read as ~1e-6 s
+    t = summary["timings_s"]
+    assert t["load_model"] > 1e-3 and t["total"] > t["load_model"] + t["forward"]
     arrays = np.load(tmp_path / "arrays.npz")
     assert arrays["input_view"].shape == (224, 224, 3) and arrays["input_view"].dtype == np.uint8
     assert arrays["probs"].shape == (7,) and arrays["probs"].dtype == np.float32

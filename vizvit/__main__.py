@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
 from vizvit.vocab import ABLATE_MODES, MASK_MODES
@@ -41,11 +42,13 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         mask = tuple(int(i) for i in args.mask.split(",") if i.strip())
+        t0 = time.perf_counter()
         vm = load_model(args.model, args.device)
+        loaded = time.perf_counter() - t0
         ablation = Ablation(parse_heads(args.ablate, vm.geometry), args.ablate_mode)
         summary = export(args.image, args.out, model=vm, view=View(mask=mask, mask_mode=args.mask_mode),
                          ablation=ablation, labels=args.labels, template=args.template,
-                         progress=not args.quiet, charts_png=not args.no_png)
+                         progress=not args.quiet, charts_png=not args.no_png, load_seconds=loaded)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

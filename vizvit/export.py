@@ -90,25 +90,30 @@ def costly_readings(ph: Photo, bars: Bars) -> None:
 def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = "google/vit-base-patch16-224",
            device: str = "auto", view: View = View(), ablation: Ablation = Ablation(),
            labels: str | tuple[str, ...] | None = None, template: str = DEFAULT_TEMPLATE,
-           progress: bool = False, charts_png: bool = True) -> dict:
+           progress: bool = False, charts_png: bool = True, load_seconds: float | None = None) -> dict:
     """Analyse one photo and write summary.json, arrays.npz and one PNG per figure. Every array is
     of the intact model; with `ablation`, ``ablated_probs`` (C,) adds its heads-off prediction.
     labels (CLIP / SigLIP): "a cat,a dog" are the classes (default: the model's list), read through
     `template`; arrays then hold zero_shot_probs and label_names. progress: a bar per stage on stderr.
-    charts_png=False: the charts only in charts.html, no PNG of them (kaleido starts a browser: seconds)."""
+    charts_png=False: the charts only in charts.html, no PNG of them (kaleido starts a browser: seconds).
+    load_seconds: how long the caller took to load `model` when it passes a loaded one (the command line
+    loads it first, to refuse a bad model at once): summary.json's load_model, None when not told."""
     bars = Bars(progress)
     try:
-        return _export(image_path, out_dir, model, device, view, ablation, labels, template, bars, charts_png)
+        return _export(image_path, out_dir, model, device, view, ablation, labels, template, bars, charts_png,
+                       load_seconds)
     finally:
         bars.close()
 
 
 def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, device: str, view: View,
             ablation: Ablation, labels: str | tuple[str, ...] | None, template: str, bars: Bars,
-            charts_png: bool) -> dict:
+            charts_png: bool, load_seconds: float | None) -> dict:
     t0 = time.perf_counter()
     vm = model if isinstance(model, VitModel) else load_model(model, device)
-    t_load = time.perf_counter() - t0
+    # A model passed in was loaded before t0: its time is the caller's to tell (it read ~1e-6 s here).
+    t_load = load_seconds if isinstance(model, VitModel) else time.perf_counter() - t0
+    before = (load_seconds or 0.0) if isinstance(model, VitModel) else 0.0  # the total counts the load too
     wb = Workbench(cache_bytes=1 << 40, photo_bytes=1 << 40)  # one photo: keep everything
     wb.add_model(vm)
     labs = parse_labels(labels)
@@ -139,7 +144,7 @@ def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, 
         **_summary(vm, ph, Path(image_path).name, base, a, view, ablation, ablated),
         "timings_s": {"load_model": t_load, "forward": base.seconds,
                       "arrays_and_figures": time.perf_counter() - t1,
-                      "total": time.perf_counter() - t0},
+                      "total": time.perf_counter() - t0 + before},
         "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()},
         "figures": written,
         "methods": methods_used(vm),
