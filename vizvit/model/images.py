@@ -137,7 +137,8 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
             if own:
                 # In place, and no copy for an RGB photo: a 40 Mpx decode peaked at two full copies (~300 MB).
                 ImageOps.exif_transpose(im, in_place=True)
-                im.fp = None  # as Pillow does once it has loaded a file it opened: the bytes are not kept
+                if isinstance(im, ImageFile.ImageFile):  # as Pillow does once it has loaded a file it opened:
+                    im.fp = None  # the upload's bytes are not kept with the photo
             else:
                 im = ImageOps.exif_transpose(im)
             out = _to_rgb(im, own)
