@@ -26,6 +26,7 @@ from vizvit import launch
 from vizvit.api import PublicApi
 from vizvit.classroom import lesson as lesson_mod, room as room_mod
 from vizvit.classroom.room import Rooms, parse_code
+from vizvit.classroom.roomstore import StoreDown
 from vizvit.errors import UserError
 from vizvit.readings import lesson as lesson_readings
 from vizvit.session import Workbench
@@ -105,6 +106,8 @@ def wait_route(rooms: Rooms) -> APIRoute:
             await wakeups.wait(code, min(POLL_S, end - time.monotonic()))
         try:
             body = rooms.view(code)
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             body = {"closed": True, "version": -1, "error": str(e)}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -132,6 +135,8 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
             else:
                 api.room_step(code, key, n, reveal)  # a dict update under the room's lock
             return JSONResponse(rooms.view(code), headers={"Cache-Control": "no-store"})
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
 
@@ -214,7 +219,8 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, student = request.path_params.get("code", ""), b.get("student")
         ok, why = rooms.join(code, student, network_of(request))
-        mine = {"answers": _mine(rooms, code, student)} if ok else {}
+        held = _mine(rooms, code, student) if ok else None
+        mine = {"answers": held} if held is not None else {}  # not read: the page keeps its own copy
         return JSONResponse({"accepted": ok, "reason": why, **mine}, headers={"Cache-Control": "no-store"})
 
     return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(act), methods=["POST"])
@@ -222,12 +228,19 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
 
 
-def _mine(rooms: Rooms, code: str, student: object) -> dict[str, str]:
-    """A student's answers as its page keeps them ({"1": "224"}); none when the room closed meanwhile."""
+def _mine(rooms: Rooms, code: str, student: object) -> dict[str, str] | None:
+    """A student's answers as its page keeps them ({"1": "224"}); None when they cannot be read now (the
+    room closed meanwhile, the store is down): an empty answer made a reopened page forget its own."""
     try:
         return {str(n): text for n, text in rooms.mine(code, student).items()}
     except UserError:
-        return {}
+        return None
+
+
+def unavailable(e: StoreDown) -> JSONResponse:
+    """The store is down: 503, which the pages ask again (never a closed room: a host page took that for
+    its room gone and forgot its key)."""
+    return JSONResponse({"error": str(e)}, status_code=503, headers={"Cache-Control": "no-store", "Retry-After": "2"})
 
 
 def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -238,6 +251,8 @@ def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request]
         code = request.path_params.get("code", "")
         try:
             body = act(request, code, await json_object(request))
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -251,11 +266,18 @@ def _lan() -> str | None:
     return launch.lan_address()
 
 
+# How long after its host view last ran a room is offered back on /room?host=1 (room.js keepHosted): long
+# enough to reopen a tab closed by mistake, short enough that a shared lecture-hall computer does not hand
+# the last lecturer's room to the next person at it.
+HOSTED_FRESH_S = 10 * 60
+
+
 def page_html() -> str:
     """The room's page: one HTML file with its script (page/web/room.html, room.js), and what the script
     checks a room code with, from vizvit.classroom.room (never written twice): alphabet, length, sentences."""
     config = json.dumps({"alphabet": room_mod.CODE_ALPHABET, "length": room_mod.CODE_LEN,
-                         "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE, "barred": room_mod.BARRED})
+                         "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE, "barred": room_mod.BARRED,
+                         "hosted_max": room_mod.ROOMY_PER_OWNER, "hosted_fresh_s": HOSTED_FRESH_S})
     config = config.replace("<", "\\u003c")  # JSON inside <script>: no "</script>" can close it
     return web.asset("room.html").replace("/*ROOM_CONFIG*/", config).replace("/*ROOM_JS*/", web.asset("room.js"))
 
@@ -305,6 +327,8 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
             # In a thread: after a restart the room's model may load here, seconds the event loop never waits
             vm = await run_in_threadpool(wb.model, st.model)
             g = vm.geometry
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)})
         steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
@@ -327,6 +351,8 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
             body = await json_object(request)
             st = rooms.state(code)
             text = await run_in_threadpool(csv_text, code, body.get("host_key"))  # a model may load: not in the loop
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         name = f"room-{st.code}-answers.csv"  # the canonical code: letters and digits only
@@ -345,6 +371,8 @@ def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]
         code = request.path_params.get("code", "")
         try:
             rooms.state(code)
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)})
         listen, share = served()

@@ -350,16 +350,20 @@
 
   // The rooms this browser opened, kept across tabs (localStorage): the tab's own copy (sessionStorage) went
   // with a projector tab closed by mistake, and with it the only way back to a room full of answers (it
-  // stayed open 30 minutes, holding one of the lecturer's 3 rooms). The start page offers each one still open.
-  const HOSTED = "vizvit-hosted", HOSTED_MAX = 5;
+  // stayed open 30 minutes, holding one of the lecturer's rooms). The start page offers each one still open
+  // whose host view ran in the last CFG.hosted_fresh_s: a lecture hall's shared computer offered the last
+  // lecturer's room, with its key, to whoever sat down next (a review). As many as one address may hold.
+  const HOSTED = "vizvit-hosted";
   function hostedRooms() {
     let got = [];
     try { got = JSON.parse(localStorage.getItem(HOSTED) || "[]"); } catch (e) { got = []; }
-    return Array.isArray(got) ? got.filter((r) => r && parseCode(r.code) === r.code && typeof r.host_key === "string" && r.host_key) : [];
+    const fresh = Date.now() - 1000 * CFG.hosted_fresh_s;
+    return Array.isArray(got) ? got.filter((r) => r && parseCode(r.code) === r.code && typeof r.host_key === "string"
+                                                && r.host_key && Number(r.seen) > fresh) : [];
   }
-  function keepHosted(code, key) {
+  function keepHosted(code, key) {  // again at each heartbeat: `seen` is when the host view last ran
     const rest = hostedRooms().filter((r) => r.code !== code);
-    localStorage.setItem(HOSTED, JSON.stringify([...rest, { code, host_key: key }].slice(-HOSTED_MAX)));
+    localStorage.setItem(HOSTED, JSON.stringify([...rest, { code, host_key: key, seen: Date.now() }].slice(-CFG.hosted_max)));
   }
   const forgetHosted = (code) => localStorage.setItem(HOSTED, JSON.stringify(hostedRooms().filter((r) => r.code !== code)));
   async function offerHosted(box) {  // a button back to each room this browser opened that is still open
@@ -692,7 +696,7 @@
         if (r.body.closed || (r.body.error && !Number.isInteger(r.body.version))) {
           const view = await fetchJSON(roomPath(code));
           if (view.body.closed) end(view.body.error);
-        } else if (Number.isInteger(r.body.version)) took(r.body);
+        } else if (Number.isInteger(r.body.version)) { took(r.body); keepHosted(code, key); }
       }
     }
     render(); beat().catch(() => { /* the tick reconnects */ }); tick();

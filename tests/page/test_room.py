@@ -429,3 +429,34 @@ def test_a_students_page_says_when_the_server_cannot_be_reached_and_clears_it_at
         s.unroute(f"**/vizvit_room/{code}?v=*", down)
         s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=8_000)
         s.close()
+
+
+def test_a_room_is_offered_back_only_soon_after_its_host_view_ran(url):
+    """A review: the rooms a browser opened stayed in its localStorage with their keys until they closed, so
+    on a lecture hall's shared computer the next person at it was offered the last lecturer's room. A room
+    is offered back only within page.room.HOSTED_FRESH_S of its host view's last heartbeat."""
+    from page.room import HOSTED_FRESH_S
+
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        ctx = host.context
+        host.click("#ex")
+        host.wait_for_selector("#room-code", timeout=120_000)
+        code = host.inner_text("#room-code").strip()
+        host.close()
+        age = """([code, s]) => { const rooms = JSON.parse(localStorage.getItem('vizvit-hosted'));
+            for (const r of rooms) if (r.code === code) r.seen = Date.now() - 1000 * s;
+            localStorage.setItem('vizvit-hosted', JSON.stringify(rooms)); }"""
+        for seconds_ago, offered in ((HOSTED_FRESH_S - 60, True), (HOSTED_FRESH_S + 60, False)):
+            page = ctx.new_page()
+            page.goto(url + "room?host=1")
+            page.wait_for_selector("#ex")
+            page.evaluate(age, [code, seconds_ago])
+            page.reload()
+            page.wait_for_selector("#ex")
+            button = page.locator(f"button[data-room='{code}']")
+            if offered:
+                button.wait_for(timeout=30_000)
+            else:
+                page.wait_for_timeout(1500)
+                assert button.count() == 0, f"offered {seconds_ago} s after its host view last ran"
+            page.close()

@@ -30,12 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
+from vizvit.errors import UserError
+
 Outcome = Literal["ok", "gone", "ahead", "closed", "locked", "full", "share", "barred"]
 Created = Literal["ok", "taken", "full", "owner"]
 TOMBSTONE_S = 24 * 3600.0  # how long a closed room's reason is kept (a student's page open overnight)
 ROOMS_DB_ENV = "VIZVIT_ROOMS_DB"
 REDIS_URL_ENV = "VIZVIT_REDIS_URL"
 T = TypeVar("T")
+
+
+class StoreDown(UserError):
+    """The room store cannot be reached now (Redis down): nothing is lost, and the pages ask again. Not a
+    refusal: a room route answers it with 503 (page/room.py), so no page takes it for a closed room."""
 
 
 @dataclass(frozen=True)

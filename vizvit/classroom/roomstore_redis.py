@@ -23,8 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import redis
 
-from vizvit.classroom.roomstore import TOMBSTONE_S, Created, Outcome, OwnerLimit
-from vizvit.errors import UserError
+from vizvit.classroom.roomstore import TOMBSTONE_S, Created, Outcome, OwnerLimit, StoreDown
 
 log = logging.getLogger(__name__)
 P = "vizvit:"
@@ -157,7 +156,7 @@ def _answers_down(fn: Callable[Args, R]) -> Callable[Args, R]:
             return fn(*args, **kwargs)
         except redis.RedisError as e:
             log.warning("room store: %s", e)
-            raise UserError(STORE_DOWN) from None
+            raise StoreDown(STORE_DOWN) from None
 
     return call
 
