@@ -96,12 +96,14 @@ DINO_CLASSIFIERS = {
 }
 
 
-# BEiTs whose config turns the relative bias off (tests/views/test_beit_positions.py): an absolute
-# position table instead, or no position information at all. No published BEiT is built so.
+# BEiTs whose config departs from the published ones' relative bias (tests/views/test_beit_positions.py): an
+# absolute position table instead, both, or no position information at all. No published BEiT is built so.
 BEIT_POSITIONS = {
     "beit_abs": ("BeitConfig", "BeitForImageClassification",
                  dict(FAMILY_CONFIGS["beit"][2], use_relative_position_bias=False,
                       use_absolute_position_embeddings=True), 112),
+    "beit_both": ("BeitConfig", "BeitForImageClassification",
+                  dict(FAMILY_CONFIGS["beit"][2], use_absolute_position_embeddings=True), 112),
     "beit_nopos": ("BeitConfig", "BeitForImageClassification",
                    dict(FAMILY_CONFIGS["beit"][2], use_relative_position_bias=False), 112),
 }

@@ -236,15 +236,18 @@ def _summary(vm: VitModel, ph: Photo, image_name: str, base: Analysis, a: Analys
 
 def _positions_used(vm: VitModel) -> dict[str, str]:
     """summary.json "methods" for the position arrays: what this family's table is and how it is resized."""
-    fam = vm.family
+    fam, used = vm.family, {}
     if not fam.has_positions:
         return {"positions": fam.pe_text}
     if fam.has_bias_table:
-        return {"relative_position_bias": "the learned bias added to the attention logits, per offset (Δrow, Δcol), "
-                                          "per layer (or shared) and head; no absolute position table"}
-    aa = "antialiased" if fam.pe_antialias else "no antialias"
-    return {"pos_similarity": "cosine similarity of the learned patch position embeddings",
-            "position_interpolation": f"bicubic, align_corners=False, {aa} ({fam.title}'s interpolate_pos_encoding)"}
+        used["relative_position_bias"] = ("the learned bias added to the attention logits, per offset (Δrow, Δcol), "
+                                          "per layer (or shared) and head" + ("" if fam.has_position_table else
+                                                                             "; no absolute position table"))
+    if fam.has_position_table:  # a BEiT may have both
+        aa = "antialiased" if fam.pe_antialias else "no antialias"
+        used["pos_similarity"] = "cosine similarity of the learned patch position embeddings"
+        used["position_interpolation"] = f"bicubic, align_corners=False, {aa} ({fam.title}'s interpolate_pos_encoding)"
+    return used
 
 
 def _lens_used(vm: VitModel) -> str:

@@ -35,7 +35,7 @@ def handle(vm, cat):
 @pytest.mark.parametrize("flags, pe", [
     (dict(use_relative_position_bias=True), "relative bias"),
     (dict(use_shared_relative_position_bias=True), "relative bias"),
-    (dict(use_relative_position_bias=True, use_absolute_position_embeddings=True), "relative bias"),
+    (dict(use_relative_position_bias=True, use_absolute_position_embeddings=True), "learned and relative bias"),
     (dict(use_absolute_position_embeddings=True), "learned"),
     (dict(), "none"),
 ])
@@ -43,7 +43,8 @@ def test_a_beit_config_chooses_its_positions(flags, pe):
     config = transformers.BeitConfig(**{"use_relative_position_bias": False, **flags})
     fam = FAMILIES["beit"].for_config(config)
     assert fam.pe == pe
-    assert fam.has_bias_table == (pe == "relative bias") and fam.has_positions == (pe != "none")
+    assert fam.has_bias_table == ("relative bias" in pe) and fam.has_positions == (pe != "none")
+    assert fam.has_position_table == pe.startswith("learned")
     assert FAMILIES["vit"].for_config(transformers.ViTConfig()) is FAMILIES["vit"]
 
 
@@ -83,3 +84,26 @@ def test_a_beit_told_no_positions_says_so_and_its_claim_holds(beits, cat):
         a = vm.model.beit(x).last_hidden_state[0, 1:]
         b = vm.model.beit(shuffled).last_hidden_state[0, 1:]
     torch.testing.assert_close(b, a[order], atol=1e-5, rtol=1e-5)
+
+
+def test_a_beit_with_both_says_both_and_shows_both(beits, cat):
+    """A review: a BEiT with a table and a bias was read as a bias alone ("No absolute position embeddings",
+    the steps' "no position embeddings", the lesson's "has no position table") while its table was added."""
+    vm = beits["beit_both"]
+    assert vm.model.beit.embeddings.position_embeddings is not None  # the config's table, in the model
+    assert any(hasattr(m, "relative_position_bias_table") for m in vm.model.modules())  # and its bias
+    assert vm.family.pe == "learned and relative bias" and "No absolute" not in vm.family.pe_text
+    ph = handle(vm, cat)
+    page = embeddings.show(ph, embeddings.EmbeddingsParams())
+    assert [r[0] for r in page.steps if "position" in r[0]] == ["+ position embeddings"], page.steps
+    arrays = positions.export_arrays(ph)
+    assert {"relative_position_bias", "pos_similarity"} <= set(arrays)
+    table = vm.model.beit.embeddings.position_embeddings[0, 1:].detach().double()
+    unit = table / table.norm(dim=-1, keepdim=True)
+    np.testing.assert_allclose(arrays["pos_similarity"], (unit @ unit.T).numpy(), atol=1e-5)
+    used = methods_used(vm)
+    assert "pos_similarity" in used and "no absolute position table" not in used["relative_position_bias"]
+    step = next(s for s in rl.steps() if s.measure == "positions")
+    assert "Neighbour contrast of the learned positions" in rl.MEASURES["positions"](ph, step).line
+    shown = positions.show(ph, positions.PositionsParams())
+    assert "no position embeddings to compare" not in shown.text and "its position table is added too" in shown.text

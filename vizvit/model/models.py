@@ -232,7 +232,7 @@ class Family:
     key: str  # config.model_type
     title: str  # e.g. "DINOv2 with registers"
     prefix: Callable[[PretrainedConfig], tuple[str, ...]]  # names of the tokens before the patches
-    pe: str  # "learned" | "learned, interpolated" | "relative bias" | "none"
+    pe: str  # "learned" | "learned, interpolated" | "relative bias" | "learned and relative bias" | "none"
     pe_text: str  # one sentence for the Positions tab
     head_text: str  # what the classifier reads, for the page
     summaries: Callable[[PretrainedConfig, bool], tuple[str, ...]]  # (config, has head) -> Geometry.summaries
@@ -275,12 +275,12 @@ class Family:
     @property
     def has_bias_table(self) -> bool:
         """Positions are a relative position bias in every attention (BEiT), not a table of embeddings."""
-        return self.pe == "relative bias"
+        return self.pe in ("relative bias", "learned and relative bias")
 
     @property
     def has_position_table(self) -> bool:
         """Learned absolute positions are added to the tokens before block 1 (not a bias, not none)."""
-        return self.pe in ("learned", "learned, interpolated")
+        return self.pe in ("learned", "learned, interpolated", "learned and relative bias")
 
     @property
     def has_positions(self) -> bool:
@@ -396,6 +396,10 @@ PE_TEXTS = {
     "relative bias": "No absolute position embeddings: each layer (or all layers, shared) adds a learned bias "
                      "to the attention logits that depends only on the offset (Δrow, Δcol) between query and "
                      "key patch.",
+    "learned and relative bias": "Both: learned absolute position embeddings for [CLS] and each patch position, "
+                                 "added once before block 1, and a learned bias on the attention logits of each "
+                                 "layer (or all layers, shared) that depends only on the offset (Δrow, Δcol) "
+                                 "between query and key patch (this checkpoint's config turns both on).",
     "none": "No position information at all: this checkpoint's config turns off both the position table and "
             "the relative bias, so the model sees its patches as an unordered set: shuffle them and each "
             "patch's token comes out the same, only moved with it.",
@@ -403,10 +407,11 @@ PE_TEXTS = {
 
 
 def _beit_pe(config: PretrainedConfig) -> str:
-    """BEiT's config chooses: a relative bias (per layer or shared) wins, else an absolute table, else none."""
-    if any(getattr(config, k, False) for k in ("use_relative_position_bias", "use_shared_relative_position_bias")):
-        return "relative bias"
-    return "learned" if getattr(config, "use_absolute_position_embeddings", False) else "none"
+    """BEiT's config chooses a relative bias (per layer or shared), an absolute table, both, or neither."""
+    bias = any(getattr(config, k, False) for k in ("use_relative_position_bias", "use_shared_relative_position_bias"))
+    table = bool(getattr(config, "use_absolute_position_embeddings", False))
+    return {(True, True): "learned and relative bias", (True, False): "relative bias",
+            (False, True): "learned", (False, False): "none"}[bias, table]
 
 
 def _cls_only(config: PretrainedConfig, has_head: bool) -> tuple[str, ...]:

@@ -81,7 +81,7 @@ def _tokens(ph: Photo, step: Step) -> Measured:
 
 
 def _positions(ph: Photo, step: Step) -> Measured:
-    if ph.vm.family.has_bias_table:
+    if ph.vm.family.has_bias_table and not ph.vm.family.has_position_table:
         raise UserError(f"{ph.vm.family.title} has no position table (a relative bias in every attention instead): "
                         "see its bias tables on the Positions tab.")
     if not ph.vm.family.has_positions:

@@ -132,7 +132,7 @@ def _stage_added(vm: VitModel) -> str:
     added = " + ".join([*([" ".join(g.prefix_names[:fam.pe_prefix])] if fam.pe_prefix else []),
                         *(["positions"] if fam.has_position_table else [])]) + " added"
     if fam.has_bias_table:
-        added += " (positions: a bias inside attention)"
+        added += " (and a bias inside attention)" if fam.has_position_table else " (positions: a bias inside attention)"
     elif not fam.has_positions:
         added += " (no positions at all)"
     return added + (f", {g.num_registers} registers inserted" if g.num_registers else "")

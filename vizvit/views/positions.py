@@ -344,7 +344,9 @@ def bias_text(vm: VitModel, rb: positional.RelativeBias, vmax: float) -> str:
             if not np.abs(rb.tables).max() else "")
     warn = (f"\n\n⚠️ **Untrained random weights**: the bias tables are an initialisation, not learned{zero}."
             if not vm.is_pretrained else "")
-    return f"""**{fam.title}: no position embeddings to compare.** {fam.pe_text} This model has {which}, each
+    head = ("its relative bias tables (its position table is added too, not drawn here)" if fam.has_position_table
+            else "no position embeddings to compare")
+    return f"""**{fam.title}: {head}.** {fam.pe_text} This model has {which}, each
 with {n_h} heads. Each small table above is one (layer, head) — rows = layers, columns = heads; its pixel
 (Δrow + {gh - 1}, Δcol + {gw - 1}) is the bias added when a query patch is Δrow rows below and Δcol columns right
 of the key patch (Δ = query − key, centre = the patch itself). Red raises attention, blue lowers it; one
@@ -567,26 +569,29 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32;
     a relative-bias family (BEiT) instead: relative_position_bias (L or 1, H, 2gh−1, 2gw−1) and
     relative_position_bias_cls (L or 1, H, 3); none for a model told no positions."""
-    if not ph.vm.family.has_positions:
-        return {}
-    if ph.vm.family.has_bias_table:
+    fam, out = ph.vm.family, {}
+    if fam.has_bias_table:
         rb = rp.relative_bias(ph.vm, ph.per_model)
-        return {"relative_position_bias": rb.tables, "relative_position_bias_cls": rb.special}
-    r = rp.report(ph.vm, ph.per_model)
-    cls = {} if r.cls_sim is None else {"cls_pos_similarity": r.cls_sim}  # SigLIP: no [CLS], no array
-    return {"pos_similarity": r.sim, **cls}
+        out.update(relative_position_bias=rb.tables, relative_position_bias_cls=rb.special)
+    if fam.has_position_table:  # a BEiT may have both
+        r = rp.report(ph.vm, ph.per_model)
+        out["pos_similarity"] = r.sim
+        if r.cls_sim is not None:  # SigLIP: no [CLS], no array
+            out["cls_pos_similarity"] = r.cls_sim
+    return out
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
-    if not ph.vm.family.has_positions:
-        return {}
-    if ph.vm.family.has_bias_table:
+    fam, out = ph.vm.family, {}
+    if fam.has_bias_table:
         bp = cached_bias_positions(ph)
-        return {"relative_position_bias_grid": bp.grid_img, "relative_position_bias_layers": bp.compare_img}
-    mp = cached_model_positions(ph)
-    cls = mp.report.cls_sim
-    return {"pos_similarity_grid": mp.grid_img, "pos_comparisons": mp.compare_img,
-            **({} if cls is None else {"cls_pos_similarity_chart": cls_figure(cls)})}
+        out.update(relative_position_bias_grid=bp.grid_img, relative_position_bias_layers=bp.compare_img)
+    if fam.has_position_table:  # a BEiT may have both
+        mp = cached_model_positions(ph)
+        out.update(pos_similarity_grid=mp.grid_img, pos_comparisons=mp.compare_img)
+        if mp.report.cls_sim is not None:
+            out["cls_pos_similarity_chart"] = cls_figure(mp.report.cls_sim)
+    return out
 
 
 @dataclass(frozen=True)
