@@ -369,3 +369,15 @@ print((kb('VmHWM:') - base) / 1024, getattr(im, 'fp', None) is None)
     rotated.load()
     size = rotated.size
     assert vizvit.load_image(rotated).size == size[::-1] and rotated.size == size
+
+
+def test_a_multi_frame_photo_keeps_none_of_its_file(tmp_path):
+    """A review: an MPO (how Pillow opens many phone JPEGs: the photo and a preview) decoded without a copy
+    kept the whole upload in its file pointer, outside the photos' memory budget."""
+    buf = io.BytesIO()
+    first = Image.fromarray(np.full((64, 96, 3), 200, np.uint8))
+    first.save(buf, "MPO", save_all=True, append_images=[Image.new("RGB", (32, 48), (10, 20, 30))])
+    assert Image.open(io.BytesIO(buf.getvalue())).format == "MPO"  # the constructed case is what a phone sends
+    out = vizvit.load_image(buf.getvalue())
+    assert out.size == (96, 64) and out.info["frames"] == 2
+    assert getattr(out, "fp", None) is None and getattr(out, "_fp", None) is None, "the file's bytes are kept"

@@ -84,9 +84,14 @@ OWN_NETWORK = "That is a network your page called from or you let in: its studen
 CLOSED_BY_HOST = "The lecturer has closed this room."
 CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
                "for a new room.")
-OWNER_FULL = (f"Your address already holds the most open rooms one address may hold now ({MAX_ROOMS_PER_OWNER} "
-              f"while the server is busy, {ROOMY_PER_OWNER} while it is not): close one, or reopen the "
-              "lecturer's page of one you left, before opening another.")
+def owner_full(owners: OwnerLimit) -> str:
+    """The refusal of an owner's room beyond its share, with this server's shares (Rooms.owners)."""
+    return (f"Your address already holds the most open rooms one address may hold now ({owners.busy} "
+            f"while the server is busy, {owners.roomy} while it is not): close one, or reopen the "
+            "lecturer's page of one you left, before opening another.")
+
+
+OWNER_FULL = owner_full(OwnerLimit(MAX_ROOMS_PER_OWNER, ROOMY_PER_OWNER))  # the default shares' sentence
 BAD_CODE = "A room code is 8 letters and digits (never O, 0, I or 1), like ABCD2345."  # CODE_LEN of CODE_ALPHABET
 NO_CODE = "Type the room code the lecturer shows: 8 letters and digits, like ABCD2345."
 
@@ -440,7 +445,7 @@ class Rooms:
                 raise UserError(f"This server already holds {self.max_rooms} open rooms, its limit: "
                                 "close one, or try again later.")
             if got == "owner":
-                raise UserError(OWNER_FULL)
+                raise UserError(owner_full(self.owners))
         if photo is not None:
             self.store.put_blob(code, "view", bytes(photo))
         return code, key

@@ -133,9 +133,13 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
             frames = int(getattr(im, "n_frames", 1) or 1)
             im.seek(0)  # first frame of an animated GIF/WebP
             im.load()
-            own = im is not src  # decoded here from the file's bytes: no caller holds this image
+            # Decoded here from the file's bytes, one frame: no caller holds this image, and nothing in it reads
+            # the file again (a multi-frame file, an MPO phone photo or an animation, keeps it for its other
+            # frames, so it is copied as before).
+            own = im is not src and frames == 1
             if own:
-                # In place, and no copy for an RGB photo: a 40 Mpx decode peaked at two full copies (~300 MB).
+                # In place, and no copy for an upright RGB photo: a 40 Mpx decode peaked at two full copies
+                # (~300 MB). A photo with an EXIF rotation still needs its rotated copy (Pillow makes one).
                 ImageOps.exif_transpose(im, in_place=True)
                 if isinstance(im, ImageFile.ImageFile):  # as Pillow does once it has loaded a file it opened:
                     im.fp = None  # the upload's bytes are not kept with the photo
