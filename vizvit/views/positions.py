@@ -569,7 +569,8 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
     """arrays.npz keys: pos_similarity (P, P) float32, cls_pos_similarity (gh, gw) float32;
     a relative-bias family (BEiT) instead: relative_position_bias (L or 1, H, 2gh−1, 2gw−1) and
     relative_position_bias_cls (L or 1, H, 3); none for a model told no positions."""
-    fam, out = ph.vm.family, {}
+    fam = ph.vm.family
+    out: dict[str, np.ndarray] = {}
     if fam.has_bias_table:
         rb = rp.relative_bias(ph.vm, ph.per_model)
         out.update(relative_position_bias=rb.tables, relative_position_bias_cls=rb.special)
@@ -582,7 +583,8 @@ def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
 
 
 def export_figures(ph: Photo) -> dict[str, np.ndarray | go.Figure]:
-    fam, out = ph.vm.family, {}
+    fam = ph.vm.family
+    out: dict[str, np.ndarray | go.Figure] = {}
     if fam.has_bias_table:
         bp = cached_bias_positions(ph)
         out.update(relative_position_bias_grid=bp.grid_img, relative_position_bias_layers=bp.compare_img)
