@@ -327,7 +327,7 @@ def test_a_room_across_two_replicas_then_one_dies(tmp_path, nginx, redis_ok):
 
         for i, s in enumerate(students):
             hello = s.post(f"{room}/hello", json={"student": f"student-{i:03d}"})
-            assert hello.json() == {"accepted": True, "reason": ""}
+            assert hello.json() == {"accepted": True, "reason": "", "answers": {}}  # a new student: none held
             got = s.post(f"{room}/answer", json={"student": f"student-{i:03d}", "step": 1, "answer": 100 + i % 3})
             assert got.json() == {"accepted": True, "reason": "", "answer": str(100 + i % 3)}, got.text
 

@@ -197,7 +197,7 @@ def test_the_host_heartbeat_lock_and_hello_routes(server):
     def post(path, body, **kw):
         return httpx.post(f"{room}/{path}", timeout=60, **({"json": body} if body is not None else kw))
 
-    assert post("hello", {"student": "stud-aaaa"}).json() == {"accepted": True, "reason": ""}
+    assert post("hello", {"student": "stud-aaaa"}).json() == {"accepted": True, "reason": "", "answers": {}}
     seen = post("host", {"host_key": key}).json()
     assert seen["joined"] == 1 and seen["locked"] is False and seen["code"] == code
     assert post("host", {"host_key": "nope"}).json() == {"error": WRONG_KEY}
