@@ -23,11 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from vizvit.classroom.room import BAD_CODE, NO_CODE, Rooms, parse_code
+from vizvit.classroom.roomstore import StoreDown
 from vizvit.errors import UserError
 from vizvit.service.limits import Limiter, Rate, Recent, Verdict
 
 from .jobs import caller_of
-from .room import json_object
+from .room import json_object, unavailable
 
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
 JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its
@@ -144,6 +145,8 @@ class Guard:
                     except UserError:
                         body = {}  # the route answers it with its own sentence
                     self.join(request, code, body.get("student"))
+            except StoreDown as e:  # the code's check reads the store: down, it is the route's 503, not a 500
+                return unavailable(e)
             except Refused as e:
                 out: dict[str, Any] = {"error": str(e)}
                 if poll:

@@ -171,7 +171,10 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, step, given = request.path_params.get("code", ""), b.get("step"), b.get("answer")
-        ok, why = rooms.answer(code, b.get("student"), step, given, network_of(request))
+        try:
+            ok, why = rooms.answer(code, b.get("student"), step, given, network_of(request))
+        except StoreDown as e:
+            return unavailable(e)
         kept = {"answer": rooms.kept(code, step, given)} if ok else {}
         return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
 
@@ -218,7 +221,10 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, student = request.path_params.get("code", ""), b.get("student")
-        ok, why = rooms.join(code, student, network_of(request))
+        try:
+            ok, why = rooms.join(code, student, network_of(request))
+        except StoreDown as e:
+            return unavailable(e)
         held = _mine(rooms, code, student) if ok else None
         mine = {"answers": held} if held is not None else {}  # not read: the page keeps its own copy
         return JSONResponse({"accepted": ok, "reason": why, **mine}, headers={"Cache-Control": "no-store"})
@@ -304,6 +310,8 @@ def page_routes(rooms: Rooms) -> list[APIRoute]:
     async def picture(request: Request) -> Response:
         try:
             data = rooms.picture(request.path_params.get("code", ""), request.path_params.get("step", ""))
+        except StoreDown as e:
+            return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)}, status_code=404)
         if data is None:

@@ -77,6 +77,10 @@
     setTimeout(() => c.abort(), ms);
     return c.signal;
   }
+  // A plain route's 5xx (the server restarting behind a proxy, its room store down: 503) is a server out of
+  // reach, as a dropped connection is: thrown, so each caller says "reconnecting…" and asks again. A review
+  // found a Redis outage read as a refusal (a student's page stopped asking) or a closed room.
+  const reachable = (r) => { if (r.status >= 500) throw new Error("unreachable"); return r; };
   const post = (url, body, ms = 20_000) => fetchJSON(url, { method: "POST", headers: { "Content-Type": "application/json" },
                                                             body: JSON.stringify(body), signal: timeout(ms) });
 
@@ -183,7 +187,7 @@
     // Accepted, it hands held() the answers the room holds for this student: a page opened again shows them.
     for (let tries = 0; tries < 20; tries++) {
       let r;
-      try { r = await post(roomPath(code, "hello"), { student: id }); } catch (e) { await sleep(2000); continue; }
+      try { r = reachable(await post(roomPath(code, "hello"), { student: id })); } catch (e) { tries--; await sleep(2000); continue; }
       if (absent(r)) return "";
       if (r.status === 429) { show(el("p", { className: "muted" }, r.body.error || "Busy: waiting…")); await sleep(waitMs(r)); continue; }
       const refused = !r.ok || r.body.error || r.body.ok === false || r.body.accepted === false || r.body.joined === false;
@@ -203,7 +207,13 @@
     try { mine = JSON.parse(sessionStorage.getItem("vizvit-answers-" + code) || "{}") || {}; } catch (e) { mine = {}; }
     if (typeof mine !== "object" || Array.isArray(mine)) mine = {};
     let got;
-    try { got = await fetchJSON(roomPath(code, "lesson")); } catch (e) { return joinForm("The server cannot be reached: reload the page.", code); }
+    try {
+      // the room's store down for a moment (503): said, and asked again, not a refusal of the room
+      while ((got = await fetchJSON(roomPath(code, "lesson"))).status >= 500) {
+        show(el("h1", {}, `Room ${code}`), el("p", { className: "muted", id: "student-err" }, RECONNECTING));
+        await sleep(2000);
+      }
+    } catch (e) { return joinForm("The server cannot be reached: reload the page.", code); }
     if (!lessonOk(got)) return joinForm(got.body.error || "That room cannot be opened.", code);
     const lesson = got.body;
     // The room's record of this student's answers replaces the tab's own copy: the tab's was lost with a
@@ -269,7 +279,7 @@
       show(parts);
       async function send(value) {
         try {
-          const a = await post(roomPath(code, "answer"), { student: id, step: n, answer: value });
+          const a = reachable(await post(roomPath(code, "answer"), { student: id, step: n, answer: value }));
           if (a.body.accepted) {
             mine[n] = String(a.body.answer != null ? a.body.answer : value);  // as tallied: "12,5" is 12.5
             sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; draft = null;
@@ -359,7 +369,7 @@
     try { got = JSON.parse(localStorage.getItem(HOSTED) || "[]"); } catch (e) { got = []; }
     const fresh = Date.now() - 1000 * CFG.hosted_fresh_s;
     return Array.isArray(got) ? got.filter((r) => r && parseCode(r.code) === r.code && typeof r.host_key === "string"
-                                                && r.host_key && Number(r.seen) > fresh) : [];
+                                                && r.host_key && Number(r.seen) > fresh && Number(r.seen) <= Date.now() + 60_000) : [];
   }
   function keepHosted(code, key) {  // again at each heartbeat: `seen` is when the host view last ran
     const rest = hostedRooms().filter((r) => r.code !== code);
@@ -413,22 +423,26 @@
   // A host request that survives a server restart: a dropped connection is asked again (the host key
   // is kept in sessionStorage), until `alive()` says the page has moved on.
   async function patiently(ask, alive) {
+    const reconnecting = () => {  // said while it waits: a dropped connection, a 5xx (the store down)
+      const note = document.getElementById("host-err");
+      if (note) note.textContent = RECONNECTING;
+      else app.append(el("p", { className: "muted", id: "host-err" }, RECONNECTING));
+    };
     for (let wait = 1000; alive(); wait = Math.min(10_000, wait * 2)) {
       try {
         const r = await ask();
         if (r.status !== 429 && r.status < 500) return r;
+        if (r.status !== 429) reconnecting();
         await sleep(r.status === 429 ? waitMs(r) : wait);
       } catch (e) {
-        const note = document.getElementById("host-err");
-        if (note) note.textContent = RECONNECTING;
-        else show(el("p", { className: "muted", id: "host-err" }, RECONNECTING));
+        reconnecting();
         await sleep(wait);
       }
     }
     return null;
   }
 
-  async function host(opened) {
+  async function host(opened, note) {  // note: a sentence the host view opens with (why it is back)
     const code = parseCode(opened && opened.code), key = opened && typeof opened.host_key === "string" ? opened.host_key : "";
     if (!code || !key) { sessionStorage.removeItem("vizvit-host"); return hostStart(CFG.bad_code); }
     let alive = true;
@@ -451,7 +465,7 @@
     const join = joinR && joinR.ok && !joinR.body.error ? joinR.body : {};
     const stR = await patiently(() => fetchJSON(roomPath(code)), live);
     if (!stR.ok || stR.body.closed) return gone(code, stR.body.error);
-    let st = stR.body, tally = { answers: {}, total: 0 }, err = "";
+    let st = stR.body, tally = { answers: {}, total: 0 }, err = note || "";
     let timer = null, ticks = 0, gen = 0, closing = false, lost = false;
     let turning = null, turned = null;  // the network being asked about; the one last turned away: { network, n }
     const stop = () => { alive = false; clearTimeout(timer); };
@@ -631,7 +645,18 @@
 
     async function closeRoom() {
       stop();
-      try { await call("room_close", [code, key]); } catch (e) { /* closed already */ }
+      try { await call("room_close", [code, key]); } catch (e) {
+        // Closed already, or not closed at all (the store down): only a room the server says is closed is
+        // forgotten; the other is kept, with its key, and its view comes back saying why (a review: a close
+        // during an outage forgot a room that stayed open with every answer).
+        let view = null;
+        try { view = await fetchJSON(roomPath(code)); } catch (x) { view = null; }
+        if (!view || !view.body.closed) {
+          const why = `The room is still open: ${e.message || UNREACHABLE}`;
+          show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "close-err" }, why));
+          return host({ code, host_key: key }, why);
+        }
+      }
       sessionStorage.removeItem("vizvit-host"); forgetHosted(code); hostStart();
     }
 
@@ -656,7 +681,7 @@
       const mine = ++gen;
       try {
         if (!(st.shown || {})[String(st.step)]) {
-          const t = await post(roomPath(code, "tally"), { host_key: key, step: st.step });
+          const t = reachable(await post(roomPath(code, "tally"), { host_key: key, step: st.step }));
           // the lecturer moved or revealed while this was on its way: a newer tick runs; this one ends
           if (mine !== gen || !alive) return;
           if (t.body.error) ticks = 4;  // a refusal: the view says whether the room is gone
@@ -688,7 +713,7 @@
     // last sign); its view (joined, locked, closed, the largest network) comes back.
     async function beat() {
       if (!alive) return;
-      const r = await post(roomPath(code, "host"), { host_key: key });
+      const r = reachable(await post(roomPath(code, "host"), { host_key: key }));
       if (alive && absent(r)) {  // an older server without the host's call: its view, read as before
         const view = await fetchJSON(roomPath(code));
         if (view.status !== 429) took(view.body);

@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from appserver import running
+from browser import page_at
 from fastapi import FastAPI
 from redisserver import need_redis, redis_server
 from roomstores import QS
@@ -15,6 +17,7 @@ from starlette.testclient import TestClient
 
 import page.room as pr
 from vizvit.classroom.room import META_TTL_S, VIEW_TTL_S, Rooms
+from vizvit.classroom.roomstore import SQLiteStore, StoreDown
 from vizvit.classroom.roomstore_redis import STORE_DOWN, RedisStore
 from vizvit.session import Workbench
 
@@ -30,7 +33,8 @@ def redis_then_down():
     rooms = Rooms(RedisStore(url))
     code, key = rooms.open("m", None, QS)
     app = FastAPI()
-    app.router.routes.extend([pr.wait_route(rooms), *pr.presence_routes(rooms), *pr.lesson_routes(rooms, Workbench())])
+    app.router.routes.extend([pr.wait_route(rooms), *pr.presence_routes(rooms), *pr.lesson_routes(rooms, Workbench()),
+                              *pr.answer_routes(rooms), *pr.page_routes(rooms)])
     stopped = []
 
     def stop():
@@ -58,5 +62,55 @@ def test_a_store_down_is_503_to_ask_again_never_a_closed_room(redis_then_down):
         assert r.status_code == 503 and r.json() == {"error": STORE_DOWN}, (path, r.text)
     lesson = client.get(f"/vizvit_room/{code}/lesson")
     assert lesson.status_code == 503, lesson.text
-    hello = client.post(f"/vizvit_room/{code}/hello", json={"student": STUDENT}).json()
-    assert "answers" not in hello, "an empty answer list made a reopened page forget the answers it kept"
+    # a second review: hello and an answer were refused with status 200 (the student's page stopped asking)
+    hello = client.post(f"/vizvit_room/{code}/hello", json={"student": STUDENT})
+    assert hello.status_code == 503 and "answers" not in hello.json(), hello.text
+    answer = client.post(f"/vizvit_room/{code}/answer", json={"student": STUDENT, "step": 1, "answer": "a"})
+    assert answer.status_code == 503 and answer.json() == {"error": STORE_DOWN}, answer.text
+    assert client.get(f"/vizvit_room/{code}/picture/1").status_code == 503
+
+
+class Flaky(SQLiteStore):
+    """A room store that is down while `down` is set: every store call raises StoreDown, as RedisStore's do
+    when Redis does not answer (the constructed outage a browser test can end at will)."""
+
+    down = False
+
+    def __getattribute__(self, name):
+        attr = super().__getattribute__(name)
+        if callable(attr) and not name.startswith("_") and object.__getattribute__(self, "down"):
+            def fail(*args, **kwargs):
+                raise StoreDown(STORE_DOWN)
+            return fail
+        return attr
+
+
+def test_the_pages_say_reconnecting_through_an_outage_and_a_close_keeps_the_room(tiny16):
+    """A second review: while the store was down a student's hello and answer were refused (the page then
+    stopped asking for good), the host page said nothing, and Close forgot a room that stayed open with
+    every answer. Now both pages say they are reconnecting and come back; the room is kept, with its key."""
+    store = Flaky(None)
+    with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
+        with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+            host.click("#ex")
+            host.wait_for_selector("#room-code", timeout=120_000)
+            code = host.inner_text("#room-code").strip()
+            s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+            s.set_default_timeout(60_000)
+            s.goto(url + f"room?code={code}")
+            s.wait_for_selector("#num")
+            store.down = True
+            s.wait_for_selector("#student-err:has-text('reconnecting')", timeout=15_000)
+            host.wait_for_selector("#host-err:has-text('reconnecting')", timeout=15_000)
+            host.click("#close")
+            host.click("#close-yes")
+            host.wait_for_selector("text=The room is still open", timeout=30_000)
+            kept = host.evaluate("localStorage.getItem('vizvit-hosted')") or ""
+            assert code in kept, "a close that did not happen forgot the room's key"
+            store.down = False
+            s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=15_000)
+            s.fill("#num", "196")
+            s.keyboard.press("Enter")
+            s.wait_for_selector("text=Your answer is in", timeout=15_000)
+            host.wait_for_selector("#room-code", timeout=30_000)
+            s.close()

@@ -36,6 +36,7 @@ from vizvit.classroom.roomstore import (
     OwnerLimit,
     RoomStore,
     SQLiteStore,
+    StoreDown,
     default_path,
     host_addresses,
     listed,
@@ -692,6 +693,8 @@ class Rooms:
                 raise UserError(self._refusal(got, parsed, meta))
             self._forget_view(parsed)
             return True, ""
+        except StoreDown:
+            raise  # not a refusal: the store is down, and the page asks again (page/room.py: 503)
         except UserError as e:
             return False, str(e)
 
@@ -714,6 +717,8 @@ class Rooms:
             if got != "ok":
                 raise UserError(self._refusal(got, parsed, meta, n))
             return True, ""
+        except StoreDown:
+            raise  # not a refusal: the answer is not kept, and the page says it cannot reach the server
         except UserError as e:
             return False, str(e)
 
