@@ -86,7 +86,7 @@ def test_a_beit_told_no_positions_says_so_and_its_claim_holds(beits, cat):
     torch.testing.assert_close(b, a[order], atol=1e-5, rtol=1e-5)
 
 
-def test_a_beit_with_both_says_both_and_shows_both(beits, cat):
+def test_a_beit_with_both_says_both_and_shows_both(beits, families, cat):
     """A review: a BEiT with a table and a bias was read as a bias alone ("No absolute position embeddings",
     the steps' "no position embeddings", the lesson's "has no position table") while its table was added."""
     vm = beits["beit_both"]
@@ -107,3 +107,8 @@ def test_a_beit_with_both_says_both_and_shows_both(beits, cat):
     assert "Neighbour contrast of the learned positions" in rl.MEASURES["positions"](ph, step).line
     shown = positions.show(ph, positions.PositionsParams())
     assert "no position embeddings to compare" not in shown.text and "its position table is added too" in shown.text
+    g = vm.geometry.grid  # at another size both are resized, and the text says so (a second review)
+    assert f"absolute position table is resized too, bicubically, from {g[0]}×{g[1]} to 14×14" in (
+        positions.resolution_panel(ph, 224).text)
+    bias_only = handle(families["beit"], cat)  # the published kind: a bias alone, no table sentence
+    assert "absolute position table" not in positions.resolution_panel(bias_only, 224).text

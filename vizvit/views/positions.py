@@ -560,7 +560,9 @@ def _bias_resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} patches; offsets now run to ±{nh - 1}, but the "
             f"model learned biases for ±{gh - 1}. transformers resizes each ({2 * gh - 1}×{2 * gw - 1}) table "
             f"bilinearly to {2 * nh - 1}×{2 * nw - 1} (shown: mean of heads, last layers). "
-            f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
+            + (f"Its absolute position table is resized too, bicubically, from {gh}×{gw} to {nh}×{nw} (not shown). "
+               if vm.family.has_position_table else "")
+            + f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.")
     return ResolutionPanel(grid_img=img, top5=fig, text=text)
 
 
