@@ -156,7 +156,6 @@ async def json_object(request: Request) -> dict:
     return body
 
 
-
 def answer_routes(rooms: Rooms) -> list[APIRoute]:
     """The students' answers and the host's live tally as plain routes (dict updates under the room's
     lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue

@@ -109,11 +109,12 @@ def export(image_path: str | Path, out_dir: str | Path, model: str | VitModel = 
 def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, device: str, view: View,
             ablation: Ablation, labels: str | tuple[str, ...] | None, template: str, bars: Bars,
             charts_png: bool, load_seconds: float | None) -> dict:
-    t0 = time.perf_counter()
+    given = isinstance(model, VitModel)
+    # A model passed in was loaded before this call: its time is the caller's to tell (it read ~1e-6 s
+    # here), and the total counts it from where the caller's load began.
+    t0 = time.perf_counter() - ((load_seconds or 0.0) if given else 0.0)
     vm = model if isinstance(model, VitModel) else load_model(model, device)
-    # A model passed in was loaded before t0: its time is the caller's to tell (it read ~1e-6 s here).
-    t_load = load_seconds if isinstance(model, VitModel) else time.perf_counter() - t0
-    before = (load_seconds or 0.0) if isinstance(model, VitModel) else 0.0  # the total counts the load too
+    t_load = load_seconds if given else time.perf_counter() - t0
     wb = Workbench(cache_bytes=1 << 40, photo_bytes=1 << 40)  # one photo: keep everything
     wb.add_model(vm)
     labs = parse_labels(labels)
@@ -144,7 +145,7 @@ def _export(image_path: str | Path, out_dir: str | Path, model: str | VitModel, 
         **_summary(vm, ph, Path(image_path).name, base, a, view, ablation, ablated),
         "timings_s": {"load_model": t_load, "forward": base.seconds,
                       "arrays_and_figures": time.perf_counter() - t1,
-                      "total": time.perf_counter() - t0 + before},
+                      "total": time.perf_counter() - t0},
         "arrays": {k: [list(v.shape), str(v.dtype)] for k, v in arrays.items()},
         "figures": written,
         "methods": methods_used(vm),
@@ -240,9 +241,9 @@ def _positions_used(vm: VitModel) -> dict[str, str]:
     if not fam.has_positions:
         return {"positions": fam.pe_text}
     if fam.has_bias_table:
+        alone = "" if fam.has_position_table else "; no absolute position table"
         used["relative_position_bias"] = ("the learned bias added to the attention logits, per offset (Δrow, Δcol), "
-                                          "per layer (or shared) and head" + ("" if fam.has_position_table else
-                                                                             "; no absolute position table"))
+                                          "per layer (or shared) and head" + alone)
     if fam.has_position_table:  # a BEiT may have both
         aa = "antialiased" if fam.pe_antialias else "no antialias"
         used["pos_similarity"] = "cosine similarity of the learned patch position embeddings"

@@ -11,6 +11,7 @@ import re
 import pytest
 from browser import page_at, wait_image
 from fastapi import FastAPI
+from roompage import open_room, student_page
 from starlette.testclient import TestClient
 
 from page import room
@@ -64,9 +65,7 @@ def picture_size(page) -> tuple[int, int]:
 
 def test_one_host_and_three_students(url):
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         assert re.fullmatch(r"[A-Z2-9]{8}", code)
         assert f"room?code={code}" in host.inner_text("#host")
         assert "no phone can open this QR code" in host.inner_text("#host")  # 127.0.0.1: honest
@@ -132,17 +131,12 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
     import httpx
 
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         for i in range(25):  # 25 students, 25 different numbers (each 200 + i), given over the plain route
             r = httpx.post(f"{url}vizvit_room/{code}/answer", json={"student": f"stud-{i:04d}", "step": 1,
                                                                      "answer": str(200 + i)}, timeout=30)
             assert r.json()["accepted"], r.text
-        s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
-        s.set_default_timeout(60_000)
-        s.goto(url + f"room?code={code}")
-        s.wait_for_selector("#num")
+        s = student_page(host, url, code)
         host.wait_for_selector("#total:has-text('25 answered')", timeout=30_000)
         labels = host.locator("#tally .bar .label").all_inner_texts()
         assert len(labels) == 6 and labels[-1].startswith("other numbers"), labels
@@ -245,9 +239,7 @@ def test_a_room_as_a_lecturer_runs_it_hidden_bars_every_option_no_answer_and_a_c
     import csv
 
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         host.check("#hide-bars")
         students = [host.context.browser.new_page(viewport={"width": 390, "height": 844}) for _ in range(3)]
         for s in students:
@@ -297,9 +289,7 @@ def test_a_student_who_closes_the_tab_and_comes_back_sees_the_answer_the_room_co
     answers, is gone). The page asked the question as if unanswered and, after the reveal, said "You did
     not answer this step." beside "The room: 1 answered", the student's own 196 among the bars."""
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         phone = host.context.browser.new_context(viewport={"width": 390, "height": 844})
         s = phone.new_page()
         s.set_default_timeout(60_000)
@@ -331,9 +321,7 @@ def test_a_lecturer_who_closes_the_host_tab_gets_back_to_the_room(url):
     the way back to each room this browser opened that is still open, and none that is closed."""
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
         ctx = host.context
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         host.click("#next")
         host.wait_for_selector("text=Step 2 of", timeout=30_000)
         host.close()  # the projector's tab, closed by mistake
@@ -395,9 +383,7 @@ def test_a_wrong_host_key_in_the_link_is_refused_not_drawn_as_the_lecturers_view
     from vizvit.classroom.room import WRONG_KEY
 
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         guess = host.context.browser.new_context(viewport={"width": 390, "height": 844})
         s = guess.new_page()
         s.goto(url + f"room?host=1&code={code}#key=guessed-key-1234")
@@ -414,13 +400,8 @@ def test_a_students_page_says_when_the_server_cannot_be_reached_and_clears_it_at
     refusal). The student's page now says it too, and clears it with the first answer after, at once
     (its first poll asked to hear of the next change, up to 20 s later)."""
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
-        s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
-        s.set_default_timeout(60_000)
-        s.goto(url + f"room?code={code}")
-        s.wait_for_selector("#num")
+        code = open_room(host)
+        s = student_page(host, url, code)
         down = lambda route: route.abort()  # noqa: E731 - the server gone, as a phone sees it
         s.route(f"**/vizvit_room/{code}?v=*", down)
         host.click("#next")  # the poll in flight answers; the next one finds no server
@@ -439,9 +420,7 @@ def test_a_room_is_offered_back_only_soon_after_its_host_view_ran(url):
 
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
         ctx = host.context
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         host.close()
         age = """([code, s]) => { const rooms = JSON.parse(localStorage.getItem('vizvit-hosted'));
             for (const r of rooms) if (r.code === code) r.seen = Date.now() - 1000 * s;

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from browser import page_at
+from roompage import open_room
 
 # test_a11y's axe runner (test files import by path here: pytest's importlib mode)
 _spec = importlib.util.spec_from_file_location("vizvit_test_a11y", Path(__file__).with_name("test_a11y.py"))
@@ -45,9 +46,7 @@ def test_axe_finds_nothing_critical_or_serious_on_the_room_pages_and_a_student_a
     found: dict[str, list] = {}
     with page_at(url + "room?host=1", width=hw, height=hh, wait_for="#ex") as host:
         found["host: open a room"] = _axe(host)
-        host.click("#ex")
-        host.wait_for_selector("#room-code", timeout=120_000)
-        code = host.inner_text("#room-code").strip()
+        code = open_room(host)
         student = host.context.browser.new_page(viewport={"width": sw, "height": sh})
         student.set_default_timeout(60_000)
         student.goto(url + "room")

@@ -12,6 +12,7 @@ from appserver import running
 from browser import page_at
 from fastapi import FastAPI
 from redisserver import need_redis, redis_server
+from roompage import open_room, student_page
 from roomstores import QS
 from starlette.testclient import TestClient
 
@@ -92,13 +93,8 @@ def test_the_pages_say_reconnecting_through_an_outage_and_a_close_keeps_the_room
     store = Flaky(None)
     with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
         with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-            host.click("#ex")
-            host.wait_for_selector("#room-code", timeout=120_000)
-            code = host.inner_text("#room-code").strip()
-            s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
-            s.set_default_timeout(60_000)
-            s.goto(url + f"room?code={code}")
-            s.wait_for_selector("#num")
+            code = open_room(host)
+            s = student_page(host, url, code)
             store.down = True
             s.wait_for_selector("#student-err:has-text('reconnecting')", timeout=15_000)
             host.wait_for_selector("#host-err:has-text('reconnecting')", timeout=15_000)

@@ -85,6 +85,8 @@ OWN_NETWORK = "That is a network your page called from or you let in: its studen
 CLOSED_BY_HOST = "The lecturer has closed this room."
 CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
                "for a new room.")
+
+
 def owner_full(owners: OwnerLimit) -> str:
     """The refusal of an owner's room beyond its share, with this server's shares (Rooms.owners)."""
     return (f"Your address already holds the most open rooms one address may hold now ({owners.busy} "
