@@ -45,7 +45,7 @@ def test_click_patches_to_mask_them_and_predictions_update(url):
             "([old]) => { const p = document.querySelector('#mask-top5 .js-plotly-plot');"
             " return p && p.innerText !== old; }", arg=[before_plot])
         # each bar's Δ, written at the chart's right edge (plotly's minus is U+2212)
-        assert len(re.findall(r"[+\u2212-]\d+\.\d%", plot_text(page, "mask-top5"))) == 5
+        assert len(re.findall(r"[+\u2212-]\d+\.\d pp", plot_text(page, "mask-top5"))) == 5
         wait_image(page, "masked-view", before_masked)
         shot(page, "experiments_masks", full_page=False)
         # Pixel fill: the model now gets all tokens, the pixels are black.

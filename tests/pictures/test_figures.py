@@ -67,9 +67,9 @@ def test_top5_bars_best_on_top_with_their_values_inside_a_long_bar_only():
 
 
 def test_top5_bars_write_each_change_from_the_baseline_on_the_right():
-    before = {281: 0.9, 282: 0.05, 285: 0.05, 7: 0.0}  # class 1 was not in the baseline: +2.0 %
+    before = {281: 0.9, 282: 0.05, 285: 0.05, 7: 0.0}  # class 1 was not in the baseline: +2.0 points
     fig = figures.top5_bar(top5(), baseline=before)
-    assert list(fig.layout.yaxis2.ticktext) == ["+2.0%", "+3.0%", "+0.0%", "+5.0%", "-10.0%"]
+    assert list(fig.layout.yaxis2.ticktext) == ["+2.0 pp", "+3.0 pp", "+0.0 pp", "+5.0 pp", "-10.0 pp"]
     assert fig.layout.yaxis2.side == "right" and list(fig.layout.yaxis2.tickvals) == list(fig.data[0].y)
 
 
@@ -157,19 +157,21 @@ def test_a_chart_kaleido_left_unwritten_is_written_again_and_one_left_twice_is_s
     assert asked == [["c", "d"], ["c"]]
 
 
-@pytest.mark.parametrize(("change", "shown"), [(0.0123, "+1.2%"), (-0.0123, "-1.2%"), (-0.0004, "+0.0%"),
-                                              (0.0004, "+0.0%"), (0.0, "+0.0%"), (-0.0, "+0.0%"), (-0.0006, "-0.1%")])
-def test_a_change_that_rounds_to_zero_is_never_minus_zero(change, shown):
-    """The top-5 charts' Δ labels: "-0.0%" read as a drop that is not there (a student's walk)."""
-    assert figures.signed_percent(change) == shown
+@pytest.mark.parametrize(("change", "shown"), [(0.0123, "+1.2 pp"), (-0.0123, "-1.2 pp"), (-0.0004, "+0.0 pp"),
+                                              (0.0004, "+0.0 pp"), (0.0, "+0.0 pp"), (-0.0, "+0.0 pp"),
+                                              (-0.0006, "-0.1 pp"), (-0.821, "-82.1 pp")])
+def test_a_change_is_in_points_and_never_minus_zero(change, shown):
+    """The top-5 charts' Δ labels: "-0.0%" read as a drop that is not there (a student's walk); a difference of
+    two probabilities is in percentage points ("-2.1%" of 82.2 % would be 1.7 points)."""
+    assert figures.signed_points(change) == shown
 
 
 @pytest.mark.parametrize("before, after, shown", [
-    (0.8224, 0.8215, "82.24% → 82.15% (Δ -0.09%)"),  # at one decimal: "82.2% → 82.2% (Δ -0.1%)"
-    (0.822, 0.801, "82.2% → 80.1% (Δ -2.1%)"),
-    (0.5, 0.5, "50.0% → 50.0% (Δ +0.0%)"),
-    (0.82241, 0.82239, "82.2% → 82.2% (Δ +0.0%)"),  # equal as shown, and the Δ says so
-    (0.10049, 0.10051, "10.05% → 10.05% (Δ +0.00%)"),
+    (0.8224, 0.8215, "82.24% → 82.15% (Δ -0.09 pp)"),  # at one decimal: "82.2% → 82.2% (Δ -0.1 pp)"
+    (0.822, 0.801, "82.2% → 80.1% (Δ -2.1 pp)"),
+    (0.5, 0.5, "50.0% → 50.0% (Δ +0.0 pp)"),
+    (0.82241, 0.82239, "82.2% → 82.2% (Δ +0.0 pp)"),  # equal as shown, and the Δ says so
+    (0.10049, 0.10051, "10.05% → 10.05% (Δ +0.00 pp)"),
 ])
 def test_a_change_is_the_difference_of_the_two_numbers_it_shows(before, after, shown):
     text = figures.prob_change(before, after)

@@ -42,20 +42,24 @@ def title_lines(text: str, top: int = 10) -> tuple[str, int]:
     return "<br>".join(lines), 22 * len(lines) + top
 
 
-def signed_percent(change: float, decimals: int = 1) -> str:
-    """A change of a probability as "+1.2%" / "-1.2%", and "+0.0%" (not "-0.0%") where it rounds to zero."""
-    text = f"{change:+.{decimals}%}"
-    return text.replace("-", "+") if text.strip("-+0.%") == "" else text
+def signed_points(change: float, decimals: int = 1) -> str:
+    """A change of a probability in percentage points, "+1.2 pp" / "-1.2 pp", and "+0.0 pp" (not "-0.0 pp")
+    where it rounds to zero. Points, not "%": 82.2% → 80.1% is a fall of 2.1 points, which "-2.1%" would
+    read as a fall of 2.1 % of 82.2 % (1.7 points)."""
+    text = f"{100 * change:+.{decimals}f}"
+    if text.strip("-+0.") == "":
+        text = "+" + text[1:]
+    return text + " pp"
 
 
 def prob_change(before: float, after: float) -> str:
-    """"82.2% → 80.1% (Δ -2.1%)", with as many decimals (one to three) as it takes for the Δ to be the
-    difference of the two numbers shown: at one decimal 0.8224 → 0.8215 read "82.2% → 82.2% (Δ -0.1%)"."""
+    """"82.2% → 80.1% (Δ -2.1 pp)", with as many decimals (one to three) as it takes for the Δ to be the
+    difference of the two numbers shown: at one decimal 0.8224 → 0.8215 read "82.2% → 82.2% (Δ -0.1 pp)"."""
     for d in (1, 2, 3):
         b, a, ch = (round(100 * x, d) for x in (before, after, after - before))
         if round(a - b, d) == ch:
             break
-    return f"{100 * before:.{d}f}% → {100 * after:.{d}f}% (Δ {signed_percent(after - before, d)})"
+    return f"{100 * before:.{d}f}% → {100 * after:.{d}f}% (Δ {signed_points(after - before, d)})"
 
 
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
@@ -81,7 +85,7 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
-        deltas = [signed_percent(p.prob - baseline.get(p.index, 0.0)) for p in top5][::-1]
+        deltas = [signed_points(p.prob - baseline.get(p.index, 0.0)) for p in top5][::-1]
         data.append(dict(type="scatter", x=[0] * len(labels), y=labels, yaxis="y2", mode="markers",
                          marker=dict(opacity=0), hoverinfo="skip", showlegend=False))
         layout["yaxis2"] = dict(overlaying="y", side="right", automargin=True, tickmode="array",
