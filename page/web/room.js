@@ -181,13 +181,17 @@
   }
 
   // ---------------------------------------------------------------- a student
-  async function hello(code, id, held) {
+  async function hello(code, id, held, unreachable) {
     // Registers this page in the room (the room counts who joined; a locked room refuses newcomers).
     // A server without the route: the first answer registers instead. Too many at once: wait, again.
     // Accepted, it hands held() the answers the room holds for this student: a page opened again shows them.
+    // Out of reach (a dropped connection, a 5xx): unreachable() says so and it asks again; it waited in
+    // silence, a blank or stale page for as long as the server was away.
     for (let tries = 0; tries < 20; tries++) {
       let r;
-      try { r = reachable(await post(roomPath(code, "hello"), { student: id })); } catch (e) { tries--; await sleep(2000); continue; }
+      try { r = reachable(await post(roomPath(code, "hello"), { student: id })); } catch (e) {
+        unreachable(); tries--; await sleep(2000); continue;
+      }
       if (absent(r)) return "";
       if (r.status === 429) { show(el("p", { className: "muted" }, r.body.error || "Busy: waiting…")); await sleep(waitMs(r)); continue; }
       const refused = !r.ok || r.body.error || r.body.ok === false || r.body.accepted === false || r.body.joined === false;
@@ -226,7 +230,9 @@
     // Refused (locked, full, its network's share taken): the page says why and asks again while the room
     // is open, after 10 s, then 20, then every 30 s, since the lecturer may unlock it or let the network
     // in; a network turned away every 60 s; a room that is gone ends it.
-    for (let refused = await hello(code, id, keepHeld), tries = 1; refused; refused = await hello(code, id, keepHeld), tries++) {
+    const away = () => show(el("h1", {}, `Room ${code}`), el("p", { className: "muted", id: "student-err" }, RECONNECTING));
+    for (let refused = await hello(code, id, keepHeld, away), tries = 1; refused;
+         refused = await hello(code, id, keepHeld, away), tries++) {
       let open = false;
       try { const r = await fetchJSON(roomPath(code)); open = r.ok && !r.body.closed && !r.body.error; } catch (e) { open = true; }
       // a network turned away may be let back in: asked again, but only once a minute
@@ -319,7 +325,7 @@
         if (Number.isInteger(state.turned) && turnedSeen !== null && state.turned !== turnedSeen && !state.closed) {
           turnedSeen = state.turned;
           await sleep(Math.random() * 3000);
-          if (await hello(code, id) === CFG.barred) {  // not a busy server's or a proxy's refusal: those pass
+          if (await hello(code, id, null, unreachable) === CFG.barred) {  // not a busy server's or a proxy's refusal: those pass
             gone = true;  // this page's answers and drawing end here; the refusal's page takes over
             sessionStorage.removeItem("vizvit-answers-" + code);
             return student(code);

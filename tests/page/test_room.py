@@ -412,6 +412,24 @@ def test_a_students_page_says_when_the_server_cannot_be_reached_and_clears_it_at
         s.close()
 
 
+def test_a_student_joining_while_the_server_is_away_is_told_and_joins_when_it_is_back(url):
+    """A walk-through's leftover: a phone whose hello found no server (a restart, a dropped connection) asked
+    again every 2 s for as long as it took, with a blank page and no word. It now says "reconnecting…", and
+    joins (the question shown) with the first hello that is answered."""
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        code = open_room(host)
+        s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+        down = lambda route: route.abort()  # noqa: E731 - the server gone, as a phone sees it
+        s.route(f"**/vizvit_room/{code}/hello", down)
+        s.goto(url + f"room?code={code}")
+        s.wait_for_selector("#student-err:has-text('The server cannot be reached: reconnecting')", timeout=10_000)
+        assert s.locator("#num").count() == 0
+        s.unroute(f"**/vizvit_room/{code}/hello", down)
+        s.wait_for_selector("#num", timeout=15_000)
+        assert s.locator("#student-err").count() == 0 or "reconnecting" not in s.inner_text("#student-err")
+        s.close()
+
+
 def test_a_room_is_offered_back_only_soon_after_its_host_view_ran(url):
     """A review: the rooms a browser opened stayed in its localStorage with their keys until they closed, so
     on a lecture hall's shared computer the next person at it was offered the last lecturer's room. A room
