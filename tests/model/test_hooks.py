@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import torch
 
 import vizvit
@@ -48,3 +49,44 @@ def test_ablation_hooks_are_one_pre_hook_per_layer_with_heads_off(tiny16):
     assert ablation_hooks(tiny16, Ablation()) == []
     hooks = ablation_hooks(tiny16, Ablation(heads=((0, 1), (1, 0), (1, 1))))
     assert len(hooks) == 2 and all(h.pre for h in hooks)
+
+
+def _eager_calls(monkeypatch, vm: vizvit.VitModel) -> list[int]:
+    """Counts the model's eager attention calls (each family's modeling module looks the function up by
+    name at every forward where the config says "eager")."""
+    import sys
+
+    calls: list[int] = []
+    module = sys.modules[type(vm.vit).__module__]
+    real = module.eager_attention_forward
+
+    def counted(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(module, "eager_attention_forward", counted)
+    return calls
+
+
+def test_batched_views_run_fused_attention_and_give_the_eager_models_probabilities(families, tiny16, monkeypatch):
+    """predict_batch reads no attention weights, so it runs SDPA (Hooked(attentions=False)); its probabilities
+    are a plain eager forward's, done here with transformers alone, and the model is eager again after (an
+    analysis still gets its attentions). BEiT's relative bias and a token drop go through SDPA's mask."""
+    from vizvit.model.engine import predict_batch
+    from vizvit.model.images import to_pixel_values
+
+    rng = np.random.default_rng(0)
+    for name, vm in {"p16": tiny16, **{k: families[k] for k in ("deit", "beit", "dinov2_reg")}}.items():
+        if not vm.has_classifier:
+            continue
+        size = vm.geometry.image_size
+        views = [rng.integers(0, 256, (*size, 3), dtype=np.uint8) for _ in range(3)]
+        calls = _eager_calls(monkeypatch, vm)
+        got = predict_batch(vm, views, chunk=2).probs
+        assert calls == [], name  # fused, not eager
+        with torch.inference_mode():
+            ref = vm.model(torch.cat([to_pixel_values(v, vm.preprocess) for v in views])).logits.softmax(-1)
+        assert calls, name  # the plain forward after: eager again
+        assert vm.model.config._attn_implementation == "eager"
+        torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
+        assert len(vizvit.analyze(vm, views[0]).attentions) == vm.geometry.num_layers

@@ -295,7 +295,7 @@ def predict_chunks(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[to
         if keeps is not None and keeps[start].numel() != vm.geometry.seq_len:
             idx = torch.stack(list(keeps[start:stop]))  # (b, N')
         # One run per chunk, so interactive single views can run between chunks.
-        with Hooked(vm, keep=idx, extra=extra) as run, torch.inference_mode():
+        with Hooked(vm, keep=idx, extra=extra, attentions=False) as run, torch.inference_mode():
             out = _forward(vm, pixels)
         probs = probs_of(vm, out.logits).cpu() if vm.has_classifier and out.logits is not None else None
         yield start, BatchPrediction(probs, run.patch_embeddings.float().cpu())
@@ -347,7 +347,7 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
         part = torch.tensor(cells[start:stop], dtype=torch.long)  # (b, 2)
         hooks = [Hook(partial(fam.out_proj, layer=l), per_sample_zero_hook(l, part, g.num_heads), pre=True)
                  for l in sorted({int(c[0]) for c in part})]
-        with Hooked(vm, capture_patches=False, extra=hooks), torch.inference_mode():
+        with Hooked(vm, capture_patches=False, extra=hooks, attentions=False), torch.inference_mode():
             if states is not None:
                 l = int(part[0, 0])
                 x = states[l].to(device=w.device, dtype=w.dtype).expand(len(part), -1, -1)  # (b, N, D)
