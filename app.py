@@ -25,7 +25,7 @@ from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
 from page.stream_grace import StreamGrace
 from vizvit import views
-from vizvit.classroom.room import Rooms, open_store
+from vizvit.classroom.room import LECTURER_KEY_ENV, Rooms, open_store
 from vizvit.classroom.roomstore import REDIS_URL_ENV
 from vizvit.launch import own_upload_folder, server_address, start, start_model  # noqa: F401 - start_model: for callers
 from vizvit.model import hub
@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> None:
         dropped = catalog.keep_cached_only(keep=model_id)
         if dropped:
             log.info("offline: not in the list (no local copy): %s", ", ".join(dropped))
-    rooms = Rooms(open_store(args.rooms_db, args.redis_url))
-    log.info("live rooms in %s", f"Redis at {args.redis_url}" if args.redis_url else rooms.store.path)
+    rooms = Rooms(open_store(args.rooms_db, args.redis_url), lecturer_key=os.environ.get(LECTURER_KEY_ENV))
+    log.info("live rooms in %s%s", args.redis_url or rooms.store.path, " (lecturer key needed)" * rooms.needs_key)
     demo = configure_queue(build_demo(wb, model_id, catalog, offline=not online, start=started, rooms=rooms),
                            args.queue_size, args.concurrency)
     # Memory that keeps to the budgets (docs/memory.md): idle sessions dropped whole, glibc's free

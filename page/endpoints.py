@@ -160,14 +160,21 @@ def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = Non
     new students or rooms from one address are refused with a sentence before anything else."""
     guard = guard if guard is not None else Guard(api.rooms)
 
-    def room_open(photo: FileData, model: str = default_model, request: gr.Request = None) -> dict:
+    def room_open(photo: FileData, model: str = default_model, lecturer_key: str = "",
+                  request: gr.Request = None) -> dict:
         """Open a live room on this photo and model (issue 45): {"code": the short code students type,
         "host_key": the lecturer's secret for room_step, room_tally and room_close, "steps": n}.
         At most 3 open rooms per caller's address once the server is half full (12 before); a room closes
-        after 30 minutes without its host."""
+        after 30 minutes without its host. lecturer_key: the server's, where it was started with one
+        (VIZVIT_LECTURER_KEY); else ignored."""
         path = uploaded(photo)
         guard.may_open(request)
-        opened = api.room_open(path, model, caller_of(request) or "")
+        try:
+            api.rooms.check_lecturer(lecturer_key)
+        except UserError:
+            guard.opened(request)  # a wrong key costs one of the address's tries: no guessing at speed
+            raise
+        opened = api.room_open(path, model, caller_of(request) or "", lecturer_key)
         guard.opened(request)  # counted once open: a refused photo or model costs no try
         return opened
 

@@ -285,19 +285,22 @@ class PublicApi:
         return out
 
     # ------------------------------------------------------------------ live rooms (issue 45)
-    def room_open(self, path: str, model: str, owner: str = "") -> dict[str, Any]:
-        """A room on this photo and model: the photo is analysed first (a bad photo or model is refused
-        before any room exists). owner: the caller's address (rooms per owner are limited).
-        -> {"code", "host_key", "steps"}."""
+    def room_open(self, path: str, model: str, owner: str = "", lecturer_key: object = None) -> dict[str, Any]:
+        """A room on this photo and model: the lecturer key is checked, where the server has one, then the
+        photo is analysed (a bad photo or model is refused before any room exists). owner: the caller's
+        address (rooms per owner are limited). -> {"code", "host_key", "steps"}."""
+        self.rooms.check_lecturer(lecturer_key)  # a stranger costs no analysis
         ph, _ = self._photo(path, model)
-        return self.room_open_photo(ph, owner)
+        return self.room_open_photo(ph, owner, lecturer_key)
 
-    def room_open_photo(self, ph: Photo, owner: str = "") -> dict[str, Any]:
+    def room_open_photo(self, ph: Photo, owner: str = "", lecturer_key: object = None) -> dict[str, Any]:
         """A room on a photo the Workbench holds (the main page's Lesson tab opens one on its photo).
         The room keeps only the model's input view (PNG: the exact pixels the model saw) and its JPEG for
         the phones, in its store: never the full photo, which may be 39 megapixels and outside any budget."""
+        self.rooms.check_lecturer(lecturer_key)
         view = ph.analysis().input_view  # (H, W, 3) uint8
-        code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(rlesson.steps()), owner)
+        code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(rlesson.steps()), owner,
+                                    lecturer_key)
         self.rooms.keep_photo_view(code, jpeg(view))
         # Every step's truth and figure, measured now in the background (seconds on a CPU) while the
         # lecturer talks: a reveal then does no model work, and its push is a store update (issue 45).

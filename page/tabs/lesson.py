@@ -12,6 +12,7 @@ from gradio.context import Context
 
 from vizvit import deeplink, launch
 from vizvit.api import PublicApi
+from vizvit.classroom.room import LECTURER_KEY_MAX
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey
 from vizvit.views import lesson
@@ -143,11 +144,12 @@ def _open(ctx: Ctx, code: str) -> bool:
 
 
 def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tuple | None,
-              request: gr.Request = None) -> dict:
+              lecturer_key: str | None = None, request: gr.Request = None) -> dict:
     """A live room on this tab's photo and model: its code, the students' link and QR code, the host view.
     kept: (photo key, code, host key) of the room this page opened last: while it is open on the same
     photo, the button shows it again instead of opening another (each click opened one, the earlier ones
-    stayed open, and the fourth was refused: 3 open rooms per address, the earlier host links gone)."""
+    stayed open, and the fourth was refused: 3 open rooms per address, the earlier host links gone).
+    lecturer_key: the server's, where it has one (the box shown then), else None."""
     if key is None:
         return {"room_md": gr.Markdown(lesson.ROOM_NO_PHOTO, visible=True), "room_qr": gr.Image(visible=False)}
     page_url = address(request, page_url)
@@ -157,7 +159,8 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tu
         if ctx.room_opening is not None:
             ctx.room_opening(request)  # rooms opened per address (issue 50): the API's limit, here too
         # owner: the lecturer's address, so one stranger cannot hold every room (room.MAX_ROOMS_PER_OWNER)
-        opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), jobs.caller_of(request) or "")
+        opened = PublicApi(ctx.wb, None, ctx.rooms).room_open_photo(ctx.wb.handle(key), jobs.caller_of(request) or "",
+                                                                    lecturer_key)
         code, host_key = opened["code"], opened["host_key"]
     invite = lesson.room_invite(code, host_key, page_url, phone(demo, page_url))
     return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True),
@@ -165,19 +168,22 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tu
 
 
 # -- the page: components, then wiring ---------------------------------------------------------------
-def _room() -> Ui:
-    """The live room's invitation (issue 45)."""
+def _room(needs_key: bool) -> Ui:
+    """The live room's invitation (issue 45); needs_key: the server opens rooms for its lecturers only (a
+    box for the key, before the button)."""
     gr.Markdown(lesson.LESSON_TEXT)
     # The live room (issue 45) is a page of its own: light enough for 100 phones (page/room.py).
     gr.Markdown("**Teaching a hall?** [Open a live room](room?host=1): students follow your steps on their "
                 "phones and answer each question; you see the room's answers.", elem_id="lesson-room")
+    lecturer_key = gr.Textbox(label="Lecturer key (this server opens rooms for its lecturers only)", type="password",
+                              max_length=LECTURER_KEY_MAX, visible=needs_key, elem_id="lesson-lecturer-key")
     room_btn = gr.Button("Open a room for this class", size="sm", elem_id="lesson-room-open")
     with gr.Row(elem_id="lesson-room-box"):
         room_md = gr.Markdown(visible=False, elem_id="lesson-room-info")
         room_qr = gr.Image(label="Scan: join the room", interactive=False, format="png", visible=False, buttons=[],
                            height=260, elem_id="lesson-room-qr")
     room_kept = gr.State(None)  # (photo key, code, host key): the room this page opened last
-    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr, room_kept=room_kept)
+    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr, room_kept=room_kept, lecturer_key=lecturer_key)
 
 
 def _step() -> Ui:
@@ -211,10 +217,10 @@ def _step() -> Ui:
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
-    ui = {**_room(), **_step()}
+    ui = {**_room(ctx.rooms is not None and ctx.rooms.needs_key), **_step()}
     demo = Context.root_block  # the page being built: where it listens and its --share link, once launched
     outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
-    ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"], ui["room_kept"]],
+    ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"], ui["room_kept"], ui["lecturer_key"]],
                          [ui[n] for n in ROOM], show_progress="minimal")
     ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"], ui["drawn"]], outs)
     for btn, delta in (("prev", -1), ("nxt", +1)):

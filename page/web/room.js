@@ -370,6 +370,7 @@
   // whose host view ran in the last CFG.hosted_fresh_s: a lecture hall's shared computer offered the last
   // lecturer's room, with its key, to whoever sat down next (a review). As many as one address may hold.
   const HOSTED = "vizvit-hosted";
+  const LECTURER_KEY = "vizvit-lecturer-key";  // sessionStorage: gone with the tab, never shared across tabs
   function hostedRooms() {
     let got = [];
     try { got = JSON.parse(localStorage.getItem(HOSTED) || "[]"); } catch (e) { got = []; }
@@ -401,7 +402,9 @@
       try {
         err.textContent = "Opening…";
         const photo = await upload(await blobPromise, name);
-        const opened = await call("room_open", [photo, await defaultModel()]);
+        const lecturerKey = CFG.needs_key ? document.getElementById("lkey").value : "";
+        if (CFG.needs_key) sessionStorage.setItem(LECTURER_KEY, lecturerKey);  // this tab's next room: not typed again
+        const opened = await call("room_open", [photo, await defaultModel(), lecturerKey]);
         const kept = { code: parseCode(opened.code), host_key: String(opened.host_key) };
         sessionStorage.setItem("vizvit-host", JSON.stringify(kept));
         host(kept);
@@ -409,8 +412,12 @@
     };
     const own = el("input", { type: "file", id: "own", accept: "image/*", style: { width: "auto" },
                               onchange: (e) => e.target.files[0] && go(Promise.resolve(e.target.files[0]), e.target.files[0].name) });
+    // A server started with a lecturer key (VIZVIT_LECTURER_KEY) opens rooms only for those who type it.
+    const key = CFG.needs_key ? el("p", {}, el("label", { htmlFor: "lkey" }, "Lecturer key (this server opens rooms for its lecturers only): "),
+                                   el("input", { type: "password", id: "lkey", autocomplete: "current-password", maxLength: CFG.key_max,
+                                                 value: sessionStorage.getItem(LECTURER_KEY) || "" })) : null;
     show(el("h1", {}, "Open a live room"),
-         el("p", {}, "Students follow your steps on their phones and answer each question; you see the room's answers."),
+         el("p", {}, "Students follow your steps on their phones and answer each question; you see the room's answers."), key,
          el("button", { className: "primary", id: "ex", onclick: () => go(fetch(`${root}room/example.jpg`).then((r) => r.blob()), "chelsea.jpg") },
             "Open a room on the example photo (the cat)"),
          el("p", {}, el("label", { htmlFor: "own" }, "or on your own photo: "), own), err, back);

@@ -530,3 +530,26 @@ def test_the_lecturers_addresses_are_its_own_and_a_network_let_in_can_be_turned_
     # a network turned away that the lecturer's page then calls from is its own again
     rooms.host(code, key, OTHER)
     assert rooms.join(code, "other-9999", OTHER) == (True, "")
+
+
+def test_a_server_with_a_lecturer_key_opens_rooms_only_for_it():
+    """Opt-in (VIZVIT_LECTURER_KEY): a stranger holding the link cannot take a department's rooms. Any value
+    that is not the key, of any type or size, is refused with a sentence; no key set, anyone opens."""
+    from vizvit.classroom.room import KEY_NEEDED, LECTURER_KEY_MAX, WRONG_LECTURER_KEY
+
+    rooms = Rooms(lecturer_key=" s3cret key ")  # a secret pasted with spaces around it
+    assert rooms.needs_key
+    for given, said in ((None, KEY_NEEDED), ("", KEY_NEEDED), ("  ", KEY_NEEDED), (5, KEY_NEEDED),
+                        (["s3cret key"], KEY_NEEDED), ({"k": 1}, KEY_NEEDED), ("s3cret", WRONG_LECTURER_KEY),
+                        ("s3cret keyX", WRONG_LECTURER_KEY), ("S3CRET KEY", WRONG_LECTURER_KEY),
+                        ("s3cret key" * 10_000, WRONG_LECTURER_KEY), ("ключ\x00", WRONG_LECTURER_KEY)):
+        with pytest.raises(UserError) as e:
+            rooms.open("m", None, QS, lecturer_key=given)
+        assert str(e.value) == said, given
+    assert rooms.store.metas() == {}
+    code, _ = rooms.open("m", None, QS, lecturer_key="s3cret key")
+    assert rooms.state(code).step == 1
+    assert not Rooms().needs_key and Rooms(lecturer_key="").lecturer_key is None
+    Rooms().open("m", None, QS, lecturer_key="anything")  # no key set: what is given does not matter
+    with pytest.raises(UserError, match="longer than"):
+        Rooms(lecturer_key="k" * (LECTURER_KEY_MAX + 1))

@@ -167,10 +167,10 @@ def test_rooms_opened_per_address_are_limited(server, clock):
         data = PHOTO.read_bytes() + os.urandom(16)
         path = opener.post(url + "gradio_api/upload", files={"files": ("chelsea.jpg", data, "image/jpeg")}).json()[0]
         photo = {"path": path, "meta": {"_type": "gradio.FileData"}}
-        assert "uploaded file" in rest_error(opener, url, "room_open", [{"path": "/etc/hostname"}, model])
+        assert "uploaded file" in rest_error(opener, url, "room_open", [{"path": "/etc/hostname"}, model, ""])
 
         def open_and_close() -> str:
-            r = opener.post(f"{url}gradio_api/call/room_open", json={"data": [photo, model]})
+            r = opener.post(f"{url}gradio_api/call/room_open", json={"data": [photo, model, ""]})
             text = opener.get(f"{url}gradio_api/call/room_open/{r.json()['event_id']}").text
             payload = json.loads(re.findall(r"^data: (.*)$", text, re.M)[-1])
             if "event: error" in text:

@@ -129,7 +129,7 @@ def _open_room(url: str, model: str) -> dict:
     rooms (vizvit.classroom.room.MAX_ROOMS_PER_OWNER), and every test here calls from 127.0.0.1."""
     kept = _ROOMS.get(url)
     if kept is None or httpx.get(f"{url}vizvit_room/{kept['code']}", timeout=60).json().get("closed"):
-        ok, text = rest(url, "room_open", [uploaded(url), model])
+        ok, text = rest(url, "room_open", [uploaded(url), model, ""])
         assert ok, text
         kept = _ROOMS[url] = {**json.loads(text)[0], "student": "edge-student",
                               "answer": 224}  # step 1's question: a number

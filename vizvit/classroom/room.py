@@ -76,6 +76,13 @@ CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{7,63}")  # a random token the student's page keeps (never
 # "-" first: a spreadsheet opening the answers' CSV would read "-A1-B1" as a formula)
 
+# Opt-in: a server given a lecturer key (a Space's secret) opens rooms only for a caller who gives it, so no
+# stranger holding the page's link can take the rooms a department's lectures need. Without one, rooms are
+# open to all, within the shares above (a public demo's default).
+LECTURER_KEY_ENV = "VIZVIT_LECTURER_KEY"
+LECTURER_KEY_MAX = 256  # characters: a passphrase, never a payload
+KEY_NEEDED = "This server opens rooms for its lecturers only: type the lecturer key you were given."
+WRONG_LECTURER_KEY = "That lecturer key does not open rooms on this server: check it with whoever runs the server."
 UNKNOWN_ROOM = "There is no open room with that code: check the code, or ask the lecturer for the link."
 WRONG_KEY = "That host key does not open this room: only the lecturer's page may do that."
 LOCKED = "The lecturer has locked this room to new students."
@@ -311,9 +318,14 @@ class Rooms:
                  max_students: int = MAX_STUDENTS, host_away_s: float = HOST_AWAY_S,
                  max_per_owner: int = MAX_ROOMS_PER_OWNER, roomy_per_owner: int = ROOMY_PER_OWNER,
                  address_share: int = ADDRESS_SHARE,
-                 clock: Callable[[], float] = wall_clock, on_change: Callable[[str], None] | None = None):
+                 clock: Callable[[], float] = wall_clock, on_change: Callable[[str], None] | None = None,
+                 lecturer_key: str | None = None):
         """on_change(code): called (from any thread) after a room's version grows, here or on another
-        replica (the store's subscription): the waiting pages wake. clock: wall-clock seconds (persisted)."""
+        replica (the store's subscription): the waiting pages wake. clock: wall-clock seconds (persisted).
+        lecturer_key: set (LECTURER_KEY_ENV), only a caller who gives it opens a room; "" or None: anyone."""
+        if lecturer_key is not None and len(lecturer_key) > LECTURER_KEY_MAX:
+            raise UserError(f"{LECTURER_KEY_ENV} is longer than {LECTURER_KEY_MAX} characters.")
+        self.lecturer_key = (lecturer_key or "").strip() or None
         self.store: RoomStore = store if store is not None else SQLiteStore(None)
         self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
         self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
@@ -388,6 +400,22 @@ class Rooms:
             raise UserError(WRONG_KEY)
         return parsed, meta
 
+    @property
+    def needs_key(self) -> bool:
+        """Whether opening a room takes the lecturer key (the pages then ask for it)."""
+        return self.lecturer_key is not None
+
+    def check_lecturer(self, lecturer_key: object) -> None:
+        """UserError unless this caller may open a room: anyone, where the server has no lecturer key; else
+        only one who gives it. Before any costly work (the photo's analysis); compared in constant time."""
+        if self.lecturer_key is None:
+            return
+        if not isinstance(lecturer_key, str) or not lecturer_key.strip():
+            raise UserError(KEY_NEEDED)
+        given = lecturer_key.strip()[:LECTURER_KEY_MAX + 1].encode()
+        if not secrets.compare_digest(given, self.lecturer_key.encode()):
+            raise UserError(WRONG_LECTURER_KEY)
+
     def check_host(self, code: object, host_key: object) -> None:
         """UserError (WRONG_KEY) unless host_key is the live room's host's: before costly work for a host."""
         self._keyed(code, host_key)
@@ -425,11 +453,13 @@ class Rooms:
 
     # -------------------------------------------------------------- the lecturer
     def open(self, model: str, photo: bytes | None, questions: Sequence[Question],
-             owner: str = "") -> tuple[str, str]:
+             owner: str = "", lecturer_key: object = None) -> tuple[str, str]:
         """A new room -> (code, host_key). photo: the model's input view as PNG (the exact pixels the model
         saw: the truths are measured from it), or None. owner: the opener's address; refused politely when
         it holds its share (OwnerLimit: ROOMY_PER_OWNER while the server is less than half full, then
-        MAX_ROOMS_PER_OWNER), or the server MAX_ROOMS ("" counts toward no owner)."""
+        MAX_ROOMS_PER_OWNER), or the server MAX_ROOMS ("" counts toward no owner). lecturer_key: the
+        server's, where it has one (check_lecturer)."""
+        self.check_lecturer(lecturer_key)
         if not questions:
             raise UserError("A room needs a lesson with at least one step.")
         self._sweep()

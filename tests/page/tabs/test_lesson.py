@@ -149,7 +149,7 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     assert none["room_md"].value == lesson.ROOM_NO_PHOTO and none["room_qr"].visible is False
     asked = request(PAGE + "?lesson=1")
     asked.client = SimpleNamespace(host="10.1.2.3")
-    got = tab.open_room(ctx, None, key, "", None, asked)
+    got = tab.open_room(ctx, None, key, "", None, request=asked)
     assert got["room_md"].visible is True and got["room_qr"].visible is True
     code = got["room_md"].value.split("**Room ")[1].split("**")[0]
     assert f"{PAGE}room?code={code}" in got["room_md"].value
@@ -157,19 +157,19 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     assert ctx.rooms.store.meta(code)["owner"] == "address 10.1.2.3"
     # the button again, its room still open on this photo: the same room, none opened beside it
     rooms_before = len(ctx.rooms)
-    again = tab.open_room(ctx, None, key, "", got["room_kept"], asked)
+    again = tab.open_room(ctx, None, key, "", got["room_kept"], request=asked)
     assert again["room_md"].value == got["room_md"].value and len(ctx.rooms) == rooms_before
     # once that room is closed, the button opens a new one
     ctx.rooms.close(code, got["room_kept"][2])
-    new = tab.open_room(ctx, None, key, "", got["room_kept"], asked)
+    new = tab.open_room(ctx, None, key, "", got["room_kept"], request=asked)
     assert new["room_kept"][1] != code and ctx.rooms.version(new["room_kept"][1]) >= 0
     # a room whose lecturer's page has been away 30 minutes is closed (its version alone still read open)
     clock = [1000.0]
     away = dataclasses.replace(ctx, rooms=Rooms(clock=lambda: clock[0]))
-    first = tab.open_room(away, None, key, "", None, asked)
+    first = tab.open_room(away, None, key, "", None, request=asked)
     clock[0] += 31 * 60
     assert away.rooms.version(first["room_kept"][1]) >= 0
-    later = tab.open_room(away, None, key, "", first["room_kept"], asked)
+    later = tab.open_room(away, None, key, "", first["room_kept"], request=asked)
     assert later["room_kept"][1] != first["room_kept"][1]
 
 
@@ -180,7 +180,7 @@ def test_a_room_opens_when_its_photo_was_pushed_out_of_memory(photo, monkeypatch
     monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
     ctx.wb.analysis(key)
     ctx.wb._photos.clear()
-    got = tab.open_room(ctx, None, key, "", None, request(PAGE + "?lesson=1"))
+    got = tab.open_room(ctx, None, key, "", None, request=request(PAGE + "?lesson=1"))
     code = got["room_md"].value.split("**Room ")[1].split("**")[0]
     view = ctx.rooms.model_view(code)
     assert view is not None and view.startswith(b"\x89PNG")
@@ -201,6 +201,6 @@ def test_rooms_opened_from_the_tab_count_per_address_like_the_apis(photo, monkey
     caller = request(PAGE + "?lesson=1")
     caller.client = SimpleNamespace(host="10.1.2.3")
     for _ in range(int(OPENS.burst)):
-        assert tab.open_room(ctx, None, key, "", None, caller)["room_md"].visible is True
+        assert tab.open_room(ctx, None, key, "", None, request=caller)["room_md"].visible is True
     with pytest.raises(Exception, match=r"^Too many rooms opened from this address: wait \d+ s\.$"):
-        tab.open_room(ctx, None, key, "", None, caller)
+        tab.open_room(ctx, None, key, "", None, request=caller)
