@@ -25,7 +25,7 @@ from vizvit.model.models import DEFAULT_MODEL, Geometry
 from vizvit.model.zeroshot import DEFAULT_LABELS, DEFAULT_TEMPLATE
 from vizvit.readings.lesson import steps as lesson_steps
 from vizvit.session import PhotoKey, Workbench
-from vizvit.views import common as panels, header, patches
+from vizvit.views import common as panels, compare as compare_view, header, patches
 
 from . import (
     core_chunk,
@@ -191,14 +191,36 @@ def new_photo(s: Server, path: str | None, model_id: str, k: PhotoKey | None, he
 
 def link_controls(k: DeepLink, g: Geometry, show: str | None) -> dict[str, Any]:
     """The view controls a link sets, by deeplink.VIEW_CONTROLS' names (gr.skip(): left as they are).
-    show: the plan's fusion or one head, where the link names one."""
-    return dict(layer=gr.Slider(maximum=g.num_layers, value=k.layer or g.num_layers),
-                head=gr.Slider(maximum=g.num_heads, value=k.head if isinstance(k.head, int) else 1),
+    show: the plan's fusion or one head, where the link names one. On the Compare tab layer= and head= may
+    be model B's (deeper, more heads): the Attention tab's sliders take them clamped to model A's."""
+    return dict(layer=gr.Slider(maximum=g.num_layers, value=min(k.layer or g.num_layers, g.num_layers)),
+                head=gr.Slider(maximum=g.num_heads, value=min(k.head, g.num_heads) if isinstance(k.head, int) else 1),
                 show=show or gr.skip(), query=k.query if k.query else gr.skip(),
                 direction=k.direction or gr.skip(), mode=k.mode or gr.skip(), dx=k.dx, dy=k.dy,
                 fill=k.fill or gr.skip(), mask=k.mask, mask_mode=k.mask_mode or gr.skip(),
                 ablate=format_heads(k.ablate), ablate_mode=k.ablate_mode or "zero",
-                compare=k.compare or gr.skip())
+                compare=k.compare or gr.skip(),
+                depth=gr.Slider(maximum=g.num_layers, value=k.depth) if k.depth is not None else gr.skip())
+
+
+def compare_cursor(k: DeepLink, g: Geometry, b: Geometry | None) -> dict[str, Any]:
+    """The Compare tab's depth cursor and head, where a link opens that tab and names them (layer=, head=).
+    b: model B's geometry: the head list runs over the pair's larger head count until the tab's open sets it."""
+    if k.tab != deeplink.COMPARE_TAB:
+        return dict(cmp_depth=gr.skip(), cmp_head=gr.skip())
+    heads = compare_view.head_list(max(g.num_heads, b.num_heads if b is not None else 0))
+    head = str(k.head) if k.head is not None else None
+    return dict(cmp_depth=k.layer or gr.skip(), cmp_head=gr.Dropdown(choices=heads, value=head) if head else gr.skip())
+
+
+def _geometry_b(s: Server, model_b: str | None) -> Geometry | None:
+    """Model B's geometry (the Compare tab's), or None: none named, or it cannot be loaded here."""
+    if not model_b:
+        return None
+    try:
+        return s.wb.model(model_b).geometry
+    except ValueError:
+        return None
 
 
 def open_link(s: Server, request: gr.Request) -> dict:
@@ -230,21 +252,22 @@ def open_link(s: Server, request: gr.Request) -> dict:
             "banner": gr.Markdown(b, visible=bool(b)), "link_tab": k.tab or gr.skip(), "tab": k.tab or gr.skip(),
             "notice_md": gr.Markdown("**About this link:**\n" + notices, visible=True) if notices else gr.skip(),
             **link_controls(k, vm.geometry, p.show), "projector": k.projector, **zero_shot_visible(vm),
-            "cmp_depth": k.layer if k.tab == "compare" and k.layer else gr.skip()}
+            **compare_cursor(k, vm.geometry, _geometry_b(s, k.compare) if k.tab == deeplink.COMPARE_TAB else None)}
 
 
 def copy_link(s: Server, request: gr.Request, key_: PhotoKey | None, model_id: str, tab_id: str, proj: bool,
-              depth: float, *parts: Any) -> str:
+              cmp_depth: float, cmp_head: str | None, *parts: Any) -> str:
     """"Copy link to this view": the page's address with the view's controls (parts: in VIEW_CONTROLS order)."""
     c = dict(zip(deeplink.VIEW_CONTROLS, parts))
-    if tab_id == "compare":  # the Compare tab's cursor is its layer
-        c["layer"] = depth
+    # On the Compare tab its cursor is the link's layer and head, over both models' ranges.
+    b = _geometry_b(s, c["compare"]) if tab_id == deeplink.COMPARE_TAB else None
     # The ablation is the photo key's (the heads the forward ran without), not the boxes' text.
     view = {n: v for n, v in c.items() if n not in ("ablate", "ablate_mode")}
     link = deeplink.of_view(example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
-                            projector=proj, ablation=key_.ablation if key_ else None, **view)
+                            projector=proj, ablation=key_.ablation if key_ else None,
+                            cursor=(cmp_depth, cmp_head), **view)
     page = (request.headers.get("referer") or str(request.url)).split("?")[0]
-    return page + deeplink.to_query(deeplink.fit(link, s.wb.model(model_id).geometry)[0])
+    return page + deeplink.to_query(deeplink.fit(link, s.wb.model(model_id).geometry, b)[0])
 
 
 # -- the page: components, then wiring ------------------------------------------------------------------
@@ -391,8 +414,9 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
         raise ValueError(f"the tabs register link controls {sorted(L)}, not deeplink.VIEW_CONTROLS")
     ui.update(L)  # the view controls by their deep-link names (open_link sets them)
     link_parts = [L[n] for n in deeplink.VIEW_CONTROLS]
-    # The Compare tab's cursor is its layer: a link's layer= sets it there, and a copied link reads it.
-    ui["cmp_depth"] = ctx.controls["compare"]["depth"]
+    # The Compare tab's cursor is its layer and head: a link's layer= and head= set them there, and a
+    # copied link reads them.
+    ui["cmp_depth"], ui["cmp_head"] = ctx.controls["compare"]["depth"], ctx.controls["compare"]["head"]
     ui["shown_file"] = gr.State(None)  # the file the tabs show: a refused file leaves it in the box
     ui["link_example"] = gr.State(None)  # the example a link names: put in the upload box after the model
     photo_outs = [ui[n] for n in PHOTO_OUTS] + preview_outs
@@ -412,7 +436,7 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
     # hidden: a first visit saw grey loading blocks over the header while the link was read
     demo.load(kit.answer(open_link, ui, server), None,
               [ui["link_example"], model, ui["banner"], ui["link_tab"], ui["tab"], ui["notice_md"], *link_parts,
-               ui["projector"], ui["zs_on"], key, status, ui["cmp_depth"]],
+               ui["projector"], ui["zs_on"], key, status, ui["cmp_depth"], ui["cmp_head"]],
               show_progress="hidden").then(
         lambda example: example or gr.skip(), ui["link_example"], upload, queue=False, show_progress="hidden")
     # JS only (no round trip): a click on the tab's button opens it as a person would.
@@ -423,5 +447,6 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
     demo.unload(jobs.JOBS.left)  # a closed page's costly jobs stop
     demo.load(None, None, None, js=web.asset("upload_replace.js"))  # drop, paste or choose: one step
     ui["link_btn"].click(kit.answer(copy_link, ui, server),
-                         [key, model, ui["tab"], ui["projector"], ui["cmp_depth"], *link_parts], ui["link_box"]).then(
+                         [key, model, ui["tab"], ui["projector"], ui["cmp_depth"], ui["cmp_head"], *link_parts],
+                         ui["link_box"]).then(
         None, ui["link_box"], None, js=web.asset("copy_link.js"))

@@ -150,6 +150,68 @@ def test_compare_names_model_b_from_its_own_list_and_round_trips_on_the_compare_
     assert "compare=" not in to_query(deeplink.of_view(tab="attention", **view))  # kept on its own tab only
 
 
+HOSTILE_NUMBERS = ["13", "-1", "nan", "NaN", "inf", "1.5", "1e3", "abc", "9" * 5000, "-" + "9" * 40, "0x3", " "]
+
+
+def test_the_embeddings_depth_travels_in_a_link_from_0_and_a_hostile_one_is_refused_with_a_notice():
+    """A student's copied link on the Embeddings tab lost its depth l (0 = after the embedding stage)."""
+    for d in (0, 5, 12):
+        link = DeepLink(example=EXAMPLES[1], tab="embeddings", depth=d)
+        q = to_query(link)
+        assert q == f"?example=chelsea&tab=embeddings&depth={d}", q
+        assert go(**dict(kv.split("=") for kv in q[1:].split("&"))) == (link, [])
+    for bad in HOSTILE_NUMBERS:
+        link, notes = go(tab="embeddings", depth=bad)
+        assert link == DeepLink(tab="embeddings") and len(notes) == 1, (bad[:20], notes)
+        assert notes[0].startswith(("Depth ", "'depth=")), notes
+    assert go(depth="13")[1] == ["Depth 13 does not exist (0–12); showing depth 0."]
+    assert go(depth="-1")[1] == ["Depth -1 does not exist (0–12); showing depth 0."]
+    view = dict(example=None, model=MODELS[0], layer=12, head=1, show="mean", query=None, direction="row",
+                mode="raw", dx=0, dy=0, mask=(), projector=False, depth=3.0)
+    assert to_query(deeplink.of_view(tab="embeddings", **view)).endswith("&depth=3")
+    assert "depth=" not in to_query(deeplink.of_view(tab="attention", **view)), "kept on its own tab only"
+    assert to_query(deeplink.of_view(tab="embeddings", **(view | {"depth": 0}))).endswith("&depth=0")
+
+
+B16_BIG = Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=24,
+                   num_heads=16, hidden_size=1024)  # a ViT-L/16 as model B: deeper, more heads than A
+
+
+def test_the_compare_tabs_head_travels_in_a_link_over_both_models_heads():
+    """On the Compare tab layer= and head= are its cursor's: over the deeper model's layers and the larger
+    head count (A: 12 layers x 12 heads; B: 24 x 16), a fusion or a head number; beyond them, a notice."""
+    from vizvit.deeplink import plan
+
+    models = [*MODELS, "b/large"]
+    geometry = {"b/large": B16_BIG}
+
+    def open_(**params):
+        return plan(params, EXAMPLES, models, [*TABS, "compare"], MODELS[0], lambda m: geometry.get(m, B16))
+
+    p = open_(tab="compare", compare="b/large", layer="20", head="16")
+    assert (p.link.layer, p.link.head, p.notices) == (20, 16, ())
+    assert open_(tab="compare", compare="b/large", head="max").link.head == "max"
+    for bad, said in (("17", "Head 17 does not exist (1–16); showing the mean of the heads."),
+                      ("0", "Head 0 does not exist (1–16); showing the mean of the heads.")):
+        p = open_(tab="compare", compare="b/large", head=bad)
+        assert p.link.head is None and p.notices == (said,), p.notices
+    p = open_(tab="compare", compare="b/large", layer="25")
+    assert p.link.layer is None and p.notices == ("Layer 25 does not exist (1–24); showing the last layer.",)
+    for bad in ("nan", "-3", "9" * 5000, "2.5", "mean;"):
+        p = open_(tab="compare", compare="b/large", head=bad)
+        assert p.link.head is None and len(p.notices) == 1, (bad[:20], p.notices)
+    # elsewhere, or without a model B, A's own ranges hold
+    assert open_(tab="attention", compare="b/large", head="16").link.head is None
+    assert open_(tab="compare", head="16").link.head is None
+    # what the page's Compare tab shows -> the link: its cursor's depth and head, not the Attention tab's
+    view = dict(example=None, model=MODELS[0], layer=6, head=2, show="one head", query=None, direction="row",
+                mode="raw", dx=0, dy=0, mask=(), projector=False, compare="b/large")
+    q = to_query(deeplink.of_view(tab="compare", cursor=(20.0, "16"), **view))
+    assert q.endswith("tab=compare&compare=b/large&layer=20&head=16"), q
+    assert to_query(deeplink.of_view(tab="compare", cursor=(3.0, "min"), **view)).endswith("&layer=3&head=min")
+    assert to_query(deeplink.of_view(tab="attention", cursor=(3.0, "min"), **view)).endswith("&layer=6&head=2")
+
+
 # ---- formerly tests/test_deeplink_literal.py
 # A deep link's values reach the page only as literal text: the "About this link" notices are
 # Markdown, and no character of a link's value may make HTML, a link or an image there. Rendered
@@ -181,7 +243,7 @@ def test_a_value_renders_as_its_own_characters_and_nothing_else(value):
 @pytest.mark.parametrize("value", HOSTILE)
 @pytest.mark.parametrize("param", ["tab", "example", "layer", "head", "query", "mask", "ablate", "mode", "lesson",
                                    "step", "photo", "projector", "model", "compare", "direction", "ablate_mode",
-                                   "dx"])
+                                   "dx", "depth"])
 def test_every_notice_of_a_hostile_link_is_plain_text(param, value):
     _, notices = parse({param: value, value: "1"}, LIT_EXAMPLES, LIT_MODELS, LIT_TABS)  # a hostile name too
     assert len(notices) == 2, notices

@@ -5,6 +5,8 @@
     &ablate=3.5,7.1&ablate_mode=mean
     ?lesson=1&step=5&photo=<the photo's key>     (a lesson step, on a photo the server holds)
     ?example=chelsea&model=facebook/dinov2-small&tab=compare&compare=facebook/dinov2-with-registers-small
+        &layer=9&head=2                             (on the Compare tab: its depth cursor and its head)
+    ?example=chelsea&tab=embeddings&depth=0         (the Embeddings tab's depth l: 0 = after the embedding stage)
 
 Parsing never fails: an unknown or out-of-range value falls back to the default and
 adds a notice, so a lecturer's typo never produces an error page.
@@ -53,12 +55,14 @@ class DeepLink:
     step: int | None = None  # its step, counted from 1; None = the first
     photo: str | None = None  # an uploaded photo's key (its content hash), instead of an example
     compare: str | None = None  # the Compare tab's model B (a listed model or a listed model's random twin)
+    depth: int | None = None  # the Embeddings tab's depth l, 0..L (0: after the embedding stage); None = 0
 
 
 # The page's controls a link sets and "Copy link to this view" reads, in THE order: the page's
 # events list them so (page/shell.py), each tab registers its own by these names (ctx.links).
 VIEW_CONTROLS: tuple[str, ...] = ("layer", "head", "show", "query", "direction", "mode", "dx", "dy", "fill", "mask",
-                                  "mask_mode", "ablate", "ablate_mode", "compare")
+                                  "mask_mode", "ablate", "ablate_mode", "compare", "depth")
+COMPARE_TAB, EMBEDDINGS_TAB = "compare", "embeddings"  # the tabs whose own cursor a link's values set
 DEFAULT_FILL, DEFAULT_MASK_MODE = "edge", "drop"  # the Experiments tab's, left out of a link
 
 
@@ -81,7 +85,7 @@ def _int(value: str) -> int | None:
 
 
 _KNOWN = {"example", "model", "tab", "layer", "head", "query", "direction", "mode", "dx", "dy", "fill", "mask",
-          "mask_mode", "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare"}
+          "mask_mode", "projector", "ablate", "ablate_mode", "lesson", "step", "photo", "compare", "depth"}
 _YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -98,7 +102,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     model, tab, direction = r.choice("model", models), r.choice("tab", tabs), r.choice("direction", DIRECTIONS)
     compare = r.choice("compare", models if compare_models is None else compare_models)
     mode, query = _mode(r), _query(r)
-    layer, dx, dy = r.number("layer"), r.number("dx") or 0, r.number("dy") or 0
+    layer, dx, dy, depth = r.number("layer"), r.number("dx") or 0, r.number("dy") or 0, r.number("depth")
     fill = r.choice("fill", FILLS)
     head, mask, mask_mode = _head(r), _mask(r), r.choice("mask_mode", MASK_MODES)
     ablate_mode = r.choice("ablate_mode", ABLATE_MODES)
@@ -110,7 +114,7 @@ def parse(params: Mapping[str, str], examples: Sequence[str], models: Sequence[s
     return DeepLink(example=example, model=model, tab=tab, layer=layer, head=head, query=query, direction=direction,
                     mode=mode, dx=dx, dy=dy, fill=fill, mask=mask, mask_mode=mask_mode, projector=projector,
                     ablate=ablate, ablate_mode=ablate_mode,
-                    lesson=lesson, step=step, photo=photo, compare=compare), r.notices
+                    lesson=lesson, step=step, photo=photo, compare=compare, depth=depth), r.notices
 
 
 class _Reader:
@@ -260,15 +264,23 @@ def _photo(r: _Reader) -> str | None:
     return None
 
 
-def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
-    """Drop the values that do not exist on this model (layer 13 of 12, ...), with notices."""
+def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLink, list[str]]:
+    """Drop the values that do not exist on this model (layer 13 of 12, ...), with notices. b: model B's
+    geometry, on the Compare tab, where layer= and head= are its cursor's, over the deeper model's layers
+    and the larger head count (views.compare.Pair)."""
     notices: list[str] = []
-    if link.layer is not None and not 1 <= link.layer <= g.num_layers:
-        notices.append(f"Layer {link.layer} does not exist (1–{g.num_layers}); showing the last layer.")
+    pair = b is not None and link.tab == COMPARE_TAB
+    layers = max(g.num_layers, b.num_layers) if b is not None and pair else g.num_layers
+    heads = max(g.num_heads, b.num_heads) if b is not None and pair else g.num_heads
+    if link.layer is not None and not 1 <= link.layer <= layers:
+        notices.append(f"Layer {link.layer} does not exist (1–{layers}); showing the last layer.")
         link = replace(link, layer=None)
-    if isinstance(link.head, int) and not 1 <= link.head <= g.num_heads:
-        notices.append(f"Head {link.head} does not exist (1–{g.num_heads}); showing the mean of the heads.")
+    if isinstance(link.head, int) and not 1 <= link.head <= heads:
+        notices.append(f"Head {link.head} does not exist (1–{heads}); showing the mean of the heads.")
         link = replace(link, head=None)
+    if link.depth is not None and not 0 <= link.depth <= g.num_layers:
+        notices.append(f"Depth {link.depth} does not exist (0–{g.num_layers}); showing depth 0.")
+        link = replace(link, depth=None)
     if link.query is not None and not (0 <= link.query[0] < g.grid[0] and 0 <= link.query[1] < g.grid[1]):
         notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the "
                        f"{g.grid[0]}×{g.grid[1]} grid (rows and columns count from 0); using [CLS].")
@@ -308,11 +320,18 @@ def fit(link: DeepLink, g: Geometry) -> tuple[DeepLink, list[str]]:
 def of_view(example: str | None, model: str, tab: str, layer: int, head: int, show: str,
             query: Sequence[int] | None, direction: str, mode: str, dx: int, dy: int, mask: Sequence[int],
             projector: bool, ablation: Ablation | None = None, compare: str | None = None,
-            fill: str | None = None, mask_mode: str | None = None) -> DeepLink:
+            fill: str | None = None, mask_mode: str | None = None, depth: float | None = None,
+            cursor: tuple[float, str | None] | None = None) -> DeepLink:
     """The page's controls -> the DeepLink that reopens them ("Copy link to this view"). compare
-    (the Compare tab's model B) is kept on that tab only: elsewhere it would only lengthen the link."""
+    (the Compare tab's model B) and depth (the Embeddings tab's) are kept on their tab only: elsewhere
+    they would only lengthen the link. cursor: the Compare tab's (depth, head: a fusion or "k"), its
+    layer= and head= on that tab."""
+    if tab == COMPARE_TAB and cursor is not None:
+        picked = str(cursor[1] or FUSIONS[0])
+        layer, (show, head) = cursor[0], ((picked, 1) if picked in FUSIONS else (ONE_HEAD, int(picked)))
     return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
-                    compare=compare if tab == "compare" else None,
+                    compare=compare if tab == COMPARE_TAB else None,
+                    depth=int(depth) if tab == EMBEDDINGS_TAB and depth is not None else None,
                     head=int(head) if show == ONE_HEAD else show,
                     query=(query[0], query[1]) if query else None,
                     direction=direction, mode=mode, dx=int(dx), dy=int(dy), fill=fill, mask=tuple(mask),
@@ -326,7 +345,7 @@ def to_query(link: DeepLink) -> str:
     q: dict[str, str] = {}
     if link.example:
         q["example"] = link.example.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    for name in ("model", "tab", "compare", "layer", "head"):
+    for name in ("model", "tab", "compare", "layer", "head", "depth"):
         v = getattr(link, name)
         if v is not None:
             q[name] = str(v)
@@ -401,7 +420,13 @@ def plan(params: Mapping[str, str], examples: Sequence[str], models: Sequence[st
                        f"using {literal(default_model)}.")
         model = default_model
         g = geometry_of(model)
-    link, more = fit(link, g)
+    b = None  # model B's geometry, for the Compare tab's cursor (its layers and heads may outnumber A's)
+    if link.tab == COMPARE_TAB and link.compare:
+        try:
+            b = geometry_of(link.compare)
+        except ValueError:
+            b = None  # the tab says why when it opens: here A's ranges alone are checked
+    link, more = fit(link, g, b)
     if n_steps is not None and link.step is not None and link.step > n_steps:
         more.append(f"The lesson has {n_steps} steps: step {link.step} does not exist; showing the last step.")
         link = replace(link, step=n_steps)

@@ -212,6 +212,7 @@ def _layout() -> Ui:
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui = _layout()
     ctx.controls[tab.id] = {n: ui[n] for n in CONTROLS}  # a lesson step sets them (page/tabs/lesson.py)
+    ctx.links.update(depth=ui["depth"])  # a link's depth= sets it; "Copy link to this view" reads it
     ins = [ctx.key, *(ui[n] for n in CONTROLS)]
 
     # One handler object per function: an event's concurrency group is its fn's id, so the two

@@ -75,3 +75,21 @@ def test_on_a_phone_each_sides_map_takes_the_width_a_under_b(url):
     for m, (_, _, width) in boxes.items():
         assert width >= 0.8 * 390, (m, boxes)
     assert boxes["cmp-attn-a"][1] < boxes["cmp-attn-b"][1] and boxes["cmp-roll-a"][1] < boxes["cmp-roll-b"][1], boxes
+
+
+def test_a_links_head_sets_the_compare_head_and_its_copied_link_keeps_it(url):
+    """The copied link of the Compare tab lost its head. Head 3 is model B's (3 heads) beyond A's 2: the
+    link's head runs over the pair's larger head count, as the tab's list does."""
+    with page_at(f"{url}?example=chelsea&tab=compare&compare={TWIN}&layer=5&head=3", height=1400) as page:
+        page.wait_for_function("() => (document.querySelector('#cmp-verdict')?.innerText || '')"
+                               ".includes('position 5 of 12')", timeout=120_000)
+        assert page.locator("#cmp-head input").input_value() == "3"
+        assert not page.locator("#notice").is_visible()
+        wait_image(page, "cmp-attn-b", timeout_ms=120_000)
+        page.locator("#copy-link").click()
+        page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('tab=compare')")
+        copied = page.locator("#link-box textarea").input_value()
+        assert copied.endswith(f"tab=compare&compare={TWIN}&layer=5&head=3"), copied
+    with page_at(f"{url}?example=chelsea&tab=compare&compare={TWIN}&head=4") as page:
+        page.wait_for_selector("#notice:has-text('About this link')")
+        assert "Head 4 does not exist (1–3)" in page.inner_text("#notice")

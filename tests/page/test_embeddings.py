@@ -201,3 +201,20 @@ def test_a_click_paints_at_once_and_an_older_answer_never_stays(url, tiny16):
             return [r.left, r.top, r.width, r.height]; })""")
         img_box, cv_box = boxes
         assert all(abs(p - q) < 1 for p, q in zip(img_box, cv_box)), boxes
+
+
+def test_a_links_depth_opens_the_tab_there_and_its_copied_link_keeps_it(url):
+    """The copied link of the Embeddings tab lost its depth: a student's link at depth 1 opened at depth 0."""
+    with page_at(f"{url}?example=chelsea&tab=embeddings&depth=1", height=1400) as page:
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+        wait_image(page, "emb-pca")
+        settled(page)
+        assert page.locator("#emb-depth input[type=number]").input_value() == "1"
+        assert not page.locator("#notice").is_visible()
+        page.locator("#copy-link").click()
+        page.wait_for_function("() => document.querySelector('#link-box textarea').value.includes('tab=embeddings')")
+        copied = page.locator("#link-box textarea").input_value()
+        assert "tab=embeddings&" in copied and copied.endswith("&depth=1"), copied
+    with page_at(f"{url}?example=chelsea&tab=embeddings&depth=nan") as page:
+        page.wait_for_selector("#notice:has-text('About this link')")
+        assert "depth=nan' is not a whole number" in page.inner_text("#notice")

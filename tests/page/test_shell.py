@@ -253,20 +253,20 @@ def test_opening_a_link_sets_the_tab_and_its_controls(server):
 def test_the_copied_link_reopens_the_view_it_was_copied_from(server):
     g = server.wb.model(server.default_model).geometry
     parts = dict(layer=2, head=2, show=vocab.ONE_HEAD, query=(1, 3), direction="column", mode="raw", dx=0, dy=0,
-                 fill="edge", mask=[], mask_mode="drop", ablate="", ablate_mode="zero", compare=None)
-    url = shell.copy_link(server, _request(), None, server.default_model, "attention", False, 1,
+                 fill="edge", mask=[], mask_mode="drop", ablate="", ablate_mode="zero", compare=None, depth=0)
+    url = shell.copy_link(server, _request(), None, server.default_model, "attention", False, 1, "mean",
                           *(parts[n] for n in deeplink.VIEW_CONTROLS))
     page, query = url.split("?")
     assert page == "http://page.example/"
     reopened = shell.open_link(server, _request(dict(q.split("=") for q in query.split("&"))))
     assert reopened["tab"] == "attention" and reopened["layer"].value == 2 and reopened["head"].value == 2
     assert reopened["query"] == (1, 3) and reopened["direction"] == "column" and g.num_layers >= 2
-    on_compare = shell.copy_link(server, _request(), None, server.default_model, "compare", False, 1,
+    on_compare = shell.copy_link(server, _request(), None, server.default_model, "compare", False, 1, "mean",
                                  *(parts[n] for n in deeplink.VIEW_CONTROLS))
     assert "layer=1" in on_compare, "on the Compare tab the layer is its cursor's"
     # The Experiments tab's shift with its border fill, and its mask with how it is removed.
     parts |= dict(dx=5, dy=-7, fill="wrap", mask=[3, 17], mask_mode="blur")
-    url = shell.copy_link(server, _request(), None, server.default_model, "experiments", False, 1,
+    url = shell.copy_link(server, _request(), None, server.default_model, "experiments", False, 1, "mean",
                           *(parts[n] for n in deeplink.VIEW_CONTROLS))
     assert "dx=5&dy=-7&fill=wrap&mask=3,17&mask_mode=blur" in url, url
     reopened = shell.open_link(server, _request(dict(q.split("=") for q in url.split("?")[1].split("&"))))
@@ -274,6 +274,49 @@ def test_the_copied_link_reopens_the_view_it_was_copied_from(server):
         5, -7, "wrap", (3, 17), "blur")
     plain = shell.open_link(server, _request({"tab": "experiments"}))
     assert plain["fill"] == gr.skip() and plain["mask_mode"] == gr.skip(), "a link without them leaves them be"
+
+
+def _reopened(server, url: str) -> dict:
+    return shell.open_link(server, _request(dict(q.split("=") for q in url.split("?")[1].split("&"))))
+
+
+VIEW = dict(layer=2, head=2, show=vocab.ONE_HEAD, query=None, direction="row", mode="raw", dx=0, dy=0, fill="edge",
+            mask=[], mask_mode="drop", ablate="", ablate_mode="zero", compare=None, depth=0)
+
+
+def test_the_copied_link_of_the_embeddings_tab_keeps_its_depth_and_reopens_it(server):
+    """A student's copied link on the Embeddings tab opened at depth 0, whatever depth they saw."""
+    g = server.wb.model(server.default_model).geometry  # tiny16: 2 layers, depths 0..2
+    for d in (0, 1, 2):
+        parts = VIEW | {"depth": float(d)}  # a slider's value
+        url = shell.copy_link(server, _request(), None, server.default_model, "embeddings", False, 1, "mean",
+                              *(parts[n] for n in deeplink.VIEW_CONTROLS))
+        assert url.endswith(f"tab=embeddings&layer=2&head=2&depth={d}"), url
+        got = _reopened(server, url)
+        assert (got["depth"].value, got["depth"].maximum) == (d, g.num_layers) and got["notice_md"] == gr.skip()
+    plain = shell.open_link(server, _request({"tab": "embeddings"}))
+    assert plain["depth"] == gr.skip(), "a link without depth= leaves the slider be"
+    for bad in ("3", "-1", "nan", "9" * 5000, "1.5"):
+        got = shell.open_link(server, _request({"tab": "embeddings", "depth": bad}))
+        assert got["depth"] == gr.skip() and "About this link" in got["notice_md"].value, bad[:20]
+        assert "depth" in got["notice_md"].value.lower(), got["notice_md"].value
+
+
+def test_the_copied_link_of_the_compare_tab_keeps_its_head_and_reopens_it(server):
+    """The Compare tab's head (a fusion or head k) was left out of its copied link, the Attention tab's taken."""
+    m = server.default_model  # as model B too: 2 heads each
+    for head, want in (("2", "head=2"), ("max", "head=max"), ("mean", "head=mean")):
+        url = shell.copy_link(server, _request(), None, m, "compare", False, 1, head,
+                              *((VIEW | {"compare": m})[n] for n in deeplink.VIEW_CONTROLS))
+        assert url.endswith(f"&layer=1&{want}"), url
+        got = _reopened(server, url)
+        assert got["cmp_depth"] == 1 and got["cmp_head"].value == head, (head, got["cmp_head"])
+        assert got["cmp_head"].choices == [(c, c) for c in ("mean", "max", "min", "1", "2")], got["cmp_head"].choices
+    for bad in ("3", "0", "nan", "-2", "9" * 5000, "<b>"):
+        got = shell.open_link(server, _request({"tab": "compare", "compare": m, "head": bad}))
+        assert got["cmp_head"] == gr.skip() and "About this link" in got["notice_md"].value, bad[:20]
+    other = shell.open_link(server, _request({"tab": "attention", "head": "2"}))
+    assert other["cmp_head"] == gr.skip() and other["cmp_depth"] == gr.skip(), "another tab's head stays its own"
 
 
 def test_a_new_photo_answers_its_key_at_once_then_the_forwards_result_and_a_bad_file_keeps_the_old(server, tmp_path):

@@ -128,8 +128,13 @@ class Cursor:
     head_b: int | str
 
 
+def head_list(heads: int) -> list[str]:
+    """The head cursor's choices over `heads` heads: the fusions, then 1..heads."""
+    return [*FUSIONS, *(str(k) for k in range(1, heads + 1))]
+
+
 def head_choices(pr: Pair) -> list[str]:
-    return [*FUSIONS, *(str(k) for k in range(1, pr.heads + 1))]
+    return head_list(pr.heads)
 
 
 def cursor(pr: Pair, p: CompareParams) -> Cursor:
