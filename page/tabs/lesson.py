@@ -18,7 +18,7 @@ from vizvit.session import PhotoKey
 from vizvit.views import lesson
 from vizvit.vocab import TABS
 
-from .. import jobs, kit, web
+from .. import ids, jobs, kit, web
 from ..kit import Ctx
 
 PRESENTER_CSS_ID = "lesson-presenter"  # shown in projector mode only (style.css)
@@ -38,7 +38,7 @@ OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "li
 # and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
 KEPT = ["header", "choice", "number", "answer", "picture", "open_btn"]
 REVEALED = ["answer", "picture", "open_btn"]
-ROOM = ["room_md", "room_qr", "room_kept"]
+ROOM = ["room_md", "room_qr", "room_kept", "room_saved"]
 Ui = dict[str, gr.components.Component]
 
 
@@ -164,7 +164,33 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tu
         code, host_key = opened["code"], opened["host_key"]
     invite = lesson.room_invite(code, host_key, page_url, phone(demo, page_url))
     return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True),
-            "room_kept": (key, code, host_key)}
+            "room_kept": (key, code, host_key), "room_saved": lesson.saved_room(code, host_key)}
+
+
+def restore_room(ctx: Ctx, demo: Any, saved: str, page_url: str, shown: tuple | None = None,
+                 request: gr.Request = None) -> dict:
+    """The page reloaded: the room it had opened (its code and host key, kept by the browser: web/lesson_room_load.js)
+    shown again while it is open, its key the room's. Anything else (not a code and a key, a wrong key, a closed
+    room) shows nothing and is forgotten (room_saved: ""): the browser's copy is anyone's to write.
+    shown: room_kept, the room this page shows (the box's change after open_room wrote it: nothing to do)."""
+    if not saved:  # the box emptied by a refusal below: nothing kept
+        return kit.skip(ROOM)
+    kept = lesson.kept_room(saved)
+    if kept is not None and shown is not None and tuple(shown[1:]) == kept:
+        return kit.skip(ROOM)
+    if kept is not None and ctx.rooms is not None:
+        try:
+            ctx.rooms.check_host(*kept)
+        except UserError:
+            kept = None
+    if kept is None or not _open(ctx, kept[0]):
+        return {**kit.skip(["room_md", "room_qr", "room_kept"]), "room_saved": ""}
+    code, host_key = kept
+    page_url = address(request, page_url)
+    invite = lesson.room_invite(code, host_key, page_url, phone(demo, page_url), kept=True)
+    # No photo: the room's is its own (and after a reload the page may show another); a click opens one on the shown
+    return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True),
+            "room_kept": (None, code, host_key), "room_saved": lesson.saved_room(code, host_key)}
 
 
 # -- the page: components, then wiring ---------------------------------------------------------------
@@ -183,7 +209,10 @@ def _room(needs_key: bool) -> Ui:
         room_qr = gr.Image(label="Scan: join the room", interactive=False, format="png", visible=False, buttons=[],
                            height=260, elem_id="lesson-room-qr")
     room_kept = gr.State(None)  # (photo key, code, host key): the room this page opened last
-    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr, room_kept=room_kept, lecturer_key=lecturer_key)
+    # The same room as the browser keeps it across a reload (web/lesson_room_load.js, lesson_room_keep.js).
+    room_saved = gr.Textbox("", visible="hidden", elem_id=ids.LESSON_ROOM_SAVED)
+    return dict(room_btn=room_btn, room_md=room_md, room_qr=room_qr, room_kept=room_kept, room_saved=room_saved,
+                lecturer_key=lecturer_key)
 
 
 def _step() -> Ui:
@@ -220,8 +249,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui = {**_room(ctx.rooms is not None and ctx.rooms.needs_key), **_step()}
     demo = Context.root_block  # the page being built: where it listens and its --share link, once launched
     outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
+    keep = web.asset("lesson_room_keep.js")
     ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"], ui["room_kept"], ui["lecturer_key"]],
-                         [ui[n] for n in ROOM], show_progress="minimal")
+                         [ui[n] for n in ROOM], show_progress="minimal").then(None, ui["room_saved"], None, js=keep)
+    # A reload: the page's script puts the kept room in the box (only where there is one: no call otherwise).
+    # .change: a script's input event on a hidden box is not Gradio's .input; open_room's own value changes it too.
+    ui["room_saved"].change(kit.answer(restore_room, ui, ctx, demo), [ui["room_saved"], ui["base"], ui["room_kept"]],
+                           [ui[n] for n in ROOM], show_progress="hidden").then(None, ui["room_saved"], None, js=keep)
+    demo.load(None, None, None, js=web.asset("lesson_room_load.js"))
     ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"], ui["drawn"]], outs)
     for btn, delta in (("prev", -1), ("nxt", +1)):
         ui[btn].click(kit.answer(go, ui, ctx, demo, delta), [key, ui["step"], ui["base"], ui["drawn"]], outs,

@@ -169,3 +169,31 @@ def test_a_step_link_stops_landing_once_the_student_touches_the_page(url):
         page.wait_for_selector("body[data-vizvit-landing=done]", state="attached")  # past the last landing
         top = page.evaluate("() => document.querySelector('#lesson-step').getBoundingClientRect().top")
         assert top > 500, f"the page jumped back to the step after the tap (its top at {top} px)"
+
+
+SAVED = "vizvit-lesson-room-saved"  # the browser tab's copy (page/web/lesson_room_keep.js; page.ids.LESSON_ROOM_SAVED)
+
+
+def test_a_reload_keeps_the_room_the_lesson_tab_opened_and_forgets_one_that_is_not_its_own(url):
+    """The Lesson tab's room was a gr.State: a reload lost its invitation and its host link while the room stayed
+    open (the button then opened a second one). The browser tab keeps its code and key; the server checks them."""
+    with page_at(f"{url}?example=chelsea&lesson=1") as page:
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+        _at_step(page, 1)
+        page.click("#lesson-room-open")
+        page.wait_for_selector("#lesson-room-info:has-text('is open on this photo')", timeout=120_000)
+        code = re.search(r"Room ([A-Z0-9]{8})", page.inner_text("#lesson-room-info")).group(1)
+        page.reload()
+        page.wait_for_selector(f"#lesson-room-info:has-text('Room {code} is still open')", timeout=60_000)
+        assert f"room?code={code}" in page.inner_text("#lesson-room-info")
+        assert page.locator("#lesson-room-qr img").count() == 1
+        # a copy that is not this page's room (a code of no open room, a made-up key): nothing shown, forgotten
+        page.evaluate("k => sessionStorage.setItem(k, JSON.stringify({code: 'ABCD2345', host_key: 'a'.repeat(22)}))",
+                      SAVED)
+        page.reload()
+        page.wait_for_function("k => sessionStorage.getItem(k) === null", arg=SAVED, timeout=30_000)
+        assert not page.locator("#lesson-room-info").is_visible()
+    with page_at(f"{url}?lesson=1") as page:  # a fresh browser tab has none: no call, nothing shown
+        _at_step(page, 1)
+        settled(page)
+        assert not page.locator("#lesson-room-info").is_visible()

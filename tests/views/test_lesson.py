@@ -146,3 +146,27 @@ def test_a_rooms_invitation_gives_phones_their_address_and_keeps_the_key_out_of_
     alone = lesson.room_invite("K7QX2", "k", here, phone_address(here, "127.0.0.1"))
     assert "no phone can open this QR code" in alone.text  # honest about loopback, as the lesson's QR
     assert alone.host.startswith("http://127.0.0.1:7860/room?host=1")
+
+
+
+def test_a_kept_room_is_a_code_and_a_host_key_and_nothing_else():
+    import json
+
+    from vizvit.views.lesson import kept_room, saved_room
+
+    key = "Zq3_-" + "a" * 17  # secrets.token_urlsafe(16)'s alphabet and length
+
+    def kept(**fields: object) -> str:
+        return json.dumps(fields)
+
+    assert json.loads(saved_room("ABCD2345", key)) == {"code": "ABCD2345", "host_key": key}
+    assert kept_room(kept(code="ABCD2345", host_key=key)) == ("ABCD2345", key)
+    assert kept_room(kept(host_key=key, code="abcd 2345")) == ("ABCD2345", key)  # as a student types it
+    for bad in [None, 7, "", "null", "[1,2]", "{}", "x" * 5000, "{" * 150, kept(code="ABCD2345"),
+                kept(code="ABCD2345", host_key=7), kept(code="ABCD0345", host_key=key),
+                kept(code="<b>ABCD2345", host_key=key), kept(code="ABCD2345", host_key="short"),
+                kept(code="ABCD2345", host_key="a" * 65), kept(code="ABCD2345", host_key="a/b" + key),
+                kept(code="ABCD2345", host_key=key, more=1), '{"code":NaN,"host_key":"%s"}'.replace("%s", key),
+                kept(code="ABCD2345", host_key=key + "\n"), kept(code="A" * 40, host_key=key),
+                kept(code="ABCD2345", host_key=key + " " * 200)]:
+        assert kept_room(bad) is None, repr(bad)[:60]

@@ -9,13 +9,15 @@ controls set.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import segno
 
-from vizvit.classroom import lesson as lesson_mod
+from vizvit.classroom import lesson as lesson_mod, room as room_mod
 from vizvit.classroom.lesson import MEASURED, Step
 from vizvit.errors import UserError
 from vizvit.model.models import Geometry, VitModel
@@ -103,20 +105,51 @@ class RoomInvite:
     host: str  # the host view's link: carries the host key in its fragment (never sent to the server)
 
 
-def room_invite(code: str, host_key: str, page_url: str, where: Any) -> RoomInvite:
+def room_invite(code: str, host_key: str, page_url: str, where: Any, kept: bool = False) -> RoomInvite:
     """A room just opened -> its invitation. page_url: the lecturer's page address (the host view is
-    opened from it); where: launch.PhoneAddress, the address a phone reaches (base, note)."""
+    opened from it); where: launch.PhoneAddress, the address a phone reaches (base, note). kept: the room
+    this page opened before it was reloaded (the photo shown now may be another)."""
     root = page_url.split("?")[0].split("#")[0]
     root = root if root.endswith("/") else root + "/"
     students = f"{where.base}room?code={code}"
     host = f"{root}room?host=1&code={code}#key={host_key}"  # the fragment: not in any server's log
-    text = (f"**Room {code}** is open on this photo and model. Students scan the code or open "
+    opened = ("is still open (opened from this page before it was reloaded)" if kept
+              else "is open on this photo and model")
+    text = (f"**Room {code}** {opened}. Students scan the code or open "
             f"[{students}]({students}) (or `/room` and type **{code}**).\n\n"
             f"**[Open the host view]({host})**: you move the steps there and see the room's answers "
             f"(its link holds your host key: keep it off the projector until it has opened).")
     if where.note:
         text += "\n\n" + where.note
     return RoomInvite(text, qr_picture(students), students, host)
+
+
+# The room a Lesson tab opened, as the page keeps it across a reload (page/web/lesson_room_load.js): JSON of its
+# code and host key. What comes back from the browser is anyone's to write: checked here, then against the room.
+SAVED_MAX_CHARS = 200
+HOST_KEY = re.compile(r"[A-Za-z0-9_-]{16,64}")  # room.Rooms.open: secrets.token_urlsafe(16), 22 characters
+
+
+def saved_room(code: str, host_key: str) -> str:
+    """The text the page keeps for the room it opened."""
+    return json.dumps({"code": code, "host_key": host_key}, separators=(",", ":"))
+
+
+def kept_room(saved: object) -> tuple[str, str] | None:
+    """The page's kept text -> (code, host key), or None for anything but saved_room's shape (a code
+    room.parse_code takes, a key of a host key's characters). Never raises."""
+    if not isinstance(saved, str) or not saved or len(saved) > SAVED_MAX_CHARS:
+        return None
+    try:
+        got = json.loads(saved)
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or set(got) != {"code", "host_key"}:
+        return None
+    code, key = room_mod.parse_code(got["code"]), got["host_key"]
+    if code is None or not isinstance(key, str) or not HOST_KEY.fullmatch(key):
+        return None
+    return code, key
 
 
 # ------------------------------------------------------------------ entry points

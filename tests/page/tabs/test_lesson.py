@@ -204,3 +204,48 @@ def test_rooms_opened_from_the_tab_count_per_address_like_the_apis(photo, monkey
         assert tab.open_room(ctx, None, key, "", None, request=caller)["room_md"].visible is True
     with pytest.raises(Exception, match=r"^Too many rooms opened from this address: wait \d+ s\.$"):
         tab.open_room(ctx, None, key, "", None, request=caller)
+
+
+
+def kept(**fields: object) -> str:
+    """A room as the browser keeps it (or as anyone may write it there)."""
+    import json
+
+    return json.dumps(fields)
+
+
+A_KEY = "a" * 22
+HOSTILE_KEPT = ["", "null", "[]", "{}", "x" * 5000, "{" * 150, kept(code="ABCD2345"),
+                kept(code="ABCD2345", host_key=None),
+                kept(code="<script>", host_key=A_KEY), kept(code="ABCD0345", host_key=A_KEY),
+                kept(code="ABCD2345", host_key="a b c d e f g h i j k l"), '{"code":NaN,"host_key":"a"}',
+                kept(code="ABCD2345", host_key=A_KEY, x=1), kept(code="ABCD2345", host_key=A_KEY)]  # no such room
+
+
+def test_a_reloaded_page_shows_the_room_it_had_opened_while_it_is_open_and_forgets_any_other(photo, monkeypatch):
+    """A reload lost the Lesson tab's room (a gr.State): the invitation gone, the button opening a second room
+    while the first stayed open. The browser now keeps the room's code and key (room_saved); the page checks
+    them against the room before showing it again."""
+    import json
+
+    ctx, key = photo
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
+    got = tab.open_room(ctx, None, key, "", None, request=request(PAGE + "?lesson=1"))
+    code, host_key = got["room_kept"][1], got["room_kept"][2]
+    assert json.loads(got["room_saved"]) == {"code": code, "host_key": host_key}
+    back = tab.restore_room(ctx, None, got["room_saved"], "", None, request(PAGE))
+    assert back["room_md"].visible is True and back["room_qr"].visible is True
+    assert f"**Room {code}** is still open" in back["room_md"].value
+    assert f"{PAGE}room?code={code}" in back["room_md"].value and f"#key={host_key}" in back["room_md"].value
+    assert back["room_kept"] == (None, code, host_key) and back["room_saved"] == got["room_saved"]
+    typed = kept(code=f"{code[:4].lower()}-{code[4:].lower()}", host_key=host_key)  # as a student types it
+    assert tab.restore_room(ctx, None, typed, "", None, request(PAGE))["room_kept"] == (None, code, host_key)
+    forgotten = {**kit.skip(["room_md", "room_qr", "room_kept"]), "room_saved": ""}
+    other_key = ("b" if host_key[0] != "b" else "c") + host_key[1:]
+    assert tab.restore_room(ctx, None, "", "", None, request(PAGE)) == kit.skip(tab.ROOM)  # nothing kept
+    for bad in [*HOSTILE_KEPT[1:], kept(code=code, host_key=other_key)]:
+        assert tab.restore_room(ctx, None, bad, "", None, request(PAGE)) == forgotten, bad[:60]
+    # the page's own room, written in the box by open_room (its change event): nothing to do
+    assert tab.restore_room(ctx, None, got["room_saved"], "", got["room_kept"], request(PAGE)) == kit.skip(tab.ROOM)
+    ctx.rooms.close(code, host_key)  # closed: forgotten too
+    assert tab.restore_room(ctx, None, got["room_saved"], "", None, request(PAGE)) == forgotten
