@@ -270,13 +270,13 @@ def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLin
     and the larger head count (views.compare.Pair)."""
     notices: list[str] = []
     pair = b is not None and link.tab == COMPARE_TAB
-    layers = max(g.num_layers, b.num_layers) if b is not None and pair else g.num_layers
-    heads = max(g.num_heads, b.num_heads) if b is not None and pair else g.num_heads
-    if link.layer is not None and not 1 <= link.layer <= layers:
-        notices.append(f"Layer {link.layer} does not exist (1–{layers}); showing the last layer.")
+    n_layers = max(g.num_layers, b.num_layers) if b is not None and pair else g.num_layers
+    n_heads = max(g.num_heads, b.num_heads) if b is not None and pair else g.num_heads
+    if link.layer is not None and not 1 <= link.layer <= n_layers:
+        notices.append(f"Layer {link.layer} does not exist (1–{n_layers}); showing the last layer.")
         link = replace(link, layer=None)
-    if isinstance(link.head, int) and not 1 <= link.head <= heads:
-        notices.append(f"Head {link.head} does not exist (1–{heads}); showing the mean of the heads.")
+    if isinstance(link.head, int) and not 1 <= link.head <= n_heads:
+        notices.append(f"Head {link.head} does not exist (1–{n_heads}); showing the mean of the heads.")
         link = replace(link, head=None)
     if link.depth is not None and not 0 <= link.depth <= g.num_layers:
         notices.append(f"Depth {link.depth} does not exist (0–{g.num_layers}); showing depth 0.")
@@ -328,7 +328,7 @@ def of_view(example: str | None, model: str, tab: str, layer: int, head: int, sh
     layer= and head= on that tab."""
     if tab == COMPARE_TAB and cursor is not None:
         picked = str(cursor[1] or FUSIONS[0])
-        layer, (show, head) = cursor[0], ((picked, 1) if picked in FUSIONS else (ONE_HEAD, int(picked)))
+        layer, (show, head) = int(cursor[0]), ((picked, 1) if picked in FUSIONS else (ONE_HEAD, int(picked)))
     return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
                     compare=compare if tab == COMPARE_TAB else None,
                     depth=int(depth) if tab == EMBEDDINGS_TAB and depth is not None else None,
