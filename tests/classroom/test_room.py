@@ -207,6 +207,26 @@ def test_wrong_key_and_unknown_code_are_one_plain_sentence(opened):
     assert 2 not in rooms.state(code).revealed
 
 
+@pytest.mark.parametrize("bad", ["é", "١٢٣", "\ud800", "a\udfff"])
+def test_a_key_or_network_id_in_any_unicode_is_refused_in_a_sentence_not_a_typeerror(opened, bad):
+    """hmac.compare_digest refuses a str with non-ASCII characters (TypeError) and str.encode a lone
+    surrogate, which JSON may carry ("\\ud800"): the host routes answered such a key, and turn_away / let_in
+    such a network id, with an HTTP 500 and a traceback."""
+    rooms, code, key = opened()
+    assert rooms.join(code, S1, "10.0.0.5") == (True, "")  # a network to look the id up among
+    for call in (lambda: rooms.host(code, bad), lambda: rooms.move(code, bad, 2), lambda: rooms.tally(code, bad, 1),
+                 lambda: rooms.lock(code, bad, True), lambda: rooms.turn_away(code, bad, "x"),
+                 lambda: rooms.let_in(code, bad, "x"), lambda: rooms.close(code, bad)):
+        with pytest.raises(UserError) as e:
+            call()
+        assert str(e.value) == WRONG_KEY
+    for call in (lambda: rooms.turn_away(code, key, bad), lambda: rooms.let_in(code, key, bad)):
+        with pytest.raises(UserError) as e:
+            call()
+        assert str(e.value) == NO_NETWORK
+    assert rooms.state(code).joined == 1
+
+
 def test_bounded_rooms_and_students(store):
     rooms = Rooms(store(), max_rooms=2, max_students=3)
     code, key = rooms.open("m", None, QS)

@@ -303,6 +303,12 @@ def _right(answer: str, truth: str, within: Sequence[float], n: int) -> bool:
         return False
 
 
+def _same(given: str, secret: str) -> bool:
+    """A secret compared in constant time, whatever text was sent: compare_digest refuses a str with non-ASCII
+    characters (TypeError) and str.encode a lone surrogate, which JSON may carry ("\\ud800"): both were a 500."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode("utf-8", "surrogatepass"))
+
+
 def _check_student(student: object) -> str:
     if not isinstance(student, str) or not STUDENT_ID.fullmatch(student):
         raise UserError("student must be the page's random id: 8 to 64 letters, digits, - or _, a letter or digit "
@@ -395,8 +401,7 @@ class Rooms:
     def _keyed(self, code: object, host_key: object) -> tuple[str, dict]:
         """The live room's (code, meta) where host_key is its host's, else UserError (WRONG_KEY)."""
         parsed, meta = self._live(code)
-        if not isinstance(host_key, str) or not secrets.compare_digest(host_key.encode(),
-                                                                      meta["host_key"].encode()):
+        if not isinstance(host_key, str) or not _same(host_key, meta["host_key"]):
             raise UserError(WRONG_KEY)
         return parsed, meta
 
@@ -535,7 +540,7 @@ class Rooms:
         networks it turned away; else UserError (NO_NETWORK)."""
         if isinstance(network, str):
             for addr in {*self.store.networks(code), *listed(meta, "barred")} - {""}:
-                if hmac.compare_digest(_network_id(meta, addr), network):
+                if _same(network, _network_id(meta, addr)):
                     return addr
         raise UserError(NO_NETWORK)
 
