@@ -234,7 +234,8 @@
     for (let refused = await hello(code, id, keepHeld, away), tries = 1; refused;
          refused = await hello(code, id, keepHeld, away), tries++) {
       let open = false;
-      try { const r = await fetchJSON(roomPath(code)); open = r.ok && !r.body.closed && !r.body.error; } catch (e) { open = true; }
+      // a 5xx (the store down a moment) is a server out of reach, as a dropped connection: asked again
+      try { const r = await fetchJSON(roomPath(code)); open = r.status >= 500 || (r.ok && !r.body.closed && !r.body.error); } catch (e) { open = true; }
       // a network turned away may be let back in: asked again, but only once a minute
       const again = open, wait = refused === CFG.barred ? 60 : Math.min(10 * tries, 30);
       show(el("h1", {}, `Room ${code}`), el("p", { className: "error", id: "refused" }, refused),

@@ -110,3 +110,37 @@ def test_the_pages_say_reconnecting_through_an_outage_and_a_close_keeps_the_room
             s.wait_for_selector("text=Your answer is in", timeout=15_000)
             host.wait_for_selector("#room-code", timeout=30_000)
             s.close()
+
+
+class ViewDown(SQLiteStore):
+    """A store whose room view cannot be read while `down` is set (its students' count: StoreDown), while a
+    hello is still answered: a student refused by a locked room checks the view next, in the outage."""
+
+    down = False
+
+    def joined(self, code):
+        if self.down:
+            raise StoreDown(STORE_DOWN)
+        return super().joined(code)
+
+
+def test_a_refused_student_page_keeps_asking_when_the_room_cannot_be_read_for_a_moment(tiny16):
+    """A student refused (a locked room) reads the room's view to learn whether it is still open, and asks
+    again if so. The view's 503 (the store down) was read as a room gone: the page stopped asking for good,
+    and a lecturer's unlock never reached that phone (a dropped connection there is read as open already)."""
+    store = ViewDown(None)
+    with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
+        with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+            code = open_room(host)
+            host.click("#lock")
+            host.wait_for_selector("#lock:has-text('Unlock')", timeout=15_000)
+            s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+            s.goto(url + f"room?code={code}")
+            s.wait_for_selector("#refused", timeout=30_000)
+            s.wait_for_selector("text=asks again by itself in 10 seconds", timeout=15_000)
+            store.down = True  # the next hello is refused again (locked), and the view then is a 503
+            s.wait_for_selector("text=asks again by itself in 20 seconds", timeout=30_000)
+            store.down = False
+            host.click("#lock")  # the lecturer unlocks: the page that kept asking comes in
+            s.wait_for_selector("#num", timeout=60_000)
+            s.close()
