@@ -13,6 +13,7 @@ from gradio.context import Context
 from vizvit import deeplink, launch
 from vizvit.api import PublicApi
 from vizvit.classroom.room import LECTURER_KEY_MAX
+from vizvit.classroom.roomstore import StoreDown
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey
 from vizvit.views import lesson
@@ -139,6 +140,8 @@ def _open(ctx: Ctx, code: str) -> bool:
     30 minutes is closed by that read; its version alone still said open)."""
     try:
         return ctx.rooms is not None and not ctx.rooms.state(code).closed
+    except StoreDown:
+        raise  # not a closed room: a blink of the store opened a second room beside the kept one
     except UserError:
         return False
 

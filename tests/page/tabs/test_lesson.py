@@ -6,6 +6,7 @@ and next move one step and stop at the ends; the reveal answers what the view's 
 from __future__ import annotations
 
 import dataclasses
+import time
 from types import SimpleNamespace
 
 import gradio as gr
@@ -16,7 +17,10 @@ from page.kit import Ctx
 from page.tabs import lesson as tab
 from vizvit import deeplink
 from vizvit.api import PublicApi
-from vizvit.classroom.room import Rooms
+from vizvit.classroom.room import META_TTL_S, Rooms
+from vizvit.classroom.roomstore import SQLiteStore, StoreDown
+from vizvit.classroom.roomstore_redis import STORE_DOWN
+from vizvit.errors import UserError
 from vizvit.readings import lesson as rl
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import lesson
@@ -171,6 +175,34 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     assert away.rooms.version(first["room_kept"][1]) >= 0
     later = tab.open_room(away, None, key, "", first["room_kept"], request=asked)
     assert later["room_kept"][1] != first["room_kept"][1]
+
+
+def test_the_button_opens_no_second_room_when_its_rooms_store_blinks(photo, monkeypatch):
+    """The kept room's check read the store's outage (StoreDown, a UserError) as a closed room: a read that
+    failed for a moment, then an opening that did not, left a second room open beside the first (each
+    holding one of the address's rooms, the first's host link gone). Now the outage is said and nothing opens."""
+    ctx, key = photo
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
+    store = SQLiteStore(None)
+    blink = dataclasses.replace(ctx, rooms=Rooms(store))
+    asked = request(PAGE + "?lesson=1")
+    asked.client = SimpleNamespace(host="10.1.2.4")
+    got = tab.open_room(blink, None, key, "", None, asked)
+    meta, reads = store.meta, []
+
+    def down_once(code):
+        if not reads:
+            reads.append(code)
+            raise StoreDown(STORE_DOWN)
+        return meta(code)
+
+    monkeypatch.setattr(store, "meta", down_once)
+    time.sleep(META_TTL_S + 0.05)  # the room's meta is read from the store again
+    with pytest.raises(UserError, match="not answering"):
+        tab.open_room(blink, None, key, "", got["room_kept"], asked)
+    assert len(store.metas()) == 1, "a second room was opened while the first stayed open"
+    again = tab.open_room(blink, None, key, "", got["room_kept"], asked)
+    assert again["room_kept"] == got["room_kept"]
 
 
 def test_a_room_opens_when_its_photo_was_pushed_out_of_memory(photo, monkeypatch):
