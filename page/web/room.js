@@ -316,6 +316,9 @@
           continue;
         }
         const next = r.body;
+        // 200 with no room in it (a proxy's or a captive portal's page): a server out of reach, asked again
+        // after a wait (its v=-2 was answered at once, hundreds of times a second)
+        if (!Number.isInteger(next.version)) { unreachable(); await sleep(2000); continue; }
         const moved = !state || next.step !== state.step;
         const revealedNow = (x) => !!(x && (x.shown || {})[String(x.step)]);
         const revealed = !moved && !revealedNow(state) && revealedNow(next);

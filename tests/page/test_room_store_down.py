@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from appserver import running
+from appserver import running, serving
 from browser import page_at
 from fastapi import FastAPI
 from redisserver import need_redis, redis_server
@@ -144,3 +144,32 @@ def test_a_refused_student_page_keeps_asking_when_the_room_cannot_be_read_for_a_
             host.click("#lock")  # the lecturer unlocks: the page that kept asking comes in
             s.wait_for_selector("#num", timeout=60_000)
             s.close()
+
+
+def test_a_students_poll_answered_200_without_a_room_waits_before_asking_again(tiny16):
+    """A poll answered 200 with no room in it (a proxy's or a captive portal's page: not JSON) set the
+    page's version to -2, which the next poll sends, and the answer came back at once, again and again: a
+    phone asked hundreds of times a second for as long as it lasted. It is a server out of reach now."""
+    from vizvit.classroom.room import questions_of
+    from vizvit.readings import lesson as rl
+
+    rooms = Rooms(max_per_owner=10_000)
+    with serving(tiny16, rooms=rooms) as (url, wb):
+        code, _ = rooms.open(wb.catalog.ids[0], None, questions_of(rl.steps()))  # the page's name of the model
+        with page_at(url + f"room?code={code}", width=390, height=844, wait_for="#num") as s:
+            polls = []
+
+            def portal(route):
+                polls.append(route.request.url)
+                route.fulfill(status=200, content_type="text/html", body="<html>Sign in to the Wi-Fi</html>")
+
+            s.route(lambda u: f"/vizvit_room/{code}?v=" in u, portal)
+            s.wait_for_timeout(4_000)  # the poll in flight (a 20-s long poll) is answered by the server: v moves on
+            # a change: the long poll in flight ends, and the next is the portal's
+            rooms.lock(code, rooms.store.meta(code)["host_key"], True)
+            s.wait_for_function(f"performance.getEntriesByType('resource').some((e) => e.name.includes('{code}?v='))")
+            s.wait_for_timeout(1_000)
+            n = len(polls)
+            s.wait_for_timeout(4_000)
+            assert 0 < len(polls) - n <= 4, f"{len(polls) - n} polls in 4 s: the page hammers the server"
+            assert "reconnecting" in s.inner_text("#student-err"), "the page says nothing while the server is away"
