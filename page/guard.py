@@ -28,7 +28,7 @@ from vizvit.errors import UserError
 from vizvit.service.limits import Limiter, Rate, Recent, Verdict
 
 from .jobs import caller_of
-from .room import json_object, unavailable
+from .room import json_object, off_loop, unavailable
 
 WRONG_CODES = Rate(burst=20, per_s=1.0)  # per address: ~20 typos at once, then one guess a second
 JOINS = Rate(burst=300, per_s=5.0)  # per address: a whole class (a room's 300) behind one NAT answering its
@@ -138,7 +138,7 @@ class Guard:
 
         async def guarded(request: Request) -> Response:
             try:
-                code = self.code(request, request.path_params.get("code", ""))
+                code = await off_loop(self.code, request, request.path_params.get("code", ""))  # reads the store
                 if joins:
                     try:
                         body = await json_object(request)  # starlette keeps the body: the route reads it again

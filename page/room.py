@@ -13,9 +13,12 @@ import io
 import json
 import os
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
+import anyio
 from fastapi.routing import APIRoute
 from PIL import Image
 from starlette.concurrency import run_in_threadpool
@@ -41,6 +44,23 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "assets" / "examples" / "chel
 PATH = "vizvit_room/{code}"
 POLL_S = 1.0  # a waiting request re-reads the room's version at least this often (a safety net: it is woken)
 WAIT_S = 20.0  # a long poll's longest wait; the page asks again at once
+# The room store may be another process (Redis), and one that hangs (paused, or behind a network dropping its
+# packets) holds each call for its socket timeout (5 s): called in the event loop, three heartbeats stalled
+# every request of the server for 15 s. So every room route calls the store in threads, at most STORE_THREADS
+# at once: a hung store's calls wait there, never in the loop, nor in the threads that serve Gradio's files.
+STORE_THREADS = 16
+T = TypeVar("T")
+_store_threads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary())
+
+
+async def off_loop(fn: Callable[..., T], *args: object) -> T:
+    """fn(*args) in one of the room store's threads (STORE_THREADS for each event loop)."""
+    loop = asyncio.get_running_loop()
+    limiter = _store_threads.get(loop)
+    if limiter is None:
+        limiter = _store_threads[loop] = anyio.CapacityLimiter(STORE_THREADS)
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args), limiter=limiter)
 
 
 class Wakeups:
@@ -51,10 +71,14 @@ class Wakeups:
         self._events: dict[str, asyncio.Event] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def wait(self, code: str, timeout: float) -> None:
+    def event(self, code: str) -> asyncio.Event:
+        """The room's event, registered before its version is read: a change during the read sets it."""
         self._loop = asyncio.get_running_loop()
         # the canonical code: Rooms announces changes under it ("abcd-efgh" typed waits on ABCDEFGH)
-        ev = self._events.setdefault(parse_code(code) or code, asyncio.Event())
+        return self._events.setdefault(parse_code(code) or code, asyncio.Event())
+
+    @staticmethod
+    async def wait(ev: asyncio.Event, timeout: float) -> None:
         try:
             await asyncio.wait_for(ev.wait(), timeout)
         except TimeoutError:
@@ -100,12 +124,15 @@ def wait_route(rooms: Rooms) -> APIRoute:
         except ValueError:
             seen = -2
         end = time.monotonic() + WAIT_S
-        # the version read and the event's registration run in the loop with no await between them, and
-        # the change's wake-up runs in the loop too: a change can never fall between them unseen
-        while _version(rooms, code) == seen and seen >= 0 and time.monotonic() < end:
-            await wakeups.wait(code, min(POLL_S, end - time.monotonic()))
+        # the event is registered before the version is read (in a thread), and the change's wake-up sets it
+        # in the loop: a change can never fall between the read and the wait unseen
+        while seen >= 0 and time.monotonic() < end:
+            ev = wakeups.event(code)
+            if await off_loop(_version, rooms, code) != seen:
+                break
+            await wakeups.wait(ev, min(POLL_S, end - time.monotonic()))
         try:
-            body = rooms.view(code)
+            body = await off_loop(rooms.view, code)
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -118,8 +145,8 @@ def wait_route(rooms: Rooms) -> APIRoute:
 def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
     """POST /vizvit_room/{code}/step {"host_key", "step", "reveal"} -> the room's view (as the long poll
     answers it), or {"error": the sentence}. The lecturer's move as a plain route: it skips Gradio's
-    queue (where a hundred students' answers wait) and, its truth measured at the opening, runs in the
-    event loop that wakes the waiting pages. The public API's /room_step calls the same PublicApi.room_step."""
+    queue (where a hundred students' answers wait) and, its truth measured at the opening, is a store
+    update (off_loop) that wakes the waiting pages. The public API's /room_step calls the same PublicApi.room_step."""
     api = PublicApi(wb, None, rooms)
 
     async def step(request: Request) -> JSONResponse:
@@ -130,11 +157,11 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
             return JSONResponse({"error": 'Send JSON: {"host_key": ..., "step": n, "reveal": false}.'}, status_code=400)
         key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal", False)
         try:
-            if reveal is True and not rooms.prepared(code, n):
+            if reveal is True and not await off_loop(rooms.prepared, code, n):
                 await run_in_threadpool(api.room_step, code, key, n, True)  # measured now: never in the loop
             else:
-                api.room_step(code, key, n, reveal)  # a dict update under the room's lock
-            return JSONResponse(rooms.view(code), headers={"Cache-Control": "no-store"})
+                await off_loop(api.room_step, code, key, n, reveal)  # a store update
+            return JSONResponse(await off_loop(rooms.view, code), headers={"Cache-Control": "no-store"})
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -157,8 +184,8 @@ async def json_object(request: Request) -> dict:
 
 
 def answer_routes(rooms: Rooms) -> list[APIRoute]:
-    """The students' answers and the host's live tally as plain routes (dict updates under the room's
-    lock, in the event loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
+    """The students' answers and the host's live tally as plain routes (store updates in the room store's
+    threads, off_loop): a hundred phones answering at once never wait in, nor fill, Gradio's queue
     (a full queue refuses with 503). The public API's /room_answer and /room_tally do the same.
     POST /vizvit_room/{code}/answer {"student", "step", "answer"} -> {"accepted", "reason"}, and "answer":
     the text it is tallied as when accepted ("12,5" -> "12.5");
@@ -170,11 +197,16 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
         except UserError as e:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, step, given = request.path_params.get("code", ""), b.get("step"), b.get("answer")
+        addr = network_of(request)
+
+        def answered() -> tuple[bool, str, dict]:
+            ok, why = rooms.answer(code, b.get("student"), step, given, addr)
+            return ok, why, ({"answer": rooms.kept(code, step, given)} if ok else {})
+
         try:
-            ok, why = rooms.answer(code, b.get("student"), step, given, network_of(request))
+            ok, why, kept = await off_loop(answered)
         except StoreDown as e:
             return unavailable(e)
-        kept = {"answer": rooms.kept(code, step, given)} if ok else {}
         return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
 
     def tally(request: Request, code: str, b: dict) -> dict:
@@ -221,10 +253,10 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, student = request.path_params.get("code", ""), b.get("student")
         try:
-            ok, why = rooms.join(code, student, network_of(request))
+            ok, why = await off_loop(rooms.join, code, student, network_of(request))
         except StoreDown as e:
             return unavailable(e)
-        held = _mine(rooms, code, student) if ok else None
+        held = await off_loop(_mine, rooms, code, student) if ok else None
         mine = {"answers": held} if held is not None else {}  # not read: the page keeps its own copy
         return JSONResponse({"accepted": ok, "reason": why, **mine}, headers={"Cache-Control": "no-store"})
 
@@ -255,7 +287,7 @@ def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request]
     async def route(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            body = act(request, code, await json_object(request))
+            body = await off_loop(act, request, code, await json_object(request))
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -310,7 +342,8 @@ def page_routes(rooms: Rooms) -> list[APIRoute]:
 
     async def picture(request: Request) -> Response:
         try:
-            data = rooms.picture(request.path_params.get("code", ""), request.path_params.get("step", ""))
+            params = request.path_params
+            data = await off_loop(rooms.picture, params.get("code", ""), params.get("step", ""))
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -332,7 +365,7 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
 
     async def lesson(request: Request) -> JSONResponse:
         try:
-            st = rooms.state(request.path_params.get("code", ""))
+            st = await off_loop(rooms.state, request.path_params.get("code", ""))
             # In a thread: after a restart the room's model may load here, seconds the event loop never waits
             vm = await run_in_threadpool(wb.model, st.model)
             g = vm.geometry
@@ -358,7 +391,7 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
         code = request.path_params.get("code", "")
         try:
             body = await json_object(request)
-            st = rooms.state(code)
+            st = await off_loop(rooms.state, code)
             text = await run_in_threadpool(csv_text, code, body.get("host_key"))  # a model may load: not in the loop
         except StoreDown as e:
             return unavailable(e)
@@ -379,7 +412,7 @@ def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]
     async def join(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            rooms.state(code)
+            await off_loop(rooms.state, code)
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:

@@ -173,3 +173,74 @@ def test_a_students_poll_answered_200_without_a_room_waits_before_asking_again(t
             s.wait_for_timeout(4_000)
             assert 0 < len(polls) - n <= 4, f"{len(polls) - n} polls in 4 s: the page hammers the server"
             assert "reconnecting" in s.inner_text("#student-err"), "the page says nothing while the server is away"
+
+
+def test_a_hung_store_never_stalls_the_server_for_everyone(tmp_path):
+    """A Redis that hangs (paused, or behind a network that drops its packets) is not one that refuses: each
+    store call waits for its socket timeout (5 s). The room routes called the store in the event loop, so
+    three heartbeats stalled every request of the server, Gradio's pages and the room's other phones, for
+    15 s (a hall's hundred phones: minutes). Now the room's store calls run in threads of their own."""
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    import httpx
+    import uvicorn
+    from redisserver import _free_port
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from page.guard import Guard
+
+    port = _free_port()
+    proc = subprocess.Popen([need_redis(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
+                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = None
+    try:
+        url = f"redis://127.0.0.1:{port}/0"
+        for _ in range(100):
+            try:
+                rooms = Rooms(RedisStore(url))
+                code, key = rooms.open("m", None, QS)
+                break
+            except StoreDown:
+                time.sleep(0.1)
+
+        async def ping(request):
+            return PlainTextResponse("pong")
+
+        app = FastAPI(routes=[*Guard(rooms).routes(pr.room_routes(rooms, Workbench(), lambda: (None, None))),
+                              Route("/ping", ping)])
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="error"))
+        threading.Thread(target=server.run, daemon=True).start()
+        while not server.started:
+            time.sleep(0.05)
+        base = f"http://127.0.0.1:{server.config.port}"
+        assert httpx.get(f"{base}/vizvit_room/{code}?v=-2").status_code == 200
+        os.kill(proc.pid, signal.SIGSTOP)  # hung: its connections are accepted, nothing is answered
+        time.sleep(max(VIEW_TTL_S, META_TTL_S) + 0.1)  # the room's view and meta, kept that long, are read again
+        got = []
+
+        def call(method, path, **kw):
+            got.append(httpx.request(method, base + path, timeout=60, **kw).status_code)
+
+        beat = ("POST", f"/vizvit_room/{code}/host")
+        calls = [threading.Thread(target=call, args=beat, kwargs={"json": {"host_key": key}}) for _ in range(2)]
+        calls.append(threading.Thread(target=call, args=("GET", f"/vizvit_room/{code}?v=-2")))
+        for t in calls:
+            t.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        assert httpx.get(f"{base}/ping", timeout=60).text == "pong"
+        waited = time.monotonic() - t0
+        for t in calls:
+            t.join()
+        assert waited < 1.0, f"a request that never touches the rooms waited {waited:.1f} s behind the hung store"
+        assert got == [503, 503, 503], got
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.terminate()
+        proc.wait(timeout=10)
+        if server is not None:
+            server.should_exit = True
