@@ -79,13 +79,14 @@ class Guard:
     def who(request: Any) -> str:
         return caller_of(request) or "nobody"  # no address and no session: all such callers share one bucket
 
-    def code(self, request: Any, code: object) -> str:
+    def code(self, request: Any, code: object, version: int | None = None) -> str:
         """The room code in its canonical form, or a Refused: malformed (400) or, past the caller's
         burst of wrong codes, too many tries (429). A well-formed code of no room spends a token and
-        goes on: the room's own answer says "no open room"."""
+        goes on: the room's own answer says "no open room". version: the room's, where the caller knows it
+        (Rooms.cached_version), else read here."""
         parsed = parse_code(code)
         if parsed is not None:
-            if self.rooms.version(parsed) >= 0:
+            if (version if version is not None else self.rooms.version(parsed)) >= 0:
                 self.open_codes.add(parsed)
                 return parsed
             if parsed in self.open_codes:
@@ -138,7 +139,10 @@ class Guard:
 
         async def guarded(request: Request) -> Response:
             try:
-                code = await off_loop(self.code, request, request.path_params.get("code", ""))  # reads the store
+                given = request.path_params.get("code", "")
+                # the room's version known here at no store call: checked in the loop; else in a thread
+                v = self.rooms.cached_version(given)
+                code = self.code(request, given, v) if v is not None else await off_loop(self.code, request, given)
                 if joins:
                     try:
                         body = await json_object(request)  # starlette keeps the body: the route reads it again

@@ -97,6 +97,18 @@ class Wakeups:
         loop.call_soon_threadsafe(fire)
 
 
+async def version_of(rooms: Rooms, code: str) -> int:
+    """_version, from this process's cache where it can (a poll's every second: no thread), else in a thread."""
+    v = rooms.cached_version(code)
+    return v if v is not None else await off_loop(_version, rooms, code)
+
+
+async def view_of(rooms: Rooms, code: str) -> dict:
+    """rooms.view, from this process's cache where it can (a push's hundred polls), else in a thread."""
+    body = rooms.cached_view(code)
+    return body if body is not None else await off_loop(rooms.view, code)
+
+
 def _version(rooms: Rooms, code: str) -> int:
     """The room's version; -1 when its store does not answer (Redis away): the poll then answers at once
     with the view's own sentence instead of failing."""
@@ -128,11 +140,11 @@ def wait_route(rooms: Rooms) -> APIRoute:
         # in the loop: a change can never fall between the read and the wait unseen
         while seen >= 0 and time.monotonic() < end:
             ev = wakeups.event(code)
-            if await off_loop(_version, rooms, code) != seen:
+            if await version_of(rooms, code) != seen:
                 break
             await wakeups.wait(ev, min(POLL_S, end - time.monotonic()))
         try:
-            body = await off_loop(rooms.view, code)
+            body = await view_of(rooms, code)
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:

@@ -16,6 +16,7 @@ from vizvit.classroom.room import (
     CLOSED_AWAY,
     CLOSED_BY_HOST,
     CODE_LEN,
+    HOST_AWAY_S,
     LOCKED,
     MAX_ANSWER_CHARS,
     NO_NETWORK,
@@ -225,6 +226,35 @@ def test_a_key_or_network_id_in_any_unicode_is_refused_in_a_sentence_not_a_typee
             call()
         assert str(e.value) == NO_NETWORK
     assert rooms.state(code).joined == 1
+
+
+def test_the_cached_version_and_view_never_call_the_store_and_say_none_when_they_do_not_know(store, monkeypatch):
+    """The long poll reads these in the event loop (page/room.py): a store call there (a hung Redis) stalled
+    the whole server, so they answer from this process's cache alone, or None (then asked in a thread)."""
+    import vizvit.classroom.room as room_module
+
+    monkeypatch.setattr(room_module, "META_TTL_S", 60.0)  # kept while the test runs, however loaded the machine
+    monkeypatch.setattr(room_module, "VIEW_TTL_S", 60.0)
+    clock = Clock()
+    rooms = Rooms(store(), clock=clock)
+    code, key = rooms.open("vit-tiny", b"view", QS)
+    assert rooms.cached_version("not a code") == -1
+    view = rooms.view(code)  # read from the store: kept
+    calls = []
+    real = rooms.store
+
+    class Counting:
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(real, name)
+
+    rooms.store = Counting()
+    assert rooms.cached_version(code) == view["version"] == 0
+    assert rooms.cached_view(code) == view
+    assert calls == [], calls
+    clock.t += HOST_AWAY_S + 1  # the host away: only a fresh read may close the room, so nothing is known here
+    assert rooms.cached_version(code) is None and rooms.cached_view(code) is None
+    assert calls == [], calls
 
 
 def test_bounded_rooms_and_students(store):

@@ -703,6 +703,34 @@ class Rooms:
         """The room as a student's page follows it (no key needed: the code is the invitation)."""
         return self._state(*self._live(code))
 
+    def _cached_meta(self, parsed: str) -> dict | None:
+        """The open room's meta as this process keeps it, fresh and its host not away; None otherwise."""
+        with self._views_lock:
+            hit = self._metas.get(parsed)
+        fresh = hit is not None and time.monotonic() - hit[1] < META_TTL_S and not self._away(hit[0])
+        return hit[0] if hit is not None and fresh else None
+
+    def cached_version(self, code: object) -> int | None:
+        """version(code) where this process knows it without a store call, else None (then ask version): a
+        long poll reads it in the event loop, and calls the store (which may hang) in a thread."""
+        parsed = parse_code(code)
+        if parsed is None:
+            return -1
+        meta = self._cached_meta(parsed)
+        return None if meta is None else int(meta["version"])
+
+    def cached_view(self, code: object) -> dict | None:
+        """view(code) where this process has it, fresh, without a store call; else None (then ask view)."""
+        parsed = parse_code(code)
+        meta = None if parsed is None else self._cached_meta(parsed)
+        if parsed is None or meta is None:
+            return None
+        with self._views_lock:
+            hit = self._views.get(parsed)
+        if hit is not None and hit[0] == meta["version"] and time.monotonic() - hit[1] < VIEW_TTL_S:
+            return {**hit[2]}
+        return None
+
     def version(self, code: str) -> int:
         """The room's version, -1 once closed or unknown: the cheap check a waiting page repeats."""
         parsed = parse_code(code)
