@@ -142,7 +142,10 @@ class Guard:
                 given = request.path_params.get("code", "")
                 # the room's version known here at no store call: checked in the loop; else in a thread
                 v = self.rooms.cached_version(given)
-                code = self.code(request, given, v) if v is not None else await off_loop(self.code, request, given)
+                if v is not None:
+                    code = self.code(request, given, v)
+                else:
+                    code = await off_loop(self.rooms, self.code, request, given)
                 if joins:
                     try:
                         body = await json_object(request)  # starlette keeps the body: the route reads it again

@@ -29,7 +29,7 @@ from vizvit import launch
 from vizvit.api import PublicApi
 from vizvit.classroom import lesson as lesson_mod, room as room_mod
 from vizvit.classroom.room import Rooms, parse_code
-from vizvit.classroom.roomstore import StoreDown
+from vizvit.classroom.roomstore import SQLiteStore, StoreDown
 from vizvit.errors import UserError
 from vizvit.readings import lesson as lesson_readings
 from vizvit.session import Workbench
@@ -46,16 +46,21 @@ POLL_S = 1.0  # a waiting request re-reads the room's version at least this ofte
 WAIT_S = 20.0  # a long poll's longest wait; the page asks again at once
 # The room store may be another process (Redis), and one that hangs (paused, or behind a network dropping its
 # packets) holds each call for its socket timeout (5 s): called in the event loop, three heartbeats stalled
-# every request of the server for 15 s. So every room route calls the store in threads, at most STORE_THREADS
-# at once: a hung store's calls wait there, never in the loop, nor in the threads that serve Gradio's files.
+# every request of the server for 15 s. So every room route calls such a store in threads (off_loop), at most
+# STORE_THREADS at once: a hung store's calls wait there, never in the loop, nor in Gradio's threads.
 STORE_THREADS = 16
 T = TypeVar("T")
 _store_threads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
     weakref.WeakKeyDictionary())
 
 
-async def off_loop(fn: Callable[..., T], *args: object) -> T:
-    """fn(*args) in one of the room store's threads (STORE_THREADS for each event loop)."""
+async def off_loop(rooms: Rooms, fn: Callable[..., T], *args: object) -> T:
+    """fn(*args), which calls rooms' store: in one of the store's threads (STORE_THREADS for each event loop)
+    where the store is another process, in the loop where it is this process's own SQLite, which cannot hang
+    on a network (and answers in microseconds: in threads, a 300-student hall's push p95 went 0.26 -> 0.68 s
+    on Redis, and docs/lecture.md measured threads worse on SQLite too)."""
+    if isinstance(rooms.store, SQLiteStore):
+        return fn(*args)
     loop = asyncio.get_running_loop()
     limiter = _store_threads.get(loop)
     if limiter is None:
@@ -100,13 +105,13 @@ class Wakeups:
 async def version_of(rooms: Rooms, code: str) -> int:
     """_version, from this process's cache where it can (a poll's every second: no thread), else in a thread."""
     v = rooms.cached_version(code)
-    return v if v is not None else await off_loop(_version, rooms, code)
+    return v if v is not None else await off_loop(rooms, _version, rooms, code)
 
 
 async def view_of(rooms: Rooms, code: str) -> dict:
     """rooms.view, from this process's cache where it can (a push's hundred polls), else in a thread."""
     body = rooms.cached_view(code)
-    return body if body is not None else await off_loop(rooms.view, code)
+    return body if body is not None else await off_loop(rooms, rooms.view, code)
 
 
 def _version(rooms: Rooms, code: str) -> int:
@@ -169,11 +174,11 @@ def step_route(rooms: Rooms, wb: Workbench) -> APIRoute:
             return JSONResponse({"error": 'Send JSON: {"host_key": ..., "step": n, "reveal": false}.'}, status_code=400)
         key, n, reveal = body.get("host_key"), body.get("step"), body.get("reveal", False)
         try:
-            if reveal is True and not await off_loop(rooms.prepared, code, n):
+            if reveal is True and not await off_loop(rooms, rooms.prepared, code, n):
                 await run_in_threadpool(api.room_step, code, key, n, True)  # measured now: never in the loop
             else:
-                await off_loop(api.room_step, code, key, n, reveal)  # a store update
-            return JSONResponse(await off_loop(rooms.view, code), headers={"Cache-Control": "no-store"})
+                await off_loop(rooms, api.room_step, code, key, n, reveal)  # a store update
+            return JSONResponse(await off_loop(rooms, rooms.view, code), headers={"Cache-Control": "no-store"})
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -216,7 +221,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
             return ok, why, ({"answer": rooms.kept(code, step, given)} if ok else {})
 
         try:
-            ok, why, kept = await off_loop(answered)
+            ok, why, kept = await off_loop(rooms, answered)
         except StoreDown as e:
             return unavailable(e)
         return JSONResponse({"accepted": ok, "reason": why, **kept}, headers={"Cache-Control": "no-store"})
@@ -225,7 +230,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
         return rooms.tally(code, b.get("host_key"), b.get("step")).as_json()
 
     return [APIRoute("/vizvit_room/{code}/answer", answer, methods=["POST"]),
-            APIRoute("/vizvit_room/{code}/tally", _host_route(tally), methods=["POST"])]
+            APIRoute("/vizvit_room/{code}/tally", _host_route(rooms, tally), methods=["POST"])]
 
 
 def presence_routes(rooms: Rooms) -> list[APIRoute]:
@@ -265,14 +270,14 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
             return JSONResponse({"accepted": False, "reason": str(e)}, status_code=400)
         code, student = request.path_params.get("code", ""), b.get("student")
         try:
-            ok, why = await off_loop(rooms.join, code, student, network_of(request))
+            ok, why = await off_loop(rooms, rooms.join, code, student, network_of(request))
         except StoreDown as e:
             return unavailable(e)
-        held = await off_loop(_mine, rooms, code, student) if ok else None
+        held = await off_loop(rooms, _mine, rooms, code, student) if ok else None
         mine = {"answers": held} if held is not None else {}  # not read: the page keeps its own copy
         return JSONResponse({"accepted": ok, "reason": why, **mine}, headers={"Cache-Control": "no-store"})
 
-    return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(act), methods=["POST"])
+    return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(rooms, act), methods=["POST"])
               for act in (host, lock, turn_away, let_in)),
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
 
@@ -292,14 +297,15 @@ def unavailable(e: StoreDown) -> JSONResponse:
     return JSONResponse({"error": str(e)}, status_code=503, headers={"Cache-Control": "no-store", "Retry-After": "2"})
 
 
-def _host_route(act: Callable[[Request, str, dict], dict]) -> Callable[[Request], Awaitable[JSONResponse]]:
+def _host_route(rooms: Rooms, act: Callable[[Request, str, dict], dict]
+                ) -> Callable[[Request], Awaitable[JSONResponse]]:
     """A host-keyed plain route: act(request, code, its JSON body) -> the answer; a refusal (a bad body,
     a wrong key, a closed room) -> {"error": its sentence}, status 400."""
 
     async def route(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            body = await off_loop(act, request, code, await json_object(request))
+            body = await off_loop(rooms, act, request, code, await json_object(request))
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -355,7 +361,7 @@ def page_routes(rooms: Rooms) -> list[APIRoute]:
     async def picture(request: Request) -> Response:
         try:
             params = request.path_params
-            data = await off_loop(rooms.picture, params.get("code", ""), params.get("step", ""))
+            data = await off_loop(rooms, rooms.picture, params.get("code", ""), params.get("step", ""))
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
@@ -377,7 +383,7 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
 
     async def lesson(request: Request) -> JSONResponse:
         try:
-            st = await off_loop(rooms.state, request.path_params.get("code", ""))
+            st = await off_loop(rooms, rooms.state, request.path_params.get("code", ""))
             # In a thread: after a restart the room's model may load here, seconds the event loop never waits
             vm = await run_in_threadpool(wb.model, st.model)
             g = vm.geometry
@@ -403,7 +409,7 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
         code = request.path_params.get("code", "")
         try:
             body = await json_object(request)
-            st = await off_loop(rooms.state, code)
+            st = await off_loop(rooms, rooms.state, code)
             text = await run_in_threadpool(csv_text, code, body.get("host_key"))  # a model may load: not in the loop
         except StoreDown as e:
             return unavailable(e)
@@ -424,7 +430,7 @@ def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]
     async def join(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            await off_loop(rooms.state, code)
+            await off_loop(rooms, rooms.state, code)
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
