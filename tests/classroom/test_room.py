@@ -592,7 +592,8 @@ def test_a_server_with_a_lecturer_key_opens_rooms_only_for_it():
     for given, said in ((None, KEY_NEEDED), ("", KEY_NEEDED), ("  ", KEY_NEEDED), (5, KEY_NEEDED),
                         (["s3cret key"], KEY_NEEDED), ({"k": 1}, KEY_NEEDED), ("s3cret", WRONG_LECTURER_KEY),
                         ("s3cret keyX", WRONG_LECTURER_KEY), ("S3CRET KEY", WRONG_LECTURER_KEY),
-                        ("s3cret key" * 10_000, WRONG_LECTURER_KEY), ("ключ\x00", WRONG_LECTURER_KEY)):
+                        ("s3cret key" * 10_000, WRONG_LECTURER_KEY), ("ключ\x00", WRONG_LECTURER_KEY),
+                        ("\ud800", WRONG_LECTURER_KEY), ("s3cret k\udfffey", WRONG_LECTURER_KEY)):
         with pytest.raises(UserError) as e:
             rooms.open("m", None, QS, lecturer_key=given)
         assert str(e.value) == said, given

@@ -417,8 +417,7 @@ class Rooms:
             return
         if not isinstance(lecturer_key, str) or not lecturer_key.strip():
             raise UserError(KEY_NEEDED)
-        given = lecturer_key.strip()[:LECTURER_KEY_MAX + 1].encode()
-        if not secrets.compare_digest(given, self.lecturer_key.encode()):
+        if not _same(lecturer_key.strip()[:LECTURER_KEY_MAX + 1], self.lecturer_key):
             raise UserError(WRONG_LECTURER_KEY)
 
     def check_host(self, code: object, host_key: object) -> None:
