@@ -327,13 +327,14 @@ def _lan() -> str | None:
 HOSTED_FRESH_S = 10 * 60
 
 
-def page_html(needs_key: bool = False) -> str:
+def page_html(needs_key: bool = False, hosted_max: int = room_mod.ROOMY_PER_OWNER) -> str:
     """The room's page: one HTML file with its script (page/web/room.html, room.js), and what the script
     checks a room code with, from vizvit.classroom.room (never written twice): alphabet, length, sentences.
-    needs_key: the server opens rooms for its lecturers only (the start page asks for the key)."""
+    needs_key: the server opens rooms for its lecturers only (the start page asks for the key); hosted_max:
+    the rooms one address may hold on this server (Rooms.owners.roomy), as many as the page offers back."""
     config = json.dumps({"alphabet": room_mod.CODE_ALPHABET, "length": room_mod.CODE_LEN,
                          "bad_code": room_mod.BAD_CODE, "no_code": room_mod.NO_CODE, "barred": room_mod.BARRED,
-                         "hosted_max": room_mod.ROOMY_PER_OWNER, "hosted_fresh_s": HOSTED_FRESH_S,
+                         "hosted_max": hosted_max, "hosted_fresh_s": HOSTED_FRESH_S,
                          "needs_key": needs_key, "key_max": room_mod.LECTURER_KEY_MAX})
     config = config.replace("<", "\\u003c")  # JSON inside <script>: no "</script>" can close it
     return web.asset("room.html").replace("/*ROOM_CONFIG*/", config).replace("/*ROOM_JS*/", web.asset("room.js"))
@@ -353,7 +354,7 @@ def page_routes(rooms: Rooms) -> list[APIRoute]:
     /vizvit_room/{code}/picture/{step}: a step's figure (404 with {"error"} until it is ready)."""
 
     async def page(request: Request) -> HTMLResponse:
-        return HTMLResponse(page_html(rooms.needs_key), headers={"Cache-Control": "no-store"})
+        return HTMLResponse(page_html(rooms.needs_key, rooms.owners.roomy), headers={"Cache-Control": "no-store"})
 
     async def example(request: Request) -> FileResponse:
         return FileResponse(EXAMPLE, media_type="image/jpeg")

@@ -448,7 +448,10 @@
     for (let wait = 1000; alive(); wait = Math.min(10_000, wait * 2)) {
       try {
         const r = await ask();
-        if (r.status !== 429 && r.status < 500) return r;
+        // A 200 that is no JSON object (a captive portal's or a proxy's page) is not this server: it read as
+        // a room gone, and the page forgot the room's key (a review).
+        const foreign = r.ok && Object.keys(r.body).length === 0;
+        if (r.status !== 429 && r.status < 500 && !foreign) return r;
         if (r.status !== 429) reconnecting();
         await sleep(r.status === 429 ? waitMs(r) : wait);
       } catch (e) {

@@ -96,3 +96,19 @@ def test_the_lesson_tabs_button_asks_for_the_key(server):
         page.locator("#lesson-lecturer-key input").fill(KEY)
         page.click("#lesson-room-open")
         page.wait_for_selector("#lesson-room-info:has-text('is open')", timeout=60_000)
+
+
+def test_the_room_page_is_told_this_servers_key_rule_and_room_share():
+    """The room page's config comes from this server's Rooms: whether opening takes the key, and how many rooms
+    one address may hold (the page offers back as many; it read the module's default, whatever the server's)."""
+    from fastapi import FastAPI
+    from starlette.testclient import TestClient
+
+    import page.room as pr
+
+    for rooms, needs, most in ((Rooms(), False, 12), (Rooms(lecturer_key=KEY, roomy_per_owner=5), True, 5)):
+        app = FastAPI()
+        app.router.routes.extend(pr.page_routes(rooms))
+        html = TestClient(app).get("/room").text
+        config = json.loads(re.search(r"window.VIZVIT_ROOM = (\{.*?\});", html).group(1))
+        assert (config["needs_key"], config["hosted_max"]) == (needs, most)

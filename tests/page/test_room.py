@@ -430,6 +430,24 @@ def test_a_student_joining_while_the_server_is_away_is_told_and_joins_when_it_is
         s.close()
 
 
+def test_a_host_page_behind_a_captive_portal_keeps_its_room(url):
+    """A review's leftover: a host page reloaded behind a captive portal (or a proxy's page: 200, HTML) read
+    the lesson's answer as a room gone, and forgot the room's key, its only way back. It is now a server out of
+    reach: "reconnecting…", the key kept, and the host view drawn once the room answers again."""
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        code = open_room(host)
+        portal = lambda route: route.fulfill(status=200, content_type="text/html", body="<h1>Sign in to Wi-Fi</h1>")  # noqa: E731
+        host.route(f"**/vizvit_room/{code}/lesson", portal)
+        host.reload()
+        host.wait_for_selector("#host-err:has-text('The server cannot be reached: reconnecting')", timeout=15_000)
+        assert code in host.evaluate("sessionStorage.getItem('vizvit-host')")
+        assert code in host.evaluate("localStorage.getItem('vizvit-hosted')")
+        assert host.locator("text=Your room is gone").count() == 0
+        host.unroute(f"**/vizvit_room/{code}/lesson", portal)
+        host.wait_for_selector("#room-code", timeout=30_000)
+        assert host.inner_text("#room-code").strip() == code
+
+
 def test_a_room_is_offered_back_only_soon_after_its_host_view_ran(url):
     """A review: the rooms a browser opened stayed in its localStorage with their keys until they closed, so
     on a lecture hall's shared computer the next person at it was offered the last lecturer's room. A room
