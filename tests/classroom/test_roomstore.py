@@ -180,3 +180,33 @@ def test_a_students_own_answers_come_back_to_a_page_opened_again(opened, store):
     assert again.mine(code, S1) == {1: "224", 2: "b", 3: "12.5"}
     assert again.mine(code, S2) == {1: "196"}
     assert again.mine(code, "student-who-never-answered") == {}
+
+
+def test_a_sqlite_file_held_by_another_process_is_a_store_down_not_a_crash(tmp_path):
+    """A review: SQLite's own failures ('database is locked' past the busy timeout, a full disk) escaped as
+    sqlite3.OperationalError, a route's 500, where Redis's are StoreDown (a 503 the pages ask again). Another
+    connection holding the file's write lock stands for another process; the store works again once it lets go,
+    with no transaction of its own left open."""
+    from vizvit.classroom.roomstore import SQLITE_DOWN, StoreDown
+
+    path = tmp_path / "rooms.sqlite3"
+    rooms = Rooms(SQLiteStore(path))
+    code, key = rooms.open("m", None, QS)
+    rooms.store._db.execute("PRAGMA busy_timeout = 50")  # not the server's 10 s: the test need not wait
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # its write lock (WAL: readers go on reading)
+    try:
+        for call in (lambda: rooms.open("m", None, QS), lambda: rooms.answer(code, "student-0123456789", 1, 3),
+                     lambda: rooms.move(code, key, 2)):
+            try:
+                call()
+            except StoreDown as e:
+                assert str(e) == SQLITE_DOWN
+            else:
+                raise AssertionError("no StoreDown while the file is held")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert not rooms.store._db.in_transaction
+    assert rooms.answer(code, "student-0123456789", 1, 3) == (True, "")
+    assert rooms.move(code, key, 2).step == 2

@@ -45,6 +45,9 @@ class StoreDown(UserError):
     refusal: a room route answers it with 503 (page/room.py), so no page takes it for a closed room."""
 
 
+SQLITE_DOWN = "The server's room store (its SQLite file) is busy or its disk is full: try again in a moment."
+
+
 @dataclass(frozen=True)
 class OwnerLimit:
     """How many open rooms one owner may hold: `roomy` while fewer than half the server's rooms are open,
@@ -206,21 +209,32 @@ class SQLiteStore:
                 self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process crash (kill -9)
             self._db.executescript(_SCHEMA)
 
-    # a transaction: the lock for this process's threads, IMMEDIATE for other processes
+    # a transaction: the lock for this process's threads, IMMEDIATE for other processes. SQLite's own failures
+    # (another process holding the file past the busy timeout, a full disk) are StoreDown, as Redis's are: a
+    # route's 503 that the pages ask again, not a 500 (a review); a failed COMMIT is rolled back, never left open.
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                raise StoreDown(SQLITE_DOWN) from e
             try:
                 out = fn(self._db)
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as e:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(e, sqlite3.OperationalError):
+                    raise StoreDown(SQLITE_DOWN) from e
                 raise
-            self._db.execute("COMMIT")
             return out
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as e:
+                raise StoreDown(SQLITE_DOWN) from e
 
     def create(self, code: str, meta: dict, max_rooms: int, owners: OwnerLimit, now: float) -> Created:
         def tx(db: sqlite3.Connection) -> Created:
