@@ -14,6 +14,14 @@ import types
 # The header and the tabs (page/shell.py)
 UPLOAD = "upload"
 TABS = "tabs"
+STATUS = "status"
+# The readouts that answer a pick or a setting (a11y.js says each once it settles)
+PATCH_INFO = "patch-info"
+ATTN_READOUT = "attn-readout"
+MASK_INFO = "mask-info"
+SHIFT_INFO = "shift-info"
+ABLATE_TEXT = "ablate-text"
+LESSON_ANSWER = "lesson-answer"
 # Attention (page/tabs/attention.py)
 ATTN_MAIN = "attn-main"
 ATTN_LAYER = "attn-layer"

@@ -14,6 +14,7 @@
 // 3. The same names again whenever Gradio redraws (a MutationObserver, one pass per frame).
 // 4. A dropdown's open list leaves the Tab order (below, at the keydown listener for Tab).
 // 5. The tab strip answers the arrow keys, Home and End, as a tab list does (WAI-ARIA's tabs pattern).
+// 6. Announcements: the status line and the readouts that answer a pick are said once they settle.
 () => {
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
@@ -158,4 +159,51 @@
     to.focus();
     to.click();
   }, true);
+  // 6. A screen reader heard nothing of the page's answers: neither the status line (a photo's top-1) nor
+  //    the readout a picked cell fills were live regions. Gradio's own live region said "common.complete"
+  //    (an untranslated key) and "Loading" after answers instead: it is silenced, and one polite region says
+  //    each watched element's first line once it has stood still for SETTLE ms (the status line's "running…" steps,
+  //    a slider's every step, are not said one by one). A readout on a hidden tab is not said.
+  const ID = VIZVIT_IDS;
+  const SAY = [ID.STATUS, ID.PATCH_INFO, ID.EMB_SIM_INFO, ID.ATTN_READOUT, ID.MASK_INFO, ID.SHIFT_INFO,
+               ID.ABLATE_TEXT, ID.LESSON_ANSWER];
+  const SETTLE = 700;
+  const said = document.createElement('div');
+  said.id = 'vv-said';
+  said.className = 'vv-sr-only';
+  said.setAttribute('aria-live', 'polite');
+  said.setAttribute('aria-atomic', 'true');
+  document.body.append(said);
+  // Its first line: the status line's model and top-1, a readout's headline (the attention readout's table and
+  // its paragraph on artifact tokens are read where they stand, not said at each pick).
+  const textOf = (e) => (e.innerText.split('\n').map((l) => l.replace(/\s+/g, ' ').trim()).find(Boolean) || '');
+  const heard = new Map();  // id -> the text last said (or found when first watched)
+  let timer = null;
+  const announce = () => {
+    const now = [];
+    for (const id of SAY) {
+      const e = document.getElementById(id);
+      if (!e) continue;
+      const t = textOf(e);
+      if (heard.get(id) !== t && t && e.offsetParent !== null) now.push(t);
+      heard.set(id, t);
+    }
+    if (now.length) said.textContent = now.join(' ');
+  };
+  const watched = new WeakSet();
+  const changed = () => { clearTimeout(timer); timer = setTimeout(announce, SETTLE); };
+  const watch = () => {
+    for (const id of SAY) {
+      const e = document.getElementById(id);
+      if (!e || watched.has(e)) continue;
+      watched.add(e);
+      heard.set(id, textOf(e));
+      new MutationObserver(changed).observe(e, { childList: true, subtree: true, characterData: true });
+    }
+    for (const g of document.querySelectorAll('.sr-only[aria-live]:not([aria-live=off])')) g.setAttribute('aria-live', 'off');
+  };
+  let looking = false;
+  const look = () => { if (!looking) { looking = true; requestAnimationFrame(() => { looking = false; watch(); }); } };
+  watch();
+  new MutationObserver(look).observe(document.body, { childList: true, subtree: true });
 }

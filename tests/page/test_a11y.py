@@ -223,3 +223,54 @@ def test_a_ticked_checkbox_reached_by_tab_shows_its_focus(url):
         ring = page.evaluate("() => { const e = document.activeElement, s = getComputedStyle(e);"
                              " return [e.checked, s.outlineStyle, parseFloat(s.outlineWidth)]; }")
         assert ring[0] and ring[1] != "none" and ring[2] >= 2, ring
+
+
+# What a screen reader hears: every text a live region (aria-live other than "off", or role status / alert /
+# log) comes to hold, in order; recorded from the page's first script on.
+HEARD = """(() => {
+  window.__heard = [];
+  const live = (n) => { for (let e = n instanceof Element ? n : n.parentElement; e; e = e.parentElement) {
+    const a = e.getAttribute('aria-live'), r = e.getAttribute('role');
+    if (a === 'off') return null;
+    if (a || ['status', 'alert', 'log'].includes(r)) return e; } return null; };
+  const last = new WeakMap();
+  new MutationObserver((ms) => { for (const m of ms) { const e = live(m.target); if (!e) continue;
+    const t = e.textContent.replace(/\\s+/g, ' ').trim();
+    if (t && last.get(e) !== t) { last.set(e, t); window.__heard.push(t); } } })
+    .observe(document, { childList: true, subtree: true, characterData: true });
+})();"""
+
+
+def heard(page) -> list[str]:
+    return page.evaluate("window.__heard.splice(0)")
+
+
+def test_a_screen_reader_hears_the_answer_to_an_upload_and_to_a_picked_patch(url, tiny16):
+    """A walk-through with a screen reader: the page said nothing of its own when a photo's forward pass
+    ended or a patch was picked by keyboard (the status line and the patch readout were not live regions),
+    and Gradio's own live region said "common.complete" (an untranslated key) after answers. Now the
+    settled status line, then the picked patch's readout, are heard, and no "common." key."""
+    rows, cols = tiny16.geometry.grid
+    with page_at(url, 1366, 900, init_script=HEARD) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        page.wait_for_timeout(1500)  # the announcement waits for the line to settle
+        status = page.inner_text("#status").split("\n")[0]
+        top1 = status[status.index("top-1"):].split("·")[0].strip()
+        said = heard(page)
+        assert any(top1 in s for s in said), (top1, said)
+        assert len(said) <= 3, f"one upload, many announcements: {said}"
+        page.wait_for_selector(f"#patch-grid.vv-cells-{rows}x{cols}")
+        page.get_by_role("tab", name="Patches").focus()
+        tab_to(page, "#patch-grid .image-container button:not(.icon-button)")
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")
+        want = f"Patch (row {rows // 2}, col {cols // 2 + 1})"
+        page.wait_for_selector(f"#patch-info:has-text('{want}')", timeout=30_000)
+        settled(page)
+        page.wait_for_timeout(1500)
+        said += heard(page)
+        assert any(want in s for s in said), (want, said)
+        assert not [s for s in said if "common." in s], said
