@@ -31,6 +31,42 @@
     const label = block && block.querySelector('[data-testid="block-label"]');
     return (label && label.textContent.trim()) || (block && configLabel(block.id)) || '';
   };
+  // A chart's words: its title, then each bar's class and value (with its change, where the chart writes one
+  // on its right axis), the top bar first as drawn; a heat map's range and where its highest value is; a
+  // scatter's count of points. Plotly's own data (the numbers drawn), in the page's words.
+  const plain = (s) => String(s ?? '').replace(/<br\s*\/?>/gi, ', ').replace(/<[^>]+>/g, '').replace(/\s+/g, ' ').trim();
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? String(+v.toPrecision(3)) : plain(v));
+  const chartText = (gd) => {
+    const lay = gd.layout || {}, y2 = lay.yaxis2 || {}, parts = [];
+    const axis = (a) => plain(a && a.title && (a.title.text ?? a.title)) || '';
+    const change = new Map((y2.tickvals || []).map((v, i) => [String(v), plain((y2.ticktext || [])[i])]));
+    for (const t of gd._fullData) {
+      if (t.visible !== true || t.hoverinfo === 'skip') continue;
+      if (t.type === 'bar') {
+        const h = t.orientation === 'h', cats = Array.from((h ? t.y : t.x) || []), vals = Array.from((h ? t.x : t.y) || []);
+        const rows = cats.map((c, i) => {
+          const v = Array.isArray(t.text) && t.text[i] !== undefined ? plain(t.text[i]) : num(vals[i]);
+          const d = change.get(String(c));
+          return `${plain(c)} ${v}${d ? ` (${d})` : ''}`;
+        });
+        parts.push((h ? rows.reverse() : rows).join(', '));
+      } else if (t.type === 'heatmap' && t.z) {
+        let lo = Infinity, hi = -Infinity, at = null;
+        Array.from(t.z).forEach((row, r) => Array.from(row).forEach((v, c) => {
+          if (typeof v !== 'number' || !Number.isFinite(v)) return;
+          if (v < lo) lo = v;
+          if (v > hi) { hi = v; at = [r, c]; }
+        }));
+        if (at) {
+          const x = t.x ? plain(t.x[at[1]]) : at[1], y = t.y ? plain(t.y[at[0]]) : at[0];
+          parts.push(`values ${num(lo)} to ${num(hi)}, highest at ${axis(lay.xaxis) || 'x'} ${x}, ${axis(lay.yaxis) || 'y'} ${y}`);
+        }
+      } else if (t.type === 'scatter' && t.x && t.x.length > 1) {
+        parts.push(`${t.x.length} points${t.name && !/^trace \d+$/.test(t.name) ? ` (${plain(t.name)})` : ''}`);
+      }
+    }
+    return `${plain(lay.title && (lay.title.text ?? lay.title)) || 'chart'}: ${parts.join('; ') || 'no data'}`;
+  };
   const name = () => {
     for (const btn of document.querySelectorAll('.image-container button:not(.icon-button)')) {
       if (!btn.querySelector('img')) continue;
@@ -41,6 +77,17 @@
       if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
     }
     for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
+    // A chart (plotly) was its SVG's loose words: the top-5's "0.0% 0.5% 7.7% 9.3% 82.2% 0% 20% … hare lynx
+    // tiger cat tabby Egyptian cat", no value beside its class, the worst first. Its drawing gets one name
+    // from the chart's own data (chartText), and its drawn words and its title's second SVG leave the tree (the name holds them).
+    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+      const [svg, ...rest] = gd.querySelectorAll('svg.main-svg');
+      if (!svg || !gd._fullData) continue;
+      const text = chartText(gd);
+      if (svg.getAttribute('aria-label') !== text) svg.setAttribute('aria-label', text);
+      if (svg.getAttribute('role') !== 'img') svg.setAttribute('role', 'img');
+      for (const o of [...rest, ...svg.children]) if (o.getAttribute('aria-hidden') !== 'true') o.setAttribute('aria-hidden', 'true');
+    }
     // Gradio 6.31 names each option of a gr.Radio apart (radio-2, radio-3...): each was a group of its own,
     // so the arrow keys did not move between the options and Tab stopped at every one. One name per
     // gr.Radio makes them one group, as the browser's own keys expect (the change event is unchanged).

@@ -8,6 +8,7 @@ it, the axe test is skipped with one line (CI installs it)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,25 @@ def test_a_screen_reader_hears_the_answer_to_an_upload_and_to_a_picked_patch(url
         said += heard(page)
         assert any(want in s for s in said), (want, said)
         assert not [s for s in said if "common." in s], said
+
+
+def test_a_top5_chart_is_named_with_each_class_beside_its_value_the_best_first(url):
+    """A screen reader read the top-5 chart as its SVG's loose words: the five percentages, the axis ticks,
+    then the five classes, the worst first; no value stood beside its class. Its name now pairs them, the
+    top bar first; known answer: the status line's top-1 (the server's words, not the chart's)."""
+    with page_at(url + "?example=chelsea", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        status = page.inner_text("#status").split("\n")[0]
+        label, pct = re.search(r"top-1: (.+?) \(([\d.]+%)\)", status).groups()
+        page.wait_for_function("() => (document.querySelector('#top5 svg.main-svg[role=img]')"
+                               " ?.getAttribute('aria-label') || '').startsWith('Top-5 predictions:')")
+        snap = page.locator("#top5").aria_snapshot()
+        name = page.evaluate("document.querySelector('#top5 svg.main-svg').getAttribute('aria-label')")
+        assert name.startswith(f"Top-5 predictions: {label} {pct}, "), (name, status)
+        values = [float(v) for v in re.findall(r" ([\d.]+)%", name)]
+        assert len(values) == 5 and values == sorted(values, reverse=True), name
+        # One picture, that name (an img's drawn words are presentational); the title's own SVG is out of the tree.
+        pictures = [line for line in snap.splitlines() if re.match(r"- '?img", line)]
+        assert pictures[0] == f"- 'img \"{name}\"'", pictures  # no loose words of its own
+        assert not [line for line in pictures if "Top-5" in line and "%" not in line], pictures
