@@ -77,6 +77,12 @@
       if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
     }
     for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
+    // A table wider than its box scrolls sideways in it (style.css): a Tab stop then, so the arrow keys scroll it.
+    for (const t of document.querySelectorAll('.prose table')) {
+      const wide = t.scrollWidth > t.clientWidth + 1;
+      if (wide && t.tabIndex !== 0) t.tabIndex = 0;
+      else if (!wide && t.hasAttribute('tabindex')) t.removeAttribute('tabindex');
+    }
     // A chart (plotly) was its SVG's loose words: the top-5's "0.0% 0.5% 7.7% 9.3% 82.2% 0% 20% … hare lynx
     // tiger cat tabby Egyptian cat", no value beside its class, the worst first. Its drawing gets one name
     // from the chart's own data (chartText), and its drawn words and its title's second SVG leave the tree (the name holds them).
@@ -170,8 +176,10 @@
     const mark = e.target instanceof Element && e.target.querySelector && e.target.querySelector('.vv-cell-mark');
     if (mark) mark.style.display = 'none';
   }, true);
-  // The page's own answer redraws the picture: the mark follows a new size (a phone turned).
+  // The page's own answer redraws the picture: the mark follows a new size (a phone turned); a table's
+  // width against its box is measured again.
   window.addEventListener('resize', () => {
+    name();
     for (const btn of document.querySelectorAll('.image-container button')) {
       const img = btn.querySelector('img'), cells = cellsOf(btn.closest('.block'));
       if (btn.__vvCell && img && cells && document.activeElement === btn) place(btn, img, cells);

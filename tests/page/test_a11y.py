@@ -297,3 +297,34 @@ def test_a_top5_chart_is_named_with_each_class_beside_its_value_the_best_first(u
         pictures = [line for line in snap.splitlines() if re.match(r"- '?img", line)]
         assert pictures[0] == f"- 'img \"{name}\"'", pictures  # no loose words of its own
         assert not [line for line in pictures if "Top-5" in line and "%" not in line], pictures
+
+
+def test_a_wide_table_on_a_phone_keeps_its_numbers_whole_and_scrolls_by_keyboard(trained):
+    """A phone (390 px), the trained ViT-Ti's Embeddings tab: the token norms table (13 depths) broke every number
+    into one character a line ("1 / 5 / . / 4") and still ran past the screen, in a box that scrolled sideways
+    but took no focus: the depths with the artifact tokens (l=8…12) were out of reach of the keys (axe:
+    scrollable-region-focusable, serious). Now each number stays on one line, and the table is a Tab stop
+    that the arrow keys scroll to its last column."""
+    from appserver import running
+
+    with running(trained) as u, page_at(u + "?example=chelsea&tab=embeddings", 390, 844) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        table = "#emb-cls-info table"
+        page.wait_for_selector(f"{table} th:has-text('l=12')")
+        settled(page)
+        # One line per number: a cell no taller than its text's one line (and its padding).
+        tall = page.evaluate(f"""() => [...document.querySelectorAll('{table} td')].filter((td) => /^[\\d.]+$/
+            .test(td.innerText.trim())).filter((td) => {{ const r = document.createRange(); r.selectNodeContents(td);
+            return r.getClientRects().length > 1; }}).map((td) => td.innerText.trim())""")
+        assert not tall, f"numbers broken over lines: {tall[:5]}"
+        page.get_by_role("tab", name="Embeddings").focus()
+        tab_to(page, table, most=120)
+        ring = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+        assert ring != "none", "the focused table shows its focus"
+        last = f"""() => {{ const th = [...document.querySelectorAll('{table} th')].at(-1),
+            t = th.closest('table').getBoundingClientRect(), b = th.getBoundingClientRect();
+            return th.innerText.trim() === 'l=12' && b.right <= Math.min(t.right, innerWidth) + 1; }}"""
+        assert not page.evaluate(last), "the case: the last depth starts out of sight"
+        for _ in range(30):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function(last, timeout=5_000)  # Chromium scrolls smoothly: the last steps land later
