@@ -328,3 +328,20 @@ def test_a_wide_table_on_a_phone_keeps_its_numbers_whole_and_scrolls_by_keyboard
         for _ in range(30):
             page.keyboard.press("ArrowRight")
         page.wait_for_function(last, timeout=5_000)  # Chromium scrolls smoothly: the last steps land later
+
+
+def test_a_slider_reached_by_tab_shows_its_focus(url):
+    """A keyboard walk of the Attention tab: a slider (the layer) looked the same focused or not: Gradio sets
+    `outline: none` on its range input and draws nothing else (WCAG 2.4.7). Measured: its outline when the
+    Tab key lands on it, and that the arrow keys then move it."""
+    with page_at(url + "?example=chelsea&tab=attention", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        page.get_by_role("tab", name="Attention").focus()
+        tab_to(page, "#attn-layer input[type=range]")
+        ring = page.evaluate("() => { const s = getComputedStyle(document.activeElement);"
+                             " return [s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; }")
+        assert ring[0] != "none" and ring[1] >= 2, ring
+        before = page.input_value("#attn-layer input[type=range]")
+        page.keyboard.press("ArrowLeft")
+        assert page.input_value("#attn-layer input[type=range]") == str(int(before) - 1)
