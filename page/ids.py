@@ -15,6 +15,18 @@ import types
 UPLOAD = "upload"
 TABS = "tabs"
 STATUS = "status"
+# The pictures a readout's numbers describe (a11y.js: aria-describedby), each beside its readout below
+PATCH_GRID = "patch-grid"
+ATTN_GRID = "attn-grid"
+EMB_CLS = "emb-cls"
+EMB_CLS_INFO = "emb-cls-info"
+MASK_GRID = "mask-grid"
+MASKED_VIEW = "masked-view"
+SHIFT_VIEW = "shift-view"
+SHIFT_COS = "shift-cos"
+ABLATE_GRID = "ablate-grid"
+POS_GRID = "pos-grid"
+POS_TEXT = "pos-text"
 # The readouts that answer a pick or a setting (a11y.js says each once it settles)
 PATCH_INFO = "patch-info"
 ATTN_READOUT = "attn-readout"

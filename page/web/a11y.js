@@ -67,10 +67,22 @@
     }
     return `${plain(lay.title && (lay.title.text ?? lay.title)) || 'chart'}: ${parts.join('; ') || 'no data'}`;
   };
+  // A picture's name said what it is, never what this photo's picture shows: the readout beside it gives that in
+  // numbers (the attention map's query, its max and where; the picked patch; the masked patches...). Each such
+  // picture is described by its readout (aria-describedby: read after its name, the same words as shown).
+  const ID = VIZVIT_IDS;
+  const DESCRIBED = {
+    [ID.PATCH_GRID]: ID.PATCH_INFO, [ID.ATTN_MAIN]: ID.ATTN_READOUT, [ID.ATTN_GRID]: ID.ATTN_READOUT,
+    [ID.EMB_PCA]: ID.EMB_SIM_INFO, [ID.EMB_SIM]: ID.EMB_SIM_INFO, [ID.EMB_CLS]: ID.EMB_CLS_INFO,
+    [ID.MASK_GRID]: ID.MASK_INFO, [ID.MASKED_VIEW]: ID.MASK_INFO, [ID.SHIFT_VIEW]: ID.SHIFT_INFO,
+    [ID.SHIFT_COS]: ID.SHIFT_INFO, [ID.ABLATE_GRID]: ID.ABLATE_TEXT, [ID.POS_GRID]: ID.POS_TEXT,
+  };
   const name = () => {
     for (const btn of document.querySelectorAll('.image-container button:not(.icon-button)')) {
       if (!btn.querySelector('img')) continue;
       const block = btn.closest('.block');
+      const about = block && DESCRIBED[block.id];
+      if (about && btn.getAttribute('aria-describedby') !== about) btn.setAttribute('aria-describedby', about);
       const text = labelOf(block) || 'picture';
       const cells = cellsOf(block);
       const want = cells ? `${text}. Arrow keys choose a cell, Enter clicks it.` : text;
@@ -219,7 +231,6 @@
   //    (an untranslated key) and "Loading" after answers instead: it is silenced, and one polite region says
   //    each watched element's first line once it has stood still for SETTLE ms (the status line's "running…" steps,
   //    a slider's every step, are not said one by one). A readout on a hidden tab is not said.
-  const ID = VIZVIT_IDS;
   const SAY = [ID.STATUS, ID.PATCH_INFO, ID.EMB_SIM_INFO, ID.ATTN_READOUT, ID.MASK_INFO, ID.SHIFT_INFO,
                ID.ABLATE_TEXT, ID.LESSON_ANSWER];
   const SETTLE = 700;

@@ -345,3 +345,31 @@ def test_a_slider_reached_by_tab_shows_its_focus(url):
         before = page.input_value("#attn-layer input[type=range]")
         page.keyboard.press("ArrowLeft")
         assert page.input_value("#attn-layer input[type=range]") == str(int(before) - 1)
+
+
+# A picture's description (aria-describedby), as a screen reader reads it after the picture's name.
+DESCRIPTION = """(sel) => { const b = document.querySelector(sel + ' .image-container button:not(.icon-button)');
+  const ids = (b && b.getAttribute('aria-describedby')) || '';
+  return ids.split(' ').map((i) => document.getElementById(i)).filter(Boolean).map((e) => e.innerText).join(' '); }"""
+
+
+def test_a_picture_is_described_by_the_numbers_it_shows(url):
+    """A screen reader on the Attention tab heard the map's name only ("Attention map (click a patch…"): nothing of
+    what this photo's map says, which the readout under it gives in numbers (the query, the max and where). Each
+    picture with such a readout is described by it; known answer: after a keyboard pick the description names the
+    picked patch, and agrees with the readout shown."""
+    with page_at(url + "?example=chelsea&tab=attention", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.wait_for_selector("#attn-main[class*='vv-cells-'] img", timeout=60_000)
+        settled(page)
+        page.get_by_role("tab", name="Attention").focus()
+        tab_to(page, "#attn-main .image-container button:not(.icon-button)")
+        for key in ("ArrowUp", "ArrowLeft", "Enter"):
+            page.keyboard.press(key)
+        page.wait_for_selector("#attn-readout:has-text('patch (row 6, col 6)')", timeout=30_000)
+        said = page.evaluate(DESCRIPTION, "#attn-main")
+        assert "patch (row 6, col 6)" in said and re.search(r"max\s+[\d.]+ at \(row \d+, col \d+\)", said), said
+        assert said == page.inner_text("#attn-readout"), said
+        page.get_by_role("tab", name="Patches").click()
+        page.wait_for_selector("#patch-grid img")
+        assert page.evaluate(DESCRIPTION, "#patch-grid") == page.inner_text("#patch-info")
