@@ -373,3 +373,33 @@ def test_a_picture_is_described_by_the_numbers_it_shows(url):
         page.get_by_role("tab", name="Patches").click()
         page.wait_for_selector("#patch-grid img")
         assert page.evaluate(DESCRIPTION, "#patch-grid") == page.inner_text("#patch-info")
+
+
+def _contrast_with_white(rgb: str) -> float:
+    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 1.05 / (0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] + 0.05)
+
+
+# The focused control's strongest ring: [style, width, colour] of its own outline, else of its box's (a dropdown
+# draws its frame on a wrapper).
+RING = """() => { for (let e = document.activeElement, i = 0; e && i < 4; e = e.parentElement, i++) {
+  const s = getComputedStyle(e); if (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0)
+    return [s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; } return ['none', 0, '']; }"""
+
+
+def test_a_dropdown_and_a_number_box_reached_by_tab_show_a_ring_of_3_to_1(url):
+    """A keyboard walk, low vision: a focused dropdown (the Model list, Compare's model B, the colour map) showed
+    only a 1 px light blue frame (#93c5fd, 1.8:1 on white) and a number box a 1 px orange inset (2.8:1); WCAG
+    1.4.11 wants 3:1 for what shows the focus. Measured: the ring's width and contrast when Tab lands there."""
+    with page_at(url + "?example=chelsea&tab=attention", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        page.keyboard.press("Tab")
+        tab_to(page, "#model input")
+        for where in ("#model input", "#attn-layer input[type=number]"):
+            if where != "#model input":
+                page.get_by_role("tab", name="Attention").focus()
+                tab_to(page, where)
+            ring = page.evaluate(RING)
+            assert ring[0] != "none" and ring[1] >= 2 and _contrast_with_white(ring[2]) >= 3, (where, ring)
