@@ -15,6 +15,7 @@
 // 4. A dropdown's open list leaves the Tab order (below, at the keydown listener for Tab).
 // 5. The tab strip answers the arrow keys, Home and End, as a tab list does (WAI-ARIA's tabs pattern).
 // 6. Announcements: the status line and the readouts that answer a pick are said once they settle.
+// 7. The focus stays in the photo box when Gradio redraws it (an upload, a clear).
 () => {
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
@@ -268,8 +269,22 @@
     }
     for (const g of document.querySelectorAll('.sr-only[aria-live]:not([aria-live=off])')) g.setAttribute('aria-live', 'off');
   };
+  // 7. Space on the photo box, a file chosen: Gradio replaces the box's button by the file's row and the focus fell
+  //    to <body> (a screen reader started again from the top); Clear did the same. If the focus was in the box
+  //    and is lost, it goes to the box's new content: the file's row (not a Tab stop of its own), else the
+  //    empty box's button. A click elsewhere, or the focus moved elsewhere, leaves the box.
+  let inBox = false;
+  document.addEventListener('focusin', (e) => { inBox = e.target instanceof Element && !!e.target.closest(`#${ID.UPLOAD}`); });
+  document.addEventListener('pointerdown', (e) => { if (!(e.target instanceof Element && e.target.closest(`#${ID.UPLOAD}`))) inBox = false; }, true);
+  const keepInBox = () => {
+    if (!inBox || (document.activeElement && document.activeElement !== document.body)) return;
+    const to = document.querySelector(`#${ID.UPLOAD} .file-preview`) || document.querySelector(`#${ID.UPLOAD} button.upload-container`);
+    if (!to) return;
+    if (!to.matches('button')) to.tabIndex = -1;
+    to.focus({ preventScroll: true });
+  };
   let looking = false;
-  const look = () => { if (!looking) { looking = true; requestAnimationFrame(() => { looking = false; watch(); }); } };
+  const look = () => { if (!looking) { looking = true; requestAnimationFrame(() => { looking = false; watch(); keepInBox(); }); } };
   watch();
   new MutationObserver(look).observe(document.body, { childList: true, subtree: true });
 }

@@ -403,3 +403,30 @@ def test_a_dropdown_and_a_number_box_reached_by_tab_show_a_ring_of_3_to_1(url):
                 tab_to(page, where)
             ring = page.evaluate(RING)
             assert ring[0] != "none" and ring[1] >= 2 and _contrast_with_white(ring[2]) >= 3, (where, ring)
+
+
+def test_focus_stays_in_the_photo_box_after_a_keyboard_upload_and_a_clear(url):
+    """A keyboard and screen-reader walk: Space on the photo box, a file chosen, and the focus fell to the page's
+    <body> (Gradio replaces the box's button by the file's row): a screen reader started again from the top. Now
+    the focus is on the new file's row; Enter on Clear puts it on the empty box's upload button."""
+    with page_at(url, 1366, 900) as page:
+        page.keyboard.press("Tab")
+        assert page.evaluate("!!document.activeElement.closest('#upload')"), "the photo box is the first Tab stop"
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+        chooser.value.set_files(str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        where = ("() => { const e = document.activeElement;"
+                 " return [e.tagName, !!e.closest('#upload'), e.innerText]; }")
+        now = page.evaluate(where)
+        assert now[1] and "chelsea" in now[2], now
+        for _ in range(5):  # Clear sits above the row: Shift+Tab
+            if page.evaluate("document.activeElement.getAttribute('aria-label') === 'Clear'"):
+                break
+            page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#upload button.upload-container")
+        page.wait_for_timeout(300)
+        now = page.evaluate(where)
+        assert now[0] == "BUTTON" and now[1], now
