@@ -213,6 +213,13 @@
     }
   }
 
+  // Start disables itself while the browser asks, and a disabled button drops the focus to <body> (a screen
+  // reader started again from the top): the focus goes on to the button of the next step, unless it has moved on.
+  const handOn = (to) => {
+    const at = document.activeElement;
+    if (!at || at === document.body || at === startBtn || at === stopBtn) to.focus();
+  };
+
   function stop(msg) {
     running = false;
     run++;
@@ -222,6 +229,7 @@
     stream = null;
     video.srcObject = null;
     startBtn.disabled = false; stopBtn.disabled = true;
+    handOn(startBtn);
     say(msg || '');
   }
 
@@ -238,6 +246,7 @@
       stream = await navigator.mediaDevices.getUserMedia(cfg.constraints);
     } catch (e) {
       startBtn.disabled = false;
+      handOn(startBtn);
       say(e && e.name === 'NotAllowedError' ? 'The camera was not allowed: allow it in the browser, then Start.'
                                              : 'No camera could be opened here (' + (e && e.name || e) + ').');
       return;
@@ -248,6 +257,7 @@
     await video.play().catch(() => {});
     running = true;
     stopBtn.disabled = false;
+    handOn(stopBtn);
     say('');
     loop(++run);
   });

@@ -390,3 +390,19 @@ def test_projector_mode_goes_to_the_camera_page_and_back_with_the_frozen_frame(u
         assert "projector=1" in page.url and "tab=attention" in page.url, page.url
         page.wait_for_function("document.body.classList.contains('vizvit-projector')", timeout=60_000)
         assert page.locator("#projector input").is_checked()
+
+
+def test_start_and_stop_by_keyboard_hand_the_focus_on(url, clip):
+    """A keyboard walk of the camera page: Space on Start disabled it while the browser asked for the camera, and
+    a disabled button drops the focus to <body> (a screen reader started again from the top; Tab then went to
+    the page's first control). The focus now goes to Stop once the camera runs, and back to Start after Stop."""
+    with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip))) as page:
+        page.focus("#cam-start")
+        page.keyboard.press("Space")
+        page.wait_for_selector("#cam-stop:enabled", timeout=60_000)
+        page.wait_for_timeout(200)
+        assert page.evaluate("document.activeElement.id") == "cam-stop"
+        page.keyboard.press("Space")
+        page.wait_for_selector("#cam-start:enabled")
+        page.wait_for_timeout(200)
+        assert page.evaluate("document.activeElement.id") == "cam-start"
