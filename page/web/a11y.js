@@ -90,6 +90,9 @@
       if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
     }
     for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
+    // A picture's Download was two Tab stops: Gradio's link and the button inside it (a control in a control).
+    // The link stays the one stop (named by the button's label, Enter downloads); the button leaves the Tab order.
+    for (const b of document.querySelectorAll('a[download] button')) if (b.tabIndex !== -1) b.tabIndex = -1;
     // A table wider than its box scrolls sideways in it (style.css): a Tab stop then, so the arrow keys scroll it.
     for (const t of document.querySelectorAll('.prose table')) {
       const wide = t.scrollWidth > t.clientWidth + 1;

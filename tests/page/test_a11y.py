@@ -430,3 +430,27 @@ def test_focus_stays_in_the_photo_box_after_a_keyboard_upload_and_a_clear(url):
         page.wait_for_timeout(300)
         now = page.evaluate(where)
         assert now[0] == "BUTTON" and now[1], now
+
+
+def test_a_pictures_download_is_one_tab_stop_that_downloads_with_enter(url):
+    """A keyboard walk: every picture's Download was two Tab stops, Gradio's link and the button inside it (a
+    control in a control), so each picture cost five Tab presses to pass. One stop now, the link, named Download;
+    Enter on it downloads the picture."""
+    with page_at(url + "?example=chelsea", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        wait_image(page, "patch-grid")
+        settled(page)
+        page.get_by_role("tab", name="Patches").focus()
+        tab_to(page, "#patch-grid")
+        stops = []
+        while page.evaluate("!!document.activeElement.closest('#patch-grid')") and len(stops) < 10:
+            stops.append(page.evaluate("(e => [e.tagName, e.getAttribute('aria-label') || e.innerText.trim()])"
+                                       "(document.activeElement)"))
+            page.keyboard.press("Tab")
+        downloads = [s for s in stops if "Download" in (s[1] or "") or s[0] == "A"]
+        assert len(downloads) == 1, stops
+        assert page.locator("#patch-grid a[download]").first.get_attribute("tabindex") != "-1"
+        page.locator("#patch-grid a[download]").first.focus()
+        with page.expect_download() as got:
+            page.keyboard.press("Enter")
+        assert got.value.suggested_filename
