@@ -90,6 +90,11 @@
       if (btn.getAttribute('aria-label') !== want) btn.setAttribute('aria-label', want);
     }
     for (const div of document.querySelectorAll('div.empty[aria-label]:not([role])')) div.setAttribute('role', 'img');
+    // The photo box was "Click to upload or drop files": not that it takes a photo, nor which kinds (its visible
+    // label is not tied to the button). Its label first, then its visible words (WCAG 2.5.3, label in name).
+    const up = document.querySelector(`#${ID.UPLOAD} button.upload-container`);
+    const upName = up && `${labelOf(up.closest('.block'))}: Click to Upload, or drop a file here`;
+    if (up && up.getAttribute('aria-label') !== upName) up.setAttribute('aria-label', upName);
     // A picture's Download was two Tab stops: Gradio's link and the button inside it (a control in a control).
     // The link stays the one stop (named by the button's label, Enter downloads); the button leaves the Tab order.
     for (const b of document.querySelectorAll('a[download] button')) if (b.tabIndex !== -1) b.tabIndex = -1;

@@ -456,3 +456,17 @@ def test_a_pictures_download_is_one_tab_stop_that_downloads_with_enter(url):
         with page.expect_download() as got:
             page.keyboard.press("Enter")
         assert got.value.suggested_filename
+
+
+def test_the_photo_box_is_named_for_a_photo(url):
+    """A screen reader on the first Tab stop heard "Click to upload or drop files": not that it takes a photo, nor
+    which kinds (its visible label, "Upload a photo (JPEG, PNG, …)", was not tied to the button). Its name now
+    starts with that label and keeps the visible words "Click to Upload" (WCAG 2.5.3)."""
+    with page_at(url, 1366, 900) as page:
+        settled(page)
+        page.keyboard.press("Tab")
+        page.wait_for_function("() => /photo/.test(document.activeElement.getAttribute('aria-label') || '')",
+                               timeout=5_000)
+        name = page.evaluate("document.activeElement.getAttribute('aria-label')")
+        label = page.inner_text("#upload [data-testid=block-label]").strip()
+        assert name.startswith(label) and "Click to Upload" in name, (name, label)
