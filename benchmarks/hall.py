@@ -782,6 +782,7 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
     import aiohttp
 
     from vizvit.classroom.lesson import load_steps
+    from vizvit.classroom.room import LECTURER_KEY_ENV
 
     steps = load_steps()[:n_steps]
     options = [[k for k, _ in st.options] for st in steps]
@@ -792,7 +793,9 @@ async def _room_hall(url: str, model: str, n: int, seconds: float, n_steps: int,
             async with http.post(url + "gradio_api/upload", data=form) as up:
                 photo_arg = {"path": (await up.json())[0], "meta": {"_type": "gradio.FileData"}}
             try:
-                opened = await _call(http, url, "room_open", [photo_arg, model])
+                # the server's lecturer key where it has one (the same environment: deploy/, a Space's secret)
+                key = os.environ.get(LECTURER_KEY_ENV, "")
+                opened = await _call(http, url, "room_open", [photo_arg, model, key])
                 break
             except RuntimeError:
                 if attempt == 2:

@@ -37,8 +37,8 @@ def test_every_value_and_change_label_is_inside_the_chart(width, tmp_path):
             changes = page.locator(".y2tick text")
             assert values.count() == 5 and changes.count() == 5, "five values and five changes"
             shown = [changes.nth(i).text_content() for i in range(5)]
-            # best on top: the first change on screen is the top-1's; plotly writes − (U+2212)
-            expect = f"{probs[0] - base[0]:+.1%}".replace("-", "\u2212")
+            # best on top: the first change on screen is the top-1's, in percentage points; plotly writes − (U+2212)
+            expect = f"{100 * (probs[0] - base[0]):+.1f} pp".replace("-", "\u2212")
             tops = sorted(range(5), key=lambda i: changes.nth(i).bounding_box()["y"])
             assert shown[tops[0]].replace("-", "\u2212") == expect, (shown, expect)
             for t in [*(values.nth(i) for i in range(5)), *(changes.nth(i) for i in range(5))]:
