@@ -70,17 +70,37 @@ async def off_loop(rooms: Rooms, fn: Callable[..., T], *args: object) -> T:
 
 class Wakeups:
     """One asyncio event per room a page waits on, set from any thread when the room changes (Rooms'
-    on_change): a waiting poll wakes at once instead of re-reading the version every POLL_S."""
+    on_change): a waiting poll wakes at once instead of re-reading the version every POLL_S. An event is
+    kept only while a poll holds it (enter .. leave): a poll on any code, a room's or a stranger's made-up
+    one, leaves nothing behind (every made-up code's event was kept for good: the server's memory grew
+    with each request)."""
 
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
+        self._held: dict[str, int] = {}  # polls holding an event of that code (any generation)
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def event(self, code: str) -> asyncio.Event:
-        """The room's event, registered before its version is read: a change during the read sets it."""
+    def enter(self, code: str) -> tuple[str, asyncio.Event]:
+        """(the canonical code, the room's event), registered before its version is read: a change during the
+        read sets it. Every enter has its leave."""
         self._loop = asyncio.get_running_loop()
         # the canonical code: Rooms announces changes under it ("abcd-efgh" typed waits on ABCDEFGH)
-        return self._events.setdefault(parse_code(code) or code, asyncio.Event())
+        key = parse_code(code) or code
+        self._held[key] = self._held.get(key, 0) + 1
+        return key, self._events.setdefault(key, asyncio.Event())
+
+    def leave(self, key: str) -> None:
+        """A poll is done with its event: the code's entry goes with its last poll."""
+        n = self._held.get(key, 0) - 1
+        if n > 0:
+            self._held[key] = n
+        else:
+            self._held.pop(key, None)
+            self._events.pop(key, None)
+
+    def __len__(self) -> int:
+        """Codes with an event held (the polls waiting)."""
+        return len(self._events)
 
     @staticmethod
     async def wait(ev: asyncio.Event, timeout: float) -> None:
@@ -144,10 +164,13 @@ def wait_route(rooms: Rooms) -> APIRoute:
         # the event is registered before the version is read (in a thread), and the change's wake-up sets it
         # in the loop: a change can never fall between the read and the wait unseen
         while seen >= 0 and time.monotonic() < end:
-            ev = wakeups.event(code)
-            if await version_of(rooms, code) != seen:
-                break
-            await wakeups.wait(ev, min(POLL_S, end - time.monotonic()))
+            key, ev = wakeups.enter(code)
+            try:
+                if await version_of(rooms, code) != seen:
+                    break
+                await wakeups.wait(ev, min(POLL_S, end - time.monotonic()))
+            finally:
+                wakeups.leave(key)
         try:
             body = await view_of(rooms, code)
         except StoreDown as e:
