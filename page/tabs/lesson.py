@@ -184,6 +184,8 @@ def restore_room(ctx: Ctx, demo: Any, saved: str, page_url: str, shown: tuple | 
     if kept is not None and ctx.rooms is not None:
         try:
             ctx.rooms.check_host(*kept)
+        except StoreDown:
+            raise  # not a wrong key: the browser keeps the room, a reload or the button asks again
         except UserError:
             kept = None
     if kept is None or not _open(ctx, kept[0]):

@@ -281,3 +281,30 @@ def test_a_reloaded_page_shows_the_room_it_had_opened_while_it_is_open_and_forge
     assert tab.restore_room(ctx, None, got["room_saved"], "", got["room_kept"], request(PAGE)) == kit.skip(tab.ROOM)
     ctx.rooms.close(code, host_key)  # closed: forgotten too
     assert tab.restore_room(ctx, None, got["room_saved"], "", None, request(PAGE)) == forgotten
+
+
+def test_a_reload_while_the_rooms_store_blinks_keeps_the_room_for_the_next_try(photo, monkeypatch):
+    """The reload's check of the kept room read the store's outage (StoreDown, a UserError) as a wrong key:
+    the browser was told to forget the room (room_saved ""), its host key gone for good while the room stayed
+    open, holding one of the address's rooms. Now the outage is said and the browser keeps the room."""
+    ctx, key = photo
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
+    store = SQLiteStore(None)
+    blink = dataclasses.replace(ctx, rooms=Rooms(store))
+    asked = request(PAGE + "?lesson=1")
+    asked.client = SimpleNamespace(host="10.1.2.5")
+    got = tab.open_room(blink, None, key, "", None, asked)
+    meta, reads = store.meta, []
+
+    def down_once(code):
+        if not reads:
+            reads.append(code)
+            raise StoreDown(STORE_DOWN)
+        return meta(code)
+
+    monkeypatch.setattr(store, "meta", down_once)
+    time.sleep(META_TTL_S + 0.05)  # the room's meta is read from the store again
+    with pytest.raises(UserError, match="not answering"):
+        tab.restore_room(blink, None, got["room_saved"], "", None, request(PAGE))
+    back = tab.restore_room(blink, None, got["room_saved"], "", None, request(PAGE))
+    assert back["room_kept"] == (None, *got["room_kept"][1:]) and back["room_saved"] == got["room_saved"]
