@@ -677,6 +677,9 @@
           return host({ code, host_key: key }, why);
         }
       }
+      // The lecturer closed the room: done with this computer (a lecture hall's, shared). The department's key
+      // kept for the tab's next room was typed again in the start page's box for whoever sat down next.
+      sessionStorage.removeItem(LECTURER_KEY);
       sessionStorage.removeItem("vizvit-host"); forgetHosted(code); hostStart();
     }
 

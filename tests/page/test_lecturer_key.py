@@ -83,6 +83,13 @@ def test_the_rooms_start_page_asks_for_the_key(server):
         box.fill(KEY)
         host.click("#ex")
         host.wait_for_selector("#room-code", timeout=120_000)
+        # The lecturer closes the room and leaves a shared lecture-hall computer: the department's key was
+        # kept in the tab (sessionStorage) and typed again in the start page's box for whoever sat down next.
+        host.click("#close")
+        host.click("#close-yes")
+        host.wait_for_selector("#ex", timeout=60_000)
+        assert host.locator("#lkey").input_value() == ""
+        assert KEY not in json.dumps(host.evaluate("() => ({...sessionStorage, ...localStorage})"))
 
 
 def test_the_lesson_tabs_button_asks_for_the_key(server):
