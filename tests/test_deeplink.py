@@ -282,3 +282,26 @@ def test_a_step_past_the_lesson_is_said_and_shows_the_last_step():
     assert p.notices == ("The lesson has 13 steps: step 99 does not exist; showing the last step.",)
     p = plan({"lesson": "1", "step": "13"}, EXAMPLES, MODELS, [*TABS, "lesson"], "m", lambda m: B16, n_steps=13)
     assert (p.link.step, p.notices) == (13, ())
+
+
+def test_copy_link_takes_any_number_a_rest_caller_sends():
+    """'Copy link to this view' is an event a REST caller may send anything: a slider's nan passes Gradio's
+    range check, and int(nan) raised in of_view (the page's 'Something went wrong', a traceback in the log).
+    A value that is no whole number is left out of the link, as the link's own reader leaves it out."""
+    nan, inf = float("nan"), float("inf")
+    view = dict(example=None, model=MODELS[0], head=2, show="one head", query=None, direction="row",
+                mode="raw", mask=(), projector=False)
+    for bad in (nan, inf, -inf, "x", None):
+        for tab in ("attention", "embeddings", "compare"):
+            link = deeplink.of_view(tab=tab, layer=bad, dx=bad, dy=bad, depth=bad, cursor=(bad, bad), **view)
+            q = to_query(link)
+            assert "nan" not in q and "inf" not in q and "layer=" not in q and "depth=" not in q, (bad, tab, q)
+            assert (link.dx, link.dy) == (0, 0), (bad, tab)
+        link = deeplink.of_view(tab="attention", layer=3, dx=0, dy=0, **(view | {"head": bad}))
+        assert link.head is None and to_query(link).endswith("&layer=3"), (bad, to_query(link))
+        link = deeplink.of_view(tab="compare", layer=3, dx=0, dy=0, cursor=(5.0, "x" if bad is None else str(bad)),
+                                **view)
+        assert (link.layer, link.head) == (5, "mean"), (bad, link)
+    # whole numbers as before
+    link = deeplink.of_view(tab="embeddings", layer=4.0, dx=3.0, dy=-2.0, depth=2.0, **view)
+    assert (link.layer, link.dx, link.dy, link.depth, link.head) == (4, 3, -2, 2, 2)

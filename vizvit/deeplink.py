@@ -14,6 +14,7 @@ adds a notice, so a lecturer's typo never produces an error page.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -317,8 +318,8 @@ def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLin
     return link, notices
 
 
-def of_view(example: str | None, model: str, tab: str, layer: int, head: int, show: str,
-            query: Sequence[int] | None, direction: str, mode: str, dx: int, dy: int, mask: Sequence[int],
+def of_view(example: str | None, model: str, tab: str, layer: float | None, head: float | None, show: str,
+            query: Sequence[int] | None, direction: str, mode: str, dx: float, dy: float, mask: Sequence[int],
             projector: bool, ablation: Ablation | None = None, compare: str | None = None,
             fill: str | None = None, mask_mode: str | None = None, depth: float | None = None,
             cursor: tuple[float, str | None] | None = None) -> DeepLink:
@@ -328,16 +329,29 @@ def of_view(example: str | None, model: str, tab: str, layer: int, head: int, sh
     layer= and head= on that tab."""
     if tab == COMPARE_TAB and cursor is not None:
         picked = str(cursor[1] or FUSIONS[0])
-        layer, (show, head) = int(cursor[0]), ((picked, 1) if picked in FUSIONS else (ONE_HEAD, int(picked)))
-    return DeepLink(example=example, model=model, tab=tab, layer=int(layer),
+        one = None if picked in FUSIONS else _whole(picked)
+        fusion = picked if picked in FUSIONS else FUSIONS[0]
+        layer, (show, head) = cursor[0], ((fusion, 1) if one is None else (ONE_HEAD, one))
+    one_head = _whole(head) if show == ONE_HEAD else None
+    return DeepLink(example=example, model=model, tab=tab, layer=_whole(layer),
                     compare=compare if tab == COMPARE_TAB else None,
-                    depth=int(depth) if tab == EMBEDDINGS_TAB and depth is not None else None,
-                    head=int(head) if show == ONE_HEAD else show,
+                    depth=_whole(depth) if tab == EMBEDDINGS_TAB else None,
+                    head=one_head if show == ONE_HEAD else show,
                     query=(query[0], query[1]) if query else None,
-                    direction=direction, mode=mode, dx=int(dx), dy=int(dy), fill=fill, mask=tuple(mask),
+                    direction=direction, mode=mode, dx=_whole(dx) or 0, dy=_whole(dy) or 0, fill=fill, mask=tuple(mask),
                     mask_mode=mask_mode,
                     projector=bool(projector), ablate=ablation.heads if ablation else (),
                     ablate_mode=ablation.mode if ablation else None)
+
+
+def _whole(value: object) -> int | None:
+    """A control's number as a whole number, None where it is none (nan, inf, text: a REST caller may send any
+    of them, and int() raised on each: the page's 'Something went wrong' and a traceback in the log)."""
+    try:
+        f = float(value)  # type: ignore[arg-type]  # any value: what float() refuses is none
+    except (TypeError, ValueError):
+        return None
+    return int(f) if math.isfinite(f) else None
 
 
 def to_query(link: DeepLink) -> str:
