@@ -166,8 +166,10 @@ def open_room(ctx: Ctx, demo: Any, key: PhotoKey | None, page_url: str, kept: tu
                                                                     lecturer_key)
         code, host_key = opened["code"], opened["host_key"]
     invite = lesson.room_invite(code, host_key, page_url, phone(demo, page_url))
+    # The key's box emptied once it has opened a room: on a lecture hall's shared computer the next person at
+    # the page would open rooms with the department's key (a review).
     return {"room_md": gr.Markdown(invite.text, visible=True), "room_qr": gr.Image(invite.qr, visible=True),
-            "room_kept": (key, code, host_key), "room_saved": lesson.saved_room(code, host_key)}
+            "room_kept": (key, code, host_key), "room_saved": lesson.saved_room(code, host_key), "lecturer_key": ""}
 
 
 def restore_room(ctx: Ctx, demo: Any, saved: str, page_url: str, shown: tuple | None = None,
@@ -256,7 +258,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
     keep = web.asset("lesson_room_keep.js")
     ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"], ui["room_kept"], ui["lecturer_key"]],
-                         [ui[n] for n in ROOM], show_progress="minimal").then(None, ui["room_saved"], None, js=keep)
+                         [ui[n] for n in [*ROOM, "lecturer_key"]], show_progress="minimal"
+                         ).then(None, ui["room_saved"], None, js=keep)
     # A reload: the page's script puts the kept room in the box (only where there is one: no call otherwise).
     # .change: a script's input event on a hidden box is not Gradio's .input; open_room's own value changes it too.
     ui["room_saved"].change(kit.answer(restore_room, ui, ctx, demo), [ui["room_saved"], ui["base"], ui["room_kept"]],
