@@ -406,6 +406,21 @@ def test_a_dropdown_and_a_number_box_reached_by_tab_show_a_ring_of_3_to_1(url):
             assert ring[0] != "none" and ring[1] >= 2 and _contrast_with_white(ring[2]) >= 3, (where, ring)
 
 
+def test_a_tables_chosen_cell_is_ringed_at_3_to_1(url):
+    """A keyboard walk's leftover: a Dataframe's chosen cell (the Patches tab's numbers) was ringed in the theme's
+    orange (2.8:1 on white), under WCAG 1.4.11's 3:1. Measured: the ring Gradio draws on the cell (its inset
+    box-shadow), once a cell is chosen."""
+    with page_at(url + "?example=chelsea", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        cell = page.locator("#numbers .body-cell").first
+        cell.wait_for(timeout=60_000)
+        cell.click()
+        page.wait_for_selector("#numbers .body-cell.cell-selected")
+        shadow = page.evaluate("getComputedStyle(document.querySelector('#numbers .cell-selected')).boxShadow")
+        colours = re.findall(r"rgba?\([^)]*\)", shadow)
+        assert colours and all(_contrast_with_white(c) >= 3 for c in colours), shadow
+
+
 def test_focus_stays_in_the_photo_box_after_a_keyboard_upload_and_a_clear(url):
     """A keyboard and screen-reader walk: Space on the photo box, a file chosen, and the focus fell to the page's
     <body> (Gradio replaces the box's button by the file's row): a screen reader started again from the top. Now
