@@ -297,7 +297,6 @@ class PublicApi:
         """A room on a photo the Workbench holds (the main page's Lesson tab opens one on its photo).
         The room keeps only the model's input view (PNG: the exact pixels the model saw) and its JPEG for
         the phones, in its store: never the full photo, which may be 39 megapixels and outside any budget."""
-        self.rooms.check_lecturer(lecturer_key)
         view = ph.analysis().input_view  # (H, W, 3) uint8
         code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(rlesson.steps()), owner,
                                     lecturer_key)

@@ -177,16 +177,15 @@ def test_a_room_opens_on_this_photo_with_the_students_link(photo, monkeypatch):
     assert later["room_kept"][1] != first["room_kept"][1]
 
 
-def test_the_button_opens_no_second_room_when_its_rooms_store_blinks(photo, monkeypatch):
-    """The kept room's check read the store's outage (StoreDown, a UserError) as a closed room: a read that
-    failed for a moment, then an opening that did not, left a second room open beside the first (each
-    holding one of the address's rooms, the first's host link gone). Now the outage is said and nothing opens."""
+def _room_then_a_blink(photo, monkeypatch, host: str) -> tuple:
+    """A room opened from the tab over a store whose next meta read fails once (StoreDown), the room's meta
+    no longer kept in memory -> (the tab's ctx on that store, the request, the opening's answer, the photo key)."""
     ctx, key = photo
     monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
     store = SQLiteStore(None)
     blink = dataclasses.replace(ctx, rooms=Rooms(store))
     asked = request(PAGE + "?lesson=1")
-    asked.client = SimpleNamespace(host="10.1.2.4")
+    asked.client = SimpleNamespace(host=host)
     got = tab.open_room(blink, None, key, "", None, asked)
     meta, reads = store.meta, []
 
@@ -198,6 +197,15 @@ def test_the_button_opens_no_second_room_when_its_rooms_store_blinks(photo, monk
 
     monkeypatch.setattr(store, "meta", down_once)
     time.sleep(META_TTL_S + 0.05)  # the room's meta is read from the store again
+    return blink, asked, got, key
+
+
+def test_the_button_opens_no_second_room_when_its_rooms_store_blinks(photo, monkeypatch):
+    """The kept room's check read the store's outage (StoreDown, a UserError) as a closed room: a read that
+    failed for a moment, then an opening that did not, left a second room open beside the first (each
+    holding one of the address's rooms, the first's host link gone). Now the outage is said and nothing opens."""
+    blink, asked, got, key = _room_then_a_blink(photo, monkeypatch, "10.1.2.4")
+    store = blink.rooms.store
     with pytest.raises(UserError, match="not answering"):
         tab.open_room(blink, None, key, "", got["room_kept"], asked)
     assert len(store.metas()) == 1, "a second room was opened while the first stayed open"
@@ -287,23 +295,7 @@ def test_a_reload_while_the_rooms_store_blinks_keeps_the_room_for_the_next_try(p
     """The reload's check of the kept room read the store's outage (StoreDown, a UserError) as a wrong key:
     the browser was told to forget the room (room_saved ""), its host key gone for good while the room stayed
     open, holding one of the address's rooms. Now the outage is said and the browser keeps the room."""
-    ctx, key = photo
-    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)
-    store = SQLiteStore(None)
-    blink = dataclasses.replace(ctx, rooms=Rooms(store))
-    asked = request(PAGE + "?lesson=1")
-    asked.client = SimpleNamespace(host="10.1.2.5")
-    got = tab.open_room(blink, None, key, "", None, asked)
-    meta, reads = store.meta, []
-
-    def down_once(code):
-        if not reads:
-            reads.append(code)
-            raise StoreDown(STORE_DOWN)
-        return meta(code)
-
-    monkeypatch.setattr(store, "meta", down_once)
-    time.sleep(META_TTL_S + 0.05)  # the room's meta is read from the store again
+    blink, asked, got, key = _room_then_a_blink(photo, monkeypatch, "10.1.2.5")
     with pytest.raises(UserError, match="not answering"):
         tab.restore_room(blink, None, got["room_saved"], "", None, request(PAGE))
     back = tab.restore_room(blink, None, got["room_saved"], "", None, request(PAGE))
