@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="hub id, local save_pretrained directory, or random:vit-base-patch16-224")
     parser.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda, mps")
     parser.add_argument("--host", default=None,
-                        help="address to bind (default: $GRADIO_SERVER_NAME, else 127.0.0.1; 0.0.0.0 on a Space)")
+                        help="address (default: $GRADIO_SERVER_NAME, else 0.0.0.0 with $PORT, else 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None,
-                        help="port (default: $GRADIO_SERVER_PORT, else 7860; 7860 on a Space)")
+                        help="port (default: $GRADIO_SERVER_PORT, else $PORT, else 7860; 7860 on a Space)")
     parser.add_argument("--share", action="store_true")
     parser.add_argument("--cache-mb", type=int, default=int(os.environ.get("VIZVIT_CACHE_MB", 1024)),
                         help="memory budget of the analysis cache")

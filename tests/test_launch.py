@@ -28,6 +28,13 @@ from vizvit.views.common import banner
     (("127.0.0.2", 9000), {"GRADIO_SERVER_NAME": "0.0.0.0", "GRADIO_SERVER_PORT": "8080"}, ("127.0.0.2", 9000)),
     (("127.0.0.1", 9000), {"SPACE_ID": "a/b", "GRADIO_SERVER_NAME": "0.0.0.0"}, ("0.0.0.0", 7860)),
     ((None, None), {"SPACE_ID": "a/b", "GRADIO_SERVER_PORT": "1234"}, ("0.0.0.0", 7860)),
+    # a container host (Cloud Run, Render, Heroku) sets PORT and routes from outside: every interface
+    ((None, None), {"PORT": "8080"}, ("0.0.0.0", 8080)),
+    ((None, None), {"PORT": "8080", "GRADIO_SERVER_NAME": "127.0.0.1"}, ("127.0.0.1", 8080)),
+    ((None, None), {"PORT": "8080", "GRADIO_SERVER_PORT": "9000"}, ("127.0.0.1", 9000)),
+    (("127.0.0.1", 9000), {"PORT": "8080"}, ("127.0.0.1", 9000)),
+    ((None, 9000), {"PORT": "8080"}, ("127.0.0.1", 9000)),
+    ((None, None), {"SPACE_ID": "a/b", "PORT": "8080"}, ("0.0.0.0", 7860)),
 ])
 def test_flags_then_environment_then_defaults_and_a_space_binds_everything(flags, env, expected):
     assert server_address(*flags, env) == expected
@@ -36,6 +43,8 @@ def test_flags_then_environment_then_defaults_and_a_space_binds_everything(flags
 def test_a_bad_port_is_a_clear_error():
     with pytest.raises(UserError, match="not a port"):
         server_address(None, None, {"GRADIO_SERVER_PORT": "http"})
+    with pytest.raises(UserError, match="PORT='x' is not"):
+        server_address(None, None, {"PORT": "x"})
     with pytest.raises(UserError, match="out of range"):
         server_address(None, 70000, {})
 

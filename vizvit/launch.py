@@ -3,7 +3,8 @@
 Hugging Face Spaces sets GRADIO_SERVER_NAME=0.0.0.0 and routes traffic to port 7860;
 a server that binds 127.0.0.1 there is unreachable. So a Space (SPACE_ID set) always
 binds 0.0.0.0:7860; elsewhere flags win, then GRADIO_SERVER_NAME / GRADIO_SERVER_PORT,
-then 127.0.0.1:7860 (local only, the safe default on a laptop).
+then PORT (container hosts: Cloud Run, Render, Heroku, Railway), then 127.0.0.1:7860 (local only,
+the safe default on a laptop).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ log = logging.getLogger("vizvit.app")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
 SPACE_ADDRESS = ("0.0.0.0", 7860)
+ANY_INTERFACE = "0.0.0.0"
 
 
 def on_space(env: Mapping[str, str]) -> bool:
@@ -41,13 +43,17 @@ def server_address(host: str | None, port: int | None, env: Mapping[str, str]) -
     """(host, port) to bind. host/port: the command-line flags, None when not given."""
     if on_space(env):
         return SPACE_ADDRESS
-    host = host or env.get("GRADIO_SERVER_NAME") or DEFAULT_HOST
+    # A container host routes its traffic to $PORT from outside the container: a server bound to
+    # 127.0.0.1 there is unreachable (the page never loads), so PORT alone also means every interface.
+    container = port is None and not env.get("GRADIO_SERVER_PORT") and bool(env.get("PORT"))
+    host = host or env.get("GRADIO_SERVER_NAME") or (ANY_INTERFACE if container else DEFAULT_HOST)
     if port is None:
-        raw = env.get("GRADIO_SERVER_PORT")
+        name = "PORT" if container else "GRADIO_SERVER_PORT"
+        raw = env.get(name)
         try:
             port = int(raw) if raw else DEFAULT_PORT
         except ValueError:
-            raise UserError(f"GRADIO_SERVER_PORT={raw!r} is not a port number.") from None
+            raise UserError(f"{name}={raw!r} is not a port number.") from None
     if not 0 < port < 65536:
         raise UserError(f"Port {port} is out of range (1..65535).")
     return host, port
