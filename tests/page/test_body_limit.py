@@ -5,10 +5,10 @@ then once on the served page (the production launch settings), both ways, on a r
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx
+from loops import run_apart
 
 import app
 from page.body_limit import GRADIO_BYTES, LIMITS, ROOM_BYTES, BodyLimit, Limit, limit_of, too_big
@@ -52,7 +52,7 @@ def run(path: str, chunks: list[bytes], headers: list[tuple[bytes, bytes]], limi
         sent.append(m)
 
     scope = {"type": "http", "method": "POST", "path": root + path, "root_path": root, "headers": headers}
-    asyncio.run(BodyLimit(inner, limits)(scope, receive, send))
+    run_apart(BodyLimit(inner, limits)(scope, receive, send))
     status = sent[0]["status"]
     body = b"".join(m.get("body", b"") for m in sent[1:])
     return status, (json.loads(body) if status == 413 else body), read[0], inner

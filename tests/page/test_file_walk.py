@@ -4,7 +4,6 @@ constructed values with known answers."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from gradio import processing_utils
 from gradio.data_classes import FileData
 from gradio_client import utils as client_utils
+from loops import run_apart
 
 from page import file_walk
 
@@ -62,9 +62,9 @@ def test_a_plain_answer_comes_back_as_it_is_without_a_walk(monkeypatch):
 
     monkeypatch.setattr(client_utils, "async_traverse", counting)
     block = gr.JSON(render=False)
-    got = asyncio.run(MOVE(PLAIN, block, postprocess=True))
+    got = run_apart(MOVE(PLAIN, block, postprocess=True))
     assert got is PLAIN and not walked
-    assert asyncio.run(GRADIO_MOVE(PLAIN, block, postprocess=True)) == PLAIN  # what Gradio's walk made of it
+    assert run_apart(GRADIO_MOVE(PLAIN, block, postprocess=True)) == PLAIN  # what Gradio's walk made of it
     assert walked, "the counter never saw Gradio's walk"
     assert ROOT([PLAIN], "http://host/", None) == GRADIO_ROOT([PLAIN], "http://host/", None) == [PLAIN]
 
@@ -76,8 +76,8 @@ def test_a_file_inside_an_answer_is_still_moved_and_given_its_url(tmp_path, monk
     folder = Path(block.GRADIO_CACHE) / "src"
     folder.mkdir(parents=True)
     value = {"maps": [1, 2], "deep": [{"file": a_file(folder)}]}
-    ours = asyncio.run(MOVE(value, block, postprocess=True))
-    theirs = asyncio.run(GRADIO_MOVE(value, block, postprocess=True))
+    ours = run_apart(MOVE(value, block, postprocess=True))
+    theirs = run_apart(GRADIO_MOVE(value, block, postprocess=True))
     assert ours == theirs
     assert ours["deep"][0]["file"]["url"].startswith("/gradio_api/file="), ours
     shutil.rmtree(folder)
@@ -112,7 +112,7 @@ def test_a_file_outside_the_upload_folder_is_still_refused(tmp_path):
     outside.write_text("no")
     value = {"photo": FileData(path=str(outside)).model_dump()}
     with pytest.raises(InvalidPathError):
-        asyncio.run(MOVE(value, block, check_in_upload_folder=True))
+        run_apart(MOVE(value, block, check_in_upload_folder=True))
     with pytest.raises(AttributeError):  # Gradio's own walk on a "meta" that is not a dict
-        asyncio.run(MOVE({"photo": {"path": str(outside), "meta": None}}, block, check_in_upload_folder=True))
+        run_apart(MOVE({"photo": {"path": str(outside), "meta": None}}, block, check_in_upload_folder=True))
     LocalContext.blocks.reset(token)
