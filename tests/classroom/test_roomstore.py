@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: F401 (fixtures)
 
@@ -210,3 +211,39 @@ def test_a_sqlite_file_held_by_another_process_is_a_store_down_not_a_crash(tmp_p
     assert not rooms.store._db.in_transaction
     assert rooms.answer(code, "student-0123456789", 1, 3) == (True, "")
     assert rooms.move(code, key, 2).step == 2
+
+
+def test_on_a_space_rooms_go_to_its_persistent_storage_else_the_log_says_they_are_lost(tmp_path, monkeypatch, caplog):
+    """A Space's own disk is lost when it restarts; its persistent storage (/data) is kept: rooms go there when
+    it is there, and a server whose rooms sit on the lost disk says so in its log."""
+    import logging
+    import os
+
+    from vizvit.classroom import room as room_module
+    from vizvit.classroom.roomstore import default_path, lost_on_restart
+
+    data = tmp_path / "data"
+    data.mkdir()
+    home = {"XDG_DATA_HOME": str(tmp_path / "home")}
+    space = {**home, "SPACE_ID": "teacher/vizvit"}
+    assert default_path(space, data) == data / "vizvit" / "rooms.sqlite3"
+    assert default_path(home, data) == tmp_path / "home" / "vizvit" / "rooms.sqlite3"  # not a Space
+    assert default_path(space, tmp_path / "none") == tmp_path / "home" / "vizvit" / "rooms.sqlite3"  # no storage
+    assert default_path({**space, "VIZVIT_ROOMS_DB": "/x/r.db"}, data) == Path("/x/r.db")  # told where
+    if os.geteuid() != 0:  # root writes anywhere
+        data.chmod(0o500)
+        assert default_path(space, data) == tmp_path / "home" / "vizvit" / "rooms.sqlite3"  # not writable
+        data.chmod(0o700)
+    assert lost_on_restart(tmp_path / "home" / "r.db", space, data)
+    assert not lost_on_restart(data / "vizvit" / "r.db", space, data)
+    assert not lost_on_restart(tmp_path / "home" / "r.db", home, data)  # off a Space the disk is kept
+
+    monkeypatch.setenv("SPACE_ID", "teacher/vizvit")
+    monkeypatch.setattr(room_module, "lost_on_restart", lambda p: lost_on_restart(p, space_data=data))
+    with caplog.at_level(logging.WARNING, logger="vizvit.rooms"):
+        room_module.open_store(tmp_path / "ephemeral.db")
+    assert "lost when the Space restarts" in caplog.text and "VIZVIT_REDIS_URL" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="vizvit.rooms"):
+        room_module.open_store(data / "kept.db")
+    assert caplog.text == ""

@@ -21,6 +21,7 @@ import csv
 import hashlib
 import hmac
 import io
+import logging
 import math
 import re
 import secrets
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Protocol
 
 from vizvit.classroom.roomstore import (
+    REDIS_URL_ENV,
     OwnerLimit,
     RoomStore,
     SQLiteStore,
@@ -40,6 +42,7 @@ from vizvit.classroom.roomstore import (
     default_path,
     host_addresses,
     listed,
+    lost_on_restart,
     now as wall_clock,
 )
 from vizvit.errors import UserError
@@ -830,7 +833,13 @@ def open_store(db: str | Path | None = None, redis_url: str | None = None) -> Ro
         )
 
         return RedisStore(redis_url)
-    return SQLiteStore(db if db is not None else default_path())
+    path = Path(db) if db is not None else default_path()
+    if lost_on_restart(path):
+        logging.getLogger("vizvit.rooms").warning(
+            "Live rooms are kept in %s, on this Space's disk, which is lost when the Space restarts (and a class's "
+            "rooms and answers with it): enable the Space's persistent storage (rooms then go to /data), or give "
+            "it a Redis (the secret %s).", path, REDIS_URL_ENV)
+    return SQLiteStore(path)
 
 
 class Asks(Protocol):

@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
@@ -124,13 +124,30 @@ class RoomStore(Protocol):
         pages wake. A store only this process uses calls nothing."""
 
 
-def default_path() -> Path:
-    """Where a server keeps its rooms when told nothing: $VIZVIT_ROOMS_DB, else the user's data folder
-    ($XDG_DATA_HOME, else ~/.local/share)/vizvit/rooms.sqlite3."""
-    if os.environ.get(ROOMS_DB_ENV):
-        return Path(os.environ[ROOMS_DB_ENV])
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+# A Hugging Face Space's disk is lost whenever the Space restarts (a crash, a sleep, a new build); its
+# persistent storage upgrade mounts a disk that is kept at /data. Rooms kept on the lost disk would be
+# lost with it, a class's answers included.
+SPACE_DATA = Path("/data")
+
+
+def default_path(env: Mapping[str, str] | None = None, space_data: Path = SPACE_DATA) -> Path:
+    """Where a server keeps its rooms when told nothing: $VIZVIT_ROOMS_DB; else, on a Space (SPACE_ID set)
+    with persistent storage (`space_data` a writable folder), space_data/vizvit/rooms.sqlite3; else the
+    user's data folder ($XDG_DATA_HOME, else ~/.local/share)/vizvit/rooms.sqlite3."""
+    env = os.environ if env is None else env
+    if env.get(ROOMS_DB_ENV):
+        return Path(env[ROOMS_DB_ENV])
+    if env.get("SPACE_ID") and space_data.is_dir() and os.access(space_data, os.W_OK | os.X_OK):
+        return space_data / "vizvit" / "rooms.sqlite3"
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "vizvit" / "rooms.sqlite3"
+
+
+def lost_on_restart(path: Path, env: Mapping[str, str] | None = None, space_data: Path = SPACE_DATA) -> bool:
+    """True when rooms kept at `path` are lost when the Space restarts: on a Space, outside its persistent
+    storage (the server's log says so, and where to keep them instead)."""
+    env = os.environ if env is None else env
+    return bool(env.get("SPACE_ID")) and not path.resolve().is_relative_to(space_data.resolve())
 
 
 _SCHEMA = """
