@@ -78,6 +78,9 @@ def app_model_id(wb) -> str:
     ("predict", dict(mask=[True, False]), "mask index must be"),
     ("compare", dict(depth=True), "depth must be"),
     ("compare", dict(depth="0.5"), "depth must be"),
+    # a JSON int past a float's range: math.isfinite(10**400) raised OverflowError ("Something went wrong")
+    ("positions", dict(row=10 ** 400), "row must be"),
+    ("attention", dict(layer=-10 ** 400), "layer must be"),
 ])
 def test_out_of_range_values_are_refused_in_the_backend(served, tiny16, endpoint, kwargs, message):
     client, _ = served

@@ -78,8 +78,10 @@ Source = str | Held  # a photo: the server path of an uploaded file, or a photo 
 def _int(name: str, value: object, low: int, high: int) -> int:
     """An integer in [low, high], or a UserError that says so (floats with a fraction refused; so are
     true/false and text, which float() would read as 1, 0 or the number they spell)."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or value != int(value) or not low <= value <= high):
+    # an int is compared as it is: math.isfinite(10**400) raises OverflowError (a "Something went wrong")
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and (not math.isfinite(value) or value != int(value)))
+            or not low <= value <= high):
         raise UserError(f"{name} must be a whole number from {low} to {high}.")
     return int(value)
 

@@ -191,7 +191,7 @@ def test_wrong_key_and_unknown_code_are_one_plain_sentence(opened):
             rooms.state(bad)
         assert str(e.value) == UNKNOWN_ROOM
         assert rooms.answer(bad, S1, 1, 3) == (False, UNKNOWN_ROOM)
-    for bad_step in (0, 4, 1.5, "x", None, True, 10 ** 30):
+    for bad_step in (0, 4, 1.5, "x", None, True, 10 ** 30, 10 ** 400):  # 10**400: float() overflowed (a 500)
         with pytest.raises(UserError, match="step must be a whole number from 1 to 3"):
             rooms.move(code, key, bad_step)
     # A true/false that is not one is refused, not read as "no" ("yes" did not reveal, quietly), and only

@@ -277,7 +277,7 @@ def _step(meta: dict, step: object) -> int:
         raise UserError(f"step must be a whole number from 1 to {n_steps}.")
     try:
         f = float(step)
-    except ValueError:
+    except (ValueError, OverflowError):  # float(10**400) overflows: a JSON body may carry a 400-digit int
         f = math.nan
     if not math.isfinite(f) or f != int(f) or not 1 <= f <= n_steps:
         raise UserError(f"step must be a whole number from 1 to {n_steps}.")
