@@ -301,8 +301,7 @@ class PublicApi:
         the phones, in its store: never the full photo, which may be 39 megapixels and outside any budget."""
         view = ph.analysis().input_view  # (H, W, 3) uint8
         code, key = self.rooms.open(ph.vm.id, png(view), room_mod.questions_of(rlesson.steps()), owner,
-                                    lecturer_key)
-        self.rooms.keep_photo_view(code, jpeg(view))
+                                    lecturer_key, shown=jpeg(view))  # both pictures kept, or no room left open
         # Every step's truth and figure, measured now in the background (seconds on a CPU) while the
         # lecturer talks: a reveal then does no model work, and its push is a store update (issue 45).
         threading.Thread(target=self.room_prepare, args=(code,), name=f"room-{code}", daemon=True).start()

@@ -33,7 +33,7 @@ from vizvit.classroom.room import (
     questions_of,
     share_full,
 )
-from vizvit.classroom.roomstore import OwnerLimit
+from vizvit.classroom.roomstore import OwnerLimit, SQLiteStore, StoreDown
 from vizvit.errors import UserError
 
 
@@ -604,3 +604,43 @@ def test_a_server_with_a_lecturer_key_opens_rooms_only_for_it():
     Rooms().open("m", None, QS, lecturer_key="anything")  # no key set: what is given does not matter
     with pytest.raises(UserError, match="longer than"):
         Rooms(lecturer_key="k" * (LECTURER_KEY_MAX + 1))
+
+
+@pytest.mark.parametrize("server, typed", [("café clé", "cafe\u0301 cle\u0301"), ("cafe\u0301 cle\u0301", "café clé")])
+def test_a_lecturer_key_typed_in_another_unicode_form_opens_rooms(server, typed):
+    """One key, "é" as one character (NFC: a Mac's keyboard) or as "e" and its accent (NFD: another's, a
+    pasted key): the lecturer was told the key is wrong. Compared in NFC; other keys stay refused."""
+    from vizvit.classroom.room import WRONG_LECTURER_KEY
+
+    rooms = Rooms(lecturer_key=server)
+    code, _ = rooms.open("m", None, QS, lecturer_key=typed)
+    assert rooms.state(code).step == 1
+    with pytest.raises(UserError, match=WRONG_LECTURER_KEY):
+        rooms.open("m", None, QS, lecturer_key="cafe cle")
+
+
+class _BlobsFail(SQLiteStore):
+    """A store that opens rooms but cannot keep their pictures (a disk full, Redis gone just then)."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__(None)
+        self.failing = failing
+
+    def put_blob(self, code: str, name: str, data: bytes) -> None:
+        if name == self.failing:
+            raise StoreDown("The room store cannot be reached.")
+        super().put_blob(code, name, data)
+
+
+@pytest.mark.parametrize("failing", ["view", "p0"])
+def test_a_room_whose_pictures_cannot_be_kept_is_not_left_open(failing):
+    """The store fails just after the room is created: the caller hears the failure and never the room's
+    key. The room stayed open, holding one of the server's rooms and of its owner's share, which nobody
+    could close for HOST_AWAY_S (an owner's three such failures barred it from opening a room)."""
+    rooms = Rooms(_BlobsFail(failing), max_per_owner=1, roomy_per_owner=1)
+    with pytest.raises(StoreDown):
+        rooms.open("m", b"view", QS, owner="10.0.0.1", shown=b"jpeg")
+    assert rooms.store.metas() == {}
+    rooms.store.failing = ""
+    code, _ = rooms.open("m", b"view", QS, owner="10.0.0.1", shown=b"jpeg")  # its share is free
+    assert rooms.picture(code, 0) == b"jpeg" and rooms.model_view(code) == b"view"

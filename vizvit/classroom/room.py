@@ -27,6 +27,7 @@ import re
 import secrets
 import threading
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -93,6 +94,7 @@ BARRED = "The lecturer has turned away the students of your network from this ro
 NO_NETWORK = "That network has no students in this room any more."
 OWN_NETWORK = "That is a network your page called from or you let in: its students stay."
 CLOSED_BY_HOST = "The lecturer has closed this room."
+OPEN_FAILED = "This room could not be opened: ask the lecturer for a new room."
 CLOSED_AWAY = ("This room closed because the lecturer's page was away for 30 minutes: ask the lecturer "
                "for a new room.")
 
@@ -312,6 +314,14 @@ def _same(given: str, secret: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode("utf-8", "surrogatepass"))
 
 
+def _key_text(key: str) -> str:
+    """A lecturer key as compared: stripped and in Unicode NFC, so "é" typed as one character (a Mac's
+    keyboard) or as "e" and its accent (another's, or a pasted key) is one key; cut before the
+    normalisation (a megabyte sent costs nothing), at a length no NFD form of a LECTURER_KEY_MAX key
+    reaches, and after it just past LECTURER_KEY_MAX (longer is wrong anyway)."""
+    return unicodedata.normalize("NFC", key.strip()[:4 * LECTURER_KEY_MAX])[:LECTURER_KEY_MAX + 1]
+
+
 def _check_student(student: object) -> str:
     if not isinstance(student, str) or not STUDENT_ID.fullmatch(student):
         raise UserError("student must be the page's random id: 8 to 64 letters, digits, - or _, a letter or digit "
@@ -334,7 +344,7 @@ class Rooms:
         lecturer_key: set (LECTURER_KEY_ENV), only a caller who gives it opens a room; "" or None: anyone."""
         if lecturer_key is not None and len(lecturer_key) > LECTURER_KEY_MAX:
             raise UserError(f"{LECTURER_KEY_ENV} is longer than {LECTURER_KEY_MAX} characters.")
-        self.lecturer_key = (lecturer_key or "").strip() or None
+        self.lecturer_key = _key_text(lecturer_key or "") or None
         self.store: RoomStore = store if store is not None else SQLiteStore(None)
         self.max_rooms, self.max_students, self.host_away_s = max_rooms, max_students, host_away_s
         self.max_per_owner, self.clock, self.on_change = max_per_owner, clock, on_change
@@ -420,7 +430,7 @@ class Rooms:
             return
         if not isinstance(lecturer_key, str) or not lecturer_key.strip():
             raise UserError(KEY_NEEDED)
-        if not _same(lecturer_key.strip()[:LECTURER_KEY_MAX + 1], self.lecturer_key):
+        if not _same(_key_text(lecturer_key), self.lecturer_key):
             raise UserError(WRONG_LECTURER_KEY)
 
     def check_host(self, code: object, host_key: object) -> None:
@@ -460,9 +470,10 @@ class Rooms:
 
     # -------------------------------------------------------------- the lecturer
     def open(self, model: str, photo: bytes | None, questions: Sequence[Question],
-             owner: str = "", lecturer_key: object = None) -> tuple[str, str]:
+             owner: str = "", lecturer_key: object = None, shown: bytes | None = None) -> tuple[str, str]:
         """A new room -> (code, host_key). photo: the model's input view as PNG (the exact pixels the model
-        saw: the truths are measured from it), or None. owner: the opener's address; refused politely when
+        saw: the truths are measured from it), or None; shown: the photo as the phones see it (JPEG:
+        keep_photo_view), or None. owner: the opener's address; refused politely when
         it holds its share (OwnerLimit: ROOMY_PER_OWNER while the server is less than half full, then
         MAX_ROOMS_PER_OWNER), or the server MAX_ROOMS ("" counts toward no owner). lecturer_key: the
         server's, where it has one (check_lecturer)."""
@@ -486,9 +497,25 @@ class Rooms:
                                 "close one, or try again later.")
             if got == "owner":
                 raise UserError(owner_full(self.owners))
-        if photo is not None:
-            self.store.put_blob(code, "view", bytes(photo))
+        try:
+            if photo is not None:
+                self.store.put_blob(code, "view", bytes(photo))
+            if shown is not None:
+                self.keep_photo_view(code, shown)
+        except BaseException:
+            # The caller never hears this room's key: left open, it held one of the server's rooms and of
+            # its owner's share until HOST_AWAY_S, with nobody able to close it
+            self._abandon(code)
+            raise
         return code, key
+
+    def _abandon(self, code: str) -> None:
+        """Close a room whose opening failed half way; where the store is down too, it closes as away."""
+        try:
+            if self.store.close(code, OPEN_FAILED, self.clock()):
+                self._changed(code)
+        except Exception:  # noqa: BLE001 (the first failure is the one the caller hears)
+            pass
 
     def move(self, code: str, host_key: str, step: object, reveal: object = False) -> State:
         """The lecturer shows `step` (and, with reveal, its answer): every student's page follows."""
