@@ -454,14 +454,16 @@ def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]
     async def join(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            await off_loop(rooms, rooms.state, code)
+            st = await off_loop(rooms, rooms.state, code)
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
             return JSONResponse({"error": str(e)})
         listen, share = served()
         where = launch.phone_address(str(request.base_url), listen, share, os.environ.get("SPACE_HOST"), _lan())
-        url = f"{where.base}{PAGE_PATH}?code={code.strip().upper()}"
+        # the canonical code, never the path's: "ABCD\u2028EFGH" (any Unicode space) or "abcd-efgh-" reaches the
+        # room too, and went into the link and its QR code as it was sent
+        url = f"{where.base}{PAGE_PATH}?code={st.code}"
         buf = io.BytesIO()
         Image.fromarray(lesson_view.qr_picture(url, module=6)).save(buf, "PNG")
         qr = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()

@@ -55,6 +55,25 @@ def test_a_strangers_csv_request_loads_no_model(plain_routes, monkeypatch):
     assert r.status_code == 400 and "key" in r.json()["error"].lower() and not asked, (r.status_code, r.text)
 
 
+@pytest.mark.parametrize("typed", ["{}-", "{} ", "{:.4}\u2028{}", "{:.4}\u3000{}"])
+def test_the_students_link_holds_the_rooms_own_code_whatever_path_reached_it(plain_routes, typed):
+    """/join wrote the path's code as it came ("ABCD EFGH", a Unicode line separator in it) into the link
+    and its QR code: the code the room parses, never the text sent."""
+    client, code = plain_routes
+    sent = typed.format(code, code[4:])
+    r = client.get(f"/vizvit_room/{sent}/join")
+    assert r.status_code == 200 and r.json()["url"].endswith(f"room?code={code}"), r.text[:200]
+
+
+def test_a_step_past_a_floats_range_is_refused_with_a_sentence(plain_routes):
+    """A 400-digit JSON int as the step: float() overflowed, an HTTP 500 and a traceback (the host's
+    step and tally too: tests/classroom/test_room.py)."""
+    client, code = plain_routes
+    raw = '{"student": "student-0001", "answer": "3", "step": 1%s}' % ("0" * 400)
+    r = client.post(f"/vizvit_room/{code}/answer", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 200 and "step must be a whole number" in r.json()["reason"], (r.status_code, r.text[:200])
+
+
 def picture_size(page) -> tuple[int, int]:
     """The step picture's natural size once it has loaded (the page may be redrawing it)."""
     page.wait_for_function("() => { const i = document.getElementById('step-picture');"
