@@ -305,3 +305,15 @@ def test_copy_link_takes_any_number_a_rest_caller_sends():
     # whole numbers as before
     link = deeplink.of_view(tab="embeddings", layer=4.0, dx=3.0, dy=-2.0, depth=2.0, **view)
     assert (link.layer, link.dx, link.dy, link.depth, link.head) == (4, 3, -2, 2, 2)
+
+
+@pytest.mark.parametrize("query", ["layer=" + "9" * 4000, "depth=" + "9" * 4000, "head=" + "9" * 4000,
+                                   "dx=" + "9" * 4000, "query=" + "9" * 4000 + ",1",
+                                   "mask=" + ",".join(map(str, range(200, 3000))),
+                                   "ablate=" + ",".join(f"{l}.1" for l in range(30, 3000))])
+def test_a_links_numbers_are_cut_in_its_notices(query):
+    """A stranger's link wrote out a 4,000-digit number, or 2,800 patches, whole in the page's notice (16 kB
+    of digits); now a few, cut, and how many in all."""
+    name, value = query.split("=", 1)
+    _, notes = go(tab="embeddings", **{name: value})
+    assert notes and all(len(n) < 400 for n in notes), [len(n) for n in notes]

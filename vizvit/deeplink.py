@@ -265,6 +265,22 @@ def _photo(r: _Reader) -> str | None:
     return None
 
 
+def _cut(number: object) -> str:
+    """A number from a link in a notice (digits, "-", "."; no Markdown to escape), cut at SHOWN_CHARS: a
+    4,000-digit layer= was written out whole."""
+    text = str(number)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
+FEW_SHOWN = 8  # of a link's numbers in one notice: a stranger's link of 3,000 patches is no 16 kB wall of digits
+
+
+def _few(items: Sequence[object]) -> str:
+    """A link's numbers in a notice: the first FEW_SHOWN, each cut as _cut does, then how many in all."""
+    shown = ", ".join(_cut(i) for i in items[:FEW_SHOWN])
+    return shown if len(items) <= FEW_SHOWN else f"{shown}, … ({len(items)} in all)"
+
+
 def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLink, list[str]]:
     """Drop the values that do not exist on this model (layer 13 of 12, ...), with notices. b: model B's
     geometry, on the Compare tab, where layer= and head= are its cursor's, over the deeper model's layers
@@ -274,16 +290,16 @@ def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLin
     n_layers = max(g.num_layers, b.num_layers) if b is not None and pair else g.num_layers
     n_heads = max(g.num_heads, b.num_heads) if b is not None and pair else g.num_heads
     if link.layer is not None and not 1 <= link.layer <= n_layers:
-        notices.append(f"Layer {link.layer} does not exist (1–{n_layers}); showing the last layer.")
+        notices.append(f"Layer {_cut(link.layer)} does not exist (1–{n_layers}); showing the last layer.")
         link = replace(link, layer=None)
     if isinstance(link.head, int) and not 1 <= link.head <= n_heads:
-        notices.append(f"Head {link.head} does not exist (1–{n_heads}); showing the mean of the heads.")
+        notices.append(f"Head {_cut(link.head)} does not exist (1–{n_heads}); showing the mean of the heads.")
         link = replace(link, head=None)
     if link.depth is not None and not 0 <= link.depth <= g.num_layers:
-        notices.append(f"Depth {link.depth} does not exist (0–{g.num_layers}); showing depth 0.")
+        notices.append(f"Depth {_cut(link.depth)} does not exist (0–{g.num_layers}); showing depth 0.")
         link = replace(link, depth=None)
     if link.query is not None and not (0 <= link.query[0] < g.grid[0] and 0 <= link.query[1] < g.grid[1]):
-        notices.append(f"Patch (row {link.query[0]}, col {link.query[1]}) is outside the "
+        notices.append(f"Patch (row {_cut(link.query[0])}, col {_cut(link.query[1])}) is outside the "
                        f"{g.grid[0]}×{g.grid[1]} grid (rows and columns count from 0); using [CLS].")
         link = replace(link, query=None)
     lim = 2 * g.patch_size
@@ -291,20 +307,20 @@ def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLin
     def shift(name: str, v: int) -> int:
         if -lim <= v <= lim:
             return v
-        notices.append(f"{name}={v} is outside ±{lim} pixels; no shift used.")
+        notices.append(f"{name}={_cut(v)} is outside ±{lim} pixels; no shift used.")
         return 0
 
     link = replace(link, dx=shift("dx", link.dx), dy=shift("dy", link.dy))
     bad = [i for i in link.mask if not 0 <= i < g.num_patches]
     if bad:
-        notices.append(f"Mask patches {bad} are outside 0–{g.num_patches - 1}; they were left out.")
+        notices.append(f"Mask patches {_few(bad)} are outside 0–{g.num_patches - 1}; they were left out.")
         link = replace(link, mask=tuple(i for i in link.mask if 0 <= i < g.num_patches))
     whole = {l for l, h in link.ablate if h == WHOLE_LAYER}
     if whole:
         gone = sorted(l for l in whole if not 0 <= l < g.num_layers)
         if gone:
             many = len(gone) > 1
-            notices.append(f"Layer{'s' * many} {', '.join(str(l + 1) for l in gone)} "
+            notices.append(f"Layer{'s' * many} {_few([l + 1 for l in gone])} "
                            f"{'do' if many else 'does'} not exist (1–{g.num_layers}); nothing was switched off "
                            f"for {'them' if many else 'it'}.")
         heads = {c for c in link.ablate if c[1] != WHOLE_LAYER}
@@ -312,7 +328,7 @@ def fit(link: DeepLink, g: Geometry, b: Geometry | None = None) -> tuple[DeepLin
         link = replace(link, ablate=tuple(sorted(heads)))
     off = [(l, h) for l, h in link.ablate if not (0 <= l < g.num_layers and 0 <= h < g.num_heads)]
     if off:
-        notices.append(f"Heads {', '.join(f'{l + 1}.{h + 1}' for l, h in off)} do not exist "
+        notices.append(f"Heads {_few([f'{l + 1}.{h + 1}' for l, h in off])} do not exist "
                        f"({g.num_layers} layers × {g.num_heads} heads); they stay on.")
         link = replace(link, ablate=tuple(c for c in link.ablate if c not in off))
     return link, notices
