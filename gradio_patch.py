@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import os
 import re
 import tempfile
@@ -33,6 +34,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from gradio import processing_utils, route_utils
 from gradio.blocks import Blocks
+from gradio.components import Slider
 from gradio.exceptions import Error, InvalidPathError
 from gradio.state_holder import SessionState
 from gradio_client.utils import is_http_url_like
@@ -173,6 +175,11 @@ def _refusal(fn: Any, inputs: list[Any]) -> str | None:
     # handler runs (anything the server can reach). Only uploads are photos here.
     if any(isinstance(v, dict) and isinstance(v.get("path"), str) and is_http_url_like(v["path"]) for v in inputs):
         return NOT_UPLOADED
+    # NaN passes Gradio's Slider (its range checks compare false) on to the handler, whose int() then failed
+    # with "Something went wrong" and a traceback in the log; no page sends one (JSON.stringify writes null)
+    for block, v in zip(fn.inputs, inputs):
+        if isinstance(block, Slider) and isinstance(v, float) and not math.isfinite(v):
+            return f"{block.label or 'A slider'} takes a number from {block.minimum} to {block.maximum}."
     return None
 
 
@@ -198,7 +205,11 @@ def plain_preprocess(original: Any) -> Any:
             raise Error(why, print_exception=False)
         try:
             return await original(self, block_fn, inputs, *args, **kwargs)
-        except Error:
+        except Error as e:
+            # A component's own refusal (a Radio's value not among its choices, a slider's -99999999): the
+            # caller's mistake, told in its sentence; its traceback (30 lines in the log for each call, at any
+            # stranger's will) is not printed
+            e.print_exception = False
             raise
         except InvalidPathError:
             raise Error(NOT_UPLOADED, print_exception=False) from None
