@@ -177,10 +177,19 @@ def _refusal(fn: Any, inputs: list[Any]) -> str | None:
         return NOT_UPLOADED
     # NaN passes Gradio's Slider (its range checks compare false) on to the handler, whose int() then failed
     # with "Something went wrong" and a traceback in the log; no page sends one (JSON.stringify writes null)
+    # (and "nan" as text through the page's ClampedSlider, which reads text as float() does)
     for block, v in zip(fn.inputs, inputs):
-        if isinstance(block, Slider) and isinstance(v, float) and not math.isfinite(v):
+        if isinstance(block, Slider) and _not_finite(v):
             return f"{block.label or 'A slider'} takes a number from {block.minimum} to {block.maximum}."
     return None
+
+
+def _not_finite(value: Any) -> bool:
+    """Whether value reads as NaN or an infinity; anything else that is no number is its component's to refuse."""
+    try:
+        return isinstance(value, (float, str)) and not math.isfinite(float(value))
+    except (ValueError, OverflowError):
+        return False
 
 
 def _names(fn: Any) -> str:

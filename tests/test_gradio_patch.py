@@ -140,12 +140,17 @@ def test_a_slider_given_nan_is_refused_before_the_handler():
     import pytest
 
     import gradio_patch
+    from page import kit
 
     gradio_patch.install()
     with gr.Blocks() as demo:
         layer, out = gr.Slider(1, 12, step=1, label="layer"), gr.Textbox()
         gr.Button().click(lambda v: str(int(v)), [layer], out)
-    for bad in (float("nan"), float("-inf")):
-        with pytest.raises(gr.Error, match="layer takes a number from 1 to 12") as e:
-            asyncio.run(demo.preprocess_data(demo.fns[0], [bad], None))
-        assert not e.value.print_exception
+        clamped = kit.ClampedSlider(1, 12, step=1, label="depth")  # reads text as float() does: "nan" passed
+        gr.Button().click(lambda v: str(int(v)), [clamped], out)
+    for fn, said in ((demo.fns[0], "layer takes a number from 1 to 12"), (demo.fns[1], "depth takes")):
+        for bad in (float("nan"), float("-inf"), "nan", " NaN "):
+            with pytest.raises(gr.Error, match=said) as e:
+                asyncio.run(demo.preprocess_data(fn, [bad], None))
+            assert not e.value.print_exception
+    assert asyncio.run(demo.preprocess_data(demo.fns[1], [99], None)) == [12]  # clamped, as before
