@@ -80,6 +80,19 @@ def _site(host: str) -> str:
     return str(ip)
 
 
+def _peer(request: Any) -> str | None:
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None) if client is not None else None
+
+
+def _is_public(host: str | None) -> bool:
+    """An address on the public internet (not private, loopback, link-local or reserved)."""
+    try:
+        return host is not None and ipaddress.ip_address(host.split("%")[0]).is_global
+    except ValueError:
+        return False
+
+
 def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None:
     """Who a request comes from: its network address (every REST call and every new gradio_client
     is a new session, so the session alone would let one machine hold every slot); the session
@@ -95,8 +108,15 @@ def caller_of(request: gr.Request | None, hops: int | None = None) -> str | None
         entries = [e.strip() for e in str(headers.get("x-forwarded-for", "")).split(",") if e.strip()]
         if len(entries) >= hops:
             host = entries[-hops]
-    elif (client := getattr(request, "client", None)) is not None:  # no proxy: the socket's peer
-        host = getattr(client, "host", None)
+        elif _is_public(peer := _peer(request)):
+            # No header: not through the proxy, which always writes one. A peer on the internet came
+            # straight here (the server is reachable past its proxy): it is its address, never the
+            # session, which it picks anew each call to escape every per-address share. A private or
+            # loopback peer is the proxy itself, left without its header: its address would make
+            # every visitor one caller, so there the session still stands for the visitor.
+            host = peer
+    else:  # no proxy: the socket's peer
+        host = _peer(request)
     if host:
         return f"address {_site(host)}"
     session = getattr(request, "session_hash", None)

@@ -458,7 +458,7 @@ def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:
-            return JSONResponse({"error": str(e)})
+            return JSONResponse({"error": str(e)}, headers={"Cache-Control": "no-store"})
         listen, share = served()
         where = launch.phone_address(str(request.base_url), listen, share, os.environ.get("SPACE_HOST"), _lan())
         # the canonical code, never the path's: "ABCD\u2028EFGH" (any Unicode space) or "abcd-efgh-" reaches the
@@ -467,6 +467,8 @@ def join_route(rooms: Rooms, served: Callable[[], tuple[str | None, str | None]]
         buf = io.BytesIO()
         Image.fromarray(lesson_view.qr_picture(url, module=6)).save(buf, "PNG")
         qr = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-        return JSONResponse({"url": url, "note": where.note, "reachable": where.reachable, "qr": qr})
+        # built from the request's Host: a shared cache must never hand one caller's link to the next
+        return JSONResponse({"url": url, "note": where.note, "reachable": where.reachable, "qr": qr},
+                            headers={"Cache-Control": "no-store"})
 
     return APIRoute("/vizvit_room/{code}/join", join, methods=["GET"])

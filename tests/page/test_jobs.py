@@ -39,6 +39,12 @@ def test_x_forwarded_for_counts_only_behind_a_trusted_proxy_and_only_the_entry_i
     assert jobs.caller_of(request("10.0.0.2", "s1", "198.51.100.9, 203.0.113.5"), hops=2) == "address 198.51.100.9"
     # Behind the proxy without the header (no client address known): the session, never the proxy's.
     assert jobs.caller_of(request("10.0.0.2", "s1"), hops=1) == "session s1"
+    assert jobs.caller_of(request("::1", "s1"), hops=1) == "session s1"
+    # ... but a peer on the internet without the header came past the proxy, straight to the server: its
+    # address, whatever session it makes up (each a share of its own before), and whatever it writes.
+    assert jobs.caller_of(request("8.8.4.4", "s1"), hops=1) == jobs.caller_of(request("8.8.4.4", "s2"), hops=1) \
+        == "address 8.8.4.4"
+    assert jobs.caller_of(request("2606:4700::1111", "s1"), hops=2) == "address 2606:4700::/64"
 
 
 def test_proxy_hops_trusts_a_space_or_the_flag(monkeypatch):

@@ -63,6 +63,8 @@ def test_the_students_link_holds_the_rooms_own_code_whatever_path_reached_it(pla
     sent = typed.format(code, code[4:])
     r = client.get(f"/vizvit_room/{sent}/join")
     assert r.status_code == 200 and r.json()["url"].endswith(f"room?code={code}"), r.text[:200]
+    # built from the request's Host header: no shared cache may keep it for the next caller
+    assert r.headers.get("cache-control") == "no-store", r.headers
 
 
 def test_a_step_past_a_floats_range_is_refused_with_a_sentence(plain_routes):
