@@ -58,6 +58,22 @@ def test_survives_says_the_label_survives_and_the_probability_only_when_it_holds
     assert "the top-1 label only" in claims.survives_sentence("cat", 0.8, "cat", 0.6, 1)
 
 
+def test_survives_says_the_label_is_lost_where_the_sweep_shows_another_top1():
+    # rocket.jpg on the trained ViT-Ti: water tower holds at 1 px (37.1% -> 36.3%), but the sweep's top-1 is
+    # missile at 3 px and drilling platform at 31 px; "the label survives" was said all the same.
+    sweep = [(0, 0.371), (1, 0.363), (2, 0.372), (3, 0.284), (16, 0.17), (31, 0.021)]
+    top1 = ["water tower", "water tower", "water tower", "missile", "drilling platform", "drilling platform"]
+    t = claims.survives_sentence("water tower", 0.371, "water tower", 0.363, 1, sweep, top1)
+    assert t.startswith("The top-1 label survives the 1-px shift")
+    assert "**3 of its 6 shifts** (0–31 px) give another top-1, the first at 3 px (**missile**)" in t
+    assert "2.1% (31 px)" in t and "37.2% (2 px)" in t
+    assert "The label survives, not" not in t
+    # A sweep whose top-1 never changes keeps the old sentence.
+    same = ["water tower"] * len(sweep)
+    t = claims.survives_sentence("water tower", 0.371, "water tower", 0.363, 1, sweep, same)
+    assert "The label survives, not the model's confidence" in t and "another top-1" not in t
+
+
 def test_uniform_distance_is_the_mean_pair_distance_by_hand():
     # 2×2 grid of 16-px patches: 16 ordered pairs, 4 self (0), 8 sides (16), 4 diagonals (16·√2).
     want = (8 * 16 + 4 * 16 * np.sqrt(2)) / 16

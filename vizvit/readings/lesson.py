@@ -183,10 +183,12 @@ def _survives(ph: Photo, step: Step) -> Measured:
     base = ph.analysis()
     a = ph.analysis(View(dx=int(c.get("dx", 0)), dy=int(c.get("dy", 0)), fill=c.get("fill", "edge")))
     t, b = a.top5[0], base.top5[0]
-    shifts = [(r.k, r.base_class_prob) for r in sweep.full_sweep(ph).rows]  # cached: the tab's own sweep
+    rows = sweep.full_sweep(ph).rows  # cached: the tab's own sweep
+    shifts = [(r.k, r.base_class_prob) for r in rows]
     return Measured(f"{t.prob:.1%}", f"Shifted: top-1 **{t.label.split(',')[0]} {t.prob:.1%}**; unshifted: "
                     f"{b.label.split(',')[0]} {b.prob:.1%}. "
-                    + claims.survives_sentence(b.label, b.prob, t.label, t.prob, int(c.get("dx", 0)), shifts),
+                    + claims.survives_sentence(b.label, b.prob, t.label, t.prob, int(c.get("dx", 0)), shifts,
+                                              [r.top1_label for r in rows]),
                     "same" if t.index == b.index else "other")
 
 
