@@ -22,12 +22,15 @@ SHIFT = {"view": "shift_view", "cosine": "shift_cos", "cosine_text": "shift_info
 MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5": "mask_top5"}
 SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # Page fields shown on open
 CHARTS = ["shift_top5", "mask_top5"]  # they follow the pictures on open (Plotly's first render held them back)
-OPENED = [*SHOWN, "dx", "dy", "book", "mask_book"]
+SWEEP = ["sweep_plot", "sweep_table", "sweep_text"]
+CURVES = ["del_plot", "auc_table", "curves_text"]
+# Opened for a photo, the sweep and contest panels show that photo's (cached) runs or say none was run:
+# the previous photo's stayed. The contest's steps and fill name the cached run (ExperimentsParams).
+OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", *SWEEP, *CURVES]
+SHOW_CONTROLS = [*CONTROLS, "steps", "curve_mode"]  # what the tab's show reads (the contest's two settings too)
 SHIFT_OUT = [*SHIFT.values(), "book"]
 MASK_OUT = [*MASK.values(), "mask_book"]
 MASK_BUTTONS = ("clear", "invert", "random", "top", "bottom")  # masks.mask_action's names, in the row's order
-SWEEP = ["sweep_plot", "sweep_table", "sweep_text"]
-CURVES = ["del_plot", "auc_table", "curves_text"]
 
 
 def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
@@ -42,9 +45,12 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
     if key is None:
         return kit.skip(OPENED)
     ph = wb.handle(key)
-    page = experiments.show(ph, params(v))
+    page = experiments.show(ph, experiments.ExperimentsParams.from_controls(dict(zip(SHOW_CONTROLS, v))))
     lo, hi = page.shift_limits
+    sw, cu = page.sweep, page.curves
     return {**{n: getattr(page, n) for n in SHOWN},
+            "sweep_plot": sw.figure, "sweep_table": sw.table, "sweep_text": sw.text,
+            "del_plot": cu.chart, "auc_table": cu.table, "curves_text": cu.text,
             "mask_grid": kit.patch_cells(page.mask_grid, ph.vm.geometry),  # keys toggle a patch too (web/a11y.js)
             "dx": gr.update(minimum=lo, maximum=hi),
             "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
@@ -232,7 +238,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     # drawn about one forward after the move; the event then goes to Gradio for the rest.
     fetch = fetchers(wb, ui)
     ctx.routes.extend([fetch["shift"].route(), fetch["mask"].route()])
-    ctx.on_show(tab, kit.answer(show, ui, wb, fetch), ins, [ui[n] for n in OPENED],
+    shown = [*ins, ui["steps"], ui["curve_mode"]]  # SHOW_CONTROLS' order
+    ctx.on_show(tab, kit.answer(show, ui, wb, fetch), shown, [ui[n] for n in OPENED],
                 then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
                 first=ui["mask_grid"])
     _wire_shift_and_mask(ctx, ui, ins, fetch)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 from tiny import EXAMPLES
 
 import vizvit
 from vizvit.export import export
 from vizvit.model.images import View, shift_view
-from vizvit.readings import contest, masks, perturb
+from vizvit.readings import contest, masks, perturb, sweep
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
 
@@ -331,3 +332,30 @@ def test_a_cosine_tile_reads_1_only_where_the_vector_counts_as_the_same():
     cases = {0.9999: "1", 1.0: "1", 0.99989: ".99", 0.998: ".99", 0.995: ".99", 0.973: ".97", 0.104: ".10",
              0.0: ".00", -0.04: ".00", -0.41: "-.4", -1.0: "-1", 0.29: ".29", 0.57: ".57"}  # 0.29 * 100 < 29
     assert {v: _two_decimals(v) for v in cases} == cases
+
+
+def test_a_new_photo_shows_its_own_sweep_and_contest_or_says_they_were_not_run(tiny16, cat):
+    """Browser walk on the trained ViT-Ti: after chelsea's sweep and contest, coffee.jpg opened with
+    chelsea's rows (top-1 "Egyptian cat") and "Verdict on this photo, tracking p(Egyptian cat)" still
+    under it. The tab's open now shows only the photo's own cached runs."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    page = experiments.show(ph, experiments.ExperimentsParams(steps=3))
+    assert page.sweep.figure is None and page.sweep.table["data"] == [] and "not been run" in page.sweep.text
+    assert page.curves.chart is None and page.curves.table == [] and "3 steps and the black fill" in page.curves.text
+    run_sweep = experiments.sweep_panel(ph.vm, sweep.full_sweep(ph))
+    ran = experiments.curves_panel(ph, 3, "black")
+    page = experiments.show(ph, experiments.ExperimentsParams(steps=3))
+    P = tiny16.geometry.patch_size
+    assert [r[0] for r in page.sweep.table["data"]] == list(range(2 * P + 1))  # k = 0 … 2P, its own rows
+    assert page.sweep.table == run_sweep.table and page.sweep.text.startswith("Done")
+    assert page.curves.table == ran.table and "Verdict on this photo" in page.curves.text
+    # Another number of steps is another contest, not run yet.
+    other = experiments.show(ph, experiments.ExperimentsParams(steps=4))
+    assert other.curves.table == [] and "4 steps" in other.curves.text
+    # A second photo: nothing of the first.
+    flipped = Image.fromarray(np.asarray(cat)[:, ::-1].copy())
+    ph2 = wb.handle(PhotoKey(tiny16.id, wb.add_photo(flipped)))
+    page2 = experiments.show(ph2, experiments.ExperimentsParams(steps=3))
+    assert page2.sweep.table["data"] == [] and page2.curves.table == []

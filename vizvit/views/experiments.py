@@ -73,7 +73,7 @@ class MaskPanel:
 
 @dataclass(frozen=True)
 class SweepPanel:
-    figure: go.Figure
+    figure: go.Figure | None  # None: not run on this photo (shown_sweep)
     table: dict  # {"data": rows, "headers": columns} for gr.Dataframe
     text: str
 
@@ -620,13 +620,16 @@ class ExperimentsParams:
     fill: str = "edge"  # what enters at the border (vocab.FILLS)
     mask: tuple[int, ...] = ()  # row-major patch ids
     mode: str = "drop"  # how a masked patch is removed (vocab.MASK_MODES)
+    steps: int = 10  # the contest's steps and fill: which cached contest the tab shows on open
+    curve_mode: str = "black"
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> ExperimentsParams:
         """The page's control values by field name -> ExperimentsParams (missing: the default)."""
         d = cls()
         return cls(dx=int(v.get("dx", d.dx)), dy=int(v.get("dy", d.dy)), fill=v.get("fill", d.fill),
-                   mask=v.get("mask", d.mask), mode=v.get("mode", d.mode))
+                   mask=v.get("mask", d.mask), mode=v.get("mode", d.mode), steps=int(v.get("steps", d.steps)),
+                   curve_mode=v.get("curve_mode", d.curve_mode))
 
 
 @dataclass(frozen=True)
@@ -645,11 +648,39 @@ class ExperimentsPage:
     mask_info: str
     mask_top5: go.Figure | None
     mask_book: flip.Flipbook
+    sweep: SweepPanel  # this photo's sweep and contest if computed, else empty panels that say so
+    curves: CurvesPanel
+
+
+SWEEP_NOT_RUN = "*The shift sweep has not been run on this photo yet: press **Run the shift sweep**.*"
+CURVES_NOT_RUN = ("*The contest has not been run on this photo with {steps} steps and the {mode} fill yet: press "
+                  "**Run the contest**.*")
+
+
+def shown_sweep(ph: Photo) -> SweepPanel:
+    """The sweep panel as a photo opens: its cached sweep, or an empty panel saying it was not run. The
+    previous photo's sweep stayed on screen under a new photo, its rows naming the old top-1."""
+    s = ph.peek(sweep.SHIFT_SWEEP)
+    if s is None:
+        return SweepPanel(None, {"data": [], "headers": list(SWEEP_HEADERS)}, SWEEP_NOT_RUN)
+    cnn = ph.wb.cnn
+    probs = None if cnn is None else ph.peek(sweep.cnn_sweep_name(cnn.id))  # only when already measured
+    return sweep_panel(ph.vm, s, None if probs is None else (cnn.id, probs))
+
+
+def shown_curves(ph: Photo, steps: int = 10, mode: str = "black") -> CurvesPanel:
+    """The contest panel as a photo opens: its cached contest for these settings, or an empty panel saying
+    it was not run (the previous photo's verdict, "on this photo", stayed under a new photo)."""
+    c = contest.peek_contest(ph, steps, mode) if ph.vm.has_classifier else None
+    if c is None:
+        return CurvesPanel(None, [], CURVES_NOT_RUN.format(steps=int(steps), mode=mode))
+    return _contest_panel(c, steps, verdict=_verdict_of(ph, c, contest.curve_maps(ph, 0), int(steps)))
 
 
 def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
-    """On open: the shift sliders' range, the shifted view and the masked view."""
+    """On open: the shift sliders' range, the shifted view, the masked view, and the sweep and contest of
+    this photo if they were run."""
     limits = shift_limits(ph)
     s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
     return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5,
-                           mask_book(ph, p.mask, p.mode, m))
+                           mask_book(ph, p.mask, p.mode, m), shown_sweep(ph), shown_curves(ph, p.steps, p.curve_mode))

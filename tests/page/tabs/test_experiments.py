@@ -145,3 +145,18 @@ def test_a_sweep_waiting_for_a_slot_shows_its_place_in_line_then_runs(photo, mon
     rest = list(steps)
     assert rest and set(rest[-1]) == set(tab.SWEEP), "then the sweep itself, to its end"
     t.join(10)
+
+
+def test_opening_the_tab_for_a_photo_sends_its_own_sweep_and_contest_panels(photo, page):
+    """The tab's open answers the sweep and contest components too: empty with a note before a run
+    (the previous photo's stayed on screen), the photo's own cached run after."""
+    wb, key = photo
+    ui, fetch = page
+    got = tab.show(wb, fetch, key, *controls(), 3, "blur")
+    assert set(tab.SWEEP + tab.CURVES) <= set(got)
+    want = ev.show(wb.handle(key), ev.ExperimentsParams(steps=3, curve_mode="blur"))
+    assert got["sweep_text"] == want.sweep.text and got["curves_text"] == want.curves.text
+    assert "3 steps and the blur fill" in got["curves_text"] and got["auc_table"] == []
+    ev.curves_panel(wb.handle(key), 3, "blur")
+    got = tab.show(wb, fetch, key, *controls(), 3, "blur")
+    assert got["del_plot"] is not None and len(got["auc_table"]) > 1 and "Verdict on this photo" in got["curves_text"]
