@@ -21,7 +21,8 @@ CONTROLS = ["depth"]
 # render held it back ~100 ms).
 SHOWN = ["lens_table", "lens_text", "grid", "ablate_text", "heads", "mode"]
 CHARTS = ["lens_plot", "depth_top5", "top5"]
-OPENED = [*SHOWN, "depth", "lens_book"]
+# importance_text: the photo's finished "which heads matter" run, else empty (the last photo's stayed)
+OPENED = [*SHOWN, "depth", "lens_book", "importance_text"]
 ABLATED = ["key", "status"]  # an ablation answers a new session key (and its line): every tab redraws
 
 
@@ -39,7 +40,7 @@ def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, An
     page = inside.show(ph, inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
     g = ph.vm.geometry  # a head switched by the arrow keys and Enter too (web/a11y.js)
     grid = kit.with_cells(page.grid, g.num_layers, g.num_heads, (inside.CELL, inside.CELL), (inside.LEFT, inside.TOP))
-    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid,
+    return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid, "importance_text": page.importance_text,
             "depth": gr.Slider(maximum=page.num_layers, value=page.depth), "lens_book": lens_book(ui, page.lens_book)}
 
 

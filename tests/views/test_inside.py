@@ -150,3 +150,26 @@ def test_the_lens_says_depth_0_is_the_same_on_every_photo_when_it_is(tiny, cat):
     assert panels[0].rows[-1][:3] != panels[1].rows[-1][:3], "the last depth does read the photo"
     assert "at depth 0 (before any block: the same on every photo" in panels[0].text
     assert "the same on every photo" not in inside.lens_text("cat", np.array([0.1, 0.8]), np.array([3, 1]))
+
+
+def test_a_new_photo_shows_its_own_importance_text_or_none(tiny, cat):
+    """Browser walk on the trained ViT-Ti: chelsea's "Largest drop: head 3.1 (+0.816)" stayed under coffee.jpg
+    beside a blank grid. The tab's open now says only the photo's own finished run."""
+    from PIL import Image
+
+    from vizvit.readings import heads
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    assert inside.show(wb.handle(key), inside.InsideParams()).importance_text == ""
+    imp = heads.head_importance(wb.handle(key))
+    text = inside.show(wb.handle(key), inside.InsideParams()).importance_text
+    L, H = imp.shape
+    top = int(np.argmax(imp))  # the largest drop, by hand: layer.head from 1
+    assert text.startswith(f"Done: {L * H} forwards") and f"head **{top // H + 1}.{top % H + 1}**" in text
+    # Heads switched off afterwards: the same run (intact model), said to be on the intact model.
+    off = inside.show(wb.handle(inside.with_ablation(key, Ablation(((0, 0),)))), inside.InsideParams())
+    assert "Measured on the intact model" in off.importance_text
+    other = PhotoKey(tiny.id, wb.add_photo(Image.fromarray(np.asarray(cat)[::-1].copy())))
+    assert inside.show(wb.handle(other), inside.InsideParams()).importance_text == ""

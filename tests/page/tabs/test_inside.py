@@ -35,6 +35,7 @@ def test_opening_the_tab_shows_the_views_page_and_the_depth_slider_fits_the_mode
     want = iv.show(wb.handle(key), iv.InsideParams(depth=99))
     for n in tab.SHOWN:
         assert same(got[n], getattr(want, n)), f"{n} differs from the view's own answer"
+    assert got["importance_text"] == want.importance_text  # the photo's own run or none (the last photo's stayed)
     L = tiny16.geometry.num_layers
     assert (got["depth"].maximum, got["depth"].value) == (L, L), "the depth clipped to the model"
     book = json.loads(got["lens_book"])
