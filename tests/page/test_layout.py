@@ -104,6 +104,23 @@ def test_attention_colour_bar_marks_the_uniform_level_and_the_scale_choice_redra
         shot(page, "attention_scale", full_page=False)
 
 
+def test_phone_shows_the_embeddings_pictures_one_above_the_other_at_full_width(url):
+    """390 px: side by side, the PCA and similarity pictures were ~180 px wide, their labels one word a
+    line (8 lines) beside the buttons, a patch to click 13 px."""
+    with page_at(url, 390, 844) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        wait_image(page, "patch-grid")
+        page.get_by_role("tab", name="Embeddings").click()
+        for e in ("emb-pca", "emb-sim"):  # lazy pictures: drawn once scrolled to
+            page.locator(f"#{e}").scroll_into_view_if_needed()
+            wait_image(page, e)
+        pca, sim = (page.locator(f"#{e}").bounding_box() for e in ("emb-pca", "emb-sim"))
+        assert pca["width"] >= 0.8 * 390 and sim["width"] >= 0.8 * 390, (pca, sim)
+        assert sim["y"] >= pca["y"] + pca["height"] - 1, "the similarity picture goes under the PCA picture"
+        label_h = page.evaluate("() => document.querySelector('#emb-pca label').getBoundingClientRect().height")
+        assert label_h < 50, f"the label wraps to {label_h:.0f} px"
+
+
 def test_phone_header_is_compact_the_upload_box_and_the_first_picture_come_early(url):
     """390×844: the whole upload box is in the first screen, and the patch grid begins in it (one
     short scroll shows all of it), instead of a first screen of title, intro and drop zone."""
