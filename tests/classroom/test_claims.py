@@ -128,3 +128,22 @@ def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():
                                      (13, "13th"), (21, "21st"), (22, "22nd"), (112, "112th")])
 def test_ordinals_as_written(k, said):
     assert claims.nth(k) == said  # the Positions tab once said "every 3th row"
+
+
+def test_the_one_pixel_shift_answer_follows_the_share_that_stays():
+    # chelsea: 0 of 196 stay; a sky over its top 30 %: 42 of 196 (most change, a few stay; it was marked
+    # "a few change, most stay"); the portrait test photo: 146 of 196; the PNG with alpha: 180 of 196.
+    assert claims.stay_answer(0 / 196) == "none"
+    assert claims.stay_answer(42 / 196) == "most"
+    assert claims.stay_answer(146 / 196) == "few"
+    assert claims.stay_answer(180 / 196) == "all"
+
+
+def test_every_answer_of_the_one_pixel_step_is_an_option():
+    from vizvit.classroom import lesson
+
+    step = next(s for s in lesson.load_steps() if s.id == "shift1")
+    got = {claims.stay_answer(k / 196) for k in range(197)}
+    options = dict(step.options)  # (key, text) pairs
+    assert got == {"none", "most", "few", "all"} and got <= set(options), options
+    assert options["most"] == "Most change, a few stay"

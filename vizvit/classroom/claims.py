@@ -70,6 +70,18 @@ def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Seque
             "Zhang 2019).")
 
 
+# ------------------------------------------------------------------ step "shift1": how many vectors stay
+def stay_answer(same: float) -> str:
+    """The shift1 step's right option from the share of patch vectors that stay the same after a 1-px
+    shift: none stay, most change (a few stay), a few change (most stay), or nearly all stay. A photo
+    with a flat band (a sky over 30 % of chelsea: 42 of 196 stay) was marked "a few change, most stay"."""
+    if same <= 0.01:
+        return "none"
+    if same < 0.5:
+        return "most"
+    return "few" if same < 0.9 else "all"
+
+
 # -------------------------------------------------- step "survives": top-1 against probability
 def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: float, dx: int,
                       sweep: Sequence[tuple[int, float]] = (), sweep_top1: Sequence[str] = ()) -> str:

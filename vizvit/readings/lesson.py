@@ -150,12 +150,11 @@ def _shift_line(cos: np.ndarray, dx: int, dy: int) -> tuple[str, float]:
 
 
 def _shift_stay(ph: Photo, step: Step) -> Measured:
-    """How many patch vectors stay the same: none / few / all."""
+    """How many patch vectors stay the same: none / most change / few change / all (claims.stay_answer)."""
     cos, dx, dy = _shift_cosines(ph, step)
     line, same = _shift_line(cos, dx, dy)
     mean, _ = perturb.cos_summary(cos)
-    return Measured(f"mean cos {mean:.3f}", f"{line} {_cnn_sentence(ph)}",
-                    "none" if same <= 0.01 else "all" if same >= 0.9 else "few")
+    return Measured(f"mean cos {mean:.3f}", f"{line} {_cnn_sentence(ph)}", claims.stay_answer(same))
 
 
 def _cnn_sentence(ph: Photo) -> str:
