@@ -124,7 +124,7 @@ def test_importance_sentence_names_the_heads_from_the_numbers():
     imp = np.array([[0.01, -0.2, 0.0], [0.6, 0.07, 0.03]], np.float32)
     t = inside.importance_text(vm, 6, 6, imp)
     assert "Largest drop: head **2.1** (+0.600); next: 2.2 (+0.070)" in t
-    assert "3 of 6 heads" in t and "zeroing 1.2 (-0.200)" in t
+    assert "3 of 6 heads" in t and "zeroing 1.2 raises it most: by 0.200 (its cell's drop: -0.200)" in t
     assert "Largest" not in inside.importance_text(vm, 6, 6, None)
     assert "intact model" not in t  # every head on: nothing to say
     # heads switched off: the run still measures the intact model, and says so beside the ablated top-5

@@ -301,8 +301,9 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
     n = int((np.abs(imp) > IMPORTANT).sum())
     text += (f" Largest drop: head **{name(top)}** ({imp.ravel()[top]:+.3f}); next: {name(second)} "
              f"({imp.ravel()[second]:+.3f}). {n} of {imp.size} heads move the probability by more than {IMPORTANT}")
-    text += (f"; the largest rise comes from zeroing {name(rise)} ({imp.ravel()[rise]:+.3f})." if imp.min() < 0
-             else ".")
+    # A rise said as a rise: "the largest rise ... (-0.104)" read as a contradiction (the cells' drop is negative).
+    text += (f"; zeroing {name(rise)} raises it most: by {-imp.ravel()[rise]:.3f} (its cell's drop: "
+             f"{imp.ravel()[rise]:+.3f})." if imp.min() < 0 else ".")
     return text
 
 
