@@ -121,6 +121,20 @@ def test_phone_shows_the_embeddings_pictures_one_above_the_other_at_full_width(u
         assert label_h < 50, f"the label wraps to {label_h:.0f} px"
 
 
+def test_the_top5_charts_probability_axis_shows_its_100_percent_end(url):
+    """The axis runs 0 … 100 %, but plotly hid its last label past the chart's div on the page (0 % … 80 %
+    at 1366 px, 0 % and 50 % at 390 px): a bar's length had no end to be read against."""
+    for width, height in ((1366, 900), (390, 844)):
+        with page_at(url, width, height) as page:
+            upload(page, str(EXAMPLES / "chelsea.jpg"))
+            page.wait_for_selector("#top5 .xtick text")
+            shown = page.evaluate("""() => [...document.querySelectorAll('#top5 .xtick text')]
+                .filter((t) => getComputedStyle(t).display !== 'none').map((t) => {
+                    const b = t.getBoundingClientRect(), d = t.closest('.js-plotly-plot').getBoundingClientRect();
+                    return [t.textContent, b.right <= d.right + 0.5]; })""")
+            assert ["100%", True] in shown, f"{width} px: {shown}"
+
+
 def test_phone_header_is_compact_the_upload_box_and_the_first_picture_come_early(url):
     """390×844: the whole upload box is in the first screen, and the patch grid begins in it (one
     short scroll shows all of it), instead of a first screen of title, intro and drop zone."""

@@ -62,6 +62,9 @@ def prob_change(before: float, after: float) -> str:
     return f"{100 * before:.{d}f}% → {100 * after:.{d}f}% (Δ {signed_points(after - before, d)})"
 
 
+RIGHT_FOR_100 = 26  # px: half of "100%" at the charts' 16 px font, and a little air
+
+
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
              title: str = "Top-5 predictions") -> go.Figure:
     """Horizontal bars, best on top. baseline: class index -> probability before a
@@ -78,9 +81,12 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
     # A second title line needs t=76: at 60 it touched the first bar's label (issue 51,
     # tests/page/test_top5.py).
-    layout: dict[str, Any] = dict(title=dict(text=title), xaxis=dict(range=[0, 1], tickformat=".0%"),
+    # The axis's last label ("100%") is centred on the plot's right edge: plotly hid it past the chart's div
+    # (the page showed 0 % … 80 %). A right margin of half its width, and the label allowed to draw there.
+    layout: dict[str, Any] = dict(title=dict(text=title),
+                                  xaxis=dict(range=[0, 1], tickformat=".0%", ticklabeloverflow="allow"),
                                   font=dict(size=16), yaxis=dict(automargin=True),
-                                  margin=dict(l=10, r=10, t=76 if "<br>" in title else 40, b=10), height=260,
+                                  margin=dict(l=10, r=RIGHT_FOR_100, t=76 if "<br>" in title else 40, b=10), height=260,
                                   showlegend=False)
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
