@@ -359,3 +359,14 @@ def test_a_new_photo_shows_its_own_sweep_and_contest_or_says_they_were_not_run(t
     ph2 = wb.handle(PhotoKey(tiny16.id, wb.add_photo(flipped)))
     page2 = experiments.show(ph2, experiments.ExperimentsParams(steps=3))
     assert page2.sweep.table["data"] == [] and page2.curves.table == []
+
+
+def test_a_wrapped_shift_says_every_patch_has_a_partner(tiny16, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    P, n = tiny16.geometry.patch_size, tiny16.geometry.num_patches
+    wrapped = experiments.shift_panel(ph, P, 0, "wrap").cosine_text
+    assert f"over {n} of {n} patches that have a partner" in wrapped and "**mean cos 1.000**" in wrapped
+    gh, gw = tiny16.geometry.grid
+    assert f"over {n - gh} of {n} patches" in experiments.shift_panel(ph, P, 0, "edge").cosine_text

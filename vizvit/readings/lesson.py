@@ -137,8 +137,9 @@ def _shift_cosines(ph: Photo, step: Step) -> tuple[np.ndarray, int, int]:
     c = step_controls(step, ph.vm.geometry)
     dx, dy = int(c.get("dx", 0)), int(c.get("dy", 0))
     g = ph.vm.geometry
-    base, a = ph.analysis(), ph.analysis(View(dx=dx, dy=dy, fill=c.get("fill", "edge")))
-    return perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, dx, dy, g), dx, dy
+    fill = c.get("fill", "edge")
+    base, a = ph.analysis(), ph.analysis(View(dx=dx, dy=dy, fill=fill))
+    return perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, dx, dy, g, wrap=fill == "wrap"), dx, dy
 
 
 def _shift_line(cos: np.ndarray, dx: int, dy: int) -> tuple[str, float]:

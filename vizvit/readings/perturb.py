@@ -31,17 +31,22 @@ def patches_moved_back(d: int, patch: int) -> int:
     return -((-d) // patch) if d < 0 else d // patch
 
 
-def shift_cosine(base: torch.Tensor, shifted: torch.Tensor, dx: int, dy: int, g: Geometry) -> np.ndarray:
+def shift_cosine(base: torch.Tensor, shifted: torch.Tensor, dx: int, dy: int, g: Geometry,
+                 wrap: bool = False) -> np.ndarray:
     """Per-patch cosine of patch embeddings, original (i, j) vs shifted (i + mdy, j + mdx), where
     mdx = patches_moved_back(dx, P): dx/P rounded toward 0, and likewise mdy.
 
     base, shifted: (P, D) embeddings before position embeddings. Returns (gh, gw) float
-    indexed by the ORIGINAL patch; NaN where the partner falls outside the grid.
+    indexed by the ORIGINAL patch; NaN where the partner falls outside the grid. wrap: the view was
+    rolled (fill "wrap"), so a partner past one edge is the patch at the other: every patch has one.
     """
     gh, gw = g.grid
     a = base.float().reshape(gh, gw, -1)
     b = shifted.float().reshape(gh, gw, -1)
     di, dj = patches_moved_back(dy, g.patch_size), patches_moved_back(dx, g.patch_size)
+    if wrap:  # partner of (i, j) is ((i + di) mod gh, (j + dj) mod gw)
+        partner = torch.roll(b, shifts=(-di, -dj), dims=(0, 1))
+        return torch.nn.functional.cosine_similarity(a, partner, dim=-1).numpy().astype(np.float64)
     out = np.full((gh, gw), np.nan)
     # Original rows i with 0 <= i + di < gh, columns likewise.
     i0, i1 = max(0, -di), min(gh, gh - di)

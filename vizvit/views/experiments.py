@@ -172,7 +172,7 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
     base = ph.analysis()
     # No maps of the shifted view are shown: its lighter forward (about one bare forward).
     a = ph.prediction(View(dx=int(dx), dy=int(dy), fill=fill))  # type: ignore[arg-type]
-    cos = perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, int(dx), int(dy), g)
+    cos = perturb.shift_cosine(base.patch_embeddings, a.patch_embeddings, int(dx), int(dy), g, wrap=fill == "wrap")
     mean, low = perturb.cos_summary(cos)
     di, dj = perturb.patches_moved_back(int(dy), g.patch_size), perturb.patches_moved_back(int(dx), g.patch_size)
     n = int(np.isfinite(cos).sum())
