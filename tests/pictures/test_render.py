@@ -76,6 +76,20 @@ def test_grid_lines_sit_on_patch_borders():
     assert lit_rows == {64 * k for k in range(1, 7)}
 
 
+def test_the_default_grid_shows_on_white_and_on_black():
+    """A PNG with alpha on white (and any white background, snow, a page): the 1-px white grid lines
+    did not show, so the Patches tab showed no grid there."""
+    g = geom()
+    half = np.zeros((448, 448, 3), np.uint8)
+    half[:, 224:] = 255  # left black, right white
+    out = render.draw_grid(half, g)  # scale 2: lines at 64 k
+    on_black, on_white = out[64, 10], out[64, 300]
+    assert (on_black == 255).all(), "white over dark pixels, as before"
+    lum = lambda c: c[0] * 0.299 + c[1] * 0.587 + c[2] * 0.114  # noqa: E731
+    assert lum(on_white) < 255 - 100, f"the line over white is {on_white}: it must stand out"
+    assert (out[65, 300] == 255).all() and (out[65, 10] == 0).all(), "only the line's own pixels change"
+
+
 def test_mosaic_places_tile_k_at_row_major_position(rng):
     tiles = rng.integers(0, 256, (5, 4, 6, 3), dtype=np.uint8)
     out = render.mosaic(tiles, rows=2, cols=3, sep=2)

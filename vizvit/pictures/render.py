@@ -181,6 +181,21 @@ def overlay(view: np.ndarray, values: np.ndarray, alpha: float = 0.6, cmap: str 
     return cv2.addWeighted(heat, float(alpha), view, 1.0 - float(alpha), 0.0)
 
 
+GRID_ON_LIGHT = (70, 70, 70)  # the default grid line over light pixels
+LIGHT = 170  # luminance (0-255) from which a white line would not show
+
+
+def _line_colors(under: np.ndarray, color: tuple[int, int, int]) -> np.ndarray:
+    """(n, 3) pixels a grid line covers -> (n, 3) its colours: the default white line turns dark grey over
+    light pixels, where it did not show (a white background, snow, a page: no grid on the Patches tab)."""
+    out = np.empty_like(under)
+    out[:] = color
+    if color == GRID_COLOR:
+        lum = under[:, 0] * 0.299 + under[:, 1] * 0.587 + under[:, 2] * 0.114
+        out[lum >= LIGHT] = GRID_ON_LIGHT
+    return out
+
+
 def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = False,
               highlight: tuple[int, int] | None = None, marked: tuple[int, ...] = (),
               color: tuple[int, int, int] = GRID_COLOR) -> np.ndarray:
@@ -205,14 +220,15 @@ def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = 
         cv2.line(out, (x0, y1 - 1), (x1 - 1, y0), (255, 80, 80), 1, cv2.LINE_AA)
     if lines:
         ch, cw = grid_extent(g.grid, out.shape[:2], step)
+        under = out.copy()  # the colours follow the picture, not the lines already drawn (crossings)
         for k in range(1, gh + 1):  # k = gh: the grid's closing line, where it ends before the edge
             y = int(round(k * step))
             if y < out.shape[0]:
-                out[y, :cw] = color
+                out[y, :cw] = _line_colors(under[y, :cw], color)
         for k in range(1, gw + 1):
             x = int(round(k * step))
             if x < out.shape[1]:
-                out[:ch, x] = color
+                out[:ch, x] = _line_colors(under[:ch, x], color)
     if indices:
         widest = str(gh * gw - 1)
         px = max(MIN_TEXT_PX, min(TEXT_PX, TEXT_PX * (step - 4) / max(1, text_size(widest)[0])))
