@@ -75,8 +75,10 @@ def _layout() -> Ui:
             compare = gr.Image(label="Learned vs 1-D sinusoidal vs 2-D sin-cos vs random init", show_label=False,
                                interactive=False, format="png", elem_id="pos-compare")
         with gr.Column(scale=2):
+            # shares, not content widths: at 390 px the last column ("near − far", the contrast) was cut
             numbers = gr.Dataframe(headers=positions.CONTRAST_HEADERS, label="Neighbour contrast",
-                                   interactive=False, elem_id="pos-numbers", wrap=True)
+                                   interactive=False, elem_id="pos-numbers", wrap=True,
+                                   column_widths=["29%", "29%", "21%", "21%"])
     gr.Markdown("## Other resolutions")
     size = gr.Dropdown([int(s) for s in vocab.RESOLUTIONS], value=384, label="input size (px)",
                        elem_id="pos-size")
