@@ -671,7 +671,9 @@ def shown_sweep(ph: Photo) -> SweepPanel:
 def shown_curves(ph: Photo, steps: int = 10, mode: str = "black") -> CurvesPanel:
     """The contest panel as a photo opens: its cached contest for these settings, or an empty panel saying
     it was not run (the previous photo's verdict, "on this photo", stayed under a new photo)."""
-    c = contest.peek_contest(ph, steps, mode) if ph.vm.has_classifier else None
+    if not ph.vm.has_classifier:  # no class to track: the contest cannot run (its button says why)
+        return CurvesPanel(None, [], "")
+    c = contest.peek_contest(ph, steps, mode)
     if c is None:
         return CurvesPanel(None, [], CURVES_NOT_RUN.format(steps=int(steps), mode=mode))
     return _contest_panel(c, steps, verdict=_verdict_of(ph, c, contest.curve_maps(ph, 0), int(steps)))
