@@ -375,6 +375,12 @@ class PublicApi:
     def room_step(self, code: str, host_key: str, step: int, reveal: bool = False) -> dict[str, Any]:
         """The lecturer moves the room to `step` (and with reveal, shows its answer); with reveal,
         the step's truth and tally come back too."""
+        if reveal is True and not self.rooms.prepared(code, step):
+            # Not measured ahead (the server restarted before its background measure reached this step, or
+            # the lecturer was quicker): measured before the move, so every page woken by the reveal has its
+            # truth and figure; moved first, the phones showed bars without a truth for the seconds it took.
+            self.rooms.check_host(code, host_key)  # a stranger costs no forward
+            self._room_ready(code, self.rooms.step_number(code, step))
         st = self.rooms.move(code, host_key, step, reveal)  # reveal checked there: true or false
         out = {k: v for k, v in st.as_json().items()}
         if st.step in st.revealed:

@@ -4,6 +4,7 @@ the students' long poll route; refusals in one plain sentence. Expected values w
 from __future__ import annotations
 
 import io
+import re
 import threading
 import time
 
@@ -117,6 +118,35 @@ def test_the_reveal_needs_no_file_on_disk(tiny16, tmp_path):
     wb._photos.clear()  # and the Workbench's photo store evicted it
     shown = api.room_step(opened["code"], opened["host_key"], 1, True)
     assert shown["truth"] == "224"
+
+
+def test_a_reveal_not_measured_ahead_reaches_the_pages_with_its_truth(tiny16, monkeypatch):
+    """A step not measured ahead (the server restarted before its background measure got there): every
+    page woken by the reveal reads its truth. Before, the room moved first and measured after: the phones
+    drew the revealed bars without a truth for the seconds the measure took."""
+    from vizvit.api import PublicApi, UserError
+    from vizvit.classroom.room import Rooms
+    from vizvit.session import Workbench
+
+    monkeypatch.setattr(PublicApi, "room_prepare", lambda self, code: None)  # as after a restart
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny16)
+    api = PublicApi(wb)
+    opened = api.room_open(str(PHOTO), tiny16.id)
+    code, key = opened["code"], opened["host_key"]
+    woken = []
+    move = Rooms.move
+
+    def watched(self, *a, **k):  # what a page reads the instant the reveal wakes it
+        st = move(self, *a, **k)
+        woken.append(self.view(code)["shown"].get("1", {}).get("truth"))
+        return st
+
+    monkeypatch.setattr(Rooms, "move", watched)
+    with pytest.raises(UserError, match=re.escape(WRONG_KEY)):  # a stranger costs no measure
+        api.room_step(code, "wrong", 1, True)
+    assert api.room_step(code, key, 1, True)["truth"] == "224"
+    assert woken == ["224"]
 
 
 def test_the_host_pages_plain_step_route_moves_reveals_and_serves_the_pictures(server):

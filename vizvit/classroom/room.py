@@ -651,6 +651,11 @@ class Rooms:
         _, meta = self._live(code)
         return str(_step(meta, step)) in meta["notes"]
 
+    def step_number(self, code: str, step: object) -> int:
+        """A step number as sent -> 1..n_steps of this open room, or a UserError."""
+        _, meta = self._live(code)
+        return _step(meta, step)
+
     def keep_photo_view(self, code: str, picture: bytes) -> None:
         """The photo as the model sees it (JPEG): every open step's picture (and the room's thumbnail)."""
         parsed = parse_code(code)
