@@ -187,6 +187,11 @@ def test_a_reload_keeps_the_room_the_lesson_tab_opened_and_forgets_one_that_is_n
         page.wait_for_selector(f"#lesson-room-info:has-text('Room {code} is still open')", timeout=60_000)
         assert f"room?code={code}" in page.inner_text("#lesson-room-info")
         assert page.locator("#lesson-room-qr img").count() == 1
+        # the start page of live rooms in the same browser offers it (its host view never ran: it did not)
+        start = page.context.new_page()
+        start.goto(f"{url}room?host=1")
+        start.wait_for_selector(f"button[data-room='{code}']", timeout=30_000)
+        start.close()
         # a copy that is not this page's room (a code of no open room, a made-up key): nothing shown, forgotten
         page.evaluate("k => sessionStorage.setItem(k, JSON.stringify({code: 'ABCD2345', host_key: 'a'.repeat(22)}))",
                       SAVED)
