@@ -570,8 +570,14 @@
         link ? el("p", {}, el("a", { href: link, target: "_blank", rel: "noopener" }, link)) : null,
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
       show(el("div", { id: "host" }, left, right));
-      if (closing && !document.getElementById("close-ask").contains(document.activeElement)) document.getElementById("close-no").focus();
-      else if (turning && !document.getElementById("turn-ask").contains(document.activeElement)) document.getElementById("turn-no").focus();
+      // The question in view with its buttons: the focus alone scrolled only as far as "Keep it open", and the
+      // question above it stayed cut off at the top of a projector scrolled down to Close (a walk-through).
+      const ask = (box, button) => {
+        document.getElementById(box).scrollIntoView({ block: "nearest" });
+        document.getElementById(button).focus({ preventScroll: true });
+      };
+      if (closing && !document.getElementById("close-ask").contains(document.activeElement)) ask("close-ask", "close-no");
+      else if (turning && !document.getElementById("turn-ask").contains(document.activeElement)) ask("turn-ask", "turn-no");
     }
 
     // The live bars can sway the answers still to come (the first few answers pull the rest): the

@@ -215,8 +215,13 @@ def test_many_numbers_a_student_typing_at_the_reveal_the_keyboard_and_closing_wi
         s.wait_for_selector("text=The truth for this model", timeout=15_000)
         s.wait_for_function("() => /revealed/.test(document.getElementById('said').textContent)", timeout=10_000)
         assert "224 ✓" in host.inner_text("#tally")  # the truth has a bar of its own, at 0
+        # the revealed page is taller than the projector: scrolled down to Close, the question drawn above
+        # "Keep it open" must be in view too, not only the button the focus goes to
+        host.evaluate("window.scrollTo(0, document.body.scrollHeight)")
         host.click("#close")
         host.wait_for_selector("#close-ask")
+        q = host.locator("#close-q").bounding_box()
+        assert q and q["y"] >= 0, f"the close question is cut off at the top: {q}"
         assert host.evaluate("document.activeElement.id") == "close-no"
         host.keyboard.press("Escape")
         host.wait_for_selector("#close-ask", state="detached")
