@@ -337,6 +337,9 @@
         }
         if (Number.isInteger(state.turned)) turnedSeen = state.turned;
         if (moved) { looking = null; draft = null; }  // the lecturer moved: follow
+        // A refusal of this page's answer ends with its question: it stayed under the reveal and on the next
+        // steps ("must be a number" under an option step) until an answer was taken. The server answers here.
+        if ((moved || revealed) && !lost) message = "";
         if (lost) { lost = false; if (message === UNREACHABLE || message === RECONNECTING) { message = ""; note(""); } }
         // A number half typed is kept through a mere count change; a move or a reveal ends the question.
         const typing = document.activeElement && document.activeElement.id === "num";

@@ -438,6 +438,24 @@ def test_a_students_page_says_when_the_server_cannot_be_reached_and_clears_it_at
         s.close()
 
 
+def test_a_refused_answers_sentence_ends_with_its_question(url):
+    """A walk-through: a student's "abc" refused ("must be a number") kept its sentence under the reveal and on
+    the next step, an option step, until an answer was taken. A reveal or a move ends it."""
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        code = open_room(host)
+        s = student_page(host, url, code)
+        s.fill("#num", "abc")
+        s.keyboard.press("Enter")
+        s.wait_for_selector("#student-err:has-text('must be a number')", timeout=10_000)
+        host.click("#reveal")
+        s.wait_for_selector("text=The truth for this model", timeout=15_000)
+        assert s.inner_text("#student-err") == ""
+        host.click("#next")
+        s.wait_for_selector("h1:has-text('step 2 of')", timeout=10_000)
+        assert s.inner_text("#student-err") == ""
+        s.close()
+
+
 def test_a_student_joining_while_the_server_is_away_is_told_and_joins_when_it_is_back(url):
     """A walk-through's leftover: a phone whose hello found no server (a restart, a dropped connection) asked
     again every 2 s for as long as it took, with a blank page and no word. It now says "reconnecting…", and
