@@ -256,7 +256,7 @@ def answer_routes(rooms: Rooms) -> list[APIRoute]:
             APIRoute("/vizvit_room/{code}/tally", _host_route(rooms, tally), methods=["POST"])]
 
 
-def presence_routes(rooms: Rooms) -> list[APIRoute]:
+def presence_routes(rooms: Rooms, wb: Workbench | None = None) -> list[APIRoute]:
     """The host page's heartbeat and lock, and a student page's hello (issue 50), as plain routes:
     POST /vizvit_room/{code}/host {"host_key"} -> the room's view and its "crowd" (Rooms.host: the room stays
     open, it closes after room.HOST_AWAY_S without a host call; the host page calls every 5 s);
@@ -269,10 +269,14 @@ def presence_routes(rooms: Rooms) -> list[APIRoute]:
     student's answers the room holds ({"1": "224"}, a page opened again shows them); the page registers on load
     (counts toward the room's students and its network's share; refused when the room is locked or full,
     its network turned away or holding its share).
-    A refusal: {"error": the sentence} (host, lock) with status 400."""
+    A refusal: {"error": the sentence} (host, lock) with status 400.
+    wb: the server's Workbench: a host call measures ahead the steps a restart left unmeasured."""
 
     def host(request: Request, code: str, b: dict) -> dict:
-        return rooms.host(code, b.get("host_key"), network_of(request))
+        seen = rooms.host(code, b.get("host_key"), network_of(request))
+        if wb is not None:  # the key is the host's: the room's steps measured ahead, where a restart stopped it
+            PublicApi(wb, None, rooms).room_measure_ahead(code)
+        return seen
 
     def lock(request: Request, code: str, b: dict) -> dict:
         rooms.lock(code, b.get("host_key"), b.get("locked"))
@@ -368,7 +372,7 @@ def room_routes(rooms: Rooms, wb: Workbench, served: Callable[[], tuple[str | No
     tally, the presence calls, the lesson's questions for the room's model, and the students' link
     with its QR code. served: () -> (the address the server listens on, its --share link), known once
     launched."""
-    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), *presence_routes(rooms),
+    return [wait_route(rooms), step_route(rooms, wb), *answer_routes(rooms), *presence_routes(rooms, wb),
             *page_routes(rooms), *lesson_routes(rooms, wb), join_route(rooms, served)]
 
 

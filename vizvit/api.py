@@ -304,16 +304,34 @@ class PublicApi:
                                     lecturer_key, shown=jpeg(view))  # both pictures kept, or no room left open
         # Every step's truth and figure, measured now in the background (seconds on a CPU) while the
         # lecturer talks: a reveal then does no model work, and its push is a store update (issue 45).
-        threading.Thread(target=self.room_prepare, args=(code,), name=f"room-{code}", daemon=True).start()
+        self.room_measure_ahead(code)
         return {"code": code, "host_key": key, "steps": len(rlesson.steps())}
+
+    _measuring: set[str] = set()  # rooms whose steps a thread of this process measures ahead now
+    _measuring_lock = threading.Lock()
+
+    def room_measure_ahead(self, code: str) -> None:
+        """room_prepare in a thread of its own, unless one runs for this room or every step is measured.
+        Called at the opening and at each host call: a server restarted (or killed) before its thread had
+        measured every step measured no more, and each reveal after waited on its own measure."""
+        if self.rooms.measured(code):
+            return
+        with self._measuring_lock:
+            if code in self._measuring:
+                return
+            self._measuring.add(code)
+        threading.Thread(target=self.room_prepare, args=(code,), name=f"room-{code}", daemon=True).start()
 
     def room_prepare(self, code: str) -> None:
         """Measure every step's truth and draw its figure ahead, in step order; stops once the room is gone."""
-        for n in range(1, len(rlesson.steps()) + 1):
-            try:
+        try:
+            for n in range(1, len(rlesson.steps()) + 1):
                 self._room_ready(code, n)
-            except UserError:  # the room closed meanwhile
-                return
+        except UserError:  # the room closed meanwhile
+            return
+        finally:
+            with self._measuring_lock:
+                self._measuring.discard(code)
 
     def _room_ready(self, code: str, n: int) -> dict[str, Any]:
         """Step n's truth, measured and kept in the room unless it is there already. Two threads (or two

@@ -13,6 +13,7 @@ from browser import page_at, wait_image
 from fastapi import FastAPI
 from roompage import open_room, student_page
 from starlette.testclient import TestClient
+from tiny import EXAMPLES
 
 from page import room
 from page.guard import Guard
@@ -74,6 +75,37 @@ def test_a_step_past_a_floats_range_is_refused_with_a_sentence(plain_routes):
     raw = '{"student": "student-0001", "answer": "3", "step": 1%s}' % ("0" * 400)
     r = client.post(f"/vizvit_room/{code}/answer", content=raw, headers={"content-type": "application/json"})
     assert r.status_code == 200 and "step must be a whole number" in r.json()["reason"], (r.status_code, r.text[:200])
+
+
+def test_the_hosts_call_measures_ahead_what_a_restart_left_unmeasured(tiny16, monkeypatch):
+    """A walk-through: a server killed while its thread measured a new room's steps ahead measured them no
+    more once restarted, and every reveal after waited on its own measure (seconds each on a CPU; the shift
+    sweep's step the most). The host page's call (every 5 s) now measures the rest ahead in the background."""
+    import threading
+    import time
+
+    from vizvit.api import PublicApi
+    from vizvit.errors import UserError
+
+    wb = Workbench(cache_bytes=64 << 20, device="cpu")
+    wb.add_model(tiny16)
+    rooms = Rooms()
+    with monkeypatch.context() as m:  # the server dies before its thread measured a step
+        m.setattr(PublicApi, "_room_ready", lambda self, code, n: (_ for _ in ()).throw(UserError("killed")))
+        opened = PublicApi(wb, None, rooms).room_open(str(EXAMPLES / "chelsea.jpg"), tiny16.id)
+        code = opened["code"]
+        for t in threading.enumerate():
+            if t.name == f"room-{code}":
+                t.join()
+    steps = range(1, opened["steps"] + 1)
+    assert not any(rooms.prepared(code, n) for n in steps)
+    with TestClient(FastAPI(routes=room.room_routes(rooms, wb, lambda: (None, None)))) as client:
+        r = client.post(f"/vizvit_room/{code}/host", json={"host_key": opened["host_key"]})
+        assert r.status_code == 200, r.text
+        deadline = time.monotonic() + 60
+        while not all(rooms.prepared(code, n) for n in steps) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    assert all(rooms.prepared(code, n) for n in steps), [n for n in steps if not rooms.prepared(code, n)]
 
 
 def picture_size(page) -> tuple[int, int]:

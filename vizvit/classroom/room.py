@@ -651,6 +651,11 @@ class Rooms:
         _, meta = self._live(code)
         return str(_step(meta, step)) in meta["notes"]
 
+    def measured(self, code: str) -> bool:
+        """Whether every step's truth is measured already (nothing left for the background to measure)."""
+        _, meta = self._live(code)
+        return len(meta["notes"]) >= len(meta["questions"])
+
     def step_number(self, code: str, step: object) -> int:
         """A step number as sent -> 1..n_steps of this open room, or a UserError."""
         _, meta = self._live(code)
