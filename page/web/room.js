@@ -260,11 +260,11 @@
         if (s.is_number) {
           const typed = () => document.getElementById("num").value.trim();
           parts.push(el("input", { id: "num", inputMode: "decimal", enterKeyHint: "send", value: draft != null ? draft : mine[n] || "",
-                                   "aria-label": "Your answer", onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); send(typed()); } } }), " ",
-                     el("button", { className: "primary", id: "send", onclick: () => send(typed()) }, "Send"));
+                                   "aria-label": "Your answer", onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); send(n, typed()); } } }), " ",
+                     el("button", { className: "primary", id: "send", onclick: () => send(n, typed()) }, "Send"));
         } else {
           parts.push(...s.options.map(([k, t]) => el("div", {}, el("button", {
-            className: mine[n] === k ? "chosen" : "", "aria-pressed": String(mine[n] === k), dataset: { k }, onclick: () => send(k) }, keyed(k, t)))));
+            className: mine[n] === k ? "chosen" : "", "aria-pressed": String(mine[n] === k), dataset: { k }, onclick: () => send(n, k) }, keyed(k, t)))));
         }
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
                                  : el("p", {}, "Your prediction, before the lecturer reveals."));
@@ -284,18 +284,24 @@
                     " ", el("button", { id: "fwd", disabled: n >= state.step, onclick: () => { looking = n + 1 >= state.step ? null : n + 1; render(); } }, "forward →")),
                  el("p", { className: "muted" }, `The lecturer is on step ${state.step}. You follow: you may look back, not ahead.`));
       show(parts);
-      async function send(value) {
-        try {
-          const a = reachable(await post(roomPath(code, "answer"), { student: id, step: n, answer: value }));
-          if (a.body.accepted) {
-            mine[n] = String(a.body.answer != null ? a.body.answer : value);  // as tallied: "12,5" is 12.5
-            sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; draft = null;
-            say(`Your answer is in: ${s.is_number ? mine[n] : optionText(s, mine[n])}`);
-          } else { message = String(a.body.reason || a.body.error || "The server refused that answer."); draft = value; }
-        } catch (e) { message = UNREACHABLE; draft = value; }
-        say(message);
-        render();
-      }
+    }
+    // An answer lost to a dropped connection (a phone's flaky Wi-Fi) is kept to send again by itself once the
+    // server answers the page's poll, while its question is open: the page cleared "try again" at the
+    // reconnection and showed the question as if the answer were in, which the room never counted.
+    let pending = null;  // { n, value }
+    async function send(n, value) {
+      const s = lesson.steps[n - 1];
+      try {
+        const a = reachable(await post(roomPath(code, "answer"), { student: id, step: n, answer: value }));
+        pending = null;
+        if (a.body.accepted) {
+          mine[n] = String(a.body.answer != null ? a.body.answer : value);  // as tallied: "12,5" is 12.5
+          sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; draft = null;
+          say(`Your answer is in: ${s.is_number ? mine[n] : optionText(s, mine[n])}`);
+        } else { message = String(a.body.reason || a.body.error || "The server refused that answer."); draft = value; }
+      } catch (e) { message = UNREACHABLE; draft = value; pending = { n, value }; }
+      say(message);
+      render();
     }
     // The server cannot be reached (restarting, or a proxy's 502 meanwhile): said on the page, as the host
     // page says it (the student's page went on showing the question as if all were well), and cleared by the
@@ -349,6 +355,11 @@
         else if (revealed) say(`Step ${state.step} revealed: see the room's answers and the truth.`);
         else if (moved && s) say(`Step ${state.step} of ${state.n_steps}: ${s.question}`);
         if (state.closed) return;
+        if (pending) {  // the server answers again: the answer it never got, while its question is open
+          const p = pending;
+          pending = null;
+          if (p.n === state.step && !(state.shown || {})[String(p.n)]) send(p.n, p.value);
+        }
       } catch (e) {
         unreachable();
         await sleep(1000);  // a dropped connection (a server restarting): ask again
