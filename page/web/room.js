@@ -43,6 +43,7 @@
   // A dropped connection's TypeError ("Failed to fetch") in words a lecturer can act on; a host page's
   // own loop says it is asking again.
   const UNREACHABLE = "The server cannot be reached: try again in a moment.";
+  const RESENDING = "The server cannot be reached: this page sends your answer again by itself.";
   const RECONNECTING = "The server cannot be reached: reconnecting…";
   const plain = (e) => (e instanceof TypeError ? UNREACHABLE
     : e && (e.name === "TimeoutError" || e.name === "AbortError") ? "The server took too long to answer: try again." : e.message);
@@ -289,6 +290,8 @@
     // server answers the page's poll, while its question is open: the page cleared "try again" at the
     // reconnection and showed the question as if the answer were in, which the room never counted.
     let pending = null;  // { n, value }
+    const RESEND_MS = 3000;
+    const open = (n) => !!state && !state.closed && n === state.step && !(state.shown || {})[String(n)];
     async function send(n, value) {
       const s = lesson.steps[n - 1];
       try {
@@ -299,7 +302,12 @@
           sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; draft = null;
           say(`Your answer is in: ${s.is_number ? mine[n] : optionText(s, mine[n])}`);
         } else { message = String(a.body.reason || a.body.error || "The server refused that answer."); draft = value; }
-      } catch (e) { message = UNREACHABLE; draft = value; pending = { n, value }; }
+      } catch (e) {
+        message = RESENDING; draft = value;
+        const p = pending = { n, value };
+        // asked again every few seconds too: a long poll still hanging on the old connection answers late
+        setTimeout(() => { if (pending === p && open(p.n)) { pending = null; send(p.n, p.value); } }, RESEND_MS);
+      }
       say(message);
       render();
     }
@@ -358,7 +366,7 @@
         if (pending) {  // the server answers again: the answer it never got, while its question is open
           const p = pending;
           pending = null;
-          if (p.n === state.step && !(state.shown || {})[String(p.n)]) send(p.n, p.value);
+          if (open(p.n)) send(p.n, p.value);
         }
       } catch (e) {
         unreachable();
