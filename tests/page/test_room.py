@@ -304,7 +304,7 @@ def test_a_room_as_a_lecturer_runs_it_hidden_bars_every_option_no_answer_and_a_c
             s.set_default_timeout(60_000)
             s.goto(url + f"room?code={code}")
             s.wait_for_selector("#num")
-        for n in range(2, 10):  # to step 9, the one-pixel shift: options none / few / all
+        for n in range(2, 10):  # to step 9, the one-pixel shift: options none / most / few / all
             host.click("#next")
             host.wait_for_selector(f"text=Step {n} of", timeout=30_000)
         for s in students:
@@ -319,9 +319,10 @@ def test_a_room_as_a_lecturer_runs_it_hidden_bars_every_option_no_answer_and_a_c
         labels = host.locator("#tally .bar .label").all_inner_texts()
         counts = host.locator("#tally .bar .count").all_inner_texts()
         # every option, in order, by its words (a word key is not said twice: "none: None: …" read as two answers)
-        words = ("None: every patch vector changes", "A few change, most stay", "All of them, nearly")
-        assert [t.startswith(w) for t, w in zip(labels, words)] == [True] * 3 and len(labels) == 3, labels
-        assert counts == ["0", "2", "0"], counts
+        words = ("None: every patch vector changes", "Most change, a few stay", "A few change, most stay",
+                 "All of them, nearly")
+        assert [t.startswith(w) for t, w in zip(labels, words)] == [True] * 4 and len(labels) == 4, labels
+        assert counts == ["0", "0", "2", "0"], counts
         silent = students[2]
         silent.wait_for_selector("#no-answer", timeout=10_000)
         text = silent.inner_text("body")
