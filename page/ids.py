@@ -12,6 +12,7 @@ import json
 import types
 
 # The header and the tabs (page/shell.py)
+SKIP = "skip-link"  # the first Tab stop: "Skip to main content" (a11y.js, part 8)
 UPLOAD = "upload"
 TABS = "tabs"
 STATUS = "status"

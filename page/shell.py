@@ -33,6 +33,7 @@ from . import (
     file_walk,
     follow_up,
     hot_routes,
+    ids,
     jobs,
     kit,
     lean_config,
@@ -51,6 +52,7 @@ HERE = Path(__file__).resolve().parent.parent
 METHODS_TEXT = (HERE / "docs" / "methods.md").read_text(encoding="utf-8")
 METHODS_LINK = ("How each map here is computed, from which paper, and how other code differs: "
                 "[Methods and sources](#methods) (bottom of the page).")
+SKIP_TEXT = "Skip to main content"  # the skip link's words (WCAG 2.4.1)
 EXAMPLES = sorted(str(p) for p in (HERE / "assets" / "examples").glob("*.jpg"))
 # What the page says it takes, and only that: Gradio's own refusal of another file ("Only .jpg, ...
 # allowed") lists these, and listed HEIC/AVIF/SVG read as allowed (issue 51). An API caller's HEIC
@@ -272,7 +274,10 @@ def copy_link(s: Server, request: gr.Request, key_: PhotoKey | None, model_id: s
 
 # -- the page: components, then wiring ------------------------------------------------------------------
 def _header(wb: Workbench, catalog: Catalog, default_model: str, start_banner: str) -> dict:
-    """The header: the banner, the upload, the model and the zero-shot labels, the examples."""
+    """The header: the skip link, the banner, the upload, the model and the zero-shot labels, the examples."""
+    # WCAG 2.4.1: the first Tab stop, seen once focused (style.css); a11y.js (part 8) puts the focus in the open tab.
+    gr.HTML(f'<a class="vv-skip" href="#{ids.TABS}">{SKIP_TEXT}</a>', elem_id=ids.SKIP, container=False, padding=False,
+            js_on_load=None)  # no click event of its own (Gradio's default js_on_load)
     gr.Markdown(panels.HEADER_TEXT, elem_id="header")
     banner = gr.Markdown(start_banner, elem_id="banner", visible=bool(start_banner))
     notice_md = gr.Markdown(elem_id="notice", visible=False)  # about a deep link; never the banner

@@ -16,6 +16,7 @@
 // 5. The tab strip answers the arrow keys, Home and End, as a tab list does (WAI-ARIA's tabs pattern).
 // 6. Announcements: the status line and the readouts that answer a pick are said once they settle.
 // 7. The focus stays in the photo box when Gradio redraws it (an upload, a clear).
+// 8. The skip link (the first Tab stop) puts the focus in the open tab's panel.
 () => {
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
@@ -291,6 +292,19 @@
     if (!to.matches('button')) to.tabIndex = -1;
     to.focus({ preventScroll: true });
   };
+  // 8. WCAG 2.4.1: the skip link (page/shell.py, seen once focused: style.css). Its href alone scrolls to the
+  //    tabs but leaves the focus behind; the focus goes to the open tab's panel (not a Tab stop of its own), so
+  //    the next Tab is that tab's first control.
+  document.addEventListener('click', (e) => {
+    const a = e.target instanceof Element && e.target.closest(`#${ID.SKIP} a`);
+    if (!a) return;
+    const panel = [...document.querySelectorAll(`#${ID.TABS} [role=tabpanel]`)].find((p) => p.offsetParent !== null);
+    if (!panel) return;  // no tab shown yet: the href's own scroll
+    e.preventDefault();
+    if (!panel.hasAttribute('tabindex')) panel.tabIndex = -1;
+    panel.focus({ preventScroll: true });
+    panel.scrollIntoView({ block: 'start' });
+  });
   let looking = false;
   const look = () => { if (!looking) { looking = true; requestAnimationFrame(() => { looking = false; watch(); keepInBox(); }); } };
   watch();

@@ -427,8 +427,9 @@ def test_focus_stays_in_the_photo_box_after_a_keyboard_upload_and_a_clear(url):
     the focus is on the new file's row; Enter on Clear puts it on the empty box's upload button."""
     with page_at(url, 1366, 900) as page:
         settled(page)  # the page's first calls answered (the box's keys are wired once it has loaded)
+        page.keyboard.press("Tab")  # the skip link
         page.keyboard.press("Tab")
-        assert page.evaluate("!!document.activeElement.closest('#upload')"), "the photo box is the first Tab stop"
+        assert page.evaluate("!!document.activeElement.closest('#upload')"), "the photo box is the next Tab stop"
         # Space opens the browser's file chooser (seen here; in a long run of tests Chromium at times opened none):
         # the file goes into the box's input as the chooser puts it, the focus left on the box's button.
         upload(page, str(EXAMPLES / "chelsea.jpg"))
@@ -474,14 +475,40 @@ def test_a_pictures_download_is_one_tab_stop_that_downloads_with_enter(url):
 
 
 def test_the_photo_box_is_named_for_a_photo(url):
-    """A screen reader on the first Tab stop heard "Click to upload or drop files": not that it takes a photo, nor
-    which kinds (its visible label, "Upload a photo (JPEG, PNG, …)", was not tied to the button). Its name now
-    starts with that label and keeps the visible words "Click to Upload" (WCAG 2.5.3)."""
+    """A screen reader on the photo box (the Tab stop after the skip link) heard "Click to upload or drop files":
+    not that it takes a photo, nor which kinds (its visible label, "Upload a photo (JPEG, PNG, …)", was not tied
+    to the button). Its name now starts with that label and keeps the visible words "Click to Upload" (WCAG 2.5.3)."""
     with page_at(url, 1366, 900) as page:
         settled(page)
+        page.keyboard.press("Tab")  # the skip link
         page.keyboard.press("Tab")
         page.wait_for_function("() => /photo/.test(document.activeElement.getAttribute('aria-label') || '')",
                                timeout=5_000)
         name = page.evaluate("document.activeElement.getAttribute('aria-label')")
         label = page.inner_text("#upload [data-testid=block-label]").strip()
         assert name.startswith(label) and "Click to Upload" in name, (name, label)
+
+
+def test_a_skip_link_is_the_first_tab_stop_shown_on_focus_and_moves_the_focus_to_the_open_tab(url):
+    """WCAG 2.4.1: a keyboard user reached a tab's content only past the upload box, the model list, the
+    examples and the tab strip. The first Tab stop is a "Skip to main content" link, seen only while focused;
+    Enter on it puts the focus in the open tab's panel (the next Tab goes into that tab's controls)."""
+    with page_at(url + "?example=chelsea&tab=attention", 1366, 900) as page:  # no click: the first Tab is the page's
+        wait_image(page, "attn-main")
+        settled(page)
+        unfocused = page.evaluate("""() => { const a = document.querySelector('a.vv-skip');
+            const r = a && a.getBoundingClientRect();
+            return a ? r.right <= 0 || r.bottom <= 0 || r.width <= 1 : null; }""")
+        assert unfocused is not False, "the skip link is in sight before it has the focus"
+        page.keyboard.press("Tab")
+        link = page.evaluate("""() => { const a = document.activeElement, r = a.getBoundingClientRect();
+            return {tag: a.tagName, text: a.innerText.trim(), w: r.width, h: r.height, top: r.top, left: r.left}; }""")
+        assert link["tag"] == "A" and link["text"] == "Skip to main content", link
+        assert link["w"] > 20 and link["h"] > 10 and link["top"] >= 0 and link["left"] >= 0, f"not seen: {link}"
+        page.keyboard.press("Enter")
+        where = page.evaluate("""() => { const a = document.activeElement, p = a.closest('[role=tabpanel]');
+            return {panel: !!p, open: !!p && p.offsetParent !== null, id: a.id}; }""")
+        assert where["panel"] and where["open"], f"the focus is not in the open tab's panel: {where}"
+        page.keyboard.press("Tab")
+        inside = page.evaluate("() => !!document.activeElement.closest('[role=tabpanel]')")
+        assert inside, "the Tab after the skip link's target left the tab's panel"
