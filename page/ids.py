@@ -35,6 +35,7 @@ MASK_INFO = "mask-info"
 SHIFT_INFO = "shift-info"
 ABLATE_TEXT = "ablate-text"
 LESSON_ANSWER = "lesson-answer"
+CURVES_STALE = "curves-stale"  # the contest on show is for other settings (page/tabs/experiments.py)
 # Attention (page/tabs/attention.py)
 ATTN_MAIN = "attn-main"
 ATTN_LAYER = "attn-layer"

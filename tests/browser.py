@@ -134,6 +134,19 @@ def upload(page, path: str) -> None:
     page.set_input_files("#upload input[type=file]", path)
 
 
+def drop_photo(page, path: str) -> None:
+    """Drop the file at `path` on the filled photo box, as a person drags it there (web/upload_replace.js): a
+    new upload, where a click on an example reads the example's cached copy (which another server on this
+    machine may have deleted as it closed)."""
+    page.evaluate("""([b64, name]) => { const bin = atob(b64), a = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
+      const dt = new DataTransfer(); dt.items.add(new File([a], name, {type: 'image/jpeg'}));
+      const t = document.querySelector('#upload .file-preview-holder');
+      for (const kind of ['dragover', 'drop'])
+        t.dispatchEvent(new DragEvent(kind, {dataTransfer: dt, bubbles: true, cancelable: true})); }""",
+                  [base64.b64encode(Path(path).read_bytes()).decode(), Path(path).name])
+
+
 def image_src(page, elem_id: str) -> str | None:
     """The src of the <img> inside a gr.Image with elem_id (changes when the image does)."""
     loc = page.locator(f"#{elem_id} img")

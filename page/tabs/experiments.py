@@ -12,7 +12,7 @@ from vizvit.readings import masks
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
 
-from .. import flip, jobs, kit
+from .. import flip, ids, jobs, kit
 from ..kit import Ctx
 
 # The ExperimentsParams fields the tab's controls set, in the order its events list them.
@@ -31,6 +31,8 @@ SHOW_CONTROLS = [*CONTROLS, "steps", "curve_mode"]  # what the tab's show reads 
 SHIFT_OUT = [*SHIFT.values(), "book"]
 MASK_OUT = [*MASK.values(), "mask_book"]
 MASK_BUTTONS = ("clear", "invert", "random", "top", "bottom")  # masks.mask_action's names, in the row's order
+CONTEST = ["steps", "curve_mode", "contest_ran"]  # what contest_stale reads, after the key
+STALE = ["curves_stale"]
 
 
 def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
@@ -41,20 +43,29 @@ def params(v: tuple, **changed: Any) -> experiments.ExperimentsParams:
 # -- handlers: explicit values in, {name: value} out (page names: the keys of the _layout dicts) ---------
 # `fetch`: the tab's two flip.Fetchers by book ("shift", "mask"); a book's value names the photo by their token.
 def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
-    """The tab opened (or a new photo or model while open): the pictures, both books, the shift range."""
+    """The tab opened (or a new photo or model while open): the pictures, both books, the shift range, and
+    this photo's own sweep and contest (cached runs, else a line that none was run): the contest then on show
+    is the one for these settings, or none, so no line says it is old. v: the SHOW_CONTROLS' values."""
     if key is None:
-        return kit.skip(OPENED)
+        return kit.skip([*OPENED, *STALE, "contest_ran"])
     ph = wb.handle(key)
-    page = experiments.show(ph, experiments.ExperimentsParams.from_controls(dict(zip(SHOW_CONTROLS, v))))
+    p = experiments.ExperimentsParams.from_controls(dict(zip(SHOW_CONTROLS, v)))
+    page = experiments.show(ph, p)
     lo, hi = page.shift_limits
     sw, cu = page.sweep, page.curves
+    ran = experiments.ContestRun(key, int(p.steps), p.curve_mode) if cu.chart is not None else None
     return {**{n: getattr(page, n) for n in SHOWN},
             "sweep_plot": sw.figure, "sweep_table": sw.table, "sweep_text": sw.text,
             "del_plot": cu.chart, "auc_table": cu.table, "curves_text": cu.text,
             "mask_grid": kit.patch_cells(page.mask_grid, ph.vm.geometry),  # keys toggle a patch too (web/a11y.js)
             "dx": gr.update(minimum=lo, maximum=hi),
             "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
-            "mask_book": fetch["mask"].value(page.mask_book, key)}
+            "mask_book": fetch["mask"].value(page.mask_book, key), "curves_stale": "", "contest_ran": ran}
+
+
+def contest_stale(key: PhotoKey | None, steps: float, mode: str, ran: experiments.ContestRun | None) -> dict[str, Any]:
+    """The line that says the contest on show is for other settings (its steps, fill or photo), or none."""
+    return {"curves_stale": experiments.contest_stale(ran, experiments.ContestRun(key, int(steps), mode))}
 
 
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
@@ -127,7 +138,8 @@ def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
 
 
 def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
-    """Deletion and insertion curves for every map, streamed as they go (a stoppable job)."""
+    """Deletion and insertion curves for every map, streamed as they go (a stoppable job). From its first chart
+    on, the contest on show is this one: what it ran with is kept (contest_ran), and no line says it is old."""
     if key is None:
         raise UserError("Upload a photo first.")
     with jobs.JOBS.line(request, "deletion curves", replace=True) as ticket:
@@ -137,7 +149,8 @@ def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Req
             if p.chart is None:  # only the news that work has started
                 yield {"curves_text": p.text}
             else:
-                yield {"del_plot": p.chart, "auc_table": p.table, "curves_text": p.text}
+                yield {"del_plot": p.chart, "auc_table": p.table, "curves_text": p.text, "curves_stale": "",
+                       "contest_ran": experiments.ContestRun(key, int(n), md)}
 
 
 # -- the page: components by name, then the wiring ---------
@@ -213,11 +226,15 @@ def _curves_layout() -> dict[str, gr.components.Component]:
         curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
                               elem_id="curves-mode")
         curves_btn = gr.Button(experiments.CONTEST_BUTTON, variant="primary", elem_id="curves-run")
+    # Over the contest on show while its settings differ from the ones it ran with (contest_stale).
+    curves_stale = gr.Markdown(elem_id=ids.CURVES_STALE)  # said when it appears (web/a11y.js)
+    contest_ran = gr.State(None)  # experiments.ContestRun: what the contest on show ran with
     curves_text = gr.Markdown(elem_id="curves-text")
     del_plot = gr.Plot(label="Deletion (solid) and insertion (dashed), every map", elem_id="deletion-plot")
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
-    return dict(steps=steps, curve_mode=curve_mode, curves_btn=curves_btn, curves_text=curves_text,
-                del_plot=del_plot, auc_table=auc_table)
+    return dict(steps=steps, curve_mode=curve_mode, curves_btn=curves_btn,
+                curves_stale=curves_stale, contest_ran=contest_ran, curves_text=curves_text, del_plot=del_plot,
+                auc_table=auc_table)
 
 
 def fetchers(wb: Workbench, ui: dict[str, Any]) -> dict[str, flip.Fetcher]:
@@ -239,13 +256,18 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     fetch = fetchers(wb, ui)
     ctx.routes.extend([fetch["shift"].route(), fetch["mask"].route()])
     shown = [*ins, ui["steps"], ui["curve_mode"]]  # SHOW_CONTROLS' order
-    ctx.on_show(tab, kit.answer(show, ui, wb, fetch), shown, [ui[n] for n in OPENED],
+    contest_ins = [ui[n] for n in CONTEST]
+    ctx.on_show(tab, kit.answer(show, ui, wb, fetch), shown, [ui[n] for n in [*OPENED, *STALE, "contest_ran"]],
                 then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
                 first=ui["mask_grid"])
     _wire_shift_and_mask(ctx, ui, ins, fetch)
     running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key], [ui[n] for n in SWEEP], **jobs.COSTLY)
     curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
-                                     [ui[n] for n in CURVES], **jobs.COSTLY)
+                                     [ui[n] for n in [*CURVES, *STALE, "contest_ran"]], **jobs.COSTLY)
+    # A setting moved: the contest on show says it is for the old ones (no queue: a comparison, no model).
+    stale = kit.answer(contest_stale, ui)
+    for c in ("steps", "curve_mode"):
+        ui[c].input(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
     ui["stop_btn"].click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
 

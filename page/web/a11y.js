@@ -242,7 +242,7 @@
   //    each watched element's first line once it has stood still for SETTLE ms (the status line's "running…" steps,
   //    a slider's every step, are not said one by one). A readout on a hidden tab is not said.
   const SAY = [ID.STATUS, ID.PATCH_INFO, ID.EMB_SIM_INFO, ID.ATTN_READOUT, ID.MASK_INFO, ID.SHIFT_INFO,
-               ID.ABLATE_TEXT, ID.LESSON_ANSWER];
+               ID.ABLATE_TEXT, ID.LESSON_ANSWER, ID.CURVES_STALE];
   const SETTLE = 700;
   const said = document.createElement('div');
   said.id = 'vv-said';

@@ -7,7 +7,7 @@ import re
 import time
 
 from appserver import held, page_name, serving
-from browser import click_image_at, image_src, page_at, set_slider, shot, upload_and_open, wait_image
+from browser import click_image_at, drop_photo, image_src, page_at, set_slider, shot, upload_and_open, wait_image
 from settle import settled
 from tiny import EXAMPLES
 
@@ -180,3 +180,42 @@ def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fi
             assert box["title"] <= box["right"] + 1, (plot, box)
             assert box["titleBottom"] <= box["plotTop"], (plot, box)  # a wrapped title stays above the plot
             assert box["plot"] > 150, (plot, box)  # the plot itself is not squeezed by the legend
+
+
+def test_a_contest_shown_says_it_is_for_the_old_settings_once_they_change_until_run_again(url):
+    """The contest's chart, table and verdict stayed up as if current after its steps or its fill changed (a
+    walk-through): they now carry a line that says which settings they are for, until the contest is run
+    again; back to the settings it ran with, the line goes. A new photo shows its own contest (or none)."""
+    note = "#curves-stale"
+    says = "() => (document.querySelector('#curves-stale')?.innerText || '').trim()"
+    with page_at(url + "?example=chelsea&tab=experiments", height=1400, wait_for="#curves-run") as page:
+        set_slider(page, "curves-steps", 3)
+        page.click("#curves-run")
+        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        settled(page)
+        assert page.evaluate(says) == "", "a contest just run is said to be old"
+        set_slider(page, "curves-steps", 5)
+        page.wait_for_function(f"() => ({says})().includes('3 steps')", timeout=10_000)
+        text = page.evaluate(says)
+        assert "5 steps" in text and experiments.CONTEST_BUTTON.split(" (")[0] in text, text
+        assert page.locator(note).is_visible()
+        # and a screen reader hears it (web/a11y.js's polite region), as it hears a readout's answer
+        page.wait_for_function("() => (document.querySelector('#vv-said')?.textContent || '').includes('3 steps')",
+                               timeout=10_000)
+        set_slider(page, "curves-steps", 3)  # back to the settings it ran with
+        page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)
+        page.locator("#curves-mode").get_by_text("blur").click()
+        page.wait_for_function(f"() => ({says})().includes('blur')", timeout=10_000)
+        page.locator("#curves-mode").get_by_text("black").click()
+        page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)
+        # another photo: the tab shows that photo's own contest, none yet, and no old one with a line over it
+        drop_photo(page, str(EXAMPLES / "coffee.jpg"))
+        page.wait_for_selector("#curves-text:has-text('has not been run on this photo')", timeout=60_000)
+        assert page.evaluate(says) == ""
+        set_slider(page, "curves-steps", 5)  # nothing on show: nothing to call old
+        settled(page)
+        assert page.evaluate(says) == ""
+        set_slider(page, "curves-steps", 3)
+        page.click("#curves-run")
+        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)

@@ -370,3 +370,15 @@ def test_a_wrapped_shift_says_every_patch_has_a_partner(tiny16, cat):
     assert f"over {n} of {n} patches that have a partner" in wrapped and "**mean cos 1.000**" in wrapped
     gh, gw = tiny16.geometry.grid
     assert f"over {n - gh} of {n} patches" in experiments.shift_panel(ph, P, 0, "edge").cosine_text
+
+
+def test_contest_stale_names_the_settings_the_contest_ran_with_and_the_ones_now():
+    ev = experiments
+    run = ev.ContestRun("photo A", 10, "black")
+    assert ev.contest_stale(None, run) == "" and ev.contest_stale(run, ev.ContestRun("photo A", 10, "black")) == ""
+    steps = ev.contest_stale(run, ev.ContestRun("photo A", 4, "black"))
+    assert "10 steps, patches removed by black" in steps and "run it with 4 steps" in steps and "photo" not in steps
+    fill = ev.contest_stale(run, ev.ContestRun("photo A", 10, "blur"))
+    assert "removed by black" in fill and "removed by blur" in fill
+    photo = ev.contest_stale(run, ev.ContestRun("photo B", 10, "black"))
+    assert "shown before" in photo and "on this photo" in photo

@@ -550,6 +550,28 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
         else:
             yield _curves_panel(s.curves, steps, (s.done, s.total), band=s.band)
 
+@dataclass(frozen=True)
+class ContestRun:
+    """What the contest on show was run with: the session's photo key (model, heads off and labels with the
+    photo: only its equality is read), the steps and the fill."""
+    photo: Any
+    steps: int
+    mode: str
+
+
+def contest_stale(ran: ContestRun | None, now: ContestRun) -> str:
+    """The line over a contest whose settings have changed since it ran: its chart, table and verdict stayed up
+    as if current (a walk-through). Empty when none is shown or it is for `now`."""
+    if ran is None or ran == now:
+        return ""
+    def said(r: ContestRun) -> str:
+        return f"{r.steps} steps, patches removed by {r.mode}"
+    other = "" if ran.photo == now.photo else ", on the photo (or model) shown before"
+    return (f"⚠️ **Not for the settings now:** the chart, table and verdict below are from the contest run with "
+            f"{said(ran)}{other}. Press **{CONTEST_BUTTON.split(' (')[0]}** to run it with {said(now)}"
+            f"{' on this photo' if other else ''}.")
+
+
 def _contest_panel(c: contest.Contest, steps: int, verdict: str = "") -> CurvesPanel:
     return _curves_panel(c.first.curves, steps, band=c.first.band, second=c.second, verdict=verdict,
                          forwards=c.first.forwards + c.second.forwards)

@@ -5,6 +5,7 @@ mask buttons answer their known masks."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import gradio as gr
@@ -40,8 +41,8 @@ def select(x: float, y: float) -> gr.SelectData:
 def test_opening_the_tab_shows_the_views_page_and_sets_the_shift_range_to_the_model(photo, page, tiny16):
     wb, key = photo
     ui, fetch = page
-    got = tab.show(wb, fetch, key, *controls(dx=3, mask=(1, 2)))
-    assert set(got) == set(tab.OPENED)
+    got = tab.show(wb, fetch, key, *controls(dx=3, mask=(1, 2)), 10, "black", None)
+    assert set(got) == set(tab.OPENED) | set(tab.STALE) and got["curves_stale"] == ""  # no contest shown
     want = ev.show(wb.handle(key), ev.ExperimentsParams(dx=3, mask=(1, 2)))
     for n in tab.SHOWN:
         assert same(got[n], getattr(want, n)), f"{n} differs from the view's own answer"
@@ -55,7 +56,8 @@ def test_opening_the_tab_shows_the_views_page_and_sets_the_shift_range_to_the_mo
     assert (mask["toggle"]["target"], mask["toggle"]["box"]) == ("mask-grid", "mask-box")
     charts = tab.show_charts(wb, key, *controls(dx=3, mask=(1, 2)))
     assert set(charts) == set(tab.CHARTS) and all(same(charts[n], getattr(want, n)) for n in tab.CHARTS)
-    assert tab.show(wb, fetch, None, *controls()) == {n: gr.skip() for n in tab.OPENED}
+    none = tab.show(wb, fetch, None, *controls(), 10, "black", None)
+    assert none == {n: gr.skip() for n in [*tab.OPENED, *tab.STALE]}
     assert tab.show_charts(wb, None, *controls()) == {n: gr.skip() for n in tab.CHARTS}
 
 
@@ -160,3 +162,22 @@ def test_opening_the_tab_for_a_photo_sends_its_own_sweep_and_contest_panels(phot
     ev.curves_panel(wb.handle(key), 3, "blur")
     got = tab.show(wb, fetch, key, *controls(), 3, "blur")
     assert got["del_plot"] is not None and len(got["auc_table"]) > 1 and "Verdict on this photo" in got["curves_text"]
+
+
+def test_the_contest_on_show_is_said_to_be_for_the_old_settings_when_a_setting_changed(photo, page):
+    """A contest run with other steps or fill (or on another photo: another key): the line says so when a
+    setting moves; for the settings now, no line. The tab's opening shows the photo's own contest for the
+    settings now (or none), so it clears the line and keeps what is on show."""
+    wb, key = photo
+    _, fetch = page
+    ran = ev.ContestRun(key, 10, "black")
+    assert tab.contest_stale(key, 10, "black", ran) == {"curves_stale": ""}
+    assert "12 steps" in tab.contest_stale(key, 12.0, "black", ran)["curves_stale"]
+    other = dataclasses.replace(key, sha1="0" * 40)
+    assert "photo (or model) shown before" in tab.contest_stale(key, 10, "black", ev.ContestRun(other, 10, "black"))[
+        "curves_stale"]
+    opened = tab.show(wb, fetch, key, *controls(), 3, "blur")
+    assert opened["curves_stale"] == "" and opened["contest_ran"] is None  # none run: none on show
+    ev.curves_panel(wb.handle(key), 3, "blur")
+    opened = tab.show(wb, fetch, key, *controls(), 3, "blur")
+    assert opened["contest_ran"] == ev.ContestRun(key, 3, "blur")
