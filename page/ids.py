@@ -68,6 +68,7 @@ CAM_VIDEO = "cam-video"
 CAM_START = "cam-start"
 CAM_STOP = "cam-stop"
 CAM_STATUS = "cam-status"
+CAM_SAID = "cam-said"  # the live top-1, said to a screen reader (camera_live.js)
 
 # Ids no component has: a script makes the element itself.
 MADE_BY_SCRIPTS = frozenset({EMB_THUMB})

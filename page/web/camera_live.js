@@ -22,6 +22,25 @@
   let stream = null, running = false;
 
   const say = (text) => { status.textContent = text; };
+  // The live top-1 for a screen reader (the book's top1: [class, words]; views/camera.py top1_of): the top-5 is
+  // drawn on a canvas. Said in a polite region when its class differs from the one last said, at most once every
+  // cfg.say_ms: a class seen meanwhile waits for the end of that time, and only the newest is then said (one that
+  // flickers back to the class said is not said at all). Never once a picture.
+  const heard = box.querySelector(`#${ID.CAM_SAID}`);
+  let saidClass = null, saidAt = -Infinity, newest = null, sayLater = null;
+  const sayTop1 = (top1) => {
+    newest = top1;
+    if (sayLater || !heard || !newest) return;
+    const now = () => {
+      sayLater = null;
+      if (!running || !newest || newest[0] === saidClass) return;
+      [saidClass] = newest;
+      heard.textContent = newest[1];
+      saidAt = performance.now();
+    };
+    const wait = saidAt + cfg.say_ms - performance.now();
+    if (wait > 0) sayLater = setTimeout(now, wait); else now();
+  };
   const value = (id) => {  // a control's value as the page shows it
     const el = document.querySelector('#' + id);
     if (!el) return '';
@@ -176,6 +195,7 @@
         cv.dataset.side = r.headers.get('X-Side');
         cv.dataset.frame = r.headers.get('X-Frame');  // last: the capture probe and Freeze read it
         say('');
+        sayTop1(book.top1);
         if (r.headers.get('X-Note') === '1') document.querySelector(`#${ID.CAM_NOTE_REFRESH}`)?.click();
       }).catch(fail);
       await drawing;
@@ -222,6 +242,8 @@
 
   function stop(msg) {
     running = false;
+    clearTimeout(sayLater);
+    sayLater = null; saidClass = null;  // a new Start says its first top-1 (the region keeps the last one said)
     run++;
     if (runAbort) runAbort.abort();
     runAbort = null;

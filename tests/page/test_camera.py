@@ -406,3 +406,52 @@ def test_start_and_stop_by_keyboard_hand_the_focus_on(url, clip):
         page.wait_for_selector("#cam-start:enabled")
         page.wait_for_timeout(200)
         assert page.evaluate("document.activeElement.id") == "cam-start"
+
+
+# Every text the camera page's polite live region comes to hold, with when (ms, the page's clock).
+SAID_JS = """window.__said = []; window.__pictures = 0;
+new MutationObserver(() => {
+  const r = document.querySelector('#cam-said');
+  if (r && !r.__watched) {
+    r.__watched = true;
+    new MutationObserver(() => window.__said.push([performance.now(), r.textContent])).observe(
+      r, {childList: true, subtree: true, characterData: true});
+  }
+  const cv = document.querySelector('#cam-picture canvas.vv-live');
+  if (cv && !cv.__watched) {
+    cv.__watched = true;
+    new MutationObserver(() => window.__pictures++).observe(cv, {attributes: true, attributeFilter: ['data-frame']});
+  }
+}).observe(document, {childList: true, subtree: true});"""
+
+
+def test_a_screen_reader_hears_the_live_top1_when_it_changes_and_never_more_often_than_every_few_seconds(
+        url, clip, monkeypatch):
+    """The live top-5 was drawn on a canvas only: a screen reader heard nothing of what the model saw. A polite
+    live region now says the top-1 once the camera runs, then again only when the top-1 class has changed, and
+    at most once every SAY_TOP1_S: a top-1 that changes at every frame (here: two classes in turn) is said a few
+    times, never once a picture."""
+    from vizvit.views import camera as view
+
+    calls = {"n": 0}
+
+    def flipping(vm, a):
+        calls["n"] += 1
+        label = "class A" if calls["n"] % 2 else "class B"
+        return (label, f"Top-1: {label}")
+
+    monkeypatch.setattr(view, "top1_of", flipping, raising=False)  # (raising: the test ran before it was there)
+    with page_at(url + "camera", wait_for="#cam-start:enabled", args=tuple(fc.chromium_args(clip)),
+                 init_script=SAID_JS) as page:
+        region = page.locator("#cam-said")
+        assert region.get_attribute("aria-live", timeout=5_000) == "polite"
+        page.locator("#cam-start").click()
+        page.wait_for_function("window.__said.some(([, t]) => t.includes('Top-1'))", timeout=60_000)
+        page.wait_for_timeout(round(2.5 * view.SAY_TOP1_S * 1000))
+        said = [(t, s) for t, s in page.evaluate("window.__said") if s.strip()]
+        pictures = page.evaluate("window.__pictures")
+    assert pictures >= 10, f"too few pictures to tell a flood from a throttle: {pictures}"
+    assert 2 <= len(said) <= 4, f"{len(said)} announcements over {pictures} pictures: {said}"
+    gaps = [b[0] - a[0] for a, b in zip(said, said[1:])]
+    assert all(g >= view.SAY_TOP1_S * 1000 - 50 for g in gaps), f"said again too soon: {gaps} ms"
+    assert all(a[1] != b[1] for a, b in zip(said, said[1:])), f"the same top-1 said twice running: {said}"

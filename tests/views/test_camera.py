@@ -295,3 +295,15 @@ def test_a_frames_place_is_read_from_the_query_or_left_out(query, order):
     """run and n as the camera page sends them; anything else keeps no order (the frame still streams).
     A 5,000-digit number is refused before Python's int() limit raises."""
     assert view.frame_order(query) == order
+
+
+def test_a_frames_book_names_its_top1_for_a_screen_reader(trained):
+    """The live top-5 is drawn on a canvas: the book carries its top-1, the class (what the page compares, so a
+    new percent alone is not said again) and the words a screen reader hears; none without a classifier."""
+    frame = Image.fromarray(fake_camera.frame_rgb(5, 30))
+    a = engine.analyze(trained, frame)
+    p = view.CameraParams().attn(trained)
+    label, words = json.loads(view.live_book(trained, a, p, [], 1))["top1"]
+    top = a.top5[0]
+    assert label == top.label and words == f"Top-1: {top.label.split(',')[0]}, {top.prob:.0%}", words
+    assert view.top1_of(trained, dataclasses.replace(a, top5=())) is None

@@ -77,6 +77,9 @@ MIN_INTERVAL_S = 1 / 30  # no faster than a webcam's frames (a GPU answers in ~1
 IN_FLIGHT = 2
 # Pictures a second that look smooth (issue 52's goal for the trained ViT-Ti); None: IN_FLIGHT always.
 SMOOTH_FPS: float | None = 15.0
+# The live top-1 is said to a screen reader (a polite live region: web/camera_live.js) when its class changes,
+# at most once in this many seconds: a top-1 that flickers between two classes at every frame is not a flood.
+SAY_TOP1_S = 3.0
 RETRY_ONE_S = 3.0  # while two are on their way, one is tried again after this, then twice that, up to 10x
 # What the page asks the camera for: the model reads 224 px (384 at most), so a small frame is
 # enough, and the page's capture and its upload cost less.
@@ -228,6 +231,16 @@ def top5_rows(vm: VitModel, a: Analysis) -> list[tuple[str, float | None]]:
     return head + [(f"{p.prob * 100:5.1f}%  {p.label}", p.prob) for p in a.top5][: 5 - len(head)]
 
 
+def top1_of(vm: VitModel, a: Analysis) -> tuple[str, str] | None:
+    """A frame's top-1 for a screen reader: (its class, what is said), the page saying it again only once the
+    class has changed (not at each percent); None without a classifier."""
+    if not a.top5:
+        return None
+    p = a.top5[0]
+    untrained = "" if vm.is_pretrained else " (untrained weights: meaningless)"
+    return p.label, f"Top-1: {p.label.split(',')[0]}, {p.prob:.0%}{untrained}"
+
+
 def picture_parts(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str]) -> Parts:
     g = vm.geometry
     return parts(layout(vm), caption(ap, vm), f"model input, {g.grid[0]}x{g.grid[1]} patches", top5_rows(vm, a), lines)
@@ -289,7 +302,7 @@ def live_book(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str], fr
                 "art": np.flatnonzero(mm.artifacts).tolist()},
         "layout": {"side": lay.side, "map_x": lay.map_x, "width": lay.width, "height": lay.height},
         "grid_color": list(render.GRID_COLOR), "bar_color": list(PROB_COLOR),
-        "texts": pp.texts, "bars": pp.bars,
+        "texts": pp.texts, "bars": pp.bars, "top1": top1_of(vm, a),
     }, separators=(",", ":"))
 
 
@@ -321,16 +334,18 @@ def live_markup() -> str:
     status line, and where the live picture goes. Start is enabled once the page's loop is wired
     (it needs the page's camera token). data-config: what web/camera_live.js reads (the
     frames' route, the camera constraints, the frame JPEG's quality, the fastest pace, the frames
-    on their way at most, the pace below which the page sends a second one ahead, and when it tries
-    one again)."""
+    on their way at most, the pace below which the page sends a second one ahead, when it tries
+    one again, and how often at most the live top-1 is said)."""
     config = {"path": FRAME_PATH, "constraints": CONSTRAINTS, "quality": FRAME_QUALITY,
               "min_interval_ms": round(MIN_INTERVAL_S * 1000), "in_flight": IN_FLIGHT,
-              "smooth_fps": SMOOTH_FPS, "retry_ms": round(RETRY_ONE_S * 1000)}
+              "smooth_fps": SMOOTH_FPS, "retry_ms": round(RETRY_ONE_S * 1000), "say_ms": round(SAY_TOP1_S * 1000)}
     return (f"<div id=\"cam-live\" data-config='{html.escape(json.dumps(config), quote=True)}'>"
             "<video id=\"cam-video\" autoplay muted playsinline></video>"
             "<div class=\"vv-cam-bar\"><button id=\"cam-start\" class=\"lg primary\" disabled>▶ Start</button>"
             "<button id=\"cam-stop\" class=\"lg secondary\" disabled>■ Stop</button>"
-            "<span id=\"cam-status\" role=\"status\"></span></div></div>")
+            "<span id=\"cam-status\" role=\"status\"></span></div>"
+            # the live top-1, said (camera_live.js): heard, not seen (style.css)
+            "<div id=\"cam-said\" class=\"vv-sr-only\" aria-live=\"polite\" aria-atomic=\"true\"></div></div>")
 
 
 # ------------------------------------------------------------------ speed
