@@ -14,6 +14,7 @@
 // 3. The same names again whenever Gradio redraws (a MutationObserver, one pass per frame).
 // 4. A dropdown's open list leaves the Tab order (below, at the keydown listener for Tab).
 // 5. The tab strip answers the arrow keys, Home and End, as a tab list does (WAI-ARIA's tabs pattern).
+//    It is one Tab stop: the open tab (part 1's pass).
 // 6. Announcements: the status line and the readouts that answer a pick are said once they settle.
 // 7. The focus stays in the photo box when Gradio redraws it (an upload, a clear).
 // 8. The skip link (the first Tab stop) puts the focus in the open tab's panel.
@@ -126,13 +127,19 @@
       block.__vvGroup ??= `vv-radio-${++groups}`;
       if (r.name !== block.__vvGroup) r.name = block.__vvGroup;
     }
+    // A tab strip is one Tab stop, its open tab (WAI-ARIA's tabs pattern; the arrow keys move in it: part 5). Each
+    // of the ten tabs was a stop of its own: from the open tab to its first control went through the other nine.
+    for (const t of document.querySelectorAll('[role=tablist] button[role=tab]')) {
+      const want = t.getAttribute('aria-selected') === 'true' ? 0 : -1;
+      if (t.tabIndex !== want) t.tabIndex = want;
+    }
   };
   let queued = false;
   new MutationObserver(() => {
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => { queued = false; name(); });
-  }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['name'] });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ['name', 'aria-selected'] });
   name();
 
   // {rows, cols, box: [left, top, step x, step y] or null} from the block's class, or null: a picture

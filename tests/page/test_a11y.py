@@ -162,6 +162,29 @@ def test_the_tab_strip_moves_with_the_arrow_keys_home_and_end(url):
             assert now() == [want, want], (key, now())
 
 
+def test_the_tab_strip_is_one_tab_stop_the_open_tab(url):
+    """WAI-ARIA's tabs pattern: the tab strip is one Tab stop, the open tab; the arrow keys move in it. Each of the
+    ten tabs was a Tab stop of its own: a keyboard walk from the open tab to its controls went through the other
+    nine (twelve Tabs from the Attention tab to its layer slider, a walk at 1366 px)."""
+    with page_at(url + "?example=chelsea&tab=attention", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        page.get_by_role("tab", name=TABS["attention"]).focus()
+        page.keyboard.press("Tab")
+        on_tab = page.evaluate("() => document.activeElement.getAttribute('role') === 'tab'")
+        assert not on_tab, "Tab went from the open tab to another tab of the strip"
+        page.keyboard.press("Shift+Tab")
+        back = page.evaluate("() => [document.activeElement.getAttribute('role'), "
+                             "document.activeElement.innerText.trim()]")
+        assert back == ["tab", TABS["attention"]], back
+        page.keyboard.press("ArrowRight")  # the arrow keys open the next tab, which becomes the strip's stop
+        page.wait_for_function("(w) => document.querySelector('[role=tab][aria-selected=true]').innerText.trim() === w",
+                               arg=TABS["camera"])
+        stops = page.evaluate("() => [...document.querySelectorAll('#tabs [role=tab]')].filter((t) => t.tabIndex >= 0)"
+                              ".map((t) => t.innerText.trim())")
+        assert stops == [TABS["camera"]], stops
+
+
 # Every other clickable picture (a select handler, or the page's own click drawing): (tab, picture,
 # keys from the middle cell, the element whose text says what was picked, that text). The tiny ViT:
 # 14 × 14 patches, 2 layers × 2 heads, so the middle cell is (7, 7) of the patches, (1, 1) of the heads.
