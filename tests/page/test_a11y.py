@@ -535,3 +535,32 @@ def test_a_skip_link_is_the_first_tab_stop_shown_on_focus_and_moves_the_focus_to
         page.keyboard.press("Tab")
         inside = page.evaluate("() => !!document.activeElement.closest('[role=tabpanel]')")
         assert inside, "the Tab after the skip link's target left the tab's panel"
+
+
+# The open tab's Tab stops in Tab order (DOM order: no positive tabindex on the page), each with its box.
+TAB_STOPS = """() => {
+  const panel = [...document.querySelectorAll('#tabs [role=tabpanel]')].find((p) => p.offsetParent !== null);
+  return [...panel.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
+    .filter((e) => e.tabIndex >= 0 && !e.disabled && e.offsetParent !== null && e.getBoundingClientRect().width > 0)
+    .map((e) => { const r = e.getBoundingClientRect();
+                  return [(e.closest('[id]') || {}).id + ' ' + (e.getAttribute('aria-label') || e.tagName).slice(0, 40),
+                          r.top + scrollY, r.bottom + scrollY]; });
+}"""
+
+
+@pytest.mark.parametrize("query", ["", "&projector=1"])
+def test_on_a_phone_the_patches_tabs_tab_order_follows_what_is_seen(url, query):
+    """WCAG 2.4.3 and 1.3.2 at 390 px (a report: the grid's two boxes reached by Tab out of their place on screen):
+    no Tab stop of the Patches tab lies wholly above the stop before it, and the boxes come after the grid they
+    redraw, as they stand under it. (Found in order here before this test; it keeps it so.)"""
+    with page_at(url + "?example=chelsea" + query, 390, 844) as page:
+        wait_image(page, "patch-grid")
+        settled(page)
+        stops = page.evaluate(TAB_STOPS)
+    names = [s[0] for s in stops]
+    grid = next(i for i, n in enumerate(names) if n.startswith("patch-grid What the model sees"))
+    boxes = [i for i, n in enumerate(names) if n.startswith(("patch-lines", "patch-indices"))]
+    assert len(boxes) == 2 and all(i > grid for i in boxes), names
+    assert all(stops[grid][2] <= stops[i][1] for i in boxes), "the boxes are not under the grid"
+    back = [(a[0], b[0]) for a, b in zip(stops, stops[1:]) if b[2] <= a[1] - 4]
+    assert not back, f"a Tab stop above the one before it: {back}"
