@@ -30,11 +30,7 @@ window.__vizvitCamDraw || (window.__vizvitCamDraw = (() => {
     small.getContext('2d').putImageData(new ImageData(view, w, h), 0, 0);
     x.imageSmoothingEnabled = false;
     x.drawImage(small, 0, 0, L.side, L.side);
-    x.fillStyle = rgb(b.grid_color);
-    const step = L.side * b.patch / h, gH = Math.min(L.side, D.roundHalfEven(b.grid[0] * step));
-    const gW = Math.min(L.side, D.roundHalfEven(b.grid[1] * step));
-    for (let k = 1; k <= b.grid[0]; k++) if (D.roundHalfEven(k * step) < L.side) x.fillRect(0, D.roundHalfEven(k * step), gW, 1);
-    for (let k = 1; k <= b.grid[1]; k++) if (D.roundHalfEven(k * step) < L.side) x.fillRect(D.roundHalfEven(k * step), 0, 1, gH);
+    D.gridLines(x, view, w, h, L.side, L.side, b.grid, L.side * b.patch / h, b.grid_lines);
     x.drawImage(right, L.map_x, 0);
     x.fillStyle = rgb(b.bar_color);
     for (const [bx, by, bw, bh] of b.bars) x.fillRect(bx, by, bw, bh);

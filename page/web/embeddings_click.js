@@ -68,12 +68,7 @@ const E = window.__vizvitEmb || (window.__vizvitEmb = (() => {
     x.imageSmoothingEnabled = false;
     x.drawImage(sc, 0, 0, W, H);
     const step = s * b.patch, C = b.colors;  // render.patch_step
-    if (kind === 'pca') {  // draw_grid(lines=True): one-pixel lines at round(k · step), k = gh closing a short grid
-      x.fillStyle = `rgb(${C.grid})`;
-      const gH = Math.min(H, D.roundHalfEven(gh * step)), gW = Math.min(W, D.roundHalfEven(gw * step));
-      for (let k = 1; k <= gh; k++) if (D.roundHalfEven(k * step) < H) x.fillRect(0, D.roundHalfEven(k * step), gW, 1);
-      for (let k = 1; k <= gw; k++) if (D.roundHalfEven(k * step) < W) x.fillRect(D.roundHalfEven(k * step), 0, 1, gH);
-    }
+    if (kind === 'pca') D.gridLines(x, small.data, w, h, W, H, [gh, gw], step, C.grid);  // draw_grid(lines=True)
     D.box(x, [D.roundHalfEven(c * step), D.roundHalfEven(r * step)],
           [D.roundHalfEven((c + 1) * step) - 1, D.roundHalfEven((r + 1) * step) - 1], b.outline, C.highlight, [W, H]);
     const sy = step, sx = step, k = b.inset;  // _outline_cells over the photo: a patch's side

@@ -26,6 +26,35 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
   // render.color_index: the colour-table row of value v in the range lo … hi (numpy rounds half to even).
   const colorIndex = (v, lo, hi) => roundHalfEven((hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 0) * 255);
 
+  // render.draw_grid's lines on context x, over a picture drawn from src (RGBA pixels, sw × sh) enlarged
+  // nearest-neighbour by an integer factor to W × H: one-pixel lines at round(k · step), k = gh closing a
+  // grid that stops short of the edge. Each line pixel is style.color, or style.on_light where the pixel
+  // under it has a luminance of at least style.light (render._line_colors: a white line did not show on a
+  // white picture); crossings take the picture's colour, as on the server. style: render.grid_lines_style.
+  const gridLines = (x, src, sw, sh, W, H, [gh, gw], step, style) => {
+    const gH = Math.min(H, roundHalfEven(gh * step)), gW = Math.min(W, roundHalfEven(gw * step));
+    const sy = sh / H, sx = sw / W;
+    const paint = (line, at, i) => {  // one pixel of an ImageData line from src's pixel i (its first byte)
+      const lum = src[i] * 0.299 + src[i + 1] * 0.587 + src[i + 2] * 0.114;
+      const c = lum >= style.light ? style.on_light : style.color;
+      line.data.set([c[0], c[1], c[2], 255], at * 4);
+    };
+    for (let k = 1; k <= gh; k++) {
+      const y = roundHalfEven(k * step);
+      if (y >= H || gW < 1) continue;
+      const line = new ImageData(gW, 1), row = Math.floor(y * sy) * sw;
+      for (let c = 0; c < gW; c++) paint(line, c, (row + Math.floor(c * sx)) * 4);
+      x.putImageData(line, 0, y);
+    }
+    for (let k = 1; k <= gw; k++) {
+      const c = roundHalfEven(k * step);
+      if (c >= W || gH < 1) continue;
+      const line = new ImageData(1, gH), col = Math.floor(c * sx);
+      for (let y = 0; y < gH; y++) paint(line, y, (Math.floor(y * sy) * sw + col) * 4);
+      x.putImageData(line, c, 0);
+    }
+  };
+
   // render.outline on context x: corners p0, p1 (x, y) inclusive, each edge t px wide, (t + 1) // 2 px
   // outward for t > 1, square corners, clipped to the picture's [w, h].
   const box = (x, [x0, y0], [x1, y1], t, color, [w, h]) => {
@@ -148,5 +177,5 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
     return placed.map(([r, text, m]) => [r, Math.min(Math.max(r + Math.floor(cap / 2), cap + S.label_top), H - S.label_bottom), text, m]);
   };
   const bits = (u8, n) => Uint8Array.from({ length: n }, (_, i) => (u8[i >> 3] >> (7 - (i & 7))) & 1);  // np.packbits
-  return { bytes, pixels, roundHalfEven, colorIndex, blend, box, render, fmt3g, colorbarLabels, bits };
+  return { bytes, pixels, roundHalfEven, colorIndex, blend, box, gridLines, render, fmt3g, colorbarLabels, bits };
 })());

@@ -196,6 +196,12 @@ def _line_colors(under: np.ndarray, color: tuple[int, int, int]) -> np.ndarray:
     return out
 
 
+def grid_lines_style() -> dict[str, object]:
+    """The grid lines' colours and rule, for a page that draws draw_grid's lines itself (map_draw.js
+    gridLines): the line colour, the colour over light pixels, and the luminance from which a pixel is light."""
+    return {"color": list(GRID_COLOR), "on_light": list(GRID_ON_LIGHT), "light": LIGHT}
+
+
 def draw_grid(img: np.ndarray, g: Geometry, lines: bool = True, indices: bool = False,
               highlight: tuple[int, int] | None = None, marked: tuple[int, ...] = (),
               color: tuple[int, int, int] = GRID_COLOR) -> np.ndarray:

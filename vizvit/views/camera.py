@@ -301,7 +301,7 @@ def live_book(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str], fr
                 "bars": render.colorbar_labels(lay.side, lo, hi, marks={UNIFORM_MARK: ra.uniform_level(g)}),
                 "art": np.flatnonzero(mm.artifacts).tolist()},
         "layout": {"side": lay.side, "map_x": lay.map_x, "width": lay.width, "height": lay.height},
-        "grid_color": list(render.GRID_COLOR), "bar_color": list(PROB_COLOR),
+        "grid_lines": render.grid_lines_style(), "bar_color": list(PROB_COLOR),
         "texts": pp.texts, "bars": pp.bars, "top1": top1_of(vm, a),
     }, separators=(",", ":"))
 

@@ -676,7 +676,7 @@ def token_book(ph: Photo, p: EmbeddingsParams, with_view: bool = True) -> str:
         "excluded": np.flatnonzero(d.tokens.excluded[depth]).tolist(),
         "lut": b64(render.lut(SIM_CMAP)), "alpha": {"sim": SIM_ALPHA, "pca": PCA_ALPHA},
         "outline": max(1, int(step // 12)), "box": ARTIFACT_BOX, "inset": inset_of(ARTIFACT_BOX),
-        "colors": {"grid": list(render.GRID_COLOR), "highlight": list(render.HIGHLIGHT_COLOR),
+        "colors": {"grid": render.grid_lines_style(), "highlight": list(render.HIGHLIGHT_COLOR),
                    "artifact": list(ARTIFACT_COLOR)},
     }, separators=(",", ":"))
 
