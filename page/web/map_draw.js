@@ -28,15 +28,15 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
 
   // render.draw_grid's lines on context x, over a picture drawn from src (RGBA pixels, sw × sh) enlarged
   // nearest-neighbour by an integer factor to W × H: one-pixel lines at round(k · step), k = gh closing a
-  // grid that stops short of the edge. Each line pixel is style.color, or style.on_light where the pixel
-  // under it has a luminance of at least style.light (render._line_colors: a white line did not show on a
-  // white picture); crossings take the picture's colour, as on the server. style: render.grid_lines_style.
-  const gridLines = (x, src, sw, sh, W, H, [gh, gw], step, style) => {
+  // grid that stops short of the edge. Each line pixel is lines.color, or lines.on_light where the pixel
+  // under it has a luminance of at least lines.light (render._line_colors: a white line did not show on a
+  // white picture); crossings take the picture's colour, as on the server. lines: render.grid_lines_style.
+  const gridLines = (x, src, sw, sh, W, H, [gh, gw], step, lines) => {
     const gH = Math.min(H, roundHalfEven(gh * step)), gW = Math.min(W, roundHalfEven(gw * step));
     const sy = sh / H, sx = sw / W;
     const paint = (line, at, i) => {  // one pixel of an ImageData line from src's pixel i (its first byte)
       const lum = src[i] * 0.299 + src[i + 1] * 0.587 + src[i + 2] * 0.114;
-      const c = lum >= style.light ? style.on_light : style.color;
+      const c = lum >= lines.light ? lines.on_light : lines.color;
       line.data.set([c[0], c[1], c[2], 255], at * 4);
     };
     for (let k = 1; k <= gh; k++) {

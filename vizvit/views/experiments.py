@@ -686,7 +686,9 @@ def shown_sweep(ph: Photo) -> SweepPanel:
     if s is None:
         return SweepPanel(None, {"data": [], "headers": list(SWEEP_HEADERS)}, SWEEP_NOT_RUN)
     cnn = ph.wb.cnn
-    probs = None if cnn is None else ph.peek(sweep.cnn_sweep_name(cnn.id))  # only when already measured
+    if cnn is None:
+        return sweep_panel(ph.vm, s, None)
+    probs = ph.peek(sweep.cnn_sweep_name(cnn.id))  # only when already measured
     return sweep_panel(ph.vm, s, None if probs is None else (cnn.id, probs))
 
 
