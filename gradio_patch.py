@@ -177,11 +177,40 @@ def _refusal(fn: Any, inputs: list[Any]) -> str | None:
         return NOT_UPLOADED
     # NaN passes Gradio's Slider (its range checks compare false) on to the handler, whose int() then failed
     # with "Something went wrong" and a traceback in the log; no page sends one (JSON.stringify writes null)
-    # (and "nan" as text through the page's ClampedSlider, which reads text as float() does)
+    # (and "nan" as text through the page's ClampedSlider, which reads text as float() does). None too: Gradio's
+    # Slider passes it on, and the handler's int(None) was "Something went wrong" and a traceback
     for block, v in zip(fn.inputs, inputs):
-        if isinstance(block, Slider) and _not_finite(v):
+        if isinstance(block, Slider) and (v is None or _not_finite(v)):
             return f"{block.label or 'A slider'} takes a number from {block.minimum} to {block.maximum}."
     return None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+WELL_FORMED_DEPTH = 32  # no page sends values nested deeper; below it a value is left as it came
+SAID_CHARS = 300  # a refusal's sentence, quoting the caller's value, at most
+
+
+def _well_formed(value: Any, depth: int = 0) -> Any:
+    """value with each lone surrogate in its text (and its dicts' keys) made U+FFFD. Raw JSON may carry
+    one ("\\ud800"); no page sends one, and Gradio's event stream cannot write one: an answer or a
+    refusal that quoted it (a Dropdown's "Value: … is not in the list") raised in the stream's encoder
+    (orjson), a traceback in the log, and the session's stream cut before its other answers."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if depth >= WELL_FORMED_DEPTH:
+        return value
+    if isinstance(value, list):
+        return [_well_formed(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {_well_formed(k, depth + 1): _well_formed(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _clipped(message: Any) -> Any:
+    """A refusal's sentence, its quote of the caller's value cut to SAID_CHARS in all."""
+    if isinstance(message, str) and len(message) > SAID_CHARS:
+        return message[:SAID_CHARS - 1] + "…"
+    return message
 
 
 def _not_finite(value: Any) -> bool:
@@ -209,6 +238,7 @@ def plain_preprocess(original: Any) -> Any:
     printed: print_exception=False). Gradio raises these before the app's handler (and its
     `safe` wrapper) runs, and queueing.py prints a traceback and shows str(error) otherwise."""
     async def preprocess_data(self: Blocks, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+        inputs = _well_formed(inputs)
         why = _refusal(block_fn, inputs)
         if why is not None:
             raise Error(why, print_exception=False)
@@ -217,8 +247,10 @@ def plain_preprocess(original: Any) -> Any:
         except Error as e:
             # A component's own refusal (a Radio's value not among its choices, a slider's -99999999): the
             # caller's mistake, told in its sentence; its traceback (30 lines in the log for each call, at any
-            # stranger's will) is not printed
+            # stranger's will) is not printed. The sentence quotes the value ("Value: … is not in the list
+            # of choices"): a value nested past _well_formed's depth, or 100 kB of it, is not sent back whole
             e.print_exception = False
+            e.message = _well_formed(_clipped(e.message))
             raise
         except InvalidPathError:
             raise Error(NOT_UPLOADED, print_exception=False) from None

@@ -154,3 +154,54 @@ def test_a_slider_given_nan_is_refused_before_the_handler():
                 asyncio.run(demo.preprocess_data(fn, [bad], None))
             assert not e.value.print_exception
     assert asyncio.run(demo.preprocess_data(demo.fns[1], [99], None)) == [12]  # clamped, as before
+
+
+def test_a_lone_surrogate_or_100_kb_a_caller_sends_never_reaches_the_event_stream_as_sent():
+    """Raw JSON may carry a lone surrogate ("\\ud800"; no page sends one): a Dropdown's refusal quoted it
+    ("Value: … is not in the list of choices"), Gradio's event stream (orjson) could not write that
+    answer, and the session's stream was cut with a traceback in the log; a handler echoing the text
+    did the same. Each reaches the stream as U+FFFD; a refusal quoting 100 kB says 300 characters."""
+    import asyncio
+
+    import gradio as gr
+    import orjson
+    import pytest
+
+    import gradio_patch
+
+    gradio_patch.install()
+    with gr.Blocks() as demo:
+        pick, text, out = gr.Dropdown(["a", "b"], value="a"), gr.Textbox(), gr.Textbox()
+        gr.Button().click(lambda p: p, [pick], out)
+        gr.Button().click(lambda t: t, [text], out)
+    for bad in ("\ud800abc", ["x", {"k\udfff": "\ud800"}]):
+        with pytest.raises(gr.Error) as e:
+            asyncio.run(demo.preprocess_data(demo.fns[0], [bad], None))
+        assert "choices" in e.value.message and orjson.dumps(e.value.message)  # the stream can write it
+    with pytest.raises(gr.Error) as e:
+        asyncio.run(demo.preprocess_data(demo.fns[0], ["x" * 100_000], None))
+    assert len(e.value.message) <= 300
+    assert asyncio.run(demo.preprocess_data(demo.fns[1], ["a\ud800b"], None)) == ["a\ufffdb"]
+    assert asyncio.run(demo.preprocess_data(demo.fns[1], ["a😀b"], None)) == ["a😀b"], "a whole character stays"
+
+
+def test_a_slider_given_none_is_refused_before_the_handler():
+    """None (JSON null) passes Gradio's Slider and the page's ClampedSlider on to the handler, whose
+    int(None) was "Something went wrong" and a traceback in the log."""
+    import asyncio
+
+    import gradio as gr
+    import pytest
+
+    import gradio_patch
+    from page import kit
+
+    gradio_patch.install()
+    with gr.Blocks() as demo:
+        out = gr.Textbox()
+        gr.Button().click(lambda v: str(int(v)), [gr.Slider(1, 12, step=1, label="layer")], out)
+        gr.Button().click(lambda v: str(int(v)), [kit.ClampedSlider(1, 12, step=1, label="depth")], out)
+    for fn, said in ((demo.fns[0], "layer takes a number from 1 to 12"), (demo.fns[1], "depth takes")):
+        with pytest.raises(gr.Error, match=said) as e:
+            asyncio.run(demo.preprocess_data(fn, [None], None))
+        assert not e.value.print_exception
