@@ -346,6 +346,24 @@ def _ahead(shows: list, firsts: list, inputs: list, current: str, values: tuple)
     return out
 
 
+CLICK_REFUSED = "A click's place must be two numbers (x, y), as the page sends them."
+CLICK_LIMIT = 1 << 31  # far beyond any picture's side or table's rows: a bigger one is no click the page made
+
+
+def click_at(evt: gr.SelectData) -> tuple[int, int]:
+    """A select event's place (x, y) (a picture's pixel; a table's (row, col)), read from event data a
+    caller writes as it likes: two numbers, else a UserError (a sentence). The handlers read
+    evt.index[0] and [1] as they came, and {"index": {}} or [1e308, "a"] was "Something went wrong"
+    and a traceback in the log, at any stranger's will."""
+    index = evt.index
+    if not (isinstance(index, (list, tuple)) and len(index) == 2):
+        raise UserError(CLICK_REFUSED)
+    # abs(v) < limit is False for NaN and the infinities too; a bool is an int to Python, not to the page
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < CLICK_LIMIT for v in index):
+        raise UserError(CLICK_REFUSED)
+    return int(index[0]), int(index[1])
+
+
 def skip(outputs: list) -> dict:
     """Nothing changes: the answer to an event with no photo yet. A tab's show for no photo has
     nothing to clear either (the key is never unset), and clearing would race the photo's answer:
@@ -453,7 +471,7 @@ def in_line(order: Any, names: list[str], fn: Callable, comps: dict[str, gr.comp
 
     if select:
         def clicked(evt: gr.SelectData, stamp: str, key: PhotoKey | None, *v: Any) -> dict:
-            return run(stamp, key, v, (evt.index[0], evt.index[1]))
+            return run(stamp, key, v, click_at(evt))
 
         handler = clicked
     else:

@@ -89,7 +89,7 @@ def click(wb: Workbench, ui: Ui, key: PhotoKey | None, depth_v: float, clicked_v
     """A click the page did not draw (no book yet): the server's select, at pixel evt.index."""
     if key is None:
         return kit.skip(CLICKED)
-    r, c, _ = embeddings.clicked_token(wb.model(key.model_id).geometry, evt.index[0], evt.index[1])
+    r, c, _ = embeddings.clicked_token(wb.model(key.model_id).geometry, *kit.click_at(evt))
     return clicked_at(wb, ui, key, (depth_v, clicked_v, color_v, dropout_v), (r, c))
 
 

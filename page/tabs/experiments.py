@@ -112,7 +112,7 @@ def click(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, m
     ph = wb.handle(key)
     # The page's own mask after this click, if it wrote one (it has seen every click before it).
     new = experiments.page_mask(written, ph.vm.geometry)
-    m = experiments.toggle_at(ph, m, evt.index[0], evt.index[1]) if new is None else new
+    m = experiments.toggle_at(ph, m, *kit.click_at(evt)) if new is None else new
     return {"mask": m, **mask_views(wb, fetch, key, m, md, clicked=True)}
 
 

@@ -61,7 +61,7 @@ def click(wb: Workbench, key: PhotoKey | None, evt: gr.SelectData) -> dict[str, 
     """A click on the layers × heads grid switches the head under it off (or on again)."""
     if key is None:
         return {n: gr.skip() for n in ABLATED}
-    return ablated(inside.click(wb.handle(key), evt.index[0], evt.index[1]))
+    return ablated(inside.click(wb.handle(key), *kit.click_at(evt)))
 
 
 def typed(wb: Workbench, key: PhotoKey | None, text: str, m: str) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def depth(wb: Workbench, key: PhotoKey | None, d: float) -> dict[str, Any]:
 
 def clicked_depth(evt: gr.SelectData) -> dict[str, Any]:
     """A clicked row of the lens table sets the depth (its .change draws the readout)."""
-    return {"depth": int(evt.index[0])}
+    return {"depth": kit.click_at(evt)[0]}
 
 
 def fill_lens(wb: Workbench, ui: dict, key: PhotoKey | None) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def click(wb: Workbench, key: PhotoKey | None, evt: gr.SelectData) -> dict:
     """A click on the grid: the patch under the pixel clicked, as (row, col)."""
     if key is None:
         return kit.skip(["clicked"])
-    return {"clicked": panels.clicked_patch(wb.model(key.model_id).geometry, evt.index[0], evt.index[1])}
+    return {"clicked": panels.clicked_patch(wb.model(key.model_id).geometry, *kit.click_at(evt))}
 
 
 # -- the page: components by name, then the wiring ---------------------------------------------------

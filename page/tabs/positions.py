@@ -50,7 +50,7 @@ def resize(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict:
 
 def click(wb: Workbench, key: PhotoKey | None, evt: gr.SelectData) -> dict:
     """A tile clicked: the grid outlined at it and the tile drawn large."""
-    hit = None if key is None else positions.click_tile(wb.handle(key), evt.index[0], evt.index[1])
+    hit = None if key is None else positions.click_tile(wb.handle(key), *kit.click_at(evt))
     return kit.skip(CLICKED) if hit is None else dict(zip(CLICKED, hit))
 
 

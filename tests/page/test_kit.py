@@ -198,3 +198,36 @@ def test_every_slider_built_for_twelve_layers_or_heads_clamps(tiny16):
     built_for_12 = {b.elem_id: type(b) for b in demo.blocks.values() if isinstance(b, gr.Slider) and b.maximum == 12}
     assert {"attn-layer", "attn-head", "cam-layer", "lens-depth", "emb-depth", "cmp-depth"} <= set(built_for_12)
     assert all(t is kit.ClampedSlider for t in built_for_12.values()), built_for_12
+
+
+def test_a_clicks_place_from_event_data_a_caller_wrote_is_two_numbers_or_a_sentence():
+    """A select event's data is the caller's to write: each handler read evt.index[0] and [1] as they
+    came, and {"index": {}} or ["a", 3] was "Something went wrong" and a traceback in the log."""
+    def at(index):
+        return kit.click_at(gr.SelectData(None, {"index": index, "value": None}))
+
+    assert at([12, 30]) == (12, 30) and at((0, 0)) == (0, 0) and at([3.0, 4.7]) == (3, 4)
+    assert at([-5, 7]) == (-5, 7), "off the picture: the view's own business (it clamps or ignores)"
+    for bad in ({}, {"a": 1}, [1], [1, 2, 3], "ab", 7, 1e308, None, ["a", 3], [None, 3], [[1], 2],
+                [True, 2], [float("nan"), 1], [float("inf"), 1], [10**40, 1], [1, -1e300]):
+        with pytest.raises(UserError, match="two numbers"):
+            at(bad)
+
+
+def test_every_select_handler_of_the_page_answers_a_hostile_place_with_a_sentence(tiny16, cat):
+    """The page's select handlers (patches, embeddings, positions, experiments, inside, the lens table)
+    each refuse event data that is no place with the click sentence, not 'Something went wrong'."""
+    from page.tabs import embeddings, experiments, inside, patches, positions
+    from vizvit.session import Workbench
+
+    wb = Workbench(cache_bytes=32 << 20, device="cpu")
+    wb.add_model(tiny16)
+    key = PhotoKey(tiny16.id, wb.add_photo(cat))
+    evt = gr.SelectData(None, {"index": {"x": 1}, "value": None})
+    calls = [lambda: patches.click(wb, key, evt), lambda: positions.click(wb, key, evt),
+             lambda: inside.click(wb, key, evt), lambda: inside.clicked_depth(evt),
+             lambda: embeddings.click(wb, {}, key, 1, None, "row", 0.1, evt),
+             lambda: experiments.click(wb, {}, key, (), "drop", "", evt)]
+    for call in calls:
+        with pytest.raises(gr.Error, match="two numbers"):
+            kit.safe(call)()
