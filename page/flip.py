@@ -166,13 +166,26 @@ def marks_for_page(name: str, marks: Marks, target: gr.Image) -> str:
                        "at": list(marks.at) if marks.at else None})
 
 
+def _book_held(held: Any) -> dict | None:
+    """The book a page's box holds (its JSON text), or None: none, or a value no page sends (any text
+    or type a caller writes to the hidden box: json.loads failing on it was "Something went wrong")."""
+    if not isinstance(held, str) or not held:
+        return None
+    try:
+        book = json.loads(held)
+    except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested past the parser's depth
+        return None
+    return book if isinstance(book, dict) else None
+
+
 def filled_later(book: gr.HTML, fill: Callable[..., dict], inputs: list, outputs: list,
                  after: str | None = None) -> None:
     """A book that comes with no pages (a new look: its first answer stays fast) is filled by
     fill(*inputs) -> {output: value} once, after the pictures under CSS `after` are painted."""
     @safe
     def run(held: str | None, *values: Any) -> dict:
-        if not held or json.loads(held).get("pages"):
+        book = _book_held(held)
+        if book is None or book.get("pages"):
             return skip(outputs)  # filled already (this very answer), or no book
         return fill(*values)
 

@@ -475,3 +475,21 @@ def test_the_fetcher_names_photos_by_tokens_and_computes_one_page_per_photo_at_a
     go.set()
     t.join(10)
     assert done[-1][0] == 200 and one.answer(one.token(c), "2")[0] == 200  # the slot is back
+
+
+def test_a_book_box_holding_what_no_page_sends_fills_nothing_and_says_nothing():
+    """filled_later's event reads the hidden book box's text, which a caller writes as it likes: text
+    that is no JSON, a list, a number or "1e999" was "Something went wrong" and a traceback in the log.
+    Such a box holds no book: nothing is filled. A book without its pages is filled, as before."""
+    import gradio as gr
+
+    from page import flip
+
+    with gr.Blocks() as demo:
+        book, out = gr.HTML(), gr.Textbox()
+        flip.filled_later(book, lambda v: {out: f"filled {v}"}, [out], [out])
+    run = demo.fns[0].fn
+    for held in ("x" * 100_000, "[" * 100_000, ["vit", "0" * 40], 7, "1e999", "[1, 2]", '"text"', None, ""):
+        assert run(held, "v") == {out: gr.skip()}, held
+    assert run(json.dumps({"name": "b", "pages": {}}), "v") == {out: "filled v"}
+    assert run(json.dumps({"name": "b", "pages": {"1": "p"}}), "v") == {out: gr.skip()}
