@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -45,6 +46,7 @@ CHECK_S = 0.25  # the safety net: how often a held stream looks without being wo
 WAITERS = "_vizvit_join_waiters"  # the queue's {session: {asyncio.Event of each held stream}}
 COMPLETED = b'"msg":"process_completed"'  # Gradio's message, as orjson writes it (no spaces)
 REOPENS_HEADER = "x-vizvit-reopens"  # sent by the page's streams (web/answer_stream.js): no grace needed
+log = logging.getLogger("vizvit.app")
 
 
 async def next_event(queue: Any, session: str, grace_s: float) -> bool:
@@ -107,8 +109,26 @@ class StreamGrace:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         session = (query.get("session_hash") or [""])[0]
         before = asyncio.all_tasks()
+        sent = {"start": False, "end": False}
+
+        async def noted(message: dict) -> None:
+            sent["start"] = sent["start"] or message["type"] == "http.response.start"
+            sent["end"] = message["type"] == "http.response.body" and not message.get("more_body")
+            await send(message)
+
         try:
-            await self._stream(scope, receive, send, session)
+            await self._stream(scope, receive, noted, session)
+        except Exception as e:  # not CancelledError (a BaseException): a hang-up still ends the stream
+            if not sent["start"]:
+                raise
+            # Gradio's stream failed once its answer had begun: it raises HTTP 404 when the session's messages
+            # are gone (another of the session's streams, closed by its client, deletes them; seen under load
+            # in a fuzzing run), after it sent its error message. Uvicorn printed ~75 lines for each, at any
+            # caller's will, and cut the stream mid-chunk: one line, and the stream ends as a stream does.
+            log.info("answer stream of a session ended on %s", type(e).__name__)
+            if not sent["end"]:
+                with contextlib.suppress(Exception):  # the client may be gone too
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:  # however the stream ended (its client hung up): its heartbeat ends too
             heartbeats.ended(session, before)
 

@@ -141,3 +141,50 @@ def test_the_app_launches_with_the_grace():
     import app
 
     assert stream_grace.StreamGrace in [m.cls for m in app.launch_kwargs()["app_kwargs"]["middleware"]]
+
+
+def test_a_stream_whose_session_messages_are_gone_ends_as_a_stream_with_no_traceback(monkeypatch):
+    """Gradio's stream raises HTTP 404 once it has begun when its session's messages are gone (another
+    of the session's streams, hung up on by its client, deletes them: seen under load while fuzzing):
+    uvicorn printed "Exception in ASGI application" and ~75 lines each time, at any caller's will, and
+    cut the stream mid-chunk. Now the stream ends as a stream does, its error message read first."""
+    import logging
+
+    from gradio.server_messages import HeartbeatMessage
+
+    with gr.Blocks() as demo:
+        n, out = gr.Number(), gr.Number()
+        gr.Button().click(lambda x: time.sleep(2) or x, n, out)
+    demo.queue()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                app_kwargs={"middleware": [Middleware(stream_grace.StreamGrace)]})
+    url, session, seen, printed = f"http://127.0.0.1:{port}/", "gone-one", [], []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            printed.append(record.getMessage())
+
+    catch = Catch()
+    logging.getLogger("uvicorn.error").addHandler(catch)
+    try:
+        join(url, session, 2)
+        pending = demo._queue.pending_messages_per_session
+        with httpx.stream("GET", f"{url}{API}/queue/data", params={"session_hash": session}, timeout=30) as r:
+            lines = r.iter_lines()
+            for line in lines:
+                if "process_starts" in line:
+                    break
+            messages = pending[session]  # the running event's: Gradio's stream waits on this queue
+            del pending[session]
+            messages.put_nowait(HeartbeatMessage())  # its next turn finds the session's messages gone
+            for line in lines:  # read to the end: a stream cut mid-chunk raises here
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+        pending[session] = messages  # for the event's own answer, still to come
+        time.sleep(2.5)
+    finally:
+        logging.getLogger("uvicorn.error").removeHandler(catch)
+        demo.close()
+    assert seen and seen[-1]["msg"] == "unexpected_error", seen
+    assert not [m for m in printed if "Exception in ASGI application" in m], printed
