@@ -168,7 +168,8 @@ def stop_job(name: str, shown: str | None) -> dict[str, Any]:
     """Stop pressed: a costly job's line (its progress, or its place in the fair line) becomes a note that
     it stopped; the text of a finished map, or another method's, stays. Without it the last progress
     line ("50 of 197 max-flows, about 9 s left") stayed up after Stop (a student's walk)."""
-    running = shown is not None and (flow.is_progress(shown) or shown.startswith(jobs.WAITING))
+    # the text box's value is the caller's to send: anything but text is no job's line
+    running = isinstance(shown, str) and (flow.is_progress(shown) or shown.startswith(jobs.WAITING))
     return {"rel_text": ap.STOPPED_TEXT} if methods.is_costly(name) and running else kit.skip(["rel_text"])
 
 

@@ -62,6 +62,8 @@ def show(wb: Workbench, key: PhotoKey | None, model_id: str, *v: Any) -> dict:
 
 def link(wb: Workbench, key: PhotoKey | None, model_id: str, *v: Any) -> dict:
     """The camera page's link: this tab's model, heads off and map controls."""
+    if not isinstance(model_id, str):  # the model box's value is the caller's to send: None, a number
+        raise UserError("Choose a model from the page's list.")
     q = {"model": wb.catalog.public(model_id) if wb.catalog else model_id, **dict(zip(CONTROLS, v))}
     if key is not None and key.model_id == model_id and key.ablation.heads:
         q |= {"ablate": format_heads(key.ablation.heads), "ablate_mode": key.ablation.mode}

@@ -170,3 +170,12 @@ def test_a_kept_room_is_a_code_and_a_host_key_and_nothing_else():
                 kept(code="ABCD2345", host_key=key + "\n"), kept(code="A" * 40, host_key=key),
                 kept(code="ABCD2345", host_key=key + " " * 200)]:
         assert kept_room(bad) is None, repr(bad)[:60]
+
+
+def test_an_answer_that_is_no_number_is_refused_with_a_sentence():
+    """The number box's value is the caller's to send: float() of text or a dict in from_controls was
+    "Something went wrong" and a traceback in the log."""
+    assert lesson.LessonParams.from_controls({"number": "2.5"}).number == 2.5
+    for bad in ("f" * 40, {"a": 1}, [1], "1,5"):
+        with pytest.raises(UserError, match="Your answer is a number"):
+            lesson.LessonParams.from_controls({"number": bad})

@@ -108,3 +108,12 @@ def test_a_non_square_vit_shows_its_table_and_refuses_another_size(tiny_rect, ca
     assert "5×7" in page.text
     with pytest.raises(UserError, match="only a square position table"):
         positions_panel.resolution_panel(ph, 384)
+
+
+def test_an_input_size_that_is_no_number_is_refused_with_a_sentence():
+    """None passes Gradio's Dropdown (a caller's value): int(None) in from_controls was "Something went
+    wrong" and a traceback in the log."""
+    assert positions_panel.PositionsParams.from_controls({"size": 448}).size == 448
+    for bad in (None, "big", [384], {"s": 1}):
+        with pytest.raises(UserError, match="input size is a number of pixels"):
+            positions_panel.PositionsParams.from_controls({"size": bad})

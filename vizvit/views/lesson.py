@@ -165,8 +165,12 @@ class LessonParams:
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> LessonParams:
         n = v.get("number")
-        return cls(step=int(v.get("step") or 1), choice=v.get("choice") or None,
-                   number=None if n is None or n == "" else float(n), dont_know=bool(v.get("dont_know")))
+        try:  # a caller may type anything into the number box's value: float() of it was "Something went wrong"
+            number = None if n is None or n == "" else float(n)
+        except (TypeError, ValueError):
+            raise UserError("Your answer is a number: type it in the box.") from None
+        return cls(step=int(v.get("step") or 1), choice=v.get("choice") or None, number=number,
+                   dont_know=bool(v.get("dont_know")))
 
     @property
     def answered(self) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from vizvit.classroom.claims import nth
+from vizvit.errors import UserError
 from vizvit.model import positional
 from vizvit.model.models import VitModel
 from vizvit.pictures import figures, render
@@ -606,7 +607,10 @@ class PositionsParams:
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> PositionsParams:
-        return cls(size=int(v["size"]))
+        try:  # a caller may send anything (None passes Gradio's Dropdown): int(None) was "Something went wrong"
+            return cls(size=int(v["size"]))
+        except (TypeError, ValueError):
+            raise UserError("The input size is a number of pixels: pick one from the list.") from None
 
 
 @dataclass(frozen=True)

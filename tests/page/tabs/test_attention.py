@@ -148,5 +148,7 @@ def test_stop_says_a_running_job_stopped_and_leaves_a_finished_maps_text_alone()
     skipped = {"rel_text": gr.skip()}
     assert tab.stop_job(costly, "**attention flow** from the summary token, any class: sum 0.99") == skipped
     assert tab.stop_job(costly, None) == tab.stop_job(costly, "") == skipped
+    # the text box's value is the caller's to send: a dict or a list was "Something went wrong"
+    assert tab.stop_job(costly, {"a": 1}) == tab.stop_job(costly, ["x"]) == tab.stop_job(costly, 7) == skipped
     other = next(m.name for m in methods.METHODS if not m.costly)
     assert tab.stop_job(other, running[0]) == skipped

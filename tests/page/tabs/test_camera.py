@@ -58,3 +58,13 @@ def test_the_buttons_link_names_the_model_controls_and_heads_off_on_that_model(b
     other = parse_qs(link(off, "some/other-model", 2, "head 1", "raw").split("?", 1)[1])
     assert "ablate" not in other, "heads switched off on another model do not follow"
     assert link(None, key.model_id, 2, "head 1", "raw") == first, "no photo: the same link"
+
+
+def test_the_buttons_link_refuses_a_model_that_is_no_text_with_a_sentence(built):
+    """The model box's value is the caller's to send: None or -1.5 reached Path(model_id) in the
+    catalog, "Something went wrong" and a traceback in the log."""
+    wb, demo, key = built
+    fn = wired(demo, "cam-open", "click")
+    for bad in (None, -1.5, ["m"], {"m": 1}):
+        with pytest.raises(gr.Error, match="Choose a model from the page's list"):
+            fn.fn(key, bad, 2, "head 1", "raw")
