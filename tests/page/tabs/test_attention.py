@@ -127,8 +127,16 @@ def test_class_maps_answer_as_the_views_and_leave_attention_flow_to_its_job(phot
     got = tab.class_map(wb, key, 1, ap.EXPLAIN_METHODS[0], *v)
     assert np.array_equal(got["rel_img"], img) and got["rel_text"] == text
     assert tab.class_map(wb, key, 1, FLOW, *v) == {n: gr.skip() for n in tab.RELEVANCE}
-    with pytest.raises(gr.Error, match="Upload a photo first"):
+    with pytest.raises(gr.Error, match="Upload a photo first") as e:
         tab.class_map(wb, None, 1, ap.EXPLAIN_METHODS[0], *v)
+    assert not e.value.print_exception, "a caller's doing: no traceback in the log"
+    # A class box a caller sent empty, with a photo: said as such, and no traceback (each call printed one)
+    with pytest.raises(gr.Error, match="Pick a class from the list") as e:
+        tab.class_map(wb, key, None, ap.EXPLAIN_METHODS[0], *v)
+    assert not e.value.print_exception
+    with pytest.raises(gr.Error, match="Upload a photo first") as e:
+        list(tab.flow_job(wb, None, FLOW, None, *v))
+    assert not e.value.print_exception
     assert list(tab.flow_job(wb, key, ap.EXPLAIN_METHODS[0], None, *v)) == [{n: gr.skip() for n in tab.RELEVANCE}]
     fig_norm = vocab.DISTANCE_NORMS[-1]
     d = tab.redistance(wb, key, fig_norm)
