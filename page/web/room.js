@@ -628,9 +628,16 @@
       } catch (e) { err = plain(e); render(); }
     }
 
+    let moves = 0;  // the lecturer's moves so far: a move still waiting for the server gives way to a newer one
     async function step(n, reveal) {
+      const move = ++moves;
       try {  // a plain route, not a Gradio event: the move skips the queue where the answers wait
-        const r = await post(roomPath(code, "step"), { host_key: key, step: n, reveal }, 180_000);  // a reveal may measure
+        // Asked again while the server is out of reach (a restart, a dropped Wi-Fi): a move pressed then was
+        // dropped with "reconnecting…", and the lecturer had to press it again. A move names its step, so
+        // asking twice moves the room once.
+        const r = await patiently(() => post(roomPath(code, "step"), { host_key: key, step: n, reveal }, 180_000),
+                                  () => alive && move === moves);  // a reveal may measure
+        if (!r) return;  // the page moved on, or a newer move replaced this one
         if (r.body.error) throw new Error(r.body.error);
         st = r.body; tally = { answers: {}, total: 0 }; err = "";
         const s = lesson.steps[st.step - 1];

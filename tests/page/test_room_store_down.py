@@ -112,6 +112,29 @@ def test_the_pages_say_reconnecting_through_an_outage_and_a_close_keeps_the_room
             s.close()
 
 
+def test_a_move_pressed_while_the_server_is_out_of_reach_is_made_once_it_answers(tiny16):
+    """A walk-through: Next pressed while the store was down was dropped ("reconnecting…") and the lecturer
+    had to press it again. The move is asked again until the server answers, and the room moves once."""
+    store = Flaky(None)
+    with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
+        with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+            code = open_room(host)
+            host.wait_for_selector("text=Step 1 of", timeout=30_000)
+            asked = []
+            host.on("request", lambda r: asked.append(r.url) if r.url.endswith("/step") else None)
+            store.down = True
+            host.click("#next")
+            host.wait_for_selector("#host-err:has-text('reconnecting')", timeout=15_000)
+            deadline = time.monotonic() + 15
+            while len(asked) < 2 and time.monotonic() < deadline:  # asked again while the store is down
+                host.wait_for_timeout(100)
+            assert len(asked) >= 2, asked
+            store.down = False
+            host.wait_for_selector("text=Step 2 of", timeout=30_000)
+            view = host.evaluate(f"fetch('vizvit_room/{code}').then((r) => r.json())")
+            assert view["step"] == 2, view
+
+
 class ViewDown(SQLiteStore):
     """A store whose room view cannot be read while `down` is set (its students' count: StoreDown), while a
     hello is still answered: a student refused by a locked room checks the view next, in the outage."""
