@@ -325,20 +325,21 @@ def test_projector_mode_at_1366_shows_the_files_whole_name(url):
 def test_phone_shows_every_column_of_the_positions_contrast_table(url):
     """390 px: the Positions tab's neighbour-contrast table cut its last column, "near − far": the
     contrast the text above quotes for each encoding."""
-    with page_at(url + "?example=chelsea&tab=positions", 390, 844) as page:
-        page.wait_for_selector("#pos-numbers:has-text('learned')", timeout=60_000)
-        wide = page.evaluate("""() => { const t = document.querySelector('#pos-numbers table');
-            const box = document.querySelector('#pos-numbers').getBoundingClientRect();
-            return [t.scrollWidth, t.getBoundingClientRect().right, box.right, window.innerWidth]; }""")
-        assert wide[0] <= wide[3] - 8 and wide[1] <= wide[2] + 1, f"table {wide[0]} px wide, right {wide[1]}: {wide}"
+    assert_table_fits_a_phone(url, "positions", "pos-numbers", "learned")
 
 
 def test_phone_shows_every_column_of_the_lens_table(url):
     """390 px: the logit lens's five columns were 489 px of table in a 382 px box, so the last two
     (the final top-1's p and rank, which the sentence below quotes) were off-screen."""
-    with page_at(url + "?example=chelsea&tab=inside", 390, 844) as page:
-        page.wait_for_selector("#lens-table:has-text('(emb.)')", timeout=60_000)
-        wide = page.evaluate("""() => { const t = document.querySelector('#lens-table table');
-            const box = document.querySelector('#lens-table').getBoundingClientRect();
-            return [t.scrollWidth, t.getBoundingClientRect().right, box.right, window.innerWidth]; }""")
+    assert_table_fits_a_phone(url, "inside", "lens-table", "(emb.)")
+
+
+def assert_table_fits_a_phone(url: str, tab: str, box_id: str, shown: str) -> None:
+    """At 390 px, the table in #box_id (once it shows `shown`) is no wider than the screen and ends inside
+    its box: every column on screen."""
+    with page_at(url + f"?example=chelsea&tab={tab}", 390, 844) as page:
+        page.wait_for_selector(f"#{box_id}:has-text('{shown}')", timeout=60_000)
+        wide = page.evaluate("""(id) => { const t = document.querySelector('#' + id + ' table');
+            const box = document.getElementById(id).getBoundingClientRect();
+            return [t.scrollWidth, t.getBoundingClientRect().right, box.right, window.innerWidth]; }""", box_id)
         assert wide[0] <= wide[3] - 8 and wide[1] <= wide[2] + 1, f"table {wide[0]} px wide, right {wide[1]}: {wide}"
