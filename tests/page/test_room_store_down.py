@@ -158,13 +158,17 @@ def test_a_refused_student_page_keeps_asking_when_the_room_cannot_be_read_for_a_
             host.click("#lock")
             host.wait_for_selector("#lock:has-text('Unlock')", timeout=15_000)
             s = host.context.browser.new_page(viewport={"width": 390, "height": 844})
+            s.clock.install()  # the student page's waits run fast (its fetches stay real)
             s.goto(url + f"room?code={code}")
             s.wait_for_selector("#refused", timeout=30_000)
             s.wait_for_selector("text=asks again by itself in 10 seconds", timeout=15_000)
             store.down = True  # the next hello is refused again (locked), and the view then is a 503
+            s.clock.run_for(10_100)  # the page's sleep was begun as it drew that line
             s.wait_for_selector("text=asks again by itself in 20 seconds", timeout=30_000)
             store.down = False
             host.click("#lock")  # the lecturer unlocks: the page that kept asking comes in
+            host.wait_for_selector("#lock:text-matches('^Lock')", timeout=15_000)  # unlocked in the store
+            s.clock.run_for(20_100)
             s.wait_for_selector("#num", timeout=60_000)
             s.close()
 
