@@ -81,6 +81,9 @@ def app_model_id(wb) -> str:
     # a JSON int past a float's range: math.isfinite(10**400) raised OverflowError ("Something went wrong")
     ("positions", dict(row=10 ** 400), "row must be"),
     ("attention", dict(layer=-10 ** 400), "layer must be"),
+    # float(10**400) raises OverflowError too: /rollout's discard and /compare's depth read it with float()
+    ("rollout", dict(discard=10 ** 400), "discard must be"),
+    ("compare", dict(depth=-10 ** 400), "depth must be"),
 ])
 def test_out_of_range_values_are_refused_in_the_backend(served, tiny16, endpoint, kwargs, message):
     client, _ = served

@@ -181,7 +181,7 @@ class PublicApi:
         fused = _choice("fusion", fusion, vocab.FUSIONS)
         try:
             discard = float(discard)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a JSON int past a float's range (10**400)
             discard = float("nan")
         if not 0.0 <= discard <= MAX_DISCARD:
             raise UserError(f"discard must be a fraction from 0 to {MAX_DISCARD}.")
@@ -195,7 +195,10 @@ class PublicApi:
         if self.wb.catalog is not None:  # both through the gate before either loads
             for m in (model_a, model_b):
                 self.wb.catalog.check(m)
-        d = float(depth) if isinstance(depth, (int, float)) and not isinstance(depth, bool) else float("nan")
+        try:  # float() overflows on a JSON int past a float's range (10**400): refused as any other non-depth
+            d = float(depth) if isinstance(depth, (int, float)) and not isinstance(depth, bool) else float("nan")
+        except OverflowError:
+            d = float("nan")
         if not 0.0 < d <= 1.0:
             raise UserError("depth must be a relative depth above 0 and at most 1 (1: each model's last layer).")
         sides = {}
