@@ -139,18 +139,23 @@ def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
 
 def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
     """Deletion and insertion curves for every map, streamed as they go (a stoppable job). From its first chart
-    on, the contest on show is this one: what it ran with is kept (contest_ran), and no line says it is old."""
+    on, the contest on show is this one: what it ran with is kept (contest_ran), and the line that said the one
+    before was old goes. Only then: a setting moved while it runs writes the line again (contest_stale), and
+    each later chart cleared it, so the run's end showed it current for settings it did not run with."""
     if key is None:
         raise UserError("Upload a photo first.")
     with jobs.JOBS.line(request, "deletion curves", replace=True) as ticket:
         for ahead in ticket.waiting():
             yield {"curves_text": jobs.waiting_text("deletion curves", ahead)}
+        first = True
         for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=ticket.cancel):
             if p.chart is None:  # only the news that work has started
                 yield {"curves_text": p.text}
             else:
-                yield {"del_plot": p.chart, "auc_table": p.table, "curves_text": p.text, "curves_stale": "",
-                       "contest_ran": experiments.ContestRun(key, int(n), md)}
+                cleared = {"curves_stale": ""} if first else {}
+                yield {"del_plot": p.chart, "auc_table": p.table, "curves_text": p.text,
+                       "contest_ran": experiments.ContestRun(key, int(n), md), **cleared}
+                first = False
 
 
 # -- the page: components by name, then the wiring ---------
@@ -266,6 +271,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                                      [ui[n] for n in [*CURVES, *STALE, "contest_ran"]], **jobs.COSTLY)
     # A setting moved: the contest on show says it is for the old ones (no queue: a comparison, no model).
     stale = kit.answer(contest_stale, ui)
+    # Once the run ends, against the settings then: one moved before its first chart was cleared by that chart.
+    curving.then(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
     for c in ("steps", "curve_mode"):
         ui[c].input(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
     ui["stop_btn"].click(None, None, None, cancels=[running, curving])

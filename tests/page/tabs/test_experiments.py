@@ -181,3 +181,37 @@ def test_the_contest_on_show_is_said_to_be_for_the_old_settings_when_a_setting_c
     ev.curves_panel(wb.handle(key), 2, "mean")
     opened = tab.show(wb, fetch, key, *controls(), 2, "mean")
     assert opened["contest_ran"] == ev.ContestRun(key, 2, "mean")
+
+
+def test_a_setting_moved_while_the_contest_runs_stays_said_to_its_end(photo):
+    """The page as a run's answers and a slider's input leave it: the first chart replaces the contest on
+    show, and clears the line that said it was old; a setting moved after it writes the line again
+    (contest_stale), and no later chart of the same run may clear it (each did: the finished chart looked
+    current for 3 steps while it had run with 7)."""
+    wb, key = photo
+    shown = {"curves_stale": "⚠️ the contest before", "contest_ran": None}
+    charts = 0
+    for answer in tab.curves(wb, key, 7, "blur"):  # steps and fill no other test runs: nothing cached
+        shown.update(answer)
+        if "del_plot" not in answer:
+            continue
+        charts += 1
+        if charts == 1:
+            assert shown["curves_stale"] == "", "the first chart is this run's: the old contest's line goes"
+            shown.update(tab.contest_stale(key, 3, "blur", shown["contest_ran"]))  # the steps slider moved to 3
+            assert "7 steps" in shown["curves_stale"]
+    assert charts >= 2, "the contest streams map by map: more than one chart"
+    assert "7 steps" in shown["curves_stale"] and "3 steps" in shown["curves_stale"], shown["curves_stale"]
+
+
+def test_the_run_s_end_says_the_line_again_for_the_settings_then(built):
+    """A setting moved before the run's first chart is cleared by that chart: the page asks contest_stale again
+    once the run ends (an event after the run's, with the key, the two settings and what the run ran with)."""
+    from built_page import by_id, wired
+
+    _, demo, _ = built
+    run = wired(demo, "curves-run", "click")
+    run_id = next(i for i, fn in demo.fns.items() if fn is run)
+    after = [fn for fn in demo.fns.values() if fn.trigger_after == run_id]
+    assert len(after) == 1 and after[0].outputs == [by_id(demo, tab.ids.CURVES_STALE)], after
+    assert [getattr(c, "elem_id", None) for c in after[0].inputs[1:3]] == ["curves-steps", "curves-mode"]
