@@ -10,6 +10,7 @@ from PIL import Image
 from tiny import EXAMPLES
 
 import vizvit
+from vizvit.errors import UserError
 from vizvit.export import export
 from vizvit.model.images import View, shift_view
 from vizvit.readings import contest, masks, perturb, sweep
@@ -382,3 +383,16 @@ def test_contest_stale_names_the_settings_the_contest_ran_with_and_the_ones_now(
     assert "removed by black" in fill and "removed by blur" in fill
     photo = ev.contest_stale(run, ev.ContestRun("photo B", 10, "black"))
     assert "shown before" in photo and "on this photo" in photo
+
+
+def test_the_mask_the_page_wrote_is_read_and_a_bad_one_refused_in_a_short_sentence(tiny16):
+    """page_mask reads the hidden mask box, which any caller may fill (4 MB through the page's body limit): its
+    refusal quoted the whole text back, a 100 kB value a 100 kB message to the page (as Gradio's own refusals
+    did before gradio_patch cut them)."""
+    g = tiny16.geometry
+    assert experiments.page_mask("m:3, 17,3", g) == (3, 17) and experiments.page_mask("m:", g) == ()
+    assert experiments.page_mask("", g) is None and experiments.page_mask(None, g) is None
+    for bad in ("m:3,x", "m:" + "7," * 50_000 + "x", "m:" + "x" * 100_000):
+        with pytest.raises(UserError, match="patch numbers separated by commas") as e:
+            experiments.page_mask(bad, g)
+        assert len(str(e.value)) < 200, len(str(e.value))

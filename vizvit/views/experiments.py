@@ -288,6 +288,9 @@ def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPan
 PAGE_MASK = "m:"  # what the page writes before the mask, so an empty mask differs from none written
 
 
+QUOTED_CHARS = 40  # of a caller's text quoted in a refusal
+
+
 def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
     """The mask the page wrote with a click ("m:3,17"; "m:" for none), or None when it wrote none."""
     text = (text or "").strip()
@@ -296,7 +299,9 @@ def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
     try:
         return masks.clean_mask([int(t) for t in text[len(PAGE_MASK):].split(",") if t.strip()], g)
     except ValueError:
-        raise UserError(f"A mask is patch numbers separated by commas, not {text!r}.") from None
+        # the box is any caller's to fill (megabytes): the sentence quotes its start only
+        cut = "…" if len(text) > QUOTED_CHARS else ""
+        raise UserError(f"A mask is patch numbers separated by commas, not {text[:QUOTED_CHARS]!r}{cut}.") from None
 
 
 def mask_book_at(ph: Photo, key: str) -> flip.Flipbook:
