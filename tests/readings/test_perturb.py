@@ -266,3 +266,20 @@ def test_random_orders_spread_and_band():
     assert perturb.against_band(4.0, s, higher_is_better=True) == "better"
     with pytest.raises(ValueError):
         perturb.spread([0.5])
+
+
+def test_a_wrapped_sweep_compares_every_patch_with_its_partner_across_the_edge(tiny16, cat):
+    """shift_sweep_steps takes a fill; with "wrap" the view is rolled, so a patch whose partner moves past the
+    right edge has it at the left (as shift_panel reads it since 0c24b6e). The sweep read those patches as
+    having no partner: its mean and min left the last columns out."""
+    g = tiny16.geometry
+    p, (gh, gw) = g.patch_size, g.grid
+    base = vizvit.analyze(tiny16, cat)
+    s = perturb.shift_sweep(tiny16, base.input_view, fill="wrap", chunk=11)
+    for k in (p + 3, 2 * p - 1):
+        b = vizvit.analyze(tiny16, base.input_view, View(dx=k, fill="wrap"))
+        ea, eb = base.patch_embeddings.reshape(gh, gw, -1), b.patch_embeddings.reshape(gh, gw, -1)
+        cos = [float(torch.nn.functional.cosine_similarity(ea[i, j], eb[i, (j + k // p) % gw], dim=0))
+               for i in range(gh) for j in range(gw)]  # every patch, its partner by hand
+        r = s.rows[k]
+        assert r.k == k and abs(r.mean_cos - np.mean(cos)) < 1e-5 and abs(r.min_cos - np.min(cos)) < 1e-5, k

@@ -112,7 +112,7 @@ def shift_sweep_steps(vm: VitModel, base_view: np.ndarray, fill: Fill = "edge",
             base_class = int(pred.probs[0].argmax()) if pred.probs is not None else -1
         for b in range(pred.patch_embeddings.shape[0]):
             k = ks[start + b]
-            mean, low = cos_summary(shift_cosine(ref, pred.patch_embeddings[b], k, 0, g))
+            mean, low = cos_summary(shift_cosine(ref, pred.patch_embeddings[b], k, 0, g, wrap=fill == "wrap"))
             if pred.probs is not None:
                 p = pred.probs[b]
                 top = int(p.argmax())
