@@ -12,7 +12,7 @@ from gradio.context import Context
 
 from vizvit import deeplink, launch
 from vizvit.api import PublicApi
-from vizvit.classroom.room import LECTURER_KEY_MAX
+from vizvit.classroom.room import LECTURER_KEY_MAX, ROOMY_PER_OWNER, Rooms
 from vizvit.classroom.roomstore import StoreDown
 from vizvit.errors import UserError
 from vizvit.session import PhotoKey
@@ -252,11 +252,20 @@ def _step() -> Ui:
                 base=base, drawn=drawn, goto=goto)
 
 
+def keep_js(rooms: Rooms | None) -> str:
+    """lesson_room_keep.js with the length of the browser's list of its rooms written in: the rooms one address
+    may hold on this server (Rooms.owners.roomy), as the room page's hosted_max (page/room.py page_html). It
+    held 12 (ROOMY_PER_OWNER) whatever the server's rooms: a server allowing more had the Lesson tab cut the
+    list the room page offers back."""
+    most = rooms.owners.roomy if rooms is not None else ROOMY_PER_OWNER
+    return web.asset("lesson_room_keep.js").replace("HOSTED_MAX", str(int(most)))
+
+
 def build(ctx: Ctx, tab: gr.Tab) -> None:
     ui = {**_room(ctx.rooms is not None and ctx.rooms.needs_key), **_step()}
     demo = Context.root_block  # the page being built: where it listens and its --share link, once launched
     outs, revealed, key = [ui[n] for n in OUTS], [ui[n] for n in REVEALED], ctx.key
-    keep = web.asset("lesson_room_keep.js")
+    keep = keep_js(ctx.rooms)
     ui["room_btn"].click(kit.answer(open_room, ui, ctx, demo), [key, ui["base"], ui["room_kept"], ui["lecturer_key"]],
                          [ui[n] for n in [*ROOM, "lecturer_key"]], show_progress="minimal"
                          ).then(None, ui["room_saved"], None, js=keep)

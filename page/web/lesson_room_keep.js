@@ -6,7 +6,9 @@
 // until its host view had run, so a lecturer who closed the tab had no way back from the start page.
 (saved) => {
   const KEY = 'vizvit-' + VIZVIT_IDS.LESSON_ROOM_SAVED;
-  const HOSTED = 'vizvit-hosted', MOST = 12;  // room.js's list; room.ROOMY_PER_OWNER, as its hosted_max
+  // room.js's list, at most as long as its hosted_max: the server's rooms an address may hold (Rooms.owners.roomy,
+  // written in by page/tabs/lesson.keep_js)
+  const HOSTED = 'vizvit-hosted', MOST = HOSTED_MAX;
   try {
     if (saved) sessionStorage.setItem(KEY, saved);
     else sessionStorage.removeItem(KEY);

@@ -300,3 +300,34 @@ def test_a_reload_while_the_rooms_store_blinks_keeps_the_room_for_the_next_try(p
         tab.restore_room(blink, None, got["room_saved"], "", None, request(PAGE))
     back = tab.restore_room(blink, None, got["room_saved"], "", None, request(PAGE))
     assert back["room_kept"] == (None, *got["room_kept"][1:]) and back["room_saved"] == got["room_saved"]
+
+
+# lesson_room_keep.js run in node over in-memory storage: `before` rooms already in the browser's list, then the
+# Lesson tab keeps one more; prints the list's length.
+KEEP_NODE = r"""
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const store = () => { const m = new Map(); return { getItem: (k) => (m.has(k) ? m.get(k) : null),
+  setItem: (k, v) => m.set(k, String(v)), removeItem: (k) => m.delete(k) }; };
+globalThis.sessionStorage = store();
+globalThis.localStorage = store();
+const before = Array.from({ length: input.before }, (_, i) => ({ code: 'ROOM' + i, host_key: 'k' + i, seen: 1 }));
+localStorage.setItem('vizvit-hosted', JSON.stringify(before));
+const keep = (SCRIPT);
+keep(JSON.stringify({ code: 'NEWROOM1', host_key: 'new-key' }));
+console.log(JSON.parse(localStorage.getItem('vizvit-hosted')).length);
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("roomy", [5, 20])
+def test_the_rooms_kept_in_the_browser_are_as_many_as_the_room_page_offers_back(roomy):
+    """The browser's list of the rooms it opened ("vizvit-hosted") is cut by the room page at hosted_max (the
+    rooms one address may hold: Rooms.owners.roomy); the Lesson tab's copy of the same list was cut at 12
+    whatever the server's rooms."""
+    import json
+    import subprocess
+
+    js = tab.keep_js(Rooms(roomy_per_owner=roomy))
+    out = subprocess.run(["node", "-e", KEEP_NODE.replace("SCRIPT", js)], input=json.dumps({"before": 30}),
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert int(out) == roomy == Rooms(roomy_per_owner=roomy).owners.roomy
