@@ -83,3 +83,21 @@ def test_model_facts_have_one_truth_on_every_photo_and_a_photo_read_one_can_diff
     for m in rl.MODEL_FACTS:
         assert len(set(truths(m))) == 1, (m, truths(m))
     assert len(set(truths("shift_stay"))) > 1 and "shift_stay" not in rl.MODEL_FACTS
+
+
+def test_the_rollout_step_says_which_contest_it_found_not_run(tiny16):
+    """The step reads the contest of the lesson's settings only (10 steps, black first). Run with others (3 steps,
+    blur), the contest is on the Experiments tab for this photo, and the step said "it has not been run on it yet"
+    beside it: it names the settings it looked for."""
+    from vizvit.readings import contest
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+    step = next(s for s in rl.steps() if s.id == "rollout")
+    contest.compute_contest(ph, 3, "blur")
+    line = rl.MEASURES["rollout"](ph, step).line
+    assert "has not been run" in line and "10 steps" in line and "black" in line, line
+    contest.compute_contest(ph, 10, "black")  # the lesson's own: found, ranked
+    line = rl.MEASURES["rollout"](ph, step).line
+    assert "has not been run" not in line and "ranks rollout" in line, line

@@ -146,17 +146,19 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
 
 # -------------------------------------------------- step "rollout": does the decision rest on it?
 def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] = ("within", "within"),
-                  fill: str = "", artifacts_top: int = 0, top_n: int = 0, above_random: bool = False) -> str:
+                  fill: str = "", artifacts_top: int = 0, top_n: int = 0, above_random: bool = False,
+                  looked_for: str = "") -> str:
     """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
     measures that, so without it the sentence claims nothing. rank: rollout's place among `of` maps
     by insertion − deletion AUC (random order's row not counted), above_random: whether it ranks above
     that row; versus: its (deletion, insertion) against the random orders' band, each 'better',
-    'within' or 'worse'. artifacts_top of its top_n brightest patches are artifact tokens."""
+    'within' or 'worse'. artifacts_top of its top_n brightest patches are artifact tokens. looked_for: the
+    settings of the contest looked for, when none was found (one run with others may be on the tab)."""
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
                    "itself: the faithfulness contest on the Experiments tab tests it on this photo, and it "
-                   "has not been run on it yet.")
+                   f"has not been run on it yet{f' with {looked_for}' if looked_for else ''}.")
     else:
         d, i = versus
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")

@@ -219,6 +219,9 @@ def _rollout(ph: Photo, step: Step) -> Measured:
 
 
 ROLLOUT_TOP = 5  # the brightest patches the rollout step checks for artifact tokens
+# The contest the rollout step reads (the Experiments tab's first settings): one run with others is not found,
+# and the step says which it looked for (it said "not run yet" beside the tab's verdict of a 3-step blur run).
+CONTEST_STEPS, CONTEST_FILL = 10, "black"
 
 
 def _rollout_claim(ph: Photo, r: Any) -> str:
@@ -228,10 +231,11 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,)
     top = np.argsort(-np.asarray(r, np.float64).ravel(), kind="stable")[:ROLLOUT_TOP]
     n_art = int(art[top].sum())
-    ct = contest.peek_contest(ph)
+    ct = contest.peek_contest(ph, CONTEST_STEPS, CONTEST_FILL)
     rollout = methods.ROLLOUT.name
     if ct is None or rollout not in ct.first.curves.names:
-        return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP)
+        return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP,
+                                    looked_for=f"{CONTEST_STEPS} steps and the {CONTEST_FILL} fill")
     rows = [n for n, _, _ in contest.contestants(ct.first.curves, ct.first.band)]
     maps = [n for n in rows if n != contest.RANDOM_ROW]  # the ranks said are among the maps alone
     above = contest.RANDOM_ROW not in rows or rows.index(rollout) < rows.index(contest.RANDOM_ROW)
