@@ -179,3 +179,9 @@ def test_an_answer_that_is_no_number_is_refused_with_a_sentence():
     for bad in ("f" * 40, {"a": 1}, [1], "1,5"):
         with pytest.raises(UserError, match="Your answer is a number"):
             lesson.LessonParams.from_controls({"number": bad})
+    # Gradio's Number passes its payload on as it came: a JSON int past a float's range overflowed float()
+    # (a traceback again), and "nan", "inf" or true were taken as answers ("you said nan")
+    for bad in (10 ** 400, -10 ** 400, "nan", "inf", "-1e999", float("nan"), True):
+        with pytest.raises(UserError, match="Your answer is a number"):
+            lesson.LessonParams.from_controls({"number": bad})
+    assert lesson.LessonParams.from_controls({"number": 10 ** 6}).number == 1e6

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -166,8 +167,12 @@ class LessonParams:
     def from_controls(cls, v: dict[str, Any]) -> LessonParams:
         n = v.get("number")
         try:  # a caller may type anything into the number box's value: float() of it was "Something went wrong"
+            if isinstance(n, bool):  # float(True) is 1.0: no number box sends one
+                raise ValueError(n)
             number = None if n is None or n == "" else float(n)
-        except (TypeError, ValueError):
+            if number is not None and not math.isfinite(number):  # "nan", "inf": float's words, no answer
+                raise ValueError(n)
+        except (TypeError, ValueError, OverflowError):  # OverflowError: float() of a JSON int past its range
             raise UserError("Your answer is a number: type it in the box.") from None
         return cls(step=int(v.get("step") or 1), choice=v.get("choice") or None, number=number,
                    dont_know=bool(v.get("dont_know")))
