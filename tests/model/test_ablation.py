@@ -6,6 +6,7 @@ answer."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -115,6 +116,29 @@ def test_heads_parse_and_print_counted_from_one(tiny):
     for bad in ("3.1", "1.3", "x", "1.2.3"):
         with pytest.raises(UserError):
             parse_heads(bad, g)
+
+
+def test_a_heads_box_of_megabytes_costs_what_its_heads_do(tiny):
+    """The heads box is any caller's to fill (up to the 4 MB body limit). Each "1" (a whole layer) was expanded
+    into every head of it before any was checked or merged: "1," a million times took ~1.3 GB and seconds on
+    12 heads, for two heads here. Now each head once, each part checked as it comes, and a refusal quotes only
+    the start of what it refuses."""
+    import tracemalloc
+
+    g = dataclasses.replace(tiny.geometry, num_layers=12, num_heads=12)  # ViT-B/16's heads: 12 a layer
+    tracemalloc.start()
+    try:
+        got = parse_heads("1, 2.2," * 50_000, g)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == tuple(sorted({(0, h) for h in range(12)} | {(1, 1)}))
+    # the text's own parts (100,000 short strings, ~6 MB) bound it, not their heads (650,000 tuples)
+    assert peak < 16 << 20, f"{peak / 2**20:.0f} MB"
+    for bad in ("x" * 100_000, "1," * 100_000 + "99"):
+        with pytest.raises(UserError) as e:
+            parse_heads(bad, g)
+        assert len(str(e.value)) < 200, len(str(e.value))
 
 
 def test_ablation_reaches_every_family(fam, cat):
