@@ -258,3 +258,36 @@ def test_without_callers_the_worker_serves_in_order(tiny16):
     for f in futs:
         f.result(30)
     assert order == [0, 1, 2, 3, 4]
+
+
+def test_a_shared_forward_is_filled_by_turns_too_not_by_one_callers_pile(tiny16):
+    """The turns pick who starts a forward; the requests that share it were taken in the order they came, so
+    one caller's pile filled every batch beside another's one photo, and a third caller's photo waited a whole
+    forward more (three of the pile's pictures in it). A forward's other places now go by the same turns:
+    each waiting caller's oldest request first, then a second of each."""
+    seen: list[list[str]] = []
+    names = {id(PHOTOS[0]): "flood", id(PHOTOS[1]): "me", id(PHOTOS[2]): "you"}
+    held = HeldForwards()
+
+    def run(vm, requests):
+        seen.append([names[id(r.image)] for r in requests])
+        return held(vm, requests)
+
+    q = ForwardQueue(max_batch=4, run_batch=run)
+    who = threading.local()
+    q.caller = lambda: getattr(who, "name", None)
+
+    def ask(name: str, photo, view=View()):
+        who.name = name
+        return q.submit(tiny16, Request(photo, view))
+
+    first = ask("flood", PHOTOS[0])
+    assert held.started.wait(30)
+    pile = [ask("flood", PHOTOS[0], View(dx=i)) for i in range(1, 7)]
+    mine, yours = ask("me", PHOTOS[1]), ask("you", PHOTOS[2])
+    held.release.set()
+    for f in [first, *pile, mine, yours]:
+        f.result(30)
+    assert seen[0] == ["flood"] and sorted(seen[1]) == ["flood", "flood", "me", "you"], seen
+    assert sum(len(b) for b in seen) == 9 and all(len(b) <= 4 for b in seen)
+    assert_same_analysis(yours.result(), vizvit.analyze(tiny16, PHOTOS[2]))

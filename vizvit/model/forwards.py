@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -160,8 +160,8 @@ class ForwardQueue:
 
     # -- the worker ------------------------------------------------------------
     def _take(self) -> list[_Job]:
-        """The next batch: the oldest job and the waiting jobs that can share its forward; camera
-        frames only when no other job waits, and only with other frames."""
+        """The next batch: the job whose turn it is (_next) and the waiting jobs that can share its forward,
+        by turns too (_fill); camera frames only when no other job waits, and only with other frames."""
         with self._cond:
             while not self._jobs and not self._live:
                 self._cond.wait()
@@ -171,12 +171,7 @@ class ForwardQueue:
             batch = [first]
             deadline = time.monotonic() + self.wait_s
             while len(batch) < self.max_batch:
-                for job in list(lane):
-                    if len(batch) >= self.max_batch:
-                        break
-                    if job.vm is first.vm and _shares(first, job):
-                        lane.remove(job)
-                        batch.append(job)
+                self._fill(batch, lane)
                 left = deadline - time.monotonic()
                 if len(batch) >= self.max_batch or left <= 0:
                     break
@@ -188,6 +183,21 @@ class ForwardQueue:
                 waiting = {job.caller for job in (*self._jobs, *self._live)}
                 self._served = {c: t for c, t in self._served.items() if c in waiting or t == self._turn}
             return batch
+
+    def _fill(self, batch: list[_Job], lane: deque[_Job]) -> None:
+        """Move the waiting jobs that can share batch[0]'s forward into the batch, up to max_batch, by turns
+        as _next takes them: the caller with the fewest jobs in the batch first, then the one served longest
+        ago, then the oldest job. Taken in the order they came, one caller's pile filled every forward beside
+        another's one photo, and a third caller's photo waited a whole forward more."""
+        first = batch[0]
+        age = {id(j): i for i, j in enumerate(lane)}
+        pool = [j for j in lane if j.vm is first.vm and _shares(first, j)]
+        while pool and len(batch) < self.max_batch:
+            taken = Counter(j.caller for j in batch)
+            job = min(pool, key=lambda j: (taken[j.caller], self._served.get(j.caller, -1), age[id(j)]))
+            pool.remove(job)
+            lane.remove(job)
+            batch.append(job)
 
     def _next(self, lane: deque[_Job], served: dict[str | None, int] | None = None) -> _Job:
         """The oldest job of the caller served longest ago (a caller with nothing served while it
