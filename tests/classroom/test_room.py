@@ -646,3 +646,35 @@ def test_a_room_whose_pictures_cannot_be_kept_is_not_left_open(store, failing):
     rooms.store.failing = ""
     code, _ = rooms.open("m", b"view", QS, owner="10.0.0.1", shown=b"jpeg")  # its share is free
     assert rooms.picture(code, 0) == b"jpeg" and rooms.model_view(code) == b"view"
+
+
+def test_a_meta_read_while_its_room_changes_is_not_kept_and_days_of_rooms_leave_no_count_behind(store, monkeypatch):
+    """A meta read from the store while a change of its room is announced (another replica's answer) may be
+    the one before the change: it is not kept, and the next read goes to the store again. The changes are
+    counted in a fixed number of slots: 5,000 rooms opened and changed over days left 5,000 counts
+    (Rooms._gens grew with every code ever changed)."""
+    import vizvit.classroom.room as room_module
+
+    monkeypatch.setattr(room_module, "META_TTL_S", 60.0)  # kept while the test runs, however loaded the machine
+    rooms = Rooms(store())
+    code, _ = rooms.open("vit-tiny", None, QS)
+    real, reads = rooms.store, []
+
+    class ChangedMidRead:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def meta(self, c):
+            reads.append(c)
+            got = real.meta(c)
+            if len(reads) == 1:
+                rooms._changed(c)  # announced while this read was on its way
+            return got
+
+    rooms.store = ChangedMidRead()
+    assert rooms._meta(code) is not None and rooms._meta(code) is not None
+    assert reads == [code, code], "a read begun before a change was kept"
+    assert rooms._meta(code) is not None and reads == [code, code], "a read after the change was not kept"
+    for n in range(5_000):
+        rooms._changed(f"gone-{n}")
+    assert len(rooms._gens) <= room_module.GEN_SLOTS

@@ -74,6 +74,7 @@ MAX_NUMBER = 1e12  # a number answer's magnitude (beyond: a typo, not a predicti
 HOST_AWAY_S = 30 * 60.0  # a room with no host call for this long closes (the host page calls every 5 s)
 VIEW_TTL_S = 1.0  # a room's view is computed once per version for this long: a push answers 300 polls
 META_TTL_S = 0.5  # a room's meta read again from the store after this long (a change announced: at once)
+GEN_SLOTS = 1024  # slots of the changes announced (Rooms._gens): a fixed size whatever the rooms ever opened
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I: read aloud and typed on a phone
 CODE_LEN = 8  # 32**8 = 1.1e12 codes: with wrong codes rate-limited per address, a stranger cannot find a room
 CODE_RE = re.compile(f"[{CODE_ALPHABET}]{{{CODE_LEN}}}")
@@ -358,7 +359,10 @@ class Rooms:
         # polls cost one read. A stale meta is harmless: each write checks the store's own (an answer,
         # a host change), and a room is closed as away only on a fresh read.
         self._metas: dict[str, tuple[dict, float]] = {}
-        self._gens: dict[str, int] = {}  # code -> changes announced: a read begun before one is not kept
+        # Changes announced, counted per slot of hashed codes: a read begun before one is not kept. Slots,
+        # not a count per code, so that days of rooms opened and closed leave nothing behind; two codes
+        # in one slot only keep a read a little less often.
+        self._gens = [0] * GEN_SLOTS
         self._views_lock = threading.Lock()
         self.store.subscribe(self._changed)
 
@@ -372,17 +376,17 @@ class Rooms:
         with self._views_lock:
             self._views.pop(code, None)
             self._metas.pop(code, None)
-            self._gens[code] = self._gens.get(code, 0) + 1
+            self._gens[hash(code) % GEN_SLOTS] += 1
 
     def _meta(self, code: str, fresh: bool = False) -> dict | None:
         """An open room's meta (never to be edited: it may be shared), None when not open."""
         with self._views_lock:
-            hit, gen = self._metas.get(code), self._gens.get(code, 0)
+            hit, gen = self._metas.get(code), self._gens[hash(code) % GEN_SLOTS]
         if hit is not None and not fresh and time.monotonic() - hit[1] < META_TTL_S:
             return hit[0]
         meta = self.store.meta(code)
         with self._views_lock:
-            if meta is not None and self._gens.get(code, 0) == gen:
+            if meta is not None and self._gens[hash(code) % GEN_SLOTS] == gen:
                 self._metas[code] = (meta, time.monotonic())
         return meta
 
