@@ -194,7 +194,8 @@ def room_endpoints(api: PublicApi, default_model: str, guard: Guard | None = Non
         return api.room_answer(code, step, answer, who, network_of(request))
 
     def room_tally(code: str, host_key: str, step: int = 1, request: gr.Request = None) -> dict:
-        """The answers to one step so far: {"answers": {answer: count}, "total": n}."""
+        """The answers to one step so far: {"step": n, "answers": {answer: count}, "total": n}, and on a number
+        step its bars, most given first, with "others" (students whose number has no bar of its own)."""
         return api.room_tally(guard.code(request, code), host_key, step)
 
     def room_close(code: str, host_key: str, request: gr.Request = None) -> dict:
