@@ -29,7 +29,7 @@ from vizvit import launch
 from vizvit.api import PublicApi
 from vizvit.classroom import lesson as lesson_mod, room as room_mod
 from vizvit.classroom.room import Rooms, parse_code
-from vizvit.classroom.roomstore import SQLiteStore, StoreDown
+from vizvit.classroom.roomstore import Busy, SQLiteStore, StoreDown, no_waiting
 from vizvit.errors import UserError
 from vizvit.readings import lesson as lesson_readings
 from vizvit.session import Workbench
@@ -54,13 +54,22 @@ _store_threads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.Capac
     weakref.WeakKeyDictionary())
 
 
-async def off_loop(rooms: Rooms, fn: Callable[..., T], *args: object) -> T:
+async def off_loop(rooms: Rooms, fn: Callable[..., T], *args: object, in_loop: bool = True) -> T:
     """fn(*args), which calls rooms' store: in one of the store's threads (STORE_THREADS for each event loop)
-    where the store is another process, in the loop where it is this process's own SQLite, which cannot hang
-    on a network (and answers in microseconds: in threads, a 300-student hall's push p95 went 0.26 -> 0.68 s
-    on Redis, and docs/lecture.md measured threads worse on SQLite too)."""
-    if isinstance(rooms.store, SQLiteStore):
-        return fn(*args)
+    where the store is another process. Where it is this process's own SQLite, in the loop first: it answers
+    in microseconds (in threads, a 300-student hall's push p95 went 0.26 -> 0.68 s on Redis, and
+    docs/lecture.md measured threads worse on SQLite too). But there it never waits (no_waiting): a file
+    another process writes (a second server, the CLI, a backup, a restarting Space's old process) held the
+    loop, and every request of the server, for SQLite's busy timeout (10 s). fn then meets Busy before it
+    writes anything, and runs again whole in a thread, where it waits for the file. A fn that wrote before
+    its Busy writes again there: each route's writes set what they set (a step, a flag, a student, an
+    answer). in_loop False: a thread at once (turn_away, whose count of students gone a second run loses)."""
+    if in_loop and isinstance(rooms.store, SQLiteStore):
+        try:
+            with no_waiting():
+                return fn(*args)
+        except Busy:
+            pass
     loop = asyncio.get_running_loop()
     limiter = _store_threads.get(loop)
     if limiter is None:
@@ -304,8 +313,8 @@ def presence_routes(rooms: Rooms, wb: Workbench | None = None) -> list[APIRoute]
         mine = {"answers": held} if held is not None else {}  # not read: the page keeps its own copy
         return JSONResponse({"accepted": ok, "reason": why, **mine}, headers={"Cache-Control": "no-store"})
 
-    return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(rooms, act), methods=["POST"])
-              for act in (host, lock, turn_away, let_in)),
+    return [*(APIRoute(f"/vizvit_room/{{code}}/{act.__name__}", _host_route(rooms, act, act is not turn_away),
+                       methods=["POST"]) for act in (host, lock, turn_away, let_in)),
             APIRoute("/vizvit_room/{code}/hello", hello, methods=["POST"])]
 
 
@@ -324,15 +333,15 @@ def unavailable(e: StoreDown) -> JSONResponse:
     return JSONResponse({"error": str(e)}, status_code=503, headers={"Cache-Control": "no-store", "Retry-After": "2"})
 
 
-def _host_route(rooms: Rooms, act: Callable[[Request, str, dict], dict]
+def _host_route(rooms: Rooms, act: Callable[[Request, str, dict], dict], in_loop: bool = True
                 ) -> Callable[[Request], Awaitable[JSONResponse]]:
     """A host-keyed plain route: act(request, code, its JSON body) -> the answer; a refusal (a bad body,
-    a wrong key, a closed room) -> {"error": its sentence}, status 400."""
+    a wrong key, a closed room) -> {"error": its sentence}, status 400. in_loop: off_loop's."""
 
     async def route(request: Request) -> JSONResponse:
         code = request.path_params.get("code", "")
         try:
-            body = await off_loop(rooms, act, request, code, await json_object(request))
+            body = await off_loop(rooms, act, request, code, await json_object(request), in_loop=in_loop)
         except StoreDown as e:
             return unavailable(e)
         except UserError as e:

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 from roomstores import QS, S1, S2, S3, Clock, opened, redis_url, store  # noqa: F401 (fixtures)
 
 from vizvit.classroom.room import CLOSED_BY_HOST, UNKNOWN_ROOM, Rooms
@@ -193,7 +194,7 @@ def test_a_sqlite_file_held_by_another_process_is_a_store_down_not_a_crash(tmp_p
     path = tmp_path / "rooms.sqlite3"
     rooms = Rooms(SQLiteStore(path))
     code, key = rooms.open("m", None, QS)
-    rooms.store._db.execute("PRAGMA busy_timeout = 50")  # not the server's 10 s: the test need not wait
+    rooms.store.busy_s = 0.05  # not the server's 10 s: the test need not wait
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # its write lock (WAL: readers go on reading)
     try:
@@ -211,6 +212,39 @@ def test_a_sqlite_file_held_by_another_process_is_a_store_down_not_a_crash(tmp_p
     assert not rooms.store._db.in_transaction
     assert rooms.answer(code, "student-0123456789", 1, 3) == (True, "")
     assert rooms.move(code, key, 2).step == 2
+
+
+def test_a_call_that_must_not_wait_is_busy_at_once_and_one_that_may_waits_for_the_file(tmp_path):
+    """The server calls the SQLite store in its event loop (no_waiting): a file another process held made
+    that call wait SQLite's busy timeout (10 s), and the whole server with it. There a held file, or this
+    store's lock held by another thread, is Busy at once, with nothing written; a call that may wait (a
+    thread's) still waits for the file and is made once it is let go."""
+    from vizvit.classroom.roomstore import Busy, no_waiting
+
+    path = tmp_path / "rooms.sqlite3"
+    rooms = Rooms(SQLiteStore(path))
+    code, key = rooms.open("m", None, QS)
+    rooms.store.busy_s = 30.0  # a call in no_waiting that waited would end StoreDown, not Busy
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with no_waiting():
+            for call in (lambda: rooms.answer(code, S1, 1, 3), lambda: rooms.move(code, key, 2)):
+                with pytest.raises(Busy):
+                    call()
+            assert rooms.store.version(code) == 0  # unmoved; WAL: reads go on while another process writes
+        assert not rooms.store._db.in_transaction
+        answered = threading.Thread(target=lambda: rooms.answer(code, S1, 1, 3))  # may wait: waits
+        answered.start()
+        assert answered.is_alive()
+        assert rooms.store.answers(code, 1) == {}
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    answered.join(60)
+    assert rooms.store.answers(code, 1) == {S1: "3"}
+    with rooms.store._lock, no_waiting(), pytest.raises(Busy):  # another thread's call in progress
+        rooms.store.meta(code)
 
 
 def test_on_a_space_rooms_go_to_its_persistent_storage_else_the_log_says_they_are_lost(tmp_path, monkeypatch, caplog):

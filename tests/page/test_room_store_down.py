@@ -5,8 +5,12 @@ room route answers 503 while the store is down (the pages ask again), and hello 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 import time
 
+import httpx
 import pytest
 from appserver import running, serving
 from browser import page_at
@@ -69,6 +73,58 @@ def test_a_store_down_is_503_to_ask_again_never_a_closed_room(redis_then_down):
     answer = client.post(f"/vizvit_room/{code}/answer", json={"student": STUDENT, "step": 1, "answer": "a"})
     assert answer.status_code == 503 and answer.json() == {"error": STORE_DOWN}, answer.text
     assert client.get(f"/vizvit_room/{code}/picture/1").status_code == 503
+
+
+class Watched(SQLiteStore):
+    """A SQLite store that says when a student's hello reaches it: the test waits on the server's own state."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.joining = threading.Event()
+
+    def join(self, *args):
+        self.joining.set()
+        return super().join(*args)
+
+
+# Another process (a second server, `python -m vizvit`, a backup) holding the rooms file's write lock until
+# it reads a line
+HOLD = """import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+"""
+
+
+def test_a_rooms_file_another_process_holds_stalls_no_other_request(tiny16, tmp_path):
+    """The SQLite store is called in the event loop (fast), and waited there up to its busy timeout (10 s)
+    for a file another process held: every request of the server (the page's /config, each Gradio call)
+    waited with it, and the hello itself failed with 503 at the timeout. Now an unrelated request answers
+    while the file is held and the hello is waiting, and the hello is accepted once the file is let go."""
+    path = tmp_path / "rooms.sqlite3"
+    store = Watched(path)
+    rooms = Rooms(store)
+    with serving(tiny16, rooms=rooms) as (url, wb):
+        code, _ = rooms.open(wb.catalog.ids[0], None, QS)
+        holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        hello: dict = {}
+        asking = threading.Thread(target=lambda: hello.update(r=httpx.post(
+            url + f"vizvit_room/{code}/hello", json={"student": STUDENT}, timeout=60)))
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            asking.start()
+            assert store.joining.wait(60), "the hello never reached the store"
+            config = httpx.get(url + "config", timeout=60)
+            assert config.status_code == 200
+            assert "r" not in hello, f"/config waited for the hello, which then answered {hello['r'].text}"
+        finally:
+            holder.communicate("\n", timeout=60)  # the other process lets go
+        asking.join(60)
+        assert hello["r"].status_code == 200 and hello["r"].json()["accepted"] is True, hello["r"].text
+        assert rooms.state(code).joined == 1
 
 
 class Flaky(SQLiteStore):

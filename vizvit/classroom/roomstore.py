@@ -25,7 +25,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
@@ -46,6 +48,33 @@ class StoreDown(UserError):
 
 
 SQLITE_DOWN = "The server's room store (its SQLite file) is busy or its disk is full: try again in a moment."
+BUSY_S = 10.0  # how long a call that may wait (a thread's) waits for another process to let go of the file
+
+
+class Busy(Exception):
+    """The SQLite file (another process writes: a second server, the CLI, a backup) or this store's lock
+    (another thread) is held, met by a call that must not wait (no_waiting: the server's event loop, where
+    a wait stalled every request of the server for the busy timeout, 10 s). Nothing was changed by the
+    call that raised it; the caller runs it again where it may wait (page.room.off_loop: a store thread).
+    Neither a UserError nor a StoreDown: no route's except clause takes it for an answer."""
+
+
+_no_wait: ContextVar[bool] = ContextVar("vizvit_roomstore_no_wait", default=False)
+
+
+@contextmanager
+def no_waiting() -> Iterator[None]:
+    """SQLiteStore calls made inside never wait for the file or the store's lock: they raise Busy instead."""
+    token = _no_wait.set(True)
+    try:
+        yield
+    finally:
+        _no_wait.reset(token)
+
+
+def _busy(e: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED, extended codes included: another connection holds what this call needs."""
+    return getattr(e, "sqlite_errorcode", 0) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 @dataclass(frozen=True)
@@ -209,49 +238,74 @@ def check_answer(meta: dict, step: int, known: bool, count: int, max_students: i
 
 class SQLiteStore:
     """Rooms in one SQLite file (WAL: the long polls read while an answer is written). One connection
-    behind a lock serialises this process's writes; BEGIN IMMEDIATE (with a busy timeout) another
-    process's on the same file. path None or ":memory:": in memory, for this process only (tests,
-    notebooks)."""
+    behind a lock serialises this process's writes; BEGIN IMMEDIATE another process's on the same file.
+    A call that finds the file or the lock held waits up to busy_s (BUSY_S), the lock let go between
+    tries, or under no_waiting raises Busy at once. path None or ":memory:": in memory, for this process
+    only (tests, notebooks)."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = ":memory:" if path in (None, ":memory:") else str(path)
+        self.busy_s = BUSY_S
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level None: no implicit transactions; each write says BEGIN IMMEDIATE itself
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10.0)
+        # isolation_level None: no implicit transactions; each write says BEGIN IMMEDIATE itself. timeout 0:
+        # SQLite's own busy wait would hold the caller (the event loop too) and this store's lock; _locked waits
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=0)
         self._lock = threading.Lock()
-        with self._lock:
+
+        def setup() -> None:
             if self.path != ":memory:":
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a process crash (kill -9)
             self._db.executescript(_SCHEMA)
 
-    # a transaction: the lock for this process's threads, IMMEDIATE for other processes. SQLite's own failures
-    # (another process holding the file past the busy timeout, a full disk) are StoreDown, as Redis's are: a
-    # route's 503 that the pages ask again, not a 500 (a review); a failed COMMIT is rolled back, never left open.
+        self._locked(setup)
+
+    def _locked(self, attempt: Callable[[], T]) -> T:
+        """attempt() under this process's lock, again while it finds the file busy. Under no_waiting, one
+        try: Busy when the lock or the file is held. Else tried until busy_s has passed, then StoreDown.
+        Between tries the lock is let go: a thread waiting on another process never holds this process's
+        other callers. SQLite's other failures (a full disk) are StoreDown, as Redis's are: a route's 503
+        that the pages ask again, not a 500 (a review)."""
+        no_wait = _no_wait.get()
+        end = time.monotonic() + self.busy_s
+        pause = 0.001
+        while True:
+            if self._lock.acquire(blocking=not no_wait):
+                try:
+                    return attempt()
+                except sqlite3.OperationalError as e:
+                    if not _busy(e):
+                        raise StoreDown(SQLITE_DOWN) from e
+                finally:
+                    self._lock.release()
+            if no_wait:
+                raise Busy(self.path)
+            left = end - time.monotonic()
+            if left <= 0:
+                raise StoreDown(SQLITE_DOWN)
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, 0.05)  # SQLite's own busy handler backs off alike, to 50 ms
+
+    # a transaction: the lock for this process's threads, IMMEDIATE for other processes (where a busy file
+    # meets a call: before anything is written). A failed one is rolled back, never left open, and a busy
+    # one tried again whole (fn reads what it writes from db: a second try sees the other process's writes).
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as e:
-                raise StoreDown(SQLITE_DOWN) from e
+        def attempt() -> T:
+            self._db.execute("BEGIN IMMEDIATE")
             try:
                 out = fn(self._db)
                 self._db.execute("COMMIT")
-            except BaseException as e:
+            except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
-                if isinstance(e, sqlite3.OperationalError):
-                    raise StoreDown(SQLITE_DOWN) from e
                 raise
             return out
 
+        return self._locked(attempt)
+
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self._lock:
-            try:
-                return self._db.execute(sql, args).fetchall()
-            except sqlite3.OperationalError as e:
-                raise StoreDown(SQLITE_DOWN) from e
+        return self._locked(lambda: self._db.execute(sql, args).fetchall())
 
     def create(self, code: str, meta: dict, max_rooms: int, owners: OwnerLimit, now: float) -> Created:
         def tx(db: sqlite3.Connection) -> Created:
