@@ -46,6 +46,9 @@ class Ctx:
     controls: dict[str, dict[str, gr.components.Component]] = field(default_factory=dict)
     example_of: Callable[[str], str | None] = lambda sha1: None  # the example a photo is (a link names it)
     long_work: list = field(default_factory=list)  # events a new upload cancels (sweeps, curves)
+    # Events that may compute a costly contest map (the Attention tab's attention flow; built before the
+    # Experiments tab, which follows each: the contest on show may then rank fewer maps than there are)
+    maps_added: list = field(default_factory=list)
     shows: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show
     previews: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_preview
     thens: list = field(default_factory=list)  # (tab id, fn, inputs, outputs) of every on_show's `then`

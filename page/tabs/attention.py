@@ -363,3 +363,4 @@ def _wire_relevance(ctx: Ctx, ui: dict, controls: list) -> None:
     ui["flow_stop"].click(None, None, None, cancels=flows, queue=False, show_progress="hidden").then(
         kit.answer(stop_job, ui), [ui["method"], ui["rel_text"]], ui["rel_text"], show_progress="hidden")
     ctx.long_work.extend(flows)
+    ctx.maps_added.extend(flows)

@@ -53,19 +53,25 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
     page = experiments.show(ph, p)
     lo, hi = page.shift_limits
     sw, cu = page.sweep, page.curves
-    ran = experiments.ContestRun(key, int(p.steps), p.curve_mode) if cu.chart is not None else None
+    ran = page.contest_ran  # a contest run before attention flow was computed: shown, with its line
     return {**{n: getattr(page, n) for n in SHOWN},
             "sweep_plot": sw.figure, "sweep_table": sw.table, "sweep_text": sw.text,
             "del_plot": cu.chart, "auc_table": cu.table, "curves_text": cu.text,
             "mask_grid": kit.patch_cells(page.mask_grid, ph.vm.geometry),  # keys toggle a patch too (web/a11y.js)
             "dx": gr.update(minimum=lo, maximum=hi),
             "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
-            "mask_book": fetch["mask"].value(page.mask_book, key), "curves_stale": "", "contest_ran": ran}
+            "mask_book": fetch["mask"].value(page.mask_book, key),
+            "curves_stale": experiments.contest_stale(ran, experiments.contest_run(ph, p.steps, p.curve_mode)),
+            "contest_ran": ran}
 
 
-def contest_stale(key: PhotoKey | None, steps: float, mode: str, ran: experiments.ContestRun | None) -> dict[str, Any]:
-    """The line that says the contest on show is for other settings (its steps, fill or photo), or none."""
-    return {"curves_stale": experiments.contest_stale(ran, experiments.ContestRun(key, int(steps), mode))}
+def contest_stale(wb: Workbench, key: PhotoKey | None, steps: float, mode: str,
+                  ran: experiments.ContestRun | None) -> dict[str, Any]:
+    """The line that says the contest on show is for other settings (its steps, fill or photo) or ranks fewer
+    maps than there are now (attention flow computed since), or none. A cache lookup: no model work."""
+    now = (experiments.ContestRun(None, int(steps), mode) if key is None
+           else experiments.contest_run(wb.handle(key), steps, mode))
+    return {"curves_stale": experiments.contest_stale(ran, now)}
 
 
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
@@ -147,14 +153,16 @@ def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Req
     with jobs.JOBS.line(request, "deletion curves", replace=True) as ticket:
         for ahead in ticket.waiting():
             yield {"curves_text": jobs.waiting_text("deletion curves", ahead)}
+        ph = wb.handle(key)
+        ran = experiments.contest_run(ph, n, md)  # the maps computed as it starts are the maps it ranks
         first = True
-        for p in experiments.curves_progress(wb.handle(key), int(n), md, cancel=ticket.cancel):
+        for p in experiments.curves_progress(ph, int(n), md, cancel=ticket.cancel):
             if p.chart is None:  # only the news that work has started
                 yield {"curves_text": p.text}
             else:
                 cleared = {"curves_stale": ""} if first else {}
                 yield {"del_plot": p.chart, "auc_table": p.table, "curves_text": p.text,
-                       "contest_ran": experiments.ContestRun(key, int(n), md), **cleared}
+                       "contest_ran": ran, **cleared}
                 first = False
 
 
@@ -270,11 +278,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
                                      [ui[n] for n in [*CURVES, *STALE, "contest_ran"]], **jobs.COSTLY)
     # A setting moved: the contest on show says it is for the old ones (no queue: a comparison, no model).
-    stale = kit.answer(contest_stale, ui)
+    stale = kit.answer(contest_stale, ui, wb)
     # Once the run ends, against the settings then: one moved before its first chart was cleared by that chart.
     curving.then(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
     for c in ("steps", "curve_mode"):
         ui[c].input(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
+    # A costly map computed on another tab (attention flow): the contest on show may no longer rank every map.
+    for computed in ctx.maps_added:
+        computed.then(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
     ui["stop_btn"].click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
 

@@ -219,3 +219,34 @@ def test_a_contest_shown_says_it_is_for_the_old_settings_once_they_change_until_
         page.click("#curves-run")
         page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
         page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)
+
+
+def test_attention_flow_computed_after_the_contest_ran_puts_a_line_over_it(url):
+    """Attention flow computed on the Attention tab joins the contest's maps (the button counts it), but the
+    contest on show, run before, ranked the others and nothing said so. The line comes as the flow lands, seen
+    when the Experiments tab is opened again, with the contest still on show; the contest run again clears it."""
+    says = "() => (document.querySelector('#curves-stale')?.textContent || '').trim()"
+    ranked = "() => document.querySelector('#auc-table')?.innerText || ''"
+    with page_at(url + "?example=astronaut&tab=experiments", height=1400, wait_for="#curves-run") as page:
+        set_slider(page, "curves-steps", 3)
+        page.click("#curves-run")
+        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        settled(page)
+        assert page.evaluate(says) == "" and "attention flow" not in page.evaluate(ranked)
+        page.get_by_role("tab", name="Attention").click()
+        page.locator("#attn-method input").click()
+        page.get_by_role("option", name="attention flow", exact=True).click()
+        page.wait_for_selector("#attn-relevance-text:has-text('attention flow from the summary')", timeout=120_000)
+        # said as the flow lands, while the Experiments tab is closed (it was said on no event before)
+        page.wait_for_function(f"() => ({says})().includes('attention flow')", timeout=30_000)
+        page.get_by_role("tab", name="Experiments").click()
+        settled(page)
+        line = page.evaluate(says)
+        assert "Not every map" in line and "attention flow" in line, line
+        assert page.locator("#curves-stale").is_visible()
+        assert "rollout" in page.evaluate(ranked) and "attention flow" not in page.evaluate(ranked)
+        page.locator("#curves-stale").scroll_into_view_if_needed()
+        shot(page, "experiments_contest_before_flow", full_page=False)
+        page.click("#curves-run")
+        page.wait_for_function(f"() => ({ranked})().includes('attention flow')", timeout=300_000)
+        page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)

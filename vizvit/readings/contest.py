@@ -80,10 +80,15 @@ def curve_maps(ph: Photo, seed: int = 0) -> dict[str, np.ndarray]:
     Attention tab has computed it."""
     out = dict(ph.derived(ranking_maps_name(seed),
                           lambda: methods.ranking_maps(ph.vm, ph.analysis(), ph.derived, seed)))
-    for m in methods.CONTEST:
-        if m.costly and ph.peek(m.cached_as) is not None:
-            out[m.name] = m(ph.vm, ph.analysis(), None, ph.derived)
+    for name in costly_maps(ph):
+        out[name] = methods.get(name)(ph.vm, ph.analysis(), None, ph.derived)
     return out
+
+
+def costly_maps(ph: Photo) -> tuple[str, ...]:
+    """The costly contest maps computed for this photo so far (attention flow, once the Attention tab has run
+    it): the contest ranks them too. A cache lookup: no map is computed here."""
+    return tuple(m.name for m in methods.CONTEST if m.costly and ph.peek(m.cached_as) is not None)
 
 
 def _curves_key(steps: int, mode: str, seed: int, maps: dict[str, np.ndarray]) -> tuple:
@@ -124,6 +129,22 @@ def peek_contest(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0)
     if ph.peek(ranking_maps_name(seed)) is None:
         return None
     return ph.peek(_curves_key(steps, mode, seed, curve_maps(ph, seed)))
+
+
+def peek_shown(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0
+               ) -> tuple[Contest, tuple[str, ...]] | None:
+    """The contest to show for these settings, never run here: the one over every map computed now, else the
+    one run before the costly maps were (attention flow computed after the contest: it ranks the other maps),
+    each with the costly maps it ranks; None when neither was run."""
+    if ph.peek(ranking_maps_name(seed)) is None:
+        return None
+    maps, costly = curve_maps(ph, seed), costly_maps(ph)
+    c = ph.peek(_curves_key(steps, mode, seed, maps))
+    if c is not None:
+        return c, costly
+    cheap = {n: m for n, m in maps.items() if n not in costly}
+    c = ph.peek(_curves_key(steps, mode, seed, cheap)) if costly else None
+    return None if c is None else (c, ())
 
 
 def compute_curves(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0) -> perturb.Curves:

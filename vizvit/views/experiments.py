@@ -558,22 +558,39 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
 @dataclass(frozen=True)
 class ContestRun:
     """What the contest on show was run with: the session's photo key (model, heads off and labels with the
-    photo: only its equality is read), the steps and the fill."""
+    photo: only its equality is read), the steps, the fill, and the costly maps it ranks (contest.costly_maps:
+    attention flow once computed; one computed after the contest ran is not in it)."""
     photo: Any
     steps: int
     mode: str
+    costly: tuple[str, ...] = ()
+
+
+def contest_run(ph: Photo, steps: int, mode: str, costly: tuple[str, ...] | None = None) -> ContestRun:
+    """The ContestRun of a contest on this photo (costly: the costly maps it ranks; None: those computed now)."""
+    return ContestRun(ph.key, int(steps), mode, contest.costly_maps(ph) if costly is None else tuple(costly))
 
 
 def contest_stale(ran: ContestRun | None, now: ContestRun) -> str:
     """The line over a contest whose settings have changed since it ran: its chart, table and verdict stayed up
-    as if current (a walk-through). Empty when none is shown or it is for `now`."""
-    if ran is None or ran == now:
+    as if current (a walk-through); or, with the same settings, that ranks fewer maps than there are now (attention
+    flow computed after it ran: the table ranked 7 maps, the button promised 8, and nothing said so). Empty
+    when none is shown or it is for `now`."""
+    if ran is None:
         return ""
+    run = CONTEST_BUTTON.split(" (")[0]
+    if (ran.photo, ran.steps, ran.mode) == (now.photo, now.steps, now.mode):
+        new = [m for m in now.costly if m not in ran.costly]  # one lost from the cache since: none missing
+        if not new:
+            return ""
+        named = " and ".join(new)
+        return (f"⚠️ **Not every map:** the chart, table and verdict below are from the contest run before "
+                f"{named} was computed, and rank the other maps only. Press **{run}** to rank {named} too.")
     def said(r: ContestRun) -> str:
         return f"{r.steps} steps, patches removed by {r.mode}"
     other = "" if ran.photo == now.photo else ", on the photo (or model) shown before"
     return (f"⚠️ **Not for the settings now:** the chart, table and verdict below are from the contest run with "
-            f"{said(ran)}{other}. Press **{CONTEST_BUTTON.split(' (')[0]}** to run it with {said(now)}"
+            f"{said(ran)}{other}. Press **{run}** to run it with {said(now)}"
             f"{' on this photo' if other else ''}.")
 
 
@@ -677,6 +694,7 @@ class ExperimentsPage:
     mask_book: flip.Flipbook
     sweep: SweepPanel  # this photo's sweep and contest if computed, else empty panels that say so
     curves: CurvesPanel
+    contest_ran: ContestRun | None = None  # what the contest in `curves` ran with (None: none shown)
 
 
 SWEEP_NOT_RUN = "*The shift sweep has not been run on this photo yet: press **Run the shift sweep**.*"
@@ -702,10 +720,20 @@ def shown_curves(ph: Photo, steps: int = 10, mode: str = "black") -> CurvesPanel
     it was not run (the previous photo's verdict, "on this photo", stayed under a new photo)."""
     if not ph.vm.has_classifier:  # no class to track: the contest cannot run (its button says why)
         return CurvesPanel(None, [], "")
-    c = contest.peek_contest(ph, steps, mode)
-    if c is None:
-        return CurvesPanel(None, [], CURVES_NOT_RUN.format(steps=int(steps), mode=mode))
-    return _contest_panel(c, steps, verdict=_verdict_of(ph, c, contest.curve_maps(ph, 0), int(steps)))
+    return _shown_contest(ph, steps, mode)[0]
+
+
+def _shown_contest(ph: Photo, steps: int, mode: str) -> tuple[CurvesPanel, ContestRun | None]:
+    """shown_curves, and the ContestRun of the contest in it (None: none): one run before attention flow was
+    computed is shown with the maps it ranks (the panel said it was never run, and hid it)."""
+    if not ph.vm.has_classifier:
+        return CurvesPanel(None, [], ""), None
+    shown = contest.peek_shown(ph, steps, mode)
+    if shown is None:
+        return CurvesPanel(None, [], CURVES_NOT_RUN.format(steps=int(steps), mode=mode)), None
+    c, costly = shown
+    panel = _contest_panel(c, steps, verdict=_verdict_of(ph, c, contest.curve_maps(ph, 0), int(steps)))
+    return panel, contest_run(ph, steps, mode, costly)
 
 
 def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
@@ -713,5 +741,6 @@ def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
     this photo if they were run."""
     limits = shift_limits(ph)
     s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
+    curves, ran = _shown_contest(ph, p.steps, p.curve_mode)
     return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5,
-                           mask_book(ph, p.mask, p.mode, m), shown_sweep(ph), shown_curves(ph, p.steps, p.curve_mode))
+                           mask_book(ph, p.mask, p.mode, m), shown_sweep(ph), curves, ran)

@@ -16,6 +16,7 @@ from page.tabs import experiments as tab
 from vizvit.errors import UserError
 from vizvit.pictures import render
 from vizvit.readings import masks
+from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments as ev
 
 
@@ -171,11 +172,11 @@ def test_the_contest_on_show_is_said_to_be_for_the_old_settings_when_a_setting_c
     wb, key = photo
     _, fetch = page
     ran = ev.ContestRun(key, 10, "black")
-    assert tab.contest_stale(key, 10, "black", ran) == {"curves_stale": ""}
-    assert "12 steps" in tab.contest_stale(key, 12.0, "black", ran)["curves_stale"]
+    assert tab.contest_stale(wb, key, 10, "black", ran) == {"curves_stale": ""}
+    assert "12 steps" in tab.contest_stale(wb, key, 12.0, "black", ran)["curves_stale"]
     other = dataclasses.replace(key, sha1="0" * 40)
-    assert "photo (or model) shown before" in tab.contest_stale(key, 10, "black", ev.ContestRun(other, 10, "black"))[
-        "curves_stale"]
+    assert "photo (or model) shown before" in tab.contest_stale(wb, key, 10, "black",
+                                                                ev.ContestRun(other, 10, "black"))["curves_stale"]
     opened = tab.show(wb, fetch, key, *controls(), 2, "mean")
     assert opened["curves_stale"] == "" and opened["contest_ran"] is None  # none run: none on show
     ev.curves_panel(wb.handle(key), 2, "mean")
@@ -198,7 +199,7 @@ def test_a_setting_moved_while_the_contest_runs_stays_said_to_its_end(photo):
         charts += 1
         if charts == 1:
             assert shown["curves_stale"] == "", "the first chart is this run's: the old contest's line goes"
-            shown.update(tab.contest_stale(key, 3, "blur", shown["contest_ran"]))  # the steps slider moved to 3
+            shown.update(tab.contest_stale(wb, key, 3, "blur", shown["contest_ran"]))  # the steps slider moved to 3
             assert "7 steps" in shown["curves_stale"]
     assert charts >= 2, "the contest streams map by map: more than one chart"
     assert "7 steps" in shown["curves_stale"] and "3 steps" in shown["curves_stale"], shown["curves_stale"]
@@ -215,3 +216,35 @@ def test_the_run_s_end_says_the_line_again_for_the_settings_then(built):
     after = [fn for fn in demo.fns.values() if fn.trigger_after == run_id]
     assert len(after) == 1 and after[0].outputs == [by_id(demo, tab.ids.CURVES_STALE)], after
     assert [getattr(c, "elem_id", None) for c in after[0].inputs[1:3]] == ["curves-steps", "curves-mode"]
+
+
+def test_a_contest_run_before_attention_flow_was_computed_is_said_to_rank_fewer_maps(tiny16, cat, page):
+    """Attention flow, computed on the Attention tab after the contest ran, is a map the contest ranks from then
+    on: the table on show ranked the others and nothing said so; opened again, the tab said the contest had
+    never run and hid it. Now the line says which map it lacks, on the tab's open and when a setting moves,
+    until the contest is run again over every map."""
+    from vizvit.readings import methods
+
+    wb = Workbench(device="cpu")  # a photo of its own: the module's photo keeps a contest without flow
+    wb.add_model(tiny16)
+    key = PhotoKey(tiny16.id, wb.add_photo(cat))
+    ph, fetch = wb.handle(key), tab.fetchers(wb, page[0])
+    ev.curves_panel(ph, 2, "mean")
+    before = tab.show(wb, fetch, key, *controls(), 2, "mean")
+    assert before["curves_stale"] == "" and before["contest_ran"] == ev.ContestRun(key, 2, "mean", ())
+    ranked = [row[1] for row in before["auc_table"]]
+    assert "attention flow" not in ranked
+    methods.get("attention flow")(ph.vm, ph.analysis(), None, ph.derived)  # the Attention tab's flow, cached
+    line = tab.contest_stale(wb, key, 2, "mean", before["contest_ran"])["curves_stale"]
+    assert "Not every map" in line and "before attention flow was computed" in line, line
+    opened = tab.show(wb, fetch, key, *controls(), 2, "mean")
+    assert [row[1] for row in opened["auc_table"]] == ranked, "the contest on show was hidden"
+    assert opened["curves_stale"] == line and opened["contest_ran"] == before["contest_ran"]
+    assert "12 steps" in tab.contest_stale(wb, key, 12, "mean", opened["contest_ran"])["curves_stale"]
+    last = {"curves_stale": line}  # run again: every map, no line (the page as the run's answers leave it)
+    for answer in tab.curves(wb, key, 2, "mean"):
+        last.update(answer)
+    assert last["curves_stale"] == "" and last["contest_ran"] == ev.ContestRun(key, 2, "mean", ("attention flow",))
+    assert "attention flow" in [row[1] for row in last["auc_table"]]
+    assert tab.contest_stale(wb, key, 2, "mean", last["contest_ran"])["curves_stale"] == ""
+    assert tab.show(wb, fetch, key, *controls(), 2, "mean")["curves_stale"] == ""
