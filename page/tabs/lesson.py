@@ -34,7 +34,8 @@ def _lan() -> str | None:
 CONTROLS = ["step", "choice", "number"]  # the LessonParams fields the reveal reads, in the order its events list them
 # What a step's page sets: its text, the answer boxes cleared, its link and QR code, the step, the page's address,
 # and which step on which photo it drew (drawn).
-OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base", "drawn"]
+OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base", "drawn",
+        "address"]
 # What a redraw of the step already shown (the same photo, model and step) leaves as it is: the student's answer
 # and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
 KEPT = ["header", "choice", "number", "answer", "picture", "open_btn"]
@@ -50,12 +51,12 @@ def address(request: gr.Request | None, known: str) -> str:
     return (request.headers.get("referer") or str(request.url)).split("?")[0]
 
 
-def step_link(ctx: Ctx, key: PhotoKey | None, n: int, page_url: str) -> str:
-    """The link to step n on this photo (an example by name) and model (unless the default)."""
+def step_query(ctx: Ctx, key: PhotoKey | None, n: int) -> str:
+    """The query of step n's link on this photo (an example by name) and model (unless the default)."""
     example = ctx.example_of(key.sha1) if key is not None else None
     model = key.model_id if key is not None and key.model_id != ctx.default_model else None
-    q = deeplink.to_query(deeplink.lesson_link(n, example, key.sha1 if key is not None else None, model))
-    return page_url + q
+    return deeplink.to_query(deeplink.lesson_link(n, example, key.sha1 if key is not None else None, model))
+
 
 
 def phone(demo: Any, page_url: str) -> launch.PhoneAddress:
@@ -72,7 +73,8 @@ def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: 
     ph = ctx.wb.handle(key) if key is not None else None
     page = lesson.show(ph, lesson.LessonParams(step=n or 1))
     where = phone(demo, page_url) if page_url else None
-    url = step_link(ctx, key, page.step, where.base if where else page_url)
+    query = step_query(ctx, key, page.step)
+    url = (where.base if where else page_url) + query
     kept = kit.skip(KEPT) if drawn == (key, page.step) else {}
     return {"header": page.header,
             "choice": gr.Radio(choices=page.options, value=None, visible=not page.is_number),
@@ -80,7 +82,7 @@ def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: 
             "answer": "", "picture": gr.Image(value=None, visible=False), "open_btn": gr.Button(visible=False),
             "qr": lesson.qr_picture(url) if page_url else None,
             "link": f"[{url}]({url})" if page_url else "", "qr_note": where.note if where else "",
-            "step": page.step, "base": page_url, "drawn": (key, page.step), **kept}
+            "step": page.step, "base": page_url, "drawn": (key, page.step), "address": query, **kept}
 
 
 # -- handlers: explicit values in, {name: value} out (page names: OUTS, REVEALED, ROOM) -----------------
@@ -247,9 +249,10 @@ def _step() -> Ui:
     base = gr.State("")  # the page's address, for the step's link (known from the first event's request)
     drawn = gr.State(None)  # (key, step) of the question shown: redrawing it keeps the answer (at_step)
     goto = gr.Textbox("", visible=False, elem_id="lesson-goto")  # "tab#n": page JS clicks that tab's button
+    address = gr.Textbox("", visible=False, elem_id="lesson-address")  # the step's link query: the address bar's
     return dict(header=header, choice=choice, number=number, prev=prev, reveal=reveal_btn, unknown=unknown, nxt=nxt,
                 qr=qr, link=link, qr_note=qr_note, answer=answer, picture=picture, open_btn=open_btn, step=step,
-                base=base, drawn=drawn, goto=goto)
+                base=base, drawn=drawn, goto=goto, address=address)
 
 
 def keep_js(rooms: Rooms | None) -> str:
@@ -286,4 +289,5 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                  *(f for f, _ in ctx.firsts.values())]
     ui["open_btn"].click(kit.answer(do_open, ui, ctx), [key, ui["step"], ui["goto"]], open_outs, show_progress="hidden")
     ui["goto"].change(None, ui["goto"], None, js=web.asset("select_tab.js"))
+    ui["address"].change(None, ui["address"], None, js=web.asset("lesson_address.js"))  # a reload keeps the step
     ui["header"].change(None, None, None, js=web.asset("lesson_land.js"))  # a step's link lands on the step

@@ -202,3 +202,32 @@ def test_a_reload_keeps_the_room_the_lesson_tab_opened_and_forgets_one_that_is_n
         _at_step(page, 1)
         settled(page)
         assert not page.locator("#lesson-room-info").is_visible()
+
+
+def test_a_reload_returns_to_the_lesson_step_on_show(url):
+    """A reload went back to the page's first view: a student who had walked to step 3 of the lesson found the
+    first tab (a step's link alone opened a step). The address bar now holds the step's own link (the one its
+    QR code shows), so a reload opens that step on that photo; a hostile step typed there is read as any link's
+    (a notice, the first step) and the bar then holds the step on show."""
+    at = "() => new URLSearchParams(location.search).get('step')"
+    with page_at(f"{url}?example=chelsea") as page:
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+        page.click("#tabs button[role=tab][data-tab-id='lesson']")
+        _at_step(page, 1)
+        for n in (2, 3):
+            page.click("#lesson-next")
+            _at_step(page, n)
+        page.wait_for_function(f"() => ({at})() === '3'", timeout=30_000)
+        assert page.evaluate("location.search") == "?example=chelsea&lesson=1&step=3"  # the step link's own
+        page.reload()
+        _at_step(page, 3)
+        assert page.get_attribute("#tabs button[role=tab][data-tab-id='lesson']", "aria-selected") == "true"
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+        page.click("#lesson-prev")
+        _at_step(page, 2)
+        page.wait_for_function(f"() => ({at})() === '2'", timeout=30_000)
+        page.goto(f"{url}?lesson=1&step=%3Cimg%20src%3Dx%3E&example=chelsea")
+        page.wait_for_selector("#notice:has-text('is not a step number')", timeout=60_000)
+        _at_step(page, 1)
+        page.wait_for_function(f"() => ({at})() === '1'", timeout=30_000)
+        assert page.locator("#notice img").count() == 0
