@@ -1,8 +1,7 @@
 """vizvit: launch settings. The page is built in page/ (page.shell.build_demo), every computation in `vizvit`.
 
     python app.py                                  # google/vit-base-patch16-224, 127.0.0.1:7860
-    python app.py --model random:vit-base-patch16-224   # offline, untrained weights
-    python app.py --model ./my_checkpoint --device cuda
+    python app.py --model random:vit-base-patch16-224   # offline; --model ./my_checkpoint --device cuda
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from page.config_cache import ConfigCache
 from page.jobs import COSTLY_THREADS
 from page.shell import EXAMPLES, THEME, build_demo
 from page.stream_grace import StreamGrace
+from page.upload_budget import UploadBudget
 from vizvit import views
 from vizvit.classroom.room import LECTURER_KEY_ENV, Rooms, open_store
 from vizvit.classroom.roomstore import REDIS_URL_ENV
@@ -44,10 +44,10 @@ def launch_kwargs(demo: gr.Blocks | None = None) -> dict[str, Any]:
     (build_demo's `vizvit_routes`: the live camera's frames), which its camera page needs."""
     routes = list(getattr(demo, "vizvit_routes", ()))
     os.environ.setdefault("FORWARDED_ALLOW_IPS", "")  # uvicorn trusts no X-Forwarded-For: page.jobs.caller_of reads it
-    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); bodies bounded before
-    # anything reads one (page/body_limit.py); the HTML and /config built once, compressed (page/config_cache.py);
-    # an API client's answer stream kept open a moment.
-    middleware = [Middleware(BodyLimit), Middleware(ConfigCache), Middleware(StreamGrace)]
+    # Gradio's HTTP errors without the server's paths (gradio_patch.HTTP_HANDLERS); bodies bounded before anything
+    # reads one (page/body_limit.py), uploads on disk (upload_budget.py); the HTML and /config built once, compressed
+    # (page/config_cache.py); an API client's answer stream kept open a moment.
+    middleware = [Middleware(BodyLimit), Middleware(UploadBudget), Middleware(ConfigCache), Middleware(StreamGrace)]
     app_kwargs: dict[str, Any] = {"exception_handlers": dict(gradio_patch.HTTP_HANDLERS), "middleware": middleware}
     return dict(
         app_kwargs={**app_kwargs, "routes": routes} if routes else app_kwargs,
