@@ -37,6 +37,7 @@ from . import (
     jobs,
     kit,
     lean_config,
+    pending_ids,
     queue_share,
     queue_wake,
     room,
@@ -76,6 +77,7 @@ THEME = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
 
 gradio_patch.install()  # atomic writes of cached output images (see gradio_patch.py)
 queue_wake.install()  # Gradio's queue sleeps until it has work, instead of polling every 1 ms
+pending_ids.install()  # the ids of answers nobody will read forgotten (a REST call never read left one for good)
 sessions.install()  # a page's load event joining the queue is told to Pages (refuse_lost_sessions)
 queue_share.install()  # no one address fills Gradio's queue for everyone (checked before the line above)
 file_walk.install()  # no walk for files through an event's values that cannot hold one
