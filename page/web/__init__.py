@@ -140,6 +140,7 @@ def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: t
 
 def page_scripts() -> str:
     """The page-load js= (one function): page.js, then a11y.js (names and keys, issue 51), then
-    input_clock.js (the last input's time, for after_quiet.js)."""
+    focus_order.js (Tab in the order seen), then input_clock.js (the last input's time, for after_quiet.js)."""
     a11y = asset("a11y.js").replace("CELLS_CLASS", CELLS_CLASS)
-    return f"() => {{ ({asset('page.js')})(); ({a11y})(); ({asset('input_clock.js')})(); }}"
+    return (f"() => {{ ({asset('page.js')})(); ({a11y})(); ({asset('focus_order.js')})();"
+            f" ({asset('input_clock.js')})(); }}")

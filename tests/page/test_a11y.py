@@ -564,3 +564,39 @@ def test_on_a_phone_the_patches_tabs_tab_order_follows_what_is_seen(url, query):
     assert all(stops[grid][2] <= stops[i][1] for i in boxes), "the boxes are not under the grid"
     back = [(a[0], b[0]) for a, b in zip(stops, stops[1:]) if b[2] <= a[1] - 4]
     assert not back, f"a Tab stop above the one before it: {back}"
+
+
+# The focused element's block (a picture, a slider, a table): its page box's top and left, its id; in a panel?
+FOCUSED = """() => { const e = document.activeElement, b = (e.closest('.block') || e).getBoundingClientRect();
+    return [Math.round(b.top + scrollY), Math.round(b.left), (e.closest('[id]') || {}).id || e.tagName,
+            !!e.closest('[role=tabpanel]')]; }"""
+
+
+@pytest.mark.parametrize("tab, first", [("embeddings", "emb-pca"), ("experiments", "shift-view"),
+                                        ("compare", "cmp-depth")])
+def test_projector_modes_tab_order_follows_the_pictures_first_layout(url, tab, first):
+    """WCAG 2.4.3: projector mode shows these tabs' pictures (Compare: its cursor) first with CSS order alone,
+    so Tab went from the tab strip to the controls under the pictures (Experiments: dx at 721 px) and then
+    jumped back up to the pictures (282 px). Tab now goes down the screen, and Shift+Tab back up the same way."""
+    with page_at(url + f"?example=chelsea&tab={tab}&projector=1", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.wait_for_selector(f"#{first}:visible")
+        settled(page)
+        page.get_by_role("tab", name=TABS[tab]).focus()
+        walk = []
+        for _ in range(12):
+            page.keyboard.press("Tab")
+            walk.append(page.evaluate(FOCUSED))
+        assert walk[0][2].startswith(first), f"the first stop after the tab is {walk[0]}, not in #{first}"
+        # Down the screen: no stop's block starts above a block already passed; along a row, left to right.
+        lowest, last = 0, walk[0]
+        for stop in walk:
+            top, left, where, in_panel = stop
+            assert in_panel and top >= lowest - 2, f"Tab went up to {where} at {top} px after {lowest} px: {walk}"
+            assert not (top == last[0] and where != last[2] and left < last[1]), f"Tab went left to {where}: {walk}"
+            lowest, last = max(lowest, top), stop
+        back = []
+        for _ in range(11):
+            page.keyboard.press("Shift+Tab")
+            back.append(page.evaluate(FOCUSED))
+        assert back == walk[-2::-1], f"Shift+Tab took another way back: {back}"
