@@ -26,6 +26,12 @@ SWEEP = ["sweep_plot", "sweep_table", "sweep_text"]
 CURVES = ["del_plot", "auc_table", "curves_text"]
 # Opened for a photo, the sweep and contest panels show that photo's (cached) runs or say none was run:
 # the previous photo's stayed. The contest's steps and fill name the cached run (ExperimentsParams).
+# Shares of the width, so a phone's 380 px holds every column, each as wide as its longest word or number in
+# the phone's type (style.css; Chromium's sans here): the header "p(unshifted" needs ~70 px, "insertion" ~57,
+# the cell "Egyptian" ~55. A CNN adds the sweep's eighth column, "CNN p(top-1)": eight do not all fit a phone.
+SWEEP_WIDTHS = ["10%", "14%", "12.5%", "13.5%", "15.5%", "12.5%", "22%"]
+SWEEP_WIDTHS_CNN = ["9%", "12%", "11%", "12%", "14%", "11%", "17%", "14%"]
+CURVES_WIDTHS = ["8%", "17.5%", "14%", "15.5%", "15.5%", "14%", "15.5%"]
 OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", *SWEEP, *CURVES]
 SHOW_CONTROLS = [*CONTROLS, "steps", "curve_mode"]  # what the tab's show reads (the contest's two settings too)
 SHIFT_OUT = [*SHIFT.values(), "book"]
@@ -167,7 +173,7 @@ def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Req
 
 
 # -- the page: components by name, then the wiring ---------
-def _shift_layout() -> dict[str, gr.components.Component]:
+def _shift_layout(cnn: bool) -> dict[str, gr.components.Component]:
     """The shift controls, its pictures and book, the shift sweep."""
     gr.Markdown(experiments.EXPERIMENTS_TEXT)
     with gr.Row(elem_id="shift-controls"):
@@ -191,7 +197,9 @@ def _shift_layout() -> dict[str, gr.components.Component]:
         stop_btn = gr.Button("Stop", elem_id="sweep-stop")
     sweep_text = gr.Markdown(elem_id="sweep-text")
     sweep_plot = gr.Plot(label="Cosine and probability against the shift", elem_id="sweep-plot")
-    sweep_table = gr.Dataframe(headers=experiments.SWEEP_HEADERS, interactive=False, elem_id="sweep-table")
+    # wrap and shares, not one-line widths: a phone's 386 px showed 2 of the 7 columns (911 px of table)
+    sweep_table = gr.Dataframe(headers=experiments.SWEEP_HEADERS, interactive=False, elem_id="sweep-table",
+                               wrap=True, column_widths=SWEEP_WIDTHS_CNN if cnn else SWEEP_WIDTHS)
     return dict(dx=dx, dy=dy, fill=fill, shift_view=shift_view, shift_cos=shift_cos, shift_top5=shift_top5,
                 shift_info=shift_info, book=book, sweep_btn=sweep_btn, stop_btn=stop_btn, sweep_text=sweep_text,
                 sweep_plot=sweep_plot, sweep_table=sweep_table)
@@ -244,7 +252,9 @@ def _curves_layout() -> dict[str, gr.components.Component]:
     contest_ran = gr.State(None)  # experiments.ContestRun: what the contest on show ran with
     curves_text = gr.Markdown(elem_id="curves-text")
     del_plot = gr.Plot(label="Deletion (solid) and insertion (dashed), every map", elem_id="deletion-plot")
-    auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table")
+    # wrap and shares: a phone showed rank, map and half the deletion AUC of 1,637 px of table
+    auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table",
+                             wrap=True, column_widths=CURVES_WIDTHS)
     return dict(steps=steps, curve_mode=curve_mode, curves_btn=curves_btn,
                 curves_stale=curves_stale, contest_ran=contest_ran, curves_text=curves_text, del_plot=del_plot,
                 auc_table=auc_table)
@@ -259,7 +269,7 @@ def fetchers(wb: Workbench, ui: dict[str, Any]) -> dict[str, flip.Fetcher]:
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
-    ui = {**_shift_layout(), **_mask_layout(), **_curves_layout()}
+    ui = {**_shift_layout(ctx.wb.cnn is not None), **_mask_layout(), **_curves_layout()}
     ctx.links.update(dx=ui["dx"], dy=ui["dy"], fill=ui["fill"], mask=ui["mask"], mask_mode=ui["mode"])
     named = {n: ui[n] for n in CONTROLS}  # every control by the ExperimentsParams field it sets
     ctx.controls[tab.id] = named  # a lesson step sets them (page/tabs/lesson.py)

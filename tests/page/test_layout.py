@@ -334,12 +334,48 @@ def test_phone_shows_every_column_of_the_lens_table(url):
     assert_table_fits_a_phone(url, "inside", "lens-table", "(emb.)")
 
 
-def assert_table_fits_a_phone(url: str, tab: str, box_id: str, shown: str) -> None:
-    """At 390 px, the table in #box_id (once it shows `shown`) is no wider than the screen and ends inside
-    its box: every column on screen."""
+def test_phone_shows_every_column_of_the_shift_sweep_table(url):
+    """390 px: the Experiments tab's sweep table was 911 px wide in a 386 px box (its seven columns at
+    their one-line widths): past 'mean cos', every column needed a sideways scroll."""
+    assert_table_fits_a_phone(url, "experiments", "sweep-table", "moved", run="#sweep-run")
+
+
+def test_phone_shows_every_column_of_the_contest_table(url):
+    """390 px: the faithfulness contest's table was 1637 px wide (headers on one line each); the phone showed
+    rank, map and part of the deletion AUC, not the insertion AUC or the ranking's own column."""
+    assert_table_fits_a_phone(url, "experiments", "auc-table", "rollout", run="#curves-run")
+
+
+def assert_table_fits_a_phone(url: str, tab: str, box_id: str, shown: str, run: str | None = None) -> None:
+    """At 390 px, the table in #box_id (once it shows `shown`, after a click on `run` if given) is no wider
+    than the screen and ends inside its box: every column on screen."""
     with page_at(url + f"?example=chelsea&tab={tab}", 390, 844) as page:
-        page.wait_for_selector(f"#{box_id}:has-text('{shown}')", timeout=60_000)
+        if run:
+            page.wait_for_selector("#status:has-text('top-1')")
+            page.click(run)
+        page.wait_for_function("([id, s]) => !!document.getElementById(id)?.innerText.includes(s)", arg=[box_id, shown],
+                               timeout=120_000)
         wide = page.evaluate("""(id) => { const t = document.querySelector('#' + id + ' table');
             const box = document.getElementById(id).getBoundingClientRect();
             return [t.scrollWidth, t.getBoundingClientRect().right, box.right, window.innerWidth]; }""", box_id)
         assert wide[0] <= wide[3] - 8 and wide[1] <= wide[2] + 1, f"table {wide[0]} px wide, right {wide[1]}: {wide}"
+        # Every word and number of the shown cells whole (one box, inside its cell): a column squeezed under
+        # its longest word broke "0.82|25" over two lines, or spilled it over the next column.
+        broken = page.evaluate("""(id) => {
+          const out = [];
+          for (const c of document.querySelectorAll('#' + id + ' :is(th, .body-cell)')) {
+            const b = c.getBoundingClientRect();
+            if (!b.height) continue;
+            const walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+            for (let n; (n = walk.nextNode());) {
+              for (const m of n.data.matchAll(/-?[^\\s-]+-?/g)) {  // a line may break after a hyphen
+                const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+                const boxes = [...r.getClientRects()].filter((x) => x.width > 0), t = r.getBoundingClientRect();
+                if (boxes.length > 1 || (boxes.length && (t.left < b.left - 1 || t.right > b.right + 1))) {
+                  out.push([m[0], Math.round(t.width), Math.round(b.width)]);
+                }
+              }
+            }
+          }
+          return out; }""", box_id)
+        assert not broken, f"words broken or spilling past their cell [word, its width, the cell's]: {broken}"
