@@ -195,7 +195,7 @@ def _shift_layout(cnn: bool) -> dict[str, gr.components.Component]:
     with gr.Row():
         sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run")
         stop_btn = gr.Button("Stop", elem_id="sweep-stop")
-    sweep_text = gr.Markdown(elem_id="sweep-text")
+    sweep_text = gr.Markdown(elem_id=ids.SWEEP_TEXT)  # its last line said (web/a11y.js)
     sweep_plot = gr.Plot(label="Cosine and probability against the shift", elem_id="sweep-plot")
     # wrap and shares, not one-line widths: a phone's 386 px showed 2 of the 7 columns (911 px of table)
     sweep_table = gr.Dataframe(headers=experiments.SWEEP_HEADERS, interactive=False, elem_id="sweep-table",
@@ -250,7 +250,7 @@ def _curves_layout() -> dict[str, gr.components.Component]:
     # Over the contest on show while its settings differ from the ones it ran with (contest_stale).
     curves_stale = gr.Markdown(elem_id=ids.CURVES_STALE)  # said when it appears (web/a11y.js)
     contest_ran = gr.State(None)  # experiments.ContestRun: what the contest on show ran with
-    curves_text = gr.Markdown(elem_id="curves-text")
+    curves_text = gr.Markdown(elem_id=ids.CURVES_TEXT)  # its last line said (web/a11y.js)
     del_plot = gr.Plot(label="Deletion (solid) and insertion (dashed), every map", elem_id="deletion-plot")
     # wrap and shares: a phone showed rank, map and half the deletion AUC of 1,637 px of table
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table",

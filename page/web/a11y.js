@@ -15,7 +15,8 @@
 // 4. A dropdown's open list leaves the Tab order (below, at the keydown listener for Tab).
 // 5. The tab strip answers the arrow keys, Home and End, as a tab list does (WAI-ARIA's tabs pattern).
 //    It is one Tab stop: the open tab (part 1's pass).
-// 6. Announcements: the status line and the readouts that answer a pick are said once they settle.
+// 6. Announcements: the status line, the readouts that answer a pick and a long run's last line are said once
+//    they settle.
 // 7. The focus stays in the photo box when Gradio redraws it (an upload, a clear).
 // 8. The skip link (the first Tab stop) puts the focus in the open tab's panel.
 () => {
@@ -249,8 +250,11 @@
   //    each watched element's first line once it has stood still for SETTLE ms (the status line's "running…" steps,
   //    a slider's every step, are not said one by one). A readout on a hidden tab is not said.
   const SAY = [ID.STATUS, ID.PATCH_INFO, ID.EMB_SIM_INFO, ID.ATTN_READOUT, ID.MASK_INFO, ID.SHIFT_INFO,
-               ID.ABLATE_TEXT, ID.LESSON_ANSWER, ID.CURVES_STALE];
+               ID.ABLATE_TEXT, ID.LESSON_ANSWER, ID.CURVES_STALE, ID.SWEEP_TEXT, ID.CURVES_TEXT];
   const SETTLE = 700;
+  // A long run's steps (the sweep's "Running… 8 of 33", the contest's "8 of 10 parts so far") are not said, one
+  // a second on a slow machine: its last line is ("Done: 33 of 33 …"; the sweep and contest were not said at all).
+  const STEP = /^(Running…|\d+ of \d+ parts so far)/;
   const said = document.createElement('div');
   said.id = 'vv-said';
   said.className = 'vv-sr-only';
@@ -268,7 +272,7 @@
       const e = document.getElementById(id);
       if (!e) continue;
       const t = textOf(e);
-      if (heard.get(id) !== t && t && e.offsetParent !== null) now.push(t);
+      if (heard.get(id) !== t && t && !STEP.test(t) && e.offsetParent !== null) now.push(t);
       heard.set(id, t);
     }
     if (now.length) said.textContent = now.join(' ');

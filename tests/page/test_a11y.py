@@ -600,3 +600,25 @@ def test_projector_modes_tab_order_follows_the_pictures_first_layout(url, tab, f
             page.keyboard.press("Shift+Tab")
             back.append(page.evaluate(FOCUSED))
         assert back == walk[-2::-1], f"Shift+Tab took another way back: {back}"
+
+
+def test_a_screen_reader_hears_when_the_shift_sweep_and_the_contest_are_done(url):
+    """A keyboard walk at 390 px: Enter on "Run the shift sweep" and "Run the contest" showed a sighted user
+    "Done: 33 of 33 shifted views", a chart and a table, and a screen reader heard nothing: neither line was
+    said. Now each run's last line is heard once it is done, and no "Running… 8 of 33" step is."""
+    with page_at(url + "?example=chelsea&tab=experiments", 390, 844, init_script=HEARD) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        settled(page)
+        page.wait_for_timeout(1500)  # what the tab's opening says has been said
+        heard(page)
+        page.get_by_role("tab", name=TABS["experiments"]).focus()
+        tab_to(page, "#sweep-run")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => window.__heard.some((t) => t.includes('Done: '))", timeout=120_000)
+        said = heard(page)
+        assert not [t for t in said if "Running" in t], said
+        tab_to(page, "#curves-run")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => window.__heard.some((t) => t.startsWith('Tracking p('))", timeout=300_000)
+        said = heard(page)
+        assert not [t for t in said if "parts so far" in t], said
