@@ -173,3 +173,28 @@ def test_the_random_twin_reads_the_trained_models_input_view(tiny16):
             in said), said
     # A trained model B keeps its own processor: the same upload.
     assert compare.photo_for_b(ph, a_vm) == ph.key.sha1
+
+
+def test_an_untrained_b_of_another_input_size_is_said_to_read_as_view_resized(tiny_rect):
+    """A walk-through (ViT-Ti against the ViT-B/32-384 twin): an untrained B reads A's model-input view, and at
+    another input size its processor resizes that view, but the verdict said "each model's processor made its
+    own input of the photo", as if B had seen the whole photo its own way. Here A reads a 160×224 view (5×7
+    patches of 32) and the 224-px twin gets that view squashed to 224×224, not the photo."""
+    from PIL import Image
+
+    wb = Workbench(device="cpu", catalog=Catalog(tiny_rect.id))
+    wb.add_model(tiny_rect)
+    photo = Image.open(EXAMPLES / "chelsea.jpg").convert("RGB")
+    ph = wb.handle(PhotoKey(wb.catalog.public(tiny_rect.id), wb.add_photo(photo)))
+    pr = compare.pair(ph, TWIN)
+    va, vb = pr.a.analysis().input_view, pr.b.analysis().input_view
+    assert va.shape == (160, 224, 3) and vb.shape == (224, 224, 3)
+    # B's pixels: A's view resized by PIL with the twin's filter (not the photo through the twin's processor)
+    pp = pr.b.vm.preprocess
+    resized = np.asarray(Image.fromarray(va).resize((224, 224), pp.resample))
+    assert np.abs(vb.astype(int) - resized.astype(int)).max() <= 1
+    c = compare.cursor(pr, compare.CompareParams(model_b=TWIN))
+    _, sa, sb = compare.depth_pictures(pr, c, shared=True)
+    said = compare.verdict(pr, c, sa, sb)
+    assert "(B read A's model-input view, resized to its 224×224 px)" in said, said
+    assert "own input of the photo" not in said, said

@@ -294,8 +294,13 @@ def verdict(pr: Pair, c: Cursor, sa: SideMaps, sb: SideMaps) -> str:
     resampled = "" if ga.grid == gb.grid else f", {'B' if fine == ga.grid else 'A'} resampled to {fine[0]}×{fine[1]}"
     va, vb = pr.a.analysis().input_view, pr.b.analysis().input_view
     same_input = va.shape == vb.shape and np.array_equal(va, vb)
-    crops = (" (both read A's model-input view)" if same_input and pr.a.key.sha1 != pr.b.key.sha1 else "" if same_input
-             else " (each model's processor made its own input of the photo)")
+    if pr.a.key.sha1 != pr.b.key.sha1:  # an untrained B reads A's model-input view (photo_for_b), never the upload
+        # at another input size B's processor resizes that view: "each model's processor made its own input of
+        # the photo" there told a student B saw the whole photo its own way (a walk-through, ViT-B/32-384 twin)
+        crops = (" (both read A's model-input view)" if same_input
+                 else f" (B read A's model-input view, resized to its {vb.shape[1]}×{vb.shape[0]} px)")
+    else:
+        crops = "" if same_input else " (each model's processor made its own input of the photo)"
     t_a, t_b = top1(pr.a.vm, pr.a.analysis()), top1(pr.b.vm, pr.b.analysis())
     if t_a is None or t_b is None:
         agree = "top-1: " + ("neither model" if t_a is None and t_b is None else ("A" if t_a is None else "B")) + \
