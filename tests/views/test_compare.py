@@ -198,3 +198,55 @@ def test_an_untrained_b_of_another_input_size_is_said_to_read_as_view_resized(ti
     said = compare.verdict(pr, c, sa, sb)
     assert "(B read A's model-input view, resized to its 224×224 px)" in said, said
     assert "own input of the photo" not in said, said
+
+
+def _hand_distances(att: torch.Tensor, grid: tuple[int, int], patch: int) -> np.ndarray:
+    """(L, H, N, N) -> (L, H) mean attention distance in pixels, by loops: over each patch query, the
+    attention-weighted distance between patch centres, its patch weights rescaled to sum to 1."""
+    gh, gw = grid
+    a = att.double().numpy()[..., 1:, 1:]  # one [CLS] in front
+    out = np.zeros(a.shape[:2])
+    for layer in range(a.shape[0]):
+        for head in range(a.shape[1]):
+            per_query = []
+            for i in range(gh * gw):
+                w = a[layer, head, i]
+                d = [patch * np.hypot(i // gw - j // gw, i % gw - j % gw) for j in range(gh * gw)]
+                per_query.append(float(np.dot(w, d) / w.sum()))
+            out[layer, head] = np.mean(per_query)
+    return out
+
+
+def test_distances_of_models_of_other_input_widths_share_one_unit(tmp_path):
+    """A walk-through (ViT-Ti at 224 px against the ViT-B/32-384 twin): the chart put both models' pixels on
+    one 'model-input px' axis, so the twin's near-uniform attention (~200 of its 384 px) stood above every
+    head of ViT-Ti, whose uniform attention is ~117 of 224 px: the same distance on the photo. With other
+    input widths each distance is now a share of its own model's input width. Here A is 160 px wide
+    (5×5 patches of 32) and the 224-px twin reads its view."""
+    from tiny import make_tiny_vit
+
+    import vizvit
+
+    a_vm = vizvit.load_model(str(make_tiny_vit(tmp_path / "vit160", 160, 32)), device="cpu")
+    wb = Workbench(device="cpu", catalog=Catalog(a_vm.id))
+    wb.add_model(a_vm)
+    ph = wb.handle(PhotoKey(wb.catalog.public(a_vm.id), wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+    pr = compare.pair(ph, TWIN)
+    fig = compare.distance_figure(pr)
+    assert "share of each model's input width" in fig.layout.yaxis.title.text and fig.layout.yaxis.tickformat == ".0%"
+    sides = ((fig.data[0], pr.a, (5, 5), 32, 160), (fig.data[1], pr.b, (14, 14), 16, 224))
+    for trace, side, grid, patch, width in sides:
+        want = _hand_distances(side.analysis().attentions, grid, patch)
+        np.testing.assert_allclose(np.array(trace.y), want.reshape(-1) / width, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose([c[2] for c in trace.customdata], want.reshape(-1), rtol=1e-4)  # px on hover
+
+
+def test_distances_of_models_of_one_input_width_stay_in_pixels(bench):
+    """The same input width: the chart keeps pixels (against the loops above)."""
+    _, ph = bench
+    pr = compare.pair(ph, TWIN)
+    fig = compare.distance_figure(pr)
+    assert fig.layout.yaxis.title.text == "distance (model-input px)"
+    for trace, side in zip(fig.data, (pr.a, pr.b)):
+        np.testing.assert_allclose(np.array(trace.y), _hand_distances(side.analysis().attentions, (14, 14), 16)
+                                   .reshape(-1), rtol=1e-4)

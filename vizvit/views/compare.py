@@ -343,24 +343,33 @@ def top5_or_note(ph: Photo) -> go.Figure:
 
 def distance_figure(pr: Pair) -> go.Figure:
     """Mean attention distance per head against depth, both models in one chart (the Attention tab's
-    cached distances). x: the layer when both have as many layers, else relative depth l/L."""
+    cached distances). x: the layer when both have as many layers, else relative depth l/L. y: pixels when
+    both inputs are as wide, else the share of each model's input width: a 384-px B's pixels are not a
+    224-px A's (the random ViT-B/32-384 twin's uniform attention drew at ~200 px above every head of ViT-Ti,
+    whose uniform attention is ~117 px: the same distance on the photo)."""
     same = pr.a.vm.geometry.num_layers == pr.b.vm.geometry.num_layers
+    in_px = pr.a.vm.geometry.image_size[1] == pr.b.vm.geometry.image_size[1]
     traces = []
     for side, ph, symbol in (("A", pr.a, "circle"), ("B", pr.b, "diamond")):
-        d = ra.distances(ph.analysis(), ph.derived).numpy()  # (L, H)
+        d = ra.distances(ph.analysis(), ph.derived).numpy()  # (L, H) pixels
         L, H = d.shape
         layers = np.repeat(np.arange(1, L + 1), H)
         heads = np.tile(np.arange(1, H + 1), L)
         x = layers if same else layers / L
+        y = d.reshape(-1) if in_px else d.reshape(-1) / ph.vm.geometry.image_size[1]
+        shown = "%{y:.1f} px" if in_px else "%{y:.1%} of its input width (%{customdata[2]:.1f} px)"
         traces.append(dict(type="scatter", mode="markers", name=f"{side}: {short_name(ph.vm.id)}"[:48],
-                           x=x.tolist(), y=d.reshape(-1).tolist(), customdata=np.stack([layers, heads], 1).tolist(),
+                           x=x.tolist(), y=y.tolist(),
+                           customdata=[[int(k), int(h), float(v)] for k, h, v in zip(layers, heads, d.reshape(-1))],
                            marker=dict(size=8, symbol=symbol, opacity=0.75),
                            hovertemplate=f"{side} · layer %{{customdata[0]}} · head %{{customdata[1]}}"
-                                         "<br>%{y:.1f} px<extra></extra>"))
+                                         f"<br>{shown}<extra></extra>"))
     xaxis = dict(title="layer", dtick=1) if same else dict(title="relative depth (layer / layers)", tickformat=".0%")
+    yaxis = (dict(title="distance (model-input px)") if in_px
+             else dict(title="distance (share of each model's input width)", tickformat=".0%"))
     return go.Figure(dict(data=traces, layout=dict(
         title=dict(text="Mean attention distance per head, both models", font=dict(size=14)),
-        xaxis=xaxis, yaxis=dict(title="distance (model-input px)"), height=360,
+        xaxis=xaxis, yaxis=yaxis, height=360,
         margin=dict(l=10, r=10, t=50, b=10), legend=figures.LEGEND_BELOW)))
 
 
