@@ -233,7 +233,7 @@ def test_distances_of_models_of_other_input_widths_share_one_unit(tmp_path):
     ph = wb.handle(PhotoKey(wb.catalog.public(a_vm.id), wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
     pr = compare.pair(ph, TWIN)
     fig = compare.distance_figure(pr)
-    assert "share of each model's input width" in fig.layout.yaxis.title.text and fig.layout.yaxis.tickformat == ".0%"
+    assert fig.layout.yaxis.title.text == "distance ÷ its input width" and fig.layout.yaxis.tickformat == ".0%"
     sides = ((fig.data[0], pr.a, (5, 5), 32, 160), (fig.data[1], pr.b, (14, 14), 16, 224))
     for trace, side, grid, patch, width in sides:
         want = _hand_distances(side.analysis().attentions, grid, patch)

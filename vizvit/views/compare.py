@@ -366,7 +366,7 @@ def distance_figure(pr: Pair) -> go.Figure:
                                          f"<br>{shown}<extra></extra>"))
     xaxis = dict(title="layer", dtick=1) if same else dict(title="relative depth (layer / layers)", tickformat=".0%")
     yaxis = (dict(title="distance (model-input px)") if in_px
-             else dict(title="distance (share of each model's input width)", tickformat=".0%"))
+             else dict(title="distance ÷ its input width", tickformat=".0%"))
     return go.Figure(dict(data=traces, layout=dict(
         title=dict(text="Mean attention distance per head, both models", font=dict(size=14)),
         xaxis=xaxis, yaxis=yaxis, height=360,
