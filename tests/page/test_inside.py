@@ -53,3 +53,15 @@ def test_a_deep_link_opens_with_heads_off(url):
         page.wait_for_selector("#ablate-text:has-text('Switched off (mean)')", timeout=60_000)
         assert "2.2" in page.inner_text("#ablate-text")
         assert page.locator("#ablate-mode input[value='mean']").is_checked()
+
+
+def test_the_lens_charts_depth_axis_is_named(url):
+    """A walk-through at 1366 px: the logit lens chart's rows 0…12 had no name on the page. Its y-axis
+    title was a plain string in an unvalidated figure, which the page's plotly.js drops (it reads
+    title.text only), so the axis read as bare numbers."""
+    with page_at(url) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Inside")
+        page.wait_for_selector("#lens-plot .js-plotly-plot .main-svg")
+        page.wait_for_function("() => document.querySelector('#lens-plot .xtick') !== null")
+        titles = page.eval_on_selector_all("#lens-plot .g-ytitle", "gs => gs.map(g => g.textContent)")
+        assert titles == ["depth (0 = embedding)"], titles

@@ -166,7 +166,9 @@ def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
         # top down, below the panel label (placed by plotly, 4 lines overlapped the plot).
         layout=dict(title=dict(text=title + "".join(f"<br><sub>{line}</sub>" for line in sub), yref="container",
                                y=1, yanchor="top", pad=dict(t=figures.PANEL_LABEL_PX)),
-                    yaxis=dict(title="depth (0 = embedding)", autorange="reversed", dtick=1),
+                    # title.text: unvalidated, a plain string title reached the page's plotly.js, which
+                    # dropped it (rows 0…12 unnamed: a walk-through)
+                    yaxis=dict(title=dict(text="depth (0 = embedding)"), autorange="reversed", dtick=1),
                     margin=dict(l=10, r=10, t=head, b=10), height=300 + head)),
         _validate=False)
 
