@@ -15,7 +15,7 @@ from vizvit.session import PhotoKey, Workbench
 from vizvit.views import compare
 from vizvit.views.flip import Flipbook
 
-from .. import flip, kit
+from .. import flip, ids, kit
 from ..kit import Ctx
 
 MAP_CLASS = "cmp-map"  # style.css: no room kept for a label these pictures do not have
@@ -121,7 +121,7 @@ def _layout(ctx: Ctx) -> Ui:
     # No reset button: it fires no .input (see the Attention tab's layer slider).
     depth = kit.ClampedSlider(1, 12, value=12, step=1, elem_id="cmp-depth", buttons=[],
                               label="depth cursor, relative (each picture names its model's layer)")
-    verdict = gr.Markdown(elem_id="cmp-verdict")
+    verdict = gr.Markdown(elem_id=ids.CMP_VERDICT)  # said once the cursor stands (web/a11y.js)
     sides = _sides()
     distance = gr.Plot(label="Mean attention distance", elem_id="cmp-distance")
     gr.Markdown(compare.TEXT)

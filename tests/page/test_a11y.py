@@ -622,3 +622,20 @@ def test_a_screen_reader_hears_when_the_shift_sweep_and_the_contest_are_done(url
         page.wait_for_function("() => window.__heard.some((t) => t.startsWith('Tracking p('))", timeout=300_000)
         said = heard(page)
         assert not [t for t in said if "parts so far" in t], said
+
+
+def test_a_screen_reader_hears_the_compare_verdict_after_the_cursor_moves(url):
+    """A keyboard walk: the arrow keys on the Compare tab's depth cursor redrew both models' maps and the verdict
+    under it ("position 11 of 12: A (layer 2/2) …"), and a screen reader heard nothing of it. Now the verdict's
+    first line is said once the cursor stands still."""
+    twin = "random:vit-tiny-patch16-224"  # tests/page/test_compare.py's model B (no download)
+    with page_at(f"{url}?tab=compare&compare={twin}", 1366, 900, init_script=HEARD) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_function("() => !!document.querySelector('#cmp-verdict')?.innerText"
+                               ".includes('position 12 of 12')", timeout=120_000)
+        settled(page)
+        page.get_by_role("tab", name=TABS["compare"]).focus()
+        tab_to(page, "#cmp-depth input[type=range]")
+        heard(page)
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function("() => window.__heard.some((t) => t.includes('position 11 of 12'))", timeout=60_000)
