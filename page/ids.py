@@ -28,6 +28,7 @@ SHIFT_COS = "shift-cos"
 ABLATE_GRID = "ablate-grid"
 POS_GRID = "pos-grid"
 POS_TEXT = "pos-text"
+POS_TILE = "pos-tile"  # the picked position's tile, drawn large: its chart title is said (web/a11y.js)
 # The readouts that answer a pick or a setting (a11y.js says each once it settles)
 PATCH_INFO = "patch-info"
 ATTN_READOUT = "attn-readout"

@@ -10,7 +10,7 @@ from vizvit import vocab
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import positions
 
-from .. import flip, kit
+from .. import flip, ids, kit
 from ..kit import Ctx
 
 CONTROLS = ["size"]  # the PositionsParams fields the tab's controls set, in the order its events list them
@@ -63,7 +63,7 @@ def _layout() -> Ui:
             grid_img = gr.Image(label="Position-embedding cosine: tile (r, c) vs every patch (click a tile)",
                                 interactive=False, format="png", elem_id="pos-grid")  # JPEG blurred the cells
         with gr.Column(scale=2):
-            tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id="pos-tile")
+            tile_plot = gr.Plot(label="The clicked tile, large (hover for values)", elem_id=ids.POS_TILE)
             cls_plot = gr.Plot(label="[CLS] position embedding vs patch positions", elem_id="pos-cls")
     text = gr.Markdown(elem_id="pos-text")
     # The grid without its outline and the outline alone: the page outlines a clicked tile at once

@@ -251,7 +251,7 @@
   //    a slider's every step, are not said one by one). A readout on a hidden tab is not said.
   const SAY = [ID.STATUS, ID.PATCH_INFO, ID.EMB_SIM_INFO, ID.ATTN_READOUT, ID.MASK_INFO, ID.SHIFT_INFO,
                ID.ABLATE_TEXT, ID.LESSON_ANSWER, ID.CURVES_STALE, ID.SWEEP_TEXT, ID.CURVES_TEXT,
-               ID.CMP_VERDICT];
+               ID.CMP_VERDICT, ID.POS_TILE];
   const SETTLE = 700;
   // A long run's steps (the sweep's "Running… 8 of 33", the contest's "8 of 10 parts so far") are not said, one
   // a second on a slow machine: its last line is ("Done: 33 of 33 …"; the sweep and contest were not said at all).
@@ -262,9 +262,14 @@
   said.setAttribute('aria-live', 'polite');
   said.setAttribute('aria-atomic', 'true');
   document.body.append(said);
-  // Its first line: the status line's model and top-1, a readout's headline (the attention readout's table and
-  // its paragraph on artifact tokens are read where they stand, not said at each pick).
-  const textOf = (e) => (e.innerText.split('\n').map((l) => l.replace(/\s+/g, ' ').trim()).find(Boolean) || '');
+  // Its first line: the status line's model and top-1, a readout's headline, a chart's title (the picked Positions
+  // tile's "Position (r, c) …"); the attention readout's table and its paragraph on artifact tokens are read
+  // where they stand, not said at each pick.
+  const textOf = (e) => {
+    const title = e.querySelector('.gtitle');
+    const text = (title && title.textContent) || e.innerText;
+    return text.split('\n').map((l) => l.replace(/\s+/g, ' ').trim()).find(Boolean) || '';
+  };
   const heard = new Map();  // id -> the text last said (or found when first watched)
   let timer = null;
   const announce = () => {

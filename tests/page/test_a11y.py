@@ -639,3 +639,20 @@ def test_a_screen_reader_hears_the_compare_verdict_after_the_cursor_moves(url):
         heard(page)
         page.keyboard.press("ArrowLeft")
         page.wait_for_function("() => window.__heard.some((t) => t.includes('position 11 of 12'))", timeout=60_000)
+
+
+def test_a_screen_reader_hears_which_position_tile_was_picked(url):
+    """A keyboard walk on the Positions tab: arrow keys and Enter on the grid drew the picked position's tile
+    large ("Position (7, 9) …" over the chart), and a screen reader heard nothing (the chart is no readout).
+    The chart's title is now said once it is drawn."""
+    with page_at(url + "?example=chelsea&tab=positions", 1366, 900, init_script=HEARD) as page:
+        page.wait_for_selector("#pos-grid[class*='vv-cells-'] img", timeout=60_000)
+        settled(page)
+        page.wait_for_timeout(1500)  # what the tab's opening says has been said
+        heard(page)
+        page.get_by_role("tab", name=TABS["positions"]).focus()
+        tab_to(page, "#pos-grid .image-container button:not(.icon-button)")
+        for key in ("ArrowRight", "ArrowRight", "Enter"):
+            page.keyboard.press(key)
+        page.wait_for_selector("#pos-tile .gtitle:has-text('Position (7, 9)')", timeout=30_000)
+        page.wait_for_function("() => window.__heard.some((t) => t.includes('Position (7, 9)'))", timeout=10_000)
