@@ -656,3 +656,24 @@ def test_a_screen_reader_hears_which_position_tile_was_picked(url):
             page.keyboard.press(key)
         page.wait_for_selector("#pos-tile .gtitle:has-text('Position (7, 9)')", timeout=30_000)
         page.wait_for_function("() => window.__heard.some((t) => t.includes('Position (7, 9)'))", timeout=10_000)
+
+
+@pytest.mark.parametrize("width, height", [(1366, 900), (390, 844)], ids=["desktop", "phone"])
+def test_axe_finds_nothing_on_the_experiments_tab_after_a_sweep_and_a_contest(url, width, height):
+    """The state a keyboard walk leaves: the sweep's and the contest's charts and tables shown (the tab's own
+    axe run above sees them empty). Not failing before; kept so: a table or chart added there is checked."""
+    if not AXE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail("axe-core not installed: scripts/setup --dev runs npm ci")
+        pytest.skip("axe-core not installed (npm ci at the repo root)")
+    with page_at(url + "?example=chelsea&tab=experiments", width, height) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        page.click("#sweep-run")
+        page.wait_for_function("() => /Done: /.test(document.querySelector('#sweep-text').innerText)", timeout=120_000)
+        page.click("#curves-run")
+        page.wait_for_function("() => /^Tracking p\\(/.test(document.querySelector('#curves-text').innerText)",
+                               timeout=300_000)
+        settled(page)
+        page.add_script_tag(path=str(AXE))
+        found = page.evaluate(RUN_AXE, [WCAG_AA, ["critical", "serious", "moderate", "minor"]])
+        assert not found, "axe-core, WCAG 2.1 AA:\n" + _listing({"experiments": found})
