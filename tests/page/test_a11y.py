@@ -677,3 +677,42 @@ def test_axe_finds_nothing_on_the_experiments_tab_after_a_sweep_and_a_contest(ur
         page.add_script_tag(path=str(AXE))
         found = page.evaluate(RUN_AXE, [WCAG_AA, ["critical", "serious", "moderate", "minor"]])
         assert not found, "axe-core, WCAG 2.1 AA:\n" + _listing({"experiments": found})
+
+
+def _ring_sides(page) -> dict[str, float]:
+    """The share of the focus blue (#1d4ed8) in a 12-px band across each side of the focused element, read
+    from a screenshot (what a sighted keyboard user sees)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    page.evaluate("document.activeElement.scrollIntoView({block: 'center'})")
+    left, top, right, bottom = (round(v) for v in page.evaluate(
+        "(() => { const r = document.activeElement.getBoundingClientRect();"
+        " return [r.left, r.top, r.right, r.bottom]; })()"))
+    a = np.asarray(Image.open(io.BytesIO(page.screenshot())).convert("RGB")).astype(int)
+    blue = (np.abs(a - np.array([0x1D, 0x4E, 0xD8])) < 30).all(-1)
+
+    def band(y0: int, y1: int, x0: int, x1: int) -> float:
+        return float(blue[max(0, y0):y1, max(0, x0):x1].mean())
+
+    across, down = (left + 10, right - 10), (top + 10, bottom - 10)
+    return {"top": band(top - 6, top + 6, *across), "bottom": band(bottom - 6, bottom + 6, *across),
+            "left": band(*down, left - 6, left + 6), "right": band(*down, right - 6, right + 6)}
+
+
+@pytest.mark.parametrize("query, width, height, elem", [("&tab=experiments&projector=1", 1366, 900, "shift-view"),
+                                                         ("&tab=patches", 390, 844, "patch-grid")],
+                         ids=["projector", "phone"])
+def test_a_focused_picture_shows_its_ring_on_all_four_sides(url, query, width, height, elem):
+    """A keyboard walk: a focused picture's ring (3 px, outside the picture by 2 px) was clipped by the picture's
+    box to a line along its top; left, right and bottom showed nothing (WCAG 2.4.7)."""
+    with page_at(url + "?example=chelsea" + query, width, height) as page:
+        page.wait_for_selector(f"#{elem} img")
+        settled(page)
+        tab = page.evaluate("document.querySelector('[role=tab][aria-selected=true]').innerText.trim()")
+        page.get_by_role("tab", name=tab).focus()
+        tab_to(page, f"#{elem} .image-container button:not(.icon-button)")
+        sides = _ring_sides(page)
+        assert all(v >= 0.15 for v in sides.values()), f"the focus ring's share of each side's band: {sides}"
