@@ -140,7 +140,11 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     show_ = kit.answer(show, ui, ctx.wb, ui)  # one handler object: the four events share its concurrency group
     ctx.on_show(tab, show_, ins, opened)
     # .input, not .change: a link sets model B while another tab is open; the tab's open computes it.
-    for control in ("model_b", "head", "shared_range"):
+    for control in ("model_b", "shared_range"):
         ui[control].input(show_, ins, opened, show_progress="minimal")
+    # The heads: .select, a pick. Gradio's dropdown sends .input on blur too, picked or not: a click on the depth
+    # cursor with the heads' list open sent the cursor's old place with it, and that answer put the cursor
+    # back (a walk-through: every move to another depth snapped back to 12).
+    ui["head"].select(show_, ins, opened, show_progress="minimal")
     ui["depth"].change(kit.answer(show_depth, ui, ctx.wb), ins, [ui[n] for n in SHOWN_DEPTH], show_progress="hidden")
     flip.filled_later(ui["book"], kit.answer(fill_book, ui, ctx.wb, ui), ins, [ui["book"]], after="#cmp-attn-a img")

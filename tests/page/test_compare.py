@@ -5,6 +5,7 @@ server's verdict), over relative depth: the tiny model's 2 layers against the 12
 from __future__ import annotations
 
 from browser import FLIPPED_JS, page_at, set_slider, shot, upload, wait_flip_pages, wait_image
+from settle import settled
 from tiny import EXAMPLES
 
 # The random twin of the listed WinKawaks/vit-tiny-patch16-224 (the gate takes it: no download).
@@ -93,3 +94,41 @@ def test_a_links_head_sets_the_compare_head_and_its_copied_link_keeps_it(url):
     with page_at(f"{url}?example=chelsea&tab=compare&compare={TWIN}&head=4") as page:
         page.wait_for_selector("#notice:has-text('About this link')")
         assert "Head 4 does not exist (1–3)" in page.inner_text("#notice")
+
+
+def _cursor_click(page, position: int) -> None:
+    """A click on the cursor's track at `position` of 1..12, as a user's mouse."""
+    box = page.locator("#cmp-depth input[type=range]").bounding_box()
+    page.mouse.click(box["x"] + box["width"] * (position - 1) / 11, box["y"] + box["height"] / 2)
+
+
+def test_a_cursor_move_with_the_heads_list_open_stays(url):
+    """A walk-through: with the heads' list open, a click on the depth cursor snapped back to 12. Gradio's
+    dropdown sends its .input on blur, picked or not, and that event carried the cursor's old place: its
+    answer set the cursor back. The heads now answer a pick (.select); a pick still shows that head."""
+    with page_at(f"{url}?tab=compare&compare={TWIN}", height=1400) as page:
+        page.wait_for_function(f"() => {{ const i = document.querySelector('#cmp-model input');"
+                               f" return i && i.value.includes('{TWIN}'); }}")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.locator("#cmp-attn-a").scroll_into_view_if_needed()
+        wait_image(page, "cmp-attn-a", timeout_ms=120_000)
+        page.wait_for_function("() => document.querySelector('#cmp-verdict').innerText.includes('position 12 of 12')")
+        wait_flip_pages(page, "cmp-depth", 12)  # a move is drawn from the book, its event held until painted
+        page.locator("#cmp-head input").first.click()  # the list opens
+        page.get_by_role("option").first.wait_for()
+        _cursor_click(page, 6)  # the list closes (blur) and the cursor moves
+        page.wait_for_function("() => document.querySelector('#cmp-verdict').innerText.includes('position 6 of 12')")
+        settled(page)
+        assert page.locator("#cmp-depth input[type=number]").input_value() == "6"
+        assert "position 6 of 12" in page.inner_text("#cmp-verdict")
+        # A pick from the list still redraws both sides with that head, at the cursor's place.
+        # (this pair's verdict names no head: neither side has artifact tokens; the maps change)
+        before = [page.locator(f"#{m} img").first.get_attribute("src") for m in ("cmp-attn-a", "cmp-attn-b")]
+        page.locator("#cmp-head input").first.click()
+        page.get_by_role("option", name="2", exact=True).click()
+        for m, old in zip(("cmp-attn-a", "cmp-attn-b"), before):
+            wait_image(page, m, old)
+        settled(page)
+        assert page.locator("#cmp-head input").first.input_value() == "2"
+        assert page.locator("#cmp-depth input[type=number]").input_value() == "6"
+        assert "position 6 of 12" in page.inner_text("#cmp-verdict")

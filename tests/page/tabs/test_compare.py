@@ -34,8 +34,9 @@ def test_moving_the_cursor_answers_the_views_depth_change(built):
 def test_picking_model_b_shows_both_sides_as_the_view_does(built):
     wb, demo, key = built
     fn = wired(demo, "cmp-model", "input")
-    for other in ("cmp-head", "cmp-shared"):  # the same handler, inputs and outputs
-        o = wired(demo, other, "input")
+    # the same handler, inputs and outputs; the heads on a pick (.select: their .input also came on a blur)
+    for other, event in (("cmp-head", "select"), ("cmp-shared", "input")):
+        o = wired(demo, other, event)
         assert (o.fn.__name__, o.inputs, o.outputs) == ("show", fn.inputs, fn.outputs)
     b = wb.catalog.ids[0]
     got = fn.fn(key, b, 2, "mean", True)
