@@ -24,7 +24,7 @@ from vizvit.views import experiments as ev
 def page(photo) -> tuple[dict, dict]:
     """The tab's own components (the books name their elem ids) and its two Fetchers."""
     with gr.Blocks():
-        ui = {**tab._shift_layout(), **tab._mask_layout(), **tab._curves_layout()}
+        ui = {**tab._shift_layout(cnn=False), **tab._mask_layout(), **tab._curves_layout()}
     return ui, tab.fetchers(photo[0], ui)
 
 
