@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
+from vizvit.errors import cut
 from vizvit.model.ablation import Ablation
 from vizvit.model.models import Geometry
 from vizvit.vocab import ABLATE_MODES, DIRECTIONS, FILLS, FUSIONS, MASK_MODES, MODE_FROM_URL, MODE_URL, ONE_HEAD
@@ -72,9 +73,7 @@ def literal(value: object, limit: int = SHOWN_CHARS) -> str:
     punctuation backslash-escaped (so no `<tag>`, `[text](url)`, `![img](src)`, `&entity;`,
     autolink, emphasis or `$maths$` can form), control characters as spaces, cut at `limit`.
     The notices are Markdown (the page shows them in a gr.Markdown); a link is anyone's to write."""
-    text = "".join(c if c.isprintable() else " " for c in str(value))
-    if len(text) > limit:
-        text = text[:limit] + "…"
+    text = cut("".join(c if c.isprintable() else " " for c in str(value)), limit)
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
 
 
@@ -268,8 +267,7 @@ def _photo(r: _Reader) -> str | None:
 def _cut(number: object) -> str:
     """A number from a link in a notice (digits, "-", "."; no Markdown to escape), cut at SHOWN_CHARS: a
     4,000-digit layer= was written out whole."""
-    text = str(number)
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+    return cut(str(number), SHOWN_CHARS)
 
 
 FEW_SHOWN = 8  # of a link's numbers in one notice: a stranger's link of 3,000 patches is no 16 kB wall of digits

@@ -288,14 +288,15 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
                                      [ui[n] for n in [*CURVES, *STALE, "contest_ran"]], **jobs.COSTLY)
     # A setting moved: the contest on show says it is for the old ones (no queue: a comparison, no model).
-    stale = kit.answer(contest_stale, ui, wb)
+    stale = dict(fn=kit.answer(contest_stale, ui, wb), inputs=[ctx.key, *contest_ins], outputs=[ui["curves_stale"]],
+                 queue=False, show_progress="hidden")
     # Once the run ends, against the settings then: one moved before its first chart was cleared by that chart.
-    curving.then(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
+    curving.then(**stale)
     for c in ("steps", "curve_mode"):
-        ui[c].input(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
+        ui[c].input(**stale)
     # A costly map computed on another tab (attention flow): the contest on show may no longer rank every map.
     for computed in ctx.maps_added:
-        computed.then(stale, [ctx.key, *contest_ins], [ui["curves_stale"]], queue=False, show_progress="hidden")
+        computed.then(**stale)
     ui["stop_btn"].click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
 

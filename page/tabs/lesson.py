@@ -58,7 +58,6 @@ def step_query(ctx: Ctx, key: PhotoKey | None, n: int) -> str:
     return deeplink.to_query(deeplink.lesson_link(n, example, key.sha1 if key is not None else None, model))
 
 
-
 def phone(demo: Any, page_url: str) -> launch.PhoneAddress:
     """The page's address as a phone in the room can open it (launch.phone_address); demo: the
     launched page (its server name and --share link), or None."""

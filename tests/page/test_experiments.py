@@ -152,6 +152,14 @@ def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(t
         assert page.evaluate(shows, [bars[8]]), "the open's chart for dx = 0 landed over dx = 8's"
 
 
+def run_contest(page, steps: int | None = None) -> None:
+    """Press Run the contest (its steps slider set first, if given) and wait for its verdict."""
+    if steps is not None:
+        set_slider(page, "curves-steps", steps)
+    page.click("#curves-run")
+    page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+
+
 def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fits(url):
     """A walk-through at 390 px: the sweep's and the contest's legends (placed a quarter of the plot's height
     below it) sat on the x axis's title, and their one-line titles were cut at the chart's edge. Measured in
@@ -160,8 +168,7 @@ def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fi
         page.click("#sweep-run")
         page.wait_for_function("() => /33 of 33|33\\/33/.test(document.querySelector('#sweep-plot')?.innerText)",
                                timeout=120_000)
-        page.click("#curves-run")
-        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        run_contest(page)
         for plot in ("sweep-plot", "deletion-plot"):
             page.wait_for_selector(f"#{plot} .js-plotly-plot .legend")
             box = page.evaluate("""(id) => {
@@ -189,9 +196,7 @@ def test_a_contest_shown_says_it_is_for_the_old_settings_once_they_change_until_
     note = "#curves-stale"
     says = "() => (document.querySelector('#curves-stale')?.innerText || '').trim()"
     with page_at(url + "?example=chelsea&tab=experiments", height=1400, wait_for="#curves-run") as page:
-        set_slider(page, "curves-steps", 3)
-        page.click("#curves-run")
-        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        run_contest(page, steps=3)
         settled(page)
         assert page.evaluate(says) == "", "a contest just run is said to be old"
         set_slider(page, "curves-steps", 5)
@@ -215,9 +220,7 @@ def test_a_contest_shown_says_it_is_for_the_old_settings_once_they_change_until_
         set_slider(page, "curves-steps", 5)  # nothing on show: nothing to call old
         settled(page)
         assert page.evaluate(says) == ""
-        set_slider(page, "curves-steps", 3)
-        page.click("#curves-run")
-        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        run_contest(page, steps=3)
         page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)
 
 
@@ -228,9 +231,7 @@ def test_attention_flow_computed_after_the_contest_ran_puts_a_line_over_it(url):
     says = "() => (document.querySelector('#curves-stale')?.textContent || '').trim()"
     ranked = "() => document.querySelector('#auc-table')?.innerText || ''"
     with page_at(url + "?example=astronaut&tab=experiments", height=1400, wait_for="#curves-run") as page:
-        set_slider(page, "curves-steps", 3)
-        page.click("#curves-run")
-        page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+        run_contest(page, steps=3)
         settled(page)
         assert page.evaluate(says) == "" and "attention flow" not in page.evaluate(ranked)
         page.get_by_role("tab", name="Attention").click()

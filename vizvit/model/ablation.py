@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from vizvit.errors import UserError
+from vizvit.errors import UserError, cut
 from vizvit.model.models import Geometry
 from vizvit.vocab import ABLATE_MODES
 
@@ -58,9 +58,6 @@ class Ablation:
         return Ablation(tuple(now.symmetric_difference({(int(l), int(h)) for l, h in cells})), self.mode)
 
 
-QUOTED_CHARS = 40  # of a part of the heads box quoted in its refusal
-
-
 def parse_heads(text: str, g: Geometry) -> tuple[tuple[int, int], ...]:
     """'3.5, 7.1' (layer.head, counted from 1 as on the page) -> ((2, 4), (6, 0)); '7' = all heads of layer 7.
     The box is any caller's to fill (megabytes): each part is read once however often it is repeated, and each
@@ -77,8 +74,7 @@ def parse_heads(text: str, g: Geometry) -> tuple[tuple[int, int], ...]:
             else:
                 cells = tuple((int(part) - 1, h) for h in range(g.num_heads))
         except ValueError:
-            cut = "…" if len(part) > QUOTED_CHARS else ""
-            raise UserError(f"'{part[:QUOTED_CHARS]}{cut}' is not layer.head (e.g. 3.5) or a layer number.") from None
+            raise UserError(f"'{cut(part)}' is not layer.head (e.g. 3.5) or a layer number.") from None
         out.update(Ablation(cells).checked(g).heads)
     return Ablation(tuple(out)).heads
 

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from vizvit.cancel import NEVER, Cancel
-from vizvit.errors import UserError
+from vizvit.errors import QUOTED_CHARS, UserError
 from vizvit.model import engine
 from vizvit.model.engine import DEFAULT_CHUNK
 from vizvit.model.images import View
@@ -288,9 +288,6 @@ def mask_book(ph: Photo, mask: tuple[int, ...] | None, mode: str, panel: MaskPan
 PAGE_MASK = "m:"  # what the page writes before the mask, so an empty mask differs from none written
 
 
-QUOTED_CHARS = 40  # of a caller's text quoted in a refusal
-
-
 def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
     """The mask the page wrote with a click ("m:3,17"; "m:" for none), or None when it wrote none."""
     text = (text or "").strip()
@@ -300,8 +297,8 @@ def page_mask(text: str | None, g: Geometry) -> tuple[int, ...] | None:
         return masks.clean_mask([int(t) for t in text[len(PAGE_MASK):].split(",") if t.strip()], g)
     except ValueError:
         # the box is any caller's to fill (megabytes): the sentence quotes its start only
-        cut = "…" if len(text) > QUOTED_CHARS else ""
-        raise UserError(f"A mask is patch numbers separated by commas, not {text[:QUOTED_CHARS]!r}{cut}.") from None
+        more = "…" if len(text) > QUOTED_CHARS else ""  # after the quote, as a refusal quotes
+        raise UserError(f"A mask is patch numbers separated by commas, not {text[:QUOTED_CHARS]!r}{more}.") from None
 
 
 def mask_book_at(ph: Photo, key: str) -> flip.Flipbook:
@@ -555,6 +552,7 @@ def curves_progress(ph: Photo, steps: int = 10, mode: str = "black",
         else:
             yield _curves_panel(s.curves, steps, (s.done, s.total), band=s.band)
 
+
 @dataclass(frozen=True)
 class ContestRun:
     """What the contest on show was run with: the session's photo key (model, heads off and labels with the
@@ -715,18 +713,12 @@ def shown_sweep(ph: Photo) -> SweepPanel:
     return sweep_panel(ph.vm, s, None if probs is None else (cnn.id, probs))
 
 
-def shown_curves(ph: Photo, steps: int = 10, mode: str = "black") -> CurvesPanel:
-    """The contest panel as a photo opens: its cached contest for these settings, or an empty panel saying
-    it was not run (the previous photo's verdict, "on this photo", stayed under a new photo)."""
-    if not ph.vm.has_classifier:  # no class to track: the contest cannot run (its button says why)
-        return CurvesPanel(None, [], "")
-    return _shown_contest(ph, steps, mode)[0]
-
-
 def _shown_contest(ph: Photo, steps: int, mode: str) -> tuple[CurvesPanel, ContestRun | None]:
-    """shown_curves, and the ContestRun of the contest in it (None: none): one run before attention flow was
-    computed is shown with the maps it ranks (the panel said it was never run, and hid it)."""
-    if not ph.vm.has_classifier:
+    """The contest panel as a photo opens, and the ContestRun of the contest in it (None: none): its cached
+    contest for these settings, or an empty panel saying it was not run (the previous photo's verdict, "on this
+    photo", stayed under a new photo). One run before attention flow was computed is shown with the maps it
+    ranks (the panel said it was never run, and hid it)."""
+    if not ph.vm.has_classifier:  # no class to track: the contest cannot run (its button says why)
         return CurvesPanel(None, [], ""), None
     shown = contest.peek_shown(ph, steps, mode)
     if shown is None:
