@@ -18,6 +18,14 @@ vizvit's own page, which says so (REOPENS_HEADER): it asks for its stream again 
 comes while it still waits for an answer (web/answer_stream.js), so a close held for it would only
 keep it waiting (the browser tests wait for the page's streams to close).
 
+A join can still cross a close: Gradio decides to close (nothing pending), then the session joins, and its
+client reads the join's answer (an event id) before the close, so it files the event under the stream that
+is closing and opens none (gradio_client: the close hands that event None, a CancelledError with no message;
+seen once in CI, a test's next call 2 s after its last, the upload slow under load). So a closed stream waits,
+before it ends, for its client to hang up (gradio_client does once it has read the close), at most SETTLE_S;
+and a join of its session meanwhile is answered only after that: the client has then marked its stream closed
+and opens a new one, where the event's answer waits (Gradio keeps the session's messages).
+
 Every answer stream, held or not, ends its Gradio heartbeat task as it ends (page/heartbeats.py: a
 stream its client hung up on left the task running for the life of the process).
 
@@ -45,6 +53,9 @@ GRACE_S = 2.0  # how long a stream waits, after a session's last answer, for its
 CHECK_S = 0.25  # the safety net: how often a held stream looks without being woken (a stopped queue too)
 WAITERS = "_vizvit_join_waiters"  # the queue's {session: {asyncio.Event of each held stream}}
 COMPLETED = b'"msg":"process_completed"'  # Gradio's message, as orjson writes it (no spaces)
+SETTLE_S = 2.0  # how long a closed stream waits for its client to hang up, and a join of its session with it
+CLOSINGS = "_vizvit_closing_streams"  # the queue's {session: asyncio.Event set once its closed stream ended}
+CLOSE = b'"msg":"close_stream"'
 REOPENS_HEADER = "x-vizvit-reopens"  # sent by the page's streams (web/answer_stream.js): no grace needed
 log = logging.getLogger("vizvit.app")
 
@@ -73,21 +84,46 @@ async def next_event(queue: Any, session: str, grace_s: float) -> bool:
             waiters.pop(session, None)
 
 
+async def hung_up(receive: Any, limit_s: float) -> bool:
+    """Until the client hangs up (its request's body long read, the next message is the disconnect), at
+    most limit_s; whether it did."""
+    async def disconnect() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    try:
+        await asyncio.wait_for(disconnect(), limit_s)
+        return True
+    except TimeoutError:
+        return False
+
+
+async def after_close(queue: Any, session: str | None) -> None:
+    """A join's answer waits while its session's stream has closed but not yet ended (at most SETTLE_S)."""
+    ended = queue.__dict__.get(CLOSINGS, {}).get(session)
+    if ended is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), SETTLE_S)
+
+
 def install() -> None:
-    """Queue.push wrapped to wake the streams held for the session it queued an event of (idempotent;
-    queue_wake's wrapper may sit above or below it: functools.wraps carries each one's mark)."""
+    """Queue.push wrapped to wake the streams held for the session it queued an event of, and to answer
+    only once a stream of that session that is closing has ended (idempotent; queue_wake's wrapper may sit
+    above or below it: functools.wraps carries each one's mark)."""
     if getattr(Queue.push, "vizvit_joins", False):
         return
     original = Queue.push
 
     @functools.wraps(original)
     async def push(self: Queue, body: Any, *args: Any, **kwargs: Any) -> Any:
+        session = getattr(body, "session_hash", None)
         try:
             return await original(self, body, *args, **kwargs)
         finally:
-            for joined in list(self.__dict__.get(WAITERS, {}).get(getattr(body, "session_hash", None), ())):
+            for joined in list(self.__dict__.get(WAITERS, {}).get(session, ())):
                 with contextlib.suppress(RuntimeError):  # a waiter of a closed loop: never the join's failure
                     joined.set()
+            await after_close(self, session)
 
     push.vizvit_joins = True  # type: ignore[attr-defined]
     Queue.push = push  # type: ignore[method-assign]
@@ -137,11 +173,22 @@ class StreamGrace:
             await self.app(scope, receive, send)
             return
         queue = scope["app"].get_blocks()._queue  # Starlette puts the Gradio App in the scope
+        closings, ended = queue.__dict__.setdefault(CLOSINGS, {}), asyncio.Event()
 
         async def graced(message: dict) -> None:
+            body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+            if CLOSE in body:  # Gradio checked nothing was pending just before, with no await between
+                closings[session] = ended
+            elif message["type"] == "http.response.body" and not message.get("more_body") \
+                    and closings.get(session) is ended:
+                await hung_up(receive, SETTLE_S)
             await send(message)  # Gradio's stream resumes (and may close) only after this returns
-            if (message["type"] == "http.response.body" and message.get("more_body")
-                    and COMPLETED in message.get("body", b"")):
+            if message.get("more_body") and COMPLETED in body:
                 await next_event(queue, session, GRACE_S)
 
-        await self.app(scope, receive, graced)
+        try:
+            await self.app(scope, receive, graced)
+        finally:
+            ended.set()
+            if closings.get(session) is ended:
+                del closings[session]
