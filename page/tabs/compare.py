@@ -26,7 +26,7 @@ SIDES = ("a", "b")
 # The Page fields a cursor move shows (the page names are the fields' names), then those the tab shows on opening.
 SHOWN_DEPTH = [*(f"{kind}_{s}" for kind in ("attention", "rollout") for s in SIDES), "verdict"]
 SHOWN = [*SHOWN_DEPTH, *(f"{kind}_{s}" for kind in ("title", "top5", "positions") for s in SIDES), "distance", "pairs"]
-OPENED = [*SHOWN, "book", "depth", "head"]
+OPENED = [*SHOWN, "book", "depth", "head", "shown_b"]  # shown_b: the model B the tab shows (a gr.State)
 Ui = dict[str, gr.components.Component]
 
 
@@ -80,14 +80,19 @@ def book_value(ui: Ui, b: Flipbook) -> str:
 
 # -- handlers: explicit values in, {name: value} out (page names: CONTROLS, OPENED, SHOWN_DEPTH) ---------------
 def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
-    """The tab opened, or model B, the heads or the colour range changed: both sides, the cursor's range."""
-    if key is None:
+    """The tab opened, or model B, the heads or the colour range changed: both sides, the cursor's range.
+    v: the controls (CONTROLS order); from model B's own event, then the model B shown. Gradio's dropdown
+    sends its .input on a blur too, picked or not, with the cursor's place as it was: a click on the cursor
+    right after a pick put the cursor back (a walk-through). Model B as shown: nothing to answer."""
+    controls, shown = v[:len(CONTROLS)], v[len(CONTROLS):]
+    p = params(controls)
+    if key is None or (shown and p.model_b == (shown[0] or None)):
         return kit.skip(OPENED)
-    page = compare.show(wb.handle(key), params(v, example=_example_stems().get(key.sha1)))
+    page = compare.show(wb.handle(key), params(controls, example=_example_stems().get(key.sha1)))
     # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
     return {**kit.values(page, {n: n for n in SHOWN}), "book": book_value(ui, page.book),
             "depth": gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),
-            "head": gr.Dropdown(choices=page.heads, value=page.head)}
+            "head": gr.Dropdown(choices=page.heads, value=page.head), "shown_b": p.model_b}
 
 
 def show_depth(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict:
@@ -128,7 +133,7 @@ def _layout(ctx: Ctx) -> Ui:
     book = flip.component("cmp-depth")  # both sides' maps at every cursor position (page/web/flipbook.js)
     return {"model_b": model_b, "head": head, "shared_range": shared, "pairs": pairs, "depth": depth,
             "verdict": verdict, **{f"{kind}_{s}": c for s in SIDES for kind, c in sides[s].items()},
-            "distance": distance, "book": book}
+            "distance": distance, "book": book, "shown_b": gr.State(None)}
 
 
 def build(ctx: Ctx, tab: gr.Tab) -> None:
@@ -139,9 +144,10 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     opened = [ui[n] for n in OPENED]
     show_ = kit.answer(show, ui, ctx.wb, ui)  # one handler object: the four events share its concurrency group
     ctx.on_show(tab, show_, ins, opened)
-    # .input, not .change: a link sets model B while another tab is open; the tab's open computes it.
-    for control in ("model_b", "shared_range"):
-        ui[control].input(show_, ins, opened, show_progress="minimal")
+    # .input, not .change: a link sets model B while another tab is open; the tab's open computes it. Model B's
+    # with the B shown: its .input comes on a blur too (see show).
+    ui["model_b"].input(show_, [*ins, ui["shown_b"]], opened, show_progress="minimal")
+    ui["shared_range"].input(show_, ins, opened, show_progress="minimal")
     # The heads: .select, a pick. Gradio's dropdown sends .input on blur too, picked or not: a click on the depth
     # cursor with the heads' list open sent the cursor's old place with it, and that answer put the cursor
     # back (a walk-through: every move to another depth snapped back to 12).

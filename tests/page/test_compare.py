@@ -132,3 +132,14 @@ def test_a_cursor_move_with_the_heads_list_open_stays(url):
         assert page.locator("#cmp-head input").first.input_value() == "2"
         assert page.locator("#cmp-depth input[type=number]").input_value() == "6"
         assert "position 6 of 12" in page.inner_text("#cmp-verdict")
+        # Model B's list opened and left by Tab, the cursor moved at once: Gradio's dropdown sends .input on the
+        # blur, picked or not, with the cursor's place as it was (a walk-through: the cursor went back to 6).
+        # Model B as shown: no answer comes for it.
+        page.locator("#cmp-model input").first.click()
+        page.get_by_role("option").first.wait_for()
+        page.keyboard.press("Tab")
+        _cursor_click(page, 4)
+        page.wait_for_function("() => document.querySelector('#cmp-verdict').innerText.includes('position 4 of 12')")
+        settled(page)
+        assert page.locator("#cmp-depth input[type=number]").input_value() == "4"
+        assert "position 4 of 12" in page.inner_text("#cmp-verdict")

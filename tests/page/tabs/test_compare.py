@@ -35,11 +35,14 @@ def test_picking_model_b_shows_both_sides_as_the_view_does(built):
     wb, demo, key = built
     fn = wired(demo, "cmp-model", "input")
     # the same handler, inputs and outputs; the heads on a pick (.select: their .input also came on a blur)
+    # model B's with the B shown last (its .input comes on a blur too)
     for other, event in (("cmp-head", "select"), ("cmp-shared", "input")):
         o = wired(demo, other, event)
-        assert (o.fn.__name__, o.inputs, o.outputs) == ("show", fn.inputs, fn.outputs)
+        assert (o.fn.__name__, o.inputs, o.outputs) == ("show", fn.inputs[:-1], fn.outputs)
+    assert isinstance(fn.inputs[-1], gr.State) and fn.outputs[-1] is fn.inputs[-1]
     b = wb.catalog.ids[0]
-    got = fn.fn(key, b, 2, "mean", True)
+    got = fn.fn(key, b, 2, "mean", True, None)
+    assert got[fn.outputs[-1]] == b, "the B shown, for the next .input"
     assert tab._example_stems().get(key.sha1) == "chelsea", "the photo is an example: its links name it"
     want = compare.show(wb.handle(key), compare.CompareParams(model_b=b, depth=2, head="mean", example="chelsea"))
     for field, elem_id in {**DEPTH_IDS, "title_a": "cmp-title-a", "title_b": "cmp-title-b",
@@ -48,5 +51,17 @@ def test_picking_model_b_shows_both_sides_as_the_view_does(built):
     depth, head = by_id(demo, "cmp-depth"), by_id(demo, "cmp-head")
     assert (got[depth].maximum, got[depth].value) == (want.positions, want.depth)
     assert got[head].choices == [(h, h) for h in want.heads] or [c[1] for c in got[head].choices] == list(want.heads)
-    before = fn.fn(None, b, 2, "mean", True)
+    before = fn.fn(None, b, 2, "mean", True, None)
     assert all(v == gr.skip() for v in before.values()), "no photo yet: nothing cleared (kit.skip says why)"
+
+
+def test_model_bs_input_with_the_b_already_shown_answers_nothing(built):
+    """Gradio's dropdown sends .input on a blur too, picked or not, with the cursor's place as it was then:
+    answered, it put a cursor just moved back. The B shown is sent with it; the same B again: nothing."""
+    wb, demo, key = built
+    fn = wired(demo, "cmp-model", "input")
+    b = wb.catalog.ids[0]
+    assert all(v == gr.skip() for v in fn.fn(key, b, 2, "mean", True, b).values())
+    assert fn.fn(key, None, 2, "mean", True, b)[fn.outputs[-1]] is None, "B cleared: answered"
+    other = wb.catalog.twins()[0]  # the random twin: another B
+    assert fn.fn(key, other, 2, "mean", True, b)[fn.outputs[-1]] == other
