@@ -26,7 +26,7 @@ SIDES = ("a", "b")
 # The Page fields a cursor move shows (the page names are the fields' names), then those the tab shows on opening.
 SHOWN_DEPTH = [*(f"{kind}_{s}" for kind in ("attention", "rollout") for s in SIDES), "verdict"]
 SHOWN = [*SHOWN_DEPTH, *(f"{kind}_{s}" for kind in ("title", "top5", "positions") for s in SIDES), "distance", "pairs"]
-OPENED = [*SHOWN, "book", "depth", "head", "shown_b"]  # shown_b: the model B the tab shows (a gr.State)
+OPENED = [*SHOWN, "book", "depth", "head", "shown_b"]  # shown_b: (photo key, model B) the tab shows (a gr.State)
 Ui = dict[str, gr.components.Component]
 
 
@@ -81,18 +81,20 @@ def book_value(ui: Ui, b: Flipbook) -> str:
 # -- handlers: explicit values in, {name: value} out (page names: CONTROLS, OPENED, SHOWN_DEPTH) ---------------
 def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     """The tab opened, or model B, the heads or the colour range changed: both sides, the cursor's range.
-    v: the controls (CONTROLS order); from model B's own event, then the model B shown. Gradio's dropdown
-    sends its .input on a blur too, picked or not, with the cursor's place as it was: a click on the cursor
-    right after a pick put the cursor back (a walk-through). Model B as shown: nothing to answer."""
+    v: the controls (CONTROLS order); from model B's own event, then (photo key, model B) as the tab shows
+    them. Gradio's dropdown sends its .input on a blur too, picked or not, with the cursor's place as it
+    was: a click on the cursor right after a pick put the cursor back (a walk-through). That photo and B as
+    shown: nothing to answer. The key too, not B alone: a new photo's answer that did not come (it failed)
+    leaves the photo before on the tab, and model B's .input is then the way to draw it."""
     controls, shown = v[:len(CONTROLS)], v[len(CONTROLS):]
     p = params(controls)
-    if key is None or (shown and p.model_b == (shown[0] or None)):
+    if key is None or (shown and shown[0] == (key, p.model_b)):
         return kit.skip(OPENED)
     page = compare.show(wb.handle(key), params(controls, example=_example_stems().get(key.sha1)))
     # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
     return {**kit.values(page, {n: n for n in SHOWN}), "book": book_value(ui, page.book),
             "depth": gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),
-            "head": gr.Dropdown(choices=page.heads, value=page.head), "shown_b": p.model_b}
+            "head": gr.Dropdown(choices=page.heads, value=page.head), "shown_b": (key, p.model_b)}
 
 
 def show_depth(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict:

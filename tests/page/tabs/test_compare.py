@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import gradio as gr
 from built_page import by_id, same, wired
+from PIL import Image
 
 from page.tabs import compare as tab
+from vizvit.session import PhotoKey
 from vizvit.views import compare
 
 DEPTH_IDS = {"attention_a": "cmp-attn-a", "attention_b": "cmp-attn-b", "rollout_a": "cmp-roll-a",
@@ -42,7 +44,7 @@ def test_picking_model_b_shows_both_sides_as_the_view_does(built):
     assert isinstance(fn.inputs[-1], gr.State) and fn.outputs[-1] is fn.inputs[-1]
     b = wb.catalog.ids[0]
     got = fn.fn(key, b, 2, "mean", True, None)
-    assert got[fn.outputs[-1]] == b, "the B shown, for the next .input"
+    assert got[fn.outputs[-1]] == (key, b), "the photo and the B shown, for the next .input"
     assert tab._example_stems().get(key.sha1) == "chelsea", "the photo is an example: its links name it"
     want = compare.show(wb.handle(key), compare.CompareParams(model_b=b, depth=2, head="mean", example="chelsea"))
     for field, elem_id in {**DEPTH_IDS, "title_a": "cmp-title-a", "title_b": "cmp-title-b",
@@ -61,7 +63,25 @@ def test_model_bs_input_with_the_b_already_shown_answers_nothing(built):
     wb, demo, key = built
     fn = wired(demo, "cmp-model", "input")
     b = wb.catalog.ids[0]
-    assert all(v == gr.skip() for v in fn.fn(key, b, 2, "mean", True, b).values())
-    assert fn.fn(key, None, 2, "mean", True, b)[fn.outputs[-1]] is None, "B cleared: answered"
+    assert all(v == gr.skip() for v in fn.fn(key, b, 2, "mean", True, (key, b)).values())
+    assert fn.fn(key, None, 2, "mean", True, (key, b))[fn.outputs[-1]] == (key, None), "B cleared: answered"
     other = wb.catalog.twins()[0]  # the random twin: another B
-    assert fn.fn(key, other, 2, "mean", True, b)[fn.outputs[-1]] == other
+    assert fn.fn(key, other, 2, "mean", True, (key, b))[fn.outputs[-1]] == (key, other)
+
+
+def test_model_bs_input_with_that_b_on_a_photo_the_tab_does_not_show_is_answered(built, cat):
+    """The tab can show model B on another photo than the session's: a new photo's answer that did not come
+    (compare.show failed for it, e.g. the photo pushed out meanwhile) left the photo before in place. Model
+    B's .input with that B then draws the new photo, as it did before the B shown was kept (with only B
+    kept, it answered nothing, and the tab stayed on the old photo's maps under the new photo)."""
+    wb, demo, key = built
+    fn = wired(demo, "cmp-model", "input")
+    b = wb.catalog.ids[0]
+    shown = fn.fn(key, b, 2, "mean", True, None)[fn.outputs[-1]]  # the cat drawn with B
+    mirrored = PhotoKey(key.model_id, wb.add_photo(cat.transpose(Image.Transpose.FLIP_LEFT_RIGHT)))
+    got = fn.fn(mirrored, b, 2, "mean", True, shown)  # the mirrored cat's own answer never came
+    want = compare.show(wb.handle(mirrored), compare.CompareParams(model_b=b, depth=2, head="mean"))
+    for field, elem_id in DEPTH_IDS.items():
+        assert same(got[by_id(demo, elem_id)], getattr(want, field)), field
+    assert all(v == gr.skip() for v in fn.fn(mirrored, b, 2, "mean", True, got[fn.outputs[-1]]).values()), \
+        "drawn: its next .input with that B answers nothing"
