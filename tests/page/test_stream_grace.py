@@ -138,10 +138,12 @@ def test_the_pages_own_stream_is_closed_at_once(url):
 
 
 class SlowClose:
-    """An ASGI middleware outside StreamGrace that delays each close_stream message by DELAY_S on its way
-    to the client: a loaded machine or a long line, where the client reads a close well after the server sent it."""
+    """An ASGI middleware outside StreamGrace that holds each close_stream message DELAY_S on its way to
+    the client (a loaded machine or a long line, where the client reads a close well after the server sent
+    it); `held` is set as a hold begins."""
 
     DELAY_S = 1.0
+    held = threading.Event()
 
     def __init__(self, app) -> None:
         self.app = app
@@ -151,6 +153,7 @@ class SlowClose:
 
         async def slow(message: dict) -> None:
             if stream_grace.CLOSE in message.get("body", b""):
+                self.held.set()
                 await asyncio.sleep(self.DELAY_S)
             await send(message)
 
@@ -161,7 +164,9 @@ def test_gradio_clients_call_that_crosses_its_streams_close_is_answered(monkeypa
     """gradio_client's next call joins after the server decided to close the stream but before the
     client read the close: the client filed the event under the closing stream and opened none, and the
     close handed the call None (CancelledError, an empty message: CI's one failure of test_api). The join's
-    answer now waits until the client has hung up that stream, so the client opens a new one for it."""
+    answer now waits until the client has hung up that stream, so the client opens a new one for it.
+    Each next call is sent once the stream's close is held on its way (no fixed sleeps: a worker slowed by
+    load, or niced, still crosses the close every time)."""
     from gradio_client import Client
 
     monkeypatch.setattr(stream_grace, "GRACE_S", 0.3)
@@ -174,11 +179,16 @@ def test_gradio_clients_call_that_crosses_its_streams_close_is_answered(monkeypa
                 app_kwargs={"middleware": [Middleware(SlowClose), Middleware(stream_grace.StreamGrace)]})
     try:
         client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-        for x in (1, 2, 3):
-            assert client.predict(x, api_name="/double") == 2 * x
-            time.sleep(0.5)  # the close decided at 0.3 s after the answer reaches the client at 1.3 s
-        time.sleep(SlowClose.DELAY_S + 0.5)  # the last stream closed and ended
-        assert not demo._queue.__dict__.get(stream_grace.CLOSINGS), "an ended stream stayed marked closing"
+        SlowClose.held.clear()
+        assert client.predict(1, api_name="/double") == 2
+        for x in (2, 3):
+            assert SlowClose.held.wait(20), "the stream never closed"
+            SlowClose.held.clear()
+            assert client.predict(x, api_name="/double") == 2 * x  # joined while the close is held
+        deadline = time.monotonic() + 20
+        while demo._queue.__dict__.get(stream_grace.CLOSINGS) or not SlowClose.held.is_set():
+            assert time.monotonic() < deadline, "an ended stream stayed marked closing"
+            time.sleep(0.05)
     finally:
         demo.close()
 
