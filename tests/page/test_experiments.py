@@ -153,7 +153,10 @@ def test_a_shift_moved_while_the_opens_charts_are_computed_keeps_its_own_chart(t
 
 
 def run_contest(page, steps: int | None = None) -> None:
-    """Press Run the contest (its steps slider set first, if given) and wait for its verdict."""
+    """Press Run the contest (its steps slider set first, if given) and wait for its verdict. The photo's
+    analysis first: a link's example is still on its way on a loaded machine, and a click then met no photo
+    ("Upload a photo first.": a full suite's run waited 300 s for a verdict that was never asked for)."""
+    page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
     if steps is not None:
         set_slider(page, "curves-steps", steps)
     page.click("#curves-run")
@@ -165,6 +168,7 @@ def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fi
     below it) sat on the x axis's title, and their one-line titles were cut at the chart's edge. Measured in
     the browser: the legend starts below the axis title, and every title line ends inside the chart."""
     with page_at(url + "?example=chelsea&tab=experiments", width=390, height=844, wait_for="#sweep-run") as page:
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)  # the link's photo analysed
         page.click("#sweep-run")
         page.wait_for_function("() => /33 of 33|33\\/33/.test(document.querySelector('#sweep-plot')?.innerText)",
                                timeout=120_000)
