@@ -129,6 +129,27 @@ def test_depth_panel_marks_and_leaves_out_the_artifact_tokens(tiny16, cat):
     assert len(fig.data[0].x) == g.num_patches and len(fig.data[1].x) == 1, "a ring around the artifact"
 
 
+def test_no_artifact_sentence_says_from_depth_on_only_when_they_stay(tiny16, cat):
+    """'No artifact tokens at this depth (from depth k on: the four corners)' held only while the same
+    patches stay artifact tokens to the last depth. Constructed: the four corners at depth 1, three of
+    them at the last (the trained ViT-Ti on a plain gradient: (13, 13) under 4× the median at depth 12,
+    the norm table counting 3 beside "from depth 8 on: the four corners")."""
+    a = vizvit.analyze(tiny16, cat)
+    g = tiny16.geometry
+    assert g.num_layers >= 2
+    d = emb.prepare(tiny16, a)
+    gh, gw = g.grid
+    ex = np.zeros((g.num_layers + 1, gh, gw), bool)
+    ex[1:, [0, 0, gh - 1, gh - 1], [0, gw - 1, 0, gw - 1]] = True
+    stay = dataclasses.replace(d, tokens=dataclasses.replace(d.tokens, excluded=ex.copy()))
+    assert "(from depth 1 on: the four corners)" in embed_panels.artifact_sentence(tiny16, a, stay, 0)
+    ex[-1, gh - 1, gw - 1] = False  # the last depth keeps three
+    drop = dataclasses.replace(d, tokens=dataclasses.replace(d.tokens, excluded=ex))
+    said = embed_panels.artifact_sentence(tiny16, a, drop, 0)
+    assert "from depth 1 on" not in said, said
+    assert "first at depth 1: the four corners" in said and f"3 at {g.num_layers}" in said, said
+
+
 def test_register_norms_are_exported(families, cat):
     vm = families["dinov2_reg"]
     a = vizvit.analyze(vm, cat)

@@ -294,6 +294,20 @@ def _titled(img: np.ndarray, text: str) -> np.ndarray:
     return np.concatenate([strip, img], axis=0)
 
 
+def artifact_depths(excluded: np.ndarray) -> str:
+    """Where a photo's artifact tokens are, from (L+1, gh, gw) bool (some depth has one). "from depth 8 on:
+    the four corners" only when the same patches are artifact tokens at every depth from there to the last:
+    on a plain gradient the ViT-Ti's (13, 13) falls under 4× the median at depth 12 (3 of them there), and
+    "the four corners from depth 8 on" sat beside a norm table that counted 3."""
+    depths = np.flatnonzero(excluded.any(axis=(1, 2)))
+    first, last = int(depths[0]), len(excluded) - 1
+    if all((excluded[k] == excluded[first]).all() for k in range(first, last + 1)):
+        return f"from depth {first} on: {art_mod.describe(excluded[first])}"
+    counts = ", ".join(f"{int(excluded[k].sum())} at {k}" for k in range(first, last + 1))
+    return (f"first at depth {first}: {art_mod.describe(excluded[first])}; not the same patches at every "
+            f"depth after it: {counts}")
+
+
 def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int) -> str:
     """One sentence on this depth's artifact tokens: where, how many × the median norm, how much of
     [CLS]'s last-layer attention they take (the Attention tab's bright spots), and the paper."""
@@ -301,9 +315,8 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: i
     art = d.tokens.excluded[depth]
     any_depth = d.tokens.excluded.any(axis=(1, 2))
     if not art.any():
-        first = int(np.argmax(any_depth)) if any_depth.any() else None
-        where = (f"at this depth (from depth {first} on: {art_mod.describe(d.tokens.excluded[first])})"
-                 if first is not None else "at any depth of this photo")
+        where = f"at this depth ({artifact_depths(d.tokens.excluded)})" if any_depth.any() else \
+            "at any depth of this photo"
         return f"**No artifact tokens** {where}; rule: {ARTIFACTS_AT_DEPTH}."
     norms = d.tokens.norms[depth]
     ratio = float(norms[art].mean() / np.median(norms))
