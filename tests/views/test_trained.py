@@ -138,3 +138,30 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
     assert "artifact tokens" in text and "One photo, 2 fills (black and blur)" in text
     # attention and class relevance beat random with blur: only the two that win with neither fill are named
     assert "a likely reason rollout and gradient rollout do no better than random here." in text
+
+
+def test_attention_readout_gives_the_artifacts_share_of_the_map_it_shows(photo):
+    """The readout table's artifact row beside the caption's 'they hold x % of its total': on a column map
+    (what every patch gives patch (0, 0), summing to ~34) the row called 0.3860 the artifacts' "share of
+    the map" while the caption said 1.1 %. The share is checked against transformers' own attentions."""
+    import torch
+    from tiny import trained_dir
+    from transformers import AutoImageProcessor, ViTForImageClassification
+
+    from vizvit.readings.attention import AttnParams
+    from vizvit.views import attention as av
+
+    folder = str(trained_dir())
+    hf = ViTForImageClassification.from_pretrained(folder, attn_implementation="eager").eval()
+    x = AutoImageProcessor.from_pretrained(folder)(photo.image, return_tensors="pt")["pixel_values"]
+    with torch.no_grad():
+        att = hf(pixel_values=x, output_attentions=True).attentions[11][0].mean(0)  # (N, N), layer 12
+    column = att[1:, 1].numpy()  # every patch's attention to patch (0, 0) = token 1
+    corners = [0, 13, 182, 195]
+    share = column[corners].sum() / column.sum()
+    assert 0.005 < share < 0.05, share  # measured 1.1 %: far from the sum, 0.39
+    readout = av.main_panel(photo.vm, photo.analysis(), AttnParams(layer=12, query=(0, 0), direction="column"),
+                            photo.derived, with_image=False).readout
+    row = next(line for line in readout.splitlines() if line.startswith("| artifact tokens'"))
+    assert f"{share:.1%} of the map's sum" in row, row
+    assert f"they hold **{share:.1%}**" in readout
