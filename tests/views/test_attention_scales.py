@@ -113,6 +113,25 @@ def test_the_artifact_caption_says_what_the_artifacts_hold_of_this_map():
     assert "On this map" not in ap.artifact_note(arts, ra.AttnParams(), "through layer", 12, signed)
 
 
+def test_a_map_before_the_artifact_layers_names_the_corners_when_they_stand_out():
+    """Layer 8 of the trained ViT-Ti reads the tokens entering block 8 (no artifact token yet), but [CLS]
+    already gave the corners 25 % of its map there, the max at a corner, and nothing named them.
+    Constructed: 3 layers, the corners artifact tokens from layer 3 on; maps of layer 2."""
+    masks = np.zeros((3, 14, 14), bool)
+    masks[2, [0, 0, -1, -1], [0, -1, 0, -1]] = True
+    peaked = np.full((14, 14), 1.0, np.float32)
+    peaked[0, 0], peaked[0, -1], peaked[-1, 0], peaked[-1, -1] = 16.0, 8.0, 8.0, 8.0  # 40 / 232: 8.4x even
+    text = ap.early_artifact_note(peaked, masks, 2)
+    assert "the four corners are artifact tokens from layer 3 on" in text, text
+    assert "hold **17.2%** of its total over the patches, 8.4× what 4 of 196" in text, text
+    assert "the max, at (row 0, col 0), is one" in text, text
+    flat = np.full((14, 14), 1.0, np.float32)
+    flat[masks[2]] = 1.5  # 1.5x even: they do not stand out, nothing to say
+    assert ap.early_artifact_note(flat, masks, 2) == ""
+    assert ap.early_artifact_note(peaked, masks, 3) == "", "no later layer: layer 3's own note names them"
+    assert ap.early_artifact_note(peaked - 2.0, masks, 2) == "", "a signed map has no share"
+
+
 def test_nearly_uniform_is_said_of_flat_maps_only_read_as_the_colours_are():
     """The helper's catches on the trained ViT-Ti: a column map far below 1/N everywhere but 34x
     brighter at one patch was called "nearly uniform" (its spread was measured against 1/N), and a flat
