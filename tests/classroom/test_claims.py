@@ -85,12 +85,16 @@ def test_uniform_distance_is_the_mean_pair_distance_by_hand():
 def test_early_heads_look_across_the_whole_photo_only_when_a_distance_says_so():
     uniform = claims.uniform_distance((14, 14), 16)  # ≈ 116 px
     # The trained ViT-Ti: the farthest layer-1 head at 95 px on a 224-px input: not the whole photo.
-    t = claims.early_heads_sentence([21.0, 95.0, 40.0], 224, uniform)
+    t = claims.early_heads_sentence([21.0, 95.0, 40.0], 224, uniform, 16)
     assert t.startswith("No layer-1 head looks across the whole photo: the farthest, head 2, averages 95 px")
-    assert "224-px input would give 116 px" in t and "nearest stays at 21 px" in t
-    t = claims.early_heads_sentence([21.0, 110.0, 40.0], 224, uniform)
+    assert "224-px input would give 116 px" in t and "nearest head stays at 21 px" in t
+    t = claims.early_heads_sentence([21.0, 110.0, 40.0], 224, uniform, 16)
     assert t.startswith("Some layer-1 heads already look across the whole photo: head 2 at 110 px")
-    assert claims.early_heads_sentence([20.0, 30.0, 25.0], 224, uniform).startswith("Every layer-1 head stays local")
+    assert claims.early_heads_sentence([20.0, 30.0, 25.0], 224, uniform, 16).startswith("Every layer-1 head stays local")
+    # A plain gradient on the trained ViT-Ti: heads at 62, 69 and 28 px. "The farthest, head 2, averages 69 px,
+    # well beyond its neighbours" read as beyond the other heads (head 1: 62 px); it meant a patch's neighbours.
+    t = claims.early_heads_sentence([62.3, 68.8, 28.4], 224, uniform, 16)
+    assert "its neighbours" not in t and "well beyond a patch's nearest neighbours (16 px away)" in t, t
 
 
 def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():

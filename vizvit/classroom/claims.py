@@ -128,9 +128,10 @@ def uniform_distance(grid: tuple[int, int], patch: int) -> float:
     return float(d.mean() * patch)
 
 
-def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, uniform: float) -> str:
+def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, uniform: float, patch: int) -> str:
     """What layer 1's heads do, from their mean distances (px): 'across the whole photo' only for a head
-    at WHOLE_PHOTO of `uniform` (attention spread over every patch) or more."""
+    at WHOLE_PHOTO of `uniform` (attention spread over every patch) or more. patch: the patch side (px),
+    the distance to a patch's nearest neighbours, which a head halfway to `uniform` reaches well beyond."""
     d = np.asarray(layer1, float)
     far, near = float(d.max()), float(d.min())
     h = int(d.argmax()) + 1
@@ -140,7 +141,8 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
                 f"the nearest head at {near:.0f} px.")
     if far >= 0.5 * uniform:
         return (f"No layer-1 head looks across the whole photo: the farthest, head {h}, averages "
-                f"{far:.0f} px ({ref}), well beyond its neighbours; the nearest stays at {near:.0f} px.")
+                f"{far:.0f} px ({ref}), well beyond a patch's nearest neighbours ({patch} px away); the nearest "
+                f"head stays at {near:.0f} px.")
     return f"Every layer-1 head stays local: {near:.0f}–{far:.0f} px ({ref})."
 
 

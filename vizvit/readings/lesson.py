@@ -200,7 +200,8 @@ def _distance(ph: Photo, step: Step) -> Measured:
     right = "nearer" if last > 1.1 * first else "farther" if first > 1.1 * last else "same"
     each = lambda row: ", ".join(f"{v:.1f}" for v in row)  # noqa: E731
     g = ph.vm.geometry
-    early = claims.early_heads_sentence(d[0], g.image_size[0], claims.uniform_distance(g.grid, g.patch_size))
+    early = claims.early_heads_sentence(d[0], g.image_size[0], claims.uniform_distance(g.grid, g.patch_size),
+                                         g.patch_size)
     return Measured(f"layer {L} · head {h + 1} · {d[-1, h]:.1f} px",
                     f"Mean attention distance, layer 1: {each(d[0])} px (mean **{first:.1f}**); layer {L}: "
                     f"{each(d[-1])} px (mean **{last:.1f}**). {early}", right)
