@@ -90,7 +90,8 @@ def test_early_heads_look_across_the_whole_photo_only_when_a_distance_says_so():
     assert "224-px input would give 116 px" in t and "nearest head stays at 21 px" in t
     t = claims.early_heads_sentence([21.0, 110.0, 40.0], 224, uniform, 16)
     assert t.startswith("Some layer-1 heads already look across the whole photo: head 2 at 110 px")
-    assert claims.early_heads_sentence([20.0, 30.0, 25.0], 224, uniform, 16).startswith("Every layer-1 head stays local")
+    local = claims.early_heads_sentence([20.0, 30.0, 25.0], 224, uniform, 16)
+    assert local.startswith("Every layer-1 head stays local")
     # A plain gradient on the trained ViT-Ti: heads at 62, 69 and 28 px. "The farthest, head 2, averages 69 px,
     # well beyond its neighbours" read as beyond the other heads (head 1: 62 px); it meant a patch's neighbours.
     t = claims.early_heads_sentence([62.3, 68.8, 28.4], 224, uniform, 16)
