@@ -42,6 +42,15 @@ def title_lines(text: str, top: int = 10) -> tuple[str, int]:
     return "<br>".join(lines), 22 * len(lines) + top
 
 
+def percent(prob: float) -> str:
+    """A probability as a percentage: one decimal ("82.2%"), or two significant digits below 0.1 %
+    ("0.023%"), where one decimal would write "0.0%": the chelsea cat's fifth class (hare, 0.023 %) read
+    as no chance at all beside four bars that have one. Exactly 0 stays "0.0%"."""
+    if 0 < prob < 0.001:
+        return f"{100 * prob:.2g}%"
+    return f"{prob:.1%}"
+
+
 def signed_points(change: float, decimals: int = 1) -> str:
     """A change of a probability in percentage points, "+1.2 pp" / "-1.2 pp", and "+0.0 pp" (not "-0.0 pp")
     where it rounds to zero. Points, not "%": 82.2% → 80.1% is a fall of 2.1 points, which "-2.1%" would
@@ -71,7 +80,7 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
     perturbation; when given, each bar's change is written at the chart's right edge."""
     labels = [_short(p.label) for p in top5][::-1]
     probs = [p.prob for p in top5][::-1]
-    text = [f"{p:.1%}" for p in probs]
+    text = [percent(p) for p in probs]
     # A long bar's value goes inside it, at its end: after an 80 % bar it ran past the chart's
     # right edge and was cut. A short bar's value stays outside, where half the axis is free.
     position = ["inside" if p >= INSIDE_FROM else "outside" for p in probs]

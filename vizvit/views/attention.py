@@ -442,7 +442,7 @@ def class_choices(a: Analysis, labels: tuple[str, ...] | list[str] = ()) -> list
     """(name, class index) for the class menu: the top-5 first ("Egyptian cat (82.2%)"), then every
     other class of `labels` in index order, named in full with its probability to two significant
     digits ("tabby, tabby cat (0.0031%)"), so a search for any of its names finds it. Empty without a classifier."""
-    top = [(f"{p.label.split(',')[0]} ({p.prob:.1%})", p.index) for p in a.top5]
+    top = [(f"{p.label.split(',')[0]} ({figures.percent(p.prob)})", p.index) for p in a.top5]
     if a.probs is None or not top:
         return top
     seen = {i for _, i in top}
