@@ -99,7 +99,7 @@ def lens_panel(ph: Photo) -> LensPanel:
         # Short: a long first cell made the depth column a phone's whole width (the text says why depth 0
         # is the same on every photo).
         rows.append([f"{depth}" + (" (emb.)" if depth == 0 else ""), vm.labels[top].split(",")[0],
-                     f"{p[top]:.1%}", f"{ln.final_prob[depth]:.2%}", str(int(ln.final_rank[depth]))])
+                     f"{p[top]:.1%}", figures.percent(ln.final_prob[depth]), str(int(ln.final_rank[depth]))])
     top5 = np.argsort(-ln.probs[-1])[:5]
     fig = lens_figure(ln.probs[:, top5], [vm.labels[i].split(",")[0][:24] for i in top5])
     return LensPanel(rows, fig, lens_text(final, ln.final_prob, ln.final_rank, blind))
@@ -126,7 +126,8 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray, blind: bool = Fals
     in5 = [d for d in range(top5) if rank[d] <= 5]
     was5 = f" (and at depth{'s' if len(in5) > 1 else ''} {_runs(in5)} before, then out of it)" if in5 else ""
     return (f"Final top-1: **{final}** ({prob[last]:.1%}). Read through the final head it has rank {int(rank[0])} "
-            f"(p = {prob[0]:.2%}) at depth 0{zero}, is in the readout's top 5 from depth **{top5}** on{was5}, "
+            f"(p = {figures.percent(prob[0])}) at depth 0{zero}, "
+            f"is in the readout's top 5 from depth **{top5}** on{was5}, "
             f"and its top-1 {stay}{before}{earlier}.")
 
 
