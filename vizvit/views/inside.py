@@ -112,7 +112,8 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray, blind: bool = Fals
     first = next((d for d in range(len(rank)) if (rank[d:] == 1).all()), last)
     top5 = next((d for d in range(len(rank)) if (rank[d:] <= 5).all()), last)
     stay = ("only at the last depth" if first == last else f"from depth **{first}** on")
-    before = (f" (depth {last - 1}: rank {int(rank[last - 1])}, {prob[last - 1]:.1%})" if first == last and last > 0
+    before = (f" (depth {last - 1}: rank {int(rank[last - 1])}, {figures.percent(prob[last - 1])})"
+              if first == last and last > 0
               else "")
     # "From depth F on" is where it stays top-1; a top-1 it held before F and lost is said too, or
     # "only at the last depth" would deny what the table's earlier rows show.
