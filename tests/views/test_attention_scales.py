@@ -99,7 +99,8 @@ def test_the_artifact_caption_says_what_the_artifacts_hold_of_this_map():
     arts = np.zeros((14, 14), bool)
     arts[[0, 0, -1, -1], [0, -1, 0, -1]] = True
     flat = np.full((14, 14), 1.0, np.float32)
-    flat[arts] = 1.5  # 6 / (192 + 6) of the total: 1.47x the even 4/196
+    flat[arts] = 1.5
+    flat[5, 5] = 2.0  # the max elsewhere; 6 / (191 + 2 + 6) of the total: 1.48x the even 4/196
     text = ap.artifact_note(arts, ra.AttnParams(), "through layer", 12, flat)
     assert "On this map they do not stand out: they hold **3.0%** of its total over the patches, 1.5× what 4 " \
            "of 196 patches hold" in text
@@ -108,6 +109,12 @@ def test_the_artifact_caption_says_what_the_artifacts_hold_of_this_map():
     text = ap.artifact_note(arts, ra.AttnParams(), "in layer", 12, peaked)
     assert "On this map they hold **57.1%** of its total" in text and "28.0× what 4 of 196" in text
     assert "stand out" not in text
+    # astronaut's rollout on the trained ViT-Ti: 1.6x their share in all, but the map's max at corner (0, 0):
+    # "they do not stand out" stood beside the table's "max 0.0072 at (row 0, col 0)".
+    top = flat.copy()
+    top[0, 0] = 2.5  # 7 / 200: 1.7x even, the max
+    text = ap.artifact_note(arts, ra.AttnParams(), "through layer", 12, top)
+    assert "do not stand out in total" in text and "largest value, at (row 0, col 0), is one of them" in text, text
     # A signed map (a class map with negatives) gets no share: a share of a signed sum means nothing.
     signed = peaked - 2.0
     assert "On this map" not in ap.artifact_note(arts, ra.AttnParams(), "through layer", 12, signed)

@@ -251,6 +251,10 @@ def artifact_share(arts: np.ndarray, values: np.ndarray | None) -> str:
            "patches hold when it is spread evenly"
     if times >= STAND_OUT:
         return f" On this map {held}."
+    r, c = divmod(int(np.argmax(values)), values.shape[1])
+    if arts[r, c]:  # astronaut's rollout: 1.6x in all, yet its max at corner (0, 0) (the table's max row)
+        return (f" On this map they do not stand out in total: {held}; but the map's largest value, at "
+                f"(row {r}, col {c}), is one of them.")
     return f" On this map they do not stand out: {held}."
 
 
