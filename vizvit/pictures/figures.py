@@ -44,7 +44,7 @@ def title_lines(text: str, top: int = 10) -> tuple[str, int]:
 
 def percent(prob: float) -> str:
     """A probability as a percentage: one decimal ("82.2%"), or two significant digits below 0.1 %
-    ("0.023%"), where one decimal would write "0.0%": the chelsea cat's fifth class (hare, 0.023 %) read
+    ("0.015%"), where one decimal would write "0.0%": the chelsea cat's fifth class (hare, 0.015 %) read
     as no chance at all beside four bars that have one. Exactly 0 stays "0.0%"."""
     if 0 < prob < 0.001:
         return f"{100 * prob:.2g}%"
