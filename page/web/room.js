@@ -45,6 +45,7 @@
   const UNREACHABLE = "The server cannot be reached: try again in a moment.";
   const RESENDING = "The server cannot be reached: this page sends your answer again by itself.";
   const RECONNECTING = "The server cannot be reached: reconnecting…";
+  const RECONNECTED = "The server answers again: you are back in the room.";
   const plain = (e) => (e instanceof TypeError ? UNREACHABLE
     : e && (e.name === "TimeoutError" || e.name === "AbortError") ? "The server took too long to answer: try again." : e.message);
 
@@ -354,7 +355,10 @@
         // A refusal of this page's answer ends with its question: it stayed under the reveal and on the next
         // steps ("must be a number" under an option step) until an answer was taken. The server answers here.
         if ((moved || revealed) && !lost) message = "";
-        if (lost) { lost = false; if (message === UNREACHABLE || message === RECONNECTING) { message = ""; note(""); } }
+        // back: the live region said "reconnecting…", and a screen reader heard nothing after it (it still read
+        // so at the page's end) while the page's own line was cleared; now it hears the server is back
+        let back = false;
+        if (lost) { lost = false; if (message === UNREACHABLE || message === RECONNECTING) { message = ""; note(""); back = true; } }
         // A number half typed is kept through a mere count change; a move or a reveal ends the question.
         const typing = document.activeElement && document.activeElement.id === "num";
         if (!typing || moved || revealed || state.closed) render();
@@ -362,6 +366,7 @@
         if (state.closed) say("The room is closed.");
         else if (revealed) say(`Step ${state.step} revealed: see the room's answers and the truth.`);
         else if (moved && s) say(`Step ${state.step} of ${state.n_steps}: ${s.question}`);
+        else if (back) say(RECONNECTED);
         if (state.closed) return;
         if (pending) {  // the server answers again: the answer it never got, while its question is open
           const p = pending;

@@ -327,3 +327,22 @@ def test_a_hung_store_never_stalls_the_server_for_everyone(tmp_path):
         proc.wait(timeout=10)
         if server is not None:
             server.should_exit = True
+
+
+def test_a_screen_reader_hears_the_server_back_after_reconnecting(tiny16):
+    """A lecture's restart (kill -9, started again): a student's live region said "The server cannot be
+    reached: reconnecting…" and, the server back, said nothing more: the page cleared its visible line, but a
+    blind student had heard only that the server was gone, and the region still read so at the page's end."""
+    store = Flaky(None)
+    with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
+        with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+            code = open_room(host)
+            s = student_page(host, url, code)
+            store.down = True
+            s.wait_for_selector("#said:has-text('reconnecting')", timeout=15_000)
+            store.down = False
+            s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=15_000)
+            s.wait_for_function("!document.getElementById('said').textContent.includes('reconnecting')",
+                                timeout=15_000)
+            assert "again" in s.inner_text("#said"), s.inner_text("#said")
+            s.close()
