@@ -101,3 +101,16 @@ def test_the_rollout_step_says_which_contest_it_found_not_run(tiny16):
     contest.compute_contest(ph, 10, "black")  # the lesson's own: found, ranked
     line = rl.MEASURES["rollout"](ph, step).line
     assert "has not been run" not in line and "ranks rollout" in line, line
+
+
+def test_no_step_tells_a_room_of_students_it_measured_their_own_photo(photo):
+    """A live room shows every step on the lecturer's photo: a student's phone read "On your photo, max |conv −
+    unfold·W| = 4.59e-06" and "The model never sees your photo as you uploaded it" under a photo they never
+    uploaded. The steps say "this photo" (the one shown beside them), on the Lesson tab and in a room alike."""
+    by_id = {s.id: s for s in rl.steps()}
+    parts = ("question", "meaning", "trained", "holds")
+    texts = {f"{s.id}.{part}": getattr(s, part) for s in rl.steps() for part in parts}
+    for sid in ("image", "patches", "conv", "cls"):  # the lines the room shows under the truth, measured on the photo
+        texts[f"{sid}.line"] = rl.MEASURES[by_id[sid].measure](photo, by_id[sid]).line
+    mine = {k: t for k, t in texts.items() if "your photo" in t.lower() or "you uploaded" in t.lower()}
+    assert not mine, mine

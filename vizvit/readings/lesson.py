@@ -70,7 +70,7 @@ def _patches(ph: Photo, step: Step) -> Measured:
 
 def _conv(ph: Photo, step: Step) -> Measured:
     d = embedding_stage(ph.vm, ph.analysis()).conv_vs_linear
-    return Measured(f"{d:.2e}", f"On your photo, **max |conv − unfold·W| = {d:.2e}**: float32 rounding.", step.answer)
+    return Measured(f"{d:.2e}", f"On this photo, **max |conv − unfold·W| = {d:.2e}**: float32 rounding.", step.answer)
 
 
 def _tokens(ph: Photo, step: Step) -> Measured:
