@@ -204,6 +204,21 @@ def test_a_reload_keeps_the_room_the_lesson_tab_opened_and_forgets_one_that_is_n
         assert not page.locator("#lesson-room-info").is_visible()
 
 
+def test_a_reload_of_the_projector_keeps_projector_mode(url):
+    """A lecture's server restart: the page asks for a reload ("This server was restarted: reload the page to
+    reconnect"), and the projector came back in desk type. The Lesson tab had written its step's link into the
+    address bar (?example=chelsea&lesson=1&step=2), without the ?projector=1 the lecturer opened it with."""
+    with page_at(f"{url}?projector=1&example=chelsea&tab=lesson") as page:
+        _at_step(page, 1)
+        page.click("#lesson-next")
+        _at_step(page, 2)
+        page.wait_for_function("() => new URLSearchParams(location.search).get('step') === '2'", timeout=30_000)
+        assert "projector=1" in page.evaluate("location.search"), page.evaluate("location.search")
+        page.reload()
+        _at_step(page, 2)
+        page.wait_for_function("() => document.body.classList.contains('vizvit-projector')", timeout=30_000)
+
+
 def test_a_reload_returns_to_the_lesson_step_on_show(url):
     """A reload went back to the page's first view: a student who had walked to step 3 of the lesson found the
     first tab (a step's link alone opened a step). The address bar now holds the step's own link (the one its
