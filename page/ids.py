@@ -61,6 +61,7 @@ EMB_THUMB = "emb-thumb"  # made by page.js: the scatter's hover thumbnail
 # Lesson (page/tabs/lesson.py)
 LESSON_STEP = "lesson-step"
 LESSON_ROOM_SAVED = "lesson-room-saved"  # the room this page opened, kept across a reload (also its storage's name)
+LESSON_ROOM_BOX = "lesson-room-box"  # its invitation and QR code: "closed" once the room is (lesson_room_load.js)
 # The live camera (page/tabs/camera.py; the live box's markup: vizvit/views/camera.live_markup)
 CAM_PICTURE = "cam-picture"
 CAM_NOTE_REFRESH = "cam-note-refresh"

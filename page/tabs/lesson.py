@@ -212,7 +212,7 @@ def _room(needs_key: bool) -> Ui:
     lecturer_key = gr.Textbox(label="Lecturer key (this server opens rooms for its lecturers only)", type="password",
                               max_length=LECTURER_KEY_MAX, visible=needs_key, elem_id="lesson-lecturer-key")
     room_btn = gr.Button("Open a room for this class", size="sm", elem_id="lesson-room-open")
-    with gr.Row(elem_id="lesson-room-box"):
+    with gr.Row(elem_id=ids.LESSON_ROOM_BOX):
         room_md = gr.Markdown(visible=False, elem_id="lesson-room-info")
         room_qr = gr.Image(label="Scan: join the room", interactive=False, format="png", visible=False, buttons=[],
                            height=260, elem_id="lesson-room-qr")

@@ -9,6 +9,9 @@
   // room.js's list, at most as long as its hosted_max: the server's rooms an address may hold (Rooms.owners.roomy,
   // written in by page/tabs/lesson.keep_js)
   const HOSTED = 'vizvit-hosted', MOST = HOSTED_MAX;
+  // a new room (or none): the last one's "closed" (lesson_room_load.js) is not this one's
+  const box = document.getElementById(VIZVIT_IDS.LESSON_ROOM_BOX);
+  if (box) { box.classList.remove('vv-room-closed'); delete box.dataset.closed; }
   try {
     if (saved) sessionStorage.setItem(KEY, saved);
     else sessionStorage.removeItem(KEY);

@@ -219,6 +219,34 @@ def test_a_reload_of_the_projector_keeps_projector_mode(url):
         page.wait_for_function("() => document.body.classList.contains('vizvit-projector')", timeout=30_000)
 
 
+def test_a_room_closed_from_its_host_view_stops_being_shown_as_open(url):
+    """A lecture's end: the lecturer closed the room in its host view and came back to the Lesson tab on the
+    projector, which still said "Room X is open on this photo and model" beside its QR code: a student who
+    scanned it read that the lecturer had closed the room. The tab now sees the room closed and says so."""
+    with page_at(f"{url}?example=chelsea&lesson=1") as page:
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+        _at_step(page, 1)
+        page.click("#lesson-room-open")
+        page.wait_for_selector("#lesson-room-info:has-text('is open on this photo')", timeout=120_000)
+        code = re.search(r"Room ([A-Z0-9]{8})", page.inner_text("#lesson-room-info")).group(1)
+        host_link = page.locator("#lesson-room-info a", has_text="host view").get_attribute("href")
+        host = page.context.new_page()
+        host.goto(url + host_link if not host_link.startswith("http") else host_link)
+        host.wait_for_selector("#room-code")
+        host.click("#close")
+        host.click("#close-yes")
+        host.wait_for_selector("#ex, #err", state="attached", timeout=30_000)  # the start page: the room is gone
+        host.close()
+        page.wait_for_selector(f"#lesson-room-box[data-closed*='Room {code} is closed']", timeout=30_000)
+        assert not page.locator("#lesson-room-qr img").is_visible(), "the closed room's QR code is still shown"
+        assert not page.locator("#lesson-room-info").is_visible(), "the closed room is still said to be open"
+        # a new room: its invitation and QR code are shown again
+        page.click("#lesson-room-open")
+        page.wait_for_selector("#lesson-room-info:has-text('is open on this photo')", timeout=120_000)
+        page.wait_for_selector("#lesson-room-qr img", state="visible", timeout=30_000)
+        assert code not in page.inner_text("#lesson-room-info")
+
+
 def test_a_reload_returns_to_the_lesson_step_on_show(url):
     """A reload went back to the page's first view: a student who had walked to step 3 of the lesson found the
     first tab (a step's link alone opened a step). The address bar now holds the step's own link (the one its
