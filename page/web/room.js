@@ -142,16 +142,29 @@
   // A wide figure (the dropout step's two panels, 3.5:1) is marked "wide": the host page gives it the whole
   // column instead of the floated 42%, where its captions shrank to 9 px on a 1366-pixel projector. The
   // sources seen wide are remembered, so a redraw draws them wide at once.
-  const wideSrc = new Set();
-  function picture(code, n, shown, title) {
+  // zoom (the host page): a click, Enter or Space gives the figure the whole column and takes it back. Floated
+  // at 380 px on a 1366-pixel projector, a figure's captions and numbers were 8-10 px (the positions step's
+  // panel titles, the shift step's 196 cosines): unreadable from the hall. Kept per picture across redraws.
+  const wideSrc = new Set(), zoomed = new Set();
+  function picture(code, n, shown, title, zoom = false) {
     const revealed = !!(shown && shown.picture);
     const src = revealed ? `${roomPath(code, "picture", n)}?revealed=1` : roomPath(code, "picture", 0);
+    const big = () => wideSrc.has(src) || zoomed.has(src);
+    const toggle = (e) => {
+      if (e.type === "keydown" && e.key !== "Enter" && e.key !== " ") return;
+      e.preventDefault();
+      if (zoomed.has(src)) zoomed.delete(src); else zoomed.add(src);
+      e.target.classList.toggle("wide", big());
+      e.target.setAttribute("aria-pressed", String(zoomed.has(src)));
+    };
     return el("img", { id: "step-picture", alt: revealed ? `Step ${n}, ${title}: the figure the truth is measured on` : "The photo as the model sees it",
-                       src, className: wideSrc.has(src) ? "wide" : "", onload: (e) => {
+                       src, className: big() ? "wide" : "", onload: (e) => {
                          const img = e.target, wide = img.naturalWidth >= 2 * img.naturalHeight;
                          if (wide) wideSrc.add(src);
-                         img.classList.toggle("wide", wide);
-                       } });
+                         img.classList.toggle("wide", big());
+                       },
+                       ...(zoom ? { tabIndex: 0, role: "button", title: "Click to enlarge or shrink the picture", "aria-pressed": String(zoomed.has(src)),
+                                    onclick: toggle, onkeydown: toggle } : {}) });
   }
 
   // An option as every page shows it: a letter key with its words ("b: 196 patches…", so "most of you said b"
@@ -562,7 +575,7 @@
       // The lecturer's buttons right under the question: on a 900-pixel projector they stay on screen
       // whatever the bars and the revealed sentence below them take (a reveal pushed them off, below the
       // fold). The options are listed only while the bars are hidden: the bars carry their words.
-      const left = el("div", {}, el("h1", { className: "sr-only" }, `Room ${code}: the lecturer's view`), picture(code, st.step, shown, s.title),
+      const left = el("div", {}, el("h1", { className: "sr-only" }, `Room ${code}: the lecturer's view`), picture(code, st.step, shown, s.title, true),
         el("p", { className: "muted" }, `Step ${st.step} of ${st.n_steps} · ${s.title}`),
         el("p", { className: "question" }, s.question),
         el("div", { id: "moves" },

@@ -572,3 +572,25 @@ def test_a_room_is_offered_back_only_soon_after_its_host_view_ran(url):
                 page.wait_for_timeout(1500)
                 assert button.count() == 0, f"offered {seconds_ago} s after its host view last ran"
             page.close()
+
+
+def test_the_host_enlarges_the_steps_picture_by_click_or_keyboard(url):
+    """A lecture on the trained ViT-Ti at 1366x900: the host page floats the step's figure at 42% of the column
+    (380 px at most), where the positions step's panel titles and the shift step's 196 cosines were 8-10 px,
+    unreadable from the hall. A click (or Enter, from the keyboard) gives it the whole column; again, back."""
+    size = ("() => { const i = document.getElementById('step-picture'), c = i.parentElement;"
+            " return [i.getBoundingClientRect().width, c.getBoundingClientRect().width]; }")
+    with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
+        open_room(host)
+        host.wait_for_function("() => { const i = document.getElementById('step-picture');"
+                               " return i && i.complete && i.naturalWidth > 0; }")
+        shown, column = host.evaluate(size)
+        assert shown < 0.45 * column, (shown, column)
+        host.click("#step-picture")
+        host.wait_for_function(f"() => ({size})()[0] >= 0.95 * ({size})()[1]", timeout=10_000)
+        host.click("#step-picture")
+        host.wait_for_function(f"() => ({size})()[0] < 0.45 * ({size})()[1]", timeout=10_000)
+        host.focus("#step-picture")
+        host.keyboard.press("Enter")
+        host.wait_for_function(f"() => ({size})()[0] >= 0.95 * ({size})()[1]", timeout=10_000)
+        assert host.get_attribute("#step-picture", "aria-pressed") == "true"
