@@ -302,14 +302,15 @@ def test_a_reload_while_the_rooms_store_blinks_keeps_the_room_for_the_next_try(p
     assert back["room_kept"] == (None, *got["room_kept"][1:]) and back["room_saved"] == got["room_saved"]
 
 
-# lesson_room_keep.js run in node over in-memory storage: `before` rooms already in the browser's list, then the
-# Lesson tab keeps one more; prints the list's length.
+# lesson_room_keep.js run in node over in-memory storage (and a page with no room box): `before` rooms already in
+# the browser's list, then the Lesson tab keeps one more; prints the list's length.
 KEEP_NODE = r"""
 const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const store = () => { const m = new Map(); return { getItem: (k) => (m.has(k) ? m.get(k) : null),
   setItem: (k, v) => m.set(k, String(v)), removeItem: (k) => m.delete(k) }; };
 globalThis.sessionStorage = store();
 globalThis.localStorage = store();
+globalThis.document = { getElementById: () => null };
 const before = Array.from({ length: input.before }, (_, i) => ({ code: 'ROOM' + i, host_key: 'k' + i, seen: 1 }));
 localStorage.setItem('vizvit-hosted', JSON.stringify(before));
 const keep = (SCRIPT);
