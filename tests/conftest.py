@@ -181,25 +181,14 @@ def pytest_runtest_setup(item) -> None:
     """Under README's command the worker given the browser group runs nothing else until it is done, and
     its tests wait on a browser and a page's server that share CI's 2 cores with the other worker's tests:
     it is the suite's critical path (~1,130 s of tests against the other's ~800 s). So the other worker, the
-    one whose first test drives no browser, lowers its priority once: it runs in the browser's idle moments
-    instead of slowing every picture the browser tests wait for."""
+    one whose first test drives no browser, lowers its priority once (os.nice): it runs in the browser's
+    idle moments instead of slowing every picture the browser tests wait for."""
     decided = _priority_decided
-    loadgroup = any("loadgroup" in a for a in getattr(item.config, "workerinput", {}).get("mainargv", ()))
-    if decided[0] or not loadgroup:  # a worker's own dist option reads "no": the controller's command decides
+    if decided[0] or "PYTEST_XDIST_WORKER" not in os.environ or item.config.getvalue("dist") != "loadgroup":
         return
     decided[0] = True
     if not _is_browser_module(str(item.path)):
-        _lower_priority(OTHER_WORKER_NICE)
-
-
-def _lower_priority(by: int) -> None:
-    """Every thread of this process niced `by` more (Linux nices a thread, not a process: os.nice alone left
-    torch's threads and the page servers' as they were); threads and processes started later inherit it."""
-    for tid in map(int, os.listdir("/proc/self/task")):
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + by)
-        except OSError:  # a thread that ended meanwhile
-            pass
+        os.nice(OTHER_WORKER_NICE)
 
 
 def pytest_runtest_logreport(report) -> None:
