@@ -172,25 +172,6 @@ def pytest_xdist_make_scheduler(config, log):
     return BrowserGroup(config, log)
 
 
-OTHER_WORKER_NICE = 5  # the worker without the browser tests: CFS then gives the browser's ~3 of 4 shares
-_priority_decided: list[bool] = [False]  # this worker's, once, at its first test
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item) -> None:
-    """Under README's command the worker given the browser group runs nothing else until it is done, and
-    its tests wait on a browser and a page's server that share CI's 2 cores with the other worker's tests:
-    it is the suite's critical path (~1,130 s of tests against the other's ~800 s). So the other worker, the
-    one whose first test drives no browser, lowers its priority once (os.nice): it runs in the browser's
-    idle moments instead of slowing every picture the browser tests wait for."""
-    decided = _priority_decided
-    if decided[0] or "PYTEST_XDIST_WORKER" not in os.environ or item.config.getvalue("dist") != "loadgroup":
-        return
-    decided[0] = True
-    if not _is_browser_module(str(item.path)):
-        os.nice(OTHER_WORKER_NICE)
-
-
 def pytest_runtest_logreport(report) -> None:
     """VIZVIT_TEST_TIMES=<file>: one line a test phase as it ends (worker, seconds, outcome, test),
     appended at once, so a long or stuck run (CI, xdist) shows where its time went before it ends."""
