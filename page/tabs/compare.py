@@ -3,6 +3,7 @@ depth's pictures swapped in by the page from a flipbook, the verdict from the se
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     p = params(controls)
     if key is None or (shown and shown[0] == (key, p.model_b)):
         return kit.skip(OPENED)
-    page = compare.show(wb.handle(key), params(controls, example=_example_stems().get(key.sha1)))
+    page = compare.show(wb.handle(key), dataclasses.replace(p, example=_example_stems().get(key.sha1)))
     # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
     return {**kit.values(page, {n: n for n in SHOWN}), "book": book_value(ui, page.book),
             "depth": gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),

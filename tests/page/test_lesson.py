@@ -174,15 +174,20 @@ def test_a_step_link_stops_landing_once_the_student_touches_the_page(url):
 SAVED = "vizvit-lesson-room-saved"  # the browser tab's copy (page/web/lesson_room_keep.js; page.ids.LESSON_ROOM_SAVED)
 
 
+def _open_room(page) -> str:
+    """The photo analysed, step 1 shown, then "Open a room for this class" pressed: the room's code."""
+    page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+    _at_step(page, 1)
+    page.click("#lesson-room-open")
+    page.wait_for_selector("#lesson-room-info:has-text('is open on this photo')", timeout=120_000)
+    return re.search(r"Room ([A-Z0-9]{8})", page.inner_text("#lesson-room-info")).group(1)
+
+
 def test_a_reload_keeps_the_room_the_lesson_tab_opened_and_forgets_one_that_is_not_its_own(url):
     """The Lesson tab's room was a gr.State: a reload lost its invitation and its host link while the room stayed
     open (the button then opened a second one). The browser tab keeps its code and key; the server checks them."""
     with page_at(f"{url}?example=chelsea&lesson=1") as page:
-        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
-        _at_step(page, 1)
-        page.click("#lesson-room-open")
-        page.wait_for_selector("#lesson-room-info:has-text('is open on this photo')", timeout=120_000)
-        code = re.search(r"Room ([A-Z0-9]{8})", page.inner_text("#lesson-room-info")).group(1)
+        code = _open_room(page)
         page.reload()
         page.wait_for_selector(f"#lesson-room-info:has-text('Room {code} is still open')", timeout=60_000)
         assert f"room?code={code}" in page.inner_text("#lesson-room-info")
@@ -224,11 +229,7 @@ def test_a_room_closed_from_its_host_view_stops_being_shown_as_open(url):
     projector, which still said "Room X is open on this photo and model" beside its QR code: a student who
     scanned it read that the lecturer had closed the room. The tab now sees the room closed and says so."""
     with page_at(f"{url}?example=chelsea&lesson=1") as page:
-        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
-        _at_step(page, 1)
-        page.click("#lesson-room-open")
-        page.wait_for_selector("#lesson-room-info:has-text('is open on this photo')", timeout=120_000)
-        code = re.search(r"Room ([A-Z0-9]{8})", page.inner_text("#lesson-room-info")).group(1)
+        code = _open_room(page)
         host_link = page.locator("#lesson-room-info a", has_text="host view").get_attribute("href")
         host = page.context.new_page()
         host.goto(url + host_link if not host_link.startswith("http") else host_link)

@@ -5,10 +5,13 @@ room route answers 503 while the store is down (the pages ask again), and hello 
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -142,30 +145,37 @@ class Flaky(SQLiteStore):
         return attr
 
 
-def test_the_pages_say_reconnecting_through_an_outage_and_a_close_keeps_the_room(tiny16):
-    """A second review: while the store was down a student's hello and answer were refused (the page then
-    stopped asking for good), the host page said nothing, and Close forgot a room that stayed open with
-    every answer. Now both pages say they are reconnecting and come back; the room is kept, with its key."""
+@contextlib.contextmanager
+def host_and_student(tiny16) -> Iterator[tuple[Flaky, Any, Any, str]]:
+    """A server on a store that can be made to fail, its room opened on a host page, and a student's page
+    in it: (the store, the host page, the student's page, the room's code)."""
     store = Flaky(None)
     with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
         with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
             code = open_room(host)
-            s = student_page(host, url, code)
-            store.down = True
-            s.wait_for_selector("#student-err:has-text('reconnecting')", timeout=15_000)
-            host.wait_for_selector("#host-err:has-text('reconnecting')", timeout=15_000)
-            host.click("#close")
-            host.click("#close-yes")
-            host.wait_for_selector("text=The room is still open", timeout=30_000)
-            kept = host.evaluate("localStorage.getItem('vizvit-hosted')") or ""
-            assert code in kept, "a close that did not happen forgot the room's key"
-            store.down = False
-            s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=15_000)
-            s.fill("#num", "196")
-            s.keyboard.press("Enter")
-            s.wait_for_selector("text=Your answer is in", timeout=15_000)
-            host.wait_for_selector("#room-code", timeout=30_000)
-            s.close()
+            yield store, host, student_page(host, url, code), code
+
+
+def test_the_pages_say_reconnecting_through_an_outage_and_a_close_keeps_the_room(tiny16):
+    """A second review: while the store was down a student's hello and answer were refused (the page then
+    stopped asking for good), the host page said nothing, and Close forgot a room that stayed open with
+    every answer. Now both pages say they are reconnecting and come back; the room is kept, with its key."""
+    with host_and_student(tiny16) as (store, host, s, code):
+        store.down = True
+        s.wait_for_selector("#student-err:has-text('reconnecting')", timeout=15_000)
+        host.wait_for_selector("#host-err:has-text('reconnecting')", timeout=15_000)
+        host.click("#close")
+        host.click("#close-yes")
+        host.wait_for_selector("text=The room is still open", timeout=30_000)
+        kept = host.evaluate("localStorage.getItem('vizvit-hosted')") or ""
+        assert code in kept, "a close that did not happen forgot the room's key"
+        store.down = False
+        s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=15_000)
+        s.fill("#num", "196")
+        s.keyboard.press("Enter")
+        s.wait_for_selector("text=Your answer is in", timeout=15_000)
+        host.wait_for_selector("#room-code", timeout=30_000)
+        s.close()
 
 
 def test_a_move_pressed_while_the_server_is_out_of_reach_is_made_once_it_answers(tiny16):
@@ -333,16 +343,12 @@ def test_a_screen_reader_hears_the_server_back_after_reconnecting(tiny16):
     """A lecture's restart (kill -9, started again): a student's live region said "The server cannot be
     reached: reconnecting…" and, the server back, said nothing more: the page cleared its visible line, but a
     blind student had heard only that the server was gone, and the region still read so at the page's end."""
-    store = Flaky(None)
-    with running(tiny16, rooms=Rooms(store, max_per_owner=10_000)) as url:
-        with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
-            code = open_room(host)
-            s = student_page(host, url, code)
-            store.down = True
-            s.wait_for_selector("#said:has-text('reconnecting')", timeout=15_000)
-            store.down = False
-            s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=15_000)
-            s.wait_for_function("!document.getElementById('said').textContent.includes('reconnecting')",
-                                timeout=15_000)
-            assert "again" in s.inner_text("#said"), s.inner_text("#said")
-            s.close()
+    with host_and_student(tiny16) as (store, host, s, code):
+        store.down = True
+        s.wait_for_selector("#said:has-text('reconnecting')", timeout=15_000)
+        store.down = False
+        s.wait_for_function("document.getElementById('student-err').textContent === ''", timeout=15_000)
+        s.wait_for_function("!document.getElementById('said').textContent.includes('reconnecting')",
+                            timeout=15_000)
+        assert "again" in s.inner_text("#said"), s.inner_text("#said")
+        s.close()

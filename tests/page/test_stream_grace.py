@@ -21,18 +21,24 @@ from page import stream_grace
 API = "gradio_api"
 
 
-@pytest.fixture
-def served(monkeypatch) -> Iterator[tuple[str, gr.Blocks]]:
-    monkeypatch.setattr(stream_grace, "GRACE_S", 1.5)
+def doubler(*middleware: Middleware) -> tuple[str, gr.Blocks]:
+    """A queued app with one event, /double, launched behind `middleware` (outermost first): (URL, app)."""
     with gr.Blocks() as demo:
         n, out = gr.Number(), gr.Number()
         gr.Button().click(lambda x: x * 2, n, out, api_name="double")
     demo.queue()
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                app_kwargs={"middleware": [Middleware(stream_grace.StreamGrace)]})
+                app_kwargs={"middleware": list(middleware)})
+    return f"http://127.0.0.1:{port}/", demo
+
+
+@pytest.fixture
+def served(monkeypatch) -> Iterator[tuple[str, gr.Blocks]]:
+    monkeypatch.setattr(stream_grace, "GRACE_S", 1.5)
+    url, demo = doubler(Middleware(stream_grace.StreamGrace))
     try:
-        yield f"http://127.0.0.1:{port}/", demo
+        yield url, demo
     finally:
         demo.close()
 
@@ -170,15 +176,9 @@ def test_gradio_clients_call_that_crosses_its_streams_close_is_answered(monkeypa
     from gradio_client import Client
 
     monkeypatch.setattr(stream_grace, "GRACE_S", 0.3)
-    with gr.Blocks() as demo:
-        n, out = gr.Number(), gr.Number()
-        gr.Button().click(lambda x: x * 2, n, out, api_name="double")
-    demo.queue()
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                app_kwargs={"middleware": [Middleware(SlowClose), Middleware(stream_grace.StreamGrace)]})
+    url, demo = doubler(Middleware(SlowClose), Middleware(stream_grace.StreamGrace))
     try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        client = Client(url, verbose=False)
         SlowClose.held.clear()
         assert client.predict(1, api_name="/double") == 2
         for x in (2, 3):
