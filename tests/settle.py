@@ -41,6 +41,7 @@ class _Open:
         page.on("console", lambda m: m.type == "error" and self._note(f"console: {m.text}"))
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
+        page.on("response", self._answered)
 
     def _sent(self, request) -> None:
         if _WATCHED.search(request.url):
@@ -54,6 +55,16 @@ class _Open:
         if failure:
             self._note(f"failed: {request.url} ({failure})")
 
+    def _answered(self, response) -> None:
+        # A refused request named (the console says only "status of 422"), with the start of what it sent: which
+        # event (fn_index) a refused join was for.
+        if response.status >= 400:
+            try:  # an upload's body is not text
+                sent = (response.request.post_data or "")[:150]
+            except (UnicodeDecodeError, ValueError):
+                sent = "(not text)"
+            self._note(f"HTTP {response.status}: {response.request.method} {response.url} {sent}")
+
     def _note(self, text: str) -> None:
         self.errors = [*self.errors[-9:], text[:300]]
 
@@ -61,10 +72,11 @@ class _Open:
 def report(page) -> str:
     """What a timed-out wait should say: the page's open requests, last errors and status line."""
     watched = _open.get(page)
-    status = page.evaluate("() => document.querySelector('#status')?.innerText.slice(0, 300) ?? null")
+    status, tab = page.evaluate("() => [document.querySelector('#status')?.innerText.slice(0, 300) ?? null,"
+                                " document.querySelector('[role=tab][aria-selected=true]')?.innerText ?? null]")
     if watched is None:
-        return f"status: {status!r}"
-    return (f"status: {status!r}; open: {sorted(r.url for r in watched.requests)}; "
+        return f"status: {status!r}; tab: {tab!r}"
+    return (f"status: {status!r}; tab: {tab!r}; open: {sorted(r.url for r in watched.requests)}; "
             f"errors: {watched.errors}")
 
 
