@@ -341,7 +341,7 @@ def _footer() -> dict:
         link_btn = gr.Button("Copy link to this view", size="sm", elem_id="copy-link")
         link_box = gr.Textbox(label="Link to this view", buttons=["copy"], interactive=False,
                               elem_id="link-box", scale=3)
-    projector.change(None, projector, None, js=web.projector_js())
+    projector.change(None, projector, None, js=web.projector_checkbox_js())
     return dict(projector=projector, link_btn=link_btn, link_box=link_box)
 
 

@@ -60,6 +60,12 @@ def projector_js() -> str:
     return asset("projector.js").replace("CHART_PX", str(figures.PROJECTOR_CHART_PX))
 
 
+def projector_checkbox_js() -> str:
+    """The main page's projector checkbox: projector.js, then the page's address made to say what it shows
+    (projector_address.js: ?projector=1 on, none off), so a reload or a copied address shows the same layout."""
+    return f"(on) => {{ ({projector_js()})(on); ({asset('projector_address.js')})(on); }}"
+
+
 def scripts(*names: str) -> str:
     """Scripts run one after the other: each file's statements, in order."""
     return "\n".join(asset(n) for n in names)

@@ -224,6 +224,40 @@ def test_a_reload_of_the_projector_keeps_projector_mode(url):
         page.wait_for_function("() => document.body.classList.contains('vizvit-projector')", timeout=30_000)
 
 
+def test_projector_mode_unchecked_leaves_the_address_and_checked_comes_back(url):
+    """A lecturer's walk-through: projector mode unchecked, ?projector=1 stayed in the address (the Lesson tab
+    wrote it while the mode was on), so the address copied for students opened the projector layout. The address
+    now says what the page shows: without it once unchecked (a next step does not bring it back, a reload is in
+    desk type), with it once checked again (a reload is in projector mode), the step's query kept throughout."""
+    search = "location.search"
+    on = "() => document.body.classList.contains('vizvit-projector')"
+    with page_at(f"{url}?projector=1&example=chelsea&tab=lesson") as page:
+        _at_step(page, 1)
+        page.click("#lesson-next")
+        _at_step(page, 2)
+        page.wait_for_function("() => /[?&]step=2(&|$)/.test(location.search)", timeout=30_000)
+        page.wait_for_function(on, timeout=30_000)
+        page.locator("#projector input").uncheck()
+        page.wait_for_function("() => !location.search.includes('projector')", timeout=10_000)
+        assert "step=2" in page.evaluate(search) and "example=chelsea" in page.evaluate(search), page.evaluate(search)
+        page.click("#lesson-next")
+        _at_step(page, 3)
+        page.wait_for_function("() => /[?&]step=3(&|$)/.test(location.search)", timeout=30_000)
+        assert "projector" not in page.evaluate(search), page.evaluate(search)
+        page.reload()
+        _at_step(page, 3)
+        settled(page)
+        assert not page.evaluate(on), "a reload after unchecking came back in projector mode"
+        assert not page.locator("#projector input").is_checked()
+        page.locator("#projector input").check()
+        page.wait_for_function("() => new URLSearchParams(location.search).get('projector') === '1'", timeout=10_000)
+        assert "step=3" in page.evaluate(search), page.evaluate(search)
+        page.reload()
+        _at_step(page, 3)
+        page.wait_for_function(on, timeout=30_000)
+        assert page.locator("#projector input").is_checked()
+
+
 def test_a_room_closed_from_its_host_view_stops_being_shown_as_open(url):
     """A lecture's end: the lecturer closed the room in its host view and came back to the Lesson tab on the
     projector, which still said "Room X is open on this photo and model" beside its QR code: a student who
