@@ -145,7 +145,11 @@
   // zoom (the host page): a click, Enter or Space gives the figure the whole column and takes it back. Floated
   // at 380 px on a 1366-pixel projector, a figure's captions and numbers were 8-10 px (the positions step's
   // panel titles, the shift step's 196 cosines): unreadable from the hall. Kept per picture across redraws.
-  const wideSrc = new Set(), zoomed = new Set();
+  // Enlarged, it is still no taller than the screen leaves above the question and the moves (room.html: a
+  // square figure the column's width was 881 px tall at 1366x900 and pushed back, Reveal and next below the
+  // fold): its shape (--ar, width / height, remembered per picture so a redraw keeps its size) lets the
+  // style give it the width at which it fits.
+  const wideSrc = new Set(), zoomed = new Set(), ratio = new Map();
   function picture(code, n, shown, title, zoom = false) {
     const revealed = !!(shown && shown.picture);
     const src = revealed ? `${roomPath(code, "picture", n)}?revealed=1` : roomPath(code, "picture", 0);
@@ -157,14 +161,18 @@
       e.target.classList.toggle("wide", big());
       e.target.setAttribute("aria-pressed", String(zoomed.has(src)));
     };
-    return el("img", { id: "step-picture", alt: revealed ? `Step ${n}, ${title}: the figure the truth is measured on` : "The photo as the model sees it",
+    const img = el("img", { id: "step-picture", alt: revealed ? `Step ${n}, ${title}: the figure the truth is measured on` : "The photo as the model sees it",
                        src, className: big() ? "wide" : "", onload: (e) => {
                          const img = e.target, wide = img.naturalWidth >= 2 * img.naturalHeight;
                          if (wide) wideSrc.add(src);
+                         ratio.set(src, img.naturalWidth / img.naturalHeight);
+                         img.style.setProperty("--ar", String(ratio.get(src)));
                          img.classList.toggle("wide", big());
                        },
                        ...(zoom ? { tabIndex: 0, role: "button", title: "Click to enlarge or shrink the picture", "aria-pressed": String(zoomed.has(src)),
                                     onclick: toggle, onkeydown: toggle } : {}) });
+    if (ratio.has(src)) img.style.setProperty("--ar", String(ratio.get(src)));
+    return img;
   }
 
   // An option as every page shows it: a letter key with its words ("b: 196 patches…", so "most of you said b"
@@ -582,21 +590,13 @@
           el("button", { id: "back", disabled: st.step <= 1, onclick: () => step(st.step - 1, false) }, "← back"), " ",
           el("button", { className: "primary", id: "reveal", disabled: !!shown, onclick: () => step(st.step, true) }, "Reveal"), " ",
           el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →")),
-        closing ? el("div", { id: "close-ask", role: "alertdialog", "aria-labelledby": "close-q",
-                              onkeydown: (e) => { if (e.key === "Escape") document.getElementById("close-no").click(); } },
-          el("p", { className: "question", id: "close-q" }, "Close the room? Every answer is deleted at once: download them first if you want them."),
-          el("button", { id: "close-yes", className: "primary", onclick: closeRoom }, "Yes, close it"), " ",
-          el("button", { id: "close-no", onclick: () => { closing = false; render(); document.getElementById("close").focus(); } }, "Keep it open")) : null,
         el("p", { className: "error", id: "host-err", role: "status" }, err),
         s.is_number || (!hidden() || shown) ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, keyed(k, t)))),
         el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
         el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
         shown && shown.truth != null ? el("p", { className: "question" }, `${truthLabel(s)}: ${truthText(s, shown.truth)}`) : null,
         shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")) : null,
-        shown && s.meaning ? el("p", { id: "meaning" }, plainText(s.meaning)) : null,
-        el("div", {},
-          el("button", { id: "close", onclick: () => { closing = true; render(); } }, "Close the room"), " ",
-          el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")));
+        shown && s.meaning ? el("p", { id: "meaning" }, plainText(s.meaning)) : null);
       const right = el("div", {}, el("p", { className: "muted" }, "Room code"), el("div", { id: "room-code" }, code),
         el("p", { id: "joined", className: "total" }, joinedText()),
         el("button", { id: "lock", onclick: lock }, lockText()),
@@ -605,6 +605,17 @@
         el("p", {}, el("label", { id: "hide-label" }, el("input", { type: "checkbox", id: "hide-bars", checked: hidden(),
           onchange: (e) => { sessionStorage.setItem(HIDE, e.target.checked ? "1" : ""); render(); } }),
           " Hide the answers until the reveal")),
+        // Close and the CSV with the room's other settings, near the top: under the tally they were below the
+        // fold of a 900-pixel projector once a reveal's sentences came, or once the step's figure was enlarged
+        // (a walk-through); the question asked before closing comes here too, beside its button.
+        el("div", { id: "ending" },
+          el("button", { id: "close", onclick: () => { closing = true; render(); } }, "Close the room"), " ",
+          el("button", { id: "csv", onclick: downloadCsv }, "Download the answers (CSV)")),
+        closing ? el("div", { id: "close-ask", role: "alertdialog", "aria-labelledby": "close-q",
+                              onkeydown: (e) => { if (e.key === "Escape") document.getElementById("close-no").click(); } },
+          el("p", { className: "question", id: "close-q" }, "Close the room? Every answer is deleted at once: download them first if you want them."),
+          el("button", { id: "close-yes", className: "primary", onclick: closeRoom }, "Yes, close it"), " ",
+          el("button", { id: "close-no", onclick: () => { closing = false; render(); document.getElementById("close").focus(); } }, "Keep it open")) : null,
         crowdBox(),
         el("div", { id: "qr" }, qrSrc ? el("img", { alt: "QR code of the students' link", src: qrSrc }) : null),
         link ? el("p", {}, el("a", { href: link, target: "_blank", rel: "noopener" }, link)) : null,

@@ -577,7 +577,8 @@ def test_a_room_is_offered_back_only_soon_after_its_host_view_ran(url):
 def test_the_host_enlarges_the_steps_picture_by_click_or_keyboard(url):
     """A lecture on the trained ViT-Ti at 1366x900: the host page floats the step's figure at 42% of the column
     (380 px at most), where the positions step's panel titles and the shift step's 196 cosines were 8-10 px,
-    unreadable from the hall. A click (or Enter, from the keyboard) gives it the whole column; again, back."""
+    unreadable from the hall. A click (or Enter, from the keyboard) enlarges it (1.5 times as wide at least: the
+    square photo, 370 px floated, is as tall as the screen leaves above the moves); again, back."""
     size = ("() => { const i = document.getElementById('step-picture'), c = i.parentElement;"
             " return [i.getBoundingClientRect().width, c.getBoundingClientRect().width]; }")
     with page_at(url + "room?host=1", width=1366, height=900, wait_for="#ex") as host:
@@ -587,10 +588,61 @@ def test_the_host_enlarges_the_steps_picture_by_click_or_keyboard(url):
         shown, column = host.evaluate(size)
         assert shown < 0.45 * column, (shown, column)
         host.click("#step-picture")
-        host.wait_for_function(f"() => ({size})()[0] >= 0.95 * ({size})()[1]", timeout=10_000)
+        host.wait_for_function(f"() => ({size})()[0] >= 1.5 * {shown}", timeout=10_000)
         host.click("#step-picture")
         host.wait_for_function(f"() => ({size})()[0] < 0.45 * ({size})()[1]", timeout=10_000)
         host.focus("#step-picture")
         host.keyboard.press("Enter")
-        host.wait_for_function(f"() => ({size})()[0] >= 0.95 * ({size})()[1]", timeout=10_000)
+        host.wait_for_function(f"() => ({size})()[0] >= 1.5 * {shown}", timeout=10_000)
         assert host.get_attribute("#step-picture", "aria-pressed") == "true"
+
+
+# The host's buttons and the step's picture, as rects in the viewport (None: not on the page).
+RECTS = ("() => Object.fromEntries(['step-picture', 'back', 'reveal', 'next', 'close', 'csv', 'lock'].map((id) => {"
+         " const e = document.getElementById(id), b = e && e.getBoundingClientRect();"
+         " return [id, b && [b.left, b.top, b.right, b.bottom]]; }))")
+
+
+@pytest.mark.parametrize("width, height, kept", [(1366, 900, ("back", "reveal", "next", "close", "csv", "lock")),
+                                                 (390, 844, ("back", "reveal", "next"))], ids=["projector", "phone"])
+def test_the_enlarged_picture_keeps_the_hosts_buttons_on_screen(url, width, height, kept):
+    """A walk-through on a 1366x900 projector: the enlarged photo of step 1 took the column's width, 881 px tall,
+    and pushed back, Reveal and next to y=1041-1087 and Close to 1514: the lecturer scrolled in front of the class.
+    Enlarged, the picture (the square photo; the positions step's tall figure once revealed) now stays on the screen
+    with every button of the lecturer; on a phone's one column (the room's settings below it), with the moves."""
+    def check(what: str) -> None:
+        r = host.evaluate(RECTS)
+        out = {k: v for k, v in r.items() if k in ("step-picture", *kept)
+               and not (v and v[0] >= 0 and v[1] >= 0 and v[2] <= width and v[3] <= height)}
+        scrolled = host.evaluate("scrollY")
+        assert not out, f"{what} at {width}x{height}, enlarged: off the screen {out} (scrolled {scrolled})"
+
+    def enlarge() -> list[float]:
+        host.wait_for_function("() => { const i = document.getElementById('step-picture');"
+                               " return i && i.complete && i.naturalWidth > 0; }")
+        floated = host.evaluate(RECTS)["step-picture"]  # floated beside the question
+        host.click("#step-picture")
+        host.wait_for_function("() => document.getElementById('step-picture').getAttribute('aria-pressed') === 'true'")
+        host.wait_for_timeout(200)  # laid out again
+        return floated
+
+    with page_at(url + "room?host=1", width=width, height=height, wait_for="#ex") as host:
+        open_room(host)
+        floated = enlarge()
+        check("step 1's photo")
+        big = host.evaluate(RECTS)["step-picture"]
+        assert big[2] - big[0] >= 1.4 * (floated[2] - floated[0]), (floated, big)  # enlarged all the same
+        for n in range(2, 6):  # step 5: the position embeddings, a figure taller than wide once revealed
+            host.click("#next")
+            host.wait_for_selector(f"text=Step {n} of", timeout=30_000)
+        host.click("#reveal")
+        host.wait_for_function("() => { const i = document.getElementById('step-picture');"
+                               " return i && i.complete && i.src.includes('revealed') && i.naturalWidth > 0; }",
+                               timeout=120_000)
+        nw, nh = host.evaluate("() => { const i = document.getElementById('step-picture');"
+                               " return [i.naturalWidth, i.naturalHeight]; }")
+        assert nh > nw, (nw, nh)  # the constructed case: the tall figure
+        floated = enlarge()
+        check("step 5's revealed figure")
+        big = host.evaluate(RECTS)["step-picture"]
+        assert big[3] - big[1] >= floated[3] - floated[1], (floated, big)  # never smaller than floated
