@@ -185,3 +185,46 @@ def test_an_answer_that_is_no_number_is_refused_with_a_sentence():
         with pytest.raises(UserError, match="Your answer is a number"):
             lesson.LessonParams.from_controls({"number": bad})
     assert lesson.LessonParams.from_controls({"number": 10 ** 6}).number == 1e6
+
+
+def _shift1_reveal(ph) -> str:
+    n = [s.id for s in rl.steps()].index("shift1") + 1
+    return lesson.reveal(ph, lesson.LessonParams(step=n, dont_know=True)).answer
+
+
+def test_the_one_pixel_shift_speaks_of_a_cnn_only_when_one_runs_and_then_with_its_numbers(tiny16, tmp_path):
+    """A lecturer's walk-through: without a CNN, step 9's reveal told students about the server's --cnn flag and
+    that a CNN's shift is "measured when the app runs one beside the ViT": operator's words, and a comparison the
+    page did not have. Without one, the student reads this photo's patch vectors under the ViT only; with one, the
+    CNN's own numbers (p of its unshifted top-1 at 0 and 1 px, here from a hand-made forward and a hand-made shift)."""
+    import torch
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    from vizvit.model.cnn import load_cnn
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+    text = _shift1_reveal(ph)
+    assert "of 196 patch vectors the same" in text, text  # this photo, the ViT: its 14×14 patches
+    for operator in ("CNN", "--cnn", "server", "beside the ViT", "measured when"):
+        assert operator not in text, f"without a CNN the student reads {operator!r}: {text}"
+
+    torch.manual_seed(0)
+    ResNetForImageClassification(ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                                              layer_type="basic", num_labels=5)).save_pretrained(tmp_path)
+    wb.cnn = load_cnn(str(tmp_path), device="cpu")
+    view = ph.analysis().input_view  # (224, 224, 3) uint8, what the ViT saw
+    shifted = np.concatenate([view[:, :1], view[:, :-1]], axis=1)  # 1 px right, the left column repeated (edge)
+    mean, std = torch.tensor(wb.cnn.mean).view(1, 3, 1, 1), torch.tensor(wb.cnn.std).view(1, 3, 1, 1)
+
+    def probs(v: np.ndarray) -> torch.Tensor:
+        x = (torch.from_numpy(np.ascontiguousarray(v)).permute(2, 0, 1).float()[None] / 255 - mean) / std
+        with torch.no_grad():
+            return wb.cnn.model(pixel_values=x).logits.softmax(-1)[0]
+
+    top1 = int(probs(view).argmax())
+    p0, p1 = float(probs(view)[top1]), float(probs(shifted)[top1])
+    text = _shift1_reveal(ph)
+    assert f"({wb.cnn.id})" in text and f"{p0:.1%} unshifted, {p1:.1%} at 1 px" in text, (p0, p1, text)
+    assert "--cnn" not in text and "measured when" not in text, text

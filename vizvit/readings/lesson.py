@@ -155,11 +155,13 @@ def _shift_stay(ph: Photo, step: Step) -> Measured:
     cos, dx, dy = _shift_cosines(ph, step)
     line, same = _shift_line(cos, dx, dy)
     mean, _ = perturb.cos_summary(cos)
-    return Measured(f"mean cos {mean:.3f}", f"{line} {_cnn_sentence(ph)}", claims.stay_answer(same))
+    cnn = _cnn_sentence(ph)
+    return Measured(f"mean cos {mean:.3f}", f"{line} {cnn}" if cnn else line, claims.stay_answer(same))
 
 
 def _cnn_sentence(ph: Photo) -> str:
-    """The CNN's own sweep when the app has one (--cnn; the Experiments tab's cached sweep), else less."""
+    """The CNN's own sweep beside the ViT's vectors when the app has one (--cnn; the Experiments tab's cached
+    sweep), else "": no sentence about a CNN that is not there."""
     ks = list(range(2 * ph.vm.geometry.patch_size + 1))
     cnn = sweep.cnn_probs(ph, ks)
     if cnn is None:
