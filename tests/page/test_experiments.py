@@ -44,8 +44,9 @@ def test_click_patches_to_mask_them_and_predictions_update(url):
         page.wait_for_function(
             "([old]) => { const p = document.querySelector('#mask-top5 .js-plotly-plot');"
             " return p && p.innerText !== old; }", arg=[before_plot])
-        # each bar's Δ, written at the chart's right edge (plotly's minus is U+2212)
-        assert len(re.findall(r"[+\u2212-]\d+\.\d pp", plot_text(page, "mask-top5"))) == 5
+        # each bar's Δ, written at the chart's right edge (plotly's minus is U+2212): "+1.2 pp", a small one with
+        # its size ("-0.03 pp", "+<0.0001 pp"), none "0 pp"
+        assert len(re.findall(r"[+\u2212-]<?\d+\.\d+ pp|(?<![\d.])0 pp", plot_text(page, "mask-top5"))) == 5
         wait_image(page, "masked-view", before_masked)
         shot(page, "experiments_masks", full_page=False)
         # Pixel fill: the model now gets all tokens, the pixels are black.

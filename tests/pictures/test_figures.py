@@ -79,7 +79,7 @@ def test_a_tiny_top5_probability_is_not_written_as_zero():
 def test_top5_bars_write_each_change_from_the_baseline_on_the_right():
     before = {281: 0.9, 282: 0.05, 285: 0.05, 7: 0.0}  # class 1 was not in the baseline: +2.0 points
     fig = figures.top5_bar(top5(), baseline=before)
-    assert list(fig.layout.yaxis2.ticktext) == ["+2.0 pp", "+3.0 pp", "+0.0 pp", "+5.0 pp", "-10.0 pp"]
+    assert list(fig.layout.yaxis2.ticktext) == ["+2.0 pp", "+3.0 pp", "0 pp", "+5.0 pp", "-10.0 pp"]
     assert fig.layout.yaxis2.side == "right" and list(fig.layout.yaxis2.tickvals) == list(fig.data[0].y)
 
 
@@ -167,24 +167,42 @@ def test_a_chart_kaleido_left_unwritten_is_written_again_and_one_left_twice_is_s
     assert asked == [["c", "d"], ["c"]]
 
 
-@pytest.mark.parametrize(("change", "shown"), [(0.0123, "+1.2 pp"), (-0.0123, "-1.2 pp"), (-0.0004, "+0.0 pp"),
-                                              (0.0004, "+0.0 pp"), (0.0, "+0.0 pp"), (-0.0, "+0.0 pp"),
-                                              (-0.0006, "-0.1 pp"), (-0.821, "-82.1 pp")])
+@pytest.mark.parametrize(("change", "shown"), [(0.0123, "+1.2 pp"), (-0.0123, "-1.2 pp"), (0.0, "0 pp"),
+                                              (-0.0, "0 pp"), (-0.0006, "-0.1 pp"), (-0.821, "-82.1 pp")])
 def test_a_change_is_in_points_and_never_minus_zero(change, shown):
     """The top-5 charts' Δ labels: "-0.0%" read as a drop that is not there (a student's walk); a difference of
     two probabilities is in percentage points ("-2.1%" of 82.2 % would be 1.7 points)."""
     assert figures.signed_points(change) == shown
 
 
+# Written by hand: a change of p that one decimal of points rounds to zero, and its size in points (100 × Δp)
+@pytest.mark.parametrize(("before", "after", "shown"), [
+    (0.82245, 0.82275, "+0.03 pp"),  # chelsea's top-1 with one patch masked: its label read "+0.0 pp"
+    (0.5, 0.49996, "-0.004 pp"), (0.0001, 0.00050, "+0.04 pp"), (0.3, 0.300041, "+0.0041 pp"),
+    (0.7, 0.7 + 1e-7, "+<0.0001 pp"), (0.7, 0.7 - 1e-7, "-<0.0001 pp"), (0.25, 0.25, "0 pp")])
+def test_a_change_too_small_for_one_decimal_says_its_size_and_only_none_says_zero(before, after, shown):
+    """Masking one patch moved chelsea's top-1 bar by 0.03 points and the chart wrote "+0.0 pp" beside it: read
+    as no change. Two significant digits, as figures.percent writes a small probability; "0 pp" is kept for a
+    probability that did not move at all, and below 0.0001 pp (float32 probabilities hold ~1e-7) the label says
+    so rather than print digits of rounding."""
+    assert figures.signed_points(after - before) == shown
+
+
 @pytest.mark.parametrize("before, after, shown", [
     (0.8224, 0.8215, "82.24% → 82.15% (Δ -0.09 pp)"),  # at one decimal: "82.2% → 82.2% (Δ -0.1 pp)"
     (0.822, 0.801, "82.2% → 80.1% (Δ -2.1 pp)"),
-    (0.5, 0.5, "50.0% → 50.0% (Δ +0.0 pp)"),
-    (0.82241, 0.82239, "82.2% → 82.2% (Δ +0.0 pp)"),  # equal as shown, and the Δ says so
-    (0.10049, 0.10051, "10.05% → 10.05% (Δ +0.00 pp)"),
+    (0.5, 0.5, "50.0% → 50.0% (Δ 0 pp)"),  # no change at all: equal as shown, and the Δ says so
+    # a change shows in the numbers too: "82.2% → 82.2% (Δ +0.0 pp)" read as none
+    (0.82241, 0.82239, "82.241% → 82.239% (Δ -0.002 pp)"),
+    (0.10049, 0.10051, "10.049% → 10.051% (Δ +0.002 pp)"),
 ])
 def test_a_change_is_the_difference_of_the_two_numbers_it_shows(before, after, shown):
     text = figures.prob_change(before, after)
     assert text == shown
-    b, a, d = (float(x) for x in re.findall(r"[-+]?\d+\.\d+", text))
+    b, a, d = (float(x) for x in re.findall(r"[-+]?\d+(?:\.\d+)?(?=%| pp)", text))
     assert round(a - b, 3) == round(d, 3)
+
+
+def test_a_change_below_three_decimals_keeps_the_numbers_short_and_says_its_size():
+    # 0.8224 → 0.822403: 0.0003 points, equal at three decimals of percent; the Δ is not "+0.000 pp"
+    assert figures.prob_change(0.8224, 0.822403) == "82.2% → 82.2% (Δ +0.0003 pp)"

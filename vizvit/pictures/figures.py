@@ -51,23 +51,41 @@ def percent(prob: float) -> str:
     return f"{prob:.1%}"
 
 
+NO_CHANGE = "0 pp"  # an exact 0: no sign, and unlike any change however small ("+0.0 pp" read as none)
+SMALLEST_POINTS = 0.0001  # pp: below it, "<0.0001 pp" with the sign (float32 probabilities hold ~1e-7)
+
+
 def signed_points(change: float, decimals: int = 1) -> str:
-    """A change of a probability in percentage points, "+1.2 pp" / "-1.2 pp", and "+0.0 pp" (not "-0.0 pp")
-    where it rounds to zero. Points, not "%": 82.2% → 80.1% is a fall of 2.1 points, which "-2.1%" would
-    read as a fall of 2.1 % of 82.2 % (1.7 points)."""
-    text = f"{100 * change:+.{decimals}f}"
-    if text.strip("-+0.") == "":
-        text = "+" + text[1:]
+    """A change of a probability in percentage points, "+1.2 pp" / "-1.2 pp"; "0 pp" for none at all. A
+    change that rounds to zero at `decimals` keeps two significant digits ("+0.03 pp", "-0.0041 pp"), as
+    percent() does: masking one patch of chelsea moved a bar 0.03 points and its label read "+0.0 pp", no
+    change, beside a bar that moved. Points, not "%": 82.2% → 80.1% is a fall of 2.1 points, which "-2.1%"
+    would read as a fall of 2.1 % of 82.2 % (1.7 points)."""
+    points = 100 * change
+    if points == 0:
+        return NO_CHANGE
+    text = f"{points:+.{decimals}f}"
+    if text.strip("-+0.") == "":  # rounds to zero: its size, not "+0.0"
+        sign = "+" if points > 0 else "-"
+        if abs(points) < SMALLEST_POINTS:
+            return f"{sign}<{SMALLEST_POINTS:.4f} pp"
+        text = sign + np.format_float_positional(abs(points), precision=2, unique=False, fractional=False,
+                                                 trim="-")
     return text + " pp"
 
 
 def prob_change(before: float, after: float) -> str:
     """"82.2% → 80.1% (Δ -2.1 pp)", with as many decimals (one to three) as it takes for the Δ to be the
-    difference of the two numbers shown: at one decimal 0.8224 → 0.8215 read "82.2% → 82.2% (Δ -0.1 pp)"."""
+    difference of the two numbers shown and for a change to show in them: at one decimal 0.8224 → 0.8215
+    read "82.2% → 82.2% (Δ -0.1 pp)", and 0.82241 → 0.82239 "82.2% → 82.2% (Δ +0.0 pp)", no change. One
+    below three decimals keeps the numbers at one and the Δ its size (signed_points)."""
+    moved = after != before
     for d in (1, 2, 3):
         b, a, ch = (round(100 * x, d) for x in (before, after, after - before))
-        if round(a - b, d) == ch:
+        if round(a - b, d) == ch and (ch != 0 or not moved):
             break
+    else:
+        d = 1
     return f"{100 * before:.{d}f}% → {100 * after:.{d}f}% (Δ {signed_points(after - before, d)})"
 
 
