@@ -4,6 +4,7 @@ against the one batched run, its ranking and its reading of constructed AUCs."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from tiny import EXAMPLES
 
 import vizvit
@@ -100,3 +101,19 @@ def test_beats_random_only_outside_the_band():
                           band, band)
     assert contest.beats_random(s) == {"in": ("within", "within"), "low": ("better", "better"),
                                        "high": ("worse", "worse")}
+
+
+def test_the_noise_is_the_random_orders_own_spread_and_scales_with_the_photo():
+    # two orders' insertion − deletion differ by sqrt(2 (sd_del² + sd_ins²)): sd 0.1 on both curves -> 0.2
+    band = perturb.spread([0.4, 0.5, 0.6])
+    assert contest.score_noise(band, band) == pytest.approx(0.2)
+    tiny = perturb.spread([0.004, 0.005, 0.006])  # the same photo's structure at a 1 % top-1
+    assert contest.score_noise(tiny, tiny) == pytest.approx(0.002)
+
+
+def test_tiers_group_the_maps_within_the_noise_of_their_groups_first():
+    rows = [("a", 0.10, 0.50), ("b", 0.15, 0.50), ("c", 0.30, 0.40), ("r", 0.30, 0.30), ("d", 0.40, 0.20)]
+    # insertion − deletion: 0.40, 0.35, 0.10, 0.00, -0.20
+    assert contest.tiers(rows, 0.12) == [["a", "b"], ["c", "r"], ["d"]]  # r is 0.10 below c, d 0.30
+    assert contest.tiers(rows, 0.7) == [["a", "b", "c", "r", "d"]]  # one group: nothing told apart
+    assert contest.tiers(rows, 0.0) == [["a"], ["b"], ["c"], ["r"], ["d"]]

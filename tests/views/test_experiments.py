@@ -204,6 +204,62 @@ def test_contest_verdict_on_constructed_aucs():
     assert contest.first_removed(m, 2).tolist() == [1, 2]
 
 
+# A weak prediction's contest (the trained ViT-Ti on a 400×130 gradient: top-1 3 %, random orders' AUC 0.012 ±
+# 0.0006): ten orders, read back (insertion = deletion), sd 0.0005 by construction; two orders differ by 0.001.
+WEAK_BAND = [0.0115, 0.0125] * 5
+WEAK_NOISE = 2 * float(np.std(WEAK_BAND, ddof=1))
+
+
+def test_a_contest_whose_maps_lie_within_the_random_orders_noise_says_it_cannot_separate_them():
+    names = ("rollout", "last-layer [CLS] attention", "Grad-CAM")
+    # insertion − deletion +0.0004, −0.0003, +0.0003: all within 0.00105 of each other and of random's 0
+    level = _score("black", names, [0.0121, 0.0126, 0.0119], [0.0125, 0.0123, 0.0122], WEAK_BAND, WEAK_BAND)
+    t = experiments.fill_verdict(level)
+    assert "with the black fill the contest cannot separate the maps on this photo" in t
+    assert "(-0.00030 to +0.00040)" in t and f"within {WEAK_NOISE:.5f}" in t
+    # written to the band's scale: three decimals read "0.012 ± 0.001" and every map "(0.012, 0.012)"
+    assert "**0.01200 ± 0.00053**" in t and "rollout (0.01210, 0.01250)" in t
+    # the same photo at a strong prediction's scale (×40): the same words, the numbers scaled
+    strong = _score("black", names, [40 * x for x in level.deletion], [40 * x for x in level.insertion],
+                    [40 * x for x in WEAK_BAND], [40 * x for x in WEAK_BAND])
+    assert "the contest cannot separate the maps on this photo" in experiments.fill_verdict(strong)
+    # one map well clear of the noise on the same weak scale: told apart, and said to beat random
+    apart = _score("black", names, [0.0121, 0.0126, 0.0100], [0.0125, 0.0123, 0.0160], WEAK_BAND, WEAK_BAND)
+    t = experiments.fill_verdict(apart)
+    assert "cannot separate" not in t and "Beat random on both curves: Grad-CAM (0.01000, 0.01600)." in t
+
+
+def _flat(names, dele, ins, mode="black"):
+    """Curves flat at each AUC (a constant curve over fractions 0..1 has that area)."""
+    f = np.linspace(0, 1, 3)
+    return perturb.Curves(tuple(names), f, np.repeat(np.array(dele)[:, None], 3, 1),
+                          np.repeat(np.array(ins)[:, None], 3, 1), 0, "beaker", mode, 1)
+
+
+def test_the_ranking_joins_maps_within_the_noise_and_names_a_best_only_clear_of_it():
+    band = _flat([f"random order {k + 1}" for k in range(10)], WEAK_BAND, WEAK_BAND)
+    names = ["rollout", "Grad-CAM", "random"]
+
+    def line(dele, ins):
+        c = _flat(names, [*dele, 0.012], [*ins, 0.012])
+        rows = experiments.contest_rows(c, band)
+        return experiments.ranking_line(c, band, [str(r[1]) for r in rows])
+
+    # scores +0.0004 and +0.0003 and random's 0: one group
+    assert line([0.0121, 0.0119], [0.0125, 0.0122]).startswith(
+        "**Ranking:** none on this photo (black fill): every map is within 0.00105 in insertion − deletion")
+    # rollout +0.006 ahead, Grad-CAM level with random: a best, then a tie
+    t = line([0.0100, 0.0119], [0.0160, 0.0122])
+    assert t.startswith("**Ranking:** rollout > Grad-CAM ≈ random (baseline) (best: **rollout**; ≈: within 0.00105")
+    # rollout and Grad-CAM +0.0004 and 0.0 apart from random's 0: the top is not told apart from chance
+    t = line([0.0121, 0.0100], [0.0125, 0.0160])
+    assert "Grad-CAM > rollout ≈ random (baseline) (best: **Grad-CAM**" in t
+    # rollout +0.0005, level with random's 0; Grad-CAM −0.004 below both
+    t = line([0.0121, 0.0140], [0.0126, 0.0100])
+    assert t.startswith("**Ranking:** rollout ≈ random (baseline) > Grad-CAM (no map is told apart from random")
+    assert "no map is told apart from random order at the top" in t and "cannot separate" not in t
+
+
 def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
     from vizvit.readings.contest import RANDOM_ROW, FillContest
     from vizvit.views.experiments import contest_figure, contest_rows

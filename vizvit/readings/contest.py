@@ -235,6 +235,30 @@ def beats_random(s: FillScore) -> dict[str, tuple[str, str]]:
             for n, d, i in zip(s.names, s.deletion, s.insertion)}
 
 
+def score_noise(deletion: perturb.Spread, insertion: perturb.Spread) -> float:
+    """How far apart two maps' insertion − deletion AUCs may lie by chance on this photo: the sd of the
+    difference of two random orders' insertion − deletion, sqrt(2 (sd_del² + sd_ins²)), twice the orders' sd
+    when their two bands are one (read back). It follows the photo's own scale: on a weak prediction (a
+    gradient's 3 % top-1) every AUC and the orders' spread are small together, and a fixed margin would
+    either call every map level or rank differences that random orders make as well."""
+    return float(np.sqrt(2.0 * (deletion.sd ** 2 + insertion.sd ** 2)))
+
+
+def tiers(rows: list[tuple[str, float, float]], noise: float) -> list[list[str]]:
+    """contestants' rows (best first) -> the groups the contest tells apart, best first: a group takes
+    each next row whose insertion − deletion lies within `noise` of its first row's; one group means
+    the contest cannot separate the maps (nor from random order's row) on this photo."""
+    out: list[list[str]] = []
+    lead = 0.0
+    for name, d, i in rows:
+        if out and lead - (i - d) <= noise:
+            out[-1].append(name)
+        else:
+            out.append([name])
+            lead = i - d
+    return out
+
+
 def wins(verdict: tuple[str, str]) -> bool:
     """A map's (deletion, insertion) against the band -> whether it beats random order: outside the
     band on the better side of one curve at least, and on the worse side of neither (a map better on

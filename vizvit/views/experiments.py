@@ -359,11 +359,20 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     return fig
 
 
+def auc_decimals(*sds: float) -> int:
+    """The decimals an AUC is written with: three, or enough for the random orders' sd to show two
+    significant digits. On a weak prediction (a gradient's 3 % top-1: AUCs near 0.01, sd 0.0006) three
+    decimals wrote the band "0.012 ± 0.001" and two maps told apart by it as the same "0.015"."""
+    small = min((x for x in sds if x > 0), default=0.0)
+    return 3 if small <= 0 else max(3, 1 - math.floor(math.log10(small)))
+
+
 def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
                  second: contest.FillContest | None = None) -> list[list]:
     """The AUC table, best first: [rank, map, deletion AUC, insertion AUC, insertion − deletion, and the
     second fill's deletion and insertion AUC ("" until computed)]."""
     other: dict[str, tuple[float, float]] = {}
+    n = max(4, auc_decimals(*_band_sds(band), *(_band_sds(second.band) if second is not None else ())))
     if second is not None:
         other = {n: (d, i) for n, d, i in contest.contestants(second.curves, second.band)}
     out = []
@@ -371,9 +380,16 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
         shown = name if name == contest.RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
         two = other.get(name)  # the second fill's AUCs ("" until computed)
         # + 0.0: the random row's insertion − deletion is 0 up to rounding, shown "0", not "-0"
-        out.append([r + 1, shown, round(d, 4), round(i, 4), round(i - d, 4) + 0.0,
-                    *(("", "") if two is None else (round(two[0], 4), round(two[1], 4)))])
+        out.append([r + 1, shown, round(d, n), round(i, n), round(i - d, n) + 0.0,
+                    *(("", "") if two is None else (round(two[0], n), round(two[1], n)))])
     return out
+
+
+def _band_sds(band: perturb.Curves | None) -> tuple[float, ...]:
+    """The random orders' deletion and insertion AUC sd (none without a band)."""
+    if band is None:
+        return ()
+    return perturb.spread(band.deletion_auc).sd, perturb.spread(band.insertion_auc).sd
 
 
 BAND_FILL = "rgba(120,120,120,0.25)"
@@ -388,12 +404,14 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
     ranked = [x for x in c.names if x != methods.RANDOM.name]
     colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(ranked)}
     curves = {n: (c.deletion[k], c.insertion[k]) for k, n in enumerate(c.names)}
+    k_ = auc_decimals(*_band_sds(band))
     for r, (name, d, i) in enumerate(contest.contestants(c, band)):
-        label = f"{r + 1}. {name} (del {d:.3f}, ins {i:.3f})"
+        label = f"{r + 1}. {name} (del {d:.{k_}f}, ins {i:.{k_}f})"
         if name == contest.RANDOM_ROW and band is not None:
             ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
             # Mean ± sd of n orders, short enough for a phone's legend (the text above the chart says more).
-            label = f"{r + 1}. random ×{ds.n}: del {ds.mean:.3f}±{ds.sd:.3f}, ins {is_.mean:.3f}±{is_.sd:.3f}"
+            label = (f"{r + 1}. random ×{ds.n}: del {ds.mean:.{k_}f}±{ds.sd:.{k_}f}, "
+                     f"ins {is_.mean:.{k_}f}±{is_.sd:.{k_}f}")
             for k, ys in enumerate((band.deletion, band.insertion)):
                 m, s = ys.mean(0), ys.std(0, ddof=1)
                 # The band: its lower edge, then the upper edge filled down to it.
@@ -438,9 +456,10 @@ def fill_verdict(s: contest.FillScore) -> str:
     db, ib = s.deletion_band, s.insertion_band
     v = contest.beats_random(s)
     auc = {n: (float(d), float(i)) for n, d, i in zip(s.names, s.deletion, s.insertion)}
+    dec = auc_decimals(db.sd, ib.sd)  # the band's scale, this photo's: a weak prediction's AUCs are all small
 
     def named(ns: list[str]) -> str:
-        return ", ".join(f"{n} ({auc[n][0]:.3f}, {auc[n][1]:.3f})" for n in ns)
+        return ", ".join(f"{n} ({auc[n][0]:.{dec}f}, {auc[n][1]:.{dec}f})" for n in ns)
 
     both = [n for n, (d, i) in v.items() if d == i == "better"]
     del_only = [n for n, (d, i) in v.items() if (d, i) == ("better", "within")]
@@ -450,13 +469,16 @@ def fill_verdict(s: contest.FillScore) -> str:
     split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
     inside = [n for n, (d, i) in v.items() if d == i == "within"]
     worse = [n for n, (d, i) in v.items() if "better" not in (d, i) and "worse" in (d, i)]
-    dband, iband = f"{db.mean:.3f} ± {db.sd:.3f}", f"{ib.mean:.3f} ± {ib.sd:.3f}"
+    dband, iband = f"{db.mean:.{dec}f} ± {db.sd:.{dec}f}", f"{ib.mean:.{dec}f} ± {ib.sd:.{dec}f}"
     # The random orders insert read back (contest.read_back), so their two bands are one: said, not left
     # for a student to wonder at two equal pairs of numbers.
     bands = (f"deletion and insertion AUC **{dband}** (one band: a random order's insertion is its deletion "
              "read backwards)" if dband == iband else f"deletion AUC **{dband}**, insertion **{iband}**")
     out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: {bands} (maps below: deletion, "
            "insertion)."]
+    apart = separated(s)
+    if apart is not None:
+        out.append(apart)
     if not (both or del_only or ins_only):
         out.append("No map beats random order outside its band"
                    + (" without doing worse than it on the other curve" if split else "")
@@ -476,6 +498,47 @@ def fill_verdict(s: contest.FillScore) -> str:
     if worse:
         out.append(f"Worse than random: {named(worse)}.")
     return " ".join(out)
+
+
+def separated(s: contest.FillScore) -> str | None:
+    """The sentence for a fill whose contest cannot separate the maps on this photo: every map's insertion −
+    deletion AUC within contest.score_noise of the others' and of random order's (0: its insertion is its
+    deletion). None when it can."""
+    scores = [0.0, *(float(i - d) for d, i in zip(s.deletion, s.insertion))]
+    noise = contest.score_noise(s.deletion_band, s.insertion_band)
+    if max(scores) - min(scores) > noise:
+        return None
+    k = auc_decimals(s.deletion_band.sd, s.insertion_band.sd)
+    return (f"Every map's insertion − deletion AUC ({min(scores[1:]):+.{k}f} to {max(scores[1:]):+.{k}f}) lies "
+            f"within {noise:.{k}f} of the others' and of random order's (0): random orders differ by as much "
+            f"(the sd of two orders' difference), so with the {s.fill} fill the contest cannot separate the "
+            "maps on this photo.")
+
+
+def ranking_line(c: perturb.Curves, band: perturb.Curves | None, shown: list[str]) -> str:
+    """The ranking in words, the maps a contest cannot tell apart joined by ≈ (contest.tiers, within the
+    random orders' noise): "best" only for a map ahead of every other by more than that noise. shown: the
+    table's names, in its order (without a band: no noise to read, the order as it is)."""
+    rows = contest.contestants(c, band)
+    if band is None:
+        return f"**Ranking:** {' > '.join(shown)} (best: **{shown[0]}**; {c.mode} fill)."
+    ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
+    noise = contest.score_noise(ds, is_)
+    groups = contest.tiers(rows, noise)
+    said = " > ".join(" ≈ ".join(g) for g in groups)
+    within = f"within {noise:.{auc_decimals(ds.sd, is_.sd)}f} in insertion − deletion, as two random orders differ"
+    if len(groups) == 1:
+        return (f"**Ranking:** none on this photo ({c.mode} fill): every map is {within}, so the contest "
+                "cannot separate the maps here and the table's order is chance.")
+    top = groups[0]
+    if len(top) == 1:
+        best = f"best: **{top[0]}**"
+    elif contest.RANDOM_ROW in top:  # the first maps are not told apart from chance (chelsea, black fill)
+        best = f"no map is told apart from random order at the top: {_listed(top)} are {within}"
+    else:
+        best = f"no single best: {_listed(top)} are {within}"
+    ties = "; ≈: " + within if len(top) == 1 and any(len(g) > 1 for g in groups) else ""
+    return f"**Ranking:** {said} ({best}{ties}; {c.mode} fill)."
 
 
 def _listed(names: list[str]) -> str:
@@ -607,10 +670,9 @@ def _curves_panel(c: perturb.Curves, steps: int, progress: tuple[int, int] | Non
             f"by {fills} · {views} views in all, batched." + (f"\n\n{verdict}" if verdict else ""))
     rows = contest_rows(c, band, second)
     if verdict:
-        text += (f"\n\n**Ranking:** {' > '.join(str(r[1]) for r in rows)} (best: **{rows[0][1]}**; {c.mode} fill).\n\n"
-                 + RANKING_NOTE.format(label=_short(c.target_label), fill=c.mode,
-                                       fill2=second.curves.mode if second is not None else contest.SECOND_FILL,
-                                       n=perturb.RANDOM_ORDERS))
+        text += f"\n\n{ranking_line(c, band, [str(r[1]) for r in rows])}\n\n" + RANKING_NOTE.format(
+            label=_short(c.target_label), fill=c.mode, n=perturb.RANDOM_ORDERS,
+            fill2=second.curves.mode if second is not None else contest.SECOND_FILL)
     return CurvesPanel(contest_figure(c, band), rows, text)
 
 
