@@ -445,7 +445,11 @@ def _wire(demo: gr.Blocks, ctx: Ctx, ui: dict, server: Server) -> None:
               [ui["link_example"], model, ui["banner"], ui["link_tab"], ui["tab"], ui["notice_md"], *link_parts,
                ui["projector"], ui["zs_on"], key, status, ui["cmp_depth"], ui["cmp_head"]],
               show_progress="hidden").then(
-        lambda example: example or gr.skip(), ui["link_example"], upload, queue=False, show_progress="hidden")
+        lambda example: example or gr.skip(), ui["link_example"], upload, queue=False, show_progress="hidden").then(
+        None, None, None, js=web.asset("link_read.js"))
+    # A Run clicked while the first photo is read waits for its key (web/run_waits.js), not "Upload a photo first."
+    demo.load(None, None, None, js=web.run_waits())
+    key.change(None, None, None, js=web.asset("photo_in.js"))
     # JS only (no round trip): a click on the tab's button opens it as a person would.
     ui["link_tab"].change(None, ui["link_tab"], None, js=web.asset("select_tab.js"))
     ui["zs_on"].change(None, ui["zs_on"], None, js=web.asset("zero_shot_on.js"))

@@ -272,7 +272,7 @@ def _bottom() -> dict[str, gr.components.Component]:
                 method = gr.Dropdown(list(ap.EXPLAIN_METHODS), value=ap.EXPLAIN_METHODS[0], label="method",
                                      elem_id="attn-method")
             with gr.Row():
-                rel_btn = gr.Button("Compute the map", elem_id="attn-relevance-btn")
+                rel_btn = gr.Button("Compute the map", elem_id="attn-relevance-btn", elem_classes=[web.NEEDS_PHOTO])
                 # Attention flow is a job (5-10 s on a 12-layer model, seconds to minutes on a busy server):
                 # this button ends it.
                 flow_stop = gr.Button("Stop", size="sm", elem_id="attn-flow-stop")

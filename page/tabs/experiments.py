@@ -12,7 +12,7 @@ from vizvit.readings import masks
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments
 
-from .. import flip, ids, jobs, kit
+from .. import flip, ids, jobs, kit, web
 from ..kit import Ctx
 
 # The ExperimentsParams fields the tab's controls set, in the order its events list them.
@@ -193,7 +193,8 @@ def _shift_layout(cnn: bool) -> dict[str, gr.components.Component]:
 
     gr.Markdown("## Shift sweep: k = 0..2P pixels right, edge fill, batched")
     with gr.Row():
-        sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run")
+        sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run",
+                              elem_classes=[web.NEEDS_PHOTO])
         stop_btn = gr.Button("Stop", elem_id="sweep-stop")
     sweep_text = gr.Markdown(elem_id=ids.SWEEP_TEXT)  # its last line said (web/a11y.js)
     sweep_plot = gr.Plot(label="Cosine and probability against the shift", elem_id="sweep-plot")
@@ -214,8 +215,9 @@ def _mask_layout() -> dict[str, gr.components.Component]:
                         label="mask mode", elem_id="mask-mode")
         percent = gr.Slider(0, 100, value=25, step=1, label="p % / k % for the buttons", elem_id="mask-percent")
     with gr.Row():
-        buttons = {n: gr.Button(label, size="sm", elem_id=f"mask-{n}") for n, label in zip(
-            MASK_BUTTONS, ("clear", "invert", "random p %", "top k % by the map", "bottom k % by the map"))}
+        buttons = {n: gr.Button(label, size="sm", elem_id=f"mask-{n}", elem_classes=[web.NEEDS_PHOTO])
+                   for n, label in zip(MASK_BUTTONS, ("clear", "invert", "random p %", "top k % by the map",
+                                                      "bottom k % by the map"))}
         rank_by = gr.Dropdown(list(masks.MASK_MAPS), value=masks.MASK_MAPS[0], label="map (top-1 class)",
                               elem_id="mask-rank-by")
     # min_width 300: on a phone each goes under the other at the full width (side by side, a patch to tap
@@ -246,7 +248,8 @@ def _curves_layout() -> dict[str, gr.components.Component]:
         steps = gr.Slider(2, 20, value=10, step=1, label="steps", elem_id="curves-steps")
         curve_mode = gr.Radio(list(vocab.CURVE_MODES), value="black", label="remove patches by",
                               elem_id="curves-mode")
-        curves_btn = gr.Button(experiments.CONTEST_BUTTON, variant="primary", elem_id="curves-run")
+        curves_btn = gr.Button(experiments.CONTEST_BUTTON, variant="primary", elem_id="curves-run",
+                               elem_classes=[web.NEEDS_PHOTO])
     # Over the contest on show while its settings differ from the ones it ran with (contest_stale).
     curves_stale = gr.Markdown(elem_id=ids.CURVES_STALE)  # said when it appears (web/a11y.js)
     contest_ran = gr.State(None)  # experiments.ContestRun: what the contest on show ran with

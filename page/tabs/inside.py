@@ -12,7 +12,7 @@ from vizvit.readings import heads
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import inside
 
-from .. import flip, jobs, kit
+from .. import flip, jobs, kit, web
 from ..kit import Ctx
 
 # The InsideParams fields the tab's controls set, in the order its events list them (the heads off are in the key).
@@ -133,7 +133,8 @@ def _layout() -> dict[str, gr.components.Component]:
             ablate_text = gr.Markdown(elem_id="ablate-text")
     gr.Markdown(inside.IMPORTANCE_TEXT)
     with gr.Row():
-        run_btn = gr.Button("Which heads matter? (one forward per head)", variant="primary", elem_id="importance-run")
+        run_btn = gr.Button("Which heads matter? (one forward per head)", variant="primary", elem_id="importance-run",
+                            elem_classes=[web.NEEDS_PHOTO])
         stop_btn = gr.Button("Stop", elem_id="importance-stop")
     importance_text = gr.Markdown(elem_id="importance-text")
     return dict(lens_table=lens_table, depth=lens_depth, depth_top5=depth_top5, lens_book=book, lens_text=lens_text,

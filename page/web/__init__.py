@@ -24,6 +24,11 @@ HERE = Path(__file__).resolve().parent
 # the arrow keys choose a cell and Enter click it (issue 51).
 CELLS_CLASS = "vv-cells"
 
+# A button whose handler needs the photo (a Run button, a mask preset) carries NEEDS_PHOTO: clicked while the page's
+# first photo is still being read, the click waits for it (run_waits.js) instead of being told "Upload a photo first."
+NEEDS_PHOTO = "vv-needs-photo"
+PHOTO_READING = "The photo is still being read: a moment. What you clicked runs once it is in."
+
 # The page's own drawing (a js_on_load each), from the books the views send (vizvit.views.books...).
 MAP_DRAW = "map_draw.js"  # one attention map, views.layout.map_image's pixels: run before the two below
 ATTENTION_MAP = "attention_map.js"  # the Attention tab's layer, head, fusion and clicks, with no round trip
@@ -142,6 +147,12 @@ def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: t
     if step is None:
         return f"{CELLS_CLASS}-{rows}x{cols}"
     return f"{CELLS_CLASS}-{rows}x{cols}-{at[0]}-{at[1]}-{step[0]}-{step[1]}"
+
+
+def run_waits() -> str:
+    """run_waits.js with its class and its line written in (the page-load js= that holds early clicks)."""
+    return asset("run_waits.js").replace("NEEDS_PHOTO_CLASS", NEEDS_PHOTO).replace("SAY_READING",
+                                                                                  json.dumps(PHOTO_READING))
 
 
 def page_scripts() -> str:

@@ -164,6 +164,41 @@ def run_contest(page, steps: int | None = None) -> None:
     page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
 
 
+# Every text the page ever showed that holds the words, kept as it appeared (a toast goes after some seconds).
+SEEN = """window.__seen = []; new MutationObserver(() => {
+    const t = document.body?.innerText ?? '';
+    if (t.includes('Upload a photo first')) window.__seen.push(t.slice(0, 80));
+}).observe(document, {subtree: true, childList: true, characterData: true});"""
+
+
+def test_run_clicked_on_a_deep_link_before_its_photo_is_in_runs_once_it_is(tiny16):
+    """A walk-through: ?example=chelsea&tab=experiments opened and Run clicked at once, the example still being
+    read: the page said "Upload a photo first." with the photo in its box. Now the click waits (web/run_waits.js),
+    says so, and runs once the photo's key is in. The server reads each photo 3 s late here (a loaded machine)."""
+    with serving(tiny16) as (url, wb):
+        add = wb.add_photo
+
+        def late(*a, **k):
+            time.sleep(3)
+            return add(*a, **k)
+
+        wb.add_photo = late  # the handler reads wb's method when it runs: held from the first upload
+        with page_at(url + "?example=chelsea&tab=experiments", wait_for="#curves-run", init_script=SEEN) as page:
+            page.click("#curves-run")
+            page.wait_for_selector(".vv-run-wait, .toast-body", timeout=10_000)
+            assert page.evaluate("window.__seen") == [], "said 'Upload a photo first' with the photo on its way"
+            assert "still being read" in page.inner_text(".vv-run-wait")
+            assert "top-1" not in page.inner_text("#status")  # it was clicked before the photo was in
+            page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
+            assert page.locator(".vv-run-wait").count() == 0
+            assert page.evaluate("window.__seen") == []
+        # A link whose example does not exist: no photo comes, the held click goes through and is answered truly.
+        with page_at(url + "?example=no-such-photo&tab=experiments", wait_for="#curves-run") as page:
+            page.click("#curves-run")
+            page.wait_for_selector(".toast-body:has-text('Upload a photo first')", timeout=60_000)
+            assert page.locator(".vv-run-wait").count() == 0
+
+
 def test_on_a_phone_the_charts_legend_sits_below_the_axis_title_and_the_title_fits(url):
     """A walk-through at 390 px: the sweep's and the contest's legends (placed a quarter of the plot's height
     below it) sat on the x axis's title, and their one-line titles were cut at the chart's edge. Measured in

@@ -6,6 +6,7 @@ read here, every file there is referred to, and the library holds none of them.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -142,6 +143,9 @@ def test_the_templates_fill_their_placeholder():
     quiet = web.after_quiet("#a img")
     assert not any(p in quiet for p in ("SELECTOR", "QUIET_MS", "LIMIT_MS")) and "#a img" in quiet
     assert f"+ {web.QUIET_MS}, t0 + {web.QUIET_LIMIT_MS})" in quiet
+    waits = web.run_waits()
+    assert "NEEDS_PHOTO_CLASS" not in waits and "SAY_READING" not in waits
+    assert f"'.{web.NEEDS_PHOTO}'" in waits and json.dumps(web.PHOTO_READING) in waits
 
 
 def test_an_unknown_name_is_a_clear_error():
