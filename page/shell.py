@@ -251,7 +251,9 @@ def open_link(s: Server, request: gr.Request) -> dict:
     # The example goes in the upload box by a second step (_wire: .then), once the model box holds the
     # link's model: set in this same answer, the upload's change read the box's old value (seen:
     # ?model=random:... drew the start model's top-5 under the random model's name and banner).
-    return {**shared, "link_example": k.example,
+    # A link's example is read by the upload that follows this answer: until then the line says so.
+    reading = {"status": panels.reading_example(Path(k.example).name)} if k.example and not shared else {}
+    return {**shared, **reading, "link_example": k.example,
             "model": gr.Dropdown(choices=s.catalog.choices(), value=p.model),
             "banner": gr.Markdown(b, visible=bool(b)), "link_tab": k.tab or gr.skip(), "tab": k.tab or gr.skip(),
             "notice_md": gr.Markdown("**About this link:**\n" + notices, visible=True) if notices else gr.skip(),

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from vizvit.pictures import figures
+from vizvit.views.common import READING_EXAMPLE
 
 from .. import ids
 from ..stream_grace import REOPENS_HEADER
@@ -150,9 +151,10 @@ def cells_class(rows: int, cols: int, step: tuple[int, int] | None = None, at: t
 
 
 def run_waits() -> str:
-    """run_waits.js with its class and its line written in (the page-load js= that holds early clicks)."""
-    return asset("run_waits.js").replace("NEEDS_PHOTO_CLASS", NEEDS_PHOTO).replace("SAY_READING",
-                                                                                  json.dumps(PHOTO_READING))
+    """run_waits.js with its class, its line and the status line's start while a link's example is read written
+    in (the page-load js= that holds early clicks)."""
+    return (asset("run_waits.js").replace("NEEDS_PHOTO_CLASS", NEEDS_PHOTO)
+            .replace("SAY_READING", json.dumps(PHOTO_READING)).replace("LINK_READING", json.dumps(READING_EXAMPLE)))
 
 
 def page_scripts() -> str:

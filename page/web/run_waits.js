@@ -18,7 +18,9 @@
   const firstStatus = statusText();  // the key comes with a new status line: another one without it is no photo
   const box = () => document.getElementById(ID.UPLOAD);
   const boxFilled = () => !!box() && !box().querySelector('input[type=file]');  // a filled gr.File has no input
-  const reading = () => !w.photo && statusText() === firstStatus && (boxFilled() || !w.linkRead);
+  // The line while a link's example is read (vizvit/views/common.reading_example) is no answer either.
+  const waitingLine = () => statusText() === firstStatus || statusText().startsWith(LINK_READING);
+  const reading = () => !w.photo && waitingLine() && (boxFilled() || !w.linkRead);
   // The page's events still unanswered (answer_stream.js) and those waiting to be sent (after_quiet.js).
   const owed = () => Object.values(window.__vizvitAnswers?.sessions ?? {}).reduce((n, s) => n + s.owed.size, 0)
     + Number(document.body.dataset.vizvitWaiting || 0);

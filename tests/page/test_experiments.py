@@ -174,7 +174,8 @@ SEEN = """window.__seen = []; new MutationObserver(() => {
 def test_run_clicked_on_a_deep_link_before_its_photo_is_in_runs_once_it_is(tiny16):
     """A walk-through: ?example=chelsea&tab=experiments opened and Run clicked at once, the example still being
     read: the page said "Upload a photo first." with the photo in its box. Now the click waits (web/run_waits.js),
-    says so, and runs once the photo's key is in. The server reads each photo 3 s late here (a loaded machine)."""
+    says so, and runs once the photo's key is in; the status line says the example is being read. The server reads
+    each photo 3 s late here (a loaded machine)."""
     with serving(tiny16) as (url, wb):
         add = wb.add_photo
 
@@ -189,6 +190,8 @@ def test_run_clicked_on_a_deep_link_before_its_photo_is_in_runs_once_it_is(tiny1
             assert page.evaluate("window.__seen") == [], "said 'Upload a photo first' with the photo on its way"
             assert "still being read" in page.inner_text(".vv-run-wait")
             assert "top-1" not in page.inner_text("#status")  # it was clicked before the photo was in
+            # The status line says what is happening (it said "Upload a photo or pick an example to begin.").
+            page.wait_for_selector("#status:has-text('Reading the example chelsea.jpg')", timeout=10_000)
             page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
             assert page.locator(".vv-run-wait").count() == 0
             assert page.evaluate("window.__seen") == []

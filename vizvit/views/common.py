@@ -146,6 +146,15 @@ def upload_refused(message: str, had_photo: bool) -> str:
     return f"⚠️ **That file was not used:** {message} {rest}"
 
 
+READING_EXAMPLE = "⏳ Reading the example"  # the status line's start while a link's example is read (web/run_waits.js)
+
+
+def reading_example(name: str) -> str:
+    """The status line while a link's example (?example=chelsea) is read: the page had said "Upload a photo or
+    pick an example to begin." beside the example's name in the upload box."""
+    return f"{READING_EXAMPLE} {name}: its numbers come in a moment."
+
+
 def upload_status(had_photo: bool, failed: bool) -> str:
     """The status line after an upload that gave no new photo (a bad file, or the box cleared):
     say what the tabs still show, so the old photo's numbers are not taken for the new file's."""
