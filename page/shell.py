@@ -269,8 +269,9 @@ def copy_link(s: Server, request: gr.Request, key_: PhotoKey | None, model_id: s
     b = _geometry_b(s, c["compare"]) if tab_id == deeplink.COMPARE_TAB else None
     # The ablation is the photo key's (the heads the forward ran without), not the boxes' text.
     view = {n: v for n, v in c.items() if n not in ("ablate", "ablate_mode")}
-    link = deeplink.of_view(example=example_of(key_.sha1) if key_ else None, model=model_id, tab=tab_id,
-                            projector=proj, ablation=key_.ablation if key_ else None,
+    # An example by its name; an upload (or a frozen camera frame) by its key, which ?photo= reopens.
+    link = deeplink.of_view(example=example_of(key_.sha1) if key_ else None, photo=key_.sha1 if key_ else None,
+                            model=model_id, tab=tab_id, projector=proj, ablation=key_.ablation if key_ else None,
                             cursor=(cmp_depth, cmp_head), **view)
     page = (request.headers.get("referer") or str(request.url)).split("?")[0]
     return page + deeplink.to_query(deeplink.fit(link, s.wb.model(model_id).geometry, b)[0])

@@ -150,6 +150,21 @@ def test_compare_names_model_b_from_its_own_list_and_round_trips_on_the_compare_
     assert "compare=" not in to_query(deeplink.of_view(tab="attention", **view))  # kept on its own tab only
 
 
+
+def test_the_copied_link_of_an_uploaded_photo_names_it_by_its_key_and_an_example_by_its_name():
+    """A walk-through: "Copy link to this view" on an upload read ?model=...&tab=compare&layer=12&head=mean and
+    opened with no photo. An upload goes by its key (photo=, as the Lesson's and the Camera's links);
+    an example keeps its name (example=), the key left out."""
+    sha1 = "04df4a330a958e484458f444e156302526270816"
+    view = dict(model=MODELS[0], layer=12, head=1, show="mean", query=None, direction="row", mode="raw", dx=0,
+                dy=0, mask=(), projector=False, compare=MODELS[1], cursor=(12.0, "mean"))
+    q = to_query(deeplink.of_view(example=None, photo=sha1, tab="compare", **view))
+    assert q == f"?model={MODELS[0]}&tab=compare&compare={MODELS[1]}&layer=12&head=mean&photo={sha1}", q
+    assert go(**dict(kv.split("=", 1) for kv in q[1:].split("&")))[0].photo == sha1, "the link reopens the key"
+    q = to_query(deeplink.of_view(example=EXAMPLES[1], photo=sha1, tab="attention", **view))
+    assert q.startswith("?example=chelsea&") and "photo=" not in q, q
+    assert "photo=" not in to_query(deeplink.of_view(example=None, tab="attention", **view)), "no photo: no key"
+
 HOSTILE_NUMBERS = ["13", "-1", "nan", "NaN", "inf", "1.5", "1e3", "abc", "9" * 5000, "-" + "9" * 40, "0x3", " "]
 
 

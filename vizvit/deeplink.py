@@ -336,8 +336,10 @@ def of_view(example: str | None, model: str, tab: str, layer: float | None, head
             query: Sequence[int] | None, direction: str, mode: str, dx: float, dy: float, mask: Sequence[int],
             projector: bool, ablation: Ablation | None = None, compare: str | None = None,
             fill: str | None = None, mask_mode: str | None = None, depth: float | None = None,
-            cursor: tuple[float, str | None] | None = None) -> DeepLink:
-    """The page's controls -> the DeepLink that reopens them ("Copy link to this view"). compare
+            cursor: tuple[float, str | None] | None = None, photo: str | None = None) -> DeepLink:
+    """The page's controls -> the DeepLink that reopens them ("Copy link to this view"). photo: an uploaded
+    photo's key, kept where no example names the photo (a walk-through: an upload's link opened with no
+    photo; ?photo= opens one the server holds, as the Lesson's and the Camera's links do). compare
     (the Compare tab's model B) and depth (the Embeddings tab's) are kept on their tab only: elsewhere
     they would only lengthen the link. cursor: the Compare tab's (depth, head: a fusion or "k"), its
     layer= and head= on that tab."""
@@ -347,7 +349,7 @@ def of_view(example: str | None, model: str, tab: str, layer: float | None, head
         fusion = picked if picked in FUSIONS else FUSIONS[0]
         layer, (show, head) = cursor[0], ((fusion, 1) if one is None else (ONE_HEAD, one))
     one_head = _whole(head) if show == ONE_HEAD else None
-    return DeepLink(example=example, model=model, tab=tab, layer=_whole(layer),
+    return DeepLink(example=example, photo=None if example else photo, model=model, tab=tab, layer=_whole(layer),
                     compare=compare if tab == COMPARE_TAB else None,
                     depth=_whole(depth) if tab == EMBEDDINGS_TAB else None,
                     head=one_head if show == ONE_HEAD else show,

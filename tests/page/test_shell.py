@@ -319,6 +319,30 @@ def test_the_copied_link_of_the_compare_tab_keeps_its_head_and_reopens_it(server
     assert other["cmp_head"] == gr.skip() and other["cmp_depth"] == gr.skip(), "another tab's head stays its own"
 
 
+
+def test_the_copied_link_of_an_uploaded_photo_reopens_that_photo_and_an_examples_names_the_example(server, tmp_path):
+    """A walk-through: with an uploaded photo the copied link read ?model=...&tab=compare&layer=12&head=mean and
+    opened with no photo. Known answer: the photo's key (its SHA-1) in the link, the link reopening that key."""
+    import numpy as np
+    from PIL import Image
+
+    from vizvit.session import PhotoKey
+
+    mine = tmp_path / "mine.png"  # no example: a gradient of its own
+    Image.fromarray(np.tile(np.arange(0, 256, 4, dtype=np.uint8), (48, 1))[..., None].repeat(3, 2)).save(mine)
+    m = server.default_model
+    sha1 = server.wb.add_photo(str(mine))
+    parts = VIEW | {"compare": m}
+    url = shell.copy_link(server, _request(), PhotoKey(m, sha1), m, "compare", False, 1, "mean",
+                          *(parts[n] for n in deeplink.VIEW_CONTROLS))
+    assert url.endswith(f"&layer=1&head=mean&photo={sha1}") and "example=" not in url, url
+    got = _reopened(server, url)
+    assert got["key"].sha1 == sha1 and got["tab"] == "compare" and got["notice_md"] == gr.skip(), url
+    ex = server.wb.add_photo(str(EXAMPLES / "chelsea.jpg"))
+    url = shell.copy_link(server, _request(), PhotoKey(m, ex), m, "attention", False, 1, "mean",
+                          *(VIEW[n] for n in deeplink.VIEW_CONTROLS))
+    assert "?example=chelsea&" in url and "photo=" not in url, url
+
 def test_a_new_photo_answers_its_key_at_once_then_the_forwards_result_and_a_bad_file_keeps_the_old(server, tmp_path):
     bad = tmp_path / "notes.jpg"
     bad.write_text("not a photo at all")
