@@ -91,7 +91,8 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     p = params(controls)
     if key is None or (shown and shown[0] == (key, p.model_b)):
         return kit.skip(OPENED)
-    page = compare.show(wb.handle(key), dataclasses.replace(p, example=_example_stems().get(key.sha1)))
+    example = _example_stems().get(key.sha1)  # an example by its name, an upload by its key (the pairs' links)
+    page = compare.show(wb.handle(key), dataclasses.replace(p, example=example, photo=None if example else key.sha1))
     # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
     return {**kit.values(page, {n: n for n in SHOWN}), "book": book_value(ui, page.book),
             "depth": gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),

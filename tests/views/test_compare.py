@@ -116,6 +116,18 @@ def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, c
     assert f"compare={TWIN}" in page.pairs
 
 
+def test_the_teaching_pairs_links_name_an_upload_by_its_key_and_an_example_by_its_name(bench):
+    """A walk-through: an upload's pair links kept no photo (only example=, which an upload has none of)."""
+    _, ph = bench
+    sha1 = ph.key.sha1
+    up = compare.show(ph, compare.CompareParams(photo=sha1)).pairs
+    assert ("[DeiT (distilled) against ViT](?model=facebook/deit-base-distilled-patch16-224&tab=compare"
+            f"&compare=google/vit-base-patch16-224&photo={sha1})") in up, up
+    assert up.count(f"&photo={sha1})") == up.count("](?"), "every pair's link"
+    ex = compare.show(ph, compare.CompareParams(example="chelsea", photo=sha1)).pairs
+    assert "(?example=chelsea&" in ex and "photo=" not in ex, ex
+
+
 def test_the_verdicts_share_is_the_head_the_maps_show(trained, cat):
     """A walk-through: with head 2 picked, the map beside the verdict was captioned "head 2 of 3" while the
     verdict said "[CLS] gives 57 %", the heads' mean; head 2 alone gives 66 % to the corners. The share

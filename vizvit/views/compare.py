@@ -69,12 +69,13 @@ class CompareParams:
     head: str = "mean"  # a fusion (vocab.FUSIONS) or a head number 1..K (K: the larger head count)
     shared_range: bool = True  # one colour range for both sides' maps (else each its own, named)
     example: str | None = None  # the photo's name in a link when it is an example (the pairs' links keep it)
+    photo: str | None = None  # an uploaded photo's key, which the pairs' links keep where no example names it
 
     @classmethod
     def from_controls(cls, v: dict[str, Any]) -> CompareParams:
         return cls(model_b=v.get("model_b") or None, depth=int(float(v.get("depth") or 0)),
                    head=str(v.get("head") or "mean"), shared_range=bool(v.get("shared_range", True)),
-                   example=v.get("example"))
+                   example=v.get("example"), photo=v.get("photo"))
 
 
 # ------------------------------------------------------------------ the pair and the cursor
@@ -406,13 +407,15 @@ def teaching_pairs(catalog: Catalog | None, model_a: str) -> list[tuple[str, str
     return out
 
 
-def pairs_text(pairs: list[tuple[str, str, str]], example: str | None) -> str:
-    """The teaching pairs as deep links (model=A, compare=B, this tab; the example kept)."""
+def pairs_text(pairs: list[tuple[str, str, str]], example: str | None, photo: str | None = None) -> str:
+    """The teaching pairs as deep links (model=A, compare=B, this tab; the photo kept: an example by its
+    name, an upload by its key, which ?photo= reopens while the server holds it). A walk-through: an
+    upload's pair links kept no photo and opened the tab on none."""
     if not pairs:
         return "Teaching pairs: none of them is on this server's model list."
     links = []
     for name, a, b in pairs:
-        q = to_query(DeepLink(example=example, model=a, tab="compare", compare=b))
+        q = to_query(DeepLink(example=example, photo=None if example else photo, model=a, tab="compare", compare=b))
         untrained = " (untrained twin)" if b.startswith(RANDOM_PREFIX) and not name.startswith("trained") else ""
         links.append(f"[{name}]({q}){untrained}")
     return "**Teaching pairs** (open with both models): " + " · ".join(links)
@@ -450,7 +453,7 @@ def _model_b(p: CompareParams) -> str:
 
 def show(ph: Photo, p: CompareParams) -> ComparePage:
     """On open (or a new model B, head or range): both sides at the cursor."""
-    pairs = pairs_text(teaching_pairs(ph.wb.catalog, ph.key.model_id), p.example)
+    pairs = pairs_text(teaching_pairs(ph.wb.catalog, ph.key.model_id), p.example, p.photo)
     if not p.model_b:
         # The cursor runs over A's layers until B is picked: a slider needs a range (1 = 1 is refused,
         # "Slider minimum must be less than maximum"), and a link's position (layer=) is kept for B.

@@ -5,6 +5,8 @@ past the top instead of refusing it. The tab in Chromium is tests/page/test_comp
 
 from __future__ import annotations
 
+import re
+
 import gradio as gr
 from built_page import by_id, same, wired
 from PIL import Image
@@ -85,3 +87,18 @@ def test_model_bs_input_with_that_b_on_a_photo_the_tab_does_not_show_is_answered
         assert same(got[by_id(demo, elem_id)], getattr(want, field)), field
     assert all(v == gr.skip() for v in fn.fn(mirrored, b, 2, "mean", True, got[fn.outputs[-1]]).values()), \
         "drawn: its next .input with that B answers nothing"
+
+
+def test_the_teaching_pairs_links_keep_an_uploaded_photo_by_its_key(built, cat):
+    """A walk-through: on an uploaded photo the "Teaching pairs" links kept only example= (none) and opened the
+    tab with no photo. An upload's links carry photo=<its key> (?photo= reopens a held upload); the example
+    cat's keep its name. Known answer: the key wb.add_photo gave for the mirrored cat."""
+    wb, demo, key = built
+    fn = wired(demo, "cmp-model", "input")
+    b = wb.catalog.ids[0]
+    upload = PhotoKey(key.model_id, wb.add_photo(cat.transpose(Image.Transpose.FLIP_LEFT_RIGHT)))
+    assert tab._example_stems().get(upload.sha1) is None, "the mirrored cat is no example"
+    for k, want, not_there in ((upload, f"&photo={upload.sha1})", "example="), (key, "(?example=chelsea&", "photo=")):
+        pairs = fn.fn(k, b, 2, "mean", True, None)[by_id(demo, "cmp-pairs")]
+        links = re.findall(r"\]\((\?[^)]*)\)", pairs)
+        assert links and all(f"({q})".count(want) == 1 and not_there not in q for q in links), (want, pairs)
