@@ -61,7 +61,8 @@ def _sides() -> dict[str, dict[str, gr.components.Component]]:
                                            elem_classes=[MAP_CLASS], min_width=300)),
             ("top5", lambda s: gr.Plot(label=f"side {s.upper()}: top-5", show_label=False, elem_id=f"cmp-top5-{s}",
                                        min_width=300)),
-            ("positions", lambda s: gr.Image(label="position-embedding similarity (Positions tab)", interactive=False,
+            # labelled with its side here, and with its model too once one is shown (show: a phone stacks the two)
+            ("positions", lambda s: gr.Image(label=compare.positions_label(s.upper(), None), interactive=False,
                                              format="png", elem_id=f"cmp-pos-{s}", min_width=300))):
         with gr.Row(elem_id=f"cmp-row-{kind}"):
             for s in SIDES:
@@ -94,7 +95,11 @@ def show(wb: Workbench, ui: Ui, key: PhotoKey | None, *v: Any) -> dict:
     example = _example_stems().get(key.sha1)  # an example by its name, an upload by its key (the pairs' links)
     page = compare.show(wb.handle(key), dataclasses.replace(p, example=example, photo=None if example else key.sha1))
     # A one-layer pair has no range to slide over (Gradio refuses a 1..1 slider): left as it is.
-    return {**kit.values(page, {n: n for n in SHOWN}), "book": book_value(ui, page.book),
+    # Each side's position picture with its label (its side and model): an update, which keeps the component's
+    # own format (kit.with_cells), the label with it.
+    named = {f"positions_{s}": gr.update(value=getattr(page, f"positions_{s}"),
+                                         label=getattr(page, f"positions_label_{s}")) for s in SIDES}
+    return {**kit.values(page, {n: n for n in SHOWN}), **named, "book": book_value(ui, page.book),
             "depth": gr.Slider(maximum=page.positions, value=page.depth) if page.positions > 1 else gr.skip(),
             "head": gr.Dropdown(choices=page.heads, value=page.head), "shown_b": (key, p.model_b)}
 

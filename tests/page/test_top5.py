@@ -7,8 +7,10 @@ import plotly.io as pio
 import pytest
 from browser import page_at
 
+from vizvit.errors import cut
 from vizvit.model.engine import Prediction
 from vizvit.pictures.figures import top5_bar
+from vizvit.views.compare import NAME_CHARS
 
 # Experiments tab, chelsea shifted 8 px on ViT-Ti: the top-1 lost 2.1 points; and a case with the
 # longest labels: a top-1 just under the inside threshold, and one at 100 %.
@@ -49,20 +51,34 @@ def test_every_value_and_change_label_is_inside_the_chart(width, tmp_path):
                     f"{name} at {width} px: '{text}' was shrunk to fit"
 
 
-@pytest.mark.parametrize("width", [330, 560])
-def test_an_untrained_models_title_line_is_readable_and_clear_of_the_bars(width):
-    """Compare's side B (a random twin): "UNTRAINED weights: meaningless" touched the first bar's label (issue 51)."""
-    from vizvit.views.common import UNTRAINED_TOP5_TITLE
+# Compare's side B, a random twin: its side, its name (cut at views.compare.NAME_CHARS), the warning
+SIDE_B = f"B: top-5 predictions<br><sub>{cut('random:vit-large-patch16-224-in21k-finetuned', NAME_CHARS)}</sub>"
 
+
+@pytest.mark.parametrize("width", [330, 560])
+@pytest.mark.parametrize("side", ["", SIDE_B])
+def test_an_untrained_models_title_line_is_readable_and_clear_of_the_bars(width, side):
+    """Compare's side B (a random twin): "UNTRAINED weights: meaningless" touched the first bar's label (issue 51).
+    With its side and model named too (a third line: a walk-through could not tell A's chart from B's on a phone),
+    every line is inside the chart and clear of the bars, which keep their height."""
+    from vizvit.views.common import UNTRAINED_LINE, UNTRAINED_TOP5_TITLE
+
+    title = side + UNTRAINED_LINE if side else UNTRAINED_TOP5_TITLE
     fig = top5_bar([Prediction(index=i, label=LABELS[i], prob=p) for i, p in enumerate(CASES["shift"][0])], None,
-                   UNTRAINED_TOP5_TITLE)
-    with page_at("about:blank", width=width, height=600, wait_for="body") as page:
+                   title)
+    with page_at("about:blank", width=width, height=700, wait_for="body") as page:
         page.set_content(pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"responsive": True}))
         page.wait_for_selector(".bartext")
         m = page.evaluate("""() => { const t = document.querySelector('.gtitle');
             const sizes = [t, ...t.querySelectorAll('tspan')].map((e) => parseFloat(getComputedStyle(e).fontSize));
             const first = Math.min(...[...document.querySelectorAll('.ytick text, .bartext')]
               .map((e) => e.getBoundingClientRect().top));
-            return {bottom: t.getBoundingClientRect().bottom, first, smallest: Math.min(...sizes)}; }""")
+            const svg = document.querySelector('.main-svg').getBoundingClientRect(), r = t.getBoundingClientRect();
+            const bars = [...document.querySelectorAll('.point path')].map((e) => e.getBoundingClientRect().height);
+            return {bottom: r.bottom, first, smallest: Math.min(...sizes), left: r.left - svg.left,
+                    right: svg.right - r.right, bar: Math.min(...bars),
+                    lines: t.querySelectorAll('tspan.line').length}; }""")
         assert m["smallest"] >= 12, m
         assert m["bottom"] + 4 <= m["first"], f"the title's last line touches the bars at {width} px: {m}"
+        assert m["left"] >= 0 and m["right"] >= 0, f"the title is cut at the chart's edge at {width} px: {m}"
+        assert m["lines"] == title.count("<br>") + 1 and m["bar"] >= 20, m

@@ -116,6 +116,29 @@ def test_on_trained_weights_the_verdict_says_where_cls_attention_goes(trained, c
     assert f"compare={TWIN}" in page.pairs
 
 
+def test_each_sides_top5_chart_and_position_picture_name_their_side_and_model(bench):
+    """A walk-through on a 390-px phone: the sides stack and both charts read "Top-5 predictions", both pictures
+    "position-embedding similarity (Positions tab)": A and B could not be told apart."""
+    _, ph = bench
+    page = compare.show(ph, compare.CompareParams(model_b=TWIN))
+    a_name = ph.key.model_id  # the tiny model's listed name (p16)
+    ta, tb = page.top5_a.layout.title.text, page.top5_b.layout.title.text
+    assert ta == f"A: top-5 predictions<br><sub>{a_name}</sub>", ta
+    assert tb == f"B: top-5 predictions<br><sub>{TWIN}</sub><br><sub>UNTRAINED weights: meaningless</sub>", tb
+    assert page.positions_label_a == f"A: {a_name} · position-embedding similarity (Positions tab)"
+    assert page.positions_label_b == f"B: {TWIN} · position-embedding similarity (Positions tab)"
+    alone = compare.show(ph, compare.CompareParams())  # no model B yet: A's chart named, B's picture by its side
+    assert alone.top5_a.layout.title.text == ta and alone.positions_label_b.startswith("B: position-embedding")
+    assert compare.side_name("B", ph.vm) == f"B: {a_name}"
+    long = "x" * 60  # a name past NAME_CHARS is cut
+    assert compare.side_name("A", _Named(long)) == f"A: {'x' * compare.NAME_CHARS}…"
+
+
+class _Named:
+    def __init__(self, id_: str) -> None:
+        self.id = id_
+
+
 def test_the_teaching_pairs_links_name_an_upload_by_its_key_and_an_example_by_its_name(bench):
     """A walk-through: an upload's pair links kept no photo (only example=, which an upload has none of)."""
     _, ph = bench

@@ -92,6 +92,10 @@ def prob_change(before: float, after: float) -> str:
 RIGHT_FOR_100 = 26  # px: half of "100%" at the charts' 16 px font, and a little air
 
 
+TITLE_LINE_PX = 36  # the top margin a title's second line needs
+THIRD_LINE_PX = 16  # and a further line this more: at 36 alone the third touched the first bar (test_top5.py)
+
+
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
              title: str = "Top-5 predictions") -> go.Figure:
     """Horizontal bars, best on top. baseline: class index -> probability before a
@@ -107,13 +111,17 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
                  cliponaxis=False, marker=dict(color="#1f77b4"),
                  hovertemplate="%{y}: %{x:.4f}<extra></extra>")]
     # A second title line needs t=76: at 60 it touched the first bar's label (issue 51,
-    # tests/page/test_top5.py).
+    # tests/page/test_top5.py); a further line TITLE_LINE_PX + THIRD_LINE_PX more, the chart as much taller (the bars
+    # keep their room).
+    lines = title.count("<br>")
+    more = THIRD_LINE_PX * max(0, lines - 1)
     # The axis's last label ("100%") is centred on the plot's right edge: plotly hid it past the chart's div
     # (the page showed 0 % … 80 %). A right margin of half its width, and the label allowed to draw there.
     layout: dict[str, Any] = dict(title=dict(text=title),
                                   xaxis=dict(range=[0, 1], tickformat=".0%", ticklabeloverflow="allow"),
                                   font=dict(size=16), yaxis=dict(automargin=True),
-                                  margin=dict(l=10, r=RIGHT_FOR_100, t=76 if "<br>" in title else 40, b=10), height=260,
+                                  margin=dict(l=10, r=RIGHT_FOR_100, t=40 + TITLE_LINE_PX * lines + more, b=10),
+                                  height=260 + (TITLE_LINE_PX * (lines - 1) + more if lines > 1 else 0),
                                   showlegend=False)
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those

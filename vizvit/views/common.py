@@ -25,15 +25,19 @@ def on_grid(clicked: tuple[int, int] | None, g: Geometry) -> tuple[int, int] | N
     return clicked
 
 
-UNTRAINED_TOP5_TITLE = "Top-5 predictions<br><sub>UNTRAINED weights: meaningless</sub>"
+TOP5_TITLE = "Top-5 predictions"
+UNTRAINED_LINE = "<br><sub>UNTRAINED weights: meaningless</sub>"  # under the title of a model with random weights
+UNTRAINED_TOP5_TITLE = TOP5_TITLE + UNTRAINED_LINE
 
 
-def top5_figure(vm: VitModel, a: Analysis | ViewPrediction, baseline: Analysis | None = None) -> go.Figure | None:
-    """Top-5 bars; with `baseline`, each bar shows its change from the baseline's probability."""
+def top5_figure(vm: VitModel, a: Analysis | ViewPrediction, baseline: Analysis | None = None,
+                heading: str = TOP5_TITLE) -> go.Figure | None:
+    """Top-5 bars; with `baseline`, each bar shows its change from the baseline's probability. heading: the
+    title (plotly markup; the Compare tab's names its side and model), the untrained warning added below it."""
     if not vm.has_classifier or a.probs is None:
         return None
     # A second line, not a longer one: plotly cuts a title at the chart's width.
-    title = "Top-5 predictions" if vm.is_pretrained else UNTRAINED_TOP5_TITLE
+    title = heading if vm.is_pretrained else heading + UNTRAINED_LINE
     base = None
     if baseline is not None and baseline.probs is not None:
         base = {p.index: float(baseline.probs[p.index]) for p in a.top5}

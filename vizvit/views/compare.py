@@ -12,6 +12,7 @@ position; the verdict line follows from the server.
 from __future__ import annotations
 
 import dataclasses
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ import plotly.graph_objects as go
 from PIL import Image
 
 from vizvit.deeplink import DeepLink, to_query
-from vizvit.errors import UserError
+from vizvit.errors import UserError, cut
 from vizvit.methods import maths as att_mod
 from vizvit.model.catalog import Catalog
 from vizvit.model.engine import Analysis
@@ -329,13 +330,30 @@ def title(side: str, vm: VitModel) -> str:
             f"{g.grid[0]}×{g.grid[1]} patches of {g.patch_size} px")
 
 
-def top5_or_note(ph: Photo) -> go.Figure:
-    """The side's top-5 (the Patches tab's chart; CLIP / SigLIP: the typed labels), or a short chart
-    that says why there is none (a self-supervised checkpoint has no classifier)."""
-    fig = top5_figure(ph.vm, ph.analysis())
+NAME_CHARS = 36  # of a model's name in a chart's title: plotly cuts a title at the chart's width (a phone's ~370 px)
+POSITIONS_LABEL = "position-embedding similarity (Positions tab)"
+
+
+def side_name(side: str, vm: VitModel) -> str:
+    """Whose chart this is, as plain text: "A: vit-tiny-augreg". On a phone the two sides stack (A's row, then
+    B's) and both top-5 charts read "Top-5 predictions", both pictures the same label (a walk-through)."""
+    return f"{side}: {cut(short_name(vm.id), NAME_CHARS)}"
+
+
+def positions_label(side: str, vm: VitModel | None) -> str:
+    """The side's position-embedding picture's label; no model yet: the side alone."""
+    return f"{side}: {POSITIONS_LABEL}" if vm is None else f"{side_name(side, vm)} · {POSITIONS_LABEL}"
+
+
+def top5_or_note(side: str, ph: Photo) -> go.Figure:
+    """The side's top-5 (the Patches tab's chart; CLIP / SigLIP: the typed labels), titled with its side and
+    model, or a short chart that says why there is none (a self-supervised checkpoint has no classifier)."""
+    # Two lines: the side first, where it always fits; the model's name (plotly markup: escaped) under it.
+    heading = f"{side}: top-5 predictions<br><sub>{html.escape(cut(short_name(ph.vm.id), NAME_CHARS))}</sub>"
+    fig = top5_figure(ph.vm, ph.analysis(), heading=heading)
     if fig is not None:
         return fig
-    why = f"No top-5: {short_name(ph.vm.id)} has no classifier"
+    why = f"{side}: no top-5: {short_name(ph.vm.id)} has no classifier"
     return go.Figure(dict(layout=dict(
         height=110, margin=dict(l=10, r=10, t=10, b=10), xaxis=dict(visible=False), yaxis=dict(visible=False),
         annotations=[dict(text=why[:90], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
@@ -435,6 +453,8 @@ class ComparePage:
     rollout_b: np.ndarray | None
     positions_a: np.ndarray | None
     positions_b: np.ndarray | None
+    positions_label_a: str  # each side's picture named by its side and model (positions_label)
+    positions_label_b: str
     distance: go.Figure | None
     verdict: str
     pairs: str
@@ -459,7 +479,8 @@ def show(ph: Photo, p: CompareParams) -> ComparePage:
         # "Slider minimum must be less than maximum"), and a link's position (layer=) is kept for B.
         top = ph.vm.geometry.num_layers
         return ComparePage(title(("A"), ph.vm), "**B:** pick a model to compare with (or open a teaching pair).",
-                           top5_or_note(ph), None, None, None, None, None, None, None, None,
+                           top5_or_note("A", ph), None, None, None, None, None, None, None,
+                           positions_label("A", None), positions_label("B", None), None,
                            "Pick model B to see the two side by side.", pairs, p.depth if 1 <= p.depth <= top else top,
                            top, list(FUSIONS), "mean", flip.empty(f"{ph.key!r}|", DEPTH_CONTROLS))
     pr = pair(ph, p.model_b)
@@ -468,9 +489,10 @@ def show(ph: Photo, p: CompareParams) -> ComparePage:
     pics, sa, sb = depth_pictures(pr, c, p.shared_range)
     return ComparePage(
         title_a=title("A", pr.a.vm), title_b=title("B", pr.b.vm),
-        top5_a=top5_or_note(pr.a), top5_b=top5_or_note(pr.b),
+        top5_a=top5_or_note("A", pr.a), top5_b=top5_or_note("B", pr.b),
         **pics,
         positions_a=positions.positions_panel(pr.a).grid_img, positions_b=positions.positions_panel(pr.b).grid_img,
+        positions_label_a=positions_label("A", pr.a.vm), positions_label_b=positions_label("B", pr.b.vm),
         distance=distance_figure(pr), verdict=verdict(pr, c, sa, sb), pairs=pairs, depth=c.position,
         positions=c.positions, heads=head_choices(pr), head=head,
         book=flip.empty(depth_look(pr, dataclasses.replace(p, head=head)), DEPTH_CONTROLS))

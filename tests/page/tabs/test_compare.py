@@ -102,3 +102,16 @@ def test_the_teaching_pairs_links_keep_an_uploaded_photo_by_its_key(built, cat):
         pairs = fn.fn(k, b, 2, "mean", True, None)[by_id(demo, "cmp-pairs")]
         links = re.findall(r"\]\((\?[^)]*)\)", pairs)
         assert links and all(f"({q})".count(want) == 1 and not_there not in q for q in links), (want, pairs)
+
+
+def test_each_sides_position_picture_is_labelled_with_its_side_and_model(built):
+    """A walk-through on a phone: both pictures were labelled "position-embedding similarity (Positions tab)"."""
+    wb, demo, key = built
+    fn = wired(demo, "cmp-model", "input")
+    b = wb.catalog.twins()[0]
+    got = fn.fn(key, b, 2, "mean", True, None)
+    for s, name in (("a", key.model_id), ("b", b)):
+        shown = got[by_id(demo, f"cmp-pos-{s}")]
+        assert shown["label"] == f"{s.upper()}: {name} · position-embedding similarity (Positions tab)", shown["label"]
+        assert shown["value"] is not None
+    assert by_id(demo, "cmp-pos-b").label.startswith("B: "), "named by its side before a model is shown"
