@@ -32,10 +32,10 @@ CURVES = ["del_plot", "auc_table", "curves_text"]
 SWEEP_WIDTHS = ["10%", "14%", "12.5%", "13.5%", "15.5%", "12.5%", "22%"]
 SWEEP_WIDTHS_CNN = ["9%", "12%", "11%", "12%", "14%", "11%", "17%", "14%"]
 CURVES_WIDTHS = ["8%", "17.5%", "14%", "15.5%", "15.5%", "14%", "15.5%"]
-OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", *SWEEP, *CURVES]
+OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", "mask_shown", *SWEEP, *CURVES]
 SHOW_CONTROLS = [*CONTROLS, "steps", "curve_mode"]  # what the tab's show reads (the contest's two settings too)
 SHIFT_OUT = [*SHIFT.values(), "book"]
-MASK_OUT = [*MASK.values(), "mask_book"]
+MASK_OUT = [*MASK.values(), "mask_book", "mask_shown"]  # mask_shown: the mode the readout is for
 MASK_BUTTONS = ("clear", "invert", "random", "top", "bottom")  # masks.mask_action's names, in the row's order
 CONTEST = ["steps", "curve_mode", "contest_ran"]  # what contest_stale reads, after the key
 STALE = ["curves_stale"]
@@ -66,7 +66,7 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
             "mask_grid": kit.patch_cells(page.mask_grid, ph.vm.geometry),  # keys toggle a patch too (web/a11y.js)
             "dx": gr.update(minimum=lo, maximum=hi),
             "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
-            "mask_book": fetch["mask"].value(page.mask_book, key),
+            "mask_book": fetch["mask"].value(page.mask_book, key), "mask_shown": p.mode,
             "curves_stale": experiments.contest_stale(ran, experiments.contest_run(ph, p.steps, p.curve_mode)),
             "contest_ran": ran}
 
@@ -103,7 +103,8 @@ def mask_views(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey, m: 
     ph = wb.handle(key)
     panel = experiments.mask_panel(ph, m, md)
     book = experiments.mask_book(ph, m, md, panel, clicked)
-    return {**{n: getattr(panel, f) for f, n in MASK.items()}, "mask_book": fetch["mask"].value(book, key)}
+    return {**{n: getattr(panel, f) for f, n in MASK.items()}, "mask_book": fetch["mask"].value(book, key),
+            "mask_shown": md}
 
 
 def show_mask(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v: Any) -> dict[str, Any]:
@@ -112,6 +113,22 @@ def show_mask(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | Non
         return kit.skip(MASK_OUT)
     p = params(v)
     return mask_views(wb, fetch, key, p.mask, p.mode)
+
+
+def pick_mode(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, shown: str,
+              *v: Any) -> dict[str, Any]:
+    """The mask mode radio moved. A mode refused for this mask (drop with every patch masked; [MASK] in a
+    family without one) says why and puts the radio back on `shown`, the mode the readout is for: a refusal
+    that only raised left the radio on the refused mode beside the other mode's readout."""
+    try:
+        return show_mask(wb, fetch, key, *v)
+    except UserError as e:
+        picked = params(v).mode
+        if picked == shown:  # nothing to go back to (a link or a lesson step set it): the refusal alone
+            raise
+        gr.Warning(str(e))
+        # The radio's change then answers for `shown` again: the same pictures, from the cache.
+        return {**kit.skip(MASK_OUT), "mode": shown}
 
 
 # A toggle or a mask button answers in ONE event (the new mask and its views), not a state
@@ -235,9 +252,10 @@ def _mask_layout() -> dict[str, gr.components.Component]:
     mask_book = flip.component("mask")
     mask_box = gr.Textbox(visible="hidden", elem_id="mask-box")
     seed = gr.State(0)  # random-mask draws, one more per click
-    return dict(mode=mode, percent=percent, buttons=buttons, rank_by=rank_by, mask_grid=mask_grid,
-                masked_view=masked_view, mask_top5=mask_top5, mask_info=mask_info, mask=mask, mask_book=mask_book,
-                mask_box=mask_box, seed=seed)
+    mask_shown = gr.State("drop")  # the mode the readout is for (a refused mode puts the radio back on it)
+    return dict(mode=mode, mask_shown=mask_shown, percent=percent, buttons=buttons, rank_by=rank_by,
+                mask_grid=mask_grid, masked_view=masked_view, mask_top5=mask_top5, mask_info=mask_info, mask=mask,
+                mask_book=mask_book, mask_box=mask_box, seed=seed)
 
 
 def _curves_layout() -> dict[str, gr.components.Component]:
@@ -312,7 +330,8 @@ def _wire_shift_and_mask(ctx: Ctx, ui: dict, ins: list, fetch: dict[str, flip.Fe
     shifted = kit.answer(show_shift, ui, wb, fetch)
     for c in ("dx", "dy", "fill"):
         ui[c].input(shifted, ins, shift_out, show_progress="hidden", trigger_mode="always_last")
-    ui["mode"].change(kit.answer(show_mask, ui, wb, fetch), ins, mask_out, show_progress="hidden")
+    ui["mode"].change(kit.answer(pick_mode, ui, wb, fetch), [ins[0], ui["mask_shown"], *ins[1:]],
+                      [*mask_out, ui["mode"]], show_progress="hidden")
     # always_last: a click while one is answered is sent after it (Gradio's default drops it);
     # clicks in between are carried by the mask the page writes in mask_box.
     ui["mask_grid"].select(kit.answer(click, ui, wb, fetch), [ctx.key, ui["mask"], ui["mode"], ui["mask_box"]],

@@ -103,7 +103,8 @@ const F = window.__vizvitFlip || (window.__vizvitFlip = (() => {
     const look = b.look;
     q.busy = key;
     q.now = fetch(new URL(b.fetch + '&key=' + encodeURIComponent(key), root() + '/').href, { cache: 'no-store' })
-      .then((r) => (r.ok ? r.text() : null))
+      // A refusal's body is read too: left unread, the request stayed open (never finished) in the browser.
+      .then((r) => (r.ok ? r.text() : r.text().then(() => null)))
       // The photo may have changed on the way: an answer of another look is dropped.
       .then((text) => (text && books[name] && books[name].look === look ? Promise.all(setBook(text)) : null))
       .catch(() => null)

@@ -294,3 +294,22 @@ def test_attention_flow_computed_after_the_contest_ran_puts_a_line_over_it(url):
         page.click("#curves-run")
         page.wait_for_function(f"() => ({ranked})().includes('attention flow')", timeout=300_000)
         page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)
+
+
+def test_drop_picked_with_every_patch_masked_puts_the_radio_back_on_the_readouts_mode(url):
+    """The walk-through: every patch masked in black, then drop picked: a toast said why, and the radio stayed on
+    drop beside the black readout ("196 of 196 patches masked (black)"). Now it goes back to black."""
+    with page_at(url, height=1400) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Experiments")
+        wait_image(page, "mask-grid")
+        page.locator("#mask-mode").get_by_text("black").click()
+        page.wait_for_function("() => document.querySelector('#mask-info').innerText.includes('(black)')")
+        page.locator("#mask-invert").click()  # the empty mask inverted: every patch
+        page.wait_for_function("() => document.querySelector('#mask-info').innerText.includes('196 of 196')")
+        page.locator("#mask-mode").get_by_text("drop").click()
+        page.wait_for_selector(".toast-body:has-text('Every patch is masked')", timeout=60_000)
+        page.wait_for_function("() => document.querySelector('#mask-mode input:checked')?.value === 'black'",
+                               timeout=30_000)
+        settled(page)
+        assert page.locator("#mask-mode input:checked").get_attribute("value") == "black"
+        assert "196 of 196 patches masked (black)" in page.inner_text("#mask-info")

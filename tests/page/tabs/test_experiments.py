@@ -93,6 +93,29 @@ def test_a_click_toggles_the_patch_under_it_or_takes_the_mask_the_page_wrote(pho
     assert tab.show_mask(wb, fetch, None, *controls()) == {n: gr.skip() for n in tab.MASK_OUT}
 
 
+def test_a_mode_refused_for_the_mask_puts_the_radio_back_on_the_mode_the_readout_is_for(photo, page, tiny16,
+                                                                                      monkeypatch):
+    """The walk-through: every patch masked in black, then drop picked: the refusal's toast came, but the radio
+    stayed on drop beside the black readout. The answer now says why (a toast) and sets the radio to black, the
+    readout's mode, leaving the readout as it is; every answer that draws the mask views says which mode they are
+    for."""
+    wb, key = photo
+    fetch = page[1]
+    every = tuple(range(tiny16.geometry.num_patches))
+    toasts = []
+    monkeypatch.setattr(gr, "Warning", lambda msg, *a, **k: toasts.append(msg))
+    black = tab.pick_mode(wb, fetch, key, "drop", *controls(mask=every, mode="black"))
+    assert black["mask_shown"] == "black" and "196 of 196** patches masked (black)" in black["mask_info"]
+    back = tab.pick_mode(wb, fetch, key, "black", *controls(mask=every, mode="drop"))
+    assert back["mode"] == "black", "the radio stayed on the refused mode"
+    assert toasts == ["Every patch is masked: leave at least one patch for the model to see."]
+    assert {n: v for n, v in back.items() if n != "mode"} == {n: gr.skip() for n in tab.MASK_OUT}
+    # A refused mode the readout is for already (a link set it): nothing to go back to, the refusal alone.
+    with pytest.raises(UserError, match="Every patch is masked"):
+        tab.pick_mode(wb, fetch, key, "drop", *controls(mask=every, mode="drop"))
+    assert tab.run(wb, fetch, "clear", key, every, 25, 0, "mean", masks.MASK_MAPS[0])["mask_shown"] == "mean"
+
+
 def test_the_mask_buttons_answer_their_masks_and_only_random_draws_a_new_seed(photo, page, tiny16):
     wb, key = photo
     fetch = page[1]
