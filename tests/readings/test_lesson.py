@@ -114,3 +114,32 @@ def test_no_step_tells_a_room_of_students_it_measured_their_own_photo(photo):
         texts[f"{sid}.line"] = rl.MEASURES[by_id[sid].measure](photo, by_id[sid]).line
     mine = {k: t for k, t in texts.items() if "your photo" in t.lower() or "you uploaded" in t.lower()}
     assert not mine, mine
+
+
+def test_the_one_pixel_step_on_a_nearly_flat_upload_answers_all_nearly_on_trained_weights(trained):
+    """A walk-through: a 20×20 upload (upscaled: nearly flat) read "0 of 196 patch vectors the same", mean cos
+    0.998, every tile ".99", and the verdict "None: every patch vector changes" marked "All of them, nearly" wrong.
+    That option speaks of nearly: once 90 % are nearly the same (cos ≥ 0.99) it is the answer, and the sentence
+    says the count and the rule. Here: a 20×20 gradient with noise, 1 of 196 the same, all 196 nearly.
+    chelsea keeps its answer: 0 the same and 15 nearly (none); coffee: 0 the same, 73 nearly (none)."""
+    import numpy as np
+    from PIL import Image
+
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    step = next(s for s in rl.steps() if s.id == "shift1")
+    y, x = np.mgrid[0:20, 0:20]
+    noise = np.random.default_rng(0).integers(-20, 20, (20, 20, 3))
+    small = Image.fromarray(np.clip(np.stack([x * 12, y * 12, 255 - x * 6 - y * 6], -1) + noise, 0, 255)
+                            .astype(np.uint8))
+
+    def measured(src) -> rl.Measured:
+        return rl.MEASURES["shift_stay"](wb.handle(PhotoKey(trained.id, wb.add_photo(src))), step)
+
+    flat = measured(small)
+    assert flat.right == "all", flat.line
+    assert "1 of 196 patch vectors the same (cos ≥ 0.9999). **196 of 196** nearly the same (cos ≥ 0.99" in flat.line
+    assert "\"All of them, nearly\" is the answer when at least 90% are nearly the same" in flat.line, flat.line
+    for name in ("chelsea.jpg", "coffee.jpg"):
+        m = measured(str(EXAMPLES / name))
+        assert m.right == "none" and "0 of 196 patch vectors the same" in m.line, (name, m.line)

@@ -19,6 +19,8 @@ HOLDS = 0.05
 # A head "looks across the whole photo" when its mean distance reaches this share of what attention
 # spread evenly over every patch gives (uniform_distance): 0.9, not 1, since no trained head is uniform.
 WHOLE_PHOTO = 0.9
+# "All of them, nearly" (the 1-px shift step) once at least this share of patch vectors is nearly the same.
+ALL_NEARLY = 0.9
 # The CNN's answer "moves" under the sweep when its probability changes by more than this.
 CNN_MOVES = 0.01
 
@@ -69,15 +71,26 @@ def cnn_shift_sentence(cnn: str | None, shifts: Sequence[int] = (), probs: Seque
 
 
 # ------------------------------------------------------------------ step "shift1": how many vectors stay
-def stay_answer(same: float) -> str:
-    """The shift1 step's right option from the share of patch vectors that stay the same after a 1-px
-    shift: none stay, most change (a few stay), a few change (most stay), or nearly all stay. A photo
-    with a flat band (a sky over 30 % of chelsea: 42 of 196 stay) was marked "a few change, most stay"."""
+def stay_answer(same: float, near: float = 0.0) -> str:
+    """The shift1 step's right option from the shares of patch vectors that stay the same (cos >= SAME)
+    and nearly the same (cos >= NEAR, the same ones among them) after a 1-px shift. "All of them, nearly"
+    speaks of nearly: it is right when at least ALL_NEARLY of them are nearly the same (an upscaled 20×20
+    upload: 0 of 196 the same, all 196 at cos >= 0.99, was marked "None: every patch vector changes").
+    Otherwise the exact count decides: none stay, most change (a few stay), a few change (most stay). A
+    photo with a flat band (a sky over 30 % of chelsea: 42 of 196 stay) was marked "a few change, most stay"."""
+    if max(same, near) >= ALL_NEARLY:
+        return "all"
     if same <= 0.01:
         return "none"
-    if same < 0.5:
-        return "most"
-    return "few" if same < 0.9 else "all"
+    return "most" if same < 0.5 else "few"
+
+
+def stay_rule(near: int, total: int, near_cos: float) -> str:
+    """The sentence after the count of vectors that stay the same: how many are nearly the same and the
+    rule that picks the answer from the two counts (stay_answer), so a student can check it on the map."""
+    return (f"**{near} of {total}** nearly the same (cos ≥ {near_cos:g}; a tile reading .99 or 1). "
+            f"\"All of them, nearly\" is the answer when at least {ALL_NEARLY:.0%} are nearly the same; "
+            "below that, the answer counts the ones exactly the same.")
 
 
 # -------------------------------------------------- step "survives": top-1 against probability

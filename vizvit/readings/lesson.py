@@ -27,6 +27,8 @@ from vizvit.vocab import DEFAULT_DROPOUT, TABS
 # The tabs a step's reveal may open (each has a view with a Params and a `show`: vizvit.views.lesson).
 STEP_TABS = ("patches", "embeddings", "attention", "positions", "experiments", "inside", "lecture")
 SAME = 0.9999  # a patch vector "stays the same" when its cosine with its partner reaches this
+# ... and "nearly the same" from this on: the cosine map's tiles then read .99 or 1 (two decimals, cut)
+NEAR = 0.99
 
 
 @dataclass(frozen=True)
@@ -154,9 +156,13 @@ def _shift_stay(ph: Photo, step: Step) -> Measured:
     """How many patch vectors stay the same: none / most change / few change / all (claims.stay_answer)."""
     cos, dx, dy = _shift_cosines(ph, step)
     line, same = _shift_line(cos, dx, dy)
+    finite = cos[np.isfinite(cos)]
+    near = int((finite >= NEAR).sum())
+    line += " " + claims.stay_rule(near, finite.size, NEAR)
     mean, _ = perturb.cos_summary(cos)
     cnn = _cnn_sentence(ph)
-    return Measured(f"mean cos {mean:.3f}", f"{line} {cnn}" if cnn else line, claims.stay_answer(same))
+    return Measured(f"mean cos {mean:.3f}", f"{line} {cnn}" if cnn else line,
+                    claims.stay_answer(same, near / finite.size if finite.size else 0.0))
 
 
 def _cnn_sentence(ph: Photo) -> str:
