@@ -130,13 +130,31 @@ def test_a_map_before_the_artifact_layers_names_the_corners_when_they_stand_out(
     peaked[0, 0], peaked[0, -1], peaked[-1, 0], peaked[-1, -1] = 16.0, 8.0, 8.0, 8.0  # 40 / 232: 8.4x even
     text = ap.early_artifact_note(peaked, masks, 2)
     assert "the four corners are artifact tokens from layer 3 on" in text, text
-    assert "hold **17.2%** of its total over the patches, 8.4× what 4 of 196" in text, text
+    assert "hold **17.2%** of its total over the patches, 8.4× what 4 of 196 patches hold when it is spread " \
+           "evenly (40 of 232)" in text, text
     assert "the max, at (row 0, col 0), is one" in text, text
     flat = np.full((14, 14), 1.0, np.float32)
     flat[masks[2]] = 1.5  # 1.5x even: they do not stand out, nothing to say
     assert ap.early_artifact_note(flat, masks, 2) == ""
     assert ap.early_artifact_note(peaked, masks, 3) == "", "no later layer: layer 3's own note names them"
     assert ap.early_artifact_note(peaked - 2.0, masks, 2) == "", "a signed map has no share"
+
+
+def test_a_share_of_a_map_nearly_zero_everywhere_is_not_called_drawing_attention():
+    """Layer 1 head 3 of the trained ViT-Ti on coffee.jpg: the patches get 1.3e-05 in all ("Nearly zero
+    everywhere"), and the corners' 6.4 % of that, 3.1x their even share, was called "already drawing attention".
+    A share of a near-zero total draws nothing: no note while each of them lies below the colours' floor (1 % of
+    1/N); the same map scaled up to attention the colours show gets it. Constructed: the corners 3x even."""
+    masks = np.zeros((3, 14, 14), bool)
+    masks[2, [0, 0, -1, -1], [0, -1, 0, -1]] = True
+    floor = ra.NEAR_ZERO / 197  # ra.range_floor of a 14×14 grid with [CLS]: 1 % of 1/N
+    shape = np.full((14, 14), 1.0, np.float32)
+    shape[masks[2]] = 3.0  # 12 / 204: 3.0x their even share
+    tiny = shape * (floor / 10)  # every patch below the floor, the corners' max 0.3 of it
+    assert ap.early_artifact_note(tiny, masks, 2, floor) == ""
+    seen = shape * floor  # the corners at 3x the floor, in the colours
+    text = ap.early_artifact_note(seen, masks, 2, floor)
+    assert "already drawing attention" in text and "hold **5.9%**" in text, text
 
 
 def test_nearly_uniform_is_said_of_flat_maps_only_read_as_the_colours_are():

@@ -191,3 +191,16 @@ def test_layer_8_names_the_corners_that_become_artifact_tokens(photo):
     readout = av.main_panel(photo.vm, photo.analysis(), AttnParams(layer=8), photo.derived, with_image=False).readout
     assert "the four corners are artifact tokens from layer 9 on" in readout, readout
     assert f"already hold **{share:.1%}**" in readout, readout
+
+
+def test_a_head_that_gives_the_patches_nearly_nothing_does_not_say_the_corners_draw_attention(photo):
+    """Layer 1 head 3: [CLS] keeps nearly all of its row (the patches get about 5e-06 in all on chelsea),
+    the readout says "Nearly zero everywhere", and beside it the corners' 6.8 % of that near-zero total was
+    called "already drawing attention … 3.4×". Layer 8 (test above) keeps its note."""
+    from vizvit.readings.attention import AttnParams
+    from vizvit.views import attention as av
+
+    panel = av.main_panel(photo.vm, photo.analysis(), AttnParams(layer=1, head=3, show=vizvit.vocab.ONE_HEAD),
+                          photo.derived, with_image=False)
+    assert panel.values.sum() < 1e-4, panel.values.sum()  # measured 4.7e-06
+    assert "Nearly zero everywhere" in panel.readout and "already drawing" not in panel.readout, panel.readout
