@@ -110,8 +110,10 @@ def click_main(wb: Workbench, key: PhotoKey, c: dict[str, Any], xy: tuple[int, i
 
 
 def to_cls_view(wb: Workbench, key: PhotoKey, c: dict[str, Any]) -> dict[str, Any]:
-    """The query back to the summary token."""
-    return {"query": None, **views(wb, key, params(c, query=None), with_book=True)}
+    """The query back to the summary token, and the direction back to its row (what it attends to, the tab's
+    default): kept on column, the map showed each patch's attention to [CLS] instead."""
+    return {"query": None, "direction": "row",
+            **views(wb, key, params(c, query=None, direction="row"), with_book=True)}
 
 
 def click_grid(wb: Workbench, key: PhotoKey, c: dict[str, Any], xy: tuple[int, int]) -> dict[str, Any]:
@@ -335,7 +337,7 @@ def _wire_line(ui: dict, order: AnswerOrder, ins: list, wb: Workbench) -> None:
     # slider would seem to do nothing. One event, so dragging coalesces like the other sliders.
     ui["head"].input(**line(redraw_one_head, ["show"], sets=("show",)), trigger_mode="always_last", **one_line)
     ui["main"].select(**line(click_main, ["query"], book=True, select=True), **one_line)
-    ui["to_cls"].click(**line(to_cls_view, ["query"], book=True), **one_line)
+    ui["to_cls"].click(**line(to_cls_view, ["query", "direction"], book=True, sets=("direction",)), **one_line)
     ui["grid"].select(**line(click_grid, ["layer", "head", "show"], sets=("layer", "head", "show"), select=True),
                       **one_line)
     # The chart and the list sit below the main map: bring the opened head's map into view.

@@ -103,7 +103,7 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
     if (seq !== st.seq) return;  // a newer book came while this one decoded
     st.book = b;
     st.local = null;
-    if (!b.highlight) st.summary = b;  // kept for "back to the summary token"
+    if (!b.highlight && b.direction === 'row') st.summary = b;  // kept for "back to the summary token": its row
     st.pending = false;
     // The server's picture that came with the book shows b.for: keep it, unless the controls
     // have moved since, or the <img> still holds a picture drawn here (Gradio skips an update
@@ -153,14 +153,15 @@ const A = window.__vizvitAttn || (window.__vizvitAttn = (() => {
   document.addEventListener('input', onInput, true);
   document.addEventListener('change', onInput, true);
 
-  // "Query: back to the summary token": the summary token's book of the same look is still here,
+  // "Query: back to the summary token": the summary token's row book of the same look (a column
+  // map goes back to the row: the direction is the one setting that may differ) is still here,
   // so it is drawn at once; the click is handed on to Gradio as above (the server then sends the
-  // same picture, the readout, grid and strip).
+  // same picture, the readout, grid and strip, and sets the direction radio to row).
   document.addEventListener('click', (e) => {
     const t = e.target;
     if (!(t instanceof Element) || !t.closest(`#${ID.ATTN_TO_CLS}`) || handedOn.has(e) || !e.isTrusted) return;
     const b = st.book, back = st.summary;
-    if (!b || !b.highlight || !back || back.look !== b.look || back.photo !== b.photo || st.pending) return;
+    if (!b || !b.highlight || !back || back.look !== b.row_look || back.photo !== b.photo || st.pending) return;
     st.book = back;
     st.drawn = null;
     st.local = null;

@@ -708,3 +708,28 @@ def test_the_page_draws_a_grid_that_stops_short_of_the_edge_as_the_server_does()
     np.testing.assert_array_equal(got, want[:360, :360])
     strip = view[:40, 112:].repeat(3, 0).repeat(3, 1)  # above the clicked patch's outline
     assert (np.abs(got[:120, 336:].astype(int) - (0.6 * 128 + 0.4 * strip)) <= 1).all()  # blended grey
+
+
+def test_back_to_the_summary_token_from_a_column_shows_its_row(url, tiny16):
+    """A walk-through: a patch clicked, the direction set to column, then "Query: back to the summary token": the
+    direction stayed on column and the map showed each patch's attention to [CLS] (its column) instead of the
+    tab's default, what [CLS] attends to (its row). The button now goes back to the row, in the radio, the
+    readout and the picture (the server's, once every answer is in)."""
+    with page_at(url) as page:
+        upload_and_open(page, str(EXAMPLES / "chelsea.jpg"), "Attention")
+        main = wait_image(page, "attn-main")
+        page.wait_for_function(READOUT_HAS % "(its row)")
+        row_src = image_src(page, "attn-main")
+        px = tiny16.geometry.patch_size * render.display_scale(tiny16.geometry)
+        click_pixel(page, "attn-main", 5.5 * px, 2.5 * px)
+        page.wait_for_function(READOUT_HAS % "patch (row 2, col 5)")
+        page.locator("#attn-direction").get_by_text("column", exact=True).click()
+        page.wait_for_function(READOUT_HAS % "(its column)")
+        main = wait_image(page, "attn-main", main)
+        settled(page)
+        page.locator("#attn-to-cls").click()
+        page.wait_for_function(READOUT_HAS % "what [CLS] attends to (its row)")
+        settled(page)
+        assert page.locator("#attn-direction input[value='row']").is_checked(), "the direction stayed on column"
+        assert "(its column)" not in page.inner_text("#attn-readout")
+        assert image_src(page, "attn-main") == row_src, "not the server's picture of [CLS]'s row"

@@ -130,6 +130,9 @@ def book_for_page(book: MapBook, view: np.ndarray, g: Geometry, photo: str = "")
     return json.dumps({
         **page_drawing(g, p, render.display_scale(g)),
         "for": [p.layer, p.head, p.show], "look": look(p), "photo": photo, "layers": g.num_layers,
+        # "Query: back to the summary token" goes back to its row (page/tabs/attention.py to_cls_view): the
+        # page draws the summary's row book of this look at once, and only a row book is kept for it.
+        "direction": p.direction, "row_look": look(dataclasses.replace(p, direction="row")),
         "heads": g.num_heads, "fusions": list(FUSIONS),
         # Each map as the colour-table rows its patches are painted with (render.color_index, with its
         # colour range): all the page's drawing reads of a map's values (L·K·gh·gw bytes, not floats).

@@ -74,6 +74,14 @@ def test_a_click_on_the_main_map_makes_the_patch_under_it_the_query(photo, tiny1
     back = tab.to_cls_view(wb, key, controls(query=(r, c)))
     assert back["query"] is None
     assert same(back["readout"], ap.change(wb.handle(key), ra.AttnParams.from_controls(controls())).readout)
+    # From a column (what every patch gives the query): back to the summary token is its row, the default.
+    # Kept on column, the map showed each patch's attention to [CLS] (its column) instead.
+    col = tab.to_cls_view(wb, key, controls(query=(r, c), direction="column"))
+    assert (col["query"], col["direction"]) == (None, "row")
+    row = ap.change(wb.handle(key), ra.AttnParams.from_controls(controls()), with_book=True)
+    column = ap.change(wb.handle(key), ra.AttnParams.from_controls(controls(direction="column")))
+    assert same(col["readout"], row.readout) and not same(col["readout"], column.readout)
+    assert same(col["book"], row.book)
 
 
 def test_a_click_on_the_grid_opens_the_head_of_the_cell_under_it(photo, tiny16):
