@@ -11,14 +11,26 @@ from vizvit.classroom import claims
 
 def test_an_untrained_mask_token_is_said_first():
     source = "the [MASK] here is transformers' initial value, zeros, **never trained**"
-    t = claims.mask_line(False, source, "Egyptian cat, x", 0.82, 0.31, 49, "tabby, tabby cat")
+    t = claims.mask_line(False, source, "Egyptian cat, x", 0.82, 0.31, 49, "tabby, tabby cat", False)
     assert t.startswith("**First: the [MASK] here is transformers' initial value, zeros, never trained.** So the")
     assert "not the learned masking of BERT or BEiT" in t
     assert t.index("never trained") < t.index("p(Egyptian cat) **82.0% → 31.0%** with 49 patches")
     assert "top-1 now **tabby**" in t
-    trained = claims.mask_line(True, "the [MASK] token read from the checkpoint", "cat", 0.8, 0.7, 49, "cat")
+    trained = claims.mask_line(True, "the [MASK] token read from the checkpoint", "cat", 0.8, 0.7, 49, "cat", True)
     assert trained.startswith("p(cat) **80.0% → 70.0%**") and "First" not in trained
     assert trained.endswith("Here the [MASK] token read from the checkpoint.")
+
+
+def test_the_mask_line_says_still_when_the_top_1_did_not_change():
+    # The walk-through: p(Egyptian cat) 0.45 -> 0.30, Egyptian cat still first, and the line said "top-1 now
+    # Egyptian cat" as if the answer had changed.
+    kept = claims.mask_line(True, "masked by mask", "Egyptian cat", 0.45, 0.30, 49, "Egyptian cat", True)
+    assert "top-1 still **Egyptian cat**." in kept and "now" not in kept
+    moved = claims.mask_line(True, "masked by mask", "Egyptian cat", 0.45, 0.20, 49, "tabby, tabby cat", False)
+    assert "top-1 now **tabby**." in moved and "still" not in moved
+    # Two classes may share a first name (ImageNet's two "crane"s): a changed index still says "now".
+    crane = claims.mask_line(True, "masked by mask", "crane", 0.6, 0.3, 49, "crane", False)
+    assert "top-1 now **crane**." in crane
 
 
 def test_a_cnn_is_claimed_to_hide_a_shift_only_when_its_own_sweep_shows_it():

@@ -34,11 +34,14 @@ def nth(k: int) -> str:
 
 
 # ------------------------------------------------------------------ step "mask": the [MASK] token
-def mask_line(trained: bool, source: str, label: str, p0: float, p1: float, n: int, top_now: str) -> str:
+def mask_line(trained: bool, source: str, label: str, p0: float, p1: float, n: int, top_now: str,
+              kept: bool) -> str:
     """The [MASK] step's measured line. An untrained token (a classifier checkpoint has none: transformers'
-    zeros) is said FIRST: the step then measures zeros in place of patches, not BERT-style masking."""
-    number = (f"p({_short(label)}) **{p0:.1%} → {p1:.1%}** with {n} patches as [MASK]; top-1 now "
-              f"**{_short(top_now)}**.")
+    zeros) is said FIRST: the step then measures zeros in place of patches, not BERT-style masking.
+    kept: the masked top-1 is the unshifted one (same class index; ImageNet has two "crane"s, so not the
+    label): "top-1 still X", not "top-1 now X", which told a student the answer changed when it had not."""
+    top = f"top-1 still **{_short(top_now)}**" if kept else f"top-1 now **{_short(top_now)}**"
+    number = f"p({_short(label)}) **{p0:.1%} → {p1:.1%}** with {n} patches as [MASK]; {top}."
     if trained:
         return f"{number} Here {source}."
     return (f"**First: {source.replace('**', '')}.** So the number measures {n} patches replaced by one "

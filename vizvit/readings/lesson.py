@@ -114,8 +114,9 @@ def _mask(ph: Photo, step: Step) -> Measured:
     now = float(a.probs[b0.index])
     tok = mask_token(ph.vm) if mode == "mask" else None
     trained, how = (tok.trained, tok.source) if tok is not None else (True, f"masked by {mode}")
-    return Measured(f"{now:.1%}", claims.mask_line(trained, how, b0.label, b0.prob, now, len(mask), a.top5[0].label),
-                    "stays" if a.top5[0].index == b0.index else "changes")
+    kept = a.top5[0].index == b0.index
+    return Measured(f"{now:.1%}", claims.mask_line(trained, how, b0.label, b0.prob, now, len(mask), a.top5[0].label,
+                                                   kept), "stays" if kept else "changes")
 
 
 def _dropout(ph: Photo, step: Step) -> Measured:
