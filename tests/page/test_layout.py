@@ -50,6 +50,27 @@ def test_projector_mode_shows_every_main_picture_in_the_first_screen_large_enoug
                              " return i.scrollWidth <= i.clientWidth + 1; }"), "the model name is cut"
 
 
+def _sideways(page, elem_id: str) -> dict:
+    """An accordion's box and its bar: how much wider their content is than they are (px)."""
+    return page.evaluate("""(id) => { const m = document.getElementById(id); const bar = m.querySelector('.label-wrap');
+        return {box: m.scrollWidth - m.clientWidth, bar: bar.scrollWidth - bar.clientWidth,
+                lines: Math.round(bar.getBoundingClientRect().height)}; }""", elem_id)
+
+
+def test_the_methods_bar_fits_a_phone_without_scrolling_sideways(url):
+    # A walk-through on a 390 px phone: the label wraps to two lines and Gradio's ▼, stretched to their
+    # height and turned 90°, stuck out: the box scrolled sideways (its label 370 px in a 356 px bar).
+    with page_at(url, 390, 844, wait_for="#methods") as page:
+        page.locator("#methods").scroll_into_view_if_needed()
+        closed = _sideways(page, "methods")
+        shot(page, "phone_methods_bar", full_page=False)
+        assert closed["box"] <= 1 and closed["bar"] <= 1, closed
+        page.locator("#methods .label-wrap").click()
+        page.wait_for_selector("#methods-text .prose:not(:empty)")
+        opened = _sideways(page, "methods")
+        assert opened["bar"] <= 1, opened
+
+
 def test_phone_reaches_every_tab_with_one_visible_button(url):
     with page_at(url, 390, 844) as page:
         upload(page, str(EXAMPLES / "chelsea.jpg"))
