@@ -387,14 +387,15 @@ def values(result: Any, shown: dict[str, gr.components.Component]) -> dict:
 
 
 def with_cells(picture: Any, rows: int, cols: int, step: tuple[int, int] | None = None,
-               at: tuple[int, int] = (0, 0)) -> Any:
+               at: tuple[int, int] = (0, 0), **props: Any) -> Any:
     """A clickable picture of rows × cols cells (web.cells_class: step, at in its own pixels) as an
     update that also gives it its cells' class, so the arrow keys and Enter choose a cell (web/a11y.js).
     An update, not a gr.Image(...): that would encode its own file apart from the component's settings
-    (and the work ahead, _ahead, takes an update carrying a picture). No picture: unchanged."""
+    (and the work ahead, _ahead, takes an update carrying a picture). props: more of the update (a label
+    that says what the picture shows now). No picture: unchanged."""
     if not isinstance(picture, np.ndarray):
         return picture
-    return gr.update(value=picture, elem_classes=[web.cells_class(rows, cols, step, at)])
+    return gr.update(value=picture, elem_classes=[web.cells_class(rows, cols, step, at)], **props)
 
 
 def patch_cells(picture: Any, g: Geometry) -> Any:

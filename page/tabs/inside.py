@@ -39,7 +39,9 @@ def show(wb: Workbench, ui: dict, key: PhotoKey | None, *v: Any) -> dict[str, An
     ph = wb.handle(key)
     page = inside.show(ph, inside.InsideParams.from_controls(dict(zip(CONTROLS, v))))
     g = ph.vm.geometry  # a head switched by the arrow keys and Enter too (web/a11y.js)
-    grid = kit.with_cells(page.grid, g.num_layers, g.num_heads, (inside.CELL, inside.CELL), (inside.LEFT, inside.TOP))
+    # Its label says what the cells show: each head's importance after a run, or only the switch-off state.
+    grid = kit.with_cells(page.grid, g.num_layers, g.num_heads, (inside.CELL, inside.CELL), (inside.LEFT, inside.TOP),
+                          label=page.grid_label)
     return {**{n: getattr(page, n) for n in SHOWN}, "grid": grid, "importance_text": page.importance_text,
             "depth": gr.Slider(maximum=page.num_layers, value=page.depth), "lens_book": lens_book(ui, page.lens_book)}
 
@@ -97,7 +99,8 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"importance_text": jobs.waiting_text("head importance", ahead)}
         for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel):
-            yield {"grid": inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
+            yield {"grid": gr.update(value=inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
+                                     label=inside.grid_label(True)),
                    "importance_text": inside.importance_text(ph.vm, done, total, imp, len(key.ablation.heads))}
 
 
@@ -120,7 +123,7 @@ def _layout() -> dict[str, gr.components.Component]:
     lens_plot = gr.Plot(label="Logit lens: the final top-5 classes at each depth", elem_id="lens-plot")
     gr.Markdown(inside.ABLATE_TEXT)
     with gr.Row():
-        grid = gr.Image(label="Layers × heads: click to switch heads off", interactive=False, format="png",
+        grid = gr.Image(label=inside.GRID_LABEL, interactive=False, format="png",
                         elem_id="ablate-grid")
         with gr.Column():
             with gr.Row():

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from browser import click_pixel, page_at, shot, upload_and_open, wait_image
+import numpy as np
+from browser import click_pixel, drop_photo, page_at, shot, upload_and_open, wait_image
+from PIL import Image
 from tiny import EXAMPLES
 
 from vizvit.views import inside
@@ -65,3 +67,40 @@ def test_the_lens_charts_depth_axis_is_named(url):
         page.wait_for_function("() => document.querySelector('#lens-plot .xtick') !== null")
         titles = page.eval_on_selector_all("#lens-plot .g-ytitle", "gs => gs.map(g => g.textContent)")
         assert titles == ["depth (0 = embedding)"], titles
+
+
+LABEL = "() => document.querySelector('#ablate-grid [data-testid=block-label]')?.innerText.trim()"
+
+
+def test_on_a_phone_which_heads_matter_says_where_its_result_is_drawn(url, tmp_path):
+    """A walk-through at 390×844: the run drew into the layers × heads grid ~1,600 px above its button, the
+    grid still titled "click to switch heads off", the sentence under the button saying only "Cells show…".
+    Two photos of this test's own (flipped: no run cached for them by another test on this server)."""
+    cat = np.asarray(Image.open(EXAMPLES / "chelsea.jpg").convert("RGB"))
+    first, second = tmp_path / "lr.jpg", tmp_path / "ud.jpg"
+    Image.fromarray(cat[:, ::-1].copy()).save(first)
+    Image.fromarray(cat[::-1].copy()).save(second)
+    with page_at(url, 390, 844) as page:
+        upload_and_open(page, str(first), "Inside")
+        page.wait_for_selector("#ablate-grid img", state="attached")
+        page.locator("#ablate-grid").scroll_into_view_if_needed()  # a picture below the screen is loaded lazily
+        grid = wait_image(page, "ablate-grid")
+        assert page.evaluate(LABEL) == inside.GRID_LABEL == "Layers × heads: click to switch heads off"
+        page.locator("#importance-run").scroll_into_view_if_needed()
+        page.click("#importance-run")
+        page.wait_for_selector("#importance-text:has-text('Done')")
+        text = page.inner_text("#importance-text")
+        assert "drawn in the Layers × heads grid above: each cell is the drop of the top-1 probability" in text, text
+        page.wait_for_function(f"() => ({LABEL})() !== {inside.GRID_LABEL!r}")
+        assert page.evaluate(LABEL) == "Layers × heads: each head's importance (top-1 drop) · click to switch heads off"
+        # "above" holds on a phone: the grid ends above the button
+        tops = page.evaluate("""() => [document.querySelector('#ablate-grid').getBoundingClientRect().bottom,
+                                       document.querySelector('#importance-run').getBoundingClientRect().top]""")
+        assert tops[0] < tops[1], tops
+        page.locator("#ablate-grid").scroll_into_view_if_needed()
+        wait_image(page, "ablate-grid", grid)
+        shot(page, "phone_inside_importance_grid", full_page=False)
+        # A new photo without a run: the grid shows the switch-off state again, and its label says so.
+        drop_photo(page, str(second))  # onto the filled photo box, as a person replaces a photo
+        page.wait_for_function(f"() => ({LABEL})() === {inside.GRID_LABEL!r}")
+        assert page.inner_text("#importance-text").strip() == ""

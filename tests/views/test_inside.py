@@ -176,3 +176,33 @@ def test_a_new_photo_shows_its_own_importance_text_or_none(tiny, cat):
     assert "Measured on the intact model" in off.importance_text
     other = PhotoKey(tiny.id, wb.add_photo(Image.fromarray(np.asarray(cat)[::-1].copy())))
     assert inside.show(wb.handle(other), inside.InsideParams()).importance_text == ""
+
+
+def test_the_grid_says_when_it_shows_each_heads_importance_and_the_text_says_where(tiny, cat):
+    """A walk-through on a 390 px phone: "which heads matter" drew into the layers × heads grid ~1,600 px above
+    its button, whose label still said only "click to switch heads off", while the sentence under the button
+    said "Cells show the drop…". The label names the importance while the grid shows it, and goes back on a
+    photo without a run; the sentence says where the cells are."""
+    from PIL import Image
+
+    from vizvit.readings import heads
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    plain = "Layers × heads: click to switch heads off"
+    assert inside.show(wb.handle(key), inside.InsideParams()).grid_label == plain
+    imp = heads.head_importance(wb.handle(key))
+    page = inside.show(wb.handle(key), inside.InsideParams())
+    assert page.grid_label == "Layers × heads: each head's importance (top-1 drop) · click to switch heads off"
+    L, H = imp.shape
+    assert page.importance_text.startswith(f"Done: {L * H} forwards ({L} × {H}), drawn in **the Layers × heads "
+                                           "grid above**: each cell is the drop of the top-1 probability")
+    # Heads switched off on top: still the same importance cells (crossed out where off), still said.
+    off = inside.show(wb.handle(inside.with_ablation(key, Ablation(((0, 0),)))), inside.InsideParams())
+    assert off.grid_label == page.grid_label
+    # A new photo, no run yet: the grid is the switch-off grid again, and so is its label.
+    other = PhotoKey(tiny.id, wb.add_photo(Image.fromarray(np.asarray(cat)[::-1].copy())))
+    assert inside.show(wb.handle(other), inside.InsideParams()).grid_label == plain
+    running = inside.importance_text(tiny, 2, L * H)
+    assert running.startswith(f"Running… 2 of {L * H} forwards") and "the Layers × heads grid above" in running

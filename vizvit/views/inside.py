@@ -64,6 +64,14 @@ CELL = max(44, render.text_size("12")[0] + 12)  # px per head cell
 LEFT = render.text_size("L24")[0] + 14  # px for the row labels
 TOP = render.text_size("0")[1] + 20  # px for the column labels
 OFF_COLOR = (40, 40, 40)
+# The grid's label says what its colours are: "which heads matter" draws into this grid, ~1,600 px above
+# its button on a 390 px phone, so a label still saying only "click to switch heads off" hid the result
+# (a walk-through). It goes back when the grid has no importance to show (a new photo).
+GRID_LABEL = "Layers × heads: click to switch heads off"
+GRID_LABEL_IMPORTANCE = "Layers × heads: each head's importance (top-1 drop) · click to switch heads off"
+# Where the run's result is drawn, as the text under its button says it. Not a "#ablate-grid" link: the
+# page's <base href> resolves it to "/#ablate-grid", which reloads a page opened with a query (a deep link).
+GRID_PLACE = "**the Layers × heads grid above**"
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ class LensPanel:
 @dataclass(frozen=True)
 class AblationPanel:
     grid: np.ndarray  # (h, w, 3) uint8 layers × heads, ablated cells crossed out
+    label: str  # the grid's label: GRID_LABEL, or GRID_LABEL_IMPORTANCE when its cells show importance
     top5: go.Figure | None  # the ablated model's top-5 with its change from the intact model
     text: str
 
@@ -185,6 +194,11 @@ def depth_top5(ph: Photo, depth: int) -> go.Figure:
 
 
 # ------------------------------------------------------------------ ablation grid
+def grid_label(importance: bool) -> str:
+    """The grid's label: whether its cells show each head's importance (a finished or running run)."""
+    return GRID_LABEL_IMPORTANCE if importance else GRID_LABEL
+
+
 def grid_size(g: Geometry) -> tuple[int, int]:
     return TOP + g.num_layers * CELL, LEFT + g.num_heads * CELL
 
@@ -267,16 +281,17 @@ def ablation_panel(ph: Photo) -> AblationPanel:
     ab = ph.key.ablation
     importance = heads.cached_importance(ph)
     grid = ablation_grid(vm.geometry, ab, importance)
+    label = grid_label(importance is not None)
     intact = ph.wb.analysis(ph.key.intact)
     if not ab:
-        return AblationPanel(grid, top5_figure(vm, intact), "All heads on: the intact model.")
+        return AblationPanel(grid, label, top5_figure(vm, intact), "All heads on: the intact model.")
     a = ph.analysis()
     text = f"Switched off ({ab.mode}): **{format_heads(ab.heads)}** — {len(ab.heads)} of " \
            f"{vm.geometry.num_layers * vm.geometry.num_heads} heads."
     if a.top5 and intact.top5:
         text += (f" Top-1 **{a.top5[0].label.split(',')[0]}** {a.top5[0].prob:.1%} "
                  f"(intact: {intact.top5[0].label.split(',')[0]} {intact.top5[0].prob:.1%}).")
-    return AblationPanel(grid, top5_figure(vm, a, intact), text)
+    return AblationPanel(grid, label, top5_figure(vm, a, intact), text)
 
 
 # ------------------------------------------------------------------ which heads matter
@@ -289,10 +304,13 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
     session has switched off; the run measures the intact model all the same, and says so (a drop
     of 0.816 beside an ablated top-1 of 18.6% read as impossible)."""
     g = vm.geometry
+    # The result is drawn in the grid far above the button (~1,600 px on a phone): the text says where.
     if done < total:
-        return f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched."
-    text = (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}). Cells show the drop of the top-1 "
-            "probability when that head alone is zeroed; read the colours against the bar on the right.")
+        return (f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched; "
+                f"the cells of {GRID_PLACE} fill in batch by batch.")
+    text = (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}), drawn in {GRID_PLACE}: each cell "
+            "is the drop of the top-1 probability when that head alone is zeroed; read the colours against the "
+            "bar on the grid's right.")
     if off:
         text += (f" Measured on the intact model, every head on: not on the {off} head{'s' if off != 1 else ''} "
                  "switched off above, whose top-5 the chart shows.")
@@ -337,6 +355,7 @@ class InsidePage:
     num_layers: int  # the depth slider's top
     lens_book: flip.Flipbook  # no pages yet (lens_book fills them)
     grid: np.ndarray  # layers × heads, the switched-off ones crossed out
+    grid_label: str  # what the grid's cells show (grid_label)
     top5: go.Figure | None
     ablate_text: str
     heads: str  # the heads box: those switched off, "3.5, 7.1"
@@ -363,6 +382,7 @@ def show(ph: Photo, p: InsideParams) -> InsidePage:
     depth = L if p.depth is None else min(max(int(p.depth), 0), L)
     return InsidePage(lens_table=rows, lens_plot=fig, lens_text=text, depth_top5=depth_top5(ph, depth) if lp else None,
                       depth=depth, num_layers=L, lens_book=flip.empty(repr(ph.key), LENS_CONTROLS), grid=ab.grid,
+                      grid_label=ab.label,
                       top5=ab.top5, ablate_text=ab.text, heads=format_heads(ph.key.ablation.heads),
                       mode=ph.key.ablation.mode, importance_text=shown_importance(ph))
 

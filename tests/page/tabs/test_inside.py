@@ -81,13 +81,18 @@ def test_the_depth_slider_and_a_lens_row_answer_the_readout_at_that_depth(photo)
     assert tab.clicked_depth(select(4, 0)) == {"depth": 4}, "row k of the table is depth k"
 
 
-def test_which_heads_matter_streams_the_grid_and_ends_with_every_head_counted(photo, tiny16):
+def test_which_heads_matter_streams_the_grid_and_ends_with_every_head_counted(photo, ui, tiny16):
     wb, key = photo
     steps = list(tab.importance(wb, key))
     g = tiny16.geometry
     assert steps and all(set(s) == {"grid", "importance_text"} for s in steps)
     imp = heads.head_importance(wb.handle(key))
-    assert np.array_equal(steps[-1]["grid"], iv.ablation_grid(g, key.ablation, imp))
+    assert np.array_equal(steps[-1]["grid"]["value"], iv.ablation_grid(g, key.ablation, imp))
+    # The grid is far above the button (a phone: ~1,500 px): its label says it now shows each head's importance,
+    # from the first streamed cells on, and still does when the tab opens again on this photo.
+    assert all(s["grid"]["label"] == "Layers × heads: each head's importance (top-1 drop) · click to switch heads "
+               "off" for s in steps)
+    assert tab.show(wb, ui, key, None)["grid"]["label"] == iv.GRID_LABEL_IMPORTANCE
     assert steps[-1]["importance_text"] == iv.importance_text(tiny16, g.num_layers * g.num_heads,
                                                                g.num_layers * g.num_heads, imp)
     with pytest.raises(UserError):
