@@ -19,6 +19,7 @@
 //    they settle.
 // 7. The focus stays in the photo box when Gradio redraws it (an upload, a clear).
 // 8. The skip link (the first Tab stop) puts the focus in the open tab's panel.
+// 9. A link to a place on the page (href="#methods") goes there without leaving the page.
 () => {
   if (window.__vizvitA11y) return;
   window.__vizvitA11y = true;
@@ -321,6 +322,37 @@
     if (!panel.hasAttribute('tabindex')) panel.tabIndex = -1;
     panel.focus({ preventScroll: true });
     panel.scrollIntoView({ block: 'start' });
+  });
+  // 9. Gradio's page has <base href="./">, so a fragment link (the tabs' "Methods and sources" link, the methods'
+  //    own cross-references) was a link to "./#methods": the page reloaded without its query, and the photo, the
+  //    tab and the deep link's settings were gone. It scrolls to its target instead, opens it where it is a
+  //    closed accordion (the methods), and moves the focus there; the address is left as it is.
+  document.addEventListener('click', (e) => {
+    const a = e.target instanceof Element && e.target.closest('a[href^="#"]');
+    if (!a || a.closest(`#${ID.SKIP}`) || e.defaultPrevented) return;
+    e.preventDefault();  // a name not on the page: nothing, rather than a reload
+    let id = '';
+    try { id = decodeURIComponent(a.getAttribute('href').slice(1)); } catch (err) { return; }
+    const to = id && document.getElementById(id);
+    if (!to) return;
+    const toggle = to.querySelector(':scope > .label-wrap, :scope > button.label-wrap');  // a gr.Accordion's
+    if (toggle && !toggle.classList.contains('open')) {
+      // Its text comes from the server as it opens (page/shell.py): at the page's end there was no room to
+      // scroll it up until then, so it is scrolled to again as it grows, for 5 s or until the person scrolls.
+      const again = new ResizeObserver(() => to.scrollIntoView({ block: 'start' }));
+      const stop = () => {
+        again.disconnect();
+        for (const k of ['wheel', 'touchmove', 'keydown']) removeEventListener(k, stop, true);
+      };
+      for (const k of ['wheel', 'touchmove', 'keydown']) addEventListener(k, stop, true);
+      again.observe(to);
+      setTimeout(stop, 5000);
+      toggle.click();
+    }
+    const focus = toggle || to;
+    if (!focus.matches('a, button, input, select, textarea, [tabindex]')) focus.tabIndex = -1;
+    focus.focus({ preventScroll: true });
+    to.scrollIntoView({ block: 'start' });
   });
   let looking = false;
   const look = () => { if (!looking) { looking = true; requestAnimationFrame(() => { looking = false; watch(); keepInBox(); }); } };

@@ -512,6 +512,22 @@ def test_the_photo_box_is_named_for_a_photo(url):
         assert name.startswith(label) and "Click to Upload" in name, (name, label)
 
 
+def test_the_methods_link_opens_the_methods_on_this_page_and_keeps_the_photo(url):
+    """A walk-through: a tab's "Methods and sources" link (href="#methods") under Gradio's <base href="./"> went to
+    "/#methods": the page reloaded without its query, on the Patches tab, with no photo. Now it stays on this page,
+    opens the methods and scrolls them up, with the focus on their heading."""
+    with page_at(url + "?example=chelsea&tab=inside", 1366, 900) as page:
+        page.wait_for_selector("#status:has-text('top-1')")
+        left = []
+        page.on("framenavigated", lambda f: left.append(f.url))
+        page.locator("a[href='#methods']:visible").first.click()
+        page.wait_for_function("() => (document.querySelector('#methods-text')?.innerText ?? '').includes('Methods')")
+        page.wait_for_function("() => Math.abs(document.querySelector('#methods').getBoundingClientRect().top) < 50")
+        assert left == [] and page.url.endswith("?example=chelsea&tab=inside"), (left, page.url)
+        assert "top-1" in page.inner_text("#status")
+        assert page.evaluate("() => !!document.activeElement.closest('#methods')"), "the focus stayed behind"
+
+
 def test_a_skip_link_is_the_first_tab_stop_shown_on_focus_and_moves_the_focus_to_the_open_tab(url):
     """WCAG 2.4.1: a keyboard user reached a tab's content only past the upload box, the model list, the
     examples and the tab strip. The first Tab stop is a "Skip to main content" link, seen only while focused;
