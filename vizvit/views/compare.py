@@ -334,10 +334,15 @@ NAME_CHARS = 36  # of a model's name in a chart's title: plotly cuts a title at 
 POSITIONS_LABEL = "position-embedding similarity (Positions tab)"
 
 
+def model_name(vm: VitModel) -> str:
+    """The model's short name, cut to what a phone's chart title holds."""
+    return cut(short_name(vm.id), NAME_CHARS)
+
+
 def side_name(side: str, vm: VitModel) -> str:
     """Whose chart this is, as plain text: "A: vit-tiny-augreg". On a phone the two sides stack (A's row, then
     B's) and both top-5 charts read "Top-5 predictions", both pictures the same label (a walk-through)."""
-    return f"{side}: {cut(short_name(vm.id), NAME_CHARS)}"
+    return f"{side}: {model_name(vm)}"
 
 
 def positions_label(side: str, vm: VitModel | None) -> str:
@@ -349,7 +354,7 @@ def top5_or_note(side: str, ph: Photo) -> go.Figure:
     """The side's top-5 (the Patches tab's chart; CLIP / SigLIP: the typed labels), titled with its side and
     model, or a short chart that says why there is none (a self-supervised checkpoint has no classifier)."""
     # Two lines: the side first, where it always fits; the model's name (plotly markup: escaped) under it.
-    heading = f"{side}: top-5 predictions<br><sub>{html.escape(cut(short_name(ph.vm.id), NAME_CHARS))}</sub>"
+    heading = f"{side}: top-5 predictions<br><sub>{html.escape(model_name(ph.vm))}</sub>"
     fig = top5_figure(ph.vm, ph.analysis(), heading=heading)
     if fig is not None:
         return fig
