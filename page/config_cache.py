@@ -22,7 +22,8 @@ Gradio's frontend files (GET /assets/<file>: the page's ~90 scripts and styles, 
 among them) are the same for every caller too, whatever its root. Gradio served each from disk and
 Brotli-compressed it again for every request: 118 ms of server CPU for one page load's set, three
 quarters of what a student's page load cost the server (issue 52; a hall of 40 opening the link is
-40 such loads). They are kept the same way, compressed once, within MAX_ASSET_BYTES. A request that
+40 such loads). They are kept the same way, compressed once, within MAX_ASSET_BYTES, and sent with a
+day's Cache-Control (ASSET_CACHE_CONTROL) so a browser opening the page again does not ask again. A request that
 asks for part of a file or only for a change (Range, If-None-Match, If-Modified-Since, ...), a query,
 or an answer that is not a plain 200 (a file that is not there) passes through to Gradio as before.
 """
@@ -55,6 +56,11 @@ ASSET = re.compile(r"/assets/[\w-][\w.-]*")
 # recently sent dropped beyond either bound.
 MAX_ASSET_BYTES = 48 << 20
 MAX_ASSET_ENTRIES = 1024  # the folder holds 919 files
+# How long a browser may reuse a kept frontend file without asking again: Gradio sends them with no
+# Cache-Control, so a page opened again (a reload, a second tab, the next exercise's link) asked for all
+# ~90 again, each a conditional request Gradio answered from disk. Vite names each file by its content,
+# and the patched core chunk's text changes only with vizvit's own code; a day covers a lecture.
+ASSET_CACHE_CONTROL = b"public, max-age=86400"
 # Request headers that ask for part of a file or only for a change: Gradio answers those itself.
 PARTIAL = (b"range", b"if-range", b"if-match", b"if-none-match", b"if-modified-since", b"if-unmodified-since")
 
@@ -167,6 +173,8 @@ class ConfigCache:
             entry = await self._build(scope, receive, send)
             if entry is None:  # not kept: already sent as Gradio made it
                 return
+            if store is self.assets and not any(k.lower() == b"cache-control" for k, _ in entry.headers):
+                entry.headers.append((b"cache-control", ASSET_CACHE_CONTROL))
             store.put(key, entry)
         await self._send(entry, encoding_for(scope), send)
 

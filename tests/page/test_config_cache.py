@@ -202,6 +202,16 @@ def test_a_frontend_file_is_gradios_own_file_every_time_and_in_every_encoding(ur
     assert not any("passed" in k[1] for k in kept)
 
 
+def test_a_frontend_file_may_be_reused_for_a_day_without_asking_again(url):
+    """Gradio sends its files with no Cache-Control, so a browser opening the page again asked for all ~90
+    again; the kept answer lets it keep them a day (the files are named by their content)."""
+    for path in _frontend_files(url):
+        assert "cache-control" not in get(url, path + "?passed").headers  # Gradio's own answer
+        for encoding in ("identity", "br"):
+            assert get(url, path, encoding).headers["cache-control"] == "public, max-age=86400", (path, encoding)
+    assert "cache-control" not in get(url, "/").headers  # the page itself is asked for each time
+
+
 def test_a_part_of_a_file_or_another_spelling_of_its_path_is_asked_of_gradio(url):
     path = _frontend_files(url)[0]
     whole = get(url, path).content
