@@ -8,6 +8,7 @@ import types
 
 import numpy as np
 from gradio import processing_utils
+from loops import run_apart
 from PIL import Image
 
 import app
@@ -113,8 +114,6 @@ def test_a_components_own_refusal_prints_no_traceback():
     the component refuses it with a gr.Error that printed a 30-line traceback into the server's log, for
     each call, at any stranger's will (an audit's fuzzing of the hidden events: 892 tracebacks). Its
     sentence still reaches the caller, without the traceback."""
-    import asyncio
-
     import gradio as gr
     import pytest
 
@@ -127,15 +126,13 @@ def test_a_components_own_refusal_prints_no_traceback():
     fn = demo.fns[0]
     for bad in (["zz", 1], ["a", -99999999]):
         with pytest.raises(gr.Error) as e:
-            asyncio.run(demo.preprocess_data(fn, bad, None))
+            run_apart(demo.preprocess_data(fn, bad, None))
         assert not e.value.print_exception and ("choices" in str(e.value) or "minimum" in str(e.value))
 
 
 def test_a_slider_given_nan_is_refused_before_the_handler():
     """NaN (raw JSON may carry it; no page sends it) passed Gradio's Slider, whose range checks compare
     false, and reached the handler: int(nan) there was "Something went wrong" and a traceback in the log."""
-    import asyncio
-
     import gradio as gr
     import pytest
 
@@ -151,9 +148,9 @@ def test_a_slider_given_nan_is_refused_before_the_handler():
     for fn, said in ((demo.fns[0], "layer takes a number from 1 to 12"), (demo.fns[1], "depth takes")):
         for bad in (float("nan"), float("-inf"), "nan", " NaN "):
             with pytest.raises(gr.Error, match=said) as e:
-                asyncio.run(demo.preprocess_data(fn, [bad], None))
+                run_apart(demo.preprocess_data(fn, [bad], None))
             assert not e.value.print_exception
-    assert asyncio.run(demo.preprocess_data(demo.fns[1], [99], None)) == [12]  # clamped, as before
+    assert run_apart(demo.preprocess_data(demo.fns[1], [99], None)) == [12]  # clamped, as before
 
 
 def test_a_lone_surrogate_or_100_kb_a_caller_sends_never_reaches_the_event_stream_as_sent():
@@ -161,8 +158,6 @@ def test_a_lone_surrogate_or_100_kb_a_caller_sends_never_reaches_the_event_strea
     ("Value: … is not in the list of choices"), Gradio's event stream (orjson) could not write that
     answer, and the session's stream was cut with a traceback in the log; a handler echoing the text
     did the same. Each reaches the stream as U+FFFD; a refusal quoting 100 kB says 300 characters."""
-    import asyncio
-
     import gradio as gr
     import orjson
     import pytest
@@ -176,20 +171,18 @@ def test_a_lone_surrogate_or_100_kb_a_caller_sends_never_reaches_the_event_strea
         gr.Button().click(lambda t: t, [text], out)
     for bad in ("\ud800abc", ["x", {"k\udfff": "\ud800"}]):
         with pytest.raises(gr.Error) as e:
-            asyncio.run(demo.preprocess_data(demo.fns[0], [bad], None))
+            run_apart(demo.preprocess_data(demo.fns[0], [bad], None))
         assert "choices" in e.value.message and orjson.dumps(e.value.message)  # the stream can write it
     with pytest.raises(gr.Error) as e:
-        asyncio.run(demo.preprocess_data(demo.fns[0], ["x" * 100_000], None))
+        run_apart(demo.preprocess_data(demo.fns[0], ["x" * 100_000], None))
     assert len(e.value.message) <= 300
-    assert asyncio.run(demo.preprocess_data(demo.fns[1], ["a\ud800b"], None)) == ["a\ufffdb"]
-    assert asyncio.run(demo.preprocess_data(demo.fns[1], ["a😀b"], None)) == ["a😀b"], "a whole character stays"
+    assert run_apart(demo.preprocess_data(demo.fns[1], ["a\ud800b"], None)) == ["a\ufffdb"]
+    assert run_apart(demo.preprocess_data(demo.fns[1], ["a😀b"], None)) == ["a😀b"], "a whole character stays"
 
 
 def test_a_slider_given_none_is_refused_before_the_handler():
     """None (JSON null) passes Gradio's Slider and the page's ClampedSlider on to the handler, whose
     int(None) was "Something went wrong" and a traceback in the log."""
-    import asyncio
-
     import gradio as gr
     import pytest
 
@@ -203,5 +196,5 @@ def test_a_slider_given_none_is_refused_before_the_handler():
         gr.Button().click(lambda v: str(int(v)), [kit.ClampedSlider(1, 12, step=1, label="depth")], out)
     for fn, said in ((demo.fns[0], "layer takes a number from 1 to 12"), (demo.fns[1], "depth takes")):
         with pytest.raises(gr.Error, match=said) as e:
-            asyncio.run(demo.preprocess_data(fn, [None], None))
+            run_apart(demo.preprocess_data(fn, [None], None))
         assert not e.value.print_exception

@@ -24,16 +24,19 @@ def test_only_sessions_without_a_message_queue_and_without_a_live_event_are_forg
     assert set(q.pending_event_ids_session) == {"read", "running"}
 
 
-def served_queue():
-    return next(o._queue for o in gc.get_objects()
-                if isinstance(o, Blocks) and getattr(o, "_queue", None) is not None and o.is_running)
+def served_queue(url: str):
+    """The queue of the app served at `url`: not the first running one found (a run's other tests leave the
+    shared page's server running in this process, its sessions already past the bound set below)."""
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    return next(o._queue for o in gc.get_objects() if isinstance(o, Blocks) and o.is_running
+                and getattr(o, "_queue", None) is not None and getattr(o, "server_port", None) == port)
 
 
 def test_rest_calls_never_read_leave_no_ids_past_the_message_queues_bound(tiny16, monkeypatch):
     """Before: each of 40 calls never read left its session's entry, past a message-queue LRU of 10."""
     monkeypatch.setattr(pending_ids, "SLACK", 0)
     with serving(tiny16) as (url, _), httpx.Client() as http:
-        q = served_queue()
+        q = served_queue(url)
         q.pending_messages_per_session.max_size = 10  # Gradio's LRU of sessions' message queues (2,000)
         for _ in range(40):
             r = http.post(url + "gradio_api/call/stats", json={"data": []}, timeout=60)
