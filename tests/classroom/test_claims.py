@@ -175,3 +175,19 @@ def test_every_answer_of_the_one_pixel_step_is_an_option():
     options = dict(step.options)  # (key, text) pairs
     assert got == {"none", "most", "few", "all"} and got <= set(options), options
     assert options["most"] == "Most change, a few stay"
+
+
+def test_a_rank_the_contest_cannot_tell_from_its_neighbours_is_said_to_be_level_with_them():
+    """The Experiments tab's ranking joins maps within the random orders' noise by ≈; the lesson's rollout step
+    said "ranks rollout 3rd of its 7 maps, above random order's row" of a score within that noise of the 2nd
+    map's and of random order's: a place and a side the contest cannot tell."""
+    t = claims.rollout_claim(3, 7, ("within", "within"), "black", above_random=True, level_with=["attention"],
+                             level_with_random=True, noise="0.064")
+    assert ("ranks rollout 3rd of its 7 maps, a place it cannot tell from attention and random order's row "
+            "(within 0.064 in insertion − deletion, as two random orders differ), no better than random") in t, t
+    assert "above random order's row" not in t
+    t = claims.rollout_claim(2, 7, ("better", "better"), "blur", above_random=True, level_with=["Grad-CAM", "AttnLRP"],
+                             noise="0.050")
+    assert "a place it cannot tell from Grad-CAM and AttnLRP (within 0.050" in t and "), above random order's row" in t
+    t = claims.rollout_claim(7, 7, ("within", "within"), "black", level_with_random=True, noise="0.064")
+    assert "cannot tell from random order's row (within 0.064" in t and "below random order's row" not in t

@@ -132,6 +132,9 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
     line = rlesson.MEASURES["rollout"](photo, step).line
     assert "below random order's row; it beats random order on insertion but does worse than it on deletion" in line
     assert "ranks rollout 7th of its 7 maps" in line and "soonest" not in line
+    # ... a place the ranking line joins with two others by ≈ (within two random orders' difference): said so
+    assert "a place it cannot tell from class relevance and LeGrad (within 0.064 in insertion − deletion" in line
+    assert "> class relevance ≈ LeGrad ≈ rollout (" in text
     # AttnLRP (issue 44) joined the contest: insertion − deletion 0.043 against random's 0 (black fill), less than
     # two random orders differ (2 × 0.032): first in the table, and not told apart from chance.
     assert "**Ranking:** AttnLRP ≈ random (baseline) ≈ " in text

@@ -29,6 +29,11 @@ def _short(label: str) -> str:
     return label.split(",")[0]
 
 
+def listed(names: Sequence[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def nth(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
@@ -163,13 +168,17 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
 # -------------------------------------------------- step "rollout": does the decision rest on it?
 def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] = ("within", "within"),
                   fill: str = "", artifacts_top: int = 0, top_n: int = 0, above_random: bool = False,
-                  looked_for: str = "") -> str:
+                  looked_for: str = "", level_with: Sequence[str] = (), level_with_random: bool = False,
+                  noise: str = "") -> str:
     """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
     measures that, so without it the sentence claims nothing. rank: rollout's place among `of` maps
     by insertion − deletion AUC (random order's row not counted), above_random: whether it ranks above
     that row; versus: its (deletion, insertion) against the random orders' band, each 'better',
-    'within' or 'worse'. artifacts_top of its top_n brightest patches are artifact tokens. looked_for: the
-    settings of the contest looked for, when none was found (one run with others may be on the tab)."""
+    'within' or 'worse'. level_with: the maps the contest cannot tell rollout from (its tier: within
+    `noise`, as two random orders differ), level_with_random: random order's row among them, as the
+    tab's ranking joins them by ≈. artifacts_top of its top_n brightest patches are artifact tokens.
+    looked_for: the settings of the contest looked for, when none was found (one run with others may be
+    on the tab)."""
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
@@ -178,8 +187,14 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
     else:
         d, i = versus
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
-        said = (f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} "
-                f"maps, {'above' if above_random else 'below'} random order's row")
+        said = f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} maps"
+        # A place within the noise of others is no place: the tab's ranking joins them by ≈ (contest.tiers).
+        level = [*level_with, *(["random order's row"] if level_with_random else [])]
+        if level:
+            said += (f", a place it cannot tell from {listed(level)} (within {noise} in insertion − deletion, "
+                     "as two random orders differ)")
+        if not level_with_random:
+            said += f", {'above' if above_random else 'below'} random order's row"
         if d == i == "better":
             out.append(f"{said}, and it beats random order on both curves: removing its bright patches first "
                        "lowers the prediction sooner than a random order does, and adding them back first "

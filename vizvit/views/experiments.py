@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from vizvit.cancel import NEVER, Cancel
+from vizvit.classroom import claims
 from vizvit.errors import QUOTED_CHARS, UserError
 from vizvit.model import engine
 from vizvit.model.engine import DEFAULT_CHUNK
@@ -359,20 +360,12 @@ def curves_figure(c: perturb.Curves, insertion: bool) -> go.Figure:
     return fig
 
 
-def auc_decimals(*sds: float) -> int:
-    """The decimals an AUC is written with: three, or enough for the random orders' sd to show two
-    significant digits. On a weak prediction (a gradient's 3 % top-1: AUCs near 0.01, sd 0.0006) three
-    decimals wrote the band "0.012 ± 0.001" and two maps told apart by it as the same "0.015"."""
-    small = min((x for x in sds if x > 0), default=0.0)
-    return 3 if small <= 0 else max(3, 1 - math.floor(math.log10(small)))
-
-
 def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
                  second: contest.FillContest | None = None) -> list[list]:
     """The AUC table, best first: [rank, map, deletion AUC, insertion AUC, insertion − deletion, and the
     second fill's deletion and insertion AUC ("" until computed)]."""
     other: dict[str, tuple[float, float]] = {}
-    n = max(4, auc_decimals(*_band_sds(band), *(_band_sds(second.band) if second is not None else ())))
+    n = max(4, contest.auc_decimals(*_band_sds(band), *(_band_sds(second.band) if second is not None else ())))
     if second is not None:
         other = {n: (d, i) for n, d, i in contest.contestants(second.curves, second.band)}
     out = []
@@ -404,7 +397,7 @@ def contest_figure(c: perturb.Curves, band: perturb.Curves | None = None) -> go.
     ranked = [x for x in c.names if x != methods.RANDOM.name]
     colour = {n: CONTEST_COLOURS[k % len(CONTEST_COLOURS)] for k, n in enumerate(ranked)}
     curves = {n: (c.deletion[k], c.insertion[k]) for k, n in enumerate(c.names)}
-    k_ = auc_decimals(*_band_sds(band))
+    k_ = contest.auc_decimals(*_band_sds(band))
     for r, (name, d, i) in enumerate(contest.contestants(c, band)):
         label = f"{r + 1}. {name} (del {d:.{k_}f}, ins {i:.{k_}f})"
         if name == contest.RANDOM_ROW and band is not None:
@@ -456,7 +449,7 @@ def fill_verdict(s: contest.FillScore) -> str:
     db, ib = s.deletion_band, s.insertion_band
     v = contest.beats_random(s)
     auc = {n: (float(d), float(i)) for n, d, i in zip(s.names, s.deletion, s.insertion)}
-    dec = auc_decimals(db.sd, ib.sd)  # the band's scale, this photo's: a weak prediction's AUCs are all small
+    dec = contest.auc_decimals(db.sd, ib.sd)  # the band's scale, this photo's: a weak prediction's AUCs are all small
 
     def named(ns: list[str]) -> str:
         return ", ".join(f"{n} ({auc[n][0]:.{dec}f}, {auc[n][1]:.{dec}f})" for n in ns)
@@ -501,15 +494,17 @@ def fill_verdict(s: contest.FillScore) -> str:
 
 
 def separated(s: contest.FillScore) -> str | None:
-    """The sentence for a fill whose contest cannot separate the maps on this photo: every map's insertion −
-    deletion AUC within contest.score_noise of the others' and of random order's (0: its insertion is its
-    deletion). None when it can."""
-    scores = [0.0, *(float(i - d) for d, i in zip(s.deletion, s.insertion))]
+    """The sentence for a fill whose contest cannot separate the maps on this photo: one tier (contest.tiers)
+    of every map's insertion − deletion AUC and random order's (0: its insertion is its deletion), all within
+    contest.score_noise of the first. None when it can."""
+    scores = [float(i - d) for d, i in zip(s.deletion, s.insertion)]
+    rows = sorted([(contest.RANDOM_ROW, 0.0, 0.0), *((n, 0.0, x) for n, x in zip(s.names, scores))],
+                  key=lambda r: -r[2])
     noise = contest.score_noise(s.deletion_band, s.insertion_band)
-    if max(scores) - min(scores) > noise:
+    if len(contest.tiers(rows, noise)) > 1:
         return None
-    k = auc_decimals(s.deletion_band.sd, s.insertion_band.sd)
-    return (f"Every map's insertion − deletion AUC ({min(scores[1:]):+.{k}f} to {max(scores[1:]):+.{k}f}) lies "
+    k = contest.auc_decimals(s.deletion_band.sd, s.insertion_band.sd)
+    return (f"Every map's insertion − deletion AUC ({min(scores):+.{k}f} to {max(scores):+.{k}f}) lies "
             f"within {noise:.{k}f} of the others' and of random order's (0): random orders differ by as much "
             f"(the sd of two orders' difference), so with the {s.fill} fill the contest cannot separate the "
             "maps on this photo.")
@@ -526,7 +521,8 @@ def ranking_line(c: perturb.Curves, band: perturb.Curves | None, shown: list[str
     noise = contest.score_noise(ds, is_)
     groups = contest.tiers(rows, noise)
     said = " > ".join(" ≈ ".join(g) for g in groups)
-    within = f"within {noise:.{auc_decimals(ds.sd, is_.sd)}f} in insertion − deletion, as two random orders differ"
+    dec = contest.auc_decimals(ds.sd, is_.sd)
+    within = f"within {noise:.{dec}f} in insertion − deletion, as two random orders differ"
     if len(groups) == 1:
         return (f"**Ranking:** none on this photo ({c.mode} fill): every map is {within}, so the contest "
                 "cannot separate the maps here and the table's order is chance.")
@@ -534,16 +530,11 @@ def ranking_line(c: perturb.Curves, band: perturb.Curves | None, shown: list[str
     if len(top) == 1:
         best = f"best: **{top[0]}**"
     elif contest.RANDOM_ROW in top:  # the first maps are not told apart from chance (chelsea, black fill)
-        best = f"no map is told apart from random order at the top: {_listed(top)} are {within}"
+        best = f"no map is told apart from random order at the top: {claims.listed(top)} are {within}"
     else:
-        best = f"no single best: {_listed(top)} are {within}"
+        best = f"no single best: {claims.listed(top)} are {within}"
     ties = "; ≈: " + within if len(top) == 1 and any(len(g) > 1 for g in groups) else ""
     return f"**Ranking:** {said} ({best}{ties}; {c.mode} fill)."
-
-
-def _listed(names: list[str]) -> str:
-    """"a", "a and b", "a, b and c"."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, ...], label: str, p0: float,
@@ -567,8 +558,8 @@ def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, .
         # Only the maps that win under no fill: one that beats random with either fill is no "likely loser"
         # (a reviewer: "these maps do no better" stood beside attention's win with blur).
         losers = [n for n in hit if not any(n in w for w in wins)]
-        why = (f"; a likely reason {_listed(losers)} {'does' if len(losers) == 1 else 'do'} no better than random "
-               "here" if losers else "")
+        does = "does" if len(losers) == 1 else "do"
+        why = f"; a likely reason {claims.listed(losers)} {does} no better than random here" if losers else ""
         out.append(f"Among the first {first_n} patches each map removes are artifact tokens ("
                    + ", ".join(f"{n} {k}" for n, k in hit.items())
                    + f"; this photo has {where}): high-norm patches that draw attention because a trained ViT "
