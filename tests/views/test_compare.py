@@ -285,3 +285,27 @@ def test_distances_of_models_of_one_input_width_stay_in_pixels(bench):
     for trace, side in zip(fig.data, (pr.a, pr.b)):
         np.testing.assert_allclose(np.array(trace.y), _hand_distances(side.analysis().attentions, (14, 14), 16)
                                    .reshape(-1), rtol=1e-4)
+
+
+def test_each_map_names_its_side_and_model_under_it(bench, monkeypatch):
+    """On a phone the sides stack and a map's caption said only "A: layer 1/2": its model was named two screens
+    up. The caption's first line is the side and its model: another model's name changes that band of pixels
+    and nothing else (the map, the layer's line)."""
+    _, ph = bench
+    s = compare.side_maps(ph, 1, 2)
+    ranges = ((0.0, 1.0), (0.0, 1.0))
+    shown = {}
+    for name in ("vit-tiny-augreg", "another-model-entirely"):
+        monkeypatch.setattr(compare, "model_name", lambda vm, n=name: n)
+        shown[name] = compare.side_pictures("A", ph, s, 1, 2, ranges, False)
+    for a, b in zip(shown["vit-tiny-augreg"], shown["another-model-entirely"]):
+        assert a.shape == b.shape
+        rows = np.flatnonzero((a != b).any(axis=(1, 2)))
+        bare = layout.map_image(ph.analysis().input_view, s.attention, ph.vm.geometry,
+                                compare.attn_params(1, 2, "raw"), lo_hi=ranges[0],
+                                scale=render.display_scale(ph.vm.geometry, compare.MAP_PX)).shape[0]
+        _, cap = render.text_size("A", render.TEXT_PX)
+        band = cap + 2 * max(3, cap // 4)
+        # the pictures differ in the first caption band under the map, and only there
+        assert rows.size and rows.min() >= bare and rows.max() < bare + band, (rows.min(), rows.max(), bare, band)
+        assert a.shape[0] == bare + 2 * band  # two lines: the side and model, then the layer

@@ -201,8 +201,8 @@ def head_words(head: int | str, g: Geometry) -> str:
 
 def side_pictures(side: str, ph: Photo, s: SideMaps, layer: int, head: int | str,
                   ranges: tuple[tuple[float, float], ...], own: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The attention map and the rollout, each with its colour bar and a caption that names the layer
-    (the Attention tab's map_image: that tab's pixels for these maps, at MAP_PX)."""
+    """The attention map and the rollout, each with its colour bar and a caption that names the side and its
+    model, then the layer (the Attention tab's map_image: that tab's pixels for these maps, at MAP_PX)."""
     a = ph.analysis()
     g = a.geometry
     L = g.num_layers
@@ -212,8 +212,11 @@ def side_pictures(side: str, ph: Photo, s: SideMaps, layer: int, head: int | str
                        artifacts=s.arts, scale=scale)
     roll = layout.map_image(a.input_view, s.rollout, g, attn_params(layer, "mean", "rolled out"), lo_hi=ranges[1],
                         marks=marks, artifacts=s.arts_through, scale=scale)
-    att = render.caption_below(att, f"{side}: layer {layer}/{L} · {head_words(head, g)}")
-    roll = render.caption_below(roll, f"{side}: rollout through layer {layer}/{L}")
+    # The side and its model first, on a line of its own: on a phone the sides stack, and a map said only "A"
+    # two screens below the model's name (a walk-through)
+    name = side_name(side, ph.vm)
+    att = render.caption_below(render.caption_below(att, name), f"layer {layer}/{L} · {head_words(head, g)}")
+    roll = render.caption_below(render.caption_below(roll, name), f"rollout through layer {layer}/{L}")
     if own:  # named on its own line: each side's bar has its own top
         att, roll = render.caption_below(att, OWN_RANGE), render.caption_below(roll, OWN_RANGE)
     return att, roll
