@@ -1,5 +1,6 @@
 // A button that needs the photo (class NEEDS_PHOTO_CLASS: run the contest or the sweep, which heads matter, a class
-// map, the mask presets) clicked before the page's first photo is in. The server then had no photo key and said
+// map, the mask presets; the heads switched off: Enter in their box, "all heads on", the ablation's mode) clicked
+// before the page's first photo is in. The server then had no photo key and said
 // "Upload a photo first." while a deep link's example (?example=chelsea&tab=experiments), or a file just put in the
 // box, sat in the box being read. Now the click is held while the photo is read, a line says so, and the button is
 // clicked again once the photo's key is in (photo_in.js, on the key's change) and the page has every answer that
@@ -31,12 +32,12 @@
     clearInterval(w.timer);
     w.timer = 0;
     note.remove();
-    const buttons = w.held.splice(0);
+    const held = w.held.splice(0);
     w.passing = true;
     try {
-      for (const b of buttons) {
-        b.removeAttribute('aria-busy');
-        if (b.isConnected) b.click();
+      for (const h of held) {
+        h.el.removeAttribute('aria-busy');
+        h.redo();
       }
     } finally {
       w.passing = false;
@@ -55,16 +56,46 @@
     w.inAt = Date.now();
   };
   w.linkDone = () => { w.linkRead = true; };
-  document.addEventListener('click', (e) => {
-    if (w.passing || !(e.target instanceof Element)) return;
-    const b = e.target.closest('.NEEDS_PHOTO_CLASS');
-    if (!b || !(reading() || w.held.length)) return;  // once one waits, the next waits behind it
+  // What was held, and how to do it again once the photo is in. The photo's answers set the tab's controls
+  // (its box emptied, its radio put back, their elements drawn anew), so a choice or a text is found again by
+  // its block's id and made again, not replayed on the element first clicked.
+  const hold = (e, el, redo) => {
     e.preventDefault();
     e.stopImmediatePropagation();
-    if (!w.held.includes(b)) w.held.push(b);
-    b.setAttribute('aria-busy', 'true');
+    if (!w.held.some((h) => h.el === el)) w.held.push({el, redo});
+    el.setAttribute('aria-busy', 'true');
     note.textContent = SAY_READING;
     if (!note.isConnected) document.body.append(note);
     if (!w.timer) w.timer = setInterval(check, 150);
+  };
+  const waits = () => reading() || w.held.length;  // once one waits, the next waits behind it
+  const again = (block) => document.getElementById(block.id) ?? block;
+  document.addEventListener('click', (e) => {
+    if (w.passing || !(e.target instanceof Element)) return;
+    const b = e.target.closest('.NEEDS_PHOTO_CLASS');
+    if (!b || !waits()) return;
+    // A radio's choice: the same choice made again (a click on the group itself would choose nothing)
+    const choice = e.target.closest('label')?.control ?? (e.target.matches('input') ? e.target : null);
+    if (choice && b.contains(choice) && b.id) {
+      const value = choice.value;
+      hold(e, b, () => [...again(b).querySelectorAll('input')].find((i) => i.value === value)?.click());
+    } else hold(e, b, () => { if (b.isConnected) b.click(); });
+  }, true);
+  // Enter in a box that needs the photo (the heads switched off): held the same way; its text is put back in the
+  // box and Enter pressed again (keydown, then keypress, as a key does).
+  document.addEventListener('keydown', (e) => {
+    if (w.passing || e.key !== 'Enter' || !(e.target instanceof Element)) return;
+    const box = e.target.matches('input, textarea') ? e.target.closest('.NEEDS_PHOTO_CLASS') : null;
+    if (!box || !box.id || !waits()) return;
+    const text = e.target.value;
+    hold(e, box, () => {
+      const t = again(box).querySelector('textarea, input');
+      if (!t) return;
+      t.value = text;
+      t.dispatchEvent(new Event('input', {bubbles: true}));
+      for (const type of ['keydown', 'keypress'])
+        t.dispatchEvent(new KeyboardEvent(type, {key: 'Enter', code: 'Enter', keyCode: 13, bubbles: true,
+                                                 cancelable: true}));
+    });
   }, true);
 }
