@@ -111,9 +111,13 @@ def test_the_noise_is_the_random_orders_own_spread_and_scales_with_the_photo():
     assert contest.score_noise(tiny, tiny) == pytest.approx(0.002)
 
 
-def test_tiers_group_the_maps_within_the_noise_of_their_groups_first():
+def test_tiers_part_neighbours_only_more_than_the_noise_apart():
     rows = [("a", 0.10, 0.50), ("b", 0.15, 0.50), ("c", 0.30, 0.40), ("r", 0.30, 0.30), ("d", 0.40, 0.20)]
-    # insertion − deletion: 0.40, 0.35, 0.10, 0.00, -0.20
-    assert contest.tiers(rows, 0.12) == [["a", "b"], ["c", "r"], ["d"]]  # r is 0.10 below c, d 0.30
+    # insertion − deletion: 0.40, 0.35, 0.10, 0.00, -0.20; neighbours 0.05, 0.25, 0.10, 0.20 apart
+    assert contest.tiers(rows, 0.12) == [["a", "b"], ["c", "r"], ["d"]]  # r is 0.10 below c, d 0.20 below r
+    # Each within 0.26 of the next: one group. Counted from a group's first row (a, then c), c (0.30 below a)
+    # and d (0.30 below c) began groups of their own, and the ranking wrote ">" between neighbours 0.25 and
+    # 0.20 apart, less than the noise.
+    assert contest.tiers(rows, 0.26) == [["a", "b", "c", "r", "d"]]
     assert contest.tiers(rows, 0.7) == [["a", "b", "c", "r", "d"]]  # one group: nothing told apart
     assert contest.tiers(rows, 0.0) == [["a"], ["b"], ["c"], ["r"], ["d"]]

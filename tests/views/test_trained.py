@@ -130,20 +130,27 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
 
     step = next(s for s in rlesson.steps() if s.measure == "rollout")
     line = rlesson.MEASURES["rollout"](photo, step).line
-    assert "below random order's row; it beats random order on insertion but does worse than it on deletion" in line
+    assert "; it beats random order on insertion but does worse than it on deletion" in line
     assert "ranks rollout 7th of its 7 maps" in line and "soonest" not in line
-    # ... a place the ranking line joins with two others by ≈ (within two random orders' difference): said so
-    assert "a place it cannot tell from class relevance and LeGrad (within 0.064 in insertion − deletion" in line
-    assert "> class relevance ≈ LeGrad ≈ rollout (" in text
+    # ... a place within two random orders' difference (0.064) of five other maps' and of random order's row: said
+    # so, counted, and "below random order's row" dropped
+    assert "a place it cannot tell from 5 of its other 6 maps and random order's row (within 0.064" in line, line
+    assert "below random order's row" not in line
     # AttnLRP (issue 44) joined the contest: insertion − deletion 0.043 against random's 0 (black fill), less than
     # two random orders differ (2 × 0.032): first in the table, and not told apart from chance.
-    assert "**Ranking:** AttnLRP ≈ random (baseline) ≈ " in text
-    assert "(no map is told apart from random order at the top: AttnLRP, random (baseline), " in text
-    assert "are within 0.064 in insertion − deletion, as two random orders differ; black fill)" in text
-    assert "; black fill)" in text and "What it does not" in text
+    # Each map within 0.064 of the next, AttnLRP (+0.043) to rollout (−0.033): no ">" between neighbours the
+    # contest cannot tell apart (a reviewer: "gradient rollout > class relevance", 0.007 apart), and not "chance"
+    # either: the ends lie 0.075 apart.
+    assert ("**Ranking:** none on this photo (black fill): each row is within 0.064 of the next in insertion − "
+            "deletion, as two random orders differ, so the contest tells no row from the next; only the ends, AttnLRP "
+            "and rollout, lie further apart (0.075).") in text
+    assert "What it does not" in text
     assert "artifact tokens" in text and "One photo, 2 fills (black and blur)" in text
-    # attention and class relevance beat random with blur: only the two that win with neither fill are named
-    assert "a likely reason rollout and gradient rollout do no better than random here." in text
+    # attention and class relevance beat random with blur removing as many artifact tokens first (4) as rollout and
+    # gradient rollout: the tokens explain nothing, and no "likely reason" is said (rollout, first with blur on
+    # insertion − deletion, was said to "do no better than random")
+    assert "(rollout 4, last-layer [CLS] attention 4, class relevance 4, gradient rollout 4;" in text
+    assert "likely reason" not in text
 
 
 def test_attention_readout_gives_the_artifacts_share_of_the_map_it_shows(photo):

@@ -189,7 +189,9 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
         said = f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} maps"
         # A place within the noise of others is no place: the tab's ranking joins them by ≈ (contest.tiers).
-        level = [*level_with, *(["random order's row"] if level_with_random else [])]
+        # Most of the table named one by one is a list to wade through: counted instead
+        maps = list(level_with) if len(level_with) < 4 else [f"{len(level_with)} of its other {of - 1} maps"]
+        level = [*maps, *(["random order's row"] if level_with_random else [])]
         if level:
             said += (f", a place it cannot tell from {listed(level)} (within {noise} in insertion − deletion, "
                      "as two random orders differ)")

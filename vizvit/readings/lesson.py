@@ -251,14 +251,15 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     above = contest.RANDOM_ROW not in rows or rows.index(rollout) < rows.index(contest.RANDOM_ROW)
     score = contest.fill_score(ct.first)
     versus = contest.beats_random(score)[rollout]
-    # The rows the contest cannot tell rollout from: its tier, as the tab's ranking line joins them by ≈
+    # The rows the contest cannot tell rollout from: insertion − deletion within the random orders' noise of its own
+    # (the tab's ranking line joins such neighbours by ≈)
     noise = contest.score_noise(score.deletion_band, score.insertion_band)
-    tier = next(t for t in contest.tiers(contest.contestants(ct.first.curves, ct.first.band), noise) if rollout in t)
+    scores = {n: i - d for n, d, i in contest.contestants(ct.first.curves, ct.first.band)}
+    level = [n for n in rows if n != rollout and abs(scores[n] - scores[rollout]) <= noise]
     dec = contest.auc_decimals(score.deletion_band.sd, score.insertion_band.sd)
-    level = [n for n in tier if n not in (rollout, contest.RANDOM_ROW)]
     return claims.rollout_claim(maps.index(rollout) + 1, len(maps), versus, ct.first.curves.mode, n_art,
-                                ROLLOUT_TOP, above, level_with=level, level_with_random=contest.RANDOM_ROW in tier,
-                                noise=f"{noise:.{dec}f}")
+                                ROLLOUT_TOP, above, level_with=[n for n in level if n != contest.RANDOM_ROW],
+                                level_with_random=contest.RANDOM_ROW in level, noise=f"{noise:.{dec}f}")
 
 
 MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
