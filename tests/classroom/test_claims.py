@@ -191,3 +191,10 @@ def test_a_rank_the_contest_cannot_tell_from_its_neighbours_is_said_to_be_level_
     assert "a place it cannot tell from Grad-CAM and AttnLRP (within 0.050" in t and "), above random order's row" in t
     t = claims.rollout_claim(7, 7, ("within", "within"), "black", level_with_random=True, noise="0.064")
     assert "cannot tell from random order's row (within 0.064" in t and "below random order's row" not in t
+
+
+def test_four_or_more_maps_level_with_rollout_are_counted_not_listed():
+    t = claims.rollout_claim(7, 7, ("within", "within"), "black", level_with=["a", "b", "c", "d", "e"],
+                             level_with_random=True, noise="0.064")
+    assert "a place it cannot tell from 5 of its other 6 maps and random order's row (within 0.064" in t, t
+    assert "a, b" not in t
