@@ -3,6 +3,8 @@ charts, cached per photo."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -489,3 +491,21 @@ def test_the_mask_the_page_wrote_is_read_and_a_bad_one_refused_in_a_short_senten
         with pytest.raises(UserError, match="patch numbers separated by commas") as e:
             experiments.page_mask(bad, g)
         assert len(str(e.value)) < 200, len(str(e.value))
+
+
+def test_mask_readout_writes_every_probability_with_the_same_decimals(tiny16, cat):
+    """A walk-through on the trained ViT-Ti: the readout's unmasked top-1 read "82.2%", "82.25%" and "82.245%" from
+    one mask to the next, and its top-1 "81.8%" where the change beside it wrote "81.764%". Every probability in it
+    is now written with two decimals of percent, and the top-1, when it is the unmasked top-1, as the change does."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    for mask, mode in [((0,), "drop"), ((0,), "mean"), ((3, 17), "black"), (tuple(range(0, 196, 2)), "blur")]:
+        text = experiments.mask_panel(ph, mask, mode).text
+        shown = re.findall(r"(\d+(?:\.\d+)?)%", text)
+        assert len(shown) == 3 and all(re.fullmatch(r"\d+\.\d\d", x) for x in shown), text
+        top1, after = float(shown[0]), float(shown[2])
+        probs = ph.analysis(View(mask=mask, mask_mode=mode)).probs
+        base = ph.analysis().top5[0].index
+        assert abs(top1 - 100 * float(probs.max())) <= 0.005 + 1e-6
+        assert abs(after - 100 * float(probs[base])) <= 0.005 + 1e-6

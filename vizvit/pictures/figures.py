@@ -74,19 +74,30 @@ def signed_points(change: float, decimals: int = 1) -> str:
     return text + " pp"
 
 
-def prob_change(before: float, after: float) -> str:
-    """"82.2% → 80.1% (Δ -2.1 pp)", with as many decimals (one to three) as it takes for the Δ to be the
-    difference of the two numbers shown and for a change to show in them: at one decimal 0.8224 → 0.8215
-    read "82.2% → 82.2% (Δ -0.1 pp)", and 0.82241 → 0.82239 "82.2% → 82.2% (Δ +0.0 pp)", no change. One
-    below three decimals keeps the numbers at one and the Δ its size (signed_points)."""
-    moved = after != before
-    for d in (1, 2, 3):
-        b, a, ch = (round(100 * x, d) for x in (before, after, after - before))
-        if round(a - b, d) == ch and (ch != 0 or not moved):
-            break
+CHANGE_DECIMALS = 2  # the mask readout's probabilities: one way for every mask (prob_change)
+
+
+def fixed_percent(prob: float, decimals: int = CHANGE_DECIMALS) -> str:
+    """A probability at a fixed number of decimals of percent ("82.25%"), "<0.01%" for one above 0 that
+    would read "0.00%" (no chance at all)."""
+    text = f"{100 * prob:.{decimals}f}%"
+    if 0 < prob and float(text[:-1]) == 0:
+        return f"<{10.0 ** -decimals:.{decimals}f}%"
+    return text
+
+
+def prob_change(before: float, after: float, decimals: int = CHANGE_DECIMALS) -> str:
+    """"82.25% → 80.10% (Δ -2.15 pp)": both numbers at the same fixed decimals for every change, and the Δ the
+    difference of the two numbers shown. Where they are equal as shown but the probability moved, the Δ says
+    its size (signed_points: "82.24% → 82.24% (Δ +0.0003 pp)"), and only no move at all reads "0 pp". The
+    decimals once grew with the change (one to three): the unmasked top-1 read "82.2%", "82.25%" and
+    "82.245%" from one mask to the next, beside a top-1 written "81.8%" that the same line wrote "81.764%"."""
+    b, a = (round(100 * x, decimals) for x in (before, after))
+    if a == b:
+        delta = signed_points(after - before, decimals)
     else:
-        d = 1
-    return f"{100 * before:.{d}f}% → {100 * after:.{d}f}% (Δ {signed_points(after - before, d)})"
+        delta = f"{a - b:+.{decimals}f} pp"
+    return f"{fixed_percent(before, decimals)} → {fixed_percent(after, decimals)} (Δ {delta})"
 
 
 RIGHT_FOR_100 = 26  # px: half of "100%" at the charts' 16 px font, and a little air

@@ -338,7 +338,8 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
     if a.top5 and base.top5 and a.probs is not None:
         b0 = base.top5[0]
         now = float(a.probs[b0.index])
-        text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} · unmasked top-1 "
+        # The top-1 at the decimals of the change after it: the same number was "81.8%" there and "81.764%".
+        text += (f" · top-1 **{_short(a.top5[0].label)}** {figures.fixed_percent(a.top5[0].prob)} · unmasked top-1 "
                  f"{_short(b0.label)}: {figures.prob_change(b0.prob, now)}")
     return MaskPanel(grid, masked, text, top5_figure(vm, a, base))
 
