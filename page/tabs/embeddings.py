@@ -164,9 +164,9 @@ def _depth() -> Ui:
     with gr.Row(elem_id="emb-pictures"):  # first on the screen in projector mode (style.css)
         # JPEG (also for the maps below): these change on every slider move or click, and
         # PNG-encoding 672² px costs ~25 ms each, JPEG ~2 ms (benchmarks/bench_embeddings.py).
-        pca = gr.Image(label="Patch-token PCA as RGB over the photo (click a patch)", interactive=False,
+        pca = gr.Image(label=f"{embeddings.PCA_TITLE} (click a patch)", interactive=False,
                        format="jpeg", elem_id="emb-pca")
-        similarity = gr.Image(label="Cosine similarity of the clicked token to every patch (click a patch)",
+        similarity = gr.Image(label=f"{embeddings.SIM_TITLE} (click a patch)",
                               interactive=False, format="jpeg", elem_id="emb-sim")
     similarity_text = gr.Markdown(elem_id="emb-sim-info")
     maps = gr.Image(label="PCA map alone | token norms", interactive=False, format="jpeg", elem_id="emb-maps")

@@ -4,6 +4,7 @@ and export."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -220,3 +221,11 @@ def test_the_tab_opens_on_a_non_square_vit(tiny_rect, cat):
     assert page.maps.shape[0] >= 336 * 5 // 7
     rows = {row[0]: row[1] for row in page.steps}
     assert rows["flatten"] == "(1, 35, 32)" and rows["+ position embeddings"] == "(1, 36, 32)"
+
+
+def test_the_depth_text_names_its_pictures_by_title_not_by_a_side():
+    """At 390 px the two depth pictures stack, one under the other, and the text's "*Left*: the three main
+    directions ..." named a side a phone does not have (a walk-through). It names each picture by its title."""
+    assert re.search(r"\b(left|right|beside)\b", embed_view.DEPTH_TEXT, re.IGNORECASE) is None, embed_view.DEPTH_TEXT
+    for title in (embed_view.PCA_TITLE, embed_view.SIM_TITLE):
+        assert f"*{title}*" in embed_view.DEPTH_TEXT

@@ -51,12 +51,17 @@ as a picture: a convolution with kernel = stride = P turns each P×P patch into 
 token, [CLS] is put in front, and learned position embeddings are added. Then L blocks rewrite
 every token. Below, the real tensors of this photo, then the tokens at any depth."""
 
-DEPTH_TEXT = """**Tokens at depth l.** l = 0 is the output of the embedding stage, l = k the output of
-block k. *Left*: the three main directions of variation (PCA) of the patch tokens as red, green and
+# The two depth pictures' titles (the page's labels): the text names a picture by its title, never by a side, since
+# on a phone the two stack and "Left:" named a side there is none of (a walk-through at 390 px).
+PCA_TITLE = "Patch-token PCA as RGB over the photo"
+SIM_TITLE = "Cosine similarity of the clicked token to every patch"
+
+DEPTH_TEXT = f"""**Tokens at depth l.** l = 0 is the output of the embedding stage, l = k the output of
+block k. *{PCA_TITLE}*: the three main directions of variation (PCA) of the patch tokens as red, green and
 blue, blended over the photo: patches with similar colours have similar tokens (fitted without that
 depth's artifact tokens, outlined red, which would take the first component alone). **Click a patch**
-(on either picture) to see how similar its token is (cosine) to every other token at this depth.
-Moving the slider re-uses the one forward pass already made."""
+(on either picture) to see in *{SIM_TITLE}* how similar its token is (cosine) to every other token at this
+depth. Moving the slider re-uses the one forward pass already made."""
 
 FILTERS_TEXT = """**Patch-embedding filters** (ViT paper, Fig. 7 left). Each of the D rows of the
 embedding matrix is a filter of P×P×3 numbers; these are its first principal components shown as

@@ -125,3 +125,11 @@ def test_events_that_share_a_handler_share_its_concurrency_group(photo):
     registered = ctx.controls["embeddings"]
     assert list(registered) == tab.CONTROLS
     assert [getattr(c, "elem_id", None) for c in registered.values()] == ["emb-depth", None, "emb-color", "emb-dropout"]
+
+
+def test_the_depth_pictures_carry_the_titles_the_text_names_them_by(ui):
+    """The depth text names each picture by its title (a phone stacks them: no "left"): that title is the one
+    the picture's own label shows."""
+    for name, said in (("pca", "PCA as RGB over the photo"), ("similarity", "Cosine similarity of the clicked")):
+        title = ui[name].label.split(" (click")[0]
+        assert said in title and f"*{title}*" in embeddings.DEPTH_TEXT, (ui[name].label, embeddings.DEPTH_TEXT)
