@@ -14,10 +14,10 @@ def test_an_untrained_mask_token_is_said_first():
     t = claims.mask_line(False, source, "Egyptian cat, x", 0.82, 0.31, 49, "tabby, tabby cat", False)
     assert t.startswith("**First: the [MASK] here is transformers' initial value, zeros, never trained.** So the")
     assert "not the learned masking of BERT or BEiT" in t
-    assert t.index("never trained") < t.index("p(Egyptian cat) **82.0% → 31.0%** with 49 patches")
+    assert t.index("never trained") < t.index("p(Egyptian cat) **82.00% → 31.00%** with 49 patches")
     assert "top-1 now **tabby**" in t
     trained = claims.mask_line(True, "the [MASK] token read from the checkpoint", "cat", 0.8, 0.7, 49, "cat", True)
-    assert trained.startswith("p(cat) **80.0% → 70.0%**") and "First" not in trained
+    assert trained.startswith("p(cat) **80.00% → 70.00%**") and "First" not in trained
     assert trained.endswith("Here the [MASK] token read from the checkpoint.")
 
 

@@ -46,7 +46,8 @@ def mask_line(trained: bool, source: str, label: str, p0: float, p1: float, n: i
     kept: the masked top-1 is the unshifted one (same class index; ImageNet has two "crane"s, so not the
     label): "top-1 still X", not "top-1 now X", which told a student the answer changed when it had not."""
     top = f"top-1 still **{_short(top_now)}**" if kept else f"top-1 now **{_short(top_now)}**"
-    number = f"p({_short(label)}) **{p0:.1%} → {p1:.1%}** with {n} patches as [MASK]; {top}."
+    # Two decimals, as the Experiments tab's mask readout the step opens writes them (figures.prob_change).
+    number = f"p({_short(label)}) **{p0:.2%} → {p1:.2%}** with {n} patches as [MASK]; {top}."
     if trained:
         return f"{number} Here {source}."
     return (f"**First: {source.replace('**', '')}.** So the number measures {n} patches replaced by one "

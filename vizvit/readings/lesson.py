@@ -19,6 +19,7 @@ from vizvit.model.engine import embedding_stage, mask_token
 from vizvit.model.images import View
 from vizvit.model.models import Geometry
 from vizvit.model.tokens import dropout_check
+from vizvit.pictures import figures
 from vizvit.readings import artifacts_rule as art_mod, attention as ra, contest, methods, perturb, positions, sweep
 from vizvit.readings.artifacts import artifact_masks
 from vizvit.session import Photo
@@ -115,8 +116,9 @@ def _mask(ph: Photo, step: Step) -> Measured:
     tok = mask_token(ph.vm) if mode == "mask" else None
     trained, how = (tok.trained, tok.source) if tok is not None else (True, f"masked by {mode}")
     kept = a.top5[0].index == b0.index
-    return Measured(f"{now:.1%}", claims.mask_line(trained, how, b0.label, b0.prob, now, len(mask), a.top5[0].label,
-                                                   kept), "stays" if kept else "changes")
+    # Written as the tab's mask readout writes it (two decimals): the reveal quotes that number.
+    line = claims.mask_line(trained, how, b0.label, b0.prob, now, len(mask), a.top5[0].label, kept)
+    return Measured(figures.fixed_percent(now), line, "stays" if kept else "changes")
 
 
 def _dropout(ph: Photo, step: Step) -> Measured:
