@@ -33,9 +33,9 @@ def _lan() -> str | None:
 
 CONTROLS = ["step", "choice", "number"]  # the LessonParams fields the reveal reads, in the order its events list them
 # What a step's page sets: its text, the answer boxes cleared, its link and QR code, the step, the page's address,
-# and which step on which photo it drew (drawn).
+# which step on which photo it drew (drawn), and whether previous and next lead anywhere (prev, nxt).
 OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base", "drawn",
-        "address"]
+        "address", "prev", "nxt"]
 # What a redraw of the step already shown (the same photo, model and step) leaves as it is: the student's answer
 # and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
 KEPT = ["header", "choice", "number", "answer", "picture", "open_btn"]
@@ -81,7 +81,8 @@ def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: 
             "answer": "", "picture": gr.Image(value=None, visible=False), "open_btn": gr.Button(visible=False),
             "qr": lesson.qr_picture(url) if page_url else None,
             "link": f"[{url}]({url})" if page_url else "", "qr_note": where.note if where else "",
-            "step": page.step, "base": page_url, "drawn": (key, page.step), "address": query, **kept}
+            "step": page.step, "base": page_url, "drawn": (key, page.step), "address": query,
+            "prev": gr.Button(interactive=page.has_previous), "nxt": gr.Button(interactive=page.has_next), **kept}
 
 
 # -- handlers: explicit values in, {name: value} out (page names: OUTS, REVEALED, ROOM) -----------------
@@ -231,7 +232,8 @@ def _step() -> Ui:
             choice = gr.Radio([], label="Your answer", elem_id="lesson-choice")
             number = gr.Number(None, label="Your answer (a number)", visible=False, elem_id="lesson-number")
             with gr.Row(elem_id="lesson-buttons"):
-                prev = gr.Button("← previous", size="sm", elem_id="lesson-prev")
+                # Off until a step after the first is drawn (at_step sets both at every step).
+                prev = gr.Button("← previous", size="sm", elem_id="lesson-prev", interactive=False)
                 reveal_btn = gr.Button("Reveal", variant="primary", elem_id="lesson-reveal")
                 unknown = gr.Button("I don't know", size="sm", elem_id="lesson-dont-know")
                 nxt = gr.Button("next →", size="sm", elem_id="lesson-next")

@@ -228,3 +228,15 @@ def test_the_one_pixel_shift_speaks_of_a_cnn_only_when_one_runs_and_then_with_it
     text = _shift1_reveal(ph)
     assert f"({wb.cnn.id})" in text and f"{p0:.1%} unshifted, {p1:.1%} at 1 px" in text, (p0, p1, text)
     assert "--cnn" not in text and "measured when" not in text, text
+
+
+def test_previous_leads_nowhere_on_the_first_step_and_next_nowhere_on_the_last():
+    """On step 1 "← previous" was on and a click drew step 1 again (a walk-through): the page says where each
+    button leads, counted here from the lesson's own steps."""
+    last = len(lesson_mod.load_steps())  # the lesson file's own steps
+    ends = {n: lesson.show(None, lesson.LessonParams(step=n)) for n in (1, 2, last - 1, last)}
+    assert (ends[1].has_previous, ends[1].has_next) == (False, True)
+    assert (ends[2].has_previous, ends[2].has_next) == (True, True)
+    assert (ends[last - 1].has_previous, ends[last - 1].has_next) == (True, True)
+    assert (ends[last].has_previous, ends[last].has_next) == (True, False)
+    assert lesson.show(None, lesson.LessonParams(step=last + 5)).has_next is False, "a step past the end is the last"

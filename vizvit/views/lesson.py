@@ -192,6 +192,10 @@ class LessonPage:
     options: list[tuple[str, str]]  # (text, key) of each option, [] for a number question
     is_number: bool
     view: str  # the tab the reveal opens
+    # Whether "← previous" and "next →" lead anywhere: at an end the button is off (on step 1 it was on, and a
+    # click drew step 1 again, as if nothing happened).
+    has_previous: bool = True
+    has_next: bool = True
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,7 @@ def show(ph: Photo | None, p: LessonParams) -> LessonPage:
     if ph is None:
         header += "\n\n*Pick an example or upload a photo: the reveal measures it.*"
     return LessonPage(step=n, header=header, options=[(lesson_mod.fill(t, g), k) for k, t in s.options],
-                      is_number=s.is_number, view=s.view)
+                      is_number=s.is_number, view=s.view, has_previous=n > 1, has_next=n < len(steps()))
 
 
 def _verdict(s: Step, p: LessonParams, right: str | float, g: Geometry) -> str:

@@ -332,3 +332,17 @@ def test_the_rooms_kept_in_the_browser_are_as_many_as_the_room_page_offers_back(
     out = subprocess.run(["node", "-e", KEEP_NODE.replace("SCRIPT", js)], input=json.dumps({"before": 30}),
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert int(out) == roomy == Rooms(roomy_per_owner=roomy).owners.roomy
+
+
+def test_previous_is_off_on_the_first_step_and_next_on_the_last(photo):
+    """Step 1's "← previous" was on, and a click drew step 1 again as if nothing happened (a walk-through): every
+    step's page now sets whether each button leads anywhere, and the page opens with previous off."""
+    ctx, key = photo
+    last = len(rl.steps())
+    for n, prev_on, next_on in ((1, False, True), (2, True, True), (last, True, False)):
+        got = tab.at_step(ctx, None, key, n, PAGE)
+        assert (got["prev"].interactive, got["nxt"].interactive) == (prev_on, next_on), n
+    assert tab.go(ctx, None, -1, key, 2, PAGE)["prev"].interactive is False, "back on step 1: previous goes off"
+    with gr.Blocks():
+        ui = tab._step()
+    assert ui["prev"].interactive is False and ui["nxt"].interactive is not False, "before any step is drawn: step 1"
