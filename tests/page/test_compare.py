@@ -41,6 +41,9 @@ def test_the_shared_cursor_moves_both_models_maps_over_relative_depth(url):
         assert "2 layers × 2 heads" in page.inner_text("#cmp-title-a")
         wait_flip_pages(page, "cmp-depth", 12)
         at_12 = _srcs(page)
+        page.wait_for_selector("#cmp-distance .js-plotly-plot", timeout=60_000)
+        shown = {i: page.locator(f"#{i}").is_visible() for i in EMPTY_BEFORE_B}
+        assert all(shown.values()), f"with model B every picture and chart is shown: {shown}"
 
         # Position 3 of 12: layer ceil(3·2/12) = 1 of A, layer 3 of B. Every map changes, put there by
         # the page from its book (the server's own pictures for that position).
@@ -68,14 +71,39 @@ def test_the_shared_cursor_moves_both_models_maps_over_relative_depth(url):
 
 def test_on_a_phone_each_sides_map_takes_the_width_a_under_b(url):
     # Side by side at half a 390-px phone, a map's burnt-in caption and colour-bar numbers were ~6 px
-    # (issue 51); one under the other they get the phone's width (~12 px). The boxes exist before a photo.
-    with page_at(f"{url}?tab=compare", 390, 844) as page:
-        page.wait_for_selector("#cmp-attn-a", state="attached", timeout=60_000)
+    # (issue 51); one under the other they get the phone's width (~12 px). Measured with both models' maps in:
+    # an empty map is not shown (test_before_model_b_no_empty_picture_takes_the_projectors_screen).
+    with page_at(f"{url}?tab=compare&compare={TWIN}", 390, 844) as page:
+        page.wait_for_function(f"() => {{ const i = document.querySelector('#cmp-model input');"
+                               f" return i && i.value.includes('{TWIN}'); }}")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_function("(ids) => ids.every((m) => document.querySelector('#' + m + ' img'))", arg=MAPS,
+                               timeout=120_000)
         boxes = {m: page.evaluate(f"() => {{ const r = document.querySelector('#{m}').getBoundingClientRect();"
                                   f" return [r.left, r.top, r.width]; }}") for m in MAPS}
     for m, (_, _, width) in boxes.items():
         assert width >= 0.8 * 390, (m, boxes)
     assert boxes["cmp-attn-a"][1] < boxes["cmp-attn-b"][1] and boxes["cmp-roll-a"][1] < boxes["cmp-roll-b"][1], boxes
+
+
+# Shown only once its picture or chart is in (page/web/style.css).
+EMPTY_BEFORE_B = ["cmp-row-attention", "cmp-row-rollout", "cmp-row-positions", "cmp-top5-b", "cmp-distance"]
+
+
+def test_before_model_b_no_empty_picture_takes_the_projectors_screen(url):
+    """?projector=1 at 1366x900, before model B is picked: four empty picture frames (the maps' two rows) filled
+    the screen under the cursor, and B's top-5, the position grids and the distance chart were empty frames
+    further down (a walk-through). None shows until it has something in it; the line under the teaching pairs
+    says to pick model B, and A's top-5 is shown."""
+    with page_at(f"{url}?projector=1&tab=compare", 1366, 900) as page:
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_selector("#cmp-verdict:has-text('Pick model B')", timeout=120_000)
+        page.wait_for_selector("#cmp-top5-a .js-plotly-plot", timeout=60_000)
+        settled(page)
+        shown = {i: page.locator(f"#{i}").is_visible() for i in EMPTY_BEFORE_B}
+        assert not any(shown.values()), shown
+        assert page.locator("#cmp-top5-a").is_visible()
+        shot(page, "compare_projector_before_b", full_page=False)
 
 
 def test_a_links_head_sets_the_compare_head_and_its_copied_link_keeps_it(url):
