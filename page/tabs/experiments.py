@@ -155,14 +155,14 @@ def run(wb: Workbench, fetch: dict[str, flip.Fetcher], name: str, key: PhotoKey 
     return {"mask": m, "seed": s + (name == "random"), **mask_views(wb, fetch, key, m, md)}
 
 
-def sweep(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
-    """The shift sweep, streamed as it goes (a stoppable job)."""
+def sweep(wb: Workbench, key: PhotoKey | None, fill: str = "edge", request: gr.Request = None):
+    """The shift sweep under the fill the shift controls show, streamed as it goes (a stoppable job)."""
     if key is None:
         raise UserError("Upload a photo first.")
     with jobs.JOBS.line(request, "shift sweep", replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"sweep_text": jobs.waiting_text("shift sweep", ahead)}
-        for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel):
+        for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel, fill=fill):
             yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text}
 
 
@@ -208,7 +208,7 @@ def _shift_layout(cnn: bool) -> dict[str, gr.components.Component]:
     # The shifts seen so far, swapped in by the page when a slider comes back to one (page/web/flipbook.js).
     book = flip.component("shift")
 
-    gr.Markdown("## Shift sweep: k = 0..2P pixels right, edge fill, batched")
+    gr.Markdown("## Shift sweep: k = 0..2P pixels right, batched, with the fill chosen above")
     with gr.Row():
         sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run",
                               elem_classes=[web.NEEDS_PHOTO])
@@ -305,7 +305,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
                 first=ui["mask_grid"])
     _wire_shift_and_mask(ctx, ui, ins, fetch)
-    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key], [ui[n] for n in SWEEP], **jobs.COSTLY)
+    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key, ui["fill"]], [ui[n] for n in SWEEP],
+                                    **jobs.COSTLY)
     curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
                                      [ui[n] for n in [*CURVES, *STALE, "contest_ran"]], **jobs.COSTLY)
     # A setting moved: the contest on show says it is for the old ones (no queue: a comparison, no model).

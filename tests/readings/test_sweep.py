@@ -4,8 +4,10 @@ plain forward of the shifted view; the CNN's column only when the app has a CNN.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import vizvit
+from vizvit.errors import UserError
 from vizvit.model.images import View
 from vizvit.readings import sweep
 from vizvit.session import PhotoKey, Workbench
@@ -44,3 +46,23 @@ def test_the_whole_sweep_tells_its_progress_and_equals_the_streamed_one(tiny16, 
     other.add_model(tiny16)
     streamed = list(sweep.sweep_steps(other.handle(PhotoKey(tiny16.id, other.add_photo(cat)))))[-1]
     assert np.allclose(whole.array(), streamed.array(), atol=1e-6)
+
+
+def test_the_sweep_runs_under_the_fill_it_is_given_each_cached_apart(tiny16, cat):
+    """The tab's fill control said wrap and the sweep ran under edge whatever it said (a walk-through): the sweep
+    now takes the fill, each row a plain forward of the view shifted under that fill, cached apart from edge's."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    wrapped = sweep.full_sweep(ph, fill="wrap")
+    base = vizvit.analyze(tiny16, cat)
+    top1 = base.top5[0].index
+    for k in (3, 9):  # reference: the view rolled k px right (wrap), a plain forward
+        a = vizvit.analyze(tiny16, base.input_view, View(dx=k, dy=0, fill="wrap"))
+        assert abs(wrapped.rows[k].base_class_prob - float(a.probs[top1])) < 1e-5
+        assert np.array_equal(a.input_view, np.roll(base.input_view, k, axis=1)), "wrap: the pixels rolled"
+    assert ph.peek(sweep.sweep_name("wrap")) is wrapped and ph.peek(sweep.SHIFT_SWEEP) is None, "edge's not run"
+    edge = sweep.full_sweep(ph)
+    assert not np.allclose(edge.array(), wrapped.array()), "the two fills give other views, other numbers"
+    with pytest.raises(UserError, match="one of edge, wrap, constant"):
+        sweep.full_sweep(ph, fill="mirror")

@@ -509,3 +509,21 @@ def test_mask_readout_writes_every_probability_with_the_same_decimals(tiny16, ca
         base = ph.analysis().top5[0].index
         assert abs(top1 - 100 * float(probs.max())) <= 0.005 + 1e-6
         assert abs(after - 100 * float(probs[base])) <= 0.005 + 1e-6
+
+
+def test_the_sweep_runs_and_says_the_fill_the_tab_shows(tiny16, cat):
+    """The sweep ran under edge whatever the tab's fill control said (its title alone named edge): run with the
+    tab's fill, its chart title and its text name that fill, and the tab opened on a fill shows that fill's sweep
+    or says that one was not run."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    last = list(experiments.sweep_progress(ph, fill="wrap"))[-1]
+    assert "wrap fill" in last.figure.layout.title.text.replace("<br>", " ") and "wrap fill" in last.text
+    want = perturb.shift_sweep(tiny16, ph.analysis().input_view, fill="wrap")  # the sweep under wrap, alone
+    assert [row[2] for row in last.table["data"]] == [round(r.mean_cos, 4) for r in want.rows]
+    assert "wrap fill" in experiments.shown_sweep(ph, "wrap").text
+    not_run = experiments.shown_sweep(ph, "edge")
+    assert not_run.figure is None and "with the edge fill" in not_run.text
+    page = experiments.show(ph, experiments.ExperimentsParams(fill="wrap"))
+    assert page.sweep.text == last.text, "the tab opened on wrap shows the wrap sweep"

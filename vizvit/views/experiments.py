@@ -216,8 +216,10 @@ def shift_book_at(ph: Photo, key: str) -> flip.Flipbook:
 
 
 # ------------------------------------------------------------------ sweep
-def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray] | None = None) -> SweepPanel:
-    """The sweep so far; cnn: (name, probability of its unshifted top-1 per k) beside the ViT."""
+def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray] | None = None,
+                fill: str = sweep.DEFAULT_FILL) -> SweepPanel:
+    """The sweep so far, run under `fill` (its title and text name it); cnn: (name, probability of its unshifted
+    top-1 per k) beside the ViT."""
     p = vm.geometry.patch_size
     ks = [r.k for r in s.rows]
     fig = go.Figure()
@@ -231,7 +233,7 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
                         mode="lines+markers", yaxis="y2", line=dict(dash="dashdot"))
     for k in range(p, 2 * p + 1, p):
         fig.add_vline(x=k, line=dict(color="grey", dash="dash", width=1))
-    title, top = figures.title_lines(f"Shift sweep, k = 0..{2 * p} px right, edge fill ({len(s.rows)}/{s.total} "
+    title, top = figures.title_lines(f"Shift sweep, k = 0..{2 * p} px right, {fill} fill ({len(s.rows)}/{s.total} "
                                      "views)")
     fig.update_layout(
         title=title,
@@ -247,18 +249,28 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
     if cnn is not None:
         headers.append("CNN p(top-1)")
         rows = [row + [round(float(c), 4)] for row, c in zip(rows, cnn[1])]
-    text = ("Done: " if s.done else "Running… ") + f"{len(s.rows)} of {s.total} shifted views (batched forwards)."
+    # The fill named in the text too: the tab's fill control sits above, and the sweep once ran under edge
+    # whatever it said (its title alone named the rule).
+    text = (("Done: " if s.done else "Running… ") + f"{len(s.rows)} of {s.total} shifted views, {fill} fill "
+            f"({FILL_SAID.get(fill, fill)}; batched forwards).")
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
-def sweep_progress(ph: Photo, chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER) -> Iterator[SweepPanel]:
-    """The growing sweep (readings.sweep) drawn after each batched chunk, then once more whole with the
-    app's CNN beside it; the cached sweep at once. `cancel` is checked between chunks (Cancelled)."""
-    fresh = ph.peek(sweep.SHIFT_SWEEP) is None
-    for s in sweep.sweep_steps(ph, chunk, cancel):
+# What each fill puts where the shift leaves the view empty (vocab.FILLS), as the sweep's text says it.
+FILL_SAID = {"edge": "the border pixels repeated", "wrap": "the pixels pushed out come back on the other side",
+             "constant": "black"}
+
+
+def sweep_progress(ph: Photo, chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
+                   fill: str = sweep.DEFAULT_FILL) -> Iterator[SweepPanel]:
+    """The growing sweep under `fill` (the tab's fill control; readings.sweep) drawn after each batched chunk,
+    then once more whole with the app's CNN beside it; the cached sweep at once. `cancel` is checked between
+    chunks (Cancelled)."""
+    fresh = ph.peek(sweep.sweep_name(fill)) is None
+    for s in sweep.sweep_steps(ph, chunk, cancel, fill):
         if fresh:
-            yield sweep_panel(ph.vm, s)
-    yield sweep_panel(ph.vm, s, sweep.cnn_probs(ph, [r.k for r in s.rows]))
+            yield sweep_panel(ph.vm, s, fill=fill)
+    yield sweep_panel(ph.vm, s, sweep.cnn_probs(ph, [r.k for r in s.rows], fill), fill)
 
 
 # ------------------------------------------------------------------ masks
@@ -772,22 +784,23 @@ class ExperimentsPage:
     contest_ran: ContestRun | None = None  # what the contest in `curves` ran with (None: none shown)
 
 
-SWEEP_NOT_RUN = "*The shift sweep has not been run on this photo yet: press **Run the shift sweep**.*"
+SWEEP_NOT_RUN = ("*The shift sweep has not been run on this photo with the {fill} fill yet: press **Run the shift "
+                 "sweep**.*")
 CURVES_NOT_RUN = ("*The contest has not been run on this photo with {steps} steps and the {mode} fill yet: press "
                   "**Run the contest**.*")
 
 
-def shown_sweep(ph: Photo) -> SweepPanel:
-    """The sweep panel as a photo opens: its cached sweep, or an empty panel saying it was not run. The
-    previous photo's sweep stayed on screen under a new photo, its rows naming the old top-1."""
-    s = ph.peek(sweep.SHIFT_SWEEP)
+def shown_sweep(ph: Photo, fill: str = sweep.DEFAULT_FILL) -> SweepPanel:
+    """The sweep panel as a photo opens: its cached sweep under the tab's fill, or an empty panel saying it was
+    not run. The previous photo's sweep stayed on screen under a new photo, its rows naming the old top-1."""
+    s = ph.peek(sweep.sweep_name(fill))
     if s is None:
-        return SweepPanel(None, {"data": [], "headers": list(SWEEP_HEADERS)}, SWEEP_NOT_RUN)
+        return SweepPanel(None, {"data": [], "headers": list(SWEEP_HEADERS)}, SWEEP_NOT_RUN.format(fill=fill))
     cnn = ph.wb.cnn
     if cnn is None:
-        return sweep_panel(ph.vm, s, None)
-    probs = ph.peek(sweep.cnn_sweep_name(cnn.id))  # only when already measured
-    return sweep_panel(ph.vm, s, None if probs is None else (cnn.id, probs))
+        return sweep_panel(ph.vm, s, None, fill)
+    probs = ph.peek(sweep.cnn_sweep_name(cnn.id, fill))  # only when already measured
+    return sweep_panel(ph.vm, s, None if probs is None else (cnn.id, probs), fill)
 
 
 def _shown_contest(ph: Photo, steps: int, mode: str) -> tuple[CurvesPanel, ContestRun | None]:
@@ -812,4 +825,4 @@ def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
     s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
     curves, ran = _shown_contest(ph, p.steps, p.curve_mode)
     return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5,
-                           mask_book(ph, p.mask, p.mode, m), shown_sweep(ph), curves, ran)
+                           mask_book(ph, p.mask, p.mode, m), shown_sweep(ph, p.fill), curves, ran)

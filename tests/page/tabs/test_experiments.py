@@ -15,7 +15,7 @@ from built_page import same
 from page.tabs import experiments as tab
 from vizvit.errors import UserError
 from vizvit.pictures import render
-from vizvit.readings import masks
+from vizvit.readings import masks, sweep
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments as ev
 
@@ -271,3 +271,13 @@ def test_a_contest_run_before_attention_flow_was_computed_is_said_to_rank_fewer_
     assert "attention flow" in [row[1] for row in last["auc_table"]]
     assert tab.contest_stale(wb, key, 2, "mean", last["contest_ran"])["curves_stale"] == ""
     assert tab.show(wb, fetch, key, *controls(), 2, "mean")["curves_stale"] == ""
+
+
+def test_the_sweep_runs_under_the_fill_the_shift_controls_show(photo):
+    """The sweep button sends the fill control's value: the sweep runs under it and says so (it ran under edge
+    whatever the control said)."""
+    wb, key = photo
+    last = list(tab.sweep(wb, key, "constant"))[-1]
+    assert "constant fill" in last["sweep_text"] and "constant fill" in last["sweep_plot"].layout.title.text
+    want = ev.sweep_panel(wb.handle(key).vm, sweep.full_sweep(wb.handle(key), fill="constant"), fill="constant")
+    assert last["sweep_table"] == want.table
