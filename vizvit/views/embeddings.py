@@ -60,8 +60,8 @@ DEPTH_TEXT = f"""**Tokens at depth l.** l = 0 is the output of the embedding sta
 block k. *{PCA_TITLE}*: the three main directions of variation (PCA) of the patch tokens as red, green and
 blue, blended over the photo: patches with similar colours have similar tokens (fitted without that
 depth's artifact tokens, outlined red, which would take the first component alone). **Click a patch**
-(on either picture) to see in *{SIM_TITLE}* how similar its token is (cosine) to every other token at this
-depth. Moving the slider re-uses the one forward pass already made."""
+(on either picture): *{SIM_TITLE}* then shows how similar its token is (cosine) to every other token at
+this depth. Moving the slider re-uses the one forward pass already made."""
 
 FILTERS_TEXT = """**Patch-embedding filters** (ViT paper, Fig. 7 left). Each of the D rows of the
 embedding matrix is a filter of P×P×3 numbers; these are its first principal components shown as
