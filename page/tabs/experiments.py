@@ -240,7 +240,7 @@ def _mask_layout() -> dict[str, gr.components.Component]:
     # min_width 300: on a phone each goes under the other at the full width (side by side, a patch to tap
     # was 13 px and the labels broke a word a line: a walk-through at 390 px)
     with gr.Row():
-        mask_grid = gr.Image(label="Click patches to mask them", interactive=False, format="jpeg",
+        mask_grid = gr.Image(label=experiments.MASK_GRID_TITLE, interactive=False, format="jpeg",
                              elem_id="mask-grid", min_width=300)
         masked_view = gr.Image(label="What the model gets (hatched = token dropped or [MASK])", interactive=False,
                                format="jpeg", elem_id="masked-view", min_width=300)

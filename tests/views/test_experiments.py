@@ -527,3 +527,10 @@ def test_the_sweep_runs_and_says_the_fill_the_tab_shows(tiny16, cat):
     assert not_run.figure is None and "with the edge fill" in not_run.text
     page = experiments.show(ph, experiments.ExperimentsParams(fill="wrap"))
     assert page.sweep.text == last.text, "the tab opened on wrap shows the wrap sweep"
+
+
+def test_the_mask_text_names_its_grid_by_title_and_order_not_by_a_side():
+    """On a 390 px phone the mask pictures stack, and the text said "Click patches on the left grid": it names the
+    grid by its order and its title, the page's own label for it."""
+    assert re.search(r"\b(left|right|beside)\b", experiments.MASKS_TEXT, re.IGNORECASE) is None, experiments.MASKS_TEXT
+    assert f"first grid (*{experiments.MASK_GRID_TITLE}*)" in experiments.MASKS_TEXT

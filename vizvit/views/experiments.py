@@ -37,12 +37,16 @@ each original patch's embedding (before position embeddings) with the shifted ph
 (so −3 px and +3 px both compare a patch with itself). Grey = no partner.
 At a shift of exactly P (edge fill) every compared patch is identical: cosine 1."""
 
-MASKS_TEXT = """**Masks.** Click patches on the left grid to mask them. *black / mean / blur* replace the pixels,
-so the model still gets a token there; *drop* removes those tokens from the sequence after the embedding
-stage (each kept token keeps its own position embedding), which only a transformer allows; *[MASK] token*
-keeps every token but replaces each masked patch's embedding by the model's mask token, one vector for all,
-as BERT, BEiT and the ViT paper's masked-patch pre-training do (its position embedding is still added); the
-readout below says whether this checkpoint ever trained it (a classifier's is often all zeros)."""
+# The mask grid's title (the page's label): the text names the grid by it and by its order, never by a side (on a
+# phone the pictures stack, and "the left grid" named a side there is none of).
+MASK_GRID_TITLE = "Click patches to mask them"
+
+MASKS_TEXT = f"""**Masks.** Click patches on the first grid (*{MASK_GRID_TITLE}*) to mask them. *black / mean /
+blur* replace the pixels, so the model still gets a token there; *drop* removes those tokens from the sequence after the
+embedding stage (each kept token keeps its own position embedding), which only a transformer allows; *[MASK]
+token* keeps every token but replaces each masked patch's embedding by the model's mask token, one vector for
+all, as BERT, BEiT and the ViT paper's masked-patch pre-training do (its position embedding is still added);
+the readout below says whether this checkpoint ever trained it (a classifier's is often all zeros)."""
 
 CURVES_TEXT = """**Faithfulness contest** (Petsiuk et al. 2018, RISE): for every map (rollout, raw attention, the
 class-specific maps of the Attention tab's menu for the top-1 class, attention flow once computed there),

@@ -281,3 +281,9 @@ def test_the_sweep_runs_under_the_fill_the_shift_controls_show(photo):
     assert "constant fill" in last["sweep_text"] and "constant fill" in last["sweep_plot"].layout.title.text
     want = ev.sweep_panel(wb.handle(key).vm, sweep.full_sweep(wb.handle(key), fill="constant"), fill="constant")
     assert last["sweep_table"] == want.table
+
+
+def test_the_mask_grid_carries_the_title_the_text_names_it_by(page):
+    ui, _ = page
+    assert ui["mask_grid"].label == "Click patches to mask them"
+    assert f"*{ui['mask_grid'].label}*" in ev.MASKS_TEXT
