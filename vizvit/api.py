@@ -276,9 +276,9 @@ class PublicApi:
                 "top5": _top5(a.top5), "unperturbed_top5": _top5(base.top5)}
 
     def sweep(self, photo: Source, model: str, cancel: Cancel = NEVER) -> dict[str, Any]:
-        """The shift sweep; `cancel` is checked between batches (Cancelled)."""
+        """The shift sweep (edge fill); `cancel` is checked between batches (Cancelled)."""
         ph, _ = self._photo(photo, model)
-        s = rsweep.full_sweep(ph, cancel)  # the Experiments tab's own cached sweep
+        s = rsweep.full_sweep(ph, cancel)  # the Experiments tab's own cached sweep under its default fill, edge
         return {"rows": [{"k": r.k, "patches_moved_back": r.moved_back, "mean_cos": _num(r.mean_cos),
                           "min_cos": _num(r.min_cos), "top1_label": r.top1_label, "top1_prob": _num(r.top1_prob),
                           "unshifted_top1_prob": _num(r.base_class_prob)} for r in s.rows]}
