@@ -3,6 +3,8 @@ importance."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import torch
 
@@ -206,3 +208,28 @@ def test_the_grid_says_when_it_shows_each_heads_importance_and_the_text_says_whe
     assert inside.show(wb.handle(other), inside.InsideParams()).grid_label == plain
     running = inside.importance_text(tiny, 2, L * H)
     assert running.startswith(f"Running… 2 of {L * H} forwards") and "the Layers × heads grid above" in running
+
+
+def test_a_switched_off_head_keeps_its_importance_colour_readable():
+    """Chelsea on the trained ViT-Ti with 3.1 off: the text said "Largest drop: head 3.1 (+0.816) … read the colours
+    against the bar" while the grid filled 3.1's cell dark. Against the same grid with every head on: an off
+    cell keeps most of its pixels (its colour) and still carries a mark that stands out from that colour, on the
+    bar's darkest red, its darkest blue and its white middle alike."""
+    g = SimpleNamespace(num_layers=2, num_heads=3)
+    imp = np.array([[0.8, 0.0, -0.8], [0.1, 0.2, 0.3]], np.float32)
+    cells = [(0, 0), (0, 1), (0, 2)]  # +lim (dark red), 0 (white), -lim (dark blue)
+    on = inside.ablation_grid(g, Ablation(), imp)
+    off = inside.ablation_grid(g, Ablation(tuple(cells)), imp)
+    for l, hd in cells:
+        y0, x0 = inside.TOP + l * inside.CELL, inside.LEFT + hd * inside.CELL
+        box = (slice(y0 + 1, y0 + inside.CELL - 1), slice(x0 + 1, x0 + inside.CELL - 1))
+        colour = on[y0 + inside.CELL // 2, x0 + inside.CELL // 2].astype(int)  # its fill, every head on
+        diff = np.abs(off[box].astype(int) - colour).sum(-1)  # (CELL - 2, CELL - 2)
+        kept = (diff <= 30).mean()
+        assert kept > 0.5, f"{l + 1}.{hd + 1}: only {kept:.0%} of its cell keeps its colour"
+        assert (diff > 300).sum() > 50, f"{l + 1}.{hd + 1}: no mark that stands out from its colour"
+    rest = np.ones(on.shape[:2], bool)
+    for l, hd in cells:
+        rest[inside.TOP + l * inside.CELL:inside.TOP + (l + 1) * inside.CELL,
+             inside.LEFT + hd * inside.CELL:inside.LEFT + (hd + 1) * inside.CELL] = False
+    assert (off[rest] == on[rest]).all(), "only the switched-off cells change"

@@ -63,7 +63,10 @@ LENS_LOG_FLOOR = -6.0
 CELL = max(44, render.text_size("12")[0] + 12)  # px per head cell
 LEFT = render.text_size("L24")[0] + 14  # px for the row labels
 TOP = render.text_size("0")[1] + 20  # px for the column labels
-OFF_COLOR = (40, 40, 40)
+OFF_COLOR = (40, 40, 40)  # a switched-off head's frame and cross
+ON_COLOR = (235, 235, 235)  # a cell's fill without importance to show
+OFF_FRAME = 2  # px: the frame round a switched-off head's cell
+OFF_INSET = 13  # px from the cell's corner to its cross's ends: the colour shows round the cross
 # The grid's label says what its colours are: "which heads matter" draws into this grid, ~1,600 px above
 # its button on a 390 px phone, so a label still saying only "click to switch heads off" hid the result
 # (a walk-through). It goes back when the grid has no importance to show (a new photo).
@@ -83,7 +86,7 @@ class LensPanel:
 
 @dataclass(frozen=True)
 class AblationPanel:
-    grid: np.ndarray  # (h, w, 3) uint8 layers × heads, ablated cells crossed out
+    grid: np.ndarray  # (h, w, 3) uint8 layers × heads, ablated cells framed and crossed over their colour
     label: str  # the grid's label: GRID_LABEL, or GRID_LABEL_IMPORTANCE when its cells show importance
     top5: go.Figure | None  # the ablated model's top-5 with its change from the intact model
     text: str
@@ -205,8 +208,8 @@ def grid_size(g: Geometry) -> tuple[int, int]:
 
 def ablation_grid(g: Geometry, ablation: Ablation, importance: np.ndarray | None = None) -> np.ndarray:
     """(h, w, 3) uint8: one cell per (layer, head), rows = layers from 1 (top). Cells are coloured by
-    importance when given (red: zeroing it lowers the top-1, blue: raises it), switched-off heads are
-    dark with a cross."""
+    importance when given (red: switching it off lowers the top-1, blue: raises it), else light grey;
+    a switched-off head keeps its colour under a thin frame and cross (off_mark)."""
     h, w = grid_size(g)
     img = np.full((h, w, 3), 255, np.uint8)
     if importance is not None:
@@ -218,19 +221,29 @@ def ablation_grid(g: Geometry, ablation: Ablation, importance: np.ndarray | None
         render.put_text(img, f"L{l + 1}", (4, y0 + (CELL + render.text_size("0")[1]) // 2))
         for hd in range(g.num_heads):
             x0 = LEFT + hd * CELL
-            colour = tuple(int(c) for c in colours[l, hd]) if importance is not None else (235, 235, 235)
-            if (l, hd) in off:
-                colour = OFF_COLOR
+            colour = tuple(int(c) for c in colours[l, hd]) if importance is not None else ON_COLOR
             cv2.rectangle(img, (x0 + 1, y0 + 1), (x0 + CELL - 2, y0 + CELL - 2), colour, -1)
             if (l, hd) in off:
-                cv2.line(img, (x0 + 6, y0 + 6), (x0 + CELL - 7, y0 + CELL - 7), (255, 255, 255), 2, cv2.LINE_AA)
-                cv2.line(img, (x0 + 6, y0 + CELL - 7), (x0 + CELL - 7, y0 + 6), (255, 255, 255), 2, cv2.LINE_AA)
+                off_mark(img, x0, y0)
     for hd in range(g.num_heads):
         w = render.text_size(str(hd + 1))[0]
         render.put_text(img, str(hd + 1), (LEFT + hd * CELL + (CELL - w) // 2, TOP - 10))
     if importance is not None:
         img = render.with_colorbar(img, "RdBu_r", -lim, lim)
     return img
+
+
+def off_mark(img: np.ndarray, x0: int, y0: int) -> None:
+    """A switched-off head's mark over its cell at (x0, y0), drawn in place: a dark frame and a thin dark
+    cross edged in white (it reads on the bar's dark red and blue ends and on its white middle), leaving
+    most of the cell its colour. A dark fill hid the importance of the very head the text named (chelsea,
+    3.1 off: "Largest drop: head 3.1 (+0.816)" beside a black cell)."""
+    a, b = OFF_INSET, CELL - 1 - OFF_INSET
+    for width, colour in ((3, (255, 255, 255)), (1, OFF_COLOR)):  # the white edge first, the dark line on it
+        cv2.line(img, (x0 + a, y0 + a), (x0 + b, y0 + b), colour, width, cv2.LINE_AA)
+        cv2.line(img, (x0 + a, y0 + b), (x0 + b, y0 + a), colour, width, cv2.LINE_AA)
+    e = 1 + OFF_FRAME // 2  # a frame's line is centred on its rectangle: kept inside the cell's fill
+    cv2.rectangle(img, (x0 + e, y0 + e), (x0 + CELL - 1 - e, y0 + CELL - 1 - e), OFF_COLOR, OFF_FRAME)
 
 
 def cell_at(g: Geometry, x: float, y: float) -> tuple[list[tuple[int, int]], str]:
