@@ -233,3 +233,20 @@ def test_a_switched_off_head_keeps_its_importance_colour_readable():
         rest[inside.TOP + l * inside.CELL:inside.TOP + (l + 1) * inside.CELL,
              inside.LEFT + hd * inside.CELL:inside.LEFT + (hd + 1) * inside.CELL] = False
     assert (off[rest] == on[rest]).all(), "only the switched-off cells change"
+
+
+def test_drops_that_print_alike_are_told_apart_or_called_level():
+    """A 20 × 20 photo read "Largest drop: head 2.2 (+0.100); next: 3.2 (+0.100)": one of two numbers that print
+    the same was called the larger. Drops that differ get the decimals that show it; equal ones are level."""
+    vm = SimpleNamespace(geometry=SimpleNamespace(num_layers=2, num_heads=3))
+
+    def said(*drops):
+        return inside.importance_text(vm, 6, 6, np.array(drops, np.float32).reshape(2, 3))
+
+    # 20 × 20 chelsea on the trained ViT-Ti: 2.2 +0.41539, 3.2 +0.41501 (a 2-layer grid here: 1.2 and 2.1)
+    assert "Largest drop: head **1.2** (+0.4154); next: 2.1 (+0.4150)." in said(0.1, 0.41539, 0.0, 0.41501, 0.2, 0.3)
+    assert "Largest drop: head **1.3** (+0.10002); next: 2.3 (+0.10001)." in said(0, 0, 0.10002, 0, 0, 0.10001)
+    assert "Largest drop: head **1.1** (+0.600); next: 2.1 (+0.070)." in said(0.6, 0, 0, 0.07, 0, 0)  # as before
+    level = said(0.05, 0.1, 0.02, 0.0, 0.1, 0.03)
+    assert "Largest drops: heads **1.2 and 2.2**, +0.100 each." in level and "next" not in level
+    assert "Largest drops: heads **1.1, 1.3 and 2.2**, +0.250 each." in said(0.25, 0, 0.25, 0, 0.25, 0.1)

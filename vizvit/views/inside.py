@@ -331,15 +331,41 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
         return text
     order = np.argsort(-imp.ravel(), kind="stable")
     name = lambda i: f"{i // g.num_heads + 1}.{i % g.num_heads + 1}"  # noqa: E731 - layer.head from 1
-    top, second = int(order[0]), int(order[1]) if imp.size > 1 else int(order[0])
     rise = int(np.argmin(imp.ravel()))
     n = int((np.abs(imp) > IMPORTANT).sum())
-    text += (f" Largest drop: head **{name(top)}** ({imp.ravel()[top]:+.3f}); next: {name(second)} "
-             f"({imp.ravel()[second]:+.3f}). {n} of {imp.size} heads move the probability by more than {IMPORTANT}")
+    text += (f" {_largest(imp.ravel(), order, name)} {n} of {imp.size} heads move the probability by more than "
+             f"{IMPORTANT}")
     # A rise said as a rise: "the largest rise ... (-0.104)" read as a contradiction (the cells' drop is negative).
     text += (f"; zeroing {name(rise)} raises it most: by {-imp.ravel()[rise]:.3f} (its cell's drop: "
              f"{imp.ravel()[rise]:+.3f})." if imp.min() < 0 else ".")
     return text
+
+
+SHOWN_DIGITS = 3  # decimals a drop is printed with
+MAX_DIGITS = 6  # past this, two float32 drops that still print alike are called level
+
+
+def _digits(a: float, b: float) -> int | None:
+    """The fewest decimals (SHOWN_DIGITS at least) that print a and b apart; None when even MAX_DIGITS
+    print them alike (level)."""
+    return next((d for d in range(SHOWN_DIGITS, MAX_DIGITS + 1) if f"{a:+.{d}f}" != f"{b:+.{d}f}"), None)
+
+
+def _largest(drops: np.ndarray, order: np.ndarray, name: Any) -> str:
+    """The largest drop and the next, printed far enough to tell apart: a 20 × 20 photo read "Largest drop:
+    head 2.2 (+0.100); next: 3.2 (+0.100)", one of two equal-looking numbers called the larger. Heads level
+    at MAX_DIGITS are named together. drops: (L·H,); order: their indices, largest first; name: index -> "l.h"."""
+    top = int(order[0])
+    if drops.size == 1:
+        return f"Largest drop: head **{name(top)}** ({drops[top]:+.{SHOWN_DIGITS}f})."
+    level = [int(i) for i in order if _digits(drops[top], drops[i]) is None]  # top itself included
+    if len(level) > 1:
+        heads_ = ", ".join(name(i) for i in level[:-1]) + f" and {name(level[-1])}"
+        return f"Largest drops: heads **{heads_}**, {drops[top]:+.{SHOWN_DIGITS}f} each."
+    second = int(order[1])
+    d = _digits(drops[top], drops[second])
+    return (f"Largest drop: head **{name(top)}** ({drops[top]:+.{d}f}); next: {name(second)} "
+            f"({drops[second]:+.{d}f}).")
 
 
 # ------------------------------------------------------------------ tab entry points
