@@ -98,10 +98,11 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
     with jobs.JOBS.line(request, "head importance", replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"importance_text": jobs.waiting_text("head importance", ahead)}
-        for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel):
-            yield {"grid": gr.update(value=inside.ablation_grid(ph.vm.geometry, key.ablation, imp),
-                                     label=inside.grid_label(True)),
-                   "importance_text": inside.importance_text(ph.vm, done, total, imp, len(key.ablation.heads))}
+        ab = key.ablation  # its mode is the radio's: each head is switched off the way the student chose
+        for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel, mode=ab.mode):
+            grid = inside.ablation_grid(ph.vm.geometry, ab, imp)
+            yield {"grid": gr.update(value=grid, label=inside.grid_label(True)),
+                   "importance_text": inside.importance_text(ph.vm, done, total, imp, len(ab.heads), ab.mode)}
 
 
 # -- the page: components by name, then the wiring ---------

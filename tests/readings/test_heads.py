@@ -70,3 +70,25 @@ def test_on_the_trained_vit_ti_too(trained, cat):
     want = reference_importance(trained, to_pixel_values(ph.analysis().input_view, trained.preprocess))
     np.testing.assert_allclose(heads.head_importance(ph), want, rtol=0, atol=1e-5)
     assert want.max() > 0.1, "a trained ViT-Ti has heads its answer leans on"
+
+
+def check_the_mean_mode(vm, cat):
+    """The radio on "mean": the run measured by zeroing all the same. Now each head is set to its mean over the
+    photo's tokens, as the tests' own hook does it in whole forwards; the zero run is kept beside it."""
+    ph = photo_of(vm, cat)
+    pixels = to_pixel_values(ph.analysis().input_view, vm.preprocess)
+    want = reference_importance(vm, pixels, mode="mean")
+    got = heads.head_importance(ph, chunk=3, mode="mean")
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    zeroed = reference_importance(vm, pixels)
+    assert np.abs(want - zeroed).max() > 1e-3, "the two modes differ on this photo: the test tells them apart"
+    assert heads.cached_importance(ph) is None and np.array_equal(heads.cached_importance(ph, "mean"), got)
+    np.testing.assert_allclose(heads.head_importance(ph), zeroed, rtol=0, atol=1e-5)
+
+
+def test_with_the_mean_mode_each_head_is_set_to_its_mean(tiny, cat):
+    check_the_mean_mode(tiny, cat)
+
+
+def test_with_the_mean_mode_on_the_trained_vit_ti_too(trained, cat):
+    check_the_mean_mode(trained, cat)

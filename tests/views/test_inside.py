@@ -250,3 +250,28 @@ def test_drops_that_print_alike_are_told_apart_or_called_level():
     level = said(0.05, 0.1, 0.02, 0.0, 0.1, 0.03)
     assert "Largest drops: heads **1.2 and 2.2**, +0.100 each." in level and "next" not in level
     assert "Largest drops: heads **1.1, 1.3 and 2.2**, +0.250 each." in said(0.25, 0, 0.25, 0, 0.25, 0.1)
+
+
+def test_with_the_radio_on_mean_the_importance_shown_is_the_mean_runs(tiny, cat):
+    """The radio on "mean": "which heads matter" zeroed each head all the same, and said "zeroed". The tab shows
+    the run of the radio's mode, named by it: none until that run is done, whatever the zero run says."""
+    from vizvit.readings import heads
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(cat))
+    mean = inside.with_ablation(key, Ablation((), "mean"))
+    heads.head_importance(wb.handle(key))  # the zero run
+    page = inside.show(wb.handle(mean), inside.InsideParams())
+    assert page.importance_text == "" and page.grid_label == inside.GRID_LABEL
+    imp = heads.head_importance(wb.handle(mean), mode="mean")
+    page = inside.show(wb.handle(mean), inside.InsideParams())
+    assert "when that head alone is set to its mean over the photo's tokens;" in page.importance_text
+    assert "zero" not in page.importance_text
+    assert np.array_equal(page.grid, inside.ablation_grid(tiny.geometry, mean.ablation, imp))
+    L, H = imp.shape
+    low = int(np.argmin(imp))  # the largest rise, by hand: layer.head from 1
+    if imp.min() < 0:
+        assert f"setting {low // H + 1}.{low % H + 1} to its mean raises it most" in page.importance_text
+    zero = inside.show(wb.handle(key), inside.InsideParams()).importance_text
+    assert "when that head alone is zeroed;" in zero and "mean" not in zero

@@ -107,17 +107,19 @@ def ablate_pre_hook(heads: list[int], mode: str, num_heads: int) -> Callable:
     return hook
 
 
-def per_sample_zero_hook(layer: int, cells: torch.Tensor, num_heads: int) -> Callable:
-    """A pre-hook for layer `layer`'s output projection in a batch where sample b zeroes head
-    cells[b, 1] if cells[b, 0] == layer (cells: (B, 2) 0-based (layer, head); -1 = none)."""
+def per_sample_ablate_hook(layer: int, cells: torch.Tensor, num_heads: int, mode: str = "zero") -> Callable:
+    """A pre-hook for layer `layer`'s output projection in a batch where sample b ablates head
+    cells[b, 1] if cells[b, 0] == layer (cells: (B, 2) 0-based (layer, head); -1 = none), as
+    ablate_pre_hook's `mode` does: set to 0, or to its mean over the sample's tokens."""
 
     def hook(_m: torch.nn.Module, args: tuple) -> tuple:
         x = args[0].clone()
-        s = head_slices(x, num_heads)
+        s = head_slices(x, num_heads)  # (B, N, H, d), a view into x
         c = cells.to(x.device)
         rows = (c[:, 0] == layer).nonzero().squeeze(1)
         if rows.numel():
-            s[rows, :, c[rows, 1]] = 0
+            picked = s[rows, :, c[rows, 1]]  # (b, N, d): each row's own head
+            s[rows, :, c[rows, 1]] = 0 if mode == "zero" else picked.mean(dim=1, keepdim=True)
         return (x, *args[1:])
 
     return hook

@@ -32,7 +32,7 @@ from PIL import Image
 from vizvit.cancel import NEVER, Cancel
 from vizvit.errors import NO_CLASS, NO_LABELS, UserError
 from vizvit.model import truncated
-from vizvit.model.ablation import Ablation, per_sample_zero_hook
+from vizvit.model.ablation import Ablation, per_sample_ablate_hook
 from vizvit.model.gpu import on_gpu
 from vizvit.model.hooks import Hook, Hooked, ablation_hooks
 from vizvit.model.images import View, apply_view, model_input_view, to_pixel_values, view_at_size
@@ -320,9 +320,10 @@ def predict_batch(vm: VitModel, views: Sequence[np.ndarray], keeps: Sequence[tor
 @on_gpu
 def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int, int]],
                        chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
-                       states: torch.Tensor | None = None) -> Iterator[tuple[int, torch.Tensor]]:
-    """One run per (layer, head) cell with that head alone zeroed, batched up to `chunk` cells of one
-    layer at a time (sample b of a batch zeroes cells[b]); yields (start index, (b, C) probabilities on
+                       states: torch.Tensor | None = None, mode: str = "zero") -> Iterator[tuple[int, torch.Tensor]]:
+    """One run per (layer, head) cell with that head alone zeroed (mode "mean": set to its mean over the
+    tokens, as an Ablation's mode does), batched up to `chunk` cells of one layer at a time (sample b of a
+    batch ablates cells[b]); yields (start index, (b, C) probabilities on
     the CPU). Each run starts from the intact hidden state entering the cell's layer (vizvit.model.truncated:
     nothing before it changes), so L·H runs cost about half of L·H whole forwards; a model truncated
     cannot start inside runs whole forwards, batched across layers.
@@ -345,7 +346,8 @@ def zeroed_head_chunks(vm: VitModel, view: np.ndarray, cells: Sequence[tuple[int
     for start, stop in truncated.cell_batches(cells, chunk, by_layer=states is not None):
         cancel.check()
         part = torch.tensor(cells[start:stop], dtype=torch.long)  # (b, 2)
-        hooks = [Hook(partial(fam.out_proj, layer=l), per_sample_zero_hook(l, part, g.num_heads), pre=True)
+        hooks = [Hook(partial(fam.out_proj, layer=l), per_sample_ablate_hook(l, part, g.num_heads, mode),
+                      pre=True)
                  for l in sorted({int(c[0]) for c in part})]
         with Hooked(vm, capture_patches=False, extra=hooks, attentions=False), torch.inference_mode():
             if states is not None:

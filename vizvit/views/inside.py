@@ -45,7 +45,8 @@ head off or on; click a row's label (L3) for the whole layer, or type heads as l
 while heads are off (one forward per change)."""
 
 IMPORTANCE_TEXT = """**Which heads matter.** For each (layer, head), the drop of the top-1 probability when
-that head alone is zeroed: one forward per head, batched. Red: the prediction needs that head;
+that head alone is switched off the way the radio above says (zeroed, or set to its mean): one forward per head,
+batched. Red: the prediction needs that head;
 blue: it does better without it. Cached per photo; it can be stopped."""
 
 NO_LENS_TEXT = ("**No logit lens for this model:** it has no classifier, so there is no final head to read "
@@ -292,7 +293,7 @@ def ablation_panel(ph: Photo) -> AblationPanel:
     """ph.key.ablation is the set switched off; the intact analysis is the baseline."""
     vm = ph.vm
     ab = ph.key.ablation
-    importance = heads.cached_importance(ph)
+    importance = heads.cached_importance(ph, ab.mode)  # the run of the mode the radio shows
     grid = ablation_grid(vm.geometry, ab, importance)
     label = grid_label(importance is not None)
     intact = ph.wb.analysis(ph.key.intact)
@@ -311,18 +312,26 @@ def ablation_panel(ph: Photo) -> AblationPanel:
 IMPORTANT = 0.05  # a head "matters" when zeroing it alone moves the top-1 probability by more than this
 
 
-def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None = None, off: int = 0) -> str:
+# How the run switched each head off, by ablation mode: (the cell's sentence, the rise's sentence with the head).
+# Said: with the radio on "mean" the run zeroed heads all the same and its text said "zeroed".
+MODE_WORDS = {"zero": ("zeroed", "zeroing {}"),
+              "mean": ("set to its mean over the photo's tokens", "setting {} to its mean")}
+
+
+def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None = None, off: int = 0,
+                    mode: str = "zero") -> str:
     """The run's progress; when done and given the (L, H) drops, the heads that matter most, from
     the numbers (on the trained ViT-Ti, chelsea: head 3.1 alone takes 0.82 → 0.01). off: heads the
     session has switched off; the run measures the intact model all the same, and says so (a drop
-    of 0.816 beside an ablated top-1 of 18.6% read as impossible)."""
+    of 0.816 beside an ablated top-1 of 18.6% read as impossible). mode: how each head was switched off."""
+    switched, rising = MODE_WORDS[mode]
     g = vm.geometry
     # The result is drawn in the grid far above the button (~1,600 px on a phone): the text says where.
     if done < total:
         return (f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched; "
                 f"the cells of {GRID_PLACE} fill in batch by batch.")
     text = (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}), drawn in {GRID_PLACE}: each cell "
-            "is the drop of the top-1 probability when that head alone is zeroed; read the colours against the "
+            f"is the drop of the top-1 probability when that head alone is {switched}; read the colours against the "
             "bar on the grid's right.")
     if off:
         text += (f" Measured on the intact model, every head on: not on the {off} head{'s' if off != 1 else ''} "
@@ -336,7 +345,7 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
     text += (f" {_largest(imp.ravel(), order, name)} {n} of {imp.size} heads move the probability by more than "
              f"{IMPORTANT}")
     # A rise said as a rise: "the largest rise ... (-0.104)" read as a contradiction (the cells' drop is negative).
-    text += (f"; zeroing {name(rise)} raises it most: by {-imp.ravel()[rise]:.3f} (its cell's drop: "
+    text += (f"; {rising.format(name(rise))} raises it most: by {-imp.ravel()[rise]:.3f} (its cell's drop: "
              f"{imp.ravel()[rise]:+.3f})." if imp.min() < 0 else ".")
     return text
 
@@ -405,12 +414,13 @@ class InsidePage:
 def shown_importance(ph: Photo) -> str:
     """The importance text as a photo opens: its finished run's, or "" when none was run. The previous
     photo's ("Largest drop: head 3.1 (+0.816)" of chelsea) stayed under a new photo beside a blank grid."""
-    imp = heads.cached_importance(ph)
+    ab = ph.key.ablation
+    imp = heads.cached_importance(ph, ab.mode)
     if imp is None:
         return ""
     g = ph.vm.geometry
     total = g.num_layers * g.num_heads
-    return importance_text(ph.vm, total, total, imp, len(ph.key.ablation.heads))
+    return importance_text(ph.vm, total, total, imp, len(ab.heads), ab.mode)
 
 
 def show(ph: Photo, p: InsideParams) -> InsidePage:

@@ -97,3 +97,15 @@ def test_which_heads_matter_streams_the_grid_and_ends_with_every_head_counted(ph
                                                                g.num_layers * g.num_heads, imp)
     with pytest.raises(UserError):
         next(tab.importance(wb, None))
+
+
+def test_which_heads_matter_switches_heads_off_the_way_the_radio_says(photo, tiny16):
+    """The radio on "mean" (the session key's mode): the run sets each head to its mean, and says so (it zeroed
+    them and said "zeroed" whatever the radio said)."""
+    wb, key = photo
+    mean = iv.with_ablation(key, Ablation((), "mean"))
+    steps = list(tab.importance(wb, mean))
+    imp = heads.cached_importance(wb.handle(mean), "mean")
+    assert imp is not None and not np.allclose(imp, heads.head_importance(wb.handle(key))), "not the zero run"
+    assert np.array_equal(steps[-1]["grid"]["value"], iv.ablation_grid(tiny16.geometry, mean.ablation, imp))
+    assert "when that head alone is set to its mean over the photo's tokens" in steps[-1]["importance_text"]
