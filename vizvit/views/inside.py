@@ -4,7 +4,8 @@ Logit lens: the tokens the head reads, after every block, read through the final
 (vizvit.readings.lens_maths; from the cached Analysis, no forward). Head ablation: switch heads off (the
 session's PhotoKey carries the Ablation, so every tab shows the ablated model; one forward
 per change, cached per ablation set). Which heads matter: the drop of the top-1 probability
-when one head alone is zeroed, L·H forwards batched, streamed and cached per photo.
+when one head alone is switched off (the mode radio: zeroed or set to its mean), L·H forwards batched,
+streamed and cached per photo and mode.
 """
 
 from __future__ import annotations
@@ -402,7 +403,7 @@ class InsidePage:
     depth: int  # the lens depth shown (0..L)
     num_layers: int  # the depth slider's top
     lens_book: flip.Flipbook  # no pages yet (lens_book fills them)
-    grid: np.ndarray  # layers × heads, the switched-off ones crossed out
+    grid: np.ndarray  # layers × heads, the switched-off ones framed and crossed over their colour
     grid_label: str  # what the grid's cells show (grid_label)
     top5: go.Figure | None
     ablate_text: str
