@@ -62,7 +62,9 @@
   const hold = (e, el, redo) => {
     e.preventDefault();
     e.stopImmediatePropagation();
-    if (!w.held.some((h) => h.el === el)) w.held.push({el, redo});
+    // The last of several on one control stands (Enter on "1.2", then on "1.3"; one radio choice, then another)
+    w.held = w.held.filter((h) => h.el !== el);
+    w.held.push({el, redo});
     el.setAttribute('aria-busy', 'true');
     note.textContent = SAY_READING;
     if (!note.isConnected) document.body.append(note);

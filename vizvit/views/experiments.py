@@ -531,45 +531,47 @@ def separated(s: contest.FillScore) -> str | None:
 
 
 def ranking_line(c: perturb.Curves, band: perturb.Curves | None, shown: list[str]) -> str:
-    """The ranking in words, neighbours a contest cannot tell apart joined by ≈ (contest.tiers, within the
-    random orders' noise) and ">" only between neighbours it can: "best" only for a map ahead of the next by
-    more than that noise. shown: the
-    table's names, in its order (without a band: no noise to read, the order as it is)."""
+    """The ranking in words: the table's rows, ">" only between neighbours more than the random orders' noise
+    apart and "≈" between the others (contest.tiers); "best" only for a map that far ahead of the next; then
+    the maps that far above or below random order's row. A chain of "≈" may span more than the noise end to
+    end, so what is told apart from the baseline is said row by row (a chained line once said "none" and "only
+    the ends lie further apart" over three maps 0.5 above random's row, astronaut, blur). shown: the table's
+    names, in its order (without a band: no noise to read, the order as it is)."""
     rows = contest.contestants(c, band)
     if band is None:
         return f"**Ranking:** {' > '.join(shown)} (best: **{shown[0]}**; {c.mode} fill)."
     ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
-    noise = contest.score_noise(ds, is_)
-    groups = contest.tiers(rows, noise)
-    said = " > ".join(" ≈ ".join(g) for g in groups)
-    if max(ds.sd, is_.sd) <= contest.SD_FLOOR and len(groups) == 1:
+    floor = contest.SD_FLOOR
+    if max(ds.sd, is_.sd) <= floor and all(abs(d - ds.mean) <= floor and abs(i - is_.mean) <= floor
+                                            for _, d, i in rows):
         return (f"**Ranking:** none on this photo ({c.mode} fill): the fill changes nothing the model sees, every "
                 "order alike.")
+    noise = contest.score_noise(ds, is_)
     dec = contest.auc_decimals(ds.sd, is_.sd)
-    # ≈ joins neighbours (contest.tiers): each within the noise of the next, not all of a group of each other
-    within = f"within {noise:.{dec}f} of the next in insertion − deletion, as two random orders differ"
-    if len(groups) == 1:
-        first, last = rows[0], rows[-1]
-        spread = (first[2] - first[1]) - (last[2] - last[1])
-        if spread <= noise:
-            return (f"**Ranking:** none on this photo ({c.mode} fill): every map is within {noise:.{dec}f} of every "
-                    "other in insertion − deletion, as two random orders differ, so the contest cannot separate "
-                    "the maps here and the table's order is chance.")
-        # A chain of neighbours each level with the next, whose ends are not: no order said, nor none
-        return (f"**Ranking:** none on this photo ({c.mode} fill): each row is {within}, so the contest tells no "
-                f"row from the next; only the ends, {first[0]} and {last[0]}, lie further apart "
-                f"({spread:.{dec}f}).")
+    score = {n: i - d for n, d, i in rows}
+    # Both curves together here; the verdict above reads each curve alone against the band, so a map may beat
+    # random there and be level with its row here (or the other way round).
+    how = f"{noise:.{dec}f} in insertion − deletion, as two random orders differ; the verdict reads each curve alone"
+    if max(score.values()) - min(score.values()) <= noise:
+        return (f"**Ranking:** none on this photo ({c.mode} fill): every map is within {noise:.{dec}f} of every "
+                "other in insertion − deletion, as two random orders differ, so the contest cannot separate "
+                "the maps here and the table's order is chance.")
+    groups = contest.tiers(rows, noise)
+    said = " > ".join(" ≈ ".join(g) for g in groups)
+    base = score[contest.RANDOM_ROW]
+    above = [n for n, _, _ in rows if n != contest.RANDOM_ROW and score[n] - base > noise]
+    below = [n for n, _, _ in rows if n != contest.RANDOM_ROW and base - score[n] > noise]
     top = groups[0]
     if len(top) == 1:
         best = f"best: **{top[0]}**"
-    elif contest.RANDOM_ROW in top:  # the first maps are not told apart from chance (chelsea, black fill)
-        # The verdict reads each curve alone against the band: a map may beat it there and still be level here.
-        best = (f"no map is told apart from random order at the top: {claims.listed(top)} are each {within} "
-                "(both curves together; the verdict reads each curve alone)")
+    elif contest.RANDOM_ROW in top and not above:  # the first maps are not told apart from chance
+        best = "no map is told apart from random order at the top"
     else:
-        best = f"no single best: {claims.listed(top)} are each {within}"
-    ties = "; ≈: " + within if len(top) == 1 and any(len(g) > 1 for g in groups) else ""
-    return f"**Ranking:** {said} ({best}{ties}; {c.mode} fill)."
+        best = "no single best"
+    sides = [f"{claims.listed(xs)} {word}" for xs, word in ((above, "above it"), (below, "below it")) if xs]
+    vs = (f"told apart from random order's row: {' and '.join(sides)}" if sides
+          else "none told apart from random order's row")
+    return f"**Ranking:** {said} ({best}; {vs}; ≈: within {how}; {c.mode} fill)."
 
 
 def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, ...], label: str, p0: float,
