@@ -77,3 +77,15 @@ def running(vm, **build_kw) -> Iterator[str]:
     """As `serving`, yielding the URL only."""
     with serving(vm, **build_kw) as (url, _):
         yield url
+
+
+def photos_read_late(wb: Workbench, seconds: float = 3.0) -> None:
+    """Every photo the page sends is read `seconds` late from now on (a loaded machine): the handler reads
+    wb's method when it runs, so this holds from the first upload."""
+    add = wb.add_photo
+
+    def late(*args, **kwargs):
+        time.sleep(seconds)
+        return add(*args, **kwargs)
+
+    wb.add_photo = late

@@ -62,6 +62,14 @@ def close_browsers() -> None:
         _driver = None
 
 
+# An init_script: every text the page ever showed that holds "Upload a photo first", kept as it appeared in
+# window.__seen (a toast goes after some seconds).
+UPLOAD_FIRST_SEEN = """window.__seen = []; new MutationObserver(() => {
+    const t = document.body?.innerText ?? '';
+    if (t.includes('Upload a photo first')) window.__seen.push(t.slice(0, 80));
+}).observe(document, {subtree: true, childList: true, characterData: true});"""
+
+
 # The events of each session whose answer has not come (web/answer_stream.js).
 OWED = "() => Object.entries(window.__vizvitAnswers?.sessions ?? {}).map(([k, s]) => [k, [...s.owed]])"
 

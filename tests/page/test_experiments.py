@@ -6,8 +6,18 @@ import json
 import re
 import time
 
-from appserver import held, page_name, serving
-from browser import click_image_at, drop_photo, image_src, page_at, set_slider, shot, upload_and_open, wait_image
+from appserver import held, page_name, photos_read_late, serving
+from browser import (
+    UPLOAD_FIRST_SEEN,
+    click_image_at,
+    drop_photo,
+    image_src,
+    page_at,
+    set_slider,
+    shot,
+    upload_and_open,
+    wait_image,
+)
 from settle import settled
 from tiny import EXAMPLES
 
@@ -164,27 +174,15 @@ def run_contest(page, steps: int | None = None) -> None:
     page.wait_for_selector("#curves-text:has-text('Verdict')", timeout=300_000)
 
 
-# Every text the page ever showed that holds the words, kept as it appeared (a toast goes after some seconds).
-SEEN = """window.__seen = []; new MutationObserver(() => {
-    const t = document.body?.innerText ?? '';
-    if (t.includes('Upload a photo first')) window.__seen.push(t.slice(0, 80));
-}).observe(document, {subtree: true, childList: true, characterData: true});"""
-
-
 def test_run_clicked_on_a_deep_link_before_its_photo_is_in_runs_once_it_is(tiny16):
     """A walk-through: ?example=chelsea&tab=experiments opened and Run clicked at once, the example still being
     read: the page said "Upload a photo first." with the photo in its box. Now the click waits (web/run_waits.js),
     says so, and runs once the photo's key is in; the status line says the example is being read. The server reads
     each photo 3 s late here (a loaded machine)."""
     with serving(tiny16) as (url, wb):
-        add = wb.add_photo
-
-        def late(*a, **k):
-            time.sleep(3)
-            return add(*a, **k)
-
-        wb.add_photo = late  # the handler reads wb's method when it runs: held from the first upload
-        with page_at(url + "?example=chelsea&tab=experiments", wait_for="#curves-run", init_script=SEEN) as page:
+        photos_read_late(wb)
+        with page_at(url + "?example=chelsea&tab=experiments", wait_for="#curves-run",
+                     init_script=UPLOAD_FIRST_SEEN) as page:
             page.click("#curves-run")
             page.wait_for_selector(".vv-run-wait, .toast-body", timeout=10_000)
             assert page.evaluate("window.__seen") == [], "said 'Upload a photo first' with the photo on its way"

@@ -4,11 +4,10 @@ top-5 showing a Δ, the attention tab showing the ablated model, and which heads
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
-from appserver import serving
-from browser import click_pixel, drop_photo, page_at, shot, upload_and_open, wait_image
+from appserver import photos_read_late, serving
+from browser import UPLOAD_FIRST_SEEN, click_pixel, drop_photo, page_at, shot, upload_and_open, wait_image
 from PIL import Image
 from tiny import EXAMPLES
 
@@ -59,27 +58,15 @@ def test_a_deep_link_opens_with_heads_off(url):
         assert page.locator("#ablate-mode input[value='mean']").is_checked()
 
 
-# Every text the page ever showed that holds the words, kept as it appeared (a toast goes after some seconds).
-SEEN = """window.__seen = []; new MutationObserver(() => {
-    const t = document.body?.innerText ?? '';
-    if (t.includes('Upload a photo first')) window.__seen.push(t.slice(0, 80));
-}).observe(document, {subtree: true, childList: true, characterData: true});"""
-
-
 def test_heads_typed_off_on_a_deep_link_before_its_photo_is_in_go_off_once_it_is(tiny16):
     """A walk-through: ?example=chelsea&tab=inside, heads typed and Enter pressed (or the mode chosen) while the
     example was still being read: "Upload a photo first." with the photo in its box, and the heads stayed on.
     Enter and the mode's choice now wait for the photo (web/run_waits.js) and apply once it is in. The server
     reads each photo 3 s late here (a loaded machine)."""
     with serving(tiny16) as (url, wb):
-        add = wb.add_photo
-
-        def late(*a, **k):
-            time.sleep(3)
-            return add(*a, **k)
-
-        wb.add_photo = late  # the handler reads wb's method when it runs: held from the first upload
-        with page_at(url + "?example=chelsea&tab=inside", wait_for="#ablate-heads", init_script=SEEN) as page:
+        photos_read_late(wb)
+        with page_at(url + "?example=chelsea&tab=inside", wait_for="#ablate-heads",
+                     init_script=UPLOAD_FIRST_SEEN) as page:
             box = page.locator("#ablate-heads input, #ablate-heads textarea").first
             box.fill("2.2")  # then corrected: the last Enter stands (a reviewer: the first one held was applied)
             box.press("Enter")

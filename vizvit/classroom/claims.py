@@ -175,11 +175,11 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
     measures that, so without it the sentence claims nothing. rank: rollout's place among `of` maps
     by insertion − deletion AUC (random order's row not counted), above_random: whether it ranks above
     that row; versus: its (deletion, insertion) against the random orders' band, each 'better',
-    'within' or 'worse'. level_with: the maps the contest cannot tell rollout from (its tier: within
-    `noise`, as two random orders differ), level_with_random: random order's row among them, as the
-    tab's ranking joins them by ≈. artifacts_top of its top_n brightest patches are artifact tokens.
-    looked_for: the settings of the contest looked for, when none was found (one run with others may be
-    on the tab)."""
+    'within' or 'worse'. level_with: the maps the contest cannot tell rollout from (insertion − deletion
+    within `noise` of rollout's, as two random orders differ), level_with_random: random order's row among
+    them (the tab's ranking line then names neither side of it). artifacts_top of its top_n brightest
+    patches are artifact tokens. looked_for: the settings of the contest looked for, when none was found
+    (one run with others may be on the tab)."""
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
@@ -189,7 +189,7 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
         d, i = versus
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
         said = f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} maps"
-        # A place within the noise of others is no place: the tab's ranking joins them by ≈ (contest.tiers).
+        # A place within the noise of others is no place.
         # Most of the table named one by one is a list to wade through: counted instead
         maps = list(level_with) if len(level_with) < 4 else [f"{len(level_with)} of its other {of - 1} maps"]
         level = [*maps, *(["random order's row"] if level_with_random else [])]

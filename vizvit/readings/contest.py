@@ -259,12 +259,19 @@ def auc_decimals(*sds: float) -> int:
     return 3 if small <= 0 else max(3, 1 - math.floor(math.log10(small)))
 
 
+def alike(deletion: np.ndarray, insertion: np.ndarray, deletion_band: perturb.Spread,
+          insertion_band: perturb.Spread) -> bool:
+    """Whether a fill changed nothing the model sees on this photo: the random orders' AUCs have no spread and
+    every other order's (deletion, insertion) AUCs, (M,) each, are theirs (a blur of a flat photo is the photo).
+    Its ranks are then nothing to read."""
+    flat = max(deletion_band.sd, insertion_band.sd) <= SD_FLOOR
+    return bool(flat and np.allclose(deletion, deletion_band.mean, rtol=0, atol=SD_FLOOR)
+                and np.allclose(insertion, insertion_band.mean, rtol=0, atol=SD_FLOOR))
+
+
 def unchanged(s: FillScore) -> bool:
-    """Whether the fill changed nothing the model sees on this photo: every order, the maps' and the random
-    ones', gives the same AUCs (a blur of a flat photo is the photo). Its ranks are then nothing to read."""
-    flat = max(s.deletion_band.sd, s.insertion_band.sd) <= SD_FLOOR
-    return bool(flat and np.allclose(s.deletion, s.deletion_band.mean, rtol=0, atol=SD_FLOOR)
-                and np.allclose(s.insertion, s.insertion_band.mean, rtol=0, atol=SD_FLOOR))
+    """alike, for one fill's maps."""
+    return alike(s.deletion, s.insertion, s.deletion_band, s.insertion_band)
 
 
 def tiers(rows: list[tuple[str, float, float]], noise: float) -> list[list[str]]:

@@ -541,9 +541,7 @@ def ranking_line(c: perturb.Curves, band: perturb.Curves | None, shown: list[str
     if band is None:
         return f"**Ranking:** {' > '.join(shown)} (best: **{shown[0]}**; {c.mode} fill)."
     ds, is_ = perturb.spread(band.deletion_auc), perturb.spread(band.insertion_auc)
-    floor = contest.SD_FLOOR
-    if max(ds.sd, is_.sd) <= floor and all(abs(d - ds.mean) <= floor and abs(i - is_.mean) <= floor
-                                            for _, d, i in rows):
+    if contest.alike(np.array([d for _, d, _ in rows]), np.array([i for _, _, i in rows]), ds, is_):
         return (f"**Ranking:** none on this photo ({c.mode} fill): the fill changes nothing the model sees, every "
                 "order alike.")
     noise = contest.score_noise(ds, is_)
