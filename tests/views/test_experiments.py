@@ -544,3 +544,29 @@ def test_the_mask_text_names_its_grid_by_title_and_order_not_by_a_side():
     grid by its order and its title, the page's own label for it."""
     assert re.search(r"\b(left|right|beside)\b", experiments.MASKS_TEXT, re.IGNORECASE) is None, experiments.MASKS_TEXT
     assert f"first grid (*{experiments.MASK_GRID_TITLE}*)" in experiments.MASKS_TEXT
+
+
+def test_mask_chart_writes_its_values_and_changes_as_the_readout_does(tiny16, cat):
+    """Trained ViT-Ti, chelsea, one black patch: the readout said "82.25% → 81.20% (Δ -1.05 pp)" while the chart
+    beside it wrote "81.2%" and "-1.0 pp" (one decimal): a change the readout shows could look like none on the
+    chart. The chart's bars now read at the readout's two decimals of percent, its changes as the readout's Δ."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    base, checked = ph.analysis(), 0
+    for mask, mode in [((0,), "drop"), ((5,), "black"), ((3, 17), "mean")]:
+        panel = experiments.mask_panel(ph, mask, mode)
+        probs = ph.analysis(View(mask=mask, mask_mode=mode)).probs
+        top = [int(i) for i in np.argsort(-probs)[:5]][::-1]  # the chart's rows, bottom up
+        bars = panel.top5.data[0]
+        want = [f"{100 * float(probs[i]):.2f}%" if 100 * float(probs[i]) >= 0.005 else "<0.01%" for i in top]
+        assert list(bars.text) == want, (list(bars.text), want)
+        # The unmasked top-1's bar and change, as the readout writes them.
+        after, delta = re.search(r"→ (\S+%) \(Δ ([^)]+)\)", panel.text).groups()
+        b0 = base.top5[0].index
+        if b0 in top:
+            row = top.index(b0)
+            assert bars.text[row] == after, (bars.text[row], panel.text)
+            assert panel.top5.layout.yaxis2.ticktext[row] == delta, (panel.top5.layout.yaxis2.ticktext, panel.text)
+            checked += 1
+    assert checked, "the unmasked top-1 stayed in no masked top-5: the readout's numbers were never compared"

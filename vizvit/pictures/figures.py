@@ -92,12 +92,17 @@ def prob_change(before: float, after: float, decimals: int = CHANGE_DECIMALS) ->
     its size (signed_points: "82.24% → 82.24% (Δ +0.0003 pp)"), and only no move at all reads "0 pp". The
     decimals once grew with the change (one to three): the unmasked top-1 read "82.2%", "82.25%" and
     "82.245%" from one mask to the next, beside a top-1 written "81.8%" that the same line wrote "81.764%"."""
+    delta = shown_change(before, after, decimals)
+    return f"{fixed_percent(before, decimals)} → {fixed_percent(after, decimals)} (Δ {delta})"
+
+
+def shown_change(before: float, after: float, decimals: int = CHANGE_DECIMALS) -> str:
+    """The change between two probabilities as fixed_percent writes them ("-2.15 pp"): the difference of the two
+    numbers shown, or, where they are equal as shown, signed_points' size of the move ("0 pp" for none)."""
     b, a = (round(100 * x, decimals) for x in (before, after))
     if a == b:
-        delta = signed_points(after - before, decimals)
-    else:
-        delta = f"{a - b:+.{decimals}f} pp"
-    return f"{fixed_percent(before, decimals)} → {fixed_percent(after, decimals)} (Δ {delta})"
+        return signed_points(after - before, decimals)
+    return f"{a - b:+.{decimals}f} pp"
 
 
 RIGHT_FOR_100 = 26  # px: half of "100%" at the charts' 16 px font, and a little air
@@ -108,12 +113,14 @@ THIRD_LINE_PX = 16  # and a further line this more: at 36 alone the third touche
 
 
 def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = None,
-             title: str = "Top-5 predictions") -> go.Figure:
+             title: str = "Top-5 predictions", decimals: int | None = None) -> go.Figure:
     """Horizontal bars, best on top. baseline: class index -> probability before a
-    perturbation; when given, each bar's change is written at the chart's right edge."""
+    perturbation; when given, each bar's change is written at the chart's right edge. decimals: each value and
+    change at these fixed decimals of percent (fixed_percent, shown_change), as a readout beside the chart writes
+    them (the mask's, prob_change: its "82.25% → 82.29%" was "82.2%" and "+0.0 pp" on the bar); None: percent()."""
     labels = [_short(p.label) for p in top5][::-1]
     probs = [p.prob for p in top5][::-1]
-    text = [percent(p) for p in probs]
+    text = [percent(p) if decimals is None else fixed_percent(p, decimals) for p in probs]
     # A long bar's value goes inside it, at its end: after an 80 % bar it ran past the chart's
     # right edge and was cut. A short bar's value stays outside, where half the axis is free.
     position = ["inside" if p >= INSIDE_FROM else "outside" for p in probs]
@@ -137,7 +144,9 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
     if baseline is not None:
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
-        deltas = [signed_points(p.prob - baseline.get(p.index, 0.0)) for p in top5][::-1]
+        before = [baseline.get(p.index, 0.0) for p in top5]
+        deltas = [signed_points(p.prob - b) if decimals is None else shown_change(b, p.prob, decimals)
+                  for p, b in zip(top5, before)][::-1]
         data.append(dict(type="scatter", x=[0] * len(labels), y=labels, yaxis="y2", mode="markers",
                          marker=dict(opacity=0), hoverinfo="skip", showlegend=False))
         layout["yaxis2"] = dict(overlaying="y", side="right", automargin=True, tickmode="array",

@@ -31,9 +31,11 @@ UNTRAINED_TOP5_TITLE = TOP5_TITLE + UNTRAINED_LINE
 
 
 def top5_figure(vm: VitModel, a: Analysis | ViewPrediction, baseline: Analysis | None = None,
-                heading: str = TOP5_TITLE) -> go.Figure | None:
+                heading: str = TOP5_TITLE, decimals: int | None = None) -> go.Figure | None:
     """Top-5 bars; with `baseline`, each bar shows its change from the baseline's probability. heading: the
-    title (plotly markup; the Compare tab's names its side and model), the untrained warning added below it."""
+    title (plotly markup; the Compare tab's names its side and model), the untrained warning added below it.
+    decimals: the values' and changes' fixed decimals of percent, as the readout beside writes them
+    (figures.top5_bar)."""
     if not vm.has_classifier or a.probs is None:
         return None
     # A second line, not a longer one: plotly cuts a title at the chart's width.
@@ -41,7 +43,7 @@ def top5_figure(vm: VitModel, a: Analysis | ViewPrediction, baseline: Analysis |
     base = None
     if baseline is not None and baseline.probs is not None:
         base = {p.index: float(baseline.probs[p.index]) for p in a.top5}
-    return figures.top5_bar(a.top5, base, title)
+    return figures.top5_bar(a.top5, base, title, decimals)
 
 
 def clicked_patch(g: Geometry, x: float, y: float) -> tuple[int, int]:

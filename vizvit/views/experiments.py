@@ -357,7 +357,8 @@ def mask_panel(ph: Photo, mask: tuple[int, ...] | None, mode: str = "drop") -> M
         # The top-1 at the decimals of the change after it: the same number was "81.8%" there and "81.764%".
         text += (f" · top-1 **{_short(a.top5[0].label)}** {figures.fixed_percent(a.top5[0].prob)} · unmasked top-1 "
                  f"{_short(b0.label)}: {figures.prob_change(b0.prob, now)}")
-    return MaskPanel(grid, masked, text, top5_figure(vm, a, base))
+    # The chart at the readout's decimals: its "-1.0 pp" beside the readout's "Δ -1.05 pp" (chelsea, one patch).
+    return MaskPanel(grid, masked, text, top5_figure(vm, a, base, decimals=figures.CHANGE_DECIMALS))
 
 
 # ------------------------------------------------------------------ faithfulness
