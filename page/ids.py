@@ -37,6 +37,7 @@ SHIFT_INFO = "shift-info"
 ABLATE_TEXT = "ablate-text"
 LESSON_ANSWER = "lesson-answer"
 CURVES_STALE = "curves-stale"  # the contest on show is for other settings (page/tabs/experiments.py)
+SWEEP_STALE = "sweep-stale"  # the shift sweep on show ran with another fill (page/tabs/experiments.py)
 CMP_VERDICT = "cmp-verdict"  # the Compare tab's verdict at the depth cursor (page/tabs/compare.py)
 SWEEP_TEXT = "sweep-text"  # the shift sweep's line: "Running… 8 of 33", then "Done: 33 of 33" (its last is said)
 CURVES_TEXT = "curves-text"  # the contest's line: "8 of 10 parts so far · Tracking p(…)", then "Tracking p(…)"

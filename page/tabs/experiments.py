@@ -23,6 +23,7 @@ MASK = {"grid": "mask_grid", "masked": "masked_view", "text": "mask_info", "top5
 SHOWN = ["shift_view", "shift_cos", "shift_info", "mask_grid", "masked_view", "mask_info"]  # Page fields shown on open
 CHARTS = ["shift_top5", "mask_top5"]  # they follow the pictures on open (Plotly's first render held them back)
 SWEEP = ["sweep_plot", "sweep_table", "sweep_text"]
+SWEEP_OUT = [*SWEEP, "sweep_stale", "sweep_ran"]  # a sweep run's: its panels, the line over it, its fill
 CURVES = ["del_plot", "auc_table", "curves_text"]
 # Opened for a photo, the sweep and contest panels show that photo's (cached) runs or say none was run:
 # the previous photo's stayed. The contest's steps and fill name the cached run (ExperimentsParams).
@@ -32,7 +33,7 @@ CURVES = ["del_plot", "auc_table", "curves_text"]
 SWEEP_WIDTHS = ["10%", "14%", "12.5%", "13.5%", "15.5%", "12.5%", "22%"]
 SWEEP_WIDTHS_CNN = ["9%", "12%", "11%", "12%", "14%", "11%", "17%", "14%"]
 CURVES_WIDTHS = ["8%", "17.5%", "14%", "15.5%", "15.5%", "14%", "15.5%"]
-OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", "mask_shown", *SWEEP, *CURVES]
+OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", "mask_shown", *SWEEP_OUT, *CURVES]
 SHOW_CONTROLS = [*CONTROLS, "steps", "curve_mode"]  # what the tab's show reads (the contest's two settings too)
 SHIFT_OUT = [*SHIFT.values(), "book"]
 MASK_OUT = [*MASK.values(), "mask_book", "mask_shown"]  # mask_shown: the mode the readout is for
@@ -62,6 +63,7 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
     ran = page.contest_ran  # a contest run before attention flow was computed: shown, with its line
     return {**{n: getattr(page, n) for n in SHOWN},
             "sweep_plot": sw.figure, "sweep_table": sw.table, "sweep_text": sw.text,
+            "sweep_stale": "", "sweep_ran": page.sweep_ran,  # the sweep on show is the tab's fill's, or none
             "del_plot": cu.chart, "auc_table": cu.table, "curves_text": cu.text,
             "mask_grid": kit.patch_cells(page.mask_grid, ph.vm.geometry),  # keys toggle a patch too (web/a11y.js)
             "dx": gr.update(minimum=lo, maximum=hi),
@@ -78,6 +80,12 @@ def contest_stale(wb: Workbench, key: PhotoKey | None, steps: float, mode: str,
     now = (experiments.ContestRun(None, int(steps), mode) if key is None
            else experiments.contest_run(wb.handle(key), steps, mode))
     return {"curves_stale": experiments.contest_stale(ran, now)}
+
+
+def sweep_stale(fill: str, ran: str | None) -> dict[str, Any]:
+    """The line that says the sweep on show ran with another fill than the control's now, or none (as contest_stale
+    says it of the contest). A comparison: no model work."""
+    return {"sweep_stale": experiments.sweep_stale(ran, fill)}
 
 
 def show_charts(wb: Workbench, key: PhotoKey | None, *v: Any) -> dict[str, Any]:
@@ -156,14 +164,19 @@ def run(wb: Workbench, fetch: dict[str, flip.Fetcher], name: str, key: PhotoKey 
 
 
 def sweep(wb: Workbench, key: PhotoKey | None, fill: str = "edge", request: gr.Request = None):
-    """The shift sweep under the fill the shift controls show, streamed as it goes (a stoppable job)."""
+    """The shift sweep under the fill the shift controls show, streamed as it goes (a stoppable job). From its first
+    panel on, the sweep on show is this one: its fill is kept (sweep_ran) and the line that said the one before was
+    for another fill goes, once (a fill moved while it runs is said again at its end: build)."""
     if key is None:
         raise UserError("Upload a photo first.")
     with jobs.JOBS.line(request, "shift sweep", replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"sweep_text": jobs.waiting_text("shift sweep", ahead)}
+        first = True
         for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel, fill=fill):
-            yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text}
+            cleared = {"sweep_stale": ""} if first else {}
+            yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text, "sweep_ran": fill, **cleared}
+            first = False
 
 
 def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Request = None):
@@ -210,9 +223,12 @@ def _shift_layout(cnn: bool) -> dict[str, gr.components.Component]:
 
     gr.Markdown("## Shift sweep: k = 0..2P pixels right, batched, with the fill chosen above")
     with gr.Row():
-        sweep_btn = gr.Button("Run the shift sweep", variant="primary", elem_id="sweep-run",
+        sweep_btn = gr.Button(experiments.SWEEP_BUTTON, variant="primary", elem_id="sweep-run",
                               elem_classes=[web.NEEDS_PHOTO])
         stop_btn = gr.Button("Stop", elem_id="sweep-stop")
+    # Over the sweep on show while the fill differs from the one it ran with (sweep_stale), as over the contest.
+    sweep_stale = gr.Markdown(elem_id=ids.SWEEP_STALE)  # said when it appears (web/a11y.js)
+    sweep_ran = gr.State(None)  # the fill the sweep on show ran with
     sweep_text = gr.Markdown(elem_id=ids.SWEEP_TEXT)  # its last line said (web/a11y.js)
     sweep_plot = gr.Plot(label="Cosine and probability against the shift", elem_id="sweep-plot")
     # wrap and shares, not one-line widths: a phone's 386 px showed 2 of the 7 columns (911 px of table)
@@ -220,7 +236,7 @@ def _shift_layout(cnn: bool) -> dict[str, gr.components.Component]:
                                wrap=True, column_widths=SWEEP_WIDTHS_CNN if cnn else SWEEP_WIDTHS)
     return dict(dx=dx, dy=dy, fill=fill, shift_view=shift_view, shift_cos=shift_cos, shift_top5=shift_top5,
                 shift_info=shift_info, book=book, sweep_btn=sweep_btn, stop_btn=stop_btn, sweep_text=sweep_text,
-                sweep_plot=sweep_plot, sweep_table=sweep_table)
+                sweep_plot=sweep_plot, sweep_table=sweep_table, sweep_stale=sweep_stale, sweep_ran=sweep_ran)
 
 
 def _mask_layout() -> dict[str, gr.components.Component]:
@@ -305,8 +321,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                 then=(kit.answer(show_charts, ui, wb), ins, [ui[n] for n in CHARTS], "#mask-grid img"),
                 first=ui["mask_grid"])
     _wire_shift_and_mask(ctx, ui, ins, fetch)
-    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key, ui["fill"]], [ui[n] for n in SWEEP],
-                                    **jobs.COSTLY)
+    running = ui["sweep_btn"].click(kit.answer(sweep, ui, wb), [ctx.key, ui["fill"]],
+                                    [ui[n] for n in SWEEP_OUT], **jobs.COSTLY)
+    # The fill moved: the sweep on show says it is for the old one, as the contest does (no queue: a comparison);
+    # and once a run ends, against the fill then (one moved before its first panel was cleared by that panel).
+    swept = dict(fn=kit.answer(sweep_stale, ui), inputs=[ui["fill"], ui["sweep_ran"]], outputs=[ui["sweep_stale"]],
+                 queue=False, show_progress="hidden")
+    ui["fill"].input(**swept)
+    running.then(**swept)
     curving = ui["curves_btn"].click(kit.answer(curves, ui, wb), [ctx.key, ui["steps"], ui["curve_mode"]],
                                      [ui[n] for n in [*CURVES, *STALE, "contest_ran"]], **jobs.COSTLY)
     # A setting moved: the contest on show says it is for the old ones (no queue: a comparison, no model).

@@ -251,7 +251,7 @@
   //    each watched element's first line once it has stood still for SETTLE ms (the status line's "running…" steps,
   //    a slider's every step, are not said one by one). A readout on a hidden tab is not said.
   const SAY = [ID.STATUS, ID.PATCH_INFO, ID.EMB_SIM_INFO, ID.ATTN_READOUT, ID.MASK_INFO, ID.SHIFT_INFO,
-               ID.ABLATE_TEXT, ID.LESSON_ANSWER, ID.CURVES_STALE, ID.SWEEP_TEXT, ID.CURVES_TEXT,
+               ID.ABLATE_TEXT, ID.LESSON_ANSWER, ID.CURVES_STALE, ID.SWEEP_STALE, ID.SWEEP_TEXT, ID.CURVES_TEXT,
                ID.CMP_VERDICT, ID.POS_TILE];
   const SETTLE = 700;
   // A long run's steps (the sweep's "Running… 8 of 33", the contest's "8 of 10 parts so far") are not said, one

@@ -311,3 +311,31 @@ def test_drop_picked_with_every_patch_masked_puts_the_radio_back_on_the_readouts
         settled(page)
         assert page.locator("#mask-mode input:checked").get_attribute("value") == "black"
         assert "196 of 196 patches masked (black)" in page.inner_text("#mask-info")
+
+
+def test_a_sweep_shown_says_it_is_for_the_old_fill_once_the_fill_changes(url):
+    """Trained ViT-Ti, chelsea: the edge sweep's chart and table stayed up, its text "edge fill", under the fill
+    control's wrap. As the contest does when its settings move, a line now says the sweep is for the old fill
+    until it is run again; back to the fill it ran with, the line goes."""
+    says = "() => (document.querySelector('#sweep-stale')?.innerText || '').trim()"
+    with page_at(url + "?example=chelsea&tab=experiments", height=1400, wait_for="#sweep-run") as page:
+        wait_image(page, "shift-view")
+        page.locator("#sweep-run").click()
+        page.wait_for_function("() => document.querySelector('#sweep-text').innerText.includes('Done')")
+        settled(page)
+        assert page.evaluate(says) == "", "a sweep just run is said to be old"
+        page.locator("#shift-fill").get_by_text("wrap").click()
+        page.wait_for_function(f"() => ({says})().includes('wrap fill')", timeout=10_000)
+        text = page.evaluate(says)
+        assert "run with the edge fill" in text and experiments.SWEEP_BUTTON in text, text
+        assert page.locator("#sweep-stale").is_visible()
+        page.locator("#sweep-stale").scroll_into_view_if_needed()
+        shot(page, "experiments_sweep_old_fill", full_page=False)
+        page.locator("#shift-fill").get_by_text("edge").click()  # back to the fill it ran with
+        page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)
+        page.locator("#shift-fill").get_by_text("constant").click()
+        page.wait_for_function(f"() => ({says})().includes('constant fill')", timeout=10_000)
+        page.locator("#sweep-run").click()  # run again under constant: the line goes
+        page.wait_for_function("() => document.querySelector('#sweep-text').innerText.includes('Done: 33 of 33 "
+                               "shifted views, constant fill')", timeout=120_000)
+        page.wait_for_function(f"() => ({says})() === ''", timeout=10_000)

@@ -570,3 +570,23 @@ def test_mask_chart_writes_its_values_and_changes_as_the_readout_does(tiny16, ca
             assert panel.top5.layout.yaxis2.ticktext[row] == delta, (panel.top5.layout.yaxis2.ticktext, panel.text)
             checked += 1
     assert checked, "the unmasked top-1 stayed in no masked top-5: the readout's numbers were never compared"
+
+
+def test_a_sweep_on_show_for_another_fill_is_said_to_be_for_it():
+    """Trained ViT-Ti, chelsea: the edge sweep's chart and table stayed up under the fill control's wrap, its text
+    still "edge fill". As the contest's line does for its settings, a line now says which fill the sweep is for."""
+    assert experiments.sweep_stale(None, "wrap") == "", "no sweep on show: nothing to call old"
+    assert experiments.sweep_stale("wrap", "wrap") == ""
+    line = experiments.sweep_stale("edge", "wrap")
+    assert "run with the edge fill" in line and "with the wrap fill" in line, line
+    assert experiments.SWEEP_BUTTON in line, "it says what to press"
+
+
+def test_the_page_knows_which_fill_the_sweep_it_opens_with_ran_with(tiny16, cat):
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    assert experiments.show(ph, experiments.ExperimentsParams(fill="constant")).sweep_ran is None
+    list(experiments.sweep_progress(ph, fill="constant"))
+    assert experiments.show(ph, experiments.ExperimentsParams(fill="constant")).sweep_ran == "constant"
+    assert experiments.show(ph, experiments.ExperimentsParams(fill="wrap")).sweep_ran is None

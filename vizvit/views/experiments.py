@@ -260,6 +260,20 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
 
 
+SWEEP_BUTTON = "Run the shift sweep"
+
+
+def sweep_stale(ran: str | None, fill: str) -> str:
+    """The line over a sweep on show whose fill is not the tab's fill now, as contest_stale says it of the
+    contest: its chart and table stayed up when the fill moved, the text still naming the old fill (trained ViT-Ti,
+    chelsea: the edge sweep's rows under the radio's wrap). ran: the fill the sweep on show ran with (None: none
+    on show). Empty when none is shown or it is for `fill`."""
+    if ran is None or ran == fill:
+        return ""
+    return (f"⚠️ **Not for the fill now:** the chart and table below are from the sweep run with the {ran} fill. "
+            f"Press **{SWEEP_BUTTON}** to run it with the {fill} fill.")
+
+
 # What each fill puts where the shift leaves the view empty (vocab.FILLS), as the sweep's text says it.
 FILL_SAID = {"edge": "the border pixels repeated", "wrap": "the pixels pushed out come back on the other side",
              "constant": "black"}
@@ -787,10 +801,11 @@ class ExperimentsPage:
     sweep: SweepPanel  # this photo's sweep and contest if computed, else empty panels that say so
     curves: CurvesPanel
     contest_ran: ContestRun | None = None  # what the contest in `curves` ran with (None: none shown)
+    sweep_ran: str | None = None  # the fill the sweep in `sweep` ran with (None: none shown)
 
 
-SWEEP_NOT_RUN = ("*The shift sweep has not been run on this photo with the {fill} fill yet: press **Run the shift "
-                 "sweep**.*")
+SWEEP_NOT_RUN = ("*The shift sweep has not been run on this photo with the {fill} fill yet: press "
+                 f"**{SWEEP_BUTTON}**.*")
 CURVES_NOT_RUN = ("*The contest has not been run on this photo with {steps} steps and the {mode} fill yet: press "
                   "**Run the contest**.*")
 
@@ -829,5 +844,7 @@ def show(ph: Photo, p: ExperimentsParams) -> ExperimentsPage:
     limits = shift_limits(ph)
     s, m = shift_panel(ph, p.dx, p.dy, p.fill), mask_panel(ph, p.mask, p.mode)
     curves, ran = _shown_contest(ph, p.steps, p.curve_mode)
+    swept = shown_sweep(ph, p.fill)
     return ExperimentsPage(limits, s.view, s.cosine, s.cosine_text, s.top5, s.book, m.grid, m.masked, m.text, m.top5,
-                           mask_book(ph, p.mask, p.mode, m), shown_sweep(ph, p.fill), curves, ran)
+                           mask_book(ph, p.mask, p.mode, m), swept, curves, ran,
+                           None if swept.figure is None else p.fill)
