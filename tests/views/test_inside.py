@@ -275,3 +275,20 @@ def test_with_the_radio_on_mean_the_importance_shown_is_the_mean_runs(tiny, cat)
         assert f"setting {low // H + 1}.{low % H + 1} to its mean raises it most" in page.importance_text
     zero = inside.show(wb.handle(key), inside.InsideParams()).importance_text
     assert "when that head alone is zeroed;" in zero and "mean" not in zero
+
+
+def test_heads_level_for_the_largest_rise_are_named_together():
+    """Two heads whose switching off raises the probability by the same amount: the sentence named the first of
+    them ("zeroing 1.2 raises it most") as if it alone did. Level rises are named together, as level drops are."""
+    vm = SimpleNamespace(geometry=SimpleNamespace(num_layers=2, num_heads=3))
+
+    def said(*drops, mode="zero"):
+        return inside.importance_text(vm, 6, 6, np.array(drops, np.float32).reshape(2, 3), mode=mode)
+
+    assert ("zeroing 1.2 and zeroing 2.3 raise it most, level: by 0.200 each (their cells' drop: -0.200)."
+            in said(0.3, -0.2, 0.0, 0.1, 0.05, -0.2))
+    assert ("setting 1.1 to its mean, setting 1.3 to its mean and setting 2.2 to its mean raise it most, level: "
+            "by 0.050 each" in said(-0.05, 0.3, -0.05, 0.0, -0.05, 0.1, mode="mean"))
+    # apart at the 6th decimal: one head, as before
+    alone = said(0.3, -0.200001, 0.0, 0.1, 0.05, -0.2)
+    assert "zeroing 1.2 raises it most: by 0.200 (its cell's drop: -0.200)." in alone and "level" not in alone

@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from vizvit.classroom import claims
 from vizvit.errors import UserError
 from vizvit.model.ablation import Ablation, format_heads, parse_heads
 from vizvit.model.engine import top_predictions
@@ -341,14 +342,25 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
         return text
     order = np.argsort(-imp.ravel(), kind="stable")
     name = lambda i: f"{i // g.num_heads + 1}.{i % g.num_heads + 1}"  # noqa: E731 - layer.head from 1
-    rise = int(np.argmin(imp.ravel()))
     n = int((np.abs(imp) > IMPORTANT).sum())
     text += (f" {_largest(imp.ravel(), order, name)} {n} of {imp.size} heads move the probability by more than "
              f"{IMPORTANT}")
     # A rise said as a rise: "the largest rise ... (-0.104)" read as a contradiction (the cells' drop is negative).
-    text += (f"; {rising.format(name(rise))} raises it most: by {-imp.ravel()[rise]:.3f} (its cell's drop: "
-             f"{imp.ravel()[rise]:+.3f})." if imp.min() < 0 else ".")
-    return text
+    return text + (f"; {_largest_rise(imp.ravel(), name, rising)}." if imp.min() < 0 else ".")
+
+
+def _largest_rise(drops: np.ndarray, name: Any, rising: str) -> str:
+    """The head whose switching off raises the probability most, and by how much; heads level with it at
+    MAX_DIGITS named together, as _largest names level drops (one of two equal rises was named as if alone).
+    drops: (L·H,); name: index -> "l.h"; rising: MODE_WORDS' sentence with the head."""
+    rises = np.argsort(drops, kind="stable")  # the largest rise (the most negative drop) first
+    top = int(rises[0])
+    level = [int(i) for i in rises if _digits(drops[top], drops[i]) is None]  # top itself included
+    by = f"{-drops[top]:.{SHOWN_DIGITS}f}"
+    if len(level) == 1:
+        return f"{rising.format(name(top))} raises it most: by {by} (its cell's drop: {drops[top]:+.{SHOWN_DIGITS}f})"
+    return (f"{claims.listed([rising.format(name(i)) for i in level])} raise it most, level: by {by} each (their "
+            f"cells' drop: {drops[top]:+.{SHOWN_DIGITS}f})")
 
 
 SHOWN_DIGITS = 3  # decimals a drop is printed with
@@ -370,7 +382,7 @@ def _largest(drops: np.ndarray, order: np.ndarray, name: Any) -> str:
         return f"Largest drop: head **{name(top)}** ({drops[top]:+.{SHOWN_DIGITS}f})."
     level = [int(i) for i in order if _digits(drops[top], drops[i]) is None]  # top itself included
     if len(level) > 1:
-        heads_ = ", ".join(name(i) for i in level[:-1]) + f" and {name(level[-1])}"
+        heads_ = claims.listed([name(i) for i in level])
         return f"Largest drops: heads **{heads_}**, {drops[top]:+.{SHOWN_DIGITS}f} each."
     second = int(order[1])
     d = _digits(drops[top], drops[second])
