@@ -590,3 +590,18 @@ def test_the_page_knows_which_fill_the_sweep_it_opens_with_ran_with(tiny16, cat)
     list(experiments.sweep_progress(ph, fill="constant"))
     assert experiments.show(ph, experiments.ExperimentsParams(fill="constant")).sweep_ran == "constant"
     assert experiments.show(ph, experiments.ExperimentsParams(fill="wrap")).sweep_ran is None
+
+
+def test_the_contest_button_gives_the_views_it_runs_once_attention_flow_is_computed(tiny16, cat):
+    """Trained ViT-Ti, chelsea and astronaut, 10 steps: 436 views, the button's "~436", and 472 once attention
+    flow was computed, which the button left under its "~436" while it counted the eighth map. It gives both."""
+    from vizvit.readings import methods
+
+    with_flow = int(re.search(r"~(\d+) with attention flow", experiments.CONTEST_BUTTON).group(1))
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    methods.get("attention flow")(ph.vm, ph.analysis(), None, ph.derived)  # the Attention tab's flow, cached
+    assert "attention flow" in contest.curve_maps(ph, 0)
+    c = contest.compute_contest(ph, 10)
+    assert c.first.forwards + c.second.forwards == with_flow

@@ -101,17 +101,21 @@ CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC
 # and ran 8 once attention flow was computed): the costly ones join only once computed, and the random
 # baseline is the random orders. The views a step: each map's deletion and insertion view, each random order's
 # one (read back, contest.read_back), for each fill; plus the intact and the empty view of each fill (a
-# reviewer: the button said ~600 at any steps); "~": 4 more a step once attention flow is computed, and more
-# on a grid whose step counts round unevenly (49 patches). Measured 2026-12-06 on 2 quiet cores, 10 steps, 436 views:
+# reviewer: the button said ~600 at any steps), and the total once the costly maps are computed, each a
+# deletion and an insertion view a step and fill (trained ViT-Ti, chelsea and astronaut, 10 steps: 436 views, and
+# 472 with attention flow, which the button once left under its "~436"); "~": more on a grid whose step counts
+# round unevenly (49 patches). Measured 2026-12-06 on 2 quiet cores, 10 steps, 436 views:
 # trained ViT-Ti 10 s (python -c "experiments.curves_panel(...)"), random ViT-B/16 78 s (the export's bars).
 _ALWAYS = [m for m in methods.CONTEST if not m.costly and not m.baseline]
 _ONCE = [m.name for m in methods.CONTEST if m.costly]
 _A_STEP = 2 * (2 * len(_ALWAYS) + perturb.RANDOM_ORDERS)
+_AT_TEN = 4 + 9 * _A_STEP  # the intact and the empty view of each fill, then 9 steps between
 CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {' and '.join(_ONCE)} is computed)"
                                           if _ONCE else "")
                 + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + ~{_A_STEP} forward views "
-                f"a step (~{4 + 9 * _A_STEP} at 10 steps: about 10 s for ViT-Ti, 1½ minutes for ViT-B/16 on 2 CPU "
-                "cores)")
+                f"a step (~{_AT_TEN} at 10 steps"
+                + (f", ~{_AT_TEN + 9 * 2 * 2 * len(_ONCE)} with {' and '.join(_ONCE)}" if _ONCE else "")
+                + ": about 10 s for ViT-Ti, 1½ minutes for ViT-B/16 on 2 CPU cores)")
 CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
 RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, the maps are ranked by insertion "
                 "− deletion AUC: a map near the top raised p({label}) sooner when its patches were added back, "
