@@ -329,6 +329,9 @@ def test_a_sweep_shown_says_it_is_for_the_old_fill_once_the_fill_changes(url):
         text = page.evaluate(says)
         assert "run with the edge fill" in text and experiments.SWEEP_BUTTON in text, text
         assert page.locator("#sweep-stale").is_visible()
+        # and a screen reader hears it (web/a11y.js's polite region), as it hears the contest's line
+        page.wait_for_function("() => (document.querySelector('#vv-said')?.textContent || '')"
+                               ".includes('Not for the fill now')", timeout=10_000)
         page.locator("#sweep-stale").scroll_into_view_if_needed()
         shot(page, "experiments_sweep_old_fill", full_page=False)
         page.locator("#shift-fill").get_by_text("edge").click()  # back to the fill it ran with
