@@ -165,7 +165,11 @@ def test_contest_verdict_on_constructed_aucs():
     assert "**black fill:**" in t and "**blur fill:**" in t and "One photo, 2 fills (black and blur)" in t
     # black: Grad-CAM beats random on both; rollout's deletion is above the band; insertion 0.563 is inside it
     assert "Beat random on both curves: Grad-CAM (0.400, 0.620)." in t
-    assert "Worse than random: rollout (0.596, 0.563)" in t and "attention (0.519, 0.500)" in t
+    # each past the band on one curve only, within it on the other: said per curve, as the better side is
+    # (both were "Worse than random: ..." once)
+    assert "Worse on deletion only (insertion within the band): rollout (0.596, 0.563)." in t
+    assert "Worse on insertion only (deletion within the band): last-layer [CLS] attention (0.519, 0.500)." in t
+    assert "Worse than random" not in t
     # blur: attention wins, Grad-CAM is inside the band; the fills disagree and the verdict says so
     assert "Beat random on both curves: last-layer [CLS] attention (0.300, 0.700)." in t
     assert "Within the band on both: Grad-CAM (0.500, 0.560)." in t
@@ -198,7 +202,10 @@ def test_contest_verdict_on_constructed_aucs():
     assert "Better than random on insertion but worse on deletion: rollout (0.600, 0.620)." in t
     assert "Better than random on deletion but worse on insertion: last-layer [CLS] attention (0.400, 0.500)." in t
     assert "On insertion only (deletion within the band): Grad-CAM (0.500, 0.620)." in t
-    assert "On insertion only (deletion within the band): rollout" not in t and "Worse than random" not in t
+    assert "On insertion only (deletion within the band): rollout" not in t and "Worse" not in t
+    # past the band on both curves: said so
+    lost = _score("black", names[:1], [0.60], [0.50], band_del, band_ins)
+    assert "Worse than random on both curves: rollout (0.600, 0.500)." in contest_verdict([lost], "cat", 0.8)
     # two maps split the same way: one sentence naming both, not the heading said twice
     two = contest_verdict([_score("black", names[:2], [0.60, 0.61], [0.62, 0.63], band_del, band_ins)], "cat", 0.8)
     assert ("Better than random on insertion but worse on deletion: rollout (0.600, 0.620), last-layer [CLS] "

@@ -502,7 +502,12 @@ def fill_verdict(s: contest.FillScore) -> str:
     # listed "on insertion only" while its deletion AUC lay past the band's worse edge read as a win)
     split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
     inside = [n for n, (d, i) in v.items() if d == i == "within"]
-    worse = [n for n, (d, i) in v.items() if "better" not in (d, i) and "worse" in (d, i)]
+    # The worse side split as the better side is: a map past the band on one curve and within it on the
+    # other was listed plainly "Worse than random" (a reviewer, chelsea black: LeGrad 0.003 past the deletion
+    # band's edge, its insertion within the band)
+    worse_both = [n for n, (d, i) in v.items() if d == i == "worse"]
+    worse_del = [n for n, (d, i) in v.items() if (d, i) == ("worse", "within")]
+    worse_ins = [n for n, (d, i) in v.items() if (d, i) == ("within", "worse")]
     dband, iband = f"{db.mean:.{dec}f} ± {db.sd:.{dec}f}", f"{ib.mean:.{dec}f} ± {ib.sd:.{dec}f}"
     # The random orders insert read back (contest.read_back), so their two bands are one: said, not left
     # for a student to wonder at two equal pairs of numbers.
@@ -529,8 +534,12 @@ def fill_verdict(s: contest.FillScore) -> str:
             out.append(f"Better than random on {good} but worse on {bad}: {named(these)}.")
     if inside:
         out.append(f"Within the band on both: {named(inside)}.")
-    if worse:
-        out.append(f"Worse than random: {named(worse)}.")
+    if worse_both:
+        out.append(f"Worse than random on both curves: {named(worse_both)}.")
+    if worse_del:
+        out.append(f"Worse on deletion only (insertion within the band): {named(worse_del)}.")
+    if worse_ins:
+        out.append(f"Worse on insertion only (deletion within the band): {named(worse_ins)}.")
     return " ".join(out)
 
 
