@@ -8,7 +8,7 @@ import sys
 import time
 
 # The thread policy is set by vizvit/__init__.py, which runs before this file.
-from vizvit.vocab import ABLATE_MODES, MASK_MODES
+from vizvit.vocab import ABLATE_MODES, HEADS_EXAMPLE, MASK_MODES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--mask", default="", help="0-based row-major patch indices, e.g. 3,17,40")
     ex.add_argument("--mask-mode", default="drop", choices=MASK_MODES)
     ex.add_argument("--ablate", default="",
-                    help="heads to switch off, layer.head counted from 1, e.g. 3.5,7.1 "
+                    help=f"heads to switch off, layer.head counted from 1, e.g. {HEADS_EXAMPLE} "
                          "(7 = every head of layer 7): adds ablated_probs")
     ex.add_argument("--ablate-mode", default="zero", choices=ABLATE_MODES)
     ex.add_argument("--labels", default="", help='CLIP / SigLIP: zero-shot labels, e.g. "a cat,a dog" '

@@ -23,7 +23,17 @@ from urllib.parse import urlencode
 from vizvit.errors import cut
 from vizvit.model.ablation import Ablation
 from vizvit.model.models import Geometry
-from vizvit.vocab import ABLATE_MODES, DIRECTIONS, FILLS, FUSIONS, MASK_MODES, MODE_FROM_URL, MODE_URL, ONE_HEAD
+from vizvit.vocab import (
+    ABLATE_MODES,
+    DIRECTIONS,
+    FILLS,
+    FUSIONS,
+    HEADS_EXAMPLE,
+    MASK_MODES,
+    MODE_FROM_URL,
+    MODE_URL,
+    ONE_HEAD,
+)
 
 LESSON_TAB = "lesson"  # the tab lesson=1 opens
 # Every ASCII punctuation character but '/' (no markup starts with it: a tag needs '<', an autolink
@@ -237,7 +247,7 @@ def _ablate(r: _Reader) -> tuple[tuple[int, int], ...]:
     if len(pairs) == len(cells):
         return tuple(sorted({(l - 1, h - 1) for l, h in pairs}))
     r.notices.append(f"'ablate={literal(ablate)}' must be heads as layer.head counted from 1, or whole layers "
-                     "(e.g. 3.5,7.1,9); ignored.")
+                     f"(e.g. {HEADS_EXAMPLE},9); ignored.")
     return ()
 
 

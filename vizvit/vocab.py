@@ -68,6 +68,10 @@ MASK_ACTIONS: tuple[str, ...] = get_args(MaskAction)
 # -- inside the model: how a switched-off head's output is replaced
 AblateMode = Literal["zero", "mean"]
 ABLATE_MODES: tuple[str, ...] = get_args(AblateMode)
+# The heads given as an example wherever a visitor types some (the box, a link, the command line): heads that exist
+# in every model the page offers, ViT-Ti's and DeiT-Ti's 3 heads a layer included ("3.5, 7.1" was refused on the
+# trained ViT-Ti by the very page that suggested it: "layers 1..12, heads 1..3").
+HEADS_EXAMPLE = "3.2,7.1"
 
 # -- embeddings: the dropout panel's p (the ViT paper's dropout for ImageNet-21k/JFT training, Table 3,
 # where the config says 0); a lesson step without its own p measures this one

@@ -131,7 +131,8 @@ def _layout() -> dict[str, gr.components.Component]:
                 mode = gr.Radio(list(vocab.ABLATE_MODES), value="zero", label="a switched-off head's output is set to",
                                 elem_id="ablate-mode", elem_classes=[web.NEEDS_PHOTO])
                 clear = gr.Button("all heads on", size="sm", elem_id="ablate-clear", elem_classes=[web.NEEDS_PHOTO])
-            heads = gr.Textbox(label="heads off, layer.head from 1 (Enter to apply)", placeholder="3.5, 7.1",
+            heads = gr.Textbox(label="heads off, layer.head from 1 (Enter to apply)",
+                               placeholder=vocab.HEADS_EXAMPLE.replace(",", ", "),
                                elem_id="ablate-heads", elem_classes=[web.NEEDS_PHOTO])
             top5 = gr.Plot(label="Top-5 of the ablated model, Δ from the intact one", elem_id="ablate-top5")
             ablate_text = gr.Markdown(elem_id="ablate-text")

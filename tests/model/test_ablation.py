@@ -150,3 +150,22 @@ def test_ablation_reaches_every_family(fam, cat):
     assert not torch.allclose(a.hidden_states[1], b.hidden_states[1])
 
 
+
+
+def test_the_heads_the_page_gives_as_an_example_exist_in_a_three_head_model():
+    """The Inside tab's text and box, the lecturers' link list, a link's refusal and the command line suggest
+    heads to type. "3.5, 7.1" was refused on the trained ViT-Ti (12 layers x 3 heads) by the page that suggested
+    it. Every example shown must parse on the smallest model offered (ViT-Ti, DeiT-Ti: 3 heads)."""
+    import re
+
+    from vizvit.model.models import Geometry
+    from vizvit.views.inside import ABLATE_TEXT
+    from vizvit.views.lecture import LECTURE_TEXT
+    from vizvit.vocab import HEADS_EXAMPLE
+
+    ti = Geometry(image_size=(224, 224), patch_size=16, grid=(14, 14), num_prefix_tokens=1, num_layers=12,
+                  num_heads=3, hidden_size=192)
+    shown = [re.search(r"layer\.head counted from 1 \(`([^`]+)`", ABLATE_TEXT).group(1),
+             re.search(r"layer\.head from 1, e\.g\. `([^`]+)`", LECTURE_TEXT).group(1), HEADS_EXAMPLE]
+    for text in shown:
+        assert len(parse_heads(text, ti)) == 2, text

@@ -18,7 +18,7 @@ import torch
 
 from vizvit.errors import UserError, cut
 from vizvit.model.models import Geometry
-from vizvit.vocab import ABLATE_MODES
+from vizvit.vocab import ABLATE_MODES, HEADS_EXAMPLE
 
 ABLATION_METHOD = ("head ablation: the head's output before the output projection set to 0 (zero) or to its "
                    "mean over the photo's tokens (mean)")
@@ -74,7 +74,8 @@ def parse_heads(text: str, g: Geometry) -> tuple[tuple[int, int], ...]:
             else:
                 cells = tuple((int(part) - 1, h) for h in range(g.num_heads))
         except ValueError:
-            raise UserError(f"'{cut(part)}' is not layer.head (e.g. 3.5) or a layer number.") from None
+            raise UserError(f"'{cut(part)}' is not layer.head (e.g. {HEADS_EXAMPLE.split(',')[0]}) or a layer "
+                            "number.") from None
         out.update(Ablation(cells).checked(g).heads)
     return Ablation(tuple(out)).heads
 

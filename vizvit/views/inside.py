@@ -31,6 +31,7 @@ from vizvit.readings.lens import lens_of
 from vizvit.session import Photo, PhotoKey
 from vizvit.views import flip
 from vizvit.views.common import status_line, top5_figure
+from vizvit.vocab import HEADS_EXAMPLE
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the last block): the
 model's **final** layernorm and classifier applied to the hidden states there, read as the head reads the last block's
@@ -42,9 +43,9 @@ for its full top-5. No new forward."""
 ABLATE_TEXT = """**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's
 output is its slice of the concatenated head outputs, before the output projection mixes them: *zero* sets it to 0,
 *mean* replaces it by its mean over the photo's tokens. **Click a cell** of the layers × heads grid to switch that
-head off or on; click a row's label (L3) for the whole layer, or type heads as layer.head counted from 1 (`3.5, 7.1`;
+head off or on; click a row's label (L3) for the whole layer, or type heads as layer.head counted from 1 (`{example}`;
 `7` = all of layer 7). The top-5 shows the change from the intact model, and **every tab shows the ablated model**
-while heads are off (one forward per change)."""
+while heads are off (one forward per change).""".format(example=HEADS_EXAMPLE.replace(",", ", "))
 
 IMPORTANCE_TEXT = """**Which heads matter.** For each (layer, head), the drop of the top-1 probability when
 that head alone is switched off the way the radio above says (zeroed, or set to its mean): one forward per head,

@@ -11,7 +11,7 @@ import numpy as np
 from vizvit.classroom.numbers import attention_cost, attention_cost_table, human_bytes
 from vizvit.errors import UserError
 from vizvit.session import Photo
-from vizvit.vocab import TAB_IDS
+from vizvit.vocab import HEADS_EXAMPLE, TAB_IDS
 
 LECTURE_TEXT = """## For lecturers
 **Link straight to a view.** Add query parameters to the page address, e.g.
@@ -20,7 +20,7 @@ LECTURE_TEXT = """## For lecturers
 max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`), `direction` (row or column),
 `mode` (raw or rollout), `dx` and `dy` (shift in pixels), `fill` (what enters at the shift's border: edge, wrap or
 constant), `mask` (patch numbers, e.g. `3,17,40`), `mask_mode` (drop, mask, black, mean or blur), `ablate` (heads
-switched off as layer.head from 1, e.g. `3.5,7.1`), `ablate_mode` (zero or mean), `compare` (the Compare tab's model
+switched off as layer.head from 1, e.g. `{heads}`), `ablate_mode` (zero or mean), `compare` (the Compare tab's model
 B) and `projector=1`; a lesson step is `?lesson=1&step=5&example=chelsea` (the **Lesson** tab gives each step's link,
 and its QR code in projector mode). A wrong value falls back to the default with a note at the top. Or set the view up
 and press **Copy link to this view** at the bottom of the page.
@@ -46,7 +46,7 @@ contest tests whether a map is what the decision rests on), and the predictions 
 
 ### Why patches? The attention-cost calculator
 Attention compares every token with every other: n tokens make an n×n table per head and layer.""".format(
-    tabs=", ".join(TAB_IDS))  # the tab ids, from THE list
+    tabs=", ".join(TAB_IDS), heads=HEADS_EXAMPLE)  # the tab ids, from THE list
 
 
 def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:
