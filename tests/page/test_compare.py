@@ -104,6 +104,18 @@ def test_before_model_b_no_empty_picture_takes_the_projectors_screen(url):
         assert not any(shown.values()), shown
         assert page.locator("#cmp-top5-a").is_visible()
         shot(page, "compare_projector_before_b", full_page=False)
+        # Model B picked by hand: A's top-5, drawn while B's frame was hidden, kept that full row's width once B's
+        # chart came beside it, its first bar and its label cut off at the column's edge (a reviewer, 1366 px).
+        page.locator("#cmp-model input").first.click()
+        page.get_by_role("option").filter(has_text="untrained twin").filter(has_text="tiny").first.click()
+        page.wait_for_selector("#cmp-top5-b .js-plotly-plot", timeout=120_000)
+        settled(page)
+        fit = page.evaluate("""() => ['a', 'b'].map(s => {
+            const box = document.querySelector(`#cmp-top5-${s}`).getBoundingClientRect();
+            const svg = document.querySelector(`#cmp-top5-${s} .main-svg`).getBoundingClientRect();
+            return [s, Math.round(svg.width), Math.round(box.width)]; })""")
+        assert all(svg <= box + 1 for _, svg, box in fit), f"each top-5 within its column (chart, column px): {fit}"
+        shot(page, "compare_projector_after_b", full_page=False)
 
 
 def test_a_links_head_sets_the_compare_head_and_its_copied_link_keeps_it(url):
