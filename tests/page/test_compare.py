@@ -81,6 +81,14 @@ def test_on_a_phone_each_sides_map_takes_the_width_a_under_b(url):
                                timeout=120_000)
         boxes = {m: page.evaluate(f"() => {{ const r = document.querySelector('#{m}').getBoundingClientRect();"
                                   f" return [r.left, r.top, r.width]; }}") for m in MAPS}
+        # The tab's text says where model B's box and the teaching pairs are: they are above it, phone or not
+        # (it said "open a teaching pair below").
+        text = page.locator("#tabs .prose", has_text="Two models, one photo").first
+        said = text.inner_text()
+        above = page.evaluate("""(el) => ['#cmp-model', '#cmp-pairs'].every(s =>
+            document.querySelector(s).getBoundingClientRect().bottom <= el.getBoundingClientRect().top)""",
+                              text.element_handle())
+    assert above and "below" not in said and "at the top of this tab" in said, said
     for m, (_, _, width) in boxes.items():
         assert width >= 0.8 * 390, (m, boxes)
     assert boxes["cmp-attn-a"][1] < boxes["cmp-attn-b"][1] and boxes["cmp-roll-a"][1] < boxes["cmp-roll-b"][1], boxes

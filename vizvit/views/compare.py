@@ -34,10 +34,12 @@ from vizvit.views import flip, layout, positions
 from vizvit.views.common import top5_figure
 from vizvit.vocab import FUSIONS, ONE_HEAD
 
+# The tab's last text: model B's box and the teaching pairs are above it at every width ("pick model B here (or
+# open a teaching pair below)" sent a reader down, a reviewer on a phone).
 TEXT = """**Two models, one photo, one cursor.** Model A is the model chosen at the top of the page; pick
-model B here (or open a teaching pair below). Both read the same photo, each through its own image
-processor (a model with random weights has none: it reads A's input, the same pixels), and each side is
-exactly what that model's own tabs show. The depth cursor is *relative*:
+model B in the box at the top of this tab (or open one of the teaching pairs under it). Both read the same photo,
+each through its own image processor (a model with random weights has none: it reads A's input, the same pixels),
+and each side is exactly what that model's own tabs show. The depth cursor is *relative*:
 with 12 and 24 layers, position 6 of 24 is layer 3 of A and layer 6 of B; each picture names its
 layer. Maps are read from the token each model's head reads (its *summary*: [CLS], SigLIP's MAP head,
 BEiT's patch mean); tokens before the patches ([DIST], registers) are named above each side.
