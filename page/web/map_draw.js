@@ -28,30 +28,38 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
 
   // render.draw_grid's lines on context x, over a picture drawn from src (RGBA pixels, sw × sh) enlarged
   // nearest-neighbour by an integer factor to W × H: one-pixel lines at round(k · step), k = gh closing a
-  // grid that stops short of the edge. Each line pixel is lines.color, or lines.on_light where the pixel
-  // under it has a luminance of at least lines.light (render._line_colors: a white line did not show on a
-  // white picture); crossings take the picture's colour, as on the server. lines: render.grid_lines_style.
+  // grid that stops short of the edge. Each patch's side along a line is lines.color, or lines.on_light
+  // where the pixels under it have a mean luminance of at least lines.light (render._line_colors: a white
+  // line did not show on a white picture; decided side by side, in integers (lines.luma), as the server
+  // does); crossings take the picture's colour, as on the server. lines: render.grid_lines_style.
   const gridLines = (x, src, sw, sh, W, H, [gh, gw], step, lines) => {
     const gH = Math.min(H, roundHalfEven(gh * step)), gW = Math.min(W, roundHalfEven(gw * step));
-    const sy = sh / H, sx = sw / W;
-    const paint = (line, at, i) => {  // one pixel of an ImageData line from src's pixel i (its first byte)
-      const lum = src[i] * 0.299 + src[i + 1] * 0.587 + src[i + 2] * 0.114;
-      const c = lum >= lines.light ? lines.on_light : lines.color;
-      line.data.set([c[0], c[1], c[2], 255], at * 4);
+    const sy = sh / H, sx = sw / W, [wr, wg, wb] = lines.luma;
+    const starts = (n, len) => Array.from({ length: n }, (_, k) => roundHalfEven(k * step)).filter((s) => s < len);
+    // one ImageData line of len pixels; at(p): src's byte of the picture's pixel p along it; sides: starts
+    const paint = (len, wide, at, sides) => {
+      const line = wide ? new ImageData(len, 1) : new ImageData(1, len);
+      sides.forEach((s, j) => {
+        const e = j + 1 < sides.length ? sides[j + 1] : len;
+        let sum = 0;
+        for (let p = s; p < e; p++) { const i = at(p); sum += wr * src[i] + wg * src[i + 1] + wb * src[i + 2]; }
+        const c = sum >= lines.light * 1000 * (e - s) ? lines.on_light : lines.color;
+        for (let p = s; p < e; p++) line.data.set([c[0], c[1], c[2], 255], p * 4);
+      });
+      return line;
     };
+    const across = starts(gw, gW), down = starts(gh, gH);
     for (let k = 1; k <= gh; k++) {
       const y = roundHalfEven(k * step);
       if (y >= H || gW < 1) continue;
-      const line = new ImageData(gW, 1), row = Math.floor(y * sy) * sw;
-      for (let c = 0; c < gW; c++) paint(line, c, (row + Math.floor(c * sx)) * 4);
-      x.putImageData(line, 0, y);
+      const row = Math.floor(y * sy) * sw;
+      x.putImageData(paint(gW, true, (c) => (row + Math.floor(c * sx)) * 4, across), 0, y);
     }
     for (let k = 1; k <= gw; k++) {
       const c = roundHalfEven(k * step);
       if (c >= W || gH < 1) continue;
-      const line = new ImageData(1, gH), col = Math.floor(c * sx);
-      for (let y = 0; y < gH; y++) paint(line, y, (Math.floor(y * sy) * sw + col) * 4);
-      x.putImageData(line, c, 0);
+      const col = Math.floor(c * sx);
+      x.putImageData(paint(gH, false, (y) => (Math.floor(y * sy) * sw + col) * 4, down), c, 0);
     }
   };
 

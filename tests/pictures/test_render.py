@@ -268,3 +268,18 @@ def test_patch_colours_sit_on_patch_boxes_and_the_unread_strip_is_grey():
     red = np.argwhere((out == (255, 0, 0)).all(-1))
     assert (red[:, 1].min(), red[:, 1].max(), red[:, 0].min(), red[:, 0].max()) == (364, 377, 0, 13)
     assert len(red) == 14 * 14 and (out[:, 378:] == 128).all() and (out[378:] == 128).all()
+
+
+def test_a_grid_line_takes_one_colour_along_each_patchs_side():
+    """Pixel by pixel, the light pixels of a mid-tone patch (the cat's fur) turned single pixels of the white
+    line dark grey: stray specks (a reviewer, chelsea on the trained ViT-Ti). The colour is decided for each
+    patch's side by its mean luminance: a side whose pixels are mostly dark, with a few light ones, stays
+    white, and a light side turns dark grey whole."""
+    g = geom()
+    img = np.full((448, 448, 3), 100, np.uint8)  # 7 patches of 64 px: lines at y, x = 64 k
+    img[64, 40] = img[64, 41] = 250  # two light pixels under the line at y = 64, in the side x 0..63
+    img[64, 128:192] = 230  # a whole light side, x 128..191 (the line x = 128 crosses it: the picture's colour)
+    out = render.draw_grid(img, g)
+    assert (out[64, :64] == 255).all(), "a mostly dark side stays white, its light pixels too"
+    assert (out[64, 129:192] == render.GRID_ON_LIGHT).all(), "a light side turns dark grey whole"
+    assert (out[64, 193:256] == 255).all()
