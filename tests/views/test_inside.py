@@ -200,6 +200,9 @@ def test_the_grid_says_when_it_shows_each_heads_importance_and_the_text_says_whe
     L, H = imp.shape
     assert page.importance_text.startswith(f"Done: {L * H} forwards ({L} × {H}), drawn in **the Layers × heads "
                                            "grid above**: each cell is the drop of the top-1 probability")
+    # its unit said: the top-5 chart beside it writes changes in percentage points, the drops are probabilities
+    # ("+0.816" beside "-9.3 pp", a reviewer)
+    assert "as a probability (0.10 is 10 percentage points, the top-5 chart's pp)" in page.importance_text
     # Heads switched off on top: still the same importance cells (crossed out where off), still said.
     off = inside.show(wb.handle(inside.with_ablation(key, Ablation(((0, 0),)))), inside.InsideParams())
     assert off.grid_label == page.grid_label
@@ -266,7 +269,7 @@ def test_with_the_radio_on_mean_the_importance_shown_is_the_mean_runs(tiny, cat)
     assert page.importance_text == "" and page.grid_label == inside.GRID_LABEL
     imp = heads.head_importance(wb.handle(mean), mode="mean")
     page = inside.show(wb.handle(mean), inside.InsideParams())
-    assert "when that head alone is set to its mean over the photo's tokens;" in page.importance_text
+    assert "when that head alone is set to its mean over the photo's tokens," in page.importance_text
     assert "zero" not in page.importance_text
     assert np.array_equal(page.grid, inside.ablation_grid(tiny.geometry, mean.ablation, imp))
     L, H = imp.shape
@@ -274,7 +277,7 @@ def test_with_the_radio_on_mean_the_importance_shown_is_the_mean_runs(tiny, cat)
     if imp.min() < 0:
         assert f"setting {low // H + 1}.{low % H + 1} to its mean raises it most" in page.importance_text
     zero = inside.show(wb.handle(key), inside.InsideParams()).importance_text
-    assert "when that head alone is zeroed;" in zero and "mean" not in zero
+    assert "when that head alone is zeroed," in zero and "mean" not in zero
 
 
 def test_heads_level_for_the_largest_rise_are_named_together():

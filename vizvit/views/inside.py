@@ -334,8 +334,8 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
         return (f"Running… {done} of {total} forwards ({g.num_layers} layers × {g.num_heads} heads), batched; "
                 f"the cells of {GRID_PLACE} fill in batch by batch.")
     text = (f"Done: {total} forwards ({g.num_layers} × {g.num_heads}), drawn in {GRID_PLACE}: each cell "
-            f"is the drop of the top-1 probability when that head alone is {switched}; read the colours against the "
-            "bar on the grid's right.")
+            f"is the drop of the top-1 probability when that head alone is {switched}, as a probability (0.10 is 10 "
+            "percentage points, the top-5 chart's pp); read the colours against the bar on the grid's right.")
     if off:
         text += (f" Measured on the intact model, every head on: not on the {off} head{'s' if off != 1 else ''} "
                  "switched off above, whose top-5 the chart shows.")
