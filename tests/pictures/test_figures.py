@@ -76,6 +76,17 @@ def test_a_tiny_top5_probability_is_not_written_as_zero():
     assert figures.percent(0.0) == "0.0%" and figures.percent(0.001) == "0.1%" and figures.percent(0.00096) == "0.096%"
 
 
+def test_top5_bars_of_different_lengths_never_read_alike():
+    """An untrained model's five bars, 0.19 % to 0.24 % (the reviewer's Compare side B), all read "0.2%": the
+    labels take the fewest decimals that tell every different pair apart; equal ones stay equal."""
+    from vizvit.model.results import Prediction
+
+    top = [Prediction(i, f"c{i}", p) for i, p in enumerate([0.0024, 0.0022, 0.0021, 0.0019, 0.0019])]
+    assert list(figures.top5_bar(top).data[0].text) == ["0.19%", "0.19%", "0.21%", "0.22%", "0.24%"]  # bottom up
+    assert figures.percents([0.00212, 0.00214]) == ["0.212%", "0.214%"]
+    assert figures.percents([0.822, 0.093]) == ["82.2%", "9.3%"]  # apart already: as percent() writes them
+
+
 def test_top5_bars_write_each_change_from_the_baseline_on_the_right():
     before = {281: 0.9, 282: 0.05, 285: 0.05, 7: 0.0}  # class 1 was not in the baseline: +2.0 points
     fig = figures.top5_bar(top5(), baseline=before)

@@ -453,7 +453,8 @@ def class_choices(a: Analysis, labels: tuple[str, ...] | list[str] = ()) -> list
     """(name, class index) for the class menu: the top-5 first ("Egyptian cat (82.2%)"), then every
     other class of `labels` in index order, named in full with its probability to two significant
     digits ("tabby, tabby cat (0.0031%)"), so a search for any of its names finds it. Empty without a classifier."""
-    top = [(f"{p.label.split(',')[0]} ({figures.percent(p.prob)})", p.index) for p in a.top5]
+    shown = figures.percents([p.prob for p in a.top5])  # told apart where they differ (an untrained model's ~0.2 %)
+    top = [(f"{p.label.split(',')[0]} ({s})", p.index) for p, s in zip(a.top5, shown)]
     if a.probs is None or not top:
         return top
     seen = {i for _, i in top}
