@@ -94,7 +94,7 @@ def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str
         n = deeplink.parse(query, (), (), ())[0].step
     if n is None and request is None:
         # A new photo's answer before the tab's own first open has answered (that open reads the link's
-        # step, and a photo's answer now draws the tab open in the page, web.with_open_tab): drawn here,
+        # step, and a photo's answer now draws the tab open in the page, kit's open_tab.js): drawn here,
         # step 1 could land over the link's step 13. The open draws it, with the photo it then holds.
         return kit.skip(OUTS)
     if key is None and ("example" in query or "photo" in query):

@@ -111,13 +111,6 @@ def after_paint(selector: str) -> str:
     return asset("after_paint.js").replace("SELECTOR", selector)
 
 
-def with_open_tab(js: str) -> str:
-    """A js= that runs `js` on the event's inputs, then makes the first of them the tab open in the page
-    now (open_tab.js): `js` returns its inputs (after_paint.js), so it may hold the event first."""
-    return (f"async (...inputs) => {{\nconst r = await ({js})(...inputs);\n"
-            f"return ({asset('open_tab.js')}\n)(...(inputs.length === 1 ? [r] : r));\n}}")
-
-
 # A tab's follow-up (after_quiet.js) waits until the person has not touched the page for QUIET_MS,
 # at most LIMIT_MS after its pictures are painted (issue 52: live from the first second).
 QUIET_MS = 500

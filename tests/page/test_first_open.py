@@ -13,8 +13,9 @@ from browser import image_src, page_at, served_path, set_slider, upload, upload_
 from built_page import picture
 from PIL import Image
 from settle import settled
+from tiny import EXAMPLES
 
-from page import ids, kit, shell, web
+from page import kit, shell, web
 from vizvit.model import engine
 from vizvit.session import Workbench
 
@@ -478,22 +479,39 @@ def test_a_deep_linked_tabs_charts_follow_its_map_once_not_its_empty_open(tiny16
     assert charts[0][1] >= maps[0][2], "the chart after the map"
 
 
-def test_with_open_tab_waits_for_its_js_then_sends_the_tab_open_in_the_page():
-    """web.with_open_tab: the new key's dispatch reads the open tab from the page (not the session's
-    state, which a late tab select may have left behind), after its own wait (after_paint.js)."""
-    from browser import blank_page
+# At the start of the new key's wait for the patch grid's paint (after_paint.js counts it on <body>), once the test
+# arms it: the Compare cursor moves to 3, as a person's move (or a deep link's answer) made while the photo paints.
+MOVE_IN_THE_WAIT = """document.addEventListener('DOMContentLoaded', () => {
+  new MutationObserver(() => {
+    if (!window.__armed || window.__moved || !Number(document.body.dataset.vizvitWaiting || 0)) return;
+    window.__moved = true;
+    const r = document.querySelector('#cmp-depth input[type=range]');
+    r.value = '3';
+    for (const kind of ['input', 'change']) r.dispatchEvent(new Event(kind, {bubbles: true}));
+  }).observe(document.body, {attributes: true, attributeFilter: ['data-vizvit-waiting']});
+});"""
 
-    tabs = (f"<div id='{ids.TABS}'><button role='tab' data-tab-id='patches' aria-selected='false'></button>"
-            "<button role='tab' data-tab-id='attention' aria-selected='true'></button></div>")
-    with blank_page(tabs) as page:
-        slow = "async (...inputs) => { await new Promise((r) => setTimeout(r, 300)); return inputs; }"
-        ms, out = page.evaluate("async (js) => { const t0 = performance.now(); const r = await (eval(js))("
-                                "'patches', 'state', 7); return [performance.now() - t0, r]; }",
-                                web.with_open_tab(slow))
-        assert out == ["attention", "state", 7] and ms >= 290
-        assert page.evaluate(f"({web.with_open_tab(web.after_paint('#none img'))})('x', 1)") == ["attention", 1]
-        page.set_content("<p>no tabs</p>")
-        assert page.evaluate(f"({web.with_open_tab(slow)})('patches', 1)") == ["patches", 1]  # none: as sent
+
+def test_a_control_set_while_a_new_photo_paints_is_the_one_its_tab_is_drawn_for(url):
+    """The new key's dispatch waits for the patch grid's paint (after_paint.js) before it is sent. Its controls were
+    gathered before that wait (the wait was the dispatch's own js=), so one set meanwhile was drawn by its own event,
+    then overwritten by the dispatch's answer for the old value: here the Compare cursor moved to 3 snapped back to
+    12. Under load the same wait took a deep link's model B, answered just after a photo put in at once: the tab
+    said "Pick model B" under the link's B, or moved its cursor to A's 2 layers (tests/page/test_a11y.py's
+    screen-reader test, 1 of 10 loaded runs). The dispatch now gathers them after the wait."""
+    twin = "random:vit-tiny-patch16-224"  # tests/page/test_compare.py's model B (no download)
+    with page_at(f"{url}?tab=compare&compare={twin}", 1366, 900, init_script=MOVE_IN_THE_WAIT) as page:
+        page.wait_for_function(f"() => document.querySelector('#cmp-model input')?.value.includes('{twin}')")
+        settled(page)
+        page.evaluate("window.__armed = true")
+        upload(page, str(EXAMPLES / "chelsea.jpg"))
+        page.wait_for_selector("#status:has-text('top-1')", timeout=120_000)
+        settled(page)
+        moved, depth, verdict = page.evaluate("() => [window.__moved, document.querySelector('#cmp-depth "
+                                              "input[type=range]').value, document.querySelector('#cmp-verdict')"
+                                              ".innerText]")
+    assert moved, "the cursor was never moved in the wait"
+    assert depth == "3" and "position 3 of 12" in verdict, (depth, verdict[:60])
 
 
 def test_a_tab_opened_while_the_tab_before_still_answers_gets_its_charts(tiny16, monkeypatch):
