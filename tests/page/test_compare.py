@@ -88,7 +88,14 @@ def test_on_a_phone_each_sides_map_takes_the_width_a_under_b(url):
         above = page.evaluate("""(el) => ['#cmp-model', '#cmp-pairs'].every(s =>
             document.querySelector(s).getBoundingClientRect().bottom <= el.getBoundingClientRect().top)""",
                               text.element_handle())
+        # The sides' titles stack as the maps do, and model B's long name ends before the dropdown's arrow.
+        titles = [page.locator(f"#cmp-title-{s}").bounding_box() for s in "ab"]
+        name_end = page.evaluate("""() => { const i = document.querySelector('#cmp-model input'), s = getComputedStyle(i);
+            return [i.getBoundingClientRect().right - parseFloat(s.paddingRight),
+                    i.parentElement.querySelector('.icon-wrap').getBoundingClientRect().left]; }""")
     assert above and "below" not in said and "at the top of this tab" in said, said
+    assert titles[0]["y"] + titles[0]["height"] <= titles[1]["y"] and titles[1]["width"] >= 0.8 * 390, titles
+    assert name_end[0] <= name_end[1], f"model B's text ends at {name_end[0]}, the arrow starts at {name_end[1]}"
     for m, (_, _, width) in boxes.items():
         assert width >= 0.8 * 390, (m, boxes)
     assert boxes["cmp-attn-a"][1] < boxes["cmp-attn-b"][1] and boxes["cmp-roll-a"][1] < boxes["cmp-roll-b"][1], boxes
