@@ -5,8 +5,11 @@ colour when it is not. Constructed attentions with known answers."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+import torch
 from synthetic import GEOMS, StandInModel, random_attention, stand_in_analysis
 
 from vizvit import vocab
@@ -179,3 +182,30 @@ def test_nearly_uniform_is_said_of_flat_maps_only_read_as_the_colours_are():
     faint[corners] = 0.2
     note = ap.scale_note(faint, 0, 1e-7, "0 to max", g, exclude=corners)
     assert "Nearly zero everywhere" in note and "the artifact tokens" in note.split("the rest goes to")[1]
+
+
+def test_a_near_zero_maps_bound_is_rounded_up_and_its_table_tells_max_from_min():
+    """Layer 1 head 3 of the trained ViT-Ti on chelsea: [CLS] keeps 1.0000 for itself, its patches' max is
+    1.1229e-07, and the note said "every patch gets less than 1.1e-07" (the max rounded to nearest, so DOWN:
+    false), while the table gave max and min both as "0.0000". Constructed: the same numbers."""
+    g = GEOMS["g14"]
+    att = torch.zeros(g.num_layers, g.num_heads, g.seq_len, g.seq_len)
+    patches = torch.linspace(3.4e-10, 1.1229e-07, g.num_patches)  # min 3.4e-10, max 1.1229e-07
+    att[..., 0, 1:] = patches
+    att[..., 0, 0] = 1 - patches.sum()
+    att[..., 1:, 0] = 1.0  # the patch rows: all on [CLS] (not read by a [CLS]-row map)
+    p = ra.AttnParams(layer=1, head=3, show=vocab.ONE_HEAD, artifacts_in_range=True)
+    readout = ap.main_panel(StandInModel(g), stand_in_analysis(g, att), p, with_image=False).readout
+    said = re.search(r"every patch gets at most ([0-9.e+-]+)", readout)
+    assert said and float(said.group(1)) >= 1.1229e-07, readout  # a bound: never below the max
+    assert float(said.group(1)) <= 1.2e-07, "rounded up to 2 figures, not further"
+    assert "| max | 1.12e-07 at (row 13, col 13) |" in readout, readout
+    assert "| min | 3.40e-10 at (row 0, col 0) |" in readout, readout
+    assert "| [CLS]→[CLS] | 1.0000 |" in readout, "numbers from 1e-3 up keep their 4 decimals"
+
+
+@pytest.mark.parametrize("x, up, want", [(1.1229e-07, True, "1.2e-07"), (1.1229e-07, False, "1.1e-07"),
+                                         (0.0012, True, "0.0012"), (0.0099901, True, "0.01"),
+                                         (0.25, False, "0.25"), (0.0, True, "0")])
+def test_bound_rounds_away_from_what_it_bounds(x, up, want):
+    assert ap.bound(x, up=up) == want

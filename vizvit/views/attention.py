@@ -6,8 +6,10 @@ No gradio here; page/tabs/attention.py only wires these. Nothing here runs the m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 import numpy as np
 import plotly.colors
@@ -130,18 +132,37 @@ def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry
     besides = " (the artifact tokens left out)" if shown.size < values.size else ""
     if vmax < range_floor(g):  # nothing to see: say so instead of calling it uniform
         rest = f"{elsewhere} and the artifact tokens" if besides else elsewhere
-        note += (f" ⚠️ **Nearly zero everywhere**: every patch{besides} gets less than {vmax:.2g} (in all "
+        note += (f" ⚠️ **Nearly zero everywhere**: every patch{besides} gets at most {bound(vmax, up=True)} (in all "
                  f"{float(shown.sum()):.2g}); the rest goes to {rest}. The colours start at "
                  f"{NEAR_ZERO:.0%} of 1/N, so no pattern is made up from it.")
     # Uniform is a spread small against the patches' own level, not against 1/N: a column (what
     # every query gives this patch) can sit far below 1/N everywhere and still be 30x brighter in one
     # place than another.
     elif vmax - vmin < 0.5 * mean:
-        note += (f" ⚠️ This map is nearly uniform: all patches{besides} lie within {vmin:.3g} … {vmax:.3g}, "
+        note += (f" ⚠️ This map is nearly uniform: all patches{besides} lie within {bound(vmin, up=False, digits=3)} … "
+                 f"{bound(vmax, up=True, digits=3)}, "
                  f"a spread of {(vmax - vmin) / mean:.0%} of their mean")
         note += ("; *this map's range* stretches that to the whole colour map." if scale == "this map's range"
                  else ".")
     return note
+
+
+def bound(x: float, up: bool, digits: int = 2) -> str:
+    """x to `digits` significant figures, rounded away from the values it bounds (up for a maximum,
+    down for a minimum): a maximum of 1.1229e-07 printed as "less than 1.1e-07" (rounded to nearest)
+    was false. Decimal: exact, where x / 10**e in floats can land on the wrong side of an integer."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:.{digits}g}"
+    d = Decimal(x)  # the float's exact value
+    e = d.adjusted() - digits + 1
+    q = d.scaleb(-e).to_integral_value(rounding=ROUND_CEILING if up else ROUND_FLOOR).scaleb(e)
+    return f"{float(q):.{digits}g}"  # the string's decimal is q: the float's last bit does not matter
+
+
+def table_number(v: float) -> str:
+    """A readout table's value: 4 decimals, or 3 significant figures in scientific notation below 1e-3,
+    where 4 decimals printed layer 1 head 3's max (1.12e-07) and min alike as "0.0000" (chelsea)."""
+    return f"{v:.4f}" if v == 0 or abs(v) >= 1e-3 else f"{v:.2e}"
 
 
 def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
@@ -198,22 +219,24 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
     if pooling:
         if a.summary_weights is not None:
             top = float(a.summary_weights.max())
-            lines.append(f"| MAP head's largest weight (after block {g.num_layers}) | {top:.4f} |")
+            lines.append(f"| MAP head's largest weight (after block {g.num_layers}) | {table_number(top)} |")
     elif s >= 0:
-        lines.append(f"| {s_name}→{s_name} | {float(m[s, s]):.4f} |")
+        lines.append(f"| {s_name}→{s_name} | {table_number(float(m[s, s]))} |")
     else:
-        lines.append(f"| patch mean→patches (its row's patch sum) | {float(m[pre:, pre:].sum(-1).mean()):.4f} |")
+        patch_sum = float(m[pre:, pre:].sum(-1).mean())
+        lines.append(f"| patch mean→patches (its row's patch sum) | {table_number(patch_sum)} |")
     # Every prefix token's share of the patches' attention: registers show here what they receive.
-    lines += [f"| mean patch→{name} | {float(m[pre:, j].mean()):.4f} |" for j, name in enumerate(g.prefix_names)]
+    lines += [f"| mean patch→{name} | {table_number(float(m[pre:, j].mean()))} |"
+              for j, name in enumerate(g.prefix_names)]
     if p.query is not None:
         if s >= 0:
-            lines += [f"| this patch→{s_name} | {float(m[t, s]):.4f} |",
-                      f"| {s_name}→this patch | {float(m[s, t]):.4f} |"]
-        lines.append(f"| this patch→itself | {float(m[t, t]):.4f} |")
+            lines += [f"| this patch→{s_name} | {table_number(float(m[t, s]))} |",
+                      f"| {s_name}→this patch | {table_number(float(m[s, t]))} |"]
+        lines.append(f"| this patch→itself | {table_number(float(m[t, t]))} |")
     lines += [
-        f"| map sum over patches | {float(values.sum()):.4f} |",
-        f"| max | {vmax:.4f} at (row {rmax}, col {cmax}) |",
-        f"| min | {vmin:.4f} at (row {rmin}, col {cmin}) |",
+        f"| map sum over patches | {table_number(float(values.sum()))} |",
+        f"| max | {table_number(vmax)} at (row {rmax}, col {cmax}) |",
+        f"| min | {table_number(vmin)} at (row {rmin}, col {cmin}) |",
     ]
     if s < 0 and p.query is None and not pooling:
         reads = ("the mean of the patch tokens, not [CLS]" if g.summaries[0] == PATCH_MEAN  # BEiT
@@ -226,8 +249,8 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
         # chelsea's column of patch (0, 0), a map summing to 33.9) stood beside the caption's 1.1 %.
         held, total = float(values[arts].sum()), float(values.sum())
         share = f" = {held / total:.1%} of the map's sum" if total > 0 and values.min() >= 0 else ""
-        lines += [f"| artifact tokens' sum | {held:.4f}{share} ({int(arts.sum())} patches) |",
-                  f"| max outside them | {v2:.4f} at (row {r2}, col {c2}) |"]
+        lines += [f"| artifact tokens' sum | {table_number(held)}{share} ({int(arts.sum())} patches) |",
+                  f"| max outside them | {table_number(v2)} at (row {r2}, col {c2}) |"]
     if p.tau > 0:
         k = int(att_mod.mass_threshold(torch.from_numpy(values), p.tau).sum())
         lines.append(f"| patches holding τ={p.tau:.2f} of the mass | {k} of {g.num_patches} |")
