@@ -209,3 +209,11 @@ def test_a_near_zero_maps_bound_is_rounded_up_and_its_table_tells_max_from_min()
                                          (0.25, False, "0.25"), (0.0, True, "0")])
 def test_bound_rounds_away_from_what_it_bounds(x, up, want):
     assert ap.bound(x, up=up) == want
+
+
+@pytest.mark.parametrize("name", ["MAIN_TEXT", "GRID_TEXT", "ROLLOUT_TEXT", "DISTANCE_TEXT"])
+def test_the_help_texts_place_nothing_beside_the_map(name):
+    """MAIN_TEXT said "the numbers beside the map", but at 390 px the readout table is below the map: a
+    help text names where a thing is only in words that hold at every width (the page stacks columns)."""
+    text = " ".join(getattr(ap, name).split()).lower()
+    assert not [w for w in ("beside the", "right of the", "left of the", "next to the") if w in text], text

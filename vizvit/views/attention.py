@@ -67,7 +67,7 @@ MAP_SENSE_ROLLOUT = ("SigLIP has no [CLS]: the rollout ends with the **MAP head*
                      "s·R through this layer")
 MAIN_TEXT = """**Main map.** By default: how much the **[CLS] token** attends to each patch, in the chosen layer
 and head (or the heads fused by mean / max / min), drawn over exactly the pixels the model saw. Each row
-of attention sums to 1 over *all* tokens, [CLS] included, so the numbers beside the map say how much
+of attention sums to 1 over *all* tokens, [CLS] included, so the table with the map says how much
 went to [CLS] itself. **Click a patch** to use it as the query: *row* = what that patch attends to,
 *column* = how much every patch attends to it. **Rolled out**: instead of one layer's attention, the
 attention composed through all layers up to the chosen one (see the strip). **Colour scale**: *0 to max*
