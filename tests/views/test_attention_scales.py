@@ -217,3 +217,19 @@ def test_the_help_texts_place_nothing_beside_the_map(name):
     help text names where a thing is only in words that hold at every width (the page stacks columns)."""
     text = " ".join(getattr(ap, name).split()).lower()
     assert not [w for w in ("beside the", "right of the", "left of the", "next to the") if w in text], text
+
+
+def test_the_grid_text_says_a_few_bright_patches_leave_the_rest_of_a_tile_dark():
+    """GRID_TEXT said each tile is scaled "so every head's pattern shows"; on the trained ViT-Ti at layer 8
+    (chelsea) the corners set each tile's top and every other patch sat at 2-8 % of it: tiles black but for
+    the corners. Constructed: four patches at 10x the rest, none of them artifact tokens; the picture's own
+    rule (tile_tops) puts the rest at a tenth of the top, and the text says so instead of promising a pattern."""
+    g = GEOMS["g14"]
+    tile = np.full(g.grid, 0.004, np.float32)
+    tile[[0, 0, -1, -1], [0, -1, 0, -1]] = 0.04
+    top = layout.tile_tops(tile[None, None])[0, 0]
+    assert tile[5, 5] / top <= 0.2, "the rest is dark under the tile's own top"
+    text = " ".join(ap.GRID_TEXT.split())
+    assert "every head's pattern shows" not in text
+    assert "where a few patches get far more than the rest, they set the tile's top and the rest of it is dark" \
+        in text, text

@@ -81,13 +81,14 @@ and the table gives it."""
 GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top) to the
 last, columns = heads. It shows the same query and direction as the main map. **Click a cell** to open that layer and
 head above (the main map's cell is outlined in yellow; when it fuses the heads, the whole layer is). By default each
-cell runs from **0 to its own 99th percentile** (the bar says *tile p99* and, under it, that top's value for the
-outlined cell; the one or two brightest patches take the top colour, never more than twice the top: a tile's top is at
-least half its max), so every head's pattern shows, and a near-uniform cell still looks near-uniform (it starts at 0,
-not at its minimum). *One shared colour scale*: one range for every cell, from 0 to the bar's top (compare heads; the
-blue line is the uniform level 1/N). Artifact tokens (cyan) are left out of every range unless you tick *artifact
-tokens in the colour range*. *Rolled out*: per-head rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of
-the mean rollout of the layers below; its mean over the heads is exactly the layer's rollout."""
+cell runs from **0 to its own 99th percentile**, or half its max if that is higher (the bar says *tile p99* and, under
+it, that top's value for the outlined cell); the patches above the top take the top colour. So a head's pattern shows
+whatever its level against the other heads', but where a few patches get far more than the rest, they set the tile's
+top and the rest of it is dark. A near-uniform cell still looks near-uniform (it starts at 0, not at its minimum).
+*One shared colour scale*: one range for every cell, from 0 to the bar's top (compare heads; the blue line is the
+uniform level 1/N). Artifact tokens (cyan) are left out of every range unless you tick *artifact tokens in the colour
+range*. *Rolled out*: per-head rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of the mean rollout of
+the layers below; its mean over the heads is exactly the layer's rollout."""
 
 ROLLOUT_TEXT = """**Attention rollout** (Abnar & Zuidema 2020), one map per layer. Each layer's heads are fused
 (mean, max or min), optionally the lowest fraction of the weights is discarded (*per row*: each row's
