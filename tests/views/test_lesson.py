@@ -240,3 +240,17 @@ def test_previous_leads_nowhere_on_the_first_step_and_next_nowhere_on_the_last()
     assert (ends[last - 1].has_previous, ends[last - 1].has_next) == (True, True)
     assert (ends[last].has_previous, ends[last].has_next) == (True, False)
     assert lesson.show(None, lesson.LessonParams(step=last + 5)).has_next is False, "a step past the end is the last"
+
+
+def test_the_distance_steps_picture_is_said_to_be_the_summarys_rows_not_what_the_distance_reads(photo):
+    """Step 12 said its grid is drawn "from the same attention weights the distances are measured on", but the grid
+    shows [CLS]'s row of each head while the distance averages the patch queries' rows with [CLS] left out
+    (ViT paper Fig. 7). Checked on the step's own tab: its grid reads [CLS]'s row (the step sets no query), and
+    the meaning says so and says the distance reads the patches' rows."""
+    s = next(s for s in rl.steps() if s.id == "distance")
+    p = lesson.tab_params(s, photo.vm.geometry)
+    assert s.picture == "grid" and p.query is None and p.direction == "row", "the grid: the summary's row"
+    text = lesson.meaning(s, photo.vm)
+    assert "the same attention weights the distances are measured on" not in text
+    assert "what [CLS] attends to in each head" in text and "each patch's own row" in text, text
+    assert "where [CLS] looks, not how far a patch reaches" in text, text
