@@ -198,3 +198,19 @@ def test_four_or_more_maps_level_with_rollout_are_counted_not_listed():
                              level_with_random=True, noise="0.064")
     assert "a place it cannot tell from 5 of its other 6 maps and random order's row (within 0.064" in t, t
     assert "a, b" not in t
+
+
+def test_survives_speaks_of_confidence_only_where_the_probability_loses_a_quarter():
+    """coffee on the trained ViT-Ti: p(espresso) 91.2% unshifted, 81.2% at its lowest (10 px), yet the step said
+    "The label survives, not the model's confidence" (any 5-point drop). A tenth of it lost: the drop and the
+    lowest value are said, not a lost confidence. chelsea's 82.2% -> 56.1% (a third lost) keeps the sentence."""
+    sweep = [(0, 0.912), (1, 0.898), (10, 0.812), (20, 0.85), (32, 0.9)]
+    t = claims.survives_sentence("espresso", 0.912, "espresso", 0.898, 1, sweep)
+    assert "confidence" not in t, t
+    assert "falls from 91.2% to **81.2% at 10 px** (the shift sweep, 0–32 px), its lowest: a drop of 10.0 " \
+           "percentage points, less than a quarter of 91.2%" in t, t
+    assert "p(espresso) stays at 81.2% or more at every shift" in t
+    assert min(p for _, p in sweep) >= 0.812 and 0.912 - 0.812 < 0.25 * 0.912  # the sentence's numbers, by hand
+    cat = [(0, 0.822), (1, 0.838), (29, 0.561)]
+    t = claims.survives_sentence("Egyptian cat", 0.822, "Egyptian cat", 0.838, 1, cat)
+    assert "falls from 82.2% to **56.1% at 29 px**" in t and "The label survives, not the model's confidence." in t
