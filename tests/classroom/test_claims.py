@@ -214,3 +214,13 @@ def test_survives_speaks_of_confidence_only_where_the_probability_loses_a_quarte
     cat = [(0, 0.822), (1, 0.838), (29, 0.561)]
     t = claims.survives_sentence("Egyptian cat", 0.822, "Egyptian cat", 0.838, 1, cat)
     assert "falls from 82.2% to **56.1% at 29 px**" in t and "The label survives, not the model's confidence." in t
+
+
+def test_the_rollout_rank_is_told_with_the_contest_tables_own_rank_where_they_differ():
+    """chelsea, black fill, trained ViT-Ti: the lesson said rollout "ranks 7th of its 7 maps" while the contest
+    table on the same page ranked it 8th (random order's row is ranked too). Both are said where they differ;
+    above random's row the two ranks are one, and nothing is added."""
+    t = claims.rollout_claim(7, 7, ("within", "within"), "black", table=(8, 8))
+    assert "ranks rollout 7th of its 7 maps (8th of the 8 rows of its table, random order's row among them)" in t, t
+    t = claims.rollout_claim(1, 7, ("better", "better"), "blur", above_random=True, table=(1, 8))
+    assert "ranks rollout 1st of its 7 maps, above random order's row" in t and "rows of its table" not in t, t

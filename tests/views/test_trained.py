@@ -132,6 +132,12 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
     line = rlesson.MEASURES["rollout"](photo, step).line
     assert "; it beats random order on insertion but does worse than it on deletion" in line
     assert "ranks rollout 7th of its 7 maps" in line and "soonest" not in line
+    # ... and 8th in the tab's table beside it, which ranks random order's row too: both said (a reviewer)
+    from vizvit.readings import methods
+
+    table = {row[1]: row[0] for row in experiments.curves_panel(photo).table}  # map -> the tab's rank
+    assert (table[methods.ROLLOUT.name], len(table)) == (8, 8), table
+    assert "(8th of the 8 rows of its table, random order's row among them)" in line, line
     # ... a place within two random orders' difference (0.064) of five other maps' and of random order's row: said
     # so, counted, and "below random order's row" dropped
     assert "a place it cannot tell from 5 of its other 6 maps and random order's row (within 0.064" in line, line

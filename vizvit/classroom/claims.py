@@ -180,7 +180,7 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
 def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] = ("within", "within"),
                   fill: str = "", artifacts_top: int = 0, top_n: int = 0, above_random: bool = False,
                   looked_for: str = "", level_with: Sequence[str] = (), level_with_random: bool = False,
-                  noise: str = "") -> str:
+                  noise: str = "", table: tuple[int, int] | None = None) -> str:
     """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
     measures that, so without it the sentence claims nothing. rank: rollout's place among `of` maps
     by insertion − deletion AUC (random order's row not counted), above_random: whether it ranks above
@@ -189,7 +189,9 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
     within `noise` of rollout's, as two random orders differ), level_with_random: random order's row among
     them (the tab's ranking line then names neither side of it). artifacts_top of its top_n brightest
     patches are artifact tokens. looked_for: the settings of the contest looked for, when none was found
-    (one run with others may be on the tab)."""
+    (one run with others may be on the tab). table: rollout's (rank, rows) in the contest's table, which
+    ranks random order's row too: said beside the rank among the maps where the two differ (chelsea, black
+    fill: 7th of its 7 maps, 8th of the table's 8 rows, and a student compares the lesson with the table)."""
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
@@ -199,6 +201,8 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
         d, i = versus
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")
         said = f"On this photo the faithfulness contest ({fill} fill) ranks rollout {nth(rank)} of its {of} maps"
+        if table is not None and table[0] != rank:
+            said += f" ({nth(table[0])} of the {table[1]} rows of its table, random order's row among them)"
         # A place within the noise of others is no place.
         # Most of the table named one by one is a list to wade through: counted instead
         maps = list(level_with) if len(level_with) < 4 else [f"{len(level_with)} of its other {of - 1} maps"]

@@ -261,7 +261,8 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     dec = contest.auc_decimals(score.deletion_band.sd, score.insertion_band.sd)
     return claims.rollout_claim(maps.index(rollout) + 1, len(maps), versus, ct.first.curves.mode, n_art,
                                 ROLLOUT_TOP, above, level_with=[n for n in level if n != contest.RANDOM_ROW],
-                                level_with_random=contest.RANDOM_ROW in level, noise=f"{noise:.{dec}f}")
+                                level_with_random=contest.RANDOM_ROW in level, noise=f"{noise:.{dec}f}",
+                                table=(rows.index(rollout) + 1, len(rows)))
 
 
 MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
