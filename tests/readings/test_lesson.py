@@ -143,3 +143,23 @@ def test_the_one_pixel_step_on_a_nearly_flat_upload_answers_all_nearly_on_traine
     for name in ("chelsea.jpg", "coffee.jpg"):
         m = measured(str(EXAMPLES / name))
         assert m.right == "none" and "0 of 196 patch vectors the same" in m.line, (name, m.line)
+
+
+def test_the_dropout_step_says_the_papers_p_and_this_checkpoints_own(trained):
+    """Step 7 said "In training, dropout with p = 0.1 acts on the tokens", while the Embeddings tab says the trained
+    ViT-Ti's config sets hidden_dropout_prob = 0. The question now names the ViT paper's p; the reveal's line
+    reads the checkpoint's config (read here from its config.json, independently of the model's code)."""
+    import json
+
+    from tiny import trained_dir
+
+    own = json.loads((trained_dir() / "config.json").read_text())["hidden_dropout_prob"]
+    step = next(s for s in rl.steps() if s.id == "dropout")
+    assert "In training, dropout with p = 0.1 acts" not in step.question
+    assert "The ViT paper trained on ImageNet with dropout p = 0.1" in step.question
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    ph = wb.handle(PhotoKey(trained.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+    line = rl.MEASURES["dropout"](ph, step).line
+    assert own == 0 and "This checkpoint's config sets hidden_dropout_prob = 0: it drops nothing even in train " \
+        "mode; p here is the paper's." in line, line

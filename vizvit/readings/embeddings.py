@@ -118,3 +118,10 @@ def cls_attention_share(a: Analysis, g: Geometry, cells: np.ndarray) -> float:
     if not pre or a.dropped:
         return float("nan")
     return float(a.attentions[-1, :, 0, pre:].float().mean(0).reshape(g.grid)[torch.from_numpy(cells)].sum())
+
+
+def config_dropout(vm: VitModel) -> float | None:
+    """The dropout the checkpoint's config applies after the position embeddings (None: no such setting)."""
+    cfg = getattr(vm.vit, "config", vm.model.config)
+    p = getattr(cfg, "hidden_dropout_prob", None)
+    return None if p is None else float(p)

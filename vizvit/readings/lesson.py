@@ -20,7 +20,16 @@ from vizvit.model.images import View
 from vizvit.model.models import Geometry
 from vizvit.model.tokens import dropout_check
 from vizvit.pictures import figures
-from vizvit.readings import artifacts_rule as art_mod, attention as ra, contest, methods, perturb, positions, sweep
+from vizvit.readings import (
+    artifacts_rule as art_mod,
+    attention as ra,
+    contest,
+    embeddings,
+    methods,
+    perturb,
+    positions,
+    sweep,
+)
 from vizvit.readings.artifacts import artifact_masks
 from vizvit.session import Photo
 from vizvit.vocab import DEFAULT_DROPOUT, TABS
@@ -124,10 +133,16 @@ def _mask(ph: Photo, step: Step) -> Measured:
 def _dropout(ph: Photo, step: Step) -> Measured:
     p = float(step_controls(step, ph.vm.geometry).get("dropout", DEFAULT_DROPOUT))
     c = dropout_check(ph.analysis().hidden_states[0], p)
+    cfg = embeddings.config_dropout(ph.vm)
+    # The step's p is the ViT paper's; this checkpoint may have been trained with another (the AugReg ViT-Ti: 0).
+    own = ("Its config sets no such dropout." if cfg is None else
+           f"This checkpoint's config sets hidden_dropout_prob = {cfg:g}"
+           + (": it drops nothing even in train mode; p here is the paper's." if cfg == 0 else
+              "." if cfg == p else f", not the paper's {p:g}."))
     return Measured(f"{c.zeros_train:.1%}", f"Train mode, p = {p:g}: **{c.zeros_train:.1%}** of the tokens' "
                     f"numbers are zero (before: {c.zeros_before:.1%}); survivors × {c.scale:.4f} = 1/(1−p). "
                     "Eval mode changed "
-                    f"**{c.eval_changed}** numbers.", round(100 * c.zeros_train, 1))
+                    f"**{c.eval_changed}** numbers. {own}", round(100 * c.zeros_train, 1))
 
 
 def _cost(ph: Photo, step: Step) -> Measured:
