@@ -550,6 +550,13 @@ class DropoutPanel:
     check: DropoutCheck
 
 
+def config_dropout(vm: VitModel) -> float | None:
+    """The dropout the checkpoint's config applies after the position embeddings (None: no such setting)."""
+    cfg = getattr(vm.vit, "config", vm.model.config)
+    p = getattr(cfg, "hidden_dropout_prob", None)
+    return None if p is None else float(p)
+
+
 def _dropout_picture(x: torch.Tensor, lim: float) -> np.ndarray:
     img = render.colorize(x.numpy(), SIM_CMAP, vmin=-lim, vmax=lim)
     img[x.numpy() == 0] = 0  # a zero is black: the dropped entries stand out
@@ -568,7 +575,7 @@ def dropout_panel(vm: VitModel, a: Analysis, p: float) -> DropoutPanel:
                             render.caption_below(gap, ""),
                             render.caption_below(_dropout_picture(c.train[:t, :k], lim), f"train mode, p = {c.p:g}")],
                            axis=1)
-    cfg = emb.config_dropout(vm)
+    cfg = config_dropout(vm)
     said = ("its config sets no dropout here" if cfg is None else
             f"the checkpoint's config sets hidden_dropout_prob = {cfg:g}" + (
                 ": transformers would drop nothing even in train mode, so p is chosen here" if cfg == 0 else ""))
