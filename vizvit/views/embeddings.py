@@ -65,8 +65,10 @@ this depth. Moving the slider re-uses the one forward pass already made."""
 
 FILTERS_TEXT = """**Patch-embedding filters** (ViT paper, Fig. 7 left). Each of the D rows of the
 embedding matrix is a filter of P×P×3 numbers; these are its first principal components shown as
-RGB patches (grey = 0), with the share of the filters' variance each explains. Trained models show
-smooth, Fourier-like patterns; random weights show noise."""
+RGB patches (grey = 0), with the share of the filters' variance each explains. The ViT paper reports, for
+its ViT-L/32, components that look like smooth basis functions for the fine structure within a patch: a
+reference, not a promise. Another checkpoint's may differ (a small ViT's first ones can be fine
+checkerboards); read this model's from the tiles themselves. Random weights show noise."""
 
 
 # ------------------------------------------------------------------ section 1: the embedding stage
@@ -550,13 +552,6 @@ class DropoutPanel:
     check: DropoutCheck
 
 
-def config_dropout(vm: VitModel) -> float | None:
-    """The dropout the checkpoint's config applies after the position embeddings (None: no such setting)."""
-    cfg = getattr(vm.vit, "config", vm.model.config)
-    p = getattr(cfg, "hidden_dropout_prob", None)
-    return None if p is None else float(p)
-
-
 def _dropout_picture(x: torch.Tensor, lim: float) -> np.ndarray:
     img = render.colorize(x.numpy(), SIM_CMAP, vmin=-lim, vmax=lim)
     img[x.numpy() == 0] = 0  # a zero is black: the dropped entries stand out
@@ -575,7 +570,7 @@ def dropout_panel(vm: VitModel, a: Analysis, p: float) -> DropoutPanel:
                             render.caption_below(gap, ""),
                             render.caption_below(_dropout_picture(c.train[:t, :k], lim), f"train mode, p = {c.p:g}")],
                            axis=1)
-    cfg = config_dropout(vm)
+    cfg = emb.config_dropout(vm)
     said = ("its config sets no dropout here" if cfg is None else
             f"the checkpoint's config sets hidden_dropout_prob = {cfg:g}" + (
                 ": transformers would drop nothing even in train mode, so p is chosen here" if cfg == 0 else ""))
