@@ -90,7 +90,8 @@ def test_on_a_phone_each_sides_map_takes_the_width_a_under_b(url):
                               text.element_handle())
         # The sides' titles stack as the maps do, and model B's long name ends before the dropdown's arrow.
         titles = [page.locator(f"#cmp-title-{s}").bounding_box() for s in "ab"]
-        name_end = page.evaluate("""() => { const i = document.querySelector('#cmp-model input'), s = getComputedStyle(i);
+        name_end = page.evaluate("""() => {
+            const i = document.querySelector('#cmp-model input'), s = getComputedStyle(i);
             return [i.getBoundingClientRect().right - parseFloat(s.paddingRight),
                     i.parentElement.querySelector('.icon-wrap').getBoundingClientRect().left]; }""")
     assert above and "below" not in said and "at the top of this tab" in said, said

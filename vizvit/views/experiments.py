@@ -480,6 +480,24 @@ def curves_panel(ph: Photo, steps: int = 10, mode: str = "black", seed: int = 0)
     return _contest_panel(c, steps, verdict=_verdict_of(ph, c, contest.curve_maps(ph, seed), int(steps)))
 
 
+# Each map's (deletion, insertion) against the random band -> the sentence that lists it, in the order said. Better
+# on one curve and worse on the other is neither a win nor a loss, and said as such (a map listed "on insertion
+# only" while its deletion AUC lay past the band's worse edge read as a win); the worse side is split as the better
+# side is (a map past the band on one curve, within it on the other, was listed plainly "Worse than random": a
+# reviewer, chelsea black, LeGrad 0.003 past the deletion band's edge).
+VERDICT_GROUPS = {
+    ("better", "better"): "Beat random on both curves",
+    ("better", "within"): "On deletion only (insertion within the band)",
+    ("within", "better"): "On insertion only (deletion within the band)",
+    ("better", "worse"): "Better than random on deletion but worse on insertion",
+    ("worse", "better"): "Better than random on insertion but worse on deletion",
+    ("within", "within"): "Within the band on both",
+    ("worse", "worse"): "Worse than random on both curves",
+    ("worse", "within"): "Worse on deletion only (insertion within the band)",
+    ("within", "worse"): "Worse on insertion only (deletion within the band)",
+}
+
+
 def fill_verdict(s: contest.FillScore) -> str:
     """What one fill says: the random band, then the maps outside it (better on both, on one) and inside."""
     db, ib = s.deletion_band, s.insertion_band
@@ -495,19 +513,8 @@ def fill_verdict(s: contest.FillScore) -> str:
                 f"the {db.n} random orders', gives the same deletion and insertion AUC ({db.mean:.{dec}f}, "
                 f"{ib.mean:.{dec}f}), so this fill ranks no map here.")
 
-    both = [n for n, (d, i) in v.items() if d == i == "better"]
-    del_only = [n for n, (d, i) in v.items() if (d, i) == ("better", "within")]
-    ins_only = [n for n, (d, i) in v.items() if (d, i) == ("within", "better")]
-    # better on one curve and worse on the other: neither a win nor a loss, and said as such (a map
-    # listed "on insertion only" while its deletion AUC lay past the band's worse edge read as a win)
+    wins = [n for n, (d, i) in v.items() if "better" in (d, i) and "worse" not in (d, i)]
     split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
-    inside = [n for n, (d, i) in v.items() if d == i == "within"]
-    # The worse side split as the better side is: a map past the band on one curve and within it on the
-    # other was listed plainly "Worse than random" (a reviewer, chelsea black: LeGrad 0.003 past the deletion
-    # band's edge, its insertion within the band)
-    worse_both = [n for n, (d, i) in v.items() if d == i == "worse"]
-    worse_del = [n for n, (d, i) in v.items() if (d, i) == ("worse", "within")]
-    worse_ins = [n for n, (d, i) in v.items() if (d, i) == ("within", "worse")]
     dband, iband = f"{db.mean:.{dec}f} ± {db.sd:.{dec}f}", f"{ib.mean:.{dec}f} ± {ib.sd:.{dec}f}"
     # The random orders insert read back (contest.read_back), so their two bands are one: said, not left
     # for a student to wonder at two equal pairs of numbers.
@@ -518,28 +525,14 @@ def fill_verdict(s: contest.FillScore) -> str:
     apart = separated(s)
     if apart is not None:
         out.append(apart)
-    if not (both or del_only or ins_only):
+    if not wins:
         out.append("No map beats random order outside its band"
                    + (" without doing worse than it on the other curve" if split else "")
                    + ": none ranks the patches the class needs better than chance here.")
-    if both:
-        out.append(f"Beat random on both curves: {named(both)}.")
-    if del_only:
-        out.append(f"On deletion only (insertion within the band): {named(del_only)}.")
-    if ins_only:
-        out.append(f"On insertion only (deletion within the band): {named(ins_only)}.")
-    for good, bad, k in (("deletion", "insertion", 0), ("insertion", "deletion", 1)):
-        these = [n for n in split if v[n][k] == "better"]
-        if these:  # one sentence a direction, as every other group (not one repeated heading a map)
-            out.append(f"Better than random on {good} but worse on {bad}: {named(these)}.")
-    if inside:
-        out.append(f"Within the band on both: {named(inside)}.")
-    if worse_both:
-        out.append(f"Worse than random on both curves: {named(worse_both)}.")
-    if worse_del:
-        out.append(f"Worse on deletion only (insertion within the band): {named(worse_del)}.")
-    if worse_ins:
-        out.append(f"Worse on insertion only (deletion within the band): {named(worse_ins)}.")
+    for pair, heading in VERDICT_GROUPS.items():
+        these = [n for n, dv in v.items() if dv == pair]
+        if these:
+            out.append(f"{heading}: {named(these)}.")
     return " ".join(out)
 
 
