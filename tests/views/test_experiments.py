@@ -485,6 +485,20 @@ def test_a_wrapped_shift_says_every_patch_has_a_partner(tiny16, cat):
     assert f"over {n - gh} of {n} patches" in experiments.shift_panel(ph, P, 0, "edge").cosine_text
 
 
+def test_no_shift_is_the_photo_itself_whatever_the_fill(tiny16, cat):
+    """At 0 px nothing moves and no border enters: every fill's top-5 is the photo's own, no change at all. The wrap
+    fill at 0 px was a view of its own, run through the lighter forward, and its chart read "+<0.0001 pp" where
+    nothing had moved (a helper on the trained ViT-Ti)."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    ph.analysis()
+    for fill in ("edge", "wrap", "constant"):
+        changes = experiments.shift_panel(ph, 0, 0, fill).top5.layout.yaxis2.ticktext
+        assert set(changes) == {"0 pp"}, (fill, changes)
+    assert View(fill="wrap") == View() and View(dx=1, fill="wrap") != View(dx=1)
+
+
 def test_contest_stale_names_the_settings_the_contest_ran_with_and_the_ones_now():
     ev = experiments
     run = ev.ContestRun("photo A", 10, "black")
