@@ -62,6 +62,7 @@ def test_survives_says_the_label_survives_and_the_probability_only_when_it_holds
     # A probability that rises past 5 points does not "stay within" either (text.png, a reviewer).
     t = claims.survives_sentence("web site", 0.035, "web site", 0.036, 1, [(0, 0.035), (10, 0.12), (18, 0.03)])
     assert "rises from 3.5% to **12.0% at 10 px**" in t and "stays" not in t
+    assert "raises it by 8.5 percentage points" in t and "confidence" not in t  # a rise, said in its points
     # Another top-1: it does not survive.
     t = claims.survives_sentence("cat", 0.8, "dog", 0.4, 1, flat)
     assert t.startswith("The prediction does not survive") and "**dog**" in t
@@ -79,6 +80,13 @@ def test_survives_says_the_label_is_lost_where_the_sweep_shows_another_top1():
     assert "**3 of its 6 shifts** (0–31 px) give another top-1, the first at 3 px (**missile**)" in t
     assert "2.1% (31 px)" in t and "37.2% (2 px)" in t
     assert "The label survives, not" not in t
+    assert "Neither the label nor its probability holds" in t  # 37.2 % to 2.1 %: both moved
+    # Two classes level, swapping first place while p(water tower) barely moves (36.9 % to 37.4 %): the label
+    # does not hold, its probability does ("neither the label nor the confidence" was said of it).
+    level = [(0, 0.371), (1, 0.369), (2, 0.374), (3, 0.370)]
+    t = claims.survives_sentence("water tower", 0.371, "water tower", 0.369, 1, level, top1[:2] + ["missile"] * 2)
+    assert "The label does not hold across shifts here, though p(water tower) stays within 5 percentage points" in t
+    assert "Neither" not in t and "confidence" not in t
     # A sweep whose top-1 never changes keeps the old sentence.
     same = ["water tower"] * len(sweep)
     t = claims.survives_sentence("water tower", 0.371, "water tower", 0.363, 1, sweep, same)
