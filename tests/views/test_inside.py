@@ -26,6 +26,9 @@ def test_heat_strip_colours_log10_p_on_whole_decades():
     # every tick a percentage (a walk-through read "1e-3" beside "1%" as 1e-3 %)
     assert list(tr.colorbar.ticktext) == ["0.001%", "0.01%", "0.1%", "1%", "10%", "100%"]
     assert "log" in tr.colorbar.title.text
+    # along the bar: above it, the title overlapped the top tick's "100%", which sits half above the bar's end
+    # (a reviewer's screenshot; checked by eye in a PNG of the figure after the change)
+    assert tr.colorbar.title.side == "right"
     # a probability of exactly 0 is floored, not -inf
     floor = inside.lens_figure(np.array([[0.0, 1.0]]), ["a", "b"]).data[0]
     assert floor.zmin == inside.LENS_LOG_FLOOR and np.isfinite(np.asarray(floor.z)).all()

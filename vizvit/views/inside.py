@@ -179,7 +179,8 @@ def lens_figure(probs: np.ndarray, names: list[str]) -> go.Figure:
         data=[dict(type="heatmap", z=logp.tolist(), customdata=probs.tolist(), x=names,
                    y=list(range(len(probs))), colorscale="Viridis", zmin=lo, zmax=hi,
                    hovertemplate="depth %{y}, %{x}: p = %{customdata:.2e}<extra></extra>",
-                   colorbar=dict(title=dict(text="p (log scale)"), tickvals=ticks, ticktext=text))],
+                   # the title along the bar: above it, it overlapped the top tick's "100%" (a reviewer)
+                   colorbar=dict(title=dict(text="p (log scale)", side="right"), tickvals=ticks, ticktext=text))],
         # Lines a phone's chart holds (figures.title_lines): one line each was cut at 390 px. Laid from the
         # top down, below the panel label (placed by plotly, 4 lines overlapped the plot).
         layout=dict(title=dict(text=title + "".join(f"<br><sub>{line}</sub>" for line in sub), yref="container",
