@@ -163,13 +163,10 @@ class Ctx:
             # inputs[0] is the key (checked below): the open tab drew it
             return [*out, *((values[0], "photo") if t == current else gr.skip() for t, _ in states)]
 
-        # Sent once the upload's preview (the patch grid) is painted; Gradio's work for this event would
-        # otherwise hold that first picture back (see web/after_paint.js). The wait is a step of its own, and
-        # the dispatch after it gathers the controls (and the open tab: open_tab.js) only then: as the
-        # dispatch's own js= it sent them as they were when the key came, and a control set during the wait
-        # (the Compare cursor moved; a deep link's model B, answered just after a photo put in at once) was
-        # drawn, then overwritten by this answer for the old value (the cursor snapped back to 12; "Pick
-        # model B" under the link's B). always_last: a second key's dispatch runs after the first, not never.
+        # Sent once the patch grid is painted (else Gradio's work holds that first picture back: after_paint.js),
+        # the wait a step of its own: the dispatch then gathers the controls and open tab as they are when it ends
+        # (as its own js= it sent them as they were before it: a Compare cursor moved, or a link's model B come,
+        # during the wait was overwritten). always_last: a second key's dispatch runs after the first, not never.
         if inputs[:1] != [self.key]:
             raise ValueError("every tab's show takes the key first")
         painted = self.key.change(None, None, None, js=web.after_paint("#patch-grid img"), show_progress="hidden")
