@@ -62,7 +62,11 @@ def test_survives_says_the_label_survives_and_the_probability_only_when_it_holds
     # A probability that rises past 5 points does not "stay within" either (text.png, a reviewer).
     t = claims.survives_sentence("web site", 0.035, "web site", 0.036, 1, [(0, 0.035), (10, 0.12), (18, 0.03)])
     assert "rises from 3.5% to **12.0% at 10 px**" in t and "stays" not in t
-    assert "raises it by 8.5 percentage points" in t and "confidence" not in t  # a rise, said in its points
+    assert "a shift of 10 px raises it by 8.5 percentage points" in t and "confidence" not in t  # its points
+    # a quarter decided on the numbers shown: 20.0 % -> 15.0 % is a quarter (20.049 % -> 15.04 % read "a drop of
+    # 5.0 percentage points, less than a quarter of 20.0%": a reviewer)
+    t = claims.survives_sentence("cat", 0.20049, "cat", 0.20049, 1, [(0, 0.20049), (4, 0.1504)])
+    assert "falls from 20.0% to **15.0% at 4 px**" in t and "not the model's confidence" in t and "less than" not in t
     # Another top-1: it does not survive.
     t = claims.survives_sentence("cat", 0.8, "dog", 0.4, 1, flat)
     assert t.startswith("The prediction does not survive") and "**dog**" in t
@@ -86,7 +90,11 @@ def test_survives_says_the_label_is_lost_where_the_sweep_shows_another_top1():
     level = [(0, 0.371), (1, 0.369), (2, 0.374), (3, 0.370)]
     t = claims.survives_sentence("water tower", 0.371, "water tower", 0.369, 1, level, top1[:2] + ["missile"] * 2)
     assert "The label does not hold across shifts here, though p(water tower) stays within 5 percentage points" in t
-    assert "Neither" not in t and "confidence" not in t
+    assert "Neither" not in t and "confidence" not in t and "within 5 percentage points of 37.1%" in t
+    # moved past 5 points from the unshifted p, not apart from each other: 47 % to 53 % around 50 % holds
+    t = claims.survives_sentence("cat", .50, "cat", .50, 0, [(0, .50), (4, .47), (8, .53), (12, .50)],
+                                 ["cat", "dog", "cat", "cat"])
+    assert "The label does not hold across shifts here, though p(cat) stays within 5" in t and "Neither" not in t
     # A sweep whose top-1 never changes keeps the old sentence.
     same = ["water tower"] * len(sweep)
     t = claims.survives_sentence("water tower", 0.371, "water tower", 0.363, 1, sweep, same)

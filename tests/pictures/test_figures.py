@@ -85,6 +85,10 @@ def test_top5_bars_of_different_lengths_never_read_alike():
     assert list(figures.top5_bar(top).data[0].text) == ["0.19%", "0.19%", "0.21%", "0.22%", "0.24%"]  # bottom up
     assert figures.percents([0.00212, 0.00214]) == ["0.212%", "0.214%"]
     assert figures.percents([0.822, 0.093]) == ["82.2%", "9.3%"]  # apart already: as percent() writes them
+    # around 0.1 % (1/1000 classes: where an untrained model's top-5 sits) "0.100%" and "0.1%" are one number
+    # (a reviewer: [..., '0.100%', '0.1%'])
+    near = figures.percents([0.00104, 0.00102, 0.00101, 0.00100, 0.000999])
+    assert near == ["0.1040%", "0.1020%", "0.1010%", "0.1000%", "0.0999%"], near
 
 
 def test_top5_bars_write_each_change_from_the_baseline_on_the_right():

@@ -252,5 +252,8 @@ def test_the_distance_steps_picture_is_said_to_be_the_summarys_rows_not_what_the
     assert s.picture == "grid" and p.query is None and p.direction == "row", "the grid: the summary's row"
     text = lesson.meaning(s, photo.vm)
     assert "the same attention weights the distances are measured on" not in text
-    assert "what [CLS] attends to in each head" in text and "each patch's own row" in text, text
-    assert "where [CLS] looks, not how far a patch reaches" in text, text
+    assert "each head's map read from [CLS]" in text and "each patch's own row" in text, text
+    assert "the grid shows where [CLS] looks; the distance, how far a patch reaches on average" in text, text
+    # true of every summary: BEiT's patch mean is itself the mean of the patch rows the distance reads, and
+    # SigLIP's MAP head is read through each layer's matrix (a reviewer: "other rows", "what it attends to")
+    assert "other rows" not in text and "attends to in each head" not in text

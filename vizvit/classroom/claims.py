@@ -128,20 +128,22 @@ def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: floa
         if lost:
             # "Neither the label nor the confidence" only where the probability moves past HOLDS too: the label can
             # change hands while its probability barely moves (two classes level, swapping first place).
-            moved = high - low > HOLDS
+            moved = low < p0 - HOLDS or high > p0 + HOLDS  # HOLDS as the other branches read it: from p0
             return (out + f"; not across the sweep: **{len(lost)} of its {len(sweep)} shifts** ({span}) give "
                     f"another top-1, the first at {lost[0][0]} px (**{_short(lost[0][1])}**), and p({name}) "
                     f"ranges from {low:.1%} ({k} px) to {high:.1%} ({j} px). "
                     + ("Neither the label nor its probability holds across shifts here." if moved else
                        f"The label does not hold across shifts here, though p({name}) stays within "
-                       f"{HOLDS * 100:.0f} percentage points."))
+                       f"{HOLDS * 100:.0f} percentage points of {p0:.1%}."))
         if low < p0 - HOLDS:
             falls = (out + f"; its probability does not hold across shifts: p({name}) falls from {p0:.1%} to "
                      f"**{low:.1%} at {k} px** (the shift sweep, {span})")
-            if low <= (1 - CONFIDENCE_FALLS) * p0:
+            # The points as the two rounded percentages differ, so a student's subtraction gives the same, and
+            # the quarter decided on those shown numbers: 20.049 % -> 15.04 % read "a drop of 5.0 points, less
+            # than a quarter of 20.0%", exactly a quarter as shown (a reviewer).
+            shown0, drop = round(100 * p0, 1), round(100 * p0, 1) - round(100 * low, 1)
+            if drop >= CONFIDENCE_FALLS * shown0:
                 return falls + ". The label survives, not the model's confidence."
-            # The points as the two rounded percentages differ, so a student's subtraction gives the same.
-            drop = round(100 * p0, 1) - round(100 * low, 1)
             return (falls + f", its lowest: a drop of {drop:.1f} percentage points, less than a quarter of {p0:.1%}. "
                     f"The label survives, and p({name}) stays at {low:.1%} or more at every shift.")
         if high > p0 + HOLDS:
@@ -149,7 +151,7 @@ def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: floa
             # a rise of the probability, not of "confidence" (CONFIDENCE_FALLS reads a fall only).
             rise = round(100 * high, 1) - round(100 * p0, 1)
             return (out + f"; its probability does not hold across shifts: p({name}) rises from {p0:.1%} to "
-                    f"**{high:.1%} at {j} px** (the shift sweep, {span}): a shift of a few pixels raises it by "
+                    f"**{high:.1%} at {j} px** (the shift sweep, {span}): a shift of {j} px raises it by "
                     f"{rise:.1f} percentage points.")
         return out + (f", and p({name}) stays between {low:.1%} and {high:.1%} at every shift of the sweep "
                       f"({span}), within {HOLDS * 100:.0f} percentage points of {p0:.1%}.")

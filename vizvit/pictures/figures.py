@@ -57,9 +57,9 @@ def percents(probs: Sequence[float]) -> list[str]:
     five bars of 0.19 % to 0.24 % all read "0.2%" beside bars of different lengths (a reviewer, Compare)."""
     text = [percent(p) for p in probs]
     for d in range(2, 6):
-        if len(set(text)) == len(set(probs)):
+        if len({float(t[:-1]) for t in text}) == len(set(probs)):  # the numbers shown: "0.100%" is "0.1%"
             break
-        text = [percent(p) if 0 < p < 0.001 else f"{100 * p:.{d}f}%" for p in probs]
+        text = [f"{100 * p:.{d}f}%" for p in probs]
     return text
 
 
