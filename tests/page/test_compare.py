@@ -120,6 +120,10 @@ def test_before_model_b_no_empty_picture_takes_the_projectors_screen(url):
         assert not any(shown.values()), shown
         assert page.locator("#cmp-top5-a").is_visible()
         shot(page, "compare_projector_before_b", full_page=False)
+        # On a phone the two charts stack: B's empty frame takes no room under A's (hidden, it kept 238 px blank)
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.locator("#cmp-top5-b").bounding_box() is None, page.locator("#cmp-top5-b").bounding_box()
+        page.set_viewport_size({"width": 1366, "height": 900})
         # Model B picked by hand: A's top-5, drawn while B's frame was hidden, kept that full row's width once B's
         # chart came beside it, its first bar and its label cut off at the column's edge (a reviewer, 1366 px).
         page.locator("#cmp-model input").first.click()
