@@ -295,6 +295,10 @@ def test_heads_level_for_the_largest_rise_are_named_together():
             in said(0.3, -0.2, 0.0, 0.1, 0.05, -0.2))
     assert ("setting 1.1 to its mean, setting 1.3 to its mean and setting 2.2 to its mean raise it most, level: "
             "by 0.050 each" in said(-0.05, 0.3, -0.05, 0.0, -0.05, 0.1, mode="mean"))
-    # apart at the 6th decimal: one head, as before
+    # apart at the 6th decimal: one head, and the next printed far enough to tell them apart, as the largest drop
+    # and the next are (it said "by 0.200" of one head alone while another's rise printed the same: a reviewer)
     alone = said(0.3, -0.200001, 0.0, 0.1, 0.05, -0.2)
-    assert "zeroing 1.2 raises it most: by 0.200 (its cell's drop: -0.200)." in alone and "level" not in alone
+    assert ("zeroing 1.2 raises it most: by 0.200001; next: 2.3 by 0.200000 (their cells' drops: -0.200001, "
+            "-0.200000)." in alone and "level" not in alone), alone
+    # apart at 3 decimals: one head alone, as before
+    assert "zeroing 1.2 raises it most: by 0.300 (its cell's drop: -0.300)." in said(0.3, -0.3, 0.0, 0.1, 0.05, -0.2)

@@ -360,6 +360,13 @@ def _largest_rise(drops: np.ndarray, name: Any, rising: str) -> str:
     level = [int(i) for i in rises if _digits(drops[top], drops[i]) is None]  # top itself included
     by = f"{-drops[top]:.{SHOWN_DIGITS}f}"
     if len(level) == 1:
+        # the next rise printed far enough to tell apart where it reads alike at SHOWN_DIGITS, as _largest does:
+        # 0.10004 and 0.10001 named one head "by 0.100" as if alone (a reviewer)
+        second = int(rises[1]) if drops.size > 1 else top
+        d = _digits(drops[top], drops[second]) if second != top else None
+        if d is not None and d > SHOWN_DIGITS:
+            return (f"{rising.format(name(top))} raises it most: by {-drops[top]:.{d}f}; next: {name(second)} by "
+                    f"{-drops[second]:.{d}f} (their cells' drops: {drops[top]:+.{d}f}, {drops[second]:+.{d}f})")
         return f"{rising.format(name(top))} raises it most: by {by} (its cell's drop: {drops[top]:+.{SHOWN_DIGITS}f})"
     return (f"{claims.listed([rising.format(name(i)) for i in level])} raise it most, level: by {by} each (their "
             f"cells' drop: {drops[top]:+.{SHOWN_DIGITS}f})")
