@@ -116,6 +116,10 @@ def test_heads_parse_and_print_counted_from_one(tiny):
     for bad in ("3.1", "1.3", "x", "1.2.3"):
         with pytest.raises(UserError):
             parse_heads(bad, g)
+    # the refusal's example is a head this 2 x 2 model has ("e.g. 3.2" suggested one it lacks)
+    with pytest.raises(UserError, match=r"\(e\.g\. 2\.2\)") as e:
+        parse_heads("x", g)
+    assert parse_heads(str(e.value).split("e.g. ")[1].split(")")[0], g) == ((1, 1),)
 
 
 def test_a_heads_box_of_megabytes_costs_what_its_heads_do(tiny):

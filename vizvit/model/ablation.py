@@ -74,8 +74,10 @@ def parse_heads(text: str, g: Geometry) -> tuple[tuple[int, int], ...]:
             else:
                 cells = tuple((int(part) - 1, h) for h in range(g.num_heads))
         except ValueError:
-            raise UserError(f"'{cut(part)}' is not layer.head (e.g. {HEADS_EXAMPLE.split(',')[0]}) or a layer "
-                            "number.") from None
+            # the example a head of this model (HEADS_EXAMPLE's first, or the last one where it has fewer)
+            ex = ".".join(str(min(int(x), n)) for x, n in zip(HEADS_EXAMPLE.split(",")[0].split("."),
+                                                                 (g.num_layers, g.num_heads)))
+            raise UserError(f"'{cut(part)}' is not layer.head (e.g. {ex}) or a layer number.") from None
         out.update(Ablation(cells).checked(g).heads)
     return Ablation(tuple(out)).heads
 
