@@ -190,7 +190,8 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
                         mode: MaskMode = "black", target: int | None = None,
                         chunk: int = DEFAULT_CHUNK, cancel: Cancel = NEVER,
                         progress: Progress | None = None, extra: Sequence[Hook] = (),
-                        read_back: Collection[str] = ()) -> Curves:
+                        read_back: Collection[str] = (), known: dict[tuple[int, ...], torch.Tensor] | None = None,
+                        ) -> Curves:
     """Delete (insert) patches most-important-first by each map; track the target's probability.
 
     base_view: (H, W, 3) uint8. maps: name -> (gh, gw) scores (any scale; only the order
@@ -200,7 +201,10 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     each batch (Cancelled). progress: told (views done, distinct views) after each batch. extra: hooks
     for every forward (ablation_hooks: the session's heads switched off). read_back: maps (random
     orders) whose insertion adds patches in the reverse of their deletion order: its views are then
-    the deletion's read backwards, run once (see _distinct_masks).
+    the deletion's read backwards, run once (see _distinct_masks). known: mask -> (C,) probabilities of views
+    already run for the same model, view, mode and hooks (a contest run map by map shares its intact and empty
+    views and the random map's order): those are not run again, and the ones run here are added to it.
+    Curves.forwards counts the views run here.
     """
     if not vm.has_classifier:
         raise UserError("Deletion and insertion curves need a model with a classifier head.")
@@ -215,12 +219,16 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     counts = [int(round(f * g.num_patches)) for f in fractions]
     orders = {name: _order(name, maps[name], g) for name in names}
     masks, slots = _distinct_masks(orders, counts, frozenset(read_back))
-    probs = _masked_probs(vm, base_view, masks, mode, chunk, cancel, progress, extra)
+    new = [m for m in masks if known is None or m not in known]
+    run = dict(zip(new, _masked_probs(vm, base_view, new, mode, chunk, cancel, progress, extra))) if new else {}
+    if known is not None:
+        known.update(run)
+    probs = torch.stack([run[m] if m in run else known[m] for m in masks])  # type: ignore[index]
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])
     insertion = np.stack([p[slots[n][1]] for n in names])
-    return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(masks))
+    return Curves(names, fractions, deletion, insertion, tgt, vm.labels[tgt], mode, len(new))
 
 
 def _order(name: str, scores: np.ndarray, g: Geometry) -> np.ndarray:
