@@ -2,7 +2,7 @@
 
     ?example=chelsea&model=google/vit-base-patch16-224&tab=attention&layer=6&head=3
     &query=4,7&direction=column&mode=rollout&dx=8&dy=-4&fill=wrap&mask=3,17,40&mask_mode=blur
-    &ablate=3.5,7.1&ablate_mode=mean
+    &ablate=3.2,7.1&ablate_mode=mean
     ?lesson=1&step=5&photo=<the photo's key>     (a lesson step, on a photo the server holds)
     ?example=chelsea&model=facebook/dinov2-small&tab=compare&compare=facebook/dinov2-with-registers-small
         &layer=9&head=2                             (on the Compare tab: its depth cursor and its head)
