@@ -233,3 +233,13 @@ def test_the_grid_text_says_a_few_bright_patches_leave_the_rest_of_a_tile_dark()
     assert "every head's pattern shows" not in text
     assert "where a few patches get far more than the rest, they set the tile's top and the rest of it is dark" \
         in text, text
+
+
+def test_a_layers_tile_tops_are_written_apart_where_they_differ():
+    """The grid's bar under fused heads wrote "L12: 0.0058-0.0058" for tops like 0.00576 and 0.00584 (a reviewer, the
+    trained ViT-Ti on a camera frame): two significant digits made a range look like one value."""
+    from vizvit.views.layout import _span
+
+    assert _span(np.array([0.00576, 0.0058, 0.00584])) == "0.00576-0.00584"
+    assert _span(np.array([0.0031, 0.052])) == "0.0031-0.052"  # apart at 2 digits: as before
+    assert _span(np.array([0.25, 0.25])) == "0.25"  # one value: said once

@@ -164,6 +164,18 @@ def tile_tops(maps: np.ndarray, exclude: np.ndarray | None = None, floor: float 
     return np.maximum(top, floor).reshape(n_l, n_h)
 
 
+def _span(tops: np.ndarray) -> str:
+    """A layer's tile tops as "lo-hi", at the fewest significant digits (2 to 4) that write two different ends
+    apart ("L12: 0.0058-0.0058" read as one value over tops 0.00575 and 0.00584: a reviewer); one value where
+    they are equal even at 4."""
+    lo, hi = float(tops.min()), float(tops.max())
+    for d in (2, 3, 4):
+        a, b = f"{lo:.{d}g}", f"{hi:.{d}g}"
+        if a != b:
+            return f"{a}-{b}"
+    return a
+
+
 def grid_bar(img: np.ndarray, cmap: str, vmax: float | None = None, marks: dict[str, float] | None = None,
              tops: np.ndarray | None = None, selected: tuple[int, int | None] | None = None) -> np.ndarray:
     """compose_grid's colour bar. tops None: one shared scale 0..vmax, with numbers. tops (L, H): each
@@ -175,11 +187,10 @@ def grid_bar(img: np.ndarray, cmap: str, vmax: float | None = None, marks: dict[
     note = ""
     if selected is not None:
         l, h = selected
-        note = (f"L{l + 1} H{h + 1} = {tops[l, h]:.3g}" if h is not None
-                else f"L{l + 1}: {tops[l].min():.2g}-{tops[l].max():.2g}")
+        note = f"L{l + 1} H{h + 1} = {tops[l, h]:.3g}" if h is not None else f"L{l + 1}: {_span(tops[l])}"
     # Room for the widest note this grid can have, so the picture keeps its width while the cell changes.
     n_l, n_h = tops.shape
-    widest = max(render.text_size(t)[0] for t in (f"L{n_l} H{n_h} = 8.88e-05", f"L{n_l}: 8.8e-05-8.8e-05"))
+    widest = max(render.text_size(t)[0] for t in (f"L{n_l} H{n_h} = 8.88e-05", f"L{n_l}: 8.888e-05-8.888e-05"))
     out = render.with_colorbar(img, cmap, 0.0, 1.0, ticks=(0.0, 1.0), tick_names=("0", TILE_MAX),
                                text_width=widest)
     if note:  # one line under the top label, no tick: it is that label's value, not a level of its own
