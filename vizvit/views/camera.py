@@ -589,8 +589,8 @@ def title(vm: VitModel, key: PhotoKey, notices: str = "") -> str:
     off = f" · heads off: {format_heads(key.ablation.heads)}" if key.ablation.heads else ""
     untrained = " · ⚠ untrained random weights" if not vm.is_pretrained else ""
     labels = " · labels: the default list" if vm.is_zero_shot else ""
-    line = (f"**{vm.display_name}**{untrained}{off}{labels}. To change the model or heads, pick them on the main "
-            "page's Camera tab and open the camera from there.")
+    line = (f"**{vm.display_name}**{untrained}{off}{labels}. To change the model or switch heads off, do it on "
+            "the main page's Camera tab and open the camera from there.")
     return line + ("\n\n**About this link:**\n" + notices if notices else "")
 
 

@@ -19,11 +19,12 @@ LECTURE_TEXT = """## For lecturers
 `example` (astronaut, chelsea, coffee), `model`, `tab` ({tabs}), `layer` and `head` (1-based; `head` may also be mean,
 max or min), `query` (the attention query patch as row,col counted from 0, e.g. `4,7`), `direction` (row or column),
 `mode` (raw or rollout), `dx` and `dy` (shift in pixels), `fill` (what enters at the shift's border: edge, wrap or
-constant), `mask` (patch numbers, e.g. `3,17,40`), `mask_mode` (drop, mask, black, mean or blur), `ablate` (heads
-switched off as layer.head from 1, e.g. `{heads}`), `ablate_mode` (zero or mean), `compare` (the Compare tab's model
-B) and `projector=1`; a lesson step is `?lesson=1&step=5&example=chelsea` (the **Lesson** tab gives each step's link,
-and its QR code in projector mode). A wrong value falls back to the default with a note at the top. Or set the view up
-and press **Copy link to this view** at the bottom of the page.
+constant), `mask` (patch numbers counted from 0, e.g. `3,17,40`), `mask_mode` (drop, mask, black, mean or blur),
+`ablate` (heads switched off as layer.head from 1, e.g. `{heads}`), `ablate_mode` (zero or mean), `compare` (the
+Compare tab's model B) and `projector=1`; a lesson step is `?lesson=1&step=5&example=chelsea` (the **Lesson** tab
+gives each step's link, and its QR code in projector mode). A wrong value is replaced, by the default or by the
+nearest that exists (past the last layer or step: the last one), with a note at the top. Or set the view up and press
+**Copy link to this view** at the bottom of the page.
 
 **Projector mode** (bottom of the page, or `projector=1`) enlarges all text and uses black on white.
 Every picture has a download button; each tab's charts download as one HTML file that works offline.
@@ -31,7 +32,8 @@ Every picture has a download button; each tab's charts download as one HTML file
 
 **A 15-minute walk through:** Patches (196 patches of 16×16×3 = 768 numbers; the sequence has
 197 tokens with [CLS]) → Embeddings (one linear map per patch; the conv is the same thing) →
-Attention (layer 1 heads look near, late heads look far: the distance plot) → Positions (nobody
+Attention (the distance plot: how far each head looks grows with depth on the whole, though layer 1 already has
+far heads beside near ones) → Positions (nobody
 told the model about 2-D, yet the similarity grid shows rows and columns) → Experiments (shift by
 8 px and by 16 px: only whole-patch shifts leave the tokens unchanged, flat patches aside).
 
