@@ -246,11 +246,16 @@ def _titled(img: np.ndarray, text: str) -> np.ndarray:
     return np.concatenate([strip, img], axis=0)
 
 
+def contrast_parts(c: Any) -> tuple[str, str, str]:
+    """A contrast's neighbour and far cosines at 3 decimals, and near − far as the difference of those two
+    numbers, so a student's subtraction gives the number written ("+0.85 … −0.08, a contrast of +0.92": the
+    parts at 2 decimals summed to 0.93, a reviewer). The table and both texts write these."""
+    n, f = round(float(c.neighbour), 3), round(float(c.far), 3)
+    return f"{n:+.3f}", f"{f:+.3f}", f"{n - f:+.3f}"
+
+
 def contrast_rows(r: positional.PositionReport) -> list[list[str]]:
-    rows = []
-    for name, c in r.contrasts.items():
-        rows.append([name, f"{c.neighbour:+.3f}", f"{c.far:+.3f}", f"{c.contrast:+.3f}"])
-    return rows
+    return [[name, *contrast_parts(c)] for name, c in r.contrasts.items()]
 
 
 CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} apart", "near − far"]
@@ -259,7 +264,7 @@ CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} 
 def explanation(vm: VitModel, r: positional.PositionReport) -> str:
     c = r.contrasts
     gh, gw = r.grid
-    learned = c["learned"]
+    near, far, contrast = contrast_parts(c["learned"])
     cls = r.cls_sim
     if cls is None:
         cls_text = ("**No [CLS] position**: this model has no [CLS] token (its attention-pooling head reads every "
@@ -279,12 +284,12 @@ def explanation(vm: VitModel, r: positional.PositionReport) -> str:
     return f"""**What to notice.** Each of the {gh}×{gw} small tiles is one patch position
 (row-major{excluded}){resized}; its {gh}×{gw} pixels show the cosine similarity of that position's
 embedding to every patch position (red +1, white 0, blue −1). A position of **{vm.display_name}** is on average
-**{learned.neighbour:+.2f}** similar to its 4 neighbours and **{learned.far:+.2f}** to positions at least
+**{near}** similar to its 4 neighbours and **{far}** to positions at least
 {positional.FAR} apart (Chebyshev distance: ≥ {positional.FAR} rows or ≥ {positional.FAR} columns away),
-a contrast of **{learned.contrast:+.2f}**. For comparison, on the same scale: 1-D sinusoidal
-encodings of the row-major sequence {c[positional.BASELINES[0]].contrast:+.2f}, 2-D sin-cos (MAE)
-{c[positional.BASELINES[1]].contrast:+.2f}, the same architecture's random init
-{c[positional.BASELINES[2]].contrast:+.2f}. Nothing tells a ViT that patches lie on a 2-D grid:
+a contrast of **{contrast}**. For comparison, on the same scale: 1-D sinusoidal
+encodings of the row-major sequence {contrast_parts(c[positional.BASELINES[0]])[2]}, 2-D sin-cos (MAE)
+{contrast_parts(c[positional.BASELINES[1]])[2]}, the same architecture's random init
+{contrast_parts(c[positional.BASELINES[2]])[2]}. Nothing tells a ViT that patches lie on a 2-D grid:
 a contrast well above the random init's means training put the grid into the embeddings (in the
 ViT paper's Fig. 7, tiles show a bright spot at their own place plus row and column stripes).
 
@@ -530,10 +535,11 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     learned = "only " if th * tw < nh * nw else ""
     own = g.prefix_names[:vm.family.pe_prefix]  # SigLIP: none, and no clause about them
     kept = f"; {' and '.join(own)} {'keep their' if len(own) > 1 else 'keeps its'} own" if own else ""
+    parts = contrast_parts(c)
     text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches; the model learned {learned}"
             f"{th}×{tw} positions. `interpolate_pos_encoding` resizes the {th}×{tw} table bicubically "
             f"(align_corners=False{aa}) to {nh}×{nw}{kept}. Contrast at this size: "
-            f"**{c.contrast:+.2f}** (neighbours {c.neighbour:+.2f}, ≥{positional.FAR} apart {c.far:+.2f}): "
+            f"**{parts[2]}** (neighbours {parts[0]}, ≥{positional.FAR} apart {parts[1]}): "
             f"one new step is {th / nh:.2f} of a learned one"
             f"{', so neighbours look more alike' if th < nh else ''}.{top} "
             f"Forward at {size} px: {pred.seconds * 1000:.0f} ms.{shown}")
