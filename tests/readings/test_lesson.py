@@ -163,3 +163,67 @@ def test_the_dropout_step_says_the_papers_p_and_this_checkpoints_own(trained):
     line = rl.MEASURES["dropout"](ph, step).line
     assert own == 0 and "This checkpoint's config sets hidden_dropout_prob = 0: it drops nothing even in train " \
         "mode; p here is the paper's." in line, line
+
+
+def _cosines(x):
+    import numpy as np
+
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return u @ u.T
+
+
+def _contrast(sim, gh: int, gw: int) -> float:
+    """By hand: the mean cosine of 4-neighbours minus that of pairs at least 5 apart (rows or columns)."""
+    import numpy as np
+
+    r, c = np.divmod(np.arange(gh * gw), gw)
+    dr, dc = abs(r[:, None] - r[None]), abs(c[:, None] - c[None])
+    return float(sim[dr + dc == 1].mean() - sim[np.maximum(dr, dc) >= 5].mean())
+
+
+def test_the_position_step_tells_a_grid_table_from_a_sequence_one():
+    """Step 5 answered "yes: rows and columns" for any table with neighbour contrast, and never "only along the
+    sequence": a 1-D sinusoidal table (+0.33) would have been called a grid. A 2-D table built here (a bump on
+    the row plus a bump on the column) and a 1-D sinusoid over the sequence each get their own answer; random
+    vectors get "no"."""
+    import numpy as np
+
+    gh, gw, d = 14, 14, 192
+    r, c = np.divmod(np.arange(gh * gw), gw)
+    k = np.arange(14)
+    grid_table = np.concatenate([np.exp(-(r[:, None] - k) ** 2 / 8.0), np.exp(-(c[:, None] - k) ** 2 / 8.0)], 1)
+    ang = np.arange(gh * gw)[:, None] / 10000 ** (2 * np.arange(d // 2)[None] / d)
+    seq_table = np.concatenate([np.sin(ang), np.cos(ang)], 1)
+    rand = np.random.default_rng(0).normal(size=(gh * gw, d))
+    rand_c = _contrast(_cosines(rand), gh, gw)
+    answers = {}
+    for name, table in (("grid", grid_table), ("sequence", seq_table), ("random", rand)):
+        sim = _cosines(table)
+        p = rl.grid_pairs(sim, (gh, gw))
+        # the pairs by hand: (0,0)-(0,1), (0,0)-(1,0), (0,13)-(1,0)
+        assert np.isclose(p.horizontal, np.mean([sim[i, i + 1] for i in range(196) if i % 14 != 13]))
+        assert np.isclose(p.vertical, np.mean([sim[i, i + 14] for i in range(182)]))
+        assert np.isclose(p.wrap, np.mean([sim[i * 14 + 13, i * 14 + 14] for i in range(13)]))
+        answers[name] = rl.position_answer(_contrast(sim, gh, gw), rand_c, p)
+    assert answers == {"grid": "yes", "sequence": "rows", "random": "no"}
+
+
+def test_the_trained_vit_tis_positions_are_a_grid_with_the_pairs_that_show_it(trained):
+    """On the trained ViT-Ti (read here from its safetensors): side-by-side 0.843, one above the other 0.849, a
+    row's end with the next row's start 0.329: the step says "yes" and shows those three numbers."""
+    import numpy as np
+    from safetensors.numpy import load_file
+    from tiny import trained_dir
+
+    pe = load_file(str(trained_dir() / "model.safetensors"))["vit.embeddings.position_embeddings"][0, 1:]
+    sim = _cosines(pe.astype(np.float64)).reshape(14, 14, 14, 14)
+    h = np.mean([sim[i, j, i, j + 1] for i in range(14) for j in range(13)])
+    v = np.mean([sim[i, j, i + 1, j] for i in range(13) for j in range(14)])
+    w = np.mean([sim[i, 13, i + 1, 0] for i in range(13)])
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    ph = wb.handle(PhotoKey(trained.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
+    m = rl.MEASURES["positions"](ph, next(s for s in rl.steps() if s.id == "positions"))
+    assert m.right == "yes" and v > 0.8 and w < 0.4, m.line
+    for x in (h, v, w):
+        assert f"**{x:+.2f}**" in m.line, (x, m.line)

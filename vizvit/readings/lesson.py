@@ -92,20 +92,59 @@ def _tokens(ph: Photo, step: Step) -> Measured:
                     float(g.seq_len))
 
 
+@dataclass(frozen=True)
+class GridPairs:
+    """Mean cosine of three kinds of pairs of patch positions, which tell a 2-D table from a 1-D one."""
+
+    horizontal: float  # (r, c) with (r, c+1): neighbours in the picture and in the sequence
+    vertical: float  # (r, c) with (r+1, c): neighbours in the picture, a row's length apart in the sequence
+    wrap: float  # a row's last with the next row's first: neighbours in the sequence, a row apart in the picture
+
+
+def grid_pairs(sim: np.ndarray, grid: tuple[int, int]) -> GridPairs:
+    """sim: (P, P) cosines of the patch positions, row-major on a gh×gw grid (gh, gw >= 2)."""
+    gh, gw = grid
+    i = np.arange(gh * gw).reshape(gh, gw)
+    pairs = {"horizontal": (i[:, :-1], i[:, 1:]), "vertical": (i[:-1], i[1:]), "wrap": (i[:-1, -1], i[1:, 0])}
+    return GridPairs(**{k: float(np.asarray(sim, np.float64)[a.ravel(), b.ravel()].mean())
+                        for k, (a, b) in pairs.items()})
+
+
+def position_answer(contrast: float, random_contrast: float, p: GridPairs) -> str:
+    """"no": no more neighbour contrast than random embeddings (+0.1); else "yes" (rows and columns) when the
+    picture's vertical neighbours are more alike than the sequence's neighbours across a row's end, "rows"
+    (along the sequence only) when the other way round: a 1-D table ranks pairs by their distance in the
+    sequence (the wrap pair is 1 apart, the vertical one a row's length), a 2-D one by their distance in the
+    picture (the vertical pair is 1 apart, the wrap pair a row's length)."""
+    if not contrast > random_contrast + 0.1:
+        return "no"
+    return "yes" if p.vertical > p.wrap else "rows"
+
+
+# Why the pairs point to the measured answer (none for "no": the contrast, beside random's, says that)
+POSITION_VERDICT = {"yes": ": alike as neighbours in the picture, not in the sequence",
+                    "rows": ": alike as neighbours in the sequence, not in the picture"}
+
+
 def _positions(ph: Photo, step: Step) -> Measured:
     if ph.vm.family.has_bias_table and not ph.vm.family.has_position_table:
         raise UserError(f"{ph.vm.family.title} has no position table (a relative bias in every attention instead): "
                         "see its bias tables on the Positions tab.")
     if not ph.vm.family.has_positions:
         raise UserError(f"This {ph.vm.family.title} has no position table to measure. {ph.vm.family.pe_text}")
-    c = positions.report(ph.vm, ph.per_model).contrasts
+    rep = positions.report(ph.vm, ph.per_model)
+    c = rep.contrasts
     learned, base = c["learned"], [(k, c[k].contrast) for k in c if k != "learned"]
-    rand = c["random init"].contrast
-    right = "yes" if learned.contrast > rand + 0.1 else "no"
+    p = grid_pairs(rep.sim, rep.grid)
+    right = position_answer(learned.contrast, c["random init"].contrast, p)
     others = ", ".join(f"{k} {v:+.2f}" for k, v in base)
+    gw = rep.grid[1]
     return Measured(f"{learned.contrast:+.2f}", "Neighbour contrast of the learned positions: "
                     f"**{learned.contrast:+.2f}** (neighbours {learned.neighbour:+.2f}, far {learned.far:+.2f}); "
-                    f"for comparison {others}.", right)
+                    f"for comparison {others}. Mean cosine of side-by-side neighbours **{p.horizontal:+.2f}**, "
+                    f"of neighbours one above the other ({gw} apart in the sequence) "
+                    f"**{p.vertical:+.2f}**, of a row's last patch and the next row's first (neighbours in the "
+                    f"sequence, a row apart in the picture) **{p.wrap:+.2f}**{POSITION_VERDICT.get(right, '')}.", right)
 
 
 def _classifier(ph: Photo) -> None:
