@@ -240,3 +240,17 @@ def test_the_rollout_rank_is_told_with_the_contest_tables_own_rank_where_they_di
     assert "ranks rollout 7th of its 7 maps (8th of the 8 rows of its table, random order's row among them)" in t, t
     t = claims.rollout_claim(1, 7, ("better", "better"), "blur", above_random=True, table=(1, 8))
     assert "ranks rollout 1st of its 7 maps, above random order's row" in t and "rows of its table" not in t, t
+
+
+def test_the_depth_0_colours_are_said_to_follow_the_part_whose_variance_wins():
+    """Step 3 said "similar patches got similar vectors" of colours that, on chelsea under the trained ViT-Ti, the
+    positions make (18.42 of their variance against the content's 0.32). Now the part at least twice the other's is
+    named, with both numbers; between, both show."""
+    pos = claims.colour_claim(18.42, 0.32)
+    assert "they follow the positions" in pos and "**18.42** from the positions, **0.32** from the patches' content" \
+        in pos and "similar patches" not in pos, pos
+    content = claims.colour_claim(2.53, 42.83)
+    assert "they follow the content" in content and "similar patches got similar colours" in content, content
+    both = claims.colour_claim(6.0, 10.0)
+    assert "both show" in both and "similar patches" not in both and "follow" not in both, both
+    assert "patch's vector plus its position's" in pos and "patch's vector plus its position's" in both

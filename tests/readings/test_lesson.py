@@ -227,3 +227,35 @@ def test_the_trained_vit_tis_positions_are_a_grid_with_the_pairs_that_show_it(tr
     assert m.right == "yes" and v > 0.8 and w < 0.4, m.line
     for x in (h, v, w):
         assert f"**{x:+.2f}**" in m.line, (x, m.line)
+
+
+@pytest.mark.parametrize(("name", "follows"), [("chelsea", "positions"), ("astronaut", "content")])
+def test_the_conv_steps_colours_are_said_to_follow_what_makes_them_on_this_photo(trained, name, follows):
+    """Step 3 said of the depth-0 PCA colours "similar patches got similar vectors"; on chelsea the positions make
+    them (h18: 6.03/6.40/5.90 of each component's variance from the positions, 0.15/0.06/0.10 from the content).
+    Here by hand from the checkpoint's own tensors: the conv (its weights) on the photo's model input plus the
+    position table, a numpy SVD of the tokens, each part's variance along the first three directions."""
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file
+    from tiny import trained_dir
+
+    w = load_file(str(trained_dir() / "model.safetensors"))
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    ph = wb.handle(PhotoKey(trained.id, wb.add_photo(str(EXAMPLES / f"{name}.jpg"))))
+    px = ph.analysis().pixel_values.reshape(1, 3, 224, 224).double()
+    conv = torch.nn.functional.conv2d(px, torch.from_numpy(w["vit.embeddings.patch_embeddings.projection.weight"]
+                                                           ).double(),
+                                      torch.from_numpy(w["vit.embeddings.patch_embeddings.projection.bias"]).double(),
+                                      stride=16)
+    content = conv.flatten(2)[0].T.numpy()  # (196, 192)
+    pos = w["vit.embeddings.position_embeddings"][0, 1:].astype(np.float64)
+    x = content + pos
+    vt = np.linalg.svd(x - x.mean(0), full_matrices=False)[2][:3]
+    want_pos = float((pos @ vt.T).var(0, ddof=1).sum())
+    want_content = float((content @ vt.T).var(0, ddof=1).sum())
+    line = rl.MEASURES["conv"](ph, next(s for s in rl.steps() if s.id == "conv")).line
+    assert f"**{want_pos:.2f}** from the positions, **{want_content:.2f}** from the patches' content" in line, line
+    assert f"they follow the {follows}" in line, line
+    assert ("similar patches got similar" in line) == (follows == "content"), line

@@ -18,7 +18,8 @@ from vizvit.errors import UserError
 from vizvit.model.engine import embedding_stage, mask_token
 from vizvit.model.images import View
 from vizvit.model.models import Geometry
-from vizvit.model.tokens import dropout_check
+from vizvit.model.patches import patch_tokens
+from vizvit.model.tokens import dropout_check, pca_without
 from vizvit.pictures import figures
 from vizvit.readings import (
     artifacts_rule as art_mod,
@@ -39,6 +40,9 @@ STEP_TABS = ("patches", "embeddings", "attention", "positions", "experiments", "
 SAME = 0.9999  # a patch vector "stays the same" when its cosine with its partner reaches this
 # ... and "nearly the same" from this on: the cosine map's tiles then read .99 or 1 (two decimals, cut)
 NEAR = 0.99
+# The depth-0 tokens are conv + positions to this share of their largest entry (float32: ~1e-7); past it the
+# stage does more (a norm) and the colours' parts are not measured
+EXACT = 1e-4
 
 
 @dataclass(frozen=True)
@@ -80,9 +84,42 @@ def _patches(ph: Photo, step: Step) -> Measured:
                     f"**{p * p * 3:,} numbers** each.", step.answer)
 
 
+def colour_parts(ph: Photo) -> tuple[float, float] | None:
+    """(position, content): the variances of the depth-0 patch tokens' two parts, the patch's vector (the conv's)
+    and the rest (its position's), along the Embeddings tab's three PCA colours at depth 0 (fitted as the tab fits
+    them: without that depth's high-norm tokens), summed over the three. None where the rest is not the position
+    alone: the forward's tokens differ from conv + positions (a family with a norm in the stage)."""
+    a, g = ph.analysis(), ph.vm.geometry
+    x = patch_tokens(a.hidden_states, g)[0].double().numpy()  # (P, D) the depth-0 patch tokens
+    if embedding_stage(ph.vm, a).embed_vs_forward > EXACT * (1.0 + float(np.abs(x).max())):
+        return None
+    content = a.patch_embeddings.double().numpy()  # (P, D) the conv's output
+    ex = art_mod.high_norm_at_depth(a.hidden_states, g)[0].reshape(-1)
+    fit = pca_without(x, ex, 3)
+    keep = ~ex if (~ex).sum() > 3 else np.ones_like(ex)  # pca_without's own fallback
+
+    def var(part: np.ndarray) -> float:
+        return float((part[keep] @ fit.components.T).var(0, ddof=1).sum())
+
+    return var(x - content), var(content)
+
+
+def _colours(ph: Photo) -> str:
+    """What the conv step's picture (the depth-0 PCA colours) follows on this photo."""
+    head = "The colours are the tokens' three main directions"
+    if not ph.vm.family.has_position_table:
+        return f"{head}: {ph.vm.family.title} adds no position to the tokens, so similar patches got similar colours."
+    parts = colour_parts(ph)
+    if parts is None:
+        return (f"{head}; each token is its patch's vector plus its position's, changed further by the stage (its "
+                "tokens are not their sum here).")
+    return claims.colour_claim(*parts)
+
+
 def _conv(ph: Photo, step: Step) -> Measured:
     d = embedding_stage(ph.vm, ph.analysis()).conv_vs_linear
-    return Measured(f"{d:.2e}", f"On this photo, **max |conv − unfold·W| = {d:.2e}**: float32 rounding.", step.answer)
+    return Measured(f"{d:.2e}", f"On this photo, **max |conv − unfold·W| = {d:.2e}**: float32 rounding. "
+                    f"{_colours(ph)}", step.answer)
 
 
 def _tokens(ph: Photo, step: Step) -> Measured:
