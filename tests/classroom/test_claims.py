@@ -254,3 +254,12 @@ def test_the_depth_0_colours_are_said_to_follow_the_part_whose_variance_wins():
     both = claims.colour_claim(6.0, 10.0)
     assert "both show" in both and "similar patches" not in both and "follow" not in both, both
     assert "patch's vector plus its position's" in pos and "patch's vector plus its position's" in both
+
+
+def test_rollouts_rest_is_put_on_the_tokens_in_front_by_name_or_count():
+    """Step 13 said "the rest on the prefix tokens" of ViT-Ti's one [CLS]."""
+    assert claims.rest_on(("[CLS]",)) == "the rest on [CLS]"
+    assert claims.rest_on(("[CLS]", "[DIST]")) == "the rest on [CLS] and [DIST]"
+    regs = ("[CLS]", "[REG1]", "[REG2]", "[REG3]", "[REG4]")
+    assert claims.rest_on(regs) == "the rest on the 5 tokens in front, [CLS] to [REG4]"
+    assert "prefix" not in claims.rest_on(()) and "no tokens in front" in claims.rest_on(())

@@ -46,6 +46,8 @@ def test_counting_steps_measure_the_models_own_numbers(photo):
     assert rl.MEASURES["patches"](photo, by_id["patches"]).value == "196"
     rollout = rl.MEASURES["rollout"](photo, by_id["rollout"])
     assert 0 < float(rollout.value) <= 1 and rollout.right in ("most", "some")
+    # one token in front, named (it said "the rest on the prefix tokens")
+    assert "on the 196 patches; the rest on [CLS]. " in rollout.line, rollout.line
 
 
 def test_a_step_naming_no_measure_or_no_tab_is_refused():

@@ -263,3 +263,15 @@ def colour_claim(position_var: float, content_var: float) -> str:
     if content_var >= DOMINATES * position_var:
         return f"{head}; on this photo they follow the content ({nums}): similar patches got similar colours."
     return f"{head}; on this photo both show ({nums}): a colour mixes what a patch shows and where it is."
+
+
+def rest_on(prefix_names: Sequence[str]) -> str:
+    """Where rollout's share not on the patches lands, named: "[CLS]" on a ViT, "[CLS] and [DIST]" on DeiT, a count
+    past three names (DINOv2 with registers: "the 5 tokens in front, [CLS] to [REG4]"); it said "the prefix tokens"
+    of ViT-Ti's one [CLS]."""
+    n = len(prefix_names)
+    if not n:
+        return "this model has no tokens in front of the patches"
+    if n <= 3:
+        return f"the rest on {listed(list(prefix_names))}"
+    return f"the rest on the {n} tokens in front, {prefix_names[0]} to {prefix_names[-1]}"

@@ -315,7 +315,7 @@ def _rollout(ph: Photo, step: Step) -> Measured:
     r = ra.rollout_maps(a, cache=ph.derived)[-1]  # (gh, gw), mean, no discard: the cached maps.mean_rollout
     s = float(r.sum())
     # The family's summary ([CLS]; BEiT's patch mean; SigLIP's MAP head), as the map is read from it
-    rest = "the rest on the prefix tokens" if g.num_prefix_tokens else "this model has no prefix tokens"
+    rest = claims.rest_on(g.prefix_names)
     return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of {summary_name(g)}'s rolled-out "
                     f"attention is on the {g.num_patches} patches; {rest}. {_rollout_claim(ph, r)}",
                     "most" if s > 0.5 else "some")
