@@ -229,6 +229,8 @@ def test_the_trained_vit_tis_positions_are_a_grid_with_the_pairs_that_show_it(tr
     assert m.right == "yes" and v > 0.8 and w < 0.4, m.line
     for x in (h, v, w):
         assert f"**{x:+.2f}**" in m.line, (x, m.line)
+    # the wrap pair is (r, 13) with (r+1, 0): the ends of a row, not "a row apart"
+    assert "(neighbours in the sequence, 13 columns apart in the picture)" in m.line, m.line
 
 
 @pytest.mark.parametrize(("name", "follows"), [("chelsea", "positions"), ("astronaut", "content")])

@@ -135,7 +135,7 @@ class GridPairs:
 
     horizontal: float  # (r, c) with (r, c+1): neighbours in the picture and in the sequence
     vertical: float  # (r, c) with (r+1, c): neighbours in the picture, a row's length apart in the sequence
-    wrap: float  # a row's last with the next row's first: neighbours in the sequence, a row apart in the picture
+    wrap: float  # a row's last with the next row's first: neighbours in the sequence, a row's ends in the picture
 
 
 def grid_pairs(sim: np.ndarray, grid: tuple[int, int]) -> GridPairs:
@@ -181,7 +181,8 @@ def _positions(ph: Photo, step: Step) -> Measured:
                     f"for comparison {others}. Mean cosine of side-by-side neighbours **{p.horizontal:+.2f}**, "
                     f"of neighbours one above the other ({gw} apart in the sequence) "
                     f"**{p.vertical:+.2f}**, of a row's last patch and the next row's first (neighbours in the "
-                    f"sequence, a row apart in the picture) **{p.wrap:+.2f}**{POSITION_VERDICT.get(right, '')}.", right)
+                    f"sequence, {gw - 1} columns apart in the picture) **{p.wrap:+.2f}**"
+                    f"{POSITION_VERDICT.get(right, '')}.", right)
 
 
 def _classifier(ph: Photo) -> None:
