@@ -97,7 +97,7 @@ def test_lesson_cost_and_rollout_count_this_models_tokens(towers, families, cat)
         line = rl.MEASURES["rollout"](ph, steps["rollout"]).line
         assert "[CLS]'s" not in line or g.summaries[0] == "[CLS]", line
         if g.num_prefix_tokens == 0:
-            assert "prefix tokens" in line and "the rest on" not in line
+            assert "no tokens in front of the patches" in line and "the rest on" not in line, line
 
 
 def test_the_exports_method_notes_follow_the_family(towers, families, dino_classifiers):

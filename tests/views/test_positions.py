@@ -122,10 +122,8 @@ def test_an_input_size_that_is_no_number_is_refused_with_a_sentence():
 def test_a_contrast_is_written_as_the_difference_of_the_parts_written_beside_it():
     """"+0.85 … −0.08, a contrast of +0.92": the parts at 2 decimals summed to 0.93 (a reviewer, the trained
     ViT-Ti: 0.846, −0.078, 0.924). Each part at 3 decimals and the contrast their difference, as written."""
-    from types import SimpleNamespace
+    from vizvit.model.positional import Contrast
 
-    from vizvit.views.positions import contrast_parts as shown
-
-    assert shown(SimpleNamespace(neighbour=0.8464, far=-0.0776, contrast=0.924)) == ("+0.846", "-0.078", "+0.924")
+    assert Contrast(0.8464, -0.0776).shown() == ("+0.846", "-0.078", "+0.924")
     # where the rounded difference and the difference of the rounded parts differ, the parts win
-    assert shown(SimpleNamespace(neighbour=0.8464, far=-0.0774, contrast=0.9238)) == ("+0.846", "-0.077", "+0.923")
+    assert Contrast(0.8464, -0.0774).shown() == ("+0.846", "-0.077", "+0.923")

@@ -164,6 +164,13 @@ class Contrast:
     def contrast(self) -> float:
         return self.neighbour - self.far
 
+    def shown(self) -> tuple[str, str, str]:
+        """neighbour and far at 3 decimals, and the contrast as the difference of those two numbers, so a student's
+        subtraction gives the number written ("+0.85 … −0.08, a contrast of +0.92": the parts at 2 decimals
+        summed to 0.93, a reviewer). Every text and table that writes the parts beside the contrast uses these."""
+        n, f = round(self.neighbour, 3), round(self.far, 3)
+        return f"{n:+.3f}", f"{f:+.3f}", f"{n - f:+.3f}"
+
 
 def neighbour_contrast(sim: torch.Tensor, grid: tuple[int, int], far: int = FAR) -> Contrast:
     """sim: (P, P) -> the means over all ordered 4-neighbour pairs and all far pairs."""

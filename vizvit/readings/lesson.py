@@ -176,8 +176,9 @@ def _positions(ph: Photo, step: Step) -> Measured:
     right = position_answer(learned.contrast, c["random init"].contrast, p)
     others = ", ".join(f"{k} {v:+.2f}" for k, v in base)
     gw = rep.grid[1]
-    return Measured(f"{learned.contrast:+.2f}", "Neighbour contrast of the learned positions: "
-                    f"**{learned.contrast:+.2f}** (neighbours {learned.neighbour:+.2f}, far {learned.far:+.2f}); "
+    near, far, contrast = learned.shown()  # the contrast as the difference of the parts written beside it
+    return Measured(contrast, "Neighbour contrast of the learned positions: "
+                    f"**{contrast}** (neighbours {near}, far {far}); "
                     f"for comparison {others}. Mean cosine of side-by-side neighbours **{p.horizontal:+.2f}**, "
                     f"of neighbours one above the other ({gw} apart in the sequence) "
                     f"**{p.vertical:+.2f}**, of a row's last patch and the next row's first (neighbours in the "

@@ -246,16 +246,8 @@ def _titled(img: np.ndarray, text: str) -> np.ndarray:
     return np.concatenate([strip, img], axis=0)
 
 
-def contrast_parts(c: Any) -> tuple[str, str, str]:
-    """A contrast's neighbour and far cosines at 3 decimals, and near − far as the difference of those two
-    numbers, so a student's subtraction gives the number written ("+0.85 … −0.08, a contrast of +0.92": the
-    parts at 2 decimals summed to 0.93, a reviewer). The table and both texts write these."""
-    n, f = round(float(c.neighbour), 3), round(float(c.far), 3)
-    return f"{n:+.3f}", f"{f:+.3f}", f"{n - f:+.3f}"
-
-
 def contrast_rows(r: positional.PositionReport) -> list[list[str]]:
-    return [[name, *contrast_parts(c)] for name, c in r.contrasts.items()]
+    return [[name, *c.shown()] for name, c in r.contrasts.items()]
 
 
 CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} apart", "near − far"]
@@ -264,7 +256,7 @@ CONTRAST_HEADERS = ["encoding", "cos, 4 neighbours", f"cos, ≥{positional.FAR} 
 def explanation(vm: VitModel, r: positional.PositionReport) -> str:
     c = r.contrasts
     gh, gw = r.grid
-    near, far, contrast = contrast_parts(c["learned"])
+    near, far, contrast = c["learned"].shown()
     cls = r.cls_sim
     if cls is None:
         cls_text = ("**No [CLS] position**: this model has no [CLS] token (its attention-pooling head reads every "
@@ -287,9 +279,9 @@ embedding to every patch position (red +1, white 0, blue −1). A position of **
 **{near}** similar to its 4 neighbours and **{far}** to positions at least
 {positional.FAR} apart (Chebyshev distance: ≥ {positional.FAR} rows or ≥ {positional.FAR} columns away),
 a contrast of **{contrast}**. For comparison, on the same scale: 1-D sinusoidal
-encodings of the row-major sequence {contrast_parts(c[positional.BASELINES[0]])[2]}, 2-D sin-cos (MAE)
-{contrast_parts(c[positional.BASELINES[1]])[2]}, the same architecture's random init
-{contrast_parts(c[positional.BASELINES[2]])[2]}. Nothing tells a ViT that patches lie on a 2-D grid:
+encodings of the row-major sequence {c[positional.BASELINES[0]].shown()[2]}, 2-D sin-cos (MAE)
+{c[positional.BASELINES[1]].shown()[2]}, the same architecture's random init
+{c[positional.BASELINES[2]].shown()[2]}. Nothing tells a ViT that patches lie on a 2-D grid:
 a contrast well above the random init's means training put the grid into the embeddings (in the
 ViT paper's Fig. 7, tiles show a bright spot at their own place plus row and column stripes).
 
@@ -535,7 +527,7 @@ def resolution_panel(ph: Photo, size: int) -> ResolutionPanel:
     learned = "only " if th * tw < nh * nw else ""
     own = g.prefix_names[:vm.family.pe_prefix]  # SigLIP: none, and no clause about them
     kept = f"; {' and '.join(own)} {'keep their' if len(own) > 1 else 'keeps its'} own" if own else ""
-    parts = contrast_parts(c)
+    parts = c.shown()
     text = (f"**At {size}×{size} px** the photo gives {nh}×{nw} = {nh * nw} patches; the model learned {learned}"
             f"{th}×{tw} positions. `interpolate_pos_encoding` resizes the {th}×{tw} table bicubically "
             f"(align_corners=False{aa}) to {nh}×{nw}{kept}. Contrast at this size: "
