@@ -172,11 +172,9 @@ def sweep(wb: Workbench, key: PhotoKey | None, fill: str = "edge", request: gr.R
     with jobs.JOBS.line(request, "shift sweep", replace=True) as ticket:
         for ahead in ticket.waiting():  # its place in the fair line (vizvit.service.jobs), until its turn
             yield {"sweep_text": jobs.waiting_text("shift sweep", ahead)}
-        first = True
-        for p in experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel, fill=fill):
-            cleared = {"sweep_stale": ""} if first else {}
+        for i, p in enumerate(experiments.sweep_progress(wb.handle(key), cancel=ticket.cancel, fill=fill)):
+            cleared = {} if i else {"sweep_stale": ""}
             yield {"sweep_plot": p.figure, "sweep_table": p.table, "sweep_text": p.text, "sweep_ran": fill, **cleared}
-            first = False
 
 
 def curves(wb: Workbench, key: PhotoKey | None, n: int, md: str, request: gr.Request = None):

@@ -132,7 +132,7 @@ def _layout() -> dict[str, gr.components.Component]:
                                 elem_id="ablate-mode", elem_classes=[web.NEEDS_PHOTO])
                 clear = gr.Button("all heads on", size="sm", elem_id="ablate-clear", elem_classes=[web.NEEDS_PHOTO])
             heads = gr.Textbox(label="heads off, layer.head from 1 (Enter to apply)",
-                               placeholder=vocab.HEADS_EXAMPLE.replace(",", ", "),
+                               placeholder=inside.HEADS_TYPED,
                                elem_id="ablate-heads", elem_classes=[web.NEEDS_PHOTO])
             top5 = gr.Plot(label="Top-5 of the ablated model, Δ from the intact one", elem_id="ablate-top5")
             ablate_text = gr.Markdown(elem_id="ablate-text")

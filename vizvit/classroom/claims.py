@@ -145,7 +145,8 @@ def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: floa
             # The points as the two rounded percentages differ, so a student's subtraction gives the same, and
             # the quarter decided on those shown numbers: 20.049 % -> 15.04 % read "a drop of 5.0 points, less
             # than a quarter of 20.0%", exactly a quarter as shown (a reviewer).
-            shown0, drop = round(100 * p0, 1), round(100 * p0, 1) - round(100 * low, 1)
+            shown0 = round(100 * p0, 1)
+            drop = shown0 - round(100 * low, 1)
             if drop >= CONFIDENCE_FALLS * shown0:
                 return falls + ". The label survives, not the model's confidence."
             return (falls + f", its lowest: a drop of {drop:.1f} percentage points, less than a quarter of {p0:.1%}. "

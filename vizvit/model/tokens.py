@@ -204,6 +204,12 @@ def pca(x: np.ndarray | torch.Tensor, k: int) -> PCA:
                explained_ratio=ratio.numpy(), mean=mean.numpy())
 
 
+def fitted_rows(exclude: np.ndarray | None, n: int, k: int) -> np.ndarray:
+    """(n,) bool: the rows pca_without fits, those `exclude` leaves in, or all of them where k or fewer are left."""
+    keep = np.ones(n, bool) if exclude is None else ~np.asarray(exclude, bool).reshape(-1)
+    return keep if keep.sum() > k else np.ones(n, bool)
+
+
 def pca_without(x: np.ndarray | torch.Tensor, exclude: np.ndarray | None, k: int) -> PCA:
     """PCA fitted on the rows of x (n, d) that `exclude` (n,) bool leaves in, with scores (n, k)
     for EVERY row (the left-out rows projected on the fitted mean and components).
@@ -213,8 +219,8 @@ def pca_without(x: np.ndarray | torch.Tensor, exclude: np.ndarray | None, k: int
     collapse to one point. explained_* describe the fitted rows only. Too few rows left (≤ k): the
     plain fit of all rows."""
     x = np.asarray(x, dtype=np.float64)
-    keep = np.ones(len(x), bool) if exclude is None else ~np.asarray(exclude, bool).reshape(-1)
-    if keep.all() or keep.sum() <= k:
+    keep = fitted_rows(exclude, len(x), k)
+    if keep.all():
         return pca(x, k)
     fit = pca(x[keep], k)
     return replace(fit, scores=(x - fit.mean) @ fit.components.T)

@@ -19,7 +19,7 @@ from vizvit.model.engine import embedding_stage, mask_token
 from vizvit.model.images import View
 from vizvit.model.models import Geometry
 from vizvit.model.patches import patch_tokens
-from vizvit.model.tokens import dropout_check, pca_without
+from vizvit.model.tokens import dropout_check, fitted_rows, pca_without
 from vizvit.pictures import figures
 from vizvit.readings import (
     artifacts_rule as art_mod,
@@ -95,8 +95,7 @@ def colour_parts(ph: Photo) -> tuple[float, float] | None:
         return None
     content = a.patch_embeddings.double().numpy()  # (P, D) the conv's output
     ex = art_mod.high_norm_at_depth(a.hidden_states, g)[0].reshape(-1)
-    fit = pca_without(x, ex, 3)
-    keep = ~ex if (~ex).sum() > 3 else np.ones_like(ex)  # pca_without's own fallback
+    fit, keep = pca_without(x, ex, 3), fitted_rows(ex, len(x), 3)
 
     def var(part: np.ndarray) -> float:
         return float((part[keep] @ fit.components.T).var(0, ddof=1).sum())

@@ -220,10 +220,10 @@ def faithfulness_curves(vm: VitModel, base_view: np.ndarray, maps: dict[str, np.
     orders = {name: _order(name, maps[name], g) for name in names}
     masks, slots = _distinct_masks(orders, counts, frozenset(read_back))
     new = [m for m in masks if known is None or m not in known]
-    run = dict(zip(new, _masked_probs(vm, base_view, new, mode, chunk, cancel, progress, extra))) if new else {}
-    if known is not None:
-        known.update(run)
-    probs = torch.stack([run[m] if m in run else known[m] for m in masks])  # type: ignore[index]
+    table = {} if known is None else known
+    if new:
+        table.update(zip(new, _masked_probs(vm, base_view, new, mode, chunk, cancel, progress, extra)))
+    probs = torch.stack([table[m] for m in masks])
     tgt = int(probs[0].argmax()) if target is None else int(target)
     p = probs[:, tgt].numpy()
     deletion = np.stack([p[slots[n][0]] for n in names])

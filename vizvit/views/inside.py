@@ -40,12 +40,13 @@ readout through a head trained to read depth L only: early rows show how far tho
 the final head's coordinates, not what the layer "thinks". The last row is the model's own prediction. **Click a row**
 for its full top-5. No new forward."""
 
-ABLATE_TEXT = """**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's
+HEADS_TYPED = HEADS_EXAMPLE.replace(",", ", ")  # the example as a visitor types it in the heads box
+ABLATE_TEXT = f"""**Head ablation.** Rows are layers (L1 at the top), columns heads, both counted from 1. A head's
 output is its slice of the concatenated head outputs, before the output projection mixes them: *zero* sets it to 0,
-*mean* replaces it by its mean over the photo's tokens. **Click a cell** of the layers × heads grid to switch that
-head off or on; click a row's label (L3) for the whole layer, or type heads as layer.head counted from 1 (`{example}`;
+*mean* replaces it by its mean over the photo's tokens. **Click a cell** of the layers × heads grid to switch that head
+off or on; click a row's label (L3) for the whole layer, or type heads as layer.head counted from 1 (`{HEADS_TYPED}`;
 `7` = all of layer 7). The top-5 shows the change from the intact model, and **every tab shows the ablated model**
-while heads are off (one forward per change).""".format(example=HEADS_EXAMPLE.replace(",", ", "))
+while heads are off (one forward per change)."""
 
 IMPORTANCE_TEXT = """**Which heads matter.** For each (layer, head), the drop of the top-1 probability when
 that head alone is switched off the way the radio above says (zeroed, or set to its mean): one forward per head,
