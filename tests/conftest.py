@@ -149,14 +149,24 @@ def _is_browser_module(path: str) -> bool:
     return any(alias.name == "page_at" for node in imports for alias in node.names)
 
 
+# The browser modules the other worker runs, from the start, beside the main group: one browser
+# test at a time left the second worker idle for the last third of the run (R2 on 2026-12-07: the
+# browser group 1,080 s on one worker, everything else 749 s on the other). These do no timing of
+# their own (axe-core's scans, keyboard walks), so a second browser beside the first slows them
+# without failing them; together about 200 s, which the other worker's 749 s absorbs.
+SECOND_BROWSER_GROUP = frozenset({"test_a11y.py"})
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: none without it
 def pytest_xdist_make_scheduler(config, log):
-    """"--dist loadgroup" (README's test command) with every browser test module in one group, run
-    on one worker: the browser and the page's server each take a core while a test waits on them,
-    so two workers driving browsers at once on CI's 2 cores starve each other (and time out). The
-    other tests go one at a time to whichever worker is free. (xdist 3.8 reads groups from
-    xdist_group marks through a node-id suffix that pytest 9.2 no longer keeps, pytest-xdist issue
-    1386, so the group is decided here, from the test's file, in the controller.)"""
+    """"--dist loadgroup" (README's test command) with the browser test modules in two groups, each
+    run on one worker: the browser and the page's server each take a core while a test waits on
+    them, so two workers driving timing-sensitive browser tests at once on CI's 2 cores starve each
+    other (and time out). The main group holds every browser module but SECOND_BROWSER_GROUP's; the
+    two groups go first (the most tests first), one to each worker, and the other tests one at a
+    time to whichever worker is free. (xdist 3.8 reads groups from xdist_group marks through a
+    node-id suffix that pytest 9.2 no longer keeps, pytest-xdist issue 1386, so the group is decided
+    here, from the test's file, in the controller.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
@@ -165,8 +175,9 @@ def pytest_xdist_make_scheduler(config, log):
 
     class BrowserGroup(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if _is_browser_module(str(root / nodeid.split("::", 1)[0])):
-                return "browser"
+            path = nodeid.split("::", 1)[0]
+            if _is_browser_module(str(root / path)):
+                return "browser-second" if Path(path).name in SECOND_BROWSER_GROUP else "browser"
             return super()._split_scope(nodeid)
 
     return BrowserGroup(config, log)
