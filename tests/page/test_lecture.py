@@ -68,3 +68,29 @@ def test_the_cost_table_fits_a_phone_without_a_sideways_scroll(url):
         right = page.evaluate("() => Math.max(...[...document.querySelectorAll('#cost-table th, #cost-table td')]"
                               ".map(c => c.getBoundingClientRect().right))")
         assert right <= 390, f"the table's last column ends at {right:.0f} px on a 390-px phone"
+
+
+def test_a_patch_size_typed_past_the_top_is_clamped_in_the_box_and_said(url):
+    # Typed 200 into P's box (1..64) and Enter: Gradio's Slider refused it with a toast, and the box kept 200
+    # over the table for P = 16. Now the box shows 64, the table is for 64 (224 // 64 = 3: 3² + 1 = 10 tokens).
+    with page_at(url + "?tab=lecture") as page:
+        page.wait_for_selector("#cost-table:has-text('64,875×')", timeout=60_000)
+        box = page.locator("#cost-patch input[type=number]")
+        box.click()
+        box.press("Control+a")
+        box.press_sequentially("200", delay=50)  # key by key: 2 and 20 are answered on the way
+        box.press("Enter")
+        page.wait_for_selector("#cost-text:has-text('P is at most 64: the table is for P = 64.')")
+        page.wait_for_function("() => document.querySelector('#cost-patch input[type=number]').value === '64'")
+        assert "64×64 patches gives 10 tokens" in page.inner_text("#cost-text")
+        assert page.locator(".toast-body.error").count() == 0
+        shot(page, "lecture_p_past_the_top")
+        # Below the bottom: nothing while typing (3 may become 384); once the box is left, 16 px.
+        side = page.locator("#cost-size input[type=number]")
+        side.click()
+        side.press("Control+a")
+        side.press_sequentially("3")
+        page.wait_for_selector("#cost-text:has-text('The image side is at least 16 px: type 16 or more.')")
+        side.press("Tab")
+        page.wait_for_selector("#cost-text:has-text('the table is for 16 px')")
+        assert side.input_value() == "16"

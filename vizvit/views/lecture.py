@@ -3,6 +3,7 @@ Needs no photo."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,40 @@ def attention_cost_panel(side: int, patch: int) -> tuple[list[list[str]], str]:
 
 
 # ------------------------------------------------------------------ entry points
+SIDE = (16, 1024)  # the image side's range in pixels: the slider's, and what the calculator takes
+PATCH = (1, 64)  # the patch size P's range in pixels
+
+
+@dataclass(frozen=True)
+class Typed:
+    """One slider's number as the box held it, read against its range: the number the table is for (None: no
+    table), what the box should show instead (None: leave the box as it is) and the line that says why."""
+
+    value: int | None
+    box: int | None = None
+    note: str = ""
+
+
+def read_typed(raw: Any, span: tuple[int, int], name: str, unit: str, as_text: str, committed: bool) -> Typed:
+    """A number typed into a slider's box, read against the slider's range `span` (Gradio's own check refuses
+    one outside it: the box kept 200 over the table of the number before). Above the range: the top, put in the
+    box at once (no typing on the way to a number in range passes above it). Below: said with no table while
+    typing, since 3 may be the start of 384; the bottom once the box is left (`committed`: Gradio's Slider then
+    clamps the box itself). A fraction: rounded (the step is 1 px). Empty: said, no table.
+    name: what the number is ("the image side", "P"), unit (" px", ""), as_text: a value as a sentence says it."""
+    lo, hi = span
+    if raw is None or raw == "":
+        return Typed(None, note=f"Type {name} in pixels ({lo} to {hi}).")
+    v, said = math.floor(float(raw) + 0.5), name[:1].upper() + name[1:]
+    if v > hi:
+        return Typed(hi, hi, f"{said} is at most {hi}{unit}: the table is for {as_text.format(hi)}.")
+    if v < lo and not committed:
+        return Typed(None, note=f"{said} is at least {lo}{unit}: type {lo} or more.")
+    if v < lo:
+        return Typed(lo, lo, f"{said} is at least {lo}{unit}: the table is for {as_text.format(lo)}.")
+    return Typed(v, None if v == float(raw) else v)
+
+
 @dataclass(frozen=True)
 class LectureParams:
     """Everything a control on the tab sets."""
@@ -89,12 +124,27 @@ class LecturePage:
 
     cost: list[list[str]]  # the calculator's table (its header row is the Dataframe's headers)
     cost_text: str
+    side: int | None = None  # what the sliders' boxes should show instead of what was typed (None: as typed)
+    patch: int | None = None
 
 
 def show(ph: Photo | None, p: LectureParams) -> LecturePage:
     """On open and on a control change: the calculator's table and text. It reads no photo (ph may
     be None): the same shape as every tab's show."""
     return LecturePage(*attention_cost_panel(p.side, p.patch))
+
+
+def show_typed(raw: dict[str, Any], committed: bool = False) -> LecturePage:
+    """The calculator for the numbers as typed into the boxes ({"side": .., "patch": ..}, raw: out of range,
+    fractional or empty), each read by read_typed: the table for the numbers the boxes will show, with a line for
+    each number that is not what was typed. committed: the box was left (Enter does not leave it)."""
+    side = read_typed(raw["side"], SIDE, "the image side", " px", "{} px", committed)
+    patch = read_typed(raw["patch"], PATCH, "P", "", "P = {}", committed)
+    notes = " ".join(t.note for t in (side, patch) if t.note)
+    if side.value is None or patch.value is None:
+        return LecturePage([], f"⚠️ {notes}", side.box, patch.box)
+    table, text = attention_cost_panel(side.value, patch.value)
+    return LecturePage(table, f"⚠️ {notes}\n\n{text}" if notes else text, side.box, patch.box)
 
 
 def export_arrays(ph: Photo) -> dict[str, np.ndarray]:
