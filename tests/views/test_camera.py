@@ -68,18 +68,40 @@ def test_the_params_fit_any_model_and_refuse_nonsense(tiny16):
 
 def test_a_slow_model_is_called_too_slow_with_its_time_and_a_small_model_named(tiny16):
     wb = Workbench(device="cpu")
-    slow = view.speed_note(wb, tiny16, 2.0, 0.5, 10)
+    slow = view.speed_note(wb, tiny16, 0.5, 10)
     assert "too slow" in slow and "500 ms" in slow and "2.0 pictures a second" in slow
     assert "vit-tiny-patch16-224" in slow  # the fastest measured model of the list (catalog.MEASURED)
-    assert "fast enough" in view.speed_note(wb, tiny16, 12.0, 0.05, 10)
-    assert "too slow" in view.speed_note(wb, tiny16, 0, 0.5, 1)  # from the first picture on
-    assert view.speed_note(wb, tiny16, 0, 0.05, 1) == ""  # fast: said once a few pictures give a rate
+    assert "fast enough" in view.speed_note(wb, tiny16, 0.05, 10)
+    assert "too slow" in view.speed_note(wb, tiny16, 0.5, 1)  # from the first picture on
+    assert view.speed_note(wb, tiny16, 0.05, 1) == ""  # fast: said once a few pictures give a forward time
 
 
 def test_the_fastest_model_is_not_told_to_pick_itself(trained):
     """The trained ViT-Ti, slow only because the computer is busy: no advice to pick ViT-Ti."""
-    slow = view.speed_note(Workbench(device="cpu"), trained, 2.0, 0.3, 10)
+    slow = view.speed_note(Workbench(device="cpu"), trained, 0.3, 10)
     assert "too slow" in slow and "already the fastest" in slow and "pick" not in slow
+
+
+def test_the_pictures_a_second_are_one_number_on_the_picture_and_the_note_is_said_once(tiny16):
+    """The camera page showed two pictures-a-second readings at once (16.4 on the picture, 16.6 in the note):
+    the same meter read at two pictures. Now the picture's line alone says it, new with each picture, and a fast
+    model's note names no rate: it is said once, not with nearly every picture (each a Gradio event, the
+    note's refresh). Pictures on a clock of our own: 8 in 0.53 s, so 7 intervals in the last 0.47 s."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    now = [0.0]
+    feed = camera.Feed(clock=lambda: now[0])
+    notes, rates = [], []
+    for i, dt in enumerate([0.06, 0.07, 0.05, 0.08, 0.06, 0.09, 0.05, 0.07]):
+        now[0] += dt
+        step = view.live_step(wb, feed, PhotoKey(tiny16.id, ""), fake_camera.frame_rgb(i, 30), view.CameraParams())
+        assert step is not None
+        notes.append(step.note)
+        rates += [t[0] for t in json.loads(step.book)["texts"] if t[0].endswith("pictures/s")]
+    assert len(rates) == 8 and rates[-1] == f"{7 / 0.47:.1f} pictures/s", rates  # (n - 1) / span, by hand: 14.9
+    said = [n for n in notes if n is not None]
+    assert len(said) == 1 and notes[2] == said[0] and "fast enough" in said[0], notes
+    assert "a second now" not in said[0] and "14.9" not in said[0]
 
 
 def test_frames_are_never_cached_and_a_frozen_frame_is_the_frame_uploaded(tiny16, tmp_path):

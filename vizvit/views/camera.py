@@ -356,19 +356,23 @@ def fastest_listed(wb: Workbench) -> str | None:
     return min(timed)[1] if timed else None
 
 
-def speed_note(wb: Workbench, vm: VitModel, rate: float, forward_s: float, frames: int) -> str:
+def speed_note(wb: Workbench, vm: VitModel, forward_s: float, frames: int) -> str:
     """What the panel says about speed: too slow for live use (with the measured time and, on a
     CPU, the fastest model of the list), said from the first picture on; or fast enough, once a
-    few pictures give a rate."""
+    few pictures give a forward time. The pictures a second the page shows are the picture's own line
+    (rate_lines), new with every picture: the note said them too, read at another picture, so two readings
+    differed on screen (16.4 and 16.6), and a note with a number in it changed with nearly every picture,
+    each change a Gradio event (the note's refresh) the camera page exists to avoid."""
     if frames < 1 or forward_s <= 0:
         return ""
     most = 1.0 / forward_s
     if most >= LIVE_FPS:
         if frames < 3:
             return ""
-        return (f"✓ **{short_name(vm.id)}** is fast enough for live use: one forward takes {forward_s * 1000:.0f} ms "
-                f"here; the page shows {rate:.1f} pictures a second now (drawing, sending and this computer's "
-                "other work take the rest).")
+        return (f"✓ **{short_name(vm.id)}** is fast enough for live use: one forward takes under "
+                f"{1000 / LIVE_FPS:.0f} ms here (live needs {LIVE_FPS:.0f} pictures a second). The picture's lines "
+                "say how many pictures a second this page shows now and how long a forward takes (drawing, "
+                "sending and this computer's other work take the rest of each picture's time).")
     text = (f"⚠️ **{short_name(vm.id)} is too slow for live use here**: one forward takes "
             f"**{forward_s * 1000:.0f} ms**, so at most {most:.1f} pictures a second (live needs {LIVE_FPS:.0f}). "
             "Frames that come meanwhile are dropped, never queued, so the picture is late by one forward, not more.")
@@ -512,7 +516,7 @@ def live_step(wb: Workbench, feed: Feed, key: PhotoKey, rgb: np.ndarray, p: Came
         took = time.perf_counter() - t0
         feed.meter.record(a.seconds)
         fwd = feed.meter.forward_s()
-        note = speed_note(wb, vm, feed.meter.rate(), fwd, feed.meter.count())
+        note = speed_note(wb, vm, fwd, feed.meter.count())
         changed, feed.note = note != feed.note, note
         return _Forward(a, frame, took, rate_lines(feed, fwd), note if changed else None, feed.done + 1)
 
