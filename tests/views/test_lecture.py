@@ -53,7 +53,10 @@ def test_a_typed_number_is_read_against_the_sliders_range():
     assert p(10.6) == Typed(11, 11)
     assert side(3) == Typed(None, None, "The image side is at least 16 px: type 16 or more.")
     assert side(3, committed=True) == Typed(16, 16, "The image side is at least 16 px: the table is for 16 px.")
-    assert side(None) == Typed(None, None, "Type the image side in pixels (16 to 1024).")
+    assert side(None) == Typed(None, None, "Type the image side in pixels, a whole number from 16 to 1024.")
+    # Anything else a caller's event may carry (the events take raw values): said, never an error.
+    for bad in ("", "abc", "nan", "inf", "-inf", "1e400", [1], {"a": 1}, True):
+        assert p(bad) == Typed(None, None, "Type P in pixels, a whole number from 1 to 64."), bad
     page = show_typed({"side": 5000, "patch": 32})  # 1024 px in 32-px patches: 32² + 1 = 1,025 tokens
     assert page.side == 1024 and page.patch is None
     assert page.cost_text.startswith("⚠️ The image side is at most 1024 px: the table is for 1024 px.")

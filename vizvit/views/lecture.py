@@ -94,16 +94,28 @@ def read_typed(raw: Any, span: tuple[int, int], name: str, unit: str, as_text: s
     clamps the box itself). A fraction: rounded (the step is 1 px). Empty: said, no table.
     name: what the number is ("the image side", "P"), unit (" px", ""), as_text: a value as a sentence says it."""
     lo, hi = span
-    if raw is None or raw == "":
-        return Typed(None, note=f"Type {name} in pixels ({lo} to {hi}).")
-    v, said = math.floor(float(raw) + 0.5), name[:1].upper() + name[1:]
+    number = _number(raw)
+    if number is None:  # empty, or not a number at all (a caller's event, not the page's box)
+        return Typed(None, note=f"Type {name} in pixels, a whole number from {lo} to {hi}.")
+    v, said = math.floor(min(number, hi + 1) + 0.5), name[:1].upper() + name[1:]
     if v > hi:
         return Typed(hi, hi, f"{said} is at most {hi}{unit}: the table is for {as_text.format(hi)}.")
     if v < lo and not committed:
         return Typed(None, note=f"{said} is at least {lo}{unit}: type {lo} or more.")
     if v < lo:
         return Typed(lo, lo, f"{said} is at least {lo}{unit}: the table is for {as_text.format(lo)}.")
-    return Typed(v, None if v == float(raw) else v)
+    return Typed(v, None if v == number else v)
+
+
+def _number(raw: Any) -> float | None:
+    """A box's value as a finite number, or None (empty, text that is no number, nan, ±inf, a list...)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        return None
+    try:
+        number = float(raw)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
