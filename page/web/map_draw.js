@@ -147,7 +147,9 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
     x.textBaseline = 'alphabetic';
     const tx = bx + bw + S.label_offset;
     for (const [row, ty, text, mark] of bars) {
-      if (mark) {
+      if (mark && row === null) {
+        x.fillStyle = `rgb(${b.colors.mark_text})`;  // a level off the bar: its label only
+      } else if (mark) {
         const y0 = Math.max(0, row - 1), y1 = Math.min(H, row + 2);
         x.fillStyle = `rgb(${b.colors.mark})`;
         x.fillRect(bx, y0, bw + S.overhang, y1 - y0);
@@ -176,13 +178,23 @@ window.__vizvitMapDraw || (window.__vizvitMapDraw = (() => {
     const step = (hi - lo) / (n - 1);
     const ticks = hi > lo ? Array.from({ length: n }, (_, k) => (k === n - 1 ? hi : k * step + lo)) : [lo];
     const row = (v) => roundHalfEven((hi - Math.min(Math.max(v, lo), hi)) / span * (H - 1));
-    const u = b.uniform, where = u > hi ? S.above : u < lo ? S.below : '';
-    const placed = [[row(u), S.mark + where, true]];
+    const baseline = (r) => Math.min(Math.max(r + Math.floor(cap / 2), cap + S.label_top), H - S.label_bottom);
+    // A level on the bar gets a line at its row; one off it, no row (no line) and its label one line
+    // inside the end tick's, which stays (render.colorbar_labels).
+    const u = b.uniform, out = [], taken = [];
+    if (u >= lo && u <= hi) {
+      out.push([row(u), baseline(row(u)), S.mark, true]);
+      taken.push(row(u));
+    } else {
+      const above = u > hi, at = above ? baseline(0) + line : baseline(H - 1) - line;
+      out.push([null, Math.min(Math.max(at, cap + S.label_top), H - S.label_bottom), S.mark + (above ? S.above : S.below), true]);
+      taken.push(at - Math.floor(cap / 2));
+    }
     for (const t of ticks) {
       const r = row(t);
-      if (placed.every(([my, , m]) => !m || Math.abs(r - my) >= line)) placed.push([r, fmt3g(t), false]);
+      if (taken.every((my) => Math.abs(r - my) >= line)) out.push([r, baseline(r), fmt3g(t), false]);
     }
-    return placed.map(([r, text, m]) => [r, Math.min(Math.max(r + Math.floor(cap / 2), cap + S.label_top), H - S.label_bottom), text, m]);
+    return out;
   };
   const bits = (u8, n) => Uint8Array.from({ length: n }, (_, i) => (u8[i >> 3] >> (7 - (i & 7))) & 1);  // np.packbits
   return { bytes, pixels, roundHalfEven, colorIndex, blend, box, gridLines, render, fmt3g, colorbarLabels, bits };

@@ -733,3 +733,43 @@ def test_back_to_the_summary_token_from_a_column_shows_its_row(url, tiny16):
         assert page.locator("#attn-direction input[value='row']").is_checked(), "the direction stayed on column"
         assert "(its column)" not in page.inner_text("#attn-readout")
         assert image_src(page, "attn-main") == row_src, "not the server's picture of [CLS]'s row"
+
+
+def test_the_pages_colour_bar_keeps_its_end_value_and_draws_no_line_for_a_level_off_it():
+    """The page lays out a clicked query's bar itself (map_draw.js colorbarLabels): it must place the
+    labels as render.colorbar_labels does, on a grey photo's range (0 … 0.000552, 1/N = 0.00508 above
+    it: the top number stays, "1/N above" one line under it, no line), one with 1/N below it, and one
+    with 1/N inside; and draw no blue line for a level off the bar (no server: a blank page)."""
+    from browser import blank_page
+
+    from vizvit.model.models import Geometry
+
+    g = Geometry((224, 224), 16, (14, 14), 1, 2, 2, 8)  # 197 tokens: 1/N = 0.00508
+    p = ra.AttnParams()
+    b = books.page_drawing(g, p, 3)
+    h = 3 * 224
+    ranges = [(0.0, 0.000552), (0.006, 0.01), (0.0, 0.02), (0.0, 0.0)]
+    with blank_page() as page:
+        page.add_script_tag(content=web.asset("map_draw.js"))
+        for lo, hi in ranges:
+            got = page.evaluate("([h, lo, hi, b]) => window.__vizvitMapDraw.colorbarLabels(h, lo, hi, b)",
+                                [h, lo, hi, b])
+            want = render.colorbar_labels(h, lo, hi, marks={layout.UNIFORM_MARK: ra.uniform_level(g)})
+            assert [tuple(x) for x in got] == want, (lo, hi)
+        m = np.zeros(g.grid, np.float32)
+        view = np.full((224, 224, 3), 128, np.uint8)
+        rgba = np.concatenate([view, np.full((224, 224, 1), 255, np.uint8)], -1)
+        drawing = {**b, "view": base64.b64encode(rgba.tobytes()).decode()}
+        mp = {"index": base64.b64encode(render.color_index(m, 0.0, 0.000552).tobytes()).decode(), "lo": 0.0,
+              "hi": 0.000552, "bars": render.colorbar_labels(h, 0.0, 0.000552, marks={"1/N": 1 / 197}), "art": [],
+              "at": None}
+        px = page.evaluate("""([b, mp]) => { const D = window.__vizvitMapDraw;
+            const cv = D.render({ ...b, view: D.bytes(b.view), lut: D.bytes(b.lut) },
+                                { ...mp, index: D.bytes(mp.index), keep: null });
+            return Array.from(cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data); }""",
+                           [drawing, mp])
+    img = np.array(px, np.uint8).reshape(h, -1, 4)[..., :3]
+    x0 = h + render.BAR_GAP  # the bar's first column
+    strip = img[:, x0:x0 + render.BAR_WIDTH + render.MARK_OVERHANG]
+    assert not (strip == render.MARK_COLOR).all(-1).any()  # no blue line: 1/N is not on this bar
+    assert (img[:, x0 + render.BAR_WIDTH + render.LABEL_OFFSET:] == render.MARK_TEXT_COLOR).all(-1).any()  # its label

@@ -161,8 +161,31 @@ def test_colorbar_marks_a_level_and_says_when_it_is_outside_the_range():
     blue = [y for y in range(400) if tuple(bar[y, 0]) == render.MARK_COLOR]
     assert blue and abs(np.mean(blue) - 200) <= 2, "the mark sits at its value"
     above = render.colorbar(400, "gray", 0.0, 0.004, width=18, marks={"1/N": 0.005})
-    assert tuple(above[0, 0]) == render.MARK_COLOR  # pinned to the top end, labelled "above"
-    assert above.shape[1] > bar.shape[1]
+    assert above.shape[1] > bar.shape[1]  # room for "1/N above"
+
+
+@pytest.mark.parametrize("lo, hi, level, end", [(0.0, 0.000552, 1 / 197, "top"), (0.006, 0.01, 1 / 197, "bottom")])
+def test_a_level_outside_the_range_keeps_the_bars_end_value_and_draws_no_line(lo, hi, level, end):
+    """A flat grey photo's [CLS] map runs 0 … 0.000552 and 1/N = 0.00508 lies 9x above it: the mark,
+    pinned to the top with its label there, pushed the top tick out, so 0.000552 stood nowhere on the
+    bar and a blue line at the top read as 1/N's level. Now: the end's tick and number stay, the label
+    "1/N above" (or "below") sits one line inside it, and no blue line is drawn on the bar."""
+    h = 672  # the Attention tab's map at 3x
+    cap = render.text_size("0")[1]
+    line = int(cap * render.LINE_SPACING)
+    labels = render.colorbar_labels(h, lo, hi, marks={"1/N": level})
+    ticks = {text: (y, b) for y, b, text, m in labels if not m}
+    end_row, end_value = (0, hi) if end == "top" else (h - 1, lo)
+    assert ticks[f"{end_value:.3g}"][0] == end_row, labels  # the end's number stays at the end
+    (mark,) = [(y, b, text) for y, b, text, m in labels if m]
+    assert mark[0] is None and mark[2] == "1/N " + ("above" if end == "top" else "below")
+    base = sorted(b for _, b, _, _ in labels)
+    assert all(b2 - b1 >= line for b1, b2 in zip(base, base[1:])), labels  # no two labels overlap
+    bar = render.colorbar(h, "gray", lo, hi, width=18, marks={"1/N": level})
+    assert not (bar[:, :18] == render.MARK_COLOR).all(-1).any()  # no line: 1/N has no row on this bar
+    ink = (bar[:, 18 + render.LABEL_OFFSET:] < 128).any(-1).any(-1)  # black text rows
+    top_number = ticks[f"{end_value:.3g}"][1]
+    assert ink[top_number - cap:top_number].any()  # the end's number is written there
 
 
 @pytest.mark.parametrize("t", [1, 2, 4, 5])

@@ -243,3 +243,20 @@ def test_a_layers_tile_tops_are_written_apart_where_they_differ():
     assert _span(np.array([0.00576, 0.0058, 0.00584])) == "0.00576-0.00584"
     assert _span(np.array([0.0031, 0.052])) == "0.0031-0.052"  # apart at 2 digits: as before
     assert _span(np.array([0.25, 0.25])) == "0.25"  # one value: said once
+
+
+@pytest.mark.parametrize("lo, hi, where", [(0.0, 0.000552, "above"), (0.006, 0.01, "below"), (0.0, 0.02, None)])
+def test_the_scale_note_says_where_1_over_n_is_when_the_bar_has_no_line_for_it(lo, hi, where):
+    """A flat grey photo (trained ViT-Ti): its [CLS] map runs 0 … 0.000552, 1/N = 1/197 = 0.00508 lies 9x
+    above it, and the note said "the blue line on the bar is the uniform level", a line the bar does not
+    draw. Constructed ranges: 1/N above, below and inside."""
+    g = GEOMS["g14"]
+    assert g.seq_len == 197
+    values = np.linspace(lo, hi, g.grid[0] * g.grid[1], dtype=np.float32).reshape(g.grid)
+    note = ap.scale_note(values, lo, hi, "0 to max", g)
+    if where is None:
+        assert "the blue line on the bar is the uniform level 1/N = 1/197 = 0.00508." in note, note
+    else:
+        assert "blue line on the bar is" not in note, note
+        assert f"1/N = 1/197 = 0.00508 is {where} this map's whole range" in note, note
+        assert f"*1/N {where}*" in note  # the words on the bar

@@ -409,14 +409,16 @@ def _fmt(v: float) -> str:
 
 def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, ...] | None = None,
                     marks: dict[str, float] | None = None,
-                    tick_names: tuple[str, ...] | None = None) -> list[tuple[int, int, str, bool]]:
+                    tick_names: tuple[str, ...] | None = None) -> list[tuple[int | None, int, str, bool]]:
     """Where a colour bar of `height` px puts its labels: (row, text baseline, text, is a mark).
 
     ticks: None = up to five, evenly spaced from vmin to vmax (−1, −0.5, 0, 0.5, 1 for ±1; fewer
     on a short bar, so labels never overlap), three significant digits. marks: {name: value}
-    levels, labelled "name"; a level outside the range sits at the nearer end, labelled
-    "name above" / "below". Ticks that would collide with a mark's label are left out.
-    tick_names: words written instead of the ticks' numbers (e.g. "0", "tile max")."""
+    levels, labelled "name", with a line at their row. A level outside the range has no row on the
+    bar (row None: no line): its label "name above" / "below" sits one line inside the end tick's
+    label, which stays, so the bar still says where it ends (a grey photo's 1/N, 9x over the map's
+    top, took the top tick's place and hid the range). Ticks that would collide with a mark's label
+    are left out. tick_names: words written instead of the ticks' numbers (e.g. "0", "tile max")."""
     cap = text_size("0")[1]
     line = int(cap * LINE_SPACING)  # one label's height, with room
     if ticks is None:
@@ -427,15 +429,26 @@ def colorbar_labels(height: int, vmin: float, vmax: float, ticks: tuple[float, .
     def row(v: float) -> int:
         return int(round((vmax - min(max(v, vmin), vmax)) / span * (height - 1)))
 
-    placed: list[tuple[int, str, bool]] = []
+    def baseline(y: int) -> int:  # a label's text beside its row, inside the bar's height
+        return min(max(y + cap // 2, cap + LABEL_TOP), height - LABEL_BOTTOM)
+
+    out: list[tuple[int | None, int, str, bool]] = []
+    taken: list[int] = []  # the rows the marks' labels are centred on
     for name, v in (marks or {}).items():
-        where = ABOVE if v > vmax else BELOW if v < vmin else ""
-        placed.append((row(v), f"{name}{where}", True))
+        if vmin <= v <= vmax:
+            out.append((row(v), baseline(row(v)), name, True))
+            taken.append(row(v))
+        else:
+            above = v > vmax
+            b = baseline(0) + line if above else baseline(height - 1) - line
+            out.append((None, min(max(b, cap + LABEL_TOP), height - LABEL_BOTTOM), name + (ABOVE if above else BELOW),
+                        True))
+            taken.append(b - cap // 2)
     for i, t in enumerate(ticks):
         y = row(t)
-        if all(abs(y - my) >= line for my, _, m in placed if m):
-            placed.append((y, tick_names[i] if tick_names else _fmt(t), False))
-    return [(y, min(max(y + cap // 2, cap + LABEL_TOP), height - LABEL_BOTTOM), text, m) for y, text, m in placed]
+        if all(abs(y - my) >= line for my in taken):
+            out.append((y, baseline(y), tick_names[i] if tick_names else _fmt(t), False))
+    return out
 
 
 BAR_WIDTH = 18  # the colour bar itself; its labels start BAR_WIDTH + LABEL_OFFSET px from its left edge
@@ -457,20 +470,21 @@ def colorbar(height: int, cmap: str = "RdBu_r", vmin: float = -1.0, vmax: float 
              tick_names: tuple[str, ...] | None = None) -> np.ndarray:
     """A vertical colour bar (vmax on top) with tick labels on its right -> (height, width+labels, 3).
 
-    Labels as colorbar_labels places them, TEXT_PX (see put_text); marks are drawn as a blue line
-    across the bar with a white gap. text_width: room for labels at least this wide (a bar whose
-    width must not change with its numbers, e.g. while a slider moves)."""
+    Labels as colorbar_labels places them, TEXT_PX (see put_text); a mark in the range is drawn as a
+    blue line across the bar with a white gap (one outside it: its label only). text_width: room
+    for labels at least this wide (a bar whose width must not change with its numbers, e.g. while a
+    slider moves)."""
     placed = colorbar_labels(height, vmin, vmax, ticks, marks, tick_names)
     text_w = max([text_width] + [text_size(t)[0] for _, _, t, _ in placed])
     values = np.linspace(vmax, vmin, height)[:, None].repeat(width, axis=1)
     out = np.full((height, width + BAR_PAD + text_w, 3), 255, np.uint8)
     out[:, :width] = colorize(values, cmap, vmin, vmax)
     for y, ty, text, is_mark in placed:
-        if is_mark:
+        if is_mark and y is not None:
             y0, y1 = max(0, y - 1), min(height, y + 2)
             out[y0:y1, :width + MARK_OVERHANG] = MARK_COLOR
             out[y0:y1, width // 3:2 * width // 3] = 255  # a white gap: visible on any colour map
-        else:
+        elif not is_mark:
             out[y, width:width + TICK_LEN] = 0
         put_text(out, text, (width + LABEL_OFFSET, ty), color=MARK_TEXT_COLOR if is_mark else (0, 0, 0))
     return out

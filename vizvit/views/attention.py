@@ -74,7 +74,8 @@ attention composed through all layers up to the chosen one (see the strip). **Co
 (the default) shows near-uniform attention as near-uniform; *this map's range* stretches the smallest
 difference over the whole colour map (noise then looks like structure: the line under the table says
 how narrow the range is); *fixed across layers and heads* keeps one range while you move the sliders.
-The blue line on the colour bar is the uniform level 1/N (N tokens). A clicked patch's weight on itself
+The blue line on the colour bar is the uniform level 1/N (N tokens); when 1/N lies outside the map's range the bar
+says *1/N above* or *below* instead, with no line. A clicked patch's weight on itself
 is left out of the range (in rollout it would make every other patch dark): it shows in the top colour,
 and the table gives it."""
 
@@ -128,8 +129,7 @@ def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry
     u = uniform_level(g)
     shown = values[~exclude] if exclude is not None and not exclude.all() else values.ravel()
     vmin, vmax, mean = float(shown.min()), float(shown.max()), float(shown.mean())
-    note = (f"Colours: **{scale}**, {lo:.3g} … {hi:.3g}; the blue line on the bar is the uniform level "
-            f"1/N = 1/{g.seq_len} = {u:.3g}.")
+    note = f"Colours: **{scale}**, {lo:.3g} … {hi:.3g}; " + uniform_note(u, lo, hi, g.seq_len)
     besides = " (the artifact tokens left out)" if shown.size < values.size else ""
     if vmax < range_floor(g):  # nothing to see: say so instead of calling it uniform
         rest = f"{elsewhere} and the artifact tokens" if besides else elsewhere
@@ -146,6 +146,18 @@ def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry
         note += ("; *this map's range* stretches that to the whole colour map." if scale == "this map's range"
                  else ".")
     return note
+
+
+def uniform_note(u: float, lo: float, hi: float, n: int) -> str:
+    """Where the uniform level 1/N stands against the colour range lo … hi: a line on the bar, or
+    (as render.colorbar_labels draws it) off the bar, above or below the whole range, with no line.
+    A grey photo's [CLS] map tops out at 0.000552, 9x under 1/197: "the blue line on the bar" was none."""
+    level = f"1/N = 1/{n} = {u:.3g}"
+    if lo <= u <= hi:
+        return f"the blue line on the bar is the uniform level {level}."
+    where = "above" if u > hi else "below"
+    return (f"the uniform level {level} is {where} this map's whole range, so the bar draws no line for it "
+            f"(it says *1/N {where}*).")
 
 
 def bound(x: float, up: bool, digits: int = 2) -> str:
