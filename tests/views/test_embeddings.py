@@ -151,6 +151,37 @@ def test_no_artifact_sentence_says_from_depth_on_only_when_they_stay(tiny16, cat
     assert "first at depth 1: the four corners" in said and f"3 at {g.num_layers}" in said, said
 
 
+def test_the_artifact_share_is_the_attention_tabs_share_of_the_patches_total(tiny16, cat):
+    """A flat grey photo on the trained ViT-Ti: the Attention tab said the corners "hold 94.3% of its total
+    over the patches" (0.8985 of the 0.9524 [CLS] gives the patches) and this tab "[CLS] puts 90% of its
+    attention on them" (0.8985 of all of it). Constructed: in the last layer every head's [CLS] keeps 0.05,
+    gives the four corners 0.225 each (0.9) and the other 192 patches 0.05 in all: 0.9 / 0.95 = 94.7%."""
+    from vizvit.views import attention as ap
+
+    g = tiny16.geometry
+    gh, gw = g.grid
+    pre = g.num_prefix_tokens
+    a = vizvit.analyze(tiny16, cat)
+    corners = np.zeros((gh, gw), bool)
+    corners[[0, 0, gh - 1, gh - 1], [0, gw - 1, 0, gw - 1]] = True
+    row = np.full(g.num_patches, 0.05 / 192)
+    row[corners.ravel()] = 0.225
+    att = a.attentions.clone()
+    att[-1, :, 0, :] = 0.0
+    att[-1, :, 0, 0] = 0.05
+    att[-1, :, 0, pre:] = torch.from_numpy(row).to(att.dtype)
+    a = dataclasses.replace(a, attentions=att)
+    d = emb.prepare(tiny16, a)
+    ex = np.zeros((g.num_layers + 1, gh, gw), bool)
+    ex[-1] = corners
+    d = dataclasses.replace(d, tokens=dataclasses.replace(d.tokens, excluded=ex))
+    said = embed_panels.artifact_sentence(tiny16, a, d, g.num_layers)
+    assert "**94.7%** of [CLS]'s attention over the patches" in said, said
+    assert "90%" not in said and "2.0% for an even spread" in said, said  # 4 of 196 patches
+    # The Attention tab says the same number of the same map.
+    assert "**94.7%** of its total over the patches" in ap.artifact_share(corners, row.reshape(gh, gw)), said
+
+
 def test_register_norms_are_exported(families, cat):
     vm = families["dinov2_reg"]
     a = vizvit.analyze(vm, cat)

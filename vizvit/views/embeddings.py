@@ -316,8 +316,8 @@ def artifact_depths(excluded: np.ndarray) -> str:
 
 
 def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: int) -> str:
-    """One sentence on this depth's artifact tokens: where, how many × the median norm, how much of
-    [CLS]'s last-layer attention they take (the Attention tab's bright spots), and the paper."""
+    """One sentence on this depth's artifact tokens: where, how many × the median norm, what share of
+    [CLS]'s last-layer attention over the patches they hold (the Attention tab's bright spots), and the paper."""
     g = vm.geometry
     art = d.tokens.excluded[depth]
     any_depth = d.tokens.excluded.any(axis=(1, 2))
@@ -328,15 +328,19 @@ def artifact_sentence(vm: VitModel, a: Analysis, d: emb.EmbeddingsData, depth: i
     norms = d.tokens.norms[depth]
     ratio = float(norms[art].mean() / np.median(norms))
     n = int(art.sum())
-    # n/P would be a uniform share of [CLS]'s attention.
-    share = emb.cls_attention_share(a, g, art)
+    # Their share of what [CLS] gives the patches, as the Attention tab's default map says it (its
+    # artifact_share): of all [CLS]'s attention (its own and the prefix tokens' too) the grey photo's
+    # corners got 0.8985 = "90%" here beside "94.3%" there, one quantity read two ways. n/P: an even spread.
+    held, patches = emb.cls_attention_share(a, g, art), emb.cls_attention_share(a, g, np.ones_like(art))
     cls_part = ""
-    if np.isfinite(share):
+    if np.isfinite(held) and patches > 0:
+        share = held / patches
         spots = "corners" if art_mod.describe(art) == "the four corners" else "spots"
         # Named as the maps' bright spots only when they take over 3× a uniform share.
         link = (f": they are the bright {spots} of the Attention tab's maps" if share > 3 * n / g.num_patches else "")
-        cls_part = (f" In the last layer [CLS] puts {share:.0%} of its attention (mean over heads) on "
-                    f"{'them' if n > 1 else 'it'}, against {n / g.num_patches:.0%} for a uniform spread{link}.")
+        cls_part = (f" In the last layer {'they hold' if n > 1 else 'it holds'} **{share:.1%}** of [CLS]'s attention "
+                    f"over the patches (mean over heads, as the Attention tab's map), against {n / g.num_patches:.1%} "
+                    f"for an even spread{link}.")
     return (f"**{n} artifact token{'s' if n != 1 else ''}: {art_mod.describe(art)}**, at {ratio:.0f}× the median "
             f"patch norm, outlined red in every picture here ({ARTIFACTS_AT_DEPTH}). A trained ViT turns a few "
             "low-information patches into such high-norm tokens and uses them as scratch space (Darcet et al. "
