@@ -127,3 +127,32 @@ def test_a_contrast_is_written_as_the_difference_of_the_parts_written_beside_it(
     assert Contrast(0.8464, -0.0776).shown() == ("+0.846", "-0.078", "+0.924")
     # where the rounded difference and the difference of the rounded parts differ, the parts win
     assert Contrast(0.8464, -0.0774).shown() == ("+0.846", "-0.077", "+0.923")
+
+
+def test_the_comparison_pictures_titles_write_each_contrast_as_the_table_and_text_do(monkeypatch):
+    """Chelsea on the trained ViT-Ti: the titles said "+0.33 / +0.21 / +0.00" beside a table and a text
+    saying +0.326 / +0.214 / +0.003. Constructed contrasts with those parts: one precision everywhere."""
+    from vizvit.model.positional import Contrast, PositionReport
+
+    p = 14 * 14
+    eye = np.eye(p, dtype=np.float32)
+    parts = {"learned": Contrast(0.8464, -0.0776), "1-D sinusoidal": Contrast(0.8121, 0.4862),
+             "2-D sin-cos (MAE)": Contrast(0.9841, 0.7702), "random init": Contrast(0.0021, -0.0013)}
+    r = PositionReport((14, 14), eye, None, {k: eye for k in positional.BASELINES}, parts)
+    titles = []
+    real = positions_panel._titled
+    monkeypatch.setattr(positions_panel, "_titled", lambda img, text: titles.append(text) or real(img, text))
+    positions_panel.compare_image(r)
+    assert titles == ["learned (this model): contrast +0.924", "1-D sinusoidal: contrast +0.326",
+                      "2-D sin-cos (MAE): contrast +0.214", "random init: contrast +0.003"], titles
+    rows = positions_panel.contrast_rows(r)  # the table beside it
+    assert [row[3] for row in rows] == ["+0.924", "+0.326", "+0.214", "+0.003"], rows
+    # A 16×16 grid (patch 14 at 224 px) has rows of 3·16·10 + 20 = 500 px: every title fits whole.
+    titles.clear()
+    eye = np.eye(16 * 16, dtype=np.float32)
+    img = positions_panel.compare_image(PositionReport((16, 16), eye, None, {k: eye for k in positional.BASELINES},
+                                                       parts))
+    assert titles[0] == "learned: contrast +0.924" and titles[1:] == ["1-D sinusoidal: contrast +0.326",
+                                                                       "2-D sin-cos (MAE): contrast +0.214",
+                                                                       "random init: contrast +0.003"], titles
+    assert all(render.text_size(t)[0] + 2 <= 500 for t in titles) and img.shape[1] > 500

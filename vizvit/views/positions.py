@@ -227,8 +227,12 @@ def compare_image(r: positional.PositionReport) -> np.ndarray:
             render.outline(t, (pc * cell, pr * cell), ((pc + 1) * cell - 1, (pr + 1) * cell - 1),
                            render.HIGHLIGHT_COLOR, 1)
             tiles.append(t)
-        rows.append(_titled(render.mosaic(np.stack(tiles), 1, len(tiles), sep=10),
-                            f"{name}: contrast {r.contrasts[keys[name]].contrast:+.2f}"))
+        row = render.mosaic(np.stack(tiles), 1, len(tiles), sep=10)
+        contrast = r.contrasts[keys[name]].shown()[2]  # as the table and the text write it
+        title = f"{name}: contrast {contrast}"
+        if render.text_size(title)[0] + 2 > row.shape[1]:  # a grid over 14 has narrower rows: the table's name
+            title = f"{keys[name]}: contrast {contrast}"
+        rows.append(_titled(row, title))
     cap = render.text_size("0")[1]
     head = np.full((2 * cap, rows[0].shape[1], 3), 255, np.uint8)
     for i, (pr, pc) in enumerate(where):  # each position's name over its own column of tiles
