@@ -101,6 +101,41 @@ def test_survives_says_the_label_is_lost_where_the_sweep_shows_another_top1():
     assert "The label survives, not the model's confidence" in t and "another top-1" not in t
 
 
+def test_a_weak_prediction_is_held_to_a_quarter_of_itself_and_one_shown_value_is_said_once():
+    """A flat grey photo on the trained ViT-Ti: "letter opener" at 2.5 % at every shift, and the step said "stays
+    between 2.5% and 2.5% ..., within 5 percentage points of 2.5%", a band no fall (even to 0 %) could leave. Below
+    20 % the band is a quarter of the unshifted probability; from 20 % up it stays 5 points (chelsea's 82.2 %)."""
+    grey = [(k, 0.02479) for k in range(33)]
+    t = claims.survives_sentence("letter opener", 0.02479, "letter opener", 0.02479, 1, grey)
+    assert t.endswith("and p(letter opener) stays at 2.5% at every shift of the sweep (0–32 px)."), t
+    assert "between" not in t and "5 percentage points" not in t
+    # 2.5 % -> 0.0 %: all of it lost, which "within 5 percentage points of 2.5%" held
+    t = claims.survives_sentence("letter opener", 0.025, "letter opener", 0.025, 1, [(0, 0.025), (7, 0.0004)])
+    assert "falls from 2.5% to **0.0% at 7 px**" in t and "The label survives, not the model's confidence." in t, t
+    # 2.5 % -> 1.9 %: 0.6 points, less than its quarter (0.625 points, by hand): it holds, and says which band
+    t = claims.survives_sentence("letter opener", 0.025, "letter opener", 0.025, 1, [(0, 0.025), (3, 0.019)])
+    assert "stays between 1.9% and 2.5% at every shift of the sweep (0–3 px), within a quarter of 2.5% (a " \
+           "prediction under 20% is held to a quarter of itself, not to 5 percentage points)." in t, t
+    # 2.5 % -> 3.2 %: +0.7 points, past its quarter: a rise, where 5 points held it
+    t = claims.survives_sentence("letter opener", 0.025, "letter opener", 0.025, 1, [(0, 0.025), (5, 0.032)])
+    assert "rises from 2.5% to **3.2% at 5 px**" in t and "raises it by 0.7 percentage points" in t, t
+    # 10 % -> 7.0 %: 3 points, inside 5 but more than a quarter (2.5): falls
+    t = claims.survives_sentence("cat", 0.10, "cat", 0.10, 1, [(0, 0.10), (9, 0.07)])
+    assert "falls from 10.0% to **7.0% at 9 px**" in t and "not the model's confidence" in t, t
+    # at 20 % the two bands meet: 4.9 points hold, "within 5 percentage points"
+    t = claims.survives_sentence("cat", 0.20, "cat", 0.20, 1, [(0, 0.20), (9, 0.151)])
+    assert "stays between 15.1% and 20.0%" in t and "within 5 percentage points of 20.0%." in t, t
+    # the label lost while a weak probability stays in its quarter: said with the quarter
+    t = claims.survives_sentence("cat", 0.04, "cat", 0.04, 1, [(0, 0.04), (2, 0.036)], ["cat", "dog"])
+    assert "though p(cat) stays within a quarter of 4.0%" in t and "Neither" not in t, t
+    t = claims.survives_sentence("cat", 0.04, "cat", 0.04, 1, [(0, 0.04), (2, 0.02)], ["cat", "dog"])
+    assert "Neither the label nor its probability holds" in t, t
+    # one shown value away from p0 (a sweep without its 0-px row): the band still said
+    t = claims.survives_sentence("cat", 0.80, "cat", 0.80, 1, [(4, 0.81), (8, 0.8104)])
+    assert "stays at 81.0% at every shift of the sweep (0–8 px), within 5 percentage points of 80.0%." in t, t
+    assert claims.holds_band(82.2) == 5.0 and claims.holds_band(2.5) == 0.625  # by hand: min(5, 82.2/4), 2.5/4
+
+
 def test_uniform_distance_is_the_mean_pair_distance_by_hand():
     # 2×2 grid of 16-px patches: 16 ordered pairs, 4 self (0), 8 sides (16), 4 diagonals (16·√2).
     want = (8 * 16 + 4 * 16 * np.sqrt(2)) / 16
