@@ -263,3 +263,45 @@ def test_the_conv_steps_colours_are_said_to_follow_what_makes_them_on_this_photo
     assert f"**{want_pos:.2f}** from the positions, **{want_content:.2f}** from the patches' content" in line, line
     assert f"they follow the {follows}" in line, line
     assert ("similar patches got similar" in line) == (follows == "content"), line
+
+
+def test_the_survives_step_counts_the_vectors_its_shift_changed_on_this_photo(tiny16):
+    """Step 11 asked "After the 1-pixel shift the patch vectors changed (all but the flat ones)..." of a flat grey
+    photo, where none changed. The question now states no count; the reveal's line counts the vectors the 1-px
+    shift changed. Known answers: a flat photo changes none; noise changes all; flat up to 120 px, noise after,
+    changes the 7 columns from 112 px on (98 of 196), the 7 flat columns before them keep theirs."""
+    import numpy as np
+    from PIL import Image
+
+    step = next(s for s in rl.steps() if s.id == "survives")
+    assert "changed" not in step.question and "flat" not in step.question, step.question
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    noise = np.random.default_rng(0).integers(0, 256, (224, 224, 3)).astype(np.uint8)
+    half = np.full((224, 224, 3), 128, np.uint8)
+    half[:, 121:] = noise[:, 121:]
+
+    def line(pixels: np.ndarray) -> str:
+        return rl.MEASURES["survives"](wb.handle(PhotoKey(tiny16.id, wb.add_photo(Image.fromarray(pixels)))),
+                                       step).line
+
+    assert line(np.full((224, 224, 3), 128, np.uint8)).startswith("The 1-px shift changed **0 of 196** patch vectors")
+    assert line(noise).startswith("The 1-px shift changed **196 of 196** patch vectors")
+    assert line(half).startswith("The 1-px shift changed **98 of 196** patch vectors")
+
+
+def test_the_survives_step_on_a_flat_grey_photo_on_trained_weights(trained):
+    """The reviewer's grey photo on the trained ViT-Ti: top-1 "letter opener" at 2.5 % at every shift. It read "the
+    patch vectors changed (all but the flat ones)" and "stays between 2.5% and 2.5% ..., within 5 percentage points
+    of 2.5%"."""
+    import numpy as np
+    from PIL import Image
+
+    step = next(s for s in rl.steps() if s.id == "survives")
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    ph = wb.handle(PhotoKey(trained.id, wb.add_photo(Image.fromarray(np.full((224, 224, 3), 128, np.uint8)))))
+    m = rl.MEASURES["survives"](ph, step)
+    assert m.line.startswith("The 1-px shift changed **0 of 196** patch vectors"), m.line
+    assert "stays at 2.5% at every shift of the sweep (0–32 px)." in m.line and "between" not in m.line, m.line
+    assert m.right == "same"

@@ -280,6 +280,16 @@ def _shift_change(ph: Photo, step: Step) -> Measured:
     return Measured(f"mean cos {mean:.3f}", line, "none" if changed <= 0.01 else "all" if changed >= 0.9 else "half")
 
 
+def _changed(ph: Photo, step: Step) -> str:
+    """How many patch vectors the step's shift changed on this photo (cos < SAME with their partner): the question
+    said "the patch vectors changed (all but the flat ones)" of a flat grey photo, where none did."""
+    cos, dx, dy = _shift_cosines(ph, step)
+    finite = cos[np.isfinite(cos)]
+    moved = f"{dx}-px" if not dy else f"({dx}, {dy})-px"
+    return (f"The {moved} shift changed **{int((finite < SAME).sum())} of {finite.size}** patch vectors "
+            f"(cos < {SAME} with their partner).")
+
+
 def _survives(ph: Photo, step: Step) -> Measured:
     _classifier(ph)
     c = step_controls(step, ph.vm.geometry)
@@ -288,8 +298,8 @@ def _survives(ph: Photo, step: Step) -> Measured:
     t, b = a.top5[0], base.top5[0]
     rows = sweep.full_sweep(ph).rows  # cached: the tab's own sweep
     shifts = [(r.k, r.base_class_prob) for r in rows]
-    return Measured(f"{t.prob:.1%}", f"Shifted: top-1 **{t.label.split(',')[0]} {t.prob:.1%}**; unshifted: "
-                    f"{b.label.split(',')[0]} {b.prob:.1%}. "
+    return Measured(f"{t.prob:.1%}", f"{_changed(ph, step)} Shifted: top-1 **{t.label.split(',')[0]} {t.prob:.1%}**; "
+                    f"unshifted: {b.label.split(',')[0]} {b.prob:.1%}. "
                     + claims.survives_sentence(b.label, b.prob, t.label, t.prob, int(c.get("dx", 0)), shifts,
                                               [r.top1_label for r in rows]),
                     "same" if t.index == b.index else "other")
