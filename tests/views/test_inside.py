@@ -302,3 +302,41 @@ def test_heads_level_for_the_largest_rise_are_named_together():
             "-0.200000)." in alone and "level" not in alone), alone
     # apart at 3 decimals: one head alone, as before
     assert "zeroing 1.2 raises it most: by 0.300 (its cell's drop: -0.300)." in said(0.3, -0.3, 0.0, 0.1, 0.05, -0.2)
+
+
+def test_a_weak_prediction_sets_the_bar_a_head_must_pass_at_a_quarter_of_itself():
+    """A flat grey photo on the trained ViT-Ti, top-1 at 0.025: "0 of 36 heads move the probability by more than
+    0.05", where no drop can pass 0.025. Below 0.20 the bar is a quarter of the intact top-1 probability; from 0.20
+    up it stays 0.05 (chelsea's 0.82: 18 of 36, as before)."""
+    vm = SimpleNamespace(geometry=SimpleNamespace(num_layers=2, num_heads=3))
+    drops = np.array([[0.018, -0.020, 0.0], [0.010, 0.005, 0.007]], np.float32)
+    # bar 0.025 / 4 = 0.00625: 0.018, -0.020, 0.010 and 0.007 pass it, 0.005 and 0 do not (by hand)
+    t = inside.importance_text(vm, 6, 6, drops, p0=0.025)
+    assert "4 of 6 heads move the probability by more than 0.0063 (a quarter of the intact top-1 probability, " \
+           "0.025: below 0.20 the bar is that quarter, not 0.05, which no drop from 0.025 can pass)" in t, t
+    # 0.12: bar 0.03, and a drop of 0.05 could happen: not said that it cannot
+    t = inside.importance_text(vm, 6, 6, drops * 3, p0=0.12)  # 0.054, -0.06, 0.03, 0.015, 0.021: two pass 0.03
+    assert "2 of 6 heads move the probability by more than 0.0300 (a quarter of the intact top-1 probability, " \
+           "0.120: below 0.20 the bar is that quarter, not 0.05)" in t, t
+    imp = np.array([[0.01, -0.2, 0.0], [0.6, 0.07, 0.03]], np.float32)
+    for p0 in (0.82, 0.20):  # from 0.20 up: 0.05, as before
+        assert "3 of 6 heads move the probability by more than 0.05;" in inside.importance_text(vm, 6, 6, imp, p0=p0)
+
+
+def test_the_tab_counts_a_flat_grey_photos_heads_against_its_own_top_1(trained):
+    """The reviewer's grey photo, trained ViT-Ti: top-1 letter opener at 0.0248. Plain transformers, each head's
+    slice zeroed before o_proj (a script beside the
+    review), gives a largest drop of 0.018 and 8 heads past 0.0248 / 4
+    (the 8th at 0.00627, the 9th at 0.00608: both far from float32 noise)."""
+    from PIL import Image
+
+    from vizvit.readings import heads
+
+    wb = Workbench(device="cpu")
+    wb.add_model(trained)
+    key = PhotoKey(trained.id, wb.add_photo(Image.fromarray(np.full((224, 224, 3), 128, np.uint8))))
+    heads.head_importance(wb.handle(key))
+    t = inside.show(wb.handle(key), inside.InsideParams()).importance_text
+    assert "Largest drop: head **4.2** (+0.018)" in t, t
+    assert "8 of 36 heads move the probability by more than 0.0062 (a quarter of the intact top-1 probability, " \
+           "0.025" in t, t

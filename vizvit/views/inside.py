@@ -314,7 +314,26 @@ def ablation_panel(ph: Photo) -> AblationPanel:
 
 
 # ------------------------------------------------------------------ which heads matter
-IMPORTANT = 0.05  # a head "matters" when zeroing it alone moves the top-1 probability by more than this
+IMPORTANT = 0.05  # a head "matters" when zeroing it alone moves the top-1 probability by more than this ...
+# ... or by more than this share of the intact top-1 probability, where that is less (below 0.20): a flat grey photo's
+# "letter opener" at 0.025 read "0 of 36 heads move the probability by more than 0.05", where no drop can pass 0.025.
+IMPORTANT_SHARE = 0.25
+
+
+def important_bar(p0: float | None) -> float:
+    """The move of the top-1 probability past which a head matters, from the intact model's top-1 probability p0:
+    IMPORTANT, or IMPORTANT_SHARE of p0 where that is less (they meet at p0 = 0.20). p0 None: IMPORTANT."""
+    return IMPORTANT if p0 is None else min(IMPORTANT, IMPORTANT_SHARE * p0)
+
+
+def _bar_words(p0: float | None) -> str:
+    """The bar important_bar gives p0, said so that a student can check it (one decimal more than a drop: 0.0062)."""
+    bar = important_bar(p0)
+    if p0 is None or bar >= IMPORTANT:
+        return f"{IMPORTANT}"
+    never = f", which no drop from {p0:.{SHOWN_DIGITS}f} can pass" if p0 <= IMPORTANT else ""
+    return (f"{bar:.{SHOWN_DIGITS + 1}f} (a quarter of the intact top-1 probability, {p0:.{SHOWN_DIGITS}f}: below "
+            f"{IMPORTANT / IMPORTANT_SHARE:.2f} the bar is that quarter, not {IMPORTANT}{never})")
 
 
 # How the run switched each head off, by ablation mode: (the cell's sentence, the rise's sentence with the head).
@@ -324,11 +343,12 @@ MODE_WORDS = {"zero": ("zeroed", "zeroing {}"),
 
 
 def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None = None, off: int = 0,
-                    mode: str = "zero") -> str:
+                    mode: str = "zero", p0: float | None = None) -> str:
     """The run's progress; when done and given the (L, H) drops, the heads that matter most, from
     the numbers (on the trained ViT-Ti, chelsea: head 3.1 alone takes 0.82 → 0.01). off: heads the
     session has switched off; the run measures the intact model all the same, and says so (a drop
-    of 0.816 beside an ablated top-1 of 18.6% read as impossible). mode: how each head was switched off."""
+    of 0.816 beside an ablated top-1 of 18.6% read as impossible). mode: how each head was switched off.
+    p0: the intact model's top-1 probability, which sets the bar a head's move must pass (important_bar)."""
     switched, rising = MODE_WORDS[mode]
     g = vm.geometry
     # The result is drawn in the grid far above the button (~1,600 px on a phone): the text says where.
@@ -345,9 +365,9 @@ def importance_text(vm: VitModel, done: int, total: int, imp: np.ndarray | None 
         return text
     order = np.argsort(-imp.ravel(), kind="stable")
     name = lambda i: f"{i // g.num_heads + 1}.{i % g.num_heads + 1}"  # noqa: E731 - layer.head from 1
-    n = int((np.abs(imp) > IMPORTANT).sum())
+    n = int((np.abs(imp) > important_bar(p0)).sum())
     text += (f" {_largest(imp.ravel(), order, name)} {n} of {imp.size} heads move the probability by more than "
-             f"{IMPORTANT}")
+             f"{_bar_words(p0)}")
     # A rise said as a rise: "the largest rise ... (-0.104)" read as a contradiction (the cells' drop is negative).
     return text + (f"; {_largest_rise(imp.ravel(), name, rising)}." if imp.min() < 0 else ".")
 
@@ -443,7 +463,14 @@ def shown_importance(ph: Photo) -> str:
         return ""
     g = ph.vm.geometry
     total = g.num_layers * g.num_heads
-    return importance_text(ph.vm, total, total, imp, len(ab.heads), ab.mode)
+    return importance_text(ph.vm, total, total, imp, len(ab.heads), ab.mode, intact_top1(ph))
+
+
+def intact_top1(ph: Photo) -> float | None:
+    """The intact model's top-1 probability on this photo (what the importance run drops from), None without a
+    classifier."""
+    probs = ph.wb.analysis(ph.key.intact).probs
+    return None if probs is None else float(probs.max())
 
 
 def show(ph: Photo, p: InsideParams) -> InsidePage:
