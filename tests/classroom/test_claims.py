@@ -58,7 +58,7 @@ def test_survives_says_the_label_survives_and_the_probability_only_when_it_holds
     flat = [(k, 0.8 + 0.01 * (k % 3)) for k in range(33)]
     t = claims.survives_sentence("cat", 0.8, "cat", 0.81, 1, flat)
     assert "stays between 80.0% and 82.0% at every shift of the sweep (0–32 px), within 5 percentage points" in t
-    assert "falls" not in t and "within 5%" not in t  # absolute: 3.5% -> 2.6% is inside 5 points, -26% relative
+    assert "falls" not in t and "within 5%" not in t  # points, never "5%", which reads as relative
     # A probability that rises past 5 points does not "stay within" either (text.png, a reviewer).
     t = claims.survives_sentence("web site", 0.035, "web site", 0.036, 1, [(0, 0.035), (10, 0.12), (18, 0.03)])
     assert "rises from 3.5% to **12.0% at 10 px**" in t and "stays" not in t

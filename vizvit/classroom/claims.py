@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 # A probability "holds" under a shift while it stays within this of the unshifted one: absolute, so
-# said as percentage points ("within 5%" read as relative: 3.5% -> 2.6% is -26%, inside 5 points). Below
-# HOLDS / CONFIDENCE_FALLS (20 %) the band is a quarter of the unshifted probability instead (holds_band): a flat
-# grey photo's "letter opener" at 2.5 % was "within 5 percentage points of 2.5%", a rule no fall, even to 0 %, breaks.
+# said as percentage points, never "within 5%" (read as relative). Below HOLDS / CONFIDENCE_FALLS (20 %) the band is
+# a quarter of the unshifted probability instead, said as such (holds_band): a flat grey photo's "letter opener" at
+# 2.5 % was "within 5 percentage points of 2.5%", a rule no fall, even to 0 %, breaks.
 HOLDS = 0.05
 # Past HOLDS the probability has moved, but "the model's confidence" falls only where it loses at least this share
 # of itself at some shift: coffee's espresso, 91.2 % -> 81.2 % (a tenth of it), is still a confident answer and was
