@@ -102,7 +102,8 @@ def importance(wb: Workbench, key: PhotoKey | None, request: gr.Request = None):
         for imp, done, total in heads.importance_steps(ph, cancel=ticket.cancel, mode=ab.mode):
             grid = inside.ablation_grid(ph.vm.geometry, ab, imp)
             yield {"grid": gr.update(value=grid, label=inside.grid_label(True)),
-                   "importance_text": inside.importance_text(ph.vm, done, total, imp, len(ab.heads), ab.mode)}
+                   "importance_text": inside.importance_text(ph.vm, done, total, imp, len(ab.heads), ab.mode,
+                                                                     inside.intact_top1(ph))}
 
 
 # -- the page: components by name, then the wiring ---------

@@ -93,10 +93,27 @@ def test_which_heads_matter_streams_the_grid_and_ends_with_every_head_counted(ph
     assert all(s["grid"]["label"] == "Layers × heads: each head's importance (top-1 drop) · click to switch heads "
                "off" for s in steps)
     assert tab.show(wb, ui, key, None)["grid"]["label"] == iv.GRID_LABEL_IMPORTANCE
-    assert steps[-1]["importance_text"] == iv.importance_text(tiny16, g.num_layers * g.num_heads,
-                                                               g.num_layers * g.num_heads, imp)
+    # the streamed run's last text is the one the tab shows on reopening (the intact top-1 sets its bar)
+    assert steps[-1]["importance_text"] == iv.shown_importance(wb.handle(key))
     with pytest.raises(UserError):
         next(tab.importance(wb, None))
+
+
+def test_which_heads_matter_on_a_weak_prediction_ends_with_the_quarter_bar(tiny16):
+    """A flat grey photo: the tiny ViT's top-1 is under 20 %, so a head matters past a quarter of it, not 0.05.
+    The streamed run's last text said the old 0.05 (page/tabs/inside.py dropped the intact top-1) while the tab,
+    reopened, said the quarter."""
+    from PIL import Image
+
+    from vizvit.session import PhotoKey, Workbench
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    key = PhotoKey(tiny16.id, wb.add_photo(Image.new("RGB", (224, 224), (128, 128, 128))))
+    p0 = float(wb.analysis(key).probs.max())
+    assert p0 < 0.2, p0  # the case under test: a weak prediction
+    last = list(tab.importance(wb, key))[-1]["importance_text"]
+    assert f"more than {0.25 * p0:.{iv.SHOWN_DIGITS + 1}f} (a quarter of the intact top-1 probability" in last, last
 
 
 def test_which_heads_matter_switches_heads_off_the_way_the_radio_says(photo, tiny16):
