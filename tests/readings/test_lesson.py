@@ -231,6 +231,10 @@ def test_the_trained_vit_tis_positions_are_a_grid_with_the_pairs_that_show_it(tr
         assert f"**{x:+.2f}**" in m.line, (x, m.line)
     # the wrap pair is (r, 13) with (r+1, 0): the ends of a row, not "a row apart"
     assert "(neighbours in the sequence, 13 columns apart in the picture)" in m.line, m.line
+    # The comparisons at the Positions tab's 3 decimals (its table and titles: +0.326, +0.214, +0.003 here);
+    # the step once wrote "+0.33 ... random init +0.00" beside the learned "+0.924".
+    for name, want in (("1-D sinusoidal", "+0.326"), ("2-D sin-cos (MAE)", "+0.214"), ("random init", "+0.003")):
+        assert f"{name} {want}" in m.line, m.line
 
 
 @pytest.mark.parametrize(("name", "follows"), [("chelsea", "positions"), ("astronaut", "content")])

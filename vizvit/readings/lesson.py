@@ -170,10 +170,10 @@ def _positions(ph: Photo, step: Step) -> Measured:
         raise UserError(f"This {ph.vm.family.title} has no position table to measure. {ph.vm.family.pe_text}")
     rep = positions.report(ph.vm, ph.per_model)
     c = rep.contrasts
-    learned, base = c["learned"], [(k, c[k].contrast) for k in c if k != "learned"]
+    learned, base = c["learned"], [(k, c[k].shown()[2]) for k in c if k != "learned"]
     p = grid_pairs(rep.sim, rep.grid)
     right = position_answer(learned.contrast, c["random init"].contrast, p)
-    others = ", ".join(f"{k} {v:+.2f}" for k, v in base)
+    others = ", ".join(f"{k} {v}" for k, v in base)  # as the Positions tab writes them (Contrast.shown)
     gw = rep.grid[1]
     near, far, contrast = learned.shown()  # the contrast as the difference of the parts written beside it
     return Measured(contrast, "Neighbour contrast of the learned positions: "
