@@ -252,21 +252,22 @@ def test_a_contest_whose_maps_lie_within_the_random_orders_noise_says_it_cannot_
     assert "cannot separate" not in t and "Beat random on both curves: Grad-CAM (0.01000, 0.01600)." in t
 
 
-def test_a_fill_that_changes_nothing_the_model_sees_says_so_in_three_decimals():
+def test_a_fill_that_changes_nothing_the_model_sees_says_so_in_the_tables_decimals():
     """A reviewer's flat-colour photo with the blur fill: a blur of it is the photo, every order gave the same AUCs
     (random orders 0.02805368962 ± 0.00000000041, float rounding), the table and verdict wrote eleven decimals,
     and the verdict said "none ranks the patches the class needs better than chance" of a fill that removed
-    nothing."""
+    nothing. Its AUC is written as the table writes it (four decimals here: "0.028" said 0.0281's row)."""
     names = ("rollout", "Grad-CAM")
     x = 0.02805368962
     same = [x + 4e-10, x - 4e-10] * 5
     s = _score("blur", names, [x, x], [x, x], same, same)
     t = experiments.fill_verdict(s)
-    assert t.startswith("**blur fill:** it changes nothing the model sees on this photo") and "(0.028, 0.028)" in t, t
+    assert t.startswith("**blur fill:** it changes nothing the model sees on this photo") and "(0.0281, 0.0281)" in t, t
     assert "chance" not in t and "0.0280537" not in t
     assert contest.auc_decimals(*(perturb.spread(same).sd,) * 2) == 3
     band = _flat([f"random order {k + 1}" for k in range(10)], same, same, "blur")
     c = _flat([*names, "random"], [x, x, x], [x, x, x], "blur")
+    assert experiments.contest_rows(c, band)[0][2:4] == [0.0281, 0.0281]  # the table's row, independently rounded
     line = experiments.ranking_line(c, band, [r[1] for r in experiments.contest_rows(c, band)])
     assert line == ("**Ranking:** none on this photo (blur fill): the fill changes nothing the model sees, every "
                     "order alike.")
@@ -278,6 +279,28 @@ def test_a_fill_that_changes_nothing_the_model_sees_says_so_in_three_decimals():
     assert "changes nothing" not in said, said
     # a real spread, however small, is still written to two significant digits (a weak prediction's)
     assert contest.auc_decimals(0.0006) == 5
+
+
+def test_a_fill_that_changes_nothing_is_said_in_the_decimals_of_the_table_beside_the_other_fill():
+    """The trained ViT-Ti on a flat mid-grey photo (a reviewer's walk): black fill, random orders 0.01423 ±
+    0.00075, which the table writes in five decimals; blur changed nothing, every order 0.02479. The verdict said
+    "(0.025, 0.025)" of the blur fill, three decimals from a spread of zero, beside the table's 0.02479."""
+    names = ("rollout", "Grad-CAM")
+    black_band = [0.01423 + d for d in (-0.0009, -0.0006, -0.0003, 0.0, 0.0003, 0.0006, 0.0009, -0.0006, 0.0006,
+                                        0.0)]
+    y = 0.024787612
+    black = _score("black", names, [0.0150, 0.0139], [0.0141, 0.0146], black_band, black_band)
+    blur = _score("blur", names, [y, y], [y, y], [y] * 10, [y] * 10)
+    t = experiments.contest_verdict([black, blur], "letter opener", 0.0248)
+    assert "0.01423 ± 0.00060" in t  # the black band, to its sd's two significant digits
+    assert "gives the same deletion and insertion AUC (0.02479, 0.02479)" in t, t
+    # the table, with the blur fill as its second columns, writes the same number
+    c = _flat([*names, "random"], [0.0150, 0.0139, 0.01423], [0.0141, 0.0146, 0.01423])
+    second = contest.FillContest(_flat([*names, "random"], [y] * 3, [y] * 3, "blur"),
+                   _flat([f"random order {k + 1}" for k in range(10)], [y] * 10, [y] * 10, "blur"), 0)
+    rows = experiments.contest_rows(c, _flat([f"random order {k + 1}" for k in range(10)], black_band, black_band),
+                                    second)
+    assert {tuple(r[5:7]) for r in rows} == {(0.02479, 0.02479)}, rows
 
 
 def _flat(names, dele, ins, mode="black"):

@@ -401,7 +401,7 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
     """The AUC table, best first: [rank, map, deletion AUC, insertion AUC, insertion − deletion, and the
     second fill's deletion and insertion AUC ("" until computed)]."""
     other: dict[str, tuple[float, float]] = {}
-    n = max(4, contest.auc_decimals(*_band_sds(band), *(_band_sds(second.band) if second is not None else ())))
+    n = table_decimals(*_band_sds(band), *(_band_sds(second.band) if second is not None else ()))
     if second is not None:
         other = {n: (d, i) for n, d, i in contest.contestants(second.curves, second.band)}
     out = []
@@ -498,8 +498,15 @@ VERDICT_GROUPS = {
 }
 
 
-def fill_verdict(s: contest.FillScore) -> str:
-    """What one fill says: the random band, then the maps outside it (better on both, on one) and inside."""
+def table_decimals(*sds: float) -> int:
+    """The decimals the AUC table writes every number with (contest_rows), from the random orders' sds of every
+    fill it shows: at least four, more where a band's sd needs them (contest.auc_decimals)."""
+    return max(4, contest.auc_decimals(*sds))
+
+
+def fill_verdict(s: contest.FillScore, table: int | None = None) -> str:
+    """What one fill says: the random band, then the maps outside it (better on both, on one) and inside.
+    table: the AUC table's decimals (table_decimals; None: this fill's alone), for a fill that changed nothing."""
     db, ib = s.deletion_band, s.insertion_band
     v = contest.beats_random(s)
     auc = {n: (float(d), float(i)) for n, d, i in zip(s.names, s.deletion, s.insertion)}
@@ -509,9 +516,13 @@ def fill_verdict(s: contest.FillScore) -> str:
         return ", ".join(f"{n} ({auc[n][0]:.{dec}f}, {auc[n][1]:.{dec}f})" for n in ns)
 
     if contest.unchanged(s):  # "none ranks the patches better than chance" was said of a fill that removed nothing
+        # No spread of its own to size the decimals by (auc_decimals of 0: three): the table's, which its rows
+        # are written in. A flat grey photo's blur said "(0.025, 0.025)" beside the table's 0.02479 and the black
+        # fill's "0.01423 ± 0.00075" just before.
+        k = table_decimals(db.sd, ib.sd) if table is None else table
         return (f"**{s.fill} fill:** it changes nothing the model sees on this photo: every order, each map's and "
-                f"the {db.n} random orders', gives the same deletion and insertion AUC ({db.mean:.{dec}f}, "
-                f"{ib.mean:.{dec}f}), so this fill ranks no map here.")
+                f"the {db.n} random orders', gives the same deletion and insertion AUC ({db.mean:.{k}f}, "
+                f"{ib.mean:.{k}f}), so this fill ranks no map here.")
 
     wins = [n for n, (d, i) in v.items() if "better" in (d, i) and "worse" not in (d, i)]
     split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
@@ -601,7 +612,8 @@ def contest_verdict(scores: list[contest.FillScore] | tuple[contest.FillScore, .
     artifact tokens (`where` names them)."""
     out = [f"**Verdict on this photo**, tracking p({label}); a map beats random only outside the band of "
            f"{scores[0].deletion_band.n} random orders (mean ± sd)."]
-    out += [fill_verdict(s) for s in scores]
+    table = table_decimals(*(x for s in scores for x in (s.deletion_band.sd, s.insertion_band.sd)))
+    out += [fill_verdict(s, table) for s in scores]
     wins = [{n for n, dv in contest.beats_random(s).items() if contest.wins(dv)} for s in scores]
     if len(scores) > 1 and wins[0] != wins[1]:
         a, b = scores[0].fill, scores[1].fill
