@@ -528,6 +528,26 @@ def test_no_shift_is_the_photo_itself_whatever_the_fill(tiny16, cat):
     assert View(fill="wrap") == View() and View(dx=1, fill="wrap") != View(dx=1)
 
 
+def test_the_shift_and_the_mask_write_one_probability_alike(tiny16, cat):
+    """One tab, one rule: chelsea on the trained ViT-Ti read "82.2%, hare 0.015%" in the shift chart and "82.25%,
+    hare 0.02%" in the mask chart and line below it (a reviewer). Both now at two decimals of percent, the values
+    here written from the model's own probabilities."""
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    a = ph.analysis()
+    want = [f"{100 * float(a.probs[p.index]):.2f}%" for p in a.top5][::-1]  # the chart lists best on top: last
+    shift, mask = experiments.shift_panel(ph, 0, 0, "edge"), experiments.mask_panel(ph, (), "drop")
+    assert list(shift.top5.data[0].text) == want == list(mask.top5.data[0].text), (shift.top5.data[0].text, want)
+    top = f"{_label(a.top5[0].label)}** {want[-1]} (unshifted: {_label(a.top5[0].label)} {want[-1]})"
+    assert top in shift.cosine_text, shift.cosine_text
+    assert f"top-1 **{_label(a.top5[0].label)}** {want[-1]} · unmasked" in mask.text
+
+
+def _label(label: str) -> str:
+    return label.split(",")[0]
+
+
 def test_contest_stale_names_the_settings_the_contest_ran_with_and_the_ones_now():
     ev = experiments
     run = ev.ContestRun("photo A", 10, "black")

@@ -189,9 +189,12 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
             f"(columns, rows) · **mean cos {mean:.3f}**, **min cos {low:.3f}** over {n} of {g.num_patches} "
             f"patches that have a partner (red 1, white 0, blue −1, grey: no partner)")
     if a.top5 and base.top5:
-        text += (f" · top-1 **{_short(a.top5[0].label)}** {a.top5[0].prob:.1%} "
-                 f"(unshifted: {_short(base.top5[0].label)} {base.top5[0].prob:.1%})")
-    view, cos_img, top5 = _grid_image(a.input_view, g), cosine_image(cos, g), top5_figure(vm, a, base)
+        text += (f" · top-1 **{_short(a.top5[0].label)}** {figures.fixed_percent(a.top5[0].prob)} "
+                 f"(unshifted: {_short(base.top5[0].label)} {figures.fixed_percent(base.top5[0].prob)})")
+    # The chart and line at the mask readout's fixed decimals: one tab wrote chelsea's top-1 "82.2%" and its
+    # hare "0.015%" here, and "82.25%" and "0.02%" in the mask chart and line below.
+    top5 = top5_figure(vm, a, base, decimals=figures.CHANGE_DECIMALS)
+    view, cos_img = _grid_image(a.input_view, g), cosine_image(cos, g)
     # Keyed by the sliders' values as the page holds them (a clamped value is drawn as its limit).
     return ShiftPanel(view, cos_img, text, top5, shift_book(ph, dx0, dy0, fill, view, cos_img, top5))
 
