@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from vizvit.model.engine import Prediction
 from vizvit.pictures import figures
 
 
@@ -225,5 +226,26 @@ def test_a_change_writes_its_numbers_the_same_way_for_every_change():
     with two decimals whatever the change; one that equal numbers hide is said in the Δ alone."""
     for after, shown in [(0.8166, "82.25% → 81.66% (Δ -0.59 pp)"), (0.817640, "82.25% → 81.76% (Δ -0.49 pp)"),
                          (0.82224, "82.25% → 82.22% (Δ -0.03 pp)"), (0.822449, "82.25% → 82.24% (Δ -0.01 pp)"),
-                         (0.822451, "82.25% → 82.25% (Δ +0.0001 pp)")]:
+                         (0.82246, "82.25% → 82.25% (Δ +0.001 pp)")]:
         assert figures.prob_change(0.82245, after) == shown
+
+
+# Written by hand: moves of a probability p within 1e-5 × p (float32 noise of two forwards of the same pixels: up to
+# 1.05e-6 × p measured, the trained ViT-Ti on a flat grey photo shifted 3 px) and moves just past it.
+@pytest.mark.parametrize(("before", "after", "shown"), [
+    (0.02478761, 0.02478761 + 2.6e-8, "0 pp"),  # the grey photo's top-1, as measured: it read "+<0.0001 pp"
+    (0.02086629, 0.02086629 - 7.5e-9, "0 pp"),
+    (0.82245, 0.822451, "0 pp"),  # 1.2e-6 of p: it read "+0.0001 pp"
+    (1e-6, 1e-6 + 5e-12, "0 pp"),  # relative: a tiny probability's noise is tinier
+    (0.02478761, 0.02478761 + 3e-6, "+0.0003 pp"),  # 1.2e-4 of p: a change, said with its size
+    (0.82245, 0.82246, "+0.001 pp"),
+    (1e-6, 1.1e-6, "+<0.0001 pp")])
+def test_a_move_within_float_noise_is_no_change(before, after, shown):
+    """Every patch of the shifted grey photo was the photo's own (cosine 1.000), yet its chart read "−<0.0001 pp":
+    the page's forward and the shift's batched one round differently. Within the noise, "0 pp", in both ways a
+    chart writes a change (fixed decimals beside a readout, or the change alone)."""
+    assert figures.shown_change(before, after) == shown
+    top = [Prediction(7, "cat", after)]
+    assert list(figures.top5_bar(top, {7: before}, decimals=2).layout.yaxis2.ticktext) == [shown]
+    free = figures.top5_bar(top, {7: before}).layout.yaxis2.ticktext[0]
+    assert (free == "0 pp") == (shown == "0 pp"), free

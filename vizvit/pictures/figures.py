@@ -101,19 +101,34 @@ def fixed_percent(prob: float, decimals: int = CHANGE_DECIMALS) -> str:
 def prob_change(before: float, after: float, decimals: int = CHANGE_DECIMALS) -> str:
     """"82.25% → 80.10% (Δ -2.15 pp)": both numbers at the same fixed decimals for every change, and the Δ the
     difference of the two numbers shown. Where they are equal as shown but the probability moved, the Δ says
-    its size (signed_points: "82.24% → 82.24% (Δ +0.0003 pp)"), and only no move at all reads "0 pp". The
+    its size (signed_points: "82.24% → 82.24% (Δ +0.001 pp)"), and only no move (or float noise) reads "0 pp". The
     decimals once grew with the change (one to three): the unmasked top-1 read "82.2%", "82.25%" and
     "82.245%" from one mask to the next, beside a top-1 written "81.8%" that the same line wrote "81.764%"."""
     delta = shown_change(before, after, decimals)
     return f"{fixed_percent(before, decimals)} → {fixed_percent(after, decimals)} (Δ {delta})"
 
 
+# Two forwards of the same pixels need not give the same float32 probabilities: the page's Analysis (the forward
+# queue's batch) and a shift's or a contest's lighter batched forward sum in other orders through every block. On the
+# trained ViT-Ti (CPU), a flat grey photo shifted 3 px (every patch identical) moved its top-5 by up to 1.05e-6 of
+# each probability, and the chart read "-<0.0001 pp" beside a cosine of 1.000. A move within FLOAT_NOISE of the
+# larger probability (relative: a softmax's rounding scales with p) is read as none, ten times what was measured:
+# each forward's own rounding is that size, so a real change that small could not be told from it anyway.
+FLOAT_NOISE = 1e-5
+
+
+def moved(before: float, after: float) -> bool:
+    """Whether a probability changed by more than two forwards' float noise (FLOAT_NOISE, relative)."""
+    return abs(after - before) > FLOAT_NOISE * max(abs(before), abs(after))
+
+
 def shown_change(before: float, after: float, decimals: int = CHANGE_DECIMALS) -> str:
     """The change between two probabilities as fixed_percent writes them ("-2.15 pp"): the difference of the two
-    numbers shown, or, where they are equal as shown, signed_points' size of the move ("0 pp" for none)."""
+    numbers shown, or, where they are equal as shown, signed_points' size of the move ("0 pp" for none, and for a
+    move within float noise: moved)."""
     b, a = (round(100 * x, decimals) for x in (before, after))
     if a == b:
-        return signed_points(after - before, decimals)
+        return signed_points(after - before, decimals) if moved(before, after) else NO_CHANGE
     return f"{a - b:+.{decimals}f} pp"
 
 
@@ -157,8 +172,8 @@ def top5_bar(top5: Sequence[Prediction], baseline: dict[int, float] | None = Non
         # The change as the tick labels of a second y axis on the right: plotly measures those
         # (automargin) and makes room, as for the class names; "80.1% (-2.1%)" after the bar was cut.
         before = [baseline.get(p.index, 0.0) for p in top5]
-        deltas = [signed_points(p.prob - b) if decimals is None else shown_change(b, p.prob, decimals)
-                  for p, b in zip(top5, before)][::-1]
+        deltas = [(signed_points(p.prob - b) if moved(b, p.prob) else NO_CHANGE) if decimals is None
+                  else shown_change(b, p.prob, decimals) for p, b in zip(top5, before)][::-1]
         data.append(dict(type="scatter", x=[0] * len(labels), y=labels, yaxis="y2", mode="markers",
                          marker=dict(opacity=0), hoverinfo="skip", showlegend=False))
         layout["yaxis2"] = dict(overlaying="y", side="right", automargin=True, tickmode="array",
