@@ -33,7 +33,7 @@ CURVES = ["del_plot", "auc_table", "curves_text"]
 SWEEP_WIDTHS = ["10%", "14%", "12.5%", "13.5%", "15.5%", "12.5%", "22%"]
 SWEEP_WIDTHS_CNN = ["9%", "12%", "11%", "12%", "14%", "11%", "17%", "14%"]
 CURVES_WIDTHS = ["8%", "17.5%", "14%", "15.5%", "15.5%", "14%", "15.5%"]
-OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", "mask_shown", *SWEEP_OUT, *CURVES]
+OPENED = [*SHOWN, "dx", "dy", "book", "mask_book", "mask_shown", *SWEEP_OUT, *CURVES, "curves_cost"]
 SHOW_CONTROLS = [*CONTROLS, "steps", "curve_mode"]  # what the tab's show reads (the contest's two settings too)
 SHIFT_OUT = [*SHIFT.values(), "book"]
 MASK_OUT = [*MASK.values(), "mask_book", "mask_shown"]  # mask_shown: the mode the readout is for
@@ -70,7 +70,15 @@ def show(wb: Workbench, fetch: dict[str, flip.Fetcher], key: PhotoKey | None, *v
             "dy": gr.update(minimum=lo, maximum=hi), "book": fetch["shift"].value(page.shift_book, key),
             "mask_book": fetch["mask"].value(page.mask_book, key), "mask_shown": p.mode,
             "curves_stale": experiments.contest_stale(ran, experiments.contest_run(ph, p.steps, p.curve_mode)),
-            "contest_ran": ran}
+            "contest_ran": ran, "curves_cost": experiments.contest_cost_of(ph, p.steps)}
+
+
+def contest_cost(wb: Workbench, key: PhotoKey | None, steps: float) -> dict[str, Any]:
+    """The line under the contest's button at these steps: its views and their time at this server's last forward.
+    A stats read: no model work."""
+    if key is None:
+        return {"curves_cost": experiments.contest_cost(int(steps), wb.forwards.stats().image_s)}
+    return {"curves_cost": experiments.contest_cost_of(wb.handle(key), int(steps))}
 
 
 def contest_stale(wb: Workbench, key: PhotoKey | None, steps: float, mode: str,
@@ -282,6 +290,9 @@ def _curves_layout() -> dict[str, gr.components.Component]:
                               elem_id="curves-mode")
         curves_btn = gr.Button(experiments.CONTEST_BUTTON, variant="primary", elem_id="curves-run",
                                elem_classes=[web.NEEDS_PHOTO])
+    # What the button runs and how long it may take here (contest_cost): the button held it all once, 8 lines on a
+    # phone, with a time measured on another machine.
+    curves_cost = gr.Markdown(experiments.CONTEST_COST + ".", elem_id="curves-cost")
     # Over the contest on show while its settings differ from the ones it ran with (contest_stale).
     curves_stale = gr.Markdown(elem_id=ids.CURVES_STALE)  # said when it appears (web/a11y.js)
     contest_ran = gr.State(None)  # experiments.ContestRun: what the contest on show ran with
@@ -290,7 +301,7 @@ def _curves_layout() -> dict[str, gr.components.Component]:
     # wrap and shares: a phone showed rank, map and half the deletion AUC of 1,637 px of table
     auc_table = gr.Dataframe(headers=experiments.CURVES_HEADERS, interactive=False, elem_id="auc-table",
                              wrap=True, column_widths=CURVES_WIDTHS)
-    return dict(steps=steps, curve_mode=curve_mode, curves_btn=curves_btn,
+    return dict(steps=steps, curve_mode=curve_mode, curves_btn=curves_btn, curves_cost=curves_cost,
                 curves_stale=curves_stale, contest_ran=contest_ran, curves_text=curves_text, del_plot=del_plot,
                 auc_table=auc_table)
 
@@ -336,9 +347,14 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
     curving.then(**stale)
     for c in ("steps", "curve_mode"):
         ui[c].input(**stale)
+    # The steps moved or a costly map joined: the views and their time again (a stats read, no queue).
+    cost = dict(fn=kit.answer(contest_cost, ui, wb), inputs=[ctx.key, ui["steps"]], outputs=[ui["curves_cost"]],
+                queue=False, show_progress="hidden")
+    ui["steps"].input(**cost)
     # A costly map computed on another tab (attention flow): the contest on show may no longer rank every map.
     for computed in ctx.maps_added:
         computed.then(**stale)
+        computed.then(**cost)
     ui["stop_btn"].click(None, None, None, cancels=[running, curving])
     ctx.long_work.extend([running, curving])
 

@@ -402,7 +402,8 @@ def test_a_page_asked_for_by_key_is_the_views_own_and_any_other_key_is_refused(t
 
 def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     """Issue 51: the button said "7 maps" and the contest ran 8 once attention flow was computed. The
-    maps the contest ranks on a classifier, counted (the random baseline is the random orders)."""
+    maps the contest ranks on a classifier, counted (the random baseline is the random orders). The count is
+    said in the line under the button now (CONTEST_COST), the button itself short."""
     from vizvit.model import engine
     from vizvit.readings import methods
 
@@ -410,8 +411,8 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     ranked = [n for n in methods.ranking_maps(tiny16, a) if not methods.get(n).baseline]
     costly = [m.name for m in methods.CONTEST if m.costly]
     assert costly == ["attention flow"]
-    want = f"Run the contest ({len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)"
-    assert experiments.CONTEST_BUTTON.startswith(want)
+    want = f"{len(ranked)} maps ({len(ranked) + 1} once attention flow is computed)"
+    assert experiments.CONTEST_COST.startswith(want)
     # and its views: the count it gives a step and at 10 steps is what a contest runs (a reviewer: it said
     # "~600" at any steps)
     import re
@@ -419,7 +420,7 @@ def test_the_contest_buttons_map_count_is_the_contests(tiny16, cat):
     from vizvit.readings import contest
 
     a_step, at_ten = map(int, re.search(r"~(\d+) forward views a step \(~(\d+) at 10 steps",
-                                        experiments.CONTEST_BUTTON).groups())
+                                        experiments.CONTEST_COST).groups())
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
@@ -681,7 +682,7 @@ def test_the_contest_button_gives_the_views_it_runs_once_attention_flow_is_compu
     flow was computed, which the button left under its "~436" while it counted the eighth map. It gives both."""
     from vizvit.readings import methods
 
-    with_flow = int(re.search(r"~(\d+) with attention flow", experiments.CONTEST_BUTTON).group(1))
+    with_flow = int(re.search(r"~(\d+) with attention flow", experiments.CONTEST_COST).group(1))
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
@@ -689,3 +690,30 @@ def test_the_contest_button_gives_the_views_it_runs_once_attention_flow_is_compu
     assert "attention flow" in contest.curve_maps(ph, 0)
     c = contest.compute_contest(ph, 10)
     assert c.first.forwards + c.second.forwards == with_flow
+    # and the line under the button, for this photo now that flow is computed, says as many
+    assert f"At 10 steps: ~{with_flow} views" in experiments.contest_cost_of(ph, 10)
+
+
+def test_the_contest_button_is_short_and_the_line_under_it_estimates_the_time_from_this_servers_forward(tiny16, cat):
+    """The button held a paragraph (6 lines at 1366 px, 8 on a 390-px phone) ending "about 10 s for ViT-Ti", which
+    took 62 s on a loaded machine. Now "Run the contest", and the line under it gives the views at the steps chosen
+    and their time at this server's last forward, said as an estimate."""
+    assert experiments.CONTEST_BUTTON == "Run the contest"
+    assert "for ViT-Ti" not in experiments.CONTEST_COST and "minutes" not in experiments.CONTEST_COST
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny16)
+    ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(cat)))
+    for steps in (4, 7):
+        c = contest.compute_contest(ph, steps)
+        views = c.first.forwards + c.second.forwards  # what a contest of these steps ran
+        # a constructed forward time: 50 ms a view
+        line = experiments.contest_cost(steps, 0.05)
+        assert line.startswith(experiments.CONTEST_COST)
+        assert f"**At {steps} steps: ~{views} views**, **~{round(views * 0.05)} s here** at the last forward's 50 ms " \
+               "a view (an estimate" in line, line
+    assert "s here" not in experiments.contest_cost(4, 0.0)  # no forward timed yet: no seconds made up
+    # this server's own: the photo's forward ran through the Workbench's queue, which keeps its seconds an image
+    ph.analysis()
+    image_s = wb.forwards.stats().image_s
+    assert image_s > 0
+    assert f"at the last forward's {1000 * image_s:.0f} ms a view" in experiments.contest_cost_of(ph, 4)

@@ -97,26 +97,53 @@ SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min co
                  "top-1 prob", "p(unshifted top-1)"]
 CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC (higher = better)",
                   "insertion − deletion (higher = better)", "second fill: deletion AUC", "second fill: insertion AUC"]
-# What one contest costs, said on its button. The maps counted from the registry (issue 51: the button said 7
-# and ran 8 once attention flow was computed): the costly ones join only once computed, and the random
-# baseline is the random orders. The views a step: each map's deletion and insertion view, each random order's
-# one (read back, contest.read_back), for each fill; plus the intact and the empty view of each fill (a
-# reviewer: the button said ~600 at any steps), and the total once the costly maps are computed, each a
-# deletion and an insertion view a step and fill (trained ViT-Ti, chelsea and astronaut, 10 steps: 436 views, and
-# 472 with attention flow, which the button once left under its "~436"); "~": more on a grid whose step counts
-# round unevenly (49 patches). Measured 2026-12-06 on 2 quiet cores, 10 steps, 436 views:
-# trained ViT-Ti 10 s (python -c "experiments.curves_panel(...)"), random ViT-B/16 78 s (the export's bars).
+# What one contest costs, said in a line under its button (the button once held all of it: 6 lines at 1366 px, 8
+# on a 390-px phone). The maps counted from the registry (issue 51: it said 7 and ran 8 once attention flow was
+# computed): the costly ones join only once computed, and the random baseline is the random orders. The views a
+# step: each map's deletion and insertion view, each random order's one (read back, contest.read_back), for each
+# fill; plus the intact and the empty view of each fill (a reviewer: it said ~600 at any steps), and the total once
+# the costly maps are computed, each a deletion and an insertion view a step and fill (trained ViT-Ti, chelsea and
+# astronaut, 10 steps: 436 views, and 472 with attention flow, which it once left under its "~436"); "~": more on a
+# grid whose step counts round unevenly (49 patches). No seconds here: "about 10 s for ViT-Ti" (2 quiet cores) took
+# 62 s on a loaded machine; contest_cost estimates them from this server's last forward.
 _ALWAYS = [m for m in methods.CONTEST if not m.costly and not m.baseline]
 _ONCE = [m.name for m in methods.CONTEST if m.costly]
 _A_STEP = 2 * (2 * len(_ALWAYS) + perturb.RANDOM_ORDERS)
+_COSTLY_STEP = 2 * 2  # a costly map's deletion and insertion view, each fill
 _AT_TEN = 4 + 9 * _A_STEP  # the intact and the empty view of each fill, then 9 steps between
 CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {' and '.join(_ONCE)} is computed)"
                                           if _ONCE else "")
                 + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + ~{_A_STEP} forward views "
                 f"a step (~{_AT_TEN} at 10 steps"
-                + (f", ~{_AT_TEN + 9 * 2 * 2 * len(_ONCE)} with {' and '.join(_ONCE)}" if _ONCE else "")
-                + ": about 10 s for ViT-Ti, 1½ minutes for ViT-B/16 on 2 CPU cores)")
-CONTEST_BUTTON = f"Run the contest ({CONTEST_COST})"
+                + (f", ~{_AT_TEN + 9 * _COSTLY_STEP * len(_ONCE)} with {' and '.join(_ONCE)}" if _ONCE else "") + ")")
+CONTEST_BUTTON = "Run the contest"
+
+
+def contest_views(steps: int, costly: int = 0) -> int:
+    """The forward views a contest of `steps` steps runs (~: a grid whose step counts round unevenly runs more), with
+    `costly` costly maps computed: the intact and the empty view of each fill, then each step between."""
+    return 4 + (int(steps) - 1) * (_A_STEP + _COSTLY_STEP * int(costly))
+
+
+def contest_cost(steps: int, image_s: float, costly: int = 0) -> str:
+    """The line under the contest's button: what it runs (CONTEST_COST), then, at these steps, its views and their
+    time estimated from this server's last forward (image_s: its seconds per image; 0: none yet, no estimate). An
+    estimate: the contest's views run batched and without attention maps (measured on 2 cores, chelsea on the
+    trained ViT-Ti: 21 ms a view against the page forward's 50), and the machine's load changes as it runs."""
+    views = contest_views(steps, costly)
+    at = f"**At {int(steps)} steps: ~{views} views**"
+    if image_s <= 0:
+        return f"{CONTEST_COST}. {at}; this server has run no forward yet to time them by."
+    secs = max(1, round(views * image_s))
+    return (f"{CONTEST_COST}. {at}, **~{secs} s here** at the last forward's {1000 * image_s:.0f} ms a view "
+            "(an estimate: the time grows with the server's load).")
+
+
+def contest_cost_of(ph: Photo, steps: int) -> str:
+    """contest_cost for this photo (its costly maps computed so far) and this server's last forward."""
+    return contest_cost(steps, ph.wb.forwards.stats().image_s, len(contest.costly_maps(ph)))
+
+
 RANKING_NOTE = ("**What the ranking means:** on this photo, with the {fill} fill, the maps are ranked by insertion "
                 "− deletion AUC: a map near the top raised p({label}) sooner when its patches were added back, "
                 "lowered it sooner when they were removed, or both, on balance; the rank alone does not say which "
@@ -706,7 +733,7 @@ def contest_stale(ran: ContestRun | None, now: ContestRun) -> str:
     when none is shown or it is for `now`."""
     if ran is None:
         return ""
-    run = CONTEST_BUTTON.split(" (")[0]
+    run = CONTEST_BUTTON
     if (ran.photo, ran.steps, ran.mode) == (now.photo, now.steps, now.mode):
         new = [m for m in now.costly if m not in ran.costly]  # one lost from the cache since: none missing
         if not new:

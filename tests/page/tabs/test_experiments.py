@@ -15,7 +15,7 @@ from built_page import same
 from page.tabs import experiments as tab
 from vizvit.errors import UserError
 from vizvit.pictures import render
-from vizvit.readings import masks, sweep
+from vizvit.readings import contest, masks, sweep
 from vizvit.session import PhotoKey, Workbench
 from vizvit.views import experiments as ev
 
@@ -325,3 +325,24 @@ def test_the_fill_and_the_sweep_s_end_ask_for_the_sweep_s_line(built):
     for fn in (*after, *moved):
         assert fn.outputs == [line] and fn.inputs[0] is fill, fn
     assert line in run.outputs, "the run's first panel clears the line over the sweep before it"
+
+
+def test_the_line_under_the_contest_button_follows_the_steps_and_this_servers_forward(photo, built):
+    """The button says "Run the contest" and no more; the line under it gives the views at the steps slider's value
+    and their time at this server's last forward (it was "about 10 s for ViT-Ti" on the button, 62 s on a loaded
+    machine). Moving the steps slider asks for it again (no queue: a stats read)."""
+    from built_page import by_id
+
+    wb, key = photo
+    wb.handle(key).analysis()
+    image_s = wb.forwards.stats().image_s
+    for steps in (3, 12):
+        line = tab.contest_cost(wb, key, float(steps))["curves_cost"]
+        views = ev.contest_views(steps, len(contest.costly_maps(wb.handle(key))))
+        assert f"At {steps} steps: ~{views} views**, **~{max(1, round(views * image_s))} s here" in line, line
+    _, demo, _ = built
+    assert by_id(demo, "curves-run").value == "Run the contest"
+    cost = by_id(demo, "curves-cost")
+    steps = by_id(demo, "curves-steps")
+    moved = [fn for fn in demo.fns.values() if any(t[0] == steps._id and t[1] == "input" for t in fn.targets)]
+    assert any(fn.outputs == [cost] for fn in moved), "the steps slider does not update the line under the button"
