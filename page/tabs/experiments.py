@@ -292,7 +292,7 @@ def _curves_layout() -> dict[str, gr.components.Component]:
                                elem_classes=[web.NEEDS_PHOTO])
     # What the button runs and how long it may take here (contest_cost): the button held it all once, 8 lines on a
     # phone, with a time measured on another machine.
-    curves_cost = gr.Markdown(experiments.CONTEST_COST + ".", elem_id="curves-cost")
+    curves_cost = gr.Markdown(experiments.CONTEST_COST_MD, elem_id="curves-cost")
     # Over the contest on show while its settings differ from the ones it ran with (contest_stale).
     curves_stale = gr.Markdown(elem_id=ids.CURVES_STALE)  # said when it appears (web/a11y.js)
     contest_ran = gr.State(None)  # experiments.ContestRun: what the contest on show ran with

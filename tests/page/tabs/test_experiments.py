@@ -339,7 +339,7 @@ def test_the_line_under_the_contest_button_follows_the_steps_and_this_servers_fo
     for steps in (3, 12):
         line = tab.contest_cost(wb, key, float(steps))["curves_cost"]
         views = ev.contest_views(steps, len(contest.costly_maps(wb.handle(key))))
-        assert f"At {steps} steps: ~{views} views**, **~{max(1, round(views * image_s))} s here" in line, line
+        assert f"At {steps} steps: \\~{views} views, \\~{max(1, round(views * image_s))} s here**" in line, line
     _, demo, _ = built
     assert by_id(demo, "curves-run").value == "Run the contest"
     cost = by_id(demo, "curves-cost")
