@@ -136,7 +136,8 @@ def contest_cost(steps: int, image_s: float, costly: int = 0) -> str:
         return _tildes(f"{CONTEST_COST}. **{at}**; this server has run no forward yet to time them by.")
     secs = max(1, round(views * image_s))
     return _tildes(f"{CONTEST_COST}. **{at}, ~{secs} s here** at the last forward's {1000 * image_s:.0f} ms a view "
-                   "(an estimate: the time grows with the server's load).")
+                   "(an estimate: its views run batched, often in half a forward's time each; a busier "
+                   "server takes longer).")
 
 
 def _tildes(markdown: str) -> str:
