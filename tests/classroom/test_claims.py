@@ -72,6 +72,14 @@ def test_survives_says_the_label_survives_and_the_probability_only_when_it_holds
     assert t.startswith("The prediction does not survive") and "**dog**" in t
     # No sweep: the label only, the probability left open.
     assert "the top-1 label only" in claims.survives_sentence("cat", 0.8, "cat", 0.6, 1)
+    # At two decimals (the lesson passes the Experiments tab's): every number written so, the quarter decided on
+    # them: 20.05 % -> 15.04 % is a drop of 5.01 points, past the 5-point band, less than a quarter (5.0125).
+    t = claims.survives_sentence("cat", 0.2005, "cat", 0.2005, 1, [(0, 0.2005), (4, 0.1504)], d=2)
+    assert "(p(cat) 20.05% → 20.05%)" in t and "falls from 20.05% to **15.04% at 4 px**" in t, t
+    assert "a drop of 5.01 percentage points, less than a quarter of 20.05%" in t, t
+    t = claims.survives_sentence("cat", 0.8, "cat", 0.81, 1, flat, d=2)
+    assert "stays between 80.00% and 82.00% at every shift of the sweep (0–32 px), within 5 percentage points of " \
+           "80.00%" in t, t
 
 
 def test_survives_says_the_label_is_lost_where_the_sweep_shows_another_top1():

@@ -121,26 +121,27 @@ def holds_band(shown0: float) -> float:
     return min(HOLDS * 100, CONFIDENCE_FALLS * shown0)
 
 
-def _within(p0: float) -> str:
-    """The band holds_band gives p0, in words a student can check against the shown numbers."""
-    shown0 = round(100 * p0, 1)
+def _within(p0: float, d: int = 1) -> str:
+    """The band holds_band gives p0, in words a student can check against the shown numbers (d decimals of percent)."""
+    shown0 = round(100 * p0, d)
     if holds_band(shown0) >= HOLDS * 100:
-        return f"within {HOLDS * 100:.0f} percentage points of {p0:.1%}"
-    return (f"within a quarter of {p0:.1%} (a prediction under {HOLDS / CONFIDENCE_FALLS:.0%} is held to a quarter "
+        return f"within {HOLDS * 100:.0f} percentage points of {p0:.{d}%}"
+    return (f"within a quarter of {p0:.{d}%} (a prediction under {HOLDS / CONFIDENCE_FALLS:.0%} is held to a quarter "
             f"of itself, not to {HOLDS * 100:.0f} percentage points)")
 
 
 def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: float, dx: int,
-                      sweep: Sequence[tuple[int, float]] = (), sweep_top1: Sequence[str] = ()) -> str:
+                      sweep: Sequence[tuple[int, float]] = (), sweep_top1: Sequence[str] = (), d: int = 1) -> str:
     """Whether the prediction survives the shift: the top-1 label, and its probability, which the
     sweep (k px, p(unshifted top-1)) may show falling even where the label holds. sweep_top1: the
     sweep's top-1 label at each of its shifts, in sweep's order (() when not known). Whether the probability
-    holds is decided on the percentages as shown (one decimal), so the sentence's numbers show it."""
+    holds is decided on the percentages as shown (d decimals: the lesson passes the Experiments tab's), so the
+    sentence's numbers show it."""
     name = _short(label)
     if shifted_label != label:
         return (f"The prediction does not survive: after {dx} px the top-1 is **{_short(shifted_label)}**, "
                 f"not {name}.")
-    out = f"The top-1 label survives the {dx}-px shift (p({name}) {p0:.1%} → {p_shifted:.1%})"
+    out = f"The top-1 label survives the {dx}-px shift (p({name}) {p0:.{d}%} → {p_shifted:.{d}%})"
     if len(sweep):
         k, low = min(sweep, key=lambda r: r[1])
         j, high = max(sweep, key=lambda r: r[1])
@@ -148,8 +149,8 @@ def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: floa
         # The points as the rounded percentages differ, so a student's subtraction gives the same (20.049 % ->
         # 15.04 % read "a drop of 5.0 points, less than a quarter of 20.0%": a reviewer). A move of the band
         # itself leaves it: "within" is said only of less.
-        shown0 = round(100 * p0, 1)
-        drop, rise = round(shown0 - round(100 * low, 1), 1), round(round(100 * high, 1) - shown0, 1)
+        shown0 = round(100 * p0, d)
+        drop, rise = round(shown0 - round(100 * low, d), d), round(round(100 * high, d) - shown0, d)
         band = holds_band(shown0)
         falls, rises = drop > 0 and drop >= band, rise > 0 and rise >= band
         # The label held at dx, but the sweep may show it lost at other shifts (rocket.jpg on the
@@ -160,27 +161,27 @@ def survives_sentence(label: str, p0: float, shifted_label: str, p_shifted: floa
             # can change hands while its probability barely moves (two classes level, swapping first place).
             return (out + f"; not across the sweep: **{len(lost)} of its {len(sweep)} shifts** ({span}) give "
                     f"another top-1, the first at {lost[0][0]} px (**{_short(lost[0][1])}**), and p({name}) "
-                    f"ranges from {low:.1%} ({k} px) to {high:.1%} ({j} px). "
+                    f"ranges from {low:.{d}%} ({k} px) to {high:.{d}%} ({j} px). "
                     + ("Neither the label nor its probability holds across shifts here." if falls or rises else
-                       f"The label does not hold across shifts here, though p({name}) stays {_within(p0)}."))
+                       f"The label does not hold across shifts here, though p({name}) stays {_within(p0, d)}."))
         if falls:
-            falls_ = (out + f"; its probability does not hold across shifts: p({name}) falls from {p0:.1%} to "
-                      f"**{low:.1%} at {k} px** (the shift sweep, {span})")
+            falls_ = (out + f"; its probability does not hold across shifts: p({name}) falls from {p0:.{d}%} to "
+                      f"**{low:.{d}%} at {k} px** (the shift sweep, {span})")
             if drop >= CONFIDENCE_FALLS * shown0:
                 return falls_ + ". The label survives, not the model's confidence."
-            return (falls_ + f", its lowest: a drop of {drop:.1f} percentage points, less than a quarter of "
-                    f"{p0:.1%}. The label survives, and p({name}) stays at {low:.1%} or more at every shift.")
+            return (falls_ + f", its lowest: a drop of {drop:.{d}f} percentage points, less than a quarter of "
+                    f"{p0:.{d}%}. The label survives, and p({name}) stays at {low:.{d}%} or more at every shift.")
         if rises:
             # said as a rise of the probability, not of "confidence" (CONFIDENCE_FALLS reads a fall only)
-            return (out + f"; its probability does not hold across shifts: p({name}) rises from {p0:.1%} to "
-                    f"**{high:.1%} at {j} px** (the shift sweep, {span}): a shift of {j} px raises it by "
-                    f"{rise:.1f} percentage points.")
-        if f"{low:.1%}" == f"{high:.1%}":
+            return (out + f"; its probability does not hold across shifts: p({name}) rises from {p0:.{d}%} to "
+                    f"**{high:.{d}%} at {j} px** (the shift sweep, {span}): a shift of {j} px raises it by "
+                    f"{rise:.{d}f} percentage points.")
+        if f"{low:.{d}%}" == f"{high:.{d}%}":
             # "between 2.5% and 2.5%" (a flat grey photo): one value shown, said once
-            same = out + f", and p({name}) stays at {low:.1%} at every shift of the sweep ({span})"
-            return same + ("." if f"{low:.1%}" == f"{p0:.1%}" else f", {_within(p0)}.")
-        return out + (f", and p({name}) stays between {low:.1%} and {high:.1%} at every shift of the sweep "
-                      f"({span}), {_within(p0)}.")
+            same = out + f", and p({name}) stays at {low:.{d}%} at every shift of the sweep ({span})"
+            return same + ("." if f"{low:.{d}%}" == f"{p0:.{d}%}" else f", {_within(p0, d)}.")
+        return out + (f", and p({name}) stays between {low:.{d}%} and {high:.{d}%} at every shift of the sweep "
+                      f"({span}), {_within(p0, d)}.")
     return out + " (the top-1 label only: the probability is a separate question)."
 
 

@@ -298,10 +298,13 @@ def _survives(ph: Photo, step: Step) -> Measured:
     t, b = a.top5[0], base.top5[0]
     rows = sweep.full_sweep(ph).rows  # cached: the tab's own sweep
     shifts = [(r.k, r.base_class_prob) for r in rows]
-    return Measured(f"{t.prob:.1%}", f"{_changed(ph, step)} Shifted: top-1 **{t.label.split(',')[0]} {t.prob:.1%}**; "
-                    f"unshifted: {b.label.split(',')[0]} {b.prob:.1%}. "
+    # The Experiments tab's decimals (its shift line and chart: figures.fixed_percent), so the step's numbers are
+    # the ones that tab shows: "21.0%" here read "21.00%" there.
+    pct, d = figures.fixed_percent, figures.CHANGE_DECIMALS
+    return Measured(pct(t.prob), f"{_changed(ph, step)} Shifted: top-1 **{t.label.split(',')[0]} {pct(t.prob)}**; "
+                    f"unshifted: {b.label.split(',')[0]} {pct(b.prob)}. "
                     + claims.survives_sentence(b.label, b.prob, t.label, t.prob, int(c.get("dx", 0)), shifts,
-                                              [r.top1_label for r in rows]),
+                                              [r.top1_label for r in rows], d),
                     "same" if t.index == b.index else "other")
 
 
