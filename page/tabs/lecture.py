@@ -31,7 +31,12 @@ def typed(*v: Any) -> dict:
 
 
 def left(*v: Any) -> dict:
-    """A box left or a slider let go (Gradio then clamps the box itself): a number below the range is the bottom."""
+    """A box left or a slider let go (Gradio then clamps the box itself): a number below the range is the bottom.
+    Numbers in range are left to their own input's answer: leaving one box for the other sent this event with the
+    numbers before, and its answer, landing after the other box's newer one, wrote a table over its line (a README
+    run: '3' typed into the side's box never said "at least 16 px")."""
+    if lecture.show_typed(dict(zip(CONTROLS, v)), committed=True) == lecture.show_typed(dict(zip(CONTROLS, v))):
+        return {n: gr.skip() for n in TYPED}
     return _typed(v, committed=True)
 
 
