@@ -32,16 +32,21 @@ def typed(*v: Any) -> dict:
 
 def left(*v: Any) -> dict:
     """A box left or a slider let go (Gradio then clamps the box itself): a number below the range is the bottom.
-    Numbers in range are left to their own input's answer: leaving one box for the other sent this event with the
-    numbers before, and its answer, landing after the other box's newer one, wrote a table over its line (a README
-    run: '3' typed into the side's box never said "at least 16 px")."""
-    if lecture.show_typed(dict(zip(CONTROLS, v)), committed=True) == lecture.show_typed(dict(zip(CONTROLS, v))):
-        return {n: gr.skip() for n in TYPED}
-    return _typed(v, committed=True)
+    Numbers in range are their input's to answer: leaving one box for the other sends this event with the numbers
+    as they stood, and its answer, landing after the other box's newer one, could write a table over its line."""
+    raw = dict(zip(CONTROLS, v))
+    page = lecture.show_typed(raw, committed=True)
+    return _shown(None if page == lecture.show_typed(raw) else page)
 
 
 def _typed(v: tuple, committed: bool) -> dict:
-    page = lecture.show_typed(dict(zip(CONTROLS, v)), committed)
+    return _shown(lecture.show_typed(dict(zip(CONTROLS, v)), committed))
+
+
+def _shown(page: lecture.LecturePage | None) -> dict:
+    """{page name: value} of TYPED, gr.skip() for each part the page leaves as it is (None: all of them)."""
+    if page is None:
+        return {n: gr.skip() for n in TYPED}
     return {n: gr.skip() if val is None else val for n, val in kit.values(page, {n: n for n in TYPED}).items()}
 
 

@@ -110,19 +110,20 @@ _ALWAYS = [m for m in methods.CONTEST if not m.costly and not m.baseline]
 _ONCE = [m.name for m in methods.CONTEST if m.costly]
 _A_STEP = 2 * (2 * len(_ALWAYS) + perturb.RANDOM_ORDERS)
 _COSTLY_STEP = 2 * 2  # a costly map's deletion and insertion view, each fill
-_AT_TEN = 4 + 9 * _A_STEP  # the intact and the empty view of each fill, then 9 steps between
-CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {' and '.join(_ONCE)} is computed)"
-                                          if _ONCE else "")
-                + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + ~{_A_STEP} forward views "
-                f"a step (~{_AT_TEN} at 10 steps"
-                + (f", ~{_AT_TEN + 9 * _COSTLY_STEP * len(_ONCE)} with {' and '.join(_ONCE)}" if _ONCE else "") + ")")
-CONTEST_BUTTON = "Run the contest"
 
 
 def contest_views(steps: int, costly: int = 0) -> int:
     """The forward views a contest of `steps` steps runs (~: a grid whose step counts round unevenly runs more), with
     `costly` costly maps computed: the intact and the empty view of each fill, then each step between."""
     return 4 + (int(steps) - 1) * (_A_STEP + _COSTLY_STEP * int(costly))
+
+
+CONTEST_COST = (f"{len(_ALWAYS)} maps" + (f" ({len(_ALWAYS) + len(_ONCE)} once {' and '.join(_ONCE)} is computed)"
+                                          if _ONCE else "")
+                + f" + {perturb.RANDOM_ORDERS} random orders, 2 fills: 4 backward passes + ~{_A_STEP} forward views "
+                f"a step (~{contest_views(10)} at 10 steps"
+                + (f", ~{contest_views(10, len(_ONCE))} with {' and '.join(_ONCE)}" if _ONCE else "") + ")")
+CONTEST_BUTTON = "Run the contest"
 
 
 def contest_cost(steps: int, image_s: float, costly: int = 0) -> str:
