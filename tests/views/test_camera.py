@@ -22,6 +22,8 @@ from synthetic import pointing_attention, stand_in_analysis
 from vizvit.model import engine
 from vizvit.model.forwards import ForwardQueue
 from vizvit.model.images import model_input_view
+from vizvit.model.results import Prediction
+from vizvit.pictures import figures
 from vizvit.readings import attention as ra
 from vizvit.service import camera
 from vizvit.session import PhotoKey, Workbench
@@ -278,7 +280,7 @@ def test_the_live_picture_is_what_the_ordinary_analysis_of_its_frame_shows(train
     assert np.abs(index.astype(int) - render.color_index(ref, lo, hi).astype(int)).max() <= 1  # a rounding edge
     assert book["map"]["art"] == np.flatnonzero(ra.artifact_stack(a, ap)[ap.layer - 1]).tolist()
     said = [t[0] for t in book["texts"] if "%  " in t[0]]  # cut to fit, with "..."
-    top5 = [f"{t.prob * 100:5.1f}%  {t.label}" for t in a.top5]
+    top5 = [f"{s}  {t.label.split(',')[0]}" for t, s in zip(a.top5, figures.percents([t.prob for t in a.top5]))]
     assert len(said) == 5 and all(s == t or (s.endswith("...") and t.startswith(s[:-3])) for s, t in zip(said, top5))
 
 
@@ -327,5 +329,22 @@ def test_a_frames_book_names_its_top1_for_a_screen_reader(trained):
     p = view.CameraParams().attn(trained)
     label, words = json.loads(view.live_book(trained, a, p, [], 1))["top1"]
     top = a.top5[0]
-    assert label == top.label and words == f"Top-1: {top.label.split(',')[0]}, {top.prob:.0%}", words
+    assert label == top.label and words == f"Top-1: {top.label.split(',')[0]}, {figures.percent(top.prob)}", words
     assert view.top1_of(trained, dataclasses.replace(a, top5=())) is None
+
+
+# chelsea's top-5 under the trained ViT-Ti (its Patches chart: 82.2% ... 0.015% hare), in full ImageNet names
+CHELSEA_TOP5 = ((285, "Egyptian cat", 0.822), (281, "tabby, tabby cat", 0.093), (282, "tiger cat", 0.077),
+                (287, "lynx, catamount", 0.005), (331, "hare", 0.00015))
+
+
+def test_the_live_top5_reads_as_the_other_tabs_top5(trained):
+    """A constructed top-5: each row and the said top-1 write the percent and the first name as the Patches chart
+    does: "0.015%  hare", never "0.0%" (no chance at all beside a bar that has one), "tabby", not "tabby, tabby
+    cat", and a top-1 of 80.6 % is said "80.6%", as drawn, not "81%"."""
+    a = engine.analyze(trained, Image.fromarray(fake_camera.frame_rgb(5, 30)))
+    a = dataclasses.replace(a, top5=tuple(Prediction(i, name, p) for i, name, p in CHELSEA_TOP5))
+    assert [t for t, _ in view.top5_rows(trained, a)] == [
+        "82.2%  Egyptian cat", "9.3%  tabby", "7.7%  tiger cat", "0.5%  lynx", "0.015%  hare"]
+    tabby = dataclasses.replace(a, top5=(Prediction(281, "tabby, tabby cat", 0.806), *a.top5[2:]))
+    assert view.top1_of(trained, tabby) == ("tabby, tabby cat", "Top-1: tabby, 80.6%")

@@ -33,7 +33,7 @@ from vizvit.model.catalog import CURATED, MEASURED, arch_of
 from vizvit.model.engine import Analysis, Request, with_zero_shot
 from vizvit.model.images import load_image, model_input_view
 from vizvit.model.models import VitModel, short_name
-from vizvit.pictures import render
+from vizvit.pictures import figures, render
 from vizvit.readings import attention as ra
 from vizvit.service.camera import CONCURRENT_STREAMS, IDLE_S, RECENT, TIME_LIMIT_S, Feed, Feeds, Frame
 from vizvit.session import Photo, PhotoKey, Workbench
@@ -225,20 +225,31 @@ def caption(ap: ra.AttnParams, vm: VitModel) -> str:
 
 
 def top5_rows(vm: VitModel, a: Analysis) -> list[tuple[str, float | None]]:
+    """The band's top-5 rows, written as every other tab's top-5 writes them (figures.percents, a label's first
+    name): "{p * 100:5.1f}%" wrote chelsea's hare (0.015 %) "0.0%" where the Patches chart says "0.015%", and
+    "tabby, tabby cat" in full where the other tabs say "tabby"."""
     if not a.top5:
         return [("no classifier: no top-5", None)]
     head: list[tuple[str, float | None]] = [] if vm.is_pretrained else [("UNTRAINED weights: meaningless", None)]
-    return head + [(f"{p.prob * 100:5.1f}%  {p.label}", p.prob) for p in a.top5][: 5 - len(head)]
+    shown = figures.percents([p.prob for p in a.top5])
+    return head + [(f"{s}  {first_name(p.label)}", p.prob) for p, s in zip(a.top5, shown)][: 5 - len(head)]
+
+
+def first_name(label: str) -> str:
+    """A class's first name, as the other tabs write it ("tabby" for "tabby, tabby cat")."""
+    return label.split(",")[0]
 
 
 def top1_of(vm: VitModel, a: Analysis) -> tuple[str, str] | None:
     """A frame's top-1 for a screen reader: (its class, what is said), the page saying it again only once the
-    class has changed (not at each percent); None without a classifier."""
+    class has changed (not at each percent); None without a classifier. Its percent is the picture's (top5_rows):
+    "{:.0%}" said "81%" beside a drawn "80.6%"."""
     if not a.top5:
         return None
     p = a.top5[0]
     untrained = "" if vm.is_pretrained else " (untrained weights: meaningless)"
-    return p.label, f"Top-1: {p.label.split(',')[0]}, {p.prob:.0%}{untrained}"
+    shown = figures.percents([q.prob for q in a.top5])[0]
+    return p.label, f"Top-1: {first_name(p.label)}, {shown}{untrained}"
 
 
 def picture_parts(vm: VitModel, a: Analysis, ap: ra.AttnParams, lines: list[str]) -> Parts:
