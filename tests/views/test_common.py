@@ -3,6 +3,8 @@ photos ahead), worked out by hand for constructed photos and models."""
 
 from __future__ import annotations
 
+import re
+
 from make_inputs import make_all
 from tiny import EXAMPLES
 
@@ -66,6 +68,22 @@ def test_the_running_line_says_how_many_photos_are_ahead(tiny16):
     line = running_line(tiny16, ahead=3, image_s=0.4)
     assert "3 other photos ahead of yours, about 1 s" in line and "usable" in line
     assert "1 other photo ahead of yours." in running_line(tiny16, ahead=1)  # no estimate before a forward
+
+
+def joined(status: str) -> str:
+    """The status as the phone (under 480 px) and projector CSS show it (style.css: #status br and .vv-detail
+    hidden, .vv-join shown): Markdown's line breaks gone, the join marks' " · " in their place."""
+    text = re.sub(r'<span class="vv-detail">.*?</span>', "", status)
+    return re.sub(r'<span class="vv-join">(.*?)</span>', r"\1", text).replace("  \n", "")
+
+
+def test_the_animation_note_is_set_apart_where_line_breaks_are_hidden(tiny16):
+    """The note began with a bare line break: on a phone it ran on as "…little of the photo⚠️ An animation"."""
+    from vizvit.views.common import frames_note, resize_note
+
+    im = vizvit.load_image(make_all()["animated.gif"])  # 2 frames of 64×48
+    shown = joined(resize_note(tiny16, im.size) + frames_note(im))
+    assert shown.endswith("holds little of the photo · ⚠️ An animation of 2 frames: the model sees frame 1 only."), shown
 
 
 def test_an_animation_is_named_in_the_status_as_frame_1_of_n():

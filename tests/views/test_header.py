@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from make_inputs import make_all
+from tiny import EXAMPLES
 
 from vizvit.errors import UserError
 from vizvit.model.ablation import Ablation
@@ -67,3 +69,14 @@ def test_a_model_that_fails_leaves_the_list_and_the_current_one_stays(wb, tiny16
     # A model off the list is refused at the entry (Catalog.check, once per request); new_model trusts its ModelId.
     with pytest.raises(UserError, match="page's list"):
         wb.catalog.check("google/vit-huge-patch14-224-in21k")
+
+
+def test_a_new_model_keeps_the_animation_note_of_the_photo(wb, tiny16):
+    """The upload's status says an animation's model sees frame 1 only; a model change wrote the status again
+    without it (a walk-through), though the new model sees frame 1 only too. Also a new label list."""
+    sha = wb.add_photo(make_all()["animated.gif"])  # 2 frames of 64×48
+    k = PhotoKey(vit(wb, tiny16), sha)
+    change = header.new_model(wb, vit(wb, tiny16), k, "", DEFAULT_TEMPLATE, vit(wb, tiny16), False)
+    assert "An animation of 2 frames: the model sees frame 1 only." in change.status, change.status
+    assert "frame 1 only" in header.status_of(wb, k)
+    assert "animation" not in header.status_of(wb, PhotoKey(vit(wb, tiny16), wb.add_photo(EXAMPLES / "chelsea.jpg")))

@@ -141,9 +141,11 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
 
 
 def frames_note(image) -> str:
-    """Say so when an animation was uploaded: the model sees its first frame only."""
+    """Say so when an animation was uploaded: the model sees its first frame only. Starts with NEW_LINE, as the
+    status's other parts do: a bare line break ran on as "…of the photo's area⚠️ An animation" where the phone
+    and projector CSS hide breaks."""
     n = int(getattr(image, "info", {}).get("frames", 1) or 1)
-    return f"  \n⚠️ An animation of {n} frames: the model sees frame 1 only." if n > 1 else ""
+    return f"{NEW_LINE}⚠️ An animation of {n} frames: the model sees frame 1 only." if n > 1 else ""
 
 
 def upload_refused(message: str, had_photo: bool) -> str:
