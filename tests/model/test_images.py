@@ -381,3 +381,47 @@ def test_a_multi_frame_photo_keeps_none_of_its_file(tmp_path):
     out = vizvit.load_image(buf.getvalue())
     assert out.size == (96, 64) and out.info["frames"] == 2
     assert getattr(out, "fp", None) is None and getattr(out, "_fp", None) is None, "the file's bytes are kept"
+
+
+def _jpeg(rgb: np.ndarray, orientation: int | None = None) -> bytes:
+    buf, exif = io.BytesIO(), Image.Exif()
+    if orientation is not None:
+        exif[0x0112] = orientation
+    Image.fromarray(rgb).save(buf, "JPEG", quality=95, exif=exif.tobytes())
+    return buf.getvalue()
+
+
+def test_the_photo_records_a_turn_by_its_exif_orientation_and_a_stretched_16_bit_range():
+    """What load_image does that the model's processor, given the file, would not: the page says it
+    (views.common.frames_note) from these records. Orientation 6 means "turn 90° clockwise to view": the
+    stored image's red left edge becomes the top. A 16-bit grey PNG of values 1200..7341: that range, named."""
+    rgb = np.zeros((32, 64, 3), np.uint8)
+    rgb[:, :8] = (255, 0, 0)
+    im = vizvit.load_image(_jpeg(rgb, 6))
+    top, bottom = np.asarray(im)[:4, :, 0].mean(), np.asarray(im)[-4:, :, 0].mean()
+    assert im.size == (32, 64) and top > 200 and bottom < 50, (im.size, top, bottom)  # turned clockwise
+    assert im.info["turned"] == 6 and im.info["stretched"] is None
+    plain = vizvit.load_image(_jpeg(rgb, 1))  # upright: no turn, as with no EXIF at all
+    assert plain.size == (64, 32) and plain.info["turned"] == 0 and plain.info["stretched"] is None
+    assert vizvit.load_image(_jpeg(rgb)).info["turned"] == 0
+    buf = io.BytesIO()
+    grey = (np.arange(64 * 32).reshape(32, 64) * 3 + 1200).astype(np.uint16)  # 1200 .. 1200 + 3 * 2047
+    Image.fromarray(grey).save(buf, "PNG")
+    assert Image.open(io.BytesIO(buf.getvalue())).mode == "I;16"  # the constructed case is a 16-bit file
+    wide = vizvit.load_image(buf.getvalue())
+    assert wide.info["stretched"] == ("I;16", 1200.0, 7341.0) and wide.info["turned"] == 0
+    assert np.asarray(wide)[0, 0, 0] == 0 and np.asarray(wide)[-1, -1, 0] == 255
+
+
+def test_a_png_text_chunk_never_speaks_for_the_records():
+    """A PNG's text chunks land in Pillow's info beside the records: one named like a record is overwritten."""
+    from PIL import PngImagePlugin
+
+    meta = PngImagePlugin.PngInfo()
+    meta.add_text("stretched", "**bold**")
+    meta.add_text("turned", "6")
+    buf = io.BytesIO()
+    Image.new("RGB", (20, 10), (1, 2, 3)).save(buf, "PNG", pnginfo=meta)
+    assert Image.open(io.BytesIO(buf.getvalue())).info["stretched"] == "**bold**"
+    im = vizvit.load_image(buf.getvalue())
+    assert im.info["stretched"] is None and im.info["turned"] == 0 and im.info["frames"] == 1

@@ -93,3 +93,36 @@ def test_an_animation_is_named_in_the_status_as_frame_1_of_n():
     assert im.info["frames"] > 1
     assert f"{im.info['frames']} frames" in frames_note(im) and "frame 1 only" in frames_note(im)
     assert frames_note(vizvit.load_image(EXAMPLES / "chelsea.jpg")) == ""
+
+
+def test_a_turned_photo_and_a_stretched_16_bit_one_are_named_in_the_status():
+    """load_image turns an EXIF-rotated JPEG upright and scales a 16-bit grey PNG's range to 0–255, where the
+    model's own processor, given the file, would see it sideways or clipped nearly white: the status says so,
+    after the resize note's separator. An ordinary JPEG gets no note."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from vizvit.views.common import frames_note
+
+    buf, exif = io.BytesIO(), Image.Exif()
+    exif[0x0112] = 6
+    Image.new("RGB", (64, 32), (200, 10, 10)).save(buf, "JPEG", exif=exif.tobytes())
+    turned = frames_note(vizvit.load_image(buf.getvalue()))
+    assert joined(turned) == " · Turned 90° clockwise to stand upright, as its EXIF orientation says.", turned
+    exif[0x0112] = 8
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 32), (200, 10, 10)).save(buf, "JPEG", exif=exif.tobytes())
+    assert "Turned 90° anticlockwise to stand upright" in frames_note(vizvit.load_image(buf.getvalue()))
+    buf = io.BytesIO()
+    Image.fromarray((np.arange(64 * 32).reshape(32, 64) * 3 + 1200).astype(np.uint16)).save(buf, "PNG")
+    stretched = frames_note(vizvit.load_image(buf.getvalue()))
+    assert joined(stretched) == " · 16-bit grey: its values 1,200–7,341 scaled to 0–255.", stretched
+    buf = io.BytesIO()
+    Image.fromarray(np.full((32, 64), 700, np.uint16)).save(buf, "PNG")
+    assert "16-bit grey of one value throughout: shown black." in frames_note(vizvit.load_image(buf.getvalue()))
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 32), (200, 10, 10)).save(buf, "JPEG")
+    assert frames_note(vizvit.load_image(buf.getvalue())) == ""
+    assert frames_note(vizvit.load_image(EXAMPLES / "chelsea.jpg")) == ""

@@ -38,6 +38,14 @@ _SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG", b"GIF87a", b"GIF89a", b"BM", b"II*\x
 # Never let PIL silently pad a truncated file with grey.
 ImageFile.LOAD_TRUNCATED_IMAGES = False
 
+# What load_image did to the file beyond decoding, kept in the photo's `info` for the page to say
+# (views.common.frames_note): the model's own image processor, given the file as Pillow opens it, would
+# see an EXIF-rotated phone photo sideways and clip a 16-bit scan nearly white.
+FRAMES = "frames"  # the file's frame count: the model reads the first
+TURNED = "turned"  # the EXIF orientation applied (2..8), 0 when none was
+STRETCHED = "stretched"  # (mode, lo, hi) of a 16/32-bit grey image whose range became 0..255, else None
+ORIENTATION_TAG = 0x0112  # EXIF's orientation
+
 
 def _open(src: ImageInput) -> Image.Image:
     if isinstance(src, Image.Image):
@@ -118,7 +126,8 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
     EXIF orientation applied, alpha composited on white, palette/grayscale/CMYK/
     16-bit converted, first frame of an animation. The pixel limit is checked on
     the header, before decoding, so a decompression bomb never allocates.
-    Raises ValueError with a message meant for the user.
+    Raises ValueError with a message meant for the user. The result's `info` says what
+    became of the file beyond decoding: FRAMES, TURNED, STRETCHED.
     """
     im = _open(src)
     if im.format is not None and im.format not in ALLOWED_FORMATS:
@@ -133,6 +142,8 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
             frames = int(getattr(im, "n_frames", 1) or 1)
             im.seek(0)  # first frame of an animated GIF/WebP
             im.load()
+            turned = _orientation(im)
+            wide = im.mode in WIDE_GREY
             # Decoded here from the file's bytes, one frame: no caller holds this image, and nothing in it reads
             # the file again (a multi-frame file, an MPO phone photo or an animation, keeps it for its other
             # frames, so it is copied as before).
@@ -146,7 +157,8 @@ def load_image(src: ImageInput, max_pixels: int = MAX_PIXELS) -> Image.Image:
             else:
                 im = ImageOps.exif_transpose(im)
             out = _to_rgb(im, own)
-        out.info["frames"] = frames  # the page says when only the first of several frames is used
+        # Every key set each time: a PNG text chunk of the same name (kept in info) never speaks for them.
+        out.info.update({FRAMES: frames, TURNED: turned, STRETCHED: out.info.get(STRETCHED) if wide else None})
         return out
     except (OSError, SyntaxError, ValueError, EOFError) as e:
         raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
@@ -177,7 +189,15 @@ def wide_grey_to_8bit(im: Image.Image, band_pixels: int = BAND_PIXELS) -> Image.
     if hi > lo:
         for top, b in _bands(im, band_pixels):
             out[top:top + len(b)] = ((b - lo) / (hi - lo) * 255.0).round().astype(np.uint8)
-    return Image.fromarray(out, "L")
+    grey = Image.fromarray(out, "L")
+    grey.info[STRETCHED] = (im.mode, lo, hi)
+    return grey
+
+
+def _orientation(im: Image.Image) -> int:
+    """The EXIF orientation exif_transpose applies (2..8: a turn or a mirror), 0 for none (1, absent, unknown)."""
+    o = im.getexif().get(ORIENTATION_TAG, 1)
+    return int(o) if isinstance(o, int) and 2 <= o <= 8 else 0
 
 
 def _to_rgb(im: Image.Image, own: bool = False) -> Image.Image:
@@ -185,7 +205,10 @@ def _to_rgb(im: Image.Image, own: bool = False) -> Image.Image:
     if im.mode == "RGB":
         return im if own else im.copy()
     if im.mode in WIDE_GREY:
-        return wide_grey_to_8bit(im).convert("RGB")
+        grey = wide_grey_to_8bit(im)
+        rgb = grey.convert("RGB")
+        rgb.info[STRETCHED] = grey.info[STRETCHED]
+        return rgb
     if im.mode == "P":
         im = im.convert("RGBA")
     if im.mode in ("RGBA", "LA", "PA", "La", "RGBa"):

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from vizvit.model.ablation import format_heads
 from vizvit.model.engine import Analysis
-from vizvit.model.images import resized_size
+from vizvit.model.images import FRAMES, STRETCHED, TURNED, resized_size
 from vizvit.model.models import Geometry, VitModel, short_name
 from vizvit.model.patches import patch_at
 from vizvit.pictures import figures, render
@@ -140,12 +140,34 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     return note
 
 
+# How exif_transpose turns each EXIF orientation (2..8) upright, as Pillow's transposes do it.
+TURNS = {2: "Mirrored left to right", 3: "Turned 180°", 4: "Mirrored top to bottom", 5: "Turned 90° and mirrored",
+         6: "Turned 90° clockwise", 7: "Turned 90° and mirrored", 8: "Turned 90° anticlockwise"}
+WIDE_GREY_NAMES = {"I": "32-bit grey", "F": "32-bit float grey"}  # else "16-bit grey" (I;16, I;16B, I;16L)
+
+
 def frames_note(image) -> str:
-    """Say so when an animation was uploaded: the model sees its first frame only. Starts with NEW_LINE, as the
-    status's other parts do: a bare line break ran on as "…of the photo's area⚠️ An animation" where the phone
-    and projector CSS hide breaks."""
-    n = int(getattr(image, "info", {}).get("frames", 1) or 1)
-    return f"{NEW_LINE}⚠️ An animation of {n} frames: the model sees frame 1 only." if n > 1 else ""
+    """What became of the uploaded file beyond decoding (load_image's record in the photo's info), where the
+    model's own image processor, given the file as Pillow opens it, reads something else: an animation's
+    first frame only, a photo turned upright by its EXIF orientation (else sideways), a 16/32-bit grey
+    image's range scaled to 0–255 (else clipped nearly white). Empty for an ordinary photo. Starts with
+    NEW_LINE, as the status's other parts do: a bare line break ran on as "…of the photo⚠️ An animation"
+    where the phone and projector CSS hide breaks."""
+    info = getattr(image, "info", {})
+    notes = []
+    n = int(info.get(FRAMES, 1) or 1)
+    if n > 1:
+        notes.append(f"⚠️ An animation of {n} frames: the model sees frame 1 only.")
+    turn = TURNS.get(info.get(TURNED, 0))
+    if turn:
+        notes.append(f"{turn} to stand upright, as its EXIF orientation says.")
+    stretched = info.get(STRETCHED)
+    if stretched:
+        mode, lo, hi = stretched
+        grey = WIDE_GREY_NAMES.get(mode, "16-bit grey")
+        notes.append(f"{grey}: its values {lo:,.6g}–{hi:,.6g} scaled to 0–255." if hi > lo
+                     else f"{grey} of one value throughout: shown black.")
+    return NEW_LINE + " ".join(notes) if notes else ""
 
 
 def upload_refused(message: str, had_photo: bool) -> str:
