@@ -4,6 +4,8 @@ numbers against plain computations on the analysis, and the gate and the memory 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -149,6 +151,19 @@ def test_the_teaching_pairs_links_name_an_upload_by_its_key_and_an_example_by_it
     assert up.count(f"&photo={sha1})") == up.count("](?"), "every pair's link"
     ex = compare.show(ph, compare.CompareParams(example="chelsea", photo=sha1)).pairs
     assert "(?example=chelsea&" in ex and "photo=" not in ex, ex
+
+
+def test_each_teaching_pair_says_which_of_its_sides_are_untrained():
+    """A walk-through: on a server with the ViT-Ti alone, "DeiT (distilled) against ViT (untrained twin)" linked
+    two random models (both hub models stood in by their twins), and a pair whose A alone was random said nothing."""
+    r = "random:"
+    pairs = [("DeiT (distilled) against ViT", r + "deit-base-distilled-patch16-224", r + "vit-base-patch16-224"),
+             ("ViT-Ti against ViT-B", "vit-tiny-augreg", r + "vit-base-patch16-224"),
+             ("DINOv2 against DINOv2 with registers", r + "dinov2-small", "facebook/dinov2-with-registers-small"),
+             ("ViT-Ti against ViT-B", "vit-tiny-augreg", "google/vit-base-patch16-224"),
+             ("trained against its random twin", "vit-tiny-augreg", r + "vit-tiny-augreg")]
+    said = [t.rstrip() for t in re.findall(r"\]\(\?[^)]*\)([^·]*)", compare.pairs_text(pairs, "chelsea"))]
+    assert said == [" (both untrained)", " (B: untrained twin)", " (A: untrained twin)", "", ""], said
 
 
 def test_the_verdicts_share_is_the_head_the_maps_show(trained, cat):

@@ -444,9 +444,19 @@ def pairs_text(pairs: list[tuple[str, str, str]], example: str | None, photo: st
     links = []
     for name, a, b in pairs:
         q = to_query(DeepLink(example=example, photo=None if example else photo, model=a, tab="compare", compare=b))
-        untrained = " (untrained twin)" if b.startswith(RANDOM_PREFIX) and not name.startswith("trained") else ""
+        untrained = "" if name.startswith("trained") else untrained_sides(a, b)  # that pair's name says it
         links.append(f"[{name}]({q}){untrained}")
     return "**Teaching pairs** (open with both models): " + " · ".join(links)
+
+
+def untrained_sides(a: str, b: str) -> str:
+    """Which side of a pair is a stand-in with random weights (resolve: the hub model is not on this server):
+    " (both untrained)", " (A: untrained twin)", " (B: untrained twin)" or "". B's alone was said, as
+    "(untrained twin)": "DeiT (distilled) against ViT (untrained twin)" linked two random models."""
+    random_a, random_b = a.startswith(RANDOM_PREFIX), b.startswith(RANDOM_PREFIX)
+    if random_a and random_b:
+        return " (both untrained)"
+    return " (A: untrained twin)" if random_a else " (B: untrained twin)" if random_b else ""
 
 
 @dataclass(frozen=True)
