@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import struct
 import tracemalloc
+import zlib
 
 import numpy as np
 import pytest
@@ -46,6 +48,21 @@ def test_bomb_is_refused_before_decoding(monkeypatch):
     with pytest.raises(ValueError, match="too large"):
         vizvit.load_image(INPUTS["bomb.png"])
     assert 10_000 * 10_000 > MAX_PIXELS
+
+
+def test_a_bomb_past_pillows_own_limit_is_refused_with_its_size(monkeypatch):
+    """Past twice Pillow's limit (~179 Mpx) Image.open refuses the file itself, before load_image reads its
+    size: a walk-through's 20000×20000 PNG got "The image is too large; the limit is 40 Mpx", not how large."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 20_000, 20_000, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b""))  # a header: the pixels are never read
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(io.BytesIO(png))  # the case is the one Pillow refuses in open
+    monkeypatch.setattr(Image.Image, "load", lambda self: pytest.fail("decoded a bomb"))
+    with pytest.raises(ValueError, match=r"too large \(20000×20000 = 400 Mpx\); the limit is 40 Mpx"):
+        vizvit.load_image(png)
 
 
 def test_alpha_composited_on_white():

@@ -68,14 +68,33 @@ def _open(src: ImageInput) -> Image.Image:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we check the size ourselves
             return Image.open(io.BytesIO(data))
-    except Image.DecompressionBombError as e:
-        raise UserError(_too_big_message()) from e
+    except Image.DecompressionBombError as e:  # over twice Pillow's own limit (~179 Mpx): refused in open
+        raise UserError(_too_big_message(*(_header_size(data) or (None, None)))) from e
     except (UnidentifiedImageError, OSError, SyntaxError) as e:
         if data.startswith(_SIGNATURES) or data[8:12] == b"WEBP":
             raise UserError("The image file is truncated or damaged. Please upload the complete file.") from e
         raise UserError(
             "This file is not an image we can read. Please upload a JPEG, PNG, WebP, GIF, BMP or TIFF photo."
         ) from e
+
+
+def _header_size(data: bytes) -> tuple[int, int] | None:
+    """(w, h) as the file's header gives it, read by Pillow's own plugin for its format without the
+    decompression-bomb check Image.open adds after it (which refused a 20000×20000 PNG before its size was
+    known: the page said "too large" without saying how large). None when no plugin reads it."""
+    Image.init()
+    for fmt in ALLOWED_FORMATS:
+        factory, accept = Image.OPEN.get(fmt, (None, None))
+        if factory is None or (accept is not None and not accept(data[:16])):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                w, h = factory(io.BytesIO(data), "").size  # the header only: nothing is decoded
+            return int(w), int(h)
+        except Exception:  # noqa: BLE001 - a plugin's own refusal (a GIF's frame past the limit): no size to say
+            continue
+    return None
 
 
 def _too_big_message(w: int | None = None, h: int | None = None) -> str:
