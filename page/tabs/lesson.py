@@ -36,9 +36,6 @@ CONTROLS = ["step", "choice", "number"]  # the LessonParams fields the reveal re
 # which step on which photo it drew (drawn), and whether previous and next lead anywhere (prev, nxt).
 OUTS = ["header", "choice", "number", "answer", "picture", "open_btn", "qr", "link", "qr_note", "step", "base", "drawn",
         "address", "prev", "nxt"]
-# What a redraw of the step already shown (the same photo, model and step) leaves as it is: the student's answer
-# and its reveal. The tab opened again, or the photo's own answer landing after the tab's, redraws it.
-KEPT = ["header", "choice", "number", "answer", "picture", "open_btn"]
 REVEALED = ["answer", "picture", "open_btn"]
 ROOM = ["room_md", "room_qr", "room_kept", "room_saved"]
 Ui = dict[str, gr.components.Component]
@@ -68,13 +65,19 @@ def phone(demo: Any, page_url: str) -> launch.PhoneAddress:
 def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str,
             drawn: tuple | None = None) -> dict[str, Any]:
     """Step n (from 1; clipped to the lesson) on this photo: its question, answers cleared, its link and QR code.
-    drawn: (key, step) the page shows; that same step again keeps the student's answer and reveal (KEPT)."""
+    drawn: (key, step) the page shows; that same step again changes nothing (the student's answer and reveal stay)."""
     ph = ctx.wb.handle(key) if key is not None else None
     page = lesson.show(ph, lesson.LessonParams(step=n or 1))
+    if drawn == (key, page.step):
+        # The step shown, drawn again (the tab opened again, Back at step 1): nothing moves. Sent as
+        # the tab opened again, this answer may land after a Next the student pressed meanwhile: its
+        # step, link and QR code would have put the page's step back under the newer step's header,
+        # and the next reveal answered the old step (a README run: step 8's answer, no picture, under
+        # step 9's question).
+        return kit.skip(OUTS)
     where = phone(demo, page_url) if page_url else None
     query = step_query(ctx, key, page.step)
     url = (where.base if where else page_url) + query
-    kept = kit.skip(KEPT) if drawn == (key, page.step) else {}
     return {"header": page.header,
             "choice": gr.Radio(choices=page.options, value=None, visible=not page.is_number),
             "number": gr.Number(value=None, visible=page.is_number),
@@ -82,7 +85,7 @@ def at_step(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: 
             "qr": lesson.qr_picture(url) if page_url else None,
             "link": f"[{url}]({url})" if page_url else "", "qr_note": where.note if where else "",
             "step": page.step, "base": page_url, "drawn": (key, page.step), "address": query,
-            "prev": gr.Button(interactive=page.has_previous), "nxt": gr.Button(interactive=page.has_next), **kept}
+            "prev": gr.Button(interactive=page.has_previous), "nxt": gr.Button(interactive=page.has_next)}
 
 
 # -- handlers: explicit values in, {name: value} out (page names: OUTS, REVEALED, ROOM) -----------------
@@ -104,6 +107,17 @@ def show(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str
         return {**kit.skip(OUTS), "step": lesson.show(None, lesson.LessonParams(step=n or 1)).step,
                 "base": address(request, page_url)}
     return at_step(ctx, demo, key, n, address(request, page_url), drawn)
+
+
+def drawn_late(ctx: Ctx, demo: Any, key: PhotoKey | None, n: int | None, page_url: str,
+               drawn: tuple | None = None) -> dict:
+    """The step changed (the tab's first open set the link's step): drawn, unless it is drawn already. The
+    open that found the link's photo still loading sets only the step, for the photo's answer to draw; but
+    where that answer landed first (a busy server), it found no step yet and drew nothing, and neither
+    would have drawn the step."""
+    if key is None or n is None:
+        return kit.skip(OUTS)
+    return at_step(ctx, demo, key, n, page_url, drawn)
 
 
 def go(ctx: Ctx, demo: Any, delta: int, key: PhotoKey | None, n: int | None, page_url: str,
@@ -279,6 +293,8 @@ def build(ctx: Ctx, tab: gr.Tab) -> None:
                            [ui[n] for n in ROOM], show_progress="hidden").then(None, ui["room_saved"], None, js=keep)
     demo.load(None, None, None, js=web.asset("lesson_room_load.js"))
     ctx.on_show(tab, kit.answer(show, ui, ctx, demo), [key, ui["step"], ui["base"], ui["drawn"]], outs)
+    ui["step"].change(kit.answer(drawn_late, ui, ctx, demo), [key, ui["step"], ui["base"], ui["drawn"]], outs,
+                      show_progress="hidden")
     for btn, delta in (("prev", -1), ("nxt", +1)):
         ui[btn].click(kit.answer(go, ui, ctx, demo, delta), [key, ui["step"], ui["base"], ui["drawn"]], outs,
                       show_progress="hidden")

@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from appserver import held, serving
 from browser import page_at, upload, wait_image
 from settle import settled
 from tiny import EXAMPLES
 
+from page.tabs import lesson as lesson_tab
 from vizvit.readings import lesson
 
 STEPS = lesson.steps()
@@ -309,3 +311,27 @@ def test_a_reload_returns_to_the_lesson_step_on_show(url):
         _at_step(page, 1)
         page.wait_for_function(f"() => ({at})() === '1'", timeout=30_000)
         assert page.locator("#notice img").count() == 0
+
+
+def test_the_tabs_late_redraw_on_opening_again_leaves_a_newer_step_as_it_is(tiny16, monkeypatch):
+    """The tab opened again redraws the step it shows; held here (1.5 s), that answer lands after the Next
+    pressed meanwhile. Before the fix it put the page's step back (its link said step=1 under step 2's
+    question) and the reveal then answered step 1 (a README run: step 8's answer, no picture, at step 9)."""
+    # Held where only the tab's opening calls it (Next does not): holding `show` itself hid its gr.Request.
+    asked, done = held(monkeypatch, lesson_tab, "address", 1.5)
+    with serving(tiny16) as (url, _), page_at(url + "?lesson=1&step=1&example=chelsea") as page:
+        _at_step(page, 1)
+        page.wait_for_selector("#status:has-text('top-1')", timeout=60_000)
+        settled(page)
+        asked.clear()
+        done.clear()
+        page.click("#tabs button[role=tab][data-tab-id='patches']")
+        page.click("#tabs button[role=tab][data-tab-id='lesson']")
+        assert asked.wait(30), "the tab's opening again asked for nothing"
+        page.click("#lesson-next")
+        _at_step(page, 2)
+        assert done.wait(30), "the held redraw never ended"
+        settled(page)
+        _at_step(page, 2)
+        assert "step=2" in page.inner_text("#lesson-link"), page.inner_text("#lesson-link")
+        _answer_and_reveal(page, 2)  # step 2's reveal, with its picture
