@@ -431,7 +431,7 @@ def lesson_routes(rooms: Rooms, wb: Workbench) -> list[APIRoute]:
         steps = [{"title": lesson_mod.fill(s.title, g), "question": lesson_mod.fill(s.question, g),
                   "options": [[k, lesson_mod.fill(t, g)] for k, t in s.options], "is_number": s.is_number,
                   "within": s.within, "meaning": lesson_view.meaning(s, vm),
-                  "of_model": s.measure in lesson_readings.MODEL_FACTS}
+                  "truth_label": lesson_readings.truth_label(s, g)}
                  for s in lesson_readings.steps()]
         return JSONResponse({"steps": steps})
 

@@ -133,8 +133,9 @@
     const w = step && step.is_number ? Number(step.within) || 0 : 0, t = Number(truth), x = Number(a);
     return w > 0 && truth != null && a != null && Number.isFinite(t) && Number.isFinite(x) && Math.abs(x - t) <= w;
   }
-  // A truth of the model alone (the input's side, the patch count…) is not "on this photo".
-  const truthLabel = (s) => (s.of_model ? "The truth for this model" : "The truth on this photo");
+  // The server names each step's truth (readings.lesson.truth_label): a truth of the model alone is not "on
+  // this photo", and the dropout step's number is the paper's p on this photo, not "for this model".
+  const truthLabel = (s) => String(s.truth_label || "The truth");
   const truthText = (s, truth) => (s.is_number ? `${truth}${Number(s.within) > 0 ? ` (±${s.within} counts as right)` : ""}` : optionText(s, truth));
 
   // The step's picture: the photo as the model sees it while the question is open, the step's figure

@@ -426,7 +426,9 @@ def test_a_wide_revealed_figure_takes_the_host_pages_column(trained):
             host.click("#next")
             host.wait_for_selector(f"text=Step {n} of", timeout=30_000)
         host.click("#reveal")
-        host.wait_for_selector("text=The truth for this model", timeout=120_000)
+        # Its number is this photo at the paper's p, not what this checkpoint (dropout 0) does: never "for this model"
+        host.wait_for_selector("text=Measured on this photo's tokens at the paper's p = 0.1:", timeout=120_000)
+        assert host.locator("text=The truth for this model").count() == 0
         host.wait_for_function("() => { const i = document.getElementById('step-picture');"
                                " return i && i.complete && i.naturalWidth > 0 && i.src.includes('revealed'); }")
         host.wait_for_timeout(200)

@@ -167,6 +167,19 @@ def test_the_dropout_step_says_the_papers_p_and_this_checkpoints_own(trained):
         "mode; p here is the paper's." in line, line
 
 
+def test_the_dropout_steps_truth_is_named_as_the_papers_p_not_this_models(tiny16):
+    """A live room's walk-through: "The truth for this model: 10.2 (±3 counts as right)" over "This checkpoint's
+    config sets hidden_dropout_prob = 0: it drops nothing". The 10.2 is this photo's tokens at the paper's p, so
+    its label says that, with the step's own p (its controls); the other steps are named as before, by whether
+    their truth is the model's alone."""
+    g = tiny16.geometry
+    label = {s.id: rl.truth_label(s, g) for s in rl.steps()}
+    step = next(s for s in rl.steps() if s.id == "dropout")
+    p = rl.step_controls(step, g)["dropout"]
+    assert "for this model" not in label["dropout"].lower() and f"the paper's p = {p:g}" in label["dropout"]
+    assert label["image"] == "The truth for this model" and label["shift1"] == "The truth on this photo"
+
+
 def _cosines(x):
     import numpy as np
 

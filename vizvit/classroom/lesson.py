@@ -21,6 +21,8 @@ A step:
     meaning = "Two or three sentences: what the number means."
     trained = "what needs trained weights"   # optional: said when the model is untrained, with
     holds = "what still holds"                #   what still holds on random weights
+    truth = "Measured at the paper's p = 0.1" # optional: how a reveal names its truth, where neither "for this
+                                              #   model" nor "on this photo" says what the number is
 
 Text may name this model's numbers: {side} {patch} {grid} {patches} {patch_numbers} {tokens} {hidden}
 {layers} {heads} {cost_ratio} {cost_about} (it rounded to two figures: an option) {pixels_per_patch}.
@@ -65,6 +67,7 @@ class Step:
     picture: str = ""
     trained: str = ""  # what needs trained weights ("" = nothing)
     holds: str = ""  # what still holds on untrained weights
+    truth: str = ""  # how a reveal names its truth ("" = "for this model" or "on this photo", by its measure)
 
     @property
     def is_number(self) -> bool:
@@ -129,7 +132,8 @@ def _step(d: Mapping[str, Any], i: int) -> Step:
     missing = [k for k in need if k not in d]
     if missing:
         raise UserError(f"Lesson {where}: missing {', '.join(missing)}.")
-    known = set(need) | {"options", "number", "answer", "within", "controls", "picture", "trained", "holds"}
+    known = set(need) | {"options", "number", "answer", "within", "controls", "picture", "trained", "holds",
+                           "truth"}
     extra = sorted(set(d) - known)
     if extra:
         raise UserError(f"Lesson {where}: unknown field(s) {', '.join(extra)}.")
@@ -151,7 +155,7 @@ def _step(d: Mapping[str, Any], i: int) -> Step:
                 options=options, answer=answer, within=float(d.get("within", 0.0)),
                 controls=dict(d.get("controls", {})), picture=str(d.get("picture", "")),
                 trained=" ".join(str(d.get("trained", "")).split()),
-                holds=" ".join(str(d.get("holds", "")).split()))
+                holds=" ".join(str(d.get("holds", "")).split()), truth=" ".join(str(d.get("truth", "")).split()))
 
 
 def parse_steps(text: str) -> tuple[Step, ...]:

@@ -383,6 +383,14 @@ MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {
 MODEL_FACTS = frozenset({"input_side", "patches", "conv", "tokens", "positions", "dropout", "cost", "shift_change"})
 
 
+def truth_label(s: Step, g: Geometry | None) -> str:
+    """How a reveal names a step's truth: the step's own words where it gives them (the dropout step's
+    number is the paper's p on this photo's tokens, not what this checkpoint does), else by its measure."""
+    if s.truth:
+        return lesson_mod.fill(s.truth, g)
+    return "The truth for this model" if s.measure in MODEL_FACTS else "The truth on this photo"
+
+
 def check_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """Every step names a measurement that exists and a view that is a tab with a Params."""
     for s in steps:
