@@ -277,6 +277,10 @@
       const n = looking || state.step, s = lesson.steps[n - 1], shown = (state.shown || {})[String(n)];
       if (!s) return;
       const open = n === state.step && !shown;
+      // An answer the server has not got yet (its connection dropped) is shown as such: the page read "Your
+      // prediction, before the lecturer reveals." with no option marked, as if nothing had been chosen.
+      const waiting = open && unsent && unsent.n === n ? String(unsent.value) : null;
+      const chosen = waiting != null ? waiting : mine[n];
       const given = mine[n] != null ? (s.is_number ? mine[n] : optionText(s, mine[n])) : null;
       const parts = [el("h1", {}, `Room ${code} · step ${n} of ${state.n_steps}`),
                      el("p", { className: "muted" }, s.title), el("p", { className: "question" }, s.question)];
@@ -288,10 +292,12 @@
                      el("button", { className: "primary", id: "send", onclick: () => send(n, typed()) }, "Send"));
         } else {
           parts.push(...s.options.map(([k, t]) => el("div", {}, el("button", {
-            className: mine[n] === k ? "chosen" : "", "aria-pressed": String(mine[n] === k), dataset: { k }, onclick: () => send(n, k) }, keyed(k, t)))));
+            className: chosen === k ? (waiting != null ? "chosen unsent" : "chosen") : "", "aria-pressed": String(chosen === k),
+            dataset: { k }, onclick: () => send(n, k) }, keyed(k, t)))));
         }
-        parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
-                                 : el("p", {}, "Your prediction, before the lecturer reveals."));
+        parts.push(waiting != null ? el("p", { id: "unsent" }, "Your answer (not sent yet): ", el("b", {}, s.is_number ? waiting : optionText(s, waiting)))
+                   : given != null ? el("p", {}, "Your answer: ", el("b", {}, given), " (you may change it until the reveal)")
+                   : el("p", {}, "Your prediction, before the lecturer reveals."));
       } else if (shown) {
         // No answer is said as such: "none" beside an option called "none" read as an answer (issue 51)
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given))
@@ -313,13 +319,16 @@
     // server answers the page's poll, while its question is open: the page cleared "try again" at the
     // reconnection and showed the question as if the answer were in, which the room never counted.
     let pending = null;  // { n, value }
+    // The answer last sent that the server never got, until a send is answered (pending is emptied while its
+    // resend is on its way; this stays, so the page goes on saying "not sent yet" meanwhile).
+    let unsent = null;  // { n, value }
     const RESEND_MS = 3000;
     const open = (n) => !!state && !state.closed && n === state.step && !(state.shown || {})[String(n)];
     async function send(n, value) {
       const s = lesson.steps[n - 1];
       try {
         const a = reachable(await post(roomPath(code, "answer"), { student: id, step: n, answer: value }));
-        pending = null;
+        pending = null; unsent = null;
         if (a.body.accepted) {
           mine[n] = String(a.body.answer != null ? a.body.answer : value);  // as tallied: "12,5" is 12.5
           sessionStorage.setItem("vizvit-answers-" + code, JSON.stringify(mine)); message = ""; draft = null;
@@ -327,7 +336,7 @@
         } else { message = String(a.body.reason || a.body.error || "The server refused that answer."); draft = value; }
       } catch (e) {
         message = RESENDING; draft = value;
-        const p = pending = { n, value };
+        const p = pending = unsent = { n, value };
         // asked again every few seconds too: a long poll still hanging on the old connection answers late
         setTimeout(() => { if (pending === p && open(p.n)) { pending = null; send(p.n, p.value); } }, RESEND_MS);
       }

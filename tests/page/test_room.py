@@ -6,6 +6,7 @@ Expected values written by hand: tiny16 reads a 224-pixel square in 16-pixel pat
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -504,10 +505,30 @@ def test_an_answer_lost_to_a_dropped_connection_is_sent_again_once_the_server_an
         s.fill("#num", "224")
         s.keyboard.press("Enter")
         s.wait_for_selector("#student-err:has-text('cannot be reached')", timeout=10_000)
+        # the answer is said as not sent yet (a walk-through's phone read "Your prediction, before the lecturer
+        # reveals." over the red line, as if nothing had been typed)
+        assert s.inner_text("#unsent") == "Your answer (not sent yet): 224"
         s.unroute(f"**/vizvit_room/{code}/answer", drop)
         # no change in the room: the page's long poll does not answer, the page asks again by itself
         s.wait_for_selector("text=Your answer: 224", timeout=15_000)
+        assert s.locator("#unsent").count() == 0
         host.wait_for_selector("#total:has-text('1 answered')", timeout=15_000)
+        # an option step: the option pressed is marked (not as counted) and said not sent yet
+        host.click("#next")
+        s.wait_for_selector("h1:has-text('step 2 of')", timeout=15_000)
+        s.route(f"**/vizvit_room/{code}/answer", drop)
+        first = s.locator("button[data-k]").first
+        key, words = first.get_attribute("data-k"), first.inner_text()
+        first.click()
+        s.wait_for_selector("#unsent", timeout=10_000)
+        chosen = s.locator(f"button[data-k='{key}']")
+        assert chosen.get_attribute("aria-pressed") == "true" and "unsent" in chosen.get_attribute("class")
+        assert s.inner_text("#unsent") == f"Your answer (not sent yet): {words}"
+        if shots := os.environ.get("VIZVIT_SHOT"):
+            s.screenshot(path=f"{shots}/unsent_option.png")
+        s.unroute(f"**/vizvit_room/{code}/answer", drop)
+        s.wait_for_selector(f"button.chosen[data-k='{key}']:not(.unsent)", timeout=15_000)
+        assert s.locator("#unsent").count() == 0
         s.close()
 
 
