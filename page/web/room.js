@@ -133,6 +133,12 @@
     const w = step && step.is_number ? Number(step.within) || 0 : 0, t = Number(truth), x = Number(a);
     return w > 0 && truth != null && a != null && Number.isFinite(t) && Number.isFinite(x) && Math.abs(x - t) <= w;
   }
+  // "4 of 5 answered": the answers against the room's pages (State.joined counts page ids: a student's
+  // hello or first answer), apart only where the count of pages cannot hold them (a network turned away).
+  function answeredText(total, joined) {
+    const t = Number(total) || 0;
+    return Number.isInteger(joined) && joined >= t && joined > 0 ? `${t} of ${joined} answered` : `${t} answered`;
+  }
   // The server names each step's truth (readings.lesson.truth_label): a truth of the model alone is not "on
   // this photo", and the dropout step's number is the paper's p on this photo, not "for this model".
   const truthLabel = (s) => String(s.truth_label || "The truth");
@@ -302,7 +308,7 @@
         // No answer is said as such: "none" beside an option called "none" read as an answer (issue 51)
         parts.push(given != null ? el("p", {}, "Your answer: ", el("b", {}, given))
                                  : el("p", { id: "no-answer" }, "You did not answer this step."),
-                   el("p", { className: "total" }, `The room: ${Number(shown.tally.total) || 0} answered`), bars(shown.tally, shown.truth, mine[n], s));
+                   el("p", { className: "total" }, `The room: ${answeredText(shown.tally.total, state.joined)}`), bars(shown.tally, shown.truth, mine[n], s));
         if (shown.truth != null) parts.push(el("p", {}, `${truthLabel(s)}: `, el("b", {}, truthText(s, shown.truth))));
         if (shown.line) parts.push(el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")));
         if (s.meaning) parts.push(el("p", { id: "meaning" }, plainText(s.meaning)));
@@ -554,7 +560,12 @@
     try { const u = new URL(join.url); if (u.protocol === "http:" || u.protocol === "https:") link = u.href; } catch (e) { /* none */ }
 
     function lockText() { return st.locked ? "Unlock: let new students in" : "Lock: no new students"; }
-    function joinedText() { return typeof st.joined === "number" ? `${st.joined} joined${st.locked ? " · locked" : ""}` : ""; }
+    // Pages, not people: one phone's id is one page, and ids can be made up (a walk-through's four forged ids
+    // raised "5 joined" to 9); the server cannot tell a student from an id that only said hello.
+    function joinedText() {
+      return Number.isInteger(st.joined) ? `${st.joined} ${st.joined === 1 ? "page" : "pages"} joined${st.locked ? " · locked" : ""}` : "";
+    }
+    const totalLine = (total) => el("p", { className: "total", id: "total", dataset: { total: String(Number(total) || 0) } }, answeredText(total, st.joined));
 
     // The networks other than the lecturer's (Rooms.host's "crowd"): the one with the most students may be
     // another network's hall (staff and student Wi-Fi apart), or one caller minting ids to stuff the
@@ -602,7 +613,7 @@
           el("button", { id: "next", disabled: st.step >= st.n_steps, onclick: () => step(st.step + 1, false) }, "next →")),
         el("p", { className: "error", id: "host-err", role: "status" }, err),
         s.is_number || (!hidden() || shown) ? null : el("ul", { className: "muted" }, s.options.map(([k, t]) => el("li", {}, keyed(k, t)))),
-        el("p", { className: "total", id: "total" }, `${Number(shownTally.total) || 0} answered`),
+        totalLine(shownTally.total),
         el("div", { id: "tally" }, liveBars(shownTally, shown, s)),
         shown && shown.truth != null ? el("p", { className: "question" }, `${truthLabel(s)}: ${truthText(s, shown.truth)}`) : null,
         shown && shown.line ? el("p", { className: "muted" }, String(shown.line).replace(/\*\*|`/g, "")) : null,
@@ -767,6 +778,8 @@
       const j = document.getElementById("joined"), b = document.getElementById("lock");
       if (j) j.textContent = joinedText();
       if (b) b.textContent = lockText();
+      const t = document.getElementById("total");  // "n of m answered": m is the count just read
+      if (t) t.replaceWith(totalLine(t.dataset.total));
       if (named(now) && !now.trusted && (!named(was) || was.network !== now.network)) say(`${now.students} students joined from one network other than yours.`);
       const box = document.getElementById("crowd");
       if (JSON.stringify(was) !== JSON.stringify(now) && box && !turning && !box.contains(document.activeElement)) box.replaceWith(crowdBox());
@@ -786,7 +799,7 @@
             tally = t.body;
             const box = document.getElementById("tally");
             const s = lesson.steps[st.step - 1];
-            if (box && s) { box.replaceChildren(liveBars(tally, null, s)); document.getElementById("total").textContent = `${Number(tally.total) || 0} answered`; }
+            if (box && s) { box.replaceChildren(liveBars(tally, null, s)); document.getElementById("total").replaceWith(totalLine(tally.total)); }
           }
         }
         if (++ticks % 5 === 0) {  // the host's call every 5 s: the room stays open, and its view comes back

@@ -135,7 +135,9 @@ def test_one_host_and_three_students(url):
             s.fill("#num", guess)
             s.click("#send")
             s.wait_for_selector(f"text=Your answer: {kept}")  # as the room tallies it
-        host.wait_for_selector("#total:has-text('3 answered')", timeout=30_000)
+        # the answers against the pages that joined (a walk-through read "4 answered" and "5 joined" apart)
+        host.wait_for_selector("#total:text-is('3 of 3 answered')", timeout=30_000)
+        assert host.inner_text("#joined") == "3 pages joined"  # page ids, not people: ids can be made up
         assert re.search(r"224\s+2", host.inner_text("#tally")) and re.search(r"196\s+1", host.inner_text("#tally"))
         students[0].click("#send")  # the same answer again: still one answer
         host.click("#next")
@@ -162,7 +164,7 @@ def test_one_host_and_three_students(url):
         for s, key in zip(students, ("b", "b", "a")):
             s.wait_for_selector("text=The truth for this model", timeout=10_000)
             text = s.inner_text("body")
-            assert "The room: 3 answered" in text
+            assert "The room: 3 of 3 answered" in text
             # each bar carries its option's words ("b: ..."), the truth's a tick
             assert re.search(r"b: [^\n]*✓\s*(\(you\))?\s*2", text), text
             assert re.search(r"a: [^\n]*?(\(you\))?\s*1", text), text

@@ -151,12 +151,12 @@ def test_screenshots_of_the_student_and_the_host_page(url, room):
         with page_at(url + "room", width=width, height=height, wait_for="#code") as page:
             _answer_with_contract(page, url, code)
             page.goto(url + f"room?host=1&code={code}#key={quote(key, safe='')}")
-            page.wait_for_selector("#joined:has-text('27 joined')")
+            page.wait_for_selector("#joined:text-is('27 pages joined')")
             page.wait_for_function(PICTURE_SHOWN)
             assert page.inner_text("#lock").startswith("Lock")
             shot(page, f"room_host_{width}")
             page.click("#lock")
-            page.wait_for_selector("#joined:has-text('27 joined · locked')")
+            page.wait_for_selector("#joined:text-is('27 pages joined · locked')")
             assert page.inner_text("#lock").startswith("Unlock")
             if width == 1366:
                 shot(page, "room_host_locked_1366")
