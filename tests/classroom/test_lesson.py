@@ -78,3 +78,18 @@ def test_the_cost_steps_options_are_all_written_roundly():
     options = {k: lesson.fill(t, VIT_B16) for k, t in s.options}
     assert options == {"small": "About 16× more", "mid": "About 256× more", "huge": "About 65,000× more"}
     assert s.answer == "huge"
+
+
+def test_the_cost_meanings_token_counts_are_written_as_their_sums_prefix_and_all():
+    """The cost step's meaning counts tokens as its numbers do (a walk-through read "224² pixel tokens
+    against 197 patch tokens"): worked out by hand, 224² + 1 = 50,177 and 196 + 1 = 197 with [CLS]; a model
+    with no prefix token (SigLIP) has 50,176 and 196, with no "+ 0"; DINOv2 with 4 registers at patch 14,
+    224² + 5 = 50,181 and 256 + 5 = 261."""
+    s = next(s for s in lesson.load_steps() if s.id == "cost")
+    vit = lesson.fill(s.meaning, VIT_B16)
+    assert "224² + 1 = 50,177 pixel tokens against 196 + 1 = 197 patch tokens (the + 1: [CLS], on both sides)" in vit
+    siglip = lesson.fill(s.meaning, Geometry((224, 224), 16, (14, 14), 0, 12, 12, 768))
+    assert "224² = 50,176 pixel tokens against 196 patch tokens:" in siglip, siglip
+    regs = Geometry((224, 224), 14, (16, 16), 5, 12, 6, 384, ("[CLS]", "[REG1]", "[REG2]", "[REG3]", "[REG4]"))
+    assert "224² + 5 = 50,181 pixel tokens against 256 + 5 = 261 patch tokens (the + 5: [CLS], [REG1]" \
+        in lesson.fill(s.meaning, regs)

@@ -180,6 +180,27 @@ def test_the_dropout_steps_truth_is_named_as_the_papers_p_not_this_models(tiny16
     assert label["image"] == "The truth for this model" and label["shift1"] == "The truth on this photo"
 
 
+def test_the_cost_steps_meaning_counts_its_tokens_as_its_numbers_do(photo):
+    """A walk-through: the meaning said "224² pixel tokens against 197 patch tokens" while the reveal's numbers
+    count 50,177 = 224² + [CLS] against 197: one side with [CLS], one without. The meaning's two token counts
+    are now the square roots of the weights the step's line gives (n tokens make n² weights)."""
+    import math
+    import re
+
+    from vizvit.classroom import lesson as lesson_mod
+
+    step = next(s for s in rl.steps() if s.id == "cost")
+    text = lesson_mod.fill(step.meaning, photo.vm.geometry)
+    line = rl.MEASURES["cost"](photo, step).line
+    weights = re.search(r"([\d,]+) weights for pixel tokens against ([\d,]+) for patch tokens", line)
+    assert weights, line
+    pix_w, patch_w = (int(x.replace(",", "")) for x in weights.groups())
+    said = re.search(r"(\S+) pixel tokens against (?:[^:]*? )?(\S+) patch tokens", text)
+    assert said, text
+    assert (said[1], said[2]) == (f"{math.isqrt(pix_w):,}", f"{math.isqrt(patch_w):,}"), (text, line)
+    assert "224² + 1 = 50,177 pixel tokens against 196 + 1 = 197 patch tokens (the + 1: [CLS]" in text, text
+
+
 def _cosines(x):
     import numpy as np
 

@@ -25,7 +25,8 @@ A step:
                                               #   model" nor "on this photo" says what the number is
 
 Text may name this model's numbers: {side} {patch} {grid} {patches} {patch_numbers} {tokens} {hidden}
-{layers} {heads} {cost_ratio} {cost_about} (it rounded to two figures: an option) {pixels_per_patch}.
+{layers} {heads} {cost_ratio} {cost_about} (it rounded to two figures: an option) {pixels_per_patch}
+{pixel_sum} ("224² + 1 = 50,177": a token per pixel, and [CLS]) {patch_sum} ("196 + 1 = 197") {prefix_note}.
 No gradio, no model: pure data and checks.
 """
 
@@ -79,11 +80,28 @@ def numbers_of(g: Geometry) -> dict[str, Any]:
     p = g.patch_size
     # This model's prefix tokens on both sides, as {tokens} (its sequence) counts them: 1 on a ViT,
     # none on SigLIP, [CLS] and 4 registers on DINOv2 with registers.
-    cost = attention_cost(g.image_size[0], g.image_size[1], p, g.num_prefix_tokens)
+    h, w = g.image_size
+    cost = attention_cost(h, w, p, g.num_prefix_tokens)
     return dict(side=g.image_size[0], patch=p, cost_ratio=f"{cost.ratio:,.0f}", cost_about=about(cost.ratio),
+                pixel_sum=token_sum(f"{h}²" if h == w else f"{h}×{w}", cost.pixel_tokens, g),
+                patch_sum=token_sum(f"{g.num_patches:,}", cost.patch_tokens, g), prefix_note=prefix_note(g),
                 pixels_per_patch=f"{p * p:,}", grid=g.grid[0], patches=f"{g.num_patches:,}",
                 patch_numbers=f"{p * p * 3:,}", tokens=f"{g.seq_len:,}", hidden=f"{g.hidden_size:,}",
                 layers=g.num_layers, heads=g.num_heads, summary=summary_name(g))
+
+
+def token_sum(body: str, total: int, g: Geometry) -> str:
+    """A count of tokens written as its sum, prefix included ("224² + 1 = 50,177"; "196" with none, SigLIP):
+    the cost step said "224² pixel tokens against 197 patch tokens", one side with [CLS], one without."""
+    return f"{body} + {g.num_prefix_tokens} = {total:,}" if g.num_prefix_tokens else (
+        body if body == f"{total:,}" else f"{body} = {total:,}")
+
+
+def prefix_note(g: Geometry) -> str:
+    """What token_sum adds, named (" (the + 1: [CLS], on both sides)"); "" for none."""
+    if not g.num_prefix_tokens:
+        return ""
+    return f" (the + {g.num_prefix_tokens}: {', '.join(g.prefix_names)}, on both sides)"
 
 
 def summary_name(g: Geometry) -> str:
