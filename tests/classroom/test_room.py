@@ -107,6 +107,20 @@ def test_a_number_steps_bars_are_the_most_given_and_the_truth_the_rest_one_count
     assert bars == tuple((str(n), 1) for n in range(5)) and others == 20
 
 
+def test_a_number_steps_tied_bars_go_to_the_numbers_nearest_the_truth():
+    """A walk-through: five numbers given once each, the truth 197 given by nobody; "1.97", "100" and "150" got
+    bars and "198" (one off) and "200" went into "other numbers". Ties now go nearest the truth once it is
+    revealed; before, in the numbers' order (numerically: "1.97" < "100" < "150" < "198" < "200" < "1000")."""
+    answers = {"1.97": 1, "100": 1, "150": 1, "198": 1, "200": 1, "1000": 1}
+    bars, others = number_bars(answers, "197")
+    # kept: |198-197| = 1, |200-197| = 3, |150-197| = 47, |100-197| = 97 (1.97 and 1000 are further); drawn in the
+    # numbers' order, the truth at 0 last
+    assert bars == (("100", 1), ("150", 1), ("198", 1), ("200", 1), ("197", 0)) and others == 2
+    bars, others = number_bars(answers, None)  # no truth yet: the numbers' order
+    assert bars == (("1.97", 1), ("100", 1), ("150", 1), ("198", 1), ("200", 1)) and others == 1
+    assert number_bars({"9": 3, "196": 1, "250": 1}, "197", keep=2) == ((("9", 3), ("197", 0)), 2)  # most given first
+
+
 def test_an_answer_is_kept_as_the_tally_keys_it(opened):
     rooms, code, key = opened()
     assert rooms.answer(code, S1, 1, "12,5") == (True, "")
@@ -123,7 +137,8 @@ def test_a_revealed_number_step_in_the_view_has_its_bars_with_the_truth(opened):
     assert live["bars"] == [["200", 2], ["201", 2], ["202", 2], ["203", 2], ["204", 2]] and live["others"] == 2
     rooms.move(code, key, 1, reveal=True)
     shown = rooms.view(code)["shown"]["1"]["tally"]
-    assert shown["bars"] == [["200", 2], ["201", 2], ["202", 2], ["203", 2], ["224", 0]] and shown["others"] == 4
+    # five numbers given twice, four bars beside the truth's: the four nearest 224 keep theirs (200 goes)
+    assert shown["bars"] == [["201", 2], ["202", 2], ["203", 2], ["204", 2], ["224", 0]] and shown["others"] == 4
 
 
 def test_a_code_is_short_and_readable_and_the_key_is_long(opened):

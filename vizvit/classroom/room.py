@@ -248,19 +248,36 @@ NUMBER_BARS = 5  # a number step's own bars at most; 25 different numbers, a bar
 
 def number_bars(answers: dict[str, int], truth: str | None,
                 keep: int = NUMBER_BARS) -> tuple[tuple[tuple[str, int], ...], int]:
-    """A number step's answers (number text -> count) -> (its bars, most given first and ties in
-    the numbers' order, the truth always among them, drawn at 0 if nobody gave it; how many
-    students gave a number without a bar). Numbers are predictions of one exact value (224, 197,
-    10): the room wants to see the few most given and the truth, not a histogram of typos."""
-    def most_first(kv: tuple[str, int]) -> tuple[int, float]:
-        return -kv[1], float(kv[0])
+    """A number step's answers (number text -> count) -> (its bars, most given first and ties in the
+    numbers' order; a tie for the last bars goes to the numbers nearest the truth once it is known; the truth
+    always among them, drawn at 0 if nobody gave it; how many students gave a number without a bar).
+    Numbers are predictions of one exact value (224, 197, 10): the room wants to see the few most given and
+    the truth, not a histogram of typos.
+    Ties by closeness: a walk-through's five numbers given once each drew 1.97, 100 and 150 and put 198, one
+    off the truth 197, among "other numbers"."""
+    aim = _number(truth)
 
-    ranked = sorted(answers.items(), key=most_first)
+    def kept_first(kv: tuple[str, int]) -> tuple[int, float, float]:
+        x = _number(kv[0])
+        return -kv[1], abs(x - aim) if math.isfinite(aim) else 0.0, x
+
+    def most_first(kv: tuple[str, int]) -> tuple[int, float]:  # drawn: ties in the numbers' order, as read
+        return -kv[1], _number(kv[0])
+
+    ranked = sorted(answers.items(), key=kept_first)
     bars = ranked[:keep]
     if truth is not None and truth not in dict(bars):
-        bars = sorted([*ranked[:keep - 1], (truth, answers.get(truth, 0))], key=most_first)
+        bars = [*ranked[:keep - 1], (truth, answers.get(truth, 0))]
     shown = sum(n for _, n in bars)
-    return tuple(bars), sum(answers.values()) - shown
+    return tuple(sorted(bars, key=most_first)), sum(answers.values()) - shown
+
+
+def _number(text: str | None) -> float:
+    """A tallied number's text -> its value; nan for none (no truth yet) or a text that is no number."""
+    try:
+        return float(text) if text is not None else math.nan
+    except ValueError:
+        return math.nan
 
 
 def _tally(n: int, got: dict[str, str], meta: dict) -> Tally:
