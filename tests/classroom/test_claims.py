@@ -172,7 +172,12 @@ def test_rollout_is_said_to_carry_the_decision_only_when_the_contest_says_so():
     # Not run: no claim either way.
     t = claims.rollout_claim(artifacts_top=5, top_n=5)
     assert "not shown by the map itself" in t and "rests on these" in t
-    assert "has not been run on it yet" in t  # the step's meaning points at this line for what it found
+    # said as a fact, never as a thing to do: a room's phones read this line (a walk-through's read "it has not
+    # been run on it yet with 10 steps and the black fill"); the Lesson tab adds contest_not_run
+    assert "no run of it on this photo is at hand" in t and "run it" not in t.lower() and "not been run" not in t
+    assert claims.contest_not_run("10 steps and the black fill") == ("The contest has not been run on this photo "
+                                                                     "with 10 steps and the black fill yet: run it "
+                                                                     "on the Experiments tab to see what it finds.")
     assert "5 of its 5 brightest patches are artifact tokens" in t
     # One of five is one token (a walk-through, the panorama: "1 of its 5 brightest patches are artifact tokens").
     t = claims.rollout_claim(artifacts_top=1, top_n=5)

@@ -92,17 +92,22 @@ def test_the_rollout_step_says_which_contest_it_found_not_run(tiny16):
     blur), the contest is on the Experiments tab for this photo, and the step said "it has not been run on it yet"
     beside it: it names the settings it looked for."""
     from vizvit.readings import contest
+    from vizvit.views import lesson as lesson_view
 
     wb = Workbench(device="cpu")
     wb.add_model(tiny16)
     ph = wb.handle(PhotoKey(tiny16.id, wb.add_photo(str(EXAMPLES / "chelsea.jpg"))))
     step = next(s for s in rl.steps() if s.id == "rollout")
     contest.compute_contest(ph, 3, "blur")
-    line = rl.MEASURES["rollout"](ph, step).line
-    assert "has not been run" in line and "10 steps" in line and "black" in line, line
+    m = rl.MEASURES["rollout"](ph, step)
+    # the line (what a room's phones read) tells nobody to run anything; the Lesson tab's hint names the settings
+    assert "not been run" not in m.line and "run it" not in m.line.lower() and "no run of it" in m.line, m.line
+    assert "has not been run" in m.tab_hint and "10 steps" in m.tab_hint and "black" in m.tab_hint, m.tab_hint
+    revealed = lesson_view.reveal(ph, lesson_view.LessonParams(step=rl.steps().index(step) + 1, choice="most"))
+    assert m.tab_hint in revealed.answer  # the Lesson tab says it, after the line
     contest.compute_contest(ph, 10, "black")  # the lesson's own: found, ranked
-    line = rl.MEASURES["rollout"](ph, step).line
-    assert "has not been run" not in line and "ranks rollout" in line, line
+    m = rl.MEASURES["rollout"](ph, step)
+    assert "no run of it" not in m.line and "ranks rollout" in m.line and m.tab_hint == "", m.line
 
 
 def test_no_step_tells_a_room_of_students_it_measured_their_own_photo(photo):

@@ -214,9 +214,17 @@ def early_heads_sentence(layer1: Sequence[float] | np.ndarray, side: int, unifor
 
 
 # -------------------------------------------------- step "rollout": does the decision rest on it?
+def contest_not_run(looked_for: str) -> str:
+    """The Lesson tab's sentence beside rollout_claim when no contest of the settings looked for was run: its
+    reader can run it (a room's phones cannot, and never read it). looked_for: '10 steps and the black fill'
+    (one run with others may be on the tab)."""
+    return (f"The contest has not been run on this photo with {looked_for} yet: run it on the Experiments tab "
+            "to see what it finds.")
+
+
 def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] = ("within", "within"),
                   fill: str = "", artifacts_top: int = 0, top_n: int = 0, above_random: bool = False,
-                  looked_for: str = "", level_with: Sequence[str] = (), level_with_random: bool = False,
+                  level_with: Sequence[str] = (), level_with_random: bool = False,
                   noise: str = "", table: tuple[int, int] | None = None) -> str:
     """Whether rollout's bright patches are what the decision rests on: only the faithfulness contest
     measures that, so without it the sentence claims nothing. rank: rollout's place among `of` maps
@@ -225,15 +233,16 @@ def rollout_claim(rank: int | None = None, of: int = 0, versus: tuple[str, str] 
     'within' or 'worse'. level_with: the maps the contest cannot tell rollout from (insertion − deletion
     within `noise` of rollout's, as two random orders differ), level_with_random: random order's row among
     them (the tab's ranking line then names neither side of it). artifacts_top of its top_n brightest
-    patches are artifact tokens. looked_for: the settings of the contest looked for, when none was found
-    (one run with others may be on the tab). table: rollout's (rank, rows) in the contest's table, which
-    ranks random order's row too: said beside the rank among the maps where the two differ (chelsea, black
-    fill: 7th of its 7 maps, 8th of the table's 8 rows, and a student compares the lesson with the table)."""
+    patches are artifact tokens. Not run (rank None), it says so without asking anyone to run it: a room's
+    phones read this line and cannot (contest_not_run is the Lesson tab's sentence that can). table:
+    rollout's (rank, rows) in the contest's table, which ranks random order's row too: said beside the rank
+    among the maps where the two differ (chelsea, black fill: 7th of its 7 maps, 8th of the table's 8 rows,
+    and a student compares the lesson with the table)."""
     out = []
     if rank is None:
         out.append("Whether the model's decision rests on these bright patches is not shown by the map "
-                   "itself: the faithfulness contest on the Experiments tab tests it on this photo, and it "
-                   f"has not been run on it yet{f' with {looked_for}' if looked_for else ''}.")
+                   "itself: only the faithfulness contest (Experiments tab) tests it, and no run of it on this "
+                   "photo is at hand to quote.")
     else:
         d, i = versus
         good, other = ("deletion", "insertion") if d == "better" else ("insertion", "deletion")

@@ -52,6 +52,9 @@ class Measured:
     value: str  # the number as the step's tab writes it (found in the tab's text: tests check)
     line: str  # one sentence saying what was measured, with the number in bold
     right: str | float  # the right option's key, or the right number (a number question)
+    # What the Lesson tab's reader may do next (run the contest): said after the line on the tab only. A room
+    # shows the line alone: its phones cannot act on it (a walk-through read "it has not been run on it yet").
+    tab_hint: str = ""
 
 
 def centre_mask(g: Geometry) -> tuple[int, ...]:
@@ -330,9 +333,10 @@ def _rollout(ph: Photo, step: Step) -> Measured:
     s = float(r.sum())
     # The family's summary ([CLS]; BEiT's patch mean; SigLIP's MAP head), as the map is read from it
     rest = claims.rest_on(g.prefix_names)
+    claim, hint = _rollout_claim(ph, r)
     return Measured(f"{s:.4f}", f"After layer {g.num_layers}, **{s:.4f}** of {summary_name(g)}'s rolled-out "
-                    f"attention is on the {g.num_patches} patches; {rest}. {_rollout_claim(ph, r)}",
-                    "most" if s > 0.5 else "some")
+                    f"attention is on the {g.num_patches} patches; {rest}. {claim}",
+                    "most" if s > 0.5 else "some", hint)
 
 
 ROLLOUT_TOP = 5  # the brightest patches the rollout step checks for artifact tokens
@@ -341,9 +345,9 @@ ROLLOUT_TOP = 5  # the brightest patches the rollout step checks for artifact to
 CONTEST_STEPS, CONTEST_FILL = 10, "black"
 
 
-def _rollout_claim(ph: Photo, r: Any) -> str:
+def _rollout_claim(ph: Photo, r: Any) -> tuple[str, str]:
     """What the contest says of rollout on this photo, if it has been run (never run here: minutes),
-    and how many of the map's brightest patches are artifact tokens."""
+    and how many of the map's brightest patches are artifact tokens; and the tab's hint ("" once run)."""
     a = ph.analysis()
     art = art_mod.through_layers(artifact_masks(a, ph.derived))[-1].reshape(-1)  # (P,)
     top = np.argsort(-np.asarray(r, np.float64).ravel(), kind="stable")[:ROLLOUT_TOP]
@@ -351,8 +355,8 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     ct = contest.peek_contest(ph, CONTEST_STEPS, CONTEST_FILL)
     rollout = methods.ROLLOUT.name
     if ct is None or rollout not in ct.first.curves.names:
-        return claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP,
-                                    looked_for=f"{CONTEST_STEPS} steps and the {CONTEST_FILL} fill")
+        return (claims.rollout_claim(artifacts_top=n_art, top_n=ROLLOUT_TOP),
+                claims.contest_not_run(f"{CONTEST_STEPS} steps and the {CONTEST_FILL} fill"))
     rows = [n for n, _, _ in contest.contestants(ct.first.curves, ct.first.band)]
     maps = [n for n in rows if n != contest.RANDOM_ROW]  # the ranks said are among the maps alone
     above = contest.RANDOM_ROW not in rows or rows.index(rollout) < rows.index(contest.RANDOM_ROW)
@@ -367,7 +371,7 @@ def _rollout_claim(ph: Photo, r: Any) -> str:
     return claims.rollout_claim(maps.index(rollout) + 1, len(maps), versus, ct.first.curves.mode, n_art,
                                 ROLLOUT_TOP, above, level_with=[n for n in level if n != contest.RANDOM_ROW],
                                 level_with_random=contest.RANDOM_ROW in level, noise=f"{noise:.{dec}f}",
-                                table=(rows.index(rollout) + 1, len(rows)))
+                                table=(rows.index(rollout) + 1, len(rows))), ""
 
 
 MEASURES: dict[str, Callable[[Photo, Step], Measured]] = {

@@ -272,7 +272,7 @@ def reveal(ph: Photo, p: LessonParams) -> Reveal:
     except UserError as e:
         return Reveal(f"**This step cannot be measured on {vm.display_name}:** {e}", None, s.view, controls)
     right = m.right if s.answer == MEASURED else s.answer
-    parts = [_verdict(s, p, right, g), m.line, meaning(s, vm)]
+    parts = [_verdict(s, p, right, g), f"{m.line} {m.tab_hint}".strip(), meaning(s, vm)]
     picture = getattr(tab_page(ph, s), s.picture) if s.picture else None
     return Reveal("\n\n".join(parts), picture, s.view, controls)
 
