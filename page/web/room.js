@@ -166,10 +166,13 @@
       e.preventDefault();
       if (zoomed.has(src)) zoomed.delete(src); else zoomed.add(src);
       e.target.classList.toggle("wide", big());
+      e.target.classList.toggle("zoomed", zoomed.has(src));
       e.target.setAttribute("aria-pressed", String(zoomed.has(src)));
+      placePicture(e.target);
+      e.target.focus({ preventScroll: true });
     };
     const img = el("img", { id: "step-picture", alt: revealed ? `Step ${n}, ${title}: the figure the truth is measured on` : "The photo as the model sees it",
-                       src, className: big() ? "wide" : "", onload: (e) => {
+                       src, className: (big() ? "wide" : "") + (zoom && zoomed.has(src) ? " zoomed" : ""), onload: (e) => {
                          const img = e.target, wide = img.naturalWidth >= 2 * img.naturalHeight;
                          if (wide) wideSrc.add(src);
                          ratio.set(src, img.naturalWidth / img.naturalHeight);
@@ -180,6 +183,15 @@
                                     onclick: toggle, onkeydown: toggle } : {}) });
     if (ratio.has(src)) img.style.setProperty("--ar", String(ratio.get(src)));
     return img;
+  }
+  // Enlarged, the host's picture takes the column's whole width under the step's line, the question and the
+  // moves (room.html's .zoomed), and may run below the fold: capped to the screen's height, step 12's 12x3 head
+  // grid (730x1060) was 434x630 with its layer labels ~12 px (a walk-through), and under the picture the moves
+  // went below the fold. Back in place (first, floated beside the question) once it is shrunk.
+  function placePicture(img) {
+    const after = document.getElementById("host-err");
+    if (!after || !img.parentElement) return;
+    if (img.classList.contains("zoomed")) after.after(img); else img.parentElement.prepend(img);
   }
 
   // An option as every page shows it: a letter key with its words ("b: 196 patches…", so "most of you said b"
@@ -642,6 +654,12 @@
         link ? el("p", {}, el("a", { href: link, target: "_blank", rel: "noopener" }, link)) : null,
         join.note ? el("p", { className: "note" }, String(join.note).replace(/\*\*|`/g, "")) : null);
       show(el("div", { id: "host" }, left, right));
+      const img = document.getElementById("step-picture");
+      if (img && img.classList.contains("zoomed")) {  // moved after show() kept the focus: kept again
+        const had = document.activeElement === img;
+        placePicture(img);
+        if (had) img.focus({ preventScroll: true });
+      }
       // The question in view with its buttons: the focus alone scrolled only as far as "Keep it open", and the
       // question above it stayed cut off at the top of a projector scrolled down to Close (a walk-through).
       const ask = (box, button) => {

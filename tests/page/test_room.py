@@ -633,14 +633,22 @@ RECTS = ("() => Object.fromEntries(['step-picture', 'back', 'reveal', 'next', 'c
 def test_the_enlarged_picture_keeps_the_hosts_buttons_on_screen(url, width, height, kept):
     """A walk-through on a 1366x900 projector: the enlarged photo of step 1 took the column's width, 881 px tall,
     and pushed back, Reveal and next to y=1041-1087 and Close to 1514: the lecturer scrolled in front of the class.
-    Enlarged, the picture (the square photo; the positions step's tall figure once revealed) now stays on the screen
-    with every button of the lecturer; on a phone's one column (the room's settings below it), with the moves."""
+    Then capped to the screen's height, step 12's 12x3 head grid (730x1060) was enlarged only to 434x630, its layer
+    labels ~12 px (another walk-through). Enlarged, the picture (the square photo; the positions step's tall figure
+    once revealed) now takes the column's whole width under the moves, its top on the screen (it may run below the
+    fold), and every button of the lecturer stays on the screen; on a phone's one column, the moves."""
     def check(what: str) -> None:
         r = host.evaluate(RECTS)
-        out = {k: v for k, v in r.items() if k in ("step-picture", *kept)
+        out = {k: v for k, v in r.items() if k in kept
                and not (v and v[0] >= 0 and v[1] >= 0 and v[2] <= width and v[3] <= height)}
         scrolled = host.evaluate("scrollY")
         assert not out, f"{what} at {width}x{height}, enlarged: off the screen {out} (scrolled {scrolled})"
+        pic, column = r["step-picture"], host.evaluate("document.getElementById('step-picture').parentElement"
+                                                       ".getBoundingClientRect().width")
+        assert 0 <= pic[1] < height - 100, f"{what}: its top at {pic[1]:.0f} px"
+        assert pic[2] - pic[0] >= 0.95 * column, f"{what}: {pic[2] - pic[0]:.0f} px wide in a {column:.0f} px column"
+        if shots := os.environ.get("VIZVIT_SHOT"):
+            host.screenshot(path=f"{shots}/enlarged_{width}_{what.split()[1]}.png".replace("'", ""))
 
     def enlarge() -> list[float]:
         host.wait_for_function("() => { const i = document.getElementById('step-picture');"
