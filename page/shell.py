@@ -242,8 +242,7 @@ def open_link(s: Server, request: gr.Request) -> dict:
         try:
             shared_key = header.photo_key(wb, p.model, k.photo, format_heads(k.ablate), k.ablate_mode or "zero",
                                           "", DEFAULT_TEMPLATE)
-            size = wb.photo(k.photo).size
-            shared = {"key": shared_key, "status": panels.status_line(vm, wb.analysis(shared_key), size)}
+            shared = {"key": shared_key, "status": header.status_of(wb, shared_key)}  # with its file's notes
         except UserError:
             notices = (notices + "\n" if notices else "") + ("- The photo of this link is no longer on the "
                                                             "server: upload it again or pick an example.")

@@ -364,3 +364,13 @@ def test_a_model_off_the_list_is_refused_before_loading(server):
     with pytest.raises(Exception, match="."):
         shell.loading(server, "no/such-model")
     assert shell.zero_shot_visible(True) == {"zs_on": "on"}
+
+
+def test_a_link_to_an_uploaded_animation_says_its_model_sees_frame_1_only(server):
+    """A ?photo= link wrote the status line without the upload's note of its file (an animation: frame 1 only),
+    which the upload itself and a model change say (a walk-through)."""
+    from make_inputs import make_all
+
+    sha1 = server.wb.add_photo(make_all()["animated.gif"])  # 2 frames
+    got = shell.open_link(server, _request({"photo": sha1}))
+    assert "An animation of 2 frames: the model sees frame 1 only." in got["status"], got["status"]

@@ -340,3 +340,15 @@ def test_the_tab_counts_a_flat_grey_photos_heads_against_its_own_top_1(trained):
     assert "Largest drop: head **4.2** (+0.018)" in t, t
     assert "8 of 36 heads move the probability by more than 0.0062 (a quarter of the intact top-1 probability, " \
            "0.025" in t, t
+
+
+def test_heads_switched_off_keep_the_animation_note_of_the_photo(tiny):
+    """The status after heads are switched off was written without the upload's note (an animation: the model
+    sees frame 1 only), as a model change's was (a walk-through); the ablated model sees frame 1 only too."""
+    from make_inputs import make_all
+
+    wb = Workbench(device="cpu")
+    wb.add_model(tiny)
+    key = PhotoKey(tiny.id, wb.add_photo(make_all()["animated.gif"]))  # 2 frames
+    off = inside.ablate(wb.handle(key), Ablation(frozenset({(0, 0)})))
+    assert "An animation of 2 frames: the model sees frame 1 only." in off.status, off.status
