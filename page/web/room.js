@@ -152,10 +152,10 @@
   // zoom (the host page): a click, Enter or Space gives the figure the whole column and takes it back. Floated
   // at 380 px on a 1366-pixel projector, a figure's captions and numbers were 8-10 px (the positions step's
   // panel titles, the shift step's 196 cosines): unreadable from the hall. Kept per picture across redraws.
-  // Enlarged, it is still no taller than the screen leaves above the question and the moves (room.html: a
+  // A wide one is still no taller than the screen leaves above the question and the moves (room.html: a
   // square figure the column's width was 881 px tall at 1366x900 and pushed back, Reveal and next below the
   // fold): its shape (--ar, width / height, remembered per picture so a redraw keeps its size) lets the
-  // style give it the width at which it fits.
+  // style give it the width at which it fits. An enlarged one goes under the moves instead (placePicture).
   const wideSrc = new Set(), zoomed = new Set(), ratio = new Map();
   function picture(code, n, shown, title, zoom = false) {
     const revealed = !!(shown && shown.picture);
