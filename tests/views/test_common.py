@@ -59,6 +59,12 @@ def test_status_says_how_much_of_the_photo_a_centre_crop_keeps(tiny16):
     # Enlarged by the scale the line names: 20×20 -> 248×248 is 12.4×, not 224 / 20 (the crop's 11×)
     tiny = re.sub(r"<[^>]+>", "", resize_note(augreg, (20, 20)))
     assert "scaled to 248×248" in tiny and "Enlarged 12×" in tiny, tiny
+    # A panorama: 4000×300 -> 3306×248, of which 50176 / 819888 = 6% is read: warned, as a squash is (a walk-through
+    # read "kept: 6%" with no warning where a squashing model's 3:1 gets one). 1000×248: 20% warned; 800×248: 25% not.
+    strip = re.sub(r"<[^>]+>", "", resize_note(augreg, (4000, 300)))
+    assert "kept: 6% of the photo's area" in strip and "⚠️ Only the centre 6% is read" in strip, strip
+    assert "⚠️ Only the centre 20% is read" in resize_note(augreg, (1000, 248))
+    assert "⚠️" not in resize_note(augreg, (800, 248)) and "⚠️" not in resize_note(augreg, (451, 300))
 
 
 def test_the_running_line_says_how_many_photos_are_ahead(tiny16):

@@ -109,6 +109,9 @@ def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = 
     return f"{model_line(vm)}{best}{off}{detail(f' · forward {a.seconds * 1000:.0f} ms')}{resize_note(vm, photo_size)}"
 
 
+CROP_WARN = 0.25  # a centre crop keeping less of the photo than this is warned of (a 4000×300 strip keeps 6%)
+
+
 def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
     """Say how the upload became the model input, and when its shape was squashed."""
     if photo_size is None:
@@ -126,6 +129,8 @@ def resize_note(vm: VitModel, photo_size: tuple[int, int] | None) -> str:
         note = (NEW_LINE + detail(f"Your photo: {w}×{h} px → scaled to {sw}×{sh}, ")
                 + f"centre {cw}×{ch} kept: {kept:.0%} of the photo's area"
                 + detail((" (its edges are cut off)" if kept < 0.995 else "") + f"; the model sees {W}×{H} px"))
+        if kept < CROP_WARN:  # a panorama's centre: as a squash past 2.5:1 is warned of, where the model squashes
+            note += f". ⚠️ Only the centre {kept:.0%} is read: crop the photo to what you want the model to read"
     r = (w / h) / (W / H)  # 1 when the photo has the input's shape, whatever the orientation
     squash = max(r, 1 / r)
     if squash > 1.25 and vm.preprocess.crop is None:
