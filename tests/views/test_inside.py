@@ -156,7 +156,9 @@ def test_the_lens_says_depth_0_is_the_same_on_every_photo_when_it_is(tiny, cat):
     assert panels[0].rows[0][:3] == panels[1].rows[0][:3]
     assert panels[0].rows[0][0] == "0 (emb.)"  # short: the text says why (a phone's column)
     assert panels[0].rows[-1][:3] != panels[1].rows[-1][:3], "the last depth does read the photo"
-    assert "at depth 0 (before any block: the same on every photo" in panels[0].text
+    assert "at depth 0 (before any block, where the readout is the same on every photo" in panels[0].text
+    # the rank is this photo's final class's place in that readout: said to differ, never to be the same
+    assert "only which class is this photo's final one differs" in panels[0].text
     assert "the same on every photo" not in inside.lens_text("cat", np.array([0.1, 0.8]), np.array([3, 1]))
 
 

@@ -138,7 +138,10 @@ def lens_text(final: str, prob: np.ndarray, rank: np.ndarray, blind: bool = Fals
     earlier = (f"; it was top-1 earlier too, at depth{'s' if len(lost) > 1 else ''} "
                f"{', '.join(str(d) for d in lost)}, and lost it again" if lost else "")
     stay = stay.replace("only at the last depth", "for good only at the last depth") if lost else stay
-    zero = " (before any block: the same on every photo, since the head reads no patch yet)" if blind else ""
+    # The readout at depth 0 is the same on every photo; this class's rank in it is not (it follows the final
+    # class: "rank 381" beside "the same on every photo" read as if the rank were, a walk-through).
+    zero = (" (before any block, where the readout is the same on every photo since the head reads no patch yet: "
+            "only which class is this photo's final one differs)" if blind else "")
     # Its top 5 before it stays there, said as the top-1 is ("from depth 12 on" read as "first at 12" beside
     # a table with rank 1 at depth 6: a walk-through).
     in5 = [d for d in range(top5) if rank[d] <= 5]
