@@ -218,3 +218,17 @@ def test_a_links_depth_opens_the_tab_there_and_its_copied_link_keeps_it(url):
     with page_at(f"{url}?example=chelsea&tab=embeddings&depth=nan") as page:
         page.wait_for_selector("#notice:has-text('About this link')")
         assert "depth=nan' is not a whole number" in page.inner_text("#notice")
+
+
+def test_the_token_norms_table_fits_a_projector_without_a_sideways_scroll(trained):
+    """Projector mode at 1366 px on the trained ViT-Ti (13 depths): the table ran to 1,353 px in a 1,216-px column,
+    l = 11 cut and l = 12 out of sight, behind a scroll nobody in a hall can use (a walk-through)."""
+    from appserver import running
+
+    with running(trained) as u, page_at(u + "?example=chelsea&tab=embeddings&projector=1", width=1366,
+                                        height=900) as page:
+        page.wait_for_selector("#emb-cls-info table", timeout=60_000)
+        wide, shown = page.evaluate("() => { const t = document.querySelector('#emb-cls-info table');"
+                                    " return [t.scrollWidth, t.clientWidth]; }")
+        assert "l=12" in page.inner_text("#emb-cls-info table")
+        assert wide <= shown, f"the table is {wide} px wide in a {shown}-px box"
