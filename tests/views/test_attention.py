@@ -477,3 +477,29 @@ def test_a_change_the_page_draws_itself_draws_no_main_map(tiny, cat, monkeypatch
     assert got.readout == full.readout
     assert np.array_equal(got.grid, full.grid) and np.array_equal(got.strip, full.strip)
     assert got.matrix == full.matrix
+
+
+# ------------------------------------------------------------------ the artifact share's ratio and its verdict
+def _corners_map(times: float) -> tuple[np.ndarray, np.ndarray]:
+    """A 14x14 map of ones whose four corners hold `times` their even share (4 of 196) of its sum: corner
+    value x solves 4x / (4x + 192) = times * 4 / 196."""
+    arts = np.zeros((14, 14), bool)
+    arts[[0, 0, -1, -1], [0, -1, 0, -1]] = True
+    s = times * 4 / 196
+    x = 192 * s / (4 * (1 - s))
+    values = np.ones((14, 14))
+    values[arts] = x
+    return arts, values
+
+
+@pytest.mark.parametrize("times, shown, verdict", [
+    (1.975, "1.98×", "do not stand out"),  # the strip photo's rollout: one decimal read "2.0×"
+    (1.996, "1.996×", "do not stand out"),  # chelsea's layer 11
+    (1.6, "1.6×", "do not stand out"),  # ordinary cases keep one decimal
+    (2.0, "2.0×", "On this map they hold"),
+    (2.3, "2.3×", "On this map they hold"),
+])
+def test_the_artifact_shares_ratio_never_reads_as_the_other_side_of_its_verdict(times, shown, verdict):
+    arts, values = _corners_map(times)
+    said = ap.artifact_share(arts, values)
+    assert f", {shown} what 4 of 196 patches" in said and verdict in said, said

@@ -274,6 +274,17 @@ def _readout(a: Analysis, p: AttnParams, m: torch.Tensor, values: np.ndarray, ar
 STAND_OUT = 2.0
 
 
+def times_text(times: float, threshold: float = STAND_OUT) -> str:
+    """A ratio to `threshold` at one decimal ("1.6"), or with as many more (up to 4) as keep it on its own side
+    of the threshold: the rolled-out map of a strip photo holds 1.975x the corners' even share and read
+    "2.0x" under "they do not stand out", a verdict taken against 2.0 (chelsea's layer 11: 1.996x)."""
+    for d in range(1, 5):
+        text = f"{times:.{d}f}"
+        if (float(text) >= threshold) == (times >= threshold):
+            return text
+    return text
+
+
 def artifact_share(arts: np.ndarray, values: np.ndarray | None) -> str:
     """What the artifact tokens hold of THIS map, against their even share ('' for a signed or empty map):
     the caption's "soak up attention" is true of a trained ViT's late raw attention (chelsea, layer 12:
@@ -283,7 +294,7 @@ def artifact_share(arts: np.ndarray, values: np.ndarray | None) -> str:
     n, total = int(arts.sum()), float(values.sum())
     share = float(values[arts].sum()) / total
     times = share / (n / arts.size)
-    held = f"they hold **{share:.1%}** of its total over the patches, {times:.1f}× what {n} of {arts.size} " \
+    held = f"they hold **{share:.1%}** of its total over the patches, {times_text(times)}× what {n} of {arts.size} " \
            "patches hold when it is spread evenly"
     if times >= STAND_OUT:
         return f" On this map {held}."
@@ -320,7 +331,7 @@ def early_artifact_note(values: np.ndarray, masks: np.ndarray, layer: int, floor
     return (f"**Not artifact tokens yet, already drawing attention:** {art_mod.describe(soon)} "
             f"{'are artifact tokens' if n > 1 else 'is an artifact token'} from layer {later[0] + 1} on (the "
             f"tokens entering that block are high-norm: the Embeddings tab's table, depth {later[0]}). On this "
-            f"map they already hold **{share:.1%}** of its total over the patches, {times:.1f}× what {n} of "
+            f"map they already hold **{share:.1%}** of its total over the patches, {times_text(times)}× what {n} of "
             f"{soon.size} patches hold when it is spread evenly ({held:.3g} of {total:.3g}); here they are in the "
             f"colour range{top}.")
 
