@@ -73,8 +73,19 @@ def test_a_tiny_top5_probability_is_not_written_as_zero():
 
     top = [Prediction(285, "Egyptian cat", 0.8225), Prediction(281, "tabby", 0.0934),
            Prediction(282, "tiger cat", 0.077), Prediction(287, "lynx", 0.0046), Prediction(331, "hare", 0.00015)]
-    assert list(figures.top5_bar(top).data[0].text) == ["0.015%", "0.5%", "7.7%", "9.3%", "82.2%"]
-    assert figures.percent(0.0) == "0.0%" and figures.percent(0.001) == "0.1%" and figures.percent(0.00096) == "0.096%"
+    assert list(figures.top5_bar(top).data[0].text) == ["0.015%", "0.46%", "7.7%", "9.3%", "82.2%"]
+    assert figures.percent(0.0) == "0.0%" and figures.percent(0.001) == "0.10%" and figures.percent(0.00096) == "0.096%"
+
+
+@pytest.mark.parametrize("prob, text", [
+    (0.00159, "0.16%"), (0.00149, "0.15%"),  # one digit read "0.2%" beside "0.1%": twofold for 7 % apart
+    (0.0004035, "0.040%"),  # .2g dropped the zero: "0.04%"
+    (0.0046, "0.46%"), (0.0099, "0.99%"), (0.00999, "1.0%"), (0.0000999, "0.010%"), (0.00005, "0.0050%"),
+    (0.01, "1.0%"), (0.0234, "2.3%"), (0.822, "82.2%"),  # from 1 % up: one decimal, as before
+])
+def test_a_probability_below_one_percent_keeps_two_significant_digits(prob, text):
+    """Written by hand: two significant digits below 1 %, trailing zeros kept; 0.00999 rounds up to 1.0 %."""
+    assert figures.percent(prob) == text
 
 
 def test_top5_bars_of_different_lengths_never_read_alike():

@@ -345,6 +345,6 @@ def test_the_live_top5_reads_as_the_other_tabs_top5(trained):
     a = engine.analyze(trained, Image.fromarray(fake_camera.frame_rgb(5, 30)))
     a = dataclasses.replace(a, top5=tuple(Prediction(i, name, p) for i, name, p in CHELSEA_TOP5))
     assert [t for t, _ in view.top5_rows(trained, a)] == [
-        "82.2%  Egyptian cat", "9.3%  tabby", "7.7%  tiger cat", "0.5%  lynx", "0.015%  hare"]
+        "82.2%  Egyptian cat", "9.3%  tabby", "7.7%  tiger cat", "0.50%  lynx", "0.015%  hare"]
     tabby = dataclasses.replace(a, top5=(Prediction(281, "tabby, tabby cat", 0.806), *a.top5[2:]))
     assert view.top1_of(trained, tabby) == ("tabby, tabby cat", "Top-1: tabby, 80.6%")

@@ -43,7 +43,7 @@ def test_lens_sentence_follows_the_ranks():
     assert "rank 703" in t and "top 5 from depth **1**" in t and "only at the last depth" in t and "rank 2, 30.0%" in t
     # coffee's espresso at depth 0 (p = 0.00002) read "p = 0.00%" beside rank 875: no chance at all
     coffee = inside.lens_text("cat", np.array([0.00002, 0.5]), np.array([875, 1]))
-    assert "(p = 0.01%)" in t and "(p = 0.002%)" in coffee and "(depth 0: rank 875, 0.002%)" in coffee, coffee
+    assert "(p = 0.010%)" in t and "(p = 0.0020%)" in coffee and "(depth 0: rank 875, 0.0020%)" in coffee, coffee
     t = inside.lens_text("cat", prob, np.array([9, 3, 1, 1]))
     assert "top-1 from depth **2** on" in t and "top 5 from depth **1**" in t and "earlier" not in t
     assert "before, then out of it" not in t

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sys
 import tempfile
@@ -43,12 +44,25 @@ def title_lines(text: str, top: int = 10) -> tuple[str, int]:
 
 
 def percent(prob: float) -> str:
-    """A probability as a percentage: one decimal ("82.2%"), or two significant digits below 0.1 %
-    ("0.015%"), where one decimal would write "0.0%": the chelsea cat's fifth class (hare, 0.015 %) read
-    as no chance at all beside four bars that have one. Exactly 0 stays "0.0%"."""
-    if 0 < prob < 0.001:
-        return f"{100 * prob:.2g}%"
+    """A probability as a percentage: one decimal from 1 % up ("82.2%"), two significant digits below it with
+    their trailing zeros ("0.16%", "0.015%", "0.040%"), where one decimal would write "0.0%" (the chelsea cat's
+    fifth class, hare, 0.015 %, read as no chance at all beside four bars that have one) or one digit ("0.2%"
+    for 0.159 % beside "0.1%" for 0.149 %: read as twofold). Exactly 0 stays "0.0%"."""
+    if 0 < prob < 0.01:
+        return f"{two_digits(100 * prob)}%"
     return f"{prob:.1%}"
+
+
+def two_digits(x: float) -> str:
+    """A positive x below 10 at two significant digits, trailing zeros kept ("0.040", "0.99", "1.0"):
+    `.2g` drops the zeros ("0.04"), and numpy's format_float_positional drops them too where the rounding
+    carries into the next decade (0.00999 -> "0.01")."""
+    decade = math.floor(math.log10(x))
+    decimals = max(0, 1 - decade)
+    text = f"{x:.{decimals}f}"
+    if float(text) >= 10 ** (decade + 1) and decimals > 0:  # 0.00999 -> "0.0100": one digit too many
+        text = f"{x:.{decimals - 1}f}"
+    return text
 
 
 def percents(probs: Sequence[float]) -> list[str]:
