@@ -289,7 +289,7 @@ def assert_book_is_the_main_panel(vm: vizvit.VitModel, photo) -> None:
                 main = ap.main_panel(vm, a, q)
                 np.testing.assert_array_equal(book.maps[l, k], main.values, err_msg=f"{vm.id} {q}")
                 lo, hi = book.lo_hi[l, k]
-                assert f"{lo:.3g} … {hi:.3g}" in main.readout, (vm.id, q)  # the range the readout names
+                assert f"{ap.range_number(lo)} … {ap.range_number(hi)}" in main.readout, (vm.id, q)  # its range
                 if p.tau > 0:
                     keep = A.mass_threshold(torch.from_numpy(main.values), p.tau).numpy()
                     assert (book.keep[l, k] == keep).all()
@@ -503,3 +503,17 @@ def test_the_artifact_shares_ratio_never_reads_as_the_other_side_of_its_verdict(
     arts, values = _corners_map(times)
     said = ap.artifact_share(arts, values)
     assert f", {shown} what 4 of 196 patches" in said and verdict in said, said
+
+
+@pytest.mark.parametrize("top, written", [
+    (0.075, "0.0750"),  # the sentence read "0 … 0.075" beside the table's "max 0.0750"
+    (0.00647, "0.00647"),  # chelsea's layer-11 rollout: sentence and bar "0.00647", the table "0.0065"
+    (0.000552, "0.000552"),  # a grey photo's top: the table read "5.52e-04"
+])
+def test_the_colour_sentence_writes_its_top_as_the_table_beside_it(top, written):
+    g = GEOMS["g14"]
+    values = np.full(g.grid, top / 4, np.float32)
+    values[2, 3] = top  # the max, and the top of "0 to max"
+    note = ap.scale_note(values, 0.0, top, "0 to max", g)
+    table = f"| max | {ap.table_number(float(values.max()))} at (row 2, col 3) |"
+    assert f"**0 to max**, 0 … {written};" in note and f"| max | {written} at" in table, (note, table)

@@ -129,7 +129,7 @@ def scale_note(values: np.ndarray, lo: float, hi: float, scale: str, g: Geometry
     u = uniform_level(g)
     shown = values[~exclude] if exclude is not None and not exclude.all() else values.ravel()
     vmin, vmax, mean = float(shown.min()), float(shown.max()), float(shown.mean())
-    note = f"Colours: **{scale}**, {lo:.3g} … {hi:.3g}; " + uniform_note(u, lo, hi, g.seq_len)
+    note = f"Colours: **{scale}**, {range_number(lo)} … {range_number(hi)}; " + uniform_note(u, lo, hi, g.seq_len)
     besides = " (the artifact tokens left out)" if shown.size < values.size else ""
     if vmax < range_floor(g):  # nothing to see: say so instead of calling it uniform
         rest = f"{elsewhere} and the artifact tokens" if besides else elsewhere
@@ -173,9 +173,16 @@ def bound(x: float, up: bool, digits: int = 2) -> str:
 
 
 def table_number(v: float) -> str:
-    """A readout table's value: 4 decimals, or 3 significant figures in scientific notation below 1e-3,
-    where 4 decimals printed layer 1 head 3's max (1.12e-07) and min alike as "0.0000" (chelsea)."""
-    return f"{v:.4f}" if v == 0 or abs(v) >= 1e-3 else f"{v:.2e}"
+    """A readout table's value: 4 decimals from 0.01 up, 3 significant figures below (scientific below 1e-4):
+    4 decimals printed layer 1 head 3's max (1.12e-07) and min alike as "0.0000" (chelsea), and chelsea's
+    layer-11 rollout top, 0.00647 on the colour bar and in the sentence, as "0.0065"."""
+    return f"{v:.4f}" if v == 0 or abs(v) >= 0.01 else f"{v:#.3g}"
+
+
+def range_number(v: float) -> str:
+    """A colour range's end in a sentence, as the readout table beside it writes it ("0 … 0.0750", not
+    "0 … 0.075" beside the table's "max outside them 0.0750"); a whole number (0, a fixed scale's 1) as one."""
+    return f"{v:g}" if v == round(v) else table_number(v)
 
 
 def _where(values: np.ndarray, fn: Callable) -> tuple[float, int, int]:
