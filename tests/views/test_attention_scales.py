@@ -260,3 +260,15 @@ def test_the_scale_note_says_where_1_over_n_is_when_the_bar_has_no_line_for_it(l
         assert "blue line on the bar is" not in note, note
         assert f"1/N = 1/197 = 0.00508 is {where} this map's whole range" in note, note
         assert f"*1/N {where}*" in note  # the words on the bar
+
+
+def test_the_grid_text_says_a_nearly_zero_tile_is_held_at_the_floor():
+    """The trained ViT-Ti's layer 1 head 3 tile is black ([CLS]→[CLS] 1.0000, each patch ~1e-07: its top raised
+    to range_floor) and GRID_TEXT only said "0 to its own 99th percentile, or half its max". Constructed: a tile of
+    1e-07 everywhere has its top at the floor, 1 % of 1/N, and the text says that floor."""
+    g = GEOMS["g14"]
+    floor = 0.01 / g.seq_len  # NEAR_ZERO of the uniform level 1/N, written out
+    tile = np.full(g.grid, 1e-7, np.float32)
+    assert layout.tile_tops(tile[None, None], floor=floor)[0, 0] == pytest.approx(floor)
+    text = " ".join(ap.GRID_TEXT.split())
+    assert "A top is never below **1% of the uniform level 1/N**" in text and "Nearly zero everywhere" in text, text

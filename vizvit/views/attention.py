@@ -79,13 +79,16 @@ says *1/N above* or *below* instead, with no line. A clicked patch's weight on i
 is left out of the range (in rollout it would make every other patch dark): it shows in the top colour,
 and the table gives it."""
 
-GRID_TEXT = """**All layers × heads.** One small map per (layer, head), rows = layers from the first (top) to the
+GRID_TEXT = f"""**All layers × heads.** One small map per (layer, head), rows = layers from the first (top) to the
 last, columns = heads. It shows the same query and direction as the main map. **Click a cell** to open that layer and
 head above (the main map's cell is outlined in yellow; when it fuses the heads, the whole layer is). By default each
 cell runs from **0 to its own 99th percentile**, or half its max if that is higher (the bar says *tile p99* and, under
 it, that top's value for the outlined cell); the patches above the top take the top colour. So a head's pattern shows
 whatever its level against the other heads', but where a few patches get far more than the rest, they set the tile's
 top and the rest of it is dark. A near-uniform cell still looks near-uniform (it starts at 0, not at its minimum).
+A top is never below **{NEAR_ZERO:.0%} of the uniform level 1/N**: a cell whose patches all get less than that (a head
+whose query keeps nearly all of its attention; the main map says *Nearly zero everywhere*) is drawn against that
+floor, dark or black, with no pattern made up from nothing.
 *One shared colour scale*: one range for every cell, from 0 to the bar's top (compare heads; the blue line is the
 uniform level 1/N). Artifact tokens (cyan) are left out of every range unless you tick *artifact tokens in the colour
 range*. *Rolled out*: per-head rollout, R(l, h) = Â(l, h) · R(l − 1): head h of layer l on top of the mean rollout of
