@@ -163,22 +163,22 @@ def test_contest_verdict_on_constructed_aucs():
     blur = _score("blur", names, [0.596, 0.30, 0.50], [0.563, 0.70, 0.56], band_del, band_ins)
     t = contest_verdict([black, blur], "cat", 0.82, {"rollout": 4, "last-layer [CLS] attention": 4, "Grad-CAM": 0},
                         "the four corners", 20)
-    assert f"deletion AUC **0.500 ± {sd_del:.3f}**" in t and "mean ± sd of 10 orders" in t
+    assert f"deletion AUC **0.5000 ± {sd_del:.4f}**" in t and "mean ± sd of 10 orders" in t
     assert "one band" not in t  # two different bands are given as two
     one = contest_verdict([_score("black", names, [0.596, 0.519, 0.40], [0.563, 0.50, 0.62], band_del, band_del)],
                           "cat", 0.82, {}, "", 20)
-    assert f"deletion and insertion AUC **0.500 ± {sd_del:.3f}** (one band: a random order's insertion is" in one
+    assert f"deletion and insertion AUC **0.5000 ± {sd_del:.4f}** (one band: a random order's insertion is" in one
     assert "**black fill:**" in t and "**blur fill:**" in t and "One photo, 2 fills (black and blur)" in t
     # black: Grad-CAM beats random on both; rollout's deletion is above the band; insertion 0.563 is inside it
-    assert "Beat random on both curves: Grad-CAM (0.400, 0.620)." in t
+    assert "Beat random on both curves: Grad-CAM (0.4000, 0.6200)." in t
     # each past the band on one curve only, within it on the other: said per curve, as the better side is
     # (both were "Worse than random: ..." once)
-    assert "Worse on deletion only (insertion within the band): rollout (0.596, 0.563)." in t
-    assert "Worse on insertion only (deletion within the band): last-layer [CLS] attention (0.519, 0.500)." in t
+    assert "Worse on deletion only (insertion within the band): rollout (0.5960, 0.5630)." in t
+    assert "Worse on insertion only (deletion within the band): last-layer [CLS] attention (0.5190, 0.5000)." in t
     assert "Worse than random" not in t
     # blur: attention wins, Grad-CAM is inside the band; the fills disagree and the verdict says so
-    assert "Beat random on both curves: last-layer [CLS] attention (0.300, 0.700)." in t
-    assert "Within the band on both: Grad-CAM (0.500, 0.560)." in t
+    assert "Beat random on both curves: last-layer [CLS] attention (0.3000, 0.7000)." in t
+    assert "Within the band on both: Grad-CAM (0.5000, 0.5600)." in t
     assert "The fills disagree" in t and "Grad-CAM with black only" in t and "attention with blur only" in t
     # artifacts: named for the maps that remove them first; rollout and attention do not beat random with black
     assert "rollout 4, last-layer [CLS] attention 4;" in t and "Grad-CAM 0" not in t
@@ -205,17 +205,17 @@ def test_contest_verdict_on_constructed_aucs():
     # band, its deletion past the band's worse edge): not listed "on insertion only", nor as a win.
     split = _score("black", names, [0.60, 0.40, 0.50], [0.62, 0.50, 0.62], band_del, band_ins)
     t = contest_verdict([split], "cat", 0.8)
-    assert "Better than random on insertion but worse on deletion: rollout (0.600, 0.620)." in t
-    assert "Better than random on deletion but worse on insertion: last-layer [CLS] attention (0.400, 0.500)." in t
-    assert "On insertion only (deletion within the band): Grad-CAM (0.500, 0.620)." in t
+    assert "Better than random on insertion but worse on deletion: rollout (0.6000, 0.6200)." in t
+    assert "Better than random on deletion but worse on insertion: last-layer [CLS] attention (0.4000, 0.5000)." in t
+    assert "On insertion only (deletion within the band): Grad-CAM (0.5000, 0.6200)." in t
     assert "On insertion only (deletion within the band): rollout" not in t and "Worse" not in t
     # past the band on both curves: said so
     lost = _score("black", names[:1], [0.60], [0.50], band_del, band_ins)
-    assert "Worse than random on both curves: rollout (0.600, 0.500)." in contest_verdict([lost], "cat", 0.8)
+    assert "Worse than random on both curves: rollout (0.6000, 0.5000)." in contest_verdict([lost], "cat", 0.8)
     # two maps split the same way: one sentence naming both, not the heading said twice
     two = contest_verdict([_score("black", names[:2], [0.60, 0.61], [0.62, 0.63], band_del, band_ins)], "cat", 0.8)
-    assert ("Better than random on insertion but worse on deletion: rollout (0.600, 0.620), last-layer [CLS] "
-            "attention (0.610, 0.630).") in two and two.count("Better than random") == 1
+    assert ("Better than random on insertion but worse on deletion: rollout (0.6000, 0.6200), last-layer [CLS] "
+            "attention (0.6100, 0.6300).") in two and two.count("Better than random") == 1
     mixed_only = _score("black", names[:1], [0.60], [0.62], band_del, band_ins)
     t = contest_verdict([mixed_only], "cat", 0.8)
     assert "No map beats random order outside its band without doing worse than it on the other curve" in t
@@ -239,7 +239,7 @@ def test_a_contest_whose_maps_lie_within_the_random_orders_noise_says_it_cannot_
     level = _score("black", names, [0.0121, 0.0126, 0.0119], [0.0125, 0.0123, 0.0122], WEAK_BAND, WEAK_BAND)
     t = experiments.fill_verdict(level)
     assert "with the black fill the contest cannot separate the maps on this photo" in t
-    assert "(-0.00030 to +0.00040)" in t and f"within {WEAK_NOISE:.5f}" in t
+    assert "(−0.00030 to +0.00040)" in t and f"within {WEAK_NOISE:.5f}" in t
     # written to the band's scale: three decimals read "0.012 ± 0.001" and every map "(0.012, 0.012)"
     assert "**0.01200 ± 0.00053**" in t and "rollout (0.01210, 0.01250)" in t
     # the same photo at a strong prediction's scale (×40): the same words, the numbers scaled
@@ -267,7 +267,7 @@ def test_a_fill_that_changes_nothing_the_model_sees_says_so_in_the_tables_decima
     assert contest.auc_decimals(*(perturb.spread(same).sd,) * 2) == 3
     band = _flat([f"random order {k + 1}" for k in range(10)], same, same, "blur")
     c = _flat([*names, "random"], [x, x, x], [x, x, x], "blur")
-    assert experiments.contest_rows(c, band)[0][2:4] == [0.0281, 0.0281]  # the table's row, independently rounded
+    assert experiments.contest_rows(c, band)[0][2:4] == ["0.0281", "0.0281"]  # the table's row, independently rounded
     line = experiments.ranking_line(c, band, [r[1] for r in experiments.contest_rows(c, band)])
     assert line == ("**Ranking:** none on this photo (blur fill): the fill changes nothing the model sees, every "
                     "order alike.")
@@ -300,7 +300,7 @@ def test_a_fill_that_changes_nothing_is_said_in_the_decimals_of_the_table_beside
                    _flat([f"random order {k + 1}" for k in range(10)], [y] * 10, [y] * 10, "blur"), 0)
     rows = experiments.contest_rows(c, _flat([f"random order {k + 1}" for k in range(10)], black_band, black_band),
                                     second)
-    assert {tuple(r[5:7]) for r in rows} == {(0.02479, 0.02479)}, rows
+    assert {tuple(r[5:7]) for r in rows} == {("0.02479", "0.02479")}, rows
 
 
 def _flat(names, dele, ins, mode="black"):
@@ -359,7 +359,7 @@ def test_contest_table_and_chart_draw_the_random_orders_as_a_band():
     # The one random map gives way to the orders' mean
     assert [r[1] for r in rows] == ["rollout", RANDOM_ROW]
     mean_del = np.mean([np.trapezoid(d, f) for d in dele])
-    assert rows[1][2] == round(mean_del, 4) and rows[0][5] == rows[0][2]  # second-fill columns filled
+    assert rows[1][2] == f"{mean_del:.4f}" and rows[0][5] == rows[0][2]  # second-fill columns filled
     fig = contest_figure(maps, band)
     filled = [t for t in fig.data if t.fill == "tonexty"]
     assert len(filled) == 2  # deletion and insertion bands
@@ -719,3 +719,28 @@ def test_the_contest_button_is_short_and_the_line_under_it_estimates_the_time_fr
     image_s = wb.forwards.stats().image_s
     assert image_s > 0
     assert f"at the last forward's {1000 * image_s:.0f} ms a view" in experiments.contest_cost_of(ph, 4)
+
+
+def test_the_verdict_quotes_each_fills_aucs_as_the_table_writes_them():
+    """The white canvas on the trained ViT-Ti (a walk-through): black's band sd 0.0062 sets the table's four
+    decimals, blur's sd 0.019 alone would give three, and the verdict said blur's "rollout (0.008, 0.138)" and
+    band "0.030 ± 0.019" beside the table's second-fill columns 0.0078, 0.1377, 0.0296; the table, floats, wrote
+    "0.008" where the verdict said "0.0080", and "-0.0173" with a hyphen beside the chart's minus signs."""
+    names = ("rollout", "Grad-CAM")
+    black_band = [0.0194 + d for d in (-0.0088, 0.0088) * 5]  # sd 0.0093: four decimals (auc_decimals)
+    blur_band = [0.0300 + d for d in (-0.0180, 0.0180) * 5]  # sd 0.0190: three decimals on its own
+    assert contest.auc_decimals(float(np.std(blur_band, ddof=1))) == 3
+    black = _score("black", names, [0.0080, 0.0255], [0.0425, 0.0082], black_band, black_band)
+    blur = _score("blur", names, [0.0080, 0.0460], [0.1377, 0.0101], blur_band, blur_band)
+    t = experiments.contest_verdict([black, blur], "envelope", 0.13)
+    # written by hand: four decimals, trailing zeros kept
+    assert "rollout (0.0080, 0.1377)" in t and "AUC **0.0300 ± 0.0190**" in t, t
+    assert "(0.008, 0.138)" not in t and "0.030 ± 0.019" not in t
+    c = _flat([*names, "random"], [0.0080, 0.0255, 0.0194], [0.0425, 0.0082, 0.0194])
+    second = contest.FillContest(_flat([*names, "random"], [0.0080, 0.0460, 0.0300], [0.1377, 0.0101, 0.0300],
+                                       "blur"), _flat([f"random order {k + 1}" for k in range(10)], blur_band,
+                                                      blur_band, "blur"), 0)
+    rows = experiments.contest_rows(c, _flat([f"random order {k + 1}" for k in range(10)], black_band, black_band),
+                                    second)
+    assert rows[0][1:] == ["rollout", "0.0080", "0.0425", "0.0345", "0.0080", "0.1377"], rows
+    assert rows[-1][1:] == ["Grad-CAM", "0.0255", "0.0082", "\u22120.0173", "0.0460", "0.0101"], rows

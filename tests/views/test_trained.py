@@ -115,12 +115,13 @@ def test_contest_verdict_on_the_cat_rests_on_ten_random_orders_and_two_fills(pho
     # (black) and 0.390 ± 0.027 (blur), deletion and insertion alike (read back). Black: rollout beats random
     # on insertion (0.563 against 0.505 ± 0.032) but is worse on deletion; blur: attention beats it on both
     # (0.345, 0.517).
-    # Read back (contest.read_back), the orders' insertion AUCs are their deletion AUCs: one band a fill.
-    assert "mean ± sd of 10 orders: deletion and insertion AUC **0.505 ± 0.032** (one band" in text
-    assert "deletion and insertion AUC **0.390 ± 0.027** (one band" in text and "no map beats" not in text.lower()
+    # Read back (contest.read_back), the orders' insertion AUCs are their deletion AUCs: one band a fill. Written
+    # as the table beside it writes them (four decimals: its random row 0.5045, 0.3903).
+    assert "mean ± sd of 10 orders: deletion and insertion AUC **0.5045 ± 0.0318** (one band" in text
+    assert "deletion and insertion AUC **0.3903 ± 0.0274** (one band" in text and "no map beats" not in text.lower()
     assert "**black fill:**" in text and "**blur fill:**" in text and "The fills disagree" in text
     # rollout: insertion above the band, deletion 0.596 past its worse edge 0.537: not a win (a reviewer, 2026-12-06)
-    assert "Better than random on insertion but worse on deletion: rollout (0.596, 0.563)" in text
+    assert "Better than random on insertion but worse on deletion: rollout (0.5957, 0.5629)" in text
     assert "Beat random on both curves: last-layer [CLS] attention" in text
     # AttnLRP ranks 1st with a deletion AUC worse than random's: the note no longer says the top maps
     # lowered the prediction sooner, only that the rank is insertion − deletion on balance.

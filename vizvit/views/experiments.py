@@ -449,10 +449,20 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
     for r, (name, d, i) in enumerate(contest.contestants(c, band)):
         shown = name if name == contest.RANDOM_ROW or name != methods.RANDOM.name else f"{name} (baseline, one order)"
         two = other.get(name)  # the second fill's AUCs ("" until computed)
-        # + 0.0: the random row's insertion − deletion is 0 up to rounding, shown "0", not "-0"
-        out.append([r + 1, shown, round(d, n), round(i, n), round(i - d, n) + 0.0,
-                    *(("", "") if two is None else (round(two[0], n), round(two[1], n)))])
+        out.append([r + 1, shown, auc_text(d, n), auc_text(i, n), auc_text(i - d, n),
+                    *(("", "") if two is None else (auc_text(two[0], n), auc_text(two[1], n)))])
     return out
+
+
+MINUS = "\u2212"  # the minus sign plotly writes on the chart beside the table, not a hyphen
+
+
+def auc_text(x: float, decimals: int) -> str:
+    """An AUC (or a difference of two) as the table and the verdict write it: `decimals` decimals, trailing zeros
+    kept (the table's numbers, floats, read "0.008" where the verdict said "0.0080"), a minus sign, not a hyphen,
+    and no "−0.0000" (the random row's insertion − deletion is 0 up to rounding)."""
+    text = f"{round(x, decimals) + 0.0:.{decimals}f}"
+    return text.replace("-", MINUS) if text.strip("-0.") else text.lstrip("-")
 
 
 def _band_sds(band: perturb.Curves | None) -> tuple[float, ...]:
@@ -547,34 +557,37 @@ def table_decimals(*sds: float) -> int:
 
 def fill_verdict(s: contest.FillScore, table: int | None = None) -> str:
     """What one fill says: the random band, then the maps outside it (better on both, on one) and inside.
-    table: the AUC table's decimals (table_decimals; None: this fill's alone), for a fill that changed nothing."""
+    table: the AUC table's decimals (table_decimals over every fill it shows; None: this fill's alone), which every
+    number said here is written in, as the table writes it (auc_text)."""
     db, ib = s.deletion_band, s.insertion_band
     v = contest.beats_random(s)
     auc = {n: (float(d), float(i)) for n, d, i in zip(s.names, s.deletion, s.insertion)}
-    dec = contest.auc_decimals(db.sd, ib.sd)  # the band's scale, this photo's: a weak prediction's AUCs are all small
+    # The table's decimals, which it writes both fills in (white canvas: the verdict's blur numbers "(0.008, 0.138)"
+    # and band "0.030 ± 0.019" beside the table's 0.0078, 0.1377, 0.0296); alone, the band's own scale.
+    dec = table_decimals(db.sd, ib.sd) if table is None else table
 
     def named(ns: list[str]) -> str:
-        return ", ".join(f"{n} ({auc[n][0]:.{dec}f}, {auc[n][1]:.{dec}f})" for n in ns)
+        return ", ".join(f"{n} ({auc_text(auc[n][0], dec)}, {auc_text(auc[n][1], dec)})" for n in ns)
 
     if contest.unchanged(s):  # "none ranks the patches better than chance" was said of a fill that removed nothing
         # No spread of its own to size the decimals by (auc_decimals of 0: three): the table's, which its rows
         # are written in. A flat grey photo's blur said "(0.025, 0.025)" beside the table's 0.02479 and the black
         # fill's "0.01423 ± 0.00075" just before.
-        k = table_decimals(db.sd, ib.sd) if table is None else table
         return (f"**{s.fill} fill:** it changes nothing the model sees on this photo: every order, each map's and "
-                f"the {db.n} random orders', gives the same deletion and insertion AUC ({db.mean:.{k}f}, "
-                f"{ib.mean:.{k}f}), so this fill ranks no map here.")
+                f"the {db.n} random orders', gives the same deletion and insertion AUC ({auc_text(db.mean, dec)}, "
+                f"{auc_text(ib.mean, dec)}), so this fill ranks no map here.")
 
     wins = [n for n, (d, i) in v.items() if "better" in (d, i) and "worse" not in (d, i)]
     split = [n for n, (d, i) in v.items() if {d, i} == {"better", "worse"}]
-    dband, iband = f"{db.mean:.{dec}f} ± {db.sd:.{dec}f}", f"{ib.mean:.{dec}f} ± {ib.sd:.{dec}f}"
+    dband = f"{auc_text(db.mean, dec)} ± {auc_text(db.sd, dec)}"
+    iband = f"{auc_text(ib.mean, dec)} ± {auc_text(ib.sd, dec)}"
     # The random orders insert read back (contest.read_back), so their two bands are one: said, not left
     # for a student to wonder at two equal pairs of numbers.
     bands = (f"deletion and insertion AUC **{dband}** (one band: a random order's insertion is its deletion "
              "read backwards)" if dband == iband else f"deletion AUC **{dband}**, insertion **{iband}**")
     out = [f"**{s.fill} fill:** random order, mean ± sd of {db.n} orders: {bands} (maps below: deletion, "
            "insertion)."]
-    apart = separated(s)
+    apart = separated(s, dec)
     if apart is not None:
         out.append(apart)
     if not wins:
@@ -588,17 +601,22 @@ def fill_verdict(s: contest.FillScore, table: int | None = None) -> str:
     return " ".join(out)
 
 
-def separated(s: contest.FillScore) -> str | None:
+def separated(s: contest.FillScore, decimals: int | None = None) -> str | None:
     """The sentence for a fill whose contest cannot separate the maps on this photo: every map's insertion −
     deletion AUC within contest.score_noise of the others' and of random order's (0: its insertion is its
-    deletion), end to end. None when it can."""
+    deletion), end to end. None when it can. decimals: the table's (default: the band's own, auc_decimals)."""
     scores = [0.0, *(float(i - d) for d, i in zip(s.deletion, s.insertion))]
     noise = contest.score_noise(s.deletion_band, s.insertion_band)
     if max(scores) - min(scores) > noise:
         return None
-    k = contest.auc_decimals(s.deletion_band.sd, s.insertion_band.sd)
-    return (f"Every map's insertion − deletion AUC ({min(scores[1:]):+.{k}f} to {max(scores[1:]):+.{k}f}) lies "
-            f"within {noise:.{k}f} of the others' and of random order's (0): random orders differ by as much "
+    k = contest.auc_decimals(s.deletion_band.sd, s.insertion_band.sd) if decimals is None else decimals
+
+    def signed(x: float) -> str:
+        text = auc_text(x, k)
+        return text if text.startswith(MINUS) or not text.strip("0.") else "+" + text
+
+    return (f"Every map's insertion − deletion AUC ({signed(min(scores[1:]))} to {signed(max(scores[1:]))}) lies "
+            f"within {auc_text(noise, k)} of the others' and of random order's (0): random orders differ by as much "
             f"(the sd of two orders' difference), so with the {s.fill} fill the contest cannot separate the "
             "maps on this photo.")
 
