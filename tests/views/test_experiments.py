@@ -616,7 +616,7 @@ def test_the_sweep_runs_and_says_the_fill_the_tab_shows(tiny16, cat):
     last = list(experiments.sweep_progress(ph, fill="wrap"))[-1]
     assert "wrap fill" in last.figure.layout.title.text.replace("<br>", " ") and "wrap fill" in last.text
     want = perturb.shift_sweep(tiny16, ph.analysis().input_view, fill="wrap")  # the sweep under wrap, alone
-    assert [row[2] for row in last.table["data"]] == [round(r.mean_cos, 4) for r in want.rows]
+    assert [row[2] for row in last.table["data"]] == [f"{r.mean_cos:.3f}".replace("-", "\u2212") for r in want.rows]
     assert "wrap fill" in experiments.shown_sweep(ph, "wrap").text
     not_run = experiments.shown_sweep(ph, "edge")
     assert not_run.figure is None and "with the edge fill" in not_run.text
@@ -744,3 +744,14 @@ def test_the_verdict_quotes_each_fills_aucs_as_the_table_writes_them():
                                     second)
     assert rows[0][1:] == ["rollout", "0.0080", "0.0425", "0.0345", "0.0080", "0.1377"], rows
     assert rows[-1][1:] == ["Grad-CAM", "0.0255", "0.0082", "\u22120.0173", "0.0460", "0.0101"], rows
+
+
+def test_the_sweep_table_writes_its_numbers_as_the_shift_readout_and_chart_do(tiny16):
+    """The strip photo on the trained ViT-Ti: the sweep table said "0.0772" where the shift readout and the chart's
+    probability axis said "7.72%", and a cosine "-0.07" with a hyphen beside the readout's "−1". Constructed rows,
+    written by hand."""
+    rows = (perturb.SweepRow(0, 0, 1.0, 0.99, 1, "dingo", 0.0772, 0.0772),
+            perturb.SweepRow(8, 0, 0.4, -0.07, 2, "tabby", 0.00004, 0.000049))
+    table = experiments.sweep_panel(tiny16, perturb.ShiftSweep(rows, 2)).table["data"]
+    assert table[0][2:] == ["1.000", "0.990", "dingo", "7.72%", "7.72%"], table
+    assert table[1][2:] == ["0.400", "\u22120.070", "tabby", "<0.01%", "<0.01%"], table

@@ -93,6 +93,7 @@ class CurvesPanel:
     text: str
 
 
+MINUS = "\u2212"  # the minus sign plotly writes on the chart beside the table, not a hyphen
 SWEEP_HEADERS = ["k (px right)", "whole patches moved back", "mean cos", "min cos", "top-1 label",
                  "top-1 prob", "p(unshifted top-1)"]
 CURVES_HEADERS = ["rank", "map", "deletion AUC (lower = better)", "insertion AUC (higher = better)",
@@ -224,7 +225,7 @@ def shift_panel(ph: Photo, dx: int, dy: int, fill: str = "edge") -> ShiftPanel:
     di, dj = perturb.patches_moved_back(int(dy), g.patch_size), perturb.patches_moved_back(int(dx), g.patch_size)
     n = int(np.isfinite(cos).sum())
     text = (f"Shift dx = {dx}, dy = {dy} px ({fill} fill) · grid moved back by ({dj}, {di}) whole patches "
-            f"(columns, rows) · **mean cos {mean:.3f}**, **min cos {low:.3f}** over {n} of {g.num_patches} "
+            f"(columns, rows) · **mean cos {cos_text(mean)}**, **min cos {cos_text(low)}** over {n} of {g.num_patches} "
             f"patches that have a partner (red 1, white 0, blue −1, grey: no partner)")
     if a.top5 and base.top5:
         text += (f" · top-1 **{_short(a.top5[0].label)}** {figures.fixed_percent(a.top5[0].prob)} "
@@ -292,17 +293,27 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
         yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%",
                     tickmode="array", tickvals=[0, 0.25, 0.5, 0.75, 1.0]),
         legend=figures.LEGEND_BELOW, margin=dict(l=10, r=10, t=top, b=10), height=340 + top)
-    rows = [[r.k, r.moved_back, round(r.mean_cos, 4), round(r.min_cos, 4), _short(r.top1_label),
-             round(r.top1_prob, 4), round(r.base_class_prob, 4)] for r in s.rows]
+    # Written as the shift readout above writes them (cos to 3 decimals, probabilities as fixed_percent): the
+    # table said "0.0772" where the readout and the chart's axis said "7.72%" (the strip photo's dingo).
+    rows = [[r.k, r.moved_back, cos_text(r.mean_cos), cos_text(r.min_cos), _short(r.top1_label),
+             figures.fixed_percent(r.top1_prob), figures.fixed_percent(r.base_class_prob)] for r in s.rows]
     headers = list(SWEEP_HEADERS)
     if cnn is not None:
         headers.append("CNN p(top-1)")
-        rows = [row + [round(float(c), 4)] for row, c in zip(rows, cnn[1])]
+        rows = [row + [figures.fixed_percent(float(c))] for row, c in zip(rows, cnn[1])]
     # The fill named in the text too: the tab's fill control sits above, and the sweep once ran under edge
     # whatever it said (its title alone named the rule).
     text = (("Done: " if s.done else "Running… ") + f"{len(s.rows)} of {s.total} shifted views, {fill} fill "
             f"({FILL_SAID.get(fill, fill)}; batched forwards).")
     return SweepPanel(fig, {"data": rows, "headers": headers}, text)
+
+
+def cos_text(x: float) -> str:
+    """A cosine as the shift readout writes it ("0.998"), with a minus sign, not a hyphen; NaN (no partner) "–"."""
+    if not np.isfinite(x):
+        return "–"
+    text = f"{x + 0.0:.3f}"
+    return text.replace("-", MINUS) if text.strip("-0.") else text.lstrip("-")
 
 
 SWEEP_BUTTON = "Run the shift sweep"
@@ -452,9 +463,6 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
         out.append([r + 1, shown, auc_text(d, n), auc_text(i, n), auc_text(i - d, n),
                     *(("", "") if two is None else (auc_text(two[0], n), auc_text(two[1], n)))])
     return out
-
-
-MINUS = "\u2212"  # the minus sign plotly writes on the chart beside the table, not a hyphen
 
 
 def auc_text(x: float, decimals: int) -> str:
