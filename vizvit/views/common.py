@@ -11,7 +11,7 @@ from vizvit.model.images import FRAMES, STRETCHED, TURNED, resized_size
 from vizvit.model.models import Geometry, VitModel, short_name
 from vizvit.model.patches import patch_at
 from vizvit.pictures import figures, render
-from vizvit.session import ViewPrediction
+from vizvit.session import PhotoKey, ViewPrediction, Workbench
 
 HEADER_TEXT = """# vizvit: watch a Vision Transformer read your photo
 Upload a photo (or pick an example). The model cuts it into square patches, turns each
@@ -107,6 +107,14 @@ def status_line(vm: VitModel, a: Analysis, photo_size: tuple[int, int] | None = 
     off = (f" · ⚠️ heads off ({a.ablation.mode}): **{format_heads(a.ablation.heads)}**, every tab shows that model"
            if a.ablation else "")
     return f"{model_line(vm)}{best}{off}{detail(f' · forward {a.seconds * 1000:.0f} ms')}{resize_note(vm, photo_size)}"
+
+
+def photo_status(wb: Workbench, k: PhotoKey) -> str:
+    """The status line of the session's photo under its model (after its forward), with what the upload's own
+    status said of its file (frames_note: an animation's frame 1, a turn by EXIF), which a model change and heads
+    switched off had dropped."""
+    photo = wb.photo(k.sha1)
+    return status_line(wb.model(k.model_id), wb.analysis(k), photo.size) + frames_note(photo)
 
 
 CROP_WARN = 0.25  # a centre crop keeping less of the photo than this is warned of (a 4000×300 strip keeps 6%)

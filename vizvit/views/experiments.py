@@ -310,10 +310,7 @@ def sweep_panel(vm: VitModel, s: perturb.ShiftSweep, cnn: tuple[str, np.ndarray]
 
 def cos_text(x: float) -> str:
     """A cosine as the shift readout writes it ("0.998"), with a minus sign, not a hyphen; NaN (no partner) "–"."""
-    if not np.isfinite(x):
-        return "–"
-    text = f"{x + 0.0:.3f}"
-    return text.replace("-", MINUS) if text.strip("-0.") else text.lstrip("-")
+    return auc_text(x, 3) if np.isfinite(x) else "–"
 
 
 SWEEP_BUTTON = "Run the shift sweep"
@@ -466,9 +463,9 @@ def contest_rows(c: perturb.Curves, band: perturb.Curves | None = None,
 
 
 def auc_text(x: float, decimals: int) -> str:
-    """An AUC (or a difference of two) as the table and the verdict write it: `decimals` decimals, trailing zeros
-    kept (the table's numbers, floats, read "0.008" where the verdict said "0.0080"), a minus sign, not a hyphen,
-    and no "−0.0000" (the random row's insertion − deletion is 0 up to rounding)."""
+    """An AUC (or a difference of two; a cosine, cos_text) as the table and the verdict write it: `decimals`
+    decimals, trailing zeros kept (the table's numbers, floats, read "0.008" where the verdict said "0.0080"), a
+    minus sign, not a hyphen, and no "−0.0000" (the random row's insertion − deletion is 0 up to rounding)."""
     text = f"{round(x, decimals) + 0.0:.{decimals}f}"
     return text.replace("-", MINUS) if text.strip("-0.") else text.lstrip("-")
 
@@ -770,19 +767,18 @@ def contest_stale(ran: ContestRun | None, now: ContestRun) -> str:
     when none is shown or it is for `now`."""
     if ran is None:
         return ""
-    run = CONTEST_BUTTON
     if (ran.photo, ran.steps, ran.mode) == (now.photo, now.steps, now.mode):
         new = [m for m in now.costly if m not in ran.costly]  # one lost from the cache since: none missing
         if not new:
             return ""
         named = " and ".join(new)
         return (f"⚠️ **Not every map:** the chart, table and verdict below are from the contest run before "
-                f"{named} was computed, and rank the other maps only. Press **{run}** to rank {named} too.")
+                f"{named} was computed, and rank the other maps only. Press **{CONTEST_BUTTON}** to rank {named} too.")
     def said(r: ContestRun) -> str:
         return f"{r.steps} steps, patches removed by {r.mode}"
     other = "" if ran.photo == now.photo else ", on the photo (or model) shown before"
     return (f"⚠️ **Not for the settings now:** the chart, table and verdict below are from the contest run with "
-            f"{said(ran)}{other}. Press **{run}** to run it with {said(now)}"
+            f"{said(ran)}{other}. Press **{CONTEST_BUTTON}** to run it with {said(now)}"
             f"{' on this photo' if other else ''}.")
 
 

@@ -21,10 +21,8 @@ def labelled(wb: Workbench, k: PhotoKey, labels_text: str, template: str) -> Pho
 
 
 def status_of(wb: Workbench, k: PhotoKey) -> str:
-    """The status line of the session's photo under its model (after its forward), with what the upload's own
-    status said of its file (an animation: frame 1 only), which a model change had dropped."""
-    photo = wb.photo(k.sha1)
-    return common.status_line(wb.model(k.model_id), wb.analysis(k), photo.size) + common.frames_note(photo)
+    """The status line of the session's photo under its model (common.photo_status)."""
+    return common.photo_status(wb, k)
 
 
 def label_rule(wb: Workbench, model_id: str, labels_text: str, template: str) -> str:

@@ -30,7 +30,7 @@ from vizvit.readings import heads
 from vizvit.readings.lens import lens_of
 from vizvit.session import Photo, PhotoKey
 from vizvit.views import flip
-from vizvit.views.common import frames_note, status_line, top5_figure
+from vizvit.views.common import photo_status, top5_figure
 from vizvit.vocab import HEADS_EXAMPLE
 
 LENS_TEXT = """**Logit lens.** Each row is a depth l = 0 (after the embedding stage) … L (after the last block): the
@@ -514,9 +514,7 @@ def ablate(ph: Photo, ablation: Ablation) -> Ablated:
     """Switch these heads off for the session (every tab then shows that model): the new key, after its
     forward, and its status line."""
     k = with_ablation(ph.key, ablation)
-    wb = ph.wb
-    photo = wb.photo(k.sha1)  # its file's notes too (an animation's frame 1, a turn by EXIF), as the upload said
-    return Ablated(k, status_line(wb.model(k.model_id), wb.analysis(k), photo.size) + frames_note(photo))
+    return Ablated(k, photo_status(ph.wb, k))  # its file's notes too (an animation's frame 1), as the upload said
 
 
 def click(ph: Photo, x: float, y: float) -> Ablated | None:
